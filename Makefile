@@ -1,0 +1,49 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+# Both set themselves up (virtualenv, dependencies, database) first.
+
+PY ?= $(shell command -v python3.12 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export HOST PORT
+
+.PHONY: run test setup lint format bench clean
+
+$(BIN)/python:
+	@$(PY) -c 'import sys; v=sys.version_info; sys.exit(0 if v >= (3, 12) else f"Pagewatch needs Python 3.12 or newer; {sys.executable} is {v.major}.{v.minor}. Install 3.12+ or run make PY=/path/to/python3.12")'
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@ $(VENV)/.installed-run
+
+setup: $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py bootstrap
+	@echo "Starting Pagewatch on http://$(HOST):$(PORT)/ (web, worker, scheduler). Ctrl-C stops all."
+	$(BIN)/honcho --no-prefix start -f Procfile 2>/dev/null || $(BIN)/honcho start -f Procfile
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) var *.egg-info

@@ -1,0 +1,805 @@
+"""Turn a fetched response body into the text Pagewatch compares.
+
+``extract()`` takes the raw bytes of a page plus a Firecrawl ``scrapeOptions``
+mapping (camelCase keys) and returns Markdown, optional cleaned/raw HTML, links,
+images and metadata. It is pure: no Django models, no network, no clock.
+
+HTML is parsed once with selectolax (lexbor), cleaned in place, and the chosen
+subtree is handed to html-to-markdown with options pinned for stable output,
+because every formatting wobble between two checks would show up as a change.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from html_to_markdown import ConversionOptions, PreprocessingOptions, convert
+from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
+
+__all__ = [
+    "Extracted",
+    "ExtractionError",
+    "extract",
+    "invalid_selectors",
+]
+
+
+class ExtractionError(Exception):
+    """The body cannot be turned into comparable text; ``message`` says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class Extracted:
+    markdown: str
+    html: str | None = None
+    raw_html: str | None = None
+    links: list[str] | None = None
+    images: list[str] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Options:
+    formats: frozenset[str]
+    only_main_content: bool
+    include_tags: tuple[str, ...]
+    exclude_tags: tuple[str, ...]
+    remove_base64_images: bool
+    block_ads: bool
+    parse_pdf: bool
+
+
+def _type_names(items: Any) -> Iterable[str]:
+    """Format/parser lists hold strings or objects such as ``{"type": "pdf"}``."""
+    if not isinstance(items, list | tuple):
+        return ()
+    names = []
+    for item in items:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, Mapping) and isinstance(item.get("type"), str):
+            names.append(item["type"])
+    return names
+
+
+def _selectors(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(s.strip() for s in value if isinstance(s, str) and s.strip())
+
+
+def _parse_options(options: Mapping[str, Any]) -> _Options:
+    formats = options.get("formats")
+    parsers = options.get("parsers", ["pdf"])
+    return _Options(
+        formats=frozenset(_type_names(formats if formats is not None else [])),
+        only_main_content=options.get("onlyMainContent", True) is not False,
+        include_tags=_selectors(options.get("includeTags")),
+        exclude_tags=_selectors(options.get("excludeTags")),
+        remove_base64_images=options.get("removeBase64Images", True) is not False,
+        block_ads=options.get("blockAds", True) is not False,
+        parse_pdf="pdf" in _type_names(parsers if parsers is not None else []),
+    )
+
+
+def invalid_selectors(options: Mapping[str, Any]) -> list[str]:
+    """Messages for ``includeTags``/``excludeTags`` entries lexbor cannot parse.
+
+    Lets the API and the dashboard refuse a bad selector when the monitor is
+    saved, instead of every check failing later.
+    """
+    probe = LexborHTMLParser("<p></p>")  # parsers are not thread-safe: one per call
+    problems = []
+    for key in ("includeTags", "excludeTags"):
+        for selector in _selectors(options.get(key)):
+            try:
+                probe.css(selector)
+            except SelectolaxError:
+                problems.append(f"{key}: {selector!r} is not a valid CSS selector")
+    return problems
+
+
+# --------------------------------------------------------------------------
+# Content type sniffing and decoding
+# --------------------------------------------------------------------------
+
+_HTML_TYPES = {"text/html", "application/xhtml+xml"}
+_TEXT_TYPES = {
+    "application/json",
+    "application/ld+json",
+    "application/xml",
+    "application/javascript",
+    "application/x-javascript",
+    "application/ecmascript",
+    "application/rss+xml",
+    "application/atom+xml",
+    "application/x-ndjson",
+    "application/yaml",
+    "application/x-yaml",
+    "application/toml",
+    "application/csv",
+}
+_BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
+_KIND_WORDS = {
+    "image/": "an image",
+    "audio/": "audio",
+    "video/": "a video",
+    "font/": "a font",
+}
+# WHATWG maps these labels to windows-1252; pages labelled latin-1 routinely
+# contain curly quotes in the 0x80-0x9F range.
+_CHARSET_ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252"}
+_CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE
+)
+
+
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _codec(label: str | None) -> str | None:
+    if not label:
+        return None
+    label = label.strip().lower()
+    label = _CHARSET_ALIASES.get(label, label)
+    try:
+        return codecs.lookup(label).name
+    except LookupError:
+        return None
+
+
+def _bom_codec(body: bytes) -> str | None:
+    if body.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return None
+
+
+def _decode(body: bytes, content_type: str, *, html: bool) -> str:
+    """BOM, then the header's charset, then ``<meta charset>``, then UTF-8."""
+    codec = _bom_codec(body)
+    if codec is None:
+        match = _CHARSET_PARAM.search(content_type)
+        codec = _codec(match.group(1)) if match else None
+    if codec is None and html:
+        match = _META_CHARSET.search(body[:4096])
+        codec = _codec(match.group(1).decode("ascii", "replace")) if match else None
+        # A page that was transcoded to UTF-16 by a proxy still says utf-16 in
+        # its meta tag, but without a BOM the bytes are ASCII-compatible.
+        if codec and codec.startswith("utf-16"):
+            codec = "utf-8"
+    return body.decode(codec or "utf-8", errors="replace")
+
+
+def _looks_like_html(head: bytes) -> bool:
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    return start.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or (
+        start.startswith(b"<") and (b"<html" in head.lower() or b"<body" in head.lower())
+    )
+
+
+def _looks_binary(head: bytes) -> bool:
+    return b"\x00" in head and _bom_codec(head) != "utf-16"
+
+
+def _kind(body: bytes, media_type: str) -> str:
+    """One of ``pdf``, ``html``, ``text`` or ``binary``."""
+    head = body[:1024]
+    if media_type == "application/pdf" or body[:1024].lstrip().startswith(b"%PDF-"):
+        return "pdf"
+    if media_type in _HTML_TYPES:
+        return "html"
+    if media_type.startswith(_BINARY_PREFIXES):
+        return "binary"
+    if (
+        media_type.startswith("text/")
+        or media_type in _TEXT_TYPES
+        or media_type.endswith(("+json", "+xml"))
+    ):
+        return "text"
+    # Missing or generic types (application/octet-stream): trust the bytes.
+    if _looks_like_html(head):
+        return "html"
+    if not _looks_binary(head):
+        try:
+            body[:4096].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # A multi-byte character cut at the 4 KiB boundary is still text.
+            if exc.start < 4090:
+                return "binary"
+        return "text"
+    return "binary"
+
+
+def _binary_message(media_type: str) -> str:
+    for prefix, words in _KIND_WORDS.items():
+        if media_type.startswith(prefix):
+            return f"The page is {words} ({media_type}); nothing to compare"
+    label = media_type or "unknown content type"
+    return f"The page is binary content ({label}); nothing to compare"
+
+
+# --------------------------------------------------------------------------
+# Public entry point
+# --------------------------------------------------------------------------
+
+
+def extract(
+    body: bytes, *, content_type: str, url: str, options: Mapping[str, Any]
+) -> Extracted:
+    """Extract comparable Markdown (and the requested formats) from ``body``.
+
+    Raises ``ExtractionError`` when there is no text to compare: images and
+    other binary bodies, unreadable PDFs, or PDFs with PDF parsing turned off.
+    """
+    opts = _parse_options(options or {})
+    media_type = _media_type(content_type or "")
+    kind = _kind(body, media_type)
+    if kind == "pdf":
+        return _extract_pdf(body, content_type or "application/pdf", url, opts)
+    if kind == "binary":
+        raise ExtractionError(_binary_message(media_type))
+    if kind == "text":
+        return _extract_text(body, content_type, media_type, url, opts)
+    return _extract_html(body, content_type or "text/html", url, opts)
+
+
+def _base_metadata(content_type: str, url: str) -> dict[str, Any]:
+    return {
+        "title": None,
+        "description": None,
+        "language": None,
+        "contentType": content_type,
+        "sourceURL": url,
+    }
+
+
+def _extract_text(
+    body: bytes, content_type: str, media_type: str, url: str, opts: _Options
+) -> Extracted:
+    text = _decode(body, content_type, html=False)
+    if media_type == "application/json" or media_type.endswith("+json"):
+        text = _pretty_json(text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return Extracted(
+        markdown=text,
+        raw_html=text if "rawHtml" in opts.formats else None,
+        links=[] if "links" in opts.formats else None,
+        images=[] if "images" in opts.formats else None,
+        metadata=_base_metadata(content_type or media_type or "text/plain", url),
+    )
+
+
+def _pretty_json(text: str) -> str:
+    """Minified JSON is one line; indent it so a change diffs as one line."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------
+# PDF
+# --------------------------------------------------------------------------
+
+
+def _extract_pdf(body: bytes, content_type: str, url: str, opts: _Options) -> Extracted:
+    if not opts.parse_pdf:
+        raise ExtractionError(
+            "The page is a PDF and PDF parsing is turned off (parsers); "
+            "nothing to compare"
+        )
+    from pypdf import PdfReader  # imported lazily: most checks never see a PDF
+
+    # pypdf parses untrusted bytes and raises many exception types on damaged
+    # files (KeyError, ValueError, its own PdfReadError, ...): any of them means
+    # "this PDF could not be read", which is a page result, not a crash.
+    try:
+        reader = PdfReader(io.BytesIO(body))
+        if reader.is_encrypted:
+            reader.decrypt("")
+        pages = [(page.extract_text() or "") for page in reader.pages]
+        info = reader.metadata
+        title = str(info.title) if info and info.title else None
+    except Exception as exc:
+        raise ExtractionError(f"PDF could not be read: {_short(exc)}") from exc
+
+    text = "\n\n".join(
+        "\n".join(line.rstrip() for line in page.strip().splitlines())
+        for page in pages
+        if page.strip()
+    )
+    metadata = _base_metadata(content_type, url)
+    metadata["title"] = title
+    metadata["numPages"] = len(pages)
+    return Extracted(
+        markdown=text + "\n" if text else "",
+        links=[] if "links" in opts.formats else None,
+        images=[] if "images" in opts.formats else None,
+        metadata=metadata,
+    )
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+# --------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------
+
+# Never content, whatever the options say.
+_ALWAYS_DROP = "script, style, noscript, template, svg, canvas, object, embed, link, meta"
+
+# onlyMainContent: chrome by tag or ARIA role. header/footer are handled apart
+# because inside an <article> or <main> they hold the article's own title/byline.
+_CHROME_SELECTOR = ", ".join(
+    [
+        "nav",
+        "aside",
+        "dialog",
+        "[role=navigation]",
+        "[role=banner]",
+        "[role=contentinfo]",
+        "[role=complementary]",
+        "[role=search]",
+        "[role=dialog]",
+        "[role=alertdialog]",
+        "[aria-modal=true]",
+        "form input",
+        "form button",
+        "form select",
+        "form textarea",
+        "form label",
+    ]
+)
+_SCOPED_CHROME_TAGS = "header, footer"
+_CONTENT_SCOPES = {"article", "main"}
+
+# Class/id words (split on - _ and camelCase) that mark page chrome.
+_CHROME_WORDS = frozenset(
+    {
+        "nav",
+        "navbar",
+        "navigation",
+        "navmenu",
+        "menu",
+        "menubar",
+        "sidebar",
+        "footer",
+        "breadcrumb",
+        "breadcrumbs",
+        "social",
+        "share",
+        "sharing",
+        "sharebar",
+        "cookie",
+        "cookies",
+        "consent",
+        "gdpr",
+        "modal",
+        "popup",
+        "newsletter",
+    }
+)
+_AD_WORDS = frozenset(
+    {
+        "ad",
+        "ads",
+        "adv",
+        "advert",
+        "adverts",
+        "advertisement",
+        "advertisements",
+        "advertising",
+        "adsbygoogle",
+        "adslot",
+        "adunit",
+        "adbox",
+        "adbanner",
+        "adcontainer",
+        "adsense",
+        "dfp",
+        "sponsor",
+        "sponsored",
+        "promo",
+        "promoted",
+        "taboola",
+        "outbrain",
+    }
+)
+_AD_ATTR_SELECTOR = ", ".join(
+    [
+        "ins.adsbygoogle",
+        "[data-ad-slot]",
+        "[data-ad-client]",
+        "[data-ad-unit]",
+        "[data-google-query-id]",
+        '[id^="div-gpt-ad"]',
+        '[id^="google_ads"]',
+        "amp-ad",
+        "amp-embed",
+    ]
+)
+_AD_HOSTS = (
+    "doubleclick.net",
+    "googlesyndication.com",
+    "googleadservices.com",
+    "googletagservices.com",
+    "google-analytics.com",
+    "adservice.google.com",
+    "amazon-adsystem.com",
+    "adnxs.com",
+    "adsrvr.org",
+    "advertising.com",
+    "criteo.com",
+    "criteo.net",
+    "pubmatic.com",
+    "rubiconproject.com",
+    "openx.net",
+    "casalemedia.com",
+    "taboola.com",
+    "outbrain.com",
+    "moatads.com",
+    "adsafeprotected.com",
+    "scorecardresearch.com",
+    "quantserve.com",
+    "media.net",
+    "yieldmo.com",
+    "sharethrough.com",
+    "teads.tv",
+    "facebook.com/tr",
+    "bat.bing.com",
+)
+_PROTECTED_CONTENT = "main, [role=main], article, h1"
+_WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+@lru_cache(maxsize=4096)
+def _words(attr_value: str) -> frozenset[str]:
+    """``"MainNav site-footer ad_slot"`` → ``{main, nav, site, footer, ad, slot}``."""
+    words = set()
+    for token in attr_value.split():
+        lowered = token.lower()
+        words.add(lowered)
+        for part in re.split(r"[-_:.]+", token):
+            words.add(part.lower())
+            words.update(w.lower() for w in _WORD_RE.findall(part))
+    words.discard("")
+    return frozenset(words)
+
+
+def _class_id_words(node: LexborNode) -> frozenset[str]:
+    attrs = node.attributes
+    return _words(f"{attrs.get('class') or ''} {attrs.get('id') or ''}")
+
+
+_NOT_WEB = ("#", "data:", "javascript:", "mailto:", "tel:")
+
+
+def _http_url(value: str, base: str) -> str | None:
+    """Absolute http(s) URL without its fragment, or None."""
+    value = value.strip()
+    if not value or value.lower().startswith(_NOT_WEB):
+        return None
+    try:
+        parts = urlsplit(urljoin(base, value))
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return urlunsplit(parts._replace(fragment=""))
+
+
+def _http_urls(values: Iterable[str | None], base: str) -> list[str]:
+    """Resolved, de-duplicated, in first-seen order; each distinct raw value is
+    resolved once (pages repeat the same href dozens of times)."""
+    seen: dict[str, None] = {}
+    out: dict[str, None] = {}
+    for value in values:
+        if not value or value in seen:
+            continue
+        seen[value] = None
+        resolved = _http_url(value, base)
+        if resolved:
+            out[resolved] = None
+    return list(out)
+
+
+def _meta(tree: LexborHTMLParser, selector: str) -> str | None:
+    node = tree.css_first(selector)
+    if node is None:
+        return None
+    value = (node.attributes.get("content") or "").strip()
+    return value or None
+
+
+def _metadata(
+    tree: LexborHTMLParser, content_type: str, url: str
+) -> dict[str, Any]:
+    metadata = _base_metadata(content_type, url)
+    title_node = tree.css_first("head title") or tree.css_first("title")
+    title = " ".join(title_node.text().split()) if title_node else ""
+    metadata["title"] = title or _meta(tree, 'meta[property="og:title" i]')
+    metadata["description"] = _meta(tree, 'meta[name="description" i]') or _meta(
+        tree, 'meta[property="og:description" i]'
+    )
+    html_node = tree.css_first("html")
+    language = (html_node.attributes.get("lang") or "").strip() if html_node else ""
+    metadata["language"] = language or _meta(
+        tree, 'meta[http-equiv="content-language" i]'
+    )
+    for key, selector in (
+        ("keywords", 'meta[name="keywords" i]'),
+        ("ogTitle", 'meta[property="og:title" i]'),
+        ("ogDescription", 'meta[property="og:description" i]'),
+        ("ogImage", 'meta[property="og:image" i]'),
+        ("ogSiteName", 'meta[property="og:site_name" i]'),
+    ):
+        value = _meta(tree, selector)
+        if value:
+            metadata[key] = value
+    return metadata
+
+
+def _base_url(tree: LexborHTMLParser, url: str) -> str:
+    base = tree.css_first("base[href]")
+    href = (base.attributes.get("href") or "").strip() if base else ""
+    if href:
+        try:
+            resolved = urljoin(url, href)
+        except ValueError:
+            return url
+        if urlsplit(resolved).scheme in ("http", "https"):
+            return resolved
+    return url
+
+
+def _css(node: LexborNode | LexborHTMLParser, selector: str, key: str) -> list:
+    try:
+        return node.css(selector)
+    except SelectolaxError as exc:
+        raise ExtractionError(f"{key}: {selector!r} is not a valid CSS selector") from exc
+
+
+def _main_root(body: LexborNode) -> LexborNode:
+    """``<main>``/``[role=main]``, else a lone ``<article>``, else ``<body>``."""
+    for node in body.css("main, [role=main]"):
+        if "hidden" not in node.attributes and node.text(strip=True):
+            return node
+    articles = body.css("article")
+    if len(articles) == 1 and articles[0].text(strip=True):
+        return articles[0]
+    return body
+
+
+def _inside_content_scope(node: LexborNode, stop: LexborNode) -> bool:
+    parent = node.parent
+    stop_id = stop.mem_id
+    while parent is not None and parent.mem_id != stop_id:
+        if parent.tag in _CONTENT_SCOPES or parent.attributes.get("role") == "main":
+            return True
+        parent = parent.parent
+    return stop.tag in _CONTENT_SCOPES or stop.attributes.get("role") == "main"
+
+
+def _is_ad_frame(node: LexborNode) -> bool:
+    src = (node.attributes.get("src") or "").lower()
+    return any(host in src for host in _AD_HOSTS)
+
+
+def _is_tracking_pixel(node: LexborNode) -> bool:
+    attrs = node.attributes
+    if (attrs.get("width") or "").strip() in ("0", "1") and (
+        attrs.get("height") or ""
+    ).strip() in ("0", "1"):
+        return True
+    return _is_ad_frame(node)
+
+
+def _guarded(candidates: Iterable[LexborNode], root_text_len: int) -> list[LexborNode]:
+    """Drop heuristic matches that would take the real content with them."""
+    kept = []
+    for node in candidates:
+        if node.css_first(_PROTECTED_CONTENT) is not None:
+            continue
+        if root_text_len and len(node.text()) > root_text_len * 0.6:
+            continue
+        kept.append(node)
+    return kept
+
+
+def _removals(root: LexborNode, opts: _Options, *, main_content: bool) -> list:
+    """Every node to drop from ``root``; decided before the tree is touched."""
+    remove: list[LexborNode] = list(root.css(_ALWAYS_DROP))
+    for selector in opts.exclude_tags:
+        remove.extend(_css(root, selector, "excludeTags"))
+    if opts.remove_base64_images:
+        remove.extend(root.css('img[src^="data:" i], source[srcset^="data:" i]'))
+
+    if main_content:
+        remove.extend(root.css(_CHROME_SELECTOR))
+        remove.extend(
+            node
+            for node in root.css(_SCOPED_CHROME_TAGS)
+            if not _inside_content_scope(node, root)
+        )
+    if opts.block_ads:
+        remove.extend(root.css(_AD_ATTR_SELECTOR))
+        remove.extend(n for n in root.css("iframe[src]") if _is_ad_frame(n))
+        remove.extend(n for n in root.css("img") if _is_tracking_pixel(n))
+
+    # One Python pass over class/id words (cached per attribute value) is
+    # cheaper than lexbor running a dozen case-insensitive substring selectors.
+    vocabulary = (_CHROME_WORDS if main_content else frozenset()) | (
+        _AD_WORDS if opts.block_ads else frozenset()
+    )
+    heuristic = []
+    if vocabulary:
+        heuristic = [
+            node
+            for node in root.css("[class], [id]")
+            if not _class_id_words(node).isdisjoint(vocabulary)
+        ]
+    if heuristic:
+        remove.extend(_guarded(heuristic, len(root.text())))
+    return remove
+
+
+def _remove_all(nodes: list[LexborNode], root: LexborNode) -> None:
+    """Decompose ``nodes``, skipping the root and anything already inside a
+    removed node (touching a node of a freed subtree would crash lexbor)."""
+    root_id = root.mem_id
+    doomed = {n.mem_id for n in nodes} - {root_id}
+    outermost = []
+    seen = set()
+    for node in nodes:
+        node_id = node.mem_id
+        if node_id not in doomed or node_id in seen:
+            continue
+        seen.add(node_id)
+        parent = node.parent
+        nested = False
+        while parent is not None and parent.mem_id != root_id:
+            if parent.mem_id in doomed:
+                nested = True
+                break
+            parent = parent.parent
+        if not nested:
+            outermost.append(node)
+    for node in outermost:
+        node.decompose()
+
+
+def _included(tree: LexborHTMLParser, selectors: tuple[str, ...]) -> LexborHTMLParser:
+    """A new document holding only the elements matching ``includeTags``."""
+    probe = LexborHTMLParser("<p></p>")
+    for selector in selectors:  # name the bad selector before querying them all
+        _css(probe, selector, "includeTags")
+    matches: dict[int, LexborNode] = {}
+    # One selector list: lexbor returns document order, whatever order the
+    # selectors were given in (duplicates removed here).
+    for node in tree.css(", ".join(selectors)):
+        matches.setdefault(node.mem_id, node)
+    chosen = []
+    for node in matches.values():
+        parent = node.parent
+        while parent is not None and parent.mem_id not in matches:
+            parent = parent.parent
+        if parent is None:  # not nested inside another match
+            chosen.append(node)
+    return LexborHTMLParser(
+        "<html><body>" + "".join(n.html or "" for n in chosen) + "</body></html>"
+    )
+
+
+def _absolutize(root: LexborNode, base: str) -> None:
+    """Rewrite relative ``href``/``src`` in the cleaned HTML to absolute URLs."""
+    resolved: dict[str, str] = {}
+    for selector, attr in (("a[href]", "href"), ("img[src]", "src")):
+        for node in root.css(selector):
+            value = (node.attributes.get(attr) or "").strip()
+            if not value or value.lower().startswith(_NOT_WEB):
+                continue
+            if value not in resolved:
+                try:
+                    resolved[value] = urljoin(base, value)
+                except ValueError:
+                    resolved[value] = value
+            if resolved[value] != value:
+                node.attrs[attr] = resolved[value]
+
+
+_MARKDOWN_OPTIONS = dict(
+    heading_style="atx",
+    bullets="-",
+    list_indent_width=2,
+    strong_em_symbol="*",
+    code_block_style="backticks",
+    newline_style="backslash",  # no trailing double spaces for <br>
+    wrap=False,
+    extract_metadata=False,  # metadata comes from our own pass; no front matter
+    whitespace_mode="normalized",
+    hidden_content="drop",
+    autolinks=True,
+    # Cleaning is ours and driven by scrapeOptions; the library's own
+    # navigation/form stripping would ignore onlyMainContent=false.
+    preprocessing=PreprocessingOptions(enabled=False),
+)
+
+
+def _markdown(html: str, base: str, *, drop_data_images: bool) -> str:
+    options = ConversionOptions(
+        **_MARKDOWN_OPTIONS,
+        base_url=base,
+        inline_data_media="drop_element" if drop_data_images else "keep",
+    )
+    result = convert(html, options)
+    text = result.content or ""
+    return text.strip("\n") + "\n" if text.strip() else ""
+
+
+def _extract_html(body: bytes, content_type: str, url: str, opts: _Options) -> Extracted:
+    text = _decode(body, content_type, html=True)
+    tree = LexborHTMLParser(text)
+    base = _base_url(tree, url)
+    metadata = _metadata(tree, content_type, url)
+
+    links = images = None
+    if "links" in opts.formats:
+        links = _http_urls((n.attributes.get("href") for n in tree.css("a[href]")), base)
+    if "images" in opts.formats:
+        images = _http_urls((n.attributes.get("src") for n in tree.css("img[src]")), base)
+
+    if opts.include_tags:
+        # The caller picked the content explicitly: don't second-guess it with
+        # the main-content heuristics (Firecrawl would strip an included <nav>).
+        tree = _included(tree, opts.include_tags)
+        root = tree.body
+        main_content = False
+    else:
+        root = tree.body
+        main_content = opts.only_main_content
+        if root is not None and main_content:
+            root = _main_root(root)
+    if root is None:  # lexbor always builds <body>; be defensive anyway
+        root = tree.root
+
+    _remove_all(_removals(root, opts, main_content=main_content), root)
+    cleaned = root.html or ""
+    markdown = _markdown(cleaned, base, drop_data_images=opts.remove_base64_images)
+
+    html_out = None
+    if "html" in opts.formats:
+        _absolutize(root, base)
+        html_out = root.html or ""
+    return Extracted(
+        markdown=markdown,
+        html=html_out,
+        raw_html=text if "rawHtml" in opts.formats else None,
+        links=links,
+        images=images,
+        metadata=metadata,
+    )

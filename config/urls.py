@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("v2/", include("monitors.api.urls")),
+]
+
+handler404 = "config.views.not_found"
+handler500 = "config.views.server_error"

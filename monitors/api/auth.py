@@ -1,0 +1,76 @@
+"""Bearer API keys for the REST API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions, throttling
+from rest_framework.request import Request
+
+from monitors.models import KEY_LOOKUP_LENGTH, KEY_PREFIX, ApiKey, Team
+
+
+@dataclass
+class ApiClient:
+    """request.user for API calls: the team behind the key."""
+
+    key: ApiKey
+
+    is_authenticated = True
+    is_anonymous = False
+
+    @property
+    def team(self) -> Team:
+        return self.key.team
+
+    @property
+    def pk(self) -> int:
+        return self.key.pk
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[ApiClient, ApiKey] | None:
+        header = authentication.get_authorization_header(request).decode(
+            "latin-1", errors="replace"
+        )
+        if not header:
+            return None
+        scheme, _, raw = header.partition(" ")
+        raw = raw.strip()
+        if scheme.lower() != "bearer" or not raw:
+            raise exceptions.AuthenticationFailed(
+                "Unauthorized: use the header 'Authorization: Bearer <API key>'."
+            )
+        key = self._find(raw)
+        if key is None:
+            raise exceptions.AuthenticationFailed("Unauthorized: Invalid token")
+        key.touch(timezone.now())
+        return ApiClient(key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+    @staticmethod
+    def _find(raw: str) -> ApiKey | None:
+        if not raw.startswith(KEY_PREFIX) or len(raw) > 200:
+            return None
+        prefix = raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH]
+        key = ApiKey.objects.active().select_related("team").filter(prefix=prefix).first()
+        if key is None or not key.matches(raw):
+            return None
+        return key
+
+
+class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
+    """Per-key request rate (API_RATE_LIMIT). Approximate by design: hard quotas
+    belong in the database, not in a cache-backed throttle."""
+
+    scope = "api_key"
+
+    def get_cache_key(self, request: Request, view: object) -> str | None:
+        if isinstance(request.user, ApiClient):
+            return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -1,0 +1,135 @@
+"""Every API failure leaves in the contract's envelope:
+{"success": false, "error": "...", "code"?: "...", "details"?: [...]}.
+Nothing internal (tracebacks, SQL, class names) ever reaches the client."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(exceptions.APIException):
+    """An error with a chosen status and message, plus optional extra fields."""
+
+    def __init__(self, message: str, status_code: int, **extra: Any) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.extra = extra
+
+
+def not_found(what: str = "Monitor") -> ApiError:
+    return ApiError(f"{what} not found", status.HTTP_404_NOT_FOUND)
+
+
+def flatten_errors(detail: Any, path: list[str | int] | None = None) -> list[dict]:
+    """Turn DRF's nested error structure into a flat list of issues with paths."""
+    path = path or []
+    if isinstance(detail, dict):
+        issues = []
+        for key, value in detail.items():
+            sub = path if key == "non_field_errors" else [*path, key]
+            issues.extend(flatten_errors(value, sub))
+        return issues
+    if isinstance(detail, list):
+        if all(isinstance(item, exceptions.ErrorDetail | str) for item in detail):
+            return [
+                {
+                    "code": getattr(item, "code", "invalid"),
+                    "path": path,
+                    "message": str(item),
+                }
+                for item in detail
+            ]
+        issues = []
+        for index, item in enumerate(detail):
+            if item:
+                issues.extend(flatten_errors(item, [*path, index]))
+        return issues
+    return [{"code": getattr(detail, "code", "invalid"), "path": path, "message": str(detail)}]
+
+
+def format_path(path: list[str | int]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _body(message: str, code: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"success": False, "error": message}
+    if code:
+        body["code"] = code
+    body.update(extra)
+    return body
+
+
+def exception_handler(exc: Exception, context: dict) -> Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, ApiError):
+        return Response(_body(exc.message, **exc.extra), status=exc.status_code)
+    if isinstance(exc, exceptions.ValidationError):
+        issues = flatten_errors(exc.detail)
+        first = issues[0] if issues else {"path": [], "message": "Bad Request"}
+        where = format_path(first["path"])
+        message = f"{where}: {first['message']}" if where else first["message"]
+        return Response(
+            _body(message, "BAD_REQUEST", details=issues), status=status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, exceptions.ParseError):
+        return Response(
+            _body("Request body is not valid JSON.", "BAD_REQUEST_INVALID_JSON"),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    if isinstance(exc, RequestDataTooBig):
+        return Response(
+            _body("Request body is too large.", "PAYLOAD_TOO_LARGE"),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, Http404):
+        return Response(_body("Not found", "NOT_FOUND"), status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        message = str(exc.detail)
+        if isinstance(exc, exceptions.NotAuthenticated):
+            message = "Unauthorized: missing 'Authorization: Bearer <API key>' header."
+        return Response(
+            _body(message, "UNAUTHORIZED"),
+            status=status.HTTP_401_UNAUTHORIZED,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if isinstance(exc, exceptions.Throttled):
+        wait = int(exc.wait or 1)
+        headers["Retry-After"] = str(max(wait, 1))
+        return Response(
+            _body(f"Rate limit exceeded. Retry after {wait} seconds.", "RATE_LIMITED"),
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+            headers=headers,
+        )
+    if isinstance(exc, exceptions.APIException):
+        code = {
+            405: "METHOD_NOT_ALLOWED",
+            406: "NOT_ACCEPTABLE",
+            415: "UNSUPPORTED_MEDIA_TYPE",
+            403: "FORBIDDEN",
+        }.get(exc.status_code)
+        return Response(_body(str(exc.detail), code), status=exc.status_code)
+    logger.exception("Unhandled API error", exc_info=exc)
+    return Response(
+        _body("An unexpected error occurred.", "UNKNOWN_ERROR"),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+
+
+def json_not_found(request: Any, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(_body("Not found", "NOT_FOUND"), status=404)
+
+
+def json_server_error(request: Any) -> JsonResponse:
+    return JsonResponse(_body("An unexpected error occurred.", "UNKNOWN_ERROR"), status=500)

@@ -1,0 +1,416 @@
+"""Wire shapes of the /v2/monitor API, and the validation every monitor goes
+through — from the API and from the dashboard forms alike.
+
+Objects are strict (an unknown key is a 400 naming it), except inside
+scrapeOptions and crawlOptions (see monitors.api.options).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+
+from monitors import rules
+from monitors.api.options import (
+    CrawlOptionsSerializer,
+    PassThroughMixin,
+    ScrapeOptionsSerializer,
+    StrictMixin,
+    StringMapField,
+)
+from monitors.models import EmailRecipient, Monitor, Target
+from monitors.schedule import ScheduleError, normalize_schedule
+
+
+class UrlField(serializers.CharField):
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", rules.URL_MAX)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        url = super().to_internal_value(data)
+        error = rules.url_error(url)
+        if error:
+            raise ValidationError(error)
+        return url
+
+
+# ---------------------------------------------------------------- schedule
+
+
+class ScheduleSerializer(StrictMixin, serializers.Serializer):
+    cron = serializers.CharField(required=False, allow_null=True, max_length=128)
+    text = serializers.CharField(required=False, allow_null=True, max_length=128)
+    timezone = serializers.CharField(required=False, allow_null=True, max_length=64)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # PATCH without a zone keeps the monitor's zone (Firecrawl resets to UTC).
+        zone = attrs.get("timezone") or self.context.get("current_timezone") or "UTC"
+        try:
+            schedule = normalize_schedule(attrs.get("cron"), attrs.get("text"), zone)
+        except ScheduleError as exc:
+            raise ValidationError(exc.message) from None
+        return {"cron": schedule.cron, "timezone": schedule.timezone}
+
+
+# ---------------------------------------------------------------- targets
+
+
+class ScrapeTargetSerializer(StrictMixin, serializers.Serializer):
+    id = serializers.UUIDField(required=False, allow_null=True)
+    type = serializers.ChoiceField(choices=["scrape"])
+    urls = serializers.ListField(
+        child=UrlField(), min_length=1, max_length=rules.URLS_PER_TARGET_MAX
+    )
+    scrapeOptions = ScrapeOptionsSerializer(required=False, allow_null=True)
+
+    def validate_urls(self, urls: list[str]) -> list[str]:
+        return list(dict.fromkeys(urls))
+
+
+class CrawlTargetSerializer(StrictMixin, serializers.Serializer):
+    id = serializers.UUIDField(required=False, allow_null=True)
+    type = serializers.ChoiceField(choices=["crawl"])
+    url = UrlField()
+    crawlOptions = CrawlOptionsSerializer(required=False, allow_null=True)
+    scrapeOptions = ScrapeOptionsSerializer(required=False, allow_null=True)
+
+
+class SearchTargetSerializer(StrictMixin, serializers.Serializer):
+    # Keys Firecrawl once documented and now drops silently; so do we.
+    allow_extra = ("depth", "alertMode", "recheckAfter", "scrapeOptions")
+
+    id = serializers.UUIDField(required=False, allow_null=True)
+    type = serializers.ChoiceField(choices=["search"])
+    queries = serializers.ListField(
+        child=serializers.CharField(max_length=rules.QUERY_MAX),
+        min_length=1,
+        max_length=rules.QUERIES_MAX,
+    )
+    searchWindow = serializers.ChoiceField(
+        choices=rules.SEARCH_WINDOWS, default=rules.SEARCH_WINDOW_DEFAULT
+    )
+    maxResults = serializers.IntegerField(
+        min_value=rules.MAX_RESULTS_MIN,
+        max_value=rules.MAX_RESULTS_MAX,
+        default=rules.MAX_RESULTS_DEFAULT,
+    )
+    includeDomains = serializers.ListField(
+        child=serializers.CharField(max_length=253),
+        max_length=rules.DOMAINS_MAX,
+        required=False,
+    )
+    excludeDomains = serializers.ListField(
+        child=serializers.CharField(max_length=253),
+        max_length=rules.DOMAINS_MAX,
+        required=False,
+    )
+
+    def _domains(self, value: list[str]) -> list[str]:
+        cleaned = [d.strip().lower().rstrip(".") for d in value]
+        errors = {i: [e] for i, d in enumerate(cleaned) if (e := rules.domain_error(d))}
+        if errors:
+            raise ValidationError(errors)
+        return list(dict.fromkeys(cleaned))
+
+    def validate_includeDomains(self, value: list[str]) -> list[str]:  # noqa: N802
+        return self._domains(value)
+
+    def validate_excludeDomains(self, value: list[str]) -> list[str]:  # noqa: N802
+        return self._domains(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        for legacy in SearchTargetSerializer.allow_extra:
+            attrs.pop(legacy, None)
+        if attrs.get("includeDomains") and attrs.get("excludeDomains"):
+            raise ValidationError(
+                {
+                    "excludeDomains": [
+                        "includeDomains and excludeDomains are mutually exclusive."
+                    ]
+                }
+            )
+        return attrs
+
+
+TARGET_SERIALIZERS: dict[str, type[serializers.Serializer]] = {
+    "scrape": ScrapeTargetSerializer,
+    "crawl": CrawlTargetSerializer,
+    "search": SearchTargetSerializer,
+}
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="MonitorTarget",
+        serializers=list(TARGET_SERIALIZERS.values()),
+        resource_type_field_name="type",
+    )
+)
+class TargetField(serializers.Field):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, Mapping):
+            raise ValidationError("Each target must be an object.")
+        serializer_class = TARGET_SERIALIZERS.get(str(data.get("type")))
+        if serializer_class is None:
+            raise ValidationError({"type": ["Target type must be scrape, crawl or search."]})
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def to_representation(self, value: Target) -> dict[str, Any]:
+        return target_representation(value)
+
+
+def target_representation(target: Target) -> dict[str, Any]:
+    shape: dict[str, Any] = {"id": str(target.id), "type": target.type}
+    if target.type == Target.Type.SCRAPE:
+        shape |= {"urls": target.urls, "scrapeOptions": target.scrape_options}
+    elif target.type == Target.Type.CRAWL:
+        shape |= {
+            "url": target.url,
+            "crawlOptions": target.crawl_options,
+            "scrapeOptions": target.scrape_options,
+        }
+    else:
+        shape |= {
+            "queries": target.queries,
+            "searchWindow": target.search_window,
+            "maxResults": target.max_results,
+        }
+        if target.include_domains:
+            shape["includeDomains"] = target.include_domains
+        if target.exclude_domains:
+            shape["excludeDomains"] = target.exclude_domains
+    return shape
+
+
+# ---------------------------------------------------------------- notifications
+
+
+class WebhookSerializer(StrictMixin, serializers.Serializer):
+    url = UrlField()
+    headers = StringMapField(
+        max_items=rules.WEBHOOK_HEADERS_MAX,
+        required=False,
+        key_error=rules.header_name_error,
+        value_error=rules.header_value_error,
+    )
+    metadata = StringMapField(max_items=rules.WEBHOOK_METADATA_MAX, required=False)
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=rules.WEBHOOK_EVENTS),
+        required=False,
+        allow_empty=False,
+        max_length=len(rules.WEBHOOK_EVENTS),
+    )
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        # Firecrawl also takes a bare URL string for the webhook.
+        if isinstance(data, str):
+            data = {"url": data}
+        value = super().to_internal_value(data)
+        return {
+            "url": value["url"],
+            "headers": value.get("headers", {}),
+            "metadata": value.get("metadata", {}),
+            "events": list(dict.fromkeys(value.get("events") or rules.WEBHOOK_EVENTS)),
+        }
+
+    def to_representation(self, instance: Any) -> Any:
+        return instance
+
+
+class EmailNotificationSerializer(StrictMixin, serializers.Serializer):
+    enabled = serializers.BooleanField(default=False)
+    recipients = serializers.ListField(
+        child=serializers.EmailField(max_length=254),
+        default=list,
+        max_length=rules.RECIPIENTS_MAX,
+    )
+    includeDiffs = serializers.BooleanField(default=False)
+
+    def validate_recipients(self, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(address.strip().lower() for address in value))
+
+
+class NotificationSerializer(StrictMixin, PassThroughMixin, serializers.Serializer):
+    email = EmailNotificationSerializer(required=False)
+
+
+# ---------------------------------------------------------------- monitor input
+
+
+class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
+    """The create body; with partial=True (see MonitorUpdateSerializer) the PATCH
+    body. context["monitor"] is the stored monitor when updating."""
+
+    allow_extra = ("origin",)
+
+    name = serializers.CharField(max_length=rules.NAME_MAX)
+    schedule = ScheduleSerializer()
+    targets = serializers.ListField(
+        child=TargetField(), min_length=rules.TARGETS_MIN, max_length=rules.TARGETS_MAX
+    )
+    webhook = WebhookSerializer(required=False, allow_null=True)
+    notification = NotificationSerializer(required=False, allow_null=True)
+    retentionDays = serializers.IntegerField(
+        required=False, min_value=rules.RETENTION_MIN, max_value=rules.RETENTION_MAX
+    )
+    goal = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=rules.GOAL_MAX
+    )
+    judgeEnabled = serializers.BooleanField(required=False, allow_null=True)
+    origin = serializers.CharField(
+        required=False, max_length=200, help_text="Sent by the SDKs; ignored."
+    )
+
+    def validate_targets(self, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        ids = [t["id"] for t in targets if t.get("id")]
+        if len(ids) != len(set(ids)):
+            raise ValidationError("Target ids must be unique within a monitor.")
+        return targets
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs.pop("origin", None)
+        monitor: Monitor | None = self.context.get("monitor")
+        if self.partial and not attrs:
+            raise ValidationError("Update body cannot be empty.")
+        goal_given = "goal" in attrs
+        if goal_given:
+            attrs["goal"] = rules.clean_goal(attrs["goal"])
+        goal = attrs["goal"] if goal_given else (monitor.goal if monitor else None)
+        explicit = attrs.get("judgeEnabled")
+        judge = rules.resolve_judge_enabled(
+            goal_given=goal_given,
+            goal=goal,
+            judge_enabled=explicit,
+            current=monitor.judge_enabled if monitor else False,
+        )
+        attrs["judgeEnabled"] = judge
+        # Rule 3 yields only to judging switched off on purpose: explicitly in
+        # this request, or already off on a monitor whose goal is untouched.
+        search_opt_out = explicit is False or (
+            monitor is not None and explicit is None and not goal_given and not judge
+        )
+        if "targets" in attrs:
+            types = [t["type"] for t in attrs["targets"]]
+        else:
+            types = list(monitor.targets.values_list("type", flat=True)) if monitor else []
+        problem = rules.goal_rule_error(goal, judge, types, search_opt_out=search_opt_out)
+        if problem:
+            raise ValidationError({problem[0]: [problem[1]]})
+        return attrs
+
+
+class MonitorUpdateSerializer(MonitorWriteSerializer):
+    status = serializers.ChoiceField(
+        choices=Monitor.Status.choices, required=False, help_text="Pause or resume."
+    )
+    webhook = WebhookSerializer(required=False, allow_null=True, help_text="null clears it.")
+    notification = NotificationSerializer(
+        required=False, allow_null=True, help_text="null clears it."
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["partial"] = True
+        super().__init__(*args, **kwargs)
+
+
+# ---------------------------------------------------------------- monitor output
+
+
+class SummarySerializer(serializers.Serializer):
+    totalPages = serializers.IntegerField()
+    same = serializers.IntegerField()
+    changed = serializers.IntegerField()
+    new = serializers.IntegerField()
+    removed = serializers.IntegerField()
+    error = serializers.IntegerField()
+
+
+class ScheduleOutSerializer(serializers.Serializer):
+    cron = serializers.CharField()
+    timezone = serializers.CharField()
+
+
+class EmailSubscriptionSerializer(serializers.Serializer):
+    email = serializers.EmailField()
+    status = serializers.ChoiceField(choices=EmailRecipient.Status.choices)
+    source = serializers.ChoiceField(choices=EmailRecipient.Source.choices)
+    confirmationEmailSent = serializers.BooleanField()
+
+
+class MonitorSerializer(serializers.Serializer):
+    """A monitor as every response carries it (reference §6)."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=Monitor.Status.choices)
+    schedule = serializers.SerializerMethodField()
+    nextRunAt = serializers.DateTimeField(source="next_run_at", allow_null=True)
+    lastRunAt = serializers.DateTimeField(source="last_run_at", allow_null=True)
+    currentCheckId = serializers.UUIDField(source="current_check_id", allow_null=True)
+    targets = serializers.SerializerMethodField()
+    webhook = serializers.SerializerMethodField()
+    notification = serializers.SerializerMethodField()
+    retentionDays = serializers.IntegerField(source="retention_days")
+    estimatedCreditsPerMonth = serializers.SerializerMethodField()
+    unchangedPagesFree = serializers.SerializerMethodField()
+    lastCheckSummary = serializers.SerializerMethodField()
+    goal = serializers.CharField(allow_null=True)
+    judgeEnabled = serializers.BooleanField(source="judge_enabled")
+    emailRecipientSubscriptions = serializers.SerializerMethodField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+    def _now(self) -> datetime:
+        return self.context.get("now") or timezone.now()
+
+    @extend_schema_field(ScheduleOutSerializer)
+    def get_schedule(self, monitor: Monitor) -> dict[str, str]:
+        return {"cron": monitor.schedule_cron, "timezone": monitor.schedule_timezone}
+
+    @extend_schema_field(serializers.ListField(child=TargetField()))
+    def get_targets(self, monitor: Monitor) -> list[dict[str, Any]]:
+        return [target_representation(t) for t in monitor.targets.all()]
+
+    @extend_schema_field(WebhookSerializer(allow_null=True))
+    def get_webhook(self, monitor: Monitor) -> dict[str, Any] | None:
+        return monitor.webhook
+
+    @extend_schema_field(NotificationSerializer)
+    def get_notification(self, monitor: Monitor) -> dict[str, Any]:
+        return monitor.notification or {}
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_estimatedCreditsPerMonth(self, monitor: Monitor) -> int:  # noqa: N802
+        return monitor.estimated_credits_per_month(self._now())
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_unchangedPagesFree(self, monitor: Monitor) -> bool:  # noqa: N802
+        return monitor.unchanged_pages_free(self._now())
+
+    @extend_schema_field(SummarySerializer(allow_null=True))
+    def get_lastCheckSummary(self, monitor: Monitor) -> dict[str, int] | None:  # noqa: N802
+        return monitor.last_check_summary
+
+    @extend_schema_field(EmailSubscriptionSerializer(many=True))
+    def get_emailRecipientSubscriptions(  # noqa: N802
+        self, monitor: Monitor
+    ) -> list[dict[str, Any]]:
+        return [
+            {
+                "email": r.email,
+                "status": r.status,
+                "source": r.source,
+                "confirmationEmailSent": r.confirmation_sent_at is not None,
+            }
+            for r in monitor.recipient_subscriptions()
+        ]

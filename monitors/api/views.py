@@ -1,0 +1,173 @@
+"""The /v2/monitor endpoints: thin views over the serializers and
+monitors.editing. Every lookup is scoped to the caller's team."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import Prefetch
+from django.utils import timezone
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from monitors.api.errors import not_found
+from monitors.api.serializers import (
+    MonitorSerializer,
+    MonitorUpdateSerializer,
+    MonitorWriteSerializer,
+)
+from monitors.editing import create_monitor, update_monitor
+from monitors.models import EmailRecipient, Monitor, Target
+
+ERROR = inline_serializer(
+    "Error",
+    {
+        "success": serializers.BooleanField(default=False),
+        "error": serializers.CharField(),
+        "code": serializers.CharField(required=False),
+        "details": serializers.ListField(child=serializers.DictField(), required=False),
+    },
+)
+ERRORS = {
+    400: OpenApiResponse(ERROR, "Invalid input"),
+    401: OpenApiResponse(ERROR, "Missing or invalid API key"),
+    404: OpenApiResponse(ERROR, "Monitor not found"),
+    429: OpenApiResponse(ERROR, "Rate limited"),
+}
+
+
+def envelope(name: str, data: Any) -> Any:
+    return inline_serializer(
+        name, {"success": serializers.BooleanField(default=True), "data": data}
+    )
+
+
+MONITOR_ENVELOPE = envelope("MonitorResponse", MonitorSerializer())
+
+
+def monitors_for(request: Request) -> Any:
+    return Monitor.objects.for_team(request.user.team).prefetch_related(
+        Prefetch("targets", queryset=Target.objects.order_by("position", "created_at")),
+        Prefetch("email_recipients", queryset=EmailRecipient.objects.all()),
+    )
+
+
+def get_monitor_for(request: Request, monitor_id: str) -> Monitor:
+    """The caller's team's monitor, or 404 — another team's monitor and a
+    malformed id look exactly like a missing one."""
+    try:
+        pk = uuid.UUID(str(monitor_id))
+    except ValueError:
+        raise not_found() from None
+    monitor = monitors_for(request).filter(pk=pk).first()
+    if monitor is None:
+        raise not_found()
+    return monitor
+
+
+def ok(data: Any) -> Response:
+    return Response({"success": True, "data": data})
+
+
+def render_monitor(monitor: Monitor) -> dict[str, Any]:
+    return MonitorSerializer(monitor, context={"now": timezone.now()}).data
+
+
+def _paging(request: Request, limit_default: int = 25) -> tuple[int, int]:
+    errors = {}
+    values = {}
+    for name, default, low, high in (
+        ("limit", limit_default, 1, 100),
+        ("offset", 0, 0, None),
+    ):
+        raw = request.query_params.get(name, default)
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            errors[name] = ["Must be an integer."]
+            continue
+        if value < low or (high is not None and value > high):
+            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            errors[name] = [f"Must be {bound}."]
+        values[name] = value
+    if errors:
+        raise ValidationError(errors)
+    return values["limit"], values["offset"]
+
+
+PAGING = [
+    OpenApiParameter("limit", int, description="1 to 100, default 25"),
+    OpenApiParameter("offset", int, description="0 or more, default 0"),
+]
+
+
+class MonitorListView(APIView):
+    @extend_schema(
+        operation_id="listMonitors",
+        parameters=PAGING,
+        responses={200: envelope("MonitorListResponse", MonitorSerializer(many=True))}
+        | ERRORS,
+    )
+    def get(self, request: Request) -> Response:
+        limit, offset = _paging(request)
+        monitors = monitors_for(request).order_by("-created_at", "-pk")[
+            offset : offset + limit
+        ]
+        now = timezone.now()
+        return ok(MonitorSerializer(monitors, many=True, context={"now": now}).data)
+
+    @extend_schema(
+        operation_id="createMonitor",
+        request=MonitorWriteSerializer,
+        responses={200: MONITOR_ENVELOPE} | ERRORS,
+    )
+    def post(self, request: Request) -> Response:
+        serializer = MonitorWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        monitor = create_monitor(request.user.team, serializer.validated_data, timezone.now())
+        return ok(render_monitor(get_monitor_for(request, str(monitor.pk))))
+
+
+class MonitorDetailView(APIView):
+    @extend_schema(operation_id="getMonitor", responses={200: MONITOR_ENVELOPE} | ERRORS)
+    def get(self, request: Request, monitor_id: str) -> Response:
+        return ok(render_monitor(get_monitor_for(request, monitor_id)))
+
+    @extend_schema(
+        operation_id="updateMonitor",
+        request=MonitorUpdateSerializer,
+        responses={200: MONITOR_ENVELOPE} | ERRORS,
+    )
+    def patch(self, request: Request, monitor_id: str) -> Response:
+        monitor = get_monitor_for(request, monitor_id)
+        serializer = MonitorUpdateSerializer(
+            data=request.data,
+            context={"monitor": monitor, "current_timezone": monitor.schedule_timezone},
+        )
+        serializer.is_valid(raise_exception=True)
+        update_monitor(monitor, serializer.validated_data, timezone.now())
+        return ok(render_monitor(get_monitor_for(request, monitor_id)))
+
+    @extend_schema(
+        operation_id="deleteMonitor",
+        responses={
+            200: inline_serializer(
+                "DeleteResponse", {"success": serializers.BooleanField(default=True)}
+            )
+        }
+        | ERRORS,
+    )
+    def delete(self, request: Request, monitor_id: str) -> Response:
+        monitor = get_monitor_for(request, monitor_id)
+        monitor.soft_delete(timezone.now())
+        return Response({"success": True})

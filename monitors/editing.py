@@ -1,0 +1,104 @@
+"""Creating and changing monitors from validated input — the one workflow the
+REST API and the dashboard forms share. Input is the validated data of
+monitors.api.serializers.MonitorWriteSerializer (camelCase keys)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from monitors import rules
+from monitors.models import Monitor, Target, Team
+
+
+def _target_fields(data: dict[str, Any]) -> dict[str, Any]:
+    kind = data["type"]
+    fields: dict[str, Any] = {
+        "type": kind,
+        "urls": data.get("urls") or [],
+        "url": data.get("url") or "",
+        "scrape_options": data.get("scrapeOptions") or {},
+        "crawl_options": data.get("crawlOptions") or {},
+        "queries": data.get("queries") or [],
+        "search_window": data.get("searchWindow") or "",
+        "max_results": data.get("maxResults"),
+        "include_domains": data.get("includeDomains") or [],
+        "exclude_domains": data.get("excludeDomains") or [],
+    }
+    return fields
+
+
+def replace_targets(monitor: Monitor, targets: list[dict[str, Any]]) -> None:
+    """Targets replace the list; a target sent back with its id keeps its
+    identity, and with it the per-page baselines of earlier checks."""
+    existing = {t.id: t for t in monitor.targets.all()}
+    keep: set = set()
+    for position, data in enumerate(targets):
+        fields = _target_fields(data) | {"position": position}
+        target = existing.get(data.get("id")) if data.get("id") else None
+        if target is not None and target.type == data["type"]:
+            for name, value in fields.items():
+                setattr(target, name, value)
+            target.save()
+        else:
+            # An unknown id (or one from another monitor) starts a new target
+            # with that id only when it is free; otherwise a fresh one.
+            target_id = data.get("id")
+            if target_id and Target.objects.filter(pk=target_id).exists():
+                target_id = None
+            target = Target.objects.create(
+                monitor=monitor, **fields, **({"id": target_id} if target_id else {})
+            )
+        keep.add(target.id)
+    monitor.targets.exclude(id__in=keep).delete()
+
+
+def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
+    if "name" in data:
+        monitor.name = data["name"].strip()
+    if "schedule" in data:
+        monitor.schedule_cron = data["schedule"]["cron"]
+        monitor.schedule_timezone = data["schedule"]["timezone"]
+        monitor.refresh_next_run(now)
+    if "goal" in data:
+        monitor.goal = data["goal"]
+    if "judgeEnabled" in data:
+        monitor.judge_enabled = data["judgeEnabled"]
+    if "webhook" in data:
+        monitor.webhook = data["webhook"]
+    if "notification" in data:
+        monitor.notification = data["notification"] or {}
+    if "retentionDays" in data:
+        monitor.retention_days = data["retentionDays"]
+    status = data.get("status")
+    if status == Monitor.Status.PAUSED and monitor.is_active:
+        monitor.pause()
+    elif status == Monitor.Status.ACTIVE and not monitor.is_active:
+        monitor.resume(now)
+
+
+@transaction.atomic
+def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
+    monitor = Monitor(
+        team=team,
+        retention_days=data.get("retentionDays") or rules.RETENTION_DEFAULT,
+        notification={},
+    )
+    _apply(monitor, data, now)
+    monitor.save()
+    replace_targets(monitor, data["targets"])
+    monitor.sync_email_recipients()
+    return monitor
+
+
+@transaction.atomic
+def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Monitor:
+    _apply(monitor, data, now)
+    monitor.save()
+    if "targets" in data:
+        replace_targets(monitor, data["targets"])
+    if "notification" in data:
+        monitor.sync_email_recipients()
+    return monitor

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from monitors.models import ApiKey, Membership, Team
+
+
+class Command(BaseCommand):
+    help = (
+        "First start only: create a demo team, an admin login and an API key, and "
+        "print them once. Does nothing when any user exists."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user_model = get_user_model()
+        if user_model.objects.exists():
+            self.stdout.write("Pagewatch is set up; sign in with your existing account.")
+            return
+        password = secrets.token_urlsafe(12)
+        admin = user_model.objects.create_superuser(
+            "admin", "admin@example.com", password
+        )
+        team = Team.objects.create(name="Demo team", slug="demo")
+        Membership.objects.create(team=team, user=admin, role=Membership.Role.OWNER)
+        team.rotate_webhook_secret()
+        _, raw_key = ApiKey.issue(team, name="first key", created_by=admin)
+        base = settings.PUBLIC_BASE_URL
+        self.stdout.write(
+            "\n".join(
+                [
+                    "",
+                    "=" * 64,
+                    " Pagewatch is ready. These are shown only this once:",
+                    f"   Dashboard : {base}/",
+                    f"   Admin     : {base}/admin/",
+                    "   Login     : admin",
+                    f"   Password  : {password}",
+                    f"   API key   : {raw_key}",
+                    f"   API docs  : {base}/v2/docs",
+                    "=" * 64,
+                    "",
+                ]
+            )
+        )

@@ -1,0 +1,392 @@
+"""Teams, API keys, monitors and their targets.
+
+Domain behaviour about one monitor lives on Monitor; questions about many
+monitors live on MonitorQuerySet. Cross-model workflows (running checks,
+delivering notifications) live in plain modules under checks/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.text import slugify
+
+from monitors import schedule as schedules
+
+KEY_PREFIX = "pw_"
+# The part of a key after "pw_" that is stored in clear and indexed for lookup.
+KEY_LOOKUP_LENGTH = 12
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=64, unique=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
+    )
+    webhook_secret = models.CharField(max_length=64, default="", blank=True)
+    # None means unlimited; a number is the credits a team may spend per month.
+    credit_allowance = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def get_or_create_by_slug(cls, slug: str) -> Team:
+        team, _ = cls.objects.get_or_create(
+            slug=slugify(slug)[:64], defaults={"name": slug}
+        )
+        return team
+
+    def member_emails(self) -> set[str]:
+        return {
+            email.lower()
+            for email in self.members.exclude(email="").values_list("email", flat=True)
+        }
+
+    def rotate_webhook_secret(self) -> str:
+        self.webhook_secret = "whsec_" + secrets.token_urlsafe(32)
+        self.save(update_fields=["webhook_secret"])
+        return self.webhook_secret
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        MEMBER = "member"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="unique_membership")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team}"
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def active(self) -> ApiKeyQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    """Only a SHA-256 of the key is stored; keys carry 256 bits of randomness,
+    so a fast hash is enough and lookups stay cheap on every request."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    # Indexed clear-text prefix: finds the row without scanning hashes.
+    prefix = models.CharField(max_length=KEY_LOOKUP_LENGTH, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.display_prefix} ({self.name or 'unnamed'})"
+
+    @property
+    def display_prefix(self) -> str:
+        return f"{KEY_PREFIX}{self.prefix}…"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @staticmethod
+    def hash_key(raw: str) -> str:
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @classmethod
+    def issue(
+        cls, team: Team, name: str = "", created_by: Any = None
+    ) -> tuple[ApiKey, str]:
+        """Create a key and return it with the raw secret, which is never stored."""
+        raw = KEY_PREFIX + secrets.token_urlsafe(32)
+        key = cls.objects.create(
+            team=team,
+            name=name,
+            prefix=raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH],
+            key_hash=cls.hash_key(raw),
+            created_by=created_by,
+        )
+        return key, raw
+
+    def matches(self, raw: str) -> bool:
+        return secrets.compare_digest(self.key_hash, self.hash_key(raw))
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+    def touch(self, now: datetime) -> None:
+        # At most one write a minute per key: last use is informative, and a
+        # write on every request would serialise a busy integration.
+        if self.last_used_at is None or now - self.last_used_at > timedelta(minutes=1):
+            ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
+            self.last_used_at = now
+
+
+class MonitorQuerySet(models.QuerySet["Monitor"]):
+    def alive(self) -> MonitorQuerySet:
+        return self.filter(deleted_at__isnull=True)
+
+    def for_team(self, team: Team) -> MonitorQuerySet:
+        return self.alive().filter(team=team)
+
+    def due(self, now: datetime) -> MonitorQuerySet:
+        """Active monitors whose next run has come; served by monitor_due_idx."""
+        return self.alive().filter(
+            status=Monitor.Status.ACTIVE, next_run_at__lte=now
+        )
+
+
+class Monitor(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        PAUSED = "paused"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="monitors")
+    name = models.CharField(max_length=256)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.ACTIVE
+    )
+    schedule_cron = models.CharField(max_length=128)
+    schedule_timezone = models.CharField(max_length=64, default="UTC")
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    current_check_id = models.UUIDField(null=True, blank=True)
+    goal = models.TextField(null=True, blank=True)
+    judge_enabled = models.BooleanField(default=False)
+    webhook = models.JSONField(null=True, blank=True)
+    notification = models.JSONField(default=dict, blank=True)
+    retention_days = models.PositiveSmallIntegerField(default=30)
+    last_check_summary = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = MonitorQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # Used by checks.dispatch.dispatch_due_monitors via Monitor.objects.due():
+            # only active, live monitors are ever due, so the index stays small.
+            models.Index(
+                fields=["next_run_at"],
+                name="monitor_due_idx",
+                condition=Q(status="active", deleted_at__isnull=True),
+            ),
+            models.Index(fields=["team", "-created_at"], name="monitor_team_list_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return f"/monitors/{self.pk}/"
+
+    @property
+    def schedule(self) -> schedules.Schedule:
+        return schedules.Schedule(self.schedule_cron, self.schedule_timezone)
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+    def next_run_after(self, moment: datetime) -> datetime | None:
+        if not self.is_active:
+            return None
+        return schedules.next_run_after(self.schedule, moment)
+
+    def refresh_next_run(self, now: datetime) -> None:
+        self.next_run_at = self.next_run_after(now)
+
+    def pause(self) -> None:
+        self.status = self.Status.PAUSED
+        self.next_run_at = None
+
+    def resume(self, now: datetime) -> None:
+        self.status = self.Status.ACTIVE
+        self.next_run_at = self.next_run_after(now)
+
+    def soft_delete(self, now: datetime) -> None:
+        self.deleted_at = now
+        self.next_run_at = None
+        self.save(update_fields=["deleted_at", "next_run_at", "updated_at"])
+
+    @property
+    def judging(self) -> bool:
+        return self.judge_enabled and bool(self.goal)
+
+    def interval_minutes(self, now: datetime) -> int:
+        return schedules.interval_minutes(self.schedule, now)
+
+    def unchanged_pages_free(self, now: datetime) -> bool:
+        threshold = settings.UNCHANGED_PAGES_FREE_MIN_INTERVAL
+        return self.interval_minutes(now) >= threshold
+
+    def estimated_credits_per_run(self) -> int:
+        return sum(t.estimated_credits(judging=self.judging) for t in self.targets.all())
+
+    def estimated_credits_per_month(self, now: datetime) -> int:
+        runs = math.ceil(30 * 24 * 60 / max(self.interval_minutes(now), 1))
+        return self.estimated_credits_per_run() * runs
+
+    @property
+    def email_settings(self) -> dict[str, Any]:
+        return (self.notification or {}).get("email") or {}
+
+    def sync_email_recipients(self) -> None:
+        """Reconcile subscription rows with notification.email.recipients.
+
+        Existing rows are kept as they are, so removing and re-adding an
+        address neither re-sends a confirmation nor undoes an unsubscribe.
+        """
+        wanted = [r.lower() for r in self.email_settings.get("recipients") or []]
+        members = self.team.member_emails()
+        existing = set(self.email_recipients.values_list("email", flat=True))
+        for email in wanted:
+            if email in existing:
+                continue
+            is_member = email in members
+            EmailRecipient.objects.create(
+                monitor=self,
+                email=email,
+                status=EmailRecipient.Status.CONFIRMED
+                if is_member
+                else EmailRecipient.Status.PENDING,
+                source=EmailRecipient.Source.TEAM
+                if is_member
+                else EmailRecipient.Source.OPT_IN,
+                confirmed_at=timezone.now() if is_member else None,
+            )
+
+    def recipient_subscriptions(self) -> list[EmailRecipient]:
+        wanted = {r.lower() for r in self.email_settings.get("recipients") or []}
+        return [r for r in self.email_recipients.all() if r.email in wanted]
+
+
+class Target(models.Model):
+    class Type(models.TextChoices):
+        SCRAPE = "scrape"
+        CRAWL = "crawl"
+        SEARCH = "search"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="targets")
+    position = models.PositiveSmallIntegerField(default=0)
+    type = models.CharField(max_length=16, choices=Type.choices)
+    # scrape
+    urls = models.JSONField(default=list, blank=True)
+    # crawl
+    url = models.URLField(max_length=2048, blank=True)
+    crawl_options = models.JSONField(default=dict, blank=True)
+    # scrape and crawl
+    scrape_options = models.JSONField(default=dict, blank=True)
+    # search
+    queries = models.JSONField(default=list, blank=True)
+    search_window = models.CharField(max_length=8, blank=True)
+    max_results = models.PositiveSmallIntegerField(null=True, blank=True)
+    include_domains = models.JSONField(default=list, blank=True)
+    exclude_domains = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.type} target of {self.monitor_id}"
+
+    def credits_per_page(self) -> int:
+        formats = self.scrape_options.get("formats") or []
+        credits = 1
+        for fmt in formats:
+            kind = fmt.get("type") if isinstance(fmt, dict) else fmt
+            modes = fmt.get("modes", []) if isinstance(fmt, dict) else []
+            if kind == "json" or (kind == "changeTracking" and "json" in modes):
+                credits = 5
+        if self.scrape_options.get("lockdown"):
+            credits += 4
+        return credits
+
+    def page_budget(self) -> int:
+        if self.type == self.Type.SCRAPE:
+            return len(self.urls)
+        if self.type == self.Type.CRAWL:
+            return int(self.crawl_options.get("limit") or 10000)
+        return 0
+
+    def estimated_credits(self, *, judging: bool) -> int:
+        if self.type == self.Type.SEARCH:
+            results = self.max_results or 10
+            credits = math.ceil(results * len(self.queries) / 10) * 2
+            return credits + (results if judging else 0)
+        pages = self.page_budget()
+        return pages * self.credits_per_page() + (pages if judging else 0)
+
+
+class EmailRecipient(models.Model):
+    """One address's consent to receive a monitor's e-mails."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        CONFIRMED = "confirmed"
+        UNSUBSCRIBED = "unsubscribed"
+
+    class Source(models.TextChoices):
+        TEAM = "team"
+        OPT_IN = "opt_in"
+        LEGACY = "legacy"
+
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="email_recipients"
+    )
+    email = models.EmailField(max_length=254)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    confirmation_sent_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    unsubscribed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["email"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["monitor", "email"], name="unique_recipient_per_monitor"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.status})"

@@ -1,0 +1,100 @@
+"""The one set of monitor rules. The REST serializers and the dashboard forms
+both validate through monitors.api.serializers, which calls these, so the
+browser and the API can never disagree."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+NAME_MAX = 256
+GOAL_MAX = 2000
+TARGETS_MIN, TARGETS_MAX = 1, 50
+URLS_PER_TARGET_MAX = 500
+URL_MAX = 2048
+RETENTION_MIN, RETENTION_MAX, RETENTION_DEFAULT = 1, 365, 30
+RECIPIENTS_MAX = 25
+QUERIES_MAX, QUERY_MAX = 12, 256
+MAX_RESULTS_MIN, MAX_RESULTS_MAX, MAX_RESULTS_DEFAULT = 1, 50, 10
+DOMAINS_MAX = 50
+SEARCH_WINDOWS = ("5m", "15m", "1h", "6h", "24h", "7d")
+SEARCH_WINDOW_DEFAULT = "24h"
+WEBHOOK_EVENTS = ("monitor.page", "monitor.check.completed")
+WEBHOOK_HEADERS_MAX = 50
+WEBHOOK_METADATA_MAX = 50
+HEADER_VALUE_MAX = 4096
+# Headers Pagewatch sets itself on every delivery; a user value would forge them.
+RESERVED_HEADER_PREFIXES = ("x-firecrawl-", "webhook-")
+RESERVED_HEADERS = {"host", "content-length", "content-type", "transfer-encoding"}
+
+GOAL_REQUIRED_FOR_JUDGE = "judgeEnabled requires a non-empty goal."
+GOAL_REQUIRED_FOR_SEARCH = (
+    "A search target requires a non-empty goal (or set judgeEnabled to false)."
+)
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+_DOMAIN = re.compile(
+    r"^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$"
+)
+
+
+def url_error(url: str) -> str | None:
+    """Syntax of a URL we may fetch or post to; addresses are judged at connect."""
+    from checks.http import url_syntax_error
+
+    return url_syntax_error(url)
+
+
+def clean_goal(goal: str | None) -> str | None:
+    goal = (goal or "").strip()
+    return goal or None
+
+
+def resolve_judge_enabled(
+    *, goal_given: bool, goal: str | None, judge_enabled: bool | None, current: bool
+) -> bool:
+    """Rule 1: a goal given without judgeEnabled turns judging on. Giving an
+    empty goal without judgeEnabled turns it off rather than failing rule 2."""
+    if judge_enabled is not None:
+        return judge_enabled
+    if goal_given:
+        return bool(goal)
+    return current
+
+
+def goal_rule_error(
+    goal: str | None,
+    judge_enabled: bool,
+    target_types: Iterable[str],
+    *,
+    search_opt_out: bool,
+) -> tuple[str, str] | None:
+    """Rules 2 and 3 of the contract; returns (field, message) or None."""
+    if judge_enabled and not goal:
+        return "judgeEnabled", GOAL_REQUIRED_FOR_JUDGE
+    if "search" in set(target_types) and not goal and not search_opt_out:
+        return "goal", GOAL_REQUIRED_FOR_SEARCH
+    return None
+
+
+def domain_error(domain: str) -> str | None:
+    if not _DOMAIN.match(domain):
+        return f"'{domain}' is not a hostname (give e.g. example.com, no scheme or path)."
+    return None
+
+
+def header_name_error(name: str) -> str | None:
+    if not _HEADER_NAME.match(name):
+        return f"'{name[:64]}' is not a valid header name."
+    lowered = name.lower()
+    if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIXES):
+        return f"Header '{name}' is set by Pagewatch and cannot be overridden."
+    return None
+
+
+def header_value_error(value: str) -> str | None:
+    if len(value) > HEADER_VALUE_MAX:
+        return f"Header values must be at most {HEADER_VALUE_MAX} characters."
+    if any(ch in value for ch in "\r\n\0"):
+        return "Header values must not contain line breaks."
+    return None

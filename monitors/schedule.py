@@ -1,0 +1,500 @@
+"""Schedules: the one place cron expressions and schedule phrases are understood.
+
+The REST API serializers and the dashboard forms both call `normalize_schedule`, so
+the browser and the API can never disagree about what a schedule means. The
+scheduler calls `next_run_after` to store the next fire time in UTC.
+
+Evaluation is delegated to cronsim (never a home-made cron evaluator). Two of its
+behaviours matter and are tested in tests/test_schedule.py:
+
+* Day-of-month and day-of-week follow Debian/Vixie cron: when both fields are
+  restricted (neither starts with `*`) a day matches if *either* matches (OR);
+  otherwise both must match. Firecrawl always uses AND, so `0 9 1-7 * 1` means
+  "days 1-7 and every Monday" here, as in crontab(5), not "the first Monday".
+* Time zones follow Debian cron too. Expressions with a fixed minute and hour
+  (`30 2 * * *`) are evaluated on the local wall clock: a time skipped by a
+  spring-forward change fires at the first valid minute after the gap (02:30 ->
+  03:00), and a time repeated by a fall-back change fires once, at its first
+  occurrence. Expressions with `*` in the minute or hour field (`*/30 * * * *`,
+  `0 */2 * * *`) step through real time, so the skipped hour simply has no runs
+  and the repeated hour runs twice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from functools import cache
+from itertools import islice
+from zoneinfo import ZoneInfo, available_timezones
+
+from cronsim import CronSim, CronSimError
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+MAX_LENGTH = 128
+DEFAULT_TIMEZONE = "UTC"
+DEFAULT_MIN_INTERVAL_MINUTES = 5
+
+# The minimum-interval check looks at every fire time in this window (starting at
+# the first run, so rare schedules are measured too). Eight days covers every
+# hour boundary and every pair of adjacent weekdays, so the verdict does not
+# depend on when the schedule was submitted.
+GAP_WINDOW = timedelta(days=8)
+# Bounds the work for very frequent schedules (8 days of `*/5` is 2,304 runs).
+GAP_MAX_RUNS = 3000
+# "Must run within a year"; 366 days so a yearly schedule is fine in leap years.
+FIRST_RUN_HORIZON = timedelta(days=366)
+
+UNSUPPORTED_TEXT = (
+    "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
+    "'every 2 hours', 'daily at 9:00', 'every weekday at 9am' or 'weekly'."
+)
+
+DAY_NAMES = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+]
+WEEKDAYS = frozenset(range(1, 6))
+WEEKEND = frozenset({0, 6})
+EVERY_DAY = frozenset(range(7))
+
+
+class ScheduleError(ValueError):
+    """A schedule a user gave us is not acceptable; `.message` is shown to them."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Schedule:
+    cron: str
+    timezone: str
+
+
+# --- Validation -----------------------------------------------------------------------
+
+
+def normalize_schedule(
+    cron: str | None,
+    text: str | None,
+    timezone: str | None,
+    *,
+    now: datetime | None = None,
+) -> Schedule:
+    """Validate a schedule as given by the API or a form; return its stored form.
+
+    Blank strings count as "not given", because HTML forms submit empty fields.
+    `now` only matters for the "runs within a year" and minimum-interval checks
+    and exists so tests can pin the clock.
+    """
+    has_cron = bool(cron and cron.strip())
+    has_text = bool(text and text.strip())
+    if has_cron and has_text:
+        raise ScheduleError("Schedule must include either cron or text, not both.")
+    if not has_cron and not has_text:
+        raise ScheduleError("Schedule must include either cron or text.")
+
+    zone_name = normalize_timezone(timezone)
+    if has_cron:
+        assert cron is not None
+        _check_length(cron, "Cron expression")
+        expr = " ".join(cron.split())
+    else:
+        assert text is not None
+        _check_length(text, "Schedule text")
+        expr = text_to_cron(text)
+
+    schedule = Schedule(cron=expr, timezone=zone_name)
+    _check_cron(schedule, now or datetime.now(UTC))
+    return schedule
+
+
+def normalize_timezone(name: str | None) -> str:
+    """Return the canonical IANA name, accepting any letter case like Firecrawl.
+
+    Firecrawl validates zones with `Intl.DateTimeFormat`, which ignores case, so
+    `europe/berlin` must keep working; we store `Europe/Berlin`.
+    """
+    if name is None or not name.strip():
+        return DEFAULT_TIMEZONE
+    key = name.strip()
+    canonical = _known_zones().get(key.lower())
+    if canonical is None:
+        raise ScheduleError(f"Invalid schedule timezone: {name}")
+    return canonical
+
+
+_NOT_USER_ZONES = frozenset({"localtime", "posixrules"})
+
+
+@cache
+def _known_zones() -> dict[str, str]:
+    # available_timezones() scans the tz database on disk, so do it once. A list
+    # (rather than trying ZoneInfo(name)) also keeps out paths such as
+    # "../../etc/passwd". "localtime" can appear in it on some systems but means
+    # "whatever this server uses", which is no zone a user can mean.
+    zones = (available_timezones() - _NOT_USER_ZONES) | {DEFAULT_TIMEZONE}
+    return {zone.lower(): zone for zone in zones}
+
+
+def _check_length(value: str, label: str) -> None:
+    if len(value) > MAX_LENGTH:
+        raise ScheduleError(f"{label} must be at most {MAX_LENGTH} characters.")
+
+
+def _check_cron(schedule: Schedule, now: datetime) -> None:
+    if len(schedule.cron.split()) != 5:
+        raise ScheduleError("Cron expression must contain five fields")
+    try:
+        runs = _runs(schedule, now)
+        first = next(runs, None)
+    except CronSimError as exc:
+        raise ScheduleError(
+            f"Invalid cron expression '{schedule.cron}': {_cronsim_reason(exc)}."
+        ) from exc
+
+    if first is None or first - now > FIRST_RUN_HORIZON:
+        raise ScheduleError(
+            f"Cron expression '{schedule.cron}' does not run within the next year."
+        )
+    _check_min_interval(first, runs)
+
+
+def _cronsim_reason(exc: CronSimError) -> str:
+    # cronsim says "Bad day-of-month"; name the field in a full sentence instead.
+    message = str(exc)
+    if message.startswith("Bad "):
+        return f"the {message.removeprefix('Bad ')} field is not valid"
+    return message.lower() or "it could not be read"
+
+
+def _check_min_interval(first: datetime, later_runs: Iterator[datetime]) -> None:
+    minimum = min_interval_minutes()
+    previous = first
+    for run in islice(later_runs, GAP_MAX_RUNS):
+        if run - previous < timedelta(minutes=minimum):
+            unit = "minute" if minimum == 1 else f"{minimum} minutes"
+            raise ScheduleError(f"Schedule must not run more often than every {unit}")
+        if run - first > GAP_WINDOW:
+            return
+        previous = run
+
+
+def min_interval_minutes() -> int:
+    # Read lazily so this module works without Django settings (scripts, tests).
+    try:
+        value = getattr(
+            settings, "MIN_SCHEDULE_INTERVAL_MINUTES", DEFAULT_MIN_INTERVAL_MINUTES
+        )
+    except ImproperlyConfigured:
+        return DEFAULT_MIN_INTERVAL_MINUTES
+    return int(value)
+
+
+# --- Natural-language text -> cron ----------------------------------------------------
+
+_DAY_WORDS: dict[str, frozenset[int]] = {
+    "weekday": WEEKDAYS,
+    "weekend": WEEKEND,
+    "sun": frozenset({0}),
+    "mon": frozenset({1}),
+    "tue": frozenset({2}),
+    "tues": frozenset({2}),
+    "wed": frozenset({3}),
+    "thu": frozenset({4}),
+    "thur": frozenset({4}),
+    "thurs": frozenset({4}),
+    "fri": frozenset({5}),
+    "sat": frozenset({6}),
+    **{name.lower(): frozenset({number}) for number, name in enumerate(DAY_NAMES)},
+}
+# Longest first so the regex prefers "thursday" over "thu"; a trailing "s" makes
+# the plural ("mondays", "weekends").
+_DAY_WORD = "(?:{})s?".format("|".join(sorted(_DAY_WORDS, key=len, reverse=True)))
+_DAYS = rf"(?P<days>{_DAY_WORD}(?: (?:and |& )?{_DAY_WORD})*)"
+_TIME = r"(?: at (?P<time>noon|midnight|\d{1,2}(?::\d{2})?(?: ?[ap]m)?))?"
+_MINUTE_OFFSET = r"(?P<mm>\d{1,2})"
+
+_EVERY_N_MINUTES = re.compile(
+    rf"every (?P<n>\d+) (?:minutes?|mins?)"
+    rf"(?: start(?:ing)?(?: at| on)? :?{_MINUTE_OFFSET})?"
+)
+_EVERY_MINUTE = re.compile(r"every (?:minute|min)")
+_HOURLY = re.compile(rf"(?:hourly|every hour)(?: (?:starting )?at :?{_MINUTE_OFFSET})?")
+_EVERY_N_HOURS = re.compile(r"every (?P<n>\d+) (?:hours?|hrs?)")
+_DAILY = re.compile(rf"(?:daily|every day){_TIME}")
+_WEEKLY = re.compile(rf"(?:weekly|every week)(?: on {_DAYS})?{_TIME}")
+_ON_DAYS = re.compile(rf"(?:every |on )?{_DAYS}{_TIME}")
+_CLOCK = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))? ?(?P<ampm>[ap]m)?")
+
+
+def text_to_cron(text: str) -> str:
+    """Turn a phrase such as "every weekday at 9am" into a 5-field cron.
+
+    The phrase is cleaned the way Firecrawl cleans it (trimmed, lower-cased, `.`
+    and `,` removed, whitespace collapsed), so "Daily at 5:30 P.M." works.
+    """
+    phrase = " ".join(text.strip().lower().replace(".", "").replace(",", "").split())
+
+    if match := _EVERY_N_MINUTES.fullmatch(phrase):
+        return _every_n_minutes(int(match["n"]), match["mm"])
+    if _EVERY_MINUTE.fullmatch(phrase):
+        return "* * * * *"
+    if match := _HOURLY.fullmatch(phrase):
+        return f"{_minute_offset(match['mm'])} * * * *"
+    if match := _EVERY_N_HOURS.fullmatch(phrase):
+        return _every_n_hours(int(match["n"]))
+    if match := _DAILY.fullmatch(phrase):
+        return _at_time_on_days(match["time"], EVERY_DAY)
+    if match := _WEEKLY.fullmatch(phrase):
+        days = _parse_days(match["days"]) if match["days"] else frozenset({0})
+        return _at_time_on_days(match["time"], days)
+    if match := _ON_DAYS.fullmatch(phrase):
+        return _at_time_on_days(match["time"], _parse_days(match["days"]))
+    raise ScheduleError(UNSUPPORTED_TEXT)
+
+
+def _every_n_minutes(n: int, offset_text: str | None) -> str:
+    if n < 1 or 60 % n:
+        raise ScheduleError(
+            "Minute intervals must divide 60 evenly, "
+            "e.g. every 5, 10, 15, 20 or 30 minutes."
+        )
+    offset = _minute_offset(offset_text)
+    if n == 1:
+        return "* * * * *"
+    if n == 60:
+        return f"{offset} * * * *"
+    # Firecrawl writes `MM-59/N`, which for MM >= N leaves a long gap before the
+    # next hour (":20 every 15" would run :20 :35 :50 and then wait 30 minutes).
+    # Taking MM modulo N keeps the runs exactly N minutes apart through :20.
+    offset %= n
+    return f"{offset}-59/{n} * * * *" if offset else f"*/{n} * * * *"
+
+
+def _every_n_hours(n: int) -> str:
+    if n < 1 or 24 % n:
+        raise ScheduleError(
+            "Hour intervals must divide 24 evenly, "
+            "e.g. every 2, 3, 4, 6, 8 or 12 hours."
+        )
+    if n == 1:
+        return "0 * * * *"
+    if n == 24:
+        return "0 0 * * *"
+    return f"0 */{n} * * *"
+
+
+def _minute_offset(text: str | None) -> int:
+    minute = int(text) if text else 0
+    if minute > 59:
+        raise ScheduleError("The minute in a schedule must be between 0 and 59.")
+    return minute
+
+
+def _at_time_on_days(time_text: str | None, days: frozenset[int]) -> str:
+    hour, minute = _parse_time(time_text) if time_text else (0, 0)
+    return f"{minute} {hour} * * {_dow_field(days)}"
+
+
+def _parse_time(text: str) -> tuple[int, int]:
+    if text == "noon":
+        return 12, 0
+    if text == "midnight":
+        return 0, 0
+    match = _CLOCK.fullmatch(text)
+    assert match is not None  # _TIME only lets clock-shaped text through
+    hour, minute = int(match["h"]), int(match["m"] or 0)
+    if match["ampm"]:
+        valid_hour = 1 <= hour <= 12
+        hour = hour % 12 + (12 if match["ampm"] == "pm" else 0)
+    else:
+        valid_hour = hour <= 23
+    if not valid_hour or minute > 59:
+        raise ScheduleError(f"'{text}' is not a valid time of day.")
+    return hour, minute
+
+
+def _parse_days(text: str) -> frozenset[int]:
+    days: set[int] = set()
+    for word in text.split():
+        if word in ("and", "&"):
+            continue
+        days |= _DAY_WORDS.get(word) or _DAY_WORDS[word.removesuffix("s")]
+    return frozenset(days)
+
+
+def _dow_field(days: frozenset[int]) -> str:
+    if days == EVERY_DAY:
+        return "*"
+    if days == WEEKDAYS:
+        return "1-5"
+    return ",".join(str(day) for day in sorted(days))
+
+
+# --- Evaluation -----------------------------------------------------------------------
+
+
+def next_run_after(schedule: Schedule, moment: datetime) -> datetime:
+    """Return the first fire time strictly after `moment`, as an aware UTC datetime."""
+    run = next(_runs(schedule, moment), None)
+    if run is None:
+        raise ScheduleError(f"Cron expression '{schedule.cron}' never runs.")
+    return run
+
+
+def next_runs(schedule: Schedule, moment: datetime, count: int) -> list[datetime]:
+    """Return up to `count` fire times after `moment` (the dashboard's preview)."""
+    return list(islice(_runs(schedule, moment), max(count, 0)))
+
+
+def interval_minutes(schedule: Schedule, moment: datetime) -> int:
+    """Return the minutes between the next two fire times after `moment`.
+
+    For irregular schedules (weekdays only, DST days) this depends on `moment`.
+    """
+    runs = next_runs(schedule, moment, 2)
+    if len(runs) < 2:
+        raise ScheduleError(f"Cron expression '{schedule.cron}' never runs twice.")
+    return max(1, int((runs[1] - runs[0]).total_seconds() // 60))
+
+
+def _runs(schedule: Schedule, moment: datetime) -> Iterator[datetime]:
+    """Yield fire times strictly after `moment`, in UTC, strictly increasing.
+
+    Raises CronSimError for an invalid expression as soon as it is created.
+    """
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("moment must be a timezone-aware datetime")
+    after = moment.astimezone(UTC)
+    local = after.astimezone(_zone(schedule.timezone))
+    return _increasing(CronSim(schedule.cron, local), after)
+
+
+def _increasing(fire_times: Iterator[datetime], after: datetime) -> Iterator[datetime]:
+    # cronsim walks fixed-time expressions on the naive wall clock. During a
+    # fall-back hour that clock runs twice, so for a `moment` in the repeated hour
+    # it can return the first occurrence of a wall time that is already in the
+    # past (01:30 EDT when asked after 01:10 EST). Skip such times; cronsim
+    # always moves its wall clock forward and gives up after 50 years, so this
+    # cannot loop forever.
+    last = after
+    for fire_time in fire_times:
+        run = fire_time.astimezone(UTC)
+        if run > last:
+            last = run
+            yield run
+
+
+def _zone(name: str) -> tzinfo:
+    # cronsim special-cases datetime.UTC and then skips its DST handling, which is
+    # exact for UTC and several times faster than ZoneInfo("UTC").
+    return UTC if name == DEFAULT_TIMEZONE else ZoneInfo(name)
+
+
+# --- Plain-words description ----------------------------------------------------------
+
+# Any fixed instant works: cronsim only parses the fields here.
+_PARSE_REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)
+_MAX_LISTED_TIMES = 4
+
+
+def describe(schedule: Schedule) -> str:
+    """Say when a schedule runs, in words for non-technical people.
+
+    Works from the parsed fields, not the text, so `0 9 * * MON-FRI` and
+    `0 9 * * 1-5` read the same. The caller appends the time zone.
+    """
+    fallback = f"Cron: {schedule.cron}"
+    fields = _parse_fields(schedule.cron)
+    if fields is None:
+        return fallback
+    minutes, hours, days = fields
+
+    if days == EVERY_DAY:
+        if len(hours) == 24 and (phrase := _describe_minutes(minutes)):
+            return phrase
+        if len(minutes) == 1 and (phrase := _describe_hours(minutes[0], hours)):
+            return phrase
+    times = [f"{hour:02d}:{minute:02d}" for hour in hours for minute in minutes]
+    if len(times) > _MAX_LISTED_TIMES:
+        return fallback
+    return f"{_describe_days(days)} at {_join(times)}"
+
+
+def _parse_fields(cron: str) -> tuple[list[int], list[int], frozenset[int]] | None:
+    """Return (minutes, hours, weekdays) when the day-of-month and month are `*`."""
+    if len(cron.split()) != 5:
+        return None
+    try:
+        parsed = CronSim(cron, _PARSE_REFERENCE)
+    except (CronSimError, ValueError):
+        return None
+    if parsed.days != set(range(1, 32)) or parsed.months != set(range(1, 13)):
+        return None
+    if any(not isinstance(day, int) for day in parsed.weekdays):
+        return None  # `5L`, `1#2`: no plain words for these yet
+    days = frozenset(day % 7 for day in parsed.weekdays if isinstance(day, int))
+    return sorted(parsed.minutes), sorted(parsed.hours), days
+
+
+def _describe_minutes(minutes: list[int]) -> str | None:
+    step = _even_step(minutes, 60)
+    if step is None:
+        return None
+    if step == 1:
+        return "Every minute"
+    if step == 60:
+        return f"Hourly at :{minutes[0]:02d}"
+    if minutes[0] == 0:
+        return f"Every {step} minutes"
+    return f"Every {step} minutes from :{minutes[0]:02d}"
+
+
+def _describe_hours(minute: int, hours: list[int]) -> str | None:
+    step = _even_step(hours, 24)
+    if step is None or step in (1, 24):
+        return None  # hourly is handled by minutes; daily lists its time
+    if hours[0] == 0 and minute == 0:
+        return f"Every {step} hours"
+    return f"Every {step} hours from {hours[0]:02d}:{minute:02d}"
+
+
+def _even_step(values: list[int], cycle: int) -> int | None:
+    """Return the step if `values` are evenly spaced all round the cycle."""
+    step = cycle // len(values)
+    if step * len(values) != cycle:
+        return None
+    if any(b - a != step for a, b in zip(values, values[1:], strict=False)):
+        return None
+    return step
+
+
+def _describe_days(days: frozenset[int]) -> str:
+    if days == EVERY_DAY:
+        return "Daily"
+    if days == WEEKDAYS:
+        return "Every weekday"
+    if days == WEEKEND:
+        return "Weekends"
+    if len(days) == 1:
+        return f"Weekly on {DAY_NAMES[next(iter(days))]}"
+    # Monday first, the way people list a working week.
+    ordered = sorted(days, key=lambda day: (day - 1) % 7)
+    return _join([f"{DAY_NAMES[day]}s" for day in ordered])
+
+
+def _join(items: list[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    return f"{', '.join(items[:-1])} and {items[-1]}"

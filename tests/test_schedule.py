@@ -1,0 +1,529 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from monitors.schedule import (
+    Schedule,
+    ScheduleError,
+    describe,
+    interval_minutes,
+    next_run_after,
+    next_runs,
+    normalize_schedule,
+)
+
+# A Wednesday. Every test pins its clock; none reads the wall clock.
+NOW = datetime(2026, 5, 6, 12, 0, tzinfo=UTC)
+BERLIN = ZoneInfo("Europe/Berlin")
+NEW_YORK = ZoneInfo("America/New_York")
+
+
+def normalize(
+    cron: str | None = None,
+    text: str | None = None,
+    timezone: str | None = None,
+    now: datetime = NOW,
+) -> Schedule:
+    return normalize_schedule(cron, text, timezone, now=now)
+
+
+def error_of(**kwargs: str | None) -> str:
+    with pytest.raises(ScheduleError) as caught:
+        normalize(**kwargs)
+    return caught.value.message
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+# --- text -> cron ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "cron"),
+    [
+        ("every 30 minutes", "*/30 * * * *"),
+        ("every 5 mins", "*/5 * * * *"),
+        ("every 10 min", "*/10 * * * *"),
+        ("every 60 minutes", "0 * * * *"),
+        ("every 15 minutes starting at :07", "7-59/15 * * * *"),
+        ("every 15 minutes start on 7", "7-59/15 * * * *"),
+        ("every 30 minutes starting :00", "*/30 * * * *"),
+        ("hourly", "0 * * * *"),
+        ("every hour", "0 * * * *"),
+        ("hourly at :15", "15 * * * *"),
+        ("every hour starting at 45", "45 * * * *"),
+        ("every 1 hour", "0 * * * *"),
+        ("every 2 hours", "0 */2 * * *"),
+        ("every 6 hrs", "0 */6 * * *"),
+        ("every 24 hours", "0 0 * * *"),
+        ("daily", "0 0 * * *"),
+        ("every day", "0 0 * * *"),
+        ("daily at 9:00", "0 9 * * *"),
+        ("daily at 9am", "0 9 * * *"),
+        ("daily at 5:30 PM", "30 17 * * *"),
+        ("Daily at 5:30 P.M.", "30 17 * * *"),
+        ("daily at 17:45", "45 17 * * *"),
+        ("daily at 12am", "0 0 * * *"),
+        ("daily at 12pm", "0 12 * * *"),
+        ("every day at noon", "0 12 * * *"),
+        ("every day at midnight", "0 0 * * *"),
+        ("weekly", "0 0 * * 0"),
+        ("every week", "0 0 * * 0"),
+        ("weekly on friday at 6pm", "0 18 * * 5"),
+        ("every weekday at 9am", "0 9 * * 1-5"),
+        ("weekdays at 9:30", "30 9 * * 1-5"),
+        ("every monday at 10:00", "0 10 * * 1"),
+        ("mondays at 10:00", "0 10 * * 1"),
+        ("every sunday", "0 0 * * 0"),
+        ("every monday and thursday at 8am", "0 8 * * 1,4"),
+        ("every Monday, Wednesday and Friday at 7:15 am", "15 7 * * 1,3,5"),
+        ("every tue & thu at 18:00", "0 18 * * 2,4"),
+        ("weekends at noon", "0 12 * * 0,6"),
+        ("every weekend at 10am", "0 10 * * 0,6"),
+        ("  EVERY   30   MINUTES.  ", "*/30 * * * *"),
+    ],
+)
+def test_schedule_text_becomes_cron(text: str, cron: str) -> None:
+    assert normalize(text=text).cron == cron
+
+
+def test_every_15_minutes_starting_at_07_becomes_offset_cron() -> None:
+    assert normalize(text="every 15 minutes starting at :07").cron == "7-59/15 * * * *"
+
+
+def test_offset_past_the_interval_keeps_runs_evenly_spaced() -> None:
+    # Firecrawl would write 20-59/15 (:20 :35 :50, then a 30-minute wait).
+    schedule = normalize(text="every 15 minutes starting at :20")
+
+    assert schedule.cron == "5-59/15 * * * *"
+    assert interval_minutes(schedule, utc(2026, 5, 6, 12, 51)) == 15
+
+
+@pytest.mark.parametrize(
+    "text", ["every other tuesday", "twice a day", "every", "daily at", "monthly"]
+)
+def test_unsupported_text_suggests_working_phrases(text: str) -> None:
+    assert error_of(text=text) == (
+        "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
+        "'every 2 hours', 'daily at 9:00', 'every weekday at 9am' or 'weekly'."
+    )
+
+
+def test_every_30_minutes_is_accepted_because_30_divides_60() -> None:
+    assert normalize(text="every 30 minutes").cron == "*/30 * * * *"
+
+
+@pytest.mark.parametrize("text", ["every 45 minutes", "every 0 minutes"])
+def test_minute_interval_that_does_not_divide_60_is_rejected(text: str) -> None:
+    assert error_of(text=text) == (
+        "Minute intervals must divide 60 evenly, "
+        "e.g. every 5, 10, 15, 20 or 30 minutes."
+    )
+
+
+@pytest.mark.parametrize("text", ["every 5 hours", "every 48 hours"])
+def test_hour_interval_that_does_not_divide_24_is_rejected(text: str) -> None:
+    assert error_of(text=text) == (
+        "Hour intervals must divide 24 evenly, e.g. every 2, 3, 4, 6, 8 or 12 hours."
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["daily at 13pm", "daily at 0am", "daily at 24:00", "daily at 9:60"]
+)
+def test_impossible_time_of_day_is_rejected(text: str) -> None:
+    assert error_of(text=text).endswith("is not a valid time of day.")
+
+
+def test_minute_offset_past_59_is_rejected() -> None:
+    assert error_of(text="hourly at :60") == (
+        "The minute in a schedule must be between 0 and 59."
+    )
+
+
+# --- cron, both/neither, lengths ------------------------------------------------------
+
+
+def test_cron_whitespace_is_normalised() -> None:
+    assert normalize(cron="  0   9 *\t* 1-5 ").cron == "0 9 * * 1-5"
+
+
+def test_cron_and_text_together_are_rejected() -> None:
+    assert error_of(cron="0 * * * *", text="hourly") == (
+        "Schedule must include either cron or text, not both."
+    )
+
+
+@pytest.mark.parametrize(("cron", "text"), [(None, None), ("", "  ")])
+def test_neither_cron_nor_text_is_rejected(cron: str | None, text: str | None) -> None:
+    assert (
+        error_of(cron=cron, text=text) == "Schedule must include either cron or text."
+    )
+
+
+def test_cron_of_128_characters_is_accepted() -> None:
+    assert normalize(cron="0 9 * * *".ljust(128)).cron == "0 9 * * *"
+
+
+def test_cron_of_129_characters_is_rejected() -> None:
+    assert error_of(cron="0 9 * * *".ljust(129)) == (
+        "Cron expression must be at most 128 characters."
+    )
+
+
+def test_text_of_128_characters_is_accepted() -> None:
+    assert normalize(text="daily at 9am".ljust(128)).cron == "0 9 * * *"
+
+
+def test_text_of_129_characters_is_rejected() -> None:
+    assert error_of(text="daily at 9am".ljust(129)) == (
+        "Schedule text must be at most 128 characters."
+    )
+
+
+@pytest.mark.parametrize("cron", ["0 9 * *", "0 0 9 * * *", "@daily"])
+def test_cron_without_five_fields_is_rejected(cron: str) -> None:
+    assert error_of(cron=cron) == "Cron expression must contain five fields"
+
+
+@pytest.mark.parametrize(
+    ("cron", "field"),
+    [
+        ("61 * * * *", "minute"),
+        ("*/x * * * *", "minute"),
+        ("0 24 * * *", "hour"),
+        ("0 0 30 2 *", "day-of-month"),
+        ("0 0 * 13 *", "month"),
+        ("0 0 * * 8", "day-of-week"),
+    ],
+)
+def test_invalid_cron_names_the_expression_and_field(cron: str, field: str) -> None:
+    assert error_of(cron=cron) == (
+        f"Invalid cron expression '{cron}': the {field} field is not valid."
+    )
+
+
+def test_cron_that_does_not_run_within_a_year_is_rejected() -> None:
+    # 29 February: the next one after May 2026 is in 2028.
+    assert error_of(cron="0 0 29 2 *") == (
+        "Cron expression '0 0 29 2 *' does not run within the next year."
+    )
+
+
+def test_cron_day_names_are_accepted() -> None:
+    assert normalize(cron="0 9 * * mon-fri").cron == "0 9 * * mon-fri"
+
+
+# --- minimum interval -----------------------------------------------------------------
+
+TOO_OFTEN = "Schedule must not run more often than every 5 minutes"
+
+
+def test_every_5_minutes_is_accepted() -> None:
+    assert normalize(cron="*/5 * * * *").cron == "*/5 * * * *"
+
+
+def test_every_4_minutes_is_rejected() -> None:
+    assert error_of(cron="*/4 * * * *") == TOO_OFTEN
+
+
+def test_every_minute_text_parses_but_is_too_often() -> None:
+    assert error_of(text="every minute") == TOO_OFTEN
+
+
+@pytest.mark.parametrize("minute", [0, 1, 2, 3, 4, 30, 58, 59])
+def test_0_3_is_rejected_whenever_it_is_submitted(minute: int) -> None:
+    # Firecrawl looks only at the next two runs, so at :30 it sees a 57-minute gap.
+    assert error_of(cron="0,3 * * * *", now=utc(2026, 5, 6, 12, minute)) == TOO_OFTEN
+
+
+def test_gap_across_the_hour_boundary_is_rejected() -> None:
+    assert error_of(cron="0,58 * * * *") == TOO_OFTEN
+
+
+def test_gap_across_midnight_is_rejected() -> None:
+    # 23:57 -> 00:00 is the only short gap; it appears once a day.
+    assert error_of(cron="0,57 0,23 * * *", now=utc(2026, 5, 6, 0, 30)) == TOO_OFTEN
+
+
+def test_gap_of_exactly_the_minimum_across_midnight_is_accepted() -> None:
+    assert normalize(cron="0,55 0,23 * * *").cron == "0,55 0,23 * * *"
+
+
+def test_gap_between_adjacent_weekdays_is_rejected() -> None:
+    # Friday 23:58 -> Saturday 00:00, submitted on a Sunday.
+    sunday = utc(2026, 5, 10, 12)
+    assert error_of(cron="0,58 0,23 * * 5,6", now=sunday) == TOO_OFTEN
+
+
+def test_short_gap_in_a_rare_schedule_is_rejected_before_its_first_run() -> None:
+    # Submitted mid-month: the window starts at the first run, not at "now".
+    assert error_of(cron="0,1 0 1 * *") == TOO_OFTEN
+
+
+def test_minimum_interval_comes_from_settings(settings) -> None:
+    settings.MIN_SCHEDULE_INTERVAL_MINUTES = 15
+
+    assert error_of(text="every 10 minutes") == (
+        "Schedule must not run more often than every 15 minutes"
+    )
+    assert normalize(text="every 15 minutes").cron == "*/15 * * * *"
+
+
+def test_minimum_of_one_minute_reads_naturally(settings) -> None:
+    settings.MIN_SCHEDULE_INTERVAL_MINUTES = 1
+
+    assert normalize(text="every minute").cron == "* * * * *"
+
+
+def test_validation_uses_the_current_time_when_none_is_given() -> None:
+    schedule = normalize_schedule(None, "hourly", None)
+
+    assert schedule == Schedule(cron="0 * * * *", timezone="UTC")
+
+
+# --- time zones -----------------------------------------------------------------------
+
+
+def test_timezone_defaults_to_utc() -> None:
+    assert normalize(text="hourly").timezone == "UTC"
+
+
+def test_timezone_name_is_canonicalised_like_intl() -> None:
+    assert (
+        normalize(text="hourly", timezone="europe/berlin").timezone == "Europe/Berlin"
+    )
+
+
+@pytest.mark.parametrize(
+    "zone", ["Mars/Olympus", "CET+1", "../../etc/passwd", "localtime"]
+)
+def test_unknown_timezone_is_rejected(zone: str) -> None:
+    assert (
+        error_of(text="hourly", timezone=zone) == f"Invalid schedule timezone: {zone}"
+    )
+
+
+def test_daily_time_is_local_to_the_schedule_timezone() -> None:
+    schedule = normalize(text="daily at 9am", timezone="America/New_York")
+
+    assert next_run_after(schedule, NOW) == utc(2026, 5, 6, 13, 0)  # 09:00 EDT
+
+
+# --- next_run_after -------------------------------------------------------------------
+
+
+def test_next_run_is_strictly_after_a_moment_on_a_fire_time() -> None:
+    schedule = Schedule(cron="*/30 * * * *", timezone="UTC")
+
+    assert next_run_after(schedule, utc(2026, 5, 6, 12, 30)) == utc(2026, 5, 6, 13, 0)
+
+
+def test_next_run_ignores_seconds_and_microseconds() -> None:
+    schedule = Schedule(cron="*/30 * * * *", timezone="UTC")
+    moment = utc(2026, 5, 6, 12, 29, 59) + timedelta(microseconds=999_999)
+
+    assert next_run_after(schedule, moment) == utc(2026, 5, 6, 12, 30)
+
+
+def test_next_run_is_aware_utc_for_a_moment_in_another_zone() -> None:
+    schedule = Schedule(cron="0 9 * * *", timezone="Europe/Berlin")
+    moment = datetime(2026, 5, 6, 8, 0, tzinfo=NEW_YORK)  # 14:00 in Berlin
+
+    run = next_run_after(schedule, moment)
+
+    assert run == utc(2026, 5, 7, 7, 0)
+    assert run.tzinfo is UTC
+
+
+def test_naive_moment_is_a_programming_error() -> None:
+    schedule = Schedule(cron="0 * * * *", timezone="UTC")
+
+    with pytest.raises(ValueError, match="timezone-aware"):
+        next_run_after(schedule, datetime(2026, 5, 6, 12))
+
+
+# --- DST: Europe/Berlin (29 Mar and 25 Oct 2026), America/New_York (8 Mar, 1 Nov) -----
+
+
+def test_berlin_spring_forward_moves_a_skipped_0230_to_0300() -> None:
+    schedule = Schedule(cron="30 2 * * *", timezone="Europe/Berlin")
+
+    runs = next_runs(schedule, utc(2026, 3, 28, 12), 2)
+
+    assert runs == [utc(2026, 3, 29, 1, 0), utc(2026, 3, 30, 0, 30)]  # 03:00, 02:30
+
+
+def test_berlin_fall_back_runs_a_repeated_0230_once_at_its_first_occurrence() -> None:
+    schedule = Schedule(cron="30 2 * * *", timezone="Europe/Berlin")
+
+    runs = next_runs(schedule, utc(2026, 10, 24, 12), 2)
+
+    assert runs == [utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30)]  # CEST, CET
+
+
+def test_berlin_every_2_hours_skips_the_missing_0200() -> None:
+    schedule = Schedule(cron="0 */2 * * *", timezone="Europe/Berlin")
+
+    runs = next_runs(schedule, utc(2026, 3, 28, 22), 3)
+
+    local = [run.astimezone(BERLIN).strftime("%H:%M") for run in runs]
+    assert local == ["00:00", "04:00", "06:00"]
+
+
+def test_berlin_every_30_minutes_stays_30_real_minutes_apart_over_the_gap() -> None:
+    schedule = Schedule(cron="*/30 * * * *", timezone="Europe/Berlin")
+
+    runs = next_runs(schedule, utc(2026, 3, 29, 0, 15), 3)  # 01:15 CET
+
+    assert runs == [
+        utc(2026, 3, 29, 0, 30),
+        utc(2026, 3, 29, 1),
+        utc(2026, 3, 29, 1, 30),
+    ]
+
+
+def test_new_york_spring_forward_moves_a_skipped_0230_to_0300() -> None:
+    schedule = Schedule(cron="30 2 * * *", timezone="America/New_York")
+
+    runs = next_runs(schedule, utc(2026, 3, 7, 12), 2)
+
+    assert runs == [utc(2026, 3, 8, 7, 0), utc(2026, 3, 9, 6, 30)]  # 03:00, 02:30 EDT
+
+
+def test_new_york_fall_back_runs_a_repeated_0130_once() -> None:
+    schedule = Schedule(cron="30 1 * * *", timezone="America/New_York")
+
+    runs = next_runs(schedule, utc(2026, 10, 31, 12), 2)
+
+    assert runs == [utc(2026, 11, 1, 5, 30), utc(2026, 11, 2, 6, 30)]  # EDT, EST
+
+
+def test_new_york_fall_back_never_returns_a_run_before_a_moment_in_the_repeat() -> None:
+    # 01:10 EST, after 01:30 EDT has already happened: cronsim alone answers 01:30
+    # EDT (05:30 UTC), which is in the past.
+    schedule = Schedule(cron="30 1 * * *", timezone="America/New_York")
+    moment = datetime(2026, 11, 1, 1, 10, tzinfo=NEW_YORK, fold=1)
+
+    assert next_run_after(schedule, moment) == utc(2026, 11, 2, 6, 30)
+
+
+def test_new_york_hourly_runs_in_both_repeated_hours() -> None:
+    schedule = Schedule(cron="0 * * * *", timezone="America/New_York")
+
+    runs = next_runs(schedule, utc(2026, 11, 1, 4, 30), 3)
+
+    assert runs == [utc(2026, 11, 1, 5), utc(2026, 11, 1, 6), utc(2026, 11, 1, 7)]
+
+
+def test_walking_a_dst_year_always_moves_forward() -> None:
+    schedule = Schedule(cron="30 1,2 * * *", timezone="America/New_York")
+
+    runs = next_runs(schedule, utc(2026, 1, 1), 800)
+
+    assert all(b > a for a, b in zip(runs, runs[1:], strict=False))
+    assert runs[-1] > utc(2027, 1, 1)
+
+
+# --- next_runs and interval_minutes ---------------------------------------------------
+
+
+def test_next_runs_lists_the_preview_in_order() -> None:
+    schedule = Schedule(cron="0 9 * * 1-5", timezone="UTC")
+
+    runs = next_runs(schedule, utc(2026, 5, 7, 12), 3)  # Thursday
+
+    assert runs == [utc(2026, 5, 8, 9), utc(2026, 5, 11, 9), utc(2026, 5, 12, 9)]
+
+
+def test_next_runs_of_zero_is_empty() -> None:
+    assert next_runs(Schedule(cron="0 * * * *", timezone="UTC"), NOW, 0) == []
+
+
+@pytest.mark.parametrize(
+    ("cron", "minutes"),
+    [("*/30 * * * *", 30), ("0 */2 * * *", 120), ("0 9 * * *", 1440)],
+)
+def test_interval_is_the_gap_between_the_next_two_runs(cron: str, minutes: int) -> None:
+    assert interval_minutes(Schedule(cron=cron, timezone="UTC"), NOW) == minutes
+
+
+def test_weekday_interval_spans_the_weekend_when_asked_on_friday() -> None:
+    schedule = Schedule(cron="0 9 * * 1-5", timezone="UTC")
+
+    assert interval_minutes(schedule, utc(2026, 5, 8, 8)) == 3 * 24 * 60
+
+
+def test_daily_interval_is_23_hours_across_spring_forward() -> None:
+    schedule = Schedule(cron="0 9 * * *", timezone="Europe/Berlin")
+
+    assert interval_minutes(schedule, utc(2026, 3, 28)) == 23 * 60
+
+
+# --- describe -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cron", "words"),
+    [
+        ("* * * * *", "Every minute"),
+        ("*/30 * * * *", "Every 30 minutes"),
+        ("0,30 * * * *", "Every 30 minutes"),
+        ("7-59/15 * * * *", "Every 15 minutes from :07"),
+        ("15 * * * *", "Hourly at :15"),
+        ("0 */2 * * *", "Every 2 hours"),
+        ("30 1-23/2 * * *", "Every 2 hours from 01:30"),
+        ("0 9 * * *", "Daily at 09:00"),
+        ("0 9,17 * * *", "Daily at 09:00 and 17:00"),
+        ("0 9 * * 1-5", "Every weekday at 09:00"),
+        ("0 9 * * MON-FRI", "Every weekday at 09:00"),
+        ("0 8 * * 1,4", "Mondays and Thursdays at 08:00"),
+        ("15 7 * * 5,3,1", "Mondays, Wednesdays and Fridays at 07:15"),
+        ("0 8 * * 0,1", "Mondays and Sundays at 08:00"),
+        ("0 12 * * 0,6", "Weekends at 12:00"),
+        ("0 0 * * 0", "Weekly on Sunday at 00:00"),
+        ("0 0 * * 7", "Weekly on Sunday at 00:00"),
+        ("0 10 * * 1", "Weekly on Monday at 10:00"),
+    ],
+)
+def test_describe_says_when_it_runs_in_plain_words(cron: str, words: str) -> None:
+    assert describe(Schedule(cron=cron, timezone="UTC")) == words
+
+
+@pytest.mark.parametrize(
+    "cron",
+    [
+        "20-59/15 * * * *",  # uneven: a 30-minute gap every hour
+        "0 */5 * * *",
+        "*/15 9-17 * * 1-5",
+        "0 9 1 * *",
+        "0 9 * 1 *",
+        "0 9 * * 1#1",
+        "0 0,6,12,18,21 * * *",
+        "not a cron",
+    ],
+)
+def test_describe_falls_back_to_the_cron_expression(cron: str) -> None:
+    assert describe(Schedule(cron=cron, timezone="UTC")) == f"Cron: {cron}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "every 30 minutes",
+        "every 15 minutes starting at :07",
+        "hourly at :15",
+        "every 2 hours",
+        "daily at 9:00",
+        "every weekday at 9am",
+        "every monday and thursday at 8am",
+        "weekly",
+    ],
+)
+def test_every_documented_phrase_has_a_plain_description(text: str) -> None:
+    assert not describe(normalize(text=text)).startswith("Cron:")
