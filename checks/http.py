@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import re
 import socket
@@ -79,7 +80,22 @@ MAX_CONNECT_ATTEMPTS = 3
 ACCEPT_ENCODING = "gzip, deflate"
 _DECODE_PIECE = 64 * 1024
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_BODY_HEADERS = ("content-type", "content-length", "content-encoding", "transfer-encoding")
+_TRANSPORT_HEADERS = (
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "keep-alive",
+    "proxy-authorization",
+    "te",
+    "upgrade",
+)
+_BODY_HEADERS = (
+    "content-type",
+    "content-length",
+    "content-encoding",
+    "transfer-encoding",
+)
 
 
 # --- Settings -------------------------------------------------------------------
@@ -121,39 +137,41 @@ _METADATA_ADDRESSES = frozenset(
 # (network, what it is, may ALLOW_PRIVATE_NETWORK_TARGETS open it?). Ordered:
 # more specific networks before the ones containing them. Python's `is_global`
 # misses several of these (192.0.0.0/24, multicast, 3fff::/20...), hence a list.
-_RANGES: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str, bool], ...] = tuple(
-    (ipaddress.ip_network(net), label, allowable)
-    for net, label, allowable in (
-        ("0.0.0.0/8", "a 'this network' address", False),
-        ("10.0.0.0/8", "a private address", True),
-        # CGNAT is allowable because Tailscale and similar VPNs live here.
-        ("100.64.0.0/10", "a carrier-grade NAT address", True),
-        ("127.0.0.0/8", "a loopback address", True),
-        ("169.254.0.0/16", "a link-local address", True),
-        ("172.16.0.0/12", "a private address", True),
-        ("192.0.0.0/24", "an IETF protocol assignment address", False),
-        ("192.0.2.0/24", "a documentation address", False),
-        ("192.88.99.0/24", "a 6to4 relay address", False),
-        ("192.168.0.0/16", "a private address", True),
-        ("198.18.0.0/15", "a benchmarking address", False),
-        ("198.51.100.0/24", "a documentation address", False),
-        ("203.0.113.0/24", "a documentation address", False),
-        ("224.0.0.0/4", "a multicast address", False),
-        ("255.255.255.255/32", "the broadcast address", False),
-        ("240.0.0.0/4", "a reserved address", False),
-        ("::/128", "the unspecified address", False),
-        ("::1/128", "a loopback address", True),
-        ("::/96", "a deprecated IPv4-compatible address", False),
-        ("64:ff9b:1::/48", "a local-use NAT64 address", False),
-        ("100::/64", "a discard-only address", False),
-        ("2001::/32", "a Teredo tunnel address", False),
-        ("2001::/23", "an IETF protocol assignment address", False),
-        ("2001:db8::/32", "a documentation address", False),
-        ("3fff::/20", "a documentation address", False),
-        ("fc00::/7", "a private address", True),
-        ("fe80::/10", "a link-local address", True),
-        ("fec0::/10", "a deprecated site-local address", False),
-        ("ff00::/8", "a multicast address", False),
+_RANGES: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str, bool], ...] = (
+    tuple(
+        (ipaddress.ip_network(net), label, allowable)
+        for net, label, allowable in (
+            ("0.0.0.0/8", "a 'this network' address", False),
+            ("10.0.0.0/8", "a private address", True),
+            # CGNAT is allowable because Tailscale and similar VPNs live here.
+            ("100.64.0.0/10", "a carrier-grade NAT address", True),
+            ("127.0.0.0/8", "a loopback address", True),
+            ("169.254.0.0/16", "a link-local address", True),
+            ("172.16.0.0/12", "a private address", True),
+            ("192.0.0.0/24", "an IETF protocol assignment address", False),
+            ("192.0.2.0/24", "a documentation address", False),
+            ("192.88.99.0/24", "a 6to4 relay address", False),
+            ("192.168.0.0/16", "a private address", True),
+            ("198.18.0.0/15", "a benchmarking address", False),
+            ("198.51.100.0/24", "a documentation address", False),
+            ("203.0.113.0/24", "a documentation address", False),
+            ("224.0.0.0/4", "a multicast address", False),
+            ("255.255.255.255/32", "the broadcast address", False),
+            ("240.0.0.0/4", "a reserved address", False),
+            ("::/128", "the unspecified address", False),
+            ("::1/128", "a loopback address", True),
+            ("::/96", "a deprecated IPv4-compatible address", False),
+            ("64:ff9b:1::/48", "a local-use NAT64 address", False),
+            ("100::/64", "a discard-only address", False),
+            ("2001::/32", "a Teredo tunnel address", False),
+            ("2001::/23", "an IETF protocol assignment address", False),
+            ("2001:db8::/32", "a documentation address", False),
+            ("3fff::/20", "a documentation address", False),
+            ("fc00::/7", "a private address", True),
+            ("fe80::/10", "a link-local address", True),
+            ("fec0::/10", "a deprecated site-local address", False),
+            ("ff00::/8", "a multicast address", False),
+        )
     )
 )
 
@@ -166,27 +184,32 @@ def address_block_reason(ip: IPAddress, allow_private: bool) -> str | None:
     `allow_private` opens loopback, private, link-local and CGNAT ranges (for
     self-hosters and tests); metadata addresses and everything else stay shut.
     """
+    label = _forbidden_label(ip, allow_private)
+    return None if label is None else f"{ip} is {label}"
+
+
+def _forbidden_label(ip: IPAddress, allow_private: bool) -> str | None:
     if ip in _METADATA_ADDRESSES:
-        return f"{ip} is a cloud metadata address"
+        return "a cloud metadata address"
     if isinstance(ip, ipaddress.IPv6Address):
         wrapped = _wrapped_ipv4(ip)
         if wrapped is not None:
-            # The packet really goes to (or is translated to) the IPv4 inside,
-            # so that address is what we judge.
+            # Packets really go to (or are translated to) the IPv4 inside, so
+            # that address is what we judge.
             kind, v4 = wrapped
-            inner = address_block_reason(v4, allow_private)
-            if inner is None:
-                return None
-            return f"{ip} is {kind} wrapping {inner}"
+            inner = _forbidden_label(v4, allow_private)
+            return None if inner is None else f"{kind} for {v4}, which is {inner}"
     for network, label, allowable in _RANGES:
         if ip in network:
-            return None if allowable and allow_private else f"{ip} is {label}"
+            return None if allowable and allow_private else label
     if not ip.is_global or ip.is_reserved or ip.is_multicast:
-        return f"{ip} is not a public address"
+        return "not a public address"
     return None
 
 
-def _wrapped_ipv4(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+def _wrapped_ipv4(
+    ip: ipaddress.IPv6Address,
+) -> tuple[str, ipaddress.IPv4Address] | None:
     """The IPv4 address carried inside an IPv4-mapped, NAT64 or 6to4 address."""
     if ip.ipv4_mapped is not None:
         return "an IPv4-mapped address", ip.ipv4_mapped
@@ -361,6 +384,13 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+def _ask(resolver: Resolver, host: str, port: int) -> Sequence[str]:
+    try:
+        return resolver(host, port)
+    except OSError as exc:
+        raise FetchError("connect", f"Could not resolve {host}") from exc
+
+
 def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
     """Parse a resolver's answers and refuse them all if any one is forbidden.
 
@@ -388,7 +418,9 @@ class GuardedBackend(httpcore.NetworkBackend):
     checks), because it passes its origin host to `start_tls`, not ours.
     """
 
-    def __init__(self, resolver: Resolver, inner: httpcore.NetworkBackend | None = None):
+    def __init__(
+        self, resolver: Resolver, inner: httpcore.NetworkBackend | None = None
+    ):
         self._resolver = resolver
         self._inner = inner or httpcore.SyncBackend()
 
@@ -401,7 +433,10 @@ class GuardedBackend(httpcore.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
         literal = ip_literal(host)
-        answers = [str(literal)] if literal else self._resolver(host, port)
+        if literal is not None:
+            answers: Sequence[str] = [str(literal)]
+        else:
+            answers = _ask(self._resolver, host, port)
         last_error: Exception | None = None
         for ip in _vetted(host, answers):
             try:
@@ -443,7 +478,10 @@ class AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         literal = ip_literal(host)
-        answers = [str(literal)] if literal else await self._resolve(host, port, timeout)
+        if literal is not None:
+            answers: Sequence[str] = [str(literal)]
+        else:
+            answers = await self._resolve(host, port, timeout)
         last_error: Exception | None = None
         for ip in _vetted(host, answers):
             try:
@@ -455,13 +493,15 @@ class AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
         assert last_error is not None
         raise last_error
 
-    async def _resolve(self, host: str, port: int, timeout: float | None) -> Sequence[str]:
+    async def _resolve(
+        self, host: str, port: int, timeout: float | None
+    ) -> Sequence[str]:
         # getaddrinfo cannot be interrupted; abandoning the thread keeps a slow
         # DNS server from holding the caller past its connect timeout.
         try:
             with anyio.fail_after(timeout):
                 return await anyio.to_thread.run_sync(
-                    self._resolver, host, port, abandon_on_cancel=True
+                    _ask, self._resolver, host, port, abandon_on_cancel=True
                 )
         except TimeoutError:
             raise FetchError("timeout", f"Timed out resolving {host}") from None
@@ -478,9 +518,16 @@ class AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+@functools.cache
+def _ssl_context(verify: bool) -> ssl.SSLContext:
+    # Loading the CA bundle costs ~20 ms; contexts are safe to share, and the
+    # sync door builds a client per call.
+    return httpx.create_ssl_context(verify=verify, trust_env=False)
+
+
 def _pool_options(verify: bool, limits: httpx.Limits) -> dict[str, Any]:
     return {
-        "ssl_context": httpx.create_ssl_context(verify=verify, trust_env=False),
+        "ssl_context": _ssl_context(verify),
         "max_connections": limits.max_connections,
         "max_keepalive_connections": limits.max_keepalive_connections,
         "keepalive_expiry": limits.keepalive_expiry,
@@ -491,7 +538,7 @@ class _GuardedTransport(httpx.HTTPTransport):
     # httpx 0.28 takes no network backend, so we swap in a pool built like its
     # own but with ours. Pinned by httpx<1; tests fail loudly if this breaks.
     def __init__(self, *, verify: bool, limits: httpx.Limits, resolver: Resolver):
-        super().__init__(verify=verify, limits=limits, trust_env=False)
+        super().__init__(verify=_ssl_context(verify), limits=limits, trust_env=False)
         self._pool = httpcore.ConnectionPool(
             **_pool_options(verify, limits), network_backend=GuardedBackend(resolver)
         )
@@ -499,9 +546,10 @@ class _GuardedTransport(httpx.HTTPTransport):
 
 class _AsyncGuardedTransport(httpx.AsyncHTTPTransport):
     def __init__(self, *, verify: bool, limits: httpx.Limits, resolver: Resolver):
-        super().__init__(verify=verify, limits=limits, trust_env=False)
+        super().__init__(verify=_ssl_context(verify), limits=limits, trust_env=False)
         self._pool = httpcore.AsyncConnectionPool(
-            **_pool_options(verify, limits), network_backend=AsyncGuardedBackend(resolver)
+            **_pool_options(verify, limits),
+            network_backend=AsyncGuardedBackend(resolver),
         )
 
 
@@ -514,10 +562,6 @@ class _NoCookies(CookieJar):
 
     def extract_cookies(self, response: Any, request: Any) -> None:
         return None
-
-
-def _client_options(verify: bool, limits: httpx.Limits, resolver: Resolver) -> dict[str, Any]:
-    return {"verify": verify, "limits": limits, "resolver": resolver}
 
 
 # --- Redirect chain (pure, shared by sync and async) ----------------------------
@@ -565,31 +609,49 @@ def _first_hop(
     if error is not None:
         raise FetchError("invalid_url", error)
     hop_headers = httpx.Headers(headers or {})
+    for name in _TRANSPORT_HEADERS:
+        # These describe the connection, which is ours to manage: a caller's
+        # Host or Content-Length could only confuse or smuggle.
+        hop_headers.pop(name, None)
     hop_headers.setdefault("User-Agent", _user_agent())
     hop_headers["Accept-Encoding"] = ACCEPT_ENCODING
     return _Hop(method.upper(), httpx.URL(url), hop_headers, content)
 
 
 def _wants_redirect(status: int, headers: httpx.Headers, options: _Options) -> bool:
-    return options.follow_redirects and status in _REDIRECT_STATUSES and "location" in headers
+    return (
+        options.follow_redirects
+        and status in _REDIRECT_STATUSES
+        and "location" in headers
+    )
 
 
-def _next_hop(hop: _Hop, status: int, headers: httpx.Headers, done: int, options: _Options) -> _Hop:
+def _next_hop(
+    hop: _Hop, status: int, headers: httpx.Headers, done: int, options: _Options
+) -> _Hop:
     if done >= options.max_redirects:
-        raise FetchError("too_many_redirects", f"Stopped after {options.max_redirects} redirects")
+        raise FetchError(
+            "too_many_redirects", f"Stopped after {options.max_redirects} redirects"
+        )
     target = _redirect_target(hop.url, headers["location"])
     method, content, hop_headers = hop.method, hop.content, hop.headers.copy()
     # What browsers do: 303 always, and 301/302 after a POST, become a bodiless GET.
-    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+    if (status == 303 and method != "HEAD") or (
+        status in (301, 302) and method == "POST"
+    ):
         method, content = "GET", None
         for name in _BODY_HEADERS:
             hop_headers.pop(name, None)
     if not _may_keep_headers(hop.url, target):
         # Caller headers (Authorization, Cookie, API keys...) were meant for the
         # first origin only. The User-Agent is not a secret and stays.
-        hop_headers = httpx.Headers(
-            {"User-Agent": hop_headers["user-agent"], "Accept-Encoding": ACCEPT_ENCODING}
-        )
+        kept = {
+            "User-Agent": hop_headers["user-agent"],
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
+        if content is not None and "content-type" in hop_headers:
+            kept["Content-Type"] = hop_headers["content-type"]  # 307/308 keep the body
+        hop_headers = httpx.Headers(kept)
     return _Hop(method, target, hop_headers, content)
 
 
@@ -599,10 +661,14 @@ def _redirect_target(current: httpx.URL, location: str) -> httpx.URL:
     try:
         target = current.join(location)
     except httpx.InvalidURL:
-        raise FetchError("invalid_url", "Redirect location is not a valid URL") from None
+        raise FetchError(
+            "invalid_url", "Redirect location is not a valid URL"
+        ) from None
     error = url_syntax_error(str(target))
     if error is not None:
-        raise FetchError("invalid_url", f"Redirect to {str(target)[:200]} refused: {error}")
+        raise FetchError(
+            "invalid_url", f"Redirect to {str(target)[:200]} refused: {error}"
+        )
     return target
 
 
@@ -644,7 +710,9 @@ class _ZlibStage:
             yield from self._drain(data)
         except zlib.error as exc:
             if self._coding != "deflate" or self._started or self._raw_deflate:
-                raise FetchError("protocol", f"Could not decode the {self._coding} body") from exc
+                raise FetchError(
+                    "protocol", f"Could not decode the {self._coding} body"
+                ) from exc
             # Many servers send raw deflate without the zlib header.
             self._raw_deflate = True
             self._z = zlib.decompressobj(self._wbits())
@@ -653,7 +721,7 @@ class _ZlibStage:
     def _drain(self, data: bytes) -> Iterator[bytes]:
         while True:
             out = self._z.decompress(data, _DECODE_PIECE)
-            self._started = self._started or bool(out)
+            self._started = True  # past the header: no more format guessing
             data = self._z.unconsumed_tail
             if out:
                 yield out
@@ -698,7 +766,9 @@ class _BodyReader:
     def _keep(self, piece: bytes) -> None:
         self._size += len(piece)
         if self._size > self._limit:
-            raise FetchError("too_large", f"Page is larger than {_human_size(self._limit)}")
+            raise FetchError(
+                "too_large", f"Page is larger than {_human_size(self._limit)}"
+            )
         self._parts.append(piece)
 
 
@@ -710,7 +780,9 @@ def _stages_for(content_encoding: str) -> list[_ZlibStage]:
         if coding in ("gzip", "x-gzip", "deflate"):
             stages.append(_ZlibStage("deflate" if coding == "deflate" else "gzip"))
         elif coding in ("br", "zstd", "compress", "x-compress"):
-            raise FetchError("protocol", f"Server sent an unsupported encoding ({coding})")
+            raise FetchError(
+                "protocol", f"Server sent an unsupported encoding ({coding})"
+            )
         # Anything else ("identity", or junk like "utf-8") is passed through, as
         # browsers and httpx do.
     return stages
@@ -772,7 +844,14 @@ def _cause[E: BaseException](exc: BaseException, kind: type[E]) -> E | None:
     return None
 
 
-def _result(url: str, hop: _Hop, response: httpx.Response, body: bytes, redirects: list[str], started: float) -> FetchResult:
+def _result(
+    url: str,
+    hop: _Hop,
+    response: httpx.Response,
+    body: bytes,
+    redirects: list[str],
+    started: float,
+) -> FetchResult:
     return FetchResult(
         url=url,
         final_url=str(hop.url),
@@ -816,7 +895,9 @@ class _HostLimiter:
 class OutboundClient:
     """Shared, bounded async client: use one per worker or per crawl.
 
-    `async with OutboundClient() as client: await client.fetch(url)`.
+    `async with OutboundClient() as client: await client.fetch(url)`. Its pools
+    and semaphores belong to the event loop that first uses them, so do not
+    share one instance across loops (one per `asyncio.run`).
     """
 
     def __init__(
@@ -832,7 +913,9 @@ class OutboundClient:
         )
         self._resolver = resolver or system_resolver
         self._limiter = _HostLimiter(total, per_host)
-        self._limits = httpx.Limits(max_connections=total, max_keepalive_connections=total)
+        self._limits = httpx.Limits(
+            max_connections=total, max_keepalive_connections=total
+        )
         self._clients: dict[bool, httpx.AsyncClient] = {}
 
     async def __aenter__(self) -> OutboundClient:
@@ -850,10 +933,13 @@ class OutboundClient:
         # One client per verify mode: the TLS context lives in the pool.
         if verify not in self._clients:
             transport = _AsyncGuardedTransport(
-                **_client_options(verify, self._limits, self._resolver)
+                verify=verify, limits=self._limits, resolver=self._resolver
             )
             self._clients[verify] = httpx.AsyncClient(
-                transport=transport, trust_env=False, follow_redirects=False, cookies=_NoCookies()
+                transport=transport,
+                trust_env=False,
+                follow_redirects=False,
+                cookies=_NoCookies(),
             )
         return self._clients[verify]
 
@@ -876,14 +962,21 @@ class OutboundClient:
         started = time.monotonic()
         try:
             async with asyncio.timeout(options.budget):
-                return await self._follow(url, hop, options, self._client(verify), started)
+                return await self._follow(
+                    url, hop, options, self._client(verify), started
+                )
         except TimeoutError:
             raise FetchError(
                 "timeout", f"Gave up on {hop.url.host} after {options.budget:g} s"
             ) from None
 
     async def _follow(
-        self, url: str, hop: _Hop, options: _Options, client: httpx.AsyncClient, started: float
+        self,
+        url: str,
+        hop: _Hop,
+        options: _Options,
+        client: httpx.AsyncClient,
+        started: float,
     ) -> FetchResult:
         redirects: list[str] = []
         while True:
@@ -891,7 +984,9 @@ class OutboundClient:
                 response, body = await self._send(client, hop, options)
             if not _wants_redirect(response.status_code, response.headers, options):
                 return _result(url, hop, response, body, redirects, started)
-            hop = _next_hop(hop, response.status_code, response.headers, len(redirects), options)
+            hop = _next_hop(
+                hop, response.status_code, response.headers, len(redirects), options
+            )
             redirects.append(str(hop.url))
 
     async def _send(
@@ -910,7 +1005,9 @@ class OutboundClient:
                 if _wants_redirect(response.status_code, response.headers, options):
                     return response, b""  # never read bodies we are about to leave
                 _check_declared_length(response, options.max_bytes)
-                reader = _BodyReader(response.headers.get("content-encoding", ""), options.max_bytes)
+                reader = _BodyReader(
+                    response.headers.get("content-encoding", ""), options.max_bytes
+                )
                 async for raw in response.aiter_raw():
                     reader.feed(raw)
                 return response, reader.finish()
@@ -922,8 +1019,10 @@ class OutboundClient:
     async def fetch_many(
         self, items: Iterable[str | FetchRequest], **options: Any
     ) -> list[FetchResult | FetchError]:
-        """Fetch all items concurrently (within the limits); results keep input order."""
-        return list(await asyncio.gather(*(self._fetch_one(item, options) for item in items)))
+        """Fetch all items concurrently within the limits; results keep input order."""
+        return list(
+            await asyncio.gather(*(self._fetch_one(item, options) for item in items))
+        )
 
     async def _fetch_one(
         self, item: str | FetchRequest, options: dict[str, Any]
@@ -1015,15 +1114,22 @@ def fetch(
     options = _Options.build(timeout, max_bytes, follow_redirects, max_redirects)
     hop = _first_hop(url, method, headers, content)
     transport = _GuardedTransport(
-        **_client_options(verify, httpx.Limits(max_connections=1), resolver or system_resolver)
+        verify=verify,
+        limits=httpx.Limits(max_connections=1),
+        resolver=resolver or system_resolver,
     )
     with httpx.Client(
-        transport=transport, trust_env=False, follow_redirects=False, cookies=_NoCookies()
+        transport=transport,
+        trust_env=False,
+        follow_redirects=False,
+        cookies=_NoCookies(),
     ) as client:
         return _follow_sync(client, url, hop, options)
 
 
-def _follow_sync(client: httpx.Client, url: str, hop: _Hop, options: _Options) -> FetchResult:
+def _follow_sync(
+    client: httpx.Client, url: str, hop: _Hop, options: _Options
+) -> FetchResult:
     started = time.monotonic()
     deadline = started + options.budget
     redirects: list[str] = []
@@ -1031,7 +1137,9 @@ def _follow_sync(client: httpx.Client, url: str, hop: _Hop, options: _Options) -
         response, body = _send_sync(client, hop, options, deadline)
         if not _wants_redirect(response.status_code, response.headers, options):
             return _result(url, hop, response, body, redirects, started)
-        hop = _next_hop(hop, response.status_code, response.headers, len(redirects), options)
+        hop = _next_hop(
+            hop, response.status_code, response.headers, len(redirects), options
+        )
         redirects.append(str(hop.url))
 
 
@@ -1046,15 +1154,20 @@ def _send_sync(
         timeout=options.httpx_timeout(_remaining(deadline, hop, options)),
     )
     try:
-        with client.send(request, stream=True) as response:
+        response = client.send(request, stream=True)
+        try:
             if _wants_redirect(response.status_code, response.headers, options):
                 return response, b""
             _check_declared_length(response, options.max_bytes)
-            reader = _BodyReader(response.headers.get("content-encoding", ""), options.max_bytes)
+            reader = _BodyReader(
+                response.headers.get("content-encoding", ""), options.max_bytes
+            )
             for raw in response.iter_raw():
                 reader.feed(raw)
                 _remaining(deadline, hop, options)
             return response, reader.finish()
+        finally:
+            response.close()
     except httpx.HTTPError as exc:
         raise _translate(exc, hop.url) from exc
 
@@ -1062,5 +1175,7 @@ def _send_sync(
 def _remaining(deadline: float, hop: _Hop, options: _Options) -> float:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise FetchError("timeout", f"Gave up on {hop.url.host} after {options.budget:g} s")
+        raise FetchError(
+            "timeout", f"Gave up on {hop.url.host} after {options.budget:g} s"
+        )
     return remaining

@@ -1,0 +1,796 @@
+"""The outbound HTTP door: address policy, URL rules, redirects, caps, limits.
+
+Every server here is started by the test on 127.0.0.1; "public" and hostile DNS
+answers come from injected resolvers, never from the real network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import ipaddress
+import json
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from checks import http
+
+BOMB = gzip.compress(b"\0" * (20 * 1024 * 1024), compresslevel=9)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes for the local test site."""
+
+    disable_nagle_algorithm = True  # headers and body are separate writes
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_GET(self) -> None:
+        self._route(b"")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self._route(self.rfile.read(length))
+
+    def _route(self, body: bytes) -> None:
+        parts = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        segments = parts.path.strip("/").split("/")
+        if parts.path == "/page":
+            self._send(200, b"hello", {"Content-Type": "text/html; charset=utf-8"})
+        elif parts.path == "/redirect":
+            self._send(int(query.get("status", 302)), b"", {"Location": query["to"]})
+        elif segments[0] == "loop":
+            self._send(302, b"", {"Location": f"/loop/{int(segments[1]) + 1}"})
+        elif segments[0] == "chain":
+            left = int(segments[1])
+            if left:
+                self._send(302, b"", {"Location": f"/chain/{left - 1}"})
+            else:
+                self._send(200, b"end")
+        elif parts.path == "/echo":
+            echo = {
+                "method": self.command,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body.decode(),
+            }
+            self._send(200, json.dumps(echo).encode())
+        elif parts.path == "/gzip":
+            self._send(200, gzip.compress(b"hello gzip"), {"Content-Encoding": "gzip"})
+        elif parts.path == "/deflate":
+            raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+            body = raw.compress(b"hello deflate") + raw.flush()
+            self._send(200, body, {"Content-Encoding": "deflate"})
+        elif parts.path == "/brotli":
+            self._send(200, b"\x8b\x02\x80hello\x03", {"Content-Encoding": "br"})
+        elif parts.path == "/bomb":
+            self._send(200, BOMB, {"Content-Encoding": "gzip"})
+        elif parts.path == "/big":
+            self._send(200, b"x" * 2000)
+        elif parts.path == "/set-cookie":
+            self._send(200, b"ok", {"Set-Cookie": "session=secret; Path=/"})
+        else:
+            self._send(404, b"not found")
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None):
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def port(site: str) -> int:
+    return int(site.rsplit(":", 1)[1])
+
+
+@pytest.fixture
+def private_allowed(settings: Any) -> None:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+@pytest.fixture
+def private_forbidden(settings: Any) -> None:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+
+
+@pytest.fixture
+def site_counts_as_public(
+    monkeypatch: pytest.MonkeyPatch, private_forbidden: None
+) -> None:
+    """Let 127.0.0.1 stand in for a public web server; every other address is
+    judged by the real policy with private targets forbidden."""
+    real = http.address_block_reason
+    site_ip = ipaddress.ip_address("127.0.0.1")
+
+    def policy(ip: Any, allow_private: bool) -> str | None:
+        return None if ip == site_ip else real(ip, allow_private)
+
+    monkeypatch.setattr(http, "address_block_reason", policy)
+
+
+class Resolver:
+    """A scripted DNS: each name answers from its list of replies in turn."""
+
+    def __init__(self, answers: dict[str, list[list[str]]]):
+        self.answers = answers
+        self.calls: list[str] = []
+
+    def __call__(self, host: str, port: int) -> Sequence[str]:
+        self.calls.append(host)
+        replies = self.answers[host]
+        return replies.pop(0) if len(replies) > 1 else replies[0]
+
+
+def no_dns(host: str, port: int) -> Sequence[str]:
+    raise AssertionError(f"{host} should never have reached the resolver")
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def run_fetch(
+    mode: str, url: str, resolver: http.Resolver | None = None, **options: Any
+) -> http.FetchResult:
+    """Fetch through the sync door or the async one, same options."""
+    if mode == "sync":
+        return http.fetch(url, resolver=resolver, **options)
+
+    async def go() -> http.FetchResult:
+        async with http.OutboundClient(resolver=resolver) as client:
+            return await client.fetch(url, **options)
+
+    return asyncio.run(go())
+
+
+def fetch_error(mode: str, url: str, **options: Any) -> http.FetchError:
+    with pytest.raises(http.FetchError) as caught:
+        run_fetch(mode, url, **options)
+    return caught.value
+
+
+# --- Address policy -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "93.184.216.34",
+        "2606:4700:4700::1111",
+        "::ffff:93.184.216.34",
+        "64:ff9b::5db8:d822",
+    ],
+)
+def test_public_addresses_are_allowed(address: str) -> None:
+    assert http.address_block_reason(ipaddress.ip_address(address), False) is None
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("127.0.0.1", "127.0.0.1 is a loopback address"),
+        ("10.0.0.5", "10.0.0.5 is a private address"),
+        ("172.16.0.1", "172.16.0.1 is a private address"),
+        ("192.168.1.1", "192.168.1.1 is a private address"),
+        ("169.254.1.1", "169.254.1.1 is a link-local address"),
+        ("100.64.0.1", "100.64.0.1 is a carrier-grade NAT address"),
+        ("::1", "::1 is a loopback address"),
+        ("fc00::1", "fc00::1 is a private address"),
+        ("fe80::1", "fe80::1 is a link-local address"),
+    ],
+)
+def test_internal_addresses_are_blocked_unless_private_targets_are_allowed(
+    address: str, reason: str
+) -> None:
+    ip = ipaddress.ip_address(address)
+    assert http.address_block_reason(ip, False) == reason
+    assert http.address_block_reason(ip, True) is None
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "169.254.169.254",
+        "169.254.170.2",
+        "100.100.100.200",
+        "fd00:ec2::254",
+        "::ffff:169.254.169.254",
+        "64:ff9b::a9fe:a9fe",
+        "0.0.0.0",
+        "0.1.2.3",
+        "255.255.255.255",
+        "224.0.0.1",
+        "239.1.1.1",
+        "240.0.0.1",
+        "198.18.0.1",
+        "192.0.2.1",
+        "198.51.100.1",
+        "203.0.113.1",
+        "192.0.0.192",
+        "::",
+        "::7f00:1",
+        "2001:db8::1",
+        "3fff::1",
+        "2001::1",
+        "ff02::1",
+        "fec0::1",
+    ],
+)
+def test_metadata_and_special_addresses_stay_blocked_when_private_targets_are_allowed(
+    address: str,
+) -> None:
+    assert http.address_block_reason(ipaddress.ip_address(address), True) is not None
+
+
+@pytest.mark.parametrize(
+    ("address", "wrapper"),
+    [
+        ("::ffff:10.0.0.1", "an IPv4-mapped address"),
+        ("64:ff9b::a00:1", "a NAT64 address"),
+        ("2002:a00:1::", "a 6to4 address"),
+    ],
+)
+def test_ipv6_forms_wrapping_a_private_ipv4_are_judged_by_that_ipv4(
+    address: str, wrapper: str
+) -> None:
+    ip = ipaddress.ip_address(address)
+    assert http.address_block_reason(ip, False) == (
+        f"{ip} is {wrapper} for 10.0.0.1, which is a private address"
+    )
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("2130706433", "127.0.0.1"),
+        ("017700000001", "127.0.0.1"),
+        ("0x7f000001", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("127.0.1", "127.0.0.1"),
+        ("127.0.0.1.", "127.0.0.1"),
+        ("::ffff:127.0.0.1", "::ffff:7f00:1"),
+        ("example.com", None),
+        ("1.2.3.4.5", None),
+        ("08.0.0.1", None),
+        ("256.0.0.1", None),
+    ],
+)
+def test_ip_literals_are_read_the_way_a_resolver_reads_them(
+    host: str, expected: str | None
+) -> None:
+    literal = http.ip_literal(host)
+    assert (str(literal) if literal else None) == expected
+
+
+# --- URL syntax -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com",
+        "https://example.com/path?q=1#frag",
+        "HTTPS://Example.COM:8443/",
+        "https://münchen.de/",
+        "http://[2606:4700::1111]/",
+        "http://2130706433/",  # syntactically fine; the address policy refuses it
+    ],
+)
+def test_url_syntax_accepts_ordinary_web_urls(url: str) -> None:
+    assert http.url_syntax_error(url) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("ftp://example.com/file", "Only http:// and https:// URLs are allowed."),
+        ("javascript:alert(1)", "Only http:// and https:// URLs are allowed."),
+        ("file:///etc/passwd", "Only http:// and https:// URLs are allowed."),
+        ("example.com", "Only http:// and https:// URLs are allowed."),
+        ("http://user:pass@example.com/", "must not contain a user name or password"),
+        ("http://example.com@evil.test/", "must not contain a user name or password"),
+        ("http://example.com\\@evil.test/", "must not contain backslashes"),
+        ("https://" + "a" * 2041, "longer than 2048 characters"),
+        ("http://exa mple.com/", "must not contain spaces or control characters"),
+        ("http://example.com/\r\nX-Injected: 1", "spaces or control characters"),
+        ("http:///path-only", "must include a host name"),
+        ("http://example.com:99999/", "invalid port"),
+        ("http://example.com:0/", "invalid port"),
+        ("http://example.com:http/", "invalid port"),
+        ("http://%31%32%37.0.0.1/", "host contains characters that are not allowed"),
+        ("", "Enter a URL."),
+    ],
+)
+def test_url_syntax_error_explains_what_is_wrong(url: str, message: str) -> None:
+    error = http.url_syntax_error(url)
+    assert error is not None and message in error
+
+
+def test_url_of_exactly_2048_characters_is_accepted() -> None:
+    url = "https://example.com/" + "a" * (2048 - len("https://example.com/"))
+    assert http.url_syntax_error(url) is None
+    assert http.url_syntax_error(url + "a") is not None
+
+
+def test_fetching_an_invalid_url_fails_before_any_network_use(mode: str) -> None:
+    error = fetch_error(mode, "ftp://example.com/", resolver=no_dns)
+    assert error.kind == "invalid_url"
+
+
+# --- Address policy at fetch time ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://2130706433/",
+        "http://017700000001/",
+        "http://0x7f000001/",
+        "http://0x7f.1/",
+        "http://127.1/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[2002:a00:1::]/",
+        "http://[64:ff9b::a00:1]/",
+        "http://0.0.0.0/",
+        "http://10.0.0.5/",
+    ],
+)
+def test_hostile_ip_literals_are_refused_without_asking_dns(
+    url: str, mode: str, private_forbidden: None
+) -> None:
+    error = fetch_error(mode, url, resolver=no_dns)
+    assert error.kind == "blocked"
+    assert error.message.startswith("Blocked: ")
+
+
+def test_numeric_loopback_encodings_are_normalised_before_judging(
+    private_forbidden: None,
+) -> None:
+    error = fetch_error("async", "http://0x7f.1/", resolver=no_dns)
+    assert error.message == "Blocked: 127.0.0.1 is a loopback address"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[fd00:ec2::254]/",
+        "http://100.100.100.200/",
+        "http://0xa9fea9fe/",
+    ],
+)
+def test_metadata_address_is_refused_even_when_private_targets_are_allowed(
+    url: str, private_allowed: None
+) -> None:
+    error = fetch_error("async", url, resolver=no_dns)
+    assert error.kind == "blocked"
+    assert "cloud metadata address" in error.message
+
+
+def test_page_on_loopback_is_fetched_when_private_targets_are_allowed(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    result = run_fetch(mode, f"{site}/page")
+    assert result.status_code == 200
+    assert result.content == b"hello"
+    assert result.text == "hello"
+    assert result.url == result.final_url == f"{site}/page"
+    assert result.redirects == []
+    assert result.headers["content-type"].startswith("text/html")
+    assert result.elapsed_ms >= 0
+
+
+def test_page_on_loopback_is_refused_when_private_targets_are_not_allowed(
+    site: str, mode: str, private_forbidden: None
+) -> None:
+    error = fetch_error(mode, f"{site}/page")
+    assert error.kind == "blocked"
+    assert error.message == "Blocked: 127.0.0.1 is a loopback address"
+
+
+def test_module_level_afetch_uses_the_same_policy(site: str, settings: Any) -> None:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    assert asyncio.run(http.afetch(f"{site}/page")).content == b"hello"
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    with pytest.raises(http.FetchError, match="loopback"):
+        asyncio.run(http.afetch(f"{site}/page"))
+
+
+def test_decimal_host_reaches_the_same_server_a_resolver_would_when_allowed(
+    port: int, mode: str, private_allowed: None
+) -> None:
+    result = run_fetch(mode, f"http://2130706433:{port}/page", resolver=no_dns)
+    assert result.content == b"hello"
+
+
+def test_name_resolving_to_public_and_private_addresses_is_refused_before_connecting(
+    mode: str, private_forbidden: None
+) -> None:
+    dns = Resolver({"mixed.test": [["93.184.216.34", "10.0.0.5"]]})
+    error = fetch_error(mode, "http://mixed.test/", resolver=dns)
+    # "blocked", not "connect"/"timeout": nothing tried the unreachable public IP.
+    assert error.kind == "blocked"
+    assert error.message == (
+        "Blocked: 10.0.0.5 is a private address (mixed.test resolves to it)"
+    )
+
+
+def test_dns_rebinding_cannot_move_a_connection_to_a_second_answer(
+    port: int, private_allowed: None
+) -> None:
+    # Only our resolver knows "rebind.test": the page can only load if the
+    # connection went to the address that resolver gave and we vetted.
+    dns = Resolver({"rebind.test": [["127.0.0.1"], ["169.254.169.254"]]})
+
+    async def scenario() -> tuple[http.FetchResult, http.FetchError]:
+        async with http.OutboundClient(resolver=dns) as client:
+            first = await client.fetch(f"http://rebind.test:{port}/page")
+            with pytest.raises(http.FetchError) as second:
+                await client.fetch(f"http://rebind.test:{port}/page")
+            return first, second.value
+
+    first, second = asyncio.run(scenario())
+    assert first.content == b"hello"
+    assert second.kind == "blocked"
+    assert "cloud metadata" in second.message
+    assert dns.calls == ["rebind.test", "rebind.test"]  # once per connection
+
+
+def test_tls_uses_the_host_name_while_connecting_to_the_vetted_address(
+    mode: str, private_allowed: None
+) -> None:
+    hello = bytearray()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def read_client_hello() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            while len(hello) < 5 or len(hello) < 5 + int.from_bytes(hello[3:5]):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                hello.extend(chunk)
+
+    thread = threading.Thread(target=read_client_hello, daemon=True)
+    thread.start()
+    dns = Resolver({"sni.test": [["127.0.0.1"]]})
+    with listener:
+        error = fetch_error(
+            mode,
+            f"https://sni.test:{listener.getsockname()[1]}/",
+            resolver=dns,
+            timeout=5,
+        )
+    thread.join(5)
+    assert b"sni.test" in hello  # SNI carries the name, the socket went to the IP
+    assert error.kind == "tls"
+
+
+# --- Redirects --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://10.0.0.5/admin",
+        "http://[::1]:{port}/page",
+        "http://2130706434:{port}/page",
+        "http://169.254.169.254/latest/meta-data/",
+    ],
+)
+def test_redirect_to_a_private_address_is_refused_when_private_targets_are_not_allowed(
+    site: str, port: int, target: str, mode: str, site_counts_as_public: None
+) -> None:
+    url = f"{site}/redirect?to={target.format(port=port)}"
+    assert run_fetch(mode, f"{site}/page").content == b"hello"  # the "public" hop
+    error = fetch_error(mode, url)
+    assert error.kind == "blocked"
+
+
+@pytest.mark.parametrize(
+    "target", ["file:///etc/passwd", "gopher://example.com/", "http://a.test\\@b/"]
+)
+def test_redirect_to_a_non_web_url_is_refused(
+    site: str, target: str, private_allowed: None
+) -> None:
+    error = fetch_error("async", f"{site}/redirect?to={target}")
+    assert error.kind == "invalid_url"
+
+
+def test_five_redirects_are_followed_and_recorded(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    result = run_fetch(mode, f"{site}/chain/5")
+    assert result.content == b"end"
+    assert result.redirects == [f"{site}/chain/{n}" for n in range(4, -1, -1)]
+    assert result.final_url == f"{site}/chain/0"
+    assert result.url == f"{site}/chain/5"
+
+
+def test_more_than_five_redirects_are_refused(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    error = fetch_error(mode, f"{site}/loop/0")
+    assert error.kind == "too_many_redirects"
+    assert error.message == "Stopped after 5 redirects"
+
+
+def test_credentials_and_caller_headers_are_dropped_when_the_origin_changes(
+    site: str, port: int, mode: str, private_allowed: None
+) -> None:
+    dns = Resolver({"other.test": [["127.0.0.1"]]})
+    secrets = {"Authorization": "Bearer s3cret", "Cookie": "a=b", "X-Api-Key": "k"}
+    url = f"{site}/redirect?to=http://other.test:{port}/echo"
+    result = run_fetch(mode, url, resolver=dns, headers=secrets)
+    seen = json.loads(result.content)["headers"]
+    assert result.final_url == f"http://other.test:{port}/echo"
+    assert not {"authorization", "cookie", "x-api-key"} & seen.keys()
+    assert seen["user-agent"].startswith("Pagewatch/")
+
+
+def test_caller_headers_are_kept_on_a_same_origin_redirect(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    headers = {"Authorization": "Bearer s3cret"}
+    result = run_fetch(mode, f"{site}/redirect?to=/echo", headers=headers)
+    assert json.loads(result.content)["headers"]["authorization"] == "Bearer s3cret"
+
+
+def test_see_other_turns_a_post_into_a_get_without_body(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    result = run_fetch(
+        mode,
+        f"{site}/redirect?status=303&to=/echo",
+        method="POST",
+        content=b'{"a": 1}',
+        headers={"Content-Type": "application/json"},
+    )
+    echo = json.loads(result.content)
+    assert echo["method"] == "GET"
+    assert echo["body"] == ""
+    assert "content-type" not in echo["headers"]
+
+
+def test_temporary_redirect_keeps_the_method_and_body(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    url = f"{site}/redirect?status=307&to=/echo"
+    result = run_fetch(mode, url, method="POST", content=b"payload")
+    echo = json.loads(result.content)
+    assert (echo["method"], echo["body"]) == ("POST", "payload")
+
+
+def test_redirect_is_returned_as_is_when_not_following(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    result = run_fetch(mode, f"{site}/redirect?to=/page", follow_redirects=False)
+    assert result.status_code == 302
+    assert result.headers["location"] == "/page"
+    assert result.redirects == []
+    assert result.final_url == result.url
+
+
+# --- Headers and cookies ----------------------------------------------------------
+
+
+def test_user_agent_comes_from_settings_unless_the_caller_sets_one(
+    site: str, settings: Any, private_allowed: None
+) -> None:
+    settings.OUTBOUND_USER_AGENT = "PagewatchTest/1"
+    default = run_fetch("sync", f"{site}/echo")
+    chosen = run_fetch("sync", f"{site}/echo", headers={"User-Agent": "Custom/2"})
+    assert json.loads(default.content)["headers"]["user-agent"] == "PagewatchTest/1"
+    assert json.loads(chosen.content)["headers"]["user-agent"] == "Custom/2"
+
+
+def test_caller_cannot_override_connection_headers_such_as_host(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    headers = {"Host": "internal.example", "Transfer-Encoding": "chunked"}
+    seen = json.loads(run_fetch(mode, f"{site}/echo", headers=headers).content)
+    assert seen["headers"]["host"] == site.removeprefix("http://")
+    assert "transfer-encoding" not in seen["headers"]
+
+
+def test_cookies_set_by_one_response_are_never_sent_with_the_next(
+    site: str, private_allowed: None
+) -> None:
+    async def scenario() -> http.FetchResult:
+        async with http.OutboundClient() as client:
+            await client.fetch(f"{site}/set-cookie")
+            return await client.fetch(f"{site}/echo")
+
+    assert "cookie" not in json.loads(asyncio.run(scenario()).content)["headers"]
+
+
+# --- Body size, timeouts and connection errors -----------------------------------
+
+
+def test_gzip_body_is_returned_decoded(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    assert run_fetch(mode, f"{site}/gzip").content == b"hello gzip"
+
+
+def test_raw_deflate_body_is_returned_decoded(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    assert run_fetch(mode, f"{site}/deflate").content == b"hello deflate"
+
+
+def test_encoding_we_did_not_ask_for_is_a_protocol_error(
+    site: str, private_allowed: None
+) -> None:
+    error = fetch_error("async", f"{site}/brotli")
+    assert (error.kind, error.message) == (
+        "protocol",
+        "Server sent an unsupported encoding (br)",
+    )
+
+
+def test_gzip_bomb_is_stopped_at_the_decoded_byte_cap(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    assert len(BOMB) < 64 * 1024  # 20 MB of zeros in a tiny transfer
+    error = fetch_error(mode, f"{site}/bomb", max_bytes=1024 * 1024)
+    assert error.kind == "too_large"
+    assert error.message == "Page is larger than 1 MB"
+
+
+def test_body_larger_than_the_configured_cap_is_refused(
+    site: str, settings: Any, private_allowed: None
+) -> None:
+    settings.FETCH_MAX_BYTES = 1024
+    error = fetch_error("async", f"{site}/big")
+    assert (error.kind, error.message) == ("too_large", "Page is larger than 1 KB")
+    assert len(run_fetch("async", f"{site}/big", max_bytes=2000).content) == 2000
+
+
+def test_server_that_never_answers_times_out_quickly(
+    mode: str, private_allowed: None
+) -> None:
+    # The kernel completes the handshake into the backlog; nobody ever reads.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        started = time.monotonic()
+        error = fetch_error(
+            mode, f"http://127.0.0.1:{silent.getsockname()[1]}/", timeout=0.2
+        )
+    assert error.kind == "timeout"
+    assert time.monotonic() - started < 2
+
+
+def test_connection_refused_gives_a_clear_message(
+    mode: str, private_allowed: None
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        free_port = probe.getsockname()[1]
+    error = fetch_error(mode, f"http://127.0.0.1:{free_port}/")
+    assert (error.kind, error.message) == ("connect", "Connection refused by 127.0.0.1")
+
+
+def test_unresolvable_name_gives_a_clear_message(
+    mode: str, private_allowed: None
+) -> None:
+    def nxdomain(host: str, port: int) -> Sequence[str]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    error = fetch_error(mode, "http://nowhere.test/", resolver=nxdomain)
+    assert (error.kind, error.message) == ("connect", "Could not resolve nowhere.test")
+
+
+# --- Concurrency ------------------------------------------------------------------
+
+
+class HoldingServer:
+    """Holds each request until `hold_until` are in flight together (or no more
+    can arrive), recording the peak. No sleeps: a client that respects its
+    bound fills it and is released; one that exceeds it shows in `peak`."""
+
+    def __init__(self, hold_until: int, total: int):
+        self.hold_until, self.total = hold_until, total
+        self.active = self.started = self.peak = 0
+        self.changed = asyncio.Condition()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        await reader.readuntil(b"\r\n\r\n")
+        async with self.changed:
+            self.active += 1
+            self.started += 1
+            self.peak = max(self.peak, self.active)
+            self.changed.notify_all()
+            await self.changed.wait_for(
+                lambda: self.active >= self.hold_until or self.started == self.total
+            )
+            # Count it finished before answering, so the client's next request
+            # can never overlap with this one in our bookkeeping.
+            self.active -= 1
+            self.changed.notify_all()
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+        )
+        await writer.drain()
+        writer.close()
+
+
+def run_against_holding_server(
+    hosts: list[str], hold_until: int, make_client: Callable[[], http.OutboundClient]
+) -> tuple[HoldingServer, list[http.FetchResult | http.FetchError]]:
+    holder = HoldingServer(hold_until, total=len(hosts))
+
+    async def scenario() -> list[http.FetchResult | http.FetchError]:
+        server = await asyncio.start_server(holder.handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server, make_client() as client:
+            urls = [f"http://{host}:{port}/" for host in hosts]
+            return await client.fetch_many(urls, timeout=5)
+
+    return holder, asyncio.run(scenario())
+
+
+def test_overall_concurrency_is_bounded(private_allowed: None) -> None:
+    hosts = [f"h{n}.test" for n in range(9)]
+    dns = Resolver({host: [["127.0.0.1"]] for host in hosts})
+    holder, results = run_against_holding_server(
+        hosts,
+        hold_until=3,
+        make_client=lambda: http.OutboundClient(
+            resolver=dns, concurrency=3, per_host_concurrency=4
+        ),
+    )
+    assert all(isinstance(r, http.FetchResult) for r in results)
+    assert holder.peak == 3
+
+
+def test_per_host_concurrency_is_bounded(settings: Any, private_allowed: None) -> None:
+    settings.FETCH_PER_HOST_CONCURRENCY = 2
+    holder, results = run_against_holding_server(
+        ["127.0.0.1"] * 6,
+        hold_until=2,
+        make_client=lambda: http.OutboundClient(concurrency=16),
+    )
+    assert all(isinstance(r, http.FetchResult) for r in results)
+    assert holder.peak == 2
+
+
+def test_fetch_many_keeps_order_and_returns_errors_in_place(
+    site: str, private_allowed: None
+) -> None:
+    items: list[str | http.FetchRequest] = [
+        f"{site}/page",
+        "http://169.254.169.254/",
+        http.FetchRequest(f"{site}/echo", method="POST", content=b"x"),
+    ]
+    page, blocked, echo = asyncio.run(http.fetch_many(items))
+    assert isinstance(page, http.FetchResult) and page.content == b"hello"
+    assert isinstance(blocked, http.FetchError) and blocked.kind == "blocked"
+    assert isinstance(echo, http.FetchResult)
+    assert json.loads(echo.content)["body"] == "x"
