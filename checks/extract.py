@@ -86,16 +86,17 @@ def _selectors(value: Any) -> tuple[str, ...]:
 
 
 def _parse_options(options: Mapping[str, Any]) -> _Options:
-    formats = options.get("formats")
-    parsers = options.get("parsers", ["pdf"])
+    parsers = options.get("parsers")
+    if parsers is None:  # absent or null: Firecrawl's default
+        parsers = ["pdf"]
     return _Options(
-        formats=frozenset(_type_names(formats if formats is not None else [])),
+        formats=frozenset(_type_names(options.get("formats"))),
         only_main_content=options.get("onlyMainContent", True) is not False,
         include_tags=_selectors(options.get("includeTags")),
         exclude_tags=_selectors(options.get("excludeTags")),
         remove_base64_images=options.get("removeBase64Images", True) is not False,
         block_ads=options.get("blockAds", True) is not False,
-        parse_pdf="pdf" in _type_names(parsers if parsers is not None else []),
+        parse_pdf="pdf" in _type_names(parsers),
     )
 
 
@@ -194,7 +195,8 @@ def _decode(body: bytes, content_type: str, *, html: bool) -> str:
 def _looks_like_html(head: bytes) -> bool:
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     return start.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or (
-        start.startswith(b"<") and (b"<html" in head.lower() or b"<body" in head.lower())
+        start.startswith(b"<")
+        and (b"<html" in head.lower() or b"<body" in head.lower())
     )
 
 
@@ -205,8 +207,11 @@ def _looks_binary(head: bytes) -> bool:
 def _kind(body: bytes, media_type: str) -> str:
     """One of ``pdf``, ``html``, ``text`` or ``binary``."""
     head = body[:1024]
-    if media_type == "application/pdf" or body[:1024].lstrip().startswith(b"%PDF-"):
+    if b"%PDF-" in head:  # the spec lets junk precede the header
         return "pdf"
+    if media_type == "application/pdf":
+        # Servers send login or error pages with the PDF's content type.
+        return "html" if _looks_like_html(head) else "pdf"
     if media_type in _HTML_TYPES:
         return "html"
     if media_type.startswith(_BINARY_PREFIXES):
@@ -351,7 +356,9 @@ def _short(exc: BaseException) -> str:
 # --------------------------------------------------------------------------
 
 # Never content, whatever the options say.
-_ALWAYS_DROP = "script, style, noscript, template, svg, canvas, object, embed, link, meta"
+_ALWAYS_DROP = (
+    "script, style, noscript, template, svg, canvas, object, embed, link, meta"
+)
 
 # onlyMainContent: chrome by tag or ARIA role. header/footer are handled apart
 # because inside an <article> or <main> they hold the article's own title/byline.
@@ -378,37 +385,35 @@ _CHROME_SELECTOR = ", ".join(
 _SCOPED_CHROME_TAGS = "header, footer"
 _CONTENT_SCOPES = {"article", "main"}
 
-# Class/id words (split on - _ and camelCase) that mark page chrome.
-_CHROME_WORDS = frozenset(
+# Class/id words (split on - _ and camelCase) that mark page chrome or ads.
+# A strong word marks the element wherever it appears ("site-footer",
+# "mainNav"). A weak word only counts when the rest of the name is chrome too:
+# "share-buttons" and "promo-banner" go, "share-price" and "promo-price" stay.
+_CHROME_STRONG = frozenset(
     {
         "nav",
         "navbar",
         "navigation",
         "navmenu",
-        "menu",
         "menubar",
         "sidebar",
         "footer",
         "breadcrumb",
         "breadcrumbs",
-        "social",
-        "share",
         "sharing",
         "sharebar",
         "cookie",
         "cookies",
         "consent",
         "gdpr",
-        "modal",
-        "popup",
         "newsletter",
     }
 )
-_AD_WORDS = frozenset(
+_CHROME_WEAK = frozenset({"menu", "share", "social", "modal", "popup"})
+_AD_STRONG = frozenset(
     {
         "ad",
         "ads",
-        "adv",
         "advert",
         "adverts",
         "advertisement",
@@ -422,14 +427,25 @@ _AD_WORDS = frozenset(
         "adcontainer",
         "adsense",
         "dfp",
-        "sponsor",
         "sponsored",
-        "promo",
-        "promoted",
         "taboola",
         "outbrain",
     }
 )
+_AD_WEAK = frozenset({"adv", "sponsor", "sponsors", "promo", "promoted", "promotion"})
+# Words that may accompany a weak word in a chrome/ad element's name.
+_FILLER = frozenset(
+    {
+        *("area", "bar", "block", "box", "button", "buttons", "container", "content"),
+        *("dialog", "icon", "icons", "inner", "item", "items", "link", "links"),
+        *("list", "main", "media", "mobile", "desktop", "outer", "overlay", "panel"),
+        *("primary", "secondary", "section", "site", "slot", "toggle", "tools"),
+        *("top", "bottom", "left", "right", "widget", "window", "wrap", "wrapper"),
+        *("banner", "unit", "placement", "label", "header", "footer", "global"),
+    }
+)
+
+
 _AD_ATTR_SELECTOR = ", ".join(
     [
         "ins.adsbygoogle",
@@ -474,26 +490,56 @@ _AD_HOSTS = (
     "bat.bing.com",
 )
 _PROTECTED_CONTENT = "main, [role=main], article, h1"
+# Heuristic matches refused for holding most of the text before giving up.
+_MAX_REFUSALS = 50
+_STATE_TOKEN = re.compile(r"(?:has|with|no|is|show|hide)[-_]", re.IGNORECASE)
 _WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
-@lru_cache(maxsize=4096)
-def _words(attr_value: str) -> frozenset[str]:
-    """``"MainNav site-footer ad_slot"`` → ``{main, nav, site, footer, ad, slot}``."""
-    words = set()
+@dataclass(frozen=True)
+class _Vocabulary:
+    strong: frozenset[str]
+    weak: frozenset[str]
+
+
+_CHROME = _Vocabulary(_CHROME_STRONG, _CHROME_WEAK)
+_ADS = _Vocabulary(_AD_STRONG, _AD_WEAK)
+
+
+@lru_cache(maxsize=8192)
+def _names(attr_value: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each class/id token with its lowercase word parts:
+    ``"MainNav ad_slot"`` → ``(("mainnav", {main, nav}), ("ad_slot", {ad, slot}))``.
+    """
+    names = []
     for token in attr_value.split():
-        lowered = token.lower()
-        words.add(lowered)
-        for part in re.split(r"[-_:.]+", token):
-            words.add(part.lower())
-            words.update(w.lower() for w in _WORD_RE.findall(part))
-    words.discard("")
-    return frozenset(words)
+        if _STATE_TOKEN.match(token):  # "has-sidebar", "is-nav-open": layout state
+            continue
+        parts = {
+            word.lower()
+            for piece in re.split(r"[-_:.]+", token)
+            for word in _WORD_RE.findall(piece)
+            if not word.isdigit()
+        }
+        names.append((token.lower(), frozenset(parts)))
+    return tuple(names)
 
 
-def _class_id_words(node: LexborNode) -> frozenset[str]:
+@lru_cache(maxsize=8192)
+def _matches(attr_value: str, vocabulary: _Vocabulary) -> bool:
+    for token, parts in _names(attr_value):
+        if token in vocabulary.strong or not parts.isdisjoint(vocabulary.strong):
+            return True
+        if not parts.isdisjoint(vocabulary.weak) and parts <= (
+            vocabulary.weak | _FILLER
+        ):
+            return True
+    return False
+
+
+def _class_id(node: LexborNode) -> str:
     attrs = node.attributes
-    return _words(f"{attrs.get('class') or ''} {attrs.get('id') or ''}")
+    return f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
 
 
 _NOT_WEB = ("#", "data:", "javascript:", "mailto:", "tel:")
@@ -505,7 +551,8 @@ def _http_url(value: str, base: str) -> str | None:
     if not value or value.lower().startswith(_NOT_WEB):
         return None
     try:
-        parts = urlsplit(urljoin(base, value))
+        absolute = value.lower().startswith(("http://", "https://"))
+        parts = urlsplit(value if absolute else urljoin(base, value))
     except ValueError:
         return None
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -536,9 +583,7 @@ def _meta(tree: LexborHTMLParser, selector: str) -> str | None:
     return value or None
 
 
-def _metadata(
-    tree: LexborHTMLParser, content_type: str, url: str
-) -> dict[str, Any]:
+def _metadata(tree: LexborHTMLParser, content_type: str, url: str) -> dict[str, Any]:
     metadata = _base_metadata(content_type, url)
     title_node = tree.css_first("head title") or tree.css_first("title")
     title = " ".join(title_node.text().split()) if title_node else ""
@@ -581,7 +626,9 @@ def _css(node: LexborNode | LexborHTMLParser, selector: str, key: str) -> list:
     try:
         return node.css(selector)
     except SelectolaxError as exc:
-        raise ExtractionError(f"{key}: {selector!r} is not a valid CSS selector") from exc
+        raise ExtractionError(
+            f"{key}: {selector!r} is not a valid CSS selector"
+        ) from exc
 
 
 def _main_root(body: LexborNode) -> LexborNode:
@@ -619,15 +666,67 @@ def _is_tracking_pixel(node: LexborNode) -> bool:
     return _is_ad_frame(node)
 
 
-def _guarded(candidates: Iterable[LexborNode], root_text_len: int) -> list[LexborNode]:
-    """Drop heuristic matches that would take the real content with them."""
-    kept = []
-    for node in candidates:
-        if node.css_first(_PROTECTED_CONTENT) is not None:
+def _within(
+    node: LexborNode, marked: set[int], memo: dict[int, bool], stop: int
+) -> bool:
+    """Whether a strict ancestor of ``node`` (below ``stop``) is in ``marked``.
+
+    ``memo`` remembers the answer for every node walked, so a whole pass costs
+    O(nodes) even on a page nested 10 000 deep. Valid while ``marked`` only
+    gains nodes in document order (ancestors are decided before descendants).
+    """
+    path = []
+    result = False
+    parent = node.parent
+    while parent is not None:
+        parent_id = parent.mem_id
+        if parent_id == stop:
+            break
+        if parent_id in marked:
+            result = True
+            break
+        if parent_id in memo:
+            result = memo[parent_id]
+            break
+        path.append(parent_id)
+        parent = parent.parent
+    for parent_id in path:
+        memo[parent_id] = result
+    return result
+
+
+def _guarded(candidates: list[LexborNode], root: LexborNode) -> list[LexborNode]:
+    """Drop heuristic matches that would take the real content with them: any
+    holding ``main``/``article``/``h1`` or most of the text ("page-wrapper
+    cookie-consent-active")."""
+    stop = root.mem_id
+    protected: set[int] = set()
+    for node in root.css(_PROTECTED_CONTENT):
+        current: LexborNode | None = node
+        while current is not None and current.mem_id not in protected:
+            protected.add(current.mem_id)
+            if current.mem_id == stop:
+                break
+            current = current.parent
+    root_text_len = len(root.text())
+    kept: list[LexborNode] = []
+    kept_ids: set[int] = set()
+    memo: dict[int, bool] = {}
+    refused = 0
+    for node in candidates:  # document order
+        if node.mem_id in protected:
             continue
-        if root_text_len and len(node.text()) > root_text_len * 0.6:
+        if _within(node, kept_ids, memo, stop):
+            continue  # goes with its removed ancestor
+        # Kept matches are disjoint subtrees, so measuring them is linear;
+        # refused ones can nest, so their number is capped.
+        if len(node.text()) > root_text_len * 0.6:
+            refused += 1
+            if refused >= _MAX_REFUSALS:
+                break  # hostile nesting: keep the rest rather than go quadratic
             continue
         kept.append(node)
+        kept_ids.add(node.mem_id)
     return kept
 
 
@@ -653,43 +752,36 @@ def _removals(root: LexborNode, opts: _Options, *, main_content: bool) -> list:
 
     # One Python pass over class/id words (cached per attribute value) is
     # cheaper than lexbor running a dozen case-insensitive substring selectors.
-    vocabulary = (_CHROME_WORDS if main_content else frozenset()) | (
-        _AD_WORDS if opts.block_ads else frozenset()
-    )
+    vocabularies = [
+        v for v, on in ((_CHROME, main_content), (_ADS, opts.block_ads)) if on
+    ]
     heuristic = []
-    if vocabulary:
-        heuristic = [
-            node
-            for node in root.css("[class], [id]")
-            if not _class_id_words(node).isdisjoint(vocabulary)
-        ]
+    if vocabularies:
+        for node in root.css("[class], [id]"):
+            names = _class_id(node)
+            if any(_matches(names, vocabulary) for vocabulary in vocabularies):
+                heuristic.append(node)
     if heuristic:
-        remove.extend(_guarded(heuristic, len(root.text())))
+        remove.extend(_guarded(heuristic, root))
     return remove
 
 
 def _remove_all(nodes: list[LexborNode], root: LexborNode) -> None:
-    """Decompose ``nodes``, skipping the root and anything already inside a
+    """Decompose ``nodes``, skipping the root and anything inside another
     removed node (touching a node of a freed subtree would crash lexbor)."""
-    root_id = root.mem_id
-    doomed = {n.mem_id for n in nodes} - {root_id}
-    outermost = []
-    seen = set()
+    stop = root.mem_id
+    doomed = {n.mem_id for n in nodes} - {stop}
+    memo: dict[int, bool] = {}
+    outermost: dict[int, LexborNode] = {}
     for node in nodes:
         node_id = node.mem_id
-        if node_id not in doomed or node_id in seen:
-            continue
-        seen.add(node_id)
-        parent = node.parent
-        nested = False
-        while parent is not None and parent.mem_id != root_id:
-            if parent.mem_id in doomed:
-                nested = True
-                break
-            parent = parent.parent
-        if not nested:
-            outermost.append(node)
-    for node in outermost:
+        if (
+            node_id in doomed
+            and node_id not in outermost
+            and not _within(node, doomed, memo, stop)
+        ):
+            outermost[node_id] = node
+    for node in outermost.values():
         node.decompose()
 
 
@@ -761,7 +853,9 @@ def _markdown(html: str, base: str, *, drop_data_images: bool) -> str:
     return text.strip("\n") + "\n" if text.strip() else ""
 
 
-def _extract_html(body: bytes, content_type: str, url: str, opts: _Options) -> Extracted:
+def _extract_html(
+    body: bytes, content_type: str, url: str, opts: _Options
+) -> Extracted:
     text = _decode(body, content_type, html=True)
     tree = LexborHTMLParser(text)
     base = _base_url(tree, url)
@@ -769,9 +863,13 @@ def _extract_html(body: bytes, content_type: str, url: str, opts: _Options) -> E
 
     links = images = None
     if "links" in opts.formats:
-        links = _http_urls((n.attributes.get("href") for n in tree.css("a[href]")), base)
+        links = _http_urls(
+            (n.attributes.get("href") for n in tree.css("a[href]")), base
+        )
     if "images" in opts.formats:
-        images = _http_urls((n.attributes.get("src") for n in tree.css("img[src]")), base)
+        images = _http_urls(
+            (n.attributes.get("src") for n in tree.css("img[src]")), base
+        )
 
     if opts.include_tags:
         # The caller picked the content explicitly: don't second-guess it with

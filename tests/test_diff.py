@@ -1,0 +1,309 @@
+from __future__ import annotations
+
+import random
+import re
+from html.parser import HTMLParser
+
+from checks.diff import (
+    build_diff,
+    content_hash,
+    diff_ast,
+    diff_stats,
+    normalize,
+    render_inline,
+    render_side_by_side,
+    unified_diff,
+)
+
+PREVIOUS = "# Pricing\n\nBasic: $10\nPro: $20\nTeam: $30\nEnterprise: call us\n"
+CURRENT = "# Pricing\n\nBasic: $10\nPro: $25\nTeam: $30\nEnterprise: call us\n"
+
+HOSTILE_OLD = 'Safe line\n<script>alert(1)</script> price 10\nx" onerror="alert(1)\n'
+HOSTILE_NEW = 'Safe line\n<script>alert(2)</script> price 12\ny" onerror="alert(2)\n'
+
+
+class TagCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.attributes: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.attributes.update(name for name, _ in attrs)
+
+
+def markup_of(fragment: str) -> TagCollector:
+    collector = TagCollector()
+    collector.feed(fragment)
+    return collector
+
+
+# -- same vs changed ----------------------------------------------------------
+
+
+def test_whitespace_only_changes_hash_the_same():
+    original = "# Title\n\nCafé prices\n- Basic $10\n"
+    reflowed = (
+        "  # Title  \r\n\r\n\r\n"
+        "Cafe\u0301   prices\u200b\t\n"  # NFD é, zero-width space, tab
+        "-\u00a0Basic   $10\n\n"  # no-break space
+    )
+
+    assert content_hash(reflowed) == content_hash(original)
+
+
+def test_a_real_change_changes_the_hash():
+    assert content_hash(PREVIOUS) != content_hash(CURRENT)
+
+
+def test_a_line_break_still_counts():
+    assert content_hash("one two") != content_hash("one\ntwo")
+
+
+def test_normalize_collapses_whitespace_and_drops_blank_lines():
+    assert normalize(" a  b \n\n\t\nc\u200d\n") == "a b\nc"
+
+
+# -- unified diff ---------------------------------------------------------------
+
+
+def test_unified_diff_of_a_known_change():
+    assert unified_diff(PREVIOUS, CURRENT) == (
+        "--- previous\n"
+        "+++ current\n"
+        "@@ -1,6 +1,6 @@\n"
+        " # Pricing\n"
+        " \n"
+        " Basic: $10\n"
+        "-Pro: $20\n"
+        "+Pro: $25\n"
+        " Team: $30\n"
+        " Enterprise: call us\n"
+    )
+
+
+def test_unified_diff_splits_distant_changes_into_hunks():
+    old = "\n".join(f"line {n}" for n in range(1, 21))
+    new = old.replace("line 2\n", "line two\n").replace("line 18\n", "line eighteen\n")
+
+    text = unified_diff(old, new)
+
+    assert re.findall(r"^@@.*@@$", text, re.MULTILINE) == [
+        "@@ -1,5 +1,5 @@",
+        "@@ -15,6 +15,6 @@",
+    ]
+
+
+def test_unified_diff_is_empty_when_only_whitespace_changed():
+    assert unified_diff("a  b\n\nc\n", "a b\nc  \n\n\n") == ""
+
+
+def test_context_lines_are_printed_from_the_current_text():
+    text = unified_diff("keep  this\nold\n", "keep this\nnew\n")
+
+    assert text.splitlines()[2:] == ["@@ -1,2 +1,2 @@", " keep this", "-old", "+new"]
+
+
+def test_an_insertion_at_the_top_uses_the_empty_range_convention():
+    text = unified_diff("b\n", "a\nb\n", context=0)
+
+    assert text.splitlines()[2:] == ["@@ -0,0 +1,1 @@", "+a"]
+
+
+def test_hunks_that_only_add_blank_lines_are_left_out():
+    old = "\n".join(f"line {n}" for n in range(1, 21))
+    new = old.replace("line 2\n", "line 2\n\n\n").replace("line 18", "line eighteen")
+
+    text = unified_diff(old, new)
+
+    assert re.findall(r"^@@.*@@$", text, re.MULTILINE) == ["@@ -15,6 +17,6 @@"]
+
+
+# -- AST -------------------------------------------------------------------
+
+
+def test_diff_ast_has_the_parse_diff_shape():
+    ast = diff_ast(unified_diff("a\nb\nc\n", "a\nB\nc\nd\n"))
+
+    assert ast == {
+        "files": [
+            {
+                "from": "previous",
+                "to": "current",
+                "chunks": [
+                    {
+                        "content": "@@ -1,3 +1,4 @@",
+                        "oldStart": 1,
+                        "oldLines": 3,
+                        "newStart": 1,
+                        "newLines": 4,
+                        "changes": [
+                            {
+                                "type": "normal",
+                                "normal": True,
+                                "ln1": 1,
+                                "ln2": 1,
+                                "content": " a",
+                            },
+                            {"type": "del", "del": True, "ln": 2, "content": "-b"},
+                            {"type": "add", "add": True, "ln": 2, "content": "+B"},
+                            {
+                                "type": "normal",
+                                "normal": True,
+                                "ln1": 3,
+                                "ln2": 3,
+                                "content": " c",
+                            },
+                            {"type": "add", "add": True, "ln": 4, "content": "+d"},
+                        ],
+                    }
+                ],
+                "deletions": 1,
+                "additions": 2,
+            }
+        ]
+    }
+
+
+def test_diff_ast_keeps_page_lines_that_look_like_file_headers():
+    ast = diff_ast(unified_diff("intro\n--- rule\n+++ plus\n", "intro\n"))
+
+    changes = ast["files"][0]["chunks"][0]["changes"]
+    assert [c["content"] for c in changes] == [" intro", "---- rule", "-+++ plus"]
+    assert ast["files"][0]["deletions"] == 2
+
+
+def test_diff_ast_of_no_diff_has_no_files():
+    assert diff_ast("") == {"files": []}
+
+
+def test_diff_ast_reads_headers_without_counts():
+    ast = diff_ast("--- a/previous.md\n+++ b/current.md\n@@ -3 +3 @@\n-x\n+y\n")
+
+    file = ast["files"][0]
+    assert (file["from"], file["to"]) == ("previous.md", "current.md")
+    assert file["chunks"][0]["oldLines"] == 1
+    assert [c["ln"] for c in file["chunks"][0]["changes"]] == [3, 3]
+
+
+def test_build_diff_is_the_markdown_mode_payload():
+    assert build_diff(PREVIOUS, PREVIOUS + "\n") is None
+    payload = build_diff(PREVIOUS, CURRENT)
+    assert payload == {
+        "text": unified_diff(PREVIOUS, CURRENT),
+        "json": diff_ast(payload["text"]),
+    }
+
+
+def test_diff_stats_counts_added_and_removed_lines():
+    assert diff_stats("a\nb\nc\n", "a\nB\nc\nd\ne\n\n") == (3, 1)
+    assert diff_stats(PREVIOUS, PREVIOUS) == (0, 0)
+
+
+# -- HTML rendering ---------------------------------------------------------
+
+
+def test_side_by_side_escapes_script_and_attribute_breakouts_in_both_columns():
+    html = render_side_by_side(HOSTILE_OLD, HOSTILE_NEW)
+
+    assert "<script" not in html
+    assert '" onerror' not in html
+    assert "&lt;script&gt;alert(<del>1</del>)&lt;/script&gt;" in html
+    assert "&lt;script&gt;alert(<ins>2</ins>)&lt;/script&gt;" in html
+    assert "&quot; onerror=&quot;alert(" in html
+    markup = markup_of(html)
+    assert markup.tags <= {"table", "tbody", "tr", "td", "del", "ins"}
+    assert markup.attributes <= {"class", "id", "colspan"}
+
+
+def test_inline_escapes_script_and_attribute_breakouts():
+    html = render_inline(HOSTILE_OLD, HOSTILE_NEW)
+
+    assert "<script" not in html
+    assert '" onerror' not in html
+    markup = markup_of(html)
+    assert markup.tags <= {"table", "tbody", "tr", "td", "del", "ins"}
+    assert markup.attributes <= {"class", "id", "colspan"}
+
+
+def test_side_by_side_highlights_only_the_changed_words():
+    html = render_side_by_side(PREVIOUS, CURRENT)
+
+    assert (
+        '<tr class="diff-changed" id="change-1"><td class="diff-ln">4</td>'
+        '<td class="diff-text diff-del">Pro: $<del>20</del></td>'
+        '<td class="diff-ln">4</td>'
+        '<td class="diff-text diff-ins">Pro: $<ins>25</ins></td></tr>'
+    ) in html
+
+
+def test_unchanged_runs_are_collapsed_with_a_count():
+    old = "\n".join(f"line {n}" for n in range(1, 31))
+    new = old.replace("line 15", "line fifteen")
+
+    html = render_side_by_side(old, new)
+
+    skips = re.findall(r'<tr class="diff-skip"><td colspan="4">([^<]*)</td></tr>', html)
+    assert skips == ["11 unchanged lines", "12 unchanged lines"]
+    assert html.count('class="diff-equal"') == 6
+
+
+def test_each_change_block_gets_the_next_navigation_id():
+    old = "\n".join(f"line {n}" for n in range(1, 41))
+    new = old.replace("line 5", "line five").replace("line 30", "line thirty")
+    new += "\nnew one\nnew two"
+
+    for html in (render_side_by_side(old, new), render_inline(old, new)):
+        assert re.findall(r'id="(change-\d+)"', html) == [
+            "change-1",
+            "change-2",
+            "change-3",
+        ]
+
+
+def test_the_id_prefix_is_configurable_and_escaped():
+    html = render_inline("a\n", "b\n", id_prefix='x"><script>')
+
+    assert 'id="x&quot;&gt;&lt;script&gt;1"' in html
+
+
+def test_added_and_removed_lines_are_wrapped_whole():
+    html = render_side_by_side("keep\nold only\n", "keep\n")
+
+    assert '<td class="diff-text diff-del"><del>old only</del></td>' in html
+    assert '<td class="diff-text diff-empty"></td>' in html
+
+
+# -- size ---------------------------------------------------------------------
+
+
+def test_a_one_megabyte_pair_with_scattered_changes_gives_one_hunk_per_change():
+    rng = random.Random(42)
+    words = ["price", "plan", "widget", "stock", "shipping", "review", "color", "size"]
+    lines = [
+        f"{n:05d} " + " ".join(rng.choice(words) for _ in range(8))
+        for n in range(20_000)
+    ]
+    changed = list(lines)
+    edits = range(250, 20_000, 500)  # 40 edits, far apart
+    for n in edits:
+        changed[n] = changed[n] + " (updated)"
+    previous, current = "\n".join(lines), "\n".join(changed)
+    assert len(previous) > 1_000_000
+
+    text = unified_diff(previous, current)
+
+    assert text.count("\n@@ ") == 40
+    assert diff_stats(previous, current) == (40, 40)
+    html = render_side_by_side(previous, current)
+    assert html.count('id="change-') == 40
+    assert html.count("<ins> (updated)</ins>") == 40
+
+
+def test_a_completely_rewritten_large_page_still_diffs():
+    previous = "\n".join(f"old line {n}" for n in range(15_000))
+    current = "\n".join(f"new text {n}" for n in range(15_000))
+
+    assert diff_stats(previous, current) == (15_000, 15_000)
+    assert "Diff truncated" in render_side_by_side(previous, current)

@@ -1,0 +1,442 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from checks.extract import ExtractionError, extract, invalid_selectors
+
+URL = "https://shop.example/products/widget"
+
+
+def html_page(body: str, head: str = "", lang: str = "en") -> bytes:
+    return (
+        f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
+        f"{head}</head><body>{body}</body></html>"
+    ).encode()
+
+
+def run(body: bytes, content_type: str = "text/html; charset=utf-8", **options):
+    return extract(body, content_type=content_type, url=URL, options=options)
+
+
+def minimal_pdf(*pages: str, title: str = "Price list") -> bytes:
+    """A small valid PDF (Helvetica text, one line per page), xref computed."""
+    kids = " ".join(f"{4 + 2 * n} 0 R" for n in range(len(pages)))
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for n, text in enumerate(pages):
+        content = f"BT /F1 12 Tf 20 150 Td ({text}) Tj ET"
+        objects.append(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * n} 0 R >>"
+        )
+        objects.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
+    objects.append(f"<< /Title ({title}) >>")
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, obj in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{obj}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R "
+        f"/Info {len(objects)} 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    ).encode()
+    return out
+
+
+CHROME_PAGE = html_page(
+    """
+    <header class="site-header"><a href="/">Shop logo</a></header>
+    <nav><a href="/a">Menu link</a></nav>
+    <div id="cookie-banner">We use cookies <button>Accept</button></div>
+    <main>
+      <h1>Widget</h1>
+      <p>Price: <strong>$19</strong></p>
+    </main>
+    <aside>Related products</aside>
+    <footer class="site-footer">Copyright 2026</footer>
+    """
+)
+
+
+# -- main content -----------------------------------------------------------
+
+
+def test_main_element_is_picked_over_nav_header_and_footer():
+    result = run(CHROME_PAGE)
+
+    assert result.markdown == "# Widget\n\nPrice: **$19**\n"
+
+
+def test_without_main_element_chrome_is_stripped_from_the_body():
+    page = html_page(
+        """
+        <div class="top-navbar"><a href="/x">Products</a></div>
+        <div class="breadcrumbs">Home / Widgets</div>
+        <div class="layout with-sidebar">
+          <div class="sidebar-left">Categories</div>
+          <div class="content"><h1>Widget</h1><p>In stock</p>
+            <div class="social-share">Share on Mastodon</div>
+          </div>
+        </div>
+        <div role="contentinfo">Legal</div>
+        """
+    )
+
+    result = run(page)
+
+    assert result.markdown == "# Widget\n\nIn stock\n"
+
+
+def test_chrome_and_ad_words_need_a_chrome_context_to_remove_content():
+    page = html_page(
+        '<main><p class="share-price">Share price: 104.20</p>'
+        '<p class="promo-price">Sale: $15</p><div class="share-buttons">Share</div>'
+        '<div class="promo">Get 10% off</div></main>'
+    )
+
+    assert run(page).markdown == "Share price: 104.20\n\nSale: $15\n"
+
+
+def test_a_lone_article_is_the_main_content():
+    page = html_page(
+        "<div>Teaser rail</div><article><h2>Story</h2><p>Body text</p></article>"
+    )
+
+    assert run(page).markdown == "## Story\n\nBody text\n"
+
+
+def test_a_header_inside_the_article_keeps_its_title():
+    page = html_page(
+        "<header>Site banner</header><article><header><h1>Release 2.0</h1>"
+        "<p>by Ada</p></header><p>Notes</p></article>"
+    )
+
+    assert run(page).markdown == "# Release 2.0\n\nby Ada\n\nNotes\n"
+
+
+def test_only_main_content_false_keeps_navigation_and_footer():
+    result = run(CHROME_PAGE, onlyMainContent=False)
+
+    assert "Menu link" in result.markdown
+    assert "Copyright 2026" in result.markdown
+    assert "Related products" in result.markdown
+    assert "# Widget" in result.markdown
+
+
+def test_scripts_styles_and_templates_never_reach_the_markdown():
+    page = html_page(
+        "<main><p>Visible</p><script>var secret = 1;</script><style>p{}</style>"
+        "<noscript>Enable JS</noscript><template><p>Later</p></template></main>"
+    )
+
+    assert run(page, onlyMainContent=False).markdown == "Visible\n"
+
+
+# -- includeTags / excludeTags ----------------------------------------------
+
+
+def test_include_tags_keep_only_matching_elements_in_document_order():
+    page = html_page(
+        '<nav id="menu"><a href="/a">Menu</a></nav><main><p class="price">$19</p>'
+        '<p>Ignored</p><p class="stock">In stock</p></main>'
+    )
+
+    result = run(page, includeTags=[".stock", "#menu", ".price"])
+
+    assert result.markdown == f"[Menu]({'https://shop.example/a'})\n\n$19\n\nIn stock\n"
+
+
+def test_exclude_tags_remove_matching_elements():
+    page = html_page(
+        '<main><p>Keep</p><p class="timestamp">Updated 10:02</p><p>Also keep</p></main>'
+    )
+
+    result = run(page, excludeTags=[".timestamp"])
+
+    assert result.markdown == "Keep\n\nAlso keep\n"
+
+
+def test_an_invalid_selector_is_an_extraction_error_that_names_it():
+    with pytest.raises(ExtractionError) as caught:
+        run(CHROME_PAGE, excludeTags=["div["])
+
+    assert caught.value.message == "excludeTags: 'div[' is not a valid CSS selector"
+
+
+def test_invalid_selectors_reports_each_bad_entry():
+    problems = invalid_selectors(
+        {"includeTags": ["main", "p >"], "excludeTags": ["::x"]}
+    )
+
+    assert problems == [
+        "includeTags: 'p >' is not a valid CSS selector",
+        "excludeTags: '::x' is not a valid CSS selector",
+    ]
+
+
+# -- images and ads -----------------------------------------------------------
+
+
+BASE64_PAGE = html_page(
+    '<main><p>Logo:</p><img src="data:image/png;base64,iVBORw0KGgo=" alt="inline">'
+    '<img src="/photo.jpg" alt="photo"></main>'
+)
+
+
+def test_base64_images_are_removed_by_default():
+    result = run(BASE64_PAGE, formats=["markdown", "html"])
+
+    assert "data:" not in result.markdown
+    assert "data:" not in result.html
+    assert "![photo](https://shop.example/photo.jpg)" in result.markdown
+
+
+def test_base64_images_stay_when_remove_base64_images_is_false():
+    result = run(BASE64_PAGE, removeBase64Images=False)
+
+    assert "data:image/png;base64,iVBORw0KGgo=" in result.markdown
+
+
+ADS_PAGE = html_page(
+    """
+    <main>
+      <p>Article text</p>
+      <div class="ad-slot">BUY NOW</div>
+      <ins class="adsbygoogle" data-ad-client="ca-pub-1">Google ad</ins>
+      <div id="div-gpt-ad-123">GPT ad</div>
+      <div class="sponsored-content">Sponsored post</div>
+      <iframe src="https://googleads.g.doubleclick.net/pagead/ads"></iframe>
+      <img src="https://tracker.example/p.gif" width="1" height="1" alt="">
+      <p class="header-shadow">Not an ad: shadow and header contain "ad"</p>
+    </main>
+    """
+)
+
+
+def test_ads_and_tracking_pixels_are_removed_by_default():
+    result = run(ADS_PAGE)
+
+    assert result.markdown == (
+        'Article text\n\nNot an ad: shadow and header contain "ad"\n'
+    )
+
+
+def test_ads_stay_when_block_ads_is_false():
+    result = run(ADS_PAGE, blockAds=False)
+
+    for text in ("BUY NOW", "Google ad", "GPT ad", "Sponsored post", "doubleclick"):
+        assert text in result.markdown
+
+
+# -- metadata and decoding ----------------------------------------------------
+
+
+def test_title_description_and_language_are_in_the_metadata():
+    page = html_page(
+        "<main><p>x</p></main>",
+        head=(
+            "<title>  Widget &amp; Co  </title>"
+            '<meta name="Description" content="The best widget">'
+            '<meta property="og:image" content="https://cdn.example/w.png">'
+        ),
+        lang="de-CH",
+    )
+
+    metadata = run(page).metadata
+
+    assert metadata == {
+        "title": "Widget & Co",
+        "description": "The best widget",
+        "language": "de-CH",
+        "contentType": "text/html; charset=utf-8",
+        "sourceURL": URL,
+        "ogImage": "https://cdn.example/w.png",
+    }
+
+
+def test_a_latin1_page_is_decoded_with_the_charset_from_the_content_type():
+    body = "<html><body><main><p>Crème brûlée – 5 €</p></main></body></html>"
+
+    result = run(body.encode("cp1252"), content_type="text/html; charset=ISO-8859-1")
+
+    assert result.markdown == "Crème brûlée – 5 €\n"
+
+
+def test_a_meta_charset_is_used_when_the_header_has_none():
+    body = (
+        '<html><head><meta charset="iso-8859-1"></head><body><p>Grüße</p></body></html>'
+    )
+
+    result = run(body.encode("latin-1"), content_type="text/html")
+
+    assert result.markdown == "Grüße\n"
+
+
+def test_undecodable_bytes_are_replaced_rather_than_failing():
+    result = run(b"<p>caf\xe9 ok</p>", content_type="text/html; charset=utf-8")
+
+    assert result.markdown == "caf\ufffd ok\n"
+
+
+# -- links, images, html formats ---------------------------------------------
+
+
+LINKS_PAGE = html_page(
+    """
+    <main>
+      <a href="/docs#install">Docs</a> <a href="/docs#usage">Docs again</a>
+      <a href="../cart?x=1">Cart</a> <a href="https://other.example/">Other</a>
+      <a href="mailto:a@b.example">Mail</a> <a href="javascript:alert(1)">JS</a>
+      <a href="#top">Top</a> <a href="ftp://files.example/">FTP</a>
+      <img src="img/w.png" alt="w"> <img src="img/w.png" alt="again">
+    </main>
+    """,
+    head='<base href="https://shop.example/store/">',
+)
+
+
+def test_links_are_absolute_deduplicated_and_http_only():
+    result = run(LINKS_PAGE, formats=["markdown", "links"])
+
+    assert result.links == [
+        "https://shop.example/docs",
+        "https://shop.example/cart?x=1",
+        "https://other.example/",
+    ]
+
+
+def test_images_format_lists_absolute_image_urls():
+    result = run(LINKS_PAGE, formats=["images"])
+
+    assert result.images == ["https://shop.example/store/img/w.png"]
+
+
+def test_formats_that_were_not_asked_for_are_none():
+    result = run(LINKS_PAGE)
+
+    assert (result.html, result.raw_html, result.links, result.images) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert result.markdown
+
+
+def test_html_format_is_the_cleaned_main_content_with_absolute_urls():
+    result = run(CHROME_PAGE.replace(b"<h1>", b'<h1><a href="/w">'), formats=["html"])
+
+    assert result.html.startswith("<main>")
+    assert '<a href="https://shop.example/w">' in result.html
+    assert "Menu link" not in result.html
+
+
+def test_raw_html_format_is_the_decoded_original():
+    result = run(CHROME_PAGE, formats=[{"type": "rawHtml"}])
+
+    assert result.raw_html == CHROME_PAGE.decode()
+
+
+def test_markdown_uses_atx_headings_dash_bullets_and_long_lines():
+    long_text = "word " * 60
+    page = html_page(
+        f"<main><h2>Plans</h2><ul><li>Basic</li><li>Pro<ul><li>SSO</li></ul></li></ul>"
+        f"<p>{long_text}</p><p>a<br>b</p></main>"
+    )
+
+    result = run(page)
+
+    assert result.markdown == (
+        f"## Plans\n\n- Basic\n- Pro\n  - SSO\n\n{long_text.strip()}\n\na\\\nb\n"
+    )
+
+
+# -- other content types ------------------------------------------------------
+
+
+def test_a_pdf_becomes_text_with_its_page_count():
+    result = run(
+        minimal_pdf("Basic 19 EUR", "Pro 49 EUR"), content_type="application/pdf"
+    )
+
+    assert result.markdown == "Basic 19 EUR\n\nPro 49 EUR\n"
+    assert result.metadata["numPages"] == 2
+    assert result.metadata["title"] == "Price list"
+    assert result.metadata["contentType"] == "application/pdf"
+
+
+def test_a_pdf_is_recognised_by_its_magic_bytes():
+    result = run(minimal_pdf("Hello"), content_type="application/octet-stream")
+
+    assert result.markdown == "Hello\n"
+
+
+def test_a_pdf_with_pdf_parsing_turned_off_is_an_extraction_error():
+    with pytest.raises(ExtractionError, match="PDF parsing is turned off"):
+        run(minimal_pdf("Hello"), content_type="application/pdf", parsers=[])
+
+
+def test_pdf_parser_given_as_an_object_is_understood():
+    result = run(
+        minimal_pdf("Hello"), content_type="application/pdf", parsers=[{"type": "pdf"}]
+    )
+
+    assert result.markdown == "Hello\n"
+
+
+def test_a_damaged_pdf_is_an_extraction_error_with_the_reason():
+    with pytest.raises(ExtractionError) as caught:
+        run(b"%PDF-1.4\nthis is not really a pdf", content_type="application/pdf")
+
+    assert caught.value.message.startswith("PDF could not be read: ")
+
+
+def test_an_html_error_page_served_as_pdf_is_read_as_html():
+    result = run(html_page("<main><p>Please log in</p></main>"), "application/pdf")
+
+    assert result.markdown == "Please log in\n"
+
+
+def test_an_image_is_an_extraction_error():
+    with pytest.raises(ExtractionError) as caught:
+        run(b"\x89PNG\r\n\x1a\n\x00\x00", content_type="image/png")
+
+    assert (
+        caught.value.message == "The page is an image (image/png); nothing to compare"
+    )
+
+
+def test_unknown_binary_content_is_an_extraction_error():
+    with pytest.raises(ExtractionError, match="binary content"):
+        run(b"PK\x03\x04\x00\x00\x08\x00", content_type="application/octet-stream")
+
+
+def test_plain_text_passes_through():
+    result = run(b"Status: all good\r\nNext line\n", content_type="text/plain")
+
+    assert result.markdown == "Status: all good\nNext line\n"
+    assert result.metadata["title"] is None
+
+
+def test_json_is_pretty_printed_so_each_field_diffs_on_its_own_line():
+    body = json.dumps({"plan": "pro", "price": 19, "name": "Über"}).encode()
+
+    result = run(body, content_type="application/json")
+
+    assert (
+        result.markdown == '{\n  "plan": "pro",\n  "price": 19,\n  "name": "Über"\n}\n'
+    )
+
+
+def test_html_without_a_content_type_is_sniffed():
+    result = run(b"<!DOCTYPE html><html><body><main><p>Hi</p></main></body></html>", "")
+
+    assert result.markdown == "Hi\n"
