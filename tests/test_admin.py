@@ -1,0 +1,438 @@
+"""The Django admin: every page loads with data present, keys are shown once
+and stored hashed, actions change state, search finds monitors by target URL,
+and page-derived content is escaped."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib import admin
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import Group
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from checks.models import (
+    Check,
+    Delivery,
+    DeliveryAttempt,
+    EmailDelivery,
+    PageResult,
+    PageState,
+    Snapshot,
+    WebhookDelivery,
+)
+from monitors.admin import ApiKeyAdmin, MonitorAdmin
+from monitors.models import (
+    KEY_LOOKUP_LENGTH,
+    KEY_PREFIX,
+    ApiKey,
+    EmailRecipient,
+    Membership,
+    Monitor,
+    Target,
+    Team,
+)
+
+NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
+HOSTILE = '<script>alert("x")</script>'
+
+
+def make_monitor(team: Team, name: str = "Pricing page", **fields) -> Monitor:
+    fields = {"next_run_at": NOW + timedelta(minutes=30)} | fields
+    return Monitor.objects.create(
+        team=team,
+        name=name,
+        schedule_cron="*/30 * * * *",
+        schedule_timezone="Europe/Berlin",
+        **fields,
+    )
+
+
+@pytest.fixture
+def monitor(team, admin_user) -> Monitor:
+    Membership.objects.create(team=team, user=admin_user, role=Membership.Role.OWNER)
+    team.rotate_webhook_secret()
+    monitor = make_monitor(
+        team,
+        last_check_summary={
+            "totalPages": 2,
+            "same": 1,
+            "changed": 1,
+            "new": 0,
+            "removed": 0,
+            "error": 0,
+        },
+        webhook={"url": "https://hooks.example.com/in", "headers": {}},
+        notification={"email": {"recipients": ["ops@example.com"]}},
+    )
+    Target.objects.create(
+        monitor=monitor,
+        type=Target.Type.SCRAPE,
+        urls=["https://example.com/pricing", f"https://example.com/?q={HOSTILE}"],
+        scrape_options={"formats": ["markdown"]},
+    )
+    Target.objects.create(
+        monitor=monitor,
+        position=1,
+        type=Target.Type.CRAWL,
+        url="https://docs.example.org/",
+        crawl_options={"limit": 20},
+    )
+    EmailRecipient.objects.create(
+        monitor=monitor,
+        email="ops@example.com",
+        status=EmailRecipient.Status.PENDING,
+        source=EmailRecipient.Source.OPT_IN,
+    )
+    return monitor
+
+
+@pytest.fixture
+def check_with_pages(monitor) -> Check:
+    check = Check.objects.create(
+        monitor=monitor,
+        status=Check.Status.COMPLETED,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=NOW,
+        started_at=NOW,
+        finished_at=NOW + timedelta(seconds=4),
+        summary={"totalPages": 2, "same": 1, "changed": 0, "error": 1},
+        target_results=[{"targetId": "x", "status": "completed"}],
+        estimated_credits=2,
+    )
+    before = Snapshot.store("old text")
+    after = Snapshot.store(f"new text {HOSTILE}")
+    target = monitor.targets.first()
+    PageResult.objects.create(
+        check_run=check,
+        target_id=target.id,
+        url="https://example.com/pricing",
+        status=PageResult.Status.CHANGED,
+        status_code=200,
+        previous_snapshot=before,
+        current_snapshot=after,
+        metadata={"title": HOSTILE},
+        diff={"text": f"-old text\n+new text {HOSTILE}"},
+        diff_html=HOSTILE,
+        judgment={"meaningful": True, "reason": HOSTILE},
+    )
+    PageResult.objects.create(
+        check_run=check,
+        target_id=target.id,
+        url="https://example.com/gone",
+        status=PageResult.Status.ERROR,
+        error=f"Fetch failed: {HOSTILE}",
+    )
+    PageState.objects.create(
+        monitor=monitor,
+        target_id=target.id,
+        url="https://example.com/pricing",
+        url_hash=PageState.hash_url("https://example.com/pricing"),
+        snapshot=after,
+        fetched_at=NOW,
+    )
+    webhook = WebhookDelivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=monitor,
+        check_run=check,
+        event="monitor.check.completed",
+        url="https://hooks.example.com/in",
+        body=f'{{"title": "{HOSTILE}"}}',
+        attempts=1,
+        last_status_code=500,
+    )
+    DeliveryAttempt.objects.create(
+        delivery=webhook,
+        number=1,
+        started_at=NOW,
+        status_code=500,
+        response_body=HOSTILE,
+    )
+    EmailDelivery.objects.create(
+        kind=Delivery.Kind.EMAIL,
+        monitor=monitor,
+        check_run=check,
+        event="email.notification",
+        email="ops@example.com",
+        status=Delivery.Status.DELIVERED,
+    )
+    return check
+
+
+def race_after_load(monkeypatch, model_admin: type, write) -> None:
+    """Run `write` (another process's update) right after the admin loads the
+    object it is about to save."""
+    original = model_admin.get_object
+
+    def get_object(self, *args, **kwargs):
+        obj = original(self, *args, **kwargs)
+        write()
+        return obj
+
+    monkeypatch.setattr(model_admin, "get_object", get_object)
+
+
+def admin_url(model, view: str, *args) -> str:
+    opts = model._meta
+    return reverse(f"admin:{opts.app_label}_{opts.model_name}_{view}", args=args)
+
+
+def test_a_superuser_can_load_every_admin_page_with_data_present(
+    admin_client, check_with_pages, api_key
+):
+    Group.objects.create(name="Operators")
+    for model, model_admin in admin.site._registry.items():
+        response = admin_client.get(admin_url(model, "changelist"))
+        assert response.status_code == 200, model
+        obj = model_admin.get_queryset(response.wsgi_request).first()
+        assert obj is not None, f"no {model.__name__} rows to open"
+        response = admin_client.get(admin_url(model, "change", obj.pk))
+        assert response.status_code == 200, model
+        if model_admin.has_add_permission(response.wsgi_request):
+            assert admin_client.get(admin_url(model, "add")).status_code == 200, model
+
+
+def test_page_derived_content_is_escaped_on_admin_pages(admin_client, check_with_pages):
+    page = check_with_pages.pages.get(status=PageResult.Status.CHANGED)
+    snapshot = page.current_snapshot
+    pages = [
+        admin_url(Monitor, "change", check_with_pages.monitor.pk),
+        admin_url(Check, "change", check_with_pages.pk),
+        admin_url(PageResult, "change", page.pk),
+        admin_url(Snapshot, "change", snapshot.pk),
+        admin_url(
+            WebhookDelivery, "change", check_with_pages.deliveries.webhooks()[0].pk
+        ),
+    ]
+    for url in pages:
+        content = admin_client.get(url).content.decode()
+        assert HOSTILE not in content, url
+        assert "&lt;script&gt;" in content, url
+
+
+def test_adding_an_api_key_shows_the_raw_key_once_and_stores_only_its_hash(
+    admin_client, admin_user, team
+):
+    response = admin_client.post(
+        admin_url(ApiKey, "add"), {"team": team.pk, "name": "CI"}, follow=True
+    )
+
+    assert response.status_code == 200
+    shown = re.findall(rf"{KEY_PREFIX}[A-Za-z0-9_-]{{40,}}", response.content.decode())
+    assert len(shown) == 1
+    raw = shown[0]
+    key = ApiKey.objects.get(
+        prefix=raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH]
+    )
+    assert key.matches(raw)
+    assert key.key_hash == ApiKey.hash_key(raw)
+    assert (key.team, key.name, key.created_by) == (team, "CI", admin_user)
+    stored = [str(getattr(key, f.attname)) for f in ApiKey._meta.concrete_fields]
+    assert not any(raw in value for value in stored)
+    assert not LogEntry.objects.filter(object_repr__contains=raw).exists()
+    again = admin_client.get(admin_url(ApiKey, "changelist")).content.decode()
+    assert raw not in again
+
+
+def test_the_api_key_form_asks_only_for_team_and_name(admin_client):
+    form = admin_client.get(admin_url(ApiKey, "add")).context["adminform"].form
+    assert set(form.fields) == {"team", "name"}
+
+
+def test_revoke_action_revokes_the_selected_keys_at_once(admin_client, team, api_key):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    assert api.get("/v2/monitor").status_code == 200
+    key = ApiKey.objects.get()
+
+    admin_client.post(
+        admin_url(ApiKey, "changelist"),
+        {"action": "revoke_selected", "_selected_action": [key.pk]},
+    )
+
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert api.get("/v2/monitor").status_code == 401
+
+
+def test_editing_a_key_name_does_not_undo_a_concurrent_revocation(
+    admin_client, team, api_key, monkeypatch
+):
+    key = ApiKey.objects.get()
+    race_after_load(
+        monkeypatch,
+        ApiKeyAdmin,
+        lambda: ApiKey.objects.filter(pk=key.pk).update(revoked_at=NOW),
+    )
+
+    response = admin_client.post(admin_url(ApiKey, "change", key.pk), {"name": "new"})
+
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert (key.name, key.revoked_at) == ("new", NOW)
+
+
+def test_pause_action_clears_next_run_at(admin_client, monitor):
+    admin_client.post(
+        admin_url(Monitor, "changelist"),
+        {"action": "pause_selected", "_selected_action": [monitor.pk]},
+    )
+
+    monitor.refresh_from_db()
+    assert monitor.status == Monitor.Status.PAUSED
+    assert monitor.next_run_at is None
+
+
+def test_resume_action_schedules_the_next_run(admin_client, monitor, time_machine):
+    time_machine.move_to(NOW, tick=False)
+    monitor.pause()
+    monitor.save()
+
+    admin_client.post(
+        admin_url(Monitor, "changelist"),
+        {"action": "resume_selected", "_selected_action": [monitor.pk]},
+    )
+
+    monitor.refresh_from_db()
+    assert monitor.status == Monitor.Status.ACTIVE
+    assert monitor.next_run_at == NOW + timedelta(minutes=30)
+
+
+def test_resume_leaves_active_and_deleted_monitors_alone(admin_client, team):
+    due = make_monitor(team, name="due", next_run_at=NOW - timedelta(minutes=1))
+    deleted = make_monitor(team, name="deleted", status=Monitor.Status.PAUSED)
+    deleted.soft_delete(NOW)
+
+    admin_client.post(
+        admin_url(Monitor, "changelist"),
+        {"action": "resume_selected", "_selected_action": [due.pk, deleted.pk]},
+    )
+
+    due.refresh_from_db()
+    deleted.refresh_from_db()
+    assert due.next_run_at == NOW - timedelta(minutes=1)
+    assert (deleted.status, deleted.next_run_at) == (Monitor.Status.PAUSED, None)
+
+
+def test_search_by_target_url_finds_the_monitor(admin_client, monitor):
+    other = make_monitor(monitor.team, name="Other")
+    Target.objects.create(
+        monitor=other, type=Target.Type.SCRAPE, urls=["https://elsewhere.test/"]
+    )
+    changelist = admin_url(Monitor, "changelist")
+
+    def found(term: str) -> list[Monitor]:
+        response = admin_client.get(changelist, {"q": term})
+        return list(response.context["cl"].result_list)
+
+    assert found("EXAMPLE.com/pricing") == [monitor]
+    assert found("docs.example.org") == [monitor]
+    assert found("elsewhere") == [other]
+    assert found("nothing-like-this") == []
+
+
+def test_soft_deleted_monitors_are_listed_only_with_the_deleted_filter(
+    admin_client, monitor
+):
+    gone = make_monitor(monitor.team, name="Gone")
+    gone.soft_delete(NOW)
+    changelist = admin_url(Monitor, "changelist")
+
+    def listed(**params) -> set[str]:
+        response = admin_client.get(changelist, params)
+        return {m.name for m in response.context["cl"].result_list}
+
+    assert listed() == {"Pricing page"}
+    assert listed(deleted="yes") == {"Gone"}
+    assert listed(deleted="any") == {"Pricing page", "Gone"}
+    assert admin_client.get(admin_url(Monitor, "change", gone.pk)).status_code == 200
+
+
+def test_rotate_action_replaces_the_webhook_secret_and_lists_it_masked(
+    admin_client, team
+):
+    team.rotate_webhook_secret()
+    old = team.webhook_secret
+
+    response = admin_client.post(
+        admin_url(Team, "changelist"),
+        {"action": "rotate_webhook_secret", "_selected_action": [team.pk]},
+        follow=True,
+    )
+
+    team.refresh_from_db()
+    assert team.webhook_secret != old
+    assert team.webhook_secret in response.content.decode()  # shown once
+    listing = admin_client.get(admin_url(Team, "changelist")).content.decode()
+    assert team.webhook_secret not in listing
+    assert "whsec_…" + team.webhook_secret[-4:] in listing
+
+
+def test_checks_are_read_only_in_the_admin(admin_client, check_with_pages):
+    url = admin_url(Check, "change", check_with_pages.pk)
+    admin_client.post(url, {"status": Check.Status.FAILED})
+
+    check_with_pages.refresh_from_db()
+    assert check_with_pages.status == Check.Status.COMPLETED
+    assert admin_client.get(admin_url(Check, "add")).status_code == 403
+
+
+def test_a_superuser_can_delete_a_check_with_its_page_results(
+    admin_client, check_with_pages
+):
+    response = admin_client.post(
+        admin_url(Check, "delete", check_with_pages.pk), {"post": "yes"}
+    )
+
+    assert response.status_code == 302
+    assert not Check.objects.exists()
+    assert not PageResult.objects.exists()
+    assert not Delivery.objects.exists()
+
+
+def test_api_keys_are_found_by_listed_prefix_name_or_team(
+    admin_client, team, other_team
+):
+    key, _ = ApiKey.issue(team, name="deploy bot")
+    ApiKey.issue(other_team, name="other")
+    changelist = admin_url(ApiKey, "changelist")
+
+    def found(term: str) -> list[ApiKey]:
+        response = admin_client.get(changelist, {"q": term})
+        return list(response.context["cl"].result_list)
+
+    assert found(key.display_prefix) == [key]
+    assert found("deploy") == [key]
+    assert found("Acme") == [key]
+
+
+def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
+    admin_client, monitor, monkeypatch
+):
+    later = NOW + timedelta(hours=1)
+    race_after_load(
+        monkeypatch,
+        MonitorAdmin,
+        lambda: Monitor.objects.filter(pk=monitor.pk).update(next_run_at=later),
+    )
+    management = {
+        f"{prefix}-{name}": value
+        for prefix, count in (("targets", 2), ("email_recipients", 1))
+        for name, value in (
+            ("TOTAL_FORMS", count),
+            ("INITIAL_FORMS", count),
+            ("MIN_NUM_FORMS", 0),
+            ("MAX_NUM_FORMS", 1000),
+        )
+    }
+
+    response = admin_client.post(
+        admin_url(Monitor, "change", monitor.pk), {"name": "Renamed", **management}
+    )
+
+    assert response.status_code == 302
+    monitor.refresh_from_db()
+    assert (monitor.name, monitor.next_run_at) == ("Renamed", later)
