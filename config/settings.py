@@ -177,6 +177,13 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Several objects have a `status`; name each enum instead of a hash suffix.
+    "ENUM_NAME_OVERRIDES": {
+        "MonitorStatusEnum": "monitors.models.Monitor.Status",
+        "EmailRecipientStatusEnum": "monitors.models.EmailRecipient.Status",
+        "CheckStatusEnum": "checks.models.Check.Status",
+        "PageStatusEnum": "checks.models.PageResult.Status",
+    },
 }
 
 CACHES = {

@@ -6,6 +6,12 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
+    path("v2/", include("checks.urls")),
+    # Public consent pages linked from e-mails (checks/email_views.py).
+    path("email/", include("checks.email_urls")),
+    # Dashboard pages for deliveries (checks/notification_views.py).
+    path("", include("checks.notification_urls")),
+    path("", include("monitors.urls")),
 ]
 
 handler404 = "config.views.not_found"

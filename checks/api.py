@@ -1,0 +1,291 @@
+"""The check endpoints of /v2/monitor: run now, list checks, one check with its
+pages. Thin views over checks.dispatch and the models; lookups are scoped to
+the caller's team through monitors.api.views.get_monitor_for.
+
+Wire shapes are the contract's MonitorCheck (reference §9.1) and
+MonitorCheckPage (§10.1) exactly; `judgment` is null until the judge exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import urlencode
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from checks.dispatch import RunRefused, queue_manual_check
+from checks.models import Check, PageResult
+from checks.runner import SUMMARY_KEYS
+from monitors.api.errors import ApiError, not_found
+from monitors.api.options import StrictMixin
+from monitors.api.serializers import SummarySerializer
+from monitors.api.views import ERROR, ERRORS, PAGING, _paging, get_monitor_for, ok
+from monitors.models import Monitor
+
+PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX = 25, 100
+
+# --- Wire shapes ---------------------------------------------------------------
+
+
+class PageDiffSerializer(serializers.Serializer):
+    text = serializers.CharField(required=False, help_text="Unified diff")
+    json = serializers.JSONField(
+        required=False, help_text="parse-diff AST of the unified diff"
+    )
+
+
+class CheckSerializer(serializers.Serializer):
+    """MonitorCheck (reference §9.1)."""
+
+    id = serializers.UUIDField()
+    monitorId = serializers.UUIDField(source="monitor_id")
+    status = serializers.ChoiceField(choices=Check.Status.choices)
+    trigger = serializers.ChoiceField(choices=Check.Trigger.choices)
+    scheduledFor = serializers.DateTimeField(source="scheduled_for", allow_null=True)
+    startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
+    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
+    estimatedCredits = serializers.IntegerField(source="estimated_credits")
+    reservedCredits = serializers.IntegerField(source="reserved_credits")
+    actualCredits = serializers.IntegerField(source="actual_credits", allow_null=True)
+    billingStatus = serializers.ChoiceField(
+        source="billing_status", choices=Check.Billing.choices
+    )
+    summary = serializers.SerializerMethodField()
+    targetResults = serializers.SerializerMethodField()
+    notificationStatus = serializers.JSONField(
+        source="notification_status", allow_null=True
+    )
+    error = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+    @extend_schema_field(SummarySerializer)
+    def get_summary(self, check: Check) -> dict[str, int]:
+        # Counters are zeros until the check is reconciled, never missing.
+        stored = check.summary or {}
+        return {key: int(stored.get(key) or 0) for key in SUMMARY_KEYS}
+
+    @extend_schema_field(
+        serializers.ListField(child=serializers.DictField(), allow_null=True)
+    )
+    def get_targetResults(self, check: Check) -> list[dict] | None:  # noqa: N802
+        return check.target_results
+
+
+class PageSerializer(serializers.Serializer):
+    """MonitorCheckPage (reference §10.1)."""
+
+    id = serializers.UUIDField()
+    targetId = serializers.UUIDField(source="target_id")
+    url = serializers.CharField()
+    status = serializers.ChoiceField(choices=PageResult.Status.choices)
+    previousScrapeId = serializers.UUIDField(
+        source="previous_scrape_id", allow_null=True
+    )
+    currentScrapeId = serializers.UUIDField(source="current_scrape_id", allow_null=True)
+    statusCode = serializers.IntegerField(source="status_code", allow_null=True)
+    error = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField()
+    diff = serializers.SerializerMethodField()
+    snapshot = serializers.SerializerMethodField()
+    judgment = serializers.JSONField(allow_null=True)
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    @extend_schema_field(PageDiffSerializer(allow_null=True))
+    def get_diff(self, page: PageResult) -> dict[str, Any] | None:
+        return page.diff
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_snapshot(self, page: PageResult) -> None:
+        return None  # only JSON-extraction monitors have one; not supported yet
+
+
+class CheckDetailSerializer(CheckSerializer):
+    pages = PageSerializer(many=True)
+    next = serializers.URLField(required=False)
+
+
+class RunRequestSerializer(StrictMixin, serializers.Serializer):
+    """The run body: `{}` from the SDKs (plus their `origin`), nothing from the CLI."""
+
+    origin = serializers.CharField(
+        required=False, max_length=200, help_text="Sent by the SDKs; ignored."
+    )
+
+
+RUN_RESPONSE = inline_serializer(
+    "RunMonitorResponse",
+    {
+        "success": serializers.BooleanField(default=True),
+        "id": serializers.UUIDField(help_text="The queued check's id"),
+        "data": CheckSerializer(),
+    },
+)
+CONFLICT = inline_serializer(
+    "RunConflict",
+    {
+        "success": serializers.BooleanField(default=False),
+        "error": serializers.CharField(),
+        "checkId": serializers.UUIDField(required=False),
+    },
+)
+CHECK_LIST_RESPONSE = inline_serializer(
+    "MonitorCheckListResponse",
+    {
+        "success": serializers.BooleanField(default=True),
+        "data": CheckSerializer(many=True),
+    },
+)
+CHECK_DETAIL_RESPONSE = inline_serializer(
+    "MonitorCheckDetailResponse",
+    {
+        "success": serializers.BooleanField(default=True),
+        "next": serializers.URLField(required=False),
+        "data": CheckDetailSerializer(),
+    },
+)
+NOT_FOUND = {404: OpenApiResponse(ERROR, "Monitor or check not found")}
+
+
+# --- Query parameters ------------------------------------------------------------
+
+
+def _int_param(
+    request: Request, name: str, default: int, low: int, high: int | None
+) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: ["Must be an integer."]}) from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ValidationError({name: [f"Must be {bound}."]})
+    return value
+
+
+def _status_param(request: Request, choices: list[str]) -> str | None:
+    status = request.query_params.get("status")
+    if status is None or status == "":
+        return None
+    if status not in choices:
+        raise ValidationError({"status": [f"Must be one of: {', '.join(choices)}."]})
+    return status
+
+
+def _check_for(monitor: Monitor, check_id: str) -> Check:
+    try:
+        pk = uuid.UUID(str(check_id))
+    except ValueError:
+        raise not_found("Check") from None
+    check = Check.objects.filter(monitor=monitor, pk=pk).first()
+    if check is None:
+        raise not_found("Check")
+    return check
+
+
+# --- Views ----------------------------------------------------------------------
+
+
+class MonitorRunView(APIView):
+    @extend_schema(
+        operation_id="runMonitor",
+        summary="Queue a manual check",
+        request=RunRequestSerializer,
+        responses={
+            200: RUN_RESPONSE,
+            409: OpenApiResponse(CONFLICT, "Monitor paused, or a check is running"),
+        }
+        | ERRORS,
+    )
+    def post(self, request: Request, monitor_id: str) -> Response:
+        monitor = get_monitor_for(request, monitor_id)
+        RunRequestSerializer(data=request.data).is_valid(raise_exception=True)
+        try:
+            check = queue_manual_check(monitor)
+        except Monitor.DoesNotExist:
+            raise not_found() from None  # deleted while we looked
+        except RunRefused as refused:
+            extra = {"checkId": str(refused.check_id)} if refused.check_id else {}
+            raise ApiError(refused.message, 409, **extra) from None
+        return Response(
+            {"success": True, "id": str(check.pk), "data": CheckSerializer(check).data}
+        )
+
+
+class MonitorCheckListView(APIView):
+    @extend_schema(
+        operation_id="listMonitorChecks",
+        summary="List a monitor's checks, newest first",
+        parameters=[
+            *PAGING,
+            OpenApiParameter(
+                "status", str, enum=Check.Status.values, description="Only this status"
+            ),
+        ],
+        responses={200: CHECK_LIST_RESPONSE} | ERRORS,
+    )
+    def get(self, request: Request, monitor_id: str) -> Response:
+        monitor = get_monitor_for(request, monitor_id)
+        limit, offset = _paging(request)
+        status = _status_param(request, Check.Status.values)
+        checks = Check.objects.filter(monitor=monitor).order_by("-created_at", "-pk")
+        if status:
+            checks = checks.filter(status=status)
+        return ok(CheckSerializer(checks[offset : offset + limit], many=True).data)
+
+
+class MonitorCheckDetailView(APIView):
+    @extend_schema(
+        operation_id="getMonitorCheck",
+        summary="One check with its page results (paginated)",
+        parameters=[
+            OpenApiParameter("limit", int, description="1 to 100, default 25"),
+            OpenApiParameter("skip", int, description="0 or more, default 0"),
+            OpenApiParameter(
+                "status",
+                str,
+                enum=PageResult.Status.values,
+                description="Only pages with this status",
+            ),
+        ],
+        responses={200: CHECK_DETAIL_RESPONSE} | ERRORS | NOT_FOUND,
+    )
+    def get(self, request: Request, monitor_id: str, check_id: str) -> Response:
+        monitor = get_monitor_for(request, monitor_id)
+        check = _check_for(monitor, check_id)
+        limit = _int_param(request, "limit", PAGE_LIMIT_DEFAULT, 1, PAGE_LIMIT_MAX)
+        skip = _int_param(request, "skip", 0, 0, None)
+        status = _status_param(request, PageResult.Status.values)
+        pages = check.pages.order_by("created_at", "id")
+        if status:
+            pages = pages.filter(status=status)
+        shown = list(pages[skip : skip + limit])
+        data = dict(CheckSerializer(check).data)
+        data["pages"] = PageSerializer(shown, many=True).data
+        body: dict[str, Any] = {"success": True}
+        # `next` only while rows remain (the server compares the filtered count).
+        if shown and pages.count() > skip + len(shown):
+            query = {"skip": skip + len(shown), "limit": limit}
+            if status:
+                query["status"] = status
+            data["next"] = body["next"] = request.build_absolute_uri(
+                f"{request.path}?{urlencode(query)}"
+            )
+        body["data"] = data
+        return Response(body)

@@ -1,0 +1,113 @@
+"""Retention: forget checks older than their monitor's retentionDays.
+
+`purge_expired(now)` runs hourly. It deletes finished checks (their page results
+go with them) created before now - retentionDays, then snapshots no longer
+referenced by anything. A page's baseline (PageState.snapshot) is never deleted:
+it is what the next check compares against, however old it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models.deletion import ProtectedError
+
+from checks.models import Check, PageResult, PageState, Snapshot
+from monitors.models import Monitor
+
+logger = logging.getLogger(__name__)
+
+# Rows deleted per transaction, so locks stay short and a huge backlog is worked
+# off over several runs instead of one long transaction.
+BATCH_SIZE = 500
+MAX_BATCHES_PER_RUN = 200
+# A snapshot younger than this is never purged: a running check may have just
+# stored it and not yet committed the page result that refers to it.
+SNAPSHOT_GRACE = timedelta(hours=1)
+
+
+@dataclass
+class Purged:
+    checks: int = 0
+    snapshots: int = 0
+
+
+def purge_expired(now: datetime) -> Purged:
+    purged = Purged()
+    retention_values = (
+        Monitor.objects.order_by().values_list("retention_days", flat=True).distinct()
+    )
+    for days in sorted(set(retention_values)):
+        purged.checks += _purge_checks(days, now - timedelta(days=days))
+    purged.snapshots = _purge_orphan_snapshots(now - SNAPSHOT_GRACE)
+    if purged.checks or purged.snapshots:
+        logger.info(
+            "Retention purged %s checks and %s snapshots",
+            purged.checks,
+            purged.snapshots,
+        )
+    return purged
+
+
+def expired_checks(days: int, cutoff: datetime) -> QuerySet[Check]:
+    """Finished checks of monitors keeping `days` days, created before cutoff.
+    In-flight checks are never purged, whatever their age."""
+    return Check.objects.filter(
+        monitor__retention_days=days,
+        created_at__lt=cutoff,
+        status__in=Check.FINISHED,
+    )
+
+
+def _purge_checks(days: int, cutoff: datetime) -> int:
+    deleted = 0
+    for _ in range(MAX_BATCHES_PER_RUN):
+        ids = list(
+            expired_checks(days, cutoff)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[:BATCH_SIZE]
+        )
+        if not ids:
+            break
+        with transaction.atomic():
+            # Page results first, in one statement, rather than letting the
+            # collector load every row it cascades to.
+            PageResult.objects.filter(check_run_id__in=ids).delete()
+            Check.objects.filter(pk__in=ids).delete()
+        deleted += len(ids)
+    return deleted
+
+
+def orphan_snapshots(created_before: datetime) -> QuerySet[Snapshot]:
+    """Snapshots that no baseline and no remaining page result refers to."""
+    return Snapshot.objects.filter(created_at__lt=created_before).filter(
+        ~Exists(PageState.objects.filter(snapshot=OuterRef("pk"))),
+        ~Exists(PageResult.objects.filter(previous_snapshot=OuterRef("pk"))),
+        ~Exists(PageResult.objects.filter(current_snapshot=OuterRef("pk"))),
+    )
+
+
+def _purge_orphan_snapshots(created_before: datetime) -> int:
+    deleted = 0
+    for _ in range(MAX_BATCHES_PER_RUN):
+        ids = list(
+            orphan_snapshots(created_before)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:BATCH_SIZE]
+        )
+        if not ids:
+            break
+        try:
+            with transaction.atomic():
+                # Re-checked inside the delete: a check may have referred to one
+                # of them since the ids were read.
+                count, _ = orphan_snapshots(created_before).filter(pk__in=ids).delete()
+        except (IntegrityError, ProtectedError):
+            logger.info("A snapshot became referenced while purging; next run retries")
+            break
+        deleted += count
+    return deleted

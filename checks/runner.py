@@ -1,0 +1,942 @@
+"""Run one check: fetch every page of a monitor's scrape targets, compare each with
+its baseline (PageState), record one PageResult per page, then finish the check.
+
+Lifecycle (all transitions are conditional updates, so two workers, a redelivered
+message and the stale sweeper can race without double work):
+
+    queued --claim()--> running --finish()--> completed | partial
+                           |  \\--fail()----> failed  (crash, time limit, sweeper)
+                           \\--reserve()----> skipped_no_credits
+
+Pages are fetched concurrently by checks.http in a background thread with its own
+event loop, while this (the worker's) thread extracts, compares and writes each
+result as it arrives: database work stays on one thread, at most a bounded number
+of bodies is held in memory, and every result doubles as a heartbeat.
+
+Status rules per page (reference §10.2):
+* first good fetch, or good again after `removed` -> new
+* same normalised content hash as the baseline   -> same
+* otherwise                                       -> changed (+ unified diff, AST
+  and the dashboard's side-by-side HTML)
+* 404/410 while the baseline is present           -> removed (presence removed)
+* fetch or extraction failure, any other 4xx/5xx  -> error; the baseline is kept,
+  so the next good fetch diffs against the last good content.
+
+Only scrape targets run in this version. Crawl and search targets are recorded in
+targetResults with `"skipped": true` and a reason, produce no page results and do
+not make the check partial or failed: the check reports on what it could check,
+and a monitor mixing target types keeps working for its scrape pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Case, F, Q, Sum, When
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from checks import notify
+from checks.diff import build_diff, content_hash, render_side_by_side
+from checks.extract import ExtractionError, extract
+from checks.http import FetchError, FetchResult, OutboundClient, Resolver
+from checks.models import Check, PageResult, PageState, Snapshot
+from monitors.models import Monitor, Target, Team
+
+logger = logging.getLogger(__name__)
+
+# A running check writes heartbeat_at at least this often while alive.
+HEARTBEAT_SECONDS = 10.0
+# A redelivered task may take over a running check only when its heartbeat is
+# this old: the worker that had it is certainly gone (6 missed heartbeats).
+RECLAIM_AFTER = timedelta(seconds=60)
+# Deliveries of one check's task before it is given up as failed.
+MAX_ATTEMPTS = 3
+# scrapeOptions.timeout (ms) is honoured within these bounds (seconds).
+MIN_PAGE_TIMEOUT, MAX_PAGE_TIMEOUT = 1.0, 300.0
+REMOVED_STATUSES = frozenset({404, 410})
+# Formats extract() produces; anything else needs a browser or an LLM.
+APPLIED_FORMATS = frozenset(
+    {"markdown", "html", "rawHtml", "links", "images", "changeTracking"}
+)
+MOBILE_USER_AGENT_PREFIX = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) Mobile/15E148"
+)
+
+SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
+
+
+def empty_summary() -> dict[str, int]:
+    return dict.fromkeys(SUMMARY_KEYS, 0)
+
+
+class CheckAbandoned(Exception):
+    """The check stopped being ours (failed by the sweeper, deleted) mid-run."""
+
+
+# --- Deliveries, claiming and billing --------------------------------------------
+
+
+def begin_delivery(check_id: str | uuid.UUID) -> Check | None:
+    """Count one delivery of the check's task; None when there is nothing to do.
+
+    The counter lives in the database, so a check whose task keeps killing its
+    worker (a poison page) is failed after MAX_ATTEMPTS instead of looping.
+    """
+    updated = Check.objects.filter(pk=check_id, status__in=Check.IN_FLIGHT).update(
+        attempts=F("attempts") + 1
+    )
+    if not updated:
+        return None  # gone, or already finished
+    check = Check.objects.select_related("monitor__team").get(pk=check_id)
+    if check.attempts > MAX_ATTEMPTS:
+        fail(
+            check.pk,
+            f"Monitor check was given up after {MAX_ATTEMPTS} attempts.",
+        )
+        return None
+    return check
+
+
+def claim(check: Check, now: datetime | None = None) -> bool:
+    """Make the check ours: queued -> running, or take over a running check
+    whose worker stopped heart-beating. False when someone else has it, or when
+    the team's credits do not cover it (then it ends as skipped_no_credits)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        updated = (
+            Check.objects.filter(pk=check.pk)
+            .filter(
+                Q(status=Check.Status.QUEUED)
+                | Q(status=Check.Status.RUNNING, heartbeat_at__lt=now - RECLAIM_AFTER)
+            )
+            .update(
+                status=Check.Status.RUNNING,
+                started_at=Coalesce("started_at", now),
+                heartbeat_at=now,
+                updated_at=now,
+            )
+        )
+        if not updated:
+            return False
+        check.refresh_from_db()
+        if check.billing_status == Check.Billing.RESERVED:
+            return True  # taken over: credits were reserved on the first claim
+        return _reserve_credits(check, now)
+
+
+def is_busy(check: Check, now: datetime | None = None) -> bool:
+    """Running with a fresh heartbeat: another worker is (or was just) on it."""
+    now = now or timezone.now()
+    check.refresh_from_db(fields=["status", "heartbeat_at"])
+    return (
+        check.status == Check.Status.RUNNING
+        and check.heartbeat_at is not None
+        and check.heartbeat_at >= now - RECLAIM_AFTER
+    )
+
+
+def month_start(now: datetime) -> datetime:
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def credits_used_this_month(team: Team, now: datetime) -> int:
+    """Credits a team has used in the current UTC calendar month: actualCredits of
+    checks finished this month, plus credits still reserved by running checks."""
+    checks = Check.objects.filter(monitor__team=team)
+    spent = checks.filter(finished_at__gte=month_start(now)).aggregate(
+        total=Sum("actual_credits")
+    )["total"]
+    held = checks.filter(billing_status=Check.Billing.RESERVED).aggregate(
+        total=Sum("reserved_credits")
+    )["total"]
+    return (spent or 0) + (held or 0)
+
+
+def _reserve_credits(check: Check, now: datetime) -> bool:
+    """Hold the check's estimated credits when the team has an allowance.
+
+    The team row is locked so two checks of one team cannot both take the last
+    credits (on SQLite, the IMMEDIATE transaction serialises writers anyway).
+    """
+    team = Team.objects.select_for_update().get(pk=check.monitor.team_id)
+    if team.credit_allowance is None:
+        return True  # unlimited: billing_status stays not_applicable
+    remaining = team.credit_allowance - credits_used_this_month(team, now)
+    if check.estimated_credits > remaining:
+        Check.objects.filter(pk=check.pk).update(
+            status=Check.Status.SKIPPED_NO_CREDITS,
+            finished_at=now,
+            error="Monitor check skipped: insufficient credits.",
+            actual_credits=0,
+            summary=empty_summary(),
+            updated_at=now,
+        )
+        _after_finish(check.pk, now, summary=None)
+        return False
+    Check.objects.filter(pk=check.pk).update(
+        reserved_credits=check.estimated_credits,
+        billing_status=Check.Billing.RESERVED,
+    )
+    check.reserved_credits = check.estimated_credits
+    check.billing_status = Check.Billing.RESERVED
+    return True
+
+
+# --- Running -----------------------------------------------------------------------
+
+
+def run(check: Check, *, resolver: Resolver | None = None) -> Check:
+    """Claim and run a check to its end; returns it as stored afterwards.
+
+    Never raises for page problems (they are page results) nor for a crash of
+    the run itself (the check is failed with a reason and the crash logged).
+    """
+    if claim(check):
+        execute(check, resolver=resolver)
+    check.refresh_from_db()
+    return check
+
+
+def execute(check: Check, *, resolver: Resolver | None = None) -> None:
+    """Fetch, compare and record every page of a claimed (running) check."""
+    try:
+        _execute(check, resolver)
+    except CheckAbandoned:
+        logger.info("Check %s was ended elsewhere while running", check.pk)
+    except SoftTimeLimitExceeded:
+        fail(check.pk, "Monitor check exceeded its time limit and was stopped.")
+    except Exception:
+        logger.exception("Check %s crashed", check.pk)
+        fail(check.pk, "Monitor check failed because of an internal error.")
+
+
+def _execute(check: Check, resolver: Resolver | None) -> None:
+    monitor = Monitor.objects.select_related("team").get(pk=check.monitor_id)
+    if monitor.deleted_at is not None:
+        fail(check.pk, "Monitor was deleted before the check finished.")
+        return
+    targets = list(monitor.targets.order_by("position", "created_at"))
+    jobs, target_results = plan(check, targets)
+    done = set(
+        PageResult.objects.filter(check_run=check).values_list("target_id", "url")
+    )
+    todo = [job for job in jobs if (job.target_id, job.url) not in done]
+    updated = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING).update(
+        pages_total=len(jobs), pages_done=len(jobs) - len(todo),
+        target_results=target_results,
+    )  # fmt: skip
+    if not updated:
+        raise CheckAbandoned
+    states = {
+        (state.target_id, state.url_hash): state
+        for state in PageState.objects.filter(monitor=monitor)
+    }
+    now = timezone.now()
+    to_fetch = []
+    for job in todo:
+        state = states.get((job.target_id, PageState.hash_url(job.url)))
+        cached = from_cache(job, state, now)
+        if cached is None:
+            to_fetch.append(job)
+        else:
+            record(check, job, cached, state)
+    if to_fetch:
+        with Fetcher(to_fetch, resolver=resolver) as fetcher:
+            for job, fetched in fetcher.results(lambda: heartbeat(check.pk)):
+                state = states.get((job.target_id, PageState.hash_url(job.url)))
+                record(check, job, judge(job, fetched, state), state)
+    finish(check.pk)
+
+
+def heartbeat(check_id: uuid.UUID) -> None:
+    now = timezone.now()
+    alive = Check.objects.filter(pk=check_id, status=Check.Status.RUNNING).update(
+        heartbeat_at=now, updated_at=now
+    )
+    if not alive:
+        raise CheckAbandoned
+
+
+# --- What to fetch --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageJob:
+    """One URL of one scrape target in one check."""
+
+    target_id: uuid.UUID
+    url: str
+    options: Mapping[str, Any]
+    credits: int
+    scrape_id: uuid.UUID
+
+    @property
+    def headers(self) -> dict[str, str]:
+        raw = self.options.get("headers")
+        headers = (
+            {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        )
+        wants_mobile = self.options.get("mobile") is True
+        if wants_mobile and not any(k.lower() == "user-agent" for k in headers):
+            headers["User-Agent"] = (
+                f"{MOBILE_USER_AGENT_PREFIX} {settings.OUTBOUND_USER_AGENT}"
+            )
+        return headers
+
+    @property
+    def timeout(self) -> float | None:
+        raw = self.options.get("timeout")
+        if not isinstance(raw, int | float) or isinstance(raw, bool) or raw <= 0:
+            return None
+        return min(max(raw / 1000, MIN_PAGE_TIMEOUT), MAX_PAGE_TIMEOUT)
+
+    @property
+    def verify_tls(self) -> bool:
+        return self.options.get("skipTlsVerification") is not True
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or ""
+
+
+def plan(check: Check, targets: Sequence[Target]) -> tuple[list[PageJob], list[dict]]:
+    """The pages to check and the check's targetResults.
+
+    Scrape ids are kept in targetResults.expectedJobs, so a check taken over
+    after a lost worker reuses them and its pages stay consistent.
+    """
+    stored = {r.get("targetId"): r for r in check.target_results or []}
+    jobs: list[PageJob] = []
+    results: list[dict] = []
+    for target in targets:
+        if target.type != Target.Type.SCRAPE:
+            results.append(
+                {
+                    "targetId": str(target.id),
+                    "type": target.type,
+                    "skipped": True,
+                    "reason": (
+                        f"{target.type.capitalize()} targets are not supported yet;"
+                        " this target was skipped."
+                    ),
+                }
+            )
+            continue
+        ids = stored.get(str(target.id), {}).get("expectedJobs") or []
+        if len(ids) != len(target.urls):
+            ids = [str(uuid.uuid4()) for _ in target.urls]
+        credits = target.credits_per_page()
+        options = target.scrape_options or {}
+        jobs.extend(
+            PageJob(target.id, url, options, credits, uuid.UUID(scrape_id))
+            for url, scrape_id in zip(target.urls, ids, strict=True)
+        )
+        results.append(
+            {"targetId": str(target.id), "type": "scrape", "expectedJobs": ids}
+        )
+    return jobs, results
+
+
+def not_applied(options: Mapping[str, Any]) -> list[str]:
+    """scrapeOptions this fetcher cannot honour (they need a browser or an LLM)."""
+    skipped = []
+    if options.get("waitFor"):
+        skipped.append("waitFor")
+    if options.get("actions"):
+        skipped.append("actions")
+    formats = options.get("formats")
+    for fmt in formats if isinstance(formats, list) else []:
+        name = fmt.get("type") if isinstance(fmt, dict) else fmt
+        if not isinstance(name, str):
+            continue
+        if name not in APPLIED_FORMATS:
+            skipped.append(f"formats.{name}")
+        elif name == "changeTracking" and "json" in (fmt.get("modes") or []):
+            skipped.append("formats.changeTracking.json")
+    if options.get("location"):
+        skipped.append("location")
+    if options.get("proxy") in ("stealth", "enhanced"):
+        skipped.append("proxy")
+    return list(dict.fromkeys(skipped))
+
+
+# --- Deciding a page's status ------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """A page's result, decided outside any transaction."""
+
+    status: str
+    metadata: dict[str, Any]
+    status_code: int | None = None
+    error: str | None = None
+    markdown: str | None = None  # new baseline content, when fetched fine
+    normalized_hash: str = ""
+    diff: dict[str, Any] | None = None
+    diff_html: str = ""
+    cache_hit: bool = False
+
+
+def _base_metadata(job: PageJob) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"sourceURL": job.url, "creditsUsed": 0}
+    skipped = not_applied(job.options)
+    if skipped:
+        metadata["notApplied"] = skipped
+    return metadata
+
+
+def _cacheable(state: PageState | None) -> bool:
+    return (
+        state is not None
+        and state.presence == PageState.Presence.ACTIVE
+        and state.snapshot_id is not None
+        and state.cached_at is not None
+    )
+
+
+def _milliseconds(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome | None:
+    """Serve the page from its last good fetch when maxAge/minAge allow it.
+
+    Monitors default to maxAge 0 (always fetch). With minAge, only the cache
+    may answer (as in Firecrawl); no old-enough copy is a page error.
+    """
+    max_age = _milliseconds(job.options.get("maxAge")) or 0
+    min_age = _milliseconds(job.options.get("minAge"))
+    age_ms = (
+        (now - state.cached_at).total_seconds() * 1000
+        if state is not None and _cacheable(state) and state.cached_at
+        else None
+    )
+    if min_age is not None and min_age > 0:
+        if age_ms is None or age_ms < min_age:
+            return Outcome(
+                PageResult.Status.ERROR,
+                _base_metadata(job),
+                error=(
+                    f"No cached copy at least {min_age} ms old is available "
+                    "(minAge), so the page was not fetched."
+                ),
+            )
+    elif age_ms is None or age_ms > max_age:
+        return None
+    assert state is not None and state.cached_at is not None
+    metadata = {**state.metadata, **_base_metadata(job)}
+    metadata |= {
+        "creditsUsed": job.credits,
+        "cacheState": "hit",
+        "cachedAt": state.cached_at.isoformat().replace("+00:00", "Z"),
+    }
+    return Outcome(
+        PageResult.Status.SAME,
+        metadata,
+        status_code=metadata.get("statusCode"),
+        cache_hit=True,
+    )
+
+
+def judge(
+    job: PageJob, fetched: FetchResult | BaseException, state: PageState | None
+) -> Outcome:
+    """Decide a fetched page's status against its baseline."""
+    metadata = _base_metadata(job)
+    if isinstance(fetched, FetchError):
+        return Outcome(PageResult.Status.ERROR, metadata, error=fetched.message)
+    if isinstance(fetched, BaseException):
+        logger.error("Fetching %s crashed", job.url, exc_info=fetched)
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            error="The page could not be fetched because of an internal error.",
+        )
+    content_type = fetched.headers.get("content-type", "")
+    code = fetched.status_code
+    metadata |= {"url": fetched.final_url, "statusCode": code}
+    if content_type:
+        metadata["contentType"] = content_type
+    has_baseline = _has_baseline(state)
+    if code in REMOVED_STATUSES and has_baseline:
+        return Outcome(PageResult.Status.REMOVED, metadata, status_code=code)
+    if code >= 400:
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=code,
+            error=f"The page answered HTTP {code}.",
+        )
+    try:
+        extracted = extract(
+            fetched.content, content_type=content_type, url=fetched.final_url,
+            options=job.options,
+        )  # fmt: skip
+    except ExtractionError as exc:
+        return Outcome(
+            PageResult.Status.ERROR, metadata, status_code=code, error=exc.message
+        )
+    page_metadata = {k: v for k, v in extracted.metadata.items() if v is not None}
+    page_metadata.setdefault("title", None)
+    metadata = page_metadata | metadata | {"creditsUsed": job.credits}
+    markdown = extracted.markdown
+    digest = content_hash(markdown)
+    outcome = Outcome(
+        PageResult.Status.NEW,
+        metadata,
+        status_code=code,
+        markdown=markdown,
+        normalized_hash=digest,
+    )
+    if not has_baseline:
+        return outcome
+    assert state is not None
+    if state.normalized_hash == digest:
+        outcome.status = PageResult.Status.SAME
+        return outcome
+    previous = Snapshot.objects.get(pk=state.snapshot_id).text
+    outcome.status = PageResult.Status.CHANGED
+    outcome.diff = build_diff(previous, markdown)
+    outcome.diff_html = render_side_by_side(previous, markdown)
+    return outcome
+
+
+def _has_baseline(state: PageState | None) -> bool:
+    return (
+        state is not None
+        and state.presence == PageState.Presence.ACTIVE
+        and state.snapshot_id is not None
+    )
+
+
+# --- Recording ------------------------------------------------------------------
+
+
+def record(
+    check: Check, job: PageJob, outcome: Outcome, state: PageState | None
+) -> PageResult:
+    """Write one page result, move the baseline, announce it: one transaction.
+
+    Retried once on an integrity error: retention may delete an orphan snapshot
+    in the instant between Snapshot.store() finding it and the commit.
+    """
+    for attempt in (1, 2):
+        try:
+            with transaction.atomic():
+                return _record(check, job, outcome, state)
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _record(
+    check: Check, job: PageJob, outcome: Outcome, state: PageState | None
+) -> PageResult:
+    now = timezone.now()
+    # First, so a check the sweeper already failed gets no more pages (the
+    # update also locks the check row until this page is committed).
+    alive = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING).update(
+        pages_done=F("pages_done") + 1, heartbeat_at=now, updated_at=now
+    )
+    if not alive:
+        raise CheckAbandoned
+    baseline = state.snapshot_id if state is not None else None
+    snapshot = (
+        Snapshot.store(outcome.markdown) if outcome.markdown is not None else None
+    )
+    if snapshot is not None:
+        current = snapshot.pk
+    else:
+        current = baseline if outcome.cache_hit else None  # a hit *is* the baseline
+    is_new = outcome.status == PageResult.Status.NEW
+    page = PageResult.objects.create(
+        check_run=check,
+        target_id=job.target_id,
+        url=job.url,
+        status=outcome.status,
+        previous_scrape_id=None if is_new or state is None else state.scrape_id,
+        current_scrape_id=job.scrape_id,
+        previous_snapshot_id=None if is_new else baseline,
+        current_snapshot_id=current,
+        status_code=outcome.status_code,
+        error=outcome.error,
+        metadata=outcome.metadata,
+        diff=outcome.diff,
+        diff_html=outcome.diff_html,
+    )
+    _move_baseline(check.monitor_id, job, outcome, snapshot, now)
+    notify.on_page_result(page)
+    return page
+
+
+def _move_baseline(
+    monitor_id: uuid.UUID,
+    job: PageJob,
+    outcome: Outcome,
+    snapshot: Snapshot | None,
+    now: datetime,
+) -> None:
+    key = {
+        "monitor_id": monitor_id,
+        "target_id": job.target_id,
+        "url_hash": PageState.hash_url(job.url),
+    }
+    if outcome.status == PageResult.Status.REMOVED:
+        PageState.objects.filter(**key).update(
+            presence=PageState.Presence.REMOVED, updated_at=now
+        )
+        return
+    if snapshot is None:
+        return  # errors keep the baseline; cache hits are the baseline
+    cache = job.options.get("storeInCache") is not False
+    stored_metadata = {
+        k: v
+        for k, v in outcome.metadata.items()
+        if k not in ("notApplied", "cacheState", "cachedAt", "creditsUsed")
+    }
+    PageState.objects.update_or_create(
+        **key,
+        defaults={
+            "url": job.url,
+            "snapshot": snapshot,
+            "normalized_hash": outcome.normalized_hash,
+            "scrape_id": job.scrape_id,
+            "presence": PageState.Presence.ACTIVE,
+            "fetched_at": now,
+            "cached_at": now if cache else None,
+            "metadata": stored_metadata,
+        },
+    )
+
+
+# --- Finishing ------------------------------------------------------------------
+
+
+def summarize(check_id: uuid.UUID) -> dict[str, int]:
+    counts = Counter(
+        PageResult.objects.filter(check_run_id=check_id).values_list(
+            "status", flat=True
+        )
+    )
+    summary = empty_summary()
+    for status, count in counts.items():
+        summary[status] = count
+    summary["totalPages"] = sum(counts.values())
+    return summary
+
+
+def actual_credits(check: Check, now: datetime) -> int:
+    """Sum of the pages' creditsUsed; removed pages are free, and so are same
+    pages when the monitor's interval qualifies (unchangedPagesFree)."""
+    monitor = check.monitor
+    same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
+    total = 0
+    for status, metadata in PageResult.objects.filter(check_run=check).values_list(
+        "status", "metadata"
+    ):
+        if status == PageResult.Status.REMOVED:
+            continue
+        if status == PageResult.Status.SAME and same_free:
+            continue
+        credits = (metadata or {}).get("creditsUsed")
+        total += credits if isinstance(credits, int) else 0
+    return total
+
+
+def finish(check_id: uuid.UUID) -> Check | None:
+    """running -> completed | partial, with summary, credits and monitor fields."""
+    with transaction.atomic():
+        check = (
+            Check.objects.select_for_update()
+            .select_related("monitor")
+            .filter(pk=check_id, status=Check.Status.RUNNING)
+            .first()
+        )
+        if check is None:
+            return None  # failed by the sweeper meanwhile: its word stands
+        now = timezone.now()
+        summary = summarize(check.pk)
+        check.summary = summary
+        check.status = (
+            Check.Status.PARTIAL if summary["error"] else Check.Status.COMPLETED
+        )
+        check.error = (
+            f"{summary['error']} of {summary['totalPages']} pages could not be checked."
+            if summary["error"]
+            else None
+        )
+        check.actual_credits = actual_credits(check, now)
+        if check.billing_status == Check.Billing.RESERVED:
+            check.billing_status = Check.Billing.CONFIRMED
+        check.finished_at = now
+        check.heartbeat_at = now
+        check.save(
+            update_fields=[
+                "summary",
+                "status",
+                "error",
+                "actual_credits",
+                "billing_status",
+                "finished_at",
+                "heartbeat_at",
+                "updated_at",
+            ]
+        )
+        _after_finish(check.pk, now, summary=summary)
+        return check
+
+
+def fail(
+    check_id: uuid.UUID | str,
+    message: str,
+    now: datetime | None = None,
+    *,
+    where: Q | None = None,
+) -> bool:
+    """End an in-flight check as failed (crash, time limit, stale, given up).
+
+    Pages recorded so far stay and are counted; the reservation is released and
+    nothing is charged. `where` narrows which checks may be failed (the sweeper
+    re-states its staleness test, so a check claimed meanwhile is spared).
+    False when the check was not in flight (or not matching).
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        check = (
+            Check.objects.select_for_update()
+            .filter(pk=check_id, status__in=Check.IN_FLIGHT)
+            .filter(where or Q())
+            .first()
+        )
+        if check is None:
+            return False
+        summary = summarize(check.pk)
+        check.status = Check.Status.FAILED
+        check.error = message
+        check.summary = summary
+        check.finished_at = now
+        check.actual_credits = 0
+        if check.billing_status == Check.Billing.RESERVED:
+            check.billing_status = Check.Billing.RELEASED
+        check.save(
+            update_fields=[
+                "status",
+                "error",
+                "summary",
+                "finished_at",
+                "actual_credits",
+                "billing_status",
+                "updated_at",
+            ]
+        )
+        _after_finish(check.pk, now, summary=summary)
+    return True
+
+
+# --- Lost checks --------------------------------------------------------------------
+
+# A queued check no worker picked up within this long lost its message.
+STALE_QUEUED_AFTER = timedelta(minutes=10)
+STALE_SWEEP_LIMIT = 500
+STALE_QUEUED_MESSAGE = (
+    "Monitor check was not picked up by a worker within 10 minutes and was ended."
+)
+STALE_RUNNING_MESSAGE = (
+    "Monitor check stopped responding (its worker was lost) and was ended."
+)
+
+
+def stale_running_after() -> timedelta:
+    """No live worker can hold a check longer than the task's hard time limit,
+    so a heartbeat older than that means the worker is gone."""
+    return timedelta(seconds=int(settings.CELERY_TASK_TIME_LIMIT))
+
+
+def fail_stale_checks(now: datetime) -> int:
+    """Fail checks a lost worker or a lost message left in flight.
+
+    The monitor's currentCheckId is cleared with them, and its schedule was
+    never held up (dispatch advances next_run_at on its own), so the next slot
+    runs normally. Returns how many checks were failed.
+    """
+    queued_before = now - STALE_QUEUED_AFTER
+    running_before = now - stale_running_after()
+    stale = list(
+        Check.objects.stale(queued_before, running_before)
+        .order_by("created_at")
+        .values_list("pk", "status")[:STALE_SWEEP_LIMIT]
+    )
+    failed = 0
+    for pk, status in stale:
+        if status == Check.Status.QUEUED:
+            where = Q(status=status, created_at__lt=queued_before)
+            message = STALE_QUEUED_MESSAGE
+        else:
+            where = Q(status=status, heartbeat_at__lt=running_before)
+            message = STALE_RUNNING_MESSAGE
+        failed += fail(pk, message, now, where=where)
+    return failed
+
+
+def _after_finish(
+    check_id: uuid.UUID, now: datetime, *, summary: dict[str, int] | None
+) -> None:
+    """Monitor bookkeeping and the notification for a check that just finished.
+
+    lastRunAt counts every finished check, skipped ones included (reference
+    §6); lastCheckSummary only checks that looked at pages. currentCheckId is
+    cleared only if it still points at this check.
+    """
+    check = Check.objects.select_related("monitor").get(pk=check_id)
+    fields: dict[str, Any] = {
+        "last_run_at": now,
+        "current_check_id": Case(
+            When(current_check_id=check.pk, then=None),
+            default=F("current_check_id"),
+        ),
+    }
+    if summary is not None:
+        fields["last_check_summary"] = summary
+    Monitor.objects.filter(pk=check.monitor_id).update(**fields)
+    notify.on_check_finished(check)
+
+
+# --- Fetching in the background ----------------------------------------------------
+
+
+class _Gate:
+    """Overall and per-host slots taken *before* calling the client, so a page
+    waiting for its turn does not spend its own timeout budget queueing."""
+
+    def __init__(self, total: int, per_host: int) -> None:
+        self._total = asyncio.Semaphore(total)
+        self._per_host = per_host
+        self._hosts: dict[str, asyncio.Semaphore] = {}
+
+    @contextlib.asynccontextmanager
+    async def slot(self, host: str) -> Any:
+        semaphore = self._hosts.setdefault(host, asyncio.Semaphore(self._per_host))
+        async with semaphore, self._total:
+            yield
+
+
+class Fetcher:
+    """Fetch jobs concurrently in a thread with its own event loop; hand each
+    result to the caller's thread through a bounded queue as it completes."""
+
+    def __init__(self, jobs: Sequence[PageJob], *, resolver: Resolver | None = None):
+        self._jobs = list(jobs)
+        self._resolver = resolver
+        total = int(settings.FETCH_CONCURRENCY)
+        self._per_host = int(settings.FETCH_PER_HOST_CONCURRENCY)
+        self._total = total
+        self._results: queue.Queue[tuple[PageJob, FetchResult | BaseException]] = (
+            queue.Queue(maxsize=total)
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._main, name="check-fetcher", daemon=True
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._main_task: asyncio.Task[None] | None = None
+
+    def __enter__(self) -> Fetcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        # Leaving early (time limit, abandoned check): cancel what is in flight
+        # rather than wait for slow pages, so the caller can still record the
+        # failure before the hard time limit kills the process.
+        loop, task = self._loop, self._main_task
+        if self._thread.is_alive() and loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop just closed
+                loop.call_soon_threadsafe(task.cancel)
+        self._thread.join(timeout=5)
+
+    def results(
+        self, on_idle: Callable[[], None]
+    ) -> Iterator[tuple[PageJob, FetchResult | BaseException]]:
+        """Yield (job, result or error) per job; `on_idle` runs during waits."""
+        for _ in self._jobs:
+            while True:
+                try:
+                    item = self._results.get(timeout=HEARTBEAT_SECONDS)
+                except queue.Empty:
+                    if not self._thread.is_alive() and self._results.empty():
+                        raise RuntimeError("The page fetcher stopped early.") from None
+                    on_idle()
+                    continue
+                yield item
+                break
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._fetch_all())
+        except asyncio.CancelledError:
+            pass  # the caller left early and cancelled us
+        except Exception:
+            logger.exception("Page fetcher crashed")
+
+    async def _fetch_all(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._main_task = asyncio.current_task()
+        if self._stop.is_set():
+            return  # the caller left before the loop started
+        gate = _Gate(self._total, self._per_host)
+        async with OutboundClient(
+            resolver=self._resolver,
+            concurrency=self._total,
+            per_host_concurrency=self._per_host,
+        ) as client:
+            await asyncio.gather(*(self._one(client, gate, job) for job in self._jobs))
+
+    async def _one(self, client: OutboundClient, gate: _Gate, job: PageJob) -> None:
+        result: FetchResult | BaseException
+        async with gate.slot(job.host):
+            if self._stop.is_set():
+                return
+            try:
+                result = await client.fetch(
+                    job.url,
+                    headers=job.headers,
+                    timeout=job.timeout,
+                    verify=job.verify_tls,
+                )
+            except FetchError as exc:
+                result = exc
+            except Exception as exc:
+                result = exc
+        await self._hand_over((job, result))
+
+    async def _hand_over(
+        self, item: tuple[PageJob, FetchResult | BaseException]
+    ) -> None:
+        # Polling put instead of a blocking one: a blocked thread could never
+        # notice that the consumer gave up (time limit, abandoned check).
+        while not self._stop.is_set():
+            try:
+                self._results.put_nowait(item)
+                return
+            except queue.Full:
+                await asyncio.sleep(0.02)

@@ -1,0 +1,65 @@
+"""Celery tasks: thin wrappers that take ids, re-read the database and call plain
+code (checks.runner, checks.dispatch, checks.retention). Unit tests call those
+functions directly; a real worker runs these in the integration tests.
+
+Reliability settings are global (config/settings.py): acks_late, reject on worker
+lost, prefetch 1, JSON only. A redelivered run_check_task is therefore normal and
+safe: the attempt counter in the database bounds it, and claiming is conditional.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from checks import dispatch, retention, runner
+
+logger = logging.getLogger(__name__)
+
+# The check's own limit comes from settings (CHECK_TIME_LIMIT_SECONDS); it must
+# stay below the Redis visibility timeout so a live task is never redelivered.
+CHECK_TIME_LIMIT = int(settings.CELERY_TASK_TIME_LIMIT)
+CHECK_SOFT_TIME_LIMIT = int(settings.CELERY_TASK_SOFT_TIME_LIMIT)
+# Periodic work is short; a stuck tick must not hold a worker slot for long.
+PERIODIC_TIME_LIMIT = 120
+PERIODIC_SOFT_TIME_LIMIT = 100
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=CHECK_TIME_LIMIT,
+    soft_time_limit=CHECK_SOFT_TIME_LIMIT,
+    max_retries=runner.MAX_ATTEMPTS,
+)
+def run_check_task(self, check_id: str) -> None:  # noqa: ANN001 - Celery's Task
+    check = runner.begin_delivery(check_id)
+    if check is None:
+        return  # gone, finished, or given up after too many deliveries
+    if runner.claim(check):
+        runner.execute(check)
+        return
+    if runner.is_busy(check):
+        # Redelivered right after its worker died (the dead worker's heartbeat
+        # is still fresh): look again once a live worker would have beaten.
+        raise self.retry(countdown=int(runner.RECLAIM_AFTER.total_seconds()))
+
+
+@shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
+def dispatch_due_monitors_task() -> int:
+    return dispatch.dispatch_due_monitors(timezone.now())
+
+
+@shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
+def fail_stale_checks_task() -> int:
+    return runner.fail_stale_checks(timezone.now())
+
+
+@shared_task(time_limit=900, soft_time_limit=870)
+def purge_expired_task() -> int:
+    purged = retention.purge_expired(timezone.now())
+    return purged.checks

@@ -1,0 +1,135 @@
+"""checks.retention: old checks go, baselines stay."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from checks.models import Check, PageResult, PageState, Snapshot
+from checks.retention import purge_expired
+from monitors.models import Monitor, Team
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+LONG_AGO = NOW - timedelta(days=3)
+
+
+def make_monitor(team: Team, retention_days: int = 30) -> Monitor:
+    return Monitor.objects.create(
+        team=team,
+        name="Pricing",
+        schedule_cron="0 * * * *",
+        retention_days=retention_days,
+    )
+
+
+def make_check(
+    monitor: Monitor, age: timedelta, *, status: str = Check.Status.COMPLETED
+) -> Check:
+    check = Check.objects.create(monitor=monitor, trigger="manual", status=status)
+    Check.objects.filter(pk=check.pk).update(created_at=NOW - age)
+    return check
+
+
+def snapshot(text: str) -> Snapshot:
+    stored = Snapshot.store(text)
+    Snapshot.objects.filter(pk=stored.pk).update(created_at=LONG_AGO)
+    return stored
+
+
+def page(
+    check: Check, *, previous: Snapshot | None, current: Snapshot | None
+) -> PageResult:
+    return PageResult.objects.create(
+        check_run=check,
+        target_id="00000000-0000-0000-0000-000000000001",
+        url="https://example.com/",
+        status=PageResult.Status.CHANGED,
+        previous_snapshot=previous,
+        current_snapshot=current,
+    )
+
+
+def baseline(monitor: Monitor, stored: Snapshot) -> PageState:
+    return PageState.objects.create(
+        monitor=monitor,
+        target_id="00000000-0000-0000-0000-000000000001",
+        url="https://example.com/",
+        url_hash=PageState.hash_url("https://example.com/"),
+        snapshot=stored,
+        normalized_hash="x",
+    )
+
+
+def test_checks_older_than_the_retention_are_deleted_with_their_pages(team):
+    monitor = make_monitor(team, retention_days=7)
+    old = make_check(monitor, timedelta(days=8))
+    page(old, previous=None, current=None)
+    recent = make_check(monitor, timedelta(days=6))
+
+    purged = purge_expired(NOW)
+
+    assert purged.checks == 1
+    assert list(Check.objects.all()) == [recent]
+    assert not PageResult.objects.exists()
+
+
+def test_each_monitor_keeps_its_own_retention(team):
+    short, long = make_monitor(team, retention_days=1), make_monitor(team, 90)
+    make_check(short, timedelta(days=2))
+    kept = make_check(long, timedelta(days=2))
+    purge_expired(NOW)
+    assert list(Check.objects.all()) == [kept]
+
+
+def test_checks_in_flight_are_never_purged(team):
+    monitor = make_monitor(team, retention_days=1)
+    running = make_check(monitor, timedelta(days=5), status=Check.Status.RUNNING)
+    purge_expired(NOW)
+    assert list(Check.objects.all()) == [running]
+
+
+def test_a_baseline_snapshot_survives_its_checks(team):
+    monitor = make_monitor(team, retention_days=1)
+    old_content, current_content = snapshot("v1"), snapshot("v2")
+    check = make_check(monitor, timedelta(days=2))
+    page(check, previous=old_content, current=current_content)
+    baseline(monitor, current_content)
+
+    purged = purge_expired(NOW)
+
+    assert purged.snapshots == 1
+    assert list(Snapshot.objects.all()) == [current_content]
+    assert PageState.objects.get().snapshot == current_content
+
+
+def test_snapshots_of_remaining_page_results_are_kept(team):
+    monitor = make_monitor(team, retention_days=30)
+    previous, current = snapshot("v1"), snapshot("v2")
+    page(make_check(monitor, timedelta(days=1)), previous=previous, current=current)
+
+    assert purge_expired(NOW).snapshots == 0
+    assert Snapshot.objects.count() == 2
+
+
+def test_a_fresh_orphan_snapshot_is_left_for_a_check_still_writing(team):
+    just_stored = Snapshot.store("being written")
+    Snapshot.objects.filter(pk=just_stored.pk).update(
+        created_at=NOW - timedelta(minutes=5)
+    )
+    assert purge_expired(NOW).snapshots == 0
+    assert Snapshot.objects.filter(pk=just_stored.pk).exists()
+
+
+def test_removed_pages_keep_their_last_content(team):
+    monitor = make_monitor(team, retention_days=1)
+    last_good = snapshot("last good")
+    state = baseline(monitor, last_good)
+    PageState.objects.filter(pk=state.pk).update(presence=PageState.Presence.REMOVED)
+    page(make_check(monitor, timedelta(days=2)), previous=last_good, current=None)
+
+    purge_expired(NOW)
+
+    assert Snapshot.objects.filter(pk=last_good.pk).exists()

@@ -1,0 +1,729 @@
+"""checks.runner against real pages served on 127.0.0.1 (tests/sites.py)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from celery.exceptions import Retry, SoftTimeLimitExceeded
+from django.db import connection
+from django.utils import timezone
+
+from checks import notify, runner
+from checks.models import Check, PageResult, PageState, Snapshot
+from checks.tasks import run_check_task
+from monitors.models import Monitor, Target, Team
+from tests.sites import Site, refused_url
+
+pytestmark = pytest.mark.django_db
+
+PRICING = "<h1>Plans</h1><p>Starter costs $19 a month.</p><p>Pro costs $49.</p>"
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+@pytest.fixture
+def site():
+    with Site() as running:
+        yield running
+
+
+def make_monitor(
+    team: Team,
+    urls: list[str],
+    *,
+    scrape_options: dict[str, Any] | None = None,
+    cron: str = "*/30 * * * *",
+) -> Monitor:
+    monitor = Monitor.objects.create(team=team, name="Pricing", schedule_cron=cron)
+    Target.objects.create(
+        monitor=monitor, type="scrape", urls=urls, scrape_options=scrape_options or {}
+    )
+    return monitor
+
+
+def run_check(monitor: Monitor) -> Check:
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    return runner.run(check)
+
+
+def page_of(check: Check, url: str) -> PageResult:
+    return check.pages.get(url=url)
+
+
+def state_of(monitor: Monitor, url: str) -> PageState:
+    return PageState.objects.get(monitor=monitor, url_hash=PageState.hash_url(url))
+
+
+# --- new, same, changed ---------------------------------------------------------
+
+
+def test_first_check_reports_every_page_as_new(team, site):
+    pricing = site.html("/pricing", "Pricing", PRICING)
+    about = site.html("/about", "About us", "<p>We watch pages.</p>")
+    monitor = make_monitor(team, [pricing, about])
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED
+    assert check.error is None
+    assert check.summary == {
+        "totalPages": 2, "same": 0, "changed": 0, "new": 2, "removed": 0, "error": 0,
+    }  # fmt: skip
+    assert check.started_at and check.finished_at and check.pages_done == 2
+    assert check.target_results == [
+        {
+            "targetId": str(monitor.targets.get().pk),
+            "type": "scrape",
+            "expectedJobs": [str(p.current_scrape_id) for p in check.pages.all()],
+        }
+    ]
+    page = page_of(check, pricing)
+    assert page.status == PageResult.Status.NEW
+    assert page.status_code == 200 and page.diff is None and page.error is None
+    assert page.metadata["title"] == "Pricing"
+    assert page.metadata["statusCode"] == 200
+    assert page.metadata["contentType"].startswith("text/html")
+    assert page.metadata["sourceURL"] == pricing
+    assert page.metadata["url"] == pricing
+    assert page.metadata["creditsUsed"] == 1
+    assert "notApplied" not in page.metadata
+    state = state_of(monitor, pricing)
+    assert state.presence == PageState.Presence.ACTIVE
+    assert state.scrape_id == page.current_scrape_id
+    assert "Starter costs $19" in state.snapshot.text
+    assert page.current_snapshot_id == state.snapshot_id
+
+
+def test_finishing_updates_the_monitor(team, site):
+    monitor = make_monitor(team, [site.html("/", "Home", "<p>Hello</p>")])
+
+    check = run_check(monitor)
+
+    monitor.refresh_from_db()
+    assert monitor.current_check_id is None
+    assert monitor.last_run_at == check.finished_at
+    assert monitor.last_check_summary == check.summary
+    assert check.actual_credits == 1
+    assert check.billing_status == Check.Billing.NOT_APPLICABLE
+
+
+def test_unchanged_page_is_same_and_stores_no_new_snapshot(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    first = run_check(monitor)
+
+    second = run_check(monitor)
+
+    page = page_of(second, url)
+    assert page.status == PageResult.Status.SAME
+    assert page.diff is None
+    assert page.previous_scrape_id == page_of(first, url).current_scrape_id
+    assert second.summary["same"] == 1
+    assert Snapshot.objects.count() == 1
+    assert state_of(monitor, url).scrape_id == page.current_scrape_id
+
+
+def test_whitespace_only_change_is_same(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/pricing", "Pricing", PRICING.replace("</p><p>", "</p>\n\n   <p>  "))
+
+    check = run_check(monitor)
+
+    assert page_of(check, url).status == PageResult.Status.SAME
+
+
+def test_changed_page_carries_a_unified_diff_and_side_by_side_html(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/pricing", "Pricing", PRICING.replace("$19", "$24"))
+
+    check = run_check(monitor)
+
+    page = page_of(check, url)
+    assert page.status == PageResult.Status.CHANGED
+    assert check.summary["changed"] == 1 and check.status == Check.Status.COMPLETED
+    text = page.diff["text"]
+    assert text.startswith("--- previous\n+++ current\n@@ ")
+    assert "-Starter costs $19 a month.\n" in text
+    assert "+Starter costs $24 a month.\n" in text
+    changes = page.diff["json"]["files"][0]["chunks"][0]["changes"]
+    assert {
+        "type": "del", "del": True, "ln": 3, "content": "-Starter costs $19 a month.",
+    } in changes  # fmt: skip
+    assert any(c["content"] == "+Starter costs $24 a month." for c in changes)
+    assert "<del>19</del>" in page.diff_html and "<ins>24</ins>" in page.diff_html
+    # The baseline moved on: the next check compares with $24.
+    assert "$24" in state_of(monitor, url).snapshot.text
+    assert page.previous_snapshot.text != page.current_snapshot.text
+
+
+def test_page_content_is_escaped_in_the_rendered_diff(team, site):
+    url = site.html("/x", "X", "<p>safe</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/x", "X", "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>")
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.CHANGED
+    assert "<script>" not in page.diff_html
+    assert "&lt;script&gt;" in page.diff_html
+
+
+# --- removed and errors ---------------------------------------------------------
+
+
+def test_page_answering_404_after_a_good_fetch_is_removed_then_new_again(team, site):
+    url = site.html("/gone", "Gone soon", "<p>Here today</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.remove("/gone")
+
+    removed = run_check(monitor)
+
+    page = page_of(removed, url)
+    assert page.status == PageResult.Status.REMOVED
+    assert page.status_code == 404
+    assert removed.status == Check.Status.COMPLETED
+    assert removed.actual_credits == 0  # removed pages are free
+    state = state_of(monitor, url)
+    assert state.presence == PageState.Presence.REMOVED
+
+    still_gone = run_check(monitor)
+    assert page_of(still_gone, url).status == PageResult.Status.ERROR
+    assert page_of(still_gone, url).error == "The page answered HTTP 404."
+
+    site.html("/gone", "Back", "<p>Here today</p>")
+    back = run_check(monitor)
+    assert page_of(back, url).status == PageResult.Status.NEW
+    assert state_of(monitor, url).presence == PageState.Presence.ACTIVE
+
+
+def test_410_after_a_good_fetch_is_removed(team, site):
+    url = site.html("/old", "Old", "<p>Old</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/old", "Gone", status=410)
+
+    assert page_of(run_check(monitor), url).status == PageResult.Status.REMOVED
+
+
+def test_refused_connection_is_an_error_and_keeps_the_baseline(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    baseline = state_of(monitor, url)
+    site.stop()
+
+    check = run_check(monitor)
+
+    page = page_of(check, url)
+    assert page.status == PageResult.Status.ERROR
+    assert page.error == "Connection refused by 127.0.0.1"
+    assert page.status_code is None and page.current_snapshot_id is None
+    assert check.status == Check.Status.PARTIAL
+    assert check.error == "1 of 1 pages could not be checked."
+    assert check.summary["error"] == 1
+    kept = state_of(monitor, url)
+    assert (kept.snapshot_id, kept.scrape_id) == (
+        baseline.snapshot_id,
+        baseline.scrape_id,
+    )
+
+
+def test_a_good_fetch_after_an_error_compares_with_the_last_good_content(team):
+    with Site() as site:
+        url = site.html("/p", "P", "<p>version one</p>")
+        monitor = make_monitor(team, [url])
+        run_check(monitor)
+        port = site.port
+    assert page_of(run_check(monitor), url).status == PageResult.Status.ERROR
+
+    with Site(port=port) as back:
+        back.html("/p", "P", "<p>version two</p>")
+        page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.CHANGED
+    assert "-version one\n+version two\n" in page.diff["text"]
+
+
+def test_server_errors_are_errors_not_new_baselines(team, site):
+    url = site.html("/flaky", "Flaky", "<p>fine</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/flaky", "<p>Internal Server Error</p>", status=500)
+
+    check = run_check(monitor)
+
+    page = page_of(check, url)
+    assert page.status == PageResult.Status.ERROR
+    assert (page.status_code, page.error) == (500, "The page answered HTTP 500.")
+    assert "fine" in state_of(monitor, url).snapshot.text
+
+    site.html("/flaky", "Flaky", "<p>fine</p>")
+    assert page_of(run_check(monitor), url).status == PageResult.Status.SAME
+
+
+def test_never_fetched_page_that_is_missing_is_an_error(team, site):
+    url = site.url("/never")
+    check = run_check(make_monitor(team, [url]))
+    assert page_of(check, url).status == PageResult.Status.ERROR
+    assert not PageState.objects.exists()
+
+
+def test_unreadable_content_is_an_extraction_error(team, site):
+    url = site.page("/logo.png", b"\x89PNG\r\n\x1a\n\x00\x00", content_type="image/png")
+    check = run_check(make_monitor(team, [url]))
+    page = page_of(check, url)
+    assert page.status == PageResult.Status.ERROR
+    assert "image" in page.error
+
+
+def test_every_page_error_still_ends_the_check_as_partial(team):
+    url = refused_url("/a")
+    check = run_check(make_monitor(team, [url]))
+    assert check.status == Check.Status.PARTIAL
+    assert check.actual_credits == 0
+
+
+# --- SSRF -----------------------------------------------------------------------
+
+
+def test_private_addresses_are_refused_when_not_allowed(team, site, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    urls = [site.html("/", "Home", "<p>hi</p>"), "http://10.0.0.1/", "http://[::1]/"]
+
+    check = run_check(make_monitor(team, urls))
+
+    for url in urls:
+        page = page_of(check, url)
+        assert page.status == PageResult.Status.ERROR
+        assert page.error.startswith("Blocked: ")
+    assert site.requests == []  # nothing ever reached the local server
+
+
+def test_cloud_metadata_address_stays_blocked_even_when_private_is_allowed(team):
+    url = "http://169.254.169.254/latest/meta-data/"
+    page = page_of(run_check(make_monitor(team, [url])), url)
+    assert page.status == PageResult.Status.ERROR
+    assert page.error == "Blocked: 169.254.169.254 is a cloud metadata address"
+
+
+# --- scrapeOptions ---------------------------------------------------------------
+
+
+def test_max_age_reuses_a_recent_fetch_without_fetching(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url], scrape_options={"maxAge": 3_600_000})
+    first = run_check(monitor)
+    site.html("/pricing", "Pricing", PRICING.replace("$19", "$99"))
+
+    second = run_check(monitor)
+
+    assert len(site.requests_to("/pricing")) == 1
+    page = page_of(second, url)
+    assert page.status == PageResult.Status.SAME
+    assert page.metadata["cacheState"] == "hit"
+    assert page.metadata["title"] == "Pricing" and page.status_code == 200
+    assert page.current_snapshot_id == page_of(first, url).current_snapshot_id
+    assert page.current_scrape_id != page_of(first, url).current_scrape_id
+
+
+def test_max_age_fetches_again_once_the_copy_is_too_old(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url], scrape_options={"maxAge": 60_000})
+    run_check(monitor)
+    PageState.objects.update(cached_at=timezone.now() - timedelta(minutes=2))
+
+    run_check(monitor)
+
+    assert len(site.requests_to("/pricing")) == 2
+
+
+def test_monitors_fetch_fresh_by_default(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    run_check(monitor)
+    assert len(site.requests_to("/pricing")) == 2
+
+
+def test_store_in_cache_false_is_never_reused(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    options = {"maxAge": 3_600_000, "storeInCache": False}
+    monitor = make_monitor(team, [url], scrape_options=options)
+    run_check(monitor)
+    run_check(monitor)
+    assert len(site.requests_to("/pricing")) == 2
+    assert state_of(monitor, url).cached_at is None
+
+
+def test_min_age_serves_only_an_old_enough_cached_copy(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    Target.objects.update(scrape_options={"minAge": 600_000})
+
+    too_young = page_of(run_check(monitor), url)
+    assert too_young.status == PageResult.Status.ERROR
+    assert "minAge" in too_young.error
+
+    PageState.objects.update(cached_at=timezone.now() - timedelta(minutes=11))
+    old_enough = page_of(run_check(monitor), url)
+    assert old_enough.status == PageResult.Status.SAME
+    assert len(site.requests_to("/pricing")) == 1
+
+
+def test_options_needing_a_browser_are_recorded_as_not_applied(team, site):
+    url = site.html("/p", "P", "<p>x</p>")
+    options = {
+        "waitFor": 1000,
+        "actions": [{"type": "click", "selector": "#more"}],
+        "formats": ["markdown", "screenshot", {"type": "json", "prompt": "price"}],
+    }
+    page = page_of(run_check(make_monitor(team, [url], scrape_options=options)), url)
+    assert page.status == PageResult.Status.NEW
+    assert page.metadata["notApplied"] == [
+        "waitFor", "actions", "formats.screenshot", "formats.json",
+    ]  # fmt: skip
+
+
+def test_headers_and_mobile_user_agent_are_sent(team, site):
+    url = site.html("/p", "P", "<p>x</p>")
+    options = {"headers": {"X-Token": "secret"}, "mobile": True}
+    run_check(make_monitor(team, [url], scrape_options=options))
+    request = site.requests_to("/p")[0]
+    assert request.header("X-Token") == "secret"
+    assert "Mobile" in request.header("User-Agent")
+
+
+def test_a_slow_page_times_out_with_scrape_options_timeout(team, site):
+    url = site.html("/slow", "Slow", "<p>x</p>", delay=3)
+    page = page_of(
+        run_check(make_monitor(team, [url], scrape_options={"timeout": 1000})), url
+    )
+    assert page.status == PageResult.Status.ERROR
+    assert page.error == "Gave up on 127.0.0.1 after 1 s"
+
+
+def test_crawl_and_search_targets_are_skipped_without_failing_the_check(team, site):
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url])
+    crawl = Target.objects.create(
+        monitor=monitor, type="crawl", url=site.url("/"), position=1
+    )
+    Target.objects.create(monitor=monitor, type="search", queries=["x"], position=2)
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED
+    assert check.summary["totalPages"] == 1
+    results = {r["type"]: r for r in check.target_results}
+    assert results["crawl"]["targetId"] == str(crawl.pk)
+    assert results["crawl"]["skipped"] is True
+    assert "not supported yet" in results["crawl"]["reason"]
+    assert results["search"]["skipped"] is True
+
+
+# --- credits --------------------------------------------------------------------
+
+
+def test_same_pages_are_free_when_the_interval_qualifies(team, site, settings):
+    settings.UNCHANGED_PAGES_FREE_MIN_INTERVAL = 60
+    url = site.html("/p", "P", "<p>x</p>")
+    hourly = make_monitor(team, [url], cron="0 * * * *")
+    run_check(hourly)
+    assert run_check(hourly).actual_credits == 0
+
+    every_half_hour = make_monitor(team, [url])
+    run_check(every_half_hour)
+    assert run_check(every_half_hour).actual_credits == 1
+
+
+def test_credits_are_reserved_then_confirmed_when_the_team_has_an_allowance(team, site):
+    Team.objects.filter(pk=team.pk).update(credit_allowance=100)
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url])
+    check = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, estimated_credits=1
+    )
+
+    check = runner.run(check)
+
+    assert check.billing_status == Check.Billing.CONFIRMED
+    assert (check.reserved_credits, check.actual_credits) == (1, 1)
+    assert runner.credits_used_this_month(team, timezone.now()) == 1
+
+
+def test_check_is_skipped_when_the_allowance_is_exhausted(team, site):
+    Team.objects.filter(pk=team.pk).update(credit_allowance=5)
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url])
+    spent = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.COMPLETED,
+        finished_at=timezone.now(),
+        actual_credits=5,
+    )
+    check = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, estimated_credits=1
+    )
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+
+    check = runner.run(check)
+
+    assert check.status == Check.Status.SKIPPED_NO_CREDITS
+    assert check.error == "Monitor check skipped: insufficient credits."
+    assert check.actual_credits == 0 and check.finished_at is not None
+    assert site.requests == []
+    monitor.refresh_from_db()
+    assert monitor.current_check_id is None
+    assert monitor.last_run_at == check.finished_at
+    assert spent.pk != check.pk
+
+
+# --- claiming, taking over, failing -------------------------------------------------
+
+
+def test_a_claimed_check_cannot_be_claimed_again(team):
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    assert runner.claim(check) is True
+    assert runner.claim(Check.objects.get(pk=check.pk)) is False
+    assert Check.objects.get(pk=check.pk).status == Check.Status.RUNNING
+
+
+def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site):
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>{i}</p>") for i in range(3)]
+    monitor = make_monitor(team, urls)
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    runner.claim(check)
+    # The first worker recorded one page, then died.
+    jobs, results = runner.plan(check, list(monitor.targets.all()))
+    Check.objects.filter(pk=check.pk).update(target_results=results)
+    outcome = runner.Outcome(PageResult.Status.NEW, {"creditsUsed": 1}, markdown="0")
+    runner.record(check, jobs[0], outcome, None)
+    long_ago = timezone.now() - runner.RECLAIM_AFTER - timedelta(seconds=1)
+    Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
+
+    check = runner.run(Check.objects.get(pk=check.pk))
+
+    assert check.status == Check.Status.COMPLETED
+    assert check.pages.count() == 3 and check.pages_done == 3
+    assert site.requests_to("/p0") == []  # already done, not fetched again
+    assert [p.current_scrape_id for p in check.pages.order_by("url")] == [
+        j.scrape_id for j in jobs
+    ]
+
+
+def test_a_delivery_beyond_the_third_gives_the_check_up(team):
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    check = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, attempts=runner.MAX_ATTEMPTS
+    )
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+
+    assert runner.begin_delivery(check.pk) is None
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.FAILED
+    assert check.attempts == runner.MAX_ATTEMPTS + 1
+    assert "given up after 3 attempts" in check.error
+    monitor.refresh_from_db()
+    assert monitor.current_check_id is None
+
+
+def test_deliveries_of_finished_or_missing_checks_do_nothing(team):
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    done = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.COMPLETED
+    )
+    assert runner.begin_delivery(done.pk) is None
+    assert runner.begin_delivery("00000000-0000-0000-0000-000000000000") is None
+    done.refresh_from_db()
+    assert done.attempts == 0
+
+
+def test_a_check_failed_meanwhile_is_not_finished_over(team):
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    runner.claim(check)
+    assert runner.fail(check.pk, "Lost.")
+
+    assert runner.finish(check.pk) is None
+    check.refresh_from_db()
+    assert (check.status, check.error) == (Check.Status.FAILED, "Lost.")
+
+
+def test_a_crash_fails_the_check_with_a_reason(team, site, monkeypatch):
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url])
+
+    def explode(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runner, "judge", explode)
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error == "Monitor check failed because of an internal error."
+    assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_notifications_are_written_inside_the_transactions(team, site, monkeypatch):
+    calls: list[tuple[str, bool]] = []
+
+    def page_hook(page: PageResult) -> None:
+        calls.append(("page", connection.in_atomic_block))
+
+    def check_hook(check: Check) -> None:
+        calls.append((check.status, connection.in_atomic_block))
+
+    monkeypatch.setattr(notify, "on_page_result", page_hook)
+    monkeypatch.setattr(notify, "on_check_finished", check_hook)
+    urls = [site.html("/a", "A", "<p>a</p>"), site.html("/b", "B", "<p>b</p>")]
+
+    run_check(make_monitor(team, urls))
+
+    assert calls == [("page", True), ("page", True), ("completed", True)]
+
+
+def test_the_soft_time_limit_fails_the_check_without_waiting_for_slow_pages(
+    team, site, monkeypatch
+):
+    url = site.html("/slow", "Slow", "<p>x</p>", delay=20)
+    monitor = make_monitor(team, [url])
+    monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.1)
+
+    def time_is_up(check_id: object) -> None:
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(runner, "heartbeat", time_is_up)
+    started = time.monotonic()
+
+    check = run_check(monitor)
+
+    assert time.monotonic() - started < 5
+    assert check.status == Check.Status.FAILED
+    assert check.error == "Monitor check exceeded its time limit and was stopped."
+    assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
+
+
+# --- the sweeper --------------------------------------------------------------------
+
+
+def test_stale_checks_are_failed_and_fresh_ones_left_alone(team):
+    now = timezone.now()
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    others = [make_monitor(team, ["http://127.0.0.1:9/"]) for _ in range(3)]
+    limit = runner.stale_running_after()
+    lost_message = Check.objects.create(monitor=monitor, trigger="manual")
+    Check.objects.filter(pk=lost_message.pk).update(
+        created_at=now - timedelta(minutes=11)
+    )
+    lost_worker = Check.objects.create(
+        monitor=others[0],
+        trigger="manual",
+        status=Check.Status.RUNNING,
+        heartbeat_at=now - limit - timedelta(seconds=1),
+    )
+    waiting = Check.objects.create(monitor=others[1], trigger="manual")
+    working = Check.objects.create(
+        monitor=others[2],
+        trigger="manual",
+        status=Check.Status.RUNNING,
+        heartbeat_at=now - limit + timedelta(seconds=30),
+    )
+    for check in (lost_message, lost_worker, waiting, working):
+        Monitor.objects.filter(pk=check.monitor_id).update(current_check_id=check.pk)
+
+    assert runner.fail_stale_checks(now) == 2
+
+    lost_message.refresh_from_db()
+    assert lost_message.status == Check.Status.FAILED
+    assert lost_message.error == runner.STALE_QUEUED_MESSAGE
+    lost_worker.refresh_from_db()
+    assert lost_worker.status == Check.Status.FAILED
+    assert lost_worker.error == runner.STALE_RUNNING_MESSAGE
+    assert lost_worker.finished_at == now
+    for check in (lost_message, lost_worker):
+        assert Monitor.objects.get(pk=check.monitor_id).current_check_id is None
+    for check in (waiting, working):
+        assert Check.objects.get(pk=check.pk).status in Check.IN_FLIGHT
+        assert Monitor.objects.get(pk=check.monitor_id).current_check_id == check.pk
+
+
+def test_a_failed_check_releases_its_credit_reservation(team):
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger="manual",
+        status=Check.Status.RUNNING,
+        billing_status=Check.Billing.RESERVED,
+        reserved_credits=3,
+    )
+    runner.fail(check.pk, "Lost.")
+    check.refresh_from_db()
+    assert check.billing_status == Check.Billing.RELEASED
+    assert check.actual_credits == 0
+
+
+# --- the task ---------------------------------------------------------------------
+
+
+def test_the_task_runs_a_queued_check_once(team, site):
+    url = site.html("/p", "P", "<p>x</p>")
+    check = Check.objects.create(monitor=make_monitor(team, [url]), trigger="manual")
+
+    run_check_task(str(check.pk))
+    run_check_task(str(check.pk))  # a duplicate delivery: nothing left to do
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED
+    assert check.attempts == 1
+    assert len(site.requests_to("/p")) == 1
+
+
+def test_the_task_retries_later_while_another_worker_holds_the_check(team):
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger="manual",
+        status=Check.Status.RUNNING,
+        heartbeat_at=timezone.now(),
+    )
+    with pytest.raises(Retry):
+        run_check_task(str(check.pk))
+    check.refresh_from_db()
+    assert check.status == Check.Status.RUNNING and check.attempts == 1
+
+
+def test_scrape_options_become_fetch_settings():
+    def job(**options: Any) -> runner.PageJob:
+        return runner.PageJob(
+            uuid.uuid4(), "https://example.com/", options, 1, uuid.uuid4()
+        )
+
+    assert job().verify_tls is True and job().timeout is None
+    assert job(skipTlsVerification=True).verify_tls is False
+    assert job(timeout=15000).timeout == 15.0
+    assert job(timeout=10).timeout == runner.MIN_PAGE_TIMEOUT
+    assert job(timeout=10**9).timeout == runner.MAX_PAGE_TIMEOUT
+    assert job(timeout="soon").timeout is None
+    assert job(mobile=True, headers={"User-Agent": "mine"}).headers == {
+        "User-Agent": "mine"
+    }
+    assert job(headers="not a map").headers == {}
