@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, throttling
 from rest_framework.request import Request
 
@@ -64,6 +65,21 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         return key
 
 
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Describes ApiKeyAuthentication in /v2/openapi.json (a Bearer scheme)."""
+
+    target_class = ApiKeyAuthentication
+    name = "BearerApiKey"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key: `Authorization: Bearer pw_...`. Create one "
+            "with `manage.py createapikey --team <slug>` or in the dashboard.",
+        }
+
+
 class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
     """Per-key request rate (API_RATE_LIMIT). Approximate by design: hard quotas
     belong in the database, not in a cache-backed throttle."""
@@ -72,5 +88,8 @@ class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
 
     def get_cache_key(self, request: Request, view: object) -> str | None:
         if isinstance(request.user, ApiClient):
-            return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+            # The key's random prefix, not its pk: SQLite hands out a rolled-back
+            # row id again, and a new key must not inherit another's count.
+            ident = request.user.key.prefix
+            return self.cache_format % {"scope": self.scope, "ident": ident}
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -83,6 +83,14 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         return Response(
             _body(message, "BAD_REQUEST", details=issues), status=status.HTTP_400_BAD_REQUEST
         )
+    if isinstance(exc, RecursionError):
+        # Only a request body can nest without bound here: the JSON parser gives
+        # up on `[[[[...` thousands deep (well inside the size limit) this way.
+        logger.warning("Request nested too deeply", exc_info=exc)
+        return Response(
+            _body("Request body is nested too deeply.", "BAD_REQUEST_INVALID_JSON"),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if isinstance(exc, exceptions.ParseError):
         return Response(
             _body("Request body is not valid JSON.", "BAD_REQUEST_INVALID_JSON"),

@@ -51,6 +51,16 @@ class PassThroughMixin:
         return instance
 
 
+class StrictCharField(serializers.CharField):
+    """A JSON string and nothing else: DRF's CharField would quietly turn 42
+    into "42", where Firecrawl (and the Python SDK's types) reject it."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StringMapField(serializers.DictField):
     """A JSON object of string values, with a size cap and optional key rules."""
 
@@ -64,7 +74,7 @@ class StringMapField(serializers.DictField):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault(
-            "child", serializers.CharField(allow_blank=True, max_length=value_max)
+            "child", StrictCharField(allow_blank=True, max_length=value_max)
         )
         super().__init__(**kwargs)
         self.max_items = max_items
@@ -89,7 +99,7 @@ class StringMapField(serializers.DictField):
 
 def string_list(max_items: int, item_max: int = 256, **kwargs: Any) -> serializers.ListField:
     return serializers.ListField(
-        child=serializers.CharField(max_length=item_max), max_length=max_items, **kwargs
+        child=StrictCharField(max_length=item_max), max_length=max_items, **kwargs
     )
 
 
@@ -134,23 +144,23 @@ class LocationSerializer(StrictMixin, serializers.Serializer):
 
 
 class ProfileSerializer(StrictMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=128)
+    name = StrictCharField(max_length=128)
     saveChanges = serializers.BooleanField(required=False)
 
 
 class ThreatProtectionSerializer(StrictMixin, serializers.Serializer):
-    mode = serializers.CharField(required=False, max_length=32)
+    mode = StrictCharField(required=False, max_length=32)
     riskScoreThreshold = serializers.IntegerField(
         required=False, min_value=0, max_value=100
     )
     blacklist = string_list(100, required=False)
     whitelist = string_list(100, required=False)
     blockedTlds = string_list(100, 63, required=False)
-    failurePolicy = serializers.CharField(required=False, max_length=32)
+    failurePolicy = StrictCharField(required=False, max_length=32)
 
 
 class AuditMetadataSerializer(StrictMixin, serializers.Serializer):
-    username = serializers.CharField(max_length=256, required=False)
+    username = StrictCharField(max_length=256, required=False)
 
 
 class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):

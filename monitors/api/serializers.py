@@ -22,6 +22,7 @@ from monitors.api.options import (
     CrawlOptionsSerializer,
     PassThroughMixin,
     ScrapeOptionsSerializer,
+    StrictCharField,
     StrictMixin,
     StringMapField,
 )
@@ -29,7 +30,7 @@ from monitors.models import EmailRecipient, Monitor, Target
 from monitors.schedule import ScheduleError, normalize_schedule
 
 
-class UrlField(serializers.CharField):
+class UrlField(StrictCharField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_length", rules.URL_MAX)
         super().__init__(**kwargs)
@@ -46,15 +47,21 @@ class UrlField(serializers.CharField):
 
 
 class ScheduleSerializer(StrictMixin, serializers.Serializer):
-    cron = serializers.CharField(required=False, allow_null=True, max_length=128)
-    text = serializers.CharField(required=False, allow_null=True, max_length=128)
-    timezone = serializers.CharField(required=False, allow_null=True, max_length=64)
+    cron = StrictCharField(required=False, allow_null=True, max_length=128)
+    text = StrictCharField(required=False, allow_null=True, max_length=128)
+    timezone = StrictCharField(required=False, allow_null=True, max_length=64)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # PATCH without a zone keeps the monitor's zone (Firecrawl resets to UTC).
         zone = attrs.get("timezone") or self.context.get("current_timezone") or "UTC"
+        cron, text = attrs.get("cron"), attrs.get("text")
+        monitor = self.context.get("monitor")
+        if monitor is not None and attrs.get("timezone") and not (cron or text):
+            # PATCH with only a zone (`firecrawl monitor update --timezone X`
+            # sends {"schedule": {"timezone": X}}) moves the current cron to X.
+            cron = monitor.schedule_cron
         try:
-            schedule = normalize_schedule(attrs.get("cron"), attrs.get("text"), zone)
+            schedule = normalize_schedule(cron, text, zone)
         except ScheduleError as exc:
             raise ValidationError(exc.message) from None
         return {"cron": schedule.cron, "timezone": schedule.timezone}
@@ -90,7 +97,7 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
     id = serializers.UUIDField(required=False, allow_null=True)
     type = serializers.ChoiceField(choices=["search"])
     queries = serializers.ListField(
-        child=serializers.CharField(max_length=rules.QUERY_MAX),
+        child=StrictCharField(max_length=rules.QUERY_MAX),
         min_length=1,
         max_length=rules.QUERIES_MAX,
     )
@@ -103,12 +110,12 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         default=rules.MAX_RESULTS_DEFAULT,
     )
     includeDomains = serializers.ListField(
-        child=serializers.CharField(max_length=253),
+        child=StrictCharField(max_length=253),
         max_length=rules.DOMAINS_MAX,
         required=False,
     )
     excludeDomains = serializers.ListField(
-        child=serializers.CharField(max_length=253),
+        child=StrictCharField(max_length=253),
         max_length=rules.DOMAINS_MAX,
         required=False,
     )
@@ -150,7 +157,7 @@ TARGET_SERIALIZERS: dict[str, type[serializers.Serializer]] = {
 @extend_schema_field(
     PolymorphicProxySerializer(
         component_name="MonitorTarget",
-        serializers=list(TARGET_SERIALIZERS.values()),
+        serializers=TARGET_SERIALIZERS,
         resource_type_field_name="type",
     )
 )
@@ -195,7 +202,24 @@ def target_representation(target: Target) -> dict[str, Any]:
 # ---------------------------------------------------------------- notifications
 
 
-class WebhookSerializer(StrictMixin, serializers.Serializer):
+class WholeObjectMixin:
+    # A nested object that replaces the stored one whole, so it is validated as
+    # on create even inside a PATCH body. DRF would otherwise inherit the root's
+    # partial=True and skip its required keys and defaults (a webhook without
+    # `url`, an e-mail block without `enabled`). A comment, not a docstring:
+    # drf-spectacular would publish a docstring as every subclass's description.
+
+    def to_internal_value(self, data: Any) -> Any:
+        root = self.root  # type: ignore[attr-defined]
+        if root is not self and getattr(root, "partial", False):
+            context = self.context  # type: ignore[attr-defined]
+            whole = type(self)(data=data, context=context)
+            whole.is_valid(raise_exception=True)
+            return whole.validated_data
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class WebhookSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
     url = UrlField()
     headers = StringMapField(
         max_items=rules.WEBHOOK_HEADERS_MAX,
@@ -240,7 +264,9 @@ class EmailNotificationSerializer(StrictMixin, serializers.Serializer):
         return list(dict.fromkeys(address.strip().lower() for address in value))
 
 
-class NotificationSerializer(StrictMixin, PassThroughMixin, serializers.Serializer):
+class NotificationSerializer(
+    WholeObjectMixin, StrictMixin, PassThroughMixin, serializers.Serializer
+):
     email = EmailNotificationSerializer(required=False)
 
 
@@ -253,7 +279,7 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
 
     allow_extra = ("origin",)
 
-    name = serializers.CharField(max_length=rules.NAME_MAX)
+    name = StrictCharField(max_length=rules.NAME_MAX)
     schedule = ScheduleSerializer()
     targets = serializers.ListField(
         child=TargetField(), min_length=rules.TARGETS_MIN, max_length=rules.TARGETS_MAX
@@ -263,11 +289,11 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     retentionDays = serializers.IntegerField(
         required=False, min_value=rules.RETENTION_MIN, max_value=rules.RETENTION_MAX
     )
-    goal = serializers.CharField(
+    goal = StrictCharField(
         required=False, allow_null=True, allow_blank=True, max_length=rules.GOAL_MAX
     )
     judgeEnabled = serializers.BooleanField(required=False, allow_null=True)
-    origin = serializers.CharField(
+    origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
 

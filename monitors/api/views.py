@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -32,24 +33,68 @@ from monitors.models import EmailRecipient, Monitor, Target
 ERROR = inline_serializer(
     "Error",
     {
-        "success": serializers.BooleanField(default=False),
-        "error": serializers.CharField(),
+        "success": serializers.BooleanField(help_text="Always false."),
+        "error": serializers.CharField(help_text="Names the field at fault."),
         "code": serializers.CharField(required=False),
-        "details": serializers.ListField(child=serializers.DictField(), required=False),
+        "details": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="Every validation issue: {code, path, message}.",
+        ),
     },
 )
-ERRORS = {
-    400: OpenApiResponse(ERROR, "Invalid input"),
-    401: OpenApiResponse(ERROR, "Missing or invalid API key"),
-    404: OpenApiResponse(ERROR, "Monitor not found"),
-    429: OpenApiResponse(ERROR, "Rate limited"),
+_ERRORS = {
+    400: OpenApiResponse(
+        ERROR, "Invalid input (code BAD_REQUEST or BAD_REQUEST_INVALID_JSON)"
+    ),
+    401: OpenApiResponse(ERROR, "Missing, malformed, unknown or revoked API key"),
+    404: OpenApiResponse(
+        ERROR, "Monitor not found: unknown, deleted, another team's, or a malformed id"
+    ),
+    413: OpenApiResponse(ERROR, "Request body larger than the server accepts"),
+    415: OpenApiResponse(ERROR, "Request body is not application/json"),
+    429: OpenApiResponse(ERROR, "Rate limited; retry after Retry-After seconds"),
 }
 
 
+def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
+    """The error responses an operation can give, always including 401 and 429."""
+    return {code: _ERRORS[code] for code in sorted({401, 429, *codes})}
+
+
+# The usual set for an operation on one monitor (checks.api uses it too).
+ERRORS = error_responses(400, 404)
+
+
+RESPONSE_HEADERS = [
+    OpenApiParameter(
+        "Retry-After",
+        OpenApiTypes.INT,
+        OpenApiParameter.HEADER,
+        required=True,
+        response=[429],
+        description="Seconds to wait before the next request.",
+    ),
+    OpenApiParameter(
+        "WWW-Authenticate",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        required=True,
+        response=[401],
+        description="Always `Bearer`.",
+    ),
+]
+MONITOR_ID = OpenApiParameter(
+    "monitor_id",
+    OpenApiTypes.UUID,
+    OpenApiParameter.PATH,
+    description="A malformed id answers 404, like an unknown one.",
+)
+
+
 def envelope(name: str, data: Any) -> Any:
-    return inline_serializer(
-        name, {"success": serializers.BooleanField(default=True), "data": data}
-    )
+    success = serializers.BooleanField(help_text="Always true.")
+    return inline_serializer(name, {"success": success, "data": data})
 
 
 MONITOR_ENVELOPE = envelope("MonitorResponse", MonitorSerializer())
@@ -83,6 +128,9 @@ def render_monitor(monitor: Monitor) -> dict[str, Any]:
     return MonitorSerializer(monitor, context={"now": timezone.now()}).data
 
 
+OFFSET_MAX = 2**31 - 1
+
+
 def _paging(request: Request, limit_default: int = 25) -> tuple[int, int]:
     errors = {}
     values = {}
@@ -102,21 +150,31 @@ def _paging(request: Request, limit_default: int = 25) -> tuple[int, int]:
         values[name] = value
     if errors:
         raise ValidationError(errors)
-    return values["limit"], values["offset"]
+    # Any offset >= 0 is valid, but one past 64 bits overflows the database's
+    # OFFSET; no team has this many rows, so the answer is the same: nothing.
+    return values["limit"], min(values["offset"], OFFSET_MAX)
 
 
 PAGING = [
-    OpenApiParameter("limit", int, description="1 to 100, default 25"),
-    OpenApiParameter("offset", int, description="0 or more, default 0"),
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 100, "default": 25},
+        description="How many items to return: 1 to 100, default 25.",
+    ),
+    OpenApiParameter(
+        "offset",
+        {"type": "integer", "minimum": 0, "default": 0},
+        description="How many items to skip: 0 or more, default 0.",
+    ),
 ]
 
 
 class MonitorListView(APIView):
     @extend_schema(
         operation_id="listMonitors",
-        parameters=PAGING,
+        parameters=PAGING + RESPONSE_HEADERS,
         responses={200: envelope("MonitorListResponse", MonitorSerializer(many=True))}
-        | ERRORS,
+        | error_responses(400),
     )
     def get(self, request: Request) -> Response:
         limit, offset = _paging(request)
@@ -129,7 +187,8 @@ class MonitorListView(APIView):
     @extend_schema(
         operation_id="createMonitor",
         request=MonitorWriteSerializer,
-        responses={200: MONITOR_ENVELOPE} | ERRORS,
+        parameters=RESPONSE_HEADERS,
+        responses={200: MONITOR_ENVELOPE} | error_responses(400, 413, 415),
     )
     def post(self, request: Request) -> Response:
         serializer = MonitorWriteSerializer(data=request.data)
@@ -139,14 +198,19 @@ class MonitorListView(APIView):
 
 
 class MonitorDetailView(APIView):
-    @extend_schema(operation_id="getMonitor", responses={200: MONITOR_ENVELOPE} | ERRORS)
+    @extend_schema(
+        operation_id="getMonitor",
+        parameters=[MONITOR_ID, *RESPONSE_HEADERS],
+        responses={200: MONITOR_ENVELOPE} | error_responses(404),
+    )
     def get(self, request: Request, monitor_id: str) -> Response:
         return ok(render_monitor(get_monitor_for(request, monitor_id)))
 
     @extend_schema(
         operation_id="updateMonitor",
         request=MonitorUpdateSerializer,
-        responses={200: MONITOR_ENVELOPE} | ERRORS,
+        parameters=[MONITOR_ID, *RESPONSE_HEADERS],
+        responses={200: MONITOR_ENVELOPE} | error_responses(400, 404, 413, 415),
     )
     def patch(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
@@ -160,12 +224,14 @@ class MonitorDetailView(APIView):
 
     @extend_schema(
         operation_id="deleteMonitor",
+        parameters=[MONITOR_ID, *RESPONSE_HEADERS],
         responses={
             200: inline_serializer(
-                "DeleteResponse", {"success": serializers.BooleanField(default=True)}
+                "DeleteResponse",
+                {"success": serializers.BooleanField(help_text="Always true.")},
             )
         }
-        | ERRORS,
+        | error_responses(404),
     )
     def delete(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)

@@ -1,0 +1,141 @@
+"""manage.py createapikey and bootstrap: what they create, what they print, and
+that what they print works against the API."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from monitors.models import KEY_PREFIX, ApiKey, Membership, Team
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    # bootstrap creates a real admin; the default hasher costs seconds per test.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def key_works(raw: str) -> bool:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client.get("/v2/monitor").status_code == 200
+
+
+# ------------------------------------------------------------------ createapikey
+
+
+def test_createapikey_prints_a_working_key_as_the_last_line():
+    out, err = run("createapikey", "--team", "acme", "--name", "ci")
+
+    raw = out.strip().splitlines()[-1]
+    assert raw.startswith(KEY_PREFIX)
+    assert key_works(raw)
+    key = ApiKey.objects.get()
+    assert key.matches(raw)
+    assert (key.team.slug, key.name) == ("acme", "ci")
+    assert key.display_prefix in err
+    assert raw not in err
+
+
+def test_createapikey_creates_the_team_when_missing():
+    run("createapikey", "--team", "Brand New Co")
+    team = Team.objects.get()
+    assert (team.slug, team.name) == ("brand-new-co", "Brand New Co")
+
+
+def test_createapikey_adds_keys_to_an_existing_team(team):
+    first, _ = run("createapikey", "--team", "acme")
+    second, _ = run("createapikey", "--team", "acme")
+
+    assert Team.objects.count() == 1
+    assert team.api_keys.count() == 2
+    first_key, second_key = first.strip(), second.strip()
+    assert first_key != second_key
+    assert key_works(first_key) and key_works(second_key)
+
+
+def test_createapikey_key_sees_only_its_teams_monitors(team, api):
+    api.post(
+        "/v2/monitor",
+        {
+            "name": "Acme's",
+            "schedule": {"text": "hourly"},
+            "targets": [{"type": "scrape", "urls": ["https://example.com/"]}],
+        },
+        format="json",
+    )
+    out, _ = run("createapikey", "--team", "globex")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {out.strip()}")
+    assert client.get("/v2/monitor").json()["data"] == []
+
+
+def test_createapikey_without_a_team_is_refused():
+    with pytest.raises(CommandError, match="--team"):
+        run("createapikey")
+    assert ApiKey.objects.count() == 0
+
+
+# ------------------------------------------------------------------ bootstrap
+
+
+def field(out: str, label: str) -> str:
+    match = re.search(rf"^\s*{label}\s*:\s*(\S+)\s*$", out, re.MULTILINE)
+    assert match, out
+    return match.group(1)
+
+
+def test_bootstrap_creates_an_admin_a_demo_team_and_a_working_key():
+    out, _ = run("bootstrap")
+
+    admin = get_user_model().objects.get()
+    assert admin.username == "admin"
+    assert admin.is_superuser and admin.is_staff
+    assert admin.check_password(field(out, "Password"))
+    team = Team.objects.get()
+    assert team.slug == "demo"
+    assert team.webhook_secret.startswith("whsec_")
+    membership = Membership.objects.get()
+    assert (membership.team, membership.user, membership.role) == (team, admin, "owner")
+    raw = field(out, "API key")
+    assert key_works(raw)
+    key = ApiKey.objects.get()
+    assert (key.team, key.created_by) == (team, admin)
+
+
+def test_bootstrap_a_second_time_changes_nothing():
+    first, _ = run("bootstrap")
+    admin = get_user_model().objects.get()
+    password_hash = admin.password
+
+    second, _ = run("bootstrap")
+
+    assert "API key" not in second
+    assert "Password" not in second
+    assert get_user_model().objects.count() == 1
+    assert Team.objects.count() == 1
+    assert ApiKey.objects.count() == 1
+    admin.refresh_from_db()
+    assert admin.password == password_hash
+    assert key_works(field(first, "API key"))
+
+
+def test_bootstrap_leaves_an_installation_with_users_alone():
+    get_user_model().objects.create_user("someone", password="x")
+    out, _ = run("bootstrap")
+    assert Team.objects.count() == 0
+    assert ApiKey.objects.count() == 0
+    assert "set up" in out
