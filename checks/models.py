@@ -64,8 +64,12 @@ class Check(models.Model):
     )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="checks")
-    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="checks"
+    )
+    status = models.CharField(
+        max_length=24, choices=Status.choices, default=Status.QUEUED
+    )
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     scheduled_for = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -94,7 +98,9 @@ class Check(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["monitor", "-created_at"], name="check_monitor_list_idx"),
+            models.Index(
+                fields=["monitor", "-created_at"], name="check_monitor_list_idx"
+            ),
             # Used by checks.runner.fail_stale_checks: only in-flight rows matter.
             models.Index(
                 fields=["status", "created_at"],
@@ -169,7 +175,9 @@ class PageState(models.Model):
         ACTIVE = "active"
         REMOVED = "removed"
 
-    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="page_states")
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="page_states"
+    )
     target_id = models.UUIDField()
     url = models.URLField(max_length=2048)
     # Hash of the URL: a unique index over 2048-char URLs is not portable.
@@ -183,6 +191,11 @@ class PageState(models.Model):
         max_length=16, choices=Presence.choices, default=Presence.ACTIVE
     )
     fetched_at = models.DateTimeField(null=True, blank=True)
+    # When this content may be served again for scrapeOptions.maxAge/minAge;
+    # null when it was fetched with storeInCache: false (checks.runner).
+    cached_at = models.DateTimeField(null=True, blank=True)
+    # Page metadata of that fetch (title, statusCode...), replayed on a cache hit.
+    metadata = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -237,7 +250,9 @@ class PageResult(models.Model):
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(fields=["check_run", "status"], name="page_check_status_idx"),
-            models.Index(fields=["check_run", "created_at"], name="page_check_order_idx"),
+            models.Index(
+                fields=["check_run", "created_at"], name="page_check_order_idx"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -251,3 +266,175 @@ class PageResult(models.Model):
         if self.status != self.Status.CHANGED or not self.judgment:
             return None
         return bool(self.judgment.get("meaningful"))
+
+
+# --- Notification outbox ------------------------------------------------------
+# Written by checks.deliveries in the same transaction as the event it announces,
+# sent after commit by checks.notification_tasks, swept again while pending.
+
+
+class DeliveryQuerySet(models.QuerySet["Delivery"]):
+    def webhooks(self) -> DeliveryQuerySet:
+        return self.filter(kind=Delivery.Kind.WEBHOOK)
+
+    def emails(self) -> DeliveryQuerySet:
+        return self.filter(kind=Delivery.Kind.EMAIL)
+
+    def for_monitor(self, monitor: Monitor) -> DeliveryQuerySet:
+        return self.filter(monitor=monitor)
+
+    def due(self, now: datetime) -> DeliveryQuerySet:
+        """Pending rows whose next attempt has come; served by delivery_open_idx."""
+        return self.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+
+
+class Delivery(models.Model):
+    """One notification to one destination (a webhook URL or one e-mail address).
+
+    The row is the outbox entry, the retry state and the history at once:
+    claimed with a conditional update before every attempt, so running the
+    same task twice never sends twice; each attempt is a DeliveryAttempt row.
+    """
+
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook"
+        EMAIL = "email"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # waiting for next_attempt_at
+        SENDING = "sending"  # claimed by a worker (lease: claimed_at)
+        DELIVERED = "delivered"
+        FAILED = "failed"  # retries exhausted or a permanent error
+        CANCELLED = "cancelled"  # the destination went away before sending
+
+    OPEN = (Status.PENDING, Status.SENDING)
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    check_run = models.ForeignKey(
+        Check,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+    )
+    # monitor.page, monitor.check.completed, monitor.test; for e-mail
+    # email.notification, email.confirmation, email.webhook_disabled.
+    event = models.CharField(max_length=64)
+    # Stable across retries: the payload's webhookId and the webhook-id header.
+    webhook_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # Webhooks: where, and the exact JSON text sent on every attempt.
+    url = models.URLField(max_length=2048, blank=True)
+    body = models.TextField(blank=True)
+    # E-mail: the address, and its consent row when there is one.
+    email = models.EmailField(max_length=254, blank=True)
+    recipient = models.ForeignKey(
+        "monitors.EmailRecipient",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deliveries",
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Last time a task for this row was put on the broker; the sweeper queues
+    # it again when it is still due long after (the message was lost).
+    queued_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = DeliveryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+        indexes = [
+            # Used by checks.deliveries.sweep (due rows, stale claims): only open
+            # rows are indexed, so the index stays small as history grows.
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_open_idx",
+                condition=Q(status__in=["pending", "sending"]),
+            ),
+            # Used by checks.deliveries.recent_deliveries (dashboard).
+            models.Index(
+                fields=["monitor", "-created_at"], name="delivery_monitor_idx"
+            ),
+            # Used by checks.deliveries.refresh_notification_status.
+            models.Index(fields=["check_run", "kind"], name="delivery_check_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.destination} ({self.status})"
+
+    @property
+    def destination(self) -> str:
+        return self.url if self.kind == self.Kind.WEBHOOK else self.email
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN
+
+
+class _KindManager(models.Manager["Delivery"]):
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def get_queryset(self) -> DeliveryQuerySet:
+        return DeliveryQuerySet(self.model, using=self._db).filter(kind=self.kind)
+
+
+class WebhookDelivery(Delivery):
+    """The webhook rows of the outbox (admin and dashboard lists)."""
+
+    objects = _KindManager(Delivery.Kind.WEBHOOK)
+
+    class Meta:
+        proxy = True
+        verbose_name_plural = "webhook deliveries"
+
+
+class EmailDelivery(Delivery):
+    """The e-mail rows of the outbox (admin and dashboard lists)."""
+
+    objects = _KindManager(Delivery.Kind.EMAIL)
+
+    class Meta:
+        proxy = True
+        verbose_name_plural = "e-mail deliveries"
+
+
+class DeliveryAttempt(models.Model):
+    """One try at sending a Delivery, kept for the dashboard and the admin."""
+
+    RESPONSE_MAX_CHARS = 1024
+
+    delivery = models.ForeignKey(
+        Delivery, on_delete=models.CASCADE, related_name="attempt_log"
+    )
+    number = models.PositiveSmallIntegerField()
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField(default=0)
+    success = models.BooleanField(default=False)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The first RESPONSE_MAX_CHARS characters of the receiver's answer; shown
+    # escaped, never rendered.
+    response_body = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["delivery", "number"]
+
+    def __str__(self) -> str:
+        outcome = "ok" if self.success else (self.error or self.status_code)
+        return f"attempt {self.number} of {self.delivery_id}: {outcome}"

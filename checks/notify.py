@@ -2,11 +2,14 @@
 
 The runner calls these inside the transaction that records a page result or
 finishes a check, so an outbox row is written atomically with the event it
-announces (implemented by the notifications work: webhooks and e-mail)."""
+announces; checks.deliveries queues it after commit. Nothing here touches the
+network, so the runner's transaction stays short."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from checks import deliveries
 
 if TYPE_CHECKING:
     from checks.models import Check, PageResult
@@ -14,7 +17,12 @@ if TYPE_CHECKING:
 
 def on_page_result(page: PageResult) -> None:
     """A page result was recorded (called in the same transaction)."""
+    deliveries.record_page_result(page)
 
 
 def on_check_finished(check: Check) -> None:
-    """A check reached a finished state, skipped ones included (same transaction)."""
+    """A check reached a finished state, skipped ones included (same transaction).
+
+    Also sets check.notification_status (in the row and on the instance, so a
+    later save by the caller keeps it)."""
+    deliveries.record_check_finished(check)

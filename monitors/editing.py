@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
+from checks.deliveries import queue_confirmations
 from monitors import rules
 from monitors.models import Monitor, Target, Team
 
@@ -90,6 +91,7 @@ def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     monitor.save()
     replace_targets(monitor, data["targets"])
     monitor.sync_email_recipients()
+    queue_confirmations(monitor)
     return monitor
 
 
@@ -101,4 +103,5 @@ def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Mon
         replace_targets(monitor, data["targets"])
     if "notification" in data:
         monitor.sync_email_recipients()
+        queue_confirmations(monitor)
     return monitor

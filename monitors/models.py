@@ -7,6 +7,7 @@ delivering notifications) live in plain modules under checks/.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
 import secrets
@@ -57,8 +58,14 @@ class Team(models.Model):
             for email in self.members.exclude(email="").values_list("email", flat=True)
         }
 
+    @staticmethod
+    def new_webhook_secret() -> str:
+        # The Standard Webhooks format (whsec_ + base64 of the key bytes), so
+        # their libraries verify our webhook-signature as-is (docs/webhooks.md).
+        return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
     def rotate_webhook_secret(self) -> str:
-        self.webhook_secret = "whsec_" + secrets.token_urlsafe(32)
+        self.webhook_secret = self.new_webhook_secret()
         self.save(update_fields=["webhook_secret"])
         return self.webhook_secret
 

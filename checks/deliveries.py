@@ -1,0 +1,661 @@
+"""The notification outbox: webhook and e-mail deliveries as database rows.
+
+Lifecycle of a Delivery row:
+
+1. Written in the transaction that records the event (checks.notify, called by
+   the runner), or by a dashboard action; queued with `transaction.on_commit`.
+2. `deliver(id)` (the Celery task's body) claims it with a conditional UPDATE
+   (`pending` and due -> `sending`), so a task that runs twice, or two workers
+   holding the same message, send at most once. The transport sends; the
+   attempt is recorded; the row becomes `delivered`, `failed`, `cancelled`, or
+   `pending` again with `next_attempt_at` pushed back (backoff + jitter,
+   Retry-After honoured).
+3. `sweep()` (periodic) queues every due row that is not already on its way and
+   frees claims whose worker died. Retries are queued by it too: no far-future
+   ETAs live in the broker, so losing Redis only delays deliveries.
+
+Delivery is at least once: a worker killed between the receiver's 2xx and our
+commit sends again after the lease, with the same webhookId and webhook-id.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from checks import emails, events
+from checks.models import Check, Delivery, DeliveryAttempt, PageResult
+from checks.transports import DeliveryError, Sent, transport_for
+from monitors.models import EmailRecipient, Monitor
+
+logger = logging.getLogger(__name__)
+
+# Waits after attempt 1, 2, ...: the documented 1/5/15 minutes, then longer,
+# giving up about 17 hours after the first attempt (7 attempts).
+RETRY_DELAYS = (
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=15),
+    timedelta(hours=1),
+    timedelta(hours=4),
+    timedelta(hours=12),
+)
+MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
+# Up to this share is added at random, so receivers that went down together
+# are not hit by every retry at the same second. Never earlier than the table.
+JITTER = 0.2
+RETRY_AFTER_MAX = timedelta(hours=24)
+# Longer than deliver_task's hard time limit: a claim older than this belongs
+# to a worker that died.
+CLAIM_LEASE = timedelta(minutes=5)
+# A due row queued this long ago and still pending lost its broker message.
+REQUEUE_AFTER = timedelta(minutes=5)
+SWEEP_BATCH = 500
+
+
+# --- Queueing -------------------------------------------------------------------
+
+
+def enqueue(delivery_id: int) -> None:
+    """Put a delivery on the broker. Never raises: if the broker is down the row
+    stays pending and the sweeper queues it again after REQUEUE_AFTER."""
+    from checks.notification_tasks import deliver_task
+
+    try:
+        deliver_task.apply_async((delivery_id,), expires=REQUEUE_AFTER.total_seconds())
+    except Exception:
+        logger.warning(
+            "Could not queue delivery %s; the sweeper will retry",
+            delivery_id,
+            exc_info=True,
+        )
+
+
+def _enqueue_on_commit(delivery_id: int) -> None:
+    # Looked up at call time (not bound now), so tests can replace `enqueue`.
+    transaction.on_commit(lambda: enqueue(delivery_id))
+
+
+def _create(**fields: Any) -> Delivery:
+    now = timezone.now()
+    delivery = Delivery.objects.create(next_attempt_at=now, queued_at=now, **fields)
+    _enqueue_on_commit(delivery.pk)
+    return delivery
+
+
+def _create_webhook(
+    monitor: Monitor,
+    check: Check | None,
+    event: str,
+    build: Callable[..., dict[str, Any]],
+) -> Delivery:
+    """One webhook row; `build(webhook_id=, metadata=)` makes the payload, which
+    is serialized once here so every retry sends the very same bytes."""
+    config = monitor.webhook or {}
+    webhook_id = uuid.uuid4()
+    payload = build(webhook_id=webhook_id, metadata=config.get("metadata"))
+    return _create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=monitor,
+        check_run=check,
+        event=event,
+        webhook_id=webhook_id,
+        url=config["url"],
+        body=events.serialize(payload),
+    )
+
+
+# --- Recording events (called inside the runner's transaction) -------------------
+
+
+def record_page_result(page: PageResult) -> Delivery | None:
+    """A `monitor.page` webhook for every page result except `removed`."""
+    if page.status == PageResult.Status.REMOVED:
+        return None
+    check = page.check_run
+    monitor = check.monitor
+    if not events.wants(monitor.webhook, events.PAGE):
+        return None
+    return _create_webhook(
+        monitor,
+        check,
+        events.PAGE,
+        lambda **kw: events.page_event(page, **kw),
+    )
+
+
+def record_check_finished(check: Check) -> list[Delivery]:
+    """`monitor.check.completed` (skipped checks too) and the change e-mails.
+
+    Idempotent per check: a second call finds the rows of the first.
+    """
+    monitor = check.monitor
+    if Delivery.objects.filter(
+        check_run=check, event__in=(events.CHECK_COMPLETED, emails.NOTIFICATION)
+    ).exists():
+        return []
+    created: list[Delivery] = []
+    if events.wants(monitor.webhook, events.CHECK_COMPLETED):
+        created.append(
+            _create_webhook(
+                monitor,
+                check,
+                events.CHECK_COMPLETED,
+                lambda **kw: events.check_completed_event(check, **kw),
+            )
+        )
+    email_rows, email_status = _record_change_emails(check, monitor)
+    created.extend(email_rows)
+    status = _compose_status(check.pk, {"email": email_status})
+    check.notification_status = status
+    Check.objects.filter(pk=check.pk).update(notification_status=status)
+    return created
+
+
+def _record_change_emails(
+    check: Check, monitor: Monitor
+) -> tuple[list[Delivery], dict[str, Any]]:
+    status: dict[str, Any] = {
+        "attempted": False,
+        "success": False,
+        "queued": False,
+        "skipped": True,
+        "reason": None,
+        "recipients": [],
+        "pendingRecipients": 0,
+        "unsubscribedRecipients": 0,
+        "error": None,
+    }
+    if not monitor.email_settings.get("enabled"):
+        return [], status | {"reason": "disabled"}
+    if check.status in (Check.Status.SKIPPED_OVERLAP, Check.Status.SKIPPED_NO_CREDITS):
+        return [], status | {"reason": "skipped_check"}
+    reason = emails.change_report(check).suppression_reason()
+    if reason:
+        return [], status | {"reason": reason}
+    recipients = _subscriptions(monitor)
+    status["pendingRecipients"] = sum(
+        1 for r in recipients if r.status == EmailRecipient.Status.PENDING
+    )
+    status["unsubscribedRecipients"] = sum(
+        1 for r in recipients if r.status == EmailRecipient.Status.UNSUBSCRIBED
+    )
+    confirmed = [r for r in recipients if r.status == EmailRecipient.Status.CONFIRMED]
+    if not confirmed:
+        return [], status | {"reason": "no_confirmed_recipients"}
+    rows = [
+        _create(
+            kind=Delivery.Kind.EMAIL,
+            monitor=monitor,
+            check_run=check,
+            event=emails.NOTIFICATION,
+            email=recipient.email,
+            recipient=recipient,
+        )
+        for recipient in confirmed
+    ]
+    return rows, status | {
+        "skipped": False,
+        "queued": True,
+        "recipients": [r.email for r in confirmed],
+    }
+
+
+def _subscriptions(monitor: Monitor) -> list[EmailRecipient]:
+    """Who may get this monitor's e-mails, consent rows included.
+
+    Explicit recipients are reconciled by Monitor.sync_email_recipients. With
+    none, the team's members get mail, through `team` rows made here so each
+    has an unsubscribe link that sticks.
+    """
+    if monitor.email_settings.get("recipients"):
+        return monitor.recipient_subscriptions()
+    rows = []
+    for email in sorted(monitor.team.member_emails()):
+        row, _ = EmailRecipient.objects.get_or_create(
+            monitor=monitor,
+            email=email,
+            defaults={
+                "status": EmailRecipient.Status.CONFIRMED,
+                "source": EmailRecipient.Source.TEAM,
+                "confirmed_at": timezone.now(),
+            },
+        )
+        rows.append(row)
+    return rows
+
+
+# --- Consent e-mails --------------------------------------------------------------
+
+
+def queue_confirmations(monitor: Monitor) -> list[Delivery]:
+    """One confirmation e-mail to every pending address that never got one.
+
+    Call after Monitor.sync_email_recipients (monitors.editing does). The
+    conditional update makes it safe to call twice: one e-mail per address.
+    """
+    created = []
+    now = timezone.now()
+    pending = monitor.email_recipients.filter(
+        status=EmailRecipient.Status.PENDING, confirmation_sent_at__isnull=True
+    )
+    for recipient in pending:
+        claimed = EmailRecipient.objects.filter(
+            pk=recipient.pk, confirmation_sent_at__isnull=True
+        ).update(confirmation_sent_at=now)
+        if claimed:
+            recipient.confirmation_sent_at = now
+            created.append(_confirmation(monitor, recipient))
+    return created
+
+
+def request_reconfirmation(recipient: EmailRecipient) -> Delivery | None:
+    """A new confirmation e-mail for an address that unsubscribed (or never
+    confirmed), at most once a day; older confirmation links stop working.
+    The address gets nothing else until it confirms again."""
+    now = timezone.now()
+    if recipient.status == EmailRecipient.Status.CONFIRMED:
+        return None
+    recent = now - timedelta(days=1)
+    with transaction.atomic():
+        claimed = (
+            EmailRecipient.objects.filter(pk=recipient.pk)
+            .exclude(status=EmailRecipient.Status.CONFIRMED)
+            .filter(
+                Q(confirmation_sent_at__isnull=True)
+                | Q(confirmation_sent_at__lt=recent)
+            )
+            .update(status=EmailRecipient.Status.PENDING, confirmation_sent_at=now)
+        )
+        if not claimed:
+            return None
+        recipient.refresh_from_db()
+        return _confirmation(recipient.monitor, recipient)
+
+
+def _confirmation(monitor: Monitor, recipient: EmailRecipient) -> Delivery:
+    return _create(
+        kind=Delivery.Kind.EMAIL,
+        monitor=monitor,
+        event=emails.CONFIRMATION,
+        email=recipient.email,
+        recipient=recipient,
+    )
+
+
+# --- Sending one attempt ----------------------------------------------------------
+
+
+def deliver(delivery_id: int) -> Delivery | None:
+    """Claim, send and record one attempt. Returns None when there was nothing
+    to do (gone, not due, already claimed or finished)."""
+    now = timezone.now()
+    claimed = (
+        Delivery.objects.due(now)
+        .filter(pk=delivery_id)
+        .update(
+            status=Delivery.Status.SENDING,
+            claimed_at=now,
+            attempts=F("attempts") + 1,
+            updated_at=now,
+        )
+    )
+    if not claimed:
+        return None
+    delivery = Delivery.objects.select_related(
+        "monitor__team", "check_run", "recipient"
+    ).get(pk=delivery_id)
+    started = time.monotonic()
+    outcome: Sent | DeliveryError
+    try:
+        outcome = transport_for(delivery.kind).send(delivery)
+    except DeliveryError as error:
+        outcome = error
+    except Exception as exc:
+        # A bug must not leave the row claimed until the lease runs out.
+        logger.exception("Delivery %s crashed", delivery_id)
+        outcome = DeliveryError(f"Internal error ({type(exc).__name__}).")
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    _record(delivery, outcome, started_at=now, elapsed_ms=elapsed_ms)
+    if delivery.check_run_id:
+        refresh_notification_status(delivery.check_run_id)
+    return delivery
+
+
+def retry_delay(attempts: int, error: DeliveryError) -> timedelta | None:
+    """How long to wait after a failed attempt number `attempts`; None = give up."""
+    if error.permanent or attempts >= MAX_ATTEMPTS:
+        return None
+    base = RETRY_DELAYS[min(attempts, len(RETRY_DELAYS)) - 1]
+    delay = base * (1 + random.uniform(0, JITTER))
+    if error.retry_after is not None:
+        delay = max(delay, min(error.retry_after, RETRY_AFTER_MAX))
+    return delay
+
+
+def _record(
+    delivery: Delivery,
+    outcome: Sent | DeliveryError,
+    *,
+    started_at: datetime,
+    elapsed_ms: int,
+) -> None:
+    now = timezone.now()
+    ok = isinstance(outcome, Sent)
+    attempt = DeliveryAttempt(
+        delivery=delivery,
+        number=delivery.attempts,
+        started_at=started_at,
+        duration_ms=elapsed_ms,
+        success=ok,
+        status_code=outcome.status_code,
+        response_body=outcome.response_body[: DeliveryAttempt.RESPONSE_MAX_CHARS],
+        error="" if ok else outcome.message,
+    )
+    fields: dict[str, Any] = {
+        "last_status_code": outcome.status_code,
+        "claimed_at": None,
+        "updated_at": now,
+    }
+    if isinstance(outcome, Sent):
+        fields |= {
+            "status": Delivery.Status.DELIVERED,
+            "delivered_at": now,
+            "last_error": "",
+        }
+    else:
+        delay = retry_delay(delivery.attempts, outcome)
+        fields["last_error"] = outcome.message
+        if delay is not None:
+            fields |= {
+                "status": Delivery.Status.PENDING,
+                "next_attempt_at": now + delay,
+                "queued_at": None,  # the sweeper queues it when due
+            }
+        else:
+            fields |= {
+                "status": Delivery.Status.CANCELLED
+                if outcome.cancel
+                else Delivery.Status.FAILED,
+                "next_attempt_at": None,
+            }
+    with transaction.atomic():
+        attempt.save()
+        # Only the holder of this claim may finish it (see sweep's lease).
+        Delivery.objects.filter(
+            pk=delivery.pk,
+            status=Delivery.Status.SENDING,
+            claimed_at=delivery.claimed_at,
+        ).update(**fields)
+        if isinstance(outcome, DeliveryError) and outcome.gone:
+            disable_webhook(delivery.monitor, delivery.url, now)
+    for name, value in fields.items():
+        setattr(delivery, name, value)
+
+
+def disable_webhook(monitor: Monitor, url: str, now: datetime) -> bool:
+    """The receiver answered 410 Gone: clear the monitor's webhook (the API then
+    shows `webhook: null`), drop its other pending deliveries and tell the
+    team's members by e-mail. Only if the webhook still points at `url`."""
+    cleared = Monitor.objects.filter(pk=monitor.pk, webhook__url=url).update(
+        webhook=None, updated_at=now
+    )
+    if not cleared:
+        return False
+    monitor.webhook = None
+    Delivery.objects.webhooks().filter(
+        monitor=monitor, url=url, status=Delivery.Status.PENDING
+    ).update(
+        status=Delivery.Status.CANCELLED,
+        next_attempt_at=None,
+        last_error="Not sent: the webhook was disabled after 410 Gone.",
+        updated_at=now,
+    )
+    for email in sorted(monitor.team.member_emails()):
+        _create(
+            kind=Delivery.Kind.EMAIL,
+            monitor=monitor,
+            event=emails.WEBHOOK_DISABLED,
+            email=email,
+            url=url,
+        )
+    logger.info("Disabled the webhook of monitor %s after 410 Gone", monitor.pk)
+    return True
+
+
+# --- The sweeper ------------------------------------------------------------------
+
+
+def sweep() -> int:
+    """Free dead workers' claims and queue every due delivery not already on its
+    way. Returns how many were queued. Run every minute by Celery beat."""
+    now = timezone.now()
+    _release_stale_claims(now)
+    stale_queue = now - REQUEUE_AFTER
+    due = (
+        Delivery.objects.due(now)
+        .filter(Q(queued_at__isnull=True) | Q(queued_at__lte=stale_queue))
+        .order_by("next_attempt_at")
+        .values_list("pk", "queued_at")[:SWEEP_BATCH]
+    )
+    queued = 0
+    for pk, queued_at in list(due):
+        # Conditional: two sweepers never queue the same row twice.
+        if Delivery.objects.filter(pk=pk, queued_at=queued_at).update(queued_at=now):
+            enqueue(pk)
+            queued += 1
+    return queued
+
+
+def _release_stale_claims(now: datetime) -> None:
+    stale = Delivery.objects.filter(
+        status=Delivery.Status.SENDING, claimed_at__lt=now - CLAIM_LEASE
+    )
+    for delivery in stale:
+        exhausted = delivery.attempts >= MAX_ATTEMPTS
+        with transaction.atomic():
+            released = Delivery.objects.filter(
+                pk=delivery.pk,
+                status=Delivery.Status.SENDING,
+                claimed_at=delivery.claimed_at,
+            ).update(
+                status=Delivery.Status.FAILED if exhausted else Delivery.Status.PENDING,
+                next_attempt_at=None if exhausted else now,
+                queued_at=None,
+                claimed_at=None,
+                last_error="The worker stopped during this attempt.",
+                updated_at=now,
+            )
+            if released:
+                DeliveryAttempt.objects.create(
+                    delivery=delivery,
+                    number=delivery.attempts,
+                    started_at=delivery.claimed_at or now,
+                    error="The worker stopped during this attempt.",
+                )
+        if released and delivery.check_run_id:
+            refresh_notification_status(delivery.check_run_id)
+
+
+# --- notificationStatus on the check ----------------------------------------------
+
+
+def _counts(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+    counts = {status: 0 for status in Delivery.Status.values}
+    for row in rows:
+        counts[row["status"]] = row["n"]
+    return counts
+
+
+def _webhook_status(check_id: Any) -> dict[str, Any]:
+    rows = Delivery.objects.webhooks().filter(check_run_id=check_id)
+    counts = _counts(rows.values("status").annotate(n=Count("id")))
+    total = sum(counts.values())
+    if not total:
+        return {
+            "attempted": False,
+            "success": False,
+            "delivered": False,
+            "queued": False,
+            "skipped": True,
+            "statusCode": None,
+            "error": None,
+            "deliveredAt": None,
+        }
+    latest = rows.filter(attempts__gt=0).order_by("-updated_at", "-id").first()
+    failed = (
+        rows.filter(status__in=(Delivery.Status.FAILED, Delivery.Status.CANCELLED))
+        .order_by("-updated_at", "-id")
+        .first()
+    )
+    delivered = counts[Delivery.Status.DELIVERED] == total
+    last_delivered = (
+        rows.filter(status=Delivery.Status.DELIVERED)
+        .order_by("-delivered_at")
+        .values_list("delivered_at", flat=True)
+        .first()
+    )
+    error = None
+    if failed is not None:
+        error = failed.last_error or None
+    elif latest is not None and not delivered:
+        error = latest.last_error or None
+    return {
+        "attempted": latest is not None,
+        "success": delivered,
+        "delivered": delivered,
+        "queued": bool(counts["pending"] + counts["sending"]),
+        "skipped": False,
+        "statusCode": latest.last_status_code if latest else None,
+        "error": error,
+        "deliveredAt": _iso(last_delivered) if delivered else None,
+        "deliveries": {
+            "total": total,
+            "delivered": counts["delivered"],
+            "pending": counts["pending"] + counts["sending"],
+            "failed": counts["failed"] + counts["cancelled"],
+        },
+    }
+
+
+def _email_status(check_id: Any, base: dict[str, Any]) -> dict[str, Any]:
+    rows = Delivery.objects.emails().filter(
+        check_run_id=check_id, event=emails.NOTIFICATION
+    )
+    counts = _counts(rows.values("status").annotate(n=Count("id")))
+    total = sum(counts.values())
+    if not total:
+        return base
+    failed = (
+        rows.filter(status__in=(Delivery.Status.FAILED, Delivery.Status.CANCELLED))
+        .order_by("-updated_at", "-id")
+        .first()
+    )
+    return base | {
+        "attempted": rows.filter(attempts__gt=0).exists(),
+        "success": counts["delivered"] == total,
+        "queued": bool(counts["pending"] + counts["sending"]),
+        "skipped": False,
+        "recipients": sorted(rows.values_list("email", flat=True)),
+        "error": (failed.last_error or None) if failed else None,
+    }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _compose_status(check_id: Any, current: dict[str, Any] | None) -> dict[str, Any]:
+    current = current or {}
+    email_base = current.get("email") or {
+        "attempted": False,
+        "success": False,
+        "queued": False,
+        "skipped": True,
+        "reason": None,
+        "recipients": [],
+        "pendingRecipients": 0,
+        "unsubscribedRecipients": 0,
+        "error": None,
+    }
+    return {
+        "webhook": _webhook_status(check_id),
+        "email": _email_status(check_id, email_base),
+    }
+
+
+def refresh_notification_status(check_id: Any) -> None:
+    """Recompute the check's notificationStatus from its delivery rows.
+
+    Under a row lock (PostgreSQL; SQLite's IMMEDIATE transactions serialise
+    writers anyway), so two workers finishing attempts at once cannot write
+    each other's stale view.
+    """
+    with transaction.atomic():
+        current = (
+            Check.objects.select_for_update()
+            .filter(pk=check_id)
+            .values_list("notification_status", flat=True)
+            .first()
+        )
+        status = _compose_status(check_id, current)
+        Check.objects.filter(pk=check_id).update(notification_status=status)
+
+
+# --- Dashboard and admin actions --------------------------------------------------
+
+
+def recent_deliveries(monitor: Monitor, limit: int = 20) -> list[Delivery]:
+    """The monitor's latest deliveries, newest first, with their attempts."""
+    return list(
+        Delivery.objects.for_monitor(monitor)
+        .select_related("check_run")
+        .prefetch_related("attempt_log")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def send_test_event(monitor: Monitor) -> Delivery:
+    """Queue a signed `monitor.test` event to the monitor's webhook, through
+    the same outbox, policy and retries as real events."""
+    if not events.wants(monitor.webhook, events.TEST):
+        raise ValueError("This monitor has no webhook.")
+    with transaction.atomic():
+        return _create_webhook(
+            monitor,
+            None,
+            events.TEST,
+            lambda **kw: events.test_event(monitor, **kw),
+        )
+
+
+def retry_now(delivery: Delivery) -> bool:
+    """Make a waiting or failed delivery due now and queue it. A failed one gets
+    one more attempt (it fails again at once if that attempt fails)."""
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Delivery.objects.filter(
+            pk=delivery.pk,
+            status__in=(Delivery.Status.PENDING, Delivery.Status.FAILED),
+        ).update(
+            status=Delivery.Status.PENDING,
+            next_attempt_at=now,
+            queued_at=now,
+            updated_at=now,
+        )
+        if updated:
+            _enqueue_on_commit(delivery.pk)
+    if updated:
+        delivery.refresh_from_db()
+    return bool(updated)

@@ -1,0 +1,88 @@
+"""Public consent pages behind the links in Pagewatch's e-mails (no login).
+
+GET only shows a page with a button; only POST acts, so link scanners and
+mail-client previews never confirm or unsubscribe anybody. Tokens are signed
+(checks.emails) and name one EmailRecipient; a bad token is a 404 page.
+
+The RFC 8058 one-click endpoint is the one CSRF-exempt view: mail clients POST
+`List-Unsubscribe=One-Click` to it without any cookie or form token. That is
+safe because its only effect is unsubscribing the address the signed token
+names, idempotently; a forger would need the token itself.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from checks import emails
+from monitors.models import EmailRecipient
+
+
+def _invalid(request: HttpRequest) -> HttpResponse:
+    return render(request, "emails/consent_invalid.html", status=404)
+
+
+def _context(recipient: EmailRecipient, **extra: object) -> dict[str, object]:
+    return {
+        "recipient": recipient,
+        "monitor_name": emails.one_line(recipient.monitor.name, 120),
+        "team_name": recipient.monitor.team.name,
+        **extra,
+    }
+
+
+def _page(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    response = render(request, template, context)
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+@login_not_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def confirm(request: HttpRequest, token: str) -> HttpResponse:
+    recipient = emails.read_confirm_token(token)
+    if recipient is None:
+        return _invalid(request)
+    done = request.method == "POST" and emails.confirm_recipient(recipient)
+    return _page(request, "emails/consent_confirm.html", _context(recipient, done=done))
+
+
+@login_not_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    recipient = emails.read_unsubscribe_token(token)
+    if recipient is None:
+        return _invalid(request)
+    done = request.method == "POST" and emails.unsubscribe_recipient(recipient)
+    context = _context(
+        recipient,
+        done=done,
+        form_action=reverse("email_unsubscribe", args=[token]),
+    )
+    return _page(request, "emails/consent_unsubscribe.html", context)
+
+
+@login_not_required
+@csrf_exempt
+@never_cache
+@require_http_methods(["GET", "POST"])
+def one_click_unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    if request.method == "GET":
+        # A person (or a client without RFC 8058) opened the header's link:
+        # show the page with its button rather than acting on a GET.
+        return redirect("email_unsubscribe", token=token)
+    if request.POST.get("List-Unsubscribe") != "One-Click":
+        return HttpResponseBadRequest("Expected List-Unsubscribe=One-Click.")
+    recipient = emails.read_unsubscribe_token(token)
+    if recipient is None:
+        return HttpResponse("Unknown or invalid link.", status=404)
+    emails.unsubscribe_recipient(recipient)
+    return HttpResponse("Unsubscribed.", content_type="text/plain")

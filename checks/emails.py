@@ -1,0 +1,447 @@
+"""The e-mails Pagewatch sends, built from templates/emails/, and the signed
+tokens in their consent links.
+
+Bodies come from templates: the HTML part through Django's autoescaping
+engine, the plain-text part and the subject through a twin engine without
+HTML escaping (they are not HTML; escaping would only print `&amp;`).
+Subjects are stripped of line breaks; links are only made from http(s) URLs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.core import signing
+from django.core.mail import EmailMultiAlternatives
+from django.template import Context, Engine
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+
+from monitors.models import EmailRecipient, Monitor
+
+if TYPE_CHECKING:
+    from checks.models import Check, Delivery
+
+NOTIFICATION = "email.notification"
+CONFIRMATION = "email.confirmation"
+WEBHOOK_DISABLED = "email.webhook_disabled"
+
+CONFIRM_SALT = "checks.emails.confirm"
+UNSUBSCRIBE_SALT = "checks.emails.unsubscribe"
+CONFIRM_MAX_AGE = timedelta(days=30)
+
+PAGES_LISTED = 20
+DIFF_PAGES = 5
+DIFF_LINES = 24
+DIFF_LINE_CHARS = 300
+REASON_CHARS = 300
+SUBJECT_MAX = 200
+NAME_IN_SUBJECT_MAX = 120
+
+_LINE_BREAKS = re.compile(r"[\r\n\t\x00-\x1f\x7f\u2028\u2029\x85]+")
+
+
+# --- Rendering helpers ----------------------------------------------------------
+
+
+@cache
+def _text_engine() -> Engine:
+    return Engine(
+        dirs=[str(d) for d in settings.TEMPLATES[0]["DIRS"]],
+        app_dirs=True,
+        autoescape=False,
+    )
+
+
+def render_text(template_name: str, context: dict[str, Any]) -> str:
+    template = _text_engine().get_template(template_name)
+    return template.render(Context(context, autoescape=False))
+
+
+def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
+    """Header-safe: no line breaks or control characters, bounded length."""
+    flat = _LINE_BREAKS.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def absolute(path: str) -> str:
+    return settings.PUBLIC_BASE_URL + path
+
+
+def http_href(url: str | None) -> str | None:
+    """Only http(s) URLs become links; anything else is shown as text."""
+    if url and url.lower().startswith(("http://", "https://")):
+        return url
+    return None
+
+
+def _message(
+    *,
+    subject: str,
+    to: str,
+    text_template: str,
+    html_template: str,
+    context: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> EmailMultiAlternatives:
+    message = EmailMultiAlternatives(
+        subject=one_line(subject),
+        body=render_text(text_template, context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[to],
+        headers={"Auto-Submitted": "auto-generated", **(headers or {})},
+    )
+    message.attach_alternative(render_to_string(html_template, context), "text/html")
+    return message
+
+
+# --- Consent tokens -------------------------------------------------------------
+
+
+def _stamp(moment: datetime | None) -> int:
+    return int(moment.timestamp()) if moment else 0
+
+
+def confirm_token(recipient: EmailRecipient) -> str:
+    # "s" ties the token to the latest confirmation e-mail: asking again
+    # (after an unsubscribe) makes older links stop working.
+    payload = {
+        "r": recipient.pk,
+        "e": recipient.email,
+        "s": _stamp(recipient.confirmation_sent_at),
+    }
+    return signing.dumps(payload, salt=CONFIRM_SALT, compress=True)
+
+
+def unsubscribe_token(recipient: EmailRecipient) -> str:
+    # Untimed and deterministic: an unsubscribe link must work for as long as
+    # the e-mail that carries it, and is the same in every e-mail.
+    payload = {"r": recipient.pk, "e": recipient.email}
+    return signing.Signer(salt=UNSUBSCRIBE_SALT).sign_object(payload, compress=True)
+
+
+def _recipient(payload: Any) -> EmailRecipient | None:
+    if not isinstance(payload, dict) or not isinstance(payload.get("r"), int):
+        return None
+    recipient = (
+        EmailRecipient.objects.select_related("monitor", "monitor__team")
+        .filter(pk=payload["r"], email=payload.get("e"))
+        .first()
+    )
+    if recipient is None or recipient.monitor.deleted_at is not None:
+        return None
+    return recipient
+
+
+def read_confirm_token(token: str) -> EmailRecipient | None:
+    try:
+        payload = signing.loads(token, salt=CONFIRM_SALT, max_age=CONFIRM_MAX_AGE)
+    except signing.BadSignature:
+        return None
+    recipient = _recipient(payload)
+    if recipient is None or payload.get("s") != _stamp(recipient.confirmation_sent_at):
+        return None
+    return recipient
+
+
+def read_unsubscribe_token(token: str) -> EmailRecipient | None:
+    try:
+        payload = signing.Signer(salt=UNSUBSCRIBE_SALT).unsign_object(token)
+    except signing.BadSignature:
+        return None
+    return _recipient(payload)
+
+
+def confirm_url(recipient: EmailRecipient) -> str:
+    return absolute(reverse("email_confirm", args=[confirm_token(recipient)]))
+
+
+def unsubscribe_url(recipient: EmailRecipient) -> str:
+    return absolute(reverse("email_unsubscribe", args=[unsubscribe_token(recipient)]))
+
+
+def one_click_url(recipient: EmailRecipient) -> str:
+    return absolute(
+        reverse("email_unsubscribe_one_click", args=[unsubscribe_token(recipient)])
+    )
+
+
+def unsubscribe_headers(recipient: EmailRecipient) -> dict[str, str]:
+    """RFC 2369 + RFC 8058 one-click: mail clients POST to the URL."""
+    return {
+        "List-Unsubscribe": f"<{one_click_url(recipient)}>",
+        "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+    }
+
+
+# --- Whether a check deserves an e-mail -------------------------------------------
+
+
+@dataclass
+class PageLine:
+    url: str
+    status: str
+    meaningful: bool | None
+    error: str = ""
+    reason: str = ""
+    pk: Any = None
+    diff_lines: list[str] = field(default_factory=list)
+    diff_truncated: bool = False
+
+    @property
+    def href(self) -> str | None:
+        return http_href(self.url)
+
+    @property
+    def label(self) -> str:
+        if self.status == "changed" and self.meaningful is True:
+            return "changed (meaningful)"
+        if self.status == "changed" and self.meaningful is False:
+            return "changed (not meaningful)"
+        return self.status
+
+    @property
+    def rank(self) -> int:
+        """Meaningful first: changes that matter, new, errors, removed, noise."""
+        if self.status == "changed":
+            return 4 if self.meaningful is False else 0
+        return {"new": 1, "error": 2, "removed": 3}.get(self.status, 5)
+
+
+@dataclass
+class ChangeReport:
+    counts: Counter
+    pages: list[PageLine]  # every non-same page, meaningful first
+
+    @property
+    def noteworthy(self) -> int:
+        return sum(self.counts[s] for s in ("changed", "new", "removed", "error"))
+
+    @property
+    def meaningful(self) -> int:
+        return sum(1 for p in self.pages if p.status == "changed" and p.meaningful)
+
+    @property
+    def noise(self) -> int:
+        return sum(1 for p in self.pages if p.meaningful is False)
+
+    @property
+    def judged(self) -> bool:
+        return any(p.meaningful is not None for p in self.pages)
+
+    def suppression_reason(self) -> str | None:
+        """Why no e-mail is due (reference §11.2), or None when one is."""
+        if not self.noteworthy:
+            return "no_changes"
+        only_noise = self.counts["changed"] == self.noise and not (
+            self.counts["new"] + self.counts["removed"] + self.counts["error"]
+        )
+        # A changed page without a judgment counts as meaningful (fail open).
+        return "not_meaningful" if only_noise else None
+
+    def counts_line(self) -> str:
+        parts = []
+        if self.counts["changed"]:
+            part = f"{self.counts['changed']} changed"
+            if self.judged:
+                part += f" ({self.meaningful} meaningful)"
+            parts.append(part)
+        if self.counts["new"]:
+            parts.append(f"{self.counts['new']} new")
+        if self.counts["removed"]:
+            parts.append(f"{self.counts['removed']} removed")
+        if self.counts["error"]:
+            n = self.counts["error"]
+            parts.append(f"{n} error{'s' if n != 1 else ''}")
+        return ", ".join(parts) or "no changes"
+
+
+def change_report(check: Check) -> ChangeReport:
+    counts: Counter = Counter()
+    pages: list[PageLine] = []
+    rows = check.pages.values_list("pk", "url", "status", "error", "judgment")
+    for pk, url, status, error, judgment in rows.order_by("created_at", "id"):
+        counts[status] += 1
+        if status == "same":
+            continue
+        meaningful = None
+        reason = ""
+        if status == "changed" and isinstance(judgment, dict):
+            meaningful = bool(judgment.get("meaningful"))
+            reason = str(judgment.get("reason") or "")[:REASON_CHARS]
+        pages.append(PageLine(url, status, meaningful, error or "", reason, pk))
+    pages.sort(key=lambda p: p.rank)
+    return ChangeReport(counts, pages)
+
+
+def diff_excerpt(text: str) -> tuple[list[str], bool]:
+    """The first DIFF_LINES lines of a unified diff's hunks, each bounded."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("@@")), 0)
+    body = lines[start:]
+    shown = [
+        line if len(line) <= DIFF_LINE_CHARS else line[:DIFF_LINE_CHARS] + "…"
+        for line in body[:DIFF_LINES]
+    ]
+    return shown, len(body) > DIFF_LINES
+
+
+def _attach_diffs(check: Check, report: ChangeReport) -> None:
+    chosen = [
+        p for p in report.pages if p.status == "changed" and p.meaningful is not False
+    ]
+    chosen = chosen[:DIFF_PAGES]
+    diffs = dict(
+        check.pages.filter(pk__in=[p.pk for p in chosen]).values_list("pk", "diff")
+    )
+    for page in chosen:
+        text = (diffs.get(page.pk) or {}).get("text")
+        if isinstance(text, str) and text:
+            page.diff_lines, page.diff_truncated = diff_excerpt(text)
+
+
+# --- Messages -------------------------------------------------------------------
+
+
+def consent_problem(delivery: Delivery) -> str | None:
+    """Why an e-mail delivery must not go out any more, or None."""
+    monitor = delivery.monitor
+    if monitor.deleted_at is not None:
+        return "the monitor was deleted."
+    recipient = delivery.recipient
+    if delivery.event == NOTIFICATION:
+        if recipient is None:
+            return "the recipient was removed."
+        if recipient.status != EmailRecipient.Status.CONFIRMED:
+            return f"{recipient.email} is {recipient.status}."
+        if not monitor.email_settings.get("enabled"):
+            return "e-mail notifications were turned off."
+    if delivery.event == CONFIRMATION and (
+        recipient is None or recipient.status != EmailRecipient.Status.PENDING
+    ):
+        return "the address no longer awaits confirmation."
+    return None
+
+
+def build(delivery: Delivery) -> EmailMultiAlternatives:
+    builders = {
+        NOTIFICATION: build_notification,
+        CONFIRMATION: build_confirmation,
+        WEBHOOK_DISABLED: build_webhook_disabled,
+    }
+    return builders[delivery.event](delivery)
+
+
+def _monitor_context(monitor: Monitor) -> dict[str, Any]:
+    return {
+        "monitor_name": one_line(monitor.name, NAME_IN_SUBJECT_MAX),
+        "team_name": monitor.team.name,
+        "monitor_url": absolute(monitor.get_absolute_url()),
+    }
+
+
+def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
+    check = delivery.check_run
+    monitor = delivery.monitor
+    recipient = delivery.recipient
+    assert check is not None and recipient is not None
+    report = change_report(check)
+    include_diffs = bool(monitor.email_settings.get("includeDiffs"))
+    if include_diffs:
+        _attach_diffs(check, report)
+    context = {
+        **_monitor_context(monitor),
+        "check": check,
+        "check_url": absolute(check.get_absolute_url()),
+        "counts": report.counts,
+        "counts_line": report.counts_line(),
+        "meaningful": report.meaningful,
+        "noise": report.noise,
+        "judged": report.judged,
+        "pages": report.pages[:PAGES_LISTED],
+        "more_pages": max(len(report.pages) - PAGES_LISTED, 0),
+        "include_diffs": include_diffs,
+        "credits": check.actual_credits,
+        "unsubscribe_url": unsubscribe_url(recipient),
+        "email": recipient.email,
+    }
+    subject = render_text("emails/check_changes_subject.txt", context)
+    return _message(
+        subject=subject,
+        to=recipient.email,
+        text_template="emails/check_changes.txt",
+        html_template="emails/check_changes.html",
+        context=context,
+        headers=unsubscribe_headers(recipient),
+    )
+
+
+def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
+    recipient = delivery.recipient
+    assert recipient is not None
+    context = {
+        **_monitor_context(delivery.monitor),
+        "email": recipient.email,
+        "confirm_url": confirm_url(recipient),
+        "expires_days": CONFIRM_MAX_AGE.days,
+    }
+    return _message(
+        subject=render_text("emails/confirm_subject.txt", context),
+        to=recipient.email,
+        text_template="emails/confirm.txt",
+        html_template="emails/confirm.html",
+        context=context,
+    )
+
+
+def build_webhook_disabled(delivery: Delivery) -> EmailMultiAlternatives:
+    context = {
+        **_monitor_context(delivery.monitor),
+        "webhook_url": delivery.url,
+        "disabled_at": delivery.created_at,
+    }
+    return _message(
+        subject=render_text("emails/webhook_disabled_subject.txt", context),
+        to=delivery.email,
+        text_template="emails/webhook_disabled.txt",
+        html_template="emails/webhook_disabled.html",
+        context=context,
+    )
+
+
+# --- Consent transitions (the /email/ pages) ----------------------------------------
+
+
+def confirm_recipient(recipient: EmailRecipient) -> bool:
+    """The address owner confirmed (a POST with a valid, latest confirm token).
+
+    Also re-confirms an address that unsubscribed: only its owner holds the
+    token, and asking again invalidates older ones (see confirm_token)."""
+    now = timezone.now()
+    done = (
+        EmailRecipient.objects.filter(pk=recipient.pk)
+        .exclude(status=EmailRecipient.Status.CONFIRMED)
+        .update(status=EmailRecipient.Status.CONFIRMED, confirmed_at=now)
+    )
+    recipient.refresh_from_db()
+    return bool(done)
+
+
+def unsubscribe_recipient(recipient: EmailRecipient) -> bool:
+    """Stop all e-mail to this address from this monitor until it confirms again.
+    Notifications already queued for it are cancelled when their turn comes."""
+    now = timezone.now()
+    done = (
+        EmailRecipient.objects.filter(pk=recipient.pk)
+        .exclude(status=EmailRecipient.Status.UNSUBSCRIBED)
+        .update(status=EmailRecipient.Status.UNSUBSCRIBED, unsubscribed_at=now)
+    )
+    recipient.refresh_from_db()
+    return bool(done)

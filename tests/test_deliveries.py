@@ -1,0 +1,352 @@
+"""The outbox workflow: rows written with the event, queued after commit,
+claimed once, swept again when the broker lost them or a worker died."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from celery import Celery, current_app
+from django.db import transaction
+
+from checks import deliveries, notify
+from checks.models import Check, Delivery, DeliveryAttempt, PageResult
+from checks.notification_tasks import deliver_task, sweep_deliveries_task
+from checks.transports import DeliveryError
+from tests.notifying import (
+    make_monitor,
+    webhook_config,
+)
+
+# The shared fixtures (site, receiver, queued, scenario).
+pytest_plugins = ["tests.notifying"]
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 5, 17, 15, 30, tzinfo=UTC)
+TEST_REDIS_URL = "redis://127.0.0.1:6379/14"
+
+
+def completed_only(url: str) -> dict:
+    return webhook_config(url, events=["monitor.check.completed"])
+
+
+def test_a_row_is_written_with_the_page_and_queued_only_after_commit(
+    team, receiver, queued, django_capture_on_commit_callbacks
+):
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    check = Check.objects.create(monitor=monitor, trigger="manual", status="running")
+    with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
+        page = PageResult.objects.create(
+            check_run=check, target_id=check.pk, url="https://e.com/", status="new"
+        )
+        notify.on_page_result(page)
+        assert Delivery.objects.filter(check_run=check).count() == 1
+        assert queued == []  # nothing reaches the broker inside the transaction
+    assert len(callbacks) == 1
+    callbacks[0]()
+    assert queued == [Delivery.objects.get().pk]
+
+
+def test_a_rolled_back_page_leaves_no_row_and_queues_nothing(
+    team, receiver, queued, django_capture_on_commit_callbacks
+):
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    check = Check.objects.create(monitor=monitor, trigger="manual", status="running")
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        page = PageResult.objects.create(
+            check_run=check, target_id=check.pk, url="https://e.com/", status="new"
+        )
+        notify.on_page_result(page)
+        raise RuntimeError("the runner failed")
+    assert callbacks == []
+    assert not Delivery.objects.exists()
+    assert queued == []
+
+
+def test_finishing_a_check_twice_writes_its_rows_once(team, receiver, scenario, queued):
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    check = scenario.finish(scenario.start(monitor))
+    notify.on_check_finished(check)
+    assert Delivery.objects.filter(check_run=check).count() == 1
+
+
+def test_a_broker_that_refuses_the_message_only_delays_the_delivery(
+    team, receiver, scenario, monkeypatch, time_machine
+):
+    time_machine.move_to(START, tick=False)
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(
+        "checks.notification_tasks.deliver_task", SimpleNamespace(apply_async=refuse)
+    )
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))  # enqueue fails: no exception
+    delivery = Delivery.objects.get()
+    assert delivery.status == "pending"
+
+    sent: list[int] = []
+    monkeypatch.setattr(deliveries, "enqueue", sent.append)
+    assert deliveries.sweep() == 0  # queued just now: give the broker a chance
+    time_machine.shift(deliveries.REQUEUE_AFTER + timedelta(seconds=1))
+    assert deliveries.sweep() == 1
+    assert sent == [delivery.pk]
+
+
+@pytest.fixture
+def redis_broker():
+    redis = pytest.importorskip("redis")
+    client = redis.Redis.from_url(TEST_REDIS_URL)
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.skip("no Redis on 127.0.0.1:6379")
+    client.flushdb()
+    previous = current_app._get_current_object()
+    app = Celery("pagewatch-outbox-test", broker=TEST_REDIS_URL, set_as_current=False)
+    app.conf.task_serializer = "json"
+    app.conf.accept_content = ["json"]
+    app.set_current()  # deliver_task (a shared task) now publishes to this broker
+    try:
+        yield client
+    finally:
+        previous.set_current()
+        app.close()
+        client.flushdb()
+
+
+def test_a_delivery_survives_redis_being_flushed(
+    team, receiver, scenario, redis_broker, time_machine
+):
+    time_machine.move_to(START, tick=False)
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))  # really queued on Redis after commit
+    delivery = Delivery.objects.get()
+    assert redis_broker.llen("celery") == 1
+
+    redis_broker.flushdb()  # Redis restarts empty: the message is gone
+
+    delivery.refresh_from_db()
+    assert delivery.status == "pending" and delivery.attempts == 0
+    assert sweep_deliveries_task() == 0
+    time_machine.shift(deliveries.REQUEUE_AFTER + timedelta(seconds=1))
+    assert sweep_deliveries_task() == 1
+
+    [raw] = redis_broker.lrange("celery", 0, -1)
+    message = json.loads(raw)
+    assert message["headers"]["task"] == deliver_task.name
+    args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+    assert args == [delivery.pk]
+    deliver_task(*args)  # what the worker does with it
+
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered"
+    assert len(receiver.requests) == 1
+
+
+def test_a_claim_left_by_a_dead_worker_is_released_and_queued_again(
+    team, receiver, scenario, queued, time_machine
+):
+    time_machine.move_to(START, tick=False)
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))
+    queued.clear()
+    delivery = Delivery.objects.get()
+    # A worker claimed it, then was killed before recording anything.
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status="sending", claimed_at=START, attempts=1
+    )
+    assert deliveries.sweep() == 0  # within the lease: maybe still working
+
+    time_machine.shift(deliveries.CLAIM_LEASE + timedelta(seconds=1))
+    assert deliveries.sweep() == 1
+    assert queued == [delivery.pk]
+    delivery.refresh_from_db()
+    assert delivery.status == "pending"
+    lost = DeliveryAttempt.objects.get()
+    assert lost.number == 1 and "worker stopped" in lost.error
+
+    queued.run()
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered" and delivery.attempts == 2
+
+
+def test_two_sweeps_queue_a_due_row_once(
+    team, receiver, scenario, queued, time_machine
+):
+    time_machine.move_to(START, tick=False)
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))
+    queued.clear()
+    time_machine.shift(deliveries.REQUEUE_AFTER + timedelta(seconds=1))
+    assert deliveries.sweep() + deliveries.sweep() == 1
+    assert len(queued) == 1
+
+
+@pytest.mark.parametrize("attempt", range(1, deliveries.MAX_ATTEMPTS))
+def test_retry_waits_are_never_shorter_than_the_schedule(attempt):
+    floor = deliveries.RETRY_DELAYS[attempt - 1]
+    for _ in range(50):
+        wait = deliveries.retry_delay(attempt, DeliveryError("x"))
+        assert floor <= wait <= floor * (1 + deliveries.JITTER)
+
+
+def test_retry_after_lengthens_the_wait_but_is_capped():
+    longer = DeliveryError("x", retry_after=timedelta(hours=2))
+    assert deliveries.retry_delay(1, longer) == timedelta(hours=2)
+    huge = DeliveryError("x", retry_after=timedelta(days=30))
+    assert deliveries.retry_delay(1, huge) == deliveries.RETRY_AFTER_MAX
+    shorter = DeliveryError("x", retry_after=timedelta(seconds=1))
+    assert deliveries.retry_delay(1, shorter) >= timedelta(minutes=1)
+
+
+def test_permanent_errors_and_the_last_attempt_are_not_retried():
+    assert deliveries.retry_delay(1, DeliveryError("x", permanent=True)) is None
+    assert deliveries.retry_delay(deliveries.MAX_ATTEMPTS, DeliveryError("x")) is None
+
+
+def test_deliver_ignores_unknown_and_finished_rows(team, receiver, scenario, queued):
+    assert deliver_task(987654) is None
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))
+    queued.run()
+    queued.append(Delivery.objects.get().pk)
+    queued.run()  # a replayed message
+    assert len(receiver.requests) == 1
+
+
+def test_an_unexpected_crash_is_recorded_and_retried(
+    team, receiver, scenario, queued, monkeypatch
+):
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))
+
+    def crash(self, delivery):
+        raise KeyError("bug")
+
+    monkeypatch.setattr("checks.transports.WebhookTransport.send", crash)
+    queued.run()
+    delivery = Delivery.objects.get()
+    assert delivery.status == "pending" and delivery.attempts == 1
+    assert delivery.last_error == "Internal error (KeyError)."
+
+
+def test_notification_status_has_the_reference_shape(team, receiver, scenario, queued):
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    check = scenario.run(monitor, [("https://e.com/a", "same")])
+    status = check.notification_status
+    assert set(status) == {"webhook", "email"}
+    assert {
+        "attempted",
+        "success",
+        "delivered",
+        "queued",
+        "skipped",
+        "statusCode",
+        "error",
+        "deliveredAt",
+    } <= set(status["webhook"])
+    assert status["webhook"]["queued"] is True
+    assert status["webhook"]["attempted"] is False
+    assert {
+        "attempted",
+        "success",
+        "recipients",
+        "pendingRecipients",
+        "unsubscribedRecipients",
+        "error",
+    } <= set(status["email"])
+    assert status["email"]["skipped"] is True
+    assert status["email"]["reason"] == "disabled"
+
+    queued.run()
+    check.refresh_from_db()
+    assert check.notification_status["webhook"]["deliveries"] == {
+        "total": 2,
+        "delivered": 2,
+        "pending": 0,
+        "failed": 0,
+    }
+
+
+# --- Dashboard pieces -------------------------------------------------------------
+
+
+@pytest.fixture
+def member_client(team, client, django_user_model):
+    user = django_user_model.objects.create_user("dana", "dana@acme.test")
+    team.members.add(user)
+    client.force_login(user)
+    return client
+
+
+def test_the_deliveries_page_lists_attempts_escaped(
+    team, member_client, receiver, scenario, queued
+):
+    receiver.then(500, body=b"<script>alert(1)</script>")
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))
+    queued.run()
+
+    page = member_client.get(f"/monitors/{monitor.pk}/deliveries/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "monitor.check.completed" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert(1)" not in html
+    assert "Retry now" in html
+    detail = member_client.get(monitor.get_absolute_url()).content.decode()
+    assert f"/monitors/{monitor.pk}/deliveries/" in detail
+    assert "Send test event" in detail
+
+
+def test_send_test_event_and_retry_now_buttons_queue_deliveries(
+    team, member_client, receiver, scenario, queued, django_capture_on_commit_callbacks
+):
+    receiver.then(500)
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = member_client.post(f"/monitors/{monitor.pk}/deliveries/test/")
+    assert response.status_code == 302
+    delivery = Delivery.objects.get(event="monitor.test")
+    queued.run()
+    delivery.refresh_from_db()
+    assert delivery.status == "pending"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = member_client.post(
+            f"/monitors/{monitor.pk}/deliveries/{delivery.pk}/retry/"
+        )
+    assert response.status_code == 302
+    queued.run()
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered" and delivery.attempts == 2
+
+
+def test_another_teams_deliveries_look_missing(
+    other_team, member_client, receiver, scenario, queued
+):
+    theirs = make_monitor(other_team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(theirs))
+    delivery = Delivery.objects.get()
+    base = f"/monitors/{theirs.pk}/deliveries/"
+    assert member_client.get(base).status_code == 404
+    assert member_client.post(base + "test/").status_code == 404
+    assert member_client.post(f"{base}{delivery.pk}/retry/").status_code == 404
+    assert Delivery.objects.count() == 1
+
+
+def test_the_deliveries_pages_need_a_session(team, client, receiver):
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    response = client.get(f"/monitors/{monitor.pk}/deliveries/")
+    assert response.status_code == 302
+    assert "/accounts/login/" in response["Location"]

@@ -1,0 +1,380 @@
+"""Change e-mails and consent: who gets mail, what it says, and the public
+confirm / unsubscribe pages (GET shows, only POST acts)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from checks import deliveries, emails
+from checks.models import Delivery
+from monitors.models import EmailRecipient
+from tests.notifying import (
+    judged,
+    make_monitor,
+    markdown_diff,
+)
+
+# The shared fixtures (site, receiver, queued, scenario).
+pytest_plugins = ["tests.notifying"]
+
+pytestmark = pytest.mark.django_db
+
+EXTERNAL = "ext@partner.test"
+MEMBER = "mia@acme.test"
+
+
+@pytest.fixture
+def member(team, django_user_model):
+    user = django_user_model.objects.create_user("mia", MEMBER)
+    team.members.add(user)
+    return user
+
+
+def email_settings(*recipients: str, include_diffs: bool = False) -> dict:
+    return {
+        "enabled": True,
+        "recipients": list(recipients),
+        "includeDiffs": include_diffs,
+    }
+
+
+CHANGES = [
+    ("https://example.com/same", "same"),
+    ("https://example.com/noise", "changed", {"judgment": judged(False)}),
+    ("https://example.com/new", "new"),
+    ("https://example.com/broken", "error", {"error": "Timed out"}),
+    ("https://example.com/gone", "removed"),
+    (
+        "https://example.com/pricing",
+        "changed",
+        {"judgment": judged(True), "diff": markdown_diff("$19", "$24")},
+    ),
+]
+
+
+def path_of(url: str) -> str:
+    assert url.startswith(settings.PUBLIC_BASE_URL)
+    return url.removeprefix(settings.PUBLIC_BASE_URL)
+
+
+def html_of(mail) -> str:
+    [(content, mimetype)] = mail.alternatives
+    assert mimetype == "text/html"
+    return content
+
+
+def test_team_members_get_a_change_mail_at_once_with_both_parts_and_headers(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(
+        team,
+        email=email_settings(MEMBER, include_diffs=True),
+        name="Prices <b>&</b> plans",
+        goal="prices",
+    )
+    assert monitor.email_recipients.get().status == "confirmed"
+    assert mailoutbox == [] and queued == []  # no confirmation for a member
+
+    check = scenario.run(monitor, CHANGES)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.to == [MEMBER]
+    assert mail.subject == (
+        "Monitor changes detected: Prices <b>&</b> plans "
+        "(2 changed (1 meaningful), 1 new, 1 removed, 1 error)"
+    )
+    check_url = settings.PUBLIC_BASE_URL + check.get_absolute_url()
+    assert check_url in mail.body
+    order = [
+        mail.body.index(f"] https://example.com/{name}")
+        for name in ("pricing", "new", "broken", "gone", "noise")
+    ]
+    assert order == sorted(order)  # meaningful first, noise last
+    assert "https://example.com/same" not in mail.body
+    assert "[changed (meaningful)] https://example.com/pricing" in mail.body
+    assert "Error: Timed out" in mail.body
+    assert "+Pro $24/mo" in mail.body and "-Pro $19/mo" in mail.body
+    assert "Prices <b>&</b> plans" in mail.body  # plain text is not HTML-escaped
+
+    html = html_of(mail)
+    assert "Prices &lt;b&gt;&amp;&lt;/b&gt; plans" in html
+    assert "<b>&</b>" not in html
+    assert f'href="{check_url}"' in html
+    assert "+Pro $24/mo" in html
+
+    recipient = monitor.email_recipients.get()
+    assert (
+        mail.extra_headers["List-Unsubscribe"] == f"<{emails.one_click_url(recipient)}>"
+    )
+    assert mail.extra_headers["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert emails.unsubscribe_url(recipient) in mail.body
+
+    check.refresh_from_db()
+    email_status = check.notification_status["email"]
+    assert email_status["attempted"] is True and email_status["success"] is True
+    assert email_status["recipients"] == [MEMBER]
+    assert email_status["pendingRecipients"] == 0
+    assert email_status["unsubscribedRecipients"] == 0
+    assert email_status["error"] is None
+
+
+def test_without_include_diffs_the_mail_has_no_diff_excerpt(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    scenario.run(monitor, CHANGES)
+    queued.run()
+    [mail] = mailoutbox
+    assert "+Pro $24/mo" not in mail.body
+    assert "+Pro $24/mo" not in html_of(mail)
+
+
+def test_with_no_recipients_the_team_members_are_mailed(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings())
+    scenario.run(monitor, [("https://example.com/a", "new")])
+    queued.run()
+    [mail] = mailoutbox
+    assert mail.to == [MEMBER]
+    assert monitor.email_recipients.get().source == "team"
+
+
+def test_a_subject_never_carries_a_line_break(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), name="Line\r\nBcc: x")
+    scenario.run(monitor, [("https://example.com/a", "new")])
+    queued.run()
+    [mail] = mailoutbox
+    assert "\n" not in mail.subject and "\r" not in mail.subject
+    assert mail.message()["Subject"].startswith("Monitor changes detected: Line Bcc: x")
+
+
+@pytest.mark.parametrize(
+    ("pages", "reason"),
+    [
+        ([("https://e.com/a", "same")], "no_changes"),
+        (
+            [("https://e.com/a", "changed", {"judgment": judged(False)})],
+            "not_meaningful",
+        ),
+    ],
+)
+def test_no_mail_when_nothing_noteworthy_happened(
+    team, member, scenario, queued, mailoutbox, pages, reason
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), goal="prices")
+    check = scenario.run(monitor, pages)
+    queued.run()
+    assert mailoutbox == []
+    assert not Delivery.objects.emails().exists()
+    assert check.notification_status["email"]["reason"] == reason
+
+
+def test_a_changed_page_without_a_judgment_counts_as_meaningful(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    scenario.run(monitor, [("https://e.com/a", "changed")])
+    queued.run()
+    assert len(mailoutbox) == 1
+
+
+def test_disabled_email_sends_nothing(team, member, scenario, queued, mailoutbox):
+    monitor = make_monitor(team, email=email_settings(MEMBER) | {"enabled": False})
+    check = scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+    assert mailoutbox == []
+    assert check.notification_status["email"]["reason"] == "disabled"
+
+
+def test_an_external_address_gets_only_the_confirmation_until_confirmed(
+    team,
+    member,
+    api,
+    client,
+    scenario,
+    queued,
+    mailoutbox,
+    scrape_monitor_body,
+    django_capture_on_commit_callbacks,
+):
+    body = scrape_monitor_body | {
+        "notification": {"email": email_settings(EXTERNAL, MEMBER)}
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post("/v2/monitor", body, format="json")
+    assert response.status_code == 200, response.content
+    subscriptions = {
+        s["email"]: s for s in response.json()["data"]["emailRecipientSubscriptions"]
+    }
+    assert subscriptions[EXTERNAL]["status"] == "pending"
+    assert subscriptions[EXTERNAL]["confirmationEmailSent"] is True
+    assert subscriptions[MEMBER]["status"] == "confirmed"
+
+    queued.run()
+    [confirmation] = mailoutbox
+    assert confirmation.to == [EXTERNAL]
+    assert "Pricing page" in confirmation.subject
+    confirm_link = re.search(r"http\S+/email/confirm/\S+/", confirmation.body)[0]
+    assert f'href="{confirm_link}"' in html_of(confirmation)
+
+    from monitors.models import Monitor
+
+    monitor = Monitor.objects.get()
+    check = scenario.run(monitor, [("https://example.com/pricing", "new")])
+    queued.run()
+    assert [m.to for m in mailoutbox[1:]] == [[MEMBER]]
+    check.refresh_from_db()
+    assert check.notification_status["email"]["pendingRecipients"] == 1
+    assert check.notification_status["email"]["recipients"] == [MEMBER]
+
+    assert client.post(path_of(confirm_link)).status_code == 200
+    assert monitor.email_recipients.get(email=EXTERNAL).status == "confirmed"
+
+    scenario.run(monitor, [("https://example.com/pricing", "changed")])
+    queued.run()
+    assert sorted(m.to[0] for m in mailoutbox[2:]) == [EXTERNAL, MEMBER]
+
+
+def test_the_confirmation_is_sent_once(team, scenario, queued, mailoutbox):
+    monitor = make_monitor(team, email=email_settings(EXTERNAL))
+    deliveries.queue_confirmations(monitor)
+    monitor.sync_email_recipients()
+    deliveries.queue_confirmations(monitor)
+    assert Delivery.objects.emails().filter(event="email.confirmation").count() == 1
+    assert monitor.email_recipients.get().confirmation_sent_at is not None
+
+
+def test_the_confirm_page_get_does_not_consume_the_link_and_post_does(team, client):
+    monitor = make_monitor(team, email=email_settings(EXTERNAL))
+    recipient = monitor.email_recipients.get()
+    path = path_of(emails.confirm_url(recipient))
+
+    page = client.get(path)
+    assert page.status_code == 200
+    assert b'<form method="post"' in page.content
+    assert page["Cache-Control"].startswith("max-age=0")
+    recipient.refresh_from_db()
+    assert recipient.status == "pending"  # a link scanner's GET changes nothing
+
+    done = client.post(path)
+    assert done.status_code == 200
+    recipient.refresh_from_db()
+    assert recipient.status == "confirmed" and recipient.confirmed_at is not None
+
+
+def test_the_unsubscribe_page_get_does_not_unsubscribe_and_post_does(
+    team, member, client, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    recipient = monitor.email_recipients.get()
+    path = path_of(emails.unsubscribe_url(recipient))
+
+    assert client.get(path).status_code == 200
+    recipient.refresh_from_db()
+    assert recipient.status == "confirmed"
+
+    scenario.run(monitor, [("https://e.com/a", "new")])  # queued, not yet sent
+    assert client.post(path).status_code == 200
+    recipient.refresh_from_db()
+    assert recipient.status == "unsubscribed" and recipient.unsubscribed_at
+
+    queued.run()
+    assert mailoutbox == []
+    assert Delivery.objects.emails().get().status == "cancelled"
+    check = scenario.run(monitor, [("https://e.com/a", "changed")])
+    queued.run()
+    assert mailoutbox == []
+    assert check.notification_status["email"]["unsubscribedRecipients"] == 1
+
+
+def test_one_click_unsubscribe_works_without_a_csrf_token(team, member):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    recipient = monitor.email_recipients.get()
+    strict = Client(enforce_csrf_checks=True)
+    one_click = path_of(emails.one_click_url(recipient))
+
+    # The page's own form needs its CSRF token...
+    assert strict.post(path_of(emails.unsubscribe_url(recipient))).status_code == 403
+    # ...a GET on the header's link only leads to the page...
+    page = strict.get(one_click)
+    assert page.status_code == 302
+    assert page["Location"] == path_of(emails.unsubscribe_url(recipient))
+    # ...a POST without the RFC 8058 body is refused...
+    assert strict.post(one_click).status_code == 400
+    recipient.refresh_from_db()
+    assert recipient.status == "confirmed"
+
+    # ...and the mail client's one-click POST works with no cookie or token.
+    response = strict.post(one_click, {"List-Unsubscribe": "One-Click"})
+    assert response.status_code == 200
+    recipient.refresh_from_db()
+    assert recipient.status == "unsubscribed"
+
+
+def test_tampered_or_wrong_purpose_tokens_show_the_invalid_page(team, client):
+    monitor = make_monitor(team, email=email_settings(EXTERNAL))
+    recipient = monitor.email_recipients.get()
+    unsubscribe_token = emails.unsubscribe_token(recipient)
+    confirm_token = emails.confirm_token(recipient)
+
+    assert client.get(f"/email/confirm/{unsubscribe_token}/").status_code == 404
+    assert client.post(f"/email/confirm/{confirm_token[:-2]}xx/").status_code == 404
+    assert client.post(f"/email/unsubscribe/{confirm_token}/").status_code == 404
+    recipient.refresh_from_db()
+    assert recipient.status == "pending"
+
+
+def test_an_unsubscribed_address_stays_unsubscribed_when_re_added(
+    team, api, queued, scrape_monitor_body, django_capture_on_commit_callbacks
+):
+    body = scrape_monitor_body | {"notification": {"email": email_settings(EXTERNAL)}}
+    with django_capture_on_commit_callbacks(execute=True):
+        monitor_id = api.post("/v2/monitor", body, format="json").json()["data"]["id"]
+    recipient = EmailRecipient.objects.get()
+    emails.unsubscribe_recipient(recipient)
+    queued.clear()
+
+    for recipients in ([], [EXTERNAL]):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.patch(
+                f"/v2/monitor/{monitor_id}",
+                {"notification": {"email": email_settings(*recipients)}},
+                format="json",
+            )
+        assert response.status_code == 200, response.content
+
+    recipient.refresh_from_db()
+    assert recipient.status == "unsubscribed"
+    assert queued == []  # no second confirmation e-mail
+
+
+def test_asking_again_sends_one_new_confirmation_and_old_links_stop_working(
+    team, client, queued, django_capture_on_commit_callbacks, time_machine
+):
+    time_machine.move_to(datetime(2026, 5, 17, 15, 30, tzinfo=UTC), tick=False)
+    monitor = make_monitor(team, email=email_settings(EXTERNAL))
+    recipient = monitor.email_recipients.get()
+    old_link = path_of(emails.confirm_url(recipient))
+    emails.unsubscribe_recipient(recipient)
+    queued.clear()
+
+    assert deliveries.request_reconfirmation(recipient) is None  # once a day at most
+    time_machine.shift(timedelta(days=2))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deliveries.request_reconfirmation(recipient) is not None
+    assert len(queued) == 1
+    recipient.refresh_from_db()
+    assert recipient.status == "pending"
+    assert client.post(old_link).status_code == 404
+    assert client.post(path_of(emails.confirm_url(recipient))).status_code == 200
+    recipient.refresh_from_db()
+    assert recipient.status == "confirmed"
