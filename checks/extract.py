@@ -842,7 +842,21 @@ _MARKDOWN_OPTIONS = dict(
 )
 
 
+# Blocks whose line breaks are content; everywhere else a browser folds them.
+_PREFORMATTED = re.compile(r"(<pre\b.*?</pre>|<textarea\b.*?</textarea>)", re.S | re.I)
+
+
+def _fold_source_newlines(html: str) -> str:
+    """Fold line breaks of the HTML source into spaces, as a browser renders
+    them, so a site that merely re-wraps its source is not reported changed."""
+    parts = _PREFORMATTED.split(html)
+    for index in range(0, len(parts), 2):
+        parts[index] = parts[index].replace("\r", " ").replace("\n", " ")
+    return "".join(parts)
+
+
 def _markdown(html: str, base: str, *, drop_data_images: bool) -> str:
+    html = _fold_source_newlines(html)
     options = ConversionOptions(
         **_MARKDOWN_OPTIONS,
         base_url=base,

@@ -440,3 +440,15 @@ def test_html_without_a_content_type_is_sniffed():
     result = run(b"<!DOCTYPE html><html><body><main><p>Hi</p></main></body></html>", "")
 
     assert result.markdown == "Hi\n"
+
+
+def test_rewrapped_html_source_gives_the_same_markdown() -> None:
+    narrow = (
+        b"<main><p>Prices start\nat $19 per\nmonth.</p><pre>keep\n  this</pre></main>"
+    )
+    wide = b"<main><p>Prices start at $19 per month.</p><pre>keep\n  this</pre></main>"
+    first = extract(narrow, content_type="text/html", url="https://a.test/", options={})
+    second = extract(wide, content_type="text/html", url="https://a.test/", options={})
+    assert first.markdown == second.markdown
+    assert "Prices start at $19 per month." in first.markdown
+    assert "keep\n  this" in first.markdown
