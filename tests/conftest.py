@@ -3,10 +3,38 @@ and an API client per persona. Larger fixtures live next to the tests that use t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from config.celery import app as celery_app
 from monitors.models import ApiKey, Team
+
+
+@pytest.fixture(autouse=True, scope="session")
+def in_memory_broker() -> Iterator[None]:
+    """Tasks a test enqueues go to an in-memory broker, never into the
+    developer's var/broker (where `make run`'s worker would pick them up).
+    Integration tests that start a real worker point the producer at Redis."""
+    conf = celery_app.conf
+    saved = (conf.broker_url, conf.broker_transport_options)
+    conf.broker_url, conf.broker_transport_options = "memory://", {}
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+    yield
+    conf.broker_url, conf.broker_transport_options = saved
+
+
+@pytest.fixture(autouse=True)
+def fast_and_isolated(settings) -> Iterator[None]:
+    # Password hashing at production strength costs ~0.3 s per login; throttle
+    # counters in the cache must not leak between tests.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture
