@@ -1,0 +1,746 @@
+"""Dashboard forms for monitors.
+
+These forms only *parse* what people type (one URL per line, "Name: value"
+lines, check boxes) into the JSON shape of the /v2/monitor API. Every rule is
+then enforced by monitors.api.serializers — the same code the API runs — and
+the serializer's error paths are mapped back onto form fields, so the browser
+and the API can never disagree about what is valid.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from django import forms
+from django.http import QueryDict
+from rest_framework.exceptions import ValidationError
+
+from monitors import rules
+from monitors.api.errors import flatten_errors
+from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
+from monitors.editing import create_monitor, update_monitor
+from monitors.models import Monitor, Target, Team
+
+TARGET_TYPES = ("scrape", "crawl", "search")
+TARGET_TYPE_LABELS = {
+    "scrape": "Pages",
+    "crawl": "Website crawl",
+    "search": "Web search",
+}
+SEARCH_WINDOW_LABELS = {
+    "5m": "Last 5 minutes",
+    "15m": "Last 15 minutes",
+    "1h": "Last hour",
+    "6h": "Last 6 hours",
+    "24h": "Last 24 hours",
+    "7d": "Last 7 days",
+}
+WEBHOOK_EVENT_LABELS = {
+    "monitor.page": "Each changed page (monitor.page)",
+    "monitor.check.completed": "Each finished check (monitor.check.completed)",
+}
+JUDGE_CHOICES = [
+    ("auto", "Yes, whenever a goal is set"),
+    ("on", "Yes, always — a goal is required"),
+    ("off", "No, report every change"),
+]
+# Rows of the form; the bound is generous so the serializer (not this parser)
+# reports "too many targets" with the API's message.
+MAX_TARGET_ROWS = 100
+NON_FIELD = "__all__"
+_KEY = re.compile(r"^t[0-9a-f]{4,16}$")
+_INTEGER = re.compile(r"^[+-]?\d{1,9}$")
+_SPLIT_ITEMS = re.compile(r"[\s,;]+")
+# The field in the form that an error path of the API lands on.
+_MAIN_SLOTS = {
+    "name": "name",
+    "schedule": "schedule",
+    "goal": "goal",
+    "judgeEnabled": "judge",
+    "retentionDays": "retention_days",
+    "targets": "targets",
+}
+_WEBHOOK_SLOTS = {
+    "url": "webhook_url",
+    "events": "webhook_events",
+    "headers": "webhook_headers",
+    "metadata": "webhook_metadata",
+}
+_EMAIL_SLOTS = {
+    "enabled": "email_enabled",
+    "recipients": "email_recipients",
+    "includeDiffs": "email_include_diffs",
+}
+_TARGET_SLOTS: dict[tuple[str, ...], str] = {
+    ("urls",): "urls",
+    ("url",): "url",
+    ("queries",): "queries",
+    ("searchWindow",): "search_window",
+    ("maxResults",): "max_results",
+    ("includeDomains",): "include_domains",
+    ("excludeDomains",): "exclude_domains",
+    ("crawlOptions", "limit"): "limit",
+    ("crawlOptions", "maxDiscoveryDepth"): "depth",
+    ("crawlOptions", "includePaths"): "include_paths",
+    ("crawlOptions", "excludePaths"): "exclude_paths",
+    ("scrapeOptions", "onlyMainContent"): "only_main_content",
+    ("scrapeOptions", "includeTags"): "include_tags",
+    ("scrapeOptions", "excludeTags"): "exclude_tags",
+    ("scrapeOptions", "headers"): "headers",
+    ("scrapeOptions", "mobile"): "mobile",
+    ("scrapeOptions", "timeout"): "timeout",
+    ("scrapeOptions", "waitFor"): "wait_for",
+}
+_PAGE_OPTIONS = (
+    "only_main_content", "mobile", "include_tags", "exclude_tags", "headers",
+    "timeout", "wait_for",
+)  # fmt: skip
+_CRAWL = ("url", "limit", "depth", "include_paths", "exclude_paths")
+_SEARCH = (
+    "queries",
+    "search_window",
+    "max_results",
+    "include_domains",
+    "exclude_domains",
+)
+TARGET_KIND_FIELDS = {
+    "scrape": ("urls", *_PAGE_OPTIONS),
+    "crawl": (*_CRAWL, *_PAGE_OPTIONS),
+    "search": _SEARCH,
+}
+# Fields whose errors concern several fields at once (the goal rules): shown as
+# soon as any of these were touched.
+_CROSS_FIELD_SLOTS = {"goal", "judge", "targets"}
+
+
+def new_target_key() -> str:
+    return "t" + secrets.token_hex(4)
+
+
+def split_schedule(value: str) -> tuple[str | None, str | None]:
+    """One box takes either words or cron: cron starts with a digit, `*` or
+    `@`; every supported phrase starts with a word ("every", "daily", "on")."""
+    value = value.strip()
+    if not value:
+        return None, None
+    if value[0].isdigit() or value[0] in "*@":
+        return value, None
+    return None, value
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def _items(text: str) -> list[str]:
+    return [item for item in _SPLIT_ITEMS.split(text or "") if item]
+
+
+def _number(text: str) -> Any:
+    """An integer when it is one; otherwise the text, so the serializer reports
+    exactly what the API would for that JSON value."""
+    text = (text or "").strip()
+    return int(text) if _INTEGER.match(text) else text
+
+
+def _pairs(text: str) -> tuple[dict[str, str], list[str]]:
+    pairs: dict[str, str] = {}
+    problems = []
+    for number, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            problems.append(f"Line {number}: write each entry as “Name: value”.")
+            continue
+        pairs[name.strip()] = value.strip()
+    return pairs, problems
+
+
+def _format_pairs(mapping: Mapping[str, Any] | None) -> str:
+    return "\n".join(f"{k}: {v}" for k, v in (mapping or {}).items())
+
+
+def _attrs(slot: str, **extra: Any) -> dict[str, Any]:
+    return {"aria-describedby": f"err-{slot} help-{slot}", **extra}
+
+
+# ---------------------------------------------------------------- the fields
+
+
+class MonitorFields(forms.Form):
+    """The monitor's own fields. Deliberately lenient: parsing only."""
+
+    name = forms.CharField(required=False, strip=False)
+    schedule = forms.CharField(required=False)
+    timezone = forms.CharField(required=False)
+    goal = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    judge = forms.ChoiceField(
+        required=False, choices=JUDGE_CHOICES, widget=forms.RadioSelect, initial="auto"
+    )
+    retention_days = forms.CharField(required=False)
+    webhook_url = forms.CharField(required=False)
+    webhook_events = forms.MultipleChoiceField(
+        required=False,
+        choices=list(WEBHOOK_EVENT_LABELS.items()),
+        widget=forms.CheckboxSelectMultiple,
+        initial=list(rules.WEBHOOK_EVENTS),
+    )
+    webhook_headers = forms.CharField(required=False, widget=forms.Textarea)
+    webhook_metadata = forms.CharField(required=False, widget=forms.Textarea)
+    email_enabled = forms.BooleanField(required=False)
+    email_recipients = forms.CharField(required=False, widget=forms.Textarea)
+    email_include_diffs = forms.BooleanField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        widgets = {
+            "name": forms.TextInput(
+                attrs=_attrs("name", maxlength=rules.NAME_MAX, autocomplete="off")
+            ),
+            "schedule": forms.TextInput(
+                attrs=_attrs(
+                    "schedule",
+                    placeholder="every 30 minutes",
+                    autocomplete="off",
+                    spellcheck="false",
+                )
+            ),
+            # Its errors share the schedule's slot; data-shared-error keeps
+            # static/js/app.js from marking the zone invalid for a bad phrase.
+            "timezone": forms.TextInput(
+                attrs={
+                    "aria-describedby": "err-schedule help-timezone",
+                    "list": "timezones",
+                    "autocomplete": "off",
+                    "data-shared-error": "",
+                }
+            ),
+            "goal": forms.Textarea(
+                attrs=_attrs("goal", rows=3, maxlength=rules.GOAL_MAX)
+            ),
+            "retention_days": forms.NumberInput(
+                attrs=_attrs(
+                    "retention_days",
+                    min=rules.RETENTION_MIN,
+                    max=rules.RETENTION_MAX,
+                    inputmode="numeric",
+                )
+            ),
+            "webhook_url": forms.URLInput(
+                attrs=_attrs(
+                    "webhook_url", placeholder="https://example.com/hooks/pagewatch"
+                )
+            ),
+            "webhook_headers": forms.Textarea(
+                attrs=_attrs(
+                    "webhook_headers", rows=2, placeholder="Authorization: Bearer …"
+                )
+            ),
+            "webhook_metadata": forms.Textarea(
+                attrs=_attrs("webhook_metadata", rows=2, placeholder="team: marketing")
+            ),
+            "email_recipients": forms.Textarea(
+                attrs=_attrs(
+                    "email_recipients", rows=2, placeholder="alerts@example.com"
+                )
+            ),
+        }
+        for name, widget in widgets.items():
+            self.fields[name].widget = widget
+        for name in ("judge", "webhook_events", "email_enabled", "email_include_diffs"):
+            self.fields[name].widget.attrs.update(_attrs(name))
+
+
+class TargetFields(forms.Form):
+    """One target row; the form prefix is the row's key (t1a2b3c4-urls...)."""
+
+    id = forms.CharField(required=False, widget=forms.HiddenInput)
+    type = forms.CharField(required=False, widget=forms.HiddenInput)
+    urls = forms.CharField(required=False, widget=forms.Textarea)
+    url = forms.CharField(required=False)
+    limit = forms.CharField(required=False)
+    depth = forms.CharField(required=False)
+    include_paths = forms.CharField(required=False, widget=forms.Textarea)
+    exclude_paths = forms.CharField(required=False, widget=forms.Textarea)
+    queries = forms.CharField(required=False, widget=forms.Textarea)
+    search_window = forms.CharField(required=False, initial=rules.SEARCH_WINDOW_DEFAULT)
+    max_results = forms.CharField(required=False, initial=rules.MAX_RESULTS_DEFAULT)
+    include_domains = forms.CharField(required=False, widget=forms.Textarea)
+    exclude_domains = forms.CharField(required=False, widget=forms.Textarea)
+    only_main_content = forms.BooleanField(required=False, initial=True)
+    include_tags = forms.CharField(required=False)
+    exclude_tags = forms.CharField(required=False)
+    headers = forms.CharField(required=False, widget=forms.Textarea)
+    mobile = forms.BooleanField(required=False)
+    timeout = forms.CharField(required=False)
+    wait_for = forms.CharField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        key = self.prefix
+        numbers = {
+            "limit": {"min": 1, "max": 10_000},
+            "depth": {"min": 0, "max": 100},
+            "max_results": {"min": rules.MAX_RESULTS_MIN, "max": rules.MAX_RESULTS_MAX},
+            "timeout": {"min": 1000, "max": 300_000, "step": 1000},
+            "wait_for": {"min": 0, "max": 60_000, "step": 500},
+        }
+        for name, field in self.fields.items():
+            if name in ("id", "type"):
+                continue
+            attrs = _attrs(f"{key}-{name}")
+            if name in numbers:
+                field.widget = forms.NumberInput(attrs={**attrs, **numbers[name]})
+                continue
+            if name == "search_window":
+                field.widget = forms.Select(choices=list(SEARCH_WINDOW_LABELS.items()))
+            elif name == "url":
+                field.widget = forms.URLInput(attrs={"placeholder": "https://"})
+            elif isinstance(field.widget, forms.Textarea):
+                field.widget.attrs["rows"] = 3 if name in ("urls", "queries") else 2
+            field.widget.attrs.update(attrs)
+        self.fields["urls"].widget.attrs["placeholder"] = (
+            "https://example.com/pricing\nhttps://example.com/terms"
+        )
+        self.fields["headers"].widget.attrs["placeholder"] = "Accept-Language: de"
+
+    @property
+    def key(self) -> str:
+        return self.prefix or ""
+
+    def shown_fields(self) -> tuple[str, ...]:
+        """The fields this kind of target shows (and so has error slots for)."""
+        return TARGET_KIND_FIELDS[self.kind]
+
+    @property
+    def kind(self) -> str:
+        value = self["type"].value()
+        return value if value in TARGET_TYPES else "scrape"
+
+    @property
+    def kind_label(self) -> str:
+        return TARGET_TYPE_LABELS[self.kind]
+
+    def slot(self, name: str) -> str:
+        return f"{self.key}-{name}"
+
+
+def target_initial(target: Target) -> dict[str, Any]:
+    crawl = target.crawl_options or {}
+    scrape = target.scrape_options or {}
+    return {
+        "id": str(target.id),
+        "type": target.type,
+        "urls": "\n".join(target.urls or []),
+        "url": target.url,
+        "limit": crawl.get("limit", ""),
+        "depth": crawl.get("maxDiscoveryDepth", ""),
+        "include_paths": "\n".join(crawl.get("includePaths") or []),
+        "exclude_paths": "\n".join(crawl.get("excludePaths") or []),
+        "queries": "\n".join(target.queries or []),
+        "search_window": target.search_window or rules.SEARCH_WINDOW_DEFAULT,
+        "max_results": target.max_results or rules.MAX_RESULTS_DEFAULT,
+        "include_domains": "\n".join(target.include_domains or []),
+        "exclude_domains": "\n".join(target.exclude_domains or []),
+        "only_main_content": scrape.get("onlyMainContent", True) is not False,
+        "include_tags": ", ".join(scrape.get("includeTags") or []),
+        "exclude_tags": ", ".join(scrape.get("excludeTags") or []),
+        "headers": _format_pairs(scrape.get("headers")),
+        "mobile": bool(scrape.get("mobile")),
+        "timeout": scrape.get("timeout", ""),
+        "wait_for": scrape.get("waitFor", ""),
+    }
+
+
+def monitor_initial(monitor: Monitor) -> dict[str, Any]:
+    webhook = monitor.webhook or {}
+    email = monitor.email_settings
+    # "auto" reproduces the stored choice unless judging was switched off on
+    # purpose: with a goal, or with a search target (which needs one otherwise).
+    searches = any(t.type == Target.Type.SEARCH for t in monitor.targets.all())
+    opted_out = not monitor.judge_enabled and (monitor.goal or searches)
+    judge = "off" if opted_out else "auto"
+    return {
+        "name": monitor.name,
+        "schedule": monitor.schedule_cron,
+        "timezone": monitor.schedule_timezone,
+        "goal": monitor.goal or "",
+        "judge": judge,
+        "retention_days": monitor.retention_days,
+        "webhook_url": webhook.get("url", ""),
+        "webhook_events": webhook.get("events") or list(rules.WEBHOOK_EVENTS),
+        "webhook_headers": _format_pairs(webhook.get("headers")),
+        "webhook_metadata": _format_pairs(webhook.get("metadata")),
+        "email_enabled": bool(email.get("enabled")),
+        "email_recipients": "\n".join(email.get("recipients") or []),
+        "email_include_diffs": bool(email.get("includeDiffs")),
+    }
+
+
+# ---------------------------------------------------------------- the form
+
+
+class MonitorForm:
+    """The create/edit form: monitor fields plus one row per target.
+
+    Bound forms read their rows from the posted `target` keys, in page order;
+    `add_target`/`remove_target` (the no-JavaScript buttons) change the rows
+    without validating.
+    """
+
+    def __init__(
+        self,
+        data: QueryDict | None = None,
+        *,
+        monitor: Monitor | None = None,
+        default_timezone: str = "UTC",
+    ) -> None:
+        self.monitor = monitor
+        self.data = data
+        self.errors: dict[str, list[str]] = {}
+        self.validated_data: dict[str, Any] | None = None
+        self._stored_targets = (
+            {str(t.id): t for t in monitor.targets.all()} if monitor else {}
+        )
+        if data is None:
+            if monitor is not None:
+                self.main = MonitorFields(initial=monitor_initial(monitor))
+                self.targets = [
+                    TargetFields(prefix=new_target_key(), initial=target_initial(t))
+                    for t in self._stored_targets.values()
+                ]
+            else:
+                self.main = MonitorFields(initial={"timezone": default_timezone})
+                # static/js/app.js swaps in the browser's zone for new monitors.
+                self.main.fields["timezone"].widget.attrs["data-browser-timezone"] = ""
+                self.targets = [self.blank_target("scrape")]
+            return
+        self.main = MonitorFields(data)
+        keys = [k for k in dict.fromkeys(data.getlist("target")) if _KEY.match(k)]
+        self.targets = [TargetFields(data, prefix=k) for k in keys[:MAX_TARGET_ROWS]]
+
+    @staticmethod
+    def blank_target(kind: str, key: str | None = None) -> TargetFields:
+        kind = kind if kind in TARGET_TYPES else "scrape"
+        return TargetFields(prefix=key or new_target_key(), initial={"type": kind})
+
+    # -- rows without JavaScript ---------------------------------------------
+
+    def change_rows(self, *, add: str | None = None, remove: str | None = None) -> None:
+        """Apply an "add target"/"remove" button press (no validation)."""
+        if remove:
+            self.targets = [t for t in self.targets if t.key != remove]
+        if add in TARGET_TYPES:
+            self.targets.append(self.blank_target(add))
+
+    # -- validation -------------------------------------------------------------
+
+    def is_valid(self) -> bool:
+        if self.data is None:
+            return False
+        self.errors = {}
+        payload = self.payload()
+        if self.monitor is None:
+            serializer = MonitorWriteSerializer(data=payload)
+        else:
+            serializer = MonitorUpdateSerializer(
+                data=payload,
+                context={
+                    "monitor": self.monitor,
+                    "current_timezone": self.monitor.schedule_timezone,
+                },
+            )
+        if not serializer.is_valid():
+            issues = flatten_errors(serializer.errors)
+            if not any(
+                issue["path"][:1] in (["goal"], ["judgeEnabled"]) for issue in issues
+            ):
+                issues += self._goal_rule_issues(serializer, payload)
+            for issue in issues:
+                slot, message = self._place(issue["path"], issue["message"], payload)
+                self.errors.setdefault(slot, []).append(message)
+        if self.errors:
+            self.mark_invalid()
+            return False
+        self.validated_data = dict(serializer.validated_data)
+        return True
+
+    @staticmethod
+    def _goal_rule_issues(
+        serializer: MonitorWriteSerializer, payload: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """The serializer's own cross-field rules (goal, judging, search
+        targets), run even though other fields failed.
+
+        DRF only calls `validate()` once every field is valid, so the API names
+        a missing goal only after everything else is fixed. In the form that
+        would mean fixing fields one round at a time; running the same method
+        on the parts it reads shows the goal problem right away.
+        """
+        attrs: dict[str, Any] = {
+            "targets": [
+                {"type": target["type"]}
+                for target in payload["targets"]
+                if target.get("type") in TARGET_TYPES
+            ]
+        }
+        for key in ("goal", "judgeEnabled"):
+            if key in payload:
+                attrs[key] = payload[key]
+        try:
+            serializer.validate(attrs)
+        except ValidationError as exc:
+            return flatten_errors(exc.detail)
+        return []
+
+    def save(self, team: Team, now: datetime) -> Monitor:
+        assert self.validated_data is not None, "call is_valid() first"
+        if self.monitor is None:
+            return create_monitor(team, self.validated_data, now)
+        return update_monitor(self.monitor, self.validated_data, now)
+
+    # -- building the API payload -------------------------------------------
+
+    def payload(self) -> dict[str, Any]:
+        """The /v2/monitor body this form stands for (parse errors recorded)."""
+        main = self._cleaned(self.main)
+        cron, text = split_schedule(main.get("schedule", ""))
+        schedule: dict[str, Any] = {"timezone": main.get("timezone") or "UTC"}
+        if cron is not None:
+            schedule["cron"] = cron
+        if text is not None:
+            schedule["text"] = text
+        payload: dict[str, Any] = {
+            "name": main.get("name", ""),
+            "schedule": schedule,
+            "targets": [self._target_payload(t) for t in self.targets],
+            "goal": main.get("goal", ""),
+            "webhook": self._webhook_payload(main),
+            "notification": self._notification_payload(main),
+        }
+        judge = main.get("judge")
+        if judge in ("on", "off"):
+            payload["judgeEnabled"] = judge == "on"
+        if str(main.get("retention_days", "")).strip():
+            payload["retentionDays"] = _number(main["retention_days"])
+        return payload
+
+    def _cleaned(self, form: forms.Form) -> dict[str, Any]:
+        form.is_valid()
+        return {
+            **{name: form[name].value() for name in form.fields},
+            **form.cleaned_data,
+        }
+
+    def _parse_error(self, slot: str, problems: Iterable[str]) -> None:
+        for problem in problems:
+            self.errors.setdefault(slot, []).append(problem)
+
+    def _target_payload(self, row: TargetFields) -> dict[str, Any]:
+        data = self._cleaned(row)
+        kind = data.get("type") or ""
+        stored = self._stored_targets.get(data.get("id") or "")
+        target: dict[str, Any] = {"type": kind}
+        if stored is not None:
+            target["id"] = str(stored.id)
+        if kind == "search":
+            target["queries"] = _lines(data["queries"])
+            target["searchWindow"] = (
+                data["search_window"] or rules.SEARCH_WINDOW_DEFAULT
+            )
+            if str(data["max_results"]).strip():
+                target["maxResults"] = _number(data["max_results"])
+            for field, key in (
+                ("include_domains", "includeDomains"),
+                ("exclude_domains", "excludeDomains"),
+            ):
+                if domains := _items(data[field]):
+                    target[key] = domains
+            return target
+        if kind == "crawl":
+            target["url"] = data["url"].strip()
+            crawl = dict(stored.crawl_options) if stored else {}
+            for field, key in (("limit", "limit"), ("depth", "maxDiscoveryDepth")):
+                crawl.pop(key, None)
+                if str(data[field]).strip():
+                    crawl[key] = _number(data[field])
+            for field, key in (
+                ("include_paths", "includePaths"),
+                ("exclude_paths", "excludePaths"),
+            ):
+                crawl.pop(key, None)
+                if paths := _lines(data[field]):
+                    crawl[key] = paths
+            target["crawlOptions"] = crawl
+        else:
+            target["urls"] = _lines(data["urls"])
+        target["scrapeOptions"] = self._scrape_options(row, data, stored)
+        return target
+
+    def _scrape_options(
+        self, row: TargetFields, data: dict[str, Any], stored: Target | None
+    ) -> dict[str, Any]:
+        # Options the form does not show (formats, actions… set through the API)
+        # are kept as stored; the ones it shows are replaced.
+        options = dict(stored.scrape_options) if stored else {}
+        for key in ("onlyMainContent", "mobile", "includeTags", "excludeTags"):
+            options.pop(key, None)
+        for key in ("headers", "timeout", "waitFor"):
+            options.pop(key, None)
+        if not data["only_main_content"]:
+            options["onlyMainContent"] = False
+        if data["mobile"]:
+            options["mobile"] = True
+        for field, key in (
+            ("include_tags", "includeTags"),
+            ("exclude_tags", "excludeTags"),
+        ):
+            if tags := _items(data[field]):
+                options[key] = tags
+        headers, problems = _pairs(data["headers"])
+        self._parse_error(row.slot("headers"), problems)
+        if headers:
+            options["headers"] = headers
+        for field, key in (("timeout", "timeout"), ("wait_for", "waitFor")):
+            if str(data[field]).strip():
+                options[key] = _number(data[field])
+        return options
+
+    def _webhook_payload(self, main: dict[str, Any]) -> dict[str, Any] | None:
+        headers, header_problems = _pairs(main.get("webhook_headers", ""))
+        metadata, metadata_problems = _pairs(main.get("webhook_metadata", ""))
+        self._parse_error("webhook_headers", header_problems)
+        self._parse_error("webhook_metadata", metadata_problems)
+        url = (main.get("webhook_url") or "").strip()
+        if not url and not headers and not metadata:
+            return None
+        return {
+            "url": url,
+            "events": list(main.get("webhook_events") or []),
+            "headers": headers,
+            "metadata": metadata,
+        }
+
+    def _notification_payload(self, main: dict[str, Any]) -> dict[str, Any]:
+        # Other channels (set through the API) are kept as they are.
+        stored = dict(self.monitor.notification or {}) if self.monitor else {}
+        stored["email"] = {
+            "enabled": bool(main.get("email_enabled")),
+            "recipients": _items(main.get("email_recipients", "")),
+            "includeDiffs": bool(main.get("email_include_diffs")),
+        }
+        return stored
+
+    # -- errors -------------------------------------------------------------------
+
+    def _place(
+        self, path: list[str | int], message: str, payload: dict[str, Any]
+    ) -> tuple[str, str]:
+        """(slot, message) for one serializer issue."""
+        if not path:
+            return NON_FIELD, message
+        head = path[0]
+        if head == "webhook":
+            slot = _WEBHOOK_SLOTS.get(
+                str(path[1]) if len(path) > 1 else "", "webhook_url"
+            )
+            return slot, message
+        if head == "notification":
+            inner = [p for p in path[1:] if p != "email"]
+            slot = _EMAIL_SLOTS.get(str(inner[0]) if inner else "", "email_recipients")
+            return slot, self._with_item(path, message, payload)
+        if head == "targets" and len(path) > 1 and isinstance(path[1], int):
+            index = path[1]
+            if index >= len(self.targets):
+                return "targets", message
+            row = self.targets[index]
+            rest = tuple(str(p) for p in path[2:] if not isinstance(p, int))
+            field = _TARGET_SLOTS.get(rest[:2]) or _TARGET_SLOTS.get(rest[:1])
+            if field is None or field not in row.shown_fields():
+                where = ".".join(rest)
+                return row.key, f"{where}: {message}" if where else message
+            return row.slot(field), self._with_item(path, message, payload)
+        return _MAIN_SLOTS.get(str(head), NON_FIELD), message
+
+    @staticmethod
+    def _with_item(path: list[str | int], message: str, payload: Any) -> str:
+        """Name the line an error is about ("…/x": message) for list fields."""
+        if not isinstance(path[-1], int):
+            return message
+        value = payload
+        try:
+            for part in path:
+                value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return message
+        if not isinstance(value, str):
+            return message
+        shown = value if len(value) <= 80 else value[:77] + "…"
+        return f"“{shown}”: {message}"
+
+    # -- what the template needs ------------------------------------------------
+
+    def slots(self) -> list[str]:
+        """Every error slot on the page, so a validation response can clear them."""
+        names = [NON_FIELD, "targets", *MonitorFields.base_fields]
+        names.remove("timezone")  # shares the schedule's slot
+        for row in self.targets:
+            names.append(row.key)
+            names.extend(row.slot(name) for name in row.shown_fields())
+        return names
+
+    def visible_errors(self, touched: set[str] | None) -> dict[str, list[str]]:
+        """Errors for the fields a person has touched (all when `touched` is None)."""
+        if touched is None:
+            return self.errors
+        slots = {"schedule" if name == "timezone" else name for name in touched}
+        row_keys = {name.split("-", 1)[0] for name in touched if "-" in name}
+        slots |= row_keys
+        if row_keys or slots & {"goal", "judge"}:
+            slots |= _CROSS_FIELD_SLOTS
+        slots.add(NON_FIELD)
+        return {slot: msgs for slot, msgs in self.errors.items() if slot in slots}
+
+    def error_count(self) -> int:
+        return sum(len(messages) for messages in self.errors.values())
+
+    def error_summary(self) -> list[tuple[str, str]]:
+        """(anchor, message) pairs for the summary at the top of a submitted
+        form; each anchor is the control to fix."""
+        keys = {row.key for row in self.targets}
+        anchors = {
+            NON_FIELD: "main",
+            "targets": "targets",
+            "judge": "id_judge_0",
+            "webhook_events": "id_webhook_events_0",
+        }
+        pairs = []
+        for slot, messages in self.errors.items():
+            anchor = anchors.get(slot) or (
+                f"target-{slot}" if slot in keys else f"id_{slot}"
+            )
+            pairs.extend((anchor, message) for message in messages)
+        return pairs
+
+    def mark_invalid(self) -> None:
+        """aria-invalid on the controls whose slot has an error."""
+        for slot in self.errors:
+            form, name = self.main, slot
+            if "-" in slot:
+                key, name = slot.split("-", 1)
+                form = next((t for t in self.targets if t.key == key), None)
+            if form is not None and name in form.fields:
+                form.fields[name].widget.attrs["aria-invalid"] = "true"
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(
+        max_length=100,
+        required=False,
+        help_text="So you know later where it is used, e.g. “Zapier” or “CI”.",
+    )

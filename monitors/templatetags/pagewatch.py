@@ -1,0 +1,255 @@
+"""Small display helpers for the dashboard templates: wording, times, counts.
+No business logic lives here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from monitors import schedule as schedules
+
+register = template.Library()
+
+CHECK_STATUS_LABELS = {
+    "queued": "Waiting to start",
+    "running": "Running",
+    "completed": "Completed",
+    "partial": "Completed with errors",
+    "failed": "Failed",
+    "skipped_overlap": "Skipped: previous check still running",
+    "skipped_no_credits": "Skipped: not enough credits",
+}
+# Short symbols so a status never relies on colour alone.
+CHECK_STATUS_SYMBOLS = {
+    "queued": "…",
+    "running": "▶",
+    "completed": "✓",
+    "partial": "!",
+    "failed": "✕",
+    "skipped_overlap": "–",
+    "skipped_no_credits": "–",
+}
+PAGE_STATUS_LABELS = {
+    "changed": "Changed",
+    "new": "New",
+    "same": "Unchanged",
+    "removed": "Removed",
+    "error": "Error",
+}
+SUMMARY_ORDER = ("changed", "new", "removed", "error", "same")
+SUMMARY_WORDS = {
+    "changed": "changed",
+    "new": "new",
+    "removed": "removed",
+    "error": "failed",
+    "same": "unchanged",
+}
+
+
+@register.filter
+def relative(moment: datetime | None) -> str:
+    """ "in 12 minutes", "3 hours ago", "just now"."""
+    if moment is None:
+        return ""
+    delta = moment - timezone.now()
+    seconds = int(delta.total_seconds())
+    future = seconds > 0
+    seconds = abs(seconds)
+    if seconds < 45:
+        return "in a few seconds" if future else "just now"
+    if seconds < 90 * 60:
+        count, unit = max(1, round(seconds / 60)), "minute"
+    elif seconds < 36 * 3600:
+        count, unit = round(seconds / 3600), "hour"
+    else:
+        count, unit = round(seconds / 86400), "day"
+    words = f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"in {words}" if future else f"{words} ago"
+
+
+@register.filter
+def local(moment: datetime | None, zone: str | None = None) -> str:
+    """An absolute time in a monitor's zone: "Mon 24 Nov 2025, 10:30 CET"."""
+    if moment is None:
+        return ""
+    try:
+        tz = ZoneInfo(zone) if zone else timezone.get_current_timezone()
+    except (ValueError, KeyError):
+        tz = timezone.get_current_timezone()
+    value = moment.astimezone(tz)
+    return f"{value:%a %d %b %Y, %H:%M} {value.tzname()}"
+
+
+@register.filter
+def iso(moment: datetime | None) -> str:
+    return moment.isoformat() if moment else ""
+
+
+@register.filter
+def duration(seconds: float | timedelta | None) -> str:
+    if seconds is None:
+        return ""
+    if isinstance(seconds, timedelta):
+        seconds = seconds.total_seconds()
+    total = int(round(seconds))
+    if total < 60:
+        return f"{total} s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+@register.filter
+def schedule_words(monitor: Any) -> str:
+    """ "Every 30 minutes, Europe/Berlin"."""
+    return f"{schedules.describe(monitor.schedule)}, {monitor.schedule_timezone}"
+
+
+@register.filter
+def check_status_label(status: str) -> str:
+    return CHECK_STATUS_LABELS.get(status, status)
+
+
+@register.filter
+def check_status_symbol(status: str) -> str:
+    return CHECK_STATUS_SYMBOLS.get(status, "?")
+
+
+@register.filter
+def page_status_label(status: str) -> str:
+    return PAGE_STATUS_LABELS.get(status, status)
+
+
+@register.filter
+def summary_parts(summary: Mapping[str, int] | None) -> list[tuple[str, int, str]]:
+    """(status, count, words) for the non-zero counts of a check summary."""
+    if not summary:
+        return []
+    return [
+        (status, summary[status], f"{summary[status]} {SUMMARY_WORDS[status]}")
+        for status in SUMMARY_ORDER
+        if summary.get(status)
+    ]
+
+
+@register.filter
+def http_url(url: str | None) -> str:
+    """The URL when it may be a link (http/https only); "" otherwise."""
+    if not url:
+        return ""
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        return ""
+    return url if scheme in ("http", "https") else ""
+
+
+@register.filter
+def short_url(url: str | None, length: int = 60) -> str:
+    """A URL without its scheme, shortened in the middle for tables."""
+    if not url:
+        return ""
+    text = url.split("://", 1)[-1]
+    if len(text) <= length:
+        return text
+    half = (length - 1) // 2
+    return f"{text[:half]}…{text[-half:]}"
+
+
+@register.filter
+def targets_summary(monitor: Any) -> str:
+    """What a monitor watches, in a few words: "example.com/pricing + 2 more"."""
+    things: list[str] = []
+    for target in monitor.targets.all():
+        if target.type == "scrape":
+            things.extend(short_url(u, 40) for u in target.urls)
+        elif target.type == "crawl":
+            things.append(f"{short_url(target.url, 40)} (whole site)")
+        else:
+            things.extend(f"search “{q}”" for q in target.queries)
+    if not things:
+        return ""
+    more = len(things) - 1
+    return things[0] + (f" + {more} more" if more else "")
+
+
+@register.filter
+def plain_error(error: str | None, status_code: int | None = None) -> str:
+    """A page or check error in words a non-technical reader understands."""
+    text = (error or "").strip()
+    by_code = {
+        401: "The page asks for a login (HTTP 401).",
+        403: "The site refused access (HTTP 403).",
+        404: "The page was not found (HTTP 404).",
+        410: "The page is gone (HTTP 410).",
+        429: "The site said we asked too often (HTTP 429).",
+    }
+    if status_code in by_code and (not text or str(status_code) in text):
+        return by_code[status_code]
+    if status_code and status_code >= 500 and not text:
+        return f"The site had an internal problem (HTTP {status_code})."
+    lowered = text.lower()
+    hints = (
+        ("timed out", "The page took too long to answer."),
+        ("timeout", "The page took too long to answer."),
+        ("name or service not known", "The site's address could not be found."),
+        ("nodename nor servname", "The site's address could not be found."),
+        ("connection refused", "The site refused the connection."),
+        ("private", "The address points to a private network, which is not allowed."),
+        ("certificate", "The site's security certificate could not be verified."),
+    )
+    for needle, words in hints:
+        if needle in lowered:
+            return f"{words} ({text})" if text else words
+    return text or "Something went wrong while checking this page."
+
+
+@register.simple_tag
+def error_slot(
+    form: Any, slot: str, messages: Any = None, oob: bool = False
+) -> SafeString:
+    """The error container of one field: always present (so aria-describedby
+    and htmx out-of-band swaps have a target), empty when there is no error."""
+    if messages is None:
+        errors = getattr(form, "errors", None) or {}
+        messages = errors.get(slot, [])
+    items = format_html_join("", "<p>{}</p>", ((m,) for m in messages))
+    return format_html(
+        '<div id="err-{}" class="field-error"{}>{}</div>',
+        slot,
+        SafeString(' hx-swap-oob="true"') if oob else "",
+        items,
+    )
+
+
+# A link target may hold one level of parentheses: [x](https://a/b_(c)).
+_MD_TARGET = r"\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"
+_MD_IMAGE = re.compile(r"!\[([^\]]*)\]" + _MD_TARGET)
+_MD_LINK = re.compile(r"\[([^\]]+)\]" + _MD_TARGET)
+_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
+_MD_EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
+_MD_FENCE = re.compile(r"^\s*```.*$", re.MULTILINE)
+
+
+@register.filter
+def markdown_text(markdown: str | None) -> str:
+    """Markdown shown as plain readable text: link targets, heading marks and
+    emphasis dropped. The result is still escaped by the template."""
+    if not markdown:
+        return ""
+    text = _MD_IMAGE.sub(lambda m: f"[image: {m[1]}]" if m[1] else "", markdown)
+    text = _MD_LINK.sub(r"\1", text)
+    text = _MD_HEADING.sub("", text)
+    text = _MD_EMPHASIS.sub(r"\2", text)
+    return _MD_FENCE.sub("", text)

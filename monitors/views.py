@@ -1,0 +1,607 @@
+"""Dashboard views: thin, typed functions over the models, the forms and the
+shared workflows (monitors.editing, checks.dispatch).
+
+Every object is looked up through the current team (monitors.context); another
+team's monitor, check or page answers 404 exactly like a missing one. htmx
+requests get a fragment of the page's own template ("page.html#fragment").
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+from zoneinfo import ZoneInfo, available_timezones
+
+from django.contrib import messages
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.paginator import Paginator
+from django.db.models import Count, Exists, F, OuterRef, Q, TextField, Window
+from django.db.models.functions import Cast, RowNumber
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseStopPolling, trigger_client_event
+
+from checks import diff as diffs
+from checks.dispatch import RunRefused, queue_manual_check
+from checks.models import Check, PageResult
+from monitors import schedule as schedules
+from monitors.context import current_team, switch_team
+from monitors.editing import update_monitor
+from monitors.forms import ApiKeyForm, MonitorForm, split_schedule
+from monitors.models import ApiKey, Membership, Monitor, Target, Team
+
+if TYPE_CHECKING:
+    from django_htmx.middleware import HtmxDetails
+
+MONITORS_PER_PAGE = 25
+CHECKS_PER_PAGE = 20
+PAGES_PER_PAGE = 100
+HISTORY_LENGTH = 14
+PREVIEW_RUNS = 3
+# Snapshots can be megabytes; a browser tab should not have to render all of it.
+SNAPSHOT_DISPLAY_CHARS = 200_000
+
+
+class DashboardRequest(HttpRequest):
+    """What the dashboard views can rely on (set by middleware and team_view)."""
+
+    user: AbstractBaseUser
+    htmx: HtmxDetails
+    team: Team
+
+
+View = Callable[..., HttpResponse]
+
+
+def team_view(view: View) -> View:
+    """Resolve the current team first; people in no team get a friendly page."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        team = current_team(request)
+        if team is None:
+            return render(request, "monitors/no_team.html", status=403)
+        request.team = team  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+# ---------------------------------------------------------------- lookups
+
+
+def get_monitor_for(request: DashboardRequest, pk: uuid.UUID) -> Monitor:
+    """The current team's live monitor, or 404 — another team's monitor looks
+    exactly like a missing one."""
+    monitor = (
+        Monitor.objects.for_team(request.team)
+        .prefetch_related("targets")
+        .filter(pk=pk)
+        .first()
+    )
+    if monitor is None:
+        raise Http404("Monitor not found")
+    return monitor
+
+
+def get_check_for(
+    request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID
+) -> Check:
+    monitor = get_monitor_for(request, pk)
+    check = Check.objects.filter(monitor=monitor, pk=check_id).first()
+    if check is None:
+        raise Http404("Check not found")
+    check.monitor = monitor  # already fetched, with its targets
+    return check
+
+
+def get_page_for(
+    request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID, page_id: uuid.UUID
+) -> PageResult:
+    check = get_check_for(request, pk, check_id)
+    page = (
+        PageResult.objects.select_related("previous_snapshot", "current_snapshot")
+        .filter(check_run=check, pk=page_id)
+        .first()
+    )
+    if page is None:
+        raise Http404("Page not found")
+    page.check_run = check
+    return page
+
+
+def _fragment(request: DashboardRequest, template: str, fragments: set[str]) -> str:
+    """The template, or one of its fragments when htmx asks for that target."""
+    target = request.htmx.target if request.htmx else None
+    return f"{template}#{target}" if target in fragments else template
+
+
+def _safe_next(request: HttpRequest, fallback: str) -> str:
+    wanted = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(
+        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return wanted
+    return fallback
+
+
+def _attach_history(monitors: list[Monitor]) -> None:
+    """Give each monitor its most recent checks (oldest first) in one query."""
+    by_monitor: dict[uuid.UUID, list[Check]] = defaultdict(list)
+    if monitors:
+        recent = (
+            Check.objects.filter(monitor__in=[m.pk for m in monitors])
+            .annotate(
+                rank=Window(
+                    RowNumber(),
+                    partition_by=[F("monitor_id")],
+                    order_by=[F("created_at").desc(), F("id").desc()],
+                )
+            )
+            .filter(rank__lte=HISTORY_LENGTH)
+            .only("id", "monitor_id", "status", "trigger", "created_at", "summary")
+            .order_by("created_at", "id")
+        )
+        for check in recent:
+            by_monitor[check.monitor_id].append(check)
+    for monitor in monitors:
+        monitor.recent_checks = by_monitor.get(monitor.pk, [])  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- teams
+
+
+@require_POST
+def team_switch(request: HttpRequest) -> HttpResponse:
+    team = switch_team(request, request.POST.get("team"))
+    if team is None:
+        messages.error(request, "You are not a member of that team.")
+    else:
+        messages.success(request, f"Now showing {team.name}.")
+    # Objects on the current page belong to the previous team: start at the list.
+    return redirect("monitor-list")
+
+
+@require_GET
+@team_view
+def team_members(request: DashboardRequest) -> HttpResponse:
+    memberships = (
+        Membership.objects.filter(team=request.team)
+        .select_related("user")
+        .order_by("-role", "user__username")
+    )
+    return render(request, "monitors/team_members.html", {"memberships": memberships})
+
+
+# ---------------------------------------------------------------- monitor list
+
+
+def _filtered_monitors(request: DashboardRequest) -> tuple[Any, dict[str, str]]:
+    query = request.GET.get("q", "").strip()[:200]
+    status = request.GET.get("status", "")
+    monitors = Monitor.objects.for_team(request.team)
+    if query:
+        matching_target = (
+            Target.objects.filter(monitor=OuterRef("pk"))
+            .annotate(
+                urls_text=Cast("urls", TextField()),
+                queries_text=Cast("queries", TextField()),
+            )
+            .filter(
+                Q(urls_text__icontains=query)
+                | Q(url__icontains=query)
+                | Q(queries_text__icontains=query)
+            )
+        )
+        monitors = monitors.filter(Q(name__icontains=query) | Exists(matching_target))
+    if status in Monitor.Status.values:
+        monitors = monitors.filter(status=status)
+    else:
+        status = ""
+    return monitors, {"q": query, "status": status}
+
+
+@require_GET
+@team_view
+def monitor_list(request: DashboardRequest) -> HttpResponse:
+    monitors, filters = _filtered_monitors(request)
+    paginator = Paginator(
+        monitors.prefetch_related("targets").order_by("-created_at", "pk"),
+        MONITORS_PER_PAGE,
+    )
+    page = paginator.get_page(request.GET.get("page"))
+    _attach_history(list(page.object_list))
+    has_any = paginator.count > 0 or Monitor.objects.for_team(request.team).exists()
+    context = {
+        "page": page,
+        "filters": filters,
+        "filtering": any(filters.values()),
+        "team_has_monitors": has_any,
+        "status_choices": [("", "All"), ("active", "Active"), ("paused", "Paused")],
+    }
+    template = _fragment(request, "monitors/monitor_list.html", {"results"})
+    response = render(request, template, context)
+    if template.endswith("#results"):
+        found = f"{paginator.count} monitor{'s' if paginator.count != 1 else ''} found."
+        trigger_client_event(response, "announce", {"message": found})
+    return response
+
+
+@require_POST
+@team_view
+def monitor_toggle(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    """Pause or resume. The button says which, so a double click is harmless."""
+    monitor = get_monitor_for(request, pk)
+    wanted = request.POST.get("status")
+    if wanted not in Monitor.Status.values:
+        wanted = Monitor.Status.PAUSED if monitor.is_active else Monitor.Status.ACTIVE
+    update_monitor(monitor, {"status": wanted}, timezone.now())
+    done = "paused" if wanted == Monitor.Status.PAUSED else "resumed"
+    if request.htmx:
+        _attach_history([monitor])
+        context = {"monitor": monitor, "next_url": request.htmx.current_url_abs_path}
+        response = render(request, "monitors/monitor_list.html#monitor-row", context)
+        # static/js/app.js reads this aloud through the page's live region.
+        return trigger_client_event(
+            response, "announce", {"message": f"{monitor.name} {done}."}
+        )
+    messages.success(request, f"{monitor.name} {done}.")
+    return redirect(_safe_next(request, reverse("monitor-list")))
+
+
+# ---------------------------------------------------------------- create / edit
+
+
+def _touched(request: HttpRequest) -> set[str] | None:
+    """Field names the person has typed in (sent by static/js/app.js)."""
+    if "_touched" not in request.POST:
+        return None
+    return {name for name in request.POST["_touched"].split(",") if name}
+
+
+@functools.cache
+def _timezones() -> list[str]:
+    return sorted(available_timezones() - {"localtime", "posixrules", "Factory"})
+
+
+def _form_context(
+    form: MonitorForm, monitor: Monitor | None, **extra: Any
+) -> dict[str, Any]:
+    preview = schedule_preview_context(
+        str(form.main["schedule"].value() or ""),
+        str(form.main["timezone"].value() or ""),
+        timezone.now(),
+    )
+    return {
+        "form": form,
+        "monitor": monitor,
+        "timezones": _timezones(),
+        **preview,
+        **extra,
+    }
+
+
+def _edit_form(request: DashboardRequest, monitor: Monitor | None) -> HttpResponse:
+    template = "monitors/monitor_form.html"
+    if request.method != "POST":
+        form = MonitorForm(monitor=monitor)
+        return render(request, template, _form_context(form, monitor))
+    form = MonitorForm(request.POST, monitor=monitor)
+    add, remove = request.POST.get("add_target"), request.POST.get("remove_target")
+    if add or remove:
+        # The no-JavaScript way to add or remove a target row.
+        form.change_rows(add=add, remove=remove)
+        return render(request, template, _form_context(form, monitor))
+    if not form.is_valid():
+        context = _form_context(form, monitor, show_summary=True)
+        return render(request, template, context, status=400)
+    saved = form.save(request.team, timezone.now())
+    messages.success(request, f"“{saved.name}” saved.")
+    return redirect("monitor-detail", pk=saved.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def monitor_create(request: DashboardRequest) -> HttpResponse:
+    return _edit_form(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def monitor_edit(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    return _edit_form(request, get_monitor_for(request, pk))
+
+
+@require_POST
+@team_view
+def monitor_validate(
+    request: DashboardRequest, pk: uuid.UUID | None = None
+) -> HttpResponse:
+    """Inline validation: the same serializer run as on submit, answered with
+    every field's error slot as an out-of-band swap."""
+    monitor = get_monitor_for(request, pk) if pk else None
+    form = MonitorForm(request.POST, monitor=monitor)
+    form.is_valid()
+    visible = form.visible_errors(_touched(request))
+    slots = [(slot, visible.get(slot, [])) for slot in form.slots()]
+    return render(request, "monitors/monitor_form.html#validation", {"slots": slots})
+
+
+@require_GET
+@team_view
+def target_row(request: DashboardRequest) -> HttpResponse:
+    """A new, empty target row for the form (htmx "Add target" buttons)."""
+    kind = request.GET.get("add_target") or request.GET.get("type") or "scrape"
+    context = {"target": MonitorForm.blank_target(kind)}
+    return render(request, "monitors/monitor_form.html#target-row", context)
+
+
+def schedule_preview_context(schedule: str, zone: str, now: datetime) -> dict[str, Any]:
+    cron, text = split_schedule(schedule)
+    if cron is None and text is None:
+        return {"preview_empty": True}
+    try:
+        parsed = schedules.normalize_schedule(cron, text, zone or None, now=now)
+    except schedules.ScheduleError as exc:
+        return {"preview_error": exc.message}
+    runs = schedules.next_runs(parsed, now, PREVIEW_RUNS)
+    zone_info = ZoneInfo(parsed.timezone)
+    today = now.astimezone(zone_info).date()
+    times = []
+    for run in runs:
+        local = run.astimezone(zone_info)
+        times.append(
+            f"{local:%H:%M}"
+            if local.date() == today
+            else f"{local:%a %d %b} {local:%H:%M}"
+        )
+    return {
+        "preview": parsed,
+        "preview_words": schedules.describe(parsed),
+        "preview_runs": times,
+    }
+
+
+@require_GET
+@team_view
+def schedule_preview(request: DashboardRequest) -> HttpResponse:
+    context = schedule_preview_context(
+        request.GET.get("schedule", "")[:200],
+        request.GET.get("timezone", "")[:64],
+        timezone.now(),
+    )
+    return render(request, "monitors/monitor_form.html#schedule-preview", context)
+
+
+# ---------------------------------------------------------------- monitor page
+
+
+def _in_flight_check(monitor: Monitor) -> Check | None:
+    return (
+        Check.objects.for_monitor(monitor).in_flight().order_by("-created_at").first()
+    )
+
+
+def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, Any]:
+    now = timezone.now()
+    try:
+        credits: int | None = monitor.estimated_credits_per_month(now)
+    except schedules.ScheduleError:
+        credits = None
+    checks = Paginator(
+        Check.objects.for_monitor(monitor)
+        .defer("target_results", "notification_status")
+        .order_by("-created_at", "-id"),
+        CHECKS_PER_PAGE,
+    ).get_page(request.GET.get("page"))
+    return {
+        "monitor": monitor,
+        "credits_per_month": credits,
+        "checks": checks,
+        "running_check": _in_flight_check(monitor),
+        "recipients": monitor.recipient_subscriptions(),
+    }
+
+
+@require_GET
+@team_view
+def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    monitor = get_monitor_for(request, pk)
+    template = _fragment(
+        request, "monitors/monitor_detail.html", {"check-history", "run-status"}
+    )
+    return render(request, template, _monitor_context(request, monitor))
+
+
+@require_POST
+@team_view
+def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    """Run now: queue a manual check, then show its progress."""
+    monitor = get_monitor_for(request, pk)
+    error, check = None, None
+    try:
+        check = queue_manual_check(monitor)
+    except RunRefused as refused:
+        check = Check.objects.filter(monitor=monitor, pk=refused.check_id).first()
+        error = None if check else refused.message
+    except Monitor.DoesNotExist:
+        raise Http404("Monitor not found") from None
+    if request.htmx:
+        context = {"monitor": monitor, "running_check": check, "run_error": error}
+        return render(request, "monitors/monitor_detail.html#run-status", context)
+    if check is None:
+        messages.error(request, error or "The check could not be started.")
+        return redirect(monitor.get_absolute_url())
+    messages.success(request, "Check started.")
+    return redirect(check.get_absolute_url())
+
+
+@require_GET
+@team_view
+def check_progress(
+    request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID
+) -> HttpResponse:
+    """Polled every second while a check runs; 286 stops the polling."""
+    check = get_check_for(request, pk, check_id)
+    if not request.htmx:
+        return redirect(check.get_absolute_url())
+    context = {"monitor": check.monitor, "running_check": check}
+    html = render_to_string("monitors/monitor_detail.html#run-status", context, request)
+    if not check.is_finished:
+        return HttpResponse(html)
+    # Other regions (history, page list) listen for this and reload themselves.
+    return trigger_client_event(HttpResponseStopPolling(html), "checkFinished")
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def monitor_delete(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    monitor = get_monitor_for(request, pk)
+    if request.method == "POST":
+        monitor.soft_delete(timezone.now())
+        messages.success(request, f"{monitor.name} deleted.")
+        return redirect("monitor-list")
+    return render(request, "monitors/monitor_confirm_delete.html", {"monitor": monitor})
+
+
+# ---------------------------------------------------------------- checks and pages
+
+
+@require_GET
+@team_view
+def check_detail(
+    request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID
+) -> HttpResponse:
+    check = get_check_for(request, pk, check_id)
+    counts = {
+        row["status"]: row["n"]
+        for row in check.pages.order_by().values("status").annotate(n=Count("id"))
+    }
+    status = request.GET.get("status", "")
+    if status not in PageResult.Status.values:
+        status = ""
+    pages = check.pages.defer("diff", "diff_html", "judgment").order_by(
+        "created_at", "id"
+    )
+    if status:
+        pages = pages.filter(status=status)
+    chips = [("", "All", sum(counts.values()))] + [
+        (value, label, counts.get(value, 0))
+        for value, label in (
+            ("changed", "Changed"),
+            ("new", "New"),
+            ("removed", "Removed"),
+            ("error", "Errors"),
+            ("same", "Unchanged"),
+        )
+    ]
+    context = {
+        "monitor": check.monitor,
+        "check": check,
+        "running_check": check if not check.is_finished else None,
+        "status": status,
+        "chips": chips,
+        "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
+    }
+    template = _fragment(request, "checks/check_detail.html", {"page-results"})
+    return render(request, template, context)
+
+
+def _display_text(snapshot: Any) -> tuple[str | None, bool]:
+    if snapshot is None:
+        return None, False
+    text = snapshot.text
+    return text[:SNAPSHOT_DISPLAY_CHARS], len(text) > SNAPSHOT_DISPLAY_CHARS
+
+
+@require_GET
+@team_view
+def page_diff(
+    request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID, page_id: uuid.UUID
+) -> HttpResponse:
+    page = get_page_for(request, pk, check_id, page_id)
+    check = page.check_run
+    layout = "inline" if request.GET.get("view") == "inline" else "split"
+    before, before_cut = _display_text(page.previous_snapshot)
+    after, after_cut = _display_text(page.current_snapshot)
+    comparable = before is not None and after is not None
+    if layout == "split" and page.diff_html:
+        html = page.diff_html
+    elif comparable and page.status == PageResult.Status.CHANGED:
+        render_diff = (
+            diffs.render_inline if layout == "inline" else diffs.render_side_by_side
+        )
+        html = render_diff(cast(str, before), cast(str, after))
+    else:
+        html = ""
+    history = (
+        PageResult.objects.filter(
+            check_run__monitor=check.monitor, target_id=page.target_id, url=page.url
+        )
+        .select_related("check_run")
+        .defer("diff", "diff_html", "metadata", "judgment")
+        .order_by("-created_at")[:30]
+    )
+    context = {
+        "monitor": check.monitor,
+        "check": check,
+        "page": page,
+        "layout": layout,
+        # checks.diff escapes every piece of page text before wrapping it in its
+        # own tags, so this — and only this — page-derived HTML may be marked
+        # safe. The template still puts it under hx-disable.
+        "diff_html": mark_safe(html),  # noqa: S308
+        "change_count": html.count('id="change-'),
+        "before": before,
+        "before_cut": before_cut,
+        "after": after,
+        "after_cut": after_cut,
+        "history": history,
+    }
+    template = _fragment(request, "checks/page_diff.html", {"diff-region"})
+    return render(request, template, context)
+
+
+# ---------------------------------------------------------------- API keys
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def api_keys(request: DashboardRequest) -> HttpResponse:
+    new_key = None
+    form = ApiKeyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        _, new_key = ApiKey.issue(
+            request.team, name=form.cleaned_data["name"], created_by=request.user
+        )
+        form = ApiKeyForm()
+    keys = ApiKey.objects.filter(team=request.team).select_related("created_by")
+    context = {"form": form, "keys": keys, "new_key": new_key}
+    response = render(request, "monitors/api_keys.html", context)
+    if new_key:
+        # The key is shown exactly once: never from a cache or the back button.
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def api_key_revoke(request: DashboardRequest, key_id: int) -> HttpResponse:
+    key = ApiKey.objects.filter(team=request.team, pk=key_id).first()
+    if key is None:
+        raise Http404("API key not found")
+    if request.method == "POST":
+        key.revoke()
+        messages.success(request, f"Key {key.display_prefix} revoked.")
+        return redirect("api-keys")
+    return render(request, "monitors/api_key_confirm_revoke.html", {"key": key})

@@ -1,0 +1,211 @@
+/* Pagewatch dashboard behaviour. Small on purpose: htmx does the requests;
+   this file adds what htmx cannot declare without inline handlers (which the
+   Content-Security-Policy forbids). Every page works without it. */
+(function () {
+  "use strict";
+
+  function announce(message) {
+    var region = document.getElementById("announcer");
+    if (!region || !message) return;
+    region.textContent = "";
+    window.setTimeout(function () { region.textContent = message; }, 50);
+  }
+
+  /* ---- Inline validation: only show errors for fields people have touched */
+  var touched = new WeakMap();
+
+  function touchedFor(form) {
+    if (!touched.has(form)) touched.set(form, new Set());
+    return touched.get(form);
+  }
+
+  function noteTouched(event) {
+    var field = event.target;
+    if (!event.isTrusted || !field.form || !field.name) return;
+    if (!field.form.matches("[data-validate-form]")) return;
+    touchedFor(field.form).add(field.name);
+  }
+  document.addEventListener("input", noteTouched);
+  document.addEventListener("change", noteTouched);
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var elt = event.detail.elt;
+    if (elt && elt.matches && elt.matches("[data-validate-form]")) {
+      event.detail.parameters["_touched"] = Array.from(touchedFor(elt)).join(",");
+    }
+  });
+
+  /* aria-invalid follows the error text next to each control. */
+  function syncInvalid() {
+    document.querySelectorAll(".field-error[id^='err-']").forEach(function (slot) {
+      var invalid = slot.textContent.trim() !== "";
+      var selector = "[aria-describedby~='" + CSS.escape(slot.id) + "']";
+      document.querySelectorAll(selector).forEach(function (control) {
+        if (!/^(INPUT|TEXTAREA|SELECT)$/.test(control.tagName)) return;
+        if (control.hasAttribute("data-shared-error")) return;
+        if (invalid) control.setAttribute("aria-invalid", "true");
+        else control.removeAttribute("aria-invalid");
+      });
+    });
+  }
+  document.addEventListener("htmx:afterRequest", syncInvalid);
+
+  /* A target row removed while its validation answer was on the way has no
+     error slots any more: drop them from the answer rather than let htmx
+     report each as a missing out-of-band target. */
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || !elt.matches || !elt.matches("[data-validate-form]")) return;
+    var answer = document.createElement("template");  // inert: nothing runs
+    answer.innerHTML = event.detail.serverResponse;
+    answer.content.querySelectorAll("[hx-swap-oob][id]").forEach(function (slot) {
+      if (!document.getElementById(slot.id)) slot.remove();
+    });
+    event.detail.serverResponse = answer.innerHTML;
+  });
+
+  /* ---- Target rows: remove without a round trip; focus a newly added row */
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-remove-target]");
+    if (!button) return;
+    var row = button.closest("[data-target-row]");
+    var form = button.form;
+    if (!row || !form) return;
+    event.preventDefault();
+    var kind = row.querySelector(".target-kind");
+    row.remove();
+    announce((kind ? kind.textContent : "Target") + " target removed.");
+    var add = form.querySelector(".add-targets button");
+    if (add) add.focus();
+    touchedFor(form).add("targets");
+    if (window.htmx) window.htmx.trigger(form, "change");
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail.target;
+    if (!target || target.id !== "targets") return;
+    var rows = target.querySelectorAll("[data-target-row]");
+    var row = rows[rows.length - 1];
+    if (!row) return;
+    var first = row.querySelector("textarea, input:not([type=hidden]), select");
+    if (first) first.focus();
+    var kind = row.querySelector(".target-kind");
+    announce((kind ? kind.textContent : "Target") + " target added.");
+  });
+
+  /* ---- New monitors default to the browser's time zone */
+  function useBrowserZone() {
+    var input = document.querySelector("input[data-browser-timezone]");
+    if (!input || input.value !== "UTC") return;
+    var zone = "";
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { zone = ""; }
+    if (!zone || zone === "UTC") return;
+    input.value = zone;
+    if (window.htmx) window.htmx.trigger(input, "change");
+  }
+
+  /* ---- Copy a new API key */
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (!button) return;
+    var source = document.querySelector(button.getAttribute("data-copy"));
+    if (!source) return;
+    function done() {
+      button.textContent = "Copied";
+      announce("Copied to the clipboard.");
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(source.value).then(done, function () {
+        source.select();
+      });
+    } else {
+      source.select();
+      try { if (document.execCommand("copy")) done(); } catch (e) { /* selected for manual copy */ }
+    }
+  });
+
+  /* ---- Diff: previous / next change */
+  var currentChange = 0;
+
+  function changeRows() {
+    return Array.from(document.querySelectorAll("#diff-region tr[id^='change-']"));
+  }
+
+  function showChange(number) {
+    var rows = changeRows();
+    if (!rows.length) return;
+    currentChange = ((number - 1 + rows.length) % rows.length) + 1;
+    rows.forEach(function (row) { row.classList.remove("is-current"); });
+    var row = rows[currentChange - 1];
+    row.classList.add("is-current");
+    row.setAttribute("tabindex", "-1");
+    row.focus({ preventScroll: true });
+    row.scrollIntoView({ block: "center" });
+    history.replaceState(history.state, "", "#" + row.id);
+    var position = document.querySelector("[data-change-position]");
+    if (position) position.textContent = "Change " + currentChange + " of " + rows.length;
+  }
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-change-step]");
+    if (!link) return;
+    event.preventDefault();
+    var step = parseInt(link.getAttribute("data-change-step"), 10);
+    if (currentChange === 0) showChange(step > 0 ? 1 : changeRows().length);
+    else showChange(currentChange + step);
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (event.detail.target && event.detail.target.id === "diff-region") {
+      currentChange = 0;
+      var position = document.querySelector("[data-change-position]");
+      var count = changeRows().length;
+      if (position) position.textContent = count + " change" + (count === 1 ? "" : "s");
+    }
+  });
+
+  /* Layout toggle: keep aria-current on the chosen layout after an htmx swap. */
+  document.addEventListener("htmx:afterSwap", function (event) {
+    // After an outerHTML swap the event's target is the old, detached region.
+    if (!event.detail.target || event.detail.target.id !== "diff-region") return;
+    var region = document.getElementById("diff-region");
+    if (!region) return;
+    var layout = region.getAttribute("data-layout");
+    document.querySelectorAll(".segmented a[data-layout]").forEach(function (a) {
+      if (a.getAttribute("data-layout") === layout) a.setAttribute("aria-current", "true");
+      else a.removeAttribute("aria-current");
+    });
+  });
+
+  /* ---- Server messages and problems */
+  document.addEventListener("announce", function (event) {
+    announce(event.detail && event.detail.message);
+  });
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    // A session that ended turns every htmx request into the sign-in page:
+    // go there instead of pasting it into a fragment.
+    var xhr = event.detail.xhr;
+    if (xhr && xhr.responseURL && xhr.responseURL.indexOf("/accounts/login/") !== -1) {
+      event.detail.shouldSwap = false;
+      window.location.assign(xhr.responseURL);
+    }
+  });
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status >= 500) announce("Something went wrong on our side. Please try again.");
+  });
+  document.addEventListener("htmx:sendError", function () {
+    announce("The server could not be reached. Check your connection and try again.");
+  });
+
+  function start() {
+    document.querySelectorAll("[data-copy]").forEach(function (b) { b.hidden = false; });
+    useBrowserZone();
+    var match = /^#change-(\d+)$/.exec(window.location.hash);
+    if (match && changeRows().length) showChange(parseInt(match[1], 10));
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,354 @@
+"""The dashboard in a real browser: sign in, create a monitor while inline
+validation answers, pause and resume, run a check and watch it finish, read a
+diff — and prove hostile page content never runs as script."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from checks import dispatch, runner
+from checks.models import Check, PageResult
+from monitors.models import ApiKey, Membership, Monitor, Target, Team
+from tests.sites import Site
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    # The pages under test are served on 127.0.0.1 by tests/sites.py.
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+@pytest.fixture
+def site():
+    with Site() as running:
+        yield running
+
+
+@pytest.fixture
+def team(db) -> Team:
+    return Team.objects.create(name="Acme", slug="acme")
+
+
+@pytest.fixture
+def member(team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list:
+    """Checks the dashboard queued. No broker: the test runs them itself."""
+    ids: list = []
+    monkeypatch.setattr(dispatch, "enqueue", ids.append)
+    return ids
+
+
+def sign_in(page, username: str = "olive") -> None:
+    page.goto("/")
+    assert "/accounts/login/" in page.url
+    page.get_by_label("User name").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/$"))
+
+
+def make_monitor(team: Team, urls: list[str], name: str = "Pricing") -> Monitor:
+    monitor = Monitor.objects.create(
+        team=team,
+        name=name,
+        schedule_cron="*/30 * * * *",
+        schedule_timezone="Europe/Berlin",
+    )
+    monitor.refresh_next_run(timezone.now())
+    monitor.save()
+    Target.objects.create(monitor=monitor, type="scrape", urls=urls)
+    return monitor
+
+
+def run_check(monitor: Monitor) -> Check:
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    return runner.run(check)
+
+
+def assert_clean(page) -> None:
+    problems = page.problems
+    assert problems.dialogs == []
+    assert problems.csp_violations(page) == []
+    assert problems.page_errors == []
+    assert problems.console_errors == [], "\n".join(problems.console_errors)
+
+
+def error_of(page, slot: str):
+    return page.locator(f"[id='err-{slot}']")
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_create_a_monitor_with_inline_validation(
+    browser_page, member, site, screenshot
+):
+    page = browser_page
+    pricing = site.html("/pricing", "Pricing", "<h1>Plans</h1><p>Pro costs $19.</p>")
+    sign_in(page)
+    page.get_by_text("Nothing is being watched yet").wait_for()
+    screenshot(page, "01-empty-list")
+
+    page.get_by_role("link", name="New monitor").click()
+    page.get_by_label("Name").fill("Competitor pricing")
+
+    # A bad schedule: the error appears next to the field while typing.
+    schedule = page.get_by_label("Schedule")
+    schedule.fill("every banana")
+    error_of(page, "schedule").get_by_text("Unsupported schedule text").wait_for()
+    assert schedule.get_attribute("aria-invalid") == "true"
+    assert "err-schedule" in schedule.get_attribute("aria-describedby")
+    preview = page.locator("#schedule-preview")
+    preview.get_by_text("Not a schedule we can use yet").wait_for()
+
+    # A web search without a goal.
+    page.get_by_role("button", name="+ Web search").click()
+    queries = page.locator(".target-search textarea[name$='-queries']")
+    queries.wait_for()
+    assert queries.evaluate("el => el === document.activeElement")
+    queries.fill("acme pricing")
+    error_of(page, "goal").get_by_text(
+        "A search target requires a non-empty goal"
+    ).wait_for()
+
+    # Judging switched on without a goal.
+    page.get_by_label("Yes, always — a goal is required").check()
+    error_of(page, "judge").get_by_text(
+        "judgeEnabled requires a non-empty goal."
+    ).wait_for()
+
+    assert page.url.endswith("/monitors/new/")  # all of this before submitting
+    assert not Monitor.objects.exists()
+    screenshot(page, "02-form-inline-errors")
+
+    # Fix everything; the errors go away as the fields are fixed.
+    schedule.fill("every 30 minutes")
+    page.locator("#schedule-preview").get_by_text("Every 30 minutes").wait_for()
+    expect(error_of(page, "schedule")).to_be_empty()
+    page.locator(".target-search").get_by_role("button", name="Remove").click()
+    page.get_by_label("Yes, whenever a goal is set").check()
+    expect(error_of(page, "judge")).to_be_empty()
+    expect(error_of(page, "goal")).to_be_empty()
+    page.locator(".target-scrape textarea[name$='-urls']").fill(pricing)
+    page.get_by_role("button", name="Create monitor").click()
+
+    page.get_by_role("heading", name="Competitor pricing").wait_for()
+    monitor = Monitor.objects.get()
+    assert monitor.schedule_cron == "*/30 * * * *"
+    assert monitor.targets.get().urls == [pricing]
+    screenshot(page, "03-monitor-page")
+    assert_clean(page)
+
+
+def test_pause_and_resume_from_the_list(browser_page, member, team, screenshot):
+    page = browser_page
+    monitor = make_monitor(team, ["https://example.com/pricing"])
+    make_monitor(team, ["https://example.com/terms"], name="Terms of service")
+    sign_in(page)
+    row = page.locator(f"#monitor-{monitor.pk}")
+    row.get_by_role("button", name="Pause").click()
+    row.get_by_role("button", name="Resume").wait_for()
+    assert row.locator(".badge").inner_text() == "Paused"
+    # Focus stays on the button that was pressed, now saying "Resume".
+    assert page.evaluate("document.activeElement.id") == f"toggle-{monitor.pk}"
+    page.get_by_role("status").filter(has_text="Pricing paused.").wait_for(
+        state="attached"
+    )
+    monitor.refresh_from_db()
+    assert monitor.status == "paused" and monitor.next_run_at is None
+    screenshot(page, "04-list-paused")
+
+    row.get_by_role("button", name="Resume").click()
+    row.get_by_role("button", name="Pause").wait_for()
+    monitor.refresh_from_db()
+    assert monitor.is_active and monitor.next_run_at is not None
+    assert_clean(page)
+
+
+def test_run_now_shows_progress_until_done_then_the_diff(
+    browser_page, member, team, site, queued, screenshot
+):
+    page = browser_page
+    urls = [
+        site.html("/a", "Plans", "<h1>Plans</h1><p>Pro costs $19 a month.</p>"),
+        site.html("/b", "About", "<p>We are a small team.</p>"),
+        site.html("/c", "Contact", "<p>Write to us.</p>"),
+    ]
+    monitor = make_monitor(team, urls)
+    first = run_check(monitor)
+    assert first.summary["new"] == 3
+    # Change one page; make the others slow so the check takes a few seconds.
+    site.html(
+        "/a",
+        "Plans",
+        "<h1>Plans</h1><p>Pro costs $24 a month.</p><p>New: Team plan.</p>",
+    )
+    site.html("/b", "About", "<p>We are a small team.</p>", delay=1.5)
+    site.html("/c", "Contact", "<p>Write to us.</p>", delay=3.0)
+
+    progress = []
+    page.on(
+        "response",
+        lambda r: "/progress/" in r.url and progress.append((r.status, r.text())),
+    )
+    sign_in(page)
+    page.goto(monitor.get_absolute_url())
+    page.get_by_role("button", name="Run now").click()
+    page.get_by_text("Waiting for a worker").wait_for()
+    page.wait_for_timeout(1500)  # let it poll while queued
+    assert len(queued) == 1
+    check = Check.objects.get(pk=queued[0])
+    # The worker's part, done here: the browser keeps polling meanwhile.
+    runner.run(check)
+    page.get_by_text("See the results").wait_for(timeout=15_000)
+    page.wait_for_timeout(2500)  # polling must have stopped: no new requests
+
+    statuses = [status for status, _ in progress]
+    assert statuses[-1] == 286 and statuses.count(286) == 1
+    assert any("Waiting for a worker" in body for _, body in progress)
+    assert any(re.search(r"[12] of 3 pages done", body) for _, body in progress)
+    assert page.locator("#run-status").get_by_text("1 changed").is_visible()
+    # The history table reloaded itself when the check finished.
+    page.locator("#check-history").get_by_text("Run by hand").first.wait_for()
+    screenshot(page, "05-run-finished")
+
+    page.get_by_role("link", name="See the results").click()
+    page.get_by_role("heading", name="Pages").wait_for()
+    page.get_by_role("link", name=re.compile("Changed")).click()
+    page.wait_for_url(re.compile(r"status=changed"))
+    assert page.locator("table.pages tbody tr").count() == 1
+    screenshot(page, "06-check-page")
+
+    page.get_by_role("link", name="See what changed").click()
+    page.locator("table.diff.diff-split").wait_for()
+    changed = PageResult.objects.get(check_run=check, status="changed")
+    assert page.url.endswith(changed.get_absolute_url())
+    page.get_by_role("link", name="Next change →").click()
+    page.locator("tr#change-1.is-current").wait_for()
+    assert page.evaluate("document.activeElement.id") == "change-1"
+    page.get_by_text("Change 1 of").wait_for()
+    screenshot(page, "07-diff-side-by-side")
+
+    page.get_by_role("link", name="Inline").click()
+    page.locator("table.diff.diff-inline").wait_for()
+    assert page.url.endswith("?view=inline")
+    expect(page.get_by_role("link", name="Inline")).to_have_attribute(
+        "aria-current", "true"
+    )
+    expect(page.get_by_role("link", name="Side by side")).not_to_have_attribute(
+        "aria-current", "true"
+    )
+    screenshot(page, "08-diff-inline")
+    assert_clean(page)
+
+
+XSS = (
+    '&lt;script&gt;alert("title")&lt;/script&gt;'
+    '&lt;img src=x onerror="window.__xss=1;alert(1)"&gt;'
+)
+
+
+def test_hostile_page_content_never_runs(browser_page, member, team, site, screenshot):
+    page = browser_page
+    body = (
+        "<h1>Offers</h1>"
+        f"<p>{XSS}</p>"
+        '<p><img src=x onerror="alert(2)"><script>alert(3)</script></p>'
+        '<p><a href="javascript:alert(4)">click</a> price $1</p>'
+    )
+    url = site.html("/evil", XSS, body)
+    monitor = make_monitor(team, [url], name="Evil page")
+    run_check(monitor)
+    site.html("/evil", XSS, body.replace("$1", "$2") + f"<p>{XSS} again</p>")
+    check = run_check(monitor)
+    changed = PageResult.objects.get(check_run=check)
+    assert changed.status == "changed"
+    assert "<script>" in changed.metadata.get("title", "") or "<script>" in (
+        changed.current_snapshot.text
+    )
+
+    sign_in(page)
+    for path in (
+        "/",
+        monitor.get_absolute_url(),
+        check.get_absolute_url(),
+        changed.get_absolute_url(),
+        changed.get_absolute_url() + "?view=inline",
+    ):
+        page.goto(path)
+        page.wait_for_load_state("networkidle")
+        for details in page.locator("details").all():
+            details.evaluate("el => el.open = true")
+        page.wait_for_timeout(200)
+        assert page.evaluate("window.__xss") is None, path
+    page.get_by_role("link", name="Side by side").click()
+    page.locator("table.diff.diff-split").wait_for()
+    assert page.locator("td.diff-text", has_text="<script>").count() >= 1
+    screenshot(page, "09-hostile-diff")
+    assert_clean(page)
+
+
+def test_phone_layout(browser_page, member, team, screenshot):
+    page = browser_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    monitor = make_monitor(team, ["https://example.com/pricing"])
+    monitor.last_check_summary = {
+        "totalPages": 3, "same": 1, "changed": 1, "new": 0, "removed": 0, "error": 1,
+    }  # fmt: skip
+    monitor.save()
+    sign_in(page)
+    page.locator(f"#monitor-{monitor.pk}").wait_for()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, "the list scrolls sideways on a phone"
+    screenshot(page, "10-phone-list")
+    page.goto("/monitors/new/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "11-phone-form")
+
+    # Keyboard: the skip link is the first stop and shows itself.
+    page.goto("/")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    assert_clean(page)
+
+
+def test_api_key_is_shown_once_with_a_copy_button(
+    browser_page, member, team, screenshot
+):
+    page = browser_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page)
+    page.get_by_role("link", name="API keys").click()
+    page.get_by_label("Name (optional)").fill("Zapier")
+    page.get_by_role("button", name="Create key").click()
+    key = page.locator("#new-key").input_value()
+    assert key.startswith("pw_")
+    page.get_by_role("button", name="Copy").click()
+    page.get_by_role("button", name="Copied").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == key
+    screenshot(page, "12-api-key-created")
+
+    page.get_by_role("link", name="API keys").click()
+    assert page.locator("#new-key").count() == 0  # never shown again
+    page.get_by_role("link", name=re.compile("Revoke")).click()
+    page.get_by_role("button", name="Revoke key").click()
+    page.get_by_text("revoked.").wait_for()
+    assert not ApiKey.objects.get(name="Zapier").is_active
+    page.get_by_role("link", name="Team").click()
+    page.get_by_role("cell", name="olive@example.com").wait_for()
+    assert_clean(page)

@@ -1,0 +1,277 @@
+"""monitors.forms: what people type becomes the API's JSON, and the API
+serializer's errors land next to the right field."""
+
+from __future__ import annotations
+
+import pytest
+from django.http import QueryDict
+from django.utils import timezone
+
+from monitors.api.serializers import MonitorWriteSerializer
+from monitors.editing import create_monitor
+from monitors.forms import MAX_TARGET_ROWS, MonitorForm, split_schedule
+
+pytestmark = pytest.mark.django_db
+
+
+def post(**fields) -> QueryDict:
+    data = QueryDict(mutable=True)
+    base = {
+        "name": "Pricing",
+        "schedule": "every 30 minutes",
+        "timezone": "UTC",
+        "judge": "auto",
+        "target": "t0000aaaa",
+        "t0000aaaa-type": "scrape",
+        "t0000aaaa-urls": "https://example.com/a",
+        "t0000aaaa-only_main_content": "on",
+    }
+    for key, value in (base | fields).items():
+        if isinstance(value, list):
+            data.setlist(key, value)
+        elif value is not None:
+            data[key] = value
+    return data
+
+
+def make_monitor(team, **overrides):
+    body = {
+        "name": "Pricing",
+        "schedule": {"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin"},
+        "targets": [{"type": "scrape", "urls": ["https://example.com/a"]}],
+        **overrides,
+    }
+    serializer = MonitorWriteSerializer(data=body)
+    serializer.is_valid(raise_exception=True)
+    return create_monitor(team, serializer.validated_data, timezone.now())
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("*/30 * * * *", ("*/30 * * * *", None)),
+        ("0 9 * * 1-5", ("0 9 * * 1-5", None)),
+        ("  every 30 minutes ", (None, "every 30 minutes")),
+        ("Daily at 9am", (None, "Daily at 9am")),
+        ("", (None, None)),
+    ],
+)
+def test_one_schedule_box_takes_words_or_cron(typed, expected):
+    assert split_schedule(typed) == expected
+
+
+def test_a_plain_form_becomes_the_api_body():
+    form = MonitorForm(post())
+    assert form.payload() == {
+        "name": "Pricing",
+        "schedule": {"timezone": "UTC", "text": "every 30 minutes"},
+        "targets": [
+            {"type": "scrape", "urls": ["https://example.com/a"], "scrapeOptions": {}}
+        ],
+        "goal": "",
+        "webhook": None,
+        "notification": {
+            "email": {"enabled": False, "recipients": [], "includeDiffs": False}
+        },
+    }
+    assert form.is_valid()
+    assert form.validated_data["schedule"] == {
+        "cron": "*/30 * * * *",
+        "timezone": "UTC",
+    }
+
+
+def test_judging_choice_maps_to_judge_enabled():
+    assert "judgeEnabled" not in MonitorForm(post(judge="auto")).payload()
+    assert MonitorForm(post(judge="on")).payload()["judgeEnabled"] is True
+    assert MonitorForm(post(judge="off")).payload()["judgeEnabled"] is False
+    assert "judgeEnabled" not in MonitorForm(post(judge="maybe")).payload()
+
+
+def test_numbers_are_sent_as_numbers_and_anything_else_as_typed():
+    form = MonitorForm(
+        post(
+            **{
+                "t0000aaaa-timeout": "5000",
+                "t0000aaaa-wait_for": "1.5s",
+                "retention_days": " 7 ",
+            }
+        )
+    )
+    payload = form.payload()
+    assert payload["retentionDays"] == 7
+    assert payload["targets"][0]["scrapeOptions"] == {
+        "timeout": 5000,
+        "waitFor": "1.5s",
+    }
+    assert not form.is_valid()
+    assert form.errors["t0000aaaa-wait_for"] == ["A valid integer is required."]
+
+
+def test_header_lines_must_be_name_colon_value():
+    form = MonitorForm(
+        post(
+            webhook_url="https://h.example/", webhook_headers="X-Team: a\nno colon here"
+        )
+    )
+    assert not form.is_valid()
+    assert form.errors["webhook_headers"] == [
+        "Line 2: write each entry as “Name: value”."
+    ]
+    assert form.payload()["webhook"]["headers"] == {"X-Team": "a"}
+
+
+def test_an_empty_webhook_is_no_webhook_but_headers_without_an_address_are_an_error():
+    assert MonitorForm(post(webhook_url="  ")).payload()["webhook"] is None
+    form = MonitorForm(post(webhook_headers="X-Team: a"))
+    assert not form.is_valid()
+    assert form.errors["webhook_url"] == ["This field may not be blank."]
+
+
+def test_unchecking_every_webhook_event_is_reported_on_the_events():
+    form = MonitorForm(post(webhook_url="https://h.example/", webhook_events=[]))
+    assert not form.is_valid()
+    assert list(form.errors) == ["webhook_events"]
+
+
+def test_errors_of_list_items_name_the_line():
+    form = MonitorForm(
+        post(**{"t0000aaaa-urls": "https://ok.example/\nfile:///etc/passwd"})
+    )
+    assert not form.is_valid()
+    assert form.errors["t0000aaaa-urls"] == [
+        "“file:///etc/passwd”: Only http:// and https:// URLs are allowed."
+    ]
+
+
+def test_unknown_option_errors_stay_on_their_target_row(team):
+    monitor = make_monitor(
+        team, targets=[{"type": "scrape", "urls": ["https://example.com/a"]}]
+    )
+    target = monitor.targets.get()
+    # formats set through the API are kept; a broken one is reported on the row.
+    target.scrape_options = {"formats": ["nonsense"]}
+    target.save()
+    monitor.refresh_from_db()
+    form = MonitorForm(post(**{"t0000aaaa-id": str(target.id)}), monitor=monitor)
+    assert not form.is_valid()
+    assert form.errors["t0000aaaa"] == [
+        "scrapeOptions.formats: Unknown format 'nonsense'. Use one of: markdown, html, "
+        "rawHtml, links, images, summary, screenshot."
+    ]
+
+
+def test_the_goal_rules_are_checked_even_while_other_fields_are_wrong():
+    form = MonitorForm(
+        post(
+            schedule="every banana",
+            target=["t0000bbbb"],
+            **{"t0000bbbb-type": "search", "t0000bbbb-queries": "acme"},
+        )
+    )
+    assert not form.is_valid()
+    assert set(form.errors) == {"schedule", "goal"}
+
+
+def test_errors_show_for_touched_fields_and_cross_field_rules():
+    form = MonitorForm(
+        post(
+            name="",
+            target=["t0000bbbb"],
+            **{"t0000bbbb-type": "search", "t0000bbbb-queries": "acme"},
+        )
+    )
+    form.is_valid()
+    assert set(form.visible_errors(None)) == {"name", "goal"}
+    assert set(form.visible_errors({"t0000bbbb-queries"})) == {"goal"}
+    assert set(form.visible_errors({"name"})) == {"name"}
+    assert form.visible_errors(set()) == {}
+
+
+def test_rows_come_in_page_order_and_odd_keys_are_ignored():
+    data = post(target=["t0000bbbb", "../x", "t0000aaaa", "t0000bbbb"])
+    data["t0000bbbb-type"] = "crawl"
+    data["t0000bbbb-url"] = "https://blog.example/"
+    form = MonitorForm(data)
+    assert [row.key for row in form.targets] == ["t0000bbbb", "t0000aaaa"]
+    assert [t["type"] for t in form.payload()["targets"]] == ["crawl", "scrape"]
+
+
+def test_too_many_rows_are_cut_and_reported_by_the_serializer():
+    keys = [f"t{n:08x}" for n in range(MAX_TARGET_ROWS + 20)]
+    data = post(target=keys)
+    for key in keys:
+        data[f"{key}-type"] = "scrape"
+        data[f"{key}-urls"] = "https://example.com/a"
+    form = MonitorForm(data)
+    assert len(form.targets) == MAX_TARGET_ROWS
+    assert not form.is_valid()
+    assert form.errors["targets"] == ["Ensure this field has no more than 50 elements."]
+
+
+def test_adding_and_removing_rows_without_javascript():
+    form = MonitorForm(post())
+    form.change_rows(add="search")
+    assert [row.kind for row in form.targets] == ["scrape", "search"]
+    form.change_rows(remove="t0000aaaa")
+    assert [row.kind for row in form.targets] == ["search"]
+    form.change_rows(add="bogus")
+    assert [row.kind for row in form.targets] == ["search"]
+
+
+def test_editing_keeps_other_notification_channels_and_target_ids(team):
+    monitor = make_monitor(team)
+    monitor.notification = {
+        "email": {"enabled": False, "recipients": []},
+        "slack": {"x": 1},
+    }
+    target = monitor.targets.get()
+    form = MonitorForm(post(**{"t0000aaaa-id": str(target.id)}), monitor=monitor)
+    payload = form.payload()
+    assert payload["notification"]["slack"] == {"x": 1}
+    assert payload["targets"][0]["id"] == str(target.id)
+
+
+def test_a_target_id_from_another_monitor_is_not_sent(team):
+    stranger = make_monitor(team, name="Other").targets.get()
+    monitor = make_monitor(team)
+    form = MonitorForm(post(**{"t0000aaaa-id": str(stranger.id)}), monitor=monitor)
+    assert "id" not in form.payload()["targets"][0]
+
+
+def test_an_unbound_edit_form_shows_the_stored_monitor(team):
+    monitor = make_monitor(
+        team,
+        goal="Price changes",
+        judgeEnabled=False,
+        webhook={"url": "https://h.example/", "headers": {"A": "b"}},
+    )
+    form = MonitorForm(monitor=monitor)
+    assert form.main["schedule"].value() == "0 9 * * 1-5"
+    assert form.main["judge"].value() == "off"
+    assert form.main["webhook_headers"].value() == "A: b"
+    assert [row.kind for row in form.targets] == ["scrape"]
+    assert form.targets[0]["urls"].value() == "https://example.com/a"
+
+
+def test_a_search_monitor_that_opted_out_of_judging_saves_again_unchanged(team):
+    monitor = make_monitor(
+        team,
+        judgeEnabled=False,
+        targets=[{"type": "search", "queries": ["acme"]}],
+    )
+    initial = MonitorForm(monitor=monitor)
+    assert initial.main["judge"].value() == "off"
+    row = initial.targets[0]
+    data = post(
+        target=[row.key],
+        judge="off",
+        **{
+            f"{row.key}-id": str(monitor.targets.get().id),
+            f"{row.key}-type": "search",
+            f"{row.key}-queries": "acme",
+            f"{row.key}-search_window": "24h",
+            f"{row.key}-max_results": "10",
+        },
+    )
+    assert MonitorForm(data, monitor=monitor).is_valid()

@@ -1,0 +1,1113 @@
+"""The dashboard: sign-in, team scoping, every page, htmx fragments, and the
+inline validation that must agree with the API word for word."""
+
+from __future__ import annotations
+
+import html
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.conf import settings
+from django.core import mail
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+
+from checks.models import Check, PageResult, Snapshot
+from monitors.api.serializers import MonitorWriteSerializer
+from monitors.context import SESSION_KEY
+from monitors.editing import create_monitor
+from monitors.models import ApiKey, Membership, Monitor, Team
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+# ---------------------------------------------------------------- personas
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # Real hashing costs about a second per user; these tests are not about it.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def owner(team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def outsider(other_team, django_user_model):
+    user = django_user_model.objects.create_user("oscar", "oscar@example.com", PASSWORD)
+    Membership.objects.create(team=other_team, user=user)
+    return user
+
+
+@pytest.fixture
+def web(client, owner):
+    """A signed-in browser session of a member of `team`."""
+    client.force_login(owner)
+    return client
+
+
+def make_monitor(team: Team, **overrides) -> Monitor:
+    body = {
+        "name": "Pricing page",
+        "schedule": {"cron": "*/30 * * * *", "timezone": "Europe/Berlin"},
+        "targets": [{"type": "scrape", "urls": ["https://example.com/pricing"]}],
+        **overrides,
+    }
+    serializer = MonitorWriteSerializer(data=body)
+    serializer.is_valid(raise_exception=True)
+    return create_monitor(team, serializer.validated_data, timezone.now())
+
+
+@pytest.fixture
+def monitor(team) -> Monitor:
+    return make_monitor(team)
+
+
+@pytest.fixture
+def other_monitor(other_team) -> Monitor:
+    return make_monitor(other_team, name="Globex secret plans")
+
+
+def make_check(monitor: Monitor, **fields) -> Check:
+    now = timezone.now()
+    defaults = {
+        "trigger": Check.Trigger.MANUAL,
+        "status": Check.Status.COMPLETED,
+        "started_at": now - timedelta(seconds=42),
+        "finished_at": now,
+        "summary": {
+            "totalPages": 1,
+            "same": 0,
+            "changed": 1,
+            "new": 0,
+            "removed": 0,
+            "error": 0,
+        },
+        "actual_credits": 1,
+    }
+    return Check.objects.create(monitor=monitor, **(defaults | fields))
+
+
+def make_page(check: Check, before: str | None, after: str, **fields) -> PageResult:
+    from checks.diff import build_diff, render_side_by_side
+
+    target = check.monitor.targets.first()
+    previous = Snapshot.store(before) if before is not None else None
+    current = fields.pop("current_snapshot", Snapshot.store(after))
+    status = fields.pop("status", "changed" if before is not None else "new")
+    return PageResult.objects.create(
+        check_run=check,
+        target_id=target.id,
+        url=fields.pop("url", "https://example.com/pricing"),
+        status=status,
+        previous_snapshot=previous,
+        current_snapshot=current,
+        diff=build_diff(before, after) if before is not None else None,
+        diff_html=render_side_by_side(before, after) if before is not None else "",
+        **fields,
+    )
+
+
+@pytest.fixture
+def changed_page(monitor) -> PageResult:
+    check = make_check(monitor)
+    return make_page(
+        check,
+        "# Plans\n\nPro costs $19 a month.\n\nContact us.",
+        "# Plans\n\nPro costs $24 a month.\n\nContact us.",
+        metadata={"title": "Pricing — Example"},
+    )
+
+
+def text_of(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+# ---------------------------------------------------------------- sign-in
+
+
+def dashboard_urls(monitor: Monitor, check: Check, page: PageResult, key: ApiKey):
+    ids = {"pk": monitor.pk}
+    check_ids = {"pk": monitor.pk, "check_id": check.pk}
+    return [
+        reverse("monitor-list"),
+        reverse("monitor-create"),
+        reverse("monitor-validate-new"),
+        reverse("target-row"),
+        reverse("schedule-preview"),
+        reverse("monitor-detail", kwargs=ids),
+        reverse("monitor-edit", kwargs=ids),
+        reverse("monitor-validate", kwargs=ids),
+        reverse("monitor-toggle", kwargs=ids),
+        reverse("monitor-run", kwargs=ids),
+        reverse("monitor-delete", kwargs=ids),
+        reverse("check-detail", kwargs=check_ids),
+        reverse("check-progress", kwargs=check_ids),
+        reverse("page-diff", kwargs=check_ids | {"page_id": page.pk}),
+        reverse("api-keys"),
+        reverse("api-key-revoke", kwargs={"key_id": key.pk}),
+        reverse("team-members"),
+        reverse("team-switch"),
+        reverse("password_change"),
+    ]
+
+
+def test_every_dashboard_page_sends_signed_out_visitors_to_sign_in(
+    client, team, changed_page
+):
+    key, _ = ApiKey.issue(team)
+    check = changed_page.check_run
+    for url in dashboard_urls(check.monitor, check, changed_page, key):
+        for method in (client.get, client.post):
+            response = method(url)
+            assert response.status_code == 302, url
+            assert response["Location"].startswith(reverse("login") + "?next="), url
+    assert Monitor.objects.get(pk=check.monitor.pk).is_active  # toggle did nothing
+
+
+# Routes anyone may open. Everything else must need a session (or, under /v2/,
+# an API key — checked by the API's own tests).
+PUBLIC_ROUTES = {
+    "login",
+    "password_reset",
+    "password_reset_done",
+    "password_reset_confirm",
+    "password_reset_complete",
+    "admin:login",
+}
+PUBLIC_PREFIXES = ("v2/", "email/")
+SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}
+
+
+def _walk(patterns, prefix="", namespace=""):
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            ns = f"{namespace}{entry.namespace}:" if entry.namespace else namespace
+            yield from _walk(entry.url_patterns, prefix + str(entry.pattern), ns)
+        elif isinstance(entry, URLPattern):
+            yield prefix + str(entry.pattern), f"{namespace}{entry.name or ''}", entry
+
+
+def _sample_path(route: str) -> str | None:
+    """A concrete URL for a route, or None for regex routes with no sample."""
+    if route.startswith("^") or "(?P" in route:
+        return None
+
+    def fill(match: re.Match) -> str:
+        return SAMPLES[match[1] or "str"]
+
+    return "/" + re.sub(r"<(?:(\w+):)?\w+>", fill, route)
+
+
+def test_every_route_in_the_project_needs_a_session_unless_it_is_public(client, db):
+    checked = 0
+    for route, name, pattern in _walk(get_resolver().url_patterns):
+        if name in PUBLIC_ROUTES or route.startswith(PUBLIC_PREFIXES):
+            continue
+        exempt = getattr(pattern.callback, "login_required", True) is False
+        is_admin = name.startswith("admin:")
+        # Only the admin may skip LoginRequiredMiddleware, because it checks
+        # staff sessions itself; proven below by requesting its pages.
+        assert not exempt or is_admin, f"{route} ({name}) is public by accident"
+        path = _sample_path(route)
+        if path is None:
+            continue
+        response = client.get(path)
+        logins = (reverse("login"), reverse("admin:login"))
+        assert response.status_code == 302, f"{path} answered {response.status_code}"
+        assert response["Location"].startswith(logins if is_admin else logins[0]), path
+        checked += 1
+    assert checked > 20
+
+
+def test_sign_in_page_signs_a_member_in_and_out(client, owner):
+    assert client.get(reverse("login")).status_code == 200
+    response = client.post(
+        reverse("login"), {"username": "olive", "password": PASSWORD, "next": "/"}
+    )
+    assert response.status_code == 302
+    assert client.get(reverse("monitor-list")).status_code == 200
+    client.post(reverse("logout"))
+    assert client.get(reverse("monitor-list")).status_code == 302
+
+
+def test_wrong_password_shows_a_plain_message(client, owner):
+    response = client.post(reverse("login"), {"username": "olive", "password": "nope"})
+    assert "did not match" in text_of(response)
+
+
+def test_password_reset_mails_a_link(client, owner):
+    response = client.post(reverse("password_reset"), {"email": "olive@example.com"})
+    assert response.status_code == 302
+    assert len(mail.outbox) == 1
+    assert "/accounts/reset/" in mail.outbox[0].body
+    assert "\n" not in mail.outbox[0].subject
+
+
+def test_a_user_in_no_team_sees_a_friendly_page(client, django_user_model):
+    loner = django_user_model.objects.create_user("lonely", password=PASSWORD)
+    client.force_login(loner)
+    response = client.get(reverse("monitor-list"))
+    assert response.status_code == 403
+    assert "not in a team yet" in text_of(response)
+
+
+# ---------------------------------------------------------------- team scoping
+
+
+def test_another_teams_objects_answer_404(web, other_monitor):
+    check = make_check(other_monitor)
+    page = make_page(check, "a", "b")
+    ids = {"pk": other_monitor.pk}
+    check_ids = ids | {"check_id": check.pk}
+    gets = [
+        reverse("monitor-detail", kwargs=ids),
+        reverse("monitor-edit", kwargs=ids),
+        reverse("monitor-delete", kwargs=ids),
+        reverse("check-detail", kwargs=check_ids),
+        reverse("page-diff", kwargs=check_ids | {"page_id": page.pk}),
+    ]
+    posts = [
+        reverse("monitor-toggle", kwargs=ids),
+        reverse("monitor-run", kwargs=ids),
+        reverse("monitor-delete", kwargs=ids),
+        reverse("monitor-edit", kwargs=ids),
+        reverse("monitor-validate", kwargs=ids),
+    ]
+    for url in gets:
+        assert web.get(url).status_code == 404, url
+    assert (
+        web.get(
+            reverse("check-progress", kwargs=check_ids), HTTP_HX_REQUEST="true"
+        ).status_code
+        == 404
+    )
+    for url in posts:
+        assert web.post(url, {"status": "paused"}).status_code == 404, url
+    other_monitor.refresh_from_db()
+    assert other_monitor.is_active and other_monitor.deleted_at is None
+    assert Check.objects.filter(monitor=other_monitor).count() == 1
+
+
+def test_a_check_of_one_monitor_is_not_found_under_another(web, team, changed_page):
+    sibling = make_monitor(team, name="Sibling")
+    url = reverse(
+        "check-detail", kwargs={"pk": sibling.pk, "check_id": changed_page.check_run.pk}
+    )
+    assert web.get(url).status_code == 404
+
+
+def test_another_teams_api_key_cannot_be_revoked(web, other_team):
+    key, _ = ApiKey.issue(other_team)
+    url = reverse("api-key-revoke", kwargs={"key_id": key.pk})
+    assert web.post(url).status_code == 404
+    key.refresh_from_db()
+    assert key.is_active
+
+
+def test_the_list_only_shows_the_current_teams_monitors(web, monitor, other_monitor):
+    page = text_of(web.get(reverse("monitor-list")))
+    assert monitor.name in page
+    assert other_monitor.name not in page
+
+
+def test_people_in_two_teams_switch_between_them(web, owner, other_team, monitor):
+    Membership.objects.create(team=other_team, user=owner)
+    theirs = make_monitor(other_team, name="Globex launch page")
+    page = text_of(web.get(reverse("monitor-list")))
+    assert 'name="team"' in page and monitor.name in page and theirs.name not in page
+
+    response = web.post(reverse("team-switch"), {"team": other_team.pk})
+    assert response.status_code == 302
+    assert web.session[SESSION_KEY] == other_team.pk
+    page = text_of(web.get(reverse("monitor-list")))
+    assert theirs.name in page and monitor.name not in page
+    assert web.get(monitor.get_absolute_url()).status_code == 404
+
+
+def test_switching_to_a_team_you_are_not_in_changes_nothing(web, team, other_team):
+    web.post(reverse("team-switch"), {"team": other_team.pk})
+    assert web.session.get(SESSION_KEY) is None
+    web.post(reverse("team-switch"), {"team": "not-a-number"})
+    assert web.session.get(SESSION_KEY) is None
+
+
+def test_a_removed_membership_stops_access_even_if_the_session_remembers_it(
+    web, owner, other_team
+):
+    membership = Membership.objects.create(team=other_team, user=owner)
+    theirs = make_monitor(other_team, name="Globex launch page")
+    web.post(reverse("team-switch"), {"team": other_team.pk})
+    membership.delete()
+    assert web.get(theirs.get_absolute_url()).status_code == 404
+
+
+# ---------------------------------------------------------------- monitor list
+
+
+def test_list_shows_schedule_in_words_next_run_and_last_check(web, monitor):
+    monitor.last_check_summary = {
+        "totalPages": 5, "same": 3, "changed": 1, "new": 0, "removed": 0, "error": 1,
+    }  # fmt: skip
+    monitor.save()
+    make_check(monitor)
+    page = text_of(web.get(reverse("monitor-list")))
+    assert "Every 30 minutes, Europe/Berlin" in page
+    assert 'title="Cron: */30 * * * *"' in page
+    assert re.search(
+        r"<time datetime=\"[^\"]+\" title=\"[^\"]+CES?T\">in \d+ minutes?</time>", page
+    )
+    assert "1 changed" in page and "1 failed" in page and "3 unchanged" in page
+    assert 'class="strip"' in page and "Completed" in page
+
+
+def test_the_list_costs_the_same_few_queries_however_many_monitors(
+    web, team, django_assert_max_num_queries
+):
+    for number in range(25):
+        monitor = make_monitor(team, name=f"Monitor {number}")
+        make_check(monitor)
+        make_check(monitor, status="failed")
+    # session, user, teams, count, page, targets, recent checks (one window query)
+    with django_assert_max_num_queries(8):
+        response = web.get(reverse("monitor-list"))
+    assert text_of(response).count('class="strip"') == 25
+
+
+def test_list_offers_a_helpful_first_step_when_empty(web):
+    page = text_of(web.get(reverse("monitor-list")))
+    assert "Nothing is being watched yet" in page
+    assert reverse("monitor-create") in page
+
+
+def test_list_search_and_status_filter(web, team, monitor):
+    paused = make_monitor(
+        team,
+        name="Terms of service",
+        targets=[{"type": "scrape", "urls": ["https://example.com/terms"]}],
+    )
+    paused.pause()
+    paused.save()
+    crawl = make_monitor(
+        team,
+        name="Blog",
+        targets=[{"type": "crawl", "url": "https://blog.example.org/"}],
+    )
+
+    def names(response):
+        return re.findall(r'class="row-title"[^>]*>([^<]+)<', text_of(response))
+
+    assert names(web.get("/", {"q": "terms"})) == ["Terms of service"]
+    assert names(web.get("/", {"q": "blog.example"})) == ["Blog"]
+    assert names(web.get("/", {"q": "example.com/pricing"})) == [monitor.name]
+    assert names(web.get("/", {"status": "paused"})) == ["Terms of service"]
+    assert set(names(web.get("/", {"status": "active"}))) == {crawl.name, monitor.name}
+    assert "No monitors match" in text_of(web.get("/", {"q": "nothing like this"}))
+
+
+def test_list_paginates(web, team):
+    for number in range(27):
+        make_monitor(team, name=f"Monitor {number:02d}")
+    first = text_of(web.get("/"))
+    assert (
+        "Page 1 of 2" in first and "Monitor 26" in first and "Monitor 01" not in first
+    )
+    link = re.search(r'href="([^"]*)" rel="next"', first)[1]
+    assert link == "?page=2"
+    second = text_of(web.get("/" + link))
+    assert "Monitor 01" in second and "Monitor 00" in second
+
+
+def test_htmx_search_gets_only_the_results_fragment(web, monitor):
+    response = web.get(
+        "/", {"q": "pricing"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="results"
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="results"')
+    assert "<html" not in body and monitor.name in body
+    assert "1 monitor found." in response["HX-Trigger"]
+
+
+# ---------------------------------------------------------------- pause / resume
+
+
+def test_pausing_without_javascript_clears_next_run_and_returns_to_the_list(
+    web, monitor
+):
+    url = reverse("monitor-toggle", kwargs={"pk": monitor.pk})
+    response = web.post(url, {"status": "paused", "next": "/?q=pricing"})
+    assert response.status_code == 302 and response["Location"] == "/?q=pricing"
+    monitor.refresh_from_db()
+    assert monitor.status == "paused" and monitor.next_run_at is None
+
+
+def test_resuming_schedules_the_next_run(web, monitor):
+    monitor.pause()
+    monitor.save()
+    web.post(reverse("monitor-toggle", kwargs={"pk": monitor.pk}), {"status": "active"})
+    monitor.refresh_from_db()
+    assert monitor.is_active and monitor.next_run_at > timezone.now()
+
+
+def test_toggle_refuses_to_redirect_elsewhere(web, monitor):
+    url = reverse("monitor-toggle", kwargs={"pk": monitor.pk})
+    response = web.post(url, {"status": "paused", "next": "https://evil.example/"})
+    assert response["Location"] == reverse("monitor-list")
+
+
+def test_htmx_toggle_swaps_the_row_and_announces_it(web, monitor):
+    response = web.post(
+        reverse("monitor-toggle", kwargs={"pk": monitor.pk}),
+        {"status": "paused"},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL="http://testserver/?status=active",
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith(f'<tr id="monitor-{monitor.pk}"')
+    assert "Resume" in body and 'value="/?status=active"' in body
+    assert "paused" in response["HX-Trigger"]
+    monitor.refresh_from_db()
+    assert not monitor.is_active
+
+
+def test_double_click_on_pause_leaves_it_paused(web, monitor):
+    url = reverse("monitor-toggle", kwargs={"pk": monitor.pk})
+    web.post(url, {"status": "paused"})
+    web.post(url, {"status": "paused"})
+    monitor.refresh_from_db()
+    assert monitor.status == "paused"
+
+
+# ---------------------------------------------------------------- create / edit
+
+
+def scrape_form(**overrides) -> dict:
+    data = {
+        "name": "Pricing",
+        "schedule": "every 30 minutes",
+        "timezone": "Europe/Berlin",
+        "goal": "",
+        "judge": "auto",
+        "retention_days": "",
+        "webhook_url": "",
+        "webhook_events": ["monitor.page", "monitor.check.completed"],
+        "target": ["t0000aaaa"],
+        "t0000aaaa-type": "scrape",
+        "t0000aaaa-urls": "https://example.com/pricing\n\nhttps://example.com/terms\n",
+        "t0000aaaa-only_main_content": "on",
+    }
+    return data | overrides
+
+
+def test_creating_a_monitor_saves_it_like_the_api_would(web, team):
+    data = scrape_form(
+        goal="Tell me when a price changes",
+        retention_days="90",
+        webhook_url="https://hooks.example.com/pw",
+        webhook_headers="Authorization: Bearer s3cret",
+        webhook_metadata="team: marketing",
+        webhook_events=["monitor.check.completed"],
+        email_enabled="on",
+        email_recipients="Alerts@Example.com, olive@example.com",
+        email_include_diffs="on",
+        **{"t0000aaaa-mobile": "on", "t0000aaaa-exclude_tags": "nav, .cookie"},
+    )
+    response = web.post(reverse("monitor-create"), data)
+    monitor = Monitor.objects.get(team=team)
+    assert response.status_code == 302
+    assert response["Location"] == monitor.get_absolute_url()
+    assert monitor.name == "Pricing"
+    assert (monitor.schedule_cron, monitor.schedule_timezone) == (
+        "*/30 * * * *",
+        "Europe/Berlin",
+    )
+    assert monitor.next_run_at is not None
+    assert monitor.goal == "Tell me when a price changes" and monitor.judge_enabled
+    assert monitor.retention_days == 90
+    assert monitor.webhook == {
+        "url": "https://hooks.example.com/pw",
+        "headers": {"Authorization": "Bearer s3cret"},
+        "metadata": {"team": "marketing"},
+        "events": ["monitor.check.completed"],
+    }
+    assert monitor.notification["email"] == {
+        "enabled": True,
+        "recipients": ["alerts@example.com", "olive@example.com"],
+        "includeDiffs": True,
+    }
+    (target,) = monitor.targets.all()
+    assert target.type == "scrape"
+    assert target.urls == ["https://example.com/pricing", "https://example.com/terms"]
+    assert target.scrape_options == {"mobile": True, "excludeTags": ["nav", ".cookie"]}
+
+
+def test_crawl_and_search_targets_from_the_form(web, team):
+    data = scrape_form(
+        goal="New articles about Acme",
+        target=["t0000aaaa", "t0000bbbb"],
+        **{
+            "t0000aaaa-type": "crawl",
+            "t0000aaaa-url": "https://blog.example.org/",
+            "t0000aaaa-limit": "50",
+            "t0000aaaa-depth": "2",
+            "t0000aaaa-include_paths": "^/posts/",
+            "t0000aaaa-only_main_content": "",
+            "t0000bbbb-type": "search",
+            "t0000bbbb-queries": "acme corp\nacme launch",
+            "t0000bbbb-search_window": "7d",
+            "t0000bbbb-max_results": "20",
+            "t0000bbbb-include_domains": "news.example.com example.org",
+        },
+    )
+    response = web.post(reverse("monitor-create"), data)
+    assert response.status_code == 302, text_of(response)
+    crawl, search = Monitor.objects.get(team=team).targets.all()
+    assert crawl.url == "https://blog.example.org/"
+    assert crawl.crawl_options == {
+        "limit": 50,
+        "maxDiscoveryDepth": 2,
+        "includePaths": ["^/posts/"],
+    }
+    assert crawl.scrape_options == {"onlyMainContent": False}
+    assert search.queries == ["acme corp", "acme launch"]
+    assert (search.search_window, search.max_results) == ("7d", 20)
+    assert search.include_domains == ["news.example.com", "example.org"]
+
+
+def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
+    data = scrape_form(
+        name="",
+        schedule="every 7 minutes",
+        **{"t0000aaaa-urls": "ftp://example.com/x", "t0000aaaa-timeout": "soon"},
+    )
+    response = web.post(reverse("monitor-create"), data)
+    assert response.status_code == 400
+    assert not Monitor.objects.exists()
+    page = text_of(response)
+    assert "Please fix 4 problems" in page
+    assert re.search(
+        r'id="err-name" class="field-error"><p>This field may not be blank', page
+    )
+    assert "Minute intervals must divide 60 evenly" in page
+    assert "“ftp://example.com/x”: Only http:// and https:// URLs are allowed." in page
+    assert re.search(
+        r'id="err-t0000aaaa-timeout" class="field-error"><p>A valid integer', page
+    )
+    name_input = re.search(r'<input[^>]*name="name"[^>]*>', page)[0]
+    assert 'aria-invalid="true"' in name_input
+    assert 'aria-describedby="err-name help-name"' in name_input
+    # What was typed is kept.
+    assert "ftp://example.com/x</textarea>" in page
+
+
+@pytest.mark.parametrize(
+    ("changes", "slot", "message"),
+    [
+        (
+            {
+                "target": ["t0000bbbb"],
+                "t0000bbbb-type": "search",
+                "t0000bbbb-queries": "acme",
+            },
+            "goal",
+            "A search target requires a non-empty goal (or set judgeEnabled to false).",
+        ),
+        ({"judge": "on"}, "judge", "judgeEnabled requires a non-empty goal."),
+        ({"schedule": "every banana"}, "schedule", "Unsupported schedule text."),
+        ({"schedule": "* * * * *"}, "schedule", "must not run more often than every 5"),
+        ({"schedule": "61 * * * *"}, "schedule", "Invalid cron expression"),
+        (
+            {"timezone": "Mars/Olympus"},
+            "schedule",
+            "Invalid schedule timezone: Mars/Olympus",
+        ),
+    ],
+)
+def test_inline_validation_shows_the_error_next_to_its_field(
+    web, changes, slot, message
+):
+    touched = ",".join(k for k in changes if k != "target") or "name"
+    response = web.post(
+        reverse("monitor-validate-new"),
+        scrape_form(**changes) | {"_touched": touched},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200
+    body = text_of(response)
+    match = re.search(
+        rf'<div id="err-{slot}" class="field-error" hx-swap-oob="true">(.*?)</div>',
+        body,
+    )
+    assert match and message in match[1], body
+
+
+def test_a_search_target_without_a_goal_may_opt_out_of_judging(web, team):
+    data = scrape_form(
+        target=["t0000bbbb"], judge="off",
+        **{"t0000bbbb-type": "search", "t0000bbbb-queries": "acme"},
+    )  # fmt: skip
+    assert web.post(reverse("monitor-create"), data).status_code == 302
+    assert Monitor.objects.get(team=team).judge_enabled is False
+
+
+def test_inline_validation_only_shows_fields_people_touched(web):
+    data = scrape_form(name="", schedule="every banana") | {"_touched": "schedule"}
+    body = text_of(
+        web.post(reverse("monitor-validate-new"), data, HTTP_HX_REQUEST="true")
+    )
+    assert '<div id="err-name" class="field-error" hx-swap-oob="true"></div>' in body
+    assert "Unsupported schedule text" in body
+    # Every slot of the form is in the answer, so fixed errors disappear.
+    assert 'id="err-t0000aaaa-urls"' in body and 'id="err-webhook_url"' in body
+
+
+def test_enter_in_a_field_saves_rather_than_removing_a_target(web):
+    page = web.get(reverse("monitor-create")).content.decode()
+    form = page[page.index('<form method="post" novalidate class="monitor-form"') :]
+    first_button = re.search(r"<button[^>]*>[^<]*", form)[0]
+    assert 'type="submit"' in first_button and "Save" in first_button
+    assert "name=" not in first_button
+
+
+def test_no_javascript_add_and_remove_target_rows(web):
+    response = web.post(reverse("monitor-create"), scrape_form(add_target="crawl"))
+    page = text_of(response)
+    assert response.status_code == 200 and not Monitor.objects.exists()
+    assert page.count('name="target"') == 2 and "Start address" in page
+    assert "This field may not be blank" not in page  # adding is not submitting
+
+    response = web.post(
+        reverse("monitor-create"), scrape_form(remove_target="t0000aaaa")
+    )
+    assert text_of(response).count('name="target"') == 0
+
+
+def test_new_target_row_fragment(web):
+    response = web.get(
+        reverse("target-row"), {"add_target": "search"}, HTTP_HX_REQUEST="true"
+    )
+    body = text_of(response)
+    assert body.lstrip().startswith('<fieldset class="target target-search"')
+    assert "Search for" in body and "Published within" in body
+    key = re.search(r'name="target" value="(t[0-9a-f]+)"', body)[1]
+    assert f'name="{key}-queries"' in body
+
+
+@time_machine.travel(datetime(2026, 3, 2, 10, 7, tzinfo=UTC), tick=False)
+def test_schedule_preview_says_when_it_will_run(web):
+    response = web.get(
+        reverse("schedule-preview"),
+        {"schedule": "every 30 minutes", "timezone": "Europe/Berlin"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert text_of(response).strip() == (
+        '<span aria-hidden="true">→</span> <code>*/30 * * * *</code> · Every 30 minutes'
+        " · next: 11:30, 12:00, 12:30 Europe/Berlin time"
+    )
+    bad = web.get(reverse("schedule-preview"), {"schedule": "*/2 * * * *"})
+    assert "Not a schedule we can use yet." in text_of(bad)
+
+
+def test_editing_keeps_target_identity_and_options_set_through_the_api(web, team):
+    monitor = make_monitor(
+        team,
+        targets=[
+            {
+                "type": "scrape",
+                "urls": ["https://example.com/a"],
+                "scrapeOptions": {"formats": ["markdown", "links"], "waitFor": 500},
+            }
+        ],
+        notification={"email": {"enabled": True, "recipients": ["olive@example.com"]}},
+    )
+    target = monitor.targets.get()
+    page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
+    assert "https://example.com/a</textarea>" in page
+    key = re.search(r'name="target" value="(t[0-9a-f]+)"', page)[1]
+    data = scrape_form(
+        name="Renamed",
+        schedule="0 9 * * 1-5",
+        target=[key],
+        email_enabled="on",
+        email_recipients="olive@example.com",
+        **{
+            f"{key}-id": str(target.id),
+            f"{key}-type": "scrape",
+            f"{key}-urls": "https://example.com/a\nhttps://example.com/b",
+            f"{key}-only_main_content": "on",
+            f"{key}-wait_for": "1000",
+        },
+    )
+    response = web.post(reverse("monitor-edit", kwargs={"pk": monitor.pk}), data)
+    assert response.status_code == 302, text_of(response)
+    monitor.refresh_from_db()
+    assert monitor.name == "Renamed" and monitor.schedule_cron == "0 9 * * 1-5"
+    (kept,) = monitor.targets.all()
+    assert kept.id == target.id
+    assert kept.urls == ["https://example.com/a", "https://example.com/b"]
+    assert kept.scrape_options == {"formats": ["markdown", "links"], "waitFor": 1000}
+
+
+def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):
+    page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
+    assert 'value="*/30 * * * *"' in page and 'value="Europe/Berlin"' in page
+    assert "Every 30 minutes · next:" in page
+
+
+# The same invalid input through the API and through the dashboard's inline
+# validation: every message the API gives appears next to a form field.
+SEARCH = {"target": ["t0000bbbb"], "t0000bbbb-type": "search"}
+API_VS_FORM = [
+    (
+        {"schedule": {"text": "every banana", "timezone": "UTC"}},
+        {"schedule": "every banana", "timezone": "UTC"},
+    ),
+    ({"judgeEnabled": True}, {"judge": "on"}),
+    (
+        {"targets": [{"type": "search", "queries": ["acme"]}]},
+        SEARCH | {"t0000bbbb-queries": "acme"},
+    ),
+    (
+        {"targets": [{"type": "scrape", "urls": ["ftp://x.example/", "https://ok/"]}]},
+        {"t0000aaaa-urls": "ftp://x.example/\nhttps://ok/"},
+    ),
+    (
+        {"schedule": {"cron": "* * * * *", "timezone": "UTC"}},
+        {"schedule": "* * * * *", "timezone": "UTC"},
+    ),
+    (
+        {"webhook": {"url": "https://h.example/", "headers": {"X-Firecrawl-Id": "x"}}},
+        {"webhook_url": "https://h.example/", "webhook_headers": "X-Firecrawl-Id: x"},
+    ),
+    (
+        {
+            "goal": "g",
+            "targets": [
+                {
+                    "type": "search",
+                    "queries": ["a"],
+                    "maxResults": 99,
+                    "includeDomains": ["a.com"],
+                    "excludeDomains": ["b.com"],
+                }
+            ],
+        },
+        SEARCH
+        | {
+            "goal": "g",
+            "t0000bbbb-queries": "a",
+            "t0000bbbb-max_results": "99",
+            "t0000bbbb-include_domains": "a.com",
+            "t0000bbbb-exclude_domains": "b.com",
+        },
+    ),
+    (
+        {"notification": {"email": {"enabled": True, "recipients": ["not-an-email"]}}},
+        {"email_enabled": "on", "email_recipients": "not-an-email"},
+    ),
+    ({"name": "", "retentionDays": 0}, {"name": "", "retention_days": "0"}),
+]
+
+
+def _messages_in_slots(body: str) -> list[str]:
+    messages = []
+    for content in re.findall(
+        r'<div id="err-[^"]+" class="field-error"[^>]*>(.*?)</div>', body
+    ):
+        for message in re.findall(r"<p>(.*?)</p>", content):
+            messages.append(re.sub(r"^“[^”]*”: ", "", html.unescape(message)))
+    return messages
+
+
+@pytest.mark.parametrize(("api_changes", "form_changes"), API_VS_FORM)
+def test_inline_validation_gives_the_same_messages_as_the_api(
+    web, api, api_changes, form_changes
+):
+    body = {
+        "name": "Pricing",
+        "schedule": {"text": "every 30 minutes", "timezone": "Europe/Berlin"},
+        "targets": [{"type": "scrape", "urls": ["https://example.com/pricing"]}],
+    } | api_changes
+    api_response = api.post("/v2/monitor", body, format="json")
+    assert api_response.status_code == 400
+    api_messages = sorted(issue["message"] for issue in api_response.json()["details"])
+
+    form_response = web.post(
+        reverse("monitor-validate-new"),
+        scrape_form(**form_changes),
+        HTTP_HX_REQUEST="true",
+    )
+    assert sorted(_messages_in_slots(form_response.content.decode())) == api_messages
+    assert not Monitor.objects.exists()
+
+
+# ---------------------------------------------------------------- monitor page
+
+
+def test_monitor_page_summarises_settings_and_credits(web, team):
+    monitor = make_monitor(
+        team,
+        goal="Price changes",
+        webhook={"url": "https://hooks.example.com/x"},
+        notification={
+            "email": {"enabled": True, "recipients": ["someone@else.example"]}
+        },
+    )
+    page = text_of(web.get(monitor.get_absolute_url()))
+    assert "https://example.com/pricing" in page
+    assert "Every 30 minutes, Europe/Berlin" in page
+    assert "Up to <strong>2880</strong> credits a month" in page  # (1 + 1 judge) × 1440
+    assert "someone@else.example" in page and "waiting for confirmation" in page
+    assert "https://hooks.example.com/x" in page
+    assert "Run now" in page and "No checks yet" in page
+
+
+def test_monitor_page_lists_check_history(web, monitor):
+    make_check(monitor, trigger="scheduled")
+    make_check(
+        monitor,
+        status="failed",
+        summary={},
+        error="Previous monitor check is still running.",
+    )
+    page = text_of(web.get(monitor.get_absolute_url()))
+    assert "Scheduled" in page and "Run by hand" in page
+    assert "42 s" in page and "1 changed" in page
+    assert "Previous monitor check is still running." in page
+
+
+def test_run_now_queues_a_manual_check_and_shows_progress(web, monitor):
+    response = web.post(
+        reverse("monitor-run", kwargs={"pk": monitor.pk}), HTTP_HX_REQUEST="true"
+    )
+    check = Check.objects.get(monitor=monitor)
+    assert (check.trigger, check.status) == ("manual", "queued")
+    body = text_of(response)
+    progress = reverse(
+        "check-progress", kwargs={"pk": monitor.pk, "check_id": check.pk}
+    )
+    assert f'hx-get="{progress}" hx-trigger="every 1s"' in body
+    assert "Waiting for a worker" in body
+
+    # A second press shows the same running check instead of starting another.
+    web.post(reverse("monitor-run", kwargs={"pk": monitor.pk}), HTTP_HX_REQUEST="true")
+    assert Check.objects.filter(monitor=monitor).count() == 1
+
+
+def test_run_now_without_javascript_goes_to_the_check(web, monitor):
+    response = web.post(reverse("monitor-run", kwargs={"pk": monitor.pk}))
+    check = Check.objects.get(monitor=monitor)
+    assert response["Location"] == check.get_absolute_url()
+
+
+def test_run_now_on_a_paused_monitor_explains_why_not(web, monitor):
+    monitor.pause()
+    monitor.save()
+    response = web.post(
+        reverse("monitor-run", kwargs={"pk": monitor.pk}), HTTP_HX_REQUEST="true"
+    )
+    assert "Resume it before running a check" in text_of(response)
+    assert not Check.objects.exists()
+
+
+def test_progress_polls_until_the_check_finishes_then_stops_polling(web, monitor):
+    check = make_check(
+        monitor, status="running", pages_total=4, pages_done=1, finished_at=None
+    )
+    url = reverse("check-progress", kwargs={"pk": monitor.pk, "check_id": check.pk})
+    running = web.get(url, HTTP_HX_REQUEST="true")
+    assert running.status_code == 200
+    assert "1 of 4 pages done" in text_of(
+        running
+    ) and 'hx-trigger="every 1s"' in text_of(running)
+
+    Check.objects.filter(pk=check.pk).update(
+        status="completed", pages_done=4, finished_at=timezone.now()
+    )
+    done = web.get(url, HTTP_HX_REQUEST="true")
+    assert done.status_code == 286
+    assert "every 1s" not in text_of(done) and "1 changed" in text_of(done)
+    assert "checkFinished" in done["HX-Trigger"]
+    assert web.get(url).status_code == 302  # not htmx: go to the check page
+
+
+def test_history_fragment_for_htmx(web, monitor):
+    make_check(monitor)
+    response = web.get(
+        monitor.get_absolute_url(),
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="check-history",
+    )
+    assert (
+        response.content.decode()
+        .lstrip()
+        .startswith('<section class="card" id="check-history"')
+    )
+
+
+def test_deleting_asks_first_then_removes_the_monitor(web, monitor):
+    url = reverse("monitor-delete", kwargs={"pk": monitor.pk})
+    assert "cannot be undone" in text_of(web.get(url))
+    monitor.refresh_from_db()
+    assert monitor.deleted_at is None
+    response = web.post(url)
+    assert response["Location"] == reverse("monitor-list")
+    monitor.refresh_from_db()
+    assert monitor.deleted_at is not None and monitor.next_run_at is None
+    assert web.get(monitor.get_absolute_url()).status_code == 404
+
+
+# ---------------------------------------------------------------- check and diff pages
+
+
+def test_check_page_lists_pages_with_status_chips(web, monitor):
+    check = make_check(monitor)
+    make_page(check, "a", "b", url="https://example.com/1")
+    make_page(check, None, "new", url="https://example.com/2")
+    make_page(
+        check,
+        None,
+        "x",
+        url="https://example.com/3",
+        status="error",
+        error="",
+        status_code=404,
+        current_snapshot=None,
+    )
+    page = text_of(web.get(check.get_absolute_url()))
+    assert re.search(r"All <span class=\"chip-count\">3</span>", page)
+    assert re.search(r"Changed <span class=\"chip-count\">1</span>", page)
+    assert "The page was not found (HTTP 404)." in page
+    assert "See what changed" in page
+
+    link = re.search(r'class="chip s-error" href="([^"]*)"', page)[1]
+    assert link == "?status=error"
+    only_errors = text_of(web.get(check.get_absolute_url() + link))
+    assert "example.com/3" in only_errors and "example.com/1" not in only_errors
+
+
+def test_check_page_explains_a_failed_check(web, monitor):
+    check = make_check(
+        monitor,
+        status="failed",
+        error="Monitor check exceeded its time limit and was stopped.",
+    )
+    page = text_of(web.get(check.get_absolute_url()))
+    assert "What went wrong:" in page and "time limit" in page
+
+
+def test_diff_page_shows_the_stored_diff_with_navigation(web, changed_page):
+    page = text_of(web.get(changed_page.get_absolute_url()))
+    assert '<div class="diff-scroll" hx-disable><table class="diff diff-split">' in page
+    assert 'id="change-1"' in page and 'data-change-step="1"' in page
+    assert "Pricing — Example" in page
+    assert "Pro costs $19 a month." in page and "Pro costs $24 a month." in page
+    assert "This page over time" in page
+
+
+def test_diff_page_renders_inline_on_request_and_as_a_fragment(web, changed_page):
+    url = changed_page.get_absolute_url()
+    assert 'class="diff diff-inline"' in text_of(web.get(url, {"view": "inline"}))
+    fragment = web.get(
+        url, {"view": "inline"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="diff-region"
+    )
+    assert fragment.content.decode().lstrip().startswith('<div id="diff-region"')
+
+
+def test_page_derived_text_is_escaped_everywhere(web, monitor):
+    check = make_check(monitor)
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    result = make_page(
+        check,
+        f"# Hello\n\n{evil} old",
+        f"# Hello\n\n{evil} new",
+        metadata={"title": evil},
+        url="https://example.com/?q=<b>",
+    )
+    for url in (
+        check.get_absolute_url(),
+        result.get_absolute_url(),
+        result.get_absolute_url() + "?view=inline",
+    ):
+        body = web.get(url).content.decode()
+        assert "<script>alert" not in body and "<img src=x" not in body, url
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body, url
+
+
+def test_only_http_links_are_clickable(web, monitor):
+    check = make_check(monitor)
+    result = make_page(check, "a", "b", url="javascript:alert(1)")
+    body = web.get(result.get_absolute_url()).content.decode()
+    assert 'href="javascript:' not in body
+
+
+def test_page_history_links_each_check_that_saw_the_page(web, monitor):
+    first = make_page(make_check(monitor), None, "v1")
+    second = make_page(make_check(monitor), "v1", "v2")
+    page = text_of(web.get(second.get_absolute_url()))
+    assert first.get_absolute_url() in page and "(this one)" in page
+
+
+# ---------------------------------------------------------------- keys and team
+
+
+def test_a_new_api_key_is_shown_once_and_works(web, team, api_key):
+    response = web.post(reverse("api-keys"), {"name": "Zapier"})
+    raw = re.search(
+        r'id="new-key" type="text" readonly value="(pw_[^"]+)"', text_of(response)
+    )[1]
+    assert response["Cache-Control"] == "no-store"
+    key = ApiKey.objects.get(team=team, name="Zapier")
+    assert key.matches(raw) and raw not in text_of(web.get(reverse("api-keys")))
+    assert key.display_prefix in text_of(web.get(reverse("api-keys")))
+
+
+def test_revoking_a_key_asks_first(web, team):
+    key, raw = ApiKey.issue(team, name="old")
+    url = reverse("api-key-revoke", kwargs={"key_id": key.pk})
+    assert "stop working at once" in text_of(web.get(url))
+    key.refresh_from_db()
+    assert key.is_active
+    web.post(url)
+    key.refresh_from_db()
+    assert not key.is_active
+
+
+def test_team_page_lists_members(web, team, django_user_model):
+    other = django_user_model.objects.create_user("mia", "mia@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=other)
+    page = text_of(web.get(reverse("team-members")))
+    assert "olive" in page and "mia@example.com" in page and "Owner" in page
+
+
+# ---------------------------------------------------------------- the page shell
+
+
+def test_pages_load_htmx_from_our_static_files_with_the_csp_nonce(web, monitor):
+    response = web.get(reverse("monitor-list"))
+    body = response.content.decode()
+    policy = response["Content-Security-Policy"]
+    nonce = re.search(r"'nonce-([^']+)'", policy)[1]
+    scripts = re.findall(r"<script[^>]*>", body)
+    assert scripts and all(
+        f'nonce="{nonce}"' in tag and "src=" in tag for tag in scripts
+    )
+    assert any("/static/django_htmx/htmx-2" in tag for tag in scripts)
+    assert "unsafe-inline" not in policy
+    assert " style=" not in body and "hx-on" not in body
+    assert 'hx-headers=\'{"X-CSRFToken": "' in body
+
+
+def test_static_files_are_served(client, db):
+    # Static files are public (LoginRequiredMiddleware never sees them).
+    assert settings.STATIC_URL
+    response = client.get("/static/css/app.css")
+    assert response.status_code == 200
