@@ -259,7 +259,8 @@ class PageResult(models.Model):
         return f"{self.url}: {self.status}"
 
     def get_absolute_url(self) -> str:
-        return f"/monitors/{self.check_run.monitor_id}/checks/{self.check_run_id}/pages/{self.pk}/"
+        check = self.check_run
+        return f"/monitors/{check.monitor_id}/checks/{check.pk}/pages/{self.pk}/"
 
     @property
     def is_meaningful(self) -> bool | None:

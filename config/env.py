@@ -55,11 +55,13 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 def env_secret(name: str, default: str = "") -> str:
-    """Read NAME, or the contents of the file named by NAME_FILE (Docker/K8s secrets)."""
+    """Read NAME, or the file named by NAME_FILE (Docker/Kubernetes secrets)."""
     path = os.environ.get(f"{name}_FILE")
     if path:
         try:
             return Path(path).read_text().strip()
         except OSError as exc:
-            raise ConfigError(f"{name}_FILE points to an unreadable file: {exc}") from None
+            raise ConfigError(
+                f"{name}_FILE points to an unreadable file: {exc}"
+            ) from None
     return os.environ.get(name, default)

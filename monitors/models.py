@@ -171,9 +171,7 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
 
     def due(self, now: datetime) -> MonitorQuerySet:
         """Active monitors whose next run has come; served by monitor_due_idx."""
-        return self.alive().filter(
-            status=Monitor.Status.ACTIVE, next_run_at__lte=now
-        )
+        return self.alive().filter(status=Monitor.Status.ACTIVE, next_run_at__lte=now)
 
 
 class Monitor(models.Model):
@@ -264,7 +262,9 @@ class Monitor(models.Model):
         return self.interval_minutes(now) >= threshold
 
     def estimated_credits_per_run(self) -> int:
-        return sum(t.estimated_credits(judging=self.judging) for t in self.targets.all())
+        return sum(
+            t.estimated_credits(judging=self.judging) for t in self.targets.all()
+        )
 
     def estimated_credits_per_month(self, now: datetime) -> int:
         runs = math.ceil(30 * 24 * 60 / max(self.interval_minutes(now), 1))
@@ -311,7 +311,9 @@ class Target(models.Model):
         SEARCH = "search"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="targets")
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="targets"
+    )
     position = models.PositiveSmallIntegerField(default=0)
     type = models.CharField(max_length=16, choices=Type.choices)
     # scrape

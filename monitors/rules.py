@@ -79,7 +79,9 @@ def goal_rule_error(
 
 def domain_error(domain: str) -> str | None:
     if not _DOMAIN.match(domain):
-        return f"'{domain}' is not a hostname (give e.g. example.com, no scheme or path)."
+        return (
+            f"'{domain}' is not a hostname (give e.g. example.com, no scheme or path)."
+        )
     return None
 
 

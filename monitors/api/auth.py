@@ -59,7 +59,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not raw.startswith(KEY_PREFIX) or len(raw) > 200:
             return None
         prefix = raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH]
-        key = ApiKey.objects.active().select_related("team").filter(prefix=prefix).first()
+        key = (
+            ApiKey.objects.active().select_related("team").filter(prefix=prefix).first()
+        )
         if key is None or not key.matches(raw):
             return None
         return key
@@ -92,4 +94,7 @@ class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
             # row id again, and a new key must not inherit another's count.
             ident = request.user.key.prefix
             return self.cache_format % {"scope": self.scope, "ident": ident}
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        return self.cache_format % {
+            "scope": self.scope,
+            "ident": self.get_ident(request),
+        }

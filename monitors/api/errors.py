@@ -53,7 +53,13 @@ def flatten_errors(detail: Any, path: list[str | int] | None = None) -> list[dic
             if item:
                 issues.extend(flatten_errors(item, [*path, index]))
         return issues
-    return [{"code": getattr(detail, "code", "invalid"), "path": path, "message": str(detail)}]
+    return [
+        {
+            "code": getattr(detail, "code", "invalid"),
+            "path": path,
+            "message": str(detail),
+        }
+    ]
 
 
 def format_path(path: list[str | int]) -> str:
@@ -81,7 +87,8 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         where = format_path(first["path"])
         message = f"{where}: {first['message']}" if where else first["message"]
         return Response(
-            _body(message, "BAD_REQUEST", details=issues), status=status.HTTP_400_BAD_REQUEST
+            _body(message, "BAD_REQUEST", details=issues),
+            status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, RecursionError):
         # Only a request body can nest without bound here: the JSON parser gives
@@ -102,7 +109,9 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
     if isinstance(exc, Http404):
-        return Response(_body("Not found", "NOT_FOUND"), status=status.HTTP_404_NOT_FOUND)
+        return Response(
+            _body("Not found", "NOT_FOUND"), status=status.HTTP_404_NOT_FOUND
+        )
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         message = str(exc.detail)
         if isinstance(exc, exceptions.NotAuthenticated):
@@ -140,4 +149,6 @@ def json_not_found(request: Any, exception: Exception | None = None) -> JsonResp
 
 
 def json_server_error(request: Any) -> JsonResponse:
-    return JsonResponse(_body("An unexpected error occurred.", "UNKNOWN_ERROR"), status=500)
+    return JsonResponse(
+        _body("An unexpected error occurred.", "UNKNOWN_ERROR"), status=500
+    )

@@ -13,7 +13,15 @@ from rest_framework.exceptions import ValidationError
 
 from monitors import rules
 
-STRING_FORMATS = ("markdown", "html", "rawHtml", "links", "images", "summary", "screenshot")
+STRING_FORMATS = (
+    "markdown",
+    "html",
+    "rawHtml",
+    "links",
+    "images",
+    "summary",
+    "screenshot",
+)
 OBJECT_FORMATS = ("json", "screenshot", "changeTracking", "summary", "attributes")
 ACTION_TYPES = (
     "wait", "click", "write", "press", "scroll", "screenshot", "scrape",
@@ -31,7 +39,9 @@ class StrictMixin:
         if isinstance(data, Mapping):
             unknown = set(data) - set(self.fields) - set(self.allow_extra)  # type: ignore[attr-defined]
             if unknown:
-                raise ValidationError({key: ["Unknown field."] for key in sorted(unknown)})
+                raise ValidationError(
+                    {key: ["Unknown field."] for key in sorted(unknown)}
+                )
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
@@ -97,7 +107,9 @@ class StringMapField(serializers.DictField):
         return value
 
 
-def string_list(max_items: int, item_max: int = 256, **kwargs: Any) -> serializers.ListField:
+def string_list(
+    max_items: int, item_max: int = 256, **kwargs: Any
+) -> serializers.ListField:
     return serializers.ListField(
         child=StrictCharField(max_length=item_max), max_length=max_items, **kwargs
     )
@@ -108,7 +120,8 @@ class FormatField(serializers.JSONField):
         if isinstance(data, str):
             if data not in STRING_FORMATS:
                 raise ValidationError(
-                    f"Unknown format '{data[:40]}'. Use one of: {', '.join(STRING_FORMATS)}."
+                    f"Unknown format '{data[:40]}'. "
+                    f"Use one of: {', '.join(STRING_FORMATS)}."
                 )
             return data
         if isinstance(data, Mapping):
@@ -119,9 +132,12 @@ class FormatField(serializers.JSONField):
                 )
             modes = data.get("modes", [])
             if kind == "changeTracking" and (
-                not isinstance(modes, list) or set(map(str, modes)) - {"git-diff", "json"}
+                not isinstance(modes, list)
+                or set(map(str, modes)) - {"git-diff", "json"}
             ):
-                raise ValidationError("changeTracking modes must be among git-diff, json.")
+                raise ValidationError(
+                    "changeTracking modes must be among git-diff, json."
+                )
             return dict(data)
         raise ValidationError("Must be a format name or a format object.")
 
@@ -135,7 +151,9 @@ class ParserField(serializers.JSONField):
 
 class ActionSerializer(PassThroughMixin, serializers.Serializer):
     type = serializers.ChoiceField(choices=ACTION_TYPES)
-    milliseconds = serializers.IntegerField(required=False, min_value=0, max_value=60_000)
+    milliseconds = serializers.IntegerField(
+        required=False, min_value=0, max_value=60_000
+    )
 
 
 class LocationSerializer(StrictMixin, serializers.Serializer):
@@ -179,7 +197,9 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     waitFor = serializers.IntegerField(required=False, min_value=0, max_value=60_000)
     mobile = serializers.BooleanField(required=False)
     skipTlsVerification = serializers.BooleanField(required=False)
-    timeout = serializers.IntegerField(required=False, min_value=1000, max_value=300_000)
+    timeout = serializers.IntegerField(
+        required=False, min_value=1000, max_value=300_000
+    )
     parsers = serializers.ListField(child=ParserField(), required=False, max_length=5)
     actions = serializers.ListField(
         child=ActionSerializer(), required=False, max_length=50
@@ -208,11 +228,15 @@ class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
     crawlEntireDomain = serializers.BooleanField(required=False)
     allowSubdomains = serializers.BooleanField(required=False)
     allowExternalLinks = serializers.BooleanField(required=False)
-    sitemap = serializers.ChoiceField(choices=("skip", "include", "only"), required=False)
+    sitemap = serializers.ChoiceField(
+        choices=("skip", "include", "only"), required=False
+    )
     ignoreQueryParameters = serializers.BooleanField(required=False)
     deduplicateSimilarURLs = serializers.BooleanField(required=False)
     delay = serializers.FloatField(required=False, min_value=0, max_value=60)
-    maxConcurrency = serializers.IntegerField(required=False, min_value=1, max_value=100)
+    maxConcurrency = serializers.IntegerField(
+        required=False, min_value=1, max_value=100
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         for field in ("includePaths", "excludePaths"):

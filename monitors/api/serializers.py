@@ -167,7 +167,9 @@ class TargetField(serializers.Field):
             raise ValidationError("Each target must be an object.")
         serializer_class = TARGET_SERIALIZERS.get(str(data.get("type")))
         if serializer_class is None:
-            raise ValidationError({"type": ["Target type must be scrape, crawl or search."]})
+            raise ValidationError(
+                {"type": ["Target type must be scrape, crawl or search."]}
+            )
         serializer = serializer_class(data=data)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
@@ -328,8 +330,12 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
         if "targets" in attrs:
             types = [t["type"] for t in attrs["targets"]]
         else:
-            types = list(monitor.targets.values_list("type", flat=True)) if monitor else []
-        problem = rules.goal_rule_error(goal, judge, types, search_opt_out=search_opt_out)
+            types = (
+                list(monitor.targets.values_list("type", flat=True)) if monitor else []
+            )
+        problem = rules.goal_rule_error(
+            goal, judge, types, search_opt_out=search_opt_out
+        )
         if problem:
             raise ValidationError({problem[0]: [problem[1]]})
         return attrs
@@ -339,7 +345,9 @@ class MonitorUpdateSerializer(MonitorWriteSerializer):
     status = serializers.ChoiceField(
         choices=Monitor.Status.choices, required=False, help_text="Pause or resume."
     )
-    webhook = WebhookSerializer(required=False, allow_null=True, help_text="null clears it.")
+    webhook = WebhookSerializer(
+        required=False, allow_null=True, help_text="null clears it."
+    )
     notification = NotificationSerializer(
         required=False, allow_null=True, help_text="null clears it."
     )

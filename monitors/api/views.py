@@ -145,7 +145,9 @@ def _paging(request: Request, limit_default: int = 25) -> tuple[int, int]:
             errors[name] = ["Must be an integer."]
             continue
         if value < low or (high is not None and value > high):
-            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            bound = (
+                f"between {low} and {high}" if high is not None else f"at least {low}"
+            )
             errors[name] = [f"Must be {bound}."]
         values[name] = value
     if errors:
@@ -193,7 +195,9 @@ class MonitorListView(APIView):
     def post(self, request: Request) -> Response:
         serializer = MonitorWriteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        monitor = create_monitor(request.user.team, serializer.validated_data, timezone.now())
+        monitor = create_monitor(
+            request.user.team, serializer.validated_data, timezone.now()
+        )
         return ok(render_monitor(get_monitor_for(request, str(monitor.pk))))
 
 

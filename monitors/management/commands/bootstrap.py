@@ -19,7 +19,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         user_model = get_user_model()
         if user_model.objects.exists():
-            self.stdout.write("Pagewatch is set up; sign in with your existing account.")
+            self.stdout.write(
+                "Pagewatch is set up; sign in with your existing account."
+            )
             return
         password = secrets.token_urlsafe(12)
         admin = user_model.objects.create_superuser(

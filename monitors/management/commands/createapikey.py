@@ -8,7 +8,10 @@ from monitors.models import ApiKey, Team
 
 
 class Command(BaseCommand):
-    help = "Create an API key for a team (the team is created if missing). The key is the last line printed."
+    help = (
+        "Create an API key for a team (the team is created if missing). "
+        "The key is the last line printed."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--team", required=True, help="Team slug")
