@@ -43,7 +43,7 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(VENV)/.installed-dev
+bench: $(VENV)/.installed-run
 	$(BIN)/python bench/run.py
 
 clean:

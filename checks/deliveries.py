@@ -161,10 +161,9 @@ def record_check_finished(check: Check) -> list[Delivery]:
     return created
 
 
-def _record_change_emails(
-    check: Check, monitor: Monitor
-) -> tuple[list[Delivery], dict[str, Any]]:
-    status: dict[str, Any] = {
+def _idle_email_status() -> dict[str, Any]:
+    """notificationStatus.email before anything was sent (reference §9.1)."""
+    return {
         "attempted": False,
         "success": False,
         "queued": False,
@@ -175,6 +174,12 @@ def _record_change_emails(
         "unsubscribedRecipients": 0,
         "error": None,
     }
+
+
+def _record_change_emails(
+    check: Check, monitor: Monitor
+) -> tuple[list[Delivery], dict[str, Any]]:
+    status: dict[str, Any] = _idle_email_status()
     if not monitor.email_settings.get("enabled"):
         return [], status | {"reason": "disabled"}
     if check.status in (Check.Status.SKIPPED_OVERLAP, Check.Status.SKIPPED_NO_CREDITS):
@@ -578,17 +583,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 def _compose_status(check_id: Any, current: dict[str, Any] | None) -> dict[str, Any]:
     current = current or {}
-    email_base = current.get("email") or {
-        "attempted": False,
-        "success": False,
-        "queued": False,
-        "skipped": True,
-        "reason": None,
-        "recipients": [],
-        "pendingRecipients": 0,
-        "unsubscribedRecipients": 0,
-        "error": None,
-    }
+    email_base = current.get("email") or _idle_email_status()
     return {
         "webhook": _webhook_status(check_id),
         "email": _email_status(check_id, email_base),

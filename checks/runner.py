@@ -259,7 +259,7 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
         with Fetcher(to_fetch, resolver=resolver) as fetcher:
             for job, fetched in fetcher.results(lambda: heartbeat(check.pk)):
                 state = states.get((job.target_id, PageState.hash_url(job.url)))
-                record(check, job, judge(job, fetched, state), state)
+                record(check, job, compare(job, fetched, state), state)
     finish(check.pk)
 
 
@@ -456,7 +456,7 @@ def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome 
     )
 
 
-def judge(
+def compare(
     job: PageJob, fetched: FetchResult | BaseException, state: PageState | None
 ) -> Outcome:
     """Decide a fetched page's status against its baseline."""
