@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-export HOST PORT
+PUBLIC_BASE_URL ?= http://$(HOST):$(PORT)
+export HOST PORT PUBLIC_BASE_URL
 
 .PHONY: run test setup lint format bench clean
 

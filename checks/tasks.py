@@ -42,6 +42,14 @@ def run_check_task(self, check_id: str) -> None:  # noqa: ANN001 - Celery's Task
         return  # gone, finished, or given up after too many deliveries
     if runner.claim(check):
         runner.execute(check)
+        check.refresh_from_db(fields=["status", "summary"])
+        logger.info(
+            "Check %s of monitor %s finished %s: %s",
+            check.pk,
+            check.monitor_id,
+            check.status,
+            check.summary,
+        )
         return
     if runner.is_busy(check):
         # Redelivered right after its worker died (the dead worker's heartbeat

@@ -4,6 +4,7 @@ README's configuration table and in .env.example."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -209,6 +210,9 @@ FETCH_TIMEOUT_SECONDS = env_int("FETCH_TIMEOUT_SECONDS", 30, minimum=1)
 FETCH_MAX_BYTES = env_int("FETCH_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 FETCH_CONCURRENCY = env_int("FETCH_CONCURRENCY", 16, minimum=1)
 FETCH_PER_HOST_CONCURRENCY = env_int("FETCH_PER_HOST_CONCURRENCY", 4, minimum=1)
+# Processes per worker that extract and diff pages while the worker writes
+# results (checks.analysis); 0 or 1 runs that work inline in the worker.
+CHECK_CPU_WORKERS = env_int("CHECK_CPU_WORKERS", os.cpu_count() or 1, minimum=0)
 
 # --- Celery -------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
@@ -263,6 +267,7 @@ MAILERS = {
 }
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Pagewatch <pagewatch@localhost>")
 
+_TASK_LOG_LEVEL = env_str("CELERY_TASK_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -271,5 +276,12 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # The dispatcher ticks every 10 s; a line per tick would bury the log.
+        # Check runs, failures and deliveries still log at INFO and above.
+        "celery.app.trace": {"level": _TASK_LOG_LEVEL},
+        "celery.worker.strategy": {"level": _TASK_LOG_LEVEL},
+        "celery.beat": {"level": _TASK_LOG_LEVEL},
+    },
 }
