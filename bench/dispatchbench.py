@@ -16,8 +16,8 @@ database (see populate()).
   transport in the bench's temporary directory (one JSON file per check),
   nothing consumes them, and their count is checked against the checks created.
   The broker's share is measured apart: one more tick after a reset with
-  `checks.dispatch.enqueue` replaced by a no-op counter, and BROKER_PROBE
-  `.delay()` calls on their own.
+  `checks.dispatch.enqueue_many` (which the dispatcher calls once per batch)
+  replaced by a no-op counter, and BROKER_PROBE `.delay()` calls on their own.
 * Zero due: after the drain every monitor's next run is in the future; the same
   call then has nothing to do. Baseline (all): reading every monitor once
   (`SELECT id, next_run_at FROM monitors_monitor`), the cost a scheduler that
@@ -54,7 +54,7 @@ class DispatchResult:
     zero_due_s: float = 0.0
     messages: int = 0
     broker_per_message_s: float = 0.0
-    noop_tick_s: float = 0.0  # one tick with enqueue replaced by a counter
+    noop_tick_s: float = 0.0  # one tick with enqueue_many replaced by a counter
     noop_tick_created: int = 0
     created: int = 0
     explain_due: str = ""
@@ -311,17 +311,17 @@ def measure(now: datetime, broker_dir: Path, drains: int = 1) -> DispatchResult:
 
 
 def _tick_without_broker(now: datetime) -> tuple[float, int]:
-    """One more tick over the reset due set, `enqueue` swapped for a counter:
-    what the dispatcher costs without the broker."""
+    """One more tick over the reset due set, `enqueue_many` swapped for a
+    counter: what the dispatcher costs without the broker."""
     from checks import dispatch
 
     _reset_due(now)
     sent: list[uuid.UUID] = []
-    original = dispatch.enqueue
-    dispatch.enqueue = sent.append  # type: ignore[assignment]
+    original = dispatch.enqueue_many
+    dispatch.enqueue_many = sent.extend  # type: ignore[assignment]
     try:
         started = time.perf_counter()
         created = dispatch.dispatch_due_monitors(now)
         return time.perf_counter() - started, created
     finally:
-        dispatch.enqueue = original
+        dispatch.enqueue_many = original

@@ -205,7 +205,7 @@ def bench_throughput(
         "| Phase | First: wall | First: CPU | Second: wall | Second: CPU |",
         "|---|---|---|---|---|",
     )
-    labels = dict(throughput.PHASES, store="of which Snapshot.store")
+    labels = dict(throughput.PHASES, store="of which Snapshot.store_many")
 
     def cells(name: str) -> str:
         values = []
@@ -215,8 +215,7 @@ def bench_throughput(
             values += [f"{cpu * 1000 / result.pages:.2f}"]
         return " | ".join(values)
 
-    order = ["extract", "content_hash", "build_diff", "render_side_by_side"]
-    for name in [*order, "record", "store"]:
+    for name in [*throughput.PHASES, "store"]:
         section.add(f"| {labels[name]} | {cells(name)} |")
     for check in ("first", "second"):
         spent = phases[check]
@@ -225,7 +224,9 @@ def bench_throughput(
             - sum(v[i] for k, v in spent.items() if k not in ("total", "store"))
             for i in (0, 1)
         )
-    labels |= {"other": "other: claim, plan, waiting for fetches, finish"}
+    labels |= {
+        "other": "other: claim, plan, waiting for fetches and the analysis pool, finish"
+    }
     labels |= {"total": "**total**"}
     for name in ("other", "total"):
         section.add(f"| {labels[name]} | {cells(name)} |")
@@ -433,7 +434,7 @@ def bench_dispatch(
         f" monitors due at once take {-(-result.due // result.max_per_tick)}"
         " beat ticks.",
         f"- Per due monitor: {seconds(per_monitor)} with the broker. One more tick"
-        f" of {result.noop_tick_created:,} with `checks.dispatch.enqueue` replaced"
+        f" of {result.noop_tick_created:,} with `checks.dispatch.enqueue_many` replaced"
         f" by a no-op counter: {result.noop_tick_s:.2f} s"
         f" ({seconds(result.noop_tick_s / max(result.noop_tick_created, 1))} per"
         f" monitor, against {seconds(tick / result.max_per_tick)} in the median"

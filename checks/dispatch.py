@@ -10,6 +10,14 @@ slot still gets exactly one check, because
   next_run_at still holds the slot being dispatched, and
 * the one_check_per_slot unique constraint backs both up.
 
+Work is done per batch of BATCH_SIZE monitors, in one transaction and a fixed
+number of statements: the locked SELECT, one in-flight lookup, one claim (a
+single UPDATE ... FROM (VALUES ...) RETURNING on PostgreSQL, a conditional
+UPDATE per row elsewhere), one bulk INSERT of the checks (conflicts ignored,
+then read back), and after COMMIT one broker connection for all the batch's
+messages. A slot that already has its check (the constraint) only costs that
+monitor its check: it is moved past the slot and the others go ahead.
+
 Spread: a monitor's check starts a small, fixed delay after its cron slot,
 `sha256(monitor id)` mod min(interval / 2, SPREAD_CAP), so thousands of
 monitors on `*/5 * * * *` do not all hit the workers (and their sites) in the
@@ -23,25 +31,34 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 from django.db.models import Prefetch
 
 from checks import notify
 from checks.models import Check
 from checks.runner import empty_summary
+from config.celery import DISPATCH_EVERY_SECONDS
 from monitors.models import Monitor, Target
 
 logger = logging.getLogger(__name__)
 
 SPREAD_CAP = timedelta(seconds=30)
-# Monitors handled per transaction, and at most per tick: the rest wait for the
-# next tick 10 s later, so one tick's work (and lock time) stays bounded.
+# Monitors handled per transaction (and rows locked at once), and checks created
+# at most per tick; the rest wait for the next tick, or for the one follow-up
+# tick a capped tick asks for (dispatch_tick). On the 2-core bench machine a
+# tick of 2,000 takes ~2-2.6 s with PostgreSQL and the filesystem broker (~1 ms
+# per check, half of it the broker; bench/RESULTS.md section 4), a quarter of
+# the beat interval: room for a busy machine below the 0.5 target.
+# TICK_TIME_BUDGET is the hard stop: no new batch starts after it.
 BATCH_SIZE = 200
 MAX_PER_TICK = 2000
+TICK_TIME_BUDGET = 0.4 * DISPATCH_EVERY_SECONDS  # seconds
 OVERLAP_ERROR = "Previous monitor check is still running."
 
 
@@ -84,14 +101,34 @@ def enqueue(check_id: uuid.UUID) -> None:
     A lost message is not a lost check: the stale sweeper fails checks left
     queued, and the next slot runs normally.
     """
+    enqueue_many([check_id])
+
+
+def enqueue_many(check_ids: Iterable[uuid.UUID]) -> None:
+    """`enqueue` for a batch: one on_commit callback, and one producer (one
+    broker connection) for all the messages, instead of one of each per check."""
+    ids = [str(check_id) for check_id in check_ids]
+    if not ids:
+        return
 
     def send() -> None:
         from checks.tasks import run_check_task
 
+        sent = 0
         try:
-            run_check_task.delay(str(check_id))
+            with run_check_task.app.producer_or_acquire() as producer:
+                for check_id in ids:
+                    run_check_task.apply_async(args=[check_id], producer=producer)
+                    sent += 1
         except Exception:
-            logger.exception("Could not enqueue check %s", check_id)
+            # The producer already retried (Celery's publish retry policy): the
+            # broker is unreachable, so the rest would fail the same way.
+            logger.exception(
+                "Could not enqueue %d of %d checks (from %s)",
+                len(ids) - sent,
+                len(ids),
+                ids[sent] if sent < len(ids) else "-",
+            )
 
     transaction.on_commit(send)
 
@@ -106,6 +143,19 @@ class _Slot:
     following: datetime | None  # the next_run_at it advances to
 
 
+@dataclass(frozen=True)
+class _Claim:
+    """One monitor's claim of its slot, and the check it creates if it wins."""
+
+    slot: _Slot
+    check: Check
+    overlaps: bool  # a check is in flight: this one is skipped_overlap
+
+    @property
+    def monitor(self) -> Monitor:
+        return self.slot.monitor
+
+
 def dispatch_due_monitors(now: datetime) -> int:
     """Create the checks of every monitor whose (spread) slot has come.
 
@@ -113,22 +163,57 @@ def dispatch_due_monitors(now: datetime) -> int:
     Cost grows with the number of due monitors only: the candidate query runs
     on the partial index monitor_due_idx.
     """
-    created = 0
-    # Monitors looked at this tick: those still inside their spread delay stay
-    # due, and must not be fetched again by the next batch of the same tick.
-    seen: set[uuid.UUID] = set()
-    while created < MAX_PER_TICK and len(seen) < 2 * MAX_PER_TICK:
-        done, looked_at = _dispatch_batch(now, exclude=seen)
-        if not looked_at:
-            break
-        created += done
-        seen |= looked_at
+    return _dispatch(now)[0]
+
+
+def dispatch_tick(now: datetime, *, may_follow_up: bool) -> int:
+    """What the periodic task runs: `dispatch_due_monitors`, and when the tick
+    stopped at MAX_PER_TICK or TICK_TIME_BUDGET with monitors possibly still
+    due, one follow-up tick queued at once (if `may_follow_up`), so a backlog
+    drains at up to two ticks per beat interval instead of one. Follow-ups do
+    not follow up themselves, so at most one extra dispatcher runs beside beat's,
+    and the message expires after one beat interval like beat's own."""
+    created, capped = _dispatch(now)
+    if capped and may_follow_up:
+        from checks.tasks import dispatch_due_monitors_task
+
+        try:
+            dispatch_due_monitors_task.apply_async(
+                kwargs={"follow_up": True}, expires=DISPATCH_EVERY_SECONDS
+            )
+        except Exception:
+            logger.exception("Could not queue a follow-up dispatch tick")
     return created
+
+
+def _dispatch(now: datetime) -> tuple[int, bool]:
+    """(checks created, whether the tick stopped before running out of work)."""
+    deadline = time.monotonic() + TICK_TIME_BUDGET
+    created = looked = 0
+    # Monitors looked at this tick but left due (inside their spread delay, an
+    # unreadable schedule): the next batch of the same tick must not fetch them
+    # again. Dispatched monitors are no longer due, so they need no exclusion.
+    passed: set[uuid.UUID] = set()
+    while True:
+        done, candidates, moved = _dispatch_batch(now, exclude=passed)
+        if not candidates:
+            return created, False
+        created += done
+        looked += len(candidates)
+        passed |= candidates - moved
+        if (
+            created >= MAX_PER_TICK
+            or looked >= 2 * MAX_PER_TICK
+            or time.monotonic() >= deadline
+        ):
+            return created, True
 
 
 def _dispatch_batch(
     now: datetime, *, exclude: set[uuid.UUID]
-) -> tuple[int, set[uuid.UUID]]:
+) -> tuple[int, set[uuid.UUID], set[uuid.UUID]]:
+    """One transaction: (checks created, monitors looked at, monitors moved
+    past their slot)."""
     with transaction.atomic():
         candidates = list(
             Monitor.objects.due(now)
@@ -145,8 +230,13 @@ def _dispatch_batch(
             .filter(monitor_id__in=[s.monitor.pk for s in ready])
             .values_list("monitor_id", flat=True)
         )
-        done = sum(_dispatch_one(s, now, s.monitor.pk in in_flight) for s in ready)
-    return done, {m.pk for m in candidates}
+        claims = [
+            claim
+            for s in ready
+            if (claim := _safe_claim(s, now, s.monitor.pk in in_flight))
+        ]
+        created, moved = _dispatch_claims(claims, now)
+    return created, {m.pk for m in candidates}, moved
 
 
 def _safe_ready_slot(monitor: Monitor, now: datetime) -> _Slot | None:
@@ -169,7 +259,16 @@ def _ready_slot(monitor: Monitor, now: datetime) -> _Slot | None:
     return _Slot(monitor, slot, monitor.next_run_after(now))
 
 
-def _dispatch_one(slot: _Slot, now: datetime, overlaps: bool) -> int:
+def _safe_claim(slot: _Slot, now: datetime, overlaps: bool) -> _Claim | None:
+    # Likewise one monitor whose check cannot be built (unreadable targets).
+    try:
+        return _Claim(slot, _new_check(slot, now, overlaps), overlaps)
+    except Exception:
+        logger.exception("Cannot build the check of monitor %s", slot.monitor.pk)
+        return None
+
+
+def _new_check(slot: _Slot, now: datetime, overlaps: bool) -> Check:
     monitor = slot.monitor
     check = Check(
         monitor=monitor,
@@ -185,35 +284,126 @@ def _dispatch_one(slot: _Slot, now: datetime, overlaps: bool) -> int:
         check.status = Check.Status.QUEUED
         check.estimated_credits = estimated_credits(monitor)
     check.summary = empty_summary()
-    changes: dict = {"next_run_at": slot.following}
-    if overlaps:
-        changes["last_run_at"] = now  # lastRunAt counts skipped checks too
-    else:
-        changes["current_check_id"] = check.pk
-    try:
-        with transaction.atomic():
-            claimed = Monitor.objects.filter(
-                pk=monitor.pk,
-                next_run_at=slot.slot,
+    return check
+
+
+def _dispatch_claims(claims: list[_Claim], now: datetime) -> tuple[int, set[uuid.UUID]]:
+    """Claim, insert, notify and enqueue a batch, inside its transaction.
+
+    Returns (checks created, monitors moved past their slot)."""
+    if not claims:
+        return 0, set()
+    claimed_ids = _claim(claims, now)
+    won = [c for c in claims if c.monitor.pk in claimed_ids]
+    if not won:
+        return 0, set()
+    # one_check_per_slot may refuse some rows (the slot already has its check):
+    # ignore those conflicts instead of failing the batch, then read back which
+    # checks exist. Their pks were made here, so nothing else can have them.
+    Check.objects.bulk_create([c.check for c in won], ignore_conflicts=True)
+    inserted = set(
+        Check.objects.filter(pk__in=[c.check.pk for c in won]).values_list(
+            "pk", flat=True
+        )
+    )
+    queued: list[uuid.UUID] = []
+    for claim in won:
+        if claim.check.pk not in inserted:
+            _release(claim)
+        elif claim.overlaps:
+            notify.on_check_finished(claim.check)
+        else:
+            queued.append(claim.check.pk)
+    enqueue_many(queued)
+    return len(inserted), claimed_ids
+
+
+def _claim(claims: list[_Claim], now: datetime) -> set[uuid.UUID]:
+    """Move each monitor past its slot, while next_run_at still holds that slot
+    (and it is active and alive); returns the ids of the monitors claimed.
+
+    A queued check becomes the monitor's current check; a skipped one leaves the
+    current check alone and counts as a run (lastRunAt counts skipped checks).
+    """
+    if connection.vendor == "postgresql":
+        return _claim_postgresql(claims, now)
+    claimed: set[uuid.UUID] = set()
+    for claim in claims:
+        changes: dict = {"next_run_at": claim.slot.following}
+        if claim.overlaps:
+            changes["last_run_at"] = now
+        else:
+            changes["current_check_id"] = claim.check.pk
+        if (
+            Monitor.objects.filter(
+                pk=claim.monitor.pk,
+                next_run_at=claim.slot.slot,
                 status=Monitor.Status.ACTIVE,
                 deleted_at__isnull=True,
             ).update(**changes)
-            if not claimed:
-                return 0  # another dispatcher took this slot, or it was edited
-            check.save(force_insert=True)
-            if overlaps:
-                notify.on_check_finished(check)
-            else:
-                enqueue(check.pk)
-    except IntegrityError:
-        # one_check_per_slot: this slot already has its check. Still move the
-        # monitor past it, or it would stay due and hit this on every tick.
-        logger.info("Slot %s of monitor %s already dispatched", slot.slot, monitor.pk)
-        Monitor.objects.filter(pk=monitor.pk, next_run_at=slot.slot).update(
-            next_run_at=slot.following
+            > 0
+        ):
+            claimed.add(claim.monitor.pk)
+    return claimed
+
+
+def _claim_postgresql(claims: list[_Claim], now: datetime) -> set[uuid.UUID]:
+    """`_claim` in one statement: UPDATE ... FROM (VALUES ...) RETURNING."""
+    meta = Monitor._meta
+    table = connection.ops.quote_name(meta.db_table)
+    col = {
+        name: connection.ops.quote_name(meta.get_field(name).column)
+        for name in (
+            "id",
+            "next_run_at",
+            "last_run_at",
+            "current_check_id",
+            "status",
+            "deleted_at",
         )
-        return 0
-    return 1
+    }
+    row = "(%s::uuid, %s::timestamptz, %s::timestamptz, %s::uuid, %s::boolean)"
+    params: list = [now]
+    for claim in claims:
+        params += [
+            claim.monitor.pk,
+            claim.slot.slot,
+            claim.slot.following,
+            claim.check.pk,
+            claim.overlaps,
+        ]
+    params.append(Monitor.Status.ACTIVE.value)
+    # Only quoted identifiers from the model's _meta are formatted in; every
+    # value is a parameter.
+    sql = (
+        f"UPDATE {table} AS m SET"  # noqa: S608
+        f" {col['next_run_at']} = v.following,"
+        f" {col['current_check_id']} = CASE WHEN v.skipped"
+        f" THEN m.{col['current_check_id']} ELSE v.check_id END,"
+        f" {col['last_run_at']} = CASE WHEN v.skipped"
+        f" THEN %s::timestamptz ELSE m.{col['last_run_at']} END"
+        f" FROM (VALUES {', '.join([row] * len(claims))})"
+        " AS v (id, slot, following, check_id, skipped)"
+        f" WHERE m.{col['id']} = v.id AND m.{col['next_run_at']} = v.slot"
+        f" AND m.{col['status']} = %s AND m.{col['deleted_at']} IS NULL"
+        f" RETURNING m.{col['id']}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row_id for (row_id,) in cursor.fetchall()}
+
+
+def _release(claim: _Claim) -> None:
+    """The slot already had its check (one_check_per_slot): keep the monitor
+    past it, or it would stay due and hit this on every tick, but give back
+    what the claim set. The row is still ours (locked, or SQLite's writer)."""
+    logger.info(
+        "Slot %s of monitor %s already dispatched", claim.slot.slot, claim.monitor.pk
+    )
+    monitor = claim.monitor
+    Monitor.objects.filter(pk=monitor.pk).update(
+        current_check_id=monitor.current_check_id, last_run_at=monitor.last_run_at
+    )
 
 
 # --- Manual checks ---------------------------------------------------------------

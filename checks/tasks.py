@@ -58,8 +58,10 @@ def run_check_task(self, check_id: str) -> None:  # noqa: ANN001 - Celery's Task
 
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
-def dispatch_due_monitors_task() -> int:
-    return dispatch.dispatch_due_monitors(timezone.now())
+def dispatch_due_monitors_task(follow_up: bool = False) -> int:
+    # A tick that hit its cap queues one follow-up at once (expires after one
+    # beat interval); a follow-up never queues another (dispatch.dispatch_tick).
+    return dispatch.dispatch_tick(timezone.now(), may_follow_up=not follow_up)
 
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)

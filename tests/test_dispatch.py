@@ -48,7 +48,7 @@ def test_due_monitor_gets_one_queued_check_for_its_slot(
     monitor, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent: list[uuid.UUID] = []
-    monkeypatch.setattr(dispatch, "enqueue", lambda check_id: sent.append(check_id))
+    monkeypatch.setattr(dispatch, "enqueue_many", sent.extend)
 
     assert dispatch_due_monitors(AFTER_SPREAD) == 1
 
@@ -168,6 +168,154 @@ def test_a_tick_is_capped(team, monkeypatch):
     assert dispatch_due_monitors(AFTER_SPREAD) == 2
 
 
+def test_a_tick_stops_after_its_time_budget(team, monkeypatch):
+    monkeypatch.setattr(dispatch, "BATCH_SIZE", 5)
+    monkeypatch.setattr(dispatch, "TICK_TIME_BUDGET", 0.0)
+    for _ in range(12):
+        make_monitor(team)
+    assert dispatch_due_monitors(AFTER_SPREAD) == 5  # one batch, always
+    assert dispatch_due_monitors(AFTER_SPREAD) == 5
+    assert dispatch_due_monitors(AFTER_SPREAD) == 2
+
+
+def test_a_slot_taken_meanwhile_does_not_stall_the_rest_of_its_batch(team, monkeypatch):
+    monitors = [make_monitor(team) for _ in range(5)]
+    taken, conflicted = monitors[1], monitors[3]
+    # conflicted's slot already has its check (one_check_per_slot backstop)...
+    existing = Check.objects.create(
+        monitor=conflicted,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=SLOT,
+        status=Check.Status.COMPLETED,
+    )
+    # ...and another dispatcher moves taken past its slot after it was read.
+    ready_slot = dispatch._safe_ready_slot
+
+    def read_then_taken(monitor, now):
+        slot = ready_slot(monitor, now)
+        if monitor.pk == taken.pk:
+            Monitor.objects.filter(pk=taken.pk).update(
+                next_run_at=SLOT + timedelta(minutes=30)
+            )
+        return slot
+
+    monkeypatch.setattr(dispatch, "_safe_ready_slot", read_then_taken)
+    sent: list[uuid.UUID] = []
+    monkeypatch.setattr(dispatch, "enqueue_many", sent.extend)
+
+    assert dispatch_due_monitors(AFTER_SPREAD) == 3
+
+    others = [m for m in monitors if m not in (taken, conflicted)]
+    queued = Check.objects.filter(status=Check.Status.QUEUED)
+    assert {c.monitor_id for c in queued} == {m.pk for m in others}
+    assert sorted(sent) == sorted(c.pk for c in queued)
+    for monitor in others:
+        monitor.refresh_from_db()
+        assert monitor.next_run_at == SLOT + timedelta(minutes=30)
+        assert monitor.current_check_id == queued.get(monitor=monitor).pk
+    assert not Check.objects.filter(monitor=taken).exists()
+    assert list(Check.objects.filter(monitor=conflicted)) == [existing]
+    conflicted.refresh_from_db()
+    assert conflicted.next_run_at == SLOT + timedelta(minutes=30)  # not stuck
+    assert conflicted.current_check_id is None  # never pointed at a lost check
+    assert conflicted.last_run_at is None
+    assert dispatch_due_monitors(AFTER_SPREAD) == 0
+
+
+def test_a_skipped_slot_that_conflicts_gives_back_its_claim(monitor, monkeypatch):
+    finished: list[Check] = []
+    monkeypatch.setattr(notify, "on_check_finished", finished.append)
+    running = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.RUNNING
+    )
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=running.pk)
+    Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=SLOT,
+        status=Check.Status.SKIPPED_OVERLAP,
+    )
+
+    assert dispatch_due_monitors(AFTER_SPREAD) == 0
+
+    assert finished == []
+    monitor.refresh_from_db()
+    assert monitor.current_check_id == running.pk
+    assert monitor.last_run_at is None
+    assert monitor.next_run_at == SLOT + timedelta(minutes=30)
+
+
+def test_a_batch_is_sent_after_commit_through_one_producer(
+    team, monkeypatch, django_capture_on_commit_callbacks
+):
+    from checks.tasks import run_check_task
+
+    published: list[tuple[list, object]] = []
+
+    def apply_async(args, producer=None, **options):
+        published.append((args, producer))
+
+    monkeypatch.setattr(run_check_task, "apply_async", apply_async)
+    monkeypatch.setattr(dispatch, "BATCH_SIZE", 4)
+    for _ in range(6):
+        make_monitor(team)
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        assert dispatch_due_monitors(AFTER_SPREAD) == 6
+        assert published == []  # nothing before COMMIT
+    assert len(callbacks) == 2  # one per batch
+
+    checks = {str(pk) for pk in Check.objects.values_list("pk", flat=True)}
+    assert sorted(args[0] for args, _ in published) == sorted(checks)
+    batches = [p for _, p in published]
+    assert all(p is not None for p in batches)
+    assert batches[:4] == [batches[0]] * 4 and batches[4:] == [batches[4]] * 2
+
+
+def test_a_broker_failure_is_logged_and_the_checks_stay_queued(
+    team, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    from checks.tasks import run_check_task
+
+    def apply_async(args, producer=None, **options):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(run_check_task, "apply_async", apply_async)
+    for _ in range(3):
+        make_monitor(team)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert dispatch_due_monitors(AFTER_SPREAD) == 3
+
+    assert "Could not enqueue 3 of 3 checks" in caplog.text
+    assert Check.objects.filter(status=Check.Status.QUEUED).count() == 3
+
+
+def test_a_capped_tick_asks_for_one_follow_up(team, monkeypatch):
+    from checks.tasks import dispatch_due_monitors_task
+
+    follow_ups: list[dict] = []
+    monkeypatch.setattr(
+        dispatch_due_monitors_task,
+        "apply_async",
+        lambda **options: follow_ups.append(options),
+    )
+    monkeypatch.setattr(dispatch, "BATCH_SIZE", 5)
+    monkeypatch.setattr(dispatch, "MAX_PER_TICK", 5)
+    for _ in range(7):
+        make_monitor(team)
+
+    assert dispatch.dispatch_tick(AFTER_SPREAD, may_follow_up=True) == 5
+    assert follow_ups == [{"kwargs": {"follow_up": True}, "expires": 10.0}]
+    # A follow-up does not follow up itself, however much is left.
+    assert dispatch.dispatch_tick(AFTER_SPREAD, may_follow_up=False) == 2
+    assert len(follow_ups) == 1
+    # A tick that ran out of due monitors asks for nothing.
+    make_monitor(team)
+    assert dispatch.dispatch_tick(AFTER_SPREAD, may_follow_up=True) == 1
+    assert len(follow_ups) == 1
+
+
 def test_after_a_lost_worker_is_swept_the_next_slot_runs(monitor):
     dispatch_due_monitors(AFTER_SPREAD)
     lost = Check.objects.get()
@@ -191,7 +339,7 @@ def test_after_a_lost_worker_is_swept_the_next_slot_runs(monitor):
 def test_concurrent_dispatchers_never_double_a_slot(team, monkeypatch):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL: SQLite serialises every writer anyway")
-    monkeypatch.setattr(dispatch, "enqueue", lambda check_id: None)  # no broker
+    monkeypatch.setattr(dispatch, "enqueue_many", lambda check_ids: None)  # no broker
     monitors = [make_monitor(team) for _ in range(40)]
     barrier = threading.Barrier(6)
     counts: list[int] = []
@@ -219,6 +367,72 @@ def test_concurrent_dispatchers_never_double_a_slot(team, monkeypatch):
         monitor.refresh_from_db()
         check = Check.objects.get(monitor=monitor)
         assert monitor.current_check_id == check.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_dispatchers_racing_over_small_batches_never_double_a_slot(
+    team, monkeypatch
+):
+    """Small batches, so both threads work through the same due set at once;
+    with overlaps (skipped checks) and a slot that already has its check."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: SQLite serialises every writer anyway")
+    monkeypatch.setattr(dispatch, "BATCH_SIZE", 3)
+    monkeypatch.setattr(notify, "on_check_finished", lambda check: None)
+    sent: list[uuid.UUID] = []
+    monkeypatch.setattr(dispatch, "enqueue_many", sent.extend)
+    monitors = [make_monitor(team) for _ in range(60)]
+    busy = monitors[::7]
+    for monitor in busy:
+        running = Check.objects.create(
+            monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.RUNNING
+        )
+        Monitor.objects.filter(pk=monitor.pk).update(current_check_id=running.pk)
+    conflicted = monitors[5]
+    Check.objects.create(
+        monitor=conflicted,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=SLOT,
+        status=Check.Status.COMPLETED,
+    )
+    barrier = threading.Barrier(2)
+    counts: list[int] = []
+    errors: list[BaseException] = []
+
+    def dispatcher() -> None:
+        try:
+            barrier.wait()
+            counts.append(dispatch_due_monitors(AFTER_SPREAD))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=dispatcher) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert errors == []
+    assert sum(counts) == len(monitors) - 1
+    scheduled = Check.objects.filter(trigger=Check.Trigger.SCHEDULED)
+    assert scheduled.count() == len(monitors)  # the conflicted slot's one included
+    assert sorted(sent) == sorted(
+        scheduled.filter(status=Check.Status.QUEUED).values_list("pk", flat=True)
+    )
+    for monitor in monitors:
+        check = scheduled.get(monitor=monitor, scheduled_for=SLOT)
+        monitor.refresh_from_db()
+        assert monitor.next_run_at == SLOT + timedelta(minutes=30)
+        if monitor in busy:
+            assert check.status == Check.Status.SKIPPED_OVERLAP
+            assert monitor.current_check_id != check.pk
+        elif monitor == conflicted:
+            assert monitor.current_check_id is None
+        else:
+            assert check.status == Check.Status.QUEUED
+            assert monitor.current_check_id == check.pk
 
 
 # --- manual runs ----------------------------------------------------------------
