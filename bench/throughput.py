@@ -262,13 +262,13 @@ def profile_second_check(server: PageServer, generation: int, out: Path) -> str:
 
 
 # Names looked up in checks.runner at call time: wrapping them there attributes
-# the worker thread's wall time without touching the runner's code.
+# the worker thread's wall time without touching the runner's code. Extraction,
+# hashing and diffs run in checks.analysis's process pool (CHECK_CPU_WORKERS),
+# not on this thread: waiting for them counts as "other".
 PHASES = {
-    "extract": "extract: HTML to Markdown",
-    "content_hash": "normalise + hash",
-    "build_diff": "unified diff + AST",
-    "render_side_by_side": "side-by-side HTML",
-    "record": "record: one DB transaction per page",
+    "compare": "compare: statuses decided before extraction",
+    "conclude": "conclude: outcome from the pool's analysis",
+    "record_many": "record: one DB transaction per batch of ready pages",
 }
 
 
@@ -282,7 +282,7 @@ def attribute(server: PageServer, generation: int) -> dict[str, dict[str, tuple]
     urls = server.urls()
     monitor = make_monitor(urls, "attributed")
     originals = {name: getattr(runner, name) for name in PHASES}
-    original_store = Snapshot.__dict__["store"]
+    original_store = Snapshot.__dict__["store_many"]
     spent: dict[str, tuple[float, float]] = {}
 
     def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -303,7 +303,7 @@ def attribute(server: PageServer, generation: int) -> dict[str, dict[str, tuple]
     try:
         for name, function in originals.items():
             setattr(runner, name, timed(name, function))
-        Snapshot.store = classmethod(  # type: ignore[method-assign]
+        Snapshot.store_many = classmethod(  # type: ignore[method-assign]
             timed("store", original_store.__func__)
         )
         for label, variant in (("first", 0), ("second", 1)):
@@ -315,7 +315,7 @@ def attribute(server: PageServer, generation: int) -> dict[str, dict[str, tuple]
     finally:
         for name, function in originals.items():
             setattr(runner, name, function)
-        Snapshot.store = original_store  # type: ignore[method-assign]
+        Snapshot.store_many = original_store  # type: ignore[method-assign]
     return phases
 
 

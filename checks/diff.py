@@ -296,7 +296,10 @@ def unified_diff(previous: str, current: str, context: int = 3) -> str:
     current text. Hunks whose only changes are blank lines are left out (like
     ``git diff --ignore-blank-lines``).
     """
-    old, new, codes = _compare(previous, current)
+    return _unified_text(*_compare(previous, current), context)
+
+
+def _unified_text(old: _Side, new: _Side, codes: list[Opcode], context: int) -> str:
     out = ["--- previous", "+++ current"]
     for group in _grouped(codes, max(0, context)):
         if all(
@@ -565,7 +568,12 @@ def render_side_by_side(
     ``id="{id_prefix}{n}"`` (1-based) for previous/next navigation. Safe to
     ``mark_safe``: page text is escaped token by token, ``id_prefix`` too.
     """
-    old, new, codes = _compare(previous, current)
+    return _side_by_side_html(*_compare(previous, current), context, id_prefix)
+
+
+def _side_by_side_html(
+    old: _Side, new: _Side, codes: list[Opcode], context: int, id_prefix: str
+) -> str:
     rows = _rows(old, new, codes, context)
     prefix = escape(id_prefix)
     out = ['<table class="diff diff-split"><tbody>']
@@ -599,6 +607,18 @@ def render_side_by_side(
         )
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def diff_with_side_by_side(
+    previous: str, current: str
+) -> tuple[dict[str, Any] | None, str]:
+    """``(build_diff(previous, current), render_side_by_side(previous, current))``
+    in one pass: the lines are normalised and matched once for both, which is
+    what the check runner needs for every changed page."""
+    old, new, codes = _compare(previous, current)
+    text = _unified_text(old, new, codes, 3)
+    diff = {"text": text, "json": diff_ast(text)} if text else None
+    return diff, _side_by_side_html(old, new, codes, 3, "change-")
 
 
 def render_inline(

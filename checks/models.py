@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import uuid
 import zlib
+from collections.abc import Iterable
 from datetime import datetime
 
-from django.db import models
+from django.db import models, router
 from django.db.models import Q
 
+from checks.analysis import pack_snapshot
 from monitors.models import Monitor
 
 
@@ -152,15 +154,51 @@ class Snapshot(models.Model):
 
     @classmethod
     def store(cls, text: str) -> Snapshot:
-        digest = cls.hash_text(text)
-        snapshot = cls.objects.filter(content_hash=digest).first()
-        if snapshot is None:
-            raw = text.encode()
-            snapshot, _ = cls.objects.get_or_create(
-                content_hash=digest,
-                defaults={"data": zlib.compress(raw, 6), "size": len(raw)},
-            )
+        """The snapshot of `text`, inserted unless it exists. The instance is
+        built from what was written (created_at is not read back)."""
+        digest, data, size = pack_snapshot(text)
+        pk = cls.store_many([(digest, data, size)])[digest]
+        snapshot = cls(pk=pk, content_hash=digest, data=data, size=size)
+        snapshot._state.adding = False
+        snapshot._state.db = router.db_for_write(cls)
         return snapshot
+
+    @classmethod
+    def store_many(cls, packs: Iterable[tuple[str, bytes, int]]) -> dict[str, int]:
+        """Ids by content hash of (content hash, compressed data, size) packs
+        (checks.analysis.pack_snapshot), inserted where missing: an INSERT that
+        skips existing hashes (ON CONFLICT DO NOTHING / INSERT OR IGNORE), then
+        one SELECT of the ids; blobs are never read back."""
+        rows = {digest: (data, size) for digest, data, size in packs}
+        if not rows:
+            return {}
+        cls.objects.bulk_create(
+            [
+                cls(content_hash=digest, data=data, size=size)
+                for digest, (data, size) in rows.items()
+            ],
+            ignore_conflicts=True,
+        )
+        return cls.ids(rows)
+
+    @classmethod
+    def ids(cls, hashes: Iterable[str]) -> dict[str, int]:
+        """Ids by content hash of existing snapshots."""
+        return dict(
+            cls.objects.filter(content_hash__in=set(hashes)).values_list(
+                "content_hash", "id"
+            )
+        )
+
+    @classmethod
+    def packed(cls, ids: Iterable[int]) -> dict[int, bytes]:
+        """Compressed data by id (analysis.diff decompresses it off-thread)."""
+        return {
+            pk: bytes(data)
+            for pk, data in cls.objects.filter(pk__in=set(ids)).values_list(
+                "id", "data"
+            )
+        }
 
     @property
     def text(self) -> str:
@@ -211,6 +249,22 @@ class PageState(models.Model):
     @staticmethod
     def hash_url(url: str) -> str:
         return hashlib.sha256(url.encode()).hexdigest()
+
+    UPSERT_FIELDS = (
+        "url", "snapshot", "normalized_hash", "scrape_id", "presence",
+        "fetched_at", "cached_at", "metadata", "updated_at",
+    )  # fmt: skip
+
+    @classmethod
+    def upsert(cls, states: list[PageState]) -> None:
+        """Insert these baselines, or update the existing row of each page
+        (monitor, target_id, url_hash): one INSERT ... ON CONFLICT DO UPDATE."""
+        cls.objects.bulk_create(
+            states,
+            update_conflicts=True,
+            unique_fields=["monitor", "target_id", "url_hash"],
+            update_fields=list(cls.UPSERT_FIELDS),
+        )
 
 
 class PageResult(models.Model):

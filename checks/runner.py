@@ -9,9 +9,12 @@ message and the stale sweeper can race without double work):
                            \\--reserve()----> skipped_no_credits
 
 Pages are fetched concurrently by checks.http in a background thread with its own
-event loop, while this (the worker's) thread extracts, compares and writes each
-result as it arrives: database work stays on one thread, at most a bounded number
-of bodies is held in memory, and every result doubles as a heartbeat.
+event loop. The CPU work per page (HTML to Markdown, normalise + hash, and for a
+changed page the diff and its HTML) runs in a small process pool
+(checks.analysis, CHECK_CPU_WORKERS processes; inline when 0 or 1), while this
+(the worker's) thread writes the results that are ready, several pages per
+transaction: database work stays on one thread, at most a bounded number of
+bodies is held in memory, and every transaction doubles as a heartbeat.
 
 Status rules per page (reference §10.2):
 * first good fetch, or good again after `removed` -> new
@@ -35,9 +38,11 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -50,9 +55,7 @@ from django.db.models import Case, F, Q, Sum, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from checks import notify
-from checks.diff import build_diff, content_hash, render_side_by_side
-from checks.extract import ExtractionError, extract
+from checks import analysis, notify
 from checks.http import FetchError, FetchResult, OutboundClient, Resolver
 from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
@@ -242,24 +245,31 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
     )  # fmt: skip
     if not updated:
         raise CheckAbandoned
+    # snapshot_hash: a page whose content did not change reuses its baseline's
+    # snapshot without sending the blob to the database again.
     states = {
         (state.target_id, state.url_hash): state
-        for state in PageState.objects.filter(monitor=monitor)
+        for state in PageState.objects.filter(monitor=monitor).annotate(
+            snapshot_hash=F("snapshot__content_hash")
+        )
     }
     now = timezone.now()
     to_fetch = []
+    cached: list[tuple[PageJob, Outcome, PageState | None]] = []
     for job in todo:
         state = states.get((job.target_id, PageState.hash_url(job.url)))
-        cached = from_cache(job, state, now)
-        if cached is None:
+        outcome = from_cache(job, state, now)
+        if outcome is None:
             to_fetch.append(job)
         else:
-            record(check, job, cached, state)
+            cached.append((job, outcome, state))
+    for start in range(0, len(cached), RECORD_BATCH):
+        record_many(check, cached[start : start + RECORD_BATCH])
     if to_fetch:
+        # The pool starts (or is found running) before the fetcher's thread.
+        executor = analysis.pool(int(settings.CHECK_CPU_WORKERS))
         with Fetcher(to_fetch, resolver=resolver) as fetcher:
-            for job, fetched in fetcher.results(lambda: heartbeat(check.pk)):
-                state = states.get((job.target_id, PageState.hash_url(job.url)))
-                record(check, job, compare(job, fetched, state), state)
+            _Pipeline(check, states, executor).run(fetcher)
     finish(check.pk)
 
 
@@ -270,6 +280,156 @@ def heartbeat(check_id: uuid.UUID) -> None:
     )
     if not alive:
         raise CheckAbandoned
+
+
+@dataclass
+class _Page:
+    """A fetched page whose analysis (then maybe diff) runs in the pool."""
+
+    job: PageJob
+    state: PageState | None
+    request: Analysis
+    future: Future[Any]
+    outcome: Outcome | None = None  # set once analysed; then `future` is the diff
+
+
+def _run_inline(function: Callable[..., Any], *args: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    try:
+        future.set_result(function(*args))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
+
+
+class _Pipeline:
+    """The worker thread's loop: take fetched pages, have them analysed (in the
+    process pool, or inline), and record what is ready, several pages per
+    transaction, while the pool works on the next ones.
+
+    At most `limit` analyses are in flight and RECORD_BATCH results wait to be
+    recorded, so the number of bodies held stays bounded as before.
+    """
+
+    def __init__(
+        self,
+        check: Check,
+        states: Mapping[tuple[uuid.UUID, str], PageState],
+        executor: Executor | None,
+    ) -> None:
+        self.check = check
+        self.states = states
+        self.executor = executor
+        self.limit = (
+            RECORD_BATCH
+            if executor is None
+            else 2 * int(getattr(executor, "_max_workers", 2))
+        )
+        self.wake = threading.Event()
+        self.waiting: list[_Page] = []
+        self.ready: list[tuple[PageJob, Outcome, PageState | None]] = []
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
+        if self.executor is None:
+            return _run_inline(function, *args)
+        future = self.executor.submit(function, *args)
+        future.add_done_callback(self._wake_up)
+        return future
+
+    def _wake_up(self, _future: Future[Any]) -> None:
+        self.wake.set()
+
+    def run(self, fetcher: Fetcher) -> None:
+        self.wake = fetcher.wake  # set by the fetcher and by finished analyses
+        remaining = fetcher.count
+        ready_since = 0.0
+        try:
+            while remaining:
+                self.wake.clear()
+                took = self._take(fetcher)
+                self._collect()
+                if self.ready and not ready_since:
+                    ready_since = time.monotonic()
+                # While the pool is still busy with pages, results that are
+                # ready wait up to RECORD_LINGER_SECONDS to share a transaction.
+                linger = (
+                    ready_since + RECORD_LINGER_SECONDS - time.monotonic()
+                    if self.ready and self.waiting and len(self.ready) < RECORD_BATCH
+                    else 0.0
+                )
+                if self.ready and linger <= 0:
+                    batch = self.ready[:RECORD_BATCH]
+                    del self.ready[:RECORD_BATCH]
+                    ready_since = time.monotonic() if self.ready else 0.0
+                    record_many(self.check, batch)
+                    remaining -= len(batch)
+                elif took:
+                    continue
+                elif self.ready:
+                    self.wake.wait(linger)
+                elif not self.wake.wait(HEARTBEAT_SECONDS):
+                    if not self.waiting:
+                        fetcher.raise_if_stopped()
+                    heartbeat(self.check.pk)
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _take(self, fetcher: Fetcher) -> bool:
+        took = False
+        while len(self.waiting) < self.limit and len(self.ready) < RECORD_BATCH:
+            item = fetcher.take()
+            if item is None:
+                break
+            took = True
+            job, fetched = item
+            state = self.states.get((job.target_id, PageState.hash_url(job.url)))
+            first = compare(job, fetched, state)
+            if isinstance(first, Outcome):
+                self.ready.append((job, first, state))
+            else:
+                future = self.submit(analysis.analyse, *first.args)
+                self.waiting.append(_Page(job, state, first, future))
+        return took
+
+    def _collect(self) -> None:
+        if not any(page.future.done() for page in self.waiting):
+            return
+        waiting, self.waiting = self.waiting, []
+        changed: list[_Page] = []
+        for page in waiting:
+            if not page.future.done():
+                self.waiting.append(page)
+            elif page.outcome is None:
+                outcome = conclude(page.request, page.future.result())
+                if outcome.status == PageResult.Status.CHANGED:
+                    page.outcome = outcome
+                    changed.append(page)
+                else:
+                    self.ready.append((page.job, outcome, page.state))
+            else:
+                page.outcome.diff, page.outcome.diff_html = page.future.result()
+                self.ready.append((page.job, page.outcome, page.state))
+        if changed:
+            previous = Snapshot.packed(
+                page.state.snapshot_id for page in changed if page.state
+            )
+            for page in changed:
+                assert page.state is not None and page.outcome is not None
+                data = previous[page.state.snapshot_id]
+                page.future = self.submit(analysis.diff, data, page.outcome.markdown)
+                self.waiting.append(page)
+            self._collect()  # inline diffs are done already
+
+    def _abandon(self) -> None:
+        """Leaving early: drop queued analyses; a pool still busy with one of
+        ours (a slow page, a time limit) is replaced, not waited for."""
+        busy = False
+        for page in self.waiting:
+            if not page.future.cancel() and not page.future.done():
+                busy = True
+        if busy and self.executor is not None:
+            analysis.reset()
 
 
 # --- What to fetch --------------------------------------------------------------
@@ -391,6 +551,8 @@ class Outcome:
     diff: dict[str, Any] | None = None
     diff_html: str = ""
     cache_hit: bool = False
+    # (content hash, compressed data, size) of the snapshot, packed off-thread
+    snapshot: tuple[str, bytes, int] | None = None
 
 
 def _base_metadata(job: PageJob) -> dict[str, Any]:
@@ -456,10 +618,23 @@ def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome 
     )
 
 
+@dataclass
+class Analysis:
+    """A fetched page that needs extracting: analysis.analyse(*args) decides it."""
+
+    job: PageJob
+    state: PageState | None
+    metadata: dict[str, Any]
+    status_code: int
+    args: tuple[Any, ...]
+
+
 def compare(
     job: PageJob, fetched: FetchResult | BaseException, state: PageState | None
-) -> Outcome:
-    """Decide a fetched page's status against its baseline."""
+) -> Outcome | Analysis:
+    """Decide a fetched page's status against its baseline, as far as it can be
+    without extracting the body (fetch errors, removed pages, HTTP errors);
+    otherwise the page's Analysis, to run in the pool and finish with conclude()."""
     metadata = _base_metadata(job)
     if isinstance(fetched, FetchError):
         return Outcome(PageResult.Status.ERROR, metadata, error=fetched.message)
@@ -485,37 +660,43 @@ def compare(
             status_code=code,
             error=f"The page answered HTTP {code}.",
         )
-    try:
-        extracted = extract(
-            fetched.content, content_type=content_type, url=fetched.final_url,
-            options=job.options,
-        )  # fmt: skip
-    except ExtractionError as exc:
+    baseline_hash = state.normalized_hash if has_baseline and state else None
+    baseline_snapshot = getattr(state, "snapshot_hash", None)
+    args = (
+        fetched.content, content_type, fetched.final_url, dict(job.options),
+        baseline_hash, baseline_snapshot,
+    )  # fmt: skip
+    return Analysis(job, state, metadata, code, args)
+
+
+def conclude(request: Analysis, result: Mapping[str, Any]) -> Outcome:
+    """The page's outcome from analysis.analyse()'s result. A changed page
+    still needs its diff (analysis.diff against the baseline's snapshot)."""
+    job, metadata, code = request.job, request.metadata, request.status_code
+    if "error" in result:
         return Outcome(
-            PageResult.Status.ERROR, metadata, status_code=code, error=exc.message
+            PageResult.Status.ERROR, metadata, status_code=code, error=result["error"]
         )
-    page_metadata = {k: v for k, v in extracted.metadata.items() if v is not None}
+    page_metadata = dict(result["metadata"])
     page_metadata.setdefault("title", None)
     metadata = page_metadata | metadata | {"creditsUsed": job.credits}
-    markdown = extracted.markdown
-    digest = content_hash(markdown)
+    digest = result["hash"]
     outcome = Outcome(
         PageResult.Status.NEW,
         metadata,
         status_code=code,
-        markdown=markdown,
         normalized_hash=digest,
+        snapshot=result["snapshot"],
     )
-    if not has_baseline:
+    state = request.state
+    if not _has_baseline(state):
         return outcome
     assert state is not None
     if state.normalized_hash == digest:
         outcome.status = PageResult.Status.SAME
         return outcome
-    previous = Snapshot.objects.get(pk=state.snapshot_id).text
     outcome.status = PageResult.Status.CHANGED
-    outcome.diff = build_diff(previous, markdown)
-    outcome.diff_html = render_side_by_side(previous, markdown)
+    outcome.markdown = result["markdown"]
     return outcome
 
 
@@ -529,103 +710,168 @@ def _has_baseline(state: PageState | None) -> bool:
 
 # --- Recording ------------------------------------------------------------------
 
+# Pages recorded per transaction, at most: as many as are ready at once.
+RECORD_BATCH = 10
+# How long a ready result may wait for others (still being analysed) to share
+# its transaction: fewer, larger transactions cost the worker less CPU.
+RECORD_LINGER_SECONDS = 0.03
+
 
 def record(
     check: Check, job: PageJob, outcome: Outcome, state: PageState | None
 ) -> PageResult:
-    """Write one page result, move the baseline, announce it: one transaction.
+    """Write one page result, move the baseline, announce it: one transaction."""
+    return record_many(check, [(job, outcome, state)])[0]
+
+
+def record_many(
+    check: Check, items: Sequence[tuple[PageJob, Outcome, PageState | None]]
+) -> list[PageResult]:
+    """Write several pages' results, baselines and notifications in one
+    transaction (each page's notification with its page, as before).
+
+    On PostgreSQL the transaction commits with synchronous_commit off: COMMIT
+    does not wait for the WAL flush. A database crash can then lose the last
+    few hundred milliseconds of page results, never half of one (the database
+    stays consistent); the check is not finished yet, so its redelivered task
+    or the stale sweeper takes it over and the lost pages are fetched again.
+    finish(), fail() and the credit reservation keep durable commits, and a
+    durable commit also flushes every earlier one.
 
     Retried once on an integrity error: retention may delete an orphan snapshot
-    in the instant between Snapshot.store() finding it and the commit.
+    in the instant between Snapshot.store_many() finding it and the commit.
     """
     for attempt in (1, 2):
         try:
             with transaction.atomic():
-                return _record(check, job, outcome, state)
+                _relax_durability()
+                return _record_many(check, items)
         except IntegrityError:
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
 
 
-def _record(
-    check: Check, job: PageJob, outcome: Outcome, state: PageState | None
-) -> PageResult:
+def _relax_durability() -> None:
+    connection = transaction.get_connection()
+    # Outermost block only: SET LOCAL lasts until the enclosing transaction ends.
+    if connection.vendor == "postgresql" and len(connection.savepoint_ids) == 0:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def _snapshot_ids(
+    items: Sequence[tuple[PageJob, Outcome, PageState | None]],
+) -> list[int | None]:
+    """Each item's stored snapshot id (None when it has no new content)."""
+    packs: list[tuple[str, bytes, int] | None] = []
+    known: dict[str, int] = {}
+    for _job, outcome, state in items:
+        pack = outcome.snapshot
+        if pack is None and outcome.markdown is not None:
+            pack = analysis.pack_snapshot(outcome.markdown)
+        packs.append(pack)
+        if (
+            pack is not None
+            and state is not None
+            and state.snapshot_id is not None
+            and getattr(state, "snapshot_hash", None) == pack[0]
+        ):
+            known[pack[0]] = state.snapshot_id  # the baseline's own content
+    missing = [p for p in packs if p is not None and p[0] not in known]
+    if missing:
+        # Empty bytes: analyse() found the baseline's content and left the
+        # compression out; that row exists (the baseline protects it).
+        known |= Snapshot.store_many(p for p in missing if p[1])
+        if any(not p[1] and p[0] not in known for p in missing):
+            known |= Snapshot.ids(p[0] for p in missing if not p[1])
+    return [known[p[0]] if p is not None else None for p in packs]
+
+
+def _record_many(
+    check: Check, items: Sequence[tuple[PageJob, Outcome, PageState | None]]
+) -> list[PageResult]:
     now = timezone.now()
     # First, so a check the sweeper already failed gets no more pages (the
-    # update also locks the check row until this page is committed).
+    # update also locks the check row until these pages are committed).
     alive = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING).update(
-        pages_done=F("pages_done") + 1, heartbeat_at=now, updated_at=now
+        pages_done=F("pages_done") + len(items), heartbeat_at=now, updated_at=now
     )
     if not alive:
         raise CheckAbandoned
-    baseline = state.snapshot_id if state is not None else None
-    snapshot = (
-        Snapshot.store(outcome.markdown) if outcome.markdown is not None else None
-    )
-    if snapshot is not None:
-        current = snapshot.pk
-    else:
-        current = baseline if outcome.cache_hit else None  # a hit *is* the baseline
-    is_new = outcome.status == PageResult.Status.NEW
-    page = PageResult.objects.create(
-        check_run=check,
-        target_id=job.target_id,
-        url=job.url,
-        status=outcome.status,
-        previous_scrape_id=None if is_new or state is None else state.scrape_id,
-        current_scrape_id=job.scrape_id,
-        previous_snapshot_id=None if is_new else baseline,
-        current_snapshot_id=current,
-        status_code=outcome.status_code,
-        error=outcome.error,
-        metadata=outcome.metadata,
-        diff=outcome.diff,
-        diff_html=outcome.diff_html,
-    )
-    _move_baseline(check.monitor_id, job, outcome, snapshot, now)
-    notify.on_page_result(page)
-    return page
+    snapshot_ids = _snapshot_ids(items)
+    pages = []
+    for (job, outcome, state), snapshot_id in zip(items, snapshot_ids, strict=True):
+        baseline = state.snapshot_id if state is not None else None
+        if snapshot_id is not None:
+            current = snapshot_id
+        else:
+            current = baseline if outcome.cache_hit else None  # a hit *is* the baseline
+        is_new = outcome.status == PageResult.Status.NEW
+        pages.append(
+            PageResult(
+                check_run=check,
+                target_id=job.target_id,
+                url=job.url,
+                status=outcome.status,
+                previous_scrape_id=None if is_new or state is None else state.scrape_id,
+                current_scrape_id=job.scrape_id,
+                previous_snapshot_id=None if is_new else baseline,
+                current_snapshot_id=current,
+                status_code=outcome.status_code,
+                error=outcome.error,
+                metadata=outcome.metadata,
+                diff=outcome.diff,
+                diff_html=outcome.diff_html,
+            )
+        )
+    PageResult.objects.bulk_create(pages)
+    _move_baselines(check.monitor_id, items, snapshot_ids, now)
+    for page in pages:
+        notify.on_page_result(page)
+    return pages
 
 
-def _move_baseline(
+def _move_baselines(
     monitor_id: uuid.UUID,
-    job: PageJob,
-    outcome: Outcome,
-    snapshot: Snapshot | None,
+    items: Sequence[tuple[PageJob, Outcome, PageState | None]],
+    snapshot_ids: Sequence[int | None],
     now: datetime,
 ) -> None:
-    key = {
-        "monitor_id": monitor_id,
-        "target_id": job.target_id,
-        "url_hash": PageState.hash_url(job.url),
-    }
-    if outcome.status == PageResult.Status.REMOVED:
-        PageState.objects.filter(**key).update(
-            presence=PageState.Presence.REMOVED, updated_at=now
+    """Removed pages are marked; pages with new content become the baseline
+    (one upsert for all); errors keep the baseline; cache hits are it."""
+    upserts: dict[tuple[uuid.UUID, str], PageState] = {}
+    for (job, outcome, _state), snapshot_id in zip(items, snapshot_ids, strict=True):
+        url_hash = PageState.hash_url(job.url)
+        if outcome.status == PageResult.Status.REMOVED:
+            PageState.objects.filter(
+                monitor_id=monitor_id, target_id=job.target_id, url_hash=url_hash
+            ).update(presence=PageState.Presence.REMOVED, updated_at=now)
+            continue
+        if snapshot_id is None:
+            continue
+        cache = job.options.get("storeInCache") is not False
+        stored_metadata = {
+            k: v
+            for k, v in outcome.metadata.items()
+            if k not in ("notApplied", "cacheState", "cachedAt", "creditsUsed")
+        }
+        # Keyed by page: a URL listed twice in a batch keeps its last result.
+        upserts[(job.target_id, url_hash)] = PageState(
+            monitor_id=monitor_id,
+            target_id=job.target_id,
+            url=job.url,
+            url_hash=url_hash,
+            snapshot_id=snapshot_id,
+            normalized_hash=outcome.normalized_hash,
+            scrape_id=job.scrape_id,
+            presence=PageState.Presence.ACTIVE,
+            fetched_at=now,
+            cached_at=now if cache else None,
+            metadata=stored_metadata,
         )
-        return
-    if snapshot is None:
-        return  # errors keep the baseline; cache hits are the baseline
-    cache = job.options.get("storeInCache") is not False
-    stored_metadata = {
-        k: v
-        for k, v in outcome.metadata.items()
-        if k not in ("notApplied", "cacheState", "cachedAt", "creditsUsed")
-    }
-    PageState.objects.update_or_create(
-        **key,
-        defaults={
-            "url": job.url,
-            "snapshot": snapshot,
-            "normalized_hash": outcome.normalized_hash,
-            "scrape_id": job.scrape_id,
-            "presence": PageState.Presence.ACTIVE,
-            "fetched_at": now,
-            "cached_at": now if cache else None,
-            "metadata": stored_metadata,
-        },
-    )
+    if upserts:
+        PageState.upsert(list(upserts.values()))
 
 
 # --- Finishing ------------------------------------------------------------------
@@ -841,7 +1087,8 @@ class _Gate:
 
 class Fetcher:
     """Fetch jobs concurrently in a thread with its own event loop; hand each
-    result to the caller's thread through a bounded queue as it completes."""
+    result to the caller's thread through a bounded queue as it completes
+    (take() it; `wake` is set when one arrives)."""
 
     def __init__(self, jobs: Sequence[PageJob], *, resolver: Resolver | None = None):
         self._jobs = list(jobs)
@@ -853,6 +1100,9 @@ class Fetcher:
             queue.Queue(maxsize=total)
         )
         self._stop = threading.Event()
+        # Set on every hand-over; the caller's pipeline waits on it (and sets it
+        # from the analysis pool's callbacks too).
+        self.wake = threading.Event()
         self._thread = threading.Thread(
             target=self._main, name="check-fetcher", daemon=True
         )
@@ -874,21 +1124,21 @@ class Fetcher:
                 loop.call_soon_threadsafe(task.cancel)
         self._thread.join(timeout=5)
 
-    def results(
-        self, on_idle: Callable[[], None]
-    ) -> Iterator[tuple[PageJob, FetchResult | BaseException]]:
-        """Yield (job, result or error) per job; `on_idle` runs during waits."""
-        for _ in self._jobs:
-            while True:
-                try:
-                    item = self._results.get(timeout=HEARTBEAT_SECONDS)
-                except queue.Empty:
-                    if not self._thread.is_alive() and self._results.empty():
-                        raise RuntimeError("The page fetcher stopped early.") from None
-                    on_idle()
-                    continue
-                yield item
-                break
+    @property
+    def count(self) -> int:
+        return len(self._jobs)
+
+    def take(self) -> tuple[PageJob, FetchResult | BaseException] | None:
+        """The next fetched (job, result or error), None when none is waiting;
+        `wake` is set whenever one arrives."""
+        try:
+            return self._results.get_nowait()
+        except queue.Empty:
+            return None
+
+    def raise_if_stopped(self) -> None:
+        if not self._thread.is_alive() and self._results.empty():
+            raise RuntimeError("The page fetcher stopped early.")
 
     def _main(self) -> None:
         try:
@@ -937,6 +1187,7 @@ class Fetcher:
         while not self._stop.is_set():
             try:
                 self._results.put_nowait(item)
+                self.wake.set()
                 return
             except queue.Full:
                 await asyncio.sleep(0.02)

@@ -168,6 +168,44 @@ def test_changed_page_carries_a_unified_diff_and_side_by_side_html(team, site):
     assert page.previous_snapshot.text != page.current_snapshot.text
 
 
+def _changed_results(team, site, name: str) -> list[tuple]:
+    urls = [
+        site.html(f"/{name}{i}", f"P{i}", PRICING + f"<p>Page {i}</p>")
+        for i in range(12)
+    ]
+    monitor = make_monitor(team, urls)
+    run_check(monitor)
+    for i in range(0, 12, 3):
+        site.html(f"/{name}{i}", f"P{i}", PRICING.replace("$19", f"${20 + i}"))
+    check = run_check(monitor)
+    return sorted(
+        (
+            p.url.rsplit("/", 1)[1], p.status, p.metadata.get("title"),
+            p.diff, p.diff_html, p.current_snapshot.text,
+            state_of(monitor, p.url).normalized_hash,
+        )
+        for p in check.pages.all()
+    )  # fmt: skip
+
+
+def test_the_analysis_pool_records_what_inline_analysis_records(team, site, settings):
+    """CHECK_CPU_WORKERS=0 extracts and diffs in the worker; 2 in the process
+    pool (several pages per transaction either way): same results."""
+    settings.CHECK_CPU_WORKERS = 0
+    inline = _changed_results(team, site, "inline")
+    settings.CHECK_CPU_WORKERS = 2
+    pooled = _changed_results(team, site, "pooled")
+
+    def strip(rows: list[tuple]) -> list[tuple]:
+        return [(row[0].removeprefix("inline").removeprefix("pooled"), *row[1:])
+                for row in rows]  # fmt: skip
+
+    assert strip(inline) == strip(pooled)
+    statuses = [row[1] for row in pooled]
+    assert statuses.count(PageResult.Status.CHANGED) == 4
+    assert statuses.count(PageResult.Status.SAME) == 8
+
+
 def test_page_content_is_escaped_in_the_rendered_diff(team, site):
     url = site.html("/x", "X", "<p>safe</p>")
     monitor = make_monitor(team, [url])
@@ -574,7 +612,7 @@ def test_a_crash_fails_the_check_with_a_reason(team, site, monkeypatch):
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner, "judge", explode)
+    monkeypatch.setattr(runner, "compare", explode)
     check = run_check(monitor)
 
     assert check.status == Check.Status.FAILED
