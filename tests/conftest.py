@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
 from monitors.models import ApiKey, Team
+from tests.sites import Site
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -35,6 +36,13 @@ def fast_and_isolated(settings) -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """A website on 127.0.0.1 whose pages a test changes (see tests/sites.py)."""
+    with Site() as running:
+        yield running
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import hmac
 import json
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -90,12 +90,6 @@ class Receiver:
 
     def payloads(self) -> list[dict[str, Any]]:
         return [json.loads(r.body) for r in self.requests]
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    with Site() as running:
-        yield running
 
 
 @pytest.fixture

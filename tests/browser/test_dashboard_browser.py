@@ -13,7 +13,6 @@ from playwright.sync_api import expect
 from checks import dispatch, runner
 from checks.models import Check, PageResult
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
-from tests.sites import Site
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -24,12 +23,6 @@ PASSWORD = "correct-horse-battery-staple"
 def private_targets_allowed(settings):
     # The pages under test are served on 127.0.0.1 by tests/sites.py.
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-
-
-@pytest.fixture
-def site():
-    with Site() as running:
-        yield running
 
 
 @pytest.fixture
