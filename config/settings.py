@@ -225,7 +225,8 @@ else:
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("in", "processed"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # "localhost" is ignored by the transport; naming it silences kombu's warning.
+    CELERY_BROKER_URL = "filesystem://localhost//"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "in"),
         "data_folder_out": str(_broker_dir / "in"),
