@@ -41,7 +41,8 @@ __all__ = [
 
 # Zero-width and invisible formatting characters that pages sprinkle around
 # (ZWSP, ZWNJ, ZWJ, word joiner, BOM, soft hyphen).
-_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
+_INVISIBLE_CHARACTERS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARACTERS}]")
 
 # Regions without a single line unique to both sides fall back to difflib only
 # below this many line pairs; above it they are shown as one replaced block.
@@ -64,10 +65,26 @@ _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 # --------------------------------------------------------------------------
 
 
+# Line boundaries of str.splitlines() other than "\n" (tests/test_diff.py
+# checks this list against str.splitlines()).
+_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 def _clean(text: str) -> str:
+    if text.isascii():  # NFC already, and no invisible character
+        return text
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
-    return _INVISIBLE.sub("", text)
+    # A few scans in C, usually finding nothing, are cheaper than a regex pass.
+    if any(char in text for char in _INVISIBLE_CHARACTERS):
+        text = _INVISIBLE.sub("", text)
+    return text
+
+
+def _normalized_lines(text: str) -> list[str]:
+    """Per line of ``_clean(text)``: whitespace runs collapsed, stripped."""
+    # str.split() collapses Unicode whitespace runs and strips, in C.
+    return [" ".join(line.split()) for line in _clean(text).split("\n")]
 
 
 def _keys(lines: list[str]) -> list[str]:
@@ -79,8 +96,7 @@ def _keys(lines: list[str]) -> list[str]:
     """
     if not lines:
         return []
-    # str.split() collapses Unicode whitespace runs and strips, in C.
-    return [" ".join(line.split()) for line in _clean("\n".join(lines)).split("\n")]
+    return _normalized_lines("\n".join(lines))
 
 
 def normalize(text: str) -> str:
@@ -89,7 +105,12 @@ def normalize(text: str) -> str:
     NFC, zero-width characters dropped, whitespace runs collapsed to one space,
     lines stripped, blank lines dropped. Line order and line breaks still count.
     """
-    return "\n".join(key for key in _keys(text.splitlines()) if key)
+    # Same as joining _keys(text.splitlines()), without splitting and joining
+    # the text once more when "\n" is its only kind of line break (a trailing
+    # "\n" only adds a blank line, dropped anyway).
+    if any(char in text for char in _OTHER_LINE_BREAKS):
+        text = "\n".join(text.splitlines())
+    return "\n".join(key for key in _normalized_lines(text) if key)
 
 
 def content_hash(text: str) -> str:

@@ -575,37 +575,57 @@ def _http_urls(values: Iterable[str | None], base: str) -> list[str]:
     return list(out)
 
 
-def _meta(tree: LexborHTMLParser, selector: str) -> str | None:
-    node = tree.css_first(selector)
+_META_ATTRIBUTES = ("name", "property", "http-equiv")
+
+
+def _meta_index(tree: LexborHTMLParser) -> dict[tuple[str, str], LexborNode]:
+    """The first ``<meta>`` (document order) per (attribute, lowercase value) of
+    its name/property/http-equiv: what ``css_first('meta[attr="value" i]')``
+    finds, from one pass over the document instead of one per selector. The
+    ``i`` flag folds ASCII letters only, so a non-ASCII value never matches
+    our (ASCII) keys and is left out."""
+    index: dict[tuple[str, str], LexborNode] = {}
+    for node in tree.css("meta"):
+        attrs = node.attributes
+        for attr in _META_ATTRIBUTES:
+            value = attrs.get(attr)
+            if value and value.isascii():
+                index.setdefault((attr, value.lower()), node)
+    return index
+
+
+def _meta(
+    index: dict[tuple[str, str], LexborNode], attr: str, value: str
+) -> str | None:
+    node = index.get((attr, value))
     if node is None:
         return None
-    value = (node.attributes.get("content") or "").strip()
-    return value or None
+    content = (node.attributes.get("content") or "").strip()
+    return content or None
 
 
 def _metadata(tree: LexborHTMLParser, content_type: str, url: str) -> dict[str, Any]:
     metadata = _base_metadata(content_type, url)
+    metas = _meta_index(tree)
     title_node = tree.css_first("head title") or tree.css_first("title")
     title = " ".join(title_node.text().split()) if title_node else ""
-    metadata["title"] = title or _meta(tree, 'meta[property="og:title" i]')
-    metadata["description"] = _meta(tree, 'meta[name="description" i]') or _meta(
-        tree, 'meta[property="og:description" i]'
+    metadata["title"] = title or _meta(metas, "property", "og:title")
+    metadata["description"] = _meta(metas, "name", "description") or _meta(
+        metas, "property", "og:description"
     )
     html_node = tree.css_first("html")
     language = (html_node.attributes.get("lang") or "").strip() if html_node else ""
-    metadata["language"] = language or _meta(
-        tree, 'meta[http-equiv="content-language" i]'
-    )
-    for key, selector in (
-        ("keywords", 'meta[name="keywords" i]'),
-        ("ogTitle", 'meta[property="og:title" i]'),
-        ("ogDescription", 'meta[property="og:description" i]'),
-        ("ogImage", 'meta[property="og:image" i]'),
-        ("ogSiteName", 'meta[property="og:site_name" i]'),
+    metadata["language"] = language or _meta(metas, "http-equiv", "content-language")
+    for key, attr, value in (
+        ("keywords", "name", "keywords"),
+        ("ogTitle", "property", "og:title"),
+        ("ogDescription", "property", "og:description"),
+        ("ogImage", "property", "og:image"),
+        ("ogSiteName", "property", "og:site_name"),
     ):
-        value = _meta(tree, selector)
-        if value:
-            metadata[key] = value
+        content = _meta(metas, attr, value)
+        if content:
+            metadata[key] = content
     return metadata
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from html.parser import HTMLParser
@@ -307,3 +308,67 @@ def test_a_completely_rewritten_large_page_still_diffs():
 
     assert diff_stats(previous, current) == (15_000, 15_000)
     assert "Diff truncated" in render_side_by_side(previous, current)
+
+
+# -- normalisation fast path matches the reference definition ------------------
+
+
+def _reference_keys(lines: list[str]) -> list[str]:
+    """The per-line definition normalize()/_keys() must keep producing."""
+    import unicodedata
+
+    if not lines:
+        return []
+    text = unicodedata.normalize("NFC", "\n".join(lines))
+    text = re.sub("[\u200b\u200c\u200d\u2060\ufeff\u00ad]", "", text)
+    return [" ".join(line.split()) for line in text.split("\n")]
+
+
+def _reference_normalize(text: str) -> str:
+    return "\n".join(key for key in _reference_keys(text.splitlines()) if key)
+
+
+def test_other_line_breaks_are_every_splitlines_boundary_but_newline():
+    from checks.diff import _OTHER_LINE_BREAKS
+
+    boundaries = {
+        chr(i) for i in range(0x110000) if len(f"a{chr(i)}b".splitlines()) == 2
+    }
+    assert set(_OTHER_LINE_BREAKS) == boundaries - {"\n"}
+
+
+def test_normalize_and_keys_match_the_reference_on_varied_text():
+    from checks.diff import _keys
+
+    rng = random.Random(20261122)
+    odd_spaces = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2003\u2028\u2029"
+    invisible = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+    composed = ["\r\n", "é", "e\u0301", "\u0301", "Å", "A\u030a", "·", "—", "日本"]
+    alphabet = (
+        list("abcxyz019#*-[]()|>.")
+        + [" "] * 8
+        + ["\n"] * 4
+        + list(odd_spaces + "\u202f\u3000" + invisible)
+        + composed
+        + ["\U0001f600"]
+    )
+    samples = ["", " ", "\n", "\n\n", " a ", "a\n\n\nb", "a  b", "a\u200b"]
+    samples.append("Ca\u0301fe")
+    for _ in range(3000):
+        size = rng.choice((1, 3, 10, 40))
+        pool = alphabet if rng.random() < 0.5 else list("ab \n") + ["word", "é"]
+        samples.append("".join(rng.choice(pool) for _ in range(size)))
+    for text in samples:
+        assert normalize(text) == _reference_normalize(text), repr(text)
+        expected = hashlib.sha256(_reference_normalize(text).encode()).hexdigest()
+        assert content_hash(text) == expected
+        lines = text.splitlines()
+        assert _keys(lines) == _reference_keys(lines), repr(text)
+
+
+def test_normalize_matches_the_reference_on_article_markdown():
+    from bench.pages import markdown_document, scattered_edits
+
+    text = markdown_document(200_000)
+    for sample in (text, scattered_edits(text, 50), text.replace(" ", "  ", 20)):
+        assert normalize(sample) == _reference_normalize(sample)

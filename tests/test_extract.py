@@ -452,3 +452,66 @@ def test_rewrapped_html_source_gives_the_same_markdown() -> None:
     assert first.markdown == second.markdown
     assert "Prices start at $19 per month." in first.markdown
     assert "keep\n  this" in first.markdown
+
+
+def _metadata_by_selectors(html: str) -> dict:
+    """The metadata as one css_first() per selector finds it (the reference
+    the one-pass index must match)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html)
+
+    def meta(selector: str):
+        node = tree.css_first(selector)
+        value = (node.attributes.get("content") or "").strip() if node else ""
+        return value or None
+
+    out = {
+        "title": meta('meta[property="og:title" i]'),
+        "description": meta('meta[name="description" i]')
+        or meta('meta[property="og:description" i]'),
+        "language": meta('meta[http-equiv="content-language" i]'),
+    }
+    for key, selector in (
+        ("keywords", 'meta[name="keywords" i]'),
+        ("ogTitle", 'meta[property="og:title" i]'),
+        ("ogDescription", 'meta[property="og:description" i]'),
+        ("ogImage", 'meta[property="og:image" i]'),
+        ("ogSiteName", 'meta[property="og:site_name" i]'),
+    ):
+        value = meta(selector)
+        if value:
+            out[key] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        '<meta property="og:title" content="A"><meta property="OG:Title" content="B">',
+        '<meta property="og:title" content="  "><meta property="og:title" content="B">',
+        '<meta name="Description" content="d1">'
+        '<meta property="og:description" content="d2">',
+        '<meta property="og:description" content="d2"><meta name="description">',
+        '<meta name="description" content="">'
+        '<meta property="og:description" content="d2">',
+        '<meta HTTP-EQUIV="Content-Language" content=" fr ">'
+        '<meta name="keywords" property="og:image" content="both">',
+        '<meta name="keywords " content="trailing space">'
+        '<meta name="KEYWORDS" content="k">',
+        '<meta name="\u212aeywords" content="kelvin">'
+        '<meta property="og:site_name" content="S">',
+        '<meta name="description" content="d"><svg><meta name="keywords" content="svg">'
+        "</svg>",
+        "",
+    ],
+)
+def test_meta_lookup_matches_one_selector_per_field(head):
+    html = f"<html><head>{head}</head><body><p>x</p></body></html>"
+    metadata = extract(
+        html.encode(), content_type="text/html", url="https://e.example/", options={}
+    ).metadata
+    for key, value in _metadata_by_selectors(html).items():
+        assert metadata.get(key) == value, key
+    for key in ("keywords", "ogTitle", "ogDescription", "ogImage", "ogSiteName"):
+        assert (key in metadata) == (key in _metadata_by_selectors(html)), key
