@@ -44,6 +44,30 @@ def monitor(team) -> Monitor:
     return make_monitor(team)
 
 
+def race_dispatchers(count: int) -> tuple[list[int], list[BaseException]]:
+    """Start `count` dispatchers at the same instant, each on its own connection;
+    return how many checks each created and what any of them raised."""
+    barrier = threading.Barrier(count)
+    counts: list[int] = []
+    errors: list[BaseException] = []
+
+    def dispatcher() -> None:
+        try:
+            barrier.wait()
+            counts.append(dispatch_due_monitors(AFTER_SPREAD))
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=dispatcher) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return counts, errors
+
+
 def test_due_monitor_gets_one_queued_check_for_its_slot(
     monitor, django_capture_on_commit_callbacks, monkeypatch
 ):
@@ -341,24 +365,7 @@ def test_concurrent_dispatchers_never_double_a_slot(team, monkeypatch):
         pytest.skip("needs PostgreSQL: SQLite serialises every writer anyway")
     monkeypatch.setattr(dispatch, "enqueue_many", lambda check_ids: None)  # no broker
     monitors = [make_monitor(team) for _ in range(40)]
-    barrier = threading.Barrier(6)
-    counts: list[int] = []
-    errors: list[BaseException] = []
-
-    def dispatcher() -> None:
-        try:
-            barrier.wait()
-            counts.append(dispatch_due_monitors(AFTER_SPREAD))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=dispatcher) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    counts, errors = race_dispatchers(6)
 
     assert errors == []
     assert sum(counts) == len(monitors)
@@ -395,24 +402,7 @@ def test_two_dispatchers_racing_over_small_batches_never_double_a_slot(
         scheduled_for=SLOT,
         status=Check.Status.COMPLETED,
     )
-    barrier = threading.Barrier(2)
-    counts: list[int] = []
-    errors: list[BaseException] = []
-
-    def dispatcher() -> None:
-        try:
-            barrier.wait()
-            counts.append(dispatch_due_monitors(AFTER_SPREAD))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=dispatcher) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    counts, errors = race_dispatchers(2)
 
     assert errors == []
     assert sum(counts) == len(monitors) - 1
