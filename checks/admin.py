@@ -9,7 +9,6 @@ escaped; the worker's pre-rendered diff_html is deliberately not displayed.
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 from django.contrib import admin
@@ -18,6 +17,7 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from checks.extract import ExtractionError
 from checks.models import (
     Check,
     DeliveryAttempt,
@@ -231,18 +231,18 @@ class PageResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(Snapshot)
 class SnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["content_hash", "size", "created_at"]
+    list_display = ["content_hash", "format", "size", "created_at"]
     search_fields = ["=content_hash"]
     show_full_result_count = False
-    fields = ["content_hash", "size", "created_at", "content"]
+    fields = ["content_hash", "format", "size", "created_at", "content"]
     readonly_fields = ["content"]
 
     @admin.display(description="Content")
     def content(self, snapshot: Snapshot) -> str:
         try:
             return preview(snapshot.text)
-        except (zlib.error, UnicodeDecodeError):  # a damaged row, not a 500
-            return "(could not decompress)"
+        except (ValueError, ExtractionError):  # a damaged row, not a 500
+            return "(could not be read)"
 
 
 @admin.register(PageState)

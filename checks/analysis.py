@@ -1,9 +1,10 @@
 """The pure CPU work of a check, and the process pool that runs it.
 
 checks.runner fetches pages in a thread and writes results on its own thread;
-what sits in between (HTML to Markdown, normalise + hash, packing the snapshot,
-and for a changed page the unified diff, its AST and the side-by-side HTML) is
-CPU-bound Python that the GIL would serialise with the database writes. Here it
+what sits in between (extraction, hashing and packing the snapshot, and for a
+page whose source changed the Markdown of both versions, the unified diff, its
+AST and the side-by-side HTML) is CPU-bound Python that the GIL would serialise
+with the database writes. Here it
 runs in a small persistent pool of processes, CHECK_CPU_WORKERS of them, so
 several pages are extracted at once while the runner's thread writes.
 
@@ -37,29 +38,65 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.process import AuthenticationString
 from typing import Any
 
-from checks.diff import content_hash, diff_with_side_by_side
+import zstandard
+
+from checks.diff import compare_texts
+from checks.extract import SOURCE_MARKDOWN
+
+# (content hash, compressed data, size, source format) of a Snapshot row.
+Pack = tuple[str, bytes, int, str]
 
 logger = logging.getLogger(__name__)
 
 # Snapshots are compressed once and read rarely (diffs, the dashboard): speed
-# over ratio. zlib.decompress reads every level, so older rows stay readable.
-SNAPSHOT_COMPRESSION_LEVEL = 1
+# over ratio. Zstandard at level 1 packs a page in about half zlib's time (and a
+# little smaller); rows written with zlib before stay readable (unpack tells
+# the two apart by their first bytes).
+_ZSTD_LEVEL = 1
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # How long a new pool may take to answer its first task (fresh interpreters
 # importing lexbor and html-to-markdown).
 START_TIMEOUT_SECONDS = 60.0
 
 
-# --- The work (runs in a pool process, or inline) --------------------------------
+# --- Snapshot data --------------------------------------------------------------
 
 
-def pack_snapshot(text: str, *, unless: str | None = None) -> tuple[str, bytes, int]:
-    """(content hash, compressed bytes, size) of a Snapshot row for `text`; the
-    bytes are left empty when the hash is `unless` (that row exists already)."""
+def snapshot_hash(text: str, source_format: str = SOURCE_MARKDOWN) -> str:
+    """A snapshot's content hash. An HTML source hashes with its format, so it
+    can never share a row with Markdown text that happens to be the same."""
     raw = text.encode()
-    digest = hashlib.sha256(raw).hexdigest()
+    if source_format == SOURCE_MARKDOWN:
+        return hashlib.sha256(raw).hexdigest()
+    return hashlib.sha256(source_format.encode() + b"\0" + raw).hexdigest()
+
+
+def pack_snapshot(
+    text: str, source_format: str = SOURCE_MARKDOWN, *, unless: str | None = None
+) -> Pack:
+    """(content hash, compressed bytes, size, format) of a Snapshot row for
+    `text`; the bytes are left empty when the hash is `unless` (that row
+    exists already)."""
+    digest = snapshot_hash(text, source_format)
+    raw = text.encode()
     if digest == unless:
-        return digest, b"", len(raw)
-    return digest, zlib.compress(raw, SNAPSHOT_COMPRESSION_LEVEL), len(raw)
+        return digest, b"", len(raw), source_format
+    data = zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(raw)
+    return digest, data, len(raw), source_format
+
+
+def unpack(data: bytes) -> str:
+    """The text of a snapshot's compressed data (Zstandard, or older zlib).
+    Raises ValueError for damaged data."""
+    try:
+        if data[:4] == _ZSTD_MAGIC:
+            return zstandard.ZstdDecompressor().decompress(data).decode()
+        return zlib.decompress(data).decode()
+    except (zlib.error, zstandard.ZstdError) as exc:
+        raise ValueError(f"damaged snapshot data: {exc}") from exc
+
+
+# --- The work (runs in a pool process, or inline) --------------------------------
 
 
 def analyse(
@@ -67,16 +104,16 @@ def analyse(
     content_type: str,
     url: str,
     options: Mapping[str, Any],
-    baseline_hash: str | None,
-    baseline_snapshot: str | None = None,
+    baseline_snapshot: str | None,
 ) -> dict[str, Any]:
-    """Extract a fetched body and hash it against the baseline's hashes (its
-    normalised hash, and its snapshot's content hash).
+    """Extract a fetched body into its source (checks.extract) and compare its
+    hash with the baseline snapshot's, `baseline_snapshot` (None: no baseline).
 
     {"error": message} when the body has no comparable text; otherwise
-    {"metadata", "hash", "snapshot", "markdown"}, where "markdown" is only sent
-    back when the page changed (the diff needs it), None otherwise, and the
-    snapshot's bytes are empty when it is the baseline's snapshot itself.
+    {"metadata", "snapshot", "source"}: with no baseline, "snapshot" is the
+    packed new snapshot; when the source is the baseline's, "snapshot" holds its
+    hash only (empty bytes); when it differs, "snapshot" is None and "source"
+    is (format, text) for reconcile() to convert and compare.
     """
     from checks.extract import ExtractionError, extract
 
@@ -86,21 +123,58 @@ def analyse(
         )  # fmt: skip
     except ExtractionError as exc:
         return {"error": exc.message}
-    markdown = extracted.markdown
-    digest = content_hash(markdown)
-    changed = baseline_hash is not None and baseline_hash != digest
+    source, source_format = extracted.source, extracted.source_format
+    metadata = {k: v for k, v in extracted.metadata.items() if v is not None}
+    digest = snapshot_hash(source, source_format)
+    if baseline_snapshot is not None and digest != baseline_snapshot:
+        return {
+            "metadata": metadata,
+            "snapshot": None,
+            "source": (source_format, source),
+        }
     return {
-        "metadata": {k: v for k, v in extracted.metadata.items() if v is not None},
-        "hash": digest,
-        "snapshot": pack_snapshot(markdown, unless=baseline_snapshot),
-        "markdown": markdown if changed else None,
+        "metadata": metadata,
+        "snapshot": pack_snapshot(source, source_format, unless=baseline_snapshot),
+        "source": None,
     }
 
 
-def diff(previous: bytes, current: str) -> tuple[dict[str, Any] | None, str]:
-    """A changed page's `diff` (text + AST) and side-by-side HTML, against the
-    baseline's snapshot data as stored (compressed)."""
-    return diff_with_side_by_side(zlib.decompress(previous).decode(), current)
+def reconcile(
+    previous: bytes, previous_format: str, current: str, current_format: str
+) -> dict[str, Any]:
+    """Compare a page whose source differs from its baseline's: both are
+    converted to Markdown, and the page is the same when the normalised
+    Markdown is (checks.diff.normalize), changed otherwise.
+
+    {"status": "same" | "changed", "hash": normalised Markdown hash,
+    "snapshot": pack or None, "diff", "diff_html"}. A same page keeps its
+    baseline (no snapshot: an unchanged page costs no storage), unless the
+    baseline was stored in an older format, which is then replaced once.
+    A changed page's diff is rendered here as well.
+    """
+    from checks.extract import ExtractionError, markdown_of
+
+    try:
+        after = markdown_of(current_format, current)
+    except ExtractionError as exc:
+        return {"error": exc.message}
+    try:
+        before = markdown_of(previous_format, unpack(previous))
+    except ExtractionError:
+        before = ""  # an unreadable baseline: report the page in full as changed
+    previous_hash, digest, diff, diff_html = compare_texts(before, after)
+    result: dict[str, Any] = {"hash": digest, "diff": diff, "diff_html": diff_html}
+    if previous_hash == digest:
+        result["status"] = "same"
+        # Kept unless the baseline was stored in another format: replaced once.
+        same_format = previous_format == current_format
+        result["snapshot"] = (
+            None if same_format else pack_snapshot(current, current_format)
+        )
+        return result
+    result["status"] = "changed"
+    result["snapshot"] = pack_snapshot(current, current_format)
+    return result
 
 
 def _ping() -> int:

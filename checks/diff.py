@@ -17,7 +17,6 @@ scattered edits far from difflib's quadratic corners.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 import unicodedata
@@ -27,6 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from html import escape
 from typing import Any
+
+# cydifflib is difflib's SequenceMatcher compiled (same algorithm, same
+# opcodes): word-level highlighting of a changed paragraph costs a third.
+import cydifflib as difflib
 
 __all__ = [
     "build_diff",
@@ -81,10 +84,25 @@ def _clean(text: str) -> str:
     return text
 
 
+def _normalized_line(line: str) -> str:
+    # A printable line has no whitespace but " " (every other whitespace
+    # character is a control or separator character), so without a double,
+    # leading or trailing space it is already normal: most lines of a page,
+    # and far cheaper to check than to split into words and join again.
+    if (
+        line.isprintable()
+        and "  " not in line
+        and not line.startswith(" ")
+        and not line.endswith(" ")
+    ):
+        return line
+    # str.split() collapses Unicode whitespace runs and strips, in C.
+    return " ".join(line.split())
+
+
 def _normalized_lines(text: str) -> list[str]:
     """Per line of ``_clean(text)``: whitespace runs collapsed, stripped."""
-    # str.split() collapses Unicode whitespace runs and strips, in C.
-    return [" ".join(line.split()) for line in _clean(text).split("\n")]
+    return [_normalized_line(line) for line in _clean(text).split("\n")]
 
 
 def _keys(lines: list[str]) -> list[str]:
@@ -132,13 +150,25 @@ class _Side:
 
 
 def _sides(previous: str, current: str) -> tuple[_Side, _Side]:
+    old, new, _ = _sides_and_hashes(previous, current)
+    return old, new
+
+
+def _sides_and_hashes(
+    previous: str, current: str
+) -> tuple[_Side, _Side, tuple[str, str]]:
+    """Both sides, and each text's content_hash() from the same normalised
+    lines (normalize() is the non-blank keys joined by "\n")."""
     ids: dict[str, int] = {"": 0}
     sides = []
+    hashes = []
     for text in (previous, current):
         lines = text.splitlines()
-        keys = [ids.setdefault(key, len(ids)) for key in _keys(lines)]
-        sides.append(_Side(lines, keys))
-    return sides[0], sides[1]
+        keys = _keys(lines)
+        normal = "\n".join(key for key in keys if key)
+        hashes.append(hashlib.sha256(normal.encode("utf-8")).hexdigest())
+        sides.append(_Side(lines, [ids.setdefault(key, len(ids)) for key in keys]))
+    return sides[0], sides[1], (hashes[0], hashes[1])
 
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -640,6 +670,22 @@ def diff_with_side_by_side(
     text = _unified_text(old, new, codes, 3)
     diff = {"text": text, "json": diff_ast(text)} if text else None
     return diff, _side_by_side_html(old, new, codes, 3, "change-")
+
+
+def compare_texts(
+    previous: str, current: str
+) -> tuple[str, str, dict[str, Any] | None, str]:
+    """``(content_hash(previous), content_hash(current), diff, side-by-side
+    HTML)``, the diff and HTML only when the hashes differ (None and "" when
+    they are equal): what the check runner needs for a page whose source
+    changed, normalising each text once."""
+    old, new, (before, after) = _sides_and_hashes(previous, current)
+    if before == after:
+        return before, after, None, ""
+    codes = _opcodes(old.keys, new.keys)
+    text = _unified_text(old, new, codes, 3)
+    diff = {"text": text, "json": diff_ast(text)} if text else None
+    return before, after, diff, _side_by_side_html(old, new, codes, 3, "change-")
 
 
 def render_inline(

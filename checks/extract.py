@@ -7,6 +7,12 @@ images and metadata. It is pure: no Django models, no network, no clock.
 HTML is parsed once with selectolax (lexbor), cleaned in place, and the chosen
 subtree is handed to html-to-markdown with options pinned for stable output,
 because every formatting wobble between two checks would show up as a change.
+
+The Markdown of an HTML page is a pure function of its *source*: the cleaned
+HTML plus the base URL its links resolve against (``Extracted.source``). A
+check stores and compares sources and converts to Markdown only when a page's
+source differs from its baseline's (``markdown_of``): the conversion is most of
+a page's CPU cost, and most checks find most pages unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -25,11 +31,19 @@ from html_to_markdown import ConversionOptions, PreprocessingOptions, convert
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 __all__ = [
+    "SOURCE_HTML",
+    "SOURCE_MARKDOWN",
     "Extracted",
     "ExtractionError",
     "extract",
     "invalid_selectors",
+    "markdown_of",
 ]
+
+# What a stored source holds: final Markdown text (plain text, JSON, PDF text),
+# or a header line and cleaned HTML that markdown_of() converts.
+SOURCE_MARKDOWN = "markdown"
+SOURCE_HTML = "html"
 
 
 class ExtractionError(Exception):
@@ -42,12 +56,44 @@ class ExtractionError(Exception):
 
 @dataclass
 class Extracted:
-    markdown: str
+    """An extracted page. ``source`` (with ``source_format``) is what a check
+    stores and compares; ``markdown`` is derived from it on first use."""
+
+    source: str
+    source_format: str = SOURCE_MARKDOWN
     html: str | None = None
     raw_html: str | None = None
     links: list[str] | None = None
     images: list[str] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def markdown(self) -> str:
+        return markdown_of(self.source_format, self.source)
+
+
+def _html_source(html: str, base: str, *, drop_data_images: bool) -> str:
+    """Cleaned HTML with what its conversion depends on in a first line, so a
+    stored source converts the same way later, wherever it is read."""
+    header = json.dumps({"base": base, "dropDataImages": drop_data_images})
+    return f"{header}\n{html}"
+
+
+def markdown_of(source_format: str, source: str) -> str:
+    """The Markdown of a source (see Extracted). Raises ExtractionError when
+    the converter fails on it."""
+    if source_format != SOURCE_HTML:
+        return source
+    header, _, html = source.partition("\n")
+    settings = json.loads(header)
+    try:
+        return _markdown(
+            html, settings["base"], drop_data_images=settings["dropDataImages"]
+        )
+    except Exception as exc:  # the converter's own error types vary by version
+        raise ExtractionError(
+            f"The page could not be converted: {_short(exc)}"
+        ) from exc
 
 
 # --------------------------------------------------------------------------
@@ -287,7 +333,7 @@ def _extract_text(
         text = _pretty_json(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return Extracted(
-        markdown=text,
+        source=text,
         raw_html=text if "rawHtml" in opts.formats else None,
         links=[] if "links" in opts.formats else None,
         images=[] if "images" in opts.formats else None,
@@ -339,7 +385,7 @@ def _extract_pdf(body: bytes, content_type: str, url: str, opts: _Options) -> Ex
     metadata["title"] = title
     metadata["numPages"] = len(pages)
     return Extracted(
-        markdown=text + "\n" if text else "",
+        source=text + "\n" if text else "",
         links=[] if "links" in opts.formats else None,
         images=[] if "images" in opts.formats else None,
         metadata=metadata,
@@ -920,15 +966,17 @@ def _extract_html(
         root = tree.root
 
     _remove_all(_removals(root, opts, main_content=main_content), root)
-    cleaned = root.html or ""
-    markdown = _markdown(cleaned, base, drop_data_images=opts.remove_base64_images)
+    source = _html_source(
+        root.html or "", base, drop_data_images=opts.remove_base64_images
+    )
 
     html_out = None
     if "html" in opts.formats:
         _absolutize(root, base)
         html_out = root.html or ""
     return Extracted(
-        markdown=markdown,
+        source=source,
+        source_format=SOURCE_HTML,
         html=html_out,
         raw_html=text if "rawHtml" in opts.formats else None,
         links=links,

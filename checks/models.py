@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-import zlib
 from collections.abc import Iterable
 from datetime import datetime
 
 from django.db import models, router
 from django.db.models import Q
 
-from checks.analysis import pack_snapshot
+from checks.analysis import Pack, pack_snapshot, snapshot_hash, unpack
+from checks.extract import SOURCE_HTML, SOURCE_MARKDOWN, markdown_of
 from monitors.models import Monitor
 
 
@@ -138,11 +138,22 @@ class Check(models.Model):
 
 class Snapshot(models.Model):
     """Extracted page content, stored once per distinct content (by hash) and
-    compressed, so an unchanged page costs no new storage."""
+    compressed, so an unchanged page costs no new storage.
+
+    `format` says what `data` holds: Markdown, or an HTML page's source
+    (cleaned HTML, see checks.extract.markdown_of) whose Markdown `text`
+    derives on read."""
+
+    class Format(models.TextChoices):
+        MARKDOWN = SOURCE_MARKDOWN, "Markdown"
+        HTML = SOURCE_HTML, "Cleaned HTML"
 
     content_hash = models.CharField(max_length=64, unique=True)
     data = models.BinaryField()
     size = models.PositiveIntegerField()
+    format = models.CharField(
+        max_length=16, choices=Format.choices, default=Format.MARKDOWN
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -150,32 +161,34 @@ class Snapshot(models.Model):
 
     @staticmethod
     def hash_text(text: str) -> str:
-        return hashlib.sha256(text.encode()).hexdigest()
+        return snapshot_hash(text)
 
     @classmethod
-    def store(cls, text: str) -> Snapshot:
+    def store(cls, text: str, source_format: str = SOURCE_MARKDOWN) -> Snapshot:
         """The snapshot of `text`, inserted unless it exists. The instance is
         built from what was written (created_at is not read back)."""
-        digest, data, size = pack_snapshot(text)
-        pk = cls.store_many([(digest, data, size)])[digest]
-        snapshot = cls(pk=pk, content_hash=digest, data=data, size=size)
+        digest, data, size, _ = pack = pack_snapshot(text, source_format)
+        pk = cls.store_many([pack])[digest]
+        snapshot = cls(
+            pk=pk, content_hash=digest, data=data, size=size, format=source_format
+        )
         snapshot._state.adding = False
         snapshot._state.db = router.db_for_write(cls)
         return snapshot
 
     @classmethod
-    def store_many(cls, packs: Iterable[tuple[str, bytes, int]]) -> dict[str, int]:
-        """Ids by content hash of (content hash, compressed data, size) packs
-        (checks.analysis.pack_snapshot), inserted where missing: an INSERT that
-        skips existing hashes (ON CONFLICT DO NOTHING / INSERT OR IGNORE), then
-        one SELECT of the ids; blobs are never read back."""
-        rows = {digest: (data, size) for digest, data, size in packs}
+    def store_many(cls, packs: Iterable[Pack]) -> dict[str, int]:
+        """Ids by content hash of (content hash, compressed data, size, format)
+        packs (checks.analysis.pack_snapshot), inserted where missing: an INSERT
+        that skips existing hashes (ON CONFLICT DO NOTHING / INSERT OR IGNORE),
+        then one SELECT of the ids; blobs are never read back."""
+        rows = {pack[0]: pack for pack in packs}
         if not rows:
             return {}
         cls.objects.bulk_create(
             [
-                cls(content_hash=digest, data=data, size=size)
-                for digest, (data, size) in rows.items()
+                cls(content_hash=digest, data=data, size=size, format=source_format)
+                for digest, data, size, source_format in rows.values()
             ],
             ignore_conflicts=True,
         )
@@ -191,18 +204,26 @@ class Snapshot(models.Model):
         )
 
     @classmethod
-    def packed(cls, ids: Iterable[int]) -> dict[int, bytes]:
-        """Compressed data by id (analysis.diff decompresses it off-thread)."""
+    def packed(cls, ids: Iterable[int]) -> dict[int, tuple[bytes, str]]:
+        """(compressed data, format) by id, for analysis.reconcile to read
+        off-thread."""
         return {
-            pk: bytes(data)
-            for pk, data in cls.objects.filter(pk__in=set(ids)).values_list(
-                "id", "data"
-            )
+            pk: (bytes(data), source_format)
+            for pk, data, source_format in cls.objects.filter(
+                pk__in=set(ids)
+            ).values_list("id", "data", "format")
         }
 
     @property
+    def source(self) -> str:
+        """The stored text as it is (see `format`)."""
+        return unpack(bytes(self.data))
+
+    @property
     def text(self) -> str:
-        return zlib.decompress(bytes(self.data)).decode()
+        """The page's Markdown. Raises checks.extract.ExtractionError when an
+        HTML source cannot be converted."""
+        return markdown_of(self.format, self.source)
 
 
 class PageState(models.Model):

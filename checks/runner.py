@@ -268,8 +268,9 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
     if to_fetch:
         # The pool starts (or is found running) before the fetcher's thread.
         executor = analysis.pool(int(settings.CHECK_CPU_WORKERS))
-        with Fetcher(to_fetch, resolver=resolver) as fetcher:
-            _Pipeline(check, states, executor).run(fetcher)
+        pipeline = _Pipeline(check, states, executor)
+        with Fetcher(to_fetch, resolver=resolver, prepare=pipeline.prepare) as fetcher:
+            pipeline.run(fetcher)
     finish(check.pk)
 
 
@@ -284,13 +285,15 @@ def heartbeat(check_id: uuid.UUID) -> None:
 
 @dataclass
 class _Page:
-    """A fetched page whose analysis (then maybe diff) runs in the pool."""
+    """A fetched page whose analysis (then maybe reconcile) runs in the pool."""
 
     job: PageJob
     state: PageState | None
     request: Analysis
     future: Future[Any]
-    outcome: Outcome | None = None  # set once analysed; then `future` is the diff
+    # Set once analysed when the source differs from the baseline's; `future`
+    # is then the reconcile() that decides between same and changed.
+    outcome: Outcome | None = None
 
 
 def _run_inline(function: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -307,8 +310,11 @@ class _Pipeline:
     process pool, or inline), and record what is ready, several pages per
     transaction, while the pool works on the next ones.
 
-    At most `limit` analyses are in flight and RECORD_BATCH results wait to be
-    recorded, so the number of bodies held stays bounded as before.
+    With a pool, the fetcher's thread hands each page to it as soon as it is
+    fetched (prepare()), so the pool keeps working while this thread waits for
+    the database. The fetcher's bounded queue still bounds the bodies held:
+    they are in it, in the pool, or being fetched. Inline, at most `limit`
+    pages are analysed before their results are recorded.
     """
 
     def __init__(
@@ -326,6 +332,7 @@ class _Pipeline:
             else 2 * int(getattr(executor, "_max_workers", 2))
         )
         self.wake = threading.Event()
+        self.fetcher: Fetcher | None = None
         self.waiting: list[_Page] = []
         self.ready: list[tuple[PageJob, Outcome, PageState | None]] = []
 
@@ -339,7 +346,24 @@ class _Pipeline:
     def _wake_up(self, _future: Future[Any]) -> None:
         self.wake.set()
 
+    def prepare(
+        self, job: PageJob, fetched: FetchResult | BaseException
+    ) -> tuple[PageJob, PageState | None, Outcome | Analysis | _Page]:
+        """Run by the fetcher's thread for each fetched page: decide what can
+        be decided without extracting, and send the rest to the pool."""
+        state = self.states.get((job.target_id, PageState.hash_url(job.url)))
+        first = compare(job, fetched, state)
+        if isinstance(first, Outcome) or self.executor is None:
+            return job, state, first
+        try:
+            future = self.submit(analysis.analyse, *first.args)
+        except Exception:  # a broken pool: the worker thread analyses it inline
+            logger.warning("Could not hand %s to the analysis pool", job.url)
+            return job, state, first
+        return job, state, _Page(job, state, first, future)
+
     def run(self, fetcher: Fetcher) -> None:
+        self.fetcher = fetcher
         self.wake = fetcher.wake  # set by the fetcher and by finished analyses
         remaining = fetcher.count
         ready_since = 0.0
@@ -377,55 +401,64 @@ class _Pipeline:
 
     def _take(self, fetcher: Fetcher) -> bool:
         took = False
-        while len(self.waiting) < self.limit and len(self.ready) < RECORD_BATCH:
+        while len(self.ready) < RECORD_BATCH and (
+            self.executor is not None or len(self.waiting) < self.limit
+        ):
             item = fetcher.take()
             if item is None:
                 break
             took = True
-            job, fetched = item
-            state = self.states.get((job.target_id, PageState.hash_url(job.url)))
-            first = compare(job, fetched, state)
-            if isinstance(first, Outcome):
-                self.ready.append((job, first, state))
+            job, state, prepared = item
+            if isinstance(prepared, Outcome):
+                self.ready.append((job, prepared, state))
+            elif isinstance(prepared, Analysis):
+                future = _run_inline(analysis.analyse, *prepared.args)
+                self.waiting.append(_Page(job, state, prepared, future))
             else:
-                future = self.submit(analysis.analyse, *first.args)
-                self.waiting.append(_Page(job, state, first, future))
+                self.waiting.append(prepared)
         return took
 
     def _collect(self) -> None:
         if not any(page.future.done() for page in self.waiting):
             return
         waiting, self.waiting = self.waiting, []
-        changed: list[_Page] = []
+        differing: list[_Page] = []
         for page in waiting:
             if not page.future.done():
                 self.waiting.append(page)
             elif page.outcome is None:
                 outcome = conclude(page.request, page.future.result())
-                if outcome.status == PageResult.Status.CHANGED:
+                if outcome.source is not None:
                     page.outcome = outcome
-                    changed.append(page)
+                    differing.append(page)
                 else:
                     self.ready.append((page.job, outcome, page.state))
             else:
-                page.outcome.diff, page.outcome.diff_html = page.future.result()
+                reconciled(page.outcome, page.state, page.future.result())
                 self.ready.append((page.job, page.outcome, page.state))
-        if changed:
+        if differing:
             previous = Snapshot.packed(
-                page.state.snapshot_id for page in changed if page.state
+                page.state.snapshot_id for page in differing if page.state
             )
-            for page in changed:
+            for page in differing:
                 assert page.state is not None and page.outcome is not None
-                data = previous[page.state.snapshot_id]
-                page.future = self.submit(analysis.diff, data, page.outcome.markdown)
+                data, previous_format = previous[page.state.snapshot_id]
+                source_format, source = page.outcome.source  # type: ignore[misc]
+                page.future = self.submit(
+                    analysis.reconcile, data, previous_format, source, source_format
+                )
                 self.waiting.append(page)
-            self._collect()  # inline diffs are done already
+            self._collect()  # inline reconciles are done already
 
     def _abandon(self) -> None:
         """Leaving early: drop queued analyses; a pool still busy with one of
         ours (a slow page, a time limit) is replaced, not waited for."""
         busy = False
-        for page in self.waiting:
+        pages = list(self.waiting)
+        while self.fetcher is not None and (item := self.fetcher.take()) is not None:
+            if isinstance(item[2], _Page):  # already handed to the pool
+                pages.append(item[2])
+        for page in pages:
             if not page.future.cancel() and not page.future.done():
                 busy = True
         if busy and self.executor is not None:
@@ -546,13 +579,17 @@ class Outcome:
     metadata: dict[str, Any]
     status_code: int | None = None
     error: str | None = None
-    markdown: str | None = None  # new baseline content, when fetched fine
+    # Hash of the normalised Markdown, when it was computed ("" otherwise).
     normalized_hash: str = ""
     diff: dict[str, Any] | None = None
     diff_html: str = ""
     cache_hit: bool = False
-    # (content hash, compressed data, size) of the snapshot, packed off-thread
-    snapshot: tuple[str, bytes, int] | None = None
+    # (content hash, compressed data, size, format) of the page's snapshot,
+    # packed off-thread; empty data when it is the baseline's own snapshot.
+    snapshot: analysis.Pack | None = None
+    # (format, text) of a source that differs from the baseline's, until
+    # analysis.reconcile() has decided between same and changed.
+    source: tuple[str, str] | None = None
 
 
 def _base_metadata(job: PageJob) -> dict[str, Any]:
@@ -660,18 +697,18 @@ def compare(
             status_code=code,
             error=f"The page answered HTTP {code}.",
         )
-    baseline_hash = state.normalized_hash if has_baseline and state else None
-    baseline_snapshot = getattr(state, "snapshot_hash", None)
+    # snapshot_hash is annotated on the states a check loads (_execute).
+    baseline = getattr(state, "snapshot_hash", None) if has_baseline else None
     args = (
-        fetched.content, content_type, fetched.final_url, dict(job.options),
-        baseline_hash, baseline_snapshot,
+        fetched.content, content_type, fetched.final_url, dict(job.options), baseline
     )  # fmt: skip
     return Analysis(job, state, metadata, code, args)
 
 
 def conclude(request: Analysis, result: Mapping[str, Any]) -> Outcome:
-    """The page's outcome from analysis.analyse()'s result. A changed page
-    still needs its diff (analysis.diff against the baseline's snapshot)."""
+    """The page's outcome from analysis.analyse()'s result: new (no baseline),
+    same (the baseline's very source), or still open when the source differs
+    (`outcome.source` set: analysis.reconcile() decides, see reconciled())."""
     job, metadata, code = request.job, request.metadata, request.status_code
     if "error" in result:
         return Outcome(
@@ -680,24 +717,41 @@ def conclude(request: Analysis, result: Mapping[str, Any]) -> Outcome:
     page_metadata = dict(result["metadata"])
     page_metadata.setdefault("title", None)
     metadata = page_metadata | metadata | {"creditsUsed": job.credits}
-    digest = result["hash"]
     outcome = Outcome(
         PageResult.Status.NEW,
         metadata,
         status_code=code,
-        normalized_hash=digest,
         snapshot=result["snapshot"],
+        source=result["source"],
     )
     state = request.state
-    if not _has_baseline(state):
-        return outcome
-    assert state is not None
-    if state.normalized_hash == digest:
-        outcome.status = PageResult.Status.SAME
-        return outcome
-    outcome.status = PageResult.Status.CHANGED
-    outcome.markdown = result["markdown"]
+    if _has_baseline(state):
+        assert state is not None
+        outcome.status = PageResult.Status.SAME  # unless reconcile() says changed
+        outcome.normalized_hash = state.normalized_hash
     return outcome
+
+
+def reconciled(
+    outcome: Outcome, state: PageState | None, result: Mapping[str, Any]
+) -> None:
+    """Complete `outcome` with analysis.reconcile()'s verdict on its source."""
+    assert state is not None
+    outcome.source = None
+    if "error" in result:
+        outcome.status, outcome.error = PageResult.Status.ERROR, result["error"]
+        return
+    outcome.normalized_hash = result["hash"]
+    if result["status"] == "changed":
+        outcome.status = PageResult.Status.CHANGED
+        outcome.diff, outcome.diff_html = result["diff"], result["diff_html"]
+    # A same page keeps its baseline's snapshot unless reconcile() replaced it.
+    outcome.snapshot = result["snapshot"] or (
+        getattr(state, "snapshot_hash", ""),
+        b"",
+        0,
+        "",
+    )
 
 
 def _has_baseline(state: PageState | None) -> bool:
@@ -764,12 +818,10 @@ def _snapshot_ids(
     items: Sequence[tuple[PageJob, Outcome, PageState | None]],
 ) -> list[int | None]:
     """Each item's stored snapshot id (None when it has no new content)."""
-    packs: list[tuple[str, bytes, int] | None] = []
+    packs: list[analysis.Pack | None] = []
     known: dict[str, int] = {}
     for _job, outcome, state in items:
         pack = outcome.snapshot
-        if pack is None and outcome.markdown is not None:
-            pack = analysis.pack_snapshot(outcome.markdown)
         packs.append(pack)
         if (
             pack is not None
@@ -1088,17 +1140,27 @@ class _Gate:
 class Fetcher:
     """Fetch jobs concurrently in a thread with its own event loop; hand each
     result to the caller's thread through a bounded queue as it completes
-    (take() it; `wake` is set when one arrives)."""
+    (take() it; `wake` is set when one arrives).
 
-    def __init__(self, jobs: Sequence[PageJob], *, resolver: Resolver | None = None):
+    `prepare(job, result)`, when given, runs on the fetcher's thread and its
+    return value is what take() hands over instead of (job, result); it must
+    be quick and must not raise.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[PageJob],
+        *,
+        resolver: Resolver | None = None,
+        prepare: Callable[[PageJob, FetchResult | BaseException], Any] | None = None,
+    ):
         self._jobs = list(jobs)
         self._resolver = resolver
+        self._prepare = prepare
         total = int(settings.FETCH_CONCURRENCY)
         self._per_host = int(settings.FETCH_PER_HOST_CONCURRENCY)
         self._total = total
-        self._results: queue.Queue[tuple[PageJob, FetchResult | BaseException]] = (
-            queue.Queue(maxsize=total)
-        )
+        self._results: queue.Queue[Any] = queue.Queue(maxsize=total)
         self._stop = threading.Event()
         # Set on every hand-over; the caller's pipeline waits on it (and sets it
         # from the analysis pool's callbacks too).
@@ -1128,9 +1190,9 @@ class Fetcher:
     def count(self) -> int:
         return len(self._jobs)
 
-    def take(self) -> tuple[PageJob, FetchResult | BaseException] | None:
-        """The next fetched (job, result or error), None when none is waiting;
-        `wake` is set whenever one arrives."""
+    def take(self) -> Any:
+        """The next fetched (job, result or error), or what `prepare` made of
+        it; None when none is waiting. `wake` is set whenever one arrives."""
         try:
             return self._results.get_nowait()
         except queue.Empty:
@@ -1177,11 +1239,12 @@ class Fetcher:
                 result = exc
             except Exception as exc:
                 result = exc
-        await self._hand_over((job, result))
+        if self._prepare is None:
+            await self._hand_over((job, result))
+        else:
+            await self._hand_over(self._prepare(job, result))
 
-    async def _hand_over(
-        self, item: tuple[PageJob, FetchResult | BaseException]
-    ) -> None:
+    async def _hand_over(self, item: Any) -> None:
         # Polling put instead of a blocking one: a blocked thread could never
         # notice that the consumer gave up (time limit, abandoned check).
         while not self._stop.is_set():

@@ -33,6 +33,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from checks import diff as diffs
 from checks.dispatch import RunRefused, queue_manual_check
+from checks.extract import ExtractionError
 from checks.models import Check, PageResult
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
@@ -520,7 +521,10 @@ def check_detail(
 def _display_text(snapshot: Any) -> tuple[str | None, bool]:
     if snapshot is None:
         return None, False
-    text = snapshot.text
+    try:
+        text = snapshot.text
+    except (ValueError, ExtractionError):  # a damaged row: say so, not a 500
+        return "(This version of the page could not be read.)", False
     return text[:SNAPSHOT_DISPLAY_CHARS], len(text) > SNAPSHOT_DISPLAY_CHARS
 
 

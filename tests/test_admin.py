@@ -436,3 +436,12 @@ def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
     assert response.status_code == 302
     monitor.refresh_from_db()
     assert (monitor.name, monitor.next_run_at) == ("Renamed", later)
+
+
+def test_a_damaged_snapshot_row_is_shown_as_unreadable_not_a_500(admin_client):
+    damaged = Snapshot.objects.create(content_hash="0" * 64, data=b"garbage", size=7)
+
+    response = admin_client.get(admin_url(Snapshot, "change", damaged.pk))
+
+    assert response.status_code == 200
+    assert "(could not be read)" in response.content.decode()

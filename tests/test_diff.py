@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 
 from checks.diff import (
     build_diff,
+    compare_texts,
     content_hash,
     diff_ast,
     diff_stats,
@@ -372,3 +373,25 @@ def test_normalize_matches_the_reference_on_article_markdown():
     text = markdown_document(200_000)
     for sample in (text, scattered_edits(text, 50), text.replace(" ", "  ", 20)):
         assert normalize(sample) == _reference_normalize(sample)
+
+
+def test_compare_texts_gives_both_hashes_and_the_diff_in_one_pass():
+    from bench.pages import markdown_document, scattered_edits
+
+    before = markdown_document(50_000)
+    after = scattered_edits(before, 12)
+
+    assert compare_texts(before, after) == (
+        content_hash(before),
+        content_hash(after),
+        build_diff(before, after),
+        render_side_by_side(before, after),
+    )
+
+
+def test_compare_texts_skips_the_diff_when_only_whitespace_changed():
+    spaced = PREVIOUS.replace("Pro: ", "Pro:\t  ").replace("\n\n", "\n \n\n")
+
+    assert compare_texts(PREVIOUS, spaced) == (
+        content_hash(PREVIOUS), content_hash(PREVIOUS), None, "",
+    )  # fmt: skip

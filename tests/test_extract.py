@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from checks.extract import ExtractionError, extract, invalid_selectors
+from checks.extract import (
+    SOURCE_HTML,
+    SOURCE_MARKDOWN,
+    ExtractionError,
+    extract,
+    invalid_selectors,
+    markdown_of,
+)
 
 URL = "https://shop.example/products/widget"
 
@@ -515,3 +522,42 @@ def test_meta_lookup_matches_one_selector_per_field(head):
         assert metadata.get(key) == value, key
     for key in ("keywords", "ogTitle", "ogDescription", "ogImage", "ogSiteName"):
         assert (key in metadata) == (key in _metadata_by_selectors(html)), key
+
+
+# -- sources: what a check stores and compares -----------------------------------
+
+
+def test_an_html_page_source_is_cleaned_html_that_converts_to_its_markdown():
+    page = html_page(
+        '<nav><a href="/">Home</a></nav><main><h1>Widget</h1>'
+        '<p>Price: <a href="/price">$19</a></p></main>'
+    )
+
+    result = run(page)
+
+    assert result.source_format == SOURCE_HTML
+    assert "<nav" not in result.source and "$19" in result.source
+    assert markdown_of(result.source_format, result.source) == result.markdown
+    assert result.markdown == ("# Widget\n\nPrice: [$19](https://shop.example/price)\n")
+
+
+def test_a_stored_source_converts_with_the_base_and_options_it_was_made_with():
+    page = html_page(
+        '<p><a href="pricing">Plans</a><img src="data:image/png;base64,AAAA"></p>'
+    )
+
+    dropped = run(page, removeBase64Images=True)
+    kept = run(page, removeBase64Images=False)
+
+    # Read back later (another process, another check): same Markdown.
+    assert markdown_of(SOURCE_HTML, dropped.source) == (
+        "[Plans](https://shop.example/products/pricing)\n"
+    )
+    assert "data:image/png" in markdown_of(SOURCE_HTML, kept.source)
+
+
+def test_a_text_page_source_is_its_markdown():
+    result = run(b"Price: 19\r\n", content_type="text/plain")
+
+    assert (result.source_format, result.source) == (SOURCE_MARKDOWN, "Price: 19\n")
+    assert markdown_of(SOURCE_MARKDOWN, result.source) == result.markdown

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import zlib
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +13,8 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from django.db import connection
 from django.utils import timezone
 
-from checks import notify, runner
+from checks import analysis, notify, runner
+from checks.diff import content_hash
 from checks.models import Check, PageResult, PageState, Snapshot
 from checks.tasks import run_check_task
 from monitors.models import Monitor, Target, Team
@@ -136,6 +138,85 @@ def test_whitespace_only_change_is_same(team, site):
     check = run_check(monitor)
 
     assert page_of(check, url).status == PageResult.Status.SAME
+
+
+def count_conversions(monkeypatch) -> list[str]:
+    """Each HTML to Markdown conversion made in this process (its base URL)."""
+    from checks import extract
+
+    calls: list[str] = []
+    original = extract._markdown
+
+    def counting(html: str, base: str, *, drop_data_images: bool) -> str:
+        calls.append(base)
+        return original(html, base, drop_data_images=drop_data_images)
+
+    monkeypatch.setattr(extract, "_markdown", counting)
+    return calls
+
+
+def test_new_and_unchanged_pages_are_never_converted_to_markdown(
+    team, site, settings, monkeypatch
+):
+    settings.CHECK_CPU_WORKERS = 0  # inline: conversions happen in this process
+    conversions = count_conversions(monkeypatch)
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+
+    checks = [run_check(monitor), run_check(monitor)]
+
+    assert [page_of(c, url).status for c in checks] == ["new", "same"]
+    assert conversions == []
+    assert state_of(monitor, url).snapshot.format == Snapshot.Format.HTML
+
+    site.html("/pricing", "Pricing", PRICING.replace("$19", "$24"))
+    changed = run_check(monitor)
+
+    assert page_of(changed, url).status == PageResult.Status.CHANGED
+    assert conversions == [url, url]  # the baseline's source, then the new one
+
+
+def test_a_markup_only_change_is_same_and_keeps_the_baseline(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    baseline = state_of(monitor, url).snapshot
+    site.html("/pricing", "Pricing", PRICING.replace("<p>", '<p class="lead">'))
+
+    check = run_check(monitor)
+
+    page = page_of(check, url)
+    assert (page.status, page.diff) == (PageResult.Status.SAME, None)
+    assert page.current_snapshot_id == page.previous_snapshot_id == baseline.pk
+    assert Snapshot.objects.count() == 1  # nothing stored for a same page
+    state = state_of(monitor, url)
+    assert state.snapshot_id == baseline.pk
+    assert state.normalized_hash == content_hash(baseline.text)
+
+
+def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    markdown = state_of(monitor, url).snapshot.text
+    # What an earlier version stored: the Markdown itself, zlib-compressed.
+    old = Snapshot.objects.create(
+        content_hash=Snapshot.hash_text(markdown),
+        data=zlib.compress(markdown.encode()),
+        size=len(markdown),
+        format=Snapshot.Format.MARKDOWN,
+    )
+    PageState.objects.filter(monitor=monitor).update(snapshot=old, normalized_hash="")
+
+    second, third = run_check(monitor), run_check(monitor)
+
+    assert [page_of(c, url).status for c in (second, third)] == ["same", "same"]
+    state = state_of(monitor, url)
+    assert state.snapshot.format == Snapshot.Format.HTML
+    assert state.snapshot.text == markdown
+    assert page_of(second, url).previous_snapshot_id == old.pk
+    assert page_of(second, url).current_snapshot_id == state.snapshot_id
+    assert page_of(third, url).previous_snapshot_id == state.snapshot_id
 
 
 def test_changed_page_carries_a_unified_diff_and_side_by_side_html(team, site):
@@ -547,7 +628,9 @@ def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site)
     # The first worker recorded one page, then died.
     jobs, results = runner.plan(check, list(monitor.targets.all()))
     Check.objects.filter(pk=check.pk).update(target_results=results)
-    outcome = runner.Outcome(PageResult.Status.NEW, {"creditsUsed": 1}, markdown="0")
+    outcome = runner.Outcome(
+        PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=analysis.pack_snapshot("0")
+    )
     runner.record(check, jobs[0], outcome, None)
     long_ago = timezone.now() - runner.RECLAIM_AFTER - timedelta(seconds=1)
     Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
