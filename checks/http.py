@@ -348,9 +348,13 @@ class FetchResult:
     final_url: str  # after redirects
     status_code: int
     headers: httpx.Headers
-    content: bytes  # decoded (gzip/deflate removed), at most the byte cap
+    # Decoded (gzip/deflate removed), at most the byte cap; unless the fetch
+    # asked for decode=False: then as received, still encoded with
+    # `content_encoding`, for decode_body() to undo where the body is used.
+    content: bytes
     redirects: list[str] = field(default_factory=list)  # each hop's target, in order
     elapsed_ms: int = 0
+    content_encoding: str = ""
 
     @property
     def text(self) -> str:
@@ -573,6 +577,7 @@ class _Options:
     max_bytes: int
     follow_redirects: bool
     max_redirects: int
+    decode: bool = True
 
     @classmethod
     def build(
@@ -581,12 +586,14 @@ class _Options:
         max_bytes: int | None,
         follow_redirects: bool,
         max_redirects: int,
+        decode: bool = True,
     ) -> _Options:
         return cls(
             budget=timeout if timeout is not None else _default_timeout(),
             max_bytes=max_bytes if max_bytes is not None else _default_max_bytes(),
             follow_redirects=follow_redirects,
             max_redirects=max_redirects,
+            decode=decode,
         )
 
     def httpx_timeout(self, remaining: float) -> httpx.Timeout:
@@ -851,6 +858,7 @@ def _result(
     body: bytes,
     redirects: list[str],
     started: float,
+    options: _Options,
 ) -> FetchResult:
     return FetchResult(
         url=url,
@@ -860,7 +868,21 @@ def _result(
         content=body,
         redirects=redirects,
         elapsed_ms=int((time.monotonic() - started) * 1000),
+        content_encoding=(
+            "" if options.decode else response.headers.get("content-encoding", "")
+        ),
     )
+
+
+def decode_body(body: bytes, content_encoding: str, max_bytes: int) -> bytes:
+    """Undo `content_encoding` on a body fetched with decode=False, in bounded
+    pieces; raises FetchError("too_large") past `max_bytes` decoded, as the
+    fetch itself would have."""
+    if not content_encoding:
+        return body
+    reader = _BodyReader(content_encoding, max_bytes)
+    reader.feed(body)
+    return reader.finish()
 
 
 # --- Async API ------------------------------------------------------------------
@@ -955,9 +977,14 @@ class OutboundClient:
         follow_redirects: bool = True,
         max_redirects: int = 5,
         verify: bool = True,
+        decode: bool = True,
     ) -> FetchResult:
-        """Same contract as `afetch`."""
-        options = _Options.build(timeout, max_bytes, follow_redirects, max_redirects)
+        """Same contract as `afetch`. With decode=False the body comes back as
+        received (see FetchResult.content_encoding): a caller that parses it
+        in another process decodes it there, with the same cap."""
+        options = _Options.build(
+            timeout, max_bytes, follow_redirects, max_redirects, decode
+        )
         hop = _first_hop(url, method, headers, content)
         started = time.monotonic()
         try:
@@ -983,7 +1010,7 @@ class OutboundClient:
             async with self._limiter.slot(hop.url.host):
                 response, body = await self._send(client, hop, options)
             if not _wants_redirect(response.status_code, response.headers, options):
-                return _result(url, hop, response, body, redirects, started)
+                return _result(url, hop, response, body, redirects, started, options)
             hop = _next_hop(
                 hop, response.status_code, response.headers, len(redirects), options
             )
@@ -1005,8 +1032,10 @@ class OutboundClient:
                 if _wants_redirect(response.status_code, response.headers, options):
                     return response, b""  # never read bodies we are about to leave
                 _check_declared_length(response, options.max_bytes)
+                # Undecoded, the reader still caps what is received.
+                encoding = response.headers.get("content-encoding", "")
                 reader = _BodyReader(
-                    response.headers.get("content-encoding", ""), options.max_bytes
+                    encoding if options.decode else "", options.max_bytes
                 )
                 async for raw in response.aiter_raw():
                     reader.feed(raw)
@@ -1136,7 +1165,7 @@ def _follow_sync(
     while True:
         response, body = _send_sync(client, hop, options, deadline)
         if not _wants_redirect(response.status_code, response.headers, options):
-            return _result(url, hop, response, body, redirects, started)
+            return _result(url, hop, response, body, redirects, started, options)
         hop = _next_hop(
             hop, response.status_code, response.headers, len(redirects), options
         )

@@ -699,8 +699,11 @@ def compare(
         )
     # snapshot_hash is annotated on the states a check loads (_execute).
     baseline = getattr(state, "snapshot_hash", None) if has_baseline else None
+    # The body is still content-encoded (Fetcher): decoding it is the pool's
+    # work, under the same cap.
     args = (
-        fetched.content, content_type, fetched.final_url, dict(job.options), baseline
+        fetched.content, content_type, fetched.final_url, dict(job.options), baseline,
+        fetched.content_encoding, int(settings.FETCH_MAX_BYTES),
     )  # fmt: skip
     return Analysis(job, state, metadata, code, args)
 
@@ -1234,6 +1237,7 @@ class Fetcher:
                     headers=job.headers,
                     timeout=job.timeout,
                     verify=job.verify_tls,
+                    decode=False,  # decoded where it is parsed (the pool)
                 )
             except FetchError as exc:
                 result = exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import time
 import uuid
 import zlib
@@ -403,6 +404,31 @@ def test_unreadable_content_is_an_extraction_error(team, site):
     page = page_of(check, url)
     assert page.status == PageResult.Status.ERROR
     assert "image" in page.error
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["inline", "pool"])
+def test_compressed_pages_are_decoded_and_capped_where_they_are_parsed(
+    team, site, settings, workers
+):
+    settings.CHECK_CPU_WORKERS = workers
+    settings.FETCH_MAX_BYTES = 64 * 1024
+    document = f"<html><body><main><p>{'Plans and prices. ' * 200}</p></main></body>"
+    small = site.page(
+        "/small", gzip.compress(document.encode()), headers={"Content-Encoding": "gzip"}
+    )
+    # 1 KB on the wire, 1 MB once decoded: a decompression bomb.
+    bomb = site.page(
+        "/bomb",
+        gzip.compress(b"<p>" + b"a" * 1024 * 1024),
+        headers={"Content-Encoding": "gzip"},
+    )
+
+    check = run_check(make_monitor(team, [small, bomb]))
+
+    assert page_of(check, small).status == PageResult.Status.NEW
+    assert "Plans and prices." in state_of(check.monitor, small).snapshot.text
+    assert page_of(check, bomb).status == PageResult.Status.ERROR
+    assert page_of(check, bomb).error == "Page is larger than 64 KB"
 
 
 def test_every_page_error_still_ends_the_check_as_partial(team):
