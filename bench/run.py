@@ -234,6 +234,30 @@ def bench_throughput(
         "",
         f"For scale: the baseline spends {1000 / base:.2f} ms of wall time per page.",
     )
+    places = throughput.cpu_by_place(server, generation=920)
+    place_labels = {
+        "thread": "worker thread (database writes, pipeline)",
+        "threads": "worker's other threads (fetcher, pool feeders)",
+        "pool": "analysis pool processes (decode, extract, Markdown, diffs)",
+        "database": "PostgreSQL backend",
+        "server": "page server (the baseline pays it too)",
+        "wall": "**wall time**",
+    }
+    section.add(
+        "",
+        "Where the CPU goes, in ms per page (one extra first and second check;"
+        f" {os.cpu_count()} CPUs are shared by all of these, so the check cannot"
+        " take less wall time than their sum divided by the CPU count):",
+        "",
+        "| Place | First check | Second check |",
+        "|---|---|---|",
+    )
+    for key, label in place_labels.items():
+        if key in places["first"]:
+            first, second = (
+                places[c][key] * 1000 / result.pages for c in ("first", "second")
+            )
+            section.add(f"| {label} | {first:.2f} | {second:.2f} |")
     if profile:
         out = ROOT / "var" / "bench-profile.txt"
         out.parent.mkdir(exist_ok=True)

@@ -22,7 +22,9 @@ import asyncio
 import cProfile
 import io
 import json
+import os
 import pstats
+import resource
 import statistics
 import subprocess
 import sys
@@ -262,12 +264,13 @@ def profile_second_check(server: PageServer, generation: int, out: Path) -> str:
 
 
 # Names looked up in checks.runner at call time: wrapping them there attributes
-# the worker thread's wall time without touching the runner's code. Extraction,
-# hashing and diffs run in checks.analysis's process pool (CHECK_CPU_WORKERS),
-# not on this thread: waiting for them counts as "other".
+# the worker thread's wall time without touching the runner's code. Decoding,
+# extraction, hashing, Markdown and diffs run in checks.analysis's process pool
+# (CHECK_CPU_WORKERS), and compare() on the fetcher's thread: waiting for them
+# counts as "other".
 PHASES = {
-    "compare": "compare: statuses decided before extraction",
     "conclude": "conclude: outcome from the pool's analysis",
+    "reconciled": "reconciled: outcome of a page whose source changed",
     "record_many": "record: one DB transaction per batch of ready pages",
 }
 
@@ -317,6 +320,66 @@ def attribute(server: PageServer, generation: int) -> dict[str, dict[str, tuple]
             setattr(runner, name, function)
         Snapshot.store_many = original_store  # type: ignore[method-assign]
     return phases
+
+
+def _process_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of a process on this machine (Linux), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_by_place(server: PageServer, generation: int) -> dict[str, dict[str, float]]:
+    """CPU seconds per place of a first and a second check: the worker thread,
+    the worker process's other threads (fetcher, pool feeders), the analysis
+    pool's processes, the PostgreSQL backend (when it runs on this machine)
+    and the page server. Every place shares the same CPUs."""
+    from django.db import connection
+
+    from checks import analysis
+
+    urls = server.urls()
+    monitor = make_monitor(urls, "cpu by place")
+    run_check(make_monitor(urls[:2], "pool warm-up"))  # the pool exists now
+    executor = analysis._state.executor
+    pool_pids = list(getattr(executor, "_processes", None) or {})
+    backend = None
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+
+    def sample() -> dict[str, float | None]:
+        pool = [_process_cpu(pid) for pid in pool_pids]
+        return {
+            "thread": time.thread_time(),
+            "process": _self_cpu(),
+            "pool": None if None in pool else sum(pool),  # type: ignore[arg-type]
+            "database": _process_cpu(backend) if backend else None,
+            "server": server.cpu_seconds(),
+        }
+
+    places: dict[str, dict[str, float]] = {}
+    for label, variant in (("first", 0), ("second", 1)):
+        server.show(generation, variant)
+        before = sample()
+        seconds, _ = run_check(monitor)
+        after = sample()
+        spent = {
+            key: after[key] - before[key]  # type: ignore[operator]
+            for key in before
+            if before[key] is not None and after[key] is not None
+        }
+        spent["threads"] = spent.pop("process") - spent["thread"]
+        places[label] = spent | {"wall": seconds}
+    return places
 
 
 def child_check(base_url: str, generation: int, pages: int = PAGES) -> dict:

@@ -179,20 +179,28 @@ class Snapshot(models.Model):
     @classmethod
     def store_many(cls, packs: Iterable[Pack]) -> dict[str, int]:
         """Ids by content hash of (content hash, compressed data, size, format)
-        packs (checks.analysis.pack_snapshot), inserted where missing: an INSERT
-        that skips existing hashes (ON CONFLICT DO NOTHING / INSERT OR IGNORE),
-        then one SELECT of the ids; blobs are never read back."""
+        packs (checks.analysis.pack_snapshot), inserted where missing in one
+        INSERT that also returns the ids of existing rows; blobs are never
+        read back."""
         rows = {pack[0]: pack for pack in packs}
         if not rows:
             return {}
-        cls.objects.bulk_create(
+        # ON CONFLICT DO UPDATE of an unchanged column rather than DO NOTHING:
+        # the database then returns the id of an existing row as well, which
+        # saves a SELECT per batch of pages (where it cannot, one is made).
+        stored = cls.objects.bulk_create(
             [
                 cls(content_hash=digest, data=data, size=size, format=source_format)
                 for digest, data, size, source_format in rows.values()
             ],
-            ignore_conflicts=True,
+            update_conflicts=True,
+            unique_fields=["content_hash"],
+            update_fields=["size"],
         )
-        return cls.ids(rows)
+        ids = {snapshot.content_hash: snapshot.pk for snapshot in stored}
+        if None in ids.values():
+            return cls.ids(rows)
+        return ids
 
     @classmethod
     def ids(cls, hashes: Iterable[str]) -> dict[str, int]:

@@ -41,7 +41,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Case, F, Q, Sum, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -263,14 +263,17 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
             to_fetch.append(job)
         else:
             cached.append((job, outcome, state))
-    for start in range(0, len(cached), RECORD_BATCH):
-        record_many(check, cached[start : start + RECORD_BATCH])
-    if to_fetch:
-        # The pool starts (or is found running) before the fetcher's thread.
-        executor = analysis.pool(int(settings.CHECK_CPU_WORKERS))
-        pipeline = _Pipeline(check, states, executor)
-        with Fetcher(to_fetch, resolver=resolver, prepare=pipeline.prepare) as fetcher:
-            pipeline.run(fetcher)
+    with relaxed_durability():
+        for start in range(0, len(cached), RECORD_BATCH):
+            record_many(check, cached[start : start + RECORD_BATCH])
+        if to_fetch:
+            # The pool starts (or is found running) before the fetcher's thread.
+            executor = analysis.pool(int(settings.CHECK_CPU_WORKERS))
+            pipeline = _Pipeline(check, states, executor)
+            with Fetcher(
+                to_fetch, resolver=resolver, prepare=pipeline.prepare
+            ) as fetcher:
+                pipeline.run(fetcher)
     finish(check.pk)
 
 
@@ -787,13 +790,14 @@ def record_many(
     """Write several pages' results, baselines and notifications in one
     transaction (each page's notification with its page, as before).
 
-    On PostgreSQL the transaction commits with synchronous_commit off: COMMIT
-    does not wait for the WAL flush. A database crash can then lose the last
-    few hundred milliseconds of page results, never half of one (the database
-    stays consistent); the check is not finished yet, so its redelivered task
-    or the stale sweeper takes it over and the lost pages are fetched again.
-    finish(), fail() and the credit reservation keep durable commits, and a
-    durable commit also flushes every earlier one.
+    Within relaxed_durability() (how _execute records pages) the transaction
+    commits on PostgreSQL with synchronous_commit off: COMMIT does not wait for
+    the WAL flush. A database crash can then lose the last few hundred
+    milliseconds of page results, never half of one (the database stays
+    consistent); the check is not finished yet, so its redelivered task or the
+    stale sweeper takes it over and the lost pages are fetched again. finish(),
+    fail() and the credit reservation keep durable commits, and a durable
+    commit also flushes every earlier one.
 
     Retried once on an integrity error: retention may delete an orphan snapshot
     in the instant between Snapshot.store_many() finding it and the commit.
@@ -801,7 +805,6 @@ def record_many(
     for attempt in (1, 2):
         try:
             with transaction.atomic():
-                _relax_durability()
                 return _record_many(check, items)
         except IntegrityError:
             if attempt == 2:
@@ -809,12 +812,24 @@ def record_many(
     raise AssertionError("unreachable")
 
 
-def _relax_durability() -> None:
+@contextlib.contextmanager
+def relaxed_durability() -> Iterator[None]:
+    """Commits inside do not wait for the WAL flush (PostgreSQL; see
+    record_many). Set once for the session rather than per transaction, which
+    saves a round trip per batch of pages; reset on the way out, before
+    finish() or fail() commit."""
     connection = transaction.get_connection()
-    # Outermost block only: SET LOCAL lasts until the enclosing transaction ends.
-    if connection.vendor == "postgresql" and len(connection.savepoint_ids) == 0:
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield  # inside a transaction (tests): a session setting would outlive it
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit TO OFF")
+    try:
+        yield
+    finally:
+        # A broken connection is discarded by Django: nothing left to reset.
+        with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
 
 
 def _snapshot_ids(
