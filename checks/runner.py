@@ -827,9 +827,13 @@ def relaxed_durability() -> Iterator[None]:
     try:
         yield
     finally:
-        # A broken connection is discarded by Django: nothing left to reset.
-        with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
-            cursor.execute("RESET synchronous_commit")
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET synchronous_commit")
+        except DatabaseError:
+            # Never leave the setting behind on a connection that later
+            # commits finish() or fail(): a fresh one is opened instead.
+            connection.close()
 
 
 def _snapshot_ids(

@@ -638,6 +638,33 @@ def test_check_is_skipped_when_the_allowance_is_exhausted(team, site):
 # --- claiming, taking over, failing -------------------------------------------------
 
 
+@pytest.mark.django_db(transaction=True)
+def test_pages_commit_without_waiting_for_the_disk_but_finishing_does(
+    team, site, monkeypatch
+):
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit is a PostgreSQL setting")
+    seen: list[str] = []
+    record_many = runner.record_many
+
+    def recording(check, items):
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            seen.append(cursor.fetchone()[0])
+        return record_many(check, items)
+
+    monkeypatch.setattr(runner, "record_many", recording)
+    url = site.html("/pricing", "Pricing", PRICING)
+
+    check = run_check(make_monitor(team, [url]))
+
+    assert check.status == Check.Status.COMPLETED
+    assert seen and set(seen) == {"off"}
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"  # reset before finish() committed
+
+
 def test_a_claimed_check_cannot_be_claimed_again(team):
     monitor = make_monitor(team, ["http://127.0.0.1:9/"])
     check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
