@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 BASE_DIR = Path(settings.BASE_DIR)
 DEADLINE_SECONDS = 60.0
+WORKER_APPLICATION = "pagewatch-test-worker"
 FINISHED = {"completed", "partial", "failed", "skipped_overlap", "skipped_no_credits"}
 
 
@@ -71,7 +72,20 @@ def database_url(transactional_db) -> str:
         auth += ":" + quote(db["PASSWORD"])
     host = db.get("HOST") or "127.0.0.1"
     port = db.get("PORT") or 5432
-    return f"postgres://{auth}@{host}:{port}/{db['NAME']}"
+    # Named, so the fixture can wait for the worker's sessions to end.
+    return (
+        f"postgres://{auth}@{host}:{port}/{db['NAME']}"
+        f"?application_name={WORKER_APPLICATION}"
+    )
+
+
+def worker_sessions() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            [WORKER_APPLICATION],
+        )
+        return cursor.fetchone()[0]
 
 
 @pytest.fixture
@@ -155,6 +169,9 @@ def worker(broker: str, database_url: str, tmp_path: Path) -> Iterator[Worker]:
         yield running
     finally:
         running.stop()
+        # A killed worker's database sessions end a moment after it does; the
+        # test database can only be dropped once they have.
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
 
 
 @pytest.fixture
