@@ -63,13 +63,29 @@ START_TIMEOUT_SECONDS = 60.0
 # --- Snapshot data --------------------------------------------------------------
 
 
+def _digest(raw: bytes, source_format: str) -> str:
+    digest = hashlib.sha256()
+    if source_format != SOURCE_MARKDOWN:
+        digest.update(source_format.encode() + b"\0")
+    digest.update(raw)
+    return digest.hexdigest()
+
+
 def snapshot_hash(text: str, source_format: str = SOURCE_MARKDOWN) -> str:
     """A snapshot's content hash. An HTML source hashes with its format, so it
     can never share a row with Markdown text that happens to be the same."""
-    raw = text.encode()
-    if source_format == SOURCE_MARKDOWN:
-        return hashlib.sha256(raw).hexdigest()
-    return hashlib.sha256(source_format.encode() + b"\0" + raw).hexdigest()
+    return _digest(text.encode(), source_format)
+
+
+_local = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    # One per thread: a compressor is reusable but not thread-safe.
+    compressor = getattr(_local, "compressor", None)
+    if compressor is None:
+        compressor = _local.compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+    return compressor
 
 
 def pack_snapshot(
@@ -78,12 +94,14 @@ def pack_snapshot(
     """(content hash, compressed bytes, size, format) of a Snapshot row for
     `text`; the bytes are left empty when the hash is `unless` (that row
     exists already)."""
-    digest = snapshot_hash(text, source_format)
     raw = text.encode()
+    return _packed(raw, source_format, _digest(raw, source_format), unless)
+
+
+def _packed(raw: bytes, source_format: str, digest: str, unless: str | None) -> Pack:
     if digest == unless:
         return digest, b"", len(raw), source_format
-    data = zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(raw)
-    return digest, data, len(raw), source_format
+    return digest, _compressor().compress(raw), len(raw), source_format
 
 
 def unpack(data: bytes) -> str:
@@ -134,18 +152,17 @@ def analyse(
         return {"error": exc.message}
     source, source_format = extracted.source, extracted.source_format
     metadata = {k: v for k, v in extracted.metadata.items() if v is not None}
-    digest = snapshot_hash(source, source_format)
+    # Encoded and hashed once; compressed only when it is stored as it is.
+    raw = source.encode()
+    digest = _digest(raw, source_format)
     if baseline_snapshot is not None and digest != baseline_snapshot:
         return {
             "metadata": metadata,
             "snapshot": None,
             "source": (source_format, source),
         }
-    return {
-        "metadata": metadata,
-        "snapshot": pack_snapshot(source, source_format, unless=baseline_snapshot),
-        "source": None,
-    }
+    pack = _packed(raw, source_format, digest, unless=baseline_snapshot)
+    return {"metadata": metadata, "snapshot": pack, "source": None}
 
 
 def reconcile(
