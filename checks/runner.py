@@ -315,9 +315,9 @@ class _Pipeline:
 
     With a pool, the fetcher's thread hands each page to it as soon as it is
     fetched (prepare()), so the pool keeps working while this thread waits for
-    the database. The fetcher's bounded queue still bounds the bodies held:
-    they are in it, in the pool, or being fetched. Inline, at most `limit`
-    pages are analysed before their results are recorded.
+    the database. The bodies held stay bounded: at most `limit` pages are taken
+    from the fetcher's bounded queue before their results are recorded, and the
+    fetcher waits while that queue is full.
     """
 
     def __init__(
@@ -404,9 +404,9 @@ class _Pipeline:
 
     def _take(self, fetcher: Fetcher) -> bool:
         took = False
-        while len(self.ready) < RECORD_BATCH and (
-            self.executor is not None or len(self.waiting) < self.limit
-        ):
+        # Taking no more than `limit` keeps the fetcher's queue full when the
+        # pool falls behind, so the fetcher waits: bodies held stay bounded.
+        while len(self.waiting) < self.limit and len(self.ready) < RECORD_BATCH:
             item = fetcher.take()
             if item is None:
                 break
@@ -1262,10 +1262,13 @@ class Fetcher:
                 result = exc
             except Exception as exc:
                 result = exc
-        if self._prepare is None:
-            await self._hand_over((job, result))
-        else:
-            await self._hand_over(self._prepare(job, result))
+            # Handed over before the slot is let go: while the consumer is
+            # behind, its queue stays full and fetches wait here, so no more
+            # bodies are fetched than can be held (queue + slots).
+            if self._prepare is None:
+                await self._hand_over((job, result))
+            else:
+                await self._hand_over(self._prepare(job, result))
 
     async def _hand_over(self, item: Any) -> None:
         # Polling put instead of a blocking one: a blocked thread could never

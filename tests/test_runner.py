@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import queue
+import threading
 import time
 import uuid
 import zlib
+from concurrent.futures import Executor, Future
 from datetime import timedelta
 from typing import Any
 
@@ -282,6 +285,48 @@ def test_the_analysis_pool_records_what_inline_analysis_records(team, site, sett
     statuses = [row[1] for row in pooled]
     assert statuses.count(PageResult.Status.CHANGED) == 4
     assert statuses.count(PageResult.Status.SAME) == 8
+
+
+class StalledPool(Executor):
+    """A pool that starts working only after `stall` seconds (on its own
+    thread), and remembers how many items were queued for it at most."""
+
+    _max_workers = 2
+
+    def __init__(self, stall: float) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.peak = 0
+        self._stall = stall
+        threading.Thread(target=self._work, daemon=True).start()
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        self.queue.put((future, fn, args))
+        self.peak = max(self.peak, self.queue.qsize())
+        return future
+
+    def _work(self) -> None:
+        time.sleep(self._stall)
+        while True:
+            future, fn, args = self.queue.get()
+            future.set_result(fn(*args))
+
+
+def test_a_stalled_analysis_pool_holds_back_the_fetcher_not_every_body(
+    team, site, settings, monkeypatch
+):
+    settings.FETCH_CONCURRENCY = settings.FETCH_PER_HOST_CONCURRENCY = 2
+    pool = StalledPool(stall=2.0)  # long enough to fetch every page meanwhile
+    monkeypatch.setattr(analysis, "pool", lambda workers: pool)
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>Page {i}</p>") for i in range(16)]
+
+    check = run_check(make_monitor(team, urls))
+
+    assert check.summary["new"] == 16
+    # Bodies waiting for the pool at most: the fetcher's queue (2), the pages
+    # taken from it (the pipeline's limit, 4) and the fetches waiting to hand
+    # theirs over (2); never all 16.
+    assert pool.peak <= 2 + 4 + 2
 
 
 def test_page_content_is_escaped_in_the_rendered_diff(team, site):
