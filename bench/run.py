@@ -323,11 +323,12 @@ def bench_memory(server: PageServer, rows: list[Row]) -> Section:
         "",
         f"The {PAGES}-page checks add {increment:.1f} MB at peak while fetching"
         f" ~{fetched_mb:.0f} MB of HTML in all. The runner hands bodies over"
-        " through a queue bounded by FETCH_CONCURRENCY, takes at most twice"
-        " CHECK_CPU_WORKERS from it at a time, and a fetch keeps its slot until"
-        " its body is handed over, so at most FETCH_CONCURRENCY queued +"
-        " 2 × CHECK_CPU_WORKERS taken + FETCH_PER_HOST_CONCURRENCY in flight"
-        f" (24 here, bodies still gzip-encoded) are held at once: past"
+        " through a queue bounded by FETCH_CONCURRENCY, takes at most"
+        " 2 × CHECK_CPU_WORKERS + FETCH_CONCURRENCY from it at a time, and a"
+        " fetch keeps its slot until its body is handed over, so at most"
+        " 2 × FETCH_CONCURRENCY + 2 × CHECK_CPU_WORKERS +"
+        " FETCH_PER_HOST_CONCURRENCY bodies"
+        f" (40 here, still gzip-encoded) are held at once: past"
         f" {SMALL_CHECK} pages the peak should barely grow with the number of"
         " pages, which the second row checks.",
     )

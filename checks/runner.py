@@ -316,8 +316,8 @@ class _Pipeline:
     With a pool, the fetcher's thread hands each page to it as soon as it is
     fetched (prepare()), so the pool keeps working while this thread waits for
     the database. The bodies held stay bounded: at most `limit` pages are taken
-    from the fetcher's bounded queue before their results are recorded, and the
-    fetcher waits while that queue is full.
+    from the fetcher's bounded queue before their results are recorded, and
+    fetches wait (in their slots) while that queue is full.
     """
 
     def __init__(
@@ -329,10 +329,13 @@ class _Pipeline:
         self.check = check
         self.states = states
         self.executor = executor
+        # With a pool: enough pages taken ahead that the fetcher rarely waits
+        # while this thread writes, and still a bound.
         self.limit = (
             RECORD_BATCH
             if executor is None
             else 2 * int(getattr(executor, "_max_workers", 2))
+            + int(settings.FETCH_CONCURRENCY)
         )
         self.wake = threading.Event()
         self.fetcher: Fetcher | None = None

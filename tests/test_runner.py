@@ -324,9 +324,9 @@ def test_a_stalled_analysis_pool_holds_back_the_fetcher_not_every_body(
 
     assert check.summary["new"] == 16
     # Bodies waiting for the pool at most: the fetcher's queue (2), the pages
-    # taken from it (the pipeline's limit, 4) and the fetches waiting to hand
-    # theirs over (2); never all 16.
-    assert pool.peak <= 2 + 4 + 2
+    # taken from it (the pipeline's limit, 2 x 2 workers + 2) and the fetches
+    # waiting to hand theirs over (2); never all 16.
+    assert pool.peak <= 2 + 6 + 2
 
 
 def test_page_content_is_escaped_in_the_rendered_diff(team, site):
