@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
@@ -26,6 +27,22 @@ def in_memory_broker() -> Iterator[None]:
     celery_app.amqp._producer_pool = None
     yield
     conf.broker_url, conf.broker_transport_options = saved
+
+
+@pytest.fixture(autouse=True, scope="session")
+def test_database_can_be_dropped(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """The live server's request threads can outlive the run, blocked on a
+    client's keep-alive socket with their database connection open; PostgreSQL
+    refuses to drop a database in use. End those sessions first."""
+    yield
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
 
 
 @pytest.fixture(autouse=True)
