@@ -4,9 +4,9 @@ checks.runner fetches pages in a thread and writes results on its own thread;
 what sits in between (extraction, hashing and packing the snapshot, and for a
 page whose source changed the Markdown of both versions, the unified diff, its
 AST and the side-by-side HTML) is CPU-bound Python that the GIL would serialise
-with the database writes. Here it
-runs in a small persistent pool of processes, CHECK_CPU_WORKERS of them, so
-several pages are extracted at once while the runner's thread writes.
+with the database writes. Here it runs in a small persistent pool of
+processes, CHECK_CPU_WORKERS of them, so several pages are extracted at once
+while the runner's thread writes.
 
 Nothing in this module touches Django, the database or the network: arguments
 and results are plain picklable data (bytes, str, dicts, tuples).
@@ -186,7 +186,7 @@ def reconcile(
         return {"error": exc.message}
     try:
         before = markdown_of(previous_format, unpack(previous))
-    except ExtractionError:
+    except (ExtractionError, ValueError):
         before = ""  # an unreadable baseline: report the page in full as changed
     previous_hash, digest, diff, diff_html = compare_texts(before, after)
     result: dict[str, Any] = {"hash": digest, "diff": diff, "diff_html": diff_html}

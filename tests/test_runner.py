@@ -223,6 +223,22 @@ def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(team,
     assert page_of(third, url).previous_snapshot_id == state.snapshot_id
 
 
+def test_a_damaged_baseline_reports_the_page_changed_in_full(team, site):
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    Snapshot.objects.update(data=b"damaged")
+    site.html("/pricing", "Pricing", PRICING.replace("$19", "$24"))
+
+    check = run_check(monitor)
+
+    page = page_of(check, url)
+    assert check.status == Check.Status.COMPLETED
+    assert page.status == PageResult.Status.CHANGED
+    assert "+Starter costs $24 a month." in page.diff["text"]
+    assert "$24" in state_of(monitor, url).snapshot.text  # a readable baseline again
+
+
 def test_changed_page_carries_a_unified_diff_and_side_by_side_html(team, site):
     url = site.html("/pricing", "Pricing", PRICING)
     monitor = make_monitor(team, [url])
