@@ -357,6 +357,9 @@ def test_list_shows_schedule_in_words_next_run_and_last_check(web, monitor):
     monitor.last_check_summary = {
         "totalPages": 5, "same": 3, "changed": 1, "new": 0, "removed": 0, "error": 1,
     }  # fmt: skip
+    # Not left to the clock: a minute before a half hour, the next run of
+    # */30 would be "in less than a minute".
+    monitor.next_run_at = timezone.now() + timedelta(minutes=20, seconds=30)
     monitor.save()
     make_check(monitor)
     page = text_of(web.get(reverse("monitor-list")))
