@@ -29,11 +29,13 @@ def in_memory_broker() -> Iterator[None]:
     conf.broker_url, conf.broker_transport_options = saved
 
 
-@pytest.fixture(autouse=True, scope="session")
-def test_database_can_be_dropped(django_db_setup, django_db_blocker) -> Iterator[None]:
-    """The live server's request threads can outlive the run, blocked on a
-    client's keep-alive socket with their database connection open; PostgreSQL
-    refuses to drop a database in use. End those sessions first."""
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """pytest-django's test database, whose teardown first ends the sessions
+    left on it: the live server's request threads can outlive the run, blocked
+    on a client's keep-alive socket with their connection open, and PostgreSQL
+    refuses to drop a database in use. (Wrapping the fixture keeps it as lazy
+    as it was; an autouse one would set the database up before anything.)"""
     yield
     with django_db_blocker.unblock():
         if connection.vendor != "postgresql":
