@@ -150,25 +150,26 @@ class _Side:
 
 
 def _sides(previous: str, current: str) -> tuple[_Side, _Side]:
-    old, new, _ = _sides_and_hashes(previous, current)
+    old, new, _ = _sides_and_hashes(previous, current, hashed=False)
     return old, new
 
 
 def _sides_and_hashes(
-    previous: str, current: str
+    previous: str, current: str, *, hashed: bool = True
 ) -> tuple[_Side, _Side, tuple[str, str]]:
-    """Both sides, and each text's content_hash() from the same normalised
-    lines (normalize() is the non-blank keys joined by "\n")."""
+    """Both sides and, when `hashed`, each text's content_hash() from the same
+    normalised lines (normalize() is the non-blank keys joined by "\n")."""
     ids: dict[str, int] = {"": 0}
     sides = []
     hashes = []
     for text in (previous, current):
         lines = text.splitlines()
         keys = _keys(lines)
-        normal = "\n".join(key for key in keys if key)
-        hashes.append(hashlib.sha256(normal.encode("utf-8")).hexdigest())
+        if hashed:
+            normal = "\n".join(key for key in keys if key)
+            hashes.append(hashlib.sha256(normal.encode("utf-8")).hexdigest())
         sides.append(_Side(lines, [ids.setdefault(key, len(ids)) for key in keys]))
-    return sides[0], sides[1], (hashes[0], hashes[1])
+    return sides[0], sides[1], (hashes[0], hashes[1]) if hashed else ("", "")
 
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
