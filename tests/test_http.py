@@ -494,6 +494,70 @@ def test_tls_uses_the_host_name_while_connecting_to_the_vetted_address(
     assert error.kind == "tls"
 
 
+def test_keep_alive_probe_tells_an_idle_open_connection_from_one_the_server_closed(
+    private_allowed: None,
+) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    where = listener.getsockname()
+    accepted: list[socket.socket] = []
+
+    async def go() -> tuple[bool, bool, Any]:
+        backend = http.AsyncGuardedBackend(resolver=no_dns)
+        stream = await backend.connect_tcp("127.0.0.1", where[1])
+        server_side, _ = listener.accept()
+        accepted.append(server_side)
+        idle = stream.get_extra_info("is_readable")
+        server_side.close()
+        await asyncio.sleep(0.05)
+        closed = stream.get_extra_info("is_readable")
+        address = stream.get_extra_info("server_addr")
+        await stream.aclose()
+        return idle, closed, address
+
+    with listener:
+        idle, closed, address = asyncio.run(go())
+    assert (idle, closed) == (False, True)
+    assert address == where  # other questions still reach the socket
+
+
+def test_a_keep_alive_connection_the_server_closed_is_not_reused(
+    private_allowed: None,
+) -> None:
+    """The server answers each connection once, then hangs up while the
+    client keeps it idle in its pool: the next request must get a new
+    connection instead of failing on the dead one."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    connections = []
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                connections.append(conn)
+                conn.recv(65536)
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                    b"Connection: keep-alive\r\n\r\nok"
+                )
+                time.sleep(0.05)  # then closes, the client none the wiser
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+
+    async def go() -> list[bytes]:
+        async with http.OutboundClient() as client:
+            first = await client.fetch(url, timeout=5)
+            await asyncio.sleep(0.2)
+            second = await client.fetch(url, timeout=5)
+        return [first.content, second.content]
+
+    with listener:
+        assert asyncio.run(go()) == [b"ok", b"ok"]
+    thread.join(5)
+    assert len(connections) == 2
+
+
 # --- Redirects --------------------------------------------------------------------
 
 
