@@ -66,8 +66,9 @@ class Check(models.Model):
     )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No index of its own: check_monitor_list_idx starts with the monitor.
     monitor = models.ForeignKey(
-        Monitor, on_delete=models.CASCADE, related_name="checks"
+        Monitor, on_delete=models.CASCADE, related_name="checks", db_index=False
     )
     status = models.CharField(
         max_length=24, choices=Status.choices, default=Status.QUEUED
@@ -148,13 +149,23 @@ class Snapshot(models.Model):
         MARKDOWN = SOURCE_MARKDOWN, "Markdown"
         HTML = SOURCE_HTML, "Cleaned HTML"
 
-    content_hash = models.CharField(max_length=64, unique=True)
+    content_hash = models.CharField(max_length=64)
     data = models.BinaryField()
     size = models.PositiveIntegerField()
     format = models.CharField(
         max_length=16, choices=Format.choices, default=Format.MARKDOWN
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # A constraint rather than unique=True, which on PostgreSQL adds a
+            # second, LIKE-pattern index that no query uses and every insert
+            # pays for.
+            models.UniqueConstraint(
+                fields=["content_hash"], name="one_snapshot_per_content"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"snapshot {self.content_hash[:12]} ({self.size} bytes)"
@@ -242,8 +253,9 @@ class PageState(models.Model):
         ACTIVE = "active"
         REMOVED = "removed"
 
+    # No index of its own: one_state_per_page starts with the monitor.
     monitor = models.ForeignKey(
-        Monitor, on_delete=models.CASCADE, related_name="page_states"
+        Monitor, on_delete=models.CASCADE, related_name="page_states", db_index=False
     )
     target_id = models.UUIDField()
     url = models.URLField(max_length=2048)
@@ -307,7 +319,10 @@ class PageResult(models.Model):
         ERROR = "error"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    check_run = models.ForeignKey(Check, on_delete=models.CASCADE, related_name="pages")
+    # No index of its own: page_check_status_idx starts with the check.
+    check_run = models.ForeignKey(
+        Check, on_delete=models.CASCADE, related_name="pages", db_index=False
+    )
     target_id = models.UUIDField()
     url = models.URLField(max_length=2048)
     status = models.CharField(max_length=16, choices=Status.choices)
