@@ -52,6 +52,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Case, F, Q, Sum, When
+from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -239,12 +240,6 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
         PageResult.objects.filter(check_run=check).values_list("target_id", "url")
     )
     todo = [job for job in jobs if (job.target_id, job.url) not in done]
-    updated = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING).update(
-        pages_total=len(jobs), pages_done=len(jobs) - len(todo),
-        target_results=target_results,
-    )  # fmt: skip
-    if not updated:
-        raise CheckAbandoned
     # snapshot_hash: a page whose content did not change reuses its baseline's
     # snapshot without sending the blob to the database again.
     states = {
@@ -264,6 +259,15 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
         else:
             cached.append((job, outcome, state))
     with relaxed_durability():
+        # Progress only: written without waiting for the WAL flush either.
+        updated = Check.objects.filter(
+            pk=check.pk, status=Check.Status.RUNNING
+        ).update(
+            pages_total=len(jobs), pages_done=len(jobs) - len(todo),
+            target_results=target_results,
+        )  # fmt: skip
+        if not updated:
+            raise CheckAbandoned
         for start in range(0, len(cached), RECORD_BATCH):
             record_many(check, cached[start : start + RECORD_BATCH])
         if to_fetch:
@@ -954,12 +958,21 @@ def _move_baselines(
 # --- Finishing ------------------------------------------------------------------
 
 
-def summarize(check_id: uuid.UUID) -> dict[str, int]:
-    counts = Counter(
+def _tally(check_id: uuid.UUID) -> list[tuple[str, Any]]:
+    """(status, creditsUsed) of each page result of a check: what its summary
+    and its credits are computed from, in one query that leaves the rest of
+    each page's metadata in the database."""
+    return list(
         PageResult.objects.filter(check_run_id=check_id).values_list(
-            "status", flat=True
+            "status", KT("metadata__creditsUsed")
         )
     )
+
+
+def summarize(
+    check_id: uuid.UUID, tally: list[tuple[str, Any]] | None = None
+) -> dict[str, int]:
+    counts = Counter(status for status, _ in (tally or _tally(check_id)))
     summary = empty_summary()
     for status, count in counts.items():
         summary[status] = count
@@ -967,20 +980,22 @@ def summarize(check_id: uuid.UUID) -> dict[str, int]:
     return summary
 
 
-def actual_credits(check: Check, now: datetime) -> int:
+def actual_credits(
+    check: Check, now: datetime, tally: list[tuple[str, Any]] | None = None
+) -> int:
     """Sum of the pages' creditsUsed; removed pages are free, and so are same
     pages when the monitor's interval qualifies (unchangedPagesFree)."""
     monitor = check.monitor
     same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
     total = 0
-    for status, metadata in PageResult.objects.filter(check_run=check).values_list(
-        "status", "metadata"
-    ):
+    for status, credits in tally or _tally(check.pk):
         if status == PageResult.Status.REMOVED:
             continue
         if status == PageResult.Status.SAME and same_free:
             continue
-        credits = (metadata or {}).get("creditsUsed")
+        # PostgreSQL hands the JSON number over as text, SQLite as a number.
+        if isinstance(credits, str):
+            credits = int(credits) if credits.isdigit() else None
         total += credits if isinstance(credits, int) else 0
     return total
 
@@ -997,7 +1012,8 @@ def finish(check_id: uuid.UUID) -> Check | None:
         if check is None:
             return None  # failed by the sweeper meanwhile: its word stands
         now = timezone.now()
-        summary = summarize(check.pk)
+        tally = _tally(check.pk)
+        summary = summarize(check.pk, tally)
         check.summary = summary
         check.status = (
             Check.Status.PARTIAL if summary["error"] else Check.Status.COMPLETED
@@ -1007,7 +1023,7 @@ def finish(check_id: uuid.UUID) -> Check | None:
             if summary["error"]
             else None
         )
-        check.actual_credits = actual_credits(check, now)
+        check.actual_credits = actual_credits(check, now, tally)
         if check.billing_status == Check.Billing.RESERVED:
             check.billing_status = Check.Billing.CONFIRMED
         check.finished_at = now
@@ -1024,7 +1040,7 @@ def finish(check_id: uuid.UUID) -> Check | None:
                 "updated_at",
             ]
         )
-        _after_finish(check.pk, now, summary=summary)
+        _after_finish(check.pk, now, summary=summary, check=check)
         return check
 
 
@@ -1121,7 +1137,11 @@ def fail_stale_checks(now: datetime) -> int:
 
 
 def _after_finish(
-    check_id: uuid.UUID, now: datetime, *, summary: dict[str, int] | None
+    check_id: uuid.UUID,
+    now: datetime,
+    *,
+    summary: dict[str, int] | None,
+    check: Check | None = None,
 ) -> None:
     """Monitor bookkeeping and the notification for a check that just finished.
 
@@ -1129,7 +1149,8 @@ def _after_finish(
     §6); lastCheckSummary only checks that looked at pages. currentCheckId is
     cleared only if it still points at this check.
     """
-    check = Check.objects.select_related("monitor").get(pk=check_id)
+    if check is None:  # the caller's copy, when it has an up-to-date one
+        check = Check.objects.select_related("monitor").get(pk=check_id)
     fields: dict[str, Any] = {
         "last_run_at": now,
         "current_check_id": Case(
