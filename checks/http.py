@@ -49,6 +49,7 @@ import anyio
 import httpcore
 import httpx
 from django.conf import settings
+from isal import isal_zlib
 
 __all__ = [
     "FetchError",
@@ -746,6 +747,10 @@ def _may_keep_headers(current: httpx.URL, target: httpx.URL) -> bool:
 # --- Body decoding with a cap ---------------------------------------------------
 
 
+# ISA-L's inflate: the zlib interface, about three times faster on gzip pages.
+_INFLATE_ERRORS = (isal_zlib.error, zlib.error)
+
+
 class _ZlibStage:
     """Decompresses in bounded pieces so a 1 KB bomb never becomes 1 GB in RAM."""
 
@@ -753,7 +758,7 @@ class _ZlibStage:
         self._coding = coding
         self._raw_deflate = False
         self._started = False
-        self._z = zlib.decompressobj(self._wbits())
+        self._z = isal_zlib.decompressobj(self._wbits())
 
     def _wbits(self) -> int:
         if self._coding == "deflate":
@@ -763,14 +768,14 @@ class _ZlibStage:
     def feed(self, data: bytes) -> Iterator[bytes]:
         try:
             yield from self._drain(data)
-        except zlib.error as exc:
+        except _INFLATE_ERRORS as exc:
             if self._coding != "deflate" or self._started or self._raw_deflate:
                 raise FetchError(
                     "protocol", f"Could not decode the {self._coding} body"
                 ) from exc
             # Many servers send raw deflate without the zlib header.
             self._raw_deflate = True
-            self._z = zlib.decompressobj(self._wbits())
+            self._z = isal_zlib.decompressobj(self._wbits())
             yield from self.feed(data)
 
     def _drain(self, data: bytes) -> Iterator[bytes]:
@@ -784,7 +789,7 @@ class _ZlibStage:
                 return
 
     def flush(self) -> Iterator[bytes]:
-        with contextlib.suppress(zlib.error):  # truncated streams keep what decoded
+        with contextlib.suppress(*_INFLATE_ERRORS):  # truncated: keep what decoded
             tail = self._z.flush()
             if tail:
                 yield tail
