@@ -258,6 +258,7 @@ def bench_throughput(
                 places[c][key] * 1000 / result.pages for c in ("first", "second")
             )
             section.add(f"| {label} | {first:.2f} | {second:.2f} |")
+    section.add("", *_cpu_floor(places, result.pages, base))
     if profile:
         out = ROOT / "var" / "bench-profile.txt"
         out.parent.mkdir(exist_ok=True)
@@ -266,6 +267,26 @@ def bench_throughput(
             "", f"cProfile of a first + second check: `{out.relative_to(ROOT)}`."
         )
     return section
+
+
+def _cpu_floor(
+    places: dict[str, dict[str, float]], pages: int, base: float
+) -> list[str]:
+    """What the measured CPU time allows: all of it spread perfectly over the
+    machine's CPUs is the least wall time a check can take."""
+    cpus = os.cpu_count() or 1
+    lines = []
+    for check in ("first", "second"):
+        spent = sum(v for k, v in places[check].items() if k != "wall")
+        floor = spent * 1000 / pages / cpus
+        lines.append(
+            f"- {check.capitalize()} check: {spent * 1000 / pages:.2f} ms of CPU per"
+            f" page in all, so at least {floor:.2f} ms of wall time per page on"
+            f" {cpus} CPUs: against the baseline's {1000 / base:.2f} ms per page, no"
+            f" scheduling can take this check past {1000 / base / floor:.2f}×; only"
+            " less CPU per page can."
+        )
+    return lines
 
 
 def bench_memory(server: PageServer, rows: list[Row]) -> Section:
