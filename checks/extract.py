@@ -697,13 +697,20 @@ def _css(node: LexborNode | LexborHTMLParser, selector: str, key: str) -> list:
         ) from exc
 
 
+def _has_text(node: LexborNode) -> bool:
+    # Not text(strip=True), which strips and joins every text node: one
+    # non-space character is enough, and isspace() stops at the first.
+    text = node.text()
+    return bool(text) and not text.isspace()
+
+
 def _main_root(body: LexborNode) -> LexborNode:
     """``<main>``/``[role=main]``, else a lone ``<article>``, else ``<body>``."""
     for node in body.css("main, [role=main]"):
-        if "hidden" not in node.attributes and node.text(strip=True):
+        if "hidden" not in node.attributes and _has_text(node):
             return node
     articles = body.css("article")
-    if len(articles) == 1 and articles[0].text(strip=True):
+    if len(articles) == 1 and _has_text(articles[0]):
         return articles[0]
     return body
 

@@ -120,6 +120,20 @@ def test_a_lone_article_is_the_main_content():
     assert run(page).markdown == "## Story\n\nBody text\n"
 
 
+@pytest.mark.parametrize(
+    "empty",
+    [
+        "<main>\n  \u00a0 </main>",  # a skeleton filled in by script
+        "<main hidden><p>Old layout</p></main>",
+        "<article> </article>",
+    ],
+)
+def test_an_empty_or_hidden_main_region_falls_back_to_the_body(empty: str):
+    page = html_page(f"{empty}<div><h1>Widget</h1><p>In stock</p></div>")
+
+    assert run(page).markdown == "# Widget\n\nIn stock\n"
+
+
 def test_a_header_inside_the_article_keeps_its_title():
     page = html_page(
         "<header>Site banner</header><article><header><h1>Release 2.0</h1>"
