@@ -31,7 +31,7 @@ run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
 	@echo "Starting Pagewatch on http://$(HOST):$(PORT)/ (web, worker, scheduler). Ctrl-C stops all."
-	exec $(BIN)/honcho start -f Procfile
+	exec $(BIN)/python -m config.run start -f Procfile
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

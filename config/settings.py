@@ -232,6 +232,9 @@ else:
         "data_folder_out": str(_broker_dir / "in"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # Seconds between looks at an empty queue (kombu's default is 1): a
+        # "Run now" starts sooner, for one directory listing per look.
+        "polling_interval": 0.2,
     }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

@@ -1,0 +1,60 @@
+"""`make run`: honcho, set up for a clean stop of the Celery worker on Ctrl-C.
+
+honcho stops a process by sending SIGTERM to its whole process group, and
+SIGKILLs whatever still runs five seconds later. Neither suits a Celery prefork
+worker: its pool processes, terminated while waiting on the shared task queue,
+can die holding the queue's lock, which the worker then waits on forever as it
+exits; and even a clean warm shutdown of an idle worker takes about six
+seconds. So the Procfile starts the worker through `alone` (the worker's main
+process alone gets the signal, as Celery expects), and honcho waits up to
+thirty seconds: enough for an idle worker and a short check to finish. A longer
+check is cut off, its message goes back to the queue (Redis) or is lost with
+the process (the embedded broker), and the stale-check sweeper fails it.
+
+    python -m config.run start -f Procfile     honcho, with the longer wait
+    python -m config.run alone COMMAND...       COMMAND in a session of its own
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+from types import FrameType
+
+import honcho.manager
+from honcho.command import main as honcho_main
+
+KILL_WAIT_SECONDS = 30
+
+
+def configure() -> None:
+    honcho.manager.KILL_WAIT = KILL_WAIT_SECONDS
+
+
+def alone(command: list[str]) -> int:
+    """Run `command` in a session (so a process group) of its own; SIGTERM or
+    SIGINT sent to this process reach the command's main process only, as
+    SIGTERM. Returns the command's exit status."""
+    child = subprocess.Popen(command, start_new_session=True)  # noqa: S603 - the Procfile's
+
+    def forward(_signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    status = child.wait()
+    return 128 - status if status < 0 else status
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["alone"]:
+        return alone(argv[1:])
+    configure()
+    return honcho_main(argv) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
