@@ -3,6 +3,8 @@ and an API client per persona. Larger fixtures live next to the tests that use t
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -107,3 +109,17 @@ def scrape_monitor_body() -> dict:
         "schedule": {"text": "every 30 minutes"},
         "targets": [{"type": "scrape", "urls": ["https://example.com/pricing"]}],
     }
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Let the live server's request threads end while Python still runs.
+
+    An SDK call that raised keeps its response, so its keep-alive socket, in a
+    reference cycle; the live server's thread for that connection waits for a
+    next request until the garbage collector closes the socket. Left to
+    interpreter exit, that wakes a daemon thread mid-shutdown, which prints a
+    traceback after the test summary."""
+    gc.collect()
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(timeout=5)
