@@ -481,8 +481,8 @@ class _KeepAliveStream(httpcore.AsyncNetworkStream):
     """The inner stream, with its liveness probe answered from the socket
     kept at connect time. httpcore probes every idle connection of the pool
     ("is_readable") each time it hands out a request; anyio rebuilds its whole
-    attribute table for each probe (a getpeername() call among others), which
-    made up a sixth of a page fetch's CPU time."""
+    attribute table for each probe (a getpeername() call among others): about
+    5% of a page fetch's CPU time on loopback."""
 
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner

@@ -972,7 +972,9 @@ def _tally(check_id: uuid.UUID) -> list[tuple[str, Any]]:
 def summarize(
     check_id: uuid.UUID, tally: list[tuple[str, Any]] | None = None
 ) -> dict[str, int]:
-    counts = Counter(status for status, _ in (tally or _tally(check_id)))
+    if tally is None:
+        tally = _tally(check_id)
+    counts = Counter(status for status, _ in tally)
     summary = empty_summary()
     for status, count in counts.items():
         summary[status] = count
@@ -988,7 +990,9 @@ def actual_credits(
     monitor = check.monitor
     same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
     total = 0
-    for status, credits in tally or _tally(check.pk):
+    if tally is None:
+        tally = _tally(check.pk)
+    for status, credits in tally:
         if status == PageResult.Status.REMOVED:
             continue
         if status == PageResult.Status.SAME and same_free:
