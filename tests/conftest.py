@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.core.cache import cache
@@ -15,6 +16,22 @@ from rest_framework.test import APIClient
 from config.celery import app as celery_app
 from monitors.models import ApiKey, Team
 from tests.sites import Site
+
+
+@pytest.fixture(scope="session")
+def live_server(live_server: Any) -> Iterator[Any]:
+    """pytest-django's live server, whose connections all end before it stops.
+
+    An SDK call that raised keeps its response, so its keep-alive socket, in a
+    reference cycle, and the server thread of that connection waits for a next
+    request until the garbage collector closes the socket: at interpreter exit
+    if nothing else does, where the woken thread printed a traceback after the
+    test summary. Collected here, the threads end while the server still runs."""
+    yield live_server
+    gc.collect()
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(timeout=5)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -109,17 +126,3 @@ def scrape_monitor_body() -> dict:
         "schedule": {"text": "every 30 minutes"},
         "targets": [{"type": "scrape", "urls": ["https://example.com/pricing"]}],
     }
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Let the live server's request threads end while Python still runs.
-
-    An SDK call that raised keeps its response, so its keep-alive socket, in a
-    reference cycle; the live server's thread for that connection waits for a
-    next request until the garbage collector closes the socket. Left to
-    interpreter exit, that wakes a daemon thread mid-shutdown, which prints a
-    traceback after the test summary."""
-    gc.collect()
-    for thread in threading.enumerate():
-        if thread.name.endswith("(process_request_thread)"):
-            thread.join(timeout=5)
