@@ -210,23 +210,46 @@ def _ping() -> int:
 # --- The pool -----------------------------------------------------------------------
 
 
-def _watch_parent(parent: int) -> None:
-    # ProcessPoolExecutor's processes wait on a queue whose write end they hold
-    # themselves, so they would outlive a worker killed by its hard time limit.
-    # With forkserver our parent is the fork server, which exits when the worker
-    # does: a changed parent pid means the pool's owner is gone.
+_PROC = os.path.exists("/proc/self/stat")
+
+
+def _exists(pid: int) -> bool:
+    """Whether process `pid` is still running (a zombie has exited: its parent
+    just has not collected it yet)."""
+    if _PROC:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        return state != b"Z"
+    try:
+        os.kill(pid, 0)  # no signal: only asks whether the process is there
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _watch_owner(owner: int) -> None:
+    # Nothing else ends these processes when their owner goes without shutting
+    # the pool down (a worker killed by its hard time limit, a Celery pool
+    # process leaving through os._exit when its worker stops): they wait on a
+    # queue whose write end they hold themselves, and each holds the fork
+    # server's lifeline, so the fork server waits for them in turn.
     while True:
         time.sleep(1.0)
-        if os.getppid() != parent:
+        if not _exists(owner):
             os._exit(0)
 
 
-def _init_worker() -> None:
+def _init_worker(owner: int) -> None:
     # Ctrl-C and `celery worker` shutdowns signal the whole process group: the
     # pool's owner decides when its processes end, not the terminal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(
-        target=_watch_parent, args=(os.getppid(),), name="parent-watch", daemon=True
+        target=_watch_owner, args=(owner,), name="owner-watch", daemon=True
     ).start()
 
 
@@ -254,8 +277,9 @@ def _main_hidden() -> Iterator[None]:
     * A Celery prefork child is marked daemonic (and carries billiard's
       authkey type), and multiprocessing refuses
       children to daemonic processes, because they could be orphaned when it
-      is killed. Ours cannot: the fork server exits with its parent, and each
-      pool process exits when its parent does (_watch_parent).
+      is killed. Ours cannot: each pool process exits within a second of its
+      owner (_watch_owner), and the fork server once no process of ours is
+      left.
     """
     main = sys.modules.get("__main__")
     config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
@@ -306,7 +330,10 @@ def pool(workers: int) -> ProcessPoolExecutor | None:
         executor = None
         try:
             executor = ProcessPoolExecutor(
-                max_workers=workers, mp_context=_context(), initializer=_init_worker
+                max_workers=workers,
+                mp_context=_context(),
+                initializer=_init_worker,
+                initargs=(os.getpid(),),
             )
             # Start every process now (each submit before the first answer adds
             # one), and find out here whether this process may have children.
