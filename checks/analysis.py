@@ -23,6 +23,7 @@ be started at all, callers get None and run the work inline, with a warning.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import logging
 import multiprocessing
@@ -372,6 +373,22 @@ def _discard(*, wait: bool) -> None:
     for process in processes:
         if process.is_alive():
             process.kill()
+
+
+def close() -> None:
+    """Shut this process's pool down before the process exits. A Celery pool
+    process leaves through os._exit, which skips multiprocessing's clean-up:
+    without this, the pool's queues' semaphores are reported as leaked by the
+    resource tracker when the worker stops. Called between tasks, so the pool
+    is idle; its processes end on their own once this process is gone anyway
+    (_watch_owner)."""
+    with _lock:
+        executor, _state.executor = _state.executor, None
+        if executor is None or _state.owner_pid != os.getpid():
+            return
+        executor.shutdown(wait=True, cancel_futures=True)
+    del executor
+    gc.collect()  # the queues are in reference cycles; their finalizers unlink
 
 
 def reset() -> None:

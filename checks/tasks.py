@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from celery.signals import worker_process_shutdown
 from django.conf import settings
 from django.utils import timezone
 
-from checks import dispatch, retention, runner
+from checks import analysis, dispatch, retention, runner
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,12 @@ CHECK_SOFT_TIME_LIMIT = int(settings.CELERY_TASK_SOFT_TIME_LIMIT)
 # Periodic work is short; a stuck tick must not hold a worker slot for long.
 PERIODIC_TIME_LIMIT = 120
 PERIODIC_SOFT_TIME_LIMIT = 100
+
+
+@worker_process_shutdown.connect
+def close_analysis_pool(**_kwargs: object) -> None:
+    # A worker's pool process is stopping (it leaves through os._exit).
+    analysis.close()
 
 
 @shared_task(

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from checks import analysis
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Starts a pool, reports its processes and the fork server, then leaves the
@@ -17,13 +19,44 @@ ROOT = Path(__file__).resolve().parents[1]
 # shuts the pool down.
 OWNER = """
 import json, multiprocessing, os, sys
+from multiprocessing import resource_tracker
 from checks import analysis
 executor = analysis.pool(2)
 pids = list(executor._processes)
 server = multiprocessing.forkserver._forkserver._forkserver_pid
-print(json.dumps({"pool": pids, "server": server}), flush=True)
+tracker = resource_tracker._resource_tracker._pid
+print(json.dumps({"pool": pids, "server": server, "tracker": tracker}), flush=True)
+if sys.argv[1] == "close":
+    analysis.close()  # what a Celery pool process does as it stops
 os._exit(0)
 """
+
+
+def _run_owner(tmp_path: Path, how: str) -> tuple[dict, Path]:
+    """Run OWNER; its report, and the file its stderr (and its children's) went to."""
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings"}
+    out, err = tmp_path / "owner.json", tmp_path / "owner.err"
+    # Files, not pipes: a process left behind must not keep us waiting.
+    with out.open("w") as stdout, err.open("w") as stderr:
+        owner = subprocess.Popen(
+            [sys.executable, "-c", OWNER, how],
+            cwd=ROOT,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        assert owner.wait(timeout=60) == 0
+    return json.loads(out.read_text().strip().splitlines()[-1]), err
+
+
+def _left_running(pids: list[int], seconds: float = 10) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    still_running = [pid for pid in pids if _running(pid)]
+    for pid in still_running:  # a failing run must not leave them behind
+        os.kill(pid, signal.SIGKILL)
+    return still_running
 
 
 def _running(pid: int) -> bool:
@@ -37,22 +70,33 @@ def _running(pid: int) -> bool:
 def test_pool_processes_and_the_fork_server_end_when_their_owner_exits(
     tmp_path: Path,
 ) -> None:
-    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings"}
-    out = tmp_path / "owner.json"
-    with out.open("w") as stdout:  # a file: the pool must not hold a pipe open
-        owner = subprocess.Popen(
-            [sys.executable, "-c", OWNER], cwd=ROOT, env=env, stdout=stdout
-        )
-        assert owner.wait(timeout=60) == 0
-    reported = json.loads(out.read_text().strip().splitlines()[-1])
-    left = [*reported["pool"], reported["server"]]
-    assert len(left) == 3 and all(left)
+    reported, _ = _run_owner(tmp_path, "exit")
+    pids = [*reported["pool"], reported["server"]]
+    assert len(pids) == 3 and all(pids)
 
-    deadline = time.monotonic() + 10
-    while any(_running(pid) for pid in left) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    still_running = [pid for pid in left if _running(pid)]
-    for pid in still_running:  # a failing run must not leave them behind
-        os.kill(pid, signal.SIGKILL)
+    assert _left_running(pids) == []
 
-    assert still_running == []
+
+def test_a_closed_pool_leaves_nothing_for_the_resource_tracker_to_report(
+    tmp_path: Path,
+) -> None:
+    reported, stderr = _run_owner(tmp_path, "close")
+    pids = [*reported["pool"], reported["server"], reported["tracker"]]
+
+    assert _left_running(pids) == []
+    assert "leaked" not in stderr.read_text()
+
+
+def test_a_stopping_celery_pool_process_closes_its_analysis_pool() -> None:
+    from celery.signals import worker_process_shutdown
+
+    import checks.tasks  # noqa: F401 - connects the signal handler
+
+    executor = analysis.pool(2)
+    assert executor is not None
+    processes = list(executor._processes.values())
+
+    worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=0)
+
+    assert analysis._state.executor is None
+    assert [p for p in processes if p.is_alive()] == []
