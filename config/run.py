@@ -8,8 +8,9 @@ exits; and even a clean warm shutdown of an idle worker takes about six
 seconds. So the Procfile starts the worker through `alone` (the worker's main
 process alone gets the signal, as Celery expects), and honcho waits up to
 thirty seconds: enough for an idle worker and a short check to finish. A longer
-check is cut off, its message goes back to the queue (Redis) or is lost with
-the process (the embedded broker), and the stale-check sweeper fails it.
+check is cut off (the worker dies with the shim honcho kills), its message goes
+back to the queue (Redis) or is lost with the process (the embedded broker),
+and the stale-check sweeper fails it.
 
     python -m config.run start -f Procfile     honcho, with the longer wait
     python -m config.run alone COMMAND...       COMMAND in a session of its own
@@ -18,6 +19,9 @@ the process (the embedded broker), and the stale-check sweeper fails it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import os
 import signal
 import subprocess
 import sys
@@ -33,11 +37,34 @@ def configure() -> None:
     honcho.manager.KILL_WAIT = KILL_WAIT_SECONDS
 
 
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _die_with(parent: int) -> None:
+    """Runs in the command's process before the command starts (Linux): the
+    kernel kills it when `parent` (this shim) dies, as it does when honcho's
+    patience runs out and it SIGKILLs the shim, so no worker outlives
+    `make run`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the shim died before prctl took effect
+        os._exit(1)
+
+
 def alone(command: list[str]) -> int:
     """Run `command` in a session (so a process group) of its own; SIGTERM or
     SIGINT sent to this process reach the command's main process only, as
-    SIGTERM. Returns the command's exit status."""
-    child = subprocess.Popen(command, start_new_session=True)  # noqa: S603 - the Procfile's
+    SIGTERM, and killing this process kills the command. Returns the command's
+    exit status."""
+    child = subprocess.Popen(  # noqa: S603 - the Procfile's
+        command,
+        start_new_session=True,
+        preexec_fn=(  # noqa: PLW1509 - the shim has no threads
+            functools.partial(_die_with, os.getpid())
+            if sys.platform == "linux"
+            else None
+        ),
+    )
 
     def forward(_signum: int, _frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):

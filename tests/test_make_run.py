@@ -65,6 +65,52 @@ def test_a_group_wide_sigterm_reaches_the_command_once_through_alone(
     assert out.read_text().count("term") == 1
 
 
+# Stands in for a worker busy with a long check: it ignores SIGTERM.
+STUBBORN = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.getpid()}\\n")
+while True:
+    time.sleep(0.05)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_command_dies_with_alone_when_honcho_kills_it(tmp_path: Path) -> None:
+    out = tmp_path / "pid"
+    shim = subprocess.Popen(
+        [sys.executable, "-m", "config.run", "alone"]
+        + [sys.executable, "-c", STUBBORN, str(out)],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    child = int(_wait_for(out, "\n"))
+    try:
+        os.killpg(shim.pid, signal.SIGTERM)  # forwarded, and ignored
+        time.sleep(0.3)
+        assert not _gone(child)
+
+        os.killpg(shim.pid, signal.SIGKILL)  # honcho, 30 s later
+        shim.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+        assert _gone(child)
+    finally:
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
 def test_make_run_gives_the_worker_thirty_seconds_to_stop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
