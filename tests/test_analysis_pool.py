@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from checks import analysis
+from tests.processes import left_running
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,24 +48,6 @@ def _run_owner(tmp_path: Path, how: str) -> tuple[dict, Path]:
     return json.loads(out.read_text().strip().splitlines()[-1]), err
 
 
-def _left_running(pids: list[int], seconds: float = 10) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    still_running = [pid for pid in pids if _running(pid)]
-    for pid in still_running:  # a failing run must not leave them behind
-        os.kill(pid, signal.SIGKILL)
-    return still_running
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_pool_processes_and_the_fork_server_end_when_their_owner_exits(
     tmp_path: Path,
 ) -> None:
@@ -74,7 +55,7 @@ def test_pool_processes_and_the_fork_server_end_when_their_owner_exits(
     pids = [*reported["pool"], reported["server"]]
     assert len(pids) == 3 and all(pids)
 
-    assert _left_running(pids) == []
+    assert left_running(pids) == []
 
 
 def test_a_closed_pool_leaves_nothing_for_the_resource_tracker_to_report(
@@ -83,7 +64,7 @@ def test_a_closed_pool_leaves_nothing_for_the_resource_tracker_to_report(
     reported, stderr = _run_owner(tmp_path, "close")
     pids = [*reported["pool"], reported["server"], reported["tracker"]]
 
-    assert _left_running(pids) == []
+    assert left_running(pids) == []
     assert "leaked" not in stderr.read_text()
 
 

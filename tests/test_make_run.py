@@ -15,6 +15,7 @@ import honcho.manager
 import pytest
 
 from config import run
+from tests.processes import left_running, running
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,14 +77,6 @@ while True:
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
 def test_the_command_dies_with_alone_when_honcho_kills_it(tmp_path: Path) -> None:
     out = tmp_path / "pid"
@@ -94,21 +87,14 @@ def test_the_command_dies_with_alone_when_honcho_kills_it(tmp_path: Path) -> Non
         start_new_session=True,
     )
     child = int(_wait_for(out, "\n"))
-    try:
-        os.killpg(shim.pid, signal.SIGTERM)  # forwarded, and ignored
-        time.sleep(0.3)
-        assert not _gone(child)
+    os.killpg(shim.pid, signal.SIGTERM)  # forwarded, and ignored
+    time.sleep(0.3)
+    assert running(child)
 
-        os.killpg(shim.pid, signal.SIGKILL)  # honcho, 30 s later
-        shim.wait(timeout=10)
-        deadline = time.monotonic() + 5
-        while not _gone(child) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    os.killpg(shim.pid, signal.SIGKILL)  # honcho, 30 s later
+    shim.wait(timeout=10)
 
-        assert _gone(child)
-    finally:
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
+    assert left_running([child], seconds=5) == []
 
 
 def test_make_run_gives_the_worker_thirty_seconds_to_stop(
