@@ -408,26 +408,21 @@ _ALWAYS_DROP = (
 
 # onlyMainContent: chrome by tag or ARIA role. header/footer are handled apart
 # because inside an <article> or <main> they hold the article's own title/byline.
-_CHROME_SELECTOR = ", ".join(
-    [
-        "nav",
-        "aside",
+# lexbor walks the tree once per alternative of a selector list, so roles and
+# form controls are found with one short query each and sorted out in Python.
+_CHROME_TAGS = "nav, aside, dialog"
+_CHROME_ROLES = frozenset(
+    {
+        "navigation",
+        "banner",
+        "contentinfo",
+        "complementary",
+        "search",
         "dialog",
-        "[role=navigation]",
-        "[role=banner]",
-        "[role=contentinfo]",
-        "[role=complementary]",
-        "[role=search]",
-        "[role=dialog]",
-        "[role=alertdialog]",
-        "[aria-modal=true]",
-        "form input",
-        "form button",
-        "form select",
-        "form textarea",
-        "form label",
-    ]
+        "alertdialog",
+    }
 )
+_FORM_CONTROLS = "input, button, select, textarea, label"
 _SCOPED_CHROME_TAGS = "header, footer"
 _CONTENT_SCOPES = {"article", "main"}
 
@@ -492,19 +487,19 @@ _FILLER = frozenset(
 )
 
 
-_AD_ATTR_SELECTOR = ", ".join(
+# blockAds: ad slots by tag or attribute. Ad ids ("div-gpt-ad-…") and AdSense's
+# <ins class="adsbygoogle"> are recognised in the class/id pass instead.
+_AD_SELECTOR = ", ".join(
     [
-        "ins.adsbygoogle",
         "[data-ad-slot]",
         "[data-ad-client]",
         "[data-ad-unit]",
         "[data-google-query-id]",
-        '[id^="div-gpt-ad"]',
-        '[id^="google_ads"]',
         "amp-ad",
         "amp-embed",
     ]
 )
+_AD_ID_PREFIXES = ("div-gpt-ad", "google_ads")
 _AD_HOSTS = (
     "doubleclick.net",
     "googlesyndication.com",
@@ -803,6 +798,33 @@ def _guarded(candidates: list[LexborNode], root: LexborNode) -> list[LexborNode]
     return kept
 
 
+def _is_chrome_role(node: LexborNode) -> bool:
+    # Exact, case-sensitive values, as the attribute selectors they replace.
+    attrs = node.attributes
+    return attrs.get("role") in _CHROME_ROLES or attrs.get("aria-modal") == "true"
+
+
+def _form_controls(root: LexborNode) -> list[LexborNode]:
+    """Controls inside a <form>, the form possibly enclosing ``root`` itself
+    (ASP.NET pages wrap the whole body in one)."""
+    node: LexborNode | None = root
+    while node is not None:
+        if node.tag == "form":
+            return list(root.css(_FORM_CONTROLS))
+        node = node.parent
+    return [
+        control for form in root.css("form") for control in form.css(_FORM_CONTROLS)
+    ]
+
+
+def _is_ad_slot(node: LexborNode) -> bool:
+    """An ad container named by id prefix, or AdSense's <ins class="adsbygoogle">."""
+    attrs = node.attributes
+    if (attrs.get("id") or "").startswith(_AD_ID_PREFIXES):
+        return True
+    return node.tag == "ins" and "adsbygoogle" in (attrs.get("class") or "").split()
+
+
 def _removals(root: LexborNode, opts: _Options, *, main_content: bool) -> list:
     """Every node to drop from ``root``; decided before the tree is touched."""
     remove: list[LexborNode] = list(root.css(_ALWAYS_DROP))
@@ -812,14 +834,16 @@ def _removals(root: LexborNode, opts: _Options, *, main_content: bool) -> list:
         remove.extend(root.css('img[src^="data:" i], source[srcset^="data:" i]'))
 
     if main_content:
-        remove.extend(root.css(_CHROME_SELECTOR))
+        remove.extend(root.css(_CHROME_TAGS))
+        remove.extend(n for n in root.css("[role], [aria-modal]") if _is_chrome_role(n))
+        remove.extend(_form_controls(root))
         remove.extend(
             node
             for node in root.css(_SCOPED_CHROME_TAGS)
             if not _inside_content_scope(node, root)
         )
     if opts.block_ads:
-        remove.extend(root.css(_AD_ATTR_SELECTOR))
+        remove.extend(root.css(_AD_SELECTOR))
         remove.extend(n for n in root.css("iframe[src]") if _is_ad_frame(n))
         remove.extend(n for n in root.css("img") if _is_tracking_pixel(n))
 
@@ -831,6 +855,9 @@ def _removals(root: LexborNode, opts: _Options, *, main_content: bool) -> list:
     heuristic = []
     if vocabularies:
         for node in root.css("[class], [id]"):
+            if opts.block_ads and _is_ad_slot(node):
+                remove.append(node)
+                continue
             names = _class_id(node)
             if any(_matches(names, vocabulary) for vocabulary in vocabularies):
                 heuristic.append(node)

@@ -257,6 +257,59 @@ def test_ads_stay_when_block_ads_is_false():
         assert text in result.markdown
 
 
+
+def test_each_ad_marker_is_removed_on_its_own():
+    # The ad <ins> keeps its other markers out, so its class alone must do.
+    page = html_page(
+        """
+        <main>
+          <p>Article text</p>
+          <ins class="adsbygoogle">AdSense</ins>
+          <div id="div-gpt-ad-9">GPT</div>
+          <div id="google_ads_iframe_1">Google ads</div>
+          <div data-ad-slot="1">Slot</div>
+          <div data-google-query-id="q">Query</div>
+          <amp-ad type="x">AMP</amp-ad>
+          <p id="div-gpt">Only the ad-slot prefixes count: kept</p>
+        </main>
+        """
+    )
+
+    result = run(page)
+
+    assert result.markdown == (
+        "Article text\n\nOnly the ad-slot prefixes count: kept\n"
+    )
+
+
+def test_chrome_roles_and_form_controls_go_but_role_values_must_match_exactly():
+    # An ASP.NET-style page: one <form> around everything, main content inside.
+    page = html_page(
+        """
+        <form action="/postback">
+          <div role="navigation">Menu</div>
+          <div role="search">Search box</div>
+          <main>
+            <h1>Report</h1>
+            <p>Figures for May</p>
+            <label>Name</label><input name="q"><button>Go</button>
+            <div role="dialog">Cookie dialog</div>
+            <div aria-modal="true">Modal</div>
+            <div role="Navigation">Role values are case-sensitive: kept</div>
+            <div role="note">A note stays</div>
+          </main>
+        </form>
+        """
+    )
+
+    result = run(page)
+
+    assert result.markdown == (
+        "# Report\n\nFigures for May\n\n"
+        "Role values are case-sensitive: kept\n\nA note stays\n"
+    )
+
+
 # -- metadata and decoding ----------------------------------------------------
 
 
