@@ -133,15 +133,23 @@ def record_page_result(page: PageResult) -> Delivery | None:
     )
 
 
-def record_check_finished(check: Check) -> list[Delivery]:
+def record_check_finished(check: Check, *, write: bool = True) -> list[Delivery]:
     """`monitor.check.completed` (skipped checks too) and the change e-mails.
 
-    Idempotent per check: a second call finds the rows of the first.
+    Sets check.notification_status, and writes it to the row unless `write`
+    is False (the caller saves the check with it). Idempotent per check: a
+    second call finds the rows of the first.
     """
     monitor = check.monitor
-    if Delivery.objects.filter(
-        check_run=check, event__in=(events.CHECK_COMPLETED, emails.NOTIFICATION)
-    ).exists():
+    # One query tells both whether this ran before and whether any delivery
+    # (a page webhook, say) exists to summarise.
+    so_far = set(
+        Delivery.objects.filter(check_run=check)
+        .order_by()
+        .values_list("event", flat=True)
+        .distinct()
+    )
+    if so_far & {events.CHECK_COMPLETED, emails.NOTIFICATION}:
         return []
     created: list[Delivery] = []
     if events.wants(monitor.webhook, events.CHECK_COMPLETED):
@@ -155,10 +163,28 @@ def record_check_finished(check: Check) -> list[Delivery]:
         )
     email_rows, email_status = _record_change_emails(check, monitor)
     created.extend(email_rows)
-    status = _compose_status(check.pk, {"email": email_status})
+    if created or so_far:
+        status = _compose_status(check.pk, {"email": email_status})
+    else:  # no delivery row at all: nothing to count
+        status = {"webhook": _idle_webhook_status(), "email": email_status}
     check.notification_status = status
-    Check.objects.filter(pk=check.pk).update(notification_status=status)
+    if write:
+        Check.objects.filter(pk=check.pk).update(notification_status=status)
     return created
+
+
+def _idle_webhook_status() -> dict[str, Any]:
+    """notificationStatus.webhook of a check with no webhook delivery."""
+    return {
+        "attempted": False,
+        "success": False,
+        "delivered": False,
+        "queued": False,
+        "skipped": True,
+        "statusCode": None,
+        "error": None,
+        "deliveredAt": None,
+    }
 
 
 def _idle_email_status() -> dict[str, Any]:
@@ -506,16 +532,7 @@ def _webhook_status(check_id: Any) -> dict[str, Any]:
     counts = _counts(rows.values("status").annotate(n=Count("id")))
     total = sum(counts.values())
     if not total:
-        return {
-            "attempted": False,
-            "success": False,
-            "delivered": False,
-            "queued": False,
-            "skipped": True,
-            "statusCode": None,
-            "error": None,
-            "deliveredAt": None,
-        }
+        return _idle_webhook_status()
     latest = rows.filter(attempts__gt=0).order_by("-updated_at", "-id").first()
     failed = (
         rows.filter(status__in=(Delivery.Status.FAILED, Delivery.Status.CANCELLED))

@@ -20,9 +20,9 @@ def on_page_result(page: PageResult) -> None:
     deliveries.record_page_result(page)
 
 
-def on_check_finished(check: Check) -> None:
+def on_check_finished(check: Check, *, write: bool = True) -> None:
     """A check reached a finished state, skipped ones included (same transaction).
 
-    Also sets check.notification_status (in the row and on the instance, so a
-    later save by the caller keeps it)."""
-    deliveries.record_check_finished(check)
+    Also sets check.notification_status: on the instance, and in the row
+    unless `write` is False (the caller then saves it with the check)."""
+    deliveries.record_check_finished(check, write=write)

@@ -137,7 +137,10 @@ def claim(check: Check, now: datetime | None = None) -> bool:
         )
         if not updated:
             return False
-        check.refresh_from_db()
+        # With its monitor and team, which the run needs next.
+        check.refresh_from_db(
+            from_queryset=Check.objects.select_related("monitor__team")
+        )
         if check.billing_status == Check.Billing.RESERVED:
             return True  # taken over: credits were reserved on the first claim
         return _reserve_credits(check, now)
@@ -177,9 +180,11 @@ def _reserve_credits(check: Check, now: datetime) -> bool:
     The team row is locked so two checks of one team cannot both take the last
     credits (on SQLite, the IMMEDIATE transaction serialises writers anyway).
     """
-    team = Team.objects.select_for_update().get(pk=check.monitor.team_id)
-    if team.credit_allowance is None:
+    if check.monitor.team.credit_allowance is None:
         return True  # unlimited: billing_status stays not_applicable
+    team = Team.objects.select_for_update().get(pk=check.monitor.team_id)
+    if team.credit_allowance is None:  # lifted meanwhile
+        return True
     remaining = team.credit_allowance - credits_used_this_month(team, now)
     if check.estimated_credits > remaining:
         Check.objects.filter(pk=check.pk).update(
@@ -230,7 +235,10 @@ def execute(check: Check, *, resolver: Resolver | None = None) -> None:
 
 
 def _execute(check: Check, resolver: Resolver | None) -> None:
-    monitor = Monitor.objects.select_related("team").get(pk=check.monitor_id)
+    if Check.monitor.is_cached(check):
+        monitor = check.monitor  # claim() read it, in the transaction just committed
+    else:
+        monitor = Monitor.objects.select_related("team").get(pk=check.monitor_id)
     if monitor.deleted_at is not None:
         fail(check.pk, "Monitor was deleted before the check finished.")
         return
@@ -258,27 +266,39 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
             to_fetch.append(job)
         else:
             cached.append((job, outcome, state))
-    with relaxed_durability():
-        # Progress only: written without waiting for the WAL flush either.
-        updated = Check.objects.filter(
-            pk=check.pk, status=Check.Status.RUNNING
-        ).update(
-            pages_total=len(jobs), pages_done=len(jobs) - len(todo),
-            target_results=target_results,
-        )  # fmt: skip
-        if not updated:
-            raise CheckAbandoned
-        for start in range(0, len(cached), RECORD_BATCH):
-            record_many(check, cached[start : start + RECORD_BATCH])
-        if to_fetch:
-            # The pool starts (or is found running) before the fetcher's thread.
-            executor = analysis.pool(int(settings.CHECK_CPU_WORKERS))
-            pipeline = _Pipeline(check, states, executor)
-            with Fetcher(
-                to_fetch, resolver=resolver, prepare=pipeline.prepare
-            ) as fetcher:
-                pipeline.run(fetcher)
+    if not to_fetch:
+        with relaxed_durability():
+            _begin(check, len(jobs), todo, target_results, cached)
+    else:
+        # The pool starts (or is found running) before the fetcher's thread,
+        # and the first pages are on their way while the progress is written.
+        executor = analysis.pool(int(settings.CHECK_CPU_WORKERS))
+        pipeline = _Pipeline(check, states, executor)
+        with (
+            Fetcher(to_fetch, resolver=resolver, prepare=pipeline.prepare) as fetcher,
+            relaxed_durability(),
+        ):
+            _begin(check, len(jobs), todo, target_results, cached)
+            pipeline.run(fetcher)
     finish(check.pk)
+
+
+def _begin(
+    check: Check,
+    total: int,
+    todo: Sequence[PageJob],
+    target_results: list[dict],
+    cached: Sequence[tuple[PageJob, Outcome, PageState | None]],
+) -> None:
+    """Write the check's progress (without waiting for the WAL flush: see
+    relaxed_durability) and the pages the cache answered."""
+    updated = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING).update(
+        pages_total=total, pages_done=total - len(todo), target_results=target_results
+    )
+    if not updated:
+        raise CheckAbandoned
+    for start in range(0, len(cached), RECORD_BATCH):
+        record_many(check, cached[start : start + RECORD_BATCH])
 
 
 def heartbeat(check_id: uuid.UUID) -> None:
@@ -1032,6 +1052,8 @@ def finish(check_id: uuid.UUID) -> Check | None:
             check.billing_status = Check.Billing.CONFIRMED
         check.finished_at = now
         check.heartbeat_at = now
+        # Before the save, which then writes the notification status too.
+        _after_finish(check.pk, now, summary=summary, check=check, write_status=False)
         check.save(
             update_fields=[
                 "summary",
@@ -1041,10 +1063,10 @@ def finish(check_id: uuid.UUID) -> Check | None:
                 "billing_status",
                 "finished_at",
                 "heartbeat_at",
+                "notification_status",
                 "updated_at",
             ]
         )
-        _after_finish(check.pk, now, summary=summary, check=check)
         return check
 
 
@@ -1146,12 +1168,15 @@ def _after_finish(
     *,
     summary: dict[str, int] | None,
     check: Check | None = None,
+    write_status: bool = True,
 ) -> None:
     """Monitor bookkeeping and the notification for a check that just finished.
 
     lastRunAt counts every finished check, skipped ones included (reference
     §6); lastCheckSummary only checks that looked at pages. currentCheckId is
-    cleared only if it still points at this check.
+    cleared only if it still points at this check. The check's notification
+    status is set on `check`, and in its row unless `write_status` is False
+    (the caller saves it).
     """
     if check is None:  # the caller's copy, when it has an up-to-date one
         check = Check.objects.select_related("monitor").get(pk=check_id)
@@ -1165,7 +1190,7 @@ def _after_finish(
     if summary is not None:
         fields["last_check_summary"] = summary
     Monitor.objects.filter(pk=check.monitor_id).update(**fields)
-    notify.on_check_finished(check)
+    notify.on_check_finished(check, write=write_status)
 
 
 # --- Fetching in the background ----------------------------------------------------

@@ -820,7 +820,7 @@ def test_notifications_are_written_inside_the_transactions(team, site, monkeypat
     def page_hook(page: PageResult) -> None:
         calls.append(("page", connection.in_atomic_block))
 
-    def check_hook(check: Check) -> None:
+    def check_hook(check: Check, **_kwargs: object) -> None:
         calls.append((check.status, connection.in_atomic_block))
 
     monkeypatch.setattr(notify, "on_page_result", page_hook)
@@ -958,3 +958,28 @@ def test_scrape_options_become_fetch_settings():
         "User-Agent": "mine"
     }
     assert job(headers="not a map").headers == {}
+
+
+@pytest.mark.django_db
+def test_claiming_and_finishing_a_check_without_notifications_stay_short(
+    team, django_assert_num_queries
+):
+    # Both sit on every check's critical path: claim reads the check with its
+    # monitor and team in one query, finish counts no deliveries when there
+    # are none and writes the check once.
+    monitor = make_monitor(team, ["http://127.0.0.1:9/a"])
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+
+    with django_assert_num_queries(4):  # savepoint, UPDATE, SELECT, release
+        assert runner.claim(check)
+    with django_assert_num_queries(7):  # savepoint, 5 statements, release
+        runner.finish(check.pk)
+
+    check.refresh_from_db()
+    monitor.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED
+    assert check.notification_status["webhook"]["skipped"] is True
+    assert check.notification_status["email"]["reason"] == "disabled"
+    assert monitor.current_check_id is None
+    assert monitor.last_run_at == check.finished_at
