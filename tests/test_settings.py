@@ -1,0 +1,61 @@
+"""Settings read from the environment, checked in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_options(**env: str) -> dict:
+    """DATABASES["default"]["OPTIONS"] as a fresh process sees them."""
+    code = (
+        "import json, django; from django.conf import settings; django.setup();"
+        "print(json.dumps(settings.DATABASES['default'].get('OPTIONS', {})))"
+    )
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PAGEWATCH_VAR_DIR": str(ROOT / "var"),
+        **env,
+    }
+    if "DATABASE_SERVER_SIDE_BINDING" not in env:  # the default, not the caller's
+        environment.pop("DATABASE_SERVER_SIDE_BINDING", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"), [(None, True), ("false", False), ("true", True)]
+)
+def test_postgresql_binds_parameters_on_the_server_unless_turned_off(
+    setting: str | None, expected: bool
+) -> None:
+    env = {"DATABASE_URL": "postgres://pagewatch@127.0.0.1:5432/pagewatch"}
+    if setting is not None:
+        env["DATABASE_SERVER_SIDE_BINDING"] = setting
+
+    options = database_options(**env)
+
+    assert options["server_side_binding"] is expected
+
+
+def test_sqlite_gets_its_own_options_and_no_server_side_binding() -> None:
+    options = database_options(DATABASE_URL="sqlite:///var/settings-test.sqlite3")
+
+    assert "server_side_binding" not in options
+    assert options["transaction_mode"] == "IMMEDIATE"
