@@ -257,7 +257,6 @@ def test_ads_stay_when_block_ads_is_false():
         assert text in result.markdown
 
 
-
 def test_each_ad_marker_is_removed_on_its_own():
     # The ad <ins> keeps its other markers out, so its class alone must do.
     page = html_page(
