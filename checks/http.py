@@ -273,26 +273,41 @@ def url_syntax_error(url: str) -> str | None:
     Returns a message fit to show a user, or None. Addresses are not judged here
     (that needs DNS); they are judged at connect time.
     """
+    return _checked_url(url)[1]
+
+
+def _checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
+    """(the parsed URL, None) when url_syntax_error() finds nothing, else
+    (None, its message): a fetch hop needs the parsed URL anyway."""
     if not url:
-        return "Enter a URL."
+        return None, "Enter a URL."
     if len(url) > MAX_URL_LENGTH:
-        return f"URL is longer than {MAX_URL_LENGTH} characters."
-    if any(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in url):
-        return "URL must not contain spaces or control characters."
+        return None, f"URL is longer than {MAX_URL_LENGTH} characters."
+    if _has_space_or_control(url):
+        return None, "URL must not contain spaces or control characters."
     if "\\" in url:
         # Browsers read "\" as "/", Python does not: refuse the ambiguity.
-        return "URL must not contain backslashes."
+        return None, "URL must not contain backslashes."
     try:
         parts = urlsplit(url)
     except ValueError:
-        return "URL is not valid."
+        return None, "URL is not valid."
     if parts.scheme.lower() not in ("http", "https"):
-        return "Only http:// and https:// URLs are allowed."
+        return None, "Only http:// and https:// URLs are allowed."
     if "@" in parts.netloc:
-        return "URL must not contain a user name or password."
+        return None, "URL must not contain a user name or password."
     if not parts.hostname:
-        return "URL must include a host name."
-    return _port_error(url) or _host_error(url)
+        return None, "URL must include a host name."
+    error = _port_error(url)
+    if error is not None:
+        return None, error
+    return _parsed_host(url)
+
+
+def _has_space_or_control(url: str) -> bool:
+    if url.isascii():  # the usual URL: C-speed checks, no per-character loop
+        return not url.isprintable() or " " in url
+    return any(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in url)
 
 
 def _port_error(url: str) -> str | None:
@@ -305,17 +320,17 @@ def _port_error(url: str) -> str | None:
     return None
 
 
-def _host_error(url: str) -> str | None:
+def _parsed_host(url: str) -> tuple[httpx.URL | None, str | None]:
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL:
-        return "URL is not valid."
+        return None, "URL is not valid."
     host = parsed.raw_host.decode("ascii")
     if ":" in host:  # IPv6 literal, already validated by httpx; zone ids are not
-        return None if "%" not in host else "URL host is not valid."
+        return (parsed, None) if "%" not in host else (None, "URL host is not valid.")
     if not _HOST_NAME.fullmatch(host):
-        return "URL host contains characters that are not allowed."
-    return None
+        return None, "URL host contains characters that are not allowed."
+    return parsed, None
 
 
 # --- Results and errors ---------------------------------------------------------
@@ -661,9 +676,9 @@ class _Hop:
 def _first_hop(
     url: str, method: str, headers: Mapping[str, str] | None, content: bytes | None
 ) -> _Hop:
-    error = url_syntax_error(url)
-    if error is not None:
-        raise FetchError("invalid_url", error)
+    parsed, error = _checked_url(url)
+    if parsed is None:
+        raise FetchError("invalid_url", error or "URL is not valid.")
     hop_headers = httpx.Headers(headers or {})
     for name in _TRANSPORT_HEADERS:
         # These describe the connection, which is ours to manage: a caller's
@@ -671,7 +686,7 @@ def _first_hop(
         hop_headers.pop(name, None)
     hop_headers.setdefault("User-Agent", _user_agent())
     hop_headers["Accept-Encoding"] = ACCEPT_ENCODING
-    return _Hop(method.upper(), httpx.URL(url), hop_headers, content)
+    return _Hop(method.upper(), parsed, hop_headers, content)
 
 
 def _wants_redirect(status: int, headers: httpx.Headers, options: _Options) -> bool:
