@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import functools
 import ipaddress
+import logging
 import re
 import select
 import socket
@@ -41,7 +42,6 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field
-from http.cookiejar import Cookie, CookieJar
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -50,6 +50,8 @@ import httpcore
 import httpx
 from django.conf import settings
 from isal import isal_zlib
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "FetchError",
@@ -621,15 +623,27 @@ class _AsyncGuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
-class _NoCookies(CookieJar):
-    """httpx keeps a cookie jar per client; a shared client must not carry one
-    monitor's session cookies into another monitor's (or team's) requests."""
+# What httpx's client would add to every request; requests go straight to
+# the transport (the client's cookie jar, auth, redirect and hook machinery
+# cost about a tenth of a fetch's CPU, and cookies must never be kept anyway).
+_DEFAULT_HEADERS = (("Accept", "*/*"), ("Connection", "keep-alive"))
 
-    def set_cookie(self, cookie: Cookie) -> None:
-        return None
 
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        return None
+def _request(hop: _Hop, timeout: httpx.Timeout) -> httpx.Request:
+    headers = httpx.Headers(_DEFAULT_HEADERS)
+    headers.update(hop.headers)
+    return httpx.Request(
+        hop.method,
+        hop.url,
+        headers=headers,
+        content=hop.content,
+        extensions={"timeout": timeout.as_dict()},
+    )
+
+
+def _sent(request: httpx.Request, response: httpx.Response) -> None:
+    response.request = request
+    logger.debug("%s %s -> %s", request.method, request.url, response.status_code)
 
 
 # --- Redirect chain (pure, shared by sync and async) ----------------------------
@@ -1006,7 +1020,7 @@ class OutboundClient:
         self._limits = httpx.Limits(
             max_connections=total, max_keepalive_connections=total
         )
-        self._clients: dict[bool, httpx.AsyncClient] = {}
+        self._transports: dict[bool, _AsyncGuardedTransport] = {}
 
     async def __aenter__(self) -> OutboundClient:
         return self
@@ -1015,23 +1029,17 @@ class OutboundClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, {}
-        for client in clients.values():
-            await client.aclose()
+        transports, self._transports = self._transports, {}
+        for transport in transports.values():
+            await transport.aclose()
 
-    def _client(self, verify: bool) -> httpx.AsyncClient:
-        # One client per verify mode: the TLS context lives in the pool.
-        if verify not in self._clients:
-            transport = _AsyncGuardedTransport(
+    def _transport(self, verify: bool) -> _AsyncGuardedTransport:
+        # One per verify mode: the TLS context lives in the pool.
+        if verify not in self._transports:
+            self._transports[verify] = _AsyncGuardedTransport(
                 verify=verify, limits=self._limits, resolver=self._resolver
             )
-            self._clients[verify] = httpx.AsyncClient(
-                transport=transport,
-                trust_env=False,
-                follow_redirects=False,
-                cookies=_NoCookies(),
-            )
-        return self._clients[verify]
+        return self._transports[verify]
 
     async def fetch(
         self,
@@ -1058,7 +1066,7 @@ class OutboundClient:
         try:
             async with asyncio.timeout(options.budget):
                 return await self._follow(
-                    url, hop, options, self._client(verify), started
+                    url, hop, options, self._transport(verify), started
                 )
         except TimeoutError:
             raise FetchError(
@@ -1070,13 +1078,13 @@ class OutboundClient:
         url: str,
         hop: _Hop,
         options: _Options,
-        client: httpx.AsyncClient,
+        transport: _AsyncGuardedTransport,
         started: float,
     ) -> FetchResult:
         redirects: list[str] = []
         while True:
             async with self._limiter.slot(hop.url.host):
-                response, body = await self._send(client, hop, options)
+                response, body = await self._send(transport, hop, options)
             if not _wants_redirect(response.status_code, response.headers, options):
                 return _result(url, hop, response, body, redirects, started, options)
             hop = _next_hop(
@@ -1085,17 +1093,12 @@ class OutboundClient:
             redirects.append(str(hop.url))
 
     async def _send(
-        self, client: httpx.AsyncClient, hop: _Hop, options: _Options
+        self, transport: _AsyncGuardedTransport, hop: _Hop, options: _Options
     ) -> tuple[httpx.Response, bytes]:
-        request = client.build_request(
-            hop.method,
-            hop.url,
-            headers=hop.headers,
-            content=hop.content,
-            timeout=options.httpx_timeout(options.budget),
-        )
+        request = _request(hop, options.httpx_timeout(options.budget))
         try:
-            response = await client.send(request, stream=True)
+            response = await transport.handle_async_request(request)
+            _sent(request, response)
             try:
                 if _wants_redirect(response.status_code, response.headers, options):
                     return response, b""  # never read bodies we are about to leave
@@ -1210,28 +1213,22 @@ def fetch(
     """
     options = _Options.build(timeout, max_bytes, follow_redirects, max_redirects)
     hop = _first_hop(url, method, headers, content)
-    transport = _GuardedTransport(
+    with _GuardedTransport(
         verify=verify,
         limits=httpx.Limits(max_connections=1),
         resolver=resolver or system_resolver,
-    )
-    with httpx.Client(
-        transport=transport,
-        trust_env=False,
-        follow_redirects=False,
-        cookies=_NoCookies(),
-    ) as client:
-        return _follow_sync(client, url, hop, options)
+    ) as transport:
+        return _follow_sync(transport, url, hop, options)
 
 
 def _follow_sync(
-    client: httpx.Client, url: str, hop: _Hop, options: _Options
+    transport: _GuardedTransport, url: str, hop: _Hop, options: _Options
 ) -> FetchResult:
     started = time.monotonic()
     deadline = started + options.budget
     redirects: list[str] = []
     while True:
-        response, body = _send_sync(client, hop, options, deadline)
+        response, body = _send_sync(transport, hop, options, deadline)
         if not _wants_redirect(response.status_code, response.headers, options):
             return _result(url, hop, response, body, redirects, started, options)
         hop = _next_hop(
@@ -1241,17 +1238,12 @@ def _follow_sync(
 
 
 def _send_sync(
-    client: httpx.Client, hop: _Hop, options: _Options, deadline: float
+    transport: _GuardedTransport, hop: _Hop, options: _Options, deadline: float
 ) -> tuple[httpx.Response, bytes]:
-    request = client.build_request(
-        hop.method,
-        hop.url,
-        headers=hop.headers,
-        content=hop.content,
-        timeout=options.httpx_timeout(_remaining(deadline, hop, options)),
-    )
+    request = _request(hop, options.httpx_timeout(_remaining(deadline, hop, options)))
     try:
-        response = client.send(request, stream=True)
+        response = transport.handle_request(request)
+        _sent(request, response)
         try:
             if _wants_redirect(response.status_code, response.headers, options):
                 return response, b""

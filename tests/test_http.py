@@ -676,6 +676,32 @@ def test_user_agent_comes_from_settings_unless_the_caller_sets_one(
     assert json.loads(chosen.content)["headers"]["user-agent"] == "Custom/2"
 
 
+def test_every_request_carries_the_usual_headers_and_the_callers(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    seen = json.loads(
+        run_fetch(
+            mode, f"{site}/echo", headers={"Accept": "text/html", "X-A": "1"}
+        ).content
+    )["headers"]
+
+    assert seen["accept"] == "text/html"  # the caller's, in place of */*
+    assert seen["connection"] == "keep-alive"
+    assert seen["accept-encoding"] == http.ACCEPT_ENCODING
+    assert seen["user-agent"]
+    assert seen["x-a"] == "1"
+    assert seen["host"] == site.removeprefix("http://")
+    assert "cookie" not in seen
+
+
+def test_accept_defaults_to_anything(
+    site: str, mode: str, private_allowed: None
+) -> None:
+    seen = json.loads(run_fetch(mode, f"{site}/echo").content)["headers"]
+
+    assert seen["accept"] == "*/*"
+
+
 def test_caller_cannot_override_connection_headers_such_as_host(
     site: str, mode: str, private_allowed: None
 ) -> None:
