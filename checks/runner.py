@@ -274,10 +274,13 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
         # and the first pages are on their way while the progress is written.
         executor = analysis.pool(int(settings.CHECK_CPU_WORKERS))
         pipeline = _Pipeline(check, states, executor)
-        with (
-            Fetcher(to_fetch, resolver=resolver, prepare=pipeline.prepare) as fetcher,
-            relaxed_durability(),
-        ):
+        fetcher = Fetcher(
+            to_fetch,
+            resolver=resolver,
+            prepare=pipeline.prepare,
+            wakes=pipeline.wakes,
+        )
+        with fetcher, relaxed_durability():
             _begin(check, len(jobs), todo, target_results, cached)
             pipeline.run(fetcher)
     finish(check.pk)
@@ -391,6 +394,16 @@ class _Pipeline:
             logger.warning("Could not hand %s to the analysis pool", job.url)
             return job, state, first
         return job, state, _Page(job, state, first, future)
+
+    @staticmethod
+    def wakes(item: tuple[PageJob, PageState | None, Any]) -> bool:
+        """Whether a page the fetcher hands over needs this thread now. One
+        still being analysed in the pool does not: the analysis wakes it when
+        done, and waking for both would double this thread's rounds. Asked
+        after the page is queued, so an analysis that finished (and woke this
+        thread) before the page was there still gets it taken."""
+        page = item[2]
+        return not isinstance(page, _Page) or page.future.done()
 
     def run(self, fetcher: Fetcher) -> None:
         self.fetcher = fetcher
@@ -1219,7 +1232,9 @@ class Fetcher:
 
     `prepare(job, result)`, when given, runs on the fetcher's thread and its
     return value is what take() hands over instead of (job, result); it must
-    be quick and must not raise.
+    be quick and must not raise. `wakes(item)`, when given, says whether a
+    hand-over sets `wake` (the caller may be woken otherwise, as the pipeline
+    is by the analysis pool); it must be quick and must not raise.
     """
 
     def __init__(
@@ -1228,17 +1243,19 @@ class Fetcher:
         *,
         resolver: Resolver | None = None,
         prepare: Callable[[PageJob, FetchResult | BaseException], Any] | None = None,
+        wakes: Callable[[Any], bool] | None = None,
     ):
         self._jobs = list(jobs)
         self._resolver = resolver
         self._prepare = prepare
+        self._wakes = wakes
         total = int(settings.FETCH_CONCURRENCY)
         self._per_host = int(settings.FETCH_PER_HOST_CONCURRENCY)
         self._total = total
         self._results: queue.Queue[Any] = queue.Queue(maxsize=total)
         self._stop = threading.Event()
-        # Set on every hand-over; the caller's pipeline waits on it (and sets it
-        # from the analysis pool's callbacks too).
+        # Set on hand-overs (see `wakes`); the caller's pipeline waits on it
+        # (and sets it from the analysis pool's callbacks too).
         self.wake = threading.Event()
         self._thread = threading.Thread(
             target=self._main, name="check-fetcher", daemon=True
@@ -1329,7 +1346,8 @@ class Fetcher:
         while not self._stop.is_set():
             try:
                 self._results.put_nowait(item)
-                self.wake.set()
+                if self._wakes is None or self._wakes(item):
+                    self.wake.set()
                 return
             except queue.Full:
                 await asyncio.sleep(0.02)

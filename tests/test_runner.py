@@ -983,3 +983,26 @@ def test_claiming_and_finishing_a_check_without_notifications_stay_short(
     assert check.notification_status["email"]["reason"] == "disabled"
     assert monitor.current_check_id is None
     assert monitor.last_run_at == check.finished_at
+
+
+def test_only_pages_the_pool_still_works_on_skip_waking_the_worker_thread():
+    # A page handed to the pool wakes the worker thread when its analysis is
+    # done; waking on its hand-over too would double the thread's rounds. One
+    # whose analysis finished before it was queued must still wake it (that
+    # analysis' wake-up may have come and gone with the queue still empty).
+    job = runner.PageJob(uuid.uuid4(), "http://127.0.0.1:9/a", {}, 1, uuid.uuid4())
+    request = runner.Analysis(job, None, {}, 200, ())
+    pending: Future[Any] = Future()
+    finished: Future[Any] = Future()
+    finished.set_result({"error": "x"})
+    outcome = runner.Outcome(PageResult.Status.ERROR, {}, error="refused")
+
+    def item(prepared: object) -> tuple:
+        return (job, None, prepared)
+
+    assert (
+        runner._Pipeline.wakes(item(runner._Page(job, None, request, pending))) is False
+    )
+    assert runner._Pipeline.wakes(item(runner._Page(job, None, request, finished)))
+    assert runner._Pipeline.wakes(item(outcome))
+    assert runner._Pipeline.wakes(item(request))  # no pool: analysed inline
