@@ -798,6 +798,23 @@ def test_a_check_failed_meanwhile_is_not_finished_over(team):
     assert (check.status, check.error) == (Check.Status.FAILED, "Lost.")
 
 
+def test_a_check_failed_before_its_pages_are_written_records_none(team, site):
+    # Fetching starts before the progress row is written; a check the sweeper
+    # failed in between must stop its fetcher and leave nothing behind.
+    urls = [site.html(f"/p{i}", "P", f"<p>{i}</p>", delay=0.2) for i in range(3)]
+    monitor = make_monitor(team, urls)
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    assert runner.claim(check)
+    assert runner.fail(check.pk, "Lost.")
+
+    runner.execute(check)
+
+    check.refresh_from_db()
+    assert (check.status, check.error) == (Check.Status.FAILED, "Lost.")
+    assert not PageResult.objects.filter(check_run=check).exists()
+    assert not [t for t in threading.enumerate() if t.name == "check-fetcher"]
+
+
 def test_a_crash_fails_the_check_with_a_reason(team, site, monkeypatch):
     url = site.html("/p", "P", "<p>x</p>")
     monitor = make_monitor(team, [url])
