@@ -12,10 +12,11 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db import models, router
+from django.db import connections, models, router
 from django.db.models import Q
 
 from checks.analysis import Pack, pack_snapshot, snapshot_hash, unpack
+from checks.bulk import insert_rows
 from checks.extract import SOURCE_HTML, SOURCE_MARKDOWN, markdown_of
 from monitors.models import Monitor
 
@@ -199,19 +200,21 @@ class Snapshot(models.Model):
         # ON CONFLICT DO UPDATE of an unchanged column rather than DO NOTHING:
         # the database then returns the id of an existing row as well, which
         # saves a SELECT per batch of pages (where it cannot, one is made).
-        stored = cls.objects.bulk_create(
-            [
-                cls(content_hash=digest, data=data, size=size, format=source_format)
-                for digest, data, size, source_format in rows.values()
-            ],
-            update_conflicts=True,
+        snapshots = [
+            cls(content_hash=digest, data=data, size=size, format=source_format)
+            for digest, data, size, source_format in rows.values()
+        ]
+        features = connections[router.db_for_write(cls)].features
+        returning = ["content_hash", "id"]
+        if not features.can_return_rows_from_bulk_insert:
+            returning = []
+        stored = insert_rows(
+            snapshots,
             unique_fields=["content_hash"],
             update_fields=["size"],
+            returning=returning,
         )
-        ids = {snapshot.content_hash: snapshot.pk for snapshot in stored}
-        if None in ids.values():
-            return cls.ids(rows)
-        return ids
+        return dict(stored) if returning else cls.ids(rows)
 
     @classmethod
     def ids(cls, hashes: Iterable[str]) -> dict[str, int]:
@@ -300,11 +303,10 @@ class PageState(models.Model):
     def upsert(cls, states: list[PageState]) -> None:
         """Insert these baselines, or update the existing row of each page
         (monitor, target_id, url_hash): one INSERT ... ON CONFLICT DO UPDATE."""
-        cls.objects.bulk_create(
+        insert_rows(
             states,
-            update_conflicts=True,
             unique_fields=["monitor", "target_id", "url_hash"],
-            update_fields=list(cls.UPSERT_FIELDS),
+            update_fields=cls.UPSERT_FIELDS,
         )
 
 

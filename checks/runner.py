@@ -50,13 +50,14 @@ from urllib.parse import urlsplit
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, router, transaction
 from django.db.models import Case, F, Q, Sum, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from checks import analysis, notify
+from checks.bulk import insert_rows
 from checks.http import FetchError, FetchResult, OutboundClient, Resolver
 from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
@@ -939,7 +940,9 @@ def _record_many(
                 diff_html=outcome.diff_html,
             )
         )
-    PageResult.objects.bulk_create(pages)
+    insert_rows(pages)
+    for page in pages:  # saved, as bulk_create() leaves them
+        page._state.adding, page._state.db = False, router.db_for_write(PageResult)
     _move_baselines(check.monitor_id, items, snapshot_ids, now)
     for page in pages:
         notify.on_page_result(page)
