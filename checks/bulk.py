@@ -37,13 +37,15 @@ def insert_rows(
     `update_fields` instead (ON CONFLICT ... DO UPDATE; the row is then
     returned too), or is skipped when `update_fields` is empty. Auto-increment
     primary keys are left to the database, as bulk_create() does; other
-    fields are written as the instances hold them.
+    fields are written as the instances hold them, and the instances are
+    marked saved to that database afterwards, as bulk_create() leaves them.
     """
     if not objs:
         return []
     model = type(objs[0])
     opts = model._meta
-    connection = connections[router.db_for_write(model)]
+    alias = router.db_for_write(model)
+    connection = connections[alias]
     quote = connection.ops.quote_name
     fields = [
         field
@@ -80,19 +82,21 @@ def insert_rows(
             for field in fields
         ]
 
+    rows: list[tuple[Any, ...]] = []
     with connection.cursor() as cursor:
         if not returning:
             # One row per statement: psycopg parses a statement's placeholders
             # once and caches that only up to 50 parameters, and sends all the
             # rows in one pipeline.
             cursor.executemany(head + row + tail, [params(obj) for obj in objs])
-            return []
-        # SQLite caps the parameters of one statement; PostgreSQL has no cap.
-        size = connection.ops.bulk_batch_size(fields, objs) or len(objs)
-        rows: list[tuple[Any, ...]] = []
-        for start in range(0, len(objs), size):
-            chunk = objs[start : start + size]
-            values = [value for obj in chunk for value in params(obj)]
-            cursor.execute(head + ", ".join([row] * len(chunk)) + tail, values)
-            rows.extend(tuple(found) for found in cursor.fetchall())
-        return rows
+        else:
+            # SQLite caps the parameters of one statement; PostgreSQL does not.
+            size = connection.ops.bulk_batch_size(fields, objs) or len(objs)
+            for start in range(0, len(objs), size):
+                chunk = objs[start : start + size]
+                values = [value for obj in chunk for value in params(obj)]
+                cursor.execute(head + ", ".join([row] * len(chunk)) + tail, values)
+                rows.extend(tuple(found) for found in cursor.fetchall())
+    for obj in objs:
+        obj._state.adding, obj._state.db = False, alias
+    return rows

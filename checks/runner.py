@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, router, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Case, F, Q, Sum, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
@@ -941,8 +941,6 @@ def _record_many(
             )
         )
     insert_rows(pages)
-    for page in pages:  # saved, as bulk_create() leaves them
-        page._state.adding, page._state.db = False, router.db_for_write(PageResult)
     _move_baselines(check.monitor_id, items, snapshot_ids, now)
     for page in pages:
         notify.on_page_result(page)
