@@ -41,7 +41,7 @@ from typing import Any
 
 import zstandard
 
-from checks.diff import compare_texts
+from checks.diff import compare_texts, content_hash
 from checks.extract import SOURCE_MARKDOWN
 from checks.http import FetchError, decode_body
 
@@ -167,11 +167,22 @@ def analyse(
 
 
 def reconcile(
-    previous: bytes, previous_format: str, current: str, current_format: str
+    previous: bytes,
+    previous_format: str,
+    current: str,
+    current_format: str,
+    previous_hash: str = "",
 ) -> dict[str, Any]:
     """Compare a page whose source differs from its baseline's: both are
     converted to Markdown, and the page is the same when the normalised
     Markdown is (checks.diff.normalize), changed otherwise.
+
+    `previous_hash` is the baseline's normalised Markdown hash when an earlier
+    check stored one (PageState.normalized_hash). When the current Markdown
+    has that hash the page is the same without converting the baseline at all:
+    a page whose markup keeps changing while its text does not (per-request
+    ids and nonces, rotated class names) costs one conversion, not two and a
+    diff, on every check.
 
     {"status": "same" | "changed", "hash": normalised Markdown hash,
     "snapshot": pack or None, "diff", "diff_html"}. A same page keeps its
@@ -185,23 +196,41 @@ def reconcile(
         after = markdown_of(current_format, current)
     except ExtractionError as exc:
         return {"error": exc.message}
+    if previous_hash and content_hash(after) == previous_hash:
+        return _same(previous_hash, None, "", previous_format, current, current_format)
     try:
         before = markdown_of(previous_format, unpack(previous))
     except (ExtractionError, ValueError):
         before = ""  # an unreadable baseline: report the page in full as changed
-    previous_hash, digest, diff, diff_html = compare_texts(before, after)
-    result: dict[str, Any] = {"hash": digest, "diff": diff, "diff_html": diff_html}
-    if previous_hash == digest:
-        result["status"] = "same"
-        # Kept unless the baseline was stored in another format: replaced once.
-        same_format = previous_format == current_format
-        result["snapshot"] = (
-            None if same_format else pack_snapshot(current, current_format)
-        )
-        return result
-    result["status"] = "changed"
-    result["snapshot"] = pack_snapshot(current, current_format)
-    return result
+    before_hash, digest, diff, diff_html = compare_texts(before, after)
+    if before_hash == digest:
+        return _same(digest, diff, diff_html, previous_format, current, current_format)
+    return {
+        "status": "changed",
+        "hash": digest,
+        "diff": diff,
+        "diff_html": diff_html,
+        "snapshot": pack_snapshot(current, current_format),
+    }
+
+
+def _same(
+    digest: str,
+    diff: dict[str, Any] | None,
+    diff_html: str,
+    previous_format: str,
+    current: str,
+    current_format: str,
+) -> dict[str, Any]:
+    # The baseline is kept unless it was stored in another format: replaced once.
+    same_format = previous_format == current_format
+    return {
+        "status": "same",
+        "hash": digest,
+        "diff": diff,
+        "diff_html": diff_html,
+        "snapshot": None if same_format else pack_snapshot(current, current_format),
+    }
 
 
 def _ping() -> int:

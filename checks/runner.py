@@ -489,8 +489,10 @@ class _Pipeline:
                 data, previous_format = previous[page.state.snapshot_id]
                 source_format, source = page.outcome.source  # type: ignore[misc]
                 page.future = self.submit(
-                    analysis.reconcile, data, previous_format, source, source_format
-                )
+                    analysis.reconcile,
+                    data, previous_format, source, source_format,
+                    page.state.normalized_hash,
+                )  # fmt: skip
                 self.waiting.append(page)
             self._collect()  # inline reconciles are done already
 

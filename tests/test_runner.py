@@ -198,6 +198,48 @@ def test_a_markup_only_change_is_same_and_keeps_the_baseline(team, site):
     assert state.normalized_hash == content_hash(baseline.text)
 
 
+def test_markup_that_keeps_changing_costs_one_conversion_once_its_text_is_known(
+    team, site, settings, monkeypatch
+):
+    settings.CHECK_CPU_WORKERS = 0  # inline: conversions happen in this process
+    conversions = count_conversions(monkeypatch)
+    url = site.html("/pricing", "Pricing", PRICING)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    baseline = state_of(monitor, url).snapshot
+    counts = []
+    for nonce in ("a1", "b2"):  # a new id in the markup on every fetch
+        site.html("/pricing", "Pricing", PRICING.replace("<p>", f'<p id="{nonce}">'))
+        conversions.clear()
+        check = run_check(monitor)
+        counts.append(len(conversions))
+        assert page_of(check, url).status == PageResult.Status.SAME
+        assert state_of(monitor, url).snapshot_id == baseline.pk
+
+    # First time: the baseline and the page, then compared. Once the text's
+    # hash is stored, the page alone: its text has that hash.
+    assert counts == [2, 1]
+    assert state_of(monitor, url).normalized_hash == content_hash(baseline.text)
+
+    site.html("/pricing", "Pricing", PRICING.replace("$19", "$24"))
+    changed = page_of(run_check(monitor), url)
+
+    assert changed.status == PageResult.Status.CHANGED  # a real change still diffs
+    assert "+Starter costs $24 a month." in changed.diff["text"]
+
+
+def test_a_stored_text_hash_that_matches_never_needs_the_baseline_itself():
+    source = '{"base": "https://example.com/", "dropDataImages": false}\n<p>Hi</p>'
+    known = content_hash("Hi\n")
+
+    same = analysis.reconcile(b"not a snapshot", "html", source, "html", known)
+    other = analysis.reconcile(b"not a snapshot", "html", source, "html", "0" * 64)
+
+    assert (same["status"], same["snapshot"], same["diff"]) == ("same", None, None)
+    # Another hash: the baseline is read, found damaged, and the page changed.
+    assert other["status"] == "changed" and "+Hi" in other["diff"]["text"]
+
+
 def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(team, site):
     url = site.html("/pricing", "Pricing", PRICING)
     monitor = make_monitor(team, [url])
