@@ -39,7 +39,11 @@ def ratio_text(value: float | None) -> str:
         return f"{value:,.0f}×"
     if value >= 10:
         return f"{value:.1f}×"
-    return f"{value:.3g}×" if value < 0.01 else f"{value:.2f}×"
+    if value < 0.01:
+        return f"{value:.3g}×"
+    # Three decimals below 1, so a ratio just under a target (0.495) is not
+    # printed as the target itself next to its FAIL.
+    return f"{value:.3f}×" if value < 1 else f"{value:.2f}×"
 
 
 def seconds(value: float) -> str:
