@@ -144,9 +144,13 @@ def test_whitespace_only_change_is_same(team, site):
     assert page_of(check, url).status == PageResult.Status.SAME
 
 
-def count_conversions(monkeypatch) -> list[str]:
-    """Each HTML to Markdown conversion made in this process (its base URL)."""
+@pytest.fixture
+def conversions(settings, monkeypatch) -> list[str]:
+    """Each HTML to Markdown conversion a check makes (its base URL): pages
+    are analysed inline, in this process, where conversions can be counted."""
     from checks import extract
+
+    settings.CHECK_CPU_WORKERS = 0
 
     calls: list[str] = []
     original = extract._markdown
@@ -160,10 +164,8 @@ def count_conversions(monkeypatch) -> list[str]:
 
 
 def test_new_and_unchanged_pages_are_never_converted_to_markdown(
-    team, site, settings, monkeypatch
+    team, site, conversions
 ):
-    settings.CHECK_CPU_WORKERS = 0  # inline: conversions happen in this process
-    conversions = count_conversions(monkeypatch)
     url = site.html("/pricing", "Pricing", PRICING)
     monitor = make_monitor(team, [url])
 
@@ -199,10 +201,8 @@ def test_a_markup_only_change_is_same_and_keeps_the_baseline(team, site):
 
 
 def test_markup_that_keeps_changing_costs_one_conversion_once_its_text_is_known(
-    team, site, settings, monkeypatch
+    team, site, conversions
 ):
-    settings.CHECK_CPU_WORKERS = 0  # inline: conversions happen in this process
-    conversions = count_conversions(monkeypatch)
     url = site.html("/pricing", "Pricing", PRICING)
     monitor = make_monitor(team, [url])
     run_check(monitor)
