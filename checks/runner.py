@@ -245,8 +245,12 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
         return
     targets = list(monitor.targets.order_by("position", "created_at"))
     jobs, target_results = plan(check, targets)
-    done = set(
-        PageResult.objects.filter(check_run=check).values_list("target_id", "url")
+    # Pages an earlier worker recorded before it died (a taken-over check):
+    # each was counted in pages_done in the transaction that wrote it.
+    done = (
+        set(PageResult.objects.filter(check_run=check).values_list("target_id", "url"))
+        if check.pages_done
+        else set()
     )
     todo = [job for job in jobs if (job.target_id, job.url) not in done]
     # snapshot_hash: a page whose content did not change reuses its baseline's
