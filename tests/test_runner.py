@@ -240,7 +240,10 @@ def test_a_stored_text_hash_that_matches_never_needs_the_baseline_itself():
     assert other["status"] == "changed" and "+Hi" in other["diff"]["text"]
 
 
-def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(team, site):
+@pytest.mark.parametrize("text_hash_known", [False, True], ids=["unknown", "known"])
+def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(
+    team, site, text_hash_known
+):
     url = site.html("/pricing", "Pricing", PRICING)
     monitor = make_monitor(team, [url])
     run_check(monitor)
@@ -252,7 +255,11 @@ def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(team,
         size=len(markdown),
         format=Snapshot.Format.MARKDOWN,
     )
-    PageState.objects.filter(monitor=monitor).update(snapshot=old, normalized_hash="")
+    # Known: the page is found the same from the stored hash, without the baseline.
+    known = content_hash(markdown) if text_hash_known else ""
+    PageState.objects.filter(monitor=monitor).update(
+        snapshot=old, normalized_hash=known
+    )
 
     second, third = run_check(monitor), run_check(monitor)
 
