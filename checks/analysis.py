@@ -197,14 +197,14 @@ def reconcile(
     except ExtractionError as exc:
         return {"error": exc.message}
     if previous_hash and content_hash(after) == previous_hash:
-        return _same(previous_hash, None, "", previous_format, current, current_format)
+        return _same(previous_hash, previous_format, current, current_format)
     try:
         before = markdown_of(previous_format, unpack(previous))
     except (ExtractionError, ValueError):
         before = ""  # an unreadable baseline: report the page in full as changed
     before_hash, digest, diff, diff_html = compare_texts(before, after)
     if before_hash == digest:
-        return _same(digest, diff, diff_html, previous_format, current, current_format)
+        return _same(digest, previous_format, current, current_format)
     return {
         "status": "changed",
         "hash": digest,
@@ -215,20 +215,15 @@ def reconcile(
 
 
 def _same(
-    digest: str,
-    diff: dict[str, Any] | None,
-    diff_html: str,
-    previous_format: str,
-    current: str,
-    current_format: str,
+    digest: str, previous_format: str, current: str, current_format: str
 ) -> dict[str, Any]:
     # The baseline is kept unless it was stored in another format: replaced once.
     same_format = previous_format == current_format
     return {
         "status": "same",
         "hash": digest,
-        "diff": diff,
-        "diff_html": diff_html,
+        "diff": None,
+        "diff_html": "",
         "snapshot": None if same_format else pack_snapshot(current, current_format),
     }
 
