@@ -20,6 +20,7 @@ from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
+from monitors.templatetags.pagewatch import duration
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -1114,3 +1115,19 @@ def test_static_files_are_served(client, db):
     assert settings.STATIC_URL
     response = client.get("/static/css/app.css")
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0.04, "under 0.1 s"),
+        (0.34, "0.3 s"),
+        (2.46, "2.5 s"),
+        (9.96, "10 s"),
+        (42, "42 s"),
+        (timedelta(minutes=3, seconds=5), "3 min 5 s"),
+        (timedelta(hours=2, minutes=1), "2 h 1 min"),
+    ],
+)
+def test_durations_under_ten_seconds_keep_a_decimal(seconds, shown):
+    assert duration(seconds) == shown

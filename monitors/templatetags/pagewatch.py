@@ -100,6 +100,12 @@ def duration(seconds: float | timedelta | None) -> str:
         return ""
     if isinstance(seconds, timedelta):
         seconds = seconds.total_seconds()
+    # Most checks of a few pages take well under a second: "0 s" would read
+    # as "did nothing", so short runs keep a decimal.
+    if seconds < 0.1:
+        return "under 0.1 s"
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
     total = int(round(seconds))
     if total < 60:
         return f"{total} s"
