@@ -134,6 +134,7 @@ def bench_throughput(
     for samples, what in (
         (result.first_s, "first check, 50 new pages"),
         (result.second_s, "second check, 10 changed + 40 same"),
+        (result.unchanged_s, "third check, nothing changed (50 same)"),
     ):
         value = result.pps(samples)
         ratio = value / base
@@ -171,14 +172,16 @@ def bench_throughput(
         " gzip) on a loopback asyncio server in its own process. Medians of"
         f" {reps} repetitions, each with a fresh monitor and fresh page content.",
         "",
-        "| Repetition | Baseline fetch (s) | First check (s) | Second check (s) |",
-        "|---|---|---|---|",
+        "| Repetition | Baseline fetch (s) | First check (s) | Second check (s)"
+        " | Third check (s) |",
+        "|---|---|---|---|---|",
     )
     for rep in range(reps):
         fetches = result.baseline_s[2 * rep : 2 * rep + 2]
         section.add(
             f"| {rep + 1} | {' / '.join(f'{s:.3f}' for s in fetches)} | "
             f"{result.first_s[rep]:.3f} | {result.second_s[rep]:.3f} |"
+            f" {result.unchanged_s[rep]:.3f} |"
         )
     share = max(result.server_cpu_share)
     section.add(

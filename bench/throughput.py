@@ -11,7 +11,9 @@ Per repetition, with a fresh monitor of PAGES URLs and a fresh page generation
   new (claim, fetch, extract, hash, snapshot, page result, baseline, finish);
 * the server switches to variant 1 (20 % of pages edited, every page's ads
   and timestamps rotated), the baseline is fetched again, then a second check
-  runs: 10 pages changed (unified diff, AST, side-by-side HTML), 40 same.
+  runs: 10 pages changed (unified diff, AST, side-by-side HTML), 40 same;
+* a third check of the same content: all 50 same, the common case of a
+  monitor whose pages did not change since the last check.
 
 pages/s = PAGES / wall time; ratio = runner pages/s / baseline pages/s.
 """
@@ -168,6 +170,8 @@ class Throughput:
     baseline_s: list[float] = field(default_factory=list)
     first_s: list[float] = field(default_factory=list)
     second_s: list[float] = field(default_factory=list)
+    # A third check with nothing changed since the second (no plain-loop reps).
+    unchanged_s: list[float] = field(default_factory=list)
     server_cpu_share: list[float] = field(default_factory=list)
     # The same measured with LATENCY_MS of simulated network latency per page.
     latency_baseline_s: list[float] = field(default_factory=list)
@@ -200,8 +204,10 @@ def _repetition(
     generation: int,
     delay_ms: int,
     into: tuple[list[float], list[float], list[float]],
+    unchanged: list[float] | None = None,
 ) -> None:
-    """A baseline fetch and a check, for variant 0 (all new) then variant 1."""
+    """A baseline fetch and a check, for variant 0 (all new) then variant 1;
+    with `unchanged`, one more check of variant 1 (all same) timed into it."""
     urls = server.urls()
     changed = len(range(0, len(urls), 5))
     baseline_s, first_s, second_s = into
@@ -220,6 +226,10 @@ def _repetition(
         else:
             second_s.append(seconds)
             _expect(result, check, new=0, changed=changed, same=len(urls) - changed)
+    if unchanged is not None:
+        seconds, check = run_check(monitor)
+        unchanged.append(seconds)
+        _expect(result, check, new=0, changed=0, same=len(urls))
 
 
 def measure(server: PageServer, reps: int, first_generation: int = 1) -> Throughput:
@@ -236,7 +246,9 @@ def measure(server: PageServer, reps: int, first_generation: int = 1) -> Through
     run_check(make_monitor(urls[:5], "warm-up"))
     plain = (result.baseline_s, result.first_s, result.second_s)
     for rep in range(reps):
-        _repetition(server, result, first_generation + rep, 0, plain)
+        _repetition(
+            server, result, first_generation + rep, 0, plain, result.unchanged_s
+        )
     slow = (result.latency_baseline_s, result.latency_first_s, result.latency_second_s)
     for rep in range(LATENCY_REPS):
         _repetition(server, result, first_generation + reps + rep, LATENCY_MS, slow)
