@@ -24,6 +24,7 @@ from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Monitor, Target, Team
+from monitors.schedule import ScheduleError, normalize_schedule, normalize_timezone
 
 TARGET_TYPES = ("scrape", "crawl", "search")
 TARGET_TYPE_LABELS = {
@@ -210,14 +211,13 @@ class MonitorFields(forms.Form):
                     spellcheck="false",
                 )
             ),
-            # Its errors share the schedule's slot; data-shared-error keeps
-            # static/js/app.js from marking the zone invalid for a bad phrase.
+            # Its errors share the schedule's slot, which names the control at
+            # fault (MonitorForm.controls_for) for static/js/app.js.
             "timezone": forms.TextInput(
                 attrs={
                     "aria-describedby": "err-schedule help-timezone",
                     "list": "timezones",
                     "autocomplete": "off",
-                    "data-shared-error": "",
                 }
             ),
             "goal": forms.Textarea(
@@ -403,6 +403,8 @@ class MonitorForm:
         self.monitor = monitor
         self.data = data
         self.errors: dict[str, list[str]] = {}
+        # The controls the schedule slot's errors are about (see is_valid).
+        self.schedule_faults: list[str] = []
         self.validated_data: dict[str, Any] | None = None
         self._stored_targets = (
             {str(t.id): t for t in monitor.targets.all()} if monitor else {}
@@ -444,6 +446,7 @@ class MonitorForm:
         if self.data is None:
             return False
         self.errors = {}
+        self.schedule_faults = []
         payload = self.payload()
         if self.monitor is None:
             serializer = MonitorWriteSerializer(data=payload)
@@ -464,11 +467,43 @@ class MonitorForm:
             for issue in issues:
                 slot, message = self._place(issue["path"], issue["message"], payload)
                 self.errors.setdefault(slot, []).append(message)
+        if "schedule" in self.errors:
+            self._explain_schedule(payload["schedule"])
         if self.errors:
             self.mark_invalid()
             return False
         self.validated_data = dict(serializer.validated_data)
         return True
+
+    def _explain_schedule(self, schedule: dict[str, Any]) -> None:
+        """Say which control each schedule problem is about.
+
+        The phrase and its time zone share one error slot, as they share one
+        object in the API, which reports a bad zone before looking at the
+        phrase. A person fixes one control at a time: the zone is marked when
+        it is the problem (not the phrase next to it), and a bad phrase is
+        named as well while the zone is wrong, with the same rule.
+        """
+        try:
+            normalize_timezone(schedule.get("timezone"))
+        except ScheduleError:
+            self.schedule_faults = ["timezone"]
+        else:
+            self.schedule_faults = ["schedule"]
+            return
+        try:
+            normalize_schedule(schedule.get("cron"), schedule.get("text"), None)
+        except ScheduleError as exc:
+            if exc.message not in self.errors["schedule"]:
+                self.errors["schedule"].append(exc.message)
+            self.schedule_faults.insert(0, "schedule")
+
+    def controls_for(self, slot: str) -> list[str] | None:
+        """The ids of the controls an error slot's messages are about, when
+        that is not every control it describes (None: all of them)."""
+        if slot != "schedule" or not self.schedule_faults:
+            return None
+        return [self.main[name].id_for_label for name in self.schedule_faults]
 
     @staticmethod
     def _goal_rule_issues(
@@ -730,6 +765,10 @@ class MonitorForm:
     def mark_invalid(self) -> None:
         """aria-invalid on the controls whose slot has an error."""
         for slot in self.errors:
+            if slot == "schedule":
+                for name in self.schedule_faults:
+                    self.main.fields[name].widget.attrs["aria-invalid"] = "true"
+                continue
             form, name = self.main, slot
             if "-" in slot:
                 key, name = slot.split("-", 1)

@@ -334,7 +334,9 @@ def monitor_validate(
     form = MonitorForm(request.POST, monitor=monitor)
     form.is_valid()
     visible = form.visible_errors(_touched(request))
-    slots = [(slot, visible.get(slot, [])) for slot in form.slots()]
+    slots = [
+        (slot, visible.get(slot, []), form.controls_for(slot)) for slot in form.slots()
+    ]
     return render(request, "monitors/monitor_form.html#validation", {"slots": slots})
 
 

@@ -646,11 +646,69 @@ def test_inline_validation_shows_the_error_next_to_its_field(
     )
     assert response.status_code == 200
     body = text_of(response)
-    match = re.search(
-        rf'<div id="err-{slot}" class="field-error" hx-swap-oob="true">(.*?)</div>',
-        body,
+    assert message in error_slot_text(body, slot), body
+
+
+def error_slot_text(body: str, slot: str) -> str:
+    slot_html = rf'<div id="err-{slot}" class="field-error"[^>]*>(.*?)</div>'
+    match = re.search(slot_html, body)
+    assert match, body
+    return match[1]
+
+
+def schedule_slot_controls(body: str) -> list[str]:
+    match = re.search(r'<div id="err-schedule" class="field-error"([^>]*)>', body)
+    assert match, body
+    named = re.search(r'data-controls="([^"]*)"', match[1])
+    return named[1].split() if named else []
+
+
+@pytest.mark.parametrize(
+    ("changes", "messages", "controls"),
+    [
+        (
+            {"schedule": "hourly", "timezone": "Mars/Olympus"},
+            ["Invalid schedule timezone: Mars/Olympus"],
+            ["id_timezone"],
+        ),
+        (
+            {"schedule": "every 3 fortnights", "timezone": "Mars/Olympus"},
+            ["Invalid schedule timezone: Mars/Olympus", "Unsupported schedule text."],
+            ["id_schedule", "id_timezone"],
+        ),
+        (
+            {"schedule": "every 3 fortnights", "timezone": "Europe/Berlin"},
+            ["Unsupported schedule text."],
+            ["id_schedule"],
+        ),
+    ],
+)
+def test_a_schedule_error_names_the_control_at_fault(web, changes, messages, controls):
+    response = web.post(
+        reverse("monitor-validate-new"),
+        scrape_form(**changes) | {"_touched": "schedule,timezone"},
+        HTTP_HX_REQUEST="true",
     )
-    assert match and message in match[1], body
+    body = text_of(response)
+    shown = error_slot_text(body, "schedule")
+    assert all(message in shown for message in messages), shown
+    assert shown.count("<p>") == len(messages)
+    assert schedule_slot_controls(body) == controls
+
+
+def test_a_submitted_form_with_a_bad_time_zone_marks_the_zone_not_the_phrase(web):
+    response = web.post(
+        reverse("monitor-create"),
+        scrape_form(schedule="hourly", timezone="Mars/Olympus"),
+    )
+    assert response.status_code == 400  # the form again, with its errors
+    assert not Monitor.objects.exists()
+    body = response.content.decode()
+    zone = re.search(r'<input[^>]*id="id_timezone"[^>]*>', body)[0]
+    phrase = re.search(r'<input[^>]*id="id_schedule"[^>]*>', body)[0]
+    assert 'aria-invalid="true"' in zone
+    assert "aria-invalid" not in phrase
+    assert schedule_slot_controls(body) == ["id_timezone"]
 
 
 def test_a_search_target_without_a_goal_may_opt_out_of_judging(web, team):

@@ -223,17 +223,27 @@ def plain_error(error: str | None, status_code: int | None = None) -> str:
 
 @register.simple_tag
 def error_slot(
-    form: Any, slot: str, messages: Any = None, oob: bool = False
+    form: Any,
+    slot: str,
+    messages: Any = None,
+    oob: bool = False,
+    controls: list[str] | None = None,
 ) -> SafeString:
     """The error container of one field: always present (so aria-describedby
-    and htmx out-of-band swaps have a target), empty when there is no error."""
+    and htmx out-of-band swaps have a target), empty when there is no error.
+    `controls` (else the form's controls_for(slot)) names the controls its
+    messages are about when the slot describes several (data-controls, read
+    by static/js/app.js to set aria-invalid)."""
     if messages is None:
         errors = getattr(form, "errors", None) or {}
         messages = errors.get(slot, [])
+    if controls is None and hasattr(form, "controls_for"):
+        controls = form.controls_for(slot)
     items = format_html_join("", "<p>{}</p>", ((m,) for m in messages))
     return format_html(
-        '<div id="err-{}" class="field-error"{}>{}</div>',
+        '<div id="err-{}" class="field-error"{}{}>{}</div>',
         slot,
+        format_html(' data-controls="{}"', " ".join(controls)) if controls else "",
         SafeString(' hx-swap-oob="true"') if oob else "",
         items,
     )

@@ -35,15 +35,19 @@
     }
   });
 
-  /* aria-invalid follows the error text next to each control. */
+  /* aria-invalid follows the error text next to each control. A slot that
+     describes several controls (the schedule and its time zone) names the
+     ones its messages are about in data-controls. */
   function syncInvalid() {
     document.querySelectorAll(".field-error[id^='err-']").forEach(function (slot) {
       var invalid = slot.textContent.trim() !== "";
+      var named = slot.getAttribute("data-controls");
+      var faults = named === null ? null : named.split(" ");
       var selector = "[aria-describedby~='" + CSS.escape(slot.id) + "']";
       document.querySelectorAll(selector).forEach(function (control) {
         if (!/^(INPUT|TEXTAREA|SELECT)$/.test(control.tagName)) return;
-        if (control.hasAttribute("data-shared-error")) return;
-        if (invalid) control.setAttribute("aria-invalid", "true");
+        var mine = invalid && (faults === null || faults.indexOf(control.id) !== -1);
+        if (mine) control.setAttribute("aria-invalid", "true");
         else control.removeAttribute("aria-invalid");
       });
     });

@@ -129,10 +129,18 @@ def test_create_a_monitor_with_inline_validation(
     assert not Monitor.objects.exists()
     screenshot(page, "02-form-inline-errors")
 
-    # Fix everything; the errors go away as the fields are fixed.
+    # Fix everything; the errors go away as the fields are fixed. A bad time
+    # zone is the zone's problem, not the (now good) phrase's.
     schedule.fill("every 30 minutes")
+    zone = page.get_by_label("Time zone")
+    zone.fill("Mars/Olympus")
+    error_of(page, "schedule").get_by_text("Invalid schedule timezone").wait_for()
+    expect(zone).to_have_attribute("aria-invalid", "true")
+    expect(schedule).not_to_have_attribute("aria-invalid", "true")
+    zone.fill("Europe/Berlin")
     page.locator("#schedule-preview").get_by_text("Every 30 minutes").wait_for()
     expect(error_of(page, "schedule")).to_be_empty()
+    expect(zone).not_to_have_attribute("aria-invalid", "true")
     page.locator(".target-search").get_by_role("button", name="Remove").click()
     page.get_by_label("Yes, whenever a goal is set").check()
     expect(error_of(page, "judge")).to_be_empty()
