@@ -8,9 +8,11 @@ checks.dispatch)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
+from functools import cached_property
 
 from django.db import connections, models, router
 from django.db.models import Q
@@ -484,6 +486,19 @@ class Delivery(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status in self.OPEN
+
+    @cached_property
+    def page_event(self) -> tuple[str, str] | None:
+        """(url, status) of the page a monitor.page delivery carries, read
+        from the body it signs; None for other events (or an unreadable body),
+        so a list of deliveries can say which page each one was about."""
+        if self.event != "monitor.page":
+            return None
+        try:
+            item = json.loads(self.body)["data"][0]
+            return str(item["url"]), str(item["status"])
+        except (ValueError, LookupError, TypeError):
+            return None
 
 
 class _KindManager(models.Manager["Delivery"]):

@@ -309,6 +309,32 @@ def test_the_deliveries_page_lists_attempts_escaped(
     assert "Send test event" in detail
 
 
+def test_the_deliveries_page_says_which_page_each_page_event_carried(
+    team, member_client, receiver, scenario, queued
+):
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    check = scenario.start(monitor)
+    scenario.page(check, "https://acme.test/pricing?a=1&b=<2>", "changed")
+    scenario.finish(check)
+    queued.run()
+
+    html = member_client.get(f"/monitors/{monitor.pk}/deliveries/").content.decode()
+    row = next(r for r in html.split("<tr>") if "<code>monitor.page</code>" in r)
+    assert "https://acme.test/pricing?a=1&amp;b=&lt;2&gt;" in row  # escaped
+    assert 'class="badge s-changed">Changed<' in row
+    completed = next(r for r in html.split("<tr>") if "monitor.check.completed" in r)
+    assert "badge s-" not in completed
+
+
+def test_a_page_event_with_an_unreadable_body_names_no_page():
+    delivery = Delivery(event="monitor.page", body="{not json")
+    assert delivery.page_event is None
+    assert Delivery(event="monitor.page", body='{"data": []}').page_event is None
+    payload = {"data": [{"url": "https://a.test/", "status": "same"}]}
+    good = Delivery(event="monitor.page", body=json.dumps(payload))
+    assert good.page_event == ("https://a.test/", "same")
+
+
 def test_send_test_event_and_retry_now_buttons_queue_deliveries(
     team, member_client, receiver, scenario, queued, django_capture_on_commit_callbacks
 ):
