@@ -200,6 +200,12 @@ class PageLine:
         return http_href(self.url)
 
     @property
+    def styled_diff_lines(self) -> list[tuple[str, str]]:
+        """(line, inline style) for the HTML mail: mail clients drop <style>
+        blocks, so removed and added lines carry their colours themselves."""
+        return [(line, _diff_line_style(line)) for line in self.diff_lines]
+
+    @property
     def label(self) -> str:
         if self.status == "changed" and self.meaningful is True:
             return "changed (meaningful)"
@@ -279,6 +285,21 @@ def change_report(check: Check) -> ChangeReport:
         pages.append(PageLine(url, status, meaningful, error or "", reason, pk))
     pages.sort(key=lambda p: p.rank)
     return ChangeReport(counts, pages)
+
+
+_REMOVED_STYLE = "background: #fde8e8; color: #8a1c1c;"
+_ADDED_STYLE = "background: #e6f4ea; color: #14532d;"
+_HUNK_STYLE = "color: #6b7280;"
+
+
+def _diff_line_style(line: str) -> str:
+    if line.startswith("@@"):
+        return _HUNK_STYLE
+    if line.startswith("-"):
+        return _REMOVED_STYLE
+    if line.startswith("+"):
+        return _ADDED_STYLE
+    return ""
 
 
 def diff_excerpt(text: str) -> tuple[list[str], bool]:

@@ -106,7 +106,10 @@ def test_team_members_get_a_change_mail_at_once_with_both_parts_and_headers(
     assert "Prices &lt;b&gt;&amp;&lt;/b&gt; plans" in html
     assert "<b>&</b>" not in html
     assert f'href="{check_url}"' in html
-    assert "+Pro $24/mo" in html
+    # Removed and added lines carry their colours inline (clients drop <style>).
+    added, removed = "background: #e6f4ea; color: #14532d;", "background: #fde8e8;"
+    assert f'<span style="{added}">+Pro $24/mo</span>' in html
+    assert f'<span style="{removed} color: #8a1c1c;">-Pro $19/mo</span>' in html
 
     recipient = monitor.email_recipients.get()
     assert (
