@@ -515,9 +515,26 @@ def check_detail(
         "status": status,
         "chips": chips,
         "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
+        "skipped_targets": _skipped_targets(check),
     }
     template = _fragment(request, "checks/check_detail.html", {"page-results"})
     return render(request, template, context)
+
+
+def _skipped_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
+    """The targets a check recorded as skipped (crawl and search targets in
+    this version), each with its target result: a check that found nothing
+    wrong must still say what it did not look at. The target is None when it
+    was removed from the monitor since."""
+    results = [
+        result
+        for result in check.target_results or []
+        if isinstance(result, dict) and result.get("skipped")
+    ]
+    if not results:
+        return []
+    targets = {str(target.pk): target for target in check.monitor.targets.all()}
+    return [(targets.get(str(result.get("targetId"))), result) for result in results]
 
 
 def _display_text(snapshot: Any) -> tuple[str | None, bool]:

@@ -15,6 +15,7 @@ from django.core import mail
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from checks import runner
 from checks.models import Check, PageResult, Snapshot
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
@@ -1189,3 +1190,38 @@ def test_static_files_are_served(client, db):
 )
 def test_durations_under_ten_seconds_keep_a_decimal(seconds, shown):
     assert duration(seconds) == shown
+
+
+def test_a_check_page_says_which_targets_it_did_not_look_at(web, team):
+    monitor = make_monitor(
+        team,
+        goal="Competitor news",
+        targets=[
+            {"type": "scrape", "urls": ["https://example.com/pricing"]},
+            {"type": "crawl", "url": "https://example.com/blog/"},
+            {"type": "search", "queries": ["acme <launch>"]},
+        ],
+    )
+    check = make_check(monitor)
+    targets = list(monitor.targets.order_by("position"))
+    _jobs, check.target_results = runner.plan(check, targets)
+    check.save(update_fields=["target_results"])
+    page = web.get(check.get_absolute_url()).content.decode()
+    assert "Not looked at in this check:" in page
+    assert "Website crawl from example.com/blog/" in page
+    assert "Web search for “acme &lt;launch&gt;”" in page
+    assert "Crawl targets are not supported yet; this target was skipped." in page
+    assert "Search targets are not supported yet; this target was skipped." in page
+
+    targets[2].delete()  # the search target goes; its check stays as it was
+    page = web.get(check.get_absolute_url()).content.decode()
+    assert "A search target removed from the monitor since." in page
+    detail = web.get(monitor.get_absolute_url()).content.decode()
+    assert "checks skip crawls in this version" in detail
+
+
+def test_a_check_of_scrape_targets_only_lists_nothing_as_skipped(web, monitor):
+    check = make_check(monitor)
+    _jobs, check.target_results = runner.plan(check, list(monitor.targets.all()))
+    check.save(update_fields=["target_results"])
+    assert "Not looked at" not in web.get(check.get_absolute_url()).content.decode()
