@@ -181,7 +181,18 @@ def team_members(request: DashboardRequest) -> HttpResponse:
         .select_related("user")
         .order_by("-role", "user__username")
     )
-    return render(request, "monitors/team_members.html", {"memberships": memberships})
+    # Members are managed in the Django admin (Team, with its memberships):
+    # people allowed there get a link to this team's page in it.
+    admin_url = (
+        reverse("admin:monitors_team_change", args=[request.team.pk])
+        if request.user.has_perm("monitors.change_team")
+        else None
+    )
+    return render(
+        request,
+        "monitors/team_members.html",
+        {"memberships": memberships, "admin_url": admin_url},
+    )
 
 
 # ---------------------------------------------------------------- monitor list

@@ -1149,6 +1149,21 @@ def test_team_page_lists_members(web, team, django_user_model):
     Membership.objects.create(team=team, user=other)
     page = text_of(web.get(reverse("team-members")))
     assert "olive" in page and "mia@example.com" in page and "Owner" in page
+    # A member without admin rights is told who manages members.
+    assert "An administrator of this Pagewatch adds and removes members." in page
+    assert "/admin/" not in page
+
+
+def test_team_page_links_staff_to_the_teams_members_in_the_admin(
+    client, team, django_user_model
+):
+    admin = django_user_model.objects.create_superuser("root", "r@example.com", "x")
+    Membership.objects.create(team=team, user=admin, role=Membership.Role.OWNER)
+    client.force_login(admin)
+    page = text_of(client.get(reverse("team-members")))
+    link = reverse("admin:monitors_team_change", args=[team.pk])
+    assert f'<a href="{link}">Add or remove members</a>' in page
+    assert client.get(link).status_code == 200
 
 
 # ---------------------------------------------------------------- the page shell
