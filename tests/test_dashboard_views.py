@@ -21,7 +21,7 @@ from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
-from monitors.templatetags.pagewatch import duration
+from monitors.templatetags.pagewatch import duration, plain_error
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -1240,3 +1240,39 @@ def test_a_check_of_scrape_targets_only_lists_nothing_as_skipped(web, monitor):
     _jobs, check.target_results = runner.plan(check, list(monitor.targets.all()))
     check.save(update_fields=["target_results"])
     assert "Not looked at" not in web.get(check.get_absolute_url()).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("error", "status_code", "words"),
+    [
+        ("Gave up on example.com after 30 s", None, "took too long to answer"),
+        ("example.com did not respond in time", None, "took too long to answer"),
+        ("Could not resolve nonexistent.invalid", None, "address could not be found"),
+        ("TLS handshake with example.com failed", None, "secure (HTTPS) connection"),
+        (
+            "TLS certificate of example.com is not valid (expired)",
+            None,
+            "certificate could not be verified",
+        ),
+        (
+            "Blocked: 169.254.169.254 is a cloud metadata address",
+            None,
+            "cloud provider's internal services",
+        ),
+        ("Stopped after 5 redirects", None, "kept redirecting"),
+        ("Page is larger than 10 MB", None, "too large to check"),
+        (
+            "The page is binary content (application/zip); nothing to compare",
+            None,
+            "serves a file",
+        ),
+        ("The page answered HTTP 503.", 503, "internal problem (HTTP 503)"),
+    ],
+)
+def test_page_errors_are_put_in_plain_words_with_the_details_kept(
+    error, status_code, words
+):
+    shown = plain_error(error, status_code)
+    assert words in shown
+    if status_code is None:
+        assert shown.endswith(f"({error})")  # the exact reason stays visible

@@ -203,17 +203,37 @@ def plain_error(error: str | None, status_code: int | None = None) -> str:
     }
     if status_code in by_code and (not text or str(status_code) in text):
         return by_code[status_code]
-    if status_code and status_code >= 500 and not text:
+    if status_code and status_code >= 500 and (not text or str(status_code) in text):
         return f"The site had an internal problem (HTTP {status_code})."
     lowered = text.lower()
+    # Most needles are the words of checks.http's and checks.extract's own
+    # messages (FetchError, ExtractionError); the rest catch library errors.
     hints = (
         ("timed out", "The page took too long to answer."),
         ("timeout", "The page took too long to answer."),
+        ("did not respond in time", "The page took too long to answer."),
+        ("gave up on", "The page took too long to answer."),
+        ("could not resolve", "The site's address could not be found."),
         ("name or service not known", "The site's address could not be found."),
         ("nodename nor servname", "The site's address could not be found."),
         ("connection refused", "The site refused the connection."),
+        (
+            "metadata address",
+            "The address belongs to the cloud provider's internal services,"
+            " which are never checked.",
+        ),
         ("private", "The address points to a private network, which is not allowed."),
         ("certificate", "The site's security certificate could not be verified."),
+        (
+            "tls handshake",
+            "A secure (HTTPS) connection to the site could not be set up.",
+        ),
+        ("redirects", "The page kept redirecting to other addresses."),
+        ("larger than", "The page is too large to check."),
+        (
+            "binary content",
+            "The address serves a file, not a page with text to compare.",
+        ),
     )
     for needle, words in hints:
         if needle in lowered:
