@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "monitors",
     "checks",
@@ -190,6 +191,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # /v2/docs loads Swagger UI from drf-spectacular-sidecar's static files.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     # Several objects have a `status`; name each enum instead of a hash suffix.
     "ENUM_NAME_OVERRIDES": {
         "MonitorStatusEnum": "monitors.models.Monitor.Status",

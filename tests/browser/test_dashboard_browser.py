@@ -353,3 +353,21 @@ def test_api_key_is_shown_once_with_a_copy_button(
     page.get_by_role("link", name="Team").click()
     page.get_by_role("cell", name="olive@example.com").wait_for()
     assert_clean(page)
+
+
+def test_api_docs_render_from_our_own_files_under_the_csp(browser_page, screenshot):
+    page = browser_page
+    elsewhere: list[str] = []
+    local = ("http://localhost", "http://127.0.0.1", "data:")
+
+    def note(request) -> None:
+        if not request.url.startswith(local):
+            elsewhere.append(request.url)
+
+    page.on("request", note)
+    page.goto("/v2/docs")
+    page.get_by_text("Pagewatch monitor API").first.wait_for()
+    page.get_by_text("/v2/monitor/{monitor_id}").first.wait_for()
+    screenshot(page, "20-api-docs", full_page=False)
+    assert elsewhere == []  # no CDN, no web fonts: the page works offline
+    assert_clean(page)
