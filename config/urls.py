@@ -3,7 +3,10 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from config import views
+
 urlpatterns = [
+    path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
     path("v2/", include("checks.urls")),

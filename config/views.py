@@ -1,9 +1,13 @@
-"""Error pages: JSON in the API's envelope under /v2/, HTML elsewhere."""
+"""Site-wide views: error pages (JSON in the API's envelope under /v2/, HTML
+elsewhere) and the /favicon.ico that browsers ask for."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.views import defaults
+from django.views.decorators.http import require_GET
 
 from monitors.api.errors import json_not_found, json_server_error
 
@@ -18,3 +22,11 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/v2/"):
         return json_server_error(request)
     return defaults.server_error(request)
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin).
+    # Resolved per request: the static files manifest may not exist at import.
+    return HttpResponsePermanentRedirect(static("favicon.svg"))

@@ -184,6 +184,7 @@ PUBLIC_ROUTES = {
     "password_reset_confirm",
     "password_reset_complete",
     "admin:login",
+    "favicon",  # a redirect to a static file
 }
 PUBLIC_PREFIXES = ("v2/", "email/")
 SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}
@@ -1276,3 +1277,11 @@ def test_page_errors_are_put_in_plain_words_with_the_details_kept(
     assert words in shown
     if status_code is None:
         assert shown.endswith(f"({error})")  # the exact reason stays visible
+
+
+def test_favicon_ico_points_browsers_at_our_icon_without_a_session(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301
+    assert response["Location"].endswith("favicon.svg")
+    page = client.get(reverse("login")).content.decode()
+    assert 'rel="icon" href="/static/favicon.svg"' in page
