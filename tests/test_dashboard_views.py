@@ -765,6 +765,24 @@ def test_new_target_row_fragment(web):
     assert f'name="{key}-queries"' in body
 
 
+@pytest.mark.parametrize(
+    ("kind", "notice"),
+    [
+        ("crawl", "checks skip website crawls in this version"),
+        ("search", "checks skip web searches in this version"),
+        ("scrape", None),
+    ],
+)
+def test_a_target_row_says_when_checks_skip_its_kind(web, kind, notice):
+    body = text_of(
+        web.get(reverse("target-row"), {"add_target": kind}, HTTP_HX_REQUEST="true")
+    )
+    if notice is None:
+        assert "checks skip" not in body
+    else:
+        assert notice in body
+
+
 @time_machine.travel(datetime(2026, 3, 2, 10, 7, tzinfo=UTC), tick=False)
 def test_schedule_preview_says_when_it_will_run(web):
     response = web.get(
