@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.views import defaults
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from monitors.api.errors import json_not_found, json_server_error
 
@@ -25,7 +25,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 
 @login_not_required
-@require_GET
+@require_safe
 def favicon(request: HttpRequest) -> HttpResponse:
     # Browsers ask for /favicon.ico on pages that name no icon (the admin).
     # Resolved per request: the static files manifest may not exist at import.
