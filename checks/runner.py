@@ -567,7 +567,7 @@ def plan(check: Check, targets: Sequence[Target]) -> tuple[list[PageJob], list[d
     jobs: list[PageJob] = []
     results: list[dict] = []
     for target in targets:
-        if target.type != Target.Type.SCRAPE:
+        if not target.is_checked:
             results.append(
                 {
                     "targetId": str(target.id),

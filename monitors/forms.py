@@ -326,6 +326,10 @@ class TargetFields(forms.Form):
     def kind_label(self) -> str:
         return TARGET_TYPE_LABELS[self.kind]
 
+    @property
+    def is_checked(self) -> bool:
+        return self.kind in Target.CHECKED_TYPES
+
     def slot(self, name: str) -> str:
         return f"{self.key}-{name}"
 

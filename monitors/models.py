@@ -331,11 +331,19 @@ class Target(models.Model):
     exclude_domains = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # The target types checks run in this version; the others are saved and
+    # recorded as skipped (checks.runner.plan), and the dashboard says so.
+    CHECKED_TYPES = frozenset({Type.SCRAPE})
+
     class Meta:
         ordering = ["position", "created_at"]
 
     def __str__(self) -> str:
         return f"{self.type} target of {self.monitor_id}"
+
+    @property
+    def is_checked(self) -> bool:
+        return self.type in self.CHECKED_TYPES
 
     def credits_per_page(self) -> int:
         formats = self.scrape_options.get("formats") or []
