@@ -290,7 +290,7 @@ def _keep_freed_memory() -> bool:
     glibc (musl's mallopt does nothing, macOS has none)."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: Windows' CDLL(None)
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return bool(
