@@ -56,7 +56,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from checks import analysis, notify
+from checks import affinity, analysis, notify
 from checks.bulk import insert_rows
 from checks.http import FetchError, FetchResult, OutboundClient, Resolver
 from checks.models import Check, PageResult, PageState, Snapshot
@@ -285,7 +285,10 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
             prepare=pipeline.prepare,
             wakes=pipeline.wakes,
         )
-        with fetcher, relaxed_durability():
+        # After the pool has started: its processes must stay free to use
+        # every CPU (checks.affinity).
+        one_cpu = affinity.threads_on_one_cpu(settings.CHECK_THREADS_ON_ONE_CPU)
+        with one_cpu, fetcher, relaxed_durability():
             _begin(check, len(jobs), todo, target_results, cached)
             pipeline.run(fetcher)
     finish(check.pk)

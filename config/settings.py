@@ -225,6 +225,9 @@ FETCH_PER_HOST_CONCURRENCY = env_int("FETCH_PER_HOST_CONCURRENCY", 4, minimum=1)
 # Processes per worker that extract and diff pages while the worker writes
 # results (checks.analysis); 0 or 1 runs that work inline in the worker.
 CHECK_CPU_WORKERS = env_int("CHECK_CPU_WORKERS", os.cpu_count() or 1, minimum=0)
+# While a check runs, its worker process's threads (which share the GIL) stay
+# on one CPU; the pool's processes are not pinned (checks.affinity).
+CHECK_THREADS_ON_ONE_CPU = env_bool("CHECK_THREADS_ON_ONE_CPU", True)
 
 # --- Celery -------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
