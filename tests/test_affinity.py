@@ -84,12 +84,11 @@ def test_a_thread_that_ends_inside_the_block_is_no_trouble() -> None:
     assert os.sched_getaffinity(0) == before
 
 
-@pytest.mark.django_db
-def test_a_check_fetches_on_the_workers_cpu_while_its_pool_may_use_every_cpu(
-    team, site, settings, monkeypatch
-) -> None:
+@pytest.fixture
+def masks_at_fetch(settings, monkeypatch) -> dict[str, object]:
+    """Filled as a check's fetcher thread starts: its own mask, the worker
+    thread's and those of the analysis pool's processes."""
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-    settings.CHECK_CPU_WORKERS = 2
     seen: dict[str, object] = {}
     fetch_all = runner.Fetcher._main
 
@@ -103,41 +102,43 @@ def test_a_check_fetches_on_the_workers_cpu_while_its_pool_may_use_every_cpu(
         fetch_all(self)
 
     monkeypatch.setattr(runner.Fetcher, "_main", fetcher_main)
-    before = os.sched_getaffinity(0)
-    monitor = Monitor.objects.create(team=team, name="Docs", schedule_cron="0 * * * *")
-    urls = [site.html(f"/p{i}", f"P{i}", f"<p>Page {i}</p>") for i in range(3)]
-    Target.objects.create(monitor=monitor, type="scrape", urls=urls)
+    return seen
 
-    check = runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+
+def check_of(team, urls: list[str]) -> Check:
+    monitor = Monitor.objects.create(team=team, name="Docs", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=urls)
+    return runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+
+
+@pytest.mark.django_db
+def test_a_check_fetches_on_the_workers_cpu_while_its_pool_may_use_every_cpu(
+    team, site, settings, masks_at_fetch
+) -> None:
+    settings.CHECK_CPU_WORKERS = 2
+    before = os.sched_getaffinity(0)
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>Page {i}</p>") for i in range(3)]
+
+    check = check_of(team, urls)
 
     assert check.status == Check.Status.COMPLETED
     assert check.summary["new"] == 3
-    fetcher_cpus = seen["fetcher"]
+    fetcher_cpus = masks_at_fetch["fetcher"]
     assert isinstance(fetcher_cpus, set) and len(fetcher_cpus) == 1
-    assert seen["worker"] == fetcher_cpus
-    assert seen["pool"] and all(mask == before for mask in seen["pool"])
+    assert masks_at_fetch["worker"] == fetcher_cpus
+    pool = masks_at_fetch["pool"]
+    assert isinstance(pool, list) and pool and all(mask == before for mask in pool)
     assert os.sched_getaffinity(0) == before
 
 
 @pytest.mark.django_db
 def test_a_check_pins_nothing_when_the_setting_is_off(
-    team, site, settings, monkeypatch
+    team, site, settings, masks_at_fetch
 ) -> None:
-    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
     settings.CHECK_THREADS_ON_ONE_CPU = False
-    seen: list[set[int]] = []
-    fetch_all = runner.Fetcher._main
+    before = os.sched_getaffinity(0)
 
-    def fetcher_main(self: runner.Fetcher) -> None:
-        seen.append(os.sched_getaffinity(0))
-        fetch_all(self)
+    check_of(team, [site.html("/a", "A", "<p>A</p>")])
 
-    monkeypatch.setattr(runner.Fetcher, "_main", fetcher_main)
-    monitor = Monitor.objects.create(team=team, name="Docs", schedule_cron="0 * * * *")
-    Target.objects.create(
-        monitor=monitor, type="scrape", urls=[site.html("/a", "A", "<p>A</p>")]
-    )
-
-    runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
-
-    assert seen == [os.sched_getaffinity(0)]
+    assert masks_at_fetch["fetcher"] == before
+    assert masks_at_fetch["worker"] == before
