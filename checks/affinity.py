@@ -7,26 +7,26 @@ second CPU buys them nothing. Spread over several CPUs they pay for every
 turn instead: the thread that gets the GIL is woken on another CPU (an
 inter-processor interrupt, a VM exit under KVM) with cold caches. On one CPU a
 turn is a local context switch. Measured on a 2-CPU VM (bench/, first check of
-50 pages): the worker process used ~10% less CPU and the check was ~10%
-faster.
+50 pages, alternating runs): the worker process used 5-15% less CPU and the
+check took 8-19% less time.
 
-The parallel part of a check, the analysis pool's processes, is never pinned:
-the scheduler moves them away from the busy CPU. The CPU kept is the one the
-calling thread runs on when the check starts (where the scheduler put it), and
-every thread gets its own mask back afterwards. Where affinity cannot be set
-(not Linux, a thread gone meanwhile, a restrictive container), nothing
-happens.
+Only worth it when the parallel part of a check, extraction and diffs, runs
+in the analysis pool's processes, which are never pinned: the scheduler moves
+them away from the busy CPU. Without a pool (CHECK_CPU_WORKERS 0 or 1) the
+worker process does that work itself, and several such workers pinned to one
+CPU could leave others idle, so the runner pins nothing then. The CPU kept is
+the one the calling thread runs on when the check starts (where the scheduler
+put it), and every thread gets its own mask back afterwards. Where affinity
+cannot be set (not Linux, a thread gone meanwhile, a restrictive container),
+nothing happens.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-
-logger = logging.getLogger(__name__)
 
 _TASKS = Path("/proc/self/task")
 # Field 39 of /proc/<pid>/task/<tid>/stat ("processor"), counted after the

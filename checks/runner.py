@@ -285,9 +285,11 @@ def _execute(check: Check, resolver: Resolver | None) -> None:
             prepare=pipeline.prepare,
             wakes=pipeline.wakes,
         )
-        # After the pool has started: its processes must stay free to use
-        # every CPU (checks.affinity).
-        one_cpu = affinity.threads_on_one_cpu(settings.CHECK_THREADS_ON_ONE_CPU)
+        # Only with a pool, and after it has started: its processes must stay
+        # free to use every CPU (checks.affinity).
+        one_cpu = affinity.threads_on_one_cpu(
+            settings.CHECK_THREADS_ON_ONE_CPU and executor is not None
+        )
         with one_cpu, fetcher, relaxed_durability():
             _begin(check, len(jobs), todo, target_results, cached)
             pipeline.run(fetcher)

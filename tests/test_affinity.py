@@ -136,6 +136,22 @@ def test_a_check_pins_nothing_when_the_setting_is_off(
     team, site, settings, masks_at_fetch
 ) -> None:
     settings.CHECK_THREADS_ON_ONE_CPU = False
+    settings.CHECK_CPU_WORKERS = 2
+    before = os.sched_getaffinity(0)
+
+    check_of(team, [site.html("/a", "A", "<p>A</p>")])
+
+    assert masks_at_fetch["fetcher"] == before
+    assert masks_at_fetch["worker"] == before
+
+
+@pytest.mark.django_db
+def test_a_check_without_an_analysis_pool_pins_nothing(
+    team, site, settings, masks_at_fetch
+) -> None:
+    """Inline analysis is the worker's parallel work: several such workers
+    pinned to one CPU could leave the others idle."""
+    settings.CHECK_CPU_WORKERS = 0
     before = os.sched_getaffinity(0)
 
     check_of(team, [site.html("/a", "A", "<p>A</p>")])
