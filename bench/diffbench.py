@@ -93,7 +93,12 @@ def _difflib_seconds() -> float | None:
 
 
 def measure() -> DiffResult:
-    from checks.diff import build_diff, content_hash, render_side_by_side, unified_diff
+    from checks.content import (
+        build_diff,
+        content_hash,
+        render_side_by_side,
+        unified_diff,
+    )
 
     previous, current = pair(1)
     big_previous, big_current = pair(2)

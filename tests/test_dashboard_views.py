@@ -99,7 +99,7 @@ def make_check(monitor: Monitor, **fields) -> Check:
 
 
 def make_page(check: Check, before: str | None, after: str, **fields) -> PageResult:
-    from checks.diff import build_diff, render_side_by_side
+    from checks.content import build_diff, render_side_by_side
 
     target = check.monitor.targets.first()
     previous = Snapshot.store(before) if before is not None else None

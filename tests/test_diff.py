@@ -5,7 +5,7 @@ import random
 import re
 from html.parser import HTMLParser
 
-from checks.diff import (
+from checks.content import (
     build_diff,
     compare_texts,
     content_hash,
@@ -330,7 +330,7 @@ def _reference_normalize(text: str) -> str:
 
 
 def test_other_line_breaks_are_every_splitlines_boundary_but_newline():
-    from checks.diff import _OTHER_LINE_BREAKS
+    from checks.content.compare import _OTHER_LINE_BREAKS
 
     boundaries = {
         chr(i) for i in range(0x110000) if len(f"a{chr(i)}b".splitlines()) == 2
@@ -339,7 +339,7 @@ def test_other_line_breaks_are_every_splitlines_boundary_but_newline():
 
 
 def test_normalize_and_keys_match_the_reference_on_varied_text():
-    from checks.diff import _keys
+    from checks.content.compare import _keys
 
     rng = random.Random(20261122)
     odd_spaces = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2003\u2028\u2029"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from checks.extract import (
+from checks.content import (
     SOURCE_HTML,
     SOURCE_MARKDOWN,
     ExtractionError,
