@@ -6,15 +6,12 @@ import re
 from html.parser import HTMLParser
 
 from checks.content import (
-    build_diff,
     compare_texts,
     content_hash,
     diff_ast,
-    diff_stats,
     normalize,
     render_inline,
     render_side_by_side,
-    unified_diff,
 )
 
 PREVIOUS = "# Pricing\n\nBasic: $10\nPro: $20\nTeam: $30\nEnterprise: call us\n"
@@ -39,6 +36,19 @@ def markup_of(fragment: str) -> TagCollector:
     collector = TagCollector()
     collector.feed(fragment)
     return collector
+
+
+def unified_diff(previous: str, current: str) -> str:
+    """The unified text of the diff a check stores, "" when there is none."""
+    diff = compare_texts(previous, current)[2]
+    return diff["text"] if diff else ""
+
+
+def changed_lines(previous: str, current: str) -> tuple[int, int]:
+    """(additions, deletions) as the stored diff's AST counts them."""
+    diff = compare_texts(previous, current)[2]
+    file = diff["json"]["files"][0] if diff else {"additions": 0, "deletions": 0}
+    return file["additions"], file["deletions"]
 
 
 # -- same vs changed ----------------------------------------------------------
@@ -107,8 +117,8 @@ def test_context_lines_are_printed_from_the_current_text():
     assert text.splitlines()[2:] == ["@@ -1,2 +1,2 @@", " keep this", "-old", "+new"]
 
 
-def test_an_insertion_at_the_top_uses_the_empty_range_convention():
-    text = unified_diff("b\n", "a\nb\n", context=0)
+def test_an_insertion_into_an_empty_page_uses_the_empty_range_convention():
+    text = unified_diff("", "a\n")
 
     assert text.splitlines()[2:] == ["@@ -0,0 +1,1 @@", "+a"]
 
@@ -189,18 +199,13 @@ def test_diff_ast_reads_headers_without_counts():
     assert [c["ln"] for c in file["chunks"][0]["changes"]] == [3, 3]
 
 
-def test_build_diff_is_the_markdown_mode_payload():
-    assert build_diff(PREVIOUS, PREVIOUS + "\n") is None
-    payload = build_diff(PREVIOUS, CURRENT)
+def test_the_stored_diff_is_the_markdown_mode_payload():
+    assert compare_texts(PREVIOUS, PREVIOUS + "\n")[2] is None
+    payload = compare_texts(PREVIOUS, CURRENT)[2]
     assert payload == {
         "text": unified_diff(PREVIOUS, CURRENT),
         "json": diff_ast(payload["text"]),
     }
-
-
-def test_diff_stats_counts_added_and_removed_lines():
-    assert diff_stats("a\nb\nc\n", "a\nB\nc\nd\ne\n\n") == (3, 1)
-    assert diff_stats(PREVIOUS, PREVIOUS) == (0, 0)
 
 
 # -- HTML rendering ---------------------------------------------------------
@@ -297,7 +302,7 @@ def test_a_one_megabyte_pair_with_scattered_changes_gives_one_hunk_per_change():
     text = unified_diff(previous, current)
 
     assert text.count("\n@@ ") == 40
-    assert diff_stats(previous, current) == (40, 40)
+    assert changed_lines(previous, current) == (40, 40)
     html = render_side_by_side(previous, current)
     assert html.count('id="change-') == 40
     assert html.count("<ins> (updated)</ins>") == 40
@@ -307,7 +312,7 @@ def test_a_completely_rewritten_large_page_still_diffs():
     previous = "\n".join(f"old line {n}" for n in range(15_000))
     current = "\n".join(f"new text {n}" for n in range(15_000))
 
-    assert diff_stats(previous, current) == (15_000, 15_000)
+    assert changed_lines(previous, current) == (15_000, 15_000)
     assert "Diff truncated" in render_side_by_side(previous, current)
 
 
@@ -381,12 +386,13 @@ def test_compare_texts_gives_both_hashes_and_the_diff_in_one_pass():
     before = markdown_document(50_000)
     after = scattered_edits(before, 12)
 
-    assert compare_texts(before, after) == (
-        content_hash(before),
-        content_hash(after),
-        build_diff(before, after),
-        render_side_by_side(before, after),
-    )
+    before_hash, after_hash, diff, html = compare_texts(before, after)
+
+    assert (before_hash, after_hash) == (content_hash(before), content_hash(after))
+    assert diff is not None
+    assert diff["text"].startswith("--- previous\n+++ current\n@@ -")
+    assert diff["json"] == diff_ast(diff["text"])
+    assert html == render_side_by_side(before, after)
 
 
 def test_compare_texts_skips_the_diff_when_only_whitespace_changed():

@@ -11,16 +11,8 @@ Each imports only the ones before it; import the public names from here.
 from __future__ import annotations
 
 from checks.content.compare import content_hash, normalize
-from checks.content.diff import (
-    build_diff,
-    compare_texts,
-    diff_ast,
-    diff_stats,
-    diff_with_side_by_side,
-    unified_diff,
-)
+from checks.content.diff import compare_texts, diff_ast
 from checks.content.extract import extract
-from checks.content.options import invalid_selectors
 from checks.content.render import render_inline, render_side_by_side
 from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.content.source import (
@@ -37,20 +29,15 @@ __all__ = [
     "Extracted",
     "ExtractionError",
     "Pack",
-    "build_diff",
     "compare_texts",
     "content_hash",
     "diff_ast",
-    "diff_stats",
-    "diff_with_side_by_side",
     "extract",
-    "invalid_selectors",
     "markdown_of",
     "normalize",
     "pack_snapshot",
     "render_inline",
     "render_side_by_side",
     "snapshot_hash",
-    "unified_diff",
     "unpack",
 ]

@@ -8,8 +8,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checks.content.compare import Opcode, Side, compare, opcodes, sides_and_hashes
+from checks.content.compare import Opcode, Side, opcodes, sides_and_hashes
 from checks.content.render import side_by_side_html
+
+# Unchanged lines shown around each change, as git shows them.
+_CONTEXT = 3
 
 
 def _blank_only(code: Opcode, a: list[int], b: list[int]) -> bool:
@@ -52,19 +55,15 @@ def _hunk_header(group: list[Opcode]) -> str:
     return f"@@ -{old_start},{i2 - i1} +{new_start},{j2 - j1} @@"
 
 
-def unified_diff(previous: str, current: str, context: int = 3) -> str:
+def _unified_text(old: Side, new: Side, codes: list[Opcode]) -> str:
     """Git-style unified diff, ``""`` when nothing but whitespace changed.
 
     Lines are compared in normalised form; context lines are printed from the
     current text. Hunks whose only changes are blank lines are left out (like
     ``git diff --ignore-blank-lines``).
     """
-    return unified_text(*compare(previous, current), context)
-
-
-def unified_text(old: Side, new: Side, codes: list[Opcode], context: int) -> str:
     out = ["--- previous", "+++ current"]
-    for group in _grouped(codes, max(0, context)):
+    for group in _grouped(codes, _CONTEXT):
         if all(
             tag == "equal" or _blank_only((tag, i1, i2, j1, j2), old.keys, new.keys)
             for tag, i1, i2, j1, j2 in group
@@ -166,37 +165,6 @@ def _file_name(value: str) -> str:
     return name
 
 
-def diff_stats(previous: str, current: str) -> tuple[int, int]:
-    """(lines added, lines removed), counting non-blank lines only."""
-    old, new, codes = compare(previous, current)
-    added = removed = 0
-    for tag, i1, i2, j1, j2 in codes:
-        if tag != "equal":
-            removed += sum(1 for key in old.keys[i1:i2] if key)
-            added += sum(1 for key in new.keys[j1:j2] if key)
-    return added, removed
-
-
-def build_diff(previous: str, current: str) -> dict[str, Any] | None:
-    """The markdown-mode ``diff`` of a page result, or None when unchanged."""
-    text = unified_diff(previous, current)
-    if not text:
-        return None
-    return {"text": text, "json": diff_ast(text)}
-
-
-def diff_with_side_by_side(
-    previous: str, current: str
-) -> tuple[dict[str, Any] | None, str]:
-    """``(build_diff(previous, current), render_side_by_side(previous, current))``
-    in one pass: the lines are normalised and matched once for both, which is
-    what the check runner needs for every changed page."""
-    old, new, codes = compare(previous, current)
-    text = unified_text(old, new, codes, 3)
-    diff = {"text": text, "json": diff_ast(text)} if text else None
-    return diff, side_by_side_html(old, new, codes, 3, "change-")
-
-
 def compare_texts(
     previous: str, current: str
 ) -> tuple[str, str, dict[str, Any] | None, str]:
@@ -208,6 +176,6 @@ def compare_texts(
     if before == after:
         return before, after, None, ""
     codes = opcodes(old.keys, new.keys)
-    text = unified_text(old, new, codes, 3)
+    text = _unified_text(old, new, codes)
     diff = {"text": text, "json": diff_ast(text)} if text else None
-    return before, after, diff, side_by_side_html(old, new, codes, 3, "change-")
+    return before, after, diff, side_by_side_html(old, new, codes, _CONTEXT, "change-")

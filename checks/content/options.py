@@ -6,8 +6,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser, SelectolaxError
-
 
 @dataclass(frozen=True)
 class Options:
@@ -52,20 +50,3 @@ def parse_options(options: Mapping[str, Any]) -> Options:
         block_ads=options.get("blockAds", True) is not False,
         parse_pdf="pdf" in _type_names(parsers),
     )
-
-
-def invalid_selectors(options: Mapping[str, Any]) -> list[str]:
-    """Messages for ``includeTags``/``excludeTags`` entries lexbor cannot parse.
-
-    Lets the API and the dashboard refuse a bad selector when the monitor is
-    saved, instead of every check failing later.
-    """
-    probe = LexborHTMLParser("<p></p>")  # parsers are not thread-safe: one per call
-    problems = []
-    for key in ("includeTags", "excludeTags"):
-        for selector in _selectors(options.get(key)):
-            try:
-                probe.css(selector)
-            except SelectolaxError:
-                problems.append(f"{key}: {selector!r} is not a valid CSS selector")
-    return problems
