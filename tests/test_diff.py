@@ -245,6 +245,44 @@ def test_side_by_side_highlights_only_the_changed_words():
     ) in html
 
 
+def test_a_one_word_edit_highlights_only_that_word():
+    html = render_side_by_side(
+        "# Fox\n\nThe quick brown fox jumps over the lazy dog.\n",
+        "# Fox\n\nThe quick brown cat jumps over the lazy dog.\n",
+    )
+
+    assert (
+        '<td class="diff-text diff-del">'
+        "The quick brown <del>fox</del> jumps over the lazy dog.</td>"
+    ) in html
+    assert (
+        '<td class="diff-text diff-ins">'
+        "The quick brown <ins>cat</ins> jumps over the lazy dog.</td>"
+    ) in html
+    assert (html.count("<del>"), html.count("<ins>")) == (1, 1)
+
+
+def test_two_unrelated_lines_are_shown_whole_without_word_marks():
+    # They share "The", "of", "the", "is", "a", spaces and the full stop:
+    # enough characters to pass for similar, not enough words to be related.
+    old = "# Notes\n\nThe price of the basic plan is 10 euros a month.\n"
+    new = "# Notes\n\nThe team of the year is announced in a week.\n"
+
+    split = render_side_by_side(old, new)
+    inline = render_inline(old, new)
+
+    assert (
+        '<td class="diff-text diff-del">'
+        "<del>The price of the basic plan is 10 euros a month.</del></td>"
+    ) in split
+    assert (
+        '<td class="diff-text diff-ins">'
+        "<ins>The team of the year is announced in a week.</ins></td>"
+    ) in split
+    for html in (split, inline):
+        assert (html.count("<del>"), html.count("<ins>")) == (1, 1)
+
+
 def test_unchanged_runs_are_collapsed_with_a_count():
     old = "\n".join(f"line {n}" for n in range(1, 31))
     new = old.replace("line 15", "line fifteen")

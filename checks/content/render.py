@@ -18,6 +18,12 @@ from checks.content.compare import Opcode, Side, compare
 
 # Word-level highlighting is skipped for very long lines (minified blobs).
 _INTRALINE_MAX_CHARS = 2_000
+# A pair of lines is highlighted word by word only when they are evidently
+# related: at least this share of the characters of their distinct words is
+# in words both lines have. Unrelated lines in one language still share most
+# spaces and punctuation; a measure counting those sent every pair of a
+# rewritten page through the word matcher, nearly all of its diff's cost.
+_RELATED_MIN_SHARED_WORDS = 0.4
 # Below this share of unchanged characters a pair is shown as a whole-line
 # replacement: highlighting every other word helps nobody.
 _INTRALINE_MIN_SIMILARITY = 0.4
@@ -25,6 +31,7 @@ _INTRALINE_MIN_SIMILARITY = 0.4
 # unified diff is still there for the full story.
 _MAX_RENDERED_ROWS = 5_000
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(slots=True)
@@ -88,10 +95,27 @@ def _rows(old: Side, new: Side, codes: list[Opcode], context: int) -> list[_Row]
     return collapsed
 
 
+def _related(old_line: str, new_line: str) -> bool:
+    """Whether two lines share enough of their words to be worth matching
+    word by word (see _RELATED_MIN_SHARED_WORDS); sets in C, no matcher."""
+    old_words = set(_WORD.findall(old_line))
+    new_words = set(_WORD.findall(new_line))
+    shared = sum(map(len, old_words & new_words))
+    total = max(sum(map(len, old_words)), sum(map(len, new_words)))
+    return shared > 0 and shared >= total * _RELATED_MIN_SHARED_WORDS
+
+
 def _words(old_line: str, new_line: str) -> tuple[str, str] | None:
     """Old and new line as escaped HTML with ``<del>``/``<ins>`` around the
-    changed words, or None when the lines are too long or too different."""
-    if len(old_line) > _INTRALINE_MAX_CHARS or len(new_line) > _INTRALINE_MAX_CHARS:
+    changed words, or None when the lines are too long or not related."""
+    longest = max(len(old_line), len(new_line))
+    if longest > _INTRALINE_MAX_CHARS:
+        return None
+    # At most the shorter line can be unchanged: too short a line fails the
+    # similarity floor below whatever it holds.
+    if min(len(old_line), len(new_line)) < longest * _INTRALINE_MIN_SIMILARITY:
+        return None
+    if not _related(old_line, new_line):
         return None
     a = _TOKEN.findall(old_line)
     b = _TOKEN.findall(new_line)
@@ -102,12 +126,9 @@ def _words(old_line: str, new_line: str) -> tuple[str, str] | None:
         [" " if t.isspace() else t for t in b],
         autojunk=False,
     )
-    if matcher.quick_ratio() < _INTRALINE_MIN_SIMILARITY:  # cheap upper bound
-        return None
     codes = matcher.get_opcodes()
     same = sum(len("".join(a[i1:i2])) for tag, i1, i2, _, _ in codes if tag == "equal")
-    total = max(len(old_line), len(new_line), 1)
-    if same / total < _INTRALINE_MIN_SIMILARITY:
+    if same < longest * _INTRALINE_MIN_SIMILARITY:
         return None
     old_html: list[str] = []
     new_html: list[str] = []
