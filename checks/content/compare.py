@@ -104,10 +104,6 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()
 
 
-# --------------------------------------------------------------------------
-# Line matching
-# --------------------------------------------------------------------------
-
 Opcode = tuple[str, int, int, int, int]
 
 
@@ -260,5 +256,6 @@ def opcodes(a: list[int], b: list[int]) -> list[Opcode]:
 
 
 def compare(previous: str, current: str) -> tuple[Side, Side, list[Opcode]]:
+    """Both texts' lines and the difflib-style opcodes that match them."""
     old, new = _sides(previous, current)
     return old, new, opcodes(old.keys, new.keys)
