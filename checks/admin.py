@@ -17,7 +17,7 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from checks.extract import ExtractionError
+from checks.content import ExtractionError
 from checks.models import (
     Check,
     DeliveryAttempt,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import hashlib
 import logging
 import multiprocessing
 import os
@@ -34,87 +33,19 @@ import sys
 import threading
 import time
 import types
-import zlib
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.process import AuthenticationString
 from typing import Any
 
-import zstandard
-
-from checks.diff import compare_texts, content_hash
-from checks.extract import SOURCE_MARKDOWN
+from checks.content import compare_texts, content_hash, pack_snapshot, unpack
 from checks.http import FetchError, decode_body
-
-# (content hash, compressed data, size, source format) of a Snapshot row.
-Pack = tuple[str, bytes, int, str]
 
 logger = logging.getLogger(__name__)
 
-# Snapshots are compressed once and read rarely (diffs, the dashboard): speed
-# over ratio. Zstandard at level 1 packs a page in about half zlib's time (and a
-# little smaller); rows written with zlib before stay readable (unpack tells
-# the two apart by their first bytes).
-_ZSTD_LEVEL = 1
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # How long a new pool may take to answer its first task (fresh interpreters
 # importing lexbor and html-to-markdown).
 START_TIMEOUT_SECONDS = 60.0
-
-
-# --- Snapshot data --------------------------------------------------------------
-
-
-def _digest(raw: bytes, source_format: str) -> str:
-    digest = hashlib.sha256()
-    if source_format != SOURCE_MARKDOWN:
-        digest.update(source_format.encode() + b"\0")
-    digest.update(raw)
-    return digest.hexdigest()
-
-
-def snapshot_hash(text: str, source_format: str = SOURCE_MARKDOWN) -> str:
-    """A snapshot's content hash. An HTML source hashes with its format, so it
-    can never share a row with Markdown text that happens to be the same."""
-    return _digest(text.encode(), source_format)
-
-
-_local = threading.local()
-
-
-def _compressor() -> zstandard.ZstdCompressor:
-    # One per thread: a compressor is reusable but not thread-safe.
-    compressor = getattr(_local, "compressor", None)
-    if compressor is None:
-        compressor = _local.compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
-    return compressor
-
-
-def pack_snapshot(
-    text: str, source_format: str = SOURCE_MARKDOWN, *, unless: str | None = None
-) -> Pack:
-    """(content hash, compressed bytes, size, format) of a Snapshot row for
-    `text`; the bytes are left empty when the hash is `unless` (that row
-    exists already)."""
-    raw = text.encode()
-    return _packed(raw, source_format, _digest(raw, source_format), unless)
-
-
-def _packed(raw: bytes, source_format: str, digest: str, unless: str | None) -> Pack:
-    if digest == unless:
-        return digest, b"", len(raw), source_format
-    return digest, _compressor().compress(raw), len(raw), source_format
-
-
-def unpack(data: bytes) -> str:
-    """The text of a snapshot's compressed data (Zstandard, or older zlib).
-    Raises ValueError for damaged data."""
-    try:
-        if data[:4] == _ZSTD_MAGIC:
-            return zstandard.ZstdDecompressor().decompress(data).decode()
-        return zlib.decompress(data).decode()
-    except (zlib.error, zstandard.ZstdError) as exc:
-        raise ValueError(f"damaged snapshot data: {exc}") from exc
 
 
 # --- The work (runs in a pool process, or inline) --------------------------------
@@ -140,7 +71,7 @@ def analyse(
     hash only (empty bytes); when it differs, "snapshot" is None and "source"
     is (format, text) for reconcile() to convert and compare.
     """
-    from checks.extract import ExtractionError, extract
+    from checks.content import ExtractionError, extract
 
     try:
         body = decode_body(body, content_encoding, max_bytes)
@@ -154,16 +85,16 @@ def analyse(
         return {"error": exc.message}
     source, source_format = extracted.source, extracted.source_format
     metadata = {k: v for k, v in extracted.metadata.items() if v is not None}
-    # Encoded and hashed once; compressed only when it is stored as it is.
-    raw = source.encode()
-    digest = _digest(raw, source_format)
-    if baseline_snapshot is not None and digest != baseline_snapshot:
+    # Hashed once: the bytes stay empty when the source is the baseline's. A
+    # changed source's bytes go unused (reconcile() packs it again), a small
+    # waste next to converting and diffing it.
+    pack = pack_snapshot(source, source_format, unless=baseline_snapshot)
+    if baseline_snapshot is not None and pack[0] != baseline_snapshot:
         return {
             "metadata": metadata,
             "snapshot": None,
             "source": (source_format, source),
         }
-    pack = _packed(raw, source_format, digest, unless=baseline_snapshot)
     return {"metadata": metadata, "snapshot": pack, "source": None}
 
 
@@ -191,7 +122,7 @@ def reconcile(
     baseline was stored in an older format, which is then replaced once.
     A changed page's diff is rendered here as well.
     """
-    from checks.extract import ExtractionError, markdown_of
+    from checks.content import ExtractionError, markdown_of
 
     try:
         after = markdown_of(current_format, current)
@@ -359,7 +290,7 @@ def _context() -> multiprocessing.context.BaseContext:
         context = multiprocessing.get_context("forkserver")
         # Imported once by the fork server, then shared by every pool process.
         context.set_forkserver_preload(
-            ["checks.analysis", "checks.extract", "checks.http"]
+            ["checks.analysis", "checks.content", "checks.http"]
         )
         return context
     return multiprocessing.get_context("spawn")

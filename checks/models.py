@@ -17,9 +17,16 @@ from functools import cached_property
 from django.db import connections, models, router
 from django.db.models import Q
 
-from checks.analysis import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.bulk import insert_rows
-from checks.extract import SOURCE_HTML, SOURCE_MARKDOWN, markdown_of
+from checks.content import (
+    SOURCE_HTML,
+    SOURCE_MARKDOWN,
+    Pack,
+    markdown_of,
+    pack_snapshot,
+    snapshot_hash,
+    unpack,
+)
 from monitors.models import Monitor
 
 

@@ -58,6 +58,7 @@ from django.utils import timezone
 
 from checks import affinity, analysis, notify
 from checks.bulk import insert_rows
+from checks.content import Pack
 from checks.http import FetchError, FetchResult, OutboundClient, Resolver
 from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
@@ -641,7 +642,7 @@ class Outcome:
     cache_hit: bool = False
     # (content hash, compressed data, size, format) of the page's snapshot,
     # packed off-thread; empty data when it is the baseline's own snapshot.
-    snapshot: analysis.Pack | None = None
+    snapshot: Pack | None = None
     # (format, text) of a source that differs from the baseline's, until
     # analysis.reconcile() has decided between same and changed.
     source: tuple[str, str] | None = None
@@ -892,7 +893,7 @@ def _snapshot_ids(
     items: Sequence[tuple[PageJob, Outcome, PageState | None]],
 ) -> list[int | None]:
     """Each item's stored snapshot id (None when it has no new content)."""
-    packs: list[analysis.Pack | None] = []
+    packs: list[Pack | None] = []
     known: dict[str, int] = {}
     for _job, outcome, state in items:
         pack = outcome.snapshot

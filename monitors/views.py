@@ -31,9 +31,8 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from checks import diff as diffs
+from checks.content import ExtractionError, render_inline, render_side_by_side
 from checks.dispatch import RunRefused, queue_manual_check
-from checks.extract import ExtractionError
 from checks.models import Check, PageResult
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
@@ -572,9 +571,7 @@ def page_diff(
     if layout == "split" and page.diff_html:
         html = page.diff_html
     elif comparable and page.status == PageResult.Status.CHANGED:
-        render_diff = (
-            diffs.render_inline if layout == "inline" else diffs.render_side_by_side
-        )
+        render_diff = render_inline if layout == "inline" else render_side_by_side
         html = render_diff(cast(str, before), cast(str, after))
     else:
         html = ""
@@ -591,7 +588,7 @@ def page_diff(
         "check": check,
         "page": page,
         "layout": layout,
-        # checks.diff escapes every piece of page text before wrapping it in its
+        # checks.content escapes every piece of page text before wrapping it in its
         # own tags, so this — and only this — page-derived HTML may be marked
         # safe. The template still puts it under hx-disable.
         "diff_html": mark_safe(html),  # noqa: S308

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from checks.analysis import pack_snapshot
 from checks.bulk import insert_rows
+from checks.content import pack_snapshot
 from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor
 

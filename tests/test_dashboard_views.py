@@ -99,12 +99,15 @@ def make_check(monitor: Monitor, **fields) -> Check:
 
 
 def make_page(check: Check, before: str | None, after: str, **fields) -> PageResult:
-    from checks.diff import build_diff, render_side_by_side
+    from checks.content import compare_texts
 
     target = check.monitor.targets.first()
     previous = Snapshot.store(before) if before is not None else None
     current = fields.pop("current_snapshot", Snapshot.store(after))
     status = fields.pop("status", "changed" if before is not None else "new")
+    diff, diff_html = None, ""
+    if before is not None:
+        _, _, diff, diff_html = compare_texts(before, after)
     return PageResult.objects.create(
         check_run=check,
         target_id=target.id,
@@ -112,8 +115,8 @@ def make_page(check: Check, before: str | None, after: str, **fields) -> PageRes
         status=status,
         previous_snapshot=previous,
         current_snapshot=current,
-        diff=build_diff(before, after) if before is not None else None,
-        diff_html=render_side_by_side(before, after) if before is not None else "",
+        diff=diff,
+        diff_html=diff_html,
         **fields,
     )
 

@@ -5,16 +5,13 @@ import random
 import re
 from html.parser import HTMLParser
 
-from checks.diff import (
-    build_diff,
+from checks.content import (
     compare_texts,
     content_hash,
     diff_ast,
-    diff_stats,
     normalize,
     render_inline,
     render_side_by_side,
-    unified_diff,
 )
 
 PREVIOUS = "# Pricing\n\nBasic: $10\nPro: $20\nTeam: $30\nEnterprise: call us\n"
@@ -39,6 +36,19 @@ def markup_of(fragment: str) -> TagCollector:
     collector = TagCollector()
     collector.feed(fragment)
     return collector
+
+
+def unified_diff(previous: str, current: str) -> str:
+    """The unified text of the diff a check stores, "" when there is none."""
+    diff = compare_texts(previous, current)[2]
+    return diff["text"] if diff else ""
+
+
+def changed_lines(previous: str, current: str) -> tuple[int, int]:
+    """(additions, deletions) as the stored diff's AST counts them."""
+    diff = compare_texts(previous, current)[2]
+    file = diff["json"]["files"][0] if diff else {"additions": 0, "deletions": 0}
+    return file["additions"], file["deletions"]
 
 
 # -- same vs changed ----------------------------------------------------------
@@ -107,8 +117,8 @@ def test_context_lines_are_printed_from_the_current_text():
     assert text.splitlines()[2:] == ["@@ -1,2 +1,2 @@", " keep this", "-old", "+new"]
 
 
-def test_an_insertion_at_the_top_uses_the_empty_range_convention():
-    text = unified_diff("b\n", "a\nb\n", context=0)
+def test_an_insertion_into_an_empty_page_uses_the_empty_range_convention():
+    text = unified_diff("", "a\n")
 
     assert text.splitlines()[2:] == ["@@ -0,0 +1,1 @@", "+a"]
 
@@ -189,18 +199,13 @@ def test_diff_ast_reads_headers_without_counts():
     assert [c["ln"] for c in file["chunks"][0]["changes"]] == [3, 3]
 
 
-def test_build_diff_is_the_markdown_mode_payload():
-    assert build_diff(PREVIOUS, PREVIOUS + "\n") is None
-    payload = build_diff(PREVIOUS, CURRENT)
+def test_the_stored_diff_is_the_markdown_mode_payload():
+    assert compare_texts(PREVIOUS, PREVIOUS + "\n")[2] is None
+    payload = compare_texts(PREVIOUS, CURRENT)[2]
     assert payload == {
         "text": unified_diff(PREVIOUS, CURRENT),
         "json": diff_ast(payload["text"]),
     }
-
-
-def test_diff_stats_counts_added_and_removed_lines():
-    assert diff_stats("a\nb\nc\n", "a\nB\nc\nd\ne\n\n") == (3, 1)
-    assert diff_stats(PREVIOUS, PREVIOUS) == (0, 0)
 
 
 # -- HTML rendering ---------------------------------------------------------
@@ -238,6 +243,44 @@ def test_side_by_side_highlights_only_the_changed_words():
         '<td class="diff-ln">4</td>'
         '<td class="diff-text diff-ins">Pro: $<ins>25</ins></td></tr>'
     ) in html
+
+
+def test_a_one_word_edit_highlights_only_that_word():
+    html = render_side_by_side(
+        "# Fox\n\nThe quick brown fox jumps over the lazy dog.\n",
+        "# Fox\n\nThe quick brown cat jumps over the lazy dog.\n",
+    )
+
+    assert (
+        '<td class="diff-text diff-del">'
+        "The quick brown <del>fox</del> jumps over the lazy dog.</td>"
+    ) in html
+    assert (
+        '<td class="diff-text diff-ins">'
+        "The quick brown <ins>cat</ins> jumps over the lazy dog.</td>"
+    ) in html
+    assert (html.count("<del>"), html.count("<ins>")) == (1, 1)
+
+
+def test_two_unrelated_lines_are_shown_whole_without_word_marks():
+    # They share "The", "of", "the", "is", "a", spaces and the full stop:
+    # enough characters to pass for similar, not enough words to be related.
+    old = "# Notes\n\nThe price of the basic plan is 10 euros a month.\n"
+    new = "# Notes\n\nThe team of the year is announced in a week.\n"
+
+    split = render_side_by_side(old, new)
+    inline = render_inline(old, new)
+
+    assert (
+        '<td class="diff-text diff-del">'
+        "<del>The price of the basic plan is 10 euros a month.</del></td>"
+    ) in split
+    assert (
+        '<td class="diff-text diff-ins">'
+        "<ins>The team of the year is announced in a week.</ins></td>"
+    ) in split
+    for html in (split, inline):
+        assert (html.count("<del>"), html.count("<ins>")) == (1, 1)
 
 
 def test_unchanged_runs_are_collapsed_with_a_count():
@@ -297,7 +340,7 @@ def test_a_one_megabyte_pair_with_scattered_changes_gives_one_hunk_per_change():
     text = unified_diff(previous, current)
 
     assert text.count("\n@@ ") == 40
-    assert diff_stats(previous, current) == (40, 40)
+    assert changed_lines(previous, current) == (40, 40)
     html = render_side_by_side(previous, current)
     assert html.count('id="change-') == 40
     assert html.count("<ins> (updated)</ins>") == 40
@@ -307,7 +350,7 @@ def test_a_completely_rewritten_large_page_still_diffs():
     previous = "\n".join(f"old line {n}" for n in range(15_000))
     current = "\n".join(f"new text {n}" for n in range(15_000))
 
-    assert diff_stats(previous, current) == (15_000, 15_000)
+    assert changed_lines(previous, current) == (15_000, 15_000)
     assert "Diff truncated" in render_side_by_side(previous, current)
 
 
@@ -330,7 +373,7 @@ def _reference_normalize(text: str) -> str:
 
 
 def test_other_line_breaks_are_every_splitlines_boundary_but_newline():
-    from checks.diff import _OTHER_LINE_BREAKS
+    from checks.content.compare import _OTHER_LINE_BREAKS
 
     boundaries = {
         chr(i) for i in range(0x110000) if len(f"a{chr(i)}b".splitlines()) == 2
@@ -339,7 +382,7 @@ def test_other_line_breaks_are_every_splitlines_boundary_but_newline():
 
 
 def test_normalize_and_keys_match_the_reference_on_varied_text():
-    from checks.diff import _keys
+    from checks.content.compare import _keys
 
     rng = random.Random(20261122)
     odd_spaces = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2003\u2028\u2029"
@@ -381,12 +424,13 @@ def test_compare_texts_gives_both_hashes_and_the_diff_in_one_pass():
     before = markdown_document(50_000)
     after = scattered_edits(before, 12)
 
-    assert compare_texts(before, after) == (
-        content_hash(before),
-        content_hash(after),
-        build_diff(before, after),
-        render_side_by_side(before, after),
-    )
+    before_hash, after_hash, diff, html = compare_texts(before, after)
+
+    assert (before_hash, after_hash) == (content_hash(before), content_hash(after))
+    assert diff is not None
+    assert diff["text"].startswith("--- previous\n+++ current\n@@ -")
+    assert diff["json"] == diff_ast(diff["text"])
+    assert html == render_side_by_side(before, after)
 
 
 def test_compare_texts_skips_the_diff_when_only_whitespace_changed():

@@ -4,12 +4,11 @@ import json
 
 import pytest
 
-from checks.extract import (
+from checks.content import (
     SOURCE_HTML,
     SOURCE_MARKDOWN,
     ExtractionError,
     extract,
-    invalid_selectors,
     markdown_of,
 )
 
@@ -190,17 +189,6 @@ def test_an_invalid_selector_is_an_extraction_error_that_names_it():
         run(CHROME_PAGE, excludeTags=["div["])
 
     assert caught.value.message == "excludeTags: 'div[' is not a valid CSS selector"
-
-
-def test_invalid_selectors_reports_each_bad_entry():
-    problems = invalid_selectors(
-        {"includeTags": ["main", "p >"], "excludeTags": ["::x"]}
-    )
-
-    assert problems == [
-        "includeTags: 'p >' is not a valid CSS selector",
-        "excludeTags: '::x' is not a valid CSS selector",
-    ]
 
 
 # -- images and ads -----------------------------------------------------------

@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from checks import analysis, notify, runner
-from checks.diff import content_hash
+from checks.content import content_hash, pack_snapshot
 from checks.models import Check, PageResult, PageState, Snapshot
 from checks.tasks import run_check_task
 from monitors.models import Monitor, Target, Team
@@ -148,18 +148,18 @@ def test_whitespace_only_change_is_same(team, site):
 def conversions(settings, monkeypatch) -> list[str]:
     """Each HTML to Markdown conversion a check makes (its base URL): pages
     are analysed inline, in this process, where conversions can be counted."""
-    from checks import extract
+    from checks.content import source
 
     settings.CHECK_CPU_WORKERS = 0
 
     calls: list[str] = []
-    original = extract._markdown
+    original = source._markdown
 
     def counting(html: str, base: str, *, drop_data_images: bool) -> str:
         calls.append(base)
         return original(html, base, drop_data_images=drop_data_images)
 
-    monkeypatch.setattr(extract, "_markdown", counting)
+    monkeypatch.setattr(source, "_markdown", counting)
     return calls
 
 
@@ -792,7 +792,7 @@ def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site)
     jobs, results = runner.plan(check, list(monitor.targets.all()))
     Check.objects.filter(pk=check.pk).update(target_results=results)
     outcome = runner.Outcome(
-        PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=analysis.pack_snapshot("0")
+        PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=pack_snapshot("0")
     )
     runner.record(check, jobs[0], outcome, None)
     long_ago = timezone.now() - runner.RECLAIM_AFTER - timedelta(seconds=1)

@@ -6,8 +6,7 @@ import zlib
 
 import pytest
 
-from checks.analysis import pack_snapshot, unpack
-from checks.extract import SOURCE_HTML, extract
+from checks.content import SOURCE_HTML, extract, pack_snapshot, unpack
 from checks.models import Snapshot
 
 pytestmark = pytest.mark.django_db

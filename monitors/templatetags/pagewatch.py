@@ -206,7 +206,7 @@ def plain_error(error: str | None, status_code: int | None = None) -> str:
     if status_code and status_code >= 500 and (not text or str(status_code) in text):
         return f"The site had an internal problem (HTTP {status_code})."
     lowered = text.lower()
-    # Most needles are the words of checks.http's and checks.extract's own
+    # Most needles are the words of checks.http's and checks.content's own
     # messages (FetchError, ExtractionError); the rest catch library errors.
     hints = (
         ("timed out", "The page took too long to answer."),

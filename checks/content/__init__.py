@@ -1,0 +1,43 @@
+"""Page content without Django: what a fetched body is, its source and
+Markdown, its metadata, the diff of two versions and the stored snapshot.
+
+Modules, lowest first: ``source`` (what a check stores, and its Markdown),
+``options``, ``sniff``, ``metadata``, ``clean``, ``html``, ``pdf``, ``extract``
+(the entry point); ``compare`` (same vs changed, line matching), ``render``
+(HTML), ``diff`` (Firecrawl's diff shapes); ``snapshots`` (the stored form).
+Each imports only the ones before it; import the public names from here.
+"""
+
+from __future__ import annotations
+
+from checks.content.compare import content_hash, normalize
+from checks.content.diff import compare_texts, diff_ast
+from checks.content.extract import extract
+from checks.content.render import render_inline, render_side_by_side
+from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
+from checks.content.source import (
+    SOURCE_HTML,
+    SOURCE_MARKDOWN,
+    Extracted,
+    ExtractionError,
+    markdown_of,
+)
+
+__all__ = [
+    "SOURCE_HTML",
+    "SOURCE_MARKDOWN",
+    "Extracted",
+    "ExtractionError",
+    "Pack",
+    "compare_texts",
+    "content_hash",
+    "diff_ast",
+    "extract",
+    "markdown_of",
+    "normalize",
+    "pack_snapshot",
+    "render_inline",
+    "render_side_by_side",
+    "snapshot_hash",
+    "unpack",
+]

@@ -1,0 +1,181 @@
+"""The diff of a changed page in Firecrawl's shapes (reference §10.3):
+git-style unified text plus the parse-diff AST the SDKs expect, and
+``compare_texts``, everything the check runner needs for a changed page.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from checks.content.compare import Opcode, Side, opcodes, sides_and_hashes
+from checks.content.render import side_by_side_html
+
+# Unchanged lines shown around each change, as git shows them.
+_CONTEXT = 3
+
+
+def _blank_only(code: Opcode, a: list[int], b: list[int]) -> bool:
+    _, i1, i2, j1, j2 = code
+    return not any(a[i1:i2]) and not any(b[j1:j2])
+
+
+def _grouped(codes: list[Opcode], context: int) -> list[list[Opcode]]:
+    """Hunks as in ``difflib.SequenceMatcher.get_grouped_opcodes``."""
+    if not codes or (len(codes) == 1 and codes[0][0] == "equal"):
+        return []
+    codes = list(codes)
+    tag, i1, i2, j1, j2 = codes[0]
+    if tag == "equal":
+        codes[0] = tag, max(i1, i2 - context), i2, max(j1, j2 - context), j2
+    tag, i1, i2, j1, j2 = codes[-1]
+    if tag == "equal":
+        codes[-1] = tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)
+    groups = []
+    group: list[Opcode] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > 2 * context:
+            group.append((tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)))
+            groups.append(group)
+            group = []
+            i1, j1 = max(i1, i2 - context), max(j1, j2 - context)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        groups.append(group)
+    return groups
+
+
+def _hunk_header(group: list[Opcode]) -> str:
+    i1, i2 = group[0][1], group[-1][2]
+    j1, j2 = group[0][3], group[-1][4]
+    # Counts always printed, as jsdiff does. Unified-diff quirk (GNU, jsdiff):
+    # an empty range starts at the line before it.
+    old_start = i1 + 1 if i2 > i1 else i1
+    new_start = j1 + 1 if j2 > j1 else j1
+    return f"@@ -{old_start},{i2 - i1} +{new_start},{j2 - j1} @@"
+
+
+def _unified_text(old: Side, new: Side, codes: list[Opcode]) -> str:
+    """Git-style unified diff, ``""`` when nothing but whitespace changed.
+
+    Lines are compared in normalised form; context lines are printed from the
+    current text. Hunks whose only changes are blank lines are left out (like
+    ``git diff --ignore-blank-lines``).
+    """
+    out = ["--- previous", "+++ current"]
+    for group in _grouped(codes, _CONTEXT):
+        if all(
+            tag == "equal" or _blank_only((tag, i1, i2, j1, j2), old.keys, new.keys)
+            for tag, i1, i2, j1, j2 in group
+        ):
+            continue
+        out.append(_hunk_header(group))
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend(" " + line for line in new.lines[j1:j2])
+                continue
+            out.extend("-" + line for line in old.lines[i1:i2])
+            out.extend("+" + line for line in new.lines[j1:j2])
+    if len(out) == 2:
+        return ""
+    return "\n".join(out) + "\n"
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def diff_ast(diff_text: str) -> dict[str, Any]:
+    """The parse-diff AST (reference §10.3) of a unified diff.
+
+    Hunk bodies are read by the counts in their headers, so a page line that
+    starts with ``---`` or ``+++`` is never mistaken for a file header.
+    """
+    files: list[dict[str, Any]] = []
+    file: dict[str, Any] | None = None
+    chunk: dict[str, Any] | None = None
+    old_left = new_left = ln_del = ln_add = 0
+    for line in diff_text.split("\n"):
+        if chunk is not None and (old_left > 0 or new_left > 0):
+            assert file is not None
+            marker, rest = line[:1], line
+            if marker == "+":
+                chunk["changes"].append(
+                    {"type": "add", "add": True, "ln": ln_add, "content": rest}
+                )
+                ln_add += 1
+                new_left -= 1
+                file["additions"] += 1
+                continue
+            if marker == "-":
+                chunk["changes"].append(
+                    {"type": "del", "del": True, "ln": ln_del, "content": rest}
+                )
+                ln_del += 1
+                old_left -= 1
+                file["deletions"] += 1
+                continue
+            if marker == " " or line == "":
+                chunk["changes"].append(
+                    {
+                        "type": "normal",
+                        "normal": True,
+                        "ln1": ln_del,
+                        "ln2": ln_add,
+                        "content": rest or " ",
+                    }
+                )
+                ln_del += 1
+                ln_add += 1
+                old_left -= 1
+                new_left -= 1
+                continue
+        if line.startswith("--- "):
+            file = {
+                "from": _file_name(line[4:]),
+                "to": None,
+                "chunks": [],
+                "deletions": 0,
+                "additions": 0,
+            }
+            files.append(file)
+            chunk = None
+        elif line.startswith("+++ ") and file is not None:
+            file["to"] = _file_name(line[4:])
+        elif (match := _HUNK.match(line)) and file is not None:
+            old_start, old_lines, new_start, new_lines = match.groups()
+            chunk = {
+                "content": line,
+                "oldStart": int(old_start),
+                # parse-diff reads a missing count as 1 ("@@ -3 +3 @@").
+                "oldLines": int(old_lines) if old_lines is not None else 1,
+                "newStart": int(new_start),
+                "newLines": int(new_lines) if new_lines is not None else 1,
+                "changes": [],
+            }
+            file["chunks"].append(chunk)
+            old_left, new_left = chunk["oldLines"], chunk["newLines"]
+            ln_del, ln_add = chunk["oldStart"], chunk["newStart"]
+    return {"files": files}
+
+
+def _file_name(value: str) -> str:
+    name = value.split("\t", 1)[0].strip()
+    if name.startswith(("a/", "b/")):
+        name = name[2:]
+    return name
+
+
+def compare_texts(
+    previous: str, current: str
+) -> tuple[str, str, dict[str, Any] | None, str]:
+    """``(content_hash(previous), content_hash(current), diff, side-by-side
+    HTML)``, the diff and HTML only when the hashes differ (None and "" when
+    they are equal): what the check runner needs for a page whose source
+    changed, normalising each text once."""
+    old, new, (before, after) = sides_and_hashes(previous, current)
+    if before == after:
+        return before, after, None, ""
+    codes = opcodes(old.keys, new.keys)
+    text = _unified_text(old, new, codes)
+    diff = {"text": text, "json": diff_ast(text)} if text else None
+    return before, after, diff, side_by_side_html(old, new, codes, _CONTEXT, "change-")

@@ -1,0 +1,65 @@
+"""Turn a fetched response body into the text Pagewatch compares.
+
+``extract()`` takes the raw bytes of a page plus a Firecrawl ``scrapeOptions``
+mapping (camelCase keys) and returns its source (see checks.content.source),
+optional cleaned/raw HTML, links, images and metadata. It is pure: no Django
+models, no network, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from checks.content.html import extract_html
+from checks.content.metadata import base_metadata
+from checks.content.options import Options, parse_options
+from checks.content.pdf import extract_pdf
+from checks.content.sniff import binary_message, body_kind, decode, media_type_of
+from checks.content.source import Extracted, ExtractionError
+
+
+def extract(
+    body: bytes, *, content_type: str, url: str, options: Mapping[str, Any]
+) -> Extracted:
+    """Extract comparable Markdown (and the requested formats) from ``body``.
+
+    Raises ``ExtractionError`` when there is no text to compare: images and
+    other binary bodies, unreadable PDFs, or PDFs with PDF parsing turned off.
+    """
+    opts = parse_options(options or {})
+    media_type = media_type_of(content_type or "")
+    kind = body_kind(body, media_type)
+    if kind == "pdf":
+        return extract_pdf(body, content_type or "application/pdf", url, opts)
+    if kind == "binary":
+        raise ExtractionError(binary_message(media_type))
+    if kind == "text":
+        return _extract_text(body, content_type, media_type, url, opts)
+    return extract_html(body, content_type or "text/html", url, opts)
+
+
+def _extract_text(
+    body: bytes, content_type: str, media_type: str, url: str, opts: Options
+) -> Extracted:
+    text = decode(body, content_type, html=False)
+    if media_type == "application/json" or media_type.endswith("+json"):
+        text = _pretty_json(text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return Extracted(
+        source=text,
+        raw_html=text if "rawHtml" in opts.formats else None,
+        links=[] if "links" in opts.formats else None,
+        images=[] if "images" in opts.formats else None,
+        metadata=base_metadata(content_type or media_type or "text/plain", url),
+    )
+
+
+def _pretty_json(text: str) -> str:
+    """Minified JSON is one line; indent it so a change diffs as one line."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,296 @@
+"""HTML of a diff for the dashboard and e-mails: side by side or inline.
+
+Every piece of page text goes through ``html.escape`` before our own tags wrap
+it, so the result is safe to ``mark_safe``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html import escape
+
+# cydifflib is difflib's SequenceMatcher compiled (same algorithm, same
+# opcodes): word-level highlighting of a changed paragraph costs a third.
+import cydifflib as difflib
+
+from checks.content.compare import Opcode, Side, compare
+
+# Word-level highlighting is skipped for very long lines (minified blobs).
+_INTRALINE_MAX_CHARS = 2_000
+# A pair of lines is highlighted word by word only when they are evidently
+# related: at least this share of the characters of their distinct words is
+# in words both lines have. Unrelated lines in one language still share most
+# spaces and punctuation; a measure counting those sent every pair of a
+# rewritten page through the word matcher, nearly all of its diff's cost.
+_RELATED_MIN_SHARED_WORDS = 0.4
+# Below this share of unchanged characters a pair is shown as a whole-line
+# replacement: highlighting every other word helps nobody.
+_INTRALINE_MIN_SIMILARITY = 0.4
+# Rendering stops after this many rows; a browser chokes on more, and the
+# unified diff is still there for the full story.
+_MAX_RENDERED_ROWS = 5_000
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(slots=True)
+class _Row:
+    kind: str  # "equal", "change" or "skip"
+    old: int | None = None  # 0-based line index, None for an empty cell
+    new: int | None = None
+    block: int = 0  # change block number (1-based), 0 for non-changes
+    first: bool = False  # first row of its change block
+    skipped: int = 0  # for "skip" rows
+
+
+def _rows(old: Side, new: Side, codes: list[Opcode], context: int) -> list[_Row]:
+    """Display rows: blank lines hidden, blank-only edits shown as unchanged,
+    unchanged runs beyond ``context`` collapsed."""
+    rows: list[_Row] = []
+    block = 0
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal":
+            rows.extend(
+                _Row("equal", i, j)
+                for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
+                if new.keys[j]
+            )
+            continue
+        olds = [i for i in range(i1, i2) if old.keys[i]]
+        news = [j for j in range(j1, j2) if new.keys[j]]
+        if not olds and not news:
+            continue
+        block += 1
+        for k in range(max(len(olds), len(news))):
+            rows.append(
+                _Row(
+                    "change",
+                    olds[k] if k < len(olds) else None,
+                    news[k] if k < len(news) else None,
+                    block,
+                    k == 0,
+                )
+            )
+    # Collapse unchanged runs far from any change.
+    near = [False] * len(rows)
+    for index, row in enumerate(rows):
+        if row.kind == "change":
+            for k in range(
+                max(0, index - context), min(len(rows), index + context + 1)
+            ):
+                near[k] = True
+    collapsed: list[_Row] = []
+    run = 0
+    for index, row in enumerate(rows):
+        if row.kind == "equal" and not near[index]:
+            run += 1
+            continue
+        if run:
+            collapsed.append(_Row("skip", skipped=run))
+            run = 0
+        collapsed.append(row)
+    if run:
+        collapsed.append(_Row("skip", skipped=run))
+    return collapsed
+
+
+def _related(old_line: str, new_line: str) -> bool:
+    """Whether two lines share enough of their words to be worth matching
+    word by word (see _RELATED_MIN_SHARED_WORDS); sets in C, no matcher."""
+    old_words = set(_WORD.findall(old_line))
+    new_words = set(_WORD.findall(new_line))
+    shared = sum(map(len, old_words & new_words))
+    total = max(sum(map(len, old_words)), sum(map(len, new_words)))
+    return shared > 0 and shared >= total * _RELATED_MIN_SHARED_WORDS
+
+
+def _words(old_line: str, new_line: str) -> tuple[str, str] | None:
+    """Old and new line as escaped HTML with ``<del>``/``<ins>`` around the
+    changed words, or None when the lines are too long or not related."""
+    longest = max(len(old_line), len(new_line))
+    if longest > _INTRALINE_MAX_CHARS:
+        return None
+    # At most the shorter line can be unchanged: too short a line fails the
+    # similarity floor below whatever it holds.
+    if min(len(old_line), len(new_line)) < longest * _INTRALINE_MIN_SIMILARITY:
+        return None
+    if not _related(old_line, new_line):
+        return None
+    a = _TOKEN.findall(old_line)
+    b = _TOKEN.findall(new_line)
+    # Compare whitespace runs as one space: spacing alone is not a change.
+    matcher = difflib.SequenceMatcher(
+        None,
+        [" " if t.isspace() else t for t in a],
+        [" " if t.isspace() else t for t in b],
+        autojunk=False,
+    )
+    codes = matcher.get_opcodes()
+    same = sum(len("".join(a[i1:i2])) for tag, i1, i2, _, _ in codes if tag == "equal")
+    if same < longest * _INTRALINE_MIN_SIMILARITY:
+        return None
+    old_html: list[str] = []
+    new_html: list[str] = []
+    for tag, i1, i2, j1, j2 in codes:
+        old_part = escape("".join(a[i1:i2]))
+        new_part = escape("".join(b[j1:j2]))
+        if tag == "equal":
+            old_html.append(old_part)
+            new_html.append(new_part)
+            continue
+        if old_part:
+            old_html.append(f"<del>{old_part}</del>")
+        if new_part:
+            new_html.append(f"<ins>{new_part}</ins>")
+    return "".join(old_html), "".join(new_html)
+
+
+def _whole(line: str, tag: str) -> str:
+    return f"<{tag}>{escape(line)}</{tag}>" if line else ""
+
+
+def _change_html(old: Side, new: Side, row: _Row) -> tuple[str, str]:
+    old_line = old.lines[row.old] if row.old is not None else None
+    new_line = new.lines[row.new] if row.new is not None else None
+    if old_line is not None and new_line is not None:
+        words = _words(old_line, new_line)
+        if words is not None:
+            return words
+    return (
+        _whole(old_line, "del") if old_line is not None else "",
+        _whole(new_line, "ins") if new_line is not None else "",
+    )
+
+
+def _line_number(index: int | None) -> str:
+    return "" if index is None else str(index + 1)
+
+
+def _skip_row(count: int, columns: int) -> str:
+    text = f"{count} unchanged line{'s' if count != 1 else ''}"
+    return f'<tr class="diff-skip"><td colspan="{columns}">{text}</td></tr>'
+
+
+def _truncated_row(rows: list[_Row], shown: int, columns: int) -> str:
+    hidden = sum(1 for row in rows[shown:] if row.kind == "change")
+    return (
+        f'<tr class="diff-truncated"><td colspan="{columns}">'
+        f"Diff truncated: {hidden} more changed lines not shown</td></tr>"
+    )
+
+
+def render_side_by_side(
+    previous: str, current: str, *, context: int = 3, id_prefix: str = "change-"
+) -> str:
+    """``<table class="diff diff-split">`` with old and new columns.
+
+    Changed rows carry ``diff-changed``; the first row of each change block has
+    ``id="{id_prefix}{n}"`` (1-based) for previous/next navigation. Safe to
+    ``mark_safe``: page text is escaped token by token, ``id_prefix`` too.
+    """
+    return side_by_side_html(*compare(previous, current), context, id_prefix)
+
+
+def side_by_side_html(
+    old: Side, new: Side, codes: list[Opcode], context: int, id_prefix: str
+) -> str:
+    rows = _rows(old, new, codes, context)
+    prefix = escape(id_prefix)
+    out = ['<table class="diff diff-split"><tbody>']
+    for shown, row in enumerate(rows):
+        if shown >= _MAX_RENDERED_ROWS:
+            out.append(_truncated_row(rows, shown, 4))
+            break
+        if row.kind == "skip":
+            out.append(_skip_row(row.skipped, 4))
+            continue
+        if row.kind == "equal":
+            assert row.old is not None and row.new is not None
+            out.append(
+                '<tr class="diff-equal">'
+                f'<td class="diff-ln">{row.old + 1}</td>'
+                f'<td class="diff-text">{escape(old.lines[row.old])}</td>'
+                f'<td class="diff-ln">{row.new + 1}</td>'
+                f'<td class="diff-text">{escape(new.lines[row.new])}</td></tr>'
+            )
+            continue
+        old_html, new_html = _change_html(old, new, row)
+        row_id = f' id="{prefix}{row.block}"' if row.first else ""
+        old_class = "diff-del" if row.old is not None else "diff-empty"
+        new_class = "diff-ins" if row.new is not None else "diff-empty"
+        out.append(
+            f'<tr class="diff-changed"{row_id}>'
+            f'<td class="diff-ln">{_line_number(row.old)}</td>'
+            f'<td class="diff-text {old_class}">{old_html}</td>'
+            f'<td class="diff-ln">{_line_number(row.new)}</td>'
+            f'<td class="diff-text {new_class}">{new_html}</td></tr>'
+        )
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def render_inline(
+    previous: str, current: str, *, context: int = 3, id_prefix: str = "change-"
+) -> str:
+    """``<table class="diff diff-inline">``: one text column, removed lines of a
+    block before its added lines, word-level ``<del>``/``<ins>`` as above."""
+    old, new, codes = compare(previous, current)
+    rows = _rows(old, new, codes, context)
+    prefix = escape(id_prefix)
+    out = ['<table class="diff diff-inline"><tbody>']
+    emitted = 0
+    index = 0
+    while index < len(rows):
+        if emitted >= _MAX_RENDERED_ROWS:
+            out.append(_truncated_row(rows, index, 3))
+            break
+        row = rows[index]
+        if row.kind == "skip":
+            out.append(_skip_row(row.skipped, 3))
+            index += 1
+            emitted += 1
+            continue
+        if row.kind == "equal":
+            assert row.old is not None and row.new is not None
+            out.append(
+                '<tr class="diff-equal">'
+                f'<td class="diff-ln">{row.old + 1}</td>'
+                f'<td class="diff-ln">{row.new + 1}</td>'
+                f'<td class="diff-text">{escape(new.lines[row.new])}</td></tr>'
+            )
+            index += 1
+            emitted += 1
+            continue
+        block = [row]
+        index += 1
+        while (
+            index < len(rows) and rows[index].kind == "change" and not rows[index].first
+        ):
+            block.append(rows[index])
+            index += 1
+        removed, added = [], []
+        for member in block:
+            old_html, new_html = _change_html(old, new, member)
+            if member.old is not None:
+                removed.append((member.old, old_html))
+            if member.new is not None:
+                added.append((member.new, new_html))
+        row_id = f' id="{prefix}{row.block}"'
+        for line_index, html in removed:
+            out.append(
+                f'<tr class="diff-changed diff-del"{row_id}>'
+                f'<td class="diff-ln">{line_index + 1}</td><td class="diff-ln"></td>'
+                f'<td class="diff-text">{html}</td></tr>'
+            )
+            row_id = ""
+        for line_index, html in added:
+            out.append(
+                f'<tr class="diff-changed diff-ins"{row_id}>'
+                f'<td class="diff-ln"></td><td class="diff-ln">{line_index + 1}</td>'
+                f'<td class="diff-text">{html}</td></tr>'
+            )
+            row_id = ""
+        emitted += len(removed) + len(added)
+    out.append("</tbody></table>")
+    return "".join(out)
