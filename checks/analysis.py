@@ -44,7 +44,6 @@ import zstandard
 
 from checks.diff import compare_texts, content_hash
 from checks.extract import SOURCE_MARKDOWN
-from checks.http import FetchError, decode_body
 
 # (content hash, compressed data, size, source format) of a Snapshot row.
 Pack = tuple[str, bytes, int, str]
@@ -126,13 +125,10 @@ def analyse(
     url: str,
     options: Mapping[str, Any],
     baseline_snapshot: str | None,
-    content_encoding: str = "",
-    max_bytes: int = 0,
 ) -> dict[str, Any]:
-    """Decode a fetched body (its `content_encoding`, capped at `max_bytes`:
-    the fetcher leaves that to this process), extract it into its source
-    (checks.extract) and compare its hash with the baseline snapshot's,
-    `baseline_snapshot` (None: no baseline).
+    """Extract a fetched (decoded) body into its source (checks.extract) and
+    compare its hash with the baseline snapshot's, `baseline_snapshot` (None:
+    no baseline).
 
     {"error": message} when the body has no comparable text; otherwise
     {"metadata", "snapshot", "source"}: with no baseline, "snapshot" is the
@@ -142,10 +138,6 @@ def analyse(
     """
     from checks.extract import ExtractionError, extract
 
-    try:
-        body = decode_body(body, content_encoding, max_bytes)
-    except FetchError as exc:
-        return {"error": exc.message}
     try:
         extracted = extract(
             body, content_type=content_type, url=url, options=options
@@ -358,9 +350,7 @@ def _context() -> multiprocessing.context.BaseContext:
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         # Imported once by the fork server, then shared by every pool process.
-        context.set_forkserver_preload(
-            ["checks.analysis", "checks.extract", "checks.http"]
-        )
+        context.set_forkserver_preload(["checks.analysis", "checks.extract"])
         return context
     return multiprocessing.get_context("spawn")
 

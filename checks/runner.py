@@ -8,7 +8,7 @@ message and the stale sweeper can race without double work):
                            |  \\--fail()----> failed  (crash, time limit, sweeper)
                            \\--reserve()----> skipped_no_credits
 
-Pages are fetched concurrently by checks.http in a background thread with its own
+Pages are fetched concurrently by checks.fetch in a background thread with its own
 event loop. The CPU work per page (HTML to Markdown, normalise + hash, and for a
 changed page the diff and its HTML) runs in a small process pool
 (checks.analysis, CHECK_CPU_WORKERS processes; inline when 0 or 1), while this
@@ -58,7 +58,7 @@ from django.utils import timezone
 
 from checks import affinity, analysis, notify
 from checks.bulk import insert_rows
-from checks.http import FetchError, FetchResult, OutboundClient, Resolver
+from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
 from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
 
@@ -754,11 +754,8 @@ def compare(
         )
     # snapshot_hash is annotated on the states a check loads (_execute).
     baseline = getattr(state, "snapshot_hash", None) if has_baseline else None
-    # The body is still content-encoded (Fetcher): decoding it is the pool's
-    # work, under the same cap.
     args = (
         fetched.content, content_type, fetched.final_url, dict(job.options), baseline,
-        fetched.content_encoding, int(settings.FETCH_MAX_BYTES),
     )  # fmt: skip
     return Analysis(job, state, metadata, code, args)
 
@@ -1338,7 +1335,6 @@ class Fetcher:
                     headers=job.headers,
                     timeout=job.timeout,
                     verify=job.verify_tls,
-                    decode=False,  # decoded where it is parsed (the pool)
                 )
             except FetchError as exc:
                 result = exc
