@@ -19,6 +19,7 @@ from django.db.models import Q
 
 from checks.analysis import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.bulk import insert_rows
+from checks.errors import ErrorKind
 from checks.extract import SOURCE_HTML, SOURCE_MARKDOWN, markdown_of
 from monitors.models import Monitor
 
@@ -340,6 +341,11 @@ class PageResult(models.Model):
     )
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)
+    # What kind of failure `error` is, for code and plain words to go by; ""
+    # on pages without an error and on rows written before kinds existed.
+    error_kind = models.CharField(
+        max_length=32, blank=True, default="", choices=ErrorKind.choices()
+    )
     metadata = models.JSONField(default=dict, blank=True)
     # {"text": unified diff, "json": parse-diff AST}; null unless changed.
     diff = models.JSONField(null=True, blank=True)
