@@ -246,7 +246,7 @@ def bench_throughput(
     place_labels = {
         "thread": "worker thread (database writes, pipeline)",
         "threads": "worker's other threads (fetcher, pool feeders)",
-        "pool": "analysis pool processes (decode, extract, Markdown, diffs)",
+        "pool": "analysis pool processes (extract, Markdown, diffs)",
         "database": "PostgreSQL backend",
         "server": "page server (the baseline pays it too)",
         "wall": "**wall time**",
@@ -357,7 +357,7 @@ def bench_memory(server: PageServer, rows: list[Row]) -> Section:
         " fetch keeps its slot until its body is handed over, so at most"
         " 2 × FETCH_CONCURRENCY + 2 × CHECK_CPU_WORKERS +"
         " FETCH_PER_HOST_CONCURRENCY bodies"
-        f" (40 here, still gzip-encoded) are held at once: past"
+        f" (40 here, decoded) are held at once: past"
         f" {SMALL_CHECK} pages the peak should barely grow with the number of"
         " pages, which the second row checks.",
     )

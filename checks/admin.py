@@ -199,6 +199,7 @@ class PageResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "status",
         "status_code",
         "error",
+        "error_kind",
         "target_id",
         "previous_scrape_id",
         "current_scrape_id",

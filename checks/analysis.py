@@ -39,7 +39,6 @@ from multiprocessing.process import AuthenticationString
 from typing import Any
 
 from checks.content import compare_texts, content_hash, pack_snapshot, unpack
-from checks.http import FetchError, decode_body
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +56,10 @@ def analyse(
     url: str,
     options: Mapping[str, Any],
     baseline_snapshot: str | None,
-    content_encoding: str = "",
-    max_bytes: int = 0,
 ) -> dict[str, Any]:
-    """Decode a fetched body (its `content_encoding`, capped at `max_bytes`:
-    the fetcher leaves that to this process), extract it into its source
-    (checks.extract) and compare its hash with the baseline snapshot's,
-    `baseline_snapshot` (None: no baseline).
+    """Extract a fetched (decoded) body into its source (checks.extract) and
+    compare its hash with the baseline snapshot's, `baseline_snapshot` (None:
+    no baseline).
 
     {"error": message} when the body has no comparable text; otherwise
     {"metadata", "snapshot", "source"}: with no baseline, "snapshot" is the
@@ -73,10 +69,6 @@ def analyse(
     """
     from checks.content import ExtractionError, extract
 
-    try:
-        body = decode_body(body, content_encoding, max_bytes)
-    except FetchError as exc:
-        return {"error": exc.message}
     try:
         extracted = extract(
             body, content_type=content_type, url=url, options=options
@@ -290,7 +282,7 @@ def _context() -> multiprocessing.context.BaseContext:
         context = multiprocessing.get_context("forkserver")
         # Imported once by the fork server, then shared by every pool process.
         context.set_forkserver_preload(
-            ["checks.analysis", "checks.content", "checks.http"]
+            ["checks.analysis", "checks.content"]
         )
         return context
     return multiprocessing.get_context("spawn")

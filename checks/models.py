@@ -27,6 +27,7 @@ from checks.content import (
     snapshot_hash,
     unpack,
 )
+from checks.errors import ErrorKind
 from monitors.models import Monitor
 
 
@@ -347,6 +348,11 @@ class PageResult(models.Model):
     )
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)
+    # What kind of failure `error` is, for code and plain words to go by; ""
+    # on pages without an error and on rows written before kinds existed.
+    error_kind = models.CharField(
+        max_length=32, blank=True, default="", choices=ErrorKind.choices()
+    )
     metadata = models.JSONField(default=dict, blank=True)
     # {"text": unified diff, "json": parse-diff AST}; null unless changed.
     diff = models.JSONField(null=True, blank=True)

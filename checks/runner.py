@@ -8,7 +8,7 @@ message and the stale sweeper can race without double work):
                            |  \\--fail()----> failed  (crash, time limit, sweeper)
                            \\--reserve()----> skipped_no_credits
 
-Pages are fetched concurrently by checks.http in a background thread with its own
+Pages are fetched concurrently by checks.fetch in a background thread with its own
 event loop. The CPU work per page (HTML to Markdown, normalise + hash, and for a
 changed page the diff and its HTML) runs in a small process pool
 (checks.analysis, CHECK_CPU_WORKERS processes; inline when 0 or 1), while this
@@ -59,7 +59,8 @@ from django.utils import timezone
 from checks import affinity, analysis, notify
 from checks.bulk import insert_rows
 from checks.content import Pack
-from checks.http import FetchError, FetchResult, OutboundClient, Resolver
+from checks.errors import ErrorKind, kind_of_status
+from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
 from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
 
@@ -635,6 +636,7 @@ class Outcome:
     metadata: dict[str, Any]
     status_code: int | None = None
     error: str | None = None
+    error_kind: str = ""  # an ErrorKind whenever `error` is set
     # Hash of the normalised Markdown, when it was computed ("" otherwise).
     normalized_hash: str = ""
     diff: dict[str, Any] | None = None
@@ -693,6 +695,7 @@ def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome 
                     f"No cached copy at least {min_age} ms old is available "
                     "(minAge), so the page was not fetched."
                 ),
+                error_kind=ErrorKind.NOT_CACHED,
             )
     elif age_ms is None or age_ms > max_age:
         return None
@@ -730,13 +733,19 @@ def compare(
     otherwise the page's Analysis, to run in the pool and finish with conclude()."""
     metadata = _base_metadata(job)
     if isinstance(fetched, FetchError):
-        return Outcome(PageResult.Status.ERROR, metadata, error=fetched.message)
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            error=fetched.message,
+            error_kind=fetched.kind,
+        )
     if isinstance(fetched, BaseException):
         logger.error("Fetching %s crashed", job.url, exc_info=fetched)
         return Outcome(
             PageResult.Status.ERROR,
             metadata,
             error="The page could not be fetched because of an internal error.",
+            error_kind=ErrorKind.INTERNAL,
         )
     content_type = fetched.headers.get("content-type", "")
     code = fetched.status_code
@@ -752,14 +761,12 @@ def compare(
             metadata,
             status_code=code,
             error=f"The page answered HTTP {code}.",
+            error_kind=kind_of_status(code) or "",
         )
     # snapshot_hash is annotated on the states a check loads (_execute).
     baseline = getattr(state, "snapshot_hash", None) if has_baseline else None
-    # The body is still content-encoded (Fetcher): decoding it is the pool's
-    # work, under the same cap.
     args = (
         fetched.content, content_type, fetched.final_url, dict(job.options), baseline,
-        fetched.content_encoding, int(settings.FETCH_MAX_BYTES),
     )  # fmt: skip
     return Analysis(job, state, metadata, code, args)
 
@@ -771,7 +778,11 @@ def conclude(request: Analysis, result: Mapping[str, Any]) -> Outcome:
     job, metadata, code = request.job, request.metadata, request.status_code
     if "error" in result:
         return Outcome(
-            PageResult.Status.ERROR, metadata, status_code=code, error=result["error"]
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=code,
+            error=result["error"],
+            error_kind=ErrorKind.UNREADABLE,
         )
     page_metadata = dict(result["metadata"])
     page_metadata.setdefault("title", None)
@@ -799,6 +810,7 @@ def reconciled(
     outcome.source = None
     if "error" in result:
         outcome.status, outcome.error = PageResult.Status.ERROR, result["error"]
+        outcome.error_kind = ErrorKind.UNREADABLE
         return
     outcome.normalized_hash = result["hash"]
     if result["status"] == "changed":
@@ -947,6 +959,7 @@ def _record_many(
                 current_snapshot_id=current,
                 status_code=outcome.status_code,
                 error=outcome.error,
+                error_kind=outcome.error_kind,
                 metadata=outcome.metadata,
                 diff=outcome.diff,
                 diff_html=outcome.diff_html,
@@ -1339,7 +1352,6 @@ class Fetcher:
                     headers=job.headers,
                     timeout=job.timeout,
                     verify=job.verify_tls,
-                    decode=False,  # decoded where it is parsed (the pool)
                 )
             except FetchError as exc:
                 result = exc

@@ -8,6 +8,7 @@ no bookkeeping of their own.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import smtplib
@@ -18,7 +19,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from django.utils import timezone
 
-from checks import emails, events, http
+from checks import emails, events
+from checks.errors import ErrorKind
+from checks.fetch import FetchError, FetchResult, afetch
 from checks.models import DeliveryAttempt
 from checks.signing import ensure_team_secret, signature_headers
 
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
     from checks.models import Delivery
 
 logger = logging.getLogger(__name__)
+
+_NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
 
 
 class DeliveryError(Exception):
@@ -95,9 +100,9 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
 
 
 class WebhookTransport(Transport):
-    """POST the stored JSON to the monitor's webhook URL through checks.http.
+    """POST the stored JSON to the monitor's webhook URL through checks.fetch.
 
-    The address policy applies at every attempt (checks.http judges the address
+    The address policy applies at every attempt (checks.fetch judges the address
     actually connected to); redirects are never followed; only 2xx counts.
     """
 
@@ -158,7 +163,7 @@ class WebhookTransport(Transport):
 
     def _post(
         self, delivery: Delivery, custom: dict[str, str], body: bytes
-    ) -> http.FetchResult:
+    ) -> FetchResult:
         secret = ensure_team_secret(delivery.monitor.team)
         timestamp = int(timezone.now().timestamp())
         msg_id = str(delivery.webhook_id)
@@ -181,21 +186,22 @@ class WebhookTransport(Transport):
         scrape_id = self._scrape_id(delivery)
         if scrape_id:
             headers["X-Firecrawl-Scrape-Id"] = scrape_id
+        post = afetch(
+            delivery.url,
+            method="POST",
+            headers=headers,
+            content=body,
+            timeout=self.TIMEOUT_SECONDS,
+            max_bytes=self.MAX_RESPONSE_BYTES,
+            follow_redirects=False,
+        )
         try:
-            return http.fetch(
-                delivery.url,
-                method="POST",
-                headers=headers,
-                content=body,
-                timeout=self.TIMEOUT_SECONDS,
-                max_bytes=self.MAX_RESPONSE_BYTES,
-                follow_redirects=False,
-            )
-        except http.FetchError as exc:
+            # A Celery task is synchronous: one short event loop per attempt.
+            return asyncio.run(post)
+        except FetchError as exc:
             # A refused address or URL stays refused: retrying cannot help.
-            raise DeliveryError(
-                exc.message, permanent=exc.kind in ("blocked", "invalid_url")
-            ) from exc
+            permanent = exc.kind in _NEVER_RETRIED
+            raise DeliveryError(exc.message, permanent=permanent) from exc
 
     @staticmethod
     def _scrape_id(delivery: Delivery) -> str | None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from checks.fetch import url_syntax_error
+
 NAME_MAX = 256
 GOAL_MAX = 2000
 TARGETS_MIN, TARGETS_MAX = 1, 50
@@ -40,8 +42,6 @@ _DOMAIN = re.compile(
 
 def url_error(url: str) -> str | None:
     """Syntax of a URL we may fetch or post to; addresses are judged at connect."""
-    from checks.http import url_syntax_error
-
     return url_syntax_error(url)
 
 

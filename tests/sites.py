@@ -12,7 +12,7 @@ Pages can also be any status (`status=410`), slow (`delay=`), or computed per
 request (`handler=`). Every request is recorded (method, path, headers, body),
 so the same server works as a webhook receiver: `site.wait_for_requests(1)`.
 
-Fetching these pages through checks.http needs ALLOW_PRIVATE_NETWORK_TARGETS
+Fetching these pages through checks.fetch needs ALLOW_PRIVATE_NETWORK_TARGETS
 (the `settings` fixture) since 127.0.0.1 is a loopback address.
 
 A fixture per test module keeps it to one line of setup:

@@ -16,6 +16,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from checks import runner
+from checks.errors import ErrorKind
 from checks.models import Check, PageResult, Snapshot
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
@@ -1265,39 +1266,125 @@ def test_a_check_of_scrape_targets_only_lists_nothing_as_skipped(web, monitor):
 
 
 @pytest.mark.parametrize(
-    ("error", "status_code", "words"),
+    ("kind", "status_code", "error", "words"),
     [
-        ("Gave up on example.com after 30 s", None, "took too long to answer"),
-        ("example.com did not respond in time", None, "took too long to answer"),
-        ("Could not resolve nonexistent.invalid", None, "address could not be found"),
-        ("TLS handshake with example.com failed", None, "secure (HTTPS) connection"),
         (
-            "TLS certificate of example.com is not valid (expired)",
+            "timeout",
             None,
-            "certificate could not be verified",
+            "Gave up on example.com after 30 s",
+            "took too long to answer",
+        ),
+        ("dns", None, "Could not resolve nonexistent.invalid", "could not be found"),
+        (
+            "refused",
+            None,
+            "Connection refused by example.com",
+            "refused the connection",
         ),
         (
-            "Blocked: 169.254.169.254 is a cloud metadata address",
+            "tls",
             None,
+            "TLS handshake with example.com failed (wrong version number)",
+            "secure (HTTPS) connection",
+        ),
+        (
+            "blocked_address",
+            None,
+            "Blocked: 169.254.169.254 is a cloud metadata address",
             "cloud provider's internal services",
         ),
-        ("Stopped after 5 redirects", None, "kept redirecting"),
-        ("Page is larger than 10 MB", None, "too large to check"),
+        ("too_many_redirects", None, "Stopped after 5 redirects", "kept redirecting"),
+        ("too_large", None, "Page is larger than 10 MB", "too large to check"),
         (
+            "unreadable",
+            200,
             "The page is binary content (application/zip); nothing to compare",
-            None,
-            "serves a file",
+            "could not be turned into text",
         ),
-        ("The page answered HTTP 503.", 503, "internal problem (HTTP 503)"),
     ],
 )
-def test_page_errors_are_put_in_plain_words_with_the_details_kept(
-    error, status_code, words
+def test_page_errors_are_put_in_plain_words_by_kind_with_the_details_kept(
+    kind, status_code, error, words
 ):
-    shown = plain_error(error, status_code)
+    shown = plain_error(kind, status_code, error)
     assert words in shown
-    if status_code is None:
-        assert shown.endswith(f"({error})")  # the exact reason stays visible
+    assert shown.endswith(f"({error})")  # the exact reason stays visible
+
+
+def test_plain_words_come_from_the_kind_not_from_the_message():
+    shown = plain_error("timeout", None, "Connection refused, certificate private")
+    assert shown.startswith("The page took too long to answer.")
+
+
+@pytest.mark.parametrize(
+    ("kind", "status_code", "words"),
+    [
+        ("http_4xx", 401, "The page asks for a login (HTTP 401)."),
+        ("http_4xx", 403, "The site refused access (HTTP 403)."),
+        ("http_4xx", 404, "The page was not found (HTTP 404)."),
+        ("http_4xx", 410, "The page is gone (HTTP 410)."),
+        ("http_4xx", 429, "The site said we asked too often (HTTP 429)."),
+        ("http_4xx", 418, "The site turned the request down (HTTP 418)."),
+        ("http_5xx", 503, "The site had an internal problem (HTTP 503)."),
+    ],
+)
+def test_http_errors_are_said_by_their_status(kind, status_code, words):
+    assert plain_error(kind, status_code, f"The page answered HTTP {status_code}.") == (
+        words
+    )
+
+
+@pytest.mark.parametrize("kind", list(ErrorKind))
+def test_every_error_kind_has_plain_words_without_jargon(kind):
+    shown = plain_error(kind, 418 if kind == ErrorKind.HTTP_4XX else 500, "")
+    assert shown.endswith(".") and shown != plain_error("", None, "")
+    words = set(re.findall(r"[a-z0-9_]+", shown.lower()))
+    # No kind ids ("too_large", "dns"...), though "refused" may be a word.
+    assert not words & {"dns", "tls", "timeout", "protocol", "4xx", "5xx"}
+    assert "_" not in shown
+    for field in ("minAge", "maxAge", "statusCode", "error", "scrapeOptions"):
+        assert field not in shown  # no API field names
+
+
+def test_every_error_kind_has_words_of_its_own():
+    shown = {plain_error(kind, 500, "") for kind in ErrorKind}
+    assert len(shown) == len(ErrorKind)
+
+
+def test_a_page_without_a_kind_shows_its_stored_text_as_it_is():
+    assert plain_error("", 200, "Some old reason") == "Some old reason"
+    assert plain_error("", None, "") == "Something went wrong while checking this page."
+    # Rows from before kinds were stored still say what their HTTP status means.
+    assert plain_error("", 404, "The page answered HTTP 404.") == (
+        "The page was not found (HTTP 404)."
+    )
+
+
+def test_check_and_diff_pages_show_a_page_error_in_plain_words_escaped(web, monitor):
+    check = make_check(monitor)
+    result = make_page(
+        check,
+        None,
+        "x",
+        status="error",
+        error="Blocked: <b>10.0.0.1</b> is a private address",
+        error_kind="blocked_address",
+        current_snapshot=None,
+    )
+    for url in (check.get_absolute_url(), result.get_absolute_url()):
+        body = web.get(url).content.decode()
+        assert "The address belongs to a private network" in body, url
+        assert "Blocked: &lt;b&gt;10.0.0.1&lt;/b&gt; is a private address" in body, url
+
+
+def test_a_check_error_is_shown_as_it_is(web, monitor):
+    check = make_check(
+        monitor, status="failed", summary={}, error="A check timed out somewhere."
+    )
+    for url in (monitor.get_absolute_url(), check.get_absolute_url()):
+        body = text_of(web.get(url))
+        assert "A check timed out somewhere." in body, url
+        assert "took too long" not in body, url  # no guessing from its words
 
 
 def test_favicon_ico_points_browsers_at_our_icon_without_a_session(client):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -19,6 +20,8 @@ from django.utils import timezone
 
 from checks import analysis, notify, runner
 from checks.content import content_hash, pack_snapshot
+from checks.errors import ErrorKind
+from checks.fetch import OutboundClient
 from checks.models import Check, PageResult, PageState, Snapshot
 from checks.tasks import run_check_task
 from monitors.models import Monitor, Target, Team
@@ -546,6 +549,89 @@ def test_every_page_error_still_ends_the_check_as_partial(team):
     check = run_check(make_monitor(team, [url]))
     assert check.status == Check.Status.PARTIAL
     assert check.actual_credits == 0
+
+
+# --- error kinds ----------------------------------------------------------------
+
+
+def nxdomain(host: str, port: int) -> list[str]:
+    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
+def failing_url(kind: str, site: Site, settings: Any) -> tuple[str, dict[str, Any]]:
+    """A URL whose fetch fails with `kind` (on 127.0.0.1, or refused before
+    connecting), and the scrape options it needs."""
+    if kind == "refused":
+        return refused_url("/gone"), {}
+    if kind == "timeout":
+        return site.html("/slow", "Slow", "<p>x</p>", delay=3), {"timeout": 1000}
+    if kind == "too_large":
+        settings.FETCH_MAX_BYTES = 1024
+        return site.page("/big", "x" * 4096), {}
+    if kind == "too_many_redirects":
+        return site.redirect("/loop", "/loop"), {}
+    if kind == "blocked_address":
+        return "http://169.254.169.254/latest/meta-data/", {}
+    assert kind == "dns"
+    return "http://nowhere.test/", {}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["refused", "timeout", "too_large", "too_many_redirects", "blocked_address", "dns"],
+)
+def test_a_failed_fetch_is_stored_with_its_kind(team, site, settings, kind):
+    url, options = failing_url(kind, site, settings)
+    check = Check.objects.create(
+        monitor=make_monitor(team, [url], scrape_options=options),
+        trigger=Check.Trigger.MANUAL,
+    )
+
+    runner.run(check, resolver=nxdomain)
+
+    page = page_of(check, url)
+    assert (page.status, page.error_kind) == (PageResult.Status.ERROR, kind)
+    assert page.error  # the message API clients read is still there
+
+
+def test_http_errors_are_stored_as_4xx_or_5xx(team, site):
+    missing = site.url("/missing")
+    broken = site.page("/broken", "<p>oops</p>", status=503)
+
+    check = run_check(make_monitor(team, [missing, broken]))
+
+    assert page_of(check, missing).error_kind == ErrorKind.HTTP_4XX
+    assert page_of(check, broken).error_kind == ErrorKind.HTTP_5XX
+
+
+def test_content_that_cannot_be_extracted_is_stored_as_unreadable(team, site):
+    url = site.page("/logo.png", b"\x89PNG\r\n\x1a\n\x00\x00", content_type="image/png")
+    page = page_of(run_check(make_monitor(team, [url])), url)
+    assert page.error_kind == ErrorKind.UNREADABLE
+
+
+def test_a_min_age_miss_is_stored_as_not_cached(team, site):
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"minAge": 600_000})
+    page = page_of(run_check(monitor), url)
+    assert page.error_kind == ErrorKind.NOT_CACHED
+    assert site.requests == []
+
+
+def test_a_fetch_that_crashes_is_stored_as_internal(team, site, monkeypatch):
+    async def crash(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(OutboundClient, "fetch", crash)
+    url = site.html("/p", "P", "<p>x</p>")
+    page = page_of(run_check(make_monitor(team, [url])), url)
+    assert page.error_kind == ErrorKind.INTERNAL
+
+
+def test_a_good_page_has_no_error_kind(team, site):
+    url = site.html("/p", "P", "<p>x</p>")
+    page = page_of(run_check(make_monitor(team, [url])), url)
+    assert (page.status, page.error_kind) == (PageResult.Status.NEW, "")
 
 
 # --- SSRF -----------------------------------------------------------------------

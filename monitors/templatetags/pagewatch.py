@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from checks.errors import ErrorKind, kind_of_status
 from monitors import schedule as schedules
 
 register = template.Library()
@@ -190,55 +191,72 @@ def targets_summary(monitor: Any) -> str:
     return things[0] + (f" + {more} more" if more else "")
 
 
-@register.filter
-def plain_error(error: str | None, status_code: int | None = None) -> str:
-    """A page or check error in words a non-technical reader understands."""
-    text = (error or "").strip()
-    by_code = {
-        401: "The page asks for a login (HTTP 401).",
-        403: "The site refused access (HTTP 403).",
-        404: "The page was not found (HTTP 404).",
-        410: "The page is gone (HTTP 410).",
-        429: "The site said we asked too often (HTTP 429).",
+# What each kind of page error means, for readers who do not speak HTTP.
+_PLAIN_WORDS: dict[ErrorKind, str] = {
+    ErrorKind.DNS: "The site's address could not be found.",
+    ErrorKind.REFUSED: "The site refused the connection.",
+    ErrorKind.CONNECT: "The connection to the site failed.",
+    ErrorKind.TIMEOUT: "The page took too long to answer.",
+    ErrorKind.TLS: "A secure (HTTPS) connection to the site could not be set up.",
+    ErrorKind.BLOCKED_ADDRESS: (
+        "The address belongs to a private network or to the cloud provider's"
+        " internal services, which are never checked."
+    ),
+    ErrorKind.INVALID_URL: "The address (or one it redirected to) is not valid.",
+    ErrorKind.TOO_LARGE: "The page is too large to check.",
+    ErrorKind.TOO_MANY_REDIRECTS: "The page kept redirecting to other addresses.",
+    ErrorKind.PROTOCOL: "The site sent an answer that could not be read.",
+    ErrorKind.HTTP_4XX: "The site turned the request down (HTTP {code}).",
+    ErrorKind.HTTP_5XX: "The site had an internal problem (HTTP {code}).",
+    ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
+    ErrorKind.NOT_CACHED: (
+        "No saved copy was old enough to use, so the page was not fetched."
+    ),
+    ErrorKind.INTERNAL: "Something went wrong on our side while checking this page.",
+}
+_PLAIN_WORDS_BY_CODE = {
+    401: "The page asks for a login (HTTP 401).",
+    403: "The site refused access (HTTP 403).",
+    404: "The page was not found (HTTP 404).",
+    410: "The page is gone (HTTP 410).",
+    429: "The site said we asked too often (HTTP 429).",
+}
+# Kinds whose stored message only repeats the words (or names API options):
+# the others keep it in brackets, as the exact reason.
+_SAID_IN_FULL = frozenset(
+    {
+        ErrorKind.HTTP_4XX,
+        ErrorKind.HTTP_5XX,
+        ErrorKind.NOT_CACHED,
+        ErrorKind.INTERNAL,
     }
-    if status_code in by_code and (not text or str(status_code) in text):
-        return by_code[status_code]
-    if status_code and status_code >= 500 and (not text or str(status_code) in text):
-        return f"The site had an internal problem (HTTP {status_code})."
-    lowered = text.lower()
-    # Most needles are the words of checks.http's and checks.content's own
-    # messages (FetchError, ExtractionError); the rest catch library errors.
-    hints = (
-        ("timed out", "The page took too long to answer."),
-        ("timeout", "The page took too long to answer."),
-        ("did not respond in time", "The page took too long to answer."),
-        ("gave up on", "The page took too long to answer."),
-        ("could not resolve", "The site's address could not be found."),
-        ("name or service not known", "The site's address could not be found."),
-        ("nodename nor servname", "The site's address could not be found."),
-        ("connection refused", "The site refused the connection."),
-        (
-            "metadata address",
-            "The address belongs to the cloud provider's internal services,"
-            " which are never checked.",
-        ),
-        ("private", "The address points to a private network, which is not allowed."),
-        ("certificate", "The site's security certificate could not be verified."),
-        (
-            "tls handshake",
-            "A secure (HTTPS) connection to the site could not be set up.",
-        ),
-        ("redirects", "The page kept redirecting to other addresses."),
-        ("larger than", "The page is too large to check."),
-        (
-            "binary content",
-            "The address serves a file, not a page with text to compare.",
-        ),
-    )
-    for needle, words in hints:
-        if needle in lowered:
-            return f"{words} ({text})" if text else words
-    return text or "Something went wrong while checking this page."
+)
+
+
+def plain_error(kind: str, status_code: int | None, text: str | None) -> str:
+    """A page error in words a non-technical reader understands, chosen by its
+    kind (see checks.errors). A row without a kind (written before kinds were
+    stored) goes by its HTTP status, else shows its stored text as it is."""
+    text = (text or "").strip()
+    try:
+        known = ErrorKind(kind) if kind else kind_of_status(status_code)
+    except ValueError:
+        known = None
+    if known is None:
+        return text or "Something went wrong while checking this page."
+    if known == ErrorKind.HTTP_4XX and status_code in _PLAIN_WORDS_BY_CODE:
+        return _PLAIN_WORDS_BY_CODE[status_code]
+    words = _PLAIN_WORDS[known].format(code=status_code)
+    if known in _SAID_IN_FULL or not text:
+        return words
+    return f"{words} ({text})"
+
+
+@register.simple_tag
+def page_error(page: Any) -> str:
+    """`{% page_error page %}`: a PageResult's error in plain words (escaped
+    by the template like any simple tag's output)."""
+    return plain_error(page.error_kind, page.status_code, page.error)
 
 
 @register.simple_tag

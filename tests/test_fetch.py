@@ -19,9 +19,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpcore
+import httpx
 import pytest
 
-from checks import http
+from checks import fetch
+from checks.errors import FETCH_KINDS, ErrorKind
+from checks.fetch import transport
+from checks.fetch.body import ACCEPT_ENCODING
+from checks.fetch.errors import MESSAGES
+from checks.fetch.transport import GuardedBackend
 
 BOMB = gzip.compress(b"\0" * (20 * 1024 * 1024), compresslevel=9)
 
@@ -122,13 +129,13 @@ def site_counts_as_public(
 ) -> None:
     """Let 127.0.0.1 stand in for a public web server; every other address is
     judged by the real policy with private targets forbidden."""
-    real = http.address_block_reason
+    real = fetch.address_block_reason
     site_ip = ipaddress.ip_address("127.0.0.1")
 
     def policy(ip: Any, allow_private: bool) -> str | None:
         return None if ip == site_ip else real(ip, allow_private)
 
-    monkeypatch.setattr(http, "address_block_reason", policy)
+    monkeypatch.setattr(transport, "address_block_reason", policy)
 
 
 class Resolver:
@@ -148,28 +155,21 @@ def no_dns(host: str, port: int) -> Sequence[str]:
     raise AssertionError(f"{host} should never have reached the resolver")
 
 
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
 def run_fetch(
-    mode: str, url: str, resolver: http.Resolver | None = None, **options: Any
-) -> http.FetchResult:
-    """Fetch through the sync door or the async one, same options."""
-    if mode == "sync":
-        return http.fetch(url, resolver=resolver, **options)
+    url: str, resolver: fetch.Resolver | None = None, **options: Any
+) -> fetch.FetchResult:
+    """Fetch through a client of its own, as a check does."""
 
-    async def go() -> http.FetchResult:
-        async with http.OutboundClient(resolver=resolver) as client:
+    async def go() -> fetch.FetchResult:
+        async with fetch.OutboundClient(resolver=resolver) as client:
             return await client.fetch(url, **options)
 
     return asyncio.run(go())
 
 
-def fetch_error(mode: str, url: str, **options: Any) -> http.FetchError:
-    with pytest.raises(http.FetchError) as caught:
-        run_fetch(mode, url, **options)
+def fetch_error(url: str, **options: Any) -> fetch.FetchError:
+    with pytest.raises(fetch.FetchError) as caught:
+        run_fetch(url, **options)
     return caught.value
 
 
@@ -186,7 +186,7 @@ def fetch_error(mode: str, url: str, **options: Any) -> http.FetchError:
     ],
 )
 def test_public_addresses_are_allowed(address: str) -> None:
-    assert http.address_block_reason(ipaddress.ip_address(address), False) is None
+    assert fetch.address_block_reason(ipaddress.ip_address(address), False) is None
 
 
 @pytest.mark.parametrize(
@@ -207,8 +207,8 @@ def test_internal_addresses_are_blocked_unless_private_targets_are_allowed(
     address: str, reason: str
 ) -> None:
     ip = ipaddress.ip_address(address)
-    assert http.address_block_reason(ip, False) == reason
-    assert http.address_block_reason(ip, True) is None
+    assert fetch.address_block_reason(ip, False) == reason
+    assert fetch.address_block_reason(ip, True) is None
 
 
 @pytest.mark.parametrize(
@@ -243,7 +243,7 @@ def test_internal_addresses_are_blocked_unless_private_targets_are_allowed(
 def test_metadata_and_special_addresses_stay_blocked_when_private_targets_are_allowed(
     address: str,
 ) -> None:
-    assert http.address_block_reason(ipaddress.ip_address(address), True) is not None
+    assert fetch.address_block_reason(ipaddress.ip_address(address), True) is not None
 
 
 @pytest.mark.parametrize(
@@ -258,7 +258,7 @@ def test_ipv6_forms_wrapping_a_private_ipv4_are_judged_by_that_ipv4(
     address: str, wrapper: str
 ) -> None:
     ip = ipaddress.ip_address(address)
-    assert http.address_block_reason(ip, False) == (
+    assert fetch.address_block_reason(ip, False) == (
         f"{ip} is {wrapper} for 10.0.0.1, which is a private address"
     )
 
@@ -284,7 +284,7 @@ def test_ipv6_forms_wrapping_a_private_ipv4_are_judged_by_that_ipv4(
 def test_ip_literals_are_read_the_way_a_resolver_reads_them(
     host: str, expected: str | None
 ) -> None:
-    literal = http.ip_literal(host)
+    literal = fetch.ip_literal(host)
     assert (str(literal) if literal else None) == expected
 
 
@@ -303,7 +303,7 @@ def test_ip_literals_are_read_the_way_a_resolver_reads_them(
     ],
 )
 def test_url_syntax_accepts_ordinary_web_urls(url: str) -> None:
-    assert http.url_syntax_error(url) is None
+    assert fetch.url_syntax_error(url) is None
 
 
 @pytest.mark.parametrize(
@@ -328,18 +328,18 @@ def test_url_syntax_accepts_ordinary_web_urls(url: str) -> None:
     ],
 )
 def test_url_syntax_error_explains_what_is_wrong(url: str, message: str) -> None:
-    error = http.url_syntax_error(url)
+    error = fetch.url_syntax_error(url)
     assert error is not None and message in error
 
 
 def test_url_of_exactly_2048_characters_is_accepted() -> None:
     url = "https://example.com/" + "a" * (2048 - len("https://example.com/"))
-    assert http.url_syntax_error(url) is None
-    assert http.url_syntax_error(url + "a") is not None
+    assert fetch.url_syntax_error(url) is None
+    assert fetch.url_syntax_error(url + "a") is not None
 
 
-def test_fetching_an_invalid_url_fails_before_any_network_use(mode: str) -> None:
-    error = fetch_error(mode, "ftp://example.com/", resolver=no_dns)
+def test_fetching_an_invalid_url_fails_before_any_network_use() -> None:
+    error = fetch_error("ftp://example.com/", resolver=no_dns)
     assert error.kind == "invalid_url"
 
 
@@ -363,17 +363,17 @@ def test_fetching_an_invalid_url_fails_before_any_network_use(mode: str) -> None
     ],
 )
 def test_hostile_ip_literals_are_refused_without_asking_dns(
-    url: str, mode: str, private_forbidden: None
+    url: str, private_forbidden: None
 ) -> None:
-    error = fetch_error(mode, url, resolver=no_dns)
-    assert error.kind == "blocked"
+    error = fetch_error(url, resolver=no_dns)
+    assert error.kind == "blocked_address"
     assert error.message.startswith("Blocked: ")
 
 
 def test_numeric_loopback_encodings_are_normalised_before_judging(
     private_forbidden: None,
 ) -> None:
-    error = fetch_error("async", "http://0x7f.1/", resolver=no_dns)
+    error = fetch_error("http://0x7f.1/", resolver=no_dns)
     assert error.message == "Blocked: 127.0.0.1 is a loopback address"
 
 
@@ -390,15 +390,15 @@ def test_numeric_loopback_encodings_are_normalised_before_judging(
 def test_metadata_address_is_refused_even_when_private_targets_are_allowed(
     url: str, private_allowed: None
 ) -> None:
-    error = fetch_error("async", url, resolver=no_dns)
-    assert error.kind == "blocked"
+    error = fetch_error(url, resolver=no_dns)
+    assert error.kind == "blocked_address"
     assert "cloud metadata address" in error.message
 
 
 def test_page_on_loopback_is_fetched_when_private_targets_are_allowed(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
-    result = run_fetch(mode, f"{site}/page")
+    result = run_fetch(f"{site}/page")
     assert result.status_code == 200
     assert result.content == b"hello"
     assert result.text == "hello"
@@ -409,35 +409,35 @@ def test_page_on_loopback_is_fetched_when_private_targets_are_allowed(
 
 
 def test_page_on_loopback_is_refused_when_private_targets_are_not_allowed(
-    site: str, mode: str, private_forbidden: None
+    site: str, private_forbidden: None
 ) -> None:
-    error = fetch_error(mode, f"{site}/page")
-    assert error.kind == "blocked"
+    error = fetch_error(f"{site}/page")
+    assert error.kind == "blocked_address"
     assert error.message == "Blocked: 127.0.0.1 is a loopback address"
 
 
 def test_module_level_afetch_uses_the_same_policy(site: str, settings: Any) -> None:
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-    assert asyncio.run(http.afetch(f"{site}/page")).content == b"hello"
+    assert asyncio.run(fetch.afetch(f"{site}/page")).content == b"hello"
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
-    with pytest.raises(http.FetchError, match="loopback"):
-        asyncio.run(http.afetch(f"{site}/page"))
+    with pytest.raises(fetch.FetchError, match="loopback"):
+        asyncio.run(fetch.afetch(f"{site}/page"))
 
 
 def test_decimal_host_reaches_the_same_server_a_resolver_would_when_allowed(
-    port: int, mode: str, private_allowed: None
+    port: int, private_allowed: None
 ) -> None:
-    result = run_fetch(mode, f"http://2130706433:{port}/page", resolver=no_dns)
+    result = run_fetch(f"http://2130706433:{port}/page", resolver=no_dns)
     assert result.content == b"hello"
 
 
 def test_name_resolving_to_public_and_private_addresses_is_refused_before_connecting(
-    mode: str, private_forbidden: None
+    private_forbidden: None,
 ) -> None:
     dns = Resolver({"mixed.test": [["93.184.216.34", "10.0.0.5"]]})
-    error = fetch_error(mode, "http://mixed.test/", resolver=dns)
-    # "blocked", not "connect"/"timeout": nothing tried the unreachable public IP.
-    assert error.kind == "blocked"
+    error = fetch_error("http://mixed.test/", resolver=dns)
+    # Blocked, not "connect"/"timeout": nothing tried the unreachable public IP.
+    assert error.kind == "blocked_address"
     assert error.message == (
         "Blocked: 10.0.0.5 is a private address (mixed.test resolves to it)"
     )
@@ -450,22 +450,22 @@ def test_dns_rebinding_cannot_move_a_connection_to_a_second_answer(
     # connection went to the address that resolver gave and we vetted.
     dns = Resolver({"rebind.test": [["127.0.0.1"], ["169.254.169.254"]]})
 
-    async def scenario() -> tuple[http.FetchResult, http.FetchError]:
-        async with http.OutboundClient(resolver=dns) as client:
+    async def scenario() -> tuple[fetch.FetchResult, fetch.FetchError]:
+        async with fetch.OutboundClient(resolver=dns) as client:
             first = await client.fetch(f"http://rebind.test:{port}/page")
-            with pytest.raises(http.FetchError) as second:
+            with pytest.raises(fetch.FetchError) as second:
                 await client.fetch(f"http://rebind.test:{port}/page")
             return first, second.value
 
     first, second = asyncio.run(scenario())
     assert first.content == b"hello"
-    assert second.kind == "blocked"
+    assert second.kind == "blocked_address"
     assert "cloud metadata" in second.message
     assert dns.calls == ["rebind.test", "rebind.test"]  # once per connection
 
 
 def test_tls_uses_the_host_name_while_connecting_to_the_vetted_address(
-    mode: str, private_allowed: None
+    private_allowed: None,
 ) -> None:
     hello = bytearray()
     listener = socket.create_server(("127.0.0.1", 0))
@@ -484,7 +484,6 @@ def test_tls_uses_the_host_name_while_connecting_to_the_vetted_address(
     dns = Resolver({"sni.test": [["127.0.0.1"]]})
     with listener:
         error = fetch_error(
-            mode,
             f"https://sni.test:{listener.getsockname()[1]}/",
             resolver=dns,
             timeout=5,
@@ -502,7 +501,7 @@ def test_keep_alive_probe_tells_an_idle_open_connection_from_one_the_server_clos
     accepted: list[socket.socket] = []
 
     async def go() -> tuple[bool, bool, Any]:
-        backend = http.AsyncGuardedBackend(resolver=no_dns)
+        backend = GuardedBackend(resolver=no_dns)
         stream = await backend.connect_tcp("127.0.0.1", where[1])
         server_side, _ = listener.accept()
         accepted.append(server_side)
@@ -546,7 +545,7 @@ def test_a_keep_alive_connection_the_server_closed_is_not_reused(
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
 
     async def go() -> list[bytes]:
-        async with http.OutboundClient() as client:
+        async with fetch.OutboundClient() as client:
             first = await client.fetch(url, timeout=5)
             await asyncio.sleep(0.2)
             second = await client.fetch(url, timeout=5)
@@ -571,12 +570,12 @@ def test_a_keep_alive_connection_the_server_closed_is_not_reused(
     ],
 )
 def test_redirect_to_a_private_address_is_refused_when_private_targets_are_not_allowed(
-    site: str, port: int, target: str, mode: str, site_counts_as_public: None
+    site: str, port: int, target: str, site_counts_as_public: None
 ) -> None:
     url = f"{site}/redirect?to={target.format(port=port)}"
-    assert run_fetch(mode, f"{site}/page").content == b"hello"  # the "public" hop
-    error = fetch_error(mode, url)
-    assert error.kind == "blocked"
+    assert run_fetch(f"{site}/page").content == b"hello"  # the "public" hop
+    error = fetch_error(url)
+    assert error.kind == "blocked_address"
 
 
 @pytest.mark.parametrize(
@@ -585,35 +584,33 @@ def test_redirect_to_a_private_address_is_refused_when_private_targets_are_not_a
 def test_redirect_to_a_non_web_url_is_refused(
     site: str, target: str, private_allowed: None
 ) -> None:
-    error = fetch_error("async", f"{site}/redirect?to={target}")
+    error = fetch_error(f"{site}/redirect?to={target}")
     assert error.kind == "invalid_url"
 
 
 def test_five_redirects_are_followed_and_recorded(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
-    result = run_fetch(mode, f"{site}/chain/5")
+    result = run_fetch(f"{site}/chain/5")
     assert result.content == b"end"
     assert result.redirects == [f"{site}/chain/{n}" for n in range(4, -1, -1)]
     assert result.final_url == f"{site}/chain/0"
     assert result.url == f"{site}/chain/5"
 
 
-def test_more_than_five_redirects_are_refused(
-    site: str, mode: str, private_allowed: None
-) -> None:
-    error = fetch_error(mode, f"{site}/loop/0")
+def test_more_than_five_redirects_are_refused(site: str, private_allowed: None) -> None:
+    error = fetch_error(f"{site}/loop/0")
     assert error.kind == "too_many_redirects"
     assert error.message == "Stopped after 5 redirects"
 
 
 def test_credentials_and_caller_headers_are_dropped_when_the_origin_changes(
-    site: str, port: int, mode: str, private_allowed: None
+    site: str, port: int, private_allowed: None
 ) -> None:
     dns = Resolver({"other.test": [["127.0.0.1"]]})
     secrets = {"Authorization": "Bearer s3cret", "Cookie": "a=b", "X-Api-Key": "k"}
     url = f"{site}/redirect?to=http://other.test:{port}/echo"
-    result = run_fetch(mode, url, resolver=dns, headers=secrets)
+    result = run_fetch(url, resolver=dns, headers=secrets)
     seen = json.loads(result.content)["headers"]
     assert result.final_url == f"http://other.test:{port}/echo"
     assert not {"authorization", "cookie", "x-api-key"} & seen.keys()
@@ -621,18 +618,17 @@ def test_credentials_and_caller_headers_are_dropped_when_the_origin_changes(
 
 
 def test_caller_headers_are_kept_on_a_same_origin_redirect(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
     headers = {"Authorization": "Bearer s3cret"}
-    result = run_fetch(mode, f"{site}/redirect?to=/echo", headers=headers)
+    result = run_fetch(f"{site}/redirect?to=/echo", headers=headers)
     assert json.loads(result.content)["headers"]["authorization"] == "Bearer s3cret"
 
 
 def test_see_other_turns_a_post_into_a_get_without_body(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
     result = run_fetch(
-        mode,
         f"{site}/redirect?status=303&to=/echo",
         method="POST",
         content=b'{"a": 1}',
@@ -645,18 +641,18 @@ def test_see_other_turns_a_post_into_a_get_without_body(
 
 
 def test_temporary_redirect_keeps_the_method_and_body(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
     url = f"{site}/redirect?status=307&to=/echo"
-    result = run_fetch(mode, url, method="POST", content=b"payload")
+    result = run_fetch(url, method="POST", content=b"payload")
     echo = json.loads(result.content)
     assert (echo["method"], echo["body"]) == ("POST", "payload")
 
 
 def test_redirect_is_returned_as_is_when_not_following(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
-    result = run_fetch(mode, f"{site}/redirect?to=/page", follow_redirects=False)
+    result = run_fetch(f"{site}/redirect?to=/page", follow_redirects=False)
     assert result.status_code == 302
     assert result.headers["location"] == "/page"
     assert result.redirects == []
@@ -670,43 +666,39 @@ def test_user_agent_comes_from_settings_unless_the_caller_sets_one(
     site: str, settings: Any, private_allowed: None
 ) -> None:
     settings.OUTBOUND_USER_AGENT = "PagewatchTest/1"
-    default = run_fetch("sync", f"{site}/echo")
-    chosen = run_fetch("sync", f"{site}/echo", headers={"User-Agent": "Custom/2"})
+    default = run_fetch(f"{site}/echo")
+    chosen = run_fetch(f"{site}/echo", headers={"User-Agent": "Custom/2"})
     assert json.loads(default.content)["headers"]["user-agent"] == "PagewatchTest/1"
     assert json.loads(chosen.content)["headers"]["user-agent"] == "Custom/2"
 
 
 def test_every_request_carries_the_usual_headers_and_the_callers(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
     seen = json.loads(
-        run_fetch(
-            mode, f"{site}/echo", headers={"Accept": "text/html", "X-A": "1"}
-        ).content
+        run_fetch(f"{site}/echo", headers={"Accept": "text/html", "X-A": "1"}).content
     )["headers"]
 
     assert seen["accept"] == "text/html"  # the caller's, in place of */*
     assert seen["connection"] == "keep-alive"
-    assert seen["accept-encoding"] == http.ACCEPT_ENCODING
+    assert seen["accept-encoding"] == ACCEPT_ENCODING
     assert seen["user-agent"]
     assert seen["x-a"] == "1"
     assert seen["host"] == site.removeprefix("http://")
     assert "cookie" not in seen
 
 
-def test_accept_defaults_to_anything(
-    site: str, mode: str, private_allowed: None
-) -> None:
-    seen = json.loads(run_fetch(mode, f"{site}/echo").content)["headers"]
+def test_accept_defaults_to_anything(site: str, private_allowed: None) -> None:
+    seen = json.loads(run_fetch(f"{site}/echo").content)["headers"]
 
     assert seen["accept"] == "*/*"
 
 
 def test_caller_cannot_override_connection_headers_such_as_host(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
     headers = {"Host": "internal.example", "Transfer-Encoding": "chunked"}
-    seen = json.loads(run_fetch(mode, f"{site}/echo", headers=headers).content)
+    seen = json.loads(run_fetch(f"{site}/echo", headers=headers).content)
     assert seen["headers"]["host"] == site.removeprefix("http://")
     assert "transfer-encoding" not in seen["headers"]
 
@@ -714,8 +706,8 @@ def test_caller_cannot_override_connection_headers_such_as_host(
 def test_cookies_set_by_one_response_are_never_sent_with_the_next(
     site: str, private_allowed: None
 ) -> None:
-    async def scenario() -> http.FetchResult:
-        async with http.OutboundClient() as client:
+    async def scenario() -> fetch.FetchResult:
+        async with fetch.OutboundClient() as client:
             await client.fetch(f"{site}/set-cookie")
             return await client.fetch(f"{site}/echo")
 
@@ -725,22 +717,18 @@ def test_cookies_set_by_one_response_are_never_sent_with_the_next(
 # --- Body size, timeouts and connection errors -----------------------------------
 
 
-def test_gzip_body_is_returned_decoded(
-    site: str, mode: str, private_allowed: None
-) -> None:
-    assert run_fetch(mode, f"{site}/gzip").content == b"hello gzip"
+def test_gzip_body_is_returned_decoded(site: str, private_allowed: None) -> None:
+    assert run_fetch(f"{site}/gzip").content == b"hello gzip"
 
 
-def test_raw_deflate_body_is_returned_decoded(
-    site: str, mode: str, private_allowed: None
-) -> None:
-    assert run_fetch(mode, f"{site}/deflate").content == b"hello deflate"
+def test_raw_deflate_body_is_returned_decoded(site: str, private_allowed: None) -> None:
+    assert run_fetch(f"{site}/deflate").content == b"hello deflate"
 
 
 def test_encoding_we_did_not_ask_for_is_a_protocol_error(
     site: str, private_allowed: None
 ) -> None:
-    error = fetch_error("async", f"{site}/brotli")
+    error = fetch_error(f"{site}/brotli")
     assert (error.kind, error.message) == (
         "protocol",
         "Server sent an unsupported encoding (br)",
@@ -748,10 +736,10 @@ def test_encoding_we_did_not_ask_for_is_a_protocol_error(
 
 
 def test_gzip_bomb_is_stopped_at_the_decoded_byte_cap(
-    site: str, mode: str, private_allowed: None
+    site: str, private_allowed: None
 ) -> None:
     assert len(BOMB) < 64 * 1024  # 20 MB of zeros in a tiny transfer
-    error = fetch_error(mode, f"{site}/bomb", max_bytes=1024 * 1024)
+    error = fetch_error(f"{site}/bomb", max_bytes=1024 * 1024)
     assert error.kind == "too_large"
     assert error.message == "Page is larger than 1 MB"
 
@@ -760,41 +748,33 @@ def test_body_larger_than_the_configured_cap_is_refused(
     site: str, settings: Any, private_allowed: None
 ) -> None:
     settings.FETCH_MAX_BYTES = 1024
-    error = fetch_error("async", f"{site}/big")
+    error = fetch_error(f"{site}/big")
     assert (error.kind, error.message) == ("too_large", "Page is larger than 1 KB")
-    assert len(run_fetch("async", f"{site}/big", max_bytes=2000).content) == 2000
+    assert len(run_fetch(f"{site}/big", max_bytes=2000).content) == 2000
 
 
-def test_server_that_never_answers_times_out_quickly(
-    mode: str, private_allowed: None
-) -> None:
+def test_server_that_never_answers_times_out_quickly(private_allowed: None) -> None:
     # The kernel completes the handshake into the backlog; nobody ever reads.
     with socket.create_server(("127.0.0.1", 0)) as silent:
         started = time.monotonic()
-        error = fetch_error(
-            mode, f"http://127.0.0.1:{silent.getsockname()[1]}/", timeout=0.2
-        )
+        error = fetch_error(f"http://127.0.0.1:{silent.getsockname()[1]}/", timeout=0.2)
     assert error.kind == "timeout"
     assert time.monotonic() - started < 2
 
 
-def test_connection_refused_gives_a_clear_message(
-    mode: str, private_allowed: None
-) -> None:
+def test_connection_refused_gives_a_clear_message(private_allowed: None) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         free_port = probe.getsockname()[1]
-    error = fetch_error(mode, f"http://127.0.0.1:{free_port}/")
-    assert (error.kind, error.message) == ("connect", "Connection refused by 127.0.0.1")
+    error = fetch_error(f"http://127.0.0.1:{free_port}/")
+    assert (error.kind, error.message) == ("refused", "Connection refused by 127.0.0.1")
 
 
-def test_unresolvable_name_gives_a_clear_message(
-    mode: str, private_allowed: None
-) -> None:
+def test_unresolvable_name_gives_a_clear_message(private_allowed: None) -> None:
     def nxdomain(host: str, port: int) -> Sequence[str]:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    error = fetch_error(mode, "http://nowhere.test/", resolver=nxdomain)
-    assert (error.kind, error.message) == ("connect", "Could not resolve nowhere.test")
+    error = fetch_error("http://nowhere.test/", resolver=nxdomain)
+    assert (error.kind, error.message) == ("dns", "Could not resolve nowhere.test")
 
 
 # --- Concurrency ------------------------------------------------------------------
@@ -831,17 +811,26 @@ class HoldingServer:
         writer.close()
 
 
+async def fetch_or_error(
+    client: fetch.OutboundClient, url: str
+) -> fetch.FetchResult | fetch.FetchError:
+    try:
+        return await client.fetch(url, timeout=5)
+    except fetch.FetchError as exc:
+        return exc
+
+
 def run_against_holding_server(
-    hosts: list[str], hold_until: int, make_client: Callable[[], http.OutboundClient]
-) -> tuple[HoldingServer, list[http.FetchResult | http.FetchError]]:
+    hosts: list[str], hold_until: int, make_client: Callable[[], fetch.OutboundClient]
+) -> tuple[HoldingServer, list[fetch.FetchResult | fetch.FetchError]]:
     holder = HoldingServer(hold_until, total=len(hosts))
 
-    async def scenario() -> list[http.FetchResult | http.FetchError]:
+    async def scenario() -> list[fetch.FetchResult | fetch.FetchError]:
         server = await asyncio.start_server(holder.handle, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         async with server, make_client() as client:
             urls = [f"http://{host}:{port}/" for host in hosts]
-            return await client.fetch_many(urls, timeout=5)
+            return await asyncio.gather(*(fetch_or_error(client, url) for url in urls))
 
     return holder, asyncio.run(scenario())
 
@@ -852,11 +841,11 @@ def test_overall_concurrency_is_bounded(private_allowed: None) -> None:
     holder, results = run_against_holding_server(
         hosts,
         hold_until=3,
-        make_client=lambda: http.OutboundClient(
+        make_client=lambda: fetch.OutboundClient(
             resolver=dns, concurrency=3, per_host_concurrency=4
         ),
     )
-    assert all(isinstance(r, http.FetchResult) for r in results)
+    assert all(isinstance(r, fetch.FetchResult) for r in results)
     assert holder.peak == 3
 
 
@@ -865,22 +854,65 @@ def test_per_host_concurrency_is_bounded(settings: Any, private_allowed: None) -
     holder, results = run_against_holding_server(
         ["127.0.0.1"] * 6,
         hold_until=2,
-        make_client=lambda: http.OutboundClient(concurrency=16),
+        make_client=lambda: fetch.OutboundClient(concurrency=16),
     )
-    assert all(isinstance(r, http.FetchResult) for r in results)
+    assert all(isinstance(r, fetch.FetchResult) for r in results)
     assert holder.peak == 2
 
 
-def test_fetch_many_keeps_order_and_returns_errors_in_place(
-    site: str, private_allowed: None
+def test_waiting_for_a_slot_does_not_spend_the_timeout_budget(
+    private_allowed: None,
 ) -> None:
-    items: list[str | http.FetchRequest] = [
-        f"{site}/page",
-        "http://169.254.169.254/",
-        http.FetchRequest(f"{site}/echo", method="POST", content=b"x"),
-    ]
-    page, blocked, echo = asyncio.run(http.fetch_many(items))
-    assert isinstance(page, http.FetchResult) and page.content == b"hello"
-    assert isinstance(blocked, http.FetchError) and blocked.kind == "blocked"
-    assert isinstance(echo, http.FetchResult)
-    assert json.loads(echo.content)["body"] == "x"
+    """One slot: the second request queues behind a first that takes longer
+    than the second's whole budget, and still succeeds once its turn comes."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        head = await reader.readuntil(b"\r\n\r\n")
+        if head.startswith(b"GET /slow "):
+            await asyncio.sleep(0.4)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    async def scenario() -> list[bytes]:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with server, fetch.OutboundClient(concurrency=1) as client:
+            slow, queued = await asyncio.gather(
+                client.fetch(f"{base}/slow", timeout=5),
+                client.fetch(f"{base}/fast", timeout=0.2),
+            )
+        return [slow.content, queued.content]
+
+    assert asyncio.run(scenario()) == [b"ok", b"ok"]
+
+
+# --- Errors and the transport ------------------------------------------------------
+
+
+def test_every_kind_of_fetch_failure_has_its_message() -> None:
+    assert MESSAGES.keys() == FETCH_KINDS
+    error = fetch.FetchError(ErrorKind.TOO_LARGE, detail="1 KB")
+    assert (error.kind, error.message, str(error)) == (
+        "too_large",
+        "Page is larger than 1 KB",
+        "Page is larger than 1 KB",
+    )
+
+
+def test_the_guarded_transport_raises_httpx_errors_for_httpx_clients(
+    private_allowed: None,
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        free_port = probe.getsockname()[1]
+
+    async def scenario() -> None:
+        guarded = transport.GuardedTransport(
+            verify=True, max_connections=1, resolver=no_dns
+        )
+        async with httpx.AsyncClient(transport=guarded) as client:
+            await client.get(f"http://127.0.0.1:{free_port}/")
+
+    with pytest.raises(httpx.ConnectError) as caught:
+        asyncio.run(scenario())
+    assert isinstance(caught.value.__cause__, httpcore.ConnectError)

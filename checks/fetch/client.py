@@ -1,0 +1,254 @@
+"""OutboundClient: the bounded async client every outbound request goes through.
+
+One limiter (overall and per host), redirects followed here hop by hop and
+each target re-validated, the decoded body capped, an overall deadline, and
+httpx's exceptions turned into FetchError. Requests go straight to the guarded
+transport: httpx's client would add a cookie jar, auth, redirect and hook
+machinery that Pagewatch never uses (and cookies must never be kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+
+import httpx
+from django.conf import settings
+
+from checks.errors import ErrorKind
+from checks.fetch.body import BodyReader, check_declared_length
+from checks.fetch.errors import FetchError, translate
+from checks.fetch.hops import Hop, Options, first_hop, next_hop, wants_redirect
+from checks.fetch.transport import GuardedTransport, Resolver, system_resolver
+
+logger = logging.getLogger(__name__)
+
+# What httpx's client would add to every request.
+_DEFAULT_HEADERS = (("Accept", "*/*"), ("Connection", "keep-alive"))
+
+
+@dataclass
+class FetchResult:
+    url: str  # as requested
+    final_url: str  # after redirects
+    status_code: int
+    headers: httpx.Headers
+    content: bytes  # decoded (gzip/deflate removed), at most the byte cap
+    redirects: list[str] = field(default_factory=list)  # each hop's target, in order
+    elapsed_ms: int = 0
+
+    @property
+    def text(self) -> str:
+        """The body as text using the declared charset (page parsers sniff further)."""
+        charset = httpx.Response(200, headers=self.headers).charset_encoding or "utf-8"
+        try:
+            return self.content.decode(charset, errors="replace")
+        except LookupError:
+            return self.content.decode("utf-8", errors="replace")
+
+
+class _HostLimiter:
+    """One overall semaphore plus one per host; idle hosts are forgotten so a
+    long-lived client crawling many sites does not grow without bound."""
+
+    def __init__(self, total: int, per_host: int):
+        self._total = asyncio.Semaphore(total)
+        self._per_host = per_host
+        self._hosts: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def slot(self, host: str) -> AsyncIterator[None]:
+        semaphore, users = self._hosts.get(host, (asyncio.Semaphore(self._per_host), 0))
+        self._hosts[host] = (semaphore, users + 1)
+        try:
+            # Host first, then the overall slot: a request queued behind its own
+            # host must not sit on an overall slot other hosts could use.
+            async with semaphore, self._total:
+                yield
+        finally:
+            semaphore, users = self._hosts[host]
+            if users == 1:
+                del self._hosts[host]
+            else:
+                self._hosts[host] = (semaphore, users - 1)
+
+
+class OutboundClient:
+    """Shared, bounded async client: use one per worker or per crawl.
+
+    `async with OutboundClient() as client: await client.fetch(url)`. Its pools
+    and semaphores belong to the event loop that first uses them, so do not
+    share one instance across loops (one per `asyncio.run`).
+    """
+
+    def __init__(
+        self,
+        *,
+        resolver: Resolver | None = None,
+        concurrency: int | None = None,
+        per_host_concurrency: int | None = None,
+    ) -> None:
+        self._total = concurrency or int(getattr(settings, "FETCH_CONCURRENCY", 16))
+        per_host = per_host_concurrency or int(
+            getattr(settings, "FETCH_PER_HOST_CONCURRENCY", 4)
+        )
+        self._resolver = resolver or system_resolver
+        self._limiter = _HostLimiter(self._total, per_host)
+        self._transports: dict[bool, GuardedTransport] = {}
+
+    async def __aenter__(self) -> OutboundClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        transports, self._transports = self._transports, {}
+        for transport in transports.values():
+            await transport.aclose()
+
+    def _transport(self, verify: bool) -> GuardedTransport:
+        # One per verify mode: the TLS context lives in the pool.
+        if verify not in self._transports:
+            self._transports[verify] = GuardedTransport(
+                verify=verify, max_connections=self._total, resolver=self._resolver
+            )
+        return self._transports[verify]
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+        timeout: float | None = None,
+        max_bytes: int | None = None,
+        follow_redirects: bool = True,
+        max_redirects: int = 5,
+        verify: bool = True,
+    ) -> FetchResult:
+        """Same contract as `afetch`."""
+        options = Options.build(timeout, max_bytes, follow_redirects, max_redirects)
+        hop = first_hop(url, method, headers, content)
+        try:
+            # No deadline until the first slot is ours: a request waiting for
+            # its turn must not spend its own budget queueing.
+            async with asyncio.timeout(None) as deadline:
+                return await self._follow(
+                    url, hop, options, self._transport(verify), deadline
+                )
+        except TimeoutError:
+            waited = f"{options.budget:g} s"
+            raise FetchError(
+                ErrorKind.TIMEOUT, host=hop.url.host, detail=waited
+            ) from None
+
+    async def _follow(
+        self,
+        url: str,
+        hop: Hop,
+        options: Options,
+        transport: GuardedTransport,
+        deadline: asyncio.Timeout,
+    ) -> FetchResult:
+        redirects: list[str] = []
+        started = 0.0
+        while True:
+            async with self._limiter.slot(hop.url.host):
+                if not started:
+                    started = time.monotonic()
+                    loop = asyncio.get_running_loop()
+                    deadline.reschedule(loop.time() + options.budget)
+                response, body = await self._send(transport, hop, options)
+            if not wants_redirect(response.status_code, response.headers, options):
+                return FetchResult(
+                    url=url,
+                    final_url=str(hop.url),
+                    status_code=response.status_code,
+                    headers=response.headers,
+                    content=body,
+                    redirects=redirects,
+                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                )
+            hop = next_hop(
+                hop, response.status_code, response.headers, len(redirects), options
+            )
+            redirects.append(str(hop.url))
+
+    async def _send(
+        self, transport: GuardedTransport, hop: Hop, options: Options
+    ) -> tuple[httpx.Response, bytes]:
+        timeout = options.httpx_timeout()
+        request = _request(hop, timeout)
+        try:
+            response = await transport.handle_async_request(request)
+            response.request = request
+            logger.debug("%s %s -> %s", hop.method, hop.url, response.status_code)
+            try:
+                if wants_redirect(response.status_code, response.headers, options):
+                    return response, b""  # never read bodies we are about to leave
+                check_declared_length(response.headers, options.max_bytes)
+                reader = BodyReader(
+                    response.headers.get("content-encoding", ""), options.max_bytes
+                )
+                async for raw in response.aiter_raw():
+                    reader.feed(raw)
+                return response, reader.finish()
+            finally:
+                await response.aclose()
+        except httpx.HTTPError as exc:
+            raise translate(exc, hop.url.host, timeout) from exc
+
+
+def _request(hop: Hop, timeout: httpx.Timeout) -> httpx.Request:
+    headers = httpx.Headers(_DEFAULT_HEADERS)
+    headers.update(hop.headers)
+    return httpx.Request(
+        hop.method,
+        hop.url,
+        headers=headers,
+        content=hop.content,
+        extensions={"timeout": timeout.as_dict()},
+    )
+
+
+async def afetch(
+    url: str,
+    *,
+    method: str = "GET",
+    headers: Mapping[str, str] | None = None,
+    content: bytes | None = None,
+    timeout: float | None = None,
+    max_bytes: int | None = None,
+    follow_redirects: bool = True,
+    max_redirects: int = 5,
+    verify: bool = True,
+    client: OutboundClient | None = None,
+) -> FetchResult:
+    """Fetch one URL under the outbound policy; raises FetchError on any failure.
+
+    `timeout` is the budget for the whole call, redirects included (default
+    FETCH_TIMEOUT_SECONDS), counted from when the request may start (the
+    client's limiter); connecting gets at most 10 s of it. Bodies larger than
+    `max_bytes` after decompression (default FETCH_MAX_BYTES) are an error.
+    With follow_redirects=False a 3xx is returned as-is (webhooks).
+    """
+    async with contextlib.AsyncExitStack() as own:
+        if client is None:
+            client = await own.enter_async_context(OutboundClient())
+        return await client.fetch(
+            url,
+            method=method,
+            headers=headers,
+            content=content,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            follow_redirects=follow_redirects,
+            max_redirects=max_redirects,
+            verify=verify,
+        )
