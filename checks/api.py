@@ -27,8 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from checks.dispatch import RunRefused, queue_manual_check
-from checks.models import Check, PageResult
-from checks.runner import SUMMARY_KEYS
+from checks.models import SUMMARY_KEYS, Check, PageResult
 from monitors.api.errors import ApiError, not_found
 from monitors.api.options import StrictMixin
 from monitors.api.serializers import SummarySerializer

@@ -37,13 +37,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from celery import current_app
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Prefetch
 
 from checks import notify
-from checks.models import Check
-from checks.runner import empty_summary
-from config.celery import DISPATCH_EVERY_SECONDS
+from checks.models import Check, empty_summary
+from checks.runner import RUN_CHECK_TASK
 from monitors.models import Monitor, Target
 
 logger = logging.getLogger(__name__)
@@ -58,7 +59,9 @@ SPREAD_CAP = timedelta(seconds=30)
 # TICK_TIME_BUDGET is the hard stop: no new batch starts after it.
 BATCH_SIZE = 200
 MAX_PER_TICK = 2000
+DISPATCH_EVERY_SECONDS = float(settings.DISPATCH_EVERY_SECONDS)
 TICK_TIME_BUDGET = 0.4 * DISPATCH_EVERY_SECONDS  # seconds
+DISPATCH_TASK = "checks.tasks.dispatch_due_monitors_task"
 OVERLAP_ERROR = "Previous monitor check is still running."
 
 
@@ -112,13 +115,13 @@ def enqueue_many(check_ids: Iterable[uuid.UUID]) -> None:
         return
 
     def send() -> None:
-        from checks.tasks import run_check_task
-
         sent = 0
         try:
-            with run_check_task.app.producer_or_acquire() as producer:
+            with current_app.producer_or_acquire() as producer:
                 for check_id in ids:
-                    run_check_task.apply_async(args=[check_id], producer=producer)
+                    current_app.send_task(
+                        RUN_CHECK_TASK, args=[check_id], producer=producer
+                    )
                     sent += 1
         except Exception:
             # The producer already retried (Celery's publish retry policy): the
@@ -175,11 +178,11 @@ def dispatch_tick(now: datetime, *, may_follow_up: bool) -> int:
     and the message expires after one beat interval like beat's own."""
     created, capped = _dispatch(now)
     if capped and may_follow_up:
-        from checks.tasks import dispatch_due_monitors_task
-
         try:
-            dispatch_due_monitors_task.apply_async(
-                kwargs={"follow_up": True}, expires=DISPATCH_EVERY_SECONDS
+            current_app.send_task(
+                DISPATCH_TASK,
+                kwargs={"follow_up": True},
+                expires=DISPATCH_EVERY_SECONDS,
             )
         except Exception:
             logger.exception("Could not queue a follow-up dispatch tick")

@@ -1,23 +1,31 @@
-"""Checks (one run of a monitor), their page results, and the snapshots and
-baselines that change detection compares against.
+"""Checks (one run of a monitor), their page batches and results, and the
+snapshots and baselines that change detection compares against.
 
-State transitions are written with update_fields and conditional updates so
-several workers and dispatchers can run side by side (see checks.runner and
-checks.dispatch)."""
+A check's lifecycle lives here as conditional updates, so several workers, a
+redelivered message and the stale sweeper can race without double work:
+
+    queued --claim()--> running --finish()--> completed | partial
+                           |  \\--fail()----> failed  (crash, time limit, lost)
+                           \\--reserve_credits()--> skipped_no_credits
+
+checks.runner drives it (and announces each end through checks.notify)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable
-from datetime import datetime
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
+from typing import Any
 
-from django.db import connections, models, router
-from django.db.models import Q
+from django.db import models, transaction
+from django.db.models import F, Q, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
 
-from checks.bulk import insert_rows
 from checks.content import (
     SOURCE_HTML,
     SOURCE_MARKDOWN,
@@ -28,7 +36,17 @@ from checks.content import (
     unpack,
 )
 from checks.errors import ErrorKind
-from monitors.models import Monitor
+from monitors.models import Monitor, Team
+
+SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
+
+
+def empty_summary() -> dict[str, int]:
+    return dict.fromkeys(SUMMARY_KEYS, 0)
+
+
+def month_start(now: datetime) -> datetime:
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 class CheckQuerySet(models.QuerySet["Check"]):
@@ -44,6 +62,29 @@ class CheckQuerySet(models.QuerySet["Check"]):
             Q(status=Check.Status.QUEUED, created_at__lt=queued_before)
             | Q(status=Check.Status.RUNNING, heartbeat_at__lt=running_before)
         )
+
+    def lock(self, pk: Any, *statuses: str) -> Check | None:
+        """The check with its monitor, its row locked until the transaction
+        ends, if it is in one of `statuses`: what finishing and failing start
+        from, so a check is ended once whoever races to end it."""
+        return (
+            self.select_for_update(of=("self",))
+            .select_related("monitor")
+            .filter(pk=pk, status__in=statuses)
+            .first()
+        )
+
+    def credits_used(self, team: Team, now: datetime) -> int:
+        """Credits a team has used in the current UTC calendar month: actual
+        credits of checks finished this month, plus those still reserved."""
+        checks = self.filter(monitor__team=team)
+        spent = checks.filter(finished_at__gte=month_start(now)).aggregate(
+            total=Sum("actual_credits")
+        )["total"]
+        held = checks.filter(billing_status=Check.Billing.RESERVED).aggregate(
+            total=Sum("reserved_credits")
+        )["total"]
+        return (spent or 0) + (held or 0)
 
 
 class Check(models.Model):
@@ -75,6 +116,7 @@ class Check(models.Model):
         Status.SKIPPED_OVERLAP,
         Status.SKIPPED_NO_CREDITS,
     )
+    NO_CREDITS_MESSAGE = "Monitor check skipped: insufficient credits."
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: check_monitor_list_idx starts with the monitor.
@@ -88,7 +130,7 @@ class Check(models.Model):
     scheduled_for = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Written by the worker while it runs; the stale sweeper reads it.
+    # Written by every batch while it runs; the stale sweeper reads it.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Deliveries of this check's task; bounded so a poison check cannot loop.
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -147,6 +189,259 @@ class Check(models.Model):
             return (self.finished_at - self.started_at).total_seconds()
         return None
 
+    # --- Lifecycle ---------------------------------------------------------------
+
+    def claim(self, now: datetime, reclaim_after: timedelta) -> bool:
+        """queued -> running, or take over a running check whose worker
+        stopped heart-beating for `reclaim_after`. False when someone else
+        has it. Re-reads the row (with monitor and team) when it succeeds."""
+        updated = (
+            Check.objects.filter(pk=self.pk)
+            .filter(
+                Q(status=self.Status.QUEUED)
+                | Q(status=self.Status.RUNNING, heartbeat_at__lt=now - reclaim_after)
+            )
+            .update(
+                status=self.Status.RUNNING,
+                started_at=Coalesce("started_at", now),
+                heartbeat_at=now,
+                updated_at=now,
+            )
+        )
+        if updated:
+            self.refresh_from_db(
+                from_queryset=Check.objects.select_related("monitor__team")
+            )
+        return bool(updated)
+
+    def reserve_credits(self, now: datetime) -> bool:
+        """Hold the estimated credits when the team has an allowance; False
+        (and the check ends as skipped_no_credits) when they do not fit.
+
+        The team row is locked so two checks of one team cannot both take the
+        last credits (on SQLite the IMMEDIATE transaction serialises writers)."""
+        if self.billing_status == self.Billing.RESERVED:
+            return True  # taken over: reserved on the first claim
+        if self.monitor.team.credit_allowance is None:
+            return True  # unlimited: billing_status stays not_applicable
+        with transaction.atomic():
+            team = Team.objects.select_for_update().get(pk=self.monitor.team_id)
+            if team.credit_allowance is None:  # lifted meanwhile
+                return True
+            remaining = team.credit_allowance - Check.objects.credits_used(team, now)
+            if self.estimated_credits > remaining:
+                self._end(
+                    now,
+                    status=self.Status.SKIPPED_NO_CREDITS,
+                    error=self.NO_CREDITS_MESSAGE,
+                    summary=empty_summary(),
+                    actual_credits=0,
+                )
+                Monitor.objects.filter(pk=self.monitor_id).check_ended(self.pk, now)
+                return False
+            self.reserved_credits = self.estimated_credits
+            self.billing_status = self.Billing.RESERVED
+            self.save(update_fields=["reserved_credits", "billing_status"])
+        return True
+
+    def heartbeat(self, now: datetime) -> bool:
+        """Say the check is alive; False when it is no longer running."""
+        return bool(
+            Check.objects.filter(pk=self.pk, status=self.Status.RUNNING).update(
+                heartbeat_at=now, updated_at=now
+            )
+        )
+
+    def tally(self) -> list[tuple[str, Any]]:
+        """(status, creditsUsed) of each page result, in one query that leaves
+        the rest of each page's metadata in the database."""
+        return list(
+            PageResult.objects.filter(check_run_id=self.pk).values_list(
+                "status", KT("metadata__creditsUsed")
+            )
+        )
+
+    @staticmethod
+    def summarize(tally: list[tuple[str, Any]]) -> dict[str, int]:
+        counts = Counter(status for status, _ in tally)
+        summary = empty_summary()
+        for status, count in counts.items():
+            summary[status] = count
+        summary["totalPages"] = sum(counts.values())
+        return summary
+
+    def credits_for(self, tally: list[tuple[str, Any]], now: datetime) -> int:
+        """Sum of the pages' creditsUsed; removed pages are free, and so are
+        same pages when the monitor's interval qualifies (unchangedPagesFree)."""
+        monitor = self.monitor
+        same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
+        total = 0
+        for status, credits in tally:
+            if status == PageResult.Status.REMOVED:
+                continue
+            if status == PageResult.Status.SAME and same_free:
+                continue
+            # PostgreSQL hands the JSON number over as text, SQLite as a number.
+            if isinstance(credits, str):
+                credits = int(credits) if credits.isdigit() else None
+            total += credits if isinstance(credits, int) else 0
+        return total
+
+    def finish(
+        self, now: datetime, announce: Callable[[Check], None] | None = None
+    ) -> None:
+        """running -> completed | partial, with summary, credits and the
+        monitor's fields. The caller holds the row locked while running
+        (CheckQuerySet.lock). `announce(check)`, called once the check holds
+        its final fields, may set more of them (notification_status), which
+        are written with the rest."""
+        tally = self.tally()
+        summary = self.summarize(tally)
+        errors = summary["error"]
+        self.status = self.Status.PARTIAL if errors else self.Status.COMPLETED
+        self.error = (
+            f"{errors} of {summary['totalPages']} pages could not be checked."
+            if errors
+            else None
+        )
+        self.summary = summary
+        self.actual_credits = self.credits_for(tally, now)
+        if self.billing_status == self.Billing.RESERVED:
+            self.billing_status = self.Billing.CONFIRMED
+        self.finished_at = self.heartbeat_at = now
+        if announce is not None:
+            announce(self)
+        self.save(
+            update_fields=[
+                "status", "error", "summary", "actual_credits", "billing_status",
+                "finished_at", "heartbeat_at", "notification_status", "updated_at",
+            ]
+        )  # fmt: skip
+        Monitor.objects.filter(pk=self.monitor_id).check_ended(self.pk, now, summary)
+
+    def fail(self, message: str, now: datetime) -> None:
+        """End an in-flight check as failed (crash, time limit, lost, given
+        up); the caller holds the row locked while in flight. Pages recorded
+        so far stay and are counted; the reservation is released and nothing
+        is charged."""
+        billing = self.billing_status
+        if billing == self.Billing.RESERVED:
+            billing = self.Billing.RELEASED
+        summary = self.summarize(self.tally())
+        self._end(
+            now,
+            status=self.Status.FAILED,
+            error=message,
+            summary=summary,
+            actual_credits=0,
+            billing_status=billing,
+        )
+        CheckBatch.objects.filter(check_run_id=self.pk).open().update(
+            status=CheckBatch.Status.ENDED
+        )
+        Monitor.objects.filter(pk=self.monitor_id).check_ended(self.pk, now, summary)
+
+    def _end(self, now: datetime, **fields: Any) -> None:
+        fields |= {"finished_at": now, "updated_at": now}
+        Check.objects.filter(pk=self.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
+class CheckBatchQuerySet(models.QuerySet["CheckBatch"]):
+    def open(self) -> CheckBatchQuerySet:
+        return self.filter(status__in=CheckBatch.OPEN)
+
+    def lost(self, now: datetime, stale_after: timedelta) -> CheckBatchQuerySet:
+        """Batches whose worker stopped heart-beating, or whose message was
+        never taken (queued long ago); served by check_batch_open_idx."""
+        return self.filter(
+            Q(status=CheckBatch.Status.RUNNING, heartbeat_at__lt=now - stale_after)
+            | Q(
+                status=CheckBatch.Status.PENDING,
+                heartbeat_at__lt=now - CheckBatch.REQUEUE_AFTER,
+            )
+        )
+
+
+class CheckBatch(models.Model):
+    """Up to CHECK_BATCH_SIZE pages of one check: the unit of work one Celery
+    task does, so a big check spreads over every worker on every machine.
+
+    `pages` lists [target id, url, scrape id] in the order checked. The row is
+    claimed with a conditional update; heartbeat_at is the time it was queued
+    (pending) or last showed life (running)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        ENDED = "ended"  # its check ended first (failed)
+
+    OPEN = (Status.PENDING, Status.RUNNING)
+    # A pending batch whose message was not taken this long after it was sent
+    # is sent again (the broker may have lost it; a duplicate does nothing).
+    REQUEUE_AFTER = timedelta(minutes=10)
+
+    check_run = models.ForeignKey(
+        Check, on_delete=models.CASCADE, related_name="batches", db_index=False
+    )
+    number = models.PositiveIntegerField()
+    pages = models.JSONField(default=list)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    # Claims of this batch by a worker; bounded so a poison page cannot loop.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CheckBatchQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["check_run", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["check_run", "number"], name="one_batch_per_number"
+            )
+        ]
+        indexes = [
+            # Used by checks.runner.fail_stale_checks: only open batches.
+            models.Index(
+                fields=["heartbeat_at"],
+                name="check_batch_open_idx",
+                condition=Q(status__in=["pending", "running"]),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"batch {self.number} of check {self.check_run_id} ({self.status})"
+
+    def claim(self, now: datetime, reclaim_after: timedelta) -> bool:
+        """pending -> running, or take over a running batch whose worker went
+        quiet for `reclaim_after`; counts the attempt."""
+        updated = (
+            CheckBatch.objects.filter(pk=self.pk)
+            .filter(
+                Q(status=self.Status.PENDING)
+                | Q(status=self.Status.RUNNING, heartbeat_at__lt=now - reclaim_after)
+            )
+            .update(
+                status=self.Status.RUNNING,
+                attempts=F("attempts") + 1,
+                heartbeat_at=now,
+            )
+        )
+        if updated:
+            self.refresh_from_db(fields=["status", "attempts", "heartbeat_at"])
+        return bool(updated)
+
+    def complete(self) -> bool:
+        return bool(
+            CheckBatch.objects.filter(pk=self.pk, status=self.Status.RUNNING).update(
+                status=self.Status.DONE
+            )
+        )
+
 
 class Snapshot(models.Model):
     """Extracted page content, stored once per distinct content (by hash) and
@@ -187,44 +482,34 @@ class Snapshot(models.Model):
 
     @classmethod
     def store(cls, text: str, source_format: str = SOURCE_MARKDOWN) -> Snapshot:
-        """The snapshot of `text`, inserted unless it exists. The instance is
-        built from what was written (created_at is not read back)."""
-        digest, data, size, _ = pack = pack_snapshot(text, source_format)
-        pk = cls.store_many([pack])[digest]
-        snapshot = cls(
-            pk=pk, content_hash=digest, data=data, size=size, format=source_format
-        )
-        snapshot._state.adding = False
-        snapshot._state.db = router.db_for_write(cls)
-        return snapshot
+        """The snapshot of `text`, inserted unless it exists."""
+        pack = pack_snapshot(text, source_format)
+        return cls.objects.get(pk=cls.store_many([pack])[pack[0]])
 
     @classmethod
     def store_many(cls, packs: Iterable[Pack]) -> dict[str, int]:
-        """Ids by content hash of (content hash, compressed data, size, format)
-        packs (checks.analysis.pack_snapshot), inserted where missing in one
-        INSERT that also returns the ids of existing rows; blobs are never
-        read back."""
+        """Ids by content hash of (content hash, compressed data, size,
+        format) packs (checks.content.pack_snapshot), inserted where missing.
+
+        ON CONFLICT DO UPDATE of an unchanged column rather than DO NOTHING:
+        the database then returns the id of an existing row as well (where it
+        cannot, one SELECT finds them)."""
         rows = {pack[0]: pack for pack in packs}
         if not rows:
             return {}
-        # ON CONFLICT DO UPDATE of an unchanged column rather than DO NOTHING:
-        # the database then returns the id of an existing row as well, which
-        # saves a SELECT per batch of pages (where it cannot, one is made).
-        snapshots = [
-            cls(content_hash=digest, data=data, size=size, format=source_format)
-            for digest, data, size, source_format in rows.values()
-        ]
-        features = connections[router.db_for_write(cls)].features
-        returning = ["content_hash", "id"]
-        if not features.can_return_rows_from_bulk_insert:
-            returning = []
-        stored = insert_rows(
-            snapshots,
+        snapshots = cls.objects.bulk_create(
+            [
+                cls(content_hash=digest, data=data, size=size, format=source_format)
+                for digest, data, size, source_format in rows.values()
+            ],
+            update_conflicts=True,
             unique_fields=["content_hash"],
             update_fields=["size"],
-            returning=returning,
         )
-        return dict(stored) if returning else cls.ids(rows)
+        ids = {s.content_hash: s.pk for s in snapshots if s.pk is not None}
+        if len(ids) < len(rows):
+            ids |= cls.ids(set(rows) - set(ids))
+        return ids
 
     @classmethod
     def ids(cls, hashes: Iterable[str]) -> dict[str, int]:
@@ -237,8 +522,7 @@ class Snapshot(models.Model):
 
     @classmethod
     def packed(cls, ids: Iterable[int]) -> dict[int, tuple[bytes, str]]:
-        """(compressed data, format) by id, for analysis.reconcile to read
-        off-thread."""
+        """(compressed data, format) by id: baselines a check compares with."""
         return {
             pk: (bytes(data), source_format)
             for pk, data, source_format in cls.objects.filter(
@@ -288,6 +572,14 @@ class PageState(models.Model):
     cached_at = models.DateTimeField(null=True, blank=True)
     # Page metadata of that fetch (title, statusCode...), replayed on a cache hit.
     metadata = models.JSONField(default=dict, blank=True)
+    # What lets the next check skip work (checks.pages): the hash of the body
+    # as fetched and of the scrapeOptions it was extracted with (the same
+    # bytes under the same options are never extracted again), and the
+    # server's validators for a conditional request (304: no body at all).
+    body_hash = models.CharField(max_length=64, blank=True)
+    options_hash = models.CharField(max_length=64, blank=True)
+    etag = models.CharField(max_length=512, blank=True)
+    last_modified = models.CharField(max_length=64, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -306,18 +598,30 @@ class PageState(models.Model):
 
     UPSERT_FIELDS = (
         "url", "snapshot", "normalized_hash", "scrape_id", "presence",
-        "fetched_at", "cached_at", "metadata", "updated_at",
+        "fetched_at", "cached_at", "metadata", "body_hash", "options_hash",
+        "etag", "last_modified", "updated_at",
     )  # fmt: skip
 
     @classmethod
     def upsert(cls, states: list[PageState]) -> None:
         """Insert these baselines, or update the existing row of each page
         (monitor, target_id, url_hash): one INSERT ... ON CONFLICT DO UPDATE."""
-        insert_rows(
+        cls.objects.bulk_create(
             states,
+            update_conflicts=True,
             unique_fields=["monitor", "target_id", "url_hash"],
             update_fields=cls.UPSERT_FIELDS,
         )
+
+    @property
+    def has_baseline(self) -> bool:
+        """Content the next good fetch is compared with."""
+        return self.presence == self.Presence.ACTIVE and self.snapshot_id is not None
+
+    @property
+    def is_cacheable(self) -> bool:
+        """May answer scrapeOptions.maxAge/minAge."""
+        return self.has_baseline and self.cached_at is not None
 
 
 class PageResult(models.Model):

@@ -1,10 +1,12 @@
 """Celery tasks: thin wrappers that take ids, re-read the database and call plain
 code (checks.runner, checks.dispatch, checks.retention). Unit tests call those
-functions directly; a real worker runs these in the integration tests.
+functions directly; real workers run these in the integration tests.
 
 Reliability settings are global (config/settings.py): acks_late, reject on worker
-lost, prefetch 1, JSON only. A redelivered run_check_task is therefore normal and
-safe: the attempt counter in the database bounds it, and claiming is conditional.
+lost, prefetch 1, JSON only. A redelivered task is therefore normal and safe:
+attempt counters in the database bound it, and claiming is conditional. Task
+names are spelled out: other modules queue them by name (checks.runner,
+checks.dispatch), so the engine never imports this module.
 """
 
 from __future__ import annotations
@@ -12,16 +14,16 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from celery.signals import worker_process_shutdown
 from django.conf import settings
 from django.utils import timezone
 
-from checks import analysis, dispatch, retention, runner
+from checks import dispatch, retention, runner
 
 logger = logging.getLogger(__name__)
 
-# The check's own limit comes from settings (CHECK_TIME_LIMIT_SECONDS); it must
-# stay below the Redis visibility timeout so a live task is never redelivered.
+# A check's or batch's own limit comes from settings (CHECK_TIME_LIMIT_SECONDS);
+# it must stay below the Redis visibility timeout so a live task is never
+# redelivered.
 CHECK_TIME_LIMIT = int(settings.CELERY_TASK_TIME_LIMIT)
 CHECK_SOFT_TIME_LIMIT = int(settings.CELERY_TASK_SOFT_TIME_LIMIT)
 # Periodic work is short; a stuck tick must not hold a worker slot for long.
@@ -29,14 +31,13 @@ PERIODIC_TIME_LIMIT = 120
 PERIODIC_SOFT_TIME_LIMIT = 100
 
 
-@worker_process_shutdown.connect
-def close_analysis_pool(**_kwargs: object) -> None:
-    # A worker's pool process is stopping (it leaves through os._exit).
-    analysis.close()
+def _look_again_in() -> int:
+    return int(runner.stale_running_after().total_seconds())
 
 
 @shared_task(
     bind=True,
+    name=runner.RUN_CHECK_TASK,
     acks_late=True,
     reject_on_worker_lost=True,
     time_limit=CHECK_TIME_LIMIT,
@@ -48,20 +49,35 @@ def run_check_task(self, check_id: str) -> None:  # noqa: ANN001 - Celery's Task
     if check is None:
         return  # gone, finished, or given up after too many deliveries
     if runner.claim(check):
-        runner.execute(check)
-        check.refresh_from_db(fields=["status", "summary"])
+        runner.execute(check, fan_out=True)
+        check.refresh_from_db(fields=["status", "pages_total"])
         logger.info(
-            "Check %s of monitor %s finished %s: %s",
+            "Check %s of monitor %s is %s (%d pages)",
             check.pk,
             check.monitor_id,
             check.status,
-            check.summary,
+            check.pages_total,
         )
         return
     if runner.is_busy(check):
         # Redelivered right after its worker died (the dead worker's heartbeat
         # is still fresh): look again once a live worker would have beaten.
-        raise self.retry(countdown=int(runner.RECLAIM_AFTER.total_seconds()))
+        raise self.retry(countdown=_look_again_in())
+
+
+@shared_task(
+    bind=True,
+    name=runner.RUN_BATCH_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=CHECK_TIME_LIMIT,
+    soft_time_limit=CHECK_SOFT_TIME_LIMIT,
+    max_retries=runner.MAX_ATTEMPTS,
+)
+def run_batch_task(self, batch_id: int) -> None:  # noqa: ANN001 - Celery's Task
+    if not runner.run_batch(batch_id):
+        # Another worker holds it (or held it until it died just now).
+        raise self.retry(countdown=_look_again_in())
 
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)

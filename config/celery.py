@@ -1,10 +1,11 @@
 """The Celery app: one worker pool for checks, one beat process as the scheduler.
 
 Settings come from Django settings under the CELERY_ namespace (broker, acks_late,
-time limits...: see config/settings.py). Beat is the *only* scheduler, and all it
-does is enqueue a few small periodic tasks; which monitors are due lives in the
-database (Monitor.next_run_at), so beat restarts or two beats running by mistake
-cannot lose or double a check (checks.dispatch claims each slot in the database).
+time limits, the periodic tasks of CELERY_BEAT_SCHEDULE...: see config/settings.py).
+Beat is the *only* scheduler, and all it does is enqueue a few small periodic
+tasks; which monitors are due lives in the database (Monitor.next_run_at), so beat
+restarts or two beats running by mistake cannot lose or double a check
+(checks.dispatch claims each slot in the database).
 """
 
 from __future__ import annotations
@@ -20,38 +21,6 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # The notification outbox keeps its tasks in checks/notification_tasks.py.
 app.autodiscover_tasks(related_name="notification_tasks")
-
-# Every periodic entry expires after one period: if workers were down, a backlog of
-# identical ticks must not run back to back when they come back.
-DISPATCH_EVERY_SECONDS = 10.0
-STALE_SWEEP_EVERY_SECONDS = 60.0
-RETENTION_EVERY_SECONDS = 3600.0
-DELIVERY_SWEEP_EVERY_SECONDS = 60.0
-
-app.conf.beat_schedule = {
-    "dispatch-due-monitors": {
-        "task": "checks.tasks.dispatch_due_monitors_task",
-        "schedule": DISPATCH_EVERY_SECONDS,
-        "options": {"expires": DISPATCH_EVERY_SECONDS},
-    },
-    "fail-stale-checks": {
-        "task": "checks.tasks.fail_stale_checks_task",
-        "schedule": STALE_SWEEP_EVERY_SECONDS,
-        "options": {"expires": STALE_SWEEP_EVERY_SECONDS},
-    },
-    "purge-expired": {
-        "task": "checks.tasks.purge_expired_task",
-        "schedule": RETENTION_EVERY_SECONDS,
-        "options": {"expires": RETENTION_EVERY_SECONDS},
-    },
-    # Queues due webhook/e-mail deliveries (retries, and rows whose broker
-    # message was lost); see checks.deliveries.sweep.
-    "sweep-deliveries": {
-        "task": "checks.notification_tasks.sweep_deliveries_task",
-        "schedule": DELIVERY_SWEEP_EVERY_SECONDS,
-        "options": {"expires": DELIVERY_SWEEP_EVERY_SECONDS},
-    },
-}
 
 
 @app.on_after_configure.connect

@@ -4,7 +4,6 @@ README's configuration table and in .env.example."""
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
@@ -222,12 +221,31 @@ FETCH_TIMEOUT_SECONDS = env_int("FETCH_TIMEOUT_SECONDS", 30, minimum=1)
 FETCH_MAX_BYTES = env_int("FETCH_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 FETCH_CONCURRENCY = env_int("FETCH_CONCURRENCY", 16, minimum=1)
 FETCH_PER_HOST_CONCURRENCY = env_int("FETCH_PER_HOST_CONCURRENCY", 4, minimum=1)
-# Processes per worker that extract and diff pages while the worker writes
-# results (checks.analysis); 0 or 1 runs that work inline in the worker.
-CHECK_CPU_WORKERS = env_int("CHECK_CPU_WORKERS", os.cpu_count() or 1, minimum=0)
-# While a check runs, its worker process's threads (which share the GIL) stay
-# on one CPU; the pool's processes are not pinned (checks.affinity).
-CHECK_THREADS_ON_ONE_CPU = env_bool("CHECK_THREADS_ON_ONE_CPU", True)
+# Pages per Celery task: a check with more fans out into batches of this many,
+# which every worker on every machine can take (checks.runner).
+CHECK_BATCH_SIZE = env_int("CHECK_BATCH_SIZE", 100, minimum=1)
+# A running check or batch silent this long lost its worker: its batch is sent
+# again (or the check ended with a reason). Running batches write a heartbeat
+# every 10 s.
+CHECK_STALE_AFTER_SECONDS = env_int("CHECK_STALE_AFTER_SECONDS", 120, minimum=15)
+# How often beat asks for due monitors (checks.dispatch sizes its ticks by it).
+DISPATCH_EVERY_SECONDS = 10.0
+# Beat is the only scheduler and only enqueues these small periodic tasks; which
+# monitors are due lives in the database. Every entry expires after one period:
+# if workers were down, a backlog of identical ticks must not run back to back.
+CELERY_BEAT_SCHEDULE = {
+    name: {"task": task, "schedule": every, "options": {"expires": every}}
+    for name, task, every in (
+        ("dispatch-due-monitors", "checks.tasks.dispatch_due_monitors_task",
+         DISPATCH_EVERY_SECONDS),
+        # Lost batches sent again, stale checks ended (checks.runner).
+        ("fail-stale-checks", "checks.tasks.fail_stale_checks_task", 60.0),
+        ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
+        # Due webhook/e-mail deliveries: retries, and rows whose broker message
+        # was lost (checks.deliveries.sweep).
+        ("sweep-deliveries", "checks.notification_tasks.sweep_deliveries_task", 60.0),
+    )
+}  # fmt: skip
 
 # --- Celery -------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, Q, When
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -168,6 +168,24 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
 
     def for_team(self, team: Team) -> MonitorQuerySet:
         return self.alive().filter(team=team)
+
+    def check_ended(
+        self, check_id: uuid.UUID, now: datetime, summary: dict[str, int] | None = None
+    ) -> int:
+        """Bookkeeping when one of their checks ended: lastRunAt counts every
+        finished check, skipped ones too (reference §6); lastCheckSummary only
+        checks that looked at pages; currentCheckId is cleared only while it
+        still points at that check."""
+        fields: dict[str, Any] = {
+            "last_run_at": now,
+            "current_check_id": Case(
+                When(current_check_id=check_id, then=None),
+                default=F("current_check_id"),
+            ),
+        }
+        if summary is not None:
+            fields["last_check_summary"] = summary
+        return self.update(**fields)
 
     def due(self, now: datetime) -> MonitorQuerySet:
         """Active monitors whose next run has come; served by monitor_due_idx."""
@@ -332,7 +350,7 @@ class Target(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     # The target types checks run in this version; the others are saved and
-    # recorded as skipped (checks.runner.plan), and the dashboard says so.
+    # recorded as skipped (checks.sources), and the dashboard says so.
     CHECKED_TYPES = frozenset({Type.SCRAPE})
 
     class Meta:

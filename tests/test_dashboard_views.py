@@ -15,7 +15,7 @@ from django.core import mail
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from checks import runner
+from checks import sources
 from checks.errors import ErrorKind
 from checks.models import Check, PageResult, Snapshot
 from monitors.api.serializers import MonitorWriteSerializer
@@ -1242,7 +1242,7 @@ def test_a_check_page_says_which_targets_it_did_not_look_at(web, team):
     )
     check = make_check(monitor)
     targets = list(monitor.targets.order_by("position"))
-    _jobs, check.target_results = runner.plan(check, targets)
+    _jobs, check.target_results = sources.plan(check, targets)
     check.save(update_fields=["target_results"])
     page = web.get(check.get_absolute_url()).content.decode()
     assert "Not looked at in this check:" in page
@@ -1260,7 +1260,7 @@ def test_a_check_page_says_which_targets_it_did_not_look_at(web, team):
 
 def test_a_check_of_scrape_targets_only_lists_nothing_as_skipped(web, monitor):
     check = make_check(monitor)
-    _jobs, check.target_results = runner.plan(check, list(monitor.targets.all()))
+    _jobs, check.target_results = sources.plan(check, list(monitor.targets.all()))
     check.save(update_fields=["target_results"])
     assert "Not looked at" not in web.get(check.get_absolute_url()).content.decode()
 

@@ -272,14 +272,15 @@ def test_a_skipped_slot_that_conflicts_gives_back_its_claim(monitor, monkeypatch
 def test_a_batch_is_sent_after_commit_through_one_producer(
     team, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from checks.tasks import run_check_task
+    from config.celery import app
 
     published: list[tuple[list, object]] = []
 
-    def apply_async(args, producer=None, **options):
+    def send_task(name, args=None, producer=None, **options):
+        assert name == "checks.tasks.run_check_task"
         published.append((args, producer))
 
-    monkeypatch.setattr(run_check_task, "apply_async", apply_async)
+    monkeypatch.setattr(app, "send_task", send_task)
     monkeypatch.setattr(dispatch, "BATCH_SIZE", 4)
     for _ in range(6):
         make_monitor(team)
@@ -299,12 +300,12 @@ def test_a_batch_is_sent_after_commit_through_one_producer(
 def test_a_broker_failure_is_logged_and_the_checks_stay_queued(
     team, monkeypatch, caplog, django_capture_on_commit_callbacks
 ):
-    from checks.tasks import run_check_task
+    from config.celery import app
 
-    def apply_async(args, producer=None, **options):
+    def send_task(name, args=None, producer=None, **options):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(run_check_task, "apply_async", apply_async)
+    monkeypatch.setattr(app, "send_task", send_task)
     for _ in range(3):
         make_monitor(team)
 
@@ -316,14 +317,15 @@ def test_a_broker_failure_is_logged_and_the_checks_stay_queued(
 
 
 def test_a_capped_tick_asks_for_one_follow_up(team, monkeypatch):
-    from checks.tasks import dispatch_due_monitors_task
+    from config.celery import app
 
     follow_ups: list[dict] = []
-    monkeypatch.setattr(
-        dispatch_due_monitors_task,
-        "apply_async",
-        lambda **options: follow_ups.append(options),
-    )
+
+    def send_task(name, **options):
+        assert name == "checks.tasks.dispatch_due_monitors_task"
+        follow_ups.append(options)
+
+    monkeypatch.setattr(app, "send_task", send_task)
     monkeypatch.setattr(dispatch, "BATCH_SIZE", 5)
     monkeypatch.setattr(dispatch, "MAX_PER_TICK", 5)
     for _ in range(7):

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import gzip
-import queue
 import socket
-import threading
 import time
 import uuid
 import zlib
-from concurrent.futures import Executor, Future
 from datetime import timedelta
 from typing import Any
 
@@ -18,11 +15,11 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from django.db import connection
 from django.utils import timezone
 
-from checks import analysis, notify, runner
+from checks import notify, pages, runner, sources
 from checks.content import content_hash, pack_snapshot
 from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
-from checks.models import Check, PageResult, PageState, Snapshot
+from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
 from checks.tasks import run_check_task
 from monitors.models import Monitor, Target, Team
 from tests.sites import Site, refused_url
@@ -149,11 +146,8 @@ def test_whitespace_only_change_is_same(team, site):
 
 @pytest.fixture
 def conversions(settings, monkeypatch) -> list[str]:
-    """Each HTML to Markdown conversion a check makes (its base URL): pages
-    are analysed inline, in this process, where conversions can be counted."""
+    """Each HTML to Markdown conversion a check makes (its base URL)."""
     from checks.content import source
-
-    settings.CHECK_CPU_WORKERS = 0
 
     calls: list[str] = []
     original = source._markdown
@@ -231,16 +225,18 @@ def test_markup_that_keeps_changing_costs_one_conversion_once_its_text_is_known(
     assert "+Starter costs $24 a month." in changed.diff["text"]
 
 
-def test_a_stored_text_hash_that_matches_never_needs_the_baseline_itself():
+def test_a_damaged_baseline_text_reports_the_page_changed_in_full():
     source = '{"base": "https://example.com/", "dropDataImages": false}\n<p>Hi</p>'
-    known = content_hash("Hi\n")
+    state = PageState(snapshot_id=1, normalized_hash="0" * 64)
+    outcome = pages.Outcome(
+        PageResult.Status.SAME, {}, pending=("html", source, "Hi\n")
+    )
 
-    same = analysis.reconcile(b"not a snapshot", "html", source, "html", known)
-    other = analysis.reconcile(b"not a snapshot", "html", source, "html", "0" * 64)
+    pages.reconcile(outcome, state, (b"not a snapshot", "html"))
 
-    assert (same["status"], same["snapshot"], same["diff"]) == ("same", None, None)
-    # Another hash: the baseline is read, found damaged, and the page changed.
-    assert other["status"] == "changed" and "+Hi" in other["diff"]["text"]
+    assert outcome.status == PageResult.Status.CHANGED
+    assert "+Hi" in outcome.diff["text"] and outcome.pending is None
+    assert outcome.normalized_hash == content_hash("Hi\n")
 
 
 @pytest.mark.parametrize("text_hash_known", [False, True], ids=["unknown", "known"])
@@ -260,8 +256,9 @@ def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(
     )
     # Known: the page is found the same from the stored hash, without the baseline.
     known = content_hash(markdown) if text_hash_known else ""
+    # (Nor did it keep the body's hash: the page is extracted again.)
     PageState.objects.filter(monitor=monitor).update(
-        snapshot=old, normalized_hash=known
+        snapshot=old, normalized_hash=known, body_hash=""
     )
 
     second, third = run_check(monitor), run_check(monitor)
@@ -315,86 +312,6 @@ def test_changed_page_carries_a_unified_diff_and_side_by_side_html(team, site):
     # The baseline moved on: the next check compares with $24.
     assert "$24" in state_of(monitor, url).snapshot.text
     assert page.previous_snapshot.text != page.current_snapshot.text
-
-
-def _changed_results(team, site, name: str) -> list[tuple]:
-    urls = [
-        site.html(f"/{name}{i}", f"P{i}", PRICING + f"<p>Page {i}</p>")
-        for i in range(12)
-    ]
-    monitor = make_monitor(team, urls)
-    run_check(monitor)
-    for i in range(0, 12, 3):
-        site.html(f"/{name}{i}", f"P{i}", PRICING.replace("$19", f"${20 + i}"))
-    check = run_check(monitor)
-    return sorted(
-        (
-            p.url.rsplit("/", 1)[1], p.status, p.metadata.get("title"),
-            p.diff, p.diff_html, p.current_snapshot.text,
-            state_of(monitor, p.url).normalized_hash,
-        )
-        for p in check.pages.all()
-    )  # fmt: skip
-
-
-def test_the_analysis_pool_records_what_inline_analysis_records(team, site, settings):
-    """CHECK_CPU_WORKERS=0 extracts and diffs in the worker; 2 in the process
-    pool (several pages per transaction either way): same results."""
-    settings.CHECK_CPU_WORKERS = 0
-    inline = _changed_results(team, site, "inline")
-    settings.CHECK_CPU_WORKERS = 2
-    pooled = _changed_results(team, site, "pooled")
-
-    def strip(rows: list[tuple]) -> list[tuple]:
-        return [(row[0].removeprefix("inline").removeprefix("pooled"), *row[1:])
-                for row in rows]  # fmt: skip
-
-    assert strip(inline) == strip(pooled)
-    statuses = [row[1] for row in pooled]
-    assert statuses.count(PageResult.Status.CHANGED) == 4
-    assert statuses.count(PageResult.Status.SAME) == 8
-
-
-class StalledPool(Executor):
-    """A pool that starts working only after `stall` seconds (on its own
-    thread), and remembers how many items were queued for it at most."""
-
-    _max_workers = 2
-
-    def __init__(self, stall: float) -> None:
-        self.queue: queue.Queue = queue.Queue()
-        self.peak = 0
-        self._stall = stall
-        threading.Thread(target=self._work, daemon=True).start()
-
-    def submit(self, fn, /, *args, **kwargs) -> Future:
-        future: Future = Future()
-        self.queue.put((future, fn, args))
-        self.peak = max(self.peak, self.queue.qsize())
-        return future
-
-    def _work(self) -> None:
-        time.sleep(self._stall)
-        while True:
-            future, fn, args = self.queue.get()
-            future.set_result(fn(*args))
-
-
-def test_a_stalled_analysis_pool_holds_back_the_fetcher_not_every_body(
-    team, site, settings, monkeypatch
-):
-    settings.FETCH_CONCURRENCY = settings.FETCH_PER_HOST_CONCURRENCY = 2
-    pool = StalledPool(stall=2.0)  # long enough to fetch every page meanwhile
-    monkeypatch.setattr(analysis, "pool", lambda workers: pool)
-    urls = [site.html(f"/p{i}", f"P{i}", f"<p>Page {i}</p>") for i in range(16)]
-
-    check = run_check(make_monitor(team, urls))
-
-    assert check.summary["new"] == 16
-    # Bodies waiting for the pool at most: the fetcher's queue (2), the pages
-    # taken from it (the pipeline's limit, 2 x 2 workers + 2) and the fetches
-    # waiting to hand theirs over (2); never all 16.
-    assert pool.peak <= 2 + 6 + 2
 
 
 def test_page_content_is_escaped_in_the_rendered_diff(team, site):
@@ -800,7 +717,7 @@ def test_credits_are_reserved_then_confirmed_when_the_team_has_an_allowance(team
 
     assert check.billing_status == Check.Billing.CONFIRMED
     assert (check.reserved_credits, check.actual_credits) == (1, 1)
-    assert runner.credits_used_this_month(team, timezone.now()) == 1
+    assert Check.objects.credits_used(team, timezone.now()) == 1
 
 
 def test_check_is_skipped_when_the_allowance_is_exhausted(team, site):
@@ -834,33 +751,6 @@ def test_check_is_skipped_when_the_allowance_is_exhausted(team, site):
 # --- claiming, taking over, failing -------------------------------------------------
 
 
-@pytest.mark.django_db(transaction=True)
-def test_pages_commit_without_waiting_for_the_disk_but_finishing_does(
-    team, site, monkeypatch
-):
-    if connection.vendor != "postgresql":
-        pytest.skip("synchronous_commit is a PostgreSQL setting")
-    seen: list[str] = []
-    record_many = runner.record_many
-
-    def recording(check, items):
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW synchronous_commit")
-            seen.append(cursor.fetchone()[0])
-        return record_many(check, items)
-
-    monkeypatch.setattr(runner, "record_many", recording)
-    url = site.html("/pricing", "Pricing", PRICING)
-
-    check = run_check(make_monitor(team, [url]))
-
-    assert check.status == Check.Status.COMPLETED
-    assert seen and set(seen) == {"off"}
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW synchronous_commit")
-        assert cursor.fetchone()[0] == "on"  # reset before finish() committed
-
-
 def test_a_claimed_check_cannot_be_claimed_again(team):
     monitor = make_monitor(team, ["http://127.0.0.1:9/"])
     check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
@@ -875,14 +765,18 @@ def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site)
     check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
     runner.claim(check)
     # The first worker recorded one page, then died.
-    jobs, results = runner.plan(check, list(monitor.targets.all()))
-    Check.objects.filter(pk=check.pk).update(target_results=results)
-    outcome = runner.Outcome(
+    runner.plan(check)
+    check.refresh_from_db()
+    jobs, _ = sources.plan(check, list(monitor.targets.all()))
+    outcome = pages.Outcome(
         PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=pack_snapshot("0")
     )
-    runner.record(check, jobs[0], outcome, None)
-    long_ago = timezone.now() - runner.RECLAIM_AFTER - timedelta(seconds=1)
+    runner.record_many(check, [(jobs[0], outcome, None)])
+    long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
     Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
+    CheckBatch.objects.filter(check_run=check).update(
+        status=CheckBatch.Status.RUNNING, heartbeat_at=long_ago
+    )
 
     check = runner.run(Check.objects.get(pk=check.pk))
 
@@ -947,7 +841,6 @@ def test_a_check_failed_before_its_pages_are_written_records_none(team, site):
     check.refresh_from_db()
     assert (check.status, check.error) == (Check.Status.FAILED, "Lost.")
     assert not PageResult.objects.filter(check_run=check).exists()
-    assert not [t for t in threading.enumerate() if t.name == "check-fetcher"]
 
 
 def test_a_crash_fails_the_check_with_a_reason(team, site, monkeypatch):
@@ -957,7 +850,7 @@ def test_a_crash_fails_the_check_with_a_reason(team, site, monkeypatch):
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner, "compare", explode)
+    monkeypatch.setattr(runner, "record_many", explode)
     check = run_check(monitor)
 
     assert check.status == Check.Status.FAILED
@@ -991,7 +884,7 @@ def test_the_soft_time_limit_fails_the_check_without_waiting_for_slow_pages(
     monitor = make_monitor(team, [url])
     monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.1)
 
-    def time_is_up(check_id: object) -> None:
+    def time_is_up(*args: object) -> None:
         raise SoftTimeLimitExceeded()
 
     monkeypatch.setattr(runner, "heartbeat", time_is_up)
@@ -1095,16 +988,16 @@ def test_the_task_retries_later_while_another_worker_holds_the_check(team):
 
 
 def test_scrape_options_become_fetch_settings():
-    def job(**options: Any) -> runner.PageJob:
-        return runner.PageJob(
+    def job(**options: Any) -> sources.PageJob:
+        return sources.PageJob(
             uuid.uuid4(), "https://example.com/", options, 1, uuid.uuid4()
         )
 
     assert job().verify_tls is True and job().timeout is None
     assert job(skipTlsVerification=True).verify_tls is False
     assert job(timeout=15000).timeout == 15.0
-    assert job(timeout=10).timeout == runner.MIN_PAGE_TIMEOUT
-    assert job(timeout=10**9).timeout == runner.MAX_PAGE_TIMEOUT
+    assert job(timeout=10).timeout == sources.MIN_PAGE_TIMEOUT
+    assert job(timeout=10**9).timeout == sources.MAX_PAGE_TIMEOUT
     assert job(timeout="soon").timeout is None
     assert job(mobile=True, headers={"User-Agent": "mine"}).headers == {
         "User-Agent": "mine"
@@ -1135,26 +1028,3 @@ def test_claiming_and_finishing_a_check_without_notifications_stay_short(
     assert check.notification_status["email"]["reason"] == "disabled"
     assert monitor.current_check_id is None
     assert monitor.last_run_at == check.finished_at
-
-
-def test_only_pages_the_pool_still_works_on_skip_waking_the_worker_thread():
-    # A page handed to the pool wakes the worker thread when its analysis is
-    # done; waking on its hand-over too would double the thread's rounds. One
-    # whose analysis finished before it was queued must still wake it (that
-    # analysis' wake-up may have come and gone with the queue still empty).
-    job = runner.PageJob(uuid.uuid4(), "http://127.0.0.1:9/a", {}, 1, uuid.uuid4())
-    request = runner.Analysis(job, None, {}, 200, ())
-    pending: Future[Any] = Future()
-    finished: Future[Any] = Future()
-    finished.set_result({"error": "x"})
-    outcome = runner.Outcome(PageResult.Status.ERROR, {}, error="refused")
-
-    def item(prepared: object) -> tuple:
-        return (job, None, prepared)
-
-    assert (
-        runner._Pipeline.wakes(item(runner._Page(job, None, request, pending))) is False
-    )
-    assert runner._Pipeline.wakes(item(runner._Page(job, None, request, finished)))
-    assert runner._Pipeline.wakes(item(outcome))
-    assert runner._Pipeline.wakes(item(request))  # no pool: analysed inline

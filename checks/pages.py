@@ -1,0 +1,368 @@
+"""Decide one page's status against its baseline (reference §10.2).
+
+* first good fetch, or good again after `removed` -> new
+* the server says 304, or the body is byte for byte the baseline's (same
+  options) -> same, without extracting anything
+* same normalised content as the baseline                 -> same
+* otherwise                                               -> changed, with a
+  unified diff, its AST and the dashboard's side-by-side HTML
+* 404/410 while the baseline is present                   -> removed
+* fetch or extraction failure, any other 4xx/5xx          -> error; the baseline
+  is kept, so the next good fetch diffs against the last good content.
+
+All of it is plain CPU work on data in memory, run inline as each page arrives
+(checks.runner). The one step that needs the database, reading the baseline's
+text when a page's normalised Markdown hash differs from the stored one, is
+left to the runner: `Outcome.pending` says so, and `reconcile()` finishes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from checks.content import (
+    ExtractionError,
+    Pack,
+    compare_texts,
+    content_hash,
+    extract,
+    markdown_of,
+    pack_snapshot,
+    snapshot_hash,
+    unpack,
+)
+from checks.errors import ErrorKind
+from checks.fetch import FetchError, FetchResult
+from checks.models import PageResult, PageState
+from checks.sources import PageJob
+
+logger = logging.getLogger(__name__)
+
+REMOVED_STATUSES = frozenset({404, 410})
+NOT_MODIFIED = 304
+# Formats extract() produces; anything else needs a browser or an LLM.
+APPLIED_FORMATS = frozenset(
+    {"markdown", "html", "rawHtml", "links", "images", "changeTracking"}
+)
+# Page metadata that belongs to one check, never replayed from a baseline.
+PER_CHECK_METADATA = ("notApplied", "cacheState", "cachedAt", "creditsUsed")
+
+
+@dataclass
+class Outcome:
+    """A page's result, decided outside any transaction."""
+
+    status: str
+    metadata: dict[str, Any]
+    status_code: int | None = None
+    error: str | None = None
+    error_kind: str = ""
+    # Hash of the normalised Markdown, when known ("" otherwise).
+    normalized_hash: str = ""
+    diff: dict[str, Any] | None = None
+    diff_html: str = ""
+    cache_hit: bool = False
+    # The page's snapshot: (content hash, compressed data, size, format);
+    # empty data when that content is stored already (the baseline's).
+    snapshot: Pack | None = None
+    # What the next fetch may skip: see PageState.body_hash and validators.
+    body_hash: str = ""
+    etag: str = ""
+    last_modified: str = ""
+    # (format, source, Markdown) of a page whose text differs from the stored
+    # hash: reconcile() decides between same and changed with the baseline.
+    pending: tuple[str, str, str] | None = None
+
+
+def failed(job: PageJob, kind: str, message: str, **fields: Any) -> Outcome:
+    return Outcome(
+        PageResult.Status.ERROR,
+        base_metadata(job) | fields.pop("metadata", {}),
+        error=message,
+        error_kind=kind,
+        **fields,
+    )
+
+
+def not_applied(options: Mapping[str, Any]) -> list[str]:
+    """scrapeOptions this fetcher cannot honour (they need a browser or an LLM)."""
+    skipped = []
+    if options.get("waitFor"):
+        skipped.append("waitFor")
+    if options.get("actions"):
+        skipped.append("actions")
+    formats = options.get("formats")
+    for fmt in formats if isinstance(formats, list) else []:
+        name = fmt.get("type") if isinstance(fmt, dict) else fmt
+        if not isinstance(name, str):
+            continue
+        if name not in APPLIED_FORMATS:
+            skipped.append(f"formats.{name}")
+        elif name == "changeTracking" and "json" in (fmt.get("modes") or []):
+            skipped.append("formats.changeTracking.json")
+    if options.get("location"):
+        skipped.append("location")
+    if options.get("proxy") in ("stealth", "enhanced"):
+        skipped.append("proxy")
+    return list(dict.fromkeys(skipped))
+
+
+def base_metadata(job: PageJob) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"sourceURL": job.url, "creditsUsed": 0}
+    skipped = not_applied(job.options)
+    if skipped:
+        metadata["notApplied"] = skipped
+    return metadata
+
+
+def options_hash(options: Mapping[str, Any]) -> str:
+    """What the extraction of a body depends on besides the body: the same
+    bytes under other scrapeOptions are extracted again."""
+    canonical = json.dumps(options, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def body_hash(fetched: FetchResult) -> str:
+    digest = hashlib.sha256()
+    for part in (fetched.final_url, fetched.headers.get("content-type", "")):
+        digest.update(part.encode() + b"\0")
+    digest.update(fetched.content)
+    return digest.hexdigest()
+
+
+def request_headers(job: PageJob, state: PageState | None) -> dict[str, str]:
+    """The job's headers, plus the baseline's validators when the page was
+    fetched with the same options: the server may then answer 304 Not
+    Modified, which costs neither a body nor an extraction."""
+    headers = job.headers
+    if state is None or not state.has_baseline:
+        return headers
+    if state.options_hash != options_hash(job.options):
+        return headers
+    validators = {"If-None-Match": state.etag, "If-Modified-Since": state.last_modified}
+    present = {k.lower() for k in headers}
+    for name, value in validators.items():
+        if value and name.lower() not in present:
+            headers[name] = value
+    return headers
+
+
+# --- From the cache ------------------------------------------------------------
+
+
+def _milliseconds(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome | None:
+    """Serve the page from its last good fetch when maxAge/minAge allow it.
+
+    Monitors default to maxAge 0 (always fetch). With minAge, only the cache
+    may answer (as in Firecrawl); no old-enough copy is a page error.
+    """
+    max_age = _milliseconds(job.options.get("maxAge")) or 0
+    min_age = _milliseconds(job.options.get("minAge"))
+    cached_at = state.cached_at if state is not None and state.is_cacheable else None
+    age_ms = (now - cached_at).total_seconds() * 1000 if cached_at else None
+    if min_age is not None and min_age > 0:
+        if age_ms is None or age_ms < min_age:
+            return failed(
+                job,
+                ErrorKind.NOT_CACHED,
+                f"No cached copy at least {min_age} ms old is available "
+                "(minAge), so the page was not fetched.",
+            )
+    elif age_ms is None or age_ms > max_age:
+        return None
+    assert state is not None and cached_at is not None
+    metadata = {**state.metadata, **base_metadata(job)}
+    metadata |= {
+        "creditsUsed": job.credits,
+        "cacheState": "hit",
+        "cachedAt": cached_at.isoformat().replace("+00:00", "Z"),
+    }
+    return Outcome(
+        PageResult.Status.SAME,
+        metadata,
+        status_code=metadata.get("statusCode"),
+        cache_hit=True,
+    )
+
+
+# --- After a fetch ---------------------------------------------------------------
+
+
+def judge(
+    job: PageJob, fetched: FetchResult | BaseException, state: PageState | None
+) -> Outcome:
+    """A fetched page's outcome; `pending` set when the baseline's text is
+    needed to decide (see reconcile()). Never raises: a crash in the analysis
+    fails this page, with a reason, and nothing else."""
+    if isinstance(fetched, FetchError):
+        return failed(job, fetched.kind, fetched.message)
+    if isinstance(fetched, BaseException):
+        logger.error("Fetching %s crashed", job.url, exc_info=fetched)
+        return failed(
+            job,
+            ErrorKind.INTERNAL,
+            "The page could not be fetched because of an internal error.",
+        )
+    try:
+        return _judge_response(job, fetched, state)
+    except Exception:
+        logger.exception("Analysing %s crashed", job.url)
+        return failed(
+            job,
+            ErrorKind.INTERNAL,
+            "The page could not be analysed because of an internal error.",
+            status_code=fetched.status_code,
+        )
+
+
+def _judge_response(
+    job: PageJob, fetched: FetchResult, state: PageState | None
+) -> Outcome:
+    content_type = fetched.headers.get("content-type", "")
+    code = fetched.status_code
+    metadata = base_metadata(job) | {"url": fetched.final_url, "statusCode": code}
+    if content_type:
+        metadata["contentType"] = content_type
+    baseline = state if state is not None and state.has_baseline else None
+    if code == NOT_MODIFIED and baseline is not None and baseline.body_hash:
+        return _unchanged(job, baseline, metadata, body_hash=baseline.body_hash)
+    if code in REMOVED_STATUSES and baseline is not None:
+        return Outcome(PageResult.Status.REMOVED, metadata, status_code=code)
+    if code >= 400 or code == NOT_MODIFIED:
+        kind = ErrorKind.HTTP_5XX if code >= 500 else ErrorKind.HTTP_4XX
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=code,
+            error=f"The page answered HTTP {code}.",
+            error_kind=kind,
+        )
+    outcome = _extracted(job, fetched, baseline, metadata, content_type)
+    outcome.etag = fetched.headers.get("etag", "")[:512]
+    outcome.last_modified = fetched.headers.get("last-modified", "")[:64]
+    return outcome
+
+
+def _unchanged(
+    job: PageJob, baseline: PageState, metadata: dict[str, Any], body_hash: str
+) -> Outcome:
+    """The baseline's very content: its metadata (title...) replayed."""
+    kept = {k: v for k, v in baseline.metadata.items() if k not in metadata}
+    return Outcome(
+        PageResult.Status.SAME,
+        kept | metadata | {"creditsUsed": job.credits},
+        status_code=baseline.metadata.get("statusCode", metadata["statusCode"]),
+        normalized_hash=baseline.normalized_hash,
+        snapshot=(baseline.snapshot_hash, b"", 0, ""),
+        body_hash=body_hash,
+    )
+
+
+def _extracted(
+    job: PageJob,
+    fetched: FetchResult,
+    baseline: PageState | None,
+    metadata: dict[str, Any],
+    content_type: str,
+) -> Outcome:
+    digest = body_hash(fetched)
+    same_options = baseline is not None and baseline.options_hash == options_hash(
+        job.options
+    )
+    if baseline is not None and same_options and digest == baseline.body_hash:
+        return _unchanged(job, baseline, metadata, body_hash=digest)
+    try:
+        page = extract(
+            fetched.content,
+            content_type=content_type,
+            url=fetched.final_url,
+            options=job.options,
+        )
+    except ExtractionError as exc:
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=fetched.status_code,
+            error=exc.message,
+            error_kind=ErrorKind.UNREADABLE,
+        )
+    page_metadata = {k: v for k, v in page.metadata.items() if v is not None}
+    page_metadata.setdefault("title", None)
+    outcome = Outcome(
+        PageResult.Status.NEW,
+        page_metadata | metadata | {"creditsUsed": job.credits},
+        status_code=fetched.status_code,
+        body_hash=digest,
+    )
+    source, source_format = page.source, page.source_format
+    if baseline is None:
+        outcome.snapshot = pack_snapshot(source, source_format)
+        return outcome
+    outcome.status = PageResult.Status.SAME  # unless the text says otherwise
+    if snapshot_hash(source, source_format) == baseline.snapshot_hash:
+        outcome.normalized_hash = baseline.normalized_hash
+        outcome.snapshot = (baseline.snapshot_hash, b"", 0, "")
+        return outcome
+    markdown = markdown_of(source_format, source)
+    digest_text = content_hash(markdown)
+    if baseline.normalized_hash and digest_text == baseline.normalized_hash:
+        # Markup changed, text did not: the baseline stays (replaced once when
+        # it was stored in an older format).
+        _keep_baseline(outcome, baseline, source, source_format, digest_text)
+        return outcome
+    outcome.normalized_hash = digest_text
+    outcome.pending = (source_format, source, markdown)
+    return outcome
+
+
+def _keep_baseline(
+    outcome: Outcome,
+    baseline: PageState,
+    source: str,
+    source_format: str,
+    digest_text: str,
+) -> None:
+    outcome.normalized_hash = digest_text
+    if baseline.snapshot_format == source_format:
+        outcome.snapshot = (baseline.snapshot_hash, b"", 0, "")
+    else:
+        outcome.snapshot = pack_snapshot(source, source_format)
+
+
+def reconcile(
+    outcome: Outcome,
+    baseline: PageState,
+    previous: tuple[bytes, str] | None,
+) -> None:
+    """Finish a pending outcome with the baseline's stored (data, format):
+    same when the normalised Markdown is, changed (with its diff) otherwise.
+    An unreadable baseline reports the page changed in full."""
+    assert outcome.pending is not None
+    source_format, source, after = outcome.pending
+    outcome.pending = None
+    before = ""
+    if previous is not None:
+        try:
+            before = markdown_of(previous[1], unpack(previous[0]))
+        except (ExtractionError, ValueError):
+            before = ""
+    before_hash, digest, diff, diff_html = compare_texts(before, after)
+    if before_hash == digest:
+        _keep_baseline(outcome, baseline, source, source_format, digest)
+        return
+    outcome.status = PageResult.Status.CHANGED
+    outcome.normalized_hash = digest
+    outcome.diff, outcome.diff_html = diff, diff_html
+    outcome.snapshot = pack_snapshot(source, source_format)
