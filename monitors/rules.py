@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from checks.fetch import url_syntax_error
+from monitors.url_rule import url_syntax_error
 
 NAME_MAX = 256
 GOAL_MAX = 2000

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from checks.fetch.client import FetchResult, OutboundClient, afetch
 from checks.fetch.errors import FetchError
-from checks.fetch.policy import address_block_reason, ip_literal, url_syntax_error
+from checks.fetch.policy import address_block_reason, ip_literal
 from checks.fetch.transport import Resolver, system_resolver
+from monitors.url_rule import url_syntax_error
 
 __all__ = [
     "FetchError",

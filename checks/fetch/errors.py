@@ -19,7 +19,7 @@ MESSAGES: dict[ErrorKind, str] = {
     ErrorKind.TIMEOUT: "Gave up on {host} after {detail}",
     ErrorKind.TLS: "TLS handshake with {host} failed ({detail})",
     ErrorKind.BLOCKED_ADDRESS: "Blocked: {detail}",
-    # The URL rule's own sentence (policy.url_syntax_error), or the redirect's.
+    # The URL rule's own sentence (monitors.url_rule), or the redirect's.
     ErrorKind.INVALID_URL: "{detail}",
     ErrorKind.TOO_LARGE: "Page is larger than {detail}",
     ErrorKind.TOO_MANY_REDIRECTS: "Stopped after {detail} redirects",

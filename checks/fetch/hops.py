@@ -13,7 +13,7 @@ from django.conf import settings
 from checks.errors import ErrorKind
 from checks.fetch.body import ACCEPT_ENCODING
 from checks.fetch.errors import FetchError
-from checks.fetch.policy import checked_url, url_syntax_error
+from monitors.url_rule import checked_url, url_syntax_error
 
 DEFAULT_USER_AGENT = "Pagewatch/0.1 (+https://github.com/pagewatch)"
 CONNECT_TIMEOUT_SECONDS = 10.0

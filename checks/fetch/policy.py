@@ -1,8 +1,9 @@
-"""Which addresses Pagewatch may connect to, and which URLs it may fetch.
+"""Which addresses Pagewatch may connect to.
 
 Pure rules, no network: the guarded transport (checks.fetch.transport) applies
-the address policy to every address it connects to, and url_syntax_error() is
-the one URL rule shared by the API, the forms and every fetch hop.
+the address policy to every address it connects to. Which URLs may be fetched
+at all is a domain rule (monitors.url_rule), shared by the API, the forms and
+every fetch hop.
 """
 
 from __future__ import annotations
@@ -10,15 +11,10 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
-import unicodedata
-from urllib.parse import urlsplit
 
-import httpx
 from django.conf import settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-MAX_URL_LENGTH = 2048
 
 
 def allow_private_targets() -> bool:
@@ -166,74 +162,3 @@ def _inet_number(part: str) -> int | None:
     if re.fullmatch(r"[1-9][0-9]*", part):
         return int(part)
     return None
-
-
-# --- URL syntax -----------------------------------------------------------------
-
-_HOST_NAME = re.compile(r"[a-z0-9._-]+")
-
-
-def url_syntax_error(url: str) -> str | None:
-    """The one URL rule shared by the API, the forms and every fetch hop.
-
-    Returns a message fit to show a user, or None. Addresses are not judged here
-    (that needs DNS); they are judged at connect time.
-    """
-    return checked_url(url)[1]
-
-
-def checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
-    """(the parsed URL, None) when url_syntax_error() finds nothing, else
-    (None, its message): a fetch hop needs the parsed URL anyway."""
-    if not url:
-        return None, "Enter a URL."
-    if len(url) > MAX_URL_LENGTH:
-        return None, f"URL is longer than {MAX_URL_LENGTH} characters."
-    if _has_space_or_control(url):
-        return None, "URL must not contain spaces or control characters."
-    if "\\" in url:
-        # Browsers read "\" as "/", Python does not: refuse the ambiguity.
-        return None, "URL must not contain backslashes."
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None, "URL is not valid."
-    if parts.scheme.lower() not in ("http", "https"):
-        return None, "Only http:// and https:// URLs are allowed."
-    if "@" in parts.netloc:
-        return None, "URL must not contain a user name or password."
-    if not parts.hostname:
-        return None, "URL must include a host name."
-    error = _port_error(url)
-    if error is not None:
-        return None, error
-    return _parsed_host(url)
-
-
-def _has_space_or_control(url: str) -> bool:
-    if url.isascii():  # the usual URL: C-speed checks, no per-character loop
-        return not url.isprintable() or " " in url
-    return any(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in url)
-
-
-def _port_error(url: str) -> str | None:
-    try:
-        port = urlsplit(url).port
-    except ValueError:
-        return "URL has an invalid port."
-    if port is not None and not 1 <= port <= 65535:
-        return "URL has an invalid port."
-    return None
-
-
-def _parsed_host(url: str) -> tuple[httpx.URL | None, str | None]:
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL:
-        return None, "URL is not valid."
-    host = parsed.raw_host.decode("ascii")
-    if ":" in host:  # IPv6 literal, already validated by httpx; zone ids are not
-        return (parsed, None) if "%" not in host else (None, "URL host is not valid.")
-    if not _HOST_NAME.fullmatch(host):
-        return None, "URL host contains characters that are not allowed."
-    return parsed, None
