@@ -235,18 +235,12 @@ def _page_ref(job: PageJob) -> list[str]:
 
 
 def enqueue_batches(batch_ids: Sequence[int]) -> None:
-    """Queue batches for any worker once the current transaction commits."""
+    """Queue committed batches for any worker, through one producer."""
     if not batch_ids:
         return
-
-    def send() -> None:
-        with current_app.producer_or_acquire() as producer:
-            for batch_id in batch_ids:
-                current_app.send_task(
-                    RUN_BATCH_TASK, args=[batch_id], producer=producer
-                )
-
-    transaction.on_commit(send)
+    with current_app.producer_or_acquire() as producer:
+        for batch_id in batch_ids:
+            current_app.send_task(RUN_BATCH_TASK, args=[batch_id], producer=producer)
 
 
 def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> bool:

@@ -10,6 +10,7 @@ where a skip would hide a broken pipeline, so they fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -28,10 +29,10 @@ from django.db import connection
 from django.utils import timezone
 from firecrawl import Firecrawl
 
-from checks import runner
-from checks.models import Check
+from checks import dispatch, runner
+from checks.models import Check, PageResult
 from config.celery import app as celery_app
-from monitors.models import Monitor
+from monitors.models import Monitor, Target
 from tests.sites import Site
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -294,7 +295,9 @@ def test_checks_run_on_a_real_worker_through_the_sdk(sdk, worker):
 # --- a worker killed mid-check -----------------------------------------------------
 
 
-def test_a_killed_worker_leaves_no_stuck_check(sdk, worker):
+def test_a_killed_worker_leaves_no_stuck_check(
+    sdk, worker, broker, database_url, tmp_path
+):
     with Site() as site:
         quick = site.html("/quick", "Quick", "<p>quick</p>")
         slow = site.html("/slow", "Slow", "<p>slow</p>", delay=30)
@@ -320,14 +323,138 @@ def test_a_killed_worker_leaves_no_stuck_check(sdk, worker):
         assert check.status == Check.Status.RUNNING  # nobody left to finish it
         assert Monitor.objects.get(pk=monitor.id).current_check_id == check.pk
 
-        # The sweeper, once the heartbeat is older than the task time limit.
-        later = timezone.now() + runner.stale_running_after() + runner.RECLAIM_AFTER
-        assert runner.fail_stale_checks(later) == 1
+        # The sweeper, once the batch's heartbeat is stale, sends it again;
+        # a new worker takes it and finishes the check.
+        site.html("/slow", "Slow", "<p>slow</p>")
+        with started_worker(broker, database_url, tmp_path, "second") as second:
+            later = timezone.now() + runner.stale_running_after()
+            assert runner.fail_stale_checks(later) == 0
+            detail = wait_for(
+                lambda: (
+                    (d := sdk.get_monitor_check(monitor.id, queued.id)).status
+                    in FINISHED
+                    and d
+                ),
+                "the check to finish",
+                second.log,
+            )
 
-    detail = sdk.get_monitor_check(monitor.id, queued.id)
-    assert detail.status == "failed"
-    assert detail.error == runner.STALE_RUNNING_MESSAGE
-    assert summary_of(detail)["totalPages"] == 1  # the page it did finish stays
+    assert detail.status == "completed"
+    assert summary_of(detail)["new"] == 2  # the page it did finish was kept
+    assert len(site.requests_to("/quick")) == 1
     assert sdk.get_monitor(monitor.id).current_check_id is None
-    # Not stuck: the next run is accepted.
-    assert sdk.run_monitor(monitor.id).status == "queued"
+    assert sdk.run_monitor(monitor.id).status == "queued"  # not stuck
+
+
+# --- a big check spread over two workers -------------------------------------------
+
+
+@contextlib.contextmanager
+def started_worker(
+    broker: str, database_url: str, tmp_path: Path, name: str
+) -> Iterator[Worker]:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": broker,
+        "ALLOW_PRIVATE_NETWORK_TARGETS": "true",
+        "PAGEWATCH_VAR_DIR": str(tmp_path / f"var-{name}"),
+        "CELERY_TASK_LOG_LEVEL": "INFO",  # each task's "succeeded" line
+        "PYTHONUNBUFFERED": "1",
+    }
+    running = Worker(env, tmp_path / f"{name}.log")
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def two_workers(broker, database_url, tmp_path) -> Iterator[list[Worker]]:
+    with (
+        started_worker(broker, database_url, tmp_path, "a") as a,
+        started_worker(broker, database_url, tmp_path, "b") as b,
+    ):
+        yield [a, b]
+    wait_for(lambda: worker_sessions() == 0, "the workers' sessions to end")
+
+
+def thousand_page_monitor(team: Any, site: Site, delay: float = 0.0) -> Monitor:
+    """20 scrape targets of 50 URLs each on one 127.0.0.1 site."""
+    monitor = Monitor.objects.create(
+        team=team, name="Catalogue", schedule_cron="0 3 * * *"
+    )
+    for t in range(20):
+        urls = [
+            site.html(f"/t{t}/p{i}", f"T{t} P{i}", f"<p>Item {t}-{i}</p>", delay=delay)
+            for i in range(50)
+        ]
+        Target.objects.create(monitor=monitor, type="scrape", urls=urls, position=t)
+    return monitor
+
+
+def batches_run_by(worker: Worker) -> int:
+    return worker.log().count("checks.tasks.run_batch_task") // 2  # received+succeeded
+
+
+def test_a_thousand_page_check_is_shared_by_two_workers_and_finishes_once(
+    team, two_workers
+):
+    with Site() as site:
+        monitor = thousand_page_monitor(team, site)
+        check = dispatch.queue_manual_check(monitor)
+
+        wait_for(
+            lambda: Check.objects.get(pk=check.pk).status in FINISHED,
+            "the 1,000-page check to finish",
+            lambda: "\n".join(w.log()[-2000:] for w in two_workers),
+        )
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED
+    assert check.summary == {
+        "totalPages": 1000, "same": 0, "changed": 0, "new": 1000, "removed": 0,
+        "error": 0,
+    }  # fmt: skip
+    assert check.pages_done == 1000
+    assert PageResult.objects.filter(check_run=check).count() == 1000
+    assert set(check.batches.values_list("status", flat=True)) == {"done"}
+    assert check.batches.count() == 1000 // settings.CHECK_BATCH_SIZE
+    assert all(batches_run_by(w) >= 1 for w in two_workers)  # both took batches
+    assert len(site.requests) == 1000  # every page fetched once
+    monitor.refresh_from_db()
+    assert monitor.current_check_id is None
+    assert monitor.last_check_summary == check.summary
+
+
+def test_a_worker_killed_mid_check_leaves_the_check_to_the_other(
+    team, two_workers, settings
+):
+    settings.CHECK_STALE_AFTER_SECONDS = 8  # this process runs the sweeper
+    victim, survivor = two_workers
+    with Site() as site:
+        monitor = thousand_page_monitor(team, site, delay=0.02)
+        check = dispatch.queue_manual_check(monitor)
+        wait_for(
+            lambda: (
+                Check.objects.get(pk=check.pk).pages_done >= 300
+                and batches_run_by(victim) >= 1
+            ),
+            "the check to be under way on both workers",
+            victim.log,
+        )
+        victim.kill()
+
+        def finished() -> bool:
+            runner.fail_stale_checks(timezone.now())  # what beat runs every minute
+            return Check.objects.get(pk=check.pk).status in FINISHED
+
+        wait_for(finished, "the survivor to finish the check", survivor.log)
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED
+    assert check.summary["new"] == 1000 and check.summary["totalPages"] == 1000
+    assert PageResult.objects.filter(check_run=check).count() == 1000
+    assert not Check.objects.filter(status=Check.Status.RUNNING).exists()

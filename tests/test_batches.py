@@ -1,0 +1,237 @@
+"""A check fanned out into page batches, lost batches, and work a page is spared
+(checks.runner, checks.pages), against real pages served on 127.0.0.1."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from checks import pages, runner
+from checks.models import Check, CheckBatch, PageResult, PageState
+from checks.tasks import run_batch_task, run_check_task
+from config.celery import app as celery_app
+from monitors.models import Monitor, Target, Team
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, list]]:
+    """Tasks the engine queues (by name), instead of a broker."""
+    queued: list[tuple[str, list]] = []
+
+    def send_task(name: str, args: Any = None, **_options: Any) -> None:
+        queued.append((name, list(args or [])))
+
+    monkeypatch.setattr(celery_app, "send_task", send_task)
+    return queued
+
+
+def make_check(team: Team, urls: list[str], **options: Any) -> Check:
+    monitor = Monitor.objects.create(team=team, name="Shop", schedule_cron="0 3 * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=urls, **options)
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    return check
+
+
+def batch_ids(sent: list[tuple[str, list]]) -> list[int]:
+    return [args[0] for name, args in sent if name == runner.RUN_BATCH_TASK]
+
+
+def test_a_big_check_runs_its_first_batch_and_queues_the_others(
+    team, site, settings, sent
+):
+    settings.CHECK_BATCH_SIZE = 2
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>{i}</p>") for i in range(5)]
+    check = make_check(team, urls)
+
+    run_check_task(str(check.pk))
+
+    check.refresh_from_db()
+    batches = list(check.batches.order_by("number"))
+    assert [len(b.pages) for b in batches] == [2, 2, 1]
+    assert [b.status for b in batches] == ["done", "pending", "pending"]
+    assert batch_ids(sent) == [batches[1].pk, batches[2].pk]
+    assert (check.status, check.pages_total, check.pages_done) == ("running", 5, 2)
+
+
+def test_the_batch_that_ends_last_finishes_the_check_once(team, site, settings, sent):
+    settings.CHECK_BATCH_SIZE = 2
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>{i}</p>") for i in range(5)]
+    check = make_check(team, urls)
+    run_check_task(str(check.pk))
+    first, last = batch_ids(sent)
+
+    run_batch_task(last)
+    assert Check.objects.get(pk=check.pk).status == Check.Status.RUNNING
+    run_batch_task(first)
+    run_batch_task(first)  # a duplicate message: nothing left to do
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED
+    assert check.summary == {
+        "totalPages": 5, "same": 0, "changed": 0, "new": 5, "removed": 0, "error": 0,
+    }  # fmt: skip
+    assert check.pages.count() == 5 and check.pages_done == 5
+    assert all(len(site.requests_to(f"/p{i}")) == 1 for i in range(5))
+    assert Monitor.objects.get(pk=check.monitor_id).last_check_summary == check.summary
+
+
+def test_a_batch_held_by_a_live_worker_is_retried_later(team, site, settings, sent):
+    settings.CHECK_BATCH_SIZE = 1
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>{i}</p>") for i in range(2)]
+    check = make_check(team, urls)
+    run_check_task(str(check.pk))
+    [other] = batch_ids(sent)
+    CheckBatch.objects.filter(pk=other).update(
+        status=CheckBatch.Status.RUNNING, heartbeat_at=timezone.now()
+    )
+
+    assert runner.run_batch(other) is False  # run_batch_task retries it later
+    assert site.requests_to("/p1") == []
+
+
+def test_a_lost_batch_is_sent_again_and_its_check_completes(team, site, settings, sent):
+    settings.CHECK_BATCH_SIZE = 1
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>{i}</p>") for i in range(2)]
+    check = make_check(team, urls)
+    run_check_task(str(check.pk))
+    [lost] = batch_ids(sent)
+    # A worker claimed it, then was killed (SIGKILL: no reject, no ack).
+    long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
+    CheckBatch.objects.filter(pk=lost).update(
+        status=CheckBatch.Status.RUNNING, attempts=1, heartbeat_at=long_ago
+    )
+    Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
+    sent.clear()
+
+    assert runner.fail_stale_checks(timezone.now()) == 0
+
+    assert batch_ids(sent) == [lost]
+    assert CheckBatch.objects.get(pk=lost).status == CheckBatch.Status.PENDING
+    run_batch_task(lost)
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED and check.summary["new"] == 2
+
+
+def test_a_batch_lost_three_times_fails_its_check_with_the_reason(
+    team, site, settings, sent
+):
+    settings.CHECK_BATCH_SIZE = 1
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>{i}</p>") for i in range(2)]
+    check = make_check(team, urls)
+    run_check_task(str(check.pk))
+    [poison] = batch_ids(sent)
+    long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
+    CheckBatch.objects.filter(pk=poison).update(
+        status=CheckBatch.Status.RUNNING,
+        attempts=runner.MAX_ATTEMPTS,
+        heartbeat_at=long_ago,
+    )
+
+    assert runner.fail_stale_checks(timezone.now()) == 1
+
+    check.refresh_from_db()
+    assert (check.status, check.error) == ("failed", runner.GIVEN_UP_MESSAGE)
+    assert check.summary["totalPages"] == 1  # the batch that did finish stays
+    assert CheckBatch.objects.get(pk=poison).status == CheckBatch.Status.ENDED
+    assert Monitor.objects.get(pk=check.monitor_id).current_check_id is None
+
+
+def test_a_check_whose_finisher_died_is_finished_by_the_sweeper(team, site):
+    check = make_check(team, [site.html("/p", "P", "<p>p</p>")])
+    assert runner.claim(check)
+    [batch] = runner.plan(check)
+    runner._run_batch(batch, None)  # the worker died before finishing the check
+    long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
+    Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
+
+    assert runner.fail_stale_checks(timezone.now()) == 0
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED and check.summary["new"] == 1
+
+
+def test_a_crash_analysing_one_page_fails_that_page_at_once(team, site, monkeypatch):
+    good = site.html("/good", "Good", "<p>fine</p>")
+    bad = site.html("/bad", "Bad", "<p>poison</p>")
+    real_extract = pages.extract
+
+    def extract(body: bytes, **kwargs: Any) -> Any:
+        if b"poison" in body:
+            raise RuntimeError("a parser bug")
+        return real_extract(body, **kwargs)
+
+    monkeypatch.setattr(pages, "extract", extract)
+
+    check = runner.run(make_check(team, [good, bad]))
+
+    assert check.status == Check.Status.PARTIAL
+    failed = check.pages.get(url=bad)
+    assert (failed.status, failed.error_kind) == ("error", "internal")
+    assert (
+        failed.error == "The page could not be analysed because of an internal error."
+    )
+    assert check.pages.get(url=good).status == PageResult.Status.NEW
+
+
+def test_an_unchanged_body_is_never_extracted_again(team, site, monkeypatch):
+    url = site.html("/p", "Pricing", "<p>Starter costs $19.</p>")
+    check = make_check(team, [url])
+    runner.run(check)
+    extracted: list[str] = []
+    real_extract = pages.extract
+
+    def counting(body: bytes, **kwargs: Any) -> Any:
+        extracted.append(kwargs["url"])
+        return real_extract(body, **kwargs)
+
+    monkeypatch.setattr(pages, "extract", counting)
+    again = Check.objects.create(monitor=check.monitor, trigger="manual")
+
+    page = runner.run(again).pages.get()
+
+    assert (page.status, extracted) == ("same", [])
+    assert page.metadata["title"] == "Pricing"  # replayed from the baseline
+    assert page.current_snapshot_id == page.previous_snapshot_id
+
+    Target.objects.filter(monitor=check.monitor).update(
+        scrape_options={"onlyMainContent": False}
+    )
+    third = Check.objects.create(monitor=check.monitor, trigger="manual")
+    assert runner.run(third).pages.get().status == "same"
+    assert extracted == [url]  # other options: the same bytes extracted again
+
+
+def test_a_baseline_with_an_etag_is_revalidated_and_304_is_same(team, site):
+    body = "<!doctype html><title>Docs</title><p>Version 1</p>"
+    url = site.page("/docs", body, headers={"ETag": '"v1"'})
+    check = make_check(team, [url])
+    runner.run(check)
+    assert PageState.objects.get().etag == '"v1"'
+    site.page("/docs", b"", status=304, headers={"ETag": '"v1"'})
+    again = Check.objects.create(monitor=check.monitor, trigger="manual")
+
+    page = runner.run(again).pages.get()
+
+    assert site.requests_to("/docs")[-1].headers["If-None-Match"] == '"v1"'
+    assert (page.status, page.status_code) == ("same", 200)
+    assert page.metadata["title"] == "Docs"
+    assert page.current_snapshot_id == page.previous_snapshot_id
+
+
+def test_a_304_without_a_baseline_is_an_error_not_a_page(team, site):
+    url = site.page("/odd", b"", status=304)
+
+    page = runner.run(make_check(team, [url])).pages.get()
+
+    assert (page.status, page.error_kind) == ("error", "http_4xx")
