@@ -156,7 +156,7 @@ def bench_throughput(slow: Series, hosts: int, rows: list[Row]) -> Section:
                 f" ≤ {per_host} per host)",
                 f"{value:.0f} pages/s",
                 value / base,
-                f"≥ {THROUGHPUT_TARGET:g}" if targeted else "— (CPU-bound: §2)",
+                f"≥ {THROUGHPUT_TARGET:g}" if targeted else "— (ceiling: §2)",
                 value / base >= THROUGHPUT_TARGET if targeted else None,
             )
         )
