@@ -111,21 +111,23 @@ def bench_cpu(series: Series, rows: list[Row]) -> Section:
         " fetch of the same pages in the bench process (client creation and"
         " gzip decoding included), before each check.",
         "",
-        "| Check | Worker CPU per page | Wall time | Pages/s | Page server CPU"
-        " per page |",
-        "|---|---|---|---|---|",
+        "| Check | Worker CPU per page | (lowest–highest) | Wall time | Pages/s"
+        " | Page server CPU per page |",
+        "|---|---|---|---|---|---|",
     )
     for name, label in CHECKS.items():
+        low, high = series.spread(name, lambda s: s.worker_cpu * 1000 / series.pages)
         section.add(
             f"| {label.format(pages=series.pages)} |"
             f" {_ms(series.ms_per_page(name, lambda s: s.worker_cpu))} |"
+            f" {low:.2f}–{high:.2f} |"
             f" {series.median(name, lambda s: s.seconds):.3f} s |"
             f" {series.pages_per_second(name):.0f} |"
             f" {_ms(series.ms_per_page(name, lambda s: s.server_cpu))} |"
         )
     fetch_seconds = statistics.median(f.seconds for f in series.baseline)
     section.add(
-        f"| baseline: plain httpx fetch | {_ms(base)} | {fetch_seconds:.3f} s |"
+        f"| baseline: plain httpx fetch | {_ms(base)} | — | {fetch_seconds:.3f} s |"
         f" {series.baseline_pages_per_second:.0f} | — |",
         "",
         "- The unchanged recheck serves the same article texts with new chrome"
@@ -170,13 +172,16 @@ def bench_throughput(slow: Series, hosts: int, rows: list[Row]) -> Section:
         " the check to its finished status, median of"
         f" {len(slow.checks['first'])} repetitions.",
         "",
-        "| Check | Wall time | Pages/s | Ratio | Worker CPU per page |",
-        "|---|---|---|---|---|",
+        "| Check | Wall time | (lowest–highest) | Pages/s | Ratio"
+        " | Worker CPU per page |",
+        "|---|---|---|---|---|---|",
     )
     for name, label in CHECKS.items():
+        low, high = slow.spread(name, lambda s: s.seconds)
         section.add(
             f"| {label.format(pages=slow.pages)} |"
             f" {slow.median(name, lambda s: s.seconds):.3f} s |"
+            f" {low:.3f}–{high:.3f} s |"
             f" {slow.pages_per_second(name):.0f} |"
             f" {ratio_text(slow.pages_per_second(name) / base)} |"
             f" {_ms(slow.ms_per_page(name, lambda s: s.worker_cpu))} |"
@@ -184,6 +189,8 @@ def bench_throughput(slow: Series, hosts: int, rows: list[Row]) -> Section:
     section.add(
         f"| baseline: plain httpx fetch |"
         f" {statistics.median(f.seconds for f in slow.baseline):.3f} s |"
+        f" {min(f.seconds for f in slow.baseline):.3f}–"
+        f"{max(f.seconds for f in slow.baseline):.3f} s |"
         f" {base:.0f} | 1 | {_ms(slow.baseline_ms_per_page)} |",
         "",
         f"- Concurrency: the worker fetches at most FETCH_CONCURRENCY = {total}"

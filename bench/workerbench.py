@@ -375,6 +375,11 @@ class Series:
     def ms_per_page(self, name: str, what: Callable[[Sample], float]) -> float:
         return self.median(name, what) * 1000 / self.pages
 
+    def spread(self, name: str, what: Callable[[Sample], float]) -> tuple[float, float]:
+        """(lowest, highest) of `what` over the repetitions."""
+        values = [what(sample) for sample in self.checks[name]]
+        return min(values), max(values)
+
     def pages_per_second(self, name: str) -> float:
         return self.pages / self.median(name, lambda s: s.seconds)
 
