@@ -45,7 +45,7 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
 
 bench: $(VENV)/.installed-run
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var *.egg-info tests/js/node_modules

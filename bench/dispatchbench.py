@@ -23,14 +23,22 @@ database (see populate()).
   (`SELECT id, next_run_at FROM monitors_monitor`), the cost a scheduler that
   scans the table would pay on every tick.
 * EXPLAIN of the dispatcher's candidate query, with 10 000 due and with 0 due.
+
+It runs in a child process of bench/run.py (`python -m bench.dispatchbench`,
+which prints the result as JSON), set up without REDIS_URL so that Celery uses
+the filesystem transport under PAGEWATCH_VAR_DIR, where the messages can be
+counted, while the workers of the other benchmarks use Redis.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import statistics
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -325,3 +333,19 @@ def _tick_without_broker(now: datetime) -> tuple[float, int]:
         return time.perf_counter() - started, created
     finally:
         dispatch.enqueue_many = original
+
+
+def main() -> None:
+    from django.utils import timezone
+
+    from bench.env import setup_django
+
+    setup_django()
+    # kombu warns that the filesystem transport has no host name: it needs none.
+    logging.getLogger("kombu.connection").setLevel(logging.ERROR)
+    broker_dir = Path(os.environ["PAGEWATCH_VAR_DIR"]) / "broker" / "in"
+    print(json.dumps(asdict(measure(timezone.now(), broker_dir))))
+
+
+if __name__ == "__main__":
+    main()

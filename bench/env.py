@@ -1,14 +1,14 @@
-"""The benchmark's own environment: a throwaway database, a temporary broker
-directory, and Django set up against them.
+"""The benchmark's own environment: a throwaway PostgreSQL database, a flushed
+Redis database as the broker, and a temporary var/ directory.
 
-PostgreSQL by default (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432),
-database `pagewatch_bench`, dropped and recreated on every run and migrated from
-scratch. When PostgreSQL cannot be reached, a SQLite file under var/ is used
-instead and the results say so. The broker is kombu's filesystem transport in a
-temporary directory, so `dispatch_due_monitors` really serialises and writes a
-Celery message per check, and nothing a developer runs ever consumes them.
+PostgreSQL: BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432), database
+`pagewatch_bench`, dropped and recreated on every run, migrated from scratch and
+dropped at the end. Redis: BENCH_REDIS_URL (default redis://127.0.0.1:6379/14),
+flushed first and last. Both must run: the workers are real Celery processes,
+which need a database and a broker shared with this process.
 
-Child processes (the memory benchmark) inherit the environment prepared here.
+Everything started from here (workers, the service, the dispatcher's child)
+inherits the environment prepared by `prepare()`.
 """
 
 from __future__ import annotations
@@ -21,79 +21,85 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DB_NAME = "pagewatch_bench"
-SQLITE_PATH = ROOT / "var" / "bench.sqlite3"
+
+
+class BenchError(RuntimeError):
+    """The bench cannot go on: a service is missing, a worker did not start,
+    a check did not finish in time."""
 
 
 @dataclass
 class BenchEnv:
-    engine: str  # "postgresql" or "sqlite"
     database_url: str
+    redis_url: str
     var_dir: Path
-    note: str = ""
-
-    @property
-    def broker_dir(self) -> Path:
-        return self.var_dir / "broker" / "in"
 
 
 def _admin_url() -> str:
     return os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
 
 
-def _recreate_postgres() -> str:
+def _redis_url() -> str:
+    return os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+
+
+def _postgres(statements: list[str]) -> None:
     import psycopg
 
-    admin = _admin_url().rstrip("/")
-    with psycopg.connect(admin + "/postgres", autocommit=True, connect_timeout=3) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        c.execute(f"CREATE DATABASE {DB_NAME}")
-    return f"{admin}/{DB_NAME}"
+    admin = _admin_url().rstrip("/") + "/postgres"
+    try:
+        with psycopg.connect(admin, autocommit=True, connect_timeout=3) as c:
+            for statement in statements:
+                c.execute(statement)
+    except psycopg.OperationalError as exc:
+        raise BenchError(f"PostgreSQL at {_admin_url()} (BENCH_PG_URL): {exc}") from exc
 
 
-def drop_postgres() -> None:
-    import psycopg
+def _flush_redis(url: str) -> None:
+    import redis
 
-    admin = _admin_url().rstrip("/")
-    with psycopg.connect(admin + "/postgres", autocommit=True, connect_timeout=3) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+    try:
+        with redis.Redis.from_url(url, socket_timeout=3) as client:
+            client.flushdb()
+    except redis.RedisError as exc:
+        raise BenchError(f"Redis at {url} (BENCH_REDIS_URL): {exc}") from exc
 
 
 def prepare() -> BenchEnv:
-    """Recreate the database, point the environment at it; call before Django."""
-    var_dir = Path(tempfile.mkdtemp(prefix="pagewatch-bench-"))
-    try:
-        url, engine, note = _recreate_postgres(), "postgresql", ""
-    except Exception as exc:  # no server, no rights: fall back, and say so
-        SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{SQLITE_PATH}{suffix}").unlink(missing_ok=True)
-        url, engine = f"sqlite:///{SQLITE_PATH}", "sqlite"
-        reason = (str(exc).strip().splitlines() or [""])[0]
-        note = f"PostgreSQL unavailable ({type(exc).__name__}: {reason}); used SQLite."
-    env = BenchEnv(engine, url, var_dir, note)
+    """Recreate the database, flush the broker, point the environment at them;
+    call before Django is set up."""
+    _postgres(
+        [
+            f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)",
+            f"CREATE DATABASE {DB_NAME}",
+        ]
+    )
+    redis_url = _redis_url()
+    _flush_redis(redis_url)
+    env = BenchEnv(
+        database_url=f"{_admin_url().rstrip('/')}/{DB_NAME}",
+        redis_url=redis_url,
+        var_dir=Path(tempfile.mkdtemp(prefix="pagewatch-bench-")),
+    )
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "config.settings",
-            "DATABASE_URL": url,
-            "PAGEWATCH_VAR_DIR": str(var_dir),
+            "DATABASE_URL": env.database_url,
+            "REDIS_URL": redis_url,
+            "PAGEWATCH_VAR_DIR": str(env.var_dir),
+            # The pages are served on loopback addresses.
             "ALLOW_PRIVATE_NETWORK_TARGETS": "true",
             "DEBUG": "false",
             "LOG_LEVEL": "WARNING",
-            "BENCH_ENGINE": engine,
         }
     )
-    os.environ.pop("REDIS_URL", None)  # the filesystem broker in var_dir
     return env
 
 
 def setup_django(migrate: bool = False) -> None:
-    import logging
-
     import django
 
     django.setup()
-    # kombu warns that the filesystem transport has no host name: it needs none.
-    logging.getLogger("kombu.connection").setLevel(logging.ERROR)
     if migrate:
         from django.core.management import call_command
 
@@ -105,10 +111,6 @@ def cleanup(env: BenchEnv, keep_db: bool) -> None:
 
     connections.close_all()
     shutil.rmtree(env.var_dir, ignore_errors=True)
-    if keep_db:
-        return
-    if env.engine == "postgresql":
-        drop_postgres()
-    else:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{SQLITE_PATH}{suffix}").unlink(missing_ok=True)
+    _flush_redis(env.redis_url)
+    if not keep_db:
+        _postgres([f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"])

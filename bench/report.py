@@ -15,6 +15,7 @@ class Row:
     ratio: float | None
     target: str  # e.g. "≥ 0.5", "≤ 10", "" for informational rows
     passed: bool | None  # None: informational
+    reference: str = ""  # the REFERENCE column: a figure not measured in this run
 
     @property
     def verdict(self) -> str:
@@ -56,16 +57,25 @@ def seconds(value: float) -> str:
     return f"{value:.2f} s"
 
 
+# Figures issue #16 measured for changedetection.io on this kind of machine:
+# a fixed point of comparison, never measured by this bench.
+REFERENCE = "changedetection.io 0.60.10 (issue #16; not measured in this run)"
+
+
 def render(
     header: list[str], rows: list[Row], sections: list[Section], footer: list[str]
 ) -> str:
     out = [*header, "", "## Summary", ""]
-    out.append("| # | Measurement | Baseline | Value | Ratio | Target | Result |")
-    out.append("|---|---|---|---|---|---|---|")
+    out.append(
+        "| # | Measurement | Baseline | Value | Ratio | Target | Result"
+        f" | Reference: {REFERENCE} |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|")
     for number, row in enumerate(rows, 1):
         out.append(
             f"| {number} | {row.name} | {row.baseline} | {row.value} | "
-            f"{ratio_text(row.ratio)} | {row.target or '—'} | {row.verdict} |"
+            f"{ratio_text(row.ratio)} | {row.target or '—'} | {row.verdict} | "
+            f"{row.reference or '—'} |"
         )
     for section in sections:
         out += ["", f"## {section.title}", "", *section.lines]

@@ -1,16 +1,21 @@
 """A fast loopback HTTP/1.1 server for the benchmark pages, in its own process.
 
-    python -m bench.server --pages 50      # prints its port, serves until killed
+    python -m bench.server --hosts 4     # prints its addresses, serves until killed
 
 It must never be the bottleneck, so it runs in a separate process (no GIL shared
-with the runner), on asyncio with keep-alive, and serves responses built ahead
-of time: head and body as one buffer, gzip precompressed (sent when the client
-accepts it, as real sites do).
+with anything measured), on asyncio with keep-alive, and serves responses built
+ahead of time: head and body as one buffer, gzip precompressed (sent when the
+client accepts it, as real sites do).
+
+It listens on 127.0.0.1, 127.0.0.2, ... (one port each; Linux routes all of
+127.0.0.0/8 to the loopback interface): the fetcher limits its concurrency per
+host name, so pages spread over several addresses behave like several sites.
+Every address serves the same pages.
 
 Paths: /articles/<i> for i < pages. Control (used by the bench, never by the
 code under test):
-    /__control/set?gen=G&variant=V&delay_ms=D
-                                     rebuild every page for that generation/variant;
+    /__control/set?pages=N&gen=G&variant=V&edited=E&delay_ms=D
+                                     rebuild pages 0..N-1 (bench.pages.article_page);
                                      answer pages after D ms (network latency,
                                      simulated without using any CPU)
     /__control/stats                 {"cpu": process CPU seconds, "requests": n}
@@ -32,17 +37,16 @@ _MAX_HEAD = 16 * 1024
 
 
 class _Pages:
-    def __init__(self, count: int) -> None:
-        self.count = count
+    def __init__(self) -> None:
         self.plain: dict[str, bytes] = {}
         self.gzipped: dict[str, bytes] = {}
         self.requests = 0
         self.delay = 0.0
 
-    def build(self, generation: int, variant: int) -> None:
+    def build(self, count: int, generation: int, variant: int, edited: bool) -> None:
         plain, gzipped = {}, {}
-        for index in range(self.count):
-            body = article_page(generation, index, variant).encode()
+        for index in range(count):
+            body = article_page(generation, index, variant, edited).encode()
             path = f"/articles/{index}"
             plain[path] = _response(200, "text/html; charset=utf-8", body)
             gzipped[path] = _response(
@@ -72,9 +76,11 @@ _NOT_FOUND = _response(404, "text/plain", b"Not found")
 def _control(pages: _Pages, target: str) -> bytes:
     parts = urlsplit(target)
     if parts.path == "/__control/set":
-        query = parse_qs(parts.query)
-        pages.build(int(query["gen"][0]), int(query["variant"][0]))
-        pages.delay = int(query.get("delay_ms", ["0"])[0]) / 1000
+        query = {key: int(values[0]) for key, values in parse_qs(parts.query).items()}
+        pages.build(
+            query["pages"], query["gen"], query["variant"], bool(query["edited"])
+        )
+        pages.delay = query["delay_ms"] / 1000
         return _response(200, "text/plain", b"ok")
     stats = {"cpu": time.process_time(), "requests": pages.requests}
     return _response(200, "application/json", json.dumps(stats).encode())
@@ -114,24 +120,28 @@ async def _serve(
         writer.close()
 
 
-async def _main(count: int) -> None:
-    pages = _Pages(count)
-    pages.build(0, 0)
-    server = await asyncio.start_server(
-        lambda r, w: _serve(pages, r, w), "127.0.0.1", 0, backlog=512
-    )
-    port = server.sockets[0].getsockname()[1]
-    print(port, flush=True)
-    async with server:
-        await server.serve_forever()
+async def _main(hosts: int) -> None:
+    pages = _Pages()
+    servers = [
+        await asyncio.start_server(
+            lambda r, w: _serve(pages, r, w), f"127.0.0.{n}", 0, backlog=512
+        )
+        for n in range(1, hosts + 1)
+    ]
+    origins = [
+        "http://{}:{}".format(*server.sockets[0].getsockname()[:2])
+        for server in servers
+    ]
+    print(json.dumps(origins), flush=True)
+    await asyncio.gather(*(server.serve_forever() for server in servers))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--pages", type=int, default=50)
+    parser.add_argument("--hosts", type=int, default=1)
     args = parser.parse_args()
     try:
-        asyncio.run(_main(args.pages))
+        asyncio.run(_main(args.hosts))
     except KeyboardInterrupt:
         sys.exit(0)
 
