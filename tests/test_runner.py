@@ -436,11 +436,7 @@ def test_unreadable_content_is_an_extraction_error(team, site):
     assert "image" in page.error
 
 
-@pytest.mark.parametrize("workers", [0, 2], ids=["inline", "pool"])
-def test_compressed_pages_are_decoded_and_capped_where_they_are_parsed(
-    team, site, settings, workers
-):
-    settings.CHECK_CPU_WORKERS = workers
+def test_compressed_pages_are_decoded_and_capped_by_the_fetch(team, site, settings):
     settings.FETCH_MAX_BYTES = 64 * 1024
     document = f"<html><body><main><p>{'Plans and prices. ' * 200}</p></main></body>"
     small = site.page(
