@@ -4,7 +4,8 @@
           CHECK_BATCH_SIZE pages
     batch: fetchers (checks.fetchers) get each page through the one outbound
           door, concurrently under its one limiter -> checks.pages judges it
-          inline as it arrives -> results written a few pages per transaction
+          inline as it arrives -> checks.recording writes a few pages per
+          transaction
     finish: the batch that ends last finishes the check (a conditional update,
           so exactly once) and announces it (checks.notify)
 
@@ -12,7 +13,7 @@ A check with more pages than a batch fans out: its first batch runs in the
 task that claimed it and the others are queued as run_batch_task, which any
 worker on any machine takes; parallelism comes from Celery's workers, not
 from inside a task. Each batch is claimed with a conditional update and
-heart-beats while it runs; the sweeper (recover_stale_checks) sends again a
+heart-beats while it runs; the sweeper (fail_stale_checks) sends again a
 batch whose worker died or whose message was lost, and gives a check up, with
 a reason, only after its batches were tried MAX_ATTEMPTS times.
 
@@ -33,15 +34,15 @@ from typing import Any
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from checks import notify, pages, sources
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetchers import Fetcher, HttpFetcher
-from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
-from checks.pages import Outcome
+from checks.models import Check, CheckBatch, PageResult, PageState
+from checks.recording import RECORD_BATCH, CheckAbandoned, Item, record_many
 from checks.sources import PageJob
 from monitors.models import Monitor
 
@@ -53,9 +54,8 @@ RUN_BATCH_TASK = "checks.tasks.run_batch_task"
 HEARTBEAT_SECONDS = 10.0
 # Claims of one check's task, or of one batch, before it is given up.
 MAX_ATTEMPTS = 3
-# Pages recorded per transaction, at most; results that arrive together share
-# one, waiting up to RECORD_LINGER_SECONDS for each other.
-RECORD_BATCH = 20
+# Results that arrive together share a transaction, waiting up to this long
+# for each other (at most RECORD_BATCH of them).
 RECORD_LINGER_SECONDS = 0.02
 # A queued check no worker picked up within this long lost its message.
 STALE_QUEUED_AFTER = timedelta(minutes=10)
@@ -70,12 +70,6 @@ GIVEN_UP_MESSAGE = f"Monitor check was given up after {MAX_ATTEMPTS} attempts."
 DELETED_MESSAGE = "Monitor was deleted before the check finished."
 TIME_LIMIT_MESSAGE = "Monitor check exceeded its time limit and was stopped."
 CRASH_MESSAGE = "Monitor check failed because of an internal error."
-
-Item = tuple[PageJob, Outcome, PageState | None]
-
-
-class CheckAbandoned(Exception):
-    """The check stopped being ours (failed by the sweeper, deleted) mid-run."""
 
 
 def stale_running_after() -> timedelta:
@@ -388,155 +382,6 @@ def heartbeat(check: Check, batch: CheckBatch) -> None:
     CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=now)
     if not check.heartbeat(now):
         raise CheckAbandoned
-
-
-# --- Recording ---------------------------------------------------------------------
-
-
-def record_many(
-    check: Check, items: Sequence[Item], batch: CheckBatch | None = None
-) -> list[PageResult]:
-    """Write pages' results, baselines and notifications in one transaction.
-
-    Pages whose text differs from the stored hash are decided first, against
-    their baselines' text (read here, in one query). Retried once on an
-    integrity error: retention may delete an orphan snapshot in the instant
-    between Snapshot.store_many() finding it and the commit."""
-    _reconcile([item for item in items if item[1].pending is not None])
-    for attempt in (1, 2):
-        try:
-            with transaction.atomic():
-                return _record_many(check, items, batch)
-        except IntegrityError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
-
-
-def _reconcile(items: Sequence[Item]) -> None:
-    if not items:
-        return
-    previous = Snapshot.packed(state.snapshot_id for _, _, state in items if state)
-    for _job, outcome, state in items:
-        assert state is not None and state.snapshot_id is not None
-        pages.reconcile(outcome, state, previous.get(state.snapshot_id))
-
-
-def _record_many(
-    check: Check, items: Sequence[Item], batch: CheckBatch | None
-) -> list[PageResult]:
-    now = timezone.now()
-    # First, so a check the sweeper already failed gets no more pages (the
-    # update also locks the check row until these pages are committed).
-    alive = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING).update(
-        pages_done=F("pages_done") + len(items), heartbeat_at=now, updated_at=now
-    )
-    if not alive:
-        raise CheckAbandoned
-    if batch is not None:
-        CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=now)
-    snapshot_ids = _snapshot_ids(items)
-    results = PageResult.objects.bulk_create(
-        [
-            _page_result(check, item, snapshot_id)
-            for item, snapshot_id in zip(items, snapshot_ids, strict=True)
-        ]
-    )
-    _move_baselines(check.monitor_id, items, snapshot_ids, now)
-    for page in results:
-        notify.on_page_result(page)
-    return results
-
-
-def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResult:
-    job, outcome, state = item
-    baseline = state.snapshot_id if state is not None else None
-    current = snapshot_id
-    if current is None and outcome.cache_hit:
-        current = baseline  # a hit *is* the baseline
-    is_new = outcome.status == PageResult.Status.NEW
-    return PageResult(
-        check_run=check,
-        target_id=job.target_id,
-        url=job.url,
-        status=outcome.status,
-        previous_scrape_id=None if is_new or state is None else state.scrape_id,
-        current_scrape_id=job.scrape_id,
-        previous_snapshot_id=None if is_new else baseline,
-        current_snapshot_id=current,
-        status_code=outcome.status_code,
-        error=outcome.error,
-        error_kind=outcome.error_kind,
-        metadata=outcome.metadata,
-        diff=outcome.diff,
-        diff_html=outcome.diff_html,
-    )
-
-
-def _snapshot_ids(items: Sequence[Item]) -> list[int | None]:
-    """Each item's stored snapshot id (None when it has no content)."""
-    known: dict[str, int] = {}
-    for _job, outcome, state in items:
-        pack = outcome.snapshot
-        if (
-            pack is not None
-            and state is not None
-            and state.snapshot_id is not None
-            and getattr(state, "snapshot_hash", None) == pack[0]
-        ):
-            known[pack[0]] = state.snapshot_id  # the baseline's own content
-    packs = [outcome.snapshot for _, outcome, _ in items]
-    missing = [p for p in packs if p is not None and p[0] not in known]
-    known |= Snapshot.store_many(p for p in missing if p[1])
-    # Empty bytes: content stored already (another page's baseline, say).
-    known |= Snapshot.ids(p[0] for p in missing if not p[1] and p[0] not in known)
-    return [known.get(p[0]) if p is not None else None for p in packs]
-
-
-def _move_baselines(
-    monitor_id: uuid.UUID,
-    items: Sequence[Item],
-    snapshot_ids: Sequence[int | None],
-    now: datetime,
-) -> None:
-    """Removed pages are marked; pages with content become the baseline (one
-    upsert for all); errors keep the baseline; cache hits are it."""
-    upserts: dict[tuple[uuid.UUID, str], PageState] = {}
-    for (job, outcome, _state), snapshot_id in zip(items, snapshot_ids, strict=True):
-        url_hash = PageState.hash_url(job.url)
-        if outcome.status == PageResult.Status.REMOVED:
-            PageState.objects.filter(
-                monitor_id=monitor_id, target_id=job.target_id, url_hash=url_hash
-            ).update(presence=PageState.Presence.REMOVED, updated_at=now)
-            continue
-        if snapshot_id is None or outcome.cache_hit:
-            continue
-        cache = job.options.get("storeInCache") is not False
-        stored_metadata = {
-            k: v
-            for k, v in outcome.metadata.items()
-            if k not in pages.PER_CHECK_METADATA
-        }
-        # Keyed by page: a URL listed twice in a batch keeps its last result.
-        upserts[(job.target_id, url_hash)] = PageState(
-            monitor_id=monitor_id,
-            target_id=job.target_id,
-            url=job.url,
-            url_hash=url_hash,
-            snapshot_id=snapshot_id,
-            normalized_hash=outcome.normalized_hash,
-            scrape_id=job.scrape_id,
-            presence=PageState.Presence.ACTIVE,
-            fetched_at=now,
-            cached_at=now if cache else None,
-            metadata=stored_metadata,
-            body_hash=outcome.body_hash,
-            options_hash=pages.options_hash(job.options),
-            etag=outcome.etag,
-            last_modified=outcome.last_modified,
-        )
-    if upserts:
-        PageState.upsert(list(upserts.values()))
 
 
 # --- Ending ------------------------------------------------------------------------
