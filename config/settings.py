@@ -228,6 +228,12 @@ CHECK_BATCH_SIZE = env_int("CHECK_BATCH_SIZE", 100, minimum=1)
 # again (or the check ended with a reason). Running batches write a heartbeat
 # every 10 s.
 CHECK_STALE_AFTER_SECONDS = env_int("CHECK_STALE_AFTER_SECONDS", 120, minimum=15)
+# Crawl targets (checks.crawl): the most pages one crawl visits (crawlOptions.limit
+# is bounded by it), how long a crawl keeps admitting new pages before it stops
+# as truncated, and whether monitors may set ignoreRobotsTxt / robotsUserAgent.
+CRAWL_MAX_PAGES = env_int("CRAWL_MAX_PAGES", 10_000, minimum=1)
+CRAWL_DEADLINE_SECONDS = env_int("CRAWL_DEADLINE_SECONDS", 3600, minimum=60)
+CRAWL_ALLOW_IGNORE_ROBOTS = env_bool("CRAWL_ALLOW_IGNORE_ROBOTS", False)
 # How often beat asks for due monitors (checks.dispatch sizes its ticks by it).
 DISPATCH_EVERY_SECONDS = 10.0
 # Beat is the only scheduler and only enqueues these small periodic tasks; which

@@ -13,6 +13,7 @@ from __future__ import annotations
 from checks.content.compare import content_hash, normalize
 from checks.content.diff import compare_texts, diff_ast
 from checks.content.extract import extract
+from checks.content.html import page_links
 from checks.content.render import render_inline, render_side_by_side
 from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.content.source import (
@@ -36,6 +37,7 @@ __all__ = [
     "markdown_of",
     "normalize",
     "pack_snapshot",
+    "page_links",
     "render_inline",
     "render_side_by_side",
     "snapshot_hash",
