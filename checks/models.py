@@ -740,8 +740,8 @@ class PageResult(models.Model):
 
 
 # --- Notification outbox ------------------------------------------------------
-# Written by checks.deliveries in the same transaction as the event it announces,
-# sent after commit by checks.notification_tasks, swept again while pending.
+# Written by checks.notify.deliveries in the same transaction as the event it
+# announces, sent after commit by checks.notify.tasks, swept again while pending.
 
 
 class DeliveryQuerySet(models.QuerySet["Delivery"]):
@@ -829,18 +829,19 @@ class Delivery(models.Model):
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "deliveries"
         indexes = [
-            # Used by checks.deliveries.sweep (due rows, stale claims): only open
-            # rows are indexed, so the index stays small as history grows.
+            # Used by checks.notify.deliveries.sweep (due rows, stale claims):
+            # only open rows are indexed, so the index stays small as history
+            # grows.
             models.Index(
                 fields=["next_attempt_at"],
                 name="delivery_open_idx",
                 condition=Q(status__in=["pending", "sending"]),
             ),
-            # Used by checks.deliveries.recent_deliveries (dashboard).
+            # Used by checks.notify.deliveries.recent_deliveries (dashboard).
             models.Index(
                 fields=["monitor", "-created_at"], name="delivery_monitor_idx"
             ),
-            # Used by checks.deliveries.refresh_notification_status.
+            # Used by checks.notify.deliveries.refresh_notification_status.
             models.Index(fields=["check_run", "kind"], name="delivery_check_idx"),
         ]
 

@@ -248,7 +248,8 @@ CELERY_BEAT_SCHEDULE = {
         ("fail-stale-checks", "checks.tasks.fail_stale_checks_task", 60.0),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
-        # was lost (checks.deliveries.sweep).
+        # was lost (checks.notify.deliveries.sweep; the task keeps the name it
+        # had before checks/notify/ existed).
         ("sweep-deliveries", "checks.notification_tasks.sweep_deliveries_task", 60.0),
     )
 }  # fmt: skip
