@@ -31,12 +31,15 @@ class HttpFetcher:
         self.client = client
         self.delay = delay
         self._pace = asyncio.Lock()
-        self._last = 0.0
+        self._last: float | None = None
 
     async def _wait_turn(self) -> None:
+        """The first request waits too: the crawl's previous request (robots.txt,
+        or the last page of its previous batch) was just before."""
         async with self._pace:
             loop = asyncio.get_running_loop()
-            wait = self._last + self.delay - loop.time()
+            last = loop.time() if self._last is None else self._last
+            wait = last + self.delay - loop.time()
             if wait > 0:
                 await asyncio.sleep(wait)
             self._last = loop.time()

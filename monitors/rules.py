@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
+
+import re2
 
 from monitors.url_rule import url_syntax_error
 
@@ -100,3 +103,22 @@ def header_value_error(value: str) -> str | None:
     if any(ch in value for ch in "\r\n\0"):
         return "Header values must not contain line breaks."
     return None
+
+
+# --- Crawl path patterns ----------------------------------------------------------
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+def path_pattern(pattern: str) -> Any:
+    """A crawl's includePaths/excludePaths entry, compiled with RE2 (linear
+    time: no pattern can hang a worker). Raises ValueError with the reason for
+    syntax RE2 does not have (backreferences, look-arounds)."""
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode(errors="replace")
+        raise ValueError(f"Not a pattern we can use: {reason}.") from None

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-import re2
 from django.conf import settings
 from protego import Protego
 from w3lib.url import canonicalize_url
 
 from checks.fetch import address_block_reason, ip_literal
+from monitors.rules import path_pattern
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 INDEX_PAGES = ("index.html", "index.htm", "index.php")
@@ -47,20 +47,7 @@ APPLIED_OPTIONS = frozenset(
     }
 )  # fmt: skip
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
-
-
-def compile_pattern(pattern: str) -> Any:
-    """The user's regex under RE2 (linear time); raises ValueError with RE2's
-    reason for syntax it does not support (backreferences, lookaround)."""
-    try:
-        return re2.compile(pattern, _RE2_OPTIONS)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else exc
-        if isinstance(reason, bytes):
-            reason = reason.decode(errors="replace")
-        raise ValueError(str(reason)) from None
+compile_pattern = path_pattern  # the rule the API and the form validate with
 
 
 def user_agent_token(agent: str) -> str:
