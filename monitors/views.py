@@ -19,10 +19,10 @@ from zoneinfo import ZoneInfo, available_timezones
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.db.models import Count, Exists, F, OuterRef, Q, TextField, Window
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, TextField, Window
 from django.db.models.functions import Cast, RowNumber
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -33,7 +33,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from checks.content import ExtractionError, render_inline, render_side_by_side
 from checks.dispatch import RunRefused, queue_manual_check
-from checks.models import Check, PageResult
+from checks.models import Check, PageResult, PageState
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
 from monitors.editing import update_monitor
@@ -526,6 +526,7 @@ def check_detail(
         "chips": chips,
         "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
         "skipped_targets": _skipped_targets(check),
+        "crawl_targets": _crawl_targets(check),
     }
     template = _fragment(request, "checks/check_detail.html", {"page-results"})
     return render(request, template, context)
@@ -545,6 +546,52 @@ def _skipped_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]
         return []
     targets = {str(target.pk): target for target in check.monitor.targets.all()}
     return [(targets.get(str(result.get("targetId"))), result) for result in results]
+
+
+def _crawl_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
+    """The crawls of a check, each with its target result (pages found, by
+    status, and whether and why it stopped early)."""
+    results = [
+        result
+        for result in check.target_results or []
+        if isinstance(result, dict)
+        and result.get("type") == "crawl"
+        and not result.get("skipped")
+    ]
+    targets = {str(target.pk): target for target in check.monitor.targets.all()}
+    return [(targets.get(str(result.get("targetId"))), result) for result in results]
+
+
+@require_GET
+@team_view
+def site_pages(
+    request: DashboardRequest, pk: uuid.UUID, target_id: uuid.UUID
+) -> HttpResponse:
+    """Every page a crawl target has found, with when it was first and last
+    seen (within the history kept) and whether it is still there."""
+    monitor = get_monitor_for(request, pk)
+    target = get_object_or_404(
+        Target, pk=target_id, monitor=monitor, type=Target.Type.CRAWL
+    )
+    rows = (
+        PageResult.objects.filter(check_run__monitor=monitor, target_id=target.pk)
+        .exclude(status=PageResult.Status.REMOVED)
+        .values("url")
+        .annotate(first_seen=Min("created_at"), last_seen=Max("created_at"))
+        .order_by("url")
+    )
+    removed = set(
+        PageState.objects.filter(
+            monitor=monitor, target_id=target.pk, presence=PageState.Presence.REMOVED
+        ).values_list("url", flat=True)
+    )
+    context = {
+        "monitor": monitor,
+        "target": target,
+        "pages": Paginator(rows, PAGES_PER_PAGE).get_page(request.GET.get("page")),
+        "removed": removed,
+    }
+    return render(request, "checks/site_pages.html", context)
 
 
 def _display_text(snapshot: Any) -> tuple[str | None, bool]:

@@ -15,7 +15,7 @@ from checks.crawl import scope as scope_module
 from checks.crawl.scope import Scope, compile_pattern
 from checks.fetch import transport
 from checks.models import Check, Crawl, PageResult
-from monitors.models import Monitor, Target
+from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 
 pytestmark = pytest.mark.django_db
@@ -388,3 +388,47 @@ def test_the_crawl_row_remembers_robots_txt_for_every_batch(team, site):
     build_site(site, posts=1)
     check = run_check(crawl_monitor(team, site.url("/")))
     assert "Disallow: /admin/" in Crawl.objects.get(check_run=check).robots
+
+
+# --- Dashboard -------------------------------------------------------------------
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+def test_a_checks_page_says_what_the_crawl_found_and_why_it_stopped(web, team, site):
+    build_site(site, posts=5)
+    monitor = crawl_monitor(team, site.url("/"))
+    run_check(monitor)
+    site.html("/blog/post-1", "Post 1", "<p>edited</p>")
+    monitor.targets.update(crawl_options={"limit": 3})
+    check = run_check(monitor)
+
+    page = web.get(check.get_absolute_url()).content.decode()
+
+    assert "Website crawl from 127.0.0.1" in page
+    assert "3 pages found" in page
+    assert "Stopped early: The crawl stopped at its limit of 3 pages." in page
+    assert "were not marked as removed" in page
+
+
+def test_a_sites_page_lists_every_page_with_when_it_was_seen(web, team, site):
+    build_site(site, posts=2)
+    monitor = crawl_monitor(team, site.url("/"))
+    run_check(monitor)
+    site.html("/blog/", "Blog", nav("/blog/post-0"))
+    site.remove("/blog/post-1")
+    run_check(monitor)
+    target = monitor.targets.get()
+
+    page = web.get(f"/monitors/{monitor.pk}/sites/{target.pk}/").content.decode()
+
+    assert page.count("<tr>") == 1 + 9  # header + every page ever found
+    assert "Gone" in page and site.url("/blog/post-1")[7:] in page
+    detail = web.get(monitor.get_absolute_url()).content.decode()
+    assert f"/monitors/{monitor.pk}/sites/{target.pk}/" in detail
