@@ -16,10 +16,10 @@ from django.db import connection
 from django.utils import timezone
 
 from checks import notify, pages, runner, sources
-from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
 from checks.content import content_hash, pack_snapshot
 from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
+from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
 from checks.tasks import run_check_task
 from monitors.models import Monitor, Target, Team

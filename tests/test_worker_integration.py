@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 import redis
@@ -34,6 +34,7 @@ from checks.models import Check, PageResult
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target
 from tests.sites import Site
+from tests.test_crawl import build_site, nav
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -458,3 +459,62 @@ def test_a_worker_killed_mid_check_leaves_the_check_to_the_other(
     assert check.summary["new"] == 1000 and check.summary["totalPages"] == 1000
     assert PageResult.objects.filter(check_run=check).count() == 1000
     assert not Check.objects.filter(status=Check.Status.RUNNING).exists()
+
+
+# --- a crawl shared by two workers ------------------------------------------------
+
+
+def test_a_crawl_runs_on_real_workers_through_the_sdk(sdk, two_workers):
+    with Site() as site:
+        build_site(site, posts=30)  # 39 pages, robots.txt, a sitemap
+        monitor = sdk.create_monitor(
+            name="Whole site",
+            schedule={"cron": "0 3 * * *"},
+            targets=[
+                {
+                    "type": "crawl",
+                    "url": site.url("/"),
+                    "crawlOptions": {"excludePaths": ["^/docs/b$"]},
+                }
+            ],
+        )
+        expected = {"/", "/blog/", "/docs/", "/docs/a", "/about", "/orphan"}
+        expected |= {f"/blog/post-{i}" for i in range(30)}
+
+        first = run_and_wait(sdk, monitor.id, two_workers[0])
+        assert first.status == "completed", first.error
+        assert {urlsplit(p.url).path for p in first.pages} == expected
+        assert {p.status for p in first.pages} == {"new"}
+        [crawl] = [r.model_dump(by_alias=True) for r in first.target_results]
+        assert crawl["crawlId"]
+        assert crawl["pagesFound"] == len(expected) and crawl["truncated"] is False
+
+        site.html("/blog/post-3", "Post 3", "<p>Post number 3, now edited.</p>")
+        site.html(
+            "/blog/",
+            "Blog",
+            nav(*(f"/blog/post-{i}" for i in range(30) if i != 7), "/blog/post-new"),
+        )
+        site.remove("/blog/post-7")
+        site.html("/blog/post-new", "New post", "<p>Fresh.</p>")
+        second = run_and_wait(sdk, monitor.id, two_workers[1])
+
+        statuses = {urlsplit(p.url).path: p.status for p in second.pages}
+        changed = {path for path, status in statuses.items() if status == "changed"}
+        assert changed == {"/blog/", "/blog/post-3"}
+        assert statuses["/blog/post-7"] == "removed"
+        assert statuses["/blog/post-new"] == "new"
+        assert summary_of(second)["same"] == len(expected) - 3
+        post3 = next(p for p in second.pages if p.url.endswith("/blog/post-3"))
+        assert "+Post number 3, now edited." in post3.diff.text
+
+        sdk.update_monitor(
+            monitor.id,
+            targets=[
+                {"type": "crawl", "url": site.url("/"), "crawlOptions": {"limit": 5}}
+            ],
+        )
+        third = run_and_wait(sdk, monitor.id, two_workers[0])
+        assert len(third.pages) == 5
+        assert summary_of(third)["removed"] == 0
+        assert third.target_results[0].model_dump()["truncated"] is True
