@@ -432,3 +432,24 @@ def test_a_sites_page_lists_every_page_with_when_it_was_seen(web, team, site):
     assert "Gone" in page and site.url("/blog/post-1")[7:] in page
     detail = web.get(monitor.get_absolute_url()).content.decode()
     assert f"/monitors/{monitor.pk}/sites/{target.pk}/" in detail
+
+
+def test_the_form_says_at_once_when_a_path_pattern_cannot_be_used(web):
+    data = {
+        "name": "Site",
+        "schedule": "hourly",
+        "timezone": "UTC",
+        "goal": "",
+        "judge": "auto",
+        "retention_days": "",
+        "webhook_url": "",
+        "target": ["t0000bbbb"],
+        "t0000bbbb-type": "crawl",
+        "t0000bbbb-url": "https://example.com/",
+        "t0000bbbb-include_paths": "^/blog/\n(a)\\1\n",
+        "_touched": "t0000bbbb-include_paths",
+    }
+    response = web.post("/monitors/new/validate/", data, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Not a pattern we can use: invalid escape sequence" in body
