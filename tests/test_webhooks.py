@@ -409,6 +409,56 @@ def test_an_address_the_policy_forbids_fails_at_once_without_retries(
     assert "loopback" in delivery.last_error
 
 
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({"X-Team": "été"}, "Header 'X-Team'"),  # not sendable as ASCII
+        ({"X-A\r\nInjected": "yes"}, "is not a valid header name"),
+        ({"X-é": "yes"}, "is not a valid header name"),
+        ({"X-Team": "a\r\nInjected: yes"}, "Header 'X-Team'"),
+    ],
+)
+def test_a_header_that_can_never_be_sent_fails_at_once_naming_it(
+    team, receiver, scenario, queued, headers, reason
+):
+    # Stored before today's rules, or by hand: the API refuses these now.
+    monitor = make_monitor(
+        team,
+        webhook=webhook_config(
+            receiver.url, headers=headers, events=["monitor.check.completed"]
+        ),
+    )
+    check = scenario.finish(scenario.start(monitor))
+    run_queued(queued)
+
+    assert receiver.requests == []
+    delivery = Delivery.objects.get()
+    assert delivery.status == "failed" and delivery.attempts == 1
+    assert delivery.next_attempt_at is None
+    assert reason in delivery.last_error
+    assert "webhook headers" in delivery.last_error  # says what to change
+    check.refresh_from_db()
+    assert check.notification_status["webhook"]["error"] == delivery.last_error
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://example.com/hook", "http://exa mple.com/hook", "http://u:p@e.com/h"],
+)
+def test_an_invalid_webhook_url_fails_at_once_with_the_reason(
+    team, receiver, scenario, queued, url
+):
+    monitor = make_monitor(
+        team, webhook=webhook_config(url, events=["monitor.check.completed"])
+    )
+    scenario.finish(scenario.start(monitor))
+    run_queued(queued)
+
+    delivery = Delivery.objects.get()
+    assert delivery.status == "failed" and delivery.attempts == 1
+    assert "URL" in delivery.last_error
+
+
 def test_a_webhook_removed_before_sending_cancels_the_delivery(
     team, receiver, scenario, queued
 ):
