@@ -259,7 +259,12 @@ def test_a_receiver_failing_twice_gets_three_attempts_with_the_same_webhook_id(
     requests = receiver.requests
     assert len(requests) == 3
     assert len({r.body for r in requests}) == 1  # the very same bytes
-    assert {r.header("webhook-id") for r in requests} == {str(delivery.webhook_id)}
+    # One id per delivery on every attempt, in both header styles and the body,
+    # so a receiver can drop repeats (Standard Webhooks' idempotency key).
+    same_id = {str(delivery.webhook_id)}
+    assert {r.header("webhook-id") for r in requests} == same_id
+    assert {r.header("X-Firecrawl-Webhook-Id") for r in requests} == same_id
+    assert {p["webhookId"] for p in receiver.payloads()} == same_id
     assert {r.body for r in requests} == {delivery.body.encode()}
     team.refresh_from_db()
     assert all(standard_signature_ok(team.webhook_secret, r) for r in requests)
