@@ -485,7 +485,14 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         ("Judging", {"fields": ["judge_enabled", "goal"]}),
         (
             "Notifications",
-            {"fields": ["webhook_json", "notification_json", "retention_days"]},
+            {
+                "fields": [
+                    "webhook_json",
+                    "webhook_pages",
+                    "notification_json",
+                    "retention_days",
+                ]
+            },
         ),
         ("Last check", {"fields": ["last_check_json", "created_at", "updated_at"]}),
     ]

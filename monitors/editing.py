@@ -69,6 +69,10 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
         monitor.judge_enabled = data["judgeEnabled"]
     if "webhook" in data:
         monitor.webhook = data["webhook"]
+    # Set by the dashboard form only: the API's serializers never produce it,
+    # so an API edit leaves the choice as it is.
+    if "webhookPages" in data:
+        monitor.webhook_pages = data["webhookPages"]
     if "notification" in data:
         monitor.notification = data["notification"] or {}
     if "retentionDays" in data:

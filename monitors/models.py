@@ -197,6 +197,14 @@ class Monitor(models.Model):
         ACTIVE = "active"
         PAUSED = "paused"
 
+    class WebhookPages(models.TextChoices):
+        """Which pages get a `monitor.page` webhook event. Firecrawl sends one
+        for every page, unchanged ones included; that stays the default (and
+        the API's), the dashboard and admin offer the quieter choice."""
+
+        ALL = "all", "Every page, unchanged ones included"
+        CHANGED = "changed", "Only pages that changed (new or changed)"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="monitors")
     name = models.CharField(max_length=256)
@@ -211,6 +219,12 @@ class Monitor(models.Model):
     goal = models.TextField(null=True, blank=True)
     judge_enabled = models.BooleanField(default=False)
     webhook = models.JSONField(null=True, blank=True)
+    webhook_pages = models.CharField(
+        "page events for",
+        max_length=16,
+        choices=WebhookPages.choices,
+        default=WebhookPages.ALL,
+    )
     notification = models.JSONField(default=dict, blank=True)
     retention_days = models.PositiveSmallIntegerField(default=30)
     last_check_summary = models.JSONField(null=True, blank=True)

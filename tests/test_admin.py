@@ -430,7 +430,8 @@ def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
     }
 
     response = admin_client.post(
-        admin_url(Monitor, "change", monitor.pk), {"name": "Renamed", **management}
+        admin_url(Monitor, "change", monitor.pk),
+        {"name": "Renamed", "webhook_pages": "all", **management},
     )
 
     assert response.status_code == 302
@@ -445,3 +446,27 @@ def test_a_damaged_snapshot_row_is_shown_as_unreadable_not_a_500(admin_client):
 
     assert response.status_code == 200
     assert "(could not be read)" in response.content.decode()
+
+
+def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor):
+    management = {
+        f"{prefix}-{name}": value
+        for prefix, count in (("targets", 2), ("email_recipients", 1))
+        for name, value in (
+            ("TOTAL_FORMS", count),
+            ("INITIAL_FORMS", count),
+            ("MIN_NUM_FORMS", 0),
+            ("MAX_NUM_FORMS", 1000),
+        )
+    }
+    page = admin_client.get(admin_url(Monitor, "change", monitor.pk))
+    assert "Only pages that changed (new or changed)" in page.content.decode()
+
+    response = admin_client.post(
+        admin_url(Monitor, "change", monitor.pk),
+        {"name": monitor.name, "webhook_pages": "changed", **management},
+    )
+
+    assert response.status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.webhook_pages == Monitor.WebhookPages.CHANGED

@@ -204,6 +204,43 @@ def test_the_events_filter_sends_only_the_chosen_events(
     assert [p["type"] for p in receiver.payloads()] == expected
 
 
+@pytest.mark.parametrize(
+    ("pages", "expected"),
+    [
+        ("all", ["new", "same", "changed", "error"]),  # Firecrawl's, the default
+        ("changed", ["new", "changed"]),
+    ],
+)
+def test_page_events_go_for_every_page_or_only_changed_ones_as_the_monitor_chose(
+    team, receiver, scenario, queued, pages, expected
+):
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    monitor.webhook_pages = pages
+    monitor.save(update_fields=["webhook_pages"])
+    check = scenario.run(
+        monitor,
+        [
+            ("https://example.com/a", "new"),
+            ("https://example.com/b", "same"),
+            ("https://example.com/c", "changed"),
+            ("https://example.com/d", "error", {"error": "Connection refused"}),
+            ("https://example.com/e", "removed"),
+        ],
+    )
+    run_queued(queued)
+
+    payloads = receiver.payloads()
+    page_events = [p["data"][0] for p in payloads if p["type"] == "monitor.page"]
+    assert [p["status"] for p in page_events] == expected
+    completed = [p for p in payloads if p["type"] == "monitor.check.completed"]
+    assert [p["data"][0]["summary"]["totalPages"] for p in completed] == [5]
+    assert Delivery.objects.filter(check_run=check).count() == len(expected) + 1
+
+
+def test_a_new_monitor_sends_every_page_unless_told_otherwise(team):
+    assert make_monitor(team).webhook_pages == "all"
+
+
 def test_no_webhook_means_no_rows_and_a_skipped_status(team, scenario, queued):
     monitor = make_monitor(team)
     check = scenario.run(monitor, [("https://example.com/a", "changed")])
