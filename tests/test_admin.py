@@ -371,6 +371,26 @@ def test_rotate_action_replaces_the_webhook_secret_and_lists_it_masked(
     assert "whsec_…" + team.webhook_secret[-4:] in listing
 
 
+def test_rotating_in_the_admin_keeps_the_old_secret_signing_for_a_while(
+    admin_client, team
+):
+    old = team.ensure_webhook_secret()
+
+    response = admin_client.post(
+        admin_url(Team, "changelist"),
+        {"action": "rotate_webhook_secret", "_selected_action": [team.pk]},
+        follow=True,
+    )
+
+    team.refresh_from_db()
+    assert team.previous_webhook_secret == old
+    page = response.content.decode()
+    assert "The previous one also signs until" in page
+    listing = admin_client.get(admin_url(Team, "changelist")).content.decode()
+    assert old not in listing and team.webhook_secret not in listing
+    assert f"the previous whsec_…{old[-4:]} signs too until" in listing
+
+
 def test_checks_are_read_only_in_the_admin(admin_client, check_with_pages):
     url = admin_url(Check, "change", check_with_pages.pk)
     admin_client.post(url, {"status": Check.Status.FAILED})

@@ -12,6 +12,7 @@ import pytest
 from checks.models import Delivery, DeliveryAttempt
 from checks.notify import deliveries
 from checks.notify.tasks import deliver_task, sweep_deliveries_task
+from monitors.models import WEBHOOK_SECRET_GRACE
 from tests.notifying import (
     firecrawl_signature_ok,
     judged,
@@ -544,6 +545,71 @@ def test_send_test_event_is_signed_and_retry_now_sends_a_failed_one_again(
     assert recent == [delivery]
     assert [a.status_code for a in recent[0].attempt_log.all()] == [500, 200]
     assert deliveries.retry_now(delivery) is False  # delivered stays delivered
+
+
+class VerifyingReceiver:
+    """A receiver that holds one secret and answers 401 to a message whose
+    Standard Webhooks signature it cannot verify with it."""
+
+    def __init__(self, site, secret: str) -> None:
+        self.secret = secret
+        self.accepted: list[str] = []
+        site.handle("/verified", self._answer)
+        self.url = site.url("/verified")
+
+    def _answer(self, request):
+        if not standard_signature_ok(self.secret, request):
+            return 401, {}, b"bad signature"
+        self.accepted.append(request.header("webhook-id"))
+        return 204, {}, b""
+
+
+def test_after_a_rotation_both_secrets_sign_until_the_grace_period_ends(
+    team, site, settings, queued, time_machine, django_capture_on_commit_callbacks
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    time_machine.move_to(START, tick=False)
+    old = team.ensure_webhook_secret()
+    receiver = VerifyingReceiver(site, old)
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+
+    def send_test_event() -> Delivery:
+        with django_capture_on_commit_callbacks(execute=True):
+            delivery = deliveries.send_test_event(monitor)
+        run_queued(queued)
+        delivery.refresh_from_db()
+        return delivery
+
+    new = team.rotate_webhook_secret()
+    assert new != old
+    assert send_test_event().status == "delivered"  # the receiver still has `old`
+    receiver.secret = new  # switched over during the grace period
+    assert send_test_event().status == "delivered"
+    [*_, during] = site.requests_to("/verified")
+    assert len(during.header("webhook-signature").split()) == 2
+    assert firecrawl_signature_ok(new, during)  # one signature: the current one
+
+    time_machine.move_to(START + WEBHOOK_SECRET_GRACE + timedelta(seconds=1))
+    assert send_test_event().status == "delivered"
+    [*_, after] = site.requests_to("/verified")
+    assert after.header("webhook-signature").split() == [
+        after.header("webhook-signature")
+    ]
+    assert not standard_signature_ok(old, after)
+    receiver.secret = old  # a receiver that never switched is refused now
+    late = send_test_event()
+    assert late.status == "pending" and late.last_status_code == 401
+    assert len(receiver.accepted) == 3
+
+
+def test_rotating_twice_in_the_grace_period_retires_the_oldest_secret(team):
+    first = team.ensure_webhook_secret()
+    second = team.rotate_webhook_secret(START)
+    third = team.rotate_webhook_secret(START + timedelta(hours=1))
+    team.refresh_from_db()
+    now = START + timedelta(hours=2)
+    assert team.webhook_signing_secrets(now) == [third, second]
+    assert first not in team.webhook_signing_secrets(now)
 
 
 def test_the_runner_announces_its_pages_and_its_finish_through_the_outbox(

@@ -23,7 +23,7 @@ from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, afetch
 from checks.models import DeliveryAttempt
 from checks.notify import emails, events
-from checks.notify.signing import ensure_team_secret, signature_headers
+from checks.notify.signing import signature_headers, signing_secrets
 from monitors import rules
 
 if TYPE_CHECKING:
@@ -198,8 +198,9 @@ class WebhookTransport(Transport):
         self, delivery: Delivery, custom: dict[str, str], body: bytes
     ) -> FetchResult:
         headers = self._custom_headers(custom)
-        secret = ensure_team_secret(delivery.monitor.team)
-        timestamp = int(timezone.now().timestamp())
+        now = timezone.now()
+        secret, *previous = signing_secrets(delivery.monitor.team, now)
+        timestamp = int(now.timestamp())
         msg_id = str(delivery.webhook_id)
         headers.update(
             {
@@ -207,7 +208,7 @@ class WebhookTransport(Transport):
                 "X-Firecrawl-Webhook-Id": msg_id,
                 "X-Firecrawl-Event": delivery.event,
                 "X-Firecrawl-Delivery-Mode": "queued",
-                **signature_headers(secret, msg_id, timestamp, body),
+                **signature_headers(secret, msg_id, timestamp, body, previous=previous),
             }
         )
         if delivery.check_run_id:
