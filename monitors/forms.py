@@ -41,9 +41,10 @@ SEARCH_WINDOW_LABELS = {
     "7d": "Last 7 days",
 }
 WEBHOOK_EVENT_LABELS = {
-    "monitor.page": "Each changed page (monitor.page)",
-    "monitor.check.completed": "Each finished check (monitor.check.completed)",
+    "monitor.page": "A message for each page checked (monitor.page)",
+    "monitor.check.completed": "A message when a check ends (monitor.check.completed)",
 }
+WEBHOOK_PAGES_INVALID = "Choose every page or only the pages that changed."
 JUDGE_CHOICES = [
     ("auto", "Yes, whenever a goal is set"),
     ("on", "Yes, always — a goal is required"),
@@ -191,6 +192,12 @@ class MonitorFields(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         initial=list(rules.WEBHOOK_EVENTS),
     )
+    webhook_pages = forms.ChoiceField(
+        required=False,
+        choices=Monitor.WebhookPages.choices,
+        widget=forms.RadioSelect,
+        initial=Monitor.WebhookPages.ALL,
+    )
     webhook_headers = forms.CharField(required=False, widget=forms.Textarea)
     webhook_metadata = forms.CharField(required=False, widget=forms.Textarea)
     email_enabled = forms.BooleanField(required=False)
@@ -252,7 +259,13 @@ class MonitorFields(forms.Form):
         }
         for name, widget in widgets.items():
             self.fields[name].widget = widget
-        for name in ("judge", "webhook_events", "email_enabled", "email_include_diffs"):
+        for name in (
+            "judge",
+            "webhook_events",
+            "webhook_pages",
+            "email_enabled",
+            "email_include_diffs",
+        ):
             self.fields[name].widget.attrs.update(_attrs(name))
 
 
@@ -378,6 +391,7 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
         "retention_days": monitor.retention_days,
         "webhook_url": webhook.get("url", ""),
         "webhook_events": webhook.get("events") or list(rules.WEBHOOK_EVENTS),
+        "webhook_pages": monitor.webhook_pages,
         "webhook_headers": _format_pairs(webhook.get("headers")),
         "webhook_metadata": _format_pairs(webhook.get("metadata")),
         "email_enabled": bool(email.get("enabled")),
@@ -452,6 +466,7 @@ class MonitorForm:
         self.errors = {}
         self.schedule_faults = []
         payload = self.payload()
+        webhook_pages = self._webhook_pages()
         if self.monitor is None:
             serializer = MonitorWriteSerializer(data=payload)
         else:
@@ -476,7 +491,9 @@ class MonitorForm:
         if self.errors:
             self.mark_invalid()
             return False
+        # A dashboard-only choice next to the API's fields (monitors.editing).
         self.validated_data = dict(serializer.validated_data)
+        self.validated_data["webhookPages"] = webhook_pages
         return True
 
     def _explain_schedule(self, schedule: dict[str, Any]) -> None:
@@ -665,6 +682,14 @@ class MonitorForm:
             "metadata": metadata,
         }
 
+    def _webhook_pages(self) -> str:
+        """Which pages get page events: not part of the API body (the API
+        keeps Firecrawl's every page), so checked here."""
+        value = self.main["webhook_pages"].value() or Monitor.WebhookPages.ALL
+        if value not in Monitor.WebhookPages.values:
+            self._parse_error("webhook_pages", [WEBHOOK_PAGES_INVALID])
+        return value
+
     def _notification_payload(self, main: dict[str, Any]) -> dict[str, Any]:
         # Other channels (set through the API) are kept as they are.
         stored = dict(self.monitor.notification or {}) if self.monitor else {}
@@ -757,6 +782,7 @@ class MonitorForm:
             "targets": "targets",
             "judge": "id_judge_0",
             "webhook_events": "id_webhook_events_0",
+            "webhook_pages": "id_webhook_pages_0",
         }
         pairs = []
         for slot, messages in self.errors.items():

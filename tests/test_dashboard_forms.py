@@ -275,3 +275,33 @@ def test_a_search_monitor_that_opted_out_of_judging_saves_again_unchanged(team):
         },
     )
     assert MonitorForm(data, monitor=monitor).is_valid()
+
+
+def test_the_page_events_choice_is_saved_shown_again_and_checked(team):
+    hook = {"webhook_url": "https://h.example/", "webhook_events": ["monitor.page"]}
+    form = MonitorForm(post(**hook, webhook_pages="changed"))
+    assert form.is_valid(), form.errors
+    assert "webhookPages" not in form.payload()  # not part of the API body
+    monitor = form.save(team, timezone.now())
+    assert monitor.webhook_pages == "changed"
+    assert MonitorForm(monitor=monitor).main["webhook_pages"].value() == "changed"
+
+    unchanged = MonitorForm(post(**hook), monitor=monitor)
+    assert unchanged.is_valid()  # nothing chosen: every page, as the API does
+    assert unchanged.save(team, timezone.now()).webhook_pages == "all"
+
+    odd = MonitorForm(post(webhook_pages="sometimes"), monitor=monitor)
+    assert not odd.is_valid()
+    assert odd.errors["webhook_pages"] == [
+        "Choose every page or only the pages that changed."
+    ]
+
+
+def test_the_webhook_choices_say_what_is_sent():
+    labels = dict(MonitorForm().main.fields["webhook_events"].choices)
+    assert "each page checked" in labels["monitor.page"]
+    pages = dict(MonitorForm().main.fields["webhook_pages"].choices)
+    assert pages == {
+        "all": "Every page, unchanged ones included",
+        "changed": "Only pages that changed (new or changed)",
+    }

@@ -1189,6 +1189,69 @@ def test_team_page_links_staff_to_the_teams_members_in_the_admin(
     assert client.get(link).status_code == 200
 
 
+def test_a_monitor_with_a_webhook_comes_with_the_teams_signing_secret(web, team):
+    assert team.webhook_secret == ""
+    make_monitor(team)  # no webhook: nothing to sign yet
+    team.refresh_from_db()
+    assert team.webhook_secret == ""
+    make_monitor(team, webhook={"url": "https://hooks.example.com/x"})
+    team.refresh_from_db()
+    assert team.webhook_secret.startswith("whsec_")
+    page = text_of(web.get(reverse("team-members")))
+    assert team.masked_webhook_secret in page
+    assert team.webhook_secret not in page  # masked until someone asks
+
+
+def test_showing_the_signing_secret_asks_first_then_shows_it_once(web, team, caplog):
+    secret = team.ensure_webhook_secret()
+    url = reverse("webhook-secret-show")
+    confirm = text_of(web.get(url))
+    assert "Show the webhook signing secret?" in confirm
+    assert secret not in confirm
+
+    with caplog.at_level("INFO", logger="monitors.notification_views"):
+        response = web.post(url)
+    shown = re.search(
+        r'id="webhook-secret" type="text" readonly value="(whsec_[^"]+)"',
+        text_of(response),
+    )[1]
+    assert shown == secret
+    assert response["Cache-Control"] == "no-store"
+    assert 'data-copy="#webhook-secret"' in text_of(response)
+    assert f"team {team.pk} shown to user" in caplog.text
+    team.refresh_from_db()
+    assert team.webhook_secret == secret  # showing changes nothing
+
+
+def test_each_team_member_sees_only_their_own_teams_secret(
+    client, team, other_team, outsider
+):
+    ours = team.ensure_webhook_secret()
+    theirs = other_team.ensure_webhook_secret()
+    client.force_login(outsider)
+    page = text_of(client.post(reverse("webhook-secret-show")))
+    assert theirs in page and ours not in page
+
+
+def test_a_new_secret_is_shown_and_the_old_one_signs_for_a_day(web, team):
+    old = team.ensure_webhook_secret()
+    url = reverse("webhook-secret-rotate")
+    assert "For the next 24 hours" in text_of(web.get(url))
+    team.refresh_from_db()
+    assert team.webhook_secret == old  # asking changes nothing
+
+    rotated_at = timezone.now()
+    response = web.post(url)
+    team.refresh_from_db()
+    new = team.webhook_secret
+    assert new != old and new in text_of(response)
+    assert response["Cache-Control"] == "no-store"
+    assert "The previous secret also signs messages until" in text_of(response)
+    later = rotated_at + timedelta(hours=23, minutes=59)
+    assert team.webhook_signing_secrets(later) == [new, old]
+    assert team.webhook_signing_secrets(later + timedelta(minutes=2)) == [new]
+
+
 # ---------------------------------------------------------------- the page shell
 
 

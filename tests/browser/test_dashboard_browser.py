@@ -371,6 +371,39 @@ def test_api_key_is_shown_once_with_a_copy_button(
     assert_clean(page)
 
 
+def test_the_webhook_secret_is_shown_after_confirming_and_copied(
+    browser_page, member, team, screenshot
+):
+    secret = team.ensure_webhook_secret()
+    page = browser_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page)
+    page.get_by_role("link", name="Team").click()
+    assert secret not in page.content()  # masked on the team page
+    page.get_by_text(team.masked_webhook_secret).wait_for()
+    screenshot(page, "13-team-webhook-secret")
+
+    page.get_by_role("link", name="Show the secret").click()
+    page.get_by_role("heading", name="Show the webhook signing secret?").wait_for()
+    assert secret not in page.content()
+    page.get_by_role("button", name="Show secret").click()
+    assert page.locator("#webhook-secret").input_value() == secret
+    page.get_by_role("button", name="Copy").click()
+    page.get_by_role("button", name="Copied").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    screenshot(page, "14-webhook-secret-shown")
+
+    page.get_by_role("link", name="Back to the team page").click()
+    page.get_by_role("link", name="Make a new secret").click()
+    page.get_by_role("button", name="Make a new secret").click()
+    new = page.locator("#webhook-secret").input_value()
+    team.refresh_from_db()
+    assert new == team.webhook_secret != secret
+    page.get_by_text("The previous secret also signs messages until").wait_for()
+    screenshot(page, "15-webhook-secret-rotated")
+    assert_clean(page)
+
+
 def test_api_docs_render_from_our_own_files_under_the_csp(browser_page, screenshot):
     page = browser_page
     elsewhere: list[str] = []
