@@ -41,6 +41,7 @@ from django.utils import timezone
 from checks import notify, pages, sources
 from checks.crawl import frontier
 from checks.crawl.frontier import Frontier
+from checks.crawl.source import CrawlSource
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetchers import HttpFetcher
 from checks.jobs import PageJob
@@ -243,10 +244,15 @@ def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
 def _batches(
     check: Check, planned: list[tuple[sources.Source, list[PageJob]]]
 ) -> list[CheckBatch]:
-    """CHECK_BATCH_SIZE pages each, one target per batch (a crawl's pace and
-    its links belong to its own batches)."""
+    """CHECK_BATCH_SIZE pages each: scrape pages of every target together, a
+    crawl's pages in batches of their own (its pace and its links belong to
+    its own batches)."""
+    groups: dict[object, list[PageJob]] = {}
+    for source, jobs in planned:
+        key = source.target.id if isinstance(source, CrawlSource) else "pages"
+        groups.setdefault(key, []).extend(jobs)
     size, now, batches = int(settings.CHECK_BATCH_SIZE), timezone.now(), []
-    for _, jobs in planned:
+    for jobs in groups.values():
         for start in range(0, len(jobs), size):
             refs = [job.ref() for job in jobs[start : start + size]]
             batches.append(
