@@ -580,6 +580,10 @@ class PageState(models.Model):
     options_hash = models.CharField(max_length=64, blank=True)
     etag = models.CharField(max_length=512, blank=True)
     last_modified = models.CharField(max_length=64, blank=True)
+    # What the model made of this content (checks.ai.stage), reused while the
+    # page's text stays the same: {"json": {"key", "value"}, "summary": {...}},
+    # each keyed by what was asked (schema and prompt).
+    derived = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -599,7 +603,7 @@ class PageState(models.Model):
     UPSERT_FIELDS = (
         "url", "snapshot", "normalized_hash", "scrape_id", "presence",
         "fetched_at", "cached_at", "metadata", "body_hash", "options_hash",
-        "etag", "last_modified", "updated_at",
+        "etag", "last_modified", "derived", "updated_at",
     )  # fmt: skip
 
     @classmethod
@@ -634,6 +638,16 @@ class PageResult(models.Model):
         REMOVED = "removed"
         ERROR = "error"
 
+    class Verdict(models.TextChoices):
+        """What the goal judge made of a changed page (checks.ai.judge)."""
+
+        NONE = "", "judge did not run"
+        MEANINGFUL = "meaningful", "meaningful"
+        NOISE = "noise", "not meaningful"
+        # Failed open (no model, an error, no usable answer): the judgment
+        # says meaningful with low confidence, and it is no verdict.
+        NOT_JUDGED = "not_judged", "not judged"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: page_check_status_idx starts with the check.
     check_run = models.ForeignKey(
@@ -663,6 +677,13 @@ class PageResult(models.Model):
     # Escaped side-by-side HTML rendered by the worker for the dashboard.
     diff_html = models.TextField(blank=True)
     judgment = models.JSONField(null=True, blank=True)
+    verdict = models.CharField(
+        max_length=16, choices=Verdict.choices, default=Verdict.NONE, blank=True
+    )
+    # JSON extraction monitoring: the page's full extraction (snapshot.json).
+    extraction = models.JSONField(null=True, blank=True)
+    # The `summary` format: a short summary of the page by the model.
+    summary = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -683,9 +704,25 @@ class PageResult(models.Model):
 
     @property
     def is_meaningful(self) -> bool | None:
+        """isMeaningful on the wire: set only when the judge ran on a changed
+        page. Not judged counts as meaningful (the judge fails open)."""
         if self.status != self.Status.CHANGED or not self.judgment:
             return None
         return bool(self.judgment.get("meaningful"))
+
+    @property
+    def is_judged(self) -> bool:
+        """A real verdict, not the fail-open one ("not judged")."""
+        return self.verdict in (self.Verdict.MEANINGFUL, self.Verdict.NOISE)
+
+    @property
+    def field_changes(self) -> dict[str, Any]:
+        """JSON mode's field diff ({path: {previous, current}}), {} otherwise
+        (the Markdown diff's "json" is a parse-diff AST, not fields)."""
+        fields = (self.diff or {}).get("json") if isinstance(self.diff, dict) else None
+        if not isinstance(fields, dict) or "files" in fields:
+            return {}
+        return fields
 
 
 # --- Notification outbox ------------------------------------------------------

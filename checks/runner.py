@@ -3,9 +3,10 @@
     plan: sources (checks.sources) -> page jobs -> CheckBatch rows of
           CHECK_BATCH_SIZE pages
     batch: fetchers (checks.fetchers) get each page through the one outbound
-          door, concurrently under its one limiter -> checks.pages judges it
-          inline as it arrives -> checks.recording writes a few pages per
-          transaction
+          door, concurrently under its one limiter -> checks.pages decides it
+          inline as it arrives -> the model's work, if the monitor asks for
+          any (checks.ai.stage), on the same event loop -> checks.recording
+          writes a few pages per transaction
     finish: the batch that ends last finishes the check (a conditional update,
           so exactly once) and announces it (checks.notify)
 
@@ -39,10 +40,17 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from checks import notify, pages, sources
+from checks.ai.stage import Enricher
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetchers import Fetcher, HttpFetcher
 from checks.models import Check, CheckBatch, PageResult, PageState
-from checks.recording import RECORD_BATCH, CheckAbandoned, Item, record_many
+from checks.recording import (
+    RECORD_BATCH,
+    CheckAbandoned,
+    Item,
+    reconcile,
+    record_many,
+)
 from checks.sources import PageJob
 from monitors.models import Monitor
 
@@ -250,7 +258,8 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> bool:
         raise CheckAbandoned
     jobs = _jobs(check, batch)
     states = _states(check.monitor, jobs)
-    cached, to_fetch = [], []
+    cached: list[Item] = []
+    to_fetch = []
     for job in jobs:
         state = states.get((job.target_id, PageState.hash_url(job.url)))
         outcome = pages.from_cache(job, state, now)
@@ -258,11 +267,14 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> bool:
             to_fetch.append((job, state))
         else:
             cached.append((job, outcome, state))
-    for start in range(0, len(cached), RECORD_BATCH):
-        record_many(check, cached[start : start + RECORD_BATCH], batch)
-    if to_fetch:
+    if to_fetch or cached:
         _fetch_and_record(
-            check, batch, to_fetch, HttpFetcher(OutboundClient(resolver=resolver))
+            check,
+            batch,
+            to_fetch,
+            HttpFetcher(OutboundClient(resolver=resolver)),
+            cached=cached,
+            enricher=Enricher(check.monitor, resolver=resolver),
         )
     batch.complete()
     return True
@@ -284,7 +296,16 @@ def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
         if target is None or (target.id, url) in done:
             continue  # its target was deleted meanwhile, or recorded already
         credits, options = target.credits_per_page(), target.scrape_options or {}
-        jobs.append(PageJob(target.id, url, options, credits, uuid.UUID(scrape_id)))
+        jobs.append(
+            PageJob(
+                target.id,
+                url,
+                options,
+                credits,
+                uuid.UUID(scrape_id),
+                ignore_lines=tuple(check.monitor.ignore_lines or ()),
+            )
+        )
     return jobs
 
 
@@ -306,19 +327,27 @@ def _states(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
 
 class _Fetching:
     """The pages of one batch being fetched and judged concurrently; take()
-    hands over those that are done. Bodies live only inside their page's task
-    (fetch, then judge inline), so memory stays bounded by the limiter."""
+    hands over those that are done (cache hits first, done from the start).
+    Bodies live only inside their page's task (fetch, then judge inline), so
+    memory stays bounded by the limiter."""
 
-    def __init__(self, fetcher: Fetcher, items: list[tuple[PageJob, PageState | None]]):
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        items: list[tuple[PageJob, PageState | None]],
+        done: list[Item] | None = None,
+    ):
         self.fetcher = fetcher
         self.items = items
-        self.left = len(items)
-        self.done: list[Item] = []
+        self.done: list[Item] = list(done or [])
+        self.left = len(items) + len(self.done)
         self.tasks: list[asyncio.Task[None]] = []
         self.arrived: asyncio.Event | None = None
 
     async def start(self) -> None:
         self.arrived = asyncio.Event()
+        if self.done:
+            self.arrived.set()
         self.tasks = [asyncio.create_task(self._one(*item)) for item in self.items]
 
     async def _one(self, job: PageJob, state: PageState | None) -> None:
@@ -360,14 +389,20 @@ def _fetch_and_record(
     batch: CheckBatch,
     items: list[tuple[PageJob, PageState | None]],
     fetcher: Fetcher,
+    *,
+    cached: list[Item] | None = None,
+    enricher: Enricher | None = None,
 ) -> None:
-    fetching = _Fetching(fetcher, items)
+    fetching = _Fetching(fetcher, items, cached)
+    enricher = enricher or Enricher(check.monitor)
     with asyncio.Runner() as loop:
         try:
             loop.run(fetching.start())
             while fetching.left:
                 taken = loop.run(fetching.take(HEARTBEAT_SECONDS))
                 if taken:
+                    reconcile(taken)
+                    _enrich(loop, enricher, taken, check, batch)
                     record_many(check, taken, batch)
                 else:
                     heartbeat(check, batch)
@@ -375,6 +410,36 @@ def _fetch_and_record(
             # Leaving early (time limit, abandoned check) cancels what is in
             # flight rather than waiting for slow pages.
             loop.run(fetching.close())
+            loop.run(enricher.aclose())
+
+
+async def _spawn(coroutine: Any) -> asyncio.Task[Any]:
+    return asyncio.create_task(coroutine)
+
+
+def _enrich(
+    loop: asyncio.Runner,
+    enricher: Enricher,
+    items: list[Item],
+    check: Check,
+    batch: CheckBatch,
+) -> None:
+    """The model's work on these pages (checks.ai.stage), on the batch's loop
+    so fetches go on meanwhile; the check heart-beats while it waits."""
+    work = enricher.prepare(items)
+    if not work:
+        return
+    task = loop.run(_spawn(enricher.enrich(work)))
+    try:
+        while not task.done():
+            loop.run(asyncio.wait({task}, timeout=HEARTBEAT_SECONDS))
+            if not task.done():
+                heartbeat(check, batch)
+    finally:
+        if not task.done():
+            task.cancel()
+            loop.run(asyncio.wait({task}))
+    task.result()
 
 
 def heartbeat(check: Check, batch: CheckBatch) -> None:

@@ -35,6 +35,8 @@ class PageJob:
     options: Mapping[str, Any]
     credits: int
     scrape_id: uuid.UUID
+    # The monitor's noise rule (checks.content.noise).
+    ignore_lines: tuple[str, ...] = ()
 
     @property
     def headers(self) -> dict[str, str]:

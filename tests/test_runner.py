@@ -640,12 +640,13 @@ def test_options_needing_a_browser_are_recorded_as_not_applied(team, site):
     options = {
         "waitFor": 1000,
         "actions": [{"type": "click", "selector": "#more"}],
-        "formats": ["markdown", "screenshot", {"type": "json", "prompt": "price"}],
+        # The summary needs a model, and none is configured here.
+        "formats": ["markdown", "screenshot", {"type": "summary"}],
     }
     page = page_of(run_check(make_monitor(team, [url], scrape_options=options)), url)
     assert page.status == PageResult.Status.NEW
     assert page.metadata["notApplied"] == [
-        "waitFor", "actions", "formats.screenshot", "formats.json",
+        "waitFor", "actions", "formats.screenshot", "formats.summary",
     ]  # fmt: skip
 
 

@@ -212,6 +212,13 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
     ErrorKind.NOT_CACHED: (
         "No saved copy was old enough to use, so the page was not fetched."
     ),
+    ErrorKind.EXTRACTION: (
+        "The AI model could not read the fields this monitor asks for from the page."
+    ),
+    ErrorKind.NO_MODEL: (
+        "This monitor asks an AI model to read fields from the page, and no AI"
+        " model is set up (an administrator sets one with LLM_BASE_URL)."
+    ),
     ErrorKind.INTERNAL: "Something went wrong on our side while checking this page.",
 }
 _PLAIN_WORDS_BY_CODE = {
@@ -228,6 +235,7 @@ _SAID_IN_FULL = frozenset(
         ErrorKind.HTTP_4XX,
         ErrorKind.HTTP_5XX,
         ErrorKind.NOT_CACHED,
+        ErrorKind.NO_MODEL,
         ErrorKind.INTERNAL,
     }
 )
