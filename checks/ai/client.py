@@ -50,6 +50,8 @@ MAX_ANSWER_BYTES = 2 * 1024 * 1024
 CHARS_PER_TOKEN = 4
 _RETRY_PAUSES = (0.2, 0.5)
 _PERMANENT_STATUSES = frozenset({401, 403, 404})
+# The door's refusals: trying again cannot help.
+_NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
 
 
 def llm_configured() -> bool:
@@ -344,10 +346,26 @@ class LLM:
         except (openai.APITimeoutError, TimeoutError) as exc:
             raise _Attempt(f"no answer within {self.config.timeout:g} seconds") from exc
         except openai.APIConnectionError as exc:
-            raise _Attempt(f"the endpoint could not be reached ({exc})") from exc
+            cause = _fetch_error(exc)
+            if cause is not None and cause.kind in _NEVER_RETRIED:
+                raise LLMError(f"The AI model's endpoint: {cause.message}.") from exc
+            reason = cause.message if cause is not None else "no connection"
+            raise _Attempt(f"the endpoint could not be reached ({reason})") from exc
         except openai.OpenAIError as exc:
             raise _Attempt("the answer could not be read") from exc
         return _content(response)
+
+
+def _fetch_error(exc: BaseException) -> FetchError | None:
+    """The door's own error behind an exception of the openai package."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 10:
+        if isinstance(current, FetchError):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
 
 
 def _content(response: Any) -> str:

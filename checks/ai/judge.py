@@ -124,13 +124,14 @@ def trim_diff(diff_text: str, max_chars: int) -> str:
     if len(diff_text) <= max_chars:
         return diff_text
     hunks = _hunks(diff_text)
+    room = max_chars - 60  # for the note on what was left out
     shown: list[str] = []
     used = 0
     for index, hunk in enumerate(hunks):
         text = "\n".join(hunk)
-        if used + len(text) + 1 > max_chars:
+        if used + len(text) + 1 > room:
             if not shown:  # the first hunk alone is too long: its beginning
-                shown.append(clip(text, max_chars - 80)[0])
+                shown.append(clip(text, room)[0])
                 index += 1
             if len(hunks) > index:
                 shown.append(
