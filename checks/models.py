@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import Exists, F, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
@@ -73,6 +73,12 @@ class CheckQuerySet(models.QuerySet["Check"]):
             .filter(pk=pk, status__in=statuses)
             .first()
         )
+
+    def with_meaningful_changes(self) -> CheckQuerySet:
+        """Checks with at least one changed page not judged unimportant (the
+        dashboard's "meaningful changes only"); served by page_check_status_idx."""
+        pages = PageResult.objects.filter(check_run=OuterRef("pk"))
+        return self.filter(Exists(pages.meaningful_changes()))
 
     def credits_used(self, team: Team, now: datetime) -> int:
         """Credits a team has used in the current UTC calendar month: actual
@@ -628,6 +634,15 @@ class PageState(models.Model):
         return self.has_baseline and self.cached_at is not None
 
 
+class PageResultQuerySet(models.QuerySet["PageResult"]):
+    def meaningful_changes(self) -> PageResultQuerySet:
+        """Changed pages, but those the judge found unimportant: a change
+        without a verdict counts as meaningful (the judge fails open)."""
+        return self.filter(status=PageResult.Status.CHANGED).exclude(
+            verdict=PageResult.Verdict.NOISE
+        )
+
+
 class PageResult(models.Model):
     """One page's outcome in one check (MonitorCheckPage on the wire)."""
 
@@ -685,6 +700,8 @@ class PageResult(models.Model):
     # The `summary` format: a short summary of the page by the model.
     summary = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PageResultQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from monitors import noise_rule
 from monitors.url_rule import url_syntax_error
 
 NAME_MAX = 256
@@ -43,6 +44,20 @@ _DOMAIN = re.compile(
 def url_error(url: str) -> str | None:
     """Syntax of a URL we may fetch or post to; addresses are judged at connect."""
     return url_syntax_error(url)
+
+
+IGNORE_LINES_MAX = noise_rule.ENTRIES_MAX
+IGNORE_LINE_MAX = noise_rule.ENTRY_MAX
+
+
+def ignore_line_error(entry: str) -> str | None:
+    """The noise rule's syntax (monitors.noise_rule)."""
+    return noise_rule.entry_error(entry)
+
+
+def clean_ignore_lines(entries: Iterable[str]) -> list[str]:
+    """Entries trimmed, blank ones dropped, each kept once (in order)."""
+    return list(dict.fromkeys(e.strip() for e in entries if e.strip()))
 
 
 def clean_goal(goal: str | None) -> str | None:

@@ -10,7 +10,7 @@ from checks.ai import formats
 from checks.ai.data import DataBlock, plain_text
 from checks.ai.judge import clean, messages, not_judged, trim_diff
 from checks.content import field_diff, strip_noise
-from checks.content.noise import entry_error
+from monitors.noise_rule import entry_error
 
 # --- formats --------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from checks.content.diff import compare_texts, diff_ast
 from checks.content.extract import extract
 from checks.content.fields import field_diff
 from checks.content.noise import strip_noise
-from checks.content.render import render_inline, render_side_by_side
+from checks.content.render import mark_quotes, render_inline, render_side_by_side
 from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.content.source import (
     SOURCE_HTML,
@@ -38,6 +38,7 @@ __all__ = [
     "diff_ast",
     "extract",
     "field_diff",
+    "mark_quotes",
     "markdown_of",
     "normalize",
     "pack_snapshot",

@@ -1,10 +1,8 @@
-"""A monitor's noise rule: lines to ignore before comparing and judging.
+"""A monitor's noise rule applied: lines to ignore before comparing and judging.
 
-Each entry is either plain text, matched case-insensitively anywhere in a
-line, or a regular expression written between slashes (``/\\d+ views/``),
-searched in each line. Regular expressions run on RE2, whose matching time is
-linear in the input: a user's pattern can never stall a worker on a hostile
-page (no catastrophic backtracking).
+Each entry is plain text, matched case-insensitively anywhere in a line, or an
+RE2 regular expression between slashes, searched in each line (the syntax and
+its checks: monitors.noise_rule).
 
 A matching line is dropped from the Markdown both sides are compared on, so a
 timestamp or a visitor counter never makes a page ``changed``, never shows in
@@ -19,44 +17,7 @@ from dataclasses import dataclass
 
 import re2
 
-ENTRIES_MAX = 50
-ENTRY_MAX = 300
-
-
-def _options() -> re2.Options:
-    options = re2.Options()
-    options.log_errors = False  # a user's typo is reported to them, not logged
-    return options
-
-
-def _compile(pattern: str) -> re2._Regexp:
-    return re2.compile(pattern, _options())
-
-
-def _regex_body(entry: str) -> str | None:
-    """The pattern of a ``/.../`` entry, None for plain text."""
-    if len(entry) >= 3 and entry.startswith("/") and entry.endswith("/"):
-        return entry[1:-1]
-    return None
-
-
-def entry_error(entry: str) -> str | None:
-    """Why an entry cannot be used (a message fit to show a user), or None."""
-    if not entry.strip():
-        return "Empty entries are not allowed."
-    if len(entry) > ENTRY_MAX:
-        return f"Each entry must be at most {ENTRY_MAX} characters."
-    body = _regex_body(entry.strip())
-    if body is None:
-        return None
-    try:
-        _compile(body)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else ""
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        return f"Not a valid regular expression: {reason or 'unreadable'}."
-    return None
+from monitors.noise_rule import compile_regex, entry_error, regex_body
 
 
 @dataclass(frozen=True)
@@ -85,14 +46,14 @@ def _compiled(entries: tuple[str, ...]) -> NoiseRule | None:
         entry = raw.strip()
         if not entry or entry_error(entry) is not None:
             continue  # validated on save; a bad stored entry is skipped, not fatal
-        body = _regex_body(entry)
+        body = regex_body(entry)
         if body is None:
             texts.append(entry.lower())
         else:
             patterns.append(f"(?:{body})")
     if not texts and not patterns:
         return None
-    pattern = _compile("|".join(patterns)) if patterns else None
+    pattern = compile_regex("|".join(patterns)) if patterns else None
     return NoiseRule(tuple(texts), pattern)
 
 

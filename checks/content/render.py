@@ -294,3 +294,28 @@ def render_inline(
         emitted += len(removed) + len(added)
     out.append("</tbody></table>")
     return "".join(out)
+
+
+_TAG = re.compile(r"(<[^>]*>)")
+
+
+def mark_quotes(html: str, quotes: list[str]) -> str:
+    """Diff HTML from this module with each quote (page text, as the judge
+    cited it) wrapped in <mark> where it appears whole inside one text run.
+
+    Only text between tags is searched, and quotes are escaped first, so the
+    markup stays ours and page text stays escaped (the result may be marked
+    safe exactly as the input was). A quote split by word-level highlights is
+    left unmarked rather than guessed at."""
+    needles = sorted(
+        {escape(q) for q in quotes if q and q.strip()}, key=len, reverse=True
+    )
+    if not needles or not html:
+        return html
+    # One pass per text run, longest quote first: no quote is ever searched
+    # inside a <mark> this function added.
+    found = re.compile("|".join(re.escape(n) for n in needles))
+    parts = _TAG.split(html)
+    for index in range(0, len(parts), 2):  # even parts are text, odd are tags
+        parts[index] = found.sub(lambda m: f"<mark>{m[0]}</mark>", parts[index])
+    return "".join(parts)
