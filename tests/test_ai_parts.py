@@ -229,3 +229,18 @@ def test_failing_open_alerts_with_low_confidence_and_says_why():
 def test_plain_text_drops_control_characters_and_bounds_length():
     assert plain_text("a\x00b\nc\x1b[31m", 100) == "ab\nc[31m"
     assert plain_text("x" * 50, 10) == "x" * 9 + "…"
+
+
+def test_cited_lines_are_marked_and_page_text_stays_escaped():
+    from checks.content import compare_texts, mark_quotes
+
+    before = "Plans\nPro: $49 <script>x</script>"
+    after = "Plans\nPro: $59 <script>x</script>"
+    html = compare_texts(before, after)[3]
+
+    marked = mark_quotes(html, ["Pro: $59 <script>x</script>", "not on the page"])
+
+    assert marked.count("<mark>") == 1
+    assert "<script>" not in marked
+    assert "&lt;script&gt;" in marked
+    assert mark_quotes(html, []) == html

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html import escape
+from html import escape, unescape
 
 # cydifflib is difflib's SequenceMatcher compiled (same algorithm, same
 # opcodes): word-level highlighting of a changed paragraph costs a third.
@@ -296,26 +296,32 @@ def render_inline(
     return "".join(out)
 
 
-_TAG = re.compile(r"(<[^>]*>)")
+_TEXT_CELL = re.compile(r'(<td class="diff-text[^"]*">)(.*?)(</td>)', re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split())
 
 
 def mark_quotes(html: str, quotes: list[str]) -> str:
-    """Diff HTML from this module with each quote (page text, as the judge
-    cited it) wrapped in <mark> where it appears whole inside one text run.
+    """Diff HTML from this module with each line that holds a quote (page
+    text the judge cited) wrapped in <mark>.
 
-    Only text between tags is searched, and quotes are escaped first, so the
-    markup stays ours and page text stays escaped (the result may be marked
-    safe exactly as the input was). A quote split by word-level highlights is
-    left unmarked rather than guessed at."""
-    needles = sorted(
-        {escape(q) for q in quotes if q and q.strip()}, key=len, reverse=True
-    )
+    A line's text is read back from its cell (tags dropped, entities decoded)
+    and compared with the quotes, so word-level <del>/<ins> inside it do not
+    hide a match. Only our own cell markup is touched; the page text inside
+    stays as escaped as it was, so the result may be marked safe exactly as
+    the input was."""
+    needles = [_squeezed(q) for q in quotes if q and q.strip()]
     if not needles or not html:
         return html
-    # One pass per text run, longest quote first: no quote is ever searched
-    # inside a <mark> this function added.
-    found = re.compile("|".join(re.escape(n) for n in needles))
-    parts = _TAG.split(html)
-    for index in range(0, len(parts), 2):  # even parts are text, odd are tags
-        parts[index] = found.sub(lambda m: f"<mark>{m[0]}</mark>", parts[index])
-    return "".join(parts)
+
+    def mark(match: re.Match[str]) -> str:
+        opening, inner, closing = match.groups()
+        text = _squeezed(unescape(_TAG.sub("", inner)))
+        if not text or not any(n in text for n in needles):
+            return match[0]
+        return f"{opening}<mark>{inner}</mark>{closing}"
+
+    return _TEXT_CELL.sub(mark, html)
