@@ -274,7 +274,7 @@ class PageStateAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return json_block(state.metadata)
 
 
-# --- Notification outbox (rows written by checks.deliveries) ----------------
+# --- Notification outbox (rows written by checks.notify.deliveries) ---------
 
 
 class DeliveryAttemptInline(ReadOnlyMixin, admin.TabularInline):

@@ -89,13 +89,8 @@ def spread(monitor_id: uuid.UUID, interval: timedelta) -> timedelta:
 
 
 def estimated_credits(monitor: Monitor) -> int:
-    """Upper bound of one check's credits. Only scrape targets run for now, so
-    crawl and search targets (skipped) reserve nothing."""
-    return sum(
-        target.estimated_credits(judging=monitor.judging)
-        for target in monitor.targets.all()
-        if target.type == Target.Type.SCRAPE
-    )
+    """Upper bound of one check's credits (targets checks skip count 0)."""
+    return monitor.estimated_credits_per_run()
 
 
 def enqueue(check_id: uuid.UUID) -> None:

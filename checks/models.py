@@ -449,6 +449,57 @@ class CheckBatch(models.Model):
         )
 
 
+class Crawl(models.Model):
+    """One crawl target's crawl within one check (checks.crawl): what it has
+    found so far, whether it was cut short, and the robots.txt it obeys.
+
+    Rows of CrawlPage are the frontier: every URL admitted to this crawl, once
+    (the unique key is the URL as checks.crawl.scope folds it). Both are
+    written in the transaction that plans or admits pages, so a crawl whose
+    worker dies is resumed from the same frontier."""
+
+    check_run = models.ForeignKey(
+        Check, on_delete=models.CASCADE, related_name="crawls", db_index=False
+    )
+    target_id = models.UUIDField()
+    # robots.txt of the start host as fetched when the check was planned
+    # (empty: none, or ignored); other hosts' are fetched as they are met.
+    robots = models.TextField(blank=True)
+    found = models.PositiveIntegerField(default=0)
+    # Why the crawl did not reach everything ("" when it did): such a crawl
+    # reports no removed pages.
+    truncated = models.CharField(max_length=255, blank=True)
+    # Set by the one worker that records the removed pages, at the end.
+    closed = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["check_run", "target_id"], name="one_crawl_per_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"crawl of target {self.target_id} in check {self.check_run_id}"
+
+
+class CrawlPage(models.Model):
+    crawl = models.ForeignKey(
+        Crawl, on_delete=models.CASCADE, related_name="pages", db_index=False
+    )
+    key = models.CharField(max_length=64)
+    url = models.URLField(max_length=2048)
+    depth = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["crawl", "key"], name="one_page_per_key")
+        ]
+
+    def __str__(self) -> str:
+        return self.url
+
+
 class Snapshot(models.Model):
     """Extracted page content, stored once per distinct content (by hash) and
     compressed, so an unchanged page costs no new storage.
@@ -743,8 +794,8 @@ class PageResult(models.Model):
 
 
 # --- Notification outbox ------------------------------------------------------
-# Written by checks.deliveries in the same transaction as the event it announces,
-# sent after commit by checks.notification_tasks, swept again while pending.
+# Written by checks.notify.deliveries in the same transaction as the event it
+# announces, sent after commit by checks.notify.tasks, swept again while pending.
 
 
 class DeliveryQuerySet(models.QuerySet["Delivery"]):
@@ -832,18 +883,19 @@ class Delivery(models.Model):
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "deliveries"
         indexes = [
-            # Used by checks.deliveries.sweep (due rows, stale claims): only open
-            # rows are indexed, so the index stays small as history grows.
+            # Used by checks.notify.deliveries.sweep (due rows, stale claims):
+            # only open rows are indexed, so the index stays small as history
+            # grows.
             models.Index(
                 fields=["next_attempt_at"],
                 name="delivery_open_idx",
                 condition=Q(status__in=["pending", "sending"]),
             ),
-            # Used by checks.deliveries.recent_deliveries (dashboard).
+            # Used by checks.notify.deliveries.recent_deliveries (dashboard).
             models.Index(
                 fields=["monitor", "-created_at"], name="delivery_monitor_idx"
             ),
-            # Used by checks.deliveries.refresh_notification_status.
+            # Used by checks.notify.deliveries.refresh_notification_status.
             models.Index(fields=["check_run", "kind"], name="delivery_check_idx"),
         ]
 

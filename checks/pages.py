@@ -22,7 +22,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -36,14 +36,15 @@ from checks.content import (
     extract,
     markdown_of,
     pack_snapshot,
+    page_links,
     snapshot_hash,
     strip_noise,
     unpack,
 )
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult
+from checks.jobs import PageJob
 from checks.models import PageResult, PageState
-from checks.sources import PageJob
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ class Outcome:
     # (format, source, Markdown) of a page whose text differs from the stored
     # hash: reconcile() decides between same and changed with the baseline.
     pending: tuple[str, str, str] | None = None
+    # A crawl page's links (absolute, unfiltered): checks.crawl scopes them.
+    links: list[str] = field(default_factory=list)
     # For the model (checks.ai.stage), on pages whose formats ask for it: the
     # fetched (format, source), and the compared Markdown when it was made.
     source: tuple[str, str] | None = None
@@ -162,8 +165,8 @@ def request_headers(job: PageJob, state: PageState | None) -> dict[str, str]:
     fetched with the same options: the server may then answer 304 Not
     Modified, which costs neither a body nor an extraction."""
     headers = job.headers
-    if state is None or not state.has_baseline:
-        return headers
+    if state is None or not state.has_baseline or job.follow:
+        return headers  # a crawl page's links are read from its body
     if state.options_hash != options_hash(job.options):
         return headers
     validators = {"If-None-Match": state.etag, "If-Modified-Since": state.last_modified}
@@ -237,7 +240,11 @@ def judge(
             "The page could not be fetched because of an internal error.",
         )
     try:
-        return _judge_response(job, fetched, state)
+        outcome = _judge_response(job, fetched, state)
+        if job.follow and 200 <= fetched.status_code < 300:
+            content_type = fetched.headers.get("content-type", "")
+            outcome.links = page_links(fetched.content, content_type, fetched.final_url)
+        return outcome
     except Exception:
         logger.exception("Analysing %s crashed", job.url)
         return failed(

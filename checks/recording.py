@@ -17,9 +17,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from checks import notify, pages
+from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
 from checks.pages import Outcome
-from checks.sources import PageJob
 
 # Pages recorded per transaction, at most.
 RECORD_BATCH = 20
@@ -40,6 +40,10 @@ def record_many(
     their baselines' text (read here, in one query). Retried once on an
     integrity error: retention may delete an orphan snapshot in the instant
     between Snapshot.store_many() finding it and the commit."""
+    # A crawl's start page outside includePaths was fetched for its links only.
+    items = [item for item in items if item[0].record]
+    if not items:
+        return []
     reconcile(items)
     for attempt in (1, 2):
         try:

@@ -3,8 +3,8 @@
     plan: sources (checks.sources) -> page jobs -> CheckBatch rows of
           CHECK_BATCH_SIZE pages
     batch: fetchers (checks.fetchers) get each page through the one outbound
-          door, concurrently under its one limiter -> checks.pages decides it
-          inline as it arrives -> the model's work, if the monitor asks for
+          door, concurrently under its one limiter -> checks.pages judges it
+          inline as it arrives -> the model's part, if the monitor asks for
           any (checks.ai.stage), on the same event loop -> checks.recording
           writes a few pages per transaction
     finish: the batch that ends last finishes the check (a conditional update,
@@ -41,9 +41,12 @@ from django.utils import timezone
 
 from checks import notify, pages, sources
 from checks.ai.stage import Enricher
+from checks.crawl import frontier
+from checks.crawl.frontier import Frontier
 from checks.fetch import FetchError, OutboundClient, Resolver
-from checks.fetchers import Fetcher, HttpFetcher
-from checks.models import Check, CheckBatch, PageResult, PageState
+from checks.fetchers import HttpFetcher
+from checks.jobs import PageJob
+from checks.models import Check, CheckBatch, Crawl, PageResult, PageState
 from checks.recording import (
     RECORD_BATCH,
     CheckAbandoned,
@@ -51,8 +54,7 @@ from checks.recording import (
     reconcile,
     record_many,
 )
-from checks.sources import PageJob
-from monitors.models import Monitor
+from monitors.models import Monitor, Target
 
 logger = logging.getLogger(__name__)
 
@@ -150,12 +152,10 @@ def execute(
     """Plan a claimed check and run its open batches: all of them here, or
     with `fan_out` the first here and the others queued for any worker."""
     with _guarded(check.pk):
-        batches = plan(check)
+        batches = plan(check, resolver)
         if fan_out:
-            enqueue_batches([b.pk for b in batches[1:]])
-            batches = batches[:1]
-        for batch in batches:
-            _run_batch(batch, resolver)
+            batches = batches[:1] + _enqueue(batches[1:])
+        _run_batches(batches, resolver, fan_out)
         finish_if_done(check.pk)
 
 
@@ -166,10 +166,32 @@ def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
     if batch is None or batch.status not in CheckBatch.OPEN:
         return True  # gone, or done already: a duplicate message
     with _guarded(batch.check_run_id):
-        if not _run_batch(batch, resolver):
+        found = _run_batch(batch, resolver)
+        if found is None:
             return False
+        _run_batches(_enqueue(found), resolver, fan_out=True)
         finish_if_done(batch.check_run_id)
     return True
+
+
+def _run_batches(
+    batches: list[CheckBatch], resolver: Resolver | None, fan_out: bool
+) -> None:
+    """Run these batches here, and the batches their crawls find: queued for
+    any worker with `fan_out`, except a paced crawl's (see _enqueue)."""
+    while batches:
+        found = _run_batch(batches.pop(0), resolver) or []
+        batches += _enqueue(found) if fan_out else found
+
+
+def _enqueue(batches: list[CheckBatch]) -> list[CheckBatch]:
+    """Queue batches for any worker; returns those that must stay here: a
+    crawl with a delay or a concurrency cap runs its pages one batch after
+    another in one task, so the pace holds across the whole crawl."""
+    paced = {c.target_id for c in _paced_crawls(batches)}
+    local = [b for b in batches if _batch_target(b) in paced]
+    enqueue_batches([b.pk for b in batches if b not in local])
+    return local
 
 
 class _guarded:
@@ -196,44 +218,81 @@ class _guarded:
         return True
 
 
-def plan(check: Check) -> list[CheckBatch]:
+def plan(check: Check, resolver: Resolver | None = None) -> list[CheckBatch]:
     """The check's open batches, planned once: a check taken over keeps the
     batches (and scrape ids) its first worker planned."""
     batches = list(check.batches.all())
     if not batches:
-        batches = _plan(check)
+        batches = _plan(check, resolver)
     return [b for b in batches if b.status in CheckBatch.OPEN]
 
 
-def _plan(check: Check) -> list[CheckBatch]:
+def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
     monitor = Monitor.objects.get(pk=check.monitor_id)
     if monitor.deleted_at is not None:
         fail(check.pk, DELETED_MESSAGE)
         raise CheckAbandoned
-    jobs, target_results = sources.plan(check, list(monitor.targets.all()))
-    size = int(settings.CHECK_BATCH_SIZE)
-    now = timezone.now()
+    planned = sources.plan(check, list(monitor.targets.all()), resolver)
+    target_results = [source.target_result() for source, _ in planned]
+    if planned and all(isinstance(s, sources.SkippedTarget) for s, _ in planned):
+        fail(check.pk, " ".join(r["reason"] for r in target_results))
+        raise CheckAbandoned
+    recorded = sum(job.record for _, jobs in planned for job in jobs)
     with transaction.atomic():
         alive = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING)
-        if not alive.update(pages_total=len(jobs), target_results=target_results):
+        if not alive.update(pages_total=recorded, target_results=target_results):
             raise CheckAbandoned
-        CheckBatch.objects.bulk_create(
-            [
-                CheckBatch(
-                    check_run=check,
-                    number=number,
-                    pages=[_page_ref(job) for job in jobs[start : start + size]],
-                    heartbeat_at=now,
-                )
-                for number, start in enumerate(range(0, len(jobs), size))
-            ],
-            ignore_conflicts=True,
-        )
+        for source, jobs in planned:
+            source.persist(check, jobs)
+        CheckBatch.objects.bulk_create(_batches(check, planned), ignore_conflicts=True)
     return list(check.batches.all())
 
 
-def _page_ref(job: PageJob) -> list[str]:
-    return [str(job.target_id), job.url, str(job.scrape_id)]
+def _batches(
+    check: Check, planned: list[tuple[sources.Source, list[PageJob]]]
+) -> list[CheckBatch]:
+    """CHECK_BATCH_SIZE pages each, one target per batch (a crawl's pace and
+    its links belong to its own batches)."""
+    size, now, batches = int(settings.CHECK_BATCH_SIZE), timezone.now(), []
+    for _, jobs in planned:
+        for start in range(0, len(jobs), size):
+            refs = [job.ref() for job in jobs[start : start + size]]
+            batches.append(
+                CheckBatch(
+                    check_run=check, number=len(batches), pages=refs, heartbeat_at=now
+                )
+            )
+    return batches
+
+
+def _batch_target(batch: CheckBatch) -> str | None:
+    return batch.pages[0][0] if batch.pages else None
+
+
+def _paced_crawls(batches: list[CheckBatch]) -> list[Crawl]:
+    targets = {_batch_target(b) for b in batches} - {None}
+    if not targets:
+        return []
+    crawls = Crawl.objects.filter(
+        check_run_id=batches[0].check_run_id, target_id__in=targets
+    )
+    return [crawl for crawl in crawls if _pace(crawl)[0] is not None]
+
+
+def _pace(crawl: Crawl) -> tuple[int | None, float]:
+    """(concurrency cap, seconds between requests) of a crawl; (None, 0) when
+    it may go as fast as the limiter lets it."""
+    target = Target.objects.filter(pk=crawl.target_id).first()
+    if target is None:
+        return None, 0.0
+    scope = frontier.scope_of(target, crawl.robots)
+    delay = scope.delay()
+    cap = (target.crawl_options or {}).get("maxConcurrency")
+    if delay > 0:
+        return 1, delay
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+        return cap, 0.0
+    return None, 0.0
 
 
 def enqueue_batches(batch_ids: Sequence[int]) -> None:
@@ -245,11 +304,13 @@ def enqueue_batches(batch_ids: Sequence[int]) -> None:
             current_app.send_task(RUN_BATCH_TASK, args=[batch_id], producer=producer)
 
 
-def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> bool:
+def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch] | None:
+    """Run one batch; the batches its crawl pages found ([] for none), or
+    None when another worker is on it."""
     now = timezone.now()
     if not batch.claim(now, stale_running_after()):
         batch.refresh_from_db(fields=["status"])
-        return batch.status not in CheckBatch.OPEN  # False: busy elsewhere
+        return [] if batch.status not in CheckBatch.OPEN else None
     check = Check.objects.select_related("monitor").get(pk=batch.check_run_id)
     if check.status != Check.Status.RUNNING:
         raise CheckAbandoned
@@ -258,8 +319,7 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> bool:
         raise CheckAbandoned
     jobs = _jobs(check, batch)
     states = _states(check.monitor, jobs)
-    cached: list[Item] = []
-    to_fetch = []
+    cached, to_fetch = [], []
     for job in jobs:
         state = states.get((job.target_id, PageState.hash_url(job.url)))
         outcome = pages.from_cache(job, state, now)
@@ -267,45 +327,43 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> bool:
             to_fetch.append((job, state))
         else:
             cached.append((job, outcome, state))
+    crawls = Frontier(check) if any(job.follow for job in jobs) else None
+    found: list[CheckBatch] = []
     if to_fetch or cached:
-        _fetch_and_record(
-            check,
-            batch,
-            to_fetch,
-            HttpFetcher(OutboundClient(resolver=resolver)),
-            cached=cached,
-            enricher=Enricher(check.monitor, resolver=resolver),
+        fetcher = _fetcher(batch, resolver)
+        enricher = Enricher(check.monitor, resolver=resolver)
+        found = _fetch_and_record(
+            check, batch, to_fetch, fetcher, crawls, cached=cached, enricher=enricher
         )
     batch.complete()
-    return True
+    return found
+
+
+def _fetcher(batch: CheckBatch, resolver: Resolver | None) -> HttpFetcher:
+    paced = _paced_crawls([batch])
+    cap, delay = _pace(paced[0]) if paced else (None, 0.0)
+    client = OutboundClient(resolver=resolver, concurrency=cap)
+    return HttpFetcher(client, delay=delay)
 
 
 def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
     """The batch's pages not recorded yet (an earlier worker may have written
     some before it died), with their targets' current options."""
     targets = {t.id: t for t in check.monitor.targets.all()}
-    urls = [url for _, url, _ in batch.pages]
+    urls = [ref[1] for ref in batch.pages]
     done = set(
         PageResult.objects.filter(check_run=check, url__in=urls).values_list(
             "target_id", "url"
         )
     )
+    ignored = tuple(check.monitor.ignore_lines or ())
     jobs = []
-    for target_id, url, scrape_id in batch.pages:
-        target = targets.get(uuid.UUID(target_id))
-        if target is None or (target.id, url) in done:
+    for ref in batch.pages:
+        target = targets.get(uuid.UUID(ref[0]))
+        if target is None or (target.id, ref[1]) in done:
             continue  # its target was deleted meanwhile, or recorded already
         credits, options = target.credits_per_page(), target.scrape_options or {}
-        jobs.append(
-            PageJob(
-                target.id,
-                url,
-                options,
-                credits,
-                uuid.UUID(scrape_id),
-                ignore_lines=tuple(check.monitor.ignore_lines or ()),
-            )
-        )
+        jobs.append(PageJob.from_ref(ref, options, credits, ignore_lines=ignored))
     return jobs
 
 
@@ -327,17 +385,19 @@ def _states(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
 
 class _Fetching:
     """The pages of one batch being fetched and judged concurrently; take()
-    hands over those that are done (cache hits first, done from the start).
+    hands over those that are done (cache hits first: done from the start).
     Bodies live only inside their page's task (fetch, then judge inline), so
     memory stays bounded by the limiter."""
 
     def __init__(
         self,
-        fetcher: Fetcher,
+        fetcher: HttpFetcher,
         items: list[tuple[PageJob, PageState | None]],
+        crawls: Frontier | None = None,
         done: list[Item] | None = None,
     ):
         self.fetcher = fetcher
+        self.crawls = crawls
         self.items = items
         self.done: list[Item] = list(done or [])
         self.left = len(items) + len(self.done)
@@ -358,7 +418,10 @@ class _Fetching:
             fetched = exc
         except Exception as exc:  # judged as an internal error of this page
             fetched = exc
-        self.done.append((job, pages.judge(job, fetched, state), state))
+        outcome = pages.judge(job, fetched, state)
+        if self.crawls is not None and outcome.links:
+            await self.crawls.learn_robots(job, outcome, self.fetcher.client)
+        self.done.append((job, outcome, state))
         assert self.arrived is not None
         self.arrived.set()
 
@@ -388,19 +451,26 @@ def _fetch_and_record(
     check: Check,
     batch: CheckBatch,
     items: list[tuple[PageJob, PageState | None]],
-    fetcher: Fetcher,
+    fetcher: HttpFetcher,
+    crawls: Frontier | None,
     *,
     cached: list[Item] | None = None,
     enricher: Enricher | None = None,
-) -> None:
-    fetching = _Fetching(fetcher, items, cached)
+) -> list[CheckBatch]:
+    """Fetch and judge the pages (`cached` ones are decided already), let the
+    model do its part, and record them as they arrive; the batches their links
+    added to a crawl (admitted before the pages are recorded)."""
+    fetching = _Fetching(fetcher, items, crawls, cached)
     enricher = enricher or Enricher(check.monitor)
+    found: list[CheckBatch] = []
     with asyncio.Runner() as loop:
         try:
             loop.run(fetching.start())
             while fetching.left:
                 taken = loop.run(fetching.take(HEARTBEAT_SECONDS))
                 if taken:
+                    if crawls is not None:
+                        found += crawls.admit(taken)
                     reconcile(taken)
                     _enrich(loop, enricher, taken, check, batch)
                     record_many(check, taken, batch)
@@ -411,6 +481,7 @@ def _fetch_and_record(
             # flight rather than waiting for slow pages.
             loop.run(fetching.close())
             loop.run(enricher.aclose())
+    return found
 
 
 async def _spawn(coroutine: Any) -> asyncio.Task[Any]:
@@ -426,7 +497,7 @@ def _enrich(
 ) -> None:
     """The model's work on these pages (checks.ai.stage), on the batch's loop
     so fetches go on meanwhile; the check heart-beats while it waits."""
-    work = enricher.prepare(items)
+    work = enricher.prepare([item for item in items if item[0].record])
     if not work:
         return
     task = loop.run(_spawn(enricher.enrich(work)))
@@ -456,6 +527,7 @@ def finish_if_done(check_id: uuid.UUID) -> Check | None:
     """Finish the check when none of its batches is open any more."""
     if CheckBatch.objects.filter(check_run_id=check_id).open().exists():
         return None
+    frontier.close(check_id, record_many)
     return finish(check_id)
 
 
@@ -517,7 +589,7 @@ def fail_stale_checks(now: datetime) -> int:
         batches = CheckBatch.objects.filter(check_run_id=pk)
         if batches.open().exists():
             continue  # its batches are being mended above
-        if batches.exists() and finish(pk) is not None:
+        if batches.exists() and finish_if_done(pk) is not None:
             continue  # every batch was done; the one that finishes had died
         where = Q(status=status, heartbeat_at__lt=running_before)
         failed += fail(pk, STALE_RUNNING_MESSAGE, now, where=where)

@@ -10,67 +10,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
-from urllib.parse import urlsplit
 
-from django.conf import settings
-
+from checks.crawl.source import CrawlSource
+from checks.fetch import Resolver
+from checks.jobs import PageJob
 from checks.models import Check
 from monitors.models import Target
-
-# scrapeOptions.timeout (ms) is honoured within these bounds (seconds).
-MIN_PAGE_TIMEOUT, MAX_PAGE_TIMEOUT = 1.0, 300.0
-MOBILE_USER_AGENT_PREFIX = (
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) Mobile/15E148"
-)
-
-
-@dataclass(frozen=True)
-class PageJob:
-    """One URL of one target in one check."""
-
-    target_id: uuid.UUID
-    url: str
-    options: Mapping[str, Any]
-    credits: int
-    scrape_id: uuid.UUID
-    # The monitor's noise rule (checks.content.noise).
-    ignore_lines: tuple[str, ...] = ()
-
-    @property
-    def headers(self) -> dict[str, str]:
-        raw = self.options.get("headers")
-        headers = (
-            {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-        )
-        wants_mobile = self.options.get("mobile") is True
-        if wants_mobile and not any(k.lower() == "user-agent" for k in headers):
-            headers["User-Agent"] = (
-                f"{MOBILE_USER_AGENT_PREFIX} {settings.OUTBOUND_USER_AGENT}"
-            )
-        return headers
-
-    @property
-    def timeout(self) -> float | None:
-        raw = self.options.get("timeout")
-        if not isinstance(raw, int | float) or isinstance(raw, bool) or raw <= 0:
-            return None
-        return min(max(raw / 1000, MIN_PAGE_TIMEOUT), MAX_PAGE_TIMEOUT)
-
-    @property
-    def verify_tls(self) -> bool:
-        return self.options.get("skipTlsVerification") is not True
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.url).hostname or ""
 
 
 class Source(Protocol):
     """Page jobs of one target, and what targetResults says about it."""
 
     def jobs(self) -> list[PageJob]: ...
+
+    def persist(self, check: Check, jobs: list[PageJob]) -> None:
+        """Save what the source needs beyond its batches (in the transaction
+        that writes them)."""
 
     def target_result(self) -> dict[str, Any]: ...
 
@@ -82,7 +38,9 @@ class ScrapeSource:
     again (a taken-over check) reuses them and its pages stay consistent.
     """
 
-    def __init__(self, target: Target, stored: Mapping[str, Any]) -> None:
+    def __init__(
+        self, target: Target, stored: Mapping[str, Any], resolver: Resolver | None
+    ) -> None:
         self.target = target
         ids = stored.get("expectedJobs") or []
         if len(ids) != len(target.urls):
@@ -98,6 +56,9 @@ class ScrapeSource:
             for url, scrape_id in zip(target.urls, self.scrape_ids, strict=True)
         ]
 
+    def persist(self, check: Check, jobs: list[PageJob]) -> None:
+        return None
+
     def target_result(self) -> dict[str, Any]:
         return {
             "targetId": str(self.target.id),
@@ -106,7 +67,10 @@ class ScrapeSource:
         }
 
 
-SOURCES: dict[str, type[ScrapeSource]] = {Target.Type.SCRAPE: ScrapeSource}
+SOURCES: dict[str, type[ScrapeSource] | type[CrawlSource]] = {
+    Target.Type.SCRAPE: ScrapeSource,
+    Target.Type.CRAWL: CrawlSource,
+}
 
 
 class SkippedTarget:
@@ -122,6 +86,9 @@ class SkippedTarget:
     def jobs(self) -> list[PageJob]:
         return []
 
+    def persist(self, check: Check, jobs: list[PageJob]) -> None:
+        return None
+
     def target_result(self) -> dict[str, Any]:
         return {
             "targetId": str(self.target.id),
@@ -131,18 +98,20 @@ class SkippedTarget:
         }
 
 
-def source_for(target: Target, stored: Mapping[str, Any]) -> Source:
+def source_for(
+    target: Target, stored: Mapping[str, Any], resolver: Resolver | None = None
+) -> Source:
     kind = SOURCES.get(target.type) if target.is_checked else None
-    return SkippedTarget(target) if kind is None else kind(target, stored)
+    return SkippedTarget(target) if kind is None else kind(target, stored, resolver)
 
 
-def plan(check: Check, targets: Sequence[Target]) -> tuple[list[PageJob], list[dict]]:
-    """The pages to check and the check's targetResults."""
+def plan(
+    check: Check, targets: Sequence[Target], resolver: Resolver | None = None
+) -> list[tuple[Source, list[PageJob]]]:
+    """Each target's source and its first page jobs."""
     stored = {r.get("targetId"): r for r in check.target_results or []}
-    jobs: list[PageJob] = []
-    results: list[dict] = []
+    planned = []
     for target in targets:
-        source = source_for(target, stored.get(str(target.id), {}))
-        jobs.extend(source.jobs())
-        results.append(source.target_result())
-    return jobs, results
+        source = source_for(target, stored.get(str(target.id), {}), resolver)
+        planned.append((source, source.jobs()))
+    return planned

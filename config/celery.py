@@ -18,9 +18,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("pagewatch")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# Every installed app's tasks.py, and the notification outbox's own
+# (checks/notify/tasks.py).
 app.autodiscover_tasks()
-# The notification outbox keeps its tasks in checks/notification_tasks.py.
-app.autodiscover_tasks(related_name="notification_tasks")
+app.autodiscover_tasks(["checks.notify"])
 
 
 @app.on_after_configure.connect

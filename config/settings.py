@@ -228,6 +228,12 @@ CHECK_BATCH_SIZE = env_int("CHECK_BATCH_SIZE", 100, minimum=1)
 # again (or the check ended with a reason). Running batches write a heartbeat
 # every 10 s.
 CHECK_STALE_AFTER_SECONDS = env_int("CHECK_STALE_AFTER_SECONDS", 120, minimum=15)
+# Crawl targets (checks.crawl): the most pages one crawl visits (crawlOptions.limit
+# is bounded by it), how long a crawl keeps admitting new pages before it stops
+# as truncated, and whether monitors may set ignoreRobotsTxt / robotsUserAgent.
+CRAWL_MAX_PAGES = env_int("CRAWL_MAX_PAGES", 10_000, minimum=1)
+CRAWL_DEADLINE_SECONDS = env_int("CRAWL_DEADLINE_SECONDS", 3600, minimum=60)
+CRAWL_ALLOW_IGNORE_ROBOTS = env_bool("CRAWL_ALLOW_IGNORE_ROBOTS", False)
 # --- The AI model (checks.ai): any OpenAI-compatible endpoint ---------------
 # Empty LLM_BASE_URL: no model; judging reports "not judged" and JSON
 # extraction is a page error that says so. The endpoint's host is the only
@@ -257,7 +263,8 @@ CELERY_BEAT_SCHEDULE = {
         ("fail-stale-checks", "checks.tasks.fail_stale_checks_task", 60.0),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
-        # was lost (checks.deliveries.sweep).
+        # was lost (checks.notify.deliveries.sweep; the task keeps the name it
+        # had before checks/notify/ existed).
         ("sweep-deliveries", "checks.notification_tasks.sweep_deliveries_task", 60.0),
     )
 }  # fmt: skip

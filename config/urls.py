@@ -9,11 +9,6 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
-    path("v2/", include("checks.urls")),
-    # Public consent pages linked from e-mails (checks/email_views.py).
-    path("email/", include("checks.email_urls")),
-    # Dashboard pages for deliveries (checks/notification_views.py).
-    path("", include("checks.notification_urls")),
     path("", include("monitors.urls")),
 ]
 

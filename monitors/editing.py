@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
-from checks.deliveries import queue_confirmations
+from checks.notify.deliveries import queue_confirmations
 from monitors import rules
 from monitors.models import Monitor, Target, Team
 

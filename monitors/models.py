@@ -283,8 +283,11 @@ class Monitor(models.Model):
         return self.interval_minutes(now) >= threshold
 
     def estimated_credits_per_run(self) -> int:
+        # Targets checks skip (types not supported yet) cost nothing.
         return sum(
-            t.estimated_credits(judging=self.judging) for t in self.targets.all()
+            t.estimated_credits(judging=self.judging)
+            for t in self.targets.all()
+            if t.is_checked
         )
 
     def estimated_credits_per_month(self, now: datetime) -> int:
@@ -354,7 +357,7 @@ class Target(models.Model):
 
     # The target types checks run in this version; the others are saved and
     # recorded as skipped (checks.sources), and the dashboard says so.
-    CHECKED_TYPES = frozenset({Type.SCRAPE})
+    CHECKED_TYPES = frozenset({Type.SCRAPE, Type.CRAWL})
 
     class Meta:
         ordering = ["position", "created_at"]
@@ -382,7 +385,8 @@ class Target(models.Model):
         if self.type == self.Type.SCRAPE:
             return len(self.urls)
         if self.type == self.Type.CRAWL:
-            return int(self.crawl_options.get("limit") or 10000)
+            limit = int(self.crawl_options.get("limit") or 10000)
+            return min(limit, settings.CRAWL_MAX_PAGES)
         return 0
 
     def estimated_credits(self, *, judging: bool) -> int:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
-from monitors import noise_rule
+import re2
+
 from monitors.url_rule import url_syntax_error
 
 NAME_MAX = 256
@@ -44,15 +46,6 @@ _DOMAIN = re.compile(
 def url_error(url: str) -> str | None:
     """Syntax of a URL we may fetch or post to; addresses are judged at connect."""
     return url_syntax_error(url)
-
-
-IGNORE_LINES_MAX = noise_rule.ENTRIES_MAX
-IGNORE_LINE_MAX = noise_rule.ENTRY_MAX
-
-
-def ignore_line_error(entry: str) -> str | None:
-    """The noise rule's syntax (monitors.noise_rule)."""
-    return noise_rule.entry_error(entry)
 
 
 def clean_ignore_lines(entries: Iterable[str]) -> list[str]:
@@ -114,4 +107,56 @@ def header_value_error(value: str) -> str | None:
         return f"Header values must be at most {HEADER_VALUE_MAX} characters."
     if any(ch in value for ch in "\r\n\0"):
         return "Header values must not contain line breaks."
+    return None
+
+
+# --- Crawl path patterns ----------------------------------------------------------
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+def path_pattern(pattern: str) -> Any:
+    """A crawl's includePaths/excludePaths entry, compiled with RE2 (linear
+    time: no pattern can hang a worker). Raises ValueError with the reason for
+    syntax RE2 does not have (backreferences, look-arounds)."""
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode(errors="replace")
+        raise ValueError(f"Not a pattern we can use: {reason}.") from None
+
+
+# --- The noise rule (a monitor's ignoreLines) -------------------------------------
+# Applied by checks.content.noise: a page line matching an entry is left out
+# before comparing and judging. An entry is plain text, matched anywhere in a
+# line whatever its case, or an RE2 pattern between slashes: /^\d+ views$/.
+
+IGNORE_LINES_MAX = 50
+IGNORE_LINE_MAX = 300
+
+
+def ignore_line_regex(entry: str) -> str | None:
+    """The pattern of a ``/.../`` entry, None for plain text."""
+    entry = entry.strip()
+    if len(entry) >= 3 and entry.startswith("/") and entry.endswith("/"):
+        return entry[1:-1]
+    return None
+
+
+def ignore_line_error(entry: str) -> str | None:
+    """Why an ignoreLines entry cannot be used (fit to show a user), or None."""
+    if not entry.strip():
+        return "Empty entries are not allowed."
+    if len(entry) > IGNORE_LINE_MAX:
+        return f"Each entry must be at most {IGNORE_LINE_MAX} characters."
+    pattern = ignore_line_regex(entry)
+    if pattern is None:
+        return None
+    try:
+        path_pattern(pattern)
+    except ValueError as exc:
+        return str(exc)
     return None

@@ -1,16 +1,20 @@
-"""Dashboard routes (HTML, signed-in people) and the sign-in pages.
+"""Dashboard routes (HTML, signed-in people), the sign-in pages and the consent
+pages linked from e-mails.
 
 Everything here needs a session (LoginRequiredMiddleware) except Django's own
-sign-in and password-reset views, which mark themselves as public."""
+sign-in and password-reset views and the consent pages (monitors.email_views),
+which mark themselves as public."""
 
 from __future__ import annotations
 
 from django.urls import include, path
 
-from monitors import views
+from monitors import email_views, notification_views, views
 
 monitor = "monitors/<uuid:pk>/"
 check = monitor + "checks/<uuid:check_id>/"
+deliveries = monitor + "deliveries/"
+consent = "email/unsubscribe/<str:token>/"
 
 urlpatterns = [
     path("", views.monitor_list, name="monitor-list"),
@@ -27,6 +31,21 @@ urlpatterns = [
     path(check, views.check_detail, name="check-detail"),
     path(check + "progress/", views.check_progress, name="check-progress"),
     path(check + "pages/<uuid:page_id>/", views.page_diff, name="page-diff"),
+    path(
+        deliveries,
+        notification_views.monitor_deliveries,
+        name="monitor-deliveries",
+    ),
+    path(
+        deliveries + "test/",
+        notification_views.webhook_test,
+        name="monitor-webhook-test",
+    ),
+    path(
+        deliveries + "<int:delivery_id>/retry/",
+        notification_views.delivery_retry,
+        name="delivery-retry",
+    ),
     path("settings/api-keys/", views.api_keys, name="api-keys"),
     path(
         "settings/api-keys/<int:key_id>/revoke/",
@@ -35,6 +54,13 @@ urlpatterns = [
     ),
     path("settings/team/", views.team_members, name="team-members"),
     path("team/switch/", views.team_switch, name="team-switch"),
+    path("email/confirm/<str:token>/", email_views.confirm, name="email_confirm"),
+    path(consent, email_views.unsubscribe, name="email_unsubscribe"),
+    path(
+        consent + "one-click/",
+        email_views.one_click_unsubscribe,
+        name="email_unsubscribe_one_click",
+    ),
     # login, logout, password_change*, password_reset* (templates/registration/)
     path("accounts/", include("django.contrib.auth.urls")),
 ]

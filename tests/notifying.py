@@ -25,9 +25,10 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from checks import deliveries, notify
+from checks import notify
 from checks.models import Check, PageResult
-from checks.notification_tasks import deliver_task
+from checks.notify import deliveries
+from checks.notify.tasks import deliver_task
 from monitors.models import Monitor, Team
 from tests.sites import Request, Site
 

@@ -44,6 +44,7 @@ class Request:
     path: str  # with the query string
     headers: dict[str, str]
     body: bytes
+    time: float = field(default_factory=time.monotonic)  # when it arrived
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()

@@ -205,7 +205,7 @@ def test_lines_to_ignore_are_saved_from_the_form_and_bad_patterns_refused(
     saved = web.post(f"/monitors/{monitor.pk}/edit/", form)
 
     assert refused.status_code == 400
-    assert "“/(unclosed/”: Not a valid regular expression" in refused.content.decode()
+    assert "“/(unclosed/”: Not a pattern we can use" in refused.content.decode()
     assert saved.status_code == 302
     monitor.refresh_from_db()
     assert monitor.ignore_lines == ["Last updated", "/^\\d+ views$/"]
@@ -250,4 +250,4 @@ def test_ignore_lines_round_trip_through_the_api_and_bad_ones_are_named(api):
 
     assert created["ignoreLines"] == ["Last updated", "/\\d+ views/"]
     assert refused["details"][0]["path"] == ["ignoreLines", 1]
-    assert "Not a valid regular expression" in refused["error"]
+    assert "Not a pattern we can use" in refused["error"]

@@ -10,7 +10,7 @@ from checks.ai import formats
 from checks.ai.data import DataBlock, plain_text
 from checks.ai.judge import clean, messages, not_judged, trim_diff
 from checks.content import field_diff, strip_noise
-from monitors.noise_rule import entry_error
+from monitors.rules import ignore_line_error as entry_error
 
 # --- formats --------------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ def test_noise_lines_are_dropped_by_text_or_regex():
 
 
 def test_noise_entries_are_validated():
-    assert entry_error("/(unclosed/").startswith("Not a valid regular expression")
+    assert entry_error("/(unclosed/").startswith("Not a pattern we can use")
     assert entry_error("/(?=lookahead)/") is not None  # RE2 has no lookaround
     assert entry_error("   ") == "Empty entries are not allowed."
     assert entry_error("x" * 301) is not None

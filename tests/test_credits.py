@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import time_machine
 
-from monitors.models import Monitor
+from monitors.models import Monitor, Target
 
 pytestmark = pytest.mark.django_db
 
@@ -90,25 +90,27 @@ def test_crawl_target_without_a_limit_is_estimated_at_10000_pages(api):
     [(10, 1, True), (10, 3, True), (15, 1, True), (15, 2, False), (50, 12, True)],
 )
 def test_search_target_costs_two_per_ten_results_plus_one_per_judged_result(
-    api, max_results, queries, judge_enabled
+    max_results, queries, judge_enabled
 ):
-    target = {
-        "type": "search",
-        "queries": [f"query {i}" for i in range(queries)],
-        "maxResults": max_results,
-    }
-    data = create(
-        api, [target], schedule="hourly", goal="x", judgeEnabled=judge_enabled
+    target = Target(
+        type=Target.Type.SEARCH,
+        queries=[f"query {i}" for i in range(queries)],
+        max_results=max_results,
     )
     per_run = math.ceil(max_results * queries / 10) * 2
     per_run += max_results if judge_enabled else 0
-    assert data["estimatedCreditsPerMonth"] == per_run * RUNS_HOURLY
+    assert target.estimated_credits(judging=judge_enabled) == per_run
 
 
-def test_search_target_default_of_10_results_is_used_in_the_estimate(api):
-    target = {"type": "search", "queries": ["a", "b"]}
-    data = create(api, [target], schedule="hourly", goal="x")
-    assert data["estimatedCreditsPerMonth"] == (4 + 10) * RUNS_HOURLY
+def test_search_target_default_of_10_results_is_used_in_the_estimate():
+    target = Target(type=Target.Type.SEARCH, queries=["a", "b"])
+    assert target.estimated_credits(judging=True) == 4 + 10
+
+
+def test_targets_checks_skip_are_not_counted_in_the_monitors_estimate(api):
+    search = {"type": "search", "queries": ["a", "b"]}
+    data = create(api, [search, scrape("https://example.com/a")], goal="x")
+    assert data["estimatedCreditsPerMonth"] == 2 * RUNS_EVERY_30_MINUTES
 
 
 @pytest.mark.parametrize(
@@ -138,7 +140,8 @@ def test_targets_of_every_kind_add_up(api):
         {"type": "search", "queries": ["q"], "maxResults": 10},
     ]
     data = create(api, targets, schedule="hourly", goal="x")
-    per_run = (1 + 1) + (10 + 10) + (2 + 10)
+    # The search target is skipped by checks for now, so it costs nothing.
+    per_run = (1 + 1) + (10 + 10)
     assert data["estimatedCreditsPerMonth"] == per_run * RUNS_HOURLY
 
 

@@ -12,10 +12,11 @@ import pytest
 from celery import Celery, current_app
 from django.db import transaction
 
-from checks import deliveries, notify
+from checks import notify
 from checks.models import Check, Delivery, DeliveryAttempt, PageResult
-from checks.notification_tasks import deliver_task, sweep_deliveries_task
-from checks.transports import DeliveryError
+from checks.notify import deliveries
+from checks.notify.tasks import deliver_task, sweep_deliveries_task
+from checks.notify.transports import DeliveryError
 from tests.notifying import (
     make_monitor,
     webhook_config,
@@ -86,9 +87,7 @@ def test_a_broker_that_refuses_the_message_only_delays_the_delivery(
     def refuse(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(
-        "checks.notification_tasks.deliver_task", SimpleNamespace(apply_async=refuse)
-    )
+    monkeypatch.setattr(deliveries, "current_app", SimpleNamespace(send_task=refuse))
     monitor = make_monitor(team, webhook=completed_only(receiver.url))
     scenario.finish(scenario.start(monitor))  # enqueue fails: no exception
     delivery = Delivery.objects.get()
@@ -233,7 +232,7 @@ def test_an_unexpected_crash_is_recorded_and_retried(
     def crash(self, delivery):
         raise KeyError("bug")
 
-    monkeypatch.setattr("checks.transports.WebhookTransport.send", crash)
+    monkeypatch.setattr("checks.notify.transports.WebhookTransport.send", crash)
     queued.run()
     delivery = Delivery.objects.get()
     assert delivery.status == "pending" and delivery.attempts == 1

@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from checks import deliveries, emails
 from checks.models import Delivery
+from checks.notify import deliveries, emails
 from monitors.models import EmailRecipient
 from tests.notifying import (
     judged,

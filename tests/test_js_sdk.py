@@ -37,8 +37,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import transaction
 
-from checks import deliveries, dispatch, runner
+from checks import dispatch, runner
 from checks.models import Check, PageResult
+from checks.notify import deliveries
 from monitors.models import Monitor, Target
 from tests.sites import Site
 

@@ -19,6 +19,7 @@ from checks import notify, pages, runner, sources
 from checks.content import content_hash, pack_snapshot
 from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
+from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
 from checks.tasks import run_check_task
 from monitors.models import Monitor, Target, Team
@@ -668,23 +669,33 @@ def test_a_slow_page_times_out_with_scrape_options_timeout(team, site):
     assert page.error == "Gave up on 127.0.0.1 after 1 s"
 
 
-def test_crawl_and_search_targets_are_skipped_without_failing_the_check(team, site):
+def test_search_targets_are_skipped_without_failing_the_check(team, site):
     url = site.html("/p", "P", "<p>x</p>")
     monitor = make_monitor(team, [url])
-    crawl = Target.objects.create(
-        monitor=monitor, type="crawl", url=site.url("/"), position=1
+    search = Target.objects.create(
+        monitor=monitor, type="search", queries=["x"], position=2
     )
-    Target.objects.create(monitor=monitor, type="search", queries=["x"], position=2)
 
     check = run_check(monitor)
 
     assert check.status == Check.Status.COMPLETED
     assert check.summary["totalPages"] == 1
     results = {r["type"]: r for r in check.target_results}
-    assert results["crawl"]["targetId"] == str(crawl.pk)
-    assert results["crawl"]["skipped"] is True
-    assert "not supported yet" in results["crawl"]["reason"]
+    assert results["search"]["targetId"] == str(search.pk)
     assert results["search"]["skipped"] is True
+    assert "not supported yet" in results["search"]["reason"]
+
+
+def test_a_check_whose_every_target_is_skipped_fails_with_the_reason(team):
+    monitor = make_monitor(team, [])
+    Target.objects.filter(monitor=monitor).delete()
+    Target.objects.create(monitor=monitor, type="search", queries=["x"])
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert "Search targets are not supported yet" in check.error
+    assert check.summary["totalPages"] == 0
 
 
 # --- credits --------------------------------------------------------------------
@@ -764,7 +775,7 @@ def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site)
     # The first worker recorded one page, then died.
     runner.plan(check)
     check.refresh_from_db()
-    jobs, _ = sources.plan(check, list(monitor.targets.all()))
+    [(_, jobs)] = sources.plan(check, list(monitor.targets.all()))
     outcome = pages.Outcome(
         PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=pack_snapshot("0")
     )
@@ -985,16 +996,14 @@ def test_the_task_retries_later_while_another_worker_holds_the_check(team):
 
 
 def test_scrape_options_become_fetch_settings():
-    def job(**options: Any) -> sources.PageJob:
-        return sources.PageJob(
-            uuid.uuid4(), "https://example.com/", options, 1, uuid.uuid4()
-        )
+    def job(**options: Any) -> PageJob:
+        return PageJob(uuid.uuid4(), "https://example.com/", options, 1, uuid.uuid4())
 
     assert job().verify_tls is True and job().timeout is None
     assert job(skipTlsVerification=True).verify_tls is False
     assert job(timeout=15000).timeout == 15.0
-    assert job(timeout=10).timeout == sources.MIN_PAGE_TIMEOUT
-    assert job(timeout=10**9).timeout == sources.MAX_PAGE_TIMEOUT
+    assert job(timeout=10).timeout == MIN_PAGE_TIMEOUT
+    assert job(timeout=10**9).timeout == MAX_PAGE_TIMEOUT
     assert job(timeout="soon").timeout is None
     assert job(mobile=True, headers={"User-Agent": "mine"}).headers == {
         "User-Agent": "mine"

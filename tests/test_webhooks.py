@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from checks import deliveries
 from checks.models import Delivery, DeliveryAttempt
-from checks.notification_tasks import deliver_task, sweep_deliveries_task
+from checks.notify import deliveries
+from checks.notify.tasks import deliver_task, sweep_deliveries_task
 from tests.notifying import (
     firecrawl_signature_ok,
     judged,
@@ -480,7 +480,7 @@ def test_the_runner_announces_its_pages_and_its_finish_through_the_outbox(
 
 
 def test_signatures_reject_a_tampered_body_a_wrong_secret_and_an_old_timestamp():
-    from checks import signing
+    from checks.notify import signing
 
     secret = "whsec_" + "A" * 43 + "="
     body = b'{"type":"monitor.page"}'

@@ -39,9 +39,9 @@ from checks.content import (
 )
 from checks.errors import ErrorKind
 from checks.fetch import Resolver
+from checks.jobs import PageJob
 from checks.models import PageResult, PageState, Snapshot
 from checks.pages import Outcome
-from checks.sources import PageJob
 from monitors.models import Monitor
 
 logger = logging.getLogger(__name__)

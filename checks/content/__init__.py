@@ -16,6 +16,7 @@ from checks.content.compare import content_hash, normalize
 from checks.content.diff import compare_texts, diff_ast
 from checks.content.extract import extract
 from checks.content.fields import field_diff
+from checks.content.html import page_links
 from checks.content.noise import strip_noise
 from checks.content.render import mark_quotes, render_inline, render_side_by_side
 from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
@@ -42,6 +43,7 @@ __all__ = [
     "markdown_of",
     "normalize",
     "pack_snapshot",
+    "page_links",
     "render_inline",
     "render_side_by_side",
     "snapshot_hash",

@@ -12,7 +12,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from checks.content.clean import clean, included, main_root
 from checks.content.metadata import base_url, html_metadata
 from checks.content.options import Options
-from checks.content.sniff import decode
+from checks.content.sniff import body_kind, decode, media_type_of
 from checks.content.source import SOURCE_HTML, Extracted, html_source
 
 _NOT_WEB = ("#", "data:", "javascript:", "mailto:", "tel:")
@@ -46,6 +46,18 @@ def _http_urls(values: Iterable[str | None], base: str) -> list[str]:
         if resolved:
             out[resolved] = None
     return list(out)
+
+
+def page_links(body: bytes, content_type: str, url: str) -> list[str]:
+    """The absolute http(s) links of an HTML page (a crawl's next pages), in
+    page order; [] for anything that is not HTML."""
+    if body_kind(body, media_type_of(content_type)) != "html":
+        return []
+    tree = LexborHTMLParser(decode(body, content_type, html=True))
+    base = base_url(tree, url)
+    return _http_urls(
+        (n.attributes.get("href") for n in tree.css("a[href], area[href]")), base
+    )
 
 
 def _absolutize(root: LexborNode, base: str) -> None:

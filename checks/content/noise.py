@@ -2,7 +2,7 @@
 
 Each entry is plain text, matched case-insensitively anywhere in a line, or an
 RE2 regular expression between slashes, searched in each line (the syntax and
-its checks: monitors.noise_rule).
+its checks: monitors.rules, "The noise rule").
 
 A matching line is dropped from the Markdown both sides are compared on, so a
 timestamp or a visitor counter never makes a page ``changed``, never shows in
@@ -14,16 +14,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-import re2
-
-from monitors.noise_rule import compile_regex, entry_error, regex_body
+from monitors.rules import ignore_line_error, ignore_line_regex, path_pattern
 
 
 @dataclass(frozen=True)
 class NoiseRule:
     texts: tuple[str, ...]  # lower-cased plain entries
-    pattern: re2._Regexp | None  # every regex entry, alternated
+    pattern: Any  # every regex entry, alternated (an RE2 pattern), or None
 
     def matches(self, line: str) -> bool:
         lowered = line.lower()
@@ -44,16 +43,16 @@ def _compiled(entries: tuple[str, ...]) -> NoiseRule | None:
     patterns: list[str] = []
     for raw in entries:
         entry = raw.strip()
-        if not entry or entry_error(entry) is not None:
+        if not entry or ignore_line_error(entry) is not None:
             continue  # validated on save; a bad stored entry is skipped, not fatal
-        body = regex_body(entry)
+        body = ignore_line_regex(entry)
         if body is None:
             texts.append(entry.lower())
         else:
             patterns.append(f"(?:{body})")
     if not texts and not patterns:
         return None
-    pattern = compile_regex("|".join(patterns)) if patterns else None
+    pattern = path_pattern("|".join(patterns)) if patterns else None
     return NoiseRule(tuple(texts), pattern)
 
 

@@ -5,7 +5,6 @@ act on yet still round-trip."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -282,9 +281,7 @@ class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
         for field in ("includePaths", "excludePaths"):
             for index, pattern in enumerate(attrs.get(field) or []):
                 try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValidationError(
-                        {field: {index: [f"Not a valid regular expression: {exc}"]}}
-                    ) from None
+                    rules.path_pattern(pattern)
+                except ValueError as exc:
+                    raise ValidationError({field: {index: [str(exc)]}}) from None
         return attrs

@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
-from monitors.api import views
+from monitors.api import checks, views
 
 # API views authenticate with API keys, not sessions: the login middleware
 # must leave them to DRF.
@@ -13,6 +13,18 @@ urlpatterns = [
     path(
         "monitor/<str:monitor_id>",
         login_not_required(views.MonitorDetailView.as_view()),
+    ),
+    path(
+        "monitor/<str:monitor_id>/run",
+        login_not_required(checks.MonitorRunView.as_view()),
+    ),
+    path(
+        "monitor/<str:monitor_id>/checks",
+        login_not_required(checks.MonitorCheckListView.as_view()),
+    ),
+    path(
+        "monitor/<str:monitor_id>/checks/<str:check_id>",
+        login_not_required(checks.MonitorCheckDetailView.as_view()),
     ),
     path(
         "openapi.json",

@@ -62,7 +62,7 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: _ERRORS[code] for code in sorted({401, 429, *codes})}
 
 
-# The usual set for an operation on one monitor (checks.api uses it too).
+# The usual set for an operation on one monitor (monitors.api.checks uses it too).
 ERRORS = error_responses(400, 404)
 
 

@@ -1,7 +1,7 @@
 """One class per way of delivering a notification, looked up by kind.
 
 `send(delivery)` either returns what the destination answered or raises
-`DeliveryError(message, permanent=...)`; checks.deliveries claims the row
+`DeliveryError(message, permanent=...)`; checks.notify.deliveries claims the row
 before, and records the attempt and schedules the retry after. Transports do
 no bookkeeping of their own.
 """
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from django.utils import timezone
 
-from checks import emails, events
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, afetch
 from checks.models import DeliveryAttempt
-from checks.signing import ensure_team_secret, signature_headers
+from checks.notify import emails, events
+from checks.notify.signing import ensure_team_secret, signature_headers
 
 if TYPE_CHECKING:
     from checks.models import Delivery
@@ -214,7 +214,7 @@ class WebhookTransport(Transport):
 
 
 class EmailTransport(Transport):
-    """Send one message built by checks.emails through Django's mail framework
+    """Send one message built by checks.notify.emails through Django's mail framework
     (the MAILERS default: console in development, SMTP in production)."""
 
     kind = "email"

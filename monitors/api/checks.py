@@ -1,6 +1,6 @@
 """The check endpoints of /v2/monitor: run now, list checks, one check with its
-pages. Thin views over checks.dispatch and the models; lookups are scoped to
-the caller's team through monitors.api.views.get_monitor_for.
+pages. Thin views over the engine (checks.dispatch) and its models; lookups
+are scoped to the caller's team through monitors.api.views.get_monitor_for.
 
 Wire shapes are the contract's MonitorCheck (reference §9.1) and
 MonitorCheckPage (§10.1) exactly, plus the page's `summary` (the summary

@@ -33,6 +33,8 @@ NOTIFICATION = "email.notification"
 CONFIRMATION = "email.confirmation"
 WEBHOOK_DISABLED = "email.webhook_disabled"
 
+# Signed into every consent link already sent: keep them as they are (they
+# name this module's former path, checks/emails.py).
 CONFIRM_SALT = "checks.emails.confirm"
 UNSUBSCRIBE_SALT = "checks.emails.unsubscribe"
 CONFIRM_MAX_AGE = timedelta(days=30)

@@ -1,6 +1,6 @@
 """Dashboard views for a monitor's notifications: recent deliveries with their
 attempts, "send test event" and "retry now". Thin: the workflow lives in
-checks.deliveries; lookups are scoped to the signed-in person's team
+checks.notify.deliveries; lookups are scoped to the signed-in person's team
 (monitors.views.get_monitor_for), so another team's ids answer 404."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from checks import deliveries
 from checks.models import Delivery
+from checks.notify import deliveries
 from monitors.views import DashboardRequest, get_monitor_for, team_view
 
-TEMPLATE = "checks/monitor_deliveries.html"
+TEMPLATE = "monitors/monitor_deliveries.html"
 
 
 def _list(request: DashboardRequest, monitor, *, status: int = 200) -> HttpResponse:

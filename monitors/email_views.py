@@ -2,7 +2,7 @@
 
 GET only shows a page with a button; only POST acts, so link scanners and
 mail-client previews never confirm or unsubscribe anybody. Tokens are signed
-(checks.emails) and name one EmailRecipient; a bad token is a 404 page.
+(checks.notify.emails) and name one EmailRecipient; a bad token is a 404 page.
 
 The RFC 8058 one-click endpoint is the one CSRF-exempt view: mail clients POST
 `List-Unsubscribe=One-Click` to it without any cookie or form token. That is
@@ -20,7 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from checks import emails
+from checks.notify import emails
 from monitors.models import EmailRecipient
 
 

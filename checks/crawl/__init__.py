@@ -1,0 +1,13 @@
+"""Crawl targets: a whole site watched on every check (issue #17).
+
+    scope.py     which URLs a crawl may visit, and when two are one page
+    links.py     the links of a fetched HTML page
+    discovery.py robots.txt and sitemaps at the start, through the one door
+    frontier.py  the crawl's state in the database: seeds, admitted links,
+                 and the removed pages of a complete crawl
+
+A crawl is a source of page jobs (checks.sources.CrawlSource) like any other:
+its pages are fetched, judged and recorded by the runner in batches, and the
+links each page brings are admitted to the frontier as new batches, which any
+worker takes.
+"""

@@ -1,0 +1,274 @@
+"""A crawl's state in the database while its check runs.
+
+    plan:   the start URL and the sitemap's pages, admitted at depth 0
+    admit:  the links of each fetched page (scoped by checks.crawl.scope)
+            become new batches, once per page, up to the crawl's limit
+    close:  when the check's last batch is done, a complete crawl records as
+            `removed` every active page it did not find again
+
+Admitting happens in its own transaction *before* the pages that brought the
+links are recorded: a worker dying in between leaves those pages unrecorded,
+so they are fetched again and their links admitted again (a no-op).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Max
+from django.utils import timezone
+
+from checks.crawl.discovery import robots_of
+from checks.crawl.scope import Link, Scope
+from checks.fetch import OutboundClient
+from checks.jobs import PageJob
+from checks.models import Check, CheckBatch, Crawl, CrawlPage, PageResult, PageState
+from checks.pages import Outcome
+from monitors.models import Target
+
+Item = tuple[PageJob, Outcome, PageState | None]
+
+LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
+DEADLINE_REASON = "The crawl stopped after {minutes} minutes (CRAWL_DEADLINE_SECONDS)."
+START_FAILED_REASON = "The start page could not be fetched: {error}"
+
+
+def page_limit(target: Target) -> int:
+    return target.page_budget()
+
+
+def scope_of(target: Target, robots_txt: str = "") -> Scope:
+    return Scope(target.url, target.crawl_options or {}, robots_txt)
+
+
+@dataclass
+class _Crawl:
+    row: Crawl
+    target: Target
+    scope: Scope
+
+
+class Frontier:
+    """The crawls of one check, as one batch of it sees them."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+        targets = {t.id: t for t in check.monitor.targets.all()}
+        self.crawls: dict[uuid.UUID, _Crawl] = {}
+        for row in Crawl.objects.filter(check_run=check):
+            target = targets.get(row.target_id)
+            if target is not None:
+                self.crawls[row.target_id] = _Crawl(
+                    row, target, scope_of(target, row.robots)
+                )
+
+    def scope(self, job: PageJob) -> Scope | None:
+        crawl = self.crawls.get(job.target_id)
+        return crawl.scope if crawl is not None else None
+
+    async def learn_robots(
+        self, job: PageJob, outcome: Outcome, client: OutboundClient
+    ) -> None:
+        """Fetch robots.txt of the hosts this page links to that the crawl
+        has not met yet (subdomains, one-hop external sites)."""
+        scope = self.scope(job)
+        if scope is None or not job.follow:
+            return
+        origins = {Scope.host_of(url) for url in outcome.links}
+        for origin in origins - set(scope.robots):
+            if scope.knows_robots(origin):
+                continue
+            scope.robots[origin] = None  # claimed: one fetch per origin
+            scope.remember_robots(origin, await robots_of(origin, client))
+
+    def admit(self, items: Sequence[Item]) -> list[CheckBatch]:
+        """Admit the links these pages brought; the new batches (committed)."""
+        found: dict[uuid.UUID, list[Link]] = {}
+        failed_start: dict[uuid.UUID, str] = {}
+        for job, outcome, _state in items:
+            crawl = self.crawls.get(job.target_id)
+            if crawl is None:
+                continue
+            if job.depth == 0 and job.url == crawl.scope.start and outcome.error:
+                failed_start[job.target_id] = outcome.error
+            if job.follow and outcome.links:
+                links = crawl.scope.links(outcome.links, job.depth + 1)
+                found.setdefault(job.target_id, []).extend(links)
+        if not found and not failed_start:
+            return []
+        with transaction.atomic():
+            check = Check.objects.select_for_update().get(pk=self.check.pk)
+            for target_id, error in failed_start.items():
+                _truncate(
+                    self.crawls[target_id].row, START_FAILED_REASON.format(error=error)
+                )
+            batches: list[CheckBatch] = []
+            for target_id, links in found.items():
+                batches += self._admit(check, self.crawls[target_id], links)
+            return batches
+
+    def _admit(
+        self, check: Check, crawl: _Crawl, links: list[Link]
+    ) -> list[CheckBatch]:
+        row = Crawl.objects.get(pk=crawl.row.pk)
+        unique = list({link.key: link for link in links}.values())
+        known = set(
+            CrawlPage.objects.filter(
+                crawl=row, key__in=[link.key for link in unique]
+            ).values_list("key", flat=True)
+        )
+        fresh = [link for link in unique if link.key not in known]
+        if not fresh:
+            return []
+        deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
+        if check.started_at and timezone.now() - check.started_at > deadline:
+            minutes = round(deadline.total_seconds() / 60)
+            _truncate(row, DEADLINE_REASON.format(minutes=minutes))
+            return []
+        limit = page_limit(crawl.target)
+        room = max(limit - row.found, 0)
+        if len(fresh) > room:
+            _truncate(row, LIMIT_REASON.format(limit=limit))
+            fresh = fresh[:room]
+        return register(check, row, crawl.target, fresh)
+
+
+def _truncate(row: Crawl, reason: str) -> None:
+    """The first reason stands: it is why the crawl is incomplete."""
+    Crawl.objects.filter(pk=row.pk, truncated="").update(truncated=reason[:255])
+
+
+def register(
+    check: Check, row: Crawl, target: Target, links: Sequence[Link]
+) -> list[CheckBatch]:
+    """Put links in the frontier and in new batches of the check (the caller
+    holds the check row locked, so batch numbers cannot collide)."""
+    if not links:
+        return []
+    CrawlPage.objects.bulk_create(
+        [CrawlPage(crawl=row, key=k.key, url=k.url, depth=k.depth) for k in links]
+    )
+    Crawl.objects.filter(pk=row.pk).update(found=F("found") + len(links))
+    Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") + len(links))
+    size = int(settings.CHECK_BATCH_SIZE)
+    last = CheckBatch.objects.filter(check_run=check).aggregate(n=Max("number"))["n"]
+    number = -1 if last is None else last
+    now = timezone.now()
+    batches = []
+    for start in range(0, len(links), size):
+        number += 1
+        refs = [page_ref(target.id, link) for link in links[start : start + size]]
+        batches.append(
+            CheckBatch(check_run=check, number=number, pages=refs, heartbeat_at=now)
+        )
+    return CheckBatch.objects.bulk_create(batches)
+
+
+def page_ref(target_id: uuid.UUID, link: Link, record: bool = True) -> list[Any]:
+    """A crawl page in CheckBatch.pages: [target, url, scrape id, depth,
+    follow its links, record it as a page]."""
+    return [
+        str(target_id),
+        link.url,
+        str(uuid.uuid4()),
+        link.depth,
+        link.follow,
+        record,
+    ]
+
+
+# --- The end of the check --------------------------------------------------------
+
+
+def close(check_id: uuid.UUID, record: Any) -> None:
+    """Record the removed pages of every complete crawl of the check, once
+    (the claim and the pages commit together), and its crawl results in
+    targetResults. `record` is checks.recording.record_many."""
+    check = Check.objects.select_related("monitor").get(pk=check_id)
+    for row in Crawl.objects.filter(check_run=check, closed=False):
+        target = check.monitor.targets.filter(pk=row.target_id).first()
+        with transaction.atomic():
+            if not Crawl.objects.filter(pk=row.pk, closed=False).update(closed=True):
+                continue  # another worker closed it
+            row.refresh_from_db()
+            if target is not None and not row.truncated:
+                items = removed_items(check, row, target)
+                for start in range(0, len(items), 100):
+                    record(check, items[start : start + 100])
+    with transaction.atomic():
+        locked = Check.objects.select_for_update().get(pk=check_id)
+        locked.target_results = crawl_results(locked)
+        locked.save(update_fields=["target_results"])
+
+
+def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
+    scope = scope_of(target, row.robots)
+    seen = set(CrawlPage.objects.filter(crawl=row).values_list("key", flat=True))
+    states = PageState.objects.filter(
+        monitor_id=check.monitor_id,
+        target_id=target.id,
+        presence=PageState.Presence.ACTIVE,
+        snapshot__isnull=False,
+    )
+    items: list[Item] = []
+    for state in states.iterator():
+        if scope.key(state.url) in seen:
+            continue
+        job = PageJob(
+            target.id, state.url, target.scrape_options or {}, 0, uuid.uuid4()
+        )
+        metadata = {"sourceURL": state.url, "url": state.url, "creditsUsed": 0}
+        metadata["title"] = state.metadata.get("title")
+        outcome = Outcome(PageResult.Status.REMOVED, metadata, status_code=None)
+        items.append((job, outcome, state))
+    return items
+
+
+def crawl_results(check: Check) -> list[dict[str, Any]]:
+    """targetResults with each crawl's counts and completeness filled in."""
+    rows = {row.target_id: row for row in Crawl.objects.filter(check_run=check)}
+    counts = _status_counts(check)
+    results = []
+    for result in check.target_results or []:
+        row = rows.get(_uuid(result.get("targetId")))
+        if row is not None:
+            result = result | _crawl_result(row, counts.get(row.target_id, {}))
+        results.append(result)
+    return results
+
+
+def _crawl_result(row: Crawl, counts: dict[str, int]) -> dict[str, Any]:
+    return {
+        "crawlId": str(row.pk),
+        "pagesFound": row.found,
+        "truncated": bool(row.truncated),
+        "truncatedReason": row.truncated or None,
+        "removedProcessed": row.closed and not row.truncated,
+        "pages": counts,
+    }
+
+
+def _status_counts(check: Check) -> dict[uuid.UUID, dict[str, int]]:
+    counts: dict[uuid.UUID, dict[str, int]] = {}
+    rows = (
+        PageResult.objects.filter(check_run=check)
+        .values_list("target_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for target_id, status, n in rows:
+        counts.setdefault(target_id, {})[status] = n
+    return counts
+
+
+def _uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None

@@ -1,0 +1,268 @@
+"""Which URLs a crawl may visit, and when two URLs are the same page.
+
+Pure rules, built once per crawl from the start URL, its crawlOptions and
+robots.txt; no I/O. Firecrawl's semantics (reference §5.3):
+
+* internal pages: the start URL's host (``www.`` or not), its subdomains with
+  `allowSubdomains`, and only below the start path unless `crawlEntireDomain`;
+* `allowExternalLinks`: other sites' pages one hop away (fetched, their links
+  not followed);
+* `includePaths` / `excludePaths`: regexes searched in the path (the full URL
+  with `regexOnFullURL`), compiled with RE2 so no pattern can backtrack for
+  ever; `maxDepth`: path segments below the start URL's;
+* `ignoreQueryParameters`: the query is dropped; `deduplicateSimilarURLs`
+  (default on): www./no www, http/https, a trailing slash and index.html are
+  one page;
+* robots.txt (protego) unless `ignoreRobotsTxt` is set and the operator allows
+  it (CRAWL_ALLOW_IGNORE_ROBOTS).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from django.conf import settings
+from protego import Protego
+from w3lib.url import canonicalize_url
+
+from checks.fetch import address_block_reason, ip_literal
+from monitors.rules import path_pattern
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+INDEX_PAGES = ("index.html", "index.htm", "index.php")
+# Crawl-delay beyond this is honoured as this (a check has a time limit).
+MAX_DELAY_SECONDS = 60.0
+# Keys Pagewatch reads from crawlOptions; the rest are listed as not applied.
+APPLIED_OPTIONS = frozenset(
+    {
+        "limit", "maxDiscoveryDepth", "maxDepth", "includePaths", "excludePaths",
+        "regexOnFullURL", "crawlEntireDomain", "allowSubdomains",
+        "allowExternalLinks", "sitemap", "ignoreQueryParameters",
+        "deduplicateSimilarURLs", "delay", "maxConcurrency", "ignoreRobotsTxt",
+        "robotsUserAgent",
+    }
+)  # fmt: skip
+
+compile_pattern = path_pattern  # the rule the API and the form validate with
+
+
+def user_agent_token(agent: str) -> str:
+    """The product token robots.txt groups are matched against."""
+    return agent.split("/", 1)[0].split()[0] if agent.strip() else "*"
+
+
+def canonical(url: str, *, drop_query: bool = False) -> str | None:
+    """The URL as fetched: http(s) only, no fragment, dot segments resolved,
+    default port and case folded, query sorted (or dropped)."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+            return None
+        port = parts.port
+        # Resolving the path against the site removes its dot segments.
+        path = urlsplit(urljoin(url, parts.path or "/")).path
+    except ValueError:
+        return None
+    netloc = parts.hostname.lower()
+    if ":" in netloc:
+        netloc = f"[{netloc}]"
+    if port is not None and port != DEFAULT_PORTS[parts.scheme]:
+        netloc = f"{netloc}:{port}"
+    query = "" if drop_query else parts.query
+    rebuilt = urlunsplit((parts.scheme, netloc, path or "/", query, ""))
+    return canonicalize_url(rebuilt, keep_fragments=False)
+
+
+def _bare_host(host: str) -> str:
+    return host[4:] if host.startswith("www.") else host
+
+
+@dataclass
+class Scope:
+    """The rules of one crawl (see the module's docstring)."""
+
+    start_url: str
+    options: Mapping[str, Any]
+    robots_txt: str = ""
+    agent: str = field(default_factory=lambda: settings.OUTBOUND_USER_AGENT)
+
+    def __post_init__(self) -> None:
+        opts = self.options
+        self.drop_query = opts.get("ignoreQueryParameters") is True
+        self.similar = opts.get("deduplicateSimilarURLs") is not False
+        self.start = canonical(self.start_url, drop_query=self.drop_query) or ""
+        start = urlsplit(self.start)
+        self.host = _bare_host(start.hostname or "")
+        self.port = start.port
+        self.prefix = start.path.rstrip("/")
+        if self.prefix.endswith(INDEX_PAGES):
+            self.prefix = self.prefix.rsplit("/", 1)[0]
+        self.start_depth = _segments(start.path)
+        self.include = [compile_pattern(p) for p in opts.get("includePaths") or []]
+        self.exclude = [compile_pattern(p) for p in opts.get("excludePaths") or []]
+        self.ignore_robots = (
+            opts.get("ignoreRobotsTxt") is True and settings.CRAWL_ALLOW_IGNORE_ROBOTS
+        )
+        custom_agent = opts.get("robotsUserAgent")
+        allowed = settings.CRAWL_ALLOW_IGNORE_ROBOTS
+        if allowed and isinstance(custom_agent, str) and custom_agent.strip():
+            self.agent = custom_agent
+        self.robots: dict[str, Protego | None] = {}
+        self.remember_robots(self.host_of(self.start), self.robots_txt)
+
+    # --- Identity ------------------------------------------------------------------
+
+    def fetch_url(self, url: str) -> str | None:
+        return canonical(url, drop_query=self.drop_query)
+
+    def key(self, url: str) -> str:
+        """Same key, same page (the frontier's unique key)."""
+        parts = urlsplit(url)
+        if not self.similar:
+            return hashlib.sha256(url.encode()).hexdigest()
+        path = parts.path
+        for index in INDEX_PAGES:
+            if path.endswith("/" + index):
+                path = path[: -len(index)]
+        path = path.rstrip("/")
+        netloc = _bare_host(parts.netloc)
+        folded = f"{netloc}{path}?{parts.query}"
+        return hashlib.sha256(folded.encode()).hexdigest()
+
+    # --- Scope ---------------------------------------------------------------------
+
+    @staticmethod
+    def host_of(url: str) -> str:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    def is_internal(self, url: str) -> bool:
+        parts = urlsplit(url)
+        host = _bare_host(parts.hostname or "")
+        if parts.port != self.port:
+            return False
+        if host == self.host:
+            return True
+        return self.options.get("allowSubdomains") is True and host.endswith(
+            "." + self.host
+        )
+
+    def in_section(self, url: str) -> bool:
+        """Below the start path, unless the whole domain is crawled."""
+        if self.options.get("crawlEntireDomain") is True or not self.prefix:
+            return True
+        path = urlsplit(url).path
+        return path == self.prefix or path.startswith(self.prefix + "/")
+
+    def matches_paths(self, url: str) -> bool:
+        """includePaths / excludePaths (exclusion wins)."""
+        parts = urlsplit(url)
+        subject = url if self.options.get("regexOnFullURL") is True else parts.path
+        if any(pattern.search(subject) for pattern in self.exclude):
+            return False
+        return not self.include or any(p.search(subject) for p in self.include)
+
+    def within_depth(self, url: str) -> bool:
+        limit = self.options.get("maxDepth")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            return True
+        return _segments(urlsplit(url).path) - self.start_depth <= limit
+
+    def link_depth_allows(self, depth: int) -> bool:
+        limit = self.options.get("maxDiscoveryDepth")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            return True
+        return depth <= limit
+
+    def is_blocked_address(self, url: str) -> bool:
+        """A literal address the outbound policy refuses (names are judged
+        when fetched, by the one door)."""
+        ip = ip_literal(urlsplit(url).hostname or "")
+        if ip is None:
+            return False
+        return (
+            address_block_reason(ip, settings.ALLOW_PRIVATE_NETWORK_TARGETS) is not None
+        )
+
+    # --- robots.txt ----------------------------------------------------------------
+
+    def knows_robots(self, origin: str) -> bool:
+        return self.ignore_robots or origin in self.robots
+
+    def remember_robots(self, origin: str, text: str) -> None:
+        self.robots[origin] = Protego.parse(text) if text.strip() else None
+
+    def robots_allow(self, url: str) -> bool:
+        if self.ignore_robots:
+            return True
+        rules = self.robots.get(self.host_of(url))
+        return rules is None or rules.can_fetch(url, user_agent_token(self.agent))
+
+    def delay(self) -> float:
+        """Seconds between two requests: `delay`, or robots' Crawl-delay."""
+        asked = self.options.get("delay")
+        seconds = float(asked) if isinstance(asked, int | float) else 0.0
+        rules = (
+            None if self.ignore_robots else self.robots.get(self.host_of(self.start))
+        )
+        if rules is not None:
+            robots_delay = rules.crawl_delay(user_agent_token(self.agent))
+            seconds = max(seconds, float(robots_delay or 0))
+        return min(seconds, MAX_DELAY_SECONDS)
+
+    # --- Putting it together -------------------------------------------------------
+
+    def admit(
+        self, url: str, depth: int, *, from_external: bool = False
+    ) -> Link | None:
+        """A found URL as the crawl would visit it, or None when it is out of
+        scope. `depth` is its link depth (0 for the start URL and sitemaps)."""
+        if from_external or not self.link_depth_allows(depth):
+            return None
+        fetched = self.fetch_url(url)
+        if fetched is None or self.is_blocked_address(fetched):
+            return None
+        internal = self.is_internal(fetched)
+        if not internal and self.options.get("allowExternalLinks") is not True:
+            return None
+        if internal and not (self.in_section(fetched) and self.within_depth(fetched)):
+            return None
+        if not self.matches_paths(fetched) or not self.robots_allow(fetched):
+            return None
+        return Link(fetched, self.key(fetched), depth, follow=internal)
+
+    def links(self, urls: Iterable[str], depth: int, **kwargs: Any) -> list[Link]:
+        admitted: dict[str, Link] = {}
+        for url in urls:
+            link = self.admit(url, depth, **kwargs)
+            if link is not None:
+                admitted.setdefault(link.key, link)
+        return list(admitted.values())
+
+    def not_applied(self) -> list[str]:
+        """crawlOptions kept but not honoured, for the target's metadata."""
+        skipped = sorted(set(self.options) - APPLIED_OPTIONS)
+        if self.options.get("ignoreRobotsTxt") is True and not self.ignore_robots:
+            skipped.append("ignoreRobotsTxt")
+        if (
+            self.options.get("robotsUserAgent")
+            and not settings.CRAWL_ALLOW_IGNORE_ROBOTS
+        ):
+            skipped.append("robotsUserAgent")
+        return skipped
+
+
+@dataclass(frozen=True)
+class Link:
+    url: str
+    key: str
+    depth: int
+    follow: bool  # internal page: its links are crawled too
+
+
+def _segments(path: str) -> int:
+    return len([part for part in path.split("/") if part])

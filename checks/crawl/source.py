@@ -1,0 +1,106 @@
+"""CrawlSource: a crawl target's first page jobs (the start URL and its
+sitemap's pages) and its Crawl row; the rest of its pages are admitted as the
+crawl goes (checks.crawl.frontier)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from checks.crawl import frontier
+from checks.crawl.discovery import Discovery, discover
+from checks.crawl.scope import Link, Scope
+from checks.fetch import Resolver
+from checks.jobs import PageJob
+from checks.models import Check, Crawl, CrawlPage
+from monitors.models import Target
+
+NO_SITEMAP_REASON = (
+    'No sitemap was found (crawlOptions.sitemap is "only"), so no page was checked.'
+)
+
+
+class CrawlSource:
+    """Planned once per check (a taken-over check keeps its batches): reads
+    robots.txt and the sitemaps through the one door."""
+
+    def __init__(
+        self,
+        target: Target,
+        stored: Mapping[str, Any],
+        resolver: Resolver | None = None,
+    ) -> None:
+        self.target = target
+        options = target.crawl_options or {}
+        self.sitemap_mode = options.get("sitemap") or "include"
+        found = discover(
+            target.url, sitemaps=self.sitemap_mode != "skip", resolver=resolver
+        )
+        self.discovery: Discovery = found
+        self.scope = Scope(target.url, options, found.robots_txt)
+        self.seeds, self.truncated = self._seeds()
+
+    def _seeds(self) -> tuple[list[tuple[Link, bool]], str]:
+        """(link, record it) pairs at depth 0, within the crawl's limit."""
+        scope, limit = self.scope, frontier.page_limit(self.target)
+        seeds: dict[str, tuple[Link, bool]] = {}
+        only = self.sitemap_mode == "only"
+        if not only and scope.start:
+            start = Link(scope.start, scope.key(scope.start), 0, follow=True)
+            seeds[start.key] = (start, scope.matches_paths(start.url))
+        for link in scope.links(self.discovery.sitemap_urls, 0):
+            link = Link(link.url, link.key, 0, follow=link.follow and not only)
+            seeds.setdefault(link.key, (link, True))
+        recorded = [seed for seed in seeds.values() if seed[1]]
+        if only and not recorded:
+            return [], NO_SITEMAP_REASON
+        if len(recorded) > limit:
+            kept = {id(seed) for seed in recorded[:limit]}
+            chosen = [s for s in seeds.values() if not s[1] or id(s) in kept]
+            return chosen, frontier.LIMIT_REASON.format(limit=limit)
+        return list(seeds.values()), ""
+
+    def jobs(self) -> list[PageJob]:
+        target = self.target
+        credits, options = target.credits_per_page(), target.scrape_options or {}
+        return [
+            PageJob(
+                target.id,
+                link.url,
+                options,
+                credits,
+                uuid.uuid4(),
+                depth=0,
+                follow=link.follow,
+                record=record,
+            )  # fmt: skip
+            for link, record in self.seeds
+        ]
+
+    def persist(self, check: Check, jobs: list[PageJob]) -> None:
+        """The Crawl row and its depth-0 frontier, in the planning transaction."""
+        row, _ = Crawl.objects.get_or_create(
+            check_run=check,
+            target_id=self.target.id,
+            defaults={
+                "robots": self.discovery.robots_txt,
+                "truncated": self.truncated,
+                "found": sum(1 for job in jobs if job.record),
+            },
+        )
+        CrawlPage.objects.bulk_create(
+            [
+                CrawlPage(crawl=row, key=self.scope.key(job.url), url=job.url)
+                for job in jobs
+            ],
+            ignore_conflicts=True,
+        )
+
+    def target_result(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"targetId": str(self.target.id), "type": "crawl"}
+        result["sitemapPages"] = len(self.discovery.sitemap_urls)
+        skipped = self.scope.not_applied()
+        if skipped:
+            result["notApplied"] = skipped
+        return result

@@ -1,0 +1,92 @@
+"""A page job: one URL of one target in one check, and what fetching it needs.
+
+Made by the sources (checks.sources, checks.crawl) and stored in CheckBatch
+rows as a reference (`ref`), so any worker can rebuild it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+# scrapeOptions.timeout (ms) is honoured within these bounds (seconds).
+MIN_PAGE_TIMEOUT, MAX_PAGE_TIMEOUT = 1.0, 300.0
+MOBILE_USER_AGENT_PREFIX = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) Mobile/15E148"
+)
+
+
+@dataclass(frozen=True)
+class PageJob:
+    """One URL of one target in one check."""
+
+    target_id: uuid.UUID
+    url: str
+    options: Mapping[str, Any]
+    credits: int
+    scrape_id: uuid.UUID
+    # Crawl pages: link depth from the start URL (or a sitemap), whether the
+    # page's links are followed, and whether it is a page of the result (a
+    # start URL outside includePaths is fetched for its links only).
+    depth: int = 0
+    follow: bool = False
+    record: bool = True
+    # The monitor's noise rule (checks.content.noise); not part of the ref:
+    # read from the monitor whenever the job is rebuilt.
+    ignore_lines: tuple[str, ...] = ()
+
+    def ref(self) -> list[Any]:
+        """This job in CheckBatch.pages (see from_ref)."""
+        ref: list[Any] = [str(self.target_id), self.url, str(self.scrape_id)]
+        if self.follow or self.depth or not self.record:
+            ref += [self.depth, self.follow, self.record]
+        return ref
+
+    @classmethod
+    def from_ref(
+        cls,
+        ref: Sequence[Any],
+        options: Mapping[str, Any],
+        credits: int,
+        ignore_lines: tuple[str, ...] = (),
+    ) -> PageJob:
+        target_id, url, scrape_id, *crawl = ref
+        depth, follow, record = crawl if len(crawl) == 3 else (0, False, True)
+        return cls(
+            uuid.UUID(target_id), url, options, credits, uuid.UUID(scrape_id),
+            depth=int(depth), follow=bool(follow), record=bool(record),
+            ignore_lines=ignore_lines,
+        )  # fmt: skip
+
+    @property
+    def headers(self) -> dict[str, str]:
+        raw = self.options.get("headers")
+        headers = (
+            {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        )
+        wants_mobile = self.options.get("mobile") is True
+        if wants_mobile and not any(k.lower() == "user-agent" for k in headers):
+            headers["User-Agent"] = (
+                f"{MOBILE_USER_AGENT_PREFIX} {settings.OUTBOUND_USER_AGENT}"
+            )
+        return headers
+
+    @property
+    def timeout(self) -> float | None:
+        raw = self.options.get("timeout")
+        if not isinstance(raw, int | float) or isinstance(raw, bool) or raw <= 0:
+            return None
+        return min(max(raw / 1000, MIN_PAGE_TIMEOUT), MAX_PAGE_TIMEOUT)
+
+    @property
+    def verify_tls(self) -> bool:
+        return self.options.get("skipTlsVerification") is not True
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or ""

@@ -1,0 +1,35 @@
+"""Notifications: webhooks and e-mails, delivered through an outbox.
+
+The package's modules, from the bottom up: `events` (webhook payloads),
+`signing` (webhook signatures), `emails` (messages and consent tokens),
+`transports` (one class per kind: send one attempt), `deliveries` (the outbox:
+rows, claims, retries, the sweeper, notificationStatus) and `tasks` (thin
+Celery tasks over `deliveries`, queued by name so nothing imports them).
+
+What the engine calls is here: the runner calls these inside the transaction
+that records a page result or finishes a check, so an outbox row is written
+atomically with the event it announces; `deliveries` queues it after commit.
+Nothing here touches the network, so the runner's transaction stays short.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checks.notify import deliveries
+
+if TYPE_CHECKING:
+    from checks.models import Check, PageResult
+
+
+def on_page_result(page: PageResult) -> None:
+    """A page result was recorded (called in the same transaction)."""
+    deliveries.record_page_result(page)
+
+
+def on_check_finished(check: Check, *, write: bool = True) -> None:
+    """A check reached a finished state, skipped ones included (same transaction).
+
+    Also sets check.notification_status: on the instance, and in the row
+    unless `write` is False (the caller then saves it with the check)."""
+    deliveries.record_check_finished(check, write=write)

@@ -1,0 +1,390 @@
+"""Crawl targets (issue #17): a whole site on every check, in-process runner
+against 127.0.0.1 sites (the SDK + real worker run is in
+test_worker_integration.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from checks import runner
+from checks.crawl import scope as scope_module
+from checks.crawl.scope import Scope, compile_pattern
+from checks.fetch import transport
+from checks.models import Check, Crawl, PageResult
+from monitors.models import Monitor, Target
+from tests.sites import Site
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def private_targets(settings) -> None:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+def nav(*paths: str) -> str:
+    return "".join(f'<a href="{p}">{p}</a> ' for p in paths)
+
+
+def build_site(site: Site, posts: int = 30) -> None:
+    """A blog: home → /blog/ → posts, docs, an admin area robots.txt
+    forbids, a sitemap listing an orphan page nothing links to."""
+    post_paths = [f"/blog/post-{i}" for i in range(posts)]
+    site.html("/", "Home", nav("/blog/", "/docs/", "/about", "/admin/") + "<p>hi</p>")
+    site.html("/blog/", "Blog", nav(*post_paths, "/"))
+    for i, path in enumerate(post_paths):
+        site.html(path, f"Post {i}", f"<p>Post number {i}.</p>" + nav("/blog/", "/"))
+    site.html("/docs/", "Docs", nav("/docs/a", "/docs/b", "/docs/a#part"))
+    site.html("/docs/a", "Doc A", "<p>A</p>" + nav("/"))
+    site.html("/docs/b", "Doc B", "<p>B</p>")
+    site.html("/about", "About", "<p>About us</p>")
+    site.html("/admin/", "Admin", nav("/admin/secret"))
+    site.html("/admin/secret", "Secret", "<p>secret</p>")
+    site.html("/orphan", "Orphan", "<p>Only the sitemap knows me.</p>")
+    site.page(
+        "/robots.txt",
+        f"User-agent: *\nDisallow: /admin/\nSitemap: {site.url('/sitemap.xml')}\n",
+        content_type="text/plain",
+    )
+    site.page(
+        "/sitemap.xml",
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{site.url('/orphan')}</loc></url>"
+        f"<url><loc>{site.url('/about')}</loc></url>"
+        "</urlset>",
+        content_type="application/xml",
+    )
+
+
+def crawl_monitor(team, url: str, **options: Any) -> Monitor:
+    monitor = Monitor.objects.create(team=team, name="Site", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="crawl", url=url, crawl_options=options)
+    return monitor
+
+
+def run_check(monitor: Monitor, **kwargs: Any) -> Check:
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    return runner.run(check, **kwargs)
+
+
+def paths(check: Check, status: str | None = None) -> set[str]:
+    """Paths of the pages the check found (or of those with `status`)."""
+    pages = check.pages.exclude(status=PageResult.Status.REMOVED)
+    if status is not None:
+        pages = check.pages.filter(status=status)
+    return {p.url.split(":", 2)[2].split("/", 1)[1] for p in pages}
+
+
+def crawl_result(check: Check) -> dict[str, Any]:
+    [result] = [r for r in check.target_results if r["type"] == "crawl"]
+    return result
+
+
+# --- The first check, the second -------------------------------------------------
+
+
+def test_the_first_crawl_finds_every_page_the_options_allow_all_new(team, site):
+    build_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED, check.error
+    found = paths(check)
+    expected = {"", "blog/", "docs/", "docs/a", "docs/b", "about", "orphan"}
+    expected |= {f"blog/post-{i}" for i in range(30)}
+    assert found == expected  # no /admin/ (robots.txt), /orphan from the sitemap
+    assert paths(check, "new") == expected
+    assert site.requests_to("/admin/") == []
+    result = crawl_result(check)
+    assert result["pagesFound"] == len(expected) and result["truncated"] is False
+    assert result["removedProcessed"] is True
+    assert result["pages"] == {"new": len(expected)}
+    assert check.summary["new"] == len(expected)
+    assert check.pages_total == check.pages_done == len(expected)
+    assert check.actual_credits == len(expected)
+
+
+def test_the_second_crawl_finds_changed_removed_and_new_pages(team, site):
+    build_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+    run_check(monitor)
+    site.html("/blog/post-3", "Post 3", "<p>Post number 3, now edited.</p>")
+    site.html(
+        "/blog/",
+        "Blog",
+        nav(*(f"/blog/post-{i}" for i in range(30) if i != 7), "/blog/post-new"),
+    )
+    site.remove("/blog/post-7")
+    site.html("/blog/post-new", "New post", "<p>Fresh.</p>")
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED, check.error
+    assert paths(check, "changed") == {"blog/post-3", "blog/"}
+    assert paths(check, "removed") == {"blog/post-7"}
+    assert paths(check, "new") == {"blog/post-new"}
+    post3 = check.pages.get(url=site.url("/blog/post-3"))
+    assert "now edited" in post3.diff["text"]
+    assert crawl_result(check)["pages"]["removed"] == 1
+
+
+def test_a_crawl_cut_short_by_its_limit_reports_nothing_removed(team, site):
+    build_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+    run_check(monitor)
+    monitor.targets.update(crawl_options={"limit": 5})
+
+    check = run_check(monitor)
+
+    assert len(paths(check)) == 5
+    assert paths(check, "removed") == set()
+    result = crawl_result(check)
+    assert result["truncated"] is True
+    assert "limit of 5 pages" in result["truncatedReason"]
+
+
+def test_a_crawl_whose_start_page_fails_reports_nothing_removed(team, site):
+    build_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+    run_check(monitor)
+    site.page("/", "down", status=503)
+
+    check = run_check(monitor)
+
+    assert paths(check, "removed") == set()
+    assert "start page could not be fetched" in crawl_result(check)["truncatedReason"]
+
+
+# --- Options at their boundaries -------------------------------------------------
+
+
+def test_max_discovery_depth_stops_at_its_depth(team, site):
+    build_site(site)
+    site.page("/robots.txt", "", content_type="text/plain")  # no sitemap
+    monitor = crawl_monitor(team, site.url("/"), maxDiscoveryDepth=1)
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "blog/", "docs/", "about", "admin/"}
+    monitor.targets.update(crawl_options={"maxDiscoveryDepth": 0})
+    assert paths(run_check(monitor)) == {""}
+
+
+def test_only_pages_below_the_start_path_unless_the_whole_domain_is_crawled(team, site):
+    build_site(site, posts=3)
+    monitor = crawl_monitor(team, site.url("/docs/"), sitemap="skip")
+
+    assert paths(run_check(monitor)) == {"docs/", "docs/a", "docs/b"}
+
+    monitor.targets.update(crawl_options={"sitemap": "skip", "crawlEntireDomain": True})
+    wide = paths(run_check(monitor))
+    assert {"", "about", "blog/", "blog/post-2"} <= wide
+
+
+def test_include_and_exclude_patterns_choose_the_pages(team, site):
+    build_site(site, posts=5)
+    monitor = crawl_monitor(
+        team, site.url("/"), includePaths=["^/blog/"], excludePaths=["post-[34]$"]
+    )
+
+    check = run_check(monitor)
+
+    # The start page is outside includePaths: fetched for its links only.
+    assert paths(check) == {"blog/", "blog/post-0", "blog/post-1", "blog/post-2"}
+    assert check.pages_total == 4
+
+
+def test_query_parameters_make_other_pages_unless_ignored(team, site):
+    site.html("/", "Home", nav("/list?page=1", "/list?page=2", "/list"))
+    site.html("/list", "List", "<p>list</p>")
+    site.page("/robots.txt", "", content_type="text/plain")
+    monitor = crawl_monitor(team, site.url("/"))
+
+    assert paths(run_check(monitor)) == {"", "list", "list?page=1", "list?page=2"}
+
+    monitor.targets.update(crawl_options={"ignoreQueryParameters": True})
+    assert paths(run_check(monitor)) == {"", "list"}
+
+
+def test_similar_urls_are_one_page(team, site):
+    site.html("/", "Home", nav("/a", "/a/", "/b/index.html", "/b/", "/a#top"))
+    site.html("/a", "A", "<p>a</p>")
+    site.html("/a/", "A", "<p>a</p>")
+    site.html("/b/", "B", "<p>b</p>")
+    site.html("/b/index.html", "B", "<p>b</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    assert len(paths(run_check(monitor))) == 3  # /, one of /a, one of /b
+
+    monitor.targets.update(
+        crawl_options={"sitemap": "skip", "deduplicateSimilarURLs": False}
+    )
+    assert len(paths(run_check(monitor))) == 5
+
+
+def test_subdomains_are_followed_only_when_allowed(team, site):
+    site.html("/", "Home", nav(f"http://docs.site.test:{site.port}/guide"))
+    site.html("/guide", "Guide", "<p>guide</p>")
+    start = f"http://site.test:{site.port}/"
+    monitor = crawl_monitor(team, start, sitemap="skip")
+    local = {"site.test": ["127.0.0.1"], "docs.site.test": ["127.0.0.1"]}
+
+    def resolver(host: str, port: int) -> list[str]:
+        return local[host]
+
+    assert {p.url for p in run_check(monitor, resolver=resolver).pages.all()} == {start}
+
+    monitor.targets.update(crawl_options={"sitemap": "skip", "allowSubdomains": True})
+    found = {p.url for p in run_check(monitor, resolver=resolver).pages.all()}
+    assert found == {start, f"http://docs.site.test:{site.port}/guide"}
+
+
+def test_external_links_are_checked_one_hop_when_allowed(team, site):
+    with Site() as other:
+        other.html("/", "Other", nav("/deeper"))
+        other.html("/deeper", "Deeper", "<p>too far</p>")
+        site.html("/", "Home", nav(other.url("/")))
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+        assert len(paths(run_check(monitor))) == 1
+
+        monitor.targets.update(
+            crawl_options={"sitemap": "skip", "allowExternalLinks": True}
+        )
+        found = {p.url for p in run_check(monitor).pages.all()}
+        assert found == {site.url("/"), other.url("/")}
+
+
+def test_sitemap_only_checks_the_sitemaps_pages(team, site):
+    build_site(site, posts=2)
+    monitor = crawl_monitor(team, site.url("/"), sitemap="only")
+
+    assert paths(run_check(monitor)) == {"orphan", "about"}
+
+
+def test_a_delay_fetches_one_page_at_a_time_that_far_apart(team, site):
+    site.html("/", "Home", nav("/a", "/b", "/c"))
+    for name in "abc":
+        site.html(f"/{name}", name, f"<p>{name}</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip", delay=0.3)
+
+    check = run_check(monitor)
+
+    assert len(paths(check)) == 4
+    times = sorted(r.time for r in site.requests if r.path != "/robots.txt")
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 0.28
+
+
+def test_unknown_crawl_options_are_listed_as_not_applied(team, site, settings):
+    settings.CRAWL_ALLOW_IGNORE_ROBOTS = False
+    site.html("/", "Home", "<p>x</p>")
+    monitor = crawl_monitor(team, site.url("/"), shinyNewOption=1, ignoreRobotsTxt=True)
+
+    result = crawl_result(run_check(monitor))
+
+    assert result["notApplied"] == ["shinyNewOption", "ignoreRobotsTxt"]
+
+
+def test_robots_txt_is_ignored_only_when_the_operator_allows_it(team, site, settings):
+    build_site(site, posts=1)
+    settings.CRAWL_ALLOW_IGNORE_ROBOTS = True
+    monitor = crawl_monitor(team, site.url("/"), ignoreRobotsTxt=True)
+
+    assert {"admin/", "admin/secret"} <= paths(run_check(monitor))
+
+
+# --- Safety --------------------------------------------------------------------
+
+
+@pytest.fixture
+def public_site(monkeypatch, settings) -> Iterator[Site]:
+    """127.0.0.1 stands in for a public server; every other address is judged
+    by the real policy with private targets forbidden."""
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    real = transport.address_block_reason
+
+    def policy(ip: Any, allow_private: bool) -> str | None:
+        return None if str(ip) == "127.0.0.1" else real(ip, allow_private)
+
+    monkeypatch.setattr(transport, "address_block_reason", policy)
+    monkeypatch.setattr(scope_module, "address_block_reason", policy)
+    with Site() as running:
+        yield running
+
+
+def test_links_redirects_and_sitemaps_to_private_addresses_are_refused(
+    team, public_site
+):
+    site = public_site
+    site.html("/", "Home", nav("http://10.0.0.5/", "/jump", "http://169.254.169.254/"))
+    site.redirect("/jump", "http://192.168.1.1/admin")
+    site.page(
+        "/robots.txt",
+        f"Sitemap: {site.url('/sitemap.xml')}\n",
+        content_type="text/plain",
+    )
+    site.page(
+        "/sitemap.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>http://10.1.2.3/internal</loc></url></urlset>",
+        content_type="application/xml",
+    )
+    monitor = crawl_monitor(team, site.url("/"), allowExternalLinks=True)
+
+    check = run_check(monitor)
+
+    assert {p.url for p in check.pages.all()} == {site.url("/"), site.url("/jump")}
+    jump = check.pages.get(url=site.url("/jump"))
+    assert jump.status == PageResult.Status.ERROR
+    assert jump.error_kind == "blocked_address"
+
+
+def test_robots_txt_on_a_blocked_address_is_never_fetched(team, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    monitor = crawl_monitor(team, "http://10.9.9.9/")
+
+    check = run_check(monitor)
+
+    [page] = check.pages.all()
+    assert page.error_kind == "blocked_address"
+    assert "start page could not be fetched" in crawl_result(check)["truncatedReason"]
+
+
+def test_a_pattern_that_would_backtrack_for_ever_returns_at_once():
+    scope = Scope("http://example.com/", {"includePaths": ["^(a+)+$"]})
+    url = "http://example.com/" + "a" * 30_000 + "!"
+    started = time.perf_counter()
+    assert scope.admit(url, 1) is None
+    assert time.perf_counter() - started < 0.5
+
+
+def test_patterns_re2_cannot_run_are_refused_when_saved(api):
+    body = {
+        "name": "Site",
+        "schedule": {"cron": "0 * * * *"},
+        "targets": [
+            {
+                "type": "crawl",
+                "url": "https://example.com/",
+                "crawlOptions": {"includePaths": ["(a)\\1"]},
+            }
+        ],
+    }
+    response = api.post("/v2/monitor", body, format="json")
+    assert response.status_code == 400
+    assert "Not a pattern we can use" in response.content.decode()
+    with pytest.raises(ValueError):
+        compile_pattern("(?=x)")
+
+
+def test_the_crawl_row_remembers_robots_txt_for_every_batch(team, site):
+    build_site(site, posts=1)
+    check = run_check(crawl_monitor(team, site.url("/")))
+    assert "Disallow: /admin/" in Crawl.objects.get(check_run=check).robots
