@@ -482,7 +482,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
                 ]
             },
         ),
-        ("Judging", {"fields": ["judge_enabled", "goal"]}),
+        ("Judging", {"fields": ["judge_enabled", "goal", "ignore_lines"]}),
         (
             "Notifications",
             {"fields": ["webhook_json", "notification_json", "retention_days"]},
@@ -501,6 +501,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "current_check_id",
         "judge_enabled",
         "goal",
+        "ignore_lines",
         "webhook_json",
         "notification_json",
         "retention_days",
