@@ -36,6 +36,9 @@ class PageJob:
     depth: int = 0
     follow: bool = False
     record: bool = True
+    # The monitor's noise rule (checks.content.noise); not part of the ref:
+    # read from the monitor whenever the job is rebuilt.
+    ignore_lines: tuple[str, ...] = ()
 
     def ref(self) -> list[Any]:
         """This job in CheckBatch.pages (see from_ref)."""
@@ -46,13 +49,18 @@ class PageJob:
 
     @classmethod
     def from_ref(
-        cls, ref: Sequence[Any], options: Mapping[str, Any], credits: int
+        cls,
+        ref: Sequence[Any],
+        options: Mapping[str, Any],
+        credits: int,
+        ignore_lines: tuple[str, ...] = (),
     ) -> PageJob:
         target_id, url, scrape_id, *crawl = ref
         depth, follow, record = crawl if len(crawl) == 3 else (0, False, True)
         return cls(
             uuid.UUID(target_id), url, options, credits, uuid.UUID(scrape_id),
             depth=int(depth), follow=bool(follow), record=bool(record),
+            ignore_lines=ignore_lines,
         )  # fmt: skip
 
     @property

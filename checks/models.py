@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import Exists, F, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
@@ -73,6 +73,12 @@ class CheckQuerySet(models.QuerySet["Check"]):
             .filter(pk=pk, status__in=statuses)
             .first()
         )
+
+    def with_meaningful_changes(self) -> CheckQuerySet:
+        """Checks with at least one changed page not judged unimportant (the
+        dashboard's "meaningful changes only"); served by page_check_status_idx."""
+        pages = PageResult.objects.filter(check_run=OuterRef("pk"))
+        return self.filter(Exists(pages.meaningful_changes()))
 
     def credits_used(self, team: Team, now: datetime) -> int:
         """Credits a team has used in the current UTC calendar month: actual
@@ -631,6 +637,10 @@ class PageState(models.Model):
     options_hash = models.CharField(max_length=64, blank=True)
     etag = models.CharField(max_length=512, blank=True)
     last_modified = models.CharField(max_length=64, blank=True)
+    # What the model made of this content (checks.ai.stage), reused while the
+    # page's text stays the same: {"json": {"key", "value"}, "summary": {...}},
+    # each keyed by what was asked (schema and prompt).
+    derived = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -650,7 +660,7 @@ class PageState(models.Model):
     UPSERT_FIELDS = (
         "url", "snapshot", "normalized_hash", "scrape_id", "presence",
         "fetched_at", "cached_at", "metadata", "body_hash", "options_hash",
-        "etag", "last_modified", "updated_at",
+        "etag", "last_modified", "derived", "updated_at",
     )  # fmt: skip
 
     @classmethod
@@ -675,6 +685,15 @@ class PageState(models.Model):
         return self.has_baseline and self.cached_at is not None
 
 
+class PageResultQuerySet(models.QuerySet["PageResult"]):
+    def meaningful_changes(self) -> PageResultQuerySet:
+        """Changed pages, but those the judge found unimportant: a change
+        without a verdict counts as meaningful (the judge fails open)."""
+        return self.filter(status=PageResult.Status.CHANGED).exclude(
+            verdict=PageResult.Verdict.NOISE
+        )
+
+
 class PageResult(models.Model):
     """One page's outcome in one check (MonitorCheckPage on the wire)."""
 
@@ -684,6 +703,16 @@ class PageResult(models.Model):
         NEW = "new"
         REMOVED = "removed"
         ERROR = "error"
+
+    class Verdict(models.TextChoices):
+        """What the goal judge made of a changed page (checks.ai.judge)."""
+
+        NONE = "", "judge did not run"
+        MEANINGFUL = "meaningful", "meaningful"
+        NOISE = "noise", "not meaningful"
+        # Failed open (no model, an error, no usable answer): the judgment
+        # says meaningful with low confidence, and it is no verdict.
+        NOT_JUDGED = "not_judged", "not judged"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: page_check_status_idx starts with the check.
@@ -714,7 +743,16 @@ class PageResult(models.Model):
     # Escaped side-by-side HTML rendered by the worker for the dashboard.
     diff_html = models.TextField(blank=True)
     judgment = models.JSONField(null=True, blank=True)
+    verdict = models.CharField(
+        max_length=16, choices=Verdict.choices, default=Verdict.NONE, blank=True
+    )
+    # JSON extraction monitoring: the page's full extraction (snapshot.json).
+    extraction = models.JSONField(null=True, blank=True)
+    # The `summary` format: a short summary of the page by the model.
+    summary = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PageResultQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -734,9 +772,25 @@ class PageResult(models.Model):
 
     @property
     def is_meaningful(self) -> bool | None:
+        """isMeaningful on the wire: set only when the judge ran on a changed
+        page. Not judged counts as meaningful (the judge fails open)."""
         if self.status != self.Status.CHANGED or not self.judgment:
             return None
         return bool(self.judgment.get("meaningful"))
+
+    @property
+    def is_judged(self) -> bool:
+        """A real verdict, not the fail-open one ("not judged")."""
+        return self.verdict in (self.Verdict.MEANINGFUL, self.Verdict.NOISE)
+
+    @property
+    def field_changes(self) -> dict[str, Any]:
+        """JSON mode's field diff ({path: {previous, current}}), {} otherwise
+        (the Markdown diff's "json" is a parse-diff AST, not fields)."""
+        fields = (self.diff or {}).get("json") if isinstance(self.diff, dict) else None
+        if not isinstance(fields, dict) or "files" in fields:
+            return {}
+        return fields
 
 
 # --- Notification outbox ------------------------------------------------------

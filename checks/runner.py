@@ -4,8 +4,9 @@
           CHECK_BATCH_SIZE pages
     batch: fetchers (checks.fetchers) get each page through the one outbound
           door, concurrently under its one limiter -> checks.pages judges it
-          inline as it arrives -> checks.recording writes a few pages per
-          transaction
+          inline as it arrives -> the model's part, if the monitor asks for
+          any (checks.ai.stage), on the same event loop -> checks.recording
+          writes a few pages per transaction
     finish: the batch that ends last finishes the check (a conditional update,
           so exactly once) and announces it (checks.notify)
 
@@ -39,6 +40,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from checks import notify, pages, sources
+from checks.ai.stage import Enricher
 from checks.crawl import frontier
 from checks.crawl.frontier import Frontier
 from checks.crawl.source import CrawlSource
@@ -46,7 +48,13 @@ from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetchers import HttpFetcher
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, Crawl, PageResult, PageState
-from checks.recording import RECORD_BATCH, CheckAbandoned, Item, record_many
+from checks.recording import (
+    RECORD_BATCH,
+    CheckAbandoned,
+    Item,
+    reconcile,
+    record_many,
+)
 from monitors.models import Monitor, Target
 
 logger = logging.getLogger(__name__)
@@ -327,11 +335,12 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
             cached.append((job, outcome, state))
     crawls = Frontier(check) if any(job.follow for job in jobs) else None
     found: list[CheckBatch] = []
-    for start in range(0, len(cached), RECORD_BATCH):
-        record_many(check, cached[start : start + RECORD_BATCH], batch)
-    if to_fetch:
+    if to_fetch or cached:
         fetcher = _fetcher(batch, resolver)
-        found = _fetch_and_record(check, batch, to_fetch, fetcher, crawls)
+        enricher = Enricher(check.monitor, resolver=resolver)
+        found = _fetch_and_record(
+            check, batch, to_fetch, fetcher, crawls, cached=cached, enricher=enricher
+        )
     batch.complete()
     return found
 
@@ -353,13 +362,14 @@ def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
             "target_id", "url"
         )
     )
+    ignored = tuple(check.monitor.ignore_lines or ())
     jobs = []
     for ref in batch.pages:
         target = targets.get(uuid.UUID(ref[0]))
         if target is None or (target.id, ref[1]) in done:
             continue  # its target was deleted meanwhile, or recorded already
         credits, options = target.credits_per_page(), target.scrape_options or {}
-        jobs.append(PageJob.from_ref(ref, options, credits))
+        jobs.append(PageJob.from_ref(ref, options, credits, ignore_lines=ignored))
     return jobs
 
 
@@ -381,25 +391,29 @@ def _states(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
 
 class _Fetching:
     """The pages of one batch being fetched and judged concurrently; take()
-    hands over those that are done. Bodies live only inside their page's task
-    (fetch, then judge inline), so memory stays bounded by the limiter."""
+    hands over those that are done (cache hits first: done from the start).
+    Bodies live only inside their page's task (fetch, then judge inline), so
+    memory stays bounded by the limiter."""
 
     def __init__(
         self,
         fetcher: HttpFetcher,
         items: list[tuple[PageJob, PageState | None]],
         crawls: Frontier | None = None,
+        done: list[Item] | None = None,
     ):
         self.fetcher = fetcher
         self.crawls = crawls
         self.items = items
-        self.left = len(items)
-        self.done: list[Item] = []
+        self.done: list[Item] = list(done or [])
+        self.left = len(items) + len(self.done)
         self.tasks: list[asyncio.Task[None]] = []
         self.arrived: asyncio.Event | None = None
 
     async def start(self) -> None:
         self.arrived = asyncio.Event()
+        if self.done:
+            self.arrived.set()
         self.tasks = [asyncio.create_task(self._one(*item)) for item in self.items]
 
     async def _one(self, job: PageJob, state: PageState | None) -> None:
@@ -445,10 +459,15 @@ def _fetch_and_record(
     items: list[tuple[PageJob, PageState | None]],
     fetcher: HttpFetcher,
     crawls: Frontier | None,
+    *,
+    cached: list[Item] | None = None,
+    enricher: Enricher | None = None,
 ) -> list[CheckBatch]:
-    """Fetch and judge the pages, recording them as they arrive; the batches
-    their links added to a crawl (admitted before the pages are recorded)."""
-    fetching = _Fetching(fetcher, items, crawls)
+    """Fetch and judge the pages (`cached` ones are decided already), let the
+    model do its part, and record them as they arrive; the batches their links
+    added to a crawl (admitted before the pages are recorded)."""
+    fetching = _Fetching(fetcher, items, crawls, cached)
+    enricher = enricher or Enricher(check.monitor)
     found: list[CheckBatch] = []
     with asyncio.Runner() as loop:
         try:
@@ -458,6 +477,8 @@ def _fetch_and_record(
                 if taken:
                     if crawls is not None:
                         found += crawls.admit(taken)
+                    reconcile(taken)
+                    _enrich(loop, enricher, taken, check, batch)
                     record_many(check, taken, batch)
                 else:
                     heartbeat(check, batch)
@@ -465,7 +486,37 @@ def _fetch_and_record(
             # Leaving early (time limit, abandoned check) cancels what is in
             # flight rather than waiting for slow pages.
             loop.run(fetching.close())
+            loop.run(enricher.aclose())
     return found
+
+
+async def _spawn(coroutine: Any) -> asyncio.Task[Any]:
+    return asyncio.create_task(coroutine)
+
+
+def _enrich(
+    loop: asyncio.Runner,
+    enricher: Enricher,
+    items: list[Item],
+    check: Check,
+    batch: CheckBatch,
+) -> None:
+    """The model's work on these pages (checks.ai.stage), on the batch's loop
+    so fetches go on meanwhile; the check heart-beats while it waits."""
+    work = enricher.prepare([item for item in items if item[0].record])
+    if not work:
+        return
+    task = loop.run(_spawn(enricher.enrich(work)))
+    try:
+        while not task.done():
+            loop.run(asyncio.wait({task}, timeout=HEARTBEAT_SECONDS))
+            if not task.done():
+                heartbeat(check, batch)
+    finally:
+        if not task.done():
+            task.cancel()
+            loop.run(asyncio.wait({task}))
+    task.result()
 
 
 def heartbeat(check: Check, batch: CheckBatch) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.utils.csp import CSP
 
-from config.env import env_bool, env_int, env_list, env_secret, env_str
+from config.env import ConfigError, env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var")))
@@ -234,6 +234,21 @@ CHECK_STALE_AFTER_SECONDS = env_int("CHECK_STALE_AFTER_SECONDS", 120, minimum=15
 CRAWL_MAX_PAGES = env_int("CRAWL_MAX_PAGES", 10_000, minimum=1)
 CRAWL_DEADLINE_SECONDS = env_int("CRAWL_DEADLINE_SECONDS", 3600, minimum=60)
 CRAWL_ALLOW_IGNORE_ROBOTS = env_bool("CRAWL_ALLOW_IGNORE_ROBOTS", False)
+# --- The AI model (checks.ai): any OpenAI-compatible endpoint ---------------
+# Empty LLM_BASE_URL: no model; judging reports "not judged" and JSON
+# extraction is a page error that says so. The endpoint's host is the only
+# private address the model's requests may reach.
+LLM_BASE_URL = env_str("LLM_BASE_URL", "").strip().rstrip("/")
+LLM_API_KEY = env_secret("LLM_API_KEY", "")
+LLM_MODEL = env_str("LLM_MODEL", "").strip()
+LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 30, minimum=1)
+LLM_MAX_INPUT_TOKENS = env_int("LLM_MAX_INPUT_TOKENS", 6000, minimum=500)
+if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
+    raise ConfigError(
+        f"LLM_BASE_URL must start with http:// or https://, got {LLM_BASE_URL!r}"
+    )
+if LLM_BASE_URL and not LLM_MODEL:
+    raise ConfigError("LLM_MODEL must name the model when LLM_BASE_URL is set")
 # How often beat asks for due monitors (checks.dispatch sizes its ticks by it).
 DISPATCH_EVERY_SECONDS = 10.0
 # Beat is the only scheduler and only enqueues these small periodic tasks; which

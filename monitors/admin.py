@@ -494,7 +494,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
                 ]
             },
         ),
-        ("Judging", {"fields": ["judge_enabled", "goal"]}),
+        ("Judging", {"fields": ["judge_enabled", "goal", "ignore_lines"]}),
         (
             "Notifications",
             {
@@ -520,6 +520,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "current_check_id",
         "judge_enabled",
         "goal",
+        "ignore_lines",
         "webhook_json",
         "notification_json",
         "retention_days",

@@ -67,6 +67,8 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
         monitor.goal = data["goal"]
     if "judgeEnabled" in data:
         monitor.judge_enabled = data["judgeEnabled"]
+    if "ignoreLines" in data:
+        monitor.ignore_lines = data["ignoreLines"]
     if "webhook" in data:
         monitor.webhook = data["webhook"]
     # Set by the dashboard form only: the API's serializers never produce it,

@@ -63,6 +63,7 @@ _MAIN_SLOTS = {
     "schedule": "schedule",
     "goal": "goal",
     "judgeEnabled": "judge",
+    "ignoreLines": "ignore_lines",
     "retentionDays": "retention_days",
     "targets": "targets",
 }
@@ -184,6 +185,7 @@ class MonitorFields(forms.Form):
     judge = forms.ChoiceField(
         required=False, choices=JUDGE_CHOICES, widget=forms.RadioSelect, initial="auto"
     )
+    ignore_lines = forms.CharField(required=False, widget=forms.Textarea)
     retention_days = forms.CharField(required=False)
     webhook_url = forms.CharField(required=False)
     webhook_events = forms.MultipleChoiceField(
@@ -229,6 +231,14 @@ class MonitorFields(forms.Form):
             ),
             "goal": forms.Textarea(
                 attrs=_attrs("goal", rows=3, maxlength=rules.GOAL_MAX)
+            ),
+            "ignore_lines": forms.Textarea(
+                attrs=_attrs(
+                    "ignore_lines",
+                    rows=3,
+                    spellcheck="false",
+                    placeholder="Last updated\n/^\\d+ people viewed this$/",
+                )
             ),
             "retention_days": forms.NumberInput(
                 attrs=_attrs(
@@ -388,6 +398,7 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
         "timezone": monitor.schedule_timezone,
         "goal": monitor.goal or "",
         "judge": judge,
+        "ignore_lines": "\n".join(monitor.ignore_lines or []),
         "retention_days": monitor.retention_days,
         "webhook_url": webhook.get("url", ""),
         "webhook_events": webhook.get("events") or list(rules.WEBHOOK_EVENTS),
@@ -576,6 +587,7 @@ class MonitorForm:
             "schedule": schedule,
             "targets": [self._target_payload(t) for t in self.targets],
             "goal": main.get("goal", ""),
+            "ignoreLines": _lines(main.get("ignore_lines", "")),
             "webhook": self._webhook_payload(main),
             "notification": self._notification_payload(main),
         }
@@ -718,6 +730,8 @@ class MonitorForm:
             inner = [p for p in path[1:] if p != "email"]
             slot = _EMAIL_SLOTS.get(str(inner[0]) if inner else "", "email_recipients")
             return slot, self._with_item(path, message, payload)
+        if head == "ignoreLines":
+            return "ignore_lines", self._with_item(path, message, payload)
         if head == "targets" and len(path) > 1 and isinstance(path[1], int):
             index = path[1]
             if index >= len(self.targets):

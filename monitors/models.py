@@ -285,6 +285,9 @@ class Monitor(models.Model):
     current_check_id = models.UUIDField(null=True, blank=True)
     goal = models.TextField(null=True, blank=True)
     judge_enabled = models.BooleanField(default=False)
+    # The noise rule: lines of a page matching any entry (text, or /regex/)
+    # are ignored before comparing and judging (checks.content.noise).
+    ignore_lines = models.JSONField(default=list, blank=True)
     webhook = models.JSONField(null=True, blank=True)
     webhook_pages = models.CharField(
         "page events for",

@@ -48,6 +48,11 @@ def url_error(url: str) -> str | None:
     return url_syntax_error(url)
 
 
+def clean_ignore_lines(entries: Iterable[str]) -> list[str]:
+    """Entries trimmed, blank ones dropped, each kept once (in order)."""
+    return list(dict.fromkeys(e.strip() for e in entries if e.strip()))
+
+
 def clean_goal(goal: str | None) -> str | None:
     goal = (goal or "").strip()
     return goal or None
@@ -122,3 +127,36 @@ def path_pattern(pattern: str) -> Any:
         if isinstance(reason, bytes):
             reason = reason.decode(errors="replace")
         raise ValueError(f"Not a pattern we can use: {reason}.") from None
+
+
+# --- The noise rule (a monitor's ignoreLines) -------------------------------------
+# Applied by checks.content.noise: a page line matching an entry is left out
+# before comparing and judging. An entry is plain text, matched anywhere in a
+# line whatever its case, or an RE2 pattern between slashes: /^\d+ views$/.
+
+IGNORE_LINES_MAX = 50
+IGNORE_LINE_MAX = 300
+
+
+def ignore_line_regex(entry: str) -> str | None:
+    """The pattern of a ``/.../`` entry, None for plain text."""
+    entry = entry.strip()
+    if len(entry) >= 3 and entry.startswith("/") and entry.endswith("/"):
+        return entry[1:-1]
+    return None
+
+
+def ignore_line_error(entry: str) -> str | None:
+    """Why an ignoreLines entry cannot be used (fit to show a user), or None."""
+    if not entry.strip():
+        return "Empty entries are not allowed."
+    if len(entry) > IGNORE_LINE_MAX:
+        return f"Each entry must be at most {IGNORE_LINE_MAX} characters."
+    pattern = ignore_line_regex(entry)
+    if pattern is None:
+        return None
+    try:
+        path_pattern(pattern)
+    except ValueError as exc:
+        return str(exc)
+    return None

@@ -38,6 +38,7 @@ MONITOR_KEYS = {
     "lastCheckSummary",
     "goal",
     "judgeEnabled",
+    "ignoreLines",  # Pagewatch extension: the noise rule
     "emailRecipientSubscriptions",
     "createdAt",
     "updatedAt",

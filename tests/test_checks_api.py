@@ -23,6 +23,7 @@ CHECK_KEYS = {
 PAGE_KEYS = {
     "id", "targetId", "url", "status", "previousScrapeId", "currentScrapeId",
     "statusCode", "error", "metadata", "diff", "snapshot", "judgment", "createdAt",
+    "summary",  # Pagewatch extension: the summary format
 }  # fmt: skip
 ZERO_SUMMARY = {
     "totalPages": 0,

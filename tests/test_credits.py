@@ -118,10 +118,13 @@ def test_targets_checks_skip_are_not_counted_in_the_monitors_estimate(api):
     [
         ({"formats": ["markdown"]}, 1),
         ({"formats": [{"type": "json", "prompt": "prices"}]}, 5),
-        ({"formats": [{"type": "changeTracking", "modes": ["json"]}]}, 5),
+        (
+            {"formats": [{"type": "changeTracking", "modes": ["json"], "schema": {}}]},
+            5,
+        ),
         ({"formats": [{"type": "changeTracking", "modes": ["git-diff"]}]}, 1),
         ({"formats": ["markdown"], "lockdown": True}, 5),
-        ({"formats": [{"type": "json"}], "lockdown": True}, 9),
+        ({"formats": [{"type": "json", "schema": {}}], "lockdown": True}, 9),
     ],
 )
 def test_format_add_ons_raise_the_price_per_page(api, options, per_page):

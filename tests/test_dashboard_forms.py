@@ -69,6 +69,7 @@ def test_a_plain_form_becomes_the_api_body():
             {"type": "scrape", "urls": ["https://example.com/a"], "scrapeOptions": {}}
         ],
         "goal": "",
+        "ignoreLines": [],
         "webhook": None,
         "notification": {
             "email": {"enabled": False, "recipients": [], "includeDiffs": False}

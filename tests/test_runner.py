@@ -641,12 +641,13 @@ def test_options_needing_a_browser_are_recorded_as_not_applied(team, site):
     options = {
         "waitFor": 1000,
         "actions": [{"type": "click", "selector": "#more"}],
-        "formats": ["markdown", "screenshot", {"type": "json", "prompt": "price"}],
+        # The summary needs a model, and none is configured here.
+        "formats": ["markdown", "screenshot", {"type": "summary"}],
     }
     page = page_of(run_check(make_monitor(team, [url], scrape_options=options)), url)
     assert page.status == PageResult.Status.NEW
     assert page.metadata["notApplied"] == [
-        "waitFor", "actions", "formats.screenshot", "formats.json",
+        "waitFor", "actions", "formats.screenshot", "formats.summary",
     ]  # fmt: skip
 
 
@@ -996,9 +997,7 @@ def test_the_task_retries_later_while_another_worker_holds_the_check(team):
 
 def test_scrape_options_become_fetch_settings():
     def job(**options: Any) -> PageJob:
-        return PageJob(
-            uuid.uuid4(), "https://example.com/", options, 1, uuid.uuid4()
-        )
+        return PageJob(uuid.uuid4(), "https://example.com/", options, 1, uuid.uuid4())
 
     assert job().verify_tls is True and job().timeout is None
     assert job(skipTlsVerification=True).verify_tls is False

@@ -59,7 +59,7 @@ def _ask(resolver: Resolver, host: str, port: int) -> Sequence[str]:
         raise FetchError(ErrorKind.DNS, host=host) from exc
 
 
-def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
+def _vetted(host: str, answers: Sequence[str], allow_private: bool) -> list[IPAddress]:
     """Parse a resolver's answers and refuse them all if any one is forbidden.
 
     All-or-nothing because a rebinding attacker controls the order of answers.
@@ -70,7 +70,6 @@ def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
         ips = [ipaddress.ip_address(answer.split("%", 1)[0]) for answer in answers]
     except ValueError as exc:
         raise FetchError(ErrorKind.DNS, host=host) from exc
-    allow_private = allow_private_targets()
     for ip in ips:
         reason = address_block_reason(ip, allow_private)
         if reason is not None:
@@ -81,13 +80,22 @@ def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """Resolve once, vet every answer, connect to a vetted IP; the resolver
-    runs in a worker thread."""
+    runs in a worker thread.
+
+    `private_hosts` are host names (as written in the URL) that may resolve
+    to private addresses even when ALLOW_PRIVATE_NETWORK_TARGETS is off: the
+    operator's own services, such as the configured LLM endpoint. Cloud
+    metadata addresses stay forbidden for them too."""
 
     def __init__(
-        self, resolver: Resolver, inner: httpcore.AsyncNetworkBackend | None = None
+        self,
+        resolver: Resolver,
+        inner: httpcore.AsyncNetworkBackend | None = None,
+        private_hosts: frozenset[str] = frozenset(),
     ):
         self._resolver = resolver
         self._inner = inner or httpcore.AnyIOBackend()
+        self._private_hosts = frozenset(h.lower() for h in private_hosts)
 
     async def connect_tcp(
         self,
@@ -103,7 +111,8 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         else:
             answers = await self._resolve(host, port, timeout)
         last_error: Exception | None = None
-        for ip in _vetted(host, answers):
+        allow_private = allow_private_targets() or host.lower() in self._private_hosts
+        for ip in _vetted(host, answers, allow_private):
             try:
                 return await self._inner.connect_tcp(
                     str(ip), port, timeout, local_address, socket_options
@@ -204,13 +213,20 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     closed is detected by httpcore before reuse.
     """
 
-    def __init__(self, *, verify: bool, max_connections: int, resolver: Resolver):
+    def __init__(
+        self,
+        *,
+        verify: bool,
+        max_connections: int,
+        resolver: Resolver,
+        private_hosts: frozenset[str] = frozenset(),
+    ):
         self._connections = httpcore.AsyncConnectionPool(
             ssl_context=_ssl_context(verify),
             max_connections=max_connections,
             max_keepalive_connections=max_connections,
             keepalive_expiry=KEEPALIVE_EXPIRY_SECONDS,
-            network_backend=GuardedBackend(resolver),
+            network_backend=GuardedBackend(resolver, private_hosts=private_hosts),
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -3,7 +3,8 @@ pages. Thin views over the engine (checks.dispatch) and its models; lookups
 are scoped to the caller's team through monitors.api.views.get_monitor_for.
 
 Wire shapes are the contract's MonitorCheck (reference §9.1) and
-MonitorCheckPage (§10.1) exactly; `judgment` is null until the judge exists.
+MonitorCheckPage (§10.1) exactly, plus the page's `summary` (the summary
+format; null otherwise), which the SDKs keep as an extra field.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import uuid
 from typing import Any
 from urllib.parse import urlencode
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -42,8 +42,30 @@ PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX = 25, 100
 class PageDiffSerializer(serializers.Serializer):
     text = serializers.CharField(required=False, help_text="Unified diff")
     json = serializers.JSONField(
-        required=False, help_text="parse-diff AST of the unified diff"
+        required=False,
+        help_text=(
+            "Markdown mode: the parse-diff AST of the unified diff. JSON and "
+            "mixed mode: {path: {previous, current}} for each changed field."
+        ),
     )
+
+
+class MeaningfulChangeSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["added", "removed", "changed"])
+    before = serializers.CharField(allow_null=True)
+    after = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+
+
+class JudgmentSerializer(serializers.Serializer):
+    meaningful = serializers.BooleanField()
+    confidence = serializers.ChoiceField(choices=["high", "medium", "low"])
+    reason = serializers.CharField()
+    meaningfulChanges = MeaningfulChangeSerializer(many=True)
+
+
+class PageSnapshotSerializer(serializers.Serializer):
+    json = serializers.JSONField(help_text="The page's full JSON extraction")
 
 
 class CheckSerializer(serializers.Serializer):
@@ -100,16 +122,24 @@ class PageSerializer(serializers.Serializer):
     metadata = serializers.DictField()
     diff = serializers.SerializerMethodField()
     snapshot = serializers.SerializerMethodField()
-    judgment = serializers.JSONField(allow_null=True)
+    judgment = serializers.SerializerMethodField()
+    summary = serializers.CharField(
+        allow_null=True, help_text="Pagewatch extension: the summary format's text"
+    )
     createdAt = serializers.DateTimeField(source="created_at")
 
     @extend_schema_field(PageDiffSerializer(allow_null=True))
     def get_diff(self, page: PageResult) -> dict[str, Any] | None:
         return page.diff
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
-    def get_snapshot(self, page: PageResult) -> None:
-        return None  # only JSON-extraction monitors have one; not supported yet
+    @extend_schema_field(PageSnapshotSerializer(allow_null=True))
+    def get_snapshot(self, page: PageResult) -> dict[str, Any] | None:
+        # JSON and mixed mode only (reference §10.1).
+        return None if page.extraction is None else {"json": page.extraction}
+
+    @extend_schema_field(JudgmentSerializer(allow_null=True))
+    def get_judgment(self, page: PageResult) -> dict[str, Any] | None:
+        return page.judgment or None
 
 
 class CheckDetailSerializer(CheckSerializer):

@@ -4,9 +4,11 @@ act on yet still round-trip."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+import jsonschema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
@@ -27,6 +29,9 @@ ACTION_TYPES = (
     "executeJavascript", "pdf",
 )  # fmt: skip
 PROXIES = ("basic", "stealth", "enhanced", "auto")
+# JSON extraction: bounds on what the model is asked (reference §10.4).
+EXTRACTION_PROMPT_MAX = 10_000
+EXTRACTION_SCHEMA_MAX_BYTES = 64 * 1024
 
 
 class StrictMixin:
@@ -137,8 +142,43 @@ class FormatField(serializers.JSONField):
                 raise ValidationError(
                     "changeTracking modes must be among git-diff, json."
                 )
+            _check_extraction(data)
             return dict(data)
         raise ValidationError("Must be a format name or a format object.")
+
+
+def _check_extraction(fmt: Mapping[str, Any]) -> None:
+    """A json format, or changeTracking's json mode, says what to extract: a
+    JSON Schema (required for changeTracking) and/or a prompt."""
+    kind = fmt.get("type")
+    json_mode = kind == "changeTracking" and "json" in (fmt.get("modes") or [])
+    if kind != "json" and not json_mode:
+        return
+    schema, prompt = fmt.get("schema"), fmt.get("prompt")
+    if prompt is not None and (
+        not isinstance(prompt, str) or len(prompt) > EXTRACTION_PROMPT_MAX
+    ):
+        raise ValidationError(
+            f"prompt must be a string of at most {EXTRACTION_PROMPT_MAX} characters."
+        )
+    if schema is None:
+        if json_mode:
+            raise ValidationError("changeTracking's json mode requires a schema.")
+        if not prompt:
+            raise ValidationError("A json format needs a schema or a prompt.")
+        return
+    if not isinstance(schema, Mapping):
+        raise ValidationError("schema must be a JSON Schema object.")
+    if len(json.dumps(schema)) > EXTRACTION_SCHEMA_MAX_BYTES:
+        raise ValidationError(
+            f"schema must be at most {EXTRACTION_SCHEMA_MAX_BYTES // 1024} KB."
+        )
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValidationError(
+            f"schema is not a valid JSON Schema: {exc.message}"
+        ) from None
 
 
 class ParserField(serializers.JSONField):

@@ -295,9 +295,29 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
         required=False, allow_null=True, allow_blank=True, max_length=rules.GOAL_MAX
     )
     judgeEnabled = serializers.BooleanField(required=False, allow_null=True)
+    ignoreLines = serializers.ListField(
+        child=StrictCharField(max_length=rules.IGNORE_LINE_MAX, allow_blank=True),
+        required=False,
+        max_length=rules.IGNORE_LINES_MAX,
+        help_text=(
+            "Pagewatch extension: lines to ignore before comparing and judging. "
+            "Plain text (case-insensitive) or an RE2 regular expression "
+            "between slashes, e.g. /^Updated \\d+:\\d+$/."
+        ),
+    )
     origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
+
+    def validate_ignoreLines(self, entries: list[str]) -> list[str]:  # noqa: N802
+        errors = {
+            index: [problem]
+            for index, entry in enumerate(entries)
+            if entry.strip() and (problem := rules.ignore_line_error(entry))
+        }
+        if errors:
+            raise ValidationError(errors)
+        return rules.clean_ignore_lines(entries)
 
     def validate_targets(self, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ids = [t["id"] for t in targets if t.get("id")]
@@ -400,6 +420,9 @@ class MonitorSerializer(serializers.Serializer):
     lastCheckSummary = serializers.SerializerMethodField()
     goal = serializers.CharField(allow_null=True)
     judgeEnabled = serializers.BooleanField(source="judge_enabled")
+    ignoreLines = serializers.ListField(
+        source="ignore_lines", child=serializers.CharField()
+    )
     emailRecipientSubscriptions = serializers.SerializerMethodField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
