@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('monitors', '0001_initial'),
+        ('monitors', '0003_team_previous_webhook_secret'),
     ]
 
     operations = [
