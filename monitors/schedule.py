@@ -45,8 +45,12 @@ DEFAULT_MIN_INTERVAL_MINUTES = 5
 GAP_WINDOW = timedelta(days=8)
 # Bounds the work for very frequent schedules (8 days of `*/5` is 2,304 runs).
 GAP_MAX_RUNS = 3000
-# "Must run within a year"; 366 days so a yearly schedule is fine in leap years.
-FIRST_RUN_HORIZON = timedelta(days=366)
+# The longest wait for a first run that a valid cron can need: 29 February
+# skips the century years that are not leap years (2096 -> 2104), so a
+# leap-day schedule waits up to eight years. Further than that, a schedule
+# is a mistake.
+FIRST_RUN_HORIZON_YEARS = 8
+FIRST_RUN_HORIZON = timedelta(days=FIRST_RUN_HORIZON_YEARS * 366)
 
 UNSUPPORTED_TEXT = (
     "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
@@ -165,7 +169,8 @@ def _check_cron(schedule: Schedule, now: datetime) -> None:
 
     if first is None or first - now > FIRST_RUN_HORIZON:
         raise ScheduleError(
-            f"Cron expression '{schedule.cron}' does not run within the next year."
+            f"Cron expression '{schedule.cron}' does not run within the next "
+            f"{FIRST_RUN_HORIZON_YEARS} years, the longest wait Pagewatch accepts."
         )
     _check_min_interval(first, runs)
 

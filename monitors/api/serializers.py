@@ -22,7 +22,9 @@ from monitors.api.options import (
     CrawlOptionsSerializer,
     PassThroughMixin,
     ScrapeOptionsSerializer,
+    StrictBooleanField,
     StrictCharField,
+    StrictIntegerField,
     StrictMixin,
     StringMapField,
 )
@@ -104,7 +106,7 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
     searchWindow = serializers.ChoiceField(
         choices=rules.SEARCH_WINDOWS, default=rules.SEARCH_WINDOW_DEFAULT
     )
-    maxResults = serializers.IntegerField(
+    maxResults = StrictIntegerField(
         min_value=rules.MAX_RESULTS_MIN,
         max_value=rules.MAX_RESULTS_MAX,
         default=rules.MAX_RESULTS_DEFAULT,
@@ -254,13 +256,13 @@ class WebhookSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
 
 
 class EmailNotificationSerializer(StrictMixin, serializers.Serializer):
-    enabled = serializers.BooleanField(default=False)
+    enabled = StrictBooleanField(default=False)
     recipients = serializers.ListField(
         child=serializers.EmailField(max_length=254),
         default=list,
         max_length=rules.RECIPIENTS_MAX,
     )
-    includeDiffs = serializers.BooleanField(default=False)
+    includeDiffs = StrictBooleanField(default=False)
 
     def validate_recipients(self, value: list[str]) -> list[str]:
         return list(dict.fromkeys(address.strip().lower() for address in value))
@@ -288,13 +290,13 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     )
     webhook = WebhookSerializer(required=False, allow_null=True)
     notification = NotificationSerializer(required=False, allow_null=True)
-    retentionDays = serializers.IntegerField(
+    retentionDays = StrictIntegerField(
         required=False, min_value=rules.RETENTION_MIN, max_value=rules.RETENTION_MAX
     )
     goal = StrictCharField(
         required=False, allow_null=True, allow_blank=True, max_length=rules.GOAL_MAX
     )
-    judgeEnabled = serializers.BooleanField(required=False, allow_null=True)
+    judgeEnabled = StrictBooleanField(required=False, allow_null=True)
     origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
