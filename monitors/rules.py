@@ -34,7 +34,9 @@ GOAL_REQUIRED_FOR_SEARCH = (
     "A search target requires a non-empty goal (or set judgeEnabled to false)."
 )
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}")
+# Visible ASCII, space and tab: what a header value can hold unencoded.
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _DOMAIN = re.compile(
     r"^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$"
 )
@@ -86,17 +88,48 @@ def domain_error(domain: str) -> str | None:
 
 
 def header_name_error(name: str) -> str | None:
-    if not _HEADER_NAME.match(name):
-        return f"'{name[:64]}' is not a valid header name."
+    """The one rule for a header name a user gives (scrapeOptions.headers and
+    webhook.headers alike): an HTTP token, so it cannot smuggle a line break
+    or a second header into the request."""
+    if not _HEADER_NAME.fullmatch(name):
+        return (
+            f"{_shown(name)} is not a valid header name: use letters, digits and "
+            "hyphens, e.g. X-Team."
+        )
+    return None
+
+
+def webhook_header_name_error(name: str) -> str | None:
+    """header_name_error, plus the headers Pagewatch sets on every delivery."""
+    problem = header_name_error(name)
+    if problem:
+        return problem
     lowered = name.lower()
     if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIXES):
         return f"Header '{name}' is set by Pagewatch and cannot be overridden."
     return None
 
 
-def header_value_error(value: str) -> str | None:
+def header_value_error(name: str, value: str) -> str | None:
+    """The one rule for a header value: something HTTP can carry as it is.
+    Outside printable ASCII a value cannot be encoded (httpx, like browsers'
+    fetch(), refuses it), so every request with it would fail later."""
     if len(value) > HEADER_VALUE_MAX:
-        return f"Header values must be at most {HEADER_VALUE_MAX} characters."
+        return (
+            f"The value of header {_shown(name)} must be at most "
+            f"{HEADER_VALUE_MAX} characters."
+        )
     if any(ch in value for ch in "\r\n\0"):
-        return "Header values must not contain line breaks."
+        return f"The value of header {_shown(name)} must not contain line breaks."
+    if not _HEADER_VALUE.fullmatch(value):
+        odd = next(ch for ch in value if not _HEADER_VALUE.fullmatch(ch))
+        return (
+            f"The value of header {_shown(name)} cannot be sent: {odd!r} is not "
+            "a plain ASCII character."
+        )
     return None
+
+
+def _shown(name: str) -> str:
+    # repr() shows a line break in a name as \r\n instead of breaking the message.
+    return repr(name[:64])

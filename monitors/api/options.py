@@ -130,7 +130,7 @@ class StringMapField(serializers.DictField):
         errors = {}
         for key, item in value.items():
             problem = (self.key_error and self.key_error(key)) or (
-                self.value_error and self.value_error(item)
+                self.value_error and self.value_error(key, item)
             )
             if problem:
                 errors[key] = [problem]
@@ -220,6 +220,7 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     headers = StringMapField(
         max_items=rules.WEBHOOK_HEADERS_MAX,
         required=False,
+        key_error=rules.header_name_error,
         value_error=rules.header_value_error,
     )
     waitFor = StrictIntegerField(required=False, min_value=0, max_value=60_000)

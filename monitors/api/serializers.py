@@ -228,7 +228,7 @@ class WebhookSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
     headers = StringMapField(
         max_items=rules.WEBHOOK_HEADERS_MAX,
         required=False,
-        key_error=rules.header_name_error,
+        key_error=rules.webhook_header_name_error,
         value_error=rules.header_value_error,
     )
     metadata = StringMapField(max_items=rules.WEBHOOK_METADATA_MAX, required=False)
