@@ -17,6 +17,7 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
+from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
 from monitors.api.options import (
     CrawlOptionsSerializer,
@@ -30,18 +31,31 @@ from monitors.api.options import (
 )
 from monitors.models import EmailRecipient, Monitor, Target
 from monitors.schedule import ScheduleError, normalize_schedule
+from monitors.url_rule import checked_url
 
 
 class UrlField(StrictCharField):
+    """A URL Pagewatch may fetch or post to: the URL rule, and the address
+    policy for hosts that need no DNS (IP literals, localhost), so a URL that
+    can never be reached is refused now rather than failing on every check.
+    Host names are judged at connect time (checks.fetch)."""
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_length", rules.URL_MAX)
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
         url = super().to_internal_value(data)
-        error = rules.url_error(url)
-        if error:
-            raise ValidationError(error)
+        parsed, error = checked_url(url)
+        if parsed is None:
+            raise ValidationError(error or "URL is not valid.")
+        blocked = host_block_reason(parsed.host, allow_private_targets())
+        if blocked:
+            shown = url if len(url) <= 200 else url[:199] + "…"
+            raise ValidationError(
+                f"Pagewatch can never connect to {shown}: {blocked}.",
+                code="blocked_address",
+            )
         return url
 
 
