@@ -19,7 +19,6 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
-from django.utils.text import slugify
 
 from monitors import schedule as schedules
 
@@ -44,13 +43,6 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    @classmethod
-    def get_or_create_by_slug(cls, slug: str) -> Team:
-        team, _ = cls.objects.get_or_create(
-            slug=slugify(slug)[:64], defaults={"name": slug}
-        )
-        return team
 
     def member_emails(self) -> set[str]:
         return {
