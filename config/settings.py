@@ -265,6 +265,11 @@ CELERY_BEAT_SCHEDULE = {
     )
 }  # fmt: skip
 
+# --- AI judge -----------------------------------------------------------------
+# The OpenAI-compatible endpoint of the LLM that judges changes against a
+# monitor's goal; empty means no judge (monitors.judging.judge_available).
+LLM_BASE_URL = env_str("LLM_BASE_URL", "")
+
 # --- Celery -------------------------------------------------------------------
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL

@@ -21,6 +21,7 @@ from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from monitors import schedule as schedules
+from monitors.judging import judge_available
 
 KEY_PREFIX = "pw_"
 # The part of a key after "pw_" that is stored in clear and indexed for lookup.
@@ -43,6 +44,12 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def counts_credits(self) -> bool:
+        """Whether credits mean anything to this team: only a team with a
+        monthly allowance is shown them (a self-hosted team pays nobody)."""
+        return self.credit_allowance is not None
 
     def member_emails(self) -> set[str]:
         return {
@@ -262,7 +269,9 @@ class Monitor(models.Model):
 
     @property
     def judging(self) -> bool:
-        return self.judge_enabled and bool(self.goal)
+        """Whether checks judge this monitor's changes: asked for (judging on,
+        with a goal) and possible (an LLM is configured)."""
+        return self.judge_enabled and bool(self.goal) and judge_available()
 
     def interval_minutes(self, now: datetime) -> int:
         return schedules.interval_minutes(self.schedule, now)

@@ -938,7 +938,7 @@ def test_inline_validation_gives_the_same_messages_as_the_api(
 # ---------------------------------------------------------------- monitor page
 
 
-def test_monitor_page_summarises_settings_and_credits(web, team):
+def test_monitor_page_summarises_settings(web, team):
     monitor = make_monitor(
         team,
         goal="Price changes",
@@ -950,7 +950,6 @@ def test_monitor_page_summarises_settings_and_credits(web, team):
     page = text_of(web.get(monitor.get_absolute_url()))
     assert "https://example.com/pricing" in page
     assert "Every 30 minutes, Europe/Berlin" in page
-    assert "Up to <strong>2880</strong> credits a month" in page  # (1 + 1 judge) × 1440
     assert "someone@else.example" in page and "waiting for confirmation" in page
     assert "https://hooks.example.com/x" in page
     assert "Run now" in page and "No checks yet" in page
