@@ -34,6 +34,8 @@ from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from monitors.rules import SCHEDULE_MISSING
+
 MAX_LENGTH = 128
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_MIN_INTERVAL_MINUTES = 5
@@ -72,11 +74,13 @@ EVERY_DAY = frozenset(range(7))
 
 
 class ScheduleError(ValueError):
-    """A schedule a user gave us is not acceptable; `.message` is shown to them."""
+    """A schedule a user gave us is not acceptable; `.message` is shown to them
+    and `.code` travels with the API's error (see monitors.rules.Rule)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, code: str = "invalid") -> None:
         super().__init__(message)
         self.message = message
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ def normalize_schedule(
     if has_cron and has_text:
         raise ScheduleError("Schedule must include either cron or text, not both.")
     if not has_cron and not has_text:
-        raise ScheduleError("Schedule must include either cron or text.")
+        missing = SCHEDULE_MISSING
+        raise ScheduleError(missing.api, missing.code)
 
     zone_name = normalize_timezone(timezone)
     if has_cron:

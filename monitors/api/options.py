@@ -213,8 +213,8 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     formats = serializers.ListField(child=FormatField(), required=False, max_length=20)
     onlyMainContent = StrictBooleanField(required=False)
     onlyCleanContent = StrictBooleanField(required=False)
-    includeTags = string_list(100, required=False)
-    excludeTags = string_list(100, required=False)
+    includeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
+    excludeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
     maxAge = StrictIntegerField(required=False, min_value=0)
     minAge = StrictIntegerField(required=False, min_value=0)
     headers = StringMapField(
@@ -223,10 +223,14 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
         key_error=rules.header_name_error,
         value_error=rules.header_value_error,
     )
-    waitFor = StrictIntegerField(required=False, min_value=0, max_value=60_000)
+    waitFor = StrictIntegerField(
+        required=False, min_value=0, max_value=rules.WAIT_FOR_MAX
+    )
     mobile = StrictBooleanField(required=False)
     skipTlsVerification = StrictBooleanField(required=False)
-    timeout = StrictIntegerField(required=False, min_value=1000, max_value=300_000)
+    timeout = StrictIntegerField(
+        required=False, min_value=rules.TIMEOUT_MIN, max_value=rules.TIMEOUT_MAX
+    )
     parsers = serializers.ListField(child=ParserField(), required=False, max_length=5)
     actions = serializers.ListField(
         child=ActionSerializer(), required=False, max_length=50
@@ -244,11 +248,17 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
 
 
 class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
-    limit = StrictIntegerField(required=False, min_value=1, max_value=10_000)
-    maxDiscoveryDepth = StrictIntegerField(required=False, min_value=0, max_value=100)
+    limit = StrictIntegerField(
+        required=False,
+        min_value=rules.CRAWL_LIMIT_MIN,
+        max_value=rules.CRAWL_LIMIT_MAX,
+    )
+    maxDiscoveryDepth = StrictIntegerField(
+        required=False, min_value=0, max_value=rules.CRAWL_DEPTH_MAX
+    )
     maxDepth = StrictIntegerField(required=False, min_value=0, max_value=100)
-    includePaths = string_list(100, 512, required=False)
-    excludePaths = string_list(100, 512, required=False)
+    includePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
+    excludePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
     regexOnFullURL = StrictBooleanField(required=False)
     crawlEntireDomain = StrictBooleanField(required=False)
     allowSubdomains = StrictBooleanField(required=False)

@@ -79,7 +79,7 @@ class ScheduleSerializer(StrictMixin, serializers.Serializer):
         try:
             schedule = normalize_schedule(cron, text, zone)
         except ScheduleError as exc:
-            raise ValidationError(exc.message) from None
+            raise ValidationError(exc.message, code=exc.code) from None
         return {"cron": schedule.cron, "timezone": schedule.timezone}
 
 
@@ -126,12 +126,12 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         default=rules.MAX_RESULTS_DEFAULT,
     )
     includeDomains = serializers.ListField(
-        child=StrictCharField(max_length=253),
+        child=StrictCharField(max_length=rules.DOMAIN_MAX),
         max_length=rules.DOMAINS_MAX,
         required=False,
     )
     excludeDomains = serializers.ListField(
-        child=StrictCharField(max_length=253),
+        child=StrictCharField(max_length=rules.DOMAIN_MAX),
         max_length=rules.DOMAINS_MAX,
         required=False,
     )
@@ -153,13 +153,8 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         for legacy in SearchTargetSerializer.allow_extra:
             attrs.pop(legacy, None)
         if attrs.get("includeDomains") and attrs.get("excludeDomains"):
-            raise ValidationError(
-                {
-                    "excludeDomains": [
-                        "includeDomains and excludeDomains are mutually exclusive."
-                    ]
-                }
-            )
+            rule = rules.DOMAINS_EXCLUSIVE
+            raise ValidationError({"excludeDomains": [rule.api]}, code=rule.code)
         return attrs
 
 
@@ -272,7 +267,7 @@ class WebhookSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
 class EmailNotificationSerializer(StrictMixin, serializers.Serializer):
     enabled = StrictBooleanField(default=False)
     recipients = serializers.ListField(
-        child=serializers.EmailField(max_length=254),
+        child=serializers.EmailField(max_length=rules.EMAIL_MAX),
         default=list,
         max_length=rules.RECIPIENTS_MAX,
     )
@@ -318,7 +313,8 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     def validate_targets(self, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ids = [t["id"] for t in targets if t.get("id")]
         if len(ids) != len(set(ids)):
-            raise ValidationError("Target ids must be unique within a monitor.")
+            rule = rules.TARGET_IDS_UNIQUE
+            raise ValidationError(rule.api, code=rule.code)
         return targets
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -353,7 +349,8 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             goal, judge, types, search_opt_out=search_opt_out
         )
         if problem:
-            raise ValidationError({problem[0]: [problem[1]]})
+            field, rule = problem
+            raise ValidationError({field: [rule.api]}, code=rule.code)
         return attrs
 
 
