@@ -4,7 +4,7 @@ snapshots and baselines that change detection compares against.
 A check's lifecycle lives here as conditional updates, so several workers, a
 redelivered message and the stale sweeper can race without double work:
 
-    queued --claim()--> running --finish()--> completed | partial
+    queued --claim()--> running --finish()--> completed | partial | failed
                            |  \\--fail()----> failed  (crash, time limit, lost)
                            \\--reserve_credits()--> skipped_no_credits
 
@@ -293,27 +293,38 @@ class Check(models.Model):
             total += credits if isinstance(credits, int) else 0
         return total
 
+    @classmethod
+    def outcome(cls, summary: dict[str, int]) -> tuple[str, str | None]:
+        """(status, error) of a check that looked at all its pages: failed
+        when not one page could be checked, partial when some could not."""
+        errors, total = summary["error"], summary["totalPages"]
+        if not errors:
+            return cls.Status.COMPLETED, None
+        if errors == total:
+            if total == 1:
+                return cls.Status.FAILED, "The page could not be checked."
+            return cls.Status.FAILED, f"None of the {total} pages could be checked."
+        return cls.Status.PARTIAL, f"{errors} of {total} pages could not be checked."
+
     def finish(
         self, now: datetime, announce: Callable[[Check], None] | None = None
     ) -> None:
-        """running -> completed | partial, with summary, credits and the
+        """running -> completed | partial | failed, with summary, credits and the
         monitor's fields. The caller holds the row locked while running
         (CheckQuerySet.lock). `announce(check)`, called once the check holds
         its final fields, may set more of them (notification_status), which
         are written with the rest."""
         tally = self.tally()
         summary = self.summarize(tally)
-        errors = summary["error"]
-        self.status = self.Status.PARTIAL if errors else self.Status.COMPLETED
-        self.error = (
-            f"{errors} of {summary['totalPages']} pages could not be checked."
-            if errors
-            else None
-        )
+        self.status, self.error = self.outcome(summary)
         self.summary = summary
         self.actual_credits = self.credits_for(tally, now)
         if self.billing_status == self.Billing.RESERVED:
-            self.billing_status = self.Billing.CONFIRMED
+            self.billing_status = (
+                self.Billing.RELEASED
+                if self.status == self.Status.FAILED
+                else self.Billing.CONFIRMED
+            )
         self.finished_at = self.heartbeat_at = now
         if announce is not None:
             announce(self)

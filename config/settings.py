@@ -202,11 +202,29 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+# The API's rate limit counts each key's requests here, so the cache must be
+# shared by every web process (a per-process cache multiplies API_RATE_LIMIT by
+# the number of gunicorn workers): Redis when there is one, shared by every
+# machine; otherwise files under var/, shared by the processes of this machine
+# (the embedded default runs on one machine anyway: its broker is files too).
+# Nothing calls cache.clear() outside tests: on Redis it empties the whole
+# database, broker queues included.
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "pagewatch",
+        }
     }
-}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
 
 # --- Monitoring rules -------------------------------------------------------
 MIN_SCHEDULE_INTERVAL_MINUTES = env_int("MIN_SCHEDULE_INTERVAL_MINUTES", 5, minimum=1)
@@ -270,7 +288,6 @@ CELERY_BEAT_SCHEDULE = {
 }  # fmt: skip
 
 # --- Celery -------------------------------------------------------------------
-REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}

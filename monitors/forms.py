@@ -19,7 +19,7 @@ from django import forms
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 
-from monitors import rules
+from monitors import form_words, rules
 from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
@@ -307,11 +307,15 @@ class TargetFields(forms.Form):
         super().__init__(*args, **kwargs)
         key = self.prefix
         numbers = {
-            "limit": {"min": 1, "max": 10_000},
-            "depth": {"min": 0, "max": 100},
+            "limit": {"min": rules.CRAWL_LIMIT_MIN, "max": rules.CRAWL_LIMIT_MAX},
+            "depth": {"min": 0, "max": rules.CRAWL_DEPTH_MAX},
             "max_results": {"min": rules.MAX_RESULTS_MIN, "max": rules.MAX_RESULTS_MAX},
-            "timeout": {"min": 1000, "max": 300_000, "step": 1000},
-            "wait_for": {"min": 0, "max": 60_000, "step": 500},
+            "timeout": {
+                "min": rules.TIMEOUT_MIN,
+                "max": rules.TIMEOUT_MAX,
+                "step": 1000,
+            },
+            "wait_for": {"min": 0, "max": rules.WAIT_FOR_MAX, "step": 500},
         }
         for name, field in self.fields.items():
             if name in ("id", "type"):
@@ -495,7 +499,7 @@ class MonitorForm:
             ):
                 issues += self._goal_rule_issues(serializer, payload)
             for issue in issues:
-                slot, message = self._place(issue["path"], issue["message"], payload)
+                slot, message = self._place(issue, payload)
                 self.errors.setdefault(slot, []).append(message)
         if "schedule" in self.errors:
             self._explain_schedule(payload["schedule"])
@@ -526,8 +530,10 @@ class MonitorForm:
         try:
             normalize_schedule(schedule.get("cron"), schedule.get("text"), None)
         except ScheduleError as exc:
-            if exc.message not in self.errors["schedule"]:
-                self.errors["schedule"].append(exc.message)
+            issue = {"code": exc.code, "path": ["schedule"], "message": exc.message}
+            message = form_words.plain("schedule", issue)
+            if message not in self.errors["schedule"]:
+                self.errors["schedule"].append(message)
             self.schedule_faults.insert(0, "schedule")
 
     def controls_for(self, slot: str) -> list[str] | None:
@@ -714,36 +720,45 @@ class MonitorForm:
 
     # -- errors -------------------------------------------------------------------
 
-    def _place(
-        self, path: list[str | int], message: str, payload: dict[str, Any]
-    ) -> tuple[str, str]:
-        """(slot, message) for one serializer issue."""
+    def _place(self, issue: dict[str, Any], payload: dict[str, Any]) -> tuple[str, str]:
+        """(slot, message) for one serializer issue, in the form's words."""
+        path: list[str | int] = issue["path"]
         if not path:
-            return NON_FIELD, message
+            return NON_FIELD, form_words.plain("", issue)
         head = path[0]
         if head == "webhook":
             slot = _WEBHOOK_SLOTS.get(
                 str(path[1]) if len(path) > 1 else "", "webhook_url"
             )
-            return slot, message
+            return slot, form_words.plain(slot, issue)
         if head == "notification":
             inner = [p for p in path[1:] if p != "email"]
             slot = _EMAIL_SLOTS.get(str(inner[0]) if inner else "", "email_recipients")
+            message = form_words.plain(slot, issue)
             return slot, self._with_item(path, message, payload)
         if head == "ignoreLines":
             return "ignore_lines", self._with_item(path, message, payload)
         if head == "targets" and len(path) > 1 and isinstance(path[1], int):
-            index = path[1]
-            if index >= len(self.targets):
-                return "targets", message
-            row = self.targets[index]
-            rest = tuple(str(p) for p in path[2:] if not isinstance(p, int))
-            field = _TARGET_SLOTS.get(rest[:2]) or _TARGET_SLOTS.get(rest[:1])
-            if field is None or field not in row.shown_fields():
-                where = ".".join(rest)
-                return row.key, f"{where}: {message}" if where else message
-            return row.slot(field), self._with_item(path, message, payload)
-        return _MAIN_SLOTS.get(str(head), NON_FIELD), message
+            return self._place_on_row(path[1], issue, payload)
+        slot = _MAIN_SLOTS.get(str(head), NON_FIELD)
+        return slot, form_words.plain(slot, issue)
+
+    def _place_on_row(
+        self, index: int, issue: dict[str, Any], payload: dict[str, Any]
+    ) -> tuple[str, str]:
+        path, message = issue["path"], issue["message"]
+        if index >= len(self.targets):
+            return "targets", form_words.plain("targets", issue)
+        row = self.targets[index]
+        rest = tuple(str(p) for p in path[2:] if not isinstance(p, int))
+        field = _TARGET_SLOTS.get(rest[:2]) or _TARGET_SLOTS.get(rest[:1])
+        if field is None or field not in row.shown_fields():
+            # An option the form does not show was set through the API: it
+            # is named as the API names it, since that is where it is fixed.
+            where = ".".join(rest)
+            return row.key, f"{where}: {message}" if where else message
+        message = form_words.plain(field, issue)
+        return row.slot(field), self._with_item(path, message, payload)
 
     @staticmethod
     def _with_item(path: list[str | int], message: str, payload: Any) -> str:

@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
-from django.utils.text import slugify
 
 from monitors import schedule as schedules
+from monitors.judging import judge_available
 
 # How long a rotated-out webhook secret keeps signing next to the new one, so
 # receivers verifying the Standard Webhooks signature can switch over.
@@ -54,12 +54,11 @@ class Team(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @classmethod
-    def get_or_create_by_slug(cls, slug: str) -> Team:
-        team, _ = cls.objects.get_or_create(
-            slug=slugify(slug)[:64], defaults={"name": slug}
-        )
-        return team
+    @property
+    def counts_credits(self) -> bool:
+        """Whether credits mean anything to this team: only a team with a
+        monthly allowance is shown them (a self-hosted team pays nobody)."""
+        return self.credit_allowance is not None
 
     def member_emails(self) -> set[str]:
         return {
@@ -354,7 +353,9 @@ class Monitor(models.Model):
 
     @property
     def judging(self) -> bool:
-        return self.judge_enabled and bool(self.goal)
+        """Whether checks judge this monitor's changes: asked for (judging on,
+        with a goal) and possible (an LLM is configured)."""
+        return self.judge_enabled and bool(self.goal) and judge_available()
 
     def interval_minutes(self, now: datetime) -> int:
         return schedules.interval_minutes(self.schedule, now)

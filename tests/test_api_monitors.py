@@ -218,7 +218,7 @@ def test_list_items_have_the_full_monitor_shape(api):
 # ------------------------------------------------------------------ tenancy
 
 
-NOT_FOUND = {"success": False, "error": "Monitor not found"}
+NOT_FOUND = {"success": False, "error": "Monitor not found", "code": "NOT_FOUND"}
 
 
 @pytest.mark.parametrize(

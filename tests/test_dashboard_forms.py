@@ -106,7 +106,9 @@ def test_numbers_are_sent_as_numbers_and_anything_else_as_typed():
         "waitFor": "1.5s",
     }
     assert not form.is_valid()
-    assert form.errors["t0000aaaa-wait_for"] == ["A valid integer is required."]
+    assert form.errors["t0000aaaa-wait_for"] == [
+        "Enter a whole number of milliseconds from 0 to 60,000, or leave it empty."
+    ]
 
 
 def test_header_lines_must_be_name_colon_value():
@@ -126,7 +128,10 @@ def test_an_empty_webhook_is_no_webhook_but_headers_without_an_address_are_an_er
     assert MonitorForm(post(webhook_url="  ")).payload()["webhook"] is None
     form = MonitorForm(post(webhook_headers="X-Team: a"))
     assert not form.is_valid()
-    assert form.errors["webhook_url"] == ["This field may not be blank."]
+    assert form.errors["webhook_url"] == [
+        "Enter the address that should receive the webhook (or clear its headers "
+        "and metadata)."
+    ]
 
 
 def test_unchecking_every_webhook_event_is_reported_on_the_events():
@@ -207,7 +212,9 @@ def test_too_many_rows_are_cut_and_reported_by_the_serializer():
     form = MonitorForm(data)
     assert len(form.targets) == MAX_TARGET_ROWS
     assert not form.is_valid()
-    assert form.errors["targets"] == ["Ensure this field has no more than 50 elements."]
+    assert form.errors["targets"] == [
+        "A monitor can watch at most 50 targets: spread them over several monitors."
+    ]
 
 
 def test_adding_and_removing_rows_without_javascript():

@@ -18,6 +18,7 @@ from django.utils import timezone
 from checks import sources
 from checks.errors import ErrorKind
 from checks.models import Check, PageResult, Snapshot
+from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
 from monitors.editing import create_monitor
@@ -604,12 +605,14 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
     page = text_of(response)
     assert "Please fix 4 problems" in page
     assert re.search(
-        r'id="err-name" class="field-error"><p>This field may not be blank', page
+        r'id="err-name" class="field-error"><p>Give the monitor a name.', page
     )
     assert "Minute intervals must divide 60 evenly" in page
     assert "“ftp://example.com/x”: Only http:// and https:// URLs are allowed." in page
     assert re.search(
-        r'id="err-t0000aaaa-timeout" class="field-error"><p>A valid integer', page
+        r'id="err-t0000aaaa-timeout" class="field-error"><p>Enter a whole number of '
+        r"milliseconds from 1,000 to 300,000",
+        page,
     )
     name_input = re.search(r'<input[^>]*name="name"[^>]*>', page)[0]
     assert 'aria-invalid="true"' in name_input
@@ -628,9 +631,9 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
                 "t0000bbbb-queries": "acme",
             },
             "goal",
-            "A search target requires a non-empty goal (or set judgeEnabled to false).",
+            "A web search needs a goal that says what you are looking for",
         ),
-        ({"judge": "on"}, "judge", "judgeEnabled requires a non-empty goal."),
+        ({"judge": "on"}, "judge", "Write a goal for the AI to judge changes against"),
         ({"schedule": "every banana"}, "schedule", "Unsupported schedule text."),
         ({"schedule": "* * * * *"}, "schedule", "must not run more often than every 5"),
         ({"schedule": "61 * * * *"}, "schedule", "Invalid cron expression"),
@@ -849,7 +852,9 @@ def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):
 
 
 # The same invalid input through the API and through the dashboard's inline
-# validation: every message the API gives appears next to a form field.
+# validation: every issue the API reports appears next to a form field, in the
+# same words when they are plain, in the rule's plain words when the API's name
+# its fields (issue #21.2).
 SEARCH = {"target": ["t0000bbbb"], "t0000bbbb-type": "search"}
 API_VS_FORM = [
     (
@@ -903,6 +908,19 @@ API_VS_FORM = [
 ]
 
 
+# DRF's own messages ("Ensure this field has at least 1 elements."), which the
+# form words afresh for each field (monitors.form_words).
+DRF_STOCK_CODES = {"required", "null", "blank", "empty", "min_length", "max_length"}
+DRF_STOCK_CODES |= {"min_value", "max_value", "invalid_choice", "max_string_length"}
+# What a non-technical reader should never meet: the contract's field names and
+# DRF's stock phrasing.
+API_WORDS = re.compile(
+    r"judgeEnabled|retentionDays|maxResults|includeDomains|excludeDomains|"
+    r"scrapeOptions|crawlOptions|searchWindow|includeDiffs|non-empty|Ensure this|"
+    r"This field|elements|A valid integer|valid choice|This list"
+)
+
+
 def _messages_in_slots(body: str) -> list[str]:
     messages = []
     for content in re.findall(
@@ -931,14 +949,21 @@ def test_inline_validation_gives_the_same_messages_as_the_api(
         scrape_form(**form_changes),
         HTTP_HX_REQUEST="true",
     )
-    assert sorted(_messages_in_slots(form_response.content.decode())) == api_messages
+    form_messages = _messages_in_slots(form_response.content.decode())
+    assert len(form_messages) == len(api_messages)
+    for issue in api_response.json()["details"]:
+        if issue["code"] in rules.RULES:
+            assert rules.RULES[issue["code"]].plain in form_messages
+        elif issue["code"] not in DRF_STOCK_CODES:
+            assert issue["message"] in form_messages
+    assert not [m for m in form_messages if API_WORDS.search(m)]
     assert not Monitor.objects.exists()
 
 
 # ---------------------------------------------------------------- monitor page
 
 
-def test_monitor_page_summarises_settings_and_credits(web, team):
+def test_monitor_page_summarises_settings(web, team):
     monitor = make_monitor(
         team,
         goal="Price changes",
@@ -950,7 +975,6 @@ def test_monitor_page_summarises_settings_and_credits(web, team):
     page = text_of(web.get(monitor.get_absolute_url()))
     assert "https://example.com/pricing" in page
     assert "Every 30 minutes, Europe/Berlin" in page
-    assert "Up to <strong>2880</strong> credits a month" in page  # (1 + 1 judge) × 1440
     assert "someone@else.example" in page and "waiting for confirmation" in page
     assert "https://hooks.example.com/x" in page
     assert "Run now" in page and "No checks yet" in page

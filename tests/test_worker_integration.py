@@ -179,7 +179,10 @@ def worker(broker: str, database_url: str, tmp_path: Path) -> Iterator[Worker]:
 
 
 @pytest.fixture
-def sdk(live_server, api_key) -> Firecrawl:
+def sdk(live_server, api_key, settings) -> Firecrawl:
+    # The live server (this process) refuses monitors of loopback pages unless
+    # private targets are allowed, as the worker's are (its environment).
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
     return Firecrawl(api_key=api_key, api_url=live_server.url, max_retries=1)
 
 

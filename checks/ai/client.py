@@ -34,6 +34,7 @@ from django.conf import settings
 
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, OutboundClient, Resolver
+from monitors.judging import judge_available
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +56,8 @@ _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
 
 
 def llm_configured() -> bool:
-    """Is a model configured? Read per call, so tests can switch it."""
-    return bool(getattr(settings, "LLM_BASE_URL", ""))
+    """Is a model configured? The domain's one answer (monitors.judging)."""
+    return judge_available()
 
 
 class LLMError(Exception):

@@ -402,7 +402,9 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "pages": report.pages[:PAGES_LISTED],
         "more_pages": max(len(report.pages) - PAGES_LISTED, 0),
         "include_diffs": include_diffs,
-        "credits": check.actual_credits,
+        # Credits mean something only to a team with an allowance.
+        "credits": check.actual_credits if monitor.team.counts_credits else None,
+        "credit_allowance": monitor.team.credit_allowance,
         "unsubscribe_url": unsubscribe_url(recipient),
         "email": recipient.email,
     }

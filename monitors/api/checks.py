@@ -31,7 +31,15 @@ from checks.models import SUMMARY_KEYS, Check, PageResult
 from monitors.api.errors import ApiError, not_found
 from monitors.api.options import StrictMixin
 from monitors.api.serializers import SummarySerializer
-from monitors.api.views import ERROR, ERRORS, PAGING, _paging, get_monitor_for, ok
+from monitors.api.views import (
+    ERROR,
+    ERRORS,
+    PAGING,
+    _paging,
+    get_monitor_for,
+    int_param,
+    ok,
+)
 from monitors.models import Monitor
 
 PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX = 25, 100
@@ -168,6 +176,9 @@ CONFLICT = inline_serializer(
     {
         "success": serializers.BooleanField(default=False),
         "error": serializers.CharField(),
+        "code": serializers.ChoiceField(
+            choices=["MONITOR_PAUSED", "CHECK_ALREADY_RUNNING"]
+        ),
         "checkId": serializers.UUIDField(required=False),
     },
 )
@@ -190,22 +201,6 @@ NOT_FOUND = {404: OpenApiResponse(ERROR, "Monitor or check not found")}
 
 
 # --- Query parameters ------------------------------------------------------------
-
-
-def _int_param(
-    request: Request, name: str, default: int, low: int, high: int | None
-) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: ["Must be an integer."]}) from None
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise ValidationError({name: [f"Must be {bound}."]})
-    return value
 
 
 def _status_param(request: Request, choices: list[str]) -> str | None:
@@ -251,7 +246,7 @@ class MonitorRunView(APIView):
             raise not_found() from None  # deleted while we looked
         except RunRefused as refused:
             extra = {"checkId": str(refused.check_id)} if refused.check_id else {}
-            raise ApiError(refused.message, 409, **extra) from None
+            raise ApiError(refused.message, 409, refused.code, **extra) from None
         return Response(
             {"success": True, "id": str(check.pk), "data": CheckSerializer(check).data}
         )
@@ -298,8 +293,8 @@ class MonitorCheckDetailView(APIView):
     def get(self, request: Request, monitor_id: str, check_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
         check = _check_for(monitor, check_id)
-        limit = _int_param(request, "limit", PAGE_LIMIT_DEFAULT, 1, PAGE_LIMIT_MAX)
-        skip = _int_param(request, "skip", 0, 0, None)
+        limit = int_param(request, "limit", PAGE_LIMIT_DEFAULT, 1, PAGE_LIMIT_MAX)
+        skip = int_param(request, "skip", 0, 0)
         status = _status_param(request, PageResult.Status.values)
         pages = check.pages.order_by("created_at", "id")
         if status:

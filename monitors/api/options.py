@@ -75,6 +75,38 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON number without a fraction and nothing else: DRF's IntegerField
+    would take "30" and true, where Firecrawl's schema (and the SDKs' types)
+    reject them. 30.0 is still 30, as in JavaScript."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not data.is_integer():
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number and nothing else (not "1.5", not true)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false and nothing else: DRF's BooleanField would take "yes",
+    "1" and 0."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class StringMapField(serializers.DictField):
     """A JSON object of string values, with a size cap and optional key rules."""
 
@@ -102,7 +134,7 @@ class StringMapField(serializers.DictField):
         errors = {}
         for key, item in value.items():
             problem = (self.key_error and self.key_error(key)) or (
-                self.value_error and self.value_error(item)
+                self.value_error and self.value_error(key, item)
             )
             if problem:
                 errors[key] = [problem]
@@ -190,9 +222,7 @@ class ParserField(serializers.JSONField):
 
 class ActionSerializer(PassThroughMixin, serializers.Serializer):
     type = serializers.ChoiceField(choices=ACTION_TYPES)
-    milliseconds = serializers.IntegerField(
-        required=False, min_value=0, max_value=60_000
-    )
+    milliseconds = StrictIntegerField(required=False, min_value=0, max_value=60_000)
 
 
 class LocationSerializer(StrictMixin, serializers.Serializer):
@@ -202,14 +232,12 @@ class LocationSerializer(StrictMixin, serializers.Serializer):
 
 class ProfileSerializer(StrictMixin, serializers.Serializer):
     name = StrictCharField(max_length=128)
-    saveChanges = serializers.BooleanField(required=False)
+    saveChanges = StrictBooleanField(required=False)
 
 
 class ThreatProtectionSerializer(StrictMixin, serializers.Serializer):
     mode = StrictCharField(required=False, max_length=32)
-    riskScoreThreshold = serializers.IntegerField(
-        required=False, min_value=0, max_value=100
-    )
+    riskScoreThreshold = StrictIntegerField(required=False, min_value=0, max_value=100)
     blacklist = string_list(100, required=False)
     whitelist = string_list(100, required=False)
     blockedTlds = string_list(100, 63, required=False)
@@ -222,60 +250,65 @@ class AuditMetadataSerializer(StrictMixin, serializers.Serializer):
 
 class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     formats = serializers.ListField(child=FormatField(), required=False, max_length=20)
-    onlyMainContent = serializers.BooleanField(required=False)
-    onlyCleanContent = serializers.BooleanField(required=False)
-    includeTags = string_list(100, required=False)
-    excludeTags = string_list(100, required=False)
-    maxAge = serializers.IntegerField(required=False, min_value=0)
-    minAge = serializers.IntegerField(required=False, min_value=0)
+    onlyMainContent = StrictBooleanField(required=False)
+    onlyCleanContent = StrictBooleanField(required=False)
+    includeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
+    excludeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
+    maxAge = StrictIntegerField(required=False, min_value=0)
+    minAge = StrictIntegerField(required=False, min_value=0)
     headers = StringMapField(
         max_items=rules.WEBHOOK_HEADERS_MAX,
         required=False,
+        key_error=rules.header_name_error,
         value_error=rules.header_value_error,
     )
-    waitFor = serializers.IntegerField(required=False, min_value=0, max_value=60_000)
-    mobile = serializers.BooleanField(required=False)
-    skipTlsVerification = serializers.BooleanField(required=False)
-    timeout = serializers.IntegerField(
-        required=False, min_value=1000, max_value=300_000
+    waitFor = StrictIntegerField(
+        required=False, min_value=0, max_value=rules.WAIT_FOR_MAX
+    )
+    mobile = StrictBooleanField(required=False)
+    skipTlsVerification = StrictBooleanField(required=False)
+    timeout = StrictIntegerField(
+        required=False, min_value=rules.TIMEOUT_MIN, max_value=rules.TIMEOUT_MAX
     )
     parsers = serializers.ListField(child=ParserField(), required=False, max_length=5)
     actions = serializers.ListField(
         child=ActionSerializer(), required=False, max_length=50
     )
     location = LocationSerializer(required=False)
-    removeBase64Images = serializers.BooleanField(required=False)
-    blockAds = serializers.BooleanField(required=False)
+    removeBase64Images = StrictBooleanField(required=False)
+    blockAds = StrictBooleanField(required=False)
     proxy = serializers.ChoiceField(choices=PROXIES, required=False)
-    storeInCache = serializers.BooleanField(required=False)
-    lockdown = serializers.BooleanField(required=False)
-    redactPII = serializers.BooleanField(required=False)
+    storeInCache = StrictBooleanField(required=False)
+    lockdown = StrictBooleanField(required=False)
+    redactPII = StrictBooleanField(required=False)
     profile = ProfileSerializer(required=False)
     threatProtection = ThreatProtectionSerializer(required=False)
     auditMetadata = AuditMetadataSerializer(required=False)
 
 
 class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
-    maxDiscoveryDepth = serializers.IntegerField(
-        required=False, min_value=0, max_value=100
+    limit = StrictIntegerField(
+        required=False,
+        min_value=rules.CRAWL_LIMIT_MIN,
+        max_value=rules.CRAWL_LIMIT_MAX,
     )
-    maxDepth = serializers.IntegerField(required=False, min_value=0, max_value=100)
-    includePaths = string_list(100, 512, required=False)
-    excludePaths = string_list(100, 512, required=False)
-    regexOnFullURL = serializers.BooleanField(required=False)
-    crawlEntireDomain = serializers.BooleanField(required=False)
-    allowSubdomains = serializers.BooleanField(required=False)
-    allowExternalLinks = serializers.BooleanField(required=False)
+    maxDiscoveryDepth = StrictIntegerField(
+        required=False, min_value=0, max_value=rules.CRAWL_DEPTH_MAX
+    )
+    maxDepth = StrictIntegerField(required=False, min_value=0, max_value=100)
+    includePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
+    excludePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
+    regexOnFullURL = StrictBooleanField(required=False)
+    crawlEntireDomain = StrictBooleanField(required=False)
+    allowSubdomains = StrictBooleanField(required=False)
+    allowExternalLinks = StrictBooleanField(required=False)
     sitemap = serializers.ChoiceField(
         choices=("skip", "include", "only"), required=False
     )
-    ignoreQueryParameters = serializers.BooleanField(required=False)
-    deduplicateSimilarURLs = serializers.BooleanField(required=False)
-    delay = serializers.FloatField(required=False, min_value=0, max_value=60)
-    maxConcurrency = serializers.IntegerField(
-        required=False, min_value=1, max_value=100
-    )
+    ignoreQueryParameters = StrictBooleanField(required=False)
+    deduplicateSimilarURLs = StrictBooleanField(required=False)
+    delay = StrictFloatField(required=False, min_value=0, max_value=60)
+    maxConcurrency = StrictIntegerField(required=False, min_value=1, max_value=100)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         for field in ("includePaths", "excludePaths"):

@@ -132,13 +132,13 @@ def test_create_a_monitor_with_inline_validation(
     assert queries.evaluate("el => el === document.activeElement")
     queries.fill("acme pricing")
     error_of(page, "goal").get_by_text(
-        "A search target requires a non-empty goal"
+        "A web search needs a goal that says what you are looking for"
     ).wait_for()
 
     # Judging switched on without a goal.
     page.get_by_label("Yes, always — a goal is required").check()
     error_of(page, "judge").get_by_text(
-        "judgeEnabled requires a non-empty goal."
+        "Write a goal for the AI to judge changes against"
     ).wait_for()
 
     assert page.url.endswith("/monitors/new/")  # all of this before submitting
