@@ -63,6 +63,10 @@ WORDS: dict[str, Words] = {
         "spread them over several monitors.",
     ),
     "goal": Words(too_long=_chars(rules.GOAL_MAX, "The goal")),
+    "ignore_lines": Words(
+        too_many=f"At most {rules.IGNORE_LINES_MAX} lines to ignore.",
+        too_long=_chars(rules.IGNORE_LINE_MAX, "A line to ignore"),
+    ),
     "retention_days": Words(
         number=_whole("days", rules.RETENTION_MIN, rules.RETENTION_MAX)
     ),

@@ -737,6 +737,7 @@ class MonitorForm:
             message = form_words.plain(slot, issue)
             return slot, self._with_item(path, message, payload)
         if head == "ignoreLines":
+            message = form_words.plain("ignore_lines", issue)
             return "ignore_lines", self._with_item(path, message, payload)
         if head == "targets" and len(path) > 1 and isinstance(path[1], int):
             return self._place_on_row(path[1], issue, payload)

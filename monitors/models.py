@@ -353,9 +353,15 @@ class Monitor(models.Model):
 
     @property
     def judging(self) -> bool:
-        """Whether checks judge this monitor's changes: asked for (judging on,
-        with a goal) and possible (an LLM is configured)."""
-        return self.judge_enabled and bool(self.goal) and judge_available()
+        """Whether checks judge this monitor's changes (judging on, with a
+        goal). Without a configured model the judge fails open: its changes
+        are reported "not judged", and cost nothing (see credits_judged)."""
+        return self.judge_enabled and bool(self.goal)
+
+    @property
+    def credits_judged(self) -> bool:
+        """Judging that can run, and so is counted in the estimate."""
+        return self.judging and judge_available()
 
     def interval_minutes(self, now: datetime) -> int:
         return schedules.interval_minutes(self.schedule, now)
@@ -367,7 +373,7 @@ class Monitor(models.Model):
     def estimated_credits_per_run(self) -> int:
         # Targets checks skip (types not supported yet) cost nothing.
         return sum(
-            t.estimated_credits(judging=self.judging)
+            t.estimated_credits(judging=self.credits_judged)
             for t in self.targets.all()
             if t.is_checked
         )

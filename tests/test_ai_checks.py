@@ -381,7 +381,7 @@ def test_an_extraction_the_model_cannot_make_is_a_page_error_and_keeps_the_basel
     check = run_check(monitor)
 
     page = check.pages.get()
-    assert check.status == Check.Status.PARTIAL
+    assert check.status == Check.Status.FAILED  # its only page failed
     assert page.status == PageResult.Status.ERROR
     assert page.error_kind == ErrorKind.EXTRACTION
     assert page.error.startswith("JSON extraction produced no result for this check.")
@@ -440,7 +440,7 @@ def test_without_a_model_json_formats_are_a_page_error_naming_the_setting(
     check = run_check(monitor)
 
     page = check.pages.get()
-    assert check.status == Check.Status.PARTIAL
+    assert check.status == Check.Status.FAILED  # its only page failed
     assert page.status == PageResult.Status.ERROR
     assert page.error_kind == ErrorKind.NO_MODEL
     assert "LLM_BASE_URL" in page.error

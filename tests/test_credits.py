@@ -229,11 +229,11 @@ def test_without_an_llm_a_goal_does_not_double_the_estimate(api, settings):
     assert data["estimatedCreditsPerMonth"] == 1440
 
 
-def test_without_an_llm_search_results_are_not_counted_as_judged(api, settings):
+def test_without_an_llm_search_results_are_not_counted_as_judged(settings):
     settings.LLM_BASE_URL = ""
-    target = {"type": "search", "queries": ["a"], "maxResults": 10}
-    data = create(api, [target], schedule="hourly", goal="x")
-    assert data["estimatedCreditsPerMonth"] == 2 * RUNS_HOURLY
+    monitor = Monitor(goal="x", judge_enabled=True)
+    target = Target(type=Target.Type.SEARCH, queries=["a"], max_results=10)
+    assert target.estimated_credits(judging=monitor.credits_judged) == 2
 
 
 def test_a_check_reserves_judge_credits_only_while_an_llm_is_configured(

@@ -103,13 +103,7 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
 def unsendable_header(name: str, value: str) -> str | None:
     """Why a header can never go out, by the monitor rules and what HTTP
     (and httpx) can carry: a token name, a value of ASCII without breaks."""
-    problem = rules.header_name_error(name)
-    if problem:
-        return problem
-    problem = rules.header_value_error(value)
-    if problem is None and not value.isascii():
-        odd = next(ch for ch in value if not ch.isascii())
-        problem = f"Header values may only hold ASCII characters; {odd!r} is not one."
+    problem = rules.header_name_error(name) or rules.header_value_error(name, value)
     if problem:
         return f"Header '{name}' cannot be sent. {problem}"
     return None
