@@ -455,6 +455,7 @@ def bench_diff(rows: list[Row]) -> Section:
     )
     return section
 
+
 def _dispatch_result() -> DispatchResult:
     """bench.dispatchbench in a child process without REDIS_URL: Celery there
     writes its messages to files, which the benchmark counts."""
@@ -476,8 +477,9 @@ def _dispatch_result() -> DispatchResult:
 
 
 def bench_dispatch(rows: list[Row], problems: list[str]) -> Section:
-    from bench import dispatchbench
     from django.conf import settings
+
+    from bench import dispatchbench
 
     every = float(settings.DISPATCH_EVERY_SECONDS)
 

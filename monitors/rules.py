@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import re2
-from dataclasses import dataclass
 
 from monitors.url_rule import url_syntax_error
 
@@ -244,6 +244,8 @@ def ignore_line_error(entry: str) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
 def _shown(name: str) -> str:
     # repr() shows a line break in a name as \r\n instead of breaking the message.
     return repr(name[:64])
