@@ -4,7 +4,8 @@ Markdown, its metadata, the diff of two versions and the stored snapshot.
 Modules, lowest first: ``source`` (what a check stores, and its Markdown),
 ``options``, ``sniff``, ``metadata``, ``clean``, ``html``, ``pdf``, ``extract``
 (the entry point); ``compare`` (same vs changed, line matching), ``render``
-(HTML), ``diff`` (Firecrawl's diff shapes); ``snapshots`` (the stored form).
+(HTML), ``diff`` (Firecrawl's diff shapes); ``snapshots`` (the stored form);
+``readable`` (a page's Markdown as HTML for reading).
 Each imports only the ones before it; import the public names from here.
 """
 
@@ -13,7 +14,8 @@ from __future__ import annotations
 from checks.content.compare import content_hash, normalize
 from checks.content.diff import compare_texts, diff_ast
 from checks.content.extract import extract
-from checks.content.render import render_inline, render_side_by_side
+from checks.content.readable import readable_html
+from checks.content.render import render_inline, render_side_by_side, with_columns
 from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.content.source import (
     SOURCE_HTML,
@@ -36,8 +38,10 @@ __all__ = [
     "markdown_of",
     "normalize",
     "pack_snapshot",
+    "readable_html",
     "render_inline",
     "render_side_by_side",
     "snapshot_hash",
     "unpack",
+    "with_columns",
 ]
