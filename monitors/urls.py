@@ -27,6 +27,7 @@ urlpatterns = [
     path(check, views.check_detail, name="check-detail"),
     path(check + "progress/", views.check_progress, name="check-progress"),
     path(check + "pages/<uuid:page_id>/", views.page_diff, name="page-diff"),
+    path("history/", views.team_history, name="team-history"),
     path("settings/api-keys/", views.api_keys, name="api-keys"),
     path(
         "settings/api-keys/<int:key_id>/revoke/",

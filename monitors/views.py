@@ -31,9 +31,16 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from checks.content import ExtractionError, render_inline, render_side_by_side
+from checks.content import (
+    ExtractionError,
+    readable_html,
+    render_inline,
+    render_side_by_side,
+    with_columns,
+)
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import Check, PageResult
+from monitors import history
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
 from monitors.editing import update_monitor
@@ -405,6 +412,10 @@ def _in_flight_check(monitor: Monitor) -> Check | None:
     )
 
 
+def _chart_context(monitor: Monitor) -> dict[str, Any]:
+    return {"chart": history.check_chart(history.recent_checks(monitor))}
+
+
 def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, Any]:
     now = timezone.now()
     try:
@@ -423,6 +434,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "checks": checks,
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
+        **_chart_context(monitor),
     }
 
 
@@ -434,6 +446,40 @@ def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         request, "monitors/monitor_detail.html", {"check-history", "run-status"}
     )
     return render(request, template, _monitor_context(request, monitor))
+
+
+# ---------------------------------------------------------------- history
+
+
+def _page_number(request: HttpRequest) -> int:
+    try:
+        return max(1, min(int(request.GET.get("page", 1)), 10_000))
+    except ValueError:
+        return 1
+
+
+@require_GET
+@team_view
+def team_history(request: DashboardRequest) -> HttpResponse:
+    """Every check of the team that found changes, newest first; with
+    ?monitor=<id>, one monitor's, with its chart."""
+    monitor = None
+    wanted = request.GET.get("monitor", "")
+    if wanted:
+        try:
+            monitor = get_monitor_for(request, uuid.UUID(wanted))
+        except ValueError:
+            raise Http404("Monitor not found") from None
+    number = _page_number(request)
+    entries, has_more = history.feed_page(request.team, number, monitor)
+    context = {
+        "monitor": monitor,
+        "entries": entries,
+        "page_number": number,
+        "has_more": has_more,
+        **(_chart_context(monitor) if monitor else {}),
+    }
+    return render(request, "monitors/history.html", context)
 
 
 @require_POST
@@ -451,7 +497,11 @@ def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         raise Http404("Monitor not found") from None
     if request.htmx:
         context = {"monitor": monitor, "running_check": check, "run_error": error}
-        return render(request, "monitors/monitor_detail.html#run-status", context)
+        response = render(request, "monitors/monitor_detail.html#run-status", context)
+        if check is None:
+            return response
+        # The check history lists the queued check at once, not "No checks yet".
+        return trigger_client_event(response, "checkStarted")
     if check is None:
         messages.error(request, error or "The check could not be started.")
         return redirect(monitor.get_absolute_url())
@@ -557,6 +607,16 @@ def _display_text(snapshot: Any) -> tuple[str | None, bool]:
     return text[:SNAPSHOT_DISPLAY_CHARS], len(text) > SNAPSHOT_DISPLAY_CHARS
 
 
+def _readable(name: str, text: str | None) -> dict[str, Any]:
+    """The Text view of one copy: `<name>_html` and `<name>_html_cut`."""
+    if text is None:
+        return {}
+    html, cut = readable_html(text)
+    # checks.content.readable escapes everything the page wrote and emits no
+    # link, image, attribute or raw HTML of its own making from page text.
+    return {f"{name}_html": mark_safe(html), f"{name}_html_cut": cut}  # noqa: S308
+
+
 @require_GET
 @team_view
 def page_diff(
@@ -569,7 +629,7 @@ def page_diff(
     after, after_cut = _display_text(page.current_snapshot)
     comparable = before is not None and after is not None
     if layout == "split" and page.diff_html:
-        html = page.diff_html
+        html = with_columns(page.diff_html)
     elif comparable and page.status == PageResult.Status.CHANGED:
         render_diff = render_inline if layout == "inline" else render_side_by_side
         html = render_diff(cast(str, before), cast(str, after))
@@ -597,6 +657,8 @@ def page_diff(
         "before_cut": before_cut,
         "after": after,
         "after_cut": after_cut,
+        **_readable("before", before),
+        **_readable("after", after),
         "history": history,
     }
     template = _fragment(request, "checks/page_diff.html", {"diff-region"})

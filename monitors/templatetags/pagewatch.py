@@ -3,8 +3,7 @@ No business logic lives here."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,17 +76,55 @@ def relative(moment: datetime | None) -> str:
     return f"in {words}" if future else f"{words} ago"
 
 
+def _in_zone(moment: datetime, zone: str | None) -> datetime:
+    try:
+        tz = ZoneInfo(zone) if zone else timezone.get_current_timezone()
+    except (ValueError, KeyError):
+        tz = timezone.get_current_timezone()
+    return moment.astimezone(tz)
+
+
+def _local_text(value: datetime, seconds: bool) -> str:
+    clock = f"{value:%H:%M:%S}" if seconds else f"{value:%H:%M}"
+    return f"{value:%a %d %b %Y}, {clock} {value.tzname()}"
+
+
 @register.filter
 def local(moment: datetime | None, zone: str | None = None) -> str:
     """An absolute time in a monitor's zone: "Mon 24 Nov 2025, 10:30 CET"."""
     if moment is None:
         return ""
-    try:
-        tz = ZoneInfo(zone) if zone else timezone.get_current_timezone()
-    except (ValueError, KeyError):
-        tz = timezone.get_current_timezone()
-    value = moment.astimezone(tz)
-    return f"{value:%a %d %b %Y, %H:%M} {value.tzname()}"
+    return _local_text(_in_zone(moment, zone), seconds=False)
+
+
+@register.filter
+def local_full(moment: datetime | None, zone: str | None = None) -> str:
+    """`local` to the second, for hover titles: "Mon 24 Nov 2025, 10:30:12 CET"."""
+    if moment is None:
+        return ""
+    return _local_text(_in_zone(moment, zone), seconds=True)
+
+
+def _moment_of(item: Any) -> datetime:
+    """When a check started (else was queued), or when a page result was made."""
+    return getattr(item, "started_at", None) or item.created_at
+
+
+@register.filter
+def with_times(items: Iterable[Any], zone: str | None = None) -> list[tuple]:
+    """(item, shown time, full time) for a list of checks or page results,
+    in order. The shown time has seconds only where a neighbour falls in the
+    same minute: two checks 33 s apart must not read as the same time, and
+    the rest stay short."""
+    rows = list(items)
+    values = [_in_zone(_moment_of(item), zone) for item in rows]
+    minutes = [value.replace(second=0, microsecond=0) for value in values]
+    out = []
+    for index, (item, value) in enumerate(zip(rows, values, strict=True)):
+        neighbours = minutes[max(0, index - 1) : index] + minutes[index + 1 : index + 2]
+        shared = minutes[index] in neighbours
+        out.append((item, _local_text(value, seconds=shared), _local_text(value, True)))
+    return out
 
 
 @register.filter
@@ -285,25 +322,3 @@ def error_slot(
         SafeString(' hx-swap-oob="true"') if oob else "",
         items,
     )
-
-
-# A link target may hold one level of parentheses: [x](https://a/b_(c)).
-_MD_TARGET = r"\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"
-_MD_IMAGE = re.compile(r"!\[([^\]]*)\]" + _MD_TARGET)
-_MD_LINK = re.compile(r"\[([^\]]+)\]" + _MD_TARGET)
-_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
-_MD_EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
-_MD_FENCE = re.compile(r"^\s*```.*$", re.MULTILINE)
-
-
-@register.filter
-def markdown_text(markdown: str | None) -> str:
-    """Markdown shown as plain readable text: link targets, heading marks and
-    emphasis dropped. The result is still escaped by the template."""
-    if not markdown:
-        return ""
-    text = _MD_IMAGE.sub(lambda m: f"[image: {m[1]}]" if m[1] else "", markdown)
-    text = _MD_LINK.sub(r"\1", text)
-    text = _MD_HEADING.sub("", text)
-    text = _MD_EMPHASIS.sub(r"\2", text)
-    return _MD_FENCE.sub("", text)
