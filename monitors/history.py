@@ -11,10 +11,12 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Case, F, IntegerField, Value, When, Window
-from django.db.models.functions import RowNumber
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, RowNumber
 
 from checks.models import Check, PageResult
 from monitors.models import Monitor, Team
@@ -87,6 +89,60 @@ class Chart:
     @property
     def total_errors(self) -> int:
         return sum(bar.errors for bar in self.bars)
+
+
+@dataclass(frozen=True, slots=True)
+class RecentCheck:
+    """What a cell of the monitor list's history strip shows of a check."""
+
+    status: str
+    at: datetime  # started, else queued
+    changed: int
+    found_changes: bool  # pages changed, new or removed
+
+
+def _count(value: Any) -> int:
+    # Summary numbers come back as JSON text (PostgreSQL) or numbers (SQLite).
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def recent_per_monitor(
+    monitor_ids: list[uuid.UUID], count: int
+) -> dict[uuid.UUID, list[RecentCheck]]:
+    """The last `count` checks of each monitor, oldest first, in one query
+    that reads only the numbers a strip shows (not whole check rows: 25 rows
+    of 14 checks made the monitor list slow to build, #21.14)."""
+    by_monitor: dict[uuid.UUID, list[RecentCheck]] = defaultdict(list)
+    if not monitor_ids:
+        return by_monitor
+    rows = (
+        Check.objects.filter(monitor__in=monitor_ids)
+        .annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=[F("monitor_id")],
+                order_by=[F("created_at").desc(), F("id").desc()],
+            )
+        )
+        .filter(rank__lte=count)
+        .order_by("created_at", "id")
+        .values_list(
+            "monitor_id",
+            "status",
+            Coalesce("started_at", "created_at"),
+            KT("summary__changed"),
+            KT("summary__new"),
+            KT("summary__removed"),
+        )
+    )
+    for monitor_id, status, at, changed, new, removed in rows:
+        changed_count = _count(changed)
+        found = bool(changed_count or _count(new) or _count(removed))
+        by_monitor[monitor_id].append(RecentCheck(status, at, changed_count, found))
+    return by_monitor
 
 
 def recent_checks(monitor: Monitor, count: int = CHART_CHECKS) -> list[Check]:
