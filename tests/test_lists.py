@@ -297,7 +297,10 @@ def test_search_finds_monitors_by_name_or_address(web, team, query, found):
 def test_search_can_be_served_by_the_trigram_indexes(team):
     from monitors.views import _matching_monitor_ids
 
-    sql, params = _matching_monitor_ids("shop-0004").query.sql_with_params()
+    search = Monitor.objects.for_team(team).filter(
+        pk__in=_matching_monitor_ids("shop-0004")
+    )
+    sql, params = search.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("EXPLAIN " + sql, params)
