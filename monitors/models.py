@@ -302,10 +302,16 @@ class Monitor(models.Model):
         threshold = settings.UNCHANGED_PAGES_FREE_MIN_INTERVAL
         return self.interval_minutes(now) >= threshold
 
+    @property
+    def target_list(self) -> list[Target]:
+        """The monitor's targets in order: the plain list a page of monitors
+        was given (Prefetch(..., to_attr="listed_targets"), which spares a
+        queryset per monitor), else through the relation."""
+        listed: list[Target] | None = getattr(self, "listed_targets", None)
+        return listed if listed is not None else list(self.targets.all())
+
     def estimated_credits_per_run(self) -> int:
-        return sum(
-            t.estimated_credits(judging=self.judging) for t in self.targets.all()
-        )
+        return sum(t.estimated_credits(judging=self.judging) for t in self.target_list)
 
     def estimated_credits_per_month(self, now: datetime) -> int:
         runs = math.ceil(30 * 24 * 60 / max(self.interval_minutes(now), 1))

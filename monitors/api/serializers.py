@@ -7,9 +7,9 @@ scrapeOptions and crawlOptions (see monitors.api.options).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from datetime import datetime
-from functools import cached_property
+from datetime import datetime, tzinfo
 from typing import Any
 
 from django.utils import timezone
@@ -383,9 +383,9 @@ class EmailSubscriptionSerializer(serializers.Serializer):
     confirmationEmailSent = serializers.BooleanField()
 
 
-def _iso(value: datetime) -> str:
+def _iso(value: datetime, zone: tzinfo) -> str:
     """DRF's DateTimeField output (ISO 8601 in the current zone, "Z" for UTC)."""
-    text = value.astimezone(timezone.get_current_timezone()).isoformat()
+    text = value.astimezone(zone).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
@@ -400,7 +400,9 @@ def _reader(serializer: serializers.Serializer, field: Any) -> Callable[[Any], A
     output = getattr(field, "format", api_settings.DATETIME_FORMAT)
     if isinstance(field, serializers.DateTimeField):
         if isinstance(output, str) and output.lower() == ISO_8601:
-            convert = _iso
+            # The current zone, looked up once per serializer, not per value.
+            zone = timezone.get_current_timezone()
+            convert = functools.partial(_iso, zone=zone)
     elif isinstance(field, serializers.UUIDField):
         convert = str if field.uuid_format == "hex_verbose" else convert
     source = field.source
@@ -450,7 +452,7 @@ class MonitorSerializer(serializers.Serializer):
         than the monitors' data (#21.14)."""
         return {name: read(instance) for name, read in self._readers}
 
-    @cached_property
+    @functools.cached_property
     def _readers(self) -> list[tuple[str, Callable[[Any], Any]]]:
         return [(f.field_name, _reader(self, f)) for f in self._readable_fields]
 
@@ -460,7 +462,7 @@ class MonitorSerializer(serializers.Serializer):
 
     @extend_schema_field(serializers.ListField(child=TargetField()))
     def get_targets(self, monitor: Monitor) -> list[dict[str, Any]]:
-        return [target_representation(t) for t in monitor.targets.all()]
+        return [target_representation(t) for t in monitor.target_list]
 
     @extend_schema_field(WebhookSerializer(allow_null=True))
     def get_webhook(self, monitor: Monitor) -> dict[str, Any] | None:
