@@ -106,7 +106,7 @@ def test_a_row_without_a_stored_interval_works_it_out_once(team, monkeypatch):
 
 
 def test_the_migration_stores_the_interval_of_existing_monitors(team):
-    migration = importlib.import_module("monitors.migrations.0002_monitor_run_interval")
+    migration = importlib.import_module("monitors.migrations.0005_monitor_run_interval")
     hourly = Monitor.objects.create(team=team, name="A", schedule_cron="0 * * * *")
     daily = Monitor.objects.create(team=team, name="B", schedule_cron="0 9 * * *")
     broken = Monitor.objects.create(team=team, name="C", schedule_cron="not cron")
