@@ -253,18 +253,12 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
 else:
-    # No server needed: kombu's filesystem transport keeps queued messages in
-    # files under var/, so `make run` works on any machine.
-    _broker_dir = VAR_DIR / "broker"
-    for _sub in ("in", "processed"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    # No server needed: the embedded broker (config/broker.py) keeps queued
+    # messages in files under var/broker, so `make run` works on any machine.
     # "localhost" is ignored by the transport; naming it silences kombu's warning.
-    CELERY_BROKER_URL = "filesystem://localhost//"
+    CELERY_BROKER_URL = "pagewatch-files://localhost//"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "in"),
-        "data_folder_out": str(_broker_dir / "in"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "store_processed": False,
+        "folder": str(VAR_DIR / "broker"),
         # Seconds between looks at an empty queue (kombu's default is 1): a
         # "Run now" starts sooner, for one directory listing per look.
         "polling_interval": 0.2,
