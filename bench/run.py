@@ -330,9 +330,9 @@ def bench_memory(
         f" ({_pss_text(idle)})",
         f"- the same worker after its checks of {pages} pages: {worker_mb:.0f} MB"
         f" ({_pss_text(busy)})",
-        f"- `make run`'s service (`python -m config.run start -f Procfile`: web"
-        " gunicorn with 2 workers, Celery worker `--concurrency=2`, beat, honcho"
-        f" and its shims) after one first check of {pages} pages:"
+        f"- `make run`'s service (`python -m config.run -f Procfile`: web"
+        " gunicorn (config/gunicorn.py), the Celery worker, the upkeep worker,"
+        f" beat and the manager) after one first check of {pages} pages:"
         f" {whole_mb:.0f} MB ({_pss_text(whole)}). Its broker is the bench's"
         " Redis, not counted.",
     )
@@ -454,6 +454,7 @@ def bench_diff(rows: list[Row]) -> Section:
         " the scaling row too.",
     )
     return section
+
 
 def _dispatch_result() -> DispatchResult:
     """bench.dispatchbench in a child process without REDIS_URL: Celery there

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.utils.csp import CSP
+from kombu import Queue
 
 from config.env import env_bool, env_int, env_list, env_secret, env_str
 
@@ -230,6 +231,10 @@ CHECK_BATCH_SIZE = env_int("CHECK_BATCH_SIZE", 100, minimum=1)
 CHECK_STALE_AFTER_SECONDS = env_int("CHECK_STALE_AFTER_SECONDS", 120, minimum=15)
 # How often beat asks for due monitors (checks.dispatch sizes its ticks by it).
 DISPATCH_EVERY_SECONDS = 10.0
+# How often the sweeper looks for lost batches and stale checks: a small part
+# of CHECK_STALE_AFTER_SECONDS, so a check whose worker died is taken up again
+# (or ended) within that time and one sweep (120 + 15 s by default).
+STALE_SWEEP_EVERY_SECONDS = max(5.0, CHECK_STALE_AFTER_SECONDS / 8)
 # Beat is the only scheduler and only enqueues these small periodic tasks; which
 # monitors are due lives in the database. Every entry expires after one period:
 # if workers were down, a backlog of identical ticks must not run back to back.
@@ -239,7 +244,8 @@ CELERY_BEAT_SCHEDULE = {
         ("dispatch-due-monitors", "checks.tasks.dispatch_due_monitors_task",
          DISPATCH_EVERY_SECONDS),
         # Lost batches sent again, stale checks ended (checks.runner).
-        ("fail-stale-checks", "checks.tasks.fail_stale_checks_task", 60.0),
+        ("fail-stale-checks", "checks.tasks.fail_stale_checks_task",
+         STALE_SWEEP_EVERY_SECONDS),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
         # was lost (checks.deliveries.sweep).
@@ -263,6 +269,23 @@ else:
         # "Run now" starts sooner, for one directory listing per look.
         "polling_interval": 0.2,
     }
+# Upkeep (the periodic dispatch and sweeps) has a queue of its own, which the
+# Procfile's `upkeep` worker consumes alone: a worker that is stuck, dead or
+# busy with long checks cannot hold it up. A worker started without -Q takes
+# both queues, so one plain worker still does everything.
+UPKEEP_QUEUE = "upkeep"
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, routing_key=name) for name in (CELERY_TASK_DEFAULT_QUEUE, UPKEEP_QUEUE)
+)
+CELERY_TASK_ROUTES = {
+    task: {"queue": UPKEEP_QUEUE}
+    for task in (
+        "checks.tasks.dispatch_due_monitors_task",
+        "checks.tasks.fail_stale_checks_task",
+        "checks.notification_tasks.sweep_deliveries_task",
+    )
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
