@@ -530,7 +530,8 @@ def bench_dispatch(rows: list[Row], problems: list[str]) -> Section:
         f"{result.total:,} monitors with one scrape target each: {result.due:,}"
         f" due, {dispatchbench.PAUSED:,} paused, the rest due later"
         f" (made in {result.populate_s:.1f} s; ANALYZE after). Celery enqueueing"
-        " is real, through kombu's filesystem transport in a temporary directory:"
+        " is real, through the embedded broker (config/broker.py) in a temporary"
+        " directory:"
         f" {result.messages:,} messages written for {result.created:,} checks"
         f" created. The broker's share: {seconds(result.broker_per_message_s)}"
         " per message when sent on its own.",

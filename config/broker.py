@@ -52,6 +52,8 @@ DRAIN_PER_POLL = 100
 # How often a consumer looks for messages held by processes that died (when
 # its queue looks empty).
 RECOVER_EVERY_SECONDS = 5.0
+# A message being written this long ago was abandoned by its producer.
+ABANDONED_WRITE_SECONDS = 3600
 _STATES: dict[str, virtual.BrokerState] = {}
 
 
@@ -104,7 +106,18 @@ def recover_orphans(folder: Path) -> int:
             (root / owner).rmdir()
     if recovered:
         logger.warning("Put back %d message(s) held by a process that died", recovered)
+    _delete_abandoned_writes(folder / "tmp")
     return recovered
+
+
+def _delete_abandoned_writes(tmp: Path) -> None:
+    """Half-written messages of producers that died mid-write (never seen by
+    a consumer: they were not renamed into the queue)."""
+    too_old = time.time() - ABANDONED_WRITE_SECONDS
+    for path in tmp.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_mtime < too_old:
+                path.unlink()
 
 
 class Channel(filesystem.Channel):

@@ -205,7 +205,7 @@ class Manager:
         running in its session."""
         process = managed.process
         assert process is not None and process.stdout is not None
-        self.selector.unregister(process.stdout)
+        self._forget_output(process)
         process.stdout.close()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -213,6 +213,10 @@ class Manager:
         managed.process = None
 
     # --- Output -----------------------------------------------------------------
+
+    def _forget_output(self, process: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(process.stdout)
 
     def _pump(self, timeout: float) -> None:
         for key, _ in self.selector.select(timeout):
@@ -225,6 +229,9 @@ class Manager:
         with contextlib.suppress(BlockingIOError):
             while chunk := os.read(process.stdout.fileno(), 65536):
                 managed.pending += chunk
+            # End of file: the process closed its output. Stop watching the
+            # pipe, or select() would report it readable forever.
+            self._forget_output(process)
         *lines, managed.pending = managed.pending.split(b"\n")
         if process.poll() is not None and managed.pending:
             lines.append(managed.pending)  # its last words, without a newline

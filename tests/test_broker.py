@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from kombu import Producer
 
+from config import broker
 from tests.broker_stress import PREFETCH, QUEUE, connection
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,6 +126,21 @@ def test_a_file_that_is_not_a_message_is_set_aside_not_fatal(tmp_path):
 
     assert message.decode() == {"n": 1}
     assert [p.name for p in files(tmp_path, "rejected")] == [garbage.name]
+
+
+def test_a_write_abandoned_an_hour_ago_is_cleaned_up_and_a_fresh_one_kept(tmp_path):
+    publish(tmp_path, {"n": 1})  # creates the folders
+    abandoned, fresh = (
+        tmp_path / "tmp" / "abandoned.msg",
+        tmp_path / "tmp" / "fresh.msg",
+    )
+    abandoned.write_text('{"half')
+    fresh.write_text('{"being written')
+    os.utime(abandoned, (time.time() - 3700, time.time() - 3700))
+
+    broker.recover_orphans(tmp_path)
+
+    assert not abandoned.exists() and fresh.exists()
 
 
 HOLDER = """
