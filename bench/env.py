@@ -14,16 +14,18 @@ inherits the environment prepared by `prepare()`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Its own name per checkout lets two benches share one PostgreSQL server.
+# BENCH_DB_NAME: so two people benchmarking on one server do not drop each
+# other's database.
 DB_NAME = os.environ.get("BENCH_DB_NAME", "pagewatch_bench")
-if not DB_NAME.replace("_", "").isalnum():
-    raise SystemExit(f"BENCH_DB_NAME must be letters, digits and _: {DB_NAME!r}")
+if not re.fullmatch(r"[a-z_][a-z0-9_]*", DB_NAME):  # it is spliced into SQL
+    raise SystemExit(f"BENCH_DB_NAME must be a plain lower-case name: {DB_NAME!r}")
 
 
 class BenchError(RuntimeError):
