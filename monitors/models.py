@@ -459,6 +459,14 @@ class Target(models.Model):
         return ""
 
     @property
+    def not_run_words(self) -> str:
+        """not_run_reason for the dashboard: plain words, no setting names."""
+        reason = self.not_run_reason
+        if reason == search_provider.NOT_CONFIGURED:
+            return search_provider.NOT_CONFIGURED_WORDS
+        return reason
+
+    @property
     def is_checked(self) -> bool:
         return not self.not_run_reason
 

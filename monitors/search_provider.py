@@ -31,6 +31,12 @@ NOT_CONFIGURED = (
     "BRAVE_API_KEY, TAVILY_API_KEY or FIRECRAWL_API_KEY."
 )
 
+# The same, for the dashboard's readers: no setting names.
+NOT_CONFIGURED_WORDS = (
+    "Web searches are not run: no web search service is set up for this "
+    "Pagewatch yet (an administrator can set one up)."
+)
+
 
 def _has_setting(name: str) -> bool:
     return bool(str(getattr(settings, REQUIRED_SETTING[name], "") or "").strip())
