@@ -96,9 +96,7 @@ class SkippedTarget:
 
     def __init__(self, target: Target, reason: str = "") -> None:
         self.target = target
-        self.reason = reason or self.UNSUPPORTED.format(
-            kind=target.type.capitalize()
-        )
+        self.reason = reason or self.UNSUPPORTED.format(kind=target.type.capitalize())
 
     def jobs(self) -> list[PageJob]:
         return []

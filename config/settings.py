@@ -262,7 +262,10 @@ FIRECRAWL_API_KEY = env_secret("FIRECRAWL_API_KEY", "")
 FIRECRAWL_API_URL = env_str("FIRECRAWL_API_URL", "https://api.firecrawl.dev")
 FIRECRAWL_API_URL = FIRECRAWL_API_URL.strip().rstrip("/")
 SEARCH_TIMEOUT_SECONDS = env_int("SEARCH_TIMEOUT_SECONDS", 20, minimum=1)
-for _name, _url in (("SEARXNG_URL", SEARXNG_URL), ("FIRECRAWL_API_URL", FIRECRAWL_API_URL)):
+for _name, _url in (
+    ("SEARXNG_URL", SEARXNG_URL),
+    ("FIRECRAWL_API_URL", FIRECRAWL_API_URL),
+):
     if _url and not _url.startswith(("http://", "https://")):
         raise ConfigError(f"{_name} must start with http:// or https://, got {_url!r}")
 _SEARCH_NEEDS = {

@@ -7,17 +7,24 @@
 
 FakeBrave, FakeTavily and FakeFirecrawl serve the same results in Brave's,
 Tavily's and Firecrawl's shapes, and keep each request (headers, body) to
-assert what the adapters sent. PYTEST_DONT_REWRITE: no assertions live here.
+assert what the adapters sent. A test module registers the fixtures (searx,
+model: a scripted judge, news: three result pages) with
+`pytest_plugins = ["tests.searching"]`. PYTEST_DONT_REWRITE: no assertions
+live here.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
+
+from tests.llm import FakeModel
 from tests.sites import Request, Site
 
 Answer = tuple[int, dict[str, str], bytes]
@@ -205,3 +212,39 @@ class FakeFirecrawl(FakeProvider):
             },
             "creditsUsed": 2,
         }
+
+
+# --- fixtures -----------------------------------------------------------------------
+
+LAUNCH = "<h1>Acme launches the Rocket</h1><p>Acme announced its launch today.</p>"
+EARNINGS = "<h1>Acme earnings</h1><p>Quarterly numbers were flat.</p>"
+RUMOUR = "<h1>Acme gossip</h1><p>A rumour says a launch is near.</p>"
+
+
+@pytest.fixture
+def searx(settings: Any) -> Iterator[FakeSearxng]:
+    """A fake SearXNG that SEARXNG_URL points at."""
+    with Site() as search_site:
+        fake = FakeSearxng(search_site).configure(settings)
+        yield fake
+        fake.released.set()
+
+
+@pytest.fixture
+def model(settings: Any) -> Iterator[FakeModel]:
+    """The scripted judge model that LLM_BASE_URL points at (tests/llm.py)."""
+    with Site() as llm_site:
+        fake = FakeModel(llm_site).configure(settings)
+        yield fake
+        fake.hanging.set()
+
+
+@pytest.fixture
+def news(site: Site) -> dict[str, str]:
+    """Result pages on the test site: a launch (relevant to the tests' goal),
+    earnings (not) and a rumour (relevant, the judge unsure)."""
+    return {
+        "launch": site.html("/launch", "Acme launches", LAUNCH),
+        "earnings": site.html("/earnings", "Acme earnings", EARNINGS),
+        "rumour": site.html("/rumour", "Acme gossip", RUMOUR),
+    }

@@ -4,7 +4,6 @@ OpenAI-compatible model (tests/llm.py) as the judge."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -16,37 +15,19 @@ from checks.errors import ErrorKind
 from checks.models import Check, PageResult, PageState, SearchResultState
 from monitors.models import Monitor, Target, Team
 from monitors.search_provider import NOT_CONFIGURED
-from tests.llm import FakeModel, status
-from tests.searching import FakeSearxng, hit
-from tests.sites import Site
+from tests.llm import status
+from tests.searching import LAUNCH, hit
 
 pytestmark = pytest.mark.django_db
 
 GOAL = "Tell me when Acme announces a product launch"
-LAUNCH = "<h1>Acme launches the Rocket</h1><p>Acme announced its launch today.</p>"
-EARNINGS = "<h1>Acme earnings</h1><p>Quarterly numbers were flat.</p>"
-RUMOUR = "<h1>Acme gossip</h1><p>A rumour says a launch is near.</p>"
+
+pytest_plugins = ["tests.searching"]
 
 
 @pytest.fixture(autouse=True)
 def private_targets_allowed(settings):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-
-
-@pytest.fixture
-def searx(settings) -> Iterator[FakeSearxng]:
-    with Site() as search_site:
-        fake = FakeSearxng(search_site).configure(settings)
-        yield fake
-        fake.released.set()
-
-
-@pytest.fixture
-def model(settings) -> Iterator[FakeModel]:
-    with Site() as llm_site:
-        fake = FakeModel(llm_site).configure(settings)
-        yield fake
-        fake.hanging.set()
 
 
 def make_monitor(
@@ -89,15 +70,6 @@ def statuses(check: Check) -> dict[str, tuple[str, str]]:
     return {
         url: (page.status, page.metadata.get("searchStatus"))
         for url, page in pages_of(check).items()
-    }
-
-
-@pytest.fixture
-def news(site) -> dict[str, str]:
-    return {
-        "launch": site.html("/launch", "Acme launches", LAUNCH),
-        "earnings": site.html("/earnings", "Acme earnings", EARNINGS),
-        "rumour": site.html("/rumour", "Acme gossip", RUMOUR),
     }
 
 
@@ -313,16 +285,17 @@ def test_a_seven_day_window_asks_searxng_for_a_week(team, searx, model):
     assert searx.params(searx.requests[0])["format"] == "json"
 
 
-def test_domain_filters_cut_what_they_should(team, searx, model):
-    with Site() as other:
-        kept = other.html("/news", "News", LAUNCH).replace("127.0.0.1", "localhost")
-        dropped = other.html("/spam", "Spam", LAUNCH)
-        searx.results("acme", hit(kept, "Kept"), hit(dropped, "Dropped"))
-        only_localhost = make_monitor(team, ["acme"], include_domains=["localhost"])
-        not_localhost = make_monitor(team, ["acme"], exclude_domains=["localhost"])
+def test_domain_filters_cut_what_they_should(team, searx):
+    # Judging off: nothing is fetched, so the hosts need not exist.
+    news_site = "https://news.example.com/acme-launch"
+    www = "https://www.example.com/acme"
+    spam = "https://spam.example.org/acme"
+    searx.results("acme", hit(news_site, "N"), hit(www, "W"), hit(spam, "S"))
+    only = make_monitor(team, ["acme"], goal=None, include_domains=["example.com"])
+    never = make_monitor(team, ["acme"], goal=None, exclude_domains=["example.com"])
 
-        assert set(pages_of(run_check(only_localhost))) == {kept}
-        assert set(pages_of(run_check(not_localhost))) == {dropped}
+    assert set(pages_of(run_check(only))) == {news_site, www}
+    assert set(pages_of(run_check(never))) == {spam}
 
 
 # --- judging off, no model, degraded judging ---------------------------------------
@@ -448,9 +421,7 @@ def test_a_provider_that_fails_makes_the_target_an_error_with_its_reason(
     assert check.summary["error"] == 1 and check.summary["same"] == 0
 
 
-def test_one_failed_query_leaves_the_others_results_standing(
-    team, searx, model, news
-):
+def test_one_failed_query_leaves_the_others_results_standing(team, searx, model, news):
     searx.results("acme", hit(news["launch"], "Launch"))
     monitor = make_monitor(team, ["acme", "broken"])
     searx.unresponsive = [["bing", "CAPTCHA"]]  # "broken" finds nothing
@@ -463,7 +434,7 @@ def test_one_failed_query_leaves_the_others_results_standing(
     assert search_result(check)["searchCompleted"] is False
 
 
-# --- no provider ------------------------------------------------------------------------
+# --- no provider ------------------------------------------------------------
 
 
 def test_without_a_provider_the_target_is_not_run_and_says_which_setting_to_set(

@@ -7,18 +7,18 @@ import re
 
 import pytest
 
-from monitors.models import Membership
+from monitors.models import Membership, Monitor, Target
 from tests.searching import hit
-from tests.test_search_checks import (  # noqa: F401 - fixtures
-    make_monitor,
-    model,
-    news,
-    private_targets_allowed,
-    run_check,
-    searx,
-)
+from tests.test_search_checks import make_monitor, run_check
+
+pytest_plugins = ["tests.searching"]
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
 
 
 @pytest.fixture
@@ -91,10 +91,14 @@ def test_a_valid_search_target_gets_no_error(web):
 
 
 def test_the_search_row_says_so_only_when_no_search_service_is_set_up(web, settings):
-    row = web.get("/monitors/target-row/", {"add_target": "search"}, HTTP_HX_REQUEST="1")
+    row = web.get(
+        "/monitors/target-row/", {"add_target": "search"}, HTTP_HX_REQUEST="1"
+    )
     assert "no web search service is set up" in row.content.decode()
     settings.SEARXNG_URL = "http://searx.internal:8080"
-    row = web.get("/monitors/target-row/", {"add_target": "search"}, HTTP_HX_REQUEST="1")
+    row = web.get(
+        "/monitors/target-row/", {"add_target": "search"}, HTTP_HX_REQUEST="1"
+    )
     assert "no web search service is set up" not in row.content.decode()
 
 
@@ -104,7 +108,9 @@ def test_a_check_page_lists_results_found_which_were_new_verdicts_and_links(
     searx.results(
         "acme",
         # Tags are dropped from a provider's text; what is left is escaped.
-        hit(news["launch"], "Acme &lt;script&gt;alert(1)&lt;/script&gt; go", "Big news"),
+        hit(
+            news["launch"], "Acme &lt;script&gt;alert(1)&lt;/script&gt; go", "Big news"
+        ),
         hit(news["earnings"], "Acme earnings", "Numbers"),
     )
     monitor = make_monitor(team, ["acme"])
@@ -163,8 +169,8 @@ def test_another_teams_results_page_is_not_found(web, other_team):
 
 
 def test_a_monitor_without_search_targets_shows_no_results_section(web, team):
-    from monitors.models import Monitor, Target
-
     monitor = Monitor.objects.create(team=team, name="P", schedule_cron="0 * * * *")
     Target.objects.create(monitor=monitor, type="scrape", urls=["https://e.com/"])
-    assert "Found on the web" not in web.get(monitor.get_absolute_url()).content.decode()
+    assert (
+        "Found on the web" not in web.get(monitor.get_absolute_url()).content.decode()
+    )

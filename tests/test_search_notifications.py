@@ -12,17 +12,10 @@ from django.core import mail
 from checks import runner
 from checks.models import Check
 from tests.notifying import firecrawl_signature_ok, webhook_config
-from tests.searching import hit
-from tests.test_search_checks import (  # noqa: F401 - fixtures
-    GOAL,
-    LAUNCH,
-    EARNINGS,
-    make_monitor,
-    model,
-    searx,
-)
+from tests.searching import EARNINGS, LAUNCH, hit
+from tests.test_search_checks import make_monitor
 
-pytest_plugins = ["tests.notifying"]
+pytest_plugins = ["tests.notifying", "tests.searching"]
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +65,13 @@ def test_the_page_event_of_a_reported_result_carries_its_judgment_and_url(
 
 
 def test_a_failed_search_reaches_the_webhook_and_the_mail_as_an_error(
-    team, site, receiver, queued, searx, model, django_capture_on_commit_callbacks,
+    team,
+    site,
+    receiver,
+    queued,
+    searx,
+    model,
+    django_capture_on_commit_callbacks,
     member_email="mia@acme.test",
 ):
     searx.fail(500)

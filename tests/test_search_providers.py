@@ -31,7 +31,12 @@ from tests.sites import Site, refused_url
 
 WHEN = datetime(2026, 5, 17, 15, 30, tzinfo=UTC)
 HITS = [
-    hit("https://news.example.com/a", "<b>Acme</b> launches", "Acme &amp; co", published=WHEN),
+    hit(
+        "https://news.example.com/a",
+        "<b>Acme</b> launches",
+        "Acme &amp; co",
+        published=WHEN,
+    ),
     hit("https://blog.example.org/b", "Acme again", "More"),
 ]
 
@@ -147,7 +152,8 @@ def test_tavily_over_its_plan_says_so(server):
 
 
 @pytest.mark.parametrize(
-    ("window", "tbs"), [("5m", "qdr:h"), ("1h", "qdr:h"), ("6h", "qdr:d"), ("7d", "qdr:w")]
+    ("window", "tbs"),
+    [("5m", "qdr:h"), ("1h", "qdr:h"), ("6h", "qdr:d"), ("7d", "qdr:w")],
 )
 def test_firecrawl_posts_to_v2_search_with_tbs_and_domains(server, window, tbs):
     fake = FakeFirecrawl(server).results("acme", *HITS)
@@ -225,7 +231,14 @@ def test_a_provider_on_a_blocked_address_is_still_refused(settings):
         ({"BRAVE_API_KEY": "b", "TAVILY_API_KEY": "t"}, "brave"),
         ({"TAVILY_API_KEY": "t", "FIRECRAWL_API_KEY": "f"}, "tavily"),
         ({"FIRECRAWL_API_KEY": "f"}, "firecrawl"),
-        ({"SEARCH_PROVIDER": "tavily", "SEARXNG_URL": "http://s", "TAVILY_API_KEY": "t"}, "tavily"),
+        (
+            {
+                "SEARCH_PROVIDER": "tavily",
+                "SEARXNG_URL": "http://s",
+                "TAVILY_API_KEY": "t",
+            },
+            "tavily",
+        ),
         ({"SEARCH_PROVIDER": "brave", "SEARXNG_URL": "http://s"}, ""),
     ],
 )
@@ -246,7 +259,7 @@ def test_the_firecrawl_provider_uses_firecrawl_api_url(settings):
     assert provider.endpoint == "http://firecrawl.internal:3002/v2/search"
 
 
-# --- canonical URLs and the rules ------------------------------------------------------
+# --- canonical URLs and the rules -----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -269,7 +282,9 @@ def test_other_pages_and_real_parameters_keep_their_own_key():
     assert result_key(base + "?id=2") != result_key(base + "?id=3")
     assert result_key(base + "-2") != result_key(base)
     assert result_key("https://blog.example.com/news/launch") != result_key(base)
-    assert canonical_url(base + "?b=2&a=1&utm_id=x") == "example.com/news/launch?a=1&b=2"
+    assert (
+        canonical_url(base + "?b=2&a=1&utm_id=x") == "example.com/news/launch?a=1&b=2"
+    )
 
 
 def test_domain_rules_take_subdomains_and_www_alike():

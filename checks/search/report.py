@@ -79,7 +79,7 @@ def _completed(result: dict[str, Any], counts: Counter[str]) -> dict[str, Any]:
 
 
 def summary(result: dict[str, Any], matches: int) -> str:
-    """"2 matches across 10 results." (and the failure, when the search failed)."""
+    """ "2 matches across 10 results." (and the failure, when the search failed)."""
     found = int(result.get("resultCount") or 0)
     words = (
         f"{matches} match{'es' if matches != 1 else ''} across "

@@ -330,7 +330,9 @@ class SearchStage:
                 text=work.text,
             )
         if not verdict.judged:
-            reason = str(verdict.judgment.get("reason", "")).removeprefix("Not judged: ")
+            reason = str(verdict.judgment.get("reason", "")).removeprefix(
+                "Not judged: "
+            )
             message = NOT_JUDGED_MESSAGE.format(reason=reason)
             self._skipped(work, ErrorKind.NOT_JUDGED, message)
             return

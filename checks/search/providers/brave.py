@@ -30,7 +30,11 @@ class BraveProvider(Provider):
     key_setting = "BRAVE_API_KEY"
 
     def __init__(
-        self, api_key: str, endpoint: str = ENDPOINT, *, resolver: Resolver | None = None
+        self,
+        api_key: str,
+        endpoint: str = ENDPOINT,
+        *,
+        resolver: Resolver | None = None,
     ) -> None:
         super().__init__(endpoint, resolver=resolver)
         self._key = api_key
