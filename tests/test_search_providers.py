@@ -303,3 +303,8 @@ def test_provider_text_is_plain_and_times_are_read_or_left_out():
     assert published("2 hours ago") is None
     assert published(17) is None
     assert WHEN - timedelta(days=1) < published("2026-05-17") + timedelta(days=1)
+
+
+def test_the_address_an_error_is_recorded_under_carries_no_secret():
+    provider = SearxngProvider("http://user:secret@searx.internal:8080/base?token=t")
+    assert provider.address == "http://searx.internal:8080/base"

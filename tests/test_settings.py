@@ -71,3 +71,34 @@ def test_every_environment_variable_the_settings_read_is_in_the_readme() -> None
     readme = (ROOT / "README.md").read_text()
     assert len(names) > 20  # the pattern still finds them
     assert sorted(n for n in names if f"`{n}`" not in readme) == []
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SEARCH_PROVIDER": "bing"}, "SEARCH_PROVIDER must be one of searxng"),
+        ({"SEARCH_PROVIDER": "brave"}, "SEARCH_PROVIDER=brave needs BRAVE_API_KEY"),
+        ({"SEARXNG_URL": "searx:8080"}, "SEARXNG_URL must start with http://"),
+    ],
+)
+def test_a_search_provider_set_wrong_stops_the_process_at_start(env, message) -> None:
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SEARCH_", "SEARXNG_", "BRAVE_", "TAVILY_", "FIRECRAWL_"))
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env={
+            **environment,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "PAGEWATCH_VAR_DIR": str(ROOT / "var"),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert message in done.stderr

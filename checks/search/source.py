@@ -40,7 +40,7 @@ class SearchSource:
         if provider is None:  # source_for() asks unavailable() first
             raise RuntimeError("no search provider is configured")
         self.provider = provider.name
-        self.endpoint = provider.endpoint
+        self.endpoint = provider.address
         self.gathered: Gathered = asyncio.run(self._gather(provider))
 
     @staticmethod

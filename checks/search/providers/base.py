@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
@@ -106,10 +106,13 @@ class Provider:
     key_setting: ClassVar[str] = ""
 
     def __init__(self, endpoint: str, *, resolver: Resolver | None = None) -> None:
-        # Where the search is sent; also the address a failed search's error
-        # page is recorded under, so it never carries a secret.
-        self.endpoint = endpoint
-        host = (urlsplit(endpoint).hostname or "").lower()
+        self.endpoint = endpoint  # where the search is sent
+        parts = urlsplit(endpoint)
+        # The address a failed search's error page is recorded under, which
+        # API callers read: never a user name, password or query string.
+        netloc = parts.netloc.rpartition("@")[2]
+        self.address = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        host = (parts.hostname or "").lower()
         self._client = OutboundClient(
             resolver=resolver,
             concurrency=CONCURRENCY,
