@@ -31,6 +31,10 @@ class ErrorKind(StrEnum):
     # is no model to ask.
     EXTRACTION = "extraction"
     NO_MODEL = "no_model"
+    # Search targets (checks.search): the provider gave no answer, or the
+    # judge could not give a result a verdict.
+    SEARCH_FAILED = "search_failed"
+    NOT_JUDGED = "not_judged"
     INTERNAL = "internal"
 
     @classmethod

@@ -97,6 +97,9 @@ class Outcome:
     summary: str | None = None
     # PageState.derived to store with the baseline; None keeps the stored one.
     derived: dict[str, Any] | None = None
+    # A search result's SearchResultState after this check (checks.search.stage):
+    # the search target's baseline, written instead of a PageState.
+    search: dict[str, Any] | None = None
 
 
 def failed(job: PageJob, kind: str, message: str, **fields: Any) -> Outcome:

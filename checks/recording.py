@@ -18,7 +18,14 @@ from django.utils import timezone
 
 from checks import notify, pages
 from checks.jobs import PageJob
-from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
+from checks.models import (
+    Check,
+    CheckBatch,
+    PageResult,
+    PageState,
+    SearchResultState,
+    Snapshot,
+)
 from checks.pages import Outcome
 
 # Pages recorded per transaction, at most.
@@ -90,6 +97,7 @@ def _record_many(
         ]
     )
     _move_baselines(check.monitor_id, items, snapshot_ids, now)
+    _remember_search_results(check.monitor_id, items)
     for page in results:
         notify.on_page_result(page)
     return results
@@ -160,8 +168,8 @@ def _move_baselines(
                 monitor_id=monitor_id, target_id=job.target_id, url_hash=url_hash
             ).update(presence=PageState.Presence.REMOVED, updated_at=now)
             continue
-        if snapshot_id is None or outcome.cache_hit:
-            continue
+        if snapshot_id is None or outcome.cache_hit or outcome.search is not None:
+            continue  # a search result's baseline is its SearchResultState
         cache = job.options.get("storeInCache") is not False
         derived = outcome.derived
         if derived is None:
@@ -192,3 +200,17 @@ def _move_baselines(
         )
     if upserts:
         PageState.upsert(list(upserts.values()))
+
+
+def _remember_search_results(monitor_id: uuid.UUID, items: Sequence[Item]) -> None:
+    """The search results' states (checks.search.stage), with their pages: a
+    result that alerted is remembered in the same commit, so it alerts once."""
+    states = {
+        (outcome.search["target_id"], outcome.search["key"]): SearchResultState(
+            monitor_id=monitor_id, **outcome.search
+        )
+        for _job, outcome, _state in items
+        if outcome.search is not None
+    }
+    if states:
+        SearchResultState.upsert(list(states.values()))

@@ -30,7 +30,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
@@ -55,6 +55,8 @@ from checks.recording import (
     reconcile,
     record_many,
 )
+from checks.search import report as search_report
+from checks.search.stage import SearchStage
 from monitors.models import Monitor, Target
 
 logger = logging.getLogger(__name__)
@@ -325,10 +327,11 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
         raise CheckAbandoned
     jobs = _jobs(check, batch)
     states = _states(check.monitor, jobs)
+    searches = SearchStage(check, jobs, resolver=resolver, now=now)
     cached, to_fetch = [], []
     for job in jobs:
         state = states.get((job.target_id, PageState.hash_url(job.url)))
-        outcome = pages.from_cache(job, state, now)
+        outcome = searches.decided(job) or pages.from_cache(job, state, now)
         if outcome is None:
             to_fetch.append((job, state))
         else:
@@ -339,8 +342,9 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
         fetcher = _fetcher(batch, resolver)
         enricher = Enricher(check.monitor, resolver=resolver)
         found = _fetch_and_record(
-            check, batch, to_fetch, fetcher, crawls, cached=cached, enricher=enricher
-        )
+            check, batch, to_fetch, fetcher, crawls,
+            cached=cached, enricher=enricher, searches=searches,
+        )  # fmt: skip
     batch.complete()
     return found
 
@@ -462,12 +466,19 @@ def _fetch_and_record(
     *,
     cached: list[Item] | None = None,
     enricher: Enricher | None = None,
+    searches: SearchStage | None = None,
 ) -> list[CheckBatch]:
     """Fetch and judge the pages (`cached` ones are decided already), let the
-    model do its part, and record them as they arrive; the batches their links
-    added to a crawl (admitted before the pages are recorded)."""
+    model do its part -- on search results, then on pages' formats and
+    changes -- and record them as they arrive; the batches their links added
+    to a crawl (admitted before the pages are recorded)."""
     fetching = _Fetching(fetcher, items, crawls, cached)
     enricher = enricher or Enricher(check.monitor)
+    stages: list[_ModelStage] = [enricher]
+    if searches is not None and searches.runs:
+        # First: it settles each result's status (never "changed"), so the
+        # Enricher's change judge leaves search results alone.
+        stages.insert(0, searches)
     found: list[CheckBatch] = []
     with asyncio.Runner() as loop:
         try:
@@ -478,7 +489,8 @@ def _fetch_and_record(
                     if crawls is not None:
                         found += crawls.admit(taken)
                     reconcile(taken)
-                    _enrich(loop, enricher, taken, check, batch)
+                    for stage in stages:
+                        _enrich(loop, stage, taken, check, batch)
                     record_many(check, taken, batch)
                 else:
                     heartbeat(check, batch)
@@ -486,7 +498,8 @@ def _fetch_and_record(
             # Leaving early (time limit, abandoned check) cancels what is in
             # flight rather than waiting for slow pages.
             loop.run(fetching.close())
-            loop.run(enricher.aclose())
+            for stage in stages:
+                loop.run(stage.aclose())
     return found
 
 
@@ -494,15 +507,27 @@ async def _spawn(coroutine: Any) -> asyncio.Task[Any]:
     return asyncio.create_task(coroutine)
 
 
+class _ModelStage(Protocol):
+    """The model's part of a batch: checks.ai.stage.Enricher and
+    checks.search.stage.SearchStage."""
+
+    def prepare(self, items: Sequence[Item]) -> Sequence[Any]: ...
+
+    async def enrich(self, work: Any) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
 def _enrich(
     loop: asyncio.Runner,
-    enricher: Enricher,
+    enricher: _ModelStage,
     items: list[Item],
     check: Check,
     batch: CheckBatch,
 ) -> None:
-    """The model's work on these pages (checks.ai.stage), on the batch's loop
-    so fetches go on meanwhile; the check heart-beats while it waits."""
+    """The model's work on these pages (checks.ai.stage, checks.search.stage),
+    on the batch's loop so fetches go on meanwhile; the check heart-beats
+    while it waits."""
     work = enricher.prepare([item for item in items if item[0].record])
     if not work:
         return
@@ -534,6 +559,7 @@ def finish_if_done(check_id: uuid.UUID) -> Check | None:
     if CheckBatch.objects.filter(check_run_id=check_id).open().exists():
         return None
     frontier.close(check_id, record_many)
+    search_report.close(check_id)
     return finish(check_id)
 
 

@@ -1,9 +1,11 @@
 """Where a check's pages come from: one Source class per kind of target.
 
 A source turns a target into page jobs when the check is planned. Scrape
-targets list their URLs; the next kinds (a crawl frontier, search results) are
-new classes registered in SOURCES, not new branches in the runner. A target
-type without a source is recorded in targetResults as skipped, with a reason.
+targets list their URLs, crawls their start page and sitemaps, searches the
+results their provider found: each a class registered in SOURCES, not a
+branch in the runner. A target that cannot run (a type without a source, or
+no search provider configured) is recorded in targetResults as skipped, with
+the reason.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ from checks.crawl.source import CrawlSource
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check
+from checks.search.source import SearchSource
 from monitors.models import Target
 
 
 class Source(Protocol):
     """Page jobs of one target, and what targetResults says about it."""
+
+    @staticmethod
+    def unavailable() -> str:
+        """Why targets of this kind cannot run here ("" when they can)."""
 
     def jobs(self) -> list[PageJob]: ...
 
@@ -47,6 +54,10 @@ class ScrapeSource:
             ids = [str(uuid.uuid4()) for _ in target.urls]
         self.scrape_ids: list[str] = ids
 
+    @staticmethod
+    def unavailable() -> str:
+        return ""
+
     def jobs(self) -> list[PageJob]:
         target = self.target
         credits = target.credits_per_page()
@@ -67,21 +78,25 @@ class ScrapeSource:
         }
 
 
-SOURCES: dict[str, type[ScrapeSource] | type[CrawlSource]] = {
+SOURCES: dict[str, type[ScrapeSource] | type[CrawlSource] | type[SearchSource]] = {
     Target.Type.SCRAPE: ScrapeSource,
     Target.Type.CRAWL: CrawlSource,
+    Target.Type.SEARCH: SearchSource,
 }
 
 
 class SkippedTarget:
-    """A target whose type no source handles yet: no pages, a stated reason."""
+    """A target checks cannot run: its type has no source, or its source is
+    not available here (no search provider configured). No pages, a stated
+    reason."""
 
-    reason: ClassVar[str] = (
+    UNSUPPORTED: ClassVar[str] = (
         "{kind} targets are not supported yet; this target was skipped."
     )
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, reason: str = "") -> None:
         self.target = target
+        self.reason = reason or self.UNSUPPORTED.format(kind=target.type.capitalize())
 
     def jobs(self) -> list[PageJob]:
         return []
@@ -94,15 +109,20 @@ class SkippedTarget:
             "targetId": str(self.target.id),
             "type": self.target.type,
             "skipped": True,
-            "reason": self.reason.format(kind=self.target.type.capitalize()),
+            "reason": self.reason,
         }
 
 
 def source_for(
     target: Target, stored: Mapping[str, Any], resolver: Resolver | None = None
 ) -> Source:
-    kind = SOURCES.get(target.type) if target.is_checked else None
-    return SkippedTarget(target) if kind is None else kind(target, stored, resolver)
+    kind = SOURCES.get(target.type)
+    if kind is None:
+        return SkippedTarget(target)
+    reason = kind.unavailable()
+    if reason:
+        return SkippedTarget(target, reason)
+    return kind(target, stored, resolver)
 
 
 def plan(

@@ -268,6 +268,40 @@ if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
     )
 if LLM_BASE_URL and not LLM_MODEL:
     raise ConfigError("LLM_MODEL must name the model when LLM_BASE_URL is set")
+# --- Web search (checks.search): search targets' provider -------------------
+# SEARCH_PROVIDER picks one of searxng, brave, tavily, firecrawl; empty picks
+# the first configured in that order (SearXNG whenever SEARXNG_URL is set).
+# None configured: search targets are saved, and checks report them as not
+# run. The provider's host is the only private address its requests may reach.
+SEARCH_PROVIDER = env_str("SEARCH_PROVIDER", "").strip().lower()
+SEARXNG_URL = env_str("SEARXNG_URL", "").strip().rstrip("/")
+BRAVE_API_KEY = env_secret("BRAVE_API_KEY", "")
+TAVILY_API_KEY = env_secret("TAVILY_API_KEY", "")
+FIRECRAWL_API_KEY = env_secret("FIRECRAWL_API_KEY", "")
+FIRECRAWL_API_URL = env_str("FIRECRAWL_API_URL", "https://api.firecrawl.dev")
+FIRECRAWL_API_URL = FIRECRAWL_API_URL.strip().rstrip("/")
+SEARCH_TIMEOUT_SECONDS = env_int("SEARCH_TIMEOUT_SECONDS", 20, minimum=1)
+for _name, _url in (
+    ("SEARXNG_URL", SEARXNG_URL),
+    ("FIRECRAWL_API_URL", FIRECRAWL_API_URL),
+):
+    if _url and not _url.startswith(("http://", "https://")):
+        raise ConfigError(f"{_name} must start with http:// or https://, got {_url!r}")
+_SEARCH_NEEDS = {
+    "searxng": ("SEARXNG_URL", SEARXNG_URL),
+    "brave": ("BRAVE_API_KEY", BRAVE_API_KEY),
+    "tavily": ("TAVILY_API_KEY", TAVILY_API_KEY),
+    "firecrawl": ("FIRECRAWL_API_KEY", FIRECRAWL_API_KEY),
+}
+if SEARCH_PROVIDER and SEARCH_PROVIDER not in _SEARCH_NEEDS:
+    raise ConfigError(
+        "SEARCH_PROVIDER must be one of searxng, brave, tavily, firecrawl, "
+        f"got {SEARCH_PROVIDER!r}"
+    )
+if SEARCH_PROVIDER and not _SEARCH_NEEDS[SEARCH_PROVIDER][1]:
+    raise ConfigError(
+        f"SEARCH_PROVIDER={SEARCH_PROVIDER} needs {_SEARCH_NEEDS[SEARCH_PROVIDER][0]}"
+    )
 # How often beat asks for due monitors (checks.dispatch sizes its ticks by it).
 DISPATCH_EVERY_SECONDS = 10.0
 # How often the sweeper looks for lost batches and stale checks: a small part

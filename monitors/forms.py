@@ -354,8 +354,9 @@ class TargetFields(forms.Form):
         return TARGET_TYPE_LABELS[self.kind]
 
     @property
-    def is_checked(self) -> bool:
-        return self.kind in Target.CHECKED_TYPES
+    def not_run_words(self) -> str:
+        """Why checks will not run a target of this kind ("" when they will)."""
+        return Target(type=self.kind).not_run_words
 
     def slot(self, name: str) -> str:
         return f"{self.key}-{name}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 import secrets
 import uuid
@@ -21,6 +22,7 @@ from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from monitors import schedule as schedules
+from monitors import search_provider
 from monitors.judging import judge_available
 
 # How long a rotated-out webhook secret keeps signing next to the new one, so
@@ -476,9 +478,10 @@ class Target(models.Model):
     exclude_domains = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    # The target types checks run in this version; the others are saved and
-    # recorded as skipped (checks.sources), and the dashboard says so.
-    CHECKED_TYPES = frozenset({Type.SCRAPE, Type.CRAWL})
+    # The target types checks run; any other is saved and recorded as skipped
+    # (checks.sources), and the dashboard says so. Search targets also need a
+    # search provider (not_run_reason).
+    CHECKED_TYPES = frozenset({Type.SCRAPE, Type.CRAWL, Type.SEARCH})
 
     class Meta:
         ordering = ["position", "created_at"]
@@ -487,8 +490,32 @@ class Target(models.Model):
         return f"{self.type} target of {self.monitor_id}"
 
     @property
+    def not_run_reason(self) -> str:
+        """Why checks do not run this target, "" when they do."""
+        if self.type not in self.CHECKED_TYPES:
+            return f"{self.type.capitalize()} targets are not supported yet."
+        if self.type == self.Type.SEARCH:
+            return search_provider.not_run_reason()
+        return ""
+
+    @property
+    def not_run_words(self) -> str:
+        """not_run_reason for the dashboard: plain words, no setting names."""
+        reason = self.not_run_reason
+        if reason == search_provider.NOT_CONFIGURED:
+            return search_provider.NOT_CONFIGURED_WORDS
+        return reason
+
+    @property
     def is_checked(self) -> bool:
-        return self.type in self.CHECKED_TYPES
+        return not self.not_run_reason
+
+    def goal_version(self, goal: str | None) -> str:
+        """A search target's goalVersion: editing the goal or the queries
+        makes the verdicts given under the previous one stale."""
+        shape = {"goal": (goal or "").strip(), "queries": sorted(self.queries or [])}
+        encoded = json.dumps(shape, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(encoded).hexdigest()[:16]
 
     def credits_per_page(self) -> int:
         formats = self.scrape_options.get("formats") or []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from monitors import email_views, notification_views, views
+from monitors import email_views, notification_views, search_views, views
 
 monitor = "monitors/<uuid:pk>/"
 check = monitor + "checks/<uuid:check_id>/"
@@ -30,6 +30,7 @@ urlpatterns = [
     path(monitor + "delete/", views.monitor_delete, name="monitor-delete"),
     path(check, views.check_detail, name="check-detail"),
     path(monitor + "sites/<uuid:target_id>/", views.site_pages, name="site-pages"),
+    path(monitor + "results/", search_views.monitor_results, name="monitor-results"),
     path(check + "progress/", views.check_progress, name="check-progress"),
     path(check + "pages/<uuid:page_id>/", views.page_diff, name="page-diff"),
     path(

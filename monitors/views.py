@@ -41,13 +41,14 @@ from checks.content import (
     with_columns,
 )
 from checks.dispatch import RunRefused, queue_manual_check
-from checks.models import Check, PageResult, PageState
+from checks.models import Check, PageResult, PageState, SearchResultState
 from monitors import history
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
 from monitors.editing import update_monitor
 from monitors.forms import ApiKeyForm, MonitorForm, split_schedule
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
+from monitors.search_provider import NOT_CONFIGURED, NOT_CONFIGURED_WORDS
 
 if TYPE_CHECKING:
     from django_htmx.middleware import HtmxDetails
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
 MONITORS_PER_PAGE = 25
 CHECKS_PER_PAGE = 20
 PAGES_PER_PAGE = 100
+# Alerted search results shown on a monitor's page (all: monitor-results).
+RECENT_ALERTS = 10
 HISTORY_LENGTH = 14
 PREVIEW_RUNS = 3
 # The filter value for "meaningful changes only" (pages, and checks in history).
@@ -430,10 +433,17 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         ),
         CHECKS_PER_PAGE,
     ).get_page(request.GET.get("page"))
+    searches = any(t.type == Target.Type.SEARCH for t in monitor.targets.all())
     return {
         "monitor": monitor,
         "credits_per_month": credits,
         "model_configured": llm_configured(),
+        # The stream of results its web searches alerted on, newest first.
+        "alerted_results": (
+            SearchResultState.objects.filter(monitor=monitor).alerted()[:RECENT_ALERTS]
+            if searches
+            else None
+        ),
         "meaningful_only": meaningful_only,
         "checks": checks,
         "running_check": _in_flight_check(monitor),
@@ -588,6 +598,7 @@ def check_detail(
         "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
         "skipped_targets": _skipped_targets(check),
         "crawl_targets": _crawl_targets(check),
+        "search_targets": _search_targets(check),
     }
     template = _fragment(request, "checks/check_detail.html", {"page-results"})
     return render(request, template, context)
@@ -605,6 +616,29 @@ def _skipped_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]
     ]
     if not results:
         return []
+    targets = {str(target.pk): target for target in check.monitor.targets.all()}
+    return [
+        (targets.get(str(result.get("targetId"))), result | {"words": _words(result)})
+        for result in results
+    ]
+
+
+def _words(result: dict[str, Any]) -> str:
+    """A skipped target's reason for the dashboard: no setting names."""
+    reason = str(result.get("reason") or "")
+    return NOT_CONFIGURED_WORDS if reason == NOT_CONFIGURED else reason
+
+
+def _search_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
+    """The web searches of a check, each with its target result (results
+    found, new matches, judged, and why the search or its judging failed)."""
+    results = [
+        result
+        for result in check.target_results or []
+        if isinstance(result, dict)
+        and result.get("type") == "search"
+        and not result.get("skipped")
+    ]
     targets = {str(target.pk): target for target in check.monitor.targets.all()}
     return [(targets.get(str(result.get("targetId"))), result) for result in results]
 

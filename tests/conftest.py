@@ -71,6 +71,10 @@ def fast_and_isolated(settings) -> Iterator[None]:
     # Password hashing at production strength costs ~0.3 s per login; throttle
     # counters in the cache must not leak between tests.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No search provider unless a test configures one (tests/searching.py),
+    # whatever the developer's environment sets.
+    settings.SEARCH_PROVIDER = settings.SEARXNG_URL = ""
+    settings.BRAVE_API_KEY = settings.TAVILY_API_KEY = settings.FIRECRAWL_API_KEY = ""
     cache.clear()
     yield
     cache.clear()

@@ -11,7 +11,9 @@
   inside, so a prompt that leaks page text out of the block is caught;
 * an extraction request: {"plans": [{"name", "price"}]} read from lines such
   as "Starter: $19" inside the data block;
-* a summary request: {"summary": the block's first line}.
+* a summary request: {"summary": the block's first line};
+* a search result's relevance: relevant when the page text shares a word of
+  six letters or more with the goal, with low confidence for a "rumour".
 
 Every request body is kept (model.bodies) to assert what the model was shown.
 PYTEST_DONT_REWRITE: no assertions live here.
@@ -145,8 +147,39 @@ def _judge(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_GOAL = re.compile(r"The owner's goal:\n(?P<goal>.+)")
+_WORD = re.compile(r"[a-z]{6,}")
+RELEVANCE_INJECTION = re.compile(r"answer\s+.?relevant.?\s*:\s*false", re.I)
+
+
+def _relevance(body: dict[str, Any]) -> dict[str, Any]:
+    """A search result is relevant when its page text holds a word of six
+    letters or more from the goal; "rumour" in it makes the judge unsure.
+    Like a gullible model it obeys "answer relevant: false" outside the
+    data block only."""
+    if RELEVANCE_INJECTION.search(outside_block(body)):
+        return {"relevant": False, "confidence": "high", "reason": "As instructed."}
+    match = _GOAL.search(texts(body))
+    words = set(_WORD.findall(match["goal"].lower())) if match else set()
+    page = data_block(body).split("Page text:", 1)[-1].lower()
+    if not words & set(_WORD.findall(page)):
+        return {
+            "relevant": False,
+            "confidence": "high",
+            "reason": "The page is about something else.",
+        }
+    unsure = "rumour" in page
+    return {
+        "relevant": True,
+        "confidence": "low" if unsure else "high",
+        "reason": "Only a rumour so far." if unsure else "The page reports it.",
+    }
+
+
 def sensible(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
     system = str((body.get("messages") or [{}])[0].get("content") or "")
+    if "found by a web search" in system:
+        return answer(_relevance(body))(body)
     if "extract structured data" in system:
         plans = [m.groupdict() for m in _PLAN.finditer(data_block(body))]
         return answer({"plans": plans})(body)

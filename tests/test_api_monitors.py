@@ -40,6 +40,7 @@ MONITOR_KEYS = {
     "judgeEnabled",
     "ignoreLines",  # Pagewatch extension: the noise rule
     "emailRecipientSubscriptions",
+    "warning",  # Pagewatch extension: what will not run on this server
     "createdAt",
     "updatedAt",
 }
@@ -462,6 +463,22 @@ def test_judging_can_be_switched_off_while_keeping_the_goal(api):
     assert (data["goal"], data["judgeEnabled"]) == ("Price changes", False)
     data = update(api, created["id"], {"judgeEnabled": True})
     assert data["judgeEnabled"] is True
+
+
+def test_a_search_monitor_without_a_provider_is_saved_with_a_plain_warning(api):
+    data = create(api, targets=[{"type": "search", "queries": ["q"]}], goal="News")
+    assert data["warning"] == (
+        "Web searches are not run: no search provider is configured on this "
+        "Pagewatch. An administrator sets SEARXNG_URL (a self-hosted SearXNG), or "
+        "BRAVE_API_KEY, TAVILY_API_KEY or FIRECRAWL_API_KEY."
+    )
+    assert api.get(f"{URL}/{data['id']}").json()["data"]["warning"] == data["warning"]
+
+
+def test_a_search_monitor_with_a_provider_has_no_warning(api, settings):
+    settings.SEARXNG_URL = "http://searx.internal:8080"
+    data = create(api, targets=[{"type": "search", "queries": ["q"]}], goal="News")
+    assert data["warning"] is None
 
 
 def test_clearing_the_goal_of_a_search_monitor_needs_judging_off(api):

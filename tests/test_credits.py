@@ -116,7 +116,15 @@ def test_search_target_default_of_10_results_is_used_in_the_estimate():
     assert target.estimated_credits(judging=True) == 4 + 10
 
 
-def test_targets_checks_skip_are_not_counted_in_the_monitors_estimate(api):
+def test_search_targets_count_in_the_monitors_estimate_once_they_run(api, settings):
+    settings.SEARXNG_URL = "http://127.0.0.1:8888"
+    search = {"type": "search", "queries": ["a", "b"]}
+    data = create(api, [search, scrape("https://example.com/a")], goal="x")
+    # Search: ceil(10 x 2 / 10) x 2 = 4, plus 10 judged; the page: 1 + 1 judged.
+    assert data["estimatedCreditsPerMonth"] == (4 + 10 + 2) * RUNS_EVERY_30_MINUTES
+
+
+def test_search_targets_not_run_for_want_of_a_provider_are_not_counted(api):
     search = {"type": "search", "queries": ["a", "b"]}
     data = create(api, [search, scrape("https://example.com/a")], goal="x")
     assert data["estimatedCreditsPerMonth"] == 2 * RUNS_EVERY_30_MINUTES
@@ -142,15 +150,15 @@ def test_format_add_ons_raise_the_price_per_page(api, options, per_page):
     assert data["estimatedCreditsPerMonth"] == 2 * per_page * RUNS_EVERY_30_MINUTES
 
 
-def test_targets_of_every_kind_add_up(api):
+def test_targets_of_every_kind_add_up(api, settings):
     targets = [
         scrape("https://example.com/"),
         {"type": "crawl", "url": "https://example.com/", "crawlOptions": {"limit": 10}},
         {"type": "search", "queries": ["q"], "maxResults": 10},
     ]
+    settings.BRAVE_API_KEY = "key"
     data = create(api, targets, schedule="hourly", goal="x")
-    # The search target is skipped by checks for now, so it costs nothing.
-    per_run = (1 + 1) + (10 + 10)
+    per_run = (1 + 1) + (10 + 10) + (2 + 10)
     assert data["estimatedCreditsPerMonth"] == per_run * RUNS_HOURLY
 
 

@@ -681,7 +681,9 @@ def test_a_slow_page_times_out_with_scrape_options_timeout(team, site):
     assert page.error == "Gave up on 127.0.0.1 after 1 s"
 
 
-def test_search_targets_are_skipped_without_failing_the_check(team, site):
+def test_search_targets_without_a_provider_are_skipped_without_failing_the_check(
+    team, site
+):
     url = site.html("/p", "P", "<p>x</p>")
     monitor = make_monitor(team, [url])
     search = Target.objects.create(
@@ -695,7 +697,7 @@ def test_search_targets_are_skipped_without_failing_the_check(team, site):
     results = {r["type"]: r for r in check.target_results}
     assert results["search"]["targetId"] == str(search.pk)
     assert results["search"]["skipped"] is True
-    assert "not supported yet" in results["search"]["reason"]
+    assert "no search provider is configured" in results["search"]["reason"]
 
 
 def test_a_check_whose_every_target_is_skipped_fails_with_the_reason(team):
@@ -706,7 +708,7 @@ def test_a_check_whose_every_target_is_skipped_fails_with_the_reason(team):
     check = run_check(monitor)
 
     assert check.status == Check.Status.FAILED
-    assert "Search targets are not supported yet" in check.error
+    assert "Web searches are not run: no search provider" in check.error
     assert check.summary["totalPages"] == 0
 
 

@@ -155,3 +155,34 @@ def test_gunicorn_runs_threaded_workers_sized_from_the_cpus() -> None:
     )
 
     assert json.loads(done.stdout) == ["gthread", os.cpu_count(), 8]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SEARCH_PROVIDER": "bing"}, "SEARCH_PROVIDER must be one of searxng"),
+        ({"SEARCH_PROVIDER": "brave"}, "SEARCH_PROVIDER=brave needs BRAVE_API_KEY"),
+        ({"SEARXNG_URL": "searx:8080"}, "SEARXNG_URL must start with http://"),
+    ],
+)
+def test_a_search_provider_set_wrong_stops_the_process_at_start(env, message) -> None:
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SEARCH_", "SEARXNG_", "BRAVE_", "TAVILY_", "FIRECRAWL_"))
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env={
+            **environment,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "PAGEWATCH_VAR_DIR": str(ROOT / "var"),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert message in done.stderr

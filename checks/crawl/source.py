@@ -41,6 +41,10 @@ class CrawlSource:
         self.scope = Scope(target.url, options, found.robots_txt)
         self.seeds, self.truncated = self._seeds()
 
+    @staticmethod
+    def unavailable() -> str:
+        return ""
+
     def _seeds(self) -> tuple[list[tuple[Link, bool]], str]:
         """(link, record it) pairs at depth 0, within the crawl's limit."""
         scope, limit = self.scope, frontier.page_limit(self.target)

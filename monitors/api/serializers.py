@@ -118,6 +118,7 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         child=StrictCharField(max_length=rules.QUERY_MAX),
         min_length=1,
         max_length=rules.QUERIES_MAX,
+        error_messages={"min_length": "Give at least one search query."},
     )
     searchWindow = serializers.ChoiceField(
         choices=rules.SEARCH_WINDOWS, default=rules.SEARCH_WINDOW_DEFAULT
@@ -475,6 +476,12 @@ class MonitorSerializer(serializers.Serializer):
         source="ignore_lines", child=serializers.CharField()
     )
     emailRecipientSubscriptions = serializers.SerializerMethodField()
+    warning = serializers.SerializerMethodField(
+        help_text=(
+            "Why part of this monitor will not run on this server (a search "
+            "target with no search provider configured); null when all of it runs."
+        )
+    )
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
@@ -519,6 +526,13 @@ class MonitorSerializer(serializers.Serializer):
     @extend_schema_field(SummarySerializer(allow_null=True))
     def get_lastCheckSummary(self, monitor: Monitor) -> dict[str, int] | None:  # noqa: N802
         return monitor.last_check_summary
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_warning(self, monitor: Monitor) -> str | None:
+        reasons = dict.fromkeys(
+            t.not_run_reason for t in monitor.targets.all() if t.not_run_reason
+        )
+        return " ".join(reasons) or None
 
     @extend_schema_field(EmailSubscriptionSerializer(many=True))
     def get_emailRecipientSubscriptions(  # noqa: N802

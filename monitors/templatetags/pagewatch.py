@@ -178,6 +178,46 @@ def page_status_label(status: str) -> str:
     return PAGE_STATUS_LABELS.get(status, status)
 
 
+# metadata.searchStatus of a search result (checks.search.stage), in words.
+SEARCH_STATUS_LABELS = {
+    "alert": "New match",
+    "already_seen": "Seen before",
+    "watching": "Watching: not sure yet",
+    "ignored": "Not relevant",
+    "skipped": "Could not be judged",
+}
+
+
+@register.filter
+def search_status_label(status: str) -> str:
+    return SEARCH_STATUS_LABELS.get(status, status)
+
+
+# SearchResultState.status: what a monitor knows of a result it has seen.
+SEARCH_STATE_LABELS = {
+    "alerted": "Reported",
+    "ignored": "Not relevant",
+    "watching": "Watching: not sure yet",
+    "skipped": "Could not be judged yet",
+}
+
+
+@register.filter
+def search_state_label(status: str) -> str:
+    return SEARCH_STATE_LABELS.get(status, status)
+
+
+@register.filter
+def from_iso(value: str | None) -> datetime | None:
+    """A time stored as ISO 8601 text (page metadata) as a datetime."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 @register.filter
 def summary_parts(summary: Mapping[str, int] | None) -> list[tuple[str, int, str]]:
     """(status, count, words) for the non-zero counts of a check summary."""
@@ -258,6 +298,13 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
     ErrorKind.NO_MODEL: (
         "This monitor asks an AI model to read fields from the page, and no AI"
         " model is set up for this Pagewatch yet (an administrator can set one up)."
+    ),
+    ErrorKind.SEARCH_FAILED: (
+        "The web search could not be run, so new results may be missing."
+    ),
+    ErrorKind.NOT_JUDGED: (
+        "The AI model could not judge this result against the goal; it is judged"
+        " again when the search finds it next time."
     ),
     ErrorKind.INTERNAL: "Something went wrong on our side while checking this page.",
 }

@@ -1,0 +1,83 @@
+"""SearXNG (self-hosted, keyless): GET /search?format=json.
+
+Its time ranges are a day, a week, a month or a year, so windows up to 24 h
+ask for a day and 7d for a week; the window is then enforced on each
+result's publish time (checks.search.gather). It has no domain parameter:
+domains are filtered after. Its JSON lists the engines that did not answer;
+an answer with no results while engines failed is a failed search, never
+"no results"."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from checks.search.providers.base import (
+    Hit,
+    Provider,
+    Query,
+    SearchError,
+    hits,
+    plain,
+    published,
+)
+
+
+class SearxngProvider(Provider):
+    name = "searxng"
+    label = "SearXNG"
+
+    def request_url(self, query: Query) -> str:
+        time_range = "week" if query.window == "7d" else "day"
+        params = {"q": query.text, "format": "json", "time_range": time_range}
+        return f"{self.endpoint}/search?{urlencode(params)}"
+
+    async def search(self, query: Query) -> list[Hit]:
+        answer = await self._json(self.request_url(query))
+        if not isinstance(answer, dict):
+            raise SearchError("SearXNG's answer was not a JSON object.")
+        found = hits(answer.get("results"), query.limit, _hit)
+        failed = _unresponsive(answer.get("unresponsive_engines"))
+        if not found and failed:
+            raise SearchError(
+                "None of SearXNG's search engines gave results; these did not "
+                f"answer: {', '.join(failed)}."
+            )
+        return found
+
+    def refused(self, answer: Any) -> str:
+        if answer.status_code == 403:
+            return (
+                "SearXNG refused to answer in JSON (HTTP 403): allow the format in "
+                "its settings.yml (search: formats: [html, json])."
+            )
+        if answer.status_code == 429:
+            return (
+                "SearXNG refused the request (HTTP 429): its limiter (bot "
+                "protection) must let Pagewatch's address through."
+            )
+        return super().refused(answer)
+
+
+def _hit(row: dict[str, Any], position: int) -> Hit | None:
+    url = row.get("url")
+    if not isinstance(url, str):
+        return None
+    return Hit(
+        url=url.strip(),
+        title=plain(row.get("title"), 500),
+        snippet=plain(row.get("content")),
+        published=published(row.get("publishedDate")),
+        position=position,
+    )
+
+
+def _unresponsive(engines: Any) -> list[str]:
+    """["google (timeout)", ...] from SearXNG's [[name, reason], ...]."""
+    named = []
+    for entry in engines if isinstance(engines, list) else []:
+        if isinstance(entry, list | tuple) and entry:
+            name = plain(str(entry[0]), 60)
+            why = plain(str(entry[1]), 80) if len(entry) > 1 else ""
+            named.append(f"{name} ({why})" if why else name)
+    return named[:10]

@@ -1,0 +1,55 @@
+"""Which web search provider this Pagewatch uses, as settings say (no network).
+
+A domain question asked by the API, the dashboard and the estimate (is a
+search target run at all?) as well as by the engine (checks.search, which
+talks to the provider). Read per call, so tests can switch it.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+# In the order an empty SEARCH_PROVIDER picks them: SearXNG whenever it is set.
+PROVIDERS = ("searxng", "brave", "tavily", "firecrawl")
+LABELS = {
+    "searxng": "SearXNG",
+    "brave": "Brave Search",
+    "tavily": "Tavily",
+    "firecrawl": "Firecrawl",
+}
+# The setting each provider cannot work without.
+REQUIRED_SETTING = {
+    "searxng": "SEARXNG_URL",
+    "brave": "BRAVE_API_KEY",
+    "tavily": "TAVILY_API_KEY",
+    "firecrawl": "FIRECRAWL_API_KEY",
+}
+
+NOT_CONFIGURED = (
+    "Web searches are not run: no search provider is configured on this "
+    "Pagewatch. An administrator sets SEARXNG_URL (a self-hosted SearXNG), or "
+    "BRAVE_API_KEY, TAVILY_API_KEY or FIRECRAWL_API_KEY."
+)
+
+# The same, for the dashboard's readers: no setting names.
+NOT_CONFIGURED_WORDS = (
+    "Web searches are not run: no web search service is set up for this "
+    "Pagewatch yet (an administrator can set one up)."
+)
+
+
+def _has_setting(name: str) -> bool:
+    return bool(str(getattr(settings, REQUIRED_SETTING[name], "") or "").strip())
+
+
+def configured_provider() -> str:
+    """The provider's name (see PROVIDERS), "" when none is configured."""
+    chosen = str(getattr(settings, "SEARCH_PROVIDER", "") or "").strip().lower()
+    if chosen:
+        return chosen if chosen in PROVIDERS and _has_setting(chosen) else ""
+    return next((name for name in PROVIDERS if _has_setting(name)), "")
+
+
+def not_run_reason() -> str:
+    """Why search targets are not run ("" when they are)."""
+    return "" if configured_provider() else NOT_CONFIGURED

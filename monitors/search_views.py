@@ -1,0 +1,36 @@
+"""Dashboard view of a monitor's web searches: every result they alerted on,
+newest first (or every result they have seen). Thin: the rows are the
+search targets' SearchResultState (checks.search); lookups are scoped to the
+signed-in person's team (monitors.views.get_monitor_for)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from checks.models import SearchResultState
+from monitors.models import Target
+from monitors.views import DashboardRequest, get_monitor_for, team_view
+
+RESULTS_PER_PAGE = 50
+TEMPLATE = "monitors/search_results.html"
+
+
+@require_GET
+@team_view
+def monitor_results(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    monitor = get_monitor_for(request, pk)
+    seen = request.GET.get("show") == "all"
+    rows = SearchResultState.objects.filter(monitor=monitor)
+    rows = rows.order_by("-last_seen_at", "-id") if seen else rows.alerted()
+    context = {
+        "monitor": monitor,
+        "show_all": seen,
+        "searches": monitor.targets.filter(type=Target.Type.SEARCH),
+        "results": Paginator(rows, RESULTS_PER_PAGE).get_page(request.GET.get("page")),
+    }
+    return render(request, TEMPLATE, context)

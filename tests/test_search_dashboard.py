@@ -1,0 +1,176 @@
+"""The dashboard for search targets: the form checks them inline, a check's
+page lists what the search found, a monitor's page the results it reported."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from monitors.models import Membership, Monitor, Target
+from tests.searching import hit
+from tests.test_search_checks import make_monitor, run_check
+
+pytest_plugins = ["tests.searching"]
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+def form_data(**target: str) -> dict[str, object]:
+    data: dict[str, object] = {
+        "name": "Acme news",
+        "schedule": "hourly",
+        "timezone": "UTC",
+        "goal": "Acme launches",
+        "judge": "auto",
+        "retention_days": "",
+        "webhook_url": "",
+        "target": ["t0000bbbb"],
+        "t0000bbbb-type": "search",
+        "t0000bbbb-queries": "acme",
+        "t0000bbbb-search_window": "24h",
+        "t0000bbbb-max_results": "10",
+    }
+    data |= {f"t0000bbbb-{name}": value for name, value in target.items()}
+    data["_touched"] = [f"t0000bbbb-{name}" for name in target]
+    return data
+
+
+def slot_text(body: str, slot: str) -> str:
+    match = re.search(rf'id="err-{slot}"[^>]*>(.*?)</div>', body, re.DOTALL)
+    return re.sub(r"<[^>]+>", " ", match[1]) if match else ""
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("queries", "", "Give at least one search query."),
+        ("queries", "\n".join(f"q{i}" for i in range(13)), "no more than 12"),
+        ("queries", "x" * 257, "no more than 256 characters"),
+        ("max_results", "60", "less than or equal to 50"),
+        ("max_results", "0", "greater than or equal to 1"),
+        ("search_window", "2d", "is not a valid choice"),
+        ("include_domains", "https://example.com/news", "is not a hostname"),
+    ],
+)
+def test_the_search_form_says_at_once_what_is_wrong(web, field, value, message):
+    response = web.post(
+        "/monitors/new/validate/", form_data(**{field: value}), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    assert message in slot_text(response.content.decode(), f"t0000bbbb-{field}")
+
+
+def test_the_search_form_refuses_included_and_excluded_domains_together(web):
+    data = form_data(include_domains="example.com", exclude_domains="example.org")
+    body = web.post("/monitors/new/validate/", data, HTTP_HX_REQUEST="true")
+    assert "mutually exclusive" in slot_text(
+        body.content.decode(), "t0000bbbb-exclude_domains"
+    )
+
+
+def test_a_valid_search_target_gets_no_error(web):
+    data = form_data(queries="acme\nacme rocket", include_domains="example.com")
+    body = web.post("/monitors/new/validate/", data, HTTP_HX_REQUEST="true")
+    body = body.content.decode()
+    for field in ("queries", "max_results", "include_domains", "search_window"):
+        assert slot_text(body, f"t0000bbbb-{field}").strip() == ""
+
+
+def test_the_search_row_says_so_only_when_no_search_service_is_set_up(web, settings):
+    row = web.get(
+        "/monitors/target-row/", {"add_target": "search"}, HTTP_HX_REQUEST="1"
+    )
+    assert "no web search service is set up" in row.content.decode()
+    settings.SEARXNG_URL = "http://searx.internal:8080"
+    row = web.get(
+        "/monitors/target-row/", {"add_target": "search"}, HTTP_HX_REQUEST="1"
+    )
+    assert "no web search service is set up" not in row.content.decode()
+
+
+def test_a_check_page_lists_results_found_which_were_new_verdicts_and_links(
+    web, team, searx, model, news
+):
+    searx.results(
+        "acme",
+        # Tags are dropped from a provider's text; what is left is escaped.
+        hit(
+            news["launch"], "Acme &lt;script&gt;alert(1)&lt;/script&gt; go", "Big news"
+        ),
+        hit(news["earnings"], "Acme earnings", "Numbers"),
+    )
+    monitor = make_monitor(team, ["acme"])
+    check = run_check(monitor)
+
+    page = web.get(check.get_absolute_url()).content.decode()
+
+    assert "2 results found, 1 new match, 2 judged against the goal." in page
+    assert "<script>alert(1)" not in page
+    assert "Acme &lt;script&gt;alert(1)&lt;/script&gt; go" in page
+    assert f'href="{news["launch"]}" rel="noopener noreferrer nofollow"' in page
+    assert "New match" in page and "Not relevant" in page
+    assert "The page reports it." in page  # the judge's reason
+    assert "The page is about something else." in page
+    assert "Found by “acme”" in page and "Big news" in page
+
+
+def test_a_check_page_says_when_the_search_itself_failed(web, team, searx, model):
+    searx.fail(500)
+    check = run_check(make_monitor(team, ["acme"]))
+    page = web.get(check.get_absolute_url()).content.decode()
+    assert "The search itself failed, so results may be missing." in page
+    assert "The web search could not be run, so new results may be missing." in page
+
+
+def test_a_monitor_page_shows_the_results_it_reported_over_time(
+    web, team, searx, model, news, site
+):
+    searx.results("acme", hit(news["launch"], "Acme launches the Rocket"))
+    monitor = make_monitor(team, ["acme"])
+    run_check(monitor)
+    later = site.html("/launch-2", "Again", "<p>Acme launches a second product</p>")
+    searx.results(
+        "acme",
+        hit(news["launch"], "Acme launches the Rocket"),
+        hit(later, "Acme launches again"),
+        hit(news["earnings"], "Acme earnings"),
+    )
+    run_check(monitor)
+
+    detail = web.get(monitor.get_absolute_url()).content.decode()
+    found = detail.split('id="found-title"', 1)[1]
+    assert found.index("Acme launches again") < found.index("Acme launches the Rocket")
+    assert "Acme earnings" not in found
+
+    results = web.get(f"/monitors/{monitor.pk}/results/").content.decode()
+    assert results.count('class="found-result"') == 2
+    everything = web.get(f"/monitors/{monitor.pk}/results/?show=all").content.decode()
+    assert everything.count('class="found-result"') == 3
+    assert "Not relevant" in everything
+
+
+def test_another_teams_results_page_is_not_found(web, other_team):
+    other = make_monitor(other_team, ["acme"])
+    assert web.get(f"/monitors/{other.pk}/results/").status_code == 404
+
+
+def test_a_monitor_without_search_targets_shows_no_results_section(web, team):
+    monitor = Monitor.objects.create(team=team, name="P", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=["https://e.com/"])
+    assert (
+        "Found on the web" not in web.get(monitor.get_absolute_url()).content.decode()
+    )
