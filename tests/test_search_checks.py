@@ -352,7 +352,7 @@ def test_a_judge_that_fails_makes_the_result_an_error_tried_again_next_time(
     assert (page.status, page.metadata["searchStatus"]) == ("error", "skipped")
     assert page.error_kind == ErrorKind.NOT_JUDGED
     assert page.error.startswith("This result could not be judged against the goal:")
-    assert first.status == Check.Status.PARTIAL
+    assert first.status == Check.Status.FAILED  # its only page failed
     result = search_result(first)
     assert result["judgeDegraded"] is True
     assert result["degradedReason"] == (
@@ -407,7 +407,7 @@ def test_a_provider_that_fails_makes_the_target_an_error_with_its_reason(
 
     check = run_check(monitor)
 
-    assert check.status == Check.Status.PARTIAL
+    assert check.status == Check.Status.FAILED  # its only page failed
     [page] = check.pages.all()
     assert page.status == PageResult.Status.ERROR
     assert page.url == searx.site.base_url
@@ -453,8 +453,9 @@ def test_without_a_provider_the_target_is_not_run_and_says_which_setting_to_set(
     result = search_result(check)
     assert result["skipped"] is True and result["reason"] == NOT_CONFIGURED
     assert "SEARXNG_URL" in result["reason"]
-    # The page and its judging: the search target, not run, costs nothing.
-    assert monitor.estimated_credits_per_run() == 1 + 1
+    # The page (judging counts only with a model): the search target, not
+    # run, costs nothing.
+    assert monitor.estimated_credits_per_run() == 1
 
     Target.objects.filter(monitor=monitor, type="scrape").delete()
     alone = run_check(monitor)
