@@ -2,8 +2,8 @@
 Redis database as the broker, and a temporary var/ directory.
 
 PostgreSQL: BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432), database
-`pagewatch_bench`, dropped and recreated on every run, migrated from scratch and
-dropped at the end. Redis: BENCH_REDIS_URL (default redis://127.0.0.1:6379/14),
+BENCH_DATABASE (default `pagewatch_bench`), dropped and recreated on every run,
+migrated from scratch and dropped at the end. Redis: BENCH_REDIS_URL (default redis://127.0.0.1:6379/14),
 flushed first and last. Both must run: the workers are real Celery processes,
 which need a database and a broker shared with this process.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DB_NAME = "pagewatch_bench"
+DEFAULT_DB_NAME = "pagewatch_bench"
 
 
 class BenchError(RuntimeError):
@@ -37,6 +37,14 @@ class BenchEnv:
 
 def _admin_url() -> str:
     return os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
+
+
+def db_name() -> str:
+    """The bench's database: two runs on one server need two names."""
+    name = os.environ.get("BENCH_DATABASE", DEFAULT_DB_NAME)
+    if not name.replace("_", "").isalnum():
+        raise BenchError(f"BENCH_DATABASE must be a plain database name, not {name!r}")
+    return name
 
 
 def _redis_url() -> str:
@@ -68,16 +76,17 @@ def _flush_redis(url: str) -> None:
 def prepare() -> BenchEnv:
     """Recreate the database, flush the broker, point the environment at them;
     call before Django is set up."""
+    name = db_name()
     _postgres(
         [
-            f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)",
-            f"CREATE DATABASE {DB_NAME}",
+            f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
+            f"CREATE DATABASE {name}",
         ]
     )
     redis_url = _redis_url()
     _flush_redis(redis_url)
     env = BenchEnv(
-        database_url=f"{_admin_url().rstrip('/')}/{DB_NAME}",
+        database_url=f"{_admin_url().rstrip('/')}/{name}",
         redis_url=redis_url,
         var_dir=Path(tempfile.mkdtemp(prefix="pagewatch-bench-")),
     )
@@ -113,4 +122,4 @@ def cleanup(env: BenchEnv, keep_db: bool) -> None:
     shutil.rmtree(env.var_dir, ignore_errors=True)
     _flush_redis(env.redis_url)
     if not keep_db:
-        _postgres([f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"])
+        _postgres([f"DROP DATABASE IF EXISTS {db_name()} WITH (FORCE)"])

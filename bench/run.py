@@ -565,7 +565,7 @@ def _versions() -> str:
     with redis.Redis.from_url(os.environ["REDIS_URL"]) as client:
         broker = client.info("server")["redis_version"]
     return (
-        f"PostgreSQL {postgres} (database `{bench_env.DB_NAME}`, recreated);"
+        f"PostgreSQL {postgres} (database `{bench_env.db_name()}`, recreated);"
         f" Redis {broker} (BENCH_REDIS_URL, flushed)"
     )
 
