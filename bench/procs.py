@@ -81,6 +81,10 @@ def pss_mb(pid: int) -> float:
     return 0.0
 
 
+def tree_pss_mb(root: int) -> float:
+    return sum(map(pss_mb, tree(root)))
+
+
 def command_line(pid: int) -> str:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from bench.dispatchbench import DispatchResult
     from bench.workerbench import PageServer, Series
 
-BENCHMARKS = ("cpu", "throughput", "scaling", "memory", "diff", "dispatch")
+BENCHMARKS = ("cpu", "throughput", "scaling", "memory", "diff", "dispatch", "crawl")
 CPU_TARGET_MS = {"unchanged": 3.0, "rewritten": 9.0}
 THROUGHPUT_TARGET = 0.9
 SCALING_TARGET = 1.6
@@ -455,6 +455,7 @@ def bench_diff(rows: list[Row]) -> Section:
     )
     return section
 
+
 def _dispatch_result() -> DispatchResult:
     """bench.dispatchbench in a child process without REDIS_URL: Celery there
     writes its messages to files, which the benchmark counts."""
@@ -650,6 +651,11 @@ def main() -> int:
         if "dispatch" in chosen:
             print("dispatch...", flush=True)
             sections.append(bench_dispatch(rows, problems))
+        if "crawl" in chosen:
+            from bench.crawlbench import bench_crawl
+
+            print("crawl...", flush=True)
+            sections.append(bench_crawl(environment, args.reps, rows, problems))
         header = _header(
             started_at,
             time.perf_counter() - started,
