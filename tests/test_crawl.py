@@ -390,6 +390,47 @@ def test_the_crawl_row_remembers_robots_txt_for_every_batch(team, site):
     assert "Disallow: /admin/" in Crawl.objects.get(check_run=check).robots
 
 
+# --- Cost per page ---------------------------------------------------------------
+
+
+def test_a_link_met_on_every_page_is_scoped_once(monkeypatch):
+    seen: list[str] = []
+    canonical = scope_module.canonical
+
+    def counted(url: str, **kwargs: Any) -> str | None:
+        seen.append(url)
+        return canonical(url, **kwargs)
+
+    monkeypatch.setattr(scope_module, "canonical", counted)
+    scope = Scope("http://example.com/", {"excludePaths": ["^/private"]})
+    nav = ["http://example.com/news", "http://example.com/private", "/relative"]
+    for depth in (1, 2, 3):
+        links = scope.links(nav, depth)
+        assert [(link.url, link.depth) for link in links] == [
+            ("http://example.com/news", depth)
+        ]
+    assert seen.count("http://example.com/news") == 1
+    assert seen.count("http://example.com/private") == 1
+
+
+def test_robots_txt_learnt_after_a_link_was_scoped_still_refuses_it():
+    scope = Scope("http://example.com/", {"allowExternalLinks": True})
+    url = "http://other.example/secret"
+    assert [link.url for link in scope.links([url], 1)] == [url]
+    scope.remember_robots("http://other.example", "User-agent: *\nDisallow: /secret")
+    assert scope.links([url], 1) == []
+
+
+def test_scoping_answers_the_same_once_its_memory_is_full(monkeypatch):
+    monkeypatch.setattr(scope_module, "PLACES_KEPT", 2)
+    scope = Scope("http://example.com/blog/", {})
+    urls = [f"http://example.com/blog/{n}" for n in range(5)]
+    urls += ["http://example.com/shop/1", "http://elsewhere.example/"]
+    first = scope.links(urls, 1)
+    assert [link.url for link in first] == urls[:5]
+    assert scope.links(urls, 1) == first
+
+
 # --- Dashboard -------------------------------------------------------------------
 
 
