@@ -5,6 +5,7 @@ test_worker_integration.py)."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,9 +13,12 @@ import pytest
 
 from checks import runner
 from checks.crawl import scope as scope_module
+from checks.crawl.frontier import Frontier
 from checks.crawl.scope import Scope, compile_pattern
 from checks.fetch import transport
+from checks.jobs import PageJob
 from checks.models import Check, Crawl, PageResult
+from checks.pages import Outcome
 from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 
@@ -429,6 +433,33 @@ def test_scoping_answers_the_same_once_its_memory_is_full(monkeypatch):
     first = scope.links(urls, 1)
     assert [link.url for link in first] == urls[:5]
     assert scope.links(urls, 1) == first
+
+
+def test_links_the_crawl_knows_already_are_admitted_without_locking_the_check(
+    team, site, django_assert_num_queries
+):
+    build_site(site, posts=3)
+    monitor = crawl_monitor(team, site.url("/"))
+    check = run_check(monitor)
+    job = PageJob(
+        monitor.targets.get().id,
+        site.url("/blog/"),
+        {},
+        1,
+        uuid.uuid4(),
+        depth=1,
+        follow=True,
+    )
+    outcome = Outcome(PageResult.Status.SAME, {}, status_code=200)
+    outcome.links = [site.url("/blog/post-1"), site.url("/"), site.url("/docs/")]
+    found = Crawl.objects.get(check_run=check).found
+    crawls = Frontier(check)
+    with django_assert_num_queries(1):  # the frontier's keys read; no lock
+        assert crawls.admit([(job, outcome, None)]) == []
+    outcome.links.append(site.url("/blog/post-9"))
+    [batch] = crawls.admit([(job, outcome, None)])
+    assert [ref[1] for ref in batch.pages] == [site.url("/blog/post-9")]
+    assert Crawl.objects.get(check_run=check).found == found + 1
 
 
 # --- Dashboard -------------------------------------------------------------------
