@@ -44,6 +44,11 @@ def _admin_url() -> str:
     return os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
 
 
+def db_name() -> str:
+    """The bench's database: two runs on one server need two names."""
+    return DB_NAME
+
+
 def _redis_url() -> str:
     return os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 
@@ -73,16 +78,17 @@ def _flush_redis(url: str) -> None:
 def prepare() -> BenchEnv:
     """Recreate the database, flush the broker, point the environment at them;
     call before Django is set up."""
+    name = db_name()
     _postgres(
         [
-            f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)",
-            f"CREATE DATABASE {DB_NAME}",
+            f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
+            f"CREATE DATABASE {name}",
         ]
     )
     redis_url = _redis_url()
     _flush_redis(redis_url)
     env = BenchEnv(
-        database_url=f"{_admin_url().rstrip('/')}/{DB_NAME}",
+        database_url=f"{_admin_url().rstrip('/')}/{name}",
         redis_url=redis_url,
         var_dir=Path(tempfile.mkdtemp(prefix="pagewatch-bench-")),
     )
@@ -118,4 +124,4 @@ def cleanup(env: BenchEnv, keep_db: bool) -> None:
     shutil.rmtree(env.var_dir, ignore_errors=True)
     _flush_redis(env.redis_url)
     if not keep_db:
-        _postgres([f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)"])
+        _postgres([f"DROP DATABASE IF EXISTS {db_name()} WITH (FORCE)"])

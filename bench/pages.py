@@ -84,8 +84,11 @@ def _sentence(rng: random.Random) -> str:
     return text[0].upper() + text[1:] + rng.choice(".....?!")
 
 
-def _paragraph_html(rng: random.Random, sentences: list[str]) -> str:
-    """Sentences with some links and emphasis around words."""
+def _paragraph_html(
+    rng: random.Random, sentences: list[str], topics: bool = True
+) -> str:
+    """Sentences with some links (to /topics/ pages, or none without
+    `topics`) and emphasis around words."""
     out = []
     for sentence in sentences:
         words = sentence.split(" ")
@@ -93,7 +96,11 @@ def _paragraph_html(rng: random.Random, sentences: list[str]) -> str:
         if roll < 0.25 and len(words) > 4:
             k = rng.randint(1, len(words) - 3)
             slug = words[k].lower().strip(".?!")
-            words[k] = f'<a href="/topics/{slug}">{words[k]}</a>'
+            words[k] = (
+                f'<a href="/topics/{slug}">{words[k]}</a>'
+                if topics
+                else f"<b>{words[k]}</b>"
+            )
         elif roll < 0.35 and len(words) > 4:
             k = rng.randint(1, len(words) - 3)
             words[k] = f"<strong>{words[k]}</strong>"
@@ -180,11 +187,12 @@ def _edit(blocks: list[_Block], rng: random.Random) -> list[_Block]:
     return blocks
 
 
-def _render_block(block: _Block, chrome: random.Random) -> str:
+def _render_block(block: _Block, chrome: random.Random, topics: bool = True) -> str:
     if block.kind == "h2":
         return f"<h2>{escape(block.text[0])}</h2>\n"
     if block.kind == "p":
-        return f"<p>{_paragraph_html(random.Random(block.seed), block.text)}</p>\n"
+        text = _paragraph_html(random.Random(block.seed), block.text, topics)
+        return f"<p>{text}</p>\n"
     if block.kind == "ul":
         items = "".join(f"<li>{escape(item)}</li>" for item in block.text)
         return f"<ul>{items}</ul>\n"
@@ -351,6 +359,67 @@ def article_page(
         f'<section class="related-articles"><h2>Related</h2><ul>{related}</ul>'
         "</section></main></div>\n" + _footer(chrome, variant) + "</body></html>\n"
     )
+
+
+# --- Pages of a crawlable site -------------------------------------------------
+
+Link = tuple[str, str]  # (href, text)
+
+
+def _links(links: list[Link]) -> str:
+    return "".join(
+        f'<li><a href="{href}">{escape(text)}</a></li>' for href, text in links
+    )
+
+
+def site_page(
+    generation: int,
+    index: int,
+    title: str | None,
+    nav: list[Link],
+    sidebar: list[Link],
+    listing: tuple[str, list[Link]],
+) -> str:
+    """A ~PAGE_BYTES page like article_page whose only links into its site
+    are the given ones: the site's navigation, a "most read" box and a
+    listing (a section's articles, an article's neighbours). Its article
+    text comes from (generation, index); the rest links out (ads, share
+    buttons), which a crawl of the site does not follow. Without a title, an
+    article's headline is made up."""
+    rng = random.Random(f"content-{generation}-{index}")
+    chrome = random.Random(f"chrome-{generation}-{index}-0")
+    title = title or _sentence(rng).rstrip(".?!")
+    heading, items = listing
+    top = (
+        _head(title, _sentence(rng), chrome)
+        + '<body>\n<header class="site-header"><div class="logo"><a href="/">The'
+        ' Daily Example</a></div><nav class="main-nav" aria-label="Main"><ul>'
+        + _links(nav)
+        + "</ul></nav></header>\n"
+        '<div class="cookie-consent" role="dialog"><p>We use cookies to improve '
+        "your experience and to show you personalised ads.</p><button>Accept all"
+        '</button></div>\n<div class="page-wrapper"><aside class="sidebar">'
+        f"<h3>Most read</h3><ol>{_links(sidebar)}</ol></aside>\n"
+        f'<main id="content"><article><header><h1>{escape(title)}</h1>'
+        f'<p class="byline">By {rng.choice(_NAMES)}</p></header>\n'
+    )
+    pixel = chrome.getrandbits(48)
+    bottom = (
+        f'</article>\n<section class="related-articles"><h2>{escape(heading)}</h2>'
+        f"<ul>{_links(items)}</ul></section></main></div>\n"
+        '<div class="share-buttons"><a href="https://twitter.example/share">Share'
+        '</a><a href="https://facebook.example/share">Post</a></div>\n'
+        '<footer class="site-footer"><p>&copy; 2025 The Daily Example.</p></footer>'
+        '<iframe src="https://googleads.g.doubleclick.net/pagead/ads?slot='
+        f'{pixel:x}" width="300" height="250"></iframe></body></html>\n'
+    )
+    article: list[str] = []
+    size = len(top) + len(bottom)
+    while size < PAGE_BYTES:
+        for block in _section(rng):
+            article.append(_render_block(block, chrome, topics=False))
+            size += len(article[-1])
+    return top + "".join(article) + bottom
 
 
 # --- ~1 MB Markdown for the diff benchmark ---------------------------------------

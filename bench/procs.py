@@ -81,6 +81,24 @@ def pss_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_wait_seconds(pids: list[int]) -> float:
+    """Time the live threads of these processes spent runnable but waiting
+    for a CPU (/proc/<pid>/task/<tid>/schedstat, its second field): what the
+    rest of the machine's work cost them."""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                total += int((task / "schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return total / 1e9
+
+
+def tree_pss_mb(root: int) -> float:
+    return sum(map(pss_mb, tree(root)))
+
+
 def command_line(pid: int) -> str:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 BENCHMARKS = (
     "cpu", "throughput", "scaling", "memory", "diff", "dispatch", "lists", "serving",
+    "crawl",
 )  # fmt: skip
 CPU_TARGET_MS = {"unchanged": 3.0, "rewritten": 9.0}
 THROUGHPUT_TARGET = 0.9
@@ -760,7 +761,7 @@ def _versions() -> str:
     with redis.Redis.from_url(os.environ["REDIS_URL"]) as client:
         broker = client.info("server")["redis_version"]
     return (
-        f"PostgreSQL {postgres} (database `{bench_env.DB_NAME}`, recreated);"
+        f"PostgreSQL {postgres} (database `{bench_env.db_name()}`, recreated);"
         f" Redis {broker} (BENCH_REDIS_URL, flushed)"
     )
 
@@ -851,6 +852,11 @@ def main() -> int:
         if "serving" in chosen:
             print("serving...", flush=True)
             sections.append(bench_serving(args.reps, rows))
+        if "crawl" in chosen:
+            from bench.crawlbench import bench_crawl
+
+            print("crawl...", flush=True)
+            sections.append(bench_crawl(environment, args.reps, rows, problems))
         header = _header(
             started_at,
             time.perf_counter() - started,

@@ -12,12 +12,15 @@ It listens on 127.0.0.1, 127.0.0.2, ... (one port each; Linux routes all of
 host name, so pages spread over several addresses behave like several sites.
 Every address serves the same pages.
 
-Paths: /articles/<i> for i < pages. Control (used by the bench, never by the
-code under test):
+Paths: /articles/<i> for i < pages, or the pages of bench.site.Site and its
+robots.txt. Control (used by the bench, never by the code under test):
     /__control/set?pages=N&gen=G&variant=V&edited=E&delay_ms=D
                                      rebuild pages 0..N-1 (bench.pages.article_page);
                                      answer pages after D ms (network latency,
                                      simulated without using any CPU)
+    /__control/site?pages=N&gen=G&delay_ms=D
+                                     serve a site of N pages instead (built once
+                                     per N and G, then kept), after D ms
     /__control/stats                 {"cpu": process CPU seconds, "requests": n}
 """
 
@@ -29,9 +32,11 @@ import gzip
 import json
 import sys
 import time
+from collections.abc import Iterable
 from urllib.parse import parse_qs, urlsplit
 
 from bench.pages import article_page
+from bench.site import ROBOTS_TXT, Site
 
 _MAX_HEAD = 16 * 1024
 
@@ -42,17 +47,35 @@ class _Pages:
         self.gzipped: dict[str, bytes] = {}
         self.requests = 0
         self.delay = 0.0
+        # Sites by (pages, generation): a 2,000-page site takes seconds to build.
+        self.sites: dict[tuple[int, int], tuple[dict[str, bytes], ...]] = {}
 
     def build(self, count: int, generation: int, variant: int, edited: bool) -> None:
-        plain, gzipped = {}, {}
-        for index in range(count):
-            body = article_page(generation, index, variant, edited).encode()
-            path = f"/articles/{index}"
-            plain[path] = _response(200, "text/html; charset=utf-8", body)
-            gzipped[path] = _response(
-                200, "text/html; charset=utf-8", gzip.compress(body, 6), "gzip"
-            )
-        self.plain, self.gzipped = plain, gzipped
+        self.plain, self.gzipped = _tables(
+            (f"/articles/{index}", article_page(generation, index, variant, edited))
+            for index in range(count)
+        )
+
+    def show_site(self, count: int, generation: int) -> None:
+        key = (count, generation)
+        if key not in self.sites:
+            self.sites[key] = _tables(Site(count).html(generation))
+            robots = _response(200, "text/plain", ROBOTS_TXT.encode())
+            for table in self.sites[key]:
+                table["/robots.txt"] = robots
+        self.plain, self.gzipped = self.sites[key]
+
+
+def _tables(pages: Iterable[tuple[str, str]]) -> tuple[dict[str, bytes], ...]:
+    """Responses by path: plain, and gzip-encoded."""
+    plain, gzipped = {}, {}
+    for path, html in pages:
+        body = html.encode()
+        plain[path] = _response(200, "text/html; charset=utf-8", body)
+        gzipped[path] = _response(
+            200, "text/html; charset=utf-8", gzip.compress(body, 6), "gzip"
+        )
+    return plain, gzipped
 
 
 def _response(
@@ -80,6 +103,11 @@ def _control(pages: _Pages, target: str) -> bytes:
         pages.build(
             query["pages"], query["gen"], query["variant"], bool(query["edited"])
         )
+        pages.delay = query["delay_ms"] / 1000
+        return _response(200, "text/plain", b"ok")
+    if parts.path == "/__control/site":
+        query = {key: int(values[0]) for key, values in parse_qs(parts.query).items()}
+        pages.show_site(query["pages"], query["gen"])
         pages.delay = query["delay_ms"] / 1000
         return _response(200, "text/plain", b"ok")
     stats = {"cpu": time.process_time(), "requests": pages.requests}

@@ -96,6 +96,13 @@ class PageServer:
             "/__control/set", params=params, timeout=120
         ).raise_for_status()
 
+    def show_site(self, pages: int, generation: int, delay_ms: int = 0) -> None:
+        """Serve the `pages`-page site of bench.site (built on first use)."""
+        params = {"pages": pages, "gen": generation, "delay_ms": delay_ms}
+        self._control.get(
+            "/__control/site", params=params, timeout=300
+        ).raise_for_status()
+
     def cpu_seconds(self) -> float:
         return float(self._control.get("/__control/stats").json()["cpu"])
 
@@ -340,10 +347,11 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def baseline_fetch(urls: list[str]) -> Fetch:
+def baseline_fetch(urls: list[str], processes: int = 1) -> Fetch:
     """A plain program's fetch of `urls` (client created, bodies decoded),
-    with the worker's limits."""
-    total, per_host = fetch_limits()
+    with the limits of a worker with that many fetching processes (each has
+    its own)."""
+    total, per_host = (limit * processes for limit in fetch_limits())
     cpu, started = _own_cpu(), time.perf_counter()
     size = asyncio.run(_fetch_all(urls, total, per_host))
     seconds = time.perf_counter() - started

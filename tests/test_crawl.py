@@ -5,6 +5,7 @@ test_worker_integration.py)."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,9 +13,12 @@ import pytest
 
 from checks import runner
 from checks.crawl import scope as scope_module
+from checks.crawl.frontier import Frontier
 from checks.crawl.scope import Scope, compile_pattern
 from checks.fetch import transport
+from checks.jobs import PageJob
 from checks.models import Check, Crawl, PageResult
+from checks.pages import Outcome
 from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 
@@ -388,6 +392,74 @@ def test_the_crawl_row_remembers_robots_txt_for_every_batch(team, site):
     build_site(site, posts=1)
     check = run_check(crawl_monitor(team, site.url("/")))
     assert "Disallow: /admin/" in Crawl.objects.get(check_run=check).robots
+
+
+# --- Cost per page ---------------------------------------------------------------
+
+
+def test_a_link_met_on_every_page_is_scoped_once(monkeypatch):
+    seen: list[str] = []
+    canonical = scope_module.canonical
+
+    def counted(url: str, **kwargs: Any) -> str | None:
+        seen.append(url)
+        return canonical(url, **kwargs)
+
+    monkeypatch.setattr(scope_module, "canonical", counted)
+    scope = Scope("http://example.com/", {"excludePaths": ["^/private"]})
+    nav = ["http://example.com/news", "http://example.com/private", "/relative"]
+    for depth in (1, 2, 3):
+        links = scope.links(nav, depth)
+        assert [(link.url, link.depth) for link in links] == [
+            ("http://example.com/news", depth)
+        ]
+    assert seen.count("http://example.com/news") == 1
+    assert seen.count("http://example.com/private") == 1
+
+
+def test_robots_txt_learnt_after_a_link_was_scoped_still_refuses_it():
+    scope = Scope("http://example.com/", {"allowExternalLinks": True})
+    url = "http://other.example/secret"
+    assert [link.url for link in scope.links([url], 1)] == [url]
+    scope.remember_robots("http://other.example", "User-agent: *\nDisallow: /secret")
+    assert scope.links([url], 1) == []
+
+
+def test_scoping_answers_the_same_once_its_memory_is_full(monkeypatch):
+    monkeypatch.setattr(scope_module, "PLACES_KEPT", 2)
+    scope = Scope("http://example.com/blog/", {})
+    urls = [f"http://example.com/blog/{n}" for n in range(5)]
+    urls += ["http://example.com/shop/1", "http://elsewhere.example/"]
+    first = scope.links(urls, 1)
+    assert [link.url for link in first] == urls[:5]
+    assert scope.links(urls, 1) == first
+
+
+def test_links_the_crawl_knows_already_are_admitted_without_locking_the_check(
+    team, site, django_assert_num_queries
+):
+    build_site(site, posts=3)
+    monitor = crawl_monitor(team, site.url("/"))
+    check = run_check(monitor)
+    job = PageJob(
+        monitor.targets.get().id,
+        site.url("/blog/"),
+        {},
+        1,
+        uuid.uuid4(),
+        depth=1,
+        follow=True,
+    )
+    outcome = Outcome(PageResult.Status.SAME, {}, status_code=200)
+    outcome.links = [site.url("/blog/post-1"), site.url("/"), site.url("/docs/")]
+    found = Crawl.objects.get(check_run=check).found
+    crawls = Frontier(check)
+    with django_assert_num_queries(1):  # the frontier's keys read; no lock
+        assert crawls.admit([(job, outcome, None)]) == []
+    outcome.links.append(site.url("/blog/post-9"))
+    [batch] = crawls.admit([(job, outcome, None)])
+    assert [ref[1] for ref in batch.pages] == [site.url("/blog/post-9")]
+    assert Crawl.objects.get(check_run=check).found == found + 1
 
 
 # --- Dashboard -------------------------------------------------------------------

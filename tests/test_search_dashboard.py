@@ -77,9 +77,7 @@ def test_the_search_form_says_at_once_what_is_wrong(web, field, value, message):
 def test_the_search_form_refuses_included_and_excluded_domains_together(web):
     data = form_data(include_domains="example.com", exclude_domains="example.org")
     body = web.post("/monitors/new/validate/", data, HTTP_HX_REQUEST="true")
-    assert "not both" in slot_text(
-        body.content.decode(), "t0000bbbb-exclude_domains"
-    )
+    assert "not both" in slot_text(body.content.decode(), "t0000bbbb-exclude_domains")
 
 
 def test_a_valid_search_target_gets_no_error(web):

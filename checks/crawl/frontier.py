@@ -100,6 +100,11 @@ class Frontier:
             if job.follow and outcome.links:
                 links = crawl.scope.links(outcome.links, job.depth + 1)
                 found.setdefault(job.target_id, []).extend(links)
+        found = {
+            target_id: fresh
+            for target_id, links in found.items()
+            if (fresh := _unknown(self.crawls[target_id].row.pk, links))
+        }
         if not found and not failed_start:
             return []
         with transaction.atomic():
@@ -117,13 +122,7 @@ class Frontier:
         self, check: Check, crawl: _Crawl, links: list[Link]
     ) -> list[CheckBatch]:
         row = Crawl.objects.get(pk=crawl.row.pk)
-        unique = list({link.key: link for link in links}.values())
-        known = set(
-            CrawlPage.objects.filter(
-                crawl=row, key__in=[link.key for link in unique]
-            ).values_list("key", flat=True)
-        )
-        fresh = [link for link in unique if link.key not in known]
+        fresh = _unknown(row.pk, links)  # again, now that the check is ours
         if not fresh:
             return []
         deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
@@ -137,6 +136,21 @@ class Frontier:
             _truncate(row, LIMIT_REASON.format(limit=limit))
             fresh = fresh[:room]
         return register(check, row, crawl.target, fresh)
+
+
+def _unknown(crawl_id: int, links: Sequence[Link]) -> list[Link]:
+    """The links not in the crawl's frontier yet, once each. A page once
+    admitted stays, so the answer read without a lock only shrinks: asked
+    first, it spares the check's lock to the pages whose links are all
+    known (most pages of a site: its navigation repeats everywhere)."""
+    unique = list({link.key: link for link in links}.values())
+    keys = [link.key for link in unique]
+    known = set(
+        CrawlPage.objects.filter(crawl_id=crawl_id, key__in=keys).values_list(
+            "key", flat=True
+        )
+    )
+    return [link for link in unique if link.key not in known]
 
 
 def _truncate(row: Crawl, reason: str) -> None:

@@ -36,6 +36,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 INDEX_PAGES = ("index.html", "index.htm", "index.php")
 # Crawl-delay beyond this is honoured as this (a check has a time limit).
 MAX_DELAY_SECONDS = 60.0
+# URLs whose place in the crawl a Scope remembers (see Scope._place); past
+# this it starts afresh, so a sitemap of 50,000 URLs cannot pile them up.
+PLACES_KEPT = 4096
 # Keys Pagewatch reads from crawlOptions; the rest are listed as not applied.
 APPLIED_OPTIONS = frozenset(
     {
@@ -113,6 +116,7 @@ class Scope:
             self.agent = custom_agent
         self.robots: dict[str, Protego | None] = {}
         self.remember_robots(self.host_of(self.start), self.robots_txt)
+        self._places: dict[str, tuple[str, str, bool] | None] = {}
 
     # --- Identity ------------------------------------------------------------------
 
@@ -223,17 +227,39 @@ class Scope:
         scope. `depth` is its link depth (0 for the start URL and sitemaps)."""
         if from_external or not self.link_depth_allows(depth):
             return None
+        place = self._place(url)
+        if place is None or not self.robots_allow(place[0]):
+            return None
+        fetched, key, internal = place
+        return Link(fetched, key, depth, follow=internal)
+
+    def _place(self, url: str) -> tuple[str, str, bool] | None:
+        """(URL as fetched, key, internal), or None when the crawl's own rules
+        keep it out. Those rules never change during a crawl (robots.txt, which
+        is learnt as it goes, is asked afterwards), and a site's navigation
+        repeats on every page, so the answer is remembered per URL."""
+        if url in self._places:
+            return self._places[url]
+        if len(self._places) >= PLACES_KEPT:
+            self._places.clear()
+        place = None
         fetched = self.fetch_url(url)
-        if fetched is None or self.is_blocked_address(fetched):
-            return None
-        internal = self.is_internal(fetched)
-        if not internal and self.options.get("allowExternalLinks") is not True:
-            return None
-        if internal and not (self.in_section(fetched) and self.within_depth(fetched)):
-            return None
-        if not self.matches_paths(fetched) or not self.robots_allow(fetched):
-            return None
-        return Link(fetched, self.key(fetched), depth, follow=internal)
+        if fetched is not None and self._within_rules(fetched):
+            place = (fetched, self.key(fetched), self.is_internal(fetched))
+        self._places[url] = place
+        return place
+
+    def _within_rules(self, fetched: str) -> bool:
+        if self.is_blocked_address(fetched):
+            return False
+        if not self.is_internal(fetched):
+            external = self.options.get("allowExternalLinks") is True
+            return external and self.matches_paths(fetched)
+        return (
+            self.in_section(fetched)
+            and self.within_depth(fetched)
+            and self.matches_paths(fetched)
+        )
 
     def links(self, urls: Iterable[str], depth: int, **kwargs: Any) -> list[Link]:
         admitted: dict[str, Link] = {}
