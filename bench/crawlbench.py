@@ -247,7 +247,7 @@ def bench_crawl(
 
 def _section(runs: Runs, total: int, per_host: int, reps: int) -> Section:
     site = Site(SITE_PAGES)
-    section = Section(f"7. Crawl of a {SITE_PAGES:,}-page site")
+    section = Section(f"9. Crawl of a {SITE_PAGES:,}-page site")
     section.add(
         f"A news site on 127.0.0.1 (bench/site.py): a front page, {site.sections}"
         f" sections of about {ARTICLES_PER_SECTION} articles, {site.articles:,}"

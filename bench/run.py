@@ -427,7 +427,7 @@ def bench_diff(rows: list[Row]) -> Section:
             scaling <= SCALING_TARGET,
         )
     )
-    section = Section("3. Diff of a 1 MB page pair")
+    section = Section("5. Diff of a 1 MB page pair")
     difflib_text = (
         f"{seconds(result.difflib_s)}"
         f"; the runner's diff work takes"
@@ -712,7 +712,7 @@ def bench_serving(reps: int, rows: list[Row]) -> Section:
         )
     )
     cpus = os.cpu_count() or 1
-    section = Section("7. Serving the API")
+    section = Section("8. Serving the API")
     section.add(
         f"`make run`'s web (the Procfile's `web:` command: `{ours.command}`) on"
         " its embedded SQLite database, with nothing else running. A burst is"
