@@ -530,7 +530,7 @@ class MonitorSerializer(serializers.Serializer):
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_warning(self, monitor: Monitor) -> str | None:
         reasons = dict.fromkeys(
-            t.not_run_reason for t in monitor.targets.all() if t.not_run_reason
+            t.not_run_reason for t in monitor.target_list if t.not_run_reason
         )
         return " ".join(reasons) or None
 
