@@ -79,6 +79,30 @@ def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
     return ips[:MAX_CONNECT_ATTEMPTS]
 
 
+async def vetted_addresses(
+    resolver: Resolver, host: str, port: int, timeout: float | None
+) -> list[IPAddress]:
+    """The addresses `host` may be reached at, asked once and every answer
+    judged (at most MAX_CONNECT_ATTEMPTS of them, in the resolver's order);
+    raises FetchError (dns, timeout, blocked_address) otherwise. The caller
+    connects to one of these exact IPs, never to the name: the HTTP door's
+    backend below and the browser's proxy (checks.browser.proxy) both do."""
+    literal = ip_literal(host)
+    if literal is not None:
+        return _vetted(host, [str(literal)])
+    # getaddrinfo cannot be interrupted; abandoning the thread keeps a slow
+    # DNS server from holding the caller past its connect timeout.
+    try:
+        with anyio.fail_after(timeout):
+            answers = await anyio.to_thread.run_sync(
+                _ask, resolver, host, port, abandon_on_cancel=True
+            )
+    except TimeoutError:
+        waited = f"{timeout:g} s while looking up its address"
+        raise FetchError(ErrorKind.TIMEOUT, host=host, detail=waited) from None
+    return _vetted(host, answers)
+
+
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """Resolve once, vet every answer, connect to a vetted IP; the resolver
     runs in a worker thread."""
@@ -97,13 +121,8 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        literal = ip_literal(host)
-        if literal is not None:
-            answers: Sequence[str] = [str(literal)]
-        else:
-            answers = await self._resolve(host, port, timeout)
         last_error: Exception | None = None
-        for ip in _vetted(host, answers):
+        for ip in await vetted_addresses(self._resolver, host, port, timeout):
             try:
                 return await self._inner.connect_tcp(
                     str(ip), port, timeout, local_address, socket_options
@@ -112,20 +131,6 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 last_error = exc
         assert last_error is not None
         raise last_error
-
-    async def _resolve(
-        self, host: str, port: int, timeout: float | None
-    ) -> Sequence[str]:
-        # getaddrinfo cannot be interrupted; abandoning the thread keeps a slow
-        # DNS server from holding the caller past its connect timeout.
-        try:
-            with anyio.fail_after(timeout):
-                return await anyio.to_thread.run_sync(
-                    _ask, self._resolver, host, port, abandon_on_cancel=True
-                )
-        except TimeoutError:
-            waited = f"{timeout:g} s while looking up its address"
-            raise FetchError(ErrorKind.TIMEOUT, host=host, detail=waited) from None
 
     async def connect_unix_socket(
         self,

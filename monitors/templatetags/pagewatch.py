@@ -206,6 +206,8 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
     ErrorKind.TOO_LARGE: "The page is too large to check.",
     ErrorKind.TOO_MANY_REDIRECTS: "The page kept redirecting to other addresses.",
     ErrorKind.PROTOCOL: "The site sent an answer that could not be read.",
+    ErrorKind.BROWSER: "The browser could not show this page.",
+    ErrorKind.ACTION: "One of the steps to perform on the page failed.",
     ErrorKind.HTTP_4XX: "The site turned the request down (HTTP {code}).",
     ErrorKind.HTTP_5XX: "The site had an internal problem (HTTP {code}).",
     ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
