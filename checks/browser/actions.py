@@ -93,8 +93,8 @@ def _timeout_reason(action: Mapping[str, Any]) -> str:
     if kind == "wait":
         return "the element did not appear in time"
     if kind in ("click", "scroll"):
-        seconds = ELEMENT_TIMEOUT_MS // 1000
-        return f"no visible element matched the selector within {seconds} s"
+        seconds = ELEMENT_TIMEOUT_MS / 1000
+        return f"no visible element matched the selector within {seconds:g} s"
     return "it did not finish in time"
 
 

@@ -39,7 +39,7 @@ from checks.browser import chromium
 from checks.browser.actions import ActionFailed, reason_of
 from checks.browser.executable import available, unavailable_message
 from checks.browser.options import declared_wait_ms, languages, screenshot_format
-from checks.browser.proxy import GuardProxy
+from checks.browser.proxy import GuardProxy, refusal_key
 from checks.browser.result import ActionOutputs, BrowserResult, Shot
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, Resolver, ip_literal
@@ -142,7 +142,7 @@ def own_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
-    default = 443 if parts.scheme == "https" else 80
+    default = 443 if parts.scheme in ("https", "wss") else 80
     try:
         port = parts.port or default
     except ValueError:
@@ -171,7 +171,9 @@ class _Visit:
         self.own = own_headers(headers)
         self.origin = _origin(job.url)
         self.outputs = ActionOutputs()
+        # The main frame's navigations, and the status of each that answered.
         self.navigations: list[str] = []
+        self.documents: dict[str, int] = {}
         self.started = time.monotonic()
         self.budget = budget_seconds(job)
 
@@ -183,6 +185,7 @@ class _Visit:
         await self.context.route_web_socket(lambda _url: True, self._guard_socket)
         page = await self.context.new_page()
         page.on("request", lambda request: self._note_navigation(page, request))
+        page.on("response", lambda response: self._note_document(page, response))
         try:
             async with asyncio.timeout(self.budget):
                 return await self._visit(page)
@@ -204,6 +207,7 @@ class _Visit:
         shot = None
         if shot_options is not None:
             shot = await page_actions.screenshot(page, shot_options)
+        self._check_where_it_ended(page)
         result = await self._result(page, response, shot)
         if self.proxy.too_large:
             limit = human_size(self.proxy.max_bytes)
@@ -223,7 +227,7 @@ class _Visit:
             raise self._navigation_error(exc) from None
         if response is None:
             raise FetchError(ErrorKind.BROWSER, detail="The browser showed no page.")
-        refusal = self.proxy.refusal_for(_origin(response.url)[1])
+        refusal = self.proxy.refusal_for(*_origin(response.url)[1:])
         if response.status == 502 and refusal is not None:
             raise refusal  # the proxy's answer, not the site's
         return response
@@ -239,9 +243,14 @@ class _Visit:
         if request.is_navigation_request() and request.frame == page.main_frame:
             self.navigations.append(request.url)
 
+    def _note_document(self, page: Page, response: Response) -> None:
+        request = response.request
+        if request.is_navigation_request() and request.frame == page.main_frame:
+            self.documents[request.url] = response.status
+
     def _navigation_error(self, exc: PlaywrightError) -> FetchError:
         for url in reversed(self.navigations or [self.job.url]):
-            refusal = self.proxy.refusal_for(_origin(url)[1])
+            refusal = self.proxy.refusal_for(*_origin(url)[1:])
             if refusal is not None:
                 return refusal
         message = exc.message or str(exc)
@@ -263,6 +272,18 @@ class _Visit:
         detail = f"The browser could not load the page: {page_actions.reason_of(exc)}"
         return FetchError(ErrorKind.BROWSER, detail=detail)
 
+    def _check_where_it_ended(self, page: Page) -> None:
+        """A page that navigated on (by script, a click, a late redirect) to
+        an address that was refused shows nothing of its own: an error."""
+        last = self.navigations[-1] if self.navigations else self.job.url
+        refusal = self.proxy.refusal_for(*_origin(last)[1:])
+        failed = page.url.startswith("chrome-error:")
+        if refusal is not None and (failed or self.documents.get(last) == 502):
+            raise refusal
+        if failed:
+            detail = "The page navigated to an address the browser could not load."
+            raise FetchError(ErrorKind.BROWSER, detail=detail)
+
     def _timed_out(self) -> FetchError:
         index = self.outputs.current
         if index is not None:
@@ -281,7 +302,8 @@ class _Visit:
     async def _guard(self, route: Route, request: Request) -> None:
         error = await _refusal(request.url)
         if error is not None:
-            self.proxy.refusals.setdefault(_origin(request.url)[1], error)
+            key = refusal_key(*_origin(request.url)[1:])
+            self.proxy.refusals.setdefault(key, error)
             await route.abort("blockedbyclient")
             return
         if self.own and _origin(request.url) == self.origin:
@@ -293,7 +315,8 @@ class _Visit:
     async def _guard_socket(self, socket: WebSocketRoute) -> None:
         error = await _refusal(socket.url)
         if error is not None:
-            self.proxy.refusals.setdefault(_origin(socket.url)[1], error)
+            key = refusal_key(*_origin(socket.url)[1:])
+            self.proxy.refusals.setdefault(key, error)
             await socket.close(code=1008, reason="Blocked")
             return
         socket.connect_to_server()

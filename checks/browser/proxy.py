@@ -60,7 +60,8 @@ class GuardProxy:
         self.refuse_all = refuse_all
         self.received = 0
         self.too_large = False
-        # Refusals by host, the latest of each; read by the page's fetcher.
+        # Refusals by "host:port", the latest of each (the page's error when
+        # the page itself was refused).
         self.refusals: dict[str, FetchError] = {}
         self.url = ""
         self._server: asyncio.Server | None = None
@@ -85,8 +86,8 @@ class GuardProxy:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def refusal_for(self, host: str) -> FetchError | None:
-        return self.refusals.get(host.lower().strip("[]"))
+    def refusal_for(self, host: str, port: int | None) -> FetchError | None:
+        return self.refusals.get(refusal_key(host, port))
 
     @property
     def refused(self) -> list[str]:
@@ -108,6 +109,10 @@ class GuardProxy:
             pass  # the browser or the server went away: nothing to report
         except asyncio.LimitOverrunError:
             logger.info("Browser proxy: a head larger than %d bytes", HEAD_LIMIT)
+        except asyncio.CancelledError:
+            # close() ended this connection. Not re-raised: asyncio's server
+            # would log a cancelled connection handler as an error.
+            pass
         finally:
             self._tasks.discard(task)
             self._writers.discard(writer)
@@ -163,7 +168,7 @@ class GuardProxy:
             return
         upstream = await self._open(url.hostname, port)
         if upstream is None:
-            await self._answer_refused(writer, url.hostname)
+            await self._answer_refused(writer, url.hostname, port)
             return
         up_reader, up_writer = upstream
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
@@ -175,10 +180,12 @@ class GuardProxy:
         await up_writer.drain()
         await self._splice(reader, writer, up_reader, up_writer, _response_head)
 
-    async def _answer_refused(self, writer: asyncio.StreamWriter, host: str) -> None:
+    async def _answer_refused(
+        self, writer: asyncio.StreamWriter, host: str, port: int
+    ) -> None:
         # An answer rather than a dropped connection: the browser would retry
         # a request whose connection closed without a word.
-        error = self.refusal_for(host)
+        error = self.refusal_for(host, port)
         body = (error.message if error else "Refused").encode()
         writer.write(_BAD_GATEWAY + b"Content-Length: %d\r\n\r\n" % len(body) + body)
         await writer.drain()
@@ -193,7 +200,7 @@ class GuardProxy:
         try:
             return await self._connect(host, port)
         except FetchError as exc:
-            self.refusals[host] = exc
+            self.refusals[refusal_key(host, port)] = exc
             log = logger.debug if self.refuse_all else logger.info
             log("Browser proxy refused %s:%s: %s", host, port, exc.message)
             return None
@@ -309,6 +316,10 @@ def _without_hop_headers(lines: list[bytes]) -> bytes:
         if line.partition(b":")[0].strip().lower() not in _HOP_HEADERS | named
     ]
     return b"".join(line + b"\r\n" for line in kept)
+
+
+def refusal_key(host: str, port: int | None) -> str:
+    return f"{host.lower().strip('[]')}:{port}"
 
 
 def _split_authority(authority: str) -> tuple[str, int]:
