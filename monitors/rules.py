@@ -32,6 +32,18 @@ HEADER_VALUE_MAX = 4096
 RESERVED_HEADER_PREFIXES = ("x-firecrawl-", "webhook-")
 RESERVED_HEADERS = {"host", "content-length", "content-type", "transfer-encoding"}
 
+# Page actions (Firecrawl's limits): how many, and how much waiting in all
+# (waitFor plus wait actions, a selector wait counting as one second).
+ACTIONS_MAX = 50
+WAIT_TOTAL_MAX_MS = 60_000
+SELECTOR_WAIT_MS = 1000
+TOO_MANY_ACTIONS = f"Number of actions cannot exceed {ACTIONS_MAX}."
+TOO_MUCH_WAITING = (
+    "Total wait time (waitFor + wait actions) cannot exceed "
+    f"{WAIT_TOTAL_MAX_MS // 1000} seconds."
+)
+SCREENSHOT_WIDTH_MAX, SCREENSHOT_HEIGHT_MAX = 7680, 4320
+
 GOAL_REQUIRED_FOR_JUDGE = "judgeEnabled requires a non-empty goal."
 GOAL_REQUIRED_FOR_SEARCH = (
     "A search target requires a non-empty goal (or set judgeEnabled to false)."
@@ -122,3 +134,39 @@ def path_pattern(pattern: str) -> Any:
         if isinstance(reason, bytes):
             reason = reason.decode(errors="replace")
         raise ValueError(f"Not a pattern we can use: {reason}.") from None
+
+
+# --- Page actions -------------------------------------------------------------------
+
+
+def declared_wait_ms(wait_for: Any, actions: Any) -> int:
+    """waitFor plus every wait action, in milliseconds, as Firecrawl counts
+    them: a wait for a selector counts as SELECTOR_WAIT_MS."""
+    total = _milliseconds(wait_for)
+    for action in actions if isinstance(actions, list) else []:
+        if not isinstance(action, dict) or action.get("type") != "wait":
+            continue
+        if action.get("milliseconds") is not None:
+            total += _milliseconds(action.get("milliseconds"))
+        elif action.get("selector"):
+            total += SELECTOR_WAIT_MS
+    return total
+
+
+def actions_error(wait_for: Any, actions: Any) -> tuple[str, str] | None:
+    """(option, message) when the actions, with waitFor, pass Firecrawl's
+    limits: blamed on waitFor when it is what tips the total over."""
+    actions = actions if isinstance(actions, list) else []
+    if len(actions) > ACTIONS_MAX:
+        return "actions", TOO_MANY_ACTIONS
+    if declared_wait_ms(wait_for, actions) <= WAIT_TOTAL_MAX_MS:
+        return None
+    if declared_wait_ms(None, actions) > WAIT_TOTAL_MAX_MS:
+        return "actions", TOO_MUCH_WAITING
+    return "waitFor", TOO_MUCH_WAITING
+
+
+def _milliseconds(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(int(value), 0)

@@ -29,9 +29,7 @@ urlpatterns = [
     path(monitor + "run/", views.monitor_run, name="monitor-run"),
     path(monitor + "delete/", views.monitor_delete, name="monitor-delete"),
     path(check, views.check_detail, name="check-detail"),
-    path(
-        monitor + "sites/<uuid:target_id>/", views.site_pages, name="site-pages"
-    ),
+    path(monitor + "sites/<uuid:target_id>/", views.site_pages, name="site-pages"),
     path(check + "progress/", views.check_progress, name="check-progress"),
     path(check + "pages/<uuid:page_id>/", views.page_diff, name="page-diff"),
     path(

@@ -842,6 +842,45 @@ def test_editing_keeps_target_identity_and_options_set_through_the_api(web, team
     assert kept.scrape_options == {"formats": ["markdown", "links"], "waitFor": 1000}
 
 
+def test_a_wait_that_tips_stored_actions_over_the_limit_is_shown_at_the_wait_box(
+    web, team
+):
+    actions = [{"type": "wait", "milliseconds": 50_000}]
+    monitor = make_monitor(
+        team,
+        targets=[
+            {
+                "type": "scrape",
+                "urls": ["https://example.com/a"],
+                "scrapeOptions": {"actions": actions},
+            }
+        ],
+    )
+    target = monitor.targets.get()
+    page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
+    key = re.search(r'name="target" value="(t[0-9a-f]+)"', page)[1]
+    data = scrape_form(
+        target=[key],
+        **{
+            f"{key}-id": str(target.id),
+            f"{key}-type": "scrape",
+            f"{key}-urls": "https://example.com/a",
+            f"{key}-wait_for": "20000",
+        },
+    )
+
+    response = web.post(reverse("monitor-edit", kwargs={"pk": monitor.pk}), data)
+
+    assert response.status_code == 400
+    page = text_of(response)
+    error = re.search(rf'id="err-{key}-wait_for"[^>]*>(.*?)</div>', page, re.S)[1]
+    assert "Total wait time (waitFor + wait actions) cannot exceed 60 seconds." in (
+        error
+    )
+    target.refresh_from_db()
+    assert target.scrape_options == {"actions": actions}
+
+
 def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):
     page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
     assert 'value="*/30 * * * *"' in page and 'value="Europe/Berlin"' in page

@@ -1,14 +1,13 @@
 """What a page's scrapeOptions ask of the browser. Pure: no Playwright, no
-network, so the runner, the judge and the dashboard can all ask."""
+network, so the runner, the judge and the dashboard can all ask. Whether
+they are allowed at all is the domain's rule (monitors.rules)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-# A selector wait counts as this much waiting against the 60 s limit, as in
-# Firecrawl (its real length is bounded by the page's time).
-SELECTOR_WAIT_MS = 1000
+from monitors import rules
 
 
 def screenshot_format(options: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -45,20 +44,5 @@ def browser_options(options: Mapping[str, Any]) -> list[str]:
 
 
 def declared_wait_ms(options: Mapping[str, Any]) -> int:
-    """waitFor plus every wait action, as Firecrawl counts them."""
-    total = _ms(options.get("waitFor"))
-    actions = options.get("actions")
-    for action in actions if isinstance(actions, list) else []:
-        if not isinstance(action, Mapping) or action.get("type") != "wait":
-            continue
-        if action.get("milliseconds") is not None:
-            total += _ms(action.get("milliseconds"))
-        elif action.get("selector"):
-            total += SELECTOR_WAIT_MS
-    return total
-
-
-def _ms(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    return max(int(value), 0)
+    """waitFor plus every wait action (monitors.rules counts them)."""
+    return rules.declared_wait_ms(options.get("waitFor"), options.get("actions"))
