@@ -14,6 +14,10 @@ and the stale-check sweeper fails it.
 
     python -m config.run start -f Procfile     honcho, with the longer wait
     python -m config.run alone COMMAND...       COMMAND in a session of its own
+
+Without Chromium, `start` leaves out the Procfile's browser worker and says
+so; browser pages then go to the other worker (BROWSER_QUEUE empty), where
+each fails with an error naming BROWSER_EXECUTABLE.
 """
 
 from __future__ import annotations
@@ -25,10 +29,14 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from types import FrameType
 
 import honcho.manager
 from honcho.command import main as honcho_main
+from honcho.environ import parse_procfile
+
+from checks.browser.executable import find_executable
 
 KILL_WAIT_SECONDS = 30
 
@@ -76,11 +84,37 @@ def alone(command: list[str]) -> int:
     return 128 - status if status < 0 else status
 
 
+BROWSER_PROCESS = "browser"
+NO_BROWSER = (
+    "No Chromium found{where}: starting without the browser worker. Pages that "
+    "need a browser will fail with an error saying so; install Chromium "
+    "(apt-get install chromium) or set BROWSER_EXECUTABLE."
+)
+
+
+def without_browser_if_missing(argv: list[str]) -> list[str]:
+    """`start` as asked, or, when there is no Chromium, naming every
+    Procfile process but the browser worker (honcho starts those only)."""
+    if argv[:1] != ["start"] or len(argv) > 3 or "-f" not in argv:
+        return argv  # not our Procfile run, or processes named already
+    configured = os.environ.get("BROWSER_EXECUTABLE", "")
+    found = find_executable(configured)
+    if found is not None:
+        print(f"Browser worker: Chromium at {found}.", flush=True)
+        return argv
+    where = f" at BROWSER_EXECUTABLE={configured}" if configured else ""
+    print(NO_BROWSER.format(where=where), flush=True)
+    os.environ["BROWSER_QUEUE"] = ""
+    procfile = Path(argv[argv.index("-f") + 1]).read_text()
+    names = [p for p in parse_procfile(procfile).processes if p != BROWSER_PROCESS]
+    return [*argv, *names]
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["alone"]:
         return alone(argv[1:])
     configure()
-    return honcho_main(argv) or 0
+    return honcho_main(without_browser_if_missing(argv)) or 0
 
 
 if __name__ == "__main__":

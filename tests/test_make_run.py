@@ -119,3 +119,39 @@ def test_the_procfile_starts_the_worker_alone() -> None:
 
     assert "-m config.run alone" in worker
     assert "celery -A config worker" in worker
+
+
+def test_the_procfile_starts_a_browser_worker_alone_on_its_queue() -> None:
+    procfile = (ROOT / "Procfile").read_text().splitlines()
+    browser = next(line for line in procfile if line.startswith("browser:"))
+
+    assert "-m config.run alone" in browser
+    assert "celery -A config worker -Q ${BROWSER_QUEUE:-browser}" in browser
+
+
+def test_without_chromium_make_run_leaves_the_browser_worker_out_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BROWSER_EXECUTABLE", "/nowhere/chromium")
+    monkeypatch.setenv("BROWSER_QUEUE", "browser")
+
+    argv = run.without_browser_if_missing(["start", "-f", str(ROOT / "Procfile")])
+
+    assert argv[3:] == ["web", "worker", "scheduler"]
+    assert os.environ["BROWSER_QUEUE"] == ""
+    said = capsys.readouterr().out
+    assert "No Chromium found at BROWSER_EXECUTABLE=/nowhere/chromium" in said
+    assert "starting without the browser worker" in said
+
+
+def test_with_chromium_make_run_starts_every_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chromium = tmp_path / "chromium"
+    chromium.write_text("#!/bin/sh\n")
+    chromium.chmod(0o755)
+    monkeypatch.setenv("BROWSER_EXECUTABLE", str(chromium))
+    argv = ["start", "-f", str(ROOT / "Procfile")]
+
+    assert run.without_browser_if_missing(argv) == argv
+    assert f"Chromium at {chromium}" in capsys.readouterr().out

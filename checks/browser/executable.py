@@ -17,7 +17,13 @@ PATH_NAMES = ("chromium", "chromium-browser")
 def executable() -> str | None:
     """The Chromium to run: BROWSER_EXECUTABLE (a path or a name on PATH), else
     Debian's /usr/bin/chromium or `chromium` on PATH; None when there is none."""
-    configured = str(getattr(settings, "BROWSER_EXECUTABLE", "") or "").strip()
+    return find_executable(str(getattr(settings, "BROWSER_EXECUTABLE", "") or ""))
+
+
+def find_executable(configured: str) -> str | None:
+    """executable() for a given BROWSER_EXECUTABLE (config.run asks before
+    Django is set up)."""
+    configured = configured.strip()
     candidates = [configured] if configured else [*DEFAULT_EXECUTABLES, *PATH_NAMES]
     for candidate in candidates:
         path = Path(candidate)
