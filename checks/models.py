@@ -800,6 +800,29 @@ class PageResult(models.Model):
             return None
         return bool(self.judgment.get("meaningful"))
 
+    @property
+    def screenshot(self) -> str | None:
+        """The content hash of this result's screenshot (the format's)."""
+        digest = (self.metadata or {}).get("screenshot")
+        return digest if isinstance(digest, str) else None
+
+    def previous_screenshot(self) -> str | None:
+        """The screenshot of the latest earlier result of this page that has
+        one: what the visual change view compares with."""
+        earlier = (
+            PageResult.objects.filter(
+                check_run__monitor_id=self.check_run.monitor_id,
+                target_id=self.target_id,
+                url=self.url,
+                created_at__lt=self.created_at,
+                metadata__has_key="screenshot",
+            )
+            .order_by("-created_at")
+            .values_list("metadata__screenshot", flat=True)
+            .first()
+        )
+        return earlier if isinstance(earlier, str) else None
+
 
 # --- Notification outbox ------------------------------------------------------
 # Written by checks.notify.deliveries in the same transaction as the event it

@@ -31,6 +31,9 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
+from checks.browser.executable import available as browser_available
+from checks.browser.options import browser_options
+from checks.captures import screenshot_links
 from checks.content import ExtractionError, render_inline, render_side_by_side
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState
@@ -423,7 +426,15 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "checks": checks,
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
+        "browser_missing": _browser_missing(monitor),
     }
+
+
+def _browser_missing(monitor: Monitor) -> bool:
+    """Whether some of the monitor's pages need a browser this server lacks."""
+    if browser_available():
+        return False
+    return any(browser_options(t.scrape_options or {}) for t in monitor.targets.all())
 
 
 @require_GET
@@ -645,6 +656,7 @@ def page_diff(
         "after": after,
         "after_cut": after_cut,
         "history": history,
+        **screenshot_links(page),
     }
     template = _fragment(request, "checks/page_diff.html", {"diff-region"})
     return render(request, template, context)

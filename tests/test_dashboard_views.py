@@ -189,6 +189,7 @@ PUBLIC_ROUTES = {
     "password_reset_complete",
     "admin:login",
     "favicon",  # a redirect to a static file
+    "capture",  # a signed, expiring link to one screenshot: the credential
 }
 PUBLIC_PREFIXES = ("v2/", "email/")
 SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}

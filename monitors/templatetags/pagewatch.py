@@ -16,6 +16,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from checks.errors import ErrorKind, kind_of_status
+from checks.jobs import Via
+from checks.pages import FETCHED_BECAUSE
 from monitors import schedule as schedules
 
 register = template.Library()
@@ -309,3 +311,34 @@ def markdown_text(markdown: str | None) -> str:
     text = _MD_HEADING.sub("", text)
     text = _MD_EMPHASIS.sub(r"\2", text)
     return _MD_FENCE.sub("", text)
+
+
+_FETCHED_HOW = {
+    Via.OPTIONS: "Opened in a real browser, as this page's settings ask.",
+    Via.REMEMBERED: (
+        "Opened in a real browser: an earlier check found that scripts build "
+        "this page's content."
+    ),
+    Via.DETECTED: (
+        "Opened in a real browser: scripts build this page's content, which a "
+        "plain download does not show."
+    ),
+}
+_NO_BROWSER_HOW = (
+    "Scripts seem to build this page's content, but no browser is installed "
+    "to show it, so what was read may be incomplete."
+)
+
+
+@register.simple_tag
+def fetched_how(page: Any) -> str:
+    """`{% fetched_how page as how %}`: how a page result was fetched, in
+    plain words ("" for an ordinary download)."""
+    metadata = page.metadata or {}
+    reason = str(metadata.get("fetchedWithReason") or "")
+    if metadata.get("fetchedWith") != "browser":
+        return _NO_BROWSER_HOW if "no browser is available" in reason else ""
+    for via, sentence in FETCHED_BECAUSE.items():
+        if reason.startswith(sentence.split("{", 1)[0]):
+            return _FETCHED_HOW[via]
+    return "Opened in a real browser."
