@@ -189,7 +189,7 @@ class CheckAdmin(ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(PageResult)
 class PageResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["url", "status", "check_link", "status_code", "created_at"]
-    list_filter = ["status"]
+    list_filter = ["status", "verdict"]
     list_select_related = ["check_run"]
     search_fields = ["url"]
     show_full_result_count = False
@@ -206,11 +206,14 @@ class PageResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "previous_snapshot",
         "current_snapshot",
         "metadata_json",
+        "verdict",
         "judgment_json",
+        "summary",
+        "extraction_json",
         "diff_text",
         "created_at",
     ]
-    readonly_fields = ["metadata_json", "judgment_json", "diff_text"]
+    readonly_fields = ["metadata_json", "judgment_json", "extraction_json", "diff_text"]
 
     @admin.display(description="Check", ordering="check_run__created_at")
     def check_link(self, page: PageResult) -> str:
@@ -223,6 +226,10 @@ class PageResultAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="Judgment")
     def judgment_json(self, page: PageResult) -> str:
         return json_block(page.judgment)
+
+    @admin.display(description="JSON extraction")
+    def extraction_json(self, page: PageResult) -> str:
+        return json_block(page.extraction)
 
     @admin.display(description="Diff")
     def diff_text(self, page: PageResult) -> str:

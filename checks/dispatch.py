@@ -66,11 +66,15 @@ OVERLAP_ERROR = "Previous monitor check is still running."
 
 
 class RunRefused(Exception):
-    """A manual run the API answers with 409; `check_id` names the running one."""
+    """A manual run the API answers with 409 and `code`; `check_id` names the
+    running one."""
 
-    def __init__(self, message: str, check_id: uuid.UUID | None = None) -> None:
+    def __init__(
+        self, message: str, code: str, check_id: uuid.UUID | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
+        self.code = code
         self.check_id = check_id
 
 
@@ -425,10 +429,10 @@ def queue_manual_check(monitor: Monitor) -> Check:
         if locked is None:
             raise Monitor.DoesNotExist
         if not locked.is_active:
-            raise RunRefused(PAUSED_MESSAGE)
+            raise RunRefused(PAUSED_MESSAGE, "MONITOR_PAUSED")
         running = Check.objects.in_flight().filter(monitor=locked).first()
         if running is not None:
-            raise RunRefused(RUNNING_MESSAGE, running.pk)
+            raise RunRefused(RUNNING_MESSAGE, "CHECK_ALREADY_RUNNING", running.pk)
         check = Check.objects.create(
             monitor=locked,
             trigger=Check.Trigger.MANUAL,

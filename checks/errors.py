@@ -31,6 +31,10 @@ class ErrorKind(StrEnum):
     HTTP_5XX = "http_5xx"
     UNREADABLE = "unreadable"  # nothing to extract: binary, empty, broken
     NOT_CACHED = "not_cached"  # minAge asked for a copy at least that old
+    # The model's part (checks.ai): JSON extraction gave no object, or there
+    # is no model to ask.
+    EXTRACTION = "extraction"
+    NO_MODEL = "no_model"
     INTERNAL = "internal"
 
     @classmethod

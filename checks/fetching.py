@@ -2,8 +2,9 @@
 from synchronous code (checks.runner calls fetch_and_record).
 
 Each page is a task: fetch (checks.fetchers), then judge inline
-(checks.pages); the loop hands over what is done, and everything touching
-the database runs between its steps, in plain synchronous Django. A page
+(checks.pages); the loop hands over what is done, the model does its part
+(checks.ai.stage) on the same loop, and everything touching the database
+runs between its steps, in plain synchronous Django. A page
 whose plain fetch looks built by scripts (checks.browser.detect) is not
 judged here: it is handed over to a new browser batch of the same check,
 queued for the workers that run a browser, so one slow browser page never
@@ -21,6 +22,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from checks import pages
+from checks.ai.stage import Enricher
 from checks.browser import detect
 from checks.browser.executable import available as browser_available
 from checks.crawl.frontier import Frontier
@@ -28,7 +30,13 @@ from checks.fetch import FetchError, FetchResult
 from checks.fetchers import Fetchers
 from checks.jobs import PageJob, Via
 from checks.models import Check, CheckBatch, PageState
-from checks.recording import RECORD_BATCH, CheckAbandoned, Item, record_many
+from checks.recording import (
+    RECORD_BATCH,
+    CheckAbandoned,
+    Item,
+    reconcile,
+    record_many,
+)
 
 # A running batch writes its heartbeat at least this often while alive.
 HEARTBEAT_SECONDS = 10.0
@@ -43,20 +51,22 @@ NO_BROWSER_NOTE = (
 
 class Fetching:
     """The pages of one batch being fetched and judged concurrently; take()
-    hands over those that are done. Bodies live only inside their page's task
-    (fetch, then judge inline), so memory stays bounded by the limiter."""
+    hands over those that are done (cache hits first: done from the start).
+    Bodies live only inside their page's task (fetch, then judge inline), so
+    memory stays bounded by the limiter."""
 
     def __init__(
         self,
         fetcher: Fetchers,
         items: list[tuple[PageJob, PageState | None]],
         crawls: Frontier | None = None,
+        done: list[Item] | None = None,
     ):
         self.fetcher = fetcher
         self.crawls = crawls
         self.items = items
-        self.left = len(items)
-        self.done: list[Item] = []
+        self.done: list[Item] = list(done or [])
+        self.left = len(items) + len(self.done)
         # Pages whose plain fetch looked built by scripts: for the browser.
         self.handed_over: list[PageJob] = []
         self.tasks: list[asyncio.Task[None]] = []
@@ -64,6 +74,8 @@ class Fetching:
 
     async def start(self) -> None:
         self.arrived = asyncio.Event()
+        if self.done:
+            self.arrived.set()
         self.tasks = [asyncio.create_task(self._one(*item)) for item in self.items]
 
     async def _one(self, job: PageJob, state: PageState | None) -> None:
@@ -137,11 +149,16 @@ def fetch_and_record(
     items: list[tuple[PageJob, PageState | None]],
     fetcher: Fetchers,
     crawls: Frontier | None,
+    *,
+    cached: list[Item] | None = None,
+    enricher: Enricher | None = None,
 ) -> list[CheckBatch]:
-    """Fetch and judge the pages, recording them as they arrive; the batches
-    their links added to a crawl (admitted before the pages are recorded),
-    and the browser batches of pages handed over."""
-    fetching = Fetching(fetcher, items, crawls)
+    """Fetch and judge the pages (`cached` ones are decided already), let the
+    model do its part, and record them as they arrive; the batches their links
+    added to a crawl (admitted before the pages are recorded), and the browser
+    batches of pages handed over."""
+    fetching = Fetching(fetcher, items, crawls, cached)
+    enricher = enricher or Enricher(check.monitor)
     found: list[CheckBatch] = []
     with asyncio.Runner() as loop:
         try:
@@ -151,6 +168,8 @@ def fetch_and_record(
                 if taken:
                     if crawls is not None:
                         found += crawls.admit(taken)
+                    reconcile(taken)
+                    _enrich(loop, enricher, taken, check, batch)
                     record_many(check, taken, batch)
                 else:
                     heartbeat(check, batch)
@@ -158,7 +177,37 @@ def fetch_and_record(
             # Leaving early (time limit, abandoned check) cancels what is in
             # flight rather than waiting for slow pages.
             loop.run(fetching.close())
+            loop.run(enricher.aclose())
     return found + hand_over(check, fetching.handed_over)
+
+
+async def _spawn(coroutine: Any) -> asyncio.Task[Any]:
+    return asyncio.create_task(coroutine)
+
+
+def _enrich(
+    loop: asyncio.Runner,
+    enricher: Enricher,
+    items: list[Item],
+    check: Check,
+    batch: CheckBatch,
+) -> None:
+    """The model's work on these pages (checks.ai.stage), on the batch's loop
+    so fetches go on meanwhile; the check heart-beats while it waits."""
+    work = enricher.prepare([item for item in items if item[0].record])
+    if not work:
+        return
+    task = loop.run(_spawn(enricher.enrich(work)))
+    try:
+        while not task.done():
+            loop.run(asyncio.wait({task}, timeout=HEARTBEAT_SECONDS))
+            if not task.done():
+                heartbeat(check, batch)
+    finally:
+        if not task.done():
+            task.cancel()
+            loop.run(asyncio.wait({task}))
+    task.result()
 
 
 def hand_over(check: Check, jobs: list[PageJob]) -> list[CheckBatch]:

@@ -45,6 +45,9 @@ class PageJob:
     depth: int = 0
     follow: bool = False
     record: bool = True
+    # The monitor's noise rule (checks.content.noise); not part of the ref:
+    # read from the monitor whenever the job is rebuilt.
+    ignore_lines: tuple[str, ...] = ()
     # Why the page is fetched with the browser ("" for plain HTTP), one of
     # Via; chosen per batch (checks.runner), except DETECTED, which a batch
     # that handed the page over stores in the page's ref with its detail.
@@ -63,7 +66,11 @@ class PageJob:
 
     @classmethod
     def from_ref(
-        cls, ref: Sequence[Any], options: Mapping[str, Any], credits: int
+        cls,
+        ref: Sequence[Any],
+        options: Mapping[str, Any],
+        credits: int,
+        ignore_lines: tuple[str, ...] = (),
     ) -> PageJob:
         target_id, url, scrape_id, *crawl = ref
         depth, follow, record = crawl[:3] if len(crawl) >= 3 else (0, False, True)
@@ -71,6 +78,7 @@ class PageJob:
         return cls(
             uuid.UUID(target_id), url, options, credits, uuid.UUID(scrape_id),
             depth=int(depth), follow=bool(follow), record=bool(record),
+            ignore_lines=ignore_lines,
             browser=Via.DETECTED if detected is not None else "",
             browser_detail=detected or "",
         )  # fmt: skip

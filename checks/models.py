@@ -4,7 +4,7 @@ snapshots and baselines that change detection compares against.
 A check's lifecycle lives here as conditional updates, so several workers, a
 redelivered message and the stale sweeper can race without double work:
 
-    queued --claim()--> running --finish()--> completed | partial
+    queued --claim()--> running --finish()--> completed | partial | failed
                            |  \\--fail()----> failed  (crash, time limit, lost)
                            \\--reserve_credits()--> skipped_no_credits
 
@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import Exists, F, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
@@ -73,6 +73,12 @@ class CheckQuerySet(models.QuerySet["Check"]):
             .filter(pk=pk, status__in=statuses)
             .first()
         )
+
+    def with_meaningful_changes(self) -> CheckQuerySet:
+        """Checks with at least one changed page not judged unimportant (the
+        dashboard's "meaningful changes only"); served by page_check_status_idx."""
+        pages = PageResult.objects.filter(check_run=OuterRef("pk"))
+        return self.filter(Exists(pages.meaningful_changes()))
 
     def credits_used(self, team: Team, now: datetime) -> int:
         """Credits a team has used in the current UTC calendar month: actual
@@ -287,27 +293,38 @@ class Check(models.Model):
             total += credits if isinstance(credits, int) else 0
         return total
 
+    @classmethod
+    def outcome(cls, summary: dict[str, int]) -> tuple[str, str | None]:
+        """(status, error) of a check that looked at all its pages: failed
+        when not one page could be checked, partial when some could not."""
+        errors, total = summary["error"], summary["totalPages"]
+        if not errors:
+            return cls.Status.COMPLETED, None
+        if errors == total:
+            if total == 1:
+                return cls.Status.FAILED, "The page could not be checked."
+            return cls.Status.FAILED, f"None of the {total} pages could be checked."
+        return cls.Status.PARTIAL, f"{errors} of {total} pages could not be checked."
+
     def finish(
         self, now: datetime, announce: Callable[[Check], None] | None = None
     ) -> None:
-        """running -> completed | partial, with summary, credits and the
+        """running -> completed | partial | failed, with summary, credits and the
         monitor's fields. The caller holds the row locked while running
         (CheckQuerySet.lock). `announce(check)`, called once the check holds
         its final fields, may set more of them (notification_status), which
         are written with the rest."""
         tally = self.tally()
         summary = self.summarize(tally)
-        errors = summary["error"]
-        self.status = self.Status.PARTIAL if errors else self.Status.COMPLETED
-        self.error = (
-            f"{errors} of {summary['totalPages']} pages could not be checked."
-            if errors
-            else None
-        )
+        self.status, self.error = self.outcome(summary)
         self.summary = summary
         self.actual_credits = self.credits_for(tally, now)
         if self.billing_status == self.Billing.RESERVED:
-            self.billing_status = self.Billing.CONFIRMED
+            self.billing_status = (
+                self.Billing.RELEASED
+                if self.status == self.Status.FAILED
+                else self.Billing.CONFIRMED
+            )
         self.finished_at = self.heartbeat_at = now
         if announce is not None:
             announce(self)
@@ -687,6 +704,10 @@ class PageState(models.Model):
     options_hash = models.CharField(max_length=64, blank=True)
     etag = models.CharField(max_length=512, blank=True)
     last_modified = models.CharField(max_length=64, blank=True)
+    # What the model made of this content (checks.ai.stage), reused while the
+    # page's text stays the same: {"json": {"key", "value"}, "summary": {...}},
+    # each keyed by what was asked (schema and prompt).
+    derived = models.JSONField(default=dict, blank=True)
     # "browser" once a plain fetch of this page was found built by scripts
     # (checks.browser.detect): later checks go straight to the browser.
     fetcher = models.CharField(max_length=8, blank=True)
@@ -709,7 +730,7 @@ class PageState(models.Model):
     UPSERT_FIELDS = (
         "url", "snapshot", "normalized_hash", "scrape_id", "presence",
         "fetched_at", "cached_at", "metadata", "body_hash", "options_hash",
-        "etag", "last_modified", "fetcher", "updated_at",
+        "etag", "last_modified", "derived", "fetcher", "updated_at",
     )  # fmt: skip
 
     @classmethod
@@ -734,6 +755,15 @@ class PageState(models.Model):
         return self.has_baseline and self.cached_at is not None
 
 
+class PageResultQuerySet(models.QuerySet["PageResult"]):
+    def meaningful_changes(self) -> PageResultQuerySet:
+        """Changed pages, but those the judge found unimportant: a change
+        without a verdict counts as meaningful (the judge fails open)."""
+        return self.filter(status=PageResult.Status.CHANGED).exclude(
+            verdict=PageResult.Verdict.NOISE
+        )
+
+
 class PageResult(models.Model):
     """One page's outcome in one check (MonitorCheckPage on the wire)."""
 
@@ -743,6 +773,16 @@ class PageResult(models.Model):
         NEW = "new"
         REMOVED = "removed"
         ERROR = "error"
+
+    class Verdict(models.TextChoices):
+        """What the goal judge made of a changed page (checks.ai.judge)."""
+
+        NONE = "", "judge did not run"
+        MEANINGFUL = "meaningful", "meaningful"
+        NOISE = "noise", "not meaningful"
+        # Failed open (no model, an error, no usable answer): the judgment
+        # says meaningful with low confidence, and it is no verdict.
+        NOT_JUDGED = "not_judged", "not judged"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: page_check_status_idx starts with the check.
@@ -773,10 +813,19 @@ class PageResult(models.Model):
     # Escaped side-by-side HTML rendered by the worker for the dashboard.
     diff_html = models.TextField(blank=True)
     judgment = models.JSONField(null=True, blank=True)
+    verdict = models.CharField(
+        max_length=16, choices=Verdict.choices, default=Verdict.NONE, blank=True
+    )
+    # JSON extraction monitoring: the page's full extraction (snapshot.json).
+    extraction = models.JSONField(null=True, blank=True)
+    # The `summary` format: a short summary of the page by the model.
+    summary = models.TextField(null=True, blank=True)
     # Screenshots and PDFs of this result (its metadata names them by hash):
     # what keeps them from retention's purge of unreferenced captures.
     captures = models.ManyToManyField(Capture, related_name="pages", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PageResultQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -796,9 +845,25 @@ class PageResult(models.Model):
 
     @property
     def is_meaningful(self) -> bool | None:
+        """isMeaningful on the wire: set only when the judge ran on a changed
+        page. Not judged counts as meaningful (the judge fails open)."""
         if self.status != self.Status.CHANGED or not self.judgment:
             return None
         return bool(self.judgment.get("meaningful"))
+
+    @property
+    def is_judged(self) -> bool:
+        """A real verdict, not the fail-open one ("not judged")."""
+        return self.verdict in (self.Verdict.MEANINGFUL, self.Verdict.NOISE)
+
+    @property
+    def field_changes(self) -> dict[str, Any]:
+        """JSON mode's field diff ({path: {previous, current}}), {} otherwise
+        (the Markdown diff's "json" is a parse-diff AST, not fields)."""
+        fields = (self.diff or {}).get("json") if isinstance(self.diff, dict) else None
+        if not isinstance(fields, dict) or "files" in fields:
+            return {}
+        return fields
 
     @property
     def screenshot(self) -> str | None:

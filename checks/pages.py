@@ -21,11 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from checks.ai import formats as ai_formats
+from checks.ai import llm_configured
 from checks.browser.options import browser_options
 from checks.browser.result import BrowserResult, Shot
 from checks.content import (
@@ -38,6 +40,7 @@ from checks.content import (
     pack_snapshot,
     page_links,
     snapshot_hash,
+    strip_noise,
     unpack,
 )
 from checks.errors import ErrorKind
@@ -57,6 +60,8 @@ APPLIED_FORMATS = frozenset(
 BROWSER_FORMATS = frozenset({"screenshot"})
 # Refused browser requests listed in a page's metadata, at most.
 BLOCKED_LISTED = 20
+# Formats the model applies (checks.ai.stage), when one is configured.
+MODEL_FORMATS = frozenset({"json", "summary"})
 # Page metadata that belongs to one check, never replayed from a baseline.
 PER_CHECK_METADATA = (
     "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
@@ -95,6 +100,17 @@ class Outcome:
     pending: tuple[str, str, str] | None = None
     # A crawl page's links (absolute, unfiltered): checks.crawl scopes them.
     links: list[str] = field(default_factory=list)
+    # For the model (checks.ai.stage), on pages whose formats ask for it: the
+    # fetched (format, source), and the compared Markdown when it was made.
+    source: tuple[str, str] | None = None
+    text: str | None = None
+    # What the model made of the page (checks.ai.stage).
+    judgment: dict[str, Any] | None = None
+    verdict: str = ""
+    extraction: Any = None
+    summary: str | None = None
+    # PageState.derived to store with the baseline; None keeps the stored one.
+    derived: dict[str, Any] | None = None
     # Screenshots and PDFs from the browser, named in `metadata` by hash.
     captures: list[Shot] = field(default_factory=list)
     # What the next check fetches this page with, when this fetch decides it
@@ -121,15 +137,21 @@ def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[st
         skipped += [
             name for name in browser_options(options) if name != "mobile"
         ]  # a mobile User-Agent is sent over HTTP too
-    applied = APPLIED_FORMATS | BROWSER_FORMATS if browser else APPLIED_FORMATS
     formats = options.get("formats")
+    applied = APPLIED_FORMATS | MODEL_FORMATS if llm_configured() else APPLIED_FORMATS
+    if browser:
+        applied |= BROWSER_FORMATS
     for fmt in formats if isinstance(formats, list) else []:
         name = fmt.get("type") if isinstance(fmt, dict) else fmt
         if not isinstance(name, str):
             continue
         if name not in applied:
             skipped.append(f"formats.{name}")
-        elif name == "changeTracking" and "json" in (fmt.get("modes") or []):
+        elif (
+            name == "changeTracking"
+            and "json" in (fmt.get("modes") or [])
+            and "json" not in applied
+        ):
             skipped.append("formats.changeTracking.json")
     location = options.get("location")
     if isinstance(location, Mapping) and location.get("country"):
@@ -372,6 +394,8 @@ def _extracted(
         body_hash=digest,
     )
     source, source_format = page.source, page.source_format
+    if ai_formats.wants(job.options).model_formats:
+        outcome.source = (source_format, source)
     if baseline is None:
         outcome.snapshot = pack_snapshot(source, source_format)
         return outcome
@@ -380,7 +404,7 @@ def _extracted(
         outcome.normalized_hash = baseline.normalized_hash
         outcome.snapshot = (baseline.snapshot_hash, b"", 0, "")
         return outcome
-    markdown = markdown_of(source_format, source)
+    markdown = strip_noise(markdown_of(source_format, source), job.ignore_lines)
     digest_text = content_hash(markdown)
     if baseline.normalized_hash and digest_text == baseline.normalized_hash:
         # Markup changed, text did not: the baseline stays (replaced once when
@@ -389,6 +413,8 @@ def _extracted(
         return outcome
     outcome.normalized_hash = digest_text
     outcome.pending = (source_format, source, markdown)
+    if outcome.source is not None:
+        outcome.text = markdown
     return outcome
 
 
@@ -410,10 +436,12 @@ def reconcile(
     outcome: Outcome,
     baseline: PageState,
     previous: tuple[bytes, str] | None,
+    ignore_lines: Sequence[str] = (),
 ) -> None:
     """Finish a pending outcome with the baseline's stored (data, format):
     same when the normalised Markdown is, changed (with its diff) otherwise.
-    An unreadable baseline reports the page changed in full."""
+    An unreadable baseline reports the page changed in full. The monitor's
+    noise rule (`ignore_lines`) applies to the baseline as to the page."""
     assert outcome.pending is not None
     source_format, source, after = outcome.pending
     outcome.pending = None
@@ -421,6 +449,7 @@ def reconcile(
     if previous is not None:
         try:
             before = markdown_of(previous[1], unpack(previous[0]))
+            before = strip_noise(before, ignore_lines)
         except (ExtractionError, ValueError):
             before = ""
     before_hash, digest, diff, diff_html = compare_texts(before, after)

@@ -51,7 +51,7 @@ def record_many(
     items = [item for item in items if item[0].record]
     if not items:
         return []
-    _reconcile([item for item in items if item[1].pending is not None])
+    reconcile(items)
     for attempt in (1, 2):
         try:
             with transaction.atomic():
@@ -62,13 +62,18 @@ def record_many(
     raise AssertionError("unreachable")
 
 
-def _reconcile(items: Sequence[Item]) -> None:
+def reconcile(items: Sequence[Item]) -> None:
+    """Decide the pages whose text differs from their baseline's stored hash,
+    reading those baselines' text in one query (see pages.reconcile)."""
+    items = [item for item in items if item[1].pending is not None]
     if not items:
         return
     previous = Snapshot.packed(state.snapshot_id for _, _, state in items if state)
-    for _job, outcome, state in items:
+    for job, outcome, state in items:
         assert state is not None and state.snapshot_id is not None
-        pages.reconcile(outcome, state, previous.get(state.snapshot_id))
+        pages.reconcile(
+            outcome, state, previous.get(state.snapshot_id), job.ignore_lines
+        )
 
 
 def _record_many(
@@ -138,6 +143,10 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
         metadata=outcome.metadata,
         diff=outcome.diff,
         diff_html=outcome.diff_html,
+        judgment=outcome.judgment,
+        verdict=outcome.verdict,
+        extraction=outcome.extraction,
+        summary=outcome.summary,
     )
 
 
@@ -183,7 +192,7 @@ def _move_baselines(
     """Removed pages are marked; pages with content become the baseline (one
     upsert for all); errors keep the baseline; cache hits are it."""
     upserts: dict[tuple[uuid.UUID, str], PageState] = {}
-    for (job, outcome, _state), snapshot_id in zip(items, snapshot_ids, strict=True):
+    for (job, outcome, state), snapshot_id in zip(items, snapshot_ids, strict=True):
         url_hash = PageState.hash_url(job.url)
         if outcome.status == PageResult.Status.REMOVED:
             PageState.objects.filter(
@@ -193,6 +202,9 @@ def _move_baselines(
         if snapshot_id is None or outcome.cache_hit:
             continue
         cache = job.options.get("storeInCache") is not False
+        derived = outcome.derived
+        if derived is None:
+            derived = state.derived if state is not None else {}
         stored_metadata = {
             k: v
             for k, v in outcome.metadata.items()
@@ -215,7 +227,8 @@ def _move_baselines(
             options_hash=pages.options_hash(job.options),
             etag=outcome.etag,
             last_modified=outcome.last_modified,
-            fetcher=_remembered_fetcher(job, outcome, _state),
+            derived=derived,
+            fetcher=_remembered_fetcher(job, outcome, state),
         )
     if upserts:
         PageState.upsert(list(upserts.values()))

@@ -4,8 +4,9 @@
           CHECK_BATCH_SIZE pages
     batch: fetchers (checks.fetchers) get each page through the one outbound
           door, concurrently under its one limiter -> checks.pages judges it
-          inline as it arrives -> checks.recording writes a few pages per
-          transaction
+          inline as it arrives -> the model's part, if the monitor asks for
+          any (checks.ai.stage), on the same event loop -> checks.recording
+          writes a few pages per transaction
     finish: the batch that ends last finishes the check (a conditional update,
           so exactly once) and announces it (checks.notify)
 
@@ -38,13 +39,15 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from checks import fetching, notify, pages, sources
+from checks.ai.stage import Enricher
 from checks.crawl import frontier
 from checks.crawl.frontier import Frontier
+from checks.crawl.source import CrawlSource
 from checks.fetch import OutboundClient, Resolver
 from checks.fetchers import BrowserFetcher, Fetchers, HttpFetcher, choose
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, Crawl, PageResult, PageState
-from checks.recording import RECORD_BATCH, CheckAbandoned, record_many
+from checks.recording import CheckAbandoned, record_many
 from monitors.models import Monitor, Target
 
 logger = logging.getLogger(__name__)
@@ -259,30 +262,34 @@ def _batches(
     planned: list[tuple[sources.Source, list[PageJob]]],
     remembered: set[tuple[uuid.UUID, str]],
 ) -> list[CheckBatch]:
-    """CHECK_BATCH_SIZE pages each (BROWSER_BATCH_SIZE for the pages the
-    browser will fetch, in batches of their own, for its queue), one target
-    per batch (a crawl's pace and its links belong to its own batches)."""
-    now, batches = timezone.now(), []
-    sizes = {False: settings.CHECK_BATCH_SIZE, True: settings.BROWSER_BATCH_SIZE}
-    for _, jobs in planned:
-        groups: dict[bool, list[PageJob]] = {False: [], True: []}
+    """CHECK_BATCH_SIZE pages each: scrape pages of every target together, a
+    crawl's pages in batches of their own (its pace and its links belong to
+    its own batches); the pages the browser will fetch in batches of their
+    own too, of BROWSER_BATCH_SIZE, for its queue."""
+    groups: dict[tuple[object, bool], list[PageJob]] = {}
+    for source, jobs in planned:
+        kind = source.target.id if isinstance(source, CrawlSource) else "pages"
         for job in jobs:
             key = (job.target_id, PageState.hash_url(job.url))
-            chosen = choose(job, "browser" if key in remembered else "")
-            groups[bool(chosen.browser)].append(job)
-        for uses_browser, group in groups.items():
-            size = int(sizes[uses_browser])
-            for start in range(0, len(group), size):
-                refs = [job.ref() for job in group[start : start + size]]
-                batches.append(
-                    CheckBatch(
-                        check_run=check,
-                        number=len(batches),
-                        pages=refs,
-                        heartbeat_at=now,
-                        uses_browser=uses_browser,
-                    )
+            uses_browser = bool(
+                choose(job, "browser" if key in remembered else "").browser
+            )
+            groups.setdefault((kind, uses_browser), []).append(job)
+    now, batches = timezone.now(), []
+    sizes = {False: settings.CHECK_BATCH_SIZE, True: settings.BROWSER_BATCH_SIZE}
+    for (_, uses_browser), jobs in groups.items():
+        size = int(sizes[uses_browser])
+        for start in range(0, len(jobs), size):
+            refs = [job.ref() for job in jobs[start : start + size]]
+            batches.append(
+                CheckBatch(
+                    check_run=check,
+                    number=len(batches),
+                    pages=refs,
+                    heartbeat_at=now,
+                    uses_browser=uses_browser,
                 )
+            )
     return batches
 
 
@@ -358,11 +365,12 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
             to_fetch.append((job, state))
     crawls = Frontier(check) if any(job.follow for job in jobs) else None
     found: list[CheckBatch] = fetching.hand_over(check, for_browser)
-    for start in range(0, len(cached), RECORD_BATCH):
-        record_many(check, cached[start : start + RECORD_BATCH], batch)
-    if to_fetch:
+    if to_fetch or cached:
         fetcher = _fetcher(batch, resolver)
-        found += fetching.fetch_and_record(check, batch, to_fetch, fetcher, crawls)
+        enricher = Enricher(check.monitor, resolver=resolver)
+        found += fetching.fetch_and_record(
+            check, batch, to_fetch, fetcher, crawls, cached=cached, enricher=enricher
+        )
     batch.complete()
     return found
 
@@ -384,13 +392,14 @@ def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
             "target_id", "url"
         )
     )
+    ignored = tuple(check.monitor.ignore_lines or ())
     jobs = []
     for ref in batch.pages:
         target = targets.get(uuid.UUID(ref[0]))
         if target is None or (target.id, ref[1]) in done:
             continue  # its target was deleted meanwhile, or recorded already
         credits, options = target.credits_per_page(), target.scrape_options or {}
-        jobs.append(PageJob.from_ref(ref, options, credits))
+        jobs.append(PageJob.from_ref(ref, options, credits, ignore_lines=ignored))
     return jobs
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.utils.csp import CSP
 
-from config.env import env_bool, env_int, env_list, env_secret, env_str
+from config.env import ConfigError, env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var")))
@@ -202,11 +202,29 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+# The API's rate limit counts each key's requests here, so the cache must be
+# shared by every web process (a per-process cache multiplies API_RATE_LIMIT by
+# the number of gunicorn workers): Redis when there is one, shared by every
+# machine; otherwise files under var/, shared by the processes of this machine
+# (the embedded default runs on one machine anyway: its broker is files too).
+# Nothing calls cache.clear() outside tests: on Redis it empties the whole
+# database, broker queues included.
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "pagewatch",
+        }
     }
-}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
 
 # --- Monitoring rules -------------------------------------------------------
 MIN_SCHEDULE_INTERVAL_MINUTES = env_int("MIN_SCHEDULE_INTERVAL_MINUTES", 5, minimum=1)
@@ -257,6 +275,21 @@ BROWSER_BATCH_SIZE = env_int("BROWSER_BATCH_SIZE", 10, minimum=1)
 BROWSER_AUTO_DETECT = env_bool("BROWSER_AUTO_DETECT", True)
 # How long the signed screenshot and PDF links in results stay valid.
 CAPTURE_URL_TTL_SECONDS = env_int("CAPTURE_URL_TTL_SECONDS", 86_400, minimum=60)
+# --- The AI model (checks.ai): any OpenAI-compatible endpoint ---------------
+# Empty LLM_BASE_URL: no model; judging reports "not judged" and JSON
+# extraction is a page error that says so. The endpoint's host is the only
+# private address the model's requests may reach.
+LLM_BASE_URL = env_str("LLM_BASE_URL", "").strip().rstrip("/")
+LLM_API_KEY = env_secret("LLM_API_KEY", "")
+LLM_MODEL = env_str("LLM_MODEL", "").strip()
+LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 30, minimum=1)
+LLM_MAX_INPUT_TOKENS = env_int("LLM_MAX_INPUT_TOKENS", 6000, minimum=500)
+if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
+    raise ConfigError(
+        f"LLM_BASE_URL must start with http:// or https://, got {LLM_BASE_URL!r}"
+    )
+if LLM_BASE_URL and not LLM_MODEL:
+    raise ConfigError("LLM_MODEL must name the model when LLM_BASE_URL is set")
 # How often beat asks for due monitors (checks.dispatch sizes its ticks by it).
 DISPATCH_EVERY_SECONDS = 10.0
 # Beat is the only scheduler and only enqueues these small periodic tasks; which
@@ -278,7 +311,6 @@ CELERY_BEAT_SCHEDULE = {
 }  # fmt: skip
 
 # --- Celery -------------------------------------------------------------------
-REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}

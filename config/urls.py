@@ -12,5 +12,7 @@ urlpatterns = [
     path("", include("monitors.urls")),
 ]
 
+handler400 = "config.views.bad_request"
+handler403 = "config.views.forbidden"
 handler404 = "config.views.not_found"
 handler500 = "config.views.server_error"

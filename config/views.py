@@ -9,7 +9,26 @@ from django.templatetags.static import static
 from django.views import defaults
 from django.views.decorators.http import require_safe
 
-from monitors.api.errors import json_not_found, json_server_error
+from monitors.api.errors import (
+    json_bad_request,
+    json_forbidden,
+    json_not_found,
+    json_server_error,
+)
+
+
+def bad_request(
+    request: HttpRequest, exception: Exception | None = None
+) -> HttpResponse:
+    if request.path.startswith("/v2/"):
+        return json_bad_request(request, exception)
+    return defaults.bad_request(request, exception)
+
+
+def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if request.path.startswith("/v2/"):
+        return json_forbidden(request, exception)
+    return defaults.permission_denied(request, exception)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
@@ -42,12 +43,12 @@ admin.site.site_header = "Pagewatch administration"
 admin.site.site_title = "Pagewatch admin"
 admin.site.index_title = "Pagewatch"
 
-# Characters of a webhook secret left visible after masking: enough to tell
-# two secrets apart after a rotation, far too few to forge a signature.
-SECRET_VISIBLE_TAIL = 4
-
 
 # --- Shared display helpers (also used by checks.admin) ----------------------
+
+
+def _when(moment: datetime) -> str:
+    return f"{timezone.localtime(moment):%Y-%m-%d %H:%M %Z}"
 
 
 def summary_text(summary: dict[str, Any] | None) -> str:
@@ -205,24 +206,35 @@ class TeamAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="Webhook secret")
     def masked_webhook_secret(self, team: Team) -> str:
-        secret = team.webhook_secret
-        if not secret:
+        if not team.webhook_secret:
             return "not set"
-        return "whsec_…" + secret[-SECRET_VISIBLE_TAIL:]
+        until = team.previous_webhook_secret_signs_until
+        if until is None:
+            return team.masked_webhook_secret
+        previous = Team.mask_webhook_secret(team.previous_webhook_secret)
+        return (
+            f"{team.masked_webhook_secret} (the previous {previous} signs too "
+            f"until {_when(until)})"
+        )
 
     @admin.action(description="Rotate webhook secret", permissions=["change"])
     def rotate_webhook_secret(self, request: HttpRequest, queryset: QuerySet) -> None:
-        # The secret signs webhooks and receivers need it, so the new value is
-        # shown once here; afterwards the admin only shows it masked.
+        # The new value is shown here once; afterwards the admin shows it
+        # masked (team members can show it in the dashboard's Team page).
         for team in queryset:
             secret = team.rotate_webhook_secret()
+            until = team.previous_webhook_secret_signs_until
+            grace = ""
+            if until is not None:
+                grace = f" The previous one also signs until {_when(until)}."
             self.message_user(
                 request,
                 format_html(
                     "New webhook secret for {}: <code>{}</code> — update the "
-                    "receivers; it will be shown masked from now on.",
+                    "receivers.{}",
                     team.name,
                     secret,
+                    grace,
                 ),
                 messages.SUCCESS,
             )
@@ -482,10 +494,17 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
                 ]
             },
         ),
-        ("Judging", {"fields": ["judge_enabled", "goal"]}),
+        ("Judging", {"fields": ["judge_enabled", "goal", "ignore_lines"]}),
         (
             "Notifications",
-            {"fields": ["webhook_json", "notification_json", "retention_days"]},
+            {
+                "fields": [
+                    "webhook_json",
+                    "webhook_pages",
+                    "notification_json",
+                    "retention_days",
+                ]
+            },
         ),
         ("Last check", {"fields": ["last_check_json", "created_at", "updated_at"]}),
     ]
@@ -501,6 +520,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "current_check_id",
         "judge_enabled",
         "goal",
+        "ignore_lines",
         "webhook_json",
         "notification_json",
         "retention_days",

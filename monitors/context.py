@@ -58,6 +58,8 @@ _SECTIONS = {
     "api-keys": "api-keys",
     "api-key-revoke": "api-keys",
     "team-members": "team",
+    "webhook-secret-show": "team",
+    "webhook-secret-rotate": "team",
 }
 _MONITOR_PAGES = ("monitor-", "check-", "page-diff")
 

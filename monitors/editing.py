@@ -67,8 +67,14 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
         monitor.goal = data["goal"]
     if "judgeEnabled" in data:
         monitor.judge_enabled = data["judgeEnabled"]
+    if "ignoreLines" in data:
+        monitor.ignore_lines = data["ignoreLines"]
     if "webhook" in data:
         monitor.webhook = data["webhook"]
+    # Set by the dashboard form only: the API's serializers never produce it,
+    # so an API edit leaves the choice as it is.
+    if "webhookPages" in data:
+        monitor.webhook_pages = data["webhookPages"]
     if "notification" in data:
         monitor.notification = data["notification"] or {}
     if "retentionDays" in data:
@@ -80,6 +86,13 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
         monitor.resume(now)
 
 
+def _ensure_signing_secret(monitor: Monitor) -> None:
+    """A webhook comes with the team's signing secret, so it can be shown in
+    the dashboard before the first delivery (a no-op once the team has one)."""
+    if monitor.webhook:
+        monitor.team.ensure_webhook_secret()
+
+
 @transaction.atomic
 def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     monitor = Monitor(
@@ -89,6 +102,7 @@ def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     )
     _apply(monitor, data, now)
     monitor.save()
+    _ensure_signing_secret(monitor)
     replace_targets(monitor, data["targets"])
     monitor.sync_email_recipients()
     queue_confirmations(monitor)
@@ -99,6 +113,7 @@ def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
 def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Monitor:
     _apply(monitor, data, now)
     monitor.save()
+    _ensure_signing_secret(monitor)
     if "targets" in data:
         replace_targets(monitor, data["targets"])
     if "notification" in data:

@@ -19,7 +19,7 @@ from django import forms
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 
-from monitors import rules
+from monitors import form_words, rules
 from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
@@ -41,9 +41,10 @@ SEARCH_WINDOW_LABELS = {
     "7d": "Last 7 days",
 }
 WEBHOOK_EVENT_LABELS = {
-    "monitor.page": "Each changed page (monitor.page)",
-    "monitor.check.completed": "Each finished check (monitor.check.completed)",
+    "monitor.page": "A message for each page checked (monitor.page)",
+    "monitor.check.completed": "A message when a check ends (monitor.check.completed)",
 }
+WEBHOOK_PAGES_INVALID = "Choose every page or only the pages that changed."
 JUDGE_CHOICES = [
     ("auto", "Yes, whenever a goal is set"),
     ("on", "Yes, always — a goal is required"),
@@ -62,6 +63,7 @@ _MAIN_SLOTS = {
     "schedule": "schedule",
     "goal": "goal",
     "judgeEnabled": "judge",
+    "ignoreLines": "ignore_lines",
     "retentionDays": "retention_days",
     "targets": "targets",
 }
@@ -183,6 +185,7 @@ class MonitorFields(forms.Form):
     judge = forms.ChoiceField(
         required=False, choices=JUDGE_CHOICES, widget=forms.RadioSelect, initial="auto"
     )
+    ignore_lines = forms.CharField(required=False, widget=forms.Textarea)
     retention_days = forms.CharField(required=False)
     webhook_url = forms.CharField(required=False)
     webhook_events = forms.MultipleChoiceField(
@@ -190,6 +193,12 @@ class MonitorFields(forms.Form):
         choices=list(WEBHOOK_EVENT_LABELS.items()),
         widget=forms.CheckboxSelectMultiple,
         initial=list(rules.WEBHOOK_EVENTS),
+    )
+    webhook_pages = forms.ChoiceField(
+        required=False,
+        choices=Monitor.WebhookPages.choices,
+        widget=forms.RadioSelect,
+        initial=Monitor.WebhookPages.ALL,
     )
     webhook_headers = forms.CharField(required=False, widget=forms.Textarea)
     webhook_metadata = forms.CharField(required=False, widget=forms.Textarea)
@@ -223,6 +232,14 @@ class MonitorFields(forms.Form):
             "goal": forms.Textarea(
                 attrs=_attrs("goal", rows=3, maxlength=rules.GOAL_MAX)
             ),
+            "ignore_lines": forms.Textarea(
+                attrs=_attrs(
+                    "ignore_lines",
+                    rows=3,
+                    spellcheck="false",
+                    placeholder="Last updated\n/^\\d+ people viewed this$/",
+                )
+            ),
             "retention_days": forms.NumberInput(
                 attrs=_attrs(
                     "retention_days",
@@ -252,7 +269,13 @@ class MonitorFields(forms.Form):
         }
         for name, widget in widgets.items():
             self.fields[name].widget = widget
-        for name in ("judge", "webhook_events", "email_enabled", "email_include_diffs"):
+        for name in (
+            "judge",
+            "webhook_events",
+            "webhook_pages",
+            "email_enabled",
+            "email_include_diffs",
+        ):
             self.fields[name].widget.attrs.update(_attrs(name))
 
 
@@ -284,11 +307,15 @@ class TargetFields(forms.Form):
         super().__init__(*args, **kwargs)
         key = self.prefix
         numbers = {
-            "limit": {"min": 1, "max": 10_000},
-            "depth": {"min": 0, "max": 100},
+            "limit": {"min": rules.CRAWL_LIMIT_MIN, "max": rules.CRAWL_LIMIT_MAX},
+            "depth": {"min": 0, "max": rules.CRAWL_DEPTH_MAX},
             "max_results": {"min": rules.MAX_RESULTS_MIN, "max": rules.MAX_RESULTS_MAX},
-            "timeout": {"min": 1000, "max": 300_000, "step": 1000},
-            "wait_for": {"min": 0, "max": 60_000, "step": 500},
+            "timeout": {
+                "min": rules.TIMEOUT_MIN,
+                "max": rules.TIMEOUT_MAX,
+                "step": 1000,
+            },
+            "wait_for": {"min": 0, "max": rules.WAIT_FOR_MAX, "step": 500},
         }
         for name, field in self.fields.items():
             if name in ("id", "type"):
@@ -375,9 +402,11 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
         "timezone": monitor.schedule_timezone,
         "goal": monitor.goal or "",
         "judge": judge,
+        "ignore_lines": "\n".join(monitor.ignore_lines or []),
         "retention_days": monitor.retention_days,
         "webhook_url": webhook.get("url", ""),
         "webhook_events": webhook.get("events") or list(rules.WEBHOOK_EVENTS),
+        "webhook_pages": monitor.webhook_pages,
         "webhook_headers": _format_pairs(webhook.get("headers")),
         "webhook_metadata": _format_pairs(webhook.get("metadata")),
         "email_enabled": bool(email.get("enabled")),
@@ -452,6 +481,7 @@ class MonitorForm:
         self.errors = {}
         self.schedule_faults = []
         payload = self.payload()
+        webhook_pages = self._webhook_pages()
         if self.monitor is None:
             serializer = MonitorWriteSerializer(data=payload)
         else:
@@ -469,14 +499,16 @@ class MonitorForm:
             ):
                 issues += self._goal_rule_issues(serializer, payload)
             for issue in issues:
-                slot, message = self._place(issue["path"], issue["message"], payload)
+                slot, message = self._place(issue, payload)
                 self.errors.setdefault(slot, []).append(message)
         if "schedule" in self.errors:
             self._explain_schedule(payload["schedule"])
         if self.errors:
             self.mark_invalid()
             return False
+        # A dashboard-only choice next to the API's fields (monitors.editing).
         self.validated_data = dict(serializer.validated_data)
+        self.validated_data["webhookPages"] = webhook_pages
         return True
 
     def _explain_schedule(self, schedule: dict[str, Any]) -> None:
@@ -498,8 +530,10 @@ class MonitorForm:
         try:
             normalize_schedule(schedule.get("cron"), schedule.get("text"), None)
         except ScheduleError as exc:
-            if exc.message not in self.errors["schedule"]:
-                self.errors["schedule"].append(exc.message)
+            issue = {"code": exc.code, "path": ["schedule"], "message": exc.message}
+            message = form_words.plain("schedule", issue)
+            if message not in self.errors["schedule"]:
+                self.errors["schedule"].append(message)
             self.schedule_faults.insert(0, "schedule")
 
     def controls_for(self, slot: str) -> list[str] | None:
@@ -559,6 +593,7 @@ class MonitorForm:
             "schedule": schedule,
             "targets": [self._target_payload(t) for t in self.targets],
             "goal": main.get("goal", ""),
+            "ignoreLines": _lines(main.get("ignore_lines", "")),
             "webhook": self._webhook_payload(main),
             "notification": self._notification_payload(main),
         }
@@ -665,6 +700,14 @@ class MonitorForm:
             "metadata": metadata,
         }
 
+    def _webhook_pages(self) -> str:
+        """Which pages get page events: not part of the API body (the API
+        keeps Firecrawl's every page), so checked here."""
+        value = self.main["webhook_pages"].value() or Monitor.WebhookPages.ALL
+        if value not in Monitor.WebhookPages.values:
+            self._parse_error("webhook_pages", [WEBHOOK_PAGES_INVALID])
+        return value
+
     def _notification_payload(self, main: dict[str, Any]) -> dict[str, Any]:
         # Other channels (set through the API) are kept as they are.
         stored = dict(self.monitor.notification or {}) if self.monitor else {}
@@ -677,34 +720,46 @@ class MonitorForm:
 
     # -- errors -------------------------------------------------------------------
 
-    def _place(
-        self, path: list[str | int], message: str, payload: dict[str, Any]
-    ) -> tuple[str, str]:
-        """(slot, message) for one serializer issue."""
+    def _place(self, issue: dict[str, Any], payload: dict[str, Any]) -> tuple[str, str]:
+        """(slot, message) for one serializer issue, in the form's words."""
+        path: list[str | int] = issue["path"]
         if not path:
-            return NON_FIELD, message
+            return NON_FIELD, form_words.plain("", issue)
         head = path[0]
         if head == "webhook":
             slot = _WEBHOOK_SLOTS.get(
                 str(path[1]) if len(path) > 1 else "", "webhook_url"
             )
-            return slot, message
+            return slot, form_words.plain(slot, issue)
         if head == "notification":
             inner = [p for p in path[1:] if p != "email"]
             slot = _EMAIL_SLOTS.get(str(inner[0]) if inner else "", "email_recipients")
+            message = form_words.plain(slot, issue)
             return slot, self._with_item(path, message, payload)
+        if head == "ignoreLines":
+            message = form_words.plain("ignore_lines", issue)
+            return "ignore_lines", self._with_item(path, message, payload)
         if head == "targets" and len(path) > 1 and isinstance(path[1], int):
-            index = path[1]
-            if index >= len(self.targets):
-                return "targets", message
-            row = self.targets[index]
-            rest = tuple(str(p) for p in path[2:] if not isinstance(p, int))
-            field = _TARGET_SLOTS.get(rest[:2]) or _TARGET_SLOTS.get(rest[:1])
-            if field is None or field not in row.shown_fields():
-                where = ".".join(rest)
-                return row.key, f"{where}: {message}" if where else message
-            return row.slot(field), self._with_item(path, message, payload)
-        return _MAIN_SLOTS.get(str(head), NON_FIELD), message
+            return self._place_on_row(path[1], issue, payload)
+        slot = _MAIN_SLOTS.get(str(head), NON_FIELD)
+        return slot, form_words.plain(slot, issue)
+
+    def _place_on_row(
+        self, index: int, issue: dict[str, Any], payload: dict[str, Any]
+    ) -> tuple[str, str]:
+        path, message = issue["path"], issue["message"]
+        if index >= len(self.targets):
+            return "targets", form_words.plain("targets", issue)
+        row = self.targets[index]
+        rest = tuple(str(p) for p in path[2:] if not isinstance(p, int))
+        field = _TARGET_SLOTS.get(rest[:2]) or _TARGET_SLOTS.get(rest[:1])
+        if field is None or field not in row.shown_fields():
+            # An option the form does not show was set through the API: it
+            # is named as the API names it, since that is where it is fixed.
+            where = ".".join(rest)
+            return row.key, f"{where}: {message}" if where else message
+        message = form_words.plain(field, issue)
+        return row.slot(field), self._with_item(path, message, payload)
 
     @staticmethod
     def _with_item(path: list[str | int], message: str, payload: Any) -> str:
@@ -757,6 +812,7 @@ class MonitorForm:
             "targets": "targets",
             "judge": "id_judge_0",
             "webhook_events": "id_webhook_events_0",
+            "webhook_pages": "id_webhook_pages_0",
         }
         pairs = []
         for slot, messages in self.errors.items():

@@ -16,13 +16,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
-from django.utils.text import slugify
 
 from monitors import schedule as schedules
+from monitors.judging import judge_available
 
+# How long a rotated-out webhook secret keeps signing next to the new one, so
+# receivers verifying the Standard Webhooks signature can switch over.
+WEBHOOK_SECRET_GRACE = timedelta(hours=24)
+# Characters of a webhook secret left visible after masking: enough to tell
+# two secrets apart after a rotation, far too few to forge a signature.
+SECRET_VISIBLE_TAIL = 4
 KEY_PREFIX = "pw_"
 # The part of a key after "pw_" that is stored in clear and indexed for lookup.
 KEY_LOOKUP_LENGTH = 12
@@ -35,6 +41,9 @@ class Team(models.Model):
         settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
     )
     webhook_secret = models.CharField(max_length=64, default="", blank=True)
+    # The secret Rotate replaced; it still signs until the moment given.
+    previous_webhook_secret = models.CharField(max_length=64, default="", blank=True)
+    previous_webhook_secret_until = models.DateTimeField(null=True, blank=True)
     # None means unlimited; a number is the credits a team may spend per month.
     credit_allowance = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -45,12 +54,11 @@ class Team(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @classmethod
-    def get_or_create_by_slug(cls, slug: str) -> Team:
-        team, _ = cls.objects.get_or_create(
-            slug=slugify(slug)[:64], defaults={"name": slug}
-        )
-        return team
+    @property
+    def counts_credits(self) -> bool:
+        """Whether credits mean anything to this team: only a team with a
+        monthly allowance is shown them (a self-hosted team pays nobody)."""
+        return self.credit_allowance is not None
 
     def member_emails(self) -> set[str]:
         return {
@@ -64,10 +72,68 @@ class Team(models.Model):
         # their libraries verify our webhook-signature as-is (docs/webhooks.md).
         return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
-    def rotate_webhook_secret(self) -> str:
-        self.webhook_secret = self.new_webhook_secret()
-        self.save(update_fields=["webhook_secret"])
+    def ensure_webhook_secret(self) -> str:
+        """The team's webhook secret, minting one if it has none yet.
+
+        A conditional update, so two requests or workers minting the first
+        secret of a team at once agree on a single one."""
+        if not self.webhook_secret:
+            Team.objects.filter(pk=self.pk, webhook_secret="").update(
+                webhook_secret=self.new_webhook_secret()
+            )
+            self.refresh_from_db(fields=["webhook_secret"])
         return self.webhook_secret
+
+    def rotate_webhook_secret(self, now: datetime | None = None) -> str:
+        """A new secret at once; the one it replaces keeps signing for
+        WEBHOOK_SECRET_GRACE. Rotating again meanwhile retires the older one.
+
+        The row is locked (PostgreSQL) so two rotations cannot both keep the
+        same previous secret and lose the one in between."""
+        now = now or timezone.now()
+        with transaction.atomic():
+            current = (
+                Team.objects.select_for_update()
+                .values_list("webhook_secret", flat=True)
+                .get(pk=self.pk)
+            )
+            fields: dict[str, Any] = {"webhook_secret": self.new_webhook_secret()}
+            if current:
+                fields |= {
+                    "previous_webhook_secret": current,
+                    "previous_webhook_secret_until": now + WEBHOOK_SECRET_GRACE,
+                }
+            Team.objects.filter(pk=self.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(self, name, value)
+        return self.webhook_secret
+
+    def previous_webhook_secret_signs(self, now: datetime) -> bool:
+        until = self.previous_webhook_secret_until
+        return bool(self.previous_webhook_secret) and until is not None and now < until
+
+    @property
+    def previous_webhook_secret_signs_until(self) -> datetime | None:
+        """When the rotated-out secret stops signing; None once it has."""
+        if self.previous_webhook_secret_signs(timezone.now()):
+            return self.previous_webhook_secret_until
+        return None
+
+    @staticmethod
+    def mask_webhook_secret(secret: str) -> str:
+        return "whsec_…" + secret[-SECRET_VISIBLE_TAIL:] if secret else ""
+
+    @property
+    def masked_webhook_secret(self) -> str:
+        return self.mask_webhook_secret(self.webhook_secret)
+
+    def webhook_signing_secrets(self, now: datetime) -> list[str]:
+        """The secrets a delivery is signed with now: the current one first,
+        then the rotated-out one while its grace period lasts."""
+        secrets_now = [self.webhook_secret] if self.webhook_secret else []
+        if self.previous_webhook_secret_signs(now):
+            secrets_now.append(self.previous_webhook_secret)
+        return secrets_now
 
 
 class Membership(models.Model):
@@ -197,6 +263,14 @@ class Monitor(models.Model):
         ACTIVE = "active"
         PAUSED = "paused"
 
+    class WebhookPages(models.TextChoices):
+        """Which pages get a `monitor.page` webhook event. Firecrawl sends one
+        for every page, unchanged ones included; that stays the default (and
+        the API's), the dashboard and admin offer the quieter choice."""
+
+        ALL = "all", "Every page, unchanged ones included"
+        CHANGED = "changed", "Only pages that changed (new or changed)"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="monitors")
     name = models.CharField(max_length=256)
@@ -210,7 +284,16 @@ class Monitor(models.Model):
     current_check_id = models.UUIDField(null=True, blank=True)
     goal = models.TextField(null=True, blank=True)
     judge_enabled = models.BooleanField(default=False)
+    # The noise rule: lines of a page matching any entry (text, or /regex/)
+    # are ignored before comparing and judging (checks.content.noise).
+    ignore_lines = models.JSONField(default=list, blank=True)
     webhook = models.JSONField(null=True, blank=True)
+    webhook_pages = models.CharField(
+        "page events for",
+        max_length=16,
+        choices=WebhookPages.choices,
+        default=WebhookPages.ALL,
+    )
     notification = models.JSONField(default=dict, blank=True)
     retention_days = models.PositiveSmallIntegerField(default=30)
     last_check_summary = models.JSONField(null=True, blank=True)
@@ -270,7 +353,15 @@ class Monitor(models.Model):
 
     @property
     def judging(self) -> bool:
+        """Whether checks judge this monitor's changes (judging on, with a
+        goal). Without a configured model the judge fails open: its changes
+        are reported "not judged", and cost nothing (see credits_judged)."""
         return self.judge_enabled and bool(self.goal)
+
+    @property
+    def credits_judged(self) -> bool:
+        """Judging that can run, and so is counted in the estimate."""
+        return self.judging and judge_available()
 
     def interval_minutes(self, now: datetime) -> int:
         return schedules.interval_minutes(self.schedule, now)
@@ -282,7 +373,7 @@ class Monitor(models.Model):
     def estimated_credits_per_run(self) -> int:
         # Targets checks skip (types not supported yet) cost nothing.
         return sum(
-            t.estimated_credits(judging=self.judging)
+            t.estimated_credits(judging=self.credits_judged)
             for t in self.targets.all()
             if t.is_checked
         )

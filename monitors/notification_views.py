@@ -1,23 +1,34 @@
-"""Dashboard views for a monitor's notifications: recent deliveries with their
-attempts, "send test event" and "retry now". Thin: the workflow lives in
-checks.notify.deliveries; lookups are scoped to the signed-in person's team
-(monitors.views.get_monitor_for), so another team's ids answer 404."""
+"""Dashboard views for notifications: a monitor's recent deliveries with their
+attempts, "send test event" and "retry now"; the team's webhook signing secret
+(shown and rotated after a confirmation step). Thin: the workflow lives in
+checks.notify.deliveries and on Team; lookups are scoped to the signed-in
+person's team (monitors.views.get_monitor_for), so another team's ids answer
+404."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import (
+    require_GET,
+    require_http_methods,
+    require_POST,
+)
 
 from checks.models import Delivery
 from checks.notify import deliveries
+from monitors.models import WEBHOOK_SECRET_GRACE
 from monitors.views import DashboardRequest, get_monitor_for, team_view
 
+logger = logging.getLogger(__name__)
+
 TEMPLATE = "monitors/monitor_deliveries.html"
+SIGNING_TEMPLATE = "monitors/webhook_secret.html"
 
 
 def _list(request: DashboardRequest, monitor, *, status: int = 200) -> HttpResponse:
@@ -66,3 +77,43 @@ def delivery_retry(
     if request.htmx:
         return _list(request, monitor)
     return redirect(reverse("monitor-deliveries", args=[monitor.pk]))
+
+
+# ---------------------------------------------------------------- signing secret
+
+
+def _secret_shown(
+    request: DashboardRequest, secret: str, *, rotated: bool = False
+) -> HttpResponse:
+    context = {"step": "shown", "secret": secret, "rotated": rotated}
+    response = render(request, SIGNING_TEMPLATE, context)
+    response["Cache-Control"] = "no-store"  # never from a cache or the back button
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def webhook_secret_show(request: DashboardRequest) -> HttpResponse:
+    """GET asks for confirmation; only the POST shows the secret (made now if
+    the team has none), so a link preview or a glance at history never does."""
+    if request.method == "GET":
+        return render(request, SIGNING_TEMPLATE, {"step": "confirm-show"})
+    secret = request.team.ensure_webhook_secret()
+    logger.info(
+        "Webhook secret of team %s shown to user %s", request.team.pk, request.user.pk
+    )
+    return _secret_shown(request, secret)
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def webhook_secret_rotate(request: DashboardRequest) -> HttpResponse:
+    if request.method == "GET":
+        grace_hours = int(WEBHOOK_SECRET_GRACE.total_seconds() // 3600)
+        context = {"step": "confirm-rotate", "grace_hours": grace_hours}
+        return render(request, SIGNING_TEMPLATE, context)
+    secret = request.team.rotate_webhook_secret()
+    logger.info(
+        "Webhook secret of team %s rotated by user %s", request.team.pk, request.user.pk
+    )
+    return _secret_shown(request, secret, rotated=True)

@@ -1,11 +1,17 @@
 """The one set of monitor rules. The REST serializers and the dashboard forms
 both validate through monitors.api.serializers, which calls these, so the
-browser and the API can never disagree."""
+browser and the API can never disagree.
+
+A rule of our own that a person can break is a `Rule`, worded twice from one
+place: for API clients, in the contract's field names, and for the dashboard,
+in the words of its form (monitors.form_words rewords DRF's stock messages
+with the limits below)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import re2
@@ -18,6 +24,11 @@ TARGETS_MIN, TARGETS_MAX = 1, 50
 URLS_PER_TARGET_MAX = 500
 URL_MAX = 2048
 RETENTION_MIN, RETENTION_MAX, RETENTION_DEFAULT = 1, 365, 30
+CRAWL_LIMIT_MIN, CRAWL_LIMIT_MAX, CRAWL_DEPTH_MAX = 1, 10_000, 100
+PATHS_MAX, PATH_MAX = 100, 512
+TAGS_MAX, TAG_MAX = 100, 256
+TIMEOUT_MIN, TIMEOUT_MAX, WAIT_FOR_MAX = 1000, 300_000, 60_000
+DOMAIN_MAX, EMAIL_MAX = 253, 254
 RECIPIENTS_MAX = 25
 QUERIES_MAX, QUERY_MAX = 12, 256
 MAX_RESULTS_MIN, MAX_RESULTS_MAX, MAX_RESULTS_DEFAULT = 1, 50, 10
@@ -37,19 +48,75 @@ RESERVED_HEADERS = {"host", "content-length", "content-type", "transfer-encoding
 ACTIONS_MAX = 50
 WAIT_TOTAL_MAX_MS = 60_000
 SELECTOR_WAIT_MS = 1000
-TOO_MANY_ACTIONS = f"Number of actions cannot exceed {ACTIONS_MAX}."
-TOO_MUCH_WAITING = (
-    "Total wait time (waitFor + wait actions) cannot exceed "
-    f"{WAIT_TOTAL_MAX_MS // 1000} seconds."
-)
 SCREENSHOT_WIDTH_MAX, SCREENSHOT_HEIGHT_MAX = 7680, 4320
 
-GOAL_REQUIRED_FOR_JUDGE = "judgeEnabled requires a non-empty goal."
-GOAL_REQUIRED_FOR_SEARCH = (
-    "A search target requires a non-empty goal (or set judgeEnabled to false)."
-)
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+@dataclass(frozen=True)
+class Rule:
+    """One rule, worded for API clients (`api`, which names fields as the
+    contract does) and for people using the dashboard (`plain`). `code` is
+    what travels with the API's error, so the form can find the rule again."""
+
+    code: str
+    api: str
+    plain: str
+
+
+GOAL_REQUIRED_FOR_JUDGE = Rule(
+    "goal_required_for_judge",
+    "judgeEnabled requires a non-empty goal.",
+    "Write a goal for the AI to judge changes against, or choose "
+    "“No, report every change”.",
+)
+GOAL_REQUIRED_FOR_SEARCH = Rule(
+    "goal_required_for_search",
+    "A search target requires a non-empty goal (or set judgeEnabled to false).",
+    "A web search needs a goal that says what you are looking for (or choose "
+    "“No, report every change”).",
+)
+DOMAINS_EXCLUSIVE = Rule(
+    "domains_exclusive",
+    "includeDomains and excludeDomains are mutually exclusive.",
+    "Fill in either “Only these sites” or “Never these sites”, not both.",
+)
+TARGET_IDS_UNIQUE = Rule(
+    "duplicate_target_id",
+    "Target ids must be unique within a monitor.",
+    "The same target is in the form twice: remove one of them.",
+)
+SCHEDULE_MISSING = Rule(
+    "schedule_missing",
+    "Schedule must include either cron or text.",
+    "Enter a schedule, for example “every 30 minutes” or “daily at 9:00”.",
+)
+TOO_MANY_ACTIONS = Rule(
+    "too_many_actions",
+    f"Number of actions cannot exceed {ACTIONS_MAX}.",
+    f"A page can have at most {ACTIONS_MAX} steps to perform.",
+)
+TOO_MUCH_WAITING = Rule(
+    "too_much_waiting",
+    "Total wait time (waitFor + wait actions) cannot exceed "
+    f"{WAIT_TOTAL_MAX_MS // 1000} seconds.",
+    "Waiting before reading the page and the waits among its steps may add up "
+    f"to {WAIT_TOTAL_MAX_MS // 1000} seconds at most: wait less.",
+)
+RULES = {
+    rule.code: rule
+    for rule in (
+        GOAL_REQUIRED_FOR_JUDGE,
+        GOAL_REQUIRED_FOR_SEARCH,
+        DOMAINS_EXCLUSIVE,
+        TARGET_IDS_UNIQUE,
+        SCHEDULE_MISSING,
+        TOO_MANY_ACTIONS,
+        TOO_MUCH_WAITING,
+    )
+}
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}")
+# Visible ASCII, space and tab: what a header value can hold unencoded.
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _DOMAIN = re.compile(
     r"^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$"
 )
@@ -58,6 +125,11 @@ _DOMAIN = re.compile(
 def url_error(url: str) -> str | None:
     """Syntax of a URL we may fetch or post to; addresses are judged at connect."""
     return url_syntax_error(url)
+
+
+def clean_ignore_lines(entries: Iterable[str]) -> list[str]:
+    """Entries trimmed, blank ones dropped, each kept once (in order)."""
+    return list(dict.fromkeys(e.strip() for e in entries if e.strip()))
 
 
 def clean_goal(goal: str | None) -> str | None:
@@ -83,8 +155,8 @@ def goal_rule_error(
     target_types: Iterable[str],
     *,
     search_opt_out: bool,
-) -> tuple[str, str] | None:
-    """Rules 2 and 3 of the contract; returns (field, message) or None."""
+) -> tuple[str, Rule] | None:
+    """Rules 2 and 3 of the contract; returns (field, rule) or None."""
     if judge_enabled and not goal:
         return "judgeEnabled", GOAL_REQUIRED_FOR_JUDGE
     if "search" in set(target_types) and not goal and not search_opt_out:
@@ -101,19 +173,45 @@ def domain_error(domain: str) -> str | None:
 
 
 def header_name_error(name: str) -> str | None:
-    if not _HEADER_NAME.match(name):
-        return f"'{name[:64]}' is not a valid header name."
+    """The one rule for a header name a user gives (scrapeOptions.headers and
+    webhook.headers alike): an HTTP token, so it cannot smuggle a line break
+    or a second header into the request."""
+    if not _HEADER_NAME.fullmatch(name):
+        return (
+            f"{_shown(name)} is not a valid header name: use letters, digits and "
+            "hyphens, e.g. X-Team."
+        )
+    return None
+
+
+def webhook_header_name_error(name: str) -> str | None:
+    """header_name_error, plus the headers Pagewatch sets on every delivery."""
+    problem = header_name_error(name)
+    if problem:
+        return problem
     lowered = name.lower()
     if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIXES):
         return f"Header '{name}' is set by Pagewatch and cannot be overridden."
     return None
 
 
-def header_value_error(value: str) -> str | None:
+def header_value_error(name: str, value: str) -> str | None:
+    """The one rule for a header value: something HTTP can carry as it is.
+    Outside printable ASCII a value cannot be encoded (httpx, like browsers'
+    fetch(), refuses it), so every request with it would fail later."""
     if len(value) > HEADER_VALUE_MAX:
-        return f"Header values must be at most {HEADER_VALUE_MAX} characters."
+        return (
+            f"The value of header {_shown(name)} must be at most "
+            f"{HEADER_VALUE_MAX} characters."
+        )
     if any(ch in value for ch in "\r\n\0"):
-        return "Header values must not contain line breaks."
+        return f"The value of header {_shown(name)} must not contain line breaks."
+    if not _HEADER_VALUE.fullmatch(value):
+        odd = next(ch for ch in value if not _HEADER_VALUE.fullmatch(ch))
+        return (
+            f"The value of header {_shown(name)} cannot be sent: {odd!r} is not "
+            "a plain ASCII character."
+        )
     return None
 
 
@@ -136,6 +234,44 @@ def path_pattern(pattern: str) -> Any:
         raise ValueError(f"Not a pattern we can use: {reason}.") from None
 
 
+# --- The noise rule (a monitor's ignoreLines) -------------------------------------
+# Applied by checks.content.noise: a page line matching an entry is left out
+# before comparing and judging. An entry is plain text, matched anywhere in a
+# line whatever its case, or an RE2 pattern between slashes: /^\d+ views$/.
+
+IGNORE_LINES_MAX = 50
+IGNORE_LINE_MAX = 300
+
+
+def ignore_line_regex(entry: str) -> str | None:
+    """The pattern of a ``/.../`` entry, None for plain text."""
+    entry = entry.strip()
+    if len(entry) >= 3 and entry.startswith("/") and entry.endswith("/"):
+        return entry[1:-1]
+    return None
+
+
+def ignore_line_error(entry: str) -> str | None:
+    """Why an ignoreLines entry cannot be used (fit to show a user), or None."""
+    if not entry.strip():
+        return "Empty entries are not allowed."
+    if len(entry) > IGNORE_LINE_MAX:
+        return f"Each entry must be at most {IGNORE_LINE_MAX} characters."
+    pattern = ignore_line_regex(entry)
+    if pattern is None:
+        return None
+    try:
+        path_pattern(pattern)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _shown(name: str) -> str:
+    # repr() shows a line break in a name as \r\n instead of breaking the message.
+    return repr(name[:64])
+
+
 # --- Page actions -------------------------------------------------------------------
 
 
@@ -153,8 +289,8 @@ def declared_wait_ms(wait_for: Any, actions: Any) -> int:
     return total
 
 
-def actions_error(wait_for: Any, actions: Any) -> tuple[str, str] | None:
-    """(option, message) when the actions, with waitFor, pass Firecrawl's
+def actions_error(wait_for: Any, actions: Any) -> tuple[str, Rule] | None:
+    """(option, rule) when the actions, with waitFor, pass Firecrawl's
     limits: blamed on waitFor when it is what tips the total over."""
     actions = actions if isinstance(actions, list) else []
     if len(actions) > ACTIONS_MAX:

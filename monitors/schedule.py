@@ -34,6 +34,8 @@ from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from monitors.rules import SCHEDULE_MISSING
+
 MAX_LENGTH = 128
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_MIN_INTERVAL_MINUTES = 5
@@ -45,8 +47,12 @@ DEFAULT_MIN_INTERVAL_MINUTES = 5
 GAP_WINDOW = timedelta(days=8)
 # Bounds the work for very frequent schedules (8 days of `*/5` is 2,304 runs).
 GAP_MAX_RUNS = 3000
-# "Must run within a year"; 366 days so a yearly schedule is fine in leap years.
-FIRST_RUN_HORIZON = timedelta(days=366)
+# The longest wait for a first run that a valid cron can need: 29 February
+# skips the century years that are not leap years (2096 -> 2104), so a
+# leap-day schedule waits up to eight years. Further than that, a schedule
+# is a mistake.
+FIRST_RUN_HORIZON_YEARS = 8
+FIRST_RUN_HORIZON = timedelta(days=FIRST_RUN_HORIZON_YEARS * 366)
 
 UNSUPPORTED_TEXT = (
     "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
@@ -68,11 +74,13 @@ EVERY_DAY = frozenset(range(7))
 
 
 class ScheduleError(ValueError):
-    """A schedule a user gave us is not acceptable; `.message` is shown to them."""
+    """A schedule a user gave us is not acceptable; `.message` is shown to them
+    and `.code` travels with the API's error (see monitors.rules.Rule)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, code: str = "invalid") -> None:
         super().__init__(message)
         self.message = message
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,8 @@ def normalize_schedule(
     if has_cron and has_text:
         raise ScheduleError("Schedule must include either cron or text, not both.")
     if not has_cron and not has_text:
-        raise ScheduleError("Schedule must include either cron or text.")
+        missing = SCHEDULE_MISSING
+        raise ScheduleError(missing.api, missing.code)
 
     zone_name = normalize_timezone(timezone)
     if has_cron:
@@ -165,7 +174,8 @@ def _check_cron(schedule: Schedule, now: datetime) -> None:
 
     if first is None or first - now > FIRST_RUN_HORIZON:
         raise ScheduleError(
-            f"Cron expression '{schedule.cron}' does not run within the next year."
+            f"Cron expression '{schedule.cron}' does not run within the next "
+            f"{FIRST_RUN_HORIZON_YEARS} years, the longest wait Pagewatch accepts."
         )
     _check_min_interval(first, runs)
 

@@ -60,6 +60,16 @@ urlpatterns = [
         name="api-key-revoke",
     ),
     path("settings/team/", views.team_members, name="team-members"),
+    path(
+        "settings/team/webhook-secret/",
+        notification_views.webhook_secret_show,
+        name="webhook-secret-show",
+    ),
+    path(
+        "settings/team/webhook-secret/rotate/",
+        notification_views.webhook_secret_rotate,
+        name="webhook-secret-rotate",
+    ),
     path("team/switch/", views.team_switch, name="team-switch"),
     path("captures/<str:token>", capture_views.capture, name="capture"),
     path("email/confirm/<str:token>/", email_views.confirm, name="email_confirm"),

@@ -31,10 +31,17 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
+from checks.ai import llm_configured
 from checks.browser.executable import available as browser_available
 from checks.browser.options import browser_options
 from checks.captures import screenshot_links
-from checks.content import ExtractionError, render_inline, render_side_by_side
+from checks.content import (
+    ExtractionError,
+    mark_quotes,
+    render_inline,
+    render_side_by_side,
+    strip_noise,
+)
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState
 from monitors import schedule as schedules
@@ -51,6 +58,8 @@ CHECKS_PER_PAGE = 20
 PAGES_PER_PAGE = 100
 HISTORY_LENGTH = 14
 PREVIEW_RUNS = 3
+# The filter value for "meaningful changes only" (pages, and checks in history).
+MEANINGFUL = "meaningful"
 # Snapshots can be megabytes; a browser tab should not have to render all of it.
 SNAPSHOT_DISPLAY_CHARS = 200_000
 
@@ -299,6 +308,7 @@ def _form_context(
     return {
         "form": form,
         "monitor": monitor,
+        "model_configured": llm_configured(),
         "timezones": _timezones(),
         **preview,
         **extra,
@@ -414,15 +424,21 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         credits: int | None = monitor.estimated_credits_per_month(now)
     except schedules.ScheduleError:
         credits = None
+    history = Check.objects.for_monitor(monitor)
+    meaningful_only = request.GET.get("changes") == MEANINGFUL
+    if meaningful_only:
+        history = history.with_meaningful_changes()
     checks = Paginator(
-        Check.objects.for_monitor(monitor)
-        .defer("target_results", "notification_status")
-        .order_by("-created_at", "-id"),
+        history.defer("target_results", "notification_status").order_by(
+            "-created_at", "-id"
+        ),
         CHECKS_PER_PAGE,
     ).get_page(request.GET.get("page"))
     return {
         "monitor": monitor,
         "credits_per_month": credits,
+        "model_configured": llm_configured(),
+        "meaningful_only": meaningful_only,
         "checks": checks,
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
@@ -512,14 +528,21 @@ def check_detail(
         for row in check.pages.order_by().values("status").annotate(n=Count("id"))
     }
     status = request.GET.get("status", "")
-    if status not in PageResult.Status.values:
+    if status not in (*PageResult.Status.values, MEANINGFUL):
         status = ""
-    pages = check.pages.defer("diff", "diff_html", "judgment").order_by(
+    pages = check.pages.defer("diff", "diff_html", "extraction").order_by(
         "created_at", "id"
     )
-    if status:
+    if status == MEANINGFUL:
+        pages = pages.meaningful_changes()
+    elif status:
         pages = pages.filter(status=status)
-    chips = [("", "All", sum(counts.values()))] + [
+    chips = [("", "All", sum(counts.values()))]
+    if check.monitor.judging or check.pages.exclude(verdict="").exists():
+        chips.append(
+            (MEANINGFUL, "Meaningful changes", check.pages.meaningful_changes().count())
+        )
+    chips += [
         (value, label, counts.get(value, 0))
         for value, label in (
             ("changed", "Changed"),
@@ -626,13 +649,20 @@ def page_diff(
     before, before_cut = _display_text(page.previous_snapshot)
     after, after_cut = _display_text(page.current_snapshot)
     comparable = before is not None and after is not None
+    text_diff = page.field_changes == {} or bool((page.diff or {}).get("text"))
     if layout == "split" and page.diff_html:
         html = page.diff_html
-    elif comparable and page.status == PageResult.Status.CHANGED:
+    elif comparable and page.status == PageResult.Status.CHANGED and text_diff:
+        # Compared as the check compared them: the monitor's ignored lines out.
+        ignored = check.monitor.ignore_lines or []
         render_diff = render_inline if layout == "inline" else render_side_by_side
-        html = render_diff(cast(str, before), cast(str, after))
+        html = render_diff(
+            strip_noise(cast(str, before), ignored),
+            strip_noise(cast(str, after), ignored),
+        )
     else:
         html = ""
+    quotes = _quotes(page) if page.is_judged else []
     history = (
         PageResult.objects.filter(
             check_run__monitor=check.monitor, target_id=page.target_id, url=page.url
@@ -649,8 +679,9 @@ def page_diff(
         # checks.content escapes every piece of page text before wrapping it in its
         # own tags, so this — and only this — page-derived HTML may be marked
         # safe. The template still puts it under hx-disable.
-        "diff_html": mark_safe(html),  # noqa: S308
+        "diff_html": mark_safe(mark_quotes(html, quotes)),  # noqa: S308
         "change_count": html.count('id="change-'),
+        "field_rows": _field_rows(page, quotes),
         "before": before,
         "before_cut": before_cut,
         "after": after,
@@ -663,6 +694,34 @@ def page_diff(
 
 
 # ---------------------------------------------------------------- API keys
+
+
+def _quotes(page: PageResult) -> list[str]:
+    """The text the judge cited as meaningful (verbatim in the diff)."""
+    changes = (page.judgment or {}).get("meaningfulChanges") or []
+    return [
+        quote
+        for change in changes
+        if isinstance(change, dict)
+        for quote in (change.get("before"), change.get("after"))
+        if isinstance(quote, str)
+    ]
+
+
+def _field_rows(page: PageResult, quotes: list[str]) -> list[dict[str, Any]]:
+    """JSON mode's changed fields as before/after rows; a row the judge cited
+    is marked."""
+    cited = " ".join(quotes)
+    return [
+        {
+            "path": path,
+            "before": change.get("previous"),
+            "after": change.get("current"),
+            "matters": bool(cited) and f"{path}:" in cited,
+        }
+        for path, change in page.field_changes.items()
+        if isinstance(change, dict)
+    ]
 
 
 @require_http_methods(["GET", "POST"])

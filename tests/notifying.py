@@ -224,7 +224,7 @@ class Scenario:
         summary = {s: statuses.count(s) for s in PageResult.Status.values}
         summary["totalPages"] = len(statuses)
         if status is None:
-            status = "partial" if summary["error"] else "completed"
+            status = Check.outcome(summary)[0]
         with self._capture(execute=True), transaction.atomic():
             check.status = status
             check.error = error

@@ -371,6 +371,26 @@ def test_rotate_action_replaces_the_webhook_secret_and_lists_it_masked(
     assert "whsec_…" + team.webhook_secret[-4:] in listing
 
 
+def test_rotating_in_the_admin_keeps_the_old_secret_signing_for_a_while(
+    admin_client, team
+):
+    old = team.ensure_webhook_secret()
+
+    response = admin_client.post(
+        admin_url(Team, "changelist"),
+        {"action": "rotate_webhook_secret", "_selected_action": [team.pk]},
+        follow=True,
+    )
+
+    team.refresh_from_db()
+    assert team.previous_webhook_secret == old
+    page = response.content.decode()
+    assert "The previous one also signs until" in page
+    listing = admin_client.get(admin_url(Team, "changelist")).content.decode()
+    assert old not in listing and team.webhook_secret not in listing
+    assert f"the previous whsec_…{old[-4:]} signs too until" in listing
+
+
 def test_checks_are_read_only_in_the_admin(admin_client, check_with_pages):
     url = admin_url(Check, "change", check_with_pages.pk)
     admin_client.post(url, {"status": Check.Status.FAILED})
@@ -430,7 +450,8 @@ def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
     }
 
     response = admin_client.post(
-        admin_url(Monitor, "change", monitor.pk), {"name": "Renamed", **management}
+        admin_url(Monitor, "change", monitor.pk),
+        {"name": "Renamed", "webhook_pages": "all", **management},
     )
 
     assert response.status_code == 302
@@ -445,3 +466,27 @@ def test_a_damaged_snapshot_row_is_shown_as_unreadable_not_a_500(admin_client):
 
     assert response.status_code == 200
     assert "(could not be read)" in response.content.decode()
+
+
+def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor):
+    management = {
+        f"{prefix}-{name}": value
+        for prefix, count in (("targets", 2), ("email_recipients", 1))
+        for name, value in (
+            ("TOTAL_FORMS", count),
+            ("INITIAL_FORMS", count),
+            ("MIN_NUM_FORMS", 0),
+            ("MAX_NUM_FORMS", 1000),
+        )
+    }
+    page = admin_client.get(admin_url(Monitor, "change", monitor.pk))
+    assert "Only pages that changed (new or changed)" in page.content.decode()
+
+    response = admin_client.post(
+        admin_url(Monitor, "change", monitor.pk),
+        {"name": monitor.name, "webhook_pages": "changed", **management},
+    )
+
+    assert response.status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.webhook_pages == Monitor.WebhookPages.CHANGED

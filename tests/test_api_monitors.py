@@ -38,6 +38,7 @@ MONITOR_KEYS = {
     "lastCheckSummary",
     "goal",
     "judgeEnabled",
+    "ignoreLines",  # Pagewatch extension: the noise rule
     "emailRecipientSubscriptions",
     "createdAt",
     "updatedAt",
@@ -217,7 +218,7 @@ def test_list_items_have_the_full_monitor_shape(api):
 # ------------------------------------------------------------------ tenancy
 
 
-NOT_FOUND = {"success": False, "error": "Monitor not found"}
+NOT_FOUND = {"success": False, "error": "Monitor not found", "code": "NOT_FOUND"}
 
 
 @pytest.mark.parametrize(
@@ -291,6 +292,36 @@ def test_update_answers_200_and_changes_only_what_was_sent(api, clock):
     assert monitor.name == "Renamed"
     assert monitor.retention_days == 90
     assert monitor.notification["email"]["recipients"] == ["a@example.com"]
+
+
+def test_a_webhook_set_through_the_api_comes_with_the_teams_signing_secret(api, team):
+    created = create(api)
+    team.refresh_from_db()
+    assert team.webhook_secret == ""  # no webhook, no secret yet
+    update(api, created["id"], {"webhook": {"url": "https://hooks.example.com/x"}})
+    team.refresh_from_db()
+    secret = team.webhook_secret
+    assert secret.startswith("whsec_")
+    create(api, webhook={"url": "https://hooks.example.com/y"})
+    team.refresh_from_db()
+    assert team.webhook_secret == secret  # one per team, made once
+
+
+def test_the_api_sends_every_page_and_leaves_the_dashboards_page_choice_alone(api):
+    created = create(api, webhook={"url": "https://hooks.example.com/x"})
+    monitor = Monitor.objects.get(pk=created["id"])
+    assert monitor.webhook_pages == Monitor.WebhookPages.ALL  # Firecrawl's default
+
+    monitor.webhook_pages = Monitor.WebhookPages.CHANGED  # chosen in the dashboard
+    monitor.save(update_fields=["webhook_pages"])
+    data = update(
+        api, created["id"], {"webhook": {"url": "https://hooks.example.com/y"}}
+    )
+
+    monitor.refresh_from_db()
+    assert monitor.webhook_pages == Monitor.WebhookPages.CHANGED
+    assert data["webhook"]["url"] == "https://hooks.example.com/y"
+    assert "webhookPages" not in data and "webhookPages" not in data["webhook"]
 
 
 def test_targets_replace_the_list_and_a_target_sent_back_with_its_id_keeps_it(api):

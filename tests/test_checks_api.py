@@ -23,6 +23,7 @@ CHECK_KEYS = {
 PAGE_KEYS = {
     "id", "targetId", "url", "status", "previousScrapeId", "currentScrapeId",
     "statusCode", "error", "metadata", "diff", "snapshot", "judgment", "createdAt",
+    "summary",  # Pagewatch extension: the summary format
 }  # fmt: skip
 ZERO_SUMMARY = {
     "totalPages": 0,
@@ -117,6 +118,7 @@ def test_run_of_a_paused_monitor_is_409(api, team):
     assert response.json() == {
         "success": False,
         "error": "Monitor is paused. Resume it before running a check.",
+        "code": "MONITOR_PAUSED",
     }
     assert not Check.objects.exists()
 
@@ -128,6 +130,7 @@ def test_run_while_a_check_is_running_is_409_with_its_id(api, monitor):
     assert response.json() == {
         "success": False,
         "error": "Monitor check is already running.",
+        "code": "CHECK_ALREADY_RUNNING",
         "checkId": str(running.pk),
     }
     assert Check.objects.count() == 1
@@ -147,7 +150,11 @@ def test_other_teams_and_malformed_ids_get_monitor_not_found(
         call = client.post if suffix == "/run" else client.get
         response = call(url(str(monitor_id), suffix))
         assert response.status_code == 404
-        assert response.json() == {"success": False, "error": "Monitor not found"}
+        assert response.json() == {
+            "success": False,
+            "error": "Monitor not found",
+            "code": "NOT_FOUND",
+        }
     assert not Check.objects.exists()
 
 
@@ -324,7 +331,11 @@ def test_unknown_malformed_and_foreign_checks_are_check_not_found(api, team, mon
     for check_id in (uuid.uuid4(), "nope", foreign.pk):
         response = api.get(url(monitor, f"/checks/{check_id}"))
         assert response.status_code == 404
-        assert response.json() == {"success": False, "error": "Check not found"}
+        assert response.json() == {
+            "success": False,
+            "error": "Check not found",
+            "code": "NOT_FOUND",
+        }
 
 
 def test_another_teams_check_is_monitor_not_found(other_api, monitor):

@@ -37,7 +37,7 @@ def key_works(raw: str) -> bool:
 # ------------------------------------------------------------------ createapikey
 
 
-def test_createapikey_prints_a_working_key_as_the_last_line():
+def test_createapikey_prints_a_working_key_as_the_last_line(team):
     out, err = run("createapikey", "--team", "acme", "--name", "ci")
 
     raw = out.strip().splitlines()[-1]
@@ -50,10 +50,37 @@ def test_createapikey_prints_a_working_key_as_the_last_line():
     assert raw not in err
 
 
-def test_createapikey_creates_the_team_when_missing():
-    run("createapikey", "--team", "Brand New Co")
+def test_createapikey_creates_a_missing_team_only_when_asked_to():
+    out, err = run("createapikey", "--team", "Brand New Co", "--create-team")
     team = Team.objects.get()
     assert (team.slug, team.name) == ("brand-new-co", "Brand New Co")
+    assert "Created team 'brand-new-co'." in err
+    assert team.api_keys.get().matches(out.strip())
+
+
+def test_createapikey_with_a_mistyped_team_lists_the_teams_and_creates_nothing(
+    team,
+):
+    Team.objects.create(name="Demo team", slug="demo")
+    with pytest.raises(CommandError) as refused:
+        run("createapikey", "--team", "dmeo")
+    assert str(refused.value) == (
+        "No team has the slug 'dmeo'. Existing teams: acme (Acme), demo (Demo team). "
+        "Check the spelling, or add --create-team to create 'dmeo'."
+    )
+    assert Team.objects.count() == 2
+    assert ApiKey.objects.count() == 0
+
+
+def test_createapikey_without_any_team_says_how_to_create_one():
+    with pytest.raises(CommandError, match="There are no teams yet. Add --create-team"):
+        run("createapikey", "--team", "acme")
+    assert not Team.objects.exists()
+
+
+def test_createapikey_finds_a_team_by_its_name_written_as_a_slug(team):
+    out, _ = run("createapikey", "--team", "ACME")
+    assert team.api_keys.get().matches(out.strip())
 
 
 def test_createapikey_adds_keys_to_an_existing_team(team):
@@ -77,7 +104,7 @@ def test_createapikey_key_sees_only_its_teams_monitors(team, api):
         },
         format="json",
     )
-    out, _ = run("createapikey", "--team", "globex")
+    out, _ = run("createapikey", "--team", "globex", "--create-team")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {out.strip()}")
     assert client.get("/v2/monitor").json()["data"] == []

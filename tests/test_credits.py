@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import time_machine
 
+from checks import dispatch
+from checks.models import Check
 from monitors.models import Monitor, Target
 
 pytestmark = pytest.mark.django_db
@@ -25,6 +27,13 @@ RUNS_DAILY = 30
 def clock():
     with time_machine.travel(datetime(2026, 5, 16, 15, 7, tzinfo=UTC), tick=False):
         yield
+
+
+@pytest.fixture(autouse=True)
+def llm_configured(settings):
+    """The formula as Firecrawl documents it, with a judge that can run; the
+    tests at the end take the LLM away (issue #21.7)."""
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
 
 
 def scrape(*urls: str, **options: Any) -> dict[str, Any]:
@@ -118,10 +127,13 @@ def test_targets_checks_skip_are_not_counted_in_the_monitors_estimate(api):
     [
         ({"formats": ["markdown"]}, 1),
         ({"formats": [{"type": "json", "prompt": "prices"}]}, 5),
-        ({"formats": [{"type": "changeTracking", "modes": ["json"]}]}, 5),
+        (
+            {"formats": [{"type": "changeTracking", "modes": ["json"], "schema": {}}]},
+            5,
+        ),
         ({"formats": [{"type": "changeTracking", "modes": ["git-diff"]}]}, 1),
         ({"formats": ["markdown"], "lockdown": True}, 5),
-        ({"formats": [{"type": "json"}], "lockdown": True}, 9),
+        ({"formats": [{"type": "json", "schema": {}}], "lockdown": True}, 9),
     ],
 )
 def test_format_add_ons_raise_the_price_per_page(api, options, per_page):
@@ -205,3 +217,32 @@ def test_unchanged_pages_free_follows_a_schedule_change(api):
         f"{URL}/{monitor_id}", {"schedule": {"text": "every 15 minutes"}}, format="json"
     )
     assert response.json()["data"]["unchangedPagesFree"] is False
+
+
+# --- a judge that cannot run is not counted (issue #21.7) -------------------------
+
+
+def test_without_an_llm_a_goal_does_not_double_the_estimate(api, settings):
+    settings.LLM_BASE_URL = ""
+    data = create(api, [scrape("https://news.ycombinator.com")], goal="AI news")
+    assert data["judgeEnabled"] is True
+    assert data["estimatedCreditsPerMonth"] == 1440
+
+
+def test_without_an_llm_search_results_are_not_counted_as_judged(settings):
+    settings.LLM_BASE_URL = ""
+    monitor = Monitor(goal="x", judge_enabled=True)
+    target = Target(type=Target.Type.SEARCH, queries=["a"], max_results=10)
+    assert target.estimated_credits(judging=monitor.credits_judged) == 2
+
+
+def test_a_check_reserves_judge_credits_only_while_an_llm_is_configured(
+    api, settings, monkeypatch
+):
+    monkeypatch.setattr(dispatch, "enqueue", lambda check_id: None)
+    data = create(api, [scrape("https://a.example/", "https://b.example/")], goal="x")
+    run = f"{URL}/{data['id']}/run"
+    assert api.post(run, {}, format="json").json()["data"]["estimatedCredits"] == 4
+    Check.objects.update(status=Check.Status.COMPLETED)
+    settings.LLM_BASE_URL = ""
+    assert api.post(run, {}, format="json").json()["data"]["estimatedCredits"] == 2

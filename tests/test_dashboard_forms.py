@@ -69,6 +69,7 @@ def test_a_plain_form_becomes_the_api_body():
             {"type": "scrape", "urls": ["https://example.com/a"], "scrapeOptions": {}}
         ],
         "goal": "",
+        "ignoreLines": [],
         "webhook": None,
         "notification": {
             "email": {"enabled": False, "recipients": [], "includeDiffs": False}
@@ -105,7 +106,9 @@ def test_numbers_are_sent_as_numbers_and_anything_else_as_typed():
         "waitFor": "1.5s",
     }
     assert not form.is_valid()
-    assert form.errors["t0000aaaa-wait_for"] == ["A valid integer is required."]
+    assert form.errors["t0000aaaa-wait_for"] == [
+        "Enter a whole number of milliseconds from 0 to 60,000, or leave it empty."
+    ]
 
 
 def test_header_lines_must_be_name_colon_value():
@@ -125,7 +128,10 @@ def test_an_empty_webhook_is_no_webhook_but_headers_without_an_address_are_an_er
     assert MonitorForm(post(webhook_url="  ")).payload()["webhook"] is None
     form = MonitorForm(post(webhook_headers="X-Team: a"))
     assert not form.is_valid()
-    assert form.errors["webhook_url"] == ["This field may not be blank."]
+    assert form.errors["webhook_url"] == [
+        "Enter the address that should receive the webhook (or clear its headers "
+        "and metadata)."
+    ]
 
 
 def test_unchecking_every_webhook_event_is_reported_on_the_events():
@@ -206,7 +212,9 @@ def test_too_many_rows_are_cut_and_reported_by_the_serializer():
     form = MonitorForm(data)
     assert len(form.targets) == MAX_TARGET_ROWS
     assert not form.is_valid()
-    assert form.errors["targets"] == ["Ensure this field has no more than 50 elements."]
+    assert form.errors["targets"] == [
+        "A monitor can watch at most 50 targets: spread them over several monitors."
+    ]
 
 
 def test_adding_and_removing_rows_without_javascript():
@@ -275,3 +283,33 @@ def test_a_search_monitor_that_opted_out_of_judging_saves_again_unchanged(team):
         },
     )
     assert MonitorForm(data, monitor=monitor).is_valid()
+
+
+def test_the_page_events_choice_is_saved_shown_again_and_checked(team):
+    hook = {"webhook_url": "https://h.example/", "webhook_events": ["monitor.page"]}
+    form = MonitorForm(post(**hook, webhook_pages="changed"))
+    assert form.is_valid(), form.errors
+    assert "webhookPages" not in form.payload()  # not part of the API body
+    monitor = form.save(team, timezone.now())
+    assert monitor.webhook_pages == "changed"
+    assert MonitorForm(monitor=monitor).main["webhook_pages"].value() == "changed"
+
+    unchanged = MonitorForm(post(**hook), monitor=monitor)
+    assert unchanged.is_valid()  # nothing chosen: every page, as the API does
+    assert unchanged.save(team, timezone.now()).webhook_pages == "all"
+
+    odd = MonitorForm(post(webhook_pages="sometimes"), monitor=monitor)
+    assert not odd.is_valid()
+    assert odd.errors["webhook_pages"] == [
+        "Choose every page or only the pages that changed."
+    ]
+
+
+def test_the_webhook_choices_say_what_is_sent():
+    labels = dict(MonitorForm().main.fields["webhook_events"].choices)
+    assert "each page checked" in labels["monitor.page"]
+    pages = dict(MonitorForm().main.fields["webhook_pages"].choices)
+    assert pages == {
+        "all": "Every page, unchanged ones included",
+        "changed": "Only pages that changed (new or changed)",
+    }

@@ -18,6 +18,7 @@ from django.utils import timezone
 from checks import sources
 from checks.errors import ErrorKind
 from checks.models import Check, PageResult, Snapshot
+from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
 from monitors.editing import create_monitor
@@ -605,12 +606,14 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
     page = text_of(response)
     assert "Please fix 4 problems" in page
     assert re.search(
-        r'id="err-name" class="field-error"><p>This field may not be blank', page
+        r'id="err-name" class="field-error"><p>Give the monitor a name.', page
     )
     assert "Minute intervals must divide 60 evenly" in page
     assert "“ftp://example.com/x”: Only http:// and https:// URLs are allowed." in page
     assert re.search(
-        r'id="err-t0000aaaa-timeout" class="field-error"><p>A valid integer', page
+        r'id="err-t0000aaaa-timeout" class="field-error"><p>Enter a whole number of '
+        r"milliseconds from 1,000 to 300,000",
+        page,
     )
     name_input = re.search(r'<input[^>]*name="name"[^>]*>', page)[0]
     assert 'aria-invalid="true"' in name_input
@@ -629,9 +632,9 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
                 "t0000bbbb-queries": "acme",
             },
             "goal",
-            "A search target requires a non-empty goal (or set judgeEnabled to false).",
+            "A web search needs a goal that says what you are looking for",
         ),
-        ({"judge": "on"}, "judge", "judgeEnabled requires a non-empty goal."),
+        ({"judge": "on"}, "judge", "Write a goal for the AI to judge changes against"),
         ({"schedule": "every banana"}, "schedule", "Unsupported schedule text."),
         ({"schedule": "* * * * *"}, "schedule", "must not run more often than every 5"),
         ({"schedule": "61 * * * *"}, "schedule", "Invalid cron expression"),
@@ -875,9 +878,8 @@ def test_a_wait_that_tips_stored_actions_over_the_limit_is_shown_at_the_wait_box
     assert response.status_code == 400
     page = text_of(response)
     error = re.search(rf'id="err-{key}-wait_for"[^>]*>(.*?)</div>', page, re.S)[1]
-    assert "Total wait time (waitFor + wait actions) cannot exceed 60 seconds." in (
-        error
-    )
+    assert "may add up to 60 seconds at most: wait less." in error
+    assert "waitFor" not in error  # plain words, not the API's names
     target.refresh_from_db()
     assert target.scrape_options == {"actions": actions}
 
@@ -889,7 +891,9 @@ def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):
 
 
 # The same invalid input through the API and through the dashboard's inline
-# validation: every message the API gives appears next to a form field.
+# validation: every issue the API reports appears next to a form field, in the
+# same words when they are plain, in the rule's plain words when the API's name
+# its fields (issue #21.2).
 SEARCH = {"target": ["t0000bbbb"], "t0000bbbb-type": "search"}
 API_VS_FORM = [
     (
@@ -943,6 +947,19 @@ API_VS_FORM = [
 ]
 
 
+# DRF's own messages ("Ensure this field has at least 1 elements."), which the
+# form words afresh for each field (monitors.form_words).
+DRF_STOCK_CODES = {"required", "null", "blank", "empty", "min_length", "max_length"}
+DRF_STOCK_CODES |= {"min_value", "max_value", "invalid_choice", "max_string_length"}
+# What a non-technical reader should never meet: the contract's field names and
+# DRF's stock phrasing.
+API_WORDS = re.compile(
+    r"judgeEnabled|retentionDays|maxResults|includeDomains|excludeDomains|"
+    r"scrapeOptions|crawlOptions|searchWindow|includeDiffs|non-empty|Ensure this|"
+    r"This field|elements|A valid integer|valid choice|This list"
+)
+
+
 def _messages_in_slots(body: str) -> list[str]:
     messages = []
     for content in re.findall(
@@ -971,14 +988,21 @@ def test_inline_validation_gives_the_same_messages_as_the_api(
         scrape_form(**form_changes),
         HTTP_HX_REQUEST="true",
     )
-    assert sorted(_messages_in_slots(form_response.content.decode())) == api_messages
+    form_messages = _messages_in_slots(form_response.content.decode())
+    assert len(form_messages) == len(api_messages)
+    for issue in api_response.json()["details"]:
+        if issue["code"] in rules.RULES:
+            assert rules.RULES[issue["code"]].plain in form_messages
+        elif issue["code"] not in DRF_STOCK_CODES:
+            assert issue["message"] in form_messages
+    assert not [m for m in form_messages if API_WORDS.search(m)]
     assert not Monitor.objects.exists()
 
 
 # ---------------------------------------------------------------- monitor page
 
 
-def test_monitor_page_summarises_settings_and_credits(web, team):
+def test_monitor_page_summarises_settings(web, team):
     monitor = make_monitor(
         team,
         goal="Price changes",
@@ -990,7 +1014,6 @@ def test_monitor_page_summarises_settings_and_credits(web, team):
     page = text_of(web.get(monitor.get_absolute_url()))
     assert "https://example.com/pricing" in page
     assert "Every 30 minutes, Europe/Berlin" in page
-    assert "Up to <strong>2880</strong> credits a month" in page  # (1 + 1 judge) × 1440
     assert "someone@else.example" in page and "waiting for confirmation" in page
     assert "https://hooks.example.com/x" in page
     assert "Run now" in page and "No checks yet" in page
@@ -1227,6 +1250,69 @@ def test_team_page_links_staff_to_the_teams_members_in_the_admin(
     link = reverse("admin:monitors_team_change", args=[team.pk])
     assert f'<a href="{link}">Add or remove members</a>' in page
     assert client.get(link).status_code == 200
+
+
+def test_a_monitor_with_a_webhook_comes_with_the_teams_signing_secret(web, team):
+    assert team.webhook_secret == ""
+    make_monitor(team)  # no webhook: nothing to sign yet
+    team.refresh_from_db()
+    assert team.webhook_secret == ""
+    make_monitor(team, webhook={"url": "https://hooks.example.com/x"})
+    team.refresh_from_db()
+    assert team.webhook_secret.startswith("whsec_")
+    page = text_of(web.get(reverse("team-members")))
+    assert team.masked_webhook_secret in page
+    assert team.webhook_secret not in page  # masked until someone asks
+
+
+def test_showing_the_signing_secret_asks_first_then_shows_it_once(web, team, caplog):
+    secret = team.ensure_webhook_secret()
+    url = reverse("webhook-secret-show")
+    confirm = text_of(web.get(url))
+    assert "Show the webhook signing secret?" in confirm
+    assert secret not in confirm
+
+    with caplog.at_level("INFO", logger="monitors.notification_views"):
+        response = web.post(url)
+    shown = re.search(
+        r'id="webhook-secret" type="text" readonly value="(whsec_[^"]+)"',
+        text_of(response),
+    )[1]
+    assert shown == secret
+    assert response["Cache-Control"] == "no-store"
+    assert 'data-copy="#webhook-secret"' in text_of(response)
+    assert f"team {team.pk} shown to user" in caplog.text
+    team.refresh_from_db()
+    assert team.webhook_secret == secret  # showing changes nothing
+
+
+def test_each_team_member_sees_only_their_own_teams_secret(
+    client, team, other_team, outsider
+):
+    ours = team.ensure_webhook_secret()
+    theirs = other_team.ensure_webhook_secret()
+    client.force_login(outsider)
+    page = text_of(client.post(reverse("webhook-secret-show")))
+    assert theirs in page and ours not in page
+
+
+def test_a_new_secret_is_shown_and_the_old_one_signs_for_a_day(web, team):
+    old = team.ensure_webhook_secret()
+    url = reverse("webhook-secret-rotate")
+    assert "For the next 24 hours" in text_of(web.get(url))
+    team.refresh_from_db()
+    assert team.webhook_secret == old  # asking changes nothing
+
+    rotated_at = timezone.now()
+    response = web.post(url)
+    team.refresh_from_db()
+    new = team.webhook_secret
+    assert new != old and new in text_of(response)
+    assert response["Cache-Control"] == "no-store"
+    assert "The previous secret also signs messages until" in text_of(response)
+    later = rotated_at + timedelta(hours=23, minutes=59)
+    assert team.webhook_signing_secrets(later) == [new, old]
+    assert team.webhook_signing_secrets(later + timedelta(minutes=2)) == [new]
 
 
 # ---------------------------------------------------------------- the page shell

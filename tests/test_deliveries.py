@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -28,7 +29,9 @@ pytest_plugins = ["tests.notifying"]
 pytestmark = pytest.mark.django_db
 
 START = datetime(2026, 5, 17, 15, 30, tzinfo=UTC)
-TEST_REDIS_URL = "redis://127.0.0.1:6379/14"
+# The Redis database this run was given (REDIS_URL), so runs side by side never
+# flush each other's messages; db 14 when none was.
+TEST_REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/14"
 
 
 def completed_only(url: str) -> dict:

@@ -379,8 +379,8 @@ def test_refused_connection_is_an_error_and_keeps_the_baseline(team, site):
     assert page.status == PageResult.Status.ERROR
     assert page.error == "Connection refused by 127.0.0.1"
     assert page.status_code is None and page.current_snapshot_id is None
-    assert check.status == Check.Status.PARTIAL
-    assert check.error == "1 of 1 pages could not be checked."
+    assert check.status == Check.Status.FAILED
+    assert check.error == "The page could not be checked."
     assert check.summary["error"] == 1
     kept = state_of(monitor, url)
     assert (kept.snapshot_id, kept.scrape_id) == (
@@ -458,11 +458,23 @@ def test_compressed_pages_are_decoded_and_capped_by_the_fetch(team, site, settin
     assert page_of(check, bomb).error == "Page is larger than 64 KB"
 
 
-def test_every_page_error_still_ends_the_check_as_partial(team):
-    url = refused_url("/a")
-    check = run_check(make_monitor(team, [url]))
+def test_a_check_whose_every_page_failed_is_failed_not_completed_with_errors(team):
+    urls = [refused_url("/a"), refused_url("/b")]
+    monitor = make_monitor(team, urls)
+    check = run_check(monitor)
+    assert check.status == Check.Status.FAILED
+    assert check.error == "None of the 2 pages could be checked."
+    assert check.summary["error"] == 2 and check.actual_credits == 0
+    monitor.refresh_from_db()
+    assert monitor.last_check_summary["error"] == 2
+    assert monitor.current_check_id is None
+
+
+def test_a_check_with_some_pages_failed_is_partial(team, site):
+    ok = site.html("/ok", "OK", "<p>Fine.</p>")
+    check = run_check(make_monitor(team, [ok, refused_url("/a")]))
     assert check.status == Check.Status.PARTIAL
-    assert check.actual_credits == 0
+    assert check.error == "1 of 2 pages could not be checked."
 
 
 # --- error kinds ----------------------------------------------------------------
@@ -655,13 +667,14 @@ def test_options_needing_a_browser_fail_the_page_when_there_is_no_browser(
 def test_options_only_an_llm_or_a_proxy_network_honours_are_not_applied(team, site):
     url = site.html("/p", "P", "<p>x</p>")
     options = {
-        "formats": ["markdown", {"type": "json", "prompt": "price"}],
+        # The summary needs a model, and none is configured here.
+        "formats": ["markdown", {"type": "summary"}],
         "proxy": "stealth",
     }
     page = page_of(run_check(make_monitor(team, [url], scrape_options=options)), url)
     assert page.status == PageResult.Status.NEW
     assert page.metadata["fetchedWith"] == "http"
-    assert page.metadata["notApplied"] == ["formats.json", "proxy"]
+    assert page.metadata["notApplied"] == ["formats.summary", "proxy"]
 
 
 def test_headers_are_sent(team, site):

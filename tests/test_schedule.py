@@ -208,10 +208,28 @@ def test_invalid_cron_names_the_expression_and_field(cron: str, field: str) -> N
     )
 
 
-def test_cron_that_does_not_run_within_a_year_is_rejected() -> None:
-    # 29 February: the next one after May 2026 is in 2028.
-    assert error_of(cron="0 0 29 2 *") == (
-        "Cron expression '0 0 29 2 *' does not run within the next year."
+@pytest.mark.parametrize(
+    ("now", "first_run"),
+    [
+        (NOW, utc(2028, 2, 29)),
+        # 2100 is no leap year: the longest wait a valid cron can have.
+        (utc(2096, 3, 1), utc(2104, 2, 29)),
+    ],
+)
+def test_a_rare_but_valid_cron_is_accepted(now: datetime, first_run: datetime) -> None:
+    schedule = normalize_schedule("0 0 29 2 *", None, "UTC", now=now)
+    assert next_run_after(schedule, now) == first_run
+
+
+def test_a_first_run_further_away_says_the_longest_wait(monkeypatch) -> None:
+    # No cron cronsim accepts waits longer than a leap day does; a stand-in
+    # for one that would shows what the person reads.
+    from monitors import schedule as schedules
+
+    monkeypatch.setattr(schedules, "_runs", lambda *_: iter([utc(2035, 1, 1)]))
+    assert error_of(cron="0 0 1 1 *") == (
+        "Cron expression '0 0 1 1 *' does not run within the next 8 years, "
+        "the longest wait Pagewatch accepts."
     )
 
 

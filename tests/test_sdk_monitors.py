@@ -91,7 +91,8 @@ def test_create_monitor_through_the_sdk_stores_it_for_the_keys_team(sdk, team, s
     assert monitor.goal == "Tell me when prices change"
     assert monitor.judge_enabled is True
     assert monitor.retention_days == 90
-    assert monitor.estimated_credits_per_month == 2880
+    # 1440 checks of one page; no LLM is configured, so no judge is counted.
+    assert monitor.estimated_credits_per_month == 1440
     assert monitor.next_run_at is not None
     assert monitor.webhook["events"] == ["monitor.page", "monitor.check.completed"]
     [subscription] = monitor.email_recipient_subscriptions

@@ -11,6 +11,7 @@ where a skip would hide a broken pipeline, so they fail instead.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -30,10 +31,11 @@ from django.utils import timezone
 from firecrawl import Firecrawl
 
 from checks import dispatch, runner
-from checks.models import Check, PageResult
+from checks.models import Check, Delivery, PageResult
+from checks.notify import deliveries
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target
-from tests.sites import Site
+from tests.sites import Request, Site
 from tests.test_crawl import build_site, nav
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -182,7 +184,10 @@ def worker(broker: str, database_url: str, tmp_path: Path) -> Iterator[Worker]:
 
 
 @pytest.fixture
-def sdk(live_server, api_key) -> Firecrawl:
+def sdk(live_server, api_key, settings) -> Firecrawl:
+    # The live server (this process) refuses monitors of loopback pages unless
+    # private targets are allowed, as the worker's are (its environment).
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
     return Firecrawl(api_key=api_key, api_url=live_server.url, max_retries=1)
 
 
@@ -523,3 +528,73 @@ def test_a_crawl_runs_on_real_workers_through_the_sdk(sdk, two_workers):
         assert len(third.pages) == 5
         assert summary_of(third)["removed"] == 0
         assert third.target_results[0].model_dump()["truncated"] is True
+
+
+# --- a webhook retried by a real worker ---------------------------------------------
+
+
+class DeduplicatingReceiver:
+    """A receiver done the way Standard Webhooks asks: it answers 500 to the
+    very first request, then handles each `webhook-id` once and acknowledges
+    repeats without handling them again."""
+
+    def __init__(self, site: Site) -> None:
+        self.handled: dict[str, dict[str, Any]] = {}
+        self.seen: list[tuple[str | None, str | None, str]] = []
+        self.path = "/hook"
+        site.handle(self.path, self._answer)
+        self.url = site.url(self.path)
+
+    def _answer(self, request: Request) -> tuple[int, dict[str, str], bytes]:
+        msg_id = request.header("webhook-id")
+        payload = json.loads(request.body)
+        self.seen.append(
+            (msg_id, request.header("X-Firecrawl-Webhook-Id"), payload["webhookId"])
+        )
+        if len(self.seen) == 1:
+            return 500, {}, b"down for a moment"
+        if msg_id not in self.handled:
+            self.handled[msg_id] = payload
+        return 200, {}, b"ok"
+
+
+def test_a_webhook_retried_by_a_real_worker_keeps_its_id_so_the_receiver_dedupes(
+    worker, team
+):
+    with Site() as site:
+        page = site.html("/price", "Price", "<p>$10</p>")
+        receiver = DeduplicatingReceiver(site)
+        monitor = Monitor.objects.create(
+            team=team,
+            name="Hooked",
+            schedule_cron="0 3 * * *",
+            webhook={"url": receiver.url, "events": ["monitor.check.completed"]},
+        )
+        Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+        check = dispatch.queue_manual_check(monitor)
+        delivery = wait_for(
+            lambda: (
+                Delivery.objects.filter(check_run=check, attempts=1)
+                .exclude(status="sending")
+                .first()
+            ),
+            "the first attempt",
+            worker.log,
+        )
+        assert delivery.status == "pending" and delivery.last_status_code == 500
+        # Due now rather than in a minute; the sweeper queues it for the worker.
+        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+        assert deliveries.sweep() == 1
+        delivered = Delivery.objects.filter(pk=delivery.pk, status="delivered")
+        wait_for(
+            delivered.exists,
+            "the retry to be delivered",
+            worker.log,
+        )
+
+    ids = {str(delivery.webhook_id)}
+    assert len(receiver.seen) == 2
+    assert {header for header, _, _ in receiver.seen} == ids
+    assert {firecrawl for _, firecrawl, _ in receiver.seen} == ids
+    assert {body for _, _, body in receiver.seen} == ids
+    assert list(receiver.handled) == list(ids)  # handled once

@@ -4,7 +4,9 @@ Markdown, its metadata, the diff of two versions and the stored snapshot.
 Modules, lowest first: ``source`` (what a check stores, and its Markdown),
 ``options``, ``sniff``, ``metadata``, ``clean``, ``html``, ``pdf``, ``extract``
 (the entry point); ``compare`` (same vs changed, line matching), ``render``
-(HTML), ``diff`` (Firecrawl's diff shapes); ``snapshots`` (the stored form).
+(HTML), ``diff`` (Firecrawl's diff shapes), ``fields`` (JSON extractions
+compared field by field), ``noise`` (a monitor's lines to ignore);
+``snapshots`` (the stored form).
 Each imports only the ones before it; import the public names from here.
 """
 
@@ -13,8 +15,10 @@ from __future__ import annotations
 from checks.content.compare import content_hash, normalize
 from checks.content.diff import compare_texts, diff_ast
 from checks.content.extract import extract
+from checks.content.fields import field_diff
 from checks.content.html import page_links
-from checks.content.render import render_inline, render_side_by_side
+from checks.content.noise import strip_noise
+from checks.content.render import mark_quotes, render_inline, render_side_by_side
 from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.content.source import (
     SOURCE_HTML,
@@ -34,6 +38,8 @@ __all__ = [
     "content_hash",
     "diff_ast",
     "extract",
+    "field_diff",
+    "mark_quotes",
     "markdown_of",
     "normalize",
     "pack_snapshot",
@@ -41,5 +47,6 @@ __all__ = [
     "render_inline",
     "render_side_by_side",
     "snapshot_hash",
+    "strip_noise",
     "unpack",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html import escape
+from html import escape, unescape
 
 # cydifflib is difflib's SequenceMatcher compiled (same algorithm, same
 # opcodes): word-level highlighting of a changed paragraph costs a third.
@@ -294,3 +294,34 @@ def render_inline(
         emitted += len(removed) + len(added)
     out.append("</tbody></table>")
     return "".join(out)
+
+
+_TEXT_CELL = re.compile(r'(<td class="diff-text[^"]*">)(.*?)(</td>)', re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def mark_quotes(html: str, quotes: list[str]) -> str:
+    """Diff HTML from this module with each line that holds a quote (page
+    text the judge cited) wrapped in <mark>.
+
+    A line's text is read back from its cell (tags dropped, entities decoded)
+    and compared with the quotes, so word-level <del>/<ins> inside it do not
+    hide a match. Only our own cell markup is touched; the page text inside
+    stays as escaped as it was, so the result may be marked safe exactly as
+    the input was."""
+    needles = [_squeezed(q) for q in quotes if q and q.strip()]
+    if not needles or not html:
+        return html
+
+    def mark(match: re.Match[str]) -> str:
+        opening, inner, closing = match.groups()
+        text = _squeezed(unescape(_TAG.sub("", inner)))
+        if not text or not any(n in text for n in needles):
+            return match[0]
+        return f"{opening}<mark>{inner}</mark>{closing}"
+
+    return _TEXT_CELL.sub(mark, html)

@@ -91,12 +91,15 @@ class OutboundClient:
         resolver: Resolver | None = None,
         concurrency: int | None = None,
         per_host_concurrency: int | None = None,
+        private_hosts: frozenset[str] = frozenset(),
     ) -> None:
         self._total = concurrency or int(getattr(settings, "FETCH_CONCURRENCY", 16))
         per_host = per_host_concurrency or int(
             getattr(settings, "FETCH_PER_HOST_CONCURRENCY", 4)
         )
         self._resolver = resolver or system_resolver
+        # Hosts allowed to be private addresses (see GuardedBackend).
+        self._private_hosts = private_hosts
         self._limiter = _HostLimiter(self._total, per_host)
         self._transports: dict[bool, GuardedTransport] = {}
 
@@ -115,7 +118,10 @@ class OutboundClient:
         # One per verify mode: the TLS context lives in the pool.
         if verify not in self._transports:
             self._transports[verify] = GuardedTransport(
-                verify=verify, max_connections=self._total, resolver=self._resolver
+                verify=verify,
+                max_connections=self._total,
+                resolver=self._resolver,
+                private_hosts=self._private_hosts,
             )
         return self._transports[verify]
 

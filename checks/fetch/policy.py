@@ -124,6 +124,24 @@ def _wrapped_ipv4(
     return None
 
 
+_LOOPBACK = ipaddress.ip_address("127.0.0.1")
+
+
+def host_block_reason(host: str, allow_private: bool) -> str | None:
+    """Why a URL's host can never be fetched, judged without DNS, or None.
+
+    IP literals get the address policy here, and so does `localhost`, which is
+    loopback by definition (RFC 6761) whatever a resolver says. Any other host
+    name is judged when connecting, by the address it resolves to then.
+    """
+    lowered = host.lower().rstrip(".")
+    if lowered == "localhost" or lowered.endswith(".localhost"):
+        label = _forbidden_label(_LOOPBACK, allow_private)
+        return None if label is None else f"{host} is {label}"
+    ip = ip_literal(host)
+    return None if ip is None else address_block_reason(ip, allow_private)
+
+
 def ip_literal(host: str) -> IPAddress | None:
     """The address `host` denotes if it is an IP literal, the way a resolver reads it.
 

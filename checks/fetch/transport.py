@@ -59,7 +59,7 @@ def _ask(resolver: Resolver, host: str, port: int) -> Sequence[str]:
         raise FetchError(ErrorKind.DNS, host=host) from exc
 
 
-def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
+def _vetted(host: str, answers: Sequence[str], allow_private: bool) -> list[IPAddress]:
     """Parse a resolver's answers and refuse them all if any one is forbidden.
 
     All-or-nothing because a rebinding attacker controls the order of answers.
@@ -70,7 +70,6 @@ def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
         ips = [ipaddress.ip_address(answer.split("%", 1)[0]) for answer in answers]
     except ValueError as exc:
         raise FetchError(ErrorKind.DNS, host=host) from exc
-    allow_private = allow_private_targets()
     for ip in ips:
         reason = address_block_reason(ip, allow_private)
         if reason is not None:
@@ -80,16 +79,23 @@ def _vetted(host: str, answers: Sequence[str]) -> list[IPAddress]:
 
 
 async def vetted_addresses(
-    resolver: Resolver, host: str, port: int, timeout: float | None
+    resolver: Resolver,
+    host: str,
+    port: int,
+    timeout: float | None,
+    allow_private: bool | None = None,
 ) -> list[IPAddress]:
     """The addresses `host` may be reached at, asked once and every answer
     judged (at most MAX_CONNECT_ATTEMPTS of them, in the resolver's order);
     raises FetchError (dns, timeout, blocked_address) otherwise. The caller
     connects to one of these exact IPs, never to the name: the HTTP door's
-    backend below and the browser's proxy (checks.browser.proxy) both do."""
+    backend below and the browser's proxy (checks.browser.proxy) both do.
+    `allow_private` defaults to ALLOW_PRIVATE_NETWORK_TARGETS."""
+    if allow_private is None:
+        allow_private = allow_private_targets()
     literal = ip_literal(host)
     if literal is not None:
-        return _vetted(host, [str(literal)])
+        return _vetted(host, [str(literal)], allow_private)
     # getaddrinfo cannot be interrupted; abandoning the thread keeps a slow
     # DNS server from holding the caller past its connect timeout.
     try:
@@ -100,18 +106,27 @@ async def vetted_addresses(
     except TimeoutError:
         waited = f"{timeout:g} s while looking up its address"
         raise FetchError(ErrorKind.TIMEOUT, host=host, detail=waited) from None
-    return _vetted(host, answers)
+    return _vetted(host, answers, allow_private)
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """Resolve once, vet every answer, connect to a vetted IP; the resolver
-    runs in a worker thread."""
+    runs in a worker thread.
+
+    `private_hosts` are host names (as written in the URL) that may resolve
+    to private addresses even when ALLOW_PRIVATE_NETWORK_TARGETS is off: the
+    operator's own services, such as the configured LLM endpoint. Cloud
+    metadata addresses stay forbidden for them too."""
 
     def __init__(
-        self, resolver: Resolver, inner: httpcore.AsyncNetworkBackend | None = None
+        self,
+        resolver: Resolver,
+        inner: httpcore.AsyncNetworkBackend | None = None,
+        private_hosts: frozenset[str] = frozenset(),
     ):
         self._resolver = resolver
         self._inner = inner or httpcore.AnyIOBackend()
+        self._private_hosts = frozenset(h.lower() for h in private_hosts)
 
     async def connect_tcp(
         self,
@@ -122,7 +137,11 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         last_error: Exception | None = None
-        for ip in await vetted_addresses(self._resolver, host, port, timeout):
+        allow_private = allow_private_targets() or host.lower() in self._private_hosts
+        addresses = await vetted_addresses(
+            self._resolver, host, port, timeout, allow_private
+        )
+        for ip in addresses:
             try:
                 return await self._inner.connect_tcp(
                     str(ip), port, timeout, local_address, socket_options
@@ -209,13 +228,20 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     closed is detected by httpcore before reuse.
     """
 
-    def __init__(self, *, verify: bool, max_connections: int, resolver: Resolver):
+    def __init__(
+        self,
+        *,
+        verify: bool,
+        max_connections: int,
+        resolver: Resolver,
+        private_hosts: frozenset[str] = frozenset(),
+    ):
         self._connections = httpcore.AsyncConnectionPool(
             ssl_context=_ssl_context(verify),
             max_connections=max_connections,
             max_keepalive_connections=max_connections,
             keepalive_expiry=KEEPALIVE_EXPIRY_SECONDS,
-            network_backend=GuardedBackend(resolver),
+            network_backend=GuardedBackend(resolver, private_hosts=private_hosts),
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

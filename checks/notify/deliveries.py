@@ -123,13 +123,23 @@ def _create_webhook(
 # --- Recording events (called inside the runner's transaction) -------------------
 
 
+# What "only pages that changed" (Monitor.WebhookPages.CHANGED) sends.
+CHANGED_PAGES = frozenset({PageResult.Status.NEW, PageResult.Status.CHANGED})
+
+
 def record_page_result(page: PageResult) -> Delivery | None:
-    """A `monitor.page` webhook for every page result except `removed`."""
+    """A `monitor.page` webhook for every page result except `removed`, or
+    only for new and changed pages when the monitor asks for that."""
     if page.status == PageResult.Status.REMOVED:
         return None
     check = page.check_run
     monitor = check.monitor
     if not events.wants(monitor.webhook, events.PAGE):
+        return None
+    if (
+        monitor.webhook_pages == Monitor.WebhookPages.CHANGED
+        and page.status not in CHANGED_PAGES
+    ):
         return None
     return _create_webhook(
         monitor,

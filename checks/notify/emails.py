@@ -196,6 +196,8 @@ class PageLine:
     pk: Any = None
     diff_lines: list[str] = field(default_factory=list)
     diff_truncated: bool = False
+    # The judge failed open: reported as a change, and said to be unjudged.
+    not_judged: bool = False
 
     @property
     def href(self) -> str | None:
@@ -209,6 +211,8 @@ class PageLine:
 
     @property
     def label(self) -> str:
+        if self.status == "changed" and self.not_judged:
+            return "changed (not judged)"
         if self.status == "changed" and self.meaningful is True:
             return "changed (meaningful)"
         if self.status == "changed" and self.meaningful is False:
@@ -274,8 +278,10 @@ class ChangeReport:
 def change_report(check: Check) -> ChangeReport:
     counts: Counter = Counter()
     pages: list[PageLine] = []
-    rows = check.pages.values_list("pk", "url", "status", "error", "judgment")
-    for pk, url, status, error, judgment in rows.order_by("created_at", "id"):
+    rows = check.pages.values_list(
+        "pk", "url", "status", "error", "judgment", "verdict"
+    )
+    for pk, url, status, error, judgment, verdict in rows.order_by("created_at", "id"):
         counts[status] += 1
         if status == "same":
             continue
@@ -284,7 +290,12 @@ def change_report(check: Check) -> ChangeReport:
         if status == "changed" and isinstance(judgment, dict):
             meaningful = bool(judgment.get("meaningful"))
             reason = str(judgment.get("reason") or "")[:REASON_CHARS]
-        pages.append(PageLine(url, status, meaningful, error or "", reason, pk))
+        not_judged = verdict == "not_judged"  # PageResult.Verdict.NOT_JUDGED
+        if not_judged:
+            reason = ""  # no verdict to explain; the label says so
+        line = PageLine(url, status, meaningful, error or "", reason, pk)
+        line.not_judged = not_judged
+        pages.append(line)
     pages.sort(key=lambda p: p.rank)
     return ChangeReport(counts, pages)
 
@@ -391,7 +402,9 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "pages": report.pages[:PAGES_LISTED],
         "more_pages": max(len(report.pages) - PAGES_LISTED, 0),
         "include_diffs": include_diffs,
-        "credits": check.actual_credits,
+        # Credits mean something only to a team with an allowance.
+        "credits": check.actual_credits if monitor.team.counts_credits else None,
+        "credit_allowance": monitor.team.credit_allowance,
         "unsubscribe_url": unsubscribe_url(recipient),
         "email": recipient.email,
     }

@@ -1,4 +1,4 @@
-"""Webhook signatures: Firecrawl's and Standard Webhooks', from one team secret.
+"""Webhook signatures: Firecrawl's and Standard Webhooks', from the team's secret.
 
 Every delivery carries both (docs/webhooks.md shows how to verify them):
 
@@ -11,6 +11,12 @@ Every delivery carries both (docs/webhooks.md shows how to verify them):
   ``standardwebhooks`` libraries (and Svix's) verify it unchanged. Secrets
   minted by Pagewatch always have that form; an older secret that does not
   decode as base64 is used as its UTF-8 bytes instead.
+
+After a rotation the replaced secret signs too, for Team's grace period: the
+Standard Webhooks header then carries one signature per secret, space-separated
+as the spec allows, so a receiver still holding the old secret keeps verifying.
+Firecrawl's header has room for one signature only: it is always made with the
+current secret.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import base64
 import binascii
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from monitors.models import Team
 
@@ -29,18 +36,11 @@ SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, not a secret)
 DEFAULT_TOLERANCE_SECONDS = 300
 
 
-def ensure_team_secret(team: Team) -> str:
-    """The team's webhook secret, minting one on first use.
-
-    A conditional update, so two workers signing the first deliveries of a new
-    team at once agree on a single secret instead of overwriting each other.
-    """
-    if not team.webhook_secret:
-        Team.objects.filter(pk=team.pk, webhook_secret="").update(
-            webhook_secret=Team.new_webhook_secret()
-        )
-        team.refresh_from_db(fields=["webhook_secret"])
-    return team.webhook_secret
+def signing_secrets(team: Team, now: datetime) -> list[str]:
+    """The secrets that sign a delivery now, the current one first. A team
+    whose webhook predates secrets being made with it gets one here."""
+    team.ensure_webhook_secret()
+    return team.webhook_signing_secrets(now)
 
 
 def standard_key(secret: str) -> bytes:
@@ -65,13 +65,23 @@ def standard_signature(secret: str, msg_id: str, timestamp: int, body: bytes) ->
 
 
 def signature_headers(
-    secret: str, msg_id: str, timestamp: int, body: bytes
+    secret: str,
+    msg_id: str,
+    timestamp: int,
+    body: bytes,
+    *,
+    previous: Sequence[str] = (),
 ) -> dict[str, str]:
+    """The signing headers; `previous` secrets (in their grace period) add
+    their Standard Webhooks signatures after the current one's."""
+    standard = [
+        standard_signature(key, msg_id, timestamp, body) for key in (secret, *previous)
+    ]
     return {
         FIRECRAWL_HEADER: firecrawl_signature(secret, body),
         "webhook-id": msg_id,
         "webhook-timestamp": str(timestamp),
-        "webhook-signature": standard_signature(secret, msg_id, timestamp, body),
+        "webhook-signature": " ".join(standard),
     }
 
 

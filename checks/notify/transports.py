@@ -23,7 +23,8 @@ from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, afetch
 from checks.models import DeliveryAttempt
 from checks.notify import emails, events
-from checks.notify.signing import ensure_team_secret, signature_headers
+from checks.notify.signing import signature_headers, signing_secrets
+from monitors import rules
 
 if TYPE_CHECKING:
     from checks.models import Delivery
@@ -99,6 +100,15 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
     return max(moment - now, timedelta(0))
 
 
+def unsendable_header(name: str, value: str) -> str | None:
+    """Why a header can never go out, by the monitor rules and what HTTP
+    (and httpx) can carry: a token name, a value of ASCII without breaks."""
+    problem = rules.header_name_error(name) or rules.header_value_error(name, value)
+    if problem:
+        return f"Header '{name}' cannot be sent. {problem}"
+    return None
+
+
 class WebhookTransport(Transport):
     """POST the stored JSON to the monitor's webhook URL through checks.fetch.
 
@@ -161,24 +171,38 @@ class WebhookTransport(Transport):
             ),
         )
 
+    def _custom_headers(self, custom: dict[str, str]) -> dict[str, str]:
+        """The monitor's own headers, minus the ones we set. One that can never
+        be sent (saved before today's rules) fails the delivery for good,
+        naming it: every retry would fail the same way."""
+        headers = {}
+        for name, value in custom.items():
+            if name.lower() in self._OURS:
+                continue
+            problem = unsendable_header(name, value)
+            if problem:
+                raise DeliveryError(
+                    f"{problem} Change the monitor's webhook headers.",
+                    permanent=True,
+                )
+            headers[name] = value
+        return headers
+
     def _post(
         self, delivery: Delivery, custom: dict[str, str], body: bytes
     ) -> FetchResult:
-        secret = ensure_team_secret(delivery.monitor.team)
-        timestamp = int(timezone.now().timestamp())
+        headers = self._custom_headers(custom)
+        now = timezone.now()
+        secret, *previous = signing_secrets(delivery.monitor.team, now)
+        timestamp = int(now.timestamp())
         msg_id = str(delivery.webhook_id)
-        headers = {
-            name: value
-            for name, value in custom.items()
-            if name.lower() not in self._OURS
-        }
         headers.update(
             {
                 "Content-Type": "application/json",
                 "X-Firecrawl-Webhook-Id": msg_id,
                 "X-Firecrawl-Event": delivery.event,
                 "X-Firecrawl-Delivery-Mode": "queued",
-                **signature_headers(secret, msg_id, timestamp, body),
+                **signature_headers(secret, msg_id, timestamp, body, previous=previous),
             }
         )
         if delivery.check_run_id:

@@ -3,7 +3,8 @@ pages. Thin views over the engine (checks.dispatch) and its models; lookups
 are scoped to the caller's team through monitors.api.views.get_monitor_for.
 
 Wire shapes are the contract's MonitorCheck (reference §9.1) and
-MonitorCheckPage (§10.1) exactly; `judgment` is null until the judge exists.
+MonitorCheckPage (§10.1) exactly, plus the page's `summary` (the summary
+format; null otherwise), which the SDKs keep as an extra field.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import uuid
 from typing import Any
 from urllib.parse import urlencode
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -32,7 +32,15 @@ from checks.models import SUMMARY_KEYS, Check, PageResult
 from monitors.api.errors import ApiError, not_found
 from monitors.api.options import StrictMixin
 from monitors.api.serializers import SummarySerializer
-from monitors.api.views import ERROR, ERRORS, PAGING, _paging, get_monitor_for, ok
+from monitors.api.views import (
+    ERROR,
+    ERRORS,
+    PAGING,
+    _paging,
+    get_monitor_for,
+    int_param,
+    ok,
+)
 from monitors.models import Monitor
 
 PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX = 25, 100
@@ -43,8 +51,30 @@ PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX = 25, 100
 class PageDiffSerializer(serializers.Serializer):
     text = serializers.CharField(required=False, help_text="Unified diff")
     json = serializers.JSONField(
-        required=False, help_text="parse-diff AST of the unified diff"
+        required=False,
+        help_text=(
+            "Markdown mode: the parse-diff AST of the unified diff. JSON and "
+            "mixed mode: {path: {previous, current}} for each changed field."
+        ),
     )
+
+
+class MeaningfulChangeSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["added", "removed", "changed"])
+    before = serializers.CharField(allow_null=True)
+    after = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+
+
+class JudgmentSerializer(serializers.Serializer):
+    meaningful = serializers.BooleanField()
+    confidence = serializers.ChoiceField(choices=["high", "medium", "low"])
+    reason = serializers.CharField()
+    meaningfulChanges = MeaningfulChangeSerializer(many=True)
+
+
+class PageSnapshotSerializer(serializers.Serializer):
+    json = serializers.JSONField(help_text="The page's full JSON extraction")
 
 
 class CheckSerializer(serializers.Serializer):
@@ -101,7 +131,10 @@ class PageSerializer(serializers.Serializer):
     metadata = serializers.SerializerMethodField()
     diff = serializers.SerializerMethodField()
     snapshot = serializers.SerializerMethodField()
-    judgment = serializers.JSONField(allow_null=True)
+    judgment = serializers.SerializerMethodField()
+    summary = serializers.CharField(
+        allow_null=True, help_text="Pagewatch extension: the summary format's text"
+    )
     createdAt = serializers.DateTimeField(source="created_at")
 
     @extend_schema_field(serializers.DictField())
@@ -114,9 +147,14 @@ class PageSerializer(serializers.Serializer):
     def get_diff(self, page: PageResult) -> dict[str, Any] | None:
         return page.diff
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
-    def get_snapshot(self, page: PageResult) -> None:
-        return None  # only JSON-extraction monitors have one; not supported yet
+    @extend_schema_field(PageSnapshotSerializer(allow_null=True))
+    def get_snapshot(self, page: PageResult) -> dict[str, Any] | None:
+        # JSON and mixed mode only (reference §10.1).
+        return None if page.extraction is None else {"json": page.extraction}
+
+    @extend_schema_field(JudgmentSerializer(allow_null=True))
+    def get_judgment(self, page: PageResult) -> dict[str, Any] | None:
+        return page.judgment or None
 
 
 class CheckDetailSerializer(CheckSerializer):
@@ -145,6 +183,9 @@ CONFLICT = inline_serializer(
     {
         "success": serializers.BooleanField(default=False),
         "error": serializers.CharField(),
+        "code": serializers.ChoiceField(
+            choices=["MONITOR_PAUSED", "CHECK_ALREADY_RUNNING"]
+        ),
         "checkId": serializers.UUIDField(required=False),
     },
 )
@@ -167,22 +208,6 @@ NOT_FOUND = {404: OpenApiResponse(ERROR, "Monitor or check not found")}
 
 
 # --- Query parameters ------------------------------------------------------------
-
-
-def _int_param(
-    request: Request, name: str, default: int, low: int, high: int | None
-) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: ["Must be an integer."]}) from None
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise ValidationError({name: [f"Must be {bound}."]})
-    return value
 
 
 def _status_param(request: Request, choices: list[str]) -> str | None:
@@ -228,7 +253,7 @@ class MonitorRunView(APIView):
             raise not_found() from None  # deleted while we looked
         except RunRefused as refused:
             extra = {"checkId": str(refused.check_id)} if refused.check_id else {}
-            raise ApiError(refused.message, 409, **extra) from None
+            raise ApiError(refused.message, 409, refused.code, **extra) from None
         return Response(
             {"success": True, "id": str(check.pk), "data": CheckSerializer(check).data}
         )
@@ -275,8 +300,8 @@ class MonitorCheckDetailView(APIView):
     def get(self, request: Request, monitor_id: str, check_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
         check = _check_for(monitor, check_id)
-        limit = _int_param(request, "limit", PAGE_LIMIT_DEFAULT, 1, PAGE_LIMIT_MAX)
-        skip = _int_param(request, "skip", 0, 0, None)
+        limit = int_param(request, "limit", PAGE_LIMIT_DEFAULT, 1, PAGE_LIMIT_MAX)
+        skip = int_param(request, "skip", 0, 0)
         status = _status_param(request, PageResult.Status.values)
         pages = check.pages.order_by("created_at", "id")
         if status:

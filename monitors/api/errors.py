@@ -1,6 +1,8 @@
 """Every API failure leaves in the contract's envelope:
-{"success": false, "error": "...", "code"?: "...", "details"?: [...]}.
-Nothing internal (tracebacks, SQL, class names) ever reaches the client."""
+{"success": false, "error": "...", "code": "...", "details"?: [...]}.
+Every error has a `code` a program can branch on (Firecrawl leaves it out of
+some; the README promises it on all). Nothing internal (tracebacks, SQL,
+class names) ever reaches the client."""
 
 from __future__ import annotations
 
@@ -16,17 +18,19 @@ logger = logging.getLogger(__name__)
 
 
 class ApiError(exceptions.APIException):
-    """An error with a chosen status and message, plus optional extra fields."""
+    """An error with a chosen status, message and code, plus optional extra
+    fields."""
 
-    def __init__(self, message: str, status_code: int, **extra: Any) -> None:
+    def __init__(self, message: str, status_code: int, code: str, **extra: Any):
         super().__init__(message)
         self.status_code = status_code
         self.message = message
+        self.code = code
         self.extra = extra
 
 
 def not_found(what: str = "Monitor") -> ApiError:
-    return ApiError(f"{what} not found", status.HTTP_404_NOT_FOUND)
+    return ApiError(f"{what} not found", status.HTTP_404_NOT_FOUND, "NOT_FOUND")
 
 
 def flatten_errors(detail: Any, path: list[str | int] | None = None) -> list[dict]:
@@ -69,18 +73,33 @@ def format_path(path: list[str | int]) -> str:
     return text
 
 
-def _body(message: str, code: str | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"success": False, "error": message}
-    if code:
-        body["code"] = code
-    body.update(extra)
-    return body
+def _body(message: str, code: str, **extra: Any) -> dict[str, Any]:
+    return {"success": False, "error": message, "code": code, **extra}
+
+
+_STATUS_CODES = {
+    400: "BAD_REQUEST",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    406: "NOT_ACCEPTABLE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+}
+
+
+def _where(context: dict) -> str:
+    request = context.get("request")
+    if request is None:
+        return "(no request)"
+    return f"{request.method} {request.path}"
 
 
 def exception_handler(exc: Exception, context: dict) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, ApiError):
-        return Response(_body(exc.message, **exc.extra), status=exc.status_code)
+        return Response(
+            _body(exc.message, exc.code, **exc.extra), status=exc.status_code
+        )
     if isinstance(exc, exceptions.ValidationError):
         issues = flatten_errors(exc.detail)
         first = issues[0] if issues else {"path": [], "message": "Bad Request"}
@@ -93,7 +112,8 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     if isinstance(exc, RecursionError):
         # Only a request body can nest without bound here: the JSON parser gives
         # up on `[[[[...` thousands deep (well inside the size limit) this way.
-        logger.warning("Request nested too deeply", exc_info=exc)
+        # One line: the traceback would be thousands of frames of the parser.
+        logger.warning("Request body nested too deeply: %s", _where(context))
         return Response(
             _body("Request body is nested too deeply.", "BAD_REQUEST_INVALID_JSON"),
             status=status.HTTP_400_BAD_REQUEST,
@@ -130,12 +150,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             headers=headers,
         )
     if isinstance(exc, exceptions.APIException):
-        code = {
-            405: "METHOD_NOT_ALLOWED",
-            406: "NOT_ACCEPTABLE",
-            415: "UNSUPPORTED_MEDIA_TYPE",
-            403: "FORBIDDEN",
-        }.get(exc.status_code)
+        code = _STATUS_CODES.get(exc.status_code) or str(exc.default_code).upper()
         return Response(_body(str(exc.detail), code), status=exc.status_code)
     logger.exception("Unhandled API error", exc_info=exc)
     return Response(
@@ -146,6 +161,16 @@ def exception_handler(exc: Exception, context: dict) -> Response:
 
 def json_not_found(request: Any, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(_body("Not found", "NOT_FOUND"), status=404)
+
+
+def json_bad_request(request: Any, exception: Exception | None = None) -> JsonResponse:
+    # Django's own 400s, before any view: a Host header not in ALLOWED_HOSTS,
+    # too many form fields and other SuspiciousOperations.
+    return JsonResponse(_body("Bad Request", "BAD_REQUEST"), status=400)
+
+
+def json_forbidden(request: Any, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(_body("Forbidden", "FORBIDDEN"), status=403)
 
 
 def json_server_error(request: Any) -> JsonResponse:

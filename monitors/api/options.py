@@ -4,9 +4,11 @@ act on yet still round-trip."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+import jsonschema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
@@ -27,6 +29,9 @@ ACTION_TYPES = (
     "executeJavascript", "pdf",
 )  # fmt: skip
 PROXIES = ("basic", "stealth", "enhanced", "auto")
+# JSON extraction: bounds on what the model is asked (reference §10.4).
+EXTRACTION_PROMPT_MAX = 10_000
+EXTRACTION_SCHEMA_MAX_BYTES = 64 * 1024
 
 
 class StrictMixin:
@@ -70,6 +75,38 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON number without a fraction and nothing else: DRF's IntegerField
+    would take "30" and true, where Firecrawl's schema (and the SDKs' types)
+    reject them. 30.0 is still 30, as in JavaScript."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not data.is_integer():
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number and nothing else (not "1.5", not true)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false and nothing else: DRF's BooleanField would take "yes",
+    "1" and 0."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class StringMapField(serializers.DictField):
     """A JSON object of string values, with a size cap and optional key rules."""
 
@@ -97,7 +134,7 @@ class StringMapField(serializers.DictField):
         errors = {}
         for key, item in value.items():
             problem = (self.key_error and self.key_error(key)) or (
-                self.value_error and self.value_error(item)
+                self.value_error and self.value_error(key, item)
             )
             if problem:
                 errors[key] = [problem]
@@ -115,18 +152,16 @@ def string_list(
 
 
 class ViewportSerializer(StrictMixin, serializers.Serializer):
-    width = serializers.IntegerField(min_value=1, max_value=rules.SCREENSHOT_WIDTH_MAX)
-    height = serializers.IntegerField(
-        min_value=1, max_value=rules.SCREENSHOT_HEIGHT_MAX
-    )
+    width = StrictIntegerField(min_value=1, max_value=rules.SCREENSHOT_WIDTH_MAX)
+    height = StrictIntegerField(min_value=1, max_value=rules.SCREENSHOT_HEIGHT_MAX)
 
 
 class ScreenshotSerializer(PassThroughMixin, serializers.Serializer):
     """The screenshot format, and the screenshot action (same options)."""
 
     type = serializers.ChoiceField(choices=("screenshot",))
-    fullPage = serializers.BooleanField(required=False)
-    quality = serializers.IntegerField(required=False, min_value=1, max_value=100)
+    fullPage = StrictBooleanField(required=False)
+    quality = StrictIntegerField(required=False, min_value=1, max_value=100)
     viewport = ViewportSerializer(required=False)
 
 
@@ -155,8 +190,43 @@ class FormatField(serializers.JSONField):
                 )
             if kind == "screenshot":
                 return ScreenshotSerializer().run_validation(data)
+            _check_extraction(data)
             return dict(data)
         raise ValidationError("Must be a format name or a format object.")
+
+
+def _check_extraction(fmt: Mapping[str, Any]) -> None:
+    """A json format, or changeTracking's json mode, says what to extract: a
+    JSON Schema (required for changeTracking) and/or a prompt."""
+    kind = fmt.get("type")
+    json_mode = kind == "changeTracking" and "json" in (fmt.get("modes") or [])
+    if kind != "json" and not json_mode:
+        return
+    schema, prompt = fmt.get("schema"), fmt.get("prompt")
+    if prompt is not None and (
+        not isinstance(prompt, str) or len(prompt) > EXTRACTION_PROMPT_MAX
+    ):
+        raise ValidationError(
+            f"prompt must be a string of at most {EXTRACTION_PROMPT_MAX} characters."
+        )
+    if schema is None:
+        if json_mode:
+            raise ValidationError("changeTracking's json mode requires a schema.")
+        if not prompt:
+            raise ValidationError("A json format needs a schema or a prompt.")
+        return
+    if not isinstance(schema, Mapping):
+        raise ValidationError("schema must be a JSON Schema object.")
+    if len(json.dumps(schema)) > EXTRACTION_SCHEMA_MAX_BYTES:
+        raise ValidationError(
+            f"schema must be at most {EXTRACTION_SCHEMA_MAX_BYTES // 1024} KB."
+        )
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValidationError(
+            f"schema is not a valid JSON Schema: {exc.message}"
+        ) from None
 
 
 class ParserField(serializers.JSONField):
@@ -184,7 +254,7 @@ class _Action(PassThroughMixin, serializers.Serializer):
 
 
 class WaitAction(_Action):
-    milliseconds = serializers.IntegerField(
+    milliseconds = StrictIntegerField(
         required=False, min_value=1, max_value=rules.WAIT_TOTAL_MAX_MS
     )
     selector = _selector(required=False)
@@ -197,7 +267,7 @@ class WaitAction(_Action):
 
 class ClickAction(_Action):
     selector = _selector()
-    all = serializers.BooleanField(required=False)
+    all = StrictBooleanField(required=False)
 
 
 class WriteAction(_Action):
@@ -222,9 +292,9 @@ class ExecuteJavascriptAction(_Action):
 
 
 class PdfAction(_Action):
-    landscape = serializers.BooleanField(required=False)
+    landscape = StrictBooleanField(required=False)
     # Chromium prints at 10 % to 200 %.
-    scale = serializers.FloatField(required=False, min_value=0.1, max_value=2)
+    scale = StrictFloatField(required=False, min_value=0.1, max_value=2)
     format = serializers.ChoiceField(choices=PDF_FORMATS, required=False)
 
 
@@ -262,14 +332,12 @@ class LocationSerializer(StrictMixin, serializers.Serializer):
 
 class ProfileSerializer(StrictMixin, serializers.Serializer):
     name = StrictCharField(max_length=128)
-    saveChanges = serializers.BooleanField(required=False)
+    saveChanges = StrictBooleanField(required=False)
 
 
 class ThreatProtectionSerializer(StrictMixin, serializers.Serializer):
     mode = StrictCharField(required=False, max_length=32)
-    riskScoreThreshold = serializers.IntegerField(
-        required=False, min_value=0, max_value=100
-    )
+    riskScoreThreshold = StrictIntegerField(required=False, min_value=0, max_value=100)
     blacklist = string_list(100, required=False)
     whitelist = string_list(100, required=False)
     blockedTlds = string_list(100, 63, required=False)
@@ -282,32 +350,35 @@ class AuditMetadataSerializer(StrictMixin, serializers.Serializer):
 
 class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     formats = serializers.ListField(child=FormatField(), required=False, max_length=20)
-    onlyMainContent = serializers.BooleanField(required=False)
-    onlyCleanContent = serializers.BooleanField(required=False)
-    includeTags = string_list(100, required=False)
-    excludeTags = string_list(100, required=False)
-    maxAge = serializers.IntegerField(required=False, min_value=0)
-    minAge = serializers.IntegerField(required=False, min_value=0)
+    onlyMainContent = StrictBooleanField(required=False)
+    onlyCleanContent = StrictBooleanField(required=False)
+    includeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
+    excludeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
+    maxAge = StrictIntegerField(required=False, min_value=0)
+    minAge = StrictIntegerField(required=False, min_value=0)
     headers = StringMapField(
         max_items=rules.WEBHOOK_HEADERS_MAX,
         required=False,
+        key_error=rules.header_name_error,
         value_error=rules.header_value_error,
     )
-    waitFor = serializers.IntegerField(required=False, min_value=0, max_value=60_000)
-    mobile = serializers.BooleanField(required=False)
-    skipTlsVerification = serializers.BooleanField(required=False)
-    timeout = serializers.IntegerField(
-        required=False, min_value=1000, max_value=300_000
+    waitFor = StrictIntegerField(
+        required=False, min_value=0, max_value=rules.WAIT_FOR_MAX
+    )
+    mobile = StrictBooleanField(required=False)
+    skipTlsVerification = StrictBooleanField(required=False)
+    timeout = StrictIntegerField(
+        required=False, min_value=rules.TIMEOUT_MIN, max_value=rules.TIMEOUT_MAX
     )
     parsers = serializers.ListField(child=ParserField(), required=False, max_length=5)
     actions = serializers.ListField(child=ActionField(), required=False)
     location = LocationSerializer(required=False)
-    removeBase64Images = serializers.BooleanField(required=False)
-    blockAds = serializers.BooleanField(required=False)
+    removeBase64Images = StrictBooleanField(required=False)
+    blockAds = StrictBooleanField(required=False)
     proxy = serializers.ChoiceField(choices=PROXIES, required=False)
-    storeInCache = serializers.BooleanField(required=False)
-    lockdown = serializers.BooleanField(required=False)
-    redactPII = serializers.BooleanField(required=False)
+    storeInCache = StrictBooleanField(required=False)
+    lockdown = StrictBooleanField(required=False)
+    redactPII = StrictBooleanField(required=False)
     profile = ProfileSerializer(required=False)
     threatProtection = ThreatProtectionSerializer(required=False)
     auditMetadata = AuditMetadataSerializer(required=False)
@@ -315,7 +386,8 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         error = rules.actions_error(attrs.get("waitFor"), attrs.get("actions"))
         if error is not None:
-            raise ValidationError({error[0]: [error[1]]})
+            option, rule = error
+            raise ValidationError({option: [rule.api]}, code=rule.code)
         formats = attrs.get("formats") or []
         shots = [f for f in formats if f == "screenshot" or _typed(f, "screenshot")]
         if len(shots) > 1:
@@ -330,26 +402,28 @@ def _typed(value: Any, kind: str) -> bool:
 
 
 class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
-    maxDiscoveryDepth = serializers.IntegerField(
-        required=False, min_value=0, max_value=100
+    limit = StrictIntegerField(
+        required=False,
+        min_value=rules.CRAWL_LIMIT_MIN,
+        max_value=rules.CRAWL_LIMIT_MAX,
     )
-    maxDepth = serializers.IntegerField(required=False, min_value=0, max_value=100)
-    includePaths = string_list(100, 512, required=False)
-    excludePaths = string_list(100, 512, required=False)
-    regexOnFullURL = serializers.BooleanField(required=False)
-    crawlEntireDomain = serializers.BooleanField(required=False)
-    allowSubdomains = serializers.BooleanField(required=False)
-    allowExternalLinks = serializers.BooleanField(required=False)
+    maxDiscoveryDepth = StrictIntegerField(
+        required=False, min_value=0, max_value=rules.CRAWL_DEPTH_MAX
+    )
+    maxDepth = StrictIntegerField(required=False, min_value=0, max_value=100)
+    includePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
+    excludePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
+    regexOnFullURL = StrictBooleanField(required=False)
+    crawlEntireDomain = StrictBooleanField(required=False)
+    allowSubdomains = StrictBooleanField(required=False)
+    allowExternalLinks = StrictBooleanField(required=False)
     sitemap = serializers.ChoiceField(
         choices=("skip", "include", "only"), required=False
     )
-    ignoreQueryParameters = serializers.BooleanField(required=False)
-    deduplicateSimilarURLs = serializers.BooleanField(required=False)
-    delay = serializers.FloatField(required=False, min_value=0, max_value=60)
-    maxConcurrency = serializers.IntegerField(
-        required=False, min_value=1, max_value=100
-    )
+    ignoreQueryParameters = StrictBooleanField(required=False)
+    deduplicateSimilarURLs = StrictBooleanField(required=False)
+    delay = StrictFloatField(required=False, min_value=0, max_value=60)
+    maxConcurrency = StrictIntegerField(required=False, min_value=1, max_value=100)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         for field in ("includePaths", "excludePaths"):

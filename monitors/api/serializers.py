@@ -17,29 +17,45 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
+from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
 from monitors.api.options import (
     CrawlOptionsSerializer,
     PassThroughMixin,
     ScrapeOptionsSerializer,
+    StrictBooleanField,
     StrictCharField,
+    StrictIntegerField,
     StrictMixin,
     StringMapField,
 )
 from monitors.models import EmailRecipient, Monitor, Target
 from monitors.schedule import ScheduleError, normalize_schedule
+from monitors.url_rule import checked_url
 
 
 class UrlField(StrictCharField):
+    """A URL Pagewatch may fetch or post to: the URL rule, and the address
+    policy for hosts that need no DNS (IP literals, localhost), so a URL that
+    can never be reached is refused now rather than failing on every check.
+    Host names are judged at connect time (checks.fetch)."""
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_length", rules.URL_MAX)
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
         url = super().to_internal_value(data)
-        error = rules.url_error(url)
-        if error:
-            raise ValidationError(error)
+        parsed, error = checked_url(url)
+        if parsed is None:
+            raise ValidationError(error or "URL is not valid.")
+        blocked = host_block_reason(parsed.host, allow_private_targets())
+        if blocked:
+            shown = url if len(url) <= 200 else url[:199] + "…"
+            raise ValidationError(
+                f"Pagewatch can never connect to {shown}: {blocked}.",
+                code="blocked_address",
+            )
         return url
 
 
@@ -63,7 +79,7 @@ class ScheduleSerializer(StrictMixin, serializers.Serializer):
         try:
             schedule = normalize_schedule(cron, text, zone)
         except ScheduleError as exc:
-            raise ValidationError(exc.message) from None
+            raise ValidationError(exc.message, code=exc.code) from None
         return {"cron": schedule.cron, "timezone": schedule.timezone}
 
 
@@ -104,18 +120,18 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
     searchWindow = serializers.ChoiceField(
         choices=rules.SEARCH_WINDOWS, default=rules.SEARCH_WINDOW_DEFAULT
     )
-    maxResults = serializers.IntegerField(
+    maxResults = StrictIntegerField(
         min_value=rules.MAX_RESULTS_MIN,
         max_value=rules.MAX_RESULTS_MAX,
         default=rules.MAX_RESULTS_DEFAULT,
     )
     includeDomains = serializers.ListField(
-        child=StrictCharField(max_length=253),
+        child=StrictCharField(max_length=rules.DOMAIN_MAX),
         max_length=rules.DOMAINS_MAX,
         required=False,
     )
     excludeDomains = serializers.ListField(
-        child=StrictCharField(max_length=253),
+        child=StrictCharField(max_length=rules.DOMAIN_MAX),
         max_length=rules.DOMAINS_MAX,
         required=False,
     )
@@ -137,13 +153,8 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         for legacy in SearchTargetSerializer.allow_extra:
             attrs.pop(legacy, None)
         if attrs.get("includeDomains") and attrs.get("excludeDomains"):
-            raise ValidationError(
-                {
-                    "excludeDomains": [
-                        "includeDomains and excludeDomains are mutually exclusive."
-                    ]
-                }
-            )
+            rule = rules.DOMAINS_EXCLUSIVE
+            raise ValidationError({"excludeDomains": [rule.api]}, code=rule.code)
         return attrs
 
 
@@ -226,7 +237,7 @@ class WebhookSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
     headers = StringMapField(
         max_items=rules.WEBHOOK_HEADERS_MAX,
         required=False,
-        key_error=rules.header_name_error,
+        key_error=rules.webhook_header_name_error,
         value_error=rules.header_value_error,
     )
     metadata = StringMapField(max_items=rules.WEBHOOK_METADATA_MAX, required=False)
@@ -254,13 +265,13 @@ class WebhookSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
 
 
 class EmailNotificationSerializer(StrictMixin, serializers.Serializer):
-    enabled = serializers.BooleanField(default=False)
+    enabled = StrictBooleanField(default=False)
     recipients = serializers.ListField(
-        child=serializers.EmailField(max_length=254),
+        child=serializers.EmailField(max_length=rules.EMAIL_MAX),
         default=list,
         max_length=rules.RECIPIENTS_MAX,
     )
-    includeDiffs = serializers.BooleanField(default=False)
+    includeDiffs = StrictBooleanField(default=False)
 
     def validate_recipients(self, value: list[str]) -> list[str]:
         return list(dict.fromkeys(address.strip().lower() for address in value))
@@ -288,21 +299,42 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     )
     webhook = WebhookSerializer(required=False, allow_null=True)
     notification = NotificationSerializer(required=False, allow_null=True)
-    retentionDays = serializers.IntegerField(
+    retentionDays = StrictIntegerField(
         required=False, min_value=rules.RETENTION_MIN, max_value=rules.RETENTION_MAX
     )
     goal = StrictCharField(
         required=False, allow_null=True, allow_blank=True, max_length=rules.GOAL_MAX
     )
-    judgeEnabled = serializers.BooleanField(required=False, allow_null=True)
+    judgeEnabled = StrictBooleanField(required=False, allow_null=True)
+    ignoreLines = serializers.ListField(
+        child=StrictCharField(max_length=rules.IGNORE_LINE_MAX, allow_blank=True),
+        required=False,
+        max_length=rules.IGNORE_LINES_MAX,
+        help_text=(
+            "Pagewatch extension: lines to ignore before comparing and judging. "
+            "Plain text (case-insensitive) or an RE2 regular expression "
+            "between slashes, e.g. /^Updated \\d+:\\d+$/."
+        ),
+    )
     origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
 
+    def validate_ignoreLines(self, entries: list[str]) -> list[str]:  # noqa: N802
+        errors = {
+            index: [problem]
+            for index, entry in enumerate(entries)
+            if entry.strip() and (problem := rules.ignore_line_error(entry))
+        }
+        if errors:
+            raise ValidationError(errors)
+        return rules.clean_ignore_lines(entries)
+
     def validate_targets(self, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ids = [t["id"] for t in targets if t.get("id")]
         if len(ids) != len(set(ids)):
-            raise ValidationError("Target ids must be unique within a monitor.")
+            rule = rules.TARGET_IDS_UNIQUE
+            raise ValidationError(rule.api, code=rule.code)
         return targets
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -337,7 +369,8 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             goal, judge, types, search_opt_out=search_opt_out
         )
         if problem:
-            raise ValidationError({problem[0]: [problem[1]]})
+            field, rule = problem
+            raise ValidationError({field: [rule.api]}, code=rule.code)
         return attrs
 
 
@@ -400,6 +433,9 @@ class MonitorSerializer(serializers.Serializer):
     lastCheckSummary = serializers.SerializerMethodField()
     goal = serializers.CharField(allow_null=True)
     judgeEnabled = serializers.BooleanField(source="judge_enabled")
+    ignoreLines = serializers.ListField(
+        source="ignore_lines", child=serializers.CharField()
+    )
     emailRecipientSubscriptions = serializers.SerializerMethodField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")

@@ -3,6 +3,7 @@ monitors.editing. Every lookup is scoped to the caller's team."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -35,7 +36,10 @@ ERROR = inline_serializer(
     {
         "success": serializers.BooleanField(help_text="Always false."),
         "error": serializers.CharField(help_text="Names the field at fault."),
-        "code": serializers.CharField(required=False),
+        "code": serializers.CharField(
+            help_text="For programs: BAD_REQUEST, NOT_FOUND, UNAUTHORIZED, "
+            "RATE_LIMITED, MONITOR_PAUSED…"
+        ),
         "details": serializers.ListField(
             child=serializers.DictField(),
             required=False,
@@ -128,7 +132,36 @@ def render_monitor(monitor: Monitor) -> dict[str, Any]:
     return MonitorSerializer(monitor, context={"now": timezone.now()}).data
 
 
+# Any offset >= 0 is valid, but one past 64 bits overflows the database's
+# OFFSET (a 500 on SQLite and PostgreSQL alike); no team has this many rows, so
+# the answer is the same: nothing.
 OFFSET_MAX = 2**31 - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# More digits than any bound here; int() of thousands of digits is refused
+# (and slow), so such a number is judged by its sign alone.
+_DIGITS_MAX = 30
+
+
+def int_param(
+    request: Request, name: str, default: int, low: int, high: int | None = None
+) -> int:
+    """The integer query parameter `name`: its default when absent or empty,
+    a 400 naming it when it is not a whole number or below `low` or above
+    `high`. Without `high` (offsets) a huge value is clamped to OFFSET_MAX."""
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return default
+    if not _INTEGER.fullmatch(raw):
+        raise ValidationError({name: ["Must be an integer."]})
+    digits = raw.lstrip("+-")
+    if len(digits) > _DIGITS_MAX:
+        value = -(10**_DIGITS_MAX) if raw.startswith("-") else 10**_DIGITS_MAX
+    else:
+        value = int(raw)
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ValidationError({name: [f"Must be {bound}."]})
+    return min(value, OFFSET_MAX) if high is None else value
 
 
 def _paging(request: Request, limit_default: int = 25) -> tuple[int, int]:
@@ -138,23 +171,13 @@ def _paging(request: Request, limit_default: int = 25) -> tuple[int, int]:
         ("limit", limit_default, 1, 100),
         ("offset", 0, 0, None),
     ):
-        raw = request.query_params.get(name, default)
         try:
-            value = int(raw)
-        except (TypeError, ValueError):
-            errors[name] = ["Must be an integer."]
-            continue
-        if value < low or (high is not None and value > high):
-            bound = (
-                f"between {low} and {high}" if high is not None else f"at least {low}"
-            )
-            errors[name] = [f"Must be {bound}."]
-        values[name] = value
+            values[name] = int_param(request, name, default, low, high)
+        except ValidationError as exc:
+            errors.update(exc.detail)
     if errors:
         raise ValidationError(errors)
-    # Any offset >= 0 is valid, but one past 64 bits overflows the database's
-    # OFFSET; no team has this many rows, so the answer is the same: nothing.
-    return values["limit"], min(values["offset"], OFFSET_MAX)
+    return values["limit"], values["offset"]
 
 
 PAGING = [

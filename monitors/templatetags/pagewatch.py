@@ -3,6 +3,7 @@ No business logic lives here."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -216,6 +217,13 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
     ErrorKind.NOT_CACHED: (
         "No saved copy was old enough to use, so the page was not fetched."
     ),
+    ErrorKind.EXTRACTION: (
+        "The AI model could not read the fields this monitor asks for from the page."
+    ),
+    ErrorKind.NO_MODEL: (
+        "This monitor asks an AI model to read fields from the page, and no AI"
+        " model is set up for this Pagewatch yet (an administrator can set one up)."
+    ),
     ErrorKind.INTERNAL: "Something went wrong on our side while checking this page.",
 }
 _PLAIN_WORDS_BY_CODE = {
@@ -232,6 +240,7 @@ _SAID_IN_FULL = frozenset(
         ErrorKind.HTTP_4XX,
         ErrorKind.HTTP_5XX,
         ErrorKind.NOT_CACHED,
+        ErrorKind.NO_MODEL,
         ErrorKind.INTERNAL,
     }
 )
@@ -311,6 +320,26 @@ def markdown_text(markdown: str | None) -> str:
     text = _MD_HEADING.sub("", text)
     text = _MD_EMPHASIS.sub(r"\2", text)
     return _MD_FENCE.sub("", text)
+
+
+_CONFIDENCE = {"high": "quite sure", "medium": "fairly sure", "low": "unsure"}
+
+
+@register.filter
+def confidence_words(confidence: str | None) -> str:
+    """The judge's confidence in plain words ("high" -> "quite sure")."""
+    return _CONFIDENCE.get(str(confidence or ""), "unsure")
+
+
+@register.filter
+def field_value(value: Any) -> str:
+    """One extracted field's value as text: strings as they are, the rest as
+    compact JSON, nothing for a missing value. Escaped by the template."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=1)
 
 
 _FETCHED_HOW = {

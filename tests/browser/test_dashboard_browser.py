@@ -5,8 +5,10 @@ diff — and prove hostile page content never runs as script."""
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -70,7 +72,21 @@ def make_monitor(team: Team, urls: list[str], name: str = "Pricing") -> Monitor:
 def run_check(monitor: Monitor) -> Check:
     check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
     Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
-    return runner.run(check)
+    return run_as_a_worker(check)
+
+
+def run_as_a_worker(check: Check) -> Check:
+    """runner.run in a thread of its own, as a worker would: this thread runs
+    Playwright's event loop, and the runner drives one of its own."""
+
+    def work() -> Check:
+        try:
+            return runner.run(check)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(work).result()
 
 
 def assert_clean(page) -> None:
@@ -116,13 +132,13 @@ def test_create_a_monitor_with_inline_validation(
     assert queries.evaluate("el => el === document.activeElement")
     queries.fill("acme pricing")
     error_of(page, "goal").get_by_text(
-        "A search target requires a non-empty goal"
+        "A web search needs a goal that says what you are looking for"
     ).wait_for()
 
     # Judging switched on without a goal.
     page.get_by_label("Yes, always — a goal is required").check()
     error_of(page, "judge").get_by_text(
-        "judgeEnabled requires a non-empty goal."
+        "Write a goal for the AI to judge changes against"
     ).wait_for()
 
     assert page.url.endswith("/monitors/new/")  # all of this before submitting
@@ -215,7 +231,7 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     assert len(queued) == 1
     check = Check.objects.get(pk=queued[0])
     # The worker's part, done here: the browser keeps polling meanwhile.
-    runner.run(check)
+    run_as_a_worker(check)
     page.get_by_text("See the results").wait_for(timeout=15_000)
     page.wait_for_timeout(2500)  # polling must have stopped: no new requests
 
@@ -387,6 +403,39 @@ def test_api_key_is_shown_once_with_a_copy_button(
     assert not ApiKey.objects.get(name="Zapier").is_active
     page.get_by_role("link", name="Team").click()
     page.get_by_role("cell", name="olive@example.com").wait_for()
+    assert_clean(page)
+
+
+def test_the_webhook_secret_is_shown_after_confirming_and_copied(
+    browser_page, member, team, screenshot
+):
+    secret = team.ensure_webhook_secret()
+    page = browser_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    sign_in(page)
+    page.get_by_role("link", name="Team").click()
+    assert secret not in page.content()  # masked on the team page
+    page.get_by_text(team.masked_webhook_secret).wait_for()
+    screenshot(page, "13-team-webhook-secret")
+
+    page.get_by_role("link", name="Show the secret").click()
+    page.get_by_role("heading", name="Show the webhook signing secret?").wait_for()
+    assert secret not in page.content()
+    page.get_by_role("button", name="Show secret").click()
+    assert page.locator("#webhook-secret").input_value() == secret
+    page.get_by_role("button", name="Copy").click()
+    page.get_by_role("button", name="Copied").wait_for()
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    screenshot(page, "14-webhook-secret-shown")
+
+    page.get_by_role("link", name="Back to the team page").click()
+    page.get_by_role("link", name="Make a new secret").click()
+    page.get_by_role("button", name="Make a new secret").click()
+    new = page.locator("#webhook-secret").input_value()
+    team.refresh_from_db()
+    assert new == team.webhook_secret != secret
+    page.get_by_text("The previous secret also signs messages until").wait_for()
+    screenshot(page, "15-webhook-secret-rotated")
     assert_clean(page)
 
 

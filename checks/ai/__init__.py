@@ -1,0 +1,14 @@
+"""The AI layer: one client for any OpenAI-compatible model, and what checks
+ask of it (JSON extraction, summaries, the goal judge).
+
+Modules: ``client`` (the LLM client and llm_configured), ``formats`` (what a
+target's formats ask for), ``data`` (page text as delimited data), ``judge``,
+``extraction``; ``stage`` runs them for a batch of pages (imported by the
+runner directly: it needs checks.pages, which needs this package).
+"""
+
+from __future__ import annotations
+
+from checks.ai.client import LLM, LLMConfig, LLMError, llm_configured
+
+__all__ = ["LLM", "LLMConfig", "LLMError", "llm_configured"]

@@ -1,0 +1,391 @@
+"""The one LLM client: any OpenAI-compatible endpoint, answers as validated JSON.
+
+Pointed by LLM_BASE_URL / LLM_API_KEY / LLM_MODEL at OpenAI, Ollama, vLLM,
+llama.cpp's server, LM Studio, OpenRouter, Azure or a LiteLLM proxy, through
+the official `openai` package, whose HTTP goes through Pagewatch's one
+outbound door (checks.fetch): the address policy, time-outs and a byte cap
+apply as to every other request, and the configured LLM host is the only
+private address these calls may reach.
+
+Structured output, most reliable first: JSON-schema mode, then JSON mode,
+then JSON asked for in the prompt alone. A server that refuses a mode with
+HTTP 400 is asked again in the next one (and remembered, so later calls start
+there). Whatever comes back is parsed (JSON wrapped in prose or a code fence
+is found) and validated with `jsonschema`; extra keys are refused by the
+schemas themselves. Temperature 0, at most TRIES tries, each with its own
+time-out. Every failure is an LLMError whose message is safe to show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import jsonschema
+import openai
+from django.conf import settings
+
+from checks.errors import ErrorKind
+from checks.fetch import FetchError, OutboundClient, Resolver
+from monitors.judging import judge_available
+
+logger = logging.getLogger(__name__)
+
+TRIES = 3
+# Calls of one batch to the model at a time.
+CONCURRENCY = 4
+# After this many calls in a row that failed every try, the rest of the batch
+# does not wait for the model again: a dead endpoint must not hold a check
+# for TRIES x LLM_TIMEOUT_SECONDS per page.
+GIVE_UP_AFTER_FAILED_CALLS = 3
+# An answer larger than this is refused by the door (output size cap).
+MAX_ANSWER_BYTES = 2 * 1024 * 1024
+# A rough, model-independent count: English text averages ~4 characters per token.
+CHARS_PER_TOKEN = 4
+_RETRY_PAUSES = (0.2, 0.5)
+_PERMANENT_STATUSES = frozenset({401, 403, 404})
+# The door's refusals: trying again cannot help.
+_NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
+
+
+def llm_configured() -> bool:
+    """Is a model configured? The domain's one answer (monitors.judging)."""
+    return judge_available()
+
+
+class LLMError(Exception):
+    """No usable answer; `message` is safe to show a user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Mode(IntEnum):
+    """How the answer's JSON shape is asked for, most reliable first."""
+
+    SCHEMA = 0  # response_format json_schema (strict)
+    JSON = 1  # response_format json_object
+    PROMPT = 2  # only the instructions ask for JSON
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str
+    api_key: str
+    model: str
+    timeout: float
+    max_input_tokens: int
+
+    @classmethod
+    def from_settings(cls) -> LLMConfig:
+        return cls(
+            base_url=str(settings.LLM_BASE_URL).rstrip("/"),
+            api_key=str(getattr(settings, "LLM_API_KEY", "")),
+            model=str(getattr(settings, "LLM_MODEL", "")),
+            timeout=float(getattr(settings, "LLM_TIMEOUT_SECONDS", 30)),
+            max_input_tokens=int(getattr(settings, "LLM_MAX_INPUT_TOKENS", 6000)),
+        )
+
+    @property
+    def host(self) -> str:
+        return (urlsplit(self.base_url).hostname or "").lower()
+
+    @property
+    def max_input_chars(self) -> int:
+        return self.max_input_tokens * CHARS_PER_TOKEN
+
+
+# --- The door as an httpx transport ----------------------------------------------
+
+
+class DoorTransport(httpx.AsyncBaseTransport):
+    """Hands the openai package's requests to checks.fetch's OutboundClient:
+    its address policy, time-out, byte cap and no redirects."""
+
+    _HOP_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
+
+    def __init__(self, client: OutboundClient, timeout: float) -> None:
+        self._client = client
+        self._timeout = timeout
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        try:
+            result = await self._client.fetch(
+                str(request.url),
+                method=request.method,
+                headers=dict(request.headers),
+                content=body or None,
+                timeout=self._timeout,
+                max_bytes=MAX_ANSWER_BYTES,
+                follow_redirects=False,
+            )
+        except FetchError as exc:
+            if exc.kind == ErrorKind.TIMEOUT:
+                raise httpx.ReadTimeout(exc.message, request=request) from exc
+            raise httpx.ConnectError(exc.message, request=request) from exc
+        # The body is decoded already: its transfer headers no longer apply.
+        headers = [
+            (name, value)
+            for name, value in result.headers.multi_items()
+            if name.lower() not in self._HOP_HEADERS
+        ]
+        return httpx.Response(
+            result.status_code, headers=headers, content=result.content, request=request
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+# --- Answers ------------------------------------------------------------------------
+
+
+def parse_json(text: str) -> Any:
+    """The first JSON object in a model's answer: the whole text, or an object
+    inside prose or a code fence. None when there is none."""
+    text = text.strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        pass
+    else:
+        return value if isinstance(value, dict) else None
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """Why `value` does not fit `schema` (one short sentence), or None."""
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "the answer"
+    return f"{where}: {error.message[:200]}"
+
+
+def _instructions(system: str, schema: Mapping[str, Any]) -> str:
+    shape = json.dumps(schema, separators=(",", ":"))
+    return (
+        f"{system}\n\nAnswer with one JSON object and nothing else. It must match "
+        f"this JSON Schema exactly (no other keys):\n{shape}"
+    )
+
+
+class _ModeRefused(Exception):
+    """The server answered 400 to a structured-output mode."""
+
+
+class _Attempt(Exception):
+    """One try failed; another may succeed."""
+
+
+# --- The client -----------------------------------------------------------------------
+
+# Per endpoint, model and kind of request, the mode the server accepted: later
+# calls start there.
+_modes: dict[tuple[str, str, str], Mode] = {}
+
+
+class LLM:
+    """An OpenAI-compatible model for one event loop (one batch of a check).
+
+    `async with LLM() as llm: answer = await llm.ask(...)`.
+    """
+
+    def __init__(
+        self, config: LLMConfig | None = None, *, resolver: Resolver | None = None
+    ) -> None:
+        self.config = config or LLMConfig.from_settings()
+        door = OutboundClient(
+            resolver=resolver,
+            concurrency=CONCURRENCY,
+            per_host_concurrency=CONCURRENCY,
+            private_hosts=frozenset({self.config.host}),
+        )
+        self._client = openai.AsyncOpenAI(
+            base_url=self.config.base_url,
+            # Local servers need no key; the package insists on one.
+            api_key=self.config.api_key or "not-needed",
+            max_retries=0,  # ours: TRIES, with mode fallbacks
+            timeout=self.config.timeout,
+            http_client=httpx.AsyncClient(
+                transport=DoorTransport(door, self.config.timeout), trust_env=False
+            ),
+        )
+        self._slots = asyncio.Semaphore(CONCURRENCY)
+        self._failed_calls = 0
+        self.calls = 0  # requests sent, for tests and logs
+
+    async def __aenter__(self) -> LLM:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def ask(
+        self,
+        *,
+        name: str,
+        schema: Mapping[str, Any],
+        system: str,
+        user: str,
+        strict: bool = True,
+    ) -> dict[str, Any]:
+        """The model's answer to (system, user) as a dict valid against
+        `schema`; raises LLMError when no try gave one. `strict` False skips
+        JSON-schema mode (a schema it cannot express, such as any object)."""
+        if self._failed_calls >= GIVE_UP_AFTER_FAILED_CALLS:
+            raise LLMError(
+                "The AI model did not answer the previous requests of this check, "
+                "so it was not asked again."
+            )
+        async with self._slots:
+            try:
+                answer = await self._tries(name, schema, system, user, strict)
+            except LLMError:
+                self._failed_calls += 1
+                raise
+        self._failed_calls = 0
+        return answer
+
+    async def _tries(
+        self,
+        name: str,
+        schema: Mapping[str, Any],
+        system: str,
+        user: str,
+        strict: bool,
+    ) -> dict[str, Any]:
+        messages = [
+            {"role": "system", "content": _instructions(system, schema)},
+            {"role": "user", "content": user},
+        ]
+        key = (self.config.base_url, self.config.model, name)
+        first = Mode.SCHEMA if strict else Mode.JSON
+        problem = "no answer"
+        tries = 0
+        while tries < TRIES:
+            mode = max(_modes.get(key, first), first)
+            try:
+                text = await self._complete(name, schema, messages, mode)
+            except _ModeRefused:
+                _modes[key] = Mode(mode + 1)
+                continue  # a refused mode is not a try
+            except _Attempt as exc:
+                problem = str(exc)
+                tries += 1
+                if tries < TRIES:
+                    await asyncio.sleep(_RETRY_PAUSES[tries - 1])
+                continue
+            value = parse_json(text)
+            error = "it was not JSON" if value is None else schema_error(value, schema)
+            if error is None:
+                return value
+            problem = f"the answer did not fit the expected shape ({error})"
+            tries += 1
+        raise LLMError(
+            f"The AI model gave no usable answer after {TRIES} tries: {problem}."
+        )
+
+    async def _complete(
+        self,
+        name: str,
+        schema: Mapping[str, Any],
+        messages: Sequence[Mapping[str, str]],
+        mode: Mode,
+    ) -> str:
+        kwargs: dict[str, Any] = {}
+        if mode == Mode.SCHEMA:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": True},
+            }
+        elif mode == Mode.JSON:
+            kwargs["response_format"] = {"type": "json_object"}
+        self.calls += 1
+        try:
+            # The door's budget bounds the request; this bounds the whole try
+            # (a server that trickles bytes), with a little slack.
+            async with asyncio.timeout(self.config.timeout + 5):
+                response = await self._client.chat.completions.create(
+                    model=self.config.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=0,
+                    **kwargs,
+                )
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if mode < Mode.PROMPT:
+                raise _ModeRefused from exc
+            raise LLMError(_refused(exc)) from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code in _PERMANENT_STATUSES:
+                raise LLMError(_refused(exc)) from exc
+            raise _Attempt(f"the endpoint answered HTTP {exc.status_code}") from exc
+        except (openai.APITimeoutError, TimeoutError) as exc:
+            raise _Attempt(f"no answer within {self.config.timeout:g} seconds") from exc
+        except openai.APIConnectionError as exc:
+            cause = _fetch_error(exc)
+            if cause is not None and cause.kind in _NEVER_RETRIED:
+                raise LLMError(f"The AI model's endpoint: {cause.message}.") from exc
+            reason = cause.message if cause is not None else "no connection"
+            raise _Attempt(f"the endpoint could not be reached ({reason})") from exc
+        except openai.OpenAIError as exc:
+            raise _Attempt("the answer could not be read") from exc
+        return _content(response)
+
+
+def _fetch_error(exc: BaseException) -> FetchError | None:
+    """The door's own error behind an exception of the openai package."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 10:
+        if isinstance(current, FetchError):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
+def _content(response: Any) -> str:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        raise _Attempt("the answer could not be read") from None
+    if not isinstance(content, str) or not content.strip():
+        raise _Attempt("the answer was empty")
+    return content
+
+
+def _refused(exc: openai.APIStatusError) -> str:
+    hints = {
+        401: " Check LLM_API_KEY.",
+        403: " Check LLM_API_KEY.",
+        404: " Check LLM_BASE_URL and LLM_MODEL.",
+    }
+    return (
+        f"The AI model's endpoint refused the request (HTTP {exc.status_code})."
+        + hints.get(exc.status_code, "")
+    )

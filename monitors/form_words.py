@@ -1,0 +1,165 @@
+"""Plain words for the dashboard form: what each rule says to someone who has
+never seen the API's field names.
+
+The form is checked by the API's serializer (monitors.forms), whose messages
+speak to programmers ("judgeEnabled requires a non-empty goal.", "Ensure this
+field has at least 1 elements."). The API keeps them. The form shows, for the
+same error:
+
+* a rule of our own (monitors.rules.Rule): its `plain` wording, found by the
+  error's code — one rule, worded twice in one place;
+* one of DRF's stock messages: this module's words for that form field, with
+  the limits from monitors.rules, so the numbers cannot drift apart;
+* anything else (a URL, header, domain or schedule problem): the message as it
+  is, which those rules already write in plain words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from monitors import rules
+
+# DRF's codes for "nothing given" (a blank text, an empty list, a list shorter
+# than its minimum), "too long" and "not a whole number in range".
+_MISSING = frozenset({"required", "null", "blank", "empty", "min_length"})
+_NUMBER = frozenset({"invalid", "min_value", "max_value", "max_string_length"})
+
+
+@dataclass(frozen=True)
+class Words:
+    """What to say about one form field. `too_many` is for the list as a
+    whole; `too_long` for one text (the field's, or one line of a list)."""
+
+    missing: str = "Fill this in."
+    too_many: str | None = None
+    too_long: str = "This is too long."
+    number: str | None = None
+    choice: str = "Choose one of the listed options."
+
+
+def _chars(limit: int, what: str = "This") -> str:
+    return f"{what} can be at most {limit:,} characters long."
+
+
+def _whole(unit: str, low: int, high: int, *, optional: bool = True) -> str:
+    tail = ", or leave it empty." if optional else "."
+    return f"Enter a whole number of {unit} from {low:,} to {high:,}{tail}"
+
+
+_ADDRESS_TOO_LONG = _chars(rules.URL_MAX, "An address")
+
+WORDS: dict[str, Words] = {
+    # The monitor's own fields.
+    "name": Words(
+        missing="Give the monitor a name.",
+        too_long=_chars(rules.NAME_MAX, "The name"),
+    ),
+    "targets": Words(
+        missing="Add at least one thing to watch: pages, a website crawl or a "
+        "web search.",
+        too_many=f"A monitor can watch at most {rules.TARGETS_MAX} targets: "
+        "spread them over several monitors.",
+    ),
+    "goal": Words(too_long=_chars(rules.GOAL_MAX, "The goal")),
+    "ignore_lines": Words(
+        too_many=f"At most {rules.IGNORE_LINES_MAX} lines to ignore.",
+        too_long=_chars(rules.IGNORE_LINE_MAX, "A line to ignore"),
+    ),
+    "retention_days": Words(
+        number=_whole("days", rules.RETENTION_MIN, rules.RETENTION_MAX)
+    ),
+    "webhook_url": Words(
+        missing="Enter the address that should receive the webhook (or clear "
+        "its headers and metadata).",
+        too_long=_ADDRESS_TOO_LONG,
+    ),
+    "webhook_events": Words(
+        missing="Choose at least one kind of message to send.",
+        choice="Choose from the listed messages.",
+    ),
+    "webhook_headers": Words(too_long=_chars(rules.HEADER_VALUE_MAX, "A value")),
+    "webhook_metadata": Words(too_long=_chars(rules.HEADER_VALUE_MAX, "A value")),
+    "email_recipients": Words(
+        too_many=f"At most {rules.RECIPIENTS_MAX} recipients.",
+        too_long=_chars(rules.EMAIL_MAX, "An address"),
+    ),
+    # A target row's fields.
+    "urls": Words(
+        missing="Enter at least one page address.",
+        too_many=f"At most {rules.URLS_PER_TARGET_MAX} addresses in one “Pages” "
+        "target: add another one for more.",
+        too_long=_ADDRESS_TOO_LONG,
+    ),
+    "url": Words(
+        missing="Enter the address to start from.", too_long=_ADDRESS_TOO_LONG
+    ),
+    "limit": Words(
+        number=_whole("pages", rules.CRAWL_LIMIT_MIN, rules.CRAWL_LIMIT_MAX)
+    ),
+    "depth": Words(number=_whole("clicks", 0, rules.CRAWL_DEPTH_MAX)),
+    "include_paths": Words(
+        too_many=f"At most {rules.PATHS_MAX} patterns.",
+        too_long=_chars(rules.PATH_MAX, "A pattern"),
+    ),
+    "exclude_paths": Words(
+        too_many=f"At most {rules.PATHS_MAX} patterns.",
+        too_long=_chars(rules.PATH_MAX, "A pattern"),
+    ),
+    "queries": Words(
+        missing="Enter at least one search.",
+        too_many=f"At most {rules.QUERIES_MAX} searches.",
+        too_long=_chars(rules.QUERY_MAX, "A search"),
+    ),
+    "search_window": Words(choice="Choose one of the listed time spans."),
+    "max_results": Words(
+        number=_whole(
+            "results", rules.MAX_RESULTS_MIN, rules.MAX_RESULTS_MAX, optional=False
+        )
+    ),
+    "include_domains": Words(
+        too_many=f"At most {rules.DOMAINS_MAX} sites.",
+        too_long=_chars(rules.DOMAIN_MAX, "A host name"),
+    ),
+    "exclude_domains": Words(
+        too_many=f"At most {rules.DOMAINS_MAX} sites.",
+        too_long=_chars(rules.DOMAIN_MAX, "A host name"),
+    ),
+    "include_tags": Words(
+        too_many=f"At most {rules.TAGS_MAX} tags or selectors.",
+        too_long=_chars(rules.TAG_MAX, "A tag or selector"),
+    ),
+    "exclude_tags": Words(
+        too_many=f"At most {rules.TAGS_MAX} tags or selectors.",
+        too_long=_chars(rules.TAG_MAX, "A tag or selector"),
+    ),
+    "headers": Words(too_long=_chars(rules.HEADER_VALUE_MAX, "A value")),
+    "timeout": Words(
+        number=_whole("milliseconds", rules.TIMEOUT_MIN, rules.TIMEOUT_MAX)
+    ),
+    "wait_for": Words(number=_whole("milliseconds", 0, rules.WAIT_FOR_MAX)),
+}
+
+
+def plain(field: str, issue: dict[str, Any]) -> str:
+    """The form's words for one of the serializer's issues ({code, path,
+    message}) that landed on `field`."""
+    code, message = str(issue["code"]), issue["message"]
+    rule = rules.RULES.get(code)
+    if rule is not None:
+        return rule.plain
+    words = WORDS.get(field, Words())
+    if code in _NUMBER and words.number:
+        return words.number
+    if code in _MISSING:
+        return words.missing
+    if code == "max_length":
+        path = issue["path"]
+        one_line = bool(path) and isinstance(path[-1], int)
+        return words.too_many if words.too_many and not one_line else words.too_long
+    if code == "invalid_choice":
+        return words.choice
+    if code in ("null_characters_not_allowed", "surrogate_characters_not_allowed"):
+        return "This contains a character that cannot be used here."
+    return message

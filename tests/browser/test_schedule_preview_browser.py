@@ -1,0 +1,81 @@
+"""The schedule preview in real Chromium (issue #21.1): it follows the time
+zone however the zone is entered — pasted, picked from the list or typed — and
+whatever the form's own validation requests are doing at the time."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from monitors.models import Membership, Team
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture
+def member(django_user_model):
+    team = Team.objects.create(name="Acme", slug="acme")
+    user = django_user_model.objects.create_user("olive", "o@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def new_monitor_form(browser_page, member, live_server):
+    page = browser_page
+    page.goto("/accounts/login/?next=/monitors/new/")
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/monitors/new/$"))
+    # The browser's own zone would replace UTC in a new form (static/js/app.js).
+    page.get_by_label("Time zone").fill("UTC")
+    page.route("**/validate/", slow_validation)
+    return page
+
+
+def slow_validation(route) -> None:
+    """The form's inline validation answering the way a busy server does:
+    in most of a second, so other requests pile up behind it."""
+    response = route.fetch()
+    time.sleep(0.7)
+    route.fulfill(response=response)
+
+
+def test_a_pasted_zone_updates_the_preview_when_the_field_is_left(
+    new_monitor_form, screenshot
+):
+    page = new_monitor_form
+    preview = page.locator("#schedule-preview")
+    page.get_by_label("Schedule").press_sequentially("every 30 minutes")
+    expect(preview).to_contain_text("UTC time")
+
+    zone = page.get_by_label("Time zone")
+    zone.select_text()
+    page.keyboard.insert_text("Europe/Berlin")  # what a paste does: one input event
+    zone.press("Tab")
+
+    expect(preview).to_contain_text("Europe/Berlin time")
+    expect(preview).to_contain_text("Every 30 minutes")
+    screenshot(page, "schedule-preview-pasted-zone", full_page=False)
+
+
+def test_a_zone_changed_right_after_the_schedule_still_gets_a_preview(
+    new_monitor_form, screenshot
+):
+    page = new_monitor_form
+    page.get_by_label("Schedule").fill("daily at 9:00")
+    zone = page.get_by_label("Time zone")
+    zone.fill("America/New_York")  # straight away, while validation is pending
+    zone.press("Tab")
+
+    preview = page.locator("#schedule-preview")
+    expect(preview).to_contain_text("America/New_York time")
+    expect(preview).to_contain_text("Daily at 09:00")
+    expect(preview).not_to_contain_text("Type a schedule")
+    screenshot(page, "schedule-preview-quick-zone", full_page=False)

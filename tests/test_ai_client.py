@@ -1,0 +1,242 @@
+"""checks.ai.client against a scripted OpenAI-compatible server (tests/llm.py):
+structured-output modes, tries, time-outs, validation and the outbound door."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from checks.ai import client as ai_client
+from checks.ai.client import LLM, LLMError, parse_json, schema_error
+from checks.errors import ErrorKind
+from checks.fetch import FetchError, OutboundClient
+from tests.llm import (
+    FakeModel,
+    answer,
+    content,
+    in_prose,
+    refuse_schema_mode,
+    status,
+)
+from tests.sites import Site
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"price": {"type": "string"}},
+    "required": ["price"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture
+def model(settings) -> Iterator[FakeModel]:
+    with Site() as site:
+        fake = FakeModel(site).configure(settings)
+        yield fake
+        fake.hanging.set()
+
+
+def ask(**overrides: Any) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        async with LLM() as llm:
+            return await llm.ask(
+                name="price",
+                schema=overrides.get("schema", SCHEMA),
+                system="Read the price.",
+                user="The page says $19.",
+                strict=overrides.get("strict", True),
+            )
+
+    return asyncio.run(go())
+
+
+def test_a_valid_answer_comes_back_as_a_dict_in_json_schema_mode(model):
+    model.then(answer({"price": "$19"}))
+
+    assert ask() == {"price": "$19"}
+    [body] = model.bodies
+    assert body["model"] == "fake-model"
+    assert body["temperature"] == 0
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert body["response_format"]["json_schema"]["strict"] is True
+    assert model.requests[0].header("Authorization") == "Bearer sk-test"
+
+
+def test_json_wrapped_in_prose_is_found(model):
+    model.then(in_prose({"price": "$24"}))
+    assert ask() == {"price": "$24"}
+
+
+def test_invalid_json_is_tried_three_times_then_fails_with_a_reason(model):
+    model.then(*[content("The price is nineteen dollars.")] * 3)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert len(model.requests) == 3
+    assert "after 3 tries" in failure.value.message
+    assert "not JSON" in failure.value.message
+
+
+def test_an_answer_with_an_extra_key_is_refused(model):
+    model.then(*[answer({"price": "$19", "note": "cheap"})] * 3)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert "did not fit the expected shape" in failure.value.message
+
+
+def test_server_errors_are_retried_and_a_later_answer_wins(model):
+    model.then(status(500), status(503), answer({"price": "$19"}))
+
+    assert ask() == {"price": "$19"}
+    assert len(model.requests) == 3
+
+
+def test_three_server_errors_fail(model):
+    model.then(status(500), status(500), status(500))
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert "HTTP 500" in failure.value.message
+
+
+def test_a_hanging_server_times_out_on_each_try(model):
+    model.then(model.hang(), model.hang(), model.hang())
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert len(model.requests) == 3
+    assert "no answer within 1 seconds" in failure.value.message
+
+
+def test_a_400_to_schema_mode_falls_back_to_json_mode_and_is_remembered(model):
+    model.then(
+        refuse_schema_mode(answer({"price": "$19"})),
+        refuse_schema_mode(answer({"price": "$19"})),
+        refuse_schema_mode(answer({"price": "$20"})),
+    )
+
+    assert ask() == {"price": "$19"}
+    assert ask() == {"price": "$20"}
+
+    formats = [(b.get("response_format") or {}).get("type") for b in model.bodies]
+    # The refusal costs no try, and the next call starts in JSON mode.
+    assert formats == ["json_schema", "json_object", "json_object"]
+
+
+def test_json_mode_refused_too_falls_back_to_asking_in_the_prompt(model):
+    refuse_all = status(400)
+    model.then(refuse_all, refuse_all, answer({"price": "$19"}))
+
+    assert ask() == {"price": "$19"}
+
+    bodies = model.bodies
+    assert "response_format" not in bodies[-1]
+    # Every mode states the schema in the instructions.
+    assert '"price"' in bodies[-1]["messages"][0]["content"]
+
+
+def test_a_wrong_key_fails_at_once_naming_the_setting(model):
+    model.then(status(401))
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert len(model.requests) == 1
+    assert "LLM_API_KEY" in failure.value.message
+
+
+def test_a_prompt_only_request_skips_schema_mode(model):
+    model.then(answer({"anything": 1}))
+
+    assert ask(schema={"type": "object"}, strict=False) == {"anything": 1}
+    assert model.bodies[0]["response_format"] == {"type": "json_object"}
+
+
+def test_after_three_failed_calls_the_batch_stops_asking(model, monkeypatch):
+    monkeypatch.setattr(ai_client, "_RETRY_PAUSES", (0, 0))
+    model.then(*[status(500)] * 9)
+
+    async def go() -> list[str]:
+        messages = []
+        async with LLM() as llm:
+            for _ in range(4):
+                try:
+                    await llm.ask(name="p", schema=SCHEMA, system="s", user="u")
+                except LLMError as exc:
+                    messages.append(exc.message)
+        return messages
+
+    messages = asyncio.run(go())
+
+    assert len(model.requests) == 9  # 3 calls x 3 tries; the 4th asked nothing
+    assert "was not asked again" in messages[-1]
+
+
+# --- the outbound door ----------------------------------------------------------------
+
+
+def test_the_llm_host_may_be_private_while_other_private_hosts_stay_blocked(
+    model, settings
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    model.then(answer({"price": "$19"}))
+    assert ask() == {"price": "$19"}  # 127.0.0.1 is the configured LLM host
+
+    async def fetch(url: str) -> int:
+        # The door as the LLM client builds it: only its own host is opened.
+        door = OutboundClient(private_hosts=frozenset({"localhost"}))
+        async with door:
+            return (await door.fetch(url)).status_code
+
+    other = model.base_url.replace("127.0.0.1", "localhost")
+    assert asyncio.run(fetch(other + "/models")) == 404
+    with pytest.raises(FetchError) as blocked:
+        asyncio.run(fetch(model.base_url + "/models"))
+    assert blocked.value.kind == ErrorKind.BLOCKED_ADDRESS
+
+
+def test_a_metadata_address_stays_blocked_even_for_the_llm_host(model, settings):
+    settings.LLM_BASE_URL = "http://llm.internal:8080/v1"
+
+    async def go() -> None:
+        resolver = lambda host, port: ["169.254.169.254"]  # noqa: E731
+        async with LLM(resolver=resolver) as llm:
+            await llm.ask(name="p", schema=SCHEMA, system="s", user="u")
+
+    with pytest.raises(LLMError) as failure:
+        asyncio.run(go())
+    assert "cloud metadata address" in failure.value.message
+    assert model.requests == []
+
+
+# --- reading answers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('Here: {"a": 1} done', {"a": 1}),
+        ('```json\n{"a": {"b": [1, 2]}}\n```', {"a": {"b": [1, 2]}}),
+        ('{not json} then {"a": 2}', {"a": 2}),
+        ("[1, 2]", None),
+        ("no braces at all", None),
+    ],
+)
+def test_parse_json_finds_the_first_object(text, expected):
+    assert parse_json(text) == expected
+
+
+def test_schema_error_names_the_path():
+    error = schema_error({"price": 19}, SCHEMA)
+    assert error is not None and error.startswith("price:")
+    assert schema_error({"price": "$19"}, SCHEMA) is None

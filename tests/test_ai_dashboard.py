@@ -1,0 +1,252 @@
+"""The AI layer in the dashboard and the API: verdicts beside changed pages,
+"meaningful changes only" on a check and on a monitor's history, field diffs
+as a before/after table, the model's status on the monitor form, the noise
+rule's field, and the validation of json formats and ignoreLines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from checks import runner
+from checks.models import Check, PageResult
+from monitors.models import Membership, Monitor, Target, Team
+from tests.llm import FakeModel, answer
+from tests.sites import Site
+
+pytestmark = pytest.mark.django_db
+
+PLANS = "<h1>Plans</h1><p>Starter: $19</p><p>Pro: $49</p>"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "plans": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "price": {"type": "string"}},
+            },
+        }
+    },
+}
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+@pytest.fixture
+def model(settings) -> Iterator[FakeModel]:
+    with Site() as llm_site:
+        fake = FakeModel(llm_site).configure(settings)
+        yield fake
+        fake.hanging.set()
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+def watch(team: Team, site: Site, **options: Any) -> tuple[Monitor, str]:
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = Monitor.objects.create(
+        team=team,
+        name="Pricing",
+        schedule_cron="*/30 * * * *",
+        goal=options.pop("goal", "Tell me when a price changes"),
+        judge_enabled=True,
+    )
+    Target.objects.create(monitor=monitor, type="scrape", urls=[url], **options)
+    return monitor, url
+
+
+def run(monitor: Monitor) -> Check:
+    return runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+
+
+def change(site: Site, extra: str = "", price: str = "$59") -> None:
+    site.html("/pricing", "Pricing", PLANS.replace("$49", price) + extra)
+
+
+def test_a_changed_page_shows_its_verdict_confidence_and_reason(web, team, site, model):
+    monitor, _ = watch(team, site)
+    run(monitor)
+    change(site)
+    check = run(monitor)
+    page = check.pages.get()
+
+    listing = web.get(check.get_absolute_url()).content.decode()
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert "Matters for the goal" in listing
+    assert "A price changed." in listing
+    assert "This change matters for the goal." in detail
+    assert "quite sure" in detail
+    assert "<del>Pro: $49</del> → <ins>Pro: $59</ins>" in detail
+    # The cited text is highlighted in the comparison itself.
+    assert "<mark>" in detail.split('id="diff-region"')[1]
+
+
+def test_a_fail_open_judgment_is_shown_as_not_judged_never_as_a_verdict(
+    web, team, site, settings
+):
+    settings.LLM_BASE_URL = ""
+    monitor, _ = watch(team, site)
+    run(monitor)
+    change(site)
+    page = run(monitor).pages.get()
+
+    listing = web.get(page.check_run.get_absolute_url()).content.decode()
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert "Not judged" in listing
+    assert "Matters for the goal" not in listing
+    assert "Not judged." in detail
+    assert "This change matters for the goal." not in detail
+
+
+def test_a_judges_reason_is_shown_escaped(web, team, site, model):
+    model.then(
+        answer(
+            {
+                "meaningful": True,
+                "confidence": "high",
+                "reason": "<script>alert(1)</script> see https://evil.example",
+                "meaningfulChanges": [],
+            }
+        )
+    )
+    monitor, _ = watch(team, site)
+    run(monitor)
+    change(site)
+    page = run(monitor).pages.get()
+
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert "<script>alert(1)</script>" not in detail
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in detail
+    assert 'href="https://evil.example' not in detail
+
+
+def test_meaningful_changes_only_on_a_check_and_on_the_history(web, team, site, model):
+    noisy = site.html("/noise", "Noise", "<p>Visitors: 1</p>")
+    monitor, _ = watch(team, site)
+    Target.objects.create(monitor=monitor, type="scrape", urls=[noisy])
+    first = run(monitor)
+    site.html("/noise", "Noise", "<p>Visitors: 2</p>")
+    only_noise = run(monitor)
+    site.html("/noise", "Noise", "<p>Visitors: 3</p>")
+    change(site)
+    both = run(monitor)
+
+    pages = web.get(both.get_absolute_url() + "?status=meaningful").content.decode()
+    history = web.get(monitor.get_absolute_url() + "?changes=meaningful")
+    history_html = history.content.decode()
+
+    assert both.pages.filter(verdict=PageResult.Verdict.NOISE).count() == 1
+    assert "/pricing" in pages and "/noise" not in pages
+    assert str(both.pk) in history_html
+    assert str(only_noise.pk) not in history_html
+    assert str(first.pk) not in history_html
+    assert "Meaningful changes only" in history_html
+
+
+def test_json_mode_shows_changed_fields_as_a_before_after_table(web, team, site, model):
+    formats = [{"type": "json", "schema": SCHEMA}]
+    monitor, _ = watch(team, site, scrape_options={"formats": formats})
+    run(monitor)
+    change(site)
+    page = run(monitor).pages.get()
+
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert "Fields that changed" in detail
+    row = detail.split("<code>plans[1].price</code>")[1].split("</tr>")[0]
+    assert "$49" in row and "$59" in row
+    assert "Matters" in row  # the judge cited this field
+
+
+def test_the_monitor_form_says_whether_a_model_is_set_up(web, settings):
+    settings.LLM_BASE_URL = ""
+    without = web.get("/monitors/new/").content.decode()
+    settings.LLM_BASE_URL, settings.LLM_MODEL = "http://127.0.0.1:1/v1", "m"
+    with_model = web.get("/monitors/new/").content.decode()
+
+    assert "No AI model is set up for this Pagewatch yet" in without
+    assert "An AI model is set up for this Pagewatch." in with_model
+
+
+def test_lines_to_ignore_are_saved_from_the_form_and_bad_patterns_refused(
+    web, team, site
+):
+    monitor, url = watch(team, site, goal="")
+    form = {
+        "name": "Pricing",
+        "schedule": "*/30 * * * *",
+        "timezone": "UTC",
+        "judge": "auto",
+        "target": "t1a2b3c4",
+        "t1a2b3c4-type": "scrape",
+        "t1a2b3c4-urls": url,
+        "t1a2b3c4-only_main_content": "on",
+        "ignore_lines": "Last updated\n/(unclosed/",
+    }
+
+    refused = web.post(f"/monitors/{monitor.pk}/edit/", form)
+    form["ignore_lines"] = "Last updated\n/^\\d+ views$/"
+    saved = web.post(f"/monitors/{monitor.pk}/edit/", form)
+
+    assert refused.status_code == 400
+    assert "“/(unclosed/”: Not a pattern we can use" in refused.content.decode()
+    assert saved.status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.ignore_lines == ["Last updated", "/^\\d+ views$/"]
+
+
+# --- the API's rules ---------------------------------------------------------------
+
+
+def body(**target_options: Any) -> dict[str, Any]:
+    return {
+        "name": "Pricing",
+        "schedule": {"cron": "*/30 * * * *"},
+        "targets": [
+            {"type": "scrape", "urls": ["https://example.com/"], **target_options}
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("fmt", "message"),
+    [
+        ({"type": "json"}, "A json format needs a schema or a prompt."),
+        ({"type": "changeTracking", "modes": ["json"]}, "requires a schema"),
+        ({"type": "json", "schema": {"type": 12}}, "not a valid JSON Schema"),
+        ({"type": "json", "schema": "plans"}, "must be a JSON Schema object"),
+        ({"type": "json", "prompt": 7}, "prompt must be a string"),
+    ],
+)
+def test_json_formats_are_validated_with_a_clear_message(api, fmt, message):
+    response = api.post(
+        "/v2/monitor", body(scrapeOptions={"formats": [fmt]}), format="json"
+    )
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+
+
+def test_ignore_lines_round_trip_through_the_api_and_bad_ones_are_named(api):
+    good = dict(body(), ignoreLines=[" Last updated ", "/\\d+ views/", ""])
+    created = api.post("/v2/monitor", good, format="json").json()["data"]
+    bad = dict(body(), ignoreLines=["ok", "/(?=x)/"])
+    refused = api.post("/v2/monitor", bad, format="json").json()
+
+    assert created["ignoreLines"] == ["Last updated", "/\\d+ views/"]
+    assert refused["details"][0]["path"] == ["ignoreLines", 1]
+    assert "Not a pattern we can use" in refused["error"]

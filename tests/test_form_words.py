@@ -1,0 +1,196 @@
+"""The dashboard form says every rule in plain words, while the API keeps its
+own messages, both from one rule (issue #21.2): "judgeEnabled requires a
+non-empty goal." is for programmers; the form says what to do in the words on
+the page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from monitors import form_words, forms, rules
+from monitors.forms import MonitorForm
+from tests.test_dashboard_forms import post
+
+pytestmark = pytest.mark.django_db
+
+# The contract's field names and DRF's stock phrasing, which nobody using the
+# dashboard should meet.
+API_WORDS = re.compile(
+    r"judgeEnabled|retentionDays|maxResults|includeDomains|excludeDomains|"
+    r"scrapeOptions|crawlOptions|searchWindow|includeDiffs|webhook\.|non-empty|"
+    r"Ensure this|This field|elements|A valid integer|valid choice|This list|"
+    r"cron or text"
+)
+ROW = "t0000aaaa"
+
+
+def crawl(**fields: str) -> dict[str, str]:
+    return {f"{ROW}-type": "crawl", f"{ROW}-url": "https://example.com/"} | {
+        f"{ROW}-{name}": value for name, value in fields.items()
+    }
+
+
+def search(**fields: str) -> dict[str, str]:
+    return {f"{ROW}-type": "search", f"{ROW}-queries": "pagewatch", "goal": "x"} | {
+        f"{ROW}-{name}": value for name, value in fields.items()
+    }
+
+
+def row(**fields: str) -> dict[str, str]:
+    return {f"{ROW}-{name}": value for name, value in fields.items()}
+
+
+def lines(count: int, text: str = "x{}") -> str:
+    return "\n".join(text.format(n) for n in range(count))
+
+
+# (what a person typed, the field the message appears on, what it says)
+CASES = [
+    ({"name": ""}, "name", "Give the monitor a name."),
+    ({"name": "n" * 257}, "name", "The name can be at most 256 characters long."),
+    ({"schedule": ""}, "schedule", rules.SCHEDULE_MISSING.plain),
+    ({"target": []}, "targets", form_words.WORDS["targets"].missing),
+    ({"goal": "g" * 2001}, "goal", "The goal can be at most 2,000 characters long."),
+    ({"judge": "on"}, "judge", rules.GOAL_REQUIRED_FOR_JUDGE.plain),
+    (search() | {"goal": ""}, "goal", rules.GOAL_REQUIRED_FOR_SEARCH.plain),
+    *[
+        (
+            {"retention_days": days},
+            "retention_days",
+            "Enter a whole number of days from 1 to 365, or leave it empty.",
+        )
+        for days in ("0", "366", "thirty", "1.5")
+    ],
+    (
+        {"webhook_headers": "X-Team: a"},
+        "webhook_url",
+        form_words.WORDS["webhook_url"].missing,
+    ),
+    (
+        {"webhook_url": "https://h.example/", "webhook_events": []},
+        "webhook_events",
+        "Choose at least one kind of message to send.",
+    ),
+    (
+        {"email_recipients": lines(26, "p{}@example.com")},
+        "email_recipients",
+        "At most 25 recipients.",
+    ),
+    (row(urls=""), f"{ROW}-urls", "Enter at least one page address."),
+    (
+        row(urls="https://example.com/" + "a" * 2048),
+        f"{ROW}-urls",
+        "URL is longer than 2048 characters.",  # the URL rule's own words
+    ),
+    (crawl(url=""), f"{ROW}-url", "Enter the address to start from."),
+    (
+        crawl(limit="0"),
+        f"{ROW}-limit",
+        "Enter a whole number of pages from 1 to 10,000, or leave it empty.",
+    ),
+    (
+        crawl(depth="101"),
+        f"{ROW}-depth",
+        "Enter a whole number of clicks from 0 to 100, or leave it empty.",
+    ),
+    (
+        crawl(include_paths=lines(101, "^/p{}")),
+        f"{ROW}-include_paths",
+        "At most 100 patterns.",
+    ),
+    (search(queries=""), f"{ROW}-queries", "Enter at least one search."),
+    (search(queries=lines(13)), f"{ROW}-queries", "At most 12 searches."),
+    (
+        search(queries="q" * 257),
+        f"{ROW}-queries",
+        "A search can be at most 256 characters long.",
+    ),
+    (
+        search(max_results="0"),
+        f"{ROW}-max_results",
+        "Enter a whole number of results from 1 to 50.",
+    ),
+    (
+        search(search_window="2d"),
+        f"{ROW}-search_window",
+        "Choose one of the listed time spans.",
+    ),
+    (
+        search(include_domains="a.com", exclude_domains="b.com"),
+        f"{ROW}-exclude_domains",
+        rules.DOMAINS_EXCLUSIVE.plain,
+    ),
+    (
+        search(include_domains=lines(51, "s{}.com")),
+        f"{ROW}-include_domains",
+        "At most 50 sites.",
+    ),
+    (
+        row(include_tags=", ".join(f"t{n}" for n in range(101))),
+        f"{ROW}-include_tags",
+        "At most 100 tags or selectors.",
+    ),
+    (
+        row(headers="X-Long: " + "v" * 4097),
+        f"{ROW}-headers",
+        "A value can be at most 4,096 characters long.",
+    ),
+    (
+        row(timeout="500"),
+        f"{ROW}-timeout",
+        "Enter a whole number of milliseconds from 1,000 to 300,000, or leave it "
+        "empty.",
+    ),
+    (
+        row(wait_for="70000"),
+        f"{ROW}-wait_for",
+        "Enter a whole number of milliseconds from 0 to 60,000, or leave it empty.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("typed", "slot", "expected"), CASES)
+def test_every_rule_reads_in_plain_words_in_the_form(typed, slot, expected):
+    form = MonitorForm(post(**typed))
+    assert not form.is_valid()
+    messages = form.errors.get(slot)
+    assert messages, form.errors
+    # A message about one line of a list names the line first.
+    assert any(m == expected or m.endswith(f"”: {expected}") for m in messages)
+    for shown in form.errors.values():
+        assert not [m for m in shown if API_WORDS.search(m)], form.errors
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"judgeEnabled": True}, "judgeEnabled requires a non-empty goal."),
+        ({"targets": []}, "targets: Ensure this field has at least 1 elements."),
+        ({"retentionDays": 0}, "Ensure this value is greater than or equal to 1."),
+    ],
+)
+def test_the_api_keeps_its_own_words_for_the_same_rules(api, body, expected):
+    base = {
+        "name": "n",
+        "schedule": {"text": "hourly"},
+        "targets": [{"type": "scrape", "urls": ["https://example.com/"]}],
+    }
+    response = api.post("/v2/monitor", base | body, format="json")
+    assert response.status_code == 400
+    assert expected in response.json()["error"]
+
+
+def test_every_field_an_api_error_can_land_on_has_plain_words():
+    slots = {
+        *forms._MAIN_SLOTS.values(),
+        *forms._WEBHOOK_SLOTS.values(),
+        *forms._EMAIL_SLOTS.values(),
+        *forms._TARGET_SLOTS.values(),
+    }
+    # Check boxes and the judging choice cannot hold a wrong value; the
+    # schedule's problems are worded by its own rules.
+    without_words = {"judge", "schedule", "email_enabled", "email_include_diffs"}
+    without_words |= {"only_main_content", "mobile"}
+    assert slots - without_words <= set(form_words.WORDS)
