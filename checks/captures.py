@@ -50,18 +50,18 @@ def capture_for(token: str) -> Capture | None:
     return Capture.objects.filter(content_hash=digest).first()
 
 
-def with_links(metadata: Mapping[str, Any], link: Any = capture_url) -> dict[str, Any]:
+def with_links(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A page's metadata as clients read it: the screenshot and the actions'
     screenshots and PDFs (stored by content hash) as signed links."""
     shown = dict(metadata)
     if isinstance(shown.get("screenshot"), str):
-        shown["screenshot"] = link(shown["screenshot"])
+        shown["screenshot"] = capture_url(shown["screenshot"])
     actions = shown.get("actions")
     if isinstance(actions, Mapping):
         shown["actions"] = {
             **actions,
-            "screenshots": [link(d) for d in actions.get("screenshots") or []],
-            "pdfs": [link(d) for d in actions.get("pdfs") or []],
+            "screenshots": [capture_url(d) for d in actions.get("screenshots") or []],
+            "pdfs": [capture_url(d) for d in actions.get("pdfs") or []],
         }
     return shown
 

@@ -184,17 +184,6 @@ class Chromium:
         if browser is not None:
             await _close_quietly(browser)
 
-    async def shutdown(self) -> None:
-        for browser in {self._browser, *self._open_pages} - {None}:
-            await _close_quietly(browser)
-        self._browser, self._open_pages = None, {}
-        if self._playwright is not None:
-            await self._playwright.stop()
-            self._playwright = None
-        if self._deny is not None:
-            await self._deny.close()
-            self._deny = None
-
     @property
     def launched(self) -> Browser | None:
         """The browser new pages get, when one runs (tests watch restarts)."""
@@ -231,15 +220,3 @@ def _forget_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-def shutdown(timeout: float = 10.0) -> None:
-    """Close this process's browser, if it has one (tests, worker shutdown)."""
-    current = _service
-    if current is None:
-        return
-    future = current.submit(current.shutdown())
-    try:
-        future.result(timeout)
-    except (concurrent.futures.TimeoutError, PlaywrightError):
-        logger.warning("The browser did not close within %g s", timeout)
