@@ -134,6 +134,8 @@ def _built_by_scripts(
         return None
     if not isinstance(fetched, FetchResult) or not 200 <= fetched.status_code < 300:
         return None
+    if not detect.has_scripts(fetched.content):
+        return None
     if (
         state is not None
         and state.fetcher == "http"

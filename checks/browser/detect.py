@@ -34,10 +34,15 @@ _ASKS_FOR_JS = re.compile(
 _HIDDEN = ("script", "style", "noscript", "template", "svg")
 
 
+def has_scripts(content: bytes) -> bool:
+    """The cheap first question: no <script> at all, nothing to detect."""
+    return _SCRIPT.search(content) is not None
+
+
 def script_built(content: bytes, content_type: str) -> str | None:
     """Why this HTML page looks built by scripts, in a few words; None when
     its content is there without them (or it is not HTML at all)."""
-    if not _SCRIPT.search(content):
+    if not has_scripts(content):
         return None
     if body_kind(content, media_type_of(content_type)) != "html":
         return None
