@@ -30,8 +30,8 @@ setup: $(VENV)/.installed-run
 run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
-	@echo "Starting Pagewatch on http://$(HOST):$(PORT)/ (web, worker, browser worker, scheduler). Ctrl-C stops all."
-	exec $(BIN)/python -m config.run start -f Procfile
+	@echo "Starting Pagewatch on http://$(HOST):$(PORT)/ (web, worker, browser worker, upkeep, scheduler). Ctrl-C stops all."
+	exec $(BIN)/python -m config.run -f Procfile
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

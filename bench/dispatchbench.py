@@ -12,8 +12,8 @@ database (see populate()).
   AND next_run_at <= now` (the partial index's own predicate), all rows fetched.
 * Drain: `dispatch_due_monitors(now)` called until it returns 0. One call stops
   at dispatch.MAX_PER_TICK checks, so 10 000 due take several beat ticks; each
-  tick is timed. Enqueueing is real: Celery messages go to kombu's filesystem
-  transport in the bench's temporary directory (one JSON file per check),
+  tick is timed. Enqueueing is real: Celery messages go to the embedded broker
+  (config/broker.py) in the bench's temporary directory (one file per check),
   nothing consumes them, and their count is checked against the checks created.
   The broker's share is measured apart: one more tick after a reset with
   `checks.dispatch.enqueue_many` (which the dispatcher calls once per batch)
@@ -26,7 +26,7 @@ database (see populate()).
 
 It runs in a child process of bench/run.py (`python -m bench.dispatchbench`,
 which prints the result as JSON), set up without REDIS_URL so that Celery uses
-the filesystem transport under PAGEWATCH_VAR_DIR, where the messages can be
+the embedded broker under PAGEWATCH_VAR_DIR, where the messages can be
 counted, while the workers of the other benchmarks use Redis.
 """
 
@@ -341,7 +341,7 @@ def main() -> None:
     from bench.env import setup_django
 
     setup_django()
-    # kombu warns that the filesystem transport has no host name: it needs none.
+    # kombu warns when a broker URL has no host name: the embedded one needs none.
     logging.getLogger("kombu.connection").setLevel(logging.ERROR)
     broker_dir = Path(os.environ["PAGEWATCH_VAR_DIR"]) / "broker" / "in"
     print(json.dumps(asdict(measure(timezone.now(), broker_dir))))

@@ -2,8 +2,8 @@
 Redis database as the broker, and a temporary var/ directory.
 
 PostgreSQL: BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432), database
-`pagewatch_bench`, dropped and recreated on every run, migrated from scratch and
-dropped at the end. Redis: BENCH_REDIS_URL (default redis://127.0.0.1:6379/14),
+BENCH_DB_NAME (default `pagewatch_bench`), dropped and recreated on every run,
+migrated from scratch and dropped at the end. Redis: BENCH_REDIS_URL (default redis://127.0.0.1:6379/14),
 flushed first and last. Both must run: the workers are real Celery processes,
 which need a database and a broker shared with this process.
 
@@ -14,13 +14,18 @@ inherits the environment prepared by `prepare()`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DB_NAME = "pagewatch_bench"
+# BENCH_DB_NAME: so two people benchmarking on one server do not drop each
+# other's database.
+DB_NAME = os.environ.get("BENCH_DB_NAME", "pagewatch_bench")
+if not re.fullmatch(r"[a-z_][a-z0-9_]*", DB_NAME):  # it is spliced into SQL
+    raise SystemExit(f"BENCH_DB_NAME must be a plain lower-case name: {DB_NAME!r}")
 
 
 class BenchError(RuntimeError):

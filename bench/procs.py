@@ -140,9 +140,9 @@ class Group:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        # Descendants that left the group (config.run's `alone` starts the
-        # service's worker in a session of its own) are killed by pid, if
-        # that pid is still the same process (its start time says so).
+        # Descendants that left the group (config.run starts each Procfile
+        # entry in a session of its own) are killed by pid, if that pid is
+        # still the same process (its start time says so).
         strays = {pid: _started(pid) for pid in tree(self.pid)}
         if self.process.poll() is None:
             self.process.send_signal(self.stop_signal)

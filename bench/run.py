@@ -38,9 +38,12 @@ from bench.report import Row, Section, ratio_text, render, seconds  # noqa: E402
 
 if TYPE_CHECKING:
     from bench.dispatchbench import DispatchResult
+    from bench.servebench import Serving
     from bench.workerbench import PageServer, Series
 
-BENCHMARKS = ("cpu", "throughput", "scaling", "memory", "diff", "dispatch")
+BENCHMARKS = (
+    "cpu", "throughput", "scaling", "memory", "diff", "dispatch", "lists", "serving",
+)  # fmt: skip
 CPU_TARGET_MS = {"unchanged": 3.0, "rewritten": 9.0}
 THROUGHPUT_TARGET = 0.9
 SCALING_TARGET = 1.6
@@ -48,7 +51,9 @@ PSS_TARGET_MB = 160.0
 DIFF_TARGET = 10.0
 DIFF_SCALING_TARGET = 2.5
 ZERO_DUE_TARGET = 0.1
+SERVING_P95_TARGET = 20.0
 TICK_TARGET = 0.5
+LIST_TARGETS = {"api": 3.0, "dashboard": 4.0, "search": 4.0}
 # changedetection.io 0.60.10 as issue #16 measured it on this kind of machine
 # (report.REFERENCE): CPU per page, and the PSS of its whole process.
 REFERENCE_CPU = {"first": "101 ms", "unchanged": "13.1 ms", "rewritten": "86 ms"}
@@ -330,9 +335,9 @@ def bench_memory(
         f" ({_pss_text(idle)})",
         f"- the same worker after its checks of {pages} pages: {worker_mb:.0f} MB"
         f" ({_pss_text(busy)})",
-        f"- `make run`'s service (`python -m config.run start -f Procfile`: web"
-        " gunicorn with 2 workers, Celery worker `--concurrency=2`, beat, honcho"
-        f" and its shims) after one first check of {pages} pages:"
+        f"- `make run`'s service (`python -m config.run -f Procfile`: web"
+        " gunicorn (config/gunicorn.py), the Celery worker, the upkeep worker,"
+        f" beat and the manager) after one first check of {pages} pages:"
         f" {whole_mb:.0f} MB ({_pss_text(whole)}). Its broker is the bench's"
         " Redis, not counted.",
     )
@@ -528,7 +533,8 @@ def bench_dispatch(rows: list[Row], problems: list[str]) -> Section:
         f"{result.total:,} monitors with one scrape target each: {result.due:,}"
         f" due, {dispatchbench.PAUSED:,} paused, the rest due later"
         f" (made in {result.populate_s:.1f} s; ANALYZE after). Celery enqueueing"
-        " is real, through kombu's filesystem transport in a temporary directory:"
+        " is real, through the embedded broker (config/broker.py) in a temporary"
+        " directory:"
         f" {result.messages:,} messages written for {result.created:,} checks"
         f" created. The broker's share: {seconds(result.broker_per_message_s)}"
         " per message when sent on its own.",
@@ -552,6 +558,191 @@ def bench_dispatch(rows: list[Row], problems: list[str]) -> Section:
         f"- 0 due: `{dispatchbench.plan_summary(result.explain_zero)}`"
         f" — {'uses' if indexed else 'does NOT use'} the partial index"
         " monitor_due_idx, so the cost follows the due monitors, not the table.",
+    )
+    return section
+
+
+# --- Lists at scale ----------------------------------------------------------------
+
+
+def _list_row(name: str, baseline: str, value: str, ratio: float, key: str) -> Row:
+    target = LIST_TARGETS[key]
+    return Row(name, baseline, value, ratio, f"≤ {target:g}", ratio <= target)
+
+
+def bench_lists(rows: list[Row], problems: list[str]) -> Section:
+    from bench import listbench
+
+    result = listbench.measure()
+    problems += result.problems
+    t, kb = result.timings, {k: v / 1000 for k, v in result.sizes.items()}
+    scale = f"{result.monitors:,} monitors, {result.checks:,} checks"
+    rows.append(
+        _list_row(
+            f"API list of 100 monitors ({scale})",
+            f"{seconds(t['api_one'])} (`GET /v2/monitor/{{id}}`, one monitor)",
+            seconds(t["api_list"]),
+            t["api_list"] / t["api_one"],
+            "api",
+        )
+    )
+    rows.append(
+        _list_row(
+            f"Dashboard monitor list, 25 rows with their last 14 checks ({scale})",
+            f"{seconds(t['trivial'])} (the team page, a trivial page)",
+            f"{seconds(t['dashboard'])} ({kb['dashboard']:.0f} KB)",
+            t["dashboard"] / t["trivial"],
+            "dashboard",
+        )
+    )
+    rows.append(
+        _list_row(
+            f"Dashboard search by address among {result.monitors:,} monitors",
+            f"{seconds(t['trivial'])} (the team page, a trivial page)",
+            seconds(t["search"]),
+            t["search"] / t["trivial"],
+            "search",
+        )
+    )
+    section = Section("7. Lists at scale")
+    section.add(
+        f"One team of {result.monitors:,} monitors (one scrape target of one to"
+        f" three addresses each) and {result.checks:,} finished checks, made in"
+        f" {result.populate_s:.1f} s (VACUUM ANALYZE after). Requests through Django's"
+        " test client in the bench process (middleware, authentication, views,"
+        " templates, PostgreSQL; no socket), each request taking turns with its"
+        f" baseline, median of {listbench.REQUESTS} after {listbench.WARM_UP}"
+        " warm-up rounds.",
+        "",
+        "| Request | Median | Size | Monitors shown |",
+        "|---|---|---|---|",
+    )
+    for name, label in (
+        ("api_one", "`GET /v2/monitor/{id}` (baseline of the API list)"),
+        ("api_list", "`GET /v2/monitor?limit=100`"),
+        ("trivial", "`GET /settings/team/` (baseline of the dashboard rows)"),
+        ("dashboard", "`GET /` (first page of the monitor list)"),
+        ("search", f"`GET /?q={listbench.SEARCH}` among {result.monitors:,}"),
+        (
+            "search_small",
+            f"`GET /?q={listbench.SEARCH}` in a team of {listbench.SMALL_TEAM}",
+        ),
+    ):
+        section.add(
+            f"| {label} | {seconds(t[name])} | {kb.get(name, 0):.1f} KB |"
+            f" {result.matches.get(name, '—')} |"
+        )
+    growth = t["search"] / t["search_small"]
+    section.add(
+        "",
+        f"- Search among {result.monitors:,} monitors takes {ratio_text(growth)}"
+        f" the time it takes among {listbench.SMALL_TEAM}: trigram indexes"
+        " (monitors migration 0003) serve its case-insensitive `contains` on"
+        " PostgreSQL.",
+        "- The API list reads each monitor's run interval as stored with its"
+        " schedule instead of walking its cron expression twice per monitor.",
+    )
+    return section
+
+
+# --- Report ------------------------------------------------------------------------
+
+
+# --- Serving the API -------------------------------------------------------------
+
+
+def _serving_line(name: str, serving: Serving) -> str:
+    lone, floor = serving.lone_median, serving.floor()
+    p50, p95 = serving.burst_quantile(0.5), serving.burst_quantile(0.95)
+    return (
+        f"| {name} | {seconds(lone)} | {seconds(p50)} | {seconds(p95)} |"
+        f" {ratio_text(p95 / lone)} | {seconds(floor)} | {ratio_text(p95 / floor)} |"
+    )
+
+
+def bench_serving(reps: int, rows: list[Row]) -> Section:
+    import tempfile
+
+    from bench import servebench as sb
+
+    with tempfile.TemporaryDirectory(prefix="pagewatch-serving-") as var:
+        results = sb.measure(Path(var), reps)
+    ours, sync = results["procfile"], results["sync"]
+    lone, p95 = ours.lone_median, ours.burst_quantile(0.95)
+    burst = f"Burst of {sb.BURST} API requests ({sb.GETS} GET, {sb.POSTS} POST)"
+    rows.append(
+        Row(
+            f"{burst} on `make run`'s web: p95",
+            f"{seconds(lone)} (a lone request, median)",
+            seconds(p95),
+            p95 / lone,
+            f"≤ {SERVING_P95_TARGET:g}",
+            p95 / lone <= SERVING_P95_TARGET,
+        )
+    )
+    rows.append(
+        Row(
+            f"{burst}: p50",
+            f"{seconds(lone)} (a lone request, median)",
+            seconds(ours.burst_quantile(0.5)),
+            ours.burst_quantile(0.5) / lone,
+            "",
+            None,
+        )
+    )
+    rows.append(
+        Row(
+            f"{burst}: p95 against the CPU floor",
+            f"{seconds(ours.floor())} (lone times summed ÷ {os.cpu_count()} CPUs)",
+            seconds(p95),
+            p95 / ours.floor(),
+            "",
+            None,
+        )
+    )
+    rows.append(
+        Row(
+            f"{burst}: p95 of the former web (sync, 2 workers) against this one",
+            seconds(p95),
+            seconds(sync.burst_quantile(0.95)),
+            sync.burst_quantile(0.95) / p95,
+            "",
+            None,
+        )
+    )
+    cpus = os.cpu_count() or 1
+    section = Section("7. Serving the API")
+    section.add(
+        f"`make run`'s web (the Procfile's `web:` command: `{ours.command}`) on"
+        " its embedded SQLite database, with nothing else running. A burst is"
+        f" {sb.BURST} requests sent at once, each on a connection of its own:"
+        f" {sb.GETS // 2} reads of the monitor list, {sb.GETS - sb.GETS // 2}"
+        f" reads of one monitor and {sb.POSTS} monitors created, shuffled. The"
+        " baseline is the same mix sent one request at a time just before"
+        " (a lone request). Each of"
+        f" {reps} repetitions starts web afresh; the former setup"
+        f" (`{sb.SYNC_WORKERS}`) alternates with it. Medians over repetitions.",
+        "",
+        "| Web | Lone request | Burst p50 | Burst p95 | p95 ÷ lone |"
+        " CPU floor | p95 ÷ floor |",
+        "|---|---|---|---|---|---|---|",
+        _serving_line("gthread (config/gunicorn.py)", ours),
+        _serving_line("sync, 2 workers (before)", sync),
+        "",
+        "- The CPU floor is the least time the burst can take: each request"
+        " needs a CPU about as long as it takes alone, so the lone times of the"
+        f" burst's {sb.BURST} requests, summed, divided by the {cpus} CPUs, is"
+        " when the last one can be done at best, whatever serves them. Its"
+        " p95 can be no less than about 0.95 of it, that is"
+        f" {0.95 * sb.BURST / cpus:.0f} lone requests on {cpus} CPUs:"
+        f" p95 ≤ {SERVING_P95_TARGET:g}× a lone request needs"
+        f" {0.95 * sb.BURST / SERVING_P95_TARGET:.1f} CPUs or more for requests"
+        " that spend their time computing, as these do on loopback. A p95"
+        " near the floor means the serving setup wastes none of the CPUs;"
+        " only less CPU per request, or more CPUs, can lower it.",
+        "- gthread: a request waiting on the database (a write lock on SQLite,"
+        " a round trip on PostgreSQL) frees its process's CPU for another,"
+        " where a sync worker holds its process until the answer is sent.",
     )
     return section
 
@@ -654,6 +845,12 @@ def main() -> int:
         if "dispatch" in chosen:
             print("dispatch...", flush=True)
             sections.append(bench_dispatch(rows, problems))
+        if "lists" in chosen:
+            print("lists...", flush=True)
+            sections.append(bench_lists(rows, problems))
+        if "serving" in chosen:
+            print("serving...", flush=True)
+            sections.append(bench_serving(args.reps, rows))
         header = _header(
             started_at,
             time.perf_counter() - started,

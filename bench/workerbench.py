@@ -160,18 +160,18 @@ class Worker(procs.Group):
 
 
 class Service(procs.Group):
-    """The whole service as `make run` starts it: `python -m config.run start
-    -f Procfile` (honcho: web gunicorn, worker, beat), on a free port."""
+    """The whole service as `make run` starts it: `python -m config.run -f
+    Procfile` (web gunicorn, worker, upkeep worker, beat), on a free port."""
 
     def __init__(self, env: BenchEnv) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}"
-        command = [sys.executable, "-m", "config.run", "start", "-f", "Procfile"]
+        command = [sys.executable, "-m", "config.run", "-f", "Procfile"]
         environ = os.environ | {"HOST": "127.0.0.1", "PORT": str(port)}
-        # honcho gives its processes up to 30 s to stop (config.run); SIGINT
-        # is its Ctrl-C.
+        # config.run gives its processes up to 30 s to stop; SIGINT is its
+        # Ctrl-C.
         super().__init__(
             command, env.var_dir / "service.log", ROOT, environ, signal.SIGINT, 40
         )
@@ -189,17 +189,18 @@ class Service(procs.Group):
         return bool(_answering_workers(None))
 
     def pss(self) -> dict[str, float]:
-        """PSS in MB per Procfile entry (with all its processes, the worker's
-        `config.run alone` shim included), and honcho's own."""
+        """PSS in MB per Procfile entry (with all its processes), and the
+        process manager's own."""
         children: dict[int, list[int]] = defaultdict(list)
         for pid in procs.tree(self.pid):
             children[procs.parent(pid)].append(pid)
-        out: dict[str, float] = {"honcho": procs.pss_mb(self.pid)}
+        out: dict[str, float] = {"manager": procs.pss_mb(self.pid)}
         for top in children[self.pid]:
             pids = procs.tree(top)
             lines = " ".join(procs.command_line(pid) for pid in pids)
             role = next(
-                (r for r in ("gunicorn", "worker", "beat") if r in lines), "other"
+                (r for r in ("gunicorn", "upkeep", "worker", "beat") if r in lines),
+                "other",
             )
             out[role] = out.get(role, 0.0) + sum(map(procs.pss_mb, pids))
         return out

@@ -56,6 +56,11 @@ class CheckQuerySet(models.QuerySet["Check"]):
     def in_flight(self) -> CheckQuerySet:
         return self.filter(status__in=Check.IN_FLIGHT)
 
+    def with_changes(self) -> CheckQuerySet:
+        """Checks that found pages changed, new or removed (by their summary)."""
+        found = Q(summary__changed__gt=0) | Q(summary__new__gt=0)
+        return self.filter(found | Q(summary__removed__gt=0))
+
     def stale(self, queued_before: datetime, running_before: datetime) -> CheckQuerySet:
         """Checks a lost worker left behind; served by check_in_flight_idx."""
         return self.filter(
@@ -163,6 +168,9 @@ class Check(models.Model):
             models.Index(
                 fields=["monitor", "-created_at"], name="check_monitor_list_idx"
             ),
+            # Used by the team's history feed (monitors.history.feed_checks):
+            # walked newest first across all of a team's monitors.
+            models.Index(fields=["-created_at"], name="check_recent_idx"),
             # Used by checks.runner.fail_stale_checks: only in-flight rows matter.
             models.Index(
                 fields=["status", "created_at"],

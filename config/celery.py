@@ -14,6 +14,9 @@ import os
 
 from celery import Celery
 
+# Registers the embedded broker's URL scheme (pagewatch-files://) with kombu.
+import config.broker  # noqa: F401
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("pagewatch")
@@ -22,20 +25,3 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # (checks/notify/tasks.py).
 app.autodiscover_tasks()
 app.autodiscover_tasks(["checks.notify"])
-
-
-@app.on_after_configure.connect
-def _keep_filesystem_control_files_under_var(**kwargs: object) -> None:
-    # Runs once the settings are loaded (never at import, so importing this
-    # module does not load Django settings). kombu's filesystem transport writes
-    # its fanout/control files to a relative "control" folder in the current
-    # directory unless told otherwise; keep them next to the queued messages.
-    if not str(app.conf.broker_url or "").startswith("filesystem"):
-        return
-    options = dict(app.conf.broker_transport_options or {})
-    data_folder = options.get("data_folder_in")
-    if data_folder and "control_folder" not in options:
-        control = os.path.join(os.path.dirname(data_folder), "control")
-        os.makedirs(control, exist_ok=True)
-        options["control_folder"] = control
-        app.conf.broker_transport_options = options

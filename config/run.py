@@ -1,87 +1,292 @@
-"""`make run`: honcho, set up for a clean stop of the Celery worker on Ctrl-C.
+"""`make run`: start the Procfile's processes, keep them running, stop them
+together.
 
-honcho stops a process by sending SIGTERM to its whole process group, and
-SIGKILLs whatever still runs five seconds later. Neither suits a Celery prefork
-worker: its pool processes, terminated while waiting on the shared task queue,
-can die holding the queue's lock, which the worker then waits on forever as it
-exits; and even a clean warm shutdown of an idle worker takes about six
-seconds. So the Procfile starts the worker through `alone` (the worker's main
-process alone gets the signal, as Celery expects), and honcho waits up to
-thirty seconds: enough for an idle worker and a short check to finish. A longer
-check is cut off (the worker dies with the shim honcho kills), its message goes
-back to the queue (Redis) or is lost with the process (the embedded broker),
-and the stale-check sweeper fails it.
+    python -m config.run [-f Procfile]
 
-    python -m config.run start -f Procfile     honcho, with the longer wait
-    python -m config.run alone COMMAND...       COMMAND in a session of its own
+A process that exits while the service runs (killed, crashed, out of memory)
+is started again after a back-off, and the others keep running: web keeps
+answering while the worker comes back. The back-off starts at one second and
+doubles, up to a minute, while the process keeps dying within a minute of
+starting; each restart is announced. (honcho and foreman stop everything when
+one process exits; supervisord wants a daemon and a configuration of its own.)
 
-Without Chromium, `start` leaves out the Procfile's browser worker and says
-so; browser pages then go to the other worker (BROWSER_QUEUE empty), where
-each fails with an error naming BROWSER_EXECUTABLE.
+Each entry runs in a session of its own, with its output prefixed by its
+name. Ctrl-C or SIGTERM stops them all: each main process gets SIGTERM
+(alone: Celery's prefork worker expects it there, and its pool processes,
+signalled directly, can die holding the pool's lock, which the worker then
+waits on forever as it exits) and up to thirty seconds to finish: enough for
+an idle worker's warm shutdown (about six seconds) and a short check. Then
+whatever is left of each session is killed. A check cut off goes back to the
+queue (with Redis, or the embedded broker once a worker runs again) and the
+stale-check sweeper finishes or fails it.
+
+A process's leftovers are killed before it starts again (a killed worker's
+pool processes, a killed gunicorn's workers). On Linux each process is also
+told to end when this manager dies, even by SIGKILL, so nothing outlives it.
+Variables in `.env`, when present, are added to the environment (as honcho,
+used before, did).
+
+Without Chromium the Procfile's browser worker is left out, and said so;
+browser pages then go to the other worker (BROWSER_QUEUE empty), where each
+fails with an error naming BROWSER_EXECUTABLE.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
-import functools
 import os
+import re
+import selectors
+import shlex
 import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-
-import honcho.manager
-from honcho.command import main as honcho_main
-from honcho.environ import parse_procfile
+from typing import TextIO
 
 from checks.browser.executable import find_executable
 
-KILL_WAIT_SECONDS = 30
+STOP_WAIT_SECONDS = 30.0
+FIRST_BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 60.0
+# A process that ran this long before exiting starts again after the first
+# back-off; one that dies sooner waits twice as long as the time before.
+STABLE_AFTER_SECONDS = 60.0
+TICK_SECONDS = 0.1
 
 
-def configure() -> None:
-    honcho.manager.KILL_WAIT = KILL_WAIT_SECONDS
+@dataclass
+class Entry:
+    name: str
+    command: str
+
+
+def read_procfile(path: Path) -> list[Entry]:
+    entries = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, sep, command = line.partition(":")
+        if not sep or not name.strip().isidentifier() or not command.strip():
+            raise SystemExit(f"{path}:{number}: expected 'name: command', got {line!r}")
+        entries.append(Entry(name.strip(), command.strip()))
+    return entries
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines, `#` comments and shell quoting, as honcho read them."""
+    values = {}
+    if not path.exists():
+        return values
+    for line in path.read_text().splitlines():
+        tokens = list(shlex.shlex(line, posix=True))
+        if len(tokens) >= 3 and tokens[1] == "=" and tokens[0].isidentifier():
+            values[tokens[0]] = "".join(tokens[2:])
+    return values
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
-def _die_with(parent: int) -> None:
-    """Runs in the command's process before the command starts (Linux): the
-    kernel kills it when `parent` (this shim) dies, as it does when honcho's
-    patience runs out and it SIGKILLs the shim, so no worker outlives
-    `make run`."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the shim died before prctl took effect
-        os._exit(1)
+def _end_with_manager() -> None:
+    """Runs in the child before its command (Linux): the kernel sends it
+    SIGTERM when the manager dies, however it dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def alone(command: list[str]) -> int:
-    """Run `command` in a session (so a process group) of its own; SIGTERM or
-    SIGINT sent to this process reach the command's main process only, as
-    SIGTERM, and killing this process kills the command. Returns the command's
-    exit status."""
-    child = subprocess.Popen(  # noqa: S603 - the Procfile's
-        command,
-        start_new_session=True,
-        preexec_fn=(  # noqa: PLW1509 - the shim has no threads
-            functools.partial(_die_with, os.getpid())
-            if sys.platform == "linux"
-            else None
-        ),
+def _shell_command(command: str) -> str:
+    """A simple command replaces the shell (exec), so the process the manager
+    signals is the command itself; a compound one runs as written."""
+    if re.search(r"[;&|\n]", command):
+        return command
+    return f"exec {command}"
+
+
+def _exit_text(status: int) -> str:
+    if status < 0:
+        return f"was killed by {signal.Signals(-status).name}"
+    return f"exited with status {status}"
+
+
+@dataclass
+class Managed:
+    """One Procfile entry and the process now running it, if any."""
+
+    entry: Entry
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    backoff: float = FIRST_BACKOFF_SECONDS
+    restart_at: float | None = None
+    pending: bytes = field(default=b"", repr=False)
+
+
+class Manager:
+    """Runs the entries until asked to stop; single-threaded: one loop reads
+    every process's output and notices the ones that exited."""
+
+    def __init__(
+        self,
+        entries: list[Entry],
+        env: dict[str, str],
+        out: TextIO = sys.stdout,
+        stop_wait: float = STOP_WAIT_SECONDS,
+    ) -> None:
+        self.managed = [Managed(entry) for entry in entries]
+        self.env = env
+        self.out = out
+        self.stop_wait = stop_wait
+        self.width = max(len(e.name) for e in entries + [Entry("manager", "")])
+        self.selector = selectors.DefaultSelector()
+        self.stopping = False
+
+    def say(self, name: str, text: str) -> None:
+        self.out.write(f"{time.strftime('%H:%M:%S')} {name:<{self.width}} | {text}\n")
+        self.out.flush()
+
+    def run(self) -> int:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._ask_to_stop)
+        for managed in self.managed:
+            self._start(managed)
+        while not self.stopping:
+            self._pump(TICK_SECONDS)
+            now = time.monotonic()
+            for managed in self.managed:
+                self._look_after(managed, now)
+        self._stop_all()
+        return 0
+
+    def _ask_to_stop(self, signum: int, _frame: FrameType | None) -> None:
+        if not self.stopping:
+            self.say("manager", f"{signal.Signals(signum).name}: stopping everything")
+        self.stopping = True
+
+    # --- One process ------------------------------------------------------------
+
+    def _start(self, managed: Managed) -> None:
+        process = subprocess.Popen(  # noqa: S603 - the Procfile's commands
+            ["/bin/sh", "-c", _shell_command(managed.entry.command)],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            # Safe here: preexec_fn is unsafe only with threads, and the
+            # manager has none.
+            preexec_fn=_end_with_manager if sys.platform == "linux" else None,
+        )
+        assert process.stdout is not None
+        os.set_blocking(process.stdout.fileno(), False)
+        self.selector.register(process.stdout, selectors.EVENT_READ, managed)
+        managed.process, managed.started_at = process, time.monotonic()
+        managed.restart_at = None
+        self.say("manager", f"{managed.entry.name} started (pid {process.pid})")
+
+    def _look_after(self, managed: Managed, now: float) -> None:
+        """Notice an exit and schedule the restart; start it when due."""
+        process = managed.process
+        if process is not None and process.poll() is not None:
+            self._drain(managed)
+            self._clean_up(managed)
+            ran = now - managed.started_at
+            if ran >= STABLE_AFTER_SECONDS:
+                managed.backoff = FIRST_BACKOFF_SECONDS
+            managed.restart_at = now + managed.backoff
+            self.say(
+                "manager",
+                f"{managed.entry.name} {_exit_text(process.returncode)} after"
+                f" {ran:.0f} s; starting it again in {managed.backoff:g} s",
+            )
+            managed.backoff = min(managed.backoff * 2, MAX_BACKOFF_SECONDS)
+        if managed.restart_at is not None and now >= managed.restart_at:
+            self._start(managed)
+
+    def _clean_up(self, managed: Managed) -> None:
+        """Forget an exited process: its output pipe, and whatever it left
+        running in its session."""
+        process = managed.process
+        assert process is not None and process.stdout is not None
+        self._forget_output(process)
+        process.stdout.close()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        managed.process = None
+
+    # --- Output -----------------------------------------------------------------
+
+    def _forget_output(self, process: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(process.stdout)
+
+    def _pump(self, timeout: float) -> None:
+        for key, _ in self.selector.select(timeout):
+            self._drain(key.data)
+
+    def _drain(self, managed: Managed) -> None:
+        process = managed.process
+        if process is None or process.stdout is None or process.stdout.closed:
+            return
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(process.stdout.fileno(), 65536):
+                managed.pending += chunk
+            # End of file: the process closed its output. Stop watching the
+            # pipe, or select() would report it readable forever.
+            self._forget_output(process)
+        *lines, managed.pending = managed.pending.split(b"\n")
+        if process.poll() is not None and managed.pending:
+            lines.append(managed.pending)  # its last words, without a newline
+            managed.pending = b""
+        for line in lines:
+            self.say(managed.entry.name, line.decode(errors="replace").rstrip())
+
+    # --- Stopping ---------------------------------------------------------------
+
+    def _stop_all(self) -> None:
+        running = [m for m in self.managed if m.process is not None]
+        for managed in running:
+            assert managed.process is not None
+            self.say("manager", f"sending SIGTERM to {managed.entry.name}")
+            with contextlib.suppress(ProcessLookupError):
+                managed.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_wait
+        while time.monotonic() < deadline and any(
+            m.process.poll() is None for m in running if m.process is not None
+        ):
+            self._pump(TICK_SECONDS)
+        for managed in running:
+            assert managed.process is not None
+            if managed.process.poll() is None:
+                self.say("manager", f"{managed.entry.name} did not stop: killing it")
+            else:
+                self._drain(managed)
+                self.say("manager", f"{managed.entry.name} stopped")
+            self._clean_up(managed)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m config.run")
+    parser.add_argument("-f", "--procfile", type=Path, default=Path("Procfile"))
+    parser.add_argument("-e", "--env-file", type=Path, default=Path(".env"))
+    parser.add_argument(
+        "--stop-wait",
+        type=float,
+        default=STOP_WAIT_SECONDS,
+        help="seconds a process has to stop before it is killed (30)",
     )
-
-    def forward(_signum: int, _frame: FrameType | None) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    status = child.wait()
-    return 128 - status if status < 0 else status
+    args = parser.parse_args(argv)
+    env = {
+        **os.environ,
+        **read_env_file(args.env_file),
+        "PYTHONUNBUFFERED": "1",  # lines show up as they are written
+    }
+    entries = with_browser_if_installed(read_procfile(args.procfile), env)
+    return Manager(entries, env, stop_wait=args.stop_wait).run()
 
 
 BROWSER_PROCESS = "browser"
@@ -92,29 +297,20 @@ NO_BROWSER = (
 )
 
 
-def without_browser_if_missing(argv: list[str]) -> list[str]:
-    """`start` as asked, or, when there is no Chromium, naming every
-    Procfile process but the browser worker (honcho starts those only)."""
-    if argv[:1] != ["start"] or len(argv) > 3 or "-f" not in argv:
-        return argv  # not our Procfile run, or processes named already
-    configured = os.environ.get("BROWSER_EXECUTABLE", "")
+def with_browser_if_installed(entries: list[Entry], env: dict[str, str]) -> list[Entry]:
+    """The entries, without the browser worker when there is no Chromium (and
+    BROWSER_QUEUE emptied in `env`, so browser pages go to the other worker)."""
+    if not any(entry.name == BROWSER_PROCESS for entry in entries):
+        return entries
+    configured = env.get("BROWSER_EXECUTABLE", "")
     found = find_executable(configured)
     if found is not None:
         print(f"Browser worker: Chromium at {found}.", flush=True)
-        return argv
+        return entries
     where = f" at BROWSER_EXECUTABLE={configured}" if configured else ""
     print(NO_BROWSER.format(where=where), flush=True)
-    os.environ["BROWSER_QUEUE"] = ""
-    procfile = Path(argv[argv.index("-f") + 1]).read_text()
-    names = [p for p in parse_procfile(procfile).processes if p != BROWSER_PROCESS]
-    return [*argv, *names]
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["alone"]:
-        return alone(argv[1:])
-    configure()
-    return honcho_main(without_browser_if_missing(argv)) or 0
+    env["BROWSER_QUEUE"] = ""
+    return [entry for entry in entries if entry.name != BROWSER_PROCESS]
 
 
 if __name__ == "__main__":

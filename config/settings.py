@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.utils.csp import CSP
+from kombu import Queue
 
 from config.env import ConfigError, env_bool, env_int, env_list, env_secret, env_str
 
@@ -292,6 +293,10 @@ if LLM_BASE_URL and not LLM_MODEL:
     raise ConfigError("LLM_MODEL must name the model when LLM_BASE_URL is set")
 # How often beat asks for due monitors (checks.dispatch sizes its ticks by it).
 DISPATCH_EVERY_SECONDS = 10.0
+# How often the sweeper looks for lost batches and stale checks: a small part
+# of CHECK_STALE_AFTER_SECONDS, so a check whose worker died is taken up again
+# (or ended) within that time and one sweep (120 + 15 s by default).
+STALE_SWEEP_EVERY_SECONDS = max(5.0, CHECK_STALE_AFTER_SECONDS / 8)
 # Beat is the only scheduler and only enqueues these small periodic tasks; which
 # monitors are due lives in the database. Every entry expires after one period:
 # if workers were down, a backlog of identical ticks must not run back to back.
@@ -301,7 +306,8 @@ CELERY_BEAT_SCHEDULE = {
         ("dispatch-due-monitors", "checks.tasks.dispatch_due_monitors_task",
          DISPATCH_EVERY_SECONDS),
         # Lost batches sent again, stale checks ended (checks.runner).
-        ("fail-stale-checks", "checks.tasks.fail_stale_checks_task", 60.0),
+        ("fail-stale-checks", "checks.tasks.fail_stale_checks_task",
+         STALE_SWEEP_EVERY_SECONDS),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
         # was lost (checks.notify.deliveries.sweep; the task keeps the name it
@@ -315,22 +321,37 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
 else:
-    # No server needed: kombu's filesystem transport keeps queued messages in
-    # files under var/, so `make run` works on any machine.
-    _broker_dir = VAR_DIR / "broker"
-    for _sub in ("in", "processed"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    # No server needed: the embedded broker (config/broker.py) keeps queued
+    # messages in files under var/broker, so `make run` works on any machine.
     # "localhost" is ignored by the transport; naming it silences kombu's warning.
-    CELERY_BROKER_URL = "filesystem://localhost//"
+    CELERY_BROKER_URL = "pagewatch-files://localhost//"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "in"),
-        "data_folder_out": str(_broker_dir / "in"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "store_processed": False,
+        "folder": str(VAR_DIR / "broker"),
         # Seconds between looks at an empty queue (kombu's default is 1): a
         # "Run now" starts sooner, for one directory listing per look.
         "polling_interval": 0.2,
     }
+# Upkeep (the periodic dispatch and sweeps) has a queue of its own, which the
+# Procfile's `upkeep` worker consumes alone: a worker that is stuck, dead or
+# busy with long checks cannot hold it up. Browser pages have one too
+# (BROWSER_QUEUE), for the Procfile's `browser` worker. A worker started
+# without -Q takes every queue, so one plain worker still does everything.
+UPKEEP_QUEUE = "upkeep"
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, routing_key=name)
+    for name in dict.fromkeys(
+        [CELERY_TASK_DEFAULT_QUEUE, UPKEEP_QUEUE, BROWSER_QUEUE or UPKEEP_QUEUE]
+    )
+)
+CELERY_TASK_ROUTES = {
+    task: {"queue": UPKEEP_QUEUE}
+    for task in (
+        "checks.tasks.dispatch_due_monitors_task",
+        "checks.tasks.fail_stale_checks_task",
+        "checks.notification_tasks.sweep_deliveries_task",
+    )
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -55,6 +55,7 @@ def switch_team(request: HttpRequest, team_id: Any) -> Team | None:
 
 
 _SECTIONS = {
+    "team-history": "history",
     "api-keys": "api-keys",
     "api-key-revoke": "api-keys",
     "team-members": "team",

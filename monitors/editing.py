@@ -60,9 +60,8 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
     if "name" in data:
         monitor.name = data["name"].strip()
     if "schedule" in data:
-        monitor.schedule_cron = data["schedule"]["cron"]
-        monitor.schedule_timezone = data["schedule"]["timezone"]
-        monitor.refresh_next_run(now)
+        schedule = data["schedule"]
+        monitor.set_schedule(schedule["cron"], schedule["timezone"], now)
     if "goal" in data:
         monitor.goal = data["goal"]
     if "judgeEnabled" in data:

@@ -279,6 +279,9 @@ class Monitor(models.Model):
     )
     schedule_cron = models.CharField(max_length=128)
     schedule_timezone = models.CharField(max_length=64, default="UTC")
+    # The shortest gap between two runs, set with the schedule (set_schedule):
+    # what credit estimates and unchangedPagesFree go by.
+    run_interval_minutes = models.PositiveIntegerField(null=True, blank=True)
     next_run_at = models.DateTimeField(null=True, blank=True)
     last_run_at = models.DateTimeField(null=True, blank=True)
     current_check_id = models.UUIDField(null=True, blank=True)
@@ -302,6 +305,8 @@ class Monitor(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     objects = MonitorQuerySet.as_manager()
+    # (cron, minutes) for rows without run_interval_minutes; not a field.
+    _interval_cache: tuple[str, int] | None = None
 
     class Meta:
         ordering = ["-created_at"]
@@ -363,18 +368,44 @@ class Monitor(models.Model):
         """Judging that can run, and so is counted in the estimate."""
         return self.judging and judge_available()
 
+    def set_schedule(self, cron: str, zone: str, now: datetime) -> None:
+        self.schedule_cron = cron
+        self.schedule_timezone = zone
+        self.run_interval_minutes = schedules.shortest_interval_minutes(cron, now)
+        self.refresh_next_run(now)
+
     def interval_minutes(self, now: datetime) -> int:
-        return schedules.interval_minutes(self.schedule, now)
+        """How often the schedule runs at most, in minutes (see
+        schedules.shortest_interval_minutes): stored when the schedule is set,
+        since walking a cron expression for every monitor was most of what
+        listing monitors cost. Rows without it (made before it was stored, or
+        straight through the ORM) work it out once per instance."""
+        if self.run_interval_minutes is not None:
+            return self.run_interval_minutes
+        if self._interval_cache is None or self._interval_cache[0] != (
+            self.schedule_cron
+        ):
+            minutes = schedules.shortest_interval_minutes(self.schedule_cron, now)
+            self._interval_cache = (self.schedule_cron, minutes)
+        return self._interval_cache[1]
 
     def unchanged_pages_free(self, now: datetime) -> bool:
         threshold = settings.UNCHANGED_PAGES_FREE_MIN_INTERVAL
         return self.interval_minutes(now) >= threshold
 
+    @property
+    def target_list(self) -> list[Target]:
+        """The monitor's targets in order: the plain list a page of monitors
+        was given (Prefetch(..., to_attr="listed_targets"), which spares a
+        queryset per monitor), else through the relation."""
+        listed: list[Target] | None = getattr(self, "listed_targets", None)
+        return listed if listed is not None else list(self.targets.all())
+
     def estimated_credits_per_run(self) -> int:
         # Targets checks skip (types not supported yet) cost nothing.
         return sum(
             t.estimated_credits(judging=self.credits_judged)
-            for t in self.targets.all()
+            for t in self.target_list
             if t.is_checked
         )
 
@@ -413,6 +444,8 @@ class Monitor(models.Model):
 
     def recipient_subscriptions(self) -> list[EmailRecipient]:
         wanted = {r.lower() for r in self.email_settings.get("recipients") or []}
+        if not wanted:
+            return []  # no query: lists prefetch only monitors with recipients
         return [r for r in self.email_recipients.all() if r.email in wanted]
 
 

@@ -53,6 +53,9 @@ GAP_MAX_RUNS = 3000
 # is a mistake.
 FIRST_RUN_HORIZON_YEARS = 8
 FIRST_RUN_HORIZON = timedelta(days=FIRST_RUN_HORIZON_YEARS * 366)
+# Runs looked at for a schedule's interval: a schedule with more in its first
+# GAP_WINDOW shows its shortest gap well within them.
+INTERVAL_MAX_RUNS = 200
 
 UNSUPPORTED_TEXT = (
     "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
@@ -377,6 +380,30 @@ def interval_minutes(schedule: Schedule, moment: datetime) -> int:
     if len(runs) < 2:
         raise ScheduleError(f"Cron expression '{schedule.cron}' never runs twice.")
     return max(1, int((runs[1] - runs[0]).total_seconds() // 60))
+
+
+def shortest_interval_minutes(cron: str, moment: datetime) -> int:
+    """The shortest gap, in minutes, between two runs of `cron` in the
+    GAP_WINDOW after `moment`: how often the schedule runs at most.
+
+    Unlike interval_minutes it does not depend on the moment within a week (a
+    weekday schedule asked on a Friday), and it is worked out on UTC's clock,
+    so a daylight-saving change in the window does not shorten a day. It is
+    stored with the monitor when its schedule is set (Monitor.set_schedule).
+    """
+    runs = _runs(Schedule(cron, "UTC"), moment)
+    first = previous = next(runs, None)
+    shortest: timedelta | None = None
+    for run in islice(runs, INTERVAL_MAX_RUNS):
+        assert previous is not None and first is not None
+        gap = run - previous
+        shortest = gap if shortest is None else min(shortest, gap)
+        if run - first > GAP_WINDOW or shortest <= timedelta(minutes=1):
+            break
+        previous = run
+    if shortest is None:
+        raise ScheduleError(f"Cron expression '{cron}' never runs twice.")
+    return max(1, int(shortest.total_seconds() // 60))
 
 
 def _runs(schedule: Schedule, moment: datetime) -> Iterator[datetime]:

@@ -53,6 +53,7 @@ urlpatterns = [
         notification_views.delivery_retry,
         name="delivery-retry",
     ),
+    path("history/", views.team_history, name="team-history"),
     path("settings/api-keys/", views.api_keys, name="api-keys"),
     path(
         "settings/api-keys/<int:key_id>/revoke/",

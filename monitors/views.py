@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -19,8 +18,8 @@ from zoneinfo import ZoneInfo, available_timezones
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, TextField, Window
-from django.db.models.functions import Cast, RowNumber
+from django.db.models import Count, Max, Min, Q, TextField
+from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -38,12 +37,15 @@ from checks.captures import screenshot_links
 from checks.content import (
     ExtractionError,
     mark_quotes,
+    readable_html,
     render_inline,
     render_side_by_side,
     strip_noise,
+    with_columns,
 )
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState
+from monitors import history
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
 from monitors.editing import update_monitor
@@ -149,25 +151,9 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 
 def _attach_history(monitors: list[Monitor]) -> None:
     """Give each monitor its most recent checks (oldest first) in one query."""
-    by_monitor: dict[uuid.UUID, list[Check]] = defaultdict(list)
-    if monitors:
-        recent = (
-            Check.objects.filter(monitor__in=[m.pk for m in monitors])
-            .annotate(
-                rank=Window(
-                    RowNumber(),
-                    partition_by=[F("monitor_id")],
-                    order_by=[F("created_at").desc(), F("id").desc()],
-                )
-            )
-            .filter(rank__lte=HISTORY_LENGTH)
-            .only("id", "monitor_id", "status", "trigger", "created_at", "summary")
-            .order_by("created_at", "id")
-        )
-        for check in recent:
-            by_monitor[check.monitor_id].append(check)
+    recent = history.recent_per_monitor([m.pk for m in monitors], HISTORY_LENGTH)
     for monitor in monitors:
-        monitor.recent_checks = by_monitor.get(monitor.pk, [])  # type: ignore[attr-defined]
+        monitor.recent_checks = recent.get(monitor.pk, [])  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- teams
@@ -209,24 +195,33 @@ def team_members(request: DashboardRequest) -> HttpResponse:
 # ---------------------------------------------------------------- monitor list
 
 
+def _matching_monitor_ids(query: str) -> Any:
+    """Ids of monitors whose name, addresses or search words contain `query`
+    (any case), as a UNION of two index-friendly queries: on PostgreSQL each
+    expression is served by a trigram index (monitors migration 0003), where
+    an OR across the two tables read every monitor and every target."""
+    by_name = Monitor.objects.filter(name__icontains=query).values("pk")
+    by_target = (
+        Target.objects.annotate(
+            urls_text=Cast("urls", TextField()),
+            queries_text=Cast("queries", TextField()),
+        )
+        .filter(
+            Q(urls_text__icontains=query)
+            | Q(url__icontains=query)
+            | Q(queries_text__icontains=query)
+        )
+        .values("monitor_id")
+    )
+    return by_name.union(by_target)
+
+
 def _filtered_monitors(request: DashboardRequest) -> tuple[Any, dict[str, str]]:
     query = request.GET.get("q", "").strip()[:200]
     status = request.GET.get("status", "")
     monitors = Monitor.objects.for_team(request.team)
     if query:
-        matching_target = (
-            Target.objects.filter(monitor=OuterRef("pk"))
-            .annotate(
-                urls_text=Cast("urls", TextField()),
-                queries_text=Cast("queries", TextField()),
-            )
-            .filter(
-                Q(urls_text__icontains=query)
-                | Q(url__icontains=query)
-                | Q(queries_text__icontains=query)
-            )
-        )
-        monitors = monitors.filter(Q(name__icontains=query) | Exists(matching_target))
+        monitors = monitors.filter(pk__in=_matching_monitor_ids(query))
     if status in Monitor.Status.values:
         monitors = monitors.filter(status=status)
     else:
@@ -418,6 +413,10 @@ def _in_flight_check(monitor: Monitor) -> Check | None:
     )
 
 
+def _chart_context(monitor: Monitor) -> dict[str, Any]:
+    return {"chart": history.check_chart(history.recent_checks(monitor))}
+
+
 def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, Any]:
     now = timezone.now()
     try:
@@ -443,6 +442,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
         "browser_missing": _browser_missing(monitor),
+        **_chart_context(monitor),
     }
 
 
@@ -463,6 +463,40 @@ def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     return render(request, template, _monitor_context(request, monitor))
 
 
+# ---------------------------------------------------------------- history
+
+
+def _page_number(request: HttpRequest) -> int:
+    try:
+        return max(1, min(int(request.GET.get("page", 1)), 10_000))
+    except ValueError:
+        return 1
+
+
+@require_GET
+@team_view
+def team_history(request: DashboardRequest) -> HttpResponse:
+    """Every check of the team that found changes, newest first; with
+    ?monitor=<id>, one monitor's, with its chart."""
+    monitor = None
+    wanted = request.GET.get("monitor", "")
+    if wanted:
+        try:
+            monitor = get_monitor_for(request, uuid.UUID(wanted))
+        except ValueError:
+            raise Http404("Monitor not found") from None
+    number = _page_number(request)
+    entries, has_more = history.feed_page(request.team, number, monitor)
+    context = {
+        "monitor": monitor,
+        "entries": entries,
+        "page_number": number,
+        "has_more": has_more,
+        **(_chart_context(monitor) if monitor else {}),
+    }
+    return render(request, "monitors/history.html", context)
+
+
 @require_POST
 @team_view
 def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
@@ -478,7 +512,11 @@ def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         raise Http404("Monitor not found") from None
     if request.htmx:
         context = {"monitor": monitor, "running_check": check, "run_error": error}
-        return render(request, "monitors/monitor_detail.html#run-status", context)
+        response = render(request, "monitors/monitor_detail.html#run-status", context)
+        if check is None:
+            return response
+        # The check history lists the queued check at once, not "No checks yet".
+        return trigger_client_event(response, "checkStarted")
     if check is None:
         messages.error(request, error or "The check could not be started.")
         return redirect(monitor.get_absolute_url())
@@ -638,6 +676,16 @@ def _display_text(snapshot: Any) -> tuple[str | None, bool]:
     return text[:SNAPSHOT_DISPLAY_CHARS], len(text) > SNAPSHOT_DISPLAY_CHARS
 
 
+def _readable(name: str, text: str | None) -> dict[str, Any]:
+    """The Text view of one copy: `<name>_html` and `<name>_html_cut`."""
+    if text is None:
+        return {}
+    html, cut = readable_html(text)
+    # checks.content.readable escapes everything the page wrote and emits no
+    # link, image, attribute or raw HTML of its own making from page text.
+    return {f"{name}_html": mark_safe(html), f"{name}_html_cut": cut}  # noqa: S308
+
+
 @require_GET
 @team_view
 def page_diff(
@@ -651,7 +699,7 @@ def page_diff(
     comparable = before is not None and after is not None
     text_diff = page.field_changes == {} or bool((page.diff or {}).get("text"))
     if layout == "split" and page.diff_html:
-        html = page.diff_html
+        html = with_columns(page.diff_html)
     elif comparable and page.status == PageResult.Status.CHANGED and text_diff:
         # Compared as the check compared them: the monitor's ignored lines out.
         ignored = check.monitor.ignore_lines or []
@@ -686,6 +734,8 @@ def page_diff(
         "before_cut": before_cut,
         "after": after,
         "after_cut": after_cut,
+        **_readable("before", before),
+        **_readable("after", after),
         "history": history,
         **screenshot_links(page),
     }

@@ -215,7 +215,7 @@ def test_an_unexpected_failure_has_a_code(api, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("monitors.api.views.monitors_for", explode)
+    monkeypatch.setattr("monitors.api.views.with_relations", explode)
     body = assert_error_envelope(api.get("/v2/monitor"), 500)
     assert body == {
         "success": False,

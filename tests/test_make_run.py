@@ -1,17 +1,19 @@
-"""`make run` starts honcho through config.run: the Celery worker gets its
-stop signal alone and has time for a warm shutdown."""
+"""`make run`'s process manager (config/run.py), with stand-in commands: a
+process that dies is started again and the others keep running; a stop sends
+SIGTERM to each main process alone, waits, then kills what is left; nothing
+outlives the manager."""
 
 from __future__ import annotations
 
-import inspect
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-import honcho.manager
 import pytest
 
 from config import run
@@ -19,139 +21,234 @@ from tests.processes import left_running, running
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Stands in for the Celery worker: counts the SIGTERMs it gets, says where it
-# runs, and exits 3 after the first one.
-CHILD = """
+# Stands in for a service process: says where it runs, records the signals it
+# gets, starts a child in its own process group (as a Celery worker starts its
+# pool), and exits 3 on SIGTERM unless told to ignore it.
+SERVICE = """
 import os, signal, sys, time
-out = sys.argv[1]
-def on_term(signum, frame):
+out, stubborn = sys.argv[1], sys.argv[2] == "stubborn"
+def note(text):
     with open(out, "a") as f:
-        f.write("term\\n")
-    time.sleep(0.3)  # a second, group-wide signal would be counted meanwhile
-    sys.exit(3)
+        f.write(text + "\\n")
+def on_term(signum, frame):
+    note(f"term {os.getpid()}")
+    if not stubborn:
+        time.sleep(0.3)  # a second, group-wide signal would be counted meanwhile
+        sys.exit(3)
 signal.signal(signal.SIGTERM, on_term)
-with open(out, "a") as f:
-    f.write(f"ready {os.getpgrp()}\\n")
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGTERM, lambda *_: note("child got term"))
+    while True:
+        time.sleep(0.05)
+note(f"ready {os.getpid()} {child}")
 while True:
     time.sleep(0.05)
 """
 
 
-def _wait_for(path: Path, text: str, timeout: float = 10.0) -> str:
+def service_line(name: str, out: Path, mode: str = "normal") -> str:
+    script = out.with_name("service.py")
+    script.write_text(SERVICE)
+    return f"{name}: {sys.executable} {script} {out} {mode}\n"
+
+
+class Manager:
+    """`python -m config.run` on a Procfile of stand-ins, output to a file."""
+
+    def __init__(self, tmp_path: Path, procfile: str, *args: str) -> None:
+        (tmp_path / "Procfile").write_text(procfile)
+        self.log_path = tmp_path / "manager.log"
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "config.run", "-f", str(tmp_path / "Procfile")]
+                + ["-e", str(tmp_path / ".env"), *args],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def wait_for(self, pattern: str, count: int = 1, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while len(re.findall(pattern, self.log())) < count:
+            assert self.process.poll() is None, self.log()
+            assert time.monotonic() < deadline, f"no {pattern!r} in:\n{self.log()}"
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=30)
+
+
+def readies(out: Path, count: int = 1, timeout: float = 20) -> list[tuple[int, int]]:
+    """(main pid, child pid) of each start of the stand-in writing to `out`."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and text in path.read_text():
-            return path.read_text()
-        time.sleep(0.02)
-    raise AssertionError(f"{text!r} never appeared in {path}")
+    while True:
+        lines = out.read_text().splitlines() if out.exists() else []
+        found = [tuple(map(int, line.split()[1:])) for line in lines if "ready" in line]
+        if len(found) >= count:
+            return found
+        assert time.monotonic() < deadline, f"{count} starts expected in {out}"
+        time.sleep(0.05)
 
 
-def test_a_group_wide_sigterm_reaches_the_command_once_through_alone(
-    tmp_path: Path,
-) -> None:
-    out = tmp_path / "child.log"
-    shim = subprocess.Popen(
-        [sys.executable, "-m", "config.run", "alone"]
-        + [sys.executable, "-c", CHILD, str(out)],
-        cwd=ROOT,
-        start_new_session=True,  # as honcho starts every Procfile entry
+@pytest.fixture
+def manager_for(tmp_path: Path) -> Iterator:
+    started: list[Manager] = []
+
+    def start(procfile: str, *args: str) -> Manager:
+        started.append(Manager(tmp_path, procfile, *args))
+        return started[-1]
+
+    yield start
+    for manager in started:
+        if manager.process.poll() is None:
+            os.killpg(manager.process.pid, signal.SIGKILL)
+            manager.process.wait(timeout=10)
+
+
+def test_a_process_that_dies_is_started_again_and_the_others_keep_running(
+    tmp_path, manager_for
+):
+    web, worker = tmp_path / "web.out", tmp_path / "worker.out"
+    manager = manager_for(service_line("web", web) + service_line("worker", worker))
+    [(web_pid, _)] = readies(web)
+    [(worker_pid, worker_child)] = readies(worker)
+
+    os.kill(worker_pid, signal.SIGKILL)
+
+    manager.wait_for(r"worker was killed by SIGKILL after \d+ s; starting it again")
+    (_, (new_worker_pid, _)) = readies(worker, count=2)
+    assert new_worker_pid != worker_pid
+    assert left_running([worker_child], seconds=5) == []  # its leftovers killed
+    assert running(web_pid)  # never touched
+    assert readies(web) == [(web_pid, readies(web)[0][1])]
+    assert manager.process.poll() is None
+
+
+def test_a_process_that_keeps_dying_waits_longer_each_time(tmp_path, manager_for):
+    manager = manager_for(
+        service_line("web", tmp_path / "web.out")
+        + f"broken: {sys.executable} -c 'raise SystemExit(7)'\n"
     )
-    ready = _wait_for(out, "ready")
 
-    os.killpg(shim.pid, signal.SIGTERM)  # what honcho does on Ctrl-C
+    manager.wait_for(r"broken exited with status 7", count=3, timeout=30)
 
-    assert shim.wait(timeout=10) == 3  # the command's own exit status
-    child_group = int(ready.split()[1])
-    assert child_group != shim.pid  # not in the group honcho signals
-    assert out.read_text().count("term") == 1
+    waits = re.findall(r"broken exited with status 7 .*again in (\d+) s", manager.log())
+    assert waits[:3] == ["1", "2", "4"]
+    assert "web exited" not in manager.log() and "web was killed" not in manager.log()
 
 
-# Stands in for a worker busy with a long check: it ignores SIGTERM.
-STUBBORN = """
-import os, signal, sys, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-with open(sys.argv[1], "w") as f:
-    f.write(f"{os.getpid()}\\n")
-while True:
-    time.sleep(0.05)
-"""
+def test_a_stop_sends_sigterm_to_each_main_process_once(tmp_path, manager_for):
+    out = tmp_path / "worker.out"
+    manager = manager_for(service_line("worker", out))
+    [(pid, child)] = readies(out)
+
+    assert manager.stop() == 0
+
+    notes = out.read_text()
+    assert notes.count("term") == 1 and f"term {pid}" in notes  # the main alone
+    assert "child got term" not in notes
+    assert left_running([pid, child], seconds=5) == []
+    assert "worker stopped" in manager.log()
+
+
+def test_a_process_that_ignores_sigterm_is_killed_after_the_wait(tmp_path, manager_for):
+    out = tmp_path / "worker.out"
+    manager = manager_for(service_line("worker", out, "stubborn"), "--stop-wait", "1")
+    [(pid, child)] = readies(out)
+
+    started = time.monotonic()
+    assert manager.stop() == 0
+
+    assert 1 <= time.monotonic() - started < 10
+    assert "worker did not stop: killing it" in manager.log()
+    assert left_running([pid, child], seconds=5) == []
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
-def test_the_command_dies_with_alone_when_honcho_kills_it(tmp_path: Path) -> None:
-    out = tmp_path / "pid"
-    shim = subprocess.Popen(
-        [sys.executable, "-m", "config.run", "alone"]
-        + [sys.executable, "-c", STUBBORN, str(out)],
-        cwd=ROOT,
-        start_new_session=True,
+def test_nothing_outlives_a_manager_killed_with_sigkill(tmp_path, manager_for):
+    out = tmp_path / "worker.out"
+    manager = manager_for(service_line("worker", out))
+    [(pid, child)] = readies(out)
+
+    manager.process.kill()
+    manager.process.wait(timeout=10)
+
+    # The main process gets SIGTERM from the kernel and exits; its pool-like
+    # child, in the same group, goes with it.
+    assert left_running([pid], seconds=10) == []
+    assert f"term {pid}" in out.read_text()
+
+
+def test_variables_in_env_file_reach_the_processes(tmp_path, manager_for):
+    (tmp_path / ".env").write_text("# settings\nGREETING='hello there'\n")
+    out = tmp_path / "env.out"
+    manager_for(f"env: echo $GREETING > {out}; sleep 60\n")
+
+    deadline = time.monotonic() + 20
+    while not (out.exists() and out.read_text()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert out.read_text() == "hello there\n"
+
+
+def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
+    procfile = tmp_path / "Procfile"
+    procfile.write_text("web: gunicorn\nthis is not an entry\n")
+
+    with pytest.raises(SystemExit, match="Procfile:2: expected 'name: command'"):
+        run.read_procfile(procfile)
+
+
+def test_the_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
+    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
+
+    assert set(entries) == {"web", "worker", "upkeep", "scheduler"}
+    assert "celery -A config worker" in entries["worker"]
+    assert "--queues" not in entries["worker"]  # takes upkeep too when upkeep is stuck
+    assert "--queues=upkeep" in entries["upkeep"]
+    assert "celery -A config beat" in entries["scheduler"]
+    assert "--config python:config.gunicorn" in entries["web"]
+
+
+def test_the_procfile_starts_a_browser_worker_on_its_queue() -> None:
+    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
+
+    assert (
+        "celery -A config worker --queues=${BROWSER_QUEUE:-browser}"
+        in (entries["browser"])
     )
-    child = int(_wait_for(out, "\n"))
-    os.killpg(shim.pid, signal.SIGTERM)  # forwarded, and ignored
-    time.sleep(0.3)
-    assert running(child)
-
-    os.killpg(shim.pid, signal.SIGKILL)  # honcho, 30 s later
-    shim.wait(timeout=10)
-
-    assert left_running([child], seconds=5) == []
-
-
-def test_make_run_gives_the_worker_thirty_seconds_to_stop(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(honcho.manager, "KILL_WAIT", 5)
-
-    run.configure()
-
-    assert honcho.manager.KILL_WAIT == 30
-
-
-def test_honcho_still_reads_its_kill_wait_when_stopping() -> None:
-    """config.run sets a module constant of honcho's; an upgrade that stopped
-    reading it would quietly bring back the SIGKILL after five seconds."""
-    assert "KILL_WAIT" in inspect.getsource(honcho.manager.Manager.loop)
-
-
-def test_the_procfile_starts_the_worker_alone() -> None:
-    procfile = (ROOT / "Procfile").read_text().splitlines()
-    worker = next(line for line in procfile if line.startswith("worker:"))
-
-    assert "-m config.run alone" in worker
-    assert "celery -A config worker" in worker
-
-
-def test_the_procfile_starts_a_browser_worker_alone_on_its_queue() -> None:
-    procfile = (ROOT / "Procfile").read_text().splitlines()
-    browser = next(line for line in procfile if line.startswith("browser:"))
-
-    assert "-m config.run alone" in browser
-    assert "celery -A config worker -Q ${BROWSER_QUEUE:-browser}" in browser
 
 
 def test_without_chromium_make_run_leaves_the_browser_worker_out_and_says_so(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("BROWSER_EXECUTABLE", "/nowhere/chromium")
-    monkeypatch.setenv("BROWSER_QUEUE", "browser")
+    env = {"BROWSER_EXECUTABLE": "/nowhere/chromium", "BROWSER_QUEUE": "browser"}
 
-    argv = run.without_browser_if_missing(["start", "-f", str(ROOT / "Procfile")])
+    entries = run.with_browser_if_installed(run.read_procfile(ROOT / "Procfile"), env)
 
-    assert argv[3:] == ["web", "worker", "scheduler"]
-    assert os.environ["BROWSER_QUEUE"] == ""
+    assert [e.name for e in entries] == ["web", "worker", "upkeep", "scheduler"]
+    assert env["BROWSER_QUEUE"] == ""
     said = capsys.readouterr().out
     assert "No Chromium found at BROWSER_EXECUTABLE=/nowhere/chromium" in said
     assert "starting without the browser worker" in said
 
 
 def test_with_chromium_make_run_starts_every_process(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     chromium = tmp_path / "chromium"
     chromium.write_text("#!/bin/sh\n")
     chromium.chmod(0o755)
-    monkeypatch.setenv("BROWSER_EXECUTABLE", str(chromium))
-    argv = ["start", "-f", str(ROOT / "Procfile")]
+    env = {"BROWSER_EXECUTABLE": str(chromium)}
+    procfile = run.read_procfile(ROOT / "Procfile")
 
-    assert run.without_browser_if_missing(argv) == argv
+    assert run.with_browser_if_installed(procfile, env) == procfile
+    assert env.get("BROWSER_QUEUE") is None
     assert f"Chromium at {chromium}" in capsys.readouterr().out

@@ -63,11 +63,95 @@ def test_sqlite_gets_its_own_options_and_no_server_side_binding() -> None:
 
 def test_every_environment_variable_the_settings_read_is_in_the_readme() -> None:
     """settings.py reads the environment only through config.env's readers;
-    each name they are given has a row in the README's configuration table."""
+    each name they are given has a row in the README's configuration table
+    (gunicorn's settings, config/gunicorn.py, too)."""
     import re
 
-    source = (ROOT / "config" / "settings.py").read_text()
+    source = "".join(
+        (ROOT / "config" / name).read_text() for name in ("settings.py", "gunicorn.py")
+    )
     names = set(re.findall(r"\benv_\w+\(\s*\"([A-Z0-9_]+)\"", source))
     readme = (ROOT / "README.md").read_text()
     assert len(names) > 20  # the pattern still finds them
     assert sorted(n for n in names if f"`{n}`" not in readme) == []
+
+
+def fresh(expression: str, tmp_path: Path, **env: str) -> object:
+    """`expression` evaluated after django.setup() in a fresh process."""
+    code = (
+        "import json, django; from django.conf import settings; django.setup();"
+        f"print(json.dumps({expression}))"
+    )
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")
+    } | {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PAGEWATCH_VAR_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environment | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_without_redis_the_embedded_broker_keeps_messages_under_var(tmp_path):
+    broker = fresh(
+        "[settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS]",
+        tmp_path,
+    )
+
+    assert broker[0].startswith("pagewatch-files://")
+    assert broker[1]["folder"] == str(tmp_path / "broker")
+
+
+def test_upkeep_tasks_have_a_queue_of_their_own(tmp_path):
+    routes = fresh("settings.CELERY_TASK_ROUTES", tmp_path)
+
+    assert routes == {
+        task: {"queue": "upkeep"}
+        for task in (
+            "checks.tasks.dispatch_due_monitors_task",
+            "checks.tasks.fail_stale_checks_task",
+            "checks.notification_tasks.sweep_deliveries_task",
+        )
+    }
+
+
+@pytest.mark.parametrize(("stale", "every"), [("120", 15.0), ("15", 5.0)])
+def test_the_stale_check_sweep_runs_every_eighth_of_the_stale_time(
+    tmp_path, stale, every
+):
+    schedule = fresh(
+        "settings.CELERY_BEAT_SCHEDULE['fail-stale-checks']['schedule']",
+        tmp_path,
+        CHECK_STALE_AFTER_SECONDS=stale,
+    )
+
+    assert schedule == every
+
+
+def test_gunicorn_runs_threaded_workers_sized_from_the_cpus() -> None:
+    code = (
+        "import json, config.gunicorn as g;"
+        "print(json.dumps([g.worker_class, g.workers, g.threads]))"
+    )
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("WEB_WORKERS", "WEB_THREADS")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    assert json.loads(done.stdout) == ["gthread", os.cpu_count(), 8]

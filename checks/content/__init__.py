@@ -6,7 +6,8 @@ Modules, lowest first: ``source`` (what a check stores, and its Markdown),
 (the entry point); ``compare`` (same vs changed, line matching), ``render``
 (HTML), ``diff`` (Firecrawl's diff shapes), ``fields`` (JSON extractions
 compared field by field), ``noise`` (a monitor's lines to ignore);
-``snapshots`` (the stored form).
+``snapshots`` (the stored form); ``readable`` (a page's Markdown as HTML for
+reading).
 Each imports only the ones before it; import the public names from here.
 """
 
@@ -18,7 +19,13 @@ from checks.content.extract import extract
 from checks.content.fields import field_diff
 from checks.content.html import page_links
 from checks.content.noise import strip_noise
-from checks.content.render import mark_quotes, render_inline, render_side_by_side
+from checks.content.readable import readable_html
+from checks.content.render import (
+    mark_quotes,
+    render_inline,
+    render_side_by_side,
+    with_columns,
+)
 from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
 from checks.content.source import (
     SOURCE_HTML,
@@ -44,9 +51,11 @@ __all__ = [
     "normalize",
     "pack_snapshot",
     "page_links",
+    "readable_html",
     "render_inline",
     "render_side_by_side",
     "snapshot_hash",
     "strip_noise",
     "unpack",
+    "with_columns",
 ]

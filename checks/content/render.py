@@ -167,6 +167,34 @@ def _line_number(index: int | None) -> str:
     return "" if index is None else str(index + 1)
 
 
+# Column widths are declared up front: a fixed-layout table otherwise takes
+# them from its first row, and when that row is a full-width "N unchanged
+# lines" row every column gets the same share, the line numbers half the
+# table. Gutters are as wide as the longest line number (the digits class).
+_GUTTER = '<col class="diff-ln-col">'
+_TEXT = '<col class="diff-text-col">'
+_SPLIT_COLUMNS = f"<colgroup>{_GUTTER}{_TEXT}{_GUTTER}{_TEXT}</colgroup>"
+_INLINE_COLUMNS = f"<colgroup>{_GUTTER}{_GUTTER}{_TEXT}</colgroup>"
+_MIN_DIGITS, _MAX_DIGITS = 2, 6
+_STORED_SPLIT_START = '<table class="diff diff-split"><tbody>'
+
+
+def _table_start(layout: str, old: Side, new: Side) -> str:
+    longest = max(len(old.lines), len(new.lines), 1)
+    digits = min(max(len(str(longest)), _MIN_DIGITS), _MAX_DIGITS)
+    columns = _SPLIT_COLUMNS if layout == "split" else _INLINE_COLUMNS
+    return f'<table class="diff diff-{layout} diff-digits-{digits}">{columns}<tbody>'
+
+
+def with_columns(html: str) -> str:
+    """A side-by-side diff stored before its columns were declared, with
+    them (and room for five-digit line numbers); other HTML unchanged."""
+    if not html.startswith(_STORED_SPLIT_START):
+        return html
+    start = f'<table class="diff diff-split diff-digits-5">{_SPLIT_COLUMNS}<tbody>'
+    return start + html[len(_STORED_SPLIT_START) :]
+
+
 def _skip_row(count: int, columns: int) -> str:
     text = f"{count} unchanged line{'s' if count != 1 else ''}"
     return f'<tr class="diff-skip"><td colspan="{columns}">{text}</td></tr>'
@@ -197,7 +225,7 @@ def side_by_side_html(
 ) -> str:
     rows = _rows(old, new, codes, context)
     prefix = escape(id_prefix)
-    out = ['<table class="diff diff-split"><tbody>']
+    out = [_table_start("split", old, new)]
     for shown, row in enumerate(rows):
         if shown >= _MAX_RENDERED_ROWS:
             out.append(_truncated_row(rows, shown, 4))
@@ -238,7 +266,7 @@ def render_inline(
     old, new, codes = compare(previous, current)
     rows = _rows(old, new, codes, context)
     prefix = escape(id_prefix)
-    out = ['<table class="diff diff-inline"><tbody>']
+    out = [_table_start("inline", old, new)]
     emitted = 0
     index = 0
     while index < len(rows):

@@ -7,15 +7,17 @@ scrapeOptions and crawlOptions (see monitors.api.options).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
+import functools
+from collections.abc import Callable, Mapping
+from datetime import datetime, tzinfo
 from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
-from rest_framework import serializers
+from rest_framework import ISO_8601, serializers
 from rest_framework.exceptions import ValidationError
+from rest_framework.settings import api_settings
 
 from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
@@ -414,6 +416,42 @@ class EmailSubscriptionSerializer(serializers.Serializer):
     confirmationEmailSent = serializers.BooleanField()
 
 
+def _iso(value: datetime, zone: tzinfo) -> str:
+    """DRF's DateTimeField output (ISO 8601 in the current zone, "Z" for UTC)."""
+    text = value.astimezone(zone).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _reader(serializer: serializers.Serializer, field: Any) -> Callable[[Any], Any]:
+    """A function giving one field's output for an instance, as DRF would."""
+    if isinstance(field, serializers.SerializerMethodField):
+        return getattr(serializer, field.method_name)
+    simple = field.source_attrs == [field.source] and field.source != "*"
+    if not simple:
+        return lambda instance: _generic(field, instance)
+    convert = field.to_representation
+    output = getattr(field, "format", api_settings.DATETIME_FORMAT)
+    if isinstance(field, serializers.DateTimeField):
+        if isinstance(output, str) and output.lower() == ISO_8601:
+            # The current zone, looked up once per serializer, not per value.
+            zone = timezone.get_current_timezone()
+            convert = functools.partial(_iso, zone=zone)
+    elif isinstance(field, serializers.UUIDField):
+        convert = str if field.uuid_format == "hex_verbose" else convert
+    source = field.source
+
+    def read(instance: Any) -> Any:
+        value = getattr(instance, source)
+        return None if value is None else convert(value)
+
+    return read
+
+
+def _generic(field: Any, instance: Any) -> Any:
+    attribute = field.get_attribute(instance)
+    return None if attribute is None else field.to_representation(attribute)
+
+
 class MonitorSerializer(serializers.Serializer):
     """A monitor as every response carries it (reference §6)."""
 
@@ -443,13 +481,24 @@ class MonitorSerializer(serializers.Serializer):
     def _now(self) -> datetime:
         return self.context.get("now") or timezone.now()
 
+    def to_representation(self, instance: Monitor) -> dict[str, Any]:
+        """What DRF's generic to_representation gives (a test holds the two
+        equal), read through one prepared reader per field: for a page of 100
+        monitors DRF's per-field lookups and time zone handling cost more
+        than the monitors' data (#21.14)."""
+        return {name: read(instance) for name, read in self._readers}
+
+    @functools.cached_property
+    def _readers(self) -> list[tuple[str, Callable[[Any], Any]]]:
+        return [(f.field_name, _reader(self, f)) for f in self._readable_fields]
+
     @extend_schema_field(ScheduleOutSerializer)
     def get_schedule(self, monitor: Monitor) -> dict[str, str]:
         return {"cron": monitor.schedule_cron, "timezone": monitor.schedule_timezone}
 
     @extend_schema_field(serializers.ListField(child=TargetField()))
     def get_targets(self, monitor: Monitor) -> list[dict[str, Any]]:
-        return [target_representation(t) for t in monitor.targets.all()]
+        return [target_representation(t) for t in monitor.target_list]
 
     @extend_schema_field(WebhookSerializer(allow_null=True))
     def get_webhook(self, monitor: Monitor) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ import re
 import uuid
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, prefetch_related_objects
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -111,6 +111,20 @@ def monitors_for(request: Request) -> Any:
     )
 
 
+def with_relations(monitors: list[Monitor]) -> list[Monitor]:
+    """A page of monitors with what their answer shows: every monitor's
+    targets as a plain list (Monitor.target_list), and e-mail subscriptions
+    only for the monitors that list recipients. Django's prefetching into a
+    relation costs a queryset per monitor, which for a page of 100 was a
+    large part of the list's time (#21.14)."""
+    prefetch_related_objects(monitors, Prefetch("targets", to_attr="listed_targets"))
+    prefetch_related_objects(
+        [m for m in monitors if m.email_settings.get("recipients")],
+        "email_recipients",
+    )
+    return monitors
+
+
 def get_monitor_for(request: Request, monitor_id: str) -> Monitor:
     """The caller's team's monitor, or 404 — another team's monitor and a
     malformed id look exactly like a missing one."""
@@ -203,9 +217,10 @@ class MonitorListView(APIView):
     )
     def get(self, request: Request) -> Response:
         limit, offset = _paging(request)
-        monitors = monitors_for(request).order_by("-created_at", "-pk")[
-            offset : offset + limit
-        ]
+        monitors = Monitor.objects.for_team(request.user.team).order_by(
+            "-created_at", "-pk"
+        )[offset : offset + limit]
+        monitors = with_relations(list(monitors))
         now = timezone.now()
         return ok(MonitorSerializer(monitors, many=True, context={"now": now}).data)
 

@@ -1,0 +1,305 @@
+"""What the dashboard's history shows: a chart of a monitor's recent checks
+and the team's feed of changes, newest first.
+
+Both are made on the server and read without JavaScript: the chart is an SVG
+whose shapes the template draws from the coordinates worked out here (plus a
+table of the same numbers), the feed is plain HTML with links to each diff.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import Case, F, IntegerField, Value, When, Window
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, RowNumber
+
+from checks.models import Check, PageResult
+from monitors.models import Monitor, Team
+
+CHART_CHECKS = 30
+FEED_CHECKS_PER_PAGE = 20
+FEED_PAGES_PER_CHECK = 5
+# What the feed lists of a check: pages that differ from the check before.
+FEED_STATUSES = (
+    PageResult.Status.CHANGED,
+    PageResult.Status.REMOVED,
+    PageResult.Status.NEW,
+)
+
+# Chart geometry, in SVG user units (the image scales to its box).
+SLOT = 20
+BAR = 14
+PLOT_HEIGHT = 100
+TOP = 8
+LEFT = 34
+BOTTOM = 22
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One check in the chart: its slot, and the heights of its changed
+    and failed pages (stacked, changed at the bottom)."""
+
+    check: Check
+    x: int
+    changed: int
+    errors: int
+    changed_y: float
+    changed_height: float
+    errors_y: float
+    errors_height: float
+    # A check that looked at no page (failed outright, or skipped): drawn as
+    # a mark on the axis so the gap is visible and explained.
+    marker: str = ""
+
+    @property
+    def started_at(self) -> Any:
+        return self.check.started_at
+
+    @property
+    def created_at(self) -> Any:
+        return self.check.created_at
+
+
+@dataclass(frozen=True)
+class Chart:
+    bars: list[Bar]
+    top: int  # the largest value the y axis shows
+    width: int
+    height: int = TOP + PLOT_HEIGHT + BOTTOM
+    left: int = LEFT
+    plot_top: int = TOP
+    baseline: int = TOP + PLOT_HEIGHT
+    bar_width: int = BAR
+    middle_ticks: list[tuple[int, float]] = field(default_factory=list)
+
+    @property
+    def right(self) -> int:
+        return self.width
+
+    @property
+    def total_changed(self) -> int:
+        return sum(bar.changed for bar in self.bars)
+
+    @property
+    def total_errors(self) -> int:
+        return sum(bar.errors for bar in self.bars)
+
+
+@dataclass(frozen=True, slots=True)
+class RecentCheck:
+    """What a cell of the monitor list's history strip shows of a check."""
+
+    status: str
+    at: datetime  # started, else queued
+    changed: int
+    found_changes: bool  # pages changed, new or removed
+
+
+def _count(value: Any) -> int:
+    # Summary numbers come back as JSON text (PostgreSQL) or numbers (SQLite).
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+# Each monitor's newest checks straight from check_monitor_list_idx, however
+# long its history: a LATERAL join, which the ORM cannot write.
+_RECENT_SQL = """
+SELECT c.monitor_id, c.status, COALESCE(c.started_at, c.created_at),
+       c.summary ->> 'changed', c.summary ->> 'new', c.summary ->> 'removed',
+       c.created_at, c.id
+FROM unnest(%s::uuid[]) AS m(id)
+CROSS JOIN LATERAL (
+    SELECT * FROM checks_check WHERE monitor_id = m.id
+    ORDER BY created_at DESC, id DESC LIMIT %s
+) AS c
+"""
+
+
+def _recent_rows(monitor_ids: list[uuid.UUID], count: int) -> list[tuple]:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_RECENT_SQL, [monitor_ids, count])
+            return cursor.fetchall()
+    # Elsewhere (SQLite, for small installs) a window over the monitors'
+    # checks picks them; it reads every check of these monitors.
+    ranked = Check.objects.filter(monitor__in=monitor_ids).annotate(
+        rank=Window(
+            RowNumber(),
+            partition_by=[F("monitor_id")],
+            order_by=[F("created_at").desc(), F("id").desc()],
+        )
+    )
+    return list(
+        ranked.filter(rank__lte=count).values_list(
+            "monitor_id",
+            "status",
+            Coalesce("started_at", "created_at"),
+            KT("summary__changed"),
+            KT("summary__new"),
+            KT("summary__removed"),
+            "created_at",
+            "id",
+        )
+    )
+
+
+def recent_per_monitor(
+    monitor_ids: list[uuid.UUID], count: int
+) -> dict[uuid.UUID, list[RecentCheck]]:
+    """The last `count` checks of each monitor, oldest first, in one query
+    that reads only the numbers a strip shows (whole check rows for 25 rows
+    of 14 checks made the monitor list slow to build, #21.14)."""
+    by_monitor: dict[uuid.UUID, list[RecentCheck]] = defaultdict(list)
+    if not monitor_ids:
+        return by_monitor
+    rows = _recent_rows(monitor_ids, count)
+    rows.sort(key=lambda row: (row[6], row[7]))  # oldest first
+    for monitor_id, status, at, changed, new, removed, _, _ in rows:
+        changed_count = _count(changed)
+        found = bool(changed_count or _count(new) or _count(removed))
+        by_monitor[monitor_id].append(RecentCheck(status, at, changed_count, found))
+    return by_monitor
+
+
+def recent_checks(monitor: Monitor, count: int = CHART_CHECKS) -> list[Check]:
+    """The monitor's last `count` finished checks, oldest first."""
+    checks = (
+        Check.objects.for_monitor(monitor)
+        .filter(status__in=Check.FINISHED)
+        .only("id", "monitor_id", "status", "started_at", "created_at", "summary")
+        .order_by("-created_at", "-id")[:count]
+    )
+    return list(reversed(checks))
+
+
+def _y(value: int, top: int) -> float:
+    return TOP + PLOT_HEIGHT - PLOT_HEIGHT * value / top
+
+
+def _marker(check: Check) -> str:
+    if check.status == Check.Status.FAILED:
+        return "failed"
+    if check.status in (Check.Status.SKIPPED_OVERLAP, Check.Status.SKIPPED_NO_CREDITS):
+        return "skipped"
+    return ""
+
+
+def check_chart(checks: list[Check]) -> Chart:
+    """Bars of changed and failed pages per check, on a shared y axis."""
+    counts = [
+        (int(c.summary.get("changed") or 0), int(c.summary.get("error") or 0))
+        for c in checks
+    ]
+    top = max([changed + errors for changed, errors in counts] + [1])
+    bars = []
+    for index, (check, (changed, errors)) in enumerate(
+        zip(checks, counts, strict=True)
+    ):
+        changed_y = _y(changed, top)
+        errors_y = _y(changed + errors, top)
+        bars.append(
+            Bar(
+                check=check,
+                x=LEFT + index * SLOT + (SLOT - BAR) // 2,
+                changed=changed,
+                errors=errors,
+                changed_y=changed_y,
+                changed_height=TOP + PLOT_HEIGHT - changed_y,
+                errors_y=errors_y,
+                errors_height=changed_y - errors_y,
+                marker="" if changed or errors else _marker(check),
+            )
+        )
+    middle = [(top // 2, _y(top // 2, top))] if top >= 4 else []
+    # Always room for CHART_CHECKS bars, so a bar is as wide on every chart.
+    width = LEFT + max(len(checks), CHART_CHECKS) * SLOT + 4
+    return Chart(bars=bars, top=top, width=width, middle_ticks=middle)
+
+
+# ---------------------------------------------------------------- the feed
+
+
+@dataclass
+class FeedEntry:
+    """One check that found changes, with the first of its changed pages."""
+
+    check: Check
+    pages: list[PageResult] = field(default_factory=list)
+
+    @property
+    def more(self) -> int:
+        summary = self.check.summary or {}
+        total = sum(int(summary.get(status) or 0) for status in FEED_STATUSES)
+        return max(total - len(self.pages), 0)
+
+
+def feed_checks(team: Team, monitor: Monitor | None = None) -> Any:
+    """The team's checks that found changes, newest first (served by
+    check_recent_idx: walked newest first until a page is full)."""
+    checks = Check.objects.filter(
+        monitor__team=team, monitor__deleted_at__isnull=True
+    ).with_changes()
+    if monitor is not None:
+        checks = checks.filter(monitor=monitor)
+    return (
+        checks.select_related("monitor")
+        .defer("target_results", "notification_status")
+        .order_by("-created_at", "-id")
+    )
+
+
+def feed_page(
+    team: Team, page: int, monitor: Monitor | None = None
+) -> tuple[list[FeedEntry], bool]:
+    """(entries, has_more) of one page of the feed. Pages are counted without
+    a COUNT over the team's whole history: one row more than a page says
+    whether there is an older page."""
+    start = (page - 1) * FEED_CHECKS_PER_PAGE
+    rows = list(feed_checks(team, monitor)[start : start + FEED_CHECKS_PER_PAGE + 1])
+    has_more = len(rows) > FEED_CHECKS_PER_PAGE
+    entries = [FeedEntry(check) for check in rows[:FEED_CHECKS_PER_PAGE]]
+    _attach_pages(entries)
+    return entries, has_more
+
+
+def _attach_pages(entries: list[FeedEntry]) -> None:
+    """The first FEED_PAGES_PER_CHECK pages of each check that differ from
+    before, changed ones first, in one query."""
+    by_check: dict[uuid.UUID, FeedEntry] = {e.check.pk: e for e in entries}
+    if not by_check:
+        return
+    order = Case(
+        *(When(status=s, then=Value(i)) for i, s in enumerate(FEED_STATUSES)),
+        output_field=IntegerField(),
+    )
+    pages = (
+        PageResult.objects.filter(check_run__in=list(by_check))
+        .filter(status__in=FEED_STATUSES)
+        .annotate(
+            weight=order,
+            rank=Window(
+                RowNumber(),
+                partition_by=[F("check_run_id")],
+                order_by=[order.asc(), F("created_at").asc(), F("id").asc()],
+            ),
+        )
+        .filter(rank__lte=FEED_PAGES_PER_CHECK)
+        .only("id", "check_run_id", "url", "status", "metadata", "created_at")
+        .order_by("weight", "created_at", "id")
+    )
+    grouped: dict[uuid.UUID, list[PageResult]] = defaultdict(list)
+    for result in pages:
+        grouped[result.check_run_id].append(result)
+    for check_id, entry in by_check.items():
+        for result in grouped[check_id]:
+            result.check_run = entry.check  # for get_absolute_url, no query
+        entry.pages = grouped[check_id]

@@ -1,0 +1,343 @@
+"""Progress and times (#21.8), the diff's columns and the readable Text view
+(#21.9), and the history: a monitor's chart and the team's feed (#21.13)."""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from checks.content import readable_html, render_inline, render_side_by_side
+from checks.content.render import with_columns
+from checks.models import Check, PageResult, Snapshot
+from monitors import history
+from monitors.models import Membership, Monitor, Target, Team
+from monitors.templatetags.pagewatch import with_times
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+def make_monitor(team: Team, name: str = "Pricing", **fields) -> Monitor:
+    monitor = Monitor.objects.create(
+        team=team,
+        name=name,
+        schedule_cron="*/30 * * * *",
+        schedule_timezone="Europe/Berlin",
+        **fields,
+    )
+    Target.objects.create(monitor=monitor, type="scrape", urls=["https://e.com/a"])
+    return monitor
+
+
+def make_check(monitor: Monitor, when: datetime, **summary) -> Check:
+    counts = dict.fromkeys(("same", "changed", "new", "removed", "error"), 0)
+    counts |= summary
+    counts["totalPages"] = sum(counts.values())
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.COMPLETED,
+        started_at=when,
+        finished_at=when + timedelta(seconds=1),
+        summary=counts,
+    )
+    Check.objects.filter(pk=check.pk).update(created_at=when)
+    check.refresh_from_db()
+    return check
+
+
+def make_page(check: Check, url: str, status: str = "changed") -> PageResult:
+    return PageResult.objects.create(
+        check_run=check,
+        target_id=check.monitor.targets.first().pk,
+        url=url,
+        status=status,
+        current_snapshot=Snapshot.store(f"copy of {url}"),
+        metadata={"title": f"Title of {url}"},
+    )
+
+
+class Markup(HTMLParser):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.attributes: set[str] = set()
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.attributes |= {name for name, _ in attrs}
+
+
+# ---------------------------------------------------------------- #21.8
+
+
+class Moment:
+    def __init__(self, when: datetime) -> None:
+        self.created_at = when
+
+
+def test_times_get_seconds_only_where_a_neighbour_shares_the_minute():
+    base = datetime(2026, 11, 20, 10, 30, 5, tzinfo=UTC)
+    rows = [Moment(base + timedelta(seconds=s)) for s in (0, 33, 600, 1200, 1210)]
+    shown = [text for _, text, _ in with_times(rows, "Europe/Berlin")]
+    assert shown == [
+        "Fri 20 Nov 2026, 11:30:05 CET",
+        "Fri 20 Nov 2026, 11:30:38 CET",
+        "Fri 20 Nov 2026, 11:40 CET",
+        "Fri 20 Nov 2026, 11:50:05 CET",
+        "Fri 20 Nov 2026, 11:50:15 CET",
+    ]
+    full = [full for _, _, full in with_times(rows, "Europe/Berlin")]
+    assert full[2] == "Fri 20 Nov 2026, 11:40:05 CET"
+
+
+def test_the_check_history_shows_seconds_for_checks_in_the_same_minute(web, team):
+    monitor = make_monitor(team)
+    base = datetime(2026, 11, 20, 10, 30, 5, tzinfo=UTC)
+    make_check(monitor, base, same=1)
+    make_check(monitor, base + timedelta(seconds=33), same=1)
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+    assert 'title="Fri 20 Nov 2026, 11:30:38 CET">Fri 20 Nov 2026, 11:30:38 CET' in page
+    assert ">Fri 20 Nov 2026, 11:30:05 CET</time>" in page
+
+
+def test_a_running_check_without_its_page_list_says_starting_not_0_of_0(web, team):
+    monitor = make_monitor(team)
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.RUNNING,
+        started_at=timezone.now(),
+    )
+    url = reverse("check-progress", kwargs={"pk": monitor.pk, "check_id": check.pk})
+    body = web.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "Starting the check…" in body and "0 of 0" not in body
+    Check.objects.filter(pk=check.pk).update(pages_total=4, pages_done=1)
+    body = web.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "1 of 4 pages done" in body and "Starting" not in body
+
+
+def test_run_now_tells_the_check_history_to_show_the_queued_check(
+    web, team, monkeypatch
+):
+    from checks import dispatch
+
+    monkeypatch.setattr(dispatch, "enqueue", lambda check_id: None)
+    monitor = make_monitor(team)
+    response = web.post(
+        reverse("monitor-run", kwargs={"pk": monitor.pk}), HTTP_HX_REQUEST="true"
+    )
+    assert "checkStarted" in response["HX-Trigger"]
+    assert Check.objects.filter(monitor=monitor, status="queued").exists()
+    history_part = web.get(
+        monitor.get_absolute_url(),
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="check-history",
+    ).content.decode()
+    assert "Waiting to start" in history_part and "No checks yet" not in history_part
+
+
+def test_the_list_says_a_first_check_is_under_way_not_no_checks_yet(web, team):
+    monitor = make_monitor(team)
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    page = web.get(reverse("monitor-list")).content.decode()
+    assert "First check under way" in page and "No checks yet" not in page
+
+
+# ---------------------------------------------------------------- #21.9
+
+
+def test_diff_tables_declare_narrow_gutters_before_any_row():
+    old = "\n\n".join(f"line {n}" for n in range(120)) + "\n\nprice 19"
+    new = old.replace("price 19", "price 24")
+    split = render_side_by_side(old, new)
+    assert split.startswith(
+        '<table class="diff diff-split diff-digits-3"><colgroup>'
+        '<col class="diff-ln-col"><col class="diff-text-col">'
+        '<col class="diff-ln-col"><col class="diff-text-col"></colgroup><tbody>'
+        '<tr class="diff-skip">'
+    )
+    inline = render_inline("a\n", "b\n")
+    assert inline.startswith(
+        '<table class="diff diff-inline diff-digits-2"><colgroup>'
+        '<col class="diff-ln-col"><col class="diff-ln-col">'
+        '<col class="diff-text-col"></colgroup><tbody>'
+    )
+
+
+def test_a_diff_stored_without_columns_gets_them_when_shown():
+    stored = '<table class="diff diff-split"><tbody><tr class="diff-skip">'
+    shown = with_columns(stored)
+    assert shown.startswith('<table class="diff diff-split diff-digits-5"><colgroup>')
+    assert shown.endswith('</colgroup><tbody><tr class="diff-skip">')
+    current = render_side_by_side("a\n", "b\n")
+    assert with_columns(current) == current
+
+
+def test_the_text_view_shows_markdown_tables_as_tables():
+    out, cut = readable_html(
+        "# Plans\n\n| Plan | Price |\n|:--|--:|\n| Pro | $19 |\n| Team | $49 |\n"
+    )
+    assert not cut
+    assert '<th class="align-left">Plan</th>' in out
+    assert '<td class="align-right">$19</td>' in out
+    assert "|" not in out
+
+
+HOSTILE = """# <script>alert(1)</script>
+
+| a | b |
+|---|---|
+| <img src=x onerror=alert(2)> | [click](javascript:alert(3)) |
+
+Read [the terms](https://evil.example/x "t") and ![logo](https://evil.example/p.png).
+
+<div onclick="alert(4)">raw</div>
+
+```js" onload="alert(5)
+<script>alert(6)</script>
+```
+"""
+
+
+def test_the_text_view_never_carries_markup_links_or_styles_from_the_page():
+    out, _ = readable_html(HOSTILE)
+    markup = Markup(out)
+    assert markup.tags <= {
+        "h1", "h2", "h3", "h4", "h5", "h6", "p", "ul", "ol", "li", "blockquote",
+        "pre", "code", "em", "strong", "s", "hr", "br", "div", "table", "thead",
+        "tbody", "tr", "th", "td",
+    }  # fmt: skip
+    assert markup.attributes <= {"class", "start"}
+    assert "<script" not in out and "<img" not in out and "href" not in out
+    assert "evil.example" not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+    assert "the terms" in out and "[image: logo]" in out
+    assert 'onload="' not in out
+
+
+def test_a_very_long_copy_is_read_up_to_a_limit():
+    from checks.content.readable import READABLE_MAX_CHARS
+
+    out, cut = readable_html("word " * READABLE_MAX_CHARS)
+    assert cut and len(out) < READABLE_MAX_CHARS + 100
+
+
+def test_the_diff_page_shows_the_readable_text_of_both_copies(web, team):
+    monitor = make_monitor(team)
+    check = make_check(monitor, timezone.now(), changed=1)
+    page = PageResult.objects.create(
+        check_run=check,
+        target_id=monitor.targets.first().pk,
+        url="https://e.com/a",
+        status="changed",
+        previous_snapshot=Snapshot.store("| Plan | Price |\n|---|---|\n| Pro | $19 |"),
+        current_snapshot=Snapshot.store("| Plan | Price |\n|---|---|\n| Pro | $24 |"),
+    )
+    body = web.get(page.get_absolute_url()).content.decode()
+    assert body.count('<div class="md-table"><table>') == 2
+    assert "<td>$19</td>" in body and "<td>$24</td>" in body
+
+
+# ---------------------------------------------------------------- #21.13
+
+
+def test_the_chart_stacks_changed_and_failed_pages_per_check(team):
+    monitor = make_monitor(team)
+    start = timezone.now() - timedelta(hours=5)
+    make_check(monitor, start, changed=3, error=1)
+    make_check(monitor, start + timedelta(hours=1), same=4)
+    failed = make_check(monitor, start + timedelta(hours=2))
+    Check.objects.filter(pk=failed.pk).update(status="failed")
+    Check.objects.create(monitor=monitor, trigger="manual")  # queued: not charted
+    chart = history.check_chart(history.recent_checks(monitor))
+    assert [(b.changed, b.errors, b.marker) for b in chart.bars] == [
+        (3, 1, ""),
+        (0, 0, ""),
+        (0, 0, "failed"),
+    ]
+    first = chart.bars[0]
+    assert chart.top == 4
+    assert first.changed_height == pytest.approx(75) and first.errors_height == 25
+    assert first.errors_y == chart.plot_top
+    assert (chart.total_changed, chart.total_errors) == (3, 1)
+
+
+def test_the_feed_lists_the_teams_changes_newest_first_with_links_to_diffs(
+    web, team, other_team
+):
+    pricing = make_monitor(team, "Pricing")
+    news = make_monitor(team, "News")
+    gone = make_monitor(team, "Deleted one")
+    theirs = make_monitor(other_team, "Globex secret")
+    now = timezone.now()
+    older = make_check(pricing, now - timedelta(hours=2), changed=1, same=3)
+    make_page(older, "https://e.com/price")
+    make_check(pricing, now - timedelta(hours=1), same=4)  # nothing changed
+    newer = make_check(news, now - timedelta(minutes=5), changed=7, new=1)
+    pages = [make_page(newer, f"https://e.com/n{i}") for i in range(7)]
+    make_page(newer, "https://e.com/brand-new", status="new")
+    make_page(make_check(theirs, now, changed=1), "https://globex.example/x")
+    make_page(make_check(gone, now, changed=1), "https://e.com/gone")
+    gone.soft_delete(now)
+
+    body = html.unescape(web.get(reverse("team-history")).content.decode())
+    assert body.index("News") < body.index("Pricing")
+    assert pages[0].get_absolute_url() in body
+    assert "Title of https://e.com/price" in body
+    assert "and 3 more pages in this check" in body  # 8 pages, 5 shown
+    assert "brand-new" not in body  # a new page comes after the changed ones
+    assert "globex" not in body.lower() and "Deleted one" not in body
+    assert body.count('class="feed-item"') == 2
+
+
+def test_the_feed_of_one_monitor_has_its_chart_and_other_teams_get_404(
+    web, team, other_team
+):
+    pricing = make_monitor(team)
+    make_page(make_check(pricing, timezone.now(), changed=1), "https://e.com/p")
+    url = reverse("team-history")
+    body = web.get(url, {"monitor": pricing.pk}).content.decode()
+    assert 'class="check-chart"' in body and body.count('class="feed-item"') == 1
+    theirs = make_monitor(other_team)
+    assert web.get(url, {"monitor": theirs.pk}).status_code == 404
+    assert web.get(url, {"monitor": "not-a-uuid"}).status_code == 404
+    assert web.get(url, {"page": "x"}).status_code == 200
+
+
+def test_the_feed_pages_without_counting_the_whole_history(
+    web, team, django_assert_max_num_queries
+):
+    monitor = make_monitor(team)
+    start = timezone.now() - timedelta(days=2)
+    for n in range(history.FEED_CHECKS_PER_PAGE + 3):
+        make_page(make_check(monitor, start + timedelta(minutes=n), changed=1), "u")
+    url = reverse("team-history")
+    with django_assert_max_num_queries(8):
+        first = web.get(url).content.decode()
+    assert first.count('class="feed-item"') == history.FEED_CHECKS_PER_PAGE
+    assert 'rel="next"' in first and "COUNT" not in first
+    second = web.get(url, {"page": 2}).content.decode()
+    assert second.count('class="feed-item"') == 3 and 'rel="next"' not in second
+    assert "Nothing older" in web.get(url, {"page": 3}).content.decode()
+
+
+def test_history_is_in_the_main_navigation(web):
+    body = web.get(reverse("team-history")).content.decode()
+    assert (
+        f'<a href="{reverse("team-history")}" aria-current="page">History</a>' in body
+    )
