@@ -209,9 +209,10 @@ def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
 def test_the_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
 
-    assert set(entries) == {"web", "worker", "upkeep", "scheduler"}
+    assert set(entries) == {"web", "worker", "browser", "upkeep", "scheduler"}
     assert "celery -A config worker" in entries["worker"]
-    assert "--queues" not in entries["worker"]  # takes upkeep too when upkeep is stuck
+    # Takes upkeep too when upkeep is stuck; browser pages are the browser's.
+    assert "--queues=celery,upkeep " in entries["worker"]
     assert "--queues=upkeep" in entries["upkeep"]
     assert "celery -A config beat" in entries["scheduler"]
     assert "--config python:config.gunicorn" in entries["web"]
