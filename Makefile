@@ -30,7 +30,7 @@ setup: $(VENV)/.installed-run
 run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
-	@echo "Starting Pagewatch on http://$(HOST):$(PORT)/ (web, worker, upkeep, scheduler). Ctrl-C stops all."
+	@echo "Starting Pagewatch on http://$(HOST):$(PORT)/ (web, worker, browser worker, upkeep, scheduler). Ctrl-C stops all."
 	exec $(BIN)/python -m config.run -f Procfile
 
 test: $(VENV)/.installed-dev

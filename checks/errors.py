@@ -22,6 +22,10 @@ class ErrorKind(StrEnum):
     TOO_LARGE = "too_large"
     TOO_MANY_REDIRECTS = "too_many_redirects"
     PROTOCOL = "protocol"
+    # The browser (checks.browser): not available, crashed or could not show
+    # the page; or one of the page's actions failed.
+    BROWSER = "browser"
+    ACTION = "action"
     # A page that answered, or was never fetched, and still has no result.
     HTTP_4XX = "http_4xx"
     HTTP_5XX = "http_5xx"
@@ -55,6 +59,8 @@ FETCH_KINDS = frozenset(
         ErrorKind.TOO_LARGE,
         ErrorKind.TOO_MANY_REDIRECTS,
         ErrorKind.PROTOCOL,
+        ErrorKind.BROWSER,
+        ErrorKind.ACTION,
     }
 )
 

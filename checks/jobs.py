@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +20,14 @@ MIN_PAGE_TIMEOUT, MAX_PAGE_TIMEOUT = 1.0, 300.0
 MOBILE_USER_AGENT_PREFIX = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) Mobile/15E148"
 )
+
+
+class Via(StrEnum):
+    """Why a page is fetched with the browser."""
+
+    OPTIONS = "options"  # its scrapeOptions need one (waitFor, actions...)
+    REMEMBERED = "remembered"  # an earlier check found it built by scripts
+    DETECTED = "detected"  # this check's plain fetch looked built by scripts
 
 
 @dataclass(frozen=True)
@@ -39,12 +48,20 @@ class PageJob:
     # The monitor's noise rule (checks.content.noise); not part of the ref:
     # read from the monitor whenever the job is rebuilt.
     ignore_lines: tuple[str, ...] = ()
+    # Why the page is fetched with the browser ("" for plain HTTP), one of
+    # Via; chosen per batch (checks.runner), except DETECTED, which a batch
+    # that handed the page over stores in the page's ref with its detail.
+    browser: str = ""
+    browser_detail: str = ""
 
     def ref(self) -> list[Any]:
         """This job in CheckBatch.pages (see from_ref)."""
         ref: list[Any] = [str(self.target_id), self.url, str(self.scrape_id)]
-        if self.follow or self.depth or not self.record:
+        detected = self.browser == Via.DETECTED
+        if self.follow or self.depth or not self.record or detected:
             ref += [self.depth, self.follow, self.record]
+        if detected:
+            ref.append(self.browser_detail)
         return ref
 
     @classmethod
@@ -56,12 +73,19 @@ class PageJob:
         ignore_lines: tuple[str, ...] = (),
     ) -> PageJob:
         target_id, url, scrape_id, *crawl = ref
-        depth, follow, record = crawl if len(crawl) == 3 else (0, False, True)
+        depth, follow, record = crawl[:3] if len(crawl) >= 3 else (0, False, True)
+        detected = str(crawl[3]) if len(crawl) > 3 else None
         return cls(
             uuid.UUID(target_id), url, options, credits, uuid.UUID(scrape_id),
             depth=int(depth), follow=bool(follow), record=bool(record),
             ignore_lines=ignore_lines,
+            browser=Via.DETECTED if detected is not None else "",
+            browser_detail=detected or "",
         )  # fmt: skip
+
+    def via(self, browser: str, detail: str = "") -> PageJob:
+        """This job fetched with the browser for that reason ("": plain HTTP)."""
+        return replace(self, browser=browser, browser_detail=detail)
 
     @property
     def headers(self) -> dict[str, str]:

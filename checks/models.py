@@ -432,6 +432,9 @@ class CheckBatch(models.Model):
     # Claims of this batch by a worker; bounded so a poison page cannot loop.
     attempts = models.PositiveSmallIntegerField(default=0)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Its pages are fetched with the browser: it is queued on BROWSER_QUEUE,
+    # for workers that run one (checks.runner.enqueue_batches).
+    uses_browser = models.BooleanField(default=False)
 
     objects = CheckBatchQuerySet.as_manager()
 
@@ -740,6 +743,59 @@ class Snapshot(models.Model):
         return markdown_of(self.format, self.source)
 
 
+class Capture(models.Model):
+    """A screenshot or a PDF the browser took, stored once per content (by
+    SHA-256) in its own compressed format (PNG, JPEG, PDF), served through
+    signed, expiring links (checks.captures)."""
+
+    content_hash = models.CharField(max_length=64)
+    media_type = models.CharField(max_length=32)
+    data = models.BinaryField()
+    size = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["content_hash"], name="one_capture_per_content"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.media_type} {self.content_hash[:12]} ({self.size} bytes)"
+
+    @classmethod
+    def store_many(cls, shots: Iterable[Any]) -> dict[str, int]:
+        """Ids by content hash of these Shots (checks.browser.result), inserted
+        where missing (see Snapshot.store_many)."""
+        rows = {shot.digest: shot for shot in shots}
+        if not rows:
+            return {}
+        captures = cls.objects.bulk_create(
+            [
+                cls(
+                    content_hash=digest,
+                    media_type=shot.media_type,
+                    data=shot.data,
+                    size=len(shot.data),
+                )
+                for digest, shot in rows.items()
+            ],
+            update_conflicts=True,
+            unique_fields=["content_hash"],
+            update_fields=["size"],
+        )
+        ids = {c.content_hash: c.pk for c in captures if c.pk is not None}
+        missing = set(rows) - set(ids)
+        if missing:
+            ids |= dict(
+                cls.objects.filter(content_hash__in=missing).values_list(
+                    "content_hash", "id"
+                )
+            )
+        return ids
+
+
 class PageState(models.Model):
     """The baseline of one URL of one target: the last good content that the
     next check compares against. Never deleted by retention."""
@@ -782,6 +838,9 @@ class PageState(models.Model):
     # page's text stays the same: {"json": {"key", "value"}, "summary": {...}},
     # each keyed by what was asked (schema and prompt).
     derived = models.JSONField(default=dict, blank=True)
+    # "browser" once a plain fetch of this page was found built by scripts
+    # (checks.browser.detect): later checks go straight to the browser.
+    fetcher = models.CharField(max_length=8, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -801,7 +860,7 @@ class PageState(models.Model):
     UPSERT_FIELDS = (
         "url", "snapshot", "normalized_hash", "scrape_id", "presence",
         "fetched_at", "cached_at", "metadata", "body_hash", "options_hash",
-        "etag", "last_modified", "derived", "updated_at",
+        "etag", "last_modified", "derived", "fetcher", "updated_at",
     )  # fmt: skip
 
     @classmethod
@@ -891,6 +950,9 @@ class PageResult(models.Model):
     extraction = models.JSONField(null=True, blank=True)
     # The `summary` format: a short summary of the page by the model.
     summary = models.TextField(null=True, blank=True)
+    # Screenshots and PDFs of this result (its metadata names them by hash):
+    # what keeps them from retention's purge of unreferenced captures.
+    captures = models.ManyToManyField(Capture, related_name="pages", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = PageResultQuerySet.as_manager()
@@ -932,6 +994,29 @@ class PageResult(models.Model):
         if not isinstance(fields, dict) or "files" in fields:
             return {}
         return fields
+
+    @property
+    def screenshot(self) -> str | None:
+        """The content hash of this result's screenshot (the format's)."""
+        digest = (self.metadata or {}).get("screenshot")
+        return digest if isinstance(digest, str) else None
+
+    def previous_screenshot(self) -> str | None:
+        """The screenshot of the latest earlier result of this page that has
+        one: what the visual change view compares with."""
+        earlier = (
+            PageResult.objects.filter(
+                check_run__monitor_id=self.check_run.monitor_id,
+                target_id=self.target_id,
+                url=self.url,
+                created_at__lt=self.created_at,
+                metadata__has_key="screenshot",
+            )
+            .order_by("-created_at")
+            .values_list("metadata__screenshot", flat=True)
+            .first()
+        )
+        return earlier if isinstance(earlier, str) else None
 
 
 # --- Notification outbox ------------------------------------------------------

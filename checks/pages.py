@@ -28,6 +28,8 @@ from typing import Any
 
 from checks.ai import formats as ai_formats
 from checks.ai import llm_configured
+from checks.browser.options import browser_options
+from checks.browser.result import BrowserResult, Shot
 from checks.content import (
     ExtractionError,
     Pack,
@@ -43,21 +45,33 @@ from checks.content import (
 )
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult
-from checks.jobs import PageJob
+from checks.jobs import PageJob, Via
 from checks.models import PageResult, PageState
 
 logger = logging.getLogger(__name__)
 
 REMOVED_STATUSES = frozenset({404, 410})
 NOT_MODIFIED = 304
-# Formats extract() produces; anything else needs a browser or an LLM.
+# Formats extract() produces; the browser adds screenshots; anything else
+# needs an LLM.
 APPLIED_FORMATS = frozenset(
     {"markdown", "html", "rawHtml", "links", "images", "changeTracking"}
 )
+BROWSER_FORMATS = frozenset({"screenshot"})
+# Refused browser requests listed in a page's metadata, at most.
+BLOCKED_LISTED = 20
 # Formats the model applies (checks.ai.stage), when one is configured.
 MODEL_FORMATS = frozenset({"json", "summary"})
 # Page metadata that belongs to one check, never replayed from a baseline.
-PER_CHECK_METADATA = ("notApplied", "cacheState", "cachedAt", "creditsUsed")
+PER_CHECK_METADATA = (
+    "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
+    "actions", "blockedRequests",
+)  # fmt: skip
+FETCHED_BECAUSE = {
+    Via.OPTIONS: "Its options need a browser ({detail}).",
+    Via.REMEMBERED: "An earlier check found this page is built by scripts.",
+    Via.DETECTED: "A plain fetch found it built by scripts: {detail}.",
+}
 
 
 @dataclass
@@ -100,6 +114,11 @@ class Outcome:
     # A search result's SearchResultState after this check (checks.search.stage):
     # the search target's baseline, written instead of a PageState.
     search: dict[str, Any] | None = None
+    # Screenshots and PDFs from the browser, named in `metadata` by hash.
+    captures: list[Shot] = field(default_factory=list)
+    # What the next check fetches this page with, when this fetch decides it
+    # (see checks.recording); None leaves it to how this page was fetched.
+    fetcher: str | None = None
 
 
 def failed(job: PageJob, kind: str, message: str, **fields: Any) -> Outcome:
@@ -112,15 +131,19 @@ def failed(job: PageJob, kind: str, message: str, **fields: Any) -> Outcome:
     )
 
 
-def not_applied(options: Mapping[str, Any]) -> list[str]:
-    """scrapeOptions this fetcher cannot honour (they need a browser or an LLM)."""
+def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[str]:
+    """scrapeOptions the page was fetched without: those only a browser
+    honours when it came over plain HTTP, and those needing an LLM or a
+    proxy network always."""
     skipped = []
-    if options.get("waitFor"):
-        skipped.append("waitFor")
-    if options.get("actions"):
-        skipped.append("actions")
+    if not browser:
+        skipped += [
+            name for name in browser_options(options) if name != "mobile"
+        ]  # a mobile User-Agent is sent over HTTP too
     formats = options.get("formats")
     applied = APPLIED_FORMATS | MODEL_FORMATS if llm_configured() else APPLIED_FORMATS
+    if browser:
+        applied |= BROWSER_FORMATS
     for fmt in formats if isinstance(formats, list) else []:
         name = fmt.get("type") if isinstance(fmt, dict) else fmt
         if not isinstance(name, str):
@@ -133,7 +156,10 @@ def not_applied(options: Mapping[str, Any]) -> list[str]:
             and "json" not in applied
         ):
             skipped.append("formats.changeTracking.json")
-    if options.get("location"):
+    location = options.get("location")
+    if isinstance(location, Mapping) and location.get("country"):
+        skipped.append("location.country")  # no proxies by country
+    elif location and not isinstance(location, Mapping):
         skipped.append("location")
     if options.get("proxy") in ("stealth", "enhanced"):
         skipped.append("proxy")
@@ -141,8 +167,14 @@ def not_applied(options: Mapping[str, Any]) -> list[str]:
 
 
 def base_metadata(job: PageJob) -> dict[str, Any]:
+    """What every page result says: its URL, how it was fetched and why, and
+    the options it was fetched without."""
     metadata: dict[str, Any] = {"sourceURL": job.url, "creditsUsed": 0}
-    skipped = not_applied(job.options)
+    metadata["fetchedWith"] = "browser" if job.browser else "http"
+    if job.browser:
+        reason = FETCHED_BECAUSE.get(Via(job.browser), "")
+        metadata["fetchedWithReason"] = reason.format(detail=job.browser_detail)
+    skipped = not_applied(job.options, browser=bool(job.browser))
     if skipped:
         metadata["notApplied"] = skipped
     return metadata
@@ -211,6 +243,11 @@ def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome 
         return None
     assert state is not None and cached_at is not None
     metadata = {**state.metadata, **base_metadata(job)}
+    if "fetchedWith" in state.metadata:  # how the cached copy was fetched
+        metadata.pop("fetchedWithReason", None)
+        for key in ("fetchedWith", "fetchedWithReason"):
+            if key in state.metadata:
+                metadata[key] = state.metadata[key]
     metadata |= {
         "creditsUsed": job.credits,
         "cacheState": "hit",
@@ -244,6 +281,8 @@ def judge(
         )
     try:
         outcome = _judge_response(job, fetched, state)
+        if isinstance(fetched, BrowserResult):
+            _add_browser_output(outcome, fetched)
         if job.follow and 200 <= fetched.status_code < 300:
             content_type = fetched.headers.get("content-type", "")
             outcome.links = page_links(fetched.content, content_type, fetched.final_url)
@@ -256,6 +295,26 @@ def judge(
             "The page could not be analysed because of an internal error.",
             status_code=fetched.status_code,
         )
+
+
+def _add_browser_output(outcome: Outcome, fetched: BrowserResult) -> None:
+    """The screenshot format and the actions' outputs, as Firecrawl names
+    them; captures by content hash (links are signed when results are read)."""
+    metadata = outcome.metadata
+    if fetched.screenshot is not None:
+        metadata["screenshot"] = fetched.screenshot.digest
+        outcome.captures.append(fetched.screenshot)
+    done = fetched.actions
+    if done:
+        metadata["actions"] = {
+            "screenshots": [shot.digest for shot in done.screenshots],
+            "scrapes": done.scrapes,
+            "javascriptReturns": done.javascript_returns,
+            "pdfs": [shot.digest for shot in done.pdfs],
+        }
+        outcome.captures += done.screenshots + done.pdfs
+    if fetched.refused:
+        metadata["blockedRequests"] = fetched.refused[:BLOCKED_LISTED]
 
 
 def _judge_response(

@@ -17,8 +17,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from checks import notify, pages
-from checks.jobs import PageJob
+from checks.jobs import PageJob, Via
 from checks.models import (
+    Capture,
     Check,
     CheckBatch,
     PageResult,
@@ -98,9 +99,28 @@ def _record_many(
     )
     _move_baselines(check.monitor_id, items, snapshot_ids, now)
     _remember_search_results(check.monitor_id, items)
+    _link_captures(items, results)
     for page in results:
         notify.on_page_result(page)
     return results
+
+
+def _link_captures(items: Sequence[Item], results: Sequence[PageResult]) -> None:
+    """Store the pages' screenshots and PDFs (once per content) and tie them
+    to their results, which keeps them from retention's purge."""
+    shots = [shot for _, outcome, _ in items for shot in outcome.captures]
+    if not shots:
+        return
+    ids = Capture.store_many(shots)
+    through = PageResult.captures.through
+    links = {
+        (page.pk, ids[shot.digest])
+        for (_, outcome, _), page in zip(items, results, strict=True)
+        for shot in outcome.captures
+    }
+    through.objects.bulk_create(
+        [through(pageresult_id=page, capture_id=capture) for page, capture in links]
+    )
 
 
 def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResult:
@@ -152,6 +172,19 @@ def _snapshot_ids(items: Sequence[Item]) -> list[int | None]:
     return [known.get(p[0]) if p is not None else None for p in packs]
 
 
+def _remembered_fetcher(job: PageJob, outcome: Outcome, state: PageState | None) -> str:
+    """What the next check should fetch this page with: the browser once a
+    plain fetch found it built by scripts; options that need a browser say
+    nothing about the page itself, so they leave the memory as it was."""
+    if outcome.fetcher is not None:
+        return outcome.fetcher
+    if job.browser in (Via.DETECTED, Via.REMEMBERED):
+        return "browser"
+    if job.browser == Via.OPTIONS:
+        return state.fetcher if state is not None else ""
+    return "http"
+
+
 def _move_baselines(
     monitor_id: uuid.UUID,
     items: Sequence[Item],
@@ -197,6 +230,7 @@ def _move_baselines(
             etag=outcome.etag,
             last_modified=outcome.last_modified,
             derived=derived,
+            fetcher=_remembered_fetcher(job, outcome, state),
         )
     if upserts:
         PageState.upsert(list(upserts.values()))

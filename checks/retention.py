@@ -1,9 +1,10 @@
 """Retention: forget checks older than their monitor's retentionDays.
 
 `purge_expired(now)` runs hourly. It deletes finished checks (their page results
-go with them) created before now - retentionDays, then snapshots no longer
-referenced by anything. A page's baseline (PageState.snapshot) is never deleted:
-it is what the next check compares against, however old it is.
+go with them) created before now - retentionDays, then snapshots, screenshots
+and PDFs no longer referenced by anything. A page's baseline
+(PageState.snapshot) is never deleted: it is what the next check compares
+against, however old it is.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.deletion import ProtectedError
 
-from checks.models import Check, PageResult, PageState, Snapshot
+from checks.models import Capture, Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ SNAPSHOT_GRACE = timedelta(hours=1)
 class Purged:
     checks: int = 0
     snapshots: int = 0
+    captures: int = 0
 
 
 def purge_expired(now: datetime) -> Purged:
@@ -44,11 +46,13 @@ def purge_expired(now: datetime) -> Purged:
     for days in sorted(set(retention_values)):
         purged.checks += _purge_checks(days, now - timedelta(days=days))
     purged.snapshots = _purge_orphan_snapshots(now - SNAPSHOT_GRACE)
-    if purged.checks or purged.snapshots:
+    purged.captures = _purge_orphan_captures(now - SNAPSHOT_GRACE)
+    if purged.checks or purged.snapshots or purged.captures:
         logger.info(
-            "Retention purged %s checks and %s snapshots",
+            "Retention purged %s checks, %s snapshots and %s screenshots or PDFs",
             purged.checks,
             purged.snapshots,
+            purged.captures,
         )
     return purged
 
@@ -74,9 +78,12 @@ def _purge_checks(days: int, cutoff: datetime) -> int:
         if not ids:
             break
         with transaction.atomic():
-            # Page results first, in one statement, rather than letting the
-            # collector load every row it cascades to.
-            PageResult.objects.filter(check_run_id__in=ids).delete()
+            # Page results first, rather than letting the collector load every
+            # row it cascades to: their links to captures, then the rows.
+            PageResult.captures.through.objects.filter(
+                pageresult__check_run_id__in=ids
+            ).delete()
+            PageResult.objects.filter(check_run_id__in=ids).only("pk").delete()
             Check.objects.filter(pk__in=ids).delete()
         deleted += len(ids)
     return deleted
@@ -108,6 +115,33 @@ def _purge_orphan_snapshots(created_before: datetime) -> int:
                 count, _ = orphan_snapshots(created_before).filter(pk__in=ids).delete()
         except (IntegrityError, ProtectedError):
             logger.info("A snapshot became referenced while purging; next run retries")
+            break
+        deleted += count
+    return deleted
+
+
+def orphan_captures(created_before: datetime) -> QuerySet[Capture]:
+    """Screenshots and PDFs no remaining page result refers to."""
+    return Capture.objects.filter(created_at__lt=created_before, pages__isnull=True)
+
+
+def _purge_orphan_captures(created_before: datetime) -> int:
+    deleted = 0
+    for _ in range(MAX_BATCHES_PER_RUN):
+        ids = list(
+            orphan_captures(created_before)
+            .order_by("pk")
+            .values_list("pk", flat=True)[:BATCH_SIZE]
+        )
+        if not ids:
+            break
+        try:
+            with transaction.atomic():
+                # Re-checked inside the delete, as for snapshots; a page that
+                # links one meanwhile makes the delete fail, not the page.
+                count, _ = orphan_captures(created_before).filter(pk__in=ids).delete()
+        except IntegrityError:
+            logger.info("A capture became referenced while purging; next run retries")
             break
         deleted += count
     return deleted

@@ -25,12 +25,11 @@ synchronous Django, so no thread and no process pool is needed.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
@@ -39,22 +38,16 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from checks import notify, pages, sources
+from checks import fetching, notify, pages, sources
 from checks.ai.stage import Enricher
 from checks.crawl import frontier
 from checks.crawl.frontier import Frontier
 from checks.crawl.source import CrawlSource
-from checks.fetch import FetchError, OutboundClient, Resolver
-from checks.fetchers import HttpFetcher
+from checks.fetch import OutboundClient, Resolver
+from checks.fetchers import BrowserFetcher, Fetchers, HttpFetcher, choose
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, Crawl, PageResult, PageState
-from checks.recording import (
-    RECORD_BATCH,
-    CheckAbandoned,
-    Item,
-    reconcile,
-    record_many,
-)
+from checks.recording import CheckAbandoned, record_many
 from checks.search import report as search_report
 from checks.search.stage import SearchStage
 from monitors.models import Monitor, Target
@@ -63,13 +56,8 @@ logger = logging.getLogger(__name__)
 
 RUN_CHECK_TASK = "checks.tasks.run_check_task"
 RUN_BATCH_TASK = "checks.tasks.run_batch_task"
-# A running batch writes its heartbeat at least this often while alive.
-HEARTBEAT_SECONDS = 10.0
 # Claims of one check's task, or of one batch, before it is given up.
 MAX_ATTEMPTS = 3
-# Results that arrive together share a transaction, waiting up to this long
-# for each other (at most RECORD_BATCH of them).
-RECORD_LINGER_SECONDS = 0.02
 # A queued check no worker picked up within this long lost its message.
 STALE_QUEUED_AFTER = timedelta(minutes=10)
 STALE_SWEEP_LIMIT = 500
@@ -87,7 +75,7 @@ CRASH_MESSAGE = "Monitor check failed because of an internal error."
 
 def stale_running_after() -> timedelta:
     """A batch (or check) silent this long lost its worker: it heart-beats
-    every HEARTBEAT_SECONDS while alive."""
+    every fetching.HEARTBEAT_SECONDS while alive."""
     return timedelta(seconds=int(settings.CHECK_STALE_AFTER_SECONDS))
 
 
@@ -157,9 +145,22 @@ def execute(
     with _guarded(check.pk):
         batches = plan(check, resolver)
         if fan_out:
-            batches = batches[:1] + _enqueue(batches[1:])
+            here = _first_for_here(batches)
+            batches = here + _enqueue([b for b in batches if b not in here])
         _run_batches(batches, resolver, fan_out)
         finish_if_done(check.pk)
+
+
+def _first_for_here(batches: list[CheckBatch]) -> list[CheckBatch]:
+    """The batch the check's own task runs: the first, unless browser pages
+    have a queue of their own, then the first of plain fetches (if any)."""
+    mine = [b for b in batches if not (b.uses_browser and browser_queue())]
+    return mine[:1]
+
+
+def browser_queue() -> str | None:
+    """The Celery queue of browser batches; None when they go with the rest."""
+    return str(settings.BROWSER_QUEUE or "") or None
 
 
 def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
@@ -193,7 +194,7 @@ def _enqueue(batches: list[CheckBatch]) -> list[CheckBatch]:
     another in one task, so the pace holds across the whole crawl."""
     paced = {c.target_id for c in _paced_crawls(batches)}
     local = [b for b in batches if _batch_target(b) in paced]
-    enqueue_batches([b.pk for b in batches if b not in local])
+    enqueue_batches([b for b in batches if b not in local])
     return local
 
 
@@ -236,6 +237,11 @@ def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
         fail(check.pk, DELETED_MESSAGE)
         raise CheckAbandoned
     planned = sources.plan(check, list(monitor.targets.all()), resolver)
+    remembered = set(
+        PageState.objects.filter(monitor=monitor, fetcher="browser").values_list(
+            "target_id", "url_hash"
+        )
+    )
     target_results = [source.target_result() for source, _ in planned]
     if planned and all(isinstance(s, sources.SkippedTarget) for s, _ in planned):
         fail(check.pk, " ".join(r["reason"] for r in target_results))
@@ -247,27 +253,43 @@ def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
             raise CheckAbandoned
         for source, jobs in planned:
             source.persist(check, jobs)
-        CheckBatch.objects.bulk_create(_batches(check, planned), ignore_conflicts=True)
+        CheckBatch.objects.bulk_create(
+            _batches(check, planned, remembered), ignore_conflicts=True
+        )
     return list(check.batches.all())
 
 
 def _batches(
-    check: Check, planned: list[tuple[sources.Source, list[PageJob]]]
+    check: Check,
+    planned: list[tuple[sources.Source, list[PageJob]]],
+    remembered: set[tuple[uuid.UUID, str]],
 ) -> list[CheckBatch]:
     """CHECK_BATCH_SIZE pages each: scrape pages of every target together, a
     crawl's pages in batches of their own (its pace and its links belong to
-    its own batches)."""
-    groups: dict[object, list[PageJob]] = {}
+    its own batches); the pages the browser will fetch in batches of their
+    own too, of BROWSER_BATCH_SIZE, for its queue."""
+    groups: dict[tuple[object, bool], list[PageJob]] = {}
     for source, jobs in planned:
-        key = source.target.id if isinstance(source, CrawlSource) else "pages"
-        groups.setdefault(key, []).extend(jobs)
-    size, now, batches = int(settings.CHECK_BATCH_SIZE), timezone.now(), []
-    for jobs in groups.values():
+        kind = source.target.id if isinstance(source, CrawlSource) else "pages"
+        for job in jobs:
+            key = (job.target_id, PageState.hash_url(job.url))
+            uses_browser = bool(
+                choose(job, "browser" if key in remembered else "").browser
+            )
+            groups.setdefault((kind, uses_browser), []).append(job)
+    now, batches = timezone.now(), []
+    sizes = {False: settings.CHECK_BATCH_SIZE, True: settings.BROWSER_BATCH_SIZE}
+    for (_, uses_browser), jobs in groups.items():
+        size = int(sizes[uses_browser])
         for start in range(0, len(jobs), size):
             refs = [job.ref() for job in jobs[start : start + size]]
             batches.append(
                 CheckBatch(
-                    check_run=check, number=len(batches), pages=refs, heartbeat_at=now
+                    check_run=check,
+                    number=len(batches),
+                    pages=refs,
+                    heartbeat_at=now,
+                    uses_browser=uses_browser,
                 )
             )
     return batches
@@ -303,13 +325,18 @@ def _pace(crawl: Crawl) -> tuple[int | None, float]:
     return None, 0.0
 
 
-def enqueue_batches(batch_ids: Sequence[int]) -> None:
-    """Queue committed batches for any worker, through one producer."""
-    if not batch_ids:
+def enqueue_batches(batches: Sequence[CheckBatch]) -> None:
+    """Queue committed batches for any worker, through one producer: browser
+    batches on BROWSER_QUEUE when there is one."""
+    if not batches:
         return
+    queue = browser_queue()
     with current_app.producer_or_acquire() as producer:
-        for batch_id in batch_ids:
-            current_app.send_task(RUN_BATCH_TASK, args=[batch_id], producer=producer)
+        for batch in batches:
+            options = {"queue": queue} if batch.uses_browser and queue else {}
+            current_app.send_task(
+                RUN_BATCH_TASK, args=[batch.pk], producer=producer, **options
+            )
 
 
 def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch] | None:
@@ -328,20 +355,23 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
     jobs = _jobs(check, batch)
     states = _states(check.monitor, jobs)
     searches = SearchStage(check, jobs, resolver=resolver, now=now)
-    cached, to_fetch = [], []
+    cached, to_fetch, for_browser = [], [], []
     for job in jobs:
         state = states.get((job.target_id, PageState.hash_url(job.url)))
+        job = choose(job, state.fetcher if state is not None else "")
         outcome = searches.decided(job) or pages.from_cache(job, state, now)
-        if outcome is None:
-            to_fetch.append((job, state))
-        else:
+        if outcome is not None:
             cached.append((job, outcome, state))
+        elif job.browser and not batch.uses_browser and browser_queue():
+            for_browser.append(job)  # remembered, say, since it was planned
+        else:
+            to_fetch.append((job, state))
     crawls = Frontier(check) if any(job.follow for job in jobs) else None
-    found: list[CheckBatch] = []
+    found: list[CheckBatch] = fetching.hand_over(check, for_browser)
     if to_fetch or cached:
         fetcher = _fetcher(batch, resolver)
         enricher = Enricher(check.monitor, resolver=resolver)
-        found = _fetch_and_record(
+        found += fetching.fetch_and_record(
             check, batch, to_fetch, fetcher, crawls,
             cached=cached, enricher=enricher, searches=searches,
         )  # fmt: skip
@@ -349,11 +379,11 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
     return found
 
 
-def _fetcher(batch: CheckBatch, resolver: Resolver | None) -> HttpFetcher:
+def _fetcher(batch: CheckBatch, resolver: Resolver | None) -> Fetchers:
     paced = _paced_crawls([batch])
     cap, delay = _pace(paced[0]) if paced else (None, 0.0)
     client = OutboundClient(resolver=resolver, concurrency=cap)
-    return HttpFetcher(client, delay=delay)
+    return Fetchers(HttpFetcher(client, delay=delay), BrowserFetcher(resolver))
 
 
 def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
@@ -388,167 +418,6 @@ def _states(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
         snapshot_hash=F("snapshot__content_hash"), snapshot_format=F("snapshot__format")
     )
     return {(state.target_id, state.url_hash): state for state in rows}
-
-
-# --- Fetching: an event loop run a step at a time ----------------------------------
-
-
-class _Fetching:
-    """The pages of one batch being fetched and judged concurrently; take()
-    hands over those that are done (cache hits first: done from the start).
-    Bodies live only inside their page's task (fetch, then judge inline), so
-    memory stays bounded by the limiter."""
-
-    def __init__(
-        self,
-        fetcher: HttpFetcher,
-        items: list[tuple[PageJob, PageState | None]],
-        crawls: Frontier | None = None,
-        done: list[Item] | None = None,
-    ):
-        self.fetcher = fetcher
-        self.crawls = crawls
-        self.items = items
-        self.done: list[Item] = list(done or [])
-        self.left = len(items) + len(self.done)
-        self.tasks: list[asyncio.Task[None]] = []
-        self.arrived: asyncio.Event | None = None
-
-    async def start(self) -> None:
-        self.arrived = asyncio.Event()
-        if self.done:
-            self.arrived.set()
-        self.tasks = [asyncio.create_task(self._one(*item)) for item in self.items]
-
-    async def _one(self, job: PageJob, state: PageState | None) -> None:
-        fetched: Any
-        try:
-            fetched = await self.fetcher.fetch(job, pages.request_headers(job, state))
-        except FetchError as exc:
-            fetched = exc
-        except Exception as exc:  # judged as an internal error of this page
-            fetched = exc
-        outcome = pages.judge(job, fetched, state)
-        if self.crawls is not None and outcome.links:
-            await self.crawls.learn_robots(job, outcome, self.fetcher.client)
-        self.done.append((job, outcome, state))
-        assert self.arrived is not None
-        self.arrived.set()
-
-    async def take(self, timeout: float) -> list[Item]:
-        assert self.arrived is not None
-        if not self.done:
-            try:
-                await asyncio.wait_for(self.arrived.wait(), timeout)
-            except TimeoutError:
-                return []
-        if len(self.done) < min(RECORD_BATCH, self.left):
-            await asyncio.sleep(RECORD_LINGER_SECONDS)
-        taken, self.done = self.done[:RECORD_BATCH], self.done[RECORD_BATCH:]
-        if not self.done:
-            self.arrived.clear()
-        self.left -= len(taken)
-        return taken
-
-    async def close(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        await self.fetcher.aclose()
-
-
-def _fetch_and_record(
-    check: Check,
-    batch: CheckBatch,
-    items: list[tuple[PageJob, PageState | None]],
-    fetcher: HttpFetcher,
-    crawls: Frontier | None,
-    *,
-    cached: list[Item] | None = None,
-    enricher: Enricher | None = None,
-    searches: SearchStage | None = None,
-) -> list[CheckBatch]:
-    """Fetch and judge the pages (`cached` ones are decided already), let the
-    model do its part -- on search results, then on pages' formats and
-    changes -- and record them as they arrive; the batches their links added
-    to a crawl (admitted before the pages are recorded)."""
-    fetching = _Fetching(fetcher, items, crawls, cached)
-    enricher = enricher or Enricher(check.monitor)
-    stages: list[_ModelStage] = [enricher]
-    if searches is not None and searches.runs:
-        # First: it settles each result's status (never "changed"), so the
-        # Enricher's change judge leaves search results alone.
-        stages.insert(0, searches)
-    found: list[CheckBatch] = []
-    with asyncio.Runner() as loop:
-        try:
-            loop.run(fetching.start())
-            while fetching.left:
-                taken = loop.run(fetching.take(HEARTBEAT_SECONDS))
-                if taken:
-                    if crawls is not None:
-                        found += crawls.admit(taken)
-                    reconcile(taken)
-                    for stage in stages:
-                        _enrich(loop, stage, taken, check, batch)
-                    record_many(check, taken, batch)
-                else:
-                    heartbeat(check, batch)
-        finally:
-            # Leaving early (time limit, abandoned check) cancels what is in
-            # flight rather than waiting for slow pages.
-            loop.run(fetching.close())
-            for stage in stages:
-                loop.run(stage.aclose())
-    return found
-
-
-async def _spawn(coroutine: Any) -> asyncio.Task[Any]:
-    return asyncio.create_task(coroutine)
-
-
-class _ModelStage(Protocol):
-    """The model's part of a batch: checks.ai.stage.Enricher and
-    checks.search.stage.SearchStage."""
-
-    def prepare(self, items: Sequence[Item]) -> Sequence[Any]: ...
-
-    async def enrich(self, work: Any) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
-def _enrich(
-    loop: asyncio.Runner,
-    enricher: _ModelStage,
-    items: list[Item],
-    check: Check,
-    batch: CheckBatch,
-) -> None:
-    """The model's work on these pages (checks.ai.stage, checks.search.stage),
-    on the batch's loop so fetches go on meanwhile; the check heart-beats
-    while it waits."""
-    work = enricher.prepare([item for item in items if item[0].record])
-    if not work:
-        return
-    task = loop.run(_spawn(enricher.enrich(work)))
-    try:
-        while not task.done():
-            loop.run(asyncio.wait({task}, timeout=HEARTBEAT_SECONDS))
-            if not task.done():
-                heartbeat(check, batch)
-    finally:
-        if not task.done():
-            task.cancel()
-            loop.run(asyncio.wait({task}))
-    task.result()
-
-
-def heartbeat(check: Check, batch: CheckBatch) -> None:
-    now = timezone.now()
-    CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=now)
-    if not check.heartbeat(now):
-        raise CheckAbandoned
 
 
 # --- Ending ------------------------------------------------------------------------
@@ -643,7 +512,7 @@ def _requeue_lost_batches(now: datetime) -> int:
         if CheckBatch.objects.filter(
             pk=batch.pk, status=batch.status, heartbeat_at=batch.heartbeat_at
         ).update(status=CheckBatch.Status.PENDING, heartbeat_at=now):
-            again.append(batch.pk)
+            again.append(batch)
             Check.objects.filter(pk=batch.check_run_id).update(heartbeat_at=now)
     if again:
         logger.warning("Sending %d lost page batches again", len(again))

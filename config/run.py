@@ -25,6 +25,10 @@ pool processes, a killed gunicorn's workers). On Linux each process is also
 told to end when this manager dies, even by SIGKILL, so nothing outlives it.
 Variables in `.env`, when present, are added to the environment (as honcho,
 used before, did).
+
+Without Chromium the Procfile's browser worker is left out, and said so;
+browser pages then go to the other worker (BROWSER_QUEUE empty), where each
+fails with an error naming BROWSER_EXECUTABLE.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
+
+from checks.browser.executable import find_executable
 
 STOP_WAIT_SECONDS = 30.0
 FIRST_BACKOFF_SECONDS = 1.0
@@ -279,7 +285,32 @@ def main(argv: list[str]) -> int:
         **read_env_file(args.env_file),
         "PYTHONUNBUFFERED": "1",  # lines show up as they are written
     }
-    return Manager(read_procfile(args.procfile), env, stop_wait=args.stop_wait).run()
+    entries = with_browser_if_installed(read_procfile(args.procfile), env)
+    return Manager(entries, env, stop_wait=args.stop_wait).run()
+
+
+BROWSER_PROCESS = "browser"
+NO_BROWSER = (
+    "No Chromium found{where}: starting without the browser worker. Pages that "
+    "need a browser will fail with an error saying so; install Chromium "
+    "(apt-get install chromium) or set BROWSER_EXECUTABLE."
+)
+
+
+def with_browser_if_installed(entries: list[Entry], env: dict[str, str]) -> list[Entry]:
+    """The entries, without the browser worker when there is no Chromium (and
+    BROWSER_QUEUE emptied in `env`, so browser pages go to the other worker)."""
+    if not any(entry.name == BROWSER_PROCESS for entry in entries):
+        return entries
+    configured = env.get("BROWSER_EXECUTABLE", "")
+    found = find_executable(configured)
+    if found is not None:
+        print(f"Browser worker: Chromium at {found}.", flush=True)
+        return entries
+    where = f" at BROWSER_EXECUTABLE={configured}" if configured else ""
+    print(NO_BROWSER.format(where=where), flush=True)
+    env["BROWSER_QUEUE"] = ""
+    return [entry for entry in entries if entry.name != BROWSER_PROCESS]
 
 
 if __name__ == "__main__":

@@ -253,6 +253,29 @@ CHECK_STALE_AFTER_SECONDS = env_int("CHECK_STALE_AFTER_SECONDS", 120, minimum=15
 CRAWL_MAX_PAGES = env_int("CRAWL_MAX_PAGES", 10_000, minimum=1)
 CRAWL_DEADLINE_SECONDS = env_int("CRAWL_DEADLINE_SECONDS", 3600, minimum=60)
 CRAWL_ALLOW_IGNORE_ROBOTS = env_bool("CRAWL_ALLOW_IGNORE_ROBOTS", False)
+# The browser (checks.browser): Chromium driven by Playwright for pages whose
+# options need one, or whose plain fetch looked built by scripts. Empty
+# BROWSER_EXECUTABLE: Debian's /usr/bin/chromium, else `chromium` on PATH.
+BROWSER_EXECUTABLE = env_str("BROWSER_EXECUTABLE", "")
+# Pages one worker process has open in its browser at once.
+BROWSER_CONCURRENCY = env_int("BROWSER_CONCURRENCY", 2, minimum=1)
+# A long-lived Chromium grows: a new one after this many pages.
+BROWSER_RESTART_AFTER_PAGES = env_int("BROWSER_RESTART_AFTER_PAGES", 100, minimum=1)
+# An idle browser is closed after this long (started again when needed).
+BROWSER_IDLE_SECONDS = env_int("BROWSER_IDLE_SECONDS", 300, minimum=1)
+# Bytes one page may receive, everything it loads included.
+BROWSER_MAX_BYTES = env_int("BROWSER_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+# JavaScript heap of one page, in MB.
+BROWSER_MEMORY_MB = env_int("BROWSER_MEMORY_MB", 512, minimum=16)
+# The Celery queue of browser pages ("" = the default queue: every worker
+# takes them); `make run` starts a worker for it when Chromium is installed.
+BROWSER_QUEUE = env_str("BROWSER_QUEUE", "browser")
+# Browser pages per batch (a browser page costs seconds, not milliseconds).
+BROWSER_BATCH_SIZE = env_int("BROWSER_BATCH_SIZE", 10, minimum=1)
+# Hand pages whose plain fetch looks built by scripts to the browser.
+BROWSER_AUTO_DETECT = env_bool("BROWSER_AUTO_DETECT", True)
+# How long the signed screenshot and PDF links in results stay valid.
+CAPTURE_URL_TTL_SECONDS = env_int("CAPTURE_URL_TTL_SECONDS", 86_400, minimum=60)
 # --- The AI model (checks.ai): any OpenAI-compatible endpoint ---------------
 # Empty LLM_BASE_URL: no model; judging reports "not judged" and JSON
 # extraction is a page error that says so. The endpoint's host is the only
@@ -344,12 +367,16 @@ else:
     }
 # Upkeep (the periodic dispatch and sweeps) has a queue of its own, which the
 # Procfile's `upkeep` worker consumes alone: a worker that is stuck, dead or
-# busy with long checks cannot hold it up. A worker started without -Q takes
-# both queues, so one plain worker still does everything.
+# busy with long checks cannot hold it up. Browser pages have one too
+# (BROWSER_QUEUE), for the Procfile's `browser` worker. A worker started
+# without -Q takes every queue, so one plain worker still does everything.
 UPKEEP_QUEUE = "upkeep"
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = tuple(
-    Queue(name, routing_key=name) for name in (CELERY_TASK_DEFAULT_QUEUE, UPKEEP_QUEUE)
+    Queue(name, routing_key=name)
+    for name in dict.fromkeys(
+        [CELERY_TASK_DEFAULT_QUEUE, UPKEEP_QUEUE, BROWSER_QUEUE or UPKEEP_QUEUE]
+    )
 )
 CELERY_TASK_ROUTES = {
     task: {"queue": UPKEEP_QUEUE}

@@ -43,6 +43,13 @@ HEADER_VALUE_MAX = 4096
 RESERVED_HEADER_PREFIXES = ("x-firecrawl-", "webhook-")
 RESERVED_HEADERS = {"host", "content-length", "content-type", "transfer-encoding"}
 
+# Page actions (Firecrawl's limits): how many, and how much waiting in all
+# (waitFor plus wait actions, a selector wait counting as one second).
+ACTIONS_MAX = 50
+WAIT_TOTAL_MAX_MS = 60_000
+SELECTOR_WAIT_MS = 1000
+SCREENSHOT_WIDTH_MAX, SCREENSHOT_HEIGHT_MAX = 7680, 4320
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -82,6 +89,18 @@ SCHEDULE_MISSING = Rule(
     "Schedule must include either cron or text.",
     "Enter a schedule, for example “every 30 minutes” or “daily at 9:00”.",
 )
+TOO_MANY_ACTIONS = Rule(
+    "too_many_actions",
+    f"Number of actions cannot exceed {ACTIONS_MAX}.",
+    f"A page can have at most {ACTIONS_MAX} steps to perform.",
+)
+TOO_MUCH_WAITING = Rule(
+    "too_much_waiting",
+    "Total wait time (waitFor + wait actions) cannot exceed "
+    f"{WAIT_TOTAL_MAX_MS // 1000} seconds.",
+    "Waiting before reading the page and the waits among its steps may add up "
+    f"to {WAIT_TOTAL_MAX_MS // 1000} seconds at most: wait less.",
+)
 RULES = {
     rule.code: rule
     for rule in (
@@ -90,6 +109,8 @@ RULES = {
         DOMAINS_EXCLUSIVE,
         TARGET_IDS_UNIQUE,
         SCHEDULE_MISSING,
+        TOO_MANY_ACTIONS,
+        TOO_MUCH_WAITING,
     )
 }
 
@@ -249,3 +270,39 @@ def ignore_line_error(entry: str) -> str | None:
 def _shown(name: str) -> str:
     # repr() shows a line break in a name as \r\n instead of breaking the message.
     return repr(name[:64])
+
+
+# --- Page actions -------------------------------------------------------------------
+
+
+def declared_wait_ms(wait_for: Any, actions: Any) -> int:
+    """waitFor plus every wait action, in milliseconds, as Firecrawl counts
+    them: a wait for a selector counts as SELECTOR_WAIT_MS."""
+    total = _milliseconds(wait_for)
+    for action in actions if isinstance(actions, list) else []:
+        if not isinstance(action, dict) or action.get("type") != "wait":
+            continue
+        if action.get("milliseconds") is not None:
+            total += _milliseconds(action.get("milliseconds"))
+        elif action.get("selector"):
+            total += SELECTOR_WAIT_MS
+    return total
+
+
+def actions_error(wait_for: Any, actions: Any) -> tuple[str, Rule] | None:
+    """(option, rule) when the actions, with waitFor, pass Firecrawl's
+    limits: blamed on waitFor when it is what tips the total over."""
+    actions = actions if isinstance(actions, list) else []
+    if len(actions) > ACTIONS_MAX:
+        return "actions", TOO_MANY_ACTIONS
+    if declared_wait_ms(wait_for, actions) <= WAIT_TOTAL_MAX_MS:
+        return None
+    if declared_wait_ms(None, actions) > WAIT_TOTAL_MAX_MS:
+        return "actions", TOO_MUCH_WAITING
+    return "waitFor", TOO_MUCH_WAITING
+
+
+def _milliseconds(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(int(value), 0)

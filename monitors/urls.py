@@ -2,14 +2,21 @@
 pages linked from e-mails.
 
 Everything here needs a session (LoginRequiredMiddleware) except Django's own
-sign-in and password-reset views and the consent pages (monitors.email_views),
-which mark themselves as public."""
+sign-in and password-reset views, the consent pages (monitors.email_views) and
+the signed screenshot links (monitors.capture_views), which mark themselves
+as public."""
 
 from __future__ import annotations
 
 from django.urls import include, path
 
-from monitors import email_views, notification_views, search_views, views
+from monitors import (
+    capture_views,
+    email_views,
+    notification_views,
+    search_views,
+    views,
+)
 
 monitor = "monitors/<uuid:pk>/"
 check = monitor + "checks/<uuid:check_id>/"
@@ -33,6 +40,11 @@ urlpatterns = [
     path(monitor + "results/", search_views.monitor_results, name="monitor-results"),
     path(check + "progress/", views.check_progress, name="check-progress"),
     path(check + "pages/<uuid:page_id>/", views.page_diff, name="page-diff"),
+    path(
+        check + "pages/<uuid:page_id>/visual-change.png",
+        capture_views.page_visual_change,
+        name="page-visual-change",
+    ),
     path(
         deliveries,
         notification_views.monitor_deliveries,
@@ -67,6 +79,7 @@ urlpatterns = [
         name="webhook-secret-rotate",
     ),
     path("team/switch/", views.team_switch, name="team-switch"),
+    path("captures/<str:token>", capture_views.capture, name="capture"),
     path("email/confirm/<str:token>/", email_views.confirm, name="email_confirm"),
     path(consent, email_views.unsubscribe, name="email_unsubscribe"),
     path(

@@ -31,6 +31,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from checks.ai import llm_configured
+from checks.browser.executable import available as browser_available
+from checks.browser.options import browser_options
+from checks.captures import screenshot_links
 from checks.content import (
     ExtractionError,
     mark_quotes,
@@ -448,8 +451,16 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "checks": checks,
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
+        "browser_missing": _browser_missing(monitor),
         **_chart_context(monitor),
     }
+
+
+def _browser_missing(monitor: Monitor) -> bool:
+    """Whether some of the monitor's pages need a browser this server lacks."""
+    if browser_available():
+        return False
+    return any(browser_options(t.scrape_options or {}) for t in monitor.targets.all())
 
 
 @require_GET
@@ -760,6 +771,7 @@ def page_diff(
         **_readable("before", before),
         **_readable("after", after),
         "history": history,
+        **screenshot_links(page),
     }
     template = _fragment(request, "checks/page_diff.html", {"diff-region"})
     return render(request, template, context)

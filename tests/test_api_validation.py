@@ -641,6 +641,121 @@ def test_typed_scrape_options_are_validated(api, options, field):
     assert_create_rejected(api, body(targets=[target]), f"targets[0].{field}")
 
 
+def scrape(options: dict[str, Any]) -> dict[str, Any]:
+    return body(
+        targets=[
+            {"type": "scrape", "urls": ["https://x.test/"], "scrapeOptions": options}
+        ]
+    )
+
+
+EVERY_ACTION = [
+    {"type": "wait", "milliseconds": 500},
+    {"type": "wait", "selector": "#price"},
+    {"type": "click", "selector": ".tab", "all": True},
+    {"type": "write", "text": "socks"},
+    {"type": "press", "key": "Enter"},
+    {"type": "scroll", "direction": "up", "selector": "main"},
+    {"type": "screenshot", "fullPage": True, "quality": 80,
+     "viewport": {"width": 800, "height": 600}},
+    {"type": "scrape"},
+    {"type": "executeJavascript", "script": "document.title"},
+    {"type": "pdf", "landscape": True, "scale": 0.5, "format": "A4"},
+]  # fmt: skip
+
+
+def test_every_action_type_is_accepted_and_stored_as_given(api):
+    data = assert_created(api, scrape({"actions": EVERY_ACTION, "waitFor": 1000}))
+    stored = Target.objects.get(monitor_id=data["id"]).scrape_options
+    assert stored["actions"] == EVERY_ACTION
+
+
+@pytest.mark.parametrize(
+    ("options", "field", "message"),
+    [
+        (
+            {"actions": [{"type": "wait"}]},
+            "actions[0].milliseconds",
+            "Either 'milliseconds' or 'selector' must be provided, but not both.",
+        ),
+        (
+            {"actions": [{"type": "wait", "milliseconds": 5, "selector": "p"}]},
+            "actions[0].milliseconds",
+            "Either 'milliseconds' or 'selector' must be provided, but not both.",
+        ),
+        ({"actions": [{"type": "click"}]}, "actions[0].selector", None),
+        ({"actions": [{"type": "press", "key": 13}]}, "actions[0].key", None),
+        ({"actions": [{"type": "write"}]}, "actions[0].text", None),
+        (
+            {"actions": [{"type": "scroll", "direction": "left"}]},
+            "actions[0].direction",
+            None,
+        ),
+        ({"actions": [{"type": "executeJavascript"}]}, "actions[0].script", None),
+        ({"actions": [{"type": "pdf", "scale": 5}]}, "actions[0].scale", None),
+        ({"actions": [{"type": "pdf", "format": "B5"}]}, "actions[0].format", None),
+        (
+            {"actions": [{"type": "screenshot", "viewport": {"width": 9000}}]},
+            "actions[0].viewport.width",
+            None,
+        ),
+        ({"actions": [{"type": "hover"}]}, "actions[0].type", None),
+        ({"actions": ["click"]}, "actions[0]", None),
+        (
+            {"actions": [{"type": "scrape"}] * 51},
+            "actions",
+            "Number of actions cannot exceed 50.",
+        ),
+        (
+            {"actions": [{"type": "wait", "milliseconds": 30_000}] * 3},
+            "actions",
+            "Total wait time (waitFor + wait actions) cannot exceed 60 seconds.",
+        ),
+        (
+            {"waitFor": 59_500, "actions": [{"type": "wait", "selector": "p"}]},
+            "waitFor",
+            "Total wait time (waitFor + wait actions) cannot exceed 60 seconds.",
+        ),
+        (
+            {"formats": ["screenshot", {"type": "screenshot", "fullPage": True}]},
+            "formats",
+            "You may only specify one screenshot format.",
+        ),
+        (
+            {"formats": [{"type": "screenshot", "quality": 0}]},
+            "formats[0].quality",
+            None,
+        ),
+    ],
+)
+def test_actions_and_screenshots_beyond_firecrawls_rules_get_a_clear_400(
+    api, options, field, message
+):
+    result = assert_create_rejected(
+        api, scrape(options), f"targets[0].scrapeOptions.{field}"
+    )
+    if message is not None:
+        assert message in str(result)
+
+
+def test_actions_within_the_limits_are_accepted(api):
+    actions = [{"type": "wait", "milliseconds": 29_000}] * 2 + [
+        {"type": "wait", "selector": "#x"}
+    ]
+    assert_created(api, scrape({"waitFor": 1000, "actions": actions}))
+    assert_created(api, scrape({"actions": [{"type": "scrape"}] * 50}))
+
+
+def test_an_update_past_the_wait_limit_is_refused_and_changes_nothing(api, monitor_id):
+    options = {"waitFor": 30_000, "actions": [{"type": "wait", "milliseconds": 30_001}]}
+    target = {"type": "scrape", "urls": ["https://x.test/"], "scrapeOptions": options}
+
+    response = patch(api, monitor_id, {"targets": [target]})
+
+    assert_rejected(response, "targets[0].scrapeOptions.waitFor")
+    assert Target.objects.get(monitor_id=monitor_id).scrape_options == {}
+
+
 def test_crawl_options_keep_unknown_keys_and_typed_values(api):
     options = {
         "limit": 10000,

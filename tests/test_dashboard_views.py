@@ -190,6 +190,7 @@ PUBLIC_ROUTES = {
     "password_reset_complete",
     "admin:login",
     "favicon",  # a redirect to a static file
+    "capture",  # a signed, expiring link to one screenshot: the credential
 }
 PUBLIC_PREFIXES = ("v2/", "email/")
 SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}
@@ -843,6 +844,44 @@ def test_editing_keeps_target_identity_and_options_set_through_the_api(web, team
     assert kept.id == target.id
     assert kept.urls == ["https://example.com/a", "https://example.com/b"]
     assert kept.scrape_options == {"formats": ["markdown", "links"], "waitFor": 1000}
+
+
+def test_a_wait_that_tips_stored_actions_over_the_limit_is_shown_at_the_wait_box(
+    web, team
+):
+    actions = [{"type": "wait", "milliseconds": 50_000}]
+    monitor = make_monitor(
+        team,
+        targets=[
+            {
+                "type": "scrape",
+                "urls": ["https://example.com/a"],
+                "scrapeOptions": {"actions": actions},
+            }
+        ],
+    )
+    target = monitor.targets.get()
+    page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
+    key = re.search(r'name="target" value="(t[0-9a-f]+)"', page)[1]
+    data = scrape_form(
+        target=[key],
+        **{
+            f"{key}-id": str(target.id),
+            f"{key}-type": "scrape",
+            f"{key}-urls": "https://example.com/a",
+            f"{key}-wait_for": "20000",
+        },
+    )
+
+    response = web.post(reverse("monitor-edit", kwargs={"pk": monitor.pk}), data)
+
+    assert response.status_code == 400
+    page = text_of(response)
+    error = re.search(rf'id="err-{key}-wait_for"[^>]*>(.*?)</div>', page, re.S)[1]
+    assert "may add up to 60 seconds at most: wait less." in error
+    assert "waitFor" not in error  # plain words, not the API's names
+    target.refresh_from_db()
+    assert target.scrape_options == {"actions": actions}
 
 
 def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):

@@ -209,9 +209,47 @@ def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
 def test_the_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
 
-    assert set(entries) == {"web", "worker", "upkeep", "scheduler"}
+    assert set(entries) == {"web", "worker", "browser", "upkeep", "scheduler"}
     assert "celery -A config worker" in entries["worker"]
-    assert "--queues" not in entries["worker"]  # takes upkeep too when upkeep is stuck
+    # Takes upkeep too when upkeep is stuck; browser pages are the browser's.
+    assert "--queues=celery,upkeep " in entries["worker"]
     assert "--queues=upkeep" in entries["upkeep"]
     assert "celery -A config beat" in entries["scheduler"]
     assert "--config python:config.gunicorn" in entries["web"]
+
+
+def test_the_procfile_starts_a_browser_worker_on_its_queue() -> None:
+    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
+
+    assert (
+        "celery -A config worker --queues=${BROWSER_QUEUE:-browser}"
+        in (entries["browser"])
+    )
+
+
+def test_without_chromium_make_run_leaves_the_browser_worker_out_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env = {"BROWSER_EXECUTABLE": "/nowhere/chromium", "BROWSER_QUEUE": "browser"}
+
+    entries = run.with_browser_if_installed(run.read_procfile(ROOT / "Procfile"), env)
+
+    assert [e.name for e in entries] == ["web", "worker", "upkeep", "scheduler"]
+    assert env["BROWSER_QUEUE"] == ""
+    said = capsys.readouterr().out
+    assert "No Chromium found at BROWSER_EXECUTABLE=/nowhere/chromium" in said
+    assert "starting without the browser worker" in said
+
+
+def test_with_chromium_make_run_starts_every_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chromium = tmp_path / "chromium"
+    chromium.write_text("#!/bin/sh\n")
+    chromium.chmod(0o755)
+    env = {"BROWSER_EXECUTABLE": str(chromium)}
+    procfile = run.read_procfile(ROOT / "Procfile")
+
+    assert run.with_browser_if_installed(procfile, env) == procfile
+    assert env.get("BROWSER_QUEUE") is None
+    assert f"Chromium at {chromium}" in capsys.readouterr().out

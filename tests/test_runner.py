@@ -15,7 +15,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from django.db import connection
 from django.utils import timezone
 
-from checks import notify, pages, runner, sources
+from checks import fetching, notify, pages, runner, sources
 from checks.content import content_hash, pack_snapshot
 from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
@@ -648,28 +648,42 @@ def test_min_age_serves_only_an_old_enough_cached_copy(team, site):
     assert len(site.requests_to("/pricing")) == 1
 
 
-def test_options_needing_a_browser_are_recorded_as_not_applied(team, site):
+def test_options_needing_a_browser_fail_the_page_when_there_is_no_browser(
+    team, site, settings
+):
+    settings.BROWSER_EXECUTABLE = "/nowhere/chromium"
+    url = site.html("/p", "P", "<p>x</p>")
+    options = {"waitFor": 1000, "formats": ["markdown", "screenshot"]}
+
+    page = page_of(run_check(make_monitor(team, [url], scrape_options=options)), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "browser"
+    assert "BROWSER_EXECUTABLE (/nowhere/chromium) was not found" in page.error
+    assert page.metadata["fetchedWith"] == "browser"
+    assert site.requests_to("/p") == []
+
+
+def test_options_only_an_llm_or_a_proxy_network_honours_are_not_applied(team, site):
     url = site.html("/p", "P", "<p>x</p>")
     options = {
-        "waitFor": 1000,
-        "actions": [{"type": "click", "selector": "#more"}],
         # The summary needs a model, and none is configured here.
-        "formats": ["markdown", "screenshot", {"type": "summary"}],
+        "formats": ["markdown", {"type": "summary"}],
+        "proxy": "stealth",
     }
     page = page_of(run_check(make_monitor(team, [url], scrape_options=options)), url)
     assert page.status == PageResult.Status.NEW
-    assert page.metadata["notApplied"] == [
-        "waitFor", "actions", "formats.screenshot", "formats.summary",
-    ]  # fmt: skip
+    assert page.metadata["fetchedWith"] == "http"
+    assert page.metadata["notApplied"] == ["formats.summary", "proxy"]
 
 
-def test_headers_and_mobile_user_agent_are_sent(team, site):
+def test_headers_are_sent(team, site):
     url = site.html("/p", "P", "<p>x</p>")
-    options = {"headers": {"X-Token": "secret"}, "mobile": True}
+    options = {"headers": {"X-Token": "secret"}}
     run_check(make_monitor(team, [url], scrape_options=options))
     request = site.requests_to("/p")[0]
     assert request.header("X-Token") == "secret"
-    assert "Mobile" in request.header("User-Agent")
+    assert request.header("User-Agent").startswith("Pagewatch/")
 
 
 def test_a_slow_page_times_out_with_scrape_options_timeout(team, site):
@@ -872,7 +886,7 @@ def test_a_crash_fails_the_check_with_a_reason(team, site, monkeypatch):
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner, "record_many", explode)
+    monkeypatch.setattr(fetching, "record_many", explode)
     check = run_check(monitor)
 
     assert check.status == Check.Status.FAILED
@@ -904,12 +918,12 @@ def test_the_soft_time_limit_fails_the_check_without_waiting_for_slow_pages(
 ):
     url = site.html("/slow", "Slow", "<p>x</p>", delay=20)
     monitor = make_monitor(team, [url])
-    monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setattr(fetching, "HEARTBEAT_SECONDS", 0.1)
 
     def time_is_up(*args: object) -> None:
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(runner, "heartbeat", time_is_up)
+    monkeypatch.setattr(fetching, "heartbeat", time_is_up)
     started = time.monotonic()
 
     check = run_check(monitor)

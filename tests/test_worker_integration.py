@@ -117,7 +117,7 @@ def _reset_producer_pools() -> None:
 class Worker:
     """`celery worker` in its own process group, logging to a file."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, *options: str) -> None:
         self.log_path = log_path
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter
@@ -126,6 +126,7 @@ class Worker:
                 "--loglevel=INFO", "--concurrency=1", "--pool=prefork",
                 "--without-gossip", "--without-mingle", "--without-heartbeat",
                 "--purge", "-n", f"integration-{uuid.uuid4().hex[:8]}@%h",
+                *options,
             ],
             cwd=BASE_DIR,
             env=env,
@@ -156,9 +157,8 @@ class Worker:
         self._log.close()
 
 
-@pytest.fixture
-def worker(broker: str, database_url: str, tmp_path: Path) -> Iterator[Worker]:
-    env = {
+def worker_env(broker: str, database_url: str, tmp_path: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": database_url,
@@ -167,6 +167,11 @@ def worker(broker: str, database_url: str, tmp_path: Path) -> Iterator[Worker]:
         "PAGEWATCH_VAR_DIR": str(tmp_path / "var"),
         "PYTHONUNBUFFERED": "1",
     }
+
+
+@pytest.fixture
+def worker(broker: str, database_url: str, tmp_path: Path) -> Iterator[Worker]:
+    env = worker_env(broker, database_url, tmp_path)
     running = Worker(env, tmp_path / "worker.log")
     try:
         running.wait_ready()

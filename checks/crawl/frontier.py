@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import Count, F, Max
 from django.utils import timezone
 
+from checks.browser.options import browser_options
 from checks.crawl.discovery import robots_of
 from checks.crawl.scope import Link, Scope
 from checks.fetch import OutboundClient
@@ -170,7 +171,11 @@ def register(
     )
     Crawl.objects.filter(pk=row.pk).update(found=F("found") + len(links))
     Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") + len(links))
-    size = int(settings.CHECK_BATCH_SIZE)
+    # A crawl whose options need a browser has every page on its queue.
+    uses_browser = bool(browser_options(target.scrape_options or {}))
+    size = int(
+        settings.BROWSER_BATCH_SIZE if uses_browser else settings.CHECK_BATCH_SIZE
+    )
     last = CheckBatch.objects.filter(check_run=check).aggregate(n=Max("number"))["n"]
     number = -1 if last is None else last
     now = timezone.now()
@@ -179,7 +184,13 @@ def register(
         number += 1
         refs = [page_ref(target.id, link) for link in links[start : start + size]]
         batches.append(
-            CheckBatch(check_run=check, number=number, pages=refs, heartbeat_at=now)
+            CheckBatch(
+                check_run=check,
+                number=number,
+                pages=refs,
+                heartbeat_at=now,
+                uses_browser=uses_browser,
+            )
         )
     return CheckBatch.objects.bulk_create(batches)
 

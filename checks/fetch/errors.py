@@ -24,6 +24,9 @@ MESSAGES: dict[ErrorKind, str] = {
     ErrorKind.TOO_LARGE: "Page is larger than {detail}",
     ErrorKind.TOO_MANY_REDIRECTS: "Stopped after {detail} redirects",
     ErrorKind.PROTOCOL: "Server sent {detail}",
+    # Worded by checks.browser: which browser, which action and why.
+    ErrorKind.BROWSER: "{detail}",
+    ErrorKind.ACTION: "{detail}",
 }
 
 

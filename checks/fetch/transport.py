@@ -78,6 +78,37 @@ def _vetted(host: str, answers: Sequence[str], allow_private: bool) -> list[IPAd
     return ips[:MAX_CONNECT_ATTEMPTS]
 
 
+async def vetted_addresses(
+    resolver: Resolver,
+    host: str,
+    port: int,
+    timeout: float | None,
+    allow_private: bool | None = None,
+) -> list[IPAddress]:
+    """The addresses `host` may be reached at, asked once and every answer
+    judged (at most MAX_CONNECT_ATTEMPTS of them, in the resolver's order);
+    raises FetchError (dns, timeout, blocked_address) otherwise. The caller
+    connects to one of these exact IPs, never to the name: the HTTP door's
+    backend below and the browser's proxy (checks.browser.proxy) both do.
+    `allow_private` defaults to ALLOW_PRIVATE_NETWORK_TARGETS."""
+    if allow_private is None:
+        allow_private = allow_private_targets()
+    literal = ip_literal(host)
+    if literal is not None:
+        return _vetted(host, [str(literal)], allow_private)
+    # getaddrinfo cannot be interrupted; abandoning the thread keeps a slow
+    # DNS server from holding the caller past its connect timeout.
+    try:
+        with anyio.fail_after(timeout):
+            answers = await anyio.to_thread.run_sync(
+                _ask, resolver, host, port, abandon_on_cancel=True
+            )
+    except TimeoutError:
+        waited = f"{timeout:g} s while looking up its address"
+        raise FetchError(ErrorKind.TIMEOUT, host=host, detail=waited) from None
+    return _vetted(host, answers, allow_private)
+
+
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """Resolve once, vet every answer, connect to a vetted IP; the resolver
     runs in a worker thread.
@@ -105,14 +136,12 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        literal = ip_literal(host)
-        if literal is not None:
-            answers: Sequence[str] = [str(literal)]
-        else:
-            answers = await self._resolve(host, port, timeout)
         last_error: Exception | None = None
         allow_private = allow_private_targets() or host.lower() in self._private_hosts
-        for ip in _vetted(host, answers, allow_private):
+        addresses = await vetted_addresses(
+            self._resolver, host, port, timeout, allow_private
+        )
+        for ip in addresses:
             try:
                 return await self._inner.connect_tcp(
                     str(ip), port, timeout, local_address, socket_options
@@ -121,20 +150,6 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 last_error = exc
         assert last_error is not None
         raise last_error
-
-    async def _resolve(
-        self, host: str, port: int, timeout: float | None
-    ) -> Sequence[str]:
-        # getaddrinfo cannot be interrupted; abandoning the thread keeps a slow
-        # DNS server from holding the caller past its connect timeout.
-        try:
-            with anyio.fail_after(timeout):
-                return await anyio.to_thread.run_sync(
-                    _ask, self._resolver, host, port, abandon_on_cancel=True
-                )
-        except TimeoutError:
-            waited = f"{timeout:g} s while looking up its address"
-            raise FetchError(ErrorKind.TIMEOUT, host=host, detail=waited) from None
 
     async def connect_unix_socket(
         self,

@@ -26,6 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from checks.captures import with_links
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from monitors.api.errors import ApiError, not_found
@@ -127,7 +128,7 @@ class PageSerializer(serializers.Serializer):
     currentScrapeId = serializers.UUIDField(source="current_scrape_id", allow_null=True)
     statusCode = serializers.IntegerField(source="status_code", allow_null=True)
     error = serializers.CharField(allow_null=True)
-    metadata = serializers.DictField()
+    metadata = serializers.SerializerMethodField()
     diff = serializers.SerializerMethodField()
     snapshot = serializers.SerializerMethodField()
     judgment = serializers.SerializerMethodField()
@@ -135,6 +136,12 @@ class PageSerializer(serializers.Serializer):
         allow_null=True, help_text="Pagewatch extension: the summary format's text"
     )
     createdAt = serializers.DateTimeField(source="created_at")
+
+    @extend_schema_field(serializers.DictField())
+    def get_metadata(self, page: PageResult) -> dict[str, Any]:
+        # Screenshots and PDFs as signed links that expire
+        # (CAPTURE_URL_TTL_SECONDS); a fresh one on every read.
+        return with_links(page.metadata or {})
 
     @extend_schema_field(PageDiffSerializer(allow_null=True))
     def get_diff(self, page: PageResult) -> dict[str, Any] | None:

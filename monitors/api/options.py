@@ -151,6 +151,20 @@ def string_list(
     )
 
 
+class ViewportSerializer(StrictMixin, serializers.Serializer):
+    width = StrictIntegerField(min_value=1, max_value=rules.SCREENSHOT_WIDTH_MAX)
+    height = StrictIntegerField(min_value=1, max_value=rules.SCREENSHOT_HEIGHT_MAX)
+
+
+class ScreenshotSerializer(PassThroughMixin, serializers.Serializer):
+    """The screenshot format, and the screenshot action (same options)."""
+
+    type = serializers.ChoiceField(choices=("screenshot",))
+    fullPage = StrictBooleanField(required=False)
+    quality = StrictIntegerField(required=False, min_value=1, max_value=100)
+    viewport = ViewportSerializer(required=False)
+
+
 class FormatField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str):
@@ -174,6 +188,8 @@ class FormatField(serializers.JSONField):
                 raise ValidationError(
                     "changeTracking modes must be among git-diff, json."
                 )
+            if kind == "screenshot":
+                return ScreenshotSerializer().run_validation(data)
             _check_extraction(data)
             return dict(data)
         raise ValidationError("Must be a format name or a format object.")
@@ -220,9 +236,93 @@ class ParserField(serializers.JSONField):
         raise ValidationError('Parsers must be "pdf" or {"type": "pdf"}.')
 
 
-class ActionSerializer(PassThroughMixin, serializers.Serializer):
+# --- Page actions (Firecrawl's v2 scrape `actions`): one shape per type ---------
+
+SELECTOR_MAX, TEXT_MAX, KEY_MAX, SCRIPT_MAX = 1000, 10_000, 64, 100_000
+PDF_FORMATS = (
+    "A0", "A1", "A2", "A3", "A4", "A5", "A6", "Letter", "Legal", "Tabloid", "Ledger",
+)  # fmt: skip
+BOTH_OR_NEITHER = "Either 'milliseconds' or 'selector' must be provided, but not both."
+
+
+def _selector(required: bool = True) -> StrictCharField:
+    return StrictCharField(required=required, max_length=SELECTOR_MAX)
+
+
+class _Action(PassThroughMixin, serializers.Serializer):
     type = serializers.ChoiceField(choices=ACTION_TYPES)
-    milliseconds = StrictIntegerField(required=False, min_value=0, max_value=60_000)
+
+
+class WaitAction(_Action):
+    milliseconds = StrictIntegerField(
+        required=False, min_value=1, max_value=rules.WAIT_TOTAL_MAX_MS
+    )
+    selector = _selector(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("milliseconds" in attrs) == ("selector" in attrs):
+            raise ValidationError({"milliseconds": [BOTH_OR_NEITHER]})
+        return attrs
+
+
+class ClickAction(_Action):
+    selector = _selector()
+    all = StrictBooleanField(required=False)
+
+
+class WriteAction(_Action):
+    text = StrictCharField(allow_blank=True, max_length=TEXT_MAX)
+
+
+class PressAction(_Action):
+    key = StrictCharField(max_length=KEY_MAX)
+
+
+class ScrollAction(_Action):
+    direction = serializers.ChoiceField(choices=("up", "down"), required=False)
+    selector = _selector(required=False)
+
+
+class ScreenshotAction(_Action, ScreenshotSerializer):
+    type = serializers.ChoiceField(choices=ACTION_TYPES)
+
+
+class ExecuteJavascriptAction(_Action):
+    script = StrictCharField(max_length=SCRIPT_MAX)
+
+
+class PdfAction(_Action):
+    landscape = StrictBooleanField(required=False)
+    # Chromium prints at 10 % to 200 %.
+    scale = StrictFloatField(required=False, min_value=0.1, max_value=2)
+    format = serializers.ChoiceField(choices=PDF_FORMATS, required=False)
+
+
+ACTIONS: dict[str, type[_Action]] = {
+    "wait": WaitAction,
+    "click": ClickAction,
+    "write": WriteAction,
+    "press": PressAction,
+    "scroll": ScrollAction,
+    "screenshot": ScreenshotAction,
+    "scrape": _Action,
+    "executeJavascript": ExecuteJavascriptAction,
+    "pdf": PdfAction,
+}
+
+
+class ActionField(serializers.JSONField):
+    """One action, validated by the shape of its type."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise ValidationError("Each action must be an object with a type.")
+        kind = data.get("type")
+        shape = ACTIONS.get(kind) if isinstance(kind, str) else None
+        if shape is None:
+            choices = ", ".join(ACTION_TYPES)
+            raise ValidationError({"type": [f"Must be one of: {choices}."]})
+        return shape().run_validation(data)
 
 
 class LocationSerializer(StrictMixin, serializers.Serializer):
@@ -271,9 +371,7 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
         required=False, min_value=rules.TIMEOUT_MIN, max_value=rules.TIMEOUT_MAX
     )
     parsers = serializers.ListField(child=ParserField(), required=False, max_length=5)
-    actions = serializers.ListField(
-        child=ActionSerializer(), required=False, max_length=50
-    )
+    actions = serializers.ListField(child=ActionField(), required=False)
     location = LocationSerializer(required=False)
     removeBase64Images = StrictBooleanField(required=False)
     blockAds = StrictBooleanField(required=False)
@@ -284,6 +382,23 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     profile = ProfileSerializer(required=False)
     threatProtection = ThreatProtectionSerializer(required=False)
     auditMetadata = AuditMetadataSerializer(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        error = rules.actions_error(attrs.get("waitFor"), attrs.get("actions"))
+        if error is not None:
+            option, rule = error
+            raise ValidationError({option: [rule.api]}, code=rule.code)
+        formats = attrs.get("formats") or []
+        shots = [f for f in formats if f == "screenshot" or _typed(f, "screenshot")]
+        if len(shots) > 1:
+            raise ValidationError(
+                {"formats": ["You may only specify one screenshot format."]}
+            )
+        return attrs
+
+
+def _typed(value: Any, kind: str) -> bool:
+    return isinstance(value, Mapping) and value.get("type") == kind
 
 
 class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):

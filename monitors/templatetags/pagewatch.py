@@ -18,6 +18,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from checks.errors import ErrorKind, kind_of_status
+from checks.jobs import Via
+from checks.pages import FETCHED_BECAUSE
 from monitors import schedule as schedules
 
 register = template.Library()
@@ -286,6 +288,8 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
     ErrorKind.TOO_LARGE: "The page is too large to check.",
     ErrorKind.TOO_MANY_REDIRECTS: "The page kept redirecting to other addresses.",
     ErrorKind.PROTOCOL: "The site sent an answer that could not be read.",
+    ErrorKind.BROWSER: "The browser could not show this page.",
+    ErrorKind.ACTION: "One of the steps to perform on the page failed.",
     ErrorKind.HTTP_4XX: "The site turned the request down (HTTP {code}).",
     ErrorKind.HTTP_5XX: "The site had an internal problem (HTTP {code}).",
     ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
@@ -469,3 +473,34 @@ def check_strip(monitor: Any) -> SafeString:
         SafeString(cells),  # noqa: S308 (built above from escaped parts)
         _strip_words(checks),
     )
+
+
+_FETCHED_HOW = {
+    Via.OPTIONS: "Opened in a real browser, as this page's settings ask.",
+    Via.REMEMBERED: (
+        "Opened in a real browser: an earlier check found that scripts build "
+        "this page's content."
+    ),
+    Via.DETECTED: (
+        "Opened in a real browser: scripts build this page's content, which a "
+        "plain download does not show."
+    ),
+}
+_NO_BROWSER_HOW = (
+    "Scripts seem to build this page's content, but no browser is installed "
+    "to show it, so what was read may be incomplete."
+)
+
+
+@register.simple_tag
+def fetched_how(page: Any) -> str:
+    """`{% fetched_how page as how %}`: how a page result was fetched, in
+    plain words ("" for an ordinary download)."""
+    metadata = page.metadata or {}
+    reason = str(metadata.get("fetchedWithReason") or "")
+    if metadata.get("fetchedWith") != "browser":
+        return _NO_BROWSER_HOW if "no browser is available" in reason else ""
+    for via, sentence in FETCHED_BECAUSE.items():
+        if reason.startswith(sentence.split("{", 1)[0]):
+            return _FETCHED_HOW[via]
+    return "Opened in a real browser."

@@ -274,6 +274,41 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     assert_clean(page)
 
 
+def test_the_visual_change_of_a_screenshot_is_shown_under_the_csp(
+    browser_page, member, team, site, screenshot
+):
+    page = browser_page
+    url = site.html("/a", "Plans", "<h1>Plans</h1><p>Pro costs $19 a month.</p>")
+    monitor = make_monitor(team, [url])
+    Target.objects.filter(monitor=monitor).update(
+        scrape_options={"formats": ["markdown", "screenshot"]}
+    )
+    run_check(monitor)
+    site.html(
+        "/a",
+        "Plans",
+        '<h1>Plans</h1><p>Pro costs $24 a month.</p><p style="background: #fc0;'
+        ' padding: 2rem">New: Team plan.</p>',
+    )
+    changed = PageResult.objects.get(check_run=run_check(monitor), status="changed")
+
+    sign_in(page)
+    page.goto(changed.get_absolute_url())
+    figures = page.locator("figure.screenshot img")
+    expect(figures).to_have_count(3)
+    for index in range(3):
+        figures.nth(index).scroll_into_view_if_needed()
+        expect(figures.nth(index)).to_have_js_property("complete", True)
+        assert figures.nth(index).evaluate("img => img.naturalWidth") > 0
+    assert page.get_by_text("What looks different").is_visible()
+    page.get_by_text(
+        "Opened in a real browser, as this page's settings ask."
+    ).wait_for()
+    page.locator("[data-visual-change]").scroll_into_view_if_needed()
+    screenshot(page, "10-visual-change")
+    assert_clean(page)
+
+
 XSS = (
     '&lt;script&gt;alert("title")&lt;/script&gt;'
     '&lt;img src=x onerror="window.__xss=1;alert(1)"&gt;'

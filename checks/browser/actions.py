@@ -1,0 +1,209 @@
+"""Firecrawl's page actions (scrapeOptions.actions), performed in order on a
+loaded page: wait, click, write, press, scroll, screenshot, scrape,
+executeJavascript and pdf. Their shapes and limits are validated when a
+monitor is saved (monitors.rules); here an action that cannot be done stops
+the page with ActionFailed, naming the action (by its position) and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from checks.browser.result import ActionOutputs, Shot
+
+# How long a click or a scroll looks for its element.
+ELEMENT_TIMEOUT_MS = 10_000
+# How long the page may take to settle after a click or a key press (a
+# navigation it started, say) before the next action.
+SETTLE_TIMEOUT_MS = 5_000
+# An executeJavascript result is kept up to this size (JSON).
+RETURN_MAX_CHARS = 64 * 1024
+# A scrape action's HTML is kept up to this size.
+SCRAPE_MAX_CHARS = 512 * 1024
+
+
+class ActionFailed(Exception):
+    def __init__(self, index: int, action: Mapping[str, Any], reason: str) -> None:
+        self.message = f"Action {index + 1} ({label(action)}) failed: {reason}"
+        super().__init__(self.message)
+
+
+def label(action: Mapping[str, Any]) -> str:
+    """An action in a few words: `click "#more"`, `wait 500 ms`."""
+    kind = str(action.get("type", "?"))
+    selector = action.get("selector")
+    if kind == "wait":
+        if selector:
+            return f'wait for "{_short(selector)}"'
+        return f"wait {action.get('milliseconds')} ms"
+    if kind in ("click", "scroll") and selector:
+        extra = f" {action.get('direction', 'down')}" if kind == "scroll" else ""
+        return f'{kind}{extra} "{_short(selector)}"'
+    if kind == "scroll":
+        return f"scroll {action.get('direction', 'down')}"
+    if kind == "press":
+        return f'press "{_short(str(action.get("key", "")))}"'
+    return kind
+
+
+def _short(text: Any, limit: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def reason_of(exc: PlaywrightError) -> str:
+    """Playwright's message without its call log: the first line."""
+    text = (exc.message or str(exc)).strip()
+    first = text.splitlines()[0] if text else "no reason given"
+    # "Locator.click: Timeout 10000ms exceeded." -> "Timeout 10000ms exceeded."
+    head, sep, rest = first.partition(": ")
+    if sep and "." in head and " " not in head:
+        first = rest
+    return first[:300]
+
+
+async def perform(
+    page: Page,
+    actions: Sequence[Mapping[str, Any]],
+    outputs: ActionOutputs,
+    remaining_ms: Any,
+) -> None:
+    """Do each action in turn; raises ActionFailed at the first that fails.
+    `remaining_ms()` is the page's time left (a selector wait may use it)."""
+    for index, action in enumerate(actions):
+        outputs.current = index
+        try:
+            await _do(page, action, outputs, remaining_ms)
+        except PlaywrightTimeout:
+            raise ActionFailed(index, action, _timeout_reason(action)) from None
+        except PlaywrightError as exc:
+            raise ActionFailed(index, action, reason_of(exc)) from None
+    outputs.current = None
+
+
+def _timeout_reason(action: Mapping[str, Any]) -> str:
+    kind = action.get("type")
+    if kind == "wait":
+        return "the element did not appear in time"
+    if kind in ("click", "scroll"):
+        seconds = ELEMENT_TIMEOUT_MS / 1000
+        return f"no visible element matched the selector within {seconds:g} s"
+    return "it did not finish in time"
+
+
+async def _do(
+    page: Page,
+    action: Mapping[str, Any],
+    outputs: ActionOutputs,
+    remaining_ms: Any,
+) -> None:
+    kind = action.get("type")
+    if kind == "wait":
+        await _wait(page, action, remaining_ms)
+    elif kind == "click":
+        await _click(page, str(action["selector"]), all_=action.get("all") is True)
+        await _settle(page)
+    elif kind == "write":
+        await page.keyboard.type(str(action.get("text", "")))
+    elif kind == "press":
+        await page.keyboard.press(str(action.get("key", "")))
+        await _settle(page)
+    elif kind == "scroll":
+        await _scroll(page, action.get("selector"), action.get("direction") == "up")
+    elif kind == "screenshot":
+        outputs.screenshots.append(await screenshot(page, action))
+    elif kind == "scrape":
+        html = await page.content()
+        outputs.scrapes.append({"url": page.url, "html": html[:SCRAPE_MAX_CHARS]})
+    elif kind == "executeJavascript":
+        value = await page.evaluate(str(action.get("script", "")))
+        outputs.javascript_returns.append(_returned(value))
+    elif kind == "pdf":
+        outputs.pdfs.append(await _pdf(page, action))
+    else:  # refused when the monitor was saved; a row from before the rule
+        raise PlaywrightError(f"unknown action type {kind!r}")
+
+
+async def _wait(page: Page, action: Mapping[str, Any], remaining_ms: Any) -> None:
+    selector = action.get("selector")
+    if selector:
+        await page.wait_for_selector(
+            str(selector), state="visible", timeout=max(remaining_ms(), 1)
+        )
+    else:
+        await page.wait_for_timeout(int(action.get("milliseconds") or 0))
+
+
+async def _click(page: Page, selector: str, *, all_: bool) -> None:
+    found = page.locator(selector)
+    if not all_:
+        await found.first.click(timeout=ELEMENT_TIMEOUT_MS)
+        return
+    await found.first.wait_for(state="visible", timeout=ELEMENT_TIMEOUT_MS)
+    for element in await found.all():
+        await element.click(timeout=ELEMENT_TIMEOUT_MS)
+
+
+async def _scroll(page: Page, selector: Any, up: bool) -> None:
+    sign = -1 if up else 1
+    if selector:
+        element = page.locator(str(selector)).first
+        await element.evaluate(
+            "(el, sign) => el.scrollBy(0, sign * (el.clientHeight || innerHeight))",
+            sign,
+            timeout=ELEMENT_TIMEOUT_MS,
+        )
+    else:
+        await page.evaluate("(sign) => window.scrollBy(0, sign * innerHeight)", sign)
+    # Let what the scroll loads (lazy images, more rows) arrive.
+    await page.wait_for_timeout(250)
+
+
+async def _settle(page: Page) -> None:
+    # Still loading after that: the next action (or the capture) may wait.
+    with contextlib.suppress(PlaywrightTimeout):
+        await page.wait_for_load_state("load", timeout=SETTLE_TIMEOUT_MS)
+
+
+async def screenshot(page: Page, options: Mapping[str, Any]) -> Shot:
+    """A screenshot action or format: fullPage, quality (JPEG), viewport."""
+    viewport = options.get("viewport")
+    if isinstance(viewport, Mapping):
+        await page.set_viewport_size(
+            {"width": int(viewport["width"]), "height": int(viewport["height"])}
+        )
+    quality = options.get("quality")
+    full_page = options.get("fullPage") is True
+    if isinstance(quality, int | float) and not isinstance(quality, bool):
+        data = await page.screenshot(
+            full_page=full_page, type="jpeg", quality=int(quality)
+        )
+        return Shot(data, "image/jpeg")
+    return Shot(await page.screenshot(full_page=full_page, type="png"), "image/png")
+
+
+async def _pdf(page: Page, action: Mapping[str, Any]) -> Shot:
+    data = await page.pdf(
+        format=str(action.get("format") or "Letter"),
+        landscape=action.get("landscape") is True,
+        scale=float(action.get("scale") or 1),
+    )
+    return Shot(data, "application/pdf")
+
+
+def _returned(value: Any) -> dict[str, Any]:
+    """Firecrawl's {type, value} for what a script returned, kept small."""
+    kind = {bool: "boolean", int: "number", float: "number", str: "string"}.get(
+        type(value), "object" if value is not None else "undefined"
+    )
+    text = json.dumps(value, default=str)
+    if len(text) > RETURN_MAX_CHARS:
+        return {"type": "string", "value": text[:RETURN_MAX_CHARS], "truncated": True}
+    return {"type": kind, "value": value}

@@ -1,0 +1,52 @@
+"""Which Chromium the browser runs, and whether there is one. Light on
+purpose (no Playwright): the web process asks too, to say so in the
+dashboard."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+
+DEFAULT_EXECUTABLES = ("/usr/bin/chromium",)
+PATH_NAMES = ("chromium", "chromium-browser")
+
+
+def executable() -> str | None:
+    """The Chromium to run: BROWSER_EXECUTABLE (a path or a name on PATH), else
+    Debian's /usr/bin/chromium or `chromium` on PATH; None when there is none."""
+    return find_executable(str(getattr(settings, "BROWSER_EXECUTABLE", "") or ""))
+
+
+def find_executable(configured: str) -> str | None:
+    """executable() for a given BROWSER_EXECUTABLE (config.run asks before
+    Django is set up)."""
+    configured = configured.strip()
+    candidates = [configured] if configured else [*DEFAULT_EXECUTABLES, *PATH_NAMES]
+    for candidate in candidates:
+        path = Path(candidate)
+        if path.is_absolute():
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path)
+            continue
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+def available() -> bool:
+    return executable() is not None
+
+
+def unavailable_message() -> str:
+    configured = str(getattr(settings, "BROWSER_EXECUTABLE", "") or "").strip()
+    where = (
+        f"BROWSER_EXECUTABLE ({configured}) was not found"
+        if configured
+        else "no Chromium was found (install Debian's chromium package, or set "
+        "BROWSER_EXECUTABLE to a Chromium binary)"
+    )
+    return f"This page needs a browser, but none is available: {where}."

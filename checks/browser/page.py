@@ -1,0 +1,411 @@
+"""One page in the browser: a fresh context behind its own filtering proxy,
+the navigation, waitFor, the actions, the screenshot format, and the rendered
+page handed back as a FetchResult (a BrowserResult) for checks.pages to judge
+like any other.
+
+Safety, in layers: the proxy (checks.browser.proxy) decides every connection;
+the context's `route` and `route_web_socket` guards refuse other schemes and
+forbidden IP literals before a request leaves the page, and send the
+monitor's own headers to the page's origin only (never to third parties the
+page loads); service workers and downloads are off; the page has a time
+budget and a byte budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    Request,
+    Response,
+    Route,
+    WebSocketRoute,
+)
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from checks.browser import actions as page_actions
+from checks.browser import chromium
+from checks.browser.actions import ActionFailed, reason_of
+from checks.browser.executable import available, unavailable_message
+from checks.browser.options import declared_wait_ms, languages, screenshot_format
+from checks.browser.proxy import GuardProxy, refusal_key
+from checks.browser.result import ActionOutputs, BrowserResult, Shot
+from checks.errors import ErrorKind
+from checks.fetch import FetchError, Resolver, ip_literal
+from checks.fetch.errors import human_size
+from checks.fetch.transport import system_resolver, vetted_addresses
+from checks.jobs import MAX_PAGE_TIMEOUT, PageJob
+
+DESKTOP_VIEWPORT = {"width": 1280, "height": 800}
+MOBILE_VIEWPORT = {"width": 390, "height": 844}
+# After the load event, how long the page may keep fetching (a script-built
+# page fetches its content) before it is captured anyway.
+SETTLE_MS = 3000
+# Headers the browser sets itself, or that would make a navigation conditional.
+_OWN_HEADERS = frozenset(
+    {
+        "user-agent", "host", "connection", "content-length", "transfer-encoding",
+        "keep-alive", "te", "upgrade", "proxy-authorization", "accept-encoding",
+        "if-none-match", "if-modified-since",
+    }
+)  # fmt: skip
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+# Chromium's network errors as our kinds (anything else: browser).
+_NET_ERRORS = {
+    "ERR_NAME_NOT_RESOLVED": ErrorKind.DNS,
+    "ERR_CONNECTION_REFUSED": ErrorKind.REFUSED,
+    "ERR_CONNECTION_RESET": ErrorKind.CONNECT,
+    "ERR_CONNECTION_CLOSED": ErrorKind.CONNECT,
+    "ERR_EMPTY_RESPONSE": ErrorKind.PROTOCOL,
+    "ERR_TUNNEL_CONNECTION_FAILED": ErrorKind.CONNECT,
+    "ERR_TOO_MANY_REDIRECTS": ErrorKind.TOO_MANY_REDIRECTS,
+}
+
+
+def budget_seconds(job: PageJob) -> float:
+    """The page's whole time in the browser: its timeout when it set one,
+    else FETCH_TIMEOUT_SECONDS plus the waiting its options declare."""
+    if job.timeout is not None:
+        return job.timeout
+    waits = declared_wait_ms(job.options) / 1000
+    return min(float(settings.FETCH_TIMEOUT_SECONDS) + waits, MAX_PAGE_TIMEOUT)
+
+
+async def render(
+    browser: Browser,
+    job: PageJob,
+    headers: Mapping[str, str],
+    resolver: Resolver | None,
+    user_agent: str,
+) -> BrowserResult:
+    """Load and capture one page; raises FetchError (with an action's own
+    words for a failed action) when there is no page to judge."""
+    proxy = GuardProxy(
+        resolver or system_resolver, max_bytes=int(settings.BROWSER_MAX_BYTES)
+    )
+    await proxy.start()
+    try:
+        context = await browser.new_context(
+            **context_options(job, headers, user_agent),
+            proxy={"server": proxy.url, "bypass": "<-loopback>"},
+        )
+        try:
+            return await _Visit(context, job, headers, proxy).run()
+        finally:
+            await _close(context)
+    finally:
+        await proxy.close()
+
+
+def context_options(
+    job: PageJob, headers: Mapping[str, str], user_agent: str
+) -> dict[str, Any]:
+    mobile = job.options.get("mobile") is True
+    shot = screenshot_format(job.options) or {}
+    viewport = shot.get("viewport") or (MOBILE_VIEWPORT if mobile else DESKTOP_VIEWPORT)
+    given = {k.lower(): v for k, v in headers.items()}
+    options: dict[str, Any] = {
+        "viewport": _size(viewport),
+        "user_agent": given.get("user-agent") or user_agent,
+        "service_workers": "block",
+        "accept_downloads": False,
+        "ignore_https_errors": not job.verify_tls,
+    }
+    if mobile:
+        options |= {"is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+    wanted = languages(job.options)
+    if wanted:
+        options["locale"] = wanted[0]
+        options["extra_http_headers"] = {"Accept-Language": ", ".join(wanted)}
+    return options
+
+
+def _size(viewport: Mapping[str, Any]) -> dict[str, int]:
+    return {"width": int(viewport["width"]), "height": int(viewport["height"])}
+
+
+def own_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The monitor's headers for the page's origin (cookies, tokens...)."""
+    return {k: v for k, v in headers.items() if k.lower() not in _OWN_HEADERS}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    default = 443 if parts.scheme in ("https", "wss") else 80
+    try:
+        port = parts.port or default
+    except ValueError:
+        port = None
+    return parts.scheme, (parts.hostname or ""), port
+
+
+async def _close(context: BrowserContext) -> None:
+    with contextlib.suppress(PlaywrightError):  # the browser crashed under it
+        await context.close()
+
+
+class _Visit:
+    """The steps of one page in one context."""
+
+    def __init__(
+        self,
+        context: BrowserContext,
+        job: PageJob,
+        headers: Mapping[str, str],
+        proxy: GuardProxy,
+    ) -> None:
+        self.context = context
+        self.job = job
+        self.proxy = proxy
+        self.own = own_headers(headers)
+        self.origin = _origin(job.url)
+        self.outputs = ActionOutputs()
+        # The main frame's navigations, and the status of each that answered.
+        self.navigations: list[str] = []
+        self.documents: dict[str, int] = {}
+        self.started = time.monotonic()
+        self.budget = budget_seconds(job)
+
+    def remaining_ms(self) -> float:
+        return max((self.budget - (time.monotonic() - self.started)) * 1000, 0)
+
+    async def run(self) -> BrowserResult:
+        await self.context.route("**/*", self._guard)
+        await self.context.route_web_socket(lambda _url: True, self._guard_socket)
+        page = await self.context.new_page()
+        page.on("request", lambda request: self._note_navigation(page, request))
+        page.on("response", lambda response: self._note_document(page, response))
+        try:
+            async with asyncio.timeout(self.budget):
+                return await self._visit(page)
+        except TimeoutError:
+            raise self._timed_out() from None
+        except ActionFailed as exc:
+            raise FetchError(ErrorKind.ACTION, detail=exc.message) from None
+
+    async def _visit(self, page: Page) -> BrowserResult:
+        response = await self._navigate(page)
+        await self._settle(page)
+        wait_for = self.job.options.get("waitFor")
+        if isinstance(wait_for, int) and not isinstance(wait_for, bool) and wait_for:
+            await page.wait_for_timeout(wait_for)
+        steps = self.job.options.get("actions")
+        if isinstance(steps, list) and steps:
+            await page_actions.perform(page, steps, self.outputs, self.remaining_ms)
+        shot_options = screenshot_format(self.job.options)
+        shot = None
+        if shot_options is not None:
+            shot = await page_actions.screenshot(page, shot_options)
+        self._check_where_it_ended(page)
+        result = await self._result(page, response, shot)
+        if self.proxy.too_large:
+            limit = human_size(self.proxy.max_bytes)
+            raise FetchError(ErrorKind.TOO_LARGE, detail=limit)
+        return result
+
+    # --- Loading ------------------------------------------------------------------
+
+    async def _navigate(self, page: Page) -> Response:
+        try:
+            response = await page.goto(
+                self.job.url, wait_until="load", timeout=self.remaining_ms() or 1
+            )
+        except PlaywrightTimeout:
+            raise self._timed_out() from None
+        except PlaywrightError as exc:
+            raise self._navigation_error(exc) from None
+        if response is None:
+            raise FetchError(ErrorKind.BROWSER, detail="The browser showed no page.")
+        refusal = self.proxy.refusal_for(*_origin(response.url)[1:])
+        if response.status == 502 and refusal is not None:
+            raise refusal  # the proxy's answer, not the site's
+        return response
+
+    async def _settle(self, page: Page) -> None:
+        # A page that keeps polling is captured as it is.
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_load_state(
+                "networkidle", timeout=min(SETTLE_MS, self.remaining_ms()) or 1
+            )
+
+    def _note_navigation(self, page: Page, request: Request) -> None:
+        if request.is_navigation_request() and request.frame == page.main_frame:
+            self.navigations.append(request.url)
+
+    def _note_document(self, page: Page, response: Response) -> None:
+        request = response.request
+        if request.is_navigation_request() and request.frame == page.main_frame:
+            self.documents[request.url] = response.status
+
+    def _navigation_error(self, exc: PlaywrightError) -> FetchError:
+        for url in reversed(self.navigations or [self.job.url]):
+            refusal = self.proxy.refusal_for(*_origin(url)[1:])
+            if refusal is not None:
+                return refusal
+        message = exc.message or str(exc)
+        if "Download is starting" in message:
+            detail = (
+                "The address is a file to download (a PDF, say), which the "
+                "browser does not show; check it without browser options."
+            )
+            return FetchError(ErrorKind.BROWSER, detail=detail)
+        host = self.job.host
+        for code, kind in _NET_ERRORS.items():
+            if code in message:
+                if kind == ErrorKind.TOO_MANY_REDIRECTS:
+                    return FetchError(kind, detail="20")
+                return FetchError(kind, host=host, detail="")
+        if "ERR_CERT" in message or "ERR_SSL" in message:
+            reason = message.split("net::", 1)[-1].split()[0]
+            return FetchError(ErrorKind.TLS, host=host, detail=reason)
+        detail = f"The browser could not load the page: {page_actions.reason_of(exc)}"
+        return FetchError(ErrorKind.BROWSER, detail=detail)
+
+    def _check_where_it_ended(self, page: Page) -> None:
+        """A page that navigated on (by script, a click, a late redirect) to
+        an address that was refused shows nothing of its own: an error."""
+        last = self.navigations[-1] if self.navigations else self.job.url
+        refusal = self.proxy.refusal_for(*_origin(last)[1:])
+        failed = page.url.startswith("chrome-error:")
+        if refusal is not None and (failed or self.documents.get(last) == 502):
+            raise refusal
+        if failed:
+            detail = "The page navigated to an address the browser could not load."
+            raise FetchError(ErrorKind.BROWSER, detail=detail)
+
+    def _timed_out(self) -> FetchError:
+        index = self.outputs.current
+        if index is not None:
+            steps = self.job.options.get("actions") or []
+            action = steps[index] if index < len(steps) else {}
+            message = (
+                f"Action {index + 1} ({page_actions.label(action)}) failed: the "
+                f"page's time ({self.budget:g} s) ran out"
+            )
+            return FetchError(ErrorKind.ACTION, detail=message)
+        waited = f"{self.budget:g} s in the browser"
+        return FetchError(ErrorKind.TIMEOUT, host=self.job.host, detail=waited)
+
+    # --- Guards (the second layer; the proxy is the first) --------------------------
+
+    async def _guard(self, route: Route, request: Request) -> None:
+        error = await _refusal(request.url)
+        if error is not None:
+            key = refusal_key(*_origin(request.url)[1:])
+            self.proxy.refusals.setdefault(key, error)
+            await route.abort("blockedbyclient")
+            return
+        if self.own and _origin(request.url) == self.origin:
+            merged = {**await request.all_headers(), **self.own}
+            await route.continue_(headers=merged)
+            return
+        await route.continue_()
+
+    async def _guard_socket(self, socket: WebSocketRoute) -> None:
+        error = await _refusal(socket.url)
+        if error is not None:
+            key = refusal_key(*_origin(socket.url)[1:])
+            self.proxy.refusals.setdefault(key, error)
+            await socket.close(code=1008, reason="Blocked")
+            return
+        socket.connect_to_server()
+
+    # --- The result -----------------------------------------------------------------
+
+    async def _result(
+        self, page: Page, response: Response, shot: Shot | None
+    ) -> BrowserResult:
+        headers = httpx.Headers(await response.all_headers())
+        for name in ("content-encoding", "content-length", "transfer-encoding"):
+            headers.pop(name, None)  # the body below is decoded, and ours
+        media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        acted = bool(self.job.options.get("actions"))
+        if media_type in _HTML_TYPES or not media_type or acted:
+            content = (await page.content()).encode()
+            headers["content-type"] = "text/html; charset=utf-8"
+        else:
+            content = await response.body()  # JSON, text, XML: as served
+        redirects, hop = [], response.request.redirected_from
+        while hop is not None:
+            redirects.insert(0, hop.url)
+            hop = hop.redirected_from
+        return BrowserResult(
+            url=self.job.url,
+            final_url=page.url,
+            status_code=response.status,
+            headers=headers,
+            content=content,
+            redirects=redirects[1:] + [response.url] if redirects else [],
+            elapsed_ms=int((time.monotonic() - self.started) * 1000),
+            screenshot=shot,
+            actions=self.outputs,
+            refused=self.proxy.refused,
+        )
+
+
+async def _refusal(url: str) -> FetchError | None:
+    """Why a request must not leave the page, judged without DNS: a scheme
+    other than http(s), or an IP literal the address policy forbids."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https", "ws", "wss"):
+        detail = f"Only http:// and https:// requests are allowed ({parts.scheme}:)"
+        return FetchError(ErrorKind.INVALID_URL, detail=detail)
+    host = parts.hostname or ""
+    if ip_literal(host) is None:
+        return None  # a name: the proxy resolves and judges it
+    try:
+        await vetted_addresses(system_resolver, host, 0, None)
+    except FetchError as exc:
+        return exc
+    return None
+
+
+async def fetch_page(
+    job: PageJob, headers: Mapping[str, str], resolver: Resolver | None
+) -> BrowserResult:
+    """The page rendered by this process's browser; raises FetchError.
+    Cancelling the caller cancels the page on the browser's loop."""
+    if not available():
+        raise FetchError(ErrorKind.BROWSER, detail=unavailable_message())
+    service = chromium.service()
+    work = service.submit(_in_browser(service, job, headers, resolver))
+    return await asyncio.wrap_future(work)
+
+
+async def _in_browser(
+    service: chromium.Chromium,
+    job: PageJob,
+    headers: Mapping[str, str],
+    resolver: Resolver | None,
+) -> BrowserResult:
+    browser = await service.open()
+    try:
+        return await render(browser, job, headers, resolver, _user_agent(browser))
+    except PlaywrightError as exc:
+        # Not the page's doing (those are FetchErrors): the browser or its
+        # connection went away under it. The next page starts a new one.
+        detail = f"The browser stopped while loading the page: {reason_of(exc)}"
+        raise FetchError(ErrorKind.BROWSER, detail=detail) from None
+    finally:
+        await service.release(browser)
+
+
+def _user_agent(browser: Browser) -> str:
+    """Chromium's own (without "Headless", which many sites turn away), and
+    ours after it, so site owners can tell who is visiting."""
+    version = browser.version
+    return (
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        f"Chrome/{version} Safari/537.36 {settings.OUTBOUND_USER_AGENT}"
+    )

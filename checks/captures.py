@@ -1,0 +1,80 @@
+"""Signed, expiring links to the screenshots and PDFs the browser took.
+
+A link names a capture by its content hash and carries a timestamped
+signature (Django's signing, keyed by SECRET_KEY): whoever holds the link may
+fetch that one capture until CAPTURE_URL_TTL_SECONDS have passed, and nothing
+else -- as Firecrawl's screenshot URLs work for API clients, which fetch them
+without an API key. Links are made each time results are read, never stored,
+so every read hands out a fresh one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+from django.urls import reverse
+
+from checks.models import Capture, PageResult
+
+SALT = "pagewatch.capture"
+
+
+class LinkExpired(Exception):
+    """A genuine link whose time is up."""
+
+
+def capture_path(digest: str) -> str:
+    """The site-relative signed link (the dashboard's <img src>)."""
+    token = signing.TimestampSigner(salt=SALT).sign(digest)
+    return reverse("capture", kwargs={"token": token})
+
+
+def capture_url(digest: str) -> str:
+    """The absolute signed link (API results, e-mails)."""
+    return settings.PUBLIC_BASE_URL + capture_path(digest)
+
+
+def capture_for(token: str) -> Capture | None:
+    """The capture a link names; None for a forged or mangled link; raises
+    LinkExpired for a genuine one past its time."""
+    signer = signing.TimestampSigner(salt=SALT)
+    try:
+        digest = signer.unsign(token, max_age=int(settings.CAPTURE_URL_TTL_SECONDS))
+    except signing.SignatureExpired:
+        raise LinkExpired from None
+    except signing.BadSignature:
+        return None
+    return Capture.objects.filter(content_hash=digest).first()
+
+
+def with_links(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A page's metadata as clients read it: the screenshot and the actions'
+    screenshots and PDFs (stored by content hash) as signed links."""
+    shown = dict(metadata)
+    if isinstance(shown.get("screenshot"), str):
+        shown["screenshot"] = capture_url(shown["screenshot"])
+    actions = shown.get("actions")
+    if isinstance(actions, Mapping):
+        shown["actions"] = {
+            **actions,
+            "screenshots": [capture_url(d) for d in actions.get("screenshots") or []],
+            "pdfs": [capture_url(d) for d in actions.get("pdfs") or []],
+        }
+    return shown
+
+
+def screenshot_links(page: PageResult) -> dict[str, Any]:
+    """What the page view shows of a result's screenshots: before and after
+    as signed links, and the visual change when the two differ."""
+    after = page.screenshot
+    if after is None:
+        return {}
+    before = page.previous_screenshot()
+    shown: dict[str, Any] = {"screenshot_after": capture_path(after)}
+    if before is not None:
+        shown["screenshot_before"] = capture_path(before)
+        shown["screenshot_changed"] = before != after
+    return shown

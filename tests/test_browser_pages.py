@@ -1,0 +1,287 @@
+"""Pages fetched in real Chromium (Debian's /usr/bin/chromium) by the check
+runner: script-built pages detected and remembered, waitFor, every action,
+screenshots, and the browser's limits. SSRF through the browser is in
+tests/test_browser_safety.py.
+
+Without Chromium these tests skip with a notice (CI=true: they fail)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checks.browser import actions as page_actions
+from checks.browser import chromium
+from checks.models import Capture, CheckBatch, PageResult, PageState
+from tests.test_runner import make_monitor, page_of, run_check, state_of
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+APP = """<!doctype html><html><head><title>Shop</title></head><body>
+<div id="root"></div>
+<script>
+  document.getElementById("root").innerHTML =
+    "<h1>Plans</h1><p>Starter costs $19 a month.</p>";
+</script></body></html>"""
+
+
+@pytest.fixture(autouse=True)
+def chromium_present(private_targets_allowed) -> None:
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} is missing: install Debian's chromium to run browser tests"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason + " (CI=true: not skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def private_targets_allowed(settings) -> None:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+def from_browser(request: Any) -> bool:
+    return "Chrome/" in (request.header("User-Agent") or "")
+
+
+# --- Script-built pages -----------------------------------------------------------
+
+
+def test_a_page_built_by_scripts_is_detected_rendered_and_remembered(team, site):
+    url = site.page("/", APP)
+    monitor = make_monitor(team, [url])
+
+    first = page_of(run_check(monitor), url)
+
+    assert first.status == PageResult.Status.NEW
+    assert first.metadata["fetchedWith"] == "browser"
+    assert "empty app root" in first.metadata["fetchedWithReason"]
+    assert first.metadata["title"] == "Shop"
+    assert "Starter costs $19" in first.current_snapshot.text
+    assert state_of(monitor, url).fetcher == "browser"
+    plain, rendered = site.requests_to("/")
+    assert not from_browser(plain) and from_browser(rendered)
+
+    second = page_of(run_check(monitor), url)
+
+    assert second.status == PageResult.Status.SAME
+    assert second.metadata["fetchedWithReason"] == (
+        "An earlier check found this page is built by scripts."
+    )
+    assert [from_browser(r) for r in site.requests_to("/")[2:]] == [True]
+    assert CheckBatch.objects.filter(check_run=second.check_run).get().uses_browser
+
+
+def test_a_page_with_its_content_in_the_html_stays_on_plain_http(team, site):
+    url = site.html("/", "Docs", "<p>" + "Plenty of text. " * 30 + "</p>")
+    monitor = make_monitor(team, [url])
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.metadata["fetchedWith"] == "http"
+    assert "fetchedWithReason" not in page.metadata
+    assert state_of(monitor, url).fetcher == "http"
+    assert not any(from_browser(r) for r in site.requests_to("/"))
+
+
+def test_without_a_browser_a_script_built_page_is_kept_as_fetched_and_says_why(
+    team, site, settings
+):
+    settings.BROWSER_EXECUTABLE = "/nowhere/chromium"
+    url = site.page("/", APP)
+    monitor = make_monitor(team, [url])
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.NEW
+    assert page.metadata["fetchedWith"] == "http"
+    assert "no browser is available" in page.metadata["fetchedWithReason"]
+    assert state_of(monitor, url).fetcher == ""  # looked at again next time
+
+
+# --- waitFor and actions ----------------------------------------------------------
+
+LATE = """<!doctype html><html><head><title>Late</title></head><body>
+<main><p>Always here, with enough words to count as a page of its own.</p></main>
+<script>
+  setTimeout(() => document.querySelector("main").insertAdjacentHTML(
+    "beforeend", "<p>Arrived late</p>"), 1500);
+</script></body></html>"""
+
+
+def test_wait_for_lets_late_content_arrive_before_the_capture(team, site):
+    url = site.page("/late", LATE)
+    waited = make_monitor(team, [url], scrape_options={"waitFor": 2500})
+    hurried = make_monitor(team, [url], scrape_options={"mobile": True})
+
+    waited_page = page_of(run_check(waited), url)
+    hurried_page = page_of(run_check(hurried), url)
+
+    assert "Arrived late" in waited_page.current_snapshot.text
+    assert "waitFor" in waited_page.metadata["fetchedWithReason"]
+    assert "notApplied" not in waited_page.metadata
+    assert "Arrived late" not in hurried_page.current_snapshot.text
+    assert "iPhone" in site.requests_to("/late")[-1].header("User-Agent")
+
+
+PANEL = """<!doctype html><html><head><title>Panel</title></head><body>
+<main>
+  <p>A panel of controls, with text enough to stand on its own two feet.</p>
+  <button id="more">More</button>
+  <button class="tab">One</button><button class="tab">Two</button>
+  <input id="q"> <div id="typed"></div>
+  <div id="log"></div>
+  <div style="height: 3000px"></div>
+</main>
+<script>
+  const log = (t) => document.getElementById("log").insertAdjacentHTML(
+    "beforeend", "<p>" + t + "</p>");
+  document.getElementById("more").onclick = () => log("More details shown");
+  document.querySelectorAll(".tab").forEach(
+    (b) => b.onclick = () => log("Tab " + b.textContent + " opened"));
+  document.getElementById("q").onkeydown = (e) => {
+    if (e.key === "Enter") log("Searched for " + e.target.value);
+  };
+  addEventListener("scroll", () => log("Scrolled"), {once: true});
+  setTimeout(() => log("<span id='late'>Late box</span>"), 600);
+</script></body></html>"""
+
+
+def test_each_action_changes_what_is_captured_and_its_outputs_are_kept(team, site):
+    url = site.page("/panel", PANEL)
+    actions = [
+        {"type": "wait", "selector": "#late"},
+        {"type": "click", "selector": "#more"},
+        {"type": "click", "selector": ".tab", "all": True},
+        {"type": "click", "selector": "#q"},
+        {"type": "write", "text": "pagewatch"},
+        {"type": "press", "key": "Enter"},
+        {"type": "scroll", "direction": "down"},
+        {"type": "wait", "milliseconds": 200},
+        {"type": "screenshot", "fullPage": False},
+        {"type": "scrape"},
+        {"type": "executeJavascript", "script": "document.title + '!'"},
+        {"type": "pdf", "format": "A4"},
+    ]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    text = page.current_snapshot.text
+    for words in (
+        "Late box", "More details shown", "Tab One opened", "Tab Two opened",
+        "Searched for pagewatch", "Scrolled",
+    ):  # fmt: skip
+        assert words in text
+    done = page.metadata["actions"]
+    assert done["javascriptReturns"] == [{"type": "string", "value": "Panel!"}]
+    assert done["scrapes"][0]["url"] == url
+    assert "Searched for pagewatch" in done["scrapes"][0]["html"]
+    [shot], [pdf] = done["screenshots"], done["pdfs"]
+    stored = {c.content_hash: c for c in page.captures.all()}
+    assert stored[shot].media_type == "image/png"
+    assert bytes(stored[shot].data).startswith(b"\x89PNG")
+    assert bytes(stored[pdf].data).startswith(b"%PDF")
+
+
+def test_a_failing_action_makes_the_page_an_error_naming_it(team, site, monkeypatch):
+    monkeypatch.setattr(page_actions, "ELEMENT_TIMEOUT_MS", 500)
+    url = site.page("/panel", PANEL)
+    actions = [
+        {"type": "click", "selector": "#more"},
+        {"type": "click", "selector": "#missing"},
+    ]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "action"
+    assert page.error == (
+        'Action 2 (click "#missing") failed: no visible element matched the '
+        "selector within 0.5 s"
+    )
+
+
+def test_a_script_that_throws_fails_its_action_with_the_scripts_words(team, site):
+    url = site.page("/panel", PANEL)
+    actions = [{"type": "executeJavascript", "script": "throw new Error('no way')"}]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.error_kind == "action"
+    assert page.error.startswith("Action 1 (executeJavascript) failed: ")
+    assert "no way" in page.error
+
+
+# --- Screenshots ------------------------------------------------------------------
+
+
+def test_a_screenshot_format_is_stored_once_per_content(team, site):
+    url = site.html("/p", "Shot", "<h1>Picture this</h1>")
+    options = {"formats": ["markdown", {"type": "screenshot", "quality": 70}]}
+    monitor = make_monitor(team, [url], scrape_options=options)
+
+    first = page_of(run_check(monitor), url)
+    second = page_of(run_check(monitor), url)
+
+    digest = first.metadata["screenshot"]
+    capture = Capture.objects.get(content_hash=digest)
+    assert capture.media_type == "image/jpeg"
+    assert bytes(capture.data).startswith(b"\xff\xd8")
+    assert second.metadata["screenshot"] == digest
+    assert Capture.objects.count() == 1
+    assert set(capture.pages.all()) == {first, second}
+    assert "screenshot" not in state_of(monitor, url).metadata
+
+
+# --- The browser's own life -------------------------------------------------------
+
+
+def test_the_browser_starts_again_after_its_page_allowance(team, site, settings):
+    settings.BROWSER_RESTART_AFTER_PAGES = 1
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    run_check(monitor)
+    service = chromium.service()
+    assert service.launched is None  # retired after its one page
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.SAME
+    assert service.launched is None
+
+
+def test_a_crashed_browser_is_started_again_for_the_next_page(team, site):
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+    run_check(monitor)
+    service = chromium.service()
+    before = service.launched
+    assert before is not None
+    service.submit(before.close()).result(10)  # as if it had died
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.SAME
+    assert service.launched is not None and service.launched is not before
+
+
+def test_a_page_past_the_byte_allowance_is_stopped(team, site, settings):
+    settings.BROWSER_MAX_BYTES = 50_000
+    site.page("/big.js", "/*" + "x" * 200_000 + "*/", content_type="text/javascript")
+    url = site.html("/p", "P", '<p>x</p><script src="/big.js"></script>')
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "too_large"
+    assert PageState.objects.filter(monitor=monitor).count() == 0

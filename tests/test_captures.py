@@ -1,0 +1,281 @@
+"""Screenshots and PDFs after the browser took them: signed, expiring links in
+API results; before, after and the visual change in the dashboard (scoped to
+the team); retention forgetting the ones no result refers to.
+
+Captures are made here with Pillow and stored as the recording stores them,
+so no browser is needed (tests/test_browser_pages.py takes real ones)."""
+
+from __future__ import annotations
+
+import io
+import re
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.urls import reverse
+from django.utils import timezone
+from PIL import Image, ImageDraw
+
+from checks import retention
+from checks.browser.result import Shot
+from checks.captures import capture_url
+from checks.models import Capture, Check, PageResult
+from monitors.models import Membership
+from tests.test_dashboard_views import make_check, make_monitor
+
+
+def png(box: tuple[int, int, int, int] | None = None) -> bytes:
+    image = Image.new("RGB", (320, 200), "white")
+    if box is not None:
+        ImageDraw.Draw(image).rectangle(box, fill="black")
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def result_with(
+    check: Check, shot: bytes | None, *, when: timedelta = timedelta(0), **metadata
+) -> PageResult:
+    target = check.monitor.targets.first()
+    page = PageResult.objects.create(
+        check_run=check,
+        target_id=target.id,
+        url="https://example.com/pricing",
+        status=PageResult.Status.SAME,
+        metadata=metadata,
+    )
+    PageResult.objects.filter(pk=page.pk).update(created_at=timezone.now() + when)
+    if shot is not None:
+        capture = Shot(shot, "image/png")
+        ids = Capture.store_many([capture])
+        page.captures.add(ids[capture.digest])
+        page.metadata = {**metadata, "screenshot": capture.digest}
+        page.save(update_fields=["metadata"])
+    page.refresh_from_db()
+    return page
+
+
+@pytest.fixture
+def monitor(team):
+    return make_monitor(team)
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    """A signed-in member of `team`."""
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "x")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def outsider(other_team, django_user_model):
+    user = django_user_model.objects.create_user("oscar", "oscar@example.com", "x")
+    Membership.objects.create(team=other_team, user=user)
+    return user
+
+
+def detail(api, check: Check) -> dict:
+    response = api.get(f"/v2/monitor/{check.monitor_id}/checks/{check.pk}")
+    assert response.status_code == 200, response.content
+    return response.json()["data"]["pages"][0]["metadata"]
+
+
+# --- Signed links -----------------------------------------------------------------
+
+
+def test_the_api_gives_a_signed_link_that_serves_the_screenshot_without_a_key(
+    api, client, monitor, settings
+):
+    settings.PUBLIC_BASE_URL = "https://watch.example"
+    page = result_with(make_check(monitor), png((10, 10, 50, 50)))
+
+    link = detail(api, page.check_run)["screenshot"]
+
+    assert link.startswith("https://watch.example/captures/")
+    response = client.get(link.removeprefix("https://watch.example"))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/png"
+    assert response.content == png((10, 10, 50, 50))
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Content-Security-Policy"] == "default-src 'none'; sandbox"
+
+
+def test_the_actions_screenshots_and_pdfs_are_links_too(api, monitor):
+    shot, pdf = Shot(png(), "image/png"), Shot(b"%PDF-1.7 x", "application/pdf")
+    ids = Capture.store_many([shot, pdf])
+    page = result_with(
+        make_check(monitor),
+        None,
+        actions={
+            "screenshots": [shot.digest],
+            "pdfs": [pdf.digest],
+            "scrapes": [],
+            "javascriptReturns": [{"type": "number", "value": 4}],
+        },
+    )
+    page.captures.add(*ids.values())
+
+    actions = detail(api, page.check_run)["actions"]
+
+    assert [re.sub(r"/captures/.*", "", u) for u in actions["screenshots"]] == [
+        "http://127.0.0.1:8000"
+    ]
+    assert "/captures/" in actions["pdfs"][0]
+    assert actions["javascriptReturns"] == [{"type": "number", "value": 4}]
+    assert page.metadata["actions"]["pdfs"] == [pdf.digest]  # stored as hashes
+
+
+def test_a_link_expires_and_a_tampered_one_names_nothing(client, monitor, settings):
+    settings.CAPTURE_URL_TTL_SECONDS = 3600
+    page = result_with(make_check(monitor), png())
+    other = Capture.objects.create(
+        content_hash="f" * 64, media_type="image/png", data=png(), size=10
+    )
+    path = capture_url(page.screenshot).removeprefix(settings.PUBLIC_BASE_URL)
+
+    forged = path.replace(page.screenshot, other.content_hash)
+    assert client.get(forged).status_code == 404
+    assert client.get(path[:-3] + "abc").status_code == 404
+    with time_machine.travel(timezone.now() + timedelta(hours=2)):
+        expired = client.get(path)
+    assert expired.status_code == 410
+    assert "expired" in expired.content.decode()
+
+
+# --- The dashboard ------------------------------------------------------------------
+
+
+def page_view(web, page: PageResult) -> str:
+    check = page.check_run
+    response = web.get(reverse("page-diff", args=[check.monitor_id, check.pk, page.pk]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_page_view_shows_before_after_and_what_looks_different(
+    web,
+    monitor,
+):
+    make_check_before = make_check(monitor)
+    result_with(make_check_before, png(), when=timedelta(hours=-1))
+    page = result_with(make_check(monitor), png((100, 50, 160, 90)))
+
+    shown = page_view(web, page)
+
+    images = re.findall(r'<img src="([^"]+)" alt="([^"]+)"', shown)
+    assert [alt for _, alt in images] == [
+        "The page as it looked before",
+        "The page as it looked in this check",
+        "This check's screenshot, with the areas that look different from before "
+        "marked in red",
+    ]
+    for src, _ in images[:2]:
+        assert web.get(src)["Content-Type"] == "image/png"
+    change = web.get(images[2][0])
+    assert change["Content-Type"] == "image/png"
+    picture = Image.open(io.BytesIO(change.content)).convert("RGB")
+    red, green, blue = picture.getpixel((130, 70))
+    assert red > 100 and green < 60 and blue < 60  # the new box, in red
+    assert picture.getpixel((10, 190)) == (255, 255, 255)  # unchanged
+    assert float(change["X-Changed-Fraction"]) == pytest.approx(
+        61 * 41 / (320 * 200), rel=0.01
+    )
+
+
+def test_an_unchanged_screenshot_is_said_to_look_the_same(web, monitor):
+    result_with(make_check(monitor), png(), when=timedelta(hours=-1))
+    page = result_with(make_check(monitor), png())
+
+    shown = page_view(web, page)
+
+    assert "The screenshot looks exactly as it did before." in shown
+    assert "page-visual-change" not in shown and "visual-change.png" not in shown
+
+
+def test_another_teams_visual_change_is_not_found(client, outsider, monitor):
+    result_with(make_check(monitor), png(), when=timedelta(hours=-1))
+    page = result_with(make_check(monitor), png((1, 1, 9, 9)))
+    client.force_login(outsider)
+
+    response = client.get(
+        reverse("page-visual-change", args=[monitor.pk, page.check_run_id, page.pk])
+    )
+
+    assert response.status_code == 404
+
+
+def test_how_a_page_was_fetched_is_said_in_plain_words(web, monitor):
+    detected = result_with(
+        make_check(monitor),
+        None,
+        fetchedWith="browser",
+        fetchedWithReason="A plain fetch found it built by scripts: an empty app "
+        'root (<div id="root">) and 0 characters of text.',
+        blockedRequests=["Blocked: 10.0.0.5 is a private address"],
+    )
+    missing = result_with(
+        make_check(monitor),
+        None,
+        fetchedWith="http",
+        fetchedWithReason="A plain fetch found it built by scripts (x), but no "
+        "browser is available to see it (see BROWSER_EXECUTABLE).",
+    )
+
+    shown = page_view(web, detected)
+    assert "Opened in a real browser: scripts build this page&#x27;s content" in (shown)
+    assert "kept from reaching 1 address this page asked for" in shown
+    assert "Blocked: 10.0.0.5 is a private address" in shown
+    assert "no browser is installed to show it" in page_view(web, missing)
+
+
+def test_the_monitor_says_when_its_pages_need_a_browser_this_server_lacks(
+    web,
+    team,
+    settings,
+):
+    needs = make_monitor(
+        team,
+        targets=[
+            {
+                "type": "scrape",
+                "urls": ["https://example.com/"],
+                "scrapeOptions": {"waitFor": 500},
+            }
+        ],
+    )
+    plain = make_monitor(team)
+
+    def shown(monitor) -> str:
+        url = reverse("monitor-detail", args=[monitor.pk])
+        return web.get(url).content.decode()
+
+    settings.BROWSER_EXECUTABLE = "/nowhere/chromium"
+    assert "No browser is installed on this server." in shown(needs)
+    assert "No browser is installed" not in shown(plain)
+    settings.BROWSER_EXECUTABLE = "/bin/sh"  # any executable stands in
+    assert "No browser is installed" not in shown(needs)
+
+
+# --- Retention ----------------------------------------------------------------------
+
+
+def test_retention_forgets_captures_no_remaining_result_refers_to(monitor):
+    old = make_check(monitor)
+    kept = make_check(monitor)
+    Check.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(days=60)
+    )
+    result_with(old, png((1, 1, 5, 5)))  # only the old check has it
+    result_with(old, png())
+    result_with(kept, png())  # shared with the kept check
+    Capture.objects.update(created_at=timezone.now() - timedelta(days=60))
+
+    purged = retention.purge_expired(timezone.now())
+
+    assert purged.checks == 1 and purged.captures == 1
+    assert list(Capture.objects.values_list("content_hash", flat=True)) == [
+        Shot(png(), "image/png").digest
+    ]
