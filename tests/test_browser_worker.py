@@ -45,7 +45,8 @@ def workers(
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium")
     env = worker_env(broker, database_url, tmp_path) | {"BROWSER_QUEUE": "browser"}
-    plain = Worker(env, tmp_path / "worker.log")
+    # As make run starts it: the plain worker names its queues, never "browser".
+    plain = Worker(env, tmp_path / "worker.log", "-Q", "celery,upkeep")
     browser = Worker(env, tmp_path / "browser.log", "-Q", "browser")
     try:
         plain.wait_ready()

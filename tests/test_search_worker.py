@@ -156,7 +156,7 @@ def test_a_search_target_alerts_new_matches_once_through_the_sdk(
         # 5. A provider that fails is an error with its reason, never "same".
         searx.fail(500)
         sixth = run_and_wait(sdk, monitor.id, search_worker)
-        assert sixth.status == "partial"
+        assert sixth.status == "failed"  # its only page failed
         [error] = sixth.pages
         assert error.status == "error"
         assert error.error == (
