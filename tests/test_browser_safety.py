@@ -234,7 +234,8 @@ async def _ask_proxy(proxy: GuardProxy, request: bytes) -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(request)
     await writer.drain()
-    answer = await asyncio.wait_for(reader.read(65536), 5)
+    # The proxy closes the connection after one answer: read up to its end.
+    answer = await asyncio.wait_for(reader.read(), 5)
     writer.close()
     return answer
 

@@ -116,7 +116,9 @@ class GuardProxy:
         finally:
             self._tasks.discard(task)
             self._writers.discard(writer)
-            writer.transport.abort()
+            # close(), not abort(): what is still buffered for the browser (up
+            # to a write buffer's worth) is sent before the connection ends.
+            writer.close()
 
     async def _one(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
