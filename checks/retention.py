@@ -10,8 +10,10 @@ against, however old it is.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
@@ -45,8 +47,9 @@ def purge_expired(now: datetime) -> Purged:
     )
     for days in sorted(set(retention_values)):
         purged.checks += _purge_checks(days, now - timedelta(days=days))
-    purged.snapshots = _purge_orphan_snapshots(now - SNAPSHOT_GRACE)
-    purged.captures = _purge_orphan_captures(now - SNAPSHOT_GRACE)
+    before = now - SNAPSHOT_GRACE
+    purged.snapshots = _purge_orphans(lambda: orphan_snapshots(before), "snapshot")
+    purged.captures = _purge_orphans(lambda: orphan_captures(before), "capture")
     if purged.checks or purged.snapshots or purged.captures:
         logger.info(
             "Retention purged %s checks, %s snapshots and %s screenshots or PDFs",
@@ -98,23 +101,20 @@ def orphan_snapshots(created_before: datetime) -> QuerySet[Snapshot]:
     )
 
 
-def _purge_orphan_snapshots(created_before: datetime) -> int:
+def _purge_orphans(orphans: Callable[[], QuerySet[Any]], what: str) -> int:
+    """Delete what `orphans()` finds, a batch at a time. Each batch is
+    re-checked inside its delete: a check may have referred to one of them
+    since the ids were read, and then the delete fails, not the check."""
     deleted = 0
     for _ in range(MAX_BATCHES_PER_RUN):
-        ids = list(
-            orphan_snapshots(created_before)
-            .order_by("pk")
-            .values_list("pk", flat=True)[:BATCH_SIZE]
-        )
+        ids = list(orphans().order_by("pk").values_list("pk", flat=True)[:BATCH_SIZE])
         if not ids:
             break
         try:
             with transaction.atomic():
-                # Re-checked inside the delete: a check may have referred to one
-                # of them since the ids were read.
-                count, _ = orphan_snapshots(created_before).filter(pk__in=ids).delete()
+                count, _ = orphans().filter(pk__in=ids).delete()
         except (IntegrityError, ProtectedError):
-            logger.info("A snapshot became referenced while purging; next run retries")
+            logger.info("A %s became referenced while purging; next run retries", what)
             break
         deleted += count
     return deleted
@@ -123,25 +123,3 @@ def _purge_orphan_snapshots(created_before: datetime) -> int:
 def orphan_captures(created_before: datetime) -> QuerySet[Capture]:
     """Screenshots and PDFs no remaining page result refers to."""
     return Capture.objects.filter(created_at__lt=created_before, pages__isnull=True)
-
-
-def _purge_orphan_captures(created_before: datetime) -> int:
-    deleted = 0
-    for _ in range(MAX_BATCHES_PER_RUN):
-        ids = list(
-            orphan_captures(created_before)
-            .order_by("pk")
-            .values_list("pk", flat=True)[:BATCH_SIZE]
-        )
-        if not ids:
-            break
-        try:
-            with transaction.atomic():
-                # Re-checked inside the delete, as for snapshots; a page that
-                # links one meanwhile makes the delete fail, not the page.
-                count, _ = orphan_captures(created_before).filter(pk__in=ids).delete()
-        except IntegrityError:
-            logger.info("A capture became referenced while purging; next run retries")
-            break
-        deleted += count
-    return deleted
