@@ -22,15 +22,20 @@ from checks.jobs import PageJob, Via
 
 def choose(job: PageJob, remembered: str) -> PageJob:
     """The job, with the fetcher it gets: the browser when its options need
-    one (a page error says so when there is none), when an earlier check
-    found the page built by scripts (`remembered`, PageState.fetcher) and a
-    browser is there, or when this check's plain fetch found it so (a job
-    handed over keeps that); plain HTTP otherwise."""
+    one or its monitor always uses one (a page error says so when there is
+    none), when an earlier check found the page built by scripts
+    (`remembered`, PageState.fetcher) and a browser is there, or when this
+    check's plain fetch found it so (a job handed over keeps that); plain
+    HTTP otherwise, and always for a monitor set to plain HTTP."""
     if job.browser == Via.DETECTED:
         return job
     needed = browser_options(job.options)
     if needed:
         return job.via(Via.OPTIONS, ", ".join(needed))
+    if job.fetch_with == "browser":
+        return job.via(Via.MONITOR)
+    if job.fetch_with == "http":
+        return job.via("")
     if remembered == "browser" and available():
         return job.via(Via.REMEMBERED)
     return job.via("")

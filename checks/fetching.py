@@ -45,6 +45,9 @@ HEARTBEAT_SECONDS = 10.0
 # Results that arrive together share a transaction, waiting up to this long
 # for each other (at most RECORD_BATCH of them).
 RECORD_LINGER_SECONDS = 0.02
+PLAIN_AGAIN_NOTE = (
+    " Its content is now there without scripts: the next check fetches it plainly."
+)
 NO_BROWSER_NOTE = (
     "A plain fetch found it built by scripts ({reason}), but no browser is "
     "available to see it (see BROWSER_EXECUTABLE)."
@@ -96,6 +99,10 @@ class Fetching:
             self.arrived.set()
             return
         outcome = pages.judge(job, fetched, state)
+        if job.browser == Via.REMEMBERED and getattr(fetched, "plain_would_do", False):
+            outcome.fetcher = "http"
+            reason = outcome.metadata.get("fetchedWithReason", "")
+            outcome.metadata["fetchedWithReason"] = reason + PLAIN_AGAIN_NOTE
         if built_by_scripts is not None:
             note = NO_BROWSER_NOTE.format(reason=built_by_scripts)
             outcome.metadata["fetchedWithReason"] = note
@@ -132,7 +139,7 @@ def _built_by_scripts(
 ) -> str | None:
     """Why a plain fetch's page looks built by scripts; None when it does not,
     or when that was settled already (the same body judged plain before)."""
-    if job.browser or not settings.BROWSER_AUTO_DETECT:
+    if job.browser or job.fetch_with == "http" or not settings.BROWSER_AUTO_DETECT:
         return None
     if not isinstance(fetched, FetchResult) or not 200 <= fetched.status_code < 300:
         return None

@@ -28,6 +28,7 @@ class Via(StrEnum):
     OPTIONS = "options"  # its scrapeOptions need one (waitFor, actions...)
     REMEMBERED = "remembered"  # an earlier check found it built by scripts
     DETECTED = "detected"  # this check's plain fetch looked built by scripts
+    MONITOR = "monitor"  # the monitor is set to always use one (fetchWith)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class PageJob:
     # The monitor's noise rule (checks.content.noise); not part of the ref:
     # read from the monitor whenever the job is rebuilt.
     ignore_lines: tuple[str, ...] = ()
+    # The monitor's fetchWith ("auto", "http" or "browser"); read from the
+    # monitor like ignore_lines ("" when not known: planning, as "auto").
+    fetch_with: str = ""
     # Why the page is fetched with the browser ("" for plain HTTP), one of
     # Via; chosen per batch (checks.runner), except DETECTED, which a batch
     # that handed the page over stores in the page's ref with its detail.
@@ -71,6 +75,7 @@ class PageJob:
         options: Mapping[str, Any],
         credits: int,
         ignore_lines: tuple[str, ...] = (),
+        fetch_with: str = "",
     ) -> PageJob:
         target_id, url, scrape_id, *crawl = ref
         depth, follow, record = crawl[:3] if len(crawl) >= 3 else (0, False, True)
@@ -79,6 +84,7 @@ class PageJob:
             uuid.UUID(target_id), url, options, credits, uuid.UUID(scrape_id),
             depth=int(depth), follow=bool(follow), record=bool(record),
             ignore_lines=ignore_lines,
+            fetch_with=fetch_with,
             browser=Via.DETECTED if detected is not None else "",
             browser_detail=detected or "",
         )  # fmt: skip

@@ -71,6 +71,7 @@ FETCHED_BECAUSE = {
     Via.OPTIONS: "Its options need a browser ({detail}).",
     Via.REMEMBERED: "An earlier check found this page is built by scripts.",
     Via.DETECTED: "A plain fetch found it built by scripts: {detail}.",
+    Via.MONITOR: "Its monitor is set to always use a browser.",
 }
 
 

@@ -180,7 +180,8 @@ def _remembered_fetcher(job: PageJob, outcome: Outcome, state: PageState | None)
         return outcome.fetcher
     if job.browser in (Via.DETECTED, Via.REMEMBERED):
         return "browser"
-    if job.browser == Via.OPTIONS:
+    # Nothing learnt about the page: its options or its monitor chose.
+    if job.browser in (Via.OPTIONS, Via.MONITOR) or job.fetch_with == "http":
         return state.fetcher if state is not None else ""
     return "http"
 

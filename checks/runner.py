@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -254,7 +255,8 @@ def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
         for source, jobs in planned:
             source.persist(check, jobs)
         CheckBatch.objects.bulk_create(
-            _batches(check, planned, remembered), ignore_conflicts=True
+            _batches(check, planned, remembered, monitor.fetch_with),
+            ignore_conflicts=True,
         )
     return list(check.batches.all())
 
@@ -263,6 +265,7 @@ def _batches(
     check: Check,
     planned: list[tuple[sources.Source, list[PageJob]]],
     remembered: set[tuple[uuid.UUID, str]],
+    fetch_with: str,
 ) -> list[CheckBatch]:
     """CHECK_BATCH_SIZE pages each: scrape pages of every target together, a
     crawl's pages in batches of their own (its pace and its links belong to
@@ -273,6 +276,7 @@ def _batches(
         kind = source.target.id if isinstance(source, CrawlSource) else "pages"
         for job in jobs:
             key = (job.target_id, PageState.hash_url(job.url))
+            job = replace(job, fetch_with=fetch_with)
             uses_browser = bool(
                 choose(job, "browser" if key in remembered else "").browser
             )
@@ -397,13 +401,18 @@ def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
         )
     )
     ignored = tuple(check.monitor.ignore_lines or ())
+    fetch_with = check.monitor.fetch_with
     jobs = []
     for ref in batch.pages:
         target = targets.get(uuid.UUID(ref[0]))
         if target is None or (target.id, ref[1]) in done:
             continue  # its target was deleted meanwhile, or recorded already
         credits, options = target.credits_per_page(), target.scrape_options or {}
-        jobs.append(PageJob.from_ref(ref, options, credits, ignore_lines=ignored))
+        jobs.append(
+            PageJob.from_ref(
+                ref, options, credits, ignore_lines=ignored, fetch_with=fetch_with
+            )
+        )
     return jobs
 
 

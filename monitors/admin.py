@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
@@ -28,6 +29,7 @@ from django.utils.http import urlencode
 from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import ngettext
 
+from monitors import rules
 from monitors.models import (
     KEY_LOOKUP_LENGTH,
     KEY_PREFIX,
@@ -460,8 +462,25 @@ class EmailRecipientInline(admin.TabularInline):
         return False
 
 
+class MonitorAdminForm(forms.ModelForm):
+    """The few fields an admin may change, under the API's rules."""
+
+    class Meta:
+        model = Monitor
+        fields = ["name", "webhook_pages", "fetch_with"]
+
+    def clean_fetch_with(self) -> str:
+        fetch_with = self.cleaned_data["fetch_with"]
+        options = self.instance.targets.values_list("scrape_options", flat=True)
+        rule = rules.fetch_with_error(fetch_with, options)
+        if rule is not None:
+            raise forms.ValidationError(rule.plain, code=rule.code)
+        return fetch_with
+
+
 @admin.register(Monitor)
 class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
+    form = MonitorAdminForm
     list_display = [
         "name",
         "team",
@@ -495,6 +514,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
             },
         ),
         ("Judging", {"fields": ["judge_enabled", "goal", "ignore_lines"]}),
+        ("Loading pages", {"fields": ["fetch_with"]}),
         (
             "Notifications",
             {

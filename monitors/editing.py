@@ -68,6 +68,8 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
         monitor.judge_enabled = data["judgeEnabled"]
     if "ignoreLines" in data:
         monitor.ignore_lines = data["ignoreLines"]
+    if "fetchWith" in data:
+        monitor.fetch_with = data["fetchWith"]
     if "webhook" in data:
         monitor.webhook = data["webhook"]
     # Set by the dashboard form only: the API's serializers never produce it,

@@ -64,6 +64,7 @@ _MAIN_SLOTS = {
     "goal": "goal",
     "judgeEnabled": "judge",
     "ignoreLines": "ignore_lines",
+    "fetchWith": "fetch_with",
     "retentionDays": "retention_days",
     "targets": "targets",
 }
@@ -186,6 +187,12 @@ class MonitorFields(forms.Form):
         required=False, choices=JUDGE_CHOICES, widget=forms.RadioSelect, initial="auto"
     )
     ignore_lines = forms.CharField(required=False, widget=forms.Textarea)
+    fetch_with = forms.ChoiceField(
+        required=False,
+        choices=Monitor.FetchWith.choices,
+        widget=forms.RadioSelect,
+        initial=Monitor.FetchWith.AUTO,
+    )
     retention_days = forms.CharField(required=False)
     webhook_url = forms.CharField(required=False)
     webhook_events = forms.MultipleChoiceField(
@@ -404,6 +411,7 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
         "goal": monitor.goal or "",
         "judge": judge,
         "ignore_lines": "\n".join(monitor.ignore_lines or []),
+        "fetch_with": monitor.fetch_with,
         "retention_days": monitor.retention_days,
         "webhook_url": webhook.get("url", ""),
         "webhook_events": webhook.get("events") or list(rules.WEBHOOK_EVENTS),
@@ -595,6 +603,7 @@ class MonitorForm:
             "targets": [self._target_payload(t) for t in self.targets],
             "goal": main.get("goal", ""),
             "ignoreLines": _lines(main.get("ignore_lines", "")),
+            "fetchWith": main.get("fetch_with") or Monitor.FetchWith.AUTO,
             "webhook": self._webhook_payload(main),
             "notification": self._notification_payload(main),
         }

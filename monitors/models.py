@@ -21,8 +21,8 @@ from django.db import models, transaction
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
+from monitors import rules, search_provider
 from monitors import schedule as schedules
-from monitors import search_provider
 from monitors.judging import judge_available
 
 # How long a rotated-out webhook secret keeps signing next to the new one, so
@@ -273,6 +273,14 @@ class Monitor(models.Model):
         ALL = "all", "Every page, unchanged ones included"
         CHANGED = "changed", "Only pages that changed (new or changed)"
 
+    class FetchWith(models.TextChoices):
+        """How the monitor's pages are loaded (the API's `fetchWith`, a
+        Pagewatch extension): the browser only where needed, or always one way."""
+
+        AUTO = "auto", "Automatically: a browser only for pages that need one"
+        HTTP = "http", "Always a plain download (fastest; never a browser)"
+        BROWSER = "browser", "Always in a real browser (slower; sees what scripts show)"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="monitors")
     name = models.CharField(max_length=256)
@@ -292,6 +300,12 @@ class Monitor(models.Model):
     # The noise rule: lines of a page matching any entry (text, or /regex/)
     # are ignored before comparing and judging (checks.content.noise).
     ignore_lines = models.JSONField(default=list, blank=True)
+    fetch_with = models.CharField(
+        "how pages are loaded",
+        max_length=8,
+        choices=FetchWith.choices,
+        default=FetchWith.AUTO,
+    )
     webhook = models.JSONField(null=True, blank=True)
     webhook_pages = models.CharField(
         "page events for",
@@ -402,6 +416,16 @@ class Monitor(models.Model):
         queryset per monitor), else through the relation."""
         listed: list[Target] | None = getattr(self, "listed_targets", None)
         return listed if listed is not None else list(self.targets.all())
+
+    @property
+    def needs_browser(self) -> bool:
+        """Whether some of its pages can only be loaded in a browser: it is
+        set to always use one, or a target's options need one."""
+        if self.fetch_with == self.FetchWith.BROWSER:
+            return True
+        return any(
+            rules.browser_options(t.scrape_options or {}) for t in self.target_list
+        )
 
     def estimated_credits_per_run(self) -> int:
         # Targets checks skip (types not supported yet) cost nothing.

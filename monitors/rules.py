@@ -10,7 +10,7 @@ with the limits below)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,9 +101,19 @@ TOO_MUCH_WAITING = Rule(
     "Waiting before reading the page and the waits among its steps may add up "
     f"to {WAIT_TOTAL_MAX_MS // 1000} seconds at most: wait less.",
 )
+BROWSER_NEEDED = Rule(
+    "browser_needed",
+    '"http" never opens a browser, and a target asks for what only a browser '
+    'can do (waitFor, actions, screenshots, mobile, location.languages): use '
+    '"auto" or "browser".',
+    "Some pages ask to wait, to perform steps, for a screenshot or to look like "
+    "a phone, and only a browser can do that: choose “Automatically” or "
+    "“Always in a real browser”.",
+)
 RULES = {
     rule.code: rule
     for rule in (
+        BROWSER_NEEDED,
         GOAL_REQUIRED_FOR_JUDGE,
         GOAL_REQUIRED_FOR_SEARCH,
         DOMAINS_EXCLUSIVE,
@@ -306,3 +316,51 @@ def _milliseconds(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return max(int(value), 0)
+
+
+# --- What only a browser can do -------------------------------------------------
+
+
+def screenshot_format(options: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The screenshot format's options ({} for the plain "screenshot"), or None."""
+    formats = options.get("formats")
+    for fmt in formats if isinstance(formats, list) else []:
+        if fmt == "screenshot":
+            return {}
+        if isinstance(fmt, Mapping) and fmt.get("type") == "screenshot":
+            return fmt
+    return None
+
+
+def languages(options: Mapping[str, Any]) -> list[str]:
+    location = options.get("location")
+    raw = location.get("languages") if isinstance(location, Mapping) else None
+    return [str(item) for item in raw if str(item).strip()] if raw else []
+
+
+def browser_options(options: Mapping[str, Any]) -> list[str]:
+    """The options only a browser can honour, named as in `notApplied`."""
+    needed = []
+    if options.get("waitFor"):
+        needed.append("waitFor")
+    if options.get("actions"):
+        needed.append("actions")
+    if screenshot_format(options) is not None:
+        needed.append("formats.screenshot")
+    if options.get("mobile") is True:
+        needed.append("mobile")
+    if languages(options):
+        needed.append("location.languages")
+    return needed
+
+
+def fetch_with_error(
+    fetch_with: str, scrape_options: Iterable[Mapping[str, Any] | None]
+) -> Rule | None:
+    """A monitor that never opens a browser cannot have pages whose options
+    need one: refused when saved rather than failing on every check."""
+    if fetch_with != "http":
+        return None
+    if any(browser_options(options or {}) for options in scrape_options):
+        return BROWSER_NEEDED
+    return None

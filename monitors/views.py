@@ -32,7 +32,6 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from checks.ai import llm_configured
 from checks.browser.executable import available as browser_available
-from checks.browser.options import browser_options
 from checks.captures import screenshot_links
 from checks.content import (
     ExtractionError,
@@ -307,6 +306,7 @@ def _form_context(
         "form": form,
         "monitor": monitor,
         "model_configured": llm_configured(),
+        "browser_installed": browser_available(),
         "timezones": _timezones(),
         **preview,
         **extra,
@@ -458,9 +458,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
 
 def _browser_missing(monitor: Monitor) -> bool:
     """Whether some of the monitor's pages need a browser this server lacks."""
-    if browser_available():
-        return False
-    return any(browser_options(t.scrape_options or {}) for t in monitor.targets.all())
+    return not browser_available() and monitor.needs_browser
 
 
 @require_GET

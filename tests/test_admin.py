@@ -451,7 +451,7 @@ def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
 
     response = admin_client.post(
         admin_url(Monitor, "change", monitor.pk),
-        {"name": "Renamed", "webhook_pages": "all", **management},
+        {"name": "Renamed", "webhook_pages": "all", "fetch_with": "auto", **management},
     )
 
     assert response.status_code == 302
@@ -466,6 +466,35 @@ def test_a_damaged_snapshot_row_is_shown_as_unreadable_not_a_500(admin_client):
 
     assert response.status_code == 200
     assert "(could not be read)" in response.content.decode()
+
+
+def test_the_admin_chooses_how_pages_are_loaded_under_the_apis_rule(
+    admin_client, monitor
+):
+    management = {
+        f"{prefix}-{name}": value
+        for prefix, count in (("targets", 2), ("email_recipients", 1))
+        for name, value in (
+            ("TOTAL_FORMS", count),
+            ("INITIAL_FORMS", count),
+            ("MIN_NUM_FORMS", 0),
+            ("MAX_NUM_FORMS", 1000),
+        )
+    }
+    change = admin_url(Monitor, "change", monitor.pk)
+    fields = {"name": monitor.name, "webhook_pages": "all", **management}
+
+    forced = admin_client.post(change, {**fields, "fetch_with": "browser"})
+    monitor.refresh_from_db()
+    assert forced.status_code == 302
+    assert monitor.fetch_with == Monitor.FetchWith.BROWSER
+
+    monitor.targets.filter(position=0).update(scrape_options={"waitFor": 1000})
+    refused = admin_client.post(change, {**fields, "fetch_with": "http"})
+    monitor.refresh_from_db()
+    assert refused.status_code == 200
+    assert "only a browser can do that" in refused.content.decode()
+    assert monitor.fetch_with == Monitor.FetchWith.BROWSER
 
 
 def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor):
@@ -484,7 +513,12 @@ def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor)
 
     response = admin_client.post(
         admin_url(Monitor, "change", monitor.pk),
-        {"name": monitor.name, "webhook_pages": "changed", **management},
+        {
+            "name": monitor.name,
+            "webhook_pages": "changed",
+            "fetch_with": "auto",
+            **management,
+        },
     )
 
     assert response.status_code == 302

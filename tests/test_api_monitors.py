@@ -39,6 +39,7 @@ MONITOR_KEYS = {
     "goal",
     "judgeEnabled",
     "ignoreLines",  # Pagewatch extension: the noise rule
+    "fetchWith",  # Pagewatch extension: plain HTTP, a browser, or either
     "emailRecipientSubscriptions",
     "warning",  # Pagewatch extension: what will not run on this server
     "createdAt",
@@ -766,3 +767,45 @@ def test_resuming_inside_a_repeated_fall_back_hour_never_goes_back_in_time(api):
     with time_machine.travel(datetime(2026, 11, 1, 6, 10, tzinfo=UTC), tick=False):
         data = update(api, created["id"], {"status": "active"})
     assert data["nextRunAt"] == "2026-11-02T06:30:00Z"
+
+
+# ------------------------------------------------------------------ fetchWith
+
+
+def test_pages_are_loaded_automatically_unless_the_monitor_says_otherwise(api, team):
+    created = create(api)
+    forced = update(api, created["id"], {"fetchWith": "browser"})
+
+    assert created["fetchWith"] == "auto"
+    assert forced["fetchWith"] == "browser"
+    assert Monitor.objects.get(pk=created["id"]).fetch_with == "browser"
+    assert update(api, created["id"], {"name": "Renamed"})["fetchWith"] == "browser"
+
+
+def test_never_a_browser_is_refused_for_options_only_a_browser_can_honour(api, team):
+    waits = [{"type": "scrape", "urls": ["https://example.com/"],
+              "scrapeOptions": {"waitFor": 1000}}]  # fmt: skip
+    refused = api.post(URL, body(targets=waits, fetchWith="http"), format="json")
+    created = create(api, targets=waits)
+    patched = api.patch(f"{URL}/{created['id']}", {"fetchWith": "http"}, format="json")
+    unknown = api.post(URL, body(fetchWith="chrome"), format="json")
+
+    for response in (refused, patched):
+        assert response.status_code == 400
+        assert response.json()["error"].startswith(
+            'fetchWith: "http" never opens a browser, and a target asks for'
+        )
+        assert response.json()["details"][0]["path"] == ["fetchWith"]
+    assert unknown.status_code == 400
+    assert Monitor.objects.get(pk=created["id"]).fetch_with == "auto"
+    assert Monitor.objects.filter(team=team).count() == 1
+
+
+def test_a_monitor_that_needs_a_browser_the_server_lacks_says_so(api, team, settings):
+    settings.BROWSER_EXECUTABLE = "/nowhere/chromium"
+
+    plain = create(api)
+    forced = create(api, fetchWith="browser")
+
+    assert plain["warning"] is None
+    assert "BROWSER_EXECUTABLE" in forced["warning"]

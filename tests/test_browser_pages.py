@@ -16,6 +16,7 @@ import pytest
 from checks.browser import actions as page_actions
 from checks.browser import chromium
 from checks.models import Capture, CheckBatch, PageResult, PageState
+from monitors.models import Monitor
 from tests.test_runner import make_monitor, page_of, run_check, state_of
 
 pytestmark = pytest.mark.browser
@@ -102,6 +103,86 @@ def test_without_a_browser_a_script_built_page_is_kept_as_fetched_and_says_why(
     assert page.metadata["fetchedWith"] == "http"
     assert "no browser is available" in page.metadata["fetchedWithReason"]
     assert state_of(monitor, url).fetcher == ""  # looked at again next time
+
+
+def test_a_remembered_page_whose_html_now_has_its_content_goes_back_to_plain_http(
+    team, site
+):
+    url = site.page("/", APP)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/", "Shop", "<p>" + "Starter costs $19 a month. " * 20 + "</p>")
+
+    second = page_of(run_check(monitor), url)
+
+    assert second.metadata["fetchedWith"] == "browser"
+    assert second.metadata["fetchedWithReason"].endswith(
+        "Its content is now there without scripts: the next check fetches it plainly."
+    )
+    assert state_of(monitor, url).fetcher == "http"
+
+    third = page_of(run_check(monitor), url)
+
+    assert third.status == PageResult.Status.SAME
+    assert third.metadata["fetchedWith"] == "http"
+    assert not from_browser(site.requests_to("/")[-1])
+
+
+def test_a_remembered_page_still_built_by_scripts_stays_with_the_browser(team, site):
+    url = site.page("/", APP)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+
+    second = page_of(run_check(monitor), url)
+
+    assert "fetches it plainly" not in second.metadata["fetchedWithReason"]
+    assert state_of(monitor, url).fetcher == "browser"
+
+
+def test_a_monitor_set_to_plain_http_never_opens_the_browser(team, site):
+    url = site.page("/", APP)
+    monitor = make_monitor(team, [url])
+    Monitor.objects.filter(pk=monitor.pk).update(fetch_with="http")
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.metadata["fetchedWith"] == "http"
+    assert "fetchedWithReason" not in page.metadata
+    assert "Starter costs" not in page.current_snapshot.text
+    assert not any(from_browser(r) for r in site.requests_to("/"))
+    assert state_of(monitor, url).fetcher == ""  # auto would look again
+
+
+def test_a_monitor_set_to_the_browser_opens_every_page_in_it(team, site):
+    url = site.html("/", "Docs", "<p>" + "Plenty of text. " * 30 + "</p>")
+    monitor = make_monitor(team, [url])
+    Monitor.objects.filter(pk=monitor.pk).update(fetch_with="browser")
+
+    check = run_check(monitor)
+    page = page_of(check, url)
+
+    assert page.metadata["fetchedWith"] == "browser"
+    assert page.metadata["fetchedWithReason"] == (
+        "Its monitor is set to always use a browser."
+    )
+    assert [from_browser(r) for r in site.requests_to("/")] == [True]
+    assert CheckBatch.objects.filter(check_run=check).get().uses_browser
+    assert state_of(monitor, url).fetcher == ""
+
+
+def test_a_monitor_set_to_the_browser_without_one_reports_its_pages_as_errors(
+    team, site, settings
+):
+    settings.BROWSER_EXECUTABLE = "/nowhere/chromium"
+    url = site.html("/", "Docs", "<p>" + "Plenty of text. " * 30 + "</p>")
+    monitor = make_monitor(team, [url])
+    Monitor.objects.filter(pk=monitor.pk).update(fetch_with="browser")
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert "BROWSER_EXECUTABLE (/nowhere/chromium) was not found" in page.error
+    assert site.requests_to("/") == []
 
 
 # --- waitFor and actions ----------------------------------------------------------

@@ -70,6 +70,7 @@ def test_a_plain_form_becomes_the_api_body():
         ],
         "goal": "",
         "ignoreLines": [],
+        "fetchWith": "auto",
         "webhook": None,
         "notification": {
             "email": {"enabled": False, "recipients": [], "includeDiffs": False}
@@ -192,6 +193,18 @@ def test_errors_show_for_touched_fields_and_cross_field_rules():
     assert set(form.visible_errors({"t0000bbbb-queries"})) == {"goal"}
     assert set(form.visible_errors({"name"})) == {"name"}
     assert form.visible_errors(set()) == {}
+
+
+def test_never_a_browser_is_refused_in_plain_words_for_pages_that_need_one():
+    form = MonitorForm(post(fetch_with="http", **{"t0000aaaa-wait_for": "2000"}))
+
+    assert not form.is_valid()
+    assert form.errors["fetch_with"] == [
+        "Some pages ask to wait, to perform steps, for a screenshot or to look "
+        "like a phone, and only a browser can do that: choose “Automatically” or "
+        "“Always in a real browser”."
+    ]
+    assert MonitorForm(post(fetch_with="browser")).payload()["fetchWith"] == "browser"
 
 
 def test_rows_come_in_page_order_and_odd_keys_are_ignored():

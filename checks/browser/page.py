@@ -35,7 +35,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from checks.browser import actions as page_actions
-from checks.browser import chromium
+from checks.browser import chromium, detect
 from checks.browser.actions import ActionFailed, reason_of
 from checks.browser.executable import available, unavailable_message
 from checks.browser.options import declared_wait_ms, languages, screenshot_format
@@ -45,7 +45,7 @@ from checks.errors import ErrorKind
 from checks.fetch import FetchError, Resolver, ip_literal
 from checks.fetch.errors import human_size
 from checks.fetch.transport import system_resolver, vetted_addresses
-from checks.jobs import MAX_PAGE_TIMEOUT, PageJob
+from checks.jobs import MAX_PAGE_TIMEOUT, PageJob, Via
 
 DESKTOP_VIEWPORT = {"width": 1280, "height": 800}
 MOBILE_VIEWPORT = {"width": 390, "height": 844}
@@ -331,7 +331,9 @@ class _Visit:
             headers.pop(name, None)  # the body below is decoded, and ours
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         acted = bool(self.job.options.get("actions"))
+        plain_would_do = False
         if media_type in _HTML_TYPES or not media_type or acted:
+            plain_would_do = await self._plain_would_do(response)
             content = (await page.content()).encode()
             headers["content-type"] = "text/html; charset=utf-8"
         else:
@@ -351,7 +353,21 @@ class _Visit:
             screenshot=shot,
             actions=self.outputs,
             refused=self.proxy.refused,
+            plain_would_do=plain_would_do,
         )
+
+    async def _plain_would_do(self, response: Response) -> bool:
+        """For a page opened in the browser only because an earlier check
+        found it built by scripts: whether the page as served, before its
+        scripts ran, now has its content, so a plain fetch would see it."""
+        if self.job.browser != Via.REMEMBERED:
+            return False
+        try:
+            served = await response.body()
+        except PlaywrightError:
+            return False  # not kept (the page went elsewhere): ask next time
+        content_type = await response.header_value("content-type") or "text/html"
+        return detect.script_built(served, content_type) is None
 
 
 async def _refusal(url: str) -> FetchError | None:

@@ -50,3 +50,6 @@ class BrowserResult(FetchResult):
     actions: ActionOutputs = field(default_factory=ActionOutputs)
     # Requests the proxy or the guards refused (one line per host).
     refused: list[str] = field(default_factory=list)
+    # A page remembered as built by scripts whose HTML, as served, now has
+    # its content: the next check can fetch it plainly again.
+    plain_would_do: bool = False

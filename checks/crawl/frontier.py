@@ -171,8 +171,11 @@ def register(
     )
     Crawl.objects.filter(pk=row.pk).update(found=F("found") + len(links))
     Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") + len(links))
-    # A crawl whose options need a browser has every page on its queue.
-    uses_browser = bool(browser_options(target.scrape_options or {}))
+    # A crawl whose options need a browser, or whose monitor always uses
+    # one, has every page on its queue.
+    uses_browser = bool(browser_options(target.scrape_options or {})) or (
+        target.monitor.fetch_with == target.monitor.FetchWith.BROWSER
+    )
     size = int(
         settings.BROWSER_BATCH_SIZE if uses_browser else settings.CHECK_BATCH_SIZE
     )

@@ -19,6 +19,7 @@ from rest_framework import ISO_8601, serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
+from checks.browser.executable import available as browser_available
 from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
 from monitors.api.options import (
@@ -319,6 +320,16 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             "between slashes, e.g. /^Updated \\d+:\\d+$/."
         ),
     )
+    fetchWith = serializers.ChoiceField(
+        choices=Monitor.FetchWith.values,
+        required=False,
+        help_text=(
+            "Pagewatch extension: how pages are loaded. auto (default): plain "
+            "HTTP, a real browser for pages whose options need one or that "
+            "turn out to be built by scripts; http: never a browser; browser: "
+            "always one (needs BROWSER_EXECUTABLE)."
+        ),
+    )
     origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
@@ -374,7 +385,22 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
         if problem:
             field, rule = problem
             raise ValidationError({field: [rule.api]}, code=rule.code)
+        self._check_fetch_with(attrs, monitor)
         return attrs
+
+    def _check_fetch_with(self, attrs: dict[str, Any], monitor: Monitor | None) -> None:
+        fetch_with = attrs.get("fetchWith") or (
+            monitor.fetch_with if monitor else Monitor.FetchWith.AUTO
+        )
+        if "targets" in attrs:
+            options = [t.get("scrapeOptions") for t in attrs["targets"]]
+        elif monitor is not None:
+            options = list(monitor.targets.values_list("scrape_options", flat=True))
+        else:
+            options = []
+        rule = rules.fetch_with_error(fetch_with, options)
+        if rule is not None:
+            raise ValidationError({"fetchWith": [rule.api]}, code=rule.code)
 
 
 class MonitorUpdateSerializer(MonitorWriteSerializer):
@@ -394,6 +420,12 @@ class MonitorUpdateSerializer(MonitorWriteSerializer):
 
 
 # ---------------------------------------------------------------- monitor output
+
+BROWSER_MISSING = (
+    "Some of its pages need a browser (fetchWith, or options such as waitFor, "
+    "actions or screenshots), and this server has none: they are reported as "
+    "errors until BROWSER_EXECUTABLE names a Chromium."
+)
 
 
 class SummarySerializer(serializers.Serializer):
@@ -475,6 +507,9 @@ class MonitorSerializer(serializers.Serializer):
     ignoreLines = serializers.ListField(
         source="ignore_lines", child=serializers.CharField()
     )
+    fetchWith = serializers.ChoiceField(
+        source="fetch_with", choices=Monitor.FetchWith.values
+    )
     emailRecipientSubscriptions = serializers.SerializerMethodField()
     warning = serializers.SerializerMethodField(
         help_text=(
@@ -532,6 +567,8 @@ class MonitorSerializer(serializers.Serializer):
         reasons = dict.fromkeys(
             t.not_run_reason for t in monitor.target_list if t.not_run_reason
         )
+        if monitor.needs_browser and not browser_available():
+            reasons[BROWSER_MISSING] = None
         return " ".join(reasons) or None
 
     @extend_schema_field(EmailSubscriptionSerializer(many=True))
