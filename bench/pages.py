@@ -17,6 +17,7 @@ as it does on the real web between two fetches, and must not count as a change.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from html import escape
@@ -358,6 +359,26 @@ def article_page(
         f"</header>\n{article}</article>\n"
         f'<section class="related-articles"><h2>Related</h2><ul>{related}</ul>'
         "</section></main></div>\n" + _footer(chrome, variant) + "</body></html>\n"
+    )
+
+
+def app_page(
+    generation: int, index: int, variant: int = 0, edited: bool = False
+) -> str:
+    """The same article as a single-page app serves it: an empty root that a
+    script fills in the browser, the article travelling as JSON in the page
+    (as server-side data of React or Vue apps does). A plain fetch sees no
+    text; a browser sees the article."""
+    article = article_page(generation, index, variant, edited)
+    start, end = article.index("<body>"), article.rindex("</body>")
+    payload = json.dumps(article[start + len("<body>") : end]).replace("</", "<\\/")
+    return (
+        article[:start]
+        + '<body><div id="root"></div>\n'
+        + f'<script id="__DATA__" type="application/json">{payload}</script>\n'
+        + "<script>document.getElementById('root').innerHTML ="
+        " JSON.parse(document.getElementById('__DATA__').textContent);</script>\n"
+        + "</body></html>\n"
     )
 
 

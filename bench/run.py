@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 BENCHMARKS = (
     "cpu", "throughput", "scaling", "memory", "diff", "dispatch", "lists", "serving",
-    "crawl",
+    "crawl", "browser",
 )  # fmt: skip
 CPU_TARGET_MS = {"unchanged": 3.0, "rewritten": 9.0}
 THROUGHPUT_TARGET = 0.9
@@ -423,8 +423,8 @@ def bench_diff(rows: list[Row]) -> Section:
             f"{seconds(result.runner_s)} (1 MB)",
             f"{seconds(result.runner_2mb_s)} (2 MB)",
             scaling,
-            f"≤ {SCALING_TARGET:g} (linear 2, quadratic 4)",
-            scaling <= SCALING_TARGET,
+            f"≤ {DIFF_SCALING_TARGET:g} (linear 2, quadratic 4)",
+            scaling <= DIFF_SCALING_TARGET,
         )
     )
     section = Section("5. Diff of a 1 MB page pair")
@@ -857,6 +857,11 @@ def main() -> int:
 
             print("crawl...", flush=True)
             sections.append(bench_crawl(environment, args.reps, rows, problems))
+        if "browser" in chosen:
+            from bench.browserbench import bench_browser
+
+            print("browser...", flush=True)
+            sections.append(bench_browser(environment, args.reps, rows, problems))
         header = _header(
             started_at,
             time.perf_counter() - started,

@@ -14,8 +14,9 @@ Every address serves the same pages.
 
 Paths: /articles/<i> for i < pages, or the pages of bench.site.Site and its
 robots.txt. Control (used by the bench, never by the code under test):
-    /__control/set?pages=N&gen=G&variant=V&edited=E&delay_ms=D
-                                     rebuild pages 0..N-1 (bench.pages.article_page);
+    /__control/set?pages=N&gen=G&variant=V&edited=E&delay_ms=D[&scripted=1]
+                                     rebuild pages 0..N-1 (bench.pages.article_page,
+                                     or app_page: built by a script in the browser);
                                      answer pages after D ms (network latency,
                                      simulated without using any CPU)
     /__control/site?pages=N&gen=G&delay_ms=D
@@ -35,7 +36,7 @@ import time
 from collections.abc import Iterable
 from urllib.parse import parse_qs, urlsplit
 
-from bench.pages import article_page
+from bench.pages import app_page, article_page
 from bench.site import ROBOTS_TXT, Site
 
 _MAX_HEAD = 16 * 1024
@@ -50,9 +51,12 @@ class _Pages:
         # Sites by (pages, generation): a 2,000-page site takes seconds to build.
         self.sites: dict[tuple[int, int], tuple[dict[str, bytes], ...]] = {}
 
-    def build(self, count: int, generation: int, variant: int, edited: bool) -> None:
+    def build(
+        self, count: int, generation: int, variant: int, edited: bool, scripted: bool
+    ) -> None:
+        page = app_page if scripted else article_page
         self.plain, self.gzipped = _tables(
-            (f"/articles/{index}", article_page(generation, index, variant, edited))
+            (f"/articles/{index}", page(generation, index, variant, edited))
             for index in range(count)
         )
 
@@ -101,7 +105,11 @@ def _control(pages: _Pages, target: str) -> bytes:
     if parts.path == "/__control/set":
         query = {key: int(values[0]) for key, values in parse_qs(parts.query).items()}
         pages.build(
-            query["pages"], query["gen"], query["variant"], bool(query["edited"])
+            query["pages"],
+            query["gen"],
+            query["variant"],
+            bool(query["edited"]),
+            bool(query.get("scripted", 0)),
         )
         pages.delay = query["delay_ms"] / 1000
         return _response(200, "text/plain", b"ok")

@@ -87,11 +87,14 @@ class PageServer:
         variant: int,
         edited: bool = False,
         delay_ms: int = 0,
+        scripted: bool = False,
     ) -> None:
         """Serve `pages` pages: text from (generation, edited), chrome from
-        variant (bench.pages)."""
+        variant (bench.pages); `scripted`: as an app whose script builds the
+        article in the browser (bench.pages.app_page)."""
         params = {"pages": pages, "gen": generation, "variant": variant}
         params |= {"edited": int(edited), "delay_ms": delay_ms}
+        params |= {"scripted": int(scripted)}
         self._control.get(
             "/__control/set", params=params, timeout=120
         ).raise_for_status()
@@ -137,12 +140,17 @@ class Worker(procs.Group):
     """`celery -A config worker --pool=prefork --concurrency=N`, as the
     Procfile starts it; ready once it answers a ping."""
 
-    def __init__(self, env: BenchEnv, concurrency: int) -> None:
+    def __init__(
+        self, env: BenchEnv, concurrency: int, queues: str | None = None
+    ) -> None:
         self.concurrency = concurrency
-        self.name = f"bench-{concurrency}-{os.getpid()}@{socket.gethostname()}"
+        self.name = f"bench-{concurrency}-{os.getpid()}-{queues or 'all'}"
+        self.name += f"@{socket.gethostname()}"
         command = [str(Path(sys.executable).with_name("celery")), "-A", "config"]
         command += ["worker", "--pool=prefork", f"--concurrency={concurrency}"]
         command += ["--loglevel=INFO", "-n", self.name]
+        if queues:
+            command.append(f"--queues={queues}")
         # SIGQUIT: Celery's cold shutdown; an idle worker's warm one takes ~6 s.
         log = env.var_dir / f"worker-{concurrency}-{time.monotonic_ns()}.log"
         super().__init__(command, log, ROOT, stop_signal=signal.SIGQUIT)
@@ -164,6 +172,15 @@ class Worker(procs.Group):
             role = "main" if pid == self.pid else "children"
             out[role] += procs.pss_mb(pid)
         return dict(out)
+
+
+SERVICE_ROLES = (
+    ("gunicorn", "gunicorn"),
+    ("hostname=upkeep@", "upkeep"),
+    ("hostname=browser@", "browser"),
+    (" beat", "beat"),
+    (" worker", "worker"),
+)
 
 
 class Service(procs.Group):
@@ -204,10 +221,11 @@ class Service(procs.Group):
         out: dict[str, float] = {"manager": procs.pss_mb(self.pid)}
         for top in children[self.pid]:
             pids = procs.tree(top)
-            lines = " ".join(procs.command_line(pid) for pid in pids)
+            line = procs.command_line(top)
+            # The Procfile's entries by what only their command says (the
+            # worker's --queues=celery,upkeep names the upkeep queue too).
             role = next(
-                (r for r in ("gunicorn", "upkeep", "worker", "beat") if r in lines),
-                "other",
+                (name for mark, name in SERVICE_ROLES if mark in line), "other"
             )
             out[role] = out.get(role, 0.0) + sum(map(procs.pss_mb, pids))
         return out

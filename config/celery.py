@@ -10,14 +10,20 @@ restarts or two beats running by mistake cannot lose or double a check
 
 from __future__ import annotations
 
+import gc
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 # Registers the embedded broker's URL scheme (pagewatch-files://) with kombu.
 import config.broker  # noqa: F401
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Celery runs Django's system checks when a worker starts, and they import
+# every URL, view and serializer of the web (~24 MB in each worker that
+# never serves a page). They run where they belong: `manage.py migrate`,
+# which `make run` and every deploy run first, and `manage.py check`.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("pagewatch")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -25,3 +31,12 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # (checks/notify/tasks.py).
 app.autodiscover_tasks()
 app.autodiscover_tasks(["checks.notify"])
+
+
+@signals.worker_init.connect
+def _share_memory_with_pool_processes(**_: object) -> None:
+    """Objects the worker made before forking its pool stay shared with the
+    pool's processes: frozen out of the garbage collector (gc.freeze, made
+    for pre-fork servers), a child's collections never write to their pages,
+    so the kernel never has to copy them."""
+    os.register_at_fork(before=gc.freeze)

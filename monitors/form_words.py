@@ -67,6 +67,10 @@ WORDS: dict[str, Words] = {
         too_many=f"At most {rules.IGNORE_LINES_MAX} lines to ignore.",
         too_long=_chars(rules.IGNORE_LINE_MAX, "A line to ignore"),
     ),
+    "fetch_with": Words(
+        choice="Choose how pages are loaded: automatically, always plainly or "
+        "always in a browser."
+    ),
     "retention_days": Words(
         number=_whole("days", rules.RETENTION_MIN, rules.RETENTION_MAX)
     ),

@@ -104,7 +104,7 @@ TOO_MUCH_WAITING = Rule(
 BROWSER_NEEDED = Rule(
     "browser_needed",
     '"http" never opens a browser, and a target asks for what only a browser '
-    'can do (waitFor, actions, screenshots, mobile, location.languages): use '
+    "can do (waitFor, actions, screenshots, mobile, location.languages): use "
     '"auto" or "browser".',
     "Some pages ask to wait, to perform steps, for a screenshot or to look like "
     "a phone, and only a browser can do that: choose “Automatically” or "

@@ -36,12 +36,12 @@ from checks.captures import screenshot_links
 from checks.content import (
     ExtractionError,
     mark_quotes,
-    readable_html,
     render_inline,
     render_side_by_side,
     strip_noise,
     with_columns,
 )
+from checks.content.readable import readable_html
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
 from monitors import history

@@ -11,7 +11,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from checks.content import readable_html, render_inline, render_side_by_side
+from checks.content import render_inline, render_side_by_side
+from checks.content.readable import readable_html
 from checks.content.render import with_columns
 from checks.models import Check, PageResult, Snapshot
 from monitors import history

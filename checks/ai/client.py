@@ -24,17 +24,18 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
-import jsonschema
-import openai
 from django.conf import settings
 
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, OutboundClient, Resolver
 from monitors.judging import judge_available
+
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger(__name__)
 
@@ -175,6 +176,8 @@ def parse_json(text: str) -> Any:
 
 def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     """Why `value` does not fit `schema` (one short sentence), or None."""
+    import jsonschema  # here: a worker without a model never loads it
+
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is None:
@@ -215,6 +218,10 @@ class LLM:
     def __init__(
         self, config: LLMConfig | None = None, *, resolver: Resolver | None = None
     ) -> None:
+        # Imported here: the package and its models weigh ~40 MB in every
+        # worker process, and only a server with a model configured uses it.
+        import openai
+
         self.config = config or LLMConfig.from_settings()
         door = OutboundClient(
             resolver=resolver,
@@ -325,6 +332,8 @@ class LLM:
             }
         elif mode == Mode.JSON:
             kwargs["response_format"] = {"type": "json_object"}
+        import openai
+
         self.calls += 1
         try:
             # The door's budget bounds the request; this bounds the whole try

@@ -6,9 +6,10 @@ Modules, lowest first: ``source`` (what a check stores, and its Markdown),
 (the entry point); ``compare`` (same vs changed, line matching), ``render``
 (HTML), ``diff`` (Firecrawl's diff shapes), ``fields`` (JSON extractions
 compared field by field), ``noise`` (a monitor's lines to ignore);
-``snapshots`` (the stored form); ``readable`` (a page's Markdown as HTML for
-reading).
-Each imports only the ones before it; import the public names from here.
+``snapshots`` (the stored form). Each imports only the ones before it;
+import the public names from here. ``readable`` (a page's Markdown as HTML
+for reading) is the dashboard's alone: imported from its own module, so a
+worker never loads markdown-it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from checks.content.extract import extract
 from checks.content.fields import field_diff
 from checks.content.html import page_links
 from checks.content.noise import strip_noise
-from checks.content.readable import readable_html
 from checks.content.render import (
     mark_quotes,
     render_inline,
@@ -51,7 +51,6 @@ __all__ = [
     "normalize",
     "pack_snapshot",
     "page_links",
-    "readable_html",
     "render_inline",
     "render_side_by_side",
     "snapshot_hash",

@@ -1,0 +1,101 @@
+"""Sitemaps read by ultimate-sitemap-parser through an adapter to the one
+outbound door (checks.fetch): only the sitemaps robots.txt declares are read
+(no guessed paths), index sitemaps followed. robots.txt itself is read
+through the same adapter (checks.crawl.discovery), so it is fetched once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from usp.tree import sitemap_tree_for_homepage
+from usp.web_client.abstract_client import (
+    AbstractWebClient,
+    AbstractWebClientResponse,
+    AbstractWebClientSuccessResponse,
+    WebClientErrorResponse,
+)
+
+from checks.fetch import FetchError, FetchResult, OutboundClient
+
+logger = logging.getLogger(__name__)
+
+# Sitemap URLs read at most, whatever the crawl limit (a 50,000-URL sitemap
+# index of indexes would otherwise be read in full).
+SITEMAP_MAX_URLS = 50_000
+
+
+class _Response(AbstractWebClientSuccessResponse):
+    def __init__(self, fetched: FetchResult) -> None:
+        self.fetched = fetched
+
+    def status_code(self) -> int:
+        return self.fetched.status_code
+
+    def status_message(self) -> str:
+        return ""
+
+    def header(self, case_insensitive_name: str) -> str | None:
+        return self.fetched.headers.get(case_insensitive_name)
+
+    def raw_data(self) -> bytes:
+        return self.fetched.content
+
+    def url(self) -> str:
+        return self.fetched.final_url
+
+
+class DoorWebClient(AbstractWebClient):
+    """usp's HTTP client: our door, driven from synchronous code one request
+    at a time; answers are remembered, so robots.txt is fetched once."""
+
+    def __init__(self, runner: asyncio.Runner, client: OutboundClient) -> None:
+        self.runner = runner
+        self.client = client
+        self.max_bytes: int | None = None
+        self.answers: dict[str, AbstractWebClientResponse] = {}
+
+    def set_max_response_data_length(
+        self, max_response_data_length: int | None
+    ) -> None:
+        self.max_bytes = max_response_data_length
+
+    def get(self, url: str) -> AbstractWebClientResponse:
+        if url not in self.answers:
+            self.answers[url] = self._get(url)
+        return self.answers[url]
+
+    def _get(self, url: str) -> AbstractWebClientResponse:
+        try:
+            fetched = self.runner.run(self.client.fetch(url, max_bytes=self.max_bytes))
+        except FetchError as exc:
+            return WebClientErrorResponse(exc.message, retryable=False)
+        if fetched.status_code >= 400:
+            return WebClientErrorResponse(
+                f"HTTP {fetched.status_code}", retryable=False
+            )
+        return _Response(fetched)
+
+    def text(self, url: str, max_bytes: int) -> str:
+        self.max_bytes = max_bytes
+        answer = self.get(url)
+        if isinstance(answer, _Response):
+            return answer.fetched.text
+        return ""
+
+
+def sitemap_pages(start_url: str, web: DoorWebClient) -> list[str]:
+    try:
+        tree = sitemap_tree_for_homepage(
+            start_url, web_client=web, use_robots=True, use_known_paths=False
+        )
+        urls: dict[str, None] = {}
+        for page in tree.all_pages():
+            urls[page.url] = None
+            if len(urls) >= SITEMAP_MAX_URLS:
+                break
+        return list(urls)
+    except Exception:  # a broken sitemap must not stop the crawl
+        logger.warning("Reading the sitemaps of %s failed", start_url, exc_info=True)
+        return []
