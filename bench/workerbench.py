@@ -224,9 +224,7 @@ class Service(procs.Group):
             line = procs.command_line(top)
             # The Procfile's entries by what only their command says (the
             # worker's --queues=celery,upkeep names the upkeep queue too).
-            role = next(
-                (name for mark, name in SERVICE_ROLES if mark in line), "other"
-            )
+            role = next((name for mark, name in SERVICE_ROLES if mark in line), "other")
             out[role] = out.get(role, 0.0) + sum(map(procs.pss_mb, pids))
         return out
 
