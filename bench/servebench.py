@@ -44,9 +44,9 @@ GETS = 150
 POSTS = BURST - GETS
 MONITORS = 20
 START_TIMEOUT = 90.0
-# The setup gunicorn ran with before issue #22 (item 7), for comparison:
-# command-line options override config/gunicorn.py.
-SYNC_WORKERS = "--worker-class=sync --workers=2 --threads=1"
+# The threaded setup config/gunicorn.py had before (one process per CPU of
+# 8 threads), for comparison: command-line options override the file.
+THREADED = "--worker-class=gthread --workers=2 --threads=8"
 
 
 @dataclass
@@ -217,14 +217,14 @@ async def _once(web: Web, key: str, seed: int, result: Serving) -> None:
 
 
 def measure(var: Path, reps: int) -> dict[str, Serving]:
-    """The Procfile's web and the former sync setup, `reps` times each,
-    alternating; keyed "procfile" and "sync"."""
+    """The Procfile's web and the former threaded setup, `reps` times each,
+    alternating; keyed "procfile" and "threaded"."""
     key = prepare(var)
     results: dict[str, Serving] = {}
     for rep in range(reps):
-        order = ("procfile", "sync") if rep % 2 == 0 else ("sync", "procfile")
-        for name in order:
-            with Web(var, SYNC_WORKERS if name == "sync" else "") as web:
+        order = ("procfile", "threaded")
+        for name in order if rep % 2 == 0 else order[::-1]:
+            with Web(var, THREADED if name == "threaded" else "") as web:
                 result = results.setdefault(name, Serving(web.command))
                 asyncio.run(_once(web, key, 1000 * rep, result))
     return results

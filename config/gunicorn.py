@@ -1,22 +1,40 @@
 """gunicorn's settings, for `make run` (the Procfile) and production:
 `gunicorn config.wsgi --config python:config.gunicorn`.
 
-Threaded workers (gthread): a request spends much of its time waiting on the
-database, and a thread waiting frees the CPU for another request, where a
-sync worker holds its process until the answer is sent. WEB_WORKERS
-processes (default: one per CPU) of WEB_THREADS threads each (default 8).
+Sync workers, WEB_WORKERS of them (default: 2 x CPUs + 1, gunicorn's own
+advice): an API request mostly computes, and a process that takes one request
+at a time answers a burst in the order it came, so most requests are done
+long before the last. Threaded workers took every connection of a burst at
+once and shared the CPUs among all of them, so nearly every request finished
+near the end (make bench, "Serving the API"). The extra processes keep the
+CPUs busy while some wait on the database. Each may take WEB_THREADS threads
+(default 1: sync); more only pay when requests wait on a slow database.
+
+The app is loaded once, before the workers are forked (preload_app), and its
+objects are kept out of the garbage collector's reach (gc.freeze) so the
+workers share them instead of each holding a copy. Slow clients: put nginx
+or another buffering proxy in front (see the README, "Running in
+production").
 """
 
 from __future__ import annotations
 
+import gc
 import os
+from typing import Any
 
 from config.env import env_int
 
-worker_class = "gthread"
-workers = env_int("WEB_WORKERS", os.cpu_count() or 1, minimum=1)
-threads = env_int("WEB_THREADS", 8, minimum=1)
+_CPUS = os.cpu_count() or 1
+threads = env_int("WEB_THREADS", 1, minimum=1)
+worker_class = "sync" if threads == 1 else "gthread"
+workers = env_int("WEB_WORKERS", 2 * _CPUS + 1, minimum=1)
+preload_app = True
 accesslog = "-"
 # No gunicornc control socket: one fixed path per user, which a second
 # instance (tests, the bench) would fight over.
 control_socket_disable = True
+
+
+def pre_fork(server: Any, worker: Any) -> None:
+    gc.freeze()

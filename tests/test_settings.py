@@ -136,10 +136,10 @@ def test_the_stale_check_sweep_runs_every_eighth_of_the_stale_time(
     assert schedule == every
 
 
-def test_gunicorn_runs_threaded_workers_sized_from_the_cpus() -> None:
+def gunicorn_settings(**env: str) -> list[object]:
     code = (
         "import json, config.gunicorn as g;"
-        "print(json.dumps([g.worker_class, g.workers, g.threads]))"
+        "print(json.dumps([g.worker_class, g.workers, g.threads, g.preload_app]))"
     )
     environment = {
         k: v for k, v in os.environ.items() if k not in ("WEB_WORKERS", "WEB_THREADS")
@@ -147,14 +147,25 @@ def test_gunicorn_runs_threaded_workers_sized_from_the_cpus() -> None:
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
-        env=environment,
+        env=environment | env,
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
+    return json.loads(done.stdout)
 
-    assert json.loads(done.stdout) == ["gthread", os.cpu_count(), 8]
+
+def test_gunicorn_runs_sync_workers_sized_from_the_cpus_and_shares_the_app() -> None:
+    cpus = os.cpu_count() or 1
+
+    assert gunicorn_settings() == ["sync", 2 * cpus + 1, 1, True]
+    assert gunicorn_settings(WEB_WORKERS="3", WEB_THREADS="4") == [
+        "gthread",
+        3,
+        4,
+        True,
+    ]
 
 
 @pytest.mark.parametrize(
