@@ -810,9 +810,11 @@ def _header(
         f"- {_versions()}",
         f"- FETCH_CONCURRENCY={settings.FETCH_CONCURRENCY},"
         f" FETCH_PER_HOST_CONCURRENCY={settings.FETCH_PER_HOST_CONCURRENCY}",
-        f"- Load average (1 min) at start {loads[0][0]:.1f}, at end {loads[1][0]:.1f}",
+        f"- Load average (1 min) at start {loads[0][0]:.1f}, at end"
+        f" {loads[1][0]:.1f} (the end figure counts the bench's own last"
+        " section: the crawl's workers, the browser's Chromium)",
     ]
-    if max(loads[0][0], loads[1][0]) > cpus:
+    if loads[0][0] > cpus:
         header.append(
             "- **The machine was busy with other work during this run** (load"
             " above the CPU count): absolute times are inflated and CPU-heavy"
