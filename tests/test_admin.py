@@ -429,6 +429,20 @@ def test_api_keys_are_found_by_listed_prefix_name_or_team(
     assert found("Acme") == [key]
 
 
+# The management form of the monitor page's inlines (the fixture's two
+# targets and one recipient), which every POST of that page carries.
+MONITOR_INLINES = {
+    f"{prefix}-{name}": value
+    for prefix, count in (("targets", 2), ("email_recipients", 1))
+    for name, value in (
+        ("TOTAL_FORMS", count),
+        ("INITIAL_FORMS", count),
+        ("MIN_NUM_FORMS", 0),
+        ("MAX_NUM_FORMS", 1000),
+    )
+}
+
+
 def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
     admin_client, monitor, monkeypatch
 ):
@@ -438,20 +452,15 @@ def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
         MonitorAdmin,
         lambda: Monitor.objects.filter(pk=monitor.pk).update(next_run_at=later),
     )
-    management = {
-        f"{prefix}-{name}": value
-        for prefix, count in (("targets", 2), ("email_recipients", 1))
-        for name, value in (
-            ("TOTAL_FORMS", count),
-            ("INITIAL_FORMS", count),
-            ("MIN_NUM_FORMS", 0),
-            ("MAX_NUM_FORMS", 1000),
-        )
-    }
 
     response = admin_client.post(
         admin_url(Monitor, "change", monitor.pk),
-        {"name": "Renamed", "webhook_pages": "all", "fetch_with": "auto", **management},
+        {
+            "name": "Renamed",
+            "webhook_pages": "all",
+            "fetch_with": "auto",
+            **MONITOR_INLINES,
+        },
     )
 
     assert response.status_code == 302
@@ -471,18 +480,8 @@ def test_a_damaged_snapshot_row_is_shown_as_unreadable_not_a_500(admin_client):
 def test_the_admin_chooses_how_pages_are_loaded_under_the_apis_rule(
     admin_client, monitor
 ):
-    management = {
-        f"{prefix}-{name}": value
-        for prefix, count in (("targets", 2), ("email_recipients", 1))
-        for name, value in (
-            ("TOTAL_FORMS", count),
-            ("INITIAL_FORMS", count),
-            ("MIN_NUM_FORMS", 0),
-            ("MAX_NUM_FORMS", 1000),
-        )
-    }
     change = admin_url(Monitor, "change", monitor.pk)
-    fields = {"name": monitor.name, "webhook_pages": "all", **management}
+    fields = {"name": monitor.name, "webhook_pages": "all", **MONITOR_INLINES}
 
     forced = admin_client.post(change, {**fields, "fetch_with": "browser"})
     monitor.refresh_from_db()
@@ -498,16 +497,6 @@ def test_the_admin_chooses_how_pages_are_loaded_under_the_apis_rule(
 
 
 def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor):
-    management = {
-        f"{prefix}-{name}": value
-        for prefix, count in (("targets", 2), ("email_recipients", 1))
-        for name, value in (
-            ("TOTAL_FORMS", count),
-            ("INITIAL_FORMS", count),
-            ("MIN_NUM_FORMS", 0),
-            ("MAX_NUM_FORMS", 1000),
-        )
-    }
     page = admin_client.get(admin_url(Monitor, "change", monitor.pk))
     assert "Only pages that changed (new or changed)" in page.content.decode()
 
@@ -517,7 +506,7 @@ def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor)
             "name": monitor.name,
             "webhook_pages": "changed",
             "fetch_with": "auto",
-            **management,
+            **MONITOR_INLINES,
         },
     )
 
