@@ -519,6 +519,23 @@ def scrape_form(**overrides) -> dict:
     return data | overrides
 
 
+def test_staff_choose_how_pages_are_loaded_in_plain_words(web, team, settings):
+    settings.BROWSER_EXECUTABLE = "/nowhere/chromium"
+    form = web.get(reverse("monitor-create")).content.decode()
+
+    response = web.post(reverse("monitor-create"), scrape_form(fetch_with="browser"))
+    monitor = Monitor.objects.get(team=team)
+    detail = web.get(monitor.get_absolute_url()).content.decode()
+
+    assert "How pages are loaded" in form
+    assert "Always in a real browser" in form and "fetchWith" not in form
+    assert "No browser is installed on this server" in form
+    assert response.status_code == 302
+    assert monitor.fetch_with == Monitor.FetchWith.BROWSER
+    assert "Pages loaded" in detail and "Always in a real browser" in detail
+    assert "data-browser-missing" in detail
+
+
 def test_creating_a_monitor_saves_it_like_the_api_would(web, team):
     data = scrape_form(
         goal="Tell me when a price changes",
