@@ -83,17 +83,32 @@ def stale_running_after() -> timedelta:
 # --- Claiming ----------------------------------------------------------------------
 
 
-def begin_delivery(check_id: str | uuid.UUID) -> Check | None:
+def begin_delivery(
+    check_id: str | uuid.UUID, now: datetime | None = None
+) -> Check | None:
     """Count one delivery of the check's task; None when there is nothing to do.
 
     The counter lives in the database, so a check whose task keeps killing its
-    worker is failed after MAX_ATTEMPTS instead of looping."""
-    updated = Check.objects.filter(pk=check_id, status__in=Check.IN_FLIGHT).update(
-        attempts=F("attempts") + 1
+    worker is failed after MAX_ATTEMPTS instead of looping. Only a delivery
+    that may take the check counts: a second message for a check another
+    worker is running (a message sent again by the sweeper, say) costs it
+    nothing, and the caller looks again later (is_busy)."""
+    now = now or timezone.now()
+    claimable = Q(status=Check.Status.QUEUED) | Q(
+        status=Check.Status.RUNNING, heartbeat_at__lt=now - stale_running_after()
     )
-    if not updated:
-        return None  # gone, or already finished
-    check = Check.objects.select_related("monitor__team").get(pk=check_id)
+    updated = (
+        Check.objects.filter(pk=check_id)
+        .filter(claimable)
+        .update(attempts=F("attempts") + 1)
+    )
+    check = (
+        Check.objects.select_related("monitor__team")
+        .filter(pk=check_id, status__in=Check.IN_FLIGHT)
+        .first()
+    )
+    if check is None or not updated:
+        return check  # gone or finished (None), or another worker's for now
     if check.attempts > MAX_ATTEMPTS:
         fail(check.pk, GIVEN_UP_MESSAGE)
         return None
@@ -484,6 +499,7 @@ def fail_stale_checks(now: datetime) -> int:
     with the reason); a check left queued, or running with no open batch and
     no heartbeat, is failed. Returns how many checks were failed."""
     failed = _requeue_lost_batches(now)
+    _send_lost_check_messages(now)
     queued_before = now - STALE_QUEUED_AFTER
     running_before = now - stale_running_after()
     stale = list(
@@ -504,6 +520,44 @@ def fail_stale_checks(now: datetime) -> int:
         where = Q(status=status, heartbeat_at__lt=running_before)
         failed += fail(pk, STALE_RUNNING_MESSAGE, now, where=where)
     return failed
+
+
+def _send_lost_check_messages(now: datetime) -> None:
+    """Checks queued past the stale time while no check message waits in the
+    broker: their message is gone, taken by a worker killed before it claimed
+    the check (Redis gives an unacknowledged message back only after its
+    visibility timeout, an hour) or never sent (the broker was down). Each is
+    sent again; a message that turns up later finds the check taken and does
+    nothing (begin_delivery). Behind a backlog, checks wait their turn (and
+    the queued sweep below ends those that waited too long)."""
+    lost = list(
+        Check.objects.filter(
+            status=Check.Status.QUEUED,
+            created_at__lt=now - stale_running_after(),
+            created_at__gte=now - STALE_QUEUED_AFTER,
+        )
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:STALE_SWEEP_LIMIT]
+    )
+    if not lost or _waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
+        return
+    logger.warning("Sending %d queued checks whose message was lost again", len(lost))
+    with current_app.producer_or_acquire() as producer:
+        for pk in lost:
+            current_app.send_task(RUN_CHECK_TASK, args=[str(pk)], producer=producer)
+
+
+def _waiting_messages(queue: str) -> int | None:
+    """Messages waiting on `queue`; None when the broker cannot say."""
+    try:
+        with current_app.connection_for_write() as connection:
+            # Not passive: Redis drops an empty queue's key, and a passive
+            # declaration of it would fail.
+            declared = connection.default_channel.queue_declare(queue=queue)
+    except Exception:
+        logger.warning("Could not count the messages on %s", queue, exc_info=True)
+        return None
+    return int(declared.message_count)
 
 
 def _requeue_lost_batches(now: datetime) -> int:

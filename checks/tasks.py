@@ -59,9 +59,11 @@ def run_check_task(self, check_id: str) -> None:  # noqa: ANN001 - Celery's Task
             check.pages_total,
         )
         return
-    if runner.is_busy(check):
+    if runner.is_busy(check) and self.request.retries < self.max_retries:
         # Redelivered right after its worker died (the dead worker's heartbeat
         # is still fresh): look again once a live worker would have beaten.
+        # A check still busy after that many looks is alive elsewhere: this
+        # message was a second one (sent again by the sweeper, say).
         raise self.retry(countdown=_look_again_in())
 
 

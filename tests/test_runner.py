@@ -22,6 +22,7 @@ from checks.fetch import OutboundClient
 from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
 from checks.tasks import run_check_task
+from config.celery import app as celery_app
 from monitors.models import Monitor, Target, Team
 from tests.sites import Site, refused_url
 
@@ -841,6 +842,24 @@ def test_a_delivery_beyond_the_third_gives_the_check_up(team):
     assert monitor.current_check_id is None
 
 
+def test_a_check_whose_worker_went_quiet_is_taken_over_as_a_counted_attempt(team):
+    monitor = make_monitor(team, ["http://127.0.0.1:9/"])
+    quiet = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.RUNNING,
+        heartbeat_at=quiet,
+        attempts=1,
+    )
+
+    taken = runner.begin_delivery(check.pk)
+
+    assert taken is not None and taken.pk == check.pk
+    check.refresh_from_db()
+    assert check.attempts == 2
+
+
 def test_deliveries_of_finished_or_missing_checks_do_nothing(team):
     monitor = make_monitor(team, ["http://127.0.0.1:9/"])
     done = Check.objects.create(
@@ -978,6 +997,78 @@ def test_stale_checks_are_failed_and_fresh_ones_left_alone(team):
         assert Monitor.objects.get(pk=check.monitor_id).current_check_id == check.pk
 
 
+@pytest.fixture
+def check_queue(settings) -> Any:
+    """The check queue of the tests' in-memory broker, emptied before and
+    after."""
+    with celery_app.connection_for_write() as connection:
+        queue = connection.SimpleQueue(settings.CELERY_TASK_DEFAULT_QUEUE, no_ack=True)
+        queue.clear()
+        yield queue
+        queue.clear()
+        queue.close()
+
+
+def checks_sent(queue: Any) -> list[str]:
+    """The check ids of the run-check messages on `queue` (taken off it)."""
+    ids = []
+    while True:
+        try:
+            message = queue.get(block=False)
+        except queue.Empty:
+            return ids
+        assert message.headers["task"] == runner.RUN_CHECK_TASK
+        ids.append(message.payload[0][0])
+
+
+def queued_since(monitor: Monitor, moment: Any) -> Check:
+    check = Check.objects.create(monitor=monitor, trigger="manual")
+    Check.objects.filter(pk=check.pk).update(created_at=moment)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    return check
+
+
+def test_a_queued_check_whose_message_was_lost_is_sent_again(team, check_queue):
+    now = timezone.now()
+    stale = runner.stale_running_after()
+    lost = queued_since(make_monitor(team, ["http://127.0.0.1:9/"]), now - stale * 2)
+    fresh = queued_since(make_monitor(team, ["http://127.0.0.1:9/"]), now)
+
+    assert runner.fail_stale_checks(now) == 0
+
+    assert checks_sent(check_queue) == [str(lost.pk)]
+    for check in (lost, fresh):
+        assert Check.objects.get(pk=check.pk).status == Check.Status.QUEUED
+
+
+def test_queued_checks_behind_a_backlog_are_not_sent_twice(team, check_queue):
+    now = timezone.now()
+    waiting = queued_since(
+        make_monitor(team, ["http://127.0.0.1:9/"]),
+        now - runner.stale_running_after() * 2,
+    )
+    celery_app.send_task(runner.RUN_CHECK_TASK, args=["another check"])
+
+    runner.fail_stale_checks(now)
+
+    assert checks_sent(check_queue) == ["another check"]
+    assert Check.objects.get(pk=waiting.pk).status == Check.Status.QUEUED
+
+
+def test_a_message_sent_again_for_a_check_already_taken_costs_it_nothing(team):
+    check = Check.objects.create(
+        monitor=make_monitor(team, ["http://127.0.0.1:9/"]), trigger="manual"
+    )
+    taken = runner.begin_delivery(check.pk)
+    assert taken is not None and runner.claim(taken)
+
+    again = runner.begin_delivery(check.pk)
+
+    assert again is not None and runner.is_busy(again)
+    check.refresh_from_db()
+    assert check.status == Check.Status.RUNNING and check.attempts == 1
+
+
 def test_a_failed_check_releases_its_credit_reservation(team):
     monitor = make_monitor(team, ["http://127.0.0.1:9/"])
     check = Check.objects.create(
@@ -1009,7 +1100,9 @@ def test_the_task_runs_a_queued_check_once(team, site):
     assert len(site.requests_to("/p")) == 1
 
 
-def test_the_task_retries_later_while_another_worker_holds_the_check(team):
+def test_the_task_retries_later_while_another_worker_holds_the_check_at_no_cost(
+    team,
+):
     monitor = make_monitor(team, ["http://127.0.0.1:9/"])
     check = Check.objects.create(
         monitor=monitor,
@@ -1020,7 +1113,8 @@ def test_the_task_retries_later_while_another_worker_holds_the_check(team):
     with pytest.raises(Retry):
         run_check_task(str(check.pk))
     check.refresh_from_db()
-    assert check.status == Check.Status.RUNNING and check.attempts == 1
+    # A second message for a running check is not an attempt of its own.
+    assert check.status == Check.Status.RUNNING and check.attempts == 0
 
 
 def test_scrape_options_become_fetch_settings():

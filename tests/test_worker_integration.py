@@ -357,6 +357,45 @@ def test_a_killed_worker_leaves_no_stuck_check(
     assert sdk.run_monitor(monitor.id).status == "queued"  # not stuck
 
 
+def test_a_check_whose_message_a_dying_worker_took_is_sent_again(
+    sdk, broker, database_url, tmp_path
+):
+    with Site() as site:
+        page = site.html("/page", "Page", "<p>hello</p>")
+        monitor = sdk.create_monitor(
+            name="Lost message",
+            schedule={"cron": "0 3 * * *"},
+            targets=[{"type": "scrape", "urls": [page]}],
+        )
+        queued = sdk.run_monitor(monitor.id)
+        # A worker took the message and was killed before it claimed the
+        # check: the message has left the queue (Redis would give it back
+        # only after its visibility timeout, an hour).
+        taken = redis.Redis.from_url(broker).rpop(settings.CELERY_TASK_DEFAULT_QUEUE)
+        assert taken is not None and str(queued.id).encode() in taken
+
+        with started_worker(broker, database_url, tmp_path, "survivor") as survivor:
+            time.sleep(1)
+            assert Check.objects.get(pk=queued.id).status == Check.Status.QUEUED
+            # The sweeper, once the check has waited the stale time with the
+            # queue empty, sends its message again.
+            later = timezone.now() + runner.stale_running_after()
+            assert runner.fail_stale_checks(later) == 0
+            detail = wait_for(
+                lambda: (
+                    (d := sdk.get_monitor_check(monitor.id, queued.id)).status
+                    in FINISHED
+                    and d
+                ),
+                "the check to finish",
+                survivor.log,
+            )
+
+    assert detail.status == "completed"
+    assert summary_of(detail)["new"] == 1
+    assert Check.objects.get(pk=queued.id).attempts == 1
+
+
 # --- a big check spread over two workers -------------------------------------------
 
 
