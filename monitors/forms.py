@@ -118,7 +118,7 @@ TARGET_KIND_FIELDS = {
 }
 # Fields whose errors concern several fields at once (the goal rules): shown as
 # soon as any of these were touched.
-_CROSS_FIELD_SLOTS = {"goal", "judge", "targets"}
+_CROSS_FIELD_SLOTS = {"goal", "judge", "targets", "fetch_with"}
 
 
 def new_target_key() -> str:
@@ -278,6 +278,7 @@ class MonitorFields(forms.Form):
             self.fields[name].widget = widget
         for name in (
             "judge",
+            "fetch_with",
             "webhook_events",
             "webhook_pages",
             "email_enabled",
@@ -504,9 +505,10 @@ class MonitorForm:
         if not serializer.is_valid():
             issues = flatten_errors(serializer.errors)
             if not any(
-                issue["path"][:1] in (["goal"], ["judgeEnabled"]) for issue in issues
+                issue["path"][:1] in (["goal"], ["judgeEnabled"], ["fetchWith"])
+                for issue in issues
             ):
-                issues += self._goal_rule_issues(serializer, payload)
+                issues += self._cross_field_issues(serializer, payload)
             for issue in issues:
                 slot, message = self._place(issue, payload)
                 self.errors.setdefault(slot, []).append(message)
@@ -553,25 +555,25 @@ class MonitorForm:
         return [self.main[name].id_for_label for name in self.schedule_faults]
 
     @staticmethod
-    def _goal_rule_issues(
+    def _cross_field_issues(
         serializer: MonitorWriteSerializer, payload: dict[str, Any]
     ) -> list[dict[str, Any]]:
         """The serializer's own cross-field rules (goal, judging, search
-        targets), run even though other fields failed.
+        targets, how pages are loaded), run even though other fields failed.
 
         DRF only calls `validate()` once every field is valid, so the API names
         a missing goal only after everything else is fixed. In the form that
         would mean fixing fields one round at a time; running the same method
-        on the parts it reads shows the goal problem right away.
+        on the parts it reads shows the problem right away.
         """
         attrs: dict[str, Any] = {
             "targets": [
-                {"type": target["type"]}
+                {"type": target["type"], "scrapeOptions": target.get("scrapeOptions")}
                 for target in payload["targets"]
                 if target.get("type") in TARGET_TYPES
             ]
         }
-        for key in ("goal", "judgeEnabled"):
+        for key in ("goal", "judgeEnabled", "fetchWith"):
             if key in payload:
                 attrs[key] = payload[key]
         try:

@@ -676,6 +676,19 @@ def test_inline_validation_shows_the_error_next_to_its_field(
     assert message in error_slot_text(body, slot), body
 
 
+def test_never_a_browser_for_a_page_that_waits_is_refused_inline(web):
+    response = web.post(
+        reverse("monitor-validate-new"),
+        scrape_form(fetch_with="http", **{"t0000aaaa-wait_for": "2000"})
+        | {"_touched": "t0000aaaa-wait_for,fetch_with"},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert "only a browser can do that" in error_slot_text(
+        text_of(response), "fetch_with"
+    )
+
+
 def error_slot_text(body: str, slot: str) -> str:
     slot_html = rf'<div id="err-{slot}" class="field-error"[^>]*>(.*?)</div>'
     match = re.search(slot_html, body)

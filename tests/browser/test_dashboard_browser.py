@@ -172,6 +172,33 @@ def test_create_a_monitor_with_inline_validation(
     assert_clean(page)
 
 
+def test_how_pages_are_loaded_is_chosen_and_checked_inline(
+    browser_page, member, site, screenshot
+):
+    page = browser_page
+    shop = site.html("/shop", "Shop", "<p>Starter costs $19.</p>")
+    sign_in(page)
+    page.get_by_role("link", name="New monitor").click()
+    page.get_by_label("Name").fill("Shop app")
+    page.locator(".target-scrape textarea[name$='-urls']").fill(shop)
+    page.get_by_text("Advanced page options").click()
+    page.get_by_label("Wait before reading (ms)").fill("2000")
+
+    # Never a browser, for a page that waits: refused beside the choice.
+    page.get_by_label("Always a plain download", exact=False).check()
+    error_of(page, "fetch_with").get_by_text("only a browser can do that").wait_for()
+    screenshot(page, "fetch-with-refused")
+    page.get_by_label("Always in a real browser", exact=False).check()
+    expect(error_of(page, "fetch_with")).to_be_empty()
+    page.get_by_label("Schedule").fill("every 30 minutes")
+    page.get_by_role("button", name="Create monitor").click()
+
+    page.get_by_role("heading", name="Shop app").wait_for()
+    assert Monitor.objects.get().fetch_with == Monitor.FetchWith.BROWSER
+    page.get_by_text("Always in a real browser").wait_for()
+    assert_clean(page)
+
+
 def test_pause_and_resume_from_the_list(browser_page, member, team, screenshot):
     page = browser_page
     monitor = make_monitor(team, ["https://example.com/pricing"])
