@@ -306,6 +306,22 @@ def test_checks_run_on_a_real_worker_through_the_sdk(sdk, worker):
 # --- a worker killed mid-check -----------------------------------------------------
 
 
+def sweep_and_wait(
+    sdk: Firecrawl, monitor_id: str, check_id: str, worker: Worker
+) -> Any:
+    """The sweeper's pass once the stale time has gone by (as the upkeep
+    worker runs it), then the check's end as the SDK sees it."""
+    later = timezone.now() + runner.stale_running_after()
+    assert runner.fail_stale_checks(later) == 0
+    return wait_for(
+        lambda: (
+            (d := sdk.get_monitor_check(monitor_id, check_id)).status in FINISHED and d
+        ),
+        "the check to finish",
+        worker.log,
+    )
+
+
 def test_a_killed_worker_leaves_no_stuck_check(
     sdk, worker, broker, database_url, tmp_path
 ):
@@ -338,17 +354,7 @@ def test_a_killed_worker_leaves_no_stuck_check(
         # a new worker takes it and finishes the check.
         site.html("/slow", "Slow", "<p>slow</p>")
         with started_worker(broker, database_url, tmp_path, "second") as second:
-            later = timezone.now() + runner.stale_running_after()
-            assert runner.fail_stale_checks(later) == 0
-            detail = wait_for(
-                lambda: (
-                    (d := sdk.get_monitor_check(monitor.id, queued.id)).status
-                    in FINISHED
-                    and d
-                ),
-                "the check to finish",
-                second.log,
-            )
+            detail = sweep_and_wait(sdk, monitor.id, queued.id, second)
 
     assert detail.status == "completed"
     assert summary_of(detail)["new"] == 2  # the page it did finish was kept
@@ -379,17 +385,7 @@ def test_a_check_whose_message_a_dying_worker_took_is_sent_again(
             assert Check.objects.get(pk=queued.id).status == Check.Status.QUEUED
             # The sweeper, once the check has waited the stale time with the
             # queue empty, sends its message again.
-            later = timezone.now() + runner.stale_running_after()
-            assert runner.fail_stale_checks(later) == 0
-            detail = wait_for(
-                lambda: (
-                    (d := sdk.get_monitor_check(monitor.id, queued.id)).status
-                    in FINISHED
-                    and d
-                ),
-                "the check to finish",
-                survivor.log,
-            )
+            detail = sweep_and_wait(sdk, monitor.id, queued.id, survivor)
 
     assert detail.status == "completed"
     assert summary_of(detail)["new"] == 1
