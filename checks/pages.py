@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from checks.ai import formats as ai_formats
-from checks.ai import llm_configured
+from checks.ai import llm_available
 from checks.browser.options import browser_options
 from checks.browser.result import BrowserResult, Shot
 from checks.content import (
@@ -142,7 +142,7 @@ def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[st
             name for name in browser_options(options) if name != "mobile"
         ]  # a mobile User-Agent is sent over HTTP too
     formats = options.get("formats")
-    applied = APPLIED_FORMATS | MODEL_FORMATS if llm_configured() else APPLIED_FORMATS
+    applied = APPLIED_FORMATS | MODEL_FORMATS if llm_available() else APPLIED_FORMATS
     if browser:
         applied |= BROWSER_FORMATS
     for fmt in formats if isinstance(formats, list) else []:

@@ -30,7 +30,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from checks.ai import llm_configured
+from checks.ai import llm_available
 from checks.browser.executable import available as browser_available
 from checks.captures import screenshot_links
 from checks.content import (
@@ -305,7 +305,7 @@ def _form_context(
     return {
         "form": form,
         "monitor": monitor,
-        "model_configured": llm_configured(),
+        "model_configured": llm_available(),
         "browser_installed": browser_available(),
         "timezones": _timezones(),
         **preview,
@@ -440,7 +440,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
     return {
         "monitor": monitor,
         "credits_per_month": credits,
-        "model_configured": llm_configured(),
+        "model_configured": llm_available(),
         # The stream of results its web searches alerted on, newest first.
         "alerted_results": (
             SearchResultState.objects.filter(monitor=monitor).alerted()[:RECENT_ALERTS]

@@ -30,7 +30,7 @@ def clock():
 
 
 @pytest.fixture(autouse=True)
-def llm_configured(settings):
+def llm_available(settings):
     """The formula as Firecrawl documents it, with a judge that can run; the
     tests at the end take the LLM away (issue #21.7)."""
     settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"

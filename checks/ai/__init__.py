@@ -1,7 +1,7 @@
 """The AI layer: one client for any OpenAI-compatible model, and what checks
 ask of it (JSON extraction, summaries, the goal judge).
 
-Modules: ``client`` (the LLM client and llm_configured), ``formats`` (what a
+Modules: ``client`` (the LLM client and llm_available), ``formats`` (what a
 target's formats ask for), ``data`` (page text as delimited data), ``judge``,
 ``extraction``; ``stage`` runs them for a batch of pages (imported by the
 runner directly: it needs checks.pages, which needs this package).
@@ -9,6 +9,6 @@ runner directly: it needs checks.pages, which needs this package).
 
 from __future__ import annotations
 
-from checks.ai.client import LLM, LLMConfig, LLMError, llm_configured
+from checks.ai.client import LLM, LLMConfig, LLMError, llm_available
 
-__all__ = ["LLM", "LLMConfig", "LLMError", "llm_configured"]
+__all__ = ["LLM", "LLMConfig", "LLMError", "llm_available"]

@@ -56,7 +56,7 @@ _PERMANENT_STATUSES = frozenset({401, 403, 404})
 _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
 
 
-def llm_configured() -> bool:
+def llm_available() -> bool:
     """Is a model configured? The domain's one answer (monitors.judging)."""
     return judge_available()
 

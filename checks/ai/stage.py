@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checks.ai import extraction as extracting
-from checks.ai.client import LLM, LLMError, llm_configured
+from checks.ai.client import LLM, LLMError, llm_available
 from checks.ai.formats import Wants, wants
 from checks.ai.judge import Verdict, judge, not_judged
 from checks.content import (
@@ -189,7 +189,7 @@ class Enricher:
         before = previous.get("value") if isinstance(previous, dict) else None
         reused, current = page.reused("json", spec.key)
         if not reused:
-            if not llm_configured():
+            if not llm_available():
                 _fail(outcome, ErrorKind.NO_MODEL, NO_MODEL_MESSAGE)
                 return False
             try:
@@ -213,7 +213,7 @@ class Enricher:
         outcome = page.outcome
         reused, summary = page.reused("summary", extracting.SUMMARY_KEY)
         if not reused:
-            if not llm_configured() or page.text is None:
+            if not llm_available() or page.text is None:
                 return  # listed in metadata.notApplied when there is no model
             try:
                 summary = await extracting.summarize(self.llm, page.text)
@@ -226,7 +226,7 @@ class Enricher:
     # --- 3. The judge ----------------------------------------------------------
 
     async def _verdict(self, page: Page) -> Verdict:
-        if not llm_configured():
+        if not llm_available():
             return not_judged(NO_MODEL_REASON)
         diff = page.outcome.diff or {}
         fields = diff.get("json") if page.wants.extraction is not None else None

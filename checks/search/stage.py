@@ -33,7 +33,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from checks.ai.client import LLM, llm_configured
+from checks.ai.client import LLM, llm_available
 from checks.ai.judge import Verdict, not_judged
 from checks.ai.relevance import judge_result
 from checks.content import ExtractionError, markdown_of, strip_noise, unpack
@@ -122,7 +122,7 @@ class SearchStage:
         self.now = now or timezone.now()
         self.runs = self._runs(check, jobs)
         self.states = self._states(jobs)
-        self.judging = self.monitor.judging and llm_configured()
+        self.judging = self.monitor.judging and llm_available()
         self._resolver = resolver
         self._llm: LLM | None = None
 
