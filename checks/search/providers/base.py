@@ -204,6 +204,36 @@ class Provider:
         return ""
 
 
+class KeyedProvider(Provider):
+    """A hosted search API paid for with a key, asked at `endpoint` (its
+    public one, `default_endpoint`, unless another is given)."""
+
+    default_endpoint: ClassVar[str] = ""
+
+    def __init__(
+        self, api_key: str, endpoint: str = "", *, resolver: Resolver | None = None
+    ) -> None:
+        super().__init__(endpoint or self.default_endpoint, resolver=resolver)
+        self._key = api_key
+
+
+def hit(
+    row: dict[str, Any], position: int, *, title: Any, snippet: Any, date: Any
+) -> Hit | None:
+    """One provider row as a Hit, from the values its fields hold; None
+    without a URL."""
+    url = row.get("url")
+    if not isinstance(url, str):
+        return None
+    return Hit(
+        url=url.strip(),
+        title=plain(title, 500),
+        snippet=plain(snippet),
+        published=published(date),
+        position=position,
+    )
+
+
 def hits(rows: Any, limit: int, read: Any) -> list[Hit]:
     """Up to `limit` hits read from a provider's list of rows by `read(row,
     position) -> Hit | None`; rows that are not objects are skipped."""

@@ -9,35 +9,24 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from checks.fetch import Resolver
 from checks.search.providers.base import (
     Hit,
-    Provider,
+    KeyedProvider,
     Query,
     SearchError,
+    hit,
     hits,
-    plain,
-    published,
 )
 
 ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
 MAX_COUNT = 20
 
 
-class BraveProvider(Provider):
+class BraveProvider(KeyedProvider):
     name = "brave"
     label = "Brave Search"
     key_setting = "BRAVE_API_KEY"
-
-    def __init__(
-        self,
-        api_key: str,
-        endpoint: str = ENDPOINT,
-        *,
-        resolver: Resolver | None = None,
-    ) -> None:
-        super().__init__(endpoint, resolver=resolver)
-        self._key = api_key
+    default_endpoint = ENDPOINT
 
     async def search(self, query: Query) -> list[Hit]:
         params = {
@@ -57,13 +46,10 @@ class BraveProvider(Provider):
 
 
 def _hit(row: dict[str, Any], position: int) -> Hit | None:
-    url = row.get("url")
-    if not isinstance(url, str):
-        return None
-    return Hit(
-        url=url.strip(),
-        title=plain(row.get("title"), 500),
-        snippet=plain(row.get("description")),
-        published=published(row.get("page_age")),
-        position=position,
+    return hit(
+        row,
+        position,
+        title=row.get("title"),
+        snippet=row.get("description"),
+        date=row.get("page_age"),
     )

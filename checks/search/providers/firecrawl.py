@@ -12,12 +12,12 @@ from typing import Any
 from checks.fetch import Resolver
 from checks.search.providers.base import (
     Hit,
-    Provider,
+    KeyedProvider,
     Query,
     SearchError,
+    hit,
     hits,
     plain,
-    published,
 )
 
 SEARCH_PATH = "/v2/search"
@@ -25,7 +25,7 @@ MAX_LIMIT = 100
 _TBS = {"5m": "qdr:h", "15m": "qdr:h", "1h": "qdr:h", "7d": "qdr:w"}
 
 
-class FirecrawlProvider(Provider):
+class FirecrawlProvider(KeyedProvider):
     name = "firecrawl"
     label = "Firecrawl"
     key_setting = "FIRECRAWL_API_KEY"
@@ -33,8 +33,7 @@ class FirecrawlProvider(Provider):
     def __init__(
         self, api_key: str, base_url: str, *, resolver: Resolver | None = None
     ) -> None:
-        super().__init__(base_url.rstrip("/") + SEARCH_PATH, resolver=resolver)
-        self._key = api_key
+        super().__init__(api_key, base_url.rstrip("/") + SEARCH_PATH, resolver=resolver)
 
     async def search(self, query: Query) -> list[Hit]:
         body: dict[str, Any] = {
@@ -66,14 +65,11 @@ class FirecrawlProvider(Provider):
 
 
 def _hit(row: dict[str, Any], position: int) -> Hit | None:
-    url = row.get("url")
-    if not isinstance(url, str):
-        return None
     metadata = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
-    return Hit(
-        url=url.strip(),
-        title=plain(row.get("title") or metadata.get("title"), 500),
-        snippet=plain(row.get("description") or row.get("snippet")),
-        published=published(row.get("date") or metadata.get("publishedTime")),
-        position=position,
+    return hit(
+        row,
+        position,
+        title=row.get("title") or metadata.get("title"),
+        snippet=row.get("description") or row.get("snippet"),
+        date=row.get("date") or metadata.get("publishedTime"),
     )

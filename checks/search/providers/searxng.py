@@ -17,9 +17,9 @@ from checks.search.providers.base import (
     Provider,
     Query,
     SearchError,
+    hit,
     hits,
     plain,
-    published,
 )
 
 
@@ -60,15 +60,12 @@ class SearxngProvider(Provider):
 
 
 def _hit(row: dict[str, Any], position: int) -> Hit | None:
-    url = row.get("url")
-    if not isinstance(url, str):
-        return None
-    return Hit(
-        url=url.strip(),
-        title=plain(row.get("title"), 500),
-        snippet=plain(row.get("content")),
-        published=published(row.get("publishedDate")),
-        position=position,
+    return hit(
+        row,
+        position,
+        title=row.get("title"),
+        snippet=row.get("content"),
+        date=row.get("publishedDate"),
     )
 
 

@@ -8,35 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from checks.fetch import Resolver
 from checks.search.providers.base import (
     Hit,
-    Provider,
+    KeyedProvider,
     Query,
     SearchError,
+    hit,
     hits,
-    plain,
-    published,
 )
 
 ENDPOINT = "https://api.tavily.com/search"
 MAX_RESULTS = 20
 
 
-class TavilyProvider(Provider):
+class TavilyProvider(KeyedProvider):
     name = "tavily"
     label = "Tavily"
     key_setting = "TAVILY_API_KEY"
-
-    def __init__(
-        self,
-        api_key: str,
-        endpoint: str = ENDPOINT,
-        *,
-        resolver: Resolver | None = None,
-    ) -> None:
-        super().__init__(endpoint, resolver=resolver)
-        self._key = api_key
+    default_endpoint = ENDPOINT
 
     async def search(self, query: Query) -> list[Hit]:
         body: dict[str, Any] = {
@@ -62,13 +51,10 @@ class TavilyProvider(Provider):
 
 
 def _hit(row: dict[str, Any], position: int) -> Hit | None:
-    url = row.get("url")
-    if not isinstance(url, str):
-        return None
-    return Hit(
-        url=url.strip(),
-        title=plain(row.get("title"), 500),
-        snippet=plain(row.get("content")),
-        published=published(row.get("published_date")),
-        position=position,
+    return hit(
+        row,
+        position,
+        title=row.get("title"),
+        snippet=row.get("content"),
+        date=row.get("published_date"),
     )
