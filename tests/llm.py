@@ -16,6 +16,7 @@
   six letters or more with the goal, with low confidence for a "rumour".
 
 Every request body is kept (model.bodies) to assert what the model was shown.
+Test modules get the `model` fixture with `pytest_plugins = ["tests.llm"]`.
 PYTEST_DONT_REWRITE: no assertions live here.
 """
 
@@ -25,12 +26,28 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+import pytest
 
 from tests.sites import Request, Site
 
 PATH = "/v1/chat/completions"
+# A pricing page, and the JSON extraction schema its plans fit.
+PLANS = "<h1>Plans</h1><p>Starter: $19</p><p>Pro: $49</p>"
+PLANS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "plans": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "price": {"type": "string"}},
+            },
+        }
+    },
+}
 Reply = Callable[[dict[str, Any]], tuple[int, dict[str, str], bytes]]
 
 _BLOCK = re.compile(
@@ -233,3 +250,12 @@ class FakeModel:
         body = json.loads(request.body or b"{}")
         reply = self.script.popleft() if self.script else sensible
         return reply(body)
+
+
+@pytest.fixture
+def model(settings: Any) -> Iterator[FakeModel]:
+    """The scripted model that LLM_BASE_URL points at."""
+    with Site() as llm_site:
+        fake = FakeModel(llm_site).configure(settings)
+        yield fake
+        fake.hanging.set()

@@ -24,8 +24,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.llm import FakeModel
 from tests.sites import Request, Site
+
+# The judge model's fixture, `model`, comes with this plugin's.
+pytest_plugins = ["tests.llm"]
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -228,15 +230,6 @@ def searx(settings: Any) -> Iterator[FakeSearxng]:
         fake = FakeSearxng(search_site).configure(settings)
         yield fake
         fake.released.set()
-
-
-@pytest.fixture
-def model(settings: Any) -> Iterator[FakeModel]:
-    """The scripted judge model that LLM_BASE_URL points at (tests/llm.py)."""
-    with Site() as llm_site:
-        fake = FakeModel(llm_site).configure(settings)
-        yield fake
-        fake.hanging.set()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ summary format and the noise rule, run by checks.runner against pages on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,6 +13,8 @@ from checks.errors import ErrorKind
 from checks.models import Check, PageResult, PageState
 from monitors.models import Monitor, Target, Team
 from tests.llm import (
+    PLANS,
+    PLANS_SCHEMA,
     FakeModel,
     answer,
     content,
@@ -25,35 +26,15 @@ from tests.llm import (
 )
 from tests.sites import Site
 
+pytest_plugins = ["tests.llm"]
 pytestmark = pytest.mark.django_db
 
 GOAL = "Tell me when a plan's price changes"
-PLANS = "<h1>Plans</h1><p>Starter: $19</p><p>Pro: $49</p>"
-PLANS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "plans": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "string"}},
-            },
-        }
-    },
-}
 
 
 @pytest.fixture(autouse=True)
 def private_targets_allowed(settings):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-
-
-@pytest.fixture
-def model(settings) -> Iterator[FakeModel]:
-    with Site() as llm_site:
-        fake = FakeModel(llm_site).configure(settings)
-        yield fake
-        fake.hanging.set()
 
 
 def make_monitor(

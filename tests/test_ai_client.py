@@ -4,7 +4,6 @@ structured-output modes, tries, time-outs, validation and the outbound door."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,14 +13,12 @@ from checks.ai.client import LLM, LLMError, parse_json, schema_error
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, OutboundClient
 from tests.llm import (
-    FakeModel,
     answer,
     content,
     in_prose,
     refuse_schema_mode,
     status,
 )
-from tests.sites import Site
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -29,14 +26,6 @@ SCHEMA: dict[str, Any] = {
     "required": ["price"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-def model(settings) -> Iterator[FakeModel]:
-    with Site() as site:
-        fake = FakeModel(site).configure(settings)
-        yield fake
-        fake.hanging.set()
 
 
 def ask(**overrides: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ rule's field, and the validation of json formats and ignoreLines."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,37 +12,16 @@ import pytest
 from checks import runner
 from checks.models import Check, PageResult
 from monitors.models import Membership, Monitor, Target, Team
-from tests.llm import FakeModel, answer
+from tests.llm import PLANS, PLANS_SCHEMA, answer
 from tests.sites import Site
 
+pytest_plugins = ["tests.llm"]
 pytestmark = pytest.mark.django_db
-
-PLANS = "<h1>Plans</h1><p>Starter: $19</p><p>Pro: $49</p>"
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "plans": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "string"}},
-            },
-        }
-    },
-}
 
 
 @pytest.fixture(autouse=True)
 def private_targets_allowed(settings):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-
-
-@pytest.fixture
-def model(settings) -> Iterator[FakeModel]:
-    with Site() as llm_site:
-        fake = FakeModel(llm_site).configure(settings)
-        yield fake
-        fake.hanging.set()
 
 
 @pytest.fixture
@@ -160,7 +138,7 @@ def test_meaningful_changes_only_on_a_check_and_on_the_history(web, team, site, 
 
 
 def test_json_mode_shows_changed_fields_as_a_before_after_table(web, team, site, model):
-    formats = [{"type": "json", "schema": SCHEMA}]
+    formats = [{"type": "json", "schema": PLANS_SCHEMA}]
     monitor, _ = watch(team, site, scrape_options={"formats": formats})
     run(monitor)
     change(site)

@@ -6,7 +6,6 @@ fields read back through the official Python SDK."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,16 +14,14 @@ from firecrawl import Firecrawl
 from checks import runner
 from checks.models import Check
 from monitors.models import Monitor, Target, Team
-from tests.llm import FakeModel
 from tests.notifying import (
     firecrawl_signature_ok,
     standard_signature_ok,
     webhook_config,
 )
-from tests.sites import Site
 
 # The shared fixtures (site, receiver, queued, scenario).
-pytest_plugins = ["tests.notifying"]
+pytest_plugins = ["tests.llm", "tests.notifying"]
 
 pytestmark = pytest.mark.django_db
 
@@ -35,14 +32,6 @@ MEMBER = "mia@acme.test"
 @pytest.fixture(autouse=True)
 def private_targets_allowed(settings):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-
-
-@pytest.fixture
-def model(settings) -> Iterator[FakeModel]:
-    with Site() as llm_site:
-        fake = FakeModel(llm_site).configure(settings)
-        yield fake
-        fake.hanging.set()
 
 
 @pytest.fixture
