@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from checks import pages
@@ -246,25 +245,14 @@ def hand_over(check: Check, jobs: list[PageJob]) -> list[CheckBatch]:
     the check row is locked so batch numbers cannot collide)."""
     if not jobs:
         return []
-    size, now = int(settings.BROWSER_BATCH_SIZE), timezone.now()
     with transaction.atomic():
         Check.objects.select_for_update().filter(pk=check.pk).first()
-        last = CheckBatch.objects.filter(check_run=check).aggregate(n=Max("number"))
-        number = last["n"] if last["n"] is not None else -1
-        batches = []
-        for start in range(0, len(jobs), size):
-            number += 1
-            refs = [job.ref() for job in jobs[start : start + size]]
-            batches.append(
-                CheckBatch(
-                    check_run=check,
-                    number=number,
-                    pages=refs,
-                    heartbeat_at=now,
-                    uses_browser=True,
-                )
-            )
-        return CheckBatch.objects.bulk_create(batches)
+        return CheckBatch.objects.append(
+            check,
+            [job.ref() for job in jobs],
+            size=int(settings.BROWSER_BATCH_SIZE),
+            uses_browser=True,
+        )
 
 
 def heartbeat(check: Check, batch: CheckBatch) -> None:

@@ -16,15 +16,16 @@ import hashlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Exists, F, OuterRef, Q, Sum
+from django.db.models import Exists, F, Max, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from checks.content import (
     SOURCE_HTML,
@@ -399,6 +400,25 @@ class CheckBatchQuerySet(models.QuerySet["CheckBatch"]):
                 status=CheckBatch.Status.PENDING,
                 heartbeat_at__lt=now - CheckBatch.REQUEUE_AFTER,
             )
+        )
+
+    def append(
+        self, check: Check, refs: Sequence[Any], *, size: int, uses_browser: bool
+    ) -> list[CheckBatch]:
+        """New batches of `size` pages (refs, PageJob.ref) numbered after the
+        check's last one. The caller holds the check's row locked, so two
+        workers adding batches at once cannot pick the same numbers."""
+        last = self.filter(check_run=check).aggregate(n=Max("number"))["n"]
+        first, now = (0 if last is None else last + 1), timezone.now()
+        return self.bulk_create(
+            CheckBatch(
+                check_run=check,
+                number=first + n,
+                pages=list(refs[start : start + size]),
+                heartbeat_at=now,
+                uses_browser=uses_browser,
+            )
+            for n, start in enumerate(range(0, len(refs), size))
         )
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Max
+from django.db.models import Count, F
 from django.utils import timezone
 
 from checks.browser.options import browser_options
@@ -179,23 +179,8 @@ def register(
     size = int(
         settings.BROWSER_BATCH_SIZE if uses_browser else settings.CHECK_BATCH_SIZE
     )
-    last = CheckBatch.objects.filter(check_run=check).aggregate(n=Max("number"))["n"]
-    number = -1 if last is None else last
-    now = timezone.now()
-    batches = []
-    for start in range(0, len(links), size):
-        number += 1
-        refs = [page_ref(target.id, link) for link in links[start : start + size]]
-        batches.append(
-            CheckBatch(
-                check_run=check,
-                number=number,
-                pages=refs,
-                heartbeat_at=now,
-                uses_browser=uses_browser,
-            )
-        )
-    return CheckBatch.objects.bulk_create(batches)
+    refs = [page_ref(target.id, link) for link in links]
+    return CheckBatch.objects.append(check, refs, size=size, uses_browser=uses_browser)
 
 
 def page_ref(target_id: uuid.UUID, link: Link, record: bool = True) -> list[Any]:
