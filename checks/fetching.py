@@ -25,6 +25,7 @@ from checks import pages
 from checks.ai.stage import Enricher
 from checks.browser import detect
 from checks.browser.executable import available as browser_available
+from checks.browser.result import BrowserResult
 from checks.crawl.frontier import Frontier
 from checks.fetch import FetchError, FetchResult
 from checks.fetchers import Fetchers
@@ -98,7 +99,11 @@ class Fetching:
             self.arrived.set()
             return
         outcome = pages.judge(job, fetched, state)
-        if job.browser == Via.REMEMBERED and getattr(fetched, "plain_would_do", False):
+        if (
+            job.browser == Via.REMEMBERED
+            and isinstance(fetched, BrowserResult)
+            and fetched.plain_would_do
+        ):
             outcome.fetcher = "http"
             reason = outcome.metadata.get("fetchedWithReason", "")
             outcome.metadata["fetchedWithReason"] = reason + PLAIN_AGAIN_NOTE
