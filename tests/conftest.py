@@ -10,12 +10,42 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.core.servers.basehttp import ThreadedWSGIServer
 from django.db import connection
+from django.test.testcases import LiveServerThread
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
 from monitors.models import ApiKey, Team
 from tests.sites import Site
+
+
+class _SerializedOnSharedConnection(ThreadedWSGIServer):
+    """Django's live server, running one request at a time when its threads
+    share the test thread's database connection (in-memory SQLite: Django
+    hands every request thread that one connection). Two requests of one page
+    at once (an htmx validation and a schedule preview, say) would otherwise
+    use it together, and one of them could read another's half-done query.
+    With PostgreSQL each thread has its own connection and nothing changes."""
+
+    def set_app(self, application: Any) -> None:
+        if not self.connections_override:
+            super().set_app(application)
+            return
+        lock = threading.Lock()
+
+        def one_at_a_time(environ: Any, start_response: Any) -> Any:
+            with lock:
+                return application(environ, start_response)
+
+        super().set_app(one_at_a_time)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _live_server_on_a_shared_connection() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LiveServerThread, "server_class", _SerializedOnSharedConnection)
+        yield
 
 
 @pytest.fixture(scope="session")
