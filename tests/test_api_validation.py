@@ -590,6 +590,18 @@ def test_invalid_notification_is_rejected_naming_its_field(api, notification, fi
     assert_create_rejected(api, body(notification=notification), field)
 
 
+@pytest.mark.parametrize("field", ["notification", "webhook"])
+@pytest.mark.parametrize("value", [[], [1], 123, True])
+def test_an_update_whose_notification_or_webhook_is_not_an_object_is_refused(
+    api, monitor_id, field, value
+):
+    before = Monitor.objects.get(pk=monitor_id)
+    payload = assert_rejected(patch(api, monitor_id, {field: value}), field)
+    assert "object" in payload["error"] or "dictionary" in payload["error"]
+    after = Monitor.objects.get(pk=monitor_id)
+    assert (after.notification, after.webhook) == (before.notification, before.webhook)
+
+
 # -------------------------------------------------------------- scrape/crawl options
 
 
@@ -630,6 +642,9 @@ def test_scrape_options_keep_unknown_keys_and_typed_values(api):
         ({"parsers": ["docx"]}, "scrapeOptions.parsers[0]"),
         ({"headers": {"X": 1}}, "scrapeOptions.headers"),
         ("markdown", "scrapeOptions"),
+        ({"includeTags": ["main", "div[["]}, "scrapeOptions.includeTags[1]"),
+        ({"excludeTags": [":has("]}, "scrapeOptions.excludeTags[0]"),
+        ({"excludeTags": ["#"]}, "scrapeOptions.excludeTags[0]"),
     ],
 )
 def test_typed_scrape_options_are_validated(api, options, field):
@@ -639,6 +654,17 @@ def test_typed_scrape_options_are_validated(api, options, field):
         "scrapeOptions": options,
     }
     assert_create_rejected(api, body(targets=[target]), f"targets[0].{field}")
+
+
+def test_css_selectors_the_page_cleaner_reads_are_stored(api):
+    tags = ["main", "div.price > span", "#content", "nav, footer", "a[href^='/x']"]
+    options = {"includeTags": tags, "excludeTags": [".ad:not(.keep)"]}
+    data = assert_created(
+        api,
+        body(targets=[{"type": "scrape", "urls": ["https://x.test/"],
+                       "scrapeOptions": options}]),
+    )  # fmt: skip
+    assert Target.objects.get(monitor_id=data["id"]).scrape_options == options
 
 
 def scrape(options: dict[str, Any]) -> dict[str, Any]:
@@ -1009,3 +1035,55 @@ def test_list_paging_at_its_bounds_is_accepted(api, query):
     response = api.get(f"{URL}?{query}")
     assert response.status_code == 200
     assert response.json() == {"success": True, "data": []}
+
+
+# ------------------------------------------- strings JSON can spell but UTF-8 cannot
+
+
+def post_raw(api: APIClient, payload: dict[str, Any]):
+    # json.dumps escapes a lone surrogate as \\ud800, as any client's JSON may;
+    # the test client's own encoder would fail on it before sending.
+    return api.post(URL, json.dumps(payload), content_type="application/json")
+
+
+def scrape_with(**fields: Any) -> dict[str, Any]:
+    return {"type": "scrape", "urls": ["https://example.com/"], **fields}
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        (body(targets=[scrape_with(scrapeOptions={"foo": "\ud800"})]),
+         "targets[0].scrapeOptions.foo"),
+        (body(targets=[scrape_with(scrapeOptions={"\ud800": 1})]),
+         "targets[0].scrapeOptions"),
+        (body(targets=[{"type": "crawl", "url": "https://example.com/",
+                        "crawlOptions": {"zz": ["\udfff"]}}]),
+         "targets[0].crawlOptions.zz[0]"),
+        (body(targets=[scrape_with(urls=["https://example.com/\ud800"])]),
+         "targets[0].urls[0]"),
+        (body(webhook={"url": "https://example.com/hook",
+                       "headers": {"X-\ud800": "v"}}),
+         "webhook.headers"),
+        (body(name="Price \udc00"), "name"),
+    ],
+)  # fmt: skip
+def test_a_lone_surrogate_anywhere_in_the_body_is_refused_naming_where(
+    api, payload, field
+):
+    result = assert_rejected(post_raw(api, payload), field)
+    assert "Surrogate characters are not allowed" in result["error"]
+    assert Monitor.objects.count() == 0
+    # The team's list still renders: nothing unencodable was stored.
+    assert api.get(URL).json() == {"success": True, "data": []}
+
+
+def test_a_lone_surrogate_in_an_update_changes_nothing(api, monitor_id):
+    response = api.patch(
+        f"{URL}/{monitor_id}",
+        json.dumps({"name": "y", "goal": "\ud800"}),
+        content_type="application/json",
+    )
+    assert_rejected(response, "goal")
+    assert Monitor.objects.get(pk=monitor_id).name == "Pricing page"
+    assert api.get(f"{URL}/{monitor_id}").status_code == 200

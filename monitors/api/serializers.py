@@ -229,10 +229,11 @@ class WholeObjectMixin:
     def to_internal_value(self, data: Any) -> Any:
         root = self.root  # type: ignore[attr-defined]
         if root is not self and getattr(root, "partial", False):
-            context = self.context  # type: ignore[attr-defined]
-            whole = type(self)(data=data, context=context)
-            whole.is_valid(raise_exception=True)
-            return whole.validated_data
+            # run_validation, not is_valid(): a top-level serializer's
+            # .errors cannot hold a list (the "Must be an object." of a
+            # notification given as [] or "text"), where a raised error can.
+            whole = type(self)(context=self.context)  # type: ignore[attr-defined]
+            return whole.run_validation(data)
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
