@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from monitors.url_rule import url_syntax_error
 
@@ -221,6 +222,23 @@ def header_value_error(name: str, value: str) -> str | None:
         return (
             f"The value of header {_shown(name)} cannot be sent: {odd!r} is not "
             "a plain ASCII character."
+        )
+    return None
+
+
+def css_selector_error(selector: str) -> str | None:
+    """Why an includeTags/excludeTags entry cannot be used, or None. Read by
+    the parser that applies it on every check (checks.content.clean), so a
+    selector it cannot read is refused when saved rather than failing every
+    check. Blank entries are skipped when applied, so they pass."""
+    if not selector.strip():
+        return None
+    try:
+        LexborHTMLParser("<p></p>").css(selector)
+    except SelectolaxError:
+        return (
+            f"{_shown(selector)} is not a CSS selector Pagewatch can read "
+            "(e.g. main, .price, #content, article p)."
         )
     return None
 

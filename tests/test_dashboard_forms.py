@@ -151,6 +151,14 @@ def test_errors_of_list_items_name_the_line():
     ]
 
 
+def test_a_css_selector_the_page_cleaner_cannot_read_is_named_on_its_field():
+    form = MonitorForm(post(**{"t0000aaaa-exclude_tags": "nav, div[["}))
+    assert not form.is_valid()
+    [message] = form.errors["t0000aaaa-exclude_tags"]
+    assert "'div[[' is not a CSS selector Pagewatch can read" in message
+    assert "excludeTags" not in message
+
+
 def test_unknown_option_errors_stay_on_their_target_row(team):
     monitor = make_monitor(
         team, targets=[{"type": "scrape", "urls": ["https://example.com/a"]}]

@@ -144,11 +144,25 @@ class StringMapField(serializers.DictField):
 
 
 def string_list(
-    max_items: int, item_max: int = 256, **kwargs: Any
+    max_items: int,
+    item_max: int = 256,
+    child: type[StrictCharField] = StrictCharField,
+    **kwargs: Any,
 ) -> serializers.ListField:
     return serializers.ListField(
-        child=StrictCharField(max_length=item_max), max_length=max_items, **kwargs
+        child=child(max_length=item_max), max_length=max_items, **kwargs
     )
+
+
+class CssSelectorField(StrictCharField):
+    """An includeTags/excludeTags entry: a selector the page cleaner can read."""
+
+    def to_internal_value(self, data: Any) -> str:
+        selector = super().to_internal_value(data)
+        problem = rules.css_selector_error(selector)
+        if problem:
+            raise ValidationError(problem)
+        return selector
 
 
 class ViewportSerializer(StrictMixin, serializers.Serializer):
@@ -352,8 +366,12 @@ class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
     formats = serializers.ListField(child=FormatField(), required=False, max_length=20)
     onlyMainContent = StrictBooleanField(required=False)
     onlyCleanContent = StrictBooleanField(required=False)
-    includeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
-    excludeTags = string_list(rules.TAGS_MAX, rules.TAG_MAX, required=False)
+    includeTags = string_list(
+        rules.TAGS_MAX, rules.TAG_MAX, CssSelectorField, required=False
+    )
+    excludeTags = string_list(
+        rules.TAGS_MAX, rules.TAG_MAX, CssSelectorField, required=False
+    )
     maxAge = StrictIntegerField(required=False, min_value=0)
     minAge = StrictIntegerField(required=False, min_value=0)
     headers = StringMapField(
