@@ -351,10 +351,16 @@ def _unchanged(
 ) -> Outcome:
     """The baseline's very content: its metadata (title...) replayed."""
     kept = {k: v for k, v in baseline.metadata.items() if k not in metadata}
+    shown = kept | metadata | {"creditsUsed": job.credits}
+    if shown["statusCode"] == NOT_MODIFIED:
+        # 304 answers our conditional request, not the page, which still
+        # answers as it did (baselines stored before this was kept say 304).
+        code = baseline.metadata.get("statusCode")
+        shown["statusCode"] = code if code and code != NOT_MODIFIED else 200
     return Outcome(
         PageResult.Status.SAME,
-        kept | metadata | {"creditsUsed": job.credits},
-        status_code=baseline.metadata.get("statusCode", metadata["statusCode"]),
+        shown,
+        status_code=shown["statusCode"],
         normalized_hash=baseline.normalized_hash,
         snapshot=(baseline.snapshot_hash, b"", 0, ""),
         body_hash=body_hash,

@@ -229,6 +229,28 @@ def test_a_baseline_with_an_etag_is_revalidated_and_304_is_same(team, site):
     assert page.current_snapshot_id == page.previous_snapshot_id
 
 
+def test_a_304_answer_never_shows_as_the_pages_status_code(team, site):
+    # The 304 answers Pagewatch's conditional request, not a reader's: the
+    # page still answers 200, check after check, in both places it is shown.
+    body = "<!doctype html><title>Docs</title><p>Version 1</p>"
+    url = site.page("/docs", body, headers={"ETag": '"v1"'})
+    check = make_check(team, [url])
+    runner.run(check)
+    site.page("/docs", b"", status=304, headers={"ETag": '"v1"'})
+    seen = []
+    for _ in range(3):
+        again = Check.objects.create(monitor=check.monitor, trigger="manual")
+        page = runner.run(again).pages.get()
+        seen.append((page.status, page.status_code, page.metadata["statusCode"]))
+    site.page("/docs", body, headers={"ETag": '"v1"'})
+    last = runner.run(
+        Check.objects.create(monitor=check.monitor, trigger="manual")
+    ).pages.get()
+    seen.append((last.status, last.status_code, last.metadata["statusCode"]))
+
+    assert seen == [("same", 200, 200)] * 4
+
+
 def test_a_304_without_a_baseline_is_an_error_not_a_page(team, site):
     url = site.page("/odd", b"", status=304)
 
