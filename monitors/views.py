@@ -51,6 +51,7 @@ from monitors.editing import update_monitor
 from monitors.forms import ApiKeyForm, MonitorForm, split_schedule
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.search_provider import NOT_CONFIGURED, NOT_CONFIGURED_WORDS
+from monitors.unavailable import unavailable
 
 if TYPE_CHECKING:
     from django_htmx.middleware import HtmxDetails
@@ -440,7 +441,6 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
     return {
         "monitor": monitor,
         "credits_per_month": credits,
-        "model_configured": llm_available(),
         # The stream of results its web searches alerted on, newest first.
         "alerted_results": (
             SearchResultState.objects.filter(monitor=monitor).alerted()[:RECENT_ALERTS]
@@ -451,14 +451,9 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "checks": checks,
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
-        "browser_missing": _browser_missing(monitor),
+        "unavailable": unavailable(monitor),
         **_chart_context(monitor),
     }
-
-
-def _browser_missing(monitor: Monitor) -> bool:
-    """Whether some of the monitor's pages need a browser this server lacks."""
-    return not browser_available() and monitor.needs_browser
 
 
 @require_GET

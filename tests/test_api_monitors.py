@@ -466,7 +466,10 @@ def test_judging_can_be_switched_off_while_keeping_the_goal(api):
     assert data["judgeEnabled"] is True
 
 
-def test_a_search_monitor_without_a_provider_is_saved_with_a_plain_warning(api):
+def test_a_search_monitor_without_a_provider_is_saved_with_a_plain_warning(
+    api, settings
+):
+    settings.LLM_BASE_URL = "http://llm.internal/v1"
     data = create(api, targets=[{"type": "search", "queries": ["q"]}], goal="News")
     assert data["warning"] == (
         "Web searches are not run: no search provider is configured on this "
@@ -478,6 +481,7 @@ def test_a_search_monitor_without_a_provider_is_saved_with_a_plain_warning(api):
 
 def test_a_search_monitor_with_a_provider_has_no_warning(api, settings):
     settings.SEARXNG_URL = "http://searx.internal:8080"
+    settings.LLM_BASE_URL = "http://llm.internal/v1"
     data = create(api, targets=[{"type": "search", "queries": ["q"]}], goal="News")
     assert data["warning"] is None
 
@@ -809,3 +813,41 @@ def test_a_monitor_that_needs_a_browser_the_server_lacks_says_so(api, team, sett
 
     assert plain["warning"] is None
     assert "BROWSER_EXECUTABLE" in forced["warning"]
+
+
+EXTRACTING = [
+    {
+        "type": "scrape",
+        "urls": ["https://example.com/"],
+        "scrapeOptions": {"formats": [{"type": "json", "prompt": "the price"}]},
+    }
+]
+IGNORING_ROBOTS = [
+    {
+        "type": "crawl",
+        "url": "https://example.com/",
+        "crawlOptions": {"ignoreRobotsTxt": True},
+    }
+]
+
+
+@pytest.mark.parametrize(
+    ("fields", "setting", "enabled"),
+    [
+        ({"targets": EXTRACTING}, "LLM_BASE_URL", "http://llm.internal/v1"),
+        ({"goal": "Price changes"}, "LLM_BASE_URL", "http://llm.internal/v1"),
+        ({"targets": IGNORING_ROBOTS}, "CRAWL_ALLOW_IGNORE_ROBOTS", True),
+    ],
+)
+def test_what_this_server_cannot_do_is_warned_naming_the_setting_until_set(
+    api, settings, fields, setting, enabled
+):
+    settings.LLM_BASE_URL = ""
+    settings.CRAWL_ALLOW_IGNORE_ROBOTS = False
+    data = create(api, **fields)
+    assert setting in data["warning"]
+    assert api.get(f"{URL}/{data['id']}").json()["data"]["warning"] == data["warning"]
+
+    setattr(settings, setting, enabled)
+
+    assert api.get(f"{URL}/{data['id']}").json()["data"]["warning"] is None

@@ -533,7 +533,44 @@ def test_staff_choose_how_pages_are_loaded_in_plain_words(web, team, settings):
     assert response.status_code == 302
     assert monitor.fetch_with == Monitor.FetchWith.BROWSER
     assert "Pages loaded" in detail and "Always in a real browser" in detail
-    assert "data-browser-missing" in detail
+    assert 'data-unavailable="browser"' in detail
+
+
+def test_a_monitors_page_says_in_plain_words_what_this_server_cannot_do(
+    web, team, settings
+):
+    settings.LLM_BASE_URL = ""
+    settings.CRAWL_ALLOW_IGNORE_ROBOTS = False
+    monitor = make_monitor(
+        team,
+        goal="Tell me when a price changes",
+        targets=[
+            {
+                "type": "scrape",
+                "urls": ["https://example.com/pricing"],
+                "scrapeOptions": {"formats": [{"type": "json", "prompt": "price"}]},
+            },
+            {
+                "type": "crawl",
+                "url": "https://example.com/",
+                "crawlOptions": {"ignoreRobotsTxt": True},
+            },
+        ],
+    )
+
+    page = web.get(monitor.get_absolute_url()).content.decode()
+    settings.LLM_BASE_URL = "http://llm.internal/v1"
+    settings.CRAWL_ALLOW_IGNORE_ROBOTS = True
+    once_set_up = web.get(monitor.get_absolute_url()).content.decode()
+
+    shown = re.findall(r'data-unavailable="(\w+)"', page)
+    assert shown == ["extraction", "judge", "robots"]
+    assert "Facts cannot be picked out of these pages yet." in page
+    assert "Changes are not judged against the goal yet." in page
+    assert "rules for automated visitors are followed" in page
+    for api_word in ("ignoreRobotsTxt", "crawlOptions", "json format"):
+        assert api_word not in page
+    assert "data-unavailable" not in once_set_up
 
 
 def test_creating_a_monitor_saves_it_like_the_api_would(web, team):

@@ -19,7 +19,6 @@ from rest_framework import ISO_8601, serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
-from checks.browser.executable import available as browser_available
 from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
 from monitors.api.options import (
@@ -34,6 +33,7 @@ from monitors.api.options import (
 )
 from monitors.models import EmailRecipient, Monitor, Target
 from monitors.schedule import ScheduleError, normalize_schedule
+from monitors.unavailable import unavailable
 from monitors.url_rule import checked_url
 
 
@@ -422,12 +422,6 @@ class MonitorUpdateSerializer(MonitorWriteSerializer):
 
 # ---------------------------------------------------------------- monitor output
 
-BROWSER_MISSING = (
-    "Some of its pages need a browser (fetchWith, or options such as waitFor, "
-    "actions or screenshots), and this server has none: they are reported as "
-    "errors until BROWSER_EXECUTABLE names a Chromium."
-)
-
 
 class SummarySerializer(serializers.Serializer):
     totalPages = serializers.IntegerField()
@@ -568,8 +562,7 @@ class MonitorSerializer(serializers.Serializer):
         reasons = dict.fromkeys(
             t.not_run_reason for t in monitor.target_list if t.not_run_reason
         )
-        if monitor.needs_browser and not browser_available():
-            reasons[BROWSER_MISSING] = None
+        reasons.update(dict.fromkeys(u.api for u in unavailable(monitor)))
         return " ".join(reasons) or None
 
     @extend_schema_field(EmailSubscriptionSerializer(many=True))

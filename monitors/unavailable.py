@@ -1,0 +1,114 @@
+"""What a monitor asks for that this server cannot do, and the setting that
+would let it: one list, said to integrators in the API's `warning` and to
+staff on the monitor's page in the dashboard.
+
+Each is saved and kept as asked, so it works the moment an administrator
+sets the service up; until then checks run without it and say so per page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from checks.ai.formats import wants
+from checks.browser.executable import available as browser_available
+from monitors.judging import judge_available
+from monitors.models import Monitor, Target
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    key: str
+    api: str  # for integrators, in the contract's field names
+    title: str  # for staff: what they will not get
+    plain: str  # for staff: what happens instead
+    setting: str  # for the administrator: what turns it on
+
+
+BROWSER = Unavailable(
+    key="browser",
+    api=(
+        "Some of its pages need a browser (fetchWith, or options such as waitFor, "
+        "actions or screenshots), and this server has none: they are reported as "
+        "errors until BROWSER_EXECUTABLE names a Chromium."
+    ),
+    title="No browser is installed on this server.",
+    plain=(
+        "Some of this monitor's pages need one (to wait for the page, perform "
+        "steps on it, take screenshots or show it as on a phone), so they will be "
+        "reported as errors until one is."
+    ),
+    setting="install Chromium (apt-get install chromium) or set BROWSER_EXECUTABLE.",
+)
+EXTRACTION = Unavailable(
+    key="extraction",
+    api=(
+        "JSON extraction (a json format, or changeTracking's json mode) needs an "
+        "AI model, and this server has none: those pages are reported as errors "
+        "until LLM_BASE_URL (and LLM_MODEL) name an OpenAI-compatible endpoint."
+    ),
+    title="Facts cannot be picked out of these pages yet.",
+    plain=(
+        "This monitor asks an AI model to pick particular facts out of its pages, "
+        "and none is set up for this Pagewatch, so those pages are reported as "
+        "errors until one is."
+    ),
+    setting="set LLM_BASE_URL (and LLM_MODEL) to an OpenAI-compatible endpoint.",
+)
+JUDGE = Unavailable(
+    key="judge",
+    api=(
+        "Changes are not judged against the goal: this server has no AI model, "
+        "so they are reported as not judged until LLM_BASE_URL (and LLM_MODEL) "
+        "name an OpenAI-compatible endpoint."
+    ),
+    title="Changes are not judged against the goal yet.",
+    plain=(
+        "No AI model is set up for this Pagewatch, so every change is reported, "
+        "marked “not judged”, until one is."
+    ),
+    setting="set LLM_BASE_URL (and LLM_MODEL) to an OpenAI-compatible endpoint.",
+)
+ROBOTS = Unavailable(
+    key="robots",
+    api=(
+        "crawlOptions.ignoreRobotsTxt and robotsUserAgent are not honoured on this "
+        "server: its crawls follow robots.txt until CRAWL_ALLOW_IGNORE_ROBOTS=true."
+    ),
+    title="This site's rules for automated visitors are followed.",
+    plain=(
+        "The crawl is set to ignore the site's robots.txt rules, which this "
+        "Pagewatch does not allow, so pages those rules forbid are left out."
+    ),
+    setting="set CRAWL_ALLOW_IGNORE_ROBOTS=true to allow it.",
+)
+
+
+def unavailable(monitor: Monitor) -> list[Unavailable]:
+    """What `monitor` asks for that this server cannot do, in a fixed order."""
+    targets = monitor.target_list
+    found = []
+    if monitor.needs_browser and not browser_available():
+        found.append(BROWSER)
+    if not judge_available():
+        if any(wants(t.scrape_options or {}).extraction for t in targets):
+            found.append(EXTRACTION)
+        if monitor.judging:
+            found.append(JUDGE)
+    if not settings.CRAWL_ALLOW_IGNORE_ROBOTS and any(
+        _overrides_robots(t) for t in targets
+    ):
+        found.append(ROBOTS)
+    return found
+
+
+def _overrides_robots(target: Target) -> bool:
+    if target.type != Target.Type.CRAWL:
+        return False
+    options = target.crawl_options or {}
+    agent = options.get("robotsUserAgent")
+    return options.get("ignoreRobotsTxt") is True or (
+        isinstance(agent, str) and bool(agent.strip())
+    )
