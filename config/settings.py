@@ -179,6 +179,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["monitors.api.auth.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": env_str("API_RATE_LIMIT", "600/min")},
     "UNAUTHENTICATED_USER": None,
+    # OPTIONS answers 405 in the error envelope, like any method a path lacks,
+    # not DRF's self-description (the OpenAPI document describes the API).
+    "DEFAULT_METADATA_CLASS": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Pagewatch monitor API",

@@ -175,6 +175,7 @@ def test_a_missing_monitor_and_check_say_not_found(api, world):
             405,
             "METHOD_NOT_ALLOWED",
         ),
+        (lambda api: api.options("/v2/monitor"), 405, "METHOD_NOT_ALLOWED"),
         (
             lambda api: api.get("/v2/monitor", HTTP_ACCEPT="text/html"),
             406,

@@ -104,6 +104,14 @@ def test_run_accepts_the_sdks_origin_and_the_clis_empty_body(api, team):
     assert (sdk.status_code, cli.status_code) == (200, 200)
 
 
+@pytest.mark.parametrize("origin", [123, None, ["sdk"]])
+def test_run_refuses_an_origin_that_is_not_text_as_create_does(api, monitor, origin):
+    response = api.post(url(monitor, "/run"), {"origin": origin}, format="json")
+    assert response.status_code == 400
+    assert response.json()["details"][0]["path"] == ["origin"]
+    assert not Check.objects.exists()
+
+
 def test_run_rejects_unknown_body_keys(api, monitor):
     response = api.post(url(monitor, "/run"), {"force": True}, format="json")
     assert response.status_code == 400

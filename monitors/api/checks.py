@@ -30,7 +30,7 @@ from checks.captures import with_links
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from monitors.api.errors import ApiError, not_found
-from monitors.api.options import StrictMixin
+from monitors.api.options import StrictCharField, StrictMixin
 from monitors.api.serializers import SummarySerializer
 from monitors.api.views import (
     ERROR,
@@ -165,7 +165,7 @@ class CheckDetailSerializer(CheckSerializer):
 class RunRequestSerializer(StrictMixin, serializers.Serializer):
     """The run body: `{}` from the SDKs (plus their `origin`), nothing from the CLI."""
 
-    origin = serializers.CharField(
+    origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
 
