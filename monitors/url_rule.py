@@ -16,6 +16,7 @@ import httpx
 MAX_URL_LENGTH = 2048
 
 _HOST_NAME = re.compile(r"[a-z0-9._-]+")
+_PORT_START = re.compile(r"\d{1,5}(?:[/?#]|$)")
 
 
 def url_syntax_error(url: str) -> str | None:
@@ -43,6 +44,8 @@ def checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
         parts = urlsplit(url)
     except ValueError:
         return None, "URL is not valid."
+    if _typed_without_scheme(url, parts.scheme):
+        return None, _missing_scheme(url)
     if parts.scheme.lower() not in ("http", "https"):
         return None, "Only http:// and https:// URLs are allowed."
     if "@" in parts.netloc:
@@ -53,6 +56,21 @@ def checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
     if error is not None:
         return None, error
     return _parsed_host(url)
+
+
+def _typed_without_scheme(url: str, scheme: str) -> bool:
+    """An address typed without its start ("example.com/pricing"), rather
+    than another kind of URL: no scheme at all, or a "scheme" that is a host
+    followed by a port ("localhost:8000" parses as scheme "localhost")."""
+    if not scheme:
+        return True
+    rest = url[len(scheme) + 1 :]
+    return bool(_PORT_START.match(rest))
+
+
+def _missing_scheme(url: str) -> str:
+    example = f"https://{url}" if len(url) <= 60 else "https://example.com/"
+    return f"Start the address with https:// or http://, e.g. {example}"
 
 
 def _has_space_or_control(url: str) -> bool:
