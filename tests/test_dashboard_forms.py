@@ -151,6 +151,25 @@ def test_errors_of_list_items_name_the_line():
     ]
 
 
+def test_every_bad_path_pattern_is_reported_at_once_beside_other_errors():
+    form = MonitorForm(
+        post(
+            target=["t0000bbbb"],
+            **{
+                "t0000bbbb-type": "crawl",
+                "t0000bbbb-url": "example.com",
+                "t0000bbbb-include_paths": "/blog/.*\n[unclosed\n(?<=x)y",
+                "t0000bbbb-exclude_paths": "\\",
+            },
+        )
+    )
+    assert not form.is_valid()
+    included = form.errors["t0000bbbb-include_paths"]
+    assert [m.split("”")[0] for m in included] == ["“[unclosed", "“(?<=x)y"]
+    assert len(form.errors["t0000bbbb-exclude_paths"]) == 1
+    assert "Start the address with https://" in form.errors["t0000bbbb-url"][0]
+
+
 def test_a_css_selector_the_page_cleaner_cannot_read_is_named_on_its_field():
     form = MonitorForm(post(**{"t0000aaaa-exclude_tags": "nav, div[["}))
     assert not form.is_valid()

@@ -154,6 +154,20 @@ def string_list(
     )
 
 
+class PathPatternField(StrictCharField):
+    """An includePaths/excludePaths entry: a pattern RE2 can compile. A field,
+    so every bad entry of both lists is reported at once, beside any other
+    field's error."""
+
+    def to_internal_value(self, data: Any) -> str:
+        pattern = super().to_internal_value(data)
+        try:
+            rules.path_pattern(pattern)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        return pattern
+
+
 class CssSelectorField(StrictCharField):
     """An includeTags/excludeTags entry: a selector the page cleaner can read."""
 
@@ -429,8 +443,12 @@ class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
         required=False, min_value=0, max_value=rules.CRAWL_DEPTH_MAX
     )
     maxDepth = StrictIntegerField(required=False, min_value=0, max_value=100)
-    includePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
-    excludePaths = string_list(rules.PATHS_MAX, rules.PATH_MAX, required=False)
+    includePaths = string_list(
+        rules.PATHS_MAX, rules.PATH_MAX, PathPatternField, required=False
+    )
+    excludePaths = string_list(
+        rules.PATHS_MAX, rules.PATH_MAX, PathPatternField, required=False
+    )
     regexOnFullURL = StrictBooleanField(required=False)
     crawlEntireDomain = StrictBooleanField(required=False)
     allowSubdomains = StrictBooleanField(required=False)
@@ -442,12 +460,3 @@ class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
     deduplicateSimilarURLs = StrictBooleanField(required=False)
     delay = StrictFloatField(required=False, min_value=0, max_value=60)
     maxConcurrency = StrictIntegerField(required=False, min_value=1, max_value=100)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        for field in ("includePaths", "excludePaths"):
-            for index, pattern in enumerate(attrs.get(field) or []):
-                try:
-                    rules.path_pattern(pattern)
-                except ValueError as exc:
-                    raise ValidationError({field: {index: [str(exc)]}}) from None
-        return attrs
