@@ -134,6 +134,20 @@ def test_a_check_page_says_when_the_search_itself_failed(web, team, searx, model
     assert "The web search could not be run, so new results may be missing." in page
 
 
+def test_a_check_that_found_no_search_service_says_so_without_setting_names(web, team):
+    check = run_check(make_monitor(team, ["acme"]))
+    assert "SEARXNG_URL" in check.error  # the API names the setting
+
+    pages = [
+        web.get(check.get_absolute_url()),
+        web.get(check.monitor.get_absolute_url()),
+    ]
+
+    for page in (p.content.decode() for p in pages):
+        assert "no web search service is set up for this Pagewatch yet" in page
+        assert "SEARXNG_URL" not in page and "API_KEY" not in page
+
+
 def test_a_monitor_page_shows_the_results_it_reported_over_time(
     web, team, searx, model, news, site
 ):

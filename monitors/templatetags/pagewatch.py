@@ -21,6 +21,7 @@ from checks.errors import ErrorKind, kind_of_status
 from checks.jobs import Via
 from checks.pages import FETCHED_BECAUSE
 from monitors import schedule as schedules
+from monitors import search_provider
 
 register = template.Library()
 
@@ -349,6 +350,23 @@ def plain_error(kind: str, status_code: int | None, text: str | None) -> str:
     if known in _SAID_IN_FULL or not text:
         return words
     return f"{words} ({text})"
+
+
+# A check's error is written for the API (it names settings); these parts of
+# it have words for the dashboard's readers.
+_PLAIN_CHECK_ERRORS = {
+    search_provider.NOT_CONFIGURED: search_provider.NOT_CONFIGURED_WORDS,
+}
+
+
+@register.filter
+def plain_check_error(text: str | None) -> str:
+    """`{{ check.error|plain_check_error }}`: a check's error without setting
+    names, for people using the dashboard."""
+    text = text or ""
+    for api_words, plain_words in _PLAIN_CHECK_ERRORS.items():
+        text = text.replace(api_words, plain_words)
+    return text
 
 
 @register.simple_tag
