@@ -461,7 +461,9 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
 def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     template = _fragment(
-        request, "monitors/monitor_detail.html", {"check-history", "run-status"}
+        request,
+        "monitors/monitor_detail.html",
+        {"check-history", "run-status", "changes-chart"},
     )
     return render(request, template, _monitor_context(request, monitor))
 

@@ -1134,6 +1134,18 @@ def test_run_now_on_a_paused_monitor_explains_why_not(web, monitor):
     assert not Check.objects.exists()
 
 
+def test_a_paused_monitors_page_offers_run_now_disabled_saying_why(web, monitor):
+    active = web.get(monitor.get_absolute_url()).content.decode()
+    monitor.pause()
+    monitor.save()
+
+    paused = web.get(monitor.get_absolute_url()).content.decode()
+
+    assert re.search(r'<button[^>]*id="run-now"[^>]*disabled', paused)
+    assert "This monitor is paused: resume it to run a check." in paused
+    assert not re.search(r'<button[^>]*id="run-now"[^>]*disabled', active)
+
+
 def test_progress_polls_until_the_check_finishes_then_stops_polling(web, monitor):
     check = make_check(
         monitor, status="running", pages_total=4, pages_done=1, finished_at=None
@@ -1167,6 +1179,23 @@ def test_history_fragment_for_htmx(web, monitor):
         .lstrip()
         .startswith('<section class="card" id="check-history"')
     )
+
+
+def test_the_chart_is_a_fragment_htmx_reloads_when_a_check_finishes(web, monitor):
+    page = web.get(monitor.get_absolute_url()).content.decode()
+    assert "No finished checks yet" in page
+    make_check(monitor)
+
+    response = web.get(
+        monitor.get_absolute_url(),
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="changes-chart",
+    )
+
+    fragment = response.content.decode().lstrip()
+    assert fragment.startswith('<section class="card" id="changes-chart"')
+    assert 'hx-trigger="checkFinished from:body"' in fragment
+    assert "No finished checks yet" not in fragment and "in 1 check," in fragment
 
 
 def test_deleting_asks_first_then_removes_the_monitor(web, monitor):

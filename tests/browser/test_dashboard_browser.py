@@ -267,8 +267,9 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     assert any("Waiting for a worker" in body for _, body in progress)
     assert any(re.search(r"[12] of 3 pages done", body) for _, body in progress)
     assert page.locator("#run-status").get_by_text("1 changed").is_visible()
-    # The history table reloaded itself when the check finished.
+    # The history table and the chart reloaded themselves when it finished.
     page.locator("#check-history").get_by_text("Run by hand").first.wait_for()
+    page.locator("#changes-chart").get_by_text("in 2 checks").wait_for()
     screenshot(page, "05-run-finished")
 
     page.get_by_role("link", name="See the results").click()
