@@ -459,6 +459,7 @@ class CheckBatch(models.Model):
     objects = CheckBatchQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = "check batches"
         ordering = ["check_run", "number"]
         constraints = [
             models.UniqueConstraint(

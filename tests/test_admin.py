@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 
 from checks.models import (
     Check,
+    CheckBatch,
     Delivery,
     DeliveryAttempt,
     EmailDelivery,
@@ -403,6 +404,12 @@ def test_checks_are_read_only_in_the_admin(admin_client, check_with_pages):
 def test_a_superuser_can_delete_a_check_with_its_page_results(
     admin_client, check_with_pages
 ):
+    CheckBatch.objects.append(
+        check_with_pages, ["https://example.com/"], size=1, uses_browser=False
+    )
+    asked = admin_client.get(admin_url(Check, "delete", check_with_pages.pk))
+    assert "Check batches: 1" in asked.content.decode()
+
     response = admin_client.post(
         admin_url(Check, "delete", check_with_pages.pk), {"post": "yes"}
     )
