@@ -1134,6 +1134,20 @@ def test_run_now_on_a_paused_monitor_explains_why_not(web, monitor):
     assert not Check.objects.exists()
 
 
+def test_addresses_kept_while_e_mail_is_off_are_mentioned(web, team):
+    monitor = make_monitor(
+        team,
+        notification={
+            "email": {
+                "enabled": False,
+                "recipients": ["a@example.com", "b@example.com"],
+            }
+        },
+    )
+    page = web.get(monitor.get_absolute_url()).content.decode()
+    assert "(2 addresses kept for when it is switched on)" in page
+
+
 def test_a_paused_monitors_page_offers_run_now_disabled_saying_why(web, monitor):
     active = web.get(monitor.get_absolute_url()).content.decode()
     monitor.pause()
