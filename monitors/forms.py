@@ -176,6 +176,16 @@ def _attrs(slot: str, **extra: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------- the fields
 
 
+# The monitor form's slots in the order the page shows them (the error
+# summary follows it); target rows stand where "targets" is.
+_PAGE_ORDER = (
+    NON_FIELD, "name", "targets", "schedule", "goal", "judge", "ignore_lines",
+    "fetch_with", "email_enabled", "email_recipients", "email_include_diffs",
+    "webhook_url", "webhook_events", "webhook_pages", "webhook_headers",
+    "webhook_metadata", "retention_days",
+)  # fmt: skip
+
+
 class MonitorFields(forms.Form):
     """The monitor's own fields. Deliberately lenient: parsing only."""
 
@@ -827,12 +837,24 @@ class MonitorForm:
             "webhook_pages": "id_webhook_pages_0",
         }
         pairs = []
-        for slot, messages in self.errors.items():
+        for slot in sorted(self.errors, key=self._page_position):
             anchor = anchors.get(slot) or (
                 f"target-{slot}" if slot in keys else f"id_{slot}"
             )
-            pairs.extend((anchor, message) for message in messages)
+            pairs.extend((anchor, message) for message in self.errors[slot])
         return pairs
+
+    def _page_position(self, slot: str) -> tuple[int, int, int]:
+        """Where a slot's field stands on the page, so the summary reads in
+        the order people meet the fields: target rows where "targets" is."""
+        for index, row in enumerate(self.targets):
+            if slot == row.key or slot.startswith(f"{row.key}-"):
+                fields = [row.slot(name) for name in row.shown_fields()]
+                inner = fields.index(slot) + 1 if slot in fields else 0
+                return _PAGE_ORDER.index("targets"), index + 1, inner
+        if slot in _PAGE_ORDER:
+            return _PAGE_ORDER.index(slot), 0, 0
+        return len(_PAGE_ORDER), 0, 0
 
     def mark_invalid(self) -> None:
         """aria-invalid on the controls whose slot has an error."""

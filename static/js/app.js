@@ -204,8 +204,19 @@
     announce("The server could not be reached. Check your connection and try again.");
   });
 
+  /* ---- A submitted form with problems: open the folded sections that hold
+     them, and move focus to the summary so it is read out first */
+  function showProblems() {
+    document.querySelectorAll("details:not([open])").forEach(function (section) {
+      if (section.querySelector('[aria-invalid="true"]')) section.open = true;
+    });
+    var summary = document.getElementById("error-summary");
+    if (summary) summary.focus();
+  }
+
   function start() {
     document.querySelectorAll("[data-copy]").forEach(function (b) { b.hidden = false; });
+    showProblems();
     useBrowserZone();
     var match = /^#change-(\d+)$/.exec(window.location.hash);
     if (match && changeRows().length) showChange(parseInt(match[1], 10));

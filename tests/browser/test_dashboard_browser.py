@@ -199,6 +199,30 @@ def test_how_pages_are_loaded_is_chosen_and_checked_inline(
     assert_clean(page)
 
 
+def test_a_refused_save_focuses_the_summary_and_opens_the_folded_problem(
+    browser_page, member, site, screenshot
+):
+    page = browser_page
+    shop = site.html("/shop", "Shop", "<p>Starter costs $19.</p>")
+    sign_in(page)
+    page.get_by_role("link", name="New monitor").click()
+    page.locator(".target-scrape textarea[name$='-urls']").fill(shop)
+    page.get_by_label("Schedule").fill("every 30 minutes")
+    page.get_by_text("Advanced page options").click()
+    page.get_by_label("Give up after (ms)").fill("10")
+    page.get_by_text("Advanced page options").click()  # folded again
+
+    page.get_by_role("button", name="Create monitor").click()
+
+    page.get_by_text("Please fix 2 problems before saving").wait_for()
+    assert page.evaluate("document.activeElement.id") == "error-summary"
+    assert page.locator("details.more:has(input[name$='-timeout'])").evaluate(
+        "section => section.open"
+    )
+    assert not Monitor.objects.exists()
+    screenshot(page, "refused-save")
+
+
 def test_pause_and_resume_from_the_list(browser_page, member, team, screenshot):
     page = browser_page
     monitor = make_monitor(team, ["https://example.com/pricing"])
