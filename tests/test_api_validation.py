@@ -590,6 +590,13 @@ def test_invalid_notification_is_rejected_naming_its_field(api, notification, fi
     assert_create_rejected(api, body(notification=notification), field)
 
 
+def test_a_blank_webhook_string_is_refused_naming_the_webhook(api, monitor_id):
+    payload = assert_rejected(patch(api, monitor_id, {"webhook": " "}), "webhook")
+    assert payload["error"] == (
+        "webhook: May not be blank: give a URL, or null to remove the webhook."
+    )
+
+
 @pytest.mark.parametrize("field", ["notification", "webhook"])
 @pytest.mark.parametrize("value", [[], [1], 123, True])
 def test_an_update_whose_notification_or_webhook_is_not_an_object_is_refused(

@@ -256,6 +256,10 @@ class WebhookSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         # Firecrawl also takes a bare URL string for the webhook.
         if isinstance(data, str):
+            if not data.strip():
+                raise ValidationError(
+                    "May not be blank: give a URL, or null to remove the webhook."
+                )
             data = {"url": data}
         value = super().to_internal_value(data)
         return {
