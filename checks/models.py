@@ -81,8 +81,9 @@ class CheckQuerySet(models.QuerySet["Check"]):
         )
 
     def with_meaningful_changes(self) -> CheckQuerySet:
-        """Checks with at least one changed page not judged unimportant (the
-        dashboard's "meaningful changes only"); served by page_check_status_idx."""
+        """Checks with at least one change the judge called meaningful (the
+        dashboard's "meaningful changes only"): not those whose changes nobody
+        judged; served by page_check_status_idx."""
         pages = PageResult.objects.filter(check_run=OuterRef("pk"))
         return self.filter(Exists(pages.meaningful_changes()))
 
@@ -908,10 +909,18 @@ class PageState(models.Model):
 
 class PageResultQuerySet(models.QuerySet["PageResult"]):
     def meaningful_changes(self) -> PageResultQuerySet:
-        """Changed pages, but those the judge found unimportant: a change
-        without a verdict counts as meaningful (the judge fails open)."""
+        """Changed pages the judge called meaningful: what the dashboard calls
+        a meaningful change. A change without a verdict is not one, though
+        notifications still treat it as one (checks.notify.emails)."""
+        return self.filter(
+            status=PageResult.Status.CHANGED, verdict=PageResult.Verdict.MEANINGFUL
+        )
+
+    def unjudged_changes(self) -> PageResultQuerySet:
+        """Changed pages without a verdict: the judge failed open, or did not
+        run (no goal then, or judging off)."""
         return self.filter(status=PageResult.Status.CHANGED).exclude(
-            verdict=PageResult.Verdict.NOISE
+            verdict__in=(PageResult.Verdict.MEANINGFUL, PageResult.Verdict.NOISE)
         )
 
 

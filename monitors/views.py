@@ -63,8 +63,11 @@ PAGES_PER_PAGE = 100
 RECENT_ALERTS = 10
 HISTORY_LENGTH = 14
 PREVIEW_RUNS = 3
-# The filter value for "meaningful changes only" (pages, and checks in history).
+# The filter value for "meaningful changes only" (pages, and checks in history):
+# changes the judge called meaningful, never those nobody judged.
 MEANINGFUL = "meaningful"
+# The filter value for a check's changed pages without a verdict.
+NOT_JUDGED = "not_judged"
 # Snapshots can be megabytes; a browser tab should not have to render all of it.
 SNAPSHOT_DISPLAY_CHARS = 200_000
 
@@ -571,20 +574,28 @@ def check_detail(
         for row in check.pages.order_by().values("status").annotate(n=Count("id"))
     }
     status = request.GET.get("status", "")
-    if status not in (*PageResult.Status.values, MEANINGFUL):
+    if status not in (*PageResult.Status.values, MEANINGFUL, NOT_JUDGED):
         status = ""
     pages = check.pages.defer("diff", "diff_html", "extraction").order_by(
         "created_at", "id"
     )
     if status == MEANINGFUL:
         pages = pages.meaningful_changes()
+    elif status == NOT_JUDGED:
+        pages = pages.unjudged_changes()
     elif status:
         pages = pages.filter(status=status)
     chips = [("", "All", sum(counts.values()))]
-    if check.monitor.judging or check.pages.exclude(verdict="").exists():
+    # Verdicts are shown where the monitor judges or the check was judged;
+    # there a change without one is said to be not judged, never meaningful.
+    verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
+    unjudged = check.pages.unjudged_changes().count() if verdicts else 0
+    if verdicts:
         chips.append(
             (MEANINGFUL, "Meaningful changes", check.pages.meaningful_changes().count())
         )
+    if unjudged or (verdicts and status == NOT_JUDGED):
+        chips.append((NOT_JUDGED, "Not judged", unjudged))
     chips += [
         (value, label, counts.get(value, 0))
         for value, label in (
@@ -601,6 +612,8 @@ def check_detail(
         "running_check": check if not check.is_finished else None,
         "status": status,
         "chips": chips,
+        "verdicts": verdicts,
+        "unjudged": unjudged,
         "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
         "skipped_targets": _skipped_targets(check),
         "crawl_targets": _crawl_targets(check),

@@ -5,6 +5,7 @@ rule's field, and the validation of json formats and ignoreLines."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -135,6 +136,42 @@ def test_meaningful_changes_only_on_a_check_and_on_the_history(web, team, site, 
     assert str(only_noise.pk) not in history_html
     assert str(first.pk) not in history_html
     assert "Meaningful changes only" in history_html
+
+
+def chip(page: str, label: str) -> str | None:
+    match = re.search(rf'{label} <span class="chip-count">(\d+)</span>', page)
+    return match[1] if match else None
+
+
+def test_without_a_model_a_check_counts_its_change_as_not_judged_not_meaningful(
+    web, team, site, settings
+):
+    settings.LLM_BASE_URL = ""
+    monitor, _ = watch(team, site)
+    run(monitor)
+    change(site)
+    check = run(monitor)
+
+    page = web.get(check.get_absolute_url()).content.decode()
+    meaningful = web.get(check.get_absolute_url() + "?status=meaningful")
+    not_judged = web.get(check.get_absolute_url() + "?status=not_judged")
+
+    assert chip(page, "Meaningful changes") == "0"
+    assert chip(page, "Not judged") == "1"
+    assert "1 change was not judged, and is reported like any change." in page
+    assert "/pricing" not in meaningful.content.decode().split('id="pages-title"')[1]
+    assert "/pricing" in not_judged.content.decode().split('id="pages-title"')[1]
+
+
+def test_a_judged_check_has_no_not_judged_chip(web, team, site, model):
+    monitor, _ = watch(team, site)
+    run(monitor)
+    change(site)
+    page = web.get(run(monitor).get_absolute_url()).content.decode()
+
+    assert chip(page, "Meaningful changes") == "1"
+    assert chip(page, "Not judged") is None
+    assert "not judged" not in page
 
 
 def test_json_mode_shows_changed_fields_as_a_before_after_table(web, team, site, model):

@@ -164,6 +164,28 @@ def test_an_unjudged_change_is_mailed_and_says_it_was_not_judged(
     assert "Why:" not in mailoutbox[-1].body
 
 
+def test_without_a_model_the_mail_says_not_judged_where_it_said_meaningful(
+    team, member, site, queued, settings, mailoutbox, django_capture_on_commit_callbacks
+):
+    settings.LLM_BASE_URL = ""
+    url = site.html("/pricing", "Pricing", PLANS)
+    email = {"enabled": True, "recipients": [], "includeDiffs": True}
+    monitor = watch(team, url, notification={"email": email})
+    run(monitor, django_capture_on_commit_callbacks)
+    site.html("/pricing", "Pricing", PLANS.replace("$49", "$59"))
+    check = run(monitor, django_capture_on_commit_callbacks)
+    queued.run()
+
+    mail = mailoutbox[-1]
+    assert mail.subject == "Monitor changes detected: Pricing (1 changed (not judged))"
+    assert "1 changed (not judged)." in mail.body
+    assert "+Pro: $59" in mail.body  # still reported like any change
+    for text in (mail.subject, mail.body, mail.alternatives[0][0]):
+        assert "meaningful" not in text
+    # The API keeps the contract: a fail-open judgment is isMeaningful true.
+    assert check.pages.get().is_meaningful is True
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_sdk_reads_the_judgment_the_snapshot_and_the_summary(
     live_server, api_key, team, site, model

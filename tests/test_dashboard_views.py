@@ -1261,6 +1261,33 @@ def test_check_page_lists_pages_with_status_chips(web, monitor):
     assert "example.com/3" in only_errors and "example.com/1" not in only_errors
 
 
+def test_a_change_found_before_the_goal_was_set_is_shown_as_not_judged(
+    web, monitor, changed_page
+):
+    monitor.goal = "Tell me when a price changes"
+    monitor.judge_enabled = True
+    monitor.save(update_fields=["goal", "judge_enabled"])
+
+    page = text_of(web.get(changed_page.check_run.get_absolute_url()))
+    detail = text_of(web.get(changed_page.get_absolute_url()))
+
+    assert re.search(r"Meaningful changes <span class=\"chip-count\">0</span>", page)
+    assert re.search(r"Not judged <span class=\"chip-count\">1</span>", page)
+    assert '<span class="badge judged-none">Not judged</span>' in page
+    assert "Matters for the goal" not in page
+    assert "while the monitor was not judging changes against a goal" in detail
+
+
+def test_a_monitor_without_a_goal_shows_no_verdicts_on_its_checks(
+    web, monitor, changed_page
+):
+    page = text_of(web.get(changed_page.check_run.get_absolute_url()))
+    detail = text_of(web.get(changed_page.get_absolute_url()))
+
+    for text in (page, detail):
+        assert "Not judged" not in text and "Meaningful changes" not in text
+
+
 def test_check_page_explains_a_failed_check(web, monitor):
     check = make_check(
         monitor,

@@ -10,6 +10,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from checks.ai.judge import not_judged as fail_open
 from checks.models import Delivery
 from checks.notify import deliveries, emails
 from monitors.models import EmailRecipient
@@ -188,6 +189,73 @@ def test_a_changed_page_without_a_judgment_counts_as_meaningful(
     scenario.run(monitor, [("https://e.com/a", "changed")])
     queued.run()
     assert len(mailoutbox) == 1
+
+
+def not_judged() -> dict:
+    """A changed page's fields when the judge failed open (no AI model)."""
+    verdict = fail_open("no AI model is configured (LLM_BASE_URL is empty).")
+    return {"judgment": verdict.judgment, "verdict": "not_judged"}
+
+
+def test_a_change_nobody_judged_is_mailed_as_not_judged_never_as_meaningful(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), goal="prices")
+    scenario.run(monitor, [("https://e.com/a", "changed", not_judged())])
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject == (
+        "Monitor changes detected: Pricing page (1 changed (not judged))"
+    )
+    assert "1 changed (not judged). 1 changed page was not judged" in mail.body
+    assert "so it is reported like any change." in mail.body
+    assert "[changed (not judged)] https://e.com/a" in mail.body
+    assert "<strong>changed (not judged)</strong>" in html_of(mail)
+    for text in (mail.subject, mail.body, html_of(mail)):
+        assert "meaningful" not in text
+
+
+def test_a_mail_counts_meaningful_and_unjudged_changes_apart(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), goal="prices")
+    pages = [
+        ("https://e.com/price", "changed", {"judgment": judged(True)}),
+        ("https://e.com/a", "changed", not_judged()),
+        ("https://e.com/b", "changed", not_judged()),
+        ("https://e.com/clock", "changed", {"judgment": judged(False)}),
+    ]
+    scenario.run(monitor, pages)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject.endswith("(4 changed (1 meaningful, 2 not judged))")
+    assert "1 changed page judged not meaningful." in mail.body
+    assert "2 changed pages were not judged against the goal" in mail.body
+    assert "so they are reported like any change." in mail.body
+    assert "[changed (meaningful)] https://e.com/price" in mail.body
+    assert "[changed (not judged)] https://e.com/a" in mail.body
+    assert "[changed (not meaningful)] https://e.com/clock" in mail.body
+
+
+def test_noise_beside_an_unjudged_change_is_still_mailed_with_no_meaningful_one(
+    team, member, scenario, queued, mailoutbox
+):
+    # Reference §11.2: a changed page without a judgment counts as meaningful
+    # for sending; the words still say nobody judged it.
+    monitor = make_monitor(team, email=email_settings(MEMBER), goal="prices")
+    pages = [
+        ("https://e.com/a", "changed", not_judged()),
+        ("https://e.com/clock", "changed", {"judgment": judged(False)}),
+    ]
+    check = scenario.run(monitor, pages)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject.endswith("(2 changed (0 meaningful, 1 not judged))")
+    check.refresh_from_db()
+    assert check.notification_status["email"]["attempted"] is True
 
 
 def test_disabled_email_sends_nothing(team, member, scenario, queued, mailoutbox):

@@ -342,3 +342,58 @@ def test_history_is_in_the_main_navigation(web):
     assert (
         f'<a href="{reverse("team-history")}" aria-current="page">History</a>' in body
     )
+
+
+def judge(page: PageResult, verdict: str) -> PageResult:
+    """Give a changed page the verdict a check would have recorded."""
+    meaningful = verdict != PageResult.Verdict.NOISE
+    page.verdict = verdict
+    page.judgment = {
+        "meaningful": meaningful,
+        "confidence": "low" if verdict == PageResult.Verdict.NOT_JUDGED else "high",
+        "reason": "Judged." if verdict != PageResult.Verdict.NOT_JUDGED else "None.",
+        "meaningfulChanges": [],
+    }
+    page.save(update_fields=["verdict", "judgment"])
+    return page
+
+
+def test_meaningful_changes_only_lists_checks_a_judge_called_meaningful_and_no_other(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    now = timezone.now()
+    before_goal = make_check(monitor, now - timedelta(hours=4), changed=1)
+    make_page(before_goal, "https://e.com/a")  # nobody judged it
+    no_model = make_check(monitor, now - timedelta(hours=3), changed=1)
+    judge(make_page(no_model, "https://e.com/a"), PageResult.Verdict.NOT_JUDGED)
+    noise = make_check(monitor, now - timedelta(hours=2), changed=1)
+    judge(make_page(noise, "https://e.com/a"), PageResult.Verdict.NOISE)
+    meaningful = make_check(monitor, now - timedelta(hours=1), changed=1)
+    judge(make_page(meaningful, "https://e.com/a"), PageResult.Verdict.MEANINGFUL)
+
+    every = web.get(monitor.get_absolute_url()).content.decode()
+    only = web.get(monitor.get_absolute_url(), {"changes": "meaningful"})
+    listed = html.unescape(only.content.decode().split('id="check-history"')[1])
+
+    for check in (before_goal, no_model, noise, meaningful):
+        assert str(check.pk) in every.split('id="check-history"')[1]
+    assert str(meaningful.pk) in listed
+    for check in (before_goal, no_model, noise):
+        assert str(check.pk) not in listed
+    assert "the AI judge said at least one change matters for the goal" in listed
+    assert "found before the goal was set) are listed under “All checks”" in listed
+
+
+def test_meaningful_changes_only_says_so_when_no_change_was_judged_meaningful(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    check = make_check(monitor, timezone.now(), changed=1)
+    judge(make_page(check, "https://e.com/a"), PageResult.Verdict.NOT_JUDGED)
+
+    only = web.get(monitor.get_absolute_url(), {"changes": "meaningful"})
+
+    body = html.unescape(only.content.decode())
+    assert "No check has a change the AI judge called meaningful yet." in body
+    assert str(check.pk) not in body.split('id="check-history"')[1]

@@ -190,6 +190,7 @@ def unsubscribe_headers(recipient: EmailRecipient) -> dict[str, str]:
 class PageLine:
     url: str
     status: str
+    # The judge's verdict on a changed page; None when it gave none.
     meaningful: bool | None
     error: str = ""
     reason: str = ""
@@ -238,11 +239,16 @@ class ChangeReport:
 
     @property
     def meaningful(self) -> int:
+        """Changes the judge called meaningful: what the e-mail calls so."""
         return sum(1 for p in self.pages if p.status == "changed" and p.meaningful)
 
     @property
     def noise(self) -> int:
         return sum(1 for p in self.pages if p.meaningful is False)
+
+    @property
+    def not_judged(self) -> int:
+        return sum(1 for p in self.pages if p.status == "changed" and p.not_judged)
 
     @property
     def judged(self) -> bool:
@@ -261,10 +267,7 @@ class ChangeReport:
     def counts_line(self) -> str:
         parts = []
         if self.counts["changed"]:
-            part = f"{self.counts['changed']} changed"
-            if self.judged:
-                part += f" ({self.meaningful} meaningful)"
-            parts.append(part)
+            parts.append(f"{self.counts['changed']} changed{self._verdicts()}")
         if self.counts["new"]:
             parts.append(f"{self.counts['new']} new")
         if self.counts["removed"]:
@@ -273,6 +276,18 @@ class ChangeReport:
             n = self.counts["error"]
             parts.append(f"{n} error{'s' if n != 1 else ''}")
         return ", ".join(parts) or "no changes"
+
+    def _verdicts(self) -> str:
+        """What the judge said of the changed pages, in brackets: only a
+        verdict is called meaningful, never a change it did not judge."""
+        if self.not_judged and self.not_judged == self.counts["changed"]:
+            return " (not judged)"
+        if not self.judged:
+            return ""
+        words = [f"{self.meaningful} meaningful"]
+        if self.not_judged:
+            words.append(f"{self.not_judged} not judged")
+        return f" ({', '.join(words)})"
 
 
 def change_report(check: Check) -> ChangeReport:
@@ -287,12 +302,13 @@ def change_report(check: Check) -> ChangeReport:
             continue
         meaningful = None
         reason = ""
-        if status == "changed" and isinstance(judgment, dict):
+        not_judged = verdict == "not_judged"  # PageResult.Verdict.NOT_JUDGED
+        if status == "changed" and isinstance(judgment, dict) and not not_judged:
             meaningful = bool(judgment.get("meaningful"))
             reason = str(judgment.get("reason") or "")[:REASON_CHARS]
-        not_judged = verdict == "not_judged"  # PageResult.Verdict.NOT_JUDGED
-        if not_judged:
-            reason = ""  # no verdict to explain; the label says so
+        # A failed-open judgment says "meaningful" but is no verdict: the page
+        # is neither meaningful nor noise here (so still mailed, §11.2), and
+        # the label says it was not judged.
         line = PageLine(url, status, meaningful, error or "", reason, pk)
         line.not_judged = not_judged
         pages.append(line)
@@ -398,6 +414,7 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "counts_line": report.counts_line(),
         "meaningful": report.meaningful,
         "noise": report.noise,
+        "not_judged": report.not_judged,
         "judged": report.judged,
         "pages": report.pages[:PAGES_LISTED],
         "more_pages": max(len(report.pages) - PAGES_LISTED, 0),
