@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -18,6 +19,7 @@ from checks.models import Check, Delivery, DeliveryAttempt, PageResult
 from checks.notify import deliveries
 from checks.notify.tasks import deliver_task, sweep_deliveries_task
 from checks.notify.transports import DeliveryError
+from monitors.templatetags.pagewatch import delivery_error, event_label
 from tests.notifying import (
     make_monitor,
     webhook_config,
@@ -322,13 +324,101 @@ def test_the_deliveries_page_says_which_page_each_page_event_carried(
     queued.run()
 
     html = member_client.get(f"/monitors/{monitor.pk}/deliveries/").content.decode()
-    row = next(r for r in html.split("<tr>") if "<code>monitor.page</code>" in r)
+    row = next(r for r in html.split("<tr>") if 'data-event="monitor.page"' in r)
     assert "https://acme.test/pricing?a=1&amp;b=&lt;2&gt;" in row  # escaped
     assert 'class="badge s-changed">Changed<' in row
     # Delivered: nothing to retry, so a phone's stacked row hides "Actions".
     assert 'data-label="Actions" class="no-content"' in row
     completed = next(r for r in html.split("<tr>") if "monitor.check.completed" in r)
     assert "badge s-" not in completed
+
+
+def test_the_deliveries_page_names_events_and_errors_in_plain_words(
+    team, member_client, receiver, scenario, queued
+):
+    receiver.then(501).then(501)
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    check = scenario.start(monitor)
+    scenario.page(check, "https://acme.test/pricing", "changed")
+    scenario.finish(check)
+    queued.run()
+    Delivery.objects.create(
+        kind=Delivery.Kind.EMAIL,
+        monitor=monitor,
+        check_run=check,
+        event="email.notification",
+        email="dana@acme.test",
+        status=Delivery.Status.DELIVERED,
+    )
+    member_client.post(f"/monitors/{monitor.pk}/deliveries/test/")
+
+    html = member_client.get(f"/monitors/{monitor.pk}/deliveries/").content.decode()
+    rows = {
+        event: next(r for r in html.split("<tr>") if f'data-event="{event}"' in r)
+        for event in (
+            "monitor.page",
+            "monitor.check.completed",
+            "email.notification",
+            "monitor.test",
+        )
+    }
+    assert ">Each page&#x27;s result</span>" in rows["monitor.page"]
+    assert ">Check finished</span>" in rows["monitor.check.completed"]
+    assert ">E-mail</span>" in rows["email.notification"]
+    assert ">Test message</span>" in rows["monitor.test"]
+    # The raw name stays for whoever wires up the receiver, but only in a title.
+    assert 'title="Event name: monitor.check.completed"' in html
+    shown = re.sub(r"<[^>]*>", " ", html)  # the words on screen, no attributes
+    for raw in ("monitor.page", "monitor.check.completed", "email.notification"):
+        assert raw not in shown
+    # The two 501s fell on the page event and the check event, in either order.
+    assert shown.count("The receiving server answered with error 501.") >= 2
+    assert "Answered 501" not in shown
+
+
+def test_the_monitor_page_names_its_webhook_events_in_plain_words(
+    team, member_client, receiver
+):
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    html = member_client.get(monitor.get_absolute_url()).content.decode()
+    assert "· Each page&#x27;s result, Check finished" in html
+    shown = re.sub(r"<[^>]*>", " ", html)
+    assert "monitor.check.completed" not in shown
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("monitor.page", "Each page's result"),
+        ("page", "Each page's result"),  # short names webhook configs may hold
+        ("check.completed", "Check finished"),
+        ("email.confirmation", "Confirmation e-mail"),
+        ("crawl.started", "crawl.started"),  # unknown: as it is
+    ],
+)
+def test_event_names_read_as_words(stored, shown):
+    assert event_label(stored) == shown
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("Answered 501.", "The receiving server answered with error 501."),
+        (
+            "Answered 302 to https://b.test/; redirects are not followed.",
+            "The receiving server sent the message on to https://b.test/ (302); "
+            "messages are not forwarded, so check the webhook address.",
+        ),
+        (
+            "Answered 410 Gone; the monitor's webhook was disabled.",
+            "The receiving server answered that this address is gone (410), "
+            "so the monitor's webhook was turned off.",
+        ),
+        ("Could not connect: timed out.", "Could not connect: timed out."),
+    ],
+)
+def test_a_receivers_answer_reads_as_a_sentence(stored, shown):
+    assert delivery_error(stored) == shown
 
 
 def test_a_page_event_with_an_unreadable_body_names_no_page():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from django.utils.safestring import SafeString
 
 from checks.errors import ErrorKind, kind_of_status
 from checks.jobs import Via
+from checks.notify import emails, events
 from checks.pages import FETCHED_BECAUSE
 from monitors import schedule as schedules
 from monitors import search_provider
@@ -522,3 +524,64 @@ def fetched_how(page: Any) -> str:
         if reason.startswith(sentence.split("{", 1)[0]):
             return _FETCHED_HOW[via]
     return "Opened in a real browser."
+
+
+# Delivery.event (and a webhook's `events`) in the team's words; templates keep
+# the raw name in a title for whoever wires up the receiver.
+EVENT_LABELS = {
+    events.PAGE: "Each page's result",
+    events.CHECK_COMPLETED: "Check finished",
+    events.TEST: "Test message",
+    emails.NOTIFICATION: "E-mail",
+    emails.CONFIRMATION: "Confirmation e-mail",
+    emails.WEBHOOK_DISABLED: "E-mail: webhook turned off",
+}
+# The short names a webhook config may still hold (see events.wants).
+_LEGACY_EVENTS = {
+    "page": events.PAGE,
+    "check": events.CHECK_COMPLETED,
+    "check.completed": events.CHECK_COMPLETED,
+}
+
+
+@register.filter
+def event_label(event: str | None) -> str:
+    """ "monitor.check.completed" -> "Check finished"; an unknown name as is."""
+    name = str(event or "")
+    return EVENT_LABELS.get(_LEGACY_EVENTS.get(name, name), name)
+
+
+@register.filter
+def event_labels(names: Iterable[str] | None) -> str:
+    """A webhook's `events` in words, "Each page's result, Check finished"
+    (no list means every event, as events.wants reads it)."""
+    return ", ".join(event_label(name) for name in (names or events.ALL))
+
+
+# The receiver's answers as checks.notify.transports words them.
+_ANSWERED = re.compile(r"Answered (\d{3})\.")
+_ANSWERED_REDIRECT = re.compile(
+    r"Answered (3\d\d)(?: to (.+))?; redirects are not followed\.", re.DOTALL
+)
+_ANSWERED_GONE = "Answered 410 Gone; the monitor's webhook was disabled."
+
+
+@register.filter
+def delivery_error(text: str | None) -> str:
+    """A delivery's error in plain words: "Answered 501." -> "The receiving
+    server answered with error 501."; any other text as it is."""
+    text = str(text or "").strip()
+    if text == _ANSWERED_GONE:
+        return (
+            "The receiving server answered that this address is gone (410), "
+            "so the monitor's webhook was turned off."
+        )
+    if match := _ANSWERED.fullmatch(text):
+        return f"The receiving server answered with error {match[1]}."
+    if match := _ANSWERED_REDIRECT.fullmatch(text):
+        where = f" to {match[2]}" if match[2] else ""
+        return (
+            f"The receiving server sent the message on{where} ({match[1]}); "
+            "messages are not forwarded, so check the webhook address."
+        )
+    return text
