@@ -283,7 +283,10 @@ def test_a_delay_fetches_one_page_at_a_time_that_far_apart(team, site):
     assert len(paths(check)) == 4
     times = sorted(r.time for r in site.requests if r.path != "/robots.txt")
     gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
-    assert min(gaps) >= 0.28
+    # Times are taken as requests arrive: on a busy machine one arrival can be
+    # late, so its gap grows and the next shrinks. The span cannot shrink.
+    assert times[-1] - times[0] >= 3 * 0.3 - 0.02
+    assert min(gaps) >= 0.15
 
 
 def test_unknown_crawl_options_are_listed_as_not_applied(team, site, settings):
