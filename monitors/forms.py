@@ -542,7 +542,7 @@ class MonitorForm:
             normalize_schedule(schedule.get("cron"), schedule.get("text"), None)
         except ScheduleError as exc:
             issue = {"code": exc.code, "path": ["schedule"], "message": exc.message}
-            message = form_words.plain("schedule", issue)
+            message = form_words.plain("schedule", issue, exc.values)
             if message not in self.errors["schedule"]:
                 self.errors["schedule"].append(message)
             self.schedule_faults.insert(0, "schedule")
@@ -754,6 +754,9 @@ class MonitorForm:
         if head == "targets" and len(path) > 1 and isinstance(path[1], int):
             return self._place_on_row(path[1], issue, payload)
         slot = _MAIN_SLOTS.get(str(head), NON_FIELD)
+        if slot == "schedule":
+            typed = {"zone": payload["schedule"].get("timezone", "")}
+            return slot, form_words.plain(slot, issue, typed)
         return slot, form_words.plain(slot, issue)
 
     def _place_on_row(

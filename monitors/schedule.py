@@ -34,7 +34,8 @@ from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from monitors.rules import SCHEDULE_MISSING
+from monitors import rules
+from monitors.rules import Rule
 
 MAX_LENGTH = 128
 DEFAULT_TIMEZONE = "UTC"
@@ -57,11 +58,6 @@ FIRST_RUN_HORIZON = timedelta(days=FIRST_RUN_HORIZON_YEARS * 366)
 # GAP_WINDOW shows its shortest gap well within them.
 INTERVAL_MAX_RUNS = 200
 
-UNSUPPORTED_TEXT = (
-    "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
-    "'every 2 hours', 'daily at 9:00', 'every weekday at 9am' or 'weekly'."
-)
-
 DAY_NAMES = [
     "Sunday",
     "Monday",
@@ -78,12 +74,20 @@ EVERY_DAY = frozenset(range(7))
 
 class ScheduleError(ValueError):
     """A schedule a user gave us is not acceptable; `.message` is shown to them
-    and `.code` travels with the API's error (see monitors.rules.Rule)."""
+    and `.code` travels with the API's error (see monitors.rules.Rule).
+    `.values` fill in the rule's words where they name what was typed."""
 
-    def __init__(self, message: str, code: str = "invalid") -> None:
+    def __init__(
+        self, message: str, code: str = "invalid", values: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.values = values or {}
+
+    @classmethod
+    def breaking(cls, rule: Rule, **values: str) -> ScheduleError:
+        return cls(rule.api_message(**values), rule.code, values)
 
 
 @dataclass(frozen=True)
@@ -113,8 +117,7 @@ def normalize_schedule(
     if has_cron and has_text:
         raise ScheduleError("Schedule must include either cron or text, not both.")
     if not has_cron and not has_text:
-        missing = SCHEDULE_MISSING
-        raise ScheduleError(missing.api, missing.code)
+        raise ScheduleError.breaking(rules.SCHEDULE_MISSING)
 
     zone_name = normalize_timezone(timezone)
     if has_cron:
@@ -142,7 +145,7 @@ def normalize_timezone(name: str | None) -> str:
     key = name.strip()
     canonical = _known_zones().get(key.lower())
     if canonical is None:
-        raise ScheduleError(f"Invalid schedule timezone: {name}")
+        raise ScheduleError.breaking(rules.TIMEZONE_UNKNOWN, zone=name)
     return canonical
 
 
@@ -166,19 +169,20 @@ def _check_length(value: str, label: str) -> None:
 
 def _check_cron(schedule: Schedule, now: datetime) -> None:
     if len(schedule.cron.split()) != 5:
-        raise ScheduleError("Cron expression must contain five fields")
+        raise ScheduleError.breaking(rules.CRON_FIELD_COUNT)
     try:
         runs = _runs(schedule, now)
         first = next(runs, None)
     except CronSimError as exc:
-        raise ScheduleError(
-            f"Invalid cron expression '{schedule.cron}': {_cronsim_reason(exc)}."
+        raise ScheduleError.breaking(
+            rules.CRON_INVALID, cron=schedule.cron, reason=_cronsim_reason(exc)
         ) from exc
 
     if first is None or first - now > FIRST_RUN_HORIZON:
-        raise ScheduleError(
-            f"Cron expression '{schedule.cron}' does not run within the next "
-            f"{FIRST_RUN_HORIZON_YEARS} years, the longest wait Pagewatch accepts."
+        raise ScheduleError.breaking(
+            rules.CRON_NEVER_RUNS,
+            cron=schedule.cron,
+            years=str(FIRST_RUN_HORIZON_YEARS),
         )
     _check_min_interval(first, runs)
 
@@ -274,7 +278,7 @@ def text_to_cron(text: str) -> str:
         return _at_time_on_days(match["time"], days)
     if match := _ON_DAYS.fullmatch(phrase):
         return _at_time_on_days(match["time"], _parse_days(match["days"]))
-    raise ScheduleError(UNSUPPORTED_TEXT)
+    raise ScheduleError.breaking(rules.SCHEDULE_TEXT_UNSUPPORTED)
 
 
 def _every_n_minutes(n: int, offset_text: str | None) -> str:

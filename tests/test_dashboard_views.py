@@ -689,13 +689,15 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
             "A web search needs a goal that says what you are looking for",
         ),
         ({"judge": "on"}, "judge", "Write a goal for the AI to judge changes against"),
-        ({"schedule": "every banana"}, "schedule", "Unsupported schedule text."),
+        ({"schedule": "every banana"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
         ({"schedule": "* * * * *"}, "schedule", "must not run more often than every 5"),
-        ({"schedule": "61 * * * *"}, "schedule", "Invalid cron expression"),
+        ({"schedule": "61 * * * *"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ({"schedule": "0 9 * *"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ({"schedule": "@daily"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
         (
             {"timezone": "Mars/Olympus"},
             "schedule",
-            "Invalid schedule timezone: Mars/Olympus",
+            "“Mars/Olympus” is not a time zone we know: pick one from the list.",
         ),
     ],
 )
@@ -740,22 +742,25 @@ def schedule_slot_controls(body: str) -> list[str]:
     return named[1].split() if named else []
 
 
+MARS = "“Mars/Olympus” is not a time zone we know: pick one from the list."
+
+
 @pytest.mark.parametrize(
     ("changes", "messages", "controls"),
     [
         (
             {"schedule": "hourly", "timezone": "Mars/Olympus"},
-            ["Invalid schedule timezone: Mars/Olympus"],
+            [MARS],
             ["id_timezone"],
         ),
         (
             {"schedule": "every 3 fortnights", "timezone": "Mars/Olympus"},
-            ["Invalid schedule timezone: Mars/Olympus", "Unsupported schedule text."],
+            [MARS, rules.SCHEDULE_UNREADABLE_PLAIN],
             ["id_schedule", "id_timezone"],
         ),
         (
             {"schedule": "every 3 fortnights", "timezone": "Europe/Berlin"},
-            ["Unsupported schedule text."],
+            [rules.SCHEDULE_UNREADABLE_PLAIN],
             ["id_schedule"],
         ),
     ],
@@ -803,7 +808,7 @@ def test_inline_validation_only_shows_fields_people_touched(web):
         web.post(reverse("monitor-validate-new"), data, HTTP_HX_REQUEST="true")
     )
     assert '<div id="err-name" class="field-error" hx-swap-oob="true"></div>' in body
-    assert "Unsupported schedule text" in body
+    assert rules.SCHEDULE_UNREADABLE_PLAIN in body
     # Every slot of the form is in the answer, so fixed errors disappear.
     assert 'id="err-t0000aaaa-urls"' in body and 'id="err-webhook_url"' in body
 
@@ -871,6 +876,27 @@ def test_schedule_preview_says_when_it_will_run(web):
     )
     bad = web.get(reverse("schedule-preview"), {"schedule": "*/2 * * * *"})
     assert "Not a schedule we can use yet." in text_of(bad)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "zone", "reason"),
+    [
+        ("every banana", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("0 9 * *", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("@daily", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("61 * * * *", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("hourly", "Mars/Olympus", MARS),
+    ],
+)
+def test_schedule_preview_says_why_in_the_forms_words(web, schedule, zone, reason):
+    response = web.get(
+        reverse("schedule-preview"), {"schedule": schedule, "timezone": zone}
+    )
+
+    assert text_of(response).strip() == (
+        '<span class="preview-error"><span aria-hidden="true">✕</span> '
+        f"Not a schedule we can use yet. {reason}</span>"
+    )
 
 
 def test_editing_keeps_target_identity_and_options_set_through_the_api(web, team):
