@@ -373,7 +373,7 @@ def test_list_shows_schedule_in_words_next_run_and_last_check(web, monitor):
     make_check(monitor)
     page = text_of(web.get(reverse("monitor-list")))
     assert "Every 30 minutes, Europe/Berlin" in page
-    assert 'title="Cron: */30 * * * *"' in page
+    assert "*/30" not in page  # no cron for a schedule said in words
     assert re.search(
         r"<time datetime=\"[^\"]+\" title=\"[^\"]+CES?T\">in \d+ minutes?</time>", page
     )
@@ -871,11 +871,36 @@ def test_schedule_preview_says_when_it_will_run(web):
         HTTP_HX_REQUEST="true",
     )
     assert text_of(response).strip() == (
-        '<span aria-hidden="true">→</span> <code>*/30 * * * *</code> · Every 30 minutes'
+        '<span aria-hidden="true">→</span> Every 30 minutes'
         " · next: 11:30, 12:00, 12:30 Europe/Berlin time"
     )
     bad = web.get(reverse("schedule-preview"), {"schedule": "*/2 * * * *"})
     assert "Not a schedule we can use yet." in text_of(bad)
+
+
+@time_machine.travel(datetime(2026, 3, 2, 10, 7, tzinfo=UTC), tick=False)
+def test_schedule_preview_describes_a_typed_cron_in_words(web):
+    response = web.get(
+        reverse("schedule-preview"), {"schedule": "0 9 1 * *", "timezone": "UTC"}
+    )
+
+    assert text_of(response).strip() == (
+        '<span aria-hidden="true">→</span> At 09:00 on day 1 of every month'
+        " · next: Wed 01 Apr 09:00, Fri 01 May 09:00, Mon 01 Jun 09:00 UTC time"
+    )
+
+
+@time_machine.travel(datetime(2026, 3, 2, 10, 7, tzinfo=UTC), tick=False)
+def test_schedule_preview_calls_a_schedule_without_words_custom(web):
+    response = web.get(
+        reverse("schedule-preview"),
+        {"schedule": "0 0,6,12,18,21 * * *", "timezone": "UTC"},
+    )
+
+    assert text_of(response).strip() == (
+        '<span aria-hidden="true">→</span> Custom schedule'
+        " · next: 12:00, 18:00, 21:00 UTC time"
+    )
 
 
 @pytest.mark.parametrize(
@@ -981,6 +1006,31 @@ def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):
     page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
     assert 'value="*/30 * * * *"' in page and 'value="Europe/Berlin"' in page
     assert "Every 30 minutes · next:" in page
+
+
+def test_a_monthly_schedule_is_described_on_the_monitor_page_and_the_list(web, team):
+    make_monitor(team, schedule={"cron": "0 9 1 * *", "timezone": "UTC"})
+
+    detail = text_of(web.get(Monitor.objects.get().get_absolute_url()))
+    listing = text_of(web.get(reverse("monitor-list")))
+
+    for page in (detail, listing):
+        assert "At 09:00 on day 1 of every month, UTC" in page
+        assert "0 9 1 * *" not in page and "Cron" not in page
+
+
+def test_a_schedule_without_words_shows_its_cron_once_as_a_detail(web, team):
+    make_monitor(team, schedule={"cron": "0 0,6,12,18,21 * * *", "timezone": "UTC"})
+
+    detail = text_of(web.get(Monitor.objects.get().get_absolute_url()))
+    listing = text_of(web.get(reverse("monitor-list")))
+
+    for page in (detail, listing):
+        assert (
+            'Custom schedule, UTC <code class="muted" title="Cron expression">'
+            "0 0,6,12,18,21 * * *</code>"
+        ) in page
+        assert page.count("0 0,6,12,18,21 * * *") == 1
 
 
 # The same invalid input through the API and through the dashboard's inline
@@ -1107,6 +1157,7 @@ def test_monitor_page_summarises_settings(web, team):
     page = text_of(web.get(monitor.get_absolute_url()))
     assert "https://example.com/pricing" in page
     assert "Every 30 minutes, Europe/Berlin" in page
+    assert "*/30" not in page  # no cron for a schedule said in words
     assert "someone@else.example" in page and "waiting for confirmation" in page
     assert "https://hooks.example.com/x" in page
     assert "Run now" in page and "No checks yet" in page
