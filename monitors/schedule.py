@@ -519,6 +519,21 @@ def describe(schedule: Schedule) -> str | None:
     return phrase + in_months
 
 
+def schedule_box_text(schedule: Schedule) -> str:
+    """What the form's schedule box shows for a stored schedule: its
+    description when text_to_cron reads that back as the same schedule, else
+    the cron, the only way left to write it. People who never typed cron then
+    never meet it, and saving the form unchanged keeps the schedule."""
+    words = describe(schedule)
+    if words is None:
+        return schedule.cron
+    try:
+        same = _parse_fields(text_to_cron(words)) == _parse_fields(schedule.cron)
+    except ScheduleError:
+        same = False  # "At 09:00 on day 1 of every month": words only people read
+    return words if same else schedule.cron
+
+
 def _parse_fields(cron: str) -> _Fields | None:
     """The cron's fields, or None when they hold something with no plain words
     yet (`5L`, `1#2`, `LW`, or a day of the month *and* a weekday)."""

@@ -1004,8 +1004,20 @@ def test_a_wait_that_tips_stored_actions_over_the_limit_is_shown_at_the_wait_box
 
 def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):
     page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
-    assert 'value="*/30 * * * *"' in page and 'value="Europe/Berlin"' in page
+    assert 'value="Every 30 minutes"' in page and 'value="Europe/Berlin"' in page
     assert "Every 30 minutes · next:" in page
+    assert "*/30" not in page
+
+
+def test_a_schedule_typed_in_words_comes_back_in_words_after_saving(web, team):
+    created = web.post(reverse("monitor-create"), scrape_form())
+    monitor = Monitor.objects.get(team=team)
+
+    page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
+
+    assert created.status_code == 302
+    assert monitor.schedule_cron == "*/30 * * * *"
+    assert 'value="Every 30 minutes"' in page
 
 
 def test_a_monthly_schedule_is_described_on_the_monitor_page_and_the_list(web, team):

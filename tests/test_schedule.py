@@ -13,6 +13,7 @@ from monitors.schedule import (
     next_run_after,
     next_runs,
     normalize_schedule,
+    schedule_box_text,
 )
 
 # A Wednesday. Every test pins its clock; none reads the wall clock.
@@ -566,3 +567,45 @@ def test_describe_has_no_words_for_unusual_schedules(cron: str) -> None:
 )
 def test_every_documented_phrase_has_a_plain_description(text: str) -> None:
     assert describe(normalize(text=text)) is not None
+
+
+# --- what the form's schedule box shows -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cron", "shown"),
+    [
+        ("*/30 * * * *", "Every 30 minutes"),
+        ("7-59/15 * * * *", "Every 15 minutes starting at :07"),
+        ("15 * * * *", "Hourly at :15"),
+        ("0 */2 * * *", "Every 2 hours"),
+        ("0 9 * * *", "Daily at 09:00"),
+        ("0 9 * * MON-FRI", "Every weekday at 09:00"),
+        ("15 7 * * 5,3,1", "Mondays, Wednesdays and Fridays at 07:15"),
+        ("0 12 * * 0,6", "Weekends at 12:00"),
+        ("0 0 * * 7", "Weekly on Sunday at 00:00"),
+    ],
+)
+def test_the_schedule_box_shows_words_that_read_back_as_the_same_schedule(
+    cron: str, shown: str
+) -> None:
+    schedule = Schedule(cron=cron, timezone="UTC")
+
+    assert schedule_box_text(schedule) == shown
+    assert next_runs(normalize(text=shown), NOW, 20) == next_runs(schedule, NOW, 20)
+
+
+@pytest.mark.parametrize(
+    "cron",
+    [
+        "0 9 1 * *",  # described, but "At 09:00 on day 1…" is not a phrase we read
+        "0 9,17 * * *",
+        "30 1-23/2 * * *",
+        "*/15 9-17 * * 1-5",
+        "0 0,6,12,18,21 * * *",  # no words at all
+    ],
+)
+def test_the_schedule_box_shows_cron_when_the_words_would_not_read_back(
+    cron: str,
+) -> None:
+    assert schedule_box_text(Schedule(cron=cron, timezone="UTC")) == cron
