@@ -7,19 +7,23 @@ field has at least 1 elements."). The API keeps them. The form shows, for the
 same error:
 
 * a rule of our own (monitors.rules.Rule): its `plain` wording, found by the
-  error's code — one rule, worded twice in one place;
+  error's code — one rule, worded twice in one place; a schedule the API
+  calls an invalid cron or unsupported text is, to the form, one it could not
+  read, with phrases to try;
 * one of DRF's stock messages: this module's words for that form field, with
   the limits from monitors.rules, so the numbers cannot drift apart;
-* anything else (a URL, header, domain or schedule problem): the message as it
-  is, which those rules already write in plain words.
+* anything else (a URL, header or domain problem, a time of day that does not
+  exist): the message as it is, which those rules already write in plain words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from monitors import rules
+from monitors.schedule import ScheduleError
 
 # DRF's codes for "nothing given" (a blank text, an empty list, a list shorter
 # than its minimum), "too long" and "not a whole number in range".
@@ -146,13 +150,16 @@ WORDS: dict[str, Words] = {
 }
 
 
-def plain(field: str, issue: dict[str, Any]) -> str:
+def plain(
+    field: str, issue: dict[str, Any], typed: Mapping[str, str] | None = None
+) -> str:
     """The form's words for one of the serializer's issues ({code, path,
-    message}) that landed on `field`."""
+    message}) that landed on `field`. `typed` holds what the person typed that
+    a rule's words quote (the schedule's `zone`)."""
     code, message = str(issue["code"]), issue["message"]
     rule = rules.RULES.get(code)
     if rule is not None:
-        return rule.plain
+        return rule.plain.format_map(typed) if typed else rule.plain
     words = WORDS.get(field, Words())
     if code in _NUMBER and words.number:
         return words.number
@@ -167,3 +174,10 @@ def plain(field: str, issue: dict[str, Any]) -> str:
     if code in ("null_characters_not_allowed", "surrogate_characters_not_allowed"):
         return "This contains a character that cannot be used here."
     return message
+
+
+def schedule_problem(error: ScheduleError) -> str:
+    """The form's words for a schedule the live preview could not use: the
+    same words the form shows once it is submitted."""
+    issue = {"code": error.code, "path": ["schedule"], "message": error.message}
+    return plain("schedule", issue, error.values)

@@ -24,7 +24,12 @@ from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Monitor, Target, Team
-from monitors.schedule import ScheduleError, normalize_schedule, normalize_timezone
+from monitors.schedule import (
+    ScheduleError,
+    normalize_schedule,
+    normalize_timezone,
+    schedule_box_text,
+)
 
 TARGET_TYPES = ("scrape", "crawl", "search")
 TARGET_TYPE_LABELS = {
@@ -417,7 +422,7 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
     judge = "off" if opted_out else "auto"
     return {
         "name": monitor.name,
-        "schedule": monitor.schedule_cron,
+        "schedule": schedule_box_text(monitor.schedule),
         "timezone": monitor.schedule_timezone,
         "goal": monitor.goal or "",
         "judge": judge,
@@ -552,7 +557,7 @@ class MonitorForm:
             normalize_schedule(schedule.get("cron"), schedule.get("text"), None)
         except ScheduleError as exc:
             issue = {"code": exc.code, "path": ["schedule"], "message": exc.message}
-            message = form_words.plain("schedule", issue)
+            message = form_words.plain("schedule", issue, exc.values)
             if message not in self.errors["schedule"]:
                 self.errors["schedule"].append(message)
             self.schedule_faults.insert(0, "schedule")
@@ -603,7 +608,7 @@ class MonitorForm:
     def payload(self) -> dict[str, Any]:
         """The /v2/monitor body this form stands for (parse errors recorded)."""
         main = self._cleaned(self.main)
-        cron, text = split_schedule(main.get("schedule", ""))
+        cron, text = self._schedule_box(main.get("schedule", ""))
         schedule: dict[str, Any] = {"timezone": main.get("timezone") or "UTC"}
         if cron is not None:
             schedule["cron"] = cron
@@ -625,6 +630,16 @@ class MonitorForm:
         if str(main.get("retention_days", "")).strip():
             payload["retentionDays"] = _number(main["retention_days"])
         return payload
+
+    def _schedule_box(self, typed: str) -> tuple[str | None, str | None]:
+        """(cron, text) for the schedule box. The box shows a stored schedule
+        in words; saved untouched, the schedule stays as it was written
+        (`MON-FRI` does not become `1-5` behind an API client's back)."""
+        if self.monitor is not None and typed.strip() == schedule_box_text(
+            self.monitor.schedule
+        ):
+            return self.monitor.schedule_cron, None
+        return split_schedule(typed)
 
     def _cleaned(self, form: forms.Form) -> dict[str, Any]:
         form.is_valid()
@@ -764,6 +779,9 @@ class MonitorForm:
         if head == "targets" and len(path) > 1 and isinstance(path[1], int):
             return self._place_on_row(path[1], issue, payload)
         slot = _MAIN_SLOTS.get(str(head), NON_FIELD)
+        if slot == "schedule":
+            typed = {"zone": payload["schedule"].get("timezone", "")}
+            return slot, form_words.plain(slot, issue, typed)
         return slot, form_words.plain(slot, issue)
 
     def _place_on_row(

@@ -62,6 +62,10 @@ class Rule:
     api: str
     plain: str
 
+    def api_message(self, **values: object) -> str:
+        """The API's words, with the `{name}` fields its text names filled in."""
+        return self.api.format(**values) if values else self.api
+
 
 GOAL_REQUIRED_FOR_JUDGE = Rule(
     "goal_required_for_judge",
@@ -89,6 +93,42 @@ SCHEDULE_MISSING = Rule(
     "schedule_missing",
     "Schedule must include either cron or text.",
     "Enter a schedule, for example “every 30 minutes” or “daily at 9:00”.",
+)
+# A schedule nobody can read. The API keeps saying exactly what is wrong with
+# the cron or the phrase; the form says what to type instead, the same way for
+# every one of them, since the people using it never chose to write cron.
+SCHEDULE_UNREADABLE_PLAIN = (
+    "We could not read this schedule. Try “every 30 minutes”, “every weekday at "
+    "9am” or “daily at 6pm”."
+)
+SCHEDULE_TEXT_UNSUPPORTED = Rule(
+    "schedule_text_unsupported",
+    "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
+    "'every 2 hours', 'daily at 9:00', 'every weekday at 9am' or 'weekly'.",
+    SCHEDULE_UNREADABLE_PLAIN,
+)
+CRON_FIELD_COUNT = Rule(
+    "cron_field_count",
+    "Cron expression must contain five fields",
+    SCHEDULE_UNREADABLE_PLAIN,
+)
+# {cron} and {reason} are filled in by monitors.schedule.
+CRON_INVALID = Rule(
+    "cron_invalid",
+    "Invalid cron expression '{cron}': {reason}.",
+    SCHEDULE_UNREADABLE_PLAIN,
+)
+CRON_NEVER_RUNS = Rule(
+    "cron_never_runs",
+    "Cron expression '{cron}' does not run within the next {years} years, the "
+    "longest wait Pagewatch accepts.",
+    "This schedule would not run for years, if ever: check its day and month.",
+)
+# {zone} is the name as the person typed it (the form's own value).
+TIMEZONE_UNKNOWN = Rule(
+    "timezone_unknown",
+    "Invalid schedule timezone: {zone}",
+    "“{zone}” is not a time zone we know: pick one from the list.",
 )
 TOO_MANY_ACTIONS = Rule(
     "too_many_actions",
@@ -120,6 +160,11 @@ RULES = {
         DOMAINS_EXCLUSIVE,
         TARGET_IDS_UNIQUE,
         SCHEDULE_MISSING,
+        SCHEDULE_TEXT_UNSUPPORTED,
+        CRON_FIELD_COUNT,
+        CRON_INVALID,
+        CRON_NEVER_RUNS,
+        TIMEZONE_UNKNOWN,
         TOO_MANY_ACTIONS,
         TOO_MUCH_WAITING,
     )

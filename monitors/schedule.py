@@ -34,7 +34,8 @@ from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from monitors.rules import SCHEDULE_MISSING
+from monitors import rules
+from monitors.rules import Rule
 
 MAX_LENGTH = 128
 DEFAULT_TIMEZONE = "UTC"
@@ -57,11 +58,6 @@ FIRST_RUN_HORIZON = timedelta(days=FIRST_RUN_HORIZON_YEARS * 366)
 # GAP_WINDOW shows its shortest gap well within them.
 INTERVAL_MAX_RUNS = 200
 
-UNSUPPORTED_TEXT = (
-    "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
-    "'every 2 hours', 'daily at 9:00', 'every weekday at 9am' or 'weekly'."
-)
-
 DAY_NAMES = [
     "Sunday",
     "Monday",
@@ -78,12 +74,20 @@ EVERY_DAY = frozenset(range(7))
 
 class ScheduleError(ValueError):
     """A schedule a user gave us is not acceptable; `.message` is shown to them
-    and `.code` travels with the API's error (see monitors.rules.Rule)."""
+    and `.code` travels with the API's error (see monitors.rules.Rule).
+    `.values` fill in the rule's words where they name what was typed."""
 
-    def __init__(self, message: str, code: str = "invalid") -> None:
+    def __init__(
+        self, message: str, code: str = "invalid", values: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.values = values or {}
+
+    @classmethod
+    def breaking(cls, rule: Rule, **values: str) -> ScheduleError:
+        return cls(rule.api_message(**values), rule.code, values)
 
 
 @dataclass(frozen=True)
@@ -113,8 +117,7 @@ def normalize_schedule(
     if has_cron and has_text:
         raise ScheduleError("Schedule must include either cron or text, not both.")
     if not has_cron and not has_text:
-        missing = SCHEDULE_MISSING
-        raise ScheduleError(missing.api, missing.code)
+        raise ScheduleError.breaking(rules.SCHEDULE_MISSING)
 
     zone_name = normalize_timezone(timezone)
     if has_cron:
@@ -142,7 +145,7 @@ def normalize_timezone(name: str | None) -> str:
     key = name.strip()
     canonical = _known_zones().get(key.lower())
     if canonical is None:
-        raise ScheduleError(f"Invalid schedule timezone: {name}")
+        raise ScheduleError.breaking(rules.TIMEZONE_UNKNOWN, zone=name)
     return canonical
 
 
@@ -166,19 +169,20 @@ def _check_length(value: str, label: str) -> None:
 
 def _check_cron(schedule: Schedule, now: datetime) -> None:
     if len(schedule.cron.split()) != 5:
-        raise ScheduleError("Cron expression must contain five fields")
+        raise ScheduleError.breaking(rules.CRON_FIELD_COUNT)
     try:
         runs = _runs(schedule, now)
         first = next(runs, None)
     except CronSimError as exc:
-        raise ScheduleError(
-            f"Invalid cron expression '{schedule.cron}': {_cronsim_reason(exc)}."
+        raise ScheduleError.breaking(
+            rules.CRON_INVALID, cron=schedule.cron, reason=_cronsim_reason(exc)
         ) from exc
 
     if first is None or first - now > FIRST_RUN_HORIZON:
-        raise ScheduleError(
-            f"Cron expression '{schedule.cron}' does not run within the next "
-            f"{FIRST_RUN_HORIZON_YEARS} years, the longest wait Pagewatch accepts."
+        raise ScheduleError.breaking(
+            rules.CRON_NEVER_RUNS,
+            cron=schedule.cron,
+            years=str(FIRST_RUN_HORIZON_YEARS),
         )
     _check_min_interval(first, runs)
 
@@ -274,7 +278,7 @@ def text_to_cron(text: str) -> str:
         return _at_time_on_days(match["time"], days)
     if match := _ON_DAYS.fullmatch(phrase):
         return _at_time_on_days(match["time"], _parse_days(match["days"]))
-    raise ScheduleError(UNSUPPORTED_TEXT)
+    raise ScheduleError.breaking(rules.SCHEDULE_TEXT_UNSUPPORTED)
 
 
 def _every_n_minutes(n: int, offset_text: str | None) -> str:
@@ -444,45 +448,133 @@ def _zone(name: str) -> tzinfo:
 # Any fixed instant works: cronsim only parses the fields here.
 _PARSE_REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)
 _MAX_LISTED_TIMES = 4
+_MAX_LISTED_DATES = 4
+_EVERY_DATE = frozenset(range(1, 32))
+_EVERY_MONTH = tuple(range(1, 13))
+MONTH_NAMES = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
-def describe(schedule: Schedule) -> str:
-    """Say when a schedule runs, in words for non-technical people.
+@dataclass(frozen=True)
+class _Fields:
+    """When a cron runs, as sets a description can be read from. Two crons
+    with equal fields run at the same times (`MON-FRI` and `1-5`)."""
+
+    minutes: tuple[int, ...]
+    hours: tuple[int, ...]
+    dates: frozenset[int]  # days of the month; {CronSim.LAST} for `L`
+    months: tuple[int, ...]
+    weekdays: frozenset[int]  # 0 is Sunday
+
+
+def describe(schedule: Schedule) -> str | None:
+    """Say when a schedule runs, in words for non-technical people, or None
+    when there are no plain words for it (the caller then shows the cron).
 
     Works from the parsed fields, not the text, so `0 9 * * MON-FRI` and
     `0 9 * * 1-5` read the same. The caller appends the time zone.
     """
-    fallback = f"Cron: {schedule.cron}"
     fields = _parse_fields(schedule.cron)
     if fields is None:
-        return fallback
-    minutes, hours, days = fields
+        return None
+    minutes, hours = list(fields.minutes), list(fields.hours)
+    repeating = _describe_repeats(minutes, hours)
+    times: str | None = None
+    if repeating is None:
+        listed = [f"{hour:02d}:{minute:02d}" for hour in hours for minute in minutes]
+        if len(listed) <= _MAX_LISTED_TIMES:
+            times = _join(listed)
+        else:
+            repeating = _describe_window(minutes, hours)
+    if repeating is None and times is None:
+        return None
 
-    if days == EVERY_DAY:
-        if len(hours) == 24 and (phrase := _describe_minutes(minutes)):
-            return phrase
-        if len(minutes) == 1 and (phrase := _describe_hours(minutes[0], hours)):
-            return phrase
-    times = [f"{hour:02d}:{minute:02d}" for hour in hours for minute in minutes]
-    if len(times) > _MAX_LISTED_TIMES:
-        return fallback
-    return f"{_describe_days(days)} at {_join(times)}"
+    if fields.dates != _EVERY_DATE:
+        dates = _describe_dates(fields.dates)
+        if dates is None:
+            return None
+        of = "every month" if fields.months == _EVERY_MONTH else _months(fields)
+        when = f"on {dates} of {of}"
+        return f"{repeating} {when}" if repeating else f"At {times} {when}"
+
+    in_months = "" if fields.months == _EVERY_MONTH else f" in {_months(fields)}"
+    if fields.weekdays == EVERY_DAY:
+        phrase = repeating or f"Daily at {times}"
+    elif repeating:
+        phrase = f"{repeating} on {_plural_days(fields.weekdays)}"
+    else:
+        phrase = f"{_describe_days(fields.weekdays)} at {times}"
+    return phrase + in_months
 
 
-def _parse_fields(cron: str) -> tuple[list[int], list[int], frozenset[int]] | None:
-    """Return (minutes, hours, weekdays) when the day-of-month and month are `*`."""
+def schedule_box_text(schedule: Schedule) -> str:
+    """What the form's schedule box shows for a stored schedule: its
+    description when text_to_cron reads that back as the same schedule, else
+    the cron, the only way left to write it. People who never typed cron then
+    never meet it, and saving the form unchanged keeps the schedule."""
+    words = describe(schedule)
+    if words is None:
+        return schedule.cron
+    try:
+        same = _parse_fields(text_to_cron(words)) == _parse_fields(schedule.cron)
+    except ScheduleError:
+        same = False  # "At 09:00 on day 1 of every month": words only people read
+    return words if same else schedule.cron
+
+
+def _parse_fields(cron: str) -> _Fields | None:
+    """The cron's fields, or None when they hold something with no plain words
+    yet (`5L`, `1#2`, `LW`, or a day of the month *and* a weekday)."""
     if len(cron.split()) != 5:
         return None
     try:
         parsed = CronSim(cron, _PARSE_REFERENCE)
     except (CronSimError, ValueError):
         return None
-    if parsed.days != set(range(1, 32)) or parsed.months != set(range(1, 13)):
-        return None
     if any(not isinstance(day, int) for day in parsed.weekdays):
-        return None  # `5L`, `1#2`: no plain words for these yet
-    days = frozenset(day % 7 for day in parsed.weekdays if isinstance(day, int))
-    return sorted(parsed.minutes), sorted(parsed.hours), days
+        return None
+    dates = frozenset(parsed.days)
+    weekdays = frozenset(day % 7 for day in parsed.weekdays if isinstance(day, int))
+    every_date, every_weekday = dates == _EVERY_DATE, weekdays == EVERY_DAY
+    if not parsed.day_and and (every_date or every_weekday):
+        # crontab(5): with both fields written out a day matches either one,
+        # so `0 9 1-31 * 1` runs every day, not on Mondays.
+        dates, weekdays = _EVERY_DATE, EVERY_DAY
+    elif not every_date and not every_weekday:
+        return None
+    if min(dates) < 1 and dates != {CronSim.LAST}:
+        return None
+    return _Fields(
+        minutes=tuple(sorted(parsed.minutes)),
+        hours=tuple(sorted(parsed.hours)),
+        dates=dates,
+        months=tuple(sorted(parsed.months)),
+        weekdays=weekdays,
+    )
+
+
+def _describe_repeats(minutes: list[int], hours: list[int]) -> str | None:
+    """A schedule that repeats all day long: "Every 30 minutes"."""
+    if len(hours) == 24:
+        if phrase := _describe_minutes(minutes):
+            return phrase
+        if len(minutes) <= _MAX_LISTED_TIMES:
+            return "Hourly at " + _join([f":{minute:02d}" for minute in minutes])
+    if len(minutes) == 1:
+        return _describe_hours(minutes[0], hours)
+    return None
 
 
 def _describe_minutes(minutes: list[int]) -> str | None:
@@ -495,7 +587,8 @@ def _describe_minutes(minutes: list[int]) -> str | None:
         return f"Hourly at :{minutes[0]:02d}"
     if minutes[0] == 0:
         return f"Every {step} minutes"
-    return f"Every {step} minutes from :{minutes[0]:02d}"
+    # The words text_to_cron reads, so the form's box can show them.
+    return f"Every {step} minutes starting at :{minutes[0]:02d}"
 
 
 def _describe_hours(minute: int, hours: list[int]) -> str | None:
@@ -505,6 +598,22 @@ def _describe_hours(minute: int, hours: list[int]) -> str | None:
     if hours[0] == 0 and minute == 0:
         return f"Every {step} hours"
     return f"Every {step} hours from {hours[0]:02d}:{minute:02d}"
+
+
+def _describe_window(minutes: list[int], hours: list[int]) -> str | None:
+    """Evenly through a block of hours (office hours): "Every 15 minutes
+    from 09:00 to 17:45"."""
+    if hours != list(range(hours[0], hours[-1] + 1)):
+        return None
+    step = _even_step(minutes, 60)
+    if step is None:
+        return None
+    every = {1: "Every minute", 60: "Hourly"}.get(step, f"Every {step} minutes")
+    first, last = (
+        f"{hours[0]:02d}:{minutes[0]:02d}",
+        f"{hours[-1]:02d}:{minutes[-1]:02d}",
+    )
+    return f"{every} from {first} to {last}"
 
 
 def _even_step(values: list[int], cycle: int) -> int | None:
@@ -526,9 +635,37 @@ def _describe_days(days: frozenset[int]) -> str:
         return "Weekends"
     if len(days) == 1:
         return f"Weekly on {DAY_NAMES[next(iter(days))]}"
-    # Monday first, the way people list a working week.
-    ordered = sorted(days, key=lambda day: (day - 1) % 7)
-    return _join([f"{DAY_NAMES[day]}s" for day in ordered])
+    return _join([f"{DAY_NAMES[day]}s" for day in _monday_first(days)])
+
+
+def _plural_days(days: frozenset[int]) -> str:
+    if days == WEEKDAYS:
+        return "weekdays"
+    if days == WEEKEND:
+        return "weekends"
+    return _join([f"{DAY_NAMES[day]}s" for day in _monday_first(days)])
+
+
+def _monday_first(days: frozenset[int]) -> list[int]:
+    # The way people list a working week.
+    return sorted(days, key=lambda day: (day - 1) % 7)
+
+
+def _describe_dates(dates: frozenset[int]) -> str | None:
+    if dates == {CronSim.LAST}:
+        return "the last day"
+    ordered = sorted(dates)
+    if len(ordered) == 1:
+        return f"day {ordered[0]}"
+    if len(ordered) <= _MAX_LISTED_DATES:
+        return "days " + _join([str(date) for date in ordered])
+    if ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"days {ordered[0]} to {ordered[-1]}"
+    return None
+
+
+def _months(fields: _Fields) -> str:
+    return _join([MONTH_NAMES[month - 1] for month in fields.months])
 
 
 def _join(items: list[str]) -> str:

@@ -44,7 +44,7 @@ from checks.content import (
 from checks.content.readable import readable_html
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
-from monitors import history
+from monitors import form_words, history
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
 from monitors.editing import update_monitor
@@ -381,7 +381,7 @@ def schedule_preview_context(schedule: str, zone: str, now: datetime) -> dict[st
     try:
         parsed = schedules.normalize_schedule(cron, text, zone or None, now=now)
     except schedules.ScheduleError as exc:
-        return {"preview_error": exc.message}
+        return {"preview_error": form_words.schedule_problem(exc)}
     runs = schedules.next_runs(parsed, now, PREVIEW_RUNS)
     zone_info = ZoneInfo(parsed.timezone)
     today = now.astimezone(zone_info).date()

@@ -295,11 +295,50 @@ def test_an_unbound_edit_form_shows_the_stored_monitor(team):
         webhook={"url": "https://h.example/", "headers": {"A": "b"}},
     )
     form = MonitorForm(monitor=monitor)
-    assert form.main["schedule"].value() == "0 9 * * 1-5"
+    assert form.main["schedule"].value() == "Every weekday at 09:00"
     assert form.main["judge"].value() == "off"
     assert form.main["webhook_headers"].value() == "A: b"
     assert [row.kind for row in form.targets] == ["scrape"]
     assert form.targets[0]["urls"].value() == "https://example.com/a"
+
+
+def test_a_schedule_without_words_that_read_back_is_shown_as_its_cron(team):
+    monitor = make_monitor(team, schedule={"cron": "0 9 1 * *", "timezone": "UTC"})
+
+    assert MonitorForm(monitor=monitor).main["schedule"].value() == "0 9 1 * *"
+
+
+def test_saving_the_schedule_box_untouched_keeps_the_cron_as_written(team):
+    schedule = {"cron": "0 9 * * MON-FRI", "timezone": "Europe/Berlin"}
+    monitor = make_monitor(team, schedule=schedule)
+    row = MonitorForm(monitor=monitor).targets[0]
+    data = post(
+        schedule="Every weekday at 09:00",
+        timezone="Europe/Berlin",
+        target=[row.key],
+        **{
+            f"{row.key}-id": str(monitor.targets.get().id),
+            f"{row.key}-type": "scrape",
+            f"{row.key}-urls": "https://example.com/a",
+        },
+    )
+    form = MonitorForm(data, monitor=monitor)
+
+    assert form.is_valid(), form.errors
+    form.save(team, timezone.now())
+    monitor.refresh_from_db()
+    assert monitor.schedule_cron == "0 9 * * MON-FRI"
+
+
+def test_changing_the_words_in_the_schedule_box_changes_the_schedule(team):
+    schedule = {"cron": "0 9 * * MON-FRI", "timezone": "Europe/Berlin"}
+    monitor = make_monitor(team, schedule=schedule)
+    form = MonitorForm(post(schedule="Every weekday at 10:00"), monitor=monitor)
+
+    assert form.payload()["schedule"] == {
+        "text": "Every weekday at 10:00",
+        "timezone": "UTC",
+    }
 
 
 def test_a_search_monitor_that_opted_out_of_judging_saves_again_unchanged(team):

@@ -373,7 +373,7 @@ def test_list_shows_schedule_in_words_next_run_and_last_check(web, monitor):
     make_check(monitor)
     page = text_of(web.get(reverse("monitor-list")))
     assert "Every 30 minutes, Europe/Berlin" in page
-    assert 'title="Cron: */30 * * * *"' in page
+    assert "*/30" not in page  # no cron for a schedule said in words
     assert re.search(
         r"<time datetime=\"[^\"]+\" title=\"[^\"]+CES?T\">in \d+ minutes?</time>", page
     )
@@ -697,13 +697,15 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
             "A web search needs a goal that says what you are looking for",
         ),
         ({"judge": "on"}, "judge", "Write a goal for the AI to judge changes against"),
-        ({"schedule": "every banana"}, "schedule", "Unsupported schedule text."),
+        ({"schedule": "every banana"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
         ({"schedule": "* * * * *"}, "schedule", "must not run more often than every 5"),
-        ({"schedule": "61 * * * *"}, "schedule", "Invalid cron expression"),
+        ({"schedule": "61 * * * *"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ({"schedule": "0 9 * *"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ({"schedule": "@daily"}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN),
         (
             {"timezone": "Mars/Olympus"},
             "schedule",
-            "Invalid schedule timezone: Mars/Olympus",
+            "“Mars/Olympus” is not a time zone we know: pick one from the list.",
         ),
     ],
 )
@@ -748,22 +750,25 @@ def schedule_slot_controls(body: str) -> list[str]:
     return named[1].split() if named else []
 
 
+MARS = "“Mars/Olympus” is not a time zone we know: pick one from the list."
+
+
 @pytest.mark.parametrize(
     ("changes", "messages", "controls"),
     [
         (
             {"schedule": "hourly", "timezone": "Mars/Olympus"},
-            ["Invalid schedule timezone: Mars/Olympus"],
+            [MARS],
             ["id_timezone"],
         ),
         (
             {"schedule": "every 3 fortnights", "timezone": "Mars/Olympus"},
-            ["Invalid schedule timezone: Mars/Olympus", "Unsupported schedule text."],
+            [MARS, rules.SCHEDULE_UNREADABLE_PLAIN],
             ["id_schedule", "id_timezone"],
         ),
         (
             {"schedule": "every 3 fortnights", "timezone": "Europe/Berlin"},
-            ["Unsupported schedule text."],
+            [rules.SCHEDULE_UNREADABLE_PLAIN],
             ["id_schedule"],
         ),
     ],
@@ -811,7 +816,7 @@ def test_inline_validation_only_shows_fields_people_touched(web):
         web.post(reverse("monitor-validate-new"), data, HTTP_HX_REQUEST="true")
     )
     assert '<div id="err-name" class="field-error" hx-swap-oob="true"></div>' in body
-    assert "Unsupported schedule text" in body
+    assert rules.SCHEDULE_UNREADABLE_PLAIN in body
     # Every slot of the form is in the answer, so fixed errors disappear.
     assert 'id="err-t0000aaaa-urls"' in body and 'id="err-webhook_url"' in body
 
@@ -874,11 +879,57 @@ def test_schedule_preview_says_when_it_will_run(web):
         HTTP_HX_REQUEST="true",
     )
     assert text_of(response).strip() == (
-        '<span aria-hidden="true">→</span> <code>*/30 * * * *</code> · Every 30 minutes'
+        '<span aria-hidden="true">→</span> Every 30 minutes'
         " · next: 11:30, 12:00, 12:30 Europe/Berlin time"
     )
     bad = web.get(reverse("schedule-preview"), {"schedule": "*/2 * * * *"})
     assert "Not a schedule we can use yet." in text_of(bad)
+
+
+@time_machine.travel(datetime(2026, 3, 2, 10, 7, tzinfo=UTC), tick=False)
+def test_schedule_preview_describes_a_typed_cron_in_words(web):
+    response = web.get(
+        reverse("schedule-preview"), {"schedule": "0 9 1 * *", "timezone": "UTC"}
+    )
+
+    assert text_of(response).strip() == (
+        '<span aria-hidden="true">→</span> At 09:00 on day 1 of every month'
+        " · next: Wed 01 Apr 09:00, Fri 01 May 09:00, Mon 01 Jun 09:00 UTC time"
+    )
+
+
+@time_machine.travel(datetime(2026, 3, 2, 10, 7, tzinfo=UTC), tick=False)
+def test_schedule_preview_calls_a_schedule_without_words_custom(web):
+    response = web.get(
+        reverse("schedule-preview"),
+        {"schedule": "0 0,6,12,18,21 * * *", "timezone": "UTC"},
+    )
+
+    assert text_of(response).strip() == (
+        '<span aria-hidden="true">→</span> Custom schedule'
+        " · next: 12:00, 18:00, 21:00 UTC time"
+    )
+
+
+@pytest.mark.parametrize(
+    ("schedule", "zone", "reason"),
+    [
+        ("every banana", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("0 9 * *", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("@daily", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("61 * * * *", "UTC", rules.SCHEDULE_UNREADABLE_PLAIN),
+        ("hourly", "Mars/Olympus", MARS),
+    ],
+)
+def test_schedule_preview_says_why_in_the_forms_words(web, schedule, zone, reason):
+    response = web.get(
+        reverse("schedule-preview"), {"schedule": schedule, "timezone": zone}
+    )
+
+    assert text_of(response).strip() == (
+        '<span class="preview-error"><span aria-hidden="true">✕</span> '
+        f"Not a schedule we can use yet. {reason}</span>"
+    )
 
 
 def test_editing_keeps_target_identity_and_options_set_through_the_api(web, team):
@@ -961,8 +1012,45 @@ def test_a_wait_that_tips_stored_actions_over_the_limit_is_shown_at_the_wait_box
 
 def test_the_edit_form_shows_the_stored_schedule_and_its_preview(web, monitor):
     page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
-    assert 'value="*/30 * * * *"' in page and 'value="Europe/Berlin"' in page
+    assert 'value="Every 30 minutes"' in page and 'value="Europe/Berlin"' in page
     assert "Every 30 minutes · next:" in page
+    assert "*/30" not in page
+
+
+def test_a_schedule_typed_in_words_comes_back_in_words_after_saving(web, team):
+    created = web.post(reverse("monitor-create"), scrape_form())
+    monitor = Monitor.objects.get(team=team)
+
+    page = text_of(web.get(reverse("monitor-edit", kwargs={"pk": monitor.pk})))
+
+    assert created.status_code == 302
+    assert monitor.schedule_cron == "*/30 * * * *"
+    assert 'value="Every 30 minutes"' in page
+
+
+def test_a_monthly_schedule_is_described_on_the_monitor_page_and_the_list(web, team):
+    make_monitor(team, schedule={"cron": "0 9 1 * *", "timezone": "UTC"})
+
+    detail = text_of(web.get(Monitor.objects.get().get_absolute_url()))
+    listing = text_of(web.get(reverse("monitor-list")))
+
+    for page in (detail, listing):
+        assert "At 09:00 on day 1 of every month, UTC" in page
+        assert "0 9 1 * *" not in page and "Cron" not in page
+
+
+def test_a_schedule_without_words_shows_its_cron_once_as_a_detail(web, team):
+    make_monitor(team, schedule={"cron": "0 0,6,12,18,21 * * *", "timezone": "UTC"})
+
+    detail = text_of(web.get(Monitor.objects.get().get_absolute_url()))
+    listing = text_of(web.get(reverse("monitor-list")))
+
+    for page in (detail, listing):
+        assert (
+            'Custom schedule, UTC <code class="muted" title="Cron expression">'
+            "0 0,6,12,18,21 * * *</code>"
+        ) in page
+        assert page.count("0 0,6,12,18,21 * * *") == 1
 
 
 # The same invalid input through the API and through the dashboard's inline
@@ -1089,6 +1177,7 @@ def test_monitor_page_summarises_settings(web, team):
     page = text_of(web.get(monitor.get_absolute_url()))
     assert "https://example.com/pricing" in page
     assert "Every 30 minutes, Europe/Berlin" in page
+    assert "*/30" not in page  # no cron for a schedule said in words
     assert "someone@else.example" in page and "waiting for confirmation" in page
     assert "https://hooks.example.com/x" in page
     assert "Run now" in page and "No checks yet" in page

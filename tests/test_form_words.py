@@ -11,6 +11,7 @@ import pytest
 
 from monitors import form_words, forms, rules
 from monitors.forms import MonitorForm
+from monitors.schedule import ScheduleError, normalize_schedule
 from tests.test_dashboard_forms import post
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,7 @@ API_WORDS = re.compile(
     r"judgeEnabled|retentionDays|maxResults|includeDomains|excludeDomains|"
     r"scrapeOptions|crawlOptions|searchWindow|includeDiffs|webhook\.|non-empty|"
     r"Ensure this|This field|elements|A valid integer|valid choice|This list|"
-    r"cron or text"
+    r"cron or text|[Cc]ron|Unsupported|Invalid schedule"
 )
 ROW = "t0000aaaa"
 
@@ -51,6 +52,15 @@ CASES = [
     ({"name": ""}, "name", "Give the monitor a name."),
     ({"name": "n" * 257}, "name", "The name can be at most 256 characters long."),
     ({"schedule": ""}, "schedule", rules.SCHEDULE_MISSING.plain),
+    *[
+        ({"schedule": typed}, "schedule", rules.SCHEDULE_UNREADABLE_PLAIN)
+        for typed in ("every banana", "0 9 * *", "@daily", "61 * * * *")
+    ],
+    (
+        {"timezone": "Mars/Olympus"},
+        "schedule",
+        "“Mars/Olympus” is not a time zone we know: pick one from the list.",
+    ),
     ({"target": []}, "targets", form_words.WORDS["targets"].missing),
     ({"goal": "g" * 2001}, "goal", "The goal can be at most 2,000 characters long."),
     ({"judge": "on"}, "judge", rules.GOAL_REQUIRED_FOR_JUDGE.plain),
@@ -169,6 +179,20 @@ def test_every_rule_reads_in_plain_words_in_the_form(typed, slot, expected):
         ({"judgeEnabled": True}, "judgeEnabled requires a non-empty goal."),
         ({"targets": []}, "targets: Ensure this field has at least 1 elements."),
         ({"retentionDays": 0}, "Ensure this value is greater than or equal to 1."),
+        ({"schedule": {"cron": "0 9 * *"}}, "Cron expression must contain five fields"),
+        ({"schedule": {"cron": "@daily"}}, "Cron expression must contain five fields"),
+        (
+            {"schedule": {"cron": "61 * * * *"}},
+            "Invalid cron expression '61 * * * *': the minute field is not valid.",
+        ),
+        (
+            {"schedule": {"text": "hourly", "timezone": "Mars/Olympus"}},
+            "Invalid schedule timezone: Mars/Olympus",
+        ),
+        (
+            {"schedule": {"text": "every banana"}},
+            "Unsupported schedule text. Try phrases like 'every 30 minutes'",
+        ),
     ],
 )
 def test_the_api_keeps_its_own_words_for_the_same_rules(api, body, expected):
@@ -194,3 +218,24 @@ def test_every_field_an_api_error_can_land_on_has_plain_words():
     without_words = {"judge", "schedule", "email_enabled", "email_include_diffs"}
     without_words |= {"only_main_content", "mobile"}
     assert slots - without_words <= set(form_words.WORDS)
+
+
+def test_the_schedule_preview_gives_the_same_reason_as_the_form():
+    with pytest.raises(ScheduleError) as caught:
+        normalize_schedule(None, "hourly", "Mars/Olympus")
+
+    assert form_words.schedule_problem(caught.value) == (
+        "“Mars/Olympus” is not a time zone we know: pick one from the list."
+    )
+
+
+def test_a_schedule_that_would_not_run_for_years_is_said_plainly():
+    error = ScheduleError.breaking(rules.CRON_NEVER_RUNS, cron="0 0 1 1 *", years="8")
+
+    assert form_words.schedule_problem(error) == (
+        "This schedule would not run for years, if ever: check its day and month."
+    )
+    assert error.message == (
+        "Cron expression '0 0 1 1 *' does not run within the next 8 years, the "
+        "longest wait Pagewatch accepts."
+    )

@@ -13,6 +13,7 @@ from monitors.schedule import (
     next_run_after,
     next_runs,
     normalize_schedule,
+    schedule_box_text,
 )
 
 # A Wednesday. Every test pins its clock; none reads the wall clock.
@@ -492,7 +493,9 @@ def test_daily_interval_is_23_hours_across_spring_forward() -> None:
         ("* * * * *", "Every minute"),
         ("*/30 * * * *", "Every 30 minutes"),
         ("0,30 * * * *", "Every 30 minutes"),
-        ("7-59/15 * * * *", "Every 15 minutes from :07"),
+        ("7-59/15 * * * *", "Every 15 minutes starting at :07"),
+        ("20-59/15 * * * *", "Hourly at :20, :35 and :50"),
+        ("0,10 * * * *", "Hourly at :00 and :10"),
         ("15 * * * *", "Hourly at :15"),
         ("0 */2 * * *", "Every 2 hours"),
         ("30 1-23/2 * * *", "Every 2 hours from 01:30"),
@@ -507,6 +510,25 @@ def test_daily_interval_is_23_hours_across_spring_forward() -> None:
         ("0 0 * * 0", "Weekly on Sunday at 00:00"),
         ("0 0 * * 7", "Weekly on Sunday at 00:00"),
         ("0 10 * * 1", "Weekly on Monday at 10:00"),
+        # Office hours: evenly through a block of hours.
+        ("*/15 9-17 * * 1-5", "Every 15 minutes from 09:00 to 17:45 on weekdays"),
+        ("0 9-17 * * 1-5", "Hourly from 09:00 to 17:00 on weekdays"),
+        ("*/30 * * * 1-5", "Every 30 minutes on weekdays"),
+        ("0 */2 * * 6", "Every 2 hours on Saturdays"),
+        # Days of the month and months.
+        ("0 9 1 * *", "At 09:00 on day 1 of every month"),
+        ("0 9 1,15 * *", "At 09:00 on days 1 and 15 of every month"),
+        ("0 9 1-7 * *", "At 09:00 on days 1 to 7 of every month"),
+        ("30 17 L * *", "At 17:30 on the last day of every month"),
+        ("0 0 1 1 *", "At 00:00 on day 1 of January"),
+        ("0 0 1 */3 *", "At 00:00 on day 1 of January, April, July and October"),
+        ("*/30 * 1 * *", "Every 30 minutes on day 1 of every month"),
+        ("0 9 * 12 *", "Daily at 09:00 in December"),
+        ("0 9 * 6-8 1-5", "Every weekday at 09:00 in June, July and August"),
+        # crontab(5): both day fields written out, so either matches: every day.
+        ("0 9 1-31 * 1", "Daily at 09:00"),
+        # A `*` day of the month makes both fields count: Mondays only.
+        ("0 9 */1 * 1", "Weekly on Monday at 09:00"),
     ],
 )
 def test_describe_says_when_it_runs_in_plain_words(cron: str, words: str) -> None:
@@ -516,18 +538,18 @@ def test_describe_says_when_it_runs_in_plain_words(cron: str, words: str) -> Non
 @pytest.mark.parametrize(
     "cron",
     [
-        "20-59/15 * * * *",  # uneven: a 30-minute gap every hour
         "0 */5 * * *",
-        "*/15 9-17 * * 1-5",
-        "0 9 1 * *",
-        "0 9 * 1 *",
         "0 9 * * 1#1",
+        "0 9 * * 5L",
+        "0 9 LW * *",
+        "0 9 */2 * *",
+        "0 9 1-7 * 1",  # day 1 to 7, or any Monday
         "0 0,6,12,18,21 * * *",
         "not a cron",
     ],
 )
-def test_describe_falls_back_to_the_cron_expression(cron: str) -> None:
-    assert describe(Schedule(cron=cron, timezone="UTC")) == f"Cron: {cron}"
+def test_describe_has_no_words_for_unusual_schedules(cron: str) -> None:
+    assert describe(Schedule(cron=cron, timezone="UTC")) is None
 
 
 @pytest.mark.parametrize(
@@ -544,4 +566,46 @@ def test_describe_falls_back_to_the_cron_expression(cron: str) -> None:
     ],
 )
 def test_every_documented_phrase_has_a_plain_description(text: str) -> None:
-    assert not describe(normalize(text=text)).startswith("Cron:")
+    assert describe(normalize(text=text)) is not None
+
+
+# --- what the form's schedule box shows -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cron", "shown"),
+    [
+        ("*/30 * * * *", "Every 30 minutes"),
+        ("7-59/15 * * * *", "Every 15 minutes starting at :07"),
+        ("15 * * * *", "Hourly at :15"),
+        ("0 */2 * * *", "Every 2 hours"),
+        ("0 9 * * *", "Daily at 09:00"),
+        ("0 9 * * MON-FRI", "Every weekday at 09:00"),
+        ("15 7 * * 5,3,1", "Mondays, Wednesdays and Fridays at 07:15"),
+        ("0 12 * * 0,6", "Weekends at 12:00"),
+        ("0 0 * * 7", "Weekly on Sunday at 00:00"),
+    ],
+)
+def test_the_schedule_box_shows_words_that_read_back_as_the_same_schedule(
+    cron: str, shown: str
+) -> None:
+    schedule = Schedule(cron=cron, timezone="UTC")
+
+    assert schedule_box_text(schedule) == shown
+    assert next_runs(normalize(text=shown), NOW, 20) == next_runs(schedule, NOW, 20)
+
+
+@pytest.mark.parametrize(
+    "cron",
+    [
+        "0 9 1 * *",  # described, but "At 09:00 on day 1…" is not a phrase we read
+        "0 9,17 * * *",
+        "30 1-23/2 * * *",
+        "*/15 9-17 * * 1-5",
+        "0 0,6,12,18,21 * * *",  # no words at all
+    ],
+)
+def test_the_schedule_box_shows_cron_when_the_words_would_not_read_back(
+    cron: str,
+) -> None:
+    assert schedule_box_text(Schedule(cron=cron, timezone="UTC")) == cron

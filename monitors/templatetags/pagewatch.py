@@ -27,6 +27,8 @@ from monitors import search_provider
 
 register = template.Library()
 
+# What a schedule with no plain words is called; its cron follows, muted.
+CUSTOM_SCHEDULE = "Custom schedule"
 CHECK_STATUS_LABELS = {
     "queued": "Waiting to start",
     "running": "Running",
@@ -164,8 +166,17 @@ def duration(seconds: float | timedelta | None) -> str:
 
 @register.filter
 def schedule_words(monitor: Any) -> str:
-    """ "Every 30 minutes, Europe/Berlin"."""
-    return f"{schedules.describe(monitor.schedule)}, {monitor.schedule_timezone}"
+    """ "Every 30 minutes, Europe/Berlin"; "Custom schedule, UTC" when there
+    are no plain words for it (the page then shows its cron, custom_schedule)."""
+    words = schedules.describe(monitor.schedule) or CUSTOM_SCHEDULE
+    return f"{words}, {monitor.schedule_timezone}"
+
+
+@register.filter
+def custom_schedule(monitor: Any) -> bool:
+    """True when a schedule has no plain words, so its cron is the only
+    way to say exactly when it runs."""
+    return schedules.describe(monitor.schedule) is None
 
 
 @register.filter

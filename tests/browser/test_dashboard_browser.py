@@ -119,11 +119,13 @@ def test_create_a_monitor_with_inline_validation(
     # A bad schedule: the error appears next to the field while typing.
     schedule = page.get_by_label("Schedule")
     schedule.fill("every banana")
-    error_of(page, "schedule").get_by_text("Unsupported schedule text").wait_for()
+    error_of(page, "schedule").get_by_text("We could not read this schedule").wait_for()
     assert schedule.get_attribute("aria-invalid") == "true"
     assert "err-schedule" in schedule.get_attribute("aria-describedby")
     preview = page.locator("#schedule-preview")
-    preview.get_by_text("Not a schedule we can use yet").wait_for()
+    expect(preview).to_contain_text(
+        "Not a schedule we can use yet. We could not read this schedule."
+    )
 
     # A web search without a goal.
     page.get_by_role("button", name="+ Web search").click()
@@ -150,7 +152,9 @@ def test_create_a_monitor_with_inline_validation(
     schedule.fill("every 30 minutes")
     zone = page.get_by_label("Time zone")
     zone.fill("Mars/Olympus")
-    error_of(page, "schedule").get_by_text("Invalid schedule timezone").wait_for()
+    error_of(page, "schedule").get_by_text(
+        "“Mars/Olympus” is not a time zone we know"
+    ).wait_for()
     expect(zone).to_have_attribute("aria-invalid", "true")
     expect(schedule).not_to_have_attribute("aria-invalid", "true")
     zone.fill("Europe/Berlin")
@@ -168,7 +172,13 @@ def test_create_a_monitor_with_inline_validation(
     monitor = Monitor.objects.get()
     assert monitor.schedule_cron == "*/30 * * * *"
     assert monitor.targets.get().urls == [pricing]
+    expect(page.locator("main")).to_contain_text("Every 30 minutes, Europe/Berlin")
+    expect(page.locator("main")).not_to_contain_text("*/30")
     screenshot(page, "03-monitor-page")
+
+    # Editing shows the schedule in the words it was typed in, not as cron.
+    page.get_by_role("link", name="Edit").first.click()
+    expect(page.get_by_label("Schedule")).to_have_value("Every 30 minutes")
     assert_clean(page)
 
 
