@@ -24,12 +24,8 @@ from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Monitor, Target, Team
-from monitors.schedule import (
-    ScheduleError,
-    normalize_schedule,
-    normalize_timezone,
-    schedule_box_text,
-)
+from monitors.schedule import ScheduleError, normalize_schedule, normalize_timezone
+from monitors.schedule_words import schedule_box_text
 
 TARGET_TYPES = ("scrape", "crawl", "search")
 TARGET_TYPE_LABELS = {

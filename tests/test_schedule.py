@@ -8,13 +8,12 @@ import pytest
 from monitors.schedule import (
     Schedule,
     ScheduleError,
-    describe,
     interval_minutes,
     next_run_after,
     next_runs,
     normalize_schedule,
-    schedule_box_text,
 )
+from monitors.schedule_words import describe, schedule_box_text
 
 # A Wednesday. Every test pins its clock; none reads the wall clock.
 NOW = datetime(2026, 5, 6, 12, 0, tzinfo=UTC)

@@ -22,8 +22,8 @@ from checks.errors import ErrorKind, kind_of_status
 from checks.jobs import Via
 from checks.notify import emails, events
 from checks.pages import FETCHED_BECAUSE
-from monitors import schedule as schedules
 from monitors import search_provider
+from monitors.schedule_words import describe
 
 register = template.Library()
 
@@ -168,7 +168,7 @@ def duration(seconds: float | timedelta | None) -> str:
 def schedule_words(monitor: Any) -> str:
     """ "Every 30 minutes, Europe/Berlin"; "Custom schedule, UTC" when there
     are no plain words for it (the page then shows its cron, custom_schedule)."""
-    words = schedules.describe(monitor.schedule) or CUSTOM_SCHEDULE
+    words = describe(monitor.schedule) or CUSTOM_SCHEDULE
     return f"{words}, {monitor.schedule_timezone}"
 
 
@@ -176,7 +176,7 @@ def schedule_words(monitor: Any) -> str:
 def custom_schedule(monitor: Any) -> bool:
     """True when a schedule has no plain words, so its cron is the only
     way to say exactly when it runs."""
-    return schedules.describe(monitor.schedule) is None
+    return describe(monitor.schedule) is None
 
 
 @register.filter
