@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from monitors.models import Membership
+from tests.browser.people import PASSWORD
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -119,3 +122,11 @@ def screenshot() -> Any:
         return path
 
     return take
+
+
+@pytest.fixture
+def member(team: Any, django_user_model: Any) -> Any:
+    """Olive, owner of the team, who signs in with people.PASSWORD."""
+    user = django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user

@@ -14,11 +14,10 @@ from playwright.sync_api import expect
 
 from checks import dispatch, runner
 from checks.models import Check, PageResult
-from monitors.models import ApiKey, Membership, Monitor, Target, Team
+from monitors.models import ApiKey, Monitor, Target, Team
+from tests.browser.people import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PASSWORD = "correct-horse-battery-staple"
 
 
 @pytest.fixture(autouse=True)
@@ -28,32 +27,11 @@ def private_targets_allowed(settings):
 
 
 @pytest.fixture
-def team(db) -> Team:
-    return Team.objects.create(name="Acme", slug="acme")
-
-
-@pytest.fixture
-def member(team, django_user_model):
-    user = django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
-    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
-    return user
-
-
-@pytest.fixture
 def queued(monkeypatch) -> list:
     """Checks the dashboard queued. No broker: the test runs them itself."""
     ids: list = []
     monkeypatch.setattr(dispatch, "enqueue", ids.append)
     return ids
-
-
-def sign_in(page, username: str = "olive") -> None:
-    page.goto("/")
-    assert "/accounts/login/" in page.url
-    page.get_by_label("User name").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"/$"))
 
 
 def make_monitor(team: Team, urls: list[str], name: str = "Pricing") -> Monitor:

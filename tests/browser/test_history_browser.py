@@ -14,22 +14,11 @@ from django.utils import timezone
 from checks import dispatch
 from checks.content import compare_texts
 from checks.models import Check, PageResult, Snapshot
-from monitors.models import Membership, Monitor
-from tests.browser.test_dashboard_browser import (
-    PASSWORD,
-    assert_clean,
-    make_monitor,
-    sign_in,
-)
+from monitors.models import Monitor
+from tests.browser.people import sign_in
+from tests.browser.test_dashboard_browser import assert_clean, make_monitor
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def member(team, django_user_model):
-    user = django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
-    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
-    return user
 
 
 @pytest.fixture

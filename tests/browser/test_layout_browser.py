@@ -12,28 +12,16 @@ import pytest
 from django.utils import timezone
 
 from checks.models import Check, Delivery, DeliveryAttempt
-from monitors.models import ApiKey, Membership, Monitor, Target, Team
+from monitors.models import ApiKey, Monitor, Target
+from tests.browser.people import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "correct-horse-battery-staple"
 PHONE = {"width": 375, "height": 812}
 DESKTOP = {"width": 1280, "height": 900}
 LONG_NAME = "Competitor" + "PricingPageWatch" * 7 + "X" * 10  # 132, no spaces
 LONG_KEY_NAME = "Zapier" + "k" * 94  # the longest name a key may have
 LONG_URL = "https://shop.example.com/" + "category-" * 20 + "?q=" + "a" * 80
-
-
-@pytest.fixture
-def team(db) -> Team:
-    return Team.objects.create(name="Acme", slug="acme")
-
-
-@pytest.fixture
-def member(team, django_user_model):
-    user = django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
-    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
-    return user
 
 
 @pytest.fixture
@@ -104,14 +92,6 @@ def deliveries(monitor) -> list[Delivery]:
         response_body="Not Implemented " * 20,
     )
     return rows
-
-
-def sign_in(page) -> None:
-    page.goto("/accounts/login/")
-    page.get_by_label("User name").fill("olive")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"/$"))
 
 
 # The outermost elements that reach past the window's right edge, to name

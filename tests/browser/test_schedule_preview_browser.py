@@ -10,19 +10,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from monitors.models import Membership, Team
+from tests.browser.people import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PASSWORD = "correct-horse-battery-staple"
-
-
-@pytest.fixture
-def member(django_user_model):
-    team = Team.objects.create(name="Acme", slug="acme")
-    user = django_user_model.objects.create_user("olive", "o@example.com", PASSWORD)
-    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
-    return user
 
 
 @pytest.fixture
