@@ -81,6 +81,9 @@ def delivery_retry(
 
 # ---------------------------------------------------------------- signing secret
 
+# Session key: the team whose secret was just made new, to show it once.
+JUST_ROTATED = "pagewatch_webhook_secret_rotated"
+
 
 def _secret_shown(
     request: DashboardRequest, secret: str, *, rotated: bool = False
@@ -97,6 +100,8 @@ def webhook_secret_show(request: DashboardRequest) -> HttpResponse:
     """GET asks for confirmation; only the POST shows the secret (made now if
     the team has none), so a link preview or a glance at history never does."""
     if request.method == "GET":
+        if request.session.pop(JUST_ROTATED, None) == request.team.pk:
+            return _secret_shown(request, request.team.webhook_secret, rotated=True)
         return render(request, SIGNING_TEMPLATE, {"step": "confirm-show"})
     secret = request.team.ensure_webhook_secret()
     logger.info(
@@ -112,8 +117,11 @@ def webhook_secret_rotate(request: DashboardRequest) -> HttpResponse:
         grace_hours = int(WEBHOOK_SECRET_GRACE.total_seconds() // 3600)
         context = {"step": "confirm-rotate", "grace_hours": grace_hours}
         return render(request, SIGNING_TEMPLATE, context)
-    secret = request.team.rotate_webhook_secret()
+    request.team.rotate_webhook_secret()
     logger.info(
         "Webhook secret of team %s rotated by user %s", request.team.pk, request.user.pk
     )
-    return _secret_shown(request, secret, rotated=True)
+    # Shown after a redirect, once: reloading the answer to the POST would make
+    # yet another secret, and the one receivers still use would stop signing.
+    request.session[JUST_ROTATED] = request.team.pk
+    return redirect("webhook-secret-show")

@@ -1538,12 +1538,17 @@ def test_a_new_secret_is_shown_and_the_old_one_signs_for_a_day(web, team):
     assert team.webhook_secret == old  # asking changes nothing
 
     rotated_at = timezone.now()
-    response = web.post(url)
+    response = web.post(url, follow=True)
     team.refresh_from_db()
     new = team.webhook_secret
+    assert response.redirect_chain == [(reverse("webhook-secret-show"), 302)]
     assert new != old and new in text_of(response)
     assert response["Cache-Control"] == "no-store"
     assert "The previous secret also signs messages until" in text_of(response)
+    # Reloading the page shown asks again; it neither shows nor rotates.
+    reloaded = text_of(web.get(reverse("webhook-secret-show")))
+    team.refresh_from_db()
+    assert new not in reloaded and team.webhook_secret == new
     later = rotated_at + timedelta(hours=23, minutes=59)
     assert team.webhook_signing_secrets(later) == [new, old]
     assert team.webhook_signing_secrets(later + timedelta(minutes=2)) == [new]
