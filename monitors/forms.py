@@ -33,14 +33,6 @@ TARGET_TYPE_LABELS = {
     "crawl": "Website crawl",
     "search": "Web search",
 }
-SEARCH_WINDOW_LABELS = {
-    "5m": "Last 5 minutes",
-    "15m": "Last 15 minutes",
-    "1h": "Last hour",
-    "6h": "Last 6 hours",
-    "24h": "Last 24 hours",
-    "7d": "Last 7 days",
-}
 WEBHOOK_EVENT_LABELS = {
     "monitor.page": "A message for each page checked (monitor.page)",
     "monitor.check.completed": "A message when a check ends (monitor.check.completed)",
@@ -344,7 +336,9 @@ class TargetFields(forms.Form):
                 field.widget = forms.NumberInput(attrs={**attrs, **numbers[name]})
                 continue
             if name == "search_window":
-                field.widget = forms.Select(choices=list(SEARCH_WINDOW_LABELS.items()))
+                field.widget = forms.Select(
+                    choices=list(rules.SEARCH_WINDOW_LABELS.items())
+                )
             elif name == "url":
                 field.widget = forms.URLInput(attrs={"placeholder": "https://"})
             elif isinstance(field.widget, forms.Textarea):

@@ -36,6 +36,15 @@ MAX_RESULTS_MIN, MAX_RESULTS_MAX, MAX_RESULTS_DEFAULT = 1, 50, 10
 DOMAINS_MAX = 50
 SEARCH_WINDOWS = ("5m", "15m", "1h", "6h", "24h", "7d")
 SEARCH_WINDOW_DEFAULT = "24h"
+# How the dashboard says each window.
+SEARCH_WINDOW_LABELS = {
+    "5m": "Last 5 minutes",
+    "15m": "Last 15 minutes",
+    "1h": "Last hour",
+    "6h": "Last 6 hours",
+    "24h": "Last 24 hours",
+    "7d": "Last 7 days",
+}
 WEBHOOK_EVENTS = ("monitor.page", "monitor.check.completed")
 WEBHOOK_HEADERS_MAX = 50
 WEBHOOK_METADATA_MAX = 50

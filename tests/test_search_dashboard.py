@@ -148,6 +148,12 @@ def test_a_check_that_found_no_search_service_says_so_without_setting_names(web,
         assert "SEARXNG_URL" not in page and "API_KEY" not in page
 
 
+def test_a_monitor_page_says_how_recent_its_searches_look_in_words(web, team):
+    monitor = make_monitor(team, ["acme"], search_window="7d")
+    page = web.get(monitor.get_absolute_url()).content.decode()
+    assert "published in the last 7 days" in page and "within 7d" not in page
+
+
 def test_a_monitor_page_shows_the_results_it_reported_over_time(
     web, team, searx, model, news, site
 ):

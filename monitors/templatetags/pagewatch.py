@@ -22,7 +22,7 @@ from checks.errors import ErrorKind, kind_of_status
 from checks.jobs import Via
 from checks.notify import emails, events
 from checks.pages import FETCHED_BECAUSE
-from monitors import search_provider
+from monitors import rules, search_provider
 from monitors.schedule_words import describe
 
 register = template.Library()
@@ -162,6 +162,13 @@ def duration(seconds: float | timedelta | None) -> str:
         return f"{minutes} min {secs} s" if secs else f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+@register.filter
+def search_window_words(window: str | None) -> str:
+    """ "24h" -> "Last 24 hours", as the form offers it."""
+    window = window or rules.SEARCH_WINDOW_DEFAULT
+    return rules.SEARCH_WINDOW_LABELS.get(window, window)
 
 
 @register.filter

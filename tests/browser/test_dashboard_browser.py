@@ -170,7 +170,7 @@ def test_how_pages_are_loaded_is_chosen_and_checked_inline(
     page.get_by_label("Name").fill("Shop app")
     page.locator(".target-scrape textarea[name$='-urls']").fill(shop)
     page.get_by_text("Advanced page options").click()
-    page.get_by_label("Wait before reading (ms)").fill("2000")
+    page.get_by_label("Wait before reading (milliseconds)").fill("2000")
 
     # Never a browser, for a page that waits: refused beside the choice.
     page.get_by_label("Always a plain download", exact=False).check()
@@ -197,7 +197,7 @@ def test_a_refused_save_focuses_the_summary_and_opens_the_folded_problem(
     page.locator(".target-scrape textarea[name$='-urls']").fill(shop)
     page.get_by_label("Schedule").fill("every 30 minutes")
     page.get_by_text("Advanced page options").click()
-    page.get_by_label("Give up after (ms)").fill("10")
+    page.get_by_label("Give up after (milliseconds)").fill("10")
     page.get_by_text("Advanced page options").click()  # folded again
 
     page.get_by_role("button", name="Create monitor").click()
