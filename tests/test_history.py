@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
@@ -197,6 +198,12 @@ def test_the_text_view_shows_markdown_tables_as_tables():
     assert '<th class="align-left">Plan</th>' in out
     assert '<td class="align-right">$19</td>' in out
     assert "|" not in out
+
+
+def test_the_text_view_nests_a_pages_headings_under_the_dashboards_own():
+    out, _ = readable_html("# Plans\n\n## Pro\n\n#### Small print\n\n###### Tiny\n")
+    assert re.findall(r"<(h\d)>", out) == ["h3", "h4", "h6", "h6"]
+    assert "<h1>" not in out and "</h3>" in out
 
 
 HOSTILE = """# <script>alert(1)</script>

@@ -62,12 +62,31 @@ def _table_close(self: RendererHTML, *_: Any) -> str:
     return "</table></div>\n"
 
 
+# The page's own headings sit inside the dashboard's page, below its <h1> and
+# <h2> sections: shifted two levels down, the outline stays one document.
+HEADING_SHIFT = 2
+
+
+def _heading(
+    self: RendererHTML,
+    tokens: Sequence[Token],
+    idx: int,
+    options: OptionsDict,
+    env: EnvType,
+) -> str:
+    token = tokens[idx]
+    token.tag = f"h{min(int(token.tag[1]) + HEADING_SHIFT, 6)}"
+    return self.renderToken(tokens, idx, options, env)
+
+
 def _parser() -> MarkdownIt:
     parser = MarkdownIt("zero", {"html": False, "linkify": False}).enable(_RULES)
     parser.add_render_rule("th_open", _cell_open)
     parser.add_render_rule("td_open", _cell_open)
     parser.add_render_rule("table_open", _table_open)
     parser.add_render_rule("table_close", _table_close)
+    parser.add_render_rule("heading_open", _heading)
+    parser.add_render_rule("heading_close", _heading)
     return parser
 
 
