@@ -542,7 +542,12 @@ def check_progress(
     check = get_check_for(request, pk, check_id)
     if not request.htmx:
         return redirect(check.get_absolute_url())
-    context = {"monitor": check.monitor, "running_check": check}
+    context = {
+        "monitor": check.monitor,
+        "running_check": check,
+        # Polled from the check's own page too, which needs no link to itself.
+        "on_check_page": request.htmx.current_url_abs_path == check.get_absolute_url(),
+    }
     html = render_to_string("monitors/monitor_detail.html#run-status", context, request)
     if not check.is_finished:
         return HttpResponse(html)

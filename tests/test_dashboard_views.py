@@ -1278,6 +1278,28 @@ def test_progress_polls_until_the_check_finishes_then_stops_polling(web, monitor
     assert web.get(url).status_code == 302  # not htmx: go to the check page
 
 
+def test_a_check_page_polling_its_progress_never_links_to_itself(web, monitor):
+    check = make_check(
+        monitor, status="running", pages_total=4, pages_done=1, finished_at=None
+    )
+    url = reverse("check-progress", kwargs={"pk": monitor.pk, "check_id": check.pk})
+    own_page = web.get(check.get_absolute_url()).content.decode()
+    polled_there = web.get(
+        url,
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL=f"http://testserver{check.get_absolute_url()}",
+    ).content.decode()
+    polled_elsewhere = web.get(
+        url,
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL=f"http://testserver{monitor.get_absolute_url()}",
+    ).content.decode()
+
+    assert "1 of 4 pages done" in own_page and "1 of 4 pages done" in polled_there
+    assert "Open this check" not in own_page and "Open this check" not in polled_there
+    assert "Open this check" in polled_elsewhere
+
+
 def test_history_fragment_for_htmx(web, monitor):
     make_check(monitor)
     response = web.get(
