@@ -166,6 +166,42 @@ def test_a_crawl_whose_start_page_fails_reports_nothing_removed(team, site):
     assert "start page could not be fetched" in crawl_result(check)["truncatedReason"]
 
 
+def test_a_page_failing_for_now_keeps_the_pages_below_it_from_being_removed(team, site):
+    site.html("/", "Home", nav("/a", "/c"))
+    site.html("/a", "A", nav("/a/deep"))
+    site.html("/a/deep", "Deep", "<p>Only /a links here.</p>")
+    site.html("/c", "C", "<p>c</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.page("/a", "busy", status=500)
+
+    failing = run_check(monitor)
+    site.html("/a", "A", nav("/a/deep"))
+    recovered = run_check(monitor)
+
+    assert paths(failing, "removed") == set()
+    assert paths(failing, "error") == {"a"}
+    reason = crawl_result(failing)["truncatedReason"]
+    assert reason.startswith(site.url("/a")) and "may be missing" in reason
+    assert crawl_result(failing)["removedProcessed"] is False
+    # The page below was not lost: it is "same" again, not "new".
+    assert paths(recovered, "same") == {"", "a", "a/deep", "c"}
+
+
+def test_broken_links_and_downloads_do_not_hold_removals_back(team, site):
+    site.html("/", "Home", nav("/gone", "/file.bin", "/old"))
+    site.page("/file.bin", b"\x00\x01binary", content_type="application/octet-stream")
+    site.html("/old", "Old", "<p>old</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.html("/", "Home", nav("/gone", "/file.bin"))
+
+    check = run_check(monitor)
+
+    assert paths(check, "removed") == {"old"}
+    assert crawl_result(check)["truncated"] is False
+
+
 # --- Options at their boundaries -------------------------------------------------
 
 
@@ -488,7 +524,7 @@ def test_a_checks_page_says_what_the_crawl_found_and_why_it_stopped(web, team, s
 
     assert "Website crawl from 127.0.0.1" in page
     assert "3 pages found" in page
-    assert "Stopped early: The crawl stopped at its limit of 3 pages." in page
+    assert "Incomplete: The crawl stopped at its limit of 3 pages." in page
     assert "were not marked as removed" in page
 
 

@@ -27,6 +27,7 @@ from django.utils import timezone
 from checks.browser.options import browser_options
 from checks.crawl.discovery import robots_of
 from checks.crawl.scope import Link, Scope
+from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, Crawl, CrawlPage, PageResult, PageState
@@ -38,6 +39,28 @@ Item = tuple[PageJob, Outcome, PageState | None]
 LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
 DEADLINE_REASON = "The crawl stopped after {minutes} minutes (CRAWL_DEADLINE_SECONDS)."
 START_FAILED_REASON = "The start page could not be fetched: {error}"
+LINKS_LOST_REASON = (
+    "{url} could not be read this time ({error}), so pages found only through "
+    "it may be missing."
+)
+# Failures that may pass, of a page whose links the crawl follows: the pages
+# below it cannot be told from removed ones this time. A page that is gone
+# (404, 410) or never readable (a download, a refused address) hides nothing
+# it would show next time, so it does not hold removals back.
+PASSING_FAILURES = frozenset(
+    {
+        ErrorKind.DNS,
+        ErrorKind.REFUSED,
+        ErrorKind.CONNECT,
+        ErrorKind.TIMEOUT,
+        ErrorKind.TLS,
+        ErrorKind.PROTOCOL,
+        ErrorKind.BROWSER,
+        ErrorKind.HTTP_5XX,
+        ErrorKind.INTERNAL,
+    }
+)
+TOO_MANY_REQUESTS = 429
 
 
 def page_limit(target: Target) -> int:
@@ -91,13 +114,18 @@ class Frontier:
     def admit(self, items: Sequence[Item]) -> list[CheckBatch]:
         """Admit the links these pages brought; the new batches (committed)."""
         found: dict[uuid.UUID, list[Link]] = {}
-        failed_start: dict[uuid.UUID, str] = {}
+        incomplete: dict[uuid.UUID, str] = {}
         for job, outcome, _state in items:
             crawl = self.crawls.get(job.target_id)
             if crawl is None:
                 continue
             if job.depth == 0 and job.url == crawl.scope.start and outcome.error:
-                failed_start[job.target_id] = outcome.error
+                incomplete[job.target_id] = START_FAILED_REASON.format(
+                    error=outcome.error
+                )
+            elif job.follow and _links_lost(outcome):
+                reason = LINKS_LOST_REASON.format(url=job.url, error=outcome.error)
+                incomplete.setdefault(job.target_id, reason)
             if job.follow and outcome.links:
                 links = crawl.scope.links(outcome.links, job.depth + 1)
                 found.setdefault(job.target_id, []).extend(links)
@@ -106,14 +134,12 @@ class Frontier:
             for target_id, links in found.items()
             if (fresh := _unknown(self.crawls[target_id].row.pk, links))
         }
-        if not found and not failed_start:
+        if not found and not incomplete:
             return []
         with transaction.atomic():
             check = Check.objects.select_for_update().get(pk=self.check.pk)
-            for target_id, error in failed_start.items():
-                _truncate(
-                    self.crawls[target_id].row, START_FAILED_REASON.format(error=error)
-                )
+            for target_id, reason in incomplete.items():
+                _truncate(self.crawls[target_id].row, reason)
             batches: list[CheckBatch] = []
             for target_id, links in found.items():
                 batches += self._admit(check, self.crawls[target_id], links)
@@ -137,6 +163,16 @@ class Frontier:
             _truncate(row, LIMIT_REASON.format(limit=limit))
             fresh = fresh[:room]
         return register(check, row, crawl.target, fresh)
+
+
+def _links_lost(outcome: Outcome) -> bool:
+    """Whether a failure kept this page's links from the crawl this time only."""
+    if outcome.status != PageResult.Status.ERROR or outcome.links:
+        return False
+    return (
+        outcome.error_kind in PASSING_FAILURES
+        or outcome.status_code == TOO_MANY_REQUESTS
+    )
 
 
 def _unknown(crawl_id: int, links: Sequence[Link]) -> list[Link]:
