@@ -4,6 +4,7 @@ OpenAI-compatible model (tests/llm.py) as the judge."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -432,6 +433,14 @@ def test_one_failed_query_leaves_the_others_results_standing(team, searx, model,
     error = pages_of(check)[searx.site.base_url]
     assert "“broken”: None of SearXNG's search engines" in error.error
     assert search_result(check)["searchCompleted"] is False
+
+
+def test_the_reasons_of_several_failed_queries_read_as_sentences(team, searx, model):
+    searx.fail(500)
+    check = run_check(make_monitor(team, ["acme", "rocket"]))
+    [page] = check.pages.all()
+    assert ".;" not in page.error and ".;" not in search_result(check)["summary"]
+    assert re.search(r"“acme”: .+\. “rocket”: .+\.$", page.error), page.error
 
 
 # --- no provider ------------------------------------------------------------

@@ -80,7 +80,8 @@ class Gathered:
 
     @property
     def failure(self) -> str:
-        return "; ".join(self.failures)
+        # Each reason is a sentence of its own ("… HTTP 500 (boom).").
+        return " ".join(self.failures)
 
     @property
     def credits(self) -> int:
