@@ -57,6 +57,17 @@ class CheckQuerySet(models.QuerySet["Check"]):
     def in_flight(self) -> CheckQuerySet:
         return self.filter(status__in=Check.IN_FLIGHT)
 
+    def discard(self) -> None:
+        """Delete these checks (the admin's way to clear out a runaway one),
+        first letting go of the monitors they run for, so none is left
+        pointing at a check that is gone."""
+        with transaction.atomic():
+            ids = list(self.values_list("pk", flat=True))
+            Monitor.objects.filter(current_check_id__in=ids).update(
+                current_check_id=None
+            )
+            Check.objects.filter(pk__in=ids).delete()
+
     def with_changes(self) -> CheckQuerySet:
         """Checks that found pages changed, new or removed (by their summary)."""
         found = Q(summary__changed__gt=0) | Q(summary__new__gt=0)

@@ -167,6 +167,23 @@ def execute(
         finish_if_done(check.pk)
 
 
+def log_where_it_stands(check: Check) -> None:
+    """One line when the check's own task is done with it. The check may be
+    gone: an admin deletes a runaway check while it runs."""
+    row = Check.objects.filter(pk=check.pk).values_list("status", "pages_total")
+    found = row.first()
+    if found is None:
+        logger.info(
+            "Check %s of monitor %s was deleted while it ran",
+            check.pk,
+            check.monitor_id,
+        )
+        return
+    logger.info(
+        "Check %s of monitor %s is %s (%d pages)", check.pk, check.monitor_id, *found
+    )
+
+
 def _first_for_here(batches: list[CheckBatch]) -> list[CheckBatch]:
     """The batch the check's own task runs: the first, unless browser pages
     have a queue of their own, then the first of plain fetches (if any)."""

@@ -50,14 +50,7 @@ def run_check_task(self, check_id: str) -> None:  # noqa: ANN001 - Celery's Task
         return  # gone, finished, or given up after too many deliveries
     if runner.claim(check):
         runner.execute(check, fan_out=True)
-        check.refresh_from_db(fields=["status", "pages_total"])
-        logger.info(
-            "Check %s of monitor %s is %s (%d pages)",
-            check.pk,
-            check.monitor_id,
-            check.status,
-            check.pages_total,
-        )
+        runner.log_where_it_stands(check)
         return
     if runner.is_busy(check) and self.request.retries < self.max_retries:
         # Redelivered right after its worker died (the dead worker's heartbeat

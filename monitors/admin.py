@@ -80,6 +80,20 @@ def json_block(value: Any) -> str:
     return format_html('<pre class="pw-json">{}</pre>', text)
 
 
+def with_masked_headers(value: Any) -> Any:
+    """`value` (a webhook, scrapeOptions) with its headers' values masked:
+    they often carry credentials (Authorization, cookies), which are the
+    team's, not for everyone who may read the admin."""
+    if not isinstance(value, dict) or not isinstance(value.get("headers"), dict):
+        return value
+    masked = {name: _masked(str(v)) for name, v in value["headers"].items()}
+    return value | {"headers": masked}
+
+
+def _masked(secret: str) -> str:
+    return f"…{secret[-4:]}" if len(secret) > 12 else "…"
+
+
 def admin_link(obj: Any, text: Any = None) -> str:
     """A link to obj's admin change page; the text is escaped."""
     if obj is None:
@@ -420,7 +434,7 @@ class TargetInline(admin.TabularInline):
     @admin.display(description="Options")
     def options(self, target: Target) -> str:
         options = {
-            "scrapeOptions": target.scrape_options,
+            "scrapeOptions": with_masked_headers(target.scrape_options),
             "crawlOptions": target.crawl_options,
             "searchWindow": target.search_window,
             "maxResults": target.max_results,
@@ -594,7 +608,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="Webhook")
     def webhook_json(self, monitor: Monitor) -> str:
-        return json_block(monitor.webhook)
+        return json_block(with_masked_headers(monitor.webhook))
 
     @admin.display(description="Notification")
     def notification_json(self, monitor: Monitor) -> str:

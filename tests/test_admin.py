@@ -392,6 +392,26 @@ def test_rotating_in_the_admin_keeps_the_old_secret_signing_for_a_while(
     assert f"the previous whsec_…{old[-4:]} signs too until" in listing
 
 
+def test_header_values_are_masked_in_the_admin(admin_client, team):
+    monitor = make_monitor(
+        team,
+        webhook={"url": "https://hooks.example.com/in",
+                 "headers": {"Authorization": "Bearer topsecret-header-1234"}},
+    )  # fmt: skip
+    Target.objects.create(
+        monitor=monitor,
+        type="scrape",
+        urls=["https://example.com/"],
+        scrape_options={"headers": {"Cookie": "session=hush-hush-5678"}},
+    )
+
+    page = admin_client.get(admin_url(Monitor, "change", monitor.pk)).content.decode()
+
+    assert "topsecret" not in page and "hush-hush" not in page
+    assert "Authorization" in page and "…1234" in page
+    assert "Cookie" in page and "…5678" in page
+
+
 def test_checks_are_read_only_in_the_admin(admin_client, check_with_pages):
     url = admin_url(Check, "change", check_with_pages.pk)
     admin_client.post(url, {"status": Check.Status.FAILED})
@@ -399,6 +419,33 @@ def test_checks_are_read_only_in_the_admin(admin_client, check_with_pages):
     check_with_pages.refresh_from_db()
     assert check_with_pages.status == Check.Status.COMPLETED
     assert admin_client.get(admin_url(Check, "add")).status_code == 403
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_deleting_a_running_check_lets_its_monitor_run_again(
+    admin_client, monitor, how
+):
+    running = Check.objects.create(monitor=monitor, status=Check.Status.RUNNING)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=running.pk)
+
+    if how == "delete page":
+        admin_client.post(admin_url(Check, "delete", running.pk), {"post": "yes"})
+    else:
+        admin_client.post(
+            admin_url(Check, "changelist"),
+            {
+                "action": "delete_selected",
+                "_selected_action": [running.pk],
+                "post": "yes",
+            },
+        )
+
+    monitor.refresh_from_db()
+    assert not Check.objects.filter(pk=running.pk).exists()
+    assert monitor.current_check_id is None
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {ApiKey.issue(monitor.team)[1]}")
+    assert api.post(f"/v2/monitor/{monitor.pk}/run").status_code == 200
 
 
 def test_a_superuser_can_delete_a_check_with_its_page_results(

@@ -64,6 +64,27 @@ def test_a_big_check_runs_its_first_batch_and_queues_the_others(
     assert (check.status, check.pages_total, check.pages_done) == ("running", 5, 2)
 
 
+def test_a_check_deleted_while_its_task_runs_ends_the_task_quietly(
+    team, site, monkeypatch, caplog
+):
+    check = make_check(team, [site.html("/p", "P", "<p>p</p>")])
+    real_execute = runner.execute
+
+    def then_deleted(claimed: Check, **kwargs: Any) -> None:
+        real_execute(claimed, **kwargs)
+        Check.objects.filter(pk=claimed.pk).discard()  # an admin, meanwhile
+
+    monkeypatch.setattr(runner, "execute", then_deleted)
+    caplog.set_level("INFO", logger="checks.runner")
+
+    run_check_task(str(check.pk))
+
+    assert not Check.objects.filter(pk=check.pk).exists()
+    assert f"Check {check.pk} of monitor" in caplog.text
+    assert "was deleted while it ran" in caplog.text
+    assert Monitor.objects.get(pk=check.monitor_id).current_check_id is None
+
+
 def test_the_batch_that_ends_last_finishes_the_check_once(team, site, settings, sent):
     settings.CHECK_BATCH_SIZE = 2
     urls = [site.html(f"/p{i}", f"P{i}", f"<p>{i}</p>") for i in range(5)]
