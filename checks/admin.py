@@ -371,3 +371,5 @@ class WebhookDeliveryAdmin(DeliveryAdmin):
 class EmailDeliveryAdmin(DeliveryAdmin):
     search_fields = ["email", "monitor__name"]
     search_help_text = "Address or monitor name."
+    # An e-mail has no webhook id.
+    fields = [name for name in DeliveryAdmin.fields if name != "webhook_id"]

@@ -1243,4 +1243,4 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         outcome = "ok" if self.success else (self.error or self.status_code)
-        return f"attempt {self.number} of {self.delivery_id}: {outcome}"
+        return f"attempt {self.number} (delivery #{self.delivery_id}): {outcome}"

@@ -498,7 +498,7 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "team",
-        "status",
+        "state",
         "schedule",
         "next_run_at",
         "last_run_at",
@@ -591,6 +591,13 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
     @admin.display(description="Schedule")
     def schedule(self, monitor: Monitor) -> str:
         return f"{monitor.schedule_cron} ({monitor.schedule_timezone})"
+
+    @admin.display(description="Status", ordering="status")
+    def state(self, monitor: Monitor) -> str:
+        # A deleted monitor keeps the status it had; it runs no more either way.
+        if monitor.deleted_at is not None:
+            return "Deleted"
+        return monitor.get_status_display()
 
     @admin.display(description="Targets", ordering="target_total")
     def target_count(self, monitor: Monitor) -> int:

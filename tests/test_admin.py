@@ -350,6 +350,8 @@ def test_soft_deleted_monitors_are_listed_only_with_the_deleted_filter(
     assert listed(deleted="yes") == {"Gone"}
     assert listed(deleted="any") == {"Pricing page", "Gone"}
     assert admin_client.get(admin_url(Monitor, "change", gone.pk)).status_code == 200
+    rows = admin_client.get(changelist, {"deleted": "yes"}).content.decode()
+    assert '<td class="field-state">Deleted</td>' in rows
 
 
 def test_rotate_action_replaces_the_webhook_secret_and_lists_it_masked(
