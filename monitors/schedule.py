@@ -175,7 +175,9 @@ def _check_cron(schedule: Schedule, now: datetime) -> None:
         first = next(runs, None)
     except CronSimError as exc:
         raise ScheduleError.breaking(
-            rules.CRON_INVALID, cron=schedule.cron, reason=_cronsim_reason(exc)
+            rules.CRON_INVALID,
+            cron=schedule.cron,
+            reason=_cronsim_reason(exc, schedule.cron),
         ) from exc
 
     if first is None or first - now > FIRST_RUN_HORIZON:
@@ -187,12 +189,24 @@ def _check_cron(schedule: Schedule, now: datetime) -> None:
     _check_min_interval(first, runs)
 
 
-def _cronsim_reason(exc: CronSimError) -> str:
+def _cronsim_reason(exc: CronSimError, cron: str) -> str:
     # cronsim says "Bad day-of-month"; name the field in a full sentence instead.
     message = str(exc)
+    if message == "Bad day-of-month" and _day_fits_other_months(cron):
+        # "0 0 31 2 *": each field is fine, the date never comes.
+        return "none of the months it names has that day"
     if message.startswith("Bad "):
         return f"the {message.removeprefix('Bad ')} field is not valid"
     return message.lower() or "it could not be read"
+
+
+def _day_fits_other_months(cron: str) -> bool:
+    minute, hour, day, _month, weekday = cron.split()
+    try:
+        CronSim(f"{minute} {hour} {day} * {weekday}", datetime(2000, 1, 1))
+    except CronSimError:
+        return False
+    return True
 
 
 def _check_min_interval(first: datetime, later_runs: Iterator[datetime]) -> None:

@@ -197,7 +197,7 @@ def test_cron_without_five_fields_is_rejected(cron: str) -> None:
         ("61 * * * *", "minute"),
         ("*/x * * * *", "minute"),
         ("0 24 * * *", "hour"),
-        ("0 0 30 2 *", "day-of-month"),
+        ("0 0 32 * *", "day-of-month"),
         ("0 0 * 13 *", "month"),
         ("0 0 * * 8", "day-of-week"),
     ],
@@ -205,6 +205,13 @@ def test_cron_without_five_fields_is_rejected(cron: str) -> None:
 def test_invalid_cron_names_the_expression_and_field(cron: str, field: str) -> None:
     assert error_of(cron=cron) == (
         f"Invalid cron expression '{cron}': the {field} field is not valid."
+    )
+
+
+@pytest.mark.parametrize("cron", ["0 0 30 2 *", "0 0 31 2 *", "0 0 31 4,6,9,11 *"])
+def test_a_date_none_of_its_months_has_is_named_as_such(cron: str) -> None:
+    assert error_of(cron=cron) == (
+        f"Invalid cron expression '{cron}': none of the months it names has that day."
     )
 
 
