@@ -550,6 +550,12 @@ class Crawl(models.Model):
     def __str__(self) -> str:
         return f"crawl of target {self.target_id} in check {self.check_run_id}"
 
+    @property
+    def public_id(self) -> uuid.UUID:
+        """The crawl's id in the API, a UUID as Firecrawl's are. One crawl per
+        target per check, so it is made from both: stable, and no column."""
+        return uuid.uuid5(self.check_run_id, str(self.target_id))
+
 
 class CrawlPage(models.Model):
     crawl = models.ForeignKey(

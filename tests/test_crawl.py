@@ -110,6 +110,7 @@ def test_the_first_crawl_finds_every_page_the_options_allow_all_new(team, site):
     assert result["pagesFound"] == len(expected) and result["truncated"] is False
     assert result["removedProcessed"] is True
     assert result["pages"] == {"new": len(expected)}
+    assert uuid.UUID(result["crawlId"]).version == 5  # a UUID, as Firecrawl's
     assert check.summary["new"] == len(expected)
     assert check.pages_total == check.pages_done == len(expected)
     assert check.actual_credits == len(expected)

@@ -294,7 +294,7 @@ def crawl_results(check: Check) -> list[dict[str, Any]]:
 
 def _crawl_result(row: Crawl, counts: dict[str, int]) -> dict[str, Any]:
     return {
-        "crawlId": str(row.pk),
+        "crawlId": str(row.public_id),
         "pagesFound": row.found,
         "truncated": bool(row.truncated),
         "truncatedReason": row.truncated or None,
