@@ -148,13 +148,13 @@ class CheckAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "notification_json",
     ]
 
-    @admin.display(description="Monitor", ordering="monitor__name")
     def delete_model(self, request: HttpRequest, obj: Check) -> None:
         Check.objects.filter(pk=obj.pk).discard()
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         queryset.discard()
 
+    @admin.display(description="Monitor", ordering="monitor__name")
     def monitor_link(self, check: Check) -> str:
         return admin_link(check.monitor)
 

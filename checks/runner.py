@@ -247,6 +247,10 @@ class _guarded:
             logger.info("Check %s was ended elsewhere while running", self.check_id)
         elif issubclass(kind, SoftTimeLimitExceeded):
             fail(self.check_id, TIME_LIMIT_MESSAGE)
+        elif not Check.objects.filter(pk=self.check_id).exists():
+            # Deleted meanwhile (an admin clearing out a runaway check): what
+            # failed was writing to it, and there is nothing left to end.
+            logger.info("Check %s was deleted while it ran", self.check_id)
         elif issubclass(kind, Exception):
             logger.exception("Check %s crashed", self.check_id)
             fail(self.check_id, CRASH_MESSAGE)

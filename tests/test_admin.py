@@ -414,6 +414,16 @@ def test_header_values_are_masked_in_the_admin(admin_client, team):
     assert "Cookie" in page and "…5678" in page
 
 
+def test_the_checks_list_names_its_monitor_column_and_sorts_by_it(
+    admin_client, check_with_pages
+):
+    page = admin_client.get(admin_url(Check, "changelist")).content.decode()
+    header = re.search(
+        r'<th scope="col"[^>]*column-monitor_link[^>]*>.*?</th>', page, re.S
+    )
+    assert "sortable" in header[0] and ">Monitor<" in header[0]
+
+
 def test_checks_are_read_only_in_the_admin(admin_client, check_with_pages):
     url = admin_url(Check, "change", check_with_pages.pk)
     admin_client.post(url, {"status": Check.Status.FAILED})

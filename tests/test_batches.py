@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -64,17 +65,22 @@ def test_a_big_check_runs_its_first_batch_and_queues_the_others(
     assert (check.status, check.pages_total, check.pages_done) == ("running", 5, 2)
 
 
+@pytest.mark.parametrize("when", ["after its pages", "before it is finished"])
 def test_a_check_deleted_while_its_task_runs_ends_the_task_quietly(
-    team, site, monkeypatch, caplog
+    team, site, monkeypatch, caplog, when
 ):
     check = make_check(team, [site.html("/p", "P", "<p>p</p>")])
-    real_execute = runner.execute
+    patched = "execute" if when == "after its pages" else "finish_if_done"
+    real = getattr(runner, patched)
 
-    def then_deleted(claimed: Check, **kwargs: Any) -> None:
-        real_execute(claimed, **kwargs)
-        Check.objects.filter(pk=claimed.pk).discard()  # an admin, meanwhile
+    def deleted_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        if patched == "finish_if_done":
+            Check.objects.filter(pk=check.pk).discard()  # an admin, meanwhile
+        result = real(*args, **kwargs)
+        Check.objects.filter(pk=check.pk).discard()
+        return result
 
-    monkeypatch.setattr(runner, "execute", then_deleted)
+    monkeypatch.setattr(runner, patched, deleted_meanwhile)
     caplog.set_level("INFO", logger="checks.runner")
 
     run_check_task(str(check.pk))
@@ -82,6 +88,7 @@ def test_a_check_deleted_while_its_task_runs_ends_the_task_quietly(
     assert not Check.objects.filter(pk=check.pk).exists()
     assert f"Check {check.pk} of monitor" in caplog.text
     assert "was deleted while it ran" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert Monitor.objects.get(pk=check.monitor_id).current_check_id is None
 
 
