@@ -98,9 +98,16 @@ def _secret_shown(
 @team_view
 def webhook_secret_show(request: DashboardRequest) -> HttpResponse:
     """GET asks for confirmation; only the POST shows the secret (made now if
-    the team has none), so a link preview or a glance at history never does."""
+    the team has none), so a link preview or a glance at history never does.
+    The one exception is the redirect right after *Make a new secret*, which
+    shows the new secret once (its POST asked for confirmation already)."""
     if request.method == "GET":
         if request.session.pop(JUST_ROTATED, None) == request.team.pk:
+            logger.info(
+                "New webhook secret of team %s shown to user %s",
+                request.team.pk,
+                request.user.pk,
+            )
             return _secret_shown(request, request.team.webhook_secret, rotated=True)
         return render(request, SIGNING_TEMPLATE, {"step": "confirm-show"})
     secret = request.team.ensure_webhook_secret()

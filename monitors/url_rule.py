@@ -60,12 +60,13 @@ def checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
 
 def _typed_without_scheme(url: str, scheme: str) -> bool:
     """An address typed without its start ("example.com/pricing"), rather
-    than another kind of URL: no scheme at all, or a "scheme" that is a host
-    followed by a port ("localhost:8000" parses as scheme "localhost")."""
+    than another kind of URL: no scheme and no leading slash (a path alone
+    names no site), or a "scheme" that is a host followed by a port
+    ("localhost:8000" parses as scheme "localhost"; "tel:12345" does not)."""
     if not scheme:
-        return True
-    rest = url[len(scheme) + 1 :]
-    return bool(_PORT_START.match(rest))
+        return not url.startswith("/")
+    looks_like_host = "." in scheme or scheme.lower() == "localhost"
+    return looks_like_host and bool(_PORT_START.match(url[len(scheme) + 1 :]))
 
 
 def _missing_scheme(url: str) -> str:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, available_timezones
 
 from django.contrib import messages
@@ -546,13 +547,19 @@ def check_progress(
         "monitor": check.monitor,
         "running_check": check,
         # Polled from the check's own page too, which needs no link to itself.
-        "on_check_page": request.htmx.current_url_abs_path == check.get_absolute_url(),
+        "on_check_page": _shown_on(request, check.get_absolute_url()),
     }
     html = render_to_string("monitors/monitor_detail.html#run-status", context, request)
     if not check.is_finished:
         return HttpResponse(html)
     # Other regions (history, page list) listen for this and reload themselves.
     return trigger_client_event(HttpResponseStopPolling(html), "checkFinished")
+
+
+def _shown_on(request: DashboardRequest, path: str) -> bool:
+    """Whether the page htmx asks from is `path` (whatever its query string,
+    and behind a proxy whose scheme or host Django does not see)."""
+    return urlsplit(request.htmx.current_url or "").path == path
 
 
 @require_http_methods(["GET", "POST"])

@@ -1085,6 +1085,12 @@ def test_a_lone_surrogate_anywhere_in_the_body_is_refused_naming_where(
     assert api.get(URL).json() == {"success": True, "data": []}
 
 
+def test_of_several_lone_surrogates_the_first_in_the_body_is_named(api):
+    payload = body(name="A \ud800", goal="B \udc00")
+    result = assert_rejected(post_raw(api, payload), "name")
+    assert result["error"].startswith("name: ")
+
+
 def test_a_lone_surrogate_in_an_update_changes_nothing(api, monitor_id):
     response = api.patch(
         f"{URL}/{monitor_id}",

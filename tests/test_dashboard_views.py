@@ -1294,10 +1294,17 @@ def test_a_check_page_polling_its_progress_never_links_to_itself(web, monitor):
         HTTP_HX_REQUEST="true",
         HTTP_HX_CURRENT_URL=f"http://testserver{monitor.get_absolute_url()}",
     ).content.decode()
+    # Filtered, and seen through a proxy that ends TLS: still its own page.
+    polled_filtered = web.get(
+        url,
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL=f"https://pw.example{check.get_absolute_url()}?status=changed",
+    ).content.decode()
 
     assert "1 of 4 pages done" in own_page and "1 of 4 pages done" in polled_there
     assert "Open this check" not in own_page and "Open this check" not in polled_there
     assert "Open this check" in polled_elsewhere
+    assert "Open this check" not in polled_filtered
 
 
 def test_history_fragment_for_htmx(web, monitor):

@@ -39,14 +39,15 @@ Item = tuple[PageJob, Outcome, PageState | None]
 LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
 DEADLINE_REASON = "The crawl stopped after {minutes} minutes (CRAWL_DEADLINE_SECONDS)."
 START_FAILED_REASON = "The start page could not be fetched: {error}"
+# The URL last: the reason is cut at 255 characters.
 LINKS_LOST_REASON = (
-    "{url} could not be read this time ({error}), so pages found only through "
-    "it may be missing."
+    "A page it follows could not be read this time, so pages found only "
+    "through it may be missing: {url}"
 )
 # Failures that may pass, of a page whose links the crawl follows: the pages
 # below it cannot be told from removed ones this time. A page that is gone
-# (404, 410) or never readable (a download, a refused address) hides nothing
-# it would show next time, so it does not hold removals back.
+# (404, 410) or never readable (a download, an address the policy blocks)
+# hides nothing it would show next time, so it does not hold removals back.
 PASSING_FAILURES = frozenset(
     {
         ErrorKind.DNS,
@@ -124,7 +125,7 @@ class Frontier:
                     error=outcome.error
                 )
             elif job.follow and _links_lost(outcome):
-                reason = LINKS_LOST_REASON.format(url=job.url, error=outcome.error)
+                reason = LINKS_LOST_REASON.format(url=job.url)
                 incomplete.setdefault(job.target_id, reason)
             if job.follow and outcome.links:
                 links = crawl.scope.links(outcome.links, job.depth + 1)

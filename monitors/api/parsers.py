@@ -40,9 +40,10 @@ Path = list[str | int]
 
 
 def _first_surrogate(data: Any) -> tuple[Path, str] | None:
-    """The path of the first string (value or key) holding a lone surrogate,
-    and that character. Walked with a stack: the body may nest as deep as the
-    JSON parser allows."""
+    """The path of the first string, in document order, holding a lone
+    surrogate, and that character; for a key, the path of its object (the key
+    itself cannot be written back). Walked with a stack: the body may nest as
+    deep as the JSON parser allows."""
     stack: list[tuple[Path, Any]] = [([], data)]
     while stack:
         path, value = stack.pop()
@@ -51,13 +52,13 @@ def _first_surrogate(data: Any) -> tuple[Path, str] | None:
             if char:
                 return path, char
         elif isinstance(value, dict):
-            for key, item in value.items():
+            for key in value:
                 char = _surrogate(key)
                 if char:
-                    return [*path, key.encode("utf-8", "replace").decode()], char
-                stack.append(([*path, key], item))
+                    return path, char
+            stack.extend(([*path, k], v) for k, v in reversed(value.items()))
         elif isinstance(value, list):
-            stack.extend(([*path, i], item) for i, item in enumerate(value))
+            stack.extend(([*path, i], v) for i, v in reversed(list(enumerate(value))))
     return None
 
 
