@@ -293,6 +293,9 @@ class MonitorFields(forms.Form):
 class TargetFields(forms.Form):
     """One target row; the form prefix is the row's key (t1a2b3c4-urls...)."""
 
+    # Set by MonitorForm.mark_invalid when an advanced page option has an error.
+    advanced_invalid = False
+
     id = forms.CharField(required=False, widget=forms.HiddenInput)
     type = forms.CharField(required=False, widget=forms.HiddenInput)
     urls = forms.CharField(required=False, widget=forms.Textarea)
@@ -877,6 +880,8 @@ class MonitorForm:
                 form = next((t for t in self.targets if t.key == key), None)
             if form is not None and name in form.fields:
                 form.fields[name].widget.attrs["aria-invalid"] = "true"
+                if name in _PAGE_OPTIONS:  # shown unfolded, without JavaScript too
+                    form.advanced_invalid = True
 
 
 class ApiKeyForm(forms.Form):

@@ -674,6 +674,9 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
     assert 'aria-describedby="err-name help-name"' in name_input
     # What was typed is kept.
     assert "ftp://example.com/x</textarea>" in page
+    # The folded section holding the time-out opens, without JavaScript too.
+    folded = r'<details class="more" open>\s*<summary>Advanced page options'
+    assert re.search(folded, page)
     # The summary lists the problems in the order the page shows the fields.
     summary = re.search(r'id="error-summary".*?</ul>', page, re.DOTALL)[0]
     assert re.findall(r'href="#([\w-]+)"', summary) == [
