@@ -23,6 +23,8 @@ from monitors.schedule import (
     text_to_cron,
 )
 
+# What a schedule with no plain words is called; its cron says the rest.
+CUSTOM_SCHEDULE = "Custom schedule"
 # Any fixed instant works: cronsim only parses the fields here.
 _PARSE_REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)
 _MAX_LISTED_TIMES = 4

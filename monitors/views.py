@@ -51,7 +51,7 @@ from monitors.context import current_team, switch_team
 from monitors.editing import update_monitor
 from monitors.forms import ApiKeyForm, MonitorForm, split_schedule
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
-from monitors.schedule_words import describe
+from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 from monitors.search_provider import NOT_CONFIGURED, NOT_CONFIGURED_WORDS
 from monitors.unavailable import unavailable
 
@@ -397,7 +397,7 @@ def schedule_preview_context(schedule: str, zone: str, now: datetime) -> dict[st
         )
     return {
         "preview": parsed,
-        "preview_words": describe(parsed),
+        "preview_words": describe(parsed) or CUSTOM_SCHEDULE,
         "preview_runs": times,
     }
 

@@ -23,12 +23,10 @@ from checks.jobs import Via
 from checks.notify import emails, events
 from checks.pages import FETCHED_BECAUSE
 from monitors import rules, search_provider
-from monitors.schedule_words import describe
+from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 
 register = template.Library()
 
-# What a schedule with no plain words is called; its cron follows, muted.
-CUSTOM_SCHEDULE = "Custom schedule"
 CHECK_STATUS_LABELS = {
     "queued": "Waiting to start",
     "running": "Running",
@@ -171,19 +169,20 @@ def search_window_words(window: str | None) -> str:
     return rules.SEARCH_WINDOW_LABELS.get(window, window)
 
 
-@register.filter
-def schedule_words(monitor: Any) -> str:
-    """ "Every 30 minutes, Europe/Berlin"; "Custom schedule, UTC" when there
-    are no plain words for it (the page then shows its cron, custom_schedule)."""
-    words = describe(monitor.schedule) or CUSTOM_SCHEDULE
-    return f"{words}, {monitor.schedule_timezone}"
-
-
-@register.filter
-def custom_schedule(monitor: Any) -> bool:
-    """True when a schedule has no plain words, so its cron is the only
-    way to say exactly when it runs."""
-    return describe(monitor.schedule) is None
+@register.simple_tag
+def schedule_said(monitor: Any) -> SafeString:
+    """`{% schedule_said monitor %}`: "Every 30 minutes, Europe/Berlin"; when
+    there are no plain words for it, "Custom schedule, UTC" and its cron, the
+    only way left to say exactly when it runs."""
+    words = describe(monitor.schedule)
+    if words is not None:
+        return format_html("{}, {}", words, monitor.schedule_timezone)
+    return format_html(
+        '{}, {} <code class="muted" title="Cron expression">{}</code>',
+        CUSTOM_SCHEDULE,
+        monitor.schedule_timezone,
+        monitor.schedule_cron,
+    )
 
 
 @register.filter
