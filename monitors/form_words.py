@@ -177,7 +177,7 @@ def plain(
 
 
 def schedule_problem(error: ScheduleError) -> str:
-    """The form's words for a schedule the live preview could not use: the
-    same words the form shows once it is submitted."""
+    """The form's words for a schedule that could not be used, with what the
+    person typed that the rule's words quote."""
     issue = {"code": error.code, "path": ["schedule"], "message": error.message}
     return plain("schedule", issue, error.values)

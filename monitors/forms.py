@@ -24,7 +24,12 @@ from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Monitor, Target, Team
-from monitors.schedule import ScheduleError, normalize_schedule, normalize_timezone
+from monitors.schedule import (
+    ScheduleError,
+    min_interval_words,
+    normalize_schedule,
+    normalize_timezone,
+)
 from monitors.schedule_words import schedule_box_text
 
 TARGET_TYPES = ("scrape", "crawl", "search")
@@ -549,8 +554,7 @@ class MonitorForm:
         try:
             normalize_schedule(schedule.get("cron"), schedule.get("text"), None)
         except ScheduleError as exc:
-            issue = {"code": exc.code, "path": ["schedule"], "message": exc.message}
-            message = form_words.plain("schedule", issue, exc.values)
+            message = form_words.schedule_problem(exc)
             if message not in self.errors["schedule"]:
                 self.errors["schedule"].append(message)
             self.schedule_faults.insert(0, "schedule")
@@ -773,7 +777,10 @@ class MonitorForm:
             return self._place_on_row(path[1], issue, payload)
         slot = _MAIN_SLOTS.get(str(head), NON_FIELD)
         if slot == "schedule":
-            typed = {"zone": payload["schedule"].get("timezone", "")}
+            typed = {
+                "zone": payload["schedule"].get("timezone", ""),
+                "unit": min_interval_words(),
+            }
             return slot, form_words.plain(slot, issue, typed)
         return slot, form_words.plain(slot, issue)
 

@@ -133,6 +133,12 @@ CRON_NEVER_RUNS = Rule(
     "longest wait Pagewatch accepts.",
     "This schedule would not run for years, if ever: check its day and month.",
 )
+# {unit} is "minute" or "5 minutes" (MIN_SCHEDULE_INTERVAL_MINUTES).
+SCHEDULE_TOO_OFTEN = Rule(
+    "schedule_too_often",
+    "Schedule must not run more often than every {unit}",
+    "Checks can run at most once every {unit}: choose a longer gap.",
+)
 # {zone} is the name as the person typed it (the form's own value).
 TIMEZONE_UNKNOWN = Rule(
     "timezone_unknown",
@@ -173,6 +179,7 @@ RULES = {
         CRON_FIELD_COUNT,
         CRON_INVALID,
         CRON_NEVER_RUNS,
+        SCHEDULE_TOO_OFTEN,
         TIMEZONE_UNKNOWN,
         TOO_MANY_ACTIONS,
         TOO_MUCH_WAITING,

@@ -214,11 +214,18 @@ def _check_min_interval(first: datetime, later_runs: Iterator[datetime]) -> None
     previous = first
     for run in islice(later_runs, GAP_MAX_RUNS):
         if run - previous < timedelta(minutes=minimum):
-            unit = "minute" if minimum == 1 else f"{minimum} minutes"
-            raise ScheduleError(f"Schedule must not run more often than every {unit}")
+            raise ScheduleError.breaking(
+                rules.SCHEDULE_TOO_OFTEN, unit=min_interval_words()
+            )
         if run - first > GAP_WINDOW:
             return
         previous = run
+
+
+def min_interval_words() -> str:
+    """The shortest gap allowed, as the rule's words say it: "5 minutes"."""
+    minimum = min_interval_minutes()
+    return "minute" if minimum == 1 else f"{minimum} minutes"
 
 
 def min_interval_minutes() -> int:

@@ -45,7 +45,7 @@ from checks.content import (
 from checks.content.readable import readable_html
 from checks.dispatch import RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
-from monitors import form_words, history
+from monitors import history, rules
 from monitors import schedule as schedules
 from monitors.context import current_team, switch_team
 from monitors.editing import update_monitor
@@ -65,6 +65,8 @@ PAGES_PER_PAGE = 100
 RECENT_ALERTS = 10
 HISTORY_LENGTH = 14
 PREVIEW_RUNS = 3
+SCHEDULE_UNUSABLE = "Not a schedule we can use yet."
+ZONE_UNKNOWN = "Not a time zone we know yet."
 # The filter value for "meaningful changes only" (pages, and checks in history):
 # changes the judge called meaningful, never those nobody judged.
 MEANINGFUL = "meaningful"
@@ -383,7 +385,9 @@ def schedule_preview_context(schedule: str, zone: str, now: datetime) -> dict[st
     try:
         parsed = schedules.normalize_schedule(cron, text, zone or None, now=now)
     except schedules.ScheduleError as exc:
-        return {"preview_error": form_words.schedule_problem(exc)}
+        # The reason is the field's own error, right beside it: not said twice.
+        zone_wrong = exc.code == rules.TIMEZONE_UNKNOWN.code
+        return {"preview_error": ZONE_UNKNOWN if zone_wrong else SCHEDULE_UNUSABLE}
     runs = schedules.next_runs(parsed, now, PREVIEW_RUNS)
     zone_info = ZoneInfo(parsed.timezone)
     today = now.astimezone(zone_info).date()

@@ -220,7 +220,7 @@ def test_every_field_an_api_error_can_land_on_has_plain_words():
     assert slots - without_words <= set(form_words.WORDS)
 
 
-def test_the_schedule_preview_gives_the_same_reason_as_the_form():
+def test_an_unknown_time_zone_is_named_as_typed():
     with pytest.raises(ScheduleError) as caught:
         normalize_schedule(None, "hourly", "Mars/Olympus")
 

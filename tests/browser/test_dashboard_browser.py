@@ -101,9 +101,7 @@ def test_create_a_monitor_with_inline_validation(
     assert schedule.get_attribute("aria-invalid") == "true"
     assert "err-schedule" in schedule.get_attribute("aria-describedby")
     preview = page.locator("#schedule-preview")
-    expect(preview).to_contain_text(
-        "Not a schedule we can use yet. We could not read this schedule."
-    )
+    expect(preview).to_have_text("✕ Not a schedule we can use yet.")
 
     # A web search without a goal.
     page.get_by_role("button", name="+ Web search").click()
