@@ -1057,8 +1057,8 @@ def test_a_schedule_without_words_shows_its_cron_once_as_a_detail(web, team):
 
     for page in (detail, listing):
         assert (
-            'Custom schedule, UTC <code class="muted" title="Cron expression">'
-            "0 0,6,12,18,21 * * *</code>"
+            'Custom schedule <code class="muted" title="Cron expression">'
+            "0 0,6,12,18,21 * * *</code>, UTC"
         ) in page
         assert page.count("0 0,6,12,18,21 * * *") == 1
 

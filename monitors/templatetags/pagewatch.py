@@ -178,10 +178,10 @@ def schedule_said(monitor: Any) -> SafeString:
     if words is not None:
         return format_html("{}, {}", words, monitor.schedule_timezone)
     return format_html(
-        '{}, {} <code class="muted" title="Cron expression">{}</code>',
+        '{} <code class="muted" title="Cron expression">{}</code>, {}',
         CUSTOM_SCHEDULE,
-        monitor.schedule_timezone,
         monitor.schedule_cron,
+        monitor.schedule_timezone,
     )
 
 
