@@ -525,10 +525,7 @@ class Target(models.Model):
     @property
     def not_run_words(self) -> str:
         """not_run_reason for the dashboard: plain words, no setting names."""
-        reason = self.not_run_reason
-        if reason == search_provider.NOT_CONFIGURED:
-            return search_provider.NOT_CONFIGURED_WORDS
-        return reason
+        return search_provider.in_plain_words(self.not_run_reason)
 
     @property
     def is_checked(self) -> bool:

@@ -38,6 +38,12 @@ NOT_CONFIGURED_WORDS = (
 )
 
 
+def in_plain_words(text: str) -> str:
+    """`text` (a target's reason, a check's error, written for the API) with
+    the missing provider said without setting names, for the dashboard."""
+    return text.replace(NOT_CONFIGURED, NOT_CONFIGURED_WORDS)
+
+
 def _has_setting(name: str) -> bool:
     return bool(str(getattr(settings, REQUIRED_SETTING[name], "") or "").strip())
 

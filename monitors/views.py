@@ -52,7 +52,7 @@ from monitors.editing import update_monitor
 from monitors.forms import ApiKeyForm, MonitorForm, split_schedule
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
-from monitors.search_provider import NOT_CONFIGURED, NOT_CONFIGURED_WORDS
+from monitors.search_provider import in_plain_words
 from monitors.unavailable import unavailable
 
 if TYPE_CHECKING:
@@ -661,8 +661,7 @@ def _skipped_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]
 
 def _words(result: dict[str, Any]) -> str:
     """A skipped target's reason for the dashboard: no setting names."""
-    reason = str(result.get("reason") or "")
-    return NOT_CONFIGURED_WORDS if reason == NOT_CONFIGURED else reason
+    return in_plain_words(str(result.get("reason") or ""))
 
 
 def _search_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:

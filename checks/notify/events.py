@@ -34,9 +34,19 @@ def wants(webhook: Mapping[str, Any] | None, event: str) -> bool:
     if event == TEST:
         return True
     events: Iterable[str] = webhook.get("events") or ALL
-    suffix = event.removeprefix("monitor.")
-    accepted = {suffix, suffix.split(".", 1)[0], event}
+    accepted = _spellings(event)
     return any(name in accepted for name in events)
+
+
+def canonical(name: str) -> str:
+    """The event an `events` entry names, in its full spelling ("page" ->
+    "monitor.page"); a name that is no event's, as it is."""
+    return next((event for event in (*ALL, TEST) if name in _spellings(event)), name)
+
+
+def _spellings(event: str) -> set[str]:
+    suffix = event.removeprefix("monitor.")
+    return {suffix, suffix.split(".", 1)[0], event}
 
 
 def serialize(payload: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import smtplib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,6 +33,37 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
+
+
+# A receiver's answers, as a delivery records them (the API's
+# notificationStatus shows them too), and in plain words for the dashboard.
+ANSWERED = "Answered {code}."
+ANSWERED_REDIRECT = "Answered {code}{where}; redirects are not followed."
+ANSWERED_GONE = "Answered 410 Gone; the monitor's webhook was disabled."
+_ANSWERED = re.compile(r"Answered (\d{3})\.")
+_ANSWERED_REDIRECT = re.compile(
+    r"Answered (3\d\d)(?: to (.+))?; redirects are not followed\.", re.DOTALL
+)
+
+
+def answer_in_plain_words(error: str) -> str:
+    """A delivery's error for the dashboard: "Answered 501." -> "The receiving
+    server answered with error 501."; any other text as it is."""
+    text = error.strip()
+    if text == ANSWERED_GONE:
+        return (
+            "The receiving server answered that this address is gone (410), "
+            "so the monitor's webhook was turned off."
+        )
+    if match := _ANSWERED.fullmatch(text):
+        return f"The receiving server answered with error {match[1]}."
+    if match := _ANSWERED_REDIRECT.fullmatch(text):
+        where = f" to {match[2]}" if match[2] else ""
+        return (
+            f"The receiving server sent the message on{where} ({match[1]}); "
+            "messages are not forwarded, so check the webhook address."
+        )
+    return text
 
 
 class DeliveryError(Exception):
@@ -151,19 +183,19 @@ class WebhookTransport(Transport):
             location = result.headers.get("location", "")[:200]
             where = f" to {location}" if location else ""
             raise DeliveryError(
-                f"Answered {code}{where}; redirects are not followed.",
+                ANSWERED_REDIRECT.format(code=code, where=where),
                 status_code=code,
                 response_body=excerpt,
             )
         if code == 410:
             raise DeliveryError(
-                "Answered 410 Gone; the monitor's webhook was disabled.",
+                ANSWERED_GONE,
                 gone=True,
                 status_code=code,
                 response_body=excerpt,
             )
         raise DeliveryError(
-            f"Answered {code}.",
+            ANSWERED.format(code=code),
             status_code=code,
             response_body=excerpt,
             retry_after=parse_retry_after(

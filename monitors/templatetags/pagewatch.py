@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import html
 import json
-import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,7 +19,7 @@ from django.utils.safestring import SafeString
 
 from checks.errors import ErrorKind, kind_of_status
 from checks.jobs import Via
-from checks.notify import emails, events
+from checks.notify import emails, events, transports
 from checks.pages import FETCHED_BECAUSE
 from monitors import rules, search_provider
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
@@ -371,21 +370,11 @@ def plain_error(kind: str, status_code: int | None, text: str | None) -> str:
     return f"{words} ({text})"
 
 
-# A check's error is written for the API (it names settings); these parts of
-# it have words for the dashboard's readers.
-_PLAIN_CHECK_ERRORS = {
-    search_provider.NOT_CONFIGURED: search_provider.NOT_CONFIGURED_WORDS,
-}
-
-
 @register.filter
 def plain_check_error(text: str | None) -> str:
-    """`{{ check.error|plain_check_error }}`: a check's error without setting
-    names, for people using the dashboard."""
-    text = text or ""
-    for api_words, plain_words in _PLAIN_CHECK_ERRORS.items():
-        text = text.replace(api_words, plain_words)
-    return text
+    """`{{ check.error|plain_check_error }}`: a check's error (written for the
+    API) without setting names, for people using the dashboard."""
+    return search_provider.in_plain_words(text or "")
 
 
 @register.simple_tag
@@ -553,19 +542,13 @@ EVENT_LABELS = {
     emails.CONFIRMATION: "Confirmation e-mail",
     emails.WEBHOOK_DISABLED: "E-mail: webhook turned off",
 }
-# The short names a webhook config may still hold (see events.wants).
-_LEGACY_EVENTS = {
-    "page": events.PAGE,
-    "check": events.CHECK_COMPLETED,
-    "check.completed": events.CHECK_COMPLETED,
-}
 
 
 @register.filter
 def event_label(event: str | None) -> str:
     """ "monitor.check.completed" -> "Check finished"; an unknown name as is."""
     name = str(event or "")
-    return EVENT_LABELS.get(_LEGACY_EVENTS.get(name, name), name)
+    return EVENT_LABELS.get(events.canonical(name), name)
 
 
 @register.filter
@@ -575,30 +558,7 @@ def event_labels(names: Iterable[str] | None) -> str:
     return ", ".join(event_label(name) for name in (names or events.ALL))
 
 
-# The receiver's answers as checks.notify.transports words them.
-_ANSWERED = re.compile(r"Answered (\d{3})\.")
-_ANSWERED_REDIRECT = re.compile(
-    r"Answered (3\d\d)(?: to (.+))?; redirects are not followed\.", re.DOTALL
-)
-_ANSWERED_GONE = "Answered 410 Gone; the monitor's webhook was disabled."
-
-
 @register.filter
 def delivery_error(text: str | None) -> str:
-    """A delivery's error in plain words: "Answered 501." -> "The receiving
-    server answered with error 501."; any other text as it is."""
-    text = str(text or "").strip()
-    if text == _ANSWERED_GONE:
-        return (
-            "The receiving server answered that this address is gone (410), "
-            "so the monitor's webhook was turned off."
-        )
-    if match := _ANSWERED.fullmatch(text):
-        return f"The receiving server answered with error {match[1]}."
-    if match := _ANSWERED_REDIRECT.fullmatch(text):
-        where = f" to {match[2]}" if match[2] else ""
-        return (
-            f"The receiving server sent the message on{where} ({match[1]}); "
-            "messages are not forwarded, so check the webhook address."
-        )
-    return text
+    """A delivery's error in plain words (see transports.answer_in_plain_words)."""
+    return transports.answer_in_plain_words(str(text or ""))
