@@ -1085,6 +1085,14 @@ class DeliveryQuerySet(models.QuerySet["Delivery"]):
         """Pending rows whose next attempt has come; served by delivery_open_idx."""
         return self.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
 
+    def before_first_answer(self) -> DeliveryQuerySet:
+        """Rows whose first attempt has not ended: never tried, or being tried
+        for the first time."""
+        return self.filter(
+            Q(status=Delivery.Status.PENDING, attempts=0)
+            | Q(status=Delivery.Status.SENDING, attempts=1)
+        )
+
 
 class Delivery(models.Model):
     """One notification to one destination (a webhook URL or one e-mail address).

@@ -106,6 +106,65 @@ def test_a_broker_that_refuses_the_message_only_delays_the_delivery(
     assert sent == [delivery.pk]
 
 
+def _completed_and_page(team, receiver, scenario):
+    """A check with one page event and its monitor.check.completed, both
+    still pending."""
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    check = scenario.start(monitor)
+    scenario.page(check, "https://e.com/", "changed")
+    scenario.finish(check)
+    page = Delivery.objects.get(check_run=check, event="monitor.page")
+    completed = Delivery.objects.get(check_run=check, event="monitor.check.completed")
+    return page, completed
+
+
+def test_the_check_completed_event_waits_for_its_page_events_first_answer(
+    team, receiver, scenario, queued
+):
+    page, completed = _completed_and_page(team, receiver, scenario)
+    queued.clear()
+
+    assert deliveries.deliver(completed.pk) is None  # a page is not answered yet
+    completed.refresh_from_db()
+    assert completed.status == "pending" and completed.attempts == 0
+    assert receiver.requests == []
+
+    deliveries.deliver(page.pk)  # its answer lets the completed event go
+    assert queued == [completed.pk]
+    queued.run()
+    completed.refresh_from_db()
+    assert completed.status == "delivered"
+    events_in_order = [p["type"] for p in receiver.payloads()]
+    assert events_in_order == ["monitor.page", "monitor.check.completed"]
+
+
+def test_a_page_event_that_failed_its_first_attempt_holds_nothing_back(
+    team, receiver, scenario, queued
+):
+    page, completed = _completed_and_page(team, receiver, scenario)
+    receiver.then(500)
+    deliveries.deliver(page.pk)
+    page.refresh_from_db()
+    assert page.status == "pending" and page.attempts == 1  # retried later
+
+    deliveries.deliver(completed.pk)
+    completed.refresh_from_db()
+    assert completed.status == "delivered"
+
+
+def test_a_page_event_lost_for_long_no_longer_holds_the_check_completed_event(
+    team, receiver, scenario, queued, time_machine
+):
+    time_machine.move_to(START, tick=False)
+    _page, completed = _completed_and_page(team, receiver, scenario)
+    time_machine.shift(deliveries.ORDER_WAIT - timedelta(seconds=1))
+    assert deliveries.deliver(completed.pk) is None
+    time_machine.shift(timedelta(seconds=2))
+    deliveries.deliver(completed.pk)
+    completed.refresh_from_db()
+    assert completed.status == "delivered"
+
+
 @pytest.fixture
 def redis_broker():
     redis = pytest.importorskip("redis")

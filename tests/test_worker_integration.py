@@ -633,3 +633,56 @@ def test_a_webhook_retried_by_a_real_worker_keeps_its_id_so_the_receiver_dedupes
     assert {firecrawl for _, firecrawl, _ in receiver.seen} == ids
     assert {body for _, _, body in receiver.seen} == ids
     assert list(receiver.handled) == list(ids)  # handled once
+
+
+# --- webhook order on real workers ------------------------------------------------
+
+
+class GatheringReceiver:
+    """A receiver that gathers a check's pages until the check completes: it
+    takes its time over each page (stores it, say), so the page's worker is
+    still waiting for the answer when the check finishes."""
+
+    PAGE_SECONDS = 2.0
+
+    def __init__(self, site: Site) -> None:
+        self.log: list[tuple[str, str, float]] = []  # (what, event, when)
+        self.path = "/hook"
+        site.handle(self.path, self._answer)
+        self.url = site.url(self.path)
+
+    def _answer(self, request: Request) -> tuple[int, dict[str, str], bytes]:
+        event = json.loads(request.body)["type"]
+        self.log.append(("arrived", event, time.monotonic()))
+        if event == "monitor.page":
+            time.sleep(self.PAGE_SECONDS)
+            self.log.append(("answered", event, time.monotonic()))
+        return 200, {}, b"ok"
+
+    def when(self, what: str, event: str) -> float:
+        return next(t for w, e, t in self.log if (w, e) == (what, event))
+
+
+def test_on_two_workers_the_check_completed_event_comes_after_its_pages_were_answered(
+    two_workers, team
+):
+    with Site() as site:
+        page = site.html("/price", "Price", "<p>$10</p>")
+        receiver = GatheringReceiver(site)
+        monitor = Monitor.objects.create(
+            team=team,
+            name="Gathered",
+            schedule_cron="0 3 * * *",
+            webhook={"url": receiver.url},
+        )
+        Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+        check = dispatch.queue_manual_check(monitor)
+        sent = Delivery.objects.filter(check_run=check, status="delivered")
+        wait_for(
+            lambda: sent.count() == 2,
+            "the page and completed events to be delivered",
+            lambda: two_workers[0].log() + two_workers[1].log(),
+        )
+
+    completed = receiver.when("arrived", "monitor.check.completed")
+    assert completed >= receiver.when("answered", "monitor.page")

@@ -6,10 +6,12 @@ Lifecycle of a Delivery row:
    the runner), or by a dashboard action; queued with `transaction.on_commit`.
 2. `deliver(id)` (the Celery task's body) claims it with a conditional UPDATE
    (`pending` and due -> `sending`), so a task that runs twice, or two workers
-   holding the same message, send at most once. The transport sends; the
-   attempt is recorded; the row becomes `delivered`, `failed`, `cancelled`, or
-   `pending` again with `next_attempt_at` pushed back (backoff + jitter,
-   Retry-After honoured).
+   holding the same message, send at most once. A check's
+   monitor.check.completed is not claimed while one of its monitor.page
+   events awaits its first answer (up to ORDER_WAIT); that answer queues it.
+   The transport sends; the attempt is recorded; the row becomes `delivered`,
+   `failed`, `cancelled`, or `pending` again with `next_attempt_at` pushed back
+   (backoff + jitter, Retry-After honoured).
 3. `sweep()` (periodic) queues every due row that is not already on its way and
    frees claims whose worker died. Retries are queued by it too: no far-future
    ETAs live in the broker, so losing Redis only delays deliveries.
@@ -30,7 +32,7 @@ from typing import Any
 
 from celery import current_app
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from checks.models import Check, Delivery, DeliveryAttempt, PageResult
@@ -60,6 +62,12 @@ RETRY_AFTER_MAX = timedelta(hours=24)
 CLAIM_LEASE = timedelta(minutes=5)
 # A due row queued this long ago and still pending lost its broker message.
 REQUEUE_AFTER = timedelta(minutes=5)
+# A check's monitor.check.completed waits until each of its monitor.page
+# events has had its first answer, so a receiver that gathers pages until the
+# check completes has them all by then. A page event still unanswered this
+# long after the check finished (its message lost, a flood of pages) stops
+# holding it back.
+ORDER_WAIT = timedelta(minutes=10)
 SWEEP_BATCH = 500
 # The tasks of checks.notify.tasks, queued by name so that module imports this
 # one and never the reverse. The names are older than the module's path: queued
@@ -349,6 +357,7 @@ def deliver(delivery_id: int) -> Delivery | None:
     claimed = (
         Delivery.objects.due(now)
         .filter(pk=delivery_id)
+        .exclude(_held_back(now))
         .update(
             status=Delivery.Status.SENDING,
             claimed_at=now,
@@ -374,8 +383,42 @@ def deliver(delivery_id: int) -> Delivery | None:
     elapsed_ms = int((time.monotonic() - started) * 1000)
     _record(delivery, outcome, started_at=now, elapsed_ms=elapsed_ms)
     if delivery.check_run_id:
+        if delivery.event == events.PAGE:
+            _release_completed(delivery.check_run_id)
         refresh_notification_status(delivery.check_run_id)
     return delivery
+
+
+def _held_back(now: datetime) -> Q:
+    """A monitor.check.completed webhook whose check still has a page event
+    before its first answer (see ORDER_WAIT). Part of the claim, so it is
+    decided in the same statement that claims."""
+    first_answer_due = (
+        Delivery.objects.webhooks()
+        .filter(check_run=OuterRef("check_run"), event=events.PAGE)
+        .before_first_answer()
+    )
+    return Q(
+        kind=Delivery.Kind.WEBHOOK,
+        event=events.CHECK_COMPLETED,
+        created_at__gt=now - ORDER_WAIT,
+    ) & Exists(first_answer_due)
+
+
+def _release_completed(check_id: Any) -> None:
+    """After a page event's attempt: queue the check's held-back
+    monitor.check.completed once no page event awaits its first answer. Runs
+    after the attempt is committed, so of two page events ending together at
+    least the later one sees both done."""
+    rows = Delivery.objects.webhooks().filter(check_run_id=check_id)
+    held = list(
+        rows.filter(
+            event=events.CHECK_COMPLETED, status=Delivery.Status.PENDING
+        ).values_list("pk", flat=True)
+    )
+    if held and not rows.filter(event=events.PAGE).before_first_answer().exists():
+        for pk in held:
+            enqueue(pk)
 
 
 def retry_delay(attempts: int, error: DeliveryError) -> timedelta | None:
