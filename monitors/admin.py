@@ -118,6 +118,33 @@ def search_terms(search_term: str) -> Iterable[str]:
             yield bit
 
 
+def report_action(
+    model_admin: admin.ModelAdmin,
+    request: HttpRequest,
+    did: str,
+    *,
+    done: int,
+    left: int,
+    why_left: str,
+) -> None:
+    """Say what a bulk action did, and why it left some rows as they were:
+    "Paused 0 monitors." alone reads like a failure."""
+    if not done:
+        model_admin.message_user(
+            request,
+            f"Nothing changed: the selection was {why_left}.",
+            messages.WARNING,
+        )
+        return
+    if left > 0:
+        did += " " + ngettext(
+            "%(n)d left as it was (%(why)s).",
+            "%(n)d left as they were (%(why)s).",
+            left,
+        ) % {"n": left, "why": why_left}
+    model_admin.message_user(request, did, messages.SUCCESS)
+
+
 class ChangedFieldsOnlyMixin:
     """Saves an edited row with update_fields=<what the form changed>.
 
@@ -371,10 +398,13 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         revoked = queryset.filter(revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
-        self.message_user(
+        report_action(
+            self,
             request,
             ngettext("Revoked %d key.", "Revoked %d keys.", revoked) % revoked,
-            messages.SUCCESS,
+            done=revoked,
+            left=queryset.count() - revoked,
+            why_left="already revoked",
         )
 
 
@@ -633,10 +663,13 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
                 monitor.pause()
                 monitor.save(update_fields=["status", "next_run_at", "updated_at"])
                 count += 1
-        self.message_user(
+        report_action(
+            self,
             request,
             ngettext("Paused %d monitor.", "Paused %d monitors.", count) % count,
-            messages.SUCCESS,
+            done=count,
+            left=queryset.count() - count,
+            why_left="already paused or deleted",
         )
 
     @admin.action(description="Resume selected monitors", permissions=["change"])
@@ -648,10 +681,13 @@ class MonitorAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
                 monitor.resume(now)
                 monitor.save(update_fields=["status", "next_run_at", "updated_at"])
                 count += 1
-        self.message_user(
+        report_action(
+            self,
             request,
             ngettext("Resumed %d monitor.", "Resumed %d monitors.", count) % count,
-            messages.SUCCESS,
+            done=count,
+            left=queryset.count() - count,
+            why_left="already active or deleted",
         )
 
     @staticmethod

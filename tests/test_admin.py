@@ -287,6 +287,38 @@ def test_pause_action_clears_next_run_at(admin_client, monitor):
     assert monitor.next_run_at is None
 
 
+def _action_messages(admin_client, model, action: str, ids: list) -> list[str]:
+    response = admin_client.post(
+        admin_url(model, "changelist"),
+        {"action": action, "_selected_action": ids},
+        follow=True,
+    )
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_pausing_an_already_paused_monitor_says_nothing_changed_and_why(
+    admin_client, monitor
+):
+    monitor.pause()
+    monitor.save()
+    said = _action_messages(admin_client, Monitor, "pause_selected", [monitor.pk])
+    assert said == ["Nothing changed: the selection was already paused or deleted."]
+
+
+def test_an_action_on_a_mixed_selection_says_what_it_left_alone(
+    admin_client, team, time_machine
+):
+    time_machine.move_to(NOW, tick=False)
+    active = make_monitor(team, name="active")
+    paused = make_monitor(team, name="paused", status=Monitor.Status.PAUSED)
+    said = _action_messages(
+        admin_client, Monitor, "pause_selected", [active.pk, paused.pk]
+    )
+    assert said == ["Paused 1 monitor. 1 left as it was (already paused or deleted)."]
+    active.refresh_from_db()
+    assert active.status == Monitor.Status.PAUSED
+
+
 def test_resume_action_schedules_the_next_run(admin_client, monitor, time_machine):
     time_machine.move_to(NOW, tick=False)
     monitor.pause()
