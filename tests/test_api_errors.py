@@ -288,3 +288,26 @@ def test_a_too_deeply_nested_body_logs_one_line_not_a_traceback(api, caplog):
     assert [r.getMessage() for r in ours] == [
         "Request body nested too deeply: POST /v2/monitor"
     ]
+
+
+def test_a_trailing_slash_reaches_the_same_endpoint_as_firecrawls_server_does(
+    api_key, world
+):
+    # CSRF checks on, as a browser's would be: API keys, not cookies, guard it.
+    client = APIClient(enforce_csrf_checks=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    created = client.post("/v2/monitor/", MONITOR, format="json")
+    assert created.status_code == 200
+    new_id = created.json()["data"]["id"]
+    assert Monitor.objects.filter(pk=new_id).exists()
+
+    listed = client.get("/v2/monitor/").json()["data"]
+    assert {m["id"] for m in listed} == {new_id, world["monitor_id"]}
+    checks = client.get(f"/v2/monitor/{world['monitor_id']}/checks/").json()
+    assert [c["id"] for c in checks["data"]] == [world["check_id"]]
+
+
+def test_an_unknown_path_with_a_trailing_slash_is_the_apis_not_found(api):
+    body = assert_error_envelope(api.get("/v2/nothing-here/"), 404)
+    assert body["code"] == "NOT_FOUND"
+    assert assert_error_envelope(api.get("/v2/monitor//"), 404)["code"] == "NOT_FOUND"
