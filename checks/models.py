@@ -299,7 +299,8 @@ class Check(models.Model):
 
     def credits_for(self, tally: list[tuple[str, Any]], now: datetime) -> int:
         """Sum of the pages' creditsUsed; removed pages are free, and so are
-        same pages when the monitor's interval qualifies (unchangedPagesFree)."""
+        same pages when the monitor's interval qualifies (unchangedPagesFree),
+        pages still gone after `removed` included: fetched, and unchanged."""
         monitor = self.monitor
         same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
         total = 0
@@ -919,6 +920,11 @@ class PageState(models.Model):
         return self.presence == self.Presence.ACTIVE and self.snapshot_id is not None
 
     @property
+    def is_removed(self) -> bool:
+        """Reported removed by an earlier check and not seen since."""
+        return self.presence == self.Presence.REMOVED
+
+    @property
     def is_cacheable(self) -> bool:
         """May answer scrapeOptions.maxAge/minAge."""
         return self.has_baseline and self.cached_at is not None
@@ -950,6 +956,10 @@ class PageResult(models.Model):
         NEW = "new"
         REMOVED = "removed"
         ERROR = "error"
+
+    # What a page that is gone answers (reference §10.2): `removed` once, then
+    # `same` while it stays gone (checks.pages).
+    GONE_STATUS_CODES = frozenset({404, 410})
 
     class Verdict(models.TextChoices):
         """What the goal judge made of a changed page (checks.ai.judge)."""
@@ -1019,6 +1029,17 @@ class PageResult(models.Model):
     def get_absolute_url(self) -> str:
         check = self.check_run
         return f"/monitors/{check.monitor_id}/checks/{check.pk}/pages/{self.pk}/"
+
+    @classmethod
+    def says_still_gone(cls, status: str, status_code: int | None) -> bool:
+        """Whether a result with this status and HTTP status is a page that was
+        reported removed before and still answers 404/410: `same` on the
+        wire, since nothing changed, but not an unchanged page to a reader."""
+        return status == cls.Status.SAME and status_code in cls.GONE_STATUS_CODES
+
+    @property
+    def is_still_gone(self) -> bool:
+        return self.says_still_gone(self.status, self.status_code)
 
     @property
     def is_meaningful(self) -> bool | None:

@@ -7,6 +7,9 @@
 * otherwise                                               -> changed, with a
   unified diff, its AST and the dashboard's side-by-side HTML
 * 404/410 while the baseline is present                   -> removed
+* 404/410 again after `removed`                           -> same: nothing
+  changed since the page was reported gone, so no error, no e-mail; it stays
+  removed, and its next good fetch is new again
 * fetch or extraction failure, any other 4xx/5xx          -> error; the baseline
   is kept, so the next good fetch diffs against the last good content.
 
@@ -50,7 +53,6 @@ from checks.models import PageResult, PageState
 
 logger = logging.getLogger(__name__)
 
-REMOVED_STATUSES = frozenset({404, 410})
 NOT_MODIFIED = 304
 # Formats extract() produces; the browser adds screenshots; anything else
 # needs an LLM.
@@ -120,6 +122,12 @@ class Outcome:
     # What the next check fetches this page with, when this fetch decides it
     # (see checks.recording); None leaves it to how this page was fetched.
     fetcher: str | None = None
+
+    @property
+    def is_still_gone(self) -> bool:
+        """Reported removed before and answering 404/410 still (see
+        _still_gone): no content, and no baseline to compare with."""
+        return PageResult.says_still_gone(self.status, self.status_code)
 
 
 def failed(job: PageJob, kind: str, message: str, **fields: Any) -> Outcome:
@@ -329,8 +337,11 @@ def _judge_response(
     baseline = state if state is not None and state.has_baseline else None
     if code == NOT_MODIFIED and baseline is not None and baseline.body_hash:
         return _unchanged(job, baseline, metadata, body_hash=baseline.body_hash)
-    if code in REMOVED_STATUSES and baseline is not None:
-        return Outcome(PageResult.Status.REMOVED, metadata, status_code=code)
+    if code in PageResult.GONE_STATUS_CODES:
+        if baseline is not None:
+            return Outcome(PageResult.Status.REMOVED, metadata, status_code=code)
+        if state is not None and state.is_removed:
+            return _still_gone(job, metadata, code)
     if code >= 400 or code == NOT_MODIFIED:
         kind = ErrorKind.HTTP_5XX if code >= 500 else ErrorKind.HTTP_4XX
         return Outcome(
@@ -344,6 +355,21 @@ def _judge_response(
     outcome.etag = fetched.headers.get("etag", "")[:512]
     outcome.last_modified = fetched.headers.get("last-modified", "")[:64]
     return outcome
+
+
+def _still_gone(job: PageJob, metadata: dict[str, Any], code: int) -> Outcome:
+    """A page an earlier check reported removed, answering 404/410 again.
+
+    Its state has not changed since it was reported, so it is `same`: an
+    `error` on every check would mail the team and fail the check for as
+    long as the page stays gone. Nothing of the answer is kept (no content,
+    no validators): the state stays removed, so the next good fetch is new.
+    """
+    # The page was fetched, so it costs what any fetched page costs: only a
+    # `removed` page is free (reference §8). As a `same` page it is free when
+    # unchangedPagesFree applies (Check.credits_for).
+    metadata["creditsUsed"] = job.credits
+    return Outcome(PageResult.Status.SAME, metadata, status_code=code)
 
 
 def _unchanged(

@@ -129,15 +129,17 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
     current = snapshot_id
     if current is None and outcome.cache_hit:
         current = baseline  # a hit *is* the baseline
-    is_new = outcome.status == PageResult.Status.NEW
+    # A page reported removed has no baseline any more (reference §10.2: its
+    # next good fetch is new), so while it stays gone nothing comes before it.
+    nothing_before = outcome.status == PageResult.Status.NEW or outcome.is_still_gone
     return PageResult(
         check_run=check,
         target_id=job.target_id,
         url=job.url,
         status=outcome.status,
-        previous_scrape_id=None if is_new or state is None else state.scrape_id,
+        previous_scrape_id=None if nothing_before or state is None else state.scrape_id,
         current_scrape_id=job.scrape_id,
-        previous_snapshot_id=None if is_new else baseline,
+        previous_snapshot_id=None if nothing_before else baseline,
         current_snapshot_id=current,
         status_code=outcome.status_code,
         error=outcome.error,
@@ -193,7 +195,8 @@ def _move_baselines(
     now: datetime,
 ) -> None:
     """Removed pages are marked; pages with content become the baseline (one
-    upsert for all); errors keep the baseline; cache hits are it."""
+    upsert for all); errors keep the baseline; cache hits are it. A page still
+    gone has no content (no snapshot): its state stays removed."""
     upserts: dict[tuple[uuid.UUID, str], PageState] = {}
     for (job, outcome, state), snapshot_id in zip(items, snapshot_ids, strict=True):
         url_hash = PageState.hash_url(job.url)

@@ -374,6 +374,24 @@ def test_an_extraction_the_model_cannot_make_is_a_page_error_and_keeps_the_basel
     }
 
 
+def test_a_page_still_gone_after_it_was_removed_is_not_extracted_or_summarised(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", PLANS)
+    formats = [*JSON_FORMAT, "summary"]
+    monitor = make_monitor(team, [url], goal=None, formats=formats)
+    run_check(monitor)
+    site.remove("/pricing")
+    run_check(monitor)
+
+    page = run_check(monitor).pages.get()
+
+    assert (page.status, page.status_code) == (PageResult.Status.SAME, 404)
+    # The baseline's object and summary are of a page no longer there.
+    assert page.extraction is None and page.summary is None
+    assert len(model.requests) == 2  # the first check's extraction and summary
+
+
 # --- summary --------------------------------------------------------------------------
 
 

@@ -204,6 +204,42 @@ def test_broken_links_and_downloads_do_not_hold_removals_back(team, site):
     assert crawl_result(check)["truncated"] is False
 
 
+def test_a_page_a_crawl_no_longer_finds_is_removed_once_then_has_no_row(team, site):
+    site.html("/", "Home", nav("/old"))
+    site.html("/old", "Old", "<p>old</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.html("/", "Home", "<p>Nothing to follow.</p>")
+    site.remove("/old")
+
+    removed = run_check(monitor)
+    asked = len(site.requests_to("/old"))
+    later = run_check(monitor)
+
+    assert paths(removed, "removed") == {"old"}
+    assert removed.pages.get(url=site.url("/old")).status_code is None
+    assert not later.pages.filter(url=site.url("/old")).exists()
+    assert len(site.requests_to("/old")) == asked  # not looked for again
+    assert later.summary == {
+        "totalPages": 1, "same": 1, "changed": 0, "new": 0, "removed": 0, "error": 0,
+    }  # fmt: skip
+
+
+def test_a_linked_page_answering_404_is_removed_once_then_still_gone(team, site):
+    site.html("/", "Home", nav("/old"))
+    site.html("/old", "Old", "<p>old</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.remove("/old")  # still linked from the home page
+
+    removed, later = run_check(monitor), run_check(monitor)
+
+    assert paths(removed, "removed") == {"old"}
+    page = later.pages.get(url=site.url("/old"))
+    assert (page.status, page.status_code) == (PageResult.Status.SAME, 404)
+    assert later.status == Check.Status.COMPLETED and later.summary["error"] == 0
+
+
 # --- Options at their boundaries -------------------------------------------------
 
 

@@ -1392,6 +1392,34 @@ def test_check_page_lists_pages_with_status_chips(web, monitor):
     assert "example.com/3" in only_errors and "example.com/1" not in only_errors
 
 
+def test_a_page_still_gone_reads_as_still_gone_not_as_unchanged(web, monitor):
+    check = make_check(monitor)
+    gone = make_page(
+        check,
+        None,
+        "",
+        url="https://example.com/gone",
+        status="same",
+        status_code=404,
+        metadata={"statusCode": 404},
+        current_snapshot=None,
+    )
+    make_page(
+        check, None, "x", url="https://example.com/same", status="same", status_code=200
+    )
+
+    page = text_of(web.get(check.get_absolute_url()))
+    detail = text_of(web.get(gone.get_absolute_url()))
+
+    badge = '<span class="badge s-same">Still gone (the page answers 404)</span>'
+    assert page.count(badge) == 1
+    assert "No change since it was reported removed" in page
+    assert page.count('<span class="muted">No change</span>') == 1  # the other page
+    assert "Still gone (the page answers 404)" in detail
+    assert "reported removed in an earlier check and has not come back" in detail
+    assert "Nothing changed on this page" not in detail
+
+
 def test_a_change_found_before_the_goal_was_set_is_shown_as_not_judged(
     web, monitor, changed_page
 ):

@@ -10,10 +10,11 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from checks import runner
 from checks.ai.judge import not_judged as fail_open
-from checks.models import Delivery
+from checks.models import Check, Delivery
 from checks.notify import deliveries, emails
-from monitors.models import EmailRecipient
+from monitors.models import EmailRecipient, Target
 from tests.notifying import (
     judged,
     make_monitor,
@@ -180,6 +181,47 @@ def test_no_mail_when_nothing_noteworthy_happened(
     assert mailoutbox == []
     assert not Delivery.objects.emails().exists()
     assert check.notification_status["email"]["reason"] == reason
+
+
+def test_a_page_that_stays_gone_is_mailed_when_it_goes_and_when_it_is_back_only(
+    team, member, site, settings, queued, mailoutbox, django_capture_on_commit_callbacks
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    url = site.html("/pricing", "Pricing", "<p>Pro costs $19.</p>")
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    Target.objects.create(monitor=monitor, type="scrape", urls=[url])
+
+    def check() -> tuple[Check, int]:
+        """A real check of the page, its deliveries sent: (check, mails sent)."""
+        sent = len(mailoutbox)
+        with django_capture_on_commit_callbacks(execute=True):
+            done = runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+        queued.run()
+        done.refresh_from_db()
+        return done, len(mailoutbox) - sent
+
+    first, first_mails = check()
+    site.remove("/pricing")
+    removed, removed_mails = check()
+    still_gone, still_gone_mails = check()
+    site.html("/pricing", "Pricing", "<p>Pro costs $24.</p>")
+    back, back_mails = check()
+
+    assert first.pages.get().status == "new" and first_mails == 1
+    assert removed.pages.get().status == "removed" and removed_mails == 1
+    assert "[removed] " + url in mailoutbox[1].body
+    page = still_gone.pages.get()
+    assert (page.status, page.status_code, page.metadata["statusCode"]) == (
+        "same",
+        404,
+        404,
+    )
+    assert still_gone.status == Check.Status.COMPLETED
+    assert still_gone.summary["error"] == 0 and still_gone.summary["same"] == 1
+    assert still_gone_mails == 0
+    assert still_gone.notification_status["email"]["reason"] == "no_changes"
+    assert not Delivery.objects.emails().filter(check_run=still_gone).exists()
+    assert back.pages.get().status == "new" and back_mails == 1
 
 
 def test_a_changed_page_without_a_judgment_counts_as_meaningful(

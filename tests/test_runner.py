@@ -349,8 +349,9 @@ def test_page_answering_404_after_a_good_fetch_is_removed_then_new_again(team, s
     assert state.presence == PageState.Presence.REMOVED
 
     still_gone = run_check(monitor)
-    assert page_of(still_gone, url).status == PageResult.Status.ERROR
-    assert page_of(still_gone, url).error == "The page answered HTTP 404."
+    assert page_of(still_gone, url).status == PageResult.Status.SAME
+    assert page_of(still_gone, url).status_code == 404
+    assert still_gone.summary["error"] == 0
 
     site.html("/gone", "Back", "<p>Here today</p>")
     back = run_check(monitor)
@@ -365,6 +366,78 @@ def test_410_after_a_good_fetch_is_removed(team, site):
     site.page("/old", "Gone", status=410)
 
     assert page_of(run_check(monitor), url).status == PageResult.Status.REMOVED
+
+
+@pytest.mark.parametrize("code", [404, 410])
+def test_a_page_still_gone_after_it_was_removed_is_same_and_stays_removed(
+    team, site, code
+):
+    url = site.html("/gone", "Gone soon", "<p>Here today</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/gone", "<h1>Not here any more</h1>", status=code)
+    run_check(monitor)
+    removed = state_of(monitor, url)
+    snapshots = Snapshot.objects.count()
+
+    check = run_check(monitor)
+
+    page = page_of(check, url)
+    assert page.status == PageResult.Status.SAME
+    assert page.status_code == page.metadata["statusCode"] == code
+    assert (page.error, page.error_kind) == (None, "")
+    assert (page.diff, page.diff_html) == (None, "")
+    # Nothing of the gone page's answer is kept, and nothing comes before it.
+    assert page.current_snapshot_id is None and page.previous_snapshot_id is None
+    assert page.previous_scrape_id is None and page.current_scrape_id is not None
+    assert Snapshot.objects.count() == snapshots
+    assert check.status == Check.Status.COMPLETED and check.error is None
+    assert check.summary == {
+        "totalPages": 1, "same": 1, "changed": 0, "new": 0, "removed": 0, "error": 0,
+    }  # fmt: skip
+    state = state_of(monitor, url)
+    assert state.presence == PageState.Presence.REMOVED
+    assert (state.snapshot_id, state.scrape_id, state.body_hash, state.updated_at) == (
+        removed.snapshot_id,
+        removed.scrape_id,
+        removed.body_hash,
+        removed.updated_at,
+    )
+
+
+def test_a_page_gone_then_still_gone_then_back_is_new_removed_same_new(team, site):
+    url = site.html("/gone", "Gone soon", "<p>Here today</p>")
+    monitor = make_monitor(team, [url])
+    statuses = [page_of(run_check(monitor), url).status]
+    site.remove("/gone")
+    statuses += [page_of(run_check(monitor), url).status for _ in range(3)]
+    site.html("/gone", "Back", "<p>Here again, rewritten</p>")
+    back = page_of(run_check(monitor), url)
+
+    assert statuses + [back.status] == ["new", "removed", "same", "same", "new"]
+    assert back.previous_snapshot_id is None and back.diff is None
+    assert "Here again, rewritten" in state_of(monitor, url).snapshot.text
+
+
+@pytest.mark.parametrize(
+    ("cron", "credits"),
+    [("*/30 * * * *", 1), ("0 * * * *", 0)],
+    ids=["paid-like-any-fetched-page", "free-like-any-unchanged-page"],
+)
+def test_a_page_still_gone_costs_what_an_unchanged_page_costs(
+    team, site, settings, cron, credits
+):
+    settings.UNCHANGED_PAGES_FREE_MIN_INTERVAL = 60
+    url = site.html("/gone", "Gone soon", "<p>Here today</p>")
+    monitor = make_monitor(team, [url], cron=cron)
+    run_check(monitor)
+    site.remove("/gone")
+
+    removed, still_gone = run_check(monitor), run_check(monitor)
+
+    assert removed.actual_credits == 0  # removed pages are free
+    assert page_of(still_gone, url).metadata["creditsUsed"] == 1
+    assert still_gone.actual_credits == credits
 
 
 def test_refused_connection_is_an_error_and_keeps_the_baseline(team, site):

@@ -637,6 +637,43 @@ def test_the_runner_announces_its_pages_and_its_finish_through_the_outbox(
     assert check.notification_status["webhook"]["delivered"] is True
 
 
+def test_a_page_still_gone_sends_its_page_event_as_same_with_no_error(
+    team, site, receiver, queued, django_capture_on_commit_callbacks
+):
+    from checks import runner
+    from checks.models import Check
+    from monitors.models import Target
+
+    page_url = site.html("/pricing", "Pricing", "<p>Starter costs $19.</p>")
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    Target.objects.create(monitor=monitor, type="scrape", urls=[page_url])
+
+    def run_check() -> Check:
+        with django_capture_on_commit_callbacks(execute=True):
+            return runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+
+    run_check()
+    site.remove("/pricing")
+    run_check()  # removed: no page event (reference §11.1)
+    check = run_check()
+    queued.run()
+
+    pages = [p for p in receiver.payloads() if p["type"] == "monitor.page"]
+    assert [p["data"][0]["status"] for p in pages] == ["new", "same"]
+    still_gone = pages[-1]
+    assert still_gone["id"] == str(check.pk)
+    assert still_gone["success"] is True and still_gone["error"] is None
+    assert set(still_gone["data"][0]) == PAGE_KEYS
+    assert still_gone["data"][0]["error"] is None
+    assert still_gone["data"][0]["diff"] is None
+    assert still_gone["data"][0]["previousScrapeId"] is None
+    assert still_gone["data"][0]["currentScrapeId"]
+    completed = [p for p in receiver.payloads() if p["type"] != "monitor.page"][-1]
+    assert completed["success"] is True
+    assert completed["data"][0]["summary"]["same"] == 1
+    assert completed["data"][0]["summary"]["error"] == 0
+
+
 def test_signatures_reject_a_tampered_body_a_wrong_secret_and_an_old_timestamp():
     from checks.notify import signing
 

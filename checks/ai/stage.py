@@ -125,6 +125,8 @@ class Enricher:
                 continue
             if outcome.status in (Status.ERROR, Status.REMOVED):
                 continue
+            if outcome.is_still_gone:
+                continue  # no text: the baseline's is of a page no longer there
             pages.append(Page(job, outcome, state, wanted, outcome.text))
         self._load_texts([p for p in pages if p.text is None and _needs_calls(p)])
         return pages

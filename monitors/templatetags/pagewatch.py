@@ -52,6 +52,9 @@ PAGE_STATUS_LABELS = {
     "removed": "Removed",
     "error": "Error",
 }
+# A page still gone after it was reported removed is `same` on the wire (see
+# PageResult.is_still_gone), but to a reader it is gone, not unchanged.
+STILL_GONE_LABEL = "Still gone (the page answers {code})"
 SUMMARY_ORDER = ("changed", "new", "removed", "error", "same")
 SUMMARY_WORDS = {
     "changed": "changed",
@@ -197,6 +200,15 @@ def check_status_symbol(status: str) -> str:
 @register.filter
 def page_status_label(status: str) -> str:
     return PAGE_STATUS_LABELS.get(status, status)
+
+
+@register.filter
+def page_result_label(page: Any) -> str:
+    """`{{ page|page_result_label }}`: a PageResult's status in words, where
+    one is at hand (a status alone cannot tell a page still gone)."""
+    if page.is_still_gone:
+        return STILL_GONE_LABEL.format(code=page.status_code)
+    return page_status_label(page.status)
 
 
 # metadata.searchStatus of a search result (checks.search.stage), in words.
