@@ -568,6 +568,15 @@ def test_a_crawl_runs_on_real_workers_through_the_sdk(sdk, two_workers):
 # --- a webhook retried by a real worker ---------------------------------------------
 
 
+def hooked_monitor(team: Any, page: str, webhook: dict[str, Any]) -> Monitor:
+    """A monitor of one page with this webhook."""
+    monitor = Monitor.objects.create(
+        team=team, name="Hooked", schedule_cron="0 3 * * *", webhook=webhook
+    )
+    Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+    return monitor
+
+
 class DeduplicatingReceiver:
     """A receiver done the way Standard Webhooks asks: it answers 500 to the
     very first request, then handles each `webhook-id` once and acknowledges
@@ -599,13 +608,9 @@ def test_a_webhook_retried_by_a_real_worker_keeps_its_id_so_the_receiver_dedupes
     with Site() as site:
         page = site.html("/price", "Price", "<p>$10</p>")
         receiver = DeduplicatingReceiver(site)
-        monitor = Monitor.objects.create(
-            team=team,
-            name="Hooked",
-            schedule_cron="0 3 * * *",
-            webhook={"url": receiver.url, "events": ["monitor.check.completed"]},
+        monitor = hooked_monitor(
+            team, page, {"url": receiver.url, "events": ["monitor.check.completed"]}
         )
-        Target.objects.create(monitor=monitor, type="scrape", urls=[page])
         check = dispatch.queue_manual_check(monitor)
         delivery = wait_for(
             lambda: (
@@ -669,13 +674,7 @@ def test_on_two_workers_the_check_completed_event_comes_after_its_pages_were_ans
     with Site() as site:
         page = site.html("/price", "Price", "<p>$10</p>")
         receiver = GatheringReceiver(site)
-        monitor = Monitor.objects.create(
-            team=team,
-            name="Gathered",
-            schedule_cron="0 3 * * *",
-            webhook={"url": receiver.url},
-        )
-        Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+        monitor = hooked_monitor(team, page, {"url": receiver.url})
         check = dispatch.queue_manual_check(monitor)
         sent = Delivery.objects.filter(check_run=check, status="delivered")
         wait_for(
