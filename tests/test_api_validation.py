@@ -997,7 +997,7 @@ def test_unsupported_method_gets_405_in_the_envelope(api, method, path):
 
 
 @pytest.mark.parametrize(
-    "path", ["/v2/monitors", "/v2/monitor/", "/v2/", "/v2/scrape", "/v2/monitor/a/b/c"]
+    "path", ["/v2/monitors", "/v2/", "/v2/scrape", "/v2/monitor/a/b/c", "/v2/monitor//"]
 )
 def test_unknown_v2_path_gets_a_json_404(api, path):
     response = api.get(path)
