@@ -76,6 +76,14 @@ def test_every_environment_variable_the_settings_read_is_in_the_readme() -> None
     assert sorted(n for n in names if f"`{n}`" not in readme) == []
 
 
+def test_the_scheduler_keeps_its_state_under_var_wherever_it_starts(tmp_path):
+    """The README's `celery -A config beat`, run from any directory, writes
+    celerybeat-schedule under PAGEWATCH_VAR_DIR (it used to need --schedule)."""
+    filename = fresh("settings.CELERY_BEAT_SCHEDULE_FILENAME", tmp_path)
+
+    assert filename == str(tmp_path / "celerybeat-schedule")
+
+
 def fresh(expression: str, tmp_path: Path, **env: str) -> object:
     """`expression` evaluated after django.setup() in a fresh process."""
     code = (
