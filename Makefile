@@ -6,8 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-PUBLIC_BASE_URL ?= http://$(HOST):$(PORT)
-export HOST PORT PUBLIC_BASE_URL
+export HOST PORT
 
 .PHONY: run test setup lint format bench clean
 
@@ -27,10 +26,10 @@ $(VENV)/.installed-dev: pyproject.toml tests/js/package-lock.json | $(BIN)/pytho
 
 setup: $(VENV)/.installed-run
 
+# Through config.run, so that .env's variables apply to migrate and bootstrap too.
 run: $(VENV)/.installed-run
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py bootstrap
-	@echo "Starting Pagewatch on http://$(HOST):$(PORT)/ (web, worker, browser worker, upkeep, scheduler). Ctrl-C stops all."
+	$(BIN)/python -m config.run -- $(BIN)/python manage.py migrate --noinput
+	$(BIN)/python -m config.run -- $(BIN)/python manage.py bootstrap
 	exec $(BIN)/python -m config.run -f Procfile
 
 test: $(VENV)/.installed-dev

@@ -2,6 +2,7 @@
 together.
 
     python -m config.run [-f Procfile]
+    python -m config.run -- COMMAND ...   # once, with the same environment
 
 A process that exits while the service runs (killed, crashed, out of memory)
 is started again after a back-off, and the others keep running: web keeps
@@ -24,7 +25,10 @@ A process's leftovers are killed before it starts again (a killed worker's
 pool processes, a killed gunicorn's workers). On Linux each process is also
 told to end when this manager dies, even by SIGKILL, so nothing outlives it.
 Variables in `.env`, when present, are added to the environment (as honcho,
-used before, did).
+used before, did). `make run` migrates and bootstraps through the second form
+(as `honcho run` did), so a DATABASE_URL or PAGEWATCH_VAR_DIR set there is the
+one the processes then use. PUBLIC_BASE_URL defaults to http://HOST:PORT, read
+after `.env`.
 
 Without Chromium the Procfile's browser worker is left out, and said so;
 browser pages then go to the other worker (BROWSER_QUEUE empty), where each
@@ -279,14 +283,34 @@ def main(argv: list[str]) -> int:
         default=STOP_WAIT_SECONDS,
         help="seconds a process has to stop before it is killed (30)",
     )
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="after --: run this once with the same environment, not the Procfile",
+    )
     args = parser.parse_args(argv)
+    env = environment(args.env_file)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if command:
+        return subprocess.run(command, env=env, check=False).returncode  # noqa: S603
+    entries = with_browser_if_installed(read_procfile(args.procfile), env)
+    names = ", ".join(entry.name for entry in entries)
+    print(
+        f"Starting {names} on {env['PUBLIC_BASE_URL']}/. Ctrl-C stops all.", flush=True
+    )
+    return Manager(entries, env, stop_wait=args.stop_wait).run()
+
+
+def environment(env_file: Path) -> dict[str, str]:
+    """Ours, then `.env`'s variables; links default to where web listens."""
     env = {
         **os.environ,
-        **read_env_file(args.env_file),
+        **read_env_file(env_file),
         "PYTHONUNBUFFERED": "1",  # lines show up as they are written
     }
-    entries = with_browser_if_installed(read_procfile(args.procfile), env)
-    return Manager(entries, env, stop_wait=args.stop_wait).run()
+    host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
+    env.setdefault("PUBLIC_BASE_URL", f"http://{host}:{port}")
+    return env
 
 
 BROWSER_PROCESS = "browser"

@@ -353,6 +353,9 @@ CELERY_BEAT_SCHEDULE = {
         ("sweep-deliveries", "checks.notification_tasks.sweep_deliveries_task", 60.0),
     )
 }  # fmt: skip
+# Beat's own state (when each entry last ran) lives with the rest of var/, not
+# in whatever directory `celery -A config beat` happens to start in.
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- Celery -------------------------------------------------------------------
 if REDIS_URL:

@@ -198,6 +198,61 @@ def test_variables_in_env_file_reach_the_processes(tmp_path, manager_for):
     assert out.read_text() == "hello there\n"
 
 
+def run_once(tmp_path: Path, env_file: str, command: str, **env: str):
+    (tmp_path / ".env").write_text(env_file)
+    clean = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT")}
+    clean.pop("PUBLIC_BASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "config.run", "-e", str(tmp_path / ".env")]
+        + ["--", "sh", "-c", command],
+        cwd=ROOT,
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_a_command_after_dashes_runs_once_with_the_env_file_and_its_exit_code(
+    tmp_path,
+):
+    done = run_once(
+        tmp_path, "DATABASE_URL=postgres://db/pw\n", "echo $DATABASE_URL; exit 7"
+    )
+
+    assert done.stdout == "postgres://db/pw\n"
+    assert done.returncode == 7
+
+
+def test_public_base_url_follows_host_and_port_set_in_the_env_file(tmp_path):
+    done = run_once(tmp_path, "PORT=9123\n", "echo $PUBLIC_BASE_URL")
+
+    assert done.stdout == "http://127.0.0.1:9123\n"
+
+
+def test_a_public_base_url_that_is_given_is_kept(tmp_path):
+    done = run_once(
+        tmp_path,
+        "PORT=9123\n",
+        "echo $PUBLIC_BASE_URL",
+        PUBLIC_BASE_URL="https://pw.example",
+    )
+
+    assert done.stdout == "https://pw.example\n"
+
+
+def test_make_run_migrates_and_bootstraps_with_the_env_file_applied() -> None:
+    """A DATABASE_URL in .env used to reach the processes but not migrate, so
+    they started on a database nobody had migrated."""
+    plan = subprocess.run(
+        ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+
+    manage = [line for line in plan if "manage.py" in line]
+    through = ".venv/bin/python -m config.run -- .venv/bin/python manage.py"
+    assert manage == [f"{through} migrate --noinput", f"{through} bootstrap"]
+
+
 def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
     procfile = tmp_path / "Procfile"
     procfile.write_text("web: gunicorn\nthis is not an entry\n")

@@ -76,6 +76,38 @@ def test_every_environment_variable_the_settings_read_is_in_the_readme() -> None
     assert sorted(n for n in names if f"`{n}`" not in readme) == []
 
 
+def test_every_variable_the_readme_documents_is_read() -> None:
+    """The other way round: each row of the README's configuration table names
+    variables that settings, gunicorn, the Procfile or the Makefile read."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        name
+        for row in table.splitlines()
+        if row.startswith("| `")
+        for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])
+    }
+    source = "".join(
+        (ROOT / name).read_text()
+        for name in ("config/settings.py", "config/gunicorn.py", "Procfile", "Makefile")
+    )
+    read = set(re.findall(r"\benv_\w+\(\s*\"([A-Z0-9_]+)\"", source))
+    read |= set(re.findall(r"\$\{([A-Z0-9_]+)", source))  # Procfile
+    read |= set(re.findall(r"^([A-Z0-9_]+) \?=", source, re.MULTILINE))  # Makefile
+    assert len(documented) > 20  # the table is still found
+    assert sorted(documented - read) == []
+
+
+def test_the_scheduler_keeps_its_state_under_var_wherever_it_starts(tmp_path):
+    """The README's `celery -A config beat`, run from any directory, writes
+    celerybeat-schedule under PAGEWATCH_VAR_DIR (it used to need --schedule)."""
+    filename = fresh("settings.CELERY_BEAT_SCHEDULE_FILENAME", tmp_path)
+
+    assert filename == str(tmp_path / "celerybeat-schedule")
+
+
 def fresh(expression: str, tmp_path: Path, **env: str) -> object:
     """`expression` evaluated after django.setup() in a fresh process."""
     code = (
