@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Stands in for a service process: says where it runs, records the signals it
 # gets, starts a child in its own process group (as a Celery worker starts its
-# pool), and exits 3 on SIGTERM unless told to ignore it.
+# pool, whose processes ask to be killed with their parent: celery.concurrency.
+# prefork's set_pdeathsig), and exits 3 on SIGTERM unless told to ignore it.
 SERVICE = """
-import os, signal, sys, time
+import ctypes, os, signal, sys, time
 out, stubborn = sys.argv[1], sys.argv[2] == "stubborn"
 def note(text):
     with open(out, "a") as f:
@@ -38,6 +39,8 @@ def on_term(signum, frame):
 signal.signal(signal.SIGTERM, on_term)
 child = os.fork()
 if child == 0:
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     signal.signal(signal.SIGTERM, lambda *_: note("child got term"))
     while True:
         time.sleep(0.05)
@@ -181,8 +184,8 @@ def test_nothing_outlives_a_manager_killed_with_sigkill(tmp_path, manager_for):
     manager.process.wait(timeout=10)
 
     # The main process gets SIGTERM from the kernel and exits; its pool-like
-    # child, in the same group, goes with it.
-    assert left_running([pid], seconds=10) == []
+    # child goes with it.
+    assert left_running([pid, child], seconds=10) == []
     assert f"term {pid}" in out.read_text()
 
 
