@@ -82,6 +82,16 @@ PAUSED_MESSAGE = "Monitor is paused. Resume it before running a check."
 RUNNING_MESSAGE = "Monitor check is already running."
 
 
+class QueueUnavailable(Exception):
+    """A manual run the broker (Redis) could not take: the check was withdrawn
+    and nothing runs; the API answers 503, the dashboard says so."""
+
+    message = (
+        "Checks cannot be started right now: the task queue (Redis) is not "
+        "reachable. Try again in a moment."
+    )
+
+
 def spread(monitor_id: uuid.UUID, interval: timedelta) -> timedelta:
     """The fixed delay of this monitor's checks after each cron slot."""
     cap = min(interval / 2, SPREAD_CAP)
@@ -97,42 +107,41 @@ def estimated_credits(monitor: Monitor) -> int:
     return monitor.estimated_credits_per_run()
 
 
-def enqueue(check_id: uuid.UUID) -> None:
-    """Send the check to a worker once the transaction that created it commits.
-
-    A lost message is not a lost check: the stale sweeper fails checks left
-    queued, and the next slot runs normally.
-    """
-    enqueue_many([check_id])
-
-
 def enqueue_many(check_ids: Iterable[uuid.UUID]) -> None:
-    """`enqueue` for a batch: one on_commit callback, and one producer (one
-    broker connection) for all the messages, instead of one of each per check."""
+    """Send the checks to workers once the transaction that created them
+    commits: one on_commit callback, and one producer (one broker connection)
+    for all the messages, instead of one of each per check.
+
+    A lost message is not a lost check: the stale sweeper sends a check left
+    queued again (or ends it, after STALE_QUEUED_AFTER), and the next slot
+    runs normally.
+    """
     ids = [str(check_id) for check_id in check_ids]
     if not ids:
         return
+    transaction.on_commit(lambda: _send(ids))
 
-    def send() -> None:
-        sent = 0
-        try:
-            with current_app.producer_or_acquire() as producer:
-                for check_id in ids:
-                    current_app.send_task(
-                        RUN_CHECK_TASK, args=[check_id], producer=producer
-                    )
-                    sent += 1
-        except Exception:
-            # The producer already retried (Celery's publish retry policy): the
-            # broker is unreachable, so the rest would fail the same way.
-            logger.exception(
-                "Could not enqueue %d of %d checks (from %s)",
-                len(ids) - sent,
-                len(ids),
-                ids[sent] if sent < len(ids) else "-",
-            )
 
-    transaction.on_commit(send)
+def _send(ids: list[str]) -> int:
+    """Publish run messages for `ids`; how many went out (never raises)."""
+    sent = 0
+    try:
+        with current_app.producer_or_acquire() as producer:
+            for check_id in ids:
+                current_app.send_task(
+                    RUN_CHECK_TASK, args=[check_id], producer=producer
+                )
+                sent += 1
+    except Exception:
+        # The producer already retried (Celery's publish retry policy): the
+        # broker is unreachable, so the rest would fail the same way.
+        logger.exception(
+            "Could not enqueue %d of %d checks (from %s)",
+            len(ids) - sent,
+            len(ids),
+            ids[sent] if sent < len(ids) else "-",
+        )
+    return sent
 
 
 # --- Scheduled checks --------------------------------------------------------------
@@ -417,6 +426,11 @@ def queue_manual_check(monitor: Monitor) -> Check:
     Raises RunRefused when the monitor is paused or a check is in flight. The
     monitor row is locked first, so a manual run and a dispatcher (whose claim
     updates that row) can never both start a check for it.
+
+    Raises QueueUnavailable (after COMMIT, where the message is sent) when the
+    broker cannot take it: someone is waiting for this check, so it is
+    withdrawn and they are told, rather than left queued until the broker is
+    back and the sweeper sends it again (scheduled checks are).
     """
     with transaction.atomic():
         locked = (
@@ -443,3 +457,25 @@ def queue_manual_check(monitor: Monitor) -> Check:
         Monitor.objects.filter(pk=locked.pk).update(current_check_id=check.pk)
         enqueue(check.pk)
     return check
+
+
+def enqueue(check_id: uuid.UUID) -> None:
+    """Send a manual check to a worker once its transaction commits; when the
+    broker cannot take it, withdraw it and raise QueueUnavailable."""
+    transaction.on_commit(lambda: _send_or_withdraw(check_id))
+
+
+def _send_or_withdraw(check_id: uuid.UUID) -> None:
+    if _send([str(check_id)]):
+        return
+    with transaction.atomic():
+        # Only while still queued: a message that did reach the broker before
+        # the error may already have been taken by a worker.
+        queued = Check.objects.filter(pk=check_id, status=Check.Status.QUEUED)
+        monitor_id = queued.values_list("monitor_id", flat=True).first()
+        if monitor_id is None or not queued.delete()[0]:
+            return
+        Monitor.objects.filter(pk=monitor_id, current_check_id=check_id).update(
+            current_check_id=None
+        )
+    raise QueueUnavailable(QueueUnavailable.message)

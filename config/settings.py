@@ -215,12 +215,18 @@ SPECTACULAR_SETTINGS = {
 # Nothing calls cache.clear() outside tests: on Redis it empties the whole
 # database, broker queues included.
 REDIS_URL = env_str("REDIS_URL", "")
+# A Redis that stops answering without closing its connections (stopped,
+# failed over, a firewall dropping packets) must cost a request seconds, not
+# hang it: kombu waits forever by default, and gunicorn then kills the web
+# worker mid-request after 30 s. A healthy Redis answers in milliseconds.
+REDIS_SOCKET_TIMEOUTS = {"socket_connect_timeout": 3, "socket_timeout": 3}
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "pagewatch",
+            "OPTIONS": REDIS_SOCKET_TIMEOUTS,
         }
     }
 else:
@@ -360,7 +366,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # --- Celery -------------------------------------------------------------------
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+        "visibility_timeout": 3600,
+        **REDIS_SOCKET_TIMEOUTS,
+    }
 else:
     # No server needed: the embedded broker (config/broker.py) keeps queued
     # messages in files under var/broker, so `make run` works on any machine.

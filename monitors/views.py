@@ -43,7 +43,7 @@ from checks.content import (
     with_columns,
 )
 from checks.content.readable import readable_html
-from checks.dispatch import RunRefused, queue_manual_check
+from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
 from monitors import history, rules
 from monitors import schedule as schedules
@@ -67,6 +67,11 @@ HISTORY_LENGTH = 14
 PREVIEW_RUNS = 3
 SCHEDULE_UNUSABLE = "Not a schedule we can use yet."
 ZONE_UNKNOWN = "Not a time zone we know yet."
+# Run now while the broker (Redis) is down: the check was withdrawn.
+QUEUE_UNAVAILABLE_WORDS = (
+    "The check could not be started: Pagewatch cannot reach its task queue "
+    "right now. Please try again in a moment."
+)
 # The filter value for "meaningful changes only" (pages, and checks in history):
 # changes the judge called meaningful, never those nobody judged.
 MEANINGFUL = "meaningful"
@@ -522,6 +527,8 @@ def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     except RunRefused as refused:
         check = Check.objects.filter(monitor=monitor, pk=refused.check_id).first()
         error = None if check else refused.message
+    except QueueUnavailable:
+        error = QUEUE_UNAVAILABLE_WORDS
     except Monitor.DoesNotExist:
         raise Http404("Monitor not found") from None
     if request.htmx:

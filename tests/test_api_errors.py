@@ -11,15 +11,17 @@ import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
+from django.db import OperationalError
 from django.test import Client
 from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
 from checks import dispatch
 from checks.models import Check
-from monitors.api.auth import ApiKeyRateThrottle
+from monitors.api.auth import ApiKeyAuthentication, ApiKeyRateThrottle
 from monitors.models import Monitor
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +77,14 @@ def rate_limited(api, method, path, ids, settings):
     return call(api, method, fill(path, ids), data={}, format="json")
 
 
+def database_unreachable(api, method, path, ids, settings):
+    def refuse(*args, **kwargs):
+        raise OperationalError("connection failed: connection refused")
+
+    with mock.patch.object(ApiKeyAuthentication, "_find", refuse):
+        return call(api, method, fill(path, ids), data={}, format="json")
+
+
 def not_found(api, method, path, ids, settings):
     which = "check_id" if "{check_id}" in path else "monitor_id"
     missing = ids | {which: str(uuid.uuid4())}
@@ -111,6 +121,7 @@ RECIPES: dict[str, Callable[..., Any]] = {
     "413": too_large,
     "415": not_json,
     "429": rate_limited,
+    "503": database_unreachable,
 }
 
 

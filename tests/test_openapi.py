@@ -244,10 +244,11 @@ def test_openapi_declares_the_bearer_scheme_on_every_operation(openapi_document)
 def test_openapi_documents_the_envelopes_and_errors(openapi_document):
     monitor = openapi_document["paths"]["/v2/monitor"]
     detail = openapi_document["paths"]["/v2/monitor/{monitor_id}"]
+    # 503: the database or the task queue unreachable, on every operation.
     expected = {
-        ("get", "/v2/monitor"): {"200", "400", "401", "429"},
-        ("post", "/v2/monitor"): {"200", "400", "401", "413", "415", "429"},
-        ("get", "/v2/monitor/{id}"): {"200", "401", "404", "429"},
+        ("get", "/v2/monitor"): {"200", "400", "401", "429", "503"},
+        ("post", "/v2/monitor"): {"200", "400", "401", "413", "415", "429", "503"},
+        ("get", "/v2/monitor/{id}"): {"200", "401", "404", "429", "503"},
         ("patch", "/v2/monitor/{id}"): {
             "200",
             "400",
@@ -256,8 +257,9 @@ def test_openapi_documents_the_envelopes_and_errors(openapi_document):
             "413",
             "415",
             "429",
+            "503",
         },
-        ("delete", "/v2/monitor/{id}"): {"200", "401", "404", "429"},
+        ("delete", "/v2/monitor/{id}"): {"200", "401", "404", "429", "503"},
     }
     operations = {
         ("get", "/v2/monitor"): monitor["get"],
@@ -282,6 +284,7 @@ def test_openapi_documents_the_envelopes_and_errors(openapi_document):
                 assert {"success", "error"} <= set(error["required"])
                 assert {"code", "details"} <= error["properties"].keys()
         assert "Retry-After" in responses["429"]["headers"]
+        assert "Retry-After" in responses["503"]["headers"]
         assert "WWW-Authenticate" in responses["401"]["headers"]
     for envelope in ("MonitorResponse", "MonitorListResponse"):
         assert {"success", "data"} <= set(components[envelope]["required"])

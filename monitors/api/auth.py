@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from redis import RedisError
 from rest_framework import authentication, exceptions, throttling
 from rest_framework.request import Request
 
 from monitors.models import KEY_LOOKUP_LENGTH, KEY_PREFIX, ApiKey, Team
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -84,9 +88,22 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
 
 class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
     """Per-key request rate (API_RATE_LIMIT). Approximate by design: hard quotas
-    belong in the database, not in a cache-backed throttle."""
+    belong in the database, not in a cache-backed throttle.
+
+    The count lives in the cache (Redis in production). While the cache is
+    unreachable requests are let through uncounted: the limit guards against
+    runaway clients, and a Redis outage must not turn every API request,
+    reads included, into an error."""
 
     scope = "api_key"
+
+    def allow_request(self, request: Request, view: object) -> bool:
+        try:
+            return super().allow_request(request, view)
+        except (RedisError, OSError) as exc:  # Redis, or the file cache's folder
+            # One line per request, not a traceback: the outage is the news.
+            logger.warning("Rate limit not counted, the cache is unreachable: %s", exc)
+            return True
 
     def get_cache_key(self, request: Request, view: object) -> str | None:
         if isinstance(request.user, ApiClient):

@@ -27,9 +27,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from checks.captures import with_links
-from checks.dispatch import RunRefused, queue_manual_check
+from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import SUMMARY_KEYS, Check, PageResult
-from monitors.api.errors import ApiError, not_found
+from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.options import StrictCharField, StrictMixin
 from monitors.api.serializers import SummarySerializer
 from monitors.api.views import (
@@ -254,6 +254,8 @@ class MonitorRunView(APIView):
         except RunRefused as refused:
             extra = {"checkId": str(refused.check_id)} if refused.check_id else {}
             raise ApiError(refused.message, 409, refused.code, **extra) from None
+        except QueueUnavailable as unavailable:
+            raise service_unavailable(unavailable.message) from None
         return Response(
             {"success": True, "id": str(check.pk), "data": CheckSerializer(check).data}
         )

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -31,6 +32,23 @@ class ApiError(exceptions.APIException):
 
 def not_found(what: str = "Monitor") -> ApiError:
     return ApiError(f"{what} not found", status.HTTP_404_NOT_FOUND, "NOT_FOUND")
+
+
+# A service Pagewatch needs (its database, its task queue) is down for a
+# moment: a 503 that says which and when to try again, never a 500. Web
+# processes reconnect by themselves once it is back.
+DATABASE_UNAVAILABLE = "The database is not reachable right now. Try again in a moment."
+RETRY_UNAVAILABLE_AFTER = 10  # seconds, in Retry-After
+
+
+def service_unavailable(message: str = DATABASE_UNAVAILABLE) -> ApiError:
+    return ApiError(message, status.HTTP_503_SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
+
+
+def is_unavailable(exc: BaseException | None) -> bool:
+    """Whether `exc` says the database could not be reached (connection
+    refused or lost), rather than that a query was wrong."""
+    return isinstance(exc, OperationalError | InterfaceError)
 
 
 def flatten_errors(detail: Any, path: list[str | int] | None = None) -> list[dict]:
@@ -96,9 +114,17 @@ def _where(context: dict) -> str:
 
 def exception_handler(exc: Exception, context: dict) -> Response:
     headers: dict[str, str] = {}
+    if is_unavailable(exc):
+        # One line: the outage is the news, not this request's stack.
+        logger.warning("Database unreachable: %s: %s", _where(context), exc)
+        exc = service_unavailable()
     if isinstance(exc, ApiError):
+        if exc.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+            headers["Retry-After"] = str(RETRY_UNAVAILABLE_AFTER)
         return Response(
-            _body(exc.message, exc.code, **exc.extra), status=exc.status_code
+            _body(exc.message, exc.code, **exc.extra),
+            status=exc.status_code,
+            headers=headers,
         )
     if isinstance(exc, exceptions.ValidationError):
         issues = flatten_errors(exc.detail)
@@ -177,3 +203,11 @@ def json_server_error(request: Any) -> JsonResponse:
     return JsonResponse(
         _body("An unexpected error occurred.", "UNKNOWN_ERROR"), status=500
     )
+
+
+def json_service_unavailable(request: Any) -> JsonResponse:
+    response = JsonResponse(
+        _body(DATABASE_UNAVAILABLE, "SERVICE_UNAVAILABLE"), status=503
+    )
+    response["Retry-After"] = str(RETRY_UNAVAILABLE_AFTER)
+    return response

@@ -58,12 +58,18 @@ _ERRORS = {
     413: OpenApiResponse(ERROR, "Request body larger than the server accepts"),
     415: OpenApiResponse(ERROR, "Request body is not application/json"),
     429: OpenApiResponse(ERROR, "Rate limited; retry after Retry-After seconds"),
+    503: OpenApiResponse(
+        ERROR,
+        "The database or the task queue is unreachable for a moment "
+        "(code SERVICE_UNAVAILABLE); retry after Retry-After seconds",
+    ),
 }
 
 
 def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
-    """The error responses an operation can give, always including 401 and 429."""
-    return {code: _ERRORS[code] for code in sorted({401, 429, *codes})}
+    """The error responses an operation can give, always including 401, 429 and
+    503."""
+    return {code: _ERRORS[code] for code in sorted({401, 429, 503, *codes})}
 
 
 # The usual set for an operation on one monitor (monitors.api.checks uses it too).
@@ -76,7 +82,7 @@ RESPONSE_HEADERS = [
         OpenApiTypes.INT,
         OpenApiParameter.HEADER,
         required=True,
-        response=[429],
+        response=[429, 503],
         description="Seconds to wait before the next request.",
     ),
     OpenApiParameter(

@@ -1,0 +1,240 @@
+"""The services Pagewatch needs, down for a while: Redis (the cache behind the
+API's rate limit, and the broker) and the database. Requests get a clear
+answer in seconds — the API's envelope with 503 SERVICE_UNAVAILABLE, a page in
+plain words in the dashboard — never a 500 or a hang, and nothing is left
+half-done behind them.
+
+Redis is played by a port nobody listens on (stopped: connection refused) or
+by a socket that accepts connections and never answers (wedged: stopped with
+SIGSTOP, failed over, a firewall dropping packets); no Redis server is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.sessions.backends.db import SessionStore
+from django.db import OperationalError
+from django.test import Client, override_settings
+
+from checks.models import Check
+from config.celery import app as celery_app
+from monitors.api.auth import ApiKeyAuthentication
+from monitors.models import Membership, Monitor, Target
+
+ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "a-long-enough-password"
+
+
+@pytest.fixture
+def stopped_redis() -> str:
+    """A Redis URL on a port nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture
+def wedged_redis() -> Iterator[str]:
+    """A Redis URL whose connections are accepted (by the kernel) and never
+    answered."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+
+
+@pytest.fixture
+def broker_at(settings) -> Iterator[Callable[[str], None]]:
+    """Point this process's Celery producer at a broker URL, with the
+    transport options production uses for Redis."""
+    conf = celery_app.conf
+    saved = (conf.broker_url, conf.broker_transport_options)
+
+    def point(url: str) -> None:
+        conf.broker_url = url
+        conf.broker_transport_options = {
+            "visibility_timeout": 3600,
+            **settings.REDIS_SOCKET_TIMEOUTS,
+        }
+        celery_app._pool = None
+        celery_app.amqp._producer_pool = None
+
+    yield point
+    conf.broker_url, conf.broker_transport_options = saved
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+def redis_cache(url: str) -> dict:
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+        }
+    }
+
+
+def make_monitor(team) -> Monitor:
+    monitor = Monitor.objects.create(
+        team=team, name="Pricing", schedule_cron="*/30 * * * *"
+    )
+    Target.objects.create(monitor=monitor, type="scrape", urls=["https://example.com/"])
+    return monitor
+
+
+# --- Redis stopped ---------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_api_still_answers_while_the_rate_limit_cache_is_down(
+    api, team, stopped_redis
+):
+    make_monitor(team)
+    with override_settings(CACHES=redis_cache(stopped_redis)):
+        response = api.get("/v2/monitor")
+    assert response.status_code == 200, response.content
+    assert [m["name"] for m in response.json()["data"]] == ["Pricing"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_with_the_broker_down_is_a_503_and_leaves_no_check(
+    api, team, stopped_redis, broker_at
+):
+    monitor = make_monitor(team)
+    broker_at(stopped_redis)
+
+    response = api.post(f"/v2/monitor/{monitor.pk}/run", {}, format="json")
+
+    assert response.status_code == 503, response.content
+    assert response.json() == {
+        "success": False,
+        "error": "Checks cannot be started right now: the task queue (Redis) is "
+        "not reachable. Try again in a moment.",
+        "code": "SERVICE_UNAVAILABLE",
+    }
+    assert response["Retry-After"] == "10"
+    # Withdrawn, not left queued for the sweeper: the caller was told no.
+    assert not Check.objects.exists()
+    assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_now_in_the_dashboard_says_the_queue_is_down(
+    client, team, django_user_model, stopped_redis, broker_at
+):
+    user = django_user_model.objects.create_user("olive", "o@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    monitor = make_monitor(team)
+    broker_at(stopped_redis)
+
+    response = client.post(f"/monitors/{monitor.pk}/run/", HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    assert "cannot reach its task queue right now" in response.content.decode()
+    assert not Check.objects.exists()
+    # Run now works again once the broker is back.
+    broker_at("memory://")
+    client.post(f"/monitors/{monitor.pk}/run/", HTTP_HX_REQUEST="true")
+    assert Check.objects.get().status == Check.Status.QUEUED
+
+
+# --- Redis wedged ----------------------------------------------------------------
+
+# After django.setup() in a process of its own, with REDIS_URL at the wedged
+# port: how long a cache read and a task publish take to give up.
+TIMED = """
+import json, time, django
+django.setup()
+from django.core.cache import cache
+from config.celery import app
+took = {}
+for name, call in (
+    ("cache", lambda: cache.get("x")),
+    ("publish", lambda: app.send_task("checks.tasks.run_check_task", args=["x"])),
+):
+    start = time.monotonic()
+    try:
+        call()
+    except Exception as exc:
+        took[name] = [round(time.monotonic() - start, 1), type(exc).__name__]
+print(json.dumps(took))
+"""
+
+
+def test_a_wedged_redis_costs_a_request_seconds_not_a_hang(wedged_redis, tmp_path):
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")
+    } | {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PAGEWATCH_VAR_DIR": str(tmp_path),
+        "REDIS_URL": wedged_redis,
+    }
+    start = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", TIMED],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            # gunicorn kills a web worker whose request takes 30 s.
+            timeout=60,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still waiting on Redis after {time.monotonic() - start:.0f} s")
+    took = json.loads(done.stdout.strip().splitlines()[-1])
+    assert took["cache"][0] < 10 and took["publish"][0] < 20, took
+
+
+# --- the database unreachable ----------------------------------------------------
+
+
+def refuse(*args: object, **kwargs: object) -> None:
+    raise OperationalError("connection failed: connection to server refused")
+
+
+@pytest.mark.django_db
+def test_the_api_says_503_when_the_database_is_unreachable(api, monkeypatch, caplog):
+    monkeypatch.setattr(ApiKeyAuthentication, "_find", refuse)
+
+    response = api.get("/v2/monitor")
+
+    assert response.status_code == 503
+    assert response.json() == {
+        "success": False,
+        "error": "The database is not reachable right now. Try again in a moment.",
+        "code": "SERVICE_UNAVAILABLE",
+    }
+    assert response["Retry-After"] == "10"
+    assert "Traceback" not in caplog.text  # one line per request in the log
+
+
+@pytest.mark.django_db
+def test_the_dashboard_says_so_when_the_database_is_unreachable(
+    team, django_user_model, monkeypatch
+):
+    user = django_user_model.objects.create_user("olive", "o@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user)
+    browser = Client(raise_request_exception=False)
+    browser.force_login(user)
+    # The session is loaded by a middleware, before any view.
+    monkeypatch.setattr(SessionStore, "load", refuse)
+
+    response = browser.get("/")
+
+    assert response.status_code == 503
+    page = response.content.decode()
+    assert "Pagewatch cannot reach its database" in page
+    assert "Traceback" not in page and "OperationalError" not in page
