@@ -100,22 +100,25 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# Options given in DATABASE_URL's query (`?sslmode=require`) come first.
+_DB_OPTIONS = DATABASES["default"].setdefault("OPTIONS", {})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # WAL and a busy timeout let the web process, the worker and the scheduler
     # share the embedded database without "database is locked" errors.
-    DATABASES["default"]["OPTIONS"] = {
-        "timeout": 20,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    }
+    _DB_OPTIONS.setdefault("timeout", 20)
+    _DB_OPTIONS.setdefault("transaction_mode", "IMMEDIATE")
+    _DB_OPTIONS.setdefault(
+        "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    )
 elif DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # Parameters travel apart from the SQL (bytea in binary, not hex-escaped
     # into the statement): a batch of page results costs PostgreSQL about a
     # fifth less to parse and the worker less to build. Off for a pooler
     # that cannot handle the protocol-level parameters (some PgBouncer modes).
-    DATABASES["default"]["OPTIONS"] = {
-        "server_side_binding": env_bool("DATABASE_SERVER_SIDE_BINDING", True)
-    }
+    _DB_OPTIONS["server_side_binding"] = env_bool("DATABASE_SERVER_SIDE_BINDING", True)
+    # A database host that drops packets instead of refusing must cost a
+    # request seconds (a 503), not hang it until gunicorn kills the worker.
+    _DB_OPTIONS.setdefault("connect_timeout", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -412,6 +415,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CHECK_TIME_LIMIT_SECONDS", 900, minimum=30)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 15
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers wait out a broker outage of any length instead of exiting after
+# 100 tries (about 50 minutes), which only a supervisor would undo.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- E-mail -------------------------------------------------------------------

@@ -61,6 +61,24 @@ def test_sqlite_gets_its_own_options_and_no_server_side_binding() -> None:
     assert options["transaction_mode"] == "IMMEDIATE"
 
 
+def test_options_in_the_database_url_are_kept_beside_ours() -> None:
+    options = database_options(
+        DATABASE_URL="postgres://pagewatch@db.example:5432/pagewatch?sslmode=require"
+    )
+
+    assert options["sslmode"] == "require"  # lost before: ours replaced them
+    assert options["server_side_binding"] is True
+    assert options["connect_timeout"] == 5
+
+
+def test_a_connect_timeout_in_the_database_url_wins_over_ours() -> None:
+    options = database_options(
+        DATABASE_URL="postgres://pagewatch@db.example/pagewatch?connect_timeout=9"
+    )
+
+    assert options["connect_timeout"] == 9
+
+
 def test_every_environment_variable_the_settings_read_is_in_the_readme() -> None:
     """settings.py reads the environment only through config.env's readers;
     each name they are given has a row in the README's configuration table
