@@ -20,7 +20,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -169,12 +170,23 @@ class ChangedFieldsOnlyMixin:
 # --- Teams --------------------------------------------------------------------
 
 
+def _team_count(rows: QuerySet) -> Coalesce:
+    """How many of `rows` (filtered on team=OuterRef("pk")) there are, as a
+    subquery for annotate()."""
+    counted = rows.order_by().values("team").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted), 0)
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
     fields = ["user", "role", "created_at"]
     readonly_fields = ["created_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Membership]:
+        # Each row is titled with str(membership), "<user> in <team>".
+        return super().get_queryset(request).select_related("user", "team")
 
 
 class TeamApiKeyInline(admin.TabularInline):
@@ -224,16 +236,16 @@ class TeamAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
     actions = ["rotate_webhook_secret"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:
+        # Each count in its own subquery: two Counts over joins would count
+        # every pairing of a team's members with its monitors.
+        members = Membership.objects.filter(team=OuterRef("pk"))
+        monitors = Monitor.objects.alive().filter(team=OuterRef("pk"))
         return (
             super()
             .get_queryset(request)
             .annotate(
-                member_total=Count("members", distinct=True),
-                monitor_total=Count(
-                    "monitors",
-                    filter=Q(monitors__deleted_at__isnull=True),
-                    distinct=True,
-                ),
+                member_total=_team_count(members),
+                monitor_total=_team_count(monitors),
             )
         )
 
