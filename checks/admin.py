@@ -27,7 +27,13 @@ from checks.models import (
     Snapshot,
     WebhookDelivery,
 )
-from monitors.admin import admin_link, changelist_link, json_block, summary_text
+from monitors.admin import (
+    CountedDeleteMixin,
+    admin_link,
+    changelist_link,
+    json_block,
+    summary_text,
+)
 
 # Page results shown inline on a check; the rest are one click away.
 INLINE_PAGE_LIMIT = 50
@@ -77,7 +83,7 @@ class PageResultInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Check)
-class CheckAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class CheckAdmin(CountedDeleteMixin, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "created_at",
         "status",

@@ -672,3 +672,29 @@ def test_the_longest_lists_filter_by_date_without_reading_every_rows_date(
     sql = [q["sql"] for q in queries]
     assert not [s for s in sql if "DISTINCT" in s and "created_at" in s]
     assert not [s for s in sql if 'MIN("checks_' in s]
+
+
+@pytest.mark.parametrize("model", [Check, Monitor])
+def test_deleting_is_confirmed_with_counts_not_a_link_to_every_page(
+    admin_client, check_with_pages, model
+):
+    check = check_with_pages
+    PageResult.objects.bulk_create(
+        PageResult(
+            check_run=check,
+            target_id=check.pk,
+            url=f"https://example.com/p{n}",
+            status=PageResult.Status.SAME,
+        )
+        for n in range(40)
+    )
+    obj = check if model is Check else check.monitor
+    url = admin_url(model, "delete", obj.pk)
+    page = admin_client.get(url).content.decode()
+    # Django's list loaded and linked every row; a 1,000-page check took seconds.
+    assert "Page results: 42" in page
+    assert "Deliveries: 2" in page
+    assert "https://example.com/p7" not in page
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    assert not model.objects.filter(pk=obj.pk).exists()
+    assert not PageResult.objects.exists()
