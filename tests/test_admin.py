@@ -11,6 +11,8 @@ import pytest
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -611,3 +613,88 @@ def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor)
     assert response.status_code == 302
     monitor.refresh_from_db()
     assert monitor.webhook_pages == Monitor.WebhookPages.CHANGED
+
+
+# --- Pages that stay quick as the data grows ------------------------------------
+
+
+def count_queries(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)
+
+
+def add_members(team: Team, django_user_model, names: range) -> None:
+    for n in names:
+        user = django_user_model.objects.create_user(f"member{n}", f"m{n}@e.com")
+        Membership.objects.create(team=team, user=user)
+
+
+def test_the_team_page_loads_each_member_with_their_row(
+    admin_client, team, django_user_model
+):
+    url = admin_url(Team, "change", team.pk)
+    add_members(team, django_user_model, range(2))
+    two = count_queries(admin_client, url)
+    add_members(team, django_user_model, range(2, 12))
+    # The autocomplete box looks up its chosen user, one query a row (Django's
+    # widget); each row's title ("<user> in <team>") costs nothing more.
+    assert count_queries(admin_client, url) - two <= 10
+
+
+def test_the_team_list_counts_members_and_monitors_without_pairing_them(
+    admin_client, team, django_user_model
+):
+    add_members(team, django_user_model, range(3))
+    for n in range(4):
+        make_monitor(team, name=f"M{n}", deleted_at=NOW if n == 0 else None)
+    with CaptureQueriesContext(connection) as queries:
+        page = admin_client.get(admin_url(Team, "changelist")).content.decode()
+    assert '<td class="field-member_count">3</td>' in page
+    assert ">3</a></td>" in page  # live monitors, linked to their list
+    # A join of both would read members x monitors rows of every team.
+    listing = [q["sql"] for q in queries if 'FROM "monitors_team"' in q["sql"]]
+    assert listing and not any(
+        'JOIN "monitors_membership"' in sql and 'JOIN "monitors_monitor"' in sql
+        for sql in listing
+    )
+
+
+@pytest.mark.parametrize("model", [Check, WebhookDelivery, EmailDelivery])
+def test_the_longest_lists_filter_by_date_without_reading_every_rows_date(
+    admin_client, check_with_pages, model
+):
+    with CaptureQueriesContext(connection) as queries:
+        page = admin_client.get(admin_url(model, "changelist")).content.decode()
+    assert "Past 7 days" in page
+    # date_hierarchy drew its links from a DISTINCT over every row's date,
+    # after a MIN and MAX over them all.
+    sql = [q["sql"] for q in queries]
+    assert not [s for s in sql if "DISTINCT" in s and "created_at" in s]
+    assert not [s for s in sql if 'MIN("checks_' in s]
+
+
+@pytest.mark.parametrize("model", [Check, Monitor])
+def test_deleting_is_confirmed_with_counts_not_a_link_to_every_page(
+    admin_client, check_with_pages, model
+):
+    check = check_with_pages
+    PageResult.objects.bulk_create(
+        PageResult(
+            check_run=check,
+            target_id=check.pk,
+            url=f"https://example.com/p{n}",
+            status=PageResult.Status.SAME,
+        )
+        for n in range(40)
+    )
+    obj = check if model is Check else check.monitor
+    url = admin_url(model, "delete", obj.pk)
+    page = admin_client.get(url).content.decode()
+    # Django's list loaded and linked every row; a 1,000-page check took seconds.
+    assert "Page results: 42" in page
+    assert "Deliveries: 2" in page
+    assert "https://example.com/p7" not in page
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    assert not model.objects.filter(pk=obj.pk).exists()
+    assert not PageResult.objects.exists()

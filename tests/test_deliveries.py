@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 from celery import Celery, current_app
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from checks import notify
 from checks.models import Check, Delivery, DeliveryAttempt, PageResult
@@ -253,6 +254,65 @@ def test_two_sweeps_queue_a_due_row_once(
     time_machine.shift(deliveries.REQUEUE_AFTER + timedelta(seconds=1))
     assert deliveries.sweep() + deliveries.sweep() == 1
     assert len(queued) == 1
+
+
+def waiting_rows(check: Check, count: int, **fields) -> None:
+    """`count` page events of `check` that a sweep has to deal with."""
+    Delivery.objects.bulk_create(
+        Delivery(
+            kind=Delivery.Kind.WEBHOOK,
+            monitor=check.monitor,
+            check_run=check,
+            event="monitor.page",
+            url="https://hooks.example/in",
+            **fields,
+        )
+        for _ in range(count)
+    )
+
+
+def sweep_queries() -> int:
+    with CaptureQueriesContext(connection) as queries:
+        deliveries.sweep()
+    return len(queries)
+
+
+def test_a_sweep_queues_a_whole_batch_of_retries_in_the_same_few_queries(
+    team, queued, time_machine
+):
+    time_machine.move_to(START, tick=False)
+    monitor = make_monitor(team, webhook=webhook_config("https://hooks.example/in"))
+    check = Check.objects.create(monitor=monitor, trigger="manual", status="completed")
+    due = {"status": "pending", "attempts": 1, "next_attempt_at": START}
+    waiting_rows(check, 3, **due)
+    few = sweep_queries()
+    waiting_rows(check, 30, **due)
+    assert sweep_queries() == few
+    assert len(queued) == 33 == len(set(queued))
+    assert not Delivery.objects.filter(queued_at__isnull=True).exists()
+
+
+def test_a_sweep_releases_a_batch_of_dead_claims_and_each_check_once(
+    team, queued, time_machine, monkeypatch
+):
+    time_machine.move_to(START, tick=False)
+    monitor = make_monitor(team, webhook=webhook_config("https://hooks.example/in"))
+    check = Check.objects.create(monitor=monitor, trigger="manual", status="completed")
+    dead = {"status": "sending", "attempts": 1, "claimed_at": START}
+    waiting_rows(check, 2, **dead)
+    time_machine.shift(deliveries.CLAIM_LEASE + timedelta(seconds=1))
+    two = sweep_queries()
+    time_machine.move_to(START, tick=False)
+    waiting_rows(check, 6, **dead)
+    time_machine.shift(deliveries.CLAIM_LEASE + timedelta(seconds=1))
+    # Each claim: its own transaction, update and attempt row; the check's
+    # notificationStatus is worked out once, not once per claim.
+    assert sweep_queries() - two <= 4 * 4
+
+    waiting_rows(check, 5, **dead | {"claimed_at": START})
+    monkeypatch.setattr(deliveries, "SWEEP_BATCH", 3)
+    deliveries.sweep()
+    assert Delivery.objects.filter(status="sending").count() == 2
 
 
 @pytest.mark.parametrize("attempt", range(1, deliveries.MAX_ATTEMPTS))

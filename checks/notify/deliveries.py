@@ -531,25 +531,29 @@ def sweep() -> int:
     now = timezone.now()
     _release_stale_claims(now)
     stale_queue = now - REQUEUE_AFTER
-    due = (
-        Delivery.objects.due(now)
-        .filter(Q(queued_at__isnull=True) | Q(queued_at__lte=stale_queue))
-        .order_by("next_attempt_at")
-        .values_list("pk", "queued_at")[:SWEEP_BATCH]
-    )
-    queued = 0
-    for pk, queued_at in list(due):
-        # Conditional: two sweepers never queue the same row twice.
-        if Delivery.objects.filter(pk=pk, queued_at=queued_at).update(queued_at=now):
-            enqueue(pk)
-            queued += 1
-    return queued
+    # Every retry is queued from here, so a receiver that was down for a
+    # while leaves a full batch: one UPDATE for it, not one per row. The rows
+    # are locked (PostgreSQL; SQLite's IMMEDIATE transaction serialises
+    # writers), so two sweepers never queue the same row twice.
+    with transaction.atomic():
+        due = list(
+            Delivery.objects.due(now)
+            .filter(Q(queued_at__isnull=True) | Q(queued_at__lte=stale_queue))
+            .select_for_update(skip_locked=True)
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)[:SWEEP_BATCH]
+        )
+        Delivery.objects.filter(pk__in=due).update(queued_at=now)
+    for pk in due:
+        enqueue(pk)
+    return len(due)
 
 
 def _release_stale_claims(now: datetime) -> None:
     stale = Delivery.objects.filter(
         status=Delivery.Status.SENDING, claimed_at__lt=now - CLAIM_LEASE
-    )
+    ).order_by("claimed_at")[:SWEEP_BATCH]
+    released_checks: set[Any] = set()
     for delivery in stale:
         exhausted = delivery.attempts >= MAX_ATTEMPTS
         with transaction.atomic():
@@ -573,7 +577,10 @@ def _release_stale_claims(now: datetime) -> None:
                     error="The worker stopped during this attempt.",
                 )
         if released and delivery.check_run_id:
-            refresh_notification_status(delivery.check_run_id)
+            released_checks.add(delivery.check_run_id)
+    # Once per check: a dead worker leaves many claims of one check's pages.
+    for check_id in released_checks:
+        refresh_notification_status(check_id)
 
 
 # --- notificationStatus on the check ----------------------------------------------
