@@ -317,3 +317,117 @@ def test_no_dashboard_page_breaks_an_axe_rule(
     problems += axe_problems(page, "new monitor with errors")
 
     assert problems == [], "\n".join(problems)
+
+
+# Where the focus ring of the focused element reaches, and the box of the
+# nearest ancestor that clips what overflows it (else the page).
+_FOCUS_RING = """() => {
+  const el = document.activeElement;
+  const style = getComputedStyle(el);
+  const outline = parseFloat(style.outlineWidth) + parseFloat(style.outlineOffset);
+  const reach = Math.max(0, outline);
+  const box = el.getBoundingClientRect();
+  let clip = el.parentElement;
+  while (clip && getComputedStyle(clip).overflow === 'visible') {
+    clip = clip.parentElement;
+  }
+  const page = {left: 0, top: 0, right: window.innerWidth,
+                bottom: document.documentElement.scrollHeight};
+  const edge = clip ? clip.getBoundingClientRect() : page;
+  return {
+    outline: style.outlineStyle, reach,
+    ring: {left: box.left - reach, right: box.right + reach,
+           top: box.top - reach, bottom: box.bottom + reach},
+    clip: {left: edge.left, right: edge.right, top: edge.top, bottom: edge.bottom},
+  };
+}"""
+
+
+def assert_whole_focus_ring(page, what: str) -> None:
+    ring = page.evaluate(_FOCUS_RING)
+    assert ring["outline"] != "none", f"{what} shows no focus ring"
+    inside = ring["ring"]
+    edge = ring["clip"]
+    assert (
+        inside["left"] >= edge["left"] - 0.5
+        and inside["right"] <= edge["right"] + 0.5
+        and inside["top"] >= edge["top"] - 0.5
+        and inside["bottom"] <= edge["bottom"] + 0.5
+    ), f"{what}: its focus ring {inside} is cut off at {edge}"
+
+
+def test_the_diff_layout_switch_and_the_current_change_show_their_whole_focus_ring(
+    browser_page, dashboard, screenshot
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["changed"].get_absolute_url())
+    for layout in ("Side by side", "Inline"):
+        page.keyboard.press("Tab")
+        while page.evaluate("document.activeElement.textContent.trim()") != layout:
+            page.keyboard.press("Tab")
+        assert_whole_focus_ring(page, f"the “{layout}” switch")
+    screenshot(page, "a11y-layout-switch-focus", full_page=False)
+    page.keyboard.press("Enter")
+    page.locator("#diff-region[data-layout='inline']").wait_for()
+
+    page.get_by_role("link", name="Next change →").focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "change-1"
+    assert_whole_focus_ring(page, "the change the keyboard moved to")
+
+
+# The contrast ratio of WCAG 2 between two computed colours.
+_CONTRAST = """([one, two]) => {
+  const rgb = (color) => color.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (color) => {
+    const [r, g, b] = rgb(color).map((c) => {
+      c /= 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [hi, lo] = [lum(one), lum(two)].sort((a, b) => b - a);
+  return (hi + 0.05) / (lo + 0.05);
+}"""
+
+
+def contrast(page, one: str, two: str) -> float:
+    return page.evaluate(_CONTRAST, [one, two])
+
+
+def backdrop(locator) -> str:
+    """The colour behind an element: its nearest ancestor's that has one."""
+    return locator.evaluate(
+        """(el) => {
+          for (let p = el.parentElement; p; p = p.parentElement) {
+            const bg = getComputedStyle(p).backgroundColor;
+            if (bg !== 'rgba(0, 0, 0, 0)') return bg;
+          }
+          return 'rgb(255, 255, 255)';
+        }"""
+    )
+
+
+def test_field_borders_and_chart_bars_stand_out_three_to_one_from_their_background(
+    browser_page, dashboard
+):
+    """WCAG 1.4.11: the edge of a text box is all that shows where to type,
+    and the bars are the chart."""
+    page = browser_page
+    sign_in(page)
+    page.goto("/monitors/new/")
+    for field in ("#id_name", "textarea[name$='-urls']", "#id_schedule"):
+        box = page.locator(field).first
+        border = box.evaluate("(el) => getComputedStyle(el).borderTopColor")
+        ratio = contrast(page, border, backdrop(box))
+        assert ratio >= 3, f"the border of {field} stands out only {ratio:.2f}:1"
+
+    page.goto(f"/history/?monitor={dashboard['pricing'].pk}")
+    for swatch in ("bar-changed", "bar-errors", "bar-none"):
+        fill = page.locator(f".legend .swatch.{swatch}").evaluate(
+            "(el) => getComputedStyle(el).backgroundColor"
+        )
+        chart = page.locator(".check-chart")
+        ratio = contrast(page, fill, backdrop(chart))
+        assert ratio >= 3, f"{swatch} stands out only {ratio:.2f}:1 from the chart"
