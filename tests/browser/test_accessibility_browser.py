@@ -431,3 +431,99 @@ def test_field_borders_and_chart_bars_stand_out_three_to_one_from_their_backgrou
         chart = page.locator(".check-chart")
         ratio = contrast(page, fill, backdrop(chart))
         assert ratio >= 3, f"{swatch} stands out only {ratio:.2f}:1 from the chart"
+
+
+# Everything the page's live region says, and every redraw of the run status.
+_LISTEN = """() => {
+  window.__said = [];
+  window.__redrawn = 0;
+  window.__polls = 0;
+  new MutationObserver(() => {
+    const words = document.getElementById('announcer').textContent.trim();
+    if (words) window.__said.push(words);
+  }).observe(document.getElementById('announcer'), {childList: true, subtree: true});
+  new MutationObserver((changes) => { window.__redrawn += changes.length; })
+    .observe(document.querySelector('section.run'), {childList: true, subtree: true});
+  document.addEventListener('htmx:afterRequest', (event) => {
+    if (event.detail.pathInfo.requestPath.includes('/progress/')) window.__polls += 1;
+  });
+}"""
+
+
+def polls_answered(page, more: int) -> None:
+    """Wait until the run status has been polled `more` more times."""
+    now = page.evaluate("window.__polls")
+    page.wait_for_function("(count) => window.__polls >= count", arg=now + more)
+
+
+def focus_in_run_section(page) -> bool:
+    return page.evaluate(
+        "document.activeElement.closest('section.run') !== null"
+        " && document.activeElement !== document.body"
+    )
+
+
+def test_run_now_from_the_keyboard_keeps_focus_in_the_run_section_until_the_end(
+    browser_page, dashboard, queued, screenshot
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["pricing"].get_absolute_url())
+    page.locator("#run-now").focus()
+    page.keyboard.press("Enter")
+    page.get_by_text("Waiting for a worker").wait_for()
+    assert focus_in_run_section(page), "Run now left the keyboard at the top"
+    screenshot(page, "a11y-run-now-focus", full_page=False)
+
+    check = Check.objects.get(pk=queued[0])
+    Check.objects.filter(pk=check.pk).update(
+        status=Check.Status.COMPLETED,
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+        summary={"totalPages": 2, "same": 2},
+    )
+    page.get_by_text("See the results").wait_for()
+    assert focus_in_run_section(page)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "See the results"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "run-now"
+
+
+def test_a_running_check_is_read_out_once_per_stage_and_not_redrawn_at_every_poll(
+    browser_page, dashboard, queued
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["pricing"].get_absolute_url())
+    page.evaluate(_LISTEN)
+    page.get_by_role("button", name="Run now").click()
+    page.get_by_text("Waiting for a worker").wait_for()
+    redrawn = page.evaluate("window.__redrawn")
+    polls_answered(page, 2)
+    assert page.evaluate("window.__redrawn") == redrawn, "redrawn with nothing new"
+
+    check = Check.objects.get(pk=queued[0])
+    Check.objects.filter(pk=check.pk).update(
+        status=Check.Status.RUNNING,
+        started_at=timezone.now(),
+        pages_total=3,
+        pages_done=1,
+    )
+    page.get_by_text("1 of 3 pages done").wait_for()
+    Check.objects.filter(pk=check.pk).update(pages_done=2)
+    page.get_by_text("2 of 3 pages done").wait_for()
+    polls_answered(page, 2)
+    Check.objects.filter(pk=check.pk).update(
+        status=Check.Status.COMPLETED,
+        pages_done=3,
+        finished_at=timezone.now(),
+        summary={"totalPages": 3, "same": 2, "changed": 1},
+    )
+    page.get_by_text("See the results").wait_for()
+    page.wait_for_function("() => window.__said.length >= 3")
+    assert page.evaluate("window.__said") == [
+        "Waiting for a worker to start the check…",
+        "Checking pages…",
+        "Completed, 1 changed, 2 unchanged",
+    ]
