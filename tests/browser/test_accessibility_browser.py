@@ -527,3 +527,41 @@ def test_a_running_check_is_read_out_once_per_stage_and_not_redrawn_at_every_pol
         "Checking pages…",
         "Completed, 1 changed, 2 unchanged",
     ]
+
+
+def described_by(field) -> str:
+    """The words a screen reader adds to a field: its aria-describedby."""
+    return field.evaluate(
+        """(el) => (el.getAttribute('aria-describedby') || '').split(' ')
+          .map((id) => document.getElementById(id))
+          .filter(Boolean).map((words) => words.textContent.trim()).join(' ')"""
+    )
+
+
+def test_a_failed_sign_in_and_a_refused_key_name_mark_their_fields_invalid(
+    browser_page, member
+):
+    page = browser_page
+    page.goto("/accounts/login/")
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("did not match").wait_for()
+    for label in ("User name", "Password"):
+        field = page.get_by_label(label)
+        assert field.get_attribute("aria-invalid") == "true", label
+        assert "did not match" in described_by(field), label
+
+    sign_in(page)
+    page.goto("/settings/api-keys/")
+    name = page.get_by_label("Name (optional)")
+    assert name.get_attribute("aria-invalid") is None
+    # Longer than a key's name may be: the browser's own limit taken off, as
+    # a pasted name in an older browser would get past it.
+    name.evaluate("(el) => el.removeAttribute('maxlength')")
+    name.fill("k" * 101)
+    page.get_by_role("button", name="Create key").click()
+    page.locator("#err-key-name p").wait_for()
+    name = page.get_by_label("Name (optional)")
+    assert name.get_attribute("aria-invalid") == "true"
+    assert "at most 100 characters" in described_by(name)
