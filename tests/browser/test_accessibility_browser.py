@@ -471,7 +471,7 @@ def test_run_now_from_the_keyboard_keeps_focus_in_the_run_section_until_the_end(
     page.goto(dashboard["pricing"].get_absolute_url())
     page.locator("#run-now").focus()
     page.keyboard.press("Enter")
-    page.get_by_text("Waiting for a worker").wait_for()
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
     assert focus_in_run_section(page), "Run now left the keyboard at the top"
     screenshot(page, "a11y-run-now-focus", full_page=False)
 
@@ -498,7 +498,7 @@ def test_a_running_check_is_read_out_once_per_stage_and_not_redrawn_at_every_pol
     page.goto(dashboard["pricing"].get_absolute_url())
     page.evaluate(_LISTEN)
     page.get_by_role("button", name="Run now").click()
-    page.get_by_text("Waiting for a worker").wait_for()
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
     redrawn = page.evaluate("window.__redrawn")
     polls_answered(page, 2)
     assert page.evaluate("window.__redrawn") == redrawn, "redrawn with nothing new"
