@@ -181,6 +181,51 @@
     });
   });
 
+  /* ---- A running check (the Run section of a monitor or check page). Its
+     status is polled every second: an answer that shows nothing new is not
+     swapped in, so nothing is redrawn or read out again; each new stage
+     ([data-stage]: waiting, checking, finished) is read out once through the
+     page's live region. When the swap takes away what had the keyboard's
+     focus (Run now), focus stays in the section instead of falling to the
+     top of the page. */
+  var shownStage = "";
+  var focusWasInRun = false;
+
+  function stageWords(status) {
+    var stage = status && status.querySelector("[data-stage]");
+    if (!stage) return "";
+    var parts = Array.from(stage.children).map(function (part) {
+      return part.textContent.trim();
+    }).filter(Boolean);
+    return (parts.length ? parts.join(", ") : stage.textContent).replace(/\s+/g, " ").trim();
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!target || target.id !== "run-status" || !event.detail.shouldSwap) return;
+    var answer = document.createElement("template");  // inert: nothing runs
+    answer.innerHTML = event.detail.serverResponse;
+    var next = answer.content.getElementById("run-status");
+    if (next && next.innerHTML === target.innerHTML) {
+      event.detail.shouldSwap = false;
+      return;
+    }
+    focusWasInRun = target.contains(document.activeElement);
+  });
+
+  document.addEventListener("htmx:afterSettle", function () {
+    var status = document.getElementById("run-status");
+    if (!status) return;
+    if (focusWasInRun && (!document.activeElement || document.activeElement === document.body)) {
+      var section = status.closest("section");
+      if (section) section.focus({ preventScroll: true });
+    }
+    focusWasInRun = false;
+    var words = stageWords(status);
+    if (words && words !== shownStage) announce(words);
+    shownStage = words;
+  });
+
   /* ---- Server messages and problems */
   document.addEventListener("announce", function (event) {
     announce(event.detail && event.detail.message);
@@ -218,6 +263,7 @@
     document.querySelectorAll("[data-copy]").forEach(function (b) { b.hidden = false; });
     showProblems();
     useBrowserZone();
+    shownStage = stageWords(document.getElementById("run-status"));
     var match = /^#change-(\d+)$/.exec(window.location.hash);
     if (match && changeRows().length) showChange(parseInt(match[1], 10));
   }

@@ -263,7 +263,7 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     sign_in(page)
     page.goto(monitor.get_absolute_url())
     page.get_by_role("button", name="Run now").click()
-    page.get_by_text("Waiting for a worker").wait_for()
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
     page.wait_for_timeout(1500)  # let it poll while queued
     assert len(queued) == 1
     check = Check.objects.get(pk=queued[0])

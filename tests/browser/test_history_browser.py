@@ -78,7 +78,7 @@ def test_a_starting_check_never_reads_0_of_0_and_history_shows_it_queued(
     history.get_by_text("No checks yet").wait_for()
 
     page.get_by_role("button", name="Run now").click()
-    page.get_by_text("Waiting for a worker").wait_for()
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
     # The history lists the queued check at once instead of "No checks yet".
     history.get_by_text("Waiting to start").wait_for()
     assert "No checks yet" not in history.inner_text()
@@ -88,7 +88,7 @@ def test_a_starting_check_never_reads_0_of_0_and_history_shows_it_queued(
     Check.objects.filter(pk=check.pk).update(
         status=Check.Status.RUNNING, started_at=timezone.now()
     )
-    page.get_by_text("Starting the check…").wait_for()
+    page.locator("#run-status").get_by_text("Starting the check…").wait_for()
     screenshot(page, "21-8-starting")
     Check.objects.filter(pk=check.pk).update(pages_total=3, pages_done=1)
     page.get_by_text("1 of 3 pages done").wait_for()

@@ -1,0 +1,567 @@
+"""The dashboard as people who use a keyboard, a screen reader or a phone meet
+it, in a real Chromium: axe-core finds nothing on any page, a check started
+from the keyboard keeps the keyboard's place and is announced once per stage,
+focus rings are whole, field borders and chart bars stand out, and every form
+error points at its field.
+
+axe-core is pinned in tests/js/package.json and installed with the JS SDK
+(`npm ci --prefix tests/js`, which `make test` runs). Without it the axe test
+skips with the reason, except under CI=true, where it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from checks import dispatch
+from checks.content import compare_texts
+from checks.models import (
+    Check,
+    Delivery,
+    DeliveryAttempt,
+    PageResult,
+    SearchResultState,
+    Snapshot,
+)
+from monitors.models import ApiKey, Monitor, Target
+from tests.browser.people import sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+AXE = Path(__file__).resolve().parents[1] / "js" / "node_modules" / "axe-core"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+
+
+def make_monitor(team, name: str, **fields) -> Monitor:
+    monitor = Monitor.objects.create(
+        team=team,
+        name=name,
+        schedule_cron="*/30 * * * *",
+        schedule_timezone="Europe/Berlin",
+        **fields,
+    )
+    monitor.refresh_next_run(timezone.now())
+    monitor.save()
+    return monitor
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list:
+    """Checks the dashboard queued. No broker: the test moves them along."""
+    ids: list = []
+    monkeypatch.setattr(dispatch, "enqueue", ids.append)
+    return ids
+
+
+@pytest.fixture
+def dashboard(team, member) -> dict:
+    """A team's dashboard as it looks after a while: pages, a crawl and a web
+    search watched; a check with a changed, a new, a removed and a failed page
+    (the change judged against the goal); webhook deliveries, one that failed;
+    a paused monitor; an API key."""
+    now = timezone.now()
+    pricing = make_monitor(
+        team,
+        "Competitor pricing",
+        goal="Tell me when the price of the Pro plan changes",
+        judge_enabled=True,
+        webhook={
+            "url": "https://hooks.example.com/pagewatch",
+            "headers": {},
+            "metadata": {},
+            "events": [],
+        },
+    )
+    pages = Target.objects.create(
+        monitor=pricing,
+        type="scrape",
+        urls=["https://example.com/pricing", "https://example.com/terms"],
+    )
+    blog = make_monitor(team, "Blog")
+    crawl = Target.objects.create(
+        monitor=blog, type="crawl", url="https://example.com/blog", crawl_options={}
+    )
+    news = make_monitor(team, "News about Acme", goal="Acme launches a product")
+    search = Target.objects.create(
+        monitor=news, type="search", queries=["acme launch"], search_window="7d"
+    )
+    paused = make_monitor(team, "Old landing page")
+    paused.status = Monitor.Status.PAUSED
+    paused.next_run_at = None
+    paused.save()
+    Target.objects.create(monitor=paused, type="scrape", urls=["https://example.com/"])
+
+    for hours in (3, 2, 1):
+        when = now - timedelta(hours=hours)
+        check = Check.objects.create(
+            monitor=pricing,
+            trigger=Check.Trigger.SCHEDULED,
+            status=Check.Status.PARTIAL,
+            started_at=when,
+            finished_at=when + timedelta(seconds=3),
+            summary={"totalPages": 4, "same": 0, "changed": 1, "new": 1}
+            | {"removed": 1, "error": 1},
+        )
+    before = "# Pricing\n\nPro costs $19 a month.\n\nTeam costs $49 a month."
+    after = "# Pricing\n\nPro costs $24 a month.\n\nTeam costs $49 a month."
+    _, _, diff, diff_html = compare_texts(before, after)
+    changed = PageResult.objects.create(
+        check_run=check,
+        target_id=pages.pk,
+        url="https://example.com/pricing",
+        status=PageResult.Status.CHANGED,
+        previous_snapshot=Snapshot.store(before),
+        current_snapshot=Snapshot.store(after),
+        diff=diff,
+        diff_html=diff_html,
+        metadata={"title": "Pricing"},
+        verdict=PageResult.Verdict.MEANINGFUL,
+        judgment={
+            "meaningful": True,
+            "confidence": "high",
+            "reason": "The Pro plan costs more.",
+            "meaningfulChanges": [{"before": "$19", "after": "$24"}],
+        },
+    )
+    new = PageResult.objects.create(
+        check_run=check,
+        target_id=pages.pk,
+        url="https://example.com/terms",
+        status=PageResult.Status.NEW,
+        current_snapshot=Snapshot.store("# Terms\n\nBe kind."),
+        metadata={"title": "Terms"},
+    )
+    for status, url in (("removed", "/old"), ("error", "/broken")):
+        PageResult.objects.create(
+            check_run=check,
+            target_id=pages.pk,
+            url=f"https://example.com{url}",
+            status=status,
+            status_code=500 if status == "error" else None,
+            error="Answered 500." if status == "error" else None,
+        )
+    Check.objects.create(
+        monitor=blog,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.COMPLETED,
+        started_at=now,
+        finished_at=now,
+        summary={"totalPages": 0},
+    )
+    found = Check.objects.create(
+        monitor=news,
+        trigger=Check.Trigger.SCHEDULED,
+        status=Check.Status.COMPLETED,
+        started_at=now,
+        finished_at=now,
+        summary={"totalPages": 1, "new": 1},
+    )
+    launch = "https://news.example.com/acme-launch"
+    PageResult.objects.create(
+        check_run=found,
+        target_id=search.pk,
+        url=launch,
+        status=PageResult.Status.NEW,
+        current_snapshot=Snapshot.store("Acme launches the Rocket"),
+        metadata={"title": "Acme launches the Rocket", "searchStatus": "alerted"}
+        | {"snippet": "Big news", "queries": ["acme launch"]},
+    )
+    SearchResultState.objects.create(
+        monitor=news,
+        target_id=search.pk,
+        key="a" * 64,
+        url=launch,
+        title="Acme launches the Rocket",
+        queries=["acme launch"],
+        status=SearchResultState.Status.ALERTED,
+        first_seen_at=now,
+        last_seen_at=now,
+        alerted_at=now,
+    )
+    failed = Delivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=pricing,
+        check_run=check,
+        event="monitor.check.completed",
+        url="https://hooks.example.com/pagewatch",
+        body="{}",
+        attempts=1,
+        status=Delivery.Status.FAILED,
+        last_status_code=500,
+        last_error="Answered 500.",
+    )
+    DeliveryAttempt.objects.create(
+        delivery=failed,
+        number=1,
+        started_at=now,
+        status_code=500,
+        error="Answered 500.",
+        response_body="Internal Server Error",
+    )
+    Delivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=pricing,
+        check_run=check,
+        event="monitor.page",
+        url="https://hooks.example.com/pagewatch",
+        body=json.dumps({"data": [{"url": changed.url, "status": "changed"}]}),
+        attempts=1,
+        status=Delivery.Status.DELIVERED,
+    )
+    ApiKey.issue(team, name="Zapier", created_by=member)
+    return {
+        "pricing": pricing,
+        "blog": blog,
+        "crawl": crawl,
+        "news": news,
+        "check": check,
+        "found": found,
+        "changed": changed,
+        "new": new,
+    }
+
+
+def _require_axe() -> Path:
+    script = AXE / "axe.min.js"
+    if script.exists():
+        return script
+    reason = (
+        "axe-core is not installed in tests/js/node_modules; "
+        "run `npm ci --prefix tests/js` (make test does it when npm exists)"
+    )
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason + " (CI=true: not skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+# Folded sections are opened first, so what they hold is checked too.
+_RUN_AXE = """async () => {
+  document.querySelectorAll('details').forEach((section) => { section.open = true; });
+  const found = await axe.run(document, {resultTypes: ['violations', 'incomplete']});
+  const where = (node) => `    ${node.target.join(' ')}  ${node.html.slice(0, 120)}`;
+  const say = (result) => `${result.id} (${result.impact}): ${result.help}\\n` +
+    result.nodes.map(where).join('\\n');
+  return {
+    violations: found.violations.map(say),
+    // axe cannot judge the contrast of symbols (✓, →) and one-digit chart
+    // ticks; every other undecided rule needs a person, so it fails here.
+    undecided: found.incomplete.filter((r) => r.id !== 'color-contrast').map(say),
+  };
+}"""
+
+
+def axe_problems(page, what: str) -> list[str]:
+    found = page.evaluate(_RUN_AXE)
+    return [f"{what}: {line}" for line in found["violations"] + found["undecided"]]
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_no_dashboard_page_breaks_an_axe_rule(
+    browser_page, dashboard, viewport, screenshot
+):
+    axe = _require_axe()
+    page = browser_page
+    # An init script, as the Content-Security-Policy refuses injected <script> tags.
+    page.context.add_init_script(path=str(axe))
+    page.set_viewport_size(viewport)
+    problems: list[str] = []
+
+    page.goto("/accounts/login/")
+    problems += axe_problems(page, "sign-in")
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("did not match").wait_for()
+    problems += axe_problems(page, "sign-in that failed")
+    sign_in(page)
+
+    pricing, news = dashboard["pricing"], dashboard["news"]
+    pages = {
+        "monitor list": "/",
+        "new monitor": "/monitors/new/",
+        "edit monitor": f"/monitors/{pricing.pk}/edit/",
+        "monitor of pages": pricing.get_absolute_url(),
+        "monitor of a crawl": dashboard["blog"].get_absolute_url(),
+        "monitor of a web search": news.get_absolute_url(),
+        "check": dashboard["check"].get_absolute_url(),
+        "check of a web search": dashboard["found"].get_absolute_url(),
+        "what changed": dashboard["changed"].get_absolute_url(),
+        "what changed, inline": dashboard["changed"].get_absolute_url()
+        + "?view=inline",
+        "a new page": dashboard["new"].get_absolute_url(),
+        "history": "/history/",
+        "history of a monitor": f"/history/?monitor={pricing.pk}",
+        "deliveries": f"/monitors/{pricing.pk}/deliveries/",
+        "web search results": f"/monitors/{news.pk}/results/?show=all",
+        "pages of a crawl": f"/monitors/{dashboard['blog'].pk}/sites/"
+        f"{dashboard['crawl'].pk}/",
+        "API keys": "/settings/api-keys/",
+        "team": "/settings/team/",
+        "delete a monitor": f"/monitors/{pricing.pk}/delete/",
+        "change password": "/accounts/password_change/",
+    }
+    for what, path in pages.items():
+        assert page.goto(path).ok, what
+        problems += axe_problems(page, what)
+
+    page.goto("/monitors/new/")
+    page.get_by_role("button", name="Create monitor").click()
+    page.locator("#error-summary").wait_for()
+    screenshot(page, f"a11y-form-errors-{viewport['width']}")
+    problems += axe_problems(page, "new monitor with errors")
+
+    assert problems == [], "\n".join(problems)
+
+
+# Where the focus ring of the focused element reaches, and the box of the
+# nearest ancestor that clips what overflows it (else the page).
+_FOCUS_RING = """() => {
+  const el = document.activeElement;
+  const style = getComputedStyle(el);
+  const outline = parseFloat(style.outlineWidth) + parseFloat(style.outlineOffset);
+  const reach = Math.max(0, outline);
+  const box = el.getBoundingClientRect();
+  let clip = el.parentElement;
+  while (clip && getComputedStyle(clip).overflow === 'visible') {
+    clip = clip.parentElement;
+  }
+  const page = {left: 0, top: 0, right: window.innerWidth,
+                bottom: document.documentElement.scrollHeight};
+  const edge = clip ? clip.getBoundingClientRect() : page;
+  return {
+    outline: style.outlineStyle, reach,
+    ring: {left: box.left - reach, right: box.right + reach,
+           top: box.top - reach, bottom: box.bottom + reach},
+    clip: {left: edge.left, right: edge.right, top: edge.top, bottom: edge.bottom},
+  };
+}"""
+
+
+def assert_whole_focus_ring(page, what: str) -> None:
+    ring = page.evaluate(_FOCUS_RING)
+    assert ring["outline"] != "none", f"{what} shows no focus ring"
+    inside = ring["ring"]
+    edge = ring["clip"]
+    assert (
+        inside["left"] >= edge["left"] - 0.5
+        and inside["right"] <= edge["right"] + 0.5
+        and inside["top"] >= edge["top"] - 0.5
+        and inside["bottom"] <= edge["bottom"] + 0.5
+    ), f"{what}: its focus ring {inside} is cut off at {edge}"
+
+
+def test_the_diff_layout_switch_and_the_current_change_show_their_whole_focus_ring(
+    browser_page, dashboard, screenshot
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["changed"].get_absolute_url())
+    for layout in ("Side by side", "Inline"):
+        page.keyboard.press("Tab")
+        while page.evaluate("document.activeElement.textContent.trim()") != layout:
+            page.keyboard.press("Tab")
+        assert_whole_focus_ring(page, f"the “{layout}” switch")
+    screenshot(page, "a11y-layout-switch-focus", full_page=False)
+    page.keyboard.press("Enter")
+    page.locator("#diff-region[data-layout='inline']").wait_for()
+
+    page.get_by_role("link", name="Next change →").focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "change-1"
+    assert_whole_focus_ring(page, "the change the keyboard moved to")
+
+
+# The contrast ratio of WCAG 2 between two computed colours.
+_CONTRAST = """([one, two]) => {
+  const rgb = (color) => color.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (color) => {
+    const [r, g, b] = rgb(color).map((c) => {
+      c /= 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [hi, lo] = [lum(one), lum(two)].sort((a, b) => b - a);
+  return (hi + 0.05) / (lo + 0.05);
+}"""
+
+
+def contrast(page, one: str, two: str) -> float:
+    return page.evaluate(_CONTRAST, [one, two])
+
+
+def backdrop(locator) -> str:
+    """The colour behind an element: its nearest ancestor's that has one."""
+    return locator.evaluate(
+        """(el) => {
+          for (let p = el.parentElement; p; p = p.parentElement) {
+            const bg = getComputedStyle(p).backgroundColor;
+            if (bg !== 'rgba(0, 0, 0, 0)') return bg;
+          }
+          return 'rgb(255, 255, 255)';
+        }"""
+    )
+
+
+def test_field_borders_and_chart_bars_stand_out_three_to_one_from_their_background(
+    browser_page, dashboard
+):
+    """WCAG 1.4.11: the edge of a text box is all that shows where to type,
+    and the bars are the chart."""
+    page = browser_page
+    sign_in(page)
+    page.goto("/monitors/new/")
+    for field in ("#id_name", "textarea[name$='-urls']", "#id_schedule"):
+        box = page.locator(field).first
+        border = box.evaluate("(el) => getComputedStyle(el).borderTopColor")
+        ratio = contrast(page, border, backdrop(box))
+        assert ratio >= 3, f"the border of {field} stands out only {ratio:.2f}:1"
+
+    page.goto(f"/history/?monitor={dashboard['pricing'].pk}")
+    for swatch in ("bar-changed", "bar-errors", "bar-none"):
+        fill = page.locator(f".legend .swatch.{swatch}").evaluate(
+            "(el) => getComputedStyle(el).backgroundColor"
+        )
+        chart = page.locator(".check-chart")
+        ratio = contrast(page, fill, backdrop(chart))
+        assert ratio >= 3, f"{swatch} stands out only {ratio:.2f}:1 from the chart"
+
+
+# Everything the page's live region says, and every redraw of the run status.
+_LISTEN = """() => {
+  window.__said = [];
+  window.__redrawn = 0;
+  window.__polls = 0;
+  new MutationObserver(() => {
+    const words = document.getElementById('announcer').textContent.trim();
+    if (words) window.__said.push(words);
+  }).observe(document.getElementById('announcer'), {childList: true, subtree: true});
+  new MutationObserver((changes) => { window.__redrawn += changes.length; })
+    .observe(document.querySelector('section.run'), {childList: true, subtree: true});
+  document.addEventListener('htmx:afterRequest', (event) => {
+    if (event.detail.pathInfo.requestPath.includes('/progress/')) window.__polls += 1;
+  });
+}"""
+
+
+def polls_answered(page, more: int) -> None:
+    """Wait until the run status has been polled `more` more times."""
+    now = page.evaluate("window.__polls")
+    page.wait_for_function("(count) => window.__polls >= count", arg=now + more)
+
+
+def focus_in_run_section(page) -> bool:
+    return page.evaluate(
+        "document.activeElement.closest('section.run') !== null"
+        " && document.activeElement !== document.body"
+    )
+
+
+def test_run_now_from_the_keyboard_keeps_focus_in_the_run_section_until_the_end(
+    browser_page, dashboard, queued, screenshot
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["pricing"].get_absolute_url())
+    page.locator("#run-now").focus()
+    page.keyboard.press("Enter")
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
+    assert focus_in_run_section(page), "Run now left the keyboard at the top"
+    screenshot(page, "a11y-run-now-focus", full_page=False)
+
+    check = Check.objects.get(pk=queued[0])
+    Check.objects.filter(pk=check.pk).update(
+        status=Check.Status.COMPLETED,
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+        summary={"totalPages": 2, "same": 2},
+    )
+    page.get_by_text("See the results").wait_for()
+    assert focus_in_run_section(page)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "See the results"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "run-now"
+
+
+def test_a_running_check_is_read_out_once_per_stage_and_not_redrawn_at_every_poll(
+    browser_page, dashboard, queued
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["pricing"].get_absolute_url())
+    page.evaluate(_LISTEN)
+    page.get_by_role("button", name="Run now").click()
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
+    redrawn = page.evaluate("window.__redrawn")
+    polls_answered(page, 2)
+    assert page.evaluate("window.__redrawn") == redrawn, "redrawn with nothing new"
+
+    check = Check.objects.get(pk=queued[0])
+    Check.objects.filter(pk=check.pk).update(
+        status=Check.Status.RUNNING,
+        started_at=timezone.now(),
+        pages_total=3,
+        pages_done=1,
+    )
+    page.get_by_text("1 of 3 pages done").wait_for()
+    Check.objects.filter(pk=check.pk).update(pages_done=2)
+    page.get_by_text("2 of 3 pages done").wait_for()
+    polls_answered(page, 2)
+    Check.objects.filter(pk=check.pk).update(
+        status=Check.Status.COMPLETED,
+        pages_done=3,
+        finished_at=timezone.now(),
+        summary={"totalPages": 3, "same": 2, "changed": 1},
+    )
+    page.get_by_text("See the results").wait_for()
+    page.wait_for_function("() => window.__said.length >= 3")
+    assert page.evaluate("window.__said") == [
+        "Waiting for a worker to start the check…",
+        "Checking pages…",
+        "Completed, 1 changed, 2 unchanged",
+    ]
+
+
+def described_by(field) -> str:
+    """The words a screen reader adds to a field: its aria-describedby."""
+    return field.evaluate(
+        """(el) => (el.getAttribute('aria-describedby') || '').split(' ')
+          .map((id) => document.getElementById(id))
+          .filter(Boolean).map((words) => words.textContent.trim()).join(' ')"""
+    )
+
+
+def test_a_failed_sign_in_and_a_refused_key_name_mark_their_fields_invalid(
+    browser_page, member
+):
+    page = browser_page
+    page.goto("/accounts/login/")
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("did not match").wait_for()
+    for label in ("User name", "Password"):
+        field = page.get_by_label(label)
+        assert field.get_attribute("aria-invalid") == "true", label
+        assert "did not match" in described_by(field), label
+
+    sign_in(page)
+    page.goto("/settings/api-keys/")
+    name = page.get_by_label("Name (optional)")
+    assert name.get_attribute("aria-invalid") is None
+    # Longer than a key's name may be: the browser's own limit taken off, as
+    # a pasted name in an older browser would get past it.
+    name.evaluate("(el) => el.removeAttribute('maxlength')")
+    name.fill("k" * 101)
+    page.get_by_role("button", name="Create key").click()
+    page.locator("#err-key-name p").wait_for()
+    name = page.get_by_label("Name (optional)")
+    assert name.get_attribute("aria-invalid") == "true"
+    assert "at most 100 characters" in described_by(name)
