@@ -167,8 +167,24 @@ def _format_pairs(mapping: Mapping[str, Any] | None) -> str:
     return "\n".join(f"{k}: {v}" for k, v in (mapping or {}).items())
 
 
-def _attrs(slot: str, **extra: Any) -> dict[str, Any]:
-    return {"aria-describedby": f"err-{slot} help-{slot}", **extra}
+# Fields whose label says it all: monitor_form.html gives them no help line,
+# so their description is the error slot alone (a missing id reads as nothing).
+_NO_HELP = frozenset(
+    {
+        "email_enabled",
+        "email_include_diffs",
+        "search_window",
+        "only_main_content",
+        "webhook_events",
+    }
+)
+
+
+def _attrs(slot: str, *, name: str = "", **extra: Any) -> dict[str, Any]:
+    described = (
+        f"err-{slot}" if (name or slot) in _NO_HELP else f"err-{slot} help-{slot}"
+    )
+    return {"aria-describedby": described, **extra}
 
 
 # ---------------------------------------------------------------- the fields
@@ -339,7 +355,7 @@ class TargetFields(forms.Form):
         for name, field in self.fields.items():
             if name in ("id", "type"):
                 continue
-            attrs = _attrs(f"{key}-{name}")
+            attrs = _attrs(f"{key}-{name}", name=name)
             if name in numbers:
                 field.widget = forms.NumberInput(attrs={**attrs, **numbers[name]})
                 continue

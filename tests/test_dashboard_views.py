@@ -180,6 +180,21 @@ def test_every_dashboard_page_sends_signed_out_visitors_to_sign_in(
     assert Monitor.objects.get(pk=check.monitor.pk).is_active  # toggle did nothing
 
 
+def test_every_description_a_page_points_its_fields_at_is_on_the_page(
+    web, team, changed_page
+):
+    # A screen reader reads nothing for a missing id; axe does not flag it.
+    key, _ = ApiKey.issue(team)
+    check = changed_page.check_run
+    pages = [reverse("password_change"), reverse("monitor-create"), reverse("api-keys")]
+    pages += [check.get_absolute_url(), check.monitor.get_absolute_url()]
+    for url in pages:
+        page = web.get(url).content.decode()
+        ids = set(re.findall(r'\bid="([^"]+)"', page))
+        for described in re.findall(r'aria-describedby="([^"]*)"', page):
+            assert set(described.split()) <= ids, (url, described)
+
+
 # Routes anyone may open. Everything else must need a session (or, under /v2/,
 # an API key — checked by the API's own tests).
 PUBLIC_ROUTES = {
