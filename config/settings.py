@@ -5,6 +5,7 @@ README's configuration table and in .env.example."""
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -71,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -129,6 +133,28 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in throttling (django-axes), for the dashboard's and the admin's sign-in
+# alike: after AXES_FAILURE_LIMIT failures within the cool-off, that user name
+# is refused from that address (even with the right password) until the
+# cool-off has passed since the last failure. Counted per name and address
+# together, so a stranger hammering a name cannot lock its owner out
+# everywhere; the address is the proxy's view of the client (config.signin).
+# An administrator lifts a lockout in /admin/ (Access attempts) or with
+# `manage.py axes_reset_username NAME`.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = 10
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "config.signin.client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.signin.locked_out"
+# No row per successful sign-in: nothing would ever purge them.
+AXES_DISABLE_ACCESS_LOG = True
+# Failures and lockouts are still logged; not a banner in every process's log.
+AXES_VERBOSE = False
 # Messages can carry a freshly issued key once; keep them server-side, not in a cookie.
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 LOGIN_URL = "login"

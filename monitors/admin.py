@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from axes.models import AccessFailureLog, AccessLog
 from django import forms
 from django.contrib import admin, messages
 from django.db import router, transaction
@@ -47,6 +48,9 @@ from monitors.models import (
 admin.site.site_header = "Pagewatch administration"
 admin.site.site_title = "Pagewatch admin"
 admin.site.index_title = "Pagewatch"
+# The sign-in throttle (django-axes) keeps neither log (config.settings): only
+# its access attempts, where an administrator lifts a lockout, are listed.
+admin.site.unregister([AccessLog, AccessFailureLog])
 
 
 # --- Shared display helpers (also used by checks.admin) ----------------------

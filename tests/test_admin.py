@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Group
@@ -187,6 +188,9 @@ def test_a_superuser_can_load_every_admin_page_with_data_present(
     admin_client, check_with_pages, api_key
 ):
     Group.objects.create(name="Operators")
+    AccessAttempt.objects.create(
+        username="olive", ip_address="192.0.2.1", failures_since_start=3
+    )
     for model, model_admin in admin.site._registry.items():
         response = admin_client.get(admin_url(model, "changelist"))
         assert response.status_code == 200, model

@@ -1,0 +1,145 @@
+"""Sign-in throttling (django-axes, config.signin): a run of wrong passwords
+locks that user name out from that address, on the dashboard's sign-in and
+the admin's alike, until the cool-off has passed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.test import RequestFactory
+from django.urls import reverse
+
+from config.signin import client_ip
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "correct-horse-battery-staple"
+NOW = datetime(2026, 5, 16, 12, 0, tzinfo=UTC)
+LIMIT = 10
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def olive(django_user_model):
+    return django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
+
+
+def sign_in(client, password: str, *, path: str = "login", **headers: str):
+    return client.post(
+        reverse(path), {"username": "olive", "password": password}, **headers
+    )
+
+
+def fail(client, times: int, **headers: str) -> None:
+    """`times` wrong passwords: the form again each time, the lockout page for
+    the one that reaches the limit."""
+    for attempt in range(1, times + 1):
+        response = sign_in(client, f"wrong-{attempt}", **headers)
+        assert response.status_code == (429 if attempt == LIMIT else 200)
+
+
+def test_a_right_password_signs_in_after_fewer_failures_than_the_limit(client, olive):
+    fail(client, LIMIT - 1)
+
+    response = sign_in(client, PASSWORD)
+
+    assert response.status_code == 302
+    assert client.session["_auth_user_id"] == str(olive.pk)
+
+
+def test_too_many_wrong_passwords_refuse_even_the_right_one(client, olive):
+    fail(client, LIMIT)
+
+    response = sign_in(client, PASSWORD)
+
+    assert response.status_code == 429
+    assert "Too many failed sign-ins" in response.content.decode()
+    assert "Try again in 15 minutes" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_admin_sign_in_counts_and_refuses_too(client, olive):
+    olive.is_staff = True
+    olive.save()
+    for attempt in range(LIMIT):
+        sign_in(client, f"wrong-{attempt}", path="admin:login")
+
+    response = sign_in(client, PASSWORD, path="admin:login")
+
+    assert response.status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_lockout_ends_when_the_cool_off_has_passed(client, olive):
+    with time_machine.travel(NOW, tick=False):
+        fail(client, LIMIT)
+    with time_machine.travel(NOW + timedelta(minutes=14), tick=False):
+        assert sign_in(client, PASSWORD).status_code == 429
+    # A try while locked out starts the wait again.
+    with time_machine.travel(NOW + timedelta(minutes=28), tick=False):
+        assert sign_in(client, PASSWORD).status_code == 429
+    with time_machine.travel(NOW + timedelta(minutes=44), tick=False):
+        assert sign_in(client, PASSWORD).status_code == 302
+
+
+def test_a_success_clears_the_count(client, olive):
+    fail(client, LIMIT - 1)
+    assert sign_in(client, PASSWORD).status_code == 302
+    client.logout()
+
+    fail(client, LIMIT - 1)
+
+    assert sign_in(client, PASSWORD).status_code == 302
+
+
+def test_behind_the_proxy_a_stranger_cannot_lock_the_owner_out_elsewhere(
+    client, olive, settings
+):
+    settings.TRUST_PROXY_HEADERS = True
+    # The stranger forges a first hop; the proxy appends the real address.
+    fail(client, LIMIT, HTTP_X_FORWARDED_FOR="192.0.2.10, 203.0.113.7")
+    assert (
+        sign_in(client, PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.10, 203.0.113.7")
+    ).status_code == 429
+
+    response = sign_in(client, PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.10")
+
+    assert response.status_code == 302
+
+
+# ---------------------------------------------------------------- client_ip
+
+
+@pytest.mark.parametrize(
+    ("forwarded", "expected"),
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("192.0.2.10, 203.0.113.7", "203.0.113.7"),
+        ("192.0.2.10,203.0.113.7 ", "203.0.113.7"),
+        ("", "10.0.0.2"),
+    ],
+)
+def test_behind_the_proxy_the_client_is_the_hop_the_proxy_added(
+    settings, forwarded, expected
+):
+    settings.TRUST_PROXY_HEADERS = True
+    request = RequestFactory().get(
+        "/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded
+    )
+
+    assert client_ip(request) == expected
+
+
+def test_without_a_trusted_proxy_a_forwarded_for_header_is_ignored(settings):
+    settings.TRUST_PROXY_HEADERS = False
+    request = RequestFactory().get(
+        "/", REMOTE_ADDR="198.51.100.4", HTTP_X_FORWARDED_FOR="203.0.113.7"
+    )
+
+    assert client_ip(request) == "198.51.100.4"
