@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from uuid import uuid4
 
 import pytest
 import time_machine
@@ -172,6 +173,25 @@ def test_failed_attempts_do_not_count_as_use(api_key):
     client(f"Bearer {api_key}").get(URL)
     key.refresh_from_db()
     assert key.last_used_at is None
+
+
+# ------------------------------------------------------------------ caching
+
+
+def test_no_api_answer_may_be_stored_by_a_cache(api, monitor_id):
+    answers = [
+        api.get(URL),
+        api.get(f"{URL}/{monitor_id}"),
+        api.get(f"{URL}/{monitor_id}/checks"),
+        api.post(URL, BODY, format="json"),
+        api.patch(f"{URL}/{monitor_id}", {"name": "x"}, format="json"),
+        api.get(f"{URL}/{uuid4()}"),
+        api.get("/v2/nowhere"),
+        client().get(URL),
+    ]
+
+    for answer in answers:
+        assert answer["Cache-Control"] == "no-store", answer.wsgi_request.path
 
 
 # ------------------------------------------------------------------ every route
