@@ -10,8 +10,14 @@ import os
 from pathlib import Path
 
 
-class ConfigError(RuntimeError):
-    pass
+class ConfigError(SystemExit):
+    """Ends the process with its message alone, whichever command loaded the
+    settings (manage.py, gunicorn, celery): a traceback would bury the one
+    line the operator needs, which names the variable to fix. A SystemExit,
+    so no `except Exception` on the way can swallow it either."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"Configuration error: {message}")
 
 
 _TRUE = {"1", "true", "yes", "on"}

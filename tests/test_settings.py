@@ -247,3 +247,32 @@ def test_a_search_provider_set_wrong_stops_the_process_at_start(env, message) ->
     )
     assert done.returncode != 0
     assert message in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["manage.py", "check"],
+        ["-m", "celery", "-A", "config", "worker"],
+        [
+            *("-m", "gunicorn", "config.wsgi", "--config", "python:config.gunicorn"),
+            *("--bind", "127.0.0.1:0"),
+        ],
+    ],
+)
+def test_a_misconfiguration_stops_every_process_with_one_line_naming_it(
+    tmp_path, command
+) -> None:
+    done = subprocess.run(
+        [sys.executable, *command],
+        cwd=ROOT,
+        env={**os.environ, "PAGEWATCH_VAR_DIR": str(tmp_path), "DEBUG": "maybe"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "Configuration error: DEBUG must be true or false, got 'maybe'"
+    ]
