@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ def prepare() -> BenchEnv:
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "DATABASE_URL": env.database_url,
             "REDIS_URL": redis_url,
+            # With Redis, settings require one key for every process.
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
             "PAGEWATCH_VAR_DIR": str(env.var_dir),
             # The pages are served on loopback addresses.
             "ALLOW_PRIVATE_NETWORK_TARGETS": "true",

@@ -19,12 +19,32 @@ VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
+_MAKE_KEY = "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+
+
 def _secret_key() -> str:
     """An explicit SECRET_KEY wins; otherwise one is generated once and kept
-    under var/ so a fresh `make run` works and sessions survive restarts."""
+    under var/ so a fresh `make run` works and sessions survive restarts.
+
+    Only for one machine, though: with Redis the processes may run on
+    several, and each would make its own key, so a worker's unsubscribe
+    links, one web host's sessions and signed capture links would all fail
+    on another. The key signs sessions and password-reset links, so a short
+    one (the example's `change-me`) is refused like a missing one."""
     configured = env_secret("SECRET_KEY")
+    if configured and len(configured) < 50:
+        raise ConfigError(
+            f"SECRET_KEY must be at least 50 characters, got {len(configured)}; "
+            f"make one with {_MAKE_KEY}"
+        )
     if configured:
         return configured
+    if env_str("REDIS_URL"):
+        raise ConfigError(
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set when REDIS_URL is: "
+            "every web and worker machine must sign with the same key. Make one "
+            f"with {_MAKE_KEY} (or reuse the content of var/secret_key)"
+        )
     path = VAR_DIR / "secret_key"
     if not path.exists():
         path.write_text(secrets.token_urlsafe(50))

@@ -276,3 +276,67 @@ def test_a_misconfiguration_stops_every_process_with_one_line_naming_it(
     assert done.stderr.strip().splitlines() == [
         "Configuration error: DEBUG must be true or false, got 'maybe'"
     ]
+
+
+def settings_process(tmp_path: Path, code: str, **env: str):
+    """A fresh interpreter that sets Django up with only `env`'s secret key."""
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SECRET_KEY", "SECRET_KEY_FILE", "REDIS_URL", "DATABASE_URL")
+    }
+    return subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env={
+            **environment,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_with_redis_the_secret_key_must_be_given_not_made_per_machine(tmp_path):
+    done = settings_process(tmp_path, "", REDIS_URL="redis://127.0.0.1:6379/11")
+
+    assert done.returncode == 1
+    assert "SECRET_KEY (or SECRET_KEY_FILE) must be set when REDIS_URL is" in (
+        done.stderr
+    )
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_with_redis_a_secret_key_file_is_used(tmp_path):
+    key = "k" * 30 + "-shared-by-every-machine-of-the-site"
+    (tmp_path / "key").write_text(key + "\n")
+
+    done = settings_process(
+        tmp_path,
+        "from django.conf import settings; print(settings.SECRET_KEY)",
+        REDIS_URL="redis://127.0.0.1:6379/11",
+        SECRET_KEY_FILE=str(tmp_path / "key"),
+    )
+
+    assert done.stdout.strip().splitlines()[-1] == key
+
+
+@pytest.mark.parametrize("key", ["change-me", "x" * 49])
+def test_a_secret_key_shorter_than_django_asks_is_refused(tmp_path, key):
+    done = settings_process(tmp_path, "", SECRET_KEY=key)
+
+    assert done.returncode == 1
+    assert f"SECRET_KEY must be at least 50 characters, got {len(key)}" in done.stderr
+
+
+def test_without_redis_a_key_is_made_once_and_kept_under_var(tmp_path):
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+
+    first = settings_process(tmp_path, code).stdout.strip().splitlines()[-1]
+    again = settings_process(tmp_path, code).stdout.strip().splitlines()[-1]
+
+    assert len(first) >= 50
+    assert again == first == (tmp_path / "secret_key").read_text()

@@ -163,6 +163,8 @@ def worker_env(broker: str, database_url: str, tmp_path: Path) -> dict[str, str]
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": database_url,
         "REDIS_URL": broker,
+        # With Redis every process must sign with one key: this one's.
+        "SECRET_KEY": settings.SECRET_KEY,
         "ALLOW_PRIVATE_NETWORK_TARGETS": "true",
         "PAGEWATCH_VAR_DIR": str(tmp_path / "var"),
         "PYTHONUNBUFFERED": "1",
@@ -404,6 +406,7 @@ def started_worker(
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": database_url,
         "REDIS_URL": broker,
+        "SECRET_KEY": settings.SECRET_KEY,
         "ALLOW_PRIVATE_NETWORK_TARGETS": "true",
         "PAGEWATCH_VAR_DIR": str(tmp_path / f"var-{name}"),
         "CELERY_TASK_LOG_LEVEL": "INFO",  # each task's "succeeded" line
