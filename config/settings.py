@@ -215,6 +215,11 @@ SECURE_CSP = {
     "form-action": [CSP.SELF],
 }
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# HSTS, off unless asked for: browsers remember it for this long and refuse
+# plain http to this host meanwhile, which cannot be taken back. Sent only on
+# https requests (behind the proxy: with TRUST_PROXY_HEADERS). The redirect
+# from http to https is the proxy's (check --deploy's W008).
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 0, minimum=0)
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)

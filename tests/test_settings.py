@@ -340,3 +340,10 @@ def test_without_redis_a_key_is_made_once_and_kept_under_var(tmp_path):
 
     assert len(first) >= 50
     assert again == first == (tmp_path / "secret_key").read_text()
+
+
+def test_hsts_is_off_unless_asked_for(tmp_path):
+    assert fresh("settings.SECURE_HSTS_SECONDS", tmp_path) == 0
+    assert fresh("settings.SECURE_HSTS_SECONDS", tmp_path, HSTS_SECONDS="31536000") == (
+        31536000
+    )
