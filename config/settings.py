@@ -4,6 +4,7 @@ README's configuration table and in .env.example."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -16,7 +17,9 @@ from config.env import ConfigError, env_bool, env_int, env_list, env_secret, env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# Only this user may enter: the embedded database (password hashes, sessions,
+# webhook secrets), the secret key and the broker's messages live here.
+VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 _MAKE_KEY = "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
@@ -46,9 +49,15 @@ def _secret_key() -> str:
             f"with {_MAKE_KEY} (or reuse the content of var/secret_key)"
         )
     path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+    try:
+        # Created readable by this user only from the start, never for a
+        # moment by everyone; and only once, if two processes start together.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as file:
+            file.write(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 

@@ -347,3 +347,12 @@ def test_hsts_is_off_unless_asked_for(tmp_path):
     assert fresh("settings.SECURE_HSTS_SECONDS", tmp_path, HSTS_SECONDS="31536000") == (
         31536000
     )
+
+
+def test_var_and_the_secret_key_are_made_for_this_user_alone(tmp_path):
+    var = tmp_path / "var"
+
+    fresh("settings.SECRET_KEY", tmp_path, PAGEWATCH_VAR_DIR=str(var), SECRET_KEY="")
+
+    assert var.stat().st_mode & 0o777 == 0o700
+    assert (var / "secret_key").stat().st_mode & 0o777 == 0o600
