@@ -162,6 +162,7 @@ AUTH_PASSWORD_VALIDATORS = [
     },
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Sign-in throttling (django-axes), for the dashboard's and the admin's sign-in
 # alike: after AXES_FAILURE_LIMIT failures within the cool-off, that user name

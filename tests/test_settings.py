@@ -356,3 +356,18 @@ def test_var_and_the_secret_key_are_made_for_this_user_alone(tmp_path):
 
     assert var.stat().st_mode & 0o777 == 0o700
     assert (var / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    "password", ["20260516123456", "olive@example.com", "password123", "short1!"]
+)
+def test_a_new_password_must_not_be_all_digits_common_short_or_like_the_user(
+    django_user_model, password
+):
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    user = django_user_model(username="olive", email="olive@example.com")
+
+    with pytest.raises(ValidationError):
+        validate_password(password, user)
