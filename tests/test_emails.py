@@ -3,6 +3,7 @@ confirm / unsubscribe pages (GET shows, only POST acts)."""
 
 from __future__ import annotations
 
+import email.policy
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -491,3 +492,32 @@ def test_asking_again_sends_one_new_confirmation_and_old_links_stop_working(
     assert client.post(path_of(emails.confirm_url(recipient))).status_code == 200
     recipient.refresh_from_db()
     assert recipient.status == "confirmed"
+
+
+# --- What the reader gets -------------------------------------------------------
+
+
+def sent_bytes(mail) -> bytes:
+    """The message as the SMTP backend puts it on the wire."""
+    return mail.message(policy=email.policy.SMTP).as_bytes()
+
+
+def test_the_one_click_unsubscribe_header_goes_out_as_a_plain_link(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), name="Café — 日本")
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    raw = sent_bytes(mail)
+    link = emails.one_click_url(monitor.email_recipients.get())
+    # One line with the bare <URL> (RFC 2369): an encoded word ("=?utf-8?q?…")
+    # is no link to a mail client, which would offer no unsubscribe button.
+    assert f"\r\nList-Unsubscribe: <{link}>\r\n".encode() in raw
+    assert len(link) > 78  # longer than a folded line: the case that broke
+    parsed = email.message_from_bytes(raw, policy=email.policy.default)
+    assert parsed["List-Unsubscribe"] == f"<{link}>"
+    assert parsed["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert parsed["Subject"] == "Monitor changes detected: Café — 日本 (1 new)"
+    assert all(len(line) <= 998 for line in raw.split(b"\r\n"))

@@ -175,10 +175,39 @@ def one_click_url(recipient: EmailRecipient) -> str:
     )
 
 
+class OneLineHeader(str):
+    """A header value that goes out as it is, on one line.
+
+    Python's email package folds headers at 78 characters; a URL longer than
+    that has no space to fold at, so it would be sent as an RFC 2047 encoded
+    word ("=?utf-8?q?=3Chttps=3A//…"), which mail clients do not read as
+    List-Unsubscribe's <URL>: they would offer no unsubscribe button. A value
+    with a `name` and a `fold()` is a header object to email.policy, written
+    by its own fold(). Only for ASCII without line breaks, within RFC 5322's
+    998 characters a line (unsubscribe_headers checks)."""
+
+    name: str
+
+    def __new__(cls, name: str, value: str) -> OneLineHeader:
+        header = super().__new__(cls, value)
+        header.name = name
+        return header
+
+    def fold(self, *, policy: Any) -> str:
+        return f"{self.name}: {self}{policy.linesep}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies of the message (the locmem backend's) keep the header as it is.
+        return (OneLineHeader, (self.name, str(self)))
+
+
 def unsubscribe_headers(recipient: EmailRecipient) -> dict[str, str]:
     """RFC 2369 + RFC 8058 one-click: mail clients POST to the URL."""
+    value = f"<{one_click_url(recipient)}>"
+    if value.isascii() and len(value) < 900 and not _LINE_BREAKS.search(value):
+        value = OneLineHeader("List-Unsubscribe", value)
     return {
-        "List-Unsubscribe": f"<{one_click_url(recipient)}>",
+        "List-Unsubscribe": value,
         "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
     }
 
