@@ -276,6 +276,16 @@ def test_password_reset_mails_a_link(client, owner):
     assert "\n" not in mail.outbox[0].subject
 
 
+def test_the_password_reset_link_starts_at_the_public_base_url(client, owner, settings):
+    # Not at the host the request came in on (an internal name, or http
+    # behind a TLS proxy): the link must work from the reader's mailbox.
+    settings.PUBLIC_BASE_URL = "https://pagewatch.example.org"
+    client.post(reverse("password_reset"), {"email": "olive@example.com"})
+    [message] = mail.outbox
+    assert "\nhttps://pagewatch.example.org/accounts/reset/" in message.body
+    assert "testserver" not in message.body
+
+
 def test_a_user_in_no_team_sees_a_friendly_page(client, django_user_model):
     loner = django_user_model.objects.create_user("lonely", password=PASSWORD)
     client.force_login(loner)
