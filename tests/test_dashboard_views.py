@@ -16,14 +16,14 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from checks import sources
-from checks.errors import ErrorKind
+from checks.errors import ErrorKind, plain_error
 from checks.models import Check, PageResult, Snapshot
 from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
-from monitors.templatetags.pagewatch import duration, plain_error
+from monitors.templatetags.pagewatch import duration
 
 PASSWORD = "correct-horse-battery-staple"
 
