@@ -8,7 +8,10 @@ as public."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.utils.functional import lazy
 
 from monitors import (
     capture_views,
@@ -22,6 +25,10 @@ monitor = "monitors/<uuid:pk>/"
 check = monitor + "checks/<uuid:check_id>/"
 deliveries = monitor + "deliveries/"
 consent = "email/unsubscribe/<str:token>/"
+# Reset links start at PUBLIC_BASE_URL like every link in an e-mail, not at the
+# host and scheme a request came in on (an internal address, or http behind a
+# TLS proxy). Lazy: read when the e-mail is written.
+public_base_url = lazy(lambda: settings.PUBLIC_BASE_URL, str)()
 
 urlpatterns = [
     path("", views.monitor_list, name="monitor-list"),
@@ -86,6 +93,13 @@ urlpatterns = [
         consent + "one-click/",
         email_views.one_click_unsubscribe,
         name="email_unsubscribe_one_click",
+    ),
+    path(
+        "accounts/password_reset/",
+        auth_views.PasswordResetView.as_view(
+            extra_email_context={"base_url": public_base_url}
+        ),
+        name="password_reset",
     ),
     # login, logout, password_change*, password_reset* (templates/registration/)
     path("accounts/", include("django.contrib.auth.urls")),

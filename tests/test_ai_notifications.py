@@ -177,8 +177,10 @@ def test_without_a_model_the_mail_says_not_judged_where_it_said_meaningful(
     queued.run()
 
     mail = mailoutbox[-1]
-    assert mail.subject == "Monitor changes detected: Pricing (1 changed (not judged))"
-    assert "1 changed (not judged)." in mail.body
+    assert mail.subject == (
+        "Monitor changes detected: Pricing: 1 page changed (not judged)"
+    )
+    assert "1 page changed (not judged)." in mail.body
     assert "+Pro: $59" in mail.body  # still reported like any change
     for text in (mail.subject, mail.body, mail.alternatives[0][0]):
         assert "meaningful" not in text

@@ -16,14 +16,14 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from checks import sources
-from checks.errors import ErrorKind
+from checks.errors import ErrorKind, plain_error
 from checks.models import Check, PageResult, Snapshot
 from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
-from monitors.templatetags.pagewatch import duration, plain_error
+from monitors.templatetags.pagewatch import duration
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -274,6 +274,16 @@ def test_password_reset_mails_a_link(client, owner):
     assert len(mail.outbox) == 1
     assert "/accounts/reset/" in mail.outbox[0].body
     assert "\n" not in mail.outbox[0].subject
+
+
+def test_the_password_reset_link_starts_at_the_public_base_url(client, owner, settings):
+    # Not at the host the request came in on (an internal name, or http
+    # behind a TLS proxy): the link must work from the reader's mailbox.
+    settings.PUBLIC_BASE_URL = "https://pagewatch.example.org"
+    client.post(reverse("password_reset"), {"email": "olive@example.com"})
+    [message] = mail.outbox
+    assert "\nhttps://pagewatch.example.org/accounts/reset/" in message.body
+    assert "testserver" not in message.body
 
 
 def test_a_user_in_no_team_sees_a_friendly_page(client, django_user_model):

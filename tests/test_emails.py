@@ -3,12 +3,14 @@ confirm / unsubscribe pages (GET shows, only POST acts)."""
 
 from __future__ import annotations
 
+import email.policy
 import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
 from django.test import Client
+from django.urls import reverse
 
 from checks import runner
 from checks.ai.judge import not_judged as fail_open
@@ -19,6 +21,7 @@ from tests.notifying import (
     judged,
     make_monitor,
     markdown_diff,
+    webhook_config,
 )
 
 # The shared fixtures (site, receiver, queued, scenario).
@@ -88,8 +91,8 @@ def test_team_members_get_a_change_mail_at_once_with_both_parts_and_headers(
     [mail] = mailoutbox
     assert mail.to == [MEMBER]
     assert mail.subject == (
-        "Monitor changes detected: Prices <b>&</b> plans "
-        "(2 changed (1 meaningful), 1 new, 1 removed, 1 error)"
+        "Monitor changes detected: Prices <b>&</b> plans: 2 pages changed "
+        "(1 meaningful), 1 new page, 1 page removed, 1 page with an error"
     )
     check_url = settings.PUBLIC_BASE_URL + check.get_absolute_url()
     assert check_url in mail.body
@@ -248,9 +251,9 @@ def test_a_change_nobody_judged_is_mailed_as_not_judged_never_as_meaningful(
 
     [mail] = mailoutbox
     assert mail.subject == (
-        "Monitor changes detected: Pricing page (1 changed (not judged))"
+        "Monitor changes detected: Pricing page: 1 page changed (not judged)"
     )
-    assert "1 changed (not judged). 1 changed page was not judged" in mail.body
+    assert "1 page changed (not judged). 1 changed page was not judged" in mail.body
     assert "so it is reported like any change." in mail.body
     assert "[changed (not judged)] https://e.com/a" in mail.body
     assert "<strong>changed (not judged)</strong>" in html_of(mail)
@@ -272,7 +275,7 @@ def test_a_mail_counts_meaningful_and_unjudged_changes_apart(
     queued.run()
 
     [mail] = mailoutbox
-    assert mail.subject.endswith("(4 changed (1 meaningful, 2 not judged))")
+    assert mail.subject.endswith(": 4 pages changed (1 meaningful, 2 not judged)")
     assert "1 changed page judged not meaningful." in mail.body
     assert "2 changed pages were not judged against the goal" in mail.body
     assert "so they are reported like any change." in mail.body
@@ -295,7 +298,7 @@ def test_noise_beside_an_unjudged_change_is_still_mailed_with_no_meaningful_one(
     queued.run()
 
     [mail] = mailoutbox
-    assert mail.subject.endswith("(2 changed (0 meaningful, 1 not judged))")
+    assert mail.subject.endswith(": 2 pages changed (0 meaningful, 1 not judged)")
     check.refresh_from_db()
     assert check.notification_status["email"]["attempted"] is True
 
@@ -491,3 +494,170 @@ def test_asking_again_sends_one_new_confirmation_and_old_links_stop_working(
     assert client.post(path_of(emails.confirm_url(recipient))).status_code == 200
     recipient.refresh_from_db()
     assert recipient.status == "confirmed"
+
+
+# --- What the reader gets -------------------------------------------------------
+
+
+def sent_bytes(mail) -> bytes:
+    """The message as the SMTP backend puts it on the wire."""
+    return mail.message(policy=email.policy.SMTP).as_bytes()
+
+
+def test_the_one_click_unsubscribe_header_goes_out_as_a_plain_link(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), name="Café — 日本")
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    raw = sent_bytes(mail)
+    link = emails.one_click_url(monitor.email_recipients.get())
+    # One line with the bare <URL> (RFC 2369): an encoded word ("=?utf-8?q?…")
+    # is no link to a mail client, which would offer no unsubscribe button.
+    assert f"\r\nList-Unsubscribe: <{link}>\r\n".encode() in raw
+    assert len(link) > 78  # longer than a folded line: the case that broke
+    parsed = email.message_from_bytes(raw, policy=email.policy.default)
+    assert parsed["List-Unsubscribe"] == f"<{link}>"
+    assert parsed["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert parsed["Subject"] == "Monitor changes detected: Café — 日本: 1 new page"
+    assert all(len(line) <= 998 for line in raw.split(b"\r\n"))
+
+
+def test_page_errors_are_said_in_plain_words_not_as_stored_for_the_api(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    pages = [
+        ("https://e.com/missing", "error", {"error": "HTTP 404", "status_code": 404}),
+        (
+            "https://e.com/slow",
+            "error",
+            {"error": "ReadTimeout: timed out", "error_kind": "timeout"},
+        ),
+    ]
+    scenario.run(monitor, pages)
+    queued.run()
+
+    [mail] = mailoutbox
+    for text in (mail.body, html_of(mail)):
+        assert "Error: The page was not found (HTTP 404)." in text
+        assert "Error: The page took too long to answer. (ReadTimeout" in text
+        assert "Error: HTTP 404" not in text
+    assert mail.subject.endswith(": 2 pages with errors")
+
+
+TWO_HUNKS = (
+    "--- previous.md\n+++ current.md\n@@ -1,2 +1,2 @@\n # Plans\n-Pro $19/mo\n"
+    "+Pro $24/mo\n@@ -40,2 +40,2 @@\n # Contact\n-Call us\n+Write to us\n"
+)
+
+
+def test_diff_excerpts_say_which_lines_went_and_came_without_hunk_headers(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER, include_diffs=True))
+    diff = {"text": TWO_HUNKS, "json": {}}
+    scenario.run(monitor, [("https://e.com/a", "changed", {"diff": diff})])
+    queued.run()
+
+    [mail] = mailoutbox
+    assert "@@" not in mail.body and "@@" not in html_of(mail)
+    assert (
+        "lines starting with - were removed, lines starting with + were added"
+        in mail.body
+    )
+    # Lines left out between two parts of the page show as "…"; nothing is
+    # left out above a part that starts at the top.
+    excerpt = mail.body.split("Changes on https://e.com/a:\n")[1].split("\nSee ")[0]
+    assert excerpt.splitlines() == [
+        "     # Plans",
+        "    -Pro $19/mo",
+        "    +Pro $24/mo",
+        "    …",
+        "     # Contact",
+        "    -Call us",
+        "    +Write to us",
+    ]
+    assert '<span style="color: #6b7280;">…</span>' in html_of(mail)
+
+
+def test_each_change_links_to_what_changed_in_pagewatch_and_the_link_opens(
+    team, member, scenario, queued, mailoutbox, client
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER, include_diffs=True))
+    check = scenario.run(
+        monitor, [("https://e.com/a", "changed"), ("https://e.com/b", "new")]
+    )
+    queued.run()
+
+    [mail] = mailoutbox
+    changed = check.pages.get(status="changed")
+    page_url = settings.PUBLIC_BASE_URL + changed.get_absolute_url()
+    assert f'<a href="{page_url}">See what changed</a>' in html_of(mail)
+    assert f"See what changed in full: {page_url}" in mail.body
+    assert html_of(mail).count("See what changed</a>") == 1  # not for a new page
+    client.force_login(member)
+    assert client.get(path_of(page_url)).status_code == 200
+    assert client.get(path_of(check_url_of(check))).status_code == 200
+
+
+def check_url_of(check: Check) -> str:
+    return settings.PUBLIC_BASE_URL + check.get_absolute_url()
+
+
+def test_a_long_list_stops_at_20_pages_and_points_to_the_check_for_the_rest(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), name="Shop")
+    pages = [(f"https://e.com/p{i}", "changed") for i in range(25)]
+    check = scenario.run(monitor, pages + [("https://e.com/n", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    assert (
+        mail.subject == "Monitor changes detected: Shop: 25 pages changed, 1 new page"
+    )
+    assert mail.body.count("\n- [") == emails.PAGES_LISTED
+    assert "... and 6 more pages: see them all on the check's page" in mail.body
+    assert (
+        f'… and 6 more pages: <a href="{check_url_of(check)}">see them all'
+        in html_of(mail)
+    )
+
+
+def test_a_first_check_says_every_page_is_new_rather_than_changed(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER), name="Site")
+    scenario.run(monitor, [("https://e.com/a", "new"), ("https://e.com/b", "new")])
+    scenario.run(monitor, [("https://e.com/a", "same"), ("https://e.com/c", "new")])
+    queued.run()
+
+    first, later = mailoutbox
+    assert first.subject == "Monitor changes detected: Site: 2 new pages"
+    for text in (first.body, html_of(first)):
+        assert "for the first time. Every page it found is listed as new" in text
+        assert "found changes" not in text
+    assert later.body.startswith('Pagewatch found changes on the monitor "Site"')
+
+
+def test_the_webhook_off_mail_says_what_happened_and_links_to_the_edit_page(
+    team, member, receiver, scenario, queued, mailoutbox, client
+):
+    receiver.then(410)
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject == 'Webhook turned off for the monitor "Pricing page"'
+    first_paragraph = mail.body.split("\n\n")[0]
+    assert "answered that it no longer exists (HTTP 410 Gone)" in first_paragraph
+    assert "PATCH" not in first_paragraph
+    edit_url = settings.PUBLIC_BASE_URL + reverse("monitor-edit", args=[monitor.pk])
+    assert edit_url in mail.body
+    assert f'<a href="{edit_url}">edit the monitor in Pagewatch</a>' in html_of(mail)
+    client.force_login(member)
+    assert client.get(path_of(edit_url)).status_code == 200

@@ -90,4 +90,6 @@ def test_a_failed_search_reaches_the_webhook_and_the_mail_as_an_error(
     assert event["_error"].startswith("The web search failed: “acme”: SearXNG")
     assert event["url"] == searx.site.base_url
     assert len(mail.outbox) == 1
-    assert "Error: The web search failed: “acme”: SearXNG" in mail.outbox[0].body
+    body = mail.outbox[0].body
+    assert "Error: The web search could not be run, so new results" in body
+    assert "(The web search failed: “acme”: SearXNG" in body

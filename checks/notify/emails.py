@@ -5,6 +5,8 @@ Bodies come from templates: the HTML part through Django's autoescaping
 engine, the plain-text part and the subject through a twin engine without
 HTML escaping (they are not HTML; escaping would only print `&amp;`).
 Subjects are stripped of line breaks; links are only made from http(s) URLs.
+Readers are people, not programs: page errors are said in the dashboard's
+plain words, and diff excerpts carry no unified-diff hunk headers.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from checks.errors import plain_error
 from monitors.models import EmailRecipient, Monitor
 
 if TYPE_CHECKING:
@@ -175,10 +178,39 @@ def one_click_url(recipient: EmailRecipient) -> str:
     )
 
 
+class OneLineHeader(str):
+    """A header value that goes out as it is, on one line.
+
+    Python's email package folds headers at 78 characters; a URL longer than
+    that has no space to fold at, so it would be sent as an RFC 2047 encoded
+    word ("=?utf-8?q?=3Chttps=3A//…"), which mail clients do not read as
+    List-Unsubscribe's <URL>: they would offer no unsubscribe button. A value
+    with a `name` and a `fold()` is a header object to email.policy, written
+    by its own fold(). Only for ASCII without line breaks, within RFC 5322's
+    998 characters a line (unsubscribe_headers checks)."""
+
+    name: str
+
+    def __new__(cls, name: str, value: str) -> OneLineHeader:
+        header = super().__new__(cls, value)
+        header.name = name
+        return header
+
+    def fold(self, *, policy: Any) -> str:
+        return f"{self.name}: {self}{policy.linesep}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies of the message (the locmem backend's) keep the header as it is.
+        return (OneLineHeader, (self.name, str(self)))
+
+
 def unsubscribe_headers(recipient: EmailRecipient) -> dict[str, str]:
     """RFC 2369 + RFC 8058 one-click: mail clients POST to the URL."""
+    value = f"<{one_click_url(recipient)}>"
+    if value.isascii() and len(value) < 900 and not _LINE_BREAKS.search(value):
+        value = OneLineHeader("List-Unsubscribe", value)
     return {
-        "List-Unsubscribe": f"<{one_click_url(recipient)}>",
+        "List-Unsubscribe": value,
         "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
     }
 
@@ -195,6 +227,9 @@ class PageLine:
     error: str = ""
     reason: str = ""
     pk: Any = None
+    # The page's result in Pagewatch (what changed, in full), set for the
+    # pages an e-mail lists.
+    pagewatch_url: str = ""
     diff_lines: list[str] = field(default_factory=list)
     diff_truncated: bool = False
     # The judge failed open: reported as a change, and said to be unjudged.
@@ -265,17 +300,22 @@ class ChangeReport:
         return "not_meaningful" if only_noise else None
 
     def counts_line(self) -> str:
+        """How many pages did what, each count with its noun ("300 pages
+        changed, 5 new pages"): it also stands alone in the subject."""
         parts = []
-        if self.counts["changed"]:
-            parts.append(f"{self.counts['changed']} changed{self._verdicts()}")
-        if self.counts["new"]:
-            parts.append(f"{self.counts['new']} new")
-        if self.counts["removed"]:
-            parts.append(f"{self.counts['removed']} removed")
-        if self.counts["error"]:
-            n = self.counts["error"]
-            parts.append(f"{n} error{'s' if n != 1 else ''}")
+        if n := self.counts["changed"]:
+            parts.append(f"{_pages(n)} changed{self._verdicts()}")
+        if n := self.counts["new"]:
+            parts.append(f"{n} new page{'s' if n != 1 else ''}")
+        if n := self.counts["removed"]:
+            parts.append(f"{_pages(n)} removed")
+        if n := self.counts["error"]:
+            parts.append(f"{_pages(n)} with {'errors' if n != 1 else 'an error'}")
         return ", ".join(parts) or "no changes"
+
+    @property
+    def only_new(self) -> bool:
+        return self.counts["new"] > 0 and self.noteworthy == self.counts["new"]
 
     def _verdicts(self) -> str:
         """What the judge said of the changed pages, in brackets: only a
@@ -290,13 +330,18 @@ class ChangeReport:
         return f" ({', '.join(words)})"
 
 
+def _pages(n: int) -> str:
+    return f"{n} page{'s' if n != 1 else ''}"
+
+
 def change_report(check: Check) -> ChangeReport:
     counts: Counter = Counter()
     pages: list[PageLine] = []
-    rows = check.pages.values_list(
-        "pk", "url", "status", "error", "judgment", "verdict"
-    )
-    for pk, url, status, error, judgment, verdict in rows.order_by("created_at", "id"):
+    fields = ("url", "status", "error", "error_kind", "status_code", "judgment")
+    rows = check.pages.values_list("pk", *fields, "verdict")
+    for pk, url, status, error, kind, code, judgment, verdict in rows.order_by(
+        "created_at", "id"
+    ):
         counts[status] += 1
         if status == "same":
             continue
@@ -309,7 +354,10 @@ def change_report(check: Check) -> ChangeReport:
         # A failed-open judgment says "meaningful" but is no verdict: the page
         # is neither meaningful nor noise here (so still mailed, §11.2), and
         # the label says it was not judged.
-        line = PageLine(url, status, meaningful, error or "", reason, pk)
+        # The stored error is written for the API ("ReadTimeout…", "HTTP 404"):
+        # the e-mail says it the way the dashboard does.
+        said = plain_error(kind, code, error) if (error or kind) else ""
+        line = PageLine(url, status, meaningful, said, reason, pk)
         line.not_judged = not_judged
         pages.append(line)
     pages.sort(key=lambda p: p.rank)
@@ -318,12 +366,12 @@ def change_report(check: Check) -> ChangeReport:
 
 _REMOVED_STYLE = "background: #fde8e8; color: #8a1c1c;"
 _ADDED_STYLE = "background: #e6f4ea; color: #14532d;"
-_HUNK_STYLE = "color: #6b7280;"
+_GAP_STYLE = "color: #6b7280;"
 
 
 def _diff_line_style(line: str) -> str:
-    if line.startswith("@@"):
-        return _HUNK_STYLE
+    if line == GAP:
+        return _GAP_STYLE
     if line.startswith("-"):
         return _REMOVED_STYLE
     if line.startswith("+"):
@@ -331,11 +379,31 @@ def _diff_line_style(line: str) -> str:
     return ""
 
 
+_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+GAP = "…"
+
+
+def _without_hunk_headers(lines: list[str]) -> list[str]:
+    """A hunk header ("@@ -12,5 +12,7 @@") means nothing to a reader: it
+    becomes a "…" line where lines were left out, and goes where none were
+    (a first hunk starting at the top of the page)."""
+    shown = []
+    for line in lines:
+        if not line.startswith("@@"):
+            shown.append(line)
+            continue
+        match = _HUNK.match(line)
+        at_top = match is not None and int(match[1]) <= 1 and int(match[2]) <= 1
+        if not (at_top and not shown):
+            shown.append(GAP)
+    return shown
+
+
 def diff_excerpt(text: str) -> tuple[list[str], bool]:
     """The first DIFF_LINES lines of a unified diff's hunks, each bounded."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("@@")), 0)
-    body = lines[start:]
+    body = _without_hunk_headers(lines[start:])
     shown = [
         line if len(line) <= DIFF_LINE_CHARS else line[:DIFF_LINE_CHARS] + "…"
         for line in body[:DIFF_LINES]
@@ -406,6 +474,20 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
     include_diffs = bool(monitor.email_settings.get("includeDiffs"))
     if include_diffs:
         _attach_diffs(check, report)
+    listed = report.pages[:PAGES_LISTED]
+    for page in listed:
+        page.pagewatch_url = absolute(
+            reverse(
+                "page-diff",
+                kwargs={"pk": monitor.pk, "check_id": check.pk, "page_id": page.pk},
+            )
+        )
+    # A monitor's first look finds every page new: say so, not "changes".
+    first_check = report.only_new and not (
+        monitor.checks.filter(
+            created_at__lt=check.created_at, pages__isnull=False
+        ).exists()
+    )
     context = {
         **_monitor_context(monitor),
         "check": check,
@@ -416,9 +498,11 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "noise": report.noise,
         "not_judged": report.not_judged,
         "judged": report.judged,
-        "pages": report.pages[:PAGES_LISTED],
+        "pages": listed,
+        "first_check": first_check,
         "more_pages": max(len(report.pages) - PAGES_LISTED, 0),
         "include_diffs": include_diffs,
+        "diffs_shown": any(page.diff_lines for page in listed),
         # Credits mean something only to a team with an allowance.
         "credits": check.actual_credits if monitor.team.counts_credits else None,
         "credit_allowance": monitor.team.credit_allowance,
@@ -458,6 +542,7 @@ def build_webhook_disabled(delivery: Delivery) -> EmailMultiAlternatives:
     context = {
         **_monitor_context(delivery.monitor),
         "webhook_url": delivery.url,
+        "edit_url": absolute(reverse("monitor-edit", args=[delivery.monitor.pk])),
         "disabled_at": delivery.created_at,
     }
     return _message(

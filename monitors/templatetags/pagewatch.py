@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from checks.errors import ErrorKind, kind_of_status
+from checks.errors import plain_error
 from checks.jobs import Via
 from checks.notify import emails, events, transports
 from checks.pages import FETCHED_BECAUSE
@@ -302,84 +302,6 @@ def targets_summary(monitor: Any) -> str:
         return ""
     more = len(things) - 1
     return things[0] + (f" + {more} more" if more else "")
-
-
-# What each kind of page error means, for readers who do not speak HTTP.
-_PLAIN_WORDS: dict[ErrorKind, str] = {
-    ErrorKind.DNS: "The site's address could not be found.",
-    ErrorKind.REFUSED: "The site refused the connection.",
-    ErrorKind.CONNECT: "The connection to the site failed.",
-    ErrorKind.TIMEOUT: "The page took too long to answer.",
-    ErrorKind.TLS: "A secure (HTTPS) connection to the site could not be set up.",
-    ErrorKind.BLOCKED_ADDRESS: (
-        "The address belongs to a private network or to the cloud provider's"
-        " internal services, which are never checked."
-    ),
-    ErrorKind.INVALID_URL: "The address (or one it redirected to) is not valid.",
-    ErrorKind.TOO_LARGE: "The page is too large to check.",
-    ErrorKind.TOO_MANY_REDIRECTS: "The page kept redirecting to other addresses.",
-    ErrorKind.PROTOCOL: "The site sent an answer that could not be read.",
-    ErrorKind.BROWSER: "The browser could not show this page.",
-    ErrorKind.ACTION: "One of the steps to perform on the page failed.",
-    ErrorKind.HTTP_4XX: "The site turned the request down (HTTP {code}).",
-    ErrorKind.HTTP_5XX: "The site had an internal problem (HTTP {code}).",
-    ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
-    ErrorKind.NOT_CACHED: (
-        "No saved copy was old enough to use, so the page was not fetched."
-    ),
-    ErrorKind.EXTRACTION: (
-        "The AI model could not read the fields this monitor asks for from the page."
-    ),
-    ErrorKind.NO_MODEL: (
-        "This monitor asks an AI model to read fields from the page, and no AI"
-        " model is set up for this Pagewatch yet (an administrator can set one up)."
-    ),
-    ErrorKind.SEARCH_FAILED: (
-        "The web search could not be run, so new results may be missing."
-    ),
-    ErrorKind.NOT_JUDGED: (
-        "The AI model could not judge this result against the goal; it is judged"
-        " again when the search finds it next time."
-    ),
-    ErrorKind.INTERNAL: "Something went wrong on our side while checking this page.",
-}
-_PLAIN_WORDS_BY_CODE = {
-    401: "The page asks for a login (HTTP 401).",
-    403: "The site refused access (HTTP 403).",
-    404: "The page was not found (HTTP 404).",
-    410: "The page is gone (HTTP 410).",
-    429: "The site said we asked too often (HTTP 429).",
-}
-# Kinds whose stored message only repeats the words (or names API options):
-# the others keep it in brackets, as the exact reason.
-_SAID_IN_FULL = frozenset(
-    {
-        ErrorKind.HTTP_4XX,
-        ErrorKind.HTTP_5XX,
-        ErrorKind.NOT_CACHED,
-        ErrorKind.NO_MODEL,
-        ErrorKind.INTERNAL,
-    }
-)
-
-
-def plain_error(kind: str, status_code: int | None, text: str | None) -> str:
-    """A page error in words a non-technical reader understands, chosen by its
-    kind (see checks.errors). A row without a kind (written before kinds were
-    stored) goes by its HTTP status, else shows its stored text as it is."""
-    text = (text or "").strip()
-    try:
-        known = ErrorKind(kind) if kind else kind_of_status(status_code)
-    except ValueError:
-        known = None
-    if known is None:
-        return text or "Something went wrong while checking this page."
-    if known == ErrorKind.HTTP_4XX and status_code in _PLAIN_WORDS_BY_CODE:
-        return _PLAIN_WORDS_BY_CODE[status_code]
-    words = _PLAIN_WORDS[known].format(code=status_code)
-    if known in _SAID_IN_FULL or not text:
-        return words
-    return f"{words} ({text})"
 
 
 @register.filter
