@@ -93,3 +93,8 @@ def test_a_failed_search_reaches_the_webhook_and_the_mail_as_an_error(
     body = mail.outbox[0].body
     assert "Error: The web search could not be run, so new results" in body
     assert "(The web search failed: “acme”: SearXNG" in body
+    # The provider's address is often internal: not for the mail's readers.
+    assert searx.site.base_url not in body
+    assert "Web search" in body
+    html = mail.outbox[0].alternatives[0].content
+    assert searx.site.base_url not in html

@@ -26,7 +26,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from checks.errors import plain_error
+from checks.errors import ErrorKind, plain_error
 from monitors.models import EmailRecipient, Monitor
 
 if TYPE_CHECKING:
@@ -218,6 +218,10 @@ def unsubscribe_headers(recipient: EmailRecipient) -> dict[str, str]:
 # --- Whether a check deserves an e-mail -------------------------------------------
 
 
+# What a failed web search is listed as, in place of an address.
+SEARCH_FAILED_PAGE = "Web search"
+
+
 @dataclass
 class PageLine:
     url: str
@@ -357,6 +361,10 @@ def change_report(check: Check) -> ChangeReport:
         # The stored error is written for the API ("ReadTimeout…", "HTTP 404"):
         # the e-mail says it the way the dashboard does.
         said = plain_error(kind, code, error) if (error or kind) else ""
+        if kind == ErrorKind.SEARCH_FAILED:
+            # Its address is the search provider's, often on the internal
+            # network: nothing for a reader to open, or to be shown.
+            url = SEARCH_FAILED_PAGE
         line = PageLine(url, status, meaningful, said, reason, pk)
         line.not_judged = not_judged
         pages.append(line)
