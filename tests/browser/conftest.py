@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from checks import dispatch
 from monitors.models import Membership
 from tests.browser.people import PASSWORD
 
@@ -130,3 +131,11 @@ def member(team: Any, django_user_model: Any) -> Any:
     user = django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
     Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
     return user
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Checks the dashboard queued. No broker: the test moves them along."""
+    ids: list = []
+    monkeypatch.setattr(dispatch, "enqueue", ids.append)
+    return ids

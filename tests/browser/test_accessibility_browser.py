@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from checks import dispatch
 from checks.content import compare_texts
 from checks.models import (
     Check,
@@ -30,33 +29,13 @@ from checks.models import (
 )
 from monitors.models import ApiKey, Monitor, Target
 from tests.browser.people import sign_in
+from tests.browser.test_dashboard_browser import make_monitor
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 AXE = Path(__file__).resolve().parents[1] / "js" / "node_modules" / "axe-core"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
-
-
-def make_monitor(team, name: str, **fields) -> Monitor:
-    monitor = Monitor.objects.create(
-        team=team,
-        name=name,
-        schedule_cron="*/30 * * * *",
-        schedule_timezone="Europe/Berlin",
-        **fields,
-    )
-    monitor.refresh_next_run(timezone.now())
-    monitor.save()
-    return monitor
-
-
-@pytest.fixture
-def queued(monkeypatch) -> list:
-    """Checks the dashboard queued. No broker: the test moves them along."""
-    ids: list = []
-    monkeypatch.setattr(dispatch, "enqueue", ids.append)
-    return ids
 
 
 @pytest.fixture
@@ -68,7 +47,8 @@ def dashboard(team, member) -> dict:
     now = timezone.now()
     pricing = make_monitor(
         team,
-        "Competitor pricing",
+        [],
+        name="Competitor pricing",
         goal="Tell me when the price of the Pro plan changes",
         judge_enabled=True,
         webhook={
@@ -83,15 +63,17 @@ def dashboard(team, member) -> dict:
         type="scrape",
         urls=["https://example.com/pricing", "https://example.com/terms"],
     )
-    blog = make_monitor(team, "Blog")
+    blog = make_monitor(team, [], name="Blog")
     crawl = Target.objects.create(
         monitor=blog, type="crawl", url="https://example.com/blog", crawl_options={}
     )
-    news = make_monitor(team, "News about Acme", goal="Acme launches a product")
+    news = make_monitor(
+        team, [], name="News about Acme", goal="Acme launches a product"
+    )
     search = Target.objects.create(
         monitor=news, type="search", queries=["acme launch"], search_window="7d"
     )
-    paused = make_monitor(team, "Old landing page")
+    paused = make_monitor(team, [], name="Old landing page")
     paused.status = Monitor.Status.PAUSED
     paused.next_run_at = None
     paused.save()

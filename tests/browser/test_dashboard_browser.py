@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from django.db import connections
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from checks import dispatch, runner
+from checks import runner
 from checks.models import Check, PageResult
 from monitors.models import ApiKey, Monitor, Target, Team
 from tests.browser.people import sign_in
@@ -26,24 +27,22 @@ def private_targets_allowed(settings):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
 
 
-@pytest.fixture
-def queued(monkeypatch) -> list:
-    """Checks the dashboard queued. No broker: the test runs them itself."""
-    ids: list = []
-    monkeypatch.setattr(dispatch, "enqueue", ids.append)
-    return ids
-
-
-def make_monitor(team: Team, urls: list[str], name: str = "Pricing") -> Monitor:
+def make_monitor(
+    team: Team, urls: list[str], name: str = "Pricing", **fields: Any
+) -> Monitor:
+    """A monitor every half hour in Berlin, with a scrape target of `urls`
+    (none when empty: the caller adds its own)."""
     monitor = Monitor.objects.create(
         team=team,
         name=name,
         schedule_cron="*/30 * * * *",
         schedule_timezone="Europe/Berlin",
+        **fields,
     )
     monitor.refresh_next_run(timezone.now())
     monitor.save()
-    Target.objects.create(monitor=monitor, type="scrape", urls=urls)
+    if urls:
+        Target.objects.create(monitor=monitor, type="scrape", urls=urls)
     return monitor
 
 

@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from checks import dispatch
 from checks.content import compare_texts
 from checks.models import Check, PageResult, Snapshot
 from monitors.models import Monitor
@@ -19,14 +18,6 @@ from tests.browser.people import sign_in
 from tests.browser.test_dashboard_browser import assert_clean, make_monitor
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def queued(monkeypatch) -> list:
-    """Checks the dashboard queued. No broker: the test moves them along."""
-    ids: list = []
-    monkeypatch.setattr(dispatch, "enqueue", ids.append)
-    return ids
 
 
 def finished_check(monitor: Monitor, when: datetime, **summary: int) -> Check:
