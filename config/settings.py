@@ -481,6 +481,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # 100 tries (about 50 minutes), which only a supervisor would undo.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# What a task prints is logged at INFO, not Celery's WARNING: make run's
+# console e-mail backend prints every e-mail from the worker, and each one was
+# two WARNING lines among the real warnings (and kept LOG_LEVEL=WARNING from
+# quieting them).
+CELERY_WORKER_REDIRECT_STDOUTS_LEVEL = "INFO"
 
 # --- E-mail -------------------------------------------------------------------
 _EMAIL_BACKEND = env_str(

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.worker_mail import SEND_ONE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -371,3 +376,64 @@ def test_a_new_password_must_not_be_all_digits_common_short_or_like_the_user(
 
     with pytest.raises(ValidationError):
         validate_password(password, user)
+
+
+def test_an_e_mail_printed_by_a_worker_is_logged_as_info_not_as_a_warning(tmp_path):
+    """make run's console e-mail backend prints each e-mail in the worker, whose
+    output Celery logs: at its default level every e-mail was two WARNING lines
+    (a soak of 40 monitors: 90 % of the log, and every WARNING but one)."""
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("REDIS_URL", "DATABASE_URL", "EMAIL_BACKEND", "LOG_LEVEL")
+    } | {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PAGEWATCH_VAR_DIR": str(tmp_path),
+        "PYTHONUNBUFFERED": "1",
+    }
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        worker = subprocess.Popen(  # noqa: S603 - our own interpreter
+            [
+                sys.executable, "-m", "celery", "-A", "config", "worker",
+                "-I", "tests.worker_mail", "--concurrency=1", "--loglevel=INFO",
+                "--without-gossip", "--without-mingle", "--without-heartbeat",
+            ],
+            cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until(lambda: "ready." in log.read_text(), log)
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from config.celery import app;"
+                f"app.send_task({SEND_ONE!r}, args=['Hello from the worker'])",
+            ],
+            cwd=ROOT,
+            env=environment,
+            timeout=60,
+            check=True,
+        )
+        wait_until(lambda: "celery.redirected ---" in log.read_text(), log)
+    finally:
+        worker.terminate()  # the main process alone, as make run stops it
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+
+    text = log.read_text()
+    assert "Subject: Hello from the worker" in text
+    assert " INFO celery.redirected " in text
+    assert "WARNING celery.redirected" not in text
+
+
+def wait_until(condition: Callable[[], bool], log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out; the worker said:\n{log.read_text()}")
+        time.sleep(0.1)
