@@ -2,7 +2,8 @@
 
 `purge_expired(now)` runs hourly. It deletes finished checks (their page results
 go with them) created before now - retentionDays, then snapshots, screenshots
-and PDFs no longer referenced by anything. A page's baseline
+and PDFs no longer referenced by anything, and dashboard sign-ins past their
+age (Django keeps those rows until told to clear them). A page's baseline
 (PageState.snapshot) is never deleted: it is what the next check compares
 against, however old it is.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.management import call_command
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.deletion import ProtectedError
@@ -50,6 +52,7 @@ def purge_expired(now: datetime) -> Purged:
     before = now - SNAPSHOT_GRACE
     purged.snapshots = _purge_orphans(lambda: orphan_snapshots(before), "snapshot")
     purged.captures = _purge_orphans(lambda: orphan_captures(before), "capture")
+    call_command("clearsessions")
     if purged.checks or purged.snapshots or purged.captures:
         logger.info(
             "Retention purged %s checks, %s snapshots and %s screenshots or PDFs",

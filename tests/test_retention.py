@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.sessions.models import Session
+from django.utils import timezone
 
 from checks.models import Check, PageResult, PageState, Snapshot
 from checks.retention import purge_expired
@@ -133,3 +135,19 @@ def test_removed_pages_keep_their_last_content(team):
     purge_expired(NOW)
 
     assert Snapshot.objects.filter(pk=last_good.pk).exists()
+
+
+def test_sign_ins_past_their_age_are_forgotten_and_live_ones_kept(
+    client, django_user_model
+):
+    client.force_login(django_user_model.objects.create_user("olive"))
+    live = Session.objects.get()
+    Session.objects.create(
+        session_key="x" * 32,
+        session_data="",
+        expire_date=timezone.now() - timedelta(seconds=1),
+    )
+
+    purge_expired(timezone.now())
+
+    assert list(Session.objects.all()) == [live]
