@@ -304,6 +304,54 @@ def css_selector_error(selector: str) -> str | None:
     return None
 
 
+# --- JSON Schemas of extraction formats -------------------------------------------
+
+_REFERENCE_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def schema_reference_error(schema: Any, path: str = "schema") -> str | None:
+    """Why a JSON Schema given for extraction points outside itself, or None.
+
+    A reference to another document would make the validator fetch it with a
+    client of its own, past the address policy; only references inside the
+    schema (`#/$defs/price`) are kept, and `$schema` may only name a JSON
+    Schema dialect the validator knows (it is never fetched either)."""
+    if isinstance(schema, list):
+        for index, item in enumerate(schema):
+            if error := schema_reference_error(item, f"{path}[{index}]"):
+                return error
+        return None
+    if not isinstance(schema, Mapping):
+        return None
+    for key, value in schema.items():
+        where = f"{path}.{key}"
+        if key in _REFERENCE_KEYS and isinstance(value, str):
+            if not value.startswith("#"):
+                return (
+                    f"{where} must point inside the schema (e.g. #/$defs/name): "
+                    "references to other documents are not fetched."
+                )
+        elif key == "$schema" and isinstance(value, str):
+            if not _known_dialect(value):
+                return (
+                    f"{where} must name a JSON Schema dialect (e.g. "
+                    "https://json-schema.org/draft/2020-12/schema) or be left out."
+                )
+        elif error := schema_reference_error(value, where):
+            return error
+    return None
+
+
+def _known_dialect(uri: str) -> bool:
+    from referencing.jsonschema import UnknownDialect, specification_with
+
+    try:
+        specification_with(uri)
+    except UnknownDialect:
+        return False
+    return True
+
+
 # --- Crawl path patterns ----------------------------------------------------------
 
 _RE2_OPTIONS = re2.Options()

@@ -177,9 +177,18 @@ def parse_json(text: str) -> Any:
 def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     """Why `value` does not fit `schema` (one short sentence), or None."""
     import jsonschema  # here: a worker without a model never loads it
+    import referencing
+    import referencing.exceptions
 
-    validator = jsonschema.Draft202012Validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    # An empty registry: a reference the schema cannot resolve inside itself is
+    # an error, never a fetch (jsonschema would otherwise retrieve remote
+    # documents with urllib, past the address policy). Saved schemas are
+    # refused such references; this guards schemas saved before that rule.
+    validator = jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except referencing.exceptions.Unresolvable as exc:
+        return f"the schema refers to {exc.ref!r}, which is not inside it"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the answer"

@@ -249,6 +249,8 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         raise ValidationError(
             f"schema must be at most {EXTRACTION_SCHEMA_MAX_BYTES // 1024} KB."
         )
+    if error := rules.schema_reference_error(schema):
+        raise ValidationError(error)
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
