@@ -8,15 +8,31 @@ off, as in a default install."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
+from PIL import Image
+from PIL.PngImagePlugin import PngInfo
+from protego import Protego
+from pypdf import PdfWriter
+from pypdf.annotations import Link
 
-from checks.ai.client import schema_error
+from checks.ai.client import LLM, LLMError, schema_error
+from checks.content.extract import extract
+from checks.content.readable import readable_html
+from checks.content.source import ExtractionError
+from checks.content.visual import visual_change
+from checks.crawl.discovery import discover
+from checks.fetch import transport
 from monitors import rules
+from tests.sites import Site
 
 
 @dataclass
@@ -161,3 +177,151 @@ def _replace(value, old: str, new: str):
     if isinstance(value, list):
         return [_replace(v, old, new) for v in value]
     return value.replace(old, new) if isinstance(value, str) else value
+
+
+# --- Libraries that read what a page or a user gives them ------------------------
+
+
+@pytest.fixture
+def public_site(monkeypatch, settings) -> Iterator[Site]:
+    """A site on 127.0.0.1 standing in for a public server: the policy lets
+    that one address through, and judges every other with private targets off
+    (as tests/test_browser_safety.py does)."""
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    real = transport.address_block_reason
+
+    def policy(ip: Any, allow_private: bool) -> str | None:
+        return None if str(ip) == "127.0.0.1" else real(ip, allow_private)
+
+    monkeypatch.setattr(transport, "address_block_reason", policy)
+    with Site() as running:
+        yield running
+
+
+def test_sitemaps_named_by_robots_or_an_index_are_fetched_through_the_door(
+    public_site, forbidden
+):
+    """ultimate-sitemap-parser would fetch with requests; it is handed our
+    client, which refuses the forbidden address wherever it is named."""
+    public_site.page(
+        "/robots.txt",
+        f"Sitemap: {public_site.url('/sitemap.xml')}\nSitemap: {forbidden.url}a.xml\n",
+        content_type="text/plain",
+    )
+    public_site.page(
+        "/sitemap.xml",
+        '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/'
+        f'schemas/sitemap/0.9"><sitemap><loc>{forbidden.url}b.xml</loc></sitemap>'
+        f"<sitemap><loc>{public_site.url('/pages.xml')}</loc></sitemap>"
+        "</sitemapindex>",
+        content_type="application/xml",
+    )
+    public_site.page(
+        "/pages.xml",
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/'
+        f'sitemap/0.9"><url><loc>{public_site.url("/a")}</loc></url></urlset>',
+        content_type="application/xml",
+    )
+
+    found = discover(public_site.url("/"), sitemaps=True)
+
+    assert found.sitemap_urls == [public_site.url("/a")]
+    assert forbidden.connections == []
+
+
+def test_robots_rules_naming_other_hosts_are_only_read(public_site, forbidden):
+    """protego parses text; its Sitemap lines are read by the step above."""
+    robots = f"User-agent: *\nDisallow: /private\nSitemap: {forbidden.url}s.xml\n"
+    parsed = Protego.parse(robots)
+
+    assert not parsed.can_fetch(public_site.url("/private"), "Pagewatch")
+    assert list(parsed.sitemaps) == [f"{forbidden.url}s.xml"]
+    assert forbidden.connections == []
+
+
+def test_a_page_full_of_addresses_is_extracted_without_a_connection(forbidden):
+    """selectolax, html-to-markdown and w3lib turn a page into text and links;
+    images, stylesheets, frames and base URLs stay strings."""
+    at = forbidden.url
+    html = (
+        f'<html><head><base href="{at}"><link rel="stylesheet" href="{at}c.css">'
+        f'<script src="{at}s.js"></script></head><body><h1>Plans</h1>'
+        f'<img src="{at}i.png" srcset="{at}j.png 2x"><iframe src="{at}f"></iframe>'
+        f'<a href="{at}x">More</a><object data="{at}o"></object></body></html>'
+    ).encode()
+
+    extracted = extract(
+        html,
+        content_type="text/html",
+        url="https://example.com/",
+        options={"formats": ["markdown", "links", "images", "html"]},
+    )
+
+    assert "Plans" in extracted.markdown
+    assert forbidden.connections == []
+
+
+def test_a_pdf_with_links_and_remote_references_is_read_without_a_connection(
+    forbidden,
+):
+    """pypdf reads the bytes it is given; URI actions are never followed."""
+    writer = PdfWriter()
+    writer.add_blank_page(width=200, height=200)
+    writer.add_annotation(0, Link(rect=(10, 10, 100, 30), url=f"{forbidden.url}p"))
+    writer.add_metadata({"/Title": f"See {forbidden.url}"})
+    body = io.BytesIO()
+    writer.write(body)
+
+    # A blank page has no text to compare; what matters is that nothing was fetched.
+    with contextlib.suppress(ExtractionError):
+        extract(
+            body.getvalue(),
+            content_type="application/pdf",
+            url="https://example.com/a.pdf",
+            options={},
+        )
+
+    assert forbidden.connections == []
+
+
+def test_the_text_view_shows_no_page_address_for_a_browser_to_load(forbidden):
+    """markdown-it renders in the dashboard: images and links become their
+    words, so the viewer's browser is never sent to a page-chosen address."""
+    markdown = f"# Plans\n\n![chart]({forbidden.url}i.png) [more]({forbidden.url})\n"
+
+    html, _ = readable_html(markdown)
+
+    assert "0.0.0.0" not in html
+    assert "[image: chart]" in html
+    assert forbidden.connections == []
+
+
+def test_screenshots_are_compared_from_their_bytes_alone(forbidden):
+    """Pillow opens the bytes of two captures; text chunks naming a URL in a
+    PNG are metadata, never fetched."""
+    info = PngInfo()
+    info.add_text("XML:com.adobe.xmp", f"<x:xmpmeta><rdf:li>{forbidden.url}</rdf:li>")
+    before, after = io.BytesIO(), io.BytesIO()
+    Image.new("RGB", (40, 40), "white").save(before, "PNG", pnginfo=info)
+    Image.new("RGB", (40, 40), "black").save(after, "PNG", pnginfo=info)
+
+    change = visual_change(before.getvalue(), after.getvalue())
+
+    assert change.changed_fraction > 0.9
+    assert forbidden.connections == []
+
+
+def test_the_model_client_cannot_reach_a_forbidden_address(settings, forbidden):
+    """The openai package is given an httpx client whose transport is our
+    door: even a configured model address is refused when the policy always
+    forbids it."""
+    settings.LLM_BASE_URL = f"{forbidden.url}v1"
+    settings.LLM_MODEL = "stand-in"
+
+    async def ask() -> None:
+        async with LLM() as llm:
+            await llm.ask(name="t", schema={"type": "object"}, system="s", user="u")
+
+    with pytest.raises(LLMError):
+        asyncio.run(ask())
+    assert forbidden.connections == []
