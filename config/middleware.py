@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
+from django.conf import settings
+from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 
 
@@ -41,3 +44,46 @@ class ApiNoStoreMiddleware:
         if request.path_info.startswith("/v2/") and "Cache-Control" not in response:
             response["Cache-Control"] = "no-store"
         return response
+
+
+class SessionLimitsMiddleware:
+    """A dashboard sign-in ends after SESSION_IDLE_SECONDS without a request
+    and SESSION_ABSOLUTE_SECONDS after it began, whatever happens between.
+
+    The idle limit is the cookie's and the stored session's own expiry; it is
+    renewed at most once a minute (`seen`), not on every request, so a page
+    that polls does not write its session each time. The absolute limit needs
+    the moment of sign-in, which `stamp_sign_in` keeps in the session."""
+
+    RENEW_AFTER_SECONDS = 60
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self._signed_in(request):
+            self._apply(request)
+        return self.get_response(request)
+
+    @staticmethod
+    def _signed_in(request: HttpRequest) -> bool:
+        user = getattr(request, "user", None)
+        return hasattr(request, "session") and bool(user and user.is_authenticated)
+
+    def _apply(self, request: HttpRequest) -> None:
+        session, now = request.session, int(time.time())
+        began = session.setdefault("signed_in_at", now)
+        if now - int(began) >= settings.SESSION_ABSOLUTE_SECONDS:
+            logout(request)  # flushes the session: the next page asks to sign in
+            return
+        if now - int(session.get("seen", 0)) >= self.RENEW_AFTER_SECONDS:
+            session["seen"] = now
+            session.set_expiry(settings.SESSION_IDLE_SECONDS)
+
+
+def stamp_sign_in(sender: object, request: HttpRequest | None, **_: object) -> None:
+    """On user_logged_in: when the session began and was last renewed, so the
+    first pages after signing in write nothing."""
+    if request is not None and hasattr(request, "session"):
+        now = int(time.time())
+        request.session["signed_in_at"] = request.session["seen"] = now

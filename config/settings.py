@@ -98,6 +98,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.middleware.SessionLimitsMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -232,6 +233,16 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 0, minimum=0)
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# A dashboard sign-in ends after this long without a request, and in any case
+# this long after it began (config.middleware.SessionLimitsMiddleware). The
+# cookie's own age is the idle limit, renewed as the person works.
+SESSION_IDLE_SECONDS = env_int("SESSION_MAX_AGE_HOURS", 12, minimum=1) * 3600
+SESSION_ABSOLUTE_SECONDS = env_int("SESSION_ABSOLUTE_DAYS", 7, minimum=1) * 86400
+SESSION_COOKIE_AGE = SESSION_IDLE_SECONDS
+# Password-reset e-mails per account (per e-mail address) and hour, whatever
+# the number of requests; requests per client address follow the sign-in
+# throttle (AXES_FAILURE_LIMIT within AXES_COOLOFF_TIME).
+PASSWORD_RESET_EMAILS_PER_HOUR = 3
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 

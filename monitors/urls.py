@@ -9,7 +9,6 @@ as public."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.utils.functional import lazy
 
@@ -17,6 +16,7 @@ from monitors import (
     capture_views,
     email_views,
     notification_views,
+    password_views,
     search_views,
     views,
 )
@@ -96,7 +96,7 @@ urlpatterns = [
     ),
     path(
         "accounts/password_reset/",
-        auth_views.PasswordResetView.as_view(
+        password_views.PasswordResetView.as_view(
             extra_email_context={"base_url": public_base_url}
         ),
         name="password_reset",

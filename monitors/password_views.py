@@ -1,0 +1,65 @@
+"""The password-reset request, throttled: per client address like a sign-in
+(django-axes' AXES_FAILURE_LIMIT within AXES_COOLOFF_TIME) and per account by
+the e-mails sent (PASSWORD_RESET_EMAILS_PER_HOUR), so the form can be used
+neither to guess which addresses have accounts nor to flood a mailbox.
+
+The answer is the same "check your inbox" page whether or not an account has
+the address, and whether or not its e-mail was held back."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from redis.exceptions import RedisError
+
+from config.signin import client_ip
+
+logger = logging.getLogger(__name__)
+
+HOUR = 3600
+
+
+def _within(key: str, limit: int, window_seconds: int) -> bool:
+    """Count one more use of `key` in its window; False once past `limit`.
+    While the cache is unreachable every request is let through, as the API's
+    rate limit does: an outage must not lock everyone out of their account."""
+    try:
+        cache.add(key, 0, timeout=window_seconds)
+        return cache.incr(key) <= limit
+    except ValueError:  # expired between add and incr: a fresh window
+        cache.set(key, 1, timeout=window_seconds)
+        return True
+    except (RedisError, OSError) as exc:
+        logger.warning("Password reset not counted, the cache is unreachable: %s", exc)
+        return True
+
+
+def _account_key(email: str) -> str:
+    digest = hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
+    return f"password-reset:account:{digest}"
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        window = int(settings.AXES_COOLOFF_TIME.total_seconds())
+        address = f"password-reset:address:{client_ip(request)}"
+        if not _within(address, settings.AXES_FAILURE_LIMIT, window):
+            context = {"minutes": window // 60}
+            template = "registration/password_reset_throttled.html"
+            return render(request, template, context, status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        key = _account_key(form.cleaned_data["email"])
+        if not _within(key, settings.PASSWORD_RESET_EMAILS_PER_HOUR, HOUR):
+            # The same answer as a sent e-mail: the form must not tell an
+            # attacker that this address has an account and was capped.
+            return HttpResponseRedirect(self.get_success_url())
+        return super().form_valid(form)

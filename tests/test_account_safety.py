@@ -1,0 +1,187 @@
+"""Password resets are throttled and say nothing about who has an account;
+dashboard sessions end when idle and after an absolute limit; changing a
+password signs out every other session of that person."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.core import mail
+from django.test import Client
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "correct-horse-battery-staple"
+NOW = datetime(2026, 5, 16, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def olive(django_user_model):
+    return django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
+
+
+def ask_reset(client, email: str = "olive@example.com", **headers: str):
+    return client.post(reverse("password_reset"), {"email": email}, **headers)
+
+
+# --- Password reset ----------------------------------------------------------------
+
+
+def test_a_reset_for_an_unknown_address_answers_like_a_known_one(client, olive):
+    known = ask_reset(client, "olive@example.com")
+    unknown = ask_reset(client, "nobody@example.com")
+
+    assert (known.status_code, known["Location"]) == (
+        unknown.status_code,
+        unknown["Location"],
+    )
+    assert [m.to for m in mail.outbox] == [["olive@example.com"]]
+
+
+def test_an_account_gets_a_few_reset_emails_an_hour_however_often_it_is_asked(
+    client, olive, settings
+):
+    answers = set()
+    with time_machine.travel(NOW, tick=False):
+        for number in range(settings.AXES_FAILURE_LIMIT - 1):
+            response = ask_reset(client, REMOTE_ADDR=f"10.0.0.{number}")
+            answers.add((response.status_code, response["Location"]))
+
+    assert len(mail.outbox) == settings.PASSWORD_RESET_EMAILS_PER_HOUR
+    assert len(answers) == 1  # the capped requests look exactly like the others
+
+
+def test_the_account_cap_lifts_after_an_hour(client, olive, settings):
+    cap = settings.PASSWORD_RESET_EMAILS_PER_HOUR
+    with time_machine.travel(NOW, tick=False):
+        for _ in range(cap + 1):
+            ask_reset(client)
+    with time_machine.travel(NOW + timedelta(minutes=61), tick=False):
+        ask_reset(client)
+
+    assert len(mail.outbox) == cap + 1
+
+
+def test_the_cap_counts_an_address_in_any_case(client, olive, settings):
+    with time_machine.travel(NOW, tick=False):
+        for email in ("olive@example.com", "OLIVE@example.com", " Olive@Example.com"):
+            for _ in range(settings.PASSWORD_RESET_EMAILS_PER_HOUR):
+                ask_reset(client, email)
+
+    assert len(mail.outbox) == settings.PASSWORD_RESET_EMAILS_PER_HOUR
+
+
+def test_one_address_asking_too_often_is_refused_for_the_cool_off(
+    client, olive, settings
+):
+    limit = settings.AXES_FAILURE_LIMIT
+    with time_machine.travel(NOW, tick=False):
+        codes = [
+            ask_reset(client, f"u{n}@example.com").status_code for n in range(limit)
+        ]
+        refused = ask_reset(client)
+    with time_machine.travel(NOW + settings.AXES_COOLOFF_TIME + timedelta(seconds=1)):
+        later = ask_reset(client)
+
+    assert set(codes) == {302}
+    assert refused.status_code == 429
+    assert "Too many requests for a new password" in refused.content.decode()
+    assert later.status_code == 302
+    assert [m.to for m in mail.outbox] == [["olive@example.com"]]
+
+
+def test_another_address_is_not_held_back_by_the_first(client, olive, settings):
+    with time_machine.travel(NOW, tick=False):
+        for n in range(settings.AXES_FAILURE_LIMIT + 1):
+            ask_reset(client, f"u{n}@example.com", REMOTE_ADDR="10.1.1.1")
+        response = ask_reset(client, REMOTE_ADDR="10.2.2.2")
+
+    assert response.status_code == 302
+    assert len(mail.outbox) == 1
+
+
+# --- Sessions ----------------------------------------------------------------------
+
+
+def signed_in(olive) -> Client:
+    client = Client()
+    client.post(reverse("login"), {"username": "olive", "password": PASSWORD})
+    assert client.session.get("_auth_user_id") == str(olive.pk)
+    return client
+
+
+def is_signed_in(client: Client) -> bool:
+    response = client.get(reverse("password_change"))
+    return response.status_code == 200
+
+
+def test_a_session_ends_after_the_idle_limit(olive, settings):
+    idle = timedelta(seconds=settings.SESSION_IDLE_SECONDS)
+    with time_machine.travel(NOW, tick=False):
+        client = signed_in(olive)
+    with time_machine.travel(NOW + idle - timedelta(minutes=5), tick=False):
+        assert is_signed_in(client)
+    # Measured from the last request, not from signing in.
+    with time_machine.travel(NOW + 2 * idle - timedelta(minutes=10), tick=False):
+        assert is_signed_in(client)
+    with time_machine.travel(NOW + 3 * idle, tick=False):
+        assert not is_signed_in(client)
+
+
+def test_a_session_in_use_ends_at_the_absolute_limit(olive, settings):
+    absolute = timedelta(seconds=settings.SESSION_ABSOLUTE_SECONDS)
+    step = timedelta(seconds=settings.SESSION_IDLE_SECONDS) / 2
+    with time_machine.travel(NOW, tick=False):
+        client = signed_in(olive)
+    moment = NOW
+    while moment + step < NOW + absolute:
+        moment += step
+        with time_machine.travel(moment, tick=False):
+            assert is_signed_in(client)
+    with time_machine.travel(NOW + absolute + timedelta(minutes=1), tick=False):
+        assert not is_signed_in(client)
+
+
+def test_the_default_limits_are_twelve_hours_idle_and_seven_days(settings):
+    assert settings.SESSION_IDLE_SECONDS == 12 * 3600
+    assert settings.SESSION_ABSOLUTE_SECONDS == 7 * 86400
+    assert settings.SESSION_COOKIE_AGE == settings.SESSION_IDLE_SECONDS
+
+
+def test_changing_the_password_signs_out_every_other_session(olive):
+    laptop, phone = signed_in(olive), signed_in(olive)
+
+    response = laptop.post(
+        reverse("password_change"),
+        {
+            "old_password": PASSWORD,
+            "new_password1": "a-new-longer-passphrase-42",
+            "new_password2": "a-new-longer-passphrase-42",
+        },
+    )
+
+    assert response.status_code == 302
+    assert is_signed_in(laptop)
+    assert not is_signed_in(phone)
+
+
+def test_a_reset_password_signs_out_every_session(client, olive):
+    phone = signed_in(olive)
+    ask_reset(client)
+    link = next(
+        line for line in mail.outbox[0].body.splitlines() if "/accounts/reset/" in line
+    )
+    path = link[link.index("/accounts/reset/") :].strip()
+    form = client.get(path, follow=True)
+    client.post(
+        form.redirect_chain[-1][0],
+        {
+            "new_password1": "another-passphrase-77",
+            "new_password2": "another-passphrase-77",
+        },
+    )
+
+    assert not is_signed_in(phone)
