@@ -140,7 +140,7 @@ def _columns(model: type, *, skip: tuple[str, ...]) -> list[str]:
     return [
         f.column
         for f in model._meta.concrete_fields  # type: ignore[attr-defined]
-        if f.column not in skip
+        if f.column not in skip and not f.generated
     ]
 
 

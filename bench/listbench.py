@@ -125,6 +125,8 @@ def _insert_checks(team_ids: list[int]) -> None:
     }
     columns, values, params = [], [], []
     for model_field in Check._meta.concrete_fields:
+        if model_field.generated:  # computed by the database
+            continue
         columns.append(model_field.column)
         if model_field.column in expressions:
             values.append(expressions[model_field.column])

@@ -244,7 +244,7 @@ class FeedEntry:
 
 def feed_checks(team: Team, monitor: Monitor | None = None) -> Any:
     """The team's checks that found changes, newest first (served by
-    check_recent_idx: walked newest first until a page is full)."""
+    check_changes_recent_idx: walked newest first until a page is full)."""
     checks = Check.objects.filter(
         monitor__team=team, monitor__deleted_at__isnull=True
     ).with_changes()

@@ -404,3 +404,29 @@ def test_meaningful_changes_only_says_so_when_no_change_was_judged_meaningful(
     body = html.unescape(only.content.decode())
     assert "No check has a change the AI judge called meaningful yet." in body
     assert str(check.pk) not in body.split('id="check-history"')[1]
+
+
+def test_the_feed_walks_the_index_of_checks_with_changes_not_every_check(team):
+    """At 100,000 checks a sort of all of a team's checks took hundreds of
+    milliseconds; walking the partial index newest first stops after a page."""
+    from django.db import connection
+
+    monitors = [make_monitor(team, f"Shop {i}") for i in range(20)]
+    now = timezone.now()
+    for i in range(200):
+        make_check(
+            monitors[i % 20],
+            now - timedelta(minutes=i),
+            same=2,
+            changed=int(i % 9 == 0),
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+        sql, params = history.feed_checks(team)[:26].query.sql_with_params()
+        explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+        cursor.execute(explain + sql, params)
+        plan = " ".join(str(row) for row in cursor.fetchall())
+
+    assert "check_changes_recent_idx" in plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan
+    assert len(history.feed_checks(team)) == 23
