@@ -438,6 +438,9 @@ CELERY_BEAT_SCHEDULE = {
 # Beat's own state (when each entry last ran) lives with the rest of var/, not
 # in whatever directory `celery -A config beat` happens to start in.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# One line when the broker goes away and one when it is back, not a traceback
+# per tick (config.beat).
+CELERY_BEAT_SCHEDULER = "config.beat.Scheduler"
 
 # --- Celery -------------------------------------------------------------------
 if REDIS_URL:
@@ -491,6 +494,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers wait out a broker outage of any length instead of exiting after
 # 100 tries (about 50 minutes), which only a supervisor would undo.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A check running when the broker drops keeps running: its pages and batches
+# are claimed in the database, so the copy of its message that the broker
+# hands out again afterwards finds the work taken and ends at once, while
+# cancelling would throw the pages in flight away. Said explicitly, since
+# Celery 6 is to change the default.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # What a task prints is logged at INFO, not Celery's WARNING: make run's
 # console e-mail backend prints every e-mail from the worker, and each one was

@@ -1,0 +1,176 @@
+"""Redis going away under a running check: the worker keeps its check (or
+hands it back cleanly) and goes on when Redis returns; nothing is lost.
+
+A Redis server of the test's own, on a free loopback port, is stopped while a
+real worker is in the middle of a check and started again on the same port.
+Needs PostgreSQL like tests/test_worker_integration.py, and redis-server."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings
+from django.utils import timezone
+
+from checks import dispatch, runner
+from checks.models import Check, PageResult
+from tests import test_worker_integration
+from tests.sites import Site
+from tests.test_worker_integration import (
+    FINISHED,
+    Worker,
+    _reset_producer_pools,
+    _unavailable,
+    thousand_page_monitor,
+    wait_for,
+    worker_env,
+    worker_sessions,
+)
+
+# The URL of the test database for a worker in another process (PostgreSQL).
+database_url = test_worker_integration.database_url
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
+
+
+class RedisServer:
+    """redis-server on 127.0.0.1:`port`, its data in an append-only file, that a test
+    stops (SIGKILL: an outage, not a shutdown) and starts again."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.dir = tmp_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server") or shutil.which("valkey-server")
+        if binary is None:
+            _unavailable("redis-server is not installed")
+        self.process = subprocess.Popen(  # noqa: S603 - a fixed local binary
+            [
+                binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+                "--dir", str(self.dir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
+        wait_for(lambda: _answers(client), "redis-server to start")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path, settings) -> Iterator[RedisServer]:
+    from config.celery import app as celery_app
+
+    server = RedisServer(tmp_path)
+    server.start()
+    conf = celery_app.conf
+    saved = (conf.broker_url, conf.broker_transport_options)
+    conf.broker_url = server.url
+    conf.broker_transport_options = {"visibility_timeout": 3600}
+    _reset_producer_pools()
+    yield server
+    conf.broker_url, conf.broker_transport_options = saved
+    _reset_producer_pools()
+    server.kill()
+
+
+def test_a_check_survives_redis_dropping_under_it(
+    team, own_redis, database_url, tmp_path, settings
+):
+    env = worker_env(own_redis.url, database_url, tmp_path)
+    worker = Worker(env, tmp_path / "worker.log")
+    try:
+        worker.wait_ready()
+        with Site() as site:
+            monitor = thousand_page_monitor(team, site, delay=0.01)
+            check = dispatch.queue_manual_check(monitor)
+            wait_for(
+                lambda: Check.objects.get(pk=check.pk).pages_done >= 300,
+                "the check to be under way",
+                worker.log,
+            )
+            own_redis.kill()
+            time.sleep(5)  # an outage of a few seconds, the check still running
+            own_redis.start()
+
+            def finished() -> bool:
+                runner.fail_stale_checks(timezone.now())
+                return Check.objects.get(pk=check.pk).status in FINISHED
+
+            wait_for(finished, "the check to finish after the outage", worker.log)
+
+        check.refresh_from_db()
+        assert worker.process.poll() is None, "the worker exited"
+        assert check.status == Check.Status.COMPLETED, check.error
+        assert PageResult.objects.filter(check_run=check).count() == 1000
+    finally:
+        worker.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+
+def test_beat_says_an_outage_once_and_its_end_once_with_no_traceback(
+    own_redis, database_url, tmp_path
+):
+    env = worker_env(own_redis.url, database_url, tmp_path)
+    env["CELERY_TASK_LOG_LEVEL"] = "INFO"  # beat's "Sending due task" lines
+    log_path = tmp_path / "beat.log"
+    with log_path.open("wb") as log:
+        beat = subprocess.Popen(  # noqa: S603 - our own interpreter
+            [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel=INFO"],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            text = lambda: log_path.read_text(errors="replace")  # noqa: E731
+            wait_for(lambda: "Sending due task" in text(), "beat to tick", text)
+            own_redis.kill()
+            time.sleep(12)  # several ticks' worth of outage
+            own_redis.start()
+            sent_before = text().count("Sending due task")
+            wait_for(
+                lambda: text().count("Sending due task") > sent_before,
+                "beat to tick again after the outage",
+                text,
+            )
+        finally:
+            beat.terminate()
+            beat.wait(timeout=15)
+
+    output = text()
+    assert "Traceback" not in output
+    assert output.count("The broker cannot be reached") == 1
+    assert output.count("The broker is reachable again") == 1
