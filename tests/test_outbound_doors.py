@@ -15,7 +15,6 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 from PIL import Image
@@ -30,9 +29,8 @@ from checks.content.readable import readable_html
 from checks.content.source import ExtractionError
 from checks.content.visual import visual_change
 from checks.crawl.discovery import discover
-from checks.fetch import transport
 from monitors import rules
-from tests.sites import Site
+from tests import test_browser_safety
 
 
 @dataclass
@@ -182,20 +180,9 @@ def _replace(value, old: str, new: str):
 # --- Libraries that read what a page or a user gives them ------------------------
 
 
-@pytest.fixture
-def public_site(monkeypatch, settings) -> Iterator[Site]:
-    """A site on 127.0.0.1 standing in for a public server: the policy lets
-    that one address through, and judges every other with private targets off
-    (as tests/test_browser_safety.py does)."""
-    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
-    real = transport.address_block_reason
-
-    def policy(ip: Any, allow_private: bool) -> str | None:
-        return None if str(ip) == "127.0.0.1" else real(ip, allow_private)
-
-    monkeypatch.setattr(transport, "address_block_reason", policy)
-    with Site() as running:
-        yield running
+# A site on 127.0.0.1 standing in for a public server: the policy lets that
+# one address through and judges every other with private targets off.
+public_site = test_browser_safety.public_site
 
 
 def test_sitemaps_named_by_robots_or_an_index_are_fetched_through_the_door(
