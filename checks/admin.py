@@ -4,7 +4,7 @@ updates; an admin form must never write them back. Superusers (or staff with
 the delete permission) may delete, e.g. to clear out a runaway check.
 
 Page-derived content (URLs, errors, extracted text, diffs) is only ever shown
-escaped; the worker's pre-rendered diff_html is deliberately not displayed.
+escaped.
 """
 
 from __future__ import annotations

@@ -32,9 +32,11 @@ from checks.content import (
     SOURCE_MARKDOWN,
     Pack,
     markdown_of,
+    pack_diff,
     pack_snapshot,
     snapshot_hash,
     unpack,
+    unpack_diff,
 )
 from checks.errors import ErrorKind
 from monitors.models import Monitor, Team
@@ -1011,10 +1013,12 @@ class PageResult(models.Model):
         max_length=32, blank=True, default="", choices=ErrorKind.choices()
     )
     metadata = models.JSONField(default=dict, blank=True)
-    # {"text": unified diff, "json": parse-diff AST}; null unless changed.
-    diff = models.JSONField(null=True, blank=True)
-    # Escaped side-by-side HTML rendered by the worker for the dashboard.
-    diff_html = models.TextField(blank=True)
+    # The diff ({"text": unified diff, "json": parse-diff AST or JSON mode's
+    # field diff}; `diff` below) of a changed page, compressed, the AST left
+    # to be derived from the text: about the size of a compressed snapshot.
+    packed_diff = models.BinaryField(null=True, blank=True)
+    # Rows written before diffs were packed keep theirs here, read as they are.
+    stored_diff = models.JSONField(null=True, blank=True, db_column="diff")
     judgment = models.JSONField(null=True, blank=True)
     verdict = models.CharField(
         max_length=16, choices=Verdict.choices, default=Verdict.NONE, blank=True
@@ -1056,6 +1060,23 @@ class PageResult(models.Model):
     @property
     def is_still_gone(self) -> bool:
         return self.says_still_gone(self.status, self.status_code)
+
+    @property
+    def diff(self) -> dict[str, Any] | None:
+        """The page's diff, as the API and messages show it; None unless the
+        page changed."""
+        packed = self.packed_diff
+        if packed is None:
+            return self.stored_diff
+        cached = self.__dict__.get("_unpacked")
+        if cached is None or cached[0] is not packed:
+            cached = (packed, unpack_diff(bytes(packed)))
+            self.__dict__["_unpacked"] = cached
+        return cached[1]
+
+    @diff.setter
+    def diff(self, value: dict[str, Any] | None) -> None:
+        self.packed_diff, self.stored_diff = pack_diff(value), None
 
     @property
     def is_meaningful(self) -> bool | None:

@@ -89,7 +89,6 @@ class Outcome:
     # Hash of the normalised Markdown, when known ("" otherwise).
     normalized_hash: str = ""
     diff: dict[str, Any] | None = None
-    diff_html: str = ""
     cache_hit: bool = False
     # The page's snapshot: (content hash, compressed data, size, format);
     # empty data when that content is stored already (the baseline's).
@@ -488,11 +487,11 @@ def reconcile(
             before = strip_noise(before, ignore_lines)
         except (ExtractionError, ValueError):
             before = ""
-    before_hash, digest, diff, diff_html = compare_texts(before, after)
+    before_hash, digest, diff = compare_texts(before, after)
     if before_hash == digest:
         _keep_baseline(outcome, baseline, source, source_format, digest)
         return
     outcome.status = PageResult.Status.CHANGED
     outcome.normalized_hash = digest
-    outcome.diff, outcome.diff_html = diff, diff_html
+    outcome.diff = diff
     outcome.snapshot = pack_snapshot(source, source_format)

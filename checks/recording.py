@@ -146,7 +146,6 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
         error_kind=outcome.error_kind,
         metadata=outcome.metadata,
         diff=outcome.diff,
-        diff_html=outcome.diff_html,
         judgment=outcome.judgment,
         verdict=outcome.verdict,
         extraction=outcome.extraction,

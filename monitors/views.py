@@ -40,7 +40,6 @@ from checks.content import (
     render_inline,
     render_side_by_side,
     strip_noise,
-    with_columns,
 )
 from checks.content.readable import readable_html
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
@@ -600,7 +599,7 @@ def check_detail(
     status = request.GET.get("status", "")
     if status not in (*PageResult.Status.values, MEANINGFUL, NOT_JUDGED):
         status = ""
-    pages = check.pages.defer("diff", "diff_html", "extraction").order_by(
+    pages = check.pages.defer("packed_diff", "stored_diff", "extraction").order_by(
         "created_at", "id"
     )
     if status == MEANINGFUL:
@@ -763,9 +762,7 @@ def page_diff(
     after, after_cut = _display_text(page.current_snapshot)
     comparable = before is not None and after is not None
     text_diff = page.field_changes == {} or bool((page.diff or {}).get("text"))
-    if layout == "split" and page.diff_html:
-        html = with_columns(page.diff_html)
-    elif comparable and page.status == PageResult.Status.CHANGED and text_diff:
+    if comparable and page.status == PageResult.Status.CHANGED and text_diff:
         # Compared as the check compared them: the monitor's ignored lines out.
         ignored = check.monitor.ignore_lines or []
         render_diff = render_inline if layout == "inline" else render_side_by_side
@@ -781,7 +778,7 @@ def page_diff(
             check_run__monitor=check.monitor, target_id=page.target_id, url=page.url
         )
         .select_related("check_run")
-        .defer("diff", "diff_html", "metadata", "judgment")
+        .defer("packed_diff", "stored_diff", "metadata", "judgment")
         .order_by("-created_at")[:30]
     )
     context = {

@@ -120,7 +120,6 @@ def check_with_pages(monitor) -> Check:
         current_snapshot=after,
         metadata={"title": HOSTILE},
         diff={"text": f"-old text\n+new text {HOSTILE}"},
-        diff_html=HOSTILE,
         judgment={"meaningful": True, "reason": HOSTILE},
     )
     PageResult.objects.create(

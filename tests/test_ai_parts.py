@@ -232,11 +232,11 @@ def test_plain_text_drops_control_characters_and_bounds_length():
 
 
 def test_cited_lines_are_marked_and_page_text_stays_escaped():
-    from checks.content import compare_texts, mark_quotes
+    from checks.content import mark_quotes, render_side_by_side
 
     before = "Plans\nPro: $49 <script>x</script>"
     after = "Plans\nPro: $59 <script>x</script>"
-    html = compare_texts(before, after)[3]
+    html = render_side_by_side(before, after)
 
     marked = mark_quotes(html, ["Pro: $59 <script>x</script>", "not on the page"])
 

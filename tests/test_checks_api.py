@@ -248,7 +248,6 @@ def test_check_detail_has_the_contract_shape(api, monitor):
         status_code=200,
         metadata={"title": "Example", "creditsUsed": 1},
         diff={"text": "--- previous\n+++ current\n", "json": {"files": []}},
-        diff_html="<table></table>",
     )
 
     response = api.get(url(monitor, f"/checks/{check.pk}"))

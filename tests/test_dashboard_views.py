@@ -107,9 +107,9 @@ def make_page(check: Check, before: str | None, after: str, **fields) -> PageRes
     previous = Snapshot.store(before) if before is not None else None
     current = fields.pop("current_snapshot", Snapshot.store(after))
     status = fields.pop("status", "changed" if before is not None else "new")
-    diff, diff_html = None, ""
+    diff = None
     if before is not None:
-        _, _, diff, diff_html = compare_texts(before, after)
+        _, _, diff = compare_texts(before, after)
     return PageResult.objects.create(
         check_run=check,
         target_id=target.id,
@@ -118,7 +118,6 @@ def make_page(check: Check, before: str | None, after: str, **fields) -> PageRes
         previous_snapshot=previous,
         current_snapshot=current,
         diff=diff,
-        diff_html=diff_html,
         **fields,
     )
 

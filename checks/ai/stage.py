@@ -271,12 +271,9 @@ def _compare(page: Page, before: Any, current: Any) -> None:
             diff = {"text": diff_text, "json": fields}
     else:
         changed = bool(fields)
-        diff = {"json": fields}
-        outcome.diff_html = ""  # the dashboard shows the fields, not the text
+        diff = {"json": fields}  # the dashboard shows the fields, not the text
     outcome.status = Status.CHANGED if changed else Status.SAME
     outcome.diff = diff if changed else None
-    if not changed:
-        outcome.diff_html = ""
 
 
 def _fail(outcome: Outcome, kind: str, message: str) -> None:
@@ -285,7 +282,6 @@ def _fail(outcome: Outcome, kind: str, message: str) -> None:
     outcome.error = message
     outcome.error_kind = kind
     outcome.diff = None
-    outcome.diff_html = ""
     outcome.snapshot = None
     outcome.cache_hit = False
     outcome.extraction = outcome.summary = outcome.judgment = None

@@ -15,7 +15,7 @@ worker never loads markdown-it.
 from __future__ import annotations
 
 from checks.content.compare import content_hash, normalize
-from checks.content.diff import compare_texts, diff_ast
+from checks.content.diff import compare_texts, diff_ast, pack_diff, unpack_diff
 from checks.content.extract import extract
 from checks.content.fields import field_diff
 from checks.content.html import page_links
@@ -44,6 +44,8 @@ __all__ = [
     "compare_texts",
     "content_hash",
     "diff_ast",
+    "pack_diff",
+    "unpack_diff",
     "extract",
     "field_diff",
     "mark_quotes",

@@ -5,11 +5,12 @@ git-style unified text plus the parse-diff AST the SDKs expect, and
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from checks.content.compare import Opcode, Side, opcodes, sides_and_hashes
-from checks.content.render import side_by_side_html
+from checks.content.snapshots import pack_bytes, unpack_bytes
 
 # Unchanged lines shown around each change, as git shows them.
 _CONTEXT = 3
@@ -167,15 +168,44 @@ def _file_name(value: str) -> str:
 
 def compare_texts(
     previous: str, current: str
-) -> tuple[str, str, dict[str, Any] | None, str]:
-    """``(content_hash(previous), content_hash(current), diff, side-by-side
-    HTML)``, the diff and HTML only when the hashes differ (None and "" when
-    they are equal): what the check runner needs for a page whose source
-    changed, normalising each text once."""
+) -> tuple[str, str, dict[str, Any] | None]:
+    """``(content_hash(previous), content_hash(current), diff)``, the diff only
+    when the hashes differ (None when they are equal): what the check runner
+    needs for a page whose source changed, normalising each text once. The
+    dashboard renders its HTML from the two snapshots when someone looks."""
     old, new, (before, after) = sides_and_hashes(previous, current)
     if before == after:
-        return before, after, None, ""
+        return before, after, None
     codes = opcodes(old.keys, new.keys)
     text = _unified_text(old, new, codes)
     diff = {"text": text, "json": diff_ast(text)} if text else None
-    return before, after, diff, side_by_side_html(old, new, codes, _CONTEXT, "change-")
+    return before, after, diff
+
+
+# Stands in a stored diff for a "json" that is the AST of its own "text":
+# derived again when read, so it is never stored twice. A field diff (JSON
+# mode) is an object, never this string.
+_AST = "ast-of-text"
+
+
+def pack_diff(diff: dict[str, Any] | None) -> bytes | None:
+    """A page's diff as stored: compressed, without what its text implies."""
+    if diff is None:
+        return None
+    stored = dict(diff)
+    found = stored.get("json")
+    if (
+        isinstance(found, dict)
+        and "files" in found
+        and isinstance(stored.get("text"), str)
+    ):
+        stored["json"] = _AST
+    return pack_bytes(json.dumps(stored, separators=(",", ":")).encode())
+
+
+def unpack_diff(data: bytes) -> dict[str, Any]:
+    """The diff `pack_diff` stored, key for key as it was given."""
+    diff: dict[str, Any] = json.loads(unpack_bytes(data))
+    if diff.get("json") == _AST:
+        diff["json"] = diff_ast(diff["text"])
+    return diff

@@ -61,6 +61,18 @@ def pack_snapshot(
     return digest, _compressor().compress(raw), len(raw), source_format
 
 
+def pack_bytes(raw: bytes) -> bytes:
+    return _compressor().compress(raw)
+
+
+def unpack_bytes(data: bytes) -> bytes:
+    """Bytes packed by `pack_bytes`; raises ValueError for damaged data."""
+    try:
+        return zstandard.ZstdDecompressor().decompress(data)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"damaged data: {exc}") from exc
+
+
 def unpack(data: bytes) -> str:
     """The text of a snapshot's compressed data (Zstandard, or older zlib).
     Raises ValueError for damaged data."""

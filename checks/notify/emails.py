@@ -424,9 +424,8 @@ def _attach_diffs(check: Check, report: ChangeReport) -> None:
         p for p in report.pages if p.status == "changed" and p.meaningful is not False
     ]
     chosen = chosen[:DIFF_PAGES]
-    diffs = dict(
-        check.pages.filter(pk__in=[p.pk for p in chosen]).values_list("pk", "diff")
-    )
+    rows = check.pages.filter(pk__in=[p.pk for p in chosen])
+    diffs = {row.pk: row.diff for row in rows.only("pk", "packed_diff", "stored_diff")}
     for page in chosen:
         text = (diffs.get(page.pk) or {}).get("text")
         if isinstance(text, str) and text:

@@ -214,7 +214,7 @@ class SearchStage:
         """The page of a search result (`base`: its fetched page)."""
         outcome = base or Outcome(Status.SAME, {"sourceURL": job.url})
         outcome.status = PAGE_STATUS[status]
-        outcome.diff, outcome.diff_html = None, ""
+        outcome.diff = None
         title = result.get("title") or outcome.metadata.get("title") or ""
         outcome.metadata |= {
             "creditsUsed": 0,  # billed flat (targetResults searchCredits, judgeCredits)

@@ -92,7 +92,7 @@ def dashboard(team, member) -> dict:
         )
     before = "# Pricing\n\nPro costs $19 a month.\n\nTeam costs $49 a month."
     after = "# Pricing\n\nPro costs $24 a month.\n\nTeam costs $49 a month."
-    _, _, diff, diff_html = compare_texts(before, after)
+    _, _, diff = compare_texts(before, after)
     changed = PageResult.objects.create(
         check_run=check,
         target_id=pages.pk,
@@ -101,7 +101,6 @@ def dashboard(team, member) -> dict:
         previous_snapshot=Snapshot.store(before),
         current_snapshot=Snapshot.store(after),
         diff=diff,
-        diff_html=diff_html,
         metadata={"title": "Pricing"},
         verdict=PageResult.Verdict.MEANINGFUL,
         judgment={

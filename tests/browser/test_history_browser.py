@@ -39,7 +39,7 @@ def finished_check(monitor: Monitor, when: datetime, **summary: int) -> Check:
 
 
 def changed_page(check: Check, before: str, after: str, url: str, title: str):
-    _, _, diff, html = compare_texts(before, after)
+    _, _, diff = compare_texts(before, after)
     return PageResult.objects.create(
         check_run=check,
         target_id=check.monitor.targets.first().pk,
@@ -48,7 +48,6 @@ def changed_page(check: Check, before: str, after: str, url: str, title: str):
         previous_snapshot=Snapshot.store(before),
         current_snapshot=Snapshot.store(after),
         diff=diff,
-        diff_html=html,
         metadata={"title": title},
     )
 
