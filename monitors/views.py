@@ -31,6 +31,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
+from checks import storage
 from checks.ai import llm_available
 from checks.browser.executable import available as browser_available
 from checks.captures import screenshot_links
@@ -202,7 +203,11 @@ def team_members(request: DashboardRequest) -> HttpResponse:
     return render(
         request,
         "monitors/team_members.html",
-        {"memberships": memberships, "admin_url": admin_url},
+        {
+            "memberships": memberships,
+            "admin_url": admin_url,
+            "history_bytes": storage.team_bytes(request.team),
+        },
     )
 
 

@@ -1,0 +1,90 @@
+"""How much a team's or a monitor's history takes in the database.
+
+Counted from the rows themselves: page results (their diffs, metadata,
+judgments and extractions) and the snapshots they and the baselines refer to.
+A snapshot shared by several monitors (the same content) counts for each.
+Meant for people deciding on retention, so a close figure is enough; the
+team's total is cached for a while, since it reads every row of its history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.db.models import Q, QuerySet, Sum, TextField
+from django.db.models.functions import Cast, Coalesce, Length
+
+from checks.models import PageResult, PageState, Snapshot
+from monitors.models import Monitor, Team
+
+TEAM_CACHE_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Usage:
+    monitor: Monitor
+    results_bytes: int
+    snapshot_bytes: int
+
+    @property
+    def total(self) -> int:
+        return self.results_bytes + self.snapshot_bytes
+
+
+def _sum(queryset: QuerySet, *expressions) -> int:  # type: ignore[type-arg]
+    total = 0
+    for index, expression in enumerate(expressions):
+        value = queryset.aggregate(**{f"v{index}": Sum(Coalesce(expression, 0))})
+        total += int(value[f"v{index}"] or 0)
+    return total
+
+
+def _json_length(field: str) -> Length:
+    return Length(Cast(field, TextField()))
+
+
+def results_bytes(pages: QuerySet[PageResult]) -> int:
+    return _sum(
+        pages,
+        Length("packed_diff"),
+        _json_length("stored_diff"),
+        _json_length("metadata"),
+        _json_length("judgment"),
+        _json_length("extraction"),
+    )
+
+
+def snapshot_bytes(monitors: QuerySet[Monitor]) -> int:
+    pages = PageResult.objects.filter(check_run__monitor__in=monitors)
+    referred = (
+        Q(pk__in=pages.values("current_snapshot"))
+        | Q(pk__in=pages.values("previous_snapshot"))
+        | Q(pk__in=PageState.objects.filter(monitor__in=monitors).values("snapshot"))
+    )
+    return _sum(Snapshot.objects.filter(referred), Length("data"))
+
+
+def usage_of(monitor: Monitor) -> Usage:
+    monitors = Monitor.objects.filter(pk=monitor.pk)
+    pages = PageResult.objects.filter(check_run__monitor=monitor)
+    return Usage(monitor, results_bytes(pages), snapshot_bytes(monitors))
+
+
+def biggest_monitors(monitors: QuerySet[Monitor], top: int) -> list[Usage]:
+    """The `top` monitors holding the most, biggest first."""
+    usages = [usage_of(monitor) for monitor in monitors.order_by("pk")]
+    return sorted(usages, key=lambda usage: usage.total, reverse=True)[:top]
+
+
+def team_bytes(team: Team) -> int:
+    """Everything the team's monitors keep (cached TEAM_CACHE_SECONDS)."""
+    key = f"storage:team:{team.pk}"
+    cached = cache.get(key)
+    if cached is not None:
+        return int(cached)
+    monitors = Monitor.objects.filter(team=team)
+    pages = PageResult.objects.filter(check_run__monitor__team=team)
+    total = results_bytes(pages) + snapshot_bytes(monitors)
+    cache.set(key, total, TEAM_CACHE_SECONDS)
+    return total

@@ -1,0 +1,86 @@
+"""How much a team's history takes: on the team page, and per monitor with
+`manage.py storage`."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.cache import cache
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from checks import storage
+from checks.content import compare_texts
+from checks.models import Check, PageResult, Snapshot
+from monitors.models import Monitor, Target
+
+pytestmark = pytest.mark.django_db
+
+
+def monitor_with_a_change(team, name: str, size: int) -> Monitor:
+    monitor = Monitor.objects.create(team=team, name=name, schedule_cron="0 * * * *")
+    target = Target.objects.create(
+        monitor=monitor, type="scrape", urls=["https://e.x/"]
+    )
+    check = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.COMPLETED
+    )
+    before = " ".join(f"word{i}" for i in range(size))
+    after = before.replace("word1 ", "changed ")
+    PageResult.objects.create(
+        check_run=check,
+        target_id=target.pk,
+        url="https://e.x/",
+        status=PageResult.Status.CHANGED,
+        previous_snapshot=Snapshot.store(before),
+        current_snapshot=Snapshot.store(after),
+        diff=compare_texts(before, after)[2],
+    )
+    return monitor
+
+
+def test_a_monitor_counts_its_diffs_and_the_snapshots_it_refers_to(team):
+    monitor = monitor_with_a_change(team, "Big", 20_000)
+    page = PageResult.objects.get(check_run__monitor=monitor)
+    snapshots = len(page.previous_snapshot.data) + len(page.current_snapshot.data)
+
+    usage = storage.usage_of(monitor)
+
+    assert usage.snapshot_bytes == snapshots
+    assert usage.results_bytes >= len(page.packed_diff)
+    assert usage.total == usage.snapshot_bytes + usage.results_bytes
+
+
+def test_the_command_lists_the_biggest_monitors_first(team, other_team):
+    monitor_with_a_change(team, "Small", 100)
+    monitor_with_a_change(team, "Large", 50_000)
+    monitor_with_a_change(other_team, "Theirs", 80_000)
+    out = StringIO()
+
+    call_command("storage", "--team", team.slug, "--top", "5", stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert "Large" in lines[1] and "Small" in lines[2]
+    assert "Theirs" not in out.getvalue()
+
+
+def test_the_command_names_an_unknown_team(db):
+    with pytest.raises(CommandError, match="No team has the slug 'nope'"):
+        call_command("storage", "--team", "nope")
+
+
+def test_the_team_page_says_how_much_the_history_takes(client, team, django_user_model):
+    from monitors.models import Membership
+
+    user = django_user_model.objects.create_user("ana", password="pw-long-enough-1")
+    Membership.objects.create(team=team, user=user, role="owner")
+    monitor_with_a_change(team, "Big", 50_000)
+    cache.clear()
+    client.force_login(user)
+
+    text = client.get(reverse("team-members")).content.decode()
+
+    expected = storage.team_bytes(team)
+    assert expected > 10_000
+    assert "takes about" in text and "KB" in text
