@@ -383,7 +383,11 @@ SERIES: dict[str, tuple[tuple[int, bool] | None, str]] = {
     "unchanged": ((1, False), "same"),  # chrome rotated, text the same
     "identical": (None, "same"),  # the very same bytes again
     "rewritten": ((2, True), "changed"),  # every article edited
+    # Every article replaced by new text of the same vocabulary: nothing of
+    # a page's text is left to match (an article generation of its own).
+    "replaced": ((2, False), "changed"),
 }
+REPLACED_GENERATION = 10_000
 
 
 @dataclass
@@ -436,7 +440,8 @@ def run_series(
         for name, (shown, finds) in SERIES.items():
             if shown is not None:
                 variant, edited = shown
-                server.show(pages, generation, variant, edited, delay_ms)
+                text = generation + REPLACED_GENERATION * (name == "replaced")
+                server.show(pages, text, variant, edited, delay_ms)
             series.baseline.append(baseline_fetch(urls))
             sample = run_check(monitor, worker, server)
             expect(sample.check, problems, **{finds: pages})
