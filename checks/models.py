@@ -22,9 +22,9 @@ from functools import cached_property
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Exists, F, Max, OuterRef, Q, Sum
+from django.db.models import Exists, F, IntegerField, Max, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from checks.content import (
@@ -92,6 +92,18 @@ class CheckQuerySet(models.QuerySet["Check"]):
             .filter(pk=pk, status__in=statuses)
             .first()
         )
+
+    def with_changes_that_matter(self) -> CheckQuerySet:
+        """Checks that found a change the judge did not call unimportant: a
+        page new or removed, or more changed pages than were judged noise
+        (where judging is off, every change counts)."""
+        changed = Cast(KT("summary__changed"), IntegerField())
+        matter = (
+            Q(changed_pages__gt=F("noise"))
+            | Q(summary__new__gt=0)
+            | Q(summary__removed__gt=0)
+        )
+        return self.with_changes().alias(changed_pages=changed).filter(matter)
 
     def with_meaningful_changes(self) -> CheckQuerySet:
         """Checks with at least one change the judge called meaningful (the
@@ -172,6 +184,9 @@ class Check(models.Model):
     # Whether the summary counts a page changed, new or removed: computed by
     # the database and stored, so the team's history can walk an index of
     # just these checks instead of sorting every check of the team.
+    # Changed pages the goal judge called not meaningful: the dashboard tells
+    # these apart from the changes that matter (0 where judging is off).
+    noise = models.PositiveIntegerField(default=0)
     found_changes = models.GeneratedField(
         expression=Q(summary__changed__gt=0)
         | Q(summary__new__gt=0)
@@ -297,32 +312,42 @@ class Check(models.Model):
             )
         )
 
-    def tally(self) -> list[tuple[str, Any]]:
-        """(status, creditsUsed) of each page result, in one query that leaves
-        the rest of each page's metadata in the database."""
+    def tally(self) -> list[tuple[str, Any, str]]:
+        """(status, creditsUsed, verdict) of each page result, in one query
+        that leaves the rest of each page's metadata in the database."""
         return list(
             PageResult.objects.filter(check_run_id=self.pk).values_list(
-                "status", KT("metadata__creditsUsed")
+                "status", KT("metadata__creditsUsed"), "verdict"
             )
         )
 
     @staticmethod
-    def summarize(tally: list[tuple[str, Any]]) -> dict[str, int]:
-        counts = Counter(status for status, _ in tally)
+    def noise_in(tally: list[tuple[str, Any, str]]) -> int:
+        """Changed pages the judge called not meaningful."""
+        return sum(
+            1
+            for status, _, verdict in tally
+            if status == PageResult.Status.CHANGED
+            and verdict == PageResult.Verdict.NOISE
+        )
+
+    @staticmethod
+    def summarize(tally: list[tuple[str, Any, str]]) -> dict[str, int]:
+        counts = Counter(status for status, *_ in tally)
         summary = empty_summary()
         for status, count in counts.items():
             summary[status] = count
         summary["totalPages"] = sum(counts.values())
         return summary
 
-    def credits_for(self, tally: list[tuple[str, Any]], now: datetime) -> int:
+    def credits_for(self, tally: list[tuple[str, Any, str]], now: datetime) -> int:
         """Sum of the pages' creditsUsed; removed pages are free, and so are
         same pages when the monitor's interval qualifies (unchangedPagesFree),
         pages still gone after `removed` included: fetched, and unchanged."""
         monitor = self.monitor
         same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
         total = 0
-        for status, credits in tally:
+        for status, credits, _ in tally:
             if status == PageResult.Status.REMOVED:
                 continue
             if status == PageResult.Status.SAME and same_free:
@@ -371,6 +396,7 @@ class Check(models.Model):
         summary = self.summarize(tally)
         self.status, self.error = self.outcome(summary)
         self.summary = summary
+        self.noise = self.noise_in(tally)
         self.actual_credits = self.credits_for(tally, now) + self.search_credits()
         if self.billing_status == self.Billing.RESERVED:
             self.billing_status = (
@@ -383,11 +409,14 @@ class Check(models.Model):
             announce(self)
         self.save(
             update_fields=[
-                "status", "error", "summary", "actual_credits", "billing_status",
-                "finished_at", "heartbeat_at", "notification_status", "updated_at",
+                "status", "error", "summary", "noise", "actual_credits",
+                "billing_status", "finished_at", "heartbeat_at",
+                "notification_status", "updated_at",
             ]
         )  # fmt: skip
-        Monitor.objects.filter(pk=self.monitor_id).check_ended(self.pk, now, summary)
+        Monitor.objects.filter(pk=self.monitor_id).check_ended(
+            self.pk, now, summary, self.noise
+        )
 
     def fail(self, message: str, now: datetime) -> None:
         """End an in-flight check as failed (crash, time limit, lost, given
@@ -397,19 +426,23 @@ class Check(models.Model):
         billing = self.billing_status
         if billing == self.Billing.RESERVED:
             billing = self.Billing.RELEASED
-        summary = self.summarize(self.tally())
+        tally = self.tally()
+        summary = self.summarize(tally)
         self._end(
             now,
             status=self.Status.FAILED,
             error=message,
             summary=summary,
+            noise=self.noise_in(tally),
             actual_credits=0,
             billing_status=billing,
         )
         CheckBatch.objects.filter(check_run_id=self.pk).open().update(
             status=CheckBatch.Status.ENDED
         )
-        Monitor.objects.filter(pk=self.monitor_id).check_ended(self.pk, now, summary)
+        Monitor.objects.filter(pk=self.monitor_id).check_ended(
+            self.pk, now, summary, self.noise
+        )
 
     def _end(self, now: datetime, **fields: Any) -> None:
         fields |= {"finished_at": now, "updated_at": now}

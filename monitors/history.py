@@ -44,16 +44,20 @@ BOTTOM = 22
 @dataclass(frozen=True)
 class Bar:
     """One check in the chart: its slot, and the heights of its changed
-    and failed pages (stacked, changed at the bottom)."""
+    pages that matter, its changes judged unimportant and its failed pages
+    (stacked in that order from the bottom)."""
 
     check: Check
     x: int
-    changed: int
+    changed: int  # changes that matter (all of them where judging is off)
     errors: int
     changed_y: float
     changed_height: float
     errors_y: float
     errors_height: float
+    noise: int = 0  # changes the judge called unimportant
+    noise_y: float = 0.0
+    noise_height: float = 0.0
     # A check that looked at no page (failed outright, or skipped): drawn as
     # a mark on the axis so the gap is visible and explained.
     marker: str = ""
@@ -91,6 +95,10 @@ class Chart:
     def total_errors(self) -> int:
         return sum(bar.errors for bar in self.bars)
 
+    @property
+    def total_noise(self) -> int:
+        return sum(bar.noise for bar in self.bars)
+
 
 @dataclass(frozen=True, slots=True)
 class RecentCheck:
@@ -100,6 +108,7 @@ class RecentCheck:
     at: datetime  # started, else queued
     changed: int
     found_changes: bool  # pages changed, new or removed
+    noise: int = 0  # of the changed pages, those judged unimportant
 
 
 def _count(value: Any) -> int:
@@ -115,7 +124,7 @@ def _count(value: Any) -> int:
 _RECENT_SQL = """
 SELECT c.monitor_id, c.status, COALESCE(c.started_at, c.created_at),
        c.summary ->> 'changed', c.summary ->> 'new', c.summary ->> 'removed',
-       c.created_at, c.id
+       c.created_at, c.id, c.noise
 FROM unnest(%s::uuid[]) AS m(id)
 CROSS JOIN LATERAL (
     SELECT * FROM checks_check WHERE monitor_id = m.id
@@ -148,6 +157,7 @@ def _recent_rows(monitor_ids: list[uuid.UUID], count: int) -> list[tuple]:
             KT("summary__removed"),
             "created_at",
             "id",
+            "noise",
         )
     )
 
@@ -163,10 +173,12 @@ def recent_per_monitor(
         return by_monitor
     rows = _recent_rows(monitor_ids, count)
     rows.sort(key=lambda row: (row[6], row[7]))  # oldest first
-    for monitor_id, status, at, changed, new, removed, _, _ in rows:
+    for monitor_id, status, at, changed, new, removed, _, _, noise in rows:
         changed_count = _count(changed)
         found = bool(changed_count or _count(new) or _count(removed))
-        by_monitor[monitor_id].append(RecentCheck(status, at, changed_count, found))
+        by_monitor[monitor_id].append(
+            RecentCheck(status, at, changed_count, found, noise or 0)
+        )
     return by_monitor
 
 
@@ -175,7 +187,15 @@ def recent_checks(monitor: Monitor, count: int = CHART_CHECKS) -> list[Check]:
     checks = (
         Check.objects.for_monitor(monitor)
         .filter(status__in=Check.FINISHED)
-        .only("id", "monitor_id", "status", "started_at", "created_at", "summary")
+        .only(
+            "id",
+            "monitor_id",
+            "status",
+            "started_at",
+            "created_at",
+            "summary",
+            "noise",
+        )
         .order_by("-created_at", "-id")[:count]
     )
     return list(reversed(checks))
@@ -194,18 +214,21 @@ def _marker(check: Check) -> str:
 
 
 def check_chart(checks: list[Check]) -> Chart:
-    """Bars of changed and failed pages per check, on a shared y axis."""
-    counts = [
-        (int(c.summary.get("changed") or 0), int(c.summary.get("error") or 0))
-        for c in checks
-    ]
-    top = max([changed + errors for changed, errors in counts] + [1])
+    """Bars of changed (meaningful, then judged unimportant) and failed
+    pages per check, on a shared y axis."""
+    counts = []
+    for c in checks:
+        changed = int(c.summary.get("changed") or 0)
+        noise = min(int(getattr(c, "noise", 0) or 0), changed)
+        counts.append((changed - noise, noise, int(c.summary.get("error") or 0)))
+    top = max([sum(count) for count in counts] + [1])
     bars = []
-    for index, (check, (changed, errors)) in enumerate(
+    for index, (check, (changed, noise, errors)) in enumerate(
         zip(checks, counts, strict=True)
     ):
         changed_y = _y(changed, top)
-        errors_y = _y(changed + errors, top)
+        noise_y = _y(changed + noise, top)
+        errors_y = _y(changed + noise + errors, top)
         bars.append(
             Bar(
                 check=check,
@@ -215,8 +238,11 @@ def check_chart(checks: list[Check]) -> Chart:
                 changed_y=changed_y,
                 changed_height=TOP + PLOT_HEIGHT - changed_y,
                 errors_y=errors_y,
-                errors_height=changed_y - errors_y,
-                marker="" if changed or errors else _marker(check),
+                errors_height=noise_y - errors_y,
+                noise=noise,
+                noise_y=noise_y,
+                noise_height=changed_y - noise_y,
+                marker="" if changed or noise or errors else _marker(check),
             )
         )
     middle = [(top // 2, _y(top // 2, top))] if top >= 4 else []
@@ -242,12 +268,14 @@ class FeedEntry:
         return max(total - len(self.pages), 0)
 
 
-def feed_checks(team: Team, monitor: Monitor | None = None) -> Any:
-    """The team's checks that found changes, newest first (served by
+def feed_checks(
+    team: Team, monitor: Monitor | None = None, *, that_matter: bool = False
+) -> Any:
+    """The team's checks that found changes (`that_matter`: changes the judge
+    did not call unimportant), newest first (served by
     check_changes_recent_idx: walked newest first until a page is full)."""
-    checks = Check.objects.filter(
-        monitor__team=team, monitor__deleted_at__isnull=True
-    ).with_changes()
+    checks = Check.objects.filter(monitor__team=team, monitor__deleted_at__isnull=True)
+    checks = checks.with_changes_that_matter() if that_matter else checks.with_changes()
     if monitor is not None:
         checks = checks.filter(monitor=monitor)
     return (
@@ -258,13 +286,14 @@ def feed_checks(team: Team, monitor: Monitor | None = None) -> Any:
 
 
 def feed_page(
-    team: Team, page: int, monitor: Monitor | None = None
+    team: Team, page: int, monitor: Monitor | None = None, *, that_matter: bool = False
 ) -> tuple[list[FeedEntry], bool]:
     """(entries, has_more) of one page of the feed. Pages are counted without
     a COUNT over the team's whole history: one row more than a page says
     whether there is an older page."""
     start = (page - 1) * FEED_CHECKS_PER_PAGE
-    rows = list(feed_checks(team, monitor)[start : start + FEED_CHECKS_PER_PAGE + 1])
+    checks = feed_checks(team, monitor, that_matter=that_matter)
+    rows = list(checks[start : start + FEED_CHECKS_PER_PAGE + 1])
     has_more = len(rows) > FEED_CHECKS_PER_PAGE
     entries = [FeedEntry(check) for check in rows[:FEED_CHECKS_PER_PAGE]]
     _attach_pages(entries)
@@ -293,7 +322,9 @@ def _attach_pages(entries: list[FeedEntry]) -> None:
             ),
         )
         .filter(rank__lte=FEED_PAGES_PER_CHECK)
-        .only("id", "check_run_id", "url", "status", "metadata", "created_at")
+        .only(
+            "id", "check_run_id", "url", "status", "verdict", "metadata", "created_at"
+        )
         .order_by("weight", "created_at", "id")
     )
     grouped: dict[uuid.UUID, list[PageResult]] = defaultdict(list)

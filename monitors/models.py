@@ -238,7 +238,11 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         return self.alive().filter(team=team)
 
     def check_ended(
-        self, check_id: uuid.UUID, now: datetime, summary: dict[str, int] | None = None
+        self,
+        check_id: uuid.UUID,
+        now: datetime,
+        summary: dict[str, int] | None = None,
+        noise: int = 0,
     ) -> int:
         """Bookkeeping when one of their checks ended: lastRunAt counts every
         finished check, skipped ones too (reference §6); lastCheckSummary only
@@ -253,6 +257,7 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         }
         if summary is not None:
             fields["last_check_summary"] = summary
+            fields["last_check_noise"] = noise
         return self.update(**fields)
 
     def due(self, now: datetime) -> MonitorQuerySet:
@@ -316,6 +321,9 @@ class Monitor(models.Model):
     notification = models.JSONField(default=dict, blank=True)
     retention_days = models.PositiveSmallIntegerField(default=30)
     last_check_summary = models.JSONField(null=True, blank=True)
+    # Of the last check's changed pages, how many the judge called not
+    # meaningful (Check.noise), so the list can tell them apart.
+    last_check_noise = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)

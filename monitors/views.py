@@ -509,9 +509,13 @@ def team_history(request: DashboardRequest) -> HttpResponse:
         except ValueError:
             raise Http404("Monitor not found") from None
     number = _page_number(request)
-    entries, has_more = history.feed_page(request.team, number, monitor)
+    that_matter = request.GET.get("show") == "matter"
+    entries, has_more = history.feed_page(
+        request.team, number, monitor, that_matter=that_matter
+    )
     context = {
         "monitor": monitor,
+        "that_matter": that_matter,
         "entries": entries,
         "page_number": number,
         "has_more": has_more,

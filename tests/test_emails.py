@@ -91,8 +91,9 @@ def test_team_members_get_a_change_mail_at_once_with_both_parts_and_headers(
     [mail] = mailoutbox
     assert mail.to == [MEMBER]
     assert mail.subject == (
-        "Monitor changes detected: Prices <b>&</b> plans: 2 pages changed "
-        "(1 meaningful), 1 new page, 1 page removed, 1 page with an error"
+        "Monitor changes detected: Prices <b>&</b> plans: 1 page changed "
+        "(1 meaningful), 1 more judged unimportant, 1 new page, 1 page removed, "
+        "1 page with an error"
     )
     check_url = settings.PUBLIC_BASE_URL + check.get_absolute_url()
     assert check_url in mail.body
@@ -275,7 +276,9 @@ def test_a_mail_counts_meaningful_and_unjudged_changes_apart(
     queued.run()
 
     [mail] = mailoutbox
-    assert mail.subject.endswith(": 4 pages changed (1 meaningful, 2 not judged)")
+    assert mail.subject.endswith(
+        ": 3 pages changed (1 meaningful, 2 not judged), 1 more judged unimportant"
+    )
     assert "1 changed page judged not meaningful." in mail.body
     assert "2 changed pages were not judged against the goal" in mail.body
     assert "so they are reported like any change." in mail.body
@@ -298,7 +301,9 @@ def test_noise_beside_an_unjudged_change_is_still_mailed_with_no_meaningful_one(
     queued.run()
 
     [mail] = mailoutbox
-    assert mail.subject.endswith(": 2 pages changed (0 meaningful, 1 not judged)")
+    assert mail.subject.endswith(
+        ": 1 page changed (not judged), 1 more judged unimportant"
+    )
     check.refresh_from_db()
     assert check.notification_status["email"]["attempted"] is True
 

@@ -307,8 +307,13 @@ class ChangeReport:
         """How many pages did what, each count with its noun ("300 pages
         changed, 5 new pages"): it also stands alone in the subject."""
         parts = []
-        if n := self.counts["changed"]:
+        # Changes the judge called unimportant are counted apart, after what
+        # matters: the subject leads with the changes worth opening it for.
+        if n := self.counts["changed"] - self.noise:
             parts.append(f"{_pages(n)} changed{self._verdicts()}")
+        if self.noise:
+            more = " more" if parts else ""
+            parts.append(f"{self.noise}{more} judged unimportant")
         if n := self.counts["new"]:
             parts.append(f"{n} new page{'s' if n != 1 else ''}")
         if n := self.counts["removed"]:
@@ -324,14 +329,15 @@ class ChangeReport:
     def _verdicts(self) -> str:
         """What the judge said of the changed pages, in brackets: only a
         verdict is called meaningful, never a change it did not judge."""
-        if self.not_judged and self.not_judged == self.counts["changed"]:
+        matter = self.counts["changed"] - self.noise
+        if self.not_judged and self.not_judged == matter:
             return " (not judged)"
         if not self.judged:
             return ""
-        words = [f"{self.meaningful} meaningful"]
+        words = [f"{self.meaningful} meaningful"] if self.meaningful else []
         if self.not_judged:
             words.append(f"{self.not_judged} not judged")
-        return f" ({', '.join(words)})"
+        return f" ({', '.join(words)})" if words else ""
 
 
 def _pages(n: int) -> str:

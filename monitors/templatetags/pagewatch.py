@@ -252,14 +252,35 @@ def from_iso(value: str | None) -> datetime | None:
 
 
 @register.filter
-def summary_parts(summary: Mapping[str, int] | None) -> list[tuple[str, int, str]]:
-    """(status, count, words) for the non-zero counts of a check summary."""
+def summary_parts(
+    summary: Mapping[str, int] | None, noise: int | None = 0
+) -> list[tuple[str, int, str]]:
+    """(status, count, words) for the non-zero counts of a check summary;
+    changed pages the judge called not meaningful (`noise` of them) are told
+    apart as "noise", so a change that does not matter never reads like one
+    that does."""
     if not summary:
         return []
+    parts = []
+    for status in SUMMARY_ORDER:
+        count = int(summary.get(status) or 0)
+        if not count:
+            continue
+        if status == "changed" and noise:
+            parts.extend(_changed_parts(count, min(int(noise), count)))
+            continue
+        parts.append((status, count, f"{count} {SUMMARY_WORDS[status]}"))
+    return parts
+
+
+def _changed_parts(changed: int, noise: int) -> list[tuple[str, int, str]]:
+    unimportant = "judged unimportant"
+    if noise == changed:
+        words = "1 change" if noise == 1 else f"{noise} changes"
+        return [("noise", noise, f"{words}, {unimportant}")]
     return [
-        (status, summary[status], f"{summary[status]} {SUMMARY_WORDS[status]}")
-        for status in SUMMARY_ORDER
-        if summary.get(status)
+        ("changed", changed - noise, f"{changed - noise} changed"),
+        ("noise", noise, f"{noise} more {unimportant}"),
     ]
 
 
@@ -392,8 +413,11 @@ def _strip_cell(check: Any, zone: Any) -> str:
         f"{_DAYS[at.weekday()]} {at.day:02d} {_MONTHS[at.month - 1]},"
         f" {at.hour:02d}:{at.minute:02d}:{at.second:02d}: {label}"
     )
-    if check.changed:
-        title += f", {int(check.changed)} changed"
+    matter = int(check.changed) - int(check.noise)
+    if matter:
+        title += f", {matter} changed"
+    if check.noise:
+        title += f", {int(check.noise)} judged unimportant"
     if check.found_changes:
         css += " has-changes"
     return f'<li class="{css}" title="{title}">{symbol}</li>'

@@ -1,0 +1,96 @@
+"""A change the judge called unimportant never reads like one that matters:
+the monitor list, the monitor page's check history and chart, the History
+feed and its filter tell the two apart; where judging is off, a change is a
+change."""
+
+from __future__ import annotations
+
+import html
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from checks.models import Check, PageResult
+from monitors import history
+from tests import test_history
+from tests.test_history import make_check, make_monitor, make_page
+
+pytestmark = pytest.mark.django_db
+
+web = test_history.web
+
+
+def finished_check(monitor, *verdicts: str, minutes_ago: int = 5) -> Check:
+    """A check whose changed pages got these verdicts ("" = not judged),
+    finished as a worker finishes it."""
+    when = timezone.now() - timedelta(minutes=minutes_ago)
+    check = make_check(monitor, when, changed=len(verdicts))
+    Check.objects.filter(pk=check.pk).update(status=Check.Status.RUNNING)
+    check.refresh_from_db()
+    for index, verdict in enumerate(verdicts):
+        page = make_page(check, f"https://e.com/p{minutes_ago}-{index}")
+        PageResult.objects.filter(pk=page.pk).update(verdict=verdict)
+    check.finish(timezone.now())
+    return check
+
+
+def text(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def test_finishing_a_check_counts_its_changes_judged_unimportant(team):
+    monitor = make_monitor(team)
+    check = finished_check(monitor, "noise", "meaningful", "noise")
+
+    monitor.refresh_from_db()
+    assert (check.noise, monitor.last_check_noise) == (2, 2)
+
+
+def test_the_monitor_list_says_a_noise_only_check_was_judged_unimportant(web, team):
+    monitor = make_monitor(team)
+    finished_check(monitor, "noise")
+
+    page = text(web.get(reverse("monitor-list")))
+
+    assert "1 change, judged unimportant" in page
+    assert "1 changed" not in page
+
+
+def test_the_monitor_page_history_and_chart_tell_noise_apart(web, team):
+    monitor = make_monitor(team)
+    finished_check(monitor, "noise", minutes_ago=10)
+    finished_check(monitor, "meaningful", "noise", minutes_ago=5)
+
+    page = text(web.get(monitor.get_absolute_url()))
+    chart = text(web.get(reverse("team-history") + f"?monitor={monitor.pk}"))
+
+    assert "1 change, judged unimportant" in page
+    assert "1 changed" in page and "1 more judged unimportant" in page
+    assert 'class="bar-noise"' in chart and "Changes judged unimportant" in chart
+
+
+def test_history_marks_the_verdicts_and_can_show_only_changes_that_matter(web, team):
+    monitor = make_monitor(team, "Prices")
+    noise_only = finished_check(monitor, "noise", minutes_ago=10)
+    matters = finished_check(monitor, "meaningful", minutes_ago=5)
+
+    everything = text(web.get(reverse("team-history")))
+    filtered = text(web.get(reverse("team-history") + "?show=matter"))
+
+    assert "Judged unimportant" in everything and "Matters for the goal" in everything
+    assert noise_only.get_absolute_url() in everything
+    assert matters.get_absolute_url() in filtered
+    assert noise_only.get_absolute_url() not in filtered
+    assert "Show every change" in filtered
+
+
+def test_without_judging_every_change_counts_and_matters(web, team):
+    monitor = make_monitor(team)
+    check = finished_check(monitor, "", "")
+
+    page = text(web.get(reverse("monitor-list")))
+
+    assert "2 changed" in page and "unimportant" not in page
+    assert [c.pk for c in history.feed_checks(team, that_matter=True)] == [check.pk]
