@@ -150,6 +150,13 @@ WORDS: dict[str, Words] = {
 }
 
 
+class _Quoted(dict[str, str]):
+    """What a person typed, for a rule's words; a name it lacks is left out."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
 def plain(
     field: str, issue: dict[str, Any], typed: Mapping[str, str] | None = None
 ) -> str:
@@ -159,7 +166,7 @@ def plain(
     code, message = str(issue["code"]), issue["message"]
     rule = rules.RULES.get(code)
     if rule is not None:
-        return rule.plain.format_map(typed) if typed else rule.plain
+        return rule.plain.format_map(_Quoted(typed or {}))
     words = WORDS.get(field, Words())
     if code in _NUMBER and words.number:
         return words.number

@@ -29,6 +29,7 @@ from monitors.schedule import (
     min_interval_words,
     normalize_schedule,
     normalize_timezone,
+    timezone_hint,
 )
 from monitors.schedule_words import schedule_box_text
 
@@ -793,8 +794,10 @@ class MonitorForm:
             return self._place_on_row(path[1], issue, payload)
         slot = _MAIN_SLOTS.get(str(head), NON_FIELD)
         if slot == "schedule":
+            zone = payload["schedule"].get("timezone", "")
             typed = {
-                "zone": payload["schedule"].get("timezone", ""),
+                "zone": zone,
+                "hint": timezone_hint(zone),
                 "unit": min_interval_words(),
             }
             return slot, form_words.plain(slot, issue, typed)

@@ -139,11 +139,12 @@ SCHEDULE_TOO_OFTEN = Rule(
     "Schedule must not run more often than every {unit}",
     "Checks can run at most once every {unit}: choose a longer gap.",
 )
-# {zone} is the name as the person typed it (the form's own value).
+# {zone} is the name as the person typed it (the form's own value); {hint}
+# names the zones it may have meant (schedule.timezone_hint), or is empty.
 TIMEZONE_UNKNOWN = Rule(
     "timezone_unknown",
     "Invalid schedule timezone: {zone}",
-    "“{zone}” is not a time zone we know: pick one from the list.",
+    "“{zone}” is not a time zone we know: {hint}pick one from the list.",
 )
 TOO_MANY_ACTIONS = Rule(
     "too_many_actions",

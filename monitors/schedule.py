@@ -145,8 +145,24 @@ def normalize_timezone(name: str | None) -> str:
     key = name.strip()
     canonical = _known_zones().get(key.lower())
     if canonical is None:
-        raise ScheduleError.breaking(rules.TIMEZONE_UNKNOWN, zone=name)
+        raise ScheduleError.breaking(
+            rules.TIMEZONE_UNKNOWN, zone=name, hint=timezone_hint(name)
+        )
     return canonical
+
+
+def timezone_hint(name: str) -> str:
+    """ "Did you mean Europe/Berlin? " for a city typed without its region
+    ("Berlin", "new york"), or "" when no zone ends with it."""
+    city = "_".join(name.strip().split()).lower()
+    if not city:
+        return ""
+    meant = sorted(
+        zone
+        for key, zone in _known_zones().items()
+        if "/" in key and key.rsplit("/", 1)[1] == city
+    )[:3]
+    return f"did you mean {' or '.join(meant)}? Otherwise " if meant else ""
 
 
 _NOT_USER_ZONES = frozenset({"localtime", "posixrules"})

@@ -36,6 +36,12 @@ def checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
     if len(url) > MAX_URL_LENGTH:
         return None, f"URL is longer than {MAX_URL_LENGTH} characters."
     if _has_space_or_control(url):
+        if " " in url.strip() and "://" not in url:
+            # Words, not an address with a stray space in it.
+            return None, (
+                f"“{url.strip()[:60]}” is not a web address: it should look like "
+                "https://example.com/page."
+            )
         return None, "URL must not contain spaces or control characters."
     if "\\" in url:
         # Browsers read "\" as "/", Python does not: refuse the ambiguity.

@@ -319,6 +319,9 @@ def _form_context(
         str(form.main["timezone"].value() or ""),
         timezone.now(),
     )
+    if (getattr(form, "errors", None) or {}).get("schedule"):
+        # The field's own message says why, right below: not said twice.
+        preview = {"preview_said_below": True}
     return {
         "form": form,
         "monitor": monitor,
@@ -470,6 +473,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
         "unavailable": unavailable(monitor),
+        "model_configured": llm_available(),
         **_chart_context(monitor),
     }
 
