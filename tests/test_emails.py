@@ -279,7 +279,7 @@ def test_a_mail_counts_meaningful_and_unjudged_changes_apart(
     assert mail.subject.endswith(
         ": 3 pages changed (1 meaningful, 2 not judged), 1 more judged unimportant"
     )
-    assert "1 changed page judged not meaningful." in mail.body
+    assert "1 more judged unimportant." in mail.body
     assert "2 changed pages were not judged against the goal" in mail.body
     assert "so they are reported like any change." in mail.body
     assert "[changed (meaningful)] https://e.com/price" in mail.body
@@ -601,7 +601,7 @@ def test_each_change_links_to_what_changed_in_pagewatch_and_the_link_opens(
     changed = check.pages.get(status="changed")
     page_url = settings.PUBLIC_BASE_URL + changed.get_absolute_url()
     assert f'<a href="{page_url}">See what changed</a>' in html_of(mail)
-    assert f"See what changed in full: {page_url}" in mail.body
+    assert f"\n\nSee what changed in full: {page_url}" in mail.body
     assert html_of(mail).count("See what changed</a>") == 1  # not for a new page
     client.force_login(member)
     assert client.get(path_of(page_url)).status_code == 200

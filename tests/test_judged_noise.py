@@ -9,6 +9,7 @@ import html
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -94,3 +95,19 @@ def test_without_judging_every_change_counts_and_matters(web, team):
 
     assert "2 changed" in page and "unimportant" not in page
     assert [c.pk for c in history.feed_checks(team, that_matter=True)] == [check.pk]
+
+
+def test_a_first_check_of_new_pages_draws_a_bar_not_a_flat_line(team):
+    monitor = make_monitor(team)
+    check = make_check(monitor, timezone.now(), new=1)
+
+    [bar] = history.check_chart([check]).bars
+
+    assert bar.changed == 1 and bar.changed_height > 0
+
+
+def test_a_delivered_badge_is_green_and_a_failed_one_red():
+    css = (settings.BASE_DIR / "static" / "css" / "app.css").read_text()
+
+    assert ".d-delivered { background: var(--ok-bg)" in css
+    assert ".d-failed { background: var(--bad-bg)" in css
