@@ -44,6 +44,10 @@ from monitors.models import Monitor, Team
 SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
 
 
+# (status, creditsUsed, verdict, error_kind) of each page result of a check.
+Tally = list[tuple[str, Any, str, str]]
+
+
 def empty_summary() -> dict[str, int]:
     return dict.fromkeys(SUMMARY_KEYS, 0)
 
@@ -312,27 +316,32 @@ class Check(models.Model):
             )
         )
 
-    def tally(self) -> list[tuple[str, Any, str]]:
-        """(status, creditsUsed, verdict) of each page result, in one query
-        that leaves the rest of each page's metadata in the database."""
+    def tally(self) -> Tally:
+        """(status, creditsUsed, verdict, error_kind) of each page result, in
+        one query that leaves the rest of each page's metadata in the database."""
         return list(
             PageResult.objects.filter(check_run_id=self.pk).values_list(
-                "status", KT("metadata__creditsUsed"), "verdict"
+                "status", KT("metadata__creditsUsed"), "verdict", "error_kind"
             )
         )
 
     @staticmethod
-    def noise_in(tally: list[tuple[str, Any, str]]) -> int:
+    def only_search_failed(tally: Tally) -> bool:
+        kinds = {kind for status, _, _, kind in tally if status == "error"}
+        return kinds == {ErrorKind.SEARCH_FAILED}
+
+    @staticmethod
+    def noise_in(tally: Tally) -> int:
         """Changed pages the judge called not meaningful."""
         return sum(
             1
-            for status, _, verdict in tally
+            for status, _, verdict, _ in tally
             if status == PageResult.Status.CHANGED
             and verdict == PageResult.Verdict.NOISE
         )
 
     @staticmethod
-    def summarize(tally: list[tuple[str, Any, str]]) -> dict[str, int]:
+    def summarize(tally: Tally) -> dict[str, int]:
         counts = Counter(status for status, *_ in tally)
         summary = empty_summary()
         for status, count in counts.items():
@@ -340,14 +349,14 @@ class Check(models.Model):
         summary["totalPages"] = sum(counts.values())
         return summary
 
-    def credits_for(self, tally: list[tuple[str, Any, str]], now: datetime) -> int:
+    def credits_for(self, tally: Tally, now: datetime) -> int:
         """Sum of the pages' creditsUsed; removed pages are free, and so are
         same pages when the monitor's interval qualifies (unchangedPagesFree),
         pages still gone after `removed` included: fetched, and unchanged."""
         monitor = self.monitor
         same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
         total = 0
-        for status, credits, _ in tally:
+        for status, credits, *_ in tally:
             if status == PageResult.Status.REMOVED:
                 continue
             if status == PageResult.Status.SAME and same_free:
@@ -395,6 +404,9 @@ class Check(models.Model):
         tally = self.tally()
         summary = self.summarize(tally)
         self.status, self.error = self.outcome(summary)
+        if self.status == self.Status.FAILED and self.only_search_failed(tally):
+            # No page was involved: what failed is the web search itself.
+            self.error = "The web search failed, so this check found nothing new."
         self.summary = summary
         self.noise = self.noise_in(tally)
         self.actual_credits = self.credits_for(tally, now) + self.search_credits()

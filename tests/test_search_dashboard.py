@@ -3,6 +3,7 @@ page lists what the search found, a monitor's page the results it reported."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -131,7 +132,7 @@ def test_a_check_page_says_when_the_search_itself_failed(web, team, searx, model
     check = run_check(make_monitor(team, ["acme"]))
     page = web.get(check.get_absolute_url()).content.decode()
     assert "The search itself failed, so results may be missing." in page
-    assert "The web search could not be run, so new results may be missing." in page
+    assert "The web search failed (the reason is above)." in page
 
 
 def test_a_check_that_found_no_search_service_says_so_without_setting_names(web, team):
@@ -192,3 +193,18 @@ def test_a_monitor_without_search_targets_shows_no_results_section(web, team):
     assert (
         "Found on the web" not in web.get(monitor.get_absolute_url()).content.decode()
     )
+
+
+
+def test_a_failed_search_is_said_once_and_never_shows_the_providers_address(
+    web, team, searx, model
+):
+    searx.fail(500)
+    check = run_check(make_monitor(team, ["acme"]))
+    page = html.unescape(web.get(check.get_absolute_url()).content.decode())
+    provider = check.pages.get().url
+
+    assert check.error == "The web search failed, so this check found nothing new."
+    assert "The page could not be checked" not in page
+    assert page.count("SearXNG answered HTTP 500") == 1
+    assert provider not in page and provider.split("://")[1] not in page
