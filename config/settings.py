@@ -508,9 +508,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_REDIRECT_STDOUTS_LEVEL = "INFO"
 
 # --- E-mail -------------------------------------------------------------------
-_EMAIL_BACKEND = env_str(
-    "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
-)
+# Until SMTP is set up, e-mails are written to the log as readable text
+# (config.mail), links whole, for whoever is trying Pagewatch out.
+_EMAIL_BACKEND = env_str("EMAIL_BACKEND", "config.mail.EmailBackend")
 _SMTP_OPTIONS = {
     "host": env_str("EMAIL_HOST", "localhost"),
     "port": env_int("EMAIL_PORT", 25, minimum=1),

@@ -1,6 +1,6 @@
 """A task that sends one e-mail, for a real worker started with
 `-I tests.worker_mail` (tests/test_settings.py): the worker's printed output,
-as make run's console e-mail backend makes it."""
+as make run's e-mail backend writes it (config.mail)."""
 
 from __future__ import annotations
 

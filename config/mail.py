@@ -1,0 +1,38 @@
+"""The e-mail backend `make run` uses until SMTP is set up: every e-mail as
+readable text in one log record.
+
+Django's console backend prints the raw MIME message, quoted-printable, so a
+confirmation link comes out broken across `=` soft line breaks, and the
+worker's redirected output prefixed every one of those lines: nobody trying
+Pagewatch out could click it. Here each e-mail is its recipients, subject and
+plain-text part, decoded, links whole on lines of their own."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from django.core.mail.backends.base import BaseEmailBackend
+from django.core.mail.message import EmailMessage
+
+logger = logging.getLogger("pagewatch.mail")
+
+RULE = "-" * 72
+
+
+def readable(message: EmailMessage) -> str:
+    lines = [
+        f"E-mail to {', '.join(message.to)} (not sent: EMAIL_BACKEND is the console)",
+        f"Subject: {message.subject}",
+        RULE,
+        str(message.body).rstrip(),
+        RULE,
+    ]
+    return "\n".join(lines)
+
+
+class EmailBackend(BaseEmailBackend):
+    def send_messages(self, email_messages: Sequence[EmailMessage]) -> int:
+        for message in email_messages:
+            logger.info("%s", readable(message))
+        return len(email_messages)
