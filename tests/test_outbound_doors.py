@@ -35,7 +35,10 @@ from checks.models import Check, PageResult
 from monitors import rules
 from monitors.models import Membership, Monitor, Target
 from tests import test_browser_safety
+from tests.llm import answer
 from tests.test_runner import make_monitor
+
+pytest_plugins = ["tests.llm"]
 
 
 @dataclass
@@ -152,9 +155,26 @@ def test_validating_an_answer_never_fetches_a_remote_reference(forbidden):
     fetch: it has an empty registry, so the reference is an error."""
     schema = {"type": "object", "properties": {"a": {"$ref": forbidden.url}}}
 
-    error = schema_error({"a": 1}, schema)
+    with pytest.raises(LLMError, match="not inside it"):
+        schema_error({"a": 1}, schema)
 
-    assert error is not None and "not inside it" in error
+    assert forbidden.connections == []
+
+
+def test_a_remote_reference_fails_the_request_without_asking_the_model_again(
+    model, forbidden
+):
+    """No answer can fit a schema that points elsewhere: one call, not three."""
+    model.then(answer({"price": "$19"}))
+    schema = {"type": "object", "properties": {"price": {"$ref": forbidden.url}}}
+
+    async def ask() -> None:
+        async with LLM() as llm:
+            await llm.ask(name="price", schema=schema, system="s", user="$19")
+
+    with pytest.raises(LLMError, match="not inside it"):
+        asyncio.run(ask())
+    assert len(model.requests) == 1
     assert forbidden.connections == []
 
 
