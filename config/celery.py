@@ -11,6 +11,7 @@ restarts or two beats running by mistake cannot lose or double a check
 from __future__ import annotations
 
 import gc
+import logging
 import os
 
 from celery import Celery, signals
@@ -40,3 +41,15 @@ def _share_memory_with_pool_processes(**_: object) -> None:
     for pre-fork servers), a child's collections never write to their pages,
     so the kernel never has to copy them."""
     os.register_at_fork(before=gc.freeze)
+
+
+class WithoutCancelNotice(logging.Filter):
+    """Drops Celery 5's notice, logged on every broker connection loss, that
+    cancelling running tasks will become the default in 6.0: our choice is
+    explicit (CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS), and
+    Celery's logging setup turns every such warning back on, so a warnings
+    filter cannot silence it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return "worker_cancel_long_running_tasks_on_connection_loss" not in message

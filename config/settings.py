@@ -537,6 +537,7 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
     },
+    "filters": {"without_cancel_notice": {"()": "config.celery.WithoutCancelNotice"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
@@ -546,5 +547,7 @@ LOGGING = {
         "celery.app.trace": {"level": _TASK_LOG_LEVEL},
         "celery.worker.strategy": {"level": _TASK_LOG_LEVEL},
         "celery.beat": {"level": _TASK_LOG_LEVEL},
+        # Python warnings as Celery logs them (config.celery.WithoutCancelNotice).
+        "py.warnings": {"filters": ["without_cancel_notice"]},
     },
 }

@@ -7,11 +7,14 @@ Needs PostgreSQL like tests/test_worker_integration.py, and redis-server."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,8 +25,9 @@ from django.utils import timezone
 
 from checks import dispatch, runner
 from checks.models import Check, PageResult
+from monitors.models import Monitor, Target
 from tests import test_worker_integration
-from tests.sites import Site
+from tests.sites import Request, Site
 from tests.test_worker_integration import (
     FINISHED,
     Worker,
@@ -174,3 +178,103 @@ def test_beat_says_an_outage_once_and_its_end_once_with_no_traceback(
     assert "Traceback" not in output
     assert output.count("The broker cannot be reached") == 1
     assert output.count("The broker is reachable again") == 1
+
+
+class ProcfileWorker(Worker):
+    """The worker exactly as the Procfile (and so `make run`) starts it, with
+    one pool process: its options decide which connections to the broker it
+    holds besides the one it consumes from."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter
+            [
+                *procfile_command("worker"),
+                "--concurrency=1",
+                "-n", f"procfile-{uuid.uuid4().hex[:8]}@%h",
+            ],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+
+
+def procfile_command(name: str) -> list[str]:
+    """A Procfile entry's command, run by this interpreter."""
+    for line in (Path(settings.BASE_DIR) / "Procfile").read_text().splitlines():
+        entry, _, command = line.partition(":")
+        if entry.strip() == name:
+            words = shlex.split(command)
+            assert words[0].endswith("/celery"), words
+            return [sys.executable, "-m", "celery", *words[1:]]
+    raise AssertionError(f"no {name} in the Procfile")
+
+
+class HeldPage:
+    """A page that answers only once released: its check is mid-run meanwhile."""
+
+    def __init__(self, site: Site) -> None:
+        self.released = threading.Event()
+        self.url = site.handle("/held", self._answer)
+
+    def _answer(self, _request: Request) -> tuple[int, dict[str, str], bytes]:
+        self.released.wait(60)
+        body = b"<html><head><title>Held</title></head><body><p>Held</p></body>"
+        return 200, {"Content-Type": "text/html"}, body
+
+
+def test_the_procfiles_worker_rides_out_a_redis_restart_without_a_traceback(
+    team, own_redis, database_url, tmp_path
+):
+    worker = ProcfileWorker(
+        worker_env(own_redis.url, database_url, tmp_path), tmp_path / "w.log"
+    )
+    try:
+        worker.wait_ready()
+        with Site() as site:
+            held = HeldPage(site)
+            monitor = Monitor.objects.create(
+                team=team, name="Held", schedule_cron="0 3 * * *"
+            )
+            Target.objects.create(monitor=monitor, type="scrape", urls=[held.url])
+            first = dispatch.queue_manual_check(monitor)
+            site.wait_for_requests(1, path="/held")  # the check is running
+
+            own_redis.kill()
+            wait_for(lambda: "broker lost" in worker.log(), "the worker to notice")
+            # The check ends while Redis is away (its message cannot be
+            # acknowledged); Redis comes back a few seconds later, with the
+            # message it had handed out.
+            held.released.set()
+            wait_for(lambda: finished(first.pk), "the check to finish", worker.log)
+            time.sleep(3)
+            own_redis.start()
+            wait_for(
+                lambda: worker.log().count("Connected to redis") >= 2,
+                "the worker to reconnect",
+                worker.log,
+            )
+            second = dispatch.queue_manual_check(monitor)
+            wait_for(lambda: finished(second.pk), "a check after", worker.log)
+
+        log = worker.log()
+        assert worker.process.poll() is None, log[-4000:]
+        for check in (first, second):
+            check.refresh_from_db()
+            assert check.status == Check.Status.COMPLETED, check.error
+        assert first.attempts == 1  # the message Redis kept was a no-op
+        assert len(site.requests_to("/held")) == 2
+        assert "Traceback" not in log, log[-6000:]
+        # Celery's notice about its 6.0 default, on every loss: our choice is
+        # explicit in the settings.
+        assert "worker_cancel_long_running_tasks_on_connection_loss" not in log
+    finally:
+        worker.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+
+def finished(check_id: object) -> bool:
+    return Check.objects.get(pk=check_id).status in FINISHED

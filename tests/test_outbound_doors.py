@@ -23,14 +23,22 @@ from protego import Protego
 from pypdf import PdfWriter
 from pypdf.annotations import Link
 
+from checks import runner
 from checks.ai.client import LLM, LLMError, schema_error
 from checks.content.extract import extract
 from checks.content.readable import readable_html
 from checks.content.source import ExtractionError
-from checks.content.visual import visual_change
+from checks.content.visual import NotComparable, visual_change
 from checks.crawl.discovery import discover
+from checks.crawl.scope import Scope
+from checks.models import Check, PageResult
 from monitors import rules
+from monitors.models import Membership, Monitor, Target
 from tests import test_browser_safety
+from tests.llm import answer
+from tests.test_runner import make_monitor
+
+pytest_plugins = ["tests.llm"]
 
 
 @dataclass
@@ -147,9 +155,26 @@ def test_validating_an_answer_never_fetches_a_remote_reference(forbidden):
     fetch: it has an empty registry, so the reference is an error."""
     schema = {"type": "object", "properties": {"a": {"$ref": forbidden.url}}}
 
-    error = schema_error({"a": 1}, schema)
+    with pytest.raises(LLMError, match="not inside it"):
+        schema_error({"a": 1}, schema)
 
-    assert error is not None and "not inside it" in error
+    assert forbidden.connections == []
+
+
+def test_a_remote_reference_fails_the_request_without_asking_the_model_again(
+    model, forbidden
+):
+    """No answer can fit a schema that points elsewhere: one call, not three."""
+    model.then(answer({"price": "$19"}))
+    schema = {"type": "object", "properties": {"price": {"$ref": forbidden.url}}}
+
+    async def ask() -> None:
+        async with LLM() as llm:
+            await llm.ask(name="price", schema=schema, system="s", user="$19")
+
+    with pytest.raises(LLMError, match="not inside it"):
+        asyncio.run(ask())
+    assert len(model.requests) == 1
     assert forbidden.connections == []
 
 
@@ -175,6 +200,45 @@ def _replace(value, old: str, new: str):
     if isinstance(value, list):
         return [_replace(v, old, new) for v in value]
     return value.replace(old, new) if isinstance(value, str) else value
+
+
+def test_the_dashboard_form_refuses_a_stored_remote_schema_by_the_same_rule(
+    client, team, django_user_model, forbidden
+):
+    """A monitor saved through the API before the rule keeps its json format;
+    the form, which carries options it does not show, checks them again."""
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    monitor = Monitor.objects.create(
+        team=team, name="Pricing", schedule_cron="*/30 * * * *"
+    )
+    schema = {"properties": {"price": {"$ref": f"{forbidden.url}price.json"}}}
+    target = Target.objects.create(
+        monitor=monitor,
+        type="scrape",
+        urls=["https://example.com/"],
+        scrape_options={"formats": [{"type": "json", "schema": schema}]},
+    )
+    form = {
+        "name": "Renamed",
+        "schedule": "*/30 * * * *",
+        "timezone": "UTC",
+        "judge": "auto",
+        "target": "t1a2b3c4",
+        "t1a2b3c4-id": str(target.id),
+        "t1a2b3c4-type": "scrape",
+        "t1a2b3c4-urls": "https://example.com/",
+        "t1a2b3c4-only_main_content": "on",
+    }
+
+    response = client.post(f"/monitors/{monitor.pk}/edit/", form)
+
+    assert response.status_code == 400
+    assert "schema.properties.price.$ref must point inside" in response.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.name == "Pricing"
+    assert forbidden.connections == []
 
 
 # --- Libraries that read what a page or a user gives them ------------------------
@@ -298,6 +362,30 @@ def test_screenshots_are_compared_from_their_bytes_alone(forbidden):
     assert forbidden.connections == []
 
 
+@pytest.mark.parametrize("kind", ["EPS", "GIF"])
+def test_only_png_and_jpeg_captures_are_decoded(forbidden, kind):
+    """A stored capture is always PNG or JPEG: no other Pillow decoder is
+    offered bytes (EPS would hand them to Ghostscript, for one)."""
+    if kind == "EPS":
+        data = (
+            b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 40 40\n"
+            + f"({forbidden.url}eps) (r) file\n".encode()
+        )
+    else:
+        data = _image("GIF")
+
+    with pytest.raises(NotComparable):
+        visual_change(data, _image("PNG"))
+    assert visual_change(_image("JPEG"), _image("PNG")).changed_fraction == 0
+    assert forbidden.connections == []
+
+
+def _image(kind: str) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (40, 40), "white").save(out, kind)
+    return out.getvalue()
+
+
 def test_the_model_client_cannot_reach_a_forbidden_address(settings, forbidden):
     """The openai package is given an httpx client whose transport is our
     door: even a configured model address is refused when the policy always
@@ -311,4 +399,40 @@ def test_the_model_client_cannot_reach_a_forbidden_address(settings, forbidden):
 
     with pytest.raises(LLMError):
         asyncio.run(ask())
+    assert forbidden.connections == []
+
+
+# --- w3lib and the crawl's scope: URLs are strings ----------------------------------
+
+
+def test_canonical_urls_of_a_forbidden_address_are_computed_never_visited(forbidden):
+    scope = Scope("https://example.com/", {"allowExternalLinks": True})
+    url = f"{forbidden.url}a/../b?utm_source=x&z=1&a=2#frag"
+
+    canonical = scope.fetch_url(url)
+
+    assert canonical is not None and canonical.startswith(f"{forbidden.url}b?")
+    assert scope.is_blocked_address(url)
+    assert scope.admit(url, 1) is None
+    assert forbidden.connections == []
+
+
+# --- Playwright: every request of the browser goes through the guard proxy ---------
+
+
+@pytest.mark.browser
+def test_a_browser_page_reaching_for_a_forbidden_address_reaches_nothing(
+    team, public_site, forbidden
+):
+    test_browser_safety.needs_chromium()
+    target = f"0.0.0.0:{forbidden.port}"
+    url = public_site.page("/", test_browser_safety.hostile(target, "169.254.169.254"))
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 1000})
+
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    page = runner.run(check).pages.get(url=url)
+
+    assert page.status == PageResult.Status.NEW
+    assert "0.0.0.0" in " ".join(page.metadata["blockedRequests"])
     assert forbidden.connections == []

@@ -175,7 +175,10 @@ def parse_json(text: str) -> Any:
 
 
 def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
-    """Why `value` does not fit `schema` (one short sentence), or None."""
+    """Why `value` does not fit `schema` (one short sentence), or None.
+
+    Raises LLMError when the schema refers to a document outside itself: no
+    answer can ever fit it, so asking the model again would only cost tries."""
     import jsonschema  # here: a worker without a model never loads it
     import referencing
     import referencing.exceptions
@@ -188,7 +191,10 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:
-        return f"the schema refers to {exc.ref!r}, which is not inside it"
+        raise LLMError(
+            f"The JSON schema refers to {str(exc.ref)[:200]!r}, which is not inside "
+            "it (references to other documents are never fetched)."
+        ) from None
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the answer"

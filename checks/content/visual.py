@@ -17,6 +17,9 @@ GROW = 5
 # screenshot of an endless page would take seconds and hundreds of MB.
 MAX_SIDE = 8000
 _HIGHLIGHT = (220, 38, 38)
+# What the browser stores; every other decoder stays unused (EPS, for one,
+# would hand the bytes to Ghostscript).
+_FORMATS = ("PNG", "JPEG")
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def visual_change(before: bytes, after: bytes) -> VisualChange:
 
 def _image(data: bytes) -> Image.Image:
     try:
-        image = Image.open(io.BytesIO(data))
+        image = Image.open(io.BytesIO(data), formats=_FORMATS)
         if max(image.size) > MAX_SIDE:
             raise NotComparable("The screenshot is too large to compare.")
         return image.convert("RGB")
