@@ -22,6 +22,7 @@ __all__ = [
     "Planned",
     "Source",
     "max_bytes",
+    "guess_source",
     "read",
     "sources",
 ]
@@ -40,6 +41,18 @@ def source(name: str) -> Source:
         names = ", ".join(sorted(Source.registry))
         raise ImportRefused(f"Unknown source {name!r}: use one of {names}.")
     return found()
+
+
+def guess_source(filename: str, data: bytes) -> str:
+    """Which source a file is, from its name and first bytes."""
+    name = filename.lower()
+    if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
+        return "changedetection"
+    if name.endswith((".yaml", ".yml")):
+        return "urlwatch"
+    if name.endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
+        return "pagewatch" if b'"pagewatch-export"' in data[:4096] else "distill"
+    return "csv"
 
 
 def read(

@@ -28,8 +28,7 @@ class SafeZip:
         infos = self._zip.infolist()
         if len(infos) > MAX_ENTRIES:
             raise ImportRefused(
-                f"The archive holds {len(infos)} files; at most {MAX_ENTRIES} "
-                "are read."
+                f"The archive holds {len(infos)} files; at most {MAX_ENTRIES} are read."
             )
         self._infos: dict[str, zipfile.ZipInfo] = {}
         for info in infos:
@@ -62,7 +61,9 @@ class SafeZip:
                     out += chunk
                     self._count(name, len(out), len(chunk))
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
-            raise ImportRefused(f"{name[:100]} in the archive is damaged ({exc}).")
+            raise ImportRefused(
+                f"{name[:100]} in the archive is damaged ({exc})."
+            ) from None
         if name.endswith(".br"):
             return self._unbrotli(name, bytes(out))
         return bytes(out)

@@ -77,6 +77,38 @@ class Planned:
     def refuse(self, reason: str) -> None:
         self.payload, self.validated, self.reason = None, None, reason
 
+    def to_state(self) -> dict[str, Any]:
+        """The item as an ImportRun keeps it between preview and import."""
+        return {
+            "ref": self.ref,
+            "label": self.label,
+            "urls": self.urls,
+            "payload": self.payload,
+            "reason": self.reason,
+            "notes": self.notes,
+            "baselines": [
+                [b.url, b.text, b.taken_at.isoformat() if b.taken_at else None]
+                for b in self.baselines
+            ],
+            "paused": self.paused,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Planned:
+        return cls(
+            ref=state["ref"],
+            label=state["label"],
+            urls=state["urls"],
+            payload=state["payload"],
+            reason=state["reason"],
+            notes=state["notes"],
+            baselines=[
+                Baseline(url, text, datetime.fromisoformat(at) if at else None)
+                for url, text, at in state["baselines"]
+            ],
+            paused=state["paused"],
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The item as the API's answer and the command's report list it."""
         return {
@@ -84,7 +116,9 @@ class Planned:
             "name": self.label,
             "urls": self.urls,
             "imported": self.importable,
-            "monitor": (self.payload | {"status": "paused" if self.paused else "active"})
+            "monitor": (
+                self.payload | {"status": "paused" if self.paused else "active"}
+            )
             if self.importable and self.payload is not None
             else None,
             "reason": self.reason or None,

@@ -126,7 +126,9 @@ def _filters(watch: dict[str, Any], draft: Draft) -> None:
                 into.append(selector)
 
 
-def _ignored_lines(watch: dict[str, Any], settings: dict[str, Any], draft: Draft) -> None:
+def _ignored_lines(
+    watch: dict[str, Any], settings: dict[str, Any], draft: Draft
+) -> None:
     application = settings.get("application") or {}
     entries = _text_list(watch.get("ignore_text"))
     entries += _text_list(application.get("global_ignore_text"))
@@ -239,7 +241,9 @@ class ChangedetectionBackup:
                     self.watching[uuid] = {**(self.watching.get(uuid) or {}), **watch}
 
     def _path(self, *parts: str) -> str:
-        return posixpath.join(self.root, *parts) if self.root else posixpath.join(*parts)
+        return (
+            posixpath.join(self.root, *parts) if self.root else posixpath.join(*parts)
+        )
 
     def last_snapshot(self, uuid: str, url: str, notes: list[str]) -> list[Baseline]:
         history = self._path(uuid, "history.txt")

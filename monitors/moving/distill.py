@@ -63,7 +63,8 @@ def _selections(config: dict[str, Any], draft: Draft) -> None:
                         )
                     elif expr:
                         draft.notes.append(
-                            f"Selection {expr!r} not imported: Pagewatch cannot read it."
+                            f"Selection {expr!r} not imported: Pagewatch "
+                            "cannot read it."
                         )
 
 
@@ -123,13 +124,15 @@ class Distill(Source):
             sieves = document
         if not isinstance(sieves, list):
             raise ImportRefused(
-                "The file holds no list of monitors (\"data\"): it is not a "
+                'The file holds no list of monitors ("data"): it is not a '
                 "Distill export."
             )
         items = []
         for number, sieve in enumerate(sieves[:MAX_ITEMS], start=1):
             if not isinstance(sieve, dict):
-                items.append(not_imported(f"monitor {number}", "", [], "Not a monitor."))
+                items.append(
+                    not_imported(f"monitor {number}", "", [], "Not a monitor.")
+                )
                 continue
             draft = _draft(number, sieve)
             items.append(draft.plan() if isinstance(draft, Draft) else draft)

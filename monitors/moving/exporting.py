@@ -37,7 +37,9 @@ def _without_secrets(headers: Any, where: str, redacted: list[str]) -> dict[str,
     return kept
 
 
-def monitor_document(monitor: Monitor, redacted: list[str], index: int) -> dict[str, Any]:
+def monitor_document(
+    monitor: Monitor, redacted: list[str], index: int
+) -> dict[str, Any]:
     where = f"monitors[{index}]"
     targets = []
     for position, target in enumerate(monitor.target_list):
@@ -63,7 +65,10 @@ def monitor_document(monitor: Monitor, redacted: list[str], index: int) -> dict[
     return {
         "name": monitor.name,
         "status": monitor.status,
-        "schedule": {"cron": monitor.schedule_cron, "timezone": monitor.schedule_timezone},
+        "schedule": {
+            "cron": monitor.schedule_cron,
+            "timezone": monitor.schedule_timezone,
+        },
         "targets": targets,
         "goal": monitor.goal,
         "judgeEnabled": monitor.judge_enabled,

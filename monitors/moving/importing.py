@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from celery import current_app
 from django.db import DatabaseError, transaction
+from django.utils import timezone
 
 from checks.content import content_hash, strip_noise
 from checks.models import PageState, Snapshot
 from monitors.editing import create_monitor
-from monitors.models import Monitor, Team
+from monitors.models import ImportRun, Monitor, Team
+from monitors.moving import plan
 from monitors.moving.base import Planned
 
 
@@ -122,4 +125,75 @@ def run_import(
                 report.outcomes.append(Outcome(item, "created", str(monitor.pk)))
         if progress is not None:
             progress(number, len(items))
+    return report
+
+
+# Imports up to this many monitors are made while the request waits; larger
+# ones run as a task and show their progress.
+INLINE_MAX = 25
+IMPORT_TASK = "monitors.tasks.import_monitors_task"
+
+
+def preview_run(
+    team: Team, source: str, items: list[Planned], user: Any = None
+) -> ImportRun:
+    """Keep what a preview showed, so a confirmation imports exactly that."""
+    return ImportRun.objects.create(
+        team=team,
+        created_by=user if getattr(user, "pk", None) else None,
+        source=source,
+        items=[item.to_state() for item in items],
+        total=len(items),
+    )
+
+
+def planned_items(run: ImportRun) -> list[Planned]:
+    """The run's items, judged again now: the rules or the team's monitors
+    may have changed since the preview."""
+    return plan.prepare(run.team, [Planned.from_state(s) for s in run.items])
+
+
+def start_run(
+    run: ImportRun, chosen_duplicates: Collection[str], now: datetime
+) -> ImportRun:
+    """Import now when small, else queue the task (after commit). Only a
+    previewed run starts, once."""
+    fields = {
+        "status": ImportRun.Status.QUEUED,
+        "chosen_duplicates": list(chosen_duplicates),
+    }
+    started = ImportRun.objects.filter(
+        pk=run.pk, status=ImportRun.Status.PREVIEWED
+    ).update(**fields)
+    run.refresh_from_db()
+    if not started:
+        return run
+    importable = sum(1 for s in run.items if s["payload"] is not None)
+    if importable <= INLINE_MAX:
+        if run.claim():
+            execute_run(run, now)
+        return run
+    transaction.on_commit(
+        lambda: current_app.send_task(IMPORT_TASK, args=[str(run.pk)])
+    )
+    return run
+
+
+def execute_run(run: ImportRun, now: datetime) -> Report:
+    """Import a claimed (running) run, recording progress as it goes."""
+    items = planned_items(run)
+    step = max(1, len(items) // 100)
+
+    def progress(done: int, total: int) -> None:
+        if done % step == 0 or done == total:
+            run.record_progress(done)
+
+    report = run_import(
+        run.team,
+        items,
+        now,
+        include_duplicates=set(run.chosen_duplicates),
+        progress=progress,
+    )
+    run.finish(report.as_dict(), timezone.now())
     return report

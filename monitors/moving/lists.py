@@ -81,15 +81,23 @@ class Lists(Source):
             reader = csv.DictReader(io.StringIO(text, newline=""))
             fields = [f.strip().lower() for f in reader.fieldnames or []]
             if "url" not in fields:
-                raise ImportRefused("The CSV has no url column (its first row names them).")
+                raise ImportRefused(
+                    "The CSV has no url column (its first row names them)."
+                )
             reader.fieldnames = fields
             items = []
             for number, row in enumerate(reader, start=2):
                 if len(items) >= MAX_ITEMS:
                     break
-                if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+                if not any(
+                    (v or "").strip() for v in row.values() if isinstance(v, str)
+                ):
                     continue
-                cells = {k: v for k, v in row.items() if isinstance(k, str) and isinstance(v, str)}
+                cells = {
+                    k: v
+                    for k, v in row.items()
+                    if isinstance(k, str) and isinstance(v, str)
+                }
                 items.append(_row(number, cells))
         except csv.Error as exc:
             raise ImportRefused(f"The CSV cannot be read: {exc}.") from None

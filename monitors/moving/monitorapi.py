@@ -103,10 +103,15 @@ class MonitorApi(Source):
 class PagewatchExport(Source):
     name = "pagewatch"
     label = "A Pagewatch export"
-    steps = "Upload the JSON file Pagewatch's Export gave (dashboard, manage.py exportmonitors or GET /v2/export)."
+    steps = (
+        "Upload the JSON file Pagewatch's Export gave (the dashboard, manage.py "
+        "exportmonitors or GET /v2/export)."
+    )
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
         document = load_json(data, "The file")
+        if isinstance(document, dict) and isinstance(document.get("data"), dict):
+            document = document["data"]  # as GET /v2/export answers it
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ImportRefused(
                 f'The file is not a Pagewatch export (its "format" is not "{FORMAT}").'

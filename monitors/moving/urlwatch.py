@@ -21,7 +21,11 @@ from monitors.moving.base import (
 
 # Filters that only turn the page into text: Pagewatch always does that.
 _TEXT_FILTERS = {"html2text", "strip", "beautify", "pdf2text", "ical2text"}
-_ELEMENT_FILTERS = {"element-by-id": "#{}", "element-by-class": ".{}", "element-by-tag": "{}"}
+_ELEMENT_FILTERS = {
+    "element-by-id": "#{}",
+    "element-by-class": ".{}",
+    "element-by-tag": "{}",
+}
 _IGNORED_OPTIONS = {
     "max_tries": "Retries (max_tries)",
     "ignore_connection_errors": "Ignoring connection errors",
@@ -65,11 +69,16 @@ def _filter(name: str, arg: Any, draft: Draft) -> None:
     if name == "css":
         selector = arg.get("selector") if isinstance(arg, dict) else arg
         exclude = arg.get("exclude") if isinstance(arg, dict) else None
-        for value, into in ((selector, draft.include_tags), (exclude, draft.exclude_tags)):
+        for value, into in (
+            (selector, draft.include_tags),
+            (exclude, draft.exclude_tags),
+        ):
             if not value:
                 continue
             if rules.css_selector_error(str(value)):
-                notes.append(f"CSS filter {value!r} not imported: Pagewatch cannot read it.")
+                notes.append(
+                    f"CSS filter {value!r} not imported: Pagewatch cannot read it."
+                )
             else:
                 into.append(str(value))
         return
@@ -102,8 +111,10 @@ def _draft(number: int, job: dict[str, Any]) -> Draft | Planned:
     name = str(job.get("name") or "")
     if "command" in job:
         return not_imported(
-            ref, name or str(job["command"])[:80], [], "A shell command job: "
-            "Pagewatch watches web pages and runs no commands."
+            ref,
+            name or str(job["command"])[:80],
+            [],
+            "A shell command job: Pagewatch watches web pages and runs no commands.",
         )
     url = job.get("url") or job.get("navigate")
     if not isinstance(url, str) or not url.strip():
@@ -121,7 +132,9 @@ def _draft(number: int, job: dict[str, Any]) -> Draft | Planned:
         else:
             draft.headers[key] = value
     for option, words in _IGNORED_OPTIONS.items():
-        if option in job and not (option == "method" and str(job[option]).upper() == "GET"):
+        if option in job and not (
+            option == "method" and str(job[option]).upper() == "GET"
+        ):
             draft.notes.append(f"{words} not imported, because Pagewatch has no equal.")
     if job.get("enabled") is False:
         draft.paused = True
@@ -146,7 +159,9 @@ class Urlwatch(Source):
                 f"{getattr(exc, 'problem', None) or 'malformed'}."
             ) from None
         except RecursionError:
-            raise ImportRefused("The file nests too deeply to be a urls.yaml.") from None
+            raise ImportRefused(
+                "The file nests too deeply to be a urls.yaml."
+            ) from None
         items: list[Planned] = []
         jobs = [job for job in jobs if job is not None]
         for number, job in enumerate(jobs[:MAX_ITEMS], start=1):
