@@ -320,9 +320,9 @@ def _same_monitors(source: Team, copy: Team, *, secrets_kept: bool) -> None:
         for before, after in pairs:
             for field in TARGET_FIELDS:
                 wanted = getattr(before, field)
-                if field == "scrape_options" and wanted.get("headers"):
-                    if not secrets_kept:
-                        wanted = wanted | {"headers": {"X-Team": "blue"}}
+                redacted = not secrets_kept and field == "scrape_options"
+                if redacted and wanted.get("headers"):
+                    wanted = wanted | {"headers": {"X-Team": "blue"}}
                 assert getattr(after, field) == wanted, (name, field)
 
 
