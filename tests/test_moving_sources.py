@@ -59,7 +59,7 @@ def test_what_has_no_equal_is_listed_per_watch_with_the_reason():
     assert "XPath filter \"xpath://div[@class='deal']\" not imported, because" in notes
     assert "JSON filter 'json:$.price' not imported, because" in notes
     assert "2 notification URLs are not imported yet, because" in notes
-    assert "1 browser steps not imported, because" in notes
+    assert "1 browser step not imported, because" in notes
 
 
 def test_the_last_snapshot_of_a_watch_becomes_its_baseline():

@@ -169,7 +169,8 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
     ]
     if steps:
         notes.append(
-            f"{len(steps)} browser steps not imported, because Pagewatch's page "
+            f"{len(steps)} browser step{'s' if len(steps) > 1 else ''} not "
+            "imported, because Pagewatch's page "
             "actions are written differently: add them as actions by hand."
         )
     if watch.get("processor") == "restock_diff":

@@ -15,13 +15,21 @@ from monitors.moving.base import Planned
 _STATUS_KEYS = ("status",)
 
 
+# What the API's field paths are, said of an imported watch.
+_PARTS = {"urls": "Its address", "url": "Its address", "schedule": "Its schedule",
+          "name": "Its name", "goal": "Its goal"}  # fmt: skip
+
+
 def _problem(serializer: MonitorWriteSerializer) -> str:
-    issues = flatten_errors(serializer.errors)
+    """The serializer's first few objections, each led by the part of the
+    watch it is about (the API's field path when there are no plainer words)."""
     words = []
-    for issue in issues[:3]:
-        where = format_path(issue["path"])
+    for issue in flatten_errors(serializer.errors)[:3]:
+        names = [p for p in issue["path"] if isinstance(p, str)]
+        where = next((_PARTS[p] for p in reversed(names) if p in _PARTS), None)
+        where = where or format_path(issue["path"])
         words.append(f"{where}: {issue['message']}" if where else issue["message"])
-    return "The API would refuse it: " + "; ".join(words)
+    return "; ".join(words)
 
 
 def validate(items: Iterable[Planned]) -> None:
