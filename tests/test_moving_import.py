@@ -114,15 +114,15 @@ def test_the_same_address_twice_in_one_source_is_a_duplicate_the_second_time(tea
 
 def test_a_monitor_that_fails_to_save_leaves_nothing_half_made(team, monkeypatch):
     items = prepared(team, "changedetection", backup_zip())
-    real = importing.create_monitor
+    real = importing.create_monitors
 
-    def failing(team_, data, now):
-        monitor = real(team_, data, now)
-        if data["name"] == "Shop: Pricing":
+    def failing(team_, batch, now):
+        monitors = real(team_, batch, now)
+        if any(data["name"] == "Shop: Pricing" for data in batch):
             raise DatabaseError("disk full")
-        return monitor
+        return monitors
 
-    monkeypatch.setattr(importing, "create_monitor", failing)
+    monkeypatch.setattr(importing, "create_monitors", failing)
     report = importing.run_import(team, items, timezone.now())
     assert report.count("failed") == 1 and report.created == 1
     assert list(Monitor.objects.filter(team=team).values_list("name", flat=True)) == [

@@ -1,7 +1,8 @@
-"""Creating the planned monitors. Each monitor is made in its own transaction
-(its targets, its e-mail subscriptions and its first baselines with it), so an
-import stopped half-way leaves whole monitors and a report of which, never a
-monitor without its pages."""
+"""Creating the planned monitors. Monitors are made in batches, each batch in
+one transaction with their targets, e-mail subscriptions and first baselines;
+a batch that fails is made again one monitor per transaction. So an import
+stopped half-way leaves whole monitors and a report of which, never a monitor
+without its pages."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from celery import current_app
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from checks.content import content_hash, strip_noise
+from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
-from monitors.editing import create_monitor
+from monitors.editing import create_monitors
 from monitors.models import ImportRun, Monitor, Team
 from monitors.moving import plan
 from monitors.moving.base import Planned
@@ -58,41 +59,66 @@ class Report:
         }
 
 
-def _baselines(monitor: Monitor, item: Planned, now: datetime) -> None:
-    targets = {url: t for t in monitor.targets.all() for url in t.urls or []}
-    states = []
-    for baseline in item.baselines:
-        target = targets.get(baseline.url)
-        if target is None or not baseline.text.strip():
-            continue
-        snapshot = Snapshot.store(baseline.text)
-        states.append(
-            PageState(
-                monitor=monitor,
-                target_id=target.id,
-                url=baseline.url,
-                url_hash=PageState.hash_url(baseline.url),
-                snapshot=snapshot,
-                normalized_hash=content_hash(
-                    strip_noise(baseline.text, monitor.ignore_lines)
-                ),
-                fetched_at=baseline.taken_at or now,
-                metadata={"importedFrom": item.ref},
-            )
+# Monitors made together in one transaction; a batch that fails to save is
+# made again one monitor at a time, so one bad row costs only itself.
+BATCH = 100
+
+
+def _data(item: Planned) -> dict[str, Any]:
+    assert item.validated is not None
+    return item.validated | ({"status": Monitor.Status.PAUSED} if item.paused else {})
+
+
+def _page_states(
+    pairs: list[tuple[Monitor, Planned]], now: datetime
+) -> list[PageState]:
+    """The first baselines of these new monitors: each page's last snapshot
+    from the source, stored as a check would have stored it."""
+    wanted = []
+    for monitor, item in pairs:
+        targets = {url: t for t in monitor.target_list for url in t.urls or []}
+        for baseline in item.baselines:
+            target = targets.get(baseline.url)
+            if target is not None and baseline.text.strip():
+                wanted.append((monitor, item, target, baseline))
+    packs = [pack_snapshot(b.text) for _, _, _, b in wanted]
+    ids = Snapshot.store_many(packs)
+    return [
+        PageState(
+            monitor=monitor,
+            target_id=target.id,
+            url=baseline.url,
+            url_hash=PageState.hash_url(baseline.url),
+            snapshot_id=ids[pack[0]],
+            normalized_hash=content_hash(
+                strip_noise(baseline.text, monitor.ignore_lines)
+            ),
+            fetched_at=baseline.taken_at or now,
+            metadata={"importedFrom": item.ref},
         )
-    if states:
-        PageState.upsert(states)
+        for (monitor, item, target, baseline), pack in zip(wanted, packs, strict=True)
+    ]
+
+
+def _make(team: Team, items: list[Planned], now: datetime) -> list[Monitor]:
+    """These items' monitors with their targets and baselines: all or none."""
+    with transaction.atomic():
+        monitors = create_monitors(team, [_data(i) for i in items], now)
+        states = _page_states(list(zip(monitors, items, strict=True)), now)
+        if states:
+            PageState.upsert(states)
+    return monitors
 
 
 def import_one(team: Team, item: Planned, now: datetime) -> Monitor:
-    assert item.validated is not None
-    with transaction.atomic():
-        monitor = create_monitor(team, item.validated, now)
-        if item.paused:
-            monitor.pause()
-            monitor.save(update_fields=["status", "next_run_at", "updated_at"])
-        _baselines(monitor, item, now)
+    (monitor,) = _make(team, [item], now)
     return monitor
+
+
+def _chosen(item: Planned, include_duplicates: Collection[str] | bool) -> bool:
+    if isinstance(include_duplicates, bool):
+        return include_duplicates
+    return item.ref in include_duplicates
 
 
 def run_import(
@@ -104,28 +130,44 @@ def run_import(
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Create every importable item; duplicates only when chosen (True for
-    all of them, or the refs of those chosen)."""
-    report = Report()
-    for number, item in enumerate(items, start=1):
-        chosen = include_duplicates is True or (
-            not isinstance(include_duplicates, bool) and item.ref in include_duplicates
-        )
+    all of them, or the refs of those chosen). Outcomes keep the source's
+    order."""
+    outcomes: dict[int, Outcome] = {}
+    todo: list[tuple[int, Planned]] = []
+    for index, item in enumerate(items):
         if not item.importable:
-            report.outcomes.append(Outcome(item, "not imported"))
-        elif item.duplicate and not chosen:
-            report.outcomes.append(Outcome(item, "duplicate"))
+            outcomes[index] = Outcome(item, "not imported")
+        elif item.duplicate and not _chosen(item, include_duplicates):
+            outcomes[index] = Outcome(item, "duplicate")
         else:
-            try:
-                monitor = import_one(team, item, now)
-            except DatabaseError as exc:
-                report.outcomes.append(
-                    Outcome(item, "failed", error=f"Could not be saved: {exc}")
-                )
-            else:
-                report.outcomes.append(Outcome(item, "created", str(monitor.pk)))
+            todo.append((index, item))
+    done = len(outcomes)
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start : start + BATCH]
+        try:
+            made = _make(team, [item for _, item in batch], now)
+        except DatabaseError:
+            made = None
+        if made is not None:
+            for (index, item), monitor in zip(batch, made, strict=True):
+                outcomes[index] = Outcome(item, "created", str(monitor.pk))
+        else:
+            for index, item in batch:
+                outcomes[index] = _one(team, item, now)
+        done += len(batch)
         if progress is not None:
-            progress(number, len(items))
-    return report
+            progress(done, len(items))
+    if progress is not None and not todo:
+        progress(len(items), len(items))
+    return Report([outcomes[i] for i in range(len(items))])
+
+
+def _one(team: Team, item: Planned, now: datetime) -> Outcome:
+    try:
+        monitor = import_one(team, item, now)
+    except DatabaseError as exc:
+        return Outcome(item, "failed", error=f"Could not be saved: {exc}")
+    return Outcome(item, "created", str(monitor.pk))
 
 
 # Imports up to this many monitors are made while the request waits; larger
@@ -182,18 +224,12 @@ def start_run(
 def execute_run(run: ImportRun, now: datetime) -> Report:
     """Import a claimed (running) run, recording progress as it goes."""
     items = planned_items(run)
-    step = max(1, len(items) // 100)
-
-    def progress(done: int, total: int) -> None:
-        if done % step == 0 or done == total:
-            run.record_progress(done)
-
     report = run_import(
         run.team,
         items,
         now,
         include_duplicates=set(run.chosen_duplicates),
-        progress=progress,
+        progress=lambda done, total: run.record_progress(done),
     )
     run.finish(report.as_dict(), timezone.now())
     return report
