@@ -611,6 +611,15 @@ class EmailRecipient(models.Model):
         return f"{self.email} ({self.status})"
 
 
+class ImportRunQuerySet(models.QuerySet["ImportRun"]):
+    def ended_before(self, cutoff: datetime) -> ImportRunQuerySet:
+        """Runs nobody needs any more: finished, or previewed and never
+        confirmed, before the cutoff. A queued or running import is kept."""
+        return self.filter(created_at__lt=cutoff).exclude(
+            status__in=[ImportRun.Status.QUEUED, ImportRun.Status.RUNNING]
+        )
+
+
 class ImportRun(models.Model):
     """One import into a team: the planned items a preview showed (each the
     create body it becomes, or why not), then, once confirmed, how far the
@@ -643,6 +652,8 @@ class ImportRun(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ImportRunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

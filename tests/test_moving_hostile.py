@@ -67,3 +67,15 @@ def test_a_file_over_the_import_cap_is_refused_before_reading(settings):
 def test_text_that_is_not_utf8_is_a_clear_error():
     with pytest.raises(ImportRefused, match="not UTF-8"):
         moving.read("csv", data=b"\xff\xfe\x00h\x00t")
+
+
+def test_snapshots_past_the_baseline_budget_are_noted_not_kept(monkeypatch):
+    from monitors.moving import changedetection
+
+    monkeypatch.setattr(changedetection, "BASELINES_MAX_BYTES", 45)
+    items = {
+        i.ref: i for i in moving.read("changedetection", data=zip_files(backup_files()))
+    }
+    kept = [i for i in items.values() if i.baselines]
+    dropped = [i for i in items.values() if any("not kept" in n for n in i.notes)]
+    assert len(kept) == 1 and len(dropped) == 1

@@ -172,3 +172,24 @@ def test_files_of_other_layouts_still_import_their_watches(team):
     items = prepared(team, "changedetection", zip_files(files))
     assert sum(i.importable for i in items) == 2
     assert next(i for i in items if i.ref == PRICING_UUID).baselines
+
+
+def test_old_import_runs_are_purged_but_not_running_ones_or_the_monitors(team):
+    from datetime import timedelta
+
+    from checks import retention
+
+    items = prepared(team, "csv", fixture("addresses.txt"))
+    done = importing.preview_run(team, "csv", items)
+    importing.start_run(done, [], timezone.now())
+    running = importing.preview_run(team, "csv", items)
+    ImportRun.objects.filter(pk=running.pk).update(status=ImportRun.Status.RUNNING)
+    fresh = importing.preview_run(team, "csv", items)
+    old = timezone.now() - timedelta(days=8)
+    ImportRun.objects.exclude(pk=fresh.pk).update(created_at=old)
+    retention.purge_expired(timezone.now())
+    assert set(ImportRun.objects.values_list("pk", flat=True)) == {
+        running.pk,
+        fresh.pk,
+    }
+    assert Monitor.objects.filter(team=team).count() == 2

@@ -32,6 +32,9 @@ DATASTORES = ("changedetection.json", "url-watches.json")
 _XPATH_PREFIXES = ("xpath:", "xpath1:", "/", "(")
 _JSON_PREFIXES = ("json:", "jq:", "jqraw:")
 _BROWSER_BACKENDS = ("html_webdriver",)
+# Snapshots kept as first baselines, in all: an import keeps its preview in
+# the database until confirmed, so a backup's history cannot all go there.
+BASELINES_MAX_BYTES = 64 * 1024 * 1024
 CHANNELS_LATER = (
     "notification URLs are not imported yet, because Pagewatch's notification "
     "channels are still being built: add the webhook or e-mail on the monitor"
@@ -233,6 +236,7 @@ class ChangedetectionBackup:
         if not isinstance(watching, dict) or not isinstance(self.settings, dict):
             raise ImportRefused("The datastore's watches are not in the usual shape.")
         self.watching: dict[str, Any] = dict(watching)
+        self.baseline_bytes = 0
         for name in archive.names():
             folder, file = posixpath.split(name)
             if file == "watch.json" and posixpath.dirname(folder) == self.root:
@@ -260,6 +264,14 @@ class ChangedetectionBackup:
             notes.append("Its last snapshot is missing from the backup: none kept.")
             return []
         text = self.archive.read(snapshot).decode("utf-8", "replace")
+        self.baseline_bytes += len(text)
+        if self.baseline_bytes > BASELINES_MAX_BYTES:
+            notes.append(
+                "Its last snapshot is not kept: the backup's snapshots pass "
+                f"{BASELINES_MAX_BYTES // 2**20} MB, the most one import keeps. "
+                "Its first check here calls the page new."
+            )
+            return []
         return [Baseline(url=url, text=text, taken_at=_snapshot_time(stamp))]
 
     def planned(self) -> list[Planned]:
