@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from monitors.models import Monitor
 from tests.browser.people import PASSWORD
+from tests.browser.test_accessibility_browser import _require_axe, axe_problems
 from tests.moving import backup_zip
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -22,12 +23,17 @@ def test_a_backup_is_previewed_then_imported(
     backup = tmp_path / "changedetection-backup.zip"
     backup.write_bytes(backup_zip())
     page = browser_page
+    # An init script, as the Content-Security-Policy refuses injected <script> tags.
+    page.context.add_init_script(path=str(_require_axe()))
+    problems: list[str] = []
     page.goto("/accounts/login/?next=/")
     page.get_by_label("User name").fill("olive")
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("link", name="Import", exact=True).click()
     page.wait_for_url(re.compile(r"/import/$"))
+    problems += axe_problems(page, "import form")
+    screenshot(page, "import-form")
 
     page.get_by_label("Move from").select_option("changedetection")
     page.get_by_label("File").set_input_files(str(backup))
@@ -40,11 +46,14 @@ def test_a_backup_is_previewed_then_imported(
     expect(table).to_contain_text("cloud metadata address")
     expect(table).to_contain_text("XPath filter")
     screenshot(page, "import-preview")
+    problems += axe_problems(page, "import preview")
     assert not Monitor.objects.exists()
 
     page.get_by_role("button", name="Import 2 monitors").click()
     expect(page.get_by_role("status").first).to_contain_text("2 monitors created")
     screenshot(page, "import-done")
+    problems += axe_problems(page, "import report")
+    assert problems == []
     assert Monitor.objects.filter(team=team).count() == 2
     assert page.problems.csp_violations(page) == []
     assert page.problems.page_errors == []
