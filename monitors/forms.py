@@ -19,7 +19,7 @@ from django import forms
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 
-from monitors import form_words, rules
+from monitors import form_words, moving, rules
 from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
@@ -933,8 +933,6 @@ class ImportForm(forms.Form):
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from monitors import moving
-
         super().__init__(*args, **kwargs)
         self.sources = moving.sources()
         self.fields["source"].choices = [
@@ -942,8 +940,6 @@ class ImportForm(forms.Form):
         ]
 
     def clean(self) -> dict[str, Any]:
-        from monitors import moving
-
         data = super().clean()
         kind = self.sources.get(data.get("source", ""))
         if kind is None:

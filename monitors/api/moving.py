@@ -115,9 +115,7 @@ def run_answer(run: ImportRun) -> dict[str, Any]:
     return answer
 
 
-def _read(
-    request: Request, source: str, params: dict[str, Any]
-) -> list[moving.Planned]:
+def _read(source: str, params: dict[str, Any]) -> list[moving.Planned]:
     upload = params.get("file")
     try:
         if upload is not None:
@@ -185,7 +183,7 @@ class ImportView(APIView):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         team = request.user.team
-        items = plan.prepare(team, _read(request, data["source"], data))
+        items = plan.prepare(team, _read(data["source"], data))
         if data["dryRun"]:
             return ok(
                 {
