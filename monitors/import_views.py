@@ -73,7 +73,8 @@ def import_start(request: DashboardRequest) -> HttpResponse:
 
 
 def _run_context(run: ImportRun) -> dict[str, object]:
-    items = importing.planned_items(run) if run.status == run.Status.PREVIEWED else []
+    previewed = run.status == run.Status.PREVIEWED
+    items = importing.previewed_items(run) if previewed else []
     return {
         "run": run,
         "items": items,

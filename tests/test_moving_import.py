@@ -193,3 +193,18 @@ def test_old_import_runs_are_purged_but_not_running_ones_or_the_monitors(team):
         fresh.pk,
     }
     assert Monitor.objects.filter(team=team).count() == 2
+
+
+def test_a_preview_is_shown_again_as_judged_and_judged_afresh_on_import(team):
+    items = prepared(team, "changedetection", backup_zip())
+    run = importing.preview_run(team, "changedetection", items)
+    shown = importing.previewed_items(run)
+    assert [i.importable for i in shown] == [i.importable for i in items]
+    assert [i.validated for i in shown] == [i.validated for i in items]
+    # A monitor of the same address made meanwhile makes it a duplicate now.
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(
+        monitor=existing, type="scrape", urls=["https://shop.example.com/pricing"]
+    )
+    judged = importing.planned_items(run)
+    assert next(i for i in judged if i.ref == PRICING_UUID).duplicate

@@ -231,3 +231,12 @@ def test_files_are_told_apart_by_name_and_content():
     export = json.dumps({"format": "pagewatch-export", "monitors": []}).encode()
     assert moving.guess_source("x.json", export) == "pagewatch"
     assert moving.guess_source("list.txt", b"https://a.example") == "csv"
+
+
+def test_a_backup_with_only_its_url_list_imports_the_addresses():
+    from tests.moving import zip_files
+
+    listed = fixture("changedetection-backup/url-list.txt")
+    items = planned("changedetection", zip_files({"url-list.txt": listed}))
+    assert [i.importable for i in items.values()] == [True, True, False, False]
+    assert "only its list of addresses" in notes_of(items["row 1"])

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 
 from monitors import rules
 from monitors.schedule import min_interval_minutes
@@ -91,6 +92,9 @@ class Planned:
                 for b in self.baselines
             ],
             "paused": self.paused,
+            # As judged when previewed: shown again without judging again.
+            "validated": json.loads(json.dumps(self.validated, cls=DjangoJSONEncoder)),
+            "duplicate": self.duplicate,
         }
 
     @classmethod
@@ -107,6 +111,8 @@ class Planned:
                 for url, text, at in state["baselines"]
             ],
             paused=state["paused"],
+            validated=state.get("validated"),
+            duplicate=state.get("duplicate", False),
         )
 
     def as_dict(self) -> dict[str, Any]:

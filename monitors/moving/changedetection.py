@@ -27,6 +27,7 @@ from monitors.moving.base import (
     load_json,
     not_imported,
 )
+from monitors.moving.lists import Lists
 
 DATASTORES = ("changedetection.json", "url-watches.json")
 _XPATH_PREFIXES = ("xpath:", "xpath1:", "/", "(")
@@ -289,6 +290,17 @@ class ChangedetectionBackup:
         return items
 
 
+def _from_url_list(data: bytes) -> list[Planned]:
+    """A backup that kept only its list of addresses: one monitor per URL."""
+    items = Lists().read_file(data, "url-list.txt")
+    for item in items:
+        item.notes.append(
+            "The backup holds only its list of addresses: filters, schedules "
+            "and snapshots of this watch were not in it."
+        )
+    return items
+
+
 class Changedetection(Source):
     name = "changedetection"
     label = "changedetection.io"
@@ -299,7 +311,12 @@ class Changedetection(Source):
     reads_remote = True
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
-        return ChangedetectionBackup(SafeZip(data)).planned()
+        archive = SafeZip(data)
+        if not any(archive.find(name) for name in DATASTORES):
+            listed = archive.find("url-list.txt")
+            if listed is not None:
+                return _from_url_list(archive.read(listed))
+        return ChangedetectionBackup(archive).planned()
 
     def read_remote(self, url: str, api_key: str) -> list[Planned]:
         base = remote.base_url(url)

@@ -189,6 +189,11 @@ def preview_run(
     )
 
 
+def previewed_items(run: ImportRun) -> list[Planned]:
+    """The run's items as its preview judged them."""
+    return [Planned.from_state(s) for s in run.items]
+
+
 def planned_items(run: ImportRun) -> list[Planned]:
     """The run's items, judged again now: the rules or the team's monitors
     may have changed since the preview."""
