@@ -18,7 +18,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from monitors import moving
 from monitors.forms import ImportForm
-from monitors.models import ImportRun, Monitor
+from monitors.models import ImportRun
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_csv, export_document
 from monitors.views import DashboardRequest, team_view
@@ -83,7 +83,6 @@ def _run_context(run: ImportRun) -> dict[str, object]:
         "refused": sum(1 for i in items if not i.importable),
         "source_label": moving.sources()[run.source].label,
         "report": (run.report or {}).get("items", []),
-        "names": dict(Monitor.objects.for_team(run.team).values_list("pk", "name")),
     }
 
 

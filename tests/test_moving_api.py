@@ -383,3 +383,21 @@ def test_another_pagewatch_is_the_firecrawl_source(live_server, settings):
     assert response.json()["data"]["created"] == 2
     _same_monitors(there, here, secrets_kept=True)
     assert ImportRun.objects.get(team=here).status == ImportRun.Status.DONE
+
+
+@pytest.mark.django_db
+def test_the_import_and_export_endpoints_are_in_the_openapi_document():
+    document = APIClient().get("/v2/openapi.json").json()
+    operations = {
+        ("/v2/import", "post"): {"200", "202", "400", "401", "413", "415", "429"},
+        ("/v2/import/{import_id}", "get"): {"200", "401", "404", "429"},
+        ("/v2/export", "get"): {"200", "401", "429"},
+    }
+    for (path, method), codes in operations.items():
+        operation = document["paths"][path][method]
+        assert codes <= set(operation["responses"]), path
+        assert (
+            operation["security"] == document["paths"]["/v2/monitor"]["get"]["security"]
+        )
+    body = document["paths"]["/v2/import"]["post"]["requestBody"]["content"]
+    assert {"application/json", "multipart/form-data"} <= set(body)
