@@ -133,7 +133,7 @@ def test_the_export_downloads_the_teams_document_and_a_safe_csv(web, team):
     assert response["Content-Disposition"].startswith("attachment;")
     document = json.loads(response.content)
     assert document["format"] == "pagewatch-export"
-    assert len(document["monitors"]) == 3
+    assert len(document["monitors"]) == 4
     rows = web.get("/export/?format=csv").content.decode().splitlines()
     assert rows[0] == "name,url,schedule,goal"
     assert any(r.startswith("\"'=HYPERLINK(") for r in rows)

@@ -208,3 +208,18 @@ def test_a_preview_is_shown_again_as_judged_and_judged_afresh_on_import(team):
     )
     judged = importing.planned_items(run)
     assert next(i for i in judged if i.ref == PRICING_UUID).duplicate
+
+
+def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(team, monkeypatch):
+    items = prepared(team, "csv", fixture("addresses.txt"))
+    run = importing.preview_run(team, "csv", items)
+    ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
+
+    def broken(run_, now):
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(importing, "execute_run", broken)
+    import_monitors_task(str(run.pk))  # returns: nothing escapes to the worker
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED
+    assert "something unforeseen" in run.error

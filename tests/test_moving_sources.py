@@ -176,7 +176,9 @@ def test_csv_formulas_are_kept_as_text_and_bad_rows_are_explained():
     formula = items["row 3"]
     assert formula.validated["name"] == '=HYPERLINK("https://evil.example","click")'
     assert "spreadsheet formula" in notes_of(formula)
-    assert "more often than every 5 minutes" in items["row 4"].reason
+    too_often = items["row 4"]
+    assert too_often.validated["schedule"]["cron"] == "*/5 * * * *"
+    assert "“* * * * *” runs more often than Pagewatch checks" in notes_of(too_often)
     assert "Only http:// and https://" in items["row 5"].reason
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 
+from monitors import rules
 from monitors.moving.base import (
     MAX_ITEMS,
     Draft,
@@ -15,6 +16,13 @@ from monitors.moving.base import (
     Planned,
     Source,
     not_imported,
+    schedule_for_seconds,
+)
+from monitors.schedule import (
+    ScheduleError,
+    min_interval_minutes,
+    min_interval_words,
+    normalize_schedule,
 )
 
 COLUMNS = ("name", "url", "schedule", "goal")
@@ -51,10 +59,27 @@ def _row(number: int, row: dict[str, str]) -> Planned:
         draft.goal = goal
     planned = draft.plan()
     if schedule and planned.payload is not None:
-        kind = "cron" if len(schedule.split()) == 5 else "text"
-        planned.payload["schedule"] = {kind: schedule, "timezone": "UTC"}
+        planned.payload["schedule"] = _schedule(schedule, planned.notes)
         planned.notes = [n for n in planned.notes if not n.startswith("No check")]
     return planned
+
+
+def _schedule(given: str, notes: list[str]) -> dict[str, str]:
+    """The schedule cell as the API takes it; one that runs more often than
+    the minimum is raised to it (and said), as intervals of other tools are.
+    Any other problem is left for the API's validation to name."""
+    kind = "cron" if len(given.split()) == 5 else "text"
+    try:
+        cron, text = (given, None) if kind == "cron" else (None, given)
+        normalize_schedule(cron, text, "UTC")
+    except ScheduleError as exc:
+        if exc.code == rules.SCHEDULE_TOO_OFTEN.code:
+            notes.append(
+                f"“{given}” runs more often than Pagewatch checks: it is checked "
+                f"every {min_interval_words()}."
+            )
+            return schedule_for_seconds(min_interval_minutes() * 60, [])
+    return {kind: given, "timezone": "UTC"}
 
 
 class Lists(Source):
