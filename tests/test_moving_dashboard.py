@@ -144,3 +144,8 @@ def test_another_teams_import_is_a_404(web, outsider_web, team):
     assert outsider_web.get(run_url).status_code == 404
     assert outsider_web.post(run_url + "confirm/").status_code == 404
     assert not Monitor.objects.exists()
+
+
+def test_an_empty_team_is_offered_the_import(web):
+    page = web.get("/").content.decode()
+    assert 'href="/import/">Import them</a>' in page
