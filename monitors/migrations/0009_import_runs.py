@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('monitors', '0007_monitor_fetch_with'),
+        ('monitors', '0008_noise_counts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
