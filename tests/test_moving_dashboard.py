@@ -149,3 +149,23 @@ def test_another_teams_import_is_a_404(web, outsider_web, team):
 def test_an_empty_team_is_offered_the_import(web):
     page = web.get("/").content.decode()
     assert 'href="/import/">Import them</a>' in page
+
+
+def test_a_changedetection_address_and_key_are_previewed(web, team, site, settings):
+    from tests.test_moving_api import CD_KEY, _changedetection
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    _changedetection(site)
+    response = web.post(
+        "/import/",
+        {"source": "changedetection", "url": site.base_url, "api_key": CD_KEY},
+    )
+    assert response.status_code == 302
+    page = web.get(response["Location"]).content.decode()
+    assert "Shop: Pricing" in page and "Every 2 hours, UTC" in page
+    wrong = web.post(
+        "/import/",
+        {"source": "changedetection", "url": site.base_url, "api_key": "nope"},
+    )
+    assert wrong.status_code == 400
+    assert "refused the key" in wrong.content.decode()
