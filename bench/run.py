@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 BENCHMARKS = (
     "cpu", "throughput", "scaling", "memory", "diff", "dispatch", "lists", "serving",
-    "crawl", "browser",
+    "crawl", "browser", "import",
 )  # fmt: skip
 # Realistic edits: no worse than before diffs were rendered on demand (6.85).
 CPU_TARGET_MS = {"unchanged": 3.0, "rewritten": 6.85, "replaced": 9.0}
@@ -58,6 +58,7 @@ ZERO_DUE_TARGET = 0.1
 SERVING_P95_TARGET = 20.0
 TICK_TARGET = 0.5
 LIST_TARGETS = {"api": 3.0, "dashboard": 4.0, "search": 4.0}
+IMPORT_TARGET = 0.5
 # changedetection.io 0.60.10 as issue #16 measured it on this kind of machine
 # (report.REFERENCE): CPU per page, and the PSS of its whole process.
 REFERENCE_CPU = {
@@ -794,6 +795,51 @@ def bench_serving(reps: int, rows: list[Row]) -> Section:
     return section
 
 
+# --- Moving in -----------------------------------------------------------------------
+
+
+def bench_import(rows: list[Row], problems: list[str]) -> Section:
+    from bench import importbench
+
+    result = importbench.measure()
+    made = result.created
+    if made["api"] != made["import"] or made["import"] != result.watches:
+        problems.append(f"Import bench made {made} monitors of {result.watches}.")
+    per = {k: 1000 * v / max(made[k], 1) for k, v in result.cpu_s.items()}
+    ratio = per["import"] / per["api"]
+    rows.append(
+        Row(
+            f"Import of {result.watches:,} changedetection.io watches, CPU per monitor",
+            f"{_ms(per['api'])} (`POST /v2/monitor` one by one)",
+            _ms(per["import"]),
+            ratio,
+            f"≤ {IMPORT_TARGET:g}",
+            ratio <= IMPORT_TARGET,
+        )
+    )
+    section = Section("11. Moving in: an import of 1,000 watches")
+    section.add(
+        f"A changedetection.io backup of {result.watches:,} watches (each with a"
+        " CSS filter, an element to remove, a header, two lines to ignore and a"
+        f" Brotli snapshot; {result.zip_bytes / 1e6:.1f} MB zipped) imported"
+        " through `monitors.moving` (read, mapped, validated by the API's"
+        " serializer, made in batches of 100 per transaction with their first"
+        " baselines), against the same monitors posted one by one to"
+        " `POST /v2/monitor` through Django's test client in the same process."
+        " CPU is this process plus the PostgreSQL backend of its connection.",
+        "",
+        "| Way | Monitors | CPU per monitor | of which PostgreSQL | Wall |",
+        "|---|---|---|---|---|",
+    )
+    for name, label in (("api", "API one by one"), ("import", "Import")):
+        backend = 1000 * result.backend_s[name] / max(made[name], 1)
+        section.add(
+            f"| {label} | {made[name]:,} | {_ms(per[name])} | {_ms(backend)} |"
+            f" {seconds(result.wall_s[name])} |"
+        )
+    return section
+
+
 # --- Report ------------------------------------------------------------------------
 
 
@@ -910,6 +956,9 @@ def main() -> int:
 
             print("browser...", flush=True)
             sections.append(bench_browser(environment, args.reps, rows, problems))
+        if "import" in chosen:
+            print("import...", flush=True)
+            sections.append(bench_import(rows, problems))
         header = _header(
             started_at,
             time.perf_counter() - started,

@@ -22,7 +22,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.deletion import ProtectedError
 
 from checks.models import Capture, Check, PageResult, PageState, Snapshot
-from monitors.models import Monitor
+from monitors.models import ImportRun, Monitor
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,9 @@ MAX_BATCHES_PER_RUN = 200
 # A snapshot younger than this is never purged: a running check may have just
 # stored it and not yet committed the page result that refers to it.
 SNAPSHOT_GRACE = timedelta(hours=1)
+# An import's preview and report (they hold the source's watches, snapshots
+# included) are kept this long; the monitors it made stay, of course.
+IMPORT_RUNS_KEPT = timedelta(days=7)
 
 
 @dataclass
@@ -52,6 +55,7 @@ def purge_expired(now: datetime) -> Purged:
     before = now - SNAPSHOT_GRACE
     purged.snapshots = _purge_orphans(lambda: orphan_snapshots(before), "snapshot")
     purged.captures = _purge_orphans(lambda: orphan_captures(before), "capture")
+    ImportRun.objects.ended_before(now - IMPORT_RUNS_KEPT).delete()
     call_command("clearsessions")
     if purged.checks or purged.snapshots or purged.captures:
         logger.info(

@@ -315,6 +315,9 @@ else:
 
 # --- Monitoring rules -------------------------------------------------------
 MIN_SCHEDULE_INTERVAL_MINUTES = env_int("MIN_SCHEDULE_INTERVAL_MINUTES", 5, minimum=1)
+# The largest file an import reads (a changedetection.io backup with its
+# snapshots is the big one); larger uploads are refused before being read.
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 UNCHANGED_PAGES_FREE_MIN_INTERVAL = env_int(
     "UNCHANGED_PAGES_FREE_MIN_INTERVAL", 60, minimum=1
 )

@@ -62,7 +62,7 @@ _SECTIONS = {
     "webhook-secret-show": "team",
     "webhook-secret-rotate": "team",
 }
-_MONITOR_PAGES = ("monitor-", "check-", "page-diff")
+_MONITOR_PAGES = ("monitor-", "check-", "page-diff", "import-", "export")
 
 
 def team(request: HttpRequest) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from functools import cache
+from functools import cache, lru_cache
 from itertools import islice
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -186,8 +186,25 @@ def _check_length(value: str, label: str) -> None:
 def _check_cron(schedule: Schedule, now: datetime) -> None:
     if len(schedule.cron.split()) != 5:
         raise ScheduleError.breaking(rules.CRON_FIELD_COUNT)
+    _check_runs(
+        schedule.cron, schedule.timezone, _to_minute(now), min_interval_minutes()
+    )
+
+
+def _to_minute(moment: datetime) -> datetime:
+    # Fire times fall on whole minutes and runs are taken strictly after the
+    # moment, so every moment of one minute gives the same runs as its start.
+    return moment.replace(second=0, microsecond=0)
+
+
+# Walking a schedule's runs over GAP_WINDOW is most of what validating one
+# costs; an import of a thousand watches, or a script creating monitors,
+# repeats a handful of schedules within the same minute.
+@lru_cache(maxsize=256)
+def _check_runs(cron: str, zone: str, minute: datetime, minimum: int) -> None:
+    schedule = Schedule(cron, zone)
     try:
-        runs = _runs(schedule, now)
+        runs = _runs(schedule, minute)
         first = next(runs, None)
     except CronSimError as exc:
         raise ScheduleError.breaking(
@@ -196,7 +213,7 @@ def _check_cron(schedule: Schedule, now: datetime) -> None:
             reason=_cronsim_reason(exc, schedule.cron),
         ) from exc
 
-    if first is None or first - now > FIRST_RUN_HORIZON:
+    if first is None or first - minute > FIRST_RUN_HORIZON:
         raise ScheduleError.breaking(
             rules.CRON_NEVER_RUNS,
             cron=schedule.cron,
@@ -432,6 +449,11 @@ def shortest_interval_minutes(cron: str, moment: datetime) -> int:
     so a daylight-saving change in the window does not shorten a day. It is
     stored with the monitor when its schedule is set (Monitor.set_schedule).
     """
+    return _shortest_interval(cron, _to_minute(moment))
+
+
+@lru_cache(maxsize=256)
+def _shortest_interval(cron: str, moment: datetime) -> int:
     runs = _runs(Schedule(cron, "UTC"), moment)
     first = previous = next(runs, None)
     shortest: timedelta | None = None

@@ -15,6 +15,7 @@ from django.utils.functional import lazy
 from monitors import (
     capture_views,
     email_views,
+    import_views,
     notification_views,
     password_views,
     search_views,
@@ -68,6 +69,12 @@ urlpatterns = [
         name="delivery-retry",
     ),
     path("history/", views.team_history, name="team-history"),
+    path("import/", import_views.import_start, name="import-start"),
+    path("import/<uuid:pk>/", import_views.import_run, name="import-run"),
+    path(
+        "import/<uuid:pk>/confirm/", import_views.import_confirm, name="import-confirm"
+    ),
+    path("export/", import_views.export, name="export"),
     path("settings/api-keys/", views.api_keys, name="api-keys"),
     path(
         "settings/api-keys/<int:key_id>/revoke/",

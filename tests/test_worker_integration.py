@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import httpx
 import pytest
 import redis
 from django.conf import settings
@@ -688,3 +689,32 @@ def test_on_two_workers_the_check_completed_event_comes_after_its_pages_were_ans
 
     completed = receiver.when("arrived", "monitor.check.completed")
     assert completed >= receiver.when("answered", "monitor.page")
+
+
+# --- a large import ------------------------------------------------------------------
+
+
+def test_a_large_import_runs_on_a_real_worker_and_reports_progress(
+    live_server, api_key, worker, team
+):
+    headers = {"Authorization": f"Bearer {api_key}"}
+    addresses = "".join(f"https://shop-{i:02d}.example.com/\n" for i in range(40))
+    response = httpx.post(
+        f"{live_server.url}/v2/import",
+        headers=headers,
+        data={"source": "csv", "dryRun": "false"},
+        files={"file": ("list.txt", addresses.encode())},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    run_id = response.json()["data"]["id"]
+
+    def done() -> Any:
+        answer = httpx.get(
+            f"{live_server.url}/v2/import/{run_id}", headers=headers, timeout=10
+        ).json()["data"]
+        return answer if answer["status"] == "done" else None
+
+    report = wait_for(done, f"import {run_id} to finish", worker.log)
+    assert report["created"] == 40 and report["done"] == report["total"] == 40
+    assert Monitor.objects.filter(team=team).count() == 40

@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
-from monitors.api import checks, views
+from monitors.api import checks, moving, views
 
 # API views authenticate with API keys, not sessions: the login middleware
 # must leave them to DRF.
@@ -26,6 +26,12 @@ urlpatterns = [
         "monitor/<str:monitor_id>/checks/<str:check_id>",
         login_not_required(checks.MonitorCheckDetailView.as_view()),
     ),
+    path("import", login_not_required(moving.ImportView.as_view())),
+    path(
+        "import/<str:import_id>",
+        login_not_required(moving.ImportDetailView.as_view()),
+    ),
+    path("export", login_not_required(moving.ExportView.as_view())),
     path(
         "openapi.json",
         login_not_required(SpectacularJSONAPIView.as_view()),

@@ -22,6 +22,7 @@ from checks.jobs import Via
 from checks.notify import emails, events, transports
 from checks.pages import FETCHED_BECAUSE
 from monitors import rules, search_provider
+from monitors.schedule import Schedule
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 
 register = template.Library()
@@ -520,3 +521,15 @@ def event_labels(names: Iterable[str] | None) -> str:
 def delivery_error(text: str | None) -> str:
     """A delivery's error in plain words (see transports.answer_in_plain_words)."""
     return transports.answer_in_plain_words(str(text or ""))
+
+
+@register.filter
+def planned_schedule(validated: Mapping[str, Any] | None) -> str:
+    """When an import's planned monitor runs, in words (its cron when there
+    are none)."""
+    schedule = (validated or {}).get("schedule") or {}
+    cron, zone = schedule.get("cron"), schedule.get("timezone") or "UTC"
+    if not cron:
+        return ""
+    words = describe(Schedule(cron, zone))
+    return f"{words}, {zone}" if words else f"{CUSTOM_SCHEDULE} ({cron}), {zone}"

@@ -1,0 +1,123 @@
+"""The dashboard's Import and Export: thin views over monitors.moving.
+
+Import is two steps: the form reads the source into an ImportRun and shows
+its preview (what will be created, what will not and why, duplicates to
+choose); confirming imports exactly that preview, at once when small, else
+as a task whose progress the page polls."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from monitors import moving
+from monitors.forms import ImportForm
+from monitors.models import ImportRun
+from monitors.moving import importing, plan
+from monitors.moving.exporting import export_csv, export_document
+from monitors.views import DashboardRequest, team_view
+
+TEMPLATE = "monitors/import.html"
+# What a request may carry beyond the file itself (the form's other fields).
+_FORM_SLACK = 64 * 1024
+
+
+def _too_large(request: DashboardRequest) -> bool:
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    return length.isdigit() and int(length) > moving.max_bytes() + _FORM_SLACK
+
+
+def get_run_for(request: DashboardRequest, pk: uuid.UUID) -> ImportRun:
+    return get_object_or_404(ImportRun, team=request.team, pk=pk)
+
+
+@require_http_methods(["GET", "POST"])
+@team_view
+def import_start(request: DashboardRequest) -> HttpResponse:
+    context = {"sources": moving.sources(), "max_mb": moving.max_bytes() // 2**20}
+    if request.method == "GET":
+        return render(request, TEMPLATE, context | {"form": ImportForm()})
+    if _too_large(request):
+        # Refused before Django reads the upload: no form data is parsed.
+        form = ImportForm()
+        context["refused"] = (
+            f"The file is larger than {context['max_mb']} MB, the most Pagewatch "
+            "imports."
+        )
+        return render(request, TEMPLATE, context | {"form": form}, status=413)
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return render(request, TEMPLATE, context | {"form": form}, status=400)
+    data = form.cleaned_data
+    try:
+        if data["file"] is not None:
+            items = moving.read(
+                data["source"], data=data["file"].read(), filename=data["file"].name
+            )
+        else:
+            items = moving.read(
+                data["source"], url=data["url"], api_key=data["api_key"]
+            )
+    except moving.ImportRefused as exc:
+        context["refused"] = exc.message
+        return render(request, TEMPLATE, context | {"form": form}, status=400)
+    plan.prepare(request.team, items)
+    run = importing.preview_run(request.team, data["source"], items, request.user)
+    return redirect("import-run", pk=run.pk)
+
+
+def _run_context(run: ImportRun) -> dict[str, object]:
+    previewed = run.status == run.Status.PREVIEWED
+    items = importing.previewed_items(run) if previewed else []
+    return {
+        "run": run,
+        "items": items,
+        "creatable": sum(1 for i in items if i.importable and not i.duplicate),
+        "duplicates": sum(1 for i in items if i.importable and i.duplicate),
+        "refused": sum(1 for i in items if not i.importable),
+        "source_label": moving.sources()[run.source].label,
+        "report": (run.report or {}).get("items", []),
+    }
+
+
+@require_GET
+@team_view
+def import_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    run = get_run_for(request, pk)
+    if request.htmx:
+        html = render(request, TEMPLATE + "#progress", _run_context(run))
+        return HttpResponseStopPolling(html.content) if run.is_finished else html
+    return render(request, TEMPLATE, _run_context(run))
+
+
+@require_POST
+@team_view
+def import_confirm(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    run = get_run_for(request, pk)
+    chosen = request.POST.getlist("duplicate")
+    importing.start_run(run, chosen, timezone.now())
+    return redirect("import-run", pk=run.pk)
+
+
+@require_GET
+@team_view
+def export(request: DashboardRequest) -> HttpResponse:
+    stamp = timezone.now().strftime("%Y-%m-%d")
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(export_csv(request.team), content_type="text/csv")
+        name = f"pagewatch-{request.team.slug}-{stamp}.csv"
+    else:
+        document = export_document(request.team, timezone.now())
+        response = HttpResponse(
+            json.dumps(document, indent=2, ensure_ascii=False),
+            content_type="application/json",
+        )
+        name = f"pagewatch-{request.team.slug}-{stamp}.json"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

@@ -1,0 +1,304 @@
+"""What every source's reader gives: a list of planned items, one per watch of
+the source, each saying what it becomes (a /v2/monitor create body) or why it
+is not imported, with notes of whatever was changed or left behind on the way.
+
+Readers turn a foreign watch into a `Draft` (the few things every monitoring
+tool has: a URL, a name, how often, what to look at), and the Draft words the
+payload; sources that already speak the /v2/monitor shape hand over the body
+as it is. Nothing here validates: monitors.moving.plan puts every payload
+through the API's own serializer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+
+from monitors import rules
+from monitors.schedule import min_interval_minutes
+
+# What a source may hold: more watches than this is not one team's monitors.
+MAX_ITEMS = 5000
+# A schedule a source does not say: how often its watches are checked here.
+DEFAULT_CRON = "0 * * * *"
+# The gaps a cron schedule can keep exactly: divisors of an hour, of a day.
+_MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
+_HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)
+
+
+class ImportRefused(Exception):
+    """The whole source cannot be read: a message fit to show a person."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def max_bytes() -> int:
+    return int(settings.IMPORT_MAX_BYTES)
+
+
+@dataclass
+class Baseline:
+    """The last content a source saw on a page: it becomes the page's first
+    baseline, so the first check here compares instead of calling it new."""
+
+    url: str
+    text: str
+    taken_at: datetime | None = None
+
+
+@dataclass
+class Planned:
+    """One watch of the source and what it becomes here."""
+
+    ref: str  # the source's own name for it: a uuid, a line, a job number
+    label: str  # its name, as the preview table shows it
+    urls: list[str]
+    payload: dict[str, Any] | None  # the /v2/monitor create body
+    reason: str = ""  # why it is not imported (payload is None)
+    notes: list[str] = field(default_factory=list)
+    baselines: list[Baseline] = field(default_factory=list)
+    paused: bool = False
+    duplicate: bool = False
+    # Set by monitors.moving.plan: the serializer's validated data.
+    validated: dict[str, Any] | None = None
+
+    @property
+    def importable(self) -> bool:
+        return self.validated is not None
+
+    def refuse(self, reason: str) -> None:
+        self.payload, self.validated, self.reason = None, None, reason
+
+    def to_state(self) -> dict[str, Any]:
+        """The item as an ImportRun keeps it between preview and import."""
+        return {
+            "ref": self.ref,
+            "label": self.label,
+            "urls": self.urls,
+            "payload": self.payload,
+            "reason": self.reason,
+            "notes": self.notes,
+            "baselines": [
+                [b.url, b.text, b.taken_at.isoformat() if b.taken_at else None]
+                for b in self.baselines
+            ],
+            "paused": self.paused,
+            # As judged when previewed: shown again without judging again.
+            "validated": json.loads(json.dumps(self.validated, cls=DjangoJSONEncoder)),
+            "duplicate": self.duplicate,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Planned:
+        return cls(
+            ref=state["ref"],
+            label=state["label"],
+            urls=state["urls"],
+            payload=state["payload"],
+            reason=state["reason"],
+            notes=state["notes"],
+            baselines=[
+                Baseline(url, text, datetime.fromisoformat(at) if at else None)
+                for url, text, at in state["baselines"]
+            ],
+            paused=state["paused"],
+            validated=state.get("validated"),
+            duplicate=state.get("duplicate", False),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The item as the API's answer and the command's report list it."""
+        return {
+            "ref": self.ref,
+            "name": self.label,
+            "urls": self.urls,
+            "imported": self.importable,
+            "monitor": (
+                self.payload | {"status": "paused" if self.paused else "active"}
+            )
+            if self.importable and self.payload is not None
+            else None,
+            "reason": self.reason or None,
+            "notes": self.notes,
+            "duplicate": self.duplicate,
+            "baselines": len(self.baselines),
+        }
+
+
+def schedule_for_seconds(seconds: float | None, notes: list[str]) -> dict[str, str]:
+    """A cron schedule for "every N seconds": the 5-minute minimum kept (and
+    said when it raised the interval), gaps a cron schedule cannot keep
+    rounded up to the next one it can (and said)."""
+    if not seconds or seconds <= 0:
+        return {"cron": DEFAULT_CRON, "timezone": "UTC"}
+    wanted = max(1, math.ceil(seconds / 60))
+    floor = min_interval_minutes()
+    minutes = max(wanted, floor)
+    if wanted < floor:
+        notes.append(
+            f"Checked every {_minutes_words(wanted)} there; Pagewatch checks at "
+            f"most every {_minutes_words(floor)}, so it is checked every "
+            f"{_minutes_words(floor)}."
+        )
+    cron, kept = _cron_every(minutes)
+    if kept != minutes:
+        notes.append(
+            f"Every {_minutes_words(minutes)} is not a gap a schedule can keep "
+            f"evenly; it is checked every {_minutes_words(kept)}."
+        )
+    return {"cron": cron, "timezone": "UTC"}
+
+
+def _cron_every(minutes: int) -> tuple[str, int]:
+    if minutes < 60:
+        step = next(s for s in _MINUTE_STEPS if s >= minutes)
+        return ("* * * * *" if step == 1 else f"*/{step} * * * *"), step
+    hours = math.ceil(minutes / 60)
+    if hours < 24:
+        step = next(s for s in _HOUR_STEPS if s >= hours)
+        return ("0 * * * *" if step == 1 else f"0 */{step} * * *"), step * 60
+    days = math.ceil(hours / 24)
+    if days < 7:
+        return "0 0 * * *", 24 * 60
+    return "0 0 * * 0", 7 * 24 * 60
+
+
+def _minutes_words(minutes: int) -> str:
+    if minutes % (24 * 60) == 0:
+        days = minutes // (24 * 60)
+        return "day" if days == 1 else f"{days} days"
+    if minutes % 60 == 0:
+        hours = minutes // 60
+        return "hour" if hours == 1 else f"{hours} hours"
+    return "minute" if minutes == 1 else f"{minutes} minutes"
+
+
+@dataclass
+class Draft:
+    """A foreign watch in the terms every monitoring tool shares; `plan()`
+    words it as a /v2/monitor create body."""
+
+    ref: str
+    url: str
+    name: str = ""
+    tag: str = ""
+    interval_seconds: float | None = None
+    cron: str | None = None
+    goal: str | None = None
+    include_tags: list[str] = field(default_factory=list)
+    exclude_tags: list[str] = field(default_factory=list)
+    ignore_lines: list[str] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    browser: bool = False
+    paused: bool = False
+    notes: list[str] = field(default_factory=list)
+    baselines: list[Baseline] = field(default_factory=list)
+
+    def plan(self) -> Planned:
+        url = self.url.strip()
+        name = (self.name or "").strip() or url
+        if self.tag:
+            name = f"{self.tag.strip()}: {name}"
+        if len(name) > rules.NAME_MAX:
+            name = name[: rules.NAME_MAX - 1] + "…"
+        notes = list(self.notes)
+        if self.cron:
+            schedule = {"cron": self.cron, "timezone": "UTC"}
+        else:
+            schedule = schedule_for_seconds(self.interval_seconds, notes)
+            if self.interval_seconds is None:
+                notes.append("No check interval given: checked every hour.")
+        options: dict[str, Any] = {}
+        if self.include_tags:
+            options["includeTags"] = list(dict.fromkeys(self.include_tags))
+        if self.exclude_tags:
+            options["excludeTags"] = list(dict.fromkeys(self.exclude_tags))
+        if self.headers:
+            options["headers"] = dict(self.headers)
+        target: dict[str, Any] = {"type": "scrape", "urls": [url]}
+        if options:
+            target["scrapeOptions"] = options
+        payload: dict[str, Any] = {
+            "name": name,
+            "schedule": schedule,
+            "targets": [target],
+        }
+        ignore = rules.clean_ignore_lines(self.ignore_lines)
+        if len(ignore) > rules.IGNORE_LINES_MAX:
+            notes.append(
+                f"{len(ignore) - rules.IGNORE_LINES_MAX} lines to ignore not "
+                f"imported, because a monitor takes at most "
+                f"{rules.IGNORE_LINES_MAX}."
+            )
+            ignore = ignore[: rules.IGNORE_LINES_MAX]
+        if ignore:
+            payload["ignoreLines"] = ignore
+        if self.browser:
+            payload["fetchWith"] = "browser"
+        if self.goal:
+            payload["goal"] = self.goal
+        return Planned(
+            ref=self.ref,
+            label=name,
+            urls=[url],
+            payload=payload,
+            notes=notes,
+            baselines=[b for b in self.baselines if b.url == url],
+            paused=self.paused,
+        )
+
+
+def not_imported(ref: str, label: str, urls: list[str], reason: str) -> Planned:
+    return Planned(ref=ref, label=label or ref, urls=urls, payload=None, reason=reason)
+
+
+def plain_regex(pattern: str) -> str | None:
+    """An ignoreLines entry for a regular expression, or None when RE2 (the
+    noise rule's engine) cannot read it."""
+    entry = f"/{pattern}/"
+    return entry if rules.ignore_line_error(entry) is None else None
+
+
+def load_json(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ImportRefused(f"{what} is not valid JSON ({_short(exc)}).") from None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:200]
+
+
+class Source:
+    """One place watches come from. A subclass names itself (`name`, the
+    value of POST /v2/import's `source`), says how it is read (a file, a base
+    URL with a key, or both) and in what words (`label`, `steps`); the
+    registry below is built from the subclasses, never kept beside them."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    steps: ClassVar[str]
+    reads_file: ClassVar[bool] = True
+    reads_remote: ClassVar[bool] = False
+    registry: ClassVar[dict[str, type[Source]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        Source.registry[cls.name] = cls
+
+    def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
+        raise ImportRefused(f"{self.label} is imported from its address, not a file.")
+
+    def read_remote(self, url: str, api_key: str) -> list[Planned]:
+        raise ImportRefused(f"{self.label} is imported from a file, not an address.")

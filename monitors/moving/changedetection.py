@@ -1,0 +1,351 @@
+"""changedetection.io: its backup zip (the Backups page) and its REST API
+(/api/v1/watch with the x-api-key header).
+
+A backup holds the datastore (changedetection.json, url-watches.json in older
+releases) with `watching` {uuid: watch} and `settings`, one folder per watch
+(its watch.json, when the release keeps one, wins over the datastore's copy)
+with history.txt ("timestamp,snapshot file" lines) and the snapshots, plain
+text or Brotli (.txt.br)."""
+
+from __future__ import annotations
+
+import posixpath
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from monitors import rules
+from monitors.moving import remote
+from monitors.moving.archive import SafeZip
+from monitors.moving.base import (
+    MAX_ITEMS,
+    Baseline,
+    Draft,
+    ImportRefused,
+    Planned,
+    Source,
+    load_json,
+    not_imported,
+)
+from monitors.moving.lists import Lists
+
+DATASTORES = ("changedetection.json", "url-watches.json")
+_XPATH_PREFIXES = ("xpath:", "xpath1:", "/", "(")
+_JSON_PREFIXES = ("json:", "jq:", "jqraw:")
+_BROWSER_BACKENDS = ("html_webdriver",)
+# Snapshots kept as first baselines, in all: an import keeps its preview in
+# the database until confirmed, so a backup's history cannot all go there.
+BASELINES_MAX_BYTES = 64 * 1024 * 1024
+CHANNELS_LATER = (
+    "notification URLs are not imported yet, because Pagewatch's notification "
+    "channels are still being built: add the webhook or e-mail on the monitor"
+)
+
+
+def _seconds(spec: Any) -> float | None:
+    if not isinstance(spec, dict):
+        return None
+    factors = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60}
+    total = 0.0
+    for unit, value in spec.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            total += value * factors.get(unit, 1 if unit == "seconds" else 0)
+    return total or None
+
+
+def _text_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = value.splitlines()
+    if not isinstance(value, list):
+        return []
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def _tag_names(watch: dict[str, Any], settings: dict[str, Any]) -> str:
+    known = ((settings.get("application") or {}).get("tags")) or {}
+    names = []
+    for tag in watch.get("tags") or []:
+        entry = known.get(tag) if isinstance(known, dict) else None
+        title = entry.get("title") if isinstance(entry, dict) else None
+        names.append(str(title or tag))
+    old = watch.get("tag")
+    if isinstance(old, str):
+        names += [t.strip() for t in old.split(",") if t.strip()]
+    return ", ".join(dict.fromkeys(n for n in names if n))
+
+
+def draft_of(
+    uuid: str, watch: dict[str, Any], settings: dict[str, Any]
+) -> Draft | Planned:
+    """A changedetection.io watch in Pagewatch's terms, every setting that has
+    no equal here named in the notes."""
+    url = str(watch.get("url") or "").strip()
+    title = str(watch.get("title") or "").strip()
+    if not url:
+        return not_imported(uuid, title, [], "It has no URL.")
+    notes: list[str] = []
+    draft = Draft(ref=uuid, url=url, name=title, notes=notes)
+    draft.tag = _tag_names(watch, settings)
+    draft.paused = bool(watch.get("paused"))
+    requests = settings.get("requests") or {}
+    if watch.get("time_between_check_use_default", True) is not False:
+        draft.interval_seconds = _seconds(requests.get("time_between_check"))
+    else:
+        draft.interval_seconds = _seconds(watch.get("time_between_check"))
+    if draft.interval_seconds is None:
+        draft.interval_seconds = _seconds(watch.get("time_between_check"))
+    _filters(watch, draft)
+    _ignored_lines(watch, settings, draft)
+    backend = str(watch.get("fetch_backend") or "system")
+    if backend == "system":
+        backend = str((settings.get("application") or {}).get("fetch_backend") or "")
+    draft.browser = backend in _BROWSER_BACKENDS or backend.startswith("extra_browser")
+    _headers(watch.get("headers"), draft)
+    _leftovers(watch, draft)
+    return draft
+
+
+def _filters(watch: dict[str, Any], draft: Draft) -> None:
+    for key, into, what in (
+        ("include_filters", draft.include_tags, "filter"),
+        ("subtractive_selectors", draft.exclude_tags, "element to remove"),
+    ):
+        for selector in _text_list(watch.get(key)):
+            if selector.startswith(_JSON_PREFIXES):
+                draft.notes.append(
+                    f"JSON {what} {selector!r} not imported, because Pagewatch "
+                    "compares a page's text, not a path into JSON."
+                )
+            elif selector.startswith(_XPATH_PREFIXES):
+                draft.notes.append(
+                    f"XPath {what} {selector!r} not imported, because Pagewatch "
+                    "selects parts of pages with CSS selectors only."
+                )
+            elif rules.css_selector_error(selector):
+                draft.notes.append(
+                    f"CSS {what} {selector!r} not imported, because Pagewatch "
+                    "cannot read that selector."
+                )
+            else:
+                into.append(selector)
+
+
+def _ignored_lines(
+    watch: dict[str, Any], settings: dict[str, Any], draft: Draft
+) -> None:
+    application = settings.get("application") or {}
+    entries = _text_list(watch.get("ignore_text"))
+    entries += _text_list(application.get("global_ignore_text"))
+    for entry in entries:
+        problem = rules.ignore_line_error(entry)
+        if problem:
+            draft.notes.append(f"Ignored text {entry[:80]!r} not imported: {problem}")
+        else:
+            draft.ignore_lines.append(entry)
+    globally = _text_list(application.get("global_subtractive_selectors"))
+    for selector in globally:
+        if not selector.startswith(_XPATH_PREFIXES) and not rules.css_selector_error(
+            selector
+        ):
+            draft.exclude_tags.append(selector)
+
+
+def _headers(headers: Any, draft: Draft) -> None:
+    for name, value in (headers or {}).items() if isinstance(headers, dict) else []:
+        name, value = str(name), str(value)
+        problem = rules.header_name_error(name) or rules.header_value_error(name, value)
+        if problem:
+            draft.notes.append(f"Request header not imported: {problem}")
+        else:
+            draft.headers[name] = value
+
+
+def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
+    """Settings with no equal here, each named."""
+    notes = draft.notes
+    urls = _text_list(watch.get("notification_urls"))
+    if urls:
+        notes.append(f"{len(urls)} {CHANNELS_LATER}.")
+    steps = [
+        s
+        for s in watch.get("browser_steps") or []
+        if isinstance(s, dict) and s.get("operation") not in (None, "", "Choose one")
+    ]
+    if steps:
+        notes.append(
+            f"{len(steps)} browser step{'s' if len(steps) > 1 else ''} not "
+            "imported, because Pagewatch's page "
+            "actions are written differently: add them as actions by hand."
+        )
+    if watch.get("processor") == "restock_diff":
+        notes.append(
+            "Restock and price detection not imported, because Pagewatch has no "
+            "such processor: the page's text is compared instead (a goal can say "
+            "what matters)."
+        )
+    for key, words in (
+        ("trigger_text", "Trigger text"),
+        ("text_should_not_be_present", "Text that should not be present"),
+        ("extract_text", "Text to extract"),
+    ):
+        if _text_list(watch.get(key)):
+            notes.append(
+                f"{words} not imported, because Pagewatch compares the whole "
+                "selected text (say in a goal what matters)."
+            )
+    method = str(watch.get("method") or "GET").upper()
+    if method != "GET" or watch.get("body"):
+        notes.append(
+            f"Request method {method} and body not imported, because Pagewatch "
+            "fetches pages with GET."
+        )
+    if watch.get("proxy"):
+        notes.append("Proxy not imported, because Pagewatch fetches directly.")
+    for key, words in (
+        ("remove_duplicate_lines", "Removing duplicate lines"),
+        ("sort_text_alphabetically", "Sorting lines"),
+        ("check_unique_lines", "Only new lines"),
+    ):
+        if watch.get(key):
+            notes.append(f"{words} not imported, because Pagewatch has no equal.")
+
+
+def _snapshot_time(stamp: str) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(int(float(stamp)), tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+class ChangedetectionBackup:
+    """One opened backup zip."""
+
+    def __init__(self, archive: SafeZip) -> None:
+        self.archive = archive
+        store = next(filter(None, (archive.find(n) for n in DATASTORES)), None)
+        if store is None:
+            raise ImportRefused(
+                "The zip holds no changedetection.json or url-watches.json: it is "
+                "not a changedetection.io backup."
+            )
+        self.root = posixpath.dirname(store)
+        data = load_json(archive.read(store), posixpath.basename(store))
+        if not isinstance(data, dict):
+            raise ImportRefused(f"{posixpath.basename(store)} is not a datastore.")
+        watching = data.get("watching") or {}
+        self.settings = data.get("settings") or {}
+        if not isinstance(watching, dict) or not isinstance(self.settings, dict):
+            raise ImportRefused("The datastore's watches are not in the usual shape.")
+        self.watching: dict[str, Any] = dict(watching)
+        self.baseline_bytes = 0
+        for name in archive.names():
+            folder, file = posixpath.split(name)
+            if file == "watch.json" and posixpath.dirname(folder) == self.root:
+                uuid = posixpath.basename(folder)
+                watch = load_json(archive.read(name), f"{uuid}/watch.json")
+                if isinstance(watch, dict):
+                    self.watching[uuid] = {**(self.watching.get(uuid) or {}), **watch}
+
+    def _path(self, *parts: str) -> str:
+        return (
+            posixpath.join(self.root, *parts) if self.root else posixpath.join(*parts)
+        )
+
+    def last_snapshot(self, uuid: str, url: str, notes: list[str]) -> list[Baseline]:
+        history = self._path(uuid, "history.txt")
+        if history not in self.archive.names():
+            return []
+        lines = self.archive.read(history).decode("utf-8", "replace").splitlines()
+        entries = [line.split(",", 1) for line in lines if "," in line]
+        if not entries:
+            return []
+        stamp, file = entries[-1]
+        snapshot = self._path(uuid, posixpath.basename(file.strip().replace("\\", "/")))
+        if snapshot not in self.archive.names():
+            notes.append("Its last snapshot is missing from the backup: none kept.")
+            return []
+        text = self.archive.read(snapshot).decode("utf-8", "replace")
+        self.baseline_bytes += len(text)
+        if self.baseline_bytes > BASELINES_MAX_BYTES:
+            notes.append(
+                "Its last snapshot is not kept: the backup's snapshots pass "
+                f"{BASELINES_MAX_BYTES // 2**20} MB, the most one import keeps. "
+                "Its first check here calls the page new."
+            )
+            return []
+        return [Baseline(url=url, text=text, taken_at=_snapshot_time(stamp))]
+
+    def planned(self) -> list[Planned]:
+        items = []
+        for uuid, watch in list(self.watching.items())[:MAX_ITEMS]:
+            if not isinstance(watch, dict):
+                items.append(not_imported(str(uuid), "", [], "Not a watch."))
+                continue
+            draft = draft_of(str(uuid), watch, self.settings)
+            if isinstance(draft, Draft):
+                draft.baselines = self.last_snapshot(str(uuid), draft.url, draft.notes)
+                items.append(draft.plan())
+            else:
+                items.append(draft)
+        return items
+
+
+def _from_url_list(data: bytes) -> list[Planned]:
+    """A backup that kept only its list of addresses: one monitor per URL."""
+    items = Lists().read_file(data, "url-list.txt")
+    for item in items:
+        item.notes.append(
+            "The backup holds only its list of addresses: filters, schedules "
+            "and snapshots of this watch were not in it."
+        )
+    return items
+
+
+class Changedetection(Source):
+    name = "changedetection"
+    label = "changedetection.io"
+    steps = (
+        "Download a backup from changedetection.io's Backups page and upload the "
+        "zip, or give its address and an API key (Settings → API)."
+    )
+    reads_remote = True
+
+    def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
+        archive = SafeZip(data)
+        if not any(archive.find(name) for name in DATASTORES):
+            listed = archive.find("url-list.txt")
+            if listed is not None:
+                return _from_url_list(archive.read(listed))
+        return ChangedetectionBackup(archive).planned()
+
+    def read_remote(self, url: str, api_key: str) -> list[Planned]:
+        base = remote.base_url(url)
+        headers = {"x-api-key": api_key, "Accept": "application/json"}
+        service = "changedetection.io"
+        listed = remote.get_json(f"{base}/api/v1/watch", headers, service)
+        if not isinstance(listed, dict):
+            raise ImportRefused("changedetection.io's watch list is not an object.")
+        try:
+            tags = remote.get_json(f"{base}/api/v1/tags", headers, service)
+        except ImportRefused:
+            tags = {}  # releases before tags had no such endpoint
+        settings = {"application": {"tags": tags if isinstance(tags, dict) else {}}}
+        items = []
+        for uuid in list(listed)[:MAX_ITEMS]:
+            path = f"{base}/api/v1/watch/{quote(str(uuid), safe='')}"
+            watch = remote.get_json(path, headers, service)
+            if not isinstance(watch, dict):
+                items.append(not_imported(str(uuid), "", [], "Not a watch."))
+                continue
+            draft = draft_of(str(uuid), watch, settings)
+            if not isinstance(draft, Draft):
+                items.append(draft)
+                continue
+            status, body = remote.get(f"{path}/history/latest", headers)
+            if status == 200 and body:
+                taken = _snapshot_time(str(watch.get("last_changed") or ""))
+                draft.baselines = [
+                    Baseline(draft.url, body.decode("utf-8", "replace"), taken)
+                ]
+            items.append(draft.plan())
+        return items

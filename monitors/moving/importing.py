@@ -1,0 +1,240 @@
+"""Creating the planned monitors. Monitors are made in batches, each batch in
+one transaction with their targets, e-mail subscriptions and first baselines;
+a batch that fails is made again one monitor per transaction. So an import
+stopped half-way leaves whole monitors and a report of which, never a monitor
+without its pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from celery import current_app
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from checks.content import content_hash, pack_snapshot, strip_noise
+from checks.models import PageState, Snapshot
+from monitors.editing import create_monitors
+from monitors.models import ImportRun, Monitor, Team
+from monitors.moving import plan
+from monitors.moving.base import Planned
+
+
+@dataclass
+class Outcome:
+    item: Planned
+    result: str  # "created", "duplicate", "not imported", "failed"
+    monitor_id: str | None = None
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.item.as_dict() | {
+            "result": self.result,
+            "monitorId": self.monitor_id,
+            "error": self.error or None,
+        }
+
+
+@dataclass
+class Report:
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def count(self, result: str) -> int:
+        return sum(1 for o in self.outcomes if o.result == result)
+
+    @property
+    def created(self) -> int:
+        return self.count("created")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "duplicates": self.count("duplicate"),
+            "notImported": self.count("not imported"),
+            "failed": self.count("failed"),
+            "items": [o.as_dict() for o in self.outcomes],
+        }
+
+
+# Monitors made together in one transaction; a batch that fails to save is
+# made again one monitor at a time, so one bad row costs only itself.
+BATCH = 100
+
+
+def _data(item: Planned) -> dict[str, Any]:
+    assert item.validated is not None
+    return item.validated | ({"status": Monitor.Status.PAUSED} if item.paused else {})
+
+
+def _page_states(
+    pairs: list[tuple[Monitor, Planned]], now: datetime
+) -> list[PageState]:
+    """The first baselines of these new monitors: each page's last snapshot
+    from the source, stored as a check would have stored it."""
+    wanted = []
+    for monitor, item in pairs:
+        targets = {url: t for t in monitor.target_list for url in t.urls or []}
+        for baseline in item.baselines:
+            target = targets.get(baseline.url)
+            if target is not None and baseline.text.strip():
+                wanted.append((monitor, item, target, baseline))
+    packs = [pack_snapshot(b.text) for _, _, _, b in wanted]
+    ids = Snapshot.store_many(packs)
+    return [
+        PageState(
+            monitor=monitor,
+            target_id=target.id,
+            url=baseline.url,
+            url_hash=PageState.hash_url(baseline.url),
+            snapshot_id=ids[pack[0]],
+            normalized_hash=content_hash(
+                strip_noise(baseline.text, monitor.ignore_lines)
+            ),
+            fetched_at=baseline.taken_at or now,
+            metadata={"importedFrom": item.ref},
+        )
+        for (monitor, item, target, baseline), pack in zip(wanted, packs, strict=True)
+    ]
+
+
+def _make(team: Team, items: list[Planned], now: datetime) -> list[Monitor]:
+    """These items' monitors with their targets and baselines: all or none."""
+    with transaction.atomic():
+        monitors = create_monitors(team, [_data(i) for i in items], now)
+        states = _page_states(list(zip(monitors, items, strict=True)), now)
+        if states:
+            PageState.upsert(states)
+    return monitors
+
+
+def import_one(team: Team, item: Planned, now: datetime) -> Monitor:
+    (monitor,) = _make(team, [item], now)
+    return monitor
+
+
+def _chosen(item: Planned, include_duplicates: Collection[str] | bool) -> bool:
+    if isinstance(include_duplicates, bool):
+        return include_duplicates
+    return item.ref in include_duplicates
+
+
+def run_import(
+    team: Team,
+    items: list[Planned],
+    now: datetime,
+    *,
+    include_duplicates: Collection[str] | bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Create every importable item; duplicates only when chosen (True for
+    all of them, or the refs of those chosen). Outcomes keep the source's
+    order."""
+    outcomes: dict[int, Outcome] = {}
+    todo: list[tuple[int, Planned]] = []
+    for index, item in enumerate(items):
+        if not item.importable:
+            outcomes[index] = Outcome(item, "not imported")
+        elif item.duplicate and not _chosen(item, include_duplicates):
+            outcomes[index] = Outcome(item, "duplicate")
+        else:
+            todo.append((index, item))
+    done = len(outcomes)
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start : start + BATCH]
+        try:
+            made = _make(team, [item for _, item in batch], now)
+        except DatabaseError:
+            made = None
+        if made is not None:
+            for (index, item), monitor in zip(batch, made, strict=True):
+                outcomes[index] = Outcome(item, "created", str(monitor.pk))
+        else:
+            for index, item in batch:
+                outcomes[index] = _one(team, item, now)
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(items))
+    if progress is not None and not todo:
+        progress(len(items), len(items))
+    return Report([outcomes[i] for i in range(len(items))])
+
+
+def _one(team: Team, item: Planned, now: datetime) -> Outcome:
+    try:
+        monitor = import_one(team, item, now)
+    except DatabaseError as exc:
+        return Outcome(item, "failed", error=f"Could not be saved: {exc}")
+    return Outcome(item, "created", str(monitor.pk))
+
+
+# Imports up to this many monitors are made while the request waits; larger
+# ones run as a task and show their progress.
+INLINE_MAX = 25
+IMPORT_TASK = "monitors.tasks.import_monitors_task"
+
+
+def preview_run(
+    team: Team, source: str, items: list[Planned], user: Any = None
+) -> ImportRun:
+    """Keep what a preview showed, so a confirmation imports exactly that."""
+    return ImportRun.objects.create(
+        team=team,
+        created_by=user if getattr(user, "pk", None) else None,
+        source=source,
+        items=[item.to_state() for item in items],
+        total=len(items),
+    )
+
+
+def previewed_items(run: ImportRun) -> list[Planned]:
+    """The run's items as its preview judged them."""
+    return [Planned.from_state(s) for s in run.items]
+
+
+def planned_items(run: ImportRun) -> list[Planned]:
+    """The run's items, judged again now: the rules or the team's monitors
+    may have changed since the preview."""
+    return plan.prepare(run.team, [Planned.from_state(s) for s in run.items])
+
+
+def start_run(
+    run: ImportRun, chosen_duplicates: Collection[str], now: datetime
+) -> ImportRun:
+    """Import now when small, else queue the task (after commit). Only a
+    previewed run starts, once."""
+    fields = {
+        "status": ImportRun.Status.QUEUED,
+        "chosen_duplicates": list(chosen_duplicates),
+    }
+    started = ImportRun.objects.filter(
+        pk=run.pk, status=ImportRun.Status.PREVIEWED
+    ).update(**fields)
+    run.refresh_from_db()
+    if not started:
+        return run
+    importable = sum(1 for s in run.items if s["payload"] is not None)
+    if importable <= INLINE_MAX:
+        if run.claim():
+            execute_run(run, now)
+        return run
+    transaction.on_commit(
+        lambda: current_app.send_task(IMPORT_TASK, args=[str(run.pk)])
+    )
+    return run
+
+
+def execute_run(run: ImportRun, now: datetime) -> Report:
+    """Import a claimed (running) run, recording progress as it goes."""
+    items = planned_items(run)
+    report = run_import(
+        run.team,
+        items,
+        now,
+        include_duplicates=set(run.chosen_duplicates),
+        progress=lambda done, total: run.record_progress(done),
+    )
+    run.finish(report.as_dict(), timezone.now())
+    return report

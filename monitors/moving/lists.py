@@ -1,0 +1,129 @@
+"""A list of addresses: one URL per line, or a CSV with a `url` column and
+optional `name`, `schedule` (a phrase like "every 30 minutes", or cron) and
+`goal` columns. Cells are only ever read as text: a spreadsheet formula
+(=HYPERLINK(...)) is a name like any other, never evaluated."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from monitors import rules
+from monitors.moving.base import (
+    MAX_ITEMS,
+    Draft,
+    ImportRefused,
+    Planned,
+    Source,
+    not_imported,
+    schedule_for_seconds,
+)
+from monitors.schedule import (
+    ScheduleError,
+    min_interval_minutes,
+    min_interval_words,
+    normalize_schedule,
+)
+
+COLUMNS = ("name", "url", "schedule", "goal")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ImportRefused("The file is not UTF-8 text.") from None
+
+
+def _looks_like_csv(text: str) -> bool:
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    cells = [c.strip().strip('"').lower() for c in first.split(",")]
+    return "url" in cells and len(cells) > 1
+
+
+def _row(number: int, row: dict[str, str]) -> Planned:
+    ref = f"row {number}"
+    url = (row.get("url") or "").strip()
+    name = (row.get("name") or "").strip()
+    if not url:
+        return not_imported(ref, name, [], "The url cell is empty.")
+    draft = Draft(ref=ref, url=url, name=name)
+    if name.startswith(FORMULA_STARTS[:4]):
+        draft.notes.append(
+            "The name looks like a spreadsheet formula; it is kept as plain text."
+        )
+    schedule = (row.get("schedule") or "").strip()
+    goal = (row.get("goal") or "").strip()
+    if goal:
+        draft.goal = goal
+    planned = draft.plan()
+    if schedule and planned.payload is not None:
+        planned.payload["schedule"] = _schedule(schedule, planned.notes)
+        planned.notes = [n for n in planned.notes if not n.startswith("No check")]
+    return planned
+
+
+def _schedule(given: str, notes: list[str]) -> dict[str, str]:
+    """The schedule cell as the API takes it; one that runs more often than
+    the minimum is raised to it (and said), as intervals of other tools are.
+    Any other problem is left for the API's validation to name."""
+    kind = "cron" if len(given.split()) == 5 else "text"
+    try:
+        cron, text = (given, None) if kind == "cron" else (None, given)
+        normalize_schedule(cron, text, "UTC")
+    except ScheduleError as exc:
+        if exc.code == rules.SCHEDULE_TOO_OFTEN.code:
+            notes.append(
+                f"“{given}” runs more often than Pagewatch checks: it is checked "
+                f"every {min_interval_words()}."
+            )
+            return schedule_for_seconds(min_interval_minutes() * 60, [])
+    return {kind: given, "timezone": "UTC"}
+
+
+class Lists(Source):
+    name = "csv"
+    label = "A list of addresses"
+    steps = (
+        "Upload a text file with one URL per line, or a CSV with a url column "
+        "and optional name, schedule and goal columns."
+    )
+
+    def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
+        text = _text(data)
+        if filename.lower().endswith(".csv") or _looks_like_csv(text):
+            return self._csv(text)
+        items = []
+        lines = [line.strip() for line in text.splitlines()]
+        urls = [line for line in lines if line and not line.startswith("#")]
+        for number, url in enumerate(urls[:MAX_ITEMS], start=1):
+            items.append(_row(number, {"url": url}))
+        return items
+
+    def _csv(self, text: str) -> list[Planned]:
+        try:
+            reader = csv.DictReader(io.StringIO(text, newline=""))
+            fields = [f.strip().lower() for f in reader.fieldnames or []]
+            if "url" not in fields:
+                raise ImportRefused(
+                    "The CSV has no url column (its first row names them)."
+                )
+            reader.fieldnames = fields
+            items = []
+            for number, row in enumerate(reader, start=2):
+                if len(items) >= MAX_ITEMS:
+                    break
+                if not any(
+                    (v or "").strip() for v in row.values() if isinstance(v, str)
+                ):
+                    continue
+                cells = {
+                    k: v
+                    for k, v in row.items()
+                    if isinstance(k, str) and isinstance(v, str)
+                }
+                items.append(_row(number, cells))
+        except csv.Error as exc:
+            raise ImportRefused(f"The CSV cannot be read: {exc}.") from None
+        return items

@@ -1,0 +1,125 @@
+"""Sources already in Pagewatch's own shape: any service speaking the
+/v2/monitor API (Firecrawl's hosted monitors, another Pagewatch), read with a
+key, and a Pagewatch export document. Both give monitors as the API shows
+them; one function turns such a monitor back into a create body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitors.moving import remote
+from monitors.moving.base import (
+    MAX_ITEMS,
+    ImportRefused,
+    Planned,
+    Source,
+    load_json,
+    not_imported,
+)
+from monitors.moving.exporting import FORMAT
+
+# The create body's keys, as a monitor answer carries them.
+_KEPT = (
+    "name",
+    "schedule",
+    "targets",
+    "goal",
+    "judgeEnabled",
+    "ignoreLines",
+    "fetchWith",
+    "webhook",
+    "notification",
+    "retentionDays",
+)
+PAGE = 100
+
+
+def planned_from_monitor(ref: str, monitor: Any) -> Planned:
+    if not isinstance(monitor, dict):
+        return not_imported(ref, "", [], "Not a monitor.")
+    name = str(monitor.get("name") or "")
+    targets = monitor.get("targets")
+    if not isinstance(targets, list):
+        return not_imported(ref, name, [], "It has no targets.")
+    payload = {k: monitor[k] for k in _KEPT if monitor.get(k) is not None}
+    schedule = payload.get("schedule")
+    if isinstance(schedule, dict):
+        payload["schedule"] = {
+            k: v for k, v in schedule.items() if k in ("cron", "text", "timezone")
+        }
+    payload["targets"] = [
+        {k: v for k, v in t.items() if k != "id"} if isinstance(t, dict) else t
+        for t in targets
+    ]
+    urls: list[str] = []
+    for target in targets:
+        if isinstance(target, dict):
+            found = target.get("urls") or [target.get("url")]
+            urls += [u for u in found if isinstance(u, str) and u]
+    if payload.get("notification") == {}:
+        payload.pop("notification")
+    return Planned(
+        ref=ref,
+        label=name or ref,
+        urls=urls,
+        payload=payload,
+        paused=monitor.get("status") == "paused",
+    )
+
+
+class MonitorApi(Source):
+    name = "firecrawl"
+    label = "Firecrawl or another Pagewatch"
+    steps = (
+        "Give the service's address (https://api.firecrawl.dev, or another "
+        "Pagewatch's) and an API key of the team whose monitors you move."
+    )
+    reads_file = False
+    reads_remote = True
+
+    def read_remote(self, url: str, api_key: str) -> list[Planned]:
+        base = remote.base_url(url)
+        base = base[: -len("/v2")] if base.endswith("/v2") else base
+        headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
+        monitors: list[Any] = []
+        while len(monitors) < MAX_ITEMS:
+            page = remote.get_json(
+                f"{base}/v2/monitor?limit={PAGE}&offset={len(monitors)}",
+                headers,
+                "The monitor API",
+            )
+            data = page.get("data") if isinstance(page, dict) else None
+            if not isinstance(data, list):
+                raise ImportRefused("The monitor API's answer has no list of monitors.")
+            monitors += data
+            if len(data) < PAGE:
+                break
+        return [
+            planned_from_monitor(str(m.get("id") if isinstance(m, dict) else i), m)
+            for i, m in enumerate(monitors[:MAX_ITEMS])
+        ]
+
+
+class PagewatchExport(Source):
+    name = "pagewatch"
+    label = "A Pagewatch export"
+    steps = (
+        "Upload the JSON file Pagewatch's Export gave (the dashboard, manage.py "
+        "exportmonitors or GET /v2/export)."
+    )
+
+    def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
+        document = load_json(data, "The file")
+        if isinstance(document, dict) and isinstance(document.get("data"), dict):
+            document = document["data"]  # as GET /v2/export answers it
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            raise ImportRefused(
+                f'The file is not a Pagewatch export (its "format" is not "{FORMAT}").'
+            )
+        monitors = document.get("monitors")
+        if not isinstance(monitors, list):
+            raise ImportRefused('The export holds no "monitors" list.')
+        return [
+            planned_from_monitor(f"monitor {i}", m)
+            for i, m in enumerate(monitors[:MAX_ITEMS], start=1)
+        ]

@@ -1,0 +1,73 @@
+"""Judging planned items the way the API would: every payload goes through
+MonitorWriteSerializer, the very validation POST /v2/monitor uses, so an
+import can never create what the API would refuse. Items whose addresses the
+team already watches are flagged as duplicates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from monitors.api.errors import flatten_errors, format_path
+from monitors.api.serializers import MonitorWriteSerializer
+from monitors.models import Target, Team
+from monitors.moving.base import Planned
+
+_STATUS_KEYS = ("status",)
+
+
+# What the API's field paths are, said of an imported watch.
+_PARTS = {"urls": "Its address", "url": "Its address", "schedule": "Its schedule",
+          "name": "Its name", "goal": "Its goal"}  # fmt: skip
+
+
+def _problem(serializer: MonitorWriteSerializer) -> str:
+    """The serializer's first few objections, each led by the part of the
+    watch it is about (the API's field path when there are no plainer words)."""
+    words = []
+    for issue in flatten_errors(serializer.errors)[:3]:
+        names = [p for p in issue["path"] if isinstance(p, str)]
+        where = next((_PARTS[p] for p in reversed(names) if p in _PARTS), None)
+        where = where or format_path(issue["path"])
+        words.append(f"{where}: {issue['message']}" if where else issue["message"])
+    return "; ".join(words)
+
+
+def validate(items: Iterable[Planned]) -> None:
+    for item in items:
+        if item.payload is None:
+            continue
+        body = {k: v for k, v in item.payload.items() if k not in _STATUS_KEYS}
+        serializer = MonitorWriteSerializer(data=body)
+        if serializer.is_valid():
+            item.validated = dict(serializer.validated_data)
+        else:
+            item.refuse(_problem(serializer))
+
+
+def watched_urls(team: Team) -> set[str]:
+    urls: set[str] = set()
+    rows = Target.objects.filter(
+        monitor__team=team, monitor__deleted_at__isnull=True
+    ).values_list("urls", "url")
+    for listed, single in rows:
+        urls.update(u for u in listed or [] if isinstance(u, str))
+        if single:
+            urls.add(single)
+    return urls
+
+
+def mark_duplicates(team: Team, items: Iterable[Planned]) -> None:
+    """Flag items with an address the team watches already, or that an item
+    before them in the same source brings."""
+    seen = watched_urls(team)
+    for item in items:
+        if not item.importable:
+            continue
+        item.duplicate = any(url in seen for url in item.urls)
+        seen.update(item.urls)
+
+
+def prepare(team: Team, items: list[Planned]) -> list[Planned]:
+    validate(items)
+    mark_duplicates(team, items)
+    return items

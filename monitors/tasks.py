@@ -1,0 +1,37 @@
+"""Celery tasks of the monitors app: thin wrappers that take ids, re-read the
+database and call plain code (monitors.moving.importing)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from monitors.models import ImportRun
+from monitors.moving import importing
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name=importing.IMPORT_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=int(settings.CELERY_TASK_TIME_LIMIT),
+    soft_time_limit=int(settings.CELERY_TASK_SOFT_TIME_LIMIT),
+)
+def import_monitors_task(run_id: str) -> None:
+    run = ImportRun.objects.filter(pk=run_id).select_related("team").first()
+    if run is None or not run.claim():
+        return  # gone, or taken by another delivery of this message
+    try:
+        report = importing.execute_run(run, timezone.now())
+    except Exception as exc:
+        # Each monitor is its own transaction: what was made stays made, and
+        # the run says where it stopped rather than spinning for ever.
+        logger.exception("Import %s stopped", run_id)
+        run.fail(f"The import stopped after {run.done} items: {exc}", timezone.now())
+        return
+    logger.info("Import %s: %s monitors created", run_id, report.created)

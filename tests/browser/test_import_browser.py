@@ -1,0 +1,59 @@
+"""The Import page in real Chromium: a changedetection.io backup uploaded,
+its preview read (what will be created, what will not and why), then the
+import confirmed and its report shown. Screenshots of both are looked at."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from monitors.models import Monitor
+from tests.browser.people import PASSWORD
+from tests.browser.test_accessibility_browser import _require_axe, axe_problems
+from tests.moving import backup_zip
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_backup_is_previewed_then_imported(
+    browser_page, member, team, screenshot, tmp_path
+):
+    backup = tmp_path / "changedetection-backup.zip"
+    backup.write_bytes(backup_zip())
+    page = browser_page
+    # An init script, as the Content-Security-Policy refuses injected <script> tags.
+    page.context.add_init_script(path=str(_require_axe()))
+    problems: list[str] = []
+    page.goto("/accounts/login/?next=/")
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("link", name="Import", exact=True).click()
+    page.wait_for_url(re.compile(r"/import/$"))
+    problems += axe_problems(page, "import form")
+    screenshot(page, "import-form")
+
+    page.get_by_label("Move from").select_option("changedetection")
+    page.get_by_label("File").set_input_files(str(backup))
+    page.get_by_role("button", name="Preview the import").click()
+    page.wait_for_url(re.compile(r"/import/[0-9a-f-]{36}/$"))
+
+    table = page.get_by_role("table", name="Preview of the import")
+    expect(table).to_contain_text("Shop: Pricing")
+    expect(table).to_contain_text("Every 5 minutes, UTC")
+    expect(table).to_contain_text("cloud metadata address")
+    expect(table).to_contain_text("XPath filter")
+    screenshot(page, "import-preview")
+    problems += axe_problems(page, "import preview")
+    assert not Monitor.objects.exists()
+
+    page.get_by_role("button", name="Import 2 monitors").click()
+    expect(page.get_by_role("status").first).to_contain_text("2 monitors created")
+    screenshot(page, "import-done")
+    problems += axe_problems(page, "import report")
+    assert problems == []
+    assert Monitor.objects.filter(team=team).count() == 2
+    assert page.problems.csp_violations(page) == []
+    assert page.problems.page_errors == []

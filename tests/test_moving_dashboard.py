@@ -1,0 +1,171 @@
+"""The dashboard's Import page (file or address → preview → confirm) and
+Export download, for a team member, and for an outsider who sees nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from monitors.models import ImportRun, Membership, Monitor, Target
+from monitors.moving import importing
+from tests.moving import PRICING_UUID, backup_zip, fixture
+
+pytestmark = pytest.mark.django_db
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def member(team, django_user_model):
+    user = django_user_model.objects.create_user("mia", "mia@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user)
+    return user
+
+
+@pytest.fixture
+def web(client, member):
+    client.force_login(member)
+    return client
+
+
+@pytest.fixture
+def outsider_web(other_team, django_user_model):
+    user = django_user_model.objects.create_user("oz", "oz@example.com", PASSWORD)
+    Membership.objects.create(team=other_team, user=user)
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def preview(web, source: str, data: bytes, name: str):
+    return web.post(
+        "/import/", {"source": source, "file": SimpleUploadedFile(name, data)}
+    )
+
+
+def test_the_import_page_lists_every_source_with_its_steps(web):
+    page = web.get("/import/").content.decode()
+    assert "changedetection.io" in page and "urlwatch" in page and "Distill" in page
+    assert "Download a backup from changedetection.io" in page
+
+
+def test_a_file_is_previewed_and_nothing_is_created_before_confirming(web, team):
+    response = preview(web, "changedetection", backup_zip(), "backup.zip")
+    assert response.status_code == 302
+    run = ImportRun.objects.get(team=team)
+    assert response["Location"] == f"/import/{run.pk}/"
+    page = web.get(response["Location"]).content.decode()
+    assert "Shop: Pricing" in page
+    assert "Every 5 minutes, UTC" in page
+    assert "cloud metadata address" in page
+    assert "XPath filter" in page
+    assert "Last snapshot kept as the first baseline" in page
+    assert not Monitor.objects.exists()
+
+
+def test_confirming_imports_the_preview_and_shows_the_report(web, team):
+    response = preview(web, "changedetection", backup_zip(), "backup.zip")
+    run_url = response["Location"]
+    done = web.post(run_url + "confirm/", follow=True)
+    page = done.content.decode()
+    assert "2 monitors created" in page
+    assert Monitor.objects.filter(team=team).count() == 2
+    pricing = Monitor.objects.get(name="Shop: Pricing")
+    assert f'href="/monitors/{pricing.pk}/"' in page
+
+
+def test_duplicates_are_flagged_and_imported_only_when_ticked(web, team):
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(
+        monitor=existing, type="scrape", urls=["https://shop.example.com/pricing"]
+    )
+    run_url = preview(web, "changedetection", backup_zip(), "b.zip")["Location"]
+    page = web.get(run_url).content.decode()
+    assert "Already monitored" in page and "Import it anyway" in page
+    web.post(run_url + "confirm/", {"duplicate": [PRICING_UUID]})
+    assert Monitor.objects.filter(team=team, name="Shop: Pricing").count() == 1
+
+
+def test_an_unreadable_file_says_why_in_plain_words(web):
+    response = preview(web, "distill", b"{oops", "x.json")
+    assert response.status_code == 400
+    assert "The file is not valid JSON" in response.content.decode()
+
+
+def test_a_source_without_a_file_or_address_asks_for_one(web):
+    response = web.post("/import/", {"source": "changedetection"})
+    assert response.status_code == 400
+    assert "Give a file, or its address and API key." in response.content.decode()
+
+
+def test_an_oversized_upload_is_refused_with_a_clear_page(web, settings):
+    settings.IMPORT_MAX_BYTES = 1024
+    response = web.post(
+        "/import/",
+        {"source": "csv", "file": SimpleUploadedFile("a.txt", b"x" * 200_000)},
+    )
+    assert response.status_code == 413
+    assert "The file is larger than" in response.content.decode()
+
+
+def test_a_large_import_shows_progress_until_done(web, team, monkeypatch):
+    monkeypatch.setattr(importing, "INLINE_MAX", 0)
+    monkeypatch.setattr(importing.current_app, "send_task", lambda *a, **k: None)
+    run_url = preview(web, "csv", fixture("addresses.txt"), "a.txt")["Location"]
+    web.post(run_url + "confirm/")
+    run = ImportRun.objects.get(team=team)
+    polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 200
+    assert 'hx-trigger="every 1s"' in polled.content.decode()
+    assert run.claim()
+    importing.execute_run(run, run.created_at)
+    final = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert final.status_code == 286
+    assert "2 monitors created" in final.content.decode()
+
+
+def test_the_export_downloads_the_teams_document_and_a_safe_csv(web, team):
+    preview_url = preview(web, "csv", fixture("addresses.csv"), "a.csv")["Location"]
+    web.post(preview_url + "confirm/")
+    response = web.get("/export/")
+    assert response["Content-Disposition"].startswith("attachment;")
+    document = json.loads(response.content)
+    assert document["format"] == "pagewatch-export"
+    assert len(document["monitors"]) == 4
+    rows = web.get("/export/?format=csv").content.decode().splitlines()
+    assert rows[0] == "name,url,schedule,goal"
+    assert any(r.startswith("\"'=HYPERLINK(") for r in rows)
+
+
+def test_another_teams_import_is_a_404(web, outsider_web, team):
+    run_url = preview(web, "csv", fixture("addresses.txt"), "a.txt")["Location"]
+    assert outsider_web.get(run_url).status_code == 404
+    assert outsider_web.post(run_url + "confirm/").status_code == 404
+    assert not Monitor.objects.exists()
+
+
+def test_an_empty_team_is_offered_the_import(web):
+    page = web.get("/").content.decode()
+    assert 'href="/import/">Import them</a>' in page
+
+
+def test_a_changedetection_address_and_key_are_previewed(web, team, site, settings):
+    from tests.test_moving_api import CD_KEY, _changedetection
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    _changedetection(site)
+    response = web.post(
+        "/import/",
+        {"source": "changedetection", "url": site.base_url, "api_key": CD_KEY},
+    )
+    assert response.status_code == 302
+    page = web.get(response["Location"]).content.decode()
+    assert "Shop: Pricing" in page and "Every 2 hours, UTC" in page
+    wrong = web.post(
+        "/import/",
+        {"source": "changedetection", "url": site.base_url, "api_key": "nope"},
+    )
+    assert wrong.status_code == 400
+    assert "refused the key" in wrong.content.decode()

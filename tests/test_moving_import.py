@@ -1,0 +1,225 @@
+"""Importing planned monitors: what is created, paused, skipped as a
+duplicate, and the baselines that make the first check compare."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import DatabaseError
+from django.utils import timezone
+
+from checks import runner
+from checks.models import Check, PageState
+from monitors import moving
+from monitors.models import ImportRun, Monitor, Target
+from monitors.moving import importing, plan
+from monitors.tasks import import_monitors_task
+from tests.moving import PRICING_UUID, backup_files, backup_zip, fixture, zip_files
+
+pytestmark = pytest.mark.django_db
+
+
+def prepared(team, source: str, data: bytes, filename: str = ""):
+    return plan.prepare(team, moving.read(source, data=data, filename=filename))
+
+
+def test_importing_a_backup_creates_its_monitors_and_lists_the_rest(team):
+    items = prepared(team, "changedetection", backup_zip())
+    report = importing.run_import(team, items, timezone.now())
+    assert report.created == 2
+    assert report.count("not imported") == 2
+    pricing = Monitor.objects.get(team=team, name="Shop: Pricing")
+    assert pricing.fetch_with == "browser"
+    assert pricing.schedule_cron == "*/5 * * * *"
+    assert pricing.next_run_at is not None
+    widget = Monitor.objects.get(team=team, name="Widget stock")
+    assert widget.status == Monitor.Status.PAUSED and widget.next_run_at is None
+
+
+def test_the_last_snapshot_is_stored_as_the_pages_baseline(team):
+    items = prepared(team, "changedetection", backup_zip())
+    importing.run_import(team, items, timezone.now())
+    pricing = Monitor.objects.get(team=team, name="Shop: Pricing")
+    state = PageState.objects.get(monitor=pricing)
+    assert state.has_baseline
+    assert state.url == "https://shop.example.com/pricing"
+    assert state.target_id == pricing.targets.get().id
+    assert state.snapshot.text == "Pricing\nBasic plan 12 EUR\nPro plan 24 EUR\n"
+    assert state.metadata == {"importedFrom": PRICING_UUID}
+
+
+def _backup_of(url: str, snapshot: str) -> bytes:
+    uuid = "11111111-2222-4333-8444-555555555555"
+    datastore = json.dumps(
+        {"settings": {}, "watching": {uuid: {"url": url, "title": "Plans"}}}
+    )
+    return zip_files(
+        {
+            "changedetection.json": datastore.encode(),
+            f"{uuid}/history.txt": b"1700000000,abc.txt\n",
+            f"{uuid}/abc.txt": snapshot.encode(),
+        }
+    )
+
+
+def _check(monitor: Monitor) -> Check:
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    return runner.run(check)
+
+
+def test_the_first_check_after_an_import_compares_with_the_snapshot(
+    team, site, settings
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    site.page("/plans", "<p>Basic plan 12 EUR</p>")
+    url = site.url("/plans")
+    items = prepared(team, "changedetection", _backup_of(url, "Basic plan 12 EUR\n"))
+    importing.run_import(team, items, timezone.now())
+    monitor = Monitor.objects.get(team=team)
+    assert _check(monitor).pages.get().status == "same"
+    site.page("/plans", "<p>Basic plan 15 EUR</p>")
+    assert _check(monitor).pages.get().status == "changed"
+
+
+def test_a_page_without_a_snapshot_is_new_on_its_first_check(team, site, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    site.page("/plans", "<p>Basic plan 12 EUR</p>")
+    items = prepared(team, "csv", site.url("/plans").encode())
+    importing.run_import(team, items, timezone.now())
+    assert _check(Monitor.objects.get(team=team)).pages.get().status == "new"
+
+
+def test_addresses_the_team_watches_are_duplicates_skipped_unless_chosen(team):
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(
+        monitor=existing, type="scrape", urls=["https://shop.example.com/pricing"]
+    )
+    items = prepared(team, "changedetection", backup_zip())
+    duplicate = next(i for i in items if i.ref == PRICING_UUID)
+    assert duplicate.duplicate
+    report = importing.run_import(team, items, timezone.now())
+    assert report.count("duplicate") == 1
+    assert Monitor.objects.filter(team=team).count() == 2
+    again = prepared(team, "changedetection", backup_zip())
+    importing.run_import(team, again, timezone.now(), include_duplicates={PRICING_UUID})
+    assert Monitor.objects.filter(team=team, name="Shop: Pricing").count() == 1
+
+
+def test_the_same_address_twice_in_one_source_is_a_duplicate_the_second_time(team):
+    items = prepared(team, "csv", b"https://a.example/\nhttps://a.example/\n")
+    assert [i.duplicate for i in items] == [False, True]
+
+
+def test_a_monitor_that_fails_to_save_leaves_nothing_half_made(team, monkeypatch):
+    items = prepared(team, "changedetection", backup_zip())
+    real = importing.create_monitors
+
+    def failing(team_, batch, now):
+        monitors = real(team_, batch, now)
+        if any(data["name"] == "Shop: Pricing" for data in batch):
+            raise DatabaseError("disk full")
+        return monitors
+
+    monkeypatch.setattr(importing, "create_monitors", failing)
+    report = importing.run_import(team, items, timezone.now())
+    assert report.count("failed") == 1 and report.created == 1
+    assert list(Monitor.objects.filter(team=team).values_list("name", flat=True)) == [
+        "Widget stock"
+    ]
+    assert Target.objects.filter(monitor__team=team).count() == 1
+    assert PageState.objects.filter(monitor__team=team).count() == 1
+
+
+def test_a_large_import_runs_as_a_task_with_progress(
+    team, monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(importing, "INLINE_MAX", 1)
+    sent = []
+    monkeypatch.setattr(
+        importing.current_app, "send_task", lambda name, args: sent.append(args)
+    )
+    items = prepared(team, "changedetection", backup_zip())
+    run = importing.preview_run(team, "changedetection", items)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = importing.start_run(run, [], timezone.now())
+    assert run.status == ImportRun.Status.QUEUED
+    assert sent == [[str(run.pk)]]
+    assert Monitor.objects.filter(team=team).count() == 0
+    import_monitors_task(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE
+    assert run.done == run.total == 4
+    assert run.report["created"] == 2
+    assert Monitor.objects.filter(team=team).count() == 2
+    import_monitors_task(str(run.pk))  # a second delivery does nothing
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
+def test_a_preview_is_imported_once_however_often_it_is_confirmed(team):
+    items = prepared(team, "csv", fixture("addresses.txt"))
+    run = importing.preview_run(team, "csv", items)
+    importing.start_run(run, [], timezone.now())
+    importing.start_run(run, [], timezone.now())
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
+def test_files_of_other_layouts_still_import_their_watches(team):
+    # A backup whose datastore is url-watches.json inside a folder of its own.
+    files = {f"backup/{k}": v for k, v in backup_files().items()}
+    files["backup/url-watches.json"] = files.pop("backup/changedetection.json")
+    items = prepared(team, "changedetection", zip_files(files))
+    assert sum(i.importable for i in items) == 2
+    assert next(i for i in items if i.ref == PRICING_UUID).baselines
+
+
+def test_old_import_runs_are_purged_but_not_running_ones_or_the_monitors(team):
+    from datetime import timedelta
+
+    from checks import retention
+
+    items = prepared(team, "csv", fixture("addresses.txt"))
+    done = importing.preview_run(team, "csv", items)
+    importing.start_run(done, [], timezone.now())
+    running = importing.preview_run(team, "csv", items)
+    ImportRun.objects.filter(pk=running.pk).update(status=ImportRun.Status.RUNNING)
+    fresh = importing.preview_run(team, "csv", items)
+    old = timezone.now() - timedelta(days=8)
+    ImportRun.objects.exclude(pk=fresh.pk).update(created_at=old)
+    retention.purge_expired(timezone.now())
+    assert set(ImportRun.objects.values_list("pk", flat=True)) == {
+        running.pk,
+        fresh.pk,
+    }
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
+def test_a_preview_is_shown_again_as_judged_and_judged_afresh_on_import(team):
+    items = prepared(team, "changedetection", backup_zip())
+    run = importing.preview_run(team, "changedetection", items)
+    shown = importing.previewed_items(run)
+    assert [i.importable for i in shown] == [i.importable for i in items]
+    assert [i.validated for i in shown] == [i.validated for i in items]
+    # A monitor of the same address made meanwhile makes it a duplicate now.
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(
+        monitor=existing, type="scrape", urls=["https://shop.example.com/pricing"]
+    )
+    judged = importing.planned_items(run)
+    assert next(i for i in judged if i.ref == PRICING_UUID).duplicate
+
+
+def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(team, monkeypatch):
+    items = prepared(team, "csv", fixture("addresses.txt"))
+    run = importing.preview_run(team, "csv", items)
+    ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
+
+    def broken(run_, now):
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(importing, "execute_run", broken)
+    import_monitors_task(str(run.pk))  # returns: nothing escapes to the worker
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED
+    assert "something unforeseen" in run.error

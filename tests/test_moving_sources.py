@@ -1,0 +1,244 @@
+"""Each source's reader, on fixture files written to each tool's documented
+layout: what every watch becomes, what is left behind and why."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from monitors import moving
+from monitors.moving import plan
+from monitors.moving.base import ImportRefused, Planned, schedule_for_seconds
+from tests.moving import (
+    FTP_UUID,
+    METADATA_UUID,
+    PRICING_UUID,
+    WIDGET_UUID,
+    backup_zip,
+    fixture,
+)
+
+
+def planned(source: str, data: bytes, filename: str = "") -> dict[str, Planned]:
+    items = moving.read(source, data=data, filename=filename)
+    plan.validate(items)
+    return {item.ref: item for item in items}
+
+
+def notes_of(item: Planned) -> str:
+    return "\n".join(item.notes)
+
+
+# --- changedetection.io backup ---------------------------------------------------
+
+
+def test_a_changedetection_watch_keeps_its_filters_headers_rules_and_browser():
+    item = planned("changedetection", backup_zip())[PRICING_UUID]
+    assert item.importable
+    assert item.label == "Shop: Pricing"
+    target = item.validated["targets"][0]
+    assert target["urls"] == ["https://shop.example.com/pricing"]
+    options = target["scrapeOptions"]
+    assert options["includeTags"] == ["#prices"]
+    assert options["excludeTags"] == [".ads"]
+    assert options["headers"] == {"X-Team": "blue", "Accept-Language": "en"}
+    assert item.validated["ignoreLines"] == ["Last updated", r"/\d+ people viewing/"]
+    assert item.validated["fetchWith"] == "browser"
+
+
+def test_a_one_minute_interval_is_raised_to_five_minutes_and_says_so():
+    item = planned("changedetection", backup_zip())[PRICING_UUID]
+    assert item.validated["schedule"]["cron"] == "*/5 * * * *"
+    assert "Checked every minute there" in notes_of(item)
+    assert "every 5 minutes" in notes_of(item)
+
+
+def test_what_has_no_equal_is_listed_per_watch_with_the_reason():
+    notes = notes_of(planned("changedetection", backup_zip())[PRICING_UUID])
+    assert "XPath filter \"xpath://div[@class='deal']\" not imported, because" in notes
+    assert "JSON filter 'json:$.price' not imported, because" in notes
+    assert "2 notification URLs are not imported yet, because" in notes
+    assert "1 browser step not imported, because" in notes
+
+
+def test_the_last_snapshot_of_a_watch_becomes_its_baseline():
+    item = planned("changedetection", backup_zip())[PRICING_UUID]
+    (baseline,) = item.baselines
+    # The newer of the two history entries, stored Brotli-compressed.
+    assert baseline.text == "Pricing\nBasic plan 12 EUR\nPro plan 24 EUR\n"
+    assert baseline.url == "https://shop.example.com/pricing"
+    assert baseline.taken_at.timestamp() == 1700086400
+
+
+def test_a_paused_restock_watch_is_imported_paused_with_its_processor_named():
+    item = planned("changedetection", backup_zip())[WIDGET_UUID]
+    assert item.importable and item.paused
+    # The team's default interval (3 hours) applies to a watch that uses it.
+    assert item.validated["schedule"]["cron"] == "0 */3 * * *"
+    assert "Restock and price detection not imported, because" in notes_of(item)
+
+
+def test_watches_the_api_would_refuse_are_rows_saying_why():
+    items = planned("changedetection", backup_zip())
+    assert not items[FTP_UUID].importable
+    assert "Only http:// and https:// URLs are allowed" in items[FTP_UUID].reason
+    assert not items[METADATA_UUID].importable
+    assert "cloud metadata address" in items[METADATA_UUID].reason
+
+
+def test_a_zip_that_is_not_a_changedetection_backup_is_refused():
+    from tests.moving import zip_files
+
+    with pytest.raises(ImportRefused, match="not a changedetection.io backup"):
+        moving.read("changedetection", data=zip_files({"notes.txt": b"hi"}))
+
+
+# --- urlwatch ----------------------------------------------------------------------
+
+
+def test_urlwatch_filters_become_selectors_and_line_rules():
+    items = planned("urlwatch", fixture("urls.yaml"))
+    notes = items["job 1"]
+    options = notes.validated["targets"][0]["scrapeOptions"]
+    assert options == {"includeTags": ["main"], "excludeTags": [".sidebar"]}
+    assert notes.validated["ignoreLines"] == [r"/^Posted \d+ minutes ago$/"]
+    assert "Retries (max_tries) not imported" in notes_of(notes)
+    status = items["job 2"]
+    assert status.validated["fetchWith"] == "browser"
+    assert status.validated["targets"][0]["scrapeOptions"]["includeTags"] == [
+        "#incidents"
+    ]
+
+
+def test_urlwatch_shell_jobs_jq_and_private_addresses_are_explained():
+    items = planned("urlwatch", fixture("urls.yaml"))
+    assert not items["job 3"].importable
+    assert "shell command" in items["job 3"].reason
+    assert "Filter jq not imported, because" in notes_of(items["job 4"])
+    assert "private address" in items["job 5"].reason
+
+
+def test_yaml_tags_that_would_construct_objects_are_refused_not_run(tmp_path):
+    marker = tmp_path / "ran"
+    hostile = f'!!python/object/apply:os.system ["touch {marker}"]\n'.encode()
+    with pytest.raises(ImportRefused, match="not YAML urlwatch could read"):
+        moving.read("urlwatch", data=hostile)
+    assert not marker.exists()
+
+
+def test_malformed_yaml_names_the_line():
+    with pytest.raises(ImportRefused, match=r"line 2"):
+        moving.read("urlwatch", data=b"url: https://a.example\n  bad: [\n")
+
+
+# --- Distill -----------------------------------------------------------------------
+
+
+def test_distill_sieves_keep_selections_interval_tags_and_pause():
+    items = planned("distill", fixture("distill-export.json"))
+    careers = items["c9f1e2d3a4b5"]
+    assert careers.label == "Hiring: Careers"
+    assert careers.validated["schedule"]["cron"] == "*/30 * * * *"
+    assert careers.validated["fetchWith"] == "browser"
+    options = careers.validated["targets"][0]["scrapeOptions"]
+    assert options["includeTags"] == ["#roles"]
+    assert options["excludeTags"] == [".cookie-banner"]
+    assert "XPath selection" in notes_of(careers)
+    blog = items["d0a1b2c3d4e5"]
+    assert blog.paused
+    assert blog.validated["schedule"]["cron"] == "0 0 * * *"
+    assert "regular expression" in notes_of(blog)
+    assert not items["e1b2c3d4e5f6"].importable
+
+
+def test_malformed_json_is_a_clear_error():
+    with pytest.raises(ImportRefused, match="not valid JSON"):
+        moving.read("distill", data=b'{"data": [')
+    with pytest.raises(ImportRefused, match="not valid JSON"):
+        moving.read("distill", data=b"[" * 100_000 + b"]" * 100_000)
+
+
+# --- lists ---------------------------------------------------------------------------
+
+
+def test_csv_rows_take_name_schedule_and_goal():
+    items = planned("csv", fixture("addresses.csv"), "addresses.csv")
+    pricing = items["row 2"]
+    assert pricing.validated["schedule"]["cron"] == "*/30 * * * *"
+    assert pricing.validated["goal"] == "Tell me when a plan's price changes"
+    assert pricing.validated["judgeEnabled"] is True
+    assert items["row 6"].validated["schedule"]["cron"] == "0 9 * * *"
+
+
+def test_csv_formulas_are_kept_as_text_and_bad_rows_are_explained():
+    items = planned("csv", fixture("addresses.csv"), "addresses.csv")
+    formula = items["row 3"]
+    assert formula.validated["name"] == '=HYPERLINK("https://evil.example","click")'
+    assert "spreadsheet formula" in notes_of(formula)
+    too_often = items["row 4"]
+    assert too_often.validated["schedule"]["cron"] == "*/5 * * * *"
+    assert "“* * * * *” runs more often than Pagewatch checks" in notes_of(too_often)
+    assert "Only http:// and https://" in items["row 5"].reason
+
+
+def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
+    items = planned("csv", fixture("addresses.txt"))
+    assert [i.urls for i in items.values()] == [
+        ["https://a.example.com/"],
+        ["https://b.example.com/page"],
+        ["javascript:alert(1)"],
+    ]
+    assert [i.importable for i in items.values()] == [True, True, False]
+
+
+# --- shared --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "cron"),
+    [
+        (None, "0 * * * *"),
+        (60, "*/5 * * * *"),
+        (600, "*/10 * * * *"),
+        (420, "*/10 * * * *"),
+        (3 * 3600, "0 */3 * * *"),
+        (5 * 3600, "0 */6 * * *"),
+        (86400, "0 0 * * *"),
+        (14 * 86400, "0 0 * * 0"),
+    ],
+)
+def test_intervals_become_schedules_a_cron_can_keep(seconds, cron):
+    assert schedule_for_seconds(seconds, [])["cron"] == cron
+
+
+def test_sources_are_a_registry_of_their_classes():
+    names = set(moving.sources())
+    assert names == {
+        "changedetection",
+        "urlwatch",
+        "distill",
+        "firecrawl",
+        "pagewatch",
+        "csv",
+    }
+    for name, cls in moving.sources().items():
+        assert cls.name == name and cls.label and cls.steps
+
+
+def test_files_are_told_apart_by_name_and_content():
+    assert moving.guess_source("backup.zip", backup_zip()) == "changedetection"
+    assert moving.guess_source("urls.yaml", b"url: x") == "urlwatch"
+    assert moving.guess_source("x.json", fixture("distill-export.json")) == "distill"
+    export = json.dumps({"format": "pagewatch-export", "monitors": []}).encode()
+    assert moving.guess_source("x.json", export) == "pagewatch"
+    assert moving.guess_source("list.txt", b"https://a.example") == "csv"
+
+
+def test_a_backup_with_only_its_url_list_imports_the_addresses():
+    from tests.moving import zip_files
+
+    listed = fixture("changedetection-backup/url-list.txt")
+    items = planned("changedetection", zip_files({"url-list.txt": listed}))
+    assert [i.importable for i in items.values()] == [True, True, False, False]
+    assert "only its list of addresses" in notes_of(items["row 1"])
