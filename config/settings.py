@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "monitors",
     "checks",
+    "teams",
 ]
 
 MIDDLEWARE = [
@@ -248,7 +249,10 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.api.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "monitors.api.auth.KeyScopeAllows",
+    ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["monitors.api.parsers.JsonParser"],
     "EXCEPTION_HANDLER": "monitors.api.errors.exception_handler",

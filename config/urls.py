@@ -9,6 +9,7 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
+    path("", include("teams.urls")),
     path("", include("monitors.urls")),
 ]
 

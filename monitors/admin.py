@@ -21,10 +21,12 @@ from typing import Any
 from axes.models import AccessFailureLog, AccessLog
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db import router, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.deletion import Collector, ProtectedError
 from django.db.models.functions import Coalesce
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -39,6 +41,7 @@ from monitors.models import (
     KEY_PREFIX,
     ApiKey,
     EmailRecipient,
+    LastOwnerError,
     Membership,
     Monitor,
     Target,
@@ -225,8 +228,29 @@ def _team_count(rows: QuerySet) -> Coalesce:
     return Coalesce(Subquery(counted), 0)
 
 
+class KeepsAnOwner(BaseInlineFormSet):
+    """A team keeps at least one owner in the admin too."""
+
+    def clean(self) -> None:
+        super().clean()
+        roles = [
+            form.cleaned_data.get("role")
+            for form in self.forms
+            if form.cleaned_data and not form.cleaned_data.get("DELETE")
+        ]
+        had_owner = (
+            self.instance.pk
+            and Membership.objects.filter(
+                team=self.instance, role=Membership.Role.OWNER
+            ).exists()
+        )
+        if had_owner and Membership.Role.OWNER not in roles:
+            raise ValidationError(LastOwnerError.message)
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
+    formset = KeepsAnOwner
     extra = 0
     autocomplete_fields = ["user"]
     fields = ["user", "role", "created_at"]
@@ -373,19 +397,21 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "name",
         "created_at",
         "last_used_at",
+        "scope",
         "active",
         "created_by",
     ]
-    list_filter = [KeyStateFilter, "team"]
+    list_filter = [KeyStateFilter, "scope", "team"]
     list_select_related = ["team", "created_by"]
     search_fields = ["prefix", "name", "team__name", "team__slug"]
     search_help_text = "Key prefix (pw_…), name or team."
     actions = ["revoke_selected"]
-    ADD_FIELDS = ["team", "name"]
+    ADD_FIELDS = ["team", "name", "scope"]
     CHANGE_FIELDS = [
         "key",
         "team",
         "name",
+        "scope",
         "created_by",
         "created_at",
         "last_used_at",
@@ -429,7 +455,9 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        issued, raw = ApiKey.issue(obj.team, name=obj.name, created_by=request.user)
+        issued, raw = ApiKey.issue(
+            obj.team, name=obj.name, created_by=request.user, scope=obj.scope
+        )
         # The admin goes on to log and redirect with `obj`: make it the saved row.
         for field in ApiKey._meta.concrete_fields:
             setattr(obj, field.attname, getattr(issued, field.attname))

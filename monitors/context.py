@@ -7,23 +7,39 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from monitors.models import Team
+from monitors.models import Membership, Team
 
 SESSION_KEY = "pagewatch_team_id"
 _CACHE_ATTR = "_pagewatch_team"
-_TEAMS_ATTR = "_pagewatch_teams"
+_MEMBERSHIPS_ATTR = "_pagewatch_memberships"
+
+
+def memberships_for(request: HttpRequest) -> list[Membership]:
+    """The signed-in user's memberships with their teams (one query per
+    request), in the order the team switcher lists them."""
+    if not request.user.is_authenticated:
+        return []
+    if not hasattr(request, _MEMBERSHIPS_ATTR):
+        memberships = (
+            Membership.objects.filter(user=request.user)
+            .select_related("team")
+            .order_by("team__name", "team__pk")
+        )
+        setattr(request, _MEMBERSHIPS_ATTR, list(memberships))
+    return getattr(request, _MEMBERSHIPS_ATTR)
 
 
 def teams_for(request: HttpRequest) -> list[Team]:
-    """The signed-in user's teams (one query per request)."""
-    if not request.user.is_authenticated:
-        return []
-    if not hasattr(request, _TEAMS_ATTR):
-        teams = Team.objects.filter(membership__user=request.user).order_by(
-            "name", "pk"
-        )
-        setattr(request, _TEAMS_ATTR, list(teams))
-    return getattr(request, _TEAMS_ATTR)
+    """The signed-in user's teams."""
+    return [membership.team for membership in memberships_for(request)]
+
+
+def current_membership(request: HttpRequest) -> Membership | None:
+    """The signed-in user's membership of the current team: their role there."""
+    team = current_team(request)
+    if team is None:
+        return None
+    return next(m for m in memberships_for(request) if m.team_id == team.pk)
 
 
 def current_team(request: HttpRequest) -> Team | None:
@@ -61,6 +77,11 @@ _SECTIONS = {
     "team-members": "team",
     "webhook-secret-show": "team",
     "webhook-secret-rotate": "team",
+    "team-invite": "team",
+    "invitation-revoke": "team",
+    "member-role": "team",
+    "member-remove": "team",
+    "team-activity": "activity",
 }
 _MONITOR_PAGES = ("monitor-", "check-", "page-diff", "import-", "export")
 
@@ -72,9 +93,14 @@ def team(request: HttpRequest) -> dict[str, Any]:
         return {}
     match = getattr(request, "resolver_match", None)
     url_name = match.url_name if match else ""
+    membership = current_membership(request)
     return {
         "current_team": current_team(request),
         "user_teams": teams_for(request),
+        "membership": membership,
+        # What the person may do here (`{% if can.edit %}`): buttons they may
+        # not use are not shown; the views refuse them anyway (team_view).
+        "can": membership.permissions if membership else {},
         "nav_section": _SECTIONS.get(url_name or "")
         or ("monitors" if (url_name or "").startswith(_MONITOR_PAGES) else ""),
     }

@@ -138,14 +138,34 @@ class Team(models.Model):
         return secrets_now
 
 
+class LastOwnerError(Exception):
+    """A change that would leave a team without an owner."""
+
+    message = (
+        "A team always keeps at least one owner: make someone else an owner first."
+    )
+
+
 class Membership(models.Model):
     class Role(models.TextChoices):
-        OWNER = "owner"
-        MEMBER = "member"
+        OWNER = "owner", "Owner"
+        EDITOR = "editor", "Editor"
+        VIEWER = "viewer", "Viewer"
+
+    class Action(models.TextChoices):
+        """What a person may do in a team; each role allows a set of them
+        (ROLE_ACTIONS). Views ask for one with monitors.views.team_view."""
+
+        VIEW = "view", "see the team's monitors, checks and settings"
+        EDIT = "edit", "create, change, pause, run or delete monitors"
+        MANAGE = (
+            "manage",
+            ("manage members, invitations, API keys and the webhook signing secret"),
+        )
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.EDITOR)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -155,6 +175,50 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team}"
+
+    def can(self, action: str) -> bool:
+        return action in ROLE_ACTIONS[self.Role(self.role)]
+
+    @property
+    def permissions(self) -> dict[str, bool]:
+        """{"view": True, "edit": False, ...}: what templates ask (`can.edit`)."""
+        return {action.value: self.can(action) for action in self.Action}
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == self.Role.OWNER
+
+    def _is_last_owner(self) -> bool:
+        """Whether this member is the team's only owner, read with the team's
+        owner rows locked (PostgreSQL) so two owners demoting each other at
+        once cannot both succeed."""
+        owners = Membership.objects.select_for_update().filter(
+            team_id=self.team_id, role=self.Role.OWNER
+        )
+        return list(owners.values_list("pk", flat=True)) == [self.pk]
+
+    def change_role(self, role: str) -> None:
+        """Give this member `role`; refused when it would leave no owner."""
+        role = self.Role(role)
+        with transaction.atomic():
+            if role != self.Role.OWNER and self._is_last_owner():
+                raise LastOwnerError(LastOwnerError.message)
+            self.role = role
+            self.save(update_fields=["role"])
+
+    def remove(self) -> None:
+        """Take this person out of the team; refused for the last owner."""
+        with transaction.atomic():
+            if self._is_last_owner():
+                raise LastOwnerError(LastOwnerError.message)
+            self.delete()
+
+
+ROLE_ACTIONS: dict[Membership.Role, frozenset[str]] = {
+    Membership.Role.OWNER: frozenset(Membership.Action.values),
+    Membership.Role.EDITOR: frozenset({Membership.Action.VIEW, Membership.Action.EDIT}),
+    Membership.Role.VIEWER: frozenset({Membership.Action.VIEW}),
+}
 
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
@@ -166,11 +230,16 @@ class ApiKey(models.Model):
     """Only a SHA-256 of the key is stored; keys carry 256 bits of randomness,
     so a fast hash is enough and lookups stay cheap on every request."""
 
+    class Scope(models.TextChoices):
+        READ = "read", "Read only: list and read monitors, checks and activity"
+        WRITE = "write", "Read and write: create, change, run and delete too"
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
     # Indexed clear-text prefix: finds the row without scanning hashes.
     prefix = models.CharField(max_length=KEY_LOOKUP_LENGTH, unique=True)
     key_hash = models.CharField(max_length=64)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.WRITE)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -195,13 +264,21 @@ class ApiKey(models.Model):
     def is_active(self) -> bool:
         return self.revoked_at is None
 
+    @property
+    def can_write(self) -> bool:
+        return self.scope == self.Scope.WRITE
+
     @staticmethod
     def hash_key(raw: str) -> str:
         return hashlib.sha256(raw.encode()).hexdigest()
 
     @classmethod
     def issue(
-        cls, team: Team, name: str = "", created_by: Any = None
+        cls,
+        team: Team,
+        name: str = "",
+        created_by: Any = None,
+        scope: str = Scope.WRITE,
     ) -> tuple[ApiKey, str]:
         """Create a key and return it with the raw secret, which is never stored."""
         raw = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -210,6 +287,7 @@ class ApiKey(models.Model):
             name=name,
             prefix=raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH],
             key_hash=cls.hash_key(raw),
+            scope=cls.Scope(scope),
             created_by=created_by,
         )
         return key, raw

@@ -23,7 +23,7 @@ from django.views.decorators.http import (
 from checks.models import Delivery
 from checks.notify import deliveries
 from monitors.models import WEBHOOK_SECRET_GRACE
-from monitors.views import DashboardRequest, get_monitor_for, team_view
+from monitors.views import Action, DashboardRequest, get_monitor_for, team_view
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def monitor_deliveries(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def webhook_test(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     try:
@@ -62,7 +62,7 @@ def webhook_test(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def delivery_retry(
     request: DashboardRequest, pk: uuid.UUID, delivery_id: int
 ) -> HttpResponse:
@@ -95,7 +95,7 @@ def _secret_shown(
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(needs=Action.MANAGE)
 def webhook_secret_show(request: DashboardRequest) -> HttpResponse:
     """GET asks for confirmation; only the POST shows the secret (made now if
     the team has none), so a link preview or a glance at history never does.
@@ -118,7 +118,7 @@ def webhook_secret_show(request: DashboardRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(needs=Action.MANAGE)
 def webhook_secret_rotate(request: DashboardRequest) -> HttpResponse:
     if request.method == "GET":
         grace_hours = int(WEBHOOK_SECRET_GRACE.total_seconds() // 3600)

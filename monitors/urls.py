@@ -81,7 +81,6 @@ urlpatterns = [
         views.api_key_revoke,
         name="api-key-revoke",
     ),
-    path("settings/team/", views.team_members, name="team-members"),
     path(
         "settings/team/webhook-secret/",
         notification_views.webhook_secret_show,

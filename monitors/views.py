@@ -31,7 +31,6 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from checks import storage
 from checks.ai import llm_available
 from checks.browser.executable import available as browser_available
 from checks.captures import screenshot_links
@@ -47,7 +46,7 @@ from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
 from monitors import history, rules
 from monitors import schedule as schedules
-from monitors.context import current_team, switch_team
+from monitors.context import current_membership, switch_team
 from monitors.editing import update_monitor
 from monitors.forms import ApiKeyForm, MonitorForm, split_schedule
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
@@ -87,23 +86,67 @@ class DashboardRequest(HttpRequest):
     user: AbstractBaseUser
     htmx: HtmxDetails
     team: Team
+    membership: Membership
 
 
 View = Callable[..., HttpResponse]
+Action = Membership.Action
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def team_view(view: View) -> View:
-    """Resolve the current team first; people in no team get a friendly page."""
+def forbidden(
+    request: HttpRequest, membership: Membership, action: str
+) -> HttpResponse:
+    """403 in plain words: what the person's role lets them do, and who can
+    change it."""
+    owners = (
+        Membership.objects.filter(team_id=membership.team_id, role="owner")
+        .select_related("user")
+        .order_by("user__username")
+    )
+    role = Membership.Role(membership.role).label
+    context = {
+        "role": role,
+        "role_article": "an" if role[0] in "AEIOU" else "a",
+        "wanted": Action(action).label,
+        "owners": [m.user for m in owners[:5]],
+    }
+    return render(request, "monitors/forbidden.html", context, status=403)
 
-    @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        team = current_team(request)
-        if team is None:
-            return render(request, "monitors/no_team.html", status=403)
-        request.team = team  # type: ignore[attr-defined]
-        return view(request, *args, **kwargs)
 
-    return wrapper
+def team_view(
+    view: View | None = None,
+    *,
+    needs: str = Action.VIEW,
+    to_change: str | None = None,
+) -> Any:
+    """Resolve the current team and the person's role in it first; people in
+    no team get a friendly page, people whose role does not allow the action
+    a 403 page that says so, before the view has changed anything.
+
+    `needs` is asked of every request; `to_change`, when given, of requests
+    that may change something (POST and the like) only: a page everyone may
+    read whose form only some may send."""
+
+    def decorate(view: View) -> View:
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            membership = current_membership(request)
+            if membership is None:
+                return render(request, "monitors/no_team.html", status=403)
+            wanted = needs
+            if to_change is not None and request.method not in SAFE_METHODS:
+                wanted = to_change
+            if not membership.can(wanted):
+                return forbidden(request, membership, wanted)
+            request.team = membership.team  # type: ignore[attr-defined]
+            request.membership = membership  # type: ignore[attr-defined]
+            return view(request, *args, **kwargs)
+
+        wrapper.team_action = (needs, to_change)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate(view) if view is not None else decorate
 
 
 # ---------------------------------------------------------------- lookups
@@ -185,32 +228,6 @@ def team_switch(request: HttpRequest) -> HttpResponse:
     return redirect("monitor-list")
 
 
-@require_GET
-@team_view
-def team_members(request: DashboardRequest) -> HttpResponse:
-    memberships = (
-        Membership.objects.filter(team=request.team)
-        .select_related("user")
-        .order_by("-role", "user__username")
-    )
-    # Members are managed in the Django admin (Team, with its memberships):
-    # people allowed there get a link to this team's page in it.
-    admin_url = (
-        reverse("admin:monitors_team_change", args=[request.team.pk])
-        if request.user.has_perm("monitors.change_team")
-        else None
-    )
-    return render(
-        request,
-        "monitors/team_members.html",
-        {
-            "memberships": memberships,
-            "admin_url": admin_url,
-            "history_bytes": storage.team_bytes(request.team),
-        },
-    )
-
-
 # ---------------------------------------------------------------- monitor list
 
 
@@ -275,7 +292,7 @@ def monitor_list(request: DashboardRequest) -> HttpResponse:
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def monitor_toggle(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     """Pause or resume. The button says which, so a double click is harmless."""
     monitor = get_monitor_for(request, pk)
@@ -353,19 +370,19 @@ def _edit_form(request: DashboardRequest, monitor: Monitor | None) -> HttpRespon
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(needs=Action.EDIT)
 def monitor_create(request: DashboardRequest) -> HttpResponse:
     return _edit_form(request, None)
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(needs=Action.EDIT)
 def monitor_edit(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     return _edit_form(request, get_monitor_for(request, pk))
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def monitor_validate(
     request: DashboardRequest, pk: uuid.UUID | None = None
 ) -> HttpResponse:
@@ -382,7 +399,7 @@ def monitor_validate(
 
 
 @require_GET
-@team_view
+@team_view(needs=Action.EDIT)
 def target_row(request: DashboardRequest) -> HttpResponse:
     """A new, empty target row for the form (htmx "Add target" buttons)."""
     kind = request.GET.get("add_target") or request.GET.get("type") or "scrape"
@@ -419,7 +436,7 @@ def schedule_preview_context(schedule: str, zone: str, now: datetime) -> dict[st
 
 
 @require_GET
-@team_view
+@team_view(needs=Action.EDIT)
 def schedule_preview(request: DashboardRequest) -> HttpResponse:
     context = schedule_preview_context(
         request.GET.get("schedule", "")[:200],
@@ -529,7 +546,7 @@ def team_history(request: DashboardRequest) -> HttpResponse:
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     """Run now: queue a manual check, then show its progress."""
     monitor = get_monitor_for(request, pk)
@@ -586,7 +603,7 @@ def _shown_on(request: DashboardRequest, path: str) -> bool:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(needs=Action.EDIT)
 def monitor_delete(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     if request.method == "POST":
@@ -850,13 +867,16 @@ def _field_rows(page: PageResult, quotes: list[str]) -> list[dict[str, Any]]:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(to_change=Action.MANAGE)
 def api_keys(request: DashboardRequest) -> HttpResponse:
     new_key = None
     form = ApiKeyForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         _, new_key = ApiKey.issue(
-            request.team, name=form.cleaned_data["name"], created_by=request.user
+            request.team,
+            name=form.cleaned_data["name"],
+            created_by=request.user,
+            scope=form.cleaned_data["scope"],
         )
         form = ApiKeyForm()
     keys = ApiKey.objects.filter(team=request.team).select_related("created_by")
@@ -869,7 +889,7 @@ def api_keys(request: DashboardRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(needs=Action.MANAGE)
 def api_key_revoke(request: DashboardRequest, key_id: int) -> HttpResponse:
     key = ApiKey.objects.filter(team=request.team, pk=key_id).first()
     if key is None:

@@ -223,7 +223,9 @@ def test_adding_an_api_key_shows_the_raw_key_once_and_stores_only_its_hash(
     admin_client, admin_user, team
 ):
     response = admin_client.post(
-        admin_url(ApiKey, "add"), {"team": team.pk, "name": "CI"}, follow=True
+        admin_url(ApiKey, "add"),
+        {"team": team.pk, "name": "CI", "scope": "write"},
+        follow=True,
     )
 
     assert response.status_code == 200
@@ -243,9 +245,9 @@ def test_adding_an_api_key_shows_the_raw_key_once_and_stores_only_its_hash(
     assert raw not in again
 
 
-def test_the_api_key_form_asks_only_for_team_and_name(admin_client):
+def test_the_api_key_form_asks_only_for_team_name_and_scope(admin_client):
     form = admin_client.get(admin_url(ApiKey, "add")).context["adminform"].form
-    assert set(form.fields) == {"team", "name"}
+    assert set(form.fields) == {"team", "name", "scope"}
 
 
 def test_revoke_action_revokes_the_selected_keys_at_once(admin_client, team, api_key):

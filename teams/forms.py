@@ -1,0 +1,85 @@
+"""The team page's forms: invite someone, change a member's role, and the
+invitee's new account."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model, password_validation
+
+from monitors.models import Membership
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField(
+        label="E-mail address",
+        max_length=254,
+        help_text="The invitation link is sent here; it works once, for 7 days.",
+    )
+    role = forms.ChoiceField(
+        choices=Membership.Role.choices,
+        initial=Membership.Role.EDITOR,
+        help_text="Owners manage people, keys and secrets; editors change "
+        "monitors; viewers only look.",
+    )
+
+    def __init__(self, *args: Any, team: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.team = team
+
+    def clean_email(self) -> str:
+        email = self.cleaned_data["email"].strip().lower()
+        if email in self.team.member_emails():
+            raise forms.ValidationError(
+                "Someone with this address is in the team already."
+            )
+        return email
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+
+
+class JoinForm(forms.Form):
+    """A new account for the invitee: the e-mail address is the invitation's."""
+
+    username = forms.CharField(
+        label="User name",
+        max_length=150,
+        help_text="What you sign in with.",
+    )
+    password = forms.CharField(
+        label="Password", widget=forms.PasswordInput, strip=False
+    )
+
+    def __init__(self, *args: Any, email: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.email = email
+
+    def clean_username(self) -> str:
+        username = self.cleaned_data["username"].strip()
+        user_model = get_user_model()
+        # The model's own rule (letters, digits and @.+-_).
+        user_model._meta.get_field("username").run_validators(username)
+        if user_model.objects.filter(username__iexact=username).exists():
+            raise forms.ValidationError("This user name is taken: choose another.")
+        return username
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        password = cleaned.get("password")
+        if password:
+            user = get_user_model()(
+                username=cleaned.get("username", ""), email=self.email
+            )
+            try:
+                password_validation.validate_password(password, user)
+            except forms.ValidationError as exc:
+                self.add_error("password", exc)
+        return cleaned
+
+    def save(self) -> Any:
+        return get_user_model().objects.create_user(
+            self.cleaned_data["username"], self.email, self.cleaned_data["password"]
+        )

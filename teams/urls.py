@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from teams import views
+
+urlpatterns = [
+    path("settings/team/", views.team_members, name="team-members"),
+    path("settings/team/invite/", views.team_invite, name="team-invite"),
+    path(
+        "settings/team/invitations/<int:invitation_id>/revoke/",
+        views.invitation_revoke,
+        name="invitation-revoke",
+    ),
+    path(
+        "settings/team/members/<int:membership_id>/role/",
+        views.member_role,
+        name="member-role",
+    ),
+    path(
+        "settings/team/members/<int:membership_id>/remove/",
+        views.member_remove,
+        name="member-remove",
+    ),
+    path("invitations/<str:token>/", views.invitation_accept, name="invitation-accept"),
+]
