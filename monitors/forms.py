@@ -23,7 +23,7 @@ from monitors import form_words, moving, rules
 from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
-from monitors.models import Monitor, Target, Team
+from monitors.models import ApiKey, Monitor, Target, Team
 from monitors.schedule import (
     ScheduleError,
     min_interval_words,
@@ -916,6 +916,13 @@ class ApiKeyForm(forms.Form):
         required=False,
         help_text="So you know later where it is used, e.g. “Zapier” or “CI”.",
     )
+    scope = forms.ChoiceField(
+        choices=ApiKey.Scope.choices, initial=ApiKey.Scope.WRITE, required=False
+    )
+
+    def clean_scope(self) -> str:
+        # Left out (an older form, a script): as before, a key that can write.
+        return self.cleaned_data.get("scope") or ApiKey.Scope.WRITE
 
 
 class ImportForm(forms.Form):

@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 from checks import dispatch
 from checks.models import Check
 from monitors.api.auth import ApiKeyAuthentication, ApiKeyRateThrottle
-from monitors.models import Monitor
+from monitors.models import ApiKey, Monitor
 
 pytestmark = pytest.mark.django_db
 
@@ -108,6 +108,14 @@ def not_json(api, method, path, ids, settings):
     return call(api, method, fill(path, ids), data="name=x", content_type="text/plain")
 
 
+def read_only_key(api, method, path, ids, settings):
+    team = Monitor.objects.get(pk=ids["monitor_id"]).team
+    _, raw = ApiKey.issue(team, scope=ApiKey.Scope.READ)
+    reader = APIClient()
+    reader.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return call(reader, method, fill(path, ids), data={}, format="json")
+
+
 def conflict(api, method, path, ids, settings):
     Monitor.objects.filter(pk=ids["monitor_id"]).update(status="paused")
     return call(api, method, fill(path, ids), data={}, format="json")
@@ -116,6 +124,7 @@ def conflict(api, method, path, ids, settings):
 RECIPES: dict[str, Callable[..., Any]] = {
     "400": bad_request,
     "401": unauthorized,
+    "403": read_only_key,
     "404": not_found,
     "409": conflict,
     "413": too_large,

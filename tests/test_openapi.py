@@ -258,19 +258,30 @@ def test_openapi_documents_the_envelopes_and_errors(openapi_document):
     # 503: the database or the task queue unreachable, on every operation.
     expected = {
         ("get", "/v2/monitor"): {"200", "400", "401", "429", "503"},
-        ("post", "/v2/monitor"): {"200", "400", "401", "413", "415", "429", "503"},
+        # 403: a read-only key asked to change something.
+        ("post", "/v2/monitor"): {
+            "200",
+            "400",
+            "401",
+            "403",
+            "413",
+            "415",
+            "429",
+            "503",
+        },
         ("get", "/v2/monitor/{id}"): {"200", "401", "404", "429", "503"},
         ("patch", "/v2/monitor/{id}"): {
             "200",
             "400",
             "401",
+            "403",
             "404",
             "413",
             "415",
             "429",
             "503",
         },
-        ("delete", "/v2/monitor/{id}"): {"200", "401", "404", "429", "503"},
+        ("delete", "/v2/monitor/{id}"): {"200", "401", "403", "404", "429", "503"},
     }
     operations = {
         ("get", "/v2/monitor"): monitor["get"],

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from redis import RedisError
-from rest_framework import authentication, exceptions, throttling
+from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
 from monitors.models import KEY_LOOKUP_LENGTH, KEY_PREFIX, ApiKey, Team
@@ -69,6 +69,26 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if key is None or not key.matches(raw):
             return None
         return key
+
+
+READ_ONLY_KEY = (
+    "This API key can only read (scope read): it cannot create, change, run "
+    "or delete anything. Use a key with the write scope."
+)
+
+
+class KeyScopeAllows(permissions.BasePermission):
+    """A read key reads: every method that may change something (POST, PUT,
+    PATCH, DELETE) needs a key with the write scope, whatever the endpoint,
+    so a new writing endpoint is covered without being listed."""
+
+    message = READ_ONLY_KEY
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        client = request.user
+        return not isinstance(client, ApiClient) or client.key.can_write
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):

@@ -37,6 +37,7 @@ from monitors.api.views import (
     ERRORS,
     PAGING,
     _paging,
+    error_responses,
     get_monitor_for,
     int_param,
     ok,
@@ -242,7 +243,7 @@ class MonitorRunView(APIView):
             200: RUN_RESPONSE,
             409: OpenApiResponse(CONFLICT, "Monitor paused, or a check is running"),
         }
-        | ERRORS,
+        | error_responses(400, 403, 404),
     )
     def post(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)

@@ -52,6 +52,9 @@ _ERRORS = {
         ERROR, "Invalid input (code BAD_REQUEST or BAD_REQUEST_INVALID_JSON)"
     ),
     401: OpenApiResponse(ERROR, "Missing, malformed, unknown or revoked API key"),
+    403: OpenApiResponse(
+        ERROR, "A read-only API key (scope read) asked to change something"
+    ),
     404: OpenApiResponse(
         ERROR, "Monitor not found: unknown, deleted, another team's, or a malformed id"
     ),
@@ -234,7 +237,7 @@ class MonitorListView(APIView):
         operation_id="createMonitor",
         request=MonitorWriteSerializer,
         parameters=RESPONSE_HEADERS,
-        responses={200: MONITOR_ENVELOPE} | error_responses(400, 413, 415),
+        responses={200: MONITOR_ENVELOPE} | error_responses(400, 403, 413, 415),
     )
     def post(self, request: Request) -> Response:
         serializer = MonitorWriteSerializer(data=request.data)
@@ -258,7 +261,7 @@ class MonitorDetailView(APIView):
         operation_id="updateMonitor",
         request=MonitorUpdateSerializer,
         parameters=[MONITOR_ID, *RESPONSE_HEADERS],
-        responses={200: MONITOR_ENVELOPE} | error_responses(400, 404, 413, 415),
+        responses={200: MONITOR_ENVELOPE} | error_responses(400, 403, 404, 413, 415),
     )
     def patch(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
@@ -279,7 +282,7 @@ class MonitorDetailView(APIView):
                 {"success": serializers.BooleanField(help_text="Always true.")},
             )
         }
-        | error_responses(404),
+        | error_responses(403, 404),
     )
     def delete(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)

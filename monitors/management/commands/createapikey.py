@@ -21,18 +21,31 @@ class Command(BaseCommand):
         parser.add_argument("--team", required=True, help="Team slug")
         parser.add_argument("--name", default="", help="A label for the key")
         parser.add_argument(
+            "--scope",
+            choices=ApiKey.Scope.values,
+            default=ApiKey.Scope.WRITE,
+            help="read: lists and reads only; write (the default): changes too",
+        )
+        parser.add_argument(
             "--create-team",
             action="store_true",
             help="Create the team when no team has this slug",
         )
 
     def handle(
-        self, *args: Any, team: str, name: str, create_team: bool, **options: Any
+        self,
+        *args: Any,
+        team: str,
+        name: str,
+        scope: str,
+        create_team: bool,
+        **options: Any,
     ) -> None:
         team_obj = self._team(team, create=create_team)
-        key, raw = ApiKey.issue(team_obj, name=name)
+        key, raw = ApiKey.issue(team_obj, name=name, scope=scope)
         self.stderr.write(
-            f"Created API key {key.display_prefix} for team '{team_obj.slug}'. "
+            f"Created {key.get_scope_display().split(':')[0].lower()} API key "
+            f"{key.display_prefix} for team '{team_obj.slug}'. "
             "It is shown once; store it now."
         )
         self.stdout.write(raw)
