@@ -1,0 +1,217 @@
+"""Invitations: an owner invites someone by e-mail with a role; the link works
+once, for 7 days, until withdrawn; the invitee makes an account or joins with
+the one they have."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from monitors.context import SESSION_KEY
+from monitors.models import Membership, Team
+from teams.models import Invitation
+from tests.test_dashboard_views import PASSWORD
+
+pytestmark = pytest.mark.django_db
+NEW_PASSWORD = "a-long-enough-passphrase-7"
+
+
+def text_of(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+@pytest.fixture
+def owner(team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@acme.test", PASSWORD)
+    user.first_name = "Olive"
+    user.save()
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def client_factory():
+    """More browsers: the invitee's, apart from the owner's."""
+    return Client
+
+
+def invite(owner_client, mailoutbox, email="sam@example.com", role="editor") -> str:
+    """Invite through the team page; returns the link from the e-mail."""
+    response = owner_client.post(reverse("team-invite"), {"email": email, "role": role})
+    assert response.status_code == 302
+    message = mailoutbox[-1]
+    return re.search(r"http://\S+/invitations/\S+/", message.body).group(0)
+
+
+def path_of(link: str) -> str:
+    return "/" + link.split("://", 1)[1].split("/", 1)[1]
+
+
+def test_an_owner_invites_by_email_in_plain_words(owner_client, team, mailoutbox):
+    link = invite(owner_client, mailoutbox, role="viewer")
+
+    [message] = mailoutbox
+    assert message.to == ["sam@example.com"]
+    assert message.subject == "Olive invited you to Acme on Pagewatch"
+    assert "Olive invited you to join the team Acme on Pagewatch as\na viewer." in (
+        message.body
+    )
+    assert "The link works once, for 7 days." in message.body.replace("\n", " ")
+    assert link.startswith("http://127.0.0.1:8000/invitations/")  # PUBLIC_BASE_URL
+    invitation = Invitation.objects.get()
+    assert (invitation.email, invitation.role) == ("sam@example.com", "viewer")
+    # Only a hash of the link's token is kept.
+    assert path_of(link).split("/")[2] not in invitation.token_hash
+    page = text_of(owner_client.get(reverse("team-members")))
+    assert "sam@example.com" in page and "Withdraw" in page
+
+
+def test_the_invitee_sets_a_password_and_joins_with_the_role(
+    owner_client, client_factory, team, mailoutbox
+):
+    link = invite(owner_client, mailoutbox, role="viewer")
+    visitor = client_factory()
+
+    page = text_of(visitor.get(path_of(link)))
+    assert "Olive invited sam@example.com to the team Acme as a viewer." in page
+    response = visitor.post(
+        path_of(link), {"username": "sam", "password": NEW_PASSWORD}, follow=True
+    )
+
+    sam = get_user_model().objects.get(username="sam")
+    assert sam.email == "sam@example.com" and sam.check_password(NEW_PASSWORD)
+    membership = Membership.objects.get(user=sam)
+    assert (membership.team, membership.role) == (team, Membership.Role.VIEWER)
+    assert "Welcome to Acme: you are viewer here." in text_of(response)
+    assert visitor.session[SESSION_KEY] == team.pk
+    invitation = Invitation.objects.get()
+    assert invitation.accepted_by == sam and invitation.accepted_at is not None
+
+
+def test_a_weak_password_or_a_taken_name_is_said_next_to_its_field(
+    owner_client, client_factory, mailoutbox
+):
+    link = invite(owner_client, mailoutbox)
+    visitor = client_factory()
+    response = visitor.post(path_of(link), {"username": "olive", "password": "123"})
+    assert response.status_code == 400
+    page = text_of(response)
+    assert "This user name is taken: choose another." in page
+    assert "This password is too short." in page
+    assert Invitation.objects.get().accepted_at is None
+
+
+def test_someone_with_an_account_signs_in_and_joins(
+    owner_client, client_factory, team, other_team, django_user_model, mailoutbox
+):
+    sam = django_user_model.objects.create_user("sam", "sam@example.com", PASSWORD)
+    Membership.objects.create(team=other_team, user=sam, role=Membership.Role.OWNER)
+    link = invite(owner_client, mailoutbox, role="editor")
+    visitor = client_factory()
+    page = text_of(visitor.get(path_of(link)))
+    assert "An account with this e-mail address exists." in page
+    assert f"/accounts/login/?next={path_of(link)}" in page
+
+    visitor.force_login(sam)
+    page = text_of(visitor.get(path_of(link)))
+    assert "Join Acme as sam" in page
+    visitor.post(path_of(link))
+    assert Membership.objects.get(user=sam, team=team).role == Membership.Role.EDITOR
+    assert Membership.objects.get(user=sam, team=other_team).role == "owner"
+
+
+def test_a_link_works_once(owner_client, client_factory, mailoutbox):
+    link = invite(owner_client, mailoutbox)
+    first, second = client_factory(), client_factory()
+    first.post(path_of(link), {"username": "sam", "password": NEW_PASSWORD})
+    response = second.post(
+        path_of(link), {"username": "sam2", "password": NEW_PASSWORD}
+    )
+    assert response.status_code == 410
+    assert "This invitation has already been used." in text_of(response)
+    assert not get_user_model().objects.filter(username="sam2").exists()
+
+
+def test_a_link_expires_after_seven_days(owner_client, client_factory, mailoutbox):
+    link = invite(owner_client, mailoutbox)
+    visitor = client_factory()
+    with time_machine.travel(timezone.now() + timedelta(days=6, hours=23)):
+        assert visitor.get(path_of(link)).status_code == 200
+    with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
+        response = visitor.post(
+            path_of(link), {"username": "sam", "password": NEW_PASSWORD}
+        )
+    assert response.status_code == 410
+    assert "This invitation has expired" in text_of(response)
+    assert not get_user_model().objects.filter(username="sam").exists()
+
+
+def test_a_withdrawn_link_stops_working(owner_client, client_factory, mailoutbox):
+    link = invite(owner_client, mailoutbox)
+    invitation = Invitation.objects.get()
+    owner_client.post(reverse("invitation-revoke", args=[invitation.pk]))
+    invitation.refresh_from_db()
+    assert invitation.revoked_at is not None
+    response = client_factory().get(path_of(link))
+    assert response.status_code == 410
+    assert "This invitation was withdrawn" in text_of(response)
+    page = text_of(owner_client.get(reverse("team-members")))  # messages shown
+    page = text_of(owner_client.get(reverse("team-members")))
+    assert "sam@example.com" not in page and "No invitations waiting." in page
+
+
+def test_a_made_up_link_says_it_is_not_valid(client):
+    response = client.get("/invitations/not-a-real-token/")
+    assert response.status_code == 404
+    assert "This invitation link is not valid." in text_of(response)
+
+
+def test_inviting_someone_already_in_the_team_is_refused_in_words(
+    owner_client, owner, mailoutbox
+):
+    response = owner_client.post(
+        reverse("team-invite"), {"email": "OLIVE@acme.test", "role": "editor"}
+    )
+    assert response.status_code == 400
+    assert "Someone with this address is in the team already." in text_of(response)
+    assert Invitation.objects.count() == 0 and mailoutbox == []
+
+
+def test_another_teams_invitation_cannot_be_withdrawn(owner_client, other_team):
+    theirs, _ = Invitation.issue(other_team, "x@globex.test", "editor", None,
+                                 timezone.now())  # fmt: skip
+    response = owner_client.post(reverse("invitation-revoke", args=[theirs.pk]))
+    assert response.status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.revoked_at is None
+
+
+def test_when_the_email_cannot_be_sent_the_owner_gets_the_link(
+    owner_client, settings, mailoutbox, monkeypatch
+):
+    def refuse(*args, **kwargs):
+        raise OSError("Connection refused")
+
+    monkeypatch.setattr("django.core.mail.EmailMessage.send", refuse)
+    response = owner_client.post(
+        reverse("team-invite"), {"email": "sam@example.com", "role": "editor"},
+        follow=True,
+    )  # fmt: skip
+    page = text_of(response)
+    assert "the e-mail could not be sent. Give them this link yourself:" in page
+    assert "/invitations/" in page
+    assert Team.objects.get().invitations.count() == 1
