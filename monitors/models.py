@@ -185,6 +185,12 @@ class Membership(models.Model):
         return {action.value: self.can(action) for action in self.Action}
 
     @property
+    def role_words(self) -> str:
+        """ "an owner", "an editor", "a viewer": the role in a sentence."""
+        label = self.Role(self.role).label.lower()
+        return ("an " if label[0] in "aeiou" else "a ") + label
+
+    @property
     def is_owner(self) -> bool:
         return self.role == self.Role.OWNER
 

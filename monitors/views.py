@@ -104,10 +104,8 @@ def forbidden(
         .select_related("user")
         .order_by("user__username")
     )
-    role = Membership.Role(membership.role).label
     context = {
-        "role": role,
-        "role_article": "an" if role[0] in "AEIOU" else "a",
+        "role_words": membership.role_words,
         "wanted": Action(action).label,
         "owners": [m.user for m in owners[:5]],
     }

@@ -163,8 +163,7 @@ def _joined(request: HttpRequest, membership: Membership) -> HttpResponse:
     switch_team(request, membership.team_id)
     messages.success(
         request,
-        f"Welcome to {membership.team.name}: you are "
-        f"{membership.get_role_display().lower()} here.",
+        f"Welcome to {membership.team.name}: you are {membership.role_words} here.",
     )
     return redirect("monitor-list")
 

@@ -96,7 +96,7 @@ def test_the_invitee_sets_a_password_and_joins_with_the_role(
     assert sam.email == "sam@example.com" and sam.check_password(NEW_PASSWORD)
     membership = Membership.objects.get(user=sam)
     assert (membership.team, membership.role) == (team, Membership.Role.VIEWER)
-    assert "Welcome to Acme: you are viewer here." in text_of(response)
+    assert "Welcome to Acme: you are a viewer here." in text_of(response)
     assert visitor.session[SESSION_KEY] == team.pk
     invitation = Invitation.objects.get()
     assert invitation.accepted_by == sam and invitation.accepted_at is not None

@@ -177,7 +177,7 @@ def test_each_role_may_do_what_it_allows_and_nothing_else(
 def test_the_refusal_names_the_role_and_what_it_would_take(client, world):
     client.force_login(world.people[VIEWER])
     page = text_of(client.post(reverse("monitor-toggle", args=[world.monitor.pk])))
-    assert "You are a <strong>viewer</strong> in Acme." in page
+    assert "You are <strong>a viewer</strong> in Acme." in page
     assert "may create, change, pause, run or delete monitors" in page
 
 

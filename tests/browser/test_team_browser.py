@@ -1,0 +1,56 @@
+"""The invitation journey in real Chromium: an owner invites someone from the
+team page, the invitee opens the e-mailed link in their own browser, sets a
+password and lands in the team with the role they were given."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from monitors.models import Membership
+from tests.browser.people import sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_an_invitee_joins_through_the_emailed_link(
+    chromium, browser_page, live_server, member, team, screenshot, mailoutbox,
+    settings,
+):  # fmt: skip
+    settings.PUBLIC_BASE_URL = live_server.url
+    page = browser_page
+    sign_in(page)
+    page.get_by_role("link", name="Team").click()
+    page.get_by_label("E-mail address").fill("sam@example.com")
+    page.get_by_label("Role", exact=True).select_option("viewer")
+    page.get_by_role("button", name="Send invitation").click()
+    page.get_by_text("Invitation sent to sam@example.com.").wait_for()
+    screenshot(page, "team-invitation-pending")
+    assert page.get_by_role("cell", name="sam@example.com", exact=True).is_visible()
+
+    [message] = mailoutbox
+    link = re.search(r"http://\S+/invitations/\S+/", message.body).group(0)
+    invitee = chromium.new_context(
+        base_url=live_server.url, viewport={"width": 390, "height": 844}
+    ).new_page()
+    invitee.goto(link)
+    invitee.get_by_text(
+        "invited sam@example.com to the team Acme as a viewer"
+    ).wait_for()
+    invitee.get_by_label("User name").fill("sam")
+    invitee.get_by_label("Password").fill("a-long-enough-passphrase-7")
+    screenshot(invitee, "team-invitation-accept")
+    invitee.get_by_role("button", name="Create my account and join").click()
+    invitee.get_by_text("Welcome to Acme: you are a viewer here.").wait_for()
+    screenshot(invitee, "team-invitation-joined")
+    # A viewer: no button to make a monitor.
+    assert invitee.get_by_role("link", name="New monitor").count() == 0
+
+    sam = get_user_model().objects.get(username="sam")
+    assert Membership.objects.get(user=sam, team=team).role == "viewer"
+    invitee.goto(link)
+    assert invitee.get_by_text("This invitation has already been used.").is_visible()
+    invitee.context.close()
+    assert page.problems.csp_violations(page) == []
