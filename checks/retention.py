@@ -2,8 +2,9 @@
 
 `purge_expired(now)` runs hourly. It deletes finished checks (their page results
 go with them) created before now - retentionDays, then snapshots, screenshots
-and PDFs no longer referenced by anything, and dashboard sign-ins past their
-age (Django keeps those rows until told to clear them). A page's baseline
+and PDFs no longer referenced by anything, activity log entries older than
+their team keeps them (Team.activity_retention_days), and dashboard sign-ins
+past their age (Django keeps those rows until told to clear them). A page's baseline
 (PageState.snapshot) is never deleted: it is what the next check compares
 against, however old it is.
 """
@@ -22,7 +23,8 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.deletion import ProtectedError
 
 from checks.models import Capture, Check, PageResult, PageState, Snapshot
-from monitors.models import ImportRun, Monitor
+from monitors.models import ImportRun, Monitor, Team
+from teams.models import Activity
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ class Purged:
     checks: int = 0
     snapshots: int = 0
     captures: int = 0
+    activity: int = 0
 
 
 def purge_expired(now: datetime) -> Purged:
@@ -56,13 +59,22 @@ def purge_expired(now: datetime) -> Purged:
     purged.snapshots = _purge_orphans(lambda: orphan_snapshots(before), "snapshot")
     purged.captures = _purge_orphans(lambda: orphan_captures(before), "capture")
     ImportRun.objects.ended_before(now - IMPORT_RUNS_KEPT).delete()
+    activity_days = (
+        Team.objects.order_by()
+        .values_list("activity_retention_days", flat=True)
+        .distinct()
+    )
+    for days in sorted(set(activity_days)):
+        purged.activity += _purge_activity(days, now - timedelta(days=days))
     call_command("clearsessions")
-    if purged.checks or purged.snapshots or purged.captures:
+    if purged.checks or purged.snapshots or purged.captures or purged.activity:
         logger.info(
-            "Retention purged %s checks, %s snapshots and %s screenshots or PDFs",
+            "Retention purged %s checks, %s snapshots, %s screenshots or PDFs "
+            "and %s activity entries",
             purged.checks,
             purged.snapshots,
             purged.captures,
+            purged.activity,
         )
     return purged
 
@@ -95,6 +107,21 @@ def _purge_checks(days: int, cutoff: datetime) -> int:
             ).delete()
             PageResult.objects.filter(check_run_id__in=ids).only("pk").delete()
             Check.objects.filter(pk__in=ids).delete()
+        deleted += len(ids)
+    return deleted
+
+
+def _purge_activity(days: int, cutoff: datetime) -> int:
+    deleted = 0
+    for _ in range(MAX_BATCHES_PER_RUN):
+        ids = list(
+            Activity.objects.expired(days, cutoff)
+            .order_by("at")
+            .values_list("pk", flat=True)[:BATCH_SIZE]
+        )
+        if not ids:
+            break
+        Activity.objects.filter(pk__in=ids).delete()
         deleted += len(ids)
     return deleted
 

@@ -47,6 +47,7 @@ from monitors.models import (
     Target,
     Team,
 )
+from teams.activity import Actor, Kind, Via, record
 
 admin.site.site_header = "Pagewatch administration"
 admin.site.site_title = "Pagewatch admin"
@@ -226,6 +227,10 @@ def _team_count(rows: QuerySet) -> Coalesce:
     subquery for annotate()."""
     counted = rows.order_by().values("team").annotate(n=Count("pk")).values("n")
     return Coalesce(Subquery(counted), 0)
+
+
+def _admin(request: HttpRequest) -> Actor:
+    return Actor.of(request, via=Via.ADMIN)
 
 
 class KeepsAnOwner(BaseInlineFormSet):
@@ -458,6 +463,8 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         issued, raw = ApiKey.issue(
             obj.team, name=obj.name, created_by=request.user, scope=obj.scope
         )
+        record(_admin(request), issued.team_id, Kind.KEY_CREATED,
+               name=issued.name, scope=issued.scope)  # fmt: skip
         # The admin goes on to log and redirect with `obj`: make it the saved row.
         for field in ApiKey._meta.concrete_fields:
             setattr(obj, field.attname, getattr(issued, field.attname))
@@ -483,9 +490,12 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
 
     @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
-        revoked = queryset.filter(revoked_at__isnull=True).update(
-            revoked_at=timezone.now()
-        )
+        active = list(queryset.filter(revoked_at__isnull=True))
+        revoked = queryset.filter(
+            pk__in=[key.pk for key in active], revoked_at__isnull=True
+        ).update(revoked_at=timezone.now())
+        for key in active:
+            record(_admin(request), key.team_id, Kind.KEY_REVOKED, name=key.name)
         report_action(
             self,
             request,
@@ -689,6 +699,31 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # monitors are created through the API or the dashboard
 
+    # The activity log's names for the fields this admin can change.
+    FIELD_WORDS = {
+        "name": "name",
+        "webhook_pages": "page events",
+        "fetch_with": "how pages are loaded",
+    }
+
+    def save_model(
+        self, request: HttpRequest, obj: Monitor, form: Any, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        fields = [self.FIELD_WORDS.get(name, name) for name in form.changed_data]
+        if change and fields:
+            record(_admin(request), obj.team_id, Kind.MONITOR_EDITED, obj,
+                   fields=fields)  # fmt: skip
+
+    def delete_model(self, request: HttpRequest, obj: Monitor) -> None:
+        record(_admin(request), obj.team_id, Kind.MONITOR_DELETED, obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for monitor in queryset:
+            record(_admin(request), monitor.team_id, Kind.MONITOR_DELETED, monitor)
+        super().delete_queryset(request, queryset)
+
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
@@ -750,6 +785,7 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
             for monitor in self._lock(queryset, Monitor.Status.ACTIVE):
                 monitor.pause()
                 monitor.save(update_fields=["status", "next_run_at", "updated_at"])
+                record(_admin(request), monitor.team_id, Kind.MONITOR_PAUSED, monitor)
                 count += 1
         report_action(
             self,
@@ -768,6 +804,7 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
             for monitor in self._lock(queryset, Monitor.Status.PAUSED):
                 monitor.resume(now)
                 monitor.save(update_fields=["status", "next_run_at", "updated_at"])
+                record(_admin(request), monitor.team_id, Kind.MONITOR_RESUMED, monitor)
                 count += 1
         report_action(
             self,

@@ -82,6 +82,7 @@ _SECTIONS = {
     "member-role": "team",
     "member-remove": "team",
     "team-activity": "activity",
+    "team-retention": "team",
 }
 _MONITOR_PAGES = ("monitor-", "check-", "page-diff", "import-", "export")
 

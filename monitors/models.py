@@ -48,6 +48,8 @@ class Team(models.Model):
     previous_webhook_secret_until = models.DateTimeField(null=True, blank=True)
     # None means unlimited; a number is the credits a team may spend per month.
     credit_allowance = models.PositiveIntegerField(null=True, blank=True)
+    # How long the team's activity log is kept (teams.models.Activity).
+    activity_retention_days = models.PositiveIntegerField(default=365)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -24,6 +24,7 @@ from checks.models import Delivery
 from checks.notify import deliveries
 from monitors.models import WEBHOOK_SECRET_GRACE
 from monitors.views import Action, DashboardRequest, get_monitor_for, team_view
+from teams.activity import Actor, Kind, record
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +126,7 @@ def webhook_secret_rotate(request: DashboardRequest) -> HttpResponse:
         context = {"step": "confirm-rotate", "grace_hours": grace_hours}
         return render(request, SIGNING_TEMPLATE, context)
     request.team.rotate_webhook_secret()
+    record(Actor.of(request), request.team, Kind.SECRET_ROTATED)
     logger.info(
         "Webhook secret of team %s rotated by user %s", request.team.pk, request.user.pk
     )

@@ -53,6 +53,8 @@ from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 from monitors.search_provider import in_plain_words
 from monitors.unavailable import unavailable
+from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
+from teams.models import Activity
 
 if TYPE_CHECKING:
     from django_htmx.middleware import HtmxDetails
@@ -62,6 +64,7 @@ CHECKS_PER_PAGE = 20
 PAGES_PER_PAGE = 100
 # Alerted search results shown on a monitor's page (all: monitor-results).
 RECENT_ALERTS = 10
+RECENT_ACTIVITY = 5
 HISTORY_LENGTH = 14
 PREVIEW_RUNS = 3
 SCHEDULE_UNUSABLE = "Not a schedule we can use yet."
@@ -297,7 +300,9 @@ def monitor_toggle(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     wanted = request.POST.get("status")
     if wanted not in Monitor.Status.values:
         wanted = Monitor.Status.PAUSED if monitor.is_active else Monitor.Status.ACTIVE
+    before = monitor_fields(monitor)
     update_monitor(monitor, {"status": wanted}, timezone.now())
+    record_monitor_change(Actor.of(request), before, monitor)
     done = "paused" if wanted == Monitor.Status.PAUSED else "resumed"
     if request.htmx:
         _attach_history([monitor])
@@ -362,7 +367,12 @@ def _edit_form(request: DashboardRequest, monitor: Monitor | None) -> HttpRespon
     if not form.is_valid():
         context = _form_context(form, monitor, show_summary=True)
         return render(request, template, context, status=400)
+    before = monitor_fields(monitor) if monitor else None
     saved = form.save(request.team, timezone.now())
+    if before is None:
+        record(Actor.of(request), request.team, Kind.MONITOR_CREATED, saved)
+    else:
+        record_monitor_change(Actor.of(request), before, saved)
     messages.success(request, f"“{saved.name}” saved.")
     return redirect("monitor-detail", pk=saved.pk)
 
@@ -487,6 +497,12 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "checks": checks,
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
+        # Who paused, edited or ran it lately ("Paused by Ana, 2 hours ago").
+        "activity": list(
+            Activity.objects.filter(team=monitor.team_id, monitor=monitor)[
+                :RECENT_ACTIVITY
+            ]
+        ),
         "unavailable": unavailable(monitor),
         "model_configured": llm_available(),
         **_chart_context(monitor),
@@ -558,6 +574,8 @@ def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         error = QUEUE_UNAVAILABLE_WORDS
     except Monitor.DoesNotExist:
         raise Http404("Monitor not found") from None
+    else:
+        record(Actor.of(request), request.team, Kind.MONITOR_RUN, monitor)
     if request.htmx:
         context = {"monitor": monitor, "running_check": check, "run_error": error}
         response = render(request, "monitors/monitor_detail.html#run-status", context)
@@ -606,6 +624,7 @@ def monitor_delete(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     if request.method == "POST":
         monitor.soft_delete(timezone.now())
+        record(Actor.of(request), request.team, Kind.MONITOR_DELETED, monitor)
         messages.success(request, f"{monitor.name} deleted.")
         return redirect("monitor-list")
     return render(request, "monitors/monitor_confirm_delete.html", {"monitor": monitor})
@@ -870,12 +889,14 @@ def api_keys(request: DashboardRequest) -> HttpResponse:
     new_key = None
     form = ApiKeyForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        _, new_key = ApiKey.issue(
+        key, new_key = ApiKey.issue(
             request.team,
             name=form.cleaned_data["name"],
             created_by=request.user,
             scope=form.cleaned_data["scope"],
         )
+        record(Actor.of(request), request.team, Kind.KEY_CREATED,
+               name=key.name, scope=key.scope)  # fmt: skip
         form = ApiKeyForm()
     keys = ApiKey.objects.filter(team=request.team).select_related("created_by")
     context = {"form": form, "keys": keys, "new_key": new_key}
@@ -893,7 +914,9 @@ def api_key_revoke(request: DashboardRequest, key_id: int) -> HttpResponse:
     if key is None:
         raise Http404("API key not found")
     if request.method == "POST":
-        key.revoke()
+        if key.is_active:
+            key.revoke()
+            record(Actor.of(request), request.team, Kind.KEY_REVOKED, name=key.name)
         messages.success(request, f"Key {key.display_prefix} revoked.")
         return redirect("api-keys")
     return render(request, "monitors/api_key_confirm_revoke.html", {"key": key})

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from teams.models import Invitation
+from teams.models import Activity, Invitation
 
 
 @admin.register(Invitation)
@@ -48,3 +48,47 @@ class InvitationAdmin(admin.ModelAdmin):
         now = timezone.now()
         count = sum(invitation.revoke(now) for invitation in queryset)
         self.message_user(request, f"{count} invitation(s) withdrawn.")
+
+
+@admin.register(Activity)
+class ActivityAdmin(admin.ModelAdmin):
+    """The activity log, read-only: entries are never added, changed or
+    deleted by hand (the retention purge removes old ones)."""
+
+    list_display = ["at", "team", "actor", "what", "monitor_name", "via", "address"]
+    list_filter = ["kind", "via", "team"]
+    list_select_related = ["team"]
+    search_fields = ["user_name", "key_name", "monitor_name", "team__name"]
+    search_help_text = "Person, API key, monitor or team."
+    date_hierarchy = "at"
+    fields = [
+        "at",
+        "team",
+        "kind",
+        "via",
+        "actor",
+        "what",
+        "monitor",
+        "monitor_name",
+        "details",
+        "address",
+    ]
+    readonly_fields = fields
+    show_full_result_count = False  # a count of 100,000 rows on every page
+
+    @admin.display(description="Who")
+    def actor(self, obj: Activity) -> str:
+        return obj.actor_words
+
+    @admin.display(description="What")
+    def what(self, obj: Activity) -> str:
+        return obj.what_words
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

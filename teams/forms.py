@@ -37,6 +37,15 @@ class InviteForm(forms.Form):
         return email
 
 
+class ActivityRetentionForm(forms.Form):
+    activity_retention_days = forms.IntegerField(
+        label="Keep activity for (days)",
+        min_value=1,
+        max_value=3650,
+        help_text="Older entries are deleted every hour. 1 to 3650 days.",
+    )
+
+
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices)
 

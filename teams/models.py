@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
+from django.utils import timezone
 
 from monitors.models import Membership, Team
 
@@ -160,3 +161,195 @@ class Invitation(models.Model):
                 membership = Membership.objects.get(team=self.team, user=user)
         self.accepted_at, self.accepted_by = now, user
         return membership
+
+
+# --------------------------------------------------------------------- activity
+
+
+class ActivityQuerySet(models.QuerySet["Activity"]):
+    def expired(self, days: int, cutoff: datetime) -> ActivityQuerySet:
+        """Entries of teams keeping activity `days` days, made before cutoff."""
+        return self.filter(team__activity_retention_days=days, at__lt=cutoff)
+
+    def page(self, before: int | None, size: int) -> list[Activity]:
+        """Newest first, `size` entries older than entry `before` (a cursor, so
+        page 500 costs what page 1 does), plus one more to tell if there are."""
+        rows = self.order_by("-id")
+        if before is not None:
+            rows = rows.filter(id__lt=before)
+        return list(rows.select_related(None)[: size + 1])
+
+
+class Activity(models.Model):
+    """One thing someone (or Pagewatch itself) did in a team: who, what, when,
+    from where. Rows are written once and never changed; the hourly retention
+    purge removes those older than the team's activity_retention_days.
+
+    Names are copied in (user_name, key_name, monitor_name) so an entry still
+    says who and what after the person, key or monitor is gone."""
+
+    class Kind(models.TextChoices):
+        MONITOR_CREATED = "monitor.created", "Monitor created"
+        MONITOR_EDITED = "monitor.edited", "Monitor edited"
+        MONITOR_PAUSED = "monitor.paused", "Monitor paused"
+        MONITOR_RESUMED = "monitor.resumed", "Monitor resumed"
+        MONITOR_RUN = "monitor.run", "Monitor run by hand"
+        MONITOR_DELETED = "monitor.deleted", "Monitor deleted"
+        WEBHOOK_DISABLED = "monitor.webhook_disabled", "Webhook turned off"
+        KEY_CREATED = "key.created", "API key created"
+        KEY_REVOKED = "key.revoked", "API key revoked"
+        MEMBER_JOINED = "member.joined", "Member joined"
+        MEMBER_REMOVED = "member.removed", "Member removed"
+        ROLE_CHANGED = "member.role_changed", "Role changed"
+        INVITATION_SENT = "invitation.sent", "Invitation sent"
+        INVITATION_WITHDRAWN = "invitation.withdrawn", "Invitation withdrawn"
+        SECRET_ROTATED = "team.secret_rotated", "Webhook secret replaced"
+        SIGNED_IN = "signin.succeeded", "Signed in"
+        SIGN_IN_FAILED = "signin.failed", "Failed sign-in"
+
+    class Via(models.TextChoices):
+        DASHBOARD = "dashboard", "the dashboard"
+        API = "api", "the API"
+        ADMIN = "admin", "the administration"
+        COMMAND = "command", "a management command"
+        SYSTEM = "system", "Pagewatch itself"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="activity")
+    at = models.DateTimeField(default=timezone.now)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    via = models.CharField(max_length=16, choices=Via.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    user_name = models.CharField(max_length=150, blank=True)
+    api_key = models.ForeignKey(
+        "monitors.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    key_name = models.CharField(max_length=120, blank=True)
+    monitor = models.ForeignKey(
+        "monitors.Monitor",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="activity",
+    )
+    monitor_name = models.CharField(max_length=256, blank=True)
+    # What else the entry says: changed fields, roles, an e-mail address,
+    # the system's reason.
+    details = models.JSONField(default=dict, blank=True)
+    address = models.GenericIPAddressField(null=True, blank=True)
+
+    objects = ActivityQuerySet.as_manager()
+
+    class Meta:
+        # Newest first by id (ids grow with time): the pages' cursor.
+        ordering = ["-id"]
+        verbose_name_plural = "activity"
+        indexes = [
+            # The team's Activity page and GET /v2/activity (ActivityQuerySet.
+            # page), unfiltered and by each filter; the monitor page's latest.
+            models.Index(fields=["team", "-id"], name="activity_team_idx"),
+            models.Index(
+                fields=["team", "monitor", "-id"], name="activity_monitor_idx"
+            ),
+            models.Index(fields=["team", "user", "-id"], name="activity_user_idx"),
+            models.Index(fields=["team", "kind", "-id"], name="activity_kind_idx"),
+            # The hourly retention purge (ActivityQuerySet.expired).
+            models.Index(fields=["at"], name="activity_at_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} by {self.actor_words} at {self.at}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The log is a record of what happened: written once, never edited.
+        if not self._state.adding:
+            raise ValueError("Activity entries are never changed.")
+        super().save(*args, **kwargs)
+
+    @property
+    def actor_words(self) -> str:
+        """Who did it, as the dashboard says it."""
+        if self.via == self.Via.SYSTEM:
+            return "Pagewatch"
+        if self.via == self.Via.API:
+            return f"the API key “{self.key_name or 'unnamed'}”"
+        if self.via == self.Via.COMMAND and not self.user_name:
+            return "a management command"
+        name = self.user_name or "someone"
+        return f"{name} (administration)" if self.via == self.Via.ADMIN else name
+
+    @property
+    def sentence(self) -> str:
+        """The entry as the monitor page says it: "Paused by Ana"."""
+        what = "Run" if self.kind == self.Kind.MONITOR_RUN else self.what_words
+        if self.via == self.Via.SYSTEM:
+            return f"{what}, by Pagewatch itself"
+        return f"{what} by {self.actor_words}"
+
+    @property
+    def what_words(self) -> str:
+        """What was done, as a sentence without its subject: "Paused",
+        "Edited the name and schedule", "Made Ana an editor"."""
+        d = self.details or {}
+        kind = self.Kind
+        words = {
+            kind.MONITOR_CREATED: "Created",
+            kind.MONITOR_PAUSED: "Paused",
+            kind.MONITOR_RESUMED: "Resumed",
+            kind.MONITOR_RUN: "Run by hand",
+            kind.MONITOR_DELETED: "Deleted",
+            kind.SIGNED_IN: "Signed in",
+            kind.SECRET_ROTATED: "Replaced the webhook signing secret",
+        }
+        if self.kind in words:
+            return words[self.kind]
+        if self.kind == kind.MONITOR_EDITED:
+            fields = d.get("fields") or []
+            return "Edited " + _listed(fields) if fields else "Saved, unchanged"
+        if self.kind == kind.WEBHOOK_DISABLED:
+            return f"Turned off its webhook: {d.get('reason', '')}".rstrip(": ")
+        if self.kind == kind.KEY_CREATED:
+            scope = "read-only" if d.get("scope") == "read" else "read and write"
+            return f"Created the {scope} API key “{d.get('name') or 'unnamed'}”"
+        if self.kind == kind.KEY_REVOKED:
+            return f"Revoked the API key “{d.get('name') or 'unnamed'}”"
+        if self.kind == kind.MEMBER_JOINED:
+            return f"Joined as {_role(d.get('role'))}"
+        if self.kind == kind.MEMBER_REMOVED:
+            return f"Removed {d.get('member', 'a member')} from the team"
+        if self.kind == kind.ROLE_CHANGED:
+            return (
+                f"Made {d.get('member', 'a member')} {_role(d.get('role'))} "
+                f"(was {_role(d.get('was'))})"
+            )
+        if self.kind == kind.INVITATION_SENT:
+            return f"Invited {d.get('email', '')} as {_role(d.get('role'))}"
+        if self.kind == kind.INVITATION_WITHDRAWN:
+            return f"Withdrew the invitation for {d.get('email', '')}"
+        if self.kind == kind.SIGN_IN_FAILED:
+            return "Failed to sign in (wrong password or locked out)"
+        return self.get_kind_display()
+
+
+def _role(value: Any) -> str:
+    try:
+        label = Membership.Role(value).label.lower()
+    except ValueError:
+        return "a member"
+    return ("an " if label[0] in "aeiou" else "a ") + label
+
+
+def _listed(items: list[str]) -> str:
+    items = [str(item) for item in items]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

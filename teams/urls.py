@@ -7,6 +7,7 @@ from teams import views
 urlpatterns = [
     path("settings/team/", views.team_members, name="team-members"),
     path("settings/team/invite/", views.team_invite, name="team-invite"),
+    path("settings/team/activity/", views.team_retention, name="team-retention"),
     path(
         "settings/team/invitations/<int:invitation_id>/revoke/",
         views.invitation_revoke,
@@ -22,5 +23,6 @@ urlpatterns = [
         views.member_remove,
         name="member-remove",
     ),
+    path("activity/", views.team_activity, name="team-activity"),
     path("invitations/<str:token>/", views.invitation_accept, name="invitation-accept"),
 ]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import smtplib
+import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
@@ -21,11 +23,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from checks import storage
 from monitors.context import switch_team
-from monitors.models import LastOwnerError, Membership
+from monitors.models import LastOwnerError, Membership, Monitor, Team
 from monitors.views import Action, DashboardRequest, team_view
+from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
-from teams.forms import InviteForm, JoinForm, RoleForm
-from teams.models import Invitation, InvitationError
+from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm
+from teams.models import Activity, Invitation, InvitationError
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +38,10 @@ SIGN_IN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def _team_page(
-    request: DashboardRequest, invite_form: InviteForm | None = None, status: int = 200
+    request: DashboardRequest,
+    invite_form: InviteForm | None = None,
+    retention_form: ActivityRetentionForm | None = None,
+    status: int = 200,
 ) -> HttpResponse:
     memberships = (
         Membership.objects.filter(team=request.team)
@@ -57,6 +63,10 @@ def _team_page(
         "memberships": memberships,
         "invitations": pending,
         "invite_form": invite_form or InviteForm(team=request.team),
+        "retention_form": retention_form
+        or ActivityRetentionForm(
+            initial={"activity_retention_days": request.team.activity_retention_days}
+        ),
         "roles": Membership.Role.choices,
         "admin_url": admin_url,
         "history_bytes": storage.team_bytes(request.team),
@@ -75,7 +85,7 @@ def team_members(request: DashboardRequest) -> HttpResponse:
 def team_invite(request: DashboardRequest) -> HttpResponse:
     form = InviteForm(request.POST, team=request.team)
     if not form.is_valid():
-        return _team_page(request, form, status=400)
+        return _team_page(request, invite_form=form, status=400)
     invitation, token = Invitation.issue(
         request.team,
         form.cleaned_data["email"],
@@ -83,6 +93,8 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
         request.user,
         timezone.now(),
     )
+    record(Actor.of(request), request.team, Kind.INVITATION_SENT,
+           email=invitation.email, role=invitation.role)  # fmt: skip
     try:
         send_invitation(invitation, token)
     except (OSError, smtplib.SMTPException) as exc:
@@ -99,11 +111,25 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
 
 @require_POST
 @team_view(needs=Action.MANAGE)
+def team_retention(request: DashboardRequest) -> HttpResponse:
+    form = ActivityRetentionForm(request.POST)
+    if not form.is_valid():
+        return _team_page(request, retention_form=form, status=400)
+    days = form.cleaned_data["activity_retention_days"]
+    Team.objects.filter(pk=request.team.pk).update(activity_retention_days=days)
+    messages.success(request, f"Activity is now kept for {days} days.")
+    return redirect("team-members")
+
+
+@require_POST
+@team_view(needs=Action.MANAGE)
 def invitation_revoke(request: DashboardRequest, invitation_id: int) -> HttpResponse:
     invitation = Invitation.objects.filter(team=request.team, pk=invitation_id).first()
     if invitation is None:
         raise Http404("Invitation not found")
     if invitation.revoke(timezone.now()):
+        record(Actor.of(request), request.team, Kind.INVITATION_WITHDRAWN,
+               email=invitation.email)  # fmt: skip
         messages.success(
             request, f"The invitation for {invitation.email} is withdrawn."
         )
@@ -131,11 +157,16 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Choose owner, editor or viewer.")
         return redirect("team-members")
+    was = membership.role
     try:
         membership.change_role(form.cleaned_data["role"])
     except LastOwnerError as exc:
         messages.error(request, str(exc))
     else:
+        if membership.role != was:
+            record(Actor.of(request), request.team, Kind.ROLE_CHANGED,
+                   member=membership.user.get_username(), role=membership.role,
+                   was=was)  # fmt: skip
         name = membership.user.get_username()
         messages.success(request, f"{name} is now {membership.get_role_display()}.")
     return redirect("team-members")
@@ -150,6 +181,8 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
     except LastOwnerError as exc:
         messages.error(request, str(exc))
         return redirect("team-members")
+    record(Actor.of(request), request.team, Kind.MEMBER_REMOVED,
+           member=membership.user.get_username())  # fmt: skip
     messages.success(request, f"{membership.user.get_username()} left the team.")
     if membership.user_id == request.user.pk:
         return redirect("monitor-list")
@@ -160,6 +193,8 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
 
 
 def _joined(request: HttpRequest, membership: Membership) -> HttpResponse:
+    record(Actor.of(request), membership.team_id, Kind.MEMBER_JOINED,
+           role=membership.role)  # fmt: skip
     switch_team(request, membership.team_id)
     messages.success(
         request,
@@ -216,3 +251,71 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
     }
     status = 400 if request.method == "POST" else 200
     return render(request, "teams/invitation.html", context, status=status)
+
+
+# ---------------------------------------------------------------- activity
+
+ACTIVITY_PER_PAGE = 50
+
+
+def _cursor(request: HttpRequest) -> int | None:
+    try:
+        return max(1, int(request.GET.get("before", "")))
+    except ValueError:
+        return None
+
+
+@require_GET
+@team_view
+def team_activity(request: DashboardRequest) -> HttpResponse:
+    """The team's activity log, newest first, by person, monitor and kind."""
+    entries = Activity.objects.filter(team=request.team)
+    members = list(
+        Membership.objects.filter(team=request.team)
+        .select_related("user")
+        .order_by("user__username")
+    )
+    person = next(
+        (m.user for m in members if str(m.user_id) == request.GET.get("person")), None
+    )
+    if person is not None:
+        entries = entries.filter(user=person)
+    kind = request.GET.get("kind", "")
+    if kind in Activity.Kind.values:
+        entries = entries.filter(kind=kind)
+    else:
+        kind = ""
+    monitor = None
+    try:
+        monitor_id = uuid.UUID(request.GET.get("monitor", ""))
+    except ValueError:
+        pass
+    else:
+        # A deleted monitor's entries stay readable: the log outlives it.
+        monitor = Monitor.objects.filter(team=request.team, pk=monitor_id).first()
+        if monitor is None:
+            raise Http404("Monitor not found")
+        entries = entries.filter(monitor=monitor)
+    rows = entries.page(_cursor(request), ACTIVITY_PER_PAGE)
+    shown = rows[:ACTIVITY_PER_PAGE]
+    filters = {
+        "person": str(person.pk) if person else "",
+        "kind": kind,
+        "monitor": str(monitor.pk) if monitor else "",
+    }
+    older = None
+    if len(rows) > ACTIVITY_PER_PAGE:
+        older = "?" + urlencode(
+            {k: v for k, v in filters.items() if v} | {"before": shown[-1].pk}
+        )
+    context = {
+        "entries": shown,
+        "members": members,
+        "kinds": Activity.Kind.choices,
+        "filters": filters,
+        "filtering": any(filters.values()),
+        "filtered_monitor": monitor,
+        "older_url": older,
+        "paged": "before" in request.GET,
+    }
+    return render(request, "teams/activity.html", context)

@@ -39,6 +39,8 @@ from monitors.models import (
     Target,
     Team,
 )
+from teams.activity import SYSTEM, record
+from teams.models import Activity, Invitation
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
 HOSTILE = '<script>alert("x")</script>'
@@ -190,6 +192,11 @@ def test_a_superuser_can_load_every_admin_page_with_data_present(
     AccessAttempt.objects.create(
         username="olive", ip_address="192.0.2.1", failures_since_start=3
     )
+    team = check_with_pages.monitor.team
+    Invitation.issue(
+        team, "sam@example.com", "viewer", None, check_with_pages.created_at
+    )
+    record(SYSTEM, team, Activity.Kind.MONITOR_PAUSED, check_with_pages.monitor)
     for model, model_admin in admin.site._registry.items():
         response = admin_client.get(admin_url(model, "changelist"))
         assert response.status_code == 200, model

@@ -262,7 +262,7 @@ def integer_parameters() -> list[tuple[str, str]]:
 
 
 def test_the_walk_finds_every_paging_parameter():
-    assert len(integer_parameters()) == 6
+    assert len(integer_parameters()) == 8  # limit and before of /v2/activity too
     assert (
         "/v2/monitor/{monitor_id}/checks/{check_id}",
         "skip",

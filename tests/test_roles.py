@@ -82,7 +82,8 @@ def state() -> tuple:
         list(Invitation.objects.order_by("pk").values_list(
             "pk", "revoked_at", "accepted_at")),
         list(Team.objects.order_by("pk").values_list(
-            "pk", "webhook_secret", "previous_webhook_secret")),
+            "pk", "webhook_secret", "previous_webhook_secret",
+            "activity_retention_days")),
         Check.objects.count(),
         list(Delivery.objects.order_by("pk").values_list("pk", "status", "attempts")),
     )  # fmt: skip
@@ -102,6 +103,7 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
      lambda w: reverse("monitor-deliveries", args=[w.monitor.pk]), None, VIEW),
     ("see API keys", "get", lambda w: reverse("api-keys"), None, VIEW),
     ("see the team", "get", lambda w: reverse("team-members"), None, VIEW),
+    ("see the activity", "get", lambda w: reverse("team-activity"), None, VIEW),
     ("open the new monitor form", "get", lambda w: reverse("monitor-create"), None,
      EDIT),
     ("create a monitor", "post", lambda w: reverse("monitor-create"),
@@ -141,6 +143,8 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
     ("change a role", "post",
      lambda w: reverse("member-role", args=[w.memberships[EDITOR].pk]),
      lambda w: {"role": "owner"}, MANAGE),
+    ("keep activity longer", "post", lambda w: reverse("team-retention"),
+     lambda w: {"activity_retention_days": "730"}, MANAGE),
     ("remove a member", "post",
      lambda w: reverse("member-remove", args=[w.memberships[EDITOR].pk]),
      lambda w: {}, MANAGE),

@@ -39,6 +39,7 @@ from checks.models import Check, Delivery, DeliveryAttempt, PageResult
 from checks.notify import emails, events
 from checks.notify.transports import DeliveryError, Sent, transport_for
 from monitors.models import EmailRecipient, Monitor
+from teams.activity import SYSTEM, Kind, record
 
 logger = logging.getLogger(__name__)
 
@@ -518,6 +519,8 @@ def disable_webhook(monitor: Monitor, url: str, now: datetime) -> bool:
             email=email,
             url=url,
         )
+    record(SYSTEM, monitor.team_id, Kind.WEBHOOK_DISABLED, monitor,
+           reason="its receiver answered 410 Gone", url=url)  # fmt: skip
     logger.info("Disabled the webhook of monitor %s after 410 Gone", monitor.pk)
     return True
 

@@ -43,6 +43,7 @@ from monitors.api.views import (
     ok,
 )
 from monitors.models import Monitor
+from teams.activity import Actor, Kind, record
 
 PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX = 25, 100
 
@@ -257,6 +258,7 @@ class MonitorRunView(APIView):
             raise ApiError(refused.message, 409, refused.code, **extra) from None
         except QueueUnavailable as unavailable:
             raise service_unavailable(unavailable.message) from None
+        record(Actor.of(request), monitor.team_id, Kind.MONITOR_RUN, monitor)
         return Response(
             {"success": True, "id": str(check.pk), "data": CheckSerializer(check).data}
         )

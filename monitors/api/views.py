@@ -30,6 +30,7 @@ from monitors.api.serializers import (
 )
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import EmailRecipient, Monitor, Target
+from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 
 ERROR = inline_serializer(
     "Error",
@@ -245,6 +246,7 @@ class MonitorListView(APIView):
         monitor = create_monitor(
             request.user.team, serializer.validated_data, timezone.now()
         )
+        record(Actor.of(request), monitor.team_id, Kind.MONITOR_CREATED, monitor)
         return ok(render_monitor(get_monitor_for(request, str(monitor.pk))))
 
 
@@ -270,7 +272,9 @@ class MonitorDetailView(APIView):
             context={"monitor": monitor, "current_timezone": monitor.schedule_timezone},
         )
         serializer.is_valid(raise_exception=True)
+        before = monitor_fields(monitor)
         update_monitor(monitor, serializer.validated_data, timezone.now())
+        record_monitor_change(Actor.of(request), before, monitor)
         return ok(render_monitor(get_monitor_for(request, monitor_id)))
 
     @extend_schema(
@@ -287,4 +291,5 @@ class MonitorDetailView(APIView):
     def delete(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
         monitor.soft_delete(timezone.now())
+        record(Actor.of(request), monitor.team_id, Kind.MONITOR_DELETED, monitor)
         return Response({"success": True})

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.text import slugify
 
 from monitors.models import ApiKey, Team
+from teams.activity import Actor, Kind, record
 
 # Enough to spot a typo; an installation with more teams has the admin.
 TEAMS_LISTED = 20
@@ -43,6 +44,7 @@ class Command(BaseCommand):
     ) -> None:
         team_obj = self._team(team, create=create_team)
         key, raw = ApiKey.issue(team_obj, name=name, scope=scope)
+        record(Actor.command(), team_obj, Kind.KEY_CREATED, name=name, scope=scope)
         self.stderr.write(
             f"Created {key.get_scope_display().split(':')[0].lower()} API key "
             f"{key.display_prefix} for team '{team_obj.slug}'. "

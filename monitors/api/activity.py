@@ -1,0 +1,136 @@
+"""GET /v2/activity: the team's activity log (a Pagewatch extension, not part
+of Firecrawl's API). Readable with a read key. Newest first, a page at a
+time: `before` is the cursor the previous page gave as `nextBefore`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from monitors.api.views import RESPONSE_HEADERS, error_responses, int_param
+from teams.models import Activity
+
+ACTOR_TYPES = {
+    Activity.Via.API: "apiKey",
+    Activity.Via.SYSTEM: "system",
+}
+
+ENTRY = inline_serializer(
+    "ActivityEntry",
+    {
+        "id": serializers.IntegerField(),
+        "at": serializers.DateTimeField(),
+        "kind": serializers.ChoiceField(choices=Activity.Kind.values),
+        "via": serializers.ChoiceField(choices=Activity.Via.values),
+        "actor": inline_serializer(
+            "ActivityActor",
+            {
+                "type": serializers.ChoiceField(choices=["user", "apiKey", "system"]),
+                "name": serializers.CharField(),
+            },
+        ),
+        "monitorId": serializers.UUIDField(allow_null=True),
+        "monitorName": serializers.CharField(),
+        "summary": serializers.CharField(
+            help_text="In words, as the dashboard says it."
+        ),
+        "details": serializers.DictField(),
+        "address": serializers.IPAddressField(allow_null=True),
+    },
+)
+RESPONSE = inline_serializer(
+    "ActivityListResponse",
+    {
+        "success": serializers.BooleanField(help_text="Always true."),
+        "data": serializers.ListField(child=ENTRY),
+        "nextBefore": serializers.IntegerField(
+            allow_null=True, help_text="Pass as `before` for the next, older page."
+        ),
+    },
+)
+
+
+def render_entry(entry: Activity) -> dict[str, Any]:
+    if entry.via == Activity.Via.API:
+        name = entry.key_name
+    elif entry.via == Activity.Via.SYSTEM:
+        name = "Pagewatch"
+    else:
+        name = entry.user_name
+    return {
+        "id": entry.pk,
+        "at": entry.at.isoformat().replace("+00:00", "Z"),
+        "kind": entry.kind,
+        "via": entry.via,
+        "actor": {"type": ACTOR_TYPES.get(entry.via, "user"), "name": name},
+        "monitorId": str(entry.monitor_id) if entry.monitor_id else None,
+        "monitorName": entry.monitor_name,
+        "summary": entry.sentence,
+        "details": entry.details,
+        "address": entry.address,
+    }
+
+
+class ActivityListView(APIView):
+    @extend_schema(
+        operation_id="listActivity",
+        summary="The team's activity log, newest first (Pagewatch extension)",
+        parameters=[
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 100, "default": 25},
+                description="How many entries to return: 1 to 100, default 25.",
+            ),
+            OpenApiParameter(
+                "before",
+                {"type": "integer", "minimum": 1},
+                description="Only entries older than this id (a page's nextBefore).",
+            ),
+            OpenApiParameter(
+                "monitorId",
+                {"type": "string", "format": "uuid"},
+                description="Only this monitor's entries.",
+            ),
+            OpenApiParameter(
+                "kind",
+                {"type": "string", "enum": Activity.Kind.values},
+                description="Only entries of this kind.",
+            ),
+            *RESPONSE_HEADERS,
+        ],  # fmt: skip
+        responses={200: RESPONSE} | error_responses(400),
+    )
+    def get(self, request: Request) -> Response:
+        limit = int_param(request, "limit", 25, 1, 100)
+        before = int_param(request, "before", 0, 1) or None
+        entries = Activity.objects.filter(team=request.user.team)
+        monitor_id = request.query_params.get("monitorId", "")
+        if monitor_id:
+            try:
+                entries = entries.filter(monitor_id=uuid.UUID(monitor_id))
+            except ValueError:
+                raise ValidationError({"monitorId": ["Must be a UUID."]}) from None
+        kind = request.query_params.get("kind", "")
+        if kind:
+            if kind not in Activity.Kind.values:
+                raise ValidationError(
+                    {"kind": [f"Must be one of {', '.join(Activity.Kind.values)}."]}
+                )
+            entries = entries.filter(kind=kind)
+        rows = entries.page(before, limit)
+        shown = rows[:limit]
+        next_before = shown[-1].pk if len(rows) > limit else None
+        return Response(
+            {
+                "success": True,
+                "data": [render_entry(entry) for entry in shown],
+                "nextBefore": next_before,
+            }
+        )

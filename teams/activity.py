@@ -1,0 +1,112 @@
+"""Writing the activity log: who did what, from where.
+
+Callers name the actor (Actor.of(request) in views, Actor.command() in
+management commands, SYSTEM in workers) and the event; the words shown are
+Activity.what_words and Activity.actor_words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from config.signin import client_ip
+from monitors.models import ApiKey, Monitor, Team
+from teams.models import Activity
+
+Kind, Via = Activity.Kind, Activity.Via
+
+
+@dataclass(frozen=True)
+class Actor:
+    via: str
+    user: Any = None
+    key: ApiKey | None = None
+    address: str | None = None
+
+    @classmethod
+    def of(cls, request: Any, via: str | None = None) -> Actor:
+        """The person or API key behind a request (dashboard, API or admin)."""
+        address = client_ip(request)
+        key = getattr(request.user, "key", None)
+        if isinstance(key, ApiKey):
+            return cls(Via.API, key=key, address=address)
+        user = request.user if request.user.is_authenticated else None
+        return cls(via or Via.DASHBOARD, user=user, address=address)
+
+    @classmethod
+    def command(cls, user: Any = None) -> Actor:
+        return cls(Via.COMMAND, user=user)
+
+
+SYSTEM = Actor(Via.SYSTEM)
+
+
+def record(
+    actor: Actor,
+    team: Team | int,
+    kind: str,
+    monitor: Monitor | None = None,
+    **details: Any,
+) -> Activity:
+    user = actor.user
+    return Activity.objects.create(
+        team_id=team if isinstance(team, int) else team.pk,
+        kind=kind,
+        via=actor.via,
+        user=user,
+        user_name=(user.get_full_name() or user.get_username()) if user else "",
+        api_key=actor.key,
+        key_name=actor.key.name if actor.key else "",
+        monitor=monitor,
+        monitor_name=monitor.name if monitor else "",
+        details=details,
+        address=actor.address,
+    )
+
+
+# ------------------------------------------------------------------ monitors
+
+
+def monitor_fields(monitor: Monitor) -> dict[str, Any]:
+    """What a person can change about a monitor, by the name the activity
+    log gives it (status apart: pausing and resuming are entries of their own)."""
+    targets = [
+        (t.type, t.urls, t.url, t.queries, t.scrape_options, t.crawl_options,
+         t.search_window, t.max_results, t.include_domains, t.exclude_domains)
+        for t in monitor.targets.order_by("position", "created_at")
+    ]  # fmt: skip
+    return {
+        "name": monitor.name,
+        "schedule": (monitor.schedule_cron, monitor.schedule_timezone),
+        "goal": monitor.goal or "",
+        "judging": monitor.judge_enabled,
+        "ignored lines": monitor.ignore_lines,
+        "how pages are loaded": monitor.fetch_with,
+        "webhook": monitor.webhook,
+        "page events": monitor.webhook_pages,
+        "notifications": monitor.notification,
+        "history kept": monitor.retention_days,
+        "targets": targets,
+        "status": monitor.status,
+    }
+
+
+def record_monitor_change(
+    actor: Actor, before: dict[str, Any], monitor: Monitor
+) -> None:
+    """Entries for an edit: paused or resumed when the status moved, edited
+    (with the fields) when anything else did."""
+    monitor.refresh_from_db()
+    after = monitor_fields(monitor)
+    if before["status"] != after["status"]:
+        kind = (
+            Kind.MONITOR_PAUSED
+            if after["status"] == Monitor.Status.PAUSED
+            else Kind.MONITOR_RESUMED
+        )
+        record(actor, monitor.team_id, kind, monitor)
+    changed = [
+        name for name in after if name != "status" and before[name] != after[name]
+    ]
+    if changed:
+        record(actor, monitor.team_id, Kind.MONITOR_EDITED, monitor, fields=changed)

@@ -1,0 +1,307 @@
+"""The activity log: who did what, when and from where — written for actions
+from the dashboard, the API, the admin, management commands and Pagewatch
+itself; shown on the monitor page, the team's Activity page, the admin and
+GET /v2/activity; never edited; kept per the team's setting."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from checks import dispatch
+from checks.notify.deliveries import disable_webhook
+from checks.retention import purge_expired
+from monitors.models import ApiKey, Membership, Monitor
+from teams.activity import SYSTEM, record
+from teams.models import Activity
+from tests.test_dashboard_views import PASSWORD, make_monitor, scrape_form
+
+pytestmark = pytest.mark.django_db
+Kind, Via = Activity.Kind, Activity.Via
+
+
+def text_of(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    monkeypatch.setattr(dispatch, "enqueue", lambda check_id: None)
+
+
+@pytest.fixture
+def ana(team, django_user_model):
+    user = django_user_model.objects.create_user("ana", "ana@acme.test", PASSWORD)
+    user.first_name = "Ana"
+    user.save()
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def web(client, ana):
+    client.force_login(ana)
+    Activity.objects.all().delete()  # the sign-in's entry; tested on its own
+    return client
+
+
+def entries(**filters) -> list[tuple[str, str, str]]:
+    """(kind, via, who) of the entries, oldest first."""
+    return [
+        (a.kind, a.via, a.actor_words)
+        for a in Activity.objects.filter(**filters).order_by("id")
+    ]
+
+
+def test_dashboard_actions_on_a_monitor_are_recorded_with_who_and_what(web, team):
+    web.post(reverse("monitor-create"), scrape_form(name="Prices"))
+    monitor = Monitor.objects.get()
+    edited = scrape_form(name="Prices (EU)", schedule="every hour")
+    edited |= {"timezone": monitor.schedule_timezone}
+    web.post(reverse("monitor-edit", args=[monitor.pk]), edited)
+    web.post(reverse("monitor-toggle", args=[monitor.pk]), {"status": "paused"})
+    web.post(reverse("monitor-toggle", args=[monitor.pk]), {"status": "active"})
+    web.post(reverse("monitor-run", args=[monitor.pk]))
+    page = re.sub(r"<[^>]+>", "", text_of(web.get(monitor.get_absolute_url())))
+    web.post(reverse("monitor-delete", args=[monitor.pk]))
+
+    assert entries() == [
+        (Kind.MONITOR_CREATED, Via.DASHBOARD, "Ana"),
+        (Kind.MONITOR_EDITED, Via.DASHBOARD, "Ana"),
+        (Kind.MONITOR_PAUSED, Via.DASHBOARD, "Ana"),
+        (Kind.MONITOR_RESUMED, Via.DASHBOARD, "Ana"),
+        (Kind.MONITOR_RUN, Via.DASHBOARD, "Ana"),
+        (Kind.MONITOR_DELETED, Via.DASHBOARD, "Ana"),
+    ]
+    edit = Activity.objects.get(kind=Kind.MONITOR_EDITED)
+    assert edit.what_words == "Edited name and schedule"
+    assert edit.monitor == monitor and edit.monitor_name == "Prices (EU)"
+    assert "Paused by Ana, just now" in page
+    assert "Run by Ana, just now" in page
+    assert "Edited name and schedule by Ana, just now" in page
+
+
+def test_api_calls_are_recorded_under_the_keys_name(team, scrape_monitor_body):
+    key, raw = ApiKey.issue(team, name="CI")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    created = api.post("/v2/monitor", scrape_monitor_body, format="json").json()
+    monitor_id = created["data"]["id"]
+    api.patch(f"/v2/monitor/{monitor_id}", {"status": "paused"}, format="json")
+    api.patch(f"/v2/monitor/{monitor_id}", {"name": "Renamed"}, format="json")
+    api.patch(f"/v2/monitor/{monitor_id}", {"status": "active"}, format="json")
+    api.post(f"/v2/monitor/{monitor_id}/run", {}, format="json")
+    api.delete(f"/v2/monitor/{monitor_id}")
+
+    who = "the API key “CI”"
+    assert entries() == [
+        (Kind.MONITOR_CREATED, Via.API, who),
+        (Kind.MONITOR_PAUSED, Via.API, who),
+        (Kind.MONITOR_EDITED, Via.API, who),
+        (Kind.MONITOR_RESUMED, Via.API, who),
+        (Kind.MONITOR_RUN, Via.API, who),
+        (Kind.MONITOR_DELETED, Via.API, who),
+    ]
+    assert Activity.objects.filter(api_key=key).count() == 6
+    assert Activity.objects.get(kind=Kind.MONITOR_EDITED).details == {
+        "fields": ["name"]
+    }
+
+
+def test_admin_changes_are_recorded_as_the_administration(admin_client, team):
+    monitor = make_monitor(team)
+    changelist = reverse("admin:monitors_monitor_changelist")
+    admin_client.post(
+        changelist, {"action": "pause_selected", "_selected_action": [monitor.pk]}
+    )
+    admin_client.post(reverse("admin:monitors_apikey_add"),
+                      {"team": team.pk, "name": "Ops", "scope": "read"})  # fmt: skip
+    assert entries() == [
+        (Kind.MONITOR_PAUSED, Via.ADMIN, "admin (administration)"),
+        (Kind.KEY_CREATED, Via.ADMIN, "admin (administration)"),
+    ]
+    assert Activity.objects.first().what_words == "Created the read-only API key “Ops”"
+
+
+def test_a_management_command_and_pagewatch_itself_are_named(team):
+    call_command("createapikey", "--team", "acme", "--name", "Deploy",
+                 stdout=StringIO(), stderr=StringIO())  # fmt: skip
+    monitor = make_monitor(team, webhook={"url": "https://hooks.example.com/x"})
+    disable_webhook(monitor, "https://hooks.example.com/x", timezone.now())
+    assert entries() == [
+        (Kind.KEY_CREATED, Via.COMMAND, "a management command"),
+        (Kind.WEBHOOK_DISABLED, Via.SYSTEM, "Pagewatch"),
+    ]
+    assert Activity.objects.first().sentence == (
+        "Turned off its webhook: its receiver answered 410 Gone, by Pagewatch itself"
+    )
+
+
+def test_keys_members_roles_and_invitations_are_recorded(web, team, django_user_model):
+    web.post(reverse("api-keys"), {"name": "Zapier", "scope": "write"})
+    key = ApiKey.objects.get()
+    web.post(reverse("api-key-revoke", args=[key.pk]))
+    web.post(reverse("team-invite"), {"email": "sam@acme.test", "role": "viewer"})
+    web.post(reverse("invitation-revoke", args=[team.invitations.get().pk]))
+    mia = django_user_model.objects.create_user("mia", "mia@acme.test")
+    membership = Membership.objects.create(team=team, user=mia, role="editor")
+    web.post(reverse("member-role", args=[membership.pk]), {"role": "viewer"})
+    web.post(reverse("member-remove", args=[membership.pk]))
+    web.post(reverse("webhook-secret-rotate"))
+
+    words = [a.what_words for a in Activity.objects.order_by("id")]
+    assert words == [
+        "Created the read and write API key “Zapier”",
+        "Revoked the API key “Zapier”",
+        "Invited sam@acme.test as a viewer",
+        "Withdrew the invitation for sam@acme.test",
+        "Made mia a viewer (was an editor)",
+        "Removed mia from the team",
+        "Replaced the webhook signing secret",
+    ]
+
+
+def test_sign_ins_and_failed_sign_ins_are_recorded_with_the_address(client, ana, team):
+    login = reverse("login")
+    client.post(login, {"username": "ana", "password": "wrong"},
+                REMOTE_ADDR="203.0.113.9")  # fmt: skip
+    client.post(login, {"username": "ana", "password": PASSWORD},
+                REMOTE_ADDR="203.0.113.9")  # fmt: skip
+    client.post(login, {"username": "nobody", "password": "x"})
+    rows = list(Activity.objects.order_by("id"))
+    assert [(a.kind, a.user, a.address) for a in rows] == [
+        (Kind.SIGN_IN_FAILED, ana, "203.0.113.9"),
+        (Kind.SIGNED_IN, ana, "203.0.113.9"),
+    ]
+
+
+# ---------------------------------------------------------------- the page
+
+
+def test_the_activity_page_filters_by_person_monitor_and_kind(
+    web, team, ana, django_user_model
+):
+    bob = django_user_model.objects.create_user("bob", "bob@acme.test")
+    Membership.objects.create(team=team, user=bob, role="editor")
+    first, second = make_monitor(team, name="First"), make_monitor(team, name="Second")
+    from teams.activity import Actor
+
+    record(Actor("dashboard", user=ana), team, Kind.MONITOR_PAUSED, first)
+    record(Actor("dashboard", user=bob), team, Kind.MONITOR_RUN, second)
+    record(SYSTEM, team, Kind.MONITOR_RESUMED, first)
+    url = reverse("team-activity")
+
+    def shown(**query) -> str:
+        return text_of(web.get(url, query))
+
+    everything = shown()
+    assert "Paused" in everything and "Run by hand" in everything
+    assert "Pagewatch itself" in everything
+    by_bob = shown(person=bob.pk)
+    assert "Run by hand" in by_bob and "Paused" not in by_bob
+    of_first = shown(monitor=first.pk)
+    assert "Paused" in of_first and "Run by hand" not in of_first
+    runs = shown(kind=Kind.MONITOR_RUN)
+    assert "Run by hand" in runs and "Resumed" not in runs
+    assert web.get(url, {"monitor": "not-a-uuid"}).status_code == 200
+
+
+def test_the_activity_page_pages_back_with_a_cursor(web, team, ana):
+    monitor = make_monitor(team)
+    for n in range(60):
+        record(SYSTEM, team, Kind.MONITOR_EDITED, monitor, fields=[f"field{n}"])
+    first = text_of(web.get(reverse("team-activity")))
+    assert "Edited field59" in first and "Edited field10" in first
+    assert "Edited field9<" not in first
+    newest_shown = Activity.objects.order_by("-id")[49]
+    assert f"?before={newest_shown.pk}" in first
+    older = text_of(web.get(reverse("team-activity"), {"before": newest_shown.pk}))
+    assert "Edited field9<" in older and "Edited field0<" in older
+    assert "Edited field10<" not in older and "Older entries" not in older
+
+
+def test_another_teams_monitor_and_entries_stay_hidden(web, team, other_team):
+    theirs = make_monitor(other_team, name="Globex plans")
+    record(SYSTEM, other_team, Kind.MONITOR_PAUSED, theirs)
+    assert web.get(reverse("team-activity"), {"monitor": theirs.pk}).status_code == 404
+    assert "Globex plans" not in text_of(web.get(reverse("team-activity")))
+
+
+def test_entries_are_never_changed(team):
+    entry = record(SYSTEM, team, Kind.MONITOR_PAUSED)
+    entry.kind = Kind.MONITOR_RESUMED
+    with pytest.raises(ValueError, match="never changed"):
+        entry.save()
+
+
+# ---------------------------------------------------------------- retention
+
+
+def test_entries_are_kept_for_the_teams_days_then_purged(team, other_team):
+    now = timezone.now()
+    other_team.activity_retention_days = 30
+    other_team.save()
+    for which in (team, other_team):
+        for age in (10, 100, 400):
+            entry = record(SYSTEM, which, Kind.MONITOR_PAUSED)
+            Activity.objects.filter(pk=entry.pk).update(at=now - timedelta(days=age))
+
+    assert purge_expired(now).activity == 1 + 2
+    left = sorted(
+        (a.team.slug, (now - a.at).days)
+        for a in Activity.objects.select_related("team")
+    )
+    assert left == [("acme", 10), ("acme", 100), ("globex", 10)]
+
+
+def test_an_owner_sets_how_long_activity_is_kept(web, team):
+    web.post(reverse("team-retention"), {"activity_retention_days": "30"})
+    team.refresh_from_db()
+    assert team.activity_retention_days == 30
+    response = web.post(reverse("team-retention"), {"activity_retention_days": "0"})
+    assert response.status_code == 400
+    assert "Ensure this value is greater than or equal to 1." in text_of(response)
+
+
+# ---------------------------------------------------------------- the API
+
+
+def test_the_api_reads_the_log_with_a_read_key(team, other_team):
+    monitor = make_monitor(team)
+    for _ in range(3):
+        record(SYSTEM, team, Kind.MONITOR_RUN, monitor)
+    record(SYSTEM, team, Kind.KEY_CREATED, name="x")
+    record(SYSTEM, other_team, Kind.MONITOR_RUN)
+    _, raw = ApiKey.issue(team, name="reader", scope=ApiKey.Scope.READ)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+    body = api.get("/v2/activity", {"limit": 2}).json()
+    assert body["success"] is True and len(body["data"]) == 2
+    newest = body["data"][0]
+    assert newest["kind"] == "key.created"
+    assert newest["actor"] == {"type": "system", "name": "Pagewatch"}
+    rest = api.get("/v2/activity", {"before": body["nextBefore"]}).json()
+    assert len(rest["data"]) == 2 and rest["nextBefore"] is None
+    runs = api.get("/v2/activity", {"monitorId": str(monitor.pk)}).json()["data"]
+    assert [e["kind"] for e in runs] == ["monitor.run"] * 3
+    assert runs[0]["summary"] == "Run, by Pagewatch itself"
+    bad = api.get("/v2/activity", {"kind": "nonsense"})
+    assert bad.status_code == 400 and bad.json()["code"] == "BAD_REQUEST"
+    assert api.get("/v2/activity", {"monitorId": "x"}).status_code == 400
+    assert api.post("/v2/activity", {}, format="json").status_code == 403
+
+
+def test_the_openapi_document_describes_the_activity_log(client):
+    operation = client.get("/v2/openapi.json").json()["paths"]["/v2/activity"]["get"]
+    assert operation["operationId"] == "listActivity"
+    names = {p["name"] for p in operation["parameters"]}
+    assert {"limit", "before", "monitorId", "kind"} <= names
