@@ -21,6 +21,9 @@ baseline, and the median counts:
 * Search by address: `GET /?q=shop-0004` (10 matches among 10,000);
   baseline the same trivial page. The same search in the 100-monitor team is
   shown for the growth.
+* Activity: `GET /activity/` (the newest 50 of ACTIVITY entries of the big
+  team, spread over its monitors, people and kinds) and the same filtered by
+  one kind; baseline the same trivial page.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ SMALL_TEAM = 100
 WARM_UP = 3
 REQUESTS = 25
 SEARCH = "shop-0004"
+ACTIVITY = 100_000
+ACTIVITY_FILTER = "monitor.paused"
 HOST = "127.0.0.1"
 
 
@@ -46,6 +51,7 @@ class ListResult:
     monitors: int = 0
     checks: int = 0
     populate_s: float = 0.0
+    activity_populate_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)  # median seconds
     sizes: dict[str, int] = field(default_factory=dict)  # response bytes
     matches: dict[str, int] = field(default_factory=dict)
@@ -148,6 +154,28 @@ def _insert_checks(team_ids: list[int]) -> None:
             cursor.execute(f"VACUUM ANALYZE {table}")
 
 
+def _insert_activity(team_id: int, user_id: int) -> None:
+    """ACTIVITY entries for the team, made by the database: monitors edited,
+    paused, resumed and run by one person over the past months."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO teams_activity (team_id, at, kind, via, user_id, user_name,"
+            " key_name, monitor_id, monitor_name, details, address)"
+            " SELECT %s, now() - (%s - g) * interval '2 minutes',"
+            " (ARRAY['monitor.edited', 'monitor.paused', 'monitor.resumed',"
+            "        'monitor.run'])[1 + g %% 4],"
+            " 'dashboard', %s, 'Lists bench', '', m.id, m.name,"
+            " '{\"fields\": [\"name\"]}'::jsonb, '192.0.2.1'::inet"
+            " FROM generate_series(1, %s) g"
+            " JOIN LATERAL (SELECT id, name FROM monitors_monitor"
+            "   WHERE team_id = %s ORDER BY id OFFSET g %% 100 LIMIT 1) m ON true",
+            [team_id, ACTIVITY, user_id, ACTIVITY, team_id],
+        )
+        cursor.execute("VACUUM ANALYZE teams_activity")
+
+
 def _member(team: Any, username: str) -> Any:
     from django.contrib.auth import get_user_model
 
@@ -215,21 +243,31 @@ def measure() -> ListResult:
         result.matches[name] = body.count(b'"schedule"')
 
     web = Client()
-    web.force_login(_member(big, "lists-big"))
+    big_member = _member(big, "lists-big")
+    web.force_login(big_member)
+    started = time.perf_counter()
+    _insert_activity(big.pk, big_member.pk)
+    result.activity_populate_s = time.perf_counter() - started
     small_web = Client()
     small_web.force_login(_member(small, "lists-small"))
-    names = ("trivial", "dashboard", "search", "search_small")
+    names = ("trivial", "dashboard", "search", "search_small", "activity",
+             "activity_kind")  # fmt: skip
     answers = _medians(
         (web, "/settings/team/", {}),
         (web, "/", {}),
         (web, f"/?q={SEARCH}", {}),
         (small_web, f"/?q={SEARCH}", {}),
+        (web, "/activity/", {}),
+        (web, f"/activity/?kind={ACTIVITY_FILTER}", {}),
     )
     for name, (seconds, body) in zip(names, answers, strict=True):
         result.timings[name] = seconds
         result.sizes[name] = len(body)
         result.matches[name] = body.count(b'<tr id="monitor-')
+        if name.startswith("activity"):
+            result.matches[name] = body.count(b'<td data-label="When">')
     expected = {"api_list": 100, "dashboard": 25, "search": 10, "search_small": 10}
+    expected |= {"activity": 50, "activity_kind": 50}
     for name, count in expected.items():
         if result.matches[name] != count:
             result.problems.append(
