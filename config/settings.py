@@ -178,6 +178,34 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+# Single sign-on with OpenID Connect (teams.sso), on when OIDC_ISSUER is set:
+# "Sign in with OIDC_PROVIDER_NAME" on the sign-in page. Accounts are made or
+# found by the e-mail address the provider verified; OIDC_TEAMS_CLAIM names
+# the claim whose "team-slug:role" entries give teams and roles.
+OIDC_ISSUER = env_str("OIDC_ISSUER", "").strip().rstrip("/")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "").strip()
+OIDC_CLIENT_SECRET = env_secret("OIDC_CLIENT_SECRET", "")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on").strip()
+OIDC_SCOPES = env_str("OIDC_SCOPES", "openid email profile").strip()
+OIDC_TEAMS_CLAIM = env_str("OIDC_TEAMS_CLAIM", "").strip()
+OIDC_DEFAULT_ROLE = env_str("OIDC_DEFAULT_ROLE", "viewer").strip()
+OIDC_TIMEOUT_SECONDS = env_int("OIDC_TIMEOUT_SECONDS", 10, minimum=1)
+# Off: the sign-in pages (the admin's too) offer single sign-on only.
+PASSWORD_SIGNIN = env_bool("PASSWORD_SIGNIN", True)
+if OIDC_ISSUER and not OIDC_ISSUER.startswith(("http://", "https://")):
+    raise ConfigError(f"OIDC_ISSUER must start with https://, got {OIDC_ISSUER!r}")
+if OIDC_ISSUER and not (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET):
+    raise ConfigError(
+        "OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are needed with OIDC_ISSUER"
+    )
+if OIDC_DEFAULT_ROLE not in ("owner", "editor", "viewer"):
+    raise ConfigError(
+        f"OIDC_DEFAULT_ROLE must be owner, editor or viewer, got {OIDC_DEFAULT_ROLE!r}"
+    )
+if not PASSWORD_SIGNIN and not OIDC_ISSUER:
+    raise ConfigError("PASSWORD_SIGNIN=false needs single sign-on (OIDC_ISSUER)")
+if OIDC_ISSUER:
+    AUTHENTICATION_BACKENDS += ["teams.sso.Backend"]
 AXES_FAILURE_LIMIT = 10
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

@@ -4,9 +4,11 @@ from django.contrib import admin
 from django.urls import include, path
 
 from config import views
+from teams.signin_views import admin_sign_in
 
 urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
+    path("admin/login/", admin_sign_in, name="admin-sign-in"),
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
     path("", include("teams.urls")),

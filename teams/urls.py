@@ -2,9 +2,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from teams import views
+from teams import signin_views, views
 
 urlpatterns = [
+    path("accounts/login/", signin_views.sign_in, name="login"),
+    path("accounts/sso/", signin_views.sso_start, name="oidc_authentication_init"),
+    path(
+        "accounts/sso/callback/",
+        signin_views.sso_callback,
+        name="oidc_authentication_callback",
+    ),
     path("settings/team/", views.team_members, name="team-members"),
     path("settings/team/invite/", views.team_invite, name="team-invite"),
     path("settings/team/activity/", views.team_retention, name="team-retention"),

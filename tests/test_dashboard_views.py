@@ -205,7 +205,10 @@ PUBLIC_ROUTES = {
     "admin:login",
     "favicon",  # a redirect to a static file
     "capture",  # a signed, expiring link to one screenshot: the credential
-    "invitation-accept",  # the e-mailed link: its single-use token is the credential
+    "invitation-accept",
+    "admin-sign-in",  # the admin's own sign-in, or a redirect to the dashboard's
+    "oidc_authentication_init",  # single sign-on: off to the provider and back
+    "oidc_authentication_callback",  # the e-mailed link: its single-use token is the credential
 }
 PUBLIC_PREFIXES = ("v2/", "email/")
 SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}

@@ -1,0 +1,72 @@
+"""Single sign-on settings and rules without a browser: the claim that maps
+to teams and roles, verified e-mail only, password sign-in turned off."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from monitors.models import Membership
+from teams import sso
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def claim_settings(settings):
+    settings.OIDC_TEAMS_CLAIM = "groups"
+    settings.OIDC_DEFAULT_ROLE = "viewer"
+    return settings
+
+
+def test_the_claim_gives_teams_and_roles(claim_settings):
+    assert sso.parse_teams_claim(["acme:editor", "globex", "x:admin", 3, ""]) == {
+        "acme": "editor",
+        "globex": "viewer",
+    }
+    assert sso.parse_teams_claim("acme:owner") == {"acme": "owner"}
+    assert sso.parse_teams_claim({"acme": "owner"}) == {}
+
+
+def test_signing_in_joins_named_teams_and_keeps_a_last_owner(
+    claim_settings, team, other_team, django_user_model
+):
+    ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+    Membership.objects.create(team=team, user=ana, role="owner")
+    sso.sync_teams(ana, ["acme:viewer", "globex:editor", "nowhere:owner"])
+    roles = dict(Membership.objects.filter(user=ana).values_list("team__slug", "role"))
+    assert roles == {"acme": "owner", "globex": "editor"}  # acme's last owner
+
+
+def test_only_a_verified_email_signs_in():
+    backend = sso.Backend.__new__(sso.Backend)
+    assert backend.verify_claims({"email": "a@b.c", "email_verified": True})
+    assert not backend.verify_claims({"email": "a@b.c", "email_verified": False})
+    assert not backend.verify_claims({"email": "a@b.c"})
+    assert not backend.verify_claims({"email_verified": True})
+
+
+def test_without_single_sign_on_the_page_shows_only_passwords(client):
+    page = client.get(reverse("login")).content.decode()
+    assert "Sign in with" not in page and 'name="password"' in page
+    assert client.get("/accounts/sso/").status_code == 404
+
+
+def test_with_passwords_turned_off_a_password_post_is_refused(
+    client, settings, django_user_model
+):
+    settings.OIDC_ISSUER = "https://id.example.com"
+    settings.OIDC_PROVIDER_NAME = "Example ID"
+    settings.PASSWORD_SIGNIN = False
+    django_user_model.objects.create_user("ana", "ana@acme.test", "a-good-password-1")
+    page = client.get(reverse("login")).content.decode()
+    assert "Sign in with Example ID" in page and 'name="password"' not in page
+    response = client.post(
+        reverse("login"), {"username": "ana", "password": "a-good-password-1"}
+    )
+    assert response.status_code == 403
+    assert "Signing in with a password is turned off here" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    admin = client.get("/admin/login/?next=/admin/")
+    assert admin.status_code == 302
+    assert admin["Location"] == "/accounts/login/?next=%2Fadmin%2F"
