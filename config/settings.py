@@ -88,6 +88,11 @@ INSTALLED_APPS = [
     "monitors",
     "checks",
     "teams",
+    # The second factor (teams.second_factor): authenticator apps (TOTP) and
+    # single-use recovery codes.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
 ]
 
 MIDDLEWARE = [
@@ -101,6 +106,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "config.middleware.SessionLimitsMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "teams.second_factor.SecondFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -206,6 +213,8 @@ if not PASSWORD_SIGNIN and not OIDC_ISSUER:
     raise ConfigError("PASSWORD_SIGNIN=false needs single sign-on (OIDC_ISSUER)")
 if OIDC_ISSUER:
     AUTHENTICATION_BACKENDS += ["teams.sso.Backend"]
+# The name authenticator apps show beside the account.
+OTP_TOTP_ISSUER = "Pagewatch"
 AXES_FAILURE_LIMIT = 10
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

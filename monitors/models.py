@@ -50,6 +50,9 @@ class Team(models.Model):
     credit_allowance = models.PositiveIntegerField(null=True, blank=True)
     # How long the team's activity log is kept (teams.models.Activity).
     activity_retention_days = models.PositiveIntegerField(default=365)
+    # Everyone signing in with a password must use a second factor
+    # (teams.second_factor).
+    require_second_factor = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

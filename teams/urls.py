@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from teams import signin_views, views
+from teams import second_factor_views, signin_views, views
 
 urlpatterns = [
     path("accounts/login/", signin_views.sign_in, name="login"),
@@ -31,5 +31,26 @@ urlpatterns = [
         name="member-remove",
     ),
     path("activity/", views.team_activity, name="team-activity"),
+    path("accounts/two-factor/", second_factor_views.overview, name="two-factor"),
+    path(
+        "accounts/two-factor/setup/",
+        second_factor_views.setup,
+        name="two-factor-setup",
+    ),
+    path(
+        "accounts/two-factor/verify/",
+        second_factor_views.verify,
+        name="two-factor-verify",
+    ),
+    path(
+        "accounts/two-factor/off/",
+        second_factor_views.turn_off,
+        name="two-factor-off",
+    ),
+    path(
+        "settings/team/second-factor/",
+        views.team_second_factor,
+        name="team-second-factor",
+    ),
     path("invitations/<str:token>/", views.invitation_accept, name="invitation-accept"),
 ]

@@ -123,6 +123,22 @@ def team_retention(request: DashboardRequest) -> HttpResponse:
 
 @require_POST
 @team_view(needs=Action.MANAGE)
+def team_second_factor(request: DashboardRequest) -> HttpResponse:
+    required = request.POST.get("required") == "on"
+    Team.objects.filter(pk=request.team.pk).update(require_second_factor=required)
+    if required:
+        messages.success(
+            request,
+            "Everyone in the team who signs in with a password now needs a "
+            "second factor; those without one set it up at their next page.",
+        )
+    else:
+        messages.success(request, "A second factor is now each person's choice.")
+    return redirect("team-members")
+
+
+@require_POST
+@team_view(needs=Action.MANAGE)
 def invitation_revoke(request: DashboardRequest, invitation_id: int) -> HttpResponse:
     invitation = Invitation.objects.filter(team=request.team, pk=invitation_id).first()
     if invitation is None:

@@ -11,6 +11,7 @@ import pytest
 from axes.models import AccessAttempt
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -39,6 +40,7 @@ from monitors.models import (
     Target,
     Team,
 )
+from teams import second_factor
 from teams.activity import SYSTEM, record
 from teams.models import Activity, Invitation
 
@@ -197,6 +199,9 @@ def test_a_superuser_can_load_every_admin_page_with_data_present(
         team, "sam@example.com", "viewer", None, check_with_pages.created_at
     )
     record(SYSTEM, team, Activity.Kind.MONITOR_PAUSED, check_with_pages.monitor)
+    someone = get_user_model().objects.first()
+    second_factor.start_setup(someone)  # an authenticator, and recovery codes
+    second_factor.new_recovery_codes(someone)
     for model, model_admin in admin.site._registry.items():
         response = admin_client.get(admin_url(model, "changelist"))
         assert response.status_code == 200, model

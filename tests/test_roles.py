@@ -83,7 +83,7 @@ def state() -> tuple:
             "pk", "revoked_at", "accepted_at")),
         list(Team.objects.order_by("pk").values_list(
             "pk", "webhook_secret", "previous_webhook_secret",
-            "activity_retention_days")),
+            "activity_retention_days", "require_second_factor")),
         Check.objects.count(),
         list(Delivery.objects.order_by("pk").values_list("pk", "status", "attempts")),
     )  # fmt: skip
@@ -143,6 +143,8 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
     ("change a role", "post",
      lambda w: reverse("member-role", args=[w.memberships[EDITOR].pk]),
      lambda w: {"role": "owner"}, MANAGE),
+    ("require a second factor", "post", lambda w: reverse("team-second-factor"),
+     lambda w: {"required": "on"}, MANAGE),
     ("keep activity longer", "post", lambda w: reverse("team-retention"),
      lambda w: {"activity_retention_days": "730"}, MANAGE),
     ("remove a member", "post",

@@ -1,0 +1,118 @@
+"""The second factor's pages: turn an authenticator app on (with recovery
+codes), enter a code after signing in, turn it off. People's own pages: no
+team role is needed (LoginRequiredMiddleware asks for a session)."""
+
+from __future__ import annotations
+
+import segno
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods, require_POST
+from django_otp import login as otp_login
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from teams import second_factor
+
+SETUP_SESSION_KEY = "pagewatch_totp_setup"
+WRONG_CODE = (
+    "That code did not work. Enter the six digits your app shows now (or one "
+    "of your recovery codes); after several wrong codes, wait a little."
+)
+
+
+def _next(request: HttpRequest) -> str:
+    wanted = request.POST.get("next") or request.GET.get("next") or "/"
+    if url_has_allowed_host_and_scheme(wanted, allowed_hosts={request.get_host()}):
+        return wanted
+    return "/"
+
+
+@require_http_methods(["GET"])
+def overview(request: HttpRequest) -> HttpResponse:
+    context = {
+        "device": second_factor.authenticator(request.user),
+        "required_by": second_factor.required_by(request.user),
+        "recovery_left": sum(
+            d.token_set.count() for d in StaticDevice.objects.filter(user=request.user)
+        ),
+    }
+    return render(request, "teams/two_factor.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def setup(request: HttpRequest) -> HttpResponse:
+    device = None
+    if request.method == "POST":
+        device = TOTPDevice.objects.filter(
+            user=request.user,
+            confirmed=False,
+            pk=request.session.get(SETUP_SESSION_KEY),
+        ).first()
+    if device is None:
+        device = second_factor.start_setup(request.user)
+        request.session[SETUP_SESSION_KEY] = device.pk
+    error = ""
+    if request.method == "POST":
+        codes = second_factor.confirm(device, request.POST.get("code", "").strip())
+        if codes is not None:
+            otp_login(request, device)
+            request.session.pop(SETUP_SESSION_KEY, None)
+            context = {"codes": codes, "next": _next(request)}
+            response = render(request, "teams/two_factor_codes.html", context)
+            response["Cache-Control"] = "no-store"  # the codes are shown once
+            return response
+        error = WRONG_CODE
+    qr = segno.make(device.config_url, error="m")
+    context = {
+        "qr": qr.svg_data_uri(scale=4, dark="#1d2433"),
+        "secret": _grouped(device.config_url),
+        "error": error,
+        "required_by": second_factor.required_by(request.user),
+        "next": _next(request),
+    }
+    response = render(request, "teams/two_factor_setup.html", context,
+                      status=400 if error else 200)  # fmt: skip
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _grouped(config_url: str) -> str:
+    """The secret from the otpauth:// link, in groups of four to type in."""
+    secret = config_url.split("secret=", 1)[1].split("&", 1)[0]
+    return " ".join(secret[i : i + 4] for i in range(0, len(secret), 4))
+
+
+@require_http_methods(["GET", "POST"])
+def verify(request: HttpRequest) -> HttpResponse:
+    if request.user.is_verified():
+        return redirect(_next(request))
+    error = ""
+    if request.method == "POST":
+        token = request.POST.get("code", "").replace(" ", "").strip()
+        for device in (
+            second_factor.authenticator(request.user),
+            StaticDevice.objects.filter(user=request.user).first(),
+        ):
+            # verify_token counts failures and refuses while throttled.
+            if device is not None and token and device.verify_token(token):
+                otp_login(request, device)
+                return redirect(_next(request))
+        error = WRONG_CODE
+    context = {"error": error, "next": _next(request)}
+    return render(request, "teams/two_factor_verify.html", context,
+                  status=400 if error else 200)  # fmt: skip
+
+
+@require_POST
+def turn_off(request: HttpRequest) -> HttpResponse:
+    teams = second_factor.required_by(request.user)
+    if teams:
+        names = ", ".join(team.name for team in teams)
+        messages.error(request, f"{names} requires a second factor: it stays on.")
+    else:
+        second_factor.turn_off(request.user)
+        messages.success(request, "The second factor is off.")
+    return redirect("two-factor")

@@ -1,0 +1,173 @@
+"""The second factor: an authenticator app (TOTP) with recovery codes,
+optional per person, required per team by an owner, asked for by the
+dashboard and the admin after a password sign-in."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+from types import SimpleNamespace
+
+import pytest
+import time_machine
+from django.contrib.auth import BACKEND_SESSION_KEY
+from django.urls import reverse
+from django.utils import timezone
+from django_otp.oath import TOTP
+from django_otp.plugins.otp_static.models import StaticToken
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from monitors.models import Membership
+from teams import second_factor
+from tests.test_dashboard_views import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def text_of(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def code_for(device: TOTPDevice) -> str:
+    totp = TOTP(device.bin_key, device.step, device.t0, device.digits, device.drift)
+    return f"{totp.token():0{device.digits}d}"
+
+
+@pytest.fixture
+def ana(team, django_user_model):
+    user = django_user_model.objects.create_user("ana", "ana@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+def sign_in(client, username="ana", path="/accounts/login/"):
+    return client.post(path, {"username": username, "password": PASSWORD})
+
+
+def turn_on(client) -> tuple[TOTPDevice, list[str]]:
+    page = text_of(client.get(reverse("two-factor-setup")))
+    assert "Scan this code" in page and 'src="data:image/svg+xml' in page
+    device = TOTPDevice.objects.get(confirmed=False)
+    response = client.post(reverse("two-factor-setup"), {"code": code_for(device)})
+    assert response["Cache-Control"] == "no-store"
+    codes = re.findall(r"<li><code>([a-z0-9]+)</code></li>", response.content.decode())
+    device.refresh_from_db()
+    assert device.confirmed and len(codes) == 10
+    return device, codes
+
+
+def test_turning_it_on_shows_recovery_codes_once_and_it_is_asked_at_sign_in(
+    client, ana, settings
+):
+    sign_in(client)
+    device, codes = turn_on(client)
+    client.post(reverse("logout"))
+
+    sign_in(client)
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/two-factor/verify/?next=/"
+    page = text_of(client.get(response["Location"]))
+    assert "Open your authenticator app and enter the six digits" in page
+    wrong = client.post(reverse("two-factor-verify"), {"code": "12345", "next": "/"})
+    assert wrong.status_code == 400
+    device.refresh_from_db()
+    device.throttling_failure_count = 0  # the wrong code's wait, over
+    device.throttling_failure_timestamp = None
+    device.save()
+    # A code works once: the next one comes with the app's next 30 seconds.
+    with time_machine.travel(timezone.now() + timedelta(seconds=60)):
+        right = client.post(
+            reverse("two-factor-verify"), {"code": code_for(device), "next": "/"}
+        )
+    assert right["Location"] == "/"
+    assert client.get("/").status_code == 200
+
+
+def test_a_wrong_code_leaves_it_off_and_says_so(client, ana):
+    sign_in(client)
+    client.get(reverse("two-factor-setup"))
+    device = TOTPDevice.objects.get(confirmed=False)
+    wrong = "000000" if code_for(device) != "000000" else "111111"
+    response = client.post(reverse("two-factor-setup"), {"code": wrong})
+    assert response.status_code == 400
+    assert "That code did not work." in text_of(response)
+    device.refresh_from_db()
+    assert not device.confirmed
+    assert client.get("/").status_code == 200  # nothing asked of her yet
+
+
+def test_a_recovery_code_works_once(client, ana):
+    sign_in(client)
+    _, codes = turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)
+    client.post(reverse("two-factor-verify"), {"code": codes[0]})
+    assert client.get("/").status_code == 200
+    assert not StaticToken.objects.filter(token=codes[0]).exists()
+    client.post(reverse("logout"))
+    sign_in(client)
+    again = client.post(reverse("two-factor-verify"), {"code": codes[0]})
+    assert again.status_code == 400
+    assert client.get("/").status_code == 302
+
+
+def test_the_admin_sign_in_asks_for_it_too(client, django_user_model):
+    root = django_user_model.objects.create_superuser("root", "r@acme.test", PASSWORD)
+    device = second_factor.start_setup(root)
+    second_factor.confirm(device, code_for(device))
+    response = sign_in(client, "root", path="/admin/login/?next=/admin/")
+    assert response.status_code == 302
+    admin = client.get("/admin/")
+    assert admin.status_code == 302
+    assert admin["Location"].startswith("/accounts/two-factor/verify/")
+
+
+def test_an_owner_can_require_it_for_the_whole_team(
+    client, ana, team, django_user_model
+):
+    bob = django_user_model.objects.create_user("bob", "bob@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=bob, role=Membership.Role.VIEWER)
+    sign_in(client)
+    client.post(reverse("team-second-factor"), {"required": "on"})
+    team.refresh_from_db()
+    assert team.require_second_factor
+
+    # Ana, who has none yet, is sent to set one up before anything else.
+    assert client.get("/")["Location"] == "/accounts/two-factor/setup/?next=/"
+    turn_on(client)
+    off = client.post(reverse("two-factor-off"), follow=True)
+    assert "Acme requires a second factor: it stays on." in text_of(off)
+    assert TOTPDevice.objects.filter(user=ana, confirmed=True).exists()
+
+    other = client.__class__()
+    sign_in(other, "bob")
+    assert other.get("/")["Location"] == "/accounts/two-factor/setup/?next=/"
+    # A viewer cannot lift the rule.
+    assert other.post(reverse("team-second-factor")).status_code == 302  # to setup
+
+
+def test_people_may_turn_it_off_when_no_team_requires_it(client, ana):
+    sign_in(client)
+    turn_on(client)
+    client.post(reverse("two-factor-off"))
+    assert not TOTPDevice.objects.filter(user=ana).exists()
+    assert client.get("/").status_code == 200
+
+
+def test_single_sign_on_sessions_are_left_to_the_identity_provider(ana):
+    device = second_factor.start_setup(ana)
+    second_factor.confirm(device, code_for(device))
+    user = SimpleNamespace(is_authenticated=True, is_verified=lambda: False, pk=ana.pk)
+
+    def request(backend: str) -> SimpleNamespace:
+        return SimpleNamespace(
+            user=user, path="/", session={BACKEND_SESSION_KEY: backend}
+        )
+
+    wanted = second_factor.SecondFactorMiddleware.wanted
+    assert wanted(request("teams.sso.Backend")) is None
+    assert wanted(request("axes.backends.AxesStandaloneBackend")) == (
+        "/accounts/two-factor/verify/"
+    )
