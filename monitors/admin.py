@@ -310,6 +310,33 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     ]
     readonly_fields = ["masked_webhook_secret", "created_at"]
     inlines = [MembershipInline, TeamApiKeyInline]
+
+    def save_formset(
+        self, request: HttpRequest, form: Any, formset: Any, change: bool
+    ) -> None:
+        """Members added, removed or given another role here are in the
+        team's activity log like those changed on the Team page."""
+        if formset.model is not Membership:
+            super().save_formset(request, form, formset, change)
+            return
+        was = dict(
+            Membership.objects.filter(team=form.instance).values_list("pk", "role")
+        )
+        super().save_formset(request, form, formset, change)
+        actor = _admin(request)
+        team = form.instance
+        for membership in formset.new_objects:
+            record(actor, team, Kind.MEMBER_JOINED, role=membership.role,
+                   member=membership.user.get_username())  # fmt: skip
+        for membership, _ in formset.changed_objects:
+            if was.get(membership.pk) != membership.role:
+                record(actor, team, Kind.ROLE_CHANGED, role=membership.role,
+                       was=was.get(membership.pk),
+                       member=membership.user.get_username())  # fmt: skip
+        for membership in formset.deleted_objects:
+            record(actor, team, Kind.MEMBER_REMOVED,
+                   member=membership.user.get_username())  # fmt: skip
+
     actions = ["rotate_webhook_secret"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:

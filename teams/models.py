@@ -322,6 +322,8 @@ class Activity(models.Model):
             return f"Created the {scope} API key “{d.get('name') or 'unnamed'}”"
         if self.kind == kind.KEY_REVOKED:
             return f"Revoked the API key “{d.get('name') or 'unnamed'}”"
+        if self.kind == kind.MEMBER_JOINED and d.get("member"):
+            return f"Added {d['member']} as {_role(d.get('role'))}"
         if self.kind == kind.MEMBER_JOINED:
             return f"Joined as {_role(d.get('role'))}"
         if self.kind == kind.MEMBER_REMOVED:

@@ -131,6 +131,31 @@ def test_admin_changes_are_recorded_as_the_administration(admin_client, team):
     assert Activity.objects.first().what_words == "Created the read-only API key “Ops”"
 
 
+def test_membership_changes_in_the_admin_are_recorded(
+    admin_client, team, django_user_model
+):
+    mia = django_user_model.objects.create_user("mia", "mia@acme.test")
+    bob = django_user_model.objects.create_user("bob", "bob@acme.test")
+    owner = Membership.objects.create(team=team, user=bob, role="owner")
+    url = reverse("admin:monitors_team_change", args=[team.pk])
+    data = {
+        "name": team.name, "slug": team.slug, "credit_allowance": "",
+        "membership_set-TOTAL_FORMS": "2", "membership_set-INITIAL_FORMS": "1",
+        "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
+        "membership_set-0-id": str(owner.pk), "membership_set-0-team": str(team.pk),
+        "membership_set-0-user": str(bob.pk), "membership_set-0-role": "owner",
+        "membership_set-1-team": str(team.pk), "membership_set-1-user": str(mia.pk),
+        "membership_set-1-role": "viewer",
+        "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
+        "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
+    }  # fmt: skip
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, text_of(response)[:2000]
+    entry = Activity.objects.get(kind=Kind.MEMBER_JOINED)
+    assert entry.via == Via.ADMIN and entry.details["member"] == "mia"
+    assert entry.what_words == "Added mia as a viewer"
+
+
 def test_a_management_command_and_pagewatch_itself_are_named(team):
     call_command("createapikey", "--team", "acme", "--name", "Deploy",
                  stdout=StringIO(), stderr=StringIO())  # fmt: skip
