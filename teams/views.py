@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_not_required
@@ -246,6 +247,15 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
                     request, "teams/invitation.html", {"reason": str(exc)}, status=410
                 )
         return render(request, "teams/invitation.html", context)
+    if not settings.PASSWORD_SIGNIN:
+        # No passwords here: the invitee signs in through single sign-on
+        # (which makes their account) and comes back to this link.
+        context |= {
+            "sso_url": reverse("oidc_authentication_init") + "?next=" + request.path,
+            "sso_name": settings.OIDC_PROVIDER_NAME,
+        }
+        status = 403 if request.method == "POST" else 200
+        return render(request, "teams/invitation.html", context, status=status)
     form = JoinForm(request.POST or None, email=invitation.email)
     if request.method == "POST" and form.is_valid():
         try:

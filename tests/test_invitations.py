@@ -174,6 +174,27 @@ def test_a_withdrawn_link_stops_working(owner_client, client_factory, mailoutbox
     assert "sam@example.com" not in page and "No invitations waiting." in page
 
 
+def test_with_passwords_off_the_invitee_joins_through_single_sign_on(
+    owner_client, client_factory, settings, mailoutbox, team, django_user_model
+):
+    link = invite(owner_client, mailoutbox, role="editor")
+    settings.OIDC_ISSUER = "https://id.example.com"
+    settings.OIDC_PROVIDER_NAME = "Example ID"
+    settings.PASSWORD_SIGNIN = False
+    visitor = client_factory()
+    page = text_of(visitor.get(path_of(link)))
+    assert "Sign in with Example ID to join" in page and 'name="password"' not in page
+    assert f"/accounts/sso/?next={path_of(link)}" in page
+    refused = visitor.post(path_of(link), {"username": "sam", "password": "x" * 20})
+    assert refused.status_code == 403
+    assert not get_user_model().objects.filter(username="sam").exists()
+    # Back from the provider, signed in: the link joins this account.
+    sam = django_user_model.objects.create_user("sam", "sam@example.com")
+    visitor.force_login(sam)
+    visitor.post(path_of(link))
+    assert Membership.objects.get(user=sam, team=team).role == "editor"
+
+
 def test_a_made_up_link_says_it_is_not_valid(client):
     response = client.get("/invitations/not-a-real-token/")
     assert response.status_code == 404
