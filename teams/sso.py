@@ -21,6 +21,7 @@ from typing import Any
 
 import requests
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -107,6 +108,20 @@ class Backend(OIDCAuthenticationBackend):
     claim's "team-slug:role" entries give teams and roles at every sign-in."""
 
     get_settings = staticmethod(setting)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Django makes a backend for every request of a signed-in session
+        # (to load its user): the provider's endpoints are read when a
+        # sign-in needs them, so an unreachable provider costs nothing here.
+        self.UserModel = get_user_model()
+
+    OIDC_OP_TOKEN_ENDPOINT = property(lambda self: setting("OIDC_OP_TOKEN_ENDPOINT"))
+    OIDC_OP_USER_ENDPOINT = property(lambda self: setting("OIDC_OP_USER_ENDPOINT"))
+    OIDC_OP_JWKS_ENDPOINT = property(lambda self: setting("OIDC_OP_JWKS_ENDPOINT"))
+    OIDC_RP_CLIENT_ID = property(lambda self: setting("OIDC_RP_CLIENT_ID"))
+    OIDC_RP_CLIENT_SECRET = property(lambda self: setting("OIDC_RP_CLIENT_SECRET"))
+    OIDC_RP_SIGN_ALGO = property(lambda self: setting("OIDC_RP_SIGN_ALGO"))
+    OIDC_RP_IDP_SIGN_KEY = None
 
     def verify_claims(self, claims: dict[str, Any]) -> bool:
         return bool(claims.get("email")) and claims.get("email_verified") is True

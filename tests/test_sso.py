@@ -46,6 +46,24 @@ def test_only_a_verified_email_signs_in():
     assert not backend.verify_claims({"email_verified": True})
 
 
+def test_an_unreachable_provider_is_said_in_words_not_a_500(client, settings):
+    settings.OIDC_ISSUER = "http://127.0.0.1:9"  # nothing listens there
+    settings.OIDC_CLIENT_ID, settings.OIDC_CLIENT_SECRET = "pw", "secret"
+    settings.OIDC_PROVIDER_NAME = "Example ID"
+    sso._discovery.cache_clear()
+    response = client.get("/accounts/sso/", follow=True)
+    assert response.redirect_chain == [("/accounts/login/?sso=unreachable", 302)]
+    assert "Example ID cannot be reached right now." in response.content.decode()
+    sso._discovery.cache_clear()
+
+
+def test_a_signed_in_session_needs_no_provider_to_load(settings, django_user_model):
+    settings.OIDC_ISSUER = "http://127.0.0.1:9"
+    sso._discovery.cache_clear()
+    ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+    assert sso.Backend().get_user(ana.pk) == ana  # no request to the provider
+
+
 def test_without_single_sign_on_the_page_shows_only_passwords(client):
     page = client.get(reverse("login")).content.decode()
     assert "Sign in with" not in page and 'name="password"' in page
