@@ -21,7 +21,7 @@ from monitors.forms import ImportForm
 from monitors.models import ImportRun
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_csv, export_document
-from monitors.views import DashboardRequest, team_view
+from monitors.views import Action, DashboardRequest, team_view
 
 TEMPLATE = "monitors/import.html"
 # What a request may carry beyond the file itself (the form's other fields).
@@ -38,7 +38,7 @@ def get_run_for(request: DashboardRequest, pk: uuid.UUID) -> ImportRun:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(needs=Action.EDIT)
 def import_start(request: DashboardRequest) -> HttpResponse:
     context = {"sources": moving.sources(), "max_mb": moving.max_bytes() // 2**20}
     if request.method == "GET":
@@ -87,7 +87,7 @@ def _run_context(run: ImportRun) -> dict[str, object]:
 
 
 @require_GET
-@team_view
+@team_view(needs=Action.EDIT)
 def import_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     run = get_run_for(request, pk)
     if request.htmx:
@@ -97,7 +97,7 @@ def import_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def import_confirm(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     run = get_run_for(request, pk)
     chosen = request.POST.getlist("duplicate")

@@ -10,14 +10,23 @@ from typing import Any
 
 import pytest
 from django.core import mail
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from checks.models import Check, Delivery
-from monitors.models import ApiKey, LastOwnerError, Membership, Monitor, Team
+from monitors.models import (
+    ApiKey,
+    ImportRun,
+    LastOwnerError,
+    Membership,
+    Monitor,
+    Team,
+)
 from teams.models import Invitation
+from tests.moving import backup_zip
 from tests.test_dashboard_views import PASSWORD, make_check, make_monitor, scrape_form
 
 OWNER, EDITOR, VIEWER = (Membership.Role.OWNER, Membership.Role.EDITOR,
@@ -85,6 +94,7 @@ def state() -> tuple:
             "pk", "webhook_secret", "previous_webhook_secret",
             "activity_retention_days", "require_second_factor")),
         Check.objects.count(),
+        ImportRun.objects.count(),
         list(Delivery.objects.order_by("pk").values_list("pk", "status", "attempts")),
     )  # fmt: skip
 
@@ -127,6 +137,11 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
     ("retry a delivery", "post",
      lambda w: reverse("delivery-retry", args=[w.monitor.pk, w.delivery.pk]),
      lambda w: {}, EDIT),
+    ("open the import page", "get", lambda w: reverse("import-start"), None, EDIT),
+    ("start an import", "post", lambda w: reverse("import-start"),
+     lambda w: {"source": "changedetection",
+                "file": SimpleUploadedFile("backup.zip", backup_zip())}, EDIT),
+    ("export the monitors", "get", lambda w: reverse("export"), None, VIEW),
     ("create an API key", "post", lambda w: reverse("api-keys"),
      lambda w: {"name": "Zapier", "scope": "read"}, MANAGE),
     ("revoke an API key", "post", lambda w: reverse("api-key-revoke", args=[w.key.pk]),
@@ -227,8 +242,8 @@ def test_a_viewer_sees_no_buttons_that_change_things(client, world):
     ]
     for url in pages:
         page = text_of(client.get(url))
-        for words in ("New monitor", ">Edit<", "Pause <span", ">Pause</button>",
-                      ">Delete<", "Run now",
+        for words in ("New monitor", ">Import<", ">Edit<", "Pause <span",
+                      ">Pause</button>", ">Delete<", "Run now",
                       "Send test event", "Retry now", "Create key", "Revoke",
                       "Send invitation", "Withdraw", "Show the secret",
                       "Make a new secret", 'name="role"'):  # fmt: skip
