@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 from checks import dispatch
 from checks.models import Check
 from monitors.api.auth import ApiKeyAuthentication, ApiKeyRateThrottle
-from monitors.models import ApiKey, Monitor
+from monitors.models import ApiKey, ImportRun, Monitor
 
 pytestmark = pytest.mark.django_db
 
@@ -47,13 +47,21 @@ def operations() -> list[tuple[str, str, dict[str, Any]]]:
 
 @pytest.fixture
 def world(api, monkeypatch) -> dict[str, str]:
-    """A monitor with one finished check; ids to fill the paths with."""
+    """A monitor with one finished check, and an import; ids to fill the paths
+    with."""
     monkeypatch.setattr(dispatch, "enqueue", lambda check_id: None)
     monitor_id = api.post("/v2/monitor", MONITOR, format="json").json()["data"]["id"]
     check = Check.objects.create(
         monitor_id=monitor_id, trigger="manual", status="completed"
     )
-    return {"monitor_id": monitor_id, "check_id": str(check.pk)}
+    run = ImportRun.objects.create(
+        team=Monitor.objects.get(pk=monitor_id).team, source="firecrawl"
+    )
+    return {
+        "monitor_id": monitor_id,
+        "check_id": str(check.pk),
+        "import_id": str(run.pk),
+    }
 
 
 def fill(path: str, ids: dict[str, str]) -> str:
@@ -86,7 +94,10 @@ def database_unreachable(api, method, path, ids, settings):
 
 
 def not_found(api, method, path, ids, settings):
-    which = "check_id" if "{check_id}" in path else "monitor_id"
+    which = next(
+        (name for name in ("check_id", "import_id") if f"{{{name}}}" in path),
+        "monitor_id",
+    )
     missing = ids | {which: str(uuid.uuid4())}
     return call(api, method, fill(path, missing), data={}, format="json")
 
