@@ -16,6 +16,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
+from django.db.models import Case, When
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -47,7 +48,15 @@ def _team_page(
     memberships = (
         Membership.objects.filter(team=request.team)
         .select_related("user")
-        .order_by("role", "user__username")
+        .order_by(
+            # Owners first, then editors, then viewers.
+            Case(
+                When(role=Membership.Role.OWNER, then=0),
+                When(role=Membership.Role.EDITOR, then=1),
+                default=2,
+            ),
+            "user__username",
+        )
     )
     pending = (
         Invitation.objects.filter(team=request.team)
