@@ -53,4 +53,10 @@ def test_an_invitee_joins_through_the_emailed_link(
     invitee.goto(link)
     assert invitee.get_by_text("This invitation has already been used.").is_visible()
     invitee.context.close()
+
+    # The owner's Activity page tells the story.
+    page.get_by_role("link", name="Activity", exact=True).click()
+    page.get_by_text("Invited sam@example.com as a viewer").wait_for()
+    assert page.get_by_text("Joined as a viewer").is_visible()
+    screenshot(page, "team-activity")
     assert page.problems.csp_violations(page) == []
