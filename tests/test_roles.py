@@ -337,7 +337,7 @@ def test_the_admin_keeps_an_owner_too(admin_client, world):
 def test_members_from_before_roles_become_owners():
     executor = MigrationExecutor(connection)
     before = [("monitors", "0009_import_runs")]
-    after = [("monitors", "0008_roles_and_key_scopes")]
+    after = [("monitors", "0010_roles_and_key_scopes")]
     executor.migrate(before)
     old = executor.loader.project_state(before).apps
     user = old.get_model("auth", "User").objects.create(username="ana")

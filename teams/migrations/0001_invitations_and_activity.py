@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('monitors', '0008_roles_and_key_scopes'),
+        ('monitors', '0010_roles_and_key_scopes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
