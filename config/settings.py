@@ -292,7 +292,7 @@ SPECTACULAR_SETTINGS = {
 # included.
 REDIS_URL = env_str("REDIS_URL", "")
 EMBEDDED_VALKEY = not REDIS_URL
-_REDIS_LOCATION = REDIS_URL or valkey.url(VAR_DIR)
+REDIS_LOCATION = REDIS_URL or valkey.url(VAR_DIR)
 # A Redis that stops answering without closing its connections (stopped,
 # failed over, a firewall dropping packets) must cost a request seconds, not
 # hang it: kombu waits forever by default, and gunicorn then kills the web
@@ -301,7 +301,7 @@ REDIS_SOCKET_TIMEOUTS = {"socket_connect_timeout": 3, "socket_timeout": 3}
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": _REDIS_LOCATION,
+        "LOCATION": REDIS_LOCATION,
         "KEY_PREFIX": "pagewatch",
         "OPTIONS": REDIS_SOCKET_TIMEOUTS,
     }
@@ -414,6 +414,13 @@ DISPATCH_EVERY_SECONDS = 10.0
 # of CHECK_STALE_AFTER_SECONDS, so a check whose worker died is taken up again
 # (or ended) within that time and one sweep (120 + 15 s by default).
 STALE_SWEEP_EVERY_SECONDS = max(5.0, CHECK_STALE_AFTER_SECONDS / 8)
+# GET /metrics answers only `Authorization: Bearer METRICS_TOKEN`; unset, the
+# page does not exist (404).
+METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
+# How often a worker serving the check queue is asked to show it is alive;
+# /healthz calls it gone after HEALTH_STALE_AFTER_SECONDS without a sign.
+WORKER_HEARTBEAT_EVERY_SECONDS = 15.0
+HEALTH_STALE_AFTER_SECONDS = 60
 # Beat is the only scheduler and only enqueues these small periodic tasks; which
 # monitors are due lives in the database. Every entry expires after one period:
 # if workers were down, a backlog of identical ticks must not run back to back.
@@ -430,6 +437,9 @@ CELERY_BEAT_SCHEDULE = {
         # was lost (checks.notify.deliveries.sweep; the task keeps the name it
         # had before checks/notify/ existed).
         ("sweep-deliveries", "checks.notification_tasks.sweep_deliveries_task", 60.0),
+        # On the check queue: /healthz sees a worker serving it (checks.health).
+        ("worker-heartbeat", "checks.tasks.worker_heartbeat_task",
+         WORKER_HEARTBEAT_EVERY_SECONDS),
     )
 }  # fmt: skip
 # Beat's own state (when each entry last ran) lives with the rest of var/, not
@@ -440,7 +450,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "config.beat.Scheduler"
 
 # --- Celery -------------------------------------------------------------------
-CELERY_BROKER_URL = valkey.broker_url(_REDIS_LOCATION)
+CELERY_BROKER_URL = valkey.broker_url(REDIS_LOCATION)
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
     "visibility_timeout": 3600,
     **REDIS_SOCKET_TIMEOUTS,

@@ -7,6 +7,8 @@ from config import views
 
 urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
+    path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
     path("", include("monitors.urls")),

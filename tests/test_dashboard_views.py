@@ -205,6 +205,8 @@ PUBLIC_ROUTES = {
     "admin:login",
     "favicon",  # a redirect to a static file
     "capture",  # a signed, expiring link to one screenshot: the credential
+    "healthz",  # for probes: says which part is down, nothing more
+    "metrics",  # behind its own bearer token (METRICS_TOKEN)
 }
 PUBLIC_PREFIXES = ("v2/", "email/")
 SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}
