@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 
 BENCHMARKS = (
     "cpu", "throughput", "scaling", "memory", "diff", "dispatch", "lists", "serving",
-    "crawl", "browser", "import",
+    "crawl", "browser", "import", "broker",
 )  # fmt: skip
+BROKER_TARGET = 1.2
 # Realistic edits: no worse than before diffs were rendered on demand (6.85).
 CPU_TARGET_MS = {"unchanged": 3.0, "rewritten": 6.85, "replaced": 9.0}
 # A page's stored change against its compressed snapshot.
@@ -906,6 +907,33 @@ def _header(
     return header
 
 
+def bench_broker(environment: bench_env.BenchEnv, rows: list[Row]) -> Section:
+    from bench import brokerbench
+
+    standalone = brokerbench.round_trip_us(environment.redis_url)
+    with brokerbench.embedded() as url:
+        embedded = brokerbench.round_trip_us(url)
+    ratio = embedded / standalone
+    rows.append(
+        Row(
+            "Broker round trip of a task message: embedded Valkey vs standalone Redis",
+            f"{standalone:.0f} µs (Redis, BENCH_REDIS_URL, TCP loopback)",
+            f"{embedded:.0f} µs (Valkey, unix socket)",
+            ratio,
+            f"≤ {BROKER_TARGET:g}",
+            ratio <= BROKER_TARGET,
+        )
+    )
+    section = Section("Broker round trip")
+    section.add(
+        f"Median of {brokerbench.MESSAGES} messages, each published through"
+        " kombu and taken back (get and ack) on one connection: the standalone"
+        f" Redis {standalone:.0f} µs, `make run`'s embedded Valkey"
+        f" (config/valkey.py, unix socket under a temporary var/) {embedded:.0f} µs.",
+    )
+    return section
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=BENCHMARKS)
@@ -951,6 +979,9 @@ def main() -> int:
 
             print("crawl...", flush=True)
             sections.append(bench_crawl(environment, args.reps, rows, problems))
+        if "broker" in chosen:
+            print("broker...", flush=True)
+            sections.append(bench_broker(environment, rows))
         if "browser" in chosen:
             from bench.browserbench import bench_browser
 

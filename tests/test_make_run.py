@@ -256,6 +256,7 @@ def test_make_run_migrates_and_bootstraps_with_the_env_file_applied() -> None:
     manage = [line for line in plan if "manage.py" in line]
     through = ".venv/bin/python -m config.run -- .venv/bin/python manage.py"
     assert manage == [f"{through} migrate --noinput", f"{through} bootstrap"]
+    assert plan[-1] == "exec .venv/bin/python -m config.run -f Procfile"
 
 
 def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
@@ -266,8 +267,20 @@ def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
         run.read_procfile(procfile)
 
 
-def test_the_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
+def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler():
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
+
+    assert set(entries) == {"valkey", "web", "worker"}
+    assert "celery -A config worker --beat " in entries["worker"]
+    assert "--queues=celery,upkeep,${BROWSER_QUEUE:-browser} " in entries["worker"]
+    assert "--concurrency=${WORKER_PROCESSES:-1}" in entries["worker"]
+    # One web process with threads; WEB_WORKERS and WEB_THREADS scale it.
+    assert "--workers ${WEB_WORKERS:-1} --threads ${WEB_THREADS:-4}" in entries["web"]
+    assert "make run PROCFILE=Procfile.large" in (ROOT / "Procfile").read_text()
+
+
+def test_the_large_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
+    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile.large")}
 
     assert set(entries) == {"valkey", "web", "worker", "browser", "upkeep", "scheduler"}
     assert "celery -A config worker" in entries["worker"]
@@ -278,8 +291,8 @@ def test_the_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
     assert "--config python:config.gunicorn" in entries["web"]
 
 
-def test_the_procfile_starts_a_browser_worker_on_its_queue() -> None:
-    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
+def test_the_large_procfile_starts_a_browser_worker_on_its_queue() -> None:
+    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile.large")}
 
     assert (
         "celery -A config worker --queues=${BROWSER_QUEUE:-browser}"
@@ -292,7 +305,8 @@ def test_without_chromium_make_run_leaves_the_browser_worker_out_and_says_so(
 ) -> None:
     env = {"BROWSER_EXECUTABLE": "/nowhere/chromium", "BROWSER_QUEUE": "browser"}
 
-    entries = run.with_browser_if_installed(run.read_procfile(ROOT / "Procfile"), env)
+    procfile = run.read_procfile(ROOT / "Procfile.large")
+    entries = run.with_browser_if_installed(procfile, env)
 
     assert [e.name for e in entries] == [
         "valkey", "web", "worker", "upkeep", "scheduler"
@@ -310,7 +324,7 @@ def test_with_chromium_make_run_starts_every_process(
     chromium.write_text("#!/bin/sh\n")
     chromium.chmod(0o755)
     env = {"BROWSER_EXECUTABLE": str(chromium)}
-    procfile = run.read_procfile(ROOT / "Procfile")
+    procfile = run.read_procfile(ROOT / "Procfile.large")
 
     assert run.with_browser_if_installed(procfile, env) == procfile
     assert env.get("BROWSER_QUEUE") is None

@@ -115,7 +115,13 @@ def test_every_variable_the_readme_documents_is_read() -> None:
     }
     source = "".join(
         (ROOT / name).read_text()
-        for name in ("config/settings.py", "config/gunicorn.py", "Procfile", "Makefile")
+        for name in (
+            "config/settings.py",
+            "config/gunicorn.py",
+            "Procfile",
+            "Procfile.large",
+            "Makefile",
+        )  # fmt: skip
     )
     read = set(re.findall(r"\benv_\w+\(\s*\"([A-Z0-9_]+)\"", source))
     read |= set(re.findall(r"\$\{([A-Z0-9_]+)", source))  # Procfile
