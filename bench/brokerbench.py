@@ -23,23 +23,30 @@ BODY = {"task": "checks.tasks.run_batch_task", "args": ["x" * 36, 1]}
 
 @contextmanager
 def embedded() -> Iterator[str]:
+    with (
+        tempfile.TemporaryDirectory(prefix="pw-valkey-") as var,
+        embedded_in(Path(var)) as url,
+    ):
+        yield url
+
+
+@contextmanager
+def embedded_in(var: Path) -> Iterator[str]:
+    """`make run`'s Valkey on var/valkey.sock while the block runs."""
     server = valkey.find_server()
     if server is None:
         raise BenchError(valkey.NOT_FOUND)
-    with tempfile.TemporaryDirectory(prefix="pw-valkey-") as var:
-        process = subprocess.Popen(
-            valkey.command(server, Path(var)), stdout=subprocess.DEVNULL
-        )
-        try:
-            deadline = time.monotonic() + 10
-            while not valkey.answers(Path(var)):
-                if time.monotonic() > deadline:
-                    raise BenchError("the embedded Valkey did not answer")
-                time.sleep(0.02)
-            yield valkey.url(Path(var))
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+    process = subprocess.Popen(valkey.command(server, var), stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not valkey.answers(var):
+            if time.monotonic() > deadline:
+                raise BenchError("the embedded Valkey did not answer")
+            time.sleep(0.02)
+        yield valkey.url(var)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def round_trip_us(redis_url: str) -> float:
