@@ -397,7 +397,7 @@ def bench_memory(
         f"- the same worker after its checks of {pages} pages: {worker_mb:.0f} MB"
         f" ({_pss_text(busy)})",
         "- `make run`'s service (`python -m config.run -f Procfile`, no"
-        " REDIS_URL: the embedded Valkey, one gunicorn process with threads,"
+        " REDIS_URL: the embedded Valkey, gunicorn (config/gunicorn.py),"
         " one Celery worker with one pool process and the scheduler inside"
         " (--beat), and the manager) once /healthz says it works:"
         f" {idle_whole_mb:.0f} MB ({_pss_text(idle_whole)}); after one first"

@@ -274,8 +274,7 @@ def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler(
     assert "celery -A config worker --beat " in entries["worker"]
     assert "--queues=celery,upkeep,${BROWSER_QUEUE:-browser} " in entries["worker"]
     assert "--concurrency=${WORKER_PROCESSES:-1}" in entries["worker"]
-    # One web process with threads; WEB_WORKERS and WEB_THREADS scale it.
-    assert "--workers ${WEB_WORKERS:-1} --threads ${WEB_THREADS:-4}" in entries["web"]
+    assert "--config python:config.gunicorn" in entries["web"]
     assert "make run PROCFILE=Procfile.large" in (ROOT / "Procfile").read_text()
 
 
