@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('checks', '0015_check_batch_plural'),
+        ('checks', '0018_noise_counts'),
     ]
 
     operations = [
