@@ -3,20 +3,20 @@
 
 Sync workers, WEB_WORKERS of them (default: 2 x CPUs + 1, gunicorn's own
 advice; on the smallest machines WEB_WORKERS=1 WEB_THREADS=4 saves about
-30 MB, for slower bursts): an API request mostly computes, and a process that takes one request
-at a time answers a burst in the order it came, so most requests are done
-long before the last. Threaded workers took every connection of a burst at
-once and shared the CPUs among all of them, so nearly every request finished
-near the end (make bench, "Serving the API"). The extra processes keep the
-CPUs busy while some wait on the database. Each may take WEB_THREADS threads
-(default 1: sync); more only pay when requests wait on a slow database.
+30 MB, for slower bursts): an API request mostly computes, and a process
+that takes one request at a time answers a burst in the order it came, so
+most requests are done long before the last. Threaded workers took every
+connection of a burst at once and shared the CPUs among all of them, so
+nearly every request finished near the end (make bench, "Serving the API").
+The extra processes keep the CPUs busy while some wait on the database.
+Each may take WEB_THREADS threads (default 1: sync); more only pay when
+requests wait on a slow database.
 
 The app is loaded once, before the workers are forked (preload_app), its
 URLs' views with it (when_ready), and its objects are kept out of the
 garbage collector's reach (gc.freeze) so the workers share them instead of
-each holding a copy. Slow clients: put nginx
-or another buffering proxy in front (see the README, "Running in
-production").
+each holding a copy. Slow clients: put nginx or another buffering proxy in
+front (see the README, "Running in production").
 """
 
 from __future__ import annotations
