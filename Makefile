@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Procfile: one worker for everything (a small machine); Procfile.large: each
+# part in processes of its own.
+PROCFILE ?= Procfile
 export HOST PORT
 
 .PHONY: run test setup lint format bench clean
@@ -30,7 +33,7 @@ setup: $(VENV)/.installed-run
 run: $(VENV)/.installed-run
 	$(BIN)/python -m config.run -- $(BIN)/python manage.py migrate --noinput
 	$(BIN)/python -m config.run -- $(BIN)/python manage.py bootstrap
-	exec $(BIN)/python -m config.run -f Procfile
+	exec $(BIN)/python -m config.run -f $(PROCFILE)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -12,8 +12,8 @@ database (see populate()).
   AND next_run_at <= now` (the partial index's own predicate), all rows fetched.
 * Drain: `dispatch_due_monitors(now)` called until it returns 0. One call stops
   at dispatch.MAX_PER_TICK checks, so 10 000 due take several beat ticks; each
-  tick is timed. Enqueueing is real: Celery messages go to the embedded broker
-  (config/broker.py) in the bench's temporary directory (one file per check),
+  tick is timed. Enqueueing is real: Celery messages go to `make run`'s
+  embedded Valkey (config/valkey.py) in the bench's temporary directory,
   nothing consumes them, and their count is checked against the checks created.
   The broker's share is measured apart: one more tick after a reset with
   `checks.dispatch.enqueue_many` (which the dispatcher calls once per batch)
@@ -26,21 +26,23 @@ database (see populate()).
 
 It runs in a child process of bench/run.py (`python -m bench.dispatchbench`,
 which prints the result as JSON), set up without REDIS_URL so that Celery uses
-the embedded broker under PAGEWATCH_VAR_DIR, where the messages can be
-counted, while the workers of the other benchmarks use Redis.
+an embedded Valkey of its own under PAGEWATCH_VAR_DIR, where the messages can
+be counted, while the workers of the other benchmarks use Redis.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import statistics
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 TOTAL = 100_000
 DUE = 10_000
@@ -243,27 +245,29 @@ def _reset_due(now: datetime) -> None:
     _analyze()
 
 
-def _messages(broker_dir: Path) -> int:
-    return sum(1 for _ in broker_dir.glob("*.msg")) if broker_dir.exists() else 0
+QUEUE = "celery"
 
 
-def _clear_messages(broker_dir: Path) -> None:
-    for path in broker_dir.glob("*.msg"):
-        path.unlink()
+def _messages(broker: Redis) -> int:
+    return int(broker.llen(QUEUE))
 
 
-def _broker_seconds_per_message(broker_dir: Path) -> float:
+def _clear_messages(broker: Redis) -> None:
+    broker.delete(QUEUE)
+
+
+def _broker_seconds_per_message(broker: Redis) -> float:
     from checks.tasks import run_check_task
 
     started = time.perf_counter()
     for _ in range(BROKER_PROBE):
         run_check_task.delay(str(uuid.uuid4()))
     seconds = (time.perf_counter() - started) / BROKER_PROBE
-    _clear_messages(broker_dir)
+    _clear_messages(broker)
     return seconds
 
 
-def measure(now: datetime, broker_dir: Path, drains: int = 1) -> DispatchResult:
+def measure(now: datetime, broker: Redis, drains: int = 1) -> DispatchResult:
     from checks import dispatch
     from checks.models import Check
 
@@ -282,7 +286,7 @@ def measure(now: datetime, broker_dir: Path, drains: int = 1) -> DispatchResult:
     for attempt in range(drains):
         if attempt:
             _reset_due(now)
-        _clear_messages(broker_dir)
+        _clear_messages(broker)
         ticks = []
         for _ in range(MAX_TICKS):
             tick_started = time.perf_counter()
@@ -292,7 +296,7 @@ def measure(now: datetime, broker_dir: Path, drains: int = 1) -> DispatchResult:
                 break
         result.drains.append(ticks)
         result.created = sum(n for _, n in ticks)
-        result.messages = _messages(broker_dir)
+        result.messages = _messages(broker)
         queued = Check.objects.filter(trigger="scheduled", status="queued").count()
         if result.created != DUE or queued != DUE or result.messages != DUE:
             result.problems.append(
@@ -313,7 +317,7 @@ def measure(now: datetime, broker_dir: Path, drains: int = 1) -> DispatchResult:
     result.baseline_all_s = _median_seconds(
         "SELECT id, next_run_at FROM monitors_monitor", [], 3
     )
-    result.broker_per_message_s = _broker_seconds_per_message(broker_dir)
+    result.broker_per_message_s = _broker_seconds_per_message(broker)
     result.noop_tick_s, result.noop_tick_created = _tick_without_broker(now)
     return result
 
@@ -337,14 +341,17 @@ def _tick_without_broker(now: datetime) -> tuple[float, int]:
 
 def main() -> None:
     from django.utils import timezone
+    from redis import Redis
 
+    from bench.brokerbench import embedded_in
     from bench.env import setup_django
+    from config import valkey
 
     setup_django()
-    # kombu warns when a broker URL has no host name: the embedded one needs none.
-    logging.getLogger("kombu.connection").setLevel(logging.ERROR)
-    broker_dir = Path(os.environ["PAGEWATCH_VAR_DIR"]) / "broker" / "in"
-    print(json.dumps(asdict(measure(timezone.now(), broker_dir))))
+    var = valkey.var_dir_of(os.environ)
+    with embedded_in(var):
+        broker = Redis.from_url(valkey.url(var))
+        print(json.dumps(asdict(measure(timezone.now(), broker))))
 
 
 if __name__ == "__main__":

@@ -175,6 +175,7 @@ class Worker(procs.Group):
 
 
 SERVICE_ROLES = (
+    ("valkey-server", "valkey"),
     ("gunicorn", "gunicorn"),
     ("hostname=upkeep@", "upkeep"),
     ("hostname=browser@", "browser"),
@@ -185,7 +186,9 @@ SERVICE_ROLES = (
 
 class Service(procs.Group):
     """The whole service as `make run` starts it: `python -m config.run -f
-    Procfile` (web gunicorn, worker, upkeep worker, beat), on a free port."""
+    Procfile` (the embedded Valkey, web, the worker with the scheduler), on
+    a free port and the bench's PostgreSQL. Its broker is its own Valkey, as
+    with `make run` (no REDIS_URL): checks are queued through its API."""
 
     def __init__(self, env: BenchEnv) -> None:
         with socket.socket() as probe:
@@ -193,7 +196,8 @@ class Service(procs.Group):
             port = probe.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}"
         command = [sys.executable, "-m", "config.run", "-f", "Procfile"]
-        environ = os.environ | {"HOST": "127.0.0.1", "PORT": str(port)}
+        environ = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+        environ |= {"HOST": "127.0.0.1", "PORT": str(port)}
         # config.run gives its processes up to 30 s to stop; SIGINT is its
         # Ctrl-C.
         super().__init__(
@@ -206,11 +210,13 @@ class Service(procs.Group):
             raise
 
     def _ready(self) -> bool:
+        """Once /healthz says every part works: its worker has answered a
+        heartbeat and its scheduler has ticked."""
         try:
-            httpx.get(f"{self.base_url}/favicon.ico", timeout=1, trust_env=False)
+            answer = httpx.get(f"{self.base_url}/healthz", timeout=5, trust_env=False)
         except httpx.HTTPError:
             return False
-        return bool(_answering_workers(None))
+        return answer.status_code == 200
 
     def pss(self) -> dict[str, float]:
         """PSS in MB per Procfile entry (with all its processes), and the
@@ -230,6 +236,31 @@ class Service(procs.Group):
 
 
 # --- Checks -----------------------------------------------------------------------
+
+
+def run_check_through_api(monitor: Monitor, service: Service) -> Check:
+    """Run now through the service's API (it queues on its own broker), and
+    wait until its worker has finished the check."""
+    from checks.models import Check
+    from monitors.models import ApiKey
+
+    _, key = ApiKey.issue(monitor.team, name="bench")
+    answer = httpx.post(
+        f"{service.base_url}/v2/monitor/{monitor.pk}/run",
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+        trust_env=False,
+    )
+    if answer.status_code not in (200, 202):
+        raise BenchError(f"Run now answered {answer.status_code}: {answer.text}")
+    check_id = answer.json()["data"]["id"]
+    deadline = time.perf_counter() + CHECK_TIMEOUT
+    while (status := _status(check_id)) not in Check.FINISHED:
+        service.check_alive(f"check {check_id}")
+        if time.perf_counter() > deadline:
+            raise BenchError(f"check {check_id} still {status}:\n{service.log_tail()}")
+        time.sleep(POLL_SECONDS)
+    return Check.objects.get(pk=check_id)
 
 
 def make_monitor(name: str, targets: list[list[str]]) -> Monitor:

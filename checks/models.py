@@ -1361,3 +1361,26 @@ class DeliveryAttempt(models.Model):
     def __str__(self) -> str:
         outcome = "ok" if self.success else (self.error or self.status_code)
         return f"attempt {self.number} (delivery #{self.delivery_id}): {outcome}"
+
+
+class Heartbeat(models.Model):
+    """When a part of the service last showed it was alive, for /healthz and
+    /metrics: the workers serving the check queue, and the scheduler's
+    dispatch tick. One row per part, overwritten."""
+
+    WORKER = "worker"
+    SCHEDULER = "scheduler"
+
+    name = models.CharField(max_length=32, primary_key=True)
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.seen_at:%Y-%m-%d %H:%M:%S}"
+
+    @classmethod
+    def beat(cls, name: str, now: datetime) -> None:
+        cls.objects.update_or_create(name=name, defaults={"seen_at": now})
+
+    @classmethod
+    def last_seen(cls) -> dict[str, datetime]:
+        return dict(cls.objects.values_list("name", "seen_at"))

@@ -560,7 +560,7 @@ def _send_lost_check_messages(now: datetime) -> None:
         .order_by("created_at")
         .values_list("pk", flat=True)[:STALE_SWEEP_LIMIT]
     )
-    if not lost or _waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
+    if not lost or waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
         return
     logger.warning("Sending %d queued checks whose message was lost again", len(lost))
     with current_app.producer_or_acquire() as producer:
@@ -568,7 +568,7 @@ def _send_lost_check_messages(now: datetime) -> None:
             current_app.send_task(RUN_CHECK_TASK, args=[str(pk)], producer=producer)
 
 
-def _waiting_messages(queue: str) -> int | None:
+def waiting_messages(queue: str) -> int | None:
     """Messages waiting on `queue`; None when the broker cannot say."""
     try:
         with current_app.connection_for_write() as connection:

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from checks import dispatch, retention, runner
+from checks.models import Heartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,16 @@ def run_batch_task(self, batch_id: int) -> None:  # noqa: ANN001 - Celery's Task
 def dispatch_due_monitors_task(follow_up: bool = False) -> int:
     # A tick that hit its cap queues one follow-up at once (expires after one
     # beat interval); a follow-up never queues another (dispatch.dispatch_tick).
-    return dispatch.dispatch_tick(timezone.now(), may_follow_up=not follow_up)
+    now = timezone.now()
+    if not follow_up:
+        Heartbeat.beat(Heartbeat.SCHEDULER, now)  # /healthz: the scheduler ticks
+    return dispatch.dispatch_tick(now, may_follow_up=not follow_up)
+
+
+@shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
+def worker_heartbeat_task() -> None:
+    # Queued on the check queue, so only a worker serving it records this.
+    Heartbeat.beat(Heartbeat.WORKER, timezone.now())
 
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)

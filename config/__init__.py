@@ -1,5 +1,4 @@
-# Load the Celery app whenever Django starts, so @shared_task binds to it and
-# `celery -A config` finds it.
-from config.celery import app as celery_app
-
-__all__ = ("celery_app",)
+# The Celery app (config.celery) is loaded when Django starts (checks.apps),
+# not here: `python -m config.run`, make run's process manager, imports this
+# package and needs neither Django nor Celery. `celery -A config` finds
+# config.celery by its name.

@@ -16,9 +16,6 @@ import os
 
 from celery import Celery, signals
 
-# Registers the embedded broker's URL scheme (pagewatch-files://) with kombu.
-import config.broker  # noqa: F401
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery runs Django's system checks when a worker starts, and they import
 # every URL, view and serializer of the web (~24 MB in each worker that

@@ -2,19 +2,21 @@
 `gunicorn config.wsgi --config python:config.gunicorn`.
 
 Sync workers, WEB_WORKERS of them (default: 2 x CPUs + 1, gunicorn's own
-advice): an API request mostly computes, and a process that takes one request
-at a time answers a burst in the order it came, so most requests are done
-long before the last. Threaded workers took every connection of a burst at
-once and shared the CPUs among all of them, so nearly every request finished
-near the end (make bench, "Serving the API"). The extra processes keep the
-CPUs busy while some wait on the database. Each may take WEB_THREADS threads
-(default 1: sync); more only pay when requests wait on a slow database.
+advice; on the smallest machines WEB_WORKERS=1 WEB_THREADS=4 saves about
+30 MB, for slower bursts): an API request mostly computes, and a process
+that takes one request at a time answers a burst in the order it came, so
+most requests are done long before the last. Threaded workers took every
+connection of a burst at once and shared the CPUs among all of them, so
+nearly every request finished near the end (make bench, "Serving the API").
+The extra processes keep the CPUs busy while some wait on the database.
+Each may take WEB_THREADS threads (default 1: sync); more only pay when
+requests wait on a slow database.
 
-The app is loaded once, before the workers are forked (preload_app), and its
-objects are kept out of the garbage collector's reach (gc.freeze) so the
-workers share them instead of each holding a copy. Slow clients: put nginx
-or another buffering proxy in front (see the README, "Running in
-production").
+The app is loaded once, before the workers are forked (preload_app), its
+URLs' views with it (when_ready), and its objects are kept out of the
+garbage collector's reach (gc.freeze) so the workers share them instead of
+each holding a copy. Slow clients: put nginx or another buffering proxy in
+front (see the README, "Running in production").
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ accesslog = "-"
 # No gunicornc control socket: one fixed path per user, which a second
 # instance (tests, the bench) would fight over.
 control_socket_disable = True
+
+
+def when_ready(server: Any) -> None:
+    """Before the first fork: every URL's view, serializer and form imported
+    once here, shared by all workers, instead of each worker importing them
+    privately on its first request."""
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018 - importing is the point
 
 
 def pre_fork(server: Any, worker: Any) -> None:

@@ -18,8 +18,13 @@ signalled directly, can die holding the pool's lock, which the worker then
 waits on forever as it exits) and up to thirty seconds to finish: enough for
 an idle worker's warm shutdown (about six seconds) and a short check. Then
 whatever is left of each session is killed. A check cut off goes back to the
-queue (with Redis, or the embedded broker once a worker runs again) and the
-stale-check sweeper finishes or fails it.
+queue and the stale-check sweeper finishes or fails it.
+
+Without REDIS_URL the Procfile's `valkey` entry (config/valkey.py) starts the
+embedded Valkey first; the others start once it answers, and it stops after
+them, so a worker's warm shutdown can still give its messages back. With
+REDIS_URL it is left out. With neither a server to run nor REDIS_URL, one
+line says what to install and nothing starts.
 
 A process's leftovers are killed before it starts again (a killed worker's
 pool processes, a killed gunicorn's workers). On Linux each process is also
@@ -48,12 +53,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
 from checks.browser.executable import find_executable
+from config import valkey
 
 STOP_WAIT_SECONDS = 30.0
 FIRST_BACKOFF_SECONDS = 1.0
@@ -62,12 +69,15 @@ MAX_BACKOFF_SECONDS = 60.0
 # back-off; one that dies sooner waits twice as long as the time before.
 STABLE_AFTER_SECONDS = 60.0
 TICK_SECONDS = 0.1
+READY_WAIT_SECONDS = 10.0
 
 
 @dataclass
 class Entry:
     name: str
     command: str
+    # Whether the process is ready for the ones after it; None: at once.
+    ready: Callable[[], bool] | None = field(default=None, compare=False)
 
 
 def read_procfile(path: Path) -> list[Entry]:
@@ -157,6 +167,7 @@ class Manager:
             signal.signal(signum, self._ask_to_stop)
         for managed in self.managed:
             self._start(managed)
+            self._wait_until_ready(managed)
         while not self.stopping:
             self._pump(TICK_SECONDS)
             now = time.monotonic()
@@ -190,6 +201,17 @@ class Manager:
         managed.process, managed.started_at = process, time.monotonic()
         managed.restart_at = None
         self.say("manager", f"{managed.entry.name} started (pid {process.pid})")
+
+    def _wait_until_ready(self, managed: Managed) -> None:
+        """Before the next entries start (the workers connect to Valkey at
+        once): up to READY_WAIT_SECONDS, then they start anyway and retry."""
+        ready = managed.entry.ready
+        deadline = time.monotonic() + READY_WAIT_SECONDS
+        while ready is not None and not ready() and not self.stopping:
+            if time.monotonic() > deadline or managed.process.poll() is not None:
+                self.say("manager", f"{managed.entry.name} is not ready; going on")
+                return
+            self._pump(TICK_SECONDS)
 
     def _look_after(self, managed: Managed, now: float) -> None:
         """Notice an exit and schedule the restart; start it when due."""
@@ -252,7 +274,13 @@ class Manager:
     # --- Stopping ---------------------------------------------------------------
 
     def _stop_all(self) -> None:
+        # The servers others wait for (Valkey) stop last: a worker's warm
+        # shutdown still acknowledges or gives back its messages through it.
         running = [m for m in self.managed if m.process is not None]
+        self._stop([m for m in running if m.entry.ready is None])
+        self._stop([m for m in running if m.entry.ready is not None])
+
+    def _stop(self, running: list[Managed]) -> None:
         for managed in running:
             assert managed.process is not None
             self.say("manager", f"sending SIGTERM to {managed.entry.name}")
@@ -293,7 +321,8 @@ def main(argv: list[str]) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command:
         return subprocess.run(command, env=env, check=False).returncode  # noqa: S603
-    entries = with_browser_if_installed(read_procfile(args.procfile), env)
+    entries = with_valkey_unless_redis(read_procfile(args.procfile), env)
+    entries = with_browser_if_installed(entries, env)
     names = ", ".join(entry.name for entry in entries)
     print(
         f"Starting {names} on {env['PUBLIC_BASE_URL']}/. Ctrl-C stops all.", flush=True
@@ -311,6 +340,30 @@ def environment(env_file: Path) -> dict[str, str]:
     host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
     env.setdefault("PUBLIC_BASE_URL", f"http://{host}:{port}")
     return env
+
+
+VALKEY_PROCESS = "valkey"
+
+
+def with_valkey_unless_redis(entries: list[Entry], env: dict[str, str]) -> list[Entry]:
+    """The entries, without the embedded Valkey when REDIS_URL names a Redis;
+    with it, the others start once it answers. No server to run and no
+    REDIS_URL: one line saying what to install, and nothing starts."""
+    if env.get("REDIS_URL"):
+        return [entry for entry in entries if entry.name != VALKEY_PROCESS]
+    if not any(entry.name == VALKEY_PROCESS for entry in entries):
+        return entries
+    server = valkey.find_server()
+    if server is None:
+        raise SystemExit(valkey.NOT_FOUND)
+    var_dir = valkey.var_dir_of(env)
+    print(f"Embedded Valkey: {server} on {valkey.socket_path(var_dir)}.", flush=True)
+    return [
+        Entry(e.name, e.command, lambda: valkey.answers(var_dir))
+        if e.name == VALKEY_PROCESS
+        else e
+        for e in entries
+    ]
 
 
 BROWSER_PROCESS = "browser"

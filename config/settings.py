@@ -13,12 +13,13 @@ import dj_database_url
 from django.utils.csp import CSP
 from kombu import Queue
 
+from config import valkey
 from config.env import ConfigError, env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 # Only this user may enter: the embedded database (password hashes, sessions,
-# webhook secrets), the secret key and the broker's messages live here.
+# webhook secrets), the secret key and the embedded Valkey's data live here.
 VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
@@ -324,35 +325,28 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# The API's rate limit counts each key's requests here, so the cache must be
-# shared by every web process (a per-process cache multiplies API_RATE_LIMIT by
-# the number of gunicorn workers): Redis when there is one, shared by every
-# machine; otherwise files under var/, shared by the processes of this machine
-# (the embedded default runs on one machine anyway: its broker is files too).
-# Nothing calls cache.clear() outside tests: on Redis it empties the whole
-# database, broker queues included.
+# Redis, or the embedded Valkey that `make run` starts without one
+# (config/valkey.py: a unix socket under var/). Either way the broker, the
+# cache (the API's rate limit, one count per key for every web process) and
+# the locks take the same code path; only the address differs. Nothing calls
+# cache.clear() outside tests: it empties the whole database, broker queues
+# included.
 REDIS_URL = env_str("REDIS_URL", "")
+EMBEDDED_VALKEY = not REDIS_URL
+REDIS_LOCATION = REDIS_URL or valkey.url(VAR_DIR)
 # A Redis that stops answering without closing its connections (stopped,
 # failed over, a firewall dropping packets) must cost a request seconds, not
 # hang it: kombu waits forever by default, and gunicorn then kills the web
 # worker mid-request after 30 s. A healthy Redis answers in milliseconds.
 REDIS_SOCKET_TIMEOUTS = {"socket_connect_timeout": 3, "socket_timeout": 3}
-if REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "pagewatch",
-            "OPTIONS": REDIS_SOCKET_TIMEOUTS,
-        }
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_LOCATION,
+        "KEY_PREFIX": "pagewatch",
+        "OPTIONS": REDIS_SOCKET_TIMEOUTS,
     }
-else:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "cache"),
-        }
-    }
+}
 
 # --- Monitoring rules -------------------------------------------------------
 MIN_SCHEDULE_INTERVAL_MINUTES = env_int("MIN_SCHEDULE_INTERVAL_MINUTES", 5, minimum=1)
@@ -461,6 +455,13 @@ DISPATCH_EVERY_SECONDS = 10.0
 # of CHECK_STALE_AFTER_SECONDS, so a check whose worker died is taken up again
 # (or ended) within that time and one sweep (120 + 15 s by default).
 STALE_SWEEP_EVERY_SECONDS = max(5.0, CHECK_STALE_AFTER_SECONDS / 8)
+# GET /metrics answers only `Authorization: Bearer METRICS_TOKEN`; unset, the
+# page does not exist (404).
+METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
+# How often a worker serving the check queue is asked to show it is alive;
+# /healthz calls it gone after HEALTH_STALE_AFTER_SECONDS without a sign.
+WORKER_HEARTBEAT_EVERY_SECONDS = 15.0
+HEALTH_STALE_AFTER_SECONDS = 60
 # Beat is the only scheduler and only enqueues these small periodic tasks; which
 # monitors are due lives in the database. Every entry expires after one period:
 # if workers were down, a backlog of identical ticks must not run back to back.
@@ -477,6 +478,9 @@ CELERY_BEAT_SCHEDULE = {
         # was lost (checks.notify.deliveries.sweep; the task keeps the name it
         # had before checks/notify/ existed).
         ("sweep-deliveries", "checks.notification_tasks.sweep_deliveries_task", 60.0),
+        # On the check queue: /healthz sees a worker serving it (checks.health).
+        ("worker-heartbeat", "checks.tasks.worker_heartbeat_task",
+         WORKER_HEARTBEAT_EVERY_SECONDS),
     )
 }  # fmt: skip
 # Beat's own state (when each entry last ran) lives with the rest of var/, not
@@ -487,23 +491,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "config.beat.Scheduler"
 
 # --- Celery -------------------------------------------------------------------
-if REDIS_URL:
-    CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
-        "visibility_timeout": 3600,
-        **REDIS_SOCKET_TIMEOUTS,
-    }
-else:
-    # No server needed: the embedded broker (config/broker.py) keeps queued
-    # messages in files under var/broker, so `make run` works on any machine.
-    # "localhost" is ignored by the transport; naming it silences kombu's warning.
-    CELERY_BROKER_URL = "pagewatch-files://localhost//"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "folder": str(VAR_DIR / "broker"),
-        # Seconds between looks at an empty queue (kombu's default is 1): a
-        # "Run now" starts sooner, for one directory listing per look.
-        "polling_interval": 0.2,
-    }
+CELERY_BROKER_URL = valkey.broker_url(REDIS_LOCATION)
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+    "visibility_timeout": 3600,
+    **REDIS_SOCKET_TIMEOUTS,
+}
 # Upkeep (the periodic dispatch and sweeps) has a queue of its own, which the
 # Procfile's `upkeep` worker consumes alone: a worker that is stuck, dead or
 # busy with long checks cannot hold it up. Browser pages have one too

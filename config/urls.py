@@ -9,6 +9,8 @@ from teams.signin_views import admin_sign_in
 urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/login/", admin_sign_in, name="admin-sign-in"),
+    path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
     path("", include("teams.urls")),

@@ -1,17 +1,30 @@
 """Site-wide views: error pages (JSON in the API's envelope under /v2/, HTML
-elsewhere) and the /favicon.ico that browsers ask for."""
+elsewhere), the /favicon.ico that browsers ask for, and what an operator's
+monitoring asks: /healthz (open, no secrets) and /metrics (Prometheus, behind
+METRICS_TOKEN)."""
 
 from __future__ import annotations
 
+import hmac
 import sys
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+    JsonResponse,
+)
 from django.template import loader
 from django.templatetags.static import static
+from django.utils import timezone
 from django.views import defaults
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from checks.health import service_health
 from monitors.api.errors import (
     RETRY_UNAVAILABLE_AFTER,
     is_unavailable,
@@ -70,3 +83,45 @@ def favicon(request: HttpRequest) -> HttpResponse:
     # Browsers ask for /favicon.ico on pages that name no icon (the admin).
     # Resolved per request: the static files manifest may not exist at import.
     return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
+@login_not_required
+@never_cache
+@require_safe
+def healthz(request: HttpRequest) -> JsonResponse:
+    """200 when every part is fine, else 503; each part says ok or what is
+    wrong, in words without addresses or secrets."""
+    parts = service_health(timezone.now())
+    healthy = all(part.ok for part in parts)
+    return JsonResponse(
+        {
+            "status": "ok" if healthy else "down",
+            "parts": {part.name: part.problem or "ok" for part in parts},
+        },
+        status=200 if healthy else 503,
+    )
+
+
+@login_not_required
+@never_cache
+@require_safe
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus's text format, for `Authorization: Bearer METRICS_TOKEN`;
+    without METRICS_TOKEN set the page does not exist."""
+    token = settings.METRICS_TOKEN
+    if not token:
+        raise Http404
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme != "Bearer" or not hmac.compare_digest(given.encode(), token.encode()):
+        response = HttpResponse("A valid METRICS_TOKEN is needed.\n", status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    # Imported here: only the processes that serve a scrape pay for them.
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    from checks.metrics import DatabaseCollector
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DatabaseCollector(timezone.now()))
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -4,20 +4,24 @@ and an API client per persona. Larger fixtures live next to the tests that use t
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.core.servers.basehttp import ThreadedWSGIServer
 from django.db import connection
 from django.test.testcases import LiveServerThread
+from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
 from monitors.models import ApiKey, Team
 from tests.sites import Site
+from tests.valkey import embedded_valkey
 
 
 class _SerializedOnSharedConnection(ThreadedWSGIServer):
@@ -64,11 +68,35 @@ def live_server(live_server: Any) -> Iterator[Any]:
             thread.join(timeout=5)
 
 
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory) -> Iterator[str]:
+    """REDIS_URL when set (CI's Redis); otherwise the embedded Valkey, started
+    as `make run` starts it, in a var/ of this session's own (never the
+    developer's, whose queues a test's cache.clear() would empty)."""
+    if url := os.environ.get("REDIS_URL"):
+        yield url
+        return
+    with embedded_valkey(tmp_path_factory.mktemp("valkey")) as url:
+        yield url
+
+
+@pytest.fixture(autouse=True, scope="session")
+def shared_cache(redis_server: str) -> Iterator[None]:
+    """The cache (the API's rate limit, locks) on that server, as in
+    production."""
+    caches = {
+        "default": {**django_settings.CACHES["default"], "LOCATION": redis_server}
+    }
+    with override_settings(CACHES=caches):
+        yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def in_memory_broker() -> Iterator[None]:
     """Tasks a test enqueues go to an in-memory broker, never into the
-    developer's var/broker (where `make run`'s worker would pick them up).
-    Integration tests that start a real worker point the producer at Redis."""
+    developer's Valkey (where `make run`'s worker would pick them up).
+    Integration tests that start a real worker point the producer at
+    `redis_server`."""
     conf = celery_app.conf
     saved = (conf.broker_url, conf.broker_transport_options)
     conf.broker_url, conf.broker_transport_options = "memory://", {}

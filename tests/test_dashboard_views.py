@@ -209,6 +209,8 @@ PUBLIC_ROUTES = {
     "admin-sign-in",  # the admin's own sign-in, or a redirect to the dashboard's
     "oidc_authentication_init",  # single sign-on: off to the provider and back
     "oidc_authentication_callback",
+    "healthz",  # for probes: says which part is down, nothing more
+    "metrics",  # behind its own bearer token (METRICS_TOKEN)
 }
 PUBLIC_PREFIXES = ("v2/", "email/")
 SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -20,6 +19,7 @@ from checks.models import Check, Delivery, DeliveryAttempt, PageResult
 from checks.notify import deliveries
 from checks.notify.tasks import deliver_task, sweep_deliveries_task
 from checks.notify.transports import DeliveryError
+from config import valkey
 from monitors.templatetags.pagewatch import delivery_error, event_label
 from tests.notifying import (
     make_monitor,
@@ -32,9 +32,6 @@ pytest_plugins = ["tests.notifying"]
 pytestmark = pytest.mark.django_db
 
 START = datetime(2026, 5, 17, 15, 30, tzinfo=UTC)
-# The Redis database this run was given (REDIS_URL), so runs side by side never
-# flush each other's messages; db 14 when none was.
-TEST_REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/14"
 
 
 def completed_only(url: str) -> dict:
@@ -167,16 +164,16 @@ def test_a_page_event_lost_for_long_no_longer_holds_the_check_completed_event(
 
 
 @pytest.fixture
-def redis_broker():
+def redis_broker(redis_server):
     redis = pytest.importorskip("redis")
-    client = redis.Redis.from_url(TEST_REDIS_URL)
-    try:
-        client.ping()
-    except redis.ConnectionError:
-        pytest.skip("no Redis on 127.0.0.1:6379")
+    client = redis.Redis.from_url(redis_server)
     client.flushdb()
     previous = current_app._get_current_object()
-    app = Celery("pagewatch-outbox-test", broker=TEST_REDIS_URL, set_as_current=False)
+    app = Celery(
+        "pagewatch-outbox-test",
+        broker=valkey.broker_url(redis_server),
+        set_as_current=False,
+    )
     app.conf.task_serializer = "json"
     app.conf.accept_content = ["json"]
     app.set_current()  # deliver_task (a shared task) now publishes to this broker

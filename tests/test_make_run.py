@@ -5,18 +5,20 @@ outlives the manager."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from config import run
+from config import run, valkey
 from tests.processes import left_running, running
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -254,6 +256,7 @@ def test_make_run_migrates_and_bootstraps_with_the_env_file_applied() -> None:
     manage = [line for line in plan if "manage.py" in line]
     through = ".venv/bin/python -m config.run -- .venv/bin/python manage.py"
     assert manage == [f"{through} migrate --noinput", f"{through} bootstrap"]
+    assert plan[-1] == "exec .venv/bin/python -m config.run -f Procfile"
 
 
 def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
@@ -264,10 +267,21 @@ def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
         run.read_procfile(procfile)
 
 
-def test_the_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
+def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler():
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
 
-    assert set(entries) == {"web", "worker", "browser", "upkeep", "scheduler"}
+    assert set(entries) == {"valkey", "web", "worker"}
+    assert "celery -A config worker --beat " in entries["worker"]
+    assert "--queues=celery,upkeep,${BROWSER_QUEUE:-browser} " in entries["worker"]
+    assert "--concurrency=${WORKER_PROCESSES:-1}" in entries["worker"]
+    assert "--config python:config.gunicorn" in entries["web"]
+    assert "make run PROCFILE=Procfile.large" in (ROOT / "Procfile").read_text()
+
+
+def test_the_large_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
+    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile.large")}
+
+    assert set(entries) == {"valkey", "web", "worker", "browser", "upkeep", "scheduler"}
     assert "celery -A config worker" in entries["worker"]
     # Takes upkeep too when upkeep is stuck; browser pages are the browser's.
     assert "--queues=celery,upkeep " in entries["worker"]
@@ -276,8 +290,8 @@ def test_the_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
     assert "--config python:config.gunicorn" in entries["web"]
 
 
-def test_the_procfile_starts_a_browser_worker_on_its_queue() -> None:
-    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
+def test_the_large_procfile_starts_a_browser_worker_on_its_queue() -> None:
+    entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile.large")}
 
     assert (
         "celery -A config worker --queues=${BROWSER_QUEUE:-browser}"
@@ -290,9 +304,12 @@ def test_without_chromium_make_run_leaves_the_browser_worker_out_and_says_so(
 ) -> None:
     env = {"BROWSER_EXECUTABLE": "/nowhere/chromium", "BROWSER_QUEUE": "browser"}
 
-    entries = run.with_browser_if_installed(run.read_procfile(ROOT / "Procfile"), env)
+    procfile = run.read_procfile(ROOT / "Procfile.large")
+    entries = run.with_browser_if_installed(procfile, env)
 
-    assert [e.name for e in entries] == ["web", "worker", "upkeep", "scheduler"]
+    assert [e.name for e in entries] == [
+        "valkey", "web", "worker", "upkeep", "scheduler"
+    ]  # fmt: skip
     assert env["BROWSER_QUEUE"] == ""
     said = capsys.readouterr().out
     assert "No Chromium found at BROWSER_EXECUTABLE=/nowhere/chromium" in said
@@ -306,8 +323,76 @@ def test_with_chromium_make_run_starts_every_process(
     chromium.write_text("#!/bin/sh\n")
     chromium.chmod(0o755)
     env = {"BROWSER_EXECUTABLE": str(chromium)}
-    procfile = run.read_procfile(ROOT / "Procfile")
+    procfile = run.read_procfile(ROOT / "Procfile.large")
 
     assert run.with_browser_if_installed(procfile, env) == procfile
     assert env.get("BROWSER_QUEUE") is None
     assert f"Chromium at {chromium}" in capsys.readouterr().out
+
+
+def test_without_redis_url_make_run_starts_the_embedded_valkey_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {"PAGEWATCH_VAR_DIR": str(tmp_path)}
+
+    entries = run.with_valkey_unless_redis(run.read_procfile(ROOT / "Procfile"), env)
+
+    assert entries[0].name == "valkey"
+    assert entries[0].command == ".venv/bin/python -m config.valkey"
+    assert entries[0].ready is not None and not entries[0].ready()  # not started
+    assert all(e.ready is None for e in entries[1:])
+    said = capsys.readouterr().out
+    assert f"Embedded Valkey: {valkey.find_server()} on {tmp_path}/valkey.sock" in said
+
+
+def test_with_redis_url_make_run_leaves_the_embedded_valkey_out() -> None:
+    env = {"REDIS_URL": "redis://127.0.0.1:6379/0"}
+
+    entries = run.with_valkey_unless_redis(run.read_procfile(ROOT / "Procfile"), env)
+
+    assert "valkey" not in [e.name for e in entries]
+    assert "web" in [e.name for e in entries]
+
+
+def test_with_no_valkey_to_run_and_no_redis_url_make_run_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(valkey, "find_server", lambda: None)
+
+    with pytest.raises(SystemExit) as stopped:
+        run.with_valkey_unless_redis(run.read_procfile(ROOT / "Procfile"), {})
+
+    assert str(stopped.value) == valkey.NOT_FOUND
+    assert "\n" not in valkey.NOT_FOUND and "REDIS_URL" in valkey.NOT_FOUND
+
+
+def test_the_others_start_once_the_server_answers_and_it_stops_after_them(
+    tmp_path, manager_for
+):
+    """The workers connect to Valkey at once, and a worker's warm shutdown
+    gives its messages back through it."""
+    ready, seen = tmp_path / "ready", tmp_path / "seen"
+    server = (
+        f"server: {sys.executable} -c 'import pathlib, signal, sys, time;"
+        f' time.sleep(1); pathlib.Path("{ready}").touch();'
+        " signal.signal(signal.SIGTERM, lambda *_: sys.exit(0));"
+        " time.sleep(600)'\n"
+    )
+    web = f"web: (test -e {ready} && echo yes || echo no) > {seen}; sleep 600\n"
+    (tmp_path / "Procfile").write_text(server + web)
+    entries = run.read_procfile(tmp_path / "Procfile")
+    entries[0].ready = ready.exists
+    log = io.StringIO()
+    manager = run.Manager(entries, dict(os.environ), out=log, stop_wait=5)
+    threading.Timer(4, manager._ask_to_stop, (signal.SIGTERM, None)).start()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        manager.run()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+    assert seen.read_text() == "yes\n"
+    said = log.getvalue()
+    assert said.index("web stopped") < said.index("sending SIGTERM to server")
+    assert "server stopped" in said

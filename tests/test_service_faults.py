@@ -1,7 +1,10 @@
 """Faults injected into `make run`'s service, started as `make run` starts it
-(`python -m config.run -f Procfile`: gunicorn, the worker, the upkeep worker,
-beat) on its embedded SQLite database and broker in a temporary var/, and
-driven through its API (issue #22, items 4 and 5):
+(`python -m config.run -f Procfile.large`: the embedded Valkey, gunicorn, the
+worker, the upkeep worker, beat; or the default Procfile's one worker) on its
+embedded SQLite database in a temporary var/, and driven through its API:
+
+- a fresh start runs checks through the embedded Valkey;
+- a pool process killed mid-check: its message is delivered again;
 
 - the worker killed with SIGKILL is started again while web keeps answering;
 - its idle pool processes killed, the worker still runs new checks;
@@ -29,7 +32,9 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
+from config import valkey
 from tests.sites import Site
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -64,11 +69,16 @@ def children_of(pid: int) -> list[int]:
 class Service:
     """`make run`'s processes under config.run, with a key for its API."""
 
-    def __init__(self, var: Path) -> None:
+    def __init__(self, var: Path, procfile: str = "Procfile.large") -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}"
+        self.var = var
+        # The Celery workers whose "ready" line tells the service is up.
+        self.workers = (
+            ("worker", "upkeep") if procfile == "Procfile.large" else ("worker",)
+        )
         self.env = {
             **{
                 k: v
@@ -90,7 +100,7 @@ class Service:
         self.log_path = var / "service.log"
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "config.run", "-f", "Procfile"],
+                [sys.executable, "-m", "config.run", "-f", procfile],
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,
@@ -128,7 +138,7 @@ class Service:
                 return False
         except httpx.HTTPError:
             return False
-        return all(self._ready_since_start(name) for name in ("worker", "upkeep"))
+        return all(self._ready_since_start(name) for name in self.workers)
 
     def _ready_since_start(self, name: str) -> bool:
         log = self.log()
@@ -190,10 +200,67 @@ def service(tmp_path_factory) -> Iterator[Service]:
         running.stop()
 
 
+@pytest.fixture(scope="module")
+def small_service(tmp_path_factory) -> Iterator[Service]:
+    """`make run` as a fresh clone runs it: the default Procfile."""
+    if sys.platform != "linux":
+        pytest.skip("reads /proc")
+    running = Service(tmp_path_factory.mktemp("var"), "Procfile")
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
 @pytest.fixture
 def site() -> Iterator[Site]:
     with Site() as running:
         yield running
+
+
+def test_a_fresh_make_run_runs_checks_through_the_embedded_valkey(small_service, site):
+    service = small_service
+    monitor = service.monitor([site.html("/v", "V", "<p>v</p>")])
+
+    assert service.run_and_wait(monitor)["status"] == "completed"
+
+    assert "Embedded Valkey: " in service.log()
+    assert "| valkey started (pid " in service.log()
+    assert valkey.answers(service.var)
+    client = redis.Redis.from_url(valkey.url(service.var))
+    assert client.exists("_kombu.binding.celery")  # Celery's queues live there
+    assert client.config_get("appendonly") == {"appendonly": "yes"}
+    assert not (service.var / "broker").exists()
+    assert not (service.var / "cache").exists()
+    # One worker does everything on a small machine: the scheduler runs in it.
+    assert "beat: Starting..." in service.log()
+    assert "| scheduler started" not in service.log()
+
+
+def test_a_pool_process_killed_mid_check_gets_its_message_delivered_again(
+    service, site
+):
+    slow = site.html("/held", "Held", "<p>held</p>", delay=60)
+    monitor = service.monitor([slow])
+    queued = service.run_now(monitor).json()["data"]
+    wait_for(lambda: site.requests_to("/held"), "the page to be fetched")
+    worker = service.pid("worker")
+    for pid in children_of(worker):  # the pool, the process mid-task among them
+        os.kill(pid, signal.SIGKILL)
+    site.html("/held", "Held", "<p>held</p>")
+
+    check = wait_for(
+        lambda: (c := service.check(monitor, queued["id"]))["status"] in FINISHED and c,
+        f"the check to finish\n{service.log()[-3000:]}",
+        timeout=120,
+    )
+    assert check["status"] == "completed"
+    assert len(site.requests_to("/held")) == 2  # taken up again, not lost
+    received = re.findall(
+        r"Task (checks\.tasks\.\w+\[[\w-]+\]) received", service.log()
+    )
+    assert len(received) > len(set(received))  # one message delivered twice
+    assert service.pid("worker") == worker
 
 
 def test_a_worker_killed_with_sigkill_comes_back_while_web_keeps_answering(

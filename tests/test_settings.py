@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.valkey import embedded_valkey
 from tests.worker_mail import SEND_ONE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,7 +115,13 @@ def test_every_variable_the_readme_documents_is_read() -> None:
     }
     source = "".join(
         (ROOT / name).read_text()
-        for name in ("config/settings.py", "config/gunicorn.py", "Procfile", "Makefile")
+        for name in (
+            "config/settings.py",
+            "config/gunicorn.py",
+            "Procfile",
+            "Procfile.large",
+            "Makefile",
+        )  # fmt: skip
     )
     read = set(re.findall(r"\benv_\w+\(\s*\"([A-Z0-9_]+)\"", source))
     read |= set(re.findall(r"\$\{([A-Z0-9_]+)", source))  # Procfile
@@ -155,14 +162,25 @@ def fresh(expression: str, tmp_path: Path, **env: str) -> object:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_without_redis_the_embedded_broker_keeps_messages_under_var(tmp_path):
-    broker = fresh(
-        "[settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS]",
-        tmp_path,
+def test_without_redis_everything_uses_the_embedded_valkey_under_var(tmp_path):
+    broker, cache = fresh(
+        "[settings.CELERY_BROKER_URL, settings.CACHES['default']]", tmp_path
     )
 
-    assert broker[0].startswith("pagewatch-files://")
-    assert broker[1]["folder"] == str(tmp_path / "broker")
+    assert broker == f"redis+socket://{tmp_path}/valkey.sock?virtual_host=0"
+    assert cache["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    assert cache["LOCATION"] == f"unix://{tmp_path}/valkey.sock?db=0"
+
+
+def test_a_redis_url_naming_a_unix_socket_reaches_celery_in_its_spelling(tmp_path):
+    broker = fresh(
+        "settings.CELERY_BROKER_URL",
+        tmp_path,
+        REDIS_URL="unix:///run/redis/redis.sock?db=3",
+        SECRET_KEY="k" * 50,
+    )
+
+    assert broker == "redis+socket:///run/redis/redis.sock?virtual_host=3"
 
 
 def test_upkeep_tasks_have_a_queue_of_their_own(tmp_path):
@@ -392,38 +410,39 @@ def test_an_e_mail_written_by_a_worker_is_one_info_record_not_a_warning(tmp_path
         "PYTHONUNBUFFERED": "1",
     }
     log = tmp_path / "worker.log"
-    with log.open("wb") as out:
-        worker = subprocess.Popen(  # noqa: S603 - our own interpreter
-            [
-                sys.executable, "-m", "celery", "-A", "config", "worker",
-                "-I", "tests.worker_mail", "--concurrency=1", "--loglevel=INFO",
-                "--without-gossip", "--without-mingle", "--without-heartbeat",
-            ],
-            cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    try:
-        wait_until(lambda: "ready." in log.read_text(), log)
-        subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from config.celery import app;"
-                f"app.send_task({SEND_ONE!r}, args=['Hello from the worker'])",
-            ],
-            cwd=ROOT,
-            env=environment,
-            timeout=60,
-            check=True,
-        )
-        wait_until(lambda: "Subject: Hello from the worker" in log.read_text(), log)
-    finally:
-        worker.terminate()  # the main process alone, as make run stops it
+    with embedded_valkey(tmp_path):
+        with log.open("wb") as out:
+            worker = subprocess.Popen(  # noqa: S603 - our own interpreter
+                [
+                    sys.executable, "-m", "celery", "-A", "config", "worker",
+                    "-I", "tests.worker_mail", "--concurrency=1", "--loglevel=INFO",
+                    "--without-gossip", "--without-mingle", "--without-heartbeat",
+                ],
+                cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
         try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(timeout=10)
+            wait_until(lambda: "ready." in log.read_text(), log)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "from config.celery import app;"
+                    f"app.send_task({SEND_ONE!r}, args=['Hello from the worker'])",
+                ],
+                cwd=ROOT,
+                env=environment,
+                timeout=60,
+                check=True,
+            )
+            wait_until(lambda: "Subject: Hello from the worker" in log.read_text(), log)
+        finally:
+            worker.terminate()  # the main process alone, as make run stops it
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait(timeout=10)
 
     text = log.read_text()
     assert " INFO pagewatch.mail E-mail to someone@example.com" in text

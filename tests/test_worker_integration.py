@@ -1,7 +1,7 @@
 """A real Celery worker against Redis and the test database, driven through the
 official Python SDK (firecrawl-py) over a live server.
 
-Needs Redis (REDIS_URL, default redis://127.0.0.1:6379/15) and PostgreSQL
+Needs Redis (REDIS_URL, else the embedded Valkey of tests/conftest.py) and PostgreSQL
 (DATABASE_URL=postgres://...): the worker is a separate process, so it must
 reach the same test database, which SQLite's in-memory test database cannot
 offer. Without them the tests skip with the reason, except under CI (CI=true),
@@ -34,6 +34,7 @@ from firecrawl import Firecrawl
 from checks import dispatch, runner
 from checks.models import Check, Delivery, PageResult
 from checks.notify import deliveries
+from config import valkey
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target
 from tests.sites import Request, Site
@@ -54,8 +55,8 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture
-def redis_url() -> str:
-    url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+def redis_url(redis_server: str) -> str:
+    url = redis_server
     try:
         redis.Redis.from_url(url, socket_connect_timeout=1).ping()
     except redis.RedisError as exc:
@@ -99,7 +100,7 @@ def broker(redis_url: str) -> Iterator[str]:
     run endpoint enqueues from here), whatever broker the settings chose."""
     conf = celery_app.conf
     saved = (conf.broker_url, conf.broker_transport_options)
-    conf.broker_url = redis_url
+    conf.broker_url = valkey.broker_url(redis_url)
     conf.broker_transport_options = {"visibility_timeout": 3600}
     _reset_producer_pools()
     yield redis_url

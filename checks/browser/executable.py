@@ -8,8 +8,6 @@ import os
 import shutil
 from pathlib import Path
 
-from django.conf import settings
-
 DEFAULT_EXECUTABLES = ("/usr/bin/chromium",)
 PATH_NAMES = ("chromium", "chromium-browser")
 
@@ -17,7 +15,15 @@ PATH_NAMES = ("chromium", "chromium-browser")
 def executable() -> str | None:
     """The Chromium to run: BROWSER_EXECUTABLE (a path or a name on PATH), else
     Debian's /usr/bin/chromium or `chromium` on PATH; None when there is none."""
-    return find_executable(str(getattr(settings, "BROWSER_EXECUTABLE", "") or ""))
+    return find_executable(_configured())
+
+
+def _configured() -> str:
+    # Imported here, not at the top: make run's process manager imports this
+    # module and loads neither Django nor anything it would bring.
+    from django.conf import settings
+
+    return str(getattr(settings, "BROWSER_EXECUTABLE", "") or "")
 
 
 def find_executable(configured: str) -> str | None:
@@ -42,7 +48,7 @@ def available() -> bool:
 
 
 def unavailable_message() -> str:
-    configured = str(getattr(settings, "BROWSER_EXECUTABLE", "") or "").strip()
+    configured = _configured().strip()
     where = (
         f"BROWSER_EXECUTABLE ({configured}) was not found"
         if configured

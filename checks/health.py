@@ -1,0 +1,82 @@
+"""Is the service healthy? The parts an operator's probe asks about: the
+database, the broker (Redis or the embedded Valkey), a worker serving the
+check queue, and the scheduler's dispatch tick. Each answers for itself, so
+the answer names the part that is down (GET /healthz)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, connection
+
+from checks.models import Heartbeat
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    problem: str = ""  # plain words; "" when the part is fine
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+def service_health(now: datetime) -> list[Part]:
+    database = _database()
+    return [database, _broker(), *_heartbeats(now, database.ok)]
+
+
+def _database() -> Part:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError:
+        logger.warning("Health: the database is unreachable", exc_info=True)
+        return Part("database", "unreachable")
+    return Part("database")
+
+
+def _broker() -> Part:
+    client = redis.Redis.from_url(
+        settings.REDIS_LOCATION, **settings.REDIS_SOCKET_TIMEOUTS
+    )
+    try:
+        client.ping()
+    except (redis.RedisError, OSError):
+        logger.warning("Health: the broker is unreachable", exc_info=True)
+        return Part("broker", "unreachable")
+    finally:
+        client.close()
+    return Part("broker")
+
+
+# What each heartbeat shows, in the words /healthz uses when it is missing.
+_SIGNS = {
+    Heartbeat.WORKER: "no worker serving the check queue",
+    Heartbeat.SCHEDULER: "no dispatch tick from the scheduler",
+}
+
+
+def _heartbeats(now: datetime, database_ok: bool) -> list[Part]:
+    if not database_ok:
+        return [Part(name, "unknown: the database is down") for name in _SIGNS]
+    stale = timedelta(seconds=settings.HEALTH_STALE_AFTER_SECONDS)
+    seen = Heartbeat.last_seen()
+    parts = []
+    for name, missing in _SIGNS.items():
+        at = seen.get(name)
+        if at is None:
+            parts.append(Part(name, f"{missing} yet"))
+        elif now - at > stale:
+            ago = int((now - at).total_seconds())
+            parts.append(Part(name, f"{missing} for {ago} s"))
+        else:
+            parts.append(Part(name))
+    return parts

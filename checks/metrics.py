@@ -1,0 +1,181 @@
+"""Prometheus metrics (GET /metrics), computed from the database at scrape
+time: every web process on every machine answers the same, with nothing to
+share between them, and a restart resets nothing. Counters count rows, so
+the retention purge lowers them, which Prometheus's rate() reads as a reset.
+Queue depths come from the broker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from checks import runner
+from checks.models import Check, Delivery, Heartbeat, PageResult, SearchRun
+from monitors.models import Monitor
+
+CHECK_DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800)
+QUEUE_WAIT_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900)
+
+
+class DatabaseCollector(Collector):
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._checks()
+        yield self._counter(
+            "pagewatch_pages",
+            "Page results recorded, by status",
+            ["status"],
+            PageResult.objects.values_list("status").annotate(n=Count("pk")),
+        )
+        yield self._counter(
+            "pagewatch_deliveries",
+            "Notification deliveries, by kind and outcome",
+            ["kind", "outcome"],
+            Delivery.objects.values_list("kind", "status").annotate(n=Count("pk")),
+        )
+        yield from self._model_calls()
+        yield from self._scheduler()
+        yield from self._queues()
+
+    def _counter(
+        self, name: str, documentation: str, labels: list[str], rows: object
+    ) -> CounterMetricFamily:
+        family = CounterMetricFamily(name, documentation, labels=labels)
+        for *values, count in rows:
+            family.add_metric([str(v) for v in values], count)
+        return family
+
+    def _checks(self) -> Iterator[Metric]:
+        yield self._counter(
+            "pagewatch_checks",
+            "Checks, by status and trigger",
+            ["status", "trigger"],
+            Check.objects.values_list("status", "trigger").annotate(n=Count("pk")),
+        )
+        yield _histogram(
+            "pagewatch_check_duration_seconds",
+            "How long finished checks ran, start to finish",
+            Check.objects.filter(finished_at__isnull=False, started_at__isnull=False),
+            F("finished_at") - F("started_at"),
+            CHECK_DURATION_BUCKETS,
+        )
+        yield _histogram(
+            "pagewatch_check_queue_wait_seconds",
+            "How long checks waited in the queue before a worker started them",
+            Check.objects.filter(started_at__isnull=False),
+            F("started_at") - F("created_at"),
+            QUEUE_WAIT_BUCKETS,
+        )
+
+    def _model_calls(self) -> Iterator[Metric]:
+        judged = PageResult.objects.exclude(verdict=PageResult.Verdict.NONE)
+        yield _pair(
+            "pagewatch_judge_calls",
+            "Changed pages the goal judge was asked about",
+            judged.count(),
+            judged.filter(verdict=PageResult.Verdict.NOT_JUDGED).count(),
+        )
+        yield _pair(
+            "pagewatch_search_calls",
+            "Searches of search targets",
+            SearchRun.objects.count(),
+            SearchRun.objects.exclude(failure="").count(),
+        )
+        browser = CounterMetricFamily(
+            "pagewatch_browser_pages", "Pages shown in the browser", labels=[]
+        )
+        browser.add_metric([], PageResult.objects.filter(**_BROWSER).count())
+        yield browser
+        crashes = CounterMetricFamily(
+            "pagewatch_browser_failures",
+            "Pages the browser could not show (unavailable, crashed)",
+            labels=[],
+        )
+        crashes.add_metric([], PageResult.objects.filter(error_kind="browser").count())
+        yield crashes
+
+    def _scheduler(self) -> Iterator[Metric]:
+        due = Monitor.objects.due(self.now).aggregate(
+            n=Count("pk"), oldest=Min("next_run_at")
+        )
+        waiting = GaugeMetricFamily(
+            "pagewatch_monitors_due_not_dispatched",
+            "Active monitors whose next run has come but has no check yet",
+        )
+        waiting.add_metric([], due["n"])
+        yield waiting
+        lag = GaugeMetricFamily(
+            "pagewatch_scheduler_lag_seconds",
+            "How long the longest-waiting due monitor has waited (0: none waits)",
+        )
+        oldest = due["oldest"]
+        lag.add_metric([], (self.now - oldest).total_seconds() if oldest else 0.0)
+        yield lag
+        seen = GaugeMetricFamily(
+            "pagewatch_last_seen_seconds",
+            "Seconds since each part last showed it was alive",
+            labels=["part"],
+        )
+        for name, at in Heartbeat.last_seen().items():
+            seen.add_metric([name], (self.now - at).total_seconds())
+        yield seen
+
+    def _queues(self) -> Iterator[Metric]:
+        depth = GaugeMetricFamily(
+            "pagewatch_queue_depth", "Messages waiting on each queue", labels=["queue"]
+        )
+        for queue in settings.CELERY_TASK_QUEUES:
+            waiting = runner.waiting_messages(queue.name)
+            if waiting is not None:
+                depth.add_metric([queue.name], waiting)
+        yield depth
+
+
+_BROWSER = {"metadata__fetchedWith": "browser"}
+
+
+def _pair(name: str, documentation: str, calls: int, failures: int) -> Metric:
+    family = CounterMetricFamily(name, documentation, labels=["outcome"])
+    family.add_metric(["ok"], calls - failures)
+    family.add_metric(["failed"], failures)
+    return family
+
+
+def _histogram(
+    name: str,
+    documentation: str,
+    rows: object,
+    length: object,
+    buckets: tuple[float, ...],
+) -> HistogramMetricFamily:
+    """A histogram of `length` (a duration expression) over `rows`, counted
+    in one query."""
+    rows = rows.annotate(length=ExpressionWrapper(length, output_field=DurationField()))
+    counts = rows.aggregate(
+        total=Count("pk"),
+        sum=Sum("length"),
+        **{
+            f"le{i}": Count("pk", filter=Q(length__lte=timedelta(seconds=bound)))
+            for i, bound in enumerate(buckets)
+        },
+    )
+    family = HistogramMetricFamily(name, documentation)
+    family.add_metric(
+        [],
+        [(str(float(b)), counts[f"le{i}"]) for i, b in enumerate(buckets)]
+        + [("+Inf", counts["total"])],
+        sum_value=counts["sum"].total_seconds() if counts["sum"] else 0.0,
+    )
+    return family

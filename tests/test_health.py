@@ -1,0 +1,106 @@
+"""GET /healthz: open to probes, 200 when the database, the broker, a worker
+serving the check queue and the scheduler's tick are all fine, 503 naming
+the part that is not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.test import Client
+
+from checks.models import Heartbeat
+from checks.tasks import dispatch_due_monitors_task, worker_heartbeat_task
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def broker(settings, redis_server):
+    settings.REDIS_LOCATION = redis_server  # the session's Valkey, or REDIS_URL
+
+
+def health(client: Client) -> tuple[int, dict]:
+    response = client.get("/healthz")
+    assert response["Cache-Control"].startswith("max-age=0")
+    return response.status_code, response.json()
+
+
+def test_a_running_service_is_healthy_without_signing_in(client, broker, time_machine):
+    time_machine.move_to(NOW, tick=False)
+    worker_heartbeat_task()  # what a worker serving the check queue runs
+    dispatch_due_monitors_task()  # the scheduler's tick
+
+    status, body = health(client)
+
+    assert status == 200
+    assert body == {
+        "status": "ok",
+        "parts": {
+            "database": "ok", "broker": "ok", "worker": "ok", "scheduler": "ok"
+        },
+    }  # fmt: skip
+
+
+def test_a_stopped_worker_turns_it_503_and_its_return_turns_it_200(
+    client, broker, time_machine
+):
+    time_machine.move_to(NOW, tick=False)
+    worker_heartbeat_task()
+    for second in range(0, 90, 10):  # the scheduler goes on ticking
+        time_machine.move_to(NOW + timedelta(seconds=second), tick=False)
+        dispatch_due_monitors_task()
+
+    status, body = health(client)
+
+    assert status == 503
+    assert body["status"] == "down"
+    assert body["parts"]["worker"] == "no worker serving the check queue for 80 s"
+    assert body["parts"]["scheduler"] == "ok"
+
+    worker_heartbeat_task()  # back
+    assert health(client)[0] == 200
+
+
+def test_a_stopped_scheduler_turns_it_503_and_its_return_turns_it_200(
+    client, broker, time_machine
+):
+    time_machine.move_to(NOW, tick=False)
+    dispatch_due_monitors_task()
+    time_machine.move_to(NOW + timedelta(seconds=61), tick=False)
+    worker_heartbeat_task()
+
+    status, body = health(client)
+
+    assert status == 503
+    assert body["parts"]["scheduler"] == "no dispatch tick from the scheduler for 61 s"
+    assert body["parts"]["worker"] == "ok"
+
+    dispatch_due_monitors_task()
+    assert health(client)[0] == 200
+
+
+def test_a_service_that_never_ran_a_worker_says_so(client, broker):
+    status, body = health(client)
+
+    assert status == 503
+    assert body["parts"]["worker"] == "no worker serving the check queue yet"
+    assert body["parts"]["scheduler"] == "no dispatch tick from the scheduler yet"
+
+
+def test_an_unreachable_broker_is_named_without_its_address(
+    client, settings, tmp_path, time_machine
+):
+    settings.REDIS_LOCATION = f"unix://{tmp_path}/nobody.sock?db=0"
+    time_machine.move_to(NOW, tick=False)
+    worker_heartbeat_task()
+    dispatch_due_monitors_task()
+
+    status, body = health(client)
+
+    assert status == 503
+    assert body["parts"]["broker"] == "unreachable"
+    assert str(tmp_path) not in str(body)
+    assert Heartbeat.objects.count() == 2
