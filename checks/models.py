@@ -1132,6 +1132,14 @@ class PageResult(models.Model):
         return bool(self.judgment.get("meaningful"))
 
     @property
+    def counts_as_meaningful(self) -> bool:
+        """A change that matters to a reader (the feeds' mark): the judge
+        called it meaningful, or nobody judged it -- judging is off for its
+        monitor, or the judge failed open, as is_meaningful does. Only a
+        change judged noise does not."""
+        return self.status == self.Status.CHANGED and self.is_meaningful is not False
+
+    @property
     def is_judged(self) -> bool:
         """A real verdict, not the fail-open one ("not judged")."""
         return self.verdict in (self.Verdict.MEANINGFUL, self.Verdict.NOISE)

@@ -305,6 +305,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "name",
         "slug",
         "credit_allowance",
+        "feeds_enabled",
         "masked_webhook_secret",
         "created_at",
     ]

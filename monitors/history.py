@@ -222,8 +222,10 @@ def check_chart(checks: list[Check]) -> Chart:
         noise = min(int(getattr(c, "noise", 0) or 0), changed)
         # Pages that appeared or went away are changes too: a first check's
         # new pages are not a flat zero.
-        found = changed - noise + sum(
-            int(c.summary.get(s) or 0) for s in ("new", "removed")
+        found = (
+            changed
+            - noise
+            + sum(int(c.summary.get(s) or 0) for s in ("new", "removed"))
         )
         counts.append((found, noise, int(c.summary.get("error") or 0)))
     top = max([sum(count) for count in counts] + [1])
@@ -305,18 +307,15 @@ def feed_page(
     return entries, has_more
 
 
-def _attach_pages(entries: list[FeedEntry]) -> None:
-    """The first FEED_PAGES_PER_CHECK pages of each check that differ from
-    before, changed ones first, in one query."""
-    by_check: dict[uuid.UUID, FeedEntry] = {e.check.pk: e for e in entries}
-    if not by_check:
-        return
+def _first_pages(checks: list[Check], per_check: int) -> Any:
+    """The first `per_check` pages of each of these checks that differ from
+    before, changed ones first, as one query."""
     order = Case(
         *(When(status=s, then=Value(i)) for i, s in enumerate(FEED_STATUSES)),
         output_field=IntegerField(),
     )
-    pages = (
-        PageResult.objects.filter(check_run__in=list(by_check))
+    return (
+        PageResult.objects.filter(check_run__in=[check.pk for check in checks])
         .filter(status__in=FEED_STATUSES)
         .annotate(
             weight=order,
@@ -326,16 +325,56 @@ def _attach_pages(entries: list[FeedEntry]) -> None:
                 order_by=[order.asc(), F("created_at").asc(), F("id").asc()],
             ),
         )
-        .filter(rank__lte=FEED_PAGES_PER_CHECK)
-        .only(
-            "id", "check_run_id", "url", "status", "verdict", "metadata", "created_at"
-        )
+        .filter(rank__lte=per_check)
         .order_by("weight", "created_at", "id")
     )
+
+
+def _group_pages(checks: list[Check], pages: Any) -> dict[uuid.UUID, list[PageResult]]:
+    by_check = {check.pk: check for check in checks}
     grouped: dict[uuid.UUID, list[PageResult]] = defaultdict(list)
     for result in pages:
+        result.check_run = by_check[result.check_run_id]  # no query per page
         grouped[result.check_run_id].append(result)
-    for check_id, entry in by_check.items():
-        for result in grouped[check_id]:
-            result.check_run = entry.check  # for get_absolute_url, no query
-        entry.pages = grouped[check_id]
+    return grouped
+
+
+def _attach_pages(entries: list[FeedEntry]) -> None:
+    """The first FEED_PAGES_PER_CHECK pages of each check that differ from
+    before, changed ones first, in one query."""
+    checks = [entry.check for entry in entries]
+    if not checks:
+        return
+    pages = _first_pages(checks, FEED_PAGES_PER_CHECK).only(
+        "id", "check_run_id", "url", "status", "verdict", "metadata", "created_at"
+    )
+    grouped = _group_pages(checks, pages)
+    for entry in entries:
+        entry.pages = grouped[entry.check.pk]
+
+
+# ---------------------------------------------------------------- Atom feeds
+
+# A feed reader asks often: a feed lists the newest changes only, a bounded
+# number of them, in three queries whatever the history holds.
+ATOM_ENTRIES = 50
+ATOM_PAGES_PER_CHECK = 10
+
+
+def atom_changes(team: Team, monitor: Monitor | None = None) -> list[PageResult]:
+    """The newest pages found changed, new or removed (up to ATOM_ENTRIES,
+    ATOM_PAGES_PER_CHECK of each check), newest check first, each with its
+    check and monitor, and its diff (for the excerpt an entry shows)."""
+    checks = list(feed_checks(team, monitor)[:ATOM_ENTRIES])
+    if not checks:
+        return []
+    pages = (
+        _first_pages(checks, ATOM_PAGES_PER_CHECK)
+        .only(
+            "id", "check_run_id", "url", "status", "verdict", "judgment",
+            "packed_diff", "stored_diff", "created_at",
+        )
+    )  # fmt: skip
+    grouped = _group_pages(checks, pages)
+    listed = [page for check in checks for page in grouped[check.pk]]
+    return listed[:ATOM_ENTRIES]

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Case, F, Q, When
+from django.urls import reverse
 from django.utils import timezone
 
 from monitors import rules, search_provider
@@ -34,6 +35,26 @@ SECRET_VISIBLE_TAIL = 4
 KEY_PREFIX = "pw_"
 # The part of a key after "pw_" that is stored in clear and indexed for lookup.
 KEY_LOOKUP_LENGTH = 12
+# Bytes of randomness in a feed link's token (43 URL-safe characters): the
+# token is the only credential a feed reader can send.
+FEED_TOKEN_BYTES = 32
+FEED_TOKEN_MAX_LENGTH = 64
+
+
+def new_feed_token() -> str:
+    return secrets.token_urlsafe(FEED_TOKEN_BYTES)
+
+
+def feed_link(route: str, token: str) -> str:
+    """A feed's address, from PUBLIC_BASE_URL like every link given out."""
+    return settings.PUBLIC_BASE_URL + reverse(route, args=[token])
+
+
+class TeamQuerySet(models.QuerySet["Team"]):
+    def with_feed(self, token: str) -> Team | None:
+        """The team whose feed link ends in `token`, while its feeds are on;
+        found through team_feed_token_unique."""
+        return self.filter(feed_token=token, feeds_enabled=True).first()
 
 
 class Team(models.Model):
@@ -53,13 +74,46 @@ class Team(models.Model):
     # Everyone signing in with a password must use a second factor
     # (teams.second_factor).
     require_second_factor = models.BooleanField(default=False)
+    # The Atom feeds of changes (the team's and each monitor's): on unless the
+    # team turns them off, which makes every feed link of the team answer 404.
+    feeds_enabled = models.BooleanField("feeds on", default=True)
+    feed_token = models.CharField(
+        max_length=FEED_TOKEN_MAX_LENGTH, default=new_feed_token, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TeamQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # Looked up by TeamQuerySet.with_feed on every feed request.
+            models.UniqueConstraint(
+                fields=["feed_token"], name="team_feed_token_unique"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def feed_url(self) -> str | None:
+        """The team's feed of changes; None while the team has feeds off."""
+        if not self.feeds_enabled:
+            return None
+        return feed_link("team-feed", self.feed_token)
+
+    def renew_feed_token(self) -> str:
+        """A new feed link: the old one answers 404 from now on."""
+        self.feed_token = new_feed_token()
+        Team.objects.filter(pk=self.pk).update(feed_token=self.feed_token)
+        return self.feed_token
+
+    def set_feeds_enabled(self, enabled: bool) -> None:
+        """Turn every feed of the team on or off. Links are kept: turned on
+        again, the same links work again (renew them if one was shared)."""
+        self.feeds_enabled = enabled
+        Team.objects.filter(pk=self.pk).update(feeds_enabled=enabled)
 
     @property
     def counts_credits(self) -> bool:
@@ -353,6 +407,16 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         """Active monitors whose next run has come; served by monitor_due_idx."""
         return self.alive().filter(status=Monitor.Status.ACTIVE, next_run_at__lte=now)
 
+    def with_feed(self, token: str) -> Monitor | None:
+        """The live monitor whose feed link ends in `token`, while its team
+        has feeds on (with its team); found through monitor_feed_token_unique."""
+        return (
+            self.alive()
+            .select_related("team")
+            .filter(feed_token=token, team__feeds_enabled=True)
+            .first()
+        )
+
 
 class Monitor(models.Model):
     class Status(models.TextChoices):
@@ -413,6 +477,10 @@ class Monitor(models.Model):
     # Of the last check's changed pages, how many the judge called not
     # meaningful (Check.noise), so the list can tell them apart.
     last_check_noise = models.PositiveIntegerField(default=0)
+    # The credential in the address of the monitor's Atom feed (feed_url).
+    feed_token = models.CharField(
+        max_length=FEED_TOKEN_MAX_LENGTH, default=new_feed_token, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
@@ -432,6 +500,12 @@ class Monitor(models.Model):
                 condition=Q(status="active", deleted_at__isnull=True),
             ),
             models.Index(fields=["team", "-created_at"], name="monitor_team_list_idx"),
+        ]
+        constraints = [
+            # Looked up by MonitorQuerySet.with_feed on every feed request.
+            models.UniqueConstraint(
+                fields=["feed_token"], name="monitor_feed_token_unique"
+            )
         ]
 
     def __str__(self) -> str:
@@ -463,6 +537,20 @@ class Monitor(models.Model):
     def resume(self, now: datetime) -> None:
         self.status = self.Status.ACTIVE
         self.next_run_at = self.next_run_after(now)
+
+    @property
+    def feed_url(self) -> str | None:
+        """The monitor's Atom feed of changes; None while its team has feeds
+        off. Reads the team: lists select it with the monitors."""
+        if not self.team.feeds_enabled:
+            return None
+        return feed_link("monitor-feed", self.feed_token)
+
+    def renew_feed_token(self) -> str:
+        """A new feed link: the old one answers 404 from now on."""
+        self.feed_token = new_feed_token()
+        Monitor.objects.filter(pk=self.pk).update(feed_token=self.feed_token)
+        return self.feed_token
 
     def soft_delete(self, now: datetime) -> None:
         self.deleted_at = now

@@ -3,8 +3,8 @@ pages linked from e-mails.
 
 Everything here needs a session (LoginRequiredMiddleware) except Django's own
 sign-in and password-reset views, the consent pages (monitors.email_views) and
-the signed screenshot links (monitors.capture_views), which mark themselves
-as public."""
+the signed screenshot links (monitors.capture_views) and the Atom feeds at
+their token links (monitors.feed_views), which mark themselves as public."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from django.utils.functional import lazy
 from monitors import (
     capture_views,
     email_views,
+    feed_views,
     import_views,
     notification_views,
     password_views,
@@ -75,6 +76,20 @@ urlpatterns = [
         "import/<uuid:pk>/confirm/", import_views.import_confirm, name="import-confirm"
     ),
     path("export/", import_views.export, name="export"),
+    path(
+        monitor + "feed/renew/",
+        feed_views.monitor_feed_renew,
+        name="monitor-feed-renew",
+    ),
+    path(
+        "settings/team/feed/renew/", feed_views.team_feed_renew, name="team-feed-renew"
+    ),
+    path(
+        "settings/team/feeds/", feed_views.team_feeds_switch, name="team-feeds-switch"
+    ),
+    # Public: the token in the address is the credential (monitors.feed_views).
+    path("feeds/monitors/<str:token>/", feed_views.monitor_feed, name="monitor-feed"),
+    path("feeds/teams/<str:token>/", feed_views.team_feed, name="team-feed"),
     path("settings/api-keys/", views.api_keys, name="api-keys"),
     path(
         "settings/api-keys/<int:key_id>/revoke/",

@@ -211,6 +211,8 @@ PUBLIC_ROUTES = {
     "oidc_authentication_callback",
     "healthz",  # for probes: says which part is down, nothing more
     "metrics",  # behind its own bearer token (METRICS_TOKEN)
+    "monitor-feed",  # Atom feeds: the random token in the address is the
+    "team-feed",  # credential (tests/test_feeds.py)
 }
 PUBLIC_PREFIXES = ("v2/", "email/")
 SAMPLES = {"uuid": str(uuid.uuid4()), "int": "1", "slug": "x", "str": "x", "path": "x"}

@@ -85,14 +85,16 @@ def state() -> tuple:
     """Everything a dashboard action may change, to compare before and after."""
     return (
         list(Monitor.objects.order_by("pk").values_list(
-            "pk", "name", "status", "next_run_at", "deleted_at", "updated_at")),
+            "pk", "name", "status", "next_run_at", "deleted_at", "updated_at",
+            "feed_token")),
         list(ApiKey.objects.order_by("pk").values_list("pk", "revoked_at", "scope")),
         list(Membership.objects.order_by("pk").values_list("pk", "role")),
         list(Invitation.objects.order_by("pk").values_list(
             "pk", "revoked_at", "accepted_at")),
         list(Team.objects.order_by("pk").values_list(
             "pk", "webhook_secret", "previous_webhook_secret",
-            "activity_retention_days", "require_second_factor")),
+            "activity_retention_days", "require_second_factor", "feed_token",
+            "feeds_enabled")),
         Check.objects.count(),
         ImportRun.objects.count(),
         list(Delivery.objects.order_by("pk").values_list("pk", "status", "attempts")),
@@ -162,6 +164,13 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
      lambda w: {"required": "on"}, MANAGE),
     ("keep activity longer", "post", lambda w: reverse("team-retention"),
      lambda w: {"activity_retention_days": "730"}, MANAGE),
+    ("make a new monitor feed link", "post",
+     lambda w: reverse("monitor-feed-renew", args=[w.monitor.pk]), lambda w: {},
+     EDIT),
+    ("make a new team feed link", "post", lambda w: reverse("team-feed-renew"),
+     lambda w: {}, MANAGE),
+    ("turn feeds off", "post", lambda w: reverse("team-feeds-switch"),
+     lambda w: {"feeds": "off"}, MANAGE),
     ("remove a member", "post",
      lambda w: reverse("member-remove", args=[w.memberships[EDITOR].pk]),
      lambda w: {}, MANAGE),
@@ -211,7 +220,14 @@ def _walk(patterns, prefix=""):
 
 
 # Dashboard routes that are not about one team's things.
-NOT_TEAM_PAGES = {"team-switch", "favicon", "capture", "invitation-accept"}
+NOT_TEAM_PAGES = {
+    "team-switch",
+    "favicon",
+    "capture",
+    "invitation-accept",
+    "monitor-feed",  # public: the token in the address is the credential
+    "team-feed",
+}
 
 
 def test_every_dashboard_view_asks_for_a_role(db):
@@ -246,7 +262,8 @@ def test_a_viewer_sees_no_buttons_that_change_things(client, world):
                       ">Pause</button>", ">Delete<", "Run now",
                       "Send test event", "Retry now", "Create key", "Revoke",
                       "Send invitation", "Withdraw", "Show the secret",
-                      "Make a new secret", 'name="role"'):  # fmt: skip
+                      "Make a new secret", 'name="role"', "Make a new feed link",
+                      "Turn feeds off"):  # fmt: skip
             assert words not in page, (url, words)
     assert world.monitor.name in text_of(client.get(reverse("monitor-list")))
 

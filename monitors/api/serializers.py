@@ -516,6 +516,15 @@ class MonitorSerializer(serializers.Serializer):
             "target with no search provider configured); null when all of it runs."
         )
     )
+    feedUrl = serializers.SerializerMethodField(
+        help_text=(
+            "Pagewatch extension: the monitor's Atom feed of changes (changed, "
+            "new and removed pages, meaningful ones marked) for a feed reader. "
+            "The address is the credential: anyone with it can read the feed. "
+            "A team member can replace it in the dashboard, which makes the old "
+            "address answer 404. Null when the team has turned feeds off."
+        )
+    )
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
@@ -568,6 +577,10 @@ class MonitorSerializer(serializers.Serializer):
         )
         reasons.update(dict.fromkeys(u.api for u in unavailable(monitor)))
         return " ".join(reasons) or None
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_feedUrl(self, monitor: Monitor) -> str | None:  # noqa: N802
+        return monitor.feed_url
 
     @extend_schema_field(EmailSubscriptionSerializer(many=True))
     def get_emailRecipientSubscriptions(  # noqa: N802

@@ -115,9 +115,15 @@ MONITOR_ENVELOPE = envelope("MonitorResponse", MonitorSerializer())
 
 
 def monitors_for(request: Request) -> Any:
-    return Monitor.objects.for_team(request.user.team).prefetch_related(
-        Prefetch("targets", queryset=Target.objects.order_by("position", "created_at")),
-        Prefetch("email_recipients", queryset=EmailRecipient.objects.all()),
+    return (
+        Monitor.objects.for_team(request.user.team)
+        .select_related("team")  # feedUrl
+        .prefetch_related(
+            Prefetch(
+                "targets", queryset=Target.objects.order_by("position", "created_at")
+            ),
+            Prefetch("email_recipients", queryset=EmailRecipient.objects.all()),
+        )
     )
 
 
@@ -227,9 +233,11 @@ class MonitorListView(APIView):
     )
     def get(self, request: Request) -> Response:
         limit, offset = _paging(request)
-        monitors = Monitor.objects.for_team(request.user.team).order_by(
-            "-created_at", "-pk"
-        )[offset : offset + limit]
+        monitors = (
+            Monitor.objects.for_team(request.user.team)
+            .select_related("team")  # feedUrl
+            .order_by("-created_at", "-pk")[offset : offset + limit]
+        )
         monitors = with_relations(list(monitors))
         now = timezone.now()
         return ok(MonitorSerializer(monitors, many=True, context={"now": now}).data)
