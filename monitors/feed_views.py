@@ -23,7 +23,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from checks.models import Check, PageResult
 from checks.notify.emails import REASON_CHARS, absolute, diff_excerpt, http_href
@@ -234,8 +234,8 @@ class TeamChangeFeed(ChangeFeed):
         return f"{item.monitor.name} · {super().item_title(item)}"
 
 
-monitor_feed = login_not_required(require_GET(MonitorChangeFeed()))
-team_feed = login_not_required(require_GET(TeamChangeFeed()))
+monitor_feed = login_not_required(require_safe(MonitorChangeFeed()))
+team_feed = login_not_required(require_safe(TeamChangeFeed()))
 
 
 # ---------------------------------------------------------------- dashboard
