@@ -361,11 +361,28 @@ ATOM_ENTRIES = 50
 ATOM_PAGES_PER_CHECK = 10
 
 
+def _changes_in(check: Check) -> int:
+    summary = check.summary or {}
+    return sum(_count(summary.get(status)) for status in FEED_STATUSES)
+
+
+def _enough_checks(checks: list[Check]) -> list[Check]:
+    """The newest of these checks that fill a feed, by their summaries: the
+    pages of older ones would only be read to be left out."""
+    chosen, entries = [], 0
+    for check in checks:
+        chosen.append(check)
+        entries += min(_changes_in(check), ATOM_PAGES_PER_CHECK)
+        if entries >= ATOM_ENTRIES:
+            break
+    return chosen
+
+
 def atom_changes(team: Team, monitor: Monitor | None = None) -> list[PageResult]:
     """The newest pages found changed, new or removed (up to ATOM_ENTRIES,
     ATOM_PAGES_PER_CHECK of each check), newest check first, each with its
     check and monitor, and its diff (for the excerpt an entry shows)."""
-    checks = list(feed_checks(team, monitor)[:ATOM_ENTRIES])
+    checks = _enough_checks(list(feed_checks(team, monitor)[:ATOM_ENTRIES]))
     if not checks:
         return []
     pages = (

@@ -14,6 +14,8 @@ import feedparser
 import pytest
 from django.apps import apps as django_apps
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from firecrawl import Firecrawl
@@ -324,6 +326,24 @@ def test_a_feed_is_bounded_and_asks_the_database_three_times(
     with django_assert_num_queries(3):
         response = client.get(path_of(team.feed_url))
     assert len(feedparser.parse(response.content).entries) == history.ATOM_ENTRIES
+
+
+def test_a_feed_reads_no_pages_of_the_older_checks_it_leaves_out(client, monitor):
+    per_check = history.ATOM_PAGES_PER_CHECK
+    checks = [make_check(monitor, ago=8 - n, changed=per_check) for n in range(8)]
+    for n, check in enumerate(checks):
+        for p in range(per_check):
+            make_page(check, f"https://example.com/{n}/{p}")
+    checks.reverse()  # newest first, as the feed lists them
+
+    with CaptureQueriesContext(connection) as queries:
+        assert len(read(client, path_of(monitor.feed_url)).entries) == 50
+
+    [pages] = [q["sql"] for q in queries if '"checks_pageresult"' in q["sql"]]
+    filled = history.ATOM_ENTRIES // per_check
+    newest, older = checks[:filled], checks[filled:]
+    assert all(check.pk.hex in pages for check in newest)
+    assert not any(check.pk.hex in pages for check in older)
 
 
 # ---------------------------------------------------------------- links
