@@ -1133,10 +1133,11 @@ class PageResult(models.Model):
 
     @property
     def counts_as_meaningful(self) -> bool:
-        """A change that matters to a reader (the feeds' mark): the judge
-        called it meaningful, or nobody judged it -- judging is off for its
-        monitor, or the judge failed open, as is_meaningful does. Only a
-        change judged noise does not."""
+        """A change that matters to a reader (the feeds' mark), one page's
+        share of CheckQuerySet.with_changes_that_matter: the judge called it
+        meaningful, or nobody judged it -- judging is off for its monitor, or
+        the judge failed open, as is_meaningful does. Only a change judged
+        noise does not."""
         return self.status == self.Status.CHANGED and self.is_meaningful is not False
 
     @property
