@@ -227,6 +227,8 @@ NOT_TEAM_PAGES = {
     "invitation-accept",
     "monitor-feed",  # public: the token in the address is the credential
     "team-feed",
+    "healthz",
+    "metrics",
 }
 
 
