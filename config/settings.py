@@ -427,6 +427,13 @@ TAVILY_API_KEY = env_secret("TAVILY_API_KEY", "")
 FIRECRAWL_API_KEY = env_secret("FIRECRAWL_API_KEY", "")
 FIRECRAWL_API_URL = env_str("FIRECRAWL_API_URL", "https://api.firecrawl.dev")
 FIRECRAWL_API_URL = FIRECRAWL_API_URL.strip().rstrip("/")
+
+# --- Channels -----------------------------------------------------------------
+# A Slack app's bot token (xoxb-…, scopes chat:write and channels:read) turns on
+# the `slack` channel kind and Firecrawl's `notification.slack`. SLACK_API_URL
+# is Slack's Web API; tests stand a fake in.
+SLACK_BOT_TOKEN = env_secret("SLACK_BOT_TOKEN", "")
+SLACK_API_URL = env_str("SLACK_API_URL", "https://slack.com/api/").strip()
 SEARCH_TIMEOUT_SECONDS = env_int("SEARCH_TIMEOUT_SECONDS", 20, minimum=1)
 for _name, _url in (
     ("SEARXNG_URL", SEARXNG_URL),
