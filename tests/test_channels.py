@@ -12,7 +12,7 @@ import pytest
 
 from checks.models import Check, Delivery
 from checks.notify import channels as channel_events
-from checks.notify import kinds
+from checks.notify import deliveries, kinds
 from checks.notify.kinds import ChannelKind, DeliveryError, Sent
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import judged, make_monitor
@@ -443,3 +443,78 @@ def test_a_channel_test_sends_now_and_says_what_the_service_answered(
 
     assert delivery.status == Delivery.Status.FAILED
     assert delivery.last_error == "The loft is closed."
+
+
+# --- Digests ----------------------------------------------------------------------
+
+
+def test_a_daily_digest_lists_the_days_meaningful_changes_at_its_local_time(
+    team, pigeon, scenario, queued
+):
+    from datetime import UTC, datetime, time
+
+    import time_machine
+
+    from checks.notify import digests
+
+    team.time_zone = "Europe/Berlin"
+    team.save()
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        channel = make_channel(
+            team, monitor, kind="pigeon", settings={"loft": "north"},
+            digest="daily", digest_at=time(9, 0),
+        )  # fmt: skip
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+        # 09:00 in Berlin is 08:00 UTC in winter.
+        assert channel.next_digest_at == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+        meaningful_check(scenario, monitor)
+        noise = {"judgment": judged(False), "verdict": "noise"}
+        scenario.run(monitor, [("https://example.com/x", "changed", noise)])
+        assert digests.queue_due(datetime.now(UTC)) == []  # not yet due
+    assert not Delivery.objects.filter(channel=channel).exists()
+
+    with time_machine.travel(datetime(2026, 3, 2, 8, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+        assert digests.queue_due(datetime.now(UTC)) == []  # claimed once
+    deliveries.deliver(made.pk)
+
+    made.refresh_from_db()
+    assert made.status == Delivery.Status.DELIVERED
+    [message] = pigeon.flown
+    assert message["type"] == "channel.digest"
+    [entry] = message["monitors"]
+    assert [p["url"] for p in entry["pages"]] == ["https://example.com/pricing"]
+    channel.refresh_from_db()
+    assert channel.next_digest_at == datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
+
+
+def test_a_digest_with_nothing_to_say_sends_nothing(team, pigeon, queued):
+    from datetime import UTC, datetime
+
+    import time_machine
+
+    from checks.notify import digests
+
+    with time_machine.travel(datetime(2026, 6, 1, 7, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team)
+        channel = make_channel(
+            team, monitor, kind="pigeon", settings={"loft": "n"}, digest="weekly"
+        )
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+    with time_machine.travel(datetime(2026, 6, 8, 10, 0, tzinfo=UTC), tick=False):
+        assert digests.queue_due(datetime.now(UTC)) == []
+    channel.refresh_from_db()
+    assert channel.next_digest_at == datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+    assert not Delivery.objects.filter(channel=channel).exists()
+
+
+def test_a_digest_channel_is_not_told_each_change_at_once(
+    team, pigeon, scenario, queued
+):
+    monitor = make_monitor(team)
+    make_channel(team, monitor, kind="pigeon", settings={"loft": "n"}, digest="daily")
+    meaningful_check(scenario, monitor)
+    assert not Delivery.objects.to_channels().exists()

@@ -60,8 +60,9 @@ def _changes(
     rows = PageResult.objects.filter(
         check_run__monitor__channels=channel,
         check_run__monitor__deleted_at__isnull=True,
-        created_at__gt=since,
-        created_at__lte=until,
+        # Half-open, so a change at the moment one digest ends is in the next.
+        created_at__gte=since,
+        created_at__lt=until,
         status__in=(PageResult.Status.CHANGED, PageResult.Status.NEW),
     )
     if not channel.wants(Channel.Event.CHANGE):
