@@ -14,6 +14,7 @@ from django.utils.functional import lazy
 
 from monitors import (
     capture_views,
+    channel_views,
     email_views,
     import_views,
     notification_views,
@@ -75,6 +76,13 @@ urlpatterns = [
         "import/<uuid:pk>/confirm/", import_views.import_confirm, name="import-confirm"
     ),
     path("export/", import_views.export, name="export"),
+    path("channels/", channel_views.channel_list, name="channels"),
+    path("channels/new/", channel_views.channel_edit, name="channel-create"),
+    path("channels/<int:pk>/", channel_views.channel_edit, name="channel-edit"),
+    path("channels/<int:pk>/test/", channel_views.channel_test, name="channel-test"),
+    path(
+        "channels/<int:pk>/delete/", channel_views.channel_delete, name="channel-delete"
+    ),
     path("settings/api-keys/", views.api_keys, name="api-keys"),
     path(
         "settings/api-keys/<int:key_id>/revoke/",
