@@ -106,3 +106,37 @@ def test_another_teams_channel_is_a_404(web, other_team):
     assert web.post(f"/channels/{theirs.pk}/delete/").status_code == 404
     assert Channel.objects.filter(pk=theirs.pk).exists()
     assert "Theirs" not in web.get("/channels/").content.decode()
+
+
+def test_the_monitor_form_picks_channels_by_name(web, team, other_team):
+    from monitors.models import Monitor
+    from tests.test_dashboard_views import scrape_form
+
+    ops, sales = (
+        Channel.objects.create(
+            team=team, name=n, kind="webhook", settings={"url": "https://e/h"}
+        )
+        for n in ("Ops room", "Sales room")
+    )
+    Channel.objects.create(
+        team=other_team,
+        name="Not ours",
+        kind="webhook",
+        settings={"url": "https://e/h"},
+    )
+    form = web.get("/monitors/new/").content.decode()
+    assert "Ops room" in form and "Sales room" in form
+    assert "Not ours" not in form
+
+    response = web.post("/monitors/new/", scrape_form(channels=[str(sales.pk)]))
+    assert response.status_code == 302
+    monitor = Monitor.objects.get(team=team)
+    assert list(monitor.channels.all()) == [sales]
+
+    edit = web.get(f"/monitors/{monitor.pk}/edit/").content.decode()
+    assert f'value="{sales.pk}" ' in edit or f'value="{sales.pk}"' in edit
+    web.post(
+        f"/monitors/{monitor.pk}/edit/",
+        scrape_form(channels=[str(ops.pk), str(sales.pk)]),
+    )
+    assert set(monitor.channels.all()) == {ops, sales}
