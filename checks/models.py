@@ -1336,7 +1336,14 @@ class _KindManager(models.Manager["Delivery"]):
         self.kind = kind
 
     def get_queryset(self) -> DeliveryQuerySet:
-        return DeliveryQuerySet(self.model, using=self._db).filter(kind=self.kind)
+        return DeliveryQuerySet(self.model, using=self._db).filter(
+            kind=self.kind, channel__isnull=True
+        )
+
+
+class _ChannelManager(models.Manager["Delivery"]):
+    def get_queryset(self) -> DeliveryQuerySet:
+        return DeliveryQuerySet(self.model, using=self._db).to_channels()
 
 
 class WebhookDelivery(Delivery):
@@ -1357,6 +1364,16 @@ class EmailDelivery(Delivery):
     class Meta:
         proxy = True
         verbose_name_plural = "e-mail deliveries"
+
+
+class ChannelDelivery(Delivery):
+    """The rows of the outbox that go to a team's channels (admin)."""
+
+    objects = _ChannelManager()
+
+    class Meta:
+        proxy = True
+        verbose_name_plural = "channel deliveries"
 
 
 class DeliveryAttempt(models.Model):
