@@ -18,7 +18,7 @@ from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import kinds
 from checks.notify.kinds.slack import list_channels
-from checks.notify.transports import DeliveryError
+from checks.notify.transports import DeliveryError, answer_in_plain_words
 from monitors.api.channels import ChannelInputSerializer, save_channel
 from monitors.models import Channel
 from monitors.views import DashboardRequest, team_view
@@ -175,7 +175,7 @@ def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
         messages.error(
             request,
             f"The test message to “{channel.name}” was not delivered: "
-            f"{delivery.last_error}",
+            f"{answer_in_plain_words(delivery.last_error)}",
         )
     return redirect("channels")
 
