@@ -21,7 +21,7 @@ from checks.notify.kinds.slack import list_channels
 from checks.notify.transports import DeliveryError, answer_in_plain_words
 from monitors.api.channels import ChannelInputSerializer, save_channel
 from monitors.models import Channel
-from monitors.views import DashboardRequest, team_view
+from monitors.views import Action, DashboardRequest, team_view
 
 RECENT = 5
 
@@ -91,7 +91,7 @@ def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view
+@team_view(to_change=Action.EDIT)
 def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpResponse:
     channel = _get(request, pk) if pk is not None else None
     name = (
@@ -165,7 +165,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
     channel = _get(request, pk)
     delivery = channel_events.send_test(channel)
@@ -181,7 +181,7 @@ def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@team_view
+@team_view(needs=Action.EDIT)
 def channel_delete(request: DashboardRequest, pk: int) -> HttpResponse:
     channel = _get(request, pk)
     channel.delete()

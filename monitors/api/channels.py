@@ -192,7 +192,7 @@ class ChannelListView(APIView):
         operation_id="createChannel",
         request=ChannelInputSerializer,
         parameters=RESPONSE_HEADERS,
-        responses={200: CHANNEL_ENVELOPE} | error_responses(400, 413, 415),
+        responses={200: CHANNEL_ENVELOPE} | error_responses(400, 403, 413, 415),
     )
     def post(self, request: Request) -> Response:
         serializer = ChannelInputSerializer(data=request.data)
@@ -216,7 +216,7 @@ class ChannelDetailView(APIView):
         operation_id="updateChannel",
         request=ChannelInputSerializer(partial=True),
         parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
-        responses={200: CHANNEL_ENVELOPE} | error_responses(400, 404, 413, 415),
+        responses={200: CHANNEL_ENVELOPE} | error_responses(400, 403, 404, 413, 415),
     )
     def patch(self, request: Request, channel_id: str) -> Response:
         channel = get_channel_for(request, channel_id)
@@ -236,7 +236,7 @@ class ChannelDetailView(APIView):
                 {"success": serializers.BooleanField(help_text="Always true.")},
             )
         }
-        | error_responses(404),
+        | error_responses(403, 404),
     )
     def delete(self, request: Request, channel_id: str) -> Response:
         get_channel_for(request, channel_id).delete()
@@ -264,7 +264,7 @@ class ChannelTestView(APIView):
                 ),
             )
         }
-        | error_responses(404),
+        | error_responses(403, 404),
     )
     def post(self, request: Request, channel_id: str) -> Response:
         channel = get_channel_for(request, channel_id)

@@ -334,7 +334,8 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     webhook = WebhookSerializer(required=False, allow_null=True)
     notification = NotificationSerializer(required=False, allow_null=True)
     channels = serializers.ListField(
-        child=StrictIntegerField(min_value=1),
+        # The database's bigint: a larger id is a 400, never an overflow.
+        child=StrictIntegerField(min_value=1, max_value=2**63 - 1),
         required=False,
         max_length=rules.CHANNELS_MAX,
         help_text="Pagewatch extension: the ids of the team's channels "
