@@ -19,6 +19,7 @@ from django.utils.html import format_html
 
 from checks.content import ExtractionError
 from checks.models import (
+    ChannelDelivery,
     Check,
     DeliveryAttempt,
     EmailDelivery,
@@ -372,6 +373,17 @@ class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
 class WebhookDeliveryAdmin(DeliveryAdmin):
     search_fields = ["url", "monitor__name", "webhook_id__exact"]
     search_help_text = "Webhook URL, monitor name or exact webhook id."
+
+
+@admin.register(ChannelDelivery)
+class ChannelDeliveryAdmin(DeliveryAdmin):
+    list_display = ["created_at", "event", "status", "channel", "kind", "monitor_link",
+                    "attempts", "last_error", "next_attempt_at"]  # fmt: skip
+    list_filter = ["status", "kind", "event", "created_at"]
+    list_select_related = ["monitor", "channel"]
+    search_fields = ["channel__name", "monitor__name"]
+    search_help_text = "Channel or monitor name."
+    fields = ["channel", "kind", *DeliveryAdmin.fields]
 
 
 @admin.register(EmailDelivery)

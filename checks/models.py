@@ -1185,10 +1185,14 @@ class PageResult(models.Model):
 
 class DeliveryQuerySet(models.QuerySet["Delivery"]):
     def webhooks(self) -> DeliveryQuerySet:
-        return self.filter(kind=Delivery.Kind.WEBHOOK)
+        """The monitor's own Firecrawl webhook rows (not a channel's)."""
+        return self.filter(kind=Delivery.Kind.WEBHOOK, channel__isnull=True)
 
     def emails(self) -> DeliveryQuerySet:
-        return self.filter(kind=Delivery.Kind.EMAIL)
+        return self.filter(kind=Delivery.Kind.EMAIL, channel__isnull=True)
+
+    def to_channels(self) -> DeliveryQuerySet:
+        return self.filter(channel__isnull=False)
 
     def for_monitor(self, monitor: Monitor) -> DeliveryQuerySet:
         return self.filter(monitor=monitor)
@@ -1227,12 +1231,28 @@ class Delivery(models.Model):
 
     OPEN = (Status.PENDING, Status.SENDING)
 
-    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # A kind of checks.notify.kinds: webhook and email for the monitor's own
+    # Firecrawl webhook and e-mails, any kind for a channel's deliveries.
+    kind = models.CharField(max_length=32)
+    # The channel this goes to; None for the monitor's Firecrawl webhook and
+    # e-mails, which keep their own fields below.
+    channel = models.ForeignKey(
+        "monitors.Channel",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+    )
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.PENDING
     )
+    # None for a digest, which speaks of many monitors.
     monitor = models.ForeignKey(
-        Monitor, on_delete=models.CASCADE, related_name="deliveries"
+        Monitor,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
     )
     check_run = models.ForeignKey(
         Check,
@@ -1297,6 +1317,8 @@ class Delivery(models.Model):
 
     @property
     def destination(self) -> str:
+        if self.channel_id:
+            return self.channel.name
         return self.url if self.kind == self.Kind.WEBHOOK else self.email
 
     @property
@@ -1323,7 +1345,14 @@ class _KindManager(models.Manager["Delivery"]):
         self.kind = kind
 
     def get_queryset(self) -> DeliveryQuerySet:
-        return DeliveryQuerySet(self.model, using=self._db).filter(kind=self.kind)
+        return DeliveryQuerySet(self.model, using=self._db).filter(
+            kind=self.kind, channel__isnull=True
+        )
+
+
+class _ChannelManager(models.Manager["Delivery"]):
+    def get_queryset(self) -> DeliveryQuerySet:
+        return DeliveryQuerySet(self.model, using=self._db).to_channels()
 
 
 class WebhookDelivery(Delivery):
@@ -1344,6 +1373,16 @@ class EmailDelivery(Delivery):
     class Meta:
         proxy = True
         verbose_name_plural = "e-mail deliveries"
+
+
+class ChannelDelivery(Delivery):
+    """The rows of the outbox that go to a team's channels (admin)."""
+
+    objects = _ChannelManager()
+
+    class Meta:
+        proxy = True
+        verbose_name_plural = "channel deliveries"
 
 
 class DeliveryAttempt(models.Model):

@@ -427,6 +427,13 @@ TAVILY_API_KEY = env_secret("TAVILY_API_KEY", "")
 FIRECRAWL_API_KEY = env_secret("FIRECRAWL_API_KEY", "")
 FIRECRAWL_API_URL = env_str("FIRECRAWL_API_URL", "https://api.firecrawl.dev")
 FIRECRAWL_API_URL = FIRECRAWL_API_URL.strip().rstrip("/")
+
+# --- Channels -----------------------------------------------------------------
+# A Slack app's bot token (xoxb-…, scopes chat:write and channels:read) turns on
+# the `slack` channel kind and Firecrawl's `notification.slack`. SLACK_API_URL
+# is Slack's Web API; tests stand a fake in.
+SLACK_BOT_TOKEN = env_secret("SLACK_BOT_TOKEN", "")
+SLACK_API_URL = env_str("SLACK_API_URL", "https://slack.com/api/").strip()
 SEARCH_TIMEOUT_SECONDS = env_int("SEARCH_TIMEOUT_SECONDS", 20, minimum=1)
 for _name, _url in (
     ("SEARXNG_URL", SEARXNG_URL),
@@ -481,6 +488,8 @@ CELERY_BEAT_SCHEDULE = {
         # On the check queue: /healthz sees a worker serving it (checks.health).
         ("worker-heartbeat", "checks.tasks.worker_heartbeat_task",
          WORKER_HEARTBEAT_EVERY_SECONDS),
+        # Channels' daily and weekly digests (checks.notify.digests).
+        ("queue-digests", "checks.notify.tasks.queue_digests_task", 60.0),
     )
 }  # fmt: skip
 # Beat's own state (when each entry last ran) lives with the rest of var/, not
@@ -502,11 +511,19 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
 # (BROWSER_QUEUE), for the Procfile's `browser` worker. A worker started
 # without -Q takes every queue, so one plain worker still does everything.
 UPKEEP_QUEUE = "upkeep"
+# Deliveries (webhooks, e-mails, channels) have theirs, served by the
+# Procfile's `notify` worker, so they never wait behind checks.
+NOTIFICATIONS_QUEUE = "notifications"
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = tuple(
     Queue(name, routing_key=name)
     for name in dict.fromkeys(
-        [CELERY_TASK_DEFAULT_QUEUE, UPKEEP_QUEUE, BROWSER_QUEUE or UPKEEP_QUEUE]
+        [
+            CELERY_TASK_DEFAULT_QUEUE,
+            UPKEEP_QUEUE,
+            NOTIFICATIONS_QUEUE,
+            BROWSER_QUEUE or UPKEEP_QUEUE,
+        ]
     )
 )
 CELERY_TASK_ROUTES = {
@@ -515,8 +532,9 @@ CELERY_TASK_ROUTES = {
         "checks.tasks.dispatch_due_monitors_task",
         "checks.tasks.fail_stale_checks_task",
         "checks.notification_tasks.sweep_deliveries_task",
+        "checks.notify.tasks.queue_digests_task",
     )
-}
+} | {"checks.notification_tasks.deliver_task": {"queue": NOTIFICATIONS_QUEUE}}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

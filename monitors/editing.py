@@ -11,7 +11,10 @@ from django.db import transaction
 
 from checks.notify.deliveries import queue_confirmations
 from monitors import rules
-from monitors.models import Monitor, Target, Team
+from monitors.models import Channel, Monitor, MonitorChannel, Target, Team
+
+# The kind of channel behind Firecrawl's notification.slack.
+FIRECRAWL_SLACK_KIND = "slack"
 
 
 def _target_fields(data: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +97,46 @@ def _ensure_signing_secret(monitor: Monitor) -> None:
         monitor.team.ensure_webhook_secret()
 
 
+def link_channels(monitor: Monitor, ids: list[int]) -> None:
+    """The team channels the monitor sends to, replacing the list (its own
+    channels stay: they follow its Firecrawl fields)."""
+    links = MonitorChannel.objects.filter(monitor=monitor, channel__owner_monitor=None)
+    links.exclude(channel_id__in=ids).delete()
+    have = set(links.values_list("channel_id", flat=True))
+    MonitorChannel.objects.bulk_create(
+        MonitorChannel(monitor=monitor, channel_id=pk) for pk in ids if pk not in have
+    )
+
+
+def sync_own_slack(monitor: Monitor) -> None:
+    """notification.slack as the monitor's own Slack channel: made, changed
+    or removed to match what the API was given."""
+    slack = (monitor.notification or {}).get("slack") or {}
+    own = Channel.objects.filter(owner_monitor=monitor, kind=FIRECRAWL_SLACK_KIND)
+    if not slack.get("enabled"):
+        own.delete()
+        return
+    settings = {
+        "channelId": slack.get("channelId") or "",
+        "channelName": slack.get("channelName") or "",
+    }
+    label = f"#{settings['channelName']}" if settings["channelName"] else ""
+    name = f"Slack {label or settings['channelId']}"
+    channel = own.first()
+    if channel is None:
+        channel = Channel.objects.create(
+            team=monitor.team,
+            owner_monitor=monitor,
+            kind=FIRECRAWL_SLACK_KIND,
+            name=name,
+            settings=settings,
+            events=list(Channel.DEFAULT_EVENTS),
+        )
+        MonitorChannel.objects.create(monitor=monitor, channel=channel)
+    else:
+        own.update(settings=settings, name=name)
+
+
 def _new_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     monitor = Monitor(
         team=team,
@@ -112,6 +155,9 @@ def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     replace_targets(monitor, data["targets"])
     monitor.sync_email_recipients()
     queue_confirmations(monitor)
+    sync_own_slack(monitor)
+    if "channels" in data:
+        link_channels(monitor, data["channels"])
     return monitor
 
 
@@ -136,6 +182,7 @@ def create_monitors(
         if monitor.email_settings.get("recipients"):
             monitor.sync_email_recipients()
             queue_confirmations(monitor)
+        sync_own_slack(monitor)
     return monitors
 
 
@@ -149,4 +196,7 @@ def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Mon
     if "notification" in data:
         monitor.sync_email_recipients()
         queue_confirmations(monitor)
+        sync_own_slack(monitor)
+    if "channels" in data:
+        link_channels(monitor, data["channels"])
     return monitor

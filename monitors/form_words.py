@@ -75,6 +75,10 @@ WORDS: dict[str, Words] = {
         choice="Choose how pages are loaded: automatically, always plainly or "
         "always in a browser."
     ),
+    "channels": Words(
+        too_many=f"A monitor can send to at most {rules.CHANNELS_MAX} channels.",
+        choice="Choose from the team's channels.",
+    ),
     "retention_days": Words(
         number=_whole("days", rules.RETENTION_MIN, rules.RETENTION_MAX)
     ),

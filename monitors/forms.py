@@ -23,7 +23,7 @@ from monitors import form_words, moving, rules
 from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
-from monitors.models import ApiKey, Monitor, Target, Team
+from monitors.models import ApiKey, Channel, Monitor, Target, Team
 from monitors.schedule import (
     ScheduleError,
     min_interval_words,
@@ -66,6 +66,7 @@ _MAIN_SLOTS = {
     "fetchWith": "fetch_with",
     "retentionDays": "retention_days",
     "targets": "targets",
+    "channels": "channels",
 }
 _WEBHOOK_SLOTS = {
     "url": "webhook_url",
@@ -195,7 +196,8 @@ def _attrs(slot: str, *, name: str = "", **extra: Any) -> dict[str, Any]:
 # summary follows it); target rows stand where "targets" is.
 _PAGE_ORDER = (
     NON_FIELD, "name", "targets", "schedule", "goal", "judge", "ignore_lines",
-    "fetch_with", "email_enabled", "email_recipients", "email_include_diffs",
+    "fetch_with", "channels", "email_enabled", "email_recipients",
+    "email_include_diffs",
     "webhook_url", "webhook_events", "webhook_pages", "webhook_headers",
     "webhook_metadata", "retention_days",
 )  # fmt: skip
@@ -205,6 +207,10 @@ class MonitorFields(forms.Form):
     """The monitor's own fields. Deliberately lenient: parsing only."""
 
     name = forms.CharField(required=False, strip=False)
+    # Choices (the team's channels, by name) are set by MonitorForm.
+    channels = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple
+    )
     schedule = forms.CharField(required=False)
     timezone = forms.CharField(required=False)
     goal = forms.CharField(required=False, strip=False, widget=forms.Textarea)
@@ -308,6 +314,7 @@ class MonitorFields(forms.Form):
             "webhook_pages",
             "email_enabled",
             "email_include_diffs",
+            "channels",
         ):
             self.fields[name].widget.attrs.update(_attrs(name))
 
@@ -452,6 +459,12 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
         "email_enabled": bool(email.get("enabled")),
         "email_recipients": "\n".join(email.get("recipients") or []),
         "email_include_diffs": bool(email.get("includeDiffs")),
+        "channels": [
+            str(pk)
+            for pk in monitor.channels.filter(owner_monitor__isnull=True).values_list(
+                "pk", flat=True
+            )
+        ],
     }
 
 
@@ -471,9 +484,11 @@ class MonitorForm:
         data: QueryDict | None = None,
         *,
         monitor: Monitor | None = None,
+        team: Team | None = None,
         default_timezone: str = "UTC",
     ) -> None:
         self.monitor = monitor
+        self.team = team or (monitor.team if monitor else None)
         self.data = data
         self.errors: dict[str, list[str]] = {}
         # The controls the schedule slot's errors are about (see is_valid).
@@ -484,20 +499,30 @@ class MonitorForm:
         )
         if data is None:
             if monitor is not None:
-                self.main = MonitorFields(initial=monitor_initial(monitor))
+                self.main = self._main_fields(initial=monitor_initial(monitor))
                 self.targets = [
                     TargetFields(prefix=new_target_key(), initial=target_initial(t))
                     for t in self._stored_targets.values()
                 ]
             else:
-                self.main = MonitorFields(initial={"timezone": default_timezone})
+                self.main = self._main_fields(initial={"timezone": default_timezone})
                 # static/js/app.js swaps in the browser's zone for new monitors.
                 self.main.fields["timezone"].widget.attrs["data-browser-timezone"] = ""
                 self.targets = [self.blank_target("scrape")]
             return
-        self.main = MonitorFields(data)
+        self.main = self._main_fields(data)
         keys = [k for k in dict.fromkeys(data.getlist("target")) if _KEY.match(k)]
         self.targets = [TargetFields(data, prefix=k) for k in keys[:MAX_TARGET_ROWS]]
+
+    def _main_fields(self, *args: Any, **kwargs: Any) -> MonitorFields:
+        fields = MonitorFields(*args, **kwargs)
+        team_channels = (
+            Channel.objects.for_team(self.team).shared() if self.team else []
+        )
+        fields.fields["channels"].choices = [  # type: ignore[attr-defined]
+            (str(channel.pk), channel.name) for channel in team_channels
+        ]
+        return fields
 
     @staticmethod
     def blank_target(kind: str, key: str | None = None) -> TargetFields:
@@ -523,7 +548,9 @@ class MonitorForm:
         payload = self.payload()
         webhook_pages = self._webhook_pages()
         if self.monitor is None:
-            serializer = MonitorWriteSerializer(data=payload)
+            serializer = MonitorWriteSerializer(
+                data=payload, context={"team": self.team}
+            )
         else:
             serializer = MonitorUpdateSerializer(
                 data=payload,
@@ -637,6 +664,9 @@ class MonitorForm:
             "fetchWith": main.get("fetch_with") or Monitor.FetchWith.AUTO,
             "webhook": self._webhook_payload(main),
             "notification": self._notification_payload(main),
+            "channels": [
+                int(pk) for pk in main.get("channels") or [] if str(pk).isdigit()
+            ],
         }
         judge = main.get("judge")
         if judge in ("on", "off"):

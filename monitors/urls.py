@@ -14,6 +14,7 @@ from django.utils.functional import lazy
 
 from monitors import (
     capture_views,
+    channel_views,
     email_views,
     feed_views,
     import_views,
@@ -90,6 +91,13 @@ urlpatterns = [
     # Public: the token in the address is the credential (monitors.feed_views).
     path("feeds/monitors/<str:token>/", feed_views.monitor_feed, name="monitor-feed"),
     path("feeds/teams/<str:token>/", feed_views.team_feed, name="team-feed"),
+    path("channels/", channel_views.channel_list, name="channels"),
+    path("channels/new/", channel_views.channel_edit, name="channel-create"),
+    path("channels/<int:pk>/", channel_views.channel_edit, name="channel-edit"),
+    path("channels/<int:pk>/test/", channel_views.channel_test, name="channel-test"),
+    path(
+        "channels/<int:pk>/delete/", channel_views.channel_delete, name="channel-delete"
+    ),
     path("settings/api-keys/", views.api_keys, name="api-keys"),
     path(
         "settings/api-keys/<int:key_id>/revoke/",

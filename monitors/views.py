@@ -356,9 +356,9 @@ def _form_context(
 def _edit_form(request: DashboardRequest, monitor: Monitor | None) -> HttpResponse:
     template = "monitors/monitor_form.html"
     if request.method != "POST":
-        form = MonitorForm(monitor=monitor)
+        form = MonitorForm(monitor=monitor, team=request.team)
         return render(request, template, _form_context(form, monitor))
-    form = MonitorForm(request.POST, monitor=monitor)
+    form = MonitorForm(request.POST, monitor=monitor, team=request.team)
     add, remove = request.POST.get("add_target"), request.POST.get("remove_target")
     if add or remove:
         # The no-JavaScript way to add or remove a target row.
@@ -397,7 +397,7 @@ def monitor_validate(
     """Inline validation: the same serializer run as on submit, answered with
     every field's error slot as an out-of-band swap."""
     monitor = get_monitor_for(request, pk) if pk else None
-    form = MonitorForm(request.POST, monitor=monitor)
+    form = MonitorForm(request.POST, monitor=monitor, team=request.team)
     form.is_valid()
     visible = form.visible_errors(_touched(request))
     slots = [

@@ -34,6 +34,7 @@ from monitors.models import (
     KEY_LOOKUP_LENGTH,
     KEY_PREFIX,
     ApiKey,
+    Channel,
     EmailRecipient,
     Membership,
     Monitor,
@@ -165,6 +166,21 @@ def check_with_pages(monitor) -> Check:
         event="email.notification",
         email="ops@example.com",
         status=Delivery.Status.DELIVERED,
+    )
+    channel = Channel.objects.create(
+        team=monitor.team,
+        name=f"Ops {HOSTILE}",
+        kind="apprise",
+        settings={"url": "tgram://123456789:AAHsecretsecret/42"},
+    )
+    Delivery.objects.create(
+        kind="apprise",
+        channel=channel,
+        monitor=monitor,
+        check_run=check,
+        event="channel.change",
+        body="{}",
+        last_error=HOSTILE,
     )
     return check
 
@@ -710,7 +726,7 @@ def test_deleting_is_confirmed_with_counts_not_a_link_to_every_page(
     page = admin_client.get(url).content.decode()
     # Django's list loaded and linked every row; a 1,000-page check took seconds.
     assert "Page results: 42" in page
-    assert "Deliveries: 2" in page
+    assert "Deliveries: 3" in page
     assert "https://example.com/p7" not in page
     assert admin_client.post(url, {"post": "yes"}).status_code == 302
     assert not model.objects.filter(pk=obj.pk).exists()

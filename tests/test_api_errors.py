@@ -57,10 +57,16 @@ def world(api, monkeypatch) -> dict[str, str]:
     run = ImportRun.objects.create(
         team=Monitor.objects.get(pk=monitor_id).team, source="firecrawl"
     )
+    channel = api.post(
+        "/v2/channels",
+        {"name": "Ops", "kind": "webhook", "settings": {"url": "https://e.com/h"}},
+        format="json",
+    ).json()["data"]
     return {
         "monitor_id": monitor_id,
         "check_id": str(check.pk),
         "import_id": str(run.pk),
+        "channel_id": str(channel["id"]),
     }
 
 
@@ -95,7 +101,11 @@ def database_unreachable(api, method, path, ids, settings):
 
 def not_found(api, method, path, ids, settings):
     which = next(
-        (name for name in ("check_id", "import_id") if f"{{{name}}}" in path),
+        (
+            name
+            for name in ("check_id", "import_id", "channel_id")
+            if f"{{{name}}}" in path
+        ),
         "monitor_id",
     )
     missing = ids | {which: str(uuid.uuid4())}

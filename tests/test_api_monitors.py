@@ -41,6 +41,7 @@ MONITOR_KEYS = {
     "ignoreLines",  # Pagewatch extension: the noise rule
     "fetchWith",  # Pagewatch extension: plain HTTP, a browser, or either
     "emailRecipientSubscriptions",
+    "channels",  # Pagewatch extension: the team's channels it sends to
     "warning",  # Pagewatch extension: what will not run on this server
     "createdAt",
     "updatedAt",

@@ -75,6 +75,7 @@ def test_a_plain_form_becomes_the_api_body():
         "notification": {
             "email": {"enabled": False, "recipients": [], "includeDiffs": False}
         },
+        "channels": [],
     }
     assert form.is_valid()
     assert form.validated_data["schedule"] == {

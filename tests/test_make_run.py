@@ -272,7 +272,8 @@ def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler(
 
     assert set(entries) == {"valkey", "web", "worker"}
     assert "celery -A config worker --beat " in entries["worker"]
-    assert "--queues=celery,upkeep,${BROWSER_QUEUE:-browser} " in entries["worker"]
+    queues = "--queues=celery,upkeep,notifications,${BROWSER_QUEUE:-browser} "
+    assert queues in entries["worker"]
     assert "--concurrency=${WORKER_PROCESSES:-1}" in entries["worker"]
     assert "--config python:config.gunicorn" in entries["web"]
     assert "make run PROCFILE=Procfile.large" in (ROOT / "Procfile").read_text()
@@ -281,11 +282,15 @@ def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler(
 def test_the_large_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile.large")}
 
-    assert set(entries) == {"valkey", "web", "worker", "browser", "upkeep", "scheduler"}
+    assert set(entries) == {
+        "valkey", "web", "worker", "browser", "notify", "upkeep", "scheduler"
+    }  # fmt: skip
     assert "celery -A config worker" in entries["worker"]
     # Takes upkeep too when upkeep is stuck; browser pages are the browser's.
     assert "--queues=celery,upkeep " in entries["worker"]
     assert "--queues=upkeep" in entries["upkeep"]
+    # Deliveries never wait behind checks.
+    assert "--queues=notifications " in entries["notify"]
     assert "celery -A config beat" in entries["scheduler"]
     assert "--config python:config.gunicorn" in entries["web"]
 
@@ -308,7 +313,7 @@ def test_without_chromium_make_run_leaves_the_browser_worker_out_and_says_so(
     entries = run.with_browser_if_installed(procfile, env)
 
     assert [e.name for e in entries] == [
-        "valkey", "web", "worker", "upkeep", "scheduler"
+        "valkey", "web", "worker", "notify", "upkeep", "scheduler"
     ]  # fmt: skip
     assert env["BROWSER_QUEUE"] == ""
     said = capsys.readouterr().out

@@ -2,7 +2,9 @@
 
 The package's modules, from the bottom up: `events` (webhook payloads),
 `signing` (webhook signatures), `emails` (messages and consent tokens),
-`transports` (one class per kind: send one attempt), `deliveries` (the outbox:
+`transports` (the monitor's own webhook and e-mail: send one attempt), `kinds`
+(one class per kind of channel, the registry), `messages` and `channels` (what
+a team's channels are told), `digests`, `deliveries` (the outbox:
 rows, claims, retries, the sweeper, notificationStatus) and `tasks` (thin
 Celery tasks over `deliveries`, queued by name so nothing imports them).
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checks.notify import deliveries
+from checks.notify import channels, deliveries
 
 if TYPE_CHECKING:
     from checks.models import Check, PageResult
@@ -33,3 +35,4 @@ def on_check_finished(check: Check, *, write: bool = True) -> None:
     Also sets check.notification_status: on the instance, and in the row
     unless `write` is False (the caller then saves it with the check)."""
     deliveries.record_check_finished(check, write=write)
+    channels.record_check(check)

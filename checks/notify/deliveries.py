@@ -36,8 +36,9 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from checks.models import Check, Delivery, DeliveryAttempt, PageResult
-from checks.notify import emails, events
-from checks.notify.transports import DeliveryError, Sent, transport_for
+from checks.notify import emails, events, kinds
+from checks.notify.kinds import ChannelKind
+from checks.notify.transports import DeliveryError, Sent, Transport, transport_for
 from monitors.models import EmailRecipient, Monitor
 from teams.activity import SYSTEM, Kind, record
 
@@ -369,12 +370,12 @@ def deliver(delivery_id: int) -> Delivery | None:
     if not claimed:
         return None
     delivery = Delivery.objects.select_related(
-        "monitor__team", "check_run", "recipient"
+        "monitor__team", "check_run", "recipient", "channel__team"
     ).get(pk=delivery_id)
     started = time.monotonic()
     outcome: Sent | DeliveryError
     try:
-        outcome = transport_for(delivery.kind).send(delivery)
+        outcome = _sender(delivery).send(delivery)
     except DeliveryError as error:
         outcome = error
     except Exception as exc:
@@ -383,11 +384,25 @@ def deliver(delivery_id: int) -> Delivery | None:
         outcome = DeliveryError(f"Internal error ({type(exc).__name__}).")
     elapsed_ms = int((time.monotonic() - started) * 1000)
     _record(delivery, outcome, started_at=now, elapsed_ms=elapsed_ms)
-    if delivery.check_run_id:
+    if delivery.check_run_id and delivery.channel_id is None:
         if delivery.event == events.PAGE:
             _release_completed(delivery.check_run_id)
         refresh_notification_status(delivery.check_run_id)
     return delivery
+
+
+def _sender(delivery: Delivery) -> Transport | ChannelKind:
+    """A channel's row goes by its kind's class; the monitor's own webhook
+    and e-mails by theirs. A kind no longer registered cannot be sent."""
+    if delivery.channel_id is None:
+        return transport_for(delivery.kind)
+    kind = kinds.kind_for(delivery.kind)
+    if kind is None:
+        raise DeliveryError(
+            f"Not sent: this Pagewatch does not know the kind {delivery.kind!r}.",
+            permanent=True,
+        )
+    return kind
 
 
 def _held_back(now: datetime) -> Q:
@@ -401,6 +416,7 @@ def _held_back(now: datetime) -> Q:
     )
     return Q(
         kind=Delivery.Kind.WEBHOOK,
+        channel__isnull=True,
         event=events.CHECK_COMPLETED,
         created_at__gt=now - ORDER_WAIT,
     ) & Exists(first_answer_due)
@@ -487,7 +503,7 @@ def _record(
             status=Delivery.Status.SENDING,
             claimed_at=delivery.claimed_at,
         ).update(**fields)
-        if isinstance(outcome, DeliveryError) and outcome.gone:
+        if isinstance(outcome, DeliveryError) and outcome.gone and delivery.monitor:
             disable_webhook(delivery.monitor, delivery.url, now)
     for name, value in fields.items():
         setattr(delivery, name, value)
@@ -579,7 +595,7 @@ def _release_stale_claims(now: datetime) -> None:
                     started_at=delivery.claimed_at or now,
                     error="The worker stopped during this attempt.",
                 )
-        if released and delivery.check_run_id:
+        if released and delivery.check_run_id and delivery.channel_id is None:
             released_checks.add(delivery.check_run_id)
     # Once per check: a dead worker leaves many claims of one check's pages.
     for check_id in released_checks:

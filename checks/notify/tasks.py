@@ -14,8 +14,9 @@ the worker imports this module.
 from __future__ import annotations
 
 from celery import shared_task
+from django.utils import timezone
 
-from checks.notify import deliveries
+from checks.notify import deliveries, digests
 
 # The hard limit stays well below deliveries.CLAIM_LEASE, so a claim that
 # outlives it really belongs to a dead worker. One attempt is a 10 s webhook
@@ -43,3 +44,13 @@ def deliver_task(delivery_id: int) -> None:
 )
 def sweep_deliveries_task() -> int:
     return deliveries.sweep()
+
+
+@shared_task(
+    name="checks.notify.tasks.queue_digests_task",
+    time_limit=SWEEP_TIME_LIMIT,
+    soft_time_limit=SWEEP_TIME_LIMIT - 15,
+    ignore_result=True,
+)
+def queue_digests_task() -> int:
+    return len(digests.queue_due(timezone.now()))

@@ -20,6 +20,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
 from checks.fetch.policy import allow_private_targets, host_block_reason
+from checks.notify import kinds
 from monitors import rules
 from monitors.api.options import (
     CrawlOptionsSerializer,
@@ -31,7 +32,7 @@ from monitors.api.options import (
     StrictMixin,
     StringMapField,
 )
-from monitors.models import EmailRecipient, Monitor, Target
+from monitors.models import Channel, EmailRecipient, Monitor, Target
 from monitors.schedule import ScheduleError, normalize_schedule
 from monitors.unavailable import unavailable
 from monitors.url_rule import checked_url
@@ -286,10 +287,34 @@ class EmailNotificationSerializer(StrictMixin, serializers.Serializer):
         return list(dict.fromkeys(address.strip().lower() for address in value))
 
 
+class SlackNotificationSerializer(StrictMixin, serializers.Serializer):
+    """Firecrawl's notification.slack, kept as given; underneath it is the
+    monitor's own Slack channel (monitors.editing)."""
+
+    enabled = StrictBooleanField(default=False)
+    channelId = StrictCharField(required=False, allow_blank=True, max_length=64)
+    channelName = StrictCharField(required=False, allow_blank=True, max_length=200)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        if value.get("enabled"):
+            problem = kinds.kind_for("slack").unavailable()  # type: ignore[union-attr]
+            if problem:
+                raise ValidationError({"enabled": [problem]})
+            if not value.get("channelId"):
+                raise ValidationError(
+                    {"channelId": ["Required when Slack is enabled."]}
+                )
+        return {key: data[key] for key in value if key in data} | {
+            "enabled": value["enabled"]
+        }
+
+
 class NotificationSerializer(
     WholeObjectMixin, StrictMixin, PassThroughMixin, serializers.Serializer
 ):
     email = EmailNotificationSerializer(required=False)
+    slack = SlackNotificationSerializer(required=False)
 
 
 # ---------------------------------------------------------------- monitor input
@@ -308,6 +333,14 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     )
     webhook = WebhookSerializer(required=False, allow_null=True)
     notification = NotificationSerializer(required=False, allow_null=True)
+    channels = serializers.ListField(
+        # The database's bigint: a larger id is a 400, never an overflow.
+        child=StrictIntegerField(min_value=1, max_value=2**63 - 1),
+        required=False,
+        max_length=rules.CHANNELS_MAX,
+        help_text="Pagewatch extension: the ids of the team's channels "
+        "(/v2/channels) this monitor sends to; replaces the list.",
+    )
     retentionDays = StrictIntegerField(
         required=False, min_value=rules.RETENTION_MIN, max_value=rules.RETENTION_MAX
     )
@@ -348,6 +381,25 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
         if errors:
             raise ValidationError(errors)
         return rules.clean_ignore_lines(entries)
+
+    def validate_channels(self, ids: list[int]) -> list[int]:  # noqa: N802
+        monitor: Monitor | None = self.context.get("monitor")
+        team = monitor.team if monitor else self.context.get("team")
+        ids = list(dict.fromkeys(ids))
+        found = (
+            set(
+                Channel.objects.for_team(team)
+                .shared()
+                .filter(pk__in=ids)
+                .values_list("pk", flat=True)
+            )
+            if team is not None
+            else set()
+        )
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise ValidationError(f"No channel of this team has the id {missing[0]}.")
+        return ids
 
     def validate_targets(self, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ids = [t["id"] for t in targets if t.get("id")]
@@ -497,6 +549,9 @@ class MonitorSerializer(serializers.Serializer):
     targets = serializers.SerializerMethodField()
     webhook = serializers.SerializerMethodField()
     notification = serializers.SerializerMethodField()
+    channels = serializers.SerializerMethodField(
+        help_text="Pagewatch extension: ids of the team's channels it sends to."
+    )
     retentionDays = serializers.IntegerField(source="retention_days")
     estimatedCreditsPerMonth = serializers.SerializerMethodField()
     unchangedPagesFree = serializers.SerializerMethodField()
@@ -557,6 +612,14 @@ class MonitorSerializer(serializers.Serializer):
     @extend_schema_field(NotificationSerializer)
     def get_notification(self, monitor: Monitor) -> dict[str, Any]:
         return monitor.notification or {}
+
+    @extend_schema_field({"type": "array", "items": {"type": "integer"}})
+    def get_channels(self, monitor: Monitor) -> list[int]:
+        return list(
+            monitor.channels.filter(owner_monitor__isnull=True)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_estimatedCreditsPerMonth(self, monitor: Monitor) -> int:  # noqa: N802

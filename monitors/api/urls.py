@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
-from monitors.api import activity, checks, moving, views
+from monitors.api import activity, channels, checks, moving, views
 
 # API views authenticate with API keys, not sessions: the login middleware
 # must leave them to DRF.
@@ -33,6 +33,15 @@ urlpatterns = [
     ),
     path("export", login_not_required(moving.ExportView.as_view())),
     path("activity", login_not_required(activity.ActivityListView.as_view())),
+    path("channels", login_not_required(channels.ChannelListView.as_view())),
+    path(
+        "channels/<str:channel_id>",
+        login_not_required(channels.ChannelDetailView.as_view()),
+    ),
+    path(
+        "channels/<str:channel_id>/test",
+        login_not_required(channels.ChannelTestView.as_view()),
+    ),
     path(
         "openapi.json",
         login_not_required(SpectacularJSONAPIView.as_view()),

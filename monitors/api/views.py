@@ -249,7 +249,9 @@ class MonitorListView(APIView):
         responses={200: MONITOR_ENVELOPE} | error_responses(400, 403, 413, 415),
     )
     def post(self, request: Request) -> Response:
-        serializer = MonitorWriteSerializer(data=request.data)
+        serializer = MonitorWriteSerializer(
+            data=request.data, context={"team": request.user.team}
+        )
         serializer.is_valid(raise_exception=True)
         monitor = create_monitor(
             request.user.team, serializer.validated_data, timezone.now()

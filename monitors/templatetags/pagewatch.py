@@ -20,6 +20,7 @@ from django.utils.safestring import SafeString
 from checks.errors import plain_error
 from checks.jobs import Via
 from checks.notify import emails, events, transports
+from checks.notify import messages as channel_messages
 from checks.pages import FETCHED_BECAUSE
 from monitors import rules, search_provider
 from monitors.schedule import Schedule
@@ -500,6 +501,11 @@ EVENT_LABELS = {
     emails.NOTIFICATION: "E-mail",
     emails.CONFIRMATION: "Confirmation e-mail",
     emails.WEBHOOK_DISABLED: "E-mail: webhook turned off",
+    channel_messages.CHANGE: "Changes",
+    channel_messages.FAILING: "Monitor failing",
+    channel_messages.RECOVERED: "Monitor works again",
+    channel_messages.DIGEST: "Digest",
+    channel_messages.TEST: "Test message",
 }
 
 

@@ -1,0 +1,122 @@
+"""Channel deliveries: which of a monitor's channels a finished check tells,
+and what (checks.notify.messages), as outbox rows written in the runner's
+transaction. Sending is the outbox's (checks.notify.deliveries.deliver).
+
+A monitor is failing once its channel's `failing_after` latest finished checks
+all failed (a failed check, or one whose every page errored). The link row
+remembers that the channel was told, so it hears once when the failing starts
+and once when it ends, never once per failure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from checks.models import Check, Delivery, PageResult
+from checks.notify import deliveries, events, messages
+from monitors.models import Channel, MonitorChannel
+
+if TYPE_CHECKING:
+    from monitors.models import Monitor
+
+_NOT_RUN = (Check.Status.SKIPPED_OVERLAP, Check.Status.SKIPPED_NO_CREDITS)
+
+
+def create(
+    channel: Channel,
+    monitor: Monitor | None,
+    check: Check | None,
+    message: dict[str, Any],
+) -> Delivery:
+    return deliveries._create(
+        kind=channel.kind,
+        channel=channel,
+        monitor=monitor,
+        check_run=check,
+        event=message["type"],
+        body=events.serialize(message),
+    )
+
+
+def check_failed(check: Check) -> bool:
+    """A failed check, or one where every page it looked at errored."""
+    if check.status == Check.Status.FAILED:
+        return True
+    statuses = set(check.pages.values_list("status", flat=True))
+    return statuses == {PageResult.Status.ERROR}
+
+
+def _failures_in_a_row(monitor: Monitor, limit: int) -> int:
+    latest = (
+        Check.objects.filter(monitor=monitor, finished_at__isnull=False)
+        .exclude(status__in=_NOT_RUN)
+        .order_by("-finished_at")[:limit]
+    )
+    count = 0
+    for check in latest:
+        if not check_failed(check):
+            break
+        count += 1
+    return count
+
+
+def record_check(check: Check) -> list[Delivery]:
+    """Called in the transaction that finishes `check`. Idempotent per check."""
+    if check.status in _NOT_RUN or check.status in Check.IN_FLIGHT:
+        return []
+    if Delivery.objects.filter(check_run=check, channel__isnull=False).exists():
+        return []
+    monitor = check.monitor
+    links = MonitorChannel.objects.filter(monitor=monitor).select_related("channel")
+    created: list[Delivery] = []
+    change_messages: dict[bool, dict[str, Any] | None] = {}
+    failed = check_failed(check)
+    for link in links:
+        channel = link.channel
+        if not channel.digest and (
+            channel.wants(Channel.Event.CHANGE)
+            or channel.wants(Channel.Event.MEANINGFUL)
+        ):
+            only_meaningful = not channel.wants(Channel.Event.CHANGE)
+            if only_meaningful not in change_messages:
+                change_messages[only_meaningful] = messages.change(
+                    check, meaningful_only=only_meaningful
+                )
+            message = change_messages[only_meaningful]
+            if message is not None:
+                created.append(create(channel, monitor, check, message))
+        if channel.wants(Channel.Event.FAILING):
+            created.extend(_failing(link, check, failed))
+    return created
+
+
+def _failing(link: MonitorChannel, check: Check, failed: bool) -> list[Delivery]:
+    channel, monitor = link.channel, check.monitor
+    links = MonitorChannel.objects.filter(pk=link.pk)
+    if failed and link.failing_since is None:
+        failures = _failures_in_a_row(monitor, channel.failing_after)
+        if failures < channel.failing_after:
+            return []
+        # The conditional update claims the transition: told once.
+        if not links.filter(failing_since__isnull=True).update(
+            failing_since=timezone.now()
+        ):
+            return []
+        message = messages.failing(monitor, failures, check.error)
+        return [create(channel, monitor, check, message)]
+    if not failed and link.failing_since is not None:
+        if not links.filter(failing_since__isnull=False).update(failing_since=None):
+            return []
+        return [create(channel, monitor, check, messages.recovered(monitor))]
+    return []
+
+
+def send_test(channel: Channel) -> Delivery:
+    """A test message, sent now in this process so the caller can show what
+    the service answered; recorded as an outbox row like any other."""
+    with transaction.atomic():
+        delivery = create(channel, None, None, messages.test(channel.name))
+    return deliveries.deliver(delivery.pk) or delivery

@@ -1,0 +1,120 @@
+"""Digests: a channel that collects instead of telling at once gets one message
+a day or a week, at its time of day in the team's zone, listing the meaningful
+changes since the last one (grouped by monitor, newest first). Nothing is sent
+when nothing happened.
+
+The scheduler's periodic task calls `queue_due`; each due channel is claimed
+with a conditional update of `next_digest_at`, so two schedulers never make the
+same digest, and the digest is an outbox row like any delivery.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.db import transaction
+from django.db.models import Q
+
+from checks.models import Delivery, PageResult
+from checks.notify import channels, messages
+from checks.notify.emails import absolute
+from monitors.models import Channel
+
+DEFAULT_AT = time(9, 0)
+PAGES_PER_MONITOR = 20
+WEEKDAY = 0  # Monday
+
+
+def next_digest_at(channel: Channel, after: datetime) -> datetime | None:
+    """The first digest moment strictly after `after`, in UTC. Wall-clock
+    arithmetic in the team's zone, so 09:00 stays 09:00 across DST."""
+    if not channel.digest:
+        return None
+    zone = ZoneInfo(channel.team.time_zone or "UTC")
+    local = after.astimezone(zone)
+    at = channel.digest_at or DEFAULT_AT
+    candidate = datetime.combine(local.date(), at, tzinfo=zone)
+    step = timedelta(days=1)
+    if channel.digest == Channel.Digest.WEEKLY:
+        candidate += timedelta(days=(WEEKDAY - candidate.weekday()) % 7)
+        step = timedelta(days=7)
+    while candidate <= local:
+        candidate += step
+    return candidate.astimezone(UTC)
+
+
+def schedule(channel: Channel, now: datetime) -> None:
+    """Set (or clear) when the channel's next digest is due; not saved."""
+    if channel.digest:
+        channel.digest_since = channel.digest_since or now
+        channel.next_digest_at = next_digest_at(channel, now)
+    else:
+        channel.digest_since = channel.next_digest_at = None
+
+
+def _changes(
+    channel: Channel, since: datetime, until: datetime
+) -> list[dict[str, Any]]:
+    rows = PageResult.objects.filter(
+        check_run__monitor__channels=channel,
+        check_run__monitor__deleted_at__isnull=True,
+        # Half-open, so a change at the moment one digest ends is in the next.
+        created_at__gte=since,
+        created_at__lt=until,
+        status__in=(PageResult.Status.CHANGED, PageResult.Status.NEW),
+    )
+    if not channel.wants(Channel.Event.CHANGE):
+        # A change the judge called noise is no news; unjudged ones are.
+        rows = rows.filter(~Q(verdict=PageResult.Verdict.NOISE))
+    rows = rows.select_related("check_run__monitor").order_by("-created_at")
+    grouped: dict[Any, dict[str, Any]] = {}
+    for page in rows[:1000]:
+        monitor = page.check_run.monitor
+        entry = grouped.setdefault(
+            monitor.pk,
+            {
+                "monitor": {
+                    "id": str(monitor.pk),
+                    "name": monitor.name,
+                    "link": absolute(monitor.get_absolute_url()),
+                },
+                "pages": [],
+                "more": 0,
+            },
+        )
+        if len(entry["pages"]) >= PAGES_PER_MONITOR:
+            entry["more"] += 1
+            continue
+        judgment = page.judgment if isinstance(page.judgment, dict) else {}
+        entry["pages"].append(
+            {
+                "url": page.url,
+                "status": page.status,
+                "reason": str(judgment.get("reason") or "") or None,
+                "at": page.created_at.isoformat(),
+                "link": absolute(page.get_absolute_url()),
+            }
+        )
+    return list(grouped.values())
+
+
+def queue_due(now: datetime) -> list[Delivery]:
+    """Make the digest of every channel whose time has come."""
+    made = []
+    due = Channel.objects.digest_due(now).select_related("team")
+    for channel in due:
+        since = channel.digest_since or (now - timedelta(days=1))
+        following = next_digest_at(channel, now)
+        with transaction.atomic():
+            claimed = Channel.objects.filter(
+                pk=channel.pk, next_digest_at=channel.next_digest_at
+            ).update(next_digest_at=following, digest_since=now)
+            if not claimed:
+                continue
+            grouped = _changes(channel, since, now)
+            if grouped:
+                message = messages.digest(since, now, grouped)
+                made.append(channels.create(channel, None, None, message))
+    return made

@@ -1,0 +1,86 @@
+"""What every kind of channel is: a class with its name, label, help, the
+settings it takes (validated here for the API and the dashboard alike), which
+of them are secrets, and `send(delivery)`."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from checks.notify.transports import DeliveryError, Sent
+
+if TYPE_CHECKING:
+    from checks.models import Delivery
+
+__all__ = ["ChannelKind", "DeliveryError", "SettingsError", "Sent"]
+
+MASK = "••••"
+
+
+class SettingsError(ValueError):
+    """Settings a kind cannot take: {field: message}."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+class ChannelKind:
+    name: ClassVar[str]
+    label: ClassVar[str]
+    help: ClassVar[str] = ""
+    # {setting: (label, help)}: what the dashboard's form asks for.
+    fields: ClassVar[dict[str, tuple[str, str]]] = {}
+    # Settings that are never shown again once written.
+    secrets: ClassVar[tuple[str, ...]] = ()
+    # The environment variable this kind needs, when it needs one.
+    needs_setting: ClassVar[str | None] = None
+
+    def unavailable(self) -> str | None:
+        """Why this kind cannot send here (a setting is missing), or None."""
+        return None
+
+    def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Validated settings; raises SettingsError naming each bad field."""
+        unknown = sorted(set(settings) - set(self.fields))
+        if unknown:
+            raise SettingsError({unknown[0]: "Not a setting of this kind."})
+        cleaned = {}
+        for key in self.fields:
+            value = settings.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise SettingsError({key: "Required."})
+            cleaned[key] = value.strip()
+        return cleaned
+
+    def merge(self, stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """New settings from an edit: a secret left out (or sent back masked)
+        keeps its stored value, so clients can send what they were shown."""
+        merged = dict(given)
+        for key in self.secrets:
+            value = merged.get(key)
+            if (
+                value is None or (isinstance(value, str) and MASK in value)
+            ) and key in stored:
+                merged[key] = stored[key]
+        return merged
+
+    def masked(self, settings: dict[str, Any]) -> dict[str, Any]:
+        return {
+            key: mask(value) if key in self.secrets else value
+            for key, value in settings.items()
+        }
+
+    def send(self, delivery: Delivery) -> Sent:
+        raise NotImplementedError
+
+    @staticmethod
+    def message(delivery: Delivery) -> dict[str, Any]:
+        return json.loads(delivery.body)
+
+
+def mask(value: Any) -> str:
+    """A secret shown as its kind and last characters only."""
+    text = str(value)
+    scheme = text.split("://", 1)[0] + "://" if "://" in text else ""
+    return f"{scheme}{MASK}{text[-4:] if len(text) > 12 else ''}"

@@ -1,0 +1,225 @@
+"""Slack, two ways: a Slack app's bot token (SLACK_BOT_TOKEN, chat.postMessage
+to a channel picked by id) and an incoming-webhook URL for teams without an app.
+Both send the same Block Kit message."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from checks.notify import messages
+from checks.notify.kinds import http
+from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
+from checks.notify.transports import _excerpt, parse_retry_after
+from monitors.url_rule import url_syntax_error
+
+if TYPE_CHECKING:
+    from checks.models import Delivery
+
+TOKEN_SETTING = "SLACK_BOT_TOKEN"  # noqa: S105 (a setting's name)
+# Slack's answers that a retry cannot change: the token or the channel is wrong.
+PERMANENT_ERRORS = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "missing_scope",
+        "invalid_blocks",
+    }
+)
+SLACK_WORDS = {
+    "invalid_auth": "Slack did not accept the bot token (invalid_auth).",
+    "channel_not_found": (
+        "Slack has no such channel, or the app cannot see it (channel_not_found)."
+    ),
+    "not_in_channel": (
+        "The Slack app is not in this channel: invite it (not_in_channel)."
+    ),
+}
+SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
+
+
+def token() -> str:
+    return getattr(django_settings, "SLACK_BOT_TOKEN", "") or ""
+
+
+def api_url(method: str) -> str:
+    base = getattr(django_settings, "SLACK_API_URL", "") or "https://slack.com/api/"
+    return base.rstrip("/") + "/" + method
+
+
+def call(method: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """One Web API call with the bot token; Slack's `ok: false` is a
+    DeliveryError naming its error."""
+    result = http.post_json(
+        api_url(method), payload, {"Authorization": f"Bearer {token()}"}
+    )
+    if result.status_code == 429:
+        raise DeliveryError(
+            "Slack asked us to slow down (rate limited).",
+            status_code=429,
+            retry_after=parse_retry_after(
+                result.headers.get("retry-after"), timezone.now()
+            ),
+        )
+    try:
+        answer = json.loads(result.content)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, Mapping):
+        raise DeliveryError(
+            f"Slack answered {result.status_code} without JSON.",
+            status_code=result.status_code,
+            response_body=_excerpt(result.content),
+        )
+    if not answer.get("ok"):
+        error = str(answer.get("error") or "unknown_error")
+        raise DeliveryError(
+            SLACK_WORDS.get(error, f"Slack answered: {error}."),
+            permanent=error in PERMANENT_ERRORS,
+            status_code=result.status_code,
+            response_body=_excerpt(result.content),
+        )
+    return dict(answer)
+
+
+def list_channels(limit: int = 200) -> list[dict[str, str]]:
+    """The workspace's channels the dashboard offers: [{id, name}]."""
+    answer = call(
+        "conversations.list",
+        {
+            "limit": limit,
+            "exclude_archived": True,
+            "types": "public_channel,private_channel",
+        },
+    )
+    return [
+        {"id": str(c.get("id")), "name": str(c.get("name"))}
+        for c in answer.get("channels") or []
+        if isinstance(c, Mapping)
+    ]
+
+
+def _mrkdwn(text: str) -> str:
+    # Slack's mrkdwn control characters, escaped as its docs ask.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _link(url: str, label: str) -> str:
+    return f"<{_mrkdwn(url)}|{_mrkdwn(label)}>"
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS]}}
+
+
+def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Block Kit: a header, then the monitor's pages (reason, before → after,
+    a link to the diff), cut with "and N more"."""
+    title = messages.title(message)
+    out: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}}
+    ]
+    if message.get("type") == messages.CHANGE:
+        for page in message.get("pages") or []:
+            lines = [f"*{_link(page['url'], page['url'])}* — {_mrkdwn(page['label'])}"]
+            if page.get("blocked"):
+                lines[0] += " (" + messages.BLOCKED_WORDS + ")"
+            if page.get("reason"):
+                lines.append(f"_{_mrkdwn(page['reason'])}_")
+            if page.get("before") or page.get("after"):
+                lines.append(
+                    f"~{_mrkdwn(page.get('before') or '')}~ → "
+                    f"{_mrkdwn(page.get('after') or '')}"
+                )
+            lines.append(_link(page["link"], "See the diff"))
+            out.append(_section("\n".join(lines)))
+        if message.get("more"):
+            out.append(_section(f"…and {message['more']} more."))
+        out.append(_section(_link(message["link"], "Open the check in Pagewatch")))
+    else:
+        out.append(_section(_mrkdwn(messages.text(message))))
+    return out
+
+
+class SlackKind(ChannelKind):
+    name = "slack"
+    label = "Slack (app)"
+    help = "Posts to a Slack channel with the Slack app's bot token."
+    fields = {
+        "channelId": ("Channel", "The Slack channel's id, e.g. C0123456789."),
+        "channelName": ("Channel name", "Shown in Pagewatch; optional."),
+    }
+    needs_setting = TOKEN_SETTING
+
+    def unavailable(self) -> str | None:
+        if not token():
+            return (
+                f"Set {TOKEN_SETTING} (a Slack app's bot token) to send to Slack "
+                "this way."
+            )
+        return None
+
+    def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(settings) - set(self.fields))
+        if unknown:
+            raise SettingsError({unknown[0]: "Not a setting of this kind."})
+        channel_id = settings.get("channelId")
+        if not isinstance(channel_id, str) or not channel_id.strip():
+            raise SettingsError({"channelId": "Required."})
+        name = settings.get("channelName") or ""
+        if not isinstance(name, str):
+            raise SettingsError({"channelName": "Must be a string."})
+        return {"channelId": channel_id.strip(), "channelName": name.strip()}
+
+    def send(self, delivery: Delivery) -> Sent:
+        if self.unavailable():
+            raise DeliveryError(
+                f"Not sent: {TOKEN_SETTING} is not set.", permanent=True
+            )
+        channel = delivery.channel
+        assert channel is not None
+        message = self.message(delivery)
+        answer = call(
+            "chat.postMessage",
+            {
+                "channel": channel.settings["channelId"],
+                "text": messages.title(message),
+                "blocks": blocks(message),
+                "unfurl_links": False,
+            },
+        )
+        return Sent(200, json.dumps({"ok": True, "ts": answer.get("ts")}))
+
+
+class SlackWebhookKind(ChannelKind):
+    name = "slack_webhook"
+    label = "Slack (incoming webhook)"
+    help = (
+        "For a workspace without the Pagewatch app: paste an incoming-webhook "
+        "URL from Slack (https://hooks.slack.com/services/…)."
+    )
+    fields = {"url": ("Webhook URL", "Slack shows it once when you add the webhook.")}
+    secrets = ("url",)
+
+    def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
+        cleaned = super().clean(settings)
+        problem = url_syntax_error(cleaned["url"])
+        if problem:
+            raise SettingsError({"url": problem})
+        return cleaned
+
+    def send(self, delivery: Delivery) -> Sent:
+        channel = delivery.channel
+        assert channel is not None
+        message = self.message(delivery)
+        payload = {"text": messages.title(message), "blocks": blocks(message)}
+        return http.expect_2xx(http.post_json(channel.settings["url"], payload))

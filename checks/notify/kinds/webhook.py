@@ -1,0 +1,48 @@
+"""A team's webhook channel: the message as signed JSON to a URL."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from checks.notify.kinds import http
+from checks.notify.kinds.base import ChannelKind, Sent, SettingsError
+from checks.notify.signing import signature_headers, signing_secrets
+from monitors.url_rule import url_syntax_error
+
+if TYPE_CHECKING:
+    from checks.models import Delivery
+
+
+class WebhookKind(ChannelKind):
+    name = "webhook"
+    label = "Webhook"
+    help = (
+        "Pagewatch POSTs each message as JSON, signed like the monitor "
+        "webhooks (Standard Webhooks headers with the team's secret)."
+    )
+    fields = {"url": ("URL", "Where to POST, e.g. https://example.com/hooks/pagewatch")}
+
+    def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
+        cleaned = super().clean(settings)
+        problem = url_syntax_error(cleaned["url"])
+        if problem:
+            raise SettingsError({"url": problem})
+        return cleaned
+
+    def send(self, delivery: Delivery) -> Sent:
+        channel = delivery.channel
+        assert channel is not None
+        body = delivery.body.encode()
+        now = timezone.now()
+        secret, *previous = signing_secrets(channel.team, now)
+        headers = signature_headers(
+            secret,
+            str(delivery.webhook_id),
+            int(now.timestamp()),
+            body,
+            previous=previous,
+        )
+        headers["X-Pagewatch-Event"] = delivery.event
+        return http.expect_2xx(http.post_json(channel.settings["url"], body, headers))

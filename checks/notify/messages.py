@@ -1,0 +1,158 @@
+"""What a channel is told, as plain JSON-ready data.
+
+A channel delivery stores one of these in its outbox row (serialized once, so
+every retry sends the same message); each kind in checks.notify.kinds turns it
+into its own shape (Slack blocks, an Apprise title and body, a webhook's JSON).
+Texts come from templates/notify/, so every kind words things the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.template.loader import render_to_string
+
+from checks.notify.emails import absolute, change_report
+
+if TYPE_CHECKING:
+    from checks.models import Check
+    from monitors.models import Monitor
+
+CHANGE = "channel.change"
+FAILING = "channel.failing"
+RECOVERED = "channel.recovered"
+DIGEST = "channel.digest"
+TEST = "channel.test"
+
+# Pages listed in one message; the rest are "and N more".
+PAGES_SHOWN = 10
+QUOTE_CHARS = 300
+# A site that answers these refused us, rather than failing: said so in words.
+BLOCKED_STATUS_CODES = frozenset({403, 429})
+BLOCKED_WORDS = "blocked by the site"
+
+
+def _monitor(monitor: Monitor) -> dict[str, Any]:
+    return {
+        "id": str(monitor.pk),
+        "name": monitor.name,
+        "link": absolute(monitor.get_absolute_url()),
+    }
+
+
+def _cut(text: Any) -> str | None:
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
+
+
+def _quotes(judgment: Any) -> tuple[str | None, str | None]:
+    """The judge's first quoted change, before and after."""
+    if not isinstance(judgment, Mapping):
+        return None, None
+    for entry in judgment.get("meaningfulChanges") or []:
+        if isinstance(entry, Mapping):
+            return _cut(entry.get("before")), _cut(entry.get("after"))
+    return None, None
+
+
+def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
+    """The change message of a finished check; None when there is nothing to
+    say: no change at all, or (for `meaningful_only`) every change was judged
+    noise, as Firecrawl suppresses its e-mail then."""
+    report = change_report(check)
+    reason = report.suppression_reason()
+    if reason == "no_changes" or (meaningful_only and reason):
+        return None
+    # Pages that only errored are a failure, which channels hear of as
+    # "failing" (checks.notify.channels); alongside changes they are listed.
+    if all(line.status == "error" for line in report.pages):
+        return None
+    judgments = dict(check.pages.exclude(status="same").values_list("pk", "judgment"))
+    codes = dict(check.pages.exclude(status="same").values_list("pk", "status_code"))
+    pages = []
+    for line in report.pages:
+        if meaningful_only and line.meaningful is False:
+            continue
+        before, after = _quotes(judgments.get(line.pk))
+        pages.append(
+            {
+                "url": line.url,
+                "status": line.status,
+                "label": line.label,
+                "meaningful": line.meaningful,
+                "reason": line.reason or None,
+                "error": line.error or None,
+                "blocked": codes.get(line.pk) in BLOCKED_STATUS_CODES,
+                "before": before,
+                "after": after,
+                "link": absolute(f"/monitors/{check.monitor_id}/checks/{check.pk}/")
+                + (f"pages/{line.pk}/" if line.pk else ""),
+            }
+        )
+    return {
+        "type": CHANGE,
+        "monitor": _monitor(check.monitor),
+        "checkId": str(check.pk),
+        "counts": report.counts_line(),
+        "meaningful": report.meaningful,
+        "pages": pages[:PAGES_SHOWN],
+        "more": max(0, len(pages) - PAGES_SHOWN),
+        "blocked": sum(1 for p in pages if p["blocked"]),
+        "link": absolute(f"/monitors/{check.monitor_id}/checks/{check.pk}/"),
+    }
+
+
+def failing(monitor: Monitor, failures: int, error: str | None) -> dict[str, Any]:
+    return {
+        "type": FAILING,
+        "monitor": _monitor(monitor),
+        "failures": failures,
+        "error": _cut(error),
+        "link": absolute(monitor.get_absolute_url()),
+    }
+
+
+def recovered(monitor: Monitor) -> dict[str, Any]:
+    return {
+        "type": RECOVERED,
+        "monitor": _monitor(monitor),
+        "link": absolute(monitor.get_absolute_url()),
+    }
+
+
+def test(channel_name: str) -> dict[str, Any]:
+    return {"type": TEST, "channel": channel_name}
+
+
+def digest(
+    since: datetime, until: datetime, monitors: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """`monitors`: [{monitor, pages: [{url, reason, at, link}]}], newest first."""
+    return {
+        "type": DIGEST,
+        "since": since.isoformat(),
+        "until": until.isoformat(),
+        "monitors": monitors,
+        "changes": sum(len(m["pages"]) for m in monitors),
+    }
+
+
+def title(message: Mapping[str, Any]) -> str:
+    return render_to_string("notify/channel_title.txt", {"m": message}).strip()
+
+
+def text(message: Mapping[str, Any]) -> str:
+    """The message as plain text (Markdown-friendly): Apprise's body, Slack's
+    fallback text."""
+    rendered = render_to_string("notify/channel_message.txt", {"m": message})
+    lines = [line.rstrip() for line in rendered.splitlines()]
+    # Collapse the template's blank runs into single blank lines.
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip()

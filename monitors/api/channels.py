@@ -1,0 +1,280 @@
+"""/v2/channels (a Pagewatch extension): a team's channels, with the same
+envelope, errors and keys as /v2/monitor. ChannelInputSerializer is also what
+the dashboard's channel form validates with, so both take the same input."""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from checks.notify import channels as channel_events
+from checks.notify import digests, kinds
+from monitors.api.errors import not_found
+from monitors.api.options import StrictCharField, StrictIntegerField
+from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
+from monitors.models import Channel, Team
+
+NAME_MAX = 120
+FAILING_AFTER_MAX = 100
+SETTINGS_MAX_CHARS = 4000
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class ChannelInputSerializer(serializers.Serializer):
+    """Create with every field but the optional ones; with partial=True, an edit.
+    context["channel"] is the stored channel when editing."""
+
+    name = StrictCharField(max_length=NAME_MAX)
+    kind = serializers.CharField(
+        help_text="One of the kinds this Pagewatch knows: "
+        + ", ".join(k.name for k in kinds.all_kinds())
+    )
+    settings = serializers.DictField(
+        help_text="The kind's settings. Secrets are written here and never "
+        "returned: an edit that leaves one out (or sends back the masked form) "
+        "keeps it."
+    )
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=Channel.Event.values),
+        required=False,
+        max_length=len(Channel.Event.values),
+    )
+    digest = serializers.ChoiceField(
+        choices=["daily", "weekly"], required=False, allow_null=True
+    )
+    digestAt = serializers.TimeField(
+        required=False, allow_null=True, help_text="HH:MM in the team's time zone."
+    )
+    failingAfter = StrictIntegerField(
+        required=False, min_value=1, max_value=FAILING_AFTER_MAX
+    )
+
+    def validate_kind(self, value: str) -> str:
+        stored: Channel | None = self.context.get("channel")
+        if stored is not None and value != stored.kind:
+            raise ValidationError("A channel's kind cannot change; make a new one.")
+        if kinds.kind_for(value) is None:
+            known = ", ".join(k.name for k in kinds.all_kinds())
+            raise ValidationError(f"Unknown kind {value!r}. Known kinds: {known}.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        stored: Channel | None = self.context.get("channel")
+        if self.partial and not attrs:
+            raise ValidationError("Update body cannot be empty.")
+        name = attrs.get("kind") or (stored.kind if stored else "")
+        kind = kinds.kind_for(name)
+        assert kind is not None
+        if "settings" in attrs:
+            given = attrs["settings"]
+            if len(str(given)) > SETTINGS_MAX_CHARS:
+                raise ValidationError({"settings": ["Too large."]})
+            if stored is not None:
+                given = kind.merge(stored.settings, given)
+            try:
+                attrs["settings"] = kind.clean(given)
+            except kinds.SettingsError as exc:
+                raise ValidationError(
+                    {"settings": {k: [v] for k, v in exc.errors.items()}}
+                ) from None
+        problem = kind.unavailable()
+        if problem and (stored is None or "settings" in attrs):
+            raise ValidationError({"kind": [problem]})
+        digest = attrs.get("digest", stored.digest if stored else None) or None
+        digest_at = attrs.get("digestAt", stored.digest_at if stored else None)
+        if digest and digest_at is None:
+            attrs["digestAt"] = time(9, 0)
+        return attrs
+
+
+def save_channel(
+    team: Team, data: dict[str, Any], now: datetime, channel: Channel | None = None
+) -> Channel:
+    """Create or change a channel from validated input (API and dashboard)."""
+    if channel is None:
+        channel = Channel(team=team, kind=data["kind"])
+        channel.events = list(Channel.DEFAULT_EVENTS)
+    if "name" in data:
+        channel.name = data["name"].strip()
+    if "settings" in data:
+        channel.settings = data["settings"]
+    if "events" in data:
+        channel.events = list(dict.fromkeys(data["events"]))
+    if "failingAfter" in data:
+        channel.failing_after = data["failingAfter"]
+    if "digest" in data:
+        channel.digest = data["digest"] or ""
+    if "digestAt" in data:
+        channel.digest_at = data["digestAt"]
+    with transaction.atomic():
+        digests.schedule(channel, now)
+        channel.save()
+    return channel
+
+
+class ChannelSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    settings = serializers.SerializerMethodField()
+    events = serializers.ListField(child=serializers.CharField())
+    digest = serializers.SerializerMethodField()
+    digestAt = serializers.SerializerMethodField()
+    failingAfter = serializers.IntegerField(source="failing_after")
+    createdAt = serializers.SerializerMethodField()
+    updatedAt = serializers.SerializerMethodField()
+
+    def get_settings(self, channel: Channel) -> dict[str, Any]:
+        kind = kinds.kind_for(channel.kind)
+        return kind.masked(channel.settings) if kind else {}
+
+    def get_digest(self, channel: Channel) -> str | None:
+        return channel.digest or None
+
+    def get_digestAt(self, channel: Channel) -> str | None:  # noqa: N802
+        return channel.digest_at.strftime("%H:%M") if channel.digest_at else None
+
+    def get_createdAt(self, channel: Channel) -> str:  # noqa: N802
+        return _iso(channel.created_at)
+
+    def get_updatedAt(self, channel: Channel) -> str:  # noqa: N802
+        return _iso(channel.updated_at)
+
+
+CHANNEL_ENVELOPE = envelope("ChannelResponse", ChannelSerializer())
+CHANNEL_ID = OpenApiParameter(
+    "channel_id", int, OpenApiParameter.PATH, description="Another team's is a 404."
+)
+
+
+def get_channel_for(request: Request, channel_id: str) -> Channel:
+    if not str(channel_id).isdigit() or len(str(channel_id)) > 18:
+        raise not_found("Channel")
+    channel = (
+        Channel.objects.for_team(request.user.team)
+        .shared()
+        .filter(pk=int(channel_id))
+        .first()
+    )
+    if channel is None:
+        raise not_found("Channel")
+    return channel
+
+
+def render(channel: Channel) -> dict[str, Any]:
+    return ChannelSerializer(channel).data
+
+
+class ChannelListView(APIView):
+    @extend_schema(
+        operation_id="listChannels",
+        parameters=RESPONSE_HEADERS,
+        responses={200: envelope("ChannelListResponse", ChannelSerializer(many=True))}
+        | error_responses(),
+    )
+    def get(self, request: Request) -> Response:
+        rows = Channel.objects.for_team(request.user.team).shared()
+        return ok(ChannelSerializer(rows, many=True).data)
+
+    @extend_schema(
+        operation_id="createChannel",
+        request=ChannelInputSerializer,
+        parameters=RESPONSE_HEADERS,
+        responses={200: CHANNEL_ENVELOPE} | error_responses(400, 403, 413, 415),
+    )
+    def post(self, request: Request) -> Response:
+        serializer = ChannelInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        channel = save_channel(
+            request.user.team, serializer.validated_data, timezone.now()
+        )
+        return ok(render(channel))
+
+
+class ChannelDetailView(APIView):
+    @extend_schema(
+        operation_id="getChannel",
+        parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
+        responses={200: CHANNEL_ENVELOPE} | error_responses(404),
+    )
+    def get(self, request: Request, channel_id: str) -> Response:
+        return ok(render(get_channel_for(request, channel_id)))
+
+    @extend_schema(
+        operation_id="updateChannel",
+        request=ChannelInputSerializer(partial=True),
+        parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
+        responses={200: CHANNEL_ENVELOPE} | error_responses(400, 403, 404, 413, 415),
+    )
+    def patch(self, request: Request, channel_id: str) -> Response:
+        channel = get_channel_for(request, channel_id)
+        serializer = ChannelInputSerializer(
+            data=request.data, partial=True, context={"channel": channel}
+        )
+        serializer.is_valid(raise_exception=True)
+        save_channel(channel.team, serializer.validated_data, timezone.now(), channel)
+        return ok(render(channel))
+
+    @extend_schema(
+        operation_id="deleteChannel",
+        parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
+        responses={
+            200: inline_serializer(
+                "ChannelDeleteResponse",
+                {"success": serializers.BooleanField(help_text="Always true.")},
+            )
+        }
+        | error_responses(403, 404),
+    )
+    def delete(self, request: Request, channel_id: str) -> Response:
+        get_channel_for(request, channel_id).delete()
+        return Response({"success": True})
+
+
+class ChannelTestView(APIView):
+    @extend_schema(
+        operation_id="testChannel",
+        request=None,
+        parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
+        responses={
+            200: envelope(
+                "ChannelTestResponse",
+                inline_serializer(
+                    "ChannelTestResult",
+                    {
+                        "delivered": serializers.BooleanField(),
+                        "statusCode": serializers.IntegerField(allow_null=True),
+                        "response": serializers.CharField(
+                            help_text="What the service answered (an excerpt)."
+                        ),
+                        "error": serializers.CharField(allow_null=True),
+                    },
+                ),
+            )
+        }
+        | error_responses(403, 404),
+    )
+    def post(self, request: Request, channel_id: str) -> Response:
+        channel = get_channel_for(request, channel_id)
+        delivery = channel_events.send_test(channel)
+        attempt = delivery.attempt_log.order_by("-number").first()
+        return ok(
+            {
+                "delivered": delivery.status == delivery.Status.DELIVERED,
+                "statusCode": delivery.last_status_code,
+                "response": attempt.response_body if attempt else "",
+                "error": delivery.last_error or None,
+            }
+        )

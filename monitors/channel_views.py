@@ -1,0 +1,189 @@
+"""The dashboard's Channels page: a team's channels, each with its last
+deliveries and errors in plain words, a test button, and one form to add or
+change one. The form's input goes through the API's ChannelInputSerializer,
+so the dashboard and /v2/channels accept exactly the same things; the kinds,
+their fields and their help come from the registry (checks.notify.kinds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from checks.models import Delivery
+from checks.notify import channels as channel_events
+from checks.notify import kinds
+from checks.notify.kinds.slack import list_channels
+from checks.notify.transports import DeliveryError, answer_in_plain_words
+from monitors.api.channels import ChannelInputSerializer, save_channel
+from monitors.models import Channel
+from monitors.views import Action, DashboardRequest, team_view
+
+RECENT = 5
+
+
+def _get(request: DashboardRequest, pk: int) -> Channel:
+    channel = Channel.objects.for_team(request.team).shared().filter(pk=pk).first()
+    if channel is None:
+        raise Http404("Channel not found")
+    return channel
+
+
+@require_http_methods(["GET"])
+@team_view
+def channel_list(request: DashboardRequest) -> HttpResponse:
+    rows = list(
+        Channel.objects.for_team(request.team).shared().prefetch_related("monitors")
+    )
+    for channel in rows:
+        channel.recent = list(  # type: ignore[attr-defined]
+            Delivery.objects.filter(channel=channel).order_by("-created_at", "-id")[
+                :RECENT
+            ]
+        )
+        channel.kind_class = kinds.kind_for(channel.kind)  # type: ignore[attr-defined]
+    return render(
+        request,
+        "monitors/channels.html",
+        {"channels": rows, "kinds": kinds.all_kinds()},
+    )
+
+
+def _form_data(request: DashboardRequest, kind: kinds.ChannelKind) -> dict[str, Any]:
+    post = request.POST
+    data: dict[str, Any] = {
+        "name": post.get("name", ""),
+        "kind": kind.name,
+        "settings": {
+            key: post.get(f"setting_{key}", "")
+            for key in kind.fields
+            # A secret left empty keeps the stored one.
+            if not (key in kind.secrets and not post.get(f"setting_{key}"))
+        },
+        "events": post.getlist("events"),
+        "digest": post.get("digest") or None,
+        "failingAfter": int(post["failing_after"])
+        if post.get("failing_after", "").isdigit()
+        else post.get("failing_after") or 3,
+    }
+    if post.get("digest_at"):
+        data["digestAt"] = post["digest_at"]
+    return data
+
+
+def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
+    """The workspace's channels to pick from, when the kind has a picker and
+    can reach Slack; nothing (a plain id field) otherwise."""
+    if (
+        kind.needs_setting is None
+        or kind.unavailable()
+        or "channelId" not in kind.fields
+    ):
+        return []
+    try:
+        return list_channels()
+    except DeliveryError:
+        return []
+
+
+@require_http_methods(["GET", "POST"])
+@team_view(to_change=Action.EDIT)
+def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpResponse:
+    channel = _get(request, pk) if pk is not None else None
+    name = (
+        channel.kind if channel else request.GET.get("kind") or request.POST.get("kind")
+    )
+    kind = kinds.kind_for(name or "")
+    if kind is None:
+        return render(
+            request,
+            "monitors/channel_form.html",
+            {"kinds": kinds.all_kinds(), "channel": None, "kind": None},
+        )
+    errors: dict[str, Any] = {}
+    if request.method == "POST":
+        data = _form_data(request, kind)
+        serializer = ChannelInputSerializer(
+            data=data, context={"channel": channel}, partial=channel is not None
+        )
+        if serializer.is_valid():
+            saved = save_channel(
+                request.team, serializer.validated_data, timezone.now(), channel
+            )
+            messages.success(request, f"Channel “{saved.name}” saved.")
+            return redirect("channels")
+        errors = serializer.errors
+    shown = kind.masked(channel.settings) if channel else {}
+    context = {
+        "channel": channel,
+        "kind": kind,
+        "kinds": kinds.all_kinds(),
+        "fields": [
+            {
+                "key": key,
+                "label": label,
+                "help": help_text,
+                "secret": key in kind.secrets,
+                "value": ""
+                if key in kind.secrets
+                else request.POST.get(f"setting_{key}", shown.get(key, "")),
+                "stored": shown.get(key) if key in kind.secrets else None,
+                "errors": (errors.get("settings") or {}).get(key, [])
+                if isinstance(errors.get("settings"), dict)
+                else [],
+            }
+            for key, (label, help_text) in kind.fields.items()
+        ],
+        "errors": errors,
+        "unavailable": kind.unavailable(),
+        "slack_channels": _slack_choices(kind),
+        "event_choices": Channel.Event.choices,
+        "chosen_events": request.POST.getlist("events")
+        if request.method == "POST"
+        else (channel.events if channel else list(Channel.DEFAULT_EVENTS)),
+        "digest_choices": Channel.Digest.choices,
+        "name": request.POST.get("name", channel.name if channel else ""),
+        "digest": request.POST.get("digest", channel.digest if channel else ""),
+        "digest_at": request.POST.get(
+            "digest_at",
+            channel.digest_at.strftime("%H:%M")
+            if channel and channel.digest_at
+            else "",
+        ),
+        "failing_after": request.POST.get(
+            "failing_after",
+            channel.failing_after if channel else Channel.FAILING_AFTER_DEFAULT,
+        ),
+    }
+    return render(
+        request, "monitors/channel_form.html", context, status=400 if errors else 200
+    )
+
+
+@require_POST
+@team_view(needs=Action.EDIT)
+def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
+    channel = _get(request, pk)
+    delivery = channel_events.send_test(channel)
+    if delivery.status == Delivery.Status.DELIVERED:
+        messages.success(request, f"Test message sent to “{channel.name}”.")
+    else:
+        messages.error(
+            request,
+            f"The test message to “{channel.name}” was not delivered: "
+            f"{answer_in_plain_words(delivery.last_error)}",
+        )
+    return redirect("channels")
+
+
+@require_POST
+@team_view(needs=Action.EDIT)
+def channel_delete(request: DashboardRequest, pk: int) -> HttpResponse:
+    channel = _get(request, pk)
+    channel.delete()
+    messages.success(request, f"Channel “{channel.name}” deleted.")
+    return redirect("channels")

@@ -1,0 +1,52 @@
+"""The Channels page and picking channels in the monitor form, in a real
+Chromium: a person adds a channel, sends a test message that the receiver
+refuses and reads why in plain words, then picks the channel for a monitor."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitors.models import Channel
+from tests.browser.people import sign_in
+from tests.browser.test_dashboard_browser import assert_clean, make_monitor
+from tests.sites import Site
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_adding_testing_and_picking_a_channel(
+    browser_page, member, team, settings, screenshot
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    page = browser_page
+    monitor = make_monitor(team, ["https://example.com/a"])
+    with Site() as site:
+        site.handle("/hook", lambda r: (503, {"Content-Type": "text/plain"}, b"busy"))
+        sign_in(page)
+        page.get_by_role("link", name="Channels").click()
+        page.get_by_text("No channels yet").wait_for()
+        page.get_by_role("link", name="Add a channel").click()
+        page.get_by_role("link", name="Webhook", exact=True).click()
+        page.get_by_label("Name").fill("Ops room")
+        page.get_by_label("URL").fill(site.url("/hook"))
+        page.get_by_role("button", name="Save channel").click()
+        page.get_by_text("Channel “Ops room” saved.").wait_for()
+
+        page.get_by_role("button", name="Send a test message to Ops room").click()
+        page.get_by_text(
+            "was not delivered: The receiving server answered with error 503."
+        ).wait_for()
+        page.get_by_text(
+            "The receiving server answered with error 503."
+        ).first.wait_for()
+        screenshot(page, "29-channels-page")
+        assert_clean(page)
+
+    channel = Channel.objects.get(team=team)
+    page.goto(f"/monitors/{monitor.pk}/edit/")
+    page.get_by_label("Ops room").check()
+    screenshot(page, "29-monitor-form-channels", full_page=False)
+    page.get_by_role("button", name="Save").first.click()
+    page.wait_for_url(f"**/monitors/{monitor.pk}/")
+    assert list(monitor.channels.all()) == [channel]
+    assert_clean(page)

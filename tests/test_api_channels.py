@@ -1,0 +1,285 @@
+"""/v2/channels and a monitor's `channels` and `notification.slack`, through
+the API as integrators (and the Firecrawl SDK) use it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from firecrawl import Firecrawl
+
+from checks.models import Delivery
+from monitors.models import Channel, Monitor, MonitorChannel
+from tests.sites import Request, Site
+
+
+def data(response) -> Any:
+    assert response.status_code == 200, response.content
+    return response.json()["data"]
+
+
+@pytest.fixture
+def hook(site: Site, settings) -> list[Request]:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    got: list[Request] = []
+
+    def answer(request: Request) -> tuple[int, dict[str, str], bytes]:
+        got.append(request)
+        return 200, {"Content-Type": "text/plain"}, b"thanks"
+
+    site.handle("/hook", answer)
+    return got
+
+
+def test_creating_a_channel_stores_it_for_the_team_with_default_events(api, team):
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": "Ops", "kind": "webhook", "settings": {"url": "https://ex.com/h"}},
+            format="json",
+        )
+    )
+
+    channel = Channel.objects.get(pk=created["id"])
+    assert channel.team == team
+    assert created["events"] == ["meaningful", "failing"]
+    assert created["digest"] is None and created["failingAfter"] == 3
+    assert set(created) == {
+        "id", "name", "kind", "settings", "events", "digest", "digestAt",
+        "failingAfter", "createdAt", "updatedAt",
+    }  # fmt: skip
+
+
+def test_an_apprise_url_is_write_only_and_shown_masked(api):
+    url = "tgram://123456789:AAHsecretsecretsecret/987654"
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": "Telegram", "kind": "apprise", "settings": {"url": url}},
+            format="json",
+        )
+    )
+    assert "secret" not in json.dumps(created)
+    assert created["settings"]["url"].startswith("tgram://")
+    shown = data(api.get(f"/v2/channels/{created['id']}"))
+    assert "secret" not in json.dumps(shown)
+
+    # Sending the masked form back keeps the stored secret.
+    data(
+        api.patch(
+            f"/v2/channels/{created['id']}",
+            {"name": "Telegram ops", "settings": shown["settings"]},
+            format="json",
+        )
+    )
+    assert Channel.objects.get(pk=created["id"]).settings["url"] == url
+
+
+def test_an_unknown_apprise_scheme_is_a_400_naming_it(api):
+    response = api.post(
+        "/v2/channels",
+        {"name": "X", "kind": "apprise", "settings": {"url": "nosuch://a/b"}},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "nosuch://" in response.content.decode()
+    assert not Channel.objects.exists()
+
+
+def test_an_unknown_kind_is_a_400_listing_the_known_ones(api):
+    response = api.post(
+        "/v2/channels", {"name": "X", "kind": "fax", "settings": {}}, format="json"
+    )
+    assert response.status_code == 400
+    assert "apprise" in response.content.decode()
+
+
+def test_a_slack_channel_without_a_bot_token_is_a_400_naming_the_setting(api, settings):
+    settings.SLACK_BOT_TOKEN = ""
+    response = api.post(
+        "/v2/channels",
+        {"name": "S", "kind": "slack", "settings": {"channelId": "C1"}},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "SLACK_BOT_TOKEN" in response.content.decode()
+
+
+def test_another_teams_channel_is_a_404_everywhere(api, other_team):
+    theirs = Channel.objects.create(
+        team=other_team, name="Theirs", kind="webhook", settings={"url": "https://e/h"}
+    )
+    for response in (
+        api.get(f"/v2/channels/{theirs.pk}"),
+        api.patch(f"/v2/channels/{theirs.pk}", {"name": "Mine"}, format="json"),
+        api.delete(f"/v2/channels/{theirs.pk}"),
+        api.post(f"/v2/channels/{theirs.pk}/test"),
+        api.get("/v2/channels/not-a-number"),
+    ):
+        assert response.status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.name == "Theirs"
+    assert data(api.get("/v2/channels")) == []
+
+
+def test_testing_a_channel_sends_now_and_answers_what_the_service_said(api, site, hook):
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": "Hook", "kind": "webhook", "settings": {"url": site.url("/hook")}},
+            format="json",
+        )
+    )
+
+    result = data(api.post(f"/v2/channels/{created['id']}/test"))
+
+    assert result == {
+        "delivered": True,
+        "statusCode": 200,
+        "response": "thanks",
+        "error": None,
+    }
+    assert json.loads(hook[0].body)["type"] == "channel.test"
+    assert Delivery.objects.get(channel_id=created["id"]).status == "delivered"
+
+
+def test_deleting_a_channel_unlinks_it_from_monitors(api, team, scrape_monitor_body):
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="webhook", settings={"url": "https://e/h"}
+    )
+    monitor = data(
+        api.post(
+            "/v2/monitor",
+            scrape_monitor_body | {"channels": [channel.pk]},
+            format="json",
+        )
+    )
+    assert monitor["channels"] == [channel.pk]
+
+    assert api.delete(f"/v2/channels/{channel.pk}").json() == {"success": True}
+
+    assert data(api.get(f"/v2/monitor/{monitor['id']}"))["channels"] == []
+
+
+def test_a_monitor_cannot_link_another_teams_channel(
+    api, other_team, scrape_monitor_body
+):
+    theirs = Channel.objects.create(
+        team=other_team, name="Theirs", kind="webhook", settings={"url": "https://e/h"}
+    )
+    response = api.post(
+        "/v2/monitor", scrape_monitor_body | {"channels": [theirs.pk]}, format="json"
+    )
+    assert response.status_code == 400
+    assert not Monitor.objects.exists()
+
+
+def test_patching_channels_replaces_the_list(api, team, scrape_monitor_body):
+    a, b = (
+        Channel.objects.create(
+            team=team, name=n, kind="webhook", settings={"url": "https://e/h"}
+        )
+        for n in ("A", "B")
+    )
+    monitor = data(
+        api.post(
+            "/v2/monitor", scrape_monitor_body | {"channels": [a.pk]}, format="json"
+        )
+    )
+    updated = data(
+        api.patch(f"/v2/monitor/{monitor['id']}", {"channels": [b.pk]}, format="json")
+    )
+    assert updated["channels"] == [b.pk]
+    assert list(MonitorChannel.objects.values_list("channel_id", flat=True)) == [b.pk]
+
+
+# --- notification.slack, Firecrawl's field -----------------------------------------
+
+
+SLACK = {"enabled": True, "channelId": "C111", "channelName": "pricing"}
+
+
+def test_notification_slack_needs_the_bot_token(api, settings, scrape_monitor_body):
+    settings.SLACK_BOT_TOKEN = ""
+    response = api.post(
+        "/v2/monitor",
+        scrape_monitor_body | {"notification": {"slack": SLACK}},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "SLACK_BOT_TOKEN" in response.content.decode()
+
+
+def test_notification_slack_is_returned_as_given_and_is_the_monitors_own_channel(
+    api, settings, scrape_monitor_body
+):
+    settings.SLACK_BOT_TOKEN = "xoxb-1"
+    created = data(
+        api.post(
+            "/v2/monitor",
+            scrape_monitor_body | {"notification": {"slack": SLACK}},
+            format="json",
+        )
+    )
+    assert created["notification"]["slack"] == SLACK
+    own = Channel.objects.get(owner_monitor_id=created["id"])
+    assert own.kind == "slack" and own.settings["channelId"] == "C111"
+    # A monitor's own channel is not one of the team's listed channels.
+    assert created["channels"] == []
+    assert data(api.get("/v2/channels")) == []
+
+    off = data(
+        api.patch(
+            f"/v2/monitor/{created['id']}",
+            {"notification": {"slack": {"enabled": False}}},
+            format="json",
+        )
+    )
+    assert off["notification"]["slack"] == {"enabled": False}
+    assert not Channel.objects.filter(owner_monitor_id=created["id"]).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_firecrawl_sdk_reads_back_and_updates_a_monitor_with_slack(
+    live_server, api_key, api, settings, scrape_monitor_body
+):
+    settings.SLACK_BOT_TOKEN = "xoxb-1"
+    # The SDK's model drops `slack` on create, so the monitor is made over HTTP.
+    created = data(
+        api.post(
+            "/v2/monitor",
+            scrape_monitor_body | {"notification": {"slack": SLACK}},
+            format="json",
+        )
+    )
+    sdk = Firecrawl(api_key=api_key, api_url=live_server.url, max_retries=1)
+
+    read = sdk.get_monitor(created["id"])
+    assert read.name == created["name"]
+    sdk.update_monitor(created["id"], name="Renamed")
+
+    after = data(api.get(f"/v2/monitor/{created['id']}"))
+    assert after["name"] == "Renamed"
+    assert after["notification"]["slack"] == SLACK
+
+    # firecrawl-py 4.52's notification model knows only `email`: a Slack
+    # change goes over plain HTTP, as it would against Firecrawl.
+    data(
+        api.patch(
+            f"/v2/monitor/{created['id']}",
+            {"notification": {"slack": {"enabled": True, "channelId": "C222"}}},
+            format="json",
+        )
+    )
+    assert sdk.get_monitor(created["id"]).name == "Renamed"
+    after = data(api.get(f"/v2/monitor/{created['id']}"))
+    assert after["notification"]["slack"] == {"enabled": True, "channelId": "C222"}
+    own = Channel.objects.get(owner_monitor_id=created["id"])
+    assert own.settings["channelId"] == "C222"
+
+
+def test_the_openapi_document_has_the_channel_endpoints(api):
+    schema = api.get("/v2/openapi.json").json()
+    assert "/v2/channels" in schema["paths"]
+    assert "post" in schema["paths"]["/v2/channels/{channel_id}/test"]

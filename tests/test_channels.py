@@ -1,0 +1,520 @@
+"""Channels: a team's places to be told, their kinds, and what a finished check
+sends to them, through the outbox (fake Slack Web API and Apprise receivers on
+127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from checks.models import Check, Delivery
+from checks.notify import channels as channel_events
+from checks.notify import deliveries, kinds
+from checks.notify.kinds import ChannelKind, DeliveryError, Sent
+from monitors.models import Channel, MonitorChannel
+from tests.notifying import judged, make_monitor
+from tests.sites import Request, Site
+
+pytest_plugins = ["tests.notifying"]
+
+
+class FakeSlack:
+    """Slack's Web API as much as Pagewatch uses it: auth.test,
+    conversations.list, chat.postMessage; answers can be scripted."""
+
+    TOKEN = "xoxb-test-token"
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.posted: list[dict[str, Any]] = []
+        self.next_answers: list[tuple[int, dict[str, str], dict[str, Any]]] = []
+        for method in ("auth.test", "conversations.list", "chat.postMessage"):
+            site.handle(f"/api/{method}", self._answer)
+
+    @property
+    def url(self) -> str:
+        return self.site.url("/api/")
+
+    def _answer(self, request: Request) -> tuple[int, dict[str, str], bytes]:
+        method = urlsplit(request.path).path.rsplit("/", 1)[-1]
+        if request.header("Authorization") != f"Bearer {self.TOKEN}":
+            answer: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
+            return (
+                200,
+                {"Content-Type": "application/json"},
+                json.dumps(answer).encode(),
+            )
+        if self.next_answers:
+            status, headers, body = self.next_answers.pop(0)
+            return (
+                status,
+                {"Content-Type": "application/json", **headers},
+                json.dumps(body).encode(),
+            )
+        if method == "auth.test":
+            answer = {"ok": True, "team": "Acme", "user": "pagewatch"}
+        elif method == "conversations.list":
+            answer = {
+                "ok": True,
+                "channels": [
+                    {"id": "C111", "name": "pricing"},
+                    {"id": "C222", "name": "alerts"},
+                ],
+            }
+        else:
+            payload = json.loads(request.body)
+            if payload.get("channel") not in ("C111", "C222"):
+                answer = {"ok": False, "error": "channel_not_found"}
+            else:
+                self.posted.append(payload)
+                answer = {"ok": True, "ts": "1700000000.000100"}
+        return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
+
+
+@pytest.fixture
+def slack(site: Site, settings: Any) -> FakeSlack:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    fake = FakeSlack(site)
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = fake.url
+    return fake
+
+
+def make_channel(team, monitor=None, **fields: Any) -> Channel:
+    fields.setdefault("name", "Pricing team")
+    fields.setdefault("events", list(Channel.DEFAULT_EVENTS))
+    channel = Channel.objects.create(team=team, **fields)
+    if monitor is not None:
+        MonitorChannel.objects.create(monitor=monitor, channel=channel)
+    return channel
+
+
+def meaningful_check(scenario, monitor) -> Check:
+    return scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/about", "same"),
+        ],
+    )
+
+
+# --- Slack ---------------------------------------------------------------------
+
+
+def test_a_meaningful_change_is_posted_to_slack_as_blocks(
+    team, slack, scenario, queued
+):
+    monitor = make_monitor(team, goal="Prices")
+    channel = make_channel(team, monitor, kind="slack", settings={"channelId": "C111"})
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.DELIVERED
+    [post] = slack.posted
+    assert post["channel"] == "C111"
+    text = json.dumps(post["blocks"])
+    assert "Pricing page" in post["text"]
+    assert "The price went up." in text
+    assert "$19" in text and "$24" in text
+    assert "See the diff" in text
+
+
+def test_a_check_whose_changes_were_all_noise_sends_nothing_to_slack(
+    team, slack, scenario, queued
+):
+    monitor = make_monitor(team, goal="Prices")
+    make_channel(team, monitor, kind="slack", settings={"channelId": "C111"})
+
+    scenario.run(
+        monitor,
+        [("https://example.com/pricing", "changed", {"judgment": judged(False)})],
+    )
+    queued.run()
+
+    assert not Delivery.objects.to_channels().exists()
+    assert slack.posted == []
+
+
+def test_every_change_channel_hears_of_noise_too(team, slack, scenario, queued):
+    monitor = make_monitor(team, goal="Prices")
+    make_channel(
+        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
+    )
+
+    scenario.run(
+        monitor,
+        [("https://example.com/pricing", "changed", {"judgment": judged(False)})],
+    )
+    queued.run()
+
+    assert len(slack.posted) == 1
+
+
+def test_slack_channel_not_found_fails_for_good_in_plain_words(
+    team, slack, scenario, queued
+):
+    monitor = make_monitor(team)
+    channel = make_channel(team, monitor, kind="slack", settings={"channelId": "C999"})
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.FAILED
+    assert "channel_not_found" in delivery.last_error
+    assert delivery.attempts == 1
+
+
+def test_slack_invalid_auth_fails_for_good(team, slack, settings, scenario, queued):
+    settings.SLACK_BOT_TOKEN = "xoxb-wrong"
+    monitor = make_monitor(team)
+    channel = make_channel(team, monitor, kind="slack", settings={"channelId": "C111"})
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.FAILED
+    assert "invalid_auth" in delivery.last_error
+
+
+def test_slack_rate_limit_waits_as_long_as_retry_after_says(
+    team, slack, scenario, queued
+):
+    slack.next_answers.append((429, {"Retry-After": "7200"}, {"ok": False}))
+    monitor = make_monitor(team)
+    channel = make_channel(team, monitor, kind="slack", settings={"channelId": "C111"})
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.PENDING
+    assert "rate limited" in delivery.last_error
+    wait = delivery.next_attempt_at - delivery.updated_at
+    assert wait.total_seconds() >= 7200 - 5
+
+
+def test_the_slack_picker_lists_the_workspaces_channels(slack):
+    from checks.notify.kinds.slack import list_channels
+
+    assert list_channels() == [
+        {"id": "C111", "name": "pricing"},
+        {"id": "C222", "name": "alerts"},
+    ]
+
+
+def test_a_slack_incoming_webhook_gets_the_same_blocks(
+    team, site, settings, scenario, queued
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    got: list[dict[str, Any]] = []
+
+    def hook(request: Request) -> tuple[int, dict[str, str], bytes]:
+        got.append(json.loads(request.body))
+        return 200, {"Content-Type": "text/plain"}, b"ok"
+
+    site.handle("/services/T0/B0/xyz", hook)
+    monitor = make_monitor(team)
+    make_channel(
+        team,
+        monitor,
+        kind="slack_webhook",
+        settings={"url": site.url("/services/T0/B0/xyz")},
+    )
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    [message] = got
+    assert message["blocks"][0]["type"] == "header"
+    assert "The price went up." in json.dumps(message["blocks"])
+
+
+# --- Apprise -------------------------------------------------------------------
+
+
+@pytest.fixture
+def inbox(site: Site, settings: Any) -> list[Request]:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    received: list[Request] = []
+
+    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
+        received.append(request)
+        return 200, {"Content-Type": "application/json"}, b'{"ok": true}'
+
+    # ntfy posts its topic in a JSON body to the server's root.
+    for path in ("/json", "/", "/hooks/abc123"):
+        site.handle(path, take)
+    return received
+
+
+def test_an_apprise_json_url_gets_the_message(team, site, inbox, scenario, queued):
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team)
+    channel = make_channel(
+        team, monitor, kind="apprise", settings={"url": f"json://{host}/json"}
+    )
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    assert Delivery.objects.get(channel=channel).status == Delivery.Status.DELIVERED
+    [request] = inbox
+    payload = json.loads(request.body)
+    assert "Pricing page" in payload["title"]
+    assert "The price went up." in payload["message"]
+
+
+def test_an_apprise_ntfy_url_and_a_mattermost_webhook_get_the_message(
+    team, site, inbox, scenario, queued
+):
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="apprise", settings={"url": f"ntfy://{host}/topic"}
+    )
+    make_channel(
+        team,
+        monitor,
+        name="Mattermost",
+        kind="apprise",
+        settings={"url": f"mmost://{host}/abc123"},
+    )
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    by_path = {urlsplit(r.path).path: json.loads(r.body) for r in inbox}
+    assert sorted(by_path) == ["/", "/hooks/abc123"]
+    assert by_path["/"]["topic"] == "topic"
+    assert all(d.status == "delivered" for d in Delivery.objects.to_channels())
+
+
+@pytest.mark.parametrize(
+    "url", ["json://127.0.0.1:9/x", "json://169.254.169.254/latest/meta-data/"]
+)
+def test_an_apprise_url_at_a_private_or_metadata_address_is_refused(
+    team, settings, scenario, queued, url
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    monitor = make_monitor(team)
+    channel = make_channel(team, monitor, kind="apprise", settings={"url": url})
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.FAILED
+    assert delivery.last_error.startswith("Refused:")
+
+
+def test_an_unknown_apprise_scheme_is_refused_by_name():
+    with pytest.raises(kinds.SettingsError) as raised:
+        kinds.kind_for("apprise").clean({"url": "nosuch://host/x"})
+    assert "nosuch://" in raised.value.errors["url"]
+
+
+def test_an_apprise_secret_is_shown_masked():
+    shown = kinds.kind_for("apprise").masked({"url": "tgram://123456:ABCDEFsecret/42"})
+    assert shown["url"].startswith("tgram://")
+    assert "ABCDEF" not in shown["url"]
+
+
+# --- Failing and recovering ------------------------------------------------------
+
+
+def test_a_failing_monitor_alerts_once_and_recovers_once(
+    team, site, inbox, scenario, queued
+):
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team)
+    channel = make_channel(
+        team,
+        monitor,
+        kind="apprise",
+        settings={"url": f"json://{host}/json"},
+        events=["failing"],
+        failing_after=3,
+    )
+
+    for _ in range(5):  # five failures: one alert, after the third
+        scenario.run(monitor, [("https://example.com/pricing", "error")])
+    queued.run()
+    assert [d.event for d in Delivery.objects.filter(channel=channel)] == [
+        "channel.failing"
+    ]
+    assert "is failing" in json.loads(inbox[0].body)["title"]
+
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    queued.run()
+
+    events = list(
+        Delivery.objects.filter(channel=channel)
+        .order_by("created_at", "id")
+        .values_list("event", flat=True)
+    )
+    assert events == ["channel.failing", "channel.recovered"]
+    assert "works again" in json.loads(inbox[1].body)["title"]
+
+
+def test_two_failures_are_not_yet_failing(team, scenario, queued):
+    monitor = make_monitor(team)
+    channel = make_channel(
+        team, monitor, kind="webhook", settings={"url": "https://example.com/h"}
+    )
+    for _ in range(2):
+        scenario.run(monitor, [("https://example.com/pricing", "error")])
+    assert not Delivery.objects.filter(channel=channel).exists()
+
+
+def test_a_blocked_page_is_named_blocked_by_the_site(team, slack, scenario, queued):
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            (
+                "https://example.com/shop",
+                "error",
+                {"status_code": 403, "error": "HTTP 403"},
+            ),
+        ],
+    )
+    queued.run()
+
+    assert "blocked by the site" in json.dumps(slack.posted[0]["blocks"])
+
+
+# --- The registry ----------------------------------------------------------------
+
+
+class Pigeon(ChannelKind):
+    name = "pigeon"
+    label = "Carrier pigeon"
+    fields = {"loft": ("Loft", "Where the bird flies.")}
+    flown: list[dict[str, Any]] = []
+
+    def send(self, delivery: Delivery) -> Sent:
+        if delivery.channel.settings["loft"] == "closed":
+            raise DeliveryError("The loft is closed.", permanent=True)
+        self.flown.append(self.message(delivery))
+        return Sent(200, "coo")
+
+
+@pytest.fixture
+def pigeon():
+    kinds.register(Pigeon)
+    Pigeon.flown = []
+    yield Pigeon
+    kinds.unregister("pigeon")
+
+
+def test_a_kind_added_through_the_registry_alone_delivers_end_to_end(
+    team, pigeon, scenario, queued
+):
+    monitor = make_monitor(team)
+    channel = make_channel(team, monitor, kind="pigeon", settings={"loft": "north"})
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert pigeon.flown[0]["monitor"]["name"] == "Pricing page"
+
+
+def test_a_channel_test_sends_now_and_says_what_the_service_answered(
+    team, pigeon, queued
+):
+    channel = make_channel(team, kind="pigeon", settings={"loft": "closed"})
+
+    delivery = channel_events.send_test(channel)
+
+    assert delivery.status == Delivery.Status.FAILED
+    assert delivery.last_error == "The loft is closed."
+
+
+# --- Digests ----------------------------------------------------------------------
+
+
+def test_a_daily_digest_lists_the_days_meaningful_changes_at_its_local_time(
+    team, pigeon, scenario, queued
+):
+    from datetime import UTC, datetime, time
+
+    import time_machine
+
+    from checks.notify import digests
+
+    team.time_zone = "Europe/Berlin"
+    team.save()
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        channel = make_channel(
+            team, monitor, kind="pigeon", settings={"loft": "north"},
+            digest="daily", digest_at=time(9, 0),
+        )  # fmt: skip
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+        # 09:00 in Berlin is 08:00 UTC in winter.
+        assert channel.next_digest_at == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+        meaningful_check(scenario, monitor)
+        noise = {"judgment": judged(False), "verdict": "noise"}
+        scenario.run(monitor, [("https://example.com/x", "changed", noise)])
+        assert digests.queue_due(datetime.now(UTC)) == []  # not yet due
+    assert not Delivery.objects.filter(channel=channel).exists()
+
+    with time_machine.travel(datetime(2026, 3, 2, 8, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+        assert digests.queue_due(datetime.now(UTC)) == []  # claimed once
+    deliveries.deliver(made.pk)
+
+    made.refresh_from_db()
+    assert made.status == Delivery.Status.DELIVERED
+    [message] = pigeon.flown
+    assert message["type"] == "channel.digest"
+    [entry] = message["monitors"]
+    assert [p["url"] for p in entry["pages"]] == ["https://example.com/pricing"]
+    channel.refresh_from_db()
+    assert channel.next_digest_at == datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
+
+
+def test_a_digest_with_nothing_to_say_sends_nothing(team, pigeon, queued):
+    from datetime import UTC, datetime
+
+    import time_machine
+
+    from checks.notify import digests
+
+    with time_machine.travel(datetime(2026, 6, 1, 7, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team)
+        channel = make_channel(
+            team, monitor, kind="pigeon", settings={"loft": "n"}, digest="weekly"
+        )
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+    with time_machine.travel(datetime(2026, 6, 8, 10, 0, tzinfo=UTC), tick=False):
+        assert digests.queue_due(datetime.now(UTC)) == []
+    channel.refresh_from_db()
+    assert channel.next_digest_at == datetime(2026, 6, 15, 9, 0, tzinfo=UTC)
+    assert not Delivery.objects.filter(channel=channel).exists()
+
+
+def test_a_digest_channel_is_not_told_each_change_at_once(
+    team, pigeon, scenario, queued
+):
+    monitor = make_monitor(team)
+    make_channel(team, monitor, kind="pigeon", settings={"loft": "n"}, digest="daily")
+    meaningful_check(scenario, monitor)
+    assert not Delivery.objects.to_channels().exists()

@@ -1,0 +1,142 @@
+"""The dashboard's Channels page: adding, editing, testing and deleting a
+team's channels, with the same rules as /v2/channels."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.models import Delivery
+from monitors.models import Channel, Membership
+from tests.sites import Request, Site
+
+
+@pytest.fixture
+def owner(team, django_user_model):
+    user = django_user_model.objects.create_user("owner", password="pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def web(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def hook(site: Site, settings) -> list[Request]:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    got: list[Request] = []
+
+    def answer(request: Request) -> tuple[int, dict[str, str], bytes]:
+        got.append(request)
+        return 500, {"Content-Type": "text/plain"}, b"down"
+
+    site.handle("/hook", answer)
+    return got
+
+
+def test_the_channels_page_offers_every_registered_kind(web):
+    page = web.get("/channels/new/").content.decode()
+    for label in ("Webhook", "Slack (app)", "Slack (incoming webhook)", "Apprise"):
+        assert label in page
+
+
+def test_adding_an_apprise_channel_stores_it_and_never_shows_the_url(web, team):
+    url = "tgram://123456789:AAHverysecrettoken/42"
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "apprise",
+            "name": "Telegram",
+            "setting_url": url,
+            "events": ["meaningful", "failing"],
+            "failing_after": "3",
+            "digest": "",
+        },
+    )
+    assert response.status_code == 302
+    channel = Channel.objects.get(team=team)
+    assert channel.settings == {"url": url}
+    for page in (web.get("/channels/"), web.get(f"/channels/{channel.pk}/")):
+        assert "verysecret" not in page.content.decode()
+
+    # Saving the form again without the URL keeps it.
+    web.post(
+        f"/channels/{channel.pk}/",
+        {"kind": "apprise", "name": "Telegram ops", "events": ["change"]},
+    )
+    channel.refresh_from_db()
+    assert channel.name == "Telegram ops" and channel.settings == {"url": url}
+
+
+def test_an_unknown_apprise_scheme_is_named_in_the_form(web):
+    response = web.post(
+        "/channels/new/",
+        {"kind": "apprise", "name": "X", "setting_url": "nosuch://x/y", "events": []},
+    )
+    assert response.status_code == 400
+    assert "nosuch://" in response.content.decode()
+    assert not Channel.objects.exists()
+
+
+def test_slack_without_a_token_says_which_setting_turns_it_on(web, settings):
+    settings.SLACK_BOT_TOKEN = ""
+    page = web.get("/channels/new/?kind=slack").content.decode()
+    assert "SLACK_BOT_TOKEN" in page
+
+
+def test_a_failed_test_message_says_why_in_plain_words(web, team, site, hook):
+    channel = Channel.objects.create(
+        team=team, name="Hook", kind="webhook", settings={"url": site.url("/hook")}
+    )
+    response = web.post(f"/channels/{channel.pk}/test/", follow=True)
+    page = response.content.decode()
+    assert "was not delivered" in page
+    assert "The receiving server answered with error 500." in page
+    assert Delivery.objects.get(channel=channel).status == Delivery.Status.PENDING
+
+
+def test_another_teams_channel_is_a_404(web, other_team):
+    theirs = Channel.objects.create(
+        team=other_team, name="Theirs", kind="webhook", settings={"url": "https://e/h"}
+    )
+    assert web.get(f"/channels/{theirs.pk}/").status_code == 404
+    assert web.post(f"/channels/{theirs.pk}/test/").status_code == 404
+    assert web.post(f"/channels/{theirs.pk}/delete/").status_code == 404
+    assert Channel.objects.filter(pk=theirs.pk).exists()
+    assert "Theirs" not in web.get("/channels/").content.decode()
+
+
+def test_the_monitor_form_picks_channels_by_name(web, team, other_team):
+    from monitors.models import Monitor
+    from tests.test_dashboard_views import scrape_form
+
+    ops, sales = (
+        Channel.objects.create(
+            team=team, name=n, kind="webhook", settings={"url": "https://e/h"}
+        )
+        for n in ("Ops room", "Sales room")
+    )
+    Channel.objects.create(
+        team=other_team,
+        name="Not ours",
+        kind="webhook",
+        settings={"url": "https://e/h"},
+    )
+    form = web.get("/monitors/new/").content.decode()
+    assert "Ops room" in form and "Sales room" in form
+    assert "Not ours" not in form
+
+    response = web.post("/monitors/new/", scrape_form(channels=[str(sales.pk)]))
+    assert response.status_code == 302
+    monitor = Monitor.objects.get(team=team)
+    assert list(monitor.channels.all()) == [sales]
+
+    edit = web.get(f"/monitors/{monitor.pk}/edit/").content.decode()
+    assert f'value="{sales.pk}" ' in edit or f'value="{sales.pk}"' in edit
+    web.post(
+        f"/monitors/{monitor.pk}/edit/",
+        scrape_form(channels=[str(ops.pk), str(sales.pk)]),
+    )
+    assert set(monitor.channels.all()) == {ops, sales}
