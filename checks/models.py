@@ -31,6 +31,7 @@ from checks.content import (
     SOURCE_HTML,
     SOURCE_MARKDOWN,
     Pack,
+    diff_ast,
     markdown_of,
     pack_diff,
     pack_snapshot,
@@ -1010,6 +1011,20 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         )
 
 
+def _as_derived(diff: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A diff stored before diffs were packed, answered as a packed one is: its
+    parse-diff AST derived from its text again, key order and all (PostgreSQL
+    keeps JSON objects with their keys reordered)."""
+    if not isinstance(diff, dict) or not isinstance(diff.get("text"), str):
+        return diff
+    found = diff.get("json")
+    if not (isinstance(found, dict) and "files" in found):
+        return diff
+    text = diff["text"]
+    rest = {k: v for k, v in diff.items() if k not in ("text", "json")}
+    return {"text": text, "json": diff_ast(text), **rest}
+
+
 class PageResult(models.Model):
     """One page's outcome in one check (MonitorCheckPage on the wire)."""
 
@@ -1112,7 +1127,7 @@ class PageResult(models.Model):
         page changed."""
         packed = self.packed_diff
         if packed is None:
-            return self.stored_diff
+            return _as_derived(self.stored_diff)
         cached = self.__dict__.get("_unpacked")
         if cached is None or cached[0] is not packed:
             cached = (packed, unpack_diff(bytes(packed)))

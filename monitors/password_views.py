@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from typing import Any
 
 from django.conf import settings
@@ -28,8 +29,11 @@ HOUR = 3600
 
 def _within(key: str, limit: int, window_seconds: int) -> bool:
     """Count one more use of `key` in its window; False once past `limit`.
-    While the cache is unreachable every request is let through, as the API's
-    rate limit does: an outage must not lock everyone out of their account."""
+    Windows are fixed, numbered by the clock (the count's key names its
+    window), so the cache's expiry only tidies up. While the cache is
+    unreachable every request is let through, as the API's rate limit does:
+    an outage must not lock everyone out of their account."""
+    key = f"{key}:{int(time.time()) // window_seconds}"
     try:
         cache.add(key, 0, timeout=window_seconds)
         return cache.incr(key) <= limit
