@@ -32,9 +32,11 @@ from checks.content import (
     SOURCE_MARKDOWN,
     Pack,
     diff_ast,
+    diff_reference,
     markdown_of,
     pack_diff,
     pack_snapshot,
+    packed_against,
     snapshot_hash,
     unpack,
     unpack_diff,
@@ -1130,13 +1132,64 @@ class PageResult(models.Model):
             return _as_derived(self.stored_diff)
         cached = self.__dict__.get("_unpacked")
         if cached is None or cached[0] is not packed:
-            cached = (packed, unpack_diff(bytes(packed)))
+            snapshots = {}
+            if packed_against(bytes(packed)):
+                ids = (self.previous_snapshot_id, self.current_snapshot_id)
+                snapshots = Snapshot.packed(pk for pk in ids if pk)
+            cached = (packed, self._unpacked_diff(snapshots))
             self.__dict__["_unpacked"] = cached
         return cached[1]
 
     @diff.setter
     def diff(self, value: dict[str, Any] | None) -> None:
         self.packed_diff, self.stored_diff = pack_diff(value), None
+
+    def set_diff(self, value: dict[str, Any] | None, reference: bytes | None) -> None:
+        """The diff, packed against the two snapshots it compares
+        (checks.content.diff_reference) when `reference` is given."""
+        self.packed_diff, self.stored_diff = pack_diff(value, reference), None
+        self.__dict__["_unpacked"] = (self.packed_diff, value)
+
+    @classmethod
+    def with_diffs(cls, pages: Sequence[PageResult]) -> Sequence[PageResult]:
+        """`pages` with their diffs unpacked, the snapshots their diffs were
+        packed against read in one query."""
+        ids = {
+            pk
+            for page in pages
+            if page.packed_diff is not None and packed_against(bytes(page.packed_diff))
+            for pk in (page.previous_snapshot_id, page.current_snapshot_id)
+            if pk
+        }
+        snapshots = Snapshot.packed(ids) if ids else {}
+        for page in pages:
+            if page.packed_diff is not None:
+                page.__dict__["_unpacked"] = (
+                    page.packed_diff,
+                    page._unpacked_diff(snapshots),
+                )
+        return pages
+
+    def _unpacked_diff(
+        self, snapshots: dict[int, tuple[bytes, str]]
+    ) -> dict[str, Any] | None:
+        packed = bytes(self.packed_diff or b"")
+        if not packed_against(packed):
+            return unpack_diff(packed)
+
+        def text(pk: int | None) -> str:
+            try:
+                return unpack(snapshots[pk][0]) if pk in snapshots else ""
+            except ValueError:
+                return ""
+
+        reference = diff_reference(
+            text(self.previous_snapshot_id), text(self.current_snapshot_id)
+        )
+        try:
+            return unpack_diff(packed, reference)
+        except ValueError:
+            return None  # a snapshot it was packed against is gone, and it too
 
     @property
     def is_meaningful(self) -> bool | None:

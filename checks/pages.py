@@ -38,6 +38,7 @@ from checks.content import (
     Pack,
     compare_texts,
     content_hash,
+    diff_reference,
     extract,
     markdown_of,
     pack_snapshot,
@@ -89,6 +90,9 @@ class Outcome:
     # Hash of the normalised Markdown, when known ("" otherwise).
     normalized_hash: str = ""
     diff: dict[str, Any] | None = None
+    # What a changed page's diff is stored packed against (the raw text of
+    # both snapshots, checks.content.diff_reference).
+    diff_reference: bytes | None = None
     cache_hit: bool = False
     # The page's snapshot: (content hash, compressed data, size, format);
     # empty data when that content is stored already (the baseline's).
@@ -480,11 +484,11 @@ def reconcile(
     assert outcome.pending is not None
     source_format, source, after = outcome.pending
     outcome.pending = None
-    before = ""
+    before = stored = ""
     if previous is not None:
         try:
-            before = markdown_of(previous[1], unpack(previous[0]))
-            before = strip_noise(before, ignore_lines)
+            stored = unpack(previous[0])
+            before = strip_noise(markdown_of(previous[1], stored), ignore_lines)
         except (ExtractionError, ValueError):
             before = ""
     before_hash, digest, diff = compare_texts(before, after)
@@ -494,4 +498,5 @@ def reconcile(
     outcome.status = PageResult.Status.CHANGED
     outcome.normalized_hash = digest
     outcome.diff = diff
+    outcome.diff_reference = diff_reference(stored, source)
     outcome.snapshot = pack_snapshot(source, source_format)

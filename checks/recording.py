@@ -132,7 +132,7 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
     # A page reported removed has no baseline any more (reference §10.2: its
     # next good fetch is new), so while it stays gone nothing comes before it.
     nothing_before = outcome.status == PageResult.Status.NEW or outcome.is_still_gone
-    return PageResult(
+    page = PageResult(
         check_run=check,
         target_id=job.target_id,
         url=job.url,
@@ -145,12 +145,13 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
         error=outcome.error,
         error_kind=outcome.error_kind,
         metadata=outcome.metadata,
-        diff=outcome.diff,
         judgment=outcome.judgment,
         verdict=outcome.verdict,
         extraction=outcome.extraction,
         summary=outcome.summary,
     )
+    page.set_diff(outcome.diff, outcome.diff_reference)
+    return page
 
 
 def _snapshot_ids(items: Sequence[Item]) -> list[int | None]:

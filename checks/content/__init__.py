@@ -26,7 +26,14 @@ from checks.content.render import (
     render_side_by_side,
     with_columns,
 )
-from checks.content.snapshots import Pack, pack_snapshot, snapshot_hash, unpack
+from checks.content.snapshots import (
+    Pack,
+    diff_reference,
+    pack_snapshot,
+    packed_against,
+    snapshot_hash,
+    unpack,
+)
 from checks.content.source import (
     SOURCE_HTML,
     SOURCE_MARKDOWN,
@@ -44,6 +51,8 @@ __all__ = [
     "compare_texts",
     "content_hash",
     "diff_ast",
+    "diff_reference",
+    "packed_against",
     "pack_diff",
     "unpack_diff",
     "extract",

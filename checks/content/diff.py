@@ -10,7 +10,13 @@ import re
 from typing import Any
 
 from checks.content.compare import Opcode, Side, opcodes, sides_and_hashes
-from checks.content.snapshots import pack_bytes, unpack_bytes
+from checks.content.snapshots import (
+    pack_against,
+    pack_bytes,
+    packed_against,
+    unpack_against,
+    unpack_bytes,
+)
 
 # Unchanged lines shown around each change, as git shows them.
 _CONTEXT = 3
@@ -188,8 +194,11 @@ def compare_texts(
 _AST = "ast-of-text"
 
 
-def pack_diff(diff: dict[str, Any] | None) -> bytes | None:
-    """A page's diff as stored: compressed, without what its text implies."""
+def pack_diff(
+    diff: dict[str, Any] | None, reference: bytes | None = None
+) -> bytes | None:
+    """A page's diff as stored: compressed, without what its text implies;
+    against `reference` (snapshots.diff_reference) when given."""
     if diff is None:
         return None
     stored = dict(diff)
@@ -200,12 +209,23 @@ def pack_diff(diff: dict[str, Any] | None) -> bytes | None:
         and isinstance(stored.get("text"), str)
     ):
         stored["json"] = _AST
-    return pack_bytes(json.dumps(stored, separators=(",", ":")).encode())
+    if reference is None:
+        return pack_bytes(json.dumps(stored, separators=(",", ":")).encode())
+    # Page text left unescaped, so its lines match the reference's.
+    raw = json.dumps(stored, separators=(",", ":"), ensure_ascii=False).encode()
+    return pack_against(raw, reference)
 
 
-def unpack_diff(data: bytes) -> dict[str, Any]:
-    """The diff `pack_diff` stored, key for key as it was given."""
-    diff: dict[str, Any] = json.loads(unpack_bytes(data))
+def unpack_diff(data: bytes, reference: bytes | None = None) -> dict[str, Any]:
+    """The diff `pack_diff` stored, key for key as it was given. Raises
+    ValueError when it was packed against a reference and this is not it."""
+    if packed_against(data):
+        if reference is None:
+            raise ValueError("this diff is read against its snapshots")
+        raw = unpack_against(data, reference)
+    else:
+        raw = unpack_bytes(data)
+    diff: dict[str, Any] = json.loads(raw)
     if diff.get("json") == _AST:
         diff["json"] = diff_ast(diff["text"])
     return diff

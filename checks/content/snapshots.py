@@ -82,3 +82,59 @@ def unpack(data: bytes) -> str:
         return zlib.decompress(data).decode()
     except (zlib.error, zstandard.ZstdError) as exc:
         raise ValueError(f"damaged snapshot data: {exc}") from exc
+
+
+# A diff packed against the raw text of the two snapshots it compares starts
+# with this byte (a Zstandard frame starts with 0x28): nearly every line of a
+# diff is a line of one of them, so a rewritten page's diff packs into a few
+# KB where on its own it takes as much as both pages again.
+_AGAINST = b"\x01"
+# A diff's lines are long matches in the reference, but a page of few distinct
+# words also holds short ones nearby, which the fastest levels settle for:
+# from about this level on the matcher looks further and finds the long ones.
+_AGAINST_LEVEL = 12
+# Decoders accept windows up to 2**27 by default; bigger pages pack less well.
+_MAX_WINDOW_LOG = 27
+
+
+def diff_reference(previous: str, current: str) -> bytes:
+    """What a page's diff is packed against: the raw stored text of its
+    previous snapshot ("" when there is none or it cannot be read) and of its
+    current one."""
+    return previous.encode() + b"\0" + current.encode()
+
+
+def pack_against(raw: bytes, reference: bytes) -> bytes:
+    """`raw` compressed with `reference` as its dictionary. A checksum rides
+    along, so data read against another reference fails instead of reading
+    as garbage."""
+    # The window must reach back over the whole reference: a level's own
+    # window is sized to the data alone and would miss most of it.
+    window = min(max(len(reference) + len(raw), 1 << 10).bit_length(), _MAX_WINDOW_LOG)
+    params = zstandard.ZstdCompressionParameters.from_level(
+        _AGAINST_LEVEL, window_log=window, write_checksum=True
+    )
+    compressor = zstandard.ZstdCompressor(
+        compression_params=params, dict_data=_raw_dict(reference)
+    )
+    return _AGAINST + compressor.compress(raw)
+
+
+def packed_against(data: bytes) -> bool:
+    return data[:1] == _AGAINST
+
+
+def unpack_against(data: bytes, reference: bytes) -> bytes:
+    """Bytes packed by `pack_against`; raises ValueError for damaged data or
+    another reference than theirs."""
+    try:
+        decompressor = zstandard.ZstdDecompressor(dict_data=_raw_dict(reference))
+        return decompressor.decompress(data[1:])
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"damaged data or another reference: {exc}") from exc
+
+
+def _raw_dict(reference: bytes) -> zstandard.ZstdCompressionDict:
+    return zstandard.ZstdCompressionDict(
+        reference, dict_type=zstandard.DICT_TYPE_RAWCONTENT
+    )

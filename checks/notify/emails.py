@@ -431,7 +431,10 @@ def _attach_diffs(check: Check, report: ChangeReport) -> None:
     ]
     chosen = chosen[:DIFF_PAGES]
     rows = check.pages.filter(pk__in=[p.pk for p in chosen])
-    diffs = {row.pk: row.diff for row in rows.only("pk", "packed_diff", "stored_diff")}
+    rows = rows.only(
+        "pk", "packed_diff", "stored_diff", "previous_snapshot", "current_snapshot"
+    )
+    diffs = {row.pk: row.diff for row in rows.model.with_diffs(list(rows))}
     for page in chosen:
         text = (diffs.get(page.pk) or {}).get("text")
         if isinstance(text, str) and text:

@@ -311,7 +311,7 @@ class MonitorCheckDetailView(APIView):
         pages = check.pages.order_by("created_at", "id")
         if status:
             pages = pages.filter(status=status)
-        shown = list(pages[skip : skip + limit])
+        shown = PageResult.with_diffs(list(pages[skip : skip + limit]))
         data = dict(CheckSerializer(check).data)
         data["pages"] = PageSerializer(shown, many=True).data
         body: dict[str, Any] = {"success": True}
