@@ -50,6 +50,9 @@ BROKER_TARGET = 1.2
 CPU_TARGET_MS = {"unchanged": 3.0, "rewritten": 6.85, "replaced": 9.0}
 # A page's stored change against its compressed snapshot.
 CHANGE_BYTES_TARGET = 2.0
+# The whole database's growth over one series (1 new + 3 unchanged + 2
+# rewritten checks of every page); changedetection.io's datastore: 15 MB.
+SERIES_MB_TARGET = 20.0
 THROUGHPUT_TARGET = 0.9
 SCALING_TARGET = 1.6
 PSS_TARGET_MB = 160.0
@@ -78,6 +81,7 @@ CHECKS = {
     "identical": "recheck of byte-identical pages",
     "rewritten": "recheck, every page rewritten",
     "replaced": "recheck, every page fully rewritten",
+    "settled": "recheck of byte-identical pages after the rewrites",
 }
 # First article generation of each benchmark: no two checks see the same texts.
 GENERATIONS = {"cpu": 100, "throughput": 200, "memory": 300, "scaling": 400}
@@ -103,6 +107,48 @@ def _change_bytes(check: object) -> tuple[float, float]:
         snapshot=Avg(Length("current_snapshot__data")),
     )
     return float(found["diff"] or 0), float(found["snapshot"] or 1)
+
+
+def _diff_reads(series: Series) -> list[Row]:
+    """p50 of opening a fully rewritten page's diff in the dashboard and of
+    reading it through the API, in this process, against a trivial page."""
+    from django.test import Client
+
+    from bench import listbench
+    from checks.models import PageResult
+    from monitors.models import ApiKey
+
+    check = series.checks["replaced"][-1].check
+    page = check.pages.filter(status=PageResult.Status.CHANGED).first()
+    assert page is not None
+    team = check.monitor.team
+    _, raw_key = ApiKey.issue(team, name="diff bench")
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {raw_key}"}
+    api, web = Client(), Client()
+    web.force_login(listbench._member(team, "diff-bench"))
+    detail = f"/v2/monitor/{check.monitor_id}/checks/{check.pk}"
+    (trivial, _), *reads = listbench._medians(
+        (web, "/settings/team/", {}),
+        (web, page.get_absolute_url(), {}),
+        (api, f"{detail}?limit=1", bearer),
+        (api, detail, bearer),
+    )
+    names = (
+        "Dashboard diff view of a fully rewritten page, p50",
+        "API check detail, 1 fully rewritten page with its diff, p50",
+        "API check detail, first 25 fully rewritten pages with their diffs, p50",
+    )
+    return [
+        Row(
+            name,
+            f"{seconds(trivial)} (the team page, a trivial page)",
+            seconds(value),
+            value / trivial,
+            "",
+            None,
+        )
+        for name, (value, _) in zip(names, reads, strict=True)
+    ]
 
 
 def bench_cpu(series: Series, rows: list[Row]) -> Section:
@@ -134,6 +180,32 @@ def bench_cpu(series: Series, rows: list[Row]) -> Section:
                 ratio <= CHANGE_BYTES_TARGET,
             )
         )
+    for name in ("rewritten", "replaced"):
+        _, snapshots = _change_bytes(series.checks[name][-1].check)
+        added = statistics.median(series.grew[name]) / series.pages
+        rows.append(
+            Row(
+                f"Database growth per changed page, {CHECKS[name].format(pages=1)}",
+                f"{snapshots / 1000:.1f} KB (its compressed snapshot)",
+                f"{added / 1000:.1f} KB",
+                added / snapshots,
+                f"≤ {CHANGE_BYTES_TARGET:g}",
+                added / snapshots <= CHANGE_BYTES_TARGET,
+            )
+        )
+    growth_mb = statistics.median(series.growth) / 1e6
+    rows.append(
+        Row(
+            f"Database growth, {series.pages} pages × (1 new + 3 unchanged"
+            " + 2 rewritten) checks",
+            "15 MB (changedetection.io's datastore, issue #31)",
+            f"{growth_mb:.1f} MB",
+            growth_mb / 15,
+            f"≤ {SERIES_MB_TARGET:g} MB",
+            growth_mb <= SERIES_MB_TARGET,
+        )
+    )
+    rows.extend(_diff_reads(series))
     loopback = series.pages_per_second("first")
     rows.append(
         Row(

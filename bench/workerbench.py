@@ -417,8 +417,20 @@ SERIES: dict[str, tuple[tuple[int, bool] | None, str]] = {
     # Every article replaced by new text of the same vocabulary: nothing of
     # a page's text is left to match (an article generation of its own).
     "replaced": ((2, False), "changed"),
+    # The replaced pages again, byte for byte: with the checks before, every
+    # page is checked 1 new + 3 unchanged + 2 rewritten times.
+    "settled": (None, "same"),
 }
 REPLACED_GENERATION = 10_000
+
+
+def database_bytes() -> int:
+    """The bench database's size (tables, TOAST and indexes)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        return int(cursor.fetchone()[0])
 
 
 @dataclass
@@ -428,6 +440,9 @@ class Series:
     pages: int
     checks: dict[str, list[Sample]] = field(default_factory=lambda: defaultdict(list))
     baseline: list[Fetch] = field(default_factory=list)
+    # How much each check grew the database, and each repetition in all.
+    grew: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    growth: list[int] = field(default_factory=list)
 
     def median(self, name: str, what: Callable[[Sample], float]) -> float:
         return statistics.median(what(sample) for sample in self.checks[name])
@@ -468,15 +483,19 @@ def run_series(
     for rep in range(reps):
         generation = first_generation + rep
         monitor = make_monitor(f"series {generation}", [urls])
+        start = database_bytes()
         for name, (shown, finds) in SERIES.items():
             if shown is not None:
                 variant, edited = shown
                 text = generation + REPLACED_GENERATION * (name == "replaced")
                 server.show(pages, text, variant, edited, delay_ms)
             series.baseline.append(baseline_fetch(urls))
+            before = database_bytes()
             sample = run_check(monitor, worker, server)
+            series.grew[name].append(database_bytes() - before)
             expect(sample.check, problems, **{finds: pages})
             series.checks[name].append(sample)
+        series.growth.append(database_bytes() - start)
     return series
 
 
