@@ -43,10 +43,16 @@ from checks.errors import ErrorKind
 from monitors.models import Monitor, Team
 
 SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
+# Kept beside the wire counters for the dashboard and e-mails, never sent on
+# the wire: a web search's results by what became of them (searchStatus of
+# checks.search.stage), so they are counted in their own words. Written only
+# when a check searched.
+SEARCH_KEY = "search"
 
 
-# (status, creditsUsed, verdict, error_kind) of each page result of a check.
-Tally = list[tuple[str, Any, str, str]]
+# (status, creditsUsed, verdict, error_kind, searchStatus) of each page
+# result of a check.
+Tally = list[tuple[str, Any, str, str, Any]]
 
 
 def empty_summary() -> dict[str, int]:
@@ -318,17 +324,22 @@ class Check(models.Model):
         )
 
     def tally(self) -> Tally:
-        """(status, creditsUsed, verdict, error_kind) of each page result, in
-        one query that leaves the rest of each page's metadata in the database."""
+        """(status, creditsUsed, verdict, error_kind, searchStatus) of each
+        page result, in one query that leaves the rest of each page's metadata
+        in the database."""
         return list(
             PageResult.objects.filter(check_run_id=self.pk).values_list(
-                "status", KT("metadata__creditsUsed"), "verdict", "error_kind"
+                "status",
+                KT("metadata__creditsUsed"),
+                "verdict",
+                "error_kind",
+                KT("metadata__searchStatus"),
             )
         )
 
     @staticmethod
     def only_search_failed(tally: Tally) -> bool:
-        kinds = {kind for status, _, _, kind in tally if status == "error"}
+        kinds = {kind for status, _, _, kind, _ in tally if status == "error"}
         return kinds == {ErrorKind.SEARCH_FAILED}
 
     @staticmethod
@@ -336,18 +347,21 @@ class Check(models.Model):
         """Changed pages the judge called not meaningful."""
         return sum(
             1
-            for status, _, verdict, _ in tally
+            for status, _, verdict, *_ in tally
             if status == PageResult.Status.CHANGED
             and verdict == PageResult.Verdict.NOISE
         )
 
     @staticmethod
-    def summarize(tally: Tally) -> dict[str, int]:
+    def summarize(tally: Tally) -> dict[str, Any]:
         counts = Counter(status for status, *_ in tally)
-        summary = empty_summary()
+        summary: dict[str, Any] = empty_summary()
         for status, count in counts.items():
             summary[status] = count
         summary["totalPages"] = sum(counts.values())
+        searched = Counter(found for *_, found in tally if found)
+        if searched:
+            summary[SEARCH_KEY] = dict(searched)
         return summary
 
     def credits_for(self, tally: Tally, now: datetime) -> int:
@@ -995,12 +1009,31 @@ class PageState(models.Model):
 
 
 class PageResultQuerySet(models.QuerySet["PageResult"]):
+    def outcome_counts(self) -> tuple[Counter[str], Counter[str]]:
+        """(pages by status, search results by searchStatus) in one query:
+        a search result is counted only under its own outcome."""
+        pages: Counter[str] = Counter()
+        found: Counter[str] = Counter()
+        rows = (
+            self.order_by()
+            .values_list("status", KT("metadata__searchStatus"))
+            .annotate(n=models.Count("id"))
+        )
+        for status, search_status, n in rows:
+            if search_status:
+                found[search_status] += n
+            else:
+                pages[status] += n
+        return pages, found
+
     def meaningful_changes(self) -> PageResultQuerySet:
-        """Changed pages the judge called meaningful: what the dashboard calls
-        a meaningful change. A change without a verdict is not one, though
-        notifications still treat it as one (checks.notify.emails)."""
+        """Changed pages, and new search matches, the judge called meaningful:
+        what the dashboard calls a meaningful change. A change without a
+        verdict is not one, though notifications still treat it as one
+        (checks.notify.emails)."""
         return self.filter(
-            status=PageResult.Status.CHANGED, verdict=PageResult.Verdict.MEANINGFUL
+            status__in=(PageResult.Status.CHANGED, PageResult.Status.NEW),
+            verdict=PageResult.Verdict.MEANINGFUL,
         )
 
     def unjudged_changes(self) -> PageResultQuerySet:

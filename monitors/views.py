@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, available_timezones
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.db.models import Count, Max, Min, Q, TextField
+from django.db.models import Max, Min, Q, TextField
 from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -28,6 +28,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
@@ -44,6 +45,7 @@ from checks.content import (
 from checks.content.readable import readable_html
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
+from checks.summary import SEARCH_WORDS
 from monitors import history, rules
 from monitors import schedule as schedules
 from monitors.context import current_membership, switch_team
@@ -77,6 +79,8 @@ QUEUE_UNAVAILABLE_WORDS = (
 # The filter value for "meaningful changes only" (pages, and checks in history):
 # changes the judge called meaningful, never those nobody judged.
 MEANINGFUL = "meaningful"
+# The filter values of search results, by what became of them ("search-alert").
+SEARCH_FILTER = "search-"
 # The filter value for a check's changed pages without a verdict.
 NOT_JUDGED = "not_judged"
 # Snapshots can be megabytes; a browser tab should not have to render all of it.
@@ -639,12 +643,15 @@ def check_detail(
     request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID
 ) -> HttpResponse:
     check = get_check_for(request, pk, check_id)
-    counts = {
-        row["status"]: row["n"]
-        for row in check.pages.order_by().values("status").annotate(n=Count("id"))
-    }
+    counts, found = check.pages.outcome_counts()
+    search_filters = {f"{SEARCH_FILTER}{s}": s for s in SEARCH_WORDS}
     status = request.GET.get("status", "")
-    if status not in (*PageResult.Status.values, MEANINGFUL, NOT_JUDGED):
+    if status not in (
+        *PageResult.Status.values,
+        MEANINGFUL,
+        NOT_JUDGED,
+        *search_filters,
+    ):
         status = ""
     pages = check.pages.defer("packed_diff", "stored_diff", "extraction").order_by(
         "created_at", "id"
@@ -653,9 +660,12 @@ def check_detail(
         pages = pages.meaningful_changes()
     elif status == NOT_JUDGED:
         pages = pages.unjudged_changes()
+    elif status in search_filters:
+        pages = pages.filter(metadata__searchStatus=search_filters[status])
     elif status:
-        pages = pages.filter(status=status)
-    chips = [("", "All", sum(counts.values()))]
+        # Search results have filters of their own, in their own words.
+        pages = pages.filter(status=status).exclude(metadata__has_key="searchStatus")
+    chips = [("", "All", sum(counts.values()) + sum(found.values()))]
     # Verdicts are shown where the monitor judges or the check was judged;
     # there a change without one is said to be not judged, never meaningful.
     verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
@@ -667,6 +677,13 @@ def check_detail(
     if unjudged or (verdicts and status == NOT_JUDGED):
         chips.append((NOT_JUDGED, "Not judged", unjudged))
     chips += [
+        (f"{SEARCH_FILTER}{s}", capfirst(SEARCH_WORDS[s][2]), found[s])
+        for s in SEARCH_WORDS
+        if found[s] or status == f"{SEARCH_FILTER}{s}"
+    ]
+    # A check of web searches only speaks of matches, not of pages.
+    searched_only = bool(found) and not counts
+    chips += [
         (value, label, counts.get(value, 0))
         for value, label in (
             ("changed", "Changed"),
@@ -675,6 +692,7 @@ def check_detail(
             ("error", "Errors"),
             ("same", "Unchanged"),
         )
+        if not searched_only or counts.get(value) or status == value
     ]
     context = {
         "monitor": check.monitor,
