@@ -22,7 +22,19 @@ from functools import cached_property
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Exists, F, IntegerField, Max, OuterRef, Q, Sum
+from django.db.models import (
+    Case,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
@@ -48,6 +60,8 @@ SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
 # checks.search.stage), so they are counted in their own words. Written only
 # when a check searched.
 SEARCH_KEY = "search"
+# The order a check's pages are listed in: what changed first.
+CHANGES_FIRST = ("changed", "new", "removed", "error", "same")
 
 
 # (status, creditsUsed, verdict, error_kind, searchStatus) of each page
@@ -1009,6 +1023,47 @@ class PageState(models.Model):
 
 
 class PageResultQuerySet(models.QuerySet["PageResult"]):
+    def changes_first(self) -> PageResultQuerySet:
+        """Changed pages first, then new, removed, failed and unchanged ones,
+        each in the order they were checked."""
+        order = Case(
+            *(
+                When(status=status, then=Value(rank))
+                for rank, status in enumerate(CHANGES_FIRST)
+            ),
+            default=Value(len(CHANGES_FIRST)),
+            output_field=models.IntegerField(),
+        )
+        return self.order_by(order, "created_at", "id")
+
+    def with_last_titles(self) -> PageResultQuerySet:
+        """`last_title` on removed pages: the title the page had when it was
+        last there, kept on its baseline, since what answers now (a 404, or
+        nothing) has none."""
+        state_title = PageState.objects.filter(
+            monitor_id=OuterRef("check_run__monitor_id"),
+            target_id=OuterRef("target_id"),
+            url=OuterRef("url"),
+        ).values(title=KT("metadata__title"))[:1]
+        return self.annotate(
+            last_title=Case(
+                When(status=PageResult.Status.REMOVED, then=Subquery(state_title)),
+                default=Value(None),
+                output_field=models.TextField(null=True),
+            )
+        )
+
+    def linked_but_gone(self) -> dict[str, int]:
+        """Per target id: removed pages that a crawl still found a link to
+        (they answered 404 or 410), which it counts among the pages found."""
+        rows = (
+            self.filter(status=PageResult.Status.REMOVED, status_code__isnull=False)
+            .order_by()
+            .values_list("target_id")
+            .annotate(n=models.Count("id"))
+        )
+        return {str(target_id): n for target_id, n in rows}
+
     def outcome_counts(self) -> tuple[Counter[str], Counter[str]]:
         """(pages by status, search results by searchStatus) in one query:
         a search result is counted only under its own outcome."""

@@ -653,8 +653,10 @@ def check_detail(
         *search_filters,
     ):
         status = ""
-    pages = check.pages.defer("packed_diff", "stored_diff", "extraction").order_by(
-        "created_at", "id"
+    pages = (
+        check.pages.defer("packed_diff", "stored_diff", "extraction")
+        .with_last_titles()
+        .changes_first()
     )
     if status == MEANINGFUL:
         pages = pages.meaningful_changes()
@@ -751,7 +753,8 @@ def _search_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
 
 def _crawl_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
     """The crawls of a check, each with its target result (pages found, by
-    status, and whether and why it stopped early)."""
+    status, and whether and why it stopped early), and `foundThere`: the
+    pages found that are there, not a link to a page that answered gone."""
     results = [
         result
         for result in check.target_results or []
@@ -760,7 +763,21 @@ def _crawl_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
         and not result.get("skipped")
     ]
     targets = {str(target.pk): target for target in check.monitor.targets.all()}
-    return [(targets.get(str(result.get("targetId"))), result) for result in results]
+    gone = check.pages.linked_but_gone()
+    return [
+        (
+            targets.get(str(result.get("targetId"))),
+            result
+            | {
+                "foundThere": max(
+                    int(result.get("pagesFound") or 0)
+                    - gone.get(str(result.get("targetId")), 0),
+                    0,
+                )
+            },
+        )
+        for result in results
+    ]
 
 
 @require_GET
