@@ -46,7 +46,7 @@ from checks.content.readable import readable_html
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
 from checks.summary import SEARCH_WORDS
-from monitors import history, rules
+from monitors import clock, history, rules
 from monitors import schedule as schedules
 from monitors.context import current_membership, switch_team
 from monitors.editing import update_monitor
@@ -552,8 +552,19 @@ def team_history(request: DashboardRequest) -> HttpResponse:
     entries, has_more = history.feed_page(
         request.team, number, monitor, that_matter=that_matter
     )
+    # A monitor's own history keeps its zone; the team's reads in one zone.
+    zone = (
+        monitor.schedule_timezone
+        if monitor
+        else clock.viewer_zone(request, request.team)
+    )
+    seconds = clock.shared_minutes((e.at for e in entries), zone)
+    for entry, shared in zip(entries, seconds, strict=True):
+        entry.seconds = shared
     context = {
         "monitor": monitor,
+        "clock": zone,
+        "clock_choices": [] if monitor else clock.zones_to_offer(request.team, zone),
         "that_matter": that_matter,
         "entries": entries,
         "page_number": number,
