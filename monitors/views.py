@@ -42,6 +42,7 @@ from checks.content import (
     render_side_by_side,
     strip_noise,
 )
+from checks.content.marked import mark_quoted, marked_html
 from checks.content.readable import readable_html
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
@@ -850,19 +851,24 @@ def page_diff(
 ) -> HttpResponse:
     page = get_page_for(request, pk, check_id, page_id)
     check = page.check_run
-    layout = "inline" if request.GET.get("view") == "inline" else "split"
+    # The page's text with its changes marked, unless the Markdown is asked for.
+    layout = request.GET.get("view")
+    layout = layout if layout in ("split", "inline") else "text"
     before, before_cut = _display_text(page.previous_snapshot)
     after, after_cut = _display_text(page.current_snapshot)
     comparable = before is not None and after is not None
     text_diff = page.field_changes == {} or bool((page.diff or {}).get("text"))
+    text_cut = False
     if comparable and page.status == PageResult.Status.CHANGED and text_diff:
         # Compared as the check compared them: the monitor's ignored lines out.
         ignored = check.monitor.ignore_lines or []
-        render_diff = render_inline if layout == "inline" else render_side_by_side
-        html = render_diff(
-            strip_noise(cast(str, before), ignored),
-            strip_noise(cast(str, after), ignored),
-        )
+        old = strip_noise(cast(str, before), ignored)
+        new = strip_noise(cast(str, after), ignored)
+        if layout == "text":
+            html, _, text_cut = marked_html(old, new)
+        else:
+            render_diff = render_inline if layout == "inline" else render_side_by_side
+            html = render_diff(old, new)
     else:
         html = ""
     quotes = _quotes(page) if page.is_judged else []
@@ -879,10 +885,13 @@ def page_diff(
         "check": check,
         "page": page,
         "layout": layout,
+        "text_cut": text_cut,
         # checks.content escapes every piece of page text before wrapping it in its
         # own tags, so this — and only this — page-derived HTML may be marked
         # safe. The template still puts it under hx-disable.
-        "diff_html": mark_safe(mark_quotes(html, quotes)),  # noqa: S308
+        "diff_html": mark_safe(  # noqa: S308
+            mark_quoted(html, quotes) if layout == "text" else mark_quotes(html, quotes)
+        ),
         "change_count": html.count('id="change-'),
         "field_rows": _field_rows(page, quotes),
         "before": before,
