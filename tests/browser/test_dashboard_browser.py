@@ -293,7 +293,7 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     page.get_by_role("link", name="Markdown, side by side").click()
     page.locator("table.diff.diff-split").wait_for()
     changed = PageResult.objects.get(check_run=check, status="changed")
-    assert page.url.endswith(changed.get_absolute_url())
+    assert page.url.endswith(changed.get_absolute_url() + "?view=split")
     page.get_by_role("link", name="Next change →").click()
     page.locator("tr#change-1.is-current").wait_for()
     assert page.evaluate("document.activeElement.id") == "change-1"
