@@ -22,7 +22,19 @@ from functools import cached_property
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Exists, F, IntegerField, Max, OuterRef, Q, Sum
+from django.db.models import (
+    Case,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
@@ -45,10 +57,18 @@ from checks.errors import ErrorKind
 from monitors.models import Monitor, Team
 
 SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
+# Kept beside the wire counters for the dashboard and e-mails, never sent on
+# the wire: a web search's results by what became of them (searchStatus of
+# checks.search.stage), so they are counted in their own words. Written only
+# when a check searched.
+SEARCH_KEY = "search"
+# The order a check's pages are listed in: what changed first.
+CHANGES_FIRST = ("changed", "new", "removed", "error", "same")
 
 
-# (status, creditsUsed, verdict, error_kind) of each page result of a check.
-Tally = list[tuple[str, Any, str, str]]
+# (status, creditsUsed, verdict, error_kind, searchStatus) of each page
+# result of a check.
+Tally = list[tuple[str, Any, str, str, Any]]
 
 
 def empty_summary() -> dict[str, int]:
@@ -320,17 +340,22 @@ class Check(models.Model):
         )
 
     def tally(self) -> Tally:
-        """(status, creditsUsed, verdict, error_kind) of each page result, in
-        one query that leaves the rest of each page's metadata in the database."""
+        """(status, creditsUsed, verdict, error_kind, searchStatus) of each
+        page result, in one query that leaves the rest of each page's metadata
+        in the database."""
         return list(
             PageResult.objects.filter(check_run_id=self.pk).values_list(
-                "status", KT("metadata__creditsUsed"), "verdict", "error_kind"
+                "status",
+                KT("metadata__creditsUsed"),
+                "verdict",
+                "error_kind",
+                KT("metadata__searchStatus"),
             )
         )
 
     @staticmethod
     def only_search_failed(tally: Tally) -> bool:
-        kinds = {kind for status, _, _, kind in tally if status == "error"}
+        kinds = {kind for status, _, _, kind, _ in tally if status == "error"}
         return kinds == {ErrorKind.SEARCH_FAILED}
 
     @staticmethod
@@ -338,18 +363,21 @@ class Check(models.Model):
         """Changed pages the judge called not meaningful."""
         return sum(
             1
-            for status, _, verdict, _ in tally
+            for status, _, verdict, *_ in tally
             if status == PageResult.Status.CHANGED
             and verdict == PageResult.Verdict.NOISE
         )
 
     @staticmethod
-    def summarize(tally: Tally) -> dict[str, int]:
+    def summarize(tally: Tally) -> dict[str, Any]:
         counts = Counter(status for status, *_ in tally)
-        summary = empty_summary()
+        summary: dict[str, Any] = empty_summary()
         for status, count in counts.items():
             summary[status] = count
         summary["totalPages"] = sum(counts.values())
+        searched = Counter(found for *_, found in tally if found)
+        if searched:
+            summary[SEARCH_KEY] = dict(searched)
         return summary
 
     def credits_for(self, tally: Tally, now: datetime) -> int:
@@ -997,12 +1025,72 @@ class PageState(models.Model):
 
 
 class PageResultQuerySet(models.QuerySet["PageResult"]):
+    def changes_first(self) -> PageResultQuerySet:
+        """Changed pages first, then new, removed, failed and unchanged ones,
+        each in the order they were checked."""
+        order = Case(
+            *(
+                When(status=status, then=Value(rank))
+                for rank, status in enumerate(CHANGES_FIRST)
+            ),
+            default=Value(len(CHANGES_FIRST)),
+            output_field=models.IntegerField(),
+        )
+        return self.order_by(order, "created_at", "id")
+
+    def with_last_titles(self) -> PageResultQuerySet:
+        """`last_title` on removed pages: the title the page had when it was
+        last there, kept on its baseline, since what answers now (a 404, or
+        nothing) has none."""
+        state_title = PageState.objects.filter(
+            monitor_id=OuterRef("check_run__monitor_id"),
+            target_id=OuterRef("target_id"),
+            url=OuterRef("url"),
+        ).values(title=KT("metadata__title"))[:1]
+        return self.annotate(
+            last_title=Case(
+                When(status=PageResult.Status.REMOVED, then=Subquery(state_title)),
+                default=Value(None),
+                output_field=models.TextField(null=True),
+            )
+        )
+
+    def linked_but_gone(self) -> dict[str, int]:
+        """Per target id: removed pages that a crawl still found a link to
+        (they answered 404 or 410), which it counts among the pages found."""
+        rows = (
+            self.filter(status=PageResult.Status.REMOVED, status_code__isnull=False)
+            .order_by()
+            .values_list("target_id")
+            .annotate(n=models.Count("id"))
+        )
+        return {str(target_id): n for target_id, n in rows}
+
+    def outcome_counts(self) -> tuple[Counter[str], Counter[str]]:
+        """(pages by status, search results by searchStatus) in one query:
+        a search result is counted only under its own outcome."""
+        pages: Counter[str] = Counter()
+        found: Counter[str] = Counter()
+        rows = (
+            self.order_by()
+            .values_list("status", KT("metadata__searchStatus"))
+            .annotate(n=models.Count("id"))
+        )
+        for status, search_status, n in rows:
+            if search_status:
+                found[search_status] += n
+            else:
+                pages[status] += n
+        return pages, found
+
     def meaningful_changes(self) -> PageResultQuerySet:
-        """Changed pages the judge called meaningful: what the dashboard calls
-        a meaningful change. A change without a verdict is not one, though
-        notifications still treat it as one (checks.notify.emails)."""
+        """Changed pages, and new search matches, the judge called meaningful:
+        what the dashboard calls a meaningful change. A change without a
+        verdict is not one, though notifications still treat it as one
+        (checks.notify.emails)."""
         return self.filter(
-            status=PageResult.Status.CHANGED, verdict=PageResult.Verdict.MEANINGFUL
+            status__in=(PageResult.Status.CHANGED, PageResult.Status.NEW),
+            verdict=PageResult.Verdict.MEANINGFUL,
         )
 
     def unjudged_changes(self) -> PageResultQuerySet:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from axes.models import AccessFailureLog, AccessLog
 from django import forms
@@ -50,6 +51,8 @@ from monitors.models import (
     Target,
     Team,
 )
+from monitors.schedule import Schedule
+from monitors.schedule_words import describe
 from teams.activity import Actor, Kind, Via, record
 
 admin.site.site_header = "Pagewatch administration"
@@ -651,6 +654,17 @@ class MonitorAdminForm(forms.ModelForm):
         return fetch_with
 
 
+def _in_zone(moment: datetime | None, zone: str) -> str:
+    """A time in the monitor's own zone, the zone named: "2026-11-28 10:30 CET"."""
+    if moment is None:
+        return "—"
+    try:
+        local = moment.astimezone(ZoneInfo(zone))
+    except (ValueError, KeyError):
+        local = moment.astimezone(UTC)
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
+
+
 @admin.register(Monitor)
 class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     form = MonitorAdminForm
@@ -659,8 +673,8 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
         "team",
         "state",
         "schedule",
-        "next_run_at",
-        "last_run_at",
+        "next_run",
+        "last_run",
         "target_count",
         "last_check",
         "created_at",
@@ -678,10 +692,11 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
             "Schedule",
             {
                 "fields": [
+                    "schedule",
                     "schedule_cron",
                     "schedule_timezone",
-                    "next_run_at",
-                    "last_run_at",
+                    "next_run",
+                    "last_run",
                     "current_check_id",
                 ]
             },
@@ -706,10 +721,11 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
         "status",
         "deleted_at",
         "checks",
+        "schedule",
         "schedule_cron",
         "schedule_timezone",
-        "next_run_at",
-        "last_run_at",
+        "next_run",
+        "last_run",
         "current_check_id",
         "judge_enabled",
         "goal",
@@ -774,7 +790,18 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
 
     @admin.display(description="Schedule")
     def schedule(self, monitor: Monitor) -> str:
-        return f"{monitor.schedule_cron} ({monitor.schedule_timezone})"
+        """In words where there are words for it, with the cron beside."""
+        words = describe(Schedule(monitor.schedule_cron, monitor.schedule_timezone))
+        cron = f"{monitor.schedule_cron}, {monitor.schedule_timezone}"
+        return f"{words} ({cron})" if words else cron
+
+    @admin.display(description="Next run", ordering="next_run_at")
+    def next_run(self, monitor: Monitor) -> str:
+        return _in_zone(monitor.next_run_at, monitor.schedule_timezone)
+
+    @admin.display(description="Last run", ordering="last_run_at")
+    def last_run(self, monitor: Monitor) -> str:
+        return _in_zone(monitor.last_run_at, monitor.schedule_timezone)
 
     @admin.display(description="Status", ordering="status")
     def state(self, monitor: Monitor) -> str:

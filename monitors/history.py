@@ -222,8 +222,10 @@ def check_chart(checks: list[Check]) -> Chart:
         noise = min(int(getattr(c, "noise", 0) or 0), changed)
         # Pages that appeared or went away are changes too: a first check's
         # new pages are not a flat zero.
-        found = changed - noise + sum(
-            int(c.summary.get(s) or 0) for s in ("new", "removed")
+        found = (
+            changed
+            - noise
+            + sum(int(c.summary.get(s) or 0) for s in ("new", "removed"))
         )
         counts.append((found, noise, int(c.summary.get("error") or 0)))
     top = max([sum(count) for count in counts] + [1])
@@ -265,6 +267,12 @@ class FeedEntry:
 
     check: Check
     pages: list[PageResult] = field(default_factory=list)
+    # Shown to the second: a neighbour in the feed reads the same minute.
+    seconds: bool = False
+
+    @property
+    def at(self) -> datetime:
+        return self.check.started_at or self.check.created_at
 
     @property
     def more(self) -> int:

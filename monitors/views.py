@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, available_timezones
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.db.models import Count, Max, Min, Q, TextField
+from django.db.models import Max, Min, Q, TextField
 from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -28,6 +28,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
@@ -41,10 +42,12 @@ from checks.content import (
     render_side_by_side,
     strip_noise,
 )
+from checks.content.marked import mark_quoted, marked_html
 from checks.content.readable import readable_html
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, PageState, SearchResultState
-from monitors import history, rules
+from checks.summary import SEARCH_WORDS
+from monitors import clock, history, rules
 from monitors import schedule as schedules
 from monitors.context import current_membership, switch_team
 from monitors.editing import update_monitor
@@ -77,6 +80,8 @@ QUEUE_UNAVAILABLE_WORDS = (
 # The filter value for "meaningful changes only" (pages, and checks in history):
 # changes the judge called meaningful, never those nobody judged.
 MEANINGFUL = "meaningful"
+# The filter values of search results, by what became of them ("search-alert").
+SEARCH_FILTER = "search-"
 # The filter value for a check's changed pages without a verdict.
 NOT_JUDGED = "not_judged"
 # Snapshots can be megabytes; a browser tab should not have to render all of it.
@@ -548,8 +553,19 @@ def team_history(request: DashboardRequest) -> HttpResponse:
     entries, has_more = history.feed_page(
         request.team, number, monitor, that_matter=that_matter
     )
+    # A monitor's own history keeps its zone; the team's reads in one zone.
+    zone = (
+        monitor.schedule_timezone
+        if monitor
+        else clock.viewer_zone(request, request.team)
+    )
+    seconds = clock.shared_minutes((e.at for e in entries), zone)
+    for entry, shared in zip(entries, seconds, strict=True):
+        entry.seconds = shared
     context = {
         "monitor": monitor,
+        "clock": zone,
+        "clock_choices": [] if monitor else clock.zones_to_offer(request.team, zone),
         "that_matter": that_matter,
         "entries": entries,
         "page_number": number,
@@ -639,23 +655,31 @@ def check_detail(
     request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID
 ) -> HttpResponse:
     check = get_check_for(request, pk, check_id)
-    counts = {
-        row["status"]: row["n"]
-        for row in check.pages.order_by().values("status").annotate(n=Count("id"))
-    }
+    counts, found = check.pages.outcome_counts()
+    search_filters = {f"{SEARCH_FILTER}{s}": s for s in SEARCH_WORDS}
     status = request.GET.get("status", "")
-    if status not in (*PageResult.Status.values, MEANINGFUL, NOT_JUDGED):
+    if status not in (
+        *PageResult.Status.values,
+        MEANINGFUL,
+        NOT_JUDGED,
+        *search_filters,
+    ):
         status = ""
-    pages = check.pages.defer("packed_diff", "stored_diff", "extraction").order_by(
-        "created_at", "id"
+    pages = (
+        check.pages.defer("packed_diff", "stored_diff", "extraction")
+        .with_last_titles()
+        .changes_first()
     )
     if status == MEANINGFUL:
         pages = pages.meaningful_changes()
     elif status == NOT_JUDGED:
         pages = pages.unjudged_changes()
+    elif status in search_filters:
+        pages = pages.filter(metadata__searchStatus=search_filters[status])
     elif status:
-        pages = pages.filter(status=status)
-    chips = [("", "All", sum(counts.values()))]
+        # Search results have filters of their own, in their own words.
+        pages = pages.filter(status=status).exclude(metadata__has_key="searchStatus")
+    chips = [("", "All", sum(counts.values()) + sum(found.values()))]
     # Verdicts are shown where the monitor judges or the check was judged;
     # there a change without one is said to be not judged, never meaningful.
     verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
@@ -667,6 +691,13 @@ def check_detail(
     if unjudged or (verdicts and status == NOT_JUDGED):
         chips.append((NOT_JUDGED, "Not judged", unjudged))
     chips += [
+        (f"{SEARCH_FILTER}{s}", capfirst(SEARCH_WORDS[s][2]), found[s])
+        for s in SEARCH_WORDS
+        if found[s] or status == f"{SEARCH_FILTER}{s}"
+    ]
+    # A check of web searches only speaks of matches, not of pages.
+    searched_only = bool(found) and not counts
+    chips += [
         (value, label, counts.get(value, 0))
         for value, label in (
             ("changed", "Changed"),
@@ -675,6 +706,7 @@ def check_detail(
             ("error", "Errors"),
             ("same", "Unchanged"),
         )
+        if not searched_only or counts.get(value) or status == value
     ]
     context = {
         "monitor": check.monitor,
@@ -733,7 +765,8 @@ def _search_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
 
 def _crawl_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
     """The crawls of a check, each with its target result (pages found, by
-    status, and whether and why it stopped early)."""
+    status, and whether and why it stopped early), and `foundThere`: the
+    pages found that are there, not a link to a page that answered gone."""
     results = [
         result
         for result in check.target_results or []
@@ -742,7 +775,21 @@ def _crawl_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
         and not result.get("skipped")
     ]
     targets = {str(target.pk): target for target in check.monitor.targets.all()}
-    return [(targets.get(str(result.get("targetId"))), result) for result in results]
+    gone = check.pages.linked_but_gone()
+    return [
+        (
+            targets.get(str(result.get("targetId"))),
+            result
+            | {
+                "foundThere": max(
+                    int(result.get("pagesFound") or 0)
+                    - gone.get(str(result.get("targetId")), 0),
+                    0,
+                )
+            },
+        )
+        for result in results
+    ]
 
 
 @require_GET
@@ -804,19 +851,24 @@ def page_diff(
 ) -> HttpResponse:
     page = get_page_for(request, pk, check_id, page_id)
     check = page.check_run
-    layout = "inline" if request.GET.get("view") == "inline" else "split"
+    # The page's text with its changes marked, unless the Markdown is asked for.
+    layout = request.GET.get("view")
+    layout = layout if layout in ("split", "inline") else "text"
     before, before_cut = _display_text(page.previous_snapshot)
     after, after_cut = _display_text(page.current_snapshot)
     comparable = before is not None and after is not None
     text_diff = page.field_changes == {} or bool((page.diff or {}).get("text"))
+    text_cut = False
     if comparable and page.status == PageResult.Status.CHANGED and text_diff:
         # Compared as the check compared them: the monitor's ignored lines out.
         ignored = check.monitor.ignore_lines or []
-        render_diff = render_inline if layout == "inline" else render_side_by_side
-        html = render_diff(
-            strip_noise(cast(str, before), ignored),
-            strip_noise(cast(str, after), ignored),
-        )
+        old = strip_noise(cast(str, before), ignored)
+        new = strip_noise(cast(str, after), ignored)
+        if layout == "text":
+            html, _, text_cut = marked_html(old, new)
+        else:
+            render_diff = render_inline if layout == "inline" else render_side_by_side
+            html = render_diff(old, new)
     else:
         html = ""
     quotes = _quotes(page) if page.is_judged else []
@@ -833,10 +885,13 @@ def page_diff(
         "check": check,
         "page": page,
         "layout": layout,
+        "text_cut": text_cut,
         # checks.content escapes every piece of page text before wrapping it in its
         # own tags, so this — and only this — page-derived HTML may be marked
         # safe. The template still puts it under hx-disable.
-        "diff_html": mark_safe(mark_quotes(html, quotes)),  # noqa: S308
+        "diff_html": mark_safe(  # noqa: S308
+            mark_quoted(html, quotes) if layout == "text" else mark_quotes(html, quotes)
+        ),
         "change_count": html.count('id="change-'),
         "field_rows": _field_rows(page, quotes),
         "before": before,

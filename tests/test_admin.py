@@ -731,3 +731,14 @@ def test_deleting_is_confirmed_with_counts_not_a_link_to_every_page(
     assert admin_client.post(url, {"post": "yes"}).status_code == 302
     assert not model.objects.filter(pk=obj.pk).exists()
     assert not PageResult.objects.exists()
+
+
+def test_the_monitor_list_says_schedules_in_words_and_times_in_their_zone(
+    admin_client, monitor
+):
+    listing = admin_client.get(admin_url(Monitor, "changelist")).content.decode()
+    assert "Every 30 minutes (*/30 * * * *, Europe/Berlin)" in listing
+    # 12:30 UTC is 13:30 in Berlin in March (CET).
+    assert "2025-03-10 13:30:00 CET" in listing
+    page = admin_client.get(admin_url(Monitor, "change", monitor.pk)).content
+    assert "Every 30 minutes" in page.decode()

@@ -1491,7 +1491,7 @@ def test_check_page_explains_a_failed_check(web, monitor):
 
 
 def test_diff_page_shows_the_stored_diff_with_navigation(web, changed_page):
-    page = text_of(web.get(changed_page.get_absolute_url()))
+    page = text_of(web.get(changed_page.get_absolute_url(), {"view": "split"}))
     assert '<div class="diff-scroll" hx-disable><table class="diff diff-split' in page
     assert 'id="change-1"' in page and 'data-change-step="1"' in page
     assert "Pricing — Example" in page

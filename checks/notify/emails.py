@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives
+from django.db.models.fields.json import KT
 from django.template import Context, Engine
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -238,6 +239,8 @@ class PageLine:
     diff_truncated: bool = False
     # The judge failed open: reported as a change, and said to be unjudged.
     not_judged: bool = False
+    # A web search's new match (a `new` page on the wire).
+    search_match: bool = False
 
     @property
     def href(self) -> str | None:
@@ -257,6 +260,8 @@ class PageLine:
             return "changed (meaningful)"
         if self.status == "changed" and self.meaningful is False:
             return "changed (not meaningful)"
+        if self.search_match:
+            return "new match"
         return self.status
 
     @property
@@ -314,13 +319,20 @@ class ChangeReport:
         if self.noise:
             more = " more" if parts else ""
             parts.append(f"{self.noise}{more} judged unimportant")
-        if n := self.counts["new"]:
+        if n := self.matches:
+            parts.append(f"{n} new match{'es' if n != 1 else ''}")
+        if n := self.counts["new"] - self.matches:
             parts.append(f"{n} new page{'s' if n != 1 else ''}")
         if n := self.counts["removed"]:
             parts.append(f"{_pages(n)} removed")
         if n := self.counts["error"]:
             parts.append(f"{_pages(n)} with {'errors' if n != 1 else 'an error'}")
         return ", ".join(parts) or "no changes"
+
+    @property
+    def matches(self) -> int:
+        """New pages that are a web search's new matches."""
+        return sum(1 for p in self.pages if p.status == "new" and p.search_match)
 
     @property
     def only_new(self) -> bool:
@@ -348,10 +360,10 @@ def change_report(check: Check) -> ChangeReport:
     counts: Counter = Counter()
     pages: list[PageLine] = []
     fields = ("url", "status", "error", "error_kind", "status_code", "judgment")
-    rows = check.pages.values_list("pk", *fields, "verdict")
-    for pk, url, status, error, kind, code, judgment, verdict in rows.order_by(
-        "created_at", "id"
-    ):
+    rows = check.pages.values_list(
+        "pk", *fields, "verdict", KT("metadata__searchStatus")
+    ).order_by("created_at", "id")
+    for pk, url, status, error, kind, code, judgment, verdict, found in rows:
         counts[status] += 1
         if status == "same":
             continue
@@ -373,6 +385,7 @@ def change_report(check: Check) -> ChangeReport:
             url = SEARCH_FAILED_PAGE
         line = PageLine(url, status, meaningful, said, reason, pk)
         line.not_judged = not_judged
+        line.search_match = found == "alert"
         pages.append(line)
     pages.sort(key=lambda p: p.rank)
     return ChangeReport(counts, pages)

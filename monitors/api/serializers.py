@@ -20,6 +20,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
 from checks.fetch.policy import allow_private_targets, host_block_reason
+from checks.models import SUMMARY_KEYS
 from checks.notify import kinds
 from monitors import rules
 from monitors.api.options import (
@@ -631,7 +632,11 @@ class MonitorSerializer(serializers.Serializer):
 
     @extend_schema_field(SummarySerializer(allow_null=True))
     def get_lastCheckSummary(self, monitor: Monitor) -> dict[str, int] | None:  # noqa: N802
-        return monitor.last_check_summary
+        # The wire counters only: the dashboard's own (search) stay home.
+        stored = monitor.last_check_summary
+        if stored is None:
+            return None
+        return {key: int(stored.get(key) or 0) for key in SUMMARY_KEYS}
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_warning(self, monitor: Monitor) -> str | None:

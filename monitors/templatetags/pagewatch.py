@@ -22,6 +22,7 @@ from checks.jobs import Via
 from checks.notify import emails, events, transports
 from checks.notify import messages as channel_messages
 from checks.pages import FETCHED_BECAUSE
+from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_words
 from monitors import rules, search_provider
 from monitors.schedule import Schedule
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
@@ -214,13 +215,7 @@ def page_result_label(page: Any) -> str:
 
 
 # metadata.searchStatus of a search result (checks.search.stage), in words.
-SEARCH_STATUS_LABELS = {
-    "alert": "New match",
-    "already_seen": "Seen before",
-    "watching": "Watching: not sure yet",
-    "ignored": "Not relevant",
-    "skipped": "Could not be judged",
-}
+SEARCH_STATUS_LABELS = {status: words[0] for status, words in SEARCH_WORDS.items()}
 
 
 @register.filter
@@ -263,16 +258,31 @@ def summary_parts(
     that does."""
     if not summary:
         return []
+    pages = page_counts(summary)
+    found = search_counts(summary)
     parts = []
+    if "alert" in found:  # a search's new matches lead, like changes
+        matches = found.pop("alert")
+        parts.append(("new", matches, search_words("alert", matches)))
     for status in SUMMARY_ORDER:
-        count = int(summary.get(status) or 0)
+        count = pages[status]
         if not count:
             continue
         if status == "changed" and noise:
             parts.extend(_changed_parts(count, min(int(noise), count)))
             continue
+        if status == "same":  # what else a search found comes before
+            parts += [_search_part(s, n) for s, n in found.items()]
+            found = {}
         parts.append((status, count, f"{count} {SUMMARY_WORDS[status]}"))
+    parts += [_search_part(s, n) for s, n in found.items()]
     return parts
+
+
+def _search_part(status: str, count: int) -> tuple[str, int, str]:
+    """A search outcome as a count: muted ("same") unless it failed."""
+    kind = "error" if status == "skipped" else "same"
+    return (kind, count, search_words(status, count))
 
 
 def _changed_parts(changed: int, noise: int) -> list[tuple[str, int, str]]:

@@ -342,8 +342,8 @@ def test_the_diff_layout_switch_and_the_current_change_show_their_whole_focus_ri
 ):
     page = browser_page
     sign_in(page)
-    page.goto(dashboard["changed"].get_absolute_url())
-    for layout in ("Side by side", "Inline"):
+    page.goto(dashboard["changed"].get_absolute_url() + "?view=split")
+    for layout in ("Page text", "Markdown, side by side", "Markdown, inline"):
         page.keyboard.press("Tab")
         while page.evaluate("document.activeElement.textContent.trim()") != layout:
             page.keyboard.press("Tab")

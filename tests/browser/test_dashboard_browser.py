@@ -289,24 +289,26 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     screenshot(page, "06-check-page")
 
     page.get_by_role("link", name="See what changed").click()
+    page.locator("#diff-region[data-layout='text'] ins.word-change").first.wait_for()
+    page.get_by_role("link", name="Markdown, side by side").click()
     page.locator("table.diff.diff-split").wait_for()
     changed = PageResult.objects.get(check_run=check, status="changed")
-    assert page.url.endswith(changed.get_absolute_url())
+    assert page.url.endswith(changed.get_absolute_url() + "?view=split")
     page.get_by_role("link", name="Next change →").click()
     page.locator("tr#change-1.is-current").wait_for()
     assert page.evaluate("document.activeElement.id") == "change-1"
     page.get_by_text("Change 1 of").wait_for()
     screenshot(page, "07-diff-side-by-side")
 
-    page.get_by_role("link", name="Inline").click()
+    page.get_by_role("link", name="Markdown, inline").click()
     page.locator("table.diff.diff-inline").wait_for()
     assert page.url.endswith("?view=inline")
-    expect(page.get_by_role("link", name="Inline")).to_have_attribute(
+    expect(page.get_by_role("link", name="Markdown, inline")).to_have_attribute(
         "aria-current", "true"
     )
-    expect(page.get_by_role("link", name="Side by side")).not_to_have_attribute(
-        "aria-current", "true"
-    )
+    expect(
+        page.get_by_role("link", name="Markdown, side by side")
+    ).not_to_have_attribute("aria-current", "true")
     screenshot(page, "08-diff-inline")
     assert_clean(page)
 
@@ -385,7 +387,7 @@ def test_hostile_page_content_never_runs(browser_page, member, team, site, scree
             details.evaluate("el => el.open = true")
         page.wait_for_timeout(200)
         assert page.evaluate("window.__xss") is None, path
-    page.get_by_role("link", name="Side by side").click()
+    page.get_by_role("link", name="Markdown, side by side").click()
     page.locator("table.diff.diff-split").wait_for()
     assert page.locator("td.diff-text", has_text="<script>").count() >= 1
     screenshot(page, "09-hostile-diff")

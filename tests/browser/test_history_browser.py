@@ -129,7 +129,7 @@ def test_diff_gutters_are_narrow_and_markdown_tables_read_as_tables(
     check = finished_check(monitor, timezone.now(), changed=1)
     result = changed_page(check, before, after, "https://example.com/terms", "Terms")
     sign_in(page)
-    page.goto(result.get_absolute_url())
+    page.goto(result.get_absolute_url() + "?view=split")
     table = page.locator("table.diff.diff-split")
     table.wait_for()
     # The first row is "N unchanged lines" across all columns: the widths
@@ -149,7 +149,7 @@ def test_diff_gutters_are_narrow_and_markdown_tables_read_as_tables(
     assert text > whole * 0.4, widths
     screenshot(page, "21-9-diff-split")
 
-    page.get_by_role("link", name="Inline").click()
+    page.get_by_role("link", name="Markdown, inline").click()
     page.locator("table.diff.diff-inline").wait_for()
     inline = page.evaluate(
         """() => {
@@ -227,7 +227,7 @@ def test_history_feed_and_chart_link_to_the_diffs(
     screenshot(page, "21-13-feed")
     items.first.get_by_role("link", name="Headlines").click()
     page.wait_for_url(re.compile(re.escape(newest.get_absolute_url()) + "$"))
-    page.locator("table.diff").wait_for()
+    page.locator("#diff-region[data-layout='text']").wait_for()
 
     page.goto(pricing.get_absolute_url())
     chart = page.locator("svg.check-chart")

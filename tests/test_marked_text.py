@@ -1,0 +1,68 @@
+"""A changed page opens on its text as it reads, tables as tables and
+headings as headings, with the words that changed marked; the Markdown diff
+is one click away."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.content.marked import marked_html
+from tests.test_dashboard_views import (  # noqa: F401
+    make_check,
+    make_page,
+    monitor,
+    owner,
+    web,
+)
+
+pytestmark = pytest.mark.django_db
+
+BEFORE = """# Acme pricing
+
+| Plan | Price |
+| --- | --- |
+| Starter | $19 |
+| Pro | $49 |
+| Team | $99 |
+
+Prices include VAT. Updated Monday.
+"""
+AFTER = (
+    BEFORE.replace("$49", "$59")
+    .replace("Monday", "Tuesday")
+    .replace("| Team | $99 |\n", "")
+)
+
+
+def test_the_text_marks_changed_words_inside_the_pages_own_structure():
+    html, changed, cut = marked_html(BEFORE, AFTER)
+    assert "<h3>Acme pricing</h3>" in html
+    assert "<td>Pro</td>" in html
+    assert (
+        '<td><del class="word-change">$49</del> <ins class="word-change">$59</ins></td>'
+        in html
+    )
+    assert '<td><del class="word-change">Team</del></td>' in html  # a row that went
+    assert '<del class="word-change">Monday.</del>' in html
+    assert "| --- |" not in html and "# Acme" not in html
+    assert (changed, cut) == (3, False)
+
+
+def test_page_text_cannot_forge_the_marks_or_markup():
+    evil = "<script>alert(1)</script> \ue000fake\ue001"
+    html, _, _ = marked_html("<script>alert(1)</script> fake old", f"{evil} new")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "fake" in html and '<ins class="word-change">fake</ins>' not in html
+
+
+def test_a_changed_page_opens_on_its_marked_text(web, monitor):  # noqa: F811
+    result = make_page(make_check(monitor), BEFORE, AFTER)
+    body = web.get(result.get_absolute_url()).content.decode()
+    region = body.split('id="diff-region"', 1)[1]
+    assert '<ins class="word-change">$59</ins></td>' in region
+    assert 'aria-current="true">Page text</a>' in body
+    assert 'href="?view=split"' in body and "Markdown, side by side" in body
+    assert "| Pro |" not in region.split("</div>\n  \n", 1)[0]
+
+    markdown = web.get(result.get_absolute_url(), {"view": "split"})
+    assert 'class="diff diff-split' in markdown.content.decode()
