@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
-from checks.models import Check, Delivery, PageResult
+from checks.models import Check, Delivery
 from checks.notify import deliveries, events, messages
 from monitors.models import Channel, MonitorChannel
 
@@ -45,8 +45,10 @@ def check_failed(check: Check) -> bool:
     """A failed check, or one where every page it looked at errored."""
     if check.status == Check.Status.FAILED:
         return True
-    statuses = set(check.pages.values_list("status", flat=True))
-    return statuses == {PageResult.Status.ERROR}
+    # Read from the summary the check was finished with, not its pages again.
+    summary = check.summary or {}
+    total = int(summary.get("totalPages") or 0)
+    return total > 0 and int(summary.get("error") or 0) == total
 
 
 def _failures_in_a_row(monitor: Monitor, limit: int) -> int:
