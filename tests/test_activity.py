@@ -330,3 +330,12 @@ def test_the_openapi_document_describes_the_activity_log(client):
     assert operation["operationId"] == "listActivity"
     names = {p["name"] for p in operation["parameters"]}
     assert {"limit", "before", "monitorId", "kind"} <= names
+
+
+def test_the_first_start_records_its_admin_and_key_as_a_command(db):
+    call_command("bootstrap", stdout=StringIO())
+
+    assert entries() == [
+        (Kind.MEMBER_JOINED, Via.COMMAND, "a management command"),
+        (Kind.KEY_CREATED, Via.COMMAND, "a management command"),
+    ]

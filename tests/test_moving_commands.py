@@ -70,3 +70,14 @@ def test_the_csv_export_writes_formulas_as_text(team):
     run("importmonitors", str(FIXTURES / "addresses.csv"), "--team", "acme")
     out = run("exportmonitors", "--team", "acme", "--csv")
     assert "\"'=HYPERLINK(" in out
+
+
+def test_monitors_an_import_creates_are_in_the_activity_log(team):
+    from teams.models import Activity
+
+    run("importmonitors", str(FIXTURES / "urls.yaml"), "--team", "acme")
+
+    made = set(Monitor.objects.filter(team=team).values_list("pk", flat=True))
+    logged = Activity.objects.filter(team=team, kind=Activity.Kind.MONITOR_CREATED)
+    assert {entry.monitor_id for entry in logged} == made
+    assert {(e.via, e.details["imported"]) for e in logged} == {("command", True)}

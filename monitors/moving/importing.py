@@ -21,6 +21,7 @@ from monitors.editing import create_monitors
 from monitors.models import ImportRun, Monitor, Team
 from monitors.moving import plan
 from monitors.moving.base import Planned
+from teams.activity import SYSTEM, Actor, Via, record_created
 
 
 @dataclass
@@ -100,18 +101,24 @@ def _page_states(
     ]
 
 
-def _make(team: Team, items: list[Planned], now: datetime) -> list[Monitor]:
-    """These items' monitors with their targets and baselines: all or none."""
+def _make(
+    team: Team, items: list[Planned], now: datetime, actor: Actor = SYSTEM
+) -> list[Monitor]:
+    """These items' monitors with their targets and baselines, and their
+    "created" entries in the activity log: all or none."""
     with transaction.atomic():
         monitors = create_monitors(team, [_data(i) for i in items], now)
         states = _page_states(list(zip(monitors, items, strict=True)), now)
         if states:
             PageState.upsert(states)
+        record_created(actor, team, monitors, imported=True)
     return monitors
 
 
-def import_one(team: Team, item: Planned, now: datetime) -> Monitor:
-    (monitor,) = _make(team, [item], now)
+def import_one(
+    team: Team, item: Planned, now: datetime, actor: Actor = SYSTEM
+) -> Monitor:
+    (monitor,) = _make(team, [item], now, actor)
     return monitor
 
 
@@ -128,6 +135,7 @@ def run_import(
     *,
     include_duplicates: Collection[str] | bool = False,
     progress: Callable[[int, int], None] | None = None,
+    actor: Actor = SYSTEM,
 ) -> Report:
     """Create every importable item; duplicates only when chosen (True for
     all of them, or the refs of those chosen). Outcomes keep the source's
@@ -145,7 +153,7 @@ def run_import(
     for start in range(0, len(todo), BATCH):
         batch = todo[start : start + BATCH]
         try:
-            made = _make(team, [item for _, item in batch], now)
+            made = _make(team, [item for _, item in batch], now, actor)
         except DatabaseError:
             made = None
         if made is not None:
@@ -153,7 +161,7 @@ def run_import(
                 outcomes[index] = Outcome(item, "created", str(monitor.pk))
         else:
             for index, item in batch:
-                outcomes[index] = _one(team, item, now)
+                outcomes[index] = _one(team, item, now, actor)
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
@@ -162,9 +170,9 @@ def run_import(
     return Report([outcomes[i] for i in range(len(items))])
 
 
-def _one(team: Team, item: Planned, now: datetime) -> Outcome:
+def _one(team: Team, item: Planned, now: datetime, actor: Actor) -> Outcome:
     try:
-        monitor = import_one(team, item, now)
+        monitor = import_one(team, item, now, actor)
     except DatabaseError as exc:
         return Outcome(item, "failed", error=f"Could not be saved: {exc}")
     return Outcome(item, "created", str(monitor.pk))
@@ -226,6 +234,14 @@ def start_run(
     return run
 
 
+def run_actor(run: ImportRun) -> Actor:
+    """Who an import's monitors are logged as made by: the person who
+    previewed it in the dashboard, else the API (a key is not kept)."""
+    if run.created_by_id is not None:
+        return Actor(Via.DASHBOARD, user=run.created_by)
+    return Actor(Via.API)
+
+
 def execute_run(run: ImportRun, now: datetime) -> Report:
     """Import a claimed (running) run, recording progress as it goes."""
     items = planned_items(run)
@@ -235,6 +251,7 @@ def execute_run(run: ImportRun, now: datetime) -> Report:
         now,
         include_duplicates=set(run.chosen_duplicates),
         progress=lambda done, total: run.record_progress(done),
+        actor=run_actor(run),
     )
     run.finish(report.as_dict(), timezone.now())
     return report

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from monitors.models import ApiKey, Membership, Team
+from teams.activity import Actor, Kind, record
 
 
 class Command(BaseCommand):
@@ -31,6 +32,9 @@ class Command(BaseCommand):
         Membership.objects.create(team=team, user=admin, role=Membership.Role.OWNER)
         team.rotate_webhook_secret()
         _, raw_key = ApiKey.issue(team, name="first key", created_by=admin)
+        actor = Actor.command()
+        record(actor, team, Kind.MEMBER_JOINED, member="admin", role="owner")
+        record(actor, team, Kind.KEY_CREATED, name="first key", scope="write")
         base = settings.PUBLIC_BASE_URL
         self.stdout.write(
             "\n".join(

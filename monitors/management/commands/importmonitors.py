@@ -9,6 +9,7 @@ from django.utils import timezone
 from monitors import moving
 from monitors.models import Team
 from monitors.moving import importing, plan
+from teams.activity import Actor
 
 
 class Command(BaseCommand):
@@ -68,6 +69,7 @@ class Command(BaseCommand):
             timezone.now(),
             include_duplicates=options["include_duplicates"],
             progress=self._progress,
+            actor=Actor.command(),
         )
         for outcome in report.outcomes:
             self._line(outcome.as_dict())
