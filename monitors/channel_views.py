@@ -22,6 +22,7 @@ from checks.notify.transports import DeliveryError, answer_in_plain_words
 from monitors.api.channels import ChannelInputSerializer, save_channel
 from monitors.models import Channel
 from monitors.views import Action, DashboardRequest, team_view
+from teams.activity import Actor, Kind, record
 
 RECENT = 5
 
@@ -114,6 +115,8 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
             saved = save_channel(
                 request.team, serializer.validated_data, timezone.now(), channel
             )
+            made = Kind.CHANNEL_EDITED if channel else Kind.CHANNEL_CREATED
+            record(Actor.of(request), request.team, made, name=saved.name)
             messages.success(request, f"Channel “{saved.name}” saved.")
             return redirect("channels")
         errors = serializer.errors
@@ -185,5 +188,6 @@ def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
 def channel_delete(request: DashboardRequest, pk: int) -> HttpResponse:
     channel = _get(request, pk)
     channel.delete()
+    record(Actor.of(request), request.team, Kind.CHANNEL_DELETED, name=channel.name)
     messages.success(request, f"Channel “{channel.name}” deleted.")
     return redirect("channels")

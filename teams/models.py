@@ -196,6 +196,9 @@ class Activity(models.Model):
         MONITOR_RUN = "monitor.run", "Monitor run by hand"
         MONITOR_DELETED = "monitor.deleted", "Monitor deleted"
         WEBHOOK_DISABLED = "monitor.webhook_disabled", "Webhook turned off"
+        CHANNEL_CREATED = "channel.created", "Channel created"
+        CHANNEL_EDITED = "channel.edited", "Channel edited"
+        CHANNEL_DELETED = "channel.deleted", "Channel deleted"
         KEY_CREATED = "key.created", "API key created"
         KEY_REVOKED = "key.revoked", "API key revoked"
         MEMBER_JOINED = "member.joined", "Member joined"
@@ -317,6 +320,17 @@ class Activity(models.Model):
             return "Edited " + _listed(fields) if fields else "Saved, unchanged"
         if self.kind == kind.WEBHOOK_DISABLED:
             return f"Turned off its webhook: {d.get('reason', '')}".rstrip(": ")
+        if self.kind in (
+            kind.CHANNEL_CREATED,
+            kind.CHANNEL_EDITED,
+            kind.CHANNEL_DELETED,
+        ):
+            verb = {
+                kind.CHANNEL_CREATED: "Added",
+                kind.CHANNEL_EDITED: "Changed",
+                kind.CHANNEL_DELETED: "Deleted",
+            }[self.kind]
+            return f"{verb} the channel “{d.get('name') or 'unnamed'}”"
         if self.kind == kind.KEY_CREATED:
             scope = "read-only" if d.get("scope") == "read" else "read and write"
             return f"Created the {scope} API key “{d.get('name') or 'unnamed'}”"

@@ -339,3 +339,22 @@ def test_the_first_start_records_its_admin_and_key_as_a_command(db):
         (Kind.MEMBER_JOINED, Via.COMMAND, "a management command"),
         (Kind.KEY_CREATED, Via.COMMAND, "a management command"),
     ]
+
+
+def test_channels_added_changed_and_deleted_are_recorded(web, team):
+    key, raw = ApiKey.issue(team, name="CI")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    body = {"name": "Ops", "kind": "webhook", "settings": {"url": "https://ex.com/h"}}
+    channel_id = api.post("/v2/channels", body, format="json").json()["data"]["id"]
+    api.patch(f"/v2/channels/{channel_id}", {"name": "Ops room"}, format="json")
+    web.post(reverse("channel-delete", args=[channel_id]))
+
+    assert entries() == [
+        (Kind.CHANNEL_CREATED, Via.API, "the API key “CI”"),
+        (Kind.CHANNEL_EDITED, Via.API, "the API key “CI”"),
+        (Kind.CHANNEL_DELETED, Via.DASHBOARD, "Ana"),
+    ]
+    assert Activity.objects.order_by("id").last().what_words == (
+        "Deleted the channel “Ops room”"
+    )

@@ -22,6 +22,7 @@ from monitors.api.errors import not_found
 from monitors.api.options import StrictCharField, StrictIntegerField
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import Channel, Team
+from teams.activity import Actor, Kind, record
 
 NAME_MAX = 120
 FAILING_AFTER_MAX = 100
@@ -200,6 +201,7 @@ class ChannelListView(APIView):
         channel = save_channel(
             request.user.team, serializer.validated_data, timezone.now()
         )
+        record(Actor.of(request), channel.team, Kind.CHANNEL_CREATED, name=channel.name)
         return ok(render(channel))
 
 
@@ -225,6 +227,7 @@ class ChannelDetailView(APIView):
         )
         serializer.is_valid(raise_exception=True)
         save_channel(channel.team, serializer.validated_data, timezone.now(), channel)
+        record(Actor.of(request), channel.team, Kind.CHANNEL_EDITED, name=channel.name)
         return ok(render(channel))
 
     @extend_schema(
@@ -239,7 +242,9 @@ class ChannelDetailView(APIView):
         | error_responses(403, 404),
     )
     def delete(self, request: Request, channel_id: str) -> Response:
-        get_channel_for(request, channel_id).delete()
+        channel = get_channel_for(request, channel_id)
+        channel.delete()
+        record(Actor.of(request), channel.team, Kind.CHANNEL_DELETED, name=channel.name)
         return Response({"success": True})
 
 
