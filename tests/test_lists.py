@@ -156,9 +156,9 @@ def test_the_api_list_asks_the_database_the_same_few_times_for_any_page(
         name="Mailed",
         notification={"email": {"enabled": True, "recipients": ["a@example.com"]}},
     )
-    # Key lookup, monitors, targets, and e-mail subscriptions of the one
-    # monitor that has recipients.
-    with django_assert_num_queries(4):
+    # Key lookup, monitors, targets, e-mail subscriptions of the one monitor
+    # that has recipients, and the channels they send to.
+    with django_assert_num_queries(5):
         data = api.get("/v2/monitor", {"limit": 100}).json()["data"]
     mailed = next(m for m in data if m["name"] == "Mailed")
     assert [s["email"] for s in mailed["emailRecipientSubscriptions"]] == [
@@ -166,7 +166,7 @@ def test_the_api_list_asks_the_database_the_same_few_times_for_any_page(
     ]
     for n in range(3, 20):
         create(api, name=f"Shop{n}")
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         assert len(api.get("/v2/monitor", {"limit": 100}).json()["data"]) == 21
     assert EmailRecipient.objects.count() == 1
 

@@ -616,6 +616,9 @@ class MonitorSerializer(serializers.Serializer):
 
     @extend_schema_field({"type": "array", "items": {"type": "integer"}})
     def get_channels(self, monitor: Monitor) -> list[int]:
+        prefetched = getattr(monitor, "shared_channels", None)
+        if prefetched is not None:  # a page of monitors (api.views.with_relations)
+            return [channel.pk for channel in prefetched]
         return list(
             monitor.channels.filter(owner_monitor__isnull=True)
             .order_by("pk")

@@ -29,7 +29,7 @@ from monitors.api.serializers import (
     MonitorWriteSerializer,
 )
 from monitors.editing import create_monitor, update_monitor
-from monitors.models import EmailRecipient, Monitor, Target
+from monitors.models import Channel, EmailRecipient, Monitor, Target
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 
 ERROR = inline_serializer(
@@ -137,6 +137,11 @@ def with_relations(monitors: list[Monitor]) -> list[Monitor]:
     prefetch_related_objects(
         [m for m in monitors if m.email_settings.get("recipients")],
         "email_recipients",
+    )
+    # The team's channels each monitor sends to, for the page in one query.
+    shared = Channel.objects.shared().order_by("pk").only("pk")
+    prefetch_related_objects(
+        monitors, Prefetch("channels", queryset=shared, to_attr="shared_channels")
     )
     return monitors
 
