@@ -78,7 +78,7 @@ def test_the_diff_view_of_a_rewritten_1_mb_page_matches_no_unrelated_lines(
     Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
     client.force_login(user)
 
-    response = client.get(page.get_absolute_url())
+    response = client.get(page.get_absolute_url() + "?view=split")
 
     assert response.status_code == 200
     body = response.content.decode()
@@ -116,7 +116,7 @@ def test_the_diff_view_still_highlights_the_words_of_an_edited_line(
     Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
     client.force_login(user)
 
-    body = client.get(page.get_absolute_url()).content.decode()
+    body = client.get(page.get_absolute_url() + "?view=split").content.decode()
 
     assert "<del>19</del>" in body and "<ins>24</ins>" in body
     assert len(matcher_calls) == 1

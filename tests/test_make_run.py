@@ -250,7 +250,11 @@ def test_make_run_migrates_and_bootstraps_with_the_env_file_applied() -> None:
     """A DATABASE_URL in .env used to reach the processes but not migrate, so
     they started on a database nobody had migrated."""
     plan = subprocess.run(
-        ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "--no-print-directory", "-n", "run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
 
     manage = [line for line in plan if "manage.py" in line]
