@@ -3,7 +3,6 @@ lines that evidently belong together: asserted on the word matchers started."""
 
 from __future__ import annotations
 
-import random
 from types import SimpleNamespace
 
 import pytest
@@ -11,30 +10,15 @@ import pytest
 from checks.content import render
 from checks.models import PageResult
 from monitors.models import Membership
+from tests import test_diff_packing
+from tests.test_diff_packing import prose
 from tests.test_runner import make_monitor, page_of, run_check
 
 pytestmark = pytest.mark.django_db
 
-_VOCABULARY = [
-    "price", "plan", "team", "monthly", "seats", "storage", "support", "the",
-    "and", "with", "every", "includes", "unlimited", "projects", "review",
-    "export", "limits", "priority", "annual", "discount", "archive", "users",
-]  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def private_targets_allowed(settings):
-    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-
-
-def prose(seed: int, paragraphs: int, words: int = 40) -> str:
-    """Paragraphs of random words from one small vocabulary: two seeds give
-    pages that share every word and hardly a line."""
-    rng = random.Random(seed)
-    return "".join(
-        f"<p>{' '.join(rng.choice(_VOCABULARY) for _ in range(words))}.</p>"
-        for _ in range(paragraphs)
-    )
+# Pages of random words from one small vocabulary, shared with the packing
+# tests; the fixture allowing loopback pages comes with them.
+private_targets_allowed = test_diff_packing.private_targets_allowed
 
 
 @pytest.fixture
