@@ -213,7 +213,10 @@
     focusWasInRun = target.contains(document.activeElement);
   });
 
-  document.addEventListener("htmx:afterSettle", function () {
+  // Focus is put back as the new status goes in (afterSwap runs in the same
+  // task as the swap), not after htmx's settle delay: for those milliseconds
+  // the keyboard would be at the top of the page.
+  document.addEventListener("htmx:afterSwap", function () {
     var status = document.getElementById("run-status");
     if (!status) return;
     if (focusWasInRun && (!document.activeElement || document.activeElement === document.body)) {
@@ -221,6 +224,11 @@
       if (section) section.focus({ preventScroll: true });
     }
     focusWasInRun = false;
+  });
+
+  document.addEventListener("htmx:afterSettle", function () {
+    var status = document.getElementById("run-status");
+    if (!status) return;
     var words = stageWords(status);
     if (words && words !== shownStage) announce(words);
     shownStage = words;
