@@ -162,7 +162,7 @@ def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Mon
     _ensure_signing_secret(monitor)
     if "targets" in data:
         replace_targets(monitor, data["targets"])
-    if "webhook" in data or "notification" in data:
+    if {"webhook", "webhookPages", "notification"} & set(data):
         own.sync(monitor)
     if "notification" in data:
         monitor.sync_email_recipients()

@@ -47,7 +47,7 @@ def test_the_api_stores_webhook_and_email_as_own_channels_and_reads_them_unchang
     created = data(api.post("/v2/monitor", body, format="json"))
 
     channels = own(created["id"])
-    assert channels["firecrawl_webhook"].settings == WEBHOOK
+    assert channels["firecrawl_webhook"].settings == WEBHOOK | {"pages": "all"}
     assert channels["email"].settings == EMAIL
     assert data(api.get(f"/v2/monitor/{created['id']}"))["webhook"] == WEBHOOK
     # Not team channels: neither listed nor among the monitor's `channels`.
@@ -123,6 +123,27 @@ def test_a_webhook_written_to_the_monitor_directly_is_followed_by_its_channel(
     assert receiver.payloads()[0]["metadata"] == {"v": "2"}
 
 
+def test_the_admin_sees_the_webhook_headers_masked():
+    kind = kinds.kind_for("firecrawl_webhook")
+    shown = kind.masked(WEBHOOK | {"headers": {"Authorization": "Bearer s3cret-token"}})
+    assert "s3cret" not in str(shown) and shown["url"] == WEBHOOK["url"]
+
+
+@pytest.mark.django_db
+def test_only_changed_pages_reach_the_webhook_when_the_monitor_asks(
+    team, receiver, scenario, queued
+):
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    Monitor.objects.filter(pk=monitor.pk).update(webhook_pages="changed")
+    monitor.refresh_from_db()
+    scenario.run(monitor, [("https://e.com/a", "same"), ("https://e.com/b", "new")])
+    run_queued(queued)
+
+    pages = [p for p in receiver.payloads() if p["type"] == "monitor.page"]
+    assert [p["data"][0]["url"] for p in pages] == ["https://e.com/b"]
+    assert own(monitor.pk)["firecrawl_webhook"].settings["pages"] == "changed"
+
+
 # ---------------------------------------------------------------- migration
 
 BEFORE = [("checks", "0020_delivery_to_channels"),
@@ -196,7 +217,7 @@ def test_the_migration_makes_own_channels_of_old_webhooks_and_emails_without_los
     Delivery = new.get_model("checks", "Delivery")
     Recipient = new.get_model("monitors", "EmailRecipient")
     mine = {c.kind: c for c in Channel.objects.filter(owner_monitor_id=ids["both"])}
-    assert mine["firecrawl_webhook"].settings == WEBHOOK
+    assert mine["firecrawl_webhook"].settings == WEBHOOK | {"pages": "changed"}
     assert mine["email"].settings == EMAIL
     assert mine["firecrawl_webhook"].team_id == mine["email"].team_id
     hook = Delivery.objects.get(pk=ids["hook"])

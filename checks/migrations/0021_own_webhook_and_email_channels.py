@@ -51,6 +51,8 @@ def forward(apps, schema_editor):
     )
     for monitor in wanted.iterator():
         webhook = monitor.webhook or {}
+        if webhook:  # as FirecrawlWebhookKind.from_monitor has it
+            webhook = webhook | {"pages": monitor.webhook_pages}
         if webhook or hooks.filter(monitor=monitor).exists():
             channel = _own(Channel, monitor, WEBHOOK, webhook)
             hooks.filter(monitor=monitor).update(kind=WEBHOOK, channel=channel)

@@ -40,6 +40,7 @@ from django.utils import timezone
 from checks.models import Check, Delivery, DeliveryAttempt, PageResult
 from checks.notify import emails, events, kinds, own
 from checks.notify.kinds import ChannelKind
+from checks.notify.kinds.firecrawl_webhook import FirecrawlWebhookKind
 from checks.notify.transports import DeliveryError, Sent
 from monitors.models import Channel, EmailRecipient, Monitor
 from teams.activity import SYSTEM, Kind, record
@@ -137,28 +138,18 @@ def _create_webhook(
 # --- Recording events (called inside the runner's transaction) -------------------
 
 
-# What "only pages that changed" (Monitor.WebhookPages.CHANGED) sends.
-CHANGED_PAGES = frozenset({PageResult.Status.NEW, PageResult.Status.CHANGED})
-
-
 def record_page_result(page: PageResult) -> Delivery | None:
-    """A `monitor.page` webhook for every page result except `removed`, or
-    only for new and changed pages when the monitor asks for that."""
-    if page.status == PageResult.Status.REMOVED:
-        return None
-    check = page.check_run
-    monitor = check.monitor
-    if (
-        monitor.webhook_pages == Monitor.WebhookPages.CHANGED
-        and page.status not in CHANGED_PAGES
-    ):
-        return None
+    """A `monitor.page` webhook for a page result, as the monitor's webhook
+    channel wants (FirecrawlWebhookKind.wants_page)."""
+    monitor = page.check_run.monitor
     channel = own.webhook_channel(monitor)
-    if channel is None or not events.wants(channel.settings, events.PAGE):
+    if channel is None or not FirecrawlWebhookKind.wants_page(
+        channel.settings, page.status
+    ):
         return None
     return _create_webhook(
         channel,
-        check,
+        page.check_run,
         events.PAGE,
         lambda **kw: events.page_event(page, **kw),
     )

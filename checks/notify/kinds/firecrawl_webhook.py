@@ -16,10 +16,10 @@ from typing import Any
 from django.utils import timezone
 
 from checks.fetch import FetchResult
-from checks.models import Delivery
+from checks.models import Delivery, PageResult
 from checks.notify import events
 from checks.notify.kinds import http
-from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent
+from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, mask
 from checks.notify.signing import signature_headers, signing_secrets
 from checks.notify.transports import (
     ANSWERED,
@@ -31,6 +31,10 @@ from checks.notify.transports import (
 )
 from monitors.models import Monitor
 
+# The setting that holds the monitor's webhook_pages choice (not on the wire).
+PAGES = "pages"
+# What "only pages that changed" (Monitor.WebhookPages.CHANGED) sends.
+CHANGED_PAGES = frozenset({PageResult.Status.NEW, PageResult.Status.CHANGED})
 # Headers Pagewatch sets itself; a monitor's header of the same name is dropped.
 OURS = frozenset(
     {
@@ -62,7 +66,28 @@ class FirecrawlWebhookKind(ChannelKind):
         return dict(settings)
 
     def from_monitor(self, monitor: Monitor) -> dict[str, Any]:
-        return dict(monitor.webhook or {})
+        """The webhook as the API took it, and which pages get an event."""
+        if not monitor.webhook:
+            return {}
+        return dict(monitor.webhook) | {PAGES: monitor.webhook_pages}
+
+    def masked(self, settings: dict[str, Any]) -> dict[str, Any]:
+        # Header values often carry the receiver's credentials.
+        headers = settings.get("headers")
+        if not isinstance(headers, dict):
+            return dict(settings)
+        return settings | {"headers": {k: mask(v) for k, v in headers.items()}}
+
+    @staticmethod
+    def wants_page(settings: dict[str, Any], status: str) -> bool:
+        """A monitor.page event for a page of this status? Every page but a
+        removed one, or only new and changed ones when the monitor asks."""
+        if status == PageResult.Status.REMOVED:
+            return False
+        quiet = settings.get(PAGES) == Monitor.WebhookPages.CHANGED
+        if quiet and status not in CHANGED_PAGES:
+            return False
+        return events.wants(settings, events.PAGE)
 
     def send(self, delivery: Delivery) -> Sent:
         config = self._config(delivery)
