@@ -32,12 +32,12 @@ SLACK = SlackKind.name
 
 def webhook_channel(monitor: Monitor) -> Channel | None:
     """The monitor's webhook as a channel, in step; None without a webhook."""
-    return _in_step(monitor, kinds.kind_for(WEBHOOK))
+    return _used(monitor, kinds.kind_for(WEBHOOK))
 
 
 def email_channel(monitor: Monitor) -> Channel | None:
-    """The monitor's e-mail as a channel, in step; None if never set."""
-    return _in_step(monitor, kinds.kind_for(EMAIL))
+    """The monitor's e-mail as a channel, in step; None without e-mail set."""
+    return _used(monitor, kinds.kind_for(EMAIL))
 
 
 def sync(monitor: Monitor) -> None:
@@ -45,6 +45,15 @@ def sync(monitor: Monitor) -> None:
     for kind in kinds.own_kinds():
         _in_step(monitor, kind)
     _sync_slack(monitor)
+
+
+def _used(monitor: Monitor, kind: ChannelKind | None) -> Channel | None:
+    # An unset field sends nothing: no query for it on every page of a check
+    # (sync and refresh empty a row the field left).
+    assert kind is not None
+    if not kind.from_monitor(monitor):
+        return None
+    return _in_step(monitor, kind)
 
 
 def refresh(channel: Channel, monitor: Monitor | None) -> None:
