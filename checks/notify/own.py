@@ -30,6 +30,13 @@ EMAIL = EmailKind.name
 SLACK = SlackKind.name
 
 
+def slack_unavailable() -> str | None:
+    """Why `notification.slack` cannot be turned on here (a missing server
+    setting), or None."""
+    kind = kinds.kind_for(SLACK)
+    return kind.unavailable() if kind is not None else "Slack is not available."
+
+
 def webhook_channel(monitor: Monitor) -> Channel | None:
     """The monitor's webhook as a channel, in step; None without a webhook."""
     return _used(monitor, kinds.kind_for(WEBHOOK))
