@@ -1341,14 +1341,17 @@ class PageResult(models.Model):
 
 class DeliveryQuerySet(models.QuerySet["Delivery"]):
     def webhooks(self) -> DeliveryQuerySet:
-        """The monitor's own Firecrawl webhook rows (not a channel's)."""
-        return self.filter(kind=Delivery.Kind.WEBHOOK, channel__isnull=True)
+        """The monitor's own Firecrawl webhook rows (not a team channel's)."""
+        return self.filter(kind=Delivery.Kind.WEBHOOK)
 
     def emails(self) -> DeliveryQuerySet:
-        return self.filter(kind=Delivery.Kind.EMAIL, channel__isnull=True)
+        """The monitor's own e-mails: change reports and consent mails."""
+        return self.filter(kind=Delivery.Kind.EMAIL)
 
     def to_channels(self) -> DeliveryQuerySet:
-        return self.filter(channel__isnull=False)
+        """Rows for the channels a monitor is linked to (and digests), not its
+        own Firecrawl webhook and e-mail."""
+        return self.exclude(kind__in=Delivery.Kind.values)
 
     def for_monitor(self, monitor: Monitor) -> DeliveryQuerySet:
         return self.filter(monitor=monitor)
@@ -1375,7 +1378,11 @@ class Delivery(models.Model):
     """
 
     class Kind(models.TextChoices):
-        WEBHOOK = "webhook"
+        """The kinds (checks.notify.kinds) of a monitor's own Firecrawl fields,
+        whose rows make up a check's notificationStatus. Any other kind is a
+        channel's. A team channel of kind `webhook` is not the monitor's."""
+
+        WEBHOOK = "firecrawl_webhook"
         EMAIL = "email"
 
     class Status(models.TextChoices):
@@ -1387,11 +1394,12 @@ class Delivery(models.Model):
 
     OPEN = (Status.PENDING, Status.SENDING)
 
-    # A kind of checks.notify.kinds: webhook and email for the monitor's own
-    # Firecrawl webhook and e-mails, any kind for a channel's deliveries.
+    # A kind of checks.notify.kinds, the channel's.
     kind = models.CharField(max_length=32)
-    # The channel this goes to; None for the monitor's Firecrawl webhook and
-    # e-mails, which keep their own fields below.
+    # The channel this goes to: a monitor's own webhook and e-mail are
+    # channels too (owner_monitor). None only for an e-mail to a team's
+    # members about a monitor that has no e-mail channel, and rows whose
+    # monitor's channel is gone.
     channel = models.ForeignKey(
         "monitors.Channel",
         null=True,
@@ -1473,9 +1481,11 @@ class Delivery(models.Model):
 
     @property
     def destination(self) -> str:
-        if self.channel_id:
-            return self.channel.name
-        return self.url if self.kind == self.Kind.WEBHOOK else self.email
+        """Where this went: the monitor's own webhook and e-mail name the URL
+        or address of this row, a channel its name."""
+        if self.url or self.email or not self.channel_id:
+            return self.url or self.email
+        return self.channel.name
 
     @property
     def is_open(self) -> bool:
@@ -1501,9 +1511,7 @@ class _KindManager(models.Manager["Delivery"]):
         self.kind = kind
 
     def get_queryset(self) -> DeliveryQuerySet:
-        return DeliveryQuerySet(self.model, using=self._db).filter(
-            kind=self.kind, channel__isnull=True
-        )
+        return DeliveryQuerySet(self.model, using=self._db).filter(kind=self.kind)
 
 
 class _ChannelManager(models.Manager["Delivery"]):

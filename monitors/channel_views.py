@@ -98,7 +98,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
     name = (
         channel.kind if channel else request.GET.get("kind") or request.POST.get("kind")
     )
-    kind = kinds.kind_for(name or "")
+    kind = kinds.offered(name or "")
     if kind is None:
         return render(
             request,

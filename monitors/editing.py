@@ -9,12 +9,10 @@ from typing import Any
 
 from django.db import transaction
 
+from checks.notify import own
 from checks.notify.deliveries import queue_confirmations
 from monitors import rules
-from monitors.models import Channel, Monitor, MonitorChannel, Target, Team
-
-# The kind of channel behind Firecrawl's notification.slack.
-FIRECRAWL_SLACK_KIND = "slack"
+from monitors.models import Monitor, MonitorChannel, Target, Team
 
 
 def _target_fields(data: dict[str, Any]) -> dict[str, Any]:
@@ -108,35 +106,6 @@ def link_channels(monitor: Monitor, ids: list[int]) -> None:
     )
 
 
-def sync_own_slack(monitor: Monitor) -> None:
-    """notification.slack as the monitor's own Slack channel: made, changed
-    or removed to match what the API was given."""
-    slack = (monitor.notification or {}).get("slack") or {}
-    own = Channel.objects.filter(owner_monitor=monitor, kind=FIRECRAWL_SLACK_KIND)
-    if not slack.get("enabled"):
-        own.delete()
-        return
-    settings = {
-        "channelId": slack.get("channelId") or "",
-        "channelName": slack.get("channelName") or "",
-    }
-    label = f"#{settings['channelName']}" if settings["channelName"] else ""
-    name = f"Slack {label or settings['channelId']}"
-    channel = own.first()
-    if channel is None:
-        channel = Channel.objects.create(
-            team=monitor.team,
-            owner_monitor=monitor,
-            kind=FIRECRAWL_SLACK_KIND,
-            name=name,
-            settings=settings,
-            events=list(Channel.DEFAULT_EVENTS),
-        )
-        MonitorChannel.objects.create(monitor=monitor, channel=channel)
-    else:
-        own.update(settings=settings, name=name)
-
-
 def _new_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     monitor = Monitor(
         team=team,
@@ -153,9 +122,9 @@ def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     monitor.save()
     _ensure_signing_secret(monitor)
     replace_targets(monitor, data["targets"])
+    own.sync(monitor)
     monitor.sync_email_recipients()
     queue_confirmations(monitor)
-    sync_own_slack(monitor)
     if "channels" in data:
         link_channels(monitor, data["channels"])
     return monitor
@@ -178,11 +147,11 @@ def create_monitors(
     Target.objects.bulk_create([t for m in monitors for t in m.listed_targets])
     if any(monitor.webhook for monitor in monitors):
         team.ensure_webhook_secret()
+    own.create_for(monitors)
     for monitor in monitors:
         if monitor.email_settings.get("recipients"):
             monitor.sync_email_recipients()
             queue_confirmations(monitor)
-        sync_own_slack(monitor)
     return monitors
 
 
@@ -193,10 +162,11 @@ def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Mon
     _ensure_signing_secret(monitor)
     if "targets" in data:
         replace_targets(monitor, data["targets"])
+    if {"webhook", "webhookPages", "notification"} & set(data):
+        own.sync(monitor)
     if "notification" in data:
         monitor.sync_email_recipients()
         queue_confirmations(monitor)
-        sync_own_slack(monitor)
     if "channels" in data:
         link_channels(monitor, data["channels"])
     return monitor

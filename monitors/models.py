@@ -883,7 +883,8 @@ class ChannelQuerySet(models.QuerySet["Channel"]):
 
     def shared(self) -> ChannelQuerySet:
         """Channels a team manages on the Channels page; a monitor's own
-        channels (its Firecrawl `notification.slack`) live with the monitor."""
+        channels (its Firecrawl `webhook`, `notification.email` and
+        `notification.slack`, checks.notify.own) live with the monitor."""
         return self.filter(owner_monitor__isnull=True)
 
     def digest_due(self, now: datetime) -> ChannelQuerySet:
@@ -941,6 +942,15 @@ class Channel(models.Model):
 
     class Meta:
         ordering = ["name", "id"]
+        constraints = [
+            # One own channel per Firecrawl field: checks.notify.own makes
+            # them with get_or_create, which relies on this.
+            models.UniqueConstraint(
+                fields=["owner_monitor", "kind"],
+                condition=Q(owner_monitor__isnull=False),
+                name="one_own_channel_per_kind",
+            ),
+        ]
         indexes = [
             # Used by checks.notify.digests.queue_due_digests.
             models.Index(

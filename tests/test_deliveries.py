@@ -353,7 +353,9 @@ def test_an_unexpected_crash_is_recorded_and_retried(
     def crash(self, delivery):
         raise KeyError("bug")
 
-    monkeypatch.setattr("checks.notify.transports.WebhookTransport.send", crash)
+    monkeypatch.setattr(
+        "checks.notify.kinds.firecrawl_webhook.FirecrawlWebhookKind.send", crash
+    )
     queued.run()
     delivery = Delivery.objects.get()
     assert delivery.status == "pending" and delivery.attempts == 1

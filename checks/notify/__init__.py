@@ -2,11 +2,13 @@
 
 The package's modules, from the bottom up: `events` (webhook payloads),
 `signing` (webhook signatures), `emails` (messages and consent tokens),
-`transports` (the monitor's own webhook and e-mail: send one attempt), `kinds`
-(one class per kind of channel, the registry), `messages` and `channels` (what
-a team's channels are told), `digests`, `deliveries` (the outbox:
-rows, claims, retries, the sweeper, notificationStatus) and `tasks` (thin
-Celery tasks over `deliveries`, queued by name so nothing imports them).
+`transports` (what an attempt comes to: Sent or DeliveryError), `kinds` (one
+class per kind of channel, the registry, the monitor's own webhook and e-mail
+included), `own` (a monitor's Firecrawl fields as its own channels),
+`messages` and `channels` (what a team's channels are told), `digests`,
+`deliveries` (the outbox: rows, claims, retries, the sweeper,
+notificationStatus) and `tasks` (thin Celery tasks over `deliveries`, queued
+by name so nothing imports them).
 
 What the engine calls is here: the runner calls these inside the transaction
 that records a page result or finishes a check, so an outbox row is written

@@ -69,7 +69,7 @@ def record_check(check: Check) -> list[Delivery]:
     """Called in the transaction that finishes `check`. Idempotent per check."""
     if check.status in _NOT_RUN or check.status in Check.IN_FLIGHT:
         return []
-    if Delivery.objects.filter(check_run=check, channel__isnull=False).exists():
+    if Delivery.objects.filter(check_run=check).to_channels().exists():
         return []
     monitor = check.monitor
     links = MonitorChannel.objects.filter(monitor=monitor).select_related("channel")

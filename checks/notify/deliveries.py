@@ -1,4 +1,6 @@
-"""The notification outbox: webhook and e-mail deliveries as database rows.
+"""The notification outbox: every delivery, to a monitor's own webhook and
+e-mail or to a team's channel, as a database row sent by its channel's kind
+(checks.notify.kinds).
 
 Lifecycle of a Delivery row:
 
@@ -9,7 +11,7 @@ Lifecycle of a Delivery row:
    holding the same message, send at most once. A check's
    monitor.check.completed is not claimed while one of its monitor.page
    events awaits its first answer (up to ORDER_WAIT); that answer queues it.
-   The transport sends; the attempt is recorded; the row becomes `delivered`,
+   The kind sends; the attempt is recorded; the row becomes `delivered`,
    `failed`, `cancelled`, or `pending` again with `next_attempt_at` pushed back
    (backoff + jitter, Retry-After honoured).
 3. `sweep()` (periodic) queues every due row that is not already on its way and
@@ -36,10 +38,11 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from checks.models import Check, Delivery, DeliveryAttempt, PageResult
-from checks.notify import emails, events, kinds
+from checks.notify import emails, events, kinds, own
 from checks.notify.kinds import ChannelKind
-from checks.notify.transports import DeliveryError, Sent, Transport, transport_for
-from monitors.models import EmailRecipient, Monitor
+from checks.notify.kinds.firecrawl_webhook import FirecrawlWebhookKind
+from checks.notify.transports import DeliveryError, Sent
+from monitors.models import Channel, EmailRecipient, Monitor
 from teams.activity import SYSTEM, Kind, record
 
 logger = logging.getLogger(__name__)
@@ -109,19 +112,21 @@ def _create(**fields: Any) -> Delivery:
 
 
 def _create_webhook(
-    monitor: Monitor,
+    channel: Channel,
     check: Check | None,
     event: str,
     build: Callable[..., dict[str, Any]],
 ) -> Delivery:
-    """One webhook row; `build(webhook_id=, metadata=)` makes the payload, which
-    is serialized once here so every retry sends the very same bytes."""
-    config = monitor.webhook or {}
+    """One row to the monitor's own webhook; `build(webhook_id=, metadata=)`
+    makes the payload, which is serialized once here so every retry sends the
+    very same bytes."""
+    config = channel.settings
     webhook_id = uuid.uuid4()
     payload = build(webhook_id=webhook_id, metadata=config.get("metadata"))
     return _create(
-        kind=Delivery.Kind.WEBHOOK,
-        monitor=monitor,
+        kind=channel.kind,
+        channel=channel,
+        monitor_id=channel.owner_monitor_id,
         check_run=check,
         event=event,
         webhook_id=webhook_id,
@@ -133,27 +138,18 @@ def _create_webhook(
 # --- Recording events (called inside the runner's transaction) -------------------
 
 
-# What "only pages that changed" (Monitor.WebhookPages.CHANGED) sends.
-CHANGED_PAGES = frozenset({PageResult.Status.NEW, PageResult.Status.CHANGED})
-
-
 def record_page_result(page: PageResult) -> Delivery | None:
-    """A `monitor.page` webhook for every page result except `removed`, or
-    only for new and changed pages when the monitor asks for that."""
-    if page.status == PageResult.Status.REMOVED:
-        return None
-    check = page.check_run
-    monitor = check.monitor
-    if not events.wants(monitor.webhook, events.PAGE):
-        return None
-    if (
-        monitor.webhook_pages == Monitor.WebhookPages.CHANGED
-        and page.status not in CHANGED_PAGES
+    """A `monitor.page` webhook for a page result, as the monitor's webhook
+    channel wants (FirecrawlWebhookKind.wants_page)."""
+    monitor = page.check_run.monitor
+    channel = own.webhook_channel(monitor)
+    if channel is None or not FirecrawlWebhookKind.wants_page(
+        channel.settings, page.status
     ):
         return None
     return _create_webhook(
-        monitor,
-        check,
+        channel,
+        page.check_run,
         events.PAGE,
         lambda **kw: events.page_event(page, **kw),
     )
@@ -178,10 +174,11 @@ def record_check_finished(check: Check, *, write: bool = True) -> list[Delivery]
     if so_far & {events.CHECK_COMPLETED, emails.NOTIFICATION}:
         return []
     created: list[Delivery] = []
-    if events.wants(monitor.webhook, events.CHECK_COMPLETED):
+    webhook = own.webhook_channel(monitor)
+    if webhook is not None and events.wants(webhook.settings, events.CHECK_COMPLETED):
         created.append(
             _create_webhook(
-                monitor,
+                webhook,
                 check,
                 events.CHECK_COMPLETED,
                 lambda **kw: events.check_completed_event(check, **kw),
@@ -232,7 +229,8 @@ def _record_change_emails(
     check: Check, monitor: Monitor
 ) -> tuple[list[Delivery], dict[str, Any]]:
     status: dict[str, Any] = _idle_email_status()
-    if not monitor.email_settings.get("enabled"):
+    channel = own.email_channel(monitor)
+    if channel is None or not channel.settings.get("enabled"):
         return [], status | {"reason": "disabled"}
     if check.status in (Check.Status.SKIPPED_OVERLAP, Check.Status.SKIPPED_NO_CREDITS):
         return [], status | {"reason": "skipped_check"}
@@ -251,7 +249,8 @@ def _record_change_emails(
         return [], status | {"reason": "no_confirmed_recipients"}
     rows = [
         _create(
-            kind=Delivery.Kind.EMAIL,
+            kind=channel.kind,
+            channel=channel,
             monitor=monitor,
             check_run=check,
             event=emails.NOTIFICATION,
@@ -339,10 +338,20 @@ def request_reconfirmation(recipient: EmailRecipient) -> Delivery | None:
         return _confirmation(recipient.monitor, recipient)
 
 
-def _confirmation(monitor: Monitor, recipient: EmailRecipient) -> Delivery:
+def _create_email(monitor: Monitor, **fields: Any) -> Delivery:
+    """An e-mail through the monitor's own e-mail channel (none yet for a
+    notice to the team about a monitor that never had e-mail set)."""
     return _create(
-        kind=Delivery.Kind.EMAIL,
+        kind=own.EMAIL,
+        channel=own.email_channel(monitor),
         monitor=monitor,
+        **fields,
+    )
+
+
+def _confirmation(monitor: Monitor, recipient: EmailRecipient) -> Delivery:
+    return _create_email(
+        monitor,
         event=emails.CONFIRMATION,
         email=recipient.email,
         recipient=recipient,
@@ -375,6 +384,8 @@ def deliver(delivery_id: int) -> Delivery | None:
     started = time.monotonic()
     outcome: Sent | DeliveryError
     try:
+        if delivery.channel is not None:
+            own.refresh(delivery.channel, delivery.monitor)
         outcome = _sender(delivery).send(delivery)
     except DeliveryError as error:
         outcome = error
@@ -384,18 +395,23 @@ def deliver(delivery_id: int) -> Delivery | None:
         outcome = DeliveryError(f"Internal error ({type(exc).__name__}).")
     elapsed_ms = int((time.monotonic() - started) * 1000)
     _record(delivery, outcome, started_at=now, elapsed_ms=elapsed_ms)
-    if delivery.check_run_id and delivery.channel_id is None:
+    if delivery.check_run_id and _in_notification_status(delivery):
         if delivery.event == events.PAGE:
             _release_completed(delivery.check_run_id)
         refresh_notification_status(delivery.check_run_id)
     return delivery
 
 
-def _sender(delivery: Delivery) -> Transport | ChannelKind:
-    """A channel's row goes by its kind's class; the monitor's own webhook
-    and e-mails by theirs. A kind no longer registered cannot be sent."""
-    if delivery.channel_id is None:
-        return transport_for(delivery.kind)
+def _in_notification_status(delivery: Delivery) -> bool:
+    """Rows of the monitor's own Firecrawl fields make up notificationStatus."""
+    kind = kinds.kind_for(delivery.kind)
+    return kind is not None and kind.own_only
+
+
+def _sender(delivery: Delivery) -> ChannelKind:
+    """Every row goes by its kind's class (the channel's kind, the monitor's
+    own webhook and e-mail included). A kind no longer registered cannot be
+    sent."""
     kind = kinds.kind_for(delivery.kind)
     if kind is None:
         raise DeliveryError(
@@ -416,7 +432,6 @@ def _held_back(now: datetime) -> Q:
     )
     return Q(
         kind=Delivery.Kind.WEBHOOK,
-        channel__isnull=True,
         event=events.CHECK_COMPLETED,
         created_at__gt=now - ORDER_WAIT,
     ) & Exists(first_answer_due)
@@ -519,6 +534,7 @@ def disable_webhook(monitor: Monitor, url: str, now: datetime) -> bool:
     if not cleared:
         return False
     monitor.webhook = None
+    own.sync(monitor)
     Delivery.objects.webhooks().filter(
         monitor=monitor, url=url, status=Delivery.Status.PENDING
     ).update(
@@ -528,9 +544,8 @@ def disable_webhook(monitor: Monitor, url: str, now: datetime) -> bool:
         updated_at=now,
     )
     for email in sorted(monitor.team.member_emails()):
-        _create(
-            kind=Delivery.Kind.EMAIL,
-            monitor=monitor,
+        _create_email(
+            monitor,
             event=emails.WEBHOOK_DISABLED,
             email=email,
             url=url,
@@ -595,7 +610,7 @@ def _release_stale_claims(now: datetime) -> None:
                     started_at=delivery.claimed_at or now,
                     error="The worker stopped during this attempt.",
                 )
-        if released and delivery.check_run_id and delivery.channel_id is None:
+        if released and delivery.check_run_id and _in_notification_status(delivery):
             released_checks.add(delivery.check_run_id)
     # Once per check: a dead worker leaves many claims of one check's pages.
     for check_id in released_checks:
@@ -726,11 +741,12 @@ def recent_deliveries(monitor: Monitor, limit: int = 20) -> list[Delivery]:
 def send_test_event(monitor: Monitor) -> Delivery:
     """Queue a signed `monitor.test` event to the monitor's webhook, through
     the same outbox, policy and retries as real events."""
-    if not events.wants(monitor.webhook, events.TEST):
-        raise ValueError("This monitor has no webhook.")
     with transaction.atomic():
+        channel = own.webhook_channel(monitor)
+        if channel is None or not events.wants(channel.settings, events.TEST):
+            raise ValueError("This monitor has no webhook.")
         return _create_webhook(
-            monitor,
+            channel,
             None,
             events.TEST,
             lambda **kw: events.test_event(monitor, **kw),

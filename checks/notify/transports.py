@@ -1,39 +1,20 @@
-"""One class per way of delivering a notification, looked up by kind.
+"""What one delivery attempt comes to, for every kind of channel
+(checks.notify.kinds): `Sent`, or `DeliveryError(message, permanent=...)`, and
+the receiver's answers in the words deliveries record and the dashboard shows.
 
-`send(delivery)` either returns what the destination answered or raises
-`DeliveryError(message, permanent=...)`; checks.notify.deliveries claims the row
-before, and records the attempt and schedules the retry after. Transports do
-no bookkeeping of their own.
+checks.notify.deliveries claims the row before a kind's `send`, and records
+the attempt and schedules the retry after; kinds do no bookkeeping of their own.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 import re
-import smtplib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, ClassVar
 
-from django.utils import timezone
-
-from checks.errors import ErrorKind
-from checks.fetch import FetchError, FetchResult, afetch
 from checks.models import DeliveryAttempt
-from checks.notify import emails, events
-from checks.notify.signing import signature_headers, signing_secrets
 from monitors import rules
-
-if TYPE_CHECKING:
-    from checks.models import Delivery
-
-logger = logging.getLogger(__name__)
-
-_NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
-
 
 # A receiver's answers, as a delivery records them (the API's
 # notificationStatus shows them too), and in plain words for the dashboard.
@@ -103,13 +84,6 @@ class Sent:
     response_body: str = ""
 
 
-class Transport:
-    kind: ClassVar[str]
-
-    def send(self, delivery: Delivery) -> Sent:
-        raise NotImplementedError
-
-
 def _excerpt(body: bytes) -> str:
     return body[: DeliveryAttempt.RESPONSE_MAX_CHARS * 4].decode(
         "utf-8", errors="replace"
@@ -139,163 +113,3 @@ def unsendable_header(name: str, value: str) -> str | None:
     if problem:
         return f"Header '{name}' cannot be sent. {problem}"
     return None
-
-
-class WebhookTransport(Transport):
-    """POST the stored JSON to the monitor's webhook URL through checks.fetch.
-
-    The address policy applies at every attempt (checks.fetch judges the address
-    actually connected to); redirects are never followed; only 2xx counts.
-    """
-
-    kind = "webhook"
-    TIMEOUT_SECONDS = 10.0
-    # A receiver's answer is only shown as a 1 KB excerpt; more is a mistake.
-    MAX_RESPONSE_BYTES = 256 * 1024
-    _OURS = (
-        "content-type",
-        "x-firecrawl-signature",
-        "x-firecrawl-webhook-id",
-        "x-firecrawl-event",
-        "x-firecrawl-job-id",
-        "x-firecrawl-delivery-mode",
-        "x-firecrawl-scrape-id",
-        "webhook-id",
-        "webhook-timestamp",
-        "webhook-signature",
-    )
-
-    def send(self, delivery: Delivery) -> Sent:
-        monitor = delivery.monitor
-        config = monitor.webhook if monitor.deleted_at is None else None
-        if not config or config.get("url") != delivery.url:
-            raise DeliveryError(
-                "Not sent: the monitor's webhook was removed or changed.",
-                cancel=True,
-            )
-        body = delivery.body.encode()
-        result = self._post(delivery, config.get("headers") or {}, body)
-        code = result.status_code
-        excerpt = _excerpt(result.content)
-        if 200 <= code < 300:
-            return Sent(code, excerpt)
-        if 300 <= code < 400:
-            location = result.headers.get("location", "")[:200]
-            where = f" to {location}" if location else ""
-            raise DeliveryError(
-                ANSWERED_REDIRECT.format(code=code, where=where),
-                status_code=code,
-                response_body=excerpt,
-            )
-        if code == 410:
-            raise DeliveryError(
-                ANSWERED_GONE,
-                gone=True,
-                status_code=code,
-                response_body=excerpt,
-            )
-        raise DeliveryError(
-            ANSWERED.format(code=code),
-            status_code=code,
-            response_body=excerpt,
-            retry_after=parse_retry_after(
-                result.headers.get("retry-after"), timezone.now()
-            ),
-        )
-
-    def _custom_headers(self, custom: dict[str, str]) -> dict[str, str]:
-        """The monitor's own headers, minus the ones we set. One that can never
-        be sent (saved before today's rules) fails the delivery for good,
-        naming it: every retry would fail the same way."""
-        headers = {}
-        for name, value in custom.items():
-            if name.lower() in self._OURS:
-                continue
-            problem = unsendable_header(name, value)
-            if problem:
-                raise DeliveryError(
-                    f"{problem} Change the monitor's webhook headers.",
-                    permanent=True,
-                )
-            headers[name] = value
-        return headers
-
-    def _post(
-        self, delivery: Delivery, custom: dict[str, str], body: bytes
-    ) -> FetchResult:
-        headers = self._custom_headers(custom)
-        now = timezone.now()
-        secret, *previous = signing_secrets(delivery.monitor.team, now)
-        timestamp = int(now.timestamp())
-        msg_id = str(delivery.webhook_id)
-        headers.update(
-            {
-                "Content-Type": "application/json",
-                "X-Firecrawl-Webhook-Id": msg_id,
-                "X-Firecrawl-Event": delivery.event,
-                "X-Firecrawl-Delivery-Mode": "queued",
-                **signature_headers(secret, msg_id, timestamp, body, previous=previous),
-            }
-        )
-        if delivery.check_run_id:
-            headers["X-Firecrawl-Job-Id"] = str(delivery.check_run_id)
-        scrape_id = self._scrape_id(delivery)
-        if scrape_id:
-            headers["X-Firecrawl-Scrape-Id"] = scrape_id
-        post = afetch(
-            delivery.url,
-            method="POST",
-            headers=headers,
-            content=body,
-            timeout=self.TIMEOUT_SECONDS,
-            max_bytes=self.MAX_RESPONSE_BYTES,
-            follow_redirects=False,
-        )
-        try:
-            # A Celery task is synchronous: one short event loop per attempt.
-            return asyncio.run(post)
-        except FetchError as exc:
-            # A refused address or URL stays refused: retrying cannot help.
-            permanent = exc.kind in _NEVER_RETRIED
-            raise DeliveryError(exc.message, permanent=permanent) from exc
-
-    @staticmethod
-    def _scrape_id(delivery: Delivery) -> str | None:
-        if delivery.event != events.PAGE:
-            return None
-        try:
-            return json.loads(delivery.body)["data"][0].get("currentScrapeId")
-        except (ValueError, KeyError, IndexError, TypeError):
-            return None
-
-
-class EmailTransport(Transport):
-    """Send one message built by checks.notify.emails through Django's mail framework
-    (the MAILERS default: console in development, SMTP in production)."""
-
-    kind = "email"
-
-    def send(self, delivery: Delivery) -> Sent:
-        reason = emails.consent_problem(delivery)
-        if reason:
-            raise DeliveryError(f"Not sent: {reason}", cancel=True)
-        message = emails.build(delivery)
-        try:
-            message.send()
-        except smtplib.SMTPRecipientsRefused as exc:
-            raise DeliveryError(
-                f"The mail server refused the address: {exc.recipients}"[:500],
-                permanent=True,
-            ) from exc
-        except (smtplib.SMTPException, OSError) as exc:
-            raise DeliveryError(f"Could not send: {exc}"[:500]) from exc
-        return Sent()
-
-
-TRANSPORTS: dict[str, Transport] = {
-    transport.kind: transport for transport in (WebhookTransport(), EmailTransport())
-}
-
-
-def transport_for(kind: str) -> Transport:
-    return TRANSPORTS[kind]

@@ -66,7 +66,7 @@ class ChannelInputSerializer(serializers.Serializer):
         stored: Channel | None = self.context.get("channel")
         if stored is not None and value != stored.kind:
             raise ValidationError("A channel's kind cannot change; make a new one.")
-        if kinds.kind_for(value) is None:
+        if kinds.offered(value) is None:
             known = ", ".join(k.name for k in kinds.all_kinds())
             raise ValidationError(f"Unknown kind {value!r}. Known kinds: {known}.")
         return value

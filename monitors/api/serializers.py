@@ -21,7 +21,7 @@ from rest_framework.settings import api_settings
 
 from checks.fetch.policy import allow_private_targets, host_block_reason
 from checks.models import SUMMARY_KEYS
-from checks.notify import kinds
+from checks.notify import own
 from monitors import rules
 from monitors.api.options import (
     CrawlOptionsSerializer,
@@ -299,7 +299,7 @@ class SlackNotificationSerializer(StrictMixin, serializers.Serializer):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         value = super().to_internal_value(data)
         if value.get("enabled"):
-            problem = kinds.kind_for("slack").unavailable()  # type: ignore[union-attr]
+            problem = own.slack_unavailable()
             if problem:
                 raise ValidationError({"enabled": [problem]})
             if not value.get("channelId"):

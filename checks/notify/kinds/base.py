@@ -11,6 +11,7 @@ from checks.notify.transports import DeliveryError, Sent
 
 if TYPE_CHECKING:
     from checks.models import Delivery
+    from monitors.models import Monitor
 
 __all__ = ["ChannelKind", "DeliveryError", "SettingsError", "Sent"]
 
@@ -35,6 +36,15 @@ class ChannelKind:
     secrets: ClassVar[tuple[str, ...]] = ()
     # The environment variable this kind needs, when it needs one.
     needs_setting: ClassVar[str | None] = None
+    # A kind made only from a monitor's Firecrawl fields (`webhook`,
+    # `notification.email`): its deliveries make up the check's
+    # notificationStatus, and teams cannot add it on the Channels page.
+    own_only: ClassVar[bool] = False
+
+    def from_monitor(self, monitor: Monitor) -> dict[str, Any]:
+        """An own-only kind's settings, read from the monitor's Firecrawl
+        field ({} when the field is unset)."""
+        return {}
 
     def unavailable(self) -> str | None:
         """Why this kind cannot send here (a setting is missing), or None."""

@@ -1,0 +1,52 @@
+"""A monitor's own Firecrawl `notification.email`: change reports to the
+addresses that confirmed (double opt-in), each with its unsubscribe link, and
+the consent e-mails themselves, through Django's mail framework (the MAILERS
+default: console in development, SMTP in production).
+
+The channel's settings are the monitor's `notification.email` as the API took
+it; who may get mail is EmailRecipient rows (checks.notify.emails). Which
+checks send is decided when the rows are written (checks.notify.deliveries):
+a check whose every change the judge called noise writes none."""
+
+from __future__ import annotations
+
+import smtplib
+from typing import Any
+
+from checks.models import Delivery
+from checks.notify import emails
+from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent
+from monitors.models import Monitor
+
+
+class EmailKind(ChannelKind):
+    name = Delivery.Kind.EMAIL.value
+    label = "E-mail"
+    help = (
+        "Firecrawl's monitor e-mail: the monitor's recipients confirm first, "
+        "and every message has an unsubscribe link. Set with the monitor."
+    )
+    own_only = True
+
+    def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
+        # Validated by the monitor's API serializer and form (notification.email).
+        return dict(settings)
+
+    def from_monitor(self, monitor: Monitor) -> dict[str, Any]:
+        return dict(monitor.email_settings)
+
+    def send(self, delivery: Delivery) -> Sent:
+        reason = emails.consent_problem(delivery)
+        if reason:
+            raise DeliveryError(f"Not sent: {reason}", cancel=True)
+        message = emails.build(delivery)
+        try:
+            message.send()
+        except smtplib.SMTPRecipientsRefused as exc:
+            raise DeliveryError(
+                f"The mail server refused the address: {exc.recipients}"[:500],
+                permanent=True,
+            ) from exc
+        except (smtplib.SMTPException, OSError) as exc:
+            raise DeliveryError(f"Could not send: {exc}"[:500]) from exc
+        return Sent()
