@@ -195,7 +195,6 @@ def test_a_monitor_without_search_targets_shows_no_results_section(web, team):
     )
 
 
-
 def test_a_failed_search_is_said_once_and_never_shows_the_providers_address(
     web, team, searx, model
 ):
