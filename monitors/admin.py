@@ -1154,7 +1154,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     def webhook_json(self, monitor: Monitor) -> str:
         return json_block(with_masked_headers(monitor.webhook))
 
-    @admin.display(description="Notification")
+    @admin.display(description="Notification settings, as stored")
     def notification_json(self, monitor: Monitor) -> str:
         return json_block(monitor.notification)
 
