@@ -14,7 +14,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -977,3 +977,48 @@ def test_a_deleted_monitor_is_shown_as_stored_and_cannot_be_edited(
     assert response.status_code == 403
     monitor.refresh_from_db()
     assert monitor.name == "Pricing page"
+
+
+def test_a_header_typed_over_its_mask_is_saved_and_the_others_kept(
+    admin_client, monitor
+):
+    pages = monitor.targets.get(position=0)
+    headers = {"Cookie": "session=hush-hush-5678", "Authorization": "Bearer kept-9999"}
+    pages.scrape_options = {"headers": headers}
+    pages.save()
+    change = admin_url(Monitor, "change", monitor.pk)
+    fields = shown_form(admin_client, change)
+    shown = fields[f"{row_key(pages)}-headers"]
+    assert shown == "Cookie: …5678\nAuthorization: …9999"
+
+    response = admin_client.post(
+        change,
+        {**fields, f"{row_key(pages)}-headers": shown.replace("…5678", "fresh")},
+    )
+
+    assert response.status_code == 302
+    pages.refresh_from_db()
+    assert pages.scrape_options["headers"] == {
+        "Cookie": "fresh",
+        "Authorization": "Bearer kept-9999",
+    }
+
+
+def test_staff_who_may_only_view_monitors_see_them_as_stored(
+    client, monitor, django_user_model
+):
+    viewer = django_user_model.objects.create_user("vera", is_staff=True)
+    viewer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_monitor", "view_target"])
+    )
+    client.force_login(viewer)
+    change = admin_url(Monitor, "change", monitor.pk)
+
+    page = client.get(change).content.decode()
+    response = client.post(change, {"name": "Renamed", "status": "paused"})
+
+    assert 'name="name"' not in page and "https://docs.example.org/" in page
+    assert "Every 30 minutes (*/30 * * * *, Europe/Berlin)" in page
+    assert response.status_code == 403
+    monitor.refresh_from_db()
+    assert (monitor.name, monitor.status) == ("Pricing page", Monitor.Status.ACTIVE)
