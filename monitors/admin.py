@@ -885,8 +885,9 @@ class MonitorAdminForm(forms.ModelForm):
         return cleaned
 
     def _show(self, errors: dict[str, list[str]]) -> None:
-        """The dashboard's messages on the admin's fields: a row's own
-        problems (no targets left, too many) above the form, with the row."""
+        """The dashboard's messages on the admin's fields; those about the
+        targets as a whole (none left, too many) or about a row's options the
+        form does not show go above the form, naming the row."""
         titles = {row.key: row.title for row in self.rows}
         for slot, messages_ in errors.items():
             if slot == "schedule" and "timezone" in self.dashboard.schedule_faults:
