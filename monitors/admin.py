@@ -1,10 +1,11 @@
 """Admin for teams, API keys and monitors: an operator's view of the tenancy
-and scheduling state, not a second way to author monitors.
+and scheduling state.
 
-Monitors and their targets are read-only here (except the name): they are
-written through monitors.editing after the API/dashboard validation (schedule
-rules, URL syntax, goal rules), and an admin form would bypass all of it.
-Scheduling changes go through the Pause/Resume actions, which call the model.
+A monitor is edited here with the dashboard's own form (monitors.forms), so
+the same rules refuse the same input with the same words (schedules, time
+zones, URLs, goal rules, limits), and it is saved by the same workflow
+(monitors.editing) with an entry in the team's activity log. Pause/Resume
+actions call the model.
 
 Everything that may have come from a user or a page is rendered through
 format_html / format_html_join so it is escaped; nothing here uses mark_safe.
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -22,13 +24,14 @@ from zoneinfo import ZoneInfo
 from axes.models import AccessFailureLog, AccessLog
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import ValidationError
 from django.db import router, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.deletion import Collector, ProtectedError
 from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -38,7 +41,14 @@ from django.utils.translation import ngettext
 
 from checks.models import ChannelDelivery
 from checks.notify import kinds
-from monitors import rules
+from monitors.editing import update_monitor
+from monitors.forms import (
+    TARGET_TYPES,
+    MonitorFields,
+    MonitorForm,
+    TargetFields,
+    target_initial,
+)
 from monitors.models import (
     KEY_LOOKUP_LENGTH,
     KEY_PREFIX,
@@ -53,7 +63,14 @@ from monitors.models import (
 )
 from monitors.schedule import Schedule
 from monitors.schedule_words import describe
-from teams.activity import Actor, Kind, Via, record
+from teams.activity import (
+    Actor,
+    Kind,
+    Via,
+    monitor_fields,
+    record,
+    record_monitor_change,
+)
 
 admin.site.site_header = "Pagewatch administration"
 admin.site.site_title = "Pagewatch admin"
@@ -494,15 +511,12 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        issued, raw = ApiKey.issue(
-            obj.team, name=obj.name, created_by=request.user, scope=obj.scope
-        )
-        record(_admin(request), issued.team_id, Kind.KEY_CREATED,
-               name=issued.name, scope=issued.scope)  # fmt: skip
-        # The admin goes on to log and redirect with `obj`: make it the saved row.
-        for field in ApiKey._meta.concrete_fields:
-            setattr(obj, field.attname, getattr(issued, field.attname))
-        obj._state = issued._state
+        # The admin goes on to log and redirect with `obj`: it is the saved row.
+        obj.created_by = request.user
+        raw = obj.new_secret()
+        obj.save()
+        record(_admin(request), obj.team_id, Kind.KEY_CREATED,
+               name=obj.name, scope=obj.scope)  # fmt: skip
         obj._raw_key = raw  # type: ignore[attr-defined]
 
     def response_add(
@@ -638,20 +652,270 @@ class EmailRecipientInline(admin.TabularInline):
         return False
 
 
+# --- Editing a monitor: the dashboard's own form, laid out for the admin --------
+
+MASKED = " Values are shown masked (…1234): one left as shown keeps its stored value."
+
+# The dashboard's template holds the words for its fields; these are the same
+# words for the admin. A field missing here (one the dashboard gains later) is
+# still offered, under its own name, so the admin never edits less than the
+# dashboard does.
+FIELD_WORDS = {
+    "name": ("Name", ""),
+    "status": ("Status", "A paused monitor runs no checks until it is resumed."),
+    "schedule": (
+        "Schedule",
+        "In words (every 30 minutes, weekdays at 9:00) or as cron (*/30 * * * *).",
+    ),
+    "timezone": ("Time zone", "Such as Europe/Berlin: the schedule follows it."),
+    "goal": ("Goal", "What matters on these pages; changes are judged against it."),
+    "judge": ("Judge changes with AI", ""),
+    "ignore_lines": ("Lines to ignore", "One per line; /…/ for a pattern."),
+    "fetch_with": ("How pages are loaded", ""),
+    "channels": ("Channels", "The team's channels this monitor sends to."),
+    "email_enabled": ("Send e-mails about changes", ""),
+    "email_recipients": ("E-mail recipients", "One address per line."),
+    "email_include_diffs": ("Include what changed in the e-mail", ""),
+    "webhook_url": ("Webhook address", ""),
+    "webhook_events": ("Webhook messages", ""),
+    "webhook_pages": ("Page messages for", ""),
+    "webhook_headers": ("Webhook headers", "One per line: Name: value." + MASKED),
+    "webhook_metadata": ("Webhook metadata", "One per line: name: value."),
+    "retention_days": ("Keep check results for (days)", ""),
+    "urls": ("Page addresses", "One per line."),
+    "url": ("Start address", ""),
+    "limit": ("Most pages per check", ""),
+    "depth": ("Link depth", ""),
+    "include_paths": ("Only paths matching", "Patterns, one per line."),
+    "exclude_paths": ("Skip paths matching", "Patterns, one per line."),
+    "queries": ("Search for", "One search per line."),
+    "search_window": ("Published within", ""),
+    "max_results": ("Most results", ""),
+    "include_domains": ("Only these sites", "Host names, one per line."),
+    "exclude_domains": ("Never these sites", "Host names, one per line."),
+    "only_main_content": (
+        "Only the main content (skip menus, headers and footers)",
+        "",
+    ),
+    "mobile": ("Load pages as a phone would", ""),
+    "include_tags": ("Only these HTML tags or selectors", "Separated by commas."),
+    "exclude_tags": ("Leave out these tags or selectors", "Separated by commas."),
+    "headers": ("Request headers", "One per line: Name: value." + MASKED),
+    "timeout": ("Give up after (milliseconds)", ""),
+    "wait_for": ("Wait before reading (milliseconds)", ""),
+    "remove": ("Remove this target", ""),
+}
+
+# Where the monitor's own fields stand on the change page, with the read-only
+# facts beside them; a dashboard field not placed here goes under "Other".
+MONITOR_SECTIONS: list[tuple[str | None, list[str]]] = [
+    (None, ["name", "status", "team", "deleted_at", "checks"]),
+    ("Schedule", ["schedule_words", "schedule", "timezone", "next_run", "last_run",
+                  "current_check_id"]),
+    ("Judging", ["goal", "judge", "ignore_lines"]),
+    ("Loading pages", ["fetch_with"]),
+    ("Notifications", ["channels", "email_enabled", "email_recipients",
+                       "email_include_diffs", "webhook_url", "webhook_events",
+                       "webhook_pages", "webhook_headers", "webhook_metadata",
+                       "notification_json", "retention_days"]),
+]  # fmt: skip
+LAST_CHECK_SECTION = (
+    "Last check",
+    {"fields": ["last_check_json", "created_at", "updated_at"]},
+)
+
+# One empty row per kind of target at the foot of the form: filled in, it is
+# added to the monitor (the dashboard's "+ Pages", "+ Website crawl"…).
+NEW_ROW_KEYS = {kind: f"tadd{n}" for n, kind in enumerate(TARGET_TYPES, 1)}
+
+
+@dataclass
+class TargetRow:
+    """One target's part of the admin form: its fields under the row key the
+    dashboard's form reads them by."""
+
+    key: str
+    title: str
+    fields: TargetFields
+    stored: Target | None
+
+    def names(self) -> list[str]:
+        shown = [self.fields.add_prefix(name) for name in self.fields.shown_fields()]
+        return shown + ([f"{self.key}-remove"] if self.stored else [])
+
+    def filled_in(self, data: Mapping[str, Any]) -> bool:
+        """A new row counts once something was typed into it; its check boxes
+        and preset choices alone leave it out."""
+        for name in self.fields.shown_fields():
+            field = self.fields.fields[name]
+            if isinstance(field, forms.BooleanField):
+                continue
+            typed = str(data.get(self.fields.add_prefix(name), "")).strip()
+            preset = str(self.fields.initial.get(name, field.initial) or "").strip()
+            if typed and typed != preset:
+                return True
+        return False
+
+
+def target_rows(monitor: Monitor) -> list[TargetRow]:
+    """The monitor's targets, then one empty row per kind to add one."""
+    rows = []
+    for number, target in enumerate(
+        monitor.targets.order_by("position", "created_at"), 1
+    ):
+        key = f"t{target.id.hex[:16]}"
+        fields = TargetFields(prefix=key, initial=target_initial(target))
+        title = f"Target {number}: {fields.kind_label}"
+        rows.append(TargetRow(key, title, fields, target))
+    for kind, key in NEW_ROW_KEYS.items():
+        fields = TargetFields(prefix=key, initial={"type": kind})
+        rows.append(TargetRow(key, f"Add a target: {fields.kind_label}", fields, None))
+    return rows
+
+
+def _worded(name: str, field: forms.Field) -> forms.Field:
+    label, help_text = FIELD_WORDS.get(name.rsplit("-", 1)[-1], (None, ""))
+    field.label = label or field.label
+    field.help_text = help_text or field.help_text
+    # The dashboard points at its own help and error slots; Django's admin
+    # describes a field by its help text instead.
+    field.widget.attrs.pop("aria-describedby", None)
+    return field
+
+
+def _masked_pairs(headers: Mapping[str, Any]) -> str:
+    """Headers as the form's "Name: value" lines, values masked (see
+    with_masked_headers)."""
+    return "\n".join(
+        f"{name}: {_masked(str(value))}" for name, value in headers.items()
+    )
+
+
+def _unmasked(text: str, headers: Mapping[str, Any]) -> str:
+    """The posted lines with each value left masked as shown put back to the
+    stored value, so saving the page unchanged keeps every header."""
+    lines = []
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        name = name.strip()
+        if sep and name in headers and value.strip() == _masked(str(headers[name])):
+            line = f"{name}: {headers[name]}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 class MonitorAdminForm(forms.ModelForm):
-    """The few fields an admin may change, under the API's rules."""
+    """The dashboard's monitor form (monitors.forms.MonitorForm) laid out for
+    the admin: the same fields, parsed and validated by the same code (and so
+    by the API's rules), and saved by the same monitors.editing workflow.
+    Status, which the dashboard sets with its Pause and Resume buttons, is
+    one more field."""
+
+    status = forms.ChoiceField(choices=Monitor.Status.choices)
 
     class Meta:
         model = Monitor
-        fields = ["name", "webhook_pages", "fetch_with"]
+        # Nothing is written field by field: MonitorAdmin.save_model saves the
+        # validated edit through monitors.editing.
+        fields: list[str] = []
 
-    def clean_fetch_with(self) -> str:
-        fetch_with = self.cleaned_data["fetch_with"]
-        options = self.instance.targets.values_list("scrape_options", flat=True)
-        rule = rules.fetch_with_error(fetch_with, options)
-        if rule is not None:
-            raise forms.ValidationError(rule.plain, code=rule.code)
-        return fetch_with
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        monitor = self.instance
+        shown = MonitorForm(monitor=monitor)
+        self.initial["status"] = monitor.status
+        _worded("status", self.fields["status"])
+        for name, field in shown.main.fields.items():
+            self.fields[name] = _worded(name, field)
+            self.initial[name] = shown.main.initial.get(name, field.initial)
+        self.rows = target_rows(monitor)
+        for row in self.rows:
+            for name in row.fields.shown_fields():
+                full = row.fields.add_prefix(name)
+                self.fields[full] = _worded(name, row.fields.fields[name])
+                self.initial[full] = row.fields.initial.get(
+                    name, row.fields.fields[name].initial
+                )
+            if row.stored is not None:
+                self.fields[f"{row.key}-remove"] = _worded(
+                    "remove", forms.BooleanField(required=False)
+                )
+        # Header values are credentials: shown masked, put back when posted so.
+        self.secrets = {"webhook_headers": (monitor.webhook or {}).get("headers")}
+        for row in self.rows:
+            if row.stored is not None:
+                headers = (row.stored.scrape_options or {}).get("headers")
+                self.secrets[row.fields.add_prefix("headers")] = headers
+        for name, headers in self.secrets.items():
+            if name in self.fields and isinstance(headers, dict):
+                self.initial[name] = _masked_pairs(headers)
+        self.dashboard = MonitorForm(
+            self._dashboard_data() if self.is_bound else None, monitor=monitor
+        )
+
+    def _dashboard_data(self) -> QueryDict:
+        """What the dashboard's form would have been sent: the rows kept, in
+        order, each with its stored id and kind (not taken from the page)."""
+        data = self.data.copy()
+        for name, headers in self.secrets.items():
+            if name in data and isinstance(headers, dict):
+                data[name] = _unmasked(data[name], headers)
+        keys = []
+        for row in self.rows:
+            if row.stored is not None:
+                if forms.CheckboxInput().value_from_datadict(
+                    self.data, self.files, f"{row.key}-remove"
+                ):
+                    continue
+                data[f"{row.key}-id"] = str(row.stored.id)
+                data[f"{row.key}-type"] = row.stored.type
+            elif row.filled_in(self.data):
+                data[f"{row.key}-id"] = ""
+                data[f"{row.key}-type"] = row.fields.kind
+            else:
+                continue
+            keys.append(row.key)
+        data.setlist("target", keys)
+        return data
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if not self.dashboard.is_valid():
+            self._show(self.dashboard.errors)
+        return cleaned
+
+    def _show(self, errors: dict[str, list[str]]) -> None:
+        """The dashboard's messages on the admin's fields; those about the
+        targets as a whole (none left, too many) or about a row's options the
+        form does not show go above the form, naming the row."""
+        titles = {row.key: row.title for row in self.rows}
+        for slot, messages_ in errors.items():
+            if slot == "schedule" and "timezone" in self.dashboard.schedule_faults:
+                # The zone's problem first, as MonitorForm lists it.
+                self.add_error("timezone", messages_[0])
+                messages_ = messages_[1:]
+            for message in messages_:
+                if slot in self.fields:
+                    self.add_error(slot, message)
+                elif slot in titles:
+                    self.add_error(None, f"{titles[slot]}: {message}")
+                else:
+                    self.add_error(None, message)
+
+    def edit_for(self, current: Monitor) -> dict[str, Any]:
+        """The validated edit, as monitors.editing takes it, for the row as
+        it is now. A schedule saved as it was is left out, so a change of
+        name does not move a run the scheduler has already set."""
+        assert self.dashboard.validated_data is not None, "call is_valid() first"
+        edit = dict(self.dashboard.validated_data)
+        schedule = edit.get("schedule")
+        if schedule and (schedule["cron"], schedule["timezone"]) == (
+            current.schedule_cron,
+            current.schedule_timezone,
+        ):
+            del edit["schedule"]
+        edit["status"] = self.cleaned_data["status"]
+        return edit
 
 
 def _in_zone(moment: datetime | None, zone: str) -> str:
@@ -666,7 +930,11 @@ def _in_zone(moment: datetime | None, zone: str) -> str:
 
 
 @admin.register(Monitor)
-class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
+class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
+    """A live monitor is edited with the dashboard's form and rules (see
+    MonitorAdminForm); a deleted one, or one seen without the right to
+    change it, is shown read-only as stored."""
+
     form = MonitorAdminForm
     list_display = [
         "name",
@@ -684,17 +952,14 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     # The search itself is get_search_results; this only turns the box on.
     search_fields = ["name"]
     search_help_text = "Monitor name, team, or part of a target URL."
-    inlines = [TargetInline, EmailRecipientInline]
     actions = ["pause_selected", "resume_selected"]
-    fieldsets = [
+    READ_ONLY_FIELDSETS = [
         (None, {"fields": ["name", "team", "status", "deleted_at", "checks"]}),
         (
             "Schedule",
             {
                 "fields": [
-                    "schedule",
-                    "schedule_cron",
-                    "schedule_timezone",
+                    "schedule_words",
                     "next_run",
                     "last_run",
                     "current_check_id",
@@ -714,29 +979,82 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
                 ]
             },
         ),
-        ("Last check", {"fields": ["last_check_json", "created_at", "updated_at"]}),
+        LAST_CHECK_SECTION,
     ]
     readonly_fields = [
         "team",
-        "status",
         "deleted_at",
         "checks",
-        "schedule",
-        "schedule_cron",
-        "schedule_timezone",
+        "schedule_words",
         "next_run",
         "last_run",
         "current_check_id",
         "judge_enabled",
-        "goal",
-        "ignore_lines",
         "webhook_json",
         "notification_json",
-        "retention_days",
         "last_check_json",
         "created_at",
         "updated_at",
     ]
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: Monitor | None = None
+    ) -> bool:
+        # A deleted monitor runs no more and the dashboard no longer edits it.
+        alive = obj is None or obj.deleted_at is None
+        return alive and super().has_change_permission(request, obj)
+
+    def _editing(self, request: HttpRequest, obj: Monitor | None) -> bool:
+        return obj is not None and self.has_change_permission(request, obj)
+
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: Monitor | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm]:
+        # The fieldsets name the dashboard's fields, which MonitorAdminForm
+        # adds itself: none of them is a model field for the factory to make.
+        kwargs["fields"] = []
+        if not self._editing(request, obj):
+            kwargs["form"] = forms.ModelForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fieldsets(
+        self, request: HttpRequest, obj: Monitor | None = None
+    ) -> list[tuple[str | None, dict[str, Any]]]:
+        if not self._editing(request, obj):
+            return self.READ_ONLY_FIELDSETS
+        assert obj is not None
+        placed = {name for _, names in MONITOR_SECTIONS for name in names}
+        others = [name for name in MonitorFields.base_fields if name not in placed]
+        sections: list[tuple[str | None, dict[str, Any]]] = [
+            (title, {"fields": names}) for title, names in MONITOR_SECTIONS[:1]
+        ]
+        for row in target_rows(obj):
+            classes = [] if row.stored else ["collapse"]
+            sections.append((row.title, {"fields": row.names(), "classes": classes}))
+        sections += [
+            (title, {"fields": names}) for title, names in MONITOR_SECTIONS[1:]
+        ]
+        if others:
+            sections.append(("Other", {"fields": others}))
+        sections.append(LAST_CHECK_SECTION)
+        return sections
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Monitor | None = None
+    ) -> list[str]:
+        if self._editing(request, obj):
+            return self.readonly_fields
+        return flatten_fieldsets(self.READ_ONLY_FIELDSETS)
+
+    def get_inlines(self, request: HttpRequest, obj: Monitor | None) -> list[type]:
+        # Targets are part of the form when editing; listed as stored otherwise.
+        if self._editing(request, obj):
+            return [EmailRecipientInline]
+        return [TargetInline, EmailRecipientInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Monitor]:
         # Deleted monitors stay reachable (change page, "deleted" filter);
@@ -746,21 +1064,26 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # monitors are created through the API or the dashboard
 
-    # The activity log's names for the fields this admin can change.
-    FIELD_WORDS = {
-        "name": "name",
-        "webhook_pages": "page events",
-        "fetch_with": "how pages are loaded",
-    }
-
     def save_model(
         self, request: HttpRequest, obj: Monitor, form: Any, change: bool
     ) -> None:
-        super().save_model(request, obj, form, change)
-        fields = [self.FIELD_WORDS.get(name, name) for name in form.changed_data]
-        if change and fields:
-            record(_admin(request), obj.team_id, Kind.MONITOR_EDITED, obj,
-                   fields=fields)  # fmt: skip
+        """The edit goes onto the row as it is now, locked, through the
+        dashboard's workflow: what the scheduler or the API wrote since the
+        page loaded stays, and the activity log says what changed."""
+        with transaction.atomic():
+            current = Monitor.objects.select_for_update().get(pk=obj.pk)
+            before = monitor_fields(current)
+            update_monitor(current, form.edit_for(current), timezone.now())
+        record_monitor_change(_admin(request), before, current)
+        obj.refresh_from_db()
+
+    def save_related(
+        self, request: HttpRequest, form: Any, formsets: Any, change: bool
+    ) -> None:
+        # Channels were linked by save_model with the rest of the edit; the
+        # form's own save_m2m would link them a second time.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
 
     def delete_model(self, request: HttpRequest, obj: Monitor) -> None:
         record(_admin(request), obj.team_id, Kind.MONITOR_DELETED, obj)
@@ -795,6 +1118,10 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
         cron = f"{monitor.schedule_cron}, {monitor.schedule_timezone}"
         return f"{words} ({cron})" if words else cron
 
+    @admin.display(description="Runs")
+    def schedule_words(self, monitor: Monitor) -> str:
+        return self.schedule(monitor)
+
     @admin.display(description="Next run", ordering="next_run_at")
     def next_run(self, monitor: Monitor) -> str:
         return _in_zone(monitor.next_run_at, monitor.schedule_timezone)
@@ -828,7 +1155,7 @@ class MonitorAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     def webhook_json(self, monitor: Monitor) -> str:
         return json_block(with_masked_headers(monitor.webhook))
 
-    @admin.display(description="Notification")
+    @admin.display(description="Notification settings, as stored")
     def notification_json(self, monitor: Monitor) -> str:
         return json_block(monitor.notification)
 

@@ -348,16 +348,18 @@ class ApiKey(models.Model):
         scope: str = Scope.WRITE,
     ) -> tuple[ApiKey, str]:
         """Create a key and return it with the raw secret, which is never stored."""
-        raw = KEY_PREFIX + secrets.token_urlsafe(32)
-        key = cls.objects.create(
-            team=team,
-            name=name,
-            prefix=raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH],
-            key_hash=cls.hash_key(raw),
-            scope=cls.Scope(scope),
-            created_by=created_by,
-        )
+        key = cls(team=team, name=name, scope=cls.Scope(scope), created_by=created_by)
+        raw = key.new_secret()
+        key.save()
         return key, raw
+
+    def new_secret(self) -> str:
+        """Give an unsaved key its secret: the lookup prefix and hash are set
+        and the raw key is returned, to be shown once and never stored."""
+        raw = KEY_PREFIX + secrets.token_urlsafe(32)
+        self.prefix = raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH]
+        self.key_hash = self.hash_key(raw)
+        return raw
 
     def matches(self, raw: str) -> bool:
         return secrets.compare_digest(self.key_hash, self.hash_key(raw))

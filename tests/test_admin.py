@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from axes.models import AccessAttempt
+from django import forms
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from checks.models import (
@@ -562,18 +565,32 @@ def test_api_keys_are_found_by_listed_prefix_name_or_team(
     assert found("Acme") == [key]
 
 
-# The management form of the monitor page's inlines (the fixture's two
-# targets and one recipient), which every POST of that page carries.
-MONITOR_INLINES = {
-    f"{prefix}-{name}": value
-    for prefix, count in (("targets", 2), ("email_recipients", 1))
-    for name, value in (
-        ("TOTAL_FORMS", count),
-        ("INITIAL_FORMS", count),
-        ("MIN_NUM_FORMS", 0),
-        ("MAX_NUM_FORMS", 1000),
-    )
-}
+def shown_form(client, url: str) -> dict[str, Any]:
+    """What a browser sends when the admin's change page is saved as shown:
+    every field's value, ticked boxes only, and the inlines' management forms."""
+    page = client.get(url)
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data: dict[str, Any] = {}
+    for name, field in form.fields.items():
+        value = form[name].value()
+        if isinstance(field.widget, forms.CheckboxInput):
+            if value:
+                data[name] = "on"
+        elif isinstance(value, list | tuple):
+            data[name] = [str(item) for item in value]
+        else:
+            data[name] = "" if value is None else str(value)
+    for inline in page.context["inline_admin_formsets"]:
+        management = inline.formset.management_form
+        for name in management.fields:
+            data[management.add_prefix(name)] = management[name].value()
+    return data
+
+
+def row_key(target: Target) -> str:
+    """The prefix of a target's fields on the monitor's change page."""
+    return f"t{target.id.hex[:16]}"
 
 
 def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
@@ -586,15 +603,10 @@ def test_renaming_a_monitor_keeps_what_the_scheduler_wrote_meanwhile(
         lambda: Monitor.objects.filter(pk=monitor.pk).update(next_run_at=later),
     )
 
-    response = admin_client.post(
-        admin_url(Monitor, "change", monitor.pk),
-        {
-            "name": "Renamed",
-            "webhook_pages": "all",
-            "fetch_with": "auto",
-            **MONITOR_INLINES,
-        },
-    )
+    change = admin_url(Monitor, "change", monitor.pk)
+    fields = shown_form(admin_client, change)
+
+    response = admin_client.post(change, {**fields, "name": "Renamed"})
 
     assert response.status_code == 302
     monitor.refresh_from_db()
@@ -614,7 +626,7 @@ def test_the_admin_chooses_how_pages_are_loaded_under_the_apis_rule(
     admin_client, monitor
 ):
     change = admin_url(Monitor, "change", monitor.pk)
-    fields = {"name": monitor.name, "webhook_pages": "all", **MONITOR_INLINES}
+    fields = shown_form(admin_client, change)
 
     forced = admin_client.post(change, {**fields, "fetch_with": "browser"})
     monitor.refresh_from_db()
@@ -622,6 +634,7 @@ def test_the_admin_chooses_how_pages_are_loaded_under_the_apis_rule(
     assert monitor.fetch_with == Monitor.FetchWith.BROWSER
 
     monitor.targets.filter(position=0).update(scrape_options={"waitFor": 1000})
+    fields = shown_form(admin_client, change)
     refused = admin_client.post(change, {**fields, "fetch_with": "http"})
     monitor.refresh_from_db()
     assert refused.status_code == 200
@@ -633,15 +646,9 @@ def test_the_admin_chooses_which_pages_get_webhook_events(admin_client, monitor)
     page = admin_client.get(admin_url(Monitor, "change", monitor.pk))
     assert "Only pages that changed (new or changed)" in page.content.decode()
 
-    response = admin_client.post(
-        admin_url(Monitor, "change", monitor.pk),
-        {
-            "name": monitor.name,
-            "webhook_pages": "changed",
-            "fetch_with": "auto",
-            **MONITOR_INLINES,
-        },
-    )
+    change = admin_url(Monitor, "change", monitor.pk)
+    fields = shown_form(admin_client, change)
+    response = admin_client.post(change, {**fields, "webhook_pages": "changed"})
 
     assert response.status_code == 302
     monitor.refresh_from_db()
@@ -742,3 +749,276 @@ def test_the_monitor_list_says_schedules_in_words_and_times_in_their_zone(
     assert "2025-03-10 13:30:00 CET" in listing
     page = admin_client.get(admin_url(Monitor, "change", monitor.pk)).content
     assert "Every 30 minutes" in page.decode()
+
+
+# --- Editing a monitor under the dashboard's rules ------------------------------
+
+
+def test_an_administrator_edits_name_schedule_and_urls_and_the_next_run_follows(
+    admin_client, monitor, time_machine
+):
+    time_machine.move_to(NOW, tick=False)
+    change = admin_url(Monitor, "change", monitor.pk)
+    pages, crawl = monitor.targets.order_by("position")
+    fields = shown_form(admin_client, change)
+
+    response = admin_client.post(
+        change,
+        {
+            **fields,
+            "name": "Prices, weekday mornings",
+            "schedule": "0 9 * * 1-5",
+            "timezone": "Europe/Berlin",
+            f"{row_key(pages)}-urls": "https://example.com/pricing\n"
+            "https://example.com/plans",
+            f"{row_key(crawl)}-limit": "50",
+        },
+    )
+
+    assert response.status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.name == "Prices, weekday mornings"
+    assert (monitor.schedule_cron, monitor.schedule_timezone) == (
+        "0 9 * * 1-5",
+        "Europe/Berlin",
+    )
+    # Monday 12:00 UTC is 13:00 in Berlin: the next run is Tuesday 09:00 CET.
+    assert monitor.next_run_at == datetime(2025, 3, 11, 8, 0, tzinfo=UTC)
+    pages.refresh_from_db()
+    crawl.refresh_from_db()
+    assert pages.urls == ["https://example.com/pricing", "https://example.com/plans"]
+    # Options the dashboard does not show are kept as stored.
+    assert pages.scrape_options["formats"] == ["markdown"]
+    assert crawl.crawl_options["limit"] == 50
+    entry = Activity.objects.get(kind=Activity.Kind.MONITOR_EDITED)
+    assert entry.via == Activity.Via.ADMIN and entry.monitor_id == monitor.pk
+    assert {"name", "schedule", "targets"} <= set(entry.details["fields"])
+
+    page = admin_client.get(change).content.decode()
+    assert "Every weekday at 09:00 (0 9 * * 1-5, Europe/Berlin)" in page
+    assert "2025-03-11 09:00:00 CET" in page
+
+
+def test_saving_the_page_as_shown_changes_nothing(admin_client, monitor):
+    monitor.targets.filter(position=0).update(
+        scrape_options={"headers": {"Cookie": "session=hush-hush-5678"}}
+    )
+    # As the API stores them: every key of the webhook and the e-mail settings.
+    Monitor.objects.filter(pk=monitor.pk).update(
+        webhook={
+            "url": "https://hooks.example.com/in",
+            "headers": {"Authorization": "Bearer topsecret-header-1234"},
+            "metadata": {"team": "pricing"},
+            "events": ["monitor.check.completed"],
+        },
+        notification={
+            "email": {
+                "enabled": True,
+                "recipients": ["ops@example.com"],
+                "includeDiffs": False,
+            }
+        },
+    )
+    change = admin_url(Monitor, "change", monitor.pk)
+    before = Monitor.objects.get(pk=monitor.pk)
+    targets = list(monitor.targets.values())
+
+    response = admin_client.post(change, shown_form(admin_client, change))
+
+    assert response.status_code == 302
+    after = Monitor.objects.get(pk=monitor.pk)
+    for field in ("name", "schedule_cron", "schedule_timezone", "next_run_at",
+                  "webhook", "notification", "goal", "status"):  # fmt: skip
+        assert getattr(after, field) == getattr(before, field), field
+    assert list(monitor.targets.values()) == targets
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_EDITED).exists()
+
+
+# What is typed, the field it is refused on (URLS: the first target's
+# addresses), and words of the rule's message.
+REFUSED = {
+    "a cron that cannot run": (
+        {"schedule": "61 * * * *"},
+        "schedule",
+        "We could not read this schedule.",
+    ),
+    "a time zone that does not exist": (
+        {"timezone": "Berlin"},
+        "timezone",
+        "“Berlin” is not a time zone we know: did you mean Europe/Berlin?",
+    ),
+    "a private address": (
+        {"URLS": "http://127.0.0.1/admin"},
+        "URLS",
+        "Pagewatch can never connect to http://127.0.0.1/admin: 127.0.0.1 is a "
+        "loopback address.",
+    ),
+    "an address that is not one": (
+        {"URLS": "not a url"},
+        "URLS",
+        "“not a url” is not a web address",
+    ),
+    "no name": ({"name": "  "}, "name", "Give the monitor a name."),
+    "judging with no goal": (
+        {"judge": "on", "goal": ""},
+        "judge",
+        "Write a goal for the AI to judge changes against",
+    ),
+    "no days of history": (
+        {"retention_days": "0"},
+        "retention_days",
+        "Enter a whole number of days from 1 to 365",
+    ),
+}
+
+
+@pytest.mark.parametrize("typed, field, words", REFUSED.values(), ids=REFUSED.keys())
+def test_what_the_rules_refuse_is_refused_in_their_words_and_nothing_is_saved(
+    admin_client, monitor, settings, typed, field, words
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    change = admin_url(Monitor, "change", monitor.pk)
+    urls = f"{row_key(monitor.targets.get(position=0))}-urls"
+    fields = shown_form(admin_client, change)
+    typed = {(urls if name == "URLS" else name): value for name, value in typed.items()}
+    stored = Monitor.objects.filter(pk=monitor.pk).values().get()
+    stored_targets = list(monitor.targets.values())
+
+    response = admin_client.post(change, {**fields, "name": "Renamed", **typed})
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    messages_ = errors[urls if field == "URLS" else field]
+    assert any(words in message for message in messages_), messages_
+    page = response.content.decode()
+    assert all(escape(message) in page for message in messages_)
+    assert Monitor.objects.filter(pk=monitor.pk).values().get() == stored
+    assert list(monitor.targets.values()) == stored_targets
+    assert not Activity.objects.exists()
+
+
+def test_pausing_in_the_form_clears_the_next_run_and_is_logged_as_a_pause(
+    admin_client, monitor
+):
+    change = admin_url(Monitor, "change", monitor.pk)
+
+    response = admin_client.post(
+        change, {**shown_form(admin_client, change), "status": "paused"}
+    )
+
+    assert response.status_code == 302
+    monitor.refresh_from_db()
+    assert (monitor.status, monitor.next_run_at) == (Monitor.Status.PAUSED, None)
+    entry = Activity.objects.get(kind=Activity.Kind.MONITOR_PAUSED)
+    assert (entry.via, entry.monitor_id) == (Activity.Via.ADMIN, monitor.pk)
+
+
+def test_targets_are_added_and_removed_like_on_the_dashboard(admin_client, monitor):
+    change = admin_url(Monitor, "change", monitor.pk)
+    pages, crawl = monitor.targets.order_by("position")
+    fields = shown_form(admin_client, change)
+    # An "Add a target" row left empty adds nothing.
+    assert fields["tadd1-urls"] == "" and "tadd2-url" in fields
+
+    response = admin_client.post(
+        change,
+        {
+            **fields,
+            f"{row_key(crawl)}-remove": "on",
+            "tadd1-urls": "https://shop.example.net/cart",
+        },
+    )
+
+    assert response.status_code == 302
+    targets = list(monitor.targets.order_by("position"))
+    assert [t.type for t in targets] == ["scrape", "scrape"]
+    assert targets[0].pk == pages.pk  # kept with its page history
+    assert targets[1].urls == ["https://shop.example.net/cart"]
+
+
+def test_removing_every_target_is_refused_with_the_rules_words(admin_client, monitor):
+    change = admin_url(Monitor, "change", monitor.pk)
+    fields = shown_form(admin_client, change)
+    for target in monitor.targets.all():
+        fields[f"{row_key(target)}-remove"] = "on"
+
+    response = admin_client.post(change, fields)
+
+    assert response.status_code == 200
+    refused = response.context["adminform"].form.non_field_errors()
+    assert refused and escape(refused[0]) in response.content.decode()
+    assert monitor.targets.count() == 2
+
+
+def test_the_admin_picks_the_teams_channels_for_a_monitor(admin_client, monitor):
+    slack = Channel.objects.create(
+        team=monitor.team, name="Pricing alerts", kind="slack", settings={}
+    )
+    change = admin_url(Monitor, "change", monitor.pk)
+    fields = shown_form(admin_client, change)
+    assert "Pricing alerts" in admin_client.get(change).content.decode()
+
+    response = admin_client.post(change, {**fields, "channels": [str(slack.pk)]})
+
+    assert response.status_code == 302
+    assert list(monitor.channels.all()) == [slack]
+
+
+def test_a_deleted_monitor_is_shown_as_stored_and_cannot_be_edited(
+    admin_client, monitor
+):
+    Monitor.objects.filter(pk=monitor.pk).update(deleted_at=NOW)
+    change = admin_url(Monitor, "change", monitor.pk)
+
+    page = admin_client.get(change).content.decode()
+    response = admin_client.post(change, {"name": "Revived", "status": "active"})
+
+    assert 'name="name"' not in page and "https://docs.example.org/" in page
+    assert response.status_code == 403
+    monitor.refresh_from_db()
+    assert monitor.name == "Pricing page"
+
+
+def test_a_header_typed_over_its_mask_is_saved_and_the_others_kept(
+    admin_client, monitor
+):
+    pages = monitor.targets.get(position=0)
+    headers = {"Cookie": "session=hush-hush-5678", "Authorization": "Bearer kept-9999"}
+    pages.scrape_options = {"headers": headers}
+    pages.save()
+    change = admin_url(Monitor, "change", monitor.pk)
+    fields = shown_form(admin_client, change)
+    shown = fields[f"{row_key(pages)}-headers"]
+    assert shown == "Cookie: …5678\nAuthorization: …9999"
+
+    response = admin_client.post(
+        change,
+        {**fields, f"{row_key(pages)}-headers": shown.replace("…5678", "fresh")},
+    )
+
+    assert response.status_code == 302
+    pages.refresh_from_db()
+    assert pages.scrape_options["headers"] == {
+        "Cookie": "fresh",
+        "Authorization": "Bearer kept-9999",
+    }
+
+
+def test_staff_who_may_only_view_monitors_see_them_as_stored(
+    client, monitor, django_user_model
+):
+    viewer = django_user_model.objects.create_user("vera", is_staff=True)
+    viewer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_monitor", "view_target"])
+    )
+    client.force_login(viewer)
+    change = admin_url(Monitor, "change", monitor.pk)
+
+    page = client.get(change).content.decode()
+    response = client.post(change, {"name": "Renamed", "status": "paused"})
+
+    assert 'name="name"' not in page and "https://docs.example.org/" in page
+    assert "Every 30 minutes (*/30 * * * *, Europe/Berlin)" in page
+    assert response.status_code == 403
+    monitor.refresh_from_db()
+    assert (monitor.name, monitor.status) == ("Pricing page", Monitor.Status.ACTIVE)
