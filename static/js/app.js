@@ -267,7 +267,28 @@
     if (summary) summary.focus();
   }
 
+  /* ---- Screenshots: lay this check's over the earlier one and let a slider
+     move the line between them (without script both are shown in full) */
+  function startCompare(compare) {
+    var control = compare.querySelector("[data-compare-control]");
+    var slider = compare.querySelector("[data-compare-slider]");
+    var stage = compare.querySelector("[data-compare-stage]");
+    if (!control || !slider || !stage) return;
+    function show() {
+      var value = parseInt(slider.value, 10);
+      stage.style.setProperty("--reveal", value + "%");
+      slider.setAttribute("aria-valuetext", value === 0 ? "Only this check's screenshot"
+        : value === 100 ? "Only the earlier screenshot"
+        : "Earlier screenshot on the left " + value + " %, this check's on the rest");
+    }
+    slider.addEventListener("input", show);
+    control.hidden = false;
+    compare.classList.add("is-sliding");
+    show();
+  }
+
   function start() {
+    document.querySelectorAll("[data-compare]").forEach(startCompare);
     document.querySelectorAll("[data-copy]").forEach(function (b) { b.hidden = false; });
     showProblems();
     useBrowserZone();
