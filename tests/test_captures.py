@@ -21,8 +21,8 @@ from checks import retention
 from checks.browser.result import Shot
 from checks.captures import capture_url
 from checks.models import Capture, Check, PageResult
-from monitors.models import Membership
-from tests.test_dashboard_views import make_check, make_monitor
+from monitors.models import Membership, Monitor
+from tests.test_dashboard_views import make_check, make_monitor, scrape_form
 
 
 def png(box: tuple[int, int, int, int] | None = None) -> bytes:
@@ -303,3 +303,53 @@ def test_retention_forgets_captures_no_remaining_result_refers_to(monitor):
     assert list(Capture.objects.values_list("content_hash", flat=True)) == [
         Shot(png(), "image/png").digest
     ]
+
+
+# --- Turning screenshots on in the dashboard's form ------------------------------
+
+
+def screenshot_box(html: str) -> str:
+    found = re.search(r'<input type="checkbox" name="[^"]*-screenshot"[^>]*>', html)
+    assert found, "the form has no screenshot box"
+    return found.group(0)
+
+
+def test_screenshots_are_turned_on_and_off_in_the_dashboard_form(web, team):
+    create = web.get(reverse("monitor-create")).content.decode()
+    assert "Take screenshots and compare how the pages look" in create
+    assert "checked" not in screenshot_box(create)
+
+    web.post(reverse("monitor-create"), scrape_form(**{"t0000aaaa-screenshot": "on"}))
+
+    monitor = Monitor.objects.get(team=team)
+    target = monitor.targets.get()
+    assert target.scrape_options["formats"] == ["screenshot"]
+    edit = reverse("monitor-edit", args=[monitor.pk])
+    assert "checked" in screenshot_box(web.get(edit).content.decode())
+
+    # A screenshot format with options of its own (set through the API) is
+    # kept while the box stays ticked, other formats always.
+    shot = {"type": "screenshot", "fullPage": True}
+    target.scrape_options = {"formats": ["markdown", shot]}
+    target.save(update_fields=["scrape_options"])
+    row = {"t0000aaaa-id": str(target.pk)}
+    web.post(edit, scrape_form(**row, **{"t0000aaaa-screenshot": "on"}))
+    target.refresh_from_db()
+    assert target.scrape_options["formats"] == ["markdown", shot]
+
+    web.post(edit, scrape_form(**row))
+
+    target.refresh_from_db()
+    assert target.scrape_options["formats"] == ["markdown"]
+    assert "checked" not in screenshot_box(web.get(edit).content.decode())
+
+
+def test_screenshots_on_a_monitor_that_never_opens_a_browser_are_refused(web, team):
+    response = web.post(
+        reverse("monitor-create"),
+        scrape_form(fetch_with="http", **{"t0000aaaa-screenshot": "on"}),
+    )
+
+    assert not Monitor.objects.filter(team=team).exists()
+    assert "for a screenshot" in response.content.decode()
+    assert "formats" not in response.content.decode()

@@ -66,6 +66,16 @@ def test_a_headline_that_grows_one_line_is_the_only_place_marked():
     assert (change.width, change.height) == (WIDTH, 1800)
 
 
+def test_words_added_to_a_headline_that_wrap_to_a_new_line_are_one_place():
+    before = page(["Plans for small teams"])
+    after = page(["Plans for small teams and", "schools"])
+
+    change = visual_change(before, after)
+
+    (box,) = change.boxes
+    assert box.y < 50 and box.y + box.h <= 135
+
+
 def test_an_unchanged_pair_has_no_places_and_nothing_changed():
     shot = page(["Our prices for 2026"])
 

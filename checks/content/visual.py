@@ -87,9 +87,11 @@ def visual_change(before: bytes, after: bytes) -> VisualChange:
     mask = _changed_mask(
         _scaled(old, width, old.height), _scaled(new, width, new.height)
     )
-    # Across, words of one sentence lie further apart than lines do down.
+    # Across, words of one sentence lie further apart than lines do down;
+    # and a sentence that grew wraps its new words to the start of the next
+    # line, far from where they were added on the line above.
     gaps = (max(1, GAP * width // new.width, width // 8), GAP)
-    places = _merged(list(_places(mask, gaps)), gaps)
+    places = _merged(list(_places(mask, gaps)), (*gaps, width // 3))
     return _in_screenshot_pixels(places, mask, new.size)
 
 
@@ -247,21 +249,22 @@ def _runs(flags: list[bool], gap: int) -> list[tuple[int, int]]:
 
 
 def _merged(
-    boxes: list[tuple[int, int, int, int]], gaps: tuple[int, int]
+    boxes: list[tuple[int, int, int, int]], gaps: tuple[int, int, int]
 ) -> list[tuple[int, int, int, int]]:
-    """Boxes closer than `gaps` (across, down) joined, and further until a
-    reader can follow them."""
+    """Boxes closer than `gaps` (across on one line, down, across between
+    lines one above the other) joined, and further until a reader can follow
+    them."""
     while True:
         boxes = _join_near(boxes, gaps)
         if len(boxes) <= MAX_BOXES:
             return sorted(boxes, key=lambda b: (b[1], b[0]))
-        gaps = (gaps[0] * 2, gaps[1] * 2)
+        gaps = (gaps[0] * 2, gaps[1] * 2, gaps[2] * 2)
 
 
 def _join_near(
-    boxes: list[tuple[int, int, int, int]], gaps: tuple[int, int]
+    boxes: list[tuple[int, int, int, int]], gaps: tuple[int, int, int]
 ) -> list[tuple[int, int, int, int]]:
-    gx, gy = gaps
+    gx, gy, stacked = gaps
     boxes = list(boxes)
     joined = True
     while joined:
@@ -269,9 +272,10 @@ def _join_near(
         for i in range(len(boxes)):
             for j in range(i + 1, len(boxes)):
                 a, b = boxes[i], boxes[j]
+                across = gx if a[1] < b[3] and b[1] < a[3] else stacked
                 if (
-                    a[0] - gx < b[2]
-                    and b[0] - gx < a[2]
+                    a[0] - across < b[2]
+                    and b[0] - across < a[2]
                     and a[1] - gy < b[3]
                     and b[1] - gy < a[3]
                 ):

@@ -282,6 +282,18 @@
         : "Earlier screenshot on the left " + value + " %, this check's on the rest");
     }
     slider.addEventListener("input", show);
+    var zoom = compare.querySelector("[data-compare-zoom]");
+    if (zoom) {
+      stage.style.setProperty("--actual-width", stage.dataset.width + "px");
+      var view = compare.querySelector("[data-compare-view]");
+      zoom.addEventListener("click", function () {
+        var zoomed = compare.classList.toggle("is-zoomed");
+        zoom.setAttribute("aria-pressed", zoomed ? "true" : "false");
+        // A window that scrolls must be reachable from the keyboard.
+        if (zoomed) view.setAttribute("tabindex", "0");
+        else view.removeAttribute("tabindex");
+      });
+    }
     control.hidden = false;
     compare.classList.add("is-sliding");
     show();
