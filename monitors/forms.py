@@ -96,7 +96,6 @@ _TARGET_SLOTS: dict[tuple[str, ...], str] = {
     ("scrapeOptions", "excludeTags"): "exclude_tags",
     ("scrapeOptions", "headers"): "headers",
     ("scrapeOptions", "mobile"): "mobile",
-    ("scrapeOptions", "formats"): "screenshot",
     ("scrapeOptions", "timeout"): "timeout",
     ("scrapeOptions", "waitFor"): "wait_for",
 }
@@ -759,8 +758,9 @@ class MonitorForm:
     def _scrape_options(
         self, row: TargetFields, data: dict[str, Any], stored: Target | None
     ) -> dict[str, Any]:
-        # Options the form does not show (formats, actions… set through the API)
-        # are kept as stored; the ones it shows are replaced.
+        # Options the form does not show (formats other than the screenshot,
+        # actions… set through the API) are kept as stored; the ones it shows
+        # are replaced.
         options = dict(stored.scrape_options) if stored else {}
         for key in ("onlyMainContent", "mobile", "includeTags", "excludeTags"):
             options.pop(key, None)
@@ -959,9 +959,7 @@ class MonitorForm:
                 form = next((t for t in self.targets if t.key == key), None)
             if form is not None and name in form.fields:
                 form.fields[name].widget.attrs["aria-invalid"] = "true"
-                # Shown unfolded, without JavaScript too (the screenshot box
-                # is never folded away).
-                if name in _PAGE_OPTIONS and name != "screenshot":
+                if name in _PAGE_OPTIONS:  # shown unfolded, without JavaScript too
                     form.advanced_invalid = True
 
 
