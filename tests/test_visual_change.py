@@ -141,6 +141,21 @@ def test_changes_all_over_the_page_are_merged_into_a_few_places():
     assert 1 <= len(change.boxes) <= MAX_BOXES
 
 
+def test_a_change_on_a_finely_striped_page_is_found_where_it_is():
+    striped = Image.new("RGB", (WIDTH, 3000), "white")
+    draw = ImageDraw.Draw(striped)
+    for y in range(0, 3000, 2):
+        draw.line((0, y, WIDTH - 1, y), fill="black")
+    changed = striped.copy()
+    ImageDraw.Draw(changed).rectangle((100, 1500, 400, 1600), fill="red")
+
+    change = visual_change(png(striped), png(changed))
+
+    (box,) = change.boxes
+    assert abs(box.y - 1500) <= 8 and abs(box.y + box.h - 1601) <= 8
+    assert abs(box.x - 100) <= 10 and abs(box.x + box.w - 401) <= 10
+
+
 def test_a_comparison_is_kept_as_json_and_read_back():
     change = VisualChange(800, 600, (Box(1, 2, 3, 4), Box(5, 6, 7, 8)), 0.0412)
 
