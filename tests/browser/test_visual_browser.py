@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from checks.models import PageResult
 from monitors.models import Target
 from tests.browser.people import sign_in
+from tests.browser.test_accessibility_browser import _require_axe
 from tests.browser.test_dashboard_browser import (
     assert_clean,
     make_monitor,
@@ -47,6 +48,17 @@ SHOWN_FROM = """f => {
 }"""
 
 
+# axe-core's rules on the comparison's section, zoomed and not; undecided
+# rules fail too, but for contrast, which it cannot judge over a screenshot.
+AXE_ON_THE_COMPARISON = """async () => {
+  const found = await axe.run(document.querySelector('[data-visual]'),
+    {resultTypes: ['violations', 'incomplete']});
+  const say = (r) => r.id + ': ' + r.nodes.map((n) => n.html.slice(0, 100)).join(' | ');
+  return found.violations.map(say).concat(
+    found.incomplete.filter((r) => r.id !== 'color-contrast').map(say));
+}"""
+
+
 def pricing(headline: str) -> str:
     return f"{STYLE}<h1>{headline}</h1>{TEXT}<div class='banner'>Call us</div>"
 
@@ -69,6 +81,8 @@ def test_a_longer_headline_is_the_one_place_outlined_and_a_slider_compares(
     changed = PageResult.objects.get(check_run=run_check(monitor), status="changed")
 
     page = browser_page
+    # An init script, as the Content-Security-Policy refuses injected <script> tags.
+    page.context.add_init_script(path=str(_require_axe()))
     page.set_viewport_size(VIEWPORTS[size])
     sign_in(page)
     page.goto(changed.get_absolute_url())
@@ -143,6 +157,7 @@ def test_a_longer_headline_is_the_one_place_outlined_and_a_slider_compares(
         expect(view).not_to_have_js_property("scrollLeft", 0)
     view.scroll_into_view_if_needed()
     screenshot(page, f"visual-{size}-actual-size", full_page=False)
+    assert page.evaluate(AXE_ON_THE_COMPARISON) == []
     zoom.click()
     expect(zoom).to_have_attribute("aria-pressed", "false")
 
@@ -155,6 +170,7 @@ def test_a_longer_headline_is_the_one_place_outlined_and_a_slider_compares(
         page.evaluate("document.documentElement.scrollWidth")
         <= VIEWPORTS[size]["width"]
     )
+    assert page.evaluate(AXE_ON_THE_COMPARISON) == []
     assert_clean(page)
 
 
