@@ -163,10 +163,18 @@ def _changed_mask(old: Image.Image, new: Image.Image) -> Image.Image:
                 mask.paste(255, (box[0], row, box[2], row + 1))
             continue
         block = new.crop((0, new_top, width, new_bottom))
-        previous = (
-            old.crop((0, old_top, width, old_bottom)) if old_bottom > old_top else None
+        if old_bottom == old_top:
+            mask.paste(_differs(block, None), (0, new_top))
+            continue
+        # Rows that matched nothing (JPEG noise can do that to rows that only
+        # moved) are compared twice: lined up with the rows above them, and
+        # with the rows below; what looks the same either way did not change.
+        previous = old.crop((0, old_top, width, old_bottom))
+        changed = ImageChops.darker(
+            _differs(block, previous, 0),
+            _differs(block, previous, block.height - previous.height),
         )
-        mask.paste(_differs(block, previous), (0, new_top))
+        mask.paste(changed, (0, new_top))
     return mask
 
 
@@ -197,13 +205,18 @@ def _span(runs: list[tuple[bytes, int, int]], first: int, last: int) -> tuple[in
     return top, top
 
 
-def _differs(block: Image.Image, previous: Image.Image | None) -> Image.Image:
-    """Where `block` differs from `previous` laid over its top (or from the
-    page's background where there is nothing to lay over)."""
+def _differs(
+    block: Image.Image, previous: Image.Image | None, offset: int = 0
+) -> Image.Image:
+    """Where `block` differs from `previous` laid over it `offset` rows down
+    (or from the page's background where nothing is laid over)."""
     ground = Image.new("RGB", block.size, _background(block))
     if previous is not None:
+        if offset < 0:
+            previous = previous.crop((0, -offset, previous.width, previous.height))
+            offset = 0
         ground.paste(
-            previous.crop((0, 0, block.width, min(previous.height, block.height)))
+            previous.crop((0, 0, block.width, block.height - offset)), (0, offset)
         )
     diff = ImageChops.difference(block, ground)
     strongest = ImageChops.lighter(
