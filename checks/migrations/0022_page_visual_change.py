@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('checks', '0020_delivery_to_channels'),
+        ('checks', '0021_own_webhook_and_email_channels'),
     ]
 
     operations = [
