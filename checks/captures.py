@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
+from checks.content.visual import NotComparable, VisualChange, visual_change
 from checks.models import Capture, PageResult
 
 SALT = "pagewatch.capture"
@@ -68,7 +69,8 @@ def with_links(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 def screenshot_links(page: PageResult) -> dict[str, Any]:
     """What the page view shows of a result's screenshots: before and after
-    as signed links, and the visual change when the two differ."""
+    as signed links, and the visual change when the two differ (or why they
+    could not be compared)."""
     after = page.screenshot
     if after is None:
         return {}
@@ -77,4 +79,46 @@ def screenshot_links(page: PageResult) -> dict[str, Any]:
     if before is not None:
         shown["screenshot_before"] = capture_path(before)
         shown["screenshot_changed"] = before != after
+    if before is not None and before != after:
+        try:
+            shown["visual"] = visual_change_of(page, before)
+        except NotComparable as exc:
+            shown["visual_problem"] = str(exc)
     return shown
+
+
+def visual_change_of(page: PageResult, before: str) -> VisualChange | None:
+    """How the page's screenshot differs from `before` (the previous one):
+    compared the first time it is asked for and kept on the row with the two
+    captures it compared, so a page is compared once however often it is
+    opened. None when a screenshot is no longer kept; raises NotComparable
+    for screenshots that cannot be compared (kept too, with the reason)."""
+    after = page.screenshot
+    kept = page.visual_change or {}
+    if after is not None and (kept.get("before"), kept.get("after")) == (
+        before,
+        after,
+    ):
+        if "problem" in kept:
+            raise NotComparable(kept["problem"])
+        return VisualChange.from_json(kept)
+    data = dict(
+        Capture.objects.filter(content_hash__in={after, before}).values_list(
+            "content_hash", "data"
+        )
+    )
+    if after not in data or before not in data:
+        return None
+    pair = {"before": before, "after": after}
+    try:
+        change = visual_change(bytes(data[before]), bytes(data[after]))
+    except NotComparable as exc:
+        _keep(page, pair | {"problem": str(exc)})
+        raise
+    _keep(page, pair | change.as_json())
+    return change
+
+
+def _keep(page: PageResult, stored: dict[str, Any]) -> None:
+    PageResult.objects.filter(pk=page.pk).update(visual_change=stored)
+    page.visual_change = stored

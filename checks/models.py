@@ -1180,6 +1180,10 @@ class PageResult(models.Model):
     # Screenshots and PDFs of this result (its metadata names them by hash):
     # what keeps them from retention's purge of unreferenced captures.
     captures = models.ManyToManyField(Capture, related_name="pages", blank=True)
+    # How the screenshot differs from the previous one (the changed places as
+    # boxes, how much they cover, and the two captures compared), kept the
+    # first time it is shown (checks.captures.visual_change_of).
+    visual_change = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = PageResultQuerySet.as_manager()

@@ -11,8 +11,8 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from checks.captures import LinkExpired, capture_for
-from checks.content.visual import NotComparable, visual_change
+from checks.captures import LinkExpired, capture_for, visual_change_of
+from checks.content.visual import NotComparable, marked_png
 from checks.models import Capture
 from monitors.views import DashboardRequest, get_page_for, team_view
 
@@ -48,24 +48,22 @@ def page_visual_change(
     request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID, page_id: uuid.UUID
 ) -> HttpResponse:
     """The visual change of one page result (monitors.views.get_page_for
-    scopes it to the caller's team): its screenshot faded, what differs from
-    the previous screenshot in red."""
+    scopes it to the caller's team) at full size: its screenshot with the
+    places that look different from the previous screenshot outlined."""
     page = get_page_for(request, pk, check_id, page_id)
     after, before = page.screenshot, page.previous_screenshot()
     if after is None or before is None:
         raise Http404("No two screenshots to compare.")
-    data = dict(
-        Capture.objects.filter(content_hash__in={after, before}).values_list(
-            "content_hash", "data"
-        )
-    )
-    if after not in data or before not in data:
-        raise Http404("A screenshot is no longer kept.")
     try:
-        change = visual_change(bytes(data[before]), bytes(data[after]))
+        change = visual_change_of(page, before)
     except NotComparable as exc:
         raise Http404(str(exc)) from None
-    response = HttpResponse(change.png, content_type="image/png")
+    shot = Capture.objects.filter(content_hash=after).values_list("data", flat=True)
+    if change is None or not shot:
+        raise Http404("A screenshot is no longer kept.")
+    response = HttpResponse(
+        marked_png(bytes(shot[0]), change), content_type="image/png"
+    )
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Changed-Fraction"] = f"{change.changed_fraction:.4f}"
     return response

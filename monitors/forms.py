@@ -100,8 +100,8 @@ _TARGET_SLOTS: dict[tuple[str, ...], str] = {
     ("scrapeOptions", "waitFor"): "wait_for",
 }
 _PAGE_OPTIONS = (
-    "only_main_content", "mobile", "include_tags", "exclude_tags", "headers",
-    "timeout", "wait_for",
+    "screenshot", "only_main_content", "mobile", "include_tags", "exclude_tags",
+    "headers", "timeout", "wait_for",
 )  # fmt: skip
 _CRAWL = ("url", "limit", "depth", "include_paths", "exclude_paths")
 _SEARCH = (
@@ -163,6 +163,22 @@ def _pairs(text: str) -> tuple[dict[str, str], list[str]]:
             continue
         pairs[name.strip()] = value.strip()
     return pairs, problems
+
+
+def _formats_with_screenshot(options: Mapping[str, Any], wanted: bool) -> list[Any]:
+    """The formats with the screenshot format in or out, as the form's box
+    says: a screenshot format set through the API (with its own options) is
+    kept while the box stays ticked, the other formats always."""
+    formats = options.get("formats")
+    shot = rules.screenshot_format(options)
+    kept = [
+        f
+        for f in (formats if isinstance(formats, list) else [])
+        if f != "screenshot" and f is not shot
+    ]
+    if wanted:
+        kept.append(dict(shot) if shot else "screenshot")
+    return kept
 
 
 def _format_pairs(mapping: Mapping[str, Any] | None) -> str:
@@ -343,6 +359,7 @@ class TargetFields(forms.Form):
     exclude_tags = forms.CharField(required=False)
     headers = forms.CharField(required=False, widget=forms.Textarea)
     mobile = forms.BooleanField(required=False)
+    screenshot = forms.BooleanField(required=False)
     timeout = forms.CharField(required=False)
     wait_for = forms.CharField(required=False)
 
@@ -429,6 +446,7 @@ def target_initial(target: Target) -> dict[str, Any]:
         "exclude_tags": ", ".join(scrape.get("excludeTags") or []),
         "headers": _format_pairs(scrape.get("headers")),
         "mobile": bool(scrape.get("mobile")),
+        "screenshot": rules.screenshot_format(scrape) is not None,
         "timeout": scrape.get("timeout", ""),
         "wait_for": scrape.get("waitFor", ""),
     }
@@ -740,8 +758,9 @@ class MonitorForm:
     def _scrape_options(
         self, row: TargetFields, data: dict[str, Any], stored: Target | None
     ) -> dict[str, Any]:
-        # Options the form does not show (formats, actions… set through the API)
-        # are kept as stored; the ones it shows are replaced.
+        # Options the form does not show (formats other than the screenshot,
+        # actions… set through the API) are kept as stored; the ones it shows
+        # are replaced.
         options = dict(stored.scrape_options) if stored else {}
         for key in ("onlyMainContent", "mobile", "includeTags", "excludeTags"):
             options.pop(key, None)
@@ -751,6 +770,10 @@ class MonitorForm:
             options["onlyMainContent"] = False
         if data["mobile"]:
             options["mobile"] = True
+        formats = _formats_with_screenshot(options, data["screenshot"])
+        options.pop("formats", None)
+        if formats:
+            options["formats"] = formats
         for field, key in (
             ("include_tags", "includeTags"),
             ("exclude_tags", "excludeTags"),

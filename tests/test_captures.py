@@ -21,8 +21,8 @@ from checks import retention
 from checks.browser.result import Shot
 from checks.captures import capture_url
 from checks.models import Capture, Check, PageResult
-from monitors.models import Membership
-from tests.test_dashboard_views import make_check, make_monitor
+from monitors.models import Membership, Monitor
+from tests.test_dashboard_views import make_check, make_monitor, scrape_form
 
 
 def png(box: tuple[int, int, int, int] | None = None) -> bytes:
@@ -165,24 +165,48 @@ def test_the_page_view_shows_before_after_and_what_looks_different(
 
     shown = page_view(web, page)
 
+    assert "About 6 % of the page looks different, in 1 place." in shown
     images = re.findall(r'<img src="([^"]+)" alt="([^"]+)"', shown)
     assert [alt for _, alt in images] == [
         "The page as it looked before",
-        "The page as it looked in this check",
-        "This check's screenshot, with the areas that look different from before "
-        "marked in red",
+        "The page as it looked in this check, with the places that look "
+        "different outlined in red",
     ]
-    for src, _ in images[:2]:
+    for src, _ in images:
         assert web.get(src)["Content-Type"] == "image/png"
-    change = web.get(images[2][0])
+    # The box drawn over the screenshot: the new square and a margin around it.
+    assert re.findall(
+        r'<rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"', shown
+    ) == [("94", "44", "73", "53")]
+    page.refresh_from_db()
+    assert page.visual_change["boxes"] == [[94, 44, 73, 53]]
+    assert page.visual_change["before"] == page.previous_screenshot()
+    marked = reverse(
+        "page-visual-change", args=[monitor.pk, page.check_run_id, page.pk]
+    )
+    assert f'href="{marked}"' in shown
+    change = web.get(marked)
     assert change["Content-Type"] == "image/png"
     picture = Image.open(io.BytesIO(change.content)).convert("RGB")
-    red, green, blue = picture.getpixel((130, 70))
-    assert red > 100 and green < 60 and blue < 60  # the new box, in red
+    red, green, blue = picture.getpixel((95, 70))
+    assert red > 180 and green < 80 and blue < 80  # the outline, in red
+    assert max(picture.getpixel((130, 70))) < 60  # the new square, lightly tinted
     assert picture.getpixel((10, 190)) == (255, 255, 255)  # unchanged
     assert float(change["X-Changed-Fraction"]) == pytest.approx(
-        61 * 41 / (320 * 200), rel=0.01
+        73 * 53 / (320 * 200), rel=0.01
     )
+
+
+def test_a_page_is_compared_once_and_the_comparison_kept(web, monitor):
+    result_with(make_check(monitor), png(), when=timedelta(hours=-1))
+    page = result_with(make_check(monitor), png((10, 10, 30, 30)))
+    page_view(web, page)
+    Capture.objects.update(data=b"gone")  # were it compared again, it would fail
+
+    shown = page_view(web, page)
+
+    assert "Less than 1 %" not in shown
+    assert "of the page looks different, in 1 place." in shown
 
 
 def test_an_unchanged_screenshot_is_said_to_look_the_same(web, monitor):
@@ -279,3 +303,53 @@ def test_retention_forgets_captures_no_remaining_result_refers_to(monitor):
     assert list(Capture.objects.values_list("content_hash", flat=True)) == [
         Shot(png(), "image/png").digest
     ]
+
+
+# --- Turning screenshots on in the dashboard's form ------------------------------
+
+
+def screenshot_box(html: str) -> str:
+    found = re.search(r'<input type="checkbox" name="[^"]*-screenshot"[^>]*>', html)
+    assert found, "the form has no screenshot box"
+    return found.group(0)
+
+
+def test_screenshots_are_turned_on_and_off_in_the_dashboard_form(web, team):
+    create = web.get(reverse("monitor-create")).content.decode()
+    assert "Take screenshots and compare how the pages look" in create
+    assert "checked" not in screenshot_box(create)
+
+    web.post(reverse("monitor-create"), scrape_form(**{"t0000aaaa-screenshot": "on"}))
+
+    monitor = Monitor.objects.get(team=team)
+    target = monitor.targets.get()
+    assert target.scrape_options["formats"] == ["screenshot"]
+    edit = reverse("monitor-edit", args=[monitor.pk])
+    assert "checked" in screenshot_box(web.get(edit).content.decode())
+
+    # A screenshot format with options of its own (set through the API) is
+    # kept while the box stays ticked, other formats always.
+    shot = {"type": "screenshot", "fullPage": True}
+    target.scrape_options = {"formats": ["markdown", shot]}
+    target.save(update_fields=["scrape_options"])
+    row = {"t0000aaaa-id": str(target.pk)}
+    web.post(edit, scrape_form(**row, **{"t0000aaaa-screenshot": "on"}))
+    target.refresh_from_db()
+    assert target.scrape_options["formats"] == ["markdown", shot]
+
+    web.post(edit, scrape_form(**row))
+
+    target.refresh_from_db()
+    assert target.scrape_options["formats"] == ["markdown"]
+    assert "checked" not in screenshot_box(web.get(edit).content.decode())
+
+
+def test_screenshots_on_a_monitor_that_never_opens_a_browser_are_refused(web, team):
+    response = web.post(
+        reverse("monitor-create"),
+        scrape_form(fetch_with="http", **{"t0000aaaa-screenshot": "on"}),
+    )
+
+    assert not Monitor.objects.filter(team=team).exists()
+    assert "for a screenshot" in response.content.decode()
+    assert "formats" not in response.content.decode()

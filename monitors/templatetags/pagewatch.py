@@ -549,3 +549,18 @@ def planned_schedule(validated: Mapping[str, Any] | None) -> str:
         return ""
     words = describe(Schedule(cron, zone))
     return f"{words}, {zone}" if words else f"{CUSTOM_SCHEDULE} ({cron}), {zone}"
+
+
+@register.filter
+def visual_words(change: Any) -> str:
+    """How much of a page's screenshot looks different, in a sentence."""
+    places = len(change.boxes)
+    if not places:
+        return (
+            "Nothing looks different: the two screenshots differ only in a "
+            "few faint pixels."
+        )
+    percent = change.changed_fraction * 100
+    share = "Less than 1 %" if percent < 1 else f"About {round(percent)} %"
+    where = "in 1 place" if places == 1 else f"in {places} places"
+    return f"{share} of the page looks different, {where}."

@@ -267,7 +267,40 @@
     if (summary) summary.focus();
   }
 
+  /* ---- Screenshots: lay this check's over the earlier one and let a slider
+     move the line between them (without script both are shown in full) */
+  function startCompare(compare) {
+    var control = compare.querySelector("[data-compare-control]");
+    var slider = compare.querySelector("[data-compare-slider]");
+    var stage = compare.querySelector("[data-compare-stage]");
+    if (!control || !slider || !stage) return;
+    function show() {
+      var value = parseInt(slider.value, 10);
+      stage.style.setProperty("--reveal", value + "%");
+      slider.setAttribute("aria-valuetext", value === 0 ? "Only this check's screenshot"
+        : value === 100 ? "Only the earlier screenshot"
+        : "Earlier screenshot on the left " + value + " %, this check's on the rest");
+    }
+    slider.addEventListener("input", show);
+    var zoom = compare.querySelector("[data-compare-zoom]");
+    if (zoom) {
+      stage.style.setProperty("--actual-width", stage.dataset.width + "px");
+      var view = compare.querySelector("[data-compare-view]");
+      zoom.addEventListener("click", function () {
+        var zoomed = compare.classList.toggle("is-zoomed");
+        zoom.setAttribute("aria-pressed", zoomed ? "true" : "false");
+        // A window that scrolls must be reachable from the keyboard.
+        if (zoomed) view.setAttribute("tabindex", "0");
+        else view.removeAttribute("tabindex");
+      });
+    }
+    control.hidden = false;
+    compare.classList.add("is-sliding");
+    show();
+  }
+
   function start() {
+    document.querySelectorAll("[data-compare]").forEach(startCompare);
     document.querySelectorAll("[data-copy]").forEach(function (b) { b.hidden = false; });
     showProblems();
     useBrowserZone();

@@ -333,17 +333,18 @@ def test_the_visual_change_of_a_screenshot_is_shown_under_the_csp(
 
     sign_in(page)
     page.goto(changed.get_absolute_url())
-    figures = page.locator("figure.screenshot img")
-    expect(figures).to_have_count(3)
-    for index in range(3):
+    figures = page.locator("figure.shot img")
+    expect(figures).to_have_count(2)
+    for index in range(2):
         figures.nth(index).scroll_into_view_if_needed()
         expect(figures.nth(index)).to_have_js_property("complete", True)
         assert figures.nth(index).evaluate("img => img.naturalWidth") > 0
-    assert page.get_by_text("What looks different").is_visible()
+    expect(page.locator(".visual-words")).to_contain_text("looks different")
+    expect(page.locator("rect[data-changed-place]").first).to_be_attached()
     page.get_by_text(
         "Opened in a real browser, as this page's settings ask."
     ).wait_for()
-    page.locator("[data-visual-change]").scroll_into_view_if_needed()
+    page.locator("[data-visual]").scroll_into_view_if_needed()
     screenshot(page, "10-visual-change")
     assert_clean(page)
 
