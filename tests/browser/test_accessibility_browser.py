@@ -546,3 +546,25 @@ def test_a_failed_sign_in_and_a_refused_key_name_mark_their_fields_invalid(
     name = page.get_by_label("Name (optional)")
     assert name.get_attribute("aria-invalid") == "true"
     assert "at most 100 characters" in described_by(name)
+
+
+def test_long_copies_of_a_page_can_be_scrolled_from_the_keyboard(
+    browser_page, dashboard
+):
+    axe = _require_axe()
+    page = browser_page
+    page.context.add_init_script(path=str(axe))
+    sign_in(page)
+    page.goto(dashboard["changed"].get_absolute_url())
+    # A long page's copies overflow their boxes; the sample page is short, so
+    # its copies are made as long as a real page's before axe looks.
+    page.evaluate(
+        """() => document.querySelectorAll('.snapshot-text, .snapshot-raw')
+             .forEach((box) => { box.textContent = 'A line of the page\\n'.repeat(400); })"""
+    )
+    problems = axe_problems(page, "what changed, long copies")
+    assert problems == [], "\n".join(problems)
+    first = page.locator(".snapshot-text").first
+    first.focus()
+    page.keyboard.press("PageDown")
+    assert first.evaluate("(box) => box.scrollTop") > 0
