@@ -1,0 +1,122 @@
+"""The kinds of target, looked up by their `type`.
+
+A kind is one class (checks.targets holds them) that owns everything about
+its targets: how the API validates and shows them, the dashboard's fields and
+words for them, what they cost, how a check plans their pages and what it
+adds when it ends. The models, the runner, the serializers, the forms and the
+templates ask `kind_for` / `all_kinds` and never name a kind.
+
+The registry lives here, beside the models that ask it for credits and for
+whether a target runs, so the domain never imports the engine: the engine's
+app fills it when Django starts (checks.apps), and a plugin or a test adds a
+kind with `register`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar
+
+# A Target (monitors.models) and a Check (checks.models): named loosely, so
+# this module, which the models import, imports neither back.
+Target = Any
+Check = Any
+
+__all__ = ["TargetKind", "all_kinds", "kind_for", "register", "unregister"]
+
+
+class TargetKind:
+    """What every kind of target is. Subclasses set the class attributes and
+    override what differs from a list of pages fetched one by one."""
+
+    name: ClassVar[str]
+    # The dashboard's name for it ("Website crawl") and its help line.
+    label: ClassVar[str]
+    # The DRF serializer that validates the kind's API object (its `type`
+    # included); the API and the dashboard form both run it.
+    serializer: ClassVar[Any]
+
+    # --- What it costs ----------------------------------------------------------
+
+    def credits_per_page(self, target: Target) -> int:
+        """A page's credits: 5 with JSON extraction, +4 in lockdown."""
+        options = target.scrape_options or {}
+        credits = 1
+        for fmt in options.get("formats") or []:
+            kind = fmt.get("type") if isinstance(fmt, dict) else fmt
+            modes = fmt.get("modes", []) if isinstance(fmt, dict) else []
+            if kind == "json" or (kind == "changeTracking" and "json" in modes):
+                credits = 5
+        if options.get("lockdown"):
+            credits += 4
+        return credits
+
+    def page_budget(self, target: Target) -> int:
+        """The most pages one check of the target records."""
+        return 0
+
+    def estimated_credits(self, target: Target, *, judging: bool) -> int:
+        pages = self.page_budget(target)
+        return pages * self.credits_per_page(target) + (pages if judging else 0)
+
+    def unavailable(self) -> str:
+        """Why targets of this kind cannot run here ("" when they can)."""
+        return ""
+
+    # --- The API ----------------------------------------------------------------
+
+    def represent(self, target: Target) -> dict[str, Any]:
+        """The target's object in API responses (after `id` and `type`)."""
+        raise NotImplementedError
+
+    # --- A check (checks.runner) ------------------------------------------------
+
+    def plan(self, target: Target, stored: dict[str, Any], resolver: Any) -> Any:
+        """The target's source of pages for one check (see checks.sources):
+        its page jobs, what it saves beside its batches, and its line in
+        targetResults. `stored` is that line when the check was planned
+        before (a check taken over keeps its scrape ids)."""
+        raise NotImplementedError
+
+    def batch_group(self, target: Target) -> object:
+        """Pages of one group share batches: by default every target's pages
+        go together; a kind whose pages belong to their own run (a crawl,
+        with its pace and its links) gives its own group."""
+        return "pages"
+
+    def pace(self, check_id: uuid.UUID, target: Target) -> tuple[int | None, float]:
+        """(concurrency cap, seconds between requests) of the target's
+        batches; (None, 0) when they may go as fast as the limiter lets them.
+        A paced target's batches run one after another in one task."""
+        return None, 0.0
+
+    def for_batch(self, check: Check, jobs: Any, resolver: Any, now: Any) -> Any:
+        """What the kind does within one batch of the check (see
+        checks.targets.BatchParts), or None when it only fetches pages."""
+        return None
+
+    def finish(self, check_id: uuid.UUID) -> None:
+        """What the kind adds once every batch of a check is done, before the
+        check is finished (a crawl's removed pages, a search's counts)."""
+        return None
+
+
+_REGISTRY: dict[str, TargetKind] = {}
+
+
+def register(cls: type[TargetKind]) -> type[TargetKind]:
+    """Add a kind (the engine's own at start-up, a plugin, a test's)."""
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def kind_for(name: str) -> TargetKind | None:
+    return _REGISTRY.get(name)
+
+
+def all_kinds() -> list[TargetKind]:
+    return list(_REGISTRY.values())
