@@ -584,12 +584,7 @@ class TargetInline(admin.TabularInline):
 
     @admin.display(description="URLs / queries")
     def pages(self, target: Target) -> str:
-        if target.type == Target.Type.SCRAPE:
-            items = target.urls
-        elif target.type == Target.Type.CRAWL:
-            items = [target.url]
-        else:
-            items = target.queries
+        items = target.kind.watched(target) if target.kind is not None else []
         # Shown as text, never as links: these are user-chosen URLs.
         return format_html_join("", "<div>{}</div>", ((item,) for item in items)) or "—"
 

@@ -15,6 +15,8 @@ kind with `register`.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 # A Target (monitors.models) and a Check (checks.models): named loosely, so
@@ -22,7 +24,46 @@ from typing import Any, ClassVar
 Target = Any
 Check = Any
 
-__all__ = ["TargetKind", "all_kinds", "kind_for", "register", "unregister"]
+__all__ = [
+    "FormField",
+    "TargetKind",
+    "all_kinds",
+    "kind_for",
+    "register",
+    "unregister",
+]
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One control of a target's row in the dashboard's form, and where its
+    value sits in the target's API object: the form reads the row into that
+    object, the API's serializer validates it, and its errors come back to
+    the control (monitors.forms)."""
+
+    name: str
+    label: str
+    help: str = ""
+    # The key path in the API object: ("urls",), ("crawlOptions", "limit").
+    path: tuple[str, ...] = ()
+    # How the typed text becomes JSON: text, lines (one per line), items
+    # (split on spaces, commas, semicolons), pairs ("Name: value" lines),
+    # number, check (a check box), choice.
+    shape: str = "text"
+    # The control: text, url, textarea, number, select, checkbox.
+    widget: str = "text"
+    initial: Any = ""
+    # Sent even when empty (the kind's main field); otherwise an empty
+    # control leaves its key out, and a check box at its initial value too.
+    always: bool = False
+    # Shown folded under the kind's advanced section.
+    advanced: bool = False
+    # Controls with the same non-empty row stand side by side.
+    row: str = ""
+    # How a list is shown back in its control.
+    joiner: str = "\n"
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    choices: tuple[tuple[str, str], ...] = ()
 
 
 class TargetKind:
@@ -35,6 +76,19 @@ class TargetKind:
     # The DRF serializer that validates the kind's API object (its `type`
     # included); the API and the dashboard form both run it.
     serializer: ClassVar[Any]
+    # Its targets need the monitor's goal (unless judging is switched off on
+    # purpose): a web search reports only what matches one.
+    needs_goal: ClassVar[bool] = False
+    # The dashboard's controls for the kind's fields, in page order; the
+    # objects under these API keys keep what the form does not show.
+    form_fields: ClassVar[tuple[FormField, ...]] = ()
+    kept_objects: ClassVar[tuple[str, ...]] = ()
+    advanced_label: ClassVar[str] = "Advanced options"
+    # The monitor page's lines about one target of the kind.
+    summary_template: ClassVar[str] = "monitors/targets/summary.html"
+    # The check page's part about the target's line in targetResults (with
+    # `target`, None once deleted, and `result`); None for no part.
+    check_template: ClassVar[str | None] = None
 
     # --- What it costs ----------------------------------------------------------
 
@@ -68,6 +122,30 @@ class TargetKind:
     def represent(self, target: Target) -> dict[str, Any]:
         """The target's object in API responses (after `id` and `type`)."""
         raise NotImplementedError
+
+    # --- The dashboard --------------------------------------------------------
+
+    def describe(self, target: Target) -> str:
+        """The target in a few plain words ("Website crawl from example.com")."""
+        return self.label
+
+    def summary_items(self, target: Target) -> list[str]:
+        """What it watches, item by item, for the monitor list's short line."""
+        return [self.describe(target)]
+
+    def check_result(self, check: Check, result: dict[str, Any]) -> dict[str, Any]:
+        """The target's line in a check's targetResults, with what the check
+        page shows beside it."""
+        return result
+
+    def watched(self, target: Target) -> list[str]:
+        """What it watches as typed (addresses, queries), for the admin."""
+        return []
+
+    def ignores_robots(self, target: Target) -> bool:
+        """Whether it asks to pass over robots.txt (allowed only by a setting,
+        see monitors.unavailable)."""
+        return False
 
     # --- A check (checks.runner) ------------------------------------------------
 
