@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import httpx
 import pytest
 from django.urls import reverse
 from rest_framework import serializers
@@ -19,6 +20,17 @@ from checks.models import Check
 from checks.targets.options import StrictMixin, UrlField
 from monitors.models import Membership, Monitor, Target
 from monitors.target_kinds import FormField, TargetKind, register, unregister
+from tests.sites import Site
+from tests.test_worker_integration import (  # noqa: F401 - fixtures
+    FINISHED,
+    Worker,
+    broker,
+    database_url,
+    redis_url,
+    wait_for,
+    worker_env,
+    worker_sessions,
+)
 
 PAGE = "<h1>Acme</h1><p>Price: 19 €</p>"
 
@@ -209,3 +221,59 @@ def test_a_check_runs_a_target_of_a_new_kind_and_its_page_says_what_it_watches(
     check_page = web.get(second.get_absolute_url())
     assert check_page.status_code == 200
     assert url.split("://")[1] in check_page.content.decode()
+
+
+# --- On a real worker ------------------------------------------------------------
+
+
+@pytest.fixture
+def kind_worker(request, tmp_path) -> Iterator[Worker]:
+    """A Celery worker that loads the kind as a plugin would."""
+    broker_url = request.getfixturevalue("broker")
+    env = worker_env(broker_url, request.getfixturevalue("database_url"), tmp_path)
+    running = Worker(env, tmp_path / "worker.log", "--include", "tests.kinds_plugin")
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+
+def run_on(worker: Worker, api: httpx.Client, monitor: Monitor) -> dict[str, Any]:
+    """Run the monitor through the API and wait for the worker to finish the
+    check; its detail as the API gives it (the Firecrawl SDK's types know
+    Firecrawl's three kinds only)."""
+    queued = api.post(f"/v2/monitor/{monitor.pk}/run", json={}).json()["data"]
+    where = f"/v2/monitor/{monitor.pk}/checks/{queued['id']}"
+
+    def finished() -> dict[str, Any] | None:
+        detail = api.get(where).json()["data"]
+        return detail if detail["status"] in FINISHED else None
+
+    return wait_for(finished, f"check {queued['id']} to finish", worker.log)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_checks_a_target_of_a_new_kind(
+    live_server, api_key, team, kind_worker
+):
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with Site() as site, httpx.Client(base_url=live_server.url, headers=headers) as api:
+        url = site.html("/price", "Price", PAGE)
+        monitor = Monitor.objects.create(
+            team=team, name="Acme", schedule_cron="0 * * * *"
+        )
+        Target.objects.create(monitor=monitor, type="onepage", url=url)
+
+        first = run_on(kind_worker, api, monitor)
+        site.html("/price", "Price", PAGE.replace("19", "24"))
+        second = run_on(kind_worker, api, monitor)
+
+    assert first["status"] == "completed", kind_worker.log()[-2000:]
+    assert [(p["url"], p["status"]) for p in first["pages"]] == [(url, "new")]
+    assert [(p["url"], p["status"]) for p in second["pages"]] == [(url, "changed")]
+    assert first["targetResults"] == [
+        {"targetId": str(monitor.targets.get().pk), "type": "onepage"}
+    ]
