@@ -412,11 +412,12 @@ class Check(models.Model):
         return cls.Status.PARTIAL, f"{errors} of {total} pages could not be checked."
 
     def search_credits(self) -> int:
-        """The flat credits of its search targets (reference §8): searching,
-        per raw result across queries, and judging, per judged result."""
+        """The flat credits its targets' lines record (reference §8): a
+        search's searching, per raw result across queries, and judging, per
+        judged result."""
         total = 0
         for result in self.target_results or []:
-            if not isinstance(result, dict) or result.get("type") != "search":
+            if not isinstance(result, dict):
                 continue
             for key in ("searchCredits", "judgeCredits"):
                 value = result.get(key)

@@ -1,14 +1,17 @@
 """Run a check: plan its pages into batches, run each batch, finish once.
 
-    plan: sources (checks.sources) -> page jobs -> CheckBatch rows of
+    plan: each target's kind (checks.targets) plans its source
+          (checks.sources) -> page jobs -> CheckBatch rows of
           CHECK_BATCH_SIZE pages
     batch: fetchers (checks.fetchers) get each page through the one outbound
           door, concurrently under its one limiter -> checks.pages judges it
           inline as it arrives -> the model's part, if the monitor asks for
-          any (checks.ai.stage), on the same event loop -> checks.recording
+          any (checks.ai.stage), and the kinds' parts (a crawl's links, a
+          search's judge), on the same event loop -> checks.recording
           writes a few pages per transaction
-    finish: the batch that ends last finishes the check (a conditional update,
-          so exactly once) and announces it (checks.notify)
+    finish: the batch that ends last lets each kind add its part (a crawl's
+          removed pages, a search's counts), then finishes the check (a
+          conditional update, so exactly once) and announces it (checks.notify)
 
 A check with more pages than a batch fans out: its first batch runs in the
 task that claimed it and the others are queued as run_batch_task, which any
@@ -41,16 +44,12 @@ from django.utils import timezone
 
 from checks import fetching, notify, pages, sources
 from checks.ai.stage import Enricher
-from checks.crawl import frontier
-from checks.crawl.frontier import Frontier
-from checks.crawl.source import CrawlSource
 from checks.fetch import OutboundClient, Resolver
 from checks.fetchers import BrowserFetcher, Fetchers, HttpFetcher, choose
 from checks.jobs import PageJob
-from checks.models import Check, CheckBatch, Crawl, PageResult, PageState
-from checks.recording import CheckAbandoned, record_many
-from checks.search import report as search_report
-from checks.search.stage import SearchStage
+from checks.models import Check, CheckBatch, PageResult, PageState
+from checks.recording import CheckAbandoned
+from checks.targets import BatchParts, TargetKind, all_kinds
 from monitors.models import Monitor, Target
 
 logger = logging.getLogger(__name__)
@@ -223,9 +222,10 @@ def _run_batches(
 
 def _enqueue(batches: list[CheckBatch]) -> list[CheckBatch]:
     """Queue batches for any worker; returns those that must stay here: a
-    crawl with a delay or a concurrency cap runs its pages one batch after
-    another in one task, so the pace holds across the whole crawl."""
-    paced = {c.target_id for c in _paced_crawls(batches)}
+    target paced by its kind (a crawl with a delay or a concurrency cap) runs
+    its pages one batch after another in one task, so the pace holds across
+    all of them."""
+    paced = {t for t, (cap, _) in _paces(batches).items() if cap is not None}
     local = [b for b in batches if _batch_target(b) in paced]
     enqueue_batches([b for b in batches if b not in local])
     return local
@@ -303,20 +303,21 @@ def _batches(
     remembered: set[tuple[uuid.UUID, str]],
     fetch_with: str,
 ) -> list[CheckBatch]:
-    """CHECK_BATCH_SIZE pages each: scrape pages of every target together, a
-    crawl's pages in batches of their own (its pace and its links belong to
-    its own batches); the pages the browser will fetch in batches of their
-    own too, of BROWSER_BATCH_SIZE, for its queue."""
+    """CHECK_BATCH_SIZE pages each, grouped as each target's kind says
+    (pages of every target together, a crawl's pages in batches of their
+    own); the pages the browser will fetch in batches of their own too, of
+    BROWSER_BATCH_SIZE, for its queue."""
     groups: dict[tuple[object, bool], list[PageJob]] = {}
     for source, jobs in planned:
-        kind = source.target.id if isinstance(source, CrawlSource) else "pages"
+        kind = source.target.kind
+        group = kind.batch_group(source.target) if kind is not None else "pages"
         for job in jobs:
             key = (job.target_id, PageState.hash_url(job.url))
             job = replace(job, fetch_with=fetch_with)
             uses_browser = bool(
                 choose(job, "browser" if key in remembered else "").browser
             )
-            groups.setdefault((kind, uses_browser), []).append(job)
+            groups.setdefault((group, uses_browser), []).append(job)
     now, batches = timezone.now(), []
     sizes = {False: settings.CHECK_BATCH_SIZE, True: settings.BROWSER_BATCH_SIZE}
     for (_, uses_browser), jobs in groups.items():
@@ -339,30 +340,17 @@ def _batch_target(batch: CheckBatch) -> str | None:
     return batch.pages[0][0] if batch.pages else None
 
 
-def _paced_crawls(batches: list[CheckBatch]) -> list[Crawl]:
-    targets = {_batch_target(b) for b in batches} - {None}
-    if not targets:
-        return []
-    crawls = Crawl.objects.filter(
-        check_run_id=batches[0].check_run_id, target_id__in=targets
-    )
-    return [crawl for crawl in crawls if _pace(crawl)[0] is not None]
-
-
-def _pace(crawl: Crawl) -> tuple[int | None, float]:
-    """(concurrency cap, seconds between requests) of a crawl; (None, 0) when
-    it may go as fast as the limiter lets it."""
-    target = Target.objects.filter(pk=crawl.target_id).first()
-    if target is None:
-        return None, 0.0
-    scope = frontier.scope_of(target, crawl.robots)
-    delay = scope.delay()
-    cap = (target.crawl_options or {}).get("maxConcurrency")
-    if delay > 0:
-        return 1, delay
-    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
-        return cap, 0.0
-    return None, 0.0
+def _paces(batches: list[CheckBatch]) -> dict[str, tuple[int | None, float]]:
+    """The pace of each target whose pages lead these batches, by its id."""
+    ids = {_batch_target(b) for b in batches} - {None}
+    if not ids:
+        return {}
+    check_id = batches[0].check_run_id
+    return {
+        str(target.id): target.kind.pace(check_id, target)
+        for target in Target.objects.filter(pk__in=ids)
+        if target.kind is not None
+    }
 
 
 def enqueue_batches(batches: Sequence[CheckBatch]) -> None:
@@ -392,43 +380,42 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
     if batch.attempts > MAX_ATTEMPTS:
         fail(check.pk, GIVEN_UP_MESSAGE)
         raise CheckAbandoned
-    jobs = _jobs(check, batch)
+    jobs, kinds = _jobs(check, batch)
     states = _states(check.monitor, jobs)
-    searches = SearchStage(check, jobs, resolver=resolver, now=now)
+    parts = BatchParts(check, jobs, kinds, resolver=resolver, now=now)
     cached, to_fetch, for_browser = [], [], []
     for job in jobs:
         state = states.get((job.target_id, PageState.hash_url(job.url)))
         job = choose(job, state.fetcher if state is not None else "")
-        outcome = searches.decided(job) or pages.from_cache(job, state, now)
+        outcome = parts.decided(job) or pages.from_cache(job, state, now)
         if outcome is not None:
             cached.append((job, outcome, state))
         elif job.browser and not batch.uses_browser and browser_queue():
             for_browser.append(job)  # remembered, say, since it was planned
         else:
             to_fetch.append((job, state))
-    crawls = Frontier(check) if any(job.follow for job in jobs) else None
     found: list[CheckBatch] = fetching.hand_over(check, for_browser)
     if to_fetch or cached:
         fetcher = _fetcher(batch, resolver)
         enricher = Enricher(check.monitor, resolver=resolver)
         found += fetching.fetch_and_record(
-            check, batch, to_fetch, fetcher, crawls,
-            cached=cached, enricher=enricher, searches=searches,
+            check, batch, to_fetch, fetcher, parts.links,
+            cached=cached, enricher=enricher, searches=parts.judge,
         )  # fmt: skip
     batch.complete()
     return found
 
 
 def _fetcher(batch: CheckBatch, resolver: Resolver | None) -> Fetchers:
-    paced = _paced_crawls([batch])
-    cap, delay = _pace(paced[0]) if paced else (None, 0.0)
+    cap, delay = _paces([batch]).get(_batch_target(batch) or "", (None, 0.0))
     client = OutboundClient(resolver=resolver, concurrency=cap)
     return Fetchers(HttpFetcher(client, delay=delay), BrowserFetcher(resolver))
 
 
-def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
+def _jobs(check: Check, batch: CheckBatch) -> tuple[list[PageJob], list[TargetKind]]:
     """The batch's pages not recorded yet (an earlier worker may have written
-    some before it died), with their targets' current options."""
+    some before it died), with their targets' current options; and the kinds
+    of their targets."""
     targets = {t.id: t for t in check.monitor.targets.all()}
     urls = [ref[1] for ref in batch.pages]
     done = set(
@@ -438,7 +425,7 @@ def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
     )
     ignored = tuple(check.monitor.ignore_lines or ())
     fetch_with = check.monitor.fetch_with
-    jobs = []
+    jobs, kinds = [], {}
     for ref in batch.pages:
         target = targets.get(uuid.UUID(ref[0]))
         if target is None or (target.id, ref[1]) in done:
@@ -449,7 +436,9 @@ def _jobs(check: Check, batch: CheckBatch) -> list[PageJob]:
                 ref, options, credits, ignore_lines=ignored, fetch_with=fetch_with
             )
         )
-    return jobs
+        if target.kind is not None:
+            kinds[target.type] = target.kind
+    return jobs, list(kinds.values())
 
 
 def _states(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
@@ -472,8 +461,8 @@ def finish_if_done(check_id: uuid.UUID) -> Check | None:
     """Finish the check when none of its batches is open any more."""
     if CheckBatch.objects.filter(check_run_id=check_id).open().exists():
         return None
-    frontier.close(check_id, record_many)
-    search_report.close(check_id)
+    for kind in all_kinds():
+        kind.finish(check_id)
     return finish(check_id)
 
 

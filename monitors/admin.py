@@ -43,7 +43,6 @@ from checks.models import ChannelDelivery
 from checks.notify import kinds
 from monitors.editing import update_monitor
 from monitors.forms import (
-    TARGET_TYPES,
     MonitorFields,
     MonitorForm,
     TargetFields,
@@ -63,6 +62,7 @@ from monitors.models import (
 )
 from monitors.schedule import Schedule
 from monitors.schedule_words import describe
+from monitors.target_kinds import all_kinds
 from teams.activity import (
     Actor,
     Kind,
@@ -598,12 +598,7 @@ class TargetInline(admin.TabularInline):
 
     @admin.display(description="URLs / queries")
     def pages(self, target: Target) -> str:
-        if target.type == Target.Type.SCRAPE:
-            items = target.urls
-        elif target.type == Target.Type.CRAWL:
-            items = [target.url]
-        else:
-            items = target.queries
+        items = target.kind.watched(target) if target.kind is not None else []
         # Shown as text, never as links: these are user-chosen URLs.
         return format_html_join("", "<div>{}</div>", ((item,) for item in items)) or "—"
 
@@ -724,9 +719,12 @@ LAST_CHECK_SECTION = (
     {"fields": ["last_check_json", "created_at", "updated_at"]},
 )
 
-# One empty row per kind of target at the foot of the form: filled in, it is
-# added to the monitor (the dashboard's "+ Pages", "+ Website crawl"…).
-NEW_ROW_KEYS = {kind: f"tadd{n}" for n, kind in enumerate(TARGET_TYPES, 1)}
+
+def new_row_keys() -> dict[str, str]:
+    """One empty row per kind of target at the foot of the form: filled in,
+    it is added to the monitor (the dashboard's "+ Pages", "+ Website
+    crawl"…). Read from the registry when asked, as a kind may register late."""
+    return {kind.name: f"tadd{n}" for n, kind in enumerate(all_kinds(), 1)}
 
 
 @dataclass
@@ -767,7 +765,7 @@ def target_rows(monitor: Monitor) -> list[TargetRow]:
         fields = TargetFields(prefix=key, initial=target_initial(target))
         title = f"Target {number}: {fields.kind_label}"
         rows.append(TargetRow(key, title, fields, target))
-    for kind, key in NEW_ROW_KEYS.items():
+    for kind, key in new_row_keys().items():
         fields = TargetFields(prefix=key, initial={"type": kind})
         rows.append(TargetRow(key, f"Add a target: {fields.kind_label}", fields, None))
     return rows

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -32,13 +32,8 @@ from monitors.schedule import (
     timezone_hint,
 )
 from monitors.schedule_words import schedule_box_text
+from monitors.target_kinds import FormField, TargetKind, all_kinds, kind_for
 
-TARGET_TYPES = ("scrape", "crawl", "search")
-TARGET_TYPE_LABELS = {
-    "scrape": "Pages",
-    "crawl": "Website crawl",
-    "search": "Web search",
-}
 WEBHOOK_EVENT_LABELS = {
     "monitor.page": "A message for each page checked (monitor.page)",
     "monitor.check.completed": "A message when a check ends (monitor.check.completed)",
@@ -79,43 +74,31 @@ _EMAIL_SLOTS = {
     "recipients": "email_recipients",
     "includeDiffs": "email_include_diffs",
 }
-_TARGET_SLOTS: dict[tuple[str, ...], str] = {
-    ("urls",): "urls",
-    ("url",): "url",
-    ("queries",): "queries",
-    ("searchWindow",): "search_window",
-    ("maxResults",): "max_results",
-    ("includeDomains",): "include_domains",
-    ("excludeDomains",): "exclude_domains",
-    ("crawlOptions", "limit"): "limit",
-    ("crawlOptions", "maxDiscoveryDepth"): "depth",
-    ("crawlOptions", "includePaths"): "include_paths",
-    ("crawlOptions", "excludePaths"): "exclude_paths",
-    ("scrapeOptions", "onlyMainContent"): "only_main_content",
-    ("scrapeOptions", "includeTags"): "include_tags",
-    ("scrapeOptions", "excludeTags"): "exclude_tags",
-    ("scrapeOptions", "headers"): "headers",
-    ("scrapeOptions", "mobile"): "mobile",
-    ("scrapeOptions", "timeout"): "timeout",
-    ("scrapeOptions", "waitFor"): "wait_for",
-}
-_PAGE_OPTIONS = (
-    "screenshot", "only_main_content", "mobile", "include_tags", "exclude_tags",
-    "headers", "timeout", "wait_for",
-)  # fmt: skip
-_CRAWL = ("url", "limit", "depth", "include_paths", "exclude_paths")
-_SEARCH = (
-    "queries",
-    "search_window",
-    "max_results",
-    "include_domains",
-    "exclude_domains",
-)
-TARGET_KIND_FIELDS = {
-    "scrape": ("urls", *_PAGE_OPTIONS),
-    "crawl": (*_CRAWL, *_PAGE_OPTIONS),
-    "search": _SEARCH,
-}
+
+
+class _KindSlots(Mapping[tuple[str, ...], str]):
+    """Every kind's API key paths and the controls their errors land on,
+    read from the registry when asked (a kind may register late)."""
+
+    def _slots(self) -> dict[tuple[str, ...], str]:
+        return {
+            f.path: f.name
+            for kind in all_kinds()
+            for f in kind.form_fields
+            if f.takes_errors
+        }
+
+    def __getitem__(self, path: tuple[str, ...]) -> str:
+        return self._slots()[path]
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return iter(self._slots())
+
+    def __len__(self) -> int:
+        return len(self._slots())
+
+
+_TARGET_SLOTS = _KindSlots()
 # Fields whose errors concern several fields at once (the goal rules): shown as
 # soon as any of these were touched.
 _CROSS_FIELD_SLOTS = {"goal", "judge", "targets", "fetch_with"}
@@ -165,20 +148,8 @@ def _pairs(text: str) -> tuple[dict[str, str], list[str]]:
     return pairs, problems
 
 
-def _formats_with_screenshot(options: Mapping[str, Any], wanted: bool) -> list[Any]:
-    """The formats with the screenshot format in or out, as the form's box
-    says: a screenshot format set through the API (with its own options) is
-    kept while the box stays ticked, the other formats always."""
-    formats = options.get("formats")
-    shot = rules.screenshot_format(options)
-    kept = [
-        f
-        for f in (formats if isinstance(formats, list) else [])
-        if f != "screenshot" and f is not shot
-    ]
-    if wanted:
-        kept.append(dict(shot) if shot else "screenshot")
-    return kept
+def _given(value: Any) -> bool:
+    return value not in ("", None, [], {})
 
 
 def _format_pairs(mapping: Mapping[str, Any] | None) -> str:
@@ -187,15 +158,7 @@ def _format_pairs(mapping: Mapping[str, Any] | None) -> str:
 
 # Fields whose label says it all: monitor_form.html gives them no help line,
 # so their description is the error slot alone (a missing id reads as nothing).
-_NO_HELP = frozenset(
-    {
-        "email_enabled",
-        "email_include_diffs",
-        "search_window",
-        "only_main_content",
-        "webhook_events",
-    }
-)
+_NO_HELP = frozenset({"email_enabled", "email_include_diffs", "webhook_events"})
 
 
 def _attrs(slot: str, *, name: str = "", **extra: Any) -> dict[str, Any]:
@@ -336,67 +299,22 @@ class MonitorFields(forms.Form):
 
 
 class TargetFields(forms.Form):
-    """One target row; the form prefix is the row's key (t1a2b3c4-urls...)."""
+    """One target row, its controls its kind's (TargetKind.form_fields); the
+    form prefix is the row's key (t1a2b3c4-urls...)."""
 
-    # Set by MonitorForm.mark_invalid when an advanced page option has an error.
+    # Set by MonitorForm.mark_invalid when an advanced option has an error.
     advanced_invalid = False
 
     id = forms.CharField(required=False, widget=forms.HiddenInput)
     type = forms.CharField(required=False, widget=forms.HiddenInput)
-    urls = forms.CharField(required=False, widget=forms.Textarea)
-    url = forms.CharField(required=False)
-    limit = forms.CharField(required=False)
-    depth = forms.CharField(required=False)
-    include_paths = forms.CharField(required=False, widget=forms.Textarea)
-    exclude_paths = forms.CharField(required=False, widget=forms.Textarea)
-    queries = forms.CharField(required=False, widget=forms.Textarea)
-    search_window = forms.CharField(required=False, initial=rules.SEARCH_WINDOW_DEFAULT)
-    max_results = forms.CharField(required=False, initial=rules.MAX_RESULTS_DEFAULT)
-    include_domains = forms.CharField(required=False, widget=forms.Textarea)
-    exclude_domains = forms.CharField(required=False, widget=forms.Textarea)
-    only_main_content = forms.BooleanField(required=False, initial=True)
-    include_tags = forms.CharField(required=False)
-    exclude_tags = forms.CharField(required=False)
-    headers = forms.CharField(required=False, widget=forms.Textarea)
-    mobile = forms.BooleanField(required=False)
-    screenshot = forms.BooleanField(required=False)
-    timeout = forms.CharField(required=False)
-    wait_for = forms.CharField(required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        key = self.prefix
-        numbers = {
-            "limit": {"min": rules.CRAWL_LIMIT_MIN, "max": rules.CRAWL_LIMIT_MAX},
-            "depth": {"min": 0, "max": rules.CRAWL_DEPTH_MAX},
-            "max_results": {"min": rules.MAX_RESULTS_MIN, "max": rules.MAX_RESULTS_MAX},
-            "timeout": {
-                "min": rules.TIMEOUT_MIN,
-                "max": rules.TIMEOUT_MAX,
-                "step": 1000,
-            },
-            "wait_for": {"min": 0, "max": rules.WAIT_FOR_MAX, "step": 500},
-        }
-        for name, field in self.fields.items():
-            if name in ("id", "type"):
-                continue
-            attrs = _attrs(f"{key}-{name}", name=name)
-            if name in numbers:
-                field.widget = forms.NumberInput(attrs={**attrs, **numbers[name]})
-                continue
-            if name == "search_window":
-                field.widget = forms.Select(
-                    choices=list(rules.SEARCH_WINDOW_LABELS.items())
-                )
-            elif name == "url":
-                field.widget = forms.URLInput(attrs={"placeholder": "https://"})
-            elif isinstance(field.widget, forms.Textarea):
-                field.widget.attrs["rows"] = 3 if name in ("urls", "queries") else 2
-            field.widget.attrs.update(attrs)
-        self.fields["urls"].widget.attrs["placeholder"] = (
-            "https://example.com/pricing\nhttps://example.com/terms"
-        )
-        self.fields["headers"].widget.attrs["placeholder"] = "Accept-Language: de"
+        typed = self["type"].value()
+        # A type no kind knows reads as the first kind, and the API names it.
+        self.target_kind = kind_for(str(typed or "")) or all_kinds()[0]
+        for spec in self.target_kind.form_fields:
+            self.fields[spec.name] = _control(spec, self.slot(spec.name))
 
     @property
     def key(self) -> str:
@@ -404,16 +322,19 @@ class TargetFields(forms.Form):
 
     def shown_fields(self) -> tuple[str, ...]:
         """The fields this kind of target shows (and so has error slots for)."""
-        return TARGET_KIND_FIELDS[self.kind]
+        return tuple(spec.name for spec in self.target_kind.form_fields)
 
     @property
     def kind(self) -> str:
-        value = self["type"].value()
-        return value if value in TARGET_TYPES else "scrape"
+        return self.target_kind.name
 
     @property
     def kind_label(self) -> str:
-        return TARGET_TYPE_LABELS[self.kind]
+        return self.target_kind.label
+
+    @property
+    def advanced_label(self) -> str:
+        return self.target_kind.advanced_label
 
     @property
     def not_run_words(self) -> str:
@@ -423,33 +344,119 @@ class TargetFields(forms.Form):
     def slot(self, name: str) -> str:
         return f"{self.key}-{name}"
 
+    def slot_for(self, path: tuple[str, ...]) -> str | None:
+        """The control an API error at this key path lands on, if shown."""
+        slots = {
+            spec.path: spec.name
+            for spec in self.target_kind.form_fields
+            if spec.takes_errors
+        }
+        return slots.get(path[:2]) or slots.get(path[:1])
+
+    def is_advanced(self, name: str) -> bool:
+        return any(
+            spec.advanced and spec.name == name for spec in self.target_kind.form_fields
+        )
+
+    def main_rows(self) -> list[list[dict[str, Any]]]:
+        return self._rows(advanced=False)
+
+    def advanced_rows(self) -> list[list[dict[str, Any]]]:
+        return self._rows(advanced=True)
+
+    def _rows(self, *, advanced: bool) -> list[list[dict[str, Any]]]:
+        """The controls in page order, those of one row side by side."""
+        rows: list[list[dict[str, Any]]] = []
+        last = ""
+        for spec in self.target_kind.form_fields:
+            if spec.advanced != advanced:
+                continue
+            shown = {
+                "f": self[spec.name],
+                "label": spec.label,
+                "help": spec.help,
+                "check": spec.widget == "checkbox",
+            }
+            if spec.row and spec.row == last:
+                rows[-1].append(shown)
+            else:
+                rows.append([shown])
+            last = spec.row
+        return rows
+
+
+def _control(spec: FormField, slot: str) -> forms.Field:
+    """The Django field and widget of one of a kind's controls."""
+    described = f"err-{slot} help-{slot}" if spec.help else f"err-{slot}"
+    attrs = {"aria-describedby": described}
+    if spec.widget == "checkbox":
+        return forms.BooleanField(
+            required=False,
+            initial=spec.initial,
+            widget=forms.CheckboxInput(attrs=attrs),
+        )
+    widget: forms.Widget
+    if spec.widget == "number":
+        widget = forms.NumberInput(attrs={**attrs, **spec.attrs})
+    elif spec.widget == "select":
+        widget = forms.Select(choices=list(spec.choices), attrs=attrs)
+    elif spec.widget == "url":
+        widget = forms.URLInput(attrs={**spec.attrs, **attrs})
+    elif spec.widget == "textarea":
+        widget = forms.Textarea(attrs={**spec.attrs, **attrs})
+    else:
+        widget = forms.TextInput(attrs={**spec.attrs, **attrs})
+    return forms.CharField(required=False, initial=spec.initial, widget=widget)
+
 
 def target_initial(target: Target) -> dict[str, Any]:
-    crawl = target.crawl_options or {}
-    scrape = target.scrape_options or {}
-    return {
-        "id": str(target.id),
-        "type": target.type,
-        "urls": "\n".join(target.urls or []),
-        "url": target.url,
-        "limit": crawl.get("limit", ""),
-        "depth": crawl.get("maxDiscoveryDepth", ""),
-        "include_paths": "\n".join(crawl.get("includePaths") or []),
-        "exclude_paths": "\n".join(crawl.get("excludePaths") or []),
-        "queries": "\n".join(target.queries or []),
-        "search_window": target.search_window or rules.SEARCH_WINDOW_DEFAULT,
-        "max_results": target.max_results or rules.MAX_RESULTS_DEFAULT,
-        "include_domains": "\n".join(target.include_domains or []),
-        "exclude_domains": "\n".join(target.exclude_domains or []),
-        "only_main_content": scrape.get("onlyMainContent", True) is not False,
-        "include_tags": ", ".join(scrape.get("includeTags") or []),
-        "exclude_tags": ", ".join(scrape.get("excludeTags") or []),
-        "headers": _format_pairs(scrape.get("headers")),
-        "mobile": bool(scrape.get("mobile")),
-        "screenshot": rules.screenshot_format(scrape) is not None,
-        "timeout": scrape.get("timeout", ""),
-        "wait_for": scrape.get("waitFor", ""),
-    }
+    """A stored target as its row's controls show it: read from its API
+    object, so each control reads the key it writes."""
+    kind = target.kind or all_kinds()[0]
+    shape = {"type": target.type, **kind.represent(target)}
+    initial: dict[str, Any] = {"id": str(target.id), "type": target.type}
+    for spec in kind.form_fields:
+        value: Any = shape
+        for key in spec.path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        initial[spec.name] = _shown(spec, value)
+    return initial
+
+
+def _shown(spec: FormField, value: Any) -> Any:
+    if value is None or value == "":
+        return spec.initial
+    if spec.shape == "check":
+        return value is not False
+    if spec.shape == "format":
+        return _format_in(value, spec.format) is not None
+    if spec.shape == "pairs":
+        return _format_pairs(value)
+    if spec.shape in ("lines", "items"):
+        return spec.joiner.join(str(item) for item in value or [])
+    return value
+
+
+def _format_in(formats: Any, name: str) -> Any:
+    """The format `name` in a list of formats ("screenshot" or its object
+    with options), or None."""
+    for fmt in formats if isinstance(formats, list) else []:
+        if fmt == name or (isinstance(fmt, Mapping) and fmt.get("type") == name):
+            return fmt
+    return None
+
+
+def _with_format(formats: Any, name: str, wanted: bool) -> list[Any]:
+    """The formats with `name` in or out, as its check box says: a format
+    set through the API with its own options is kept while the box stays
+    ticked, the other formats always."""
+    present = _format_in(formats, name)
+    kept = [
+        f for f in (formats if isinstance(formats, list) else []) if f is not present
+    ]
+    if wanted:
+        kept.append(present if present is not None else name)
+    return kept
 
 
 def monitor_initial(monitor: Monitor) -> dict[str, Any]:
@@ -457,7 +464,7 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
     email = monitor.email_settings
     # "auto" reproduces the stored choice unless judging was switched off on
     # purpose: with a goal, or with a search target (which needs one otherwise).
-    searches = any(t.type == Target.Type.SEARCH for t in monitor.targets.all())
+    searches = any(t.kind and t.kind.needs_goal for t in monitor.targets.all())
     opted_out = not monitor.judge_enabled and (monitor.goal or searches)
     judge = "off" if opted_out else "auto"
     return {
@@ -526,7 +533,7 @@ class MonitorForm:
                 self.main = self._main_fields(initial={"timezone": default_timezone})
                 # static/js/app.js swaps in the browser's zone for new monitors.
                 self.main.fields["timezone"].widget.attrs["data-browser-timezone"] = ""
-                self.targets = [self.blank_target("scrape")]
+                self.targets = [self.blank_target(all_kinds()[0].name)]
             return
         self.main = self._main_fields(data)
         keys = [k for k in dict.fromkeys(data.getlist("target")) if _KEY.match(k)]
@@ -544,8 +551,13 @@ class MonitorForm:
 
     @staticmethod
     def blank_target(kind: str, key: str | None = None) -> TargetFields:
-        kind = kind if kind in TARGET_TYPES else "scrape"
+        kind = kind if kind_for(kind) is not None else all_kinds()[0].name
         return TargetFields(prefix=key or new_target_key(), initial={"type": kind})
+
+    @staticmethod
+    def kinds() -> list[TargetKind]:
+        """The kinds of target one can add (the "Add" buttons)."""
+        return all_kinds()
 
     # -- rows without JavaScript ---------------------------------------------
 
@@ -553,7 +565,7 @@ class MonitorForm:
         """Apply an "add target"/"remove" button press (no validation)."""
         if remove:
             self.targets = [t for t in self.targets if t.key != remove]
-        if add in TARGET_TYPES:
+        if add and kind_for(add) is not None:
             self.targets.append(self.blank_target(add))
 
     # -- validation -------------------------------------------------------------
@@ -644,7 +656,7 @@ class MonitorForm:
             "targets": [
                 {"type": target["type"], "scrapeOptions": target.get("scrapeOptions")}
                 for target in payload["targets"]
-                if target.get("type") in TARGET_TYPES
+                if kind_for(str(target.get("type"))) is not None
             ]
         }
         for key in ("goal", "judgeEnabled", "fetchWith"):
@@ -715,79 +727,57 @@ class MonitorForm:
             self.errors.setdefault(slot, []).append(problem)
 
     def _target_payload(self, row: TargetFields) -> dict[str, Any]:
+        """The row's API object: its kind's controls, each at its key path;
+        in the objects its kind keeps (scrapeOptions...), the keys the form
+        does not show stay as stored (set through the API)."""
         data = self._cleaned(row)
-        kind = data.get("type") or ""
+        kind = row.target_kind
         stored = self._stored_targets.get(data.get("id") or "")
-        target: dict[str, Any] = {"type": kind}
+        target: dict[str, Any] = {"type": data.get("type") or ""}
         if stored is not None:
             target["id"] = str(stored.id)
-        if kind == "search":
-            target["queries"] = _lines(data["queries"])
-            target["searchWindow"] = (
-                data["search_window"] or rules.SEARCH_WINDOW_DEFAULT
-            )
-            if str(data["max_results"]).strip():
-                target["maxResults"] = _number(data["max_results"])
-            for field, key in (
-                ("include_domains", "includeDomains"),
-                ("exclude_domains", "excludeDomains"),
-            ):
-                if domains := _items(data[field]):
-                    target[key] = domains
-            return target
-        if kind == "crawl":
-            target["url"] = data["url"].strip()
-            crawl = dict(stored.crawl_options) if stored else {}
-            for field, key in (("limit", "limit"), ("depth", "maxDiscoveryDepth")):
-                crawl.pop(key, None)
-                if str(data[field]).strip():
-                    crawl[key] = _number(data[field])
-            for field, key in (
-                ("include_paths", "includePaths"),
-                ("exclude_paths", "excludePaths"),
-            ):
-                crawl.pop(key, None)
-                if paths := _lines(data[field]):
-                    crawl[key] = paths
-            target["crawlOptions"] = crawl
-        else:
-            target["urls"] = _lines(data["urls"])
-        target["scrapeOptions"] = self._scrape_options(row, data, stored)
+        shape = kind.represent(stored) if stored is not None else {}
+        for name in kind.kept_objects:
+            target[name] = dict(shape.get(name) or {})
+        for spec in kind.form_fields:
+            value = self._parsed(row, spec, data[spec.name])
+            *parents, key = spec.path
+            place = target
+            for parent in parents:
+                place = place.setdefault(parent, {})
+            current = place.pop(key, None)
+            if spec.shape == "format":
+                if formats := _with_format(current, spec.format, value):
+                    place[key] = formats
+            elif spec.always:
+                place[key] = (
+                    value if _given(value) or not spec.initial else spec.initial
+                )
+            elif spec.shape == "check":
+                if value != spec.initial:
+                    place[key] = value
+            elif _given(value):
+                place[key] = value
         return target
 
-    def _scrape_options(
-        self, row: TargetFields, data: dict[str, Any], stored: Target | None
-    ) -> dict[str, Any]:
-        # Options the form does not show (formats other than the screenshot,
-        # actions… set through the API) are kept as stored; the ones it shows
-        # are replaced.
-        options = dict(stored.scrape_options) if stored else {}
-        for key in ("onlyMainContent", "mobile", "includeTags", "excludeTags"):
-            options.pop(key, None)
-        for key in ("headers", "timeout", "waitFor"):
-            options.pop(key, None)
-        if not data["only_main_content"]:
-            options["onlyMainContent"] = False
-        if data["mobile"]:
-            options["mobile"] = True
-        formats = _formats_with_screenshot(options, data["screenshot"])
-        options.pop("formats", None)
-        if formats:
-            options["formats"] = formats
-        for field, key in (
-            ("include_tags", "includeTags"),
-            ("exclude_tags", "excludeTags"),
-        ):
-            if tags := _items(data[field]):
-                options[key] = tags
-        headers, problems = _pairs(data["headers"])
-        self._parse_error(row.slot("headers"), problems)
-        if headers:
-            options["headers"] = headers
-        for field, key in (("timeout", "timeout"), ("wait_for", "waitFor")):
-            if str(data[field]).strip():
-                options[key] = _number(data[field])
-        return options
+    def _parsed(self, row: TargetFields, spec: FormField, typed: Any) -> Any:
+        """What a control's text is in JSON (parse problems recorded)."""
+        if spec.shape in ("check", "format"):
+            return bool(typed)
+        text = "" if typed is None else str(typed)
+        if spec.shape == "lines":
+            return _lines(text)
+        if spec.shape == "items":
+            return _items(text)
+        if spec.shape == "number":
+            return _number(text) if text.strip() else ""
+        if spec.shape == "pairs":
+            pairs, problems = _pairs(text)
+            self._parse_error(row.slot(spec.name), problems)
+            return pairs
+        if spec.shape == "choice":
+            return text
+        return text.strip()
 
     def _webhook_payload(self, main: dict[str, Any]) -> dict[str, Any] | None:
         headers, header_problems = _pairs(main.get("webhook_headers", ""))
@@ -864,8 +854,8 @@ class MonitorForm:
             return "targets", form_words.plain("targets", issue)
         row = self.targets[index]
         rest = tuple(str(p) for p in path[2:] if not isinstance(p, int))
-        field = _TARGET_SLOTS.get(rest[:2]) or _TARGET_SLOTS.get(rest[:1])
-        if field is None or field not in row.shown_fields():
+        field = row.slot_for(rest)
+        if field is None:
             # An option the form does not show was set through the API: it
             # is named as the API names it, since that is where it is fixed.
             where = ".".join(rest)
@@ -959,7 +949,8 @@ class MonitorForm:
                 form = next((t for t in self.targets if t.key == key), None)
             if form is not None and name in form.fields:
                 form.fields[name].widget.attrs["aria-invalid"] = "true"
-                if name in _PAGE_OPTIONS:  # shown unfolded, without JavaScript too
+                if isinstance(form, TargetFields) and form.is_advanced(name):
+                    # Shown unfolded, without JavaScript too.
                     form.advanced_invalid = True
 
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 from monitors import rules, search_provider
 from monitors import schedule as schedules
 from monitors.judging import judge_available
+from monitors.target_kinds import TargetKind, kind_for
 
 # How long a rotated-out webhook secret keeps signing next to the new one, so
 # receivers verifying the Standard Webhooks signature can switch over.
@@ -694,11 +695,6 @@ class Target(models.Model):
     exclude_domains = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    # The target types checks run; any other is saved and recorded as skipped
-    # (checks.sources), and the dashboard says so. Search targets also need a
-    # search provider (not_run_reason).
-    CHECKED_TYPES = frozenset({Type.SCRAPE, Type.CRAWL, Type.SEARCH})
-
     class Meta:
         ordering = ["position", "created_at"]
 
@@ -706,13 +702,18 @@ class Target(models.Model):
         return f"{self.type} target of {self.monitor_id}"
 
     @property
+    def kind(self) -> TargetKind | None:
+        """The class that knows this type of target (monitors.target_kinds);
+        None for a type no kind is registered for (saved, never run)."""
+        return kind_for(self.type)
+
+    @property
     def not_run_reason(self) -> str:
         """Why checks do not run this target, "" when they do."""
-        if self.type not in self.CHECKED_TYPES:
+        kind = self.kind
+        if kind is None:
             return f"{self.type.capitalize()} targets are not supported yet."
-        if self.type == self.Type.SEARCH:
-            return search_provider.not_run_reason()
-        return ""
+        return kind.unavailable()
 
     @property
     def not_run_words(self) -> str:
@@ -731,32 +732,16 @@ class Target(models.Model):
         return hashlib.sha256(encoded).hexdigest()[:16]
 
     def credits_per_page(self) -> int:
-        formats = self.scrape_options.get("formats") or []
-        credits = 1
-        for fmt in formats:
-            kind = fmt.get("type") if isinstance(fmt, dict) else fmt
-            modes = fmt.get("modes", []) if isinstance(fmt, dict) else []
-            if kind == "json" or (kind == "changeTracking" and "json" in modes):
-                credits = 5
-        if self.scrape_options.get("lockdown"):
-            credits += 4
-        return credits
+        kind = self.kind
+        return kind.credits_per_page(self) if kind is not None else 0
 
     def page_budget(self) -> int:
-        if self.type == self.Type.SCRAPE:
-            return len(self.urls)
-        if self.type == self.Type.CRAWL:
-            limit = int(self.crawl_options.get("limit") or 10000)
-            return min(limit, settings.CRAWL_MAX_PAGES)
-        return 0
+        kind = self.kind
+        return kind.page_budget(self) if kind is not None else 0
 
     def estimated_credits(self, *, judging: bool) -> int:
-        if self.type == self.Type.SEARCH:
-            results = self.max_results or 10
-            credits = math.ceil(results * len(self.queries) / 10) * 2
-            return credits + (results if judging else 0)
-        pages = self.page_budget()
-        return pages * self.credits_per_page() + (pages if judging else 0)
+        kind = self.kind
+        return kind.estimated_credits(self, judging=judging) if kind else 0
 
 
 class EmailRecipient(models.Model):

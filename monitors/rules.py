@@ -226,14 +226,15 @@ def resolve_judge_enabled(
 def goal_rule_error(
     goal: str | None,
     judge_enabled: bool,
-    target_types: Iterable[str],
+    needs_goal: bool,
     *,
     search_opt_out: bool,
 ) -> tuple[str, Rule] | None:
-    """Rules 2 and 3 of the contract; returns (field, rule) or None."""
+    """Rules 2 and 3 of the contract; returns (field, rule) or None.
+    `needs_goal`: a target's kind needs one (a web search)."""
     if judge_enabled and not goal:
         return "judgeEnabled", GOAL_REQUIRED_FOR_JUDGE
-    if "search" in set(target_types) and not goal and not search_opt_out:
+    if needs_goal and not goal and not search_opt_out:
         return "goal", GOAL_REQUIRED_FOR_SEARCH
     return None
 

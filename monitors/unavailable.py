@@ -15,7 +15,7 @@ from django.conf import settings
 from checks.ai.formats import wants
 from checks.browser.executable import available as browser_available
 from monitors.judging import judge_available
-from monitors.models import Monitor, Target
+from monitors.models import Monitor
 
 
 @dataclass(frozen=True)
@@ -98,17 +98,7 @@ def unavailable(monitor: Monitor) -> list[Unavailable]:
         if monitor.judging:
             found.append(JUDGE)
     if not settings.CRAWL_ALLOW_IGNORE_ROBOTS and any(
-        _overrides_robots(t) for t in targets
+        t.kind is not None and t.kind.ignores_robots(t) for t in targets
     ):
         found.append(ROBOTS)
     return found
-
-
-def _overrides_robots(target: Target) -> bool:
-    if target.type != Target.Type.CRAWL:
-        return False
-    options = target.crawl_options or {}
-    agent = options.get("robotsUserAgent")
-    return options.get("ignoreRobotsTxt") is True or (
-        isinstance(agent, str) and bool(agent.strip())
-    )

@@ -107,3 +107,14 @@ def _parsed_host(url: str) -> tuple[httpx.URL | None, str | None]:
     if not _HOST_NAME.fullmatch(host):
         return None, "URL host contains characters that are not allowed."
     return parsed, None
+
+
+def short_url(url: str | None, length: int = 60) -> str:
+    """A URL without its scheme, shortened in the middle for tables."""
+    if not url:
+        return ""
+    text = url.split("://", 1)[-1]
+    if len(text) <= length:
+        return text
+    half = (length - 1) // 2
+    return f"{text[:half]}…{text[-half:]}"

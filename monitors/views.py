@@ -55,6 +55,7 @@ from monitors.forms import ApiKeyForm, MonitorForm, split_schedule
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 from monitors.search_provider import in_plain_words
+from monitors.target_kinds import kind_for
 from monitors.unavailable import unavailable
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 from teams.models import Activity
@@ -415,7 +416,7 @@ def monitor_validate(
 @team_view(needs=Action.EDIT)
 def target_row(request: DashboardRequest) -> HttpResponse:
     """A new, empty target row for the form (htmx "Add target" buttons)."""
-    kind = request.GET.get("add_target") or request.GET.get("type") or "scrape"
+    kind = request.GET.get("add_target") or request.GET.get("type") or ""
     context = {"target": MonitorForm.blank_target(kind)}
     return render(request, "monitors/monitor_form.html#target-row", context)
 
@@ -718,8 +719,7 @@ def check_detail(
         "unjudged": unjudged,
         "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
         "skipped_targets": _skipped_targets(check),
-        "crawl_targets": _crawl_targets(check),
-        "search_targets": _search_targets(check),
+        "kind_parts": _kind_parts(check),
     }
     template = _fragment(request, "checks/check_detail.html", {"page-results"})
     return render(request, template, context)
@@ -749,47 +749,23 @@ def _words(result: dict[str, Any]) -> str:
     return in_plain_words(str(result.get("reason") or ""))
 
 
-def _search_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
-    """The web searches of a check, each with its target result (results
-    found, new matches, judged, and why the search or its judging failed)."""
-    results = [
-        result
-        for result in check.target_results or []
-        if isinstance(result, dict)
-        and result.get("type") == "search"
-        and not result.get("skipped")
-    ]
+def _kind_parts(
+    check: Check,
+) -> list[tuple[Target | None, dict[str, Any], str]]:
+    """The targets a check ran whose kind has a part on the check page (a
+    crawl's pages found, a web search's results), each with its target
+    result as its kind completes it, and that part's template."""
     targets = {str(target.pk): target for target in check.monitor.targets.all()}
-    return [(targets.get(str(result.get("targetId"))), result) for result in results]
-
-
-def _crawl_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:
-    """The crawls of a check, each with its target result (pages found, by
-    status, and whether and why it stopped early), and `foundThere`: the
-    pages found that are there, not a link to a page that answered gone."""
-    results = [
-        result
-        for result in check.target_results or []
-        if isinstance(result, dict)
-        and result.get("type") == "crawl"
-        and not result.get("skipped")
-    ]
-    targets = {str(target.pk): target for target in check.monitor.targets.all()}
-    gone = check.pages.linked_but_gone()
-    return [
-        (
-            targets.get(str(result.get("targetId"))),
-            result
-            | {
-                "foundThere": max(
-                    int(result.get("pagesFound") or 0)
-                    - gone.get(str(result.get("targetId")), 0),
-                    0,
-                )
-            },
-        )
-        for result in results
-    ]
+    parts = []
+    for result in check.target_results or []:
+        if not isinstance(result, dict) or result.get("skipped"):
+            continue
+        kind = kind_for(str(result.get("type")))
+        if kind is None or kind.check_template is None:
+            continue
+        target = targets.get(str(result.get("targetId")))
+        parts.append((target, kind.check_result(check, result), kind.check_template))
+    return parts
 
 
 @require_GET

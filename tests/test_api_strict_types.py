@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rest_framework import serializers
 
-from monitors.api.options import CrawlOptionsSerializer, ScrapeOptionsSerializer
+from checks.targets.options import CrawlOptionsSerializer, ScrapeOptionsSerializer
 from monitors.models import Monitor
 
 pytestmark = pytest.mark.django_db

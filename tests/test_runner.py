@@ -15,7 +15,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from django.db import connection
 from django.utils import timezone
 
-from checks import fetching, notify, pages, runner, sources
+from checks import fetching, notify, pages, recording, runner, sources
 from checks.content import content_hash, pack_snapshot, render_side_by_side
 from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
@@ -887,7 +887,7 @@ def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site)
     outcome = pages.Outcome(
         PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=pack_snapshot("0")
     )
-    runner.record_many(check, [(jobs[0], outcome, None)])
+    recording.record_many(check, [(jobs[0], outcome, None)])
     long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
     Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
     CheckBatch.objects.filter(check_run=check).update(

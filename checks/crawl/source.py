@@ -41,10 +41,6 @@ class CrawlSource:
         self.scope = Scope(target.url, options, found.robots_txt)
         self.seeds, self.truncated = self._seeds()
 
-    @staticmethod
-    def unavailable() -> str:
-        return ""
-
     def _seeds(self) -> tuple[list[tuple[Link, bool]], str]:
         """(link, record it) pairs at depth 0, within the crawl's limit."""
         scope, limit = self.scope, frontier.page_limit(self.target)
@@ -102,7 +98,10 @@ class CrawlSource:
         )
 
     def target_result(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"targetId": str(self.target.id), "type": "crawl"}
+        result: dict[str, Any] = {
+            "targetId": str(self.target.id),
+            "type": self.target.type,
+        }
         result["sitemapPages"] = len(self.discovery.sitemap_urls)
         skipped = self.scope.not_applied()
         if skipped:

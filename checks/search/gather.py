@@ -1,5 +1,5 @@
-"""A search target's results for one check: every query run, merged, cut to
-the target's rules (reference §12).
+"""A search target's results for one check: the web search stage of its
+plan, every query run, merged, cut to the target's rules (reference §12).
 
     each query  -> the provider (its recency filter, its domain filter where
                    it has one), at most maxResults hits each
@@ -100,6 +100,18 @@ def queries_of(target: Target) -> list[Query]:
         )
         for text in target.queries or []
     ]
+
+
+def search(provider: Provider, target: Target, now: datetime) -> Gathered:
+    """Run the target's web search when its check is planned, as a crawl
+    reads its sitemaps then: on an event loop of its own, through the one
+    door. Never raises for the provider's problems (see Gathered.failures)."""
+
+    async def searched() -> Gathered:
+        async with provider:
+            return await gather(provider, target, now)
+
+    return asyncio.run(searched())
 
 
 async def gather(provider: Provider, target: Target, now: datetime) -> Gathered:

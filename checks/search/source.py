@@ -1,55 +1,36 @@
-"""SearchSource: a search target's page jobs, one per result the provider
+"""SearchSource: a search target's page jobs, one per result its web search
 found this check, and its SearchRun row.
 
-The search itself runs when the check is planned (as a crawl reads its
-sitemaps then), through the one door; what each result is -- new, seen
-before, judged -- is decided per batch (checks.search.stage), where the
-result's page is fetched and judged if need be. A query that failed adds one
-error page, recorded under the provider's address with the reason.
+The search itself is run before (checks.search.gather.search, asked by the
+search kind when the check is planned); this only turns what it gathered into
+pages. What each result is -- new, seen before, judged -- is decided per batch
+(checks.search.stage), where the result's page is fetched and judged if need
+be. A search that failed is recorded as failed on the SearchRun row and in
+targetResults; its page list (the API's and the webhook's, as Firecrawl's)
+shows it as one error page under the provider's address, with the reason.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
-from django.utils import timezone
-
-from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check, SearchRun
-from checks.search import providers
-from checks.search.gather import Gathered, gather
+from checks.search.gather import Gathered
 from monitors.models import Target
-from monitors.search_provider import not_run_reason
 
 
 class SearchSource:
     """Planned once per check (a taken-over check keeps its batches)."""
 
     def __init__(
-        self,
-        target: Target,
-        stored: Mapping[str, Any],
-        resolver: Resolver | None = None,
+        self, target: Target, provider: str, endpoint: str, gathered: Gathered
     ) -> None:
         self.target = target
-        provider = providers.configured(resolver)
-        if provider is None:  # source_for() asks unavailable() first
-            raise RuntimeError("no search provider is configured")
-        self.provider = provider.name
-        self.endpoint = provider.address
-        self.gathered: Gathered = asyncio.run(self._gather(provider))
-
-    @staticmethod
-    def unavailable() -> str:
-        return not_run_reason()
-
-    async def _gather(self, provider: providers.Provider) -> Gathered:
-        async with provider:
-            return await gather(provider, self.target, timezone.now())
+        self.provider = provider
+        self.endpoint = endpoint
+        self.gathered = gathered
 
     def jobs(self) -> list[PageJob]:
         target = self.target
@@ -76,7 +57,7 @@ class SearchSource:
         failure = gathered.failure
         return {
             "targetId": str(self.target.id),
-            "type": "search",
+            "type": self.target.type,
             "provider": self.provider,
             "searchCompleted": not failure,
             "resultCount": len(gathered.results),

@@ -134,10 +134,10 @@ class SearchStage:
         )
         if not rows:
             return {}
+        # Only a search target has SearchRun rows: its kind's plan writes them.
         targets = {
             t.id: t
-            for t in self.monitor.targets.filter(type=Target.Type.SEARCH)
-            if t.id in {row.target_id for row in rows}
+            for t in self.monitor.targets.filter(pk__in={row.target_id for row in rows})
         }
         goal = self.monitor.goal
         return {

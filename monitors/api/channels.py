@@ -18,8 +18,8 @@ from rest_framework.views import APIView
 
 from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
+from checks.targets.options import StrictCharField, StrictIntegerField
 from monitors.api.errors import not_found
-from monitors.api.options import StrictCharField, StrictIntegerField
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import Channel, Team
 from teams.activity import Actor, Kind, record

@@ -16,9 +16,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from checks.targets.options import StrictBooleanField, StrictCharField, StrictMixin
 from monitors import moving
 from monitors.api.errors import ApiError, not_found
-from monitors.api.options import StrictBooleanField, StrictCharField, StrictMixin
 from monitors.api.parsers import JsonParser
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import ImportRun

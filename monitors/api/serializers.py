@@ -2,7 +2,7 @@
 through — from the API and from the dashboard forms alike.
 
 Objects are strict (an unknown key is a 400 naming it), except inside
-scrapeOptions and crawlOptions (see monitors.api.options).
+scrapeOptions and crawlOptions (see checks.targets.options).
 """
 
 from __future__ import annotations
@@ -19,50 +19,22 @@ from rest_framework import ISO_8601, serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
-from checks.fetch.policy import allow_private_targets, host_block_reason
 from checks.models import SUMMARY_KEYS
 from checks.notify import own
-from monitors import rules
-from monitors.api.options import (
-    CrawlOptionsSerializer,
+from checks.targets.options import (
     PassThroughMixin,
-    ScrapeOptionsSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
     StrictMixin,
     StringMapField,
+    UrlField,
 )
+from monitors import rules
 from monitors.models import Channel, EmailRecipient, Monitor, Target
 from monitors.schedule import ScheduleError, normalize_schedule
+from monitors.target_kinds import all_kinds, kind_for
 from monitors.unavailable import unavailable
-from monitors.url_rule import checked_url
-
-
-class UrlField(StrictCharField):
-    """A URL Pagewatch may fetch or post to: the URL rule, and the address
-    policy for hosts that need no DNS (IP literals, localhost), so a URL that
-    can never be reached is refused now rather than failing on every check.
-    Host names are judged at connect time (checks.fetch)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("max_length", rules.URL_MAX)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> str:
-        url = super().to_internal_value(data)
-        parsed, error = checked_url(url)
-        if parsed is None:
-            raise ValidationError(error or "URL is not valid.")
-        blocked = host_block_reason(parsed.host, allow_private_targets())
-        if blocked:
-            shown = url if len(url) <= 200 else url[:199] + "…"
-            raise ValidationError(
-                f"Pagewatch can never connect to {shown}: {blocked}.",
-                code="blocked_address",
-            )
-        return url
-
 
 # ---------------------------------------------------------------- schedule
 
@@ -91,90 +63,16 @@ class ScheduleSerializer(StrictMixin, serializers.Serializer):
 # ---------------------------------------------------------------- targets
 
 
-class ScrapeTargetSerializer(StrictMixin, serializers.Serializer):
-    id = serializers.UUIDField(required=False, allow_null=True)
-    type = serializers.ChoiceField(choices=["scrape"])
-    urls = serializers.ListField(
-        child=UrlField(), min_length=1, max_length=rules.URLS_PER_TARGET_MAX
-    )
-    scrapeOptions = ScrapeOptionsSerializer(required=False, allow_null=True)
-
-    def validate_urls(self, urls: list[str]) -> list[str]:
-        return list(dict.fromkeys(urls))
-
-
-class CrawlTargetSerializer(StrictMixin, serializers.Serializer):
-    id = serializers.UUIDField(required=False, allow_null=True)
-    type = serializers.ChoiceField(choices=["crawl"])
-    url = UrlField()
-    crawlOptions = CrawlOptionsSerializer(required=False, allow_null=True)
-    scrapeOptions = ScrapeOptionsSerializer(required=False, allow_null=True)
-
-
-class SearchTargetSerializer(StrictMixin, serializers.Serializer):
-    # Keys Firecrawl once documented and now drops silently; so do we.
-    allow_extra = ("depth", "alertMode", "recheckAfter", "scrapeOptions")
-
-    id = serializers.UUIDField(required=False, allow_null=True)
-    type = serializers.ChoiceField(choices=["search"])
-    queries = serializers.ListField(
-        child=StrictCharField(max_length=rules.QUERY_MAX),
-        min_length=1,
-        max_length=rules.QUERIES_MAX,
-        error_messages={"min_length": "Give at least one search query."},
-    )
-    searchWindow = serializers.ChoiceField(
-        choices=rules.SEARCH_WINDOWS, default=rules.SEARCH_WINDOW_DEFAULT
-    )
-    maxResults = StrictIntegerField(
-        min_value=rules.MAX_RESULTS_MIN,
-        max_value=rules.MAX_RESULTS_MAX,
-        default=rules.MAX_RESULTS_DEFAULT,
-    )
-    includeDomains = serializers.ListField(
-        child=StrictCharField(max_length=rules.DOMAIN_MAX),
-        max_length=rules.DOMAINS_MAX,
-        required=False,
-    )
-    excludeDomains = serializers.ListField(
-        child=StrictCharField(max_length=rules.DOMAIN_MAX),
-        max_length=rules.DOMAINS_MAX,
-        required=False,
-    )
-
-    def _domains(self, value: list[str]) -> list[str]:
-        cleaned = [d.strip().lower().rstrip(".") for d in value]
-        errors = {i: [e] for i, d in enumerate(cleaned) if (e := rules.domain_error(d))}
-        if errors:
-            raise ValidationError(errors)
-        return list(dict.fromkeys(cleaned))
-
-    def validate_includeDomains(self, value: list[str]) -> list[str]:  # noqa: N802
-        return self._domains(value)
-
-    def validate_excludeDomains(self, value: list[str]) -> list[str]:  # noqa: N802
-        return self._domains(value)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        for legacy in SearchTargetSerializer.allow_extra:
-            attrs.pop(legacy, None)
-        if attrs.get("includeDomains") and attrs.get("excludeDomains"):
-            rule = rules.DOMAINS_EXCLUSIVE
-            raise ValidationError({"excludeDomains": [rule.api]}, code=rule.code)
-        return attrs
-
-
-TARGET_SERIALIZERS: dict[str, type[serializers.Serializer]] = {
-    "scrape": ScrapeTargetSerializer,
-    "crawl": CrawlTargetSerializer,
-    "search": SearchTargetSerializer,
-}
+def target_serializers() -> dict[str, type[serializers.Serializer]]:
+    """Each kind's serializer by its type (read when the schema is built,
+    once every kind has registered)."""
+    return {kind.name: kind.serializer for kind in all_kinds()}
 
 
 @extend_schema_field(
     PolymorphicProxySerializer(
         component_name="MonitorTarget",
-        serializers=TARGET_SERIALIZERS,
+        serializers=target_serializers,
         resource_type_field_name="type",
     )
 )
@@ -182,12 +80,12 @@ class TargetField(serializers.Field):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, Mapping):
             raise ValidationError("Each target must be an object.")
-        serializer_class = TARGET_SERIALIZERS.get(str(data.get("type")))
-        if serializer_class is None:
-            raise ValidationError(
-                {"type": ["Target type must be scrape, crawl or search."]}
-            )
-        serializer = serializer_class(data=data)
+        kind = kind_for(str(data.get("type")))
+        if kind is None:
+            names = [known.name for known in all_kinds()]
+            listed = ", ".join(names[:-1]) + " or " + names[-1]
+            raise ValidationError({"type": [f"Target type must be {listed}."]})
+        serializer = kind.serializer(data=data)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 
@@ -197,24 +95,9 @@ class TargetField(serializers.Field):
 
 def target_representation(target: Target) -> dict[str, Any]:
     shape: dict[str, Any] = {"id": str(target.id), "type": target.type}
-    if target.type == Target.Type.SCRAPE:
-        shape |= {"urls": target.urls, "scrapeOptions": target.scrape_options}
-    elif target.type == Target.Type.CRAWL:
-        shape |= {
-            "url": target.url,
-            "crawlOptions": target.crawl_options,
-            "scrapeOptions": target.scrape_options,
-        }
-    else:
-        shape |= {
-            "queries": target.queries,
-            "searchWindow": target.search_window,
-            "maxResults": target.max_results,
-        }
-        if target.include_domains:
-            shape["includeDomains"] = target.include_domains
-        if target.exclude_domains:
-            shape["excludeDomains"] = target.exclude_domains
+    kind = target.kind
+    if kind is not None:
+        shape |= kind.represent(target)
     return shape
 
 
@@ -437,8 +320,11 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             types = (
                 list(monitor.targets.values_list("type", flat=True)) if monitor else []
             )
+        needs_goal = any(
+            kind.needs_goal for t in types if (kind := kind_for(t)) is not None
+        )
         problem = rules.goal_rule_error(
-            goal, judge, types, search_opt_out=search_opt_out
+            goal, judge, needs_goal, search_opt_out=search_opt_out
         )
         if problem:
             field, rule = problem

@@ -26,6 +26,8 @@ from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_word
 from monitors import rules, search_provider
 from monitors.schedule import Schedule
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
+from monitors.target_kinds import TargetKind
+from monitors.url_rule import short_url
 
 register = template.Library()
 
@@ -308,16 +310,22 @@ def http_url(url: str | None) -> str:
     return url if scheme in ("http", "https") else ""
 
 
+register.filter("short_url", short_url)
+
+
 @register.filter
-def short_url(url: str | None, length: int = 60) -> str:
-    """A URL without its scheme, shortened in the middle for tables."""
-    if not url:
-        return ""
-    text = url.split("://", 1)[-1]
-    if len(text) <= length:
-        return text
-    half = (length - 1) // 2
-    return f"{text[:half]}…{text[-half:]}"
+def summary_template(target: Any) -> str:
+    """`{% include target|summary_template %}`: the monitor page's lines about
+    a target, from its kind (a plain one for a type no kind knows)."""
+    kind = target.kind
+    return kind.summary_template if kind is not None else TargetKind.summary_template
+
+
+@register.filter
+def described(target: Any) -> str:
+    """A target in a few plain words, as its kind says it."""
+    kind = target.kind
+    return kind.describe(target) if kind is not None else f"A {target.type} target"
 
 
 @register.filter
@@ -325,12 +333,8 @@ def targets_summary(monitor: Any) -> str:
     """What a monitor watches, in a few words: "example.com/pricing + 2 more"."""
     things: list[str] = []
     for target in monitor.targets.all():
-        if target.type == "scrape":
-            things.extend(short_url(u, 40) for u in target.urls)
-        elif target.type == "crawl":
-            things.append(f"{short_url(target.url, 40)} (whole site)")
-        else:
-            things.extend(f"search “{q}”" for q in target.queries)
+        if target.kind is not None:
+            things.extend(target.kind.summary_items(target))
     if not things:
         return ""
     more = len(things) - 1

@@ -560,7 +560,9 @@ def test_long_copies_of_a_page_can_be_scrolled_from_the_keyboard(
     # its copies are made as long as a real page's before axe looks.
     page.evaluate(
         """() => document.querySelectorAll('.snapshot-text, .snapshot-raw')
-             .forEach((box) => { box.textContent = 'A line of the page\\n'.repeat(400); })"""
+             .forEach((box) => {
+               box.textContent = 'A line of the page\\n'.repeat(400);
+             })"""
     )
     problems = axe_problems(page, "what changed, long copies")
     assert problems == [], "\n".join(problems)

@@ -1,6 +1,7 @@
-"""Validation of scrapeOptions and crawlOptions: typed known keys, unknown keys
-kept untouched (Firecrawl passes them through), so options Pagewatch does not
-act on yet still round-trip."""
+"""The API's strict JSON fields, the URL field, and the validation of
+scrapeOptions and crawlOptions: typed known keys, unknown keys kept untouched
+(Firecrawl passes them through), so options Pagewatch does not act on yet
+still round-trip. The target kinds' serializers are built from them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import jsonschema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
+from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
+from monitors.url_rule import checked_url
 
 STRING_FORMATS = (
     "markdown",
@@ -105,6 +108,31 @@ class StrictBooleanField(serializers.BooleanField):
         if not isinstance(data, bool):
             self.fail("invalid", input=data)
         return data
+
+
+class UrlField(StrictCharField):
+    """A URL Pagewatch may fetch or post to: the URL rule, and the address
+    policy for hosts that need no DNS (IP literals, localhost), so a URL that
+    can never be reached is refused now rather than failing on every check.
+    Host names are judged at connect time (checks.fetch)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", rules.URL_MAX)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        url = super().to_internal_value(data)
+        parsed, error = checked_url(url)
+        if parsed is None:
+            raise ValidationError(error or "URL is not valid.")
+        blocked = host_block_reason(parsed.host, allow_private_targets())
+        if blocked:
+            shown = url if len(url) <= 200 else url[:199] + "…"
+            raise ValidationError(
+                f"Pagewatch can never connect to {shown}: {blocked}.",
+                code="blocked_address",
+            )
+        return url
 
 
 class StringMapField(serializers.DictField):

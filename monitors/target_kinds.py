@@ -1,0 +1,209 @@
+"""The kinds of target, looked up by their `type`.
+
+A kind is one class (checks.targets holds them) that owns everything about
+its targets: how the API validates and shows them, the dashboard's fields and
+words for them, what they cost, how a check plans their pages and what it
+adds when it ends. The models, the runner, the serializers, the forms and the
+templates ask `kind_for` / `all_kinds` and never name a kind.
+
+The registry lives here, beside the models that ask it for credits and for
+whether a target runs, so the domain never imports the engine: the engine's
+app fills it when Django starts (checks.apps), and a plugin or a test adds a
+kind with `register`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+# A Target (monitors.models) and a Check (checks.models): named loosely, so
+# this module, which the models import, imports neither back.
+Target = Any
+Check = Any
+
+__all__ = [
+    "FormField",
+    "TargetKind",
+    "all_kinds",
+    "kind_for",
+    "register",
+    "unregister",
+]
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One control of a target's row in the dashboard's form, and where its
+    value sits in the target's API object: the form reads the row into that
+    object, the API's serializer validates it, and its errors come back to
+    the control (monitors.forms)."""
+
+    name: str
+    label: str
+    help: str = ""
+    # The key path in the API object: ("urls",), ("crawlOptions", "limit").
+    path: tuple[str, ...] = ()
+    # How the typed text becomes JSON: text, lines (one per line), items
+    # (split on spaces, commas, semicolons), pairs ("Name: value" lines),
+    # number, check (a check box), choice, format (a check box that puts the
+    # format named by `format` in the list at `path`, or takes it out).
+    shape: str = "text"
+    # The control: text, url, textarea, number, select, checkbox.
+    widget: str = "text"
+    initial: Any = ""
+    # Sent even when empty (the kind's main field); otherwise an empty
+    # control leaves its key out, and a check box at its initial value too.
+    always: bool = False
+    # Shown folded under the kind's advanced section.
+    advanced: bool = False
+    # Controls with the same non-empty row stand side by side.
+    row: str = ""
+    # How a list is shown back in its control.
+    joiner: str = "\n"
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    choices: tuple[tuple[str, str], ...] = ()
+    format: str = ""
+
+    @property
+    def takes_errors(self) -> bool:
+        """Whether API errors at its path land on this control: a format's
+        box only puts one format in or out, so problems with the list of
+        formats stay on the target's row."""
+        return self.shape != "format"
+
+
+class TargetKind:
+    """What every kind of target is. Subclasses set the class attributes and
+    override what differs from a list of pages fetched one by one."""
+
+    name: ClassVar[str]
+    # The dashboard's name for it ("Website crawl") and its help line.
+    label: ClassVar[str]
+    # The DRF serializer that validates the kind's API object (its `type`
+    # included); the API and the dashboard form both run it.
+    serializer: ClassVar[Any]
+    # Its targets need the monitor's goal (unless judging is switched off on
+    # purpose): a web search reports only what matches one.
+    needs_goal: ClassVar[bool] = False
+    # The dashboard's controls for the kind's fields, in page order; the
+    # objects under these API keys keep what the form does not show.
+    form_fields: ClassVar[tuple[FormField, ...]] = ()
+    kept_objects: ClassVar[tuple[str, ...]] = ()
+    advanced_label: ClassVar[str] = "Advanced options"
+    # The monitor page's lines about one target of the kind.
+    summary_template: ClassVar[str] = "monitors/targets/summary.html"
+    # The check page's part about the target's line in targetResults (with
+    # `target`, None once deleted, and `result`); None for no part.
+    check_template: ClassVar[str | None] = None
+
+    # --- What it costs ----------------------------------------------------------
+
+    def credits_per_page(self, target: Target) -> int:
+        """A page's credits: 5 with JSON extraction, +4 in lockdown."""
+        options = target.scrape_options or {}
+        credits = 1
+        for fmt in options.get("formats") or []:
+            kind = fmt.get("type") if isinstance(fmt, dict) else fmt
+            modes = fmt.get("modes", []) if isinstance(fmt, dict) else []
+            if kind == "json" or (kind == "changeTracking" and "json" in modes):
+                credits = 5
+        if options.get("lockdown"):
+            credits += 4
+        return credits
+
+    def page_budget(self, target: Target) -> int:
+        """The most pages one check of the target records."""
+        return 0
+
+    def estimated_credits(self, target: Target, *, judging: bool) -> int:
+        pages = self.page_budget(target)
+        return pages * self.credits_per_page(target) + (pages if judging else 0)
+
+    def unavailable(self) -> str:
+        """Why targets of this kind cannot run here ("" when they can)."""
+        return ""
+
+    # --- The API ----------------------------------------------------------------
+
+    def represent(self, target: Target) -> dict[str, Any]:
+        """The target's object in API responses (after `id` and `type`)."""
+        raise NotImplementedError
+
+    # --- The dashboard --------------------------------------------------------
+
+    def describe(self, target: Target) -> str:
+        """The target in a few plain words ("Website crawl from example.com")."""
+        return self.label
+
+    def summary_items(self, target: Target) -> list[str]:
+        """What it watches, item by item, for the monitor list's short line."""
+        return [self.describe(target)]
+
+    def check_result(self, check: Check, result: dict[str, Any]) -> dict[str, Any]:
+        """The target's line in a check's targetResults, with what the check
+        page shows beside it."""
+        return result
+
+    def watched(self, target: Target) -> list[str]:
+        """What it watches as typed (addresses, queries), for the admin."""
+        return []
+
+    def ignores_robots(self, target: Target) -> bool:
+        """Whether it asks to pass over robots.txt (allowed only by a setting,
+        see monitors.unavailable)."""
+        return False
+
+    # --- A check (checks.runner) ------------------------------------------------
+
+    def plan(self, target: Target, stored: dict[str, Any], resolver: Any) -> Any:
+        """The target's source of pages for one check (see checks.sources):
+        its page jobs, what it saves beside its batches, and its line in
+        targetResults. `stored` is that line when the check was planned
+        before (a check taken over keeps its scrape ids)."""
+        raise NotImplementedError
+
+    def batch_group(self, target: Target) -> object:
+        """Pages of one group share batches: by default every target's pages
+        go together; a kind whose pages belong to their own run (a crawl,
+        with its pace and its links) gives its own group."""
+        return "pages"
+
+    def pace(self, check_id: uuid.UUID, target: Target) -> tuple[int | None, float]:
+        """(concurrency cap, seconds between requests) of the target's
+        batches; (None, 0) when they may go as fast as the limiter lets them.
+        A paced target's batches run one after another in one task."""
+        return None, 0.0
+
+    def for_batch(self, check: Check, jobs: Any, resolver: Any, now: Any) -> Any:
+        """What the kind does within one batch of the check (see
+        checks.targets.BatchParts), or None when it only fetches pages."""
+        return None
+
+    def finish(self, check_id: uuid.UUID) -> None:
+        """What the kind adds once every batch of a check is done, before the
+        check is finished (a crawl's removed pages, a search's counts)."""
+        return None
+
+
+_REGISTRY: dict[str, TargetKind] = {}
+
+
+def register(cls: type[TargetKind]) -> type[TargetKind]:
+    """Add a kind (the engine's own at start-up, a plugin, a test's)."""
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def kind_for(name: str) -> TargetKind | None:
+    return _REGISTRY.get(name)
+
+
+def all_kinds() -> list[TargetKind]:
+    return list(_REGISTRY.values())
