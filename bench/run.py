@@ -1058,7 +1058,7 @@ def bench_channels(
         f" {seconds(drained)} per delivery, {_ms(1000 * cpu_per)}"
         " of the worker's CPU per delivery (PostgreSQL's not counted). The"
         f" baseline posted the same body {result.posts:,} times in"
-        f" {seconds(result.post_s)}. Both sides' receiver is this process; on"
+        f" {seconds(result.post_s)}. The receiver of both is this process; on"
         f" {os.cpu_count()} CPUs the worker's CPU alone allows no less than"
         f" {_ms(1000 * cpu_per / cb.NOTIFY_CONCURRENCY)} per delivery with its"
         f" {cb.NOTIFY_CONCURRENCY} processes busy, whatever the machine's load.",
@@ -1068,7 +1068,8 @@ def bench_channels(
             for kind, v in result.fan_out_kinds.items()
         )
         + ". The worker takes the deliveries in the order the runner made"
-        " them (the monitor's channels by name), two at a time.",
+        " them (the monitor's channels by name), as many at a time as it has"
+        " processes (or threads).",
         f"- The same drain function in the bench process, without a profiler:"
         f" {seconds(result.plain_wall_s / max(half, 1))} per delivery, of which"
         f" {_ms(1000 * result.plain_cpu_s / max(half, 1))} of this thread's CPU"
