@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 BENCHMARKS = (
     "cpu", "throughput", "scaling", "memory", "diff", "dispatch", "lists", "serving",
-    "crawl", "browser", "import", "broker",
+    "crawl", "browser", "import", "broker", "channels",
 )  # fmt: skip
 BROKER_TARGET = 1.2
 # Realistic edits: no worse than before diffs were rendered on demand (6.85).
@@ -66,6 +66,11 @@ SERVING_P95_TARGET = 20.0
 TICK_TARGET = 0.5
 LIST_TARGETS = {"api": 3.0, "dashboard": 4.0, "search": 4.0, "activity": 4.0}
 IMPORT_TARGET = 0.5
+# Channels: a change told to 10 channels against one webhook; a drained
+# delivery against a plain POST; the others' p95 beside a hanging channel.
+FAN_OUT_TARGET = 1.5
+DRAIN_TARGET = 3.0
+HANG_TARGET = 1.1
 # changedetection.io 0.60.10 as issue #16 measured it on this kind of machine
 # (report.REFERENCE): CPU per page, and the PSS of its whole process.
 REFERENCE_CPU = {
@@ -956,6 +961,151 @@ def bench_import(rows: list[Row], problems: list[str]) -> Section:
     return section
 
 
+# --- Channels ------------------------------------------------------------------------
+
+
+def bench_channels(
+    environment: bench_env.BenchEnv, reps: int, rows: list[Row], problems: list[str]
+) -> Section:
+    from bench import channelbench as cb
+
+    result = cb.measure(environment, reps)
+    alone, fan = cb.median(result.alone), cb.median(result.fan_out)
+    kinds = ", ".join(f"{n} {kind}" for kind, n in cb.MIX.items())
+    channels = sum(cb.MIX.values())
+    rows.append(
+        Row(
+            f"One meaningful change told to {channels} channels ({kinds}):"
+            " check finished to last delivery received",
+            f"{seconds(alone)} (one webhook channel alone)",
+            seconds(fan),
+            fan / alone,
+            f"≤ {FAN_OUT_TARGET:g}",
+            fan / alone <= FAN_OUT_TARGET,
+        )
+    )
+    drained, post = result.drain_per_delivery, result.post_per_request
+    rows.append(
+        Row(
+            f"{result.drained:,} queued deliveries drained by the notifications"
+            f" worker (`{cb.worker_command()}`), per delivery",
+            f"{seconds(post)} (plain httpx POST, one client)",
+            seconds(drained),
+            drained / post,
+            f"≤ {DRAIN_TARGET:g}",
+            drained / post <= DRAIN_TARGET,
+        )
+    )
+    cpu_per = result.drain_cpu_s / max(result.drained, 1)
+    post_cpu = result.post_cpu_s / max(result.posts, 1)
+    rows.append(
+        Row(
+            "The same drain: the worker's CPU per delivery (all its processes)",
+            f"{_ms(1000 * post_cpu)} (the plain POST's CPU, client side)",
+            _ms(1000 * cpu_per),
+            cpu_per / post_cpu if post_cpu else None,
+            "",
+            None,
+        )
+    )
+    without, with_hang = cb.p95(result.without_hang), cb.p95(result.with_hang)
+    rows.append(
+        Row(
+            f"p95 delivery latency of {channels - 1} channels beside one whose"
+            " receiver hangs",
+            f"{seconds(without)} (the same channels, no hanging one)",
+            seconds(with_hang),
+            with_hang / without,
+            f"≤ {HANG_TARGET:g}",
+            with_hang / without <= HANG_TARGET,
+        )
+    )
+    if (
+        result.hang_attempts.get("pending", 0) + result.hang_attempts.get("failed", 0)
+        != cb.HANG_CHECKS
+    ):
+        problems.append(f"Hanging channel's deliveries: {result.hang_attempts}")
+    half = result.profiled
+    profiled = result.profile_s / max(result.profiled, 1)
+    section = Section("Channels: fan-out, drain, a hanging receiver")
+    low, high = min(result.fan_out), max(result.fan_out)
+    section.add(
+        "Deliveries sent by Procfile.large's notifications worker"
+        f" (`{cb.worker_command()}`)"
+        " on the bench's PostgreSQL and Redis. Checks are ended in the bench"
+        " process by `checks.runner.finish` (which records the deliveries in"
+        " the outbox and queues them after commit), each with two changed"
+        " pages and one unchanged (judging off: every change is meaningful)."
+        " Receivers are HTTP/1.1 servers on 127.0.0.1 in threads of the bench"
+        " process (webhooks, a fake Slack Web API through SLACK_API_URL,"
+        " Slack incoming webhooks, Apprise `json://`), noting when each"
+        " request arrives.",
+        "",
+        "| Measurement | Median | (lowest–highest) | `runner.finish` itself |",
+        "|---|---|---|---|",
+        f"| one webhook channel: finish → delivered | {seconds(alone)} |"
+        f" {seconds(min(result.alone))}–{seconds(max(result.alone))} |"
+        f" {seconds(cb.median(result.alone_finish))} |",
+        f"| {channels} channels: finish → first delivered |"
+        f" {seconds(cb.median(result.fan_out_first))} | — | — |",
+        f"| {channels} channels: finish → last delivered | {seconds(fan)} |"
+        f" {seconds(low)}–{seconds(high)} |"
+        f" {seconds(cb.median(result.fan_out_finish))} |",
+        "",
+        f"- Drain: {result.drained:,} deliveries ({cb.DRAIN_CHECKS} checks ended,"
+        f" each to {cb.DRAIN_CHANNELS} webhook channels) queued while the worker"
+        f" did not consume, then drained in {seconds(result.drain_s)}:"
+        f" {seconds(drained)} per delivery, {_ms(1000 * cpu_per)}"
+        " of the worker's CPU per delivery (PostgreSQL's not counted). The"
+        f" baseline posted the same body {result.posts:,} times in"
+        f" {seconds(result.post_s)}. The receiver of both is this process; on"
+        f" {os.cpu_count()} CPUs the worker's CPU alone allows no less than"
+        f" {_ms(1000 * cpu_per / cb.NOTIFY_CONCURRENCY)} per delivery with its"
+        f" {cb.NOTIFY_CONCURRENCY} processes busy, whatever the machine's load.",
+        "- By kind, median (highest) from finish to received in the fan-out: "
+        + "; ".join(
+            f"{kind} {seconds(cb.median(v))} ({seconds(max(v))})"
+            for kind, v in result.fan_out_kinds.items()
+        )
+        + ". The worker takes the deliveries in the order the runner made"
+        " them (the monitor's channels by name), as many at a time as it has"
+        " processes (or threads).",
+        f"- The same drain function in the bench process, without a profiler:"
+        f" {seconds(result.plain_wall_s / max(half, 1))} per delivery, of which"
+        f" {_ms(1000 * result.plain_cpu_s / max(half, 1))} of this thread's CPU"
+        " (PostgreSQL's and the receiver's not counted).",
+        f"- Where a delivery's time goes: `deliveries.deliver(id)` (the task's"
+        f" body) over {result.profiled} queued webhook deliveries in the bench"
+        f" process under cProfile, {seconds(profiled)}"
+        " per delivery (profiled), cumulative CPU time per delivery (the"
+        " process's clock, so the receiver's threads count in the send;"
+        " cProfile's own overhead included):",
+        "",
+        "| Part | Per delivery |",
+        "|---|---|",
+        *(f"| {label} | {seconds(value)} |" for label, value in result.profile_rows),
+        "",
+        f"- Hanging receiver: {cb.HANG_CHECKS} checks ended one after the other"
+        f" on a monitor with {channels - 1} channels (the fan-out's kinds less"
+        " one webhook), each waiting for its deliveries, then as many on a"
+        " monitor with the same channels and a webhook channel whose receiver"
+        " accepts connections and never answers. p95 (and median) of the"
+        f" {channels - 1} channels' latency, finish → received: without"
+        f" {seconds(without)} ({seconds(cb.median(result.without_hang))}), with"
+        f" {seconds(with_hang)} ({seconds(cb.median(result.with_hang))}). The"
+        f" hanging channel's deliveries afterwards: {result.hang_attempts}.",
+        *(
+            f"- {name}, by kind, median (highest): "
+            + "; ".join(
+                f"{kind} {seconds(cb.median(v))} ({seconds(max(v))})"
+                for kind, v in kinds.items()
+            )
+            for name, kinds in result.hang_kinds.items()
+        ),
+    )
+    return section
+
+
 # --- Report ------------------------------------------------------------------------
 
 
@@ -1105,6 +1255,9 @@ def main() -> int:
         if "import" in chosen:
             print("import...", flush=True)
             sections.append(bench_import(rows, problems))
+        if "channels" in chosen:
+            print("channels...", flush=True)
+            sections.append(bench_channels(environment, args.reps, rows, problems))
         header = _header(
             started_at,
             time.perf_counter() - started,

@@ -141,13 +141,17 @@ class Worker(procs.Group):
     Procfile starts it; ready once it answers a ping."""
 
     def __init__(
-        self, env: BenchEnv, concurrency: int, queues: str | None = None
+        self,
+        env: BenchEnv,
+        concurrency: int,
+        queues: str | None = None,
+        pool: str = "prefork",
     ) -> None:
         self.concurrency = concurrency
         self.name = f"bench-{concurrency}-{os.getpid()}-{queues or 'all'}"
         self.name += f"@{socket.gethostname()}"
         command = [str(Path(sys.executable).with_name("celery")), "-A", "config"]
-        command += ["worker", "--pool=prefork", f"--concurrency={concurrency}"]
+        command += ["worker", f"--pool={pool}", f"--concurrency={concurrency}"]
         command += ["--loglevel=INFO", "-n", self.name]
         if queues:
             command.append(f"--queues={queues}")
