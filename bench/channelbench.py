@@ -57,10 +57,10 @@ if TYPE_CHECKING:
     from checks.models import Check
     from monitors.models import Channel, Monitor, Team
 
-NOTIFY_CONCURRENCY = 2  # Procfile.large's notify worker: NOTIFY_WORKERS=2
-# For an A/B of the worker's pool: BENCH_NOTIFY_POOL=threads:16 runs the same
-# rows with `--pool=threads --concurrency=16`.
-NOTIFY_POOL = os.environ.get("BENCH_NOTIFY_POOL", "prefork")
+NOTIFY_CONCURRENCY = 16  # Procfile.large's notify worker: NOTIFY_WORKERS=16
+# The worker's pool as Procfile.large starts it; for an A/B,
+# BENCH_NOTIFY_POOL=prefork:2 runs the same rows with two processes.
+NOTIFY_POOL = os.environ.get("BENCH_NOTIFY_POOL", "threads")
 # The fan-out's channels: kind -> how many.
 MIX = {"webhook": 3, "slack": 2, "slack_webhook": 2, "apprise": 3}
 DRAIN_CHECKS = 100

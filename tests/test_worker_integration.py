@@ -13,9 +13,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -33,10 +36,10 @@ from firecrawl import Firecrawl
 
 from checks import dispatch, runner
 from checks.models import Check, Delivery, PageResult
-from checks.notify import deliveries
-from config import valkey
+from checks.notify import channels, deliveries, messages
+from config import run, valkey
 from config.celery import app as celery_app
-from monitors.models import Monitor, Target
+from monitors.models import Channel, Monitor, Target
 from tests.sites import Request, Site
 from tests.test_crawl import build_site, nav
 
@@ -719,3 +722,83 @@ def test_a_large_import_runs_on_a_real_worker_and_reports_progress(
     report = wait_for(done, f"import {run_id} to finish", worker.log)
     assert report["created"] == 40 and report["done"] == report["total"] == 40
     assert Monitor.objects.filter(team=team).count() == 40
+
+
+# --- a receiver that hangs, on the notifications worker ------------------------------
+
+
+class HangingReceiver:
+    """Accepts every connection and answers none until closed, as a receiver
+    whose server is stuck does."""
+
+    def __init__(self) -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0), backlog=32)
+        self.held: list[socket.socket] = []
+        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}/hook"
+        threading.Thread(target=self._hold, daemon=True).start()
+
+    def _hold(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self.held.append(self._socket.accept()[0])
+
+    def close(self) -> None:
+        self._socket.close()
+        for held in self.held:
+            held.close()
+
+
+def notify_worker_options() -> list[str]:
+    """The queue, pool and concurrency Procfile.large starts its notify worker
+    with (the concurrency's default, as the shell would expand it)."""
+    entries = {
+        e.name: e.command for e in run.read_procfile(BASE_DIR / "Procfile.large")
+    }
+    command = re.sub(r"\$\{\w+:-(\w+)\}", r"\1", entries["notify"])
+    return [
+        option
+        for option in command.split()
+        if option.startswith(("--queues=", "--pool=", "--concurrency="))
+    ]
+
+
+def test_on_the_notify_worker_receivers_that_hang_hold_up_no_other_channel(
+    broker, database_url, tmp_path, team
+):
+    env = worker_env(broker, database_url, tmp_path)
+    notify = Worker(env, tmp_path / "notify.log", *notify_worker_options())
+    hanging = HangingReceiver()
+    try:
+        notify.wait_ready()
+        with Site() as site:
+            answered = site.url("/hook")
+            site.handle("/hook", lambda request: (200, {}, b"ok"))
+            stuck = [
+                Channel.objects.create(
+                    team=team, name=f"Stuck {n}", kind="webhook",
+                    settings={"url": hanging.url},
+                )
+                for n in range(3)
+            ]  # fmt: skip
+            for channel in stuck:
+                channels.create(channel, None, None, messages.test(channel.name))
+            wait_for(
+                lambda: len(hanging.held) == len(stuck),
+                "the stuck receivers to be called",
+                notify.log,
+            )
+            working = Channel.objects.create(
+                team=team, name="Working", kind="webhook", settings={"url": answered}
+            )
+            sent = channels.create(working, None, None, messages.test(working.name))
+            wait_for(
+                Delivery.objects.filter(pk=sent.pk, status="delivered").exists,
+                "the working channel's message to be delivered",
+                notify.log,
+            )
+        # Delivered while every stuck receiver still held its request.
+        assert Delivery.objects.filter(channel__in=stuck, status="sending").count() == 3
+    finally:
+        hanging.close()
+        notify.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
