@@ -49,7 +49,6 @@ from checks.content import (
     pack_diff,
     pack_snapshot,
     packed_against,
-    snapshot_hash,
     unpack,
     unpack_diff,
 )
@@ -811,10 +810,6 @@ class Snapshot(models.Model):
     def __str__(self) -> str:
         return f"snapshot {self.content_hash[:12]} ({self.size} bytes)"
 
-    @staticmethod
-    def hash_text(text: str) -> str:
-        return snapshot_hash(text)
-
     @classmethod
     def store(cls, text: str, source_format: str = SOURCE_MARKDOWN) -> Snapshot:
         """The snapshot of `text`, inserted unless it exists."""
@@ -1396,8 +1391,6 @@ class Delivery(models.Model):
         FAILED = "failed"  # retries exhausted or a permanent error
         CANCELLED = "cancelled"  # the destination went away before sending
 
-    OPEN = (Status.PENDING, Status.SENDING)
-
     # A kind of checks.notify.kinds, the channel's.
     kind = models.CharField(max_length=32)
     # The channel this goes to: a monitor's own webhook and e-mail are
@@ -1490,10 +1483,6 @@ class Delivery(models.Model):
         if self.url or self.email or not self.channel_id:
             return self.url or self.email
         return self.channel.name
-
-    @property
-    def is_open(self) -> bool:
-        return self.status in self.OPEN
 
     @cached_property
     def page_event(self) -> tuple[str, str] | None:

@@ -251,10 +251,6 @@ class Membership(models.Model):
         label = self.Role(self.role).label.lower()
         return ("an " if label[0] in "aeiou" else "a ") + label
 
-    @property
-    def is_owner(self) -> bool:
-        return self.role == self.Role.OWNER
-
     def _is_last_owner(self) -> bool:
         """Whether this member is the team's only owner, read with the team's
         owner rows locked (PostgreSQL) so two owners demoting each other at

@@ -314,30 +314,6 @@ def queue_confirmations(monitor: Monitor) -> list[Delivery]:
     return created
 
 
-def request_reconfirmation(recipient: EmailRecipient) -> Delivery | None:
-    """A new confirmation e-mail for an address that unsubscribed (or never
-    confirmed), at most once a day; older confirmation links stop working.
-    The address gets nothing else until it confirms again."""
-    now = timezone.now()
-    if recipient.status == EmailRecipient.Status.CONFIRMED:
-        return None
-    recent = now - timedelta(days=1)
-    with transaction.atomic():
-        claimed = (
-            EmailRecipient.objects.filter(pk=recipient.pk)
-            .exclude(status=EmailRecipient.Status.CONFIRMED)
-            .filter(
-                Q(confirmation_sent_at__isnull=True)
-                | Q(confirmation_sent_at__lt=recent)
-            )
-            .update(status=EmailRecipient.Status.PENDING, confirmation_sent_at=now)
-        )
-        if not claimed:
-            return None
-        recipient.refresh_from_db()
-        return _confirmation(recipient.monitor, recipient)
-
-
 def _create_email(monitor: Monitor, **fields: Any) -> Delivery:
     """An e-mail through the monitor's own e-mail channel (none yet for a
     notice to the team about a monitor that never had e-mail set)."""

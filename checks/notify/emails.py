@@ -116,8 +116,8 @@ def _stamp(moment: datetime | None) -> int:
 
 
 def confirm_token(recipient: EmailRecipient) -> str:
-    # "s" ties the token to the latest confirmation e-mail: asking again
-    # (after an unsubscribe) makes older links stop working.
+    # "s" ties the token to the confirmation e-mail that carried it, so only
+    # the link of the latest one confirms the address.
     payload = {
         "r": recipient.pk,
         "e": recipient.email,
@@ -590,7 +590,7 @@ def confirm_recipient(recipient: EmailRecipient) -> bool:
     """The address owner confirmed (a POST with a valid, latest confirm token).
 
     Also re-confirms an address that unsubscribed: only its owner holds the
-    token, and asking again invalidates older ones (see confirm_token)."""
+    token."""
     now = timezone.now()
     done = (
         EmailRecipient.objects.filter(pk=recipient.pk)

@@ -166,9 +166,6 @@ class SearchStage:
         )
         return {(row.target_id, row.key): row for row in rows}
 
-    def owns(self, job: PageJob) -> bool:
-        return job.target_id in self.runs
-
     # --- Without fetching ------------------------------------------------------
 
     def decided(self, job: PageJob) -> Outcome | None:
