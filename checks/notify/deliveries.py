@@ -75,10 +75,9 @@ REQUEUE_AFTER = timedelta(minutes=5)
 ORDER_WAIT = timedelta(minutes=10)
 SWEEP_BATCH = 500
 # The tasks of checks.notify.tasks, queued by name so that module imports this
-# one and never the reverse. The names are older than the module's path: queued
-# messages and CELERY_BEAT_SCHEDULE carry them.
-DELIVER_TASK = "checks.notification_tasks.deliver_task"
-SWEEP_TASK = "checks.notification_tasks.sweep_deliveries_task"
+# one and never the reverse.
+DELIVER_TASK = "checks.notify.tasks.deliver_task"
+SWEEP_TASK = "checks.notify.tasks.sweep_deliveries_task"
 
 
 # --- Queueing -------------------------------------------------------------------
