@@ -62,10 +62,8 @@ logger = logging.getLogger(__name__)
 SPREAD_CAP = timedelta(seconds=30)
 # Monitors handled per transaction (and rows locked at once), and checks created
 # at most per tick; the rest wait for the next tick, or for the one follow-up
-# tick a capped tick asks for (dispatch_tick). On the 2-core bench machine a
-# tick of 2,000 takes ~2-2.6 s with PostgreSQL and the filesystem broker (~1 ms
-# per check, half of it the broker; bench/RESULTS.md section 4), a quarter of
-# the beat interval: room for a busy machine below the 0.5 target.
+# tick a capped tick asks for (dispatch_tick). A full tick stays well inside
+# the beat interval, leaving room for a busy machine.
 # TICK_TIME_BUDGET is the hard stop: no new batch starts after it.
 BATCH_SIZE = 200
 MAX_PER_TICK = 2000

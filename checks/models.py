@@ -411,8 +411,9 @@ class Check(models.Model):
         return cls.Status.PARTIAL, f"{errors} of {total} pages could not be checked."
 
     def search_credits(self) -> int:
-        """The flat credits of its search targets (reference §8): searching,
-        per raw result across queries, and judging, per judged result."""
+        """The flat credits of its search targets, as Firecrawl bills them:
+        searching, per raw result across queries, and judging, per judged
+        result."""
         total = 0
         for result in self.target_results or []:
             if not isinstance(result, dict) or result.get("type") != "search":
@@ -1120,7 +1121,7 @@ class PageResult(models.Model):
         REMOVED = "removed"
         ERROR = "error"
 
-    # What a page that is gone answers (reference §10.2): `removed` once, then
+    # What a page that is gone answers, as Firecrawl does: `removed` once, then
     # `same` while it stays gone (checks.pages).
     GONE_STATUS_CODES = frozenset({404, 410})
 

@@ -388,7 +388,7 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         noise: int = 0,
     ) -> int:
         """Bookkeeping when one of their checks ended: lastRunAt counts every
-        finished check, skipped ones too (reference §6); lastCheckSummary only
+        finished check, skipped ones too (as Firecrawl does); lastCheckSummary only
         checks that looked at pages; currentCheckId is cleared only while it
         still points at that check."""
         fields: dict[str, Any] = {

@@ -210,7 +210,7 @@ def _idle_webhook_status() -> dict[str, Any]:
 
 
 def _idle_email_status() -> dict[str, Any]:
-    """notificationStatus.email before anything was sent (reference §9.1)."""
+    """notificationStatus.email before anything was sent."""
     return {
         "attempted": False,
         "success": False,

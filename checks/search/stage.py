@@ -1,4 +1,4 @@
-"""A search target's results within one batch (reference §12): which need
+"""A search target's results within one batch: which need
 their page fetched and judged, and what each one is.
 
     seen before and alerted            -> already_seen (same), not fetched
