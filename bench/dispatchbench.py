@@ -156,14 +156,17 @@ def _copy_later_monitors() -> None:
     from monitors.models import Monitor, Target
 
     new_id = _new_uuid_sql()
-    monitor_cols = _columns(Monitor, skip=("id", "name"))
+    # feed_token is unique: each copy gets a token of its own (random hex).
+    new_token = f"replace(CAST({new_id} AS text), '-', '')"
+    monitor_cols = _columns(Monitor, skip=("id", "name", "feed_token"))
     target_cols = _columns(Target, skip=("id", "monitor_id"))
     m_list = ", ".join(monitor_cols)
     t_list = ", ".join(f"t.{c}" for c in target_cols)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO monitors_monitor (id, name, {m_list}) "
-            f"SELECT {new_id}, 'later-copy', {m_list} FROM monitors_monitor "
+            f"INSERT INTO monitors_monitor (id, name, feed_token, {m_list}) "
+            f"SELECT {new_id}, 'later-copy', {new_token}, {m_list}"
+            " FROM monitors_monitor "
             "WHERE name = 'later'"
         )
         cursor.execute(

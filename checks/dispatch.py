@@ -6,17 +6,17 @@ slot still gets exactly one check, because
 
 * candidates are locked with FOR UPDATE SKIP LOCKED on PostgreSQL (a no-op on
   SQLite, whose IMMEDIATE transactions already serialise writers),
-* each monitor is claimed with a conditional UPDATE that only succeeds while
-  next_run_at still holds the slot being dispatched, and
+* a monitor's check is only made while next_run_at still holds the slot being
+  dispatched (read again under the lock), and
 * the one_check_per_slot unique constraint backs both up.
 
 Work is done per batch of BATCH_SIZE monitors, in one transaction and a fixed
-number of statements: the locked SELECT, one in-flight lookup, one claim (a
-single UPDATE ... FROM (VALUES ...) RETURNING on PostgreSQL, a conditional
-UPDATE per row elsewhere), one bulk INSERT of the checks (conflicts ignored,
-then read back), and after COMMIT one broker connection for all the batch's
-messages. A slot that already has its check (the constraint) only costs that
-monitor its check: it is moved past the slot and the others go ahead.
+number of statements: the locked SELECT, one in-flight lookup, the slots read
+again under lock, one bulk INSERT of the checks (conflicts ignored, then read
+back), one UPDATE that moves the batch's monitors past their slots, and after
+COMMIT one broker connection for all the batch's messages. A slot that already
+has its check (the constraint) only costs that monitor its check: it is moved
+past the slot and the others go ahead.
 
 Spread: a monitor's check starts a small, fixed delay after its cron slot,
 `sha256(monitor id)` mod min(interval / 2, SPREAD_CAP), so thousands of
@@ -39,8 +39,18 @@ from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Prefetch
+from django.db import transaction
+from django.db.models import (
+    Case,
+    DateTimeField,
+    F,
+    OuterRef,
+    Prefetch,
+    Subquery,
+    UUIDField,
+    Value,
+    When,
+)
 
 from checks import notify
 from checks.models import Check, empty_summary
@@ -52,10 +62,8 @@ logger = logging.getLogger(__name__)
 SPREAD_CAP = timedelta(seconds=30)
 # Monitors handled per transaction (and rows locked at once), and checks created
 # at most per tick; the rest wait for the next tick, or for the one follow-up
-# tick a capped tick asks for (dispatch_tick). On the 2-core bench machine a
-# tick of 2,000 takes ~2-2.6 s with PostgreSQL and the filesystem broker (~1 ms
-# per check, half of it the broker; bench/RESULTS.md section 4), a quarter of
-# the beat interval: room for a busy machine below the 0.5 target.
+# tick a capped tick asks for (dispatch_tick). A full tick stays well inside
+# the beat interval, leaving room for a busy machine.
 # TICK_TIME_BUDGET is the hard stop: no new batch starts after it.
 BATCH_SIZE = 200
 MAX_PER_TICK = 2000
@@ -302,10 +310,7 @@ def _dispatch_claims(claims: list[_Claim], now: datetime) -> tuple[int, set[uuid
     """Claim, insert, notify and enqueue a batch, inside its transaction.
 
     Returns (checks created, monitors moved past their slot)."""
-    if not claims:
-        return 0, set()
-    claimed_ids = _claim(claims, now)
-    won = [c for c in claims if c.monitor.pk in claimed_ids]
+    won = _still_holding_their_slot(claims)
     if not won:
         return 0, set()
     # one_check_per_slot may refuse some rows (the slot already has its check):
@@ -317,103 +322,76 @@ def _dispatch_claims(claims: list[_Claim], now: datetime) -> tuple[int, set[uuid
             "pk", flat=True
         )
     )
+    created = [c for c in won if c.check.pk in inserted]
+    _move_past_slots(won, created, now)
     queued: list[uuid.UUID] = []
     for claim in won:
         if claim.check.pk not in inserted:
-            _release(claim)
+            logger.info(
+                "Slot %s of monitor %s already dispatched",
+                claim.slot.slot,
+                claim.monitor.pk,
+            )
         elif claim.overlaps:
             notify.on_check_finished(claim.check)
         else:
             queued.append(claim.check.pk)
     enqueue_many(queued)
-    return len(inserted), claimed_ids
+    return len(inserted), {c.monitor.pk for c in won}
 
 
-def _claim(claims: list[_Claim], now: datetime) -> set[uuid.UUID]:
-    """Move each monitor past its slot, while next_run_at still holds that slot
-    (and it is active and alive); returns the ids of the monitors claimed.
-
-    A queued check becomes the monitor's current check; a skipped one leaves the
-    current check alone and counts as a run (lastRunAt counts skipped checks).
-    """
-    if connection.vendor == "postgresql":
-        return _claim_postgresql(claims, now)
-    claimed: set[uuid.UUID] = set()
-    for claim in claims:
-        changes: dict = {"next_run_at": claim.slot.following}
-        if claim.overlaps:
-            changes["last_run_at"] = now
-        else:
-            changes["current_check_id"] = claim.check.pk
-        if (
-            Monitor.objects.filter(
-                pk=claim.monitor.pk,
-                next_run_at=claim.slot.slot,
-                status=Monitor.Status.ACTIVE,
-                deleted_at__isnull=True,
-            ).update(**changes)
-            > 0
-        ):
-            claimed.add(claim.monitor.pk)
-    return claimed
-
-
-def _claim_postgresql(claims: list[_Claim], now: datetime) -> set[uuid.UUID]:
-    """`_claim` in one statement: UPDATE ... FROM (VALUES ...) RETURNING."""
-    meta = Monitor._meta
-    table = connection.ops.quote_name(meta.db_table)
-    col = {
-        name: connection.ops.quote_name(meta.get_field(name).column)
-        for name in (
-            "id",
-            "next_run_at",
-            "last_run_at",
-            "current_check_id",
-            "status",
-            "deleted_at",
-        )
-    }
-    row = "(%s::uuid, %s::timestamptz, %s::timestamptz, %s::uuid, %s::boolean)"
-    params: list = [now]
-    for claim in claims:
-        params += [
-            claim.monitor.pk,
-            claim.slot.slot,
-            claim.slot.following,
-            claim.check.pk,
-            claim.overlaps,
-        ]
-    params.append(Monitor.Status.ACTIVE.value)
-    # Only quoted identifiers from the model's _meta are formatted in; every
-    # value is a parameter.
-    sql = (
-        f"UPDATE {table} AS m SET"  # noqa: S608
-        f" {col['next_run_at']} = v.following,"
-        f" {col['current_check_id']} = CASE WHEN v.skipped"
-        f" THEN m.{col['current_check_id']} ELSE v.check_id END,"
-        f" {col['last_run_at']} = CASE WHEN v.skipped"
-        f" THEN %s::timestamptz ELSE m.{col['last_run_at']} END"
-        f" FROM (VALUES {', '.join([row] * len(claims))})"
-        " AS v (id, slot, following, check_id, skipped)"
-        f" WHERE m.{col['id']} = v.id AND m.{col['next_run_at']} = v.slot"
-        f" AND m.{col['status']} = %s AND m.{col['deleted_at']} IS NULL"
-        f" RETURNING m.{col['id']}"
+def _still_holding_their_slot(claims: list[_Claim]) -> list[_Claim]:
+    """The claims whose monitor is still active, alive and at the slot being
+    dispatched, read again under FOR UPDATE (a no-op on SQLite, whose IMMEDIATE
+    transaction already shuts out other writers): nothing can move these rows
+    before this transaction moves them past their slot."""
+    if not claims:
+        return []
+    slots = dict(
+        Monitor.objects.alive()
+        .filter(pk__in=[c.monitor.pk for c in claims], status=Monitor.Status.ACTIVE)
+        .select_for_update()
+        .values_list("pk", "next_run_at")
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return {row_id for (row_id,) in cursor.fetchall()}
+    return [c for c in claims if slots.get(c.monitor.pk) == c.slot.slot]
 
 
-def _release(claim: _Claim) -> None:
-    """The slot already had its check (one_check_per_slot): keep the monitor
-    past it, or it would stay due and hit this on every tick, but give back
-    what the claim set. The row is still ours (locked, or SQLite's writer)."""
-    logger.info(
-        "Slot %s of monitor %s already dispatched", claim.slot.slot, claim.monitor.pk
-    )
-    monitor = claim.monitor
-    Monitor.objects.filter(pk=monitor.pk).update(
-        current_check_id=monitor.current_check_id, last_run_at=monitor.last_run_at
+def _move_past_slots(won: list[_Claim], created: list[_Claim], now: datetime) -> None:
+    """One UPDATE for the batch: every claimed monitor moves past its slot; a
+    queued check becomes its monitor's current check, and a skipped one counts
+    as a run (lastRunAt counts skipped checks) and leaves the current check
+    alone. A slot that already had its check changes nothing else, or the
+    monitor would stay due and hit that slot again on every tick."""
+    by_following: dict[datetime | None, list[uuid.UUID]] = {}
+    for claim in won:
+        by_following.setdefault(claim.slot.following, []).append(claim.monitor.pk)
+    skipped = [c.monitor.pk for c in created if c.overlaps]
+    queued = [c.monitor.pk for c in created if not c.overlaps]
+    # The check made for the slot the row still holds (the SET expressions
+    # read the row as it was), found through one_check_per_slot's index.
+    slot_check = Check.objects.filter(
+        monitor_id=OuterRef("pk"),
+        scheduled_for=OuterRef("next_run_at"),
+        trigger=Check.Trigger.SCHEDULED,
+    ).order_by()
+    Monitor.objects.filter(pk__in=[c.monitor.pk for c in won]).update(
+        next_run_at=Case(
+            *(
+                When(pk__in=ids, then=Value(following))
+                for following, ids in by_following.items()
+            ),
+            output_field=DateTimeField(),
+        ),
+        last_run_at=Case(
+            When(pk__in=skipped, then=Value(now)),
+            default=F("last_run_at"),
+            output_field=DateTimeField(),
+        ),
+        current_check_id=Case(
+            When(pk__in=queued, then=Subquery(slot_check.values("pk")[:1])),
+            default=F("current_check_id"),
+            output_field=UUIDField(),
+        ),
     )
 
 

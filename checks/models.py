@@ -49,7 +49,6 @@ from checks.content import (
     pack_diff,
     pack_snapshot,
     packed_against,
-    snapshot_hash,
     unpack,
     unpack_diff,
 )
@@ -412,8 +411,8 @@ class Check(models.Model):
         return cls.Status.PARTIAL, f"{errors} of {total} pages could not be checked."
 
     def search_credits(self) -> int:
-        """The flat credits its targets' lines record (reference §8): a
-        search's searching, per raw result across queries, and judging, per
+        """The flat credits its targets' lines record, as Firecrawl bills them:
+        a search's searching, per raw result across queries, and judging, per
         judged result."""
         total = 0
         for result in self.target_results or []:
@@ -812,10 +811,6 @@ class Snapshot(models.Model):
     def __str__(self) -> str:
         return f"snapshot {self.content_hash[:12]} ({self.size} bytes)"
 
-    @staticmethod
-    def hash_text(text: str) -> str:
-        return snapshot_hash(text)
-
     @classmethod
     def store(cls, text: str, source_format: str = SOURCE_MARKDOWN) -> Snapshot:
         """The snapshot of `text`, inserted unless it exists."""
@@ -1126,7 +1121,7 @@ class PageResult(models.Model):
         REMOVED = "removed"
         ERROR = "error"
 
-    # What a page that is gone answers (reference §10.2): `removed` once, then
+    # What a page that is gone answers, as Firecrawl does: `removed` once, then
     # `same` while it stays gone (checks.pages).
     GONE_STATUS_CODES = frozenset({404, 410})
 
@@ -1397,8 +1392,6 @@ class Delivery(models.Model):
         FAILED = "failed"  # retries exhausted or a permanent error
         CANCELLED = "cancelled"  # the destination went away before sending
 
-    OPEN = (Status.PENDING, Status.SENDING)
-
     # A kind of checks.notify.kinds, the channel's.
     kind = models.CharField(max_length=32)
     # The channel this goes to: a monitor's own webhook and e-mail are
@@ -1491,10 +1484,6 @@ class Delivery(models.Model):
         if self.url or self.email or not self.channel_id:
             return self.url or self.email
         return self.channel.name
-
-    @property
-    def is_open(self) -> bool:
-        return self.status in self.OPEN
 
     @cached_property
     def page_event(self) -> tuple[str, str] | None:

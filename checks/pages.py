@@ -1,4 +1,4 @@
-"""Decide one page's status against its baseline (reference §10.2).
+"""Decide one page's status against its baseline, as Firecrawl does.
 
 * first good fetch, or good again after `removed` -> new
 * the server says 304, or the body is byte for byte the baseline's (same
@@ -369,8 +369,8 @@ def _still_gone(job: PageJob, metadata: dict[str, Any], code: int) -> Outcome:
     no validators): the state stays removed, so the next good fetch is new.
     """
     # The page was fetched, so it costs what any fetched page costs: only a
-    # `removed` page is free (reference §8). As a `same` page it is free when
-    # unchangedPagesFree applies (Check.credits_for).
+    # `removed` page is free, as Firecrawl bills it. As a `same` page it is free
+    # when unchangedPagesFree applies (Check.credits_for).
     metadata["creditsUsed"] = job.credits
     return Outcome(PageResult.Status.SAME, metadata, status_code=code)
 

@@ -129,8 +129,8 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
     current = snapshot_id
     if current is None and outcome.cache_hit:
         current = baseline  # a hit *is* the baseline
-    # A page reported removed has no baseline any more (reference §10.2: its
-    # next good fetch is new), so while it stays gone nothing comes before it.
+    # A page reported removed has no baseline any more (its next good fetch is
+    # new), so while it stays gone nothing comes before it.
     nothing_before = outcome.status == PageResult.Status.NEW or outcome.is_still_gone
     page = PageResult(
         check_run=check,

@@ -18,7 +18,7 @@ from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery runs Django's system checks when a worker starts, and they import
-# every URL, view and serializer of the web (~24 MB in each worker that
+# every URL, view and serializer of the web (memory in each worker that
 # never serves a page). They run where they belong: `manage.py migrate`,
 # which `make run` and every deploy run first, and `manage.py check`.
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")

@@ -2,12 +2,12 @@
 `gunicorn config.wsgi --config python:config.gunicorn`.
 
 Sync workers, WEB_WORKERS of them (default: 2 x CPUs + 1, gunicorn's own
-advice; on the smallest machines WEB_WORKERS=1 WEB_THREADS=4 saves about
-30 MB, for slower bursts): an API request mostly computes, and a process
+advice; on the smallest machines WEB_WORKERS=1 WEB_THREADS=4 saves memory,
+for slower bursts): an API request mostly computes, and a process
 that takes one request at a time answers a burst in the order it came, so
 most requests are done long before the last. Threaded workers took every
 connection of a burst at once and shared the CPUs among all of them, so
-nearly every request finished near the end (make bench, "Serving the API").
+nearly every request finished near the end.
 The extra processes keep the CPUs busy while some wait on the database.
 Each may take WEB_THREADS threads (default 1: sync); more only pay when
 requests wait on a slow database.

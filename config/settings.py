@@ -482,9 +482,8 @@ CELERY_BEAT_SCHEDULE = {
          STALE_SWEEP_EVERY_SECONDS),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
-        # was lost (checks.notify.deliveries.sweep; the task keeps the name it
-        # had before checks/notify/ existed).
-        ("sweep-deliveries", "checks.notification_tasks.sweep_deliveries_task", 60.0),
+        # was lost (checks.notify.deliveries.sweep).
+        ("sweep-deliveries", "checks.notify.tasks.sweep_deliveries_task", 60.0),
         # On the check queue: /healthz sees a worker serving it (checks.health).
         ("worker-heartbeat", "checks.tasks.worker_heartbeat_task",
          WORKER_HEARTBEAT_EVERY_SECONDS),
@@ -531,10 +530,10 @@ CELERY_TASK_ROUTES = {
     for task in (
         "checks.tasks.dispatch_due_monitors_task",
         "checks.tasks.fail_stale_checks_task",
-        "checks.notification_tasks.sweep_deliveries_task",
+        "checks.notify.tasks.sweep_deliveries_task",
         "checks.notify.tasks.queue_digests_task",
     )
-} | {"checks.notification_tasks.deliver_task": {"queue": NOTIFICATIONS_QUEUE}}
+} | {"checks.notify.tasks.deliver_task": {"queue": NOTIFICATIONS_QUEUE}}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

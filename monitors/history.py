@@ -166,8 +166,8 @@ def recent_per_monitor(
     monitor_ids: list[uuid.UUID], count: int
 ) -> dict[uuid.UUID, list[RecentCheck]]:
     """The last `count` checks of each monitor, oldest first, in one query
-    that reads only the numbers a strip shows (whole check rows for 25 rows
-    of 14 checks made the monitor list slow to build, #21.14)."""
+    that reads only the numbers a strip shows (whole check rows made the
+    monitor list slow to build)."""
     by_monitor: dict[uuid.UUID, list[RecentCheck]] = defaultdict(list)
     if not monitor_ids:
         return by_monitor

@@ -252,10 +252,6 @@ class Membership(models.Model):
         label = self.Role(self.role).label.lower()
         return ("an " if label[0] in "aeiou" else "a ") + label
 
-    @property
-    def is_owner(self) -> bool:
-        return self.role == self.Role.OWNER
-
     def _is_last_owner(self) -> bool:
         """Whether this member is the team's only owner, read with the team's
         owner rows locked (PostgreSQL) so two owners demoting each other at
@@ -393,7 +389,7 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         noise: int = 0,
     ) -> int:
         """Bookkeeping when one of their checks ended: lastRunAt counts every
-        finished check, skipped ones too (reference §6); lastCheckSummary only
+        finished check, skipped ones too (as Firecrawl does); lastCheckSummary only
         checks that looked at pages; currentCheckId is cleared only while it
         still points at that check."""
         fields: dict[str, Any] = {

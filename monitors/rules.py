@@ -17,8 +17,6 @@ from typing import Any
 import re2
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-from monitors.url_rule import url_syntax_error
-
 NAME_MAX = 256
 GOAL_MAX = 2000
 TARGETS_MIN, TARGETS_MAX = 1, 50
@@ -194,11 +192,6 @@ _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _DOMAIN = re.compile(
     r"^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$"
 )
-
-
-def url_error(url: str) -> str | None:
-    """Syntax of a URL we may fetch or post to; addresses are judged at connect."""
-    return url_syntax_error(url)
 
 
 def clean_ignore_lines(entries: Iterable[str]) -> list[str]:

@@ -11,12 +11,6 @@ from django.conf import settings
 
 # In the order an empty SEARCH_PROVIDER picks them: SearXNG whenever it is set.
 PROVIDERS = ("searxng", "brave", "tavily", "firecrawl")
-LABELS = {
-    "searxng": "SearXNG",
-    "brave": "Brave Search",
-    "tavily": "Tavily",
-    "firecrawl": "Firecrawl",
-}
 # The setting each provider cannot work without.
 REQUIRED_SETTING = {
     "searxng": "SEARXNG_URL",

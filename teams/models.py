@@ -108,13 +108,6 @@ class Invitation(models.Model):
     def role_label(self) -> str:
         return Membership.Role(self.role).label
 
-    def is_pending(self, now: datetime) -> bool:
-        return (
-            self.accepted_at is None
-            and self.revoked_at is None
-            and now < self.expires_at
-        )
-
     def unusable_reason(self, now: datetime) -> str:
         """Why the link cannot be used now, "" when it can."""
         if self.accepted_at is not None:

@@ -214,6 +214,38 @@ def test_a_delivery_survives_redis_being_flushed(
     assert len(receiver.requests) == 1
 
 
+def test_a_delivery_queued_by_the_previous_release_still_runs(
+    team, receiver, scenario, redis_broker
+):
+    old_name = "checks.notification_tasks.deliver_task"
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    scenario.finish(scenario.start(monitor))
+    delivery = Delivery.objects.get()
+    redis_broker.flushdb()
+    # What the previous release's web process or sweeper left in the broker.
+    current_app.send_task(old_name, args=[delivery.pk])
+
+    [raw] = redis_broker.lrange("celery", 0, -1)
+    message = json.loads(raw)
+    assert message["headers"]["task"] == old_name
+    args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+    worker_task = current_app.tasks[message["headers"]["task"]]  # the worker's lookup
+    assert worker_task.time_limit == deliver_task.time_limit
+    worker_task(*args)
+
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered"
+    assert len(receiver.requests) == 1
+    assert deliver_task.name == "checks.notify.tasks.deliver_task"
+
+
+def test_a_sweep_queued_by_the_previous_release_still_runs(redis_broker):
+    sweep = current_app.tasks["checks.notification_tasks.sweep_deliveries_task"]
+
+    assert sweep() == 0  # nothing due, but the name is known and runs the sweep
+    assert sweep.time_limit == sweep_deliveries_task.time_limit
+
+
 def test_a_claim_left_by_a_dead_worker_is_released_and_queued_again(
     team, receiver, scenario, queued, time_machine
 ):

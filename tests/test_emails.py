@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import email.policy
 import re
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
@@ -476,29 +475,6 @@ def test_an_unsubscribed_address_stays_unsubscribed_when_re_added(
     recipient.refresh_from_db()
     assert recipient.status == "unsubscribed"
     assert queued == []  # no second confirmation e-mail
-
-
-def test_asking_again_sends_one_new_confirmation_and_old_links_stop_working(
-    team, client, queued, django_capture_on_commit_callbacks, time_machine
-):
-    time_machine.move_to(datetime(2026, 5, 17, 15, 30, tzinfo=UTC), tick=False)
-    monitor = make_monitor(team, email=email_settings(EXTERNAL))
-    recipient = monitor.email_recipients.get()
-    old_link = path_of(emails.confirm_url(recipient))
-    emails.unsubscribe_recipient(recipient)
-    queued.clear()
-
-    assert deliveries.request_reconfirmation(recipient) is None  # once a day at most
-    time_machine.shift(timedelta(days=2))
-    with django_capture_on_commit_callbacks(execute=True):
-        assert deliveries.request_reconfirmation(recipient) is not None
-    assert len(queued) == 1
-    recipient.refresh_from_db()
-    assert recipient.status == "pending"
-    assert client.post(old_link).status_code == 404
-    assert client.post(path_of(emails.confirm_url(recipient))).status_code == 200
-    recipient.refresh_from_db()
-    assert recipient.status == "confirmed"
 
 
 # --- What the reader gets -------------------------------------------------------

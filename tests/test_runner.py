@@ -16,7 +16,12 @@ from django.db import connection
 from django.utils import timezone
 
 from checks import fetching, notify, pages, recording, runner, sources
-from checks.content import content_hash, pack_snapshot, render_side_by_side
+from checks.content import (
+    content_hash,
+    pack_snapshot,
+    render_side_by_side,
+    snapshot_hash,
+)
 from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
 from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
@@ -256,7 +261,7 @@ def test_a_baseline_stored_as_markdown_is_replaced_once_by_the_page_source(
     markdown = state_of(monitor, url).snapshot.text
     # What an earlier version stored: the Markdown itself, zlib-compressed.
     old = Snapshot.objects.create(
-        content_hash=Snapshot.hash_text(markdown),
+        content_hash=snapshot_hash(markdown),
         data=zlib.compress(markdown.encode()),
         size=len(markdown),
         format=Snapshot.Format.MARKDOWN,

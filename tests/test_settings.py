@@ -191,10 +191,10 @@ def test_upkeep_tasks_have_a_queue_of_their_own(tmp_path):
         for task in (
             "checks.tasks.dispatch_due_monitors_task",
             "checks.tasks.fail_stale_checks_task",
-            "checks.notification_tasks.sweep_deliveries_task",
+            "checks.notify.tasks.sweep_deliveries_task",
             "checks.notify.tasks.queue_digests_task",
         )
-    } | {"checks.notification_tasks.deliver_task": {"queue": "notifications"}}
+    } | {"checks.notify.tasks.deliver_task": {"queue": "notifications"}}
 
 
 @pytest.mark.parametrize(("stale", "every"), [("120", 15.0), ("15", 5.0)])

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from checks.content import SOURCE_HTML, extract, pack_snapshot, unpack
+from checks.content import SOURCE_HTML, extract, pack_snapshot, snapshot_hash, unpack
 from checks.models import Snapshot
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +44,7 @@ def test_the_same_content_is_stored_once_per_format():
 
 def test_snapshots_compressed_with_zlib_by_earlier_versions_stay_readable():
     row = Snapshot.objects.create(
-        content_hash=Snapshot.hash_text("Old text\n"),
+        content_hash=snapshot_hash("Old text\n"),
         data=zlib.compress(b"Old text\n"),
         size=9,
     )
@@ -58,7 +58,7 @@ def test_new_snapshots_are_zstandard_and_round_trip():
     assert data[:4] == b"\x28\xb5\x2f\xfd"  # the Zstandard frame magic
     assert unpack(data) == "Crème brûlée – 5 €\n"
     assert (size, source_format) == (len("Crème brûlée – 5 €\n".encode()), "markdown")
-    assert digest == Snapshot.hash_text("Crème brûlée – 5 €\n")
+    assert digest == snapshot_hash("Crème brûlée – 5 €\n")
 
 
 @pytest.mark.parametrize("data", [b"\x28\xb5\x2f\xfdgarbage", b"not compressed"])

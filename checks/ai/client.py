@@ -233,8 +233,8 @@ class LLM:
     def __init__(
         self, config: LLMConfig | None = None, *, resolver: Resolver | None = None
     ) -> None:
-        # Imported here: the package and its models weigh ~40 MB in every
-        # worker process, and only a server with a model configured uses it.
+        # Imported here: the package and its models are heavy in every worker
+        # process, and only a server with a model configured uses it.
         import openai
 
         self.config = config or LLMConfig.from_settings()

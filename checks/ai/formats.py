@@ -1,4 +1,4 @@
-"""What a target's scrapeOptions.formats ask of the model (reference §10.2-10.4).
+"""What a target's scrapeOptions.formats ask of the model.
 
 * ``{"type": "json", "schema", "prompt"}``, or ``changeTracking`` with the
   ``json`` mode: extract an object per page and compare it field by field

@@ -1,4 +1,4 @@
-"""The goal judge (reference §13): does a changed page's change matter for the
+"""The goal judge: does a changed page's change matter for the
 monitor's goal?
 
 The model sees the goal (and the extraction prompt, if any) in its

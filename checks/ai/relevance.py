@@ -1,4 +1,4 @@
-"""The goal judge for web search results (reference §12, §13): does a page a
+"""The goal judge for web search results: does a page a
 search found matter for the monitor's goal?
 
 The model sees the goal in its instructions and the result -- its title,

@@ -251,7 +251,7 @@ class Enricher:
         outcome.verdict = (
             PageResult.Verdict.MEANINGFUL if meaningful else PageResult.Verdict.NOISE
         )
-        # Page judging costs one credit per judged page (reference §8).
+        # Page judging costs one credit per judged page, as Firecrawl bills it.
         credits = outcome.metadata.get("creditsUsed")
         outcome.metadata["creditsUsed"] = (
             credits if isinstance(credits, int) else 0
@@ -259,7 +259,7 @@ class Enricher:
 
 
 def _compare(page: Page, before: Any, current: Any) -> None:
-    """Status and diff of a page in JSON or mixed mode (reference §10.2)."""
+    """Status and diff of a page in JSON or mixed mode."""
     outcome = page.outcome
     fields = field_diff(before, current) if before is not None else {}
     text_changed = outcome.status == Status.CHANGED

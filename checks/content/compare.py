@@ -7,7 +7,7 @@
 The line matcher is a patience-style diff over hashed, normalised lines:
 common prefix/suffix trimmed, lines unique on both sides used as anchors (their
 longest increasing run found in O(n log n)), recursing between anchors, and
-``difflib`` only for small leftover regions. That keeps a 1 MB page pair with
+``difflib`` only for small leftover regions. That keeps a large page pair with
 scattered edits far from difflib's quadratic corners.
 """
 

@@ -1,4 +1,4 @@
-"""The diff of a changed page in Firecrawl's shapes (reference §10.3):
+"""The diff of a changed page in Firecrawl's shapes:
 git-style unified text plus the parse-diff AST the SDKs expect, and
 ``compare_texts``, everything the check runner needs for a changed page.
 """
@@ -92,7 +92,7 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 def diff_ast(diff_text: str) -> dict[str, Any]:
-    """The parse-diff AST (reference §10.3) of a unified diff.
+    """The parse-diff AST of a unified diff, the shape the SDKs expect.
 
     Hunk bodies are read by the counts in their headers, so a page line that
     starts with ``---`` or ``+++`` is never mistaken for a file header.

@@ -1,4 +1,4 @@
-"""Field-by-field comparison of two JSON extractions (reference §10.3).
+"""Field-by-field comparison of two JSON extractions, in Firecrawl's shape.
 
 ``field_diff(previous, current)`` lists every leaf that differs, keyed by its
 path (``plans[1].price``), as ``{"previous": …, "current": …}``:

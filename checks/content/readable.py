@@ -20,8 +20,8 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-# Pure-Python parsing costs ~2-10 µs a character (tables cost the most); past
-# this many characters the rest of a copy is left to the Markdown source view.
+# Pure-Python parsing is slow per character (tables the most), so past this
+# many characters the rest of a copy is left to the Markdown source view.
 READABLE_MAX_CHARS = 60_000
 
 # A link target may hold one level of parentheses: [x](https://a/b_(c)).

@@ -1,4 +1,4 @@
-"""Crawl targets: a whole site watched on every check (issue #17).
+"""Crawl targets: a whole site watched on every check.
 
     scope.py     which URLs a crawl may visit, and when two are one page
     links.py     the links of a fetched HTML page

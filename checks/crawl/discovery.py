@@ -28,8 +28,8 @@ def discover(
 ) -> Discovery:
     """robots.txt of the start URL's site, and (when wanted) the page URLs
     of the sitemaps it declares."""
-    # Imported here: ultimate-sitemap-parser brings requests and urllib3
-    # (~7 MB), which only a worker process that crawls needs.
+    # Imported here: ultimate-sitemap-parser brings requests and urllib3,
+    # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
 
     found = Discovery()

@@ -1,7 +1,7 @@
 """Which URLs a crawl may visit, and when two URLs are the same page.
 
 Pure rules, built once per crawl from the start URL, its crawlOptions and
-robots.txt; no I/O. Firecrawl's semantics (reference §5.3):
+robots.txt; no I/O. Firecrawl's semantics:
 
 * internal pages: the start URL's host (``www.`` or not), its subdomains with
   `allowSubdomains`, and only below the start path unless `crawlEntireDomain`;

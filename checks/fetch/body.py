@@ -21,7 +21,7 @@ ACCEPT_ENCODING = "gzip, deflate"
 _DECODE_PIECE = 64 * 1024
 
 
-# ISA-L's inflate: the zlib interface, about three times faster on gzip pages.
+# ISA-L's inflate: the zlib interface, faster on gzip pages.
 _INFLATE_ERRORS = (isal_zlib.error, zlib.error)
 
 

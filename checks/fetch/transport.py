@@ -166,7 +166,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 
 @functools.cache
 def _ssl_context(verify: bool) -> ssl.SSLContext:
-    # Loading the CA bundle costs ~20 ms; contexts are safe to share, and a
+    # Loading the CA bundle is slow; contexts are safe to share, and a
     # webhook delivery builds a client per call.
     return httpx.create_ssl_context(verify=verify, trust_env=False)
 

@@ -75,10 +75,9 @@ REQUEUE_AFTER = timedelta(minutes=5)
 ORDER_WAIT = timedelta(minutes=10)
 SWEEP_BATCH = 500
 # The tasks of checks.notify.tasks, queued by name so that module imports this
-# one and never the reverse. The names are older than the module's path: queued
-# messages and CELERY_BEAT_SCHEDULE carry them.
-DELIVER_TASK = "checks.notification_tasks.deliver_task"
-SWEEP_TASK = "checks.notification_tasks.sweep_deliveries_task"
+# one and never the reverse.
+DELIVER_TASK = "checks.notify.tasks.deliver_task"
+SWEEP_TASK = "checks.notify.tasks.sweep_deliveries_task"
 
 
 # --- Queueing -------------------------------------------------------------------
@@ -211,7 +210,7 @@ def _idle_webhook_status() -> dict[str, Any]:
 
 
 def _idle_email_status() -> dict[str, Any]:
-    """notificationStatus.email before anything was sent (reference §9.1)."""
+    """notificationStatus.email before anything was sent."""
     return {
         "attempted": False,
         "success": False,
@@ -312,30 +311,6 @@ def queue_confirmations(monitor: Monitor) -> list[Delivery]:
             recipient.confirmation_sent_at = now
             created.append(_confirmation(monitor, recipient))
     return created
-
-
-def request_reconfirmation(recipient: EmailRecipient) -> Delivery | None:
-    """A new confirmation e-mail for an address that unsubscribed (or never
-    confirmed), at most once a day; older confirmation links stop working.
-    The address gets nothing else until it confirms again."""
-    now = timezone.now()
-    if recipient.status == EmailRecipient.Status.CONFIRMED:
-        return None
-    recent = now - timedelta(days=1)
-    with transaction.atomic():
-        claimed = (
-            EmailRecipient.objects.filter(pk=recipient.pk)
-            .exclude(status=EmailRecipient.Status.CONFIRMED)
-            .filter(
-                Q(confirmation_sent_at__isnull=True)
-                | Q(confirmation_sent_at__lt=recent)
-            )
-            .update(status=EmailRecipient.Status.PENDING, confirmation_sent_at=now)
-        )
-        if not claimed:
-            return None
-        recipient.refresh_from_db()
-        return _confirmation(recipient.monitor, recipient)
 
 
 def _create_email(monitor: Monitor, **fields: Any) -> Delivery:

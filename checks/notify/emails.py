@@ -116,8 +116,8 @@ def _stamp(moment: datetime | None) -> int:
 
 
 def confirm_token(recipient: EmailRecipient) -> str:
-    # "s" ties the token to the latest confirmation e-mail: asking again
-    # (after an unsubscribe) makes older links stop working.
+    # "s" ties the token to the confirmation e-mail that carried it, so only
+    # the link of the latest one confirms the address.
     payload = {
         "r": recipient.pk,
         "e": recipient.email,
@@ -299,7 +299,7 @@ class ChangeReport:
         return any(p.meaningful is not None for p in self.pages)
 
     def suppression_reason(self) -> str | None:
-        """Why no e-mail is due (reference §11.2), or None when one is."""
+        """Why no e-mail is due, or None when one is."""
         if not self.noteworthy:
             return "no_changes"
         only_noise = self.counts["changed"] == self.noise and not (
@@ -374,7 +374,7 @@ def change_report(check: Check) -> ChangeReport:
             meaningful = bool(judgment.get("meaningful"))
             reason = str(judgment.get("reason") or "")[:REASON_CHARS]
         # A failed-open judgment says "meaningful" but is no verdict: the page
-        # is neither meaningful nor noise here (so still mailed, §11.2), and
+        # is neither meaningful nor noise here (so still mailed), and
         # the label says it was not judged.
         # The stored error is written for the API ("ReadTimeout…", "HTTP 404"):
         # the e-mail says it the way the dashboard does.
@@ -590,7 +590,7 @@ def confirm_recipient(recipient: EmailRecipient) -> bool:
     """The address owner confirmed (a POST with a valid, latest confirm token).
 
     Also re-confirms an address that unsubscribed: only its owner holds the
-    token, and asking again invalidates older ones (see confirm_token)."""
+    token."""
     now = timezone.now()
     done = (
         EmailRecipient.objects.filter(pk=recipient.pk)

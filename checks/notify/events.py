@@ -1,4 +1,4 @@
-"""Webhook event payloads, exactly as Firecrawl sends them (reference §11.1).
+"""Webhook event payloads, exactly as Firecrawl sends them.
 
 Pure functions from rows to JSON-ready dicts; checks.notify.deliveries serializes them
 once into the outbox row so every retry sends the very same bytes.

@@ -1,5 +1,5 @@
 """A search target's results for one check: the web search stage of its
-plan, every query run, merged, cut to the target's rules (reference §12).
+plan, every query run, merged, cut to the target's rules.
 
     each query  -> the provider (its recency filter, its domain filter where
                    it has one), at most maxResults hits each
@@ -31,7 +31,7 @@ from monitors.url_rule import url_syntax_error
 
 logger = logging.getLogger(__name__)
 
-# Search credits (reference §8): 2 per 10 raw results, across queries.
+# Search credits, as Firecrawl bills them: 2 per 10 raw results, across queries.
 CREDITS_PER_TEN_RESULTS = 2
 
 

@@ -1,5 +1,5 @@
-"""A search target's line in targetResults, completed when its check ends
-(reference §9.1): matches, how many results were judged and what that
+"""A search target's line in targetResults, completed when its check ends:
+matches, how many results were judged and what that
 cost, and whether judging was degraded -- counted from the pages recorded."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from checks.models import Check, PageResult
 DEGRADED_REASON = (
     "Results were found but none could be judged; results may be incomplete."
 )
-# Judging a result (its page fetched, then judged) costs 1 credit (§8).
+# Judging a result (its page fetched, then judged) costs 1 credit, as Firecrawl
+# bills it.
 JUDGE_CREDITS_PER_RESULT = 1
 _JUDGED = (PageResult.Verdict.MEANINGFUL, PageResult.Verdict.NOISE)
 

@@ -1,4 +1,4 @@
-"""A search target's results within one batch (reference §12): which need
+"""A search target's results within one batch: which need
 their page fetched and judged, and what each one is.
 
     seen before and alerted            -> already_seen (same), not fetched
@@ -165,9 +165,6 @@ class SearchStage:
             monitor=self.monitor, target_id__in=set(self.runs), key__in=keys
         )
         return {(row.target_id, row.key): row for row in rows}
-
-    def owns(self, job: PageJob) -> bool:
-        return job.target_id in self.runs
 
     # --- Without fetching ------------------------------------------------------
 

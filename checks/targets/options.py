@@ -32,7 +32,7 @@ ACTION_TYPES = (
     "executeJavascript", "pdf",
 )  # fmt: skip
 PROXIES = ("basic", "stealth", "enhanced", "auto")
-# JSON extraction: bounds on what the model is asked (reference §10.4).
+# JSON extraction: bounds on what the model is asked, as Firecrawl sets them.
 EXTRACTION_PROMPT_MAX = 10_000
 EXTRACTION_SCHEMA_MAX_BYTES = 64 * 1024
 

@@ -2,9 +2,9 @@
 pages. Thin views over the engine (checks.dispatch) and its models; lookups
 are scoped to the caller's team through monitors.api.views.get_monitor_for.
 
-Wire shapes are the contract's MonitorCheck (reference §9.1) and
-MonitorCheckPage (§10.1) exactly, plus the page's `summary` (the summary
-format; null otherwise), which the SDKs keep as an extra field.
+Wire shapes are the contract's MonitorCheck and MonitorCheckPage exactly, plus
+the page's `summary` (the summary format; null otherwise), which the SDKs keep
+as an extra field.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class PageSnapshotSerializer(serializers.Serializer):
 
 
 class CheckSerializer(serializers.Serializer):
-    """MonitorCheck (reference §9.1)."""
+    """MonitorCheck, as Firecrawl's API sends it."""
 
     id = serializers.UUIDField()
     monitorId = serializers.UUIDField(source="monitor_id")
@@ -118,7 +118,7 @@ class CheckSerializer(serializers.Serializer):
 
 
 class PageSerializer(serializers.Serializer):
-    """MonitorCheckPage (reference §10.1)."""
+    """MonitorCheckPage, as Firecrawl's API sends it."""
 
     id = serializers.UUIDField()
     targetId = serializers.UUIDField(source="target_id")
@@ -151,7 +151,7 @@ class PageSerializer(serializers.Serializer):
 
     @extend_schema_field(PageSnapshotSerializer(allow_null=True))
     def get_snapshot(self, page: PageResult) -> dict[str, Any] | None:
-        # JSON and mixed mode only (reference §10.1).
+        # Firecrawl sends a snapshot in JSON and mixed mode only.
         return None if page.extraction is None else {"json": page.extraction}
 
     @extend_schema_field(JudgmentSerializer(allow_null=True))

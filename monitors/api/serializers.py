@@ -424,7 +424,7 @@ def _generic(field: Any, instance: Any) -> Any:
 
 
 class MonitorSerializer(serializers.Serializer):
-    """A monitor as every response carries it (reference §6)."""
+    """A monitor as every response carries it, in Firecrawl's shape."""
 
     id = serializers.UUIDField()
     name = serializers.CharField()
@@ -475,9 +475,9 @@ class MonitorSerializer(serializers.Serializer):
 
     def to_representation(self, instance: Monitor) -> dict[str, Any]:
         """What DRF's generic to_representation gives (a test holds the two
-        equal), read through one prepared reader per field: for a page of 100
+        equal), read through one prepared reader per field: on a page of
         monitors DRF's per-field lookups and time zone handling cost more
-        than the monitors' data (#21.14)."""
+        than the monitors' data."""
         return {name: read(instance) for name, read in self._readers}
 
     @functools.cached_property

@@ -131,8 +131,7 @@ def with_relations(monitors: list[Monitor]) -> list[Monitor]:
     """A page of monitors with what their answer shows: every monitor's
     targets as a plain list (Monitor.target_list), and e-mail subscriptions
     only for the monitors that list recipients. Django's prefetching into a
-    relation costs a queryset per monitor, which for a page of 100 was a
-    large part of the list's time (#21.14)."""
+    relation costs a queryset per monitor, a large part of a page's time."""
     prefetch_related_objects(monitors, Prefetch("targets", to_attr="listed_targets"))
     prefetch_related_objects(
         [m for m in monitors if m.email_settings.get("recipients")],

@@ -1,4 +1,4 @@
-"""Stores each monitor's run interval with its schedule (#21.14)."""
+"""Stores each monitor's run interval with its schedule."""
 
 from django.db import migrations, models
 from django.utils import timezone

@@ -25,7 +25,6 @@ from monitors.schedule import (
     normalize_schedule,
 )
 
-COLUMNS = ("name", "url", "schedule", "goal")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 

@@ -459,8 +459,8 @@ def _strip_words(checks: list[Any]) -> str:
 def check_strip(monitor: Any) -> SafeString:
     """`{% check_strip monitor %}`: a monitor's recent checks as small cells
     (status symbol, time and changes on hover) and one sentence for screen
-    readers. Built here rather than in a template loop: 25 rows of 14 cells
-    made the monitor list's page heavy to render and to download (#21.14)."""
+    readers. Built here rather than in a template loop, which made the
+    monitor list's page heavy to render and to download."""
     checks = monitor.recent_checks
     try:
         zone = ZoneInfo(monitor.schedule_timezone)

@@ -28,7 +28,7 @@ from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
 # Requests to the provider at a time (queries of one target run together).
 CONCURRENCY = 4
-# searchWindow (reference §5.3) as a length of time.
+# searchWindow as a length of time.
 WINDOWS: dict[str, timedelta] = {
     "5m": timedelta(minutes=5),
     "15m": timedelta(minutes=15),
