@@ -92,13 +92,15 @@ class Fetching:
         except Exception as exc:  # judged as an internal error of this page
             fetched = exc
         assert self.arrived is not None
-        built_by_scripts = _built_by_scripts(job, fetched, state)
+        # Judged first: a page whose text is still what a plain fetch saw
+        # last time needs no second parse to look for scripts.
+        outcome = pages.judge(job, fetched, state)
+        built_by_scripts = _built_by_scripts(job, fetched, state, outcome)
         if built_by_scripts is not None and browser_available():
             self.handed_over.append(job.via(Via.DETECTED, built_by_scripts))
             self.left -= 1
             self.arrived.set()
             return
-        outcome = pages.judge(job, fetched, state)
         if (
             job.browser == Via.REMEMBERED
             and isinstance(fetched, BrowserResult)
@@ -139,21 +141,18 @@ class Fetching:
 
 
 def _built_by_scripts(
-    job: PageJob, fetched: Any, state: PageState | None
+    job: PageJob, fetched: Any, state: PageState | None, outcome: pages.Outcome
 ) -> str | None:
     """Why a plain fetch's page looks built by scripts; None when it does not,
-    or when that was settled already (the same body judged plain before)."""
+    or when that was settled already: a page judged plain before whose body,
+    or whose text, is still the same (its content is there without scripts)."""
     if job.browser or job.fetch_with == "http" or not settings.BROWSER_AUTO_DETECT:
         return None
     if not isinstance(fetched, FetchResult) or not 200 <= fetched.status_code < 300:
         return None
     if not detect.has_scripts(fetched.content):
         return None
-    if (
-        state is not None
-        and state.fetcher == "http"
-        and state.body_hash == pages.body_hash(fetched)
-    ):
+    if state is not None and state.fetcher == "http" and outcome.is_settled_same:
         return None
     return detect.script_built(fetched.content, fetched.headers.get("content-type", ""))
 

@@ -127,6 +127,12 @@ class Outcome:
     fetcher: str | None = None
 
     @property
+    def is_settled_same(self) -> bool:
+        """The same as the baseline, decided without reading its text: the
+        very bytes, or text with the baseline's hash."""
+        return self.status == PageResult.Status.SAME and self.pending is None
+
+    @property
     def is_still_gone(self) -> bool:
         """Reported removed before and answering 404/410 still (see
         _still_gone): no content, and no baseline to compare with."""

@@ -237,6 +237,45 @@ def test_markup_that_keeps_changing_costs_one_conversion_once_its_text_is_known(
     assert "+Starter costs $24 a month." in changed.diff["text"]
 
 
+@pytest.fixture
+def script_looks(monkeypatch) -> list[int]:
+    """Each time a fetched body is parsed to see whether scripts build it."""
+    from checks.browser import detect
+
+    calls: list[int] = []
+    original = detect.script_built
+
+    def counting(content: bytes, content_type: str) -> str | None:
+        calls.append(len(content))
+        return original(content, content_type)
+
+    monkeypatch.setattr(detect, "script_built", counting)
+    return calls
+
+
+def test_a_plain_page_whose_text_stays_the_same_is_not_parsed_for_scripts_again(
+    team, site, script_looks
+):
+    def serve(nonce: str, price: str = "$19") -> str:
+        script = f'<script>window.ad = "{nonce}";</script>'
+        text = PRICING.replace("$19", price) + "<p>Plenty of text. </p>" * 30
+        return site.html("/pricing", "Pricing", script + text)
+
+    url = serve("a1")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    assert len(script_looks) == 1 and state_of(monitor, url).fetcher == "http"
+
+    for nonce in ("b2", "c3"):  # new markup on every fetch, the same text
+        serve(nonce)
+        assert page_of(run_check(monitor), url).status == PageResult.Status.SAME
+    assert len(script_looks) == 1
+
+    serve("d4", price="$24")
+    assert page_of(run_check(monitor), url).status == PageResult.Status.CHANGED
+    assert len(script_looks) == 2  # new text: is it still there without scripts?
+
+
 def test_a_damaged_baseline_text_reports_the_page_changed_in_full():
     source = '{"base": "https://example.com/", "dropDataImages": false}\n<p>Hi</p>'
     state = PageState(snapshot_id=1, normalized_hash="0" * 64)
