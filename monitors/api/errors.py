@@ -7,6 +7,7 @@ class names) ever reaches the client."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -113,76 +114,109 @@ def _where(context: dict) -> str:
 
 
 def exception_handler(exc: Exception, context: dict) -> Response:
-    headers: dict[str, str] = {}
     if is_unavailable(exc):
         # One line: the outage is the news, not this request's stack.
         logger.warning("Database unreachable: %s: %s", _where(context), exc)
         exc = service_unavailable()
-    if isinstance(exc, ApiError):
-        if exc.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
-            headers["Retry-After"] = str(RETRY_UNAVAILABLE_AFTER)
-        return Response(
-            _body(exc.message, exc.code, **exc.extra),
-            status=exc.status_code,
-            headers=headers,
-        )
-    if isinstance(exc, exceptions.ValidationError):
-        issues = flatten_errors(exc.detail)
-        first = issues[0] if issues else {"path": [], "message": "Bad Request"}
-        where = format_path(first["path"])
-        message = f"{where}: {first['message']}" if where else first["message"]
-        return Response(
-            _body(message, "BAD_REQUEST", details=issues),
-            status=status.HTTP_400_BAD_REQUEST,
-        )
-    if isinstance(exc, RecursionError):
-        # Only a request body can nest without bound here: the JSON parser gives
-        # up on `[[[[...` thousands deep (well inside the size limit) this way.
-        # One line: the traceback would be thousands of frames of the parser.
-        logger.warning("Request body nested too deeply: %s", _where(context))
-        return Response(
-            _body("Request body is nested too deeply.", "BAD_REQUEST_INVALID_JSON"),
-            status=status.HTTP_400_BAD_REQUEST,
-        )
-    if isinstance(exc, exceptions.ParseError):
-        return Response(
-            _body("Request body is not valid JSON.", "BAD_REQUEST_INVALID_JSON"),
-            status=status.HTTP_400_BAD_REQUEST,
-        )
-    if isinstance(exc, RequestDataTooBig):
-        return Response(
-            _body("Request body is too large.", "PAYLOAD_TOO_LARGE"),
-            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-        )
-    if isinstance(exc, Http404):
-        return Response(
-            _body("Not found", "NOT_FOUND"), status=status.HTTP_404_NOT_FOUND
-        )
-    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-        message = str(exc.detail)
-        if isinstance(exc, exceptions.NotAuthenticated):
-            message = "Unauthorized: missing 'Authorization: Bearer <API key>' header."
-        return Response(
-            _body(message, "UNAUTHORIZED"),
-            status=status.HTTP_401_UNAUTHORIZED,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    if isinstance(exc, exceptions.Throttled):
-        wait = int(exc.wait or 1)
-        headers["Retry-After"] = str(max(wait, 1))
-        return Response(
-            _body(f"Rate limit exceeded. Retry after {wait} seconds.", "RATE_LIMITED"),
-            status=status.HTTP_429_TOO_MANY_REQUESTS,
-            headers=headers,
-        )
-    if isinstance(exc, exceptions.APIException):
-        code = _STATUS_CODES.get(exc.status_code) or str(exc.default_code).upper()
-        return Response(_body(str(exc.detail), code), status=exc.status_code)
+    for handled, answer in _ANSWERS:
+        if isinstance(exc, handled):
+            return answer(exc, context)
     logger.exception("Unhandled API error", exc_info=exc)
     return Response(
         _body("An unexpected error occurred.", "UNKNOWN_ERROR"),
         status=status.HTTP_500_INTERNAL_SERVER_ERROR,
     )
+
+
+def _api_error(exc: ApiError, context: dict) -> Response:
+    headers = {}
+    if exc.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+        headers["Retry-After"] = str(RETRY_UNAVAILABLE_AFTER)
+    return Response(
+        _body(exc.message, exc.code, **exc.extra),
+        status=exc.status_code,
+        headers=headers,
+    )
+
+
+def _invalid(exc: exceptions.ValidationError, context: dict) -> Response:
+    issues = flatten_errors(exc.detail)
+    first = issues[0] if issues else {"path": [], "message": "Bad Request"}
+    where = format_path(first["path"])
+    message = f"{where}: {first['message']}" if where else first["message"]
+    return Response(
+        _body(message, "BAD_REQUEST", details=issues),
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def _nested_too_deeply(exc: RecursionError, context: dict) -> Response:
+    # Only a request body can nest without bound here: the JSON parser gives
+    # up on `[[[[...` thousands deep (well inside the size limit) this way.
+    # One line: the traceback would be thousands of frames of the parser.
+    logger.warning("Request body nested too deeply: %s", _where(context))
+    return Response(
+        _body("Request body is nested too deeply.", "BAD_REQUEST_INVALID_JSON"),
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def _not_json(exc: exceptions.ParseError, context: dict) -> Response:
+    return Response(
+        _body("Request body is not valid JSON.", "BAD_REQUEST_INVALID_JSON"),
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def _too_large(exc: RequestDataTooBig, context: dict) -> Response:
+    return Response(
+        _body("Request body is too large.", "PAYLOAD_TOO_LARGE"),
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )
+
+
+def _not_found(exc: Http404, context: dict) -> Response:
+    return Response(_body("Not found", "NOT_FOUND"), status=status.HTTP_404_NOT_FOUND)
+
+
+def _unauthorized(exc: exceptions.APIException, context: dict) -> Response:
+    message = str(exc.detail)
+    if isinstance(exc, exceptions.NotAuthenticated):
+        message = "Unauthorized: missing 'Authorization: Bearer <API key>' header."
+    return Response(
+        _body(message, "UNAUTHORIZED"),
+        status=status.HTTP_401_UNAUTHORIZED,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def _throttled(exc: exceptions.Throttled, context: dict) -> Response:
+    wait = int(exc.wait or 1)
+    return Response(
+        _body(f"Rate limit exceeded. Retry after {wait} seconds.", "RATE_LIMITED"),
+        status=status.HTTP_429_TOO_MANY_REQUESTS,
+        headers={"Retry-After": str(max(wait, 1))},
+    )
+
+
+def _other_api_exception(exc: exceptions.APIException, context: dict) -> Response:
+    code = _STATUS_CODES.get(exc.status_code) or str(exc.default_code).upper()
+    return Response(_body(str(exc.detail), code), status=exc.status_code)
+
+
+# The first entry whose type matches answers; DRF's own exceptions come before
+# their base class, APIException.
+_ANSWERS: tuple[tuple[Any, Callable[[Any, dict], Response]], ...] = (
+    (ApiError, _api_error),
+    (exceptions.ValidationError, _invalid),
+    (RecursionError, _nested_too_deeply),
+    (exceptions.ParseError, _not_json),
+    (RequestDataTooBig, _too_large),
+    (Http404, _not_found),
+    (exceptions.NotAuthenticated | exceptions.AuthenticationFailed, _unauthorized),
+    (exceptions.Throttled, _throttled),
+    (exceptions.APIException, _other_api_exception),
+)
 
 
 def json_not_found(request: Any, exception: Exception | None = None) -> JsonResponse:
