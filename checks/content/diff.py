@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from checks.content.compare import Opcode, Side, opcodes, sides_and_hashes
@@ -99,43 +100,10 @@ def diff_ast(diff_text: str) -> dict[str, Any]:
     """
     files: list[dict[str, Any]] = []
     file: dict[str, Any] | None = None
-    chunk: dict[str, Any] | None = None
-    old_left = new_left = ln_del = ln_add = 0
+    hunk: _Hunk | None = None
     for line in diff_text.split("\n"):
-        if chunk is not None and (old_left > 0 or new_left > 0):
-            assert file is not None
-            marker, rest = line[:1], line
-            if marker == "+":
-                chunk["changes"].append(
-                    {"type": "add", "add": True, "ln": ln_add, "content": rest}
-                )
-                ln_add += 1
-                new_left -= 1
-                file["additions"] += 1
-                continue
-            if marker == "-":
-                chunk["changes"].append(
-                    {"type": "del", "del": True, "ln": ln_del, "content": rest}
-                )
-                ln_del += 1
-                old_left -= 1
-                file["deletions"] += 1
-                continue
-            if marker == " " or line == "":
-                chunk["changes"].append(
-                    {
-                        "type": "normal",
-                        "normal": True,
-                        "ln1": ln_del,
-                        "ln2": ln_add,
-                        "content": rest or " ",
-                    }
-                )
-                ln_del += 1
-                ln_add += 1
-                old_left -= 1
-                new_left -= 1
-                continue
+        if hunk is not None and hunk.is_open() and hunk.take(line):
+            continue
         if line.startswith("--- "):
             file = {
                 "from": _file_name(line[4:]),
@@ -145,24 +113,72 @@ def diff_ast(diff_text: str) -> dict[str, Any]:
                 "additions": 0,
             }
             files.append(file)
-            chunk = None
+            hunk = None
         elif line.startswith("+++ ") and file is not None:
             file["to"] = _file_name(line[4:])
         elif (match := _HUNK.match(line)) and file is not None:
-            old_start, old_lines, new_start, new_lines = match.groups()
-            chunk = {
-                "content": line,
-                "oldStart": int(old_start),
-                # parse-diff reads a missing count as 1 ("@@ -3 +3 @@").
-                "oldLines": int(old_lines) if old_lines is not None else 1,
-                "newStart": int(new_start),
-                "newLines": int(new_lines) if new_lines is not None else 1,
-                "changes": [],
-            }
-            file["chunks"].append(chunk)
-            old_left, new_left = chunk["oldLines"], chunk["newLines"]
-            ln_del, ln_add = chunk["oldStart"], chunk["newStart"]
+            hunk = _Hunk.start(file, line, match)
     return {"files": files}
+
+
+@dataclass
+class _Hunk:
+    """One hunk being read: its chunk in the AST, the lines its header says
+    are still to come, and the line numbers the next lines get."""
+
+    file: dict[str, Any]
+    chunk: dict[str, Any]
+    old_left: int
+    new_left: int
+    ln_del: int
+    ln_add: int
+
+    @classmethod
+    def start(cls, file: dict[str, Any], line: str, match: re.Match[str]) -> _Hunk:
+        old_start, old_lines, new_start, new_lines = match.groups()
+        chunk = {
+            "content": line,
+            "oldStart": int(old_start),
+            # parse-diff reads a missing count as 1 ("@@ -3 +3 @@").
+            "oldLines": int(old_lines) if old_lines is not None else 1,
+            "newStart": int(new_start),
+            "newLines": int(new_lines) if new_lines is not None else 1,
+            "changes": [],
+        }
+        file["chunks"].append(chunk)
+        return cls(
+            file, chunk, chunk["oldLines"], chunk["newLines"],
+            chunk["oldStart"], chunk["newStart"],
+        )  # fmt: skip
+
+    def is_open(self) -> bool:
+        return self.old_left > 0 or self.new_left > 0
+
+    def take(self, line: str) -> bool:
+        """Add the line to the hunk if it is one of its lines."""
+        marker = line[:1]
+        if marker == "+":
+            change = {"type": "add", "add": True, "ln": self.ln_add, "content": line}
+            self.ln_add, self.new_left = self.ln_add + 1, self.new_left - 1
+            self.file["additions"] += 1
+        elif marker == "-":
+            change = {"type": "del", "del": True, "ln": self.ln_del, "content": line}
+            self.ln_del, self.old_left = self.ln_del + 1, self.old_left - 1
+            self.file["deletions"] += 1
+        elif marker == " " or line == "":
+            change = {
+                "type": "normal",
+                "normal": True,
+                "ln1": self.ln_del,
+                "ln2": self.ln_add,
+                "content": line or " ",
+            }
+            self.ln_del, self.old_left = self.ln_del + 1, self.old_left - 1
+            self.ln_add, self.new_left = self.ln_add + 1, self.new_left - 1
+        else:
+            return False
+        self.chunk["changes"].append(change)
+        return True
 
 
 def _file_name(value: str) -> str:
