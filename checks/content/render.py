@@ -297,13 +297,7 @@ def render_inline(
             emitted += 1
             continue
         if row.kind == "equal":
-            assert row.old is not None and row.new is not None
-            out.append(
-                '<tr class="diff-equal">'
-                f'<td class="diff-ln">{row.old + 1}</td>'
-                f'<td class="diff-ln">{row.new + 1}</td>'
-                f'<td class="diff-text">{escape(new.lines[row.new])}</td></tr>'
-            )
+            out.append(_inline_equal_row(row, new))
             index += 1
             emitted += 1
             continue
@@ -314,31 +308,47 @@ def render_inline(
         ):
             block.append(rows[index])
             index += 1
-        removed, added = [], []
-        for member in block:
-            old_html, new_html = _change_html(old, new, member)
-            if member.old is not None:
-                removed.append((member.old, old_html))
-            if member.new is not None:
-                added.append((member.new, new_html))
-        row_id = f' id="{prefix}{row.block}"'
-        for line_index, html in removed:
-            out.append(
-                f'<tr class="diff-changed diff-del"{row_id}>'
-                f'<td class="diff-ln">{line_index + 1}</td><td class="diff-ln"></td>'
-                f'<td class="diff-text">{html}</td></tr>'
-            )
-            row_id = ""
-        for line_index, html in added:
-            out.append(
-                f'<tr class="diff-changed diff-ins"{row_id}>'
-                f'<td class="diff-ln"></td><td class="diff-ln">{line_index + 1}</td>'
-                f'<td class="diff-text">{html}</td></tr>'
-            )
-            row_id = ""
-        emitted += len(removed) + len(added)
+        lines = _inline_block_rows(old, new, block, f' id="{prefix}{row.block}"')
+        out.extend(lines)
+        emitted += len(lines)
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def _inline_equal_row(row: _Row, new: Side) -> str:
+    assert row.old is not None and row.new is not None
+    return (
+        '<tr class="diff-equal">'
+        f'<td class="diff-ln">{row.old + 1}</td>'
+        f'<td class="diff-ln">{row.new + 1}</td>'
+        f'<td class="diff-text">{escape(new.lines[row.new])}</td></tr>'
+    )
+
+
+def _inline_block_rows(
+    old: Side, new: Side, block: list[_Row], anchor: str
+) -> list[str]:
+    """A changed block in one column: its removed lines, then its added ones;
+    the first row carries the block's anchor."""
+    removed, added = [], []
+    for member in block:
+        old_html, new_html = _change_html(old, new, member)
+        if member.old is not None:
+            removed.append((member.old, old_html))
+        if member.new is not None:
+            added.append((member.new, new_html))
+    cells = [
+        ("diff-del", f'<td class="diff-ln">{n + 1}</td><td class="diff-ln"></td>', html)
+        for n, html in removed
+    ] + [
+        ("diff-ins", f'<td class="diff-ln"></td><td class="diff-ln">{n + 1}</td>', html)
+        for n, html in added
+    ]
+    return [
+        f'<tr class="diff-changed {side}"{anchor if i == 0 else ""}>'
+        f'{numbers}<td class="diff-text">{html}</td></tr>'
+        for i, (side, numbers, html) in enumerate(cells)
+    ]
 
 
 _TEXT_CELL = re.compile(r'(<td class="diff-text[^"]*">)(.*?)(</td>)', re.DOTALL)
