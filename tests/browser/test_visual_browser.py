@@ -63,10 +63,9 @@ def pricing(headline: str) -> str:
     return f"{STYLE}<h1>{headline}</h1>{TEXT}<div class='banner'>Call us</div>"
 
 
-@pytest.mark.parametrize("size", VIEWPORTS)
-def test_a_longer_headline_is_the_one_place_outlined_and_a_slider_compares(
-    browser_page, member, team, site, screenshot, size
-):
+def headline_grown(team, site) -> PageResult:
+    """A page checked with screenshots, then again after its headline grew by
+    a line: the changed page's result."""
     url = site.html("/plans", "Plans", pricing("Plans for small teams"))
     monitor = make_monitor(team, [url])
     Target.objects.filter(monitor=monitor).update(
@@ -78,7 +77,14 @@ def test_a_longer_headline_is_the_one_place_outlined_and_a_slider_compares(
         "Plans",
         pricing("Plans for small teams, and now a plan for whole schools"),
     )
-    changed = PageResult.objects.get(check_run=run_check(monitor), status="changed")
+    return PageResult.objects.get(check_run=run_check(monitor), status="changed")
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_a_longer_headline_is_the_one_place_outlined_and_a_slider_compares(
+    browser_page, member, team, site, screenshot, size
+):
+    changed = headline_grown(team, site)
 
     page = browser_page
     # An init script, as the Content-Security-Policy refuses injected <script> tags.
@@ -177,18 +183,7 @@ def test_a_longer_headline_is_the_one_place_outlined_and_a_slider_compares(
 def test_without_javascript_both_screenshots_are_shown_in_full(
     chromium, live_server, member, team, site, screenshot
 ):
-    url = site.html("/plans", "Plans", pricing("Plans for small teams"))
-    monitor = make_monitor(team, [url])
-    Target.objects.filter(monitor=monitor).update(
-        scrape_options={"formats": ["markdown", "screenshot"]}
-    )
-    run_check(monitor)
-    site.html(
-        "/plans",
-        "Plans",
-        pricing("Plans for small teams, and now a plan for whole schools"),
-    )
-    changed = PageResult.objects.get(check_run=run_check(monitor), status="changed")
+    changed = headline_grown(team, site)
     context = chromium.new_context(
         base_url=live_server.url,
         viewport=VIEWPORTS["390"],
