@@ -131,7 +131,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "monitors.context.team",
+                "monitors.dashboard.context.team",
             ],
         },
     },

@@ -1,8 +1,8 @@
 """Admin for teams, API keys and monitors: an operator's view of the tenancy
 and scheduling state.
 
-A monitor is edited here with the dashboard's own form (monitors.forms), so
-the same rules refuse the same input with the same words (schedules, time
+A monitor is edited here with the dashboard's own form (monitors.dashboard.forms),
+so the same rules refuse the same input with the same words (schedules, time
 zones, URLs, goal rules, limits), and it is saved by the same workflow
 (monitors.editing) with an entry in the team's activity log. Pause/Resume
 actions call the model.
@@ -41,13 +41,10 @@ from django.utils.translation import ngettext
 
 from checks.models import ChannelDelivery
 from checks.notify import kinds
+from monitors.dashboard.forms.fields import MonitorFields
+from monitors.dashboard.forms.monitor import MonitorForm
+from monitors.dashboard.forms.targets import TargetFields, target_initial
 from monitors.editing import update_monitor
-from monitors.forms import (
-    MonitorFields,
-    MonitorForm,
-    TargetFields,
-    target_initial,
-)
 from monitors.models import (
     KEY_LOOKUP_LENGTH,
     KEY_PREFIX,
@@ -803,8 +800,8 @@ def _unmasked(text: str, headers: Mapping[str, Any]) -> str:
 
 
 class MonitorAdminForm(forms.ModelForm):
-    """The dashboard's monitor form (monitors.forms.MonitorForm) laid out for
-    the admin: the same fields, parsed and validated by the same code (and so
+    """The dashboard's monitor form (monitors.dashboard.forms.monitor) laid out
+    for the admin: the same fields, parsed and validated by the same code (and so
     by the API's rules), and saved by the same monitors.editing workflow.
     Status, which the dashboard sets with its Pause and Resume buttons, is
     one more field."""

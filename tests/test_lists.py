@@ -295,7 +295,7 @@ def test_search_finds_monitors_by_name_or_address(web, team, query, found):
     connection.vendor != "postgresql", reason="trigram indexes are PostgreSQL's"
 )
 def test_search_can_be_served_by_the_trigram_indexes(team):
-    from monitors.views import _matching_monitor_ids
+    from monitors.dashboard.monitors import _matching_monitor_ids
 
     search = Monitor.objects.for_team(team).filter(
         pk__in=_matching_monitor_ids("shop-0004")

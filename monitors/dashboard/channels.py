@@ -20,8 +20,8 @@ from checks.notify import kinds
 from checks.notify.kinds.slack import list_channels
 from checks.notify.transports import DeliveryError, answer_in_plain_words
 from monitors.api.channels import ChannelInputSerializer, save_channel
+from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.models import Channel
-from monitors.views import Action, DashboardRequest, team_view
 from teams.activity import Actor, Kind, record
 
 RECENT = 5
