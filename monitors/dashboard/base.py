@@ -182,6 +182,3 @@ def _attach_history(monitors: list[Monitor]) -> None:
     recent = history.recent_per_monitor([m.pk for m in monitors], HISTORY_LENGTH)
     for monitor in monitors:
         monitor.recent_checks = recent.get(monitor.pk, [])  # type: ignore[attr-defined]
-
-
-# ---------------------------------------------------------------- teams

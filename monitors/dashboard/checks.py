@@ -4,7 +4,7 @@ change of one page (diff, readable text, judged fields)."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from django.core.paginator import Paginator
 from django.db.models import Max, Min
@@ -42,9 +42,6 @@ from monitors.dashboard.base import (
 from monitors.models import Target
 from monitors.search_provider import in_plain_words
 from monitors.target_kinds import kind_for
-
-if TYPE_CHECKING:
-    pass
 
 
 @require_GET
@@ -280,7 +277,7 @@ def page_diff(
     return render(request, template, context)
 
 
-# ---------------------------------------------------------------- API keys
+# ---------------------------------------------------------------- judged fields
 
 
 def _quotes(page: PageResult) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -13,9 +11,6 @@ from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.dashboard.forms.settings import ApiKeyForm
 from monitors.models import ApiKey
 from teams.activity import Actor, Kind, record
-
-if TYPE_CHECKING:
-    pass
 
 
 @require_http_methods(["GET", "POST"])

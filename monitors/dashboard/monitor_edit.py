@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
 
 from django.contrib import messages
@@ -33,10 +33,6 @@ from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.models import Monitor
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
-
-if TYPE_CHECKING:
-    pass
-
 
 # ---------------------------------------------------------------- create / edit
 

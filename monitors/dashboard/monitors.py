@@ -5,7 +5,7 @@ deleting."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib import messages
@@ -47,9 +47,6 @@ from monitors.models import Monitor, Target
 from monitors.unavailable import unavailable
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 from teams.models import Activity
-
-if TYPE_CHECKING:
-    pass
 
 
 @require_POST
@@ -335,6 +332,3 @@ def monitor_delete(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         messages.success(request, f"{monitor.name} deleted.")
         return redirect("monitor-list")
     return render(request, "monitors/monitor_confirm_delete.html", {"monitor": monitor})
-
-
-# ---------------------------------------------------------------- checks and pages

@@ -312,6 +312,3 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
             )
         ],
     }
-
-
-# ---------------------------------------------------------------- the form
