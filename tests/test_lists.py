@@ -18,7 +18,7 @@ from rest_framework import serializers
 
 from checks.models import Check
 from monitors import schedule as schedules
-from monitors.api.serializers import MonitorSerializer
+from monitors.api.representation import MonitorSerializer
 from monitors.api.views import with_relations
 from monitors.models import EmailRecipient, Membership, Monitor, Target
 

@@ -4,6 +4,7 @@ change of one page (diff, readable text, judged fields)."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from typing import Any, cast
 
 from django.core.paginator import Paginator
@@ -60,25 +61,56 @@ def check_detail(
         *search_filters,
     ):
         status = ""
+    # Verdicts are shown where the monitor judges or the check was judged;
+    # there a change without one is said to be not judged, never meaningful.
+    verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
+    unjudged = check.pages.unjudged_changes().count() if verdicts else 0
+    pages = _filtered_pages(check, status, search_filters)
+    context = {
+        "monitor": check.monitor,
+        "check": check,
+        "running_check": check if not check.is_finished else None,
+        "status": status,
+        "chips": _chips(check, status, counts, found, verdicts, unjudged),
+        "verdicts": verdicts,
+        "unjudged": unjudged,
+        "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
+        "skipped_targets": _skipped_targets(check),
+        "kind_parts": _kind_parts(check),
+    }
+    template = _fragment(request, "checks/check_detail.html", {"page-results"})
+    return render(request, template, context)
+
+
+def _filtered_pages(check: Check, status: str, search_filters: dict[str, str]) -> Any:
+    """The check's page results under the chosen filter, changes first."""
     pages = (
         check.pages.defer("packed_diff", "stored_diff", "extraction")
         .with_last_titles()
         .changes_first()
     )
     if status == MEANINGFUL:
-        pages = pages.meaningful_changes()
-    elif status == NOT_JUDGED:
-        pages = pages.unjudged_changes()
-    elif status in search_filters:
-        pages = pages.filter(metadata__searchStatus=search_filters[status])
-    elif status:
+        return pages.meaningful_changes()
+    if status == NOT_JUDGED:
+        return pages.unjudged_changes()
+    if status in search_filters:
+        return pages.filter(metadata__searchStatus=search_filters[status])
+    if status:
         # Search results have filters of their own, in their own words.
-        pages = pages.filter(status=status).exclude(metadata__has_key="searchStatus")
+        return pages.filter(status=status).exclude(metadata__has_key="searchStatus")
+    return pages
+
+
+def _chips(
+    check: Check,
+    status: str,
+    counts: Counter[str],
+    found: Counter[str],
+    verdicts: bool,
+    unjudged: int,
+) -> list[tuple[str, str, int]]:
+    """The filter chips above the results: value, words and count of each."""
     chips = [("", "All", sum(counts.values()) + sum(found.values()))]
-    # Verdicts are shown where the monitor judges or the check was judged;
-    # there a change without one is said to be not judged, never meaningful.
-    verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
-    unjudged = check.pages.unjudged_changes().count() if verdicts else 0
     if verdicts:
         chips.append(
             (MEANINGFUL, "Meaningful changes", check.pages.meaningful_changes().count())
@@ -103,20 +135,7 @@ def check_detail(
         )
         if not searched_only or counts.get(value) or status == value
     ]
-    context = {
-        "monitor": check.monitor,
-        "check": check,
-        "running_check": check if not check.is_finished else None,
-        "status": status,
-        "chips": chips,
-        "verdicts": verdicts,
-        "unjudged": unjudged,
-        "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
-        "skipped_targets": _skipped_targets(check),
-        "kind_parts": _kind_parts(check),
-    }
-    template = _fragment(request, "checks/check_detail.html", {"page-results"})
-    return render(request, template, context)
+    return chips
 
 
 def _skipped_targets(check: Check) -> list[tuple[Target | None, dict[str, Any]]]:

@@ -164,6 +164,66 @@ _PAGE_ORDER = (
 )  # fmt: skip
 
 
+def _widgets() -> dict[str, forms.Widget]:
+    """The monitor fields' controls, made afresh for each form (marking a field
+    invalid changes its widget's attributes)."""
+    return {
+        "name": forms.TextInput(
+            attrs=_attrs("name", maxlength=rules.NAME_MAX, autocomplete="off")
+        ),
+        "schedule": forms.TextInput(
+            attrs=_attrs(
+                "schedule",
+                placeholder="every 30 minutes",
+                autocomplete="off",
+                spellcheck="false",
+            )
+        ),
+        # Its errors share the schedule's slot, which names the control at
+        # fault (MonitorForm.controls_for) for static/js/app.js.
+        "timezone": forms.TextInput(
+            attrs={
+                "aria-describedby": "err-schedule help-timezone",
+                "list": "timezones",
+                "autocomplete": "off",
+            }
+        ),
+        "goal": forms.Textarea(attrs=_attrs("goal", rows=3, maxlength=rules.GOAL_MAX)),
+        "ignore_lines": forms.Textarea(
+            attrs=_attrs(
+                "ignore_lines",
+                rows=3,
+                spellcheck="false",
+                placeholder="Last updated\n/^\\d+ people viewed this$/",
+            )
+        ),
+        "retention_days": forms.NumberInput(
+            attrs=_attrs(
+                "retention_days",
+                min=rules.RETENTION_MIN,
+                max=rules.RETENTION_MAX,
+                inputmode="numeric",
+            )
+        ),
+        "webhook_url": forms.URLInput(
+            attrs=_attrs(
+                "webhook_url", placeholder="https://example.com/hooks/pagewatch"
+            )
+        ),
+        "webhook_headers": forms.Textarea(
+            attrs=_attrs(
+                "webhook_headers", rows=2, placeholder="Authorization: Bearer …"
+            )
+        ),
+        "webhook_metadata": forms.Textarea(
+            attrs=_attrs("webhook_metadata", rows=2, placeholder="team: marketing")
+        ),
+        "email_recipients": forms.Textarea(
+            attrs=_attrs("email_recipients", rows=2, placeholder="alerts@example.com")
+        ),
+    }
+
+
 class MonitorFields(forms.Form):
     """The monitor's own fields. Deliberately lenient: parsing only."""
 
@@ -207,65 +267,7 @@ class MonitorFields(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        widgets = {
-            "name": forms.TextInput(
-                attrs=_attrs("name", maxlength=rules.NAME_MAX, autocomplete="off")
-            ),
-            "schedule": forms.TextInput(
-                attrs=_attrs(
-                    "schedule",
-                    placeholder="every 30 minutes",
-                    autocomplete="off",
-                    spellcheck="false",
-                )
-            ),
-            # Its errors share the schedule's slot, which names the control at
-            # fault (MonitorForm.controls_for) for static/js/app.js.
-            "timezone": forms.TextInput(
-                attrs={
-                    "aria-describedby": "err-schedule help-timezone",
-                    "list": "timezones",
-                    "autocomplete": "off",
-                }
-            ),
-            "goal": forms.Textarea(
-                attrs=_attrs("goal", rows=3, maxlength=rules.GOAL_MAX)
-            ),
-            "ignore_lines": forms.Textarea(
-                attrs=_attrs(
-                    "ignore_lines",
-                    rows=3,
-                    spellcheck="false",
-                    placeholder="Last updated\n/^\\d+ people viewed this$/",
-                )
-            ),
-            "retention_days": forms.NumberInput(
-                attrs=_attrs(
-                    "retention_days",
-                    min=rules.RETENTION_MIN,
-                    max=rules.RETENTION_MAX,
-                    inputmode="numeric",
-                )
-            ),
-            "webhook_url": forms.URLInput(
-                attrs=_attrs(
-                    "webhook_url", placeholder="https://example.com/hooks/pagewatch"
-                )
-            ),
-            "webhook_headers": forms.Textarea(
-                attrs=_attrs(
-                    "webhook_headers", rows=2, placeholder="Authorization: Bearer …"
-                )
-            ),
-            "webhook_metadata": forms.Textarea(
-                attrs=_attrs("webhook_metadata", rows=2, placeholder="team: marketing")
-            ),
-            "email_recipients": forms.Textarea(
-                attrs=_attrs(
-                    "email_recipients", rows=2, placeholder="alerts@example.com"
-                )
-            ),
-        }
+        widgets = _widgets()
         for name, widget in widgets.items():
             self.fields[name].widget = widget
         for name in (
