@@ -199,7 +199,7 @@ class Membership(models.Model):
 
     class Action(models.TextChoices):
         """What a person may do in a team; each role allows a set of them
-        (ROLE_ACTIONS). Views ask for one with monitors.views.team_view."""
+        (ROLE_ACTIONS). Views ask for one with monitors.dashboard.base.team_view."""
 
         VIEW = "view", "see the team's monitors, checks and settings"
         EDIT = "edit", "create, change, pause, run or delete monitors"
