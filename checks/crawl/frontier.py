@@ -26,11 +26,12 @@ from django.utils import timezone
 
 from checks.browser.options import browser_options
 from checks.crawl.discovery import robots_of
+from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
 from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
 from checks.jobs import PageJob
-from checks.models import Check, CheckBatch, Crawl, CrawlPage, PageResult, PageState
+from checks.models import Check, CheckBatch, PageResult, PageState
 from checks.pages import Outcome
 from monitors.models import Target
 

@@ -10,10 +10,11 @@ from typing import Any
 
 from checks.crawl import frontier
 from checks.crawl.discovery import Discovery, discover
+from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
 from checks.fetch import Resolver
 from checks.jobs import PageJob
-from checks.models import Check, Crawl, CrawlPage
+from checks.models import Check
 from monitors.models import Target
 
 NO_SITEMAP_REASON = (

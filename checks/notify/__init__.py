@@ -14,13 +14,15 @@ What the engine calls is here: the runner calls these inside the transaction
 that records a page result or finishes a check, so an outbox row is written
 atomically with the event it announces; `deliveries` queues it after commit.
 Nothing here touches the network, so the runner's transaction stays short.
+
+`models` (the outbox's rows) is loaded with the app's models, through this
+package: so this package imports nothing at load, and the two calls below
+import their modules when called.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-from checks.notify import channels, deliveries
 
 if TYPE_CHECKING:
     from checks.models import Check, PageResult
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
 def on_page_result(page: PageResult) -> None:
     """A page result was recorded (called in the same transaction)."""
+    from checks.notify import deliveries
+
     deliveries.record_page_result(page)
 
 
@@ -36,5 +40,7 @@ def on_check_finished(check: Check, *, write: bool = True) -> None:
 
     Also sets check.notification_status: on the instance, and in the row
     unless `write` is False (the caller then saves it with the check)."""
+    from checks.notify import channels, deliveries
+
     deliveries.record_check_finished(check, write=write)
     channels.record_check(check)

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
-from checks.models import Check, Delivery
+from checks.models import Check
 from checks.notify import deliveries, events, messages
+from checks.notify.models import Delivery
 from monitors.models import Channel, MonitorChannel
 
 if TYPE_CHECKING:

@@ -37,10 +37,11 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from checks.models import Check, Delivery, DeliveryAttempt, PageResult
+from checks.models import Check, PageResult
 from checks.notify import emails, events, kinds, own
 from checks.notify.kinds import ChannelKind
 from checks.notify.kinds.firecrawl_webhook import FirecrawlWebhookKind
+from checks.notify.models import Delivery, DeliveryAttempt
 from checks.notify.transports import DeliveryError, Sent
 from monitors.models import Channel, EmailRecipient, Monitor
 from teams.activity import SYSTEM, Kind, record

@@ -17,9 +17,10 @@ from zoneinfo import ZoneInfo
 from django.db import transaction
 from django.db.models import Q
 
-from checks.models import Delivery, PageResult
+from checks.models import PageResult
 from checks.notify import channels, messages
 from checks.notify.emails import absolute
+from checks.notify.models import Delivery
 from monitors.models import Channel
 
 DEFAULT_AT = time(9, 0)

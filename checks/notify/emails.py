@@ -31,7 +31,8 @@ from checks.errors import ErrorKind, plain_error
 from monitors.models import EmailRecipient, Monitor
 
 if TYPE_CHECKING:
-    from checks.models import Check, Delivery
+    from checks.models import Check
+    from checks.notify.models import Delivery
 
 NOTIFICATION = "email.notification"
 CONFIRMATION = "email.confirmation"

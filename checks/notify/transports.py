@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-from checks.models import DeliveryAttempt
+from checks.notify.models import DeliveryAttempt
 from monitors import rules
 
 # A receiver's answers, as a delivery records them (the API's

@@ -16,8 +16,9 @@ import uuid
 from typing import Any
 
 from checks.jobs import PageJob
-from checks.models import Check, SearchRun
+from checks.models import Check
 from checks.search.gather import Gathered
+from checks.search.models import SearchRun
 from monitors.models import Target
 
 

@@ -40,8 +40,9 @@ from checks.content import ExtractionError, markdown_of, strip_noise, unpack
 from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
-from checks.models import Check, PageResult, PageState, SearchResultState, SearchRun
+from checks.models import Check, PageResult, PageState
 from checks.pages import Outcome
+from checks.search.models import SearchResultState, SearchRun
 from checks.search.providers.base import published as parse_time
 from monitors.models import Target
 

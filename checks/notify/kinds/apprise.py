@@ -28,7 +28,7 @@ from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 
 if TYPE_CHECKING:
-    from checks.models import Delivery
+    from checks.notify.models import Delivery
 
 # Plugins that reach their service without HTTP, or act on this machine.
 NOT_OVER_HTTP = frozenset(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from checks.notify.transports import DeliveryError, Sent
 
 if TYPE_CHECKING:
-    from checks.models import Delivery
+    from checks.notify.models import Delivery
     from monitors.models import Monitor
 
 __all__ = ["ChannelKind", "DeliveryError", "SettingsError", "Sent"]

@@ -13,9 +13,9 @@ from __future__ import annotations
 import smtplib
 from typing import Any
 
-from checks.models import Delivery
 from checks.notify import emails
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent
+from checks.notify.models import Delivery
 from monitors.models import Monitor
 
 

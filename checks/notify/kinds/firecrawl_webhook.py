@@ -16,10 +16,11 @@ from typing import Any
 from django.utils import timezone
 
 from checks.fetch import FetchResult
-from checks.models import Delivery, PageResult
+from checks.models import PageResult
 from checks.notify import events
 from checks.notify.kinds import http
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, mask
+from checks.notify.models import Delivery
 from checks.notify.signing import signature_headers, signing_secrets
 from checks.notify.transports import (
     ANSWERED,

@@ -18,7 +18,7 @@ from checks.notify.transports import _excerpt, parse_retry_after
 from monitors.url_rule import url_syntax_error
 
 if TYPE_CHECKING:
-    from checks.models import Delivery
+    from checks.notify.models import Delivery
 
 TOKEN_SETTING = "SLACK_BOT_TOKEN"  # noqa: S105 (a setting's name)
 # Slack's answers that a retry cannot change: the token or the channel is wrong.

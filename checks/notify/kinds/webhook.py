@@ -12,7 +12,7 @@ from checks.notify.signing import signature_headers, signing_secrets
 from monitors.url_rule import url_syntax_error
 
 if TYPE_CHECKING:
-    from checks.models import Delivery
+    from checks.notify.models import Delivery
 
 
 class WebhookKind(ChannelKind):

@@ -1,0 +1,65 @@
+"""A crawl's rows: one per crawl target in a check, and its frontier of
+admitted pages."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class Crawl(models.Model):
+    """One crawl target's crawl within one check (checks.crawl): what it has
+    found so far, whether it was cut short, and the robots.txt it obeys.
+
+    Rows of CrawlPage are the frontier: every URL admitted to this crawl, once
+    (the unique key is the URL as checks.crawl.scope folds it). Both are
+    written in the transaction that plans or admits pages, so a crawl whose
+    worker dies is resumed from the same frontier."""
+
+    check_run = models.ForeignKey(
+        "checks.Check", on_delete=models.CASCADE, related_name="crawls", db_index=False
+    )
+    target_id = models.UUIDField()
+    # robots.txt of the start host as fetched when the check was planned
+    # (empty: none, or ignored); other hosts' are fetched as they are met.
+    robots = models.TextField(blank=True)
+    found = models.PositiveIntegerField(default=0)
+    # Why the crawl did not reach everything ("" when it did): such a crawl
+    # reports no removed pages.
+    truncated = models.CharField(max_length=255, blank=True)
+    # Set by the one worker that records the removed pages, at the end.
+    closed = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["check_run", "target_id"], name="one_crawl_per_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"crawl of target {self.target_id} in check {self.check_run_id}"
+
+    @property
+    def public_id(self) -> uuid.UUID:
+        """The crawl's id in the API, a UUID as Firecrawl's are. One crawl per
+        target per check, so it is made from both: stable, and no column."""
+        return uuid.uuid5(self.check_run_id, str(self.target_id))
+
+
+class CrawlPage(models.Model):
+    crawl = models.ForeignKey(
+        Crawl, on_delete=models.CASCADE, related_name="pages", db_index=False
+    )
+    key = models.CharField(max_length=64)
+    url = models.URLField(max_length=2048)
+    depth = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["crawl", "key"], name="one_page_per_key")
+        ]
+
+    def __str__(self) -> str:
+        return self.url

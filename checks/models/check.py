@@ -1,0 +1,461 @@
+"""Checks: one run of a monitor, from its claim to its summary and credits.
+
+A check's lifecycle lives here as conditional updates, so several workers, a
+redelivered message and the stale sweeper can race without double work:
+
+    queued --claim()--> running --finish()--> completed | partial | failed
+                           |  \\--fail()----> failed  (crash, time limit, lost)
+                           \\--reserve_credits()--> skipped_no_credits
+
+checks.runner drives it (and announces each end through checks.notify)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import models, transaction
+from django.db.models import Exists, F, IntegerField, OuterRef, Q, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce
+
+from checks.errors import ErrorKind
+from checks.models.pages import PageResult
+from monitors.models import Monitor, Team
+
+SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
+# Kept beside the wire counters for the dashboard and e-mails, never sent on
+# the wire: a web search's results by what became of them (searchStatus of
+# checks.search.stage), so they are counted in their own words. Written only
+# when a check searched.
+SEARCH_KEY = "search"
+
+
+# (status, creditsUsed, verdict, error_kind, searchStatus) of each page
+# result of a check.
+Tally = list[tuple[str, Any, str, str, Any]]
+
+
+def empty_summary() -> dict[str, int]:
+    return dict.fromkeys(SUMMARY_KEYS, 0)
+
+
+def month_start(now: datetime) -> datetime:
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+class CheckQuerySet(models.QuerySet["Check"]):
+    def for_monitor(self, monitor: Monitor) -> CheckQuerySet:
+        return self.filter(monitor=monitor)
+
+    def in_flight(self) -> CheckQuerySet:
+        return self.filter(status__in=Check.IN_FLIGHT)
+
+    def discard(self) -> None:
+        """Delete these checks (the admin's way to clear out a runaway one),
+        first letting go of the monitors they run for, so none is left
+        pointing at a check that is gone."""
+        with transaction.atomic():
+            ids = list(self.values_list("pk", flat=True))
+            Monitor.objects.filter(current_check_id__in=ids).update(
+                current_check_id=None
+            )
+            Check.objects.filter(pk__in=ids).delete()
+
+    def with_changes(self) -> CheckQuerySet:
+        """Checks that found pages changed, new or removed (served newest
+        first by check_changes_recent_idx)."""
+        return self.filter(found_changes=True)
+
+    def stale(self, queued_before: datetime, running_before: datetime) -> CheckQuerySet:
+        """Checks a lost worker left behind; served by check_in_flight_idx."""
+        return self.filter(
+            Q(status=Check.Status.QUEUED, created_at__lt=queued_before)
+            | Q(status=Check.Status.RUNNING, heartbeat_at__lt=running_before)
+        )
+
+    def lock(self, pk: Any, *statuses: str) -> Check | None:
+        """The check with its monitor, its row locked until the transaction
+        ends, if it is in one of `statuses`: what finishing and failing start
+        from, so a check is ended once whoever races to end it."""
+        return (
+            self.select_for_update(of=("self",))
+            .select_related("monitor")
+            .filter(pk=pk, status__in=statuses)
+            .first()
+        )
+
+    def with_changes_that_matter(self) -> CheckQuerySet:
+        """Checks that found a change the judge did not call unimportant: a
+        page new or removed, or more changed pages than were judged noise
+        (where judging is off, every change counts)."""
+        changed = Cast(KT("summary__changed"), IntegerField())
+        matter = (
+            Q(changed_pages__gt=F("noise"))
+            | Q(summary__new__gt=0)
+            | Q(summary__removed__gt=0)
+        )
+        return self.with_changes().alias(changed_pages=changed).filter(matter)
+
+    def with_meaningful_changes(self) -> CheckQuerySet:
+        """Checks with at least one change the judge called meaningful (the
+        dashboard's "meaningful changes only"): not those whose changes nobody
+        judged; served by page_check_status_idx."""
+        pages = PageResult.objects.filter(check_run=OuterRef("pk"))
+        return self.filter(Exists(pages.meaningful_changes()))
+
+    def credits_used(self, team: Team, now: datetime) -> int:
+        """Credits a team has used in the current UTC calendar month: actual
+        credits of checks finished this month, plus those still reserved."""
+        checks = self.filter(monitor__team=team)
+        spent = checks.filter(finished_at__gte=month_start(now)).aggregate(
+            total=Sum("actual_credits")
+        )["total"]
+        held = checks.filter(billing_status=Check.Billing.RESERVED).aggregate(
+            total=Sum("reserved_credits")
+        )["total"]
+        return (spent or 0) + (held or 0)
+
+
+class Check(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        COMPLETED = "completed"
+        PARTIAL = "partial"
+        FAILED = "failed"
+        SKIPPED_OVERLAP = "skipped_overlap"
+        SKIPPED_NO_CREDITS = "skipped_no_credits"
+
+    class Trigger(models.TextChoices):
+        SCHEDULED = "scheduled"
+        MANUAL = "manual"
+
+    class Billing(models.TextChoices):
+        NOT_APPLICABLE = "not_applicable"
+        RESERVED = "reserved"
+        CONFIRMED = "confirmed"
+        RELEASED = "released"
+        FAILED = "failed"
+
+    IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
+    FINISHED = (
+        Status.COMPLETED,
+        Status.PARTIAL,
+        Status.FAILED,
+        Status.SKIPPED_OVERLAP,
+        Status.SKIPPED_NO_CREDITS,
+    )
+    NO_CREDITS_MESSAGE = "Monitor check skipped: insufficient credits."
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No index of its own: check_monitor_list_idx starts with the monitor.
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="checks", db_index=False
+    )
+    status = models.CharField(
+        max_length=24, choices=Status.choices, default=Status.QUEUED
+    )
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    scheduled_for = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Written by every batch while it runs; the stale sweeper reads it.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Deliveries of this check's task; bounded so a poison check cannot loop.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    pages_total = models.PositiveIntegerField(default=0)
+    pages_done = models.PositiveIntegerField(default=0)
+    estimated_credits = models.PositiveIntegerField(default=0)
+    reserved_credits = models.PositiveIntegerField(default=0)
+    actual_credits = models.PositiveIntegerField(null=True, blank=True)
+    billing_status = models.CharField(
+        max_length=16, choices=Billing.choices, default=Billing.NOT_APPLICABLE
+    )
+    summary = models.JSONField(default=dict, blank=True)
+    # Whether the summary counts a page changed, new or removed: computed by
+    # the database and stored, so the team's history can walk an index of
+    # just these checks instead of sorting every check of the team.
+    # Changed pages the goal judge called not meaningful: the dashboard tells
+    # these apart from the changes that matter (0 where judging is off).
+    noise = models.PositiveIntegerField(default=0)
+    found_changes = models.GeneratedField(
+        expression=Q(summary__changed__gt=0)
+        | Q(summary__new__gt=0)
+        | Q(summary__removed__gt=0),
+        output_field=models.BooleanField(),
+        db_persist=True,
+    )
+    target_results = models.JSONField(null=True, blank=True)
+    notification_status = models.JSONField(null=True, blank=True)
+    error = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = CheckQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(
+                fields=["monitor", "-created_at"], name="check_monitor_list_idx"
+            ),
+            models.Index(fields=["-created_at"], name="check_recent_idx"),
+            # Used by the team's history feed (monitors.history.feed_checks):
+            # walked newest first, across all of a team's monitors, until a
+            # page is full; only checks that found changes are in it.
+            models.Index(
+                fields=["-created_at", "-id"],
+                name="check_changes_recent_idx",
+                condition=Q(found_changes=True),
+            ),
+            # Used by checks.runner.fail_stale_checks: only in-flight rows matter.
+            models.Index(
+                fields=["status", "created_at"],
+                name="check_in_flight_idx",
+                condition=Q(status__in=["queued", "running"]),
+            ),
+        ]
+        constraints = [
+            # One check per scheduled slot, however many dispatchers race.
+            models.UniqueConstraint(
+                fields=["monitor", "scheduled_for"],
+                condition=Q(trigger="scheduled"),
+                name="one_check_per_slot",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_status_display()} check of {self.monitor_id}"
+
+    def get_absolute_url(self) -> str:
+        return f"/monitors/{self.monitor_id}/checks/{self.pk}/"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+    # --- Lifecycle ---------------------------------------------------------------
+
+    def claim(self, now: datetime, reclaim_after: timedelta) -> bool:
+        """queued -> running, or take over a running check whose worker
+        stopped heart-beating for `reclaim_after`. False when someone else
+        has it. Re-reads the row (with monitor and team) when it succeeds."""
+        updated = (
+            Check.objects.filter(pk=self.pk)
+            .filter(
+                Q(status=self.Status.QUEUED)
+                | Q(status=self.Status.RUNNING, heartbeat_at__lt=now - reclaim_after)
+            )
+            .update(
+                status=self.Status.RUNNING,
+                started_at=Coalesce("started_at", now),
+                heartbeat_at=now,
+                updated_at=now,
+            )
+        )
+        if updated:
+            self.refresh_from_db(
+                from_queryset=Check.objects.select_related("monitor__team")
+            )
+        return bool(updated)
+
+    def reserve_credits(self, now: datetime) -> bool:
+        """Hold the estimated credits when the team has an allowance; False
+        (and the check ends as skipped_no_credits) when they do not fit.
+
+        The team row is locked so two checks of one team cannot both take the
+        last credits (on SQLite the IMMEDIATE transaction serialises writers)."""
+        if self.billing_status == self.Billing.RESERVED:
+            return True  # taken over: reserved on the first claim
+        if self.monitor.team.credit_allowance is None:
+            return True  # unlimited: billing_status stays not_applicable
+        with transaction.atomic():
+            team = Team.objects.select_for_update().get(pk=self.monitor.team_id)
+            if team.credit_allowance is None:  # lifted meanwhile
+                return True
+            remaining = team.credit_allowance - Check.objects.credits_used(team, now)
+            if self.estimated_credits > remaining:
+                self._end(
+                    now,
+                    status=self.Status.SKIPPED_NO_CREDITS,
+                    error=self.NO_CREDITS_MESSAGE,
+                    summary=empty_summary(),
+                    actual_credits=0,
+                )
+                Monitor.objects.filter(pk=self.monitor_id).check_ended(self.pk, now)
+                return False
+            self.reserved_credits = self.estimated_credits
+            self.billing_status = self.Billing.RESERVED
+            self.save(update_fields=["reserved_credits", "billing_status"])
+        return True
+
+    def heartbeat(self, now: datetime) -> bool:
+        """Say the check is alive; False when it is no longer running."""
+        return bool(
+            Check.objects.filter(pk=self.pk, status=self.Status.RUNNING).update(
+                heartbeat_at=now, updated_at=now
+            )
+        )
+
+    def tally(self) -> Tally:
+        """(status, creditsUsed, verdict, error_kind, searchStatus) of each
+        page result, in one query that leaves the rest of each page's metadata
+        in the database."""
+        return list(
+            PageResult.objects.filter(check_run_id=self.pk).values_list(
+                "status",
+                KT("metadata__creditsUsed"),
+                "verdict",
+                "error_kind",
+                KT("metadata__searchStatus"),
+            )
+        )
+
+    @staticmethod
+    def only_search_failed(tally: Tally) -> bool:
+        kinds = {kind for status, _, _, kind, _ in tally if status == "error"}
+        return kinds == {ErrorKind.SEARCH_FAILED}
+
+    @staticmethod
+    def noise_in(tally: Tally) -> int:
+        """Changed pages the judge called not meaningful."""
+        return sum(
+            1
+            for status, _, verdict, *_ in tally
+            if status == PageResult.Status.CHANGED
+            and verdict == PageResult.Verdict.NOISE
+        )
+
+    @staticmethod
+    def summarize(tally: Tally) -> dict[str, Any]:
+        counts = Counter(status for status, *_ in tally)
+        summary: dict[str, Any] = empty_summary()
+        for status, count in counts.items():
+            summary[status] = count
+        summary["totalPages"] = sum(counts.values())
+        searched = Counter(found for *_, found in tally if found)
+        if searched:
+            summary[SEARCH_KEY] = dict(searched)
+        return summary
+
+    def credits_for(self, tally: Tally, now: datetime) -> int:
+        """Sum of the pages' creditsUsed; removed pages are free, and so are
+        same pages when the monitor's interval qualifies (unchangedPagesFree),
+        pages still gone after `removed` included: fetched, and unchanged."""
+        monitor = self.monitor
+        same_free = monitor.deleted_at is None and monitor.unchanged_pages_free(now)
+        total = 0
+        for status, credits, *_ in tally:
+            if status == PageResult.Status.REMOVED:
+                continue
+            if status == PageResult.Status.SAME and same_free:
+                continue
+            # PostgreSQL hands the JSON number over as text, SQLite as a number.
+            if isinstance(credits, str):
+                credits = int(credits) if credits.isdigit() else None
+            total += credits if isinstance(credits, int) else 0
+        return total
+
+    @classmethod
+    def outcome(cls, summary: dict[str, int]) -> tuple[str, str | None]:
+        """(status, error) of a check that looked at all its pages: failed
+        when not one page could be checked, partial when some could not."""
+        errors, total = summary["error"], summary["totalPages"]
+        if not errors:
+            return cls.Status.COMPLETED, None
+        if errors == total:
+            if total == 1:
+                return cls.Status.FAILED, "The page could not be checked."
+            return cls.Status.FAILED, f"None of the {total} pages could be checked."
+        return cls.Status.PARTIAL, f"{errors} of {total} pages could not be checked."
+
+    def search_credits(self) -> int:
+        """The flat credits its targets' lines record, as Firecrawl bills them:
+        a search's searching, per raw result across queries, and judging, per
+        judged result."""
+        total = 0
+        for result in self.target_results or []:
+            if not isinstance(result, dict):
+                continue
+            for key in ("searchCredits", "judgeCredits"):
+                value = result.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    total += max(value, 0)
+        return total
+
+    def finish(
+        self, now: datetime, announce: Callable[[Check], None] | None = None
+    ) -> None:
+        """running -> completed | partial | failed, with summary, credits and the
+        monitor's fields. The caller holds the row locked while running
+        (CheckQuerySet.lock). `announce(check)`, called once the check holds
+        its final fields, may set more of them (notification_status), which
+        are written with the rest."""
+        tally = self.tally()
+        summary = self.summarize(tally)
+        self.status, self.error = self.outcome(summary)
+        if self.status == self.Status.FAILED and self.only_search_failed(tally):
+            # No page was involved: what failed is the web search itself.
+            self.error = "The web search failed, so this check found nothing new."
+        self.summary = summary
+        self.noise = self.noise_in(tally)
+        self.actual_credits = self.credits_for(tally, now) + self.search_credits()
+        if self.billing_status == self.Billing.RESERVED:
+            self.billing_status = (
+                self.Billing.RELEASED
+                if self.status == self.Status.FAILED
+                else self.Billing.CONFIRMED
+            )
+        self.finished_at = self.heartbeat_at = now
+        if announce is not None:
+            announce(self)
+        self.save(
+            update_fields=[
+                "status", "error", "summary", "noise", "actual_credits",
+                "billing_status", "finished_at", "heartbeat_at",
+                "notification_status", "updated_at",
+            ]
+        )  # fmt: skip
+        Monitor.objects.filter(pk=self.monitor_id).check_ended(
+            self.pk, now, summary, self.noise
+        )
+
+    def fail(self, message: str, now: datetime) -> None:
+        """End an in-flight check as failed (crash, time limit, lost, given
+        up); the caller holds the row locked while in flight. Pages recorded
+        so far stay and are counted; the reservation is released and nothing
+        is charged."""
+        billing = self.billing_status
+        if billing == self.Billing.RESERVED:
+            billing = self.Billing.RELEASED
+        tally = self.tally()
+        summary = self.summarize(tally)
+        self._end(
+            now,
+            status=self.Status.FAILED,
+            error=message,
+            summary=summary,
+            noise=self.noise_in(tally),
+            actual_credits=0,
+            billing_status=billing,
+        )
+        self.batches.open().end()
+        Monitor.objects.filter(pk=self.monitor_id).check_ended(
+            self.pk, now, summary, self.noise
+        )
+
+    def _end(self, now: datetime, **fields: Any) -> None:
+        fields |= {"finished_at": now, "updated_at": now}
+        Check.objects.filter(pk=self.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(self, name, value)

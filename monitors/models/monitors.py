@@ -1,0 +1,428 @@
+"""Monitors and their targets, and the addresses that agreed to a monitor's
+e-mails.
+
+Domain behaviour about one monitor lives on Monitor; questions about many
+monitors live on MonitorQuerySet. Cross-model workflows (running checks,
+delivering notifications) live in plain modules under checks/."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Case, F, Q, When
+from django.utils import timezone
+
+from monitors import rules, search_provider
+from monitors import schedule as schedules
+from monitors.judging import judge_available
+from monitors.models.teams import FEED_TOKEN_MAX_LENGTH, Team, feed_link, new_feed_token
+from monitors.target_kinds import TargetKind, kind_for
+
+
+class MonitorQuerySet(models.QuerySet["Monitor"]):
+    def alive(self) -> MonitorQuerySet:
+        return self.filter(deleted_at__isnull=True)
+
+    def for_team(self, team: Team) -> MonitorQuerySet:
+        return self.alive().filter(team=team)
+
+    def check_ended(
+        self,
+        check_id: uuid.UUID,
+        now: datetime,
+        summary: dict[str, int] | None = None,
+        noise: int = 0,
+    ) -> int:
+        """Bookkeeping when one of their checks ended: lastRunAt counts every
+        finished check, skipped ones too (as Firecrawl does); lastCheckSummary only
+        checks that looked at pages; currentCheckId is cleared only while it
+        still points at that check."""
+        fields: dict[str, Any] = {
+            "last_run_at": now,
+            "current_check_id": Case(
+                When(current_check_id=check_id, then=None),
+                default=F("current_check_id"),
+            ),
+        }
+        if summary is not None:
+            fields["last_check_summary"] = summary
+            fields["last_check_noise"] = noise
+        return self.update(**fields)
+
+    def due(self, now: datetime) -> MonitorQuerySet:
+        """Active monitors whose next run has come; served by monitor_due_idx."""
+        return self.alive().filter(status=Monitor.Status.ACTIVE, next_run_at__lte=now)
+
+    def with_feed(self, token: str) -> Monitor | None:
+        """The live monitor whose feed link ends in `token`, while its team
+        has feeds on (with its team); found through monitor_feed_token_unique."""
+        return (
+            self.alive()
+            .select_related("team")
+            .filter(feed_token=token, team__feeds_enabled=True)
+            .first()
+        )
+
+
+class Monitor(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        PAUSED = "paused"
+
+    class WebhookPages(models.TextChoices):
+        """Which pages get a `monitor.page` webhook event. Firecrawl sends one
+        for every page, unchanged ones included; that stays the default (and
+        the API's), the dashboard and admin offer the quieter choice."""
+
+        ALL = "all", "Every page, unchanged ones included"
+        CHANGED = "changed", "Only pages that changed (new or changed)"
+
+    class FetchWith(models.TextChoices):
+        """How the monitor's pages are loaded (the API's `fetchWith`, a
+        Pagewatch extension): the browser only where needed, or always one way."""
+
+        AUTO = "auto", "Automatically: a browser only for pages that need one"
+        HTTP = "http", "Always a plain download (fastest; never a browser)"
+        BROWSER = "browser", "Always in a real browser (slower; sees what scripts show)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="monitors")
+    name = models.CharField(max_length=256)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.ACTIVE
+    )
+    schedule_cron = models.CharField(max_length=128)
+    schedule_timezone = models.CharField(max_length=64, default="UTC")
+    # The shortest gap between two runs, set with the schedule (set_schedule):
+    # what credit estimates and unchangedPagesFree go by.
+    run_interval_minutes = models.PositiveIntegerField(null=True, blank=True)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    current_check_id = models.UUIDField(null=True, blank=True)
+    goal = models.TextField(null=True, blank=True)
+    judge_enabled = models.BooleanField(default=False)
+    # The noise rule: lines of a page matching any entry (text, or /regex/)
+    # are ignored before comparing and judging (checks.content.noise).
+    ignore_lines = models.JSONField(default=list, blank=True)
+    fetch_with = models.CharField(
+        "how pages are loaded",
+        max_length=8,
+        choices=FetchWith.choices,
+        default=FetchWith.AUTO,
+    )
+    webhook = models.JSONField(null=True, blank=True)
+    webhook_pages = models.CharField(
+        "page events for",
+        max_length=16,
+        choices=WebhookPages.choices,
+        default=WebhookPages.ALL,
+    )
+    notification = models.JSONField(default=dict, blank=True)
+    channels = models.ManyToManyField(
+        "Channel", through="MonitorChannel", related_name="monitors", blank=True
+    )
+    retention_days = models.PositiveSmallIntegerField(default=30)
+    last_check_summary = models.JSONField(null=True, blank=True)
+    # Of the last check's changed pages, how many the judge called not
+    # meaningful (Check.noise), so the list can tell them apart.
+    last_check_noise = models.PositiveIntegerField(default=0)
+    # The credential in the address of the monitor's Atom feed (feed_url).
+    feed_token = models.CharField(
+        max_length=FEED_TOKEN_MAX_LENGTH, default=new_feed_token, editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = MonitorQuerySet.as_manager()
+    # (cron, minutes) for rows without run_interval_minutes; not a field.
+    _interval_cache: tuple[str, int] | None = None
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # Used by checks.dispatch.dispatch_due_monitors via Monitor.objects.due():
+            # only active, live monitors are ever due, so the index stays small.
+            models.Index(
+                fields=["next_run_at"],
+                name="monitor_due_idx",
+                condition=Q(status="active", deleted_at__isnull=True),
+            ),
+            models.Index(fields=["team", "-created_at"], name="monitor_team_list_idx"),
+        ]
+        constraints = [
+            # Looked up by MonitorQuerySet.with_feed on every feed request.
+            models.UniqueConstraint(
+                fields=["feed_token"], name="monitor_feed_token_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return f"/monitors/{self.pk}/"
+
+    @property
+    def schedule(self) -> schedules.Schedule:
+        return schedules.Schedule(self.schedule_cron, self.schedule_timezone)
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+    def next_run_after(self, moment: datetime) -> datetime | None:
+        if not self.is_active:
+            return None
+        return schedules.next_run_after(self.schedule, moment)
+
+    def refresh_next_run(self, now: datetime) -> None:
+        self.next_run_at = self.next_run_after(now)
+
+    def pause(self) -> None:
+        self.status = self.Status.PAUSED
+        self.next_run_at = None
+
+    def resume(self, now: datetime) -> None:
+        self.status = self.Status.ACTIVE
+        self.next_run_at = self.next_run_after(now)
+
+    @property
+    def feed_url(self) -> str | None:
+        """The monitor's Atom feed of changes; None while its team has feeds
+        off. Reads the team: lists select it with the monitors."""
+        if not self.team.feeds_enabled:
+            return None
+        return feed_link("monitor-feed", self.feed_token)
+
+    def renew_feed_token(self) -> str:
+        """A new feed link: the old one answers 404 from now on."""
+        self.feed_token = new_feed_token()
+        Monitor.objects.filter(pk=self.pk).update(feed_token=self.feed_token)
+        return self.feed_token
+
+    def soft_delete(self, now: datetime) -> None:
+        self.deleted_at = now
+        self.next_run_at = None
+        self.save(update_fields=["deleted_at", "next_run_at", "updated_at"])
+
+    @property
+    def judging(self) -> bool:
+        """Whether checks judge this monitor's changes (judging on, with a
+        goal). Without a configured model the judge fails open: its changes
+        are reported "not judged", and cost nothing (see credits_judged)."""
+        return self.judge_enabled and bool(self.goal)
+
+    @property
+    def credits_judged(self) -> bool:
+        """Judging that can run, and so is counted in the estimate."""
+        return self.judging and judge_available()
+
+    def set_schedule(self, cron: str, zone: str, now: datetime) -> None:
+        self.schedule_cron = cron
+        self.schedule_timezone = zone
+        self.run_interval_minutes = schedules.shortest_interval_minutes(cron, now)
+        self.refresh_next_run(now)
+
+    def interval_minutes(self, now: datetime) -> int:
+        """How often the schedule runs at most, in minutes (see
+        schedules.shortest_interval_minutes): stored when the schedule is set,
+        since walking a cron expression for every monitor was most of what
+        listing monitors cost. Rows without it (made before it was stored, or
+        straight through the ORM) work it out once per instance."""
+        if self.run_interval_minutes is not None:
+            return self.run_interval_minutes
+        if self._interval_cache is None or self._interval_cache[0] != (
+            self.schedule_cron
+        ):
+            minutes = schedules.shortest_interval_minutes(self.schedule_cron, now)
+            self._interval_cache = (self.schedule_cron, minutes)
+        return self._interval_cache[1]
+
+    def unchanged_pages_free(self, now: datetime) -> bool:
+        threshold = settings.UNCHANGED_PAGES_FREE_MIN_INTERVAL
+        return self.interval_minutes(now) >= threshold
+
+    @property
+    def target_list(self) -> list[Target]:
+        """The monitor's targets in order: the plain list a page of monitors
+        was given (Prefetch(..., to_attr="listed_targets"), which spares a
+        queryset per monitor), else through the relation."""
+        listed: list[Target] | None = getattr(self, "listed_targets", None)
+        return listed if listed is not None else list(self.targets.all())
+
+    @property
+    def needs_browser(self) -> bool:
+        """Whether some of its pages can only be loaded in a browser: it is
+        set to always use one, or a target's options need one."""
+        if self.fetch_with == self.FetchWith.BROWSER:
+            return True
+        return any(
+            rules.browser_options(t.scrape_options or {}) for t in self.target_list
+        )
+
+    def estimated_credits_per_run(self) -> int:
+        # Targets checks skip (types not supported yet) cost nothing.
+        return sum(
+            t.estimated_credits(judging=self.credits_judged)
+            for t in self.target_list
+            if t.is_checked
+        )
+
+    def estimated_credits_per_month(self, now: datetime) -> int:
+        runs = math.ceil(30 * 24 * 60 / max(self.interval_minutes(now), 1))
+        return self.estimated_credits_per_run() * runs
+
+    @property
+    def email_settings(self) -> dict[str, Any]:
+        return (self.notification or {}).get("email") or {}
+
+    def sync_email_recipients(self) -> None:
+        """Reconcile subscription rows with notification.email.recipients.
+
+        Existing rows are kept as they are, so removing and re-adding an
+        address neither re-sends a confirmation nor undoes an unsubscribe.
+        """
+        wanted = [r.lower() for r in self.email_settings.get("recipients") or []]
+        members = self.team.member_emails()
+        existing = set(self.email_recipients.values_list("email", flat=True))
+        for email in wanted:
+            if email in existing:
+                continue
+            is_member = email in members
+            EmailRecipient.objects.create(
+                monitor=self,
+                email=email,
+                status=EmailRecipient.Status.CONFIRMED
+                if is_member
+                else EmailRecipient.Status.PENDING,
+                source=EmailRecipient.Source.TEAM
+                if is_member
+                else EmailRecipient.Source.OPT_IN,
+                confirmed_at=timezone.now() if is_member else None,
+            )
+
+    def recipient_subscriptions(self) -> list[EmailRecipient]:
+        wanted = {r.lower() for r in self.email_settings.get("recipients") or []}
+        if not wanted:
+            return []  # no query: lists prefetch only monitors with recipients
+        return [r for r in self.email_recipients.all() if r.email in wanted]
+
+
+class Target(models.Model):
+    class Type(models.TextChoices):
+        SCRAPE = "scrape"
+        CRAWL = "crawl"
+        SEARCH = "search"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="targets"
+    )
+    position = models.PositiveSmallIntegerField(default=0)
+    type = models.CharField(max_length=16, choices=Type.choices)
+    # scrape
+    urls = models.JSONField(default=list, blank=True)
+    # crawl
+    url = models.URLField(max_length=2048, blank=True)
+    crawl_options = models.JSONField(default=dict, blank=True)
+    # scrape and crawl
+    scrape_options = models.JSONField(default=dict, blank=True)
+    # search
+    queries = models.JSONField(default=list, blank=True)
+    search_window = models.CharField(max_length=8, blank=True)
+    max_results = models.PositiveSmallIntegerField(null=True, blank=True)
+    include_domains = models.JSONField(default=list, blank=True)
+    exclude_domains = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.type} target of {self.monitor_id}"
+
+    @property
+    def kind(self) -> TargetKind | None:
+        """The class that knows this type of target (monitors.target_kinds);
+        None for a type no kind is registered for (saved, never run)."""
+        return kind_for(self.type)
+
+    @property
+    def not_run_reason(self) -> str:
+        """Why checks do not run this target, "" when they do."""
+        kind = self.kind
+        if kind is None:
+            return f"{self.type.capitalize()} targets are not supported yet."
+        return kind.unavailable()
+
+    @property
+    def not_run_words(self) -> str:
+        """not_run_reason for the dashboard: plain words, no setting names."""
+        return search_provider.in_plain_words(self.not_run_reason)
+
+    @property
+    def is_checked(self) -> bool:
+        return not self.not_run_reason
+
+    def goal_version(self, goal: str | None) -> str:
+        """A search target's goalVersion: editing the goal or the queries
+        makes the verdicts given under the previous one stale."""
+        shape = {"goal": (goal or "").strip(), "queries": sorted(self.queries or [])}
+        encoded = json.dumps(shape, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(encoded).hexdigest()[:16]
+
+    def credits_per_page(self) -> int:
+        kind = self.kind
+        return kind.credits_per_page(self) if kind is not None else 0
+
+    def page_budget(self) -> int:
+        kind = self.kind
+        return kind.page_budget(self) if kind is not None else 0
+
+    def estimated_credits(self, *, judging: bool) -> int:
+        kind = self.kind
+        return kind.estimated_credits(self, judging=judging) if kind else 0
+
+
+class EmailRecipient(models.Model):
+    """One address's consent to receive a monitor's e-mails."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        CONFIRMED = "confirmed"
+        UNSUBSCRIBED = "unsubscribed"
+
+    class Source(models.TextChoices):
+        TEAM = "team"
+        OPT_IN = "opt_in"
+        LEGACY = "legacy"
+
+    monitor = models.ForeignKey(
+        Monitor, on_delete=models.CASCADE, related_name="email_recipients"
+    )
+    email = models.EmailField(max_length=254)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    confirmation_sent_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    unsubscribed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["email"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["monitor", "email"], name="unique_recipient_per_monitor"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.status})"
