@@ -28,7 +28,7 @@ from checks.models import (
     Snapshot,
     WebhookDelivery,
 )
-from monitors.admin import (
+from monitors.admin.shared import (
     CountedDeleteMixin,
     admin_link,
     changelist_link,

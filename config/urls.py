@@ -14,7 +14,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v2/", include("monitors.api.urls")),
     path("", include("teams.urls")),
-    path("", include("monitors.urls")),
+    path("", include("monitors.dashboard.urls")),
 ]
 
 handler400 = "config.views.bad_request"

@@ -4,7 +4,7 @@ browser and the API can never disagree.
 
 A rule of our own that a person can break is a `Rule`, worded twice from one
 place: for API clients, in the contract's field names, and for the dashboard,
-in the words of its form (monitors.form_words rewords DRF's stock messages
+in the words of its form (monitors.dashboard.forms.words rewords DRF's stock messages
 with the limits below)."""
 
 from __future__ import annotations

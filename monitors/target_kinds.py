@@ -39,7 +39,7 @@ class FormField:
     """One control of a target's row in the dashboard's form, and where its
     value sits in the target's API object: the form reads the row into that
     object, the API's serializer validates it, and its errors come back to
-    the control (monitors.forms)."""
+    the control (monitors.dashboard.forms.monitor)."""
 
     name: str
     label: str

@@ -24,9 +24,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from checks import storage
-from monitors.context import switch_team
+from monitors.dashboard.base import Action, DashboardRequest, team_view
+from monitors.dashboard.context import switch_team
 from monitors.models import LastOwnerError, Membership, Monitor, Team
-from monitors.views import Action, DashboardRequest, team_view
 from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
 from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm

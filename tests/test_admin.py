@@ -32,7 +32,8 @@ from checks.models import (
     Snapshot,
     WebhookDelivery,
 )
-from monitors.admin import ApiKeyAdmin, MonitorAdmin
+from monitors.admin.keys import ApiKeyAdmin
+from monitors.admin.monitors import MonitorAdmin
 from monitors.models import (
     KEY_LOOKUP_LENGTH,
     KEY_PREFIX,

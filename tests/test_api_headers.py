@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from monitors.forms import MonitorForm
+from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.models import Monitor
 from tests.test_dashboard_forms import post
 

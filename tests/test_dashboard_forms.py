@@ -1,5 +1,5 @@
-"""monitors.forms: what people type becomes the API's JSON, and the API
-serializer's errors land next to the right field."""
+"""monitors.dashboard.forms: what people type becomes the API's JSON, and the
+API serializer's errors land next to the right field."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from monitors.api.serializers import MonitorWriteSerializer
+from monitors.dashboard.forms.fields import MAX_TARGET_ROWS, split_schedule
+from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.editing import create_monitor
-from monitors.forms import MAX_TARGET_ROWS, MonitorForm, split_schedule
 
 pytestmark = pytest.mark.django_db
 

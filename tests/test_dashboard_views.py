@@ -20,7 +20,7 @@ from checks.errors import ErrorKind, plain_error
 from checks.models import Check, PageResult, Snapshot
 from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
-from monitors.context import SESSION_KEY
+from monitors.dashboard.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
 from monitors.templatetags.pagewatch import duration
@@ -1154,7 +1154,7 @@ API_VS_FORM = [
 
 
 # DRF's own messages ("Ensure this field has at least 1 elements."), which the
-# form words afresh for each field (monitors.form_words).
+# form words afresh for each field (monitors.dashboard.forms.words).
 DRF_STOCK_CODES = {"required", "null", "blank", "empty", "min_length", "max_length"}
 DRF_STOCK_CODES |= {"min_value", "max_value", "invalid_choice", "max_string_length"}
 # What a non-technical reader should never meet: the contract's field names and
@@ -1609,7 +1609,7 @@ def test_showing_the_signing_secret_asks_first_then_shows_it_once(web, team, cap
     assert "Show the webhook signing secret?" in confirm
     assert secret not in confirm
 
-    with caplog.at_level("INFO", logger="monitors.notification_views"):
+    with caplog.at_level("INFO", logger="monitors.dashboard.notifications"):
         response = web.post(url)
     shown = re.search(
         r'id="webhook-secret" type="text" readonly value="(whsec_[^"]+)"',

@@ -9,8 +9,10 @@ import re
 
 import pytest
 
-from monitors import form_words, forms, rules
-from monitors.forms import MonitorForm
+from monitors import rules
+from monitors.dashboard.forms import fields as forms
+from monitors.dashboard.forms import words as form_words
+from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.schedule import ScheduleError, normalize_schedule
 from tests.test_dashboard_forms import post
 

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from monitors.context import SESSION_KEY
+from monitors.dashboard.context import SESSION_KEY
 from monitors.models import Membership, Team
 from teams.models import Invitation
 from tests.test_dashboard_views import PASSWORD

@@ -18,7 +18,7 @@ from rest_framework import serializers
 
 from checks.models import Check
 from monitors import schedule as schedules
-from monitors.api.serializers import MonitorSerializer
+from monitors.api.representation import MonitorSerializer
 from monitors.api.views import with_relations
 from monitors.models import EmailRecipient, Membership, Monitor, Target
 
@@ -295,7 +295,7 @@ def test_search_finds_monitors_by_name_or_address(web, team, query, found):
     connection.vendor != "postgresql", reason="trigram indexes are PostgreSQL's"
 )
 def test_search_can_be_served_by_the_trigram_indexes(team):
-    from monitors.views import _matching_monitor_ids
+    from monitors.dashboard.monitors import _matching_monitor_ids
 
     search = Monitor.objects.for_team(team).filter(
         pk__in=_matching_monitor_ids("shop-0004")

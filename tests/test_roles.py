@@ -319,7 +319,7 @@ def test_an_owner_may_step_down_once_someone_else_owns_the_team(client, world):
 
 
 def test_the_admin_keeps_an_owner_too(admin_client, world):
-    from monitors.admin import KeepsAnOwner  # noqa: F401  (the formset in use)
+    from monitors.admin.teams import KeepsAnOwner  # noqa: F401  (the formset in use)
 
     url = reverse("admin:monitors_team_change", args=[world.team.pk])
     form = admin_client.get(url).context["adminform"].form

@@ -31,7 +31,7 @@ from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from checks.targets.options import StrictCharField, StrictMixin
 from monitors.api.errors import ApiError, not_found, service_unavailable
-from monitors.api.serializers import SummarySerializer
+from monitors.api.representation import SummarySerializer
 from monitors.api.views import (
     ERROR,
     ERRORS,

@@ -1,25 +1,19 @@
-"""Wire shapes of the /v2/monitor API, and the validation every monitor goes
-through — from the API and from the dashboard forms alike.
+"""Wire shapes of the /v2/monitor API that a monitor is written in, and the
+validation every monitor goes through (from the API and from the dashboard
+forms alike). How a monitor reads in answers is monitors.api.representation.
 
 Objects are strict (an unknown key is a 400 naming it), except inside
-scrapeOptions and crawlOptions (see checks.targets.options).
-"""
+scrapeOptions and crawlOptions (see checks.targets.options)."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping
-from datetime import datetime, tzinfo
+from collections.abc import Mapping
 from typing import Any
 
-from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
-from rest_framework import ISO_8601, serializers
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
-from rest_framework.settings import api_settings
 
-from checks.models import SUMMARY_KEYS
 from checks.notify import own
 from checks.targets.options import (
     PassThroughMixin,
@@ -31,10 +25,9 @@ from checks.targets.options import (
     UrlField,
 )
 from monitors import rules
-from monitors.models import Channel, EmailRecipient, Monitor, Target
+from monitors.models import Channel, Monitor, Target
 from monitors.schedule import ScheduleError, normalize_schedule
 from monitors.target_kinds import all_kinds, kind_for
-from monitors.unavailable import unavailable
 
 # ---------------------------------------------------------------- schedule
 
@@ -361,194 +354,3 @@ class MonitorUpdateSerializer(MonitorWriteSerializer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["partial"] = True
         super().__init__(*args, **kwargs)
-
-
-# ---------------------------------------------------------------- monitor output
-
-
-class SummarySerializer(serializers.Serializer):
-    totalPages = serializers.IntegerField()
-    same = serializers.IntegerField()
-    changed = serializers.IntegerField()
-    new = serializers.IntegerField()
-    removed = serializers.IntegerField()
-    error = serializers.IntegerField()
-
-
-class ScheduleOutSerializer(serializers.Serializer):
-    cron = serializers.CharField()
-    timezone = serializers.CharField()
-
-
-class EmailSubscriptionSerializer(serializers.Serializer):
-    email = serializers.EmailField()
-    status = serializers.ChoiceField(choices=EmailRecipient.Status.choices)
-    source = serializers.ChoiceField(choices=EmailRecipient.Source.choices)
-    confirmationEmailSent = serializers.BooleanField()
-
-
-def _iso(value: datetime, zone: tzinfo) -> str:
-    """DRF's DateTimeField output (ISO 8601 in the current zone, "Z" for UTC)."""
-    text = value.astimezone(zone).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def _reader(serializer: serializers.Serializer, field: Any) -> Callable[[Any], Any]:
-    """A function giving one field's output for an instance, as DRF would."""
-    if isinstance(field, serializers.SerializerMethodField):
-        return getattr(serializer, field.method_name)
-    simple = field.source_attrs == [field.source] and field.source != "*"
-    if not simple:
-        return lambda instance: _generic(field, instance)
-    convert = field.to_representation
-    output = getattr(field, "format", api_settings.DATETIME_FORMAT)
-    if isinstance(field, serializers.DateTimeField):
-        if isinstance(output, str) and output.lower() == ISO_8601:
-            # The current zone, looked up once per serializer, not per value.
-            zone = timezone.get_current_timezone()
-            convert = functools.partial(_iso, zone=zone)
-    elif isinstance(field, serializers.UUIDField):
-        convert = str if field.uuid_format == "hex_verbose" else convert
-    source = field.source
-
-    def read(instance: Any) -> Any:
-        value = getattr(instance, source)
-        return None if value is None else convert(value)
-
-    return read
-
-
-def _generic(field: Any, instance: Any) -> Any:
-    attribute = field.get_attribute(instance)
-    return None if attribute is None else field.to_representation(attribute)
-
-
-class MonitorSerializer(serializers.Serializer):
-    """A monitor as every response carries it, in Firecrawl's shape."""
-
-    id = serializers.UUIDField()
-    name = serializers.CharField()
-    status = serializers.ChoiceField(choices=Monitor.Status.choices)
-    schedule = serializers.SerializerMethodField()
-    nextRunAt = serializers.DateTimeField(source="next_run_at", allow_null=True)
-    lastRunAt = serializers.DateTimeField(source="last_run_at", allow_null=True)
-    currentCheckId = serializers.UUIDField(source="current_check_id", allow_null=True)
-    targets = serializers.SerializerMethodField()
-    webhook = serializers.SerializerMethodField()
-    notification = serializers.SerializerMethodField()
-    channels = serializers.SerializerMethodField(
-        help_text="Pagewatch extension: ids of the team's channels it sends to."
-    )
-    retentionDays = serializers.IntegerField(source="retention_days")
-    estimatedCreditsPerMonth = serializers.SerializerMethodField()
-    unchangedPagesFree = serializers.SerializerMethodField()
-    lastCheckSummary = serializers.SerializerMethodField()
-    goal = serializers.CharField(allow_null=True)
-    judgeEnabled = serializers.BooleanField(source="judge_enabled")
-    ignoreLines = serializers.ListField(
-        source="ignore_lines", child=serializers.CharField()
-    )
-    fetchWith = serializers.ChoiceField(
-        source="fetch_with", choices=Monitor.FetchWith.values
-    )
-    emailRecipientSubscriptions = serializers.SerializerMethodField()
-    warning = serializers.SerializerMethodField(
-        help_text=(
-            "Why part of this monitor will not run on this server (a search "
-            "target with no search provider configured); null when all of it runs."
-        )
-    )
-    feedUrl = serializers.SerializerMethodField(
-        help_text=(
-            "Pagewatch extension: the monitor's Atom feed of changes (changed, "
-            "new and removed pages, meaningful ones marked) for a feed reader. "
-            "The address is the credential: anyone with it can read the feed. "
-            "A team member can replace it in the dashboard, which makes the old "
-            "address answer 404. Null when the team has turned feeds off."
-        )
-    )
-    createdAt = serializers.DateTimeField(source="created_at")
-    updatedAt = serializers.DateTimeField(source="updated_at")
-
-    def _now(self) -> datetime:
-        return self.context.get("now") or timezone.now()
-
-    def to_representation(self, instance: Monitor) -> dict[str, Any]:
-        """What DRF's generic to_representation gives (a test holds the two
-        equal), read through one prepared reader per field: on a page of
-        monitors DRF's per-field lookups and time zone handling cost more
-        than the monitors' data."""
-        return {name: read(instance) for name, read in self._readers}
-
-    @functools.cached_property
-    def _readers(self) -> list[tuple[str, Callable[[Any], Any]]]:
-        return [(f.field_name, _reader(self, f)) for f in self._readable_fields]
-
-    @extend_schema_field(ScheduleOutSerializer)
-    def get_schedule(self, monitor: Monitor) -> dict[str, str]:
-        return {"cron": monitor.schedule_cron, "timezone": monitor.schedule_timezone}
-
-    @extend_schema_field(serializers.ListField(child=TargetField()))
-    def get_targets(self, monitor: Monitor) -> list[dict[str, Any]]:
-        return [target_representation(t) for t in monitor.target_list]
-
-    @extend_schema_field(WebhookSerializer(allow_null=True))
-    def get_webhook(self, monitor: Monitor) -> dict[str, Any] | None:
-        return monitor.webhook
-
-    @extend_schema_field(NotificationSerializer)
-    def get_notification(self, monitor: Monitor) -> dict[str, Any]:
-        return monitor.notification or {}
-
-    @extend_schema_field({"type": "array", "items": {"type": "integer"}})
-    def get_channels(self, monitor: Monitor) -> list[int]:
-        prefetched = getattr(monitor, "shared_channels", None)
-        if prefetched is not None:  # a page of monitors (api.views.with_relations)
-            return [channel.pk for channel in prefetched]
-        return list(
-            monitor.channels.filter(owner_monitor__isnull=True)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
-
-    @extend_schema_field(OpenApiTypes.INT)
-    def get_estimatedCreditsPerMonth(self, monitor: Monitor) -> int:  # noqa: N802
-        return monitor.estimated_credits_per_month(self._now())
-
-    @extend_schema_field(OpenApiTypes.BOOL)
-    def get_unchangedPagesFree(self, monitor: Monitor) -> bool:  # noqa: N802
-        return monitor.unchanged_pages_free(self._now())
-
-    @extend_schema_field(SummarySerializer(allow_null=True))
-    def get_lastCheckSummary(self, monitor: Monitor) -> dict[str, int] | None:  # noqa: N802
-        # The wire counters only: the dashboard's own (search) stay home.
-        stored = monitor.last_check_summary
-        if stored is None:
-            return None
-        return {key: int(stored.get(key) or 0) for key in SUMMARY_KEYS}
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_warning(self, monitor: Monitor) -> str | None:
-        reasons = dict.fromkeys(
-            t.not_run_reason for t in monitor.target_list if t.not_run_reason
-        )
-        reasons.update(dict.fromkeys(u.api for u in unavailable(monitor)))
-        return " ".join(reasons) or None
-
-    @extend_schema_field(serializers.URLField(allow_null=True))
-    def get_feedUrl(self, monitor: Monitor) -> str | None:  # noqa: N802
-        return monitor.feed_url
-
-    @extend_schema_field(EmailSubscriptionSerializer(many=True))
-    def get_emailRecipientSubscriptions(  # noqa: N802
-        self, monitor: Monitor
-    ) -> list[dict[str, Any]]:
-        return [
-            {
-                "email": r.email,
-                "status": r.status,
-                "source": r.source,
-                "confirmationEmailSent": r.confirmation_sent_at is not None,
-            }
-            for r in monitor.recipient_subscriptions()
-        ]

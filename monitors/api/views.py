@@ -23,11 +23,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from monitors.api.errors import not_found
-from monitors.api.serializers import (
-    MonitorSerializer,
-    MonitorUpdateSerializer,
-    MonitorWriteSerializer,
-)
+from monitors.api.representation import MonitorSerializer
+from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Channel, EmailRecipient, Monitor, Target
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change

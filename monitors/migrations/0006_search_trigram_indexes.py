@@ -1,5 +1,5 @@
 """Trigram indexes for the dashboard's search by name, address or search
-words (monitors.views._filtered_monitors), on PostgreSQL only.
+words (monitors.dashboard.monitors._filtered_monitors), on PostgreSQL only.
 
 The search is a case-insensitive "contains" (`UPPER(x) LIKE UPPER('%q%')`),
 which no B-tree index can serve: with pg_trgm's GIN indexes on exactly those

@@ -2,7 +2,7 @@
 attempts, "send test event" and "retry now"; the team's webhook signing secret
 (shown and rotated after a confirmation step). Thin: the workflow lives in
 checks.notify.deliveries and on Team; lookups are scoped to the signed-in
-person's team (monitors.views.get_monitor_for), so another team's ids answer
+person's team (monitors.dashboard.base.get_monitor_for), so another team's ids answer
 404."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from django.views.decorators.http import (
 
 from checks.models import Delivery
 from checks.notify import deliveries
+from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
 from monitors.models import WEBHOOK_SECRET_GRACE
-from monitors.views import Action, DashboardRequest, get_monitor_for, team_view
 from teams.activity import Actor, Kind, record
 
 logger = logging.getLogger(__name__)

@@ -17,11 +17,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from monitors import moving
-from monitors.forms import ImportForm
+from monitors.dashboard.base import Action, DashboardRequest, team_view
+from monitors.dashboard.forms.settings import ImportForm
 from monitors.models import ImportRun
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_csv, export_document
-from monitors.views import Action, DashboardRequest, team_view
 
 TEMPLATE = "monitors/import.html"
 # What a request may carry beyond the file itself (the form's other fields).

@@ -20,8 +20,8 @@ from checks.notify import kinds
 from checks.notify.kinds.slack import list_channels
 from checks.notify.transports import DeliveryError, answer_in_plain_words
 from monitors.api.channels import ChannelInputSerializer, save_channel
+from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.models import Channel
-from monitors.views import Action, DashboardRequest, team_view
 from teams.activity import Actor, Kind, record
 
 RECENT = 5
@@ -125,22 +125,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         "channel": channel,
         "kind": kind,
         "kinds": kinds.all_kinds(),
-        "fields": [
-            {
-                "key": key,
-                "label": label,
-                "help": help_text,
-                "secret": key in kind.secrets,
-                "value": ""
-                if key in kind.secrets
-                else request.POST.get(f"setting_{key}", shown.get(key, "")),
-                "stored": shown.get(key) if key in kind.secrets else None,
-                "errors": (errors.get("settings") or {}).get(key, [])
-                if isinstance(errors.get("settings"), dict)
-                else [],
-            }
-            for key, (label, help_text) in kind.fields.items()
-        ],
+        "fields": _setting_fields(request, kind, shown, errors),
         "errors": errors,
         "unavailable": kind.unavailable(),
         "slack_channels": _slack_choices(kind),
@@ -165,6 +150,33 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
     return render(
         request, "monitors/channel_form.html", context, status=400 if errors else 200
     )
+
+
+def _setting_fields(
+    request: DashboardRequest,
+    kind: kinds.ChannelKind,
+    shown: dict[str, Any],
+    errors: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One entry per setting of the channel's kind: what was typed or stored
+    (a secret only as its masked ending) and its errors."""
+    setting_errors = errors.get("settings")
+    if not isinstance(setting_errors, dict):
+        setting_errors = {}
+    return [
+        {
+            "key": key,
+            "label": label,
+            "help": help_text,
+            "secret": key in kind.secrets,
+            "value": ""
+            if key in kind.secrets
+            else request.POST.get(f"setting_{key}", shown.get(key, "")),
+            "stored": shown.get(key) if key in kind.secrets else None,
+            "errors": setting_errors.get(key, []),
+        }
+        for key, (label, help_text) in kind.fields.items()
+    ]
 
 
 @require_POST

@@ -1,10 +1,10 @@
 """Plain words for the dashboard form: what each rule says to someone who has
 never seen the API's field names.
 
-The form is checked by the API's serializer (monitors.forms), whose messages
-speak to programmers ("judgeEnabled requires a non-empty goal.", "Ensure this
-field has at least 1 elements."). The API keeps them. The form shows, for the
-same error:
+The form is checked by the API's serializer (monitors.dashboard.forms.monitor),
+whose messages speak to programmers ("judgeEnabled requires a non-empty goal.",
+"Ensure this field has at least 1 elements."). The API keeps them. The form
+shows, for the same error:
 
 * a rule of our own (monitors.rules.Rule): its `plain` wording, found by the
   error's code — one rule, worded twice in one place; a schedule the API

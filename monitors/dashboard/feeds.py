@@ -28,8 +28,8 @@ from django.views.decorators.http import require_POST, require_safe
 from checks.models import Check, PageResult
 from checks.notify.emails import REASON_CHARS, absolute, diff_excerpt, http_href
 from monitors import history
+from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
 from monitors.models import Monitor, Team
-from monitors.views import Action, DashboardRequest, get_monitor_for, team_view
 
 # What new_feed_token makes; anything else is refused before any query.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{20,64}")

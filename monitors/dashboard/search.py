@@ -1,7 +1,7 @@
 """Dashboard view of a monitor's web searches: every result they alerted on,
 newest first (or every result they have seen). Thin: the rows are the
 search targets' SearchResultState (checks.search); lookups are scoped to the
-signed-in person's team (monitors.views.get_monitor_for)."""
+signed-in person's team (monitors.dashboard.base.get_monitor_for)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from checks.models import SearchResultState
+from monitors.dashboard.base import DashboardRequest, get_monitor_for, team_view
 from monitors.models import Target
-from monitors.views import DashboardRequest, get_monitor_for, team_view
 
 RESULTS_PER_PAGE = 50
 TEMPLATE = "monitors/search_results.html"

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from checks.captures import LinkExpired, capture_for, visual_change_of
 from checks.content.visual import NotComparable, marked_png
 from checks.models import Capture
-from monitors.views import DashboardRequest, get_page_for, team_view
+from monitors.dashboard.base import DashboardRequest, get_page_for, team_view
 
 SERVED_TYPES = frozenset({"image/png", "image/jpeg", "application/pdf"})
 
@@ -47,7 +47,7 @@ def capture(request: HttpRequest, token: str) -> HttpResponse:
 def page_visual_change(
     request: DashboardRequest, pk: uuid.UUID, check_id: uuid.UUID, page_id: uuid.UUID
 ) -> HttpResponse:
-    """The visual change of one page result (monitors.views.get_page_for
+    """The visual change of one page result (monitors.dashboard.base.get_page_for
     scopes it to the caller's team) at full size: its screenshot with the
     places that look different from the previous screenshot outlined."""
     page = get_page_for(request, pk, check_id, page_id)

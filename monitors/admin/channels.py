@@ -1,0 +1,55 @@
+"""Notification channels in the admin."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from checks.models import ChannelDelivery
+from checks.notify import kinds
+from monitors.admin.shared import (
+    ChangedFieldsOnlyMixin,
+    CountedDeleteMixin,
+    changelist_link,
+)
+from monitors.models import (
+    Channel,
+)
+
+
+@admin.register(Channel)
+class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
+    """A team's channels. Settings hold secrets: shown masked by the kind,
+    never edited here (the dashboard and the API validate them)."""
+
+    list_display = ["name", "team", "kind_label", "digest", "failing_after",
+                    "owner_monitor", "created_at"]  # fmt: skip
+    list_filter = ["kind", "digest"]
+    list_select_related = ["team", "owner_monitor"]
+    search_fields = ["name", "team__name"]
+    fields = ["name", "team", "kind_label", "masked_settings", "events", "digest",
+              "digest_at", "failing_after", "owner_monitor", "deliveries_link",
+              "created_at", "updated_at"]  # fmt: skip
+    readonly_fields = ["team", "kind_label", "masked_settings", "owner_monitor",
+                       "deliveries_link", "created_at", "updated_at"]  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # kinds validate their settings in the dashboard and API
+
+    @admin.display(description="Kind", ordering="kind")
+    def kind_label(self, channel: Channel) -> str:
+        kind = kinds.kind_for(channel.kind)
+        return kind.label if kind else f"{channel.kind} (not installed)"
+
+    @admin.display(description="Settings")
+    def masked_settings(self, channel: Channel) -> str:
+        kind = kinds.kind_for(channel.kind)
+        return json.dumps(kind.masked(channel.settings) if kind else {})
+
+    @admin.display(description="Deliveries")
+    def deliveries_link(self, channel: Channel) -> str:
+        return changelist_link(
+            ChannelDelivery, "Deliveries", channel__id__exact=channel.pk
+        )

@@ -1,0 +1,181 @@
+"""What every admin page here (and checks.admin) shares: display helpers that
+escape what came from a user or a page, links, search terms, and the mixins
+that save only changed fields and count what a delete takes with it."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db import router
+from django.db.models.deletion import Collector, ProtectedError
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.http import urlencode
+from django.utils.text import smart_split, unescape_string_literal
+from django.utils.translation import ngettext
+
+
+def _when(moment: datetime) -> str:
+    return f"{timezone.localtime(moment):%Y-%m-%d %H:%M %Z}"
+
+
+def summary_text(summary: dict[str, Any] | None) -> str:
+    """A check summary ({"totalPages", "same", "changed", ...}) in one line."""
+    if not summary:
+        return "—"
+    parts = [f"{_count(summary.get('totalPages'))} pages"]
+    for key in ("changed", "new", "removed", "error"):
+        count = _count(summary.get(key))
+        if count:
+            parts.append(f"{count} {key}")
+    return " · ".join(parts)
+
+
+def _count(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def json_block(value: Any) -> str:
+    """Pretty JSON in a <pre>, escaped; for read-only JSON fields."""
+    if value in (None, {}, []):
+        return "—"
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    return format_html('<pre class="pw-json">{}</pre>', text)
+
+
+def with_masked_headers(value: Any) -> Any:
+    """`value` (a webhook, scrapeOptions) with its headers' values masked:
+    they often carry credentials (Authorization, cookies), which are the
+    team's, not for everyone who may read the admin."""
+    if not isinstance(value, dict) or not isinstance(value.get("headers"), dict):
+        return value
+    masked = {name: _masked(str(v)) for name, v in value["headers"].items()}
+    return value | {"headers": masked}
+
+
+def _masked(secret: str) -> str:
+    return f"…{secret[-4:]}" if len(secret) > 12 else "…"
+
+
+def admin_link(obj: Any, text: Any = None) -> str:
+    """A link to obj's admin change page; the text is escaped."""
+    if obj is None:
+        return "—"
+    opts = obj._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, obj if text is None else text)
+
+
+def changelist_link(model: type, text: str, **params: Any) -> str:
+    opts = model._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+    return format_html('<a href="{}?{}">{}</a>', url, urlencode(params), text)
+
+
+def search_terms(search_term: str) -> Iterable[str]:
+    """Split the admin search box the way Django does (quotes group words)."""
+    for bit in smart_split(search_term):
+        if bit.startswith(('"', "'")) and bit[0] == bit[-1]:
+            bit = unescape_string_literal(bit)
+        if bit:
+            yield bit
+
+
+def report_action(
+    model_admin: admin.ModelAdmin,
+    request: HttpRequest,
+    did: str,
+    *,
+    done: int,
+    left: int,
+    why_left: str,
+) -> None:
+    """Say what a bulk action did, and why it left some rows as they were:
+    "Paused 0 monitors." alone reads like a failure."""
+    if not done:
+        model_admin.message_user(
+            request,
+            f"Nothing changed: the selection was {why_left}.",
+            messages.WARNING,
+        )
+        return
+    if left > 0:
+        did += " " + ngettext(
+            "%(n)d left as it was (%(why)s).",
+            "%(n)d left as they were (%(why)s).",
+            left,
+        ) % {"n": left, "why": why_left}
+    model_admin.message_user(request, did, messages.SUCCESS)
+
+
+class ChangedFieldsOnlyMixin:
+    """Saves an edited row with update_fields=<what the form changed>.
+
+    A plain save() writes back every column as it was when the page loaded,
+    which would undo a concurrent revocation, rotation or scheduler update."""
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: Any, change: bool
+    ) -> None:
+        if not change:
+            obj.save()
+            return
+        fields = [name for name in form.changed_data if name in form.base_fields]
+        if not fields:
+            return
+        auto_now = [
+            f.name for f in obj._meta.concrete_fields if getattr(f, "auto_now", False)
+        ]
+        obj.save(update_fields=fields + auto_now)
+
+
+class CountedDeleteMixin:
+    """The delete confirmation says how many rows of each kind go with the
+    object instead of listing them one by one: a check or a monitor takes
+    thousands of page results and deliveries with it, and Django's list
+    loads every one of them whole and renders a link to each (seconds for a
+    1,000-page check). Protected rows and missing permissions still stop
+    the deletion, as in Django's own."""
+
+    admin_site: admin.AdminSite
+
+    def get_deleted_objects(
+        self, objs: Any, request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
+        objs = list(objs)
+        if not objs:
+            return [], {}, set(), []
+        collector = Collector(using=router.db_for_write(objs[0]._meta.model))
+        try:
+            collector.collect(objs)
+        except ProtectedError as error:
+            return [], {}, set(), [str(obj) for obj in error.protected_objects]
+        counts: Counter[type] = Counter()
+        for model, instances in collector.data.items():
+            counts[model] += len(instances)
+        for rows in collector.fast_deletes:
+            counts[rows.model] += rows.count()
+        perms_needed = {
+            model._meta.verbose_name
+            for model in counts
+            if self.admin_site.is_registered(model)
+            and not self.admin_site.get_model_admin(model).has_delete_permission(
+                request
+            )
+        }
+        model_count = {
+            str(model._meta.verbose_name_plural): count
+            for model, count in counts.items()
+            if count
+        }
+        return [admin_link(obj) for obj in objs], model_count, perms_needed, []

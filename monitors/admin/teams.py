@@ -1,0 +1,211 @@
+"""Teams in the admin: their members (a team always keeps an owner) and keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.forms.models import BaseInlineFormSet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from monitors.admin.shared import (
+    ChangedFieldsOnlyMixin,
+    CountedDeleteMixin,
+    _when,
+    changelist_link,
+)
+from monitors.models import (
+    ApiKey,
+    LastOwnerError,
+    Membership,
+    Monitor,
+    Team,
+)
+from teams.activity import (
+    Actor,
+    Kind,
+    Via,
+    record,
+)
+
+
+def _team_count(rows: QuerySet) -> Coalesce:
+    """How many of `rows` (filtered on team=OuterRef("pk")) there are, as a
+    subquery for annotate()."""
+    counted = rows.order_by().values("team").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted), 0)
+
+
+def _admin(request: HttpRequest) -> Actor:
+    return Actor.of(request, via=Via.ADMIN)
+
+
+class KeepsAnOwner(BaseInlineFormSet):
+    """A team keeps at least one owner in the admin too."""
+
+    def clean(self) -> None:
+        super().clean()
+        roles = [
+            form.cleaned_data.get("role")
+            for form in self.forms
+            if form.cleaned_data and not form.cleaned_data.get("DELETE")
+        ]
+        had_owner = (
+            self.instance.pk
+            and Membership.objects.filter(
+                team=self.instance, role=Membership.Role.OWNER
+            ).exists()
+        )
+        if had_owner and Membership.Role.OWNER not in roles:
+            raise ValidationError(LastOwnerError.message)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    formset = KeepsAnOwner
+    extra = 0
+    autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["created_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Membership]:
+        # Each row is titled with str(membership), "<user> in <team>".
+        return super().get_queryset(request).select_related("user", "team")
+
+
+class TeamApiKeyInline(admin.TabularInline):
+    """The team's keys at a glance; issuing and revoking happen on the key admin."""
+
+    model = ApiKey
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ["key", "name", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = fields
+    verbose_name_plural = "API keys"
+
+    @admin.display(description="Key")
+    def key(self, obj: ApiKey) -> str:
+        return obj.display_prefix
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Team)
+class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "member_count",
+        "monitor_count",
+        "masked_webhook_secret",
+        "credit_allowance",
+        "created_at",
+    ]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    fields = [
+        "name",
+        "slug",
+        "credit_allowance",
+        "feeds_enabled",
+        "masked_webhook_secret",
+        "created_at",
+    ]
+    readonly_fields = ["masked_webhook_secret", "created_at"]
+    inlines = [MembershipInline, TeamApiKeyInline]
+
+    def save_formset(
+        self, request: HttpRequest, form: Any, formset: Any, change: bool
+    ) -> None:
+        """Members added, removed or given another role here are in the
+        team's activity log like those changed on the Team page."""
+        if formset.model is not Membership:
+            super().save_formset(request, form, formset, change)
+            return
+        was = dict(
+            Membership.objects.filter(team=form.instance).values_list("pk", "role")
+        )
+        super().save_formset(request, form, formset, change)
+        actor = _admin(request)
+        team = form.instance
+        for membership in formset.new_objects:
+            record(actor, team, Kind.MEMBER_JOINED, role=membership.role,
+                   member=membership.user.get_username())  # fmt: skip
+        for membership, _ in formset.changed_objects:
+            if was.get(membership.pk) != membership.role:
+                record(actor, team, Kind.ROLE_CHANGED, role=membership.role,
+                       was=was.get(membership.pk),
+                       member=membership.user.get_username())  # fmt: skip
+        for membership in formset.deleted_objects:
+            record(actor, team, Kind.MEMBER_REMOVED,
+                   member=membership.user.get_username())  # fmt: skip
+
+    actions = ["rotate_webhook_secret"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:
+        # Each count in its own subquery: two Counts over joins would count
+        # every pairing of a team's members with its monitors.
+        members = Membership.objects.filter(team=OuterRef("pk"))
+        monitors = Monitor.objects.alive().filter(team=OuterRef("pk"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                member_total=_team_count(members),
+                monitor_total=_team_count(monitors),
+            )
+        )
+
+    @admin.display(description="Members", ordering="member_total")
+    def member_count(self, team: Team) -> int:
+        return team.member_total
+
+    @admin.display(description="Monitors", ordering="monitor_total")
+    def monitor_count(self, team: Team) -> str:
+        return changelist_link(
+            Monitor, str(team.monitor_total), team__id__exact=team.pk
+        )
+
+    @admin.display(description="Webhook secret")
+    def masked_webhook_secret(self, team: Team) -> str:
+        if not team.webhook_secret:
+            return "not set"
+        until = team.previous_webhook_secret_signs_until
+        if until is None:
+            return team.masked_webhook_secret
+        previous = Team.mask_webhook_secret(team.previous_webhook_secret)
+        return (
+            f"{team.masked_webhook_secret} (the previous {previous} signs too "
+            f"until {_when(until)})"
+        )
+
+    @admin.action(description="Rotate webhook secret", permissions=["change"])
+    def rotate_webhook_secret(self, request: HttpRequest, queryset: QuerySet) -> None:
+        # The new value is shown here once; afterwards the admin shows it
+        # masked (team members can show it in the dashboard's Team page).
+        for team in queryset:
+            secret = team.rotate_webhook_secret()
+            until = team.previous_webhook_secret_signs_until
+            grace = ""
+            if until is not None:
+                grace = f" The previous one also signs until {_when(until)}."
+            self.message_user(
+                request,
+                format_html(
+                    "New webhook secret for {}: <code>{}</code> — update the "
+                    "receivers.{}",
+                    team.name,
+                    secret,
+                    grace,
+                ),
+                messages.SUCCESS,
+            )
