@@ -91,13 +91,13 @@ class FirecrawlWebhookKind(ChannelKind):
         return events.wants(settings, events.PAGE)
 
     def send(self, delivery: Delivery) -> Sent:
-        config = self._config(delivery)
+        config = self._current_webhook(delivery)
         body = delivery.body.encode()
         result = self._post(delivery, config.get("headers") or {}, body)
         return self._answer(result)
 
     @staticmethod
-    def _config(delivery: Delivery) -> dict[str, Any]:
+    def _current_webhook(delivery: Delivery) -> dict[str, Any]:
         """The webhook this row was written for, if the monitor still has it."""
         channel, monitor = delivery.channel, delivery.monitor
         config = channel.settings if channel is not None else {}
