@@ -279,7 +279,7 @@ def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler(
     assert "celery -A config worker --pool=threads --beat-thread " in entries["worker"]
     queues = "--queues=celery,upkeep,notifications,${BROWSER_QUEUE:-browser} "
     assert queues in entries["worker"]
-    assert "--concurrency=${WORKER_THREADS:-4}" in entries["worker"]
+    assert "--concurrency=${WORKER_THREADS:-1}" in entries["worker"]
     assert "--config python:config.gunicorn" in entries["web"]
     assert "make run PROCFILE=Procfile.large" in (ROOT / "Procfile").read_text()
 
