@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from checks.notify.emails import absolute, change_report
+from checks.notify.reports import change_report
+from checks.notify.texts import absolute
 
 if TYPE_CHECKING:
     from checks.models import Check
