@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 # A Target (monitors.models) and a Check (checks.models): named loosely, so
 # this module, which the models import, imports neither back.
@@ -26,8 +26,10 @@ Check = Any
 
 __all__ = [
     "FormField",
+    "TargetFailure",
     "TargetKind",
     "all_kinds",
+    "failures_in",
     "kind_for",
     "register",
     "unregister",
@@ -73,6 +75,27 @@ class FormField:
         box only puts one format in or out, so problems with the list of
         formats stay on the target's row."""
         return self.shape != "format"
+
+
+class TargetFailure(NamedTuple):
+    """A target that failed its part of a check: its kind's label ("Web
+    search") and what went wrong, in plain words."""
+
+    label: str
+    reason: str
+
+
+def failures_in(target_results: Any) -> list[TargetFailure]:
+    """The failed targets of a check, from its targetResults, each said by
+    its kind (lines of a type no kind is registered for say nothing)."""
+    found = []
+    for result in target_results or []:
+        if not isinstance(result, Mapping) or result.get("skipped"):
+            continue
+        kind = kind_for(str(result.get("type") or ""))
+        if kind is not None and (reason := kind.failure(result)):
+            found.append(TargetFailure(kind.label, reason))
+    return found
 
 
 class TargetKind:
@@ -141,6 +164,13 @@ class TargetKind:
     def summary_items(self, target: Target) -> list[str]:
         """What it watches, item by item, for the monitor list's short line."""
         return [self.describe(target)]
+
+    def failure(self, result: Mapping[str, Any]) -> str:
+        """What kept the target from doing its part in a check, in plain
+        words, read from its line in targetResults ("" when nothing did): a
+        web search that failed. No page stands for it; the check ends partial
+        or failed as it would for a page that failed, and says why."""
+        return ""
 
     def check_result(self, check: Check, result: dict[str, Any]) -> dict[str, Any]:
         """The target's line in a check's targetResults, with what the check

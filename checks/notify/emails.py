@@ -172,6 +172,7 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "not_judged": report.not_judged,
         "judged": report.judged,
         "pages": listed,
+        "failures": report.failures,
         "first_check": first_check,
         "more_pages": max(len(report.pages) - PAGES_LISTED, 0),
         "include_diffs": include_diffs,

@@ -15,6 +15,7 @@ from django.db.models.fields.json import KT
 
 from checks.errors import ErrorKind, plain_error
 from checks.notify.texts import http_href
+from monitors.target_kinds import TargetFailure
 
 if TYPE_CHECKING:
     from checks.models import Check
@@ -25,7 +26,8 @@ DIFF_LINE_CHARS = 300
 REASON_CHARS = 300
 
 
-# What a failed web search is listed as, in place of an address.
+# What the error page of a failed web search is listed as, in place of its
+# address, in a check planned by an older Pagewatch (which gave one a page).
 SEARCH_FAILED_PAGE = "Web search"
 
 
@@ -82,10 +84,14 @@ class PageLine:
 class ChangeReport:
     counts: Counter
     pages: list[PageLine]  # every non-same page, meaningful first
+    # Targets that failed their part of the check (a web search that could
+    # not be run): no page stands for them, and they are told all the same.
+    failures: list[TargetFailure] = field(default_factory=list)
 
     @property
     def noteworthy(self) -> int:
-        return sum(self.counts[s] for s in ("changed", "new", "removed", "error"))
+        pages = sum(self.counts[s] for s in ("changed", "new", "removed", "error"))
+        return pages + len(self.failures)
 
     @property
     def meaningful(self) -> int:
@@ -109,7 +115,10 @@ class ChangeReport:
         if not self.noteworthy:
             return "no_changes"
         only_noise = self.counts["changed"] == self.noise and not (
-            self.counts["new"] + self.counts["removed"] + self.counts["error"]
+            self.counts["new"]
+            + self.counts["removed"]
+            + self.counts["error"]
+            + len(self.failures)
         )
         # A changed page without a judgment counts as meaningful (fail open).
         return "not_meaningful" if only_noise else None
@@ -133,6 +142,10 @@ class ChangeReport:
             parts.append(f"{_pages(n)} removed")
         if n := self.counts["error"]:
             parts.append(f"{_pages(n)} with {'errors' if n != 1 else 'an error'}")
+        for label, n in Counter(f.label for f in self.failures).items():
+            parts.append(
+                f"{label.lower()} failed" + (f" ({n} targets)" if n > 1 else "")
+            )
         return ", ".join(parts) or "no changes"
 
     @property
@@ -194,7 +207,7 @@ def change_report(check: Check) -> ChangeReport:
         line.search_match = found == "alert"
         pages.append(line)
     pages.sort(key=lambda p: p.rank)
-    return ChangeReport(counts, pages)
+    return ChangeReport(counts, pages, check.target_failures())
 
 
 _REMOVED_STYLE = "background: #fde8e8; color: #8a1c1c;"

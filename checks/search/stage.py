@@ -15,8 +15,8 @@ their page fetched and judged, and what each one is.
 
 Each outcome carries the result's new SearchResultState (Outcome.search),
 written by checks.recording in the transaction that records the page, so a
-result alerts once whatever worker dies where. The failed search's error page
-is decided here too. decided() is synchronous; prepare() may read the
+result alerts once whatever worker dies where. A search that failed has no
+page (see checks.search.source). decided() is synchronous; prepare() may read the
 database; enrich() runs on the batch's event loop (checks.runner).
 """
 
@@ -44,6 +44,7 @@ from checks.models import Check, PageResult, PageState
 from checks.pages import Outcome
 from checks.search.models import SearchResultState, SearchRun
 from checks.search.providers.base import published as parse_time
+from checks.search.source import SEARCH_FAILED
 from monitors.models import Target
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,6 @@ Status = PageResult.Status
 State = SearchResultState.Status
 Item = tuple[PageJob, Outcome, PageState | None]
 
-SEARCH_FAILED_MESSAGE = "The web search failed: {failure}"
 NOT_JUDGED_MESSAGE = "This result could not be judged against the goal: {reason}"
 JUDGING_OFF_REASON = "judging is off for this monitor, so every new result is reported."
 NO_MODEL_REASON = (
@@ -175,10 +175,11 @@ class SearchStage:
         run = self.runs.get(job.target_id)
         if run is None:
             return None
-        if run.row.failure and job.url == run.row.endpoint:
-            return _failed_search(job, run.row)
         result = run.results.get(job.url)
-        if result is None:  # not a result of this check: nothing to say
+        if result is None:
+            # Only a batch planned by an older Pagewatch, which gave a failed
+            # search a page at the provider's address, holds such a job: it
+            # is recorded as that version would have, never fetched.
             return _failed_search(job, run.row)
         state = self.states.get((job.target_id, result["key"]))
         if state is not None and state.status == State.ALERTED:
@@ -378,7 +379,7 @@ def _failed_search(job: PageJob, row: SearchRun) -> Outcome:
     return Outcome(
         Status.ERROR,
         {"sourceURL": job.url, "creditsUsed": 0, "searchProvider": row.provider},
-        error=SEARCH_FAILED_MESSAGE.format(failure=failure),
+        error=SEARCH_FAILED.format(failure=failure),
         error_kind=ErrorKind.SEARCH_FAILED,
     )
 
