@@ -85,6 +85,8 @@ class SearchKind(TargetKind):
     label = "Web search"
     serializer = SearchTargetSerializer
     needs_goal = True
+    finds_results = True
+    watched_keys = ("queries",)
     form_fields = (
         FormField(
             "queries", "Search for", "One search per line, up to 12.",
