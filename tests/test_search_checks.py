@@ -14,6 +14,7 @@ from django.utils import timezone
 from checks import runner
 from checks.errors import ErrorKind
 from checks.models import Check, PageResult, PageState, SearchResultState
+from checks.search.stage import goal_version
 from monitors.models import Monitor, Target, Team
 from monitors.search_provider import NOT_CONFIGURED
 from tests.llm import status
@@ -235,8 +236,8 @@ def test_editing_the_goal_re_judges_a_resurfacing_result(team, searx, model, new
     assert statuses(third)[news["earnings"]] == ("new", "alert")
     assert len(model.requests) == asked + 1
     state = SearchResultState.objects.get(monitor=monitor)
-    assert state.goal_version == Target.objects.get(monitor=monitor).goal_version(
-        "Tell me about quarterly results"
+    assert state.goal_version == goal_version(
+        Target.objects.get(monitor=monitor), "Tell me about quarterly results"
     )
 
 

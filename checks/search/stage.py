@@ -23,6 +23,8 @@ database; enrich() runs on the batch's event loop (checks.runner).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -60,6 +62,14 @@ NO_MODEL_REASON = (
     "reported."
 )
 CRASH_MESSAGE = "The result could not be judged because of an internal error."
+
+
+def goal_version(target: Target, goal: str | None) -> str:
+    """A search target's goalVersion: editing the goal or the queries makes
+    the verdicts given under the previous one stale."""
+    shape = {"goal": (goal or "").strip(), "queries": sorted(target.queries or [])}
+    encoded = json.dumps(shape, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
 
 
 class SearchStatus(StrEnum):
@@ -145,7 +155,7 @@ class SearchStage:
             row.target_id: _Run(
                 targets[row.target_id],
                 row,
-                targets[row.target_id].goal_version(goal),
+                goal_version(targets[row.target_id], goal),
                 {result["url"]: result for result in row.results},
             )
             for row in rows

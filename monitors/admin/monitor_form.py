@@ -28,7 +28,8 @@ MASKED = " Values are shown masked (…1234): one left as shown keeps its stored
 # The dashboard's template holds the words for its fields; these are the same
 # words for the admin. A field missing here (one the dashboard gains later) is
 # still offered, under its own name, so the admin never edits less than the
-# dashboard does.
+# dashboard does; a target's fields bring their words from their kind
+# (TargetKind.form_fields), the headers' only adding that they are masked.
 FIELD_WORDS = {
     "name": ("Name", ""),
     "status": ("Status", "A paused monitor runs no checks until it is resumed."),
@@ -51,27 +52,7 @@ FIELD_WORDS = {
     "webhook_headers": ("Webhook headers", "One per line: Name: value." + MASKED),
     "webhook_metadata": ("Webhook metadata", "One per line: name: value."),
     "retention_days": ("Keep check results for (days)", ""),
-    "urls": ("Page addresses", "One per line."),
-    "url": ("Start address", ""),
-    "limit": ("Most pages per check", ""),
-    "depth": ("Link depth", ""),
-    "include_paths": ("Only paths matching", "Patterns, one per line."),
-    "exclude_paths": ("Skip paths matching", "Patterns, one per line."),
-    "queries": ("Search for", "One search per line."),
-    "search_window": ("Published within", ""),
-    "max_results": ("Most results", ""),
-    "include_domains": ("Only these sites", "Host names, one per line."),
-    "exclude_domains": ("Never these sites", "Host names, one per line."),
-    "only_main_content": (
-        "Only the main content (skip menus, headers and footers)",
-        "",
-    ),
-    "mobile": ("Load pages as a phone would", ""),
-    "include_tags": ("Only these HTML tags or selectors", "Separated by commas."),
-    "exclude_tags": ("Leave out these tags or selectors", "Separated by commas."),
     "headers": ("Request headers", "One per line: Name: value." + MASKED),
-    "timeout": ("Give up after (milliseconds)", ""),
-    "wait_for": ("Wait before reading (milliseconds)", ""),
     "remove": ("Remove this target", ""),
 }
 
