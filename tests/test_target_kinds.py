@@ -251,6 +251,21 @@ def test_the_csv_export_and_the_admin_show_a_new_kind_from_its_class(team, site)
     assert url in inline.pages(target) and url in inline.options(target)
 
 
+def test_the_admin_edits_a_new_kinds_target_with_its_own_words(admin_client, team):
+    monitor = Monitor.objects.create(team=team, name="Acme", schedule_cron="0 * * * *")
+    target = Target.objects.create(
+        monitor=monitor, type="onepage", url="https://e.com/"
+    )
+
+    page = admin_client.get(
+        reverse("admin:monitors_monitor_change", args=[monitor.pk])
+    ).content.decode()
+
+    # Not the words of another kind's field of the same name (a crawl's url).
+    assert f'for="id_t{target.id.hex[:16]}-url">Address:</label>' in page
+    assert "The one page to watch." in page
+
+
 def test_a_new_kind_that_finds_its_pages_gets_the_page_of_every_page_found(
     web, team, site
 ):

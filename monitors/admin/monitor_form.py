@@ -21,7 +21,7 @@ from monitors.models import (
     Monitor,
     Target,
 )
-from monitors.target_kinds import all_kinds
+from monitors.target_kinds import FormField, all_kinds
 
 MASKED = " Values are shown masked (…1234): one left as shown keeps its stored value."
 
@@ -126,8 +126,13 @@ def target_rows(monitor: Monitor) -> list[TargetRow]:
     return rows
 
 
-def _worded(name: str, field: forms.Field) -> forms.Field:
-    label, help_text = FIELD_WORDS.get(name.rsplit("-", 1)[-1], (None, ""))
+def _worded(
+    name: str, field: forms.Field, spec: FormField | None = None
+) -> forms.Field:
+    """The field with the admin's words, else those of its kind's control
+    (`spec`, for a target's field), else its own."""
+    own = (spec.label, spec.help) if spec is not None else (None, "")
+    label, help_text = FIELD_WORDS.get(name.rsplit("-", 1)[-1], own)
     field.label = label or field.label
     field.help_text = help_text or field.help_text
     # The dashboard points at its own help and error slots; Django's admin
@@ -183,9 +188,11 @@ class MonitorAdminForm(forms.ModelForm):
             self.initial[name] = shown.main.initial.get(name, field.initial)
         self.rows = target_rows(monitor)
         for row in self.rows:
+            specs = {spec.name: spec for spec in row.fields.target_kind.form_fields}
             for name in row.fields.shown_fields():
                 full = row.fields.add_prefix(name)
-                self.fields[full] = _worded(name, row.fields.fields[name])
+                field = row.fields.fields[name]
+                self.fields[full] = _worded(name, field, specs.get(name))
                 self.initial[full] = row.fields.initial.get(
                     name, row.fields.fields[name].initial
                 )
