@@ -55,9 +55,7 @@ class EditCheck:
         self._webhook(edit["webhook"])
         self._notification(edit["notification"])
         self._channels(edit["channels"])
-        if not any(
-            p.path[:1] and p.path[0] in _CROSS_FIELD_PATHS for p in self.problems
-        ):
+        if not _CROSS_FIELD_PATHS & {p.path[0] for p in self.problems if p.path}:
             self._whole_monitor()
 
     def _monitor_fields(self) -> None:
