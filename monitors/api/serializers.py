@@ -100,10 +100,7 @@ def nested(problems: list[Problem]) -> Any:
     for problem in problems:
         place = root
         for part in problem.path:
-            inner = place.setdefault(part, {})
-            if isinstance(inner, list):
-                inner = place[part] = {"non_field_errors": inner}
-            place = inner
+            place = place.setdefault(part, {})
         place.setdefault("non_field_errors", []).append(
             ErrorDetail(problem.message, code=problem.code)
         )
@@ -114,8 +111,10 @@ def _lists(detail: dict[Any, Any]) -> Any:
     """{"non_field_errors": [...]} alone is the list itself."""
     if list(detail) == ["non_field_errors"]:
         return detail["non_field_errors"]
-    return {key: _lists(value) if isinstance(value, dict) else value
-            for key, value in detail.items()}  # fmt: skip
+    return {
+        key: _lists(value) if isinstance(value, dict) else value
+        for key, value in detail.items()
+    }
 
 
 def target_representation(target: Target) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def _items(text: str) -> list[str]:
 
 
 def _number(text: str) -> Any:
-    """An integer when it is one; otherwise the text, so the serializer reports
+    """An integer when it is one; otherwise the text, so the number rule reports
     exactly what the API would for that JSON value."""
     text = (text or "").strip()
     return int(text) if _INTEGER.match(text) else text
