@@ -15,9 +15,9 @@ kind with `register`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from monitors.rules_problems import Problem, problems_in
 
@@ -28,9 +28,13 @@ Check = Any
 
 __all__ = [
     "FormField",
+    "TargetFailure",
     "TargetKind",
     "all_kinds",
+    "failures_in",
     "kind_for",
+    "kind_names",
+    "pages_target",
     "register",
     "unregister",
 ]
@@ -78,6 +82,27 @@ class FormField:
         return self.shape != "format"
 
 
+class TargetFailure(NamedTuple):
+    """A target that failed its part of a check: its kind's label ("Web
+    search") and what went wrong, in plain words."""
+
+    label: str
+    reason: str
+
+
+def failures_in(target_results: Any) -> list[TargetFailure]:
+    """The failed targets of a check, from its targetResults, each said by
+    its kind (lines of a type no kind is registered for say nothing)."""
+    found = []
+    for result in target_results or []:
+        if not isinstance(result, Mapping) or result.get("skipped"):
+            continue
+        kind = kind_for(str(result.get("type") or ""))
+        if kind is not None and (reason := kind.failure(result)):
+            found.append(TargetFailure(kind.label, reason))
+    return found
+
+
 class TargetKind:
     """What every kind of target is. Subclasses set the class attributes and
     override what differs from a list of pages fetched one by one."""
@@ -101,6 +126,15 @@ class TargetKind:
     # The check page's part about the target's line in targetResults (with
     # `target`, None once deleted, and `result`); None for no part.
     check_template: ClassVar[str | None] = None
+    # Its pages are found, not listed (a crawl's): the dashboard has a page of
+    # every page it found (monitors.dashboard.checks.site_pages).
+    finds_pages: ClassVar[bool] = False
+    # It reports what it finds on the web, each result once (a web search's):
+    # the dashboard lists those results (monitors.dashboard.search).
+    finds_results: ClassVar[bool] = False
+    # The API keys of what it watches (its pages, its queries); the rest of
+    # its API object is its options.
+    watched_keys: ClassVar[tuple[str, ...]] = ()
 
     # --- What it costs ----------------------------------------------------------
 
@@ -156,6 +190,13 @@ class TargetKind:
         """What it watches, item by item, for the monitor list's short line."""
         return [self.describe(target)]
 
+    def failure(self, result: Mapping[str, Any]) -> str:
+        """What kept the target from doing its part in a check, in plain
+        words, read from its line in targetResults ("" when nothing did): a
+        web search that failed. No page stands for it; the check ends partial
+        or failed as it would for a page that failed, and says why."""
+        return ""
+
     def check_result(self, check: Check, result: dict[str, Any]) -> dict[str, Any]:
         """The target's line in a check's targetResults, with what the check
         page shows beside it."""
@@ -163,7 +204,26 @@ class TargetKind:
 
     def watched(self, target: Target) -> list[str]:
         """What it watches as typed (addresses, queries), for the admin."""
+        return self.addresses(target)
+
+    def addresses(self, target: Target) -> list[str]:
+        """The page addresses it names (a crawl's start page), for a list of
+        a team's pages such as the CSV export; none for a web search."""
         return []
+
+    def options(self, target: Target) -> dict[str, Any]:
+        """Its API object without what it watches: its options, for the
+        admin."""
+        shape = self.represent(target)
+        return {k: v for k, v in shape.items() if k not in self.watched_keys}
+
+    def for_pages(
+        self, urls: list[str], scrape_options: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The API object of a target of this kind that watches these pages
+        with these options (what an importer makes of another tool's page
+        watch); None when the kind does not watch a list of pages."""
+        return None
 
     def ignores_robots(self, target: Target) -> bool:
         """Whether it asks to pass over robots.txt (allowed only by a setting,
@@ -221,3 +281,17 @@ def kind_for(name: str) -> TargetKind | None:
 
 def all_kinds() -> list[TargetKind]:
     return list(_REGISTRY.values())
+
+
+def kind_names(test: Callable[[TargetKind], bool]) -> list[str]:
+    """The names of the kinds that pass `test`, for a query on Target.type."""
+    return [name for name, kind in _REGISTRY.items() if test(kind)]
+
+
+def pages_target(urls: list[str], scrape_options: Mapping[str, Any]) -> dict[str, Any]:
+    """The API object of a target watching these pages (see for_pages)."""
+    for kind in _REGISTRY.values():
+        shape = kind.for_pages(urls, scrape_options)
+        if shape is not None:
+            return shape
+    raise LookupError("no kind of target watches a list of pages")

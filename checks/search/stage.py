@@ -15,14 +15,16 @@ their page fetched and judged, and what each one is.
 
 Each outcome carries the result's new SearchResultState (Outcome.search),
 written by checks.recording in the transaction that records the page, so a
-result alerts once whatever worker dies where. The failed search's error page
-is decided here too. decided() is synchronous; prepare() may read the
+result alerts once whatever worker dies where. A search that failed has no
+page (see checks.search.source). decided() is synchronous; prepare() may read the
 database; enrich() runs on the batch's event loop (checks.runner).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -44,6 +46,7 @@ from checks.models import Check, PageResult, PageState
 from checks.pages import Outcome
 from checks.search.models import SearchResultState, SearchRun
 from checks.search.providers.base import published as parse_time
+from checks.search.source import SEARCH_FAILED
 from monitors.models import Target
 
 logger = logging.getLogger(__name__)
@@ -52,7 +55,6 @@ Status = PageResult.Status
 State = SearchResultState.Status
 Item = tuple[PageJob, Outcome, PageState | None]
 
-SEARCH_FAILED_MESSAGE = "The web search failed: {failure}"
 NOT_JUDGED_MESSAGE = "This result could not be judged against the goal: {reason}"
 JUDGING_OFF_REASON = "judging is off for this monitor, so every new result is reported."
 NO_MODEL_REASON = (
@@ -60,6 +62,14 @@ NO_MODEL_REASON = (
     "reported."
 )
 CRASH_MESSAGE = "The result could not be judged because of an internal error."
+
+
+def goal_version(target: Target, goal: str | None) -> str:
+    """A search target's goalVersion: editing the goal or the queries makes
+    the verdicts given under the previous one stale."""
+    shape = {"goal": (goal or "").strip(), "queries": sorted(target.queries or [])}
+    encoded = json.dumps(shape, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
 
 
 class SearchStatus(StrEnum):
@@ -145,7 +155,7 @@ class SearchStage:
             row.target_id: _Run(
                 targets[row.target_id],
                 row,
-                targets[row.target_id].goal_version(goal),
+                goal_version(targets[row.target_id], goal),
                 {result["url"]: result for result in row.results},
             )
             for row in rows
@@ -175,10 +185,11 @@ class SearchStage:
         run = self.runs.get(job.target_id)
         if run is None:
             return None
-        if run.row.failure and job.url == run.row.endpoint:
-            return _failed_search(job, run.row)
         result = run.results.get(job.url)
-        if result is None:  # not a result of this check: nothing to say
+        if result is None:
+            # Only a batch planned by an older Pagewatch, which gave a failed
+            # search a page at the provider's address, holds such a job: it
+            # is recorded as that version would have, never fetched.
             return _failed_search(job, run.row)
         state = self.states.get((job.target_id, result["key"]))
         if state is not None and state.status == State.ALERTED:
@@ -378,7 +389,7 @@ def _failed_search(job: PageJob, row: SearchRun) -> Outcome:
     return Outcome(
         Status.ERROR,
         {"sourceURL": job.url, "creditsUsed": 0, "searchProvider": row.provider},
-        error=SEARCH_FAILED_MESSAGE.format(failure=failure),
+        error=SEARCH_FAILED.format(failure=failure),
         error_kind=ErrorKind.SEARCH_FAILED,
     )
 

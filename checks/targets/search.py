@@ -85,6 +85,8 @@ class SearchKind(TargetKind):
     label = "Web search"
     serializer = SearchTargetSerializer
     needs_goal = True
+    finds_results = True
+    watched_keys = ("queries",)
     form_fields = (
         FormField(
             "queries", "Search for", "One search per line, up to 12.",
@@ -127,6 +129,13 @@ class SearchKind(TargetKind):
 
     def summary_items(self, target: Target) -> list[str]:
         return [f"search “{query}”" for query in target.queries]
+
+    def failure(self, result: Mapping[str, Any]) -> str:
+        """The web search's reason when it failed (some query or all of
+        them); a search that ran and judged nothing is degraded, not failed."""
+        if result.get("searchCompleted") is not False:
+            return ""
+        return str(result.get("degradedReason") or "The web search failed.")
 
     def estimated_credits(self, target: Target, *, judging: bool) -> int:
         """Its search (per ten results of every query) and, when judging,
