@@ -1,7 +1,7 @@
 """The model's part of a check, between deciding a page and recording it.
 
-For each page a batch hands over (after checks.pages and the baselines'
-reconcile), in this order:
+The judge stage's model (checks.pipeline.judge): for each page a batch
+hands over, extracted and compared, in this order:
 
 1. JSON extraction (formats ``json`` / changeTracking ``json``): the page's
    object, compared field by field with the baseline's; in JSON mode the
@@ -41,7 +41,7 @@ from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState, Snapshot
-from checks.pages import Outcome
+from checks.pipeline.outcome import Item, Outcome
 from monitors.models import Monitor
 
 logger = logging.getLogger(__name__)
@@ -113,9 +113,7 @@ class Enricher:
         if self._llm is not None:
             await self._llm.aclose()
 
-    def prepare(
-        self, items: Sequence[tuple[PageJob, Outcome, PageState | None]]
-    ) -> list[Page]:
+    def prepare(self, items: Sequence[Item]) -> list[Page]:
         """The pages with model work to do, their text at hand."""
         pages = []
         for job, outcome, state in items:

@@ -14,10 +14,10 @@ their page fetched and judged, and what each one is.
                                              when it turns up next
 
 Each outcome carries the result's new SearchResultState (Outcome.search),
-written by checks.recording in the transaction that records the page, so a
+written by checks.pipeline.record in the transaction that records the page, so a
 result alerts once whatever worker dies where. The failed search's error page
 is decided here too. decided() is synchronous; prepare() may read the
-database; enrich() runs on the batch's event loop (checks.runner).
+database; enrich() runs on the batch's event loop (checks.pipeline.judge).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from checks.content import ExtractionError, markdown_of, strip_noise, unpack
 from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
-from checks.models import Check, PageResult, PageState
-from checks.pages import Outcome
+from checks.models import Check, PageResult
+from checks.pipeline.outcome import Item, Outcome
 from checks.search.models import SearchResultState, SearchRun
 from checks.search.providers.base import published as parse_time
 from monitors.models import Target
@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 Status = PageResult.Status
 State = SearchResultState.Status
-Item = tuple[PageJob, Outcome, PageState | None]
 
 SEARCH_FAILED_MESSAGE = "The web search failed: {failure}"
 NOT_JUDGED_MESSAGE = "This result could not be judged against the goal: {reason}"
