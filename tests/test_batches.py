@@ -1,5 +1,5 @@
 """A check fanned out into page batches, lost batches, and work a page is spared
-(checks.runner, checks.pages), against real pages served on 127.0.0.1."""
+(checks.runner, checks.pipeline), against real pages served on 127.0.0.1."""
 
 from __future__ import annotations
 
