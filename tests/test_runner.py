@@ -27,7 +27,7 @@ from checks.fetch import OutboundClient
 from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
 from checks.pipeline import batch, compare, record, sources
-from checks.pipeline.outcome import Outcome
+from checks.pipeline.outcome import Content, Outcome, Pending
 from checks.tasks import run_check_task
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target, Team
@@ -281,13 +281,18 @@ def test_a_plain_page_whose_text_stays_the_same_is_not_parsed_for_scripts_again(
 def test_a_damaged_baseline_text_reports_the_page_changed_in_full():
     source = '{"base": "https://example.com/", "dropDataImages": false}\n<p>Hi</p>'
     state = PageState(snapshot_id=1, normalized_hash="0" * 64)
-    outcome = Outcome(PageResult.Status.SAME, {}, pending=("html", source, "Hi\n"))
+    outcome = Outcome(
+        PageResult.Status.SAME,
+        {},
+        content=Content(),
+        pending=Pending("html", source, "Hi\n"),
+    )
 
     compare.compare_page(outcome, state, (b"not a snapshot", "html"))
 
     assert outcome.status == PageResult.Status.CHANGED
     assert "+Hi" in outcome.diff["text"] and outcome.pending is None
-    assert outcome.normalized_hash == content_hash("Hi\n")
+    assert outcome.content.normalized_hash == content_hash("Hi\n")
 
 
 @pytest.mark.parametrize("text_hash_known", [False, True], ids=["unknown", "known"])
@@ -929,7 +934,7 @@ def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site)
     check.refresh_from_db()
     [(_, jobs)] = sources.plan(check, list(monitor.targets.all()))
     outcome = Outcome(
-        PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=pack_snapshot("0")
+        PageResult.Status.NEW, {"creditsUsed": 1}, content=Content(pack_snapshot("0"))
     )
     record.record_many(check, [(jobs[0], outcome, None)])
     long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)

@@ -280,7 +280,7 @@ def _fail(outcome: Outcome, kind: str, message: str) -> None:
     outcome.error = message
     outcome.error_kind = kind
     outcome.diff = None
-    outcome.snapshot = None
+    outcome.content = None
     outcome.cache_hit = False
     outcome.extraction = outcome.summary = outcome.judgment = None
     outcome.verdict = ""

@@ -49,7 +49,8 @@ def compare_page(
 ) -> None:
     """Settle one pending outcome with the baseline's stored (data, format).
     An unreadable baseline reports the page changed in full."""
-    assert outcome.pending is not None
+    content = outcome.content
+    assert outcome.pending is not None and content is not None
     source_format, source, after = outcome.pending
     outcome.pending = None
     before = stored = ""
@@ -64,7 +65,7 @@ def compare_page(
         outcome.keep_baseline(baseline, source, source_format, digest)
         return
     outcome.status = PageResult.Status.CHANGED
-    outcome.normalized_hash = digest
     outcome.diff = diff
     outcome.diff_reference = diff_reference(stored, source)
-    outcome.snapshot = pack_snapshot(source, source_format)
+    content.normalized_hash = digest
+    content.snapshot = pack_snapshot(source, source_format)

@@ -41,6 +41,7 @@ from checks.fetch import FetchError, FetchResult
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState
 from checks.pipeline.outcome import (
+    Content,
     Outcome,
     Pending,
     base_metadata,
@@ -142,8 +143,9 @@ def _read_response(
             error_kind=kind,
         )
     outcome = _extracted(job, fetched, baseline, metadata, content_type)
-    outcome.etag = fetched.headers.get("etag", "")[:512]
-    outcome.last_modified = fetched.headers.get("last-modified", "")[:64]
+    if outcome.content is not None:
+        outcome.content.etag = fetched.headers.get("etag", "")[:512]
+        outcome.content.last_modified = fetched.headers.get("last-modified", "")[:64]
     return outcome
 
 
@@ -177,9 +179,9 @@ def _unchanged(
         PageResult.Status.SAME,
         shown,
         status_code=shown["statusCode"],
-        normalized_hash=baseline.normalized_hash,
-        snapshot=(baseline.snapshot_hash, b"", 0, ""),
-        body_hash=body_hash,
+        content=Content(
+            (baseline.snapshot_hash, b"", 0, ""), baseline.normalized_hash, body_hash
+        ),
     )
 
 
@@ -213,22 +215,23 @@ def _extracted(
         )
     page_metadata = {k: v for k, v in page.metadata.items() if v is not None}
     page_metadata.setdefault("title", None)
+    content = Content(body_hash=digest)
     outcome = Outcome(
         PageResult.Status.NEW,
         page_metadata | metadata | {"creditsUsed": job.credits},
         status_code=fetched.status_code,
-        body_hash=digest,
+        content=content,
     )
     source, source_format = page.source, page.source_format
     if ai_formats.wants(job.options).model_formats:
         outcome.source = (source_format, source)
     if baseline is None:
-        outcome.snapshot = pack_snapshot(source, source_format)
+        content.snapshot = pack_snapshot(source, source_format)
         return outcome
     outcome.status = PageResult.Status.SAME  # unless the text says otherwise
     if snapshot_hash(source, source_format) == baseline.snapshot_hash:
-        outcome.normalized_hash = baseline.normalized_hash
-        outcome.snapshot = (baseline.snapshot_hash, b"", 0, "")
+        content.normalized_hash = baseline.normalized_hash
+        content.snapshot = (baseline.snapshot_hash, b"", 0, "")
         return outcome
     markdown = strip_noise(markdown_of(source_format, source), job.ignore_lines)
     digest_text = content_hash(markdown)
@@ -237,7 +240,7 @@ def _extracted(
         # it was stored in an older format).
         outcome.keep_baseline(baseline, source, source_format, digest_text)
         return outcome
-    outcome.normalized_hash = digest_text
+    content.normalized_hash = digest_text
     outcome.pending = Pending(source_format, source, markdown)
     if outcome.source is not None:
         outcome.text = markdown

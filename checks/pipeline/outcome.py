@@ -65,11 +65,27 @@ class Pending(NamedTuple):
 
 
 @dataclass
+class Content:
+    """What the page's baseline becomes when it is recorded (extract makes
+    it, compare settles it): its snapshot (content hash, compressed data,
+    size, format; empty data when that content is stored already; None
+    while compare has still to decide), the hash of its normalised Markdown
+    ("" when unknown), and what lets the next fetch skip work
+    (PageState.body_hash and the validators)."""
+
+    snapshot: Pack | None = None
+    normalized_hash: str = ""
+    body_hash: str = ""
+    etag: str = ""
+    last_modified: str = ""
+
+
+@dataclass
 class Outcome:
     """What the check says of one page, decided outside any transaction.
 
     extract sets the result and what the page brought; compare settles a
-    `pending` page (status, diff, snapshot); judge adds the model's part;
+    `pending` page (status, diff, content); judge adds the model's part;
     record writes it all. A page decided without a fetch (the cache, a
     search result seen before) starts here with its result whole."""
 
@@ -80,16 +96,9 @@ class Outcome:
     error: str | None = None
     error_kind: str = ""
     cache_hit: bool = False
-    # What becomes the page's baseline (extract, compare): the snapshot
-    # (content hash, compressed data, size, format; empty data when that
-    # content is stored already), the hash of its normalised Markdown ("" when
-    # unknown), and what lets the next fetch skip work (PageState.body_hash
-    # and validators).
-    snapshot: Pack | None = None
-    normalized_hash: str = ""
-    body_hash: str = ""
-    etag: str = ""
-    last_modified: str = ""
+    # What becomes the page's baseline (extract, compare); None for a page
+    # with no content to keep (an error, a removed page, a cached copy).
+    content: Content | None = None
     # extract -> compare: the text to compare with the baseline's.
     pending: Pending | None = None
     # compare: a changed page's diff, and what it is stored packed against
@@ -120,6 +129,10 @@ class Outcome:
     fetcher: str | None = None
 
     @property
+    def snapshot(self) -> Pack | None:
+        return self.content.snapshot if self.content is not None else None
+
+    @property
     def is_settled_same(self) -> bool:
         """The same as the baseline, decided without reading its text: the
         very bytes, or text with the baseline's hash."""
@@ -136,11 +149,12 @@ class Outcome:
     ) -> None:
         """The page's text is the baseline's: the baseline's snapshot stays,
         unless it was stored in another format (then it is replaced once)."""
-        self.normalized_hash = text_hash
+        assert self.content is not None
+        self.content.normalized_hash = text_hash
         if baseline.snapshot_format == source_format:
-            self.snapshot = (baseline.snapshot_hash, b"", 0, "")
+            self.content.snapshot = (baseline.snapshot_hash, b"", 0, "")
         else:
-            self.snapshot = pack_snapshot(source, source_format)
+            self.content.snapshot = pack_snapshot(source, source_format)
 
 
 class Item(NamedTuple):

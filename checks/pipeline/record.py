@@ -190,7 +190,10 @@ def _move_baselines(
                 monitor_id=monitor_id, target_id=job.target_id, url_hash=url_hash
             ).update(presence=PageState.Presence.REMOVED, updated_at=now)
             continue
-        if snapshot_id is None or outcome.cache_hit or outcome.search is not None:
+        content = outcome.content
+        if snapshot_id is None or content is None or outcome.cache_hit:
+            continue
+        if outcome.search is not None:
             continue  # a search result's baseline is its SearchResultState
         cache = job.options.get("storeInCache") is not False
         derived = outcome.derived
@@ -206,16 +209,16 @@ def _move_baselines(
             url=job.url,
             url_hash=url_hash,
             snapshot_id=snapshot_id,
-            normalized_hash=outcome.normalized_hash,
+            normalized_hash=content.normalized_hash,
             scrape_id=job.scrape_id,
             presence=PageState.Presence.ACTIVE,
             fetched_at=now,
             cached_at=now if cache else None,
             metadata=stored_metadata,
-            body_hash=outcome.body_hash,
+            body_hash=content.body_hash,
             options_hash=options_hash(job.options),
-            etag=outcome.etag,
-            last_modified=outcome.last_modified,
+            etag=content.etag,
+            last_modified=content.last_modified,
             derived=derived,
             fetcher=_remembered_fetcher(job, outcome, state),
         )

@@ -350,7 +350,7 @@ class SearchStage:
             base=work.outcome,
         )  # fmt: skip
         outcome.error, outcome.error_kind = message, kind
-        outcome.snapshot = None
+        outcome.content = None
         outcome.judgment, outcome.verdict = None, ""
         assert outcome.search is not None
         outcome.search["judgment"] = work.state.judgment if work.state else None
