@@ -41,7 +41,7 @@ from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState, Snapshot
-from checks.pipeline.outcome import Item, Outcome
+from checks.pipeline.outcome import Item, Judged, Outcome
 from monitors.models import Monitor
 
 logger = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ class Enricher:
         if page.wants.summary:
             await self._summarize(page, derived)
         if page.wants.model_formats:
-            outcome.derived = derived
+            outcome.judged.derived = derived
         if self.monitor.judging and outcome.status == Status.CHANGED:
             self._apply(outcome, await self._verdict(page))
 
@@ -201,7 +201,7 @@ class Enricher:
                     outcome, ErrorKind.EXTRACTION, f"{NO_RESULT_MESSAGE} {exc.message}"
                 )
                 return False
-        outcome.extraction = current
+        outcome.judged.extraction = current
         derived["json"] = {"key": spec.key, "value": current}
         if outcome.status != Status.NEW:
             _compare(page, before, current)
@@ -220,7 +220,7 @@ class Enricher:
             except LLMError as exc:
                 outcome.metadata["summaryError"] = exc.message
                 return
-        outcome.summary = summary
+        outcome.judged.summary = summary
         derived["summary"] = {"key": extracting.SUMMARY_KEY, "value": summary}
 
     # --- 3. The judge ----------------------------------------------------------
@@ -241,12 +241,12 @@ class Enricher:
 
     @staticmethod
     def _apply(outcome: Outcome, verdict: Verdict) -> None:
-        outcome.judgment = verdict.judgment
+        outcome.judged.judgment = verdict.judgment
         if not verdict.judged:
-            outcome.verdict = PageResult.Verdict.NOT_JUDGED
+            outcome.judged.verdict = PageResult.Verdict.NOT_JUDGED
             return
         meaningful = verdict.judgment["meaningful"]
-        outcome.verdict = (
+        outcome.judged.verdict = (
             PageResult.Verdict.MEANINGFUL if meaningful else PageResult.Verdict.NOISE
         )
         # Page judging costs one credit per judged page, as Firecrawl bills it.
@@ -282,7 +282,5 @@ def _fail(outcome: Outcome, kind: str, message: str) -> None:
     outcome.diff = None
     outcome.content = None
     outcome.cache_hit = False
-    outcome.extraction = outcome.summary = outcome.judgment = None
-    outcome.verdict = ""
-    outcome.derived = None
+    outcome.judged = Judged()
     outcome.metadata["creditsUsed"] = 0

@@ -81,6 +81,19 @@ class Content:
 
 
 @dataclass
+class Judged:
+    """What the judge stage made of the page: the goal judge's judgment and
+    verdict, the JSON extraction and the summary, and PageState.derived to
+    store with the baseline (None keeps the stored one)."""
+
+    judgment: dict[str, Any] | None = None
+    verdict: str = ""
+    extraction: Any = None
+    summary: str | None = None
+    derived: dict[str, Any] | None = None
+
+
+@dataclass
 class Outcome:
     """What the check says of one page, decided outside any transaction.
 
@@ -109,13 +122,8 @@ class Outcome:
     # (format, source), and the compared Markdown when it was made.
     source: tuple[str, str] | None = None
     text: str | None = None
-    # judge: what the model made of the page, and PageState.derived to store
-    # with the baseline (None keeps the stored one).
-    judgment: dict[str, Any] | None = None
-    verdict: str = ""
-    extraction: Any = None
-    summary: str | None = None
-    derived: dict[str, Any] | None = None
+    # judge: what the model made of the page.
+    judged: Judged = field(default_factory=Judged)
     # judge (checks.search.stage): a search result's SearchResultState after
     # this check, its baseline, written instead of a PageState.
     search: dict[str, Any] | None = None

@@ -130,10 +130,10 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
         error=outcome.error,
         error_kind=outcome.error_kind,
         metadata=outcome.metadata,
-        judgment=outcome.judgment,
-        verdict=outcome.verdict,
-        extraction=outcome.extraction,
-        summary=outcome.summary,
+        judgment=outcome.judged.judgment,
+        verdict=outcome.judged.verdict,
+        extraction=outcome.judged.extraction,
+        summary=outcome.judged.summary,
     )
     page.set_diff(outcome.diff, outcome.diff_reference)
     return page
@@ -196,7 +196,7 @@ def _move_baselines(
         if outcome.search is not None:
             continue  # a search result's baseline is its SearchResultState
         cache = job.options.get("storeInCache") is not False
-        derived = outcome.derived
+        derived = outcome.judged.derived
         if derived is None:
             derived = state.derived if state is not None else {}
         stored_metadata = {

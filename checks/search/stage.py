@@ -41,7 +41,7 @@ from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check, PageResult
-from checks.pipeline.outcome import Item, Outcome
+from checks.pipeline.outcome import Item, Judged, Outcome
 from checks.search.models import SearchResultState, SearchRun
 from checks.search.providers.base import published as parse_time
 from monitors.models import Target
@@ -223,10 +223,10 @@ class SearchStage:
             "goalVersion": run.goal_version,
         }
         if verdict is not None:
-            outcome.judgment = verdict.judgment
-            outcome.verdict = _verdict(verdict)
+            outcome.judged.judgment = verdict.judgment
+            outcome.judged.verdict = _verdict(verdict)
         elif state is not None:
-            outcome.judgment = state.judgment  # the standing verdict's words
+            outcome.judged.judgment = state.judgment  # the standing verdict's words
         outcome.search = self._remembered(run, result, state, status, verdict)
         return outcome
 
@@ -351,7 +351,7 @@ class SearchStage:
         )  # fmt: skip
         outcome.error, outcome.error_kind = message, kind
         outcome.content = None
-        outcome.judgment, outcome.verdict = None, ""
+        outcome.judged = Judged()
         assert outcome.search is not None
         outcome.search["judgment"] = work.state.judgment if work.state else None
 
