@@ -45,8 +45,7 @@ from checks.pipeline import plan as planning
 from checks.pipeline.batch import BatchPages, hand_over, run_pages
 from checks.pipeline.fetch import BrowserFetcher, Fetchers, HttpFetcher, from_cache
 from checks.pipeline.judge import Judge
-from checks.pipeline.outcome import Item, PageWork
-from checks.pipeline.record import CheckAbandoned
+from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
 from checks.targets import BatchParts, all_kinds
 from monitors.models import Target
 
@@ -157,8 +156,8 @@ def execute(
     with _guarded(check.pk):
         batches = plan(check, resolver)
         if fan_out:
-            here = _first_for_here(batches)
-            batches = here + _enqueue([b for b in batches if b not in here])
+            first = _first_for_here(batches)
+            batches = first + _enqueue([b for b in batches if b not in first])
         _run_batches(batches, resolver, fan_out)
         finish_if_done(check.pk)
 
@@ -167,8 +166,8 @@ def log_where_it_stands(check: Check) -> None:
     """One line when the check's own task is done with it. The check may be
     gone: an admin deletes a runaway check while it runs."""
     row = Check.objects.filter(pk=check.pk).values_list("status", "pages_total")
-    found = row.first()
-    if found is None:
+    status_and_pages = row.first()
+    if status_and_pages is None:
         logger.info(
             "Check %s of monitor %s was deleted while it ran",
             check.pk,
@@ -176,15 +175,18 @@ def log_where_it_stands(check: Check) -> None:
         )
         return
     logger.info(
-        "Check %s of monitor %s is %s (%d pages)", check.pk, check.monitor_id, *found
+        "Check %s of monitor %s is %s (%d pages)",
+        check.pk,
+        check.monitor_id,
+        *status_and_pages,
     )
 
 
 def _first_for_here(batches: list[CheckBatch]) -> list[CheckBatch]:
     """The batch the check's own task runs: the first, unless browser pages
     have a queue of their own, then the first of plain fetches (if any)."""
-    mine = [b for b in batches if not (b.uses_browser and browser_queue())]
-    return mine[:1]
+    plain = [b for b in batches if not (b.uses_browser and browser_queue())]
+    return plain[:1]
 
 
 def browser_queue() -> str | None:
@@ -199,10 +201,10 @@ def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
     if batch is None or batch.status not in CheckBatch.OPEN:
         return True  # gone, or done already: a duplicate message
     with _guarded(batch.check_run_id):
-        found = _run_batch(batch, resolver)
-        if found is None:
+        added = _run_batch(batch, resolver)
+        if added is None:
             return False
-        _run_batches(_enqueue(found), resolver, fan_out=True)
+        _run_batches(_enqueue(added), resolver, fan_out=True)
         finish_if_done(batch.check_run_id)
     return True
 
@@ -213,8 +215,8 @@ def _run_batches(
     """Run these batches here, and the batches their crawls find: queued for
     any worker with `fan_out`, except a paced crawl's (see _enqueue)."""
     while batches:
-        found = _run_batch(batches.pop(0), resolver) or []
-        batches += _enqueue(found) if fan_out else found
+        added = _run_batch(batches.pop(0), resolver) or []
+        batches += _enqueue(added) if fan_out else added
 
 
 def _enqueue(batches: list[CheckBatch]) -> list[CheckBatch]:
@@ -323,7 +325,7 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
             for_browser.append(page.job)  # remembered, say, since it was planned
         else:
             to_fetch.append(page)
-    found = hand_over(check, for_browser)
+    added = hand_over(check, for_browser)
     if to_fetch or decided:
         pages = BatchPages(
             _fetchers(batch, resolver),
@@ -332,9 +334,9 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
             crawls=parts.links,
             judges=_judges(check, parts, resolver),
         )
-        found += run_pages(check, batch, pages)
+        added += run_pages(check, batch, pages)
     batch.complete()
-    return found
+    return added
 
 
 def _judges(check: Check, parts: BatchParts, resolver: Resolver | None) -> list[Judge]:

@@ -22,6 +22,7 @@
 `outcome` holds the types the stages hand each other (PageWork, Outcome,
 Item). `batch` conducts one batch's pages through fetch .. record on one
 event loop; checks.runner conducts a check's batches (claim, plan, run,
-finish). Nothing here imports a stage that comes before it, and this
-package's __init__ imports nothing, so the stages load one by one.
+finish). A stage's module imports the types it takes and gives and the
+helpers below the pipeline, never a stage after it, and no stage calls back
+into one before it; this package's __init__ imports nothing.
 """

@@ -30,8 +30,8 @@ from checks.pipeline.compare import compare
 from checks.pipeline.extract import Fetched, extract_page
 from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
 from checks.pipeline.judge import Judge, judge
-from checks.pipeline.outcome import Item, PageWork
-from checks.pipeline.record import RECORD_BATCH, CheckAbandoned, record_many
+from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
+from checks.pipeline.record import RECORD_BATCH, record_many
 
 # A running batch writes its heartbeat at least this often while alive.
 HEARTBEAT_SECONDS = 10.0
@@ -65,14 +65,14 @@ def run_pages(check: Check, batch: CheckBatch, pages: BatchPages) -> list[CheckB
     their links added to a crawl (admitted before the pages are recorded),
     and the browser batches of pages handed over."""
     arriving = _Arriving(pages)
-    found: list[CheckBatch] = []
+    added: list[CheckBatch] = []
     with asyncio.Runner() as loop:
         try:
             loop.run(arriving.start())
             while arriving.left:
-                taken = loop.run(arriving.take(HEARTBEAT_SECONDS))
-                if taken:
-                    found += _settle(loop, check, batch, pages, taken)
+                done = loop.run(arriving.take(HEARTBEAT_SECONDS))
+                if done:
+                    added += _settle(loop, check, batch, pages, done)
                 else:
                     heartbeat(check, batch)
         finally:
@@ -81,7 +81,7 @@ def run_pages(check: Check, batch: CheckBatch, pages: BatchPages) -> list[CheckB
             loop.run(arriving.close())
             for one in pages.judges:
                 loop.run(one.aclose())
-    return found + hand_over(check, arriving.handed_over)
+    return added + hand_over(check, arriving.handed_over)
 
 
 def _settle(
@@ -89,21 +89,21 @@ def _settle(
     check: Check,
     batch: CheckBatch,
     pages: BatchPages,
-    taken: list[Item],
+    done: list[Item],
 ) -> list[CheckBatch]:
     """Pages that arrived: their links admitted, then compared, judged and
     recorded; the batches their links added."""
-    found = pages.crawls.admit(taken) if pages.crawls is not None else []
-    compare(taken)
+    added = pages.crawls.admit(done) if pages.crawls is not None else []
+    compare(done)
     judge(
         loop,
         pages.judges,
-        taken,
+        done,
         heartbeat=lambda: heartbeat(check, batch),
         every=HEARTBEAT_SECONDS,
     )
-    record_many(check, taken, batch)
-    return found
+    record_many(check, done, batch)
+    return added
 
 
 class _Arriving:
@@ -175,11 +175,11 @@ class _Arriving:
                 return []
         if len(self.done) < min(RECORD_BATCH, self.left):
             await asyncio.sleep(RECORD_LINGER_SECONDS)
-        taken, self.done = self.done[:RECORD_BATCH], self.done[RECORD_BATCH:]
+        handed, self.done = self.done[:RECORD_BATCH], self.done[RECORD_BATCH:]
         if not self.done:
             self.arrived.clear()
-        self.left -= len(taken)
-        return taken
+        self.left -= len(handed)
+        return handed
 
     async def close(self) -> None:
         for task in self.tasks:

@@ -3,8 +3,8 @@
 One Fetcher class per way of getting a page: plain HTTP through the one
 outbound door (checks.fetch), or a real browser (checks.browser) whose every
 request goes through a proxy applying the same address policy. A batch holds
-both (Fetchers) and each job goes to the one chosen for it (`choose`,
-PageJob.browser). A fetcher raises checks.fetch.FetchError for anything that
+both (Fetchers) and each job goes to the one the plan chose for it
+(PageJob.browser). A fetcher raises checks.fetch.FetchError for anything that
 produced no response; HTTP error statuses are responses, read by the extract
 stage. A page whose maxAge allows it is served from its baseline instead
 (`from_cache`), and a page fetched before asks the server whether it changed
@@ -21,34 +21,11 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from checks.browser import detect
-from checks.browser.executable import available
-from checks.browser.options import browser_options
 from checks.errors import ErrorKind
 from checks.fetch import FetchResult, OutboundClient, Resolver
-from checks.jobs import PageJob, Via
+from checks.jobs import PageJob
 from checks.models import PageResult, PageState
 from checks.pipeline.outcome import Outcome, base_metadata, failed, options_hash
-
-
-def choose(job: PageJob, remembered: str) -> PageJob:
-    """The job, with the fetcher it gets: the browser when its options need
-    one or its monitor always uses one (a page error says so when there is
-    none), when an earlier check found the page built by scripts
-    (`remembered`, PageState.fetcher) and a browser is there, or when this
-    check's plain fetch found it so (a job handed over keeps that); plain
-    HTTP otherwise, and always for a monitor set to plain HTTP."""
-    if job.browser == Via.DETECTED:
-        return job
-    needed = browser_options(job.options)
-    if needed:
-        return job.via(Via.OPTIONS, ", ".join(needed))
-    if job.fetch_with == "browser":
-        return job.via(Via.MONITOR)
-    if job.fetch_with == "http":
-        return job.via("")
-    if remembered == "browser" and available():
-        return job.via(Via.REMEMBERED)
-    return job.via("")
 
 
 class Fetcher(Protocol):

@@ -4,6 +4,7 @@
     Outcome    what the check says of the page (extract -> compare -> judge
                -> record), each part written by the stage named beside it
     Item       (job, outcome, baseline): a page on its way to the record
+    CheckAbandoned  what any stage raises when the check stopped being ours
 
 The words every page result carries (how it was fetched and why, the options
 it was fetched without) are here too, since every stage that makes an
@@ -44,6 +45,11 @@ FETCHED_BECAUSE = {
     Via.DETECTED: "A plain fetch found it built by scripts: {detail}.",
     Via.MONITOR: "Its monitor is set to always use a browser.",
 }
+
+
+class CheckAbandoned(Exception):
+    """The check stopped being ours (failed by the sweeper, deleted) mid-run:
+    any stage that writes says so, and the runner ends its work quietly."""
 
 
 @dataclass(frozen=True)

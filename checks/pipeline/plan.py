@@ -6,8 +6,10 @@ each kind says (a crawl's pages in batches of their own), the pages the
 browser will fetch in batches of BROWSER_BATCH_SIZE for its queue. A check
 taken over keeps the batches (and scrape ids) its first worker planned.
 
-When a batch runs, its refs become PageWork: each job rebuilt with its
-target's current options and the fetcher chosen for it, beside its baseline.
+The plan chooses each page's fetcher (`choose`): the browser's pages go in
+batches of their own. When a batch runs, its refs become PageWork: each job
+rebuilt with its target's current options and the fetcher chosen for it,
+beside its baseline.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from checks.browser.executable import available
+from checks.browser.options import browser_options
 from checks.fetch import Resolver
-from checks.jobs import PageJob
+from checks.jobs import PageJob, Via
 from checks.models import Check, CheckBatch, PageResult, PageState
 from checks.pipeline import sources
-from checks.pipeline.fetch import choose
-from checks.pipeline.outcome import PageWork
-from checks.pipeline.record import CheckAbandoned
+from checks.pipeline.outcome import CheckAbandoned, PageWork
 from monitors.models import Monitor, Target
 from monitors.target_kinds import TargetKind
 
@@ -114,6 +116,27 @@ def _batches(
                 )
             )
     return batches
+
+
+def choose(job: PageJob, remembered: str) -> PageJob:
+    """The job, with the fetcher it gets: the browser when its options need
+    one or its monitor always uses one (a page error says so when there is
+    none), when an earlier check found the page built by scripts
+    (`remembered`, PageState.fetcher) and a browser is there, or when this
+    check's plain fetch found it so (a job handed over keeps that); plain
+    HTTP otherwise, and always for a monitor set to plain HTTP."""
+    if job.browser == Via.DETECTED:
+        return job
+    needed = browser_options(job.options)
+    if needed:
+        return job.via(Via.OPTIONS, ", ".join(needed))
+    if job.fetch_with == "browser":
+        return job.via(Via.MONITOR)
+    if job.fetch_with == "http":
+        return job.via("")
+    if remembered == "browser" and available():
+        return job.via(Via.REMEMBERED)
+    return job.via("")
 
 
 # --- A batch's pages ------------------------------------------------------------

@@ -29,14 +29,16 @@ from checks.models import (
     SearchResultState,
     Snapshot,
 )
-from checks.pipeline.outcome import PER_CHECK_METADATA, Item, Outcome, options_hash
+from checks.pipeline.outcome import (
+    PER_CHECK_METADATA,
+    CheckAbandoned,
+    Item,
+    Outcome,
+    options_hash,
+)
 
 # Pages recorded per transaction, at most.
 RECORD_BATCH = 20
-
-
-class CheckAbandoned(Exception):
-    """The check stopped being ours (failed by the sweeper, deleted) mid-run."""
 
 
 def record_many(
