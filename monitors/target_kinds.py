@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from monitors.rules_problems import Problem, problems_in
+
 # A Target (monitors.models) and a Check (checks.models): named loosely, so
 # this module, which the models import, imports neither back.
 Target = Any
@@ -38,8 +40,9 @@ __all__ = [
 class FormField:
     """One control of a target's row in the dashboard's form, and where its
     value sits in the target's API object: the form reads the row into that
-    object, the API's serializer validates it, and its errors come back to
-    the control (monitors.dashboard.forms.monitor)."""
+    object, the kind checks it (TargetKind.check, as for the API), and the
+    problems at the control's path come back to the control
+    (monitors.dashboard.forms.monitor)."""
 
     name: str
     label: str
@@ -83,7 +86,7 @@ class TargetKind:
     # The dashboard's name for it ("Website crawl") and its help line.
     label: ClassVar[str]
     # The DRF serializer that validates the kind's API object (its `type`
-    # included); the API and the dashboard form both run it.
+    # included), through `check`, for the API and the dashboard form alike.
     serializer: ClassVar[Any]
     # Its targets need the monitor's goal (unless judging is switched off on
     # purpose): a web search reports only what matches one.
@@ -125,6 +128,17 @@ class TargetKind:
     def unavailable(self) -> str:
         """Why targets of this kind cannot run here ("" when they can)."""
         return ""
+
+    # --- Its rules ------------------------------------------------------------
+
+    def check(self, data: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+        """The target's API object checked by the kind's rules: (the object
+        as it is stored, []) or ({}, the problems, at paths inside it). The
+        API's serializers and the dashboard's form both ask this."""
+        serializer = self.serializer(data=data)
+        if serializer.is_valid():
+            return dict(serializer.validated_data), []
+        return {}, problems_in(serializer.errors)
 
     # --- The API ----------------------------------------------------------------
 
