@@ -125,7 +125,9 @@ class Enricher:
                 continue
             if outcome.is_still_gone:
                 continue  # no text: the baseline's is of a page no longer there
-            pages.append(Page(job, outcome, state, wanted, outcome.text))
+            read = outcome.page_text
+            text = read.markdown if read is not None else None
+            pages.append(Page(job, outcome, state, wanted, text))
         self._load_texts([p for p in pages if p.text is None and _needs_calls(p)])
         return pages
 
@@ -133,7 +135,7 @@ class Enricher:
         baselines = [
             p.state.snapshot_id
             for p in pages
-            if p.outcome.source is None and p.state is not None
+            if p.outcome.page_text is None and p.state is not None
         ]
         stored = Snapshot.packed(pk for pk in baselines if pk is not None)
         for page in pages:
@@ -144,8 +146,9 @@ class Enricher:
 
     @staticmethod
     def _text(page: Page, stored: dict[int, tuple[bytes, str]]) -> str | None:
-        if page.outcome.source is not None:
-            source_format, source = page.outcome.source
+        read = page.outcome.page_text
+        if read is not None:
+            source_format, source = read.source_format, read.source
         elif page.state is not None and page.state.snapshot_id in stored:
             data, source_format = stored[page.state.snapshot_id]
             source = unpack(data)

@@ -43,6 +43,7 @@ from checks.models import PageResult, PageState
 from checks.pipeline.outcome import (
     Content,
     Outcome,
+    PageText,
     Pending,
     base_metadata,
     failed,
@@ -224,7 +225,7 @@ def _extracted(
     )
     source, source_format = page.source, page.source_format
     if ai_formats.wants(job.options).model_formats:
-        outcome.source = (source_format, source)
+        outcome.page_text = PageText(source_format, source)
     if baseline is None:
         content.snapshot = pack_snapshot(source, source_format)
         return outcome
@@ -242,6 +243,6 @@ def _extracted(
         return outcome
     content.normalized_hash = digest_text
     outcome.pending = Pending(source_format, source, markdown)
-    if outcome.source is not None:
-        outcome.text = markdown
+    if outcome.page_text is not None:
+        outcome.page_text.markdown = markdown
     return outcome

@@ -71,6 +71,17 @@ class Pending(NamedTuple):
 
 
 @dataclass
+class PageText:
+    """The page's text as extract read it, kept for the judges when its
+    formats ask the model: its source (format and text) and, when the
+    compare stage needed it, its Markdown with the noise lines out."""
+
+    source_format: str
+    source: str
+    markdown: str | None = None
+
+
+@dataclass
 class Content:
     """What the page's baseline becomes when it is recorded (extract makes
     it, compare settles it): its snapshot (content hash, compressed data,
@@ -124,10 +135,8 @@ class Outcome:
     # (the raw text of both snapshots, checks.content.diff_reference).
     diff: dict[str, Any] | None = None
     diff_reference: bytes | None = None
-    # extract -> judge: for pages whose formats ask the model, the fetched
-    # (format, source), and the compared Markdown when it was made.
-    source: tuple[str, str] | None = None
-    text: str | None = None
+    # extract -> judge: the page's text, for pages whose formats ask the model.
+    page_text: PageText | None = None
     # judge: what the model made of the page.
     judged: Judged = field(default_factory=Judged)
     # judge (checks.search.stage): a search result's SearchResultState after

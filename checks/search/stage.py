@@ -387,8 +387,9 @@ def _text(job: PageJob, outcome: Outcome) -> str | None:
     if outcome.status == Status.ERROR:
         return None
     try:
-        if outcome.source is not None:
-            source_format, source = outcome.source
+        if outcome.page_text is not None:
+            source_format = outcome.page_text.source_format
+            source = outcome.page_text.source
         elif outcome.snapshot is not None and outcome.snapshot[1]:
             source_format, source = outcome.snapshot[3], unpack(outcome.snapshot[1])
         else:
