@@ -233,7 +233,7 @@ class TargetKind:
     # --- A check (checks.runner) ------------------------------------------------
 
     def plan(self, target: Target, stored: dict[str, Any], resolver: Any) -> Any:
-        """The target's source of pages for one check (see checks.sources):
+        """The target's source of pages for one check (see checks.pipeline.sources):
         its page jobs, what it saves beside its batches, and its line in
         targetResults. `stored` is that line when the check was planned
         before (a check taken over keeps its scrape ids)."""

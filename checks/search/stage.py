@@ -14,10 +14,10 @@ their page fetched and judged, and what each one is.
                                              when it turns up next
 
 Each outcome carries the result's new SearchResultState (Outcome.search),
-written by checks.recording in the transaction that records the page, so a
+written by checks.pipeline.record in the transaction that records the page, so a
 result alerts once whatever worker dies where. A search that failed has no
 page (see checks.search.source). decided() is synchronous; prepare() may read the
-database; enrich() runs on the batch's event loop (checks.runner).
+database; enrich() runs on the batch's event loop (checks.pipeline.judge).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from checks.content import ExtractionError, markdown_of, strip_noise, unpack
 from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
-from checks.models import Check, PageResult, PageState
-from checks.pages import Outcome
+from checks.models import Check, PageResult
+from checks.pipeline.outcome import Item, Judged, Outcome
 from checks.search.models import SearchResultState, SearchRun
 from checks.search.providers.base import published as parse_time
 from checks.search.source import SEARCH_FAILED
@@ -53,7 +53,6 @@ logger = logging.getLogger(__name__)
 
 Status = PageResult.Status
 State = SearchResultState.Status
-Item = tuple[PageJob, Outcome, PageState | None]
 
 NOT_JUDGED_MESSAGE = "This result could not be judged against the goal: {reason}"
 JUDGING_OFF_REASON = "judging is off for this monitor, so every new result is reported."
@@ -235,10 +234,10 @@ class SearchStage:
             "goalVersion": run.goal_version,
         }
         if verdict is not None:
-            outcome.judgment = verdict.judgment
-            outcome.verdict = _verdict(verdict)
+            outcome.judged.judgment = verdict.judgment
+            outcome.judged.verdict = _verdict(verdict)
         elif state is not None:
-            outcome.judgment = state.judgment  # the standing verdict's words
+            outcome.judged.judgment = state.judgment  # the standing verdict's words
         outcome.search = self._remembered(run, result, state, status, verdict)
         return outcome
 
@@ -362,8 +361,8 @@ class SearchStage:
             base=work.outcome,
         )  # fmt: skip
         outcome.error, outcome.error_kind = message, kind
-        outcome.snapshot = None
-        outcome.judgment, outcome.verdict = None, ""
+        outcome.content = None
+        outcome.judged = Judged()
         assert outcome.search is not None
         outcome.search["judgment"] = work.state.judgment if work.state else None
 
@@ -399,8 +398,9 @@ def _text(job: PageJob, outcome: Outcome) -> str | None:
     if outcome.status == Status.ERROR:
         return None
     try:
-        if outcome.source is not None:
-            source_format, source = outcome.source
+        if outcome.page_text is not None:
+            source_format = outcome.page_text.source_format
+            source = outcome.page_text.source
         elif outcome.snapshot is not None and outcome.snapshot[1]:
             source_format, source = outcome.snapshot[3], unpack(outcome.snapshot[1])
         else:

@@ -17,7 +17,7 @@ from checks.crawl.source import CrawlSource
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check, Crawl
-from checks.recording import record_many
+from checks.pipeline.record import record_many
 from checks.targets.options import (
     CrawlOptionsSerializer,
     ScrapeOptionsSerializer,

@@ -163,7 +163,7 @@ class SearchKind(TargetKind):
         self, target: Target, stored: Mapping[str, Any], resolver: Resolver | None
     ) -> SearchSource:
         provider = providers.configured(resolver)
-        if provider is None:  # checks.sources asks unavailable() first
+        if provider is None:  # checks.pipeline.sources asks unavailable() first
             raise RuntimeError("no search provider is configured")
         gathered = search(provider, target, timezone.now())
         return SearchSource(target, provider.name, provider.address, gathered)
