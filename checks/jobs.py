@@ -1,6 +1,6 @@
 """A page job: one URL of one target in one check, and what fetching it needs.
 
-Made by the sources (checks.sources, checks.crawl) and stored in CheckBatch
+Made by the sources (checks.pipeline.sources, checks.crawl) and stored in CheckBatch
 rows as a reference (`ref`), so any worker can rebuild it.
 """
 

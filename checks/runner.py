@@ -1,17 +1,14 @@
-"""Run a check: plan its pages into batches, run each batch, finish once.
+"""Conduct a check through the pipeline: claim it, plan its batches, run
+each batch, finish it once.
 
-    plan: each target's kind (checks.targets) plans its source
-          (checks.sources) -> page jobs -> CheckBatch rows of
-          CHECK_BATCH_SIZE pages
-    batch: fetchers (checks.fetchers) get each page through the one outbound
-          door, concurrently under its one limiter -> checks.pages judges it
-          inline as it arrives -> the model's part, if the monitor asks for
-          any (checks.ai.stage), and the kinds' parts (a crawl's links, a
-          search's judge), on the same event loop -> checks.recording
-          writes a few pages per transaction
-    finish: the batch that ends last lets each kind add its part (a crawl's
-          removed pages, a search's counts), then finishes the check (a
-          conditional update, so exactly once) and announces it (checks.notify)
+    plan     checks.pipeline.plan: each target's kind plans its source ->
+             page jobs -> CheckBatch rows
+    a batch  its pages' work (checks.pipeline.plan) -> fetch, extract,
+             compare, judge, record on one event loop (checks.pipeline.batch)
+    finish   the batch that ends last lets each kind add its part (a crawl's
+             removed pages, a search's counts), then finishes the check (a
+             conditional update, so exactly once) and announces it
+             (checks.notify)
 
 A check with more pages than a batch fans out: its first batch runs in the
 task that claimed it and the others are queued as run_batch_task, which any
@@ -31,9 +28,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
@@ -42,15 +37,17 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from checks import fetching, notify, pages, sources
+from checks import notify
 from checks.ai.stage import Enricher
 from checks.fetch import OutboundClient, Resolver
-from checks.fetchers import BrowserFetcher, Fetchers, HttpFetcher, choose
-from checks.jobs import PageJob
-from checks.models import Check, CheckBatch, PageResult, PageState
-from checks.recording import CheckAbandoned
-from checks.targets import BatchParts, TargetKind, all_kinds
-from monitors.models import Monitor, Target
+from checks.models import Check, CheckBatch
+from checks.pipeline import plan as planning
+from checks.pipeline.batch import BatchPages, hand_over, run_pages
+from checks.pipeline.fetch import BrowserFetcher, Fetchers, HttpFetcher, from_cache
+from checks.pipeline.judge import Judge
+from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
+from checks.targets import BatchParts, all_kinds
+from monitors.models import Target
 
 logger = logging.getLogger(__name__)
 
@@ -68,14 +65,13 @@ STALE_RUNNING_MESSAGE = (
     "Monitor check stopped responding (its worker was lost) and was ended."
 )
 GIVEN_UP_MESSAGE = f"Monitor check was given up after {MAX_ATTEMPTS} attempts."
-DELETED_MESSAGE = "Monitor was deleted before the check finished."
 TIME_LIMIT_MESSAGE = "Monitor check exceeded its time limit and was stopped."
 CRASH_MESSAGE = "Monitor check failed because of an internal error."
 
 
 def stale_running_after() -> timedelta:
     """A batch (or check) silent this long lost its worker: it heart-beats
-    every fetching.HEARTBEAT_SECONDS while alive."""
+    every checks.pipeline.batch.HEARTBEAT_SECONDS while alive."""
     return timedelta(seconds=int(settings.CHECK_STALE_AFTER_SECONDS))
 
 
@@ -160,8 +156,8 @@ def execute(
     with _guarded(check.pk):
         batches = plan(check, resolver)
         if fan_out:
-            here = _first_for_here(batches)
-            batches = here + _enqueue([b for b in batches if b not in here])
+            first = _first_for_here(batches)
+            batches = first + _enqueue([b for b in batches if b not in first])
         _run_batches(batches, resolver, fan_out)
         finish_if_done(check.pk)
 
@@ -170,8 +166,8 @@ def log_where_it_stands(check: Check) -> None:
     """One line when the check's own task is done with it. The check may be
     gone: an admin deletes a runaway check while it runs."""
     row = Check.objects.filter(pk=check.pk).values_list("status", "pages_total")
-    found = row.first()
-    if found is None:
+    status_and_pages = row.first()
+    if status_and_pages is None:
         logger.info(
             "Check %s of monitor %s was deleted while it ran",
             check.pk,
@@ -179,15 +175,18 @@ def log_where_it_stands(check: Check) -> None:
         )
         return
     logger.info(
-        "Check %s of monitor %s is %s (%d pages)", check.pk, check.monitor_id, *found
+        "Check %s of monitor %s is %s (%d pages)",
+        check.pk,
+        check.monitor_id,
+        *status_and_pages,
     )
 
 
 def _first_for_here(batches: list[CheckBatch]) -> list[CheckBatch]:
     """The batch the check's own task runs: the first, unless browser pages
     have a queue of their own, then the first of plain fetches (if any)."""
-    mine = [b for b in batches if not (b.uses_browser and browser_queue())]
-    return mine[:1]
+    plain = [b for b in batches if not (b.uses_browser and browser_queue())]
+    return plain[:1]
 
 
 def browser_queue() -> str | None:
@@ -202,10 +201,10 @@ def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
     if batch is None or batch.status not in CheckBatch.OPEN:
         return True  # gone, or done already: a duplicate message
     with _guarded(batch.check_run_id):
-        found = _run_batch(batch, resolver)
-        if found is None:
+        added = _run_batch(batch, resolver)
+        if added is None:
             return False
-        _run_batches(_enqueue(found), resolver, fan_out=True)
+        _run_batches(_enqueue(added), resolver, fan_out=True)
         finish_if_done(batch.check_run_id)
     return True
 
@@ -216,8 +215,8 @@ def _run_batches(
     """Run these batches here, and the batches their crawls find: queued for
     any worker with `fan_out`, except a paced crawl's (see _enqueue)."""
     while batches:
-        found = _run_batch(batches.pop(0), resolver) or []
-        batches += _enqueue(found) if fan_out else found
+        added = _run_batch(batches.pop(0), resolver) or []
+        batches += _enqueue(added) if fan_out else added
 
 
 def _enqueue(batches: list[CheckBatch]) -> list[CheckBatch]:
@@ -260,80 +259,13 @@ class _guarded:
 
 
 def plan(check: Check, resolver: Resolver | None = None) -> list[CheckBatch]:
-    """The check's open batches, planned once: a check taken over keeps the
-    batches (and scrape ids) its first worker planned."""
-    batches = list(check.batches.all())
-    if not batches:
-        batches = _plan(check, resolver)
-    return [b for b in batches if b.status in CheckBatch.OPEN]
-
-
-def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
-    monitor = Monitor.objects.get(pk=check.monitor_id)
-    if monitor.deleted_at is not None:
-        fail(check.pk, DELETED_MESSAGE)
-        raise CheckAbandoned
-    planned = sources.plan(check, list(monitor.targets.all()), resolver)
-    remembered = set(
-        PageState.objects.filter(monitor=monitor, fetcher="browser").values_list(
-            "target_id", "url_hash"
-        )
-    )
-    target_results = [source.target_result() for source, _ in planned]
-    if planned and all(isinstance(s, sources.SkippedTarget) for s, _ in planned):
-        fail(check.pk, " ".join(r["reason"] for r in target_results))
-        raise CheckAbandoned
-    recorded = sum(job.record for _, jobs in planned for job in jobs)
-    with transaction.atomic():
-        alive = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING)
-        if not alive.update(pages_total=recorded, target_results=target_results):
-            raise CheckAbandoned
-        for source, jobs in planned:
-            source.persist(check, jobs)
-        CheckBatch.objects.bulk_create(
-            _batches(check, planned, remembered, monitor.fetch_with),
-            ignore_conflicts=True,
-        )
-    return list(check.batches.all())
-
-
-def _batches(
-    check: Check,
-    planned: list[tuple[sources.Source, list[PageJob]]],
-    remembered: set[tuple[uuid.UUID, str]],
-    fetch_with: str,
-) -> list[CheckBatch]:
-    """CHECK_BATCH_SIZE pages each, grouped as each target's kind says
-    (pages of every target together, a crawl's pages in batches of their
-    own); the pages the browser will fetch in batches of their own too, of
-    BROWSER_BATCH_SIZE, for its queue."""
-    groups: dict[tuple[object, bool], list[PageJob]] = {}
-    for source, jobs in planned:
-        kind = source.target.kind
-        group = kind.batch_group(source.target) if kind is not None else "pages"
-        for job in jobs:
-            key = (job.target_id, PageState.hash_url(job.url))
-            job = replace(job, fetch_with=fetch_with)
-            uses_browser = bool(
-                choose(job, "browser" if key in remembered else "").browser
-            )
-            groups.setdefault((group, uses_browser), []).append(job)
-    now, batches = timezone.now(), []
-    sizes = {False: settings.CHECK_BATCH_SIZE, True: settings.BROWSER_BATCH_SIZE}
-    for (_, uses_browser), jobs in groups.items():
-        size = int(sizes[uses_browser])
-        for start in range(0, len(jobs), size):
-            refs = [job.ref() for job in jobs[start : start + size]]
-            batches.append(
-                CheckBatch(
-                    check_run=check,
-                    number=len(batches),
-                    pages=refs,
-                    heartbeat_at=now,
-                    uses_browser=uses_browser,
-                )
-            )
-    return batches
+    """The check's open batches, planned once (checks.pipeline.plan); a check
+    with nothing it can run is failed with the reason."""
+    try:
+        return planning.plan(check, resolver)
+    except planning.NotPlanned as refused:
+        fail(check.pk, str(refused))
+        raise CheckAbandoned from None
 
 
 def _batch_target(batch: CheckBatch) -> str | None:
@@ -380,78 +312,47 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
     if batch.attempts > MAX_ATTEMPTS:
         fail(check.pk, GIVEN_UP_MESSAGE)
         raise CheckAbandoned
-    jobs, kinds = _jobs(check, batch)
-    states = _states(check.monitor, jobs)
-    parts = BatchParts(check, jobs, kinds, resolver=resolver, now=now)
-    cached, to_fetch, for_browser = [], [], []
-    for job in jobs:
-        state = states.get((job.target_id, PageState.hash_url(job.url)))
-        job = choose(job, state.fetcher if state is not None else "")
-        outcome = parts.decided(job) or pages.from_cache(job, state, now)
+    work, kinds = planning.batch_pages(check, batch)
+    parts = BatchParts(check, [w.job for w in work], kinds, resolver=resolver, now=now)
+    decided: list[Item] = []
+    to_fetch: list[PageWork] = []
+    for_browser = []
+    for page in work:
+        outcome = parts.decided(page.job) or from_cache(page.job, page.baseline, now)
         if outcome is not None:
-            cached.append((job, outcome, state))
-        elif job.browser and not batch.uses_browser and browser_queue():
-            for_browser.append(job)  # remembered, say, since it was planned
+            decided.append(Item(page.job, outcome, page.baseline))
+        elif page.job.browser and not batch.uses_browser and browser_queue():
+            for_browser.append(page.job)  # remembered, say, since it was planned
         else:
-            to_fetch.append((job, state))
-    found: list[CheckBatch] = fetching.hand_over(check, for_browser)
-    if to_fetch or cached:
-        fetcher = _fetcher(batch, resolver)
-        enricher = Enricher(check.monitor, resolver=resolver)
-        found += fetching.fetch_and_record(
-            check, batch, to_fetch, fetcher, parts.links,
-            cached=cached, enricher=enricher, searches=parts.judge,
-        )  # fmt: skip
+            to_fetch.append(page)
+    added = hand_over(check, for_browser)
+    if to_fetch or decided:
+        pages = BatchPages(
+            _fetchers(batch, resolver),
+            to_fetch,
+            decided,
+            crawls=parts.links,
+            judges=_judges(check, parts, resolver),
+        )
+        added += run_pages(check, batch, pages)
     batch.complete()
-    return found
+    return added
 
 
-def _fetcher(batch: CheckBatch, resolver: Resolver | None) -> Fetchers:
+def _judges(check: Check, parts: BatchParts, resolver: Resolver | None) -> list[Judge]:
+    """A search's judge first (it settles each result's status, never
+    "changed", so the model's change judge leaves search results alone),
+    then the model's part."""
+    judges: list[Judge] = [Enricher(check.monitor, resolver=resolver)]
+    if parts.judge is not None:
+        judges.insert(0, parts.judge)
+    return judges
+
+
+def _fetchers(batch: CheckBatch, resolver: Resolver | None) -> Fetchers:
     cap, delay = _paces([batch]).get(_batch_target(batch) or "", (None, 0.0))
     client = OutboundClient(resolver=resolver, concurrency=cap)
     return Fetchers(HttpFetcher(client, delay=delay), BrowserFetcher(resolver))
-
-
-def _jobs(check: Check, batch: CheckBatch) -> tuple[list[PageJob], list[TargetKind]]:
-    """The batch's pages not recorded yet (an earlier worker may have written
-    some before it died), with their targets' current options; and the kinds
-    of their targets."""
-    targets = {t.id: t for t in check.monitor.targets.all()}
-    urls = [ref[1] for ref in batch.pages]
-    done = set(
-        PageResult.objects.filter(check_run=check, url__in=urls).values_list(
-            "target_id", "url"
-        )
-    )
-    ignored = tuple(check.monitor.ignore_lines or ())
-    fetch_with = check.monitor.fetch_with
-    jobs, kinds = [], {}
-    for ref in batch.pages:
-        target = targets.get(uuid.UUID(ref[0]))
-        if target is None or (target.id, ref[1]) in done:
-            continue  # its target was deleted meanwhile, or recorded already
-        credits, options = target.credits_per_page(), target.scrape_options or {}
-        jobs.append(
-            PageJob.from_ref(
-                ref, options, credits, ignore_lines=ignored, fetch_with=fetch_with
-            )
-        )
-        if target.kind is not None:
-            kinds[target.type] = target.kind
-    return jobs, list(kinds.values())
-
-
-def _states(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
-    """The baselines of these pages, with what checks.pages reads of their
-    snapshots (never the blobs: those are read only for a changed page)."""
-    rows = PageState.objects.filter(
-        monitor=monitor,
-        target_id__in={job.target_id for job in jobs},
-        url_hash__in=[PageState.hash_url(job.url) for job in jobs],
-    ).annotate(
-        snapshot_hash=F("snapshot__content_hash"), snapshot_format=F("snapshot__format")
-    )
-    return {(state.target_id, state.url_hash): state for state in rows}
 
 
 # --- Ending ------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """The one set of monitor rules. The REST serializers and the dashboard forms
-both validate through monitors.api.serializers, which calls these, so the
-browser and the API can never disagree.
+both call these (and monitors.rules_monitor, the rules about a monitor as a
+whole), so the browser and the API can never disagree.
 
 A rule of our own that a person can break is a `Rule`, worded twice from one
 place: for API clients, in the contract's field names, and for the dashboard,
-in the words of its form (monitors.dashboard.forms.words rewords DRF's stock messages
-with the limits below)."""
+in the words of its form (monitors.dashboard.forms.words words every other
+problem, by its code, with the limits below)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 NAME_MAX = 256
 GOAL_MAX = 2000
+SCHEDULE_MAX, TIMEZONE_MAX = 128, 64
 TARGETS_MIN, TARGETS_MAX = 1, 50
 URLS_PER_TARGET_MAX = 500
 URL_MAX = 2048

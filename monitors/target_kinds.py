@@ -15,9 +15,11 @@ kind with `register`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
+
+from monitors.rules_problems import Problem, problems_in
 
 # A Target (monitors.models) and a Check (checks.models): named loosely, so
 # this module, which the models import, imports neither back.
@@ -26,9 +28,13 @@ Check = Any
 
 __all__ = [
     "FormField",
+    "TargetFailure",
     "TargetKind",
     "all_kinds",
+    "failures_in",
     "kind_for",
+    "kind_names",
+    "pages_target",
     "register",
     "unregister",
 ]
@@ -38,8 +44,9 @@ __all__ = [
 class FormField:
     """One control of a target's row in the dashboard's form, and where its
     value sits in the target's API object: the form reads the row into that
-    object, the API's serializer validates it, and its errors come back to
-    the control (monitors.dashboard.forms.monitor)."""
+    object, the kind checks it (TargetKind.check, as for the API), and the
+    problems at the control's path come back to the control
+    (monitors.dashboard.forms.monitor)."""
 
     name: str
     label: str
@@ -75,6 +82,27 @@ class FormField:
         return self.shape != "format"
 
 
+class TargetFailure(NamedTuple):
+    """A target that failed its part of a check: its kind's label ("Web
+    search") and what went wrong, in plain words."""
+
+    label: str
+    reason: str
+
+
+def failures_in(target_results: Any) -> list[TargetFailure]:
+    """The failed targets of a check, from its targetResults, each said by
+    its kind (lines of a type no kind is registered for say nothing)."""
+    found = []
+    for result in target_results or []:
+        if not isinstance(result, Mapping) or result.get("skipped"):
+            continue
+        kind = kind_for(str(result.get("type") or ""))
+        if kind is not None and (reason := kind.failure(result)):
+            found.append(TargetFailure(kind.label, reason))
+    return found
+
+
 class TargetKind:
     """What every kind of target is. Subclasses set the class attributes and
     override what differs from a list of pages fetched one by one."""
@@ -83,7 +111,7 @@ class TargetKind:
     # The dashboard's name for it ("Website crawl") and its help line.
     label: ClassVar[str]
     # The DRF serializer that validates the kind's API object (its `type`
-    # included); the API and the dashboard form both run it.
+    # included), through `check`, for the API and the dashboard form alike.
     serializer: ClassVar[Any]
     # Its targets need the monitor's goal (unless judging is switched off on
     # purpose): a web search reports only what matches one.
@@ -98,6 +126,15 @@ class TargetKind:
     # The check page's part about the target's line in targetResults (with
     # `target`, None once deleted, and `result`); None for no part.
     check_template: ClassVar[str | None] = None
+    # Its pages are found, not listed (a crawl's): the dashboard has a page of
+    # every page it found (monitors.dashboard.checks.site_pages).
+    finds_pages: ClassVar[bool] = False
+    # It reports what it finds on the web, each result once (a web search's):
+    # the dashboard lists those results (monitors.dashboard.search).
+    finds_results: ClassVar[bool] = False
+    # The API keys of what it watches (its pages, its queries); the rest of
+    # its API object is its options.
+    watched_keys: ClassVar[tuple[str, ...]] = ()
 
     # --- What it costs ----------------------------------------------------------
 
@@ -126,6 +163,17 @@ class TargetKind:
         """Why targets of this kind cannot run here ("" when they can)."""
         return ""
 
+    # --- Its rules ------------------------------------------------------------
+
+    def check(self, data: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+        """The target's API object checked by the kind's rules: (the object
+        as it is stored, []) or ({}, the problems, at paths inside it). The
+        API's serializers and the dashboard's form both ask this."""
+        serializer = self.serializer(data=data)
+        if serializer.is_valid():
+            return dict(serializer.validated_data), []
+        return {}, problems_in(serializer.errors)
+
     # --- The API ----------------------------------------------------------------
 
     def represent(self, target: Target) -> dict[str, Any]:
@@ -142,6 +190,13 @@ class TargetKind:
         """What it watches, item by item, for the monitor list's short line."""
         return [self.describe(target)]
 
+    def failure(self, result: Mapping[str, Any]) -> str:
+        """What kept the target from doing its part in a check, in plain
+        words, read from its line in targetResults ("" when nothing did): a
+        web search that failed. No page stands for it; the check ends partial
+        or failed as it would for a page that failed, and says why."""
+        return ""
+
     def check_result(self, check: Check, result: dict[str, Any]) -> dict[str, Any]:
         """The target's line in a check's targetResults, with what the check
         page shows beside it."""
@@ -149,7 +204,26 @@ class TargetKind:
 
     def watched(self, target: Target) -> list[str]:
         """What it watches as typed (addresses, queries), for the admin."""
+        return self.addresses(target)
+
+    def addresses(self, target: Target) -> list[str]:
+        """The page addresses it names (a crawl's start page), for a list of
+        a team's pages such as the CSV export; none for a web search."""
         return []
+
+    def options(self, target: Target) -> dict[str, Any]:
+        """Its API object without what it watches: its options, for the
+        admin."""
+        shape = self.represent(target)
+        return {k: v for k, v in shape.items() if k not in self.watched_keys}
+
+    def for_pages(
+        self, urls: list[str], scrape_options: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The API object of a target of this kind that watches these pages
+        with these options (what an importer makes of another tool's page
+        watch); None when the kind does not watch a list of pages."""
+        return None
 
     def ignores_robots(self, target: Target) -> bool:
         """Whether it asks to pass over robots.txt (allowed only by a setting,
@@ -159,7 +233,7 @@ class TargetKind:
     # --- A check (checks.runner) ------------------------------------------------
 
     def plan(self, target: Target, stored: dict[str, Any], resolver: Any) -> Any:
-        """The target's source of pages for one check (see checks.sources):
+        """The target's source of pages for one check (see checks.pipeline.sources):
         its page jobs, what it saves beside its batches, and its line in
         targetResults. `stored` is that line when the check was planned
         before (a check taken over keeps its scrape ids)."""
@@ -207,3 +281,17 @@ def kind_for(name: str) -> TargetKind | None:
 
 def all_kinds() -> list[TargetKind]:
     return list(_REGISTRY.values())
+
+
+def kind_names(test: Callable[[TargetKind], bool]) -> list[str]:
+    """The names of the kinds that pass `test`, for a query on Target.type."""
+    return [name for name, kind in _REGISTRY.items() if test(kind)]
+
+
+def pages_target(urls: list[str], scrape_options: Mapping[str, Any]) -> dict[str, Any]:
+    """The API object of a target watching these pages (see for_pages)."""
+    for kind in _REGISTRY.values():
+        shape = kind.for_pages(urls, scrape_options)
+        if shape is not None:
+            return shape
+    raise LookupError("no kind of target watches a list of pages")

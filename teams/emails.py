@@ -7,7 +7,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from checks.notify.emails import one_line, render_text
+from checks.notify.texts import one_line, render_text
 from teams.models import INVITATION_VALID_FOR, Invitation
 
 

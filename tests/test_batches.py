@@ -1,5 +1,5 @@
 """A check fanned out into page batches, lost batches, and work a page is spared
-(checks.runner, checks.pages), against real pages served on 127.0.0.1."""
+(checks.runner, checks.pipeline), against real pages served on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from checks import pages, runner
+from checks import runner
 from checks.models import Check, CheckBatch, PageResult, PageState
+from checks.pipeline import extract as extract_stage
 from checks.tasks import run_batch_task, run_check_task
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target, Team
@@ -192,14 +193,14 @@ def test_a_check_whose_finisher_died_is_finished_by_the_sweeper(team, site):
 def test_a_crash_analysing_one_page_fails_that_page_at_once(team, site, monkeypatch):
     good = site.html("/good", "Good", "<p>fine</p>")
     bad = site.html("/bad", "Bad", "<p>poison</p>")
-    real_extract = pages.extract
+    real_extract = extract_stage.extract
 
     def extract(body: bytes, **kwargs: Any) -> Any:
         if b"poison" in body:
             raise RuntimeError("a parser bug")
         return real_extract(body, **kwargs)
 
-    monkeypatch.setattr(pages, "extract", extract)
+    monkeypatch.setattr(extract_stage, "extract", extract)
 
     check = runner.run(make_check(team, [good, bad]))
 
@@ -217,13 +218,13 @@ def test_an_unchanged_body_is_never_extracted_again(team, site, monkeypatch):
     check = make_check(team, [url])
     runner.run(check)
     extracted: list[str] = []
-    real_extract = pages.extract
+    real_extract = extract_stage.extract
 
     def counting(body: bytes, **kwargs: Any) -> Any:
         extracted.append(kwargs["url"])
         return real_extract(body, **kwargs)
 
-    monkeypatch.setattr(pages, "extract", counting)
+    monkeypatch.setattr(extract_stage, "extract", counting)
     again = Check.objects.create(monitor=check.monitor, trigger="manual")
 
     page = runner.run(again).pages.get()

@@ -18,7 +18,7 @@ from checks.crawl.scope import Scope, compile_pattern
 from checks.fetch import transport
 from checks.jobs import PageJob
 from checks.models import Check, Crawl, PageResult
-from checks.pages import Outcome
+from checks.pipeline.outcome import Outcome
 from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 

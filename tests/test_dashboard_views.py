@@ -15,9 +15,9 @@ from django.core import mail
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from checks import sources
 from checks.errors import ErrorKind, plain_error
 from checks.models import Check, PageResult, Snapshot
+from checks.pipeline import sources
 from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY

@@ -11,6 +11,7 @@ from checks.content import (
     extract,
     markdown_of,
 )
+from checks.content.clean import main_root
 
 URL = "https://shop.example/products/widget"
 
@@ -131,6 +132,41 @@ def test_an_empty_or_hidden_main_region_falls_back_to_the_body(empty: str):
     page = html_page(f"{empty}<div><h1>Widget</h1><p>In stock</p></div>")
 
     assert run(page).markdown == "# Widget\n\nIn stock\n"
+
+
+class _Part:
+    def __init__(self, tag: str, text: str | None) -> None:
+        self.tag, self.text_content = tag, text
+
+
+class _Region:
+    """A <main> of many text nodes, as main_root sees it through lexbor's
+    node API: counts the nodes read and refuses to join its whole text."""
+
+    tag = "main"
+    attributes: dict[str, str | None] = {}
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.read = 0
+
+    def css(self, selector: str) -> list[_Region]:
+        return [self] if selector == "main, [role=main]" else []
+
+    def traverse(self, include_text: bool = False):
+        for part in [_Part("main", None)] + [_Part("-text", t) for t in self.texts]:
+            self.read += 1
+            yield part
+
+    def text(self, *args, **kwargs) -> str:
+        raise AssertionError("the region's whole text was joined")
+
+
+def test_finding_the_main_region_reads_its_text_only_up_to_the_first_words():
+    region = _Region(["\n  ", "\u00a0", "Widget", *["In stock"] * 1000])
+
+    assert main_root(region) is region  # the body's only region
+    assert region.read == 4  # itself, two blank text nodes, the first words
 
 
 def test_a_header_inside_the_article_keeps_its_title():

@@ -15,7 +15,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from django.db import connection
 from django.utils import timezone
 
-from checks import fetching, notify, pages, recording, runner, sources
+from checks import notify, runner
 from checks.content import (
     content_hash,
     pack_snapshot,
@@ -26,6 +26,8 @@ from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
 from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
+from checks.pipeline import batch, compare, record, sources
+from checks.pipeline.outcome import Content, Outcome, Pending
 from checks.tasks import run_check_task
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target, Team
@@ -279,15 +281,18 @@ def test_a_plain_page_whose_text_stays_the_same_is_not_parsed_for_scripts_again(
 def test_a_damaged_baseline_text_reports_the_page_changed_in_full():
     source = '{"base": "https://example.com/", "dropDataImages": false}\n<p>Hi</p>'
     state = PageState(snapshot_id=1, normalized_hash="0" * 64)
-    outcome = pages.Outcome(
-        PageResult.Status.SAME, {}, pending=("html", source, "Hi\n")
+    outcome = Outcome(
+        PageResult.Status.SAME,
+        {},
+        content=Content(),
+        pending=Pending("html", source, "Hi\n"),
     )
 
-    pages.reconcile(outcome, state, (b"not a snapshot", "html"))
+    compare.compare_page(outcome, state, (b"not a snapshot", "html"))
 
     assert outcome.status == PageResult.Status.CHANGED
     assert "+Hi" in outcome.diff["text"] and outcome.pending is None
-    assert outcome.normalized_hash == content_hash("Hi\n")
+    assert outcome.content.normalized_hash == content_hash("Hi\n")
 
 
 @pytest.mark.parametrize("text_hash_known", [False, True], ids=["unknown", "known"])
@@ -928,10 +933,10 @@ def test_a_running_check_without_heartbeat_is_taken_over_and_resumed(team, site)
     runner.plan(check)
     check.refresh_from_db()
     [(_, jobs)] = sources.plan(check, list(monitor.targets.all()))
-    outcome = pages.Outcome(
-        PageResult.Status.NEW, {"creditsUsed": 1}, snapshot=pack_snapshot("0")
+    outcome = Outcome(
+        PageResult.Status.NEW, {"creditsUsed": 1}, content=Content(pack_snapshot("0"))
     )
-    recording.record_many(check, [(jobs[0], outcome, None)])
+    record.record_many(check, [(jobs[0], outcome, None)])
     long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
     Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
     CheckBatch.objects.filter(check_run=check).update(
@@ -1028,7 +1033,7 @@ def test_a_crash_fails_the_check_with_a_reason(team, site, monkeypatch):
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(fetching, "record_many", explode)
+    monkeypatch.setattr(batch, "record_many", explode)
     check = run_check(monitor)
 
     assert check.status == Check.Status.FAILED
@@ -1060,12 +1065,12 @@ def test_the_soft_time_limit_fails_the_check_without_waiting_for_slow_pages(
 ):
     url = site.html("/slow", "Slow", "<p>x</p>", delay=20)
     monitor = make_monitor(team, [url])
-    monkeypatch.setattr(fetching, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setattr(batch, "HEARTBEAT_SECONDS", 0.1)
 
     def time_is_up(*args: object) -> None:
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(fetching, "heartbeat", time_is_up)
+    monkeypatch.setattr(batch, "heartbeat", time_is_up)
     started = time.monotonic()
 
     check = run_check(monitor)

@@ -14,6 +14,7 @@ from django.utils import timezone
 from checks import runner
 from checks.errors import ErrorKind
 from checks.models import Check, PageResult, PageState, SearchResultState
+from checks.search.stage import goal_version
 from monitors.models import Monitor, Target, Team
 from monitors.search_provider import NOT_CONFIGURED
 from tests.llm import status
@@ -235,8 +236,8 @@ def test_editing_the_goal_re_judges_a_resurfacing_result(team, searx, model, new
     assert statuses(third)[news["earnings"]] == ("new", "alert")
     assert len(model.requests) == asked + 1
     state = SearchResultState.objects.get(monitor=monitor)
-    assert state.goal_version == Target.objects.get(monitor=monitor).goal_version(
-        "Tell me about quarterly results"
+    assert state.goal_version == goal_version(
+        Target.objects.get(monitor=monitor), "Tell me about quarterly results"
     )
 
 
@@ -397,7 +398,7 @@ def test_a_result_whose_page_fails_is_skipped_as_an_error(team, searx, model, si
         ),
     ],
 )
-def test_a_provider_that_fails_makes_the_target_an_error_with_its_reason(
+def test_a_failed_search_is_recorded_as_a_failed_search_with_its_reason_not_as_a_page(
     team, searx, model, news, breaks, reason
 ):
     searx.results("acme", hit(news["launch"], "Launch"))
@@ -408,18 +409,19 @@ def test_a_provider_that_fails_makes_the_target_an_error_with_its_reason(
 
     check = run_check(monitor)
 
-    assert check.status == Check.Status.FAILED  # its only page failed
-    [page] = check.pages.all()
-    assert page.status == PageResult.Status.ERROR
-    assert page.url == searx.site.base_url
-    assert page.error_kind == ErrorKind.SEARCH_FAILED
-    assert page.error.startswith("The web search failed: “acme”: ")
-    assert reason in page.error
+    # Its only target could not do its part: the check failed, and says why.
+    assert check.status == Check.Status.FAILED
+    assert check.error.startswith("The web search failed: “acme”: ")
+    assert reason in check.error
+    # No page stands for the search, at the provider's address or anywhere.
+    assert not check.pages.exists()
+    assert check.summary["totalPages"] == 0 and check.summary["error"] == 0
     result = search_result(check)
     assert result["searchCompleted"] is False
+    assert result["degradedReason"].startswith("The web search failed: “acme”: ")
     assert reason in result["degradedReason"]
     assert reason in result["summary"]
-    assert check.summary["error"] == 1 and check.summary["same"] == 0
+    assert check.billing_status != Check.Billing.CONFIRMED
 
 
 def test_one_failed_query_leaves_the_others_results_standing(team, searx, model, news):
@@ -430,17 +432,51 @@ def test_one_failed_query_leaves_the_others_results_standing(team, searx, model,
     check = run_check(monitor)
 
     assert statuses(check)[news["launch"]] == ("new", "alert")
-    error = pages_of(check)[searx.site.base_url]
-    assert "“broken”: None of SearXNG's search engines" in error.error
-    assert search_result(check)["searchCompleted"] is False
+    assert searx.site.base_url not in pages_of(check)
+    assert check.pages.count() == 1
+    # Partial: what was found stands, and the failed query is said.
+    assert check.status == Check.Status.PARTIAL
+    assert "“broken”: None of SearXNG's search engines" in check.error
+    result = search_result(check)
+    assert result["searchCompleted"] is False
+    assert "“broken”: None of SearXNG's search engines" in result["degradedReason"]
+
+
+def test_a_failed_search_beside_a_failed_page_fails_the_check_naming_both(
+    team, searx, model, site
+):
+    searx.fail(500)
+    monitor = make_monitor(team, ["acme"])
+    Target.objects.create(
+        monitor=monitor, type="scrape", urls=[site.url("/gone")], position=1
+    )
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error.startswith("The web search failed: “acme”: SearXNG")
+    assert check.error.endswith("The page could not be checked.")
+    assert check.summary["totalPages"] == 1 and check.summary["error"] == 1
+
+
+def test_a_search_that_finds_nothing_completes_with_no_matches(team, searx, model):
+    searx.results("acme")
+
+    check = run_check(make_monitor(team, ["acme"]))
+
+    assert (check.status, check.error) == (Check.Status.COMPLETED, None)
+    result = search_result(check)
+    assert result["searchCompleted"] is True and result["degradedReason"] is None
+    assert result["summary"] == "0 matches across 0 results."
 
 
 def test_the_reasons_of_several_failed_queries_read_as_sentences(team, searx, model):
     searx.fail(500)
     check = run_check(make_monitor(team, ["acme", "rocket"]))
-    [page] = check.pages.all()
-    assert ".;" not in page.error and ".;" not in search_result(check)["summary"]
-    assert re.search(r"“acme”: .+\. “rocket”: .+\.$", page.error), page.error
+    reason = search_result(check)["degradedReason"]
+    assert ".;" not in reason and ".;" not in search_result(check)["summary"]
+    assert re.search(r"“acme”: .+\. “rocket”: .+\.$", reason), reason
+    assert check.error == reason
 
 
 # --- no provider ------------------------------------------------------------

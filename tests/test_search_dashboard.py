@@ -127,12 +127,14 @@ def test_a_check_page_lists_results_found_which_were_new_verdicts_and_links(
     assert "Found by “acme”" in page and "Big news" in page
 
 
-def test_a_check_page_says_when_the_search_itself_failed(web, team, searx, model):
+def test_a_check_page_says_the_search_itself_failed_and_why(web, team, searx, model):
     searx.fail(500)
     check = run_check(make_monitor(team, ["acme"]))
-    page = web.get(check.get_absolute_url()).content.decode()
-    assert "The search itself failed, so results may be missing." in page
-    assert "The web search failed (the reason is above)." in page
+    page = html.unescape(web.get(check.get_absolute_url()).content.decode())
+    assert "What went wrong:</strong> The web search failed: “acme”: SearXNG" in page
+    assert "SearXNG answered HTTP 500 (boom)." in page
+    assert "so new results may be missing from this check." in page
+    assert "No pages." in page
 
 
 def test_a_check_that_found_no_search_service_says_so_without_setting_names(web, team):
@@ -201,9 +203,12 @@ def test_a_failed_search_is_said_once_and_never_shows_the_providers_address(
     searx.fail(500)
     check = run_check(make_monitor(team, ["acme"]))
     page = html.unescape(web.get(check.get_absolute_url()).content.decode())
-    provider = check.pages.get().url
+    provider = searx.site.base_url
 
-    assert check.error == "The web search failed, so this check found nothing new."
+    assert check.error == (
+        "The web search failed: “acme”: SearXNG answered HTTP 500 (boom)."
+    )
+    assert not check.pages.exists()
     assert "The page could not be checked" not in page
     assert page.count("SearXNG answered HTTP 500") == 1
     assert provider not in page and provider.split("://")[1] not in page

@@ -153,20 +153,22 @@ def test_a_search_target_alerts_new_matches_once_through_the_sdk(
         fifth = run_and_wait(sdk, monitor.id, search_worker)
         assert pages(fifth) == {earnings: ("new", "alert")}
 
-        # 5. A provider that fails is an error with its reason, never "same".
+        # 5. A provider that fails is a failed search with its reason, never
+        # "same", and no page stands for it.
         searx.fail(500)
         sixth = run_and_wait(sdk, monitor.id, search_worker)
-        assert sixth.status == "failed"  # its only page failed
-        [error] = sixth.pages
-        assert error.status == "error"
-        assert error.error == (
+        assert sixth.status == "failed"  # its only target failed
+        reason = (
             "The web search failed: “acme launch”: SearXNG answered HTTP 500 (boom)."
         )
+        assert sixth.error == reason
+        assert sixth.pages == []
         assert search_result(sixth)["searchCompleted"] is False
+        assert search_result(sixth)["degradedReason"] == reason
 
         searx.recover().hang(3)
         seventh = run_and_wait(sdk, monitor.id, search_worker)
-        assert [p.status for p in seventh.pages] == ["error"]
-        assert "Gave up on 127.0.0.1 after 1 s" in seventh.pages[0].error
+        assert seventh.status == "failed" and seventh.pages == []
+        assert "Gave up on 127.0.0.1 after 1 s" in seventh.error
 
     assert SearchResultState.objects.filter(alerted_at__isnull=False).count() == 3

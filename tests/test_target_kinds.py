@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.contrib.admin import AdminSite
 from django.urls import reverse
 from rest_framework import serializers
 
@@ -18,7 +19,9 @@ from checks import runner
 from checks.jobs import PageJob
 from checks.models import Check
 from checks.targets.options import StrictMixin, UrlField
+from monitors.admin.monitors import TargetInline
 from monitors.models import Membership, Monitor, Target
+from monitors.moving.exporting import export_csv
 from monitors.target_kinds import FormField, TargetKind, register, unregister
 from tests.sites import Site
 from tests.test_worker_integration import (  # noqa: F401 - fixtures
@@ -78,6 +81,9 @@ class OnePageKind(TargetKind):
 
     def describe(self, target: Target) -> str:
         return f"One page at {target.url}"
+
+    def addresses(self, target: Target) -> list[str]:
+        return [target.url]
 
     def plan(
         self, target: Target, stored: Mapping[str, Any], resolver: Any
@@ -221,6 +227,67 @@ def test_a_check_runs_a_target_of_a_new_kind_and_its_page_says_what_it_watches(
     check_page = web.get(second.get_absolute_url())
     assert check_page.status_code == 200
     assert url.split("://")[1] in check_page.content.decode()
+
+
+class FoundPagesKind(OnePageKind):
+    """The kind again, as one whose pages are found rather than listed."""
+
+    name = "foundpages"
+    label = "Found pages"
+    finds_pages = True
+
+
+def test_the_csv_export_and_the_admin_show_a_new_kind_from_its_class(team, site):
+    url = site.html("/price", "Price", PAGE)
+    monitor = Monitor.objects.create(team=team, name="Acme", schedule_cron="0 * * * *")
+    target = Target.objects.create(monitor=monitor, type="onepage", url=url)
+    Target.objects.create(monitor=monitor, type="search", queries=["acme"], position=1)
+
+    rows = export_csv(team).splitlines()
+
+    # Its address is a row; the web search names none.
+    assert rows[1:] == [f"Acme,{url},0 * * * *,"]
+    inline = TargetInline(Monitor, AdminSite())
+    assert url in inline.pages(target) and url in inline.options(target)
+
+
+def test_the_admin_edits_a_new_kinds_target_with_its_own_words(admin_client, team):
+    monitor = Monitor.objects.create(team=team, name="Acme", schedule_cron="0 * * * *")
+    target = Target.objects.create(
+        monitor=monitor, type="onepage", url="https://e.com/"
+    )
+
+    page = admin_client.get(
+        reverse("admin:monitors_monitor_change", args=[monitor.pk])
+    ).content.decode()
+
+    # Not the words of another kind's field of the same name (a crawl's url).
+    assert f'for="id_t{target.id.hex[:16]}-url">Address:</label>' in page
+    assert "The one page to watch." in page
+
+
+def test_a_new_kind_that_finds_its_pages_gets_the_page_of_every_page_found(
+    web, team, site
+):
+    register(FoundPagesKind)
+    try:
+        url = site.html("/price", "Price", PAGE)
+        monitor = Monitor.objects.create(
+            team=team, name="Acme", schedule_cron="0 * * * *"
+        )
+        listed = Target.objects.create(monitor=monitor, type="onepage", url=url)
+        found = Target.objects.create(monitor=monitor, type="foundpages", url=url)
+        runner.run(Check.objects.create(monitor=monitor))
+
+        where = "site-pages"
+        page = web.get(reverse(where, args=[monitor.pk, found.pk]))
+        assert page.status_code == 200 and url in page.content.decode()
+        assert web.get(reverse(where, args=[monitor.pk, listed.pk])).status_code == 404
+        # Not a kind that reports results found on the web: no such section.
+        detail = web.get(monitor.get_absolute_url()).content.decode()
+        assert "Found on the web" not in detail
+    finally:
+        unregister(FoundPagesKind.name)
 
 
 # --- On a real worker ------------------------------------------------------------

@@ -4,7 +4,7 @@ ask of it (JSON extraction, summaries, the goal judge).
 Modules: ``client`` (the LLM client and llm_available), ``formats`` (what a
 target's formats ask for), ``data`` (page text as delimited data), ``judge``,
 ``extraction``; ``stage`` runs them for a batch of pages (imported by the
-runner directly: it needs checks.pages, which needs this package).
+pipeline's judge: it needs checks.pipeline.outcome, which needs this package).
 """
 
 from __future__ import annotations

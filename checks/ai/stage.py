@@ -1,7 +1,7 @@
 """The model's part of a check, between deciding a page and recording it.
 
-For each page a batch hands over (after checks.pages and the baselines'
-reconcile), in this order:
+The judge stage's model (checks.pipeline.judge): for each page a batch
+hands over, extracted and compared, in this order:
 
 1. JSON extraction (formats ``json`` / changeTracking ``json``): the page's
    object, compared field by field with the baseline's; in JSON mode the
@@ -41,7 +41,7 @@ from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState, Snapshot
-from checks.pages import Outcome
+from checks.pipeline.outcome import Item, Judged, Outcome
 from monitors.models import Monitor
 
 logger = logging.getLogger(__name__)
@@ -113,9 +113,7 @@ class Enricher:
         if self._llm is not None:
             await self._llm.aclose()
 
-    def prepare(
-        self, items: Sequence[tuple[PageJob, Outcome, PageState | None]]
-    ) -> list[Page]:
+    def prepare(self, items: Sequence[Item]) -> list[Page]:
         """The pages with model work to do, their text at hand."""
         pages = []
         for job, outcome, state in items:
@@ -127,7 +125,9 @@ class Enricher:
                 continue
             if outcome.is_still_gone:
                 continue  # no text: the baseline's is of a page no longer there
-            pages.append(Page(job, outcome, state, wanted, outcome.text))
+            read = outcome.page_text
+            text = read.markdown if read is not None else None
+            pages.append(Page(job, outcome, state, wanted, text))
         self._load_texts([p for p in pages if p.text is None and _needs_calls(p)])
         return pages
 
@@ -135,7 +135,7 @@ class Enricher:
         baselines = [
             p.state.snapshot_id
             for p in pages
-            if p.outcome.source is None and p.state is not None
+            if p.outcome.page_text is None and p.state is not None
         ]
         stored = Snapshot.packed(pk for pk in baselines if pk is not None)
         for page in pages:
@@ -146,8 +146,9 @@ class Enricher:
 
     @staticmethod
     def _text(page: Page, stored: dict[int, tuple[bytes, str]]) -> str | None:
-        if page.outcome.source is not None:
-            source_format, source = page.outcome.source
+        read = page.outcome.page_text
+        if read is not None:
+            source_format, source = read.source_format, read.source
         elif page.state is not None and page.state.snapshot_id in stored:
             data, source_format = stored[page.state.snapshot_id]
             source = unpack(data)
@@ -176,7 +177,7 @@ class Enricher:
         if page.wants.summary:
             await self._summarize(page, derived)
         if page.wants.model_formats:
-            outcome.derived = derived
+            outcome.judged.derived = derived
         if self.monitor.judging and outcome.status == Status.CHANGED:
             self._apply(outcome, await self._verdict(page))
 
@@ -203,7 +204,7 @@ class Enricher:
                     outcome, ErrorKind.EXTRACTION, f"{NO_RESULT_MESSAGE} {exc.message}"
                 )
                 return False
-        outcome.extraction = current
+        outcome.judged.extraction = current
         derived["json"] = {"key": spec.key, "value": current}
         if outcome.status != Status.NEW:
             _compare(page, before, current)
@@ -222,7 +223,7 @@ class Enricher:
             except LLMError as exc:
                 outcome.metadata["summaryError"] = exc.message
                 return
-        outcome.summary = summary
+        outcome.judged.summary = summary
         derived["summary"] = {"key": extracting.SUMMARY_KEY, "value": summary}
 
     # --- 3. The judge ----------------------------------------------------------
@@ -243,12 +244,12 @@ class Enricher:
 
     @staticmethod
     def _apply(outcome: Outcome, verdict: Verdict) -> None:
-        outcome.judgment = verdict.judgment
+        outcome.judged.judgment = verdict.judgment
         if not verdict.judged:
-            outcome.verdict = PageResult.Verdict.NOT_JUDGED
+            outcome.judged.verdict = PageResult.Verdict.NOT_JUDGED
             return
         meaningful = verdict.judgment["meaningful"]
-        outcome.verdict = (
+        outcome.judged.verdict = (
             PageResult.Verdict.MEANINGFUL if meaningful else PageResult.Verdict.NOISE
         )
         # Page judging costs one credit per judged page, as Firecrawl bills it.
@@ -282,9 +283,7 @@ def _fail(outcome: Outcome, kind: str, message: str) -> None:
     outcome.error = message
     outcome.error_kind = kind
     outcome.diff = None
-    outcome.snapshot = None
+    outcome.content = None
     outcome.cache_hit = False
-    outcome.extraction = outcome.summary = outcome.judgment = None
-    outcome.verdict = ""
-    outcome.derived = None
+    outcome.judged = Judged()
     outcome.metadata["creditsUsed"] = 0

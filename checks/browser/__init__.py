@@ -9,7 +9,7 @@
     result.py    what a page in the browser gives back (plain data)
     detect.py    whether a plain fetch returned a page built by scripts (pure)
 
-checks.fetchers.BrowserFetcher is the one door into it: page.fetch_page runs a
+checks.pipeline.fetch.BrowserFetcher is the one door into it: page.fetch_page runs a
 page on the browser's thread and awaits it from the caller's loop. Only the
 modules that drive the browser import Playwright; the web process and the
 judge read executable.py, options.py, detect.py and result.py.

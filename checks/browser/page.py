@@ -1,7 +1,7 @@
 """One page in the browser: a fresh context behind its own filtering proxy,
 the navigation, waitFor, the actions, the screenshot format, and the rendered
-page handed back as a FetchResult (a BrowserResult) for checks.pages to judge
-like any other.
+page handed back as a FetchResult (a BrowserResult) for the extract stage
+(checks.pipeline.extract) to read like any other.
 
 Safety, in layers: the proxy (checks.browser.proxy) decides every connection;
 the context's `route` and `route_web_socket` guards refuse other schemes and

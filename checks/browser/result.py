@@ -1,6 +1,6 @@
 """What the browser hands back: a page as rendered, and what its screenshot
-format and actions produced. Plain data (no Playwright), so the judge
-(checks.pages) and the recording read it without loading the browser."""
+format and actions produced. Plain data (no Playwright), so the extract and
+record stages (checks.pipeline) read it without loading the browser."""
 
 from __future__ import annotations
 

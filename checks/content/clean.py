@@ -210,10 +210,14 @@ def _css(node: LexborNode | LexborHTMLParser, selector: str, key: str) -> list:
 
 
 def _has_text(node: LexborNode) -> bool:
-    # Not text(strip=True), which strips and joins every text node: one
-    # non-space character is enough, and isspace() stops at the first.
-    text = node.text()
-    return bool(text) and not text.isspace()
+    # Not text(), which joins every text node of the subtree (and the
+    # clean-up joins the chosen root's once more): the first text node that
+    # is not blank is enough.
+    for part in node.traverse(include_text=True):
+        text = part.text_content if part.tag == "-text" else None
+        if text and not text.isspace():
+            return True
+    return False
 
 
 def main_root(body: LexborNode) -> LexborNode:

@@ -6,7 +6,7 @@
     frontier.py  the crawl's state in the database: seeds, admitted links,
                  and the removed pages of a complete crawl
 
-A crawl is a source of page jobs (checks.sources.CrawlSource) like any other:
+A crawl is a source of page jobs (checks.crawl.source.CrawlSource) like any other:
 its pages are fetched, judged and recorded by the runner in batches, and the
 links each page brings are admitted to the frontier as new batches, which any
 worker takes.

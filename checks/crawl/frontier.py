@@ -32,10 +32,8 @@ from checks.errors import ErrorKind
 from checks.fetch import OutboundClient
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState
-from checks.pages import Outcome
+from checks.pipeline.outcome import Item, Outcome
 from monitors.models import Target
-
-Item = tuple[PageJob, Outcome, PageState | None]
 
 LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
 DEADLINE_REASON = "The crawl stopped after {minutes} minutes (CRAWL_DEADLINE_SECONDS)."
@@ -240,7 +238,7 @@ def page_ref(target_id: uuid.UUID, link: Link, record: bool = True) -> list[Any]
 def close(check_id: uuid.UUID, record: Any) -> None:
     """Record the removed pages of every complete crawl of the check, once
     (the claim and the pages commit together), and its crawl results in
-    targetResults. `record` is checks.recording.record_many."""
+    targetResults. `record` is checks.pipeline.record.record_many."""
     check = Check.objects.select_related("monitor").get(pk=check_id)
     for row in Crawl.objects.filter(check_run=check, closed=False):
         target = check.monitor.targets.filter(pk=row.target_id).first()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,9 +22,9 @@ from django.db.models import Exists, F, IntegerField, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
-from checks.errors import ErrorKind
 from checks.models.pages import PageResult
 from monitors.models import Monitor, Team
+from monitors.target_kinds import TargetFailure, failures_in
 
 SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
 # Kept beside the wire counters for the dashboard and e-mails, never sent on
@@ -322,11 +322,6 @@ class Check(models.Model):
         )
 
     @staticmethod
-    def only_search_failed(tally: Tally) -> bool:
-        kinds = {kind for status, _, _, kind, _ in tally if status == "error"}
-        return kinds == {ErrorKind.SEARCH_FAILED}
-
-    @staticmethod
     def noise_in(tally: Tally) -> int:
         """Changed pages the judge called not meaningful."""
         return sum(
@@ -366,18 +361,32 @@ class Check(models.Model):
             total += credits if isinstance(credits, int) else 0
         return total
 
+    def target_failures(self) -> list[TargetFailure]:
+        """The targets that failed their part of this check (a web search
+        that could not be run), as their kinds word it in targetResults."""
+        return failures_in(self.target_results)
+
     @classmethod
-    def outcome(cls, summary: dict[str, int]) -> tuple[str, str | None]:
+    def outcome(
+        cls, summary: dict[str, int], failures: Sequence[str] = ()
+    ) -> tuple[str, str | None]:
         """(status, error) of a check that looked at all its pages: failed
-        when not one page could be checked, partial when some could not."""
+        when not one page could be checked, partial when some could not. A
+        target that failed (`failures`, its reasons) counts as one whose
+        pages could not be checked, and its reason is the error's."""
         errors, total = summary["error"], summary["totalPages"]
-        if not errors:
+        if not errors and not failures:
             return cls.Status.COMPLETED, None
         if errors == total:
-            if total == 1:
-                return cls.Status.FAILED, "The page could not be checked."
-            return cls.Status.FAILED, f"None of the {total} pages could be checked."
-        return cls.Status.PARTIAL, f"{errors} of {total} pages could not be checked."
+            if total == 0:
+                pages = ""
+            elif total == 1:
+                pages = "The page could not be checked."
+            else:
+                pages = f"None of the {total} pages could be checked."
+            return cls.Status.FAILED, " ".join([*failures, pages]).strip()
+        pages = f"{errors} of {total} pages could not be checked." if errors else ""
+        return cls.Status.PARTIAL, " ".join([*failures, pages]).strip()
 
     def search_credits(self) -> int:
         """The flat credits its targets' lines record, as Firecrawl bills them:
@@ -403,10 +412,8 @@ class Check(models.Model):
         are written with the rest."""
         tally = self.tally()
         summary = self.summarize(tally)
-        self.status, self.error = self.outcome(summary)
-        if self.status == self.Status.FAILED and self.only_search_failed(tally):
-            # No page was involved: what failed is the web search itself.
-            self.error = "The web search failed, so this check found nothing new."
+        failures = [failure.reason for failure in self.target_failures()]
+        self.status, self.error = self.outcome(summary, failures)
         self.summary = summary
         self.noise = self.noise_in(tally)
         self.actual_credits = self.credits_for(tally, now) + self.search_credits()

@@ -59,7 +59,7 @@ class PageState(models.Model):
     cached_at = models.DateTimeField(null=True, blank=True)
     # Page metadata of that fetch (title, statusCode...), replayed on a cache hit.
     metadata = models.JSONField(default=dict, blank=True)
-    # What lets the next check skip work (checks.pages): the hash of the body
+    # What lets the next check skip work (checks.pipeline.extract): the hash of the body
     # as fetched and of the scrapeOptions it was extracted with (the same
     # bytes under the same options are never extracted again), and the
     # server's validators for a conditional request (304: no body at all).
@@ -225,7 +225,7 @@ class PageResult(models.Model):
         ERROR = "error"
 
     # What a page that is gone answers, as Firecrawl does: `removed` once, then
-    # `same` while it stays gone (checks.pages).
+    # `same` while it stays gone (checks.pipeline.extract).
     GONE_STATUS_CODES = frozenset({404, 410})
 
     class Verdict(models.TextChoices):

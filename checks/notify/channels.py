@@ -52,15 +52,19 @@ def check_failed(check: Check) -> bool:
     return total > 0 and int(summary.get("error") or 0) == total
 
 
-def _failures_in_a_row(monitor: Monitor, limit: int) -> int:
-    latest = (
-        Check.objects.filter(monitor=monitor, finished_at__isnull=False)
+def _failures_in_a_row(check: Check, limit: int) -> int:
+    """How many of the monitor's latest checks failed in a row, `check`
+    first: it is told of in the transaction that finishes it, before its
+    row holds its end, so it is counted as it stands, not as read back."""
+    earlier = (
+        Check.objects.filter(monitor_id=check.monitor_id, finished_at__isnull=False)
+        .exclude(pk=check.pk)
         .exclude(status__in=_NOT_RUN)
-        .order_by("-finished_at")[:limit]
+        .order_by("-finished_at")[: max(limit - 1, 0)]
     )
     count = 0
-    for check in latest:
-        if not check_failed(check):
+    for one in [check, *earlier]:
+        if not check_failed(one):
             break
         count += 1
     return count
@@ -100,7 +104,7 @@ def _failing(link: MonitorChannel, check: Check, failed: bool) -> list[Delivery]
     channel, monitor = link.channel, check.monitor
     links = MonitorChannel.objects.filter(pk=link.pk)
     if failed and link.failing_since is None:
-        failures = _failures_in_a_row(monitor, channel.failing_after)
+        failures = _failures_in_a_row(check, channel.failing_after)
         if failures < channel.failing_after:
             return []
         # The conditional update claims the transition: told once.

@@ -19,8 +19,8 @@ from django.db.models import Q
 
 from checks.models import PageResult
 from checks.notify import channels, messages
-from checks.notify.emails import absolute
 from checks.notify.models import Delivery
+from checks.notify.texts import absolute
 from monitors.models import Channel
 
 DEFAULT_AT = time(9, 0)

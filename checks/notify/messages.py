@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from checks.notify.emails import absolute, change_report
+from checks.notify.reports import change_report
+from checks.notify.texts import absolute
 
 if TYPE_CHECKING:
     from checks.models import Check
@@ -100,6 +101,11 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
         "counts": report.counts_line(),
         "meaningful": report.meaningful,
         "pages": pages[:PAGES_SHOWN],
+        # Targets that failed their part (a web search that could not be run).
+        "failures": [
+            {"label": failure.label, "reason": _cut(failure.reason)}
+            for failure in report.failures
+        ],
         "more": max(0, len(pages) - PAGES_SHOWN),
         "blocked": sum(1 for p in pages if p["blocked"]),
         "link": absolute(f"/monitors/{check.monitor_id}/checks/{check.pk}/"),

@@ -32,7 +32,8 @@ def close(check_id: uuid.UUID) -> None:
             return
         counts = _counts(check)
         check.target_results = [
-            result | _completed(result, counts.get(str(result.get("targetId")), {}))
+            result
+            | _completed(result, counts.get(str(result.get("targetId")), Counter()))
             if _is_search(result)
             else result
             for result in results

@@ -5,9 +5,10 @@ The search itself is run before (checks.search.gather.search, asked by the
 search kind when the check is planned); this only turns what it gathered into
 pages. What each result is -- new, seen before, judged -- is decided per batch
 (checks.search.stage), where the result's page is fetched and judged if need
-be. A search that failed is recorded as failed on the SearchRun row and in
-targetResults; its page list (the API's and the webhook's, as Firecrawl's)
-shows it as one error page under the provider's address, with the reason.
+be. A search that failed is no page: it is recorded as failed on the
+SearchRun row and in targetResults (`searchCompleted: false`, the reason in
+`degradedReason`), as Firecrawl reports it, and the search kind tells the
+check so (checks.targets.search.SearchKind.failure).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from checks.models import Check
 from checks.search.gather import Gathered
 from checks.search.models import SearchRun
 from monitors.models import Target
+
+# The failed search's reason as targetResults gives it, and as the check's
+# error, its e-mails and its messages say it.
+SEARCH_FAILED = "The web search failed: {failure}"
 
 
 class SearchSource:
@@ -36,8 +41,6 @@ class SearchSource:
     def jobs(self) -> list[PageJob]:
         target = self.target
         urls = [found.url for found in self.gathered.results]
-        if self.gathered.failures:
-            urls.append(self.endpoint)  # the failed search's error page
         return [PageJob(target.id, url, {}, 0, uuid.uuid4()) for url in urls]
 
     def persist(self, check: Check, jobs: list[PageJob]) -> None:
@@ -56,6 +59,7 @@ class SearchSource:
     def target_result(self) -> dict[str, Any]:
         gathered = self.gathered
         failure = gathered.failure
+        reason = SEARCH_FAILED.format(failure=failure) if failure else None
         return {
             "targetId": str(self.target.id),
             "type": self.target.type,
@@ -66,7 +70,7 @@ class SearchSource:
             "matches": 0,
             "summary": None,
             "judgeDegraded": False,
-            "degradedReason": f"The search failed: {failure}" if failure else None,
+            "degradedReason": reason,
             "searchCredits": gathered.credits,
             "judgeCredits": 0,
             "resultsJudged": 0,

@@ -14,15 +14,17 @@ their page fetched and judged, and what each one is.
                                              when it turns up next
 
 Each outcome carries the result's new SearchResultState (Outcome.search),
-written by checks.recording in the transaction that records the page, so a
-result alerts once whatever worker dies where. The failed search's error page
-is decided here too. decided() is synchronous; prepare() may read the
-database; enrich() runs on the batch's event loop (checks.runner).
+written by checks.pipeline.record in the transaction that records the page, so a
+result alerts once whatever worker dies where. A search that failed has no
+page (see checks.search.source). decided() is synchronous; prepare() may read the
+database; enrich() runs on the batch's event loop (checks.pipeline.judge).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -40,19 +42,18 @@ from checks.content import ExtractionError, markdown_of, strip_noise, unpack
 from checks.errors import ErrorKind
 from checks.fetch import Resolver
 from checks.jobs import PageJob
-from checks.models import Check, PageResult, PageState
-from checks.pages import Outcome
+from checks.models import Check, PageResult
+from checks.pipeline.outcome import Item, Judged, Outcome
 from checks.search.models import SearchResultState, SearchRun
 from checks.search.providers.base import published as parse_time
+from checks.search.source import SEARCH_FAILED
 from monitors.models import Target
 
 logger = logging.getLogger(__name__)
 
 Status = PageResult.Status
 State = SearchResultState.Status
-Item = tuple[PageJob, Outcome, PageState | None]
 
-SEARCH_FAILED_MESSAGE = "The web search failed: {failure}"
 NOT_JUDGED_MESSAGE = "This result could not be judged against the goal: {reason}"
 JUDGING_OFF_REASON = "judging is off for this monitor, so every new result is reported."
 NO_MODEL_REASON = (
@@ -60,6 +61,14 @@ NO_MODEL_REASON = (
     "reported."
 )
 CRASH_MESSAGE = "The result could not be judged because of an internal error."
+
+
+def goal_version(target: Target, goal: str | None) -> str:
+    """A search target's goalVersion: editing the goal or the queries makes
+    the verdicts given under the previous one stale."""
+    shape = {"goal": (goal or "").strip(), "queries": sorted(target.queries or [])}
+    encoded = json.dumps(shape, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
 
 
 class SearchStatus(StrEnum):
@@ -145,7 +154,7 @@ class SearchStage:
             row.target_id: _Run(
                 targets[row.target_id],
                 row,
-                targets[row.target_id].goal_version(goal),
+                goal_version(targets[row.target_id], goal),
                 {result["url"]: result for result in row.results},
             )
             for row in rows
@@ -175,10 +184,11 @@ class SearchStage:
         run = self.runs.get(job.target_id)
         if run is None:
             return None
-        if run.row.failure and job.url == run.row.endpoint:
-            return _failed_search(job, run.row)
         result = run.results.get(job.url)
-        if result is None:  # not a result of this check: nothing to say
+        if result is None:
+            # Only a batch planned by an older Pagewatch, which gave a failed
+            # search a page at the provider's address, holds such a job: it
+            # is recorded as that version would have, never fetched.
             return _failed_search(job, run.row)
         state = self.states.get((job.target_id, result["key"]))
         if state is not None and state.status == State.ALERTED:
@@ -224,10 +234,10 @@ class SearchStage:
             "goalVersion": run.goal_version,
         }
         if verdict is not None:
-            outcome.judgment = verdict.judgment
-            outcome.verdict = _verdict(verdict)
+            outcome.judged.judgment = verdict.judgment
+            outcome.judged.verdict = _verdict(verdict)
         elif state is not None:
-            outcome.judgment = state.judgment  # the standing verdict's words
+            outcome.judged.judgment = state.judgment  # the standing verdict's words
         outcome.search = self._remembered(run, result, state, status, verdict)
         return outcome
 
@@ -351,8 +361,8 @@ class SearchStage:
             base=work.outcome,
         )  # fmt: skip
         outcome.error, outcome.error_kind = message, kind
-        outcome.snapshot = None
-        outcome.judgment, outcome.verdict = None, ""
+        outcome.content = None
+        outcome.judged = Judged()
         assert outcome.search is not None
         outcome.search["judgment"] = work.state.judgment if work.state else None
 
@@ -378,7 +388,7 @@ def _failed_search(job: PageJob, row: SearchRun) -> Outcome:
     return Outcome(
         Status.ERROR,
         {"sourceURL": job.url, "creditsUsed": 0, "searchProvider": row.provider},
-        error=SEARCH_FAILED_MESSAGE.format(failure=failure),
+        error=SEARCH_FAILED.format(failure=failure),
         error_kind=ErrorKind.SEARCH_FAILED,
     )
 
@@ -388,8 +398,9 @@ def _text(job: PageJob, outcome: Outcome) -> str | None:
     if outcome.status == Status.ERROR:
         return None
     try:
-        if outcome.source is not None:
-            source_format, source = outcome.source
+        if outcome.page_text is not None:
+            source_format = outcome.page_text.source_format
+            source = outcome.page_text.source
         elif outcome.snapshot is not None and outcome.snapshot[1]:
             source_format, source = outcome.snapshot[3], unpack(outcome.snapshot[1])
         else:

@@ -19,7 +19,7 @@ from typing import Any
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check
-from checks.pages import Outcome
+from checks.pipeline.outcome import Outcome
 from checks.targets.crawl import CrawlKind
 from checks.targets.scrape import ScrapeKind
 from checks.targets.search import SearchKind
@@ -36,7 +36,7 @@ for _cls in KIND_CLASSES:
 class BatchParts:
     """What the kinds of a batch's targets do in it beyond fetching pages:
     decide some pages without a fetch, follow the links pages bring, judge
-    what was fetched. Each part is its kind's; the runner and checks.fetching
+    what was fetched. Each part is its kind's; the runner and checks.pipeline
     ask for the role, never for a kind."""
 
     def __init__(

@@ -17,7 +17,7 @@ from checks.crawl.source import CrawlSource
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check, Crawl
-from checks.recording import record_many
+from checks.pipeline.record import record_many
 from checks.targets.options import (
     CrawlOptionsSerializer,
     ScrapeOptionsSerializer,
@@ -42,6 +42,8 @@ class CrawlTargetSerializer(StrictMixin, serializers.Serializer):
 class CrawlKind(TargetKind):
     name = "crawl"
     label = "Website crawl"
+    finds_pages = True
+    watched_keys = ("url",)
     serializer = CrawlTargetSerializer
     form_fields = (
         FormField(
@@ -95,7 +97,7 @@ class CrawlKind(TargetKind):
         found = int(result.get("pagesFound") or 0)
         return result | {"foundThere": max(found - gone, 0)}
 
-    def watched(self, target: Target) -> list[str]:
+    def addresses(self, target: Target) -> list[str]:
         return [target.url]
 
     def ignores_robots(self, target: Target) -> bool:

@@ -14,6 +14,7 @@ from rest_framework.exceptions import ValidationError
 
 from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
+from monitors.rules_problems import map_problems
 from monitors.url_rule import checked_url
 
 STRING_FORMATS = (
@@ -121,17 +122,23 @@ class UrlField(StrictCharField):
 
     def to_internal_value(self, data: Any) -> str:
         url = super().to_internal_value(data)
-        parsed, error = checked_url(url)
-        if parsed is None:
-            raise ValidationError(error or "URL is not valid.")
-        blocked = host_block_reason(parsed.host, allow_private_targets())
-        if blocked:
-            shown = url if len(url) <= 200 else url[:199] + "…"
-            raise ValidationError(
-                f"Pagewatch can never connect to {shown}: {blocked}.",
-                code="blocked_address",
-            )
+        if problem := url_problem(url):
+            raise ValidationError(problem[1], code=problem[0])
         return url
+
+
+def url_problem(url: str) -> tuple[str, str] | None:
+    """(code, message) when Pagewatch may not fetch or post to `url`: the
+    URL rule, then the address policy for hosts that need no DNS. The API's
+    URL fields and the dashboard's form both ask this."""
+    parsed, error = checked_url(url)
+    if parsed is None:
+        return "invalid", error or "URL is not valid."
+    blocked = host_block_reason(parsed.host, allow_private_targets())
+    if blocked:
+        shown = url if len(url) <= 200 else url[:199] + "…"
+        return "blocked_address", f"Pagewatch can never connect to {shown}: {blocked}."
+    return None
 
 
 class StringMapField(serializers.DictField):
@@ -156,17 +163,12 @@ class StringMapField(serializers.DictField):
 
     def to_internal_value(self, data: Any) -> dict[str, str]:
         value = super().to_internal_value(data)
-        if len(value) > self.max_items:
-            raise ValidationError(f"At most {self.max_items} entries are allowed.")
-        errors = {}
-        for key, item in value.items():
-            problem = (self.key_error and self.key_error(key)) or (
-                self.value_error and self.value_error(key, item)
-            )
-            if problem:
-                errors[key] = [problem]
-        if errors:
-            raise ValidationError(errors)
+        rule = {"key_error": self.key_error, "value_error": self.value_error}
+        problems = map_problems((), value, most=self.max_items, **rule)
+        if problems and not problems[0].path:
+            raise ValidationError(problems[0].message)
+        if problems:
+            raise ValidationError({p.path[0]: [p.message] for p in problems})
         return value
 
 

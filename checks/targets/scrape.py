@@ -103,6 +103,7 @@ class ScrapeKind(TargetKind):
     )  # fmt: skip
     kept_objects = ("scrapeOptions",)
     advanced_label = "Advanced page options"
+    watched_keys = ("urls",)
     summary_template = "monitors/targets/scrape.html"
 
     def describe(self, target: Target) -> str:
@@ -112,8 +113,16 @@ class ScrapeKind(TargetKind):
     def summary_items(self, target: Target) -> list[str]:
         return [short_url(url, 40) for url in target.urls]
 
-    def watched(self, target: Target) -> list[str]:
-        return list(target.urls)
+    def addresses(self, target: Target) -> list[str]:
+        return list(target.urls or [])
+
+    def for_pages(
+        self, urls: list[str], scrape_options: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        shape: dict[str, Any] = {"type": self.name, "urls": list(urls)}
+        if scrape_options:
+            shape["scrapeOptions"] = dict(scrape_options)
+        return shape
 
     def page_budget(self, target: Target) -> int:
         return len(target.urls)

@@ -85,6 +85,8 @@ class SearchKind(TargetKind):
     label = "Web search"
     serializer = SearchTargetSerializer
     needs_goal = True
+    finds_results = True
+    watched_keys = ("queries",)
     form_fields = (
         FormField(
             "queries", "Search for", "One search per line, up to 12.",
@@ -128,6 +130,13 @@ class SearchKind(TargetKind):
     def summary_items(self, target: Target) -> list[str]:
         return [f"search “{query}”" for query in target.queries]
 
+    def failure(self, result: Mapping[str, Any]) -> str:
+        """The web search's reason when it failed (some query or all of
+        them); a search that ran and judged nothing is degraded, not failed."""
+        if result.get("searchCompleted") is not False:
+            return ""
+        return str(result.get("degradedReason") or "The web search failed.")
+
     def estimated_credits(self, target: Target, *, judging: bool) -> int:
         """Its search (per ten results of every query) and, when judging,
         one credit per result judged."""
@@ -154,7 +163,7 @@ class SearchKind(TargetKind):
         self, target: Target, stored: Mapping[str, Any], resolver: Resolver | None
     ) -> SearchSource:
         provider = providers.configured(resolver)
-        if provider is None:  # checks.sources asks unavailable() first
+        if provider is None:  # checks.pipeline.sources asks unavailable() first
             raise RuntimeError("no search provider is configured")
         gathered = search(provider, target, timezone.now())
         return SearchSource(target, provider.name, provider.address, gathered)

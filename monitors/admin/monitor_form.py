@@ -21,14 +21,15 @@ from monitors.models import (
     Monitor,
     Target,
 )
-from monitors.target_kinds import all_kinds
+from monitors.target_kinds import FormField, all_kinds
 
 MASKED = " Values are shown masked (…1234): one left as shown keeps its stored value."
 
 # The dashboard's template holds the words for its fields; these are the same
 # words for the admin. A field missing here (one the dashboard gains later) is
 # still offered, under its own name, so the admin never edits less than the
-# dashboard does.
+# dashboard does; a target's fields bring their words from their kind
+# (TargetKind.form_fields), the headers' only adding that they are masked.
 FIELD_WORDS = {
     "name": ("Name", ""),
     "status": ("Status", "A paused monitor runs no checks until it is resumed."),
@@ -51,27 +52,7 @@ FIELD_WORDS = {
     "webhook_headers": ("Webhook headers", "One per line: Name: value." + MASKED),
     "webhook_metadata": ("Webhook metadata", "One per line: name: value."),
     "retention_days": ("Keep check results for (days)", ""),
-    "urls": ("Page addresses", "One per line."),
-    "url": ("Start address", ""),
-    "limit": ("Most pages per check", ""),
-    "depth": ("Link depth", ""),
-    "include_paths": ("Only paths matching", "Patterns, one per line."),
-    "exclude_paths": ("Skip paths matching", "Patterns, one per line."),
-    "queries": ("Search for", "One search per line."),
-    "search_window": ("Published within", ""),
-    "max_results": ("Most results", ""),
-    "include_domains": ("Only these sites", "Host names, one per line."),
-    "exclude_domains": ("Never these sites", "Host names, one per line."),
-    "only_main_content": (
-        "Only the main content (skip menus, headers and footers)",
-        "",
-    ),
-    "mobile": ("Load pages as a phone would", ""),
-    "include_tags": ("Only these HTML tags or selectors", "Separated by commas."),
-    "exclude_tags": ("Leave out these tags or selectors", "Separated by commas."),
     "headers": ("Request headers", "One per line: Name: value." + MASKED),
-    "timeout": ("Give up after (milliseconds)", ""),
-    "wait_for": ("Wait before reading (milliseconds)", ""),
     "remove": ("Remove this target", ""),
 }
 
@@ -145,8 +126,13 @@ def target_rows(monitor: Monitor) -> list[TargetRow]:
     return rows
 
 
-def _worded(name: str, field: forms.Field) -> forms.Field:
-    label, help_text = FIELD_WORDS.get(name.rsplit("-", 1)[-1], (None, ""))
+def _worded(
+    name: str, field: forms.Field, spec: FormField | None = None
+) -> forms.Field:
+    """The field with the admin's words, else those of its kind's control
+    (`spec`, for a target's field), else its own."""
+    own = (spec.label, spec.help) if spec is not None else (None, "")
+    label, help_text = FIELD_WORDS.get(name.rsplit("-", 1)[-1], own)
     field.label = label or field.label
     field.help_text = help_text or field.help_text
     # The dashboard points at its own help and error slots; Django's admin
@@ -202,9 +188,11 @@ class MonitorAdminForm(forms.ModelForm):
             self.initial[name] = shown.main.initial.get(name, field.initial)
         self.rows = target_rows(monitor)
         for row in self.rows:
+            specs = {spec.name: spec for spec in row.fields.target_kind.form_fields}
             for name in row.fields.shown_fields():
                 full = row.fields.add_prefix(name)
-                self.fields[full] = _worded(name, row.fields.fields[name])
+                field = row.fields.fields[name]
+                self.fields[full] = _worded(name, field, specs.get(name))
                 self.initial[full] = row.fields.initial.get(
                     name, row.fields.fields[name].initial
                 )

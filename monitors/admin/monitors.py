@@ -98,14 +98,9 @@ class TargetInline(admin.TabularInline):
 
     @admin.display(description="Options")
     def options(self, target: Target) -> str:
-        options = {
-            "scrapeOptions": with_masked_headers(target.scrape_options),
-            "crawlOptions": target.crawl_options,
-            "searchWindow": target.search_window,
-            "maxResults": target.max_results,
-            "includeDomains": target.include_domains,
-            "excludeDomains": target.exclude_domains,
-        }
+        options = target.kind.options(target) if target.kind is not None else {}
+        if "scrapeOptions" in options:
+            options["scrapeOptions"] = with_masked_headers(options["scrapeOptions"])
         return json_block(
             {k: v for k, v in options.items() if v not in ("", None, {}, [])}
         )

@@ -1,6 +1,8 @@
-"""Wire shapes of the /v2/monitor API that a monitor is written in, and the
-validation every monitor goes through (from the API and from the dashboard
-forms alike). How a monitor reads in answers is monitors.api.representation.
+"""Wire shapes of the /v2/monitor API that a monitor is written in. The rules
+they enforce beyond a field's type and bounds are the domain's, called here as
+the dashboard's form calls them: monitors.rules, monitors.rules_monitor and
+each target kind's `check`. How a monitor reads in answers is
+monitors.api.representation.
 
 Objects are strict (an unknown key is a 400 naming it), except inside
 scrapeOptions and crawlOptions (see checks.targets.options)."""
@@ -12,7 +14,7 @@ from typing import Any
 
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from checks.notify import own
 from checks.targets.options import (
@@ -24,30 +26,34 @@ from checks.targets.options import (
     StringMapField,
     UrlField,
 )
-from monitors import rules
-from monitors.models import Channel, Monitor, Target
-from monitors.schedule import ScheduleError, normalize_schedule
+from monitors import rules, rules_monitor
+from monitors.models import Monitor, Target
+from monitors.rules_problems import Problem
+from monitors.schedule import ScheduleError
 from monitors.target_kinds import all_kinds, kind_for
 
 # ---------------------------------------------------------------- schedule
 
 
 class ScheduleSerializer(StrictMixin, serializers.Serializer):
-    cron = StrictCharField(required=False, allow_null=True, max_length=128)
-    text = StrictCharField(required=False, allow_null=True, max_length=128)
-    timezone = StrictCharField(required=False, allow_null=True, max_length=64)
+    cron = StrictCharField(
+        required=False, allow_null=True, max_length=rules.SCHEDULE_MAX
+    )
+    text = StrictCharField(
+        required=False, allow_null=True, max_length=rules.SCHEDULE_MAX
+    )
+    timezone = StrictCharField(
+        required=False, allow_null=True, max_length=rules.TIMEZONE_MAX
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        # PATCH without a zone keeps the monitor's zone (Firecrawl resets to UTC).
-        zone = attrs.get("timezone") or self.context.get("current_timezone") or "UTC"
-        cron, text = attrs.get("cron"), attrs.get("text")
-        monitor = self.context.get("monitor")
-        if monitor is not None and attrs.get("timezone") and not (cron or text):
-            # PATCH with only a zone (`firecrawl monitor update --timezone X`
-            # sends {"schedule": {"timezone": X}}) moves the current cron to X.
-            cron = monitor.schedule_cron
         try:
-            schedule = normalize_schedule(cron, text, zone)
+            schedule = rules_monitor.schedule_for(
+                attrs.get("cron"),
+                attrs.get("text"),
+                attrs.get("timezone"),
+                self.context.get("monitor"),
+            )
         except ScheduleError as exc:
             raise ValidationError(exc.message, code=exc.code) from None
         return {"cron": schedule.cron, "timezone": schedule.timezone}
@@ -75,15 +81,40 @@ class TargetField(serializers.Field):
             raise ValidationError("Each target must be an object.")
         kind = kind_for(str(data.get("type")))
         if kind is None:
-            names = [known.name for known in all_kinds()]
-            listed = ", ".join(names[:-1]) + " or " + names[-1]
-            raise ValidationError({"type": [f"Target type must be {listed}."]})
-        serializer = kind.serializer(data=data)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
+            problem = rules_monitor.target_type_problem(data)
+            raise ValidationError({"type": [problem]})
+        target, problems = kind.check(data)
+        if problems:
+            raise ValidationError(nested(problems))
+        return target
 
     def to_representation(self, value: Target) -> dict[str, Any]:
         return target_representation(value)
+
+
+def nested(problems: list[Problem]) -> Any:
+    """Problems in DRF's nested shape (keys and indexes as dicts, messages in
+    lists, an object's own under non_field_errors), which the API's 400s
+    flatten back in the same order (monitors.api.errors.flatten_errors)."""
+    root: dict[Any, Any] = {}
+    for problem in problems:
+        place = root
+        for part in problem.path:
+            place = place.setdefault(part, {})
+        place.setdefault("non_field_errors", []).append(
+            ErrorDetail(problem.message, code=problem.code)
+        )
+    return _lists(root)
+
+
+def _lists(detail: dict[Any, Any]) -> Any:
+    """{"non_field_errors": [...]} alone is the list itself."""
+    if list(detail) == ["non_field_errors"]:
+        return detail["non_field_errors"]
+    return {
+        key: _lists(value) if isinstance(value, dict) else value
+        for key, value in detail.items()
+    }
 
 
 def target_representation(target: Target) -> dict[str, Any]:
@@ -212,7 +243,7 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     notification = NotificationSerializer(required=False, allow_null=True)
     channels = serializers.ListField(
         # The database's bigint: a larger id is a 400, never an overflow.
-        child=StrictIntegerField(min_value=1, max_value=2**63 - 1),
+        child=StrictIntegerField(min_value=1, max_value=rules_monitor.CHANNEL_ID_MAX),
         required=False,
         max_length=rules.CHANNELS_MAX,
         help_text="Pagewatch extension: the ids of the team's channels "
@@ -262,26 +293,14 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
     def validate_channels(self, ids: list[int]) -> list[int]:  # noqa: N802
         monitor: Monitor | None = self.context.get("monitor")
         team = monitor.team if monitor else self.context.get("team")
-        ids = list(dict.fromkeys(ids))
-        found = (
-            set(
-                Channel.objects.for_team(team)
-                .shared()
-                .filter(pk__in=ids)
-                .values_list("pk", flat=True)
-            )
-            if team is not None
-            else set()
-        )
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise ValidationError(f"No channel of this team has the id {missing[0]}.")
-        return ids
+        problem = rules_monitor.channel_problem(team, ids)
+        if problem:
+            raise ValidationError(problem)
+        return list(dict.fromkeys(ids))
 
     def validate_targets(self, targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        ids = [t["id"] for t in targets if t.get("id")]
-        if len(ids) != len(set(ids)):
-            rule = rules.TARGET_IDS_UNIQUE
+        rule = rules_monitor.target_ids_rule(targets)
+        if rule is not None:
             raise ValidationError(rule.api, code=rule.code)
         return targets
 
@@ -290,54 +309,16 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
         monitor: Monitor | None = self.context.get("monitor")
         if self.partial and not attrs:
             raise ValidationError("Update body cannot be empty.")
-        goal_given = "goal" in attrs
-        if goal_given:
+        if "goal" in attrs:
             attrs["goal"] = rules.clean_goal(attrs["goal"])
-        goal = attrs["goal"] if goal_given else (monitor.goal if monitor else None)
-        explicit = attrs.get("judgeEnabled")
-        judge = rules.resolve_judge_enabled(
-            goal_given=goal_given,
-            goal=goal,
-            judge_enabled=explicit,
-            current=monitor.judge_enabled if monitor else False,
-        )
-        attrs["judgeEnabled"] = judge
-        # Rule 3 yields only to judging switched off on purpose: explicitly in
-        # this request, or already off on a monitor whose goal is untouched.
-        search_opt_out = explicit is False or (
-            monitor is not None and explicit is None and not goal_given and not judge
-        )
-        if "targets" in attrs:
-            types = [t["type"] for t in attrs["targets"]]
-        else:
-            types = (
-                list(monitor.targets.values_list("type", flat=True)) if monitor else []
-            )
-        needs_goal = any(
-            kind.needs_goal for t in types if (kind := kind_for(t)) is not None
-        )
-        problem = rules.goal_rule_error(
-            goal, judge, needs_goal, search_opt_out=search_opt_out
-        )
+        attrs["judgeEnabled"], problem = rules_monitor.judging(attrs, monitor)
         if problem:
             field, rule = problem
             raise ValidationError({field: [rule.api]}, code=rule.code)
-        self._check_fetch_with(attrs, monitor)
-        return attrs
-
-    def _check_fetch_with(self, attrs: dict[str, Any], monitor: Monitor | None) -> None:
-        fetch_with = attrs.get("fetchWith") or (
-            monitor.fetch_with if monitor else Monitor.FetchWith.AUTO
-        )
-        if "targets" in attrs:
-            options = [t.get("scrapeOptions") for t in attrs["targets"]]
-        elif monitor is not None:
-            options = list(monitor.targets.values_list("scrape_options", flat=True))
-        else:
-            options = []
-        rule = rules.fetch_with_error(fetch_with, options)
+        rule = rules_monitor.fetch_with_rule(attrs, monitor)
         if rule is not None:
             raise ValidationError({"fetchWith": [rule.api]}, code=rule.code)
+        return attrs
 
 
 class MonitorUpdateSerializer(MonitorWriteSerializer):

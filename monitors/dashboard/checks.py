@@ -42,7 +42,7 @@ from monitors.dashboard.base import (
 )
 from monitors.models import Target
 from monitors.search_provider import in_plain_words
-from monitors.target_kinds import kind_for
+from monitors.target_kinds import kind_for, kind_names
 
 
 @require_GET
@@ -186,12 +186,12 @@ def _kind_parts(
 def site_pages(
     request: DashboardRequest, pk: uuid.UUID, target_id: uuid.UUID
 ) -> HttpResponse:
-    """Every page a crawl target has found, with when it was first and last
-    seen (within the history kept) and whether it is still there."""
+    """Every page a target that finds its pages (a crawl) has found, with
+    when it was first and last seen (within the history kept) and whether it
+    is still there."""
     monitor = get_monitor_for(request, pk)
-    target = get_object_or_404(
-        Target, pk=target_id, monitor=monitor, type=Target.Type.CRAWL
-    )
+    found_by = kind_names(lambda kind: kind.finds_pages)
+    target = get_object_or_404(Target, pk=target_id, monitor=monitor, type__in=found_by)
     rows = (
         PageResult.objects.filter(check_run__monitor=monitor, target_id=target.pk)
         .exclude(status=PageResult.Status.REMOVED)

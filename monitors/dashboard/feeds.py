@@ -26,7 +26,8 @@ from django.utils.feedgenerator import Atom1Feed
 from django.views.decorators.http import require_POST, require_safe
 
 from checks.models import Check, PageResult
-from checks.notify.emails import REASON_CHARS, absolute, diff_excerpt, http_href
+from checks.notify.reports import REASON_CHARS, diff_excerpt
+from checks.notify.texts import absolute, http_href
 from monitors import history
 from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
 from monitors.models import Monitor, Team

@@ -176,7 +176,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         ),
         CHECKS_PER_PAGE,
     ).get_page(request.GET.get("page"))
-    searches = any(t.type == Target.Type.SEARCH for t in monitor.targets.all())
+    searches = any(t.kind and t.kind.finds_results for t in monitor.targets.all())
     return {
         "monitor": monitor,
         "credits_per_month": credits,

@@ -14,10 +14,14 @@ from django.views.decorators.http import require_GET
 
 from checks.models import SearchResultState
 from monitors.dashboard.base import DashboardRequest, get_monitor_for, team_view
-from monitors.models import Target
+from monitors.target_kinds import TargetKind, kind_names
 
 RESULTS_PER_PAGE = 50
 TEMPLATE = "monitors/search_results.html"
+
+
+def _finds_results(kind: TargetKind) -> bool:
+    return kind.finds_results
 
 
 @require_GET
@@ -30,7 +34,7 @@ def monitor_results(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     context = {
         "monitor": monitor,
         "show_all": seen,
-        "searches": monitor.targets.filter(type=Target.Type.SEARCH),
+        "searches": monitor.targets.filter(type__in=kind_names(_finds_results)),
         "results": Paginator(rows, RESULTS_PER_PAGE).get_page(request.GET.get("page")),
     }
     return render(request, TEMPLATE, context)

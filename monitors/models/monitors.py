@@ -7,8 +7,6 @@ delivering notifications) live in plain modules under checks/."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import uuid
 from datetime import datetime
@@ -371,13 +369,6 @@ class Target(models.Model):
     @property
     def is_checked(self) -> bool:
         return not self.not_run_reason
-
-    def goal_version(self, goal: str | None) -> str:
-        """A search target's goalVersion: editing the goal or the queries
-        makes the verdicts given under the previous one stale."""
-        shape = {"goal": (goal or "").strip(), "queries": sorted(self.queries or [])}
-        encoded = json.dumps(shape, sort_keys=True, ensure_ascii=False).encode()
-        return hashlib.sha256(encoded).hexdigest()[:16]
 
     def credits_per_page(self) -> int:
         kind = self.kind

@@ -22,6 +22,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from monitors import rules
 from monitors.schedule import min_interval_minutes
+from monitors.target_kinds import pages_target
 
 # What a source may hold: more watches than this is not one team's monitors.
 MAX_ITEMS = 5000
@@ -224,9 +225,7 @@ class Draft:
             options["excludeTags"] = list(dict.fromkeys(self.exclude_tags))
         if self.headers:
             options["headers"] = dict(self.headers)
-        target: dict[str, Any] = {"type": "scrape", "urls": [url]}
-        if options:
-            target["scrapeOptions"] = options
+        target = pages_target([url], options)
         payload: dict[str, Any] = {
             "name": name,
             "schedule": schedule,

@@ -116,14 +116,15 @@ def _cell(value: str) -> str:
 
 
 def export_csv(team: Team) -> str:
-    """One row per page of a scrape target: the list a spreadsheet opens."""
+    """One row per page address a target names (a crawl its start page, a
+    web search none): the list a spreadsheet opens."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for monitor in team_monitors(team):
         for target in monitor.target_list:
-            urls = target.urls if target.type == Target.Type.SCRAPE else [target.url]
-            for url in urls:
+            kind = target.kind
+            for url in kind.addresses(target) if kind is not None else []:
                 row = (monitor.name, url, monitor.schedule_cron, monitor.goal or "")
                 writer.writerow([_cell(str(v)) for v in row])
     return out.getvalue()

@@ -77,7 +77,12 @@ def _page_states(
     from the source, stored as a check would have stored it."""
     wanted = []
     for monitor, item in pairs:
-        targets = {url: t for t in monitor.target_list for url in t.urls or []}
+        targets = {
+            url: t
+            for t in monitor.target_list
+            if t.kind is not None
+            for url in t.kind.addresses(t)
+        }
         for baseline in item.baselines:
             target = targets.get(baseline.url)
             if target is not None and baseline.text.strip():

@@ -25,7 +25,7 @@ from checks.errors import plain_error
 from checks.jobs import Via
 from checks.notify import emails, events, transports
 from checks.notify import messages as channel_messages
-from checks.pages import FETCHED_BECAUSE
+from checks.pipeline.outcome import FETCHED_BECAUSE
 from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_words
 from monitors import rules, search_provider
 from monitors.schedule import Schedule

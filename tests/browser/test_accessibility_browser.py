@@ -143,6 +143,20 @@ def dashboard(team, member) -> dict:
         finished_at=now,
         summary={"totalPages": 1, "new": 1},
     )
+    reason = "The web search failed: “acme launch”: SearXNG answered HTTP 500 (boom)."
+    search_failed = Check.objects.create(
+        monitor=news,
+        trigger=Check.Trigger.SCHEDULED,
+        status=Check.Status.FAILED,
+        error=reason,
+        started_at=now,
+        finished_at=now,
+        summary={"totalPages": 0},
+        target_results=[
+            {"targetId": str(search.pk), "type": "search", "searchCompleted": False}
+            | {"resultCount": 0, "matches": 0, "degradedReason": reason}
+        ],
+    )
     launch = "https://news.example.com/acme-launch"
     PageResult.objects.create(
         check_run=found,
@@ -203,6 +217,7 @@ def dashboard(team, member) -> dict:
         "news": news,
         "check": check,
         "found": found,
+        "search_failed": search_failed,
         "changed": changed,
         "new": new,
     }
@@ -272,6 +287,7 @@ def test_no_dashboard_page_breaks_an_axe_rule(
         "monitor of a web search": news.get_absolute_url(),
         "check": dashboard["check"].get_absolute_url(),
         "check of a web search": dashboard["found"].get_absolute_url(),
+        "check whose web search failed": dashboard["search_failed"].get_absolute_url(),
         "what changed": dashboard["changed"].get_absolute_url(),
         "what changed, inline": dashboard["changed"].get_absolute_url()
         + "?view=inline",

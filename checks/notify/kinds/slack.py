@@ -142,6 +142,11 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
                 )
             lines.append(_link(page["link"], "See the diff"))
             out.append(_section("\n".join(lines)))
+        for failure in message.get("failures") or []:
+            words = (
+                f"*{_mrkdwn(failure['label'])} failed:* {_mrkdwn(failure['reason'])}"
+            )
+            out.append(_section(words))
         if message.get("more"):
             out.append(_section(f"…and {message['more']} more."))
         out.append(_section(_link(message["link"], "Open the check in Pagewatch")))

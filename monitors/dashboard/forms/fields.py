@@ -26,14 +26,14 @@ JUDGE_CHOICES = [
     ("on", "Yes, always — a goal is required"),
     ("off", "No, report every change"),
 ]
-# Rows of the form; the bound is generous so the serializer (not this parser)
-# reports "too many targets" with the API's message.
+# Rows of the form; the bound is generous so the rule (not this parser)
+# reports "too many targets", as the API does.
 MAX_TARGET_ROWS = 100
 NON_FIELD = "__all__"
 _KEY = re.compile(r"^t[0-9a-f]{4,16}$")
 _INTEGER = re.compile(r"^[+-]?\d{1,9}$")
 _SPLIT_ITEMS = re.compile(r"[\s,;]+")
-# The field in the form that an error path of the API lands on.
+# The field in the form that a problem at a path of the API object lands on.
 _MAIN_SLOTS = {
     "name": "name",
     "schedule": "schedule",
@@ -110,7 +110,7 @@ def _items(text: str) -> list[str]:
 
 
 def _number(text: str) -> Any:
-    """An integer when it is one; otherwise the text, so the serializer reports
+    """An integer when it is one; otherwise the text, so the number rule reports
     exactly what the API would for that JSON value."""
     text = (text or "").strip()
     return int(text) if _INTEGER.match(text) else text

@@ -1,10 +1,11 @@
 """The monitor form (create and edit): the monitor's fields plus one row per
 target.
 
-The form only *parses* what people type into the JSON shape of the /v2/monitor
-API. Every rule is then enforced by monitors.api.serializers (the same code
-the API runs) and the serializer's error paths are mapped back onto form
-fields, so the browser and the API can never disagree about what is valid."""
+The form parses what people type into the JSON shape of a monitor's edit
+(what monitors.editing saves, as the /v2/monitor API does) and checks it
+with the rules the API's serializers call, called directly
+(monitors.dashboard.forms.checking); each problem's path finds its form
+field and its plain words (monitors.dashboard.forms.words)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,9 @@ from typing import Any
 
 from django import forms
 from django.http import QueryDict
-from rest_framework.exceptions import ValidationError
 
-from monitors.api.errors import flatten_errors
-from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.dashboard.forms import words as form_words
+from monitors.dashboard.forms.checking import EditCheck
 from monitors.dashboard.forms.fields import (
     _CROSS_FIELD_SLOTS,
     _EMAIL_SLOTS,
@@ -42,6 +41,7 @@ from monitors.dashboard.forms.fields import (
 from monitors.dashboard.forms.targets import TargetFields, _with_format, target_initial
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Channel, Monitor, Team
+from monitors.rules_problems import Problem
 from monitors.schedule import (
     ScheduleError,
     min_interval_words,
@@ -134,36 +134,17 @@ class MonitorForm:
         self.schedule_faults = []
         payload = self.payload()
         webhook_pages = self._webhook_pages()
-        if self.monitor is None:
-            serializer = MonitorWriteSerializer(
-                data=payload, context={"team": self.team}
-            )
-        else:
-            serializer = MonitorUpdateSerializer(
-                data=payload,
-                context={
-                    "monitor": self.monitor,
-                    "current_timezone": self.monitor.schedule_timezone,
-                },
-            )
-        if not serializer.is_valid():
-            issues = flatten_errors(serializer.errors)
-            if not any(
-                issue["path"][:1] in (["goal"], ["judgeEnabled"], ["fetchWith"])
-                for issue in issues
-            ):
-                issues += self._cross_field_issues(serializer, payload)
-            for issue in issues:
-                slot, message = self._place(issue, payload)
-                self.errors.setdefault(slot, []).append(message)
+        checked = EditCheck(payload, monitor=self.monitor, team=self.team)
+        for problem in checked.problems:
+            slot, message = self._place(problem, payload)
+            self.errors.setdefault(slot, []).append(message)
         if "schedule" in self.errors:
             self._explain_schedule(payload["schedule"])
         if self.errors:
             self.mark_invalid()
             return False
         # A dashboard-only choice next to the API's fields (monitors.editing).
-        self.validated_data = dict(serializer.validated_data)
-        self.validated_data["webhookPages"] = webhook_pages
+        self.validated_data = checked.cleaned | {"webhookPages": webhook_pages}
         return True
 
     def _explain_schedule(self, schedule: dict[str, Any]) -> None:
@@ -196,34 +177,6 @@ class MonitorForm:
         if slot != "schedule" or not self.schedule_faults:
             return None
         return [self.main[name].id_for_label for name in self.schedule_faults]
-
-    @staticmethod
-    def _cross_field_issues(
-        serializer: MonitorWriteSerializer, payload: dict[str, Any]
-    ) -> list[dict[str, Any]]:
-        """The serializer's own cross-field rules (goal, judging, search
-        targets, how pages are loaded), run even though other fields failed.
-
-        DRF only calls `validate()` once every field is valid, so the API names
-        a missing goal only after everything else is fixed. In the form that
-        would mean fixing fields one round at a time; running the same method
-        on the parts it reads shows the problem right away.
-        """
-        attrs: dict[str, Any] = {
-            "targets": [
-                {"type": target["type"], "scrapeOptions": target.get("scrapeOptions")}
-                for target in payload["targets"]
-                if kind_for(str(target.get("type"))) is not None
-            ]
-        }
-        for key in ("goal", "judgeEnabled", "fetchWith"):
-            if key in payload:
-                attrs[key] = payload[key]
-        try:
-            serializer.validate(attrs)
-        except ValidationError as exc:
-            return flatten_errors(exc.detail)
-        return []
 
     def save(self, team: Team, now: datetime) -> Monitor:
         assert self.validated_data is not None, "call is_valid() first"
@@ -371,9 +324,9 @@ class MonitorForm:
 
     # -- errors -------------------------------------------------------------------
 
-    def _place(self, issue: dict[str, Any], payload: dict[str, Any]) -> tuple[str, str]:
-        """(slot, message) for one serializer issue, in the form's words."""
-        path: list[str | int] = issue["path"]
+    def _place(self, issue: Problem, payload: dict[str, Any]) -> tuple[str, str]:
+        """(slot, message) for one problem, in the form's words."""
+        path = issue.path
         if not path:
             return NON_FIELD, form_words.plain("", issue)
         head = path[0]
@@ -404,9 +357,9 @@ class MonitorForm:
         return slot, form_words.plain(slot, issue)
 
     def _place_on_row(
-        self, index: int, issue: dict[str, Any], payload: dict[str, Any]
+        self, index: int, issue: Problem, payload: dict[str, Any]
     ) -> tuple[str, str]:
-        path, message = issue["path"], issue["message"]
+        path, message = issue.path, issue.message
         if index >= len(self.targets):
             return "targets", form_words.plain("targets", issue)
         row = self.targets[index]
@@ -421,7 +374,7 @@ class MonitorForm:
         return row.slot(field), self._with_item(path, message, payload)
 
     @staticmethod
-    def _with_item(path: list[str | int], message: str, payload: Any) -> str:
+    def _with_item(path: tuple[str | int, ...], message: str, payload: Any) -> str:
         """Name the line an error is about ("…/x": message) for list fields."""
         if not isinstance(path[-1], int):
             return message

@@ -1,17 +1,19 @@
 """Plain words for the dashboard form: what each rule says to someone who has
 never seen the API's field names.
 
-The form is checked by the API's serializer (monitors.dashboard.forms.monitor),
-whose messages speak to programmers ("judgeEnabled requires a non-empty goal.",
-"Ensure this field has at least 1 elements."). The API keeps them. The form
-shows, for the same error:
+The form is checked by the rules the API runs (monitors.dashboard.forms.checking),
+and the API words what they find for programmers ("judgeEnabled requires a
+non-empty goal.", "Ensure this field has at least 1 elements."). The form
+shows, for the same problem (monitors.rules_problems.Problem):
 
 * a rule of our own (monitors.rules.Rule): its `plain` wording, found by the
-  error's code — one rule, worded twice in one place; a schedule the API
+  problem's code — one rule, worded twice in one place; a schedule the API
   calls an invalid cron or unsupported text is, to the form, one it could not
   read, with phrases to try;
-* one of DRF's stock messages: this module's words for that form field, with
-  the limits from monitors.rules, so the numbers cannot drift apart;
+* a bound broken (blank, too long, too many, a number out of range, not a
+  choice; the codes DRF gives the same failures): this module's words for
+  that form field, with the limits from monitors.rules, so the numbers cannot
+  drift apart;
 * anything else (a URL, header or domain problem, a time of day that does not
   exist): the message as it is, which those rules already write in plain words.
 """
@@ -20,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from monitors import rules
+from monitors.rules_problems import Problem
 from monitors.schedule import ScheduleError
 
 # DRF's codes for "nothing given" (a blank text, an empty list, a list shorter
@@ -161,13 +163,10 @@ class _Quoted(dict[str, str]):
         return ""
 
 
-def plain(
-    field: str, issue: dict[str, Any], typed: Mapping[str, str] | None = None
-) -> str:
-    """The form's words for one of the serializer's issues ({code, path,
-    message}) that landed on `field`. `typed` holds what the person typed that
-    a rule's words quote (the schedule's `zone`)."""
-    code, message = str(issue["code"]), issue["message"]
+def plain(field: str, issue: Problem, typed: Mapping[str, str] | None = None) -> str:
+    """The form's words for a problem that landed on `field`. `typed` holds
+    what the person typed that a rule's words quote (the schedule's `zone`)."""
+    code, message = issue.code, issue.message
     rule = rules.RULES.get(code)
     if rule is not None:
         return rule.plain.format_map(_Quoted(typed or {}))
@@ -177,7 +176,7 @@ def plain(
     if code in _MISSING:
         return words.missing
     if code == "max_length":
-        path = issue["path"]
+        path = issue.path
         one_line = bool(path) and isinstance(path[-1], int)
         return words.too_many if words.too_many and not one_line else words.too_long
     if code == "invalid_choice":
@@ -190,5 +189,5 @@ def plain(
 def schedule_problem(error: ScheduleError) -> str:
     """The form's words for a schedule that could not be used, with what the
     person typed that the rule's words quote."""
-    issue = {"code": error.code, "path": ["schedule"], "message": error.message}
+    issue = Problem(("schedule",), error.code, error.message)
     return plain("schedule", issue, error.values)

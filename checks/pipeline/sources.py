@@ -1,4 +1,5 @@
-"""Where a check's pages come from: each target's kind plans its source.
+"""Where a check's pages come from (the plan stage's first half): each
+target's kind plans its source.
 
 A source turns a target into page jobs when the check is planned. Scrape
 targets list their URLs, crawls their start page and sitemaps, searches the

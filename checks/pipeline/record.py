@@ -1,9 +1,11 @@
-"""Write a batch's page results: one transaction for a few pages at a time.
+"""The record stage: settled outcomes (compared, judged) written, a few
+pages a transaction.
 
 Each transaction records the pages' results, moves their baselines, writes
-their notification outbox rows and counts them in the check's progress (which
-doubles as its heartbeat). A check that stopped being ours (failed by the
-sweeper, deleted) gets no more pages: CheckAbandoned tells the runner.
+their notification outbox rows (the notify stage, checks.notify) and counts
+them in the check's progress (which doubles as its heartbeat). A check that
+stopped being ours (failed by the sweeper, deleted) gets no more pages:
+CheckAbandoned tells the runner.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from checks import notify, pages
+from checks import notify
 from checks.jobs import PageJob, Via
 from checks.models import (
     Capture,
@@ -27,16 +29,16 @@ from checks.models import (
     SearchResultState,
     Snapshot,
 )
-from checks.pages import Outcome
+from checks.pipeline.outcome import (
+    PER_CHECK_METADATA,
+    CheckAbandoned,
+    Item,
+    Outcome,
+    options_hash,
+)
 
 # Pages recorded per transaction, at most.
 RECORD_BATCH = 20
-
-Item = tuple[PageJob, Outcome, PageState | None]
-
-
-class CheckAbandoned(Exception):
-    """The check stopped being ours (failed by the sweeper, deleted) mid-run."""
 
 
 def record_many(
@@ -44,15 +46,14 @@ def record_many(
 ) -> list[PageResult]:
     """Write pages' results, baselines and notifications in one transaction.
 
-    Pages whose text differs from the stored hash are decided first, against
-    their baselines' text (read here, in one query). Retried once on an
-    integrity error: retention may delete an orphan snapshot in the instant
-    between Snapshot.store_many() finding it and the commit."""
+    Retried once on an integrity error: retention may delete an orphan
+    snapshot in the instant between Snapshot.store_many() finding it and the
+    commit."""
     # A crawl's start page outside includePaths was fetched for its links only.
     items = [item for item in items if item[0].record]
     if not items:
         return []
-    reconcile(items)
+    assert all(item[1].pending is None for item in items), "compare comes first"
     for attempt in (1, 2):
         try:
             with transaction.atomic():
@@ -61,20 +62,6 @@ def record_many(
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
-
-
-def reconcile(items: Sequence[Item]) -> None:
-    """Decide the pages whose text differs from their baseline's stored hash,
-    reading those baselines' text in one query (see pages.reconcile)."""
-    items = [item for item in items if item[1].pending is not None]
-    if not items:
-        return
-    previous = Snapshot.packed(state.snapshot_id for _, _, state in items if state)
-    for job, outcome, state in items:
-        assert state is not None and state.snapshot_id is not None
-        pages.reconcile(
-            outcome, state, previous.get(state.snapshot_id), job.ignore_lines
-        )
 
 
 def _record_many(
@@ -145,10 +132,10 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
         error=outcome.error,
         error_kind=outcome.error_kind,
         metadata=outcome.metadata,
-        judgment=outcome.judgment,
-        verdict=outcome.verdict,
-        extraction=outcome.extraction,
-        summary=outcome.summary,
+        judgment=outcome.judged.judgment,
+        verdict=outcome.judged.verdict,
+        extraction=outcome.judged.extraction,
+        summary=outcome.judged.summary,
     )
     page.set_diff(outcome.diff, outcome.diff_reference)
     return page
@@ -205,16 +192,17 @@ def _move_baselines(
                 monitor_id=monitor_id, target_id=job.target_id, url_hash=url_hash
             ).update(presence=PageState.Presence.REMOVED, updated_at=now)
             continue
-        if snapshot_id is None or outcome.cache_hit or outcome.search is not None:
+        content = outcome.content
+        if snapshot_id is None or content is None or outcome.cache_hit:
+            continue
+        if outcome.search is not None:
             continue  # a search result's baseline is its SearchResultState
         cache = job.options.get("storeInCache") is not False
-        derived = outcome.derived
+        derived = outcome.judged.derived
         if derived is None:
             derived = state.derived if state is not None else {}
         stored_metadata = {
-            k: v
-            for k, v in outcome.metadata.items()
-            if k not in pages.PER_CHECK_METADATA
+            k: v for k, v in outcome.metadata.items() if k not in PER_CHECK_METADATA
         }
         # Keyed by page: a URL listed twice in a batch keeps its last result.
         upserts[(job.target_id, url_hash)] = PageState(
@@ -223,16 +211,16 @@ def _move_baselines(
             url=job.url,
             url_hash=url_hash,
             snapshot_id=snapshot_id,
-            normalized_hash=outcome.normalized_hash,
+            normalized_hash=content.normalized_hash,
             scrape_id=job.scrape_id,
             presence=PageState.Presence.ACTIVE,
             fetched_at=now,
             cached_at=now if cache else None,
             metadata=stored_metadata,
-            body_hash=outcome.body_hash,
-            options_hash=pages.options_hash(job.options),
-            etag=outcome.etag,
-            last_modified=outcome.last_modified,
+            body_hash=content.body_hash,
+            options_hash=options_hash(job.options),
+            etag=content.etag,
+            last_modified=content.last_modified,
             derived=derived,
             fetcher=_remembered_fetcher(job, outcome, state),
         )

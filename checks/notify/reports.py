@@ -1,0 +1,273 @@
+"""What a finished check has to tell by e-mail and chat: its pages that are
+not the same, meaningful first, with their counts, and the diff excerpts an
+e-mail shows. Readers are people, not programs: page errors are said in the
+dashboard's plain words, and diff excerpts carry no unified-diff hunk headers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.db.models.fields.json import KT
+
+from checks.errors import ErrorKind, plain_error
+from checks.notify.texts import http_href
+from monitors.target_kinds import TargetFailure
+
+if TYPE_CHECKING:
+    from checks.models import Check
+
+DIFF_PAGES = 5
+DIFF_LINES = 24
+DIFF_LINE_CHARS = 300
+REASON_CHARS = 300
+
+
+# What the error page of a failed web search is listed as, in place of its
+# address, in a check planned by an older Pagewatch (which gave one a page).
+SEARCH_FAILED_PAGE = "Web search"
+
+
+@dataclass
+class PageLine:
+    url: str
+    status: str
+    # The judge's verdict on a changed page; None when it gave none.
+    meaningful: bool | None
+    error: str = ""
+    reason: str = ""
+    pk: Any = None
+    # The page's result in Pagewatch (what changed, in full), set for the
+    # pages an e-mail lists.
+    pagewatch_url: str = ""
+    diff_lines: list[str] = field(default_factory=list)
+    diff_truncated: bool = False
+    # The judge failed open: reported as a change, and said to be unjudged.
+    not_judged: bool = False
+    # A web search's new match (a `new` page on the wire).
+    search_match: bool = False
+
+    @property
+    def href(self) -> str | None:
+        return http_href(self.url)
+
+    @property
+    def styled_diff_lines(self) -> list[tuple[str, str]]:
+        """(line, inline style) for the HTML mail: mail clients drop <style>
+        blocks, so removed and added lines carry their colours themselves."""
+        return [(line, _diff_line_style(line)) for line in self.diff_lines]
+
+    @property
+    def label(self) -> str:
+        if self.status == "changed" and self.not_judged:
+            return "changed (not judged)"
+        if self.status == "changed" and self.meaningful is True:
+            return "changed (meaningful)"
+        if self.status == "changed" and self.meaningful is False:
+            return "changed (not meaningful)"
+        if self.search_match:
+            return "new match"
+        return self.status
+
+    @property
+    def rank(self) -> int:
+        """Meaningful first: changes that matter, new, errors, removed, noise."""
+        if self.status == "changed":
+            return 4 if self.meaningful is False else 0
+        return {"new": 1, "error": 2, "removed": 3}.get(self.status, 5)
+
+
+@dataclass
+class ChangeReport:
+    counts: Counter
+    pages: list[PageLine]  # every non-same page, meaningful first
+    # Targets that failed their part of the check (a web search that could
+    # not be run): no page stands for them, and they are told all the same.
+    failures: list[TargetFailure] = field(default_factory=list)
+
+    @property
+    def noteworthy(self) -> int:
+        pages = sum(self.counts[s] for s in ("changed", "new", "removed", "error"))
+        return pages + len(self.failures)
+
+    @property
+    def meaningful(self) -> int:
+        """Changes the judge called meaningful: what the e-mail calls so."""
+        return sum(1 for p in self.pages if p.status == "changed" and p.meaningful)
+
+    @property
+    def noise(self) -> int:
+        return sum(1 for p in self.pages if p.meaningful is False)
+
+    @property
+    def not_judged(self) -> int:
+        return sum(1 for p in self.pages if p.status == "changed" and p.not_judged)
+
+    @property
+    def judged(self) -> bool:
+        return any(p.meaningful is not None for p in self.pages)
+
+    def suppression_reason(self) -> str | None:
+        """Why no e-mail is due, or None when one is."""
+        if not self.noteworthy:
+            return "no_changes"
+        only_noise = self.counts["changed"] == self.noise and not (
+            self.counts["new"]
+            + self.counts["removed"]
+            + self.counts["error"]
+            + len(self.failures)
+        )
+        # A changed page without a judgment counts as meaningful (fail open).
+        return "not_meaningful" if only_noise else None
+
+    def counts_line(self) -> str:
+        """How many pages did what, each count with its noun ("300 pages
+        changed, 5 new pages"): it also stands alone in the subject."""
+        parts = []
+        # Changes the judge called unimportant are counted apart, after what
+        # matters: the subject leads with the changes worth opening it for.
+        if n := self.counts["changed"] - self.noise:
+            parts.append(f"{_pages(n)} changed{self._verdicts()}")
+        if self.noise:
+            more = " more" if parts else ""
+            parts.append(f"{self.noise}{more} judged unimportant")
+        if n := self.matches:
+            parts.append(f"{n} new match{'es' if n != 1 else ''}")
+        if n := self.counts["new"] - self.matches:
+            parts.append(f"{n} new page{'s' if n != 1 else ''}")
+        if n := self.counts["removed"]:
+            parts.append(f"{_pages(n)} removed")
+        if n := self.counts["error"]:
+            parts.append(f"{_pages(n)} with {'errors' if n != 1 else 'an error'}")
+        for label, n in Counter(f.label for f in self.failures).items():
+            parts.append(
+                f"{label.lower()} failed" + (f" ({n} targets)" if n > 1 else "")
+            )
+        return ", ".join(parts) or "no changes"
+
+    @property
+    def matches(self) -> int:
+        """New pages that are a web search's new matches."""
+        return sum(1 for p in self.pages if p.status == "new" and p.search_match)
+
+    @property
+    def only_new(self) -> bool:
+        return self.counts["new"] > 0 and self.noteworthy == self.counts["new"]
+
+    def _verdicts(self) -> str:
+        """What the judge said of the changed pages, in brackets: only a
+        verdict is called meaningful, never a change it did not judge."""
+        matter = self.counts["changed"] - self.noise
+        if self.not_judged and self.not_judged == matter:
+            return " (not judged)"
+        if not self.judged:
+            return ""
+        words = [f"{self.meaningful} meaningful"] if self.meaningful else []
+        if self.not_judged:
+            words.append(f"{self.not_judged} not judged")
+        return f" ({', '.join(words)})" if words else ""
+
+
+def _pages(n: int) -> str:
+    return f"{n} page{'s' if n != 1 else ''}"
+
+
+def change_report(check: Check) -> ChangeReport:
+    counts: Counter = Counter()
+    pages: list[PageLine] = []
+    fields = ("url", "status", "error", "error_kind", "status_code", "judgment")
+    rows = check.pages.values_list(
+        "pk", *fields, "verdict", KT("metadata__searchStatus")
+    ).order_by("created_at", "id")
+    for pk, url, status, error, kind, code, judgment, verdict, found in rows:
+        counts[status] += 1
+        if status == "same":
+            continue
+        meaningful = None
+        reason = ""
+        not_judged = verdict == "not_judged"  # PageResult.Verdict.NOT_JUDGED
+        if status == "changed" and isinstance(judgment, dict) and not not_judged:
+            meaningful = bool(judgment.get("meaningful"))
+            reason = str(judgment.get("reason") or "")[:REASON_CHARS]
+        # A failed-open judgment says "meaningful" but is no verdict: the page
+        # is neither meaningful nor noise here (so still mailed), and
+        # the label says it was not judged.
+        # The stored error is written for the API ("ReadTimeout…", "HTTP 404"):
+        # the e-mail says it the way the dashboard does.
+        said = plain_error(kind, code, error) if (error or kind) else ""
+        if kind == ErrorKind.SEARCH_FAILED:
+            # Its address is the search provider's, often on the internal
+            # network: nothing for a reader to open, or to be shown.
+            url = SEARCH_FAILED_PAGE
+        line = PageLine(url, status, meaningful, said, reason, pk)
+        line.not_judged = not_judged
+        line.search_match = found == "alert"
+        pages.append(line)
+    pages.sort(key=lambda p: p.rank)
+    return ChangeReport(counts, pages, check.target_failures())
+
+
+_REMOVED_STYLE = "background: #fde8e8; color: #8a1c1c;"
+_ADDED_STYLE = "background: #e6f4ea; color: #14532d;"
+_GAP_STYLE = "color: #6b7280;"
+
+
+def _diff_line_style(line: str) -> str:
+    if line == GAP:
+        return _GAP_STYLE
+    if line.startswith("-"):
+        return _REMOVED_STYLE
+    if line.startswith("+"):
+        return _ADDED_STYLE
+    return ""
+
+
+_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+GAP = "…"
+
+
+def _without_hunk_headers(lines: list[str]) -> list[str]:
+    """A hunk header ("@@ -12,5 +12,7 @@") means nothing to a reader: it
+    becomes a "…" line where lines were left out, and goes where none were
+    (a first hunk starting at the top of the page)."""
+    shown = []
+    for line in lines:
+        if not line.startswith("@@"):
+            shown.append(line)
+            continue
+        match = _HUNK.match(line)
+        at_top = match is not None and int(match[1]) <= 1 and int(match[2]) <= 1
+        if not (at_top and not shown):
+            shown.append(GAP)
+    return shown
+
+
+def diff_excerpt(text: str) -> tuple[list[str], bool]:
+    """The first DIFF_LINES lines of a unified diff's hunks, each bounded."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("@@")), 0)
+    body = _without_hunk_headers(lines[start:])
+    shown = [
+        line if len(line) <= DIFF_LINE_CHARS else line[:DIFF_LINE_CHARS] + "…"
+        for line in body[:DIFF_LINES]
+    ]
+    return shown, len(body) > DIFF_LINES
+
+
+def attach_diffs(check: Check, report: ChangeReport) -> None:
+    chosen = [
+        p for p in report.pages if p.status == "changed" and p.meaningful is not False
+    ]
+    chosen = chosen[:DIFF_PAGES]
+    rows = check.pages.filter(pk__in=[p.pk for p in chosen])
+    rows = rows.only(
+        "pk", "packed_diff", "stored_diff", "previous_snapshot", "current_snapshot"
+    )
+    diffs = {row.pk: row.diff for row in rows.model.with_diffs(list(rows))}
+    for page in chosen:
+        text = (diffs.get(page.pk) or {}).get("text")
+        if isinstance(text, str) and text:
+            page.diff_lines, page.diff_truncated = diff_excerpt(text)

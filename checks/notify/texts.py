@@ -1,0 +1,74 @@
+"""The plain pieces every message Pagewatch writes is made of: the template
+engine for text parts and subjects, header-safe one-liners and absolute links.
+
+The HTML part goes through Django's autoescaping engine; the plain-text part
+and the subject through a twin engine without HTML escaping (they are not
+HTML; escaping would only print `&amp;`). Links are only made from http(s)
+URLs.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template import Context, Engine
+from django.template.loader import render_to_string
+
+SUBJECT_MAX = 200
+
+LINE_BREAKS = re.compile(r"[\r\n\t\x00-\x1f\x7f\u2028\u2029\x85]+")
+
+
+@cache
+def _text_engine() -> Engine:
+    return Engine(
+        dirs=[str(d) for d in settings.TEMPLATES[0]["DIRS"]],
+        app_dirs=True,
+        autoescape=False,
+    )
+
+
+def render_text(template_name: str, context: dict[str, Any]) -> str:
+    template = _text_engine().get_template(template_name)
+    return template.render(Context(context, autoescape=False))
+
+
+def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
+    """Header-safe: no line breaks or control characters, bounded length."""
+    flat = LINE_BREAKS.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def absolute(path: str) -> str:
+    return settings.PUBLIC_BASE_URL + path
+
+
+def http_href(url: str | None) -> str | None:
+    """Only http(s) URLs become links; anything else is shown as text."""
+    if url and url.lower().startswith(("http://", "https://")):
+        return url
+    return None
+
+
+def message(
+    *,
+    subject: str,
+    to: str,
+    text_template: str,
+    html_template: str,
+    context: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> EmailMultiAlternatives:
+    email = EmailMultiAlternatives(
+        subject=one_line(subject),
+        body=render_text(text_template, context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[to],
+        headers={"Auto-Submitted": "auto-generated", **(headers or {})},
+    )
+    email.attach_alternative(render_to_string(html_template, context), "text/html")
+    return email

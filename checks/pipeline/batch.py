@@ -1,0 +1,211 @@
+"""One batch's pages taken through the stages on an event loop run a step at
+a time from synchronous code (checks.runner calls run_pages).
+
+Each page is a task on the loop: fetch, then extract inline. The loop hands
+over what is done, a few pages at a time; between its steps, in plain
+synchronous Django, a crawl admits the links they brought, then they are
+compared, judged (the judges' calls run on the same loop, beside the
+fetches) and recorded. A page whose plain fetch looks built by scripts is
+not extracted further: it is handed over to a new browser batch of the same
+check, queued for the workers that run a browser, so one slow browser page
+never holds up a batch of plain fetches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from checks.browser.executable import available as browser_available
+from checks.browser.result import BrowserResult
+from checks.crawl.frontier import Frontier
+from checks.fetch import FetchError
+from checks.jobs import PageJob, Via
+from checks.models import Check, CheckBatch
+from checks.pipeline.compare import compare
+from checks.pipeline.extract import Fetched, extract_page
+from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
+from checks.pipeline.judge import Judge, judge
+from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
+from checks.pipeline.record import RECORD_BATCH, record_many
+
+# A running batch writes its heartbeat at least this often while alive.
+HEARTBEAT_SECONDS = 10.0
+# Results that arrive together share a transaction, waiting up to this long
+# for each other (at most RECORD_BATCH of them).
+RECORD_LINGER_SECONDS = 0.02
+PLAIN_AGAIN_NOTE = (
+    " Its content is now there without scripts: the next check fetches it plainly."
+)
+NO_BROWSER_NOTE = (
+    "A plain fetch found it built by scripts ({reason}), but no browser is "
+    "available to see it (see BROWSER_EXECUTABLE)."
+)
+
+
+@dataclass
+class BatchPages:
+    """What a batch hands the stages: the pages to fetch with `fetchers`,
+    those decided without a fetch (cached, a search result seen before), the
+    batch's crawls (None when it follows no links) and its judges."""
+
+    fetchers: Fetchers
+    to_fetch: list[PageWork]
+    decided: list[Item] = field(default_factory=list)
+    crawls: Frontier | None = None
+    judges: list[Judge] = field(default_factory=list)
+
+
+def run_pages(check: Check, batch: CheckBatch, pages: BatchPages) -> list[CheckBatch]:
+    """Take the pages through fetch .. record as they arrive; the batches
+    their links added to a crawl (admitted before the pages are recorded),
+    and the browser batches of pages handed over."""
+    arriving = _Arriving(pages)
+    added: list[CheckBatch] = []
+    with asyncio.Runner() as loop:
+        try:
+            loop.run(arriving.start())
+            while arriving.left:
+                done = loop.run(arriving.take(HEARTBEAT_SECONDS))
+                if done:
+                    added += _settle(loop, check, batch, pages, done)
+                else:
+                    heartbeat(check, batch)
+        finally:
+            # Leaving early (time limit, abandoned check) cancels what is in
+            # flight rather than waiting for slow pages.
+            loop.run(arriving.close())
+            for one in pages.judges:
+                loop.run(one.aclose())
+    return added + hand_over(check, arriving.handed_over)
+
+
+def _settle(
+    loop: asyncio.Runner,
+    check: Check,
+    batch: CheckBatch,
+    pages: BatchPages,
+    done: list[Item],
+) -> list[CheckBatch]:
+    """Pages that arrived: their links admitted, then compared, judged and
+    recorded; the batches their links added."""
+    added = pages.crawls.admit(done) if pages.crawls is not None else []
+    compare(done)
+    judge(
+        loop,
+        pages.judges,
+        done,
+        heartbeat=lambda: heartbeat(check, batch),
+        every=HEARTBEAT_SECONDS,
+    )
+    record_many(check, done, batch)
+    return added
+
+
+class _Arriving:
+    """The pages of one batch being fetched and extracted concurrently;
+    take() hands over those that are done (pages decided without a fetch
+    first: done from the start). Bodies live only inside their page's task
+    (fetch, then extract inline), so memory stays bounded by the limiter."""
+
+    def __init__(self, pages: BatchPages) -> None:
+        self.fetchers = pages.fetchers
+        self.crawls = pages.crawls
+        self.to_fetch = pages.to_fetch
+        self.done: list[Item] = list(pages.decided)
+        self.left = len(self.to_fetch) + len(self.done)
+        # Pages whose plain fetch looked built by scripts: for the browser.
+        self.handed_over: list[PageJob] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.arrived: asyncio.Event | None = None
+
+    async def start(self) -> None:
+        self.arrived = asyncio.Event()
+        if self.done:
+            self.arrived.set()
+        self.tasks = [asyncio.create_task(self._one(page)) for page in self.to_fetch]
+
+    async def _one(self, page: PageWork) -> None:
+        job, state = page.job, page.baseline
+        fetched: Fetched
+        try:
+            fetched = await self.fetchers.fetch(job, request_headers(job, state))
+        except FetchError as exc:
+            fetched = exc
+        except Exception as exc:  # extracted as an internal error of this page
+            fetched = exc
+        assert self.arrived is not None
+        # Extracted first: a page whose text is still what a plain fetch saw
+        # last time needs no second parse to look for scripts.
+        outcome = extract_page(job, fetched, state)
+        scripts = built_by_scripts(job, fetched, state, outcome)
+        if scripts is not None and browser_available():
+            self.handed_over.append(job.via(Via.DETECTED, scripts))
+            self.left -= 1
+            self.arrived.set()
+            return
+        if (
+            job.browser == Via.REMEMBERED
+            and isinstance(fetched, BrowserResult)
+            and fetched.plain_would_do
+        ):
+            outcome.fetcher = "http"
+            reason = outcome.metadata.get("fetchedWithReason", "")
+            outcome.metadata["fetchedWithReason"] = reason + PLAIN_AGAIN_NOTE
+        if scripts is not None:
+            outcome.metadata["fetchedWithReason"] = NO_BROWSER_NOTE.format(
+                reason=scripts
+            )
+            outcome.fetcher = ""  # look again next time: a browser may be there
+        if self.crawls is not None and outcome.links:
+            await self.crawls.learn_robots(job, outcome, self.fetchers.client)
+        self.done.append(Item(job, outcome, state))
+        self.arrived.set()
+
+    async def take(self, timeout: float) -> list[Item]:
+        assert self.arrived is not None
+        if not self.done:
+            try:
+                await asyncio.wait_for(self.arrived.wait(), timeout)
+            except TimeoutError:
+                return []
+        if len(self.done) < min(RECORD_BATCH, self.left):
+            await asyncio.sleep(RECORD_LINGER_SECONDS)
+        handed, self.done = self.done[:RECORD_BATCH], self.done[RECORD_BATCH:]
+        if not self.done:
+            self.arrived.clear()
+        self.left -= len(handed)
+        return handed
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.fetchers.aclose()
+
+
+def hand_over(check: Check, jobs: list[PageJob]) -> list[CheckBatch]:
+    """New browser batches of the check for these pages (committed before
+    the batch that found them completes, so the check cannot finish early;
+    the check row is locked so batch numbers cannot collide)."""
+    if not jobs:
+        return []
+    with transaction.atomic():
+        Check.objects.select_for_update().filter(pk=check.pk).first()
+        return CheckBatch.objects.append(
+            check,
+            [job.ref() for job in jobs],
+            size=int(settings.BROWSER_BATCH_SIZE),
+            uses_browser=True,
+        )
+
+
+def heartbeat(check: Check, batch: CheckBatch) -> None:
+    now = timezone.now()
+    CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=now)
+    if not check.heartbeat(now):
+        raise CheckAbandoned

@@ -1,0 +1,71 @@
+"""The compare stage: pages whose text differs from their baseline's stored
+hash -> same or changed, against the baseline's text.
+
+The extract stage decides every page it can from hashes alone; the pages it
+leaves pending are compared here, once, with their baselines' text read in
+one query: same when the normalised Markdown is, changed (with its diff and
+the reference it is packed against) otherwise. The monitor's noise rule
+(`ignore_lines`) applies to the baseline as to the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from checks.content import (
+    ExtractionError,
+    compare_texts,
+    diff_reference,
+    markdown_of,
+    pack_snapshot,
+    strip_noise,
+    unpack,
+)
+from checks.models import PageResult, PageState, Snapshot
+from checks.pipeline.outcome import Item, Outcome
+
+
+def compare(items: Sequence[Item]) -> None:
+    """Settle the pending pages among these, reading their baselines' text
+    in one query."""
+    pending = [item for item in items if item.outcome.pending is not None]
+    if not pending:
+        return
+    stored = Snapshot.packed(
+        item.baseline.snapshot_id for item in pending if item.baseline is not None
+    )
+    for job, outcome, baseline in pending:
+        assert baseline is not None and baseline.snapshot_id is not None
+        compare_page(
+            outcome, baseline, stored.get(baseline.snapshot_id), job.ignore_lines
+        )
+
+
+def compare_page(
+    outcome: Outcome,
+    baseline: PageState,
+    previous: tuple[bytes, str] | None,
+    ignore_lines: Sequence[str] = (),
+) -> None:
+    """Settle one pending outcome with the baseline's stored (data, format).
+    An unreadable baseline reports the page changed in full."""
+    content = outcome.content
+    assert outcome.pending is not None and content is not None
+    source_format, source, after = outcome.pending
+    outcome.pending = None
+    before = stored = ""
+    if previous is not None:
+        try:
+            stored = unpack(previous[0])
+            before = strip_noise(markdown_of(previous[1], stored), ignore_lines)
+        except (ExtractionError, ValueError):
+            before = ""
+    before_hash, digest, diff = compare_texts(before, after)
+    if before_hash == digest:
+        outcome.keep_baseline(baseline, source, source_format, digest)
+        return
+    outcome.status = PageResult.Status.CHANGED
+    outcome.diff = diff
+    outcome.diff_reference = diff_reference(stored, source)
+    content.normalized_hash = digest
+    content.snapshot = pack_snapshot(source, source_format)

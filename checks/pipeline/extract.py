@@ -1,0 +1,248 @@
+"""The extract stage: a page's response -> its outcome, as far as the
+baseline's hashes can decide it, as Firecrawl does.
+
+* first good fetch, or good again after `removed` -> new
+* the server says 304, or the body is byte for byte the baseline's (same
+  options) -> same, without extracting anything
+* the same source, or the same normalised Markdown, as the baseline -> same
+* other text -> pending: the compare stage reads the baseline's text and
+  says same or changed (with a diff)
+* 404/410 while the baseline is present                   -> removed
+* 404/410 again after `removed`                           -> same: nothing
+  changed since the page was reported gone, so no error, no e-mail; it stays
+  removed, and its next good fetch is new again
+* fetch or extraction failure, any other 4xx/5xx          -> error; the baseline
+  is kept, so the next good fetch diffs against the last good content.
+
+All of it is plain CPU work on data in memory, run inline as each page
+arrives (checks.pipeline.batch); nothing here reads the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from checks.ai import formats as ai_formats
+from checks.browser.result import BrowserResult
+from checks.content import (
+    ExtractionError,
+    content_hash,
+    extract,
+    markdown_of,
+    pack_snapshot,
+    page_links,
+    snapshot_hash,
+    strip_noise,
+)
+from checks.errors import ErrorKind
+from checks.fetch import FetchError, FetchResult
+from checks.jobs import PageJob
+from checks.models import PageResult, PageState
+from checks.pipeline.outcome import (
+    Content,
+    Outcome,
+    PageText,
+    Pending,
+    base_metadata,
+    failed,
+    options_hash,
+)
+
+logger = logging.getLogger(__name__)
+
+NOT_MODIFIED = 304
+# Refused browser requests listed in a page's metadata, at most.
+BLOCKED_LISTED = 20
+
+Fetched = FetchResult | BaseException
+
+
+def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Outcome:
+    """A fetched page's outcome; `pending` set when the baseline's text is
+    needed to decide (the compare stage). Never raises: a crash in the
+    analysis fails this page, with a reason, and nothing else."""
+    if isinstance(fetched, FetchError):
+        return failed(job, fetched.kind, fetched.message)
+    if isinstance(fetched, BaseException):
+        logger.error("Fetching %s crashed", job.url, exc_info=fetched)
+        return failed(
+            job,
+            ErrorKind.INTERNAL,
+            "The page could not be fetched because of an internal error.",
+        )
+    try:
+        outcome = _read_response(job, fetched, state)
+        if isinstance(fetched, BrowserResult):
+            _add_browser_output(outcome, fetched)
+        if job.follow and 200 <= fetched.status_code < 300:
+            content_type = fetched.headers.get("content-type", "")
+            outcome.links = page_links(fetched.content, content_type, fetched.final_url)
+        return outcome
+    except Exception:
+        logger.exception("Analysing %s crashed", job.url)
+        return failed(
+            job,
+            ErrorKind.INTERNAL,
+            "The page could not be analysed because of an internal error.",
+            status_code=fetched.status_code,
+        )
+
+
+def body_hash(fetched: FetchResult) -> str:
+    digest = hashlib.sha256()
+    for part in (fetched.final_url, fetched.headers.get("content-type", "")):
+        digest.update(part.encode() + b"\0")
+    digest.update(fetched.content)
+    return digest.hexdigest()
+
+
+def _add_browser_output(outcome: Outcome, fetched: BrowserResult) -> None:
+    """The screenshot format and the actions' outputs, as Firecrawl names
+    them; captures by content hash (links are signed when results are read)."""
+    metadata = outcome.metadata
+    if fetched.screenshot is not None:
+        metadata["screenshot"] = fetched.screenshot.digest
+        outcome.captures.append(fetched.screenshot)
+    done = fetched.actions
+    if done:
+        metadata["actions"] = {
+            "screenshots": [shot.digest for shot in done.screenshots],
+            "scrapes": done.scrapes,
+            "javascriptReturns": done.javascript_returns,
+            "pdfs": [shot.digest for shot in done.pdfs],
+        }
+        outcome.captures += done.screenshots + done.pdfs
+    if fetched.refused:
+        metadata["blockedRequests"] = fetched.refused[:BLOCKED_LISTED]
+
+
+def _read_response(
+    job: PageJob, fetched: FetchResult, state: PageState | None
+) -> Outcome:
+    content_type = fetched.headers.get("content-type", "")
+    code = fetched.status_code
+    metadata = base_metadata(job) | {"url": fetched.final_url, "statusCode": code}
+    if content_type:
+        metadata["contentType"] = content_type
+    baseline = state if state is not None and state.has_baseline else None
+    if code == NOT_MODIFIED and baseline is not None and baseline.body_hash:
+        return _unchanged(job, baseline, metadata, body_hash=baseline.body_hash)
+    if code in PageResult.GONE_STATUS_CODES:
+        if baseline is not None:
+            return Outcome(PageResult.Status.REMOVED, metadata, status_code=code)
+        if state is not None and state.is_removed:
+            return _still_gone(job, metadata, code)
+    if code >= 400 or code == NOT_MODIFIED:
+        kind = ErrorKind.HTTP_5XX if code >= 500 else ErrorKind.HTTP_4XX
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=code,
+            error=f"The page answered HTTP {code}.",
+            error_kind=kind,
+        )
+    outcome = _extracted(job, fetched, baseline, metadata, content_type)
+    if outcome.content is not None:
+        outcome.content.etag = fetched.headers.get("etag", "")[:512]
+        outcome.content.last_modified = fetched.headers.get("last-modified", "")[:64]
+    return outcome
+
+
+def _still_gone(job: PageJob, metadata: dict[str, Any], code: int) -> Outcome:
+    """A page an earlier check reported removed, answering 404/410 again.
+
+    Its state has not changed since it was reported, so it is `same`: an
+    `error` on every check would mail the team and fail the check for as
+    long as the page stays gone. Nothing of the answer is kept (no content,
+    no validators): the state stays removed, so the next good fetch is new.
+    """
+    # The page was fetched, so it costs what any fetched page costs: only a
+    # `removed` page is free, as Firecrawl bills it. As a `same` page it is free
+    # when unchangedPagesFree applies (Check.credits_for).
+    metadata["creditsUsed"] = job.credits
+    return Outcome(PageResult.Status.SAME, metadata, status_code=code)
+
+
+def _unchanged(
+    job: PageJob, baseline: PageState, metadata: dict[str, Any], body_hash: str
+) -> Outcome:
+    """The baseline's very content: its metadata (title...) replayed."""
+    kept = {k: v for k, v in baseline.metadata.items() if k not in metadata}
+    shown = kept | metadata | {"creditsUsed": job.credits}
+    if shown["statusCode"] == NOT_MODIFIED:
+        # 304 answers our conditional request, not the page, which still
+        # answers as it did (baselines stored before this was kept say 304).
+        code = baseline.metadata.get("statusCode")
+        shown["statusCode"] = code if code and code != NOT_MODIFIED else 200
+    return Outcome(
+        PageResult.Status.SAME,
+        shown,
+        status_code=shown["statusCode"],
+        content=Content(
+            (baseline.snapshot_hash, b"", 0, ""), baseline.normalized_hash, body_hash
+        ),
+    )
+
+
+def _extracted(
+    job: PageJob,
+    fetched: FetchResult,
+    baseline: PageState | None,
+    metadata: dict[str, Any],
+    content_type: str,
+) -> Outcome:
+    digest = body_hash(fetched)
+    same_options = baseline is not None and baseline.options_hash == options_hash(
+        job.options
+    )
+    if baseline is not None and same_options and digest == baseline.body_hash:
+        return _unchanged(job, baseline, metadata, body_hash=digest)
+    try:
+        page = extract(
+            fetched.content,
+            content_type=content_type,
+            url=fetched.final_url,
+            options=job.options,
+        )
+    except ExtractionError as exc:
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=fetched.status_code,
+            error=exc.message,
+            error_kind=ErrorKind.UNREADABLE,
+        )
+    page_metadata = {k: v for k, v in page.metadata.items() if v is not None}
+    page_metadata.setdefault("title", None)
+    content = Content(body_hash=digest)
+    outcome = Outcome(
+        PageResult.Status.NEW,
+        page_metadata | metadata | {"creditsUsed": job.credits},
+        status_code=fetched.status_code,
+        content=content,
+    )
+    source, source_format = page.source, page.source_format
+    if ai_formats.wants(job.options).model_formats:
+        outcome.page_text = PageText(source_format, source)
+    if baseline is None:
+        content.snapshot = pack_snapshot(source, source_format)
+        return outcome
+    outcome.status = PageResult.Status.SAME  # unless the text says otherwise
+    if snapshot_hash(source, source_format) == baseline.snapshot_hash:
+        content.normalized_hash = baseline.normalized_hash
+        content.snapshot = (baseline.snapshot_hash, b"", 0, "")
+        return outcome
+    markdown = strip_noise(markdown_of(source_format, source), job.ignore_lines)
+    digest_text = content_hash(markdown)
+    if baseline.normalized_hash and digest_text == baseline.normalized_hash:
+        # Markup changed, text did not: the baseline stays (replaced once when
+        # it was stored in an older format).
+        outcome.keep_baseline(baseline, source, source_format, digest_text)
+        return outcome
+    content.normalized_hash = digest_text
+    outcome.pending = Pending(source_format, source, markdown)
+    if outcome.page_text is not None:
+        outcome.page_text.markdown = markdown
+    return outcome

@@ -1,0 +1,68 @@
+"""The judge stage: compared pages -> the model's part added to them.
+
+Two judges run, in this order, on the pages a batch hands over: a search's
+(checks.search.stage.SearchStage: each result's status against the goal)
+and the model's (checks.ai.stage.Enricher: JSON extraction, summaries, the
+goal judge on changed pages). The search's goes first: it settles each
+result's status (never "changed"), so the Enricher's change judge leaves
+search results alone.
+
+A judge prepares its work synchronously (it may read the database), then
+awaits it on the batch's event loop, so fetches go on meanwhile; the batch
+heart-beats while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from checks.pipeline.outcome import Item
+
+
+class Judge(Protocol):
+    """checks.ai.stage.Enricher and checks.search.stage.SearchStage."""
+
+    def prepare(self, items: Sequence[Item]) -> Sequence[Any]: ...
+
+    async def enrich(self, work: Any) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+def judge(
+    loop: asyncio.Runner,
+    judges: Sequence[Judge],
+    items: Sequence[Item],
+    *,
+    heartbeat: Callable[[], None],
+    every: float,
+) -> None:
+    """Each judge's work on the recorded pages among `items`, one judge after
+    the other; `heartbeat` is called every `every` seconds while one waits."""
+    recorded = [item for item in items if item.job.record]
+    for one in judges:
+        work = one.prepare(recorded)
+        if work:
+            _wait(loop, one.enrich(work), heartbeat, every)
+
+
+async def _spawn(coroutine: Any) -> asyncio.Task[Any]:
+    return asyncio.create_task(coroutine)
+
+
+def _wait(
+    loop: asyncio.Runner, coroutine: Any, heartbeat: Callable[[], None], every: float
+) -> None:
+    task = loop.run(_spawn(coroutine))
+    try:
+        while not task.done():
+            loop.run(asyncio.wait({task}, timeout=every))
+            if not task.done():
+                heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+            loop.run(asyncio.wait({task}))
+    task.result()

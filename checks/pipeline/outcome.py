@@ -1,0 +1,255 @@
+"""What the stages hand each other: a page's work and its outcome.
+
+    PageWork   a page to check: its job and its baseline (plan -> fetch)
+    Outcome    what the check says of the page (extract -> compare -> judge
+               -> record), each part written by the stage named beside it
+    Item       (job, outcome, baseline): a page on its way to the record
+    CheckAbandoned  what any stage raises when the check stopped being ours
+
+The words every page result carries (how it was fetched and why, the options
+it was fetched without) are here too, since every stage that makes an
+outcome starts from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from checks.ai import llm_available
+from checks.browser.options import browser_options
+from checks.browser.result import Shot
+from checks.content import Pack, pack_snapshot
+from checks.jobs import PageJob, Via
+from checks.models import PageResult, PageState
+
+# Formats extract() produces; the browser adds screenshots; anything else
+# needs an LLM.
+APPLIED_FORMATS = frozenset(
+    {"markdown", "html", "rawHtml", "links", "images", "changeTracking"}
+)
+BROWSER_FORMATS = frozenset({"screenshot"})
+# Formats the model applies (checks.ai.stage), when one is configured.
+MODEL_FORMATS = frozenset({"json", "summary"})
+# Page metadata that belongs to one check, never replayed from a baseline.
+PER_CHECK_METADATA = (
+    "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
+    "actions", "blockedRequests",
+)  # fmt: skip
+FETCHED_BECAUSE = {
+    Via.OPTIONS: "Its options need a browser ({detail}).",
+    Via.REMEMBERED: "An earlier check found this page is built by scripts.",
+    Via.DETECTED: "A plain fetch found it built by scripts: {detail}.",
+    Via.MONITOR: "Its monitor is set to always use a browser.",
+}
+
+
+class CheckAbandoned(Exception):
+    """The check stopped being ours (failed by the sweeper, deleted) mid-run:
+    any stage that writes says so, and the runner ends its work quietly."""
+
+
+@dataclass(frozen=True)
+class PageWork:
+    """One page of a batch, as plan hands it to fetch: its job (with the
+    fetcher chosen for it) and its baseline (None for a page never seen)."""
+
+    job: PageJob
+    baseline: PageState | None
+
+
+class Pending(NamedTuple):
+    """A page whose text differs from its baseline's stored hash: extract
+    hands it to compare, which reads the baseline's text to decide."""
+
+    source_format: str
+    source: str
+    markdown: str
+
+
+@dataclass
+class PageText:
+    """The page's text as extract read it, kept for the judges when its
+    formats ask the model: its source (format and text) and, when the
+    compare stage needed it, its Markdown with the noise lines out."""
+
+    source_format: str
+    source: str
+    markdown: str | None = None
+
+
+@dataclass
+class Content:
+    """What the page's baseline becomes when it is recorded (extract makes
+    it, compare settles it): its snapshot (content hash, compressed data,
+    size, format; empty data when that content is stored already; None
+    while compare has still to decide), the hash of its normalised Markdown
+    ("" when unknown), and what lets the next fetch skip work
+    (PageState.body_hash and the validators)."""
+
+    snapshot: Pack | None = None
+    normalized_hash: str = ""
+    body_hash: str = ""
+    etag: str = ""
+    last_modified: str = ""
+
+
+@dataclass
+class Judged:
+    """What the judge stage made of the page: the goal judge's judgment and
+    verdict, the JSON extraction and the summary, and PageState.derived to
+    store with the baseline (None keeps the stored one)."""
+
+    judgment: dict[str, Any] | None = None
+    verdict: str = ""
+    extraction: Any = None
+    summary: str | None = None
+    derived: dict[str, Any] | None = None
+
+
+@dataclass
+class Outcome:
+    """What the check says of one page, decided outside any transaction.
+
+    extract sets the result and what the page brought; compare settles a
+    `pending` page (status, diff, content); judge adds the model's part;
+    record writes it all. A page decided without a fetch (the cache, a
+    search result seen before) starts here with its result whole."""
+
+    # The page result (extract; compare and judge may settle it further).
+    status: str
+    metadata: dict[str, Any]
+    status_code: int | None = None
+    error: str | None = None
+    error_kind: str = ""
+    cache_hit: bool = False
+    # What becomes the page's baseline (extract, compare); None for a page
+    # with no content to keep (an error, a removed page, a cached copy).
+    content: Content | None = None
+    # extract -> compare: the text to compare with the baseline's.
+    pending: Pending | None = None
+    # compare: a changed page's diff, and what it is stored packed against
+    # (the raw text of both snapshots, checks.content.diff_reference).
+    diff: dict[str, Any] | None = None
+    diff_reference: bytes | None = None
+    # extract -> judge: the page's text, for pages whose formats ask the model.
+    page_text: PageText | None = None
+    # judge: what the model made of the page.
+    judged: Judged = field(default_factory=Judged)
+    # judge (checks.search.stage): a search result's SearchResultState after
+    # this check, its baseline, written instead of a PageState.
+    search: dict[str, Any] | None = None
+    # What the page brought besides its content (fetch, extract): a crawl
+    # page's links (absolute, unfiltered; checks.crawl scopes them), the
+    # browser's screenshots and PDFs (named in `metadata` by hash), and what
+    # the next check fetches it with, when this fetch decides it (None leaves
+    # it to how this page was fetched).
+    links: list[str] = field(default_factory=list)
+    captures: list[Shot] = field(default_factory=list)
+    fetcher: str | None = None
+
+    @property
+    def snapshot(self) -> Pack | None:
+        return self.content.snapshot if self.content is not None else None
+
+    @property
+    def is_settled_same(self) -> bool:
+        """The same as the baseline, decided without reading its text: the
+        very bytes, or text with the baseline's hash."""
+        return self.status == PageResult.Status.SAME and self.pending is None
+
+    @property
+    def is_still_gone(self) -> bool:
+        """Reported removed before and answering 404/410 still: no content,
+        and no baseline to compare with."""
+        return PageResult.says_still_gone(self.status, self.status_code)
+
+    def keep_baseline(
+        self, baseline: PageState, source: str, source_format: str, text_hash: str
+    ) -> None:
+        """The page's text is the baseline's: the baseline's snapshot stays,
+        unless it was stored in another format (then it is replaced once)."""
+        assert self.content is not None
+        self.content.normalized_hash = text_hash
+        if baseline.snapshot_format == source_format:
+            self.content.snapshot = (baseline.snapshot_hash, b"", 0, "")
+        else:
+            self.content.snapshot = pack_snapshot(source, source_format)
+
+
+class Item(NamedTuple):
+    """A page on its way to the record: its job, its outcome, its baseline."""
+
+    job: PageJob
+    outcome: Outcome
+    baseline: PageState | None
+
+
+def failed(job: PageJob, kind: str, message: str, **fields: Any) -> Outcome:
+    """The page as an error, with the words every page result carries."""
+    return Outcome(
+        PageResult.Status.ERROR,
+        base_metadata(job) | fields.pop("metadata", {}),
+        error=message,
+        error_kind=kind,
+        **fields,
+    )
+
+
+def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[str]:
+    """scrapeOptions the page was fetched without: those only a browser
+    honours when it came over plain HTTP, and those needing an LLM or a
+    proxy network always."""
+    skipped = []
+    if not browser:
+        skipped += [
+            name for name in browser_options(options) if name != "mobile"
+        ]  # a mobile User-Agent is sent over HTTP too
+    formats = options.get("formats")
+    applied = APPLIED_FORMATS | MODEL_FORMATS if llm_available() else APPLIED_FORMATS
+    if browser:
+        applied |= BROWSER_FORMATS
+    for fmt in formats if isinstance(formats, list) else []:
+        name = fmt.get("type") if isinstance(fmt, dict) else fmt
+        if not isinstance(name, str):
+            continue
+        if name not in applied:
+            skipped.append(f"formats.{name}")
+        elif (
+            name == "changeTracking"
+            and "json" in (fmt.get("modes") or [])
+            and "json" not in applied
+        ):
+            skipped.append("formats.changeTracking.json")
+    location = options.get("location")
+    if isinstance(location, Mapping) and location.get("country"):
+        skipped.append("location.country")  # no proxies by country
+    elif location and not isinstance(location, Mapping):
+        skipped.append("location")
+    if options.get("proxy") in ("stealth", "enhanced"):
+        skipped.append("proxy")
+    return list(dict.fromkeys(skipped))
+
+
+def base_metadata(job: PageJob) -> dict[str, Any]:
+    """What every page result says: its URL, how it was fetched and why, and
+    the options it was fetched without."""
+    metadata: dict[str, Any] = {"sourceURL": job.url, "creditsUsed": 0}
+    metadata["fetchedWith"] = "browser" if job.browser else "http"
+    if job.browser:
+        reason = FETCHED_BECAUSE.get(Via(job.browser), "")
+        metadata["fetchedWithReason"] = reason.format(detail=job.browser_detail)
+    skipped = not_applied(job.options, browser=bool(job.browser))
+    if skipped:
+        metadata["notApplied"] = skipped
+    return metadata
+
+
+def options_hash(options: Mapping[str, Any]) -> str:
+    """What the extraction of a body depends on besides the body: the same
+    bytes under other scrapeOptions are extracted again."""
+    canonical = json.dumps(options, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,108 @@
+"""checks.pipeline: a page moves forward through its stages, against real pages
+served on 127.0.0.1 (tests/sites.py)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checks import runner
+from checks.models import Check, PageResult, Snapshot
+from monitors.models import Monitor, Target, Team
+
+pytestmark = pytest.mark.django_db
+
+PIPELINE = Path(__file__).resolve().parent.parent / "checks" / "pipeline"
+STAGES = ("plan", "fetch", "extract", "compare", "judge", "record")
+# What a stage may import from the pipeline: the types the stages hand each
+# other, and (for the plan) where pages come from.
+SHARED = {"checks.pipeline.outcome", "checks.pipeline.sources"}
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+def make_monitor(team: Team, urls: list[str]) -> Monitor:
+    monitor = Monitor.objects.create(
+        team=team, name="Prices", schedule_cron="0 * * * *"
+    )
+    Target.objects.create(monitor=monitor, type="scrape", urls=urls)
+    return monitor
+
+
+def run_check(monitor: Monitor) -> Check:
+    return runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+
+
+def pipeline_imports(stage: str) -> set[str]:
+    tree = ast.parse((PIPELINE / f"{stage}.py").read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "checks.pipeline":
+                names |= {f"checks.pipeline.{alias.name}" for alias in node.names}
+            elif node.module.startswith("checks.pipeline."):
+                names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_no_stage_imports_another_stage(stage):
+    assert pipeline_imports(stage) <= SHARED
+
+
+def counted_reads(monkeypatch) -> list[int]:
+    """The baselines whose text the check reads, one entry per read."""
+    reads: list[int] = []
+    real_packed = Snapshot.packed.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Snapshot], ids: Iterable[int]) -> Any:
+        wanted = set(ids)
+        reads.extend(wanted)
+        return real_packed(cls, wanted)
+
+    monkeypatch.setattr(Snapshot, "packed", classmethod(counting))
+    return reads
+
+
+def test_each_changed_page_is_compared_with_its_baselines_text_read_once(
+    team, site, monkeypatch
+):
+    urls = [site.html(f"/p{i}", f"P{i}", f"<p>Costs ${i}.</p>") for i in range(3)]
+    monitor = make_monitor(team, urls)
+    first = run_check(monitor)
+    for i in range(3):
+        site.html(f"/p{i}", f"P{i}", f"<p>Costs ${i + 10}.</p>")
+    reads = counted_reads(monkeypatch)
+
+    check = run_check(monitor)
+
+    assert [page.status for page in check.pages.all()] == ["changed"] * 3
+    baselines = {page.current_snapshot_id for page in first.pages.all()}
+    assert sorted(reads) == sorted(baselines)  # each once, none twice
+    page = check.pages.get(url=urls[0])
+    assert "+Costs $10." in page.diff["text"]
+    assert page.previous_snapshot_id != page.current_snapshot_id
+
+
+def test_new_markup_around_text_whose_hash_is_known_reads_no_baseline(
+    team, site, monkeypatch
+):
+    url = site.html("/p", "P", "<p>Costs $5.</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/p", "P", '<p id="a1">Costs $5.</p>')
+    run_check(monitor)  # compared once: the text's hash is stored since
+    site.html("/p", "P", '<p id="b2">Costs $5.</p>')
+    reads = counted_reads(monkeypatch)
+
+    page = run_check(monitor).pages.get()
+
+    assert (page.status, reads) == (PageResult.Status.SAME, [])
+    assert page.current_snapshot_id == page.previous_snapshot_id
