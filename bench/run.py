@@ -402,6 +402,32 @@ def _pss_text(parts: dict[str, float]) -> str:
     return ", ".join(f"{name} {mb:.0f} MB" for name, mb in parts.items())
 
 
+# The smallest web: one gunicorn process whose threads share the app.
+SMALL_WEB = {"WEB_WORKERS": "1", "WEB_THREADS": "4"}
+
+
+def _service_pss(
+    environment: bench_env.BenchEnv,
+    server: PageServer,
+    pages: int,
+    generation: int,
+    problems: list[str],
+    settings: dict[str, str] | None = None,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The service's PSS per process, idle once it works, and after a first
+    check of `pages` pages run through its API."""
+    from bench import workerbench as wb
+
+    with wb.Service(environment, settings) as service:
+        time.sleep(SETTLE_SECONDS)
+        idle = service.pss()
+        server.show(pages, generation, 0)
+        monitor = wb.make_monitor("service", [server.urls(pages, len(server.origins))])
+        check = wb.run_check_through_api(monitor, service)
+        wb.expect(check, problems, new=pages)
+        return idle, service.pss()
+
+
 def bench_memory(
     environment: bench_env.BenchEnv,
     server: PageServer,
@@ -411,21 +437,17 @@ def bench_memory(
     rows: list[Row],
     problems: list[str],
 ) -> Section:
-    from bench import workerbench as wb
-
-    with wb.Service(environment) as service:
-        time.sleep(SETTLE_SECONDS)
-        idle_whole = service.pss()
-        server.show(pages, GENERATIONS["memory"] + 50, 0)
-        monitor = wb.make_monitor("service", [server.urls(pages, len(server.origins))])
-        check = wb.run_check_through_api(monitor, service)
-        wb.expect(check, problems, new=pages)
-        whole = service.pss()
+    generation = GENERATIONS["memory"] + 50
+    idle_whole, whole = _service_pss(environment, server, pages, generation, problems)
+    small = _service_pss(
+        environment, server, pages, generation + 1, problems, SMALL_WEB
+    )
     worker_mb, idle_mb, whole_mb = (
         sum(busy.values()),
         sum(idle.values()),
         sum(whole.values()),
     )
+    small_idle_mb, small_mb = (sum(part.values()) for part in small)
     rows.append(
         Row(
             f"Worker PSS after {pages}-page checks, all its processes",
@@ -442,11 +464,12 @@ def bench_memory(
         SERVICE_PSS_TARGET_MB["busy"],
         SERVICE_PSS_TARGET_MB["idle"],
     )
+    web = " ".join(f"{name}={value}" for name, value in SMALL_WEB.items())
     rows.append(
         Row(
             f"Whole service as `make run` starts it, PSS after a {pages}-page check",
             f"{idle_whole_mb:.0f} MB (the same service, idle, just started)",
-            f"{whole_mb:.0f} MB",
+            f"{whole_mb:.0f} MB ({small_mb:.0f} MB with `{web}`)",
             whole_mb / idle_whole_mb,
             f"≤ {busy_target:g} MB",
             whole_mb <= busy_target,
@@ -457,7 +480,7 @@ def bench_memory(
         Row(
             "Whole service as `make run` starts it, PSS idle",
             f"{worker_mb:.0f} MB (the bench's worker after its checks, above)",
-            f"{idle_whole_mb:.0f} MB",
+            f"{idle_whole_mb:.0f} MB ({small_idle_mb:.0f} MB with `{web}`)",
             idle_whole_mb / worker_mb,
             f"≤ {idle_target:g} MB",
             idle_whole_mb <= idle_target,
@@ -475,11 +498,14 @@ def bench_memory(
         f" ({_pss_text(busy)})",
         "- `make run`'s service (`python -m config.run -f Procfile`, no"
         " REDIS_URL: the embedded Valkey, gunicorn (config/gunicorn.py),"
-        " one Celery worker with one pool process and the scheduler inside"
-        " (--beat), and the manager) once /healthz says it works:"
-        f" {idle_whole_mb:.0f} MB ({_pss_text(idle_whole)}); after one first"
-        f" check of {pages} pages, run through its API: {whole_mb:.0f} MB"
-        f" ({_pss_text(whole)}).",
+        " one Celery worker process whose tasks and scheduler run in threads"
+        " (`--pool=threads --beat-thread`), and the manager) once /healthz"
+        f" says it works: {idle_whole_mb:.0f} MB ({_pss_text(idle_whole)});"
+        f" after one first check of {pages} pages, run through its API:"
+        f" {whole_mb:.0f} MB ({_pss_text(whole)}).",
+        f"- the same with `{web}` (one gunicorn process of threads):"
+        f" {small_idle_mb:.0f} MB idle ({_pss_text(small[0])}), {small_mb:.0f} MB"
+        f" after the check ({_pss_text(small[1])}).",
     )
     return section
 

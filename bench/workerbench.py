@@ -191,17 +191,18 @@ SERVICE_ROLES = (
 class Service(procs.Group):
     """The whole service as `make run` starts it: `python -m config.run -f
     Procfile` (the embedded Valkey, web, the worker with the scheduler), on
-    a free port and the bench's PostgreSQL. Its broker is its own Valkey, as
-    with `make run` (no REDIS_URL): checks are queued through its API."""
+    a free port and the bench's PostgreSQL, with `settings` (environment
+    variables) added. Its broker is its own Valkey, as with `make run` (no
+    REDIS_URL): checks are queued through its API."""
 
-    def __init__(self, env: BenchEnv) -> None:
+    def __init__(self, env: BenchEnv, settings: dict[str, str] | None = None) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}"
         command = [sys.executable, "-m", "config.run", "-f", "Procfile"]
         environ = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-        environ |= {"HOST": "127.0.0.1", "PORT": str(port)}
+        environ |= {"HOST": "127.0.0.1", "PORT": str(port), **(settings or {})}
         # config.run gives its processes up to 30 s to stop; SIGINT is its
         # Ctrl-C.
         super().__init__(

@@ -1,4 +1,5 @@
-"""The Celery app: one worker pool for checks, one beat process as the scheduler.
+"""The Celery app: worker pools for checks, one beat as the scheduler (a
+process of its own, or a thread of the worker: `--beat-thread`).
 
 Settings come from Django settings under the CELERY_ namespace (broker, acks_late,
 time limits, the periodic tasks of CELERY_BEAT_SCHEDULE...: see config/settings.py).
@@ -13,8 +14,12 @@ from __future__ import annotations
 import gc
 import logging
 import os
+from typing import Any
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
+from celery.beat import EmbeddedService
+from celery.exceptions import ImproperlyConfigured
+from click import Option
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery runs Django's system checks when a worker starts, and they import
@@ -29,6 +34,47 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # (checks/notify/tasks.py).
 app.autodiscover_tasks()
 app.autodiscover_tasks(["checks.notify"])
+
+
+class BeatThread(bootsteps.StartStopStep):
+    """`celery worker --beat-thread`: the scheduler in a thread of the
+    worker's own process (Celery's `EmbeddedService(thread=True)`), instead
+    of the process `--beat` forks, which holds a copy of everything the
+    worker imported. Only with a pool that does not fork: a child forked
+    while the scheduler's thread holds a lock (logging, its schedule file)
+    would inherit the lock held forever."""
+
+    label = "Beat thread"
+    conditional = True
+
+    def __init__(self, worker: Any, beat_thread: bool = False, **kwargs: Any) -> None:
+        self.enabled = beat_thread
+        super().__init__(worker, **kwargs)
+
+    def create(self, worker: Any) -> Any:
+        pool = worker.pool_cls
+        module = pool if isinstance(pool, str) else pool.__module__
+        if module.rpartition(".")[2] not in ("thread", "threads", "solo"):
+            raise ImproperlyConfigured(
+                "--beat-thread runs the scheduler in the worker's process, which"
+                " needs --pool=threads or --pool=solo; with processes, use --beat"
+            )
+        return EmbeddedService(
+            worker.app,
+            thread=True,
+            schedule_filename=worker.schedule_filename,
+            scheduler_cls=worker.scheduler,
+        )
+
+
+app.user_options["worker"].add(
+    Option(
+        ["--beat-thread"],
+        is_flag=True,
+        help="Run the scheduler (beat) in a thread of this worker (threads pool).",
+    )
+)
+app.steps["worker"].add(BeatThread)
 
 
 @signals.worker_init.connect

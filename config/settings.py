@@ -545,6 +545,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Pool processes of a worker started without --concurrency: Procfile.large's
+# check worker and a plain `celery -A config worker` (Celery's own default:
+# one per CPU). The default Procfile's worker runs threads (WORKER_THREADS).
+CELERY_WORKER_CONCURRENCY = env_int("WORKER_PROCESSES", os.cpu_count() or 1, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CHECK_TIME_LIMIT_SECONDS", 900, minimum=30)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 15
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

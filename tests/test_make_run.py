@@ -275,12 +275,25 @@ def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler(
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
 
     assert set(entries) == {"valkey", "web", "worker"}
-    assert "celery -A config worker --beat " in entries["worker"]
+    # One process: tasks in threads, the scheduler in one more.
+    assert "celery -A config worker --pool=threads --beat-thread " in entries["worker"]
     queues = "--queues=celery,upkeep,notifications,${BROWSER_QUEUE:-browser} "
     assert queues in entries["worker"]
-    assert "--concurrency=${WORKER_PROCESSES:-1}" in entries["worker"]
+    assert "--concurrency=${WORKER_THREADS:-1}" in entries["worker"]
     assert "--config python:config.gunicorn" in entries["web"]
     assert "make run PROCFILE=Procfile.large" in (ROOT / "Procfile").read_text()
+
+
+def test_the_default_procfiles_worker_serves_every_queue_a_task_is_routed_to() -> None:
+    from django.conf import settings
+
+    command = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
+    served = re.search(r"--queues=(\S+)", command["worker"]).group(1)
+    served = set(served.replace("${BROWSER_QUEUE:-browser}", "browser").split(","))
+
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    declared = {queue.name for queue in settings.CELERY_TASK_QUEUES}
+    assert routed | declared | {settings.CELERY_TASK_DEFAULT_QUEUE} <= served
 
 
 def test_the_large_procfile_runs_upkeep_apart_from_the_checks_worker() -> None:

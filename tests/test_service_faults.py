@@ -237,6 +237,23 @@ def test_a_fresh_make_run_runs_checks_through_the_embedded_valkey(small_service,
     assert "| scheduler started" not in service.log()
 
 
+def test_the_small_machines_worker_is_one_process_whose_scheduler_ticks(
+    small_service,
+):
+    service = small_service
+
+    health = wait_for(
+        lambda: (answer := service.http.get("/healthz")).status_code == 200 and answer,
+        f"/healthz to say every part works\n{service.log()[-3000:]}",
+    )
+
+    # The scheduler's dispatch tick and the worker's heartbeat both came
+    # from the worker's one process: no pool process, no beat process.
+    assert health.json()["parts"]["scheduler"] == "ok"
+    assert children_of(service.pid("worker")) == []
+    assert "Scheduler: Sending due task dispatch-due-monitors" in service.log()
+
+
 def test_a_pool_process_killed_mid_check_gets_its_message_delivered_again(
     service, site
 ):

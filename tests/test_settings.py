@@ -197,6 +197,18 @@ def test_upkeep_tasks_have_a_queue_of_their_own(tmp_path):
     } | {"checks.notify.tasks.deliver_task": {"queue": "notifications"}}
 
 
+def test_a_worker_without_concurrency_runs_worker_processes_of_them(tmp_path):
+    from config.celery import app
+
+    default = fresh("settings.CELERY_WORKER_CONCURRENCY", tmp_path)
+    chosen = fresh("settings.CELERY_WORKER_CONCURRENCY", tmp_path, WORKER_PROCESSES="3")
+
+    assert default == os.cpu_count()
+    assert chosen == 3
+    # Celery reads it under the name its worker asks for.
+    assert app.conf.worker_concurrency == default
+
+
 @pytest.mark.parametrize(("stale", "every"), [("120", 15.0), ("15", 5.0)])
 def test_the_stale_check_sweep_runs_every_eighth_of_the_stale_time(
     tmp_path, stale, every

@@ -9,7 +9,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
@@ -281,6 +280,8 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         )
     if error := rules.schema_reference_error(schema):
         raise ValidationError(error)
+    import jsonschema  # here: only saving a monitor with a schema needs it
+
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
