@@ -1,15 +1,15 @@
 """Sending outbox rows: a drain claims many due rows at once, sends them side
 by side, and records each attempt as it ends.
 
-1. One claim for the batch: the due rows among the given ids, locked with
+1. One claim for the batch: the due rows among the given ids, read with the
+   relations their kinds use and locked with
    `select_for_update(skip_locked=True)` (PostgreSQL; SQLite's IMMEDIATE
-   transactions serialise writers) and moved `pending -> sending` in one
-   UPDATE, so two drains holding the same ids never send a row twice. A
-   check's monitor.check.completed is not claimed while one of its
+   transactions serialise writers), then moved `pending -> sending` in one
+   conditional UPDATE, so two drains holding the same ids never send a row
+   twice. A check's monitor.check.completed is not claimed while one of its
    monitor.page events awaits its first answer (up to ORDER_WAIT).
-2. One read of the claimed rows with the relations their kinds use; each
-   kind's `prepare` reads the rest (secrets, consent) here, before any event
-   loop runs, and returns an Attempt (checks.notify.kinds.outbound).
+2. Each kind's `prepare` reads the rest (secrets, consent) here, before any
+   event loop runs, and returns an Attempt (checks.notify.kinds.outbound).
 3. The attempts run on one event loop in a thread of their own, with one
    outbound client (each request with its own time-out) and a small thread
    pool for clients that block; this thread records outcomes as they arrive,
@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F
 from django.utils import timezone
 
 from checks.notify import deliveries, emails, events, kinds, outbox, own, status
@@ -99,47 +99,69 @@ def drain(delivery_ids: Sequence[int]) -> list[Delivery]:
 
 
 def claim(delivery_ids: Sequence[int], now: datetime) -> list[Delivery]:
-    """Move the due rows among `delivery_ids` to `sending`, claimed at `now`."""
+    """Move the due rows among `delivery_ids` to `sending`, claimed at `now`,
+    and return them read with the relations their kinds use."""
     with transaction.atomic():
         due = list(
             Delivery.objects.due(now)
             .filter(pk__in=list(delivery_ids))
-            .exclude(_held_back(now))
-            .select_for_update(skip_locked=True)
-            .order_by("pk")
-            .values_list("pk", flat=True)[:DRAIN_BATCH]
+            .select_related(*_RELATIONS)
+            .select_for_update(skip_locked=True, of=("self",))
+            .order_by("pk")[:DRAIN_BATCH]
         )
-        if not due:
+        held = _held_back(due, now)
+        rows = [row for row in due if row.pk not in held]
+        if not rows:
             return []
-        Delivery.objects.filter(pk__in=due, status=Delivery.Status.PENDING).update(
+        claimed = Delivery.objects.filter(
+            pk__in=[row.pk for row in rows], status=Delivery.Status.PENDING
+        ).update(
             status=Delivery.Status.SENDING,
             claimed_at=now,
             attempts=F("attempts") + 1,
             updated_at=now,
         )
-    return list(
-        Delivery.objects.filter(
-            pk__in=due, status=Delivery.Status.SENDING, claimed_at=now
+    if claimed != len(rows):
+        # Without row locks (SQLite) another drain took some first: ours are
+        # the ones claimed at our moment.
+        return list(
+            Delivery.objects.filter(
+                pk__in=[row.pk for row in rows],
+                status=Delivery.Status.SENDING,
+                claimed_at=now,
+            )
+            .select_related(*_RELATIONS)
+            .order_by("pk")
         )
-        .select_related(*_RELATIONS)
-        .order_by("pk")
-    )
+    for row in rows:
+        row.status, row.claimed_at, row.updated_at = Delivery.Status.SENDING, now, now
+        row.attempts += 1
+    return rows
 
 
-def _held_back(now: datetime) -> Q:
-    """A monitor.check.completed webhook whose check still has a page event
-    before its first answer (see ORDER_WAIT). Part of the claim, so it is
-    decided in the same statement that claims."""
-    first_answer_due = (
+def _held_back(rows: list[Delivery], now: datetime) -> set[int]:
+    """The monitor.check.completed webhooks among `rows` whose check still has
+    a page event before its first answer (see ORDER_WAIT). Decided in the
+    claim's transaction, with the rows locked; a page event answered after
+    this queues its completed event again (_release_completed)."""
+
+    def may_wait(row: Delivery) -> bool:
+        return (
+            row.kind == Delivery.Kind.WEBHOOK
+            and row.event == events.CHECK_COMPLETED
+            and row.created_at > now - ORDER_WAIT
+        )
+
+    checks = {row.check_run_id for row in rows if may_wait(row)}
+    if not checks:
+        return set()
+    unanswered = set(
         Delivery.objects.webhooks()
-        .filter(check_run=OuterRef("check_run"), event=events.PAGE)
+        .filter(check_run_id__in=checks, event=events.PAGE)
         .before_first_answer()
+        .values_list("check_run_id", flat=True)
     )
-    return Q(
-        kind=Delivery.Kind.WEBHOOK,
-        event=events.CHECK_COMPLETED,
-        created_at__gt=now - ORDER_WAIT,
-    ) & Exists(first_answer_due)
+    return {row.pk for row in rows if may_wait(row) and row.check_run_id in unanswered}
 
 
 def _sender(delivery: Delivery) -> ChannelKind:
