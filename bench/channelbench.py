@@ -23,8 +23,9 @@ connections and never answers.
   channels) while the worker does not consume, then the consumer turned on:
   wall time until the 1,000th arrived, per delivery. Baseline: a plain
   `httpx.Client` posting the same body to the same receiver, one after the
-  other. A profile of the same drain function (`deliveries.deliver`, the
-  task's body) in this process says where a delivery's time goes.
+  other. A profile of the same drain function (`drain.drain` of one check's
+  deliveries, the task's body) in this process says where a delivery's time
+  goes.
 * Hanging channel: checks ended one after the other, each waiting for its
   monitor's 9 channels (all but the hanging one); p95 of their delivery
   latency with and without a 10th channel whose receiver hangs.
@@ -75,6 +76,14 @@ SLACK_TOKEN = "xoxb-bench-token"  # noqa: S105 (the fake Slack's)
 # --- Receivers -----------------------------------------------------------------------
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # A web server's listen backlog (nginx: 511), not socketserver's 5: with
+    # a sender opening several connections at once, a backlog of 5 drops
+    # SYNs and each dropped one costs a second's retransmission.
+    request_queue_size = 128
+
+
 class Receivers:
     """One threaded HTTP/1.1 server on 127.0.0.1 for every receiver: each
     request's path and arrival (time.monotonic) are kept."""
@@ -119,8 +128,7 @@ class Receivers:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.host = f"127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -349,6 +357,7 @@ class ChannelResult:
     plain_wall_s: float = 0.0  # the unprofiled half, wall and CPU
     plain_cpu_s: float = 0.0
     profiled: int = 0
+    plain_count: int = 0
     profile_rows: list[tuple[str, float]] = field(default_factory=list)
     profile_text: str = ""
     hang_attempts: dict[str, int] = field(default_factory=dict)
@@ -522,41 +531,45 @@ def bench_drain(
 def profile_drain(
     team: Team, receivers: Receivers, worker: Any, result: ChannelResult
 ) -> None:
-    """The worker's task body, `deliveries.deliver(id)`, over PROFILED queued
+    """The worker's task body, `drain.drain(ids)` of one check's deliveries
+    (what `drain_task` gets when a check finishes), over PROFILED queued
     deliveries in this process, under cProfile; the worker does not consume
     meanwhile, and finds them delivered afterwards."""
     from checks.models import Delivery
-    from checks.notify import deliveries
+    from checks.notify import drain
 
     _consume(worker, on=False)
     try:
         _queue_drain(team, receivers, PROFILED // DRAIN_CHANNELS, "Profiled")
-        ids = list(
-            Delivery.objects.filter(channel__name__startswith="Profiled ")
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
-        # Half the deliveries timed plainly (wall and this thread's CPU), the
-        # other half under cProfile.
+        rows = Delivery.objects.filter(channel__name__startswith="Profiled ")
+        batches: dict[int, list[int]] = {}
+        for pk, check_id in rows.order_by("pk").values_list("pk", "check_run_id"):
+            batches.setdefault(check_id, []).append(pk)
+        ids = list(batches.values())
+        # Half the batches timed plainly (wall and the process's CPU: the
+        # sends run in the drain's own threads), the other half under cProfile.
         half = len(ids) // 2
-        wall, cpu = time.monotonic(), time.thread_time()
-        for pk in ids[:half]:
-            deliveries.deliver(pk)
+        wall, cpu = time.monotonic(), time.process_time()
+        for batch in ids[:half]:
+            drain.drain(batch)
         result.plain_wall_s = time.monotonic() - wall
-        result.plain_cpu_s = time.thread_time() - cpu
+        result.plain_cpu_s = time.process_time() - cpu
         # The process's CPU clock: wall time on a shared machine mostly
-        # measures waiting for a CPU. It includes the receiver's threads.
+        # measures waiting for a CPU. It includes the receiver's threads, and
+        # the drain's event loop thread, which cProfile does not follow: its
+        # CPU shows as the drain waiting for outcomes.
         profiler = cProfile.Profile(time.process_time)
         started = time.monotonic()
         profiler.enable()
-        for pk in ids[half:]:
-            deliveries.deliver(pk)
+        for batch in ids[half:]:
+            drain.drain(batch)
         profiler.disable()
         result.profile_s = time.monotonic() - started
         # Their messages are still queued: the rows are delivered, so the
         # worker would only spend time finding that out.
         _purge()
-        result.profiled = len(ids) - half
+        result.profiled = sum(len(batch) for batch in ids[half:])
+        result.plain_count = sum(len(batch) for batch in ids[:half])
     finally:
         _consume(worker, on=True)
     stats = pstats.Stats(profiler)
@@ -567,15 +580,13 @@ def profile_drain(
 
 
 # (label, file suffix, function name): cumulative time per delivery.
+DRAIN = "checks/notify/drain.py"
 PROFILE_PARTS = (
-    ("deliver(), the whole task body", "checks/notify/deliveries.py", "deliver"),
-    ("the claim's and the outcome's UPDATEs", "django/db/models/query.py", "update"),
-    ("reading the row with five related rows", "django/db/models/query.py", "get"),
-    ("the webhook kind's send()", "checks/notify/kinds/webhook.py", "send"),
-    ("  signing (the team's secrets)", "checks/notify/signing.py", "signing_secrets"),
-    ("  asyncio.run of the POST", "asyncio/runners.py", "run"),
-    ("    the POST itself (OutboundClient.fetch)", "checks/fetch/client.py", "fetch"),
-    ("record the attempt (_record)", "checks/notify/deliveries.py", "_record"),
+    ("drain(), the whole task body", DRAIN, "drain"),
+    ("  the claim (lock, UPDATE, read with relations)", DRAIN, "claim"),
+    ("  prepare each row (signing, message)", DRAIN, "_prepare"),
+    ("  sending: waiting for the outcomes (event loop thread)", DRAIN, "_outcomes"),
+    ("  recording the outcomes (record_many)", DRAIN, "record_many"),
     ("the database driver (execute)", "django/db/backends/utils.py", "execute"),
 )  # fmt: skip
 

@@ -1051,7 +1051,7 @@ def bench_channels(
         != cb.HANG_CHECKS
     ):
         problems.append(f"Hanging channel's deliveries: {result.hang_attempts}")
-    half = result.profiled
+    plain = result.plain_count
     profiled = result.profile_s / max(result.profiled, 1)
     section = Section("Channels: fan-out, drain, a hanging receiver")
     low, high = min(result.fan_out), max(result.fan_out)
@@ -1084,28 +1084,25 @@ def bench_channels(
         f" {seconds(drained)} per delivery, {_ms(1000 * cpu_per)}"
         " of the worker's CPU per delivery (PostgreSQL's not counted). The"
         f" baseline posted the same body {result.posts:,} times in"
-        f" {seconds(result.post_s)}. The receiver of both is this process; on"
-        f" {os.cpu_count()} CPUs the worker's CPU alone allows no less than"
-        f" {_ms(1000 * cpu_per / cb.NOTIFY_CONCURRENCY)} per delivery with its"
-        f" {cb.NOTIFY_CONCURRENCY} processes busy, whatever the machine's load.",
+        f" {seconds(result.post_s)}. The receiver of both is this process.",
         "- By kind, median (highest) from finish to received in the fan-out: "
         + "; ".join(
             f"{kind} {seconds(cb.median(v))} ({seconds(max(v))})"
             for kind, v in result.fan_out_kinds.items()
         )
-        + ". The worker takes the deliveries in the order the runner made"
-        " them (the monitor's channels by name), as many at a time as it has"
-        " processes (or threads).",
+        + ". A finished check's deliveries go out as one drain task, which"
+        " sends them side by side.",
         f"- The same drain function in the bench process, without a profiler:"
-        f" {seconds(result.plain_wall_s / max(half, 1))} per delivery, of which"
-        f" {_ms(1000 * result.plain_cpu_s / max(half, 1))} of this thread's CPU"
-        " (PostgreSQL's and the receiver's not counted).",
-        f"- Where a delivery's time goes: `deliveries.deliver(id)` (the task's"
-        f" body) over {result.profiled} queued webhook deliveries in the bench"
-        f" process under cProfile, {seconds(profiled)}"
-        " per delivery (profiled), cumulative CPU time per delivery (the"
-        " process's clock, so the receiver's threads count in the send;"
-        " cProfile's own overhead included):",
+        f" {seconds(result.plain_wall_s / max(plain, 1))} per delivery, of which"
+        f" {_ms(1000 * result.plain_cpu_s / max(plain, 1))} of the process's CPU"
+        " (the receiver's threads included, PostgreSQL's not counted).",
+        f"- Where a delivery's time goes: `drain.drain(ids)` of each check's"
+        f" {cb.DRAIN_CHANNELS} deliveries (the task's body) over"
+        f" {result.profiled} queued webhook deliveries in the bench process"
+        f" under cProfile, {seconds(profiled)} per delivery (profiled),"
+        " cumulative CPU time per delivery (the process's clock, so the"
+        " receiver's threads and the drain's event loop count in the wait for"
+        " outcomes; cProfile's own overhead included):",
         "",
         "| Part | Per delivery |",
         "|---|---|",

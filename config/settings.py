@@ -486,7 +486,7 @@ CELERY_BEAT_SCHEDULE = {
          STALE_SWEEP_EVERY_SECONDS),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
-        # was lost (checks.notify.deliveries.sweep).
+        # was lost (checks.notify.sweep).
         ("sweep-deliveries", "checks.notify.tasks.sweep_deliveries_task", 60.0),
         # On the check queue: /healthz sees a worker serving it (checks.health).
         ("worker-heartbeat", "checks.tasks.worker_heartbeat_task",
@@ -537,7 +537,10 @@ CELERY_TASK_ROUTES = {
         "checks.notify.tasks.sweep_deliveries_task",
         "checks.notify.tasks.queue_digests_task",
     )
-} | {"checks.notify.tasks.deliver_task": {"queue": NOTIFICATIONS_QUEUE}}
+} | {
+    task: {"queue": NOTIFICATIONS_QUEUE}
+    for task in ("checks.notify.tasks.deliver_task", "checks.notify.tasks.drain_task")
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

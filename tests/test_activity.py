@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from checks import dispatch
-from checks.notify.deliveries import disable_webhook
+from checks.notify.drain import disable_webhook
 from checks.retention import purge_expired
 from monitors.models import ApiKey, Membership, Monitor
 from teams.activity import SYSTEM, record

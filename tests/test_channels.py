@@ -12,7 +12,7 @@ import pytest
 
 from checks.models import Check, Delivery
 from checks.notify import channels as channel_events
-from checks.notify import deliveries, kinds
+from checks.notify import drain, kinds
 from checks.notify.kinds import ChannelKind, DeliveryError, Sent
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import judged, make_monitor
@@ -478,7 +478,7 @@ def test_a_daily_digest_lists_the_days_meaningful_changes_at_its_local_time(
     with time_machine.travel(datetime(2026, 3, 2, 8, 0, 30, tzinfo=UTC), tick=False):
         [made] = digests.queue_due(datetime.now(UTC))
         assert digests.queue_due(datetime.now(UTC)) == []  # claimed once
-    deliveries.deliver(made.pk)
+    drain.deliver(made.pk)
 
     made.refresh_from_db()
     assert made.status == Delivery.Status.DELIVERED

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from checks import notify
 from checks.models import Check, Delivery, DeliveryAttempt, PageResult
-from checks.notify import deliveries
+from checks.notify import drain, outbox, sweep
 from checks.notify.tasks import deliver_task, sweep_deliveries_task
 from checks.notify.transports import DeliveryError
 from config import valkey
@@ -90,17 +90,17 @@ def test_a_broker_that_refuses_the_message_only_delays_the_delivery(
     def refuse(*args, **kwargs):
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(deliveries, "current_app", SimpleNamespace(send_task=refuse))
+    monkeypatch.setattr(outbox, "current_app", SimpleNamespace(send_task=refuse))
     monitor = make_monitor(team, webhook=completed_only(receiver.url))
     scenario.finish(scenario.start(monitor))  # enqueue fails: no exception
     delivery = Delivery.objects.get()
     assert delivery.status == "pending"
 
     sent: list[int] = []
-    monkeypatch.setattr(deliveries, "enqueue", sent.append)
-    assert deliveries.sweep() == 0  # queued just now: give the broker a chance
-    time_machine.shift(deliveries.REQUEUE_AFTER + timedelta(seconds=1))
-    assert deliveries.sweep() == 1
+    monkeypatch.setattr(outbox, "enqueue", sent.append)
+    assert sweep.sweep() == 0  # queued just now: give the broker a chance
+    time_machine.shift(outbox.REQUEUE_AFTER + timedelta(seconds=1))
+    assert sweep.sweep() == 1
     assert sent == [delivery.pk]
 
 
@@ -122,12 +122,12 @@ def test_the_check_completed_event_waits_for_its_page_events_first_answer(
     page, completed = _completed_and_page(team, receiver, scenario)
     queued.clear()
 
-    assert deliveries.deliver(completed.pk) is None  # a page is not answered yet
+    assert drain.deliver(completed.pk) is None  # a page is not answered yet
     completed.refresh_from_db()
     assert completed.status == "pending" and completed.attempts == 0
     assert receiver.requests == []
 
-    deliveries.deliver(page.pk)  # its answer lets the completed event go
+    drain.deliver(page.pk)  # its answer lets the completed event go
     assert queued == [completed.pk]
     queued.run()
     completed.refresh_from_db()
@@ -141,11 +141,11 @@ def test_a_page_event_that_failed_its_first_attempt_holds_nothing_back(
 ):
     page, completed = _completed_and_page(team, receiver, scenario)
     receiver.then(500)
-    deliveries.deliver(page.pk)
+    drain.deliver(page.pk)
     page.refresh_from_db()
     assert page.status == "pending" and page.attempts == 1  # retried later
 
-    deliveries.deliver(completed.pk)
+    drain.deliver(completed.pk)
     completed.refresh_from_db()
     assert completed.status == "delivered"
 
@@ -155,10 +155,10 @@ def test_a_page_event_lost_for_long_no_longer_holds_the_check_completed_event(
 ):
     time_machine.move_to(START, tick=False)
     _page, completed = _completed_and_page(team, receiver, scenario)
-    time_machine.shift(deliveries.ORDER_WAIT - timedelta(seconds=1))
-    assert deliveries.deliver(completed.pk) is None
+    time_machine.shift(drain.ORDER_WAIT - timedelta(seconds=1))
+    assert drain.deliver(completed.pk) is None
     time_machine.shift(timedelta(seconds=2))
-    deliveries.deliver(completed.pk)
+    drain.deliver(completed.pk)
     completed.refresh_from_db()
     assert completed.status == "delivered"
 
@@ -199,7 +199,7 @@ def test_a_delivery_survives_redis_being_flushed(
     delivery.refresh_from_db()
     assert delivery.status == "pending" and delivery.attempts == 0
     assert sweep_deliveries_task() == 0
-    time_machine.shift(deliveries.REQUEUE_AFTER + timedelta(seconds=1))
+    time_machine.shift(outbox.REQUEUE_AFTER + timedelta(seconds=1))
     assert sweep_deliveries_task() == 1
 
     [raw] = redis_broker.lrange("celery", 0, -1)
@@ -258,10 +258,10 @@ def test_a_claim_left_by_a_dead_worker_is_released_and_queued_again(
     Delivery.objects.filter(pk=delivery.pk).update(
         status="sending", claimed_at=START, attempts=1
     )
-    assert deliveries.sweep() == 0  # within the lease: maybe still working
+    assert sweep.sweep() == 0  # within the lease: maybe still working
 
-    time_machine.shift(deliveries.CLAIM_LEASE + timedelta(seconds=1))
-    assert deliveries.sweep() == 1
+    time_machine.shift(drain.CLAIM_LEASE + timedelta(seconds=1))
+    assert sweep.sweep() == 1
     assert queued == [delivery.pk]
     delivery.refresh_from_db()
     assert delivery.status == "pending"
@@ -280,8 +280,8 @@ def test_two_sweeps_queue_a_due_row_once(
     monitor = make_monitor(team, webhook=completed_only(receiver.url))
     scenario.finish(scenario.start(monitor))
     queued.clear()
-    time_machine.shift(deliveries.REQUEUE_AFTER + timedelta(seconds=1))
-    assert deliveries.sweep() + deliveries.sweep() == 1
+    time_machine.shift(outbox.REQUEUE_AFTER + timedelta(seconds=1))
+    assert sweep.sweep() + sweep.sweep() == 1
     assert len(queued) == 1
 
 
@@ -302,7 +302,7 @@ def waiting_rows(check: Check, count: int, **fields) -> None:
 
 def sweep_queries() -> int:
     with CaptureQueriesContext(connection) as queries:
-        deliveries.sweep()
+        sweep.sweep()
     return len(queries)
 
 
@@ -329,41 +329,41 @@ def test_a_sweep_releases_a_batch_of_dead_claims_and_each_check_once(
     check = Check.objects.create(monitor=monitor, trigger="manual", status="completed")
     dead = {"status": "sending", "attempts": 1, "claimed_at": START}
     waiting_rows(check, 2, **dead)
-    time_machine.shift(deliveries.CLAIM_LEASE + timedelta(seconds=1))
+    time_machine.shift(drain.CLAIM_LEASE + timedelta(seconds=1))
     two = sweep_queries()
     time_machine.move_to(START, tick=False)
     waiting_rows(check, 6, **dead)
-    time_machine.shift(deliveries.CLAIM_LEASE + timedelta(seconds=1))
+    time_machine.shift(drain.CLAIM_LEASE + timedelta(seconds=1))
     # Each claim: its own transaction, update and attempt row; the check's
     # notificationStatus is worked out once, not once per claim.
     assert sweep_queries() - two <= 4 * 4
 
     waiting_rows(check, 5, **dead | {"claimed_at": START})
-    monkeypatch.setattr(deliveries, "SWEEP_BATCH", 3)
-    deliveries.sweep()
+    monkeypatch.setattr(sweep, "SWEEP_BATCH", 3)
+    sweep.sweep()
     assert Delivery.objects.filter(status="sending").count() == 2
 
 
-@pytest.mark.parametrize("attempt", range(1, deliveries.MAX_ATTEMPTS))
+@pytest.mark.parametrize("attempt", range(1, drain.MAX_ATTEMPTS))
 def test_retry_waits_are_never_shorter_than_the_schedule(attempt):
-    floor = deliveries.RETRY_DELAYS[attempt - 1]
+    floor = drain.RETRY_DELAYS[attempt - 1]
     for _ in range(50):
-        wait = deliveries.retry_delay(attempt, DeliveryError("x"))
-        assert floor <= wait <= floor * (1 + deliveries.JITTER)
+        wait = drain.retry_delay(attempt, DeliveryError("x"))
+        assert floor <= wait <= floor * (1 + drain.JITTER)
 
 
 def test_retry_after_lengthens_the_wait_but_is_capped():
     longer = DeliveryError("x", retry_after=timedelta(hours=2))
-    assert deliveries.retry_delay(1, longer) == timedelta(hours=2)
+    assert drain.retry_delay(1, longer) == timedelta(hours=2)
     huge = DeliveryError("x", retry_after=timedelta(days=30))
-    assert deliveries.retry_delay(1, huge) == deliveries.RETRY_AFTER_MAX
+    assert drain.retry_delay(1, huge) == drain.RETRY_AFTER_MAX
     shorter = DeliveryError("x", retry_after=timedelta(seconds=1))
-    assert deliveries.retry_delay(1, shorter) >= timedelta(minutes=1)
+    assert drain.retry_delay(1, shorter) >= timedelta(minutes=1)
 
 
 def test_permanent_errors_and_the_last_attempt_are_not_retried():
-    assert deliveries.retry_delay(1, DeliveryError("x", permanent=True)) is None
-    assert deliveries.retry_delay(deliveries.MAX_ATTEMPTS, DeliveryError("x")) is None
+    assert drain.retry_delay(1, DeliveryError("x", permanent=True)) is None
+    assert drain.retry_delay(drain.MAX_ATTEMPTS, DeliveryError("x")) is None
 
 
 def test_deliver_ignores_unknown_and_finished_rows(team, receiver, scenario, queued):
@@ -386,7 +386,7 @@ def test_an_unexpected_crash_is_recorded_and_retried(
         raise KeyError("bug")
 
     monkeypatch.setattr(
-        "checks.notify.kinds.firecrawl_webhook.FirecrawlWebhookKind.send", crash
+        "checks.notify.kinds.firecrawl_webhook.FirecrawlWebhookKind.prepare", crash
     )
     queued.run()
     delivery = Delivery.objects.get()

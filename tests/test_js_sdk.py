@@ -39,7 +39,7 @@ from django.db import transaction
 
 from checks import dispatch, runner
 from checks.models import Check, PageResult
-from checks.notify import deliveries
+from checks.notify import outbox
 from monitors.models import Monitor, Target
 from tests.sites import Site
 
@@ -111,7 +111,7 @@ def checks_run_inline(monkeypatch, settings) -> list[str]:
 
     monkeypatch.setattr(dispatch, "enqueue", run_after_commit)
     # Notifications stay rows; nothing is put on the real broker.
-    monkeypatch.setattr(deliveries, "enqueue", lambda delivery_id: None)
+    monkeypatch.setattr(outbox, "enqueue", lambda delivery_id: None)
     return ran
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from checks.models import Delivery, DeliveryAttempt
-from checks.notify import deliveries
+from checks.notify import deliveries, drain
 from checks.notify.tasks import deliver_task, sweep_deliveries_task
 from monitors.models import WEBHOOK_SECRET_GRACE
 from tests.notifying import (
@@ -333,11 +333,11 @@ def test_retries_follow_the_schedule_and_give_up_after_about_a_day(
         delivery.refresh_from_db()
 
     assert delivery.status == "failed"
-    assert delivery.attempts == deliveries.MAX_ATTEMPTS == 7
+    assert delivery.attempts == drain.MAX_ATTEMPTS == 7
     assert len(receiver.requests) == 7
     minimum = [timedelta(minutes=m) for m in (1, 5, 15, 60, 240, 720)]
     for wait, floor in zip(waits, minimum, strict=True):
-        assert floor <= wait <= floor * (1 + deliveries.JITTER)
+        assert floor <= wait <= floor * (1 + drain.JITTER)
     first, *_, last = delivery.attempt_log.all()
     assert (
         timedelta(hours=17) <= last.started_at - first.started_at <= timedelta(hours=24)

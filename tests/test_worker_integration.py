@@ -36,7 +36,7 @@ from firecrawl import Firecrawl
 
 from checks import dispatch, runner
 from checks.models import Check, Delivery, PageResult
-from checks.notify import channels, deliveries, messages
+from checks.notify import channels, messages, sweep
 from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, Monitor, Target
@@ -632,7 +632,7 @@ def test_a_webhook_retried_by_a_real_worker_keeps_its_id_so_the_receiver_dedupes
         assert delivery.status == "pending" and delivery.last_status_code == 500
         # Due now rather than in a minute; the sweeper queues it for the worker.
         Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
-        assert deliveries.sweep() == 1
+        assert sweep.sweep() == 1
         delivered = Delivery.objects.filter(pk=delivery.pk, status="delivered")
         wait_for(
             delivered.exists,

@@ -5,14 +5,17 @@ The package's modules, from the bottom up: `events` (webhook payloads),
 `transports` (what an attempt comes to: Sent or DeliveryError), `kinds` (one
 class per kind of channel, the registry, the monitor's own webhook and e-mail
 included), `own` (a monitor's Firecrawl fields as its own channels),
-`messages` and `channels` (what a team's channels are told), `digests`,
-`deliveries` (the outbox: rows, claims, retries, the sweeper,
-notificationStatus) and `tasks` (thin Celery tasks over `deliveries`, queued
-by name so nothing imports them).
+`messages` (what a team's channels are told), `outbox` (queueing rows after
+commit), `status` (a check's notificationStatus), `deliveries` (the rows a
+recorded event writes), `channels` (a team's channels' rows), `digests`,
+`drain` (claiming rows, sending them side by side, recording attempts),
+`sweep` (retries and lost messages) and `tasks` (thin Celery tasks over
+`drain` and `sweep`, queued by name so nothing imports them).
 
 What the engine calls is here: the runner calls these inside the transaction
 that records a page result or finishes a check, so an outbox row is written
-atomically with the event it announces; `deliveries` queues it after commit.
+atomically with the event it announces; `outbox` queues it after commit, a
+finished check's rows as one task that sends them side by side.
 Nothing here touches the network, so the runner's transaction stays short.
 
 `models` (the outbox's rows) is loaded with the app's models, through this
@@ -40,7 +43,8 @@ def on_check_finished(check: Check, *, write: bool = True) -> None:
 
     Also sets check.notification_status: on the instance, and in the row
     unless `write` is False (the caller then saves it with the check)."""
-    from checks.notify import channels, deliveries
+    from checks.notify import channels, deliveries, outbox
 
-    deliveries.record_check_finished(check, write=write)
-    channels.record_check(check)
+    with outbox.together():
+        deliveries.record_check_finished(check, write=write)
+        channels.record_check(check)

@@ -1,6 +1,6 @@
 """Channel deliveries: which of a monitor's channels a finished check tells,
 and what (checks.notify.messages), as outbox rows written in the runner's
-transaction. Sending is the outbox's (checks.notify.deliveries.deliver).
+transaction. Sending is the outbox's (checks.notify.drain).
 
 A monitor is failing once its channel's `failing_after` latest finished checks
 all failed (a failed check, or one whose every page errored). The link row
@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from checks.models import Check
-from checks.notify import deliveries, events, messages
+from checks.notify import drain, events, messages, outbox
 from checks.notify.models import Delivery
 from monitors.models import Channel, MonitorChannel
 
@@ -32,14 +32,24 @@ def create(
     check: Check | None,
     message: dict[str, Any],
 ) -> Delivery:
-    return deliveries._create(
-        kind=channel.kind,
-        channel=channel,
-        monitor=monitor,
-        check_run=check,
-        event=message["type"],
-        body=events.serialize(message),
-    )
+    return outbox.create(**_row(channel, monitor, check, message))
+
+
+def _row(
+    channel: Channel,
+    monitor: Monitor | None,
+    check: Check | None,
+    message: dict[str, Any],
+    body: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "kind": channel.kind,
+        "channel": channel,
+        "monitor": monitor,
+        "check_run": check,
+        "event": message["type"],
+        "body": events.serialize(message) if body is None else body,
+    }
 
 
 def check_failed(check: Check) -> bool:
@@ -78,8 +88,10 @@ def record_check(check: Check) -> list[Delivery]:
         return []
     monitor = check.monitor
     links = MonitorChannel.objects.filter(monitor=monitor).select_related("channel")
-    created: list[Delivery] = []
-    change_messages: dict[bool, dict[str, Any] | None] = {}
+    changes: list[Delivery] = []
+    failing: list[Delivery] = []
+    # Each message is built and serialized once, however many channels get it.
+    change_messages: dict[bool, tuple[dict[str, Any], str] | None] = {}
     failed = check_failed(check)
     for link in links:
         channel = link.channel
@@ -89,15 +101,17 @@ def record_check(check: Check) -> list[Delivery]:
         ):
             only_meaningful = not channel.wants(Channel.Event.CHANGE)
             if only_meaningful not in change_messages:
-                change_messages[only_meaningful] = messages.change(
-                    check, meaningful_only=only_meaningful
+                message = messages.change(check, meaningful_only=only_meaningful)
+                change_messages[only_meaningful] = (
+                    None if message is None else (message, events.serialize(message))
                 )
-            message = change_messages[only_meaningful]
-            if message is not None:
-                created.append(create(channel, monitor, check, message))
+            change = change_messages[only_meaningful]
+            if change is not None:
+                row = _row(channel, monitor, check, *change)
+                changes.append(Delivery(**row))
         if channel.wants(Channel.Event.FAILING):
-            created.extend(_failing(link, check, failed))
-    return created
+            failing.extend(_failing(link, check, failed))
+    return outbox.create_many(changes) + failing
 
 
 def _failing(link: MonitorChannel, check: Check, failed: bool) -> list[Delivery]:
@@ -126,4 +140,4 @@ def send_test(channel: Channel) -> Delivery:
     the service answered; recorded as an outbox row like any other."""
     with transaction.atomic():
         delivery = create(channel, None, None, messages.test(channel.name))
-    return deliveries.deliver(delivery.pk) or delivery
+    return drain.deliver(delivery.pk) or delivery

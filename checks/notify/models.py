@@ -136,7 +136,7 @@ class Delivery(models.Model):
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "deliveries"
         indexes = [
-            # Used by checks.notify.deliveries.sweep (due rows, stale claims):
+            # Used by checks.notify.sweep (due rows, stale claims):
             # only open rows are indexed, so the index stays small as history
             # grows.
             models.Index(
@@ -148,7 +148,7 @@ class Delivery(models.Model):
             models.Index(
                 fields=["monitor", "-created_at"], name="delivery_monitor_idx"
             ),
-            # Used by checks.notify.deliveries.refresh_notification_status.
+            # Used by checks.notify.status.refresh_notification_status.
             models.Index(fields=["check_run", "kind"], name="delivery_check_idx"),
         ]
 

@@ -1,31 +1,32 @@
 """Any Apprise URL (Microsoft Teams, Discord, Mattermost, Telegram, ntfy, …).
 
 Apprise opens its own connections (with `requests`), so they are made to go
-through the address policy: each send starts the browser's filtering proxy
-(checks.browser.proxy.GuardProxy) on 127.0.0.1 and points `requests` at it for
-the length of the send. The proxy resolves and judges every host itself, so a
-URL aimed at a private or metadata address is refused like any other fetch.
+through the address policy: a drain starts the browser's filtering proxy
+(checks.browser.proxy.GuardProxy) on 127.0.0.1 for its Apprise sends and
+points `requests` at it while they run (in the drain's thread pool). The proxy
+resolves and judges every host itself, so a URL aimed at a private or metadata
+address is refused like any other fetch.
 Plugins that do not speak HTTP (mail, XMPP, MQTT, desktop and syslog ones)
 would go around the proxy and are refused when the channel is saved.
 
-Proxies are set in the process environment, so sends are serialised within a
-process (a Celery prefork child runs one task at a time anyway)."""
+Proxies are set in the process environment, so within a process only the sends
+of one drain run at a time (a Celery prefork child runs one task at a time
+anyway)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import apprise as apprise_lib
 
-from checks.browser.proxy import GuardProxy
-from checks.fetch import system_resolver
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
+from checks.notify.kinds.outbound import Attempt, Outbound, run_one
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
@@ -42,7 +43,6 @@ SEND_TIMEOUT_SECONDS = 30.0
 MAX_BYTES = 1024 * 1024
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 _NO_PROXY_VARIABLES = ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY")
-_environment_lock = threading.Lock()
 
 
 def scheme_of(url: str) -> str:
@@ -66,62 +66,108 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-@contextmanager
-def _through(proxy_url: str) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in _PROXY_VARIABLES + _NO_PROXY_VARIABLES}
-    try:
+class _ProxyEnvironment:
+    """The process's proxy variables, which `requests` reads: set while any
+    Apprise send runs, to the proxy of the drain that sends it. Sends of one
+    drain share its proxy and run side by side; a send through another proxy
+    (another drain in a threads pool) waits until they are done."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._url: str | None = None
+        self._users = 0
+        self._saved: dict[str, str | None] = {}
+
+    @contextmanager
+    def through(self, proxy_url: str, timeout: float) -> Iterator[None]:
+        with self._changed:
+            free = self._changed.wait_for(
+                lambda: self._users == 0 or self._url == proxy_url, timeout
+            )
+            if not free:
+                raise TimeoutError
+            if self._users == 0:
+                self._set(proxy_url)
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._users -= 1
+                if self._users == 0:
+                    self._restore()
+                    self._changed.notify_all()
+
+    def _set(self, proxy_url: str) -> None:
+        keys = _PROXY_VARIABLES + _NO_PROXY_VARIABLES
+        self._saved = {k: os.environ.get(k) for k in keys}
+        self._url = proxy_url
         for key in _PROXY_VARIABLES:
             os.environ[key] = proxy_url
         for key in _NO_PROXY_VARIABLES:
             os.environ.pop(key, None)
-        yield
-    finally:
-        for key, value in saved.items():
+
+    def _restore(self) -> None:
+        for key, value in self._saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        self._url = None
 
 
-def _notify(url: str, title: str, body: str) -> tuple[bool, str]:
-    notifier = apprise_lib.Apprise()
-    notifier.add(url)
-    with apprise_lib.LogCapture(level=apprise_lib.logging.WARNING) as log:
-        ok = notifier.notify(title=title, body=body)
-        said = log.getvalue().strip()
+_environment = _ProxyEnvironment()
+
+
+def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
+    with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
+        notifier = apprise_lib.Apprise()
+        notifier.add(url)
+        with apprise_lib.LogCapture(level=apprise_lib.logging.WARNING) as log:
+            ok = notifier.notify(title=title, body=body)
+            said = log.getvalue().strip()
     return bool(ok), said
 
 
-async def _send(url: str, title: str, body: str) -> tuple[bool, str, list[str]]:
-    proxy = GuardProxy(system_resolver, max_bytes=MAX_BYTES)
-    proxy_url = await proxy.start()
-    try:
-        with _through(proxy_url):
-            ok, said = await asyncio.wait_for(
-                asyncio.to_thread(_notify, url, title, body), SEND_TIMEOUT_SECONDS
-            )
-    finally:
-        await proxy.close()
-    return ok, said, proxy.refused
+@dataclass
+class AppriseSend(Attempt):
+    url: str
+    title: str
+    body: str
 
-
-def send_url(url: str, title: str, body: str) -> Sent:
-    problem = url_problem(url)
-    if problem:
-        raise DeliveryError(problem, permanent=True)
-    with _environment_lock:
+    async def run(self, outbound: Outbound) -> Sent:
+        proxy = await outbound.proxy(MAX_BYTES)
         try:
-            ok, said, refused = asyncio.run(_send(url, title, body))
+            ok, said = await outbound.blocking(
+                lambda: _notify(self.url, self.title, self.body, proxy.url),
+                SEND_TIMEOUT_SECONDS,
+            )
         except TimeoutError as exc:
             raise DeliveryError(
                 f"The service did not answer within {SEND_TIMEOUT_SECONDS:.0f} seconds."
             ) from exc
-    if refused:
-        raise DeliveryError("Refused: " + "; ".join(refused), permanent=True)
-    if not ok:
-        last = said.splitlines()[-1] if said else "no reason given"
-        raise DeliveryError(f"Apprise could not send: {last}"[:500])
-    return Sent(None, "")
+        if not ok:
+            # The proxy may be shared with the drain's other Apprise sends: a
+            # refusal there answers the request that failed here.
+            if proxy.refused:
+                raise DeliveryError(
+                    "Refused: " + "; ".join(proxy.refused), permanent=True
+                )
+            last = said.splitlines()[-1] if said else "no reason given"
+            raise DeliveryError(f"Apprise could not send: {last}"[:500])
+        return Sent(None, "")
+
+
+def send_url(url: str, title: str, body: str) -> Sent:
+    """One Apprise send now, through a proxy of its own."""
+    return run_one(prepare_url(url, title, body))
+
+
+def prepare_url(url: str, title: str, body: str) -> AppriseSend:
+    problem = url_problem(url)
+    if problem:
+        raise DeliveryError(problem, permanent=True)
+    return AppriseSend(url, title, body)
 
 
 class AppriseKind(ChannelKind):
@@ -142,10 +188,10 @@ class AppriseKind(ChannelKind):
             raise SettingsError({"url": problem})
         return cleaned
 
-    def send(self, delivery: Delivery) -> Sent:
+    def prepare(self, delivery: Delivery) -> Attempt:
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)
-        return send_url(
+        return prepare_url(
             channel.settings["url"], messages.title(message), messages.text(message)
         )

@@ -1,12 +1,16 @@
 """What every kind of channel is: a class with its name, label, help, the
 settings it takes (validated here for the API and the dashboard alike), which
-of them are secrets, and `send(delivery)`."""
+of them are secrets, and how it sends: `send(delivery)` (one blocking
+attempt), or `prepare(delivery)`, whose Attempt a drain awaits beside the
+others (checks.notify.kinds.outbound). A kind defines either; a kind with only
+`send` sends while the drain prepares, one after the other."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from checks.notify.kinds.outbound import Attempt, Done, run_one
 from checks.notify.transports import DeliveryError, Sent
 
 if TYPE_CHECKING:
@@ -81,8 +85,17 @@ class ChannelKind:
             for key, value in settings.items()
         }
 
+    def prepare(self, delivery: Delivery) -> Attempt:
+        """Read what the attempt needs from the database, now; the Attempt
+        does the network part on the drain's event loop. Raises
+        DeliveryError when the row cannot be sent at all."""
+        if type(self).send is ChannelKind.send:
+            raise NotImplementedError(f"{type(self).__name__} defines no way to send.")
+        return Done(self.send(delivery))
+
     def send(self, delivery: Delivery) -> Sent:
-        raise NotImplementedError
+        """One attempt, blocking (a kind that only prepares: on a loop of its own)."""
+        return run_one(self.prepare(delivery))
 
     @staticmethod
     def message(delivery: Delivery) -> dict[str, Any]:

@@ -13,10 +13,17 @@ from __future__ import annotations
 import smtplib
 from typing import Any
 
+from django.core.mail import EmailMessage
+
 from checks.notify import emails
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent
+from checks.notify.kinds.outbound import Attempt, Blocking
 from checks.notify.models import Delivery
 from monitors.models import Monitor
+
+# Above the SMTP connection's own time-out (settings' MAILERS): the backend's
+# error is the better message, this only bounds a send that never ends.
+SEND_TIMEOUT_SECONDS = 60.0
 
 
 class EmailKind(ChannelKind):
@@ -35,18 +42,24 @@ class EmailKind(ChannelKind):
     def from_monitor(self, monitor: Monitor) -> dict[str, Any]:
         return dict(monitor.email_settings)
 
-    def send(self, delivery: Delivery) -> Sent:
+    def prepare(self, delivery: Delivery) -> Attempt:
+        # Consent and the message are read here; the SMTP conversation, which
+        # blocks, runs in the drain's thread pool.
         reason = emails.consent_problem(delivery)
         if reason:
             raise DeliveryError(f"Not sent: {reason}", cancel=True)
         message = emails.build(delivery)
-        try:
-            message.send()
-        except smtplib.SMTPRecipientsRefused as exc:
-            raise DeliveryError(
-                f"The mail server refused the address: {exc.recipients}"[:500],
-                permanent=True,
-            ) from exc
-        except (smtplib.SMTPException, OSError) as exc:
-            raise DeliveryError(f"Could not send: {exc}"[:500]) from exc
-        return Sent()
+        return Blocking(lambda: _send(message), SEND_TIMEOUT_SECONDS)
+
+
+def _send(message: EmailMessage) -> Sent:
+    try:
+        message.send()
+    except smtplib.SMTPRecipientsRefused as exc:
+        raise DeliveryError(
+            f"The mail server refused the address: {exc.recipients}"[:500],
+            permanent=True,
+        ) from exc
+    except (smtplib.SMTPException, OSError) as exc:
+        raise DeliveryError(f"Could not send: {exc}"[:500]) from exc
+    return Sent()

@@ -20,6 +20,7 @@ from checks.models import PageResult
 from checks.notify import events
 from checks.notify.kinds import http
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, mask
+from checks.notify.kinds.outbound import Attempt
 from checks.notify.models import Delivery
 from checks.notify.signing import signature_headers, signing_secrets
 from checks.notify.transports import (
@@ -90,11 +91,10 @@ class FirecrawlWebhookKind(ChannelKind):
             return False
         return events.wants(settings, events.PAGE)
 
-    def send(self, delivery: Delivery) -> Sent:
+    def prepare(self, delivery: Delivery) -> Attempt:
         config = self._current_webhook(delivery)
         body = delivery.body.encode()
-        result = self._post(delivery, config.get("headers") or {}, body)
-        return self._answer(result)
+        return self._post(delivery, config.get("headers") or {}, body)
 
     @staticmethod
     def _current_webhook(delivery: Delivery) -> dict[str, Any]:
@@ -156,7 +156,7 @@ class FirecrawlWebhookKind(ChannelKind):
 
     def _post(
         self, delivery: Delivery, custom: dict[str, str], body: bytes
-    ) -> FetchResult:
+    ) -> http.Request:
         assert delivery.monitor is not None
         headers = self._custom_headers(custom)
         now = timezone.now()
@@ -178,7 +178,7 @@ class FirecrawlWebhookKind(ChannelKind):
         scrape_id = _scrape_id(delivery)
         if scrape_id:
             headers["X-Firecrawl-Scrape-Id"] = scrape_id
-        return http.request(delivery.url, "POST", body, headers)
+        return http.Request(delivery.url, body, headers, answer=self._answer)
 
 
 def _scrape_id(delivery: Delivery) -> str | None:

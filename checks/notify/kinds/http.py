@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils import timezone
 
-from checks.errors import ErrorKind
-from checks.fetch import FetchError, FetchResult, afetch
+from checks.fetch import FetchResult
+from checks.notify.kinds.outbound import Attempt, Outbound
 from checks.notify.transports import (
     ANSWERED,
     DeliveryError,
@@ -21,34 +23,6 @@ from checks.notify.transports import (
 
 TIMEOUT_SECONDS = 10.0
 MAX_RESPONSE_BYTES = 256 * 1024
-_NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
-
-
-def post_json(
-    url: str, payload: Any, headers: dict[str, str] | None = None
-) -> FetchResult:
-    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    return request(url, "POST", body, headers)
-
-
-def request(
-    url: str, method: str, body: bytes | None, headers: dict[str, str] | None = None
-) -> FetchResult:
-    all_headers = {"Content-Type": "application/json; charset=utf-8"}
-    all_headers.update(headers or {})
-    call = afetch(
-        url,
-        method=method,
-        headers=all_headers,
-        content=body,
-        timeout=TIMEOUT_SECONDS,
-        max_bytes=MAX_RESPONSE_BYTES,
-        follow_redirects=False,
-    )
-    try:
-        return asyncio.run(call)
-    except FetchError as exc:
-        raise DeliveryError(exc.message, permanent=exc.kind in _NEVER_RETRIED) from exc
 
 
 def expect_2xx(result: FetchResult) -> Sent:
@@ -66,3 +40,50 @@ def expect_2xx(result: FetchResult) -> Sent:
             result.headers.get("retry-after"), timezone.now()
         ),
     )
+
+
+@dataclass
+class Request(Attempt):
+    """One request; `answer` turns the receiver's answer into the outcome."""
+
+    url: str
+    body: bytes | None
+    headers: dict[str, str] = field(default_factory=dict)
+    answer: Callable[[FetchResult], Sent] = expect_2xx
+    method: str = "POST"
+
+    async def run(self, outbound: Outbound) -> Sent:
+        return self.answer(await self.fetch(outbound))
+
+    async def fetch(self, outbound: Outbound) -> FetchResult:
+        headers = {"Content-Type": "application/json; charset=utf-8"}
+        headers.update(self.headers)
+        return await outbound.fetch(
+            self.url,
+            self.method,
+            self.body,
+            headers,
+            timeout=TIMEOUT_SECONDS,
+            max_bytes=MAX_RESPONSE_BYTES,
+        )
+
+
+def post_json(
+    url: str,
+    payload: Any,
+    headers: dict[str, str] | None = None,
+    answer: Callable[[FetchResult], Sent] = expect_2xx,
+) -> Request:
+    """A JSON POST (`payload` as bytes, or anything json.dumps takes)."""
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return Request(url, body, headers or {}, answer)
+
+
+def fetch_now(request: Request) -> FetchResult:
+    """The request sent now, on a loop of its own (the dashboard's calls)."""
+
+    async def go() -> FetchResult:
+        async with Outbound() as outbound:
+            return await request.fetch(outbound)
+
+    return asyncio.run(go())

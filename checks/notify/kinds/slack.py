@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings as django_settings
 from django.utils import timezone
 
+from checks.fetch import FetchResult
 from checks.notify import messages
 from checks.notify.kinds import http
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
+from checks.notify.kinds.outbound import Attempt
 from checks.notify.transports import _excerpt, parse_retry_after
 from monitors.url_rule import url_syntax_error
 
@@ -56,12 +58,30 @@ def api_url(method: str) -> str:
     return base.rstrip("/") + "/" + method
 
 
-def call(method: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """One Web API call with the bot token; Slack's `ok: false` is a
-    DeliveryError naming its error."""
-    result = http.post_json(
-        api_url(method), payload, {"Authorization": f"Bearer {token()}"}
+def request(method: str, payload: dict[str, Any]) -> http.Request:
+    """One Web API call with the bot token, as an attempt that ends with
+    chat.postMessage's answer."""
+    return http.post_json(
+        api_url(method),
+        payload,
+        {"Authorization": f"Bearer {token()}"},
+        answer=_posted,
     )
+
+
+def call(method: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """One Web API call now; Slack's `ok: false` is a DeliveryError naming
+    its error."""
+    return answer_of(http.fetch_now(request(method, payload)))
+
+
+def _posted(result: FetchResult) -> Sent:
+    answer = answer_of(result)
+    return Sent(200, json.dumps({"ok": True, "ts": answer.get("ts")}))
+
+
+def answer_of(result: FetchResult) -> dict[str, Any]:
+    """Slack's answer, or a DeliveryError naming its error."""
     if result.status_code == 429:
         raise DeliveryError(
             "Slack asked us to slow down (rate limited).",
@@ -185,7 +205,7 @@ class SlackKind(ChannelKind):
             raise SettingsError({"channelName": "Must be a string."})
         return {"channelId": channel_id.strip(), "channelName": name.strip()}
 
-    def send(self, delivery: Delivery) -> Sent:
+    def prepare(self, delivery: Delivery) -> Attempt:
         if self.unavailable():
             raise DeliveryError(
                 f"Not sent: {TOKEN_SETTING} is not set.", permanent=True
@@ -193,7 +213,7 @@ class SlackKind(ChannelKind):
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)
-        answer = call(
+        return request(
             "chat.postMessage",
             {
                 "channel": channel.settings["channelId"],
@@ -202,7 +222,6 @@ class SlackKind(ChannelKind):
                 "unfurl_links": False,
             },
         )
-        return Sent(200, json.dumps({"ok": True, "ts": answer.get("ts")}))
 
 
 class SlackWebhookKind(ChannelKind):
@@ -222,9 +241,9 @@ class SlackWebhookKind(ChannelKind):
             raise SettingsError({"url": problem})
         return cleaned
 
-    def send(self, delivery: Delivery) -> Sent:
+    def prepare(self, delivery: Delivery) -> Attempt:
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)
         payload = {"text": messages.title(message), "blocks": blocks(message)}
-        return http.expect_2xx(http.post_json(channel.settings["url"], payload))
+        return http.post_json(channel.settings["url"], payload)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from checks.notify.kinds import http
-from checks.notify.kinds.base import ChannelKind, Sent, SettingsError
+from checks.notify.kinds.base import ChannelKind, SettingsError
+from checks.notify.kinds.outbound import Attempt
 from checks.notify.signing import signature_headers, signing_secrets
 from monitors.url_rule import url_syntax_error
 
@@ -31,7 +32,7 @@ class WebhookKind(ChannelKind):
             raise SettingsError({"url": problem})
         return cleaned
 
-    def send(self, delivery: Delivery) -> Sent:
+    def prepare(self, delivery: Delivery) -> Attempt:
         channel = delivery.channel
         assert channel is not None
         body = delivery.body.encode()
@@ -45,4 +46,4 @@ class WebhookKind(ChannelKind):
             previous=previous,
         )
         headers["X-Pagewatch-Event"] = delivery.event
-        return http.expect_2xx(http.post_json(channel.settings["url"], body, headers))
+        return http.post_json(channel.settings["url"], body, headers)

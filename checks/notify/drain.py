@@ -1,0 +1,433 @@
+"""Sending outbox rows: a drain claims many due rows at once, sends them side
+by side, and records each attempt as it ends.
+
+1. One claim for the batch: the due rows among the given ids, read with the
+   relations their kinds use and locked with
+   `select_for_update(skip_locked=True)` (PostgreSQL; SQLite's IMMEDIATE
+   transactions serialise writers), then moved `pending -> sending` in one
+   conditional UPDATE, so two drains holding the same ids never send a row
+   twice. A check's monitor.check.completed is not claimed while one of its
+   monitor.page events awaits its first answer (up to ORDER_WAIT).
+2. Each kind's `prepare` reads the rest (secrets, consent) here, before any
+   event loop runs, and returns an Attempt (checks.notify.kinds.outbound).
+3. The attempts run on one event loop in a thread of their own, with one
+   outbound client (each request with its own time-out) and a small thread
+   pool for clients that block; this thread records outcomes as they arrive,
+   in bulk when several are ready, so a receiver that hangs holds only its
+   own row. Each row becomes `delivered`, `failed`, `cancelled`, or `pending`
+   again with `next_attempt_at` pushed back (backoff + jitter, Retry-After
+   honoured), only if this drain's claim still holds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from checks.notify import deliveries, emails, events, kinds, outbox, own, status
+from checks.notify.kinds import ChannelKind
+from checks.notify.kinds.outbound import Attempt, Done, Outbound
+from checks.notify.models import Delivery, DeliveryAttempt
+from checks.notify.transports import DeliveryError, Sent
+from monitors.models import Monitor
+from teams.activity import SYSTEM, Kind, record
+
+logger = logging.getLogger(__name__)
+
+# Waits after attempt 1, 2, ...: the documented 1/5/15 minutes, then longer,
+# giving up about 17 hours after the first attempt (7 attempts).
+RETRY_DELAYS = (
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=15),
+    timedelta(hours=1),
+    timedelta(hours=4),
+    timedelta(hours=12),
+)
+MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
+# Up to this share is added at random, so receivers that went down together
+# are not hit by every retry at the same second. Never earlier than the table.
+JITTER = 0.2
+RETRY_AFTER_MAX = timedelta(hours=24)
+# Longer than the drain task's hard time limit: a claim older than this
+# belongs to a worker that died.
+CLAIM_LEASE = timedelta(minutes=5)
+# A check's monitor.check.completed waits until each of its monitor.page
+# events has had its first answer, so a receiver that gathers pages until the
+# check completes has them all by then. A page event still unanswered this
+# long after the check finished (its message lost, a flood of pages) stops
+# holding it back.
+ORDER_WAIT = timedelta(minutes=10)
+# Rows one drain claims at most: a batch must end well within the task's time
+# limit even when its receivers all take their full time-out.
+DRAIN_BATCH = 100
+# What a kind's send reads; e-mails load their check when they build it.
+_RELATIONS = ("channel__team", "monitor__team", "recipient")
+
+Outcome = Sent | DeliveryError
+
+
+def deliver(delivery_id: int) -> Delivery | None:
+    """Claim, send and record one row. None when there was nothing to do
+    (gone, not due, already claimed or finished)."""
+    done = drain([delivery_id])
+    return done[0] if done else None
+
+
+def drain(delivery_ids: Sequence[int]) -> list[Delivery]:
+    """Claim the due rows among `delivery_ids` (at most DRAIN_BATCH), send
+    them side by side and record every attempt. Returns the rows attempted,
+    with their new state."""
+    now = timezone.now()
+    rows = claim(delivery_ids, now)
+    attempts = [_prepare(row) for row in rows]
+    for ready in _outcomes(attempts):
+        record_many([(rows[i], outcome, ms) for i, outcome, ms in ready], now)
+    return rows
+
+
+def claim(delivery_ids: Sequence[int], now: datetime) -> list[Delivery]:
+    """Move the due rows among `delivery_ids` to `sending`, claimed at `now`,
+    and return them read with the relations their kinds use."""
+    with transaction.atomic():
+        due = list(
+            Delivery.objects.due(now)
+            .filter(pk__in=list(delivery_ids))
+            .select_related(*_RELATIONS)
+            .select_for_update(skip_locked=True, of=("self",))
+            .order_by("pk")[:DRAIN_BATCH]
+        )
+        held = _held_back(due, now)
+        rows = [row for row in due if row.pk not in held]
+        if not rows:
+            return []
+        claimed = Delivery.objects.filter(
+            pk__in=[row.pk for row in rows], status=Delivery.Status.PENDING
+        ).update(
+            status=Delivery.Status.SENDING,
+            claimed_at=now,
+            attempts=F("attempts") + 1,
+            updated_at=now,
+        )
+    if claimed != len(rows):
+        # Without row locks (SQLite) another drain took some first: ours are
+        # the ones claimed at our moment.
+        return list(
+            Delivery.objects.filter(
+                pk__in=[row.pk for row in rows],
+                status=Delivery.Status.SENDING,
+                claimed_at=now,
+            )
+            .select_related(*_RELATIONS)
+            .order_by("pk")
+        )
+    for row in rows:
+        row.status, row.claimed_at, row.updated_at = Delivery.Status.SENDING, now, now
+        row.attempts += 1
+    return rows
+
+
+def _held_back(rows: list[Delivery], now: datetime) -> set[int]:
+    """The monitor.check.completed webhooks among `rows` whose check still has
+    a page event before its first answer (see ORDER_WAIT). Decided in the
+    claim's transaction, with the rows locked; a page event answered after
+    this queues its completed event again (_release_completed)."""
+
+    def may_wait(row: Delivery) -> bool:
+        return (
+            row.kind == Delivery.Kind.WEBHOOK
+            and row.event == events.CHECK_COMPLETED
+            and row.created_at > now - ORDER_WAIT
+        )
+
+    checks = {row.check_run_id for row in rows if may_wait(row)}
+    if not checks:
+        return set()
+    unanswered = set(
+        Delivery.objects.webhooks()
+        .filter(check_run_id__in=checks, event=events.PAGE)
+        .before_first_answer()
+        .values_list("check_run_id", flat=True)
+    )
+    return {row.pk for row in rows if may_wait(row) and row.check_run_id in unanswered}
+
+
+def _sender(delivery: Delivery) -> ChannelKind:
+    """Every row goes by its kind's class. A kind no longer registered
+    cannot be sent."""
+    kind = kinds.kind_for(delivery.kind)
+    if kind is None:
+        raise DeliveryError(
+            f"Not sent: this Pagewatch does not know the kind {delivery.kind!r}.",
+            permanent=True,
+        )
+    return kind
+
+
+def _prepare(delivery: Delivery) -> Attempt:
+    try:
+        if delivery.channel is not None:
+            own.refresh(delivery.channel, delivery.monitor)
+        return _sender(delivery).prepare(delivery)
+    except DeliveryError as error:
+        return Done(error)
+    except Exception as exc:
+        # A bug must not leave the row claimed until the lease runs out.
+        logger.exception("Delivery %s crashed", delivery.pk)
+        return Done(DeliveryError(f"Internal error ({type(exc).__name__})."))
+
+
+# --- Sending side by side ----------------------------------------------------------
+
+
+Report = Callable[[int, Outcome, int], None]
+
+
+def _outcomes(attempts: list[Attempt]) -> Iterator[list[tuple[int, Outcome, int]]]:
+    """(index, outcome, milliseconds) of every attempt, in groups as they end.
+
+    The event loop runs in a thread of its own so this thread, which may use
+    the database, records outcomes while slower sends go on."""
+    if not attempts:
+        return
+    ended: queue.SimpleQueue[tuple[int, Outcome, int]] = queue.SimpleQueue()
+    thread = threading.Thread(
+        target=_send_all, args=(attempts, ended.put), name="drain", daemon=True
+    )
+    thread.start()
+    left = len(attempts)
+    while left:
+        ready = [ended.get()]
+        while True:
+            try:
+                ready.append(ended.get_nowait())
+            except queue.Empty:
+                break
+        left -= len(ready)
+        yield ready
+    thread.join()
+
+
+def _send_all(
+    attempts: list[Attempt], put: Callable[[tuple[int, Outcome, int]], None]
+) -> None:
+    reported: set[int] = set()
+
+    def report(index: int, outcome: Outcome, elapsed_ms: int) -> None:
+        reported.add(index)
+        put((index, outcome, elapsed_ms))
+
+    try:
+        asyncio.run(_gather(attempts, report))
+    except BaseException:
+        logger.exception("The drain's event loop stopped")
+    finally:
+        # Every row gets an outcome, or the drain would wait forever.
+        for index in range(len(attempts)):
+            if index not in reported:
+                put((index, DeliveryError("Internal error (the send was lost)."), 0))
+
+
+async def _gather(attempts: list[Attempt], report: Report) -> None:
+    async with Outbound() as outbound:
+
+        async def one(index: int, attempt: Attempt) -> None:
+            started = time.monotonic()
+            outcome: Outcome
+            try:
+                outcome = await attempt.run(outbound)
+            except DeliveryError as error:
+                outcome = error
+            except Exception as exc:
+                logger.exception("A send crashed")
+                outcome = DeliveryError(f"Internal error ({type(exc).__name__}).")
+            report(index, outcome, int((time.monotonic() - started) * 1000))
+
+        await asyncio.gather(*(one(i, a) for i, a in enumerate(attempts)))
+
+
+# --- Recording attempts ------------------------------------------------------------
+
+
+def retry_delay(attempts: int, error: DeliveryError) -> timedelta | None:
+    """How long to wait after a failed attempt number `attempts`; None = give up."""
+    if error.permanent or attempts >= MAX_ATTEMPTS:
+        return None
+    base = RETRY_DELAYS[min(attempts, len(RETRY_DELAYS)) - 1]
+    delay = base * (1 + random.uniform(0, JITTER))
+    if error.retry_after is not None:
+        delay = max(delay, min(error.retry_after, RETRY_AFTER_MAX))
+    return delay
+
+
+def _fields_after(
+    delivery: Delivery, outcome: Outcome, now: datetime
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "last_status_code": outcome.status_code,
+        "claimed_at": None,
+        "updated_at": now,
+    }
+    if isinstance(outcome, Sent):
+        return fields | {
+            "status": Delivery.Status.DELIVERED,
+            "delivered_at": now,
+            "last_error": "",
+        }
+    delay = retry_delay(delivery.attempts, outcome)
+    fields["last_error"] = outcome.message
+    if delay is not None:
+        return fields | {
+            "status": Delivery.Status.PENDING,
+            "next_attempt_at": now + delay,
+            "queued_at": None,  # the sweeper queues it when due
+        }
+    return fields | {
+        "status": Delivery.Status.CANCELLED
+        if outcome.cancel
+        else Delivery.Status.FAILED,
+        "next_attempt_at": None,
+    }
+
+
+def _attempt_row(
+    delivery: Delivery, outcome: Outcome, started_at: datetime, elapsed_ms: int
+) -> DeliveryAttempt:
+    ok = isinstance(outcome, Sent)
+    return DeliveryAttempt(
+        delivery=delivery,
+        number=delivery.attempts,
+        started_at=started_at,
+        duration_ms=elapsed_ms,
+        success=ok,
+        status_code=outcome.status_code,
+        response_body=outcome.response_body[: DeliveryAttempt.RESPONSE_MAX_CHARS],
+        error="" if ok else outcome.message,
+    )
+
+
+def record_many(
+    ended: list[tuple[Delivery, Outcome, int]], started_at: datetime
+) -> None:
+    """Record attempts that ended: their DeliveryAttempt rows in one INSERT,
+    the delivered rows in one UPDATE per status code, the others one by one
+    (each has its own retry time)."""
+    now = timezone.now()
+    delivered: dict[int | None, list[Delivery]] = defaultdict(list)
+    failed: list[tuple[Delivery, DeliveryError, dict[str, Any]]] = []
+    for delivery, outcome, _ in ended:
+        if isinstance(outcome, Sent):
+            delivered[outcome.status_code].append(delivery)
+        else:
+            failed.append((delivery, outcome, _fields_after(delivery, outcome, now)))
+    with transaction.atomic():
+        DeliveryAttempt.objects.bulk_create(
+            _attempt_row(d, outcome, started_at, ms) for d, outcome, ms in ended
+        )
+        for code, rows in delivered.items():
+            fields = _fields_after(rows[0], Sent(code), now)
+            _still_ours(rows).update(**fields)
+            for row in rows:
+                _apply(row, fields)
+        for delivery, error, fields in failed:
+            _still_ours([delivery]).update(**fields)
+            _apply(delivery, fields)
+            if error.gone and delivery.monitor:
+                disable_webhook(delivery.monitor, delivery.url, now)
+    _after_attempts([delivery for delivery, _, _ in ended])
+
+
+def _still_ours(rows: list[Delivery]) -> Any:
+    """Only the holder of a claim may finish it (see the sweeper's lease).
+    The rows of one drain share their claim's moment."""
+    return Delivery.objects.filter(
+        pk__in=[row.pk for row in rows],
+        status=Delivery.Status.SENDING,
+        claimed_at=rows[0].claimed_at,
+    )
+
+
+def _apply(delivery: Delivery, fields: dict[str, Any]) -> None:
+    for name, value in fields.items():
+        setattr(delivery, name, value)
+
+
+def in_notification_status(delivery: Delivery) -> bool:
+    """Rows of the monitor's own Firecrawl fields make up notificationStatus."""
+    kind = kinds.kind_for(delivery.kind)
+    return kind is not None and kind.own_only
+
+
+def _after_attempts(rows: list[Delivery]) -> None:
+    """Once per check: release its held-back completed event after a page
+    event's answer, and recompute its notificationStatus."""
+    checks: dict[Any, bool] = {}
+    for row in rows:
+        if row.check_run_id and in_notification_status(row):
+            checks[row.check_run_id] = (
+                checks.get(row.check_run_id, False) or row.event == events.PAGE
+            )
+    for check_id, page_answered in checks.items():
+        if page_answered:
+            _release_completed(check_id)
+        status.refresh_notification_status(check_id)
+
+
+def _release_completed(check_id: Any) -> None:
+    """After a page event's attempt: queue the check's held-back
+    monitor.check.completed once no page event awaits its first answer. Runs
+    after the attempt is committed, so of two page events ending together at
+    least the later one sees both done."""
+    rows = Delivery.objects.webhooks().filter(check_run_id=check_id)
+    held = list(
+        rows.filter(
+            event=events.CHECK_COMPLETED, status=Delivery.Status.PENDING
+        ).values_list("pk", flat=True)
+    )
+    if held and not rows.filter(event=events.PAGE).before_first_answer().exists():
+        for pk in held:
+            outbox.enqueue(pk)
+
+
+def disable_webhook(monitor: Monitor, url: str, now: datetime) -> bool:
+    """The receiver answered 410 Gone: clear the monitor's webhook (the API then
+    shows `webhook: null`), drop its other pending deliveries and tell the
+    team's members by e-mail. Only if the webhook still points at `url`."""
+    cleared = Monitor.objects.filter(pk=monitor.pk, webhook__url=url).update(
+        webhook=None, updated_at=now
+    )
+    if not cleared:
+        return False
+    monitor.webhook = None
+    own.sync(monitor)
+    Delivery.objects.webhooks().filter(
+        monitor=monitor, url=url, status=Delivery.Status.PENDING
+    ).update(
+        status=Delivery.Status.CANCELLED,
+        next_attempt_at=None,
+        last_error="Not sent: the webhook was disabled after 410 Gone.",
+        updated_at=now,
+    )
+    for email in sorted(monitor.team.member_emails()):
+        deliveries.create_email(
+            monitor,
+            event=emails.WEBHOOK_DISABLED,
+            email=email,
+            url=url,
+        )
+    record(SYSTEM, monitor.team_id, Kind.WEBHOOK_DISABLED, monitor,
+           reason="its receiver answered 410 Gone", url=url)  # fmt: skip
+    logger.info("Disabled the webhook of monitor %s after 410 Gone", monitor.pk)
+    return True
