@@ -31,6 +31,7 @@ __all__ = [
     "TargetFailure",
     "TargetKind",
     "all_kinds",
+    "choices",
     "failures_in",
     "kind_for",
     "kind_names",
@@ -281,6 +282,12 @@ def kind_for(name: str) -> TargetKind | None:
 
 def all_kinds() -> list[TargetKind]:
     return list(_REGISTRY.values())
+
+
+def choices() -> list[tuple[str, str]]:
+    """Target.type's choices: every registered kind, so a kind added through
+    the registry is a valid type without a migration or a model edit."""
+    return [(name, kind.label) for name, kind in _REGISTRY.items()]
 
 
 def kind_names(test: Callable[[TargetKind], bool]) -> list[str]:

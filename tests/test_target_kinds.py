@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from django.contrib.admin import AdminSite
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from rest_framework import serializers
 
@@ -249,6 +250,18 @@ def test_the_csv_export_and_the_admin_show_a_new_kind_from_its_class(team, site)
     assert rows[1:] == [f"Acme,{url},0 * * * *,"]
     inline = TargetInline(Monitor, AdminSite())
     assert url in inline.pages(target) and url in inline.options(target)
+
+
+def test_the_model_takes_a_new_kinds_type_as_valid_and_names_it_in_its_words(team):
+    monitor = Monitor.objects.create(team=team, name="Acme", schedule_cron="0 * * * *")
+    target = Target(monitor=monitor, type="onepage", url="https://e.com/")
+
+    target.full_clean()  # a type the model listed itself would be refused here
+
+    assert target.get_type_display() == "One page"
+    unregister(OnePageKind.name)
+    with pytest.raises(ValidationError):
+        target.full_clean()
 
 
 def test_the_admin_edits_a_new_kinds_target_with_its_own_words(admin_client, team):

@@ -17,7 +17,7 @@ from django.db import models
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
-from monitors import rules, search_provider
+from monitors import rules, search_provider, target_kinds
 from monitors import schedule as schedules
 from monitors.judging import judge_available
 from monitors.models.teams import FEED_TOKEN_MAX_LENGTH, Team, feed_link, new_feed_token
@@ -315,6 +315,8 @@ class Monitor(models.Model):
 
 
 class Target(models.Model):
+    # The built-in kinds' names, for code that creates targets of them; which
+    # types are valid is the registry's to say (target_kinds.choices).
     class Type(models.TextChoices):
         SCRAPE = "scrape"
         CRAWL = "crawl"
@@ -325,7 +327,7 @@ class Target(models.Model):
         Monitor, on_delete=models.CASCADE, related_name="targets"
     )
     position = models.PositiveSmallIntegerField(default=0)
-    type = models.CharField(max_length=16, choices=Type.choices)
+    type = models.CharField(max_length=16, choices=target_kinds.choices)
     # scrape
     urls = models.JSONField(default=list, blank=True)
     # crawl
