@@ -183,7 +183,7 @@ def test_a_redis_url_naming_a_unix_socket_reaches_celery_in_its_spelling(tmp_pat
     assert broker == "redis+socket:///run/redis/redis.sock?virtual_host=3"
 
 
-def test_upkeep_tasks_have_a_queue_of_their_own(tmp_path):
+def test_upkeep_and_notify_tasks_have_queues_of_their_own(tmp_path):
     routes = fresh("settings.CELERY_TASK_ROUTES", tmp_path)
 
     assert routes == {
@@ -194,7 +194,10 @@ def test_upkeep_tasks_have_a_queue_of_their_own(tmp_path):
             "checks.notify.tasks.sweep_deliveries_task",
             "checks.notify.tasks.queue_digests_task",
         )
-    } | {"checks.notify.tasks.deliver_task": {"queue": "notifications"}}
+    } | {
+        "checks.notify.tasks.deliver_task": {"queue": "notifications"},
+        "checks.notify.tasks.drain_task": {"queue": "notifications"},
+    }
 
 
 def test_a_worker_without_concurrency_runs_worker_processes_of_them(tmp_path):
