@@ -4,8 +4,6 @@ twice (PostgreSQL)."""
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import threading
 from collections import Counter
 from types import SimpleNamespace
@@ -19,28 +17,9 @@ from checks.notify import channels, drain, messages, outbox
 from checks.notify.tasks import drain_task
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import make_monitor, webhook_config
+from tests.test_worker_integration import HangingReceiver
 
 pytest_plugins = ["tests.notifying"]
-
-
-class Hanging:
-    """Accepts connections and answers none until closed."""
-
-    def __init__(self) -> None:
-        self._socket = socket.create_server(("127.0.0.1", 0), backlog=16)
-        self.held: list[socket.socket] = []
-        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}/hook"
-        threading.Thread(target=self._hold, daemon=True).start()
-
-    def _hold(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                self.held.append(self._socket.accept()[0])
-
-    def close(self) -> None:
-        self._socket.close()
-        for held in self.held:
-            held.close()
 
 
 def _webhook_channels(team, receiver, count: int, prefix: str = "Hook") -> list:
@@ -108,7 +87,7 @@ def test_a_drain_run_twice_sends_nothing_the_second_time(team, receiver, broker)
 def test_a_hanging_receiver_does_not_hold_back_the_others_recorded_outcomes(
     team, receiver, monkeypatch
 ):
-    hanging = Hanging()
+    hanging = HangingReceiver()
     stuck = Channel.objects.create(
         team=team, name="Stuck", kind="webhook", settings={"url": hanging.url}
     )
