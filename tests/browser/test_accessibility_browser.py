@@ -585,4 +585,7 @@ def test_long_copies_of_a_page_can_be_scrolled_from_the_keyboard(
     first = page.locator(".snapshot-text").first
     first.focus()
     page.keyboard.press("PageDown")
+    # Chromium animates a scroll from the keyboard, so the box moves over a few
+    # frames after the key: wait for it to have moved (this times out if it never does).
+    page.wait_for_function("(box) => box.scrollTop > 0", arg=first.element_handle())
     assert first.evaluate("(box) => box.scrollTop") > 0
