@@ -23,6 +23,7 @@ from checks.models.check import (
 from checks.models.heartbeat import Heartbeat
 from checks.models.pages import (
     CHANGES_FIRST,
+    PageDiff,
     PageResult,
     PageResultQuerySet,
     PageState,
@@ -59,6 +60,7 @@ __all__ = [
     "DeliveryQuerySet",
     "EmailDelivery",
     "Heartbeat",
+    "PageDiff",
     "PageResult",
     "PageResultQuerySet",
     "PageState",
