@@ -1,15 +1,19 @@
 """gunicorn's settings, for `make run` (the Procfile) and production:
 `gunicorn config.wsgi --config python:config.gunicorn`.
 
-Sync workers, WEB_WORKERS of them (default: 2 x CPUs + 1, gunicorn's own
-advice; on the smallest machines WEB_WORKERS=1 WEB_THREADS=4 saves memory,
-for slower bursts): an API request mostly computes, and a process
-that takes one request at a time answers a burst in the order it came, so
-most requests are done long before the last. Threaded workers took every
-connection of a burst at once and shared the CPUs among all of them, so
-nearly every request finished near the end.
-The extra processes keep the CPUs busy while some wait on the database.
-Each may take WEB_THREADS threads (default 1: sync); more only pay when
+Sync workers, WEB_WORKERS of them (default: CPUs + 1): an API request
+mostly computes, and a process that takes one request at a time answers a
+burst in the order it came, so most requests are done long before the last.
+Threaded workers took every connection of a burst at once and shared the
+CPUs among all of them, so nearly every request finished near the end.
+One process per CPU keeps the CPUs busy; the one more keeps them busy while
+a request waits on the database or Redis, and means one slow request never
+holds the whole web. gunicorn's own advice, 2 x CPUs + 1, answered a burst
+no sooner with the database on the same machine, and every process holds
+memory of its own; with the database on another machine, where requests
+wait longer, set WEB_WORKERS up to that. On the smallest machines
+WEB_WORKERS=1 WEB_THREADS=4 saves more memory, for slower bursts. Each
+process may take WEB_THREADS threads (default 1: sync); more only pay when
 requests wait on a slow database.
 
 The app is loaded once, before the workers are forked (preload_app), its
@@ -30,7 +34,7 @@ from config.env import env_int
 _CPUS = os.cpu_count() or 1
 threads = env_int("WEB_THREADS", 1, minimum=1)
 worker_class = "sync" if threads == 1 else "gthread"
-workers = env_int("WEB_WORKERS", 2 * _CPUS + 1, minimum=1)
+workers = env_int("WEB_WORKERS", _CPUS + 1, minimum=1)
 preload_app = True
 accesslog = "-"
 # No gunicornc control socket: one fixed path per user, which a second

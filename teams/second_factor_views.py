@@ -4,7 +4,6 @@ team role is needed (LoginRequiredMiddleware asks for a session)."""
 
 from __future__ import annotations
 
-import segno
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -65,6 +64,10 @@ def setup(request: HttpRequest) -> HttpResponse:
             response["Cache-Control"] = "no-store"  # the codes are shown once
             return response
         error = WRONG_CODE
+    # Imported here: only this page draws a QR code, and every web process
+    # would otherwise carry segno's modules.
+    import segno
+
     qr = segno.make(device.config_url, error="m")
     context = {
         "qr": qr.svg_data_uri(scale=4, dark="#1d2433"),

@@ -5,6 +5,10 @@ sends to them, through the outbox (fake Slack Web API and Apprise receivers on
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -325,6 +329,40 @@ def test_an_apprise_secret_is_shown_masked():
     shown = kinds.kind_for("apprise").masked({"url": "tgram://123456:ABCDEFsecret/42"})
     assert shown["url"].startswith("tgram://")
     assert "ABCDEF" not in shown["url"]
+
+
+# What gunicorn loads before it forks (every URL's view) and what a worker
+# loads (every tasks module), in a fresh interpreter. Apprise (for its
+# channels) and segno (for the second factor's QR code) are imported only
+# where they are used.
+LOADED_AT_START = """
+import sys, django
+django.setup()
+from django.urls import get_resolver
+get_resolver().url_patterns
+import checks.tasks, checks.notify.tasks, monitors.tasks
+print(sorted({m.split(".")[0] for m in sys.modules} & {"apprise", "segno"}))
+"""
+
+
+def test_the_web_and_the_worker_start_without_importing_apprise_or_segno(tmp_path):
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")
+    } | {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PAGEWATCH_VAR_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_AT_START],
+        cwd=Path(__file__).resolve().parents[1],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 # --- Failing and recovering ------------------------------------------------------

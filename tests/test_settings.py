@@ -248,7 +248,7 @@ def gunicorn_settings(**env: str) -> list[object]:
 def test_gunicorn_runs_sync_workers_sized_from_the_cpus_and_shares_the_app() -> None:
     cpus = os.cpu_count() or 1
 
-    assert gunicorn_settings() == ["sync", 2 * cpus + 1, 1, True]
+    assert gunicorn_settings() == ["sync", cpus + 1, 1, True]
     assert gunicorn_settings(WEB_WORKERS="3", WEB_THREADS="4") == [
         "gthread",
         3,

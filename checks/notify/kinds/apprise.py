@@ -11,7 +11,11 @@ would go around the proxy and are refused when the channel is saved.
 
 Proxies are set in the process environment, so within a process only the sends
 of one drain run at a time (a Celery prefork child runs one task at a time
-anyway)."""
+anyway).
+
+Apprise itself is imported where a URL is checked or sent, not at the top:
+the registry of kinds is loaded by every web and worker process, and most
+of them never touch an Apprise channel, so they need not carry its modules."""
 
 from __future__ import annotations
 
@@ -21,8 +25,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import apprise as apprise_lib
 
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
@@ -58,6 +60,8 @@ def url_problem(url: str) -> str | None:
             f"Apprise's {scheme}:// does not work here: it does not send over "
             "HTTP, so it cannot pass Pagewatch's address policy."
         )
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
     if apprise_lib.Apprise.instantiate(url, suppress_exceptions=True) is None:
         return (
             f"Apprise does not know the URL scheme {scheme}:// "
@@ -120,6 +124,8 @@ _environment = _ProxyEnvironment()
 
 
 def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
     with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
         notifier = apprise_lib.Apprise()
         notifier.add(url)
