@@ -108,7 +108,7 @@ def _change_bytes(check: object) -> tuple[float, float]:
     from checks.models import PageResult
 
     found = PageResult.objects.filter(check_run=check, status="changed").aggregate(
-        diff=Avg(Length("packed__data")),
+        diff=Avg(Length("packed_diff")),
         snapshot=Avg(Length("current_snapshot__data")),
     )
     return float(found["diff"] or 0), float(found["snapshot"] or 1)

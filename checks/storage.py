@@ -47,7 +47,7 @@ def _json_length(field: str) -> Length:
 def results_bytes(pages: QuerySet[PageResult]) -> int:
     return _sum(
         pages,
-        Length("packed__data"),
+        Length("packed_diff"),
         _json_length("stored_diff"),
         _json_length("metadata"),
         _json_length("judgment"),

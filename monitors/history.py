@@ -393,13 +393,11 @@ def atom_changes(team: Team, monitor: Monitor | None = None) -> list[PageResult]
         return []
     pages = (
         _first_pages(checks, ATOM_PAGES_PER_CHECK)
-        .select_related("packed")
         .only(
             "id", "check_run_id", "url", "status", "verdict", "judgment",
-            "stored_diff", "previous_snapshot", "current_snapshot", "created_at",
-            "packed__data",
+            "packed_diff", "stored_diff", "created_at",
         )
     )  # fmt: skip
     grouped = _group_pages(checks, pages)
     listed = [page for check in checks for page in grouped[check.pk]]
-    return list(PageResult.with_diffs(listed[:ATOM_ENTRIES]))
+    return listed[:ATOM_ENTRIES]

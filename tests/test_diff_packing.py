@@ -8,11 +8,10 @@ import random
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 
 from checks.content import diff_ast, packed_against
-from checks.models import PageDiff, PageResult, Snapshot
+from checks.models import PageResult, Snapshot
 from tests.test_runner import make_monitor, page_of, run_check
 
 pytestmark = pytest.mark.django_db
@@ -61,9 +60,8 @@ def test_the_api_answers_the_same_diff_for_a_row_stored_before_and_after(
     # The row as it was written before diffs were packed: the whole diff as JSON.
     text = page.diff["text"]
     PageResult.objects.filter(pk=page.pk).update(
-        stored_diff={"text": text, "json": diff_ast(text)}
+        stored_diff={"text": text, "json": diff_ast(text)}, packed_diff=None
     )
-    PageDiff.objects.filter(page=page).delete()
     before = api_diff_bytes(api, monitor, check)
 
     assert now == before
@@ -102,8 +100,6 @@ def test_the_api_reads_a_page_of_packed_diffs_in_one_query_for_snapshots(
     assert all(p["diff"]["json"]["files"] for p in pages)
     snapshot_reads = [q for q in queries if "checks_snapshot" in q["sql"]]
     assert len(snapshot_reads) == 1
-    diff_reads = [q for q in queries if "checks_pagediff" in q["sql"]]
-    assert len(diff_reads) == 1
 
 
 def test_a_diff_whose_snapshot_was_deleted_reads_as_none_not_garbage(team, site):
@@ -115,62 +111,3 @@ def test_a_diff_whose_snapshot_was_deleted_reads_as_none_not_garbage(team, site)
     Snapshot.objects.filter(pk=page.previous_snapshot_id).delete()
 
     assert PageResult.objects.get(pk=page.pk).diff is None
-
-
-def test_only_a_changed_page_writes_a_diff_row_and_it_writes_exactly_one(team, site):
-    kept = site.html("/kept", "Kept", prose(1, 5))
-    edited = site.html("/edited", "Edited", prose(2, 5))
-    monitor = make_monitor(team, [kept, edited])
-    first = run_check(monitor)
-    assert not PageDiff.objects.filter(page__check_run=first).exists()
-    site.html("/edited", "Edited", prose(3, 5))
-
-    check = run_check(monitor)
-
-    rows = PageDiff.objects.filter(page__check_run=check)
-    assert [row.page.url for row in rows] == [edited]
-    assert page_of(check, kept).status == PageResult.Status.SAME
-    assert PageResult.objects.get(pk=page_of(check, kept).pk).diff is None
-    assert PageResult.objects.get(pk=rows.get().page_id).diff["text"]
-
-
-def test_an_unchanged_page_reads_its_missing_diff_without_a_query(team, site):
-    url = site.html("/same", "Same", prose(1, 5))
-    monitor = make_monitor(team, [url])
-    run_check(monitor)
-    page = PageResult.objects.get(pk=page_of(run_check(monitor), url).pk)
-
-    with CaptureQueriesContext(connection) as queries:
-        assert page.diff is None
-
-    assert len(queries) == 0
-
-
-BEFORE = [("checks", "0022_page_visual_change")]
-AFTER = [("checks", "0023_page_diff_own_table")]
-
-
-def _apps_at(targets: list[tuple[str, str]]):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_migration_moves_packed_diffs_to_their_own_table_and_back(team, site):
-    url = site.html("/moved", "Moved", prose(1, 10))
-    monitor = make_monitor(team, [url])
-    run_check(monitor)
-    site.html("/moved", "Moved", prose(2, 10))
-    page = page_of(run_check(monitor), url)
-    packed, diff = bytes(page.packed_diff), page.diff
-    try:
-        old = _apps_at(BEFORE)
-        row = old.get_model("checks", "PageResult").objects.get(pk=page.pk)
-        assert bytes(row.packed_diff) == packed
-
-        _apps_at(AFTER)
-        assert bytes(PageDiff.objects.get(page_id=page.pk).data) == packed
-        assert PageResult.objects.get(pk=page.pk).diff == diff
-    finally:
-        _apps_at(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -23,7 +23,6 @@ from checks.models.check import (
 from checks.models.heartbeat import Heartbeat
 from checks.models.pages import (
     CHANGES_FIRST,
-    PageDiff,
     PageResult,
     PageResultQuerySet,
     PageState,
@@ -60,7 +59,6 @@ __all__ = [
     "DeliveryQuerySet",
     "EmailDelivery",
     "Heartbeat",
-    "PageDiff",
     "PageResult",
     "PageResultQuerySet",
     "PageState",

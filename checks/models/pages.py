@@ -10,14 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import models
-from django.db.models import (
-    Case,
-    OuterRef,
-    Subquery,
-    Value,
-    When,
-    prefetch_related_objects,
-)
+from django.db.models import Case, OuterRef, Subquery, Value, When
 from django.db.models.fields.json import KT
 
 from checks.content import (
@@ -269,9 +262,11 @@ class PageResult(models.Model):
         max_length=32, blank=True, default="", choices=ErrorKind.choices()
     )
     metadata = models.JSONField(default=dict, blank=True)
-    # A changed page's diff is packed in a PageDiff row of its own (`diff`
-    # below). Rows written before diffs were packed keep theirs here, read as
-    # they are.
+    # The diff ({"text": unified diff, "json": parse-diff AST or JSON mode's
+    # field diff}; `diff` below) of a changed page, compressed, the AST left
+    # to be derived from the text: about the size of a compressed snapshot.
+    packed_diff = models.BinaryField(null=True, blank=True)
+    # Rows written before diffs were packed keep theirs here, read as they are.
     stored_diff = models.JSONField(null=True, blank=True, db_column="diff")
     judgment = models.JSONField(null=True, blank=True)
     verdict = models.CharField(
@@ -304,13 +299,6 @@ class PageResult(models.Model):
     def __str__(self) -> str:
         return f"{self.url}: {self.status}"
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        # The diff set on this instance goes with it (bulk_create's callers
-        # use PageDiff.keep_many).
-        super().save(*args, **kwargs)
-        if self.__dict__.pop("_packed_unsaved", False):
-            PageDiff.keep(self, self.packed_diff)
-
     def get_absolute_url(self) -> str:
         check = self.check_run
         return f"/monitors/{check.monitor_id}/checks/{check.pk}/pages/{self.pk}/"
@@ -325,28 +313,6 @@ class PageResult(models.Model):
     @property
     def is_still_gone(self) -> bool:
         return self.says_still_gone(self.status, self.status_code)
-
-    @property
-    def packed_diff(self) -> bytes | None:
-        """The diff as stored (checks.content.pack_diff): the one set on this
-        instance, else its PageDiff row's. Only a changed page has one, so no
-        other page costs a query; with_diffs() reads many pages' at once."""
-        if "_packed" not in self.__dict__:
-            self.__dict__["_packed"] = self._read_packed()
-        return self.__dict__["_packed"]
-
-    def _set_packed(self, packed: bytes | None) -> None:
-        self.__dict__["_packed"] = packed
-        self.__dict__["_packed_unsaved"] = True
-        self.stored_diff = None
-
-    def _read_packed(self) -> bytes | None:
-        if self._state.adding or self.status != self.Status.CHANGED:
-            return None
-        try:
-            return bytes(self.packed.data)
-        except PageDiff.DoesNotExist:
-            return None
 
     @property
     def diff(self) -> dict[str, Any] | None:
@@ -367,26 +333,18 @@ class PageResult(models.Model):
 
     @diff.setter
     def diff(self, value: dict[str, Any] | None) -> None:
-        self._set_packed(pack_diff(value))
+        self.packed_diff, self.stored_diff = pack_diff(value), None
 
     def set_diff(self, value: dict[str, Any] | None, reference: bytes | None) -> None:
         """The diff, packed against the two snapshots it compares
-        (checks.content.diff_reference) when `reference` is given. save()
-        writes it; bulk_create() does not (PageDiff.keep_many does)."""
-        self._set_packed(pack_diff(value, reference))
+        (checks.content.diff_reference) when `reference` is given."""
+        self.packed_diff, self.stored_diff = pack_diff(value, reference), None
         self.__dict__["_unpacked"] = (self.packed_diff, value)
 
     @classmethod
     def with_diffs(cls, pages: Sequence[PageResult]) -> Sequence[PageResult]:
-        """`pages` with their diffs unpacked: their PageDiff rows read in one
-        query, and the snapshots those were packed against in one more."""
-        unread = [
-            page
-            for page in pages
-            if "_packed" not in page.__dict__ and page.status == cls.Status.CHANGED
-        ]
-        if unread:
-            prefetch_related_objects(unread, "packed")
+        """`pages` with their diffs unpacked, the snapshots their diffs were
+        packed against read in one query."""
         ids = {
             pk
             for page in pages
@@ -477,42 +435,3 @@ class PageResult(models.Model):
             .first()
         )
         return earlier if isinstance(earlier, str) else None
-
-
-class PageDiff(models.Model):
-    """A changed page's diff ({"text": unified diff, "json": parse-diff AST or
-    JSON mode's field diff}), compressed, the AST left to be derived from the
-    text: about the size of a compressed snapshot.
-
-    In a table of its own, written only for changed pages, because most
-    pages of most checks are unchanged: a binary column among PageResult's
-    would keep every batch of results off PostgreSQL's one-statement bulk
-    insert (Django's UNNEST path takes no BinaryField)."""
-
-    page = models.OneToOneField(
-        PageResult, primary_key=True, on_delete=models.CASCADE, related_name="packed"
-    )
-    data = models.BinaryField()
-
-    def __str__(self) -> str:
-        return f"diff of {self.page_id}"
-
-    @classmethod
-    def keep(cls, page: PageResult, packed: bytes | None) -> None:
-        """Store (or drop) the packed diff of a saved page."""
-        if packed is None:
-            cls.objects.filter(page=page).delete()
-        else:
-            cls.objects.update_or_create(page=page, defaults={"data": packed})
-
-    @classmethod
-    def keep_many(cls, pages: Sequence[PageResult]) -> None:
-        """Store the packed diffs of pages just bulk-created, those that have one."""
-        rows = [
-            cls(page=page, data=page.packed_diff)
-            for page in pages
-            if page.__dict__.pop("_packed_unsaved", False)
-            and page.packed_diff is not None
-        ]
-        if rows:
-            cls.objects.bulk_create(rows)

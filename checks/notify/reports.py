@@ -264,7 +264,7 @@ def attach_diffs(check: Check, report: ChangeReport) -> None:
     chosen = chosen[:DIFF_PAGES]
     rows = check.pages.filter(pk__in=[p.pk for p in chosen])
     rows = rows.only(
-        "pk", "status", "stored_diff", "previous_snapshot", "current_snapshot"
+        "pk", "packed_diff", "stored_diff", "previous_snapshot", "current_snapshot"
     )
     diffs = {row.pk: row.diff for row in rows.model.with_diffs(list(rows))}
     for page in chosen:

@@ -24,7 +24,6 @@ from checks.models import (
     Capture,
     Check,
     CheckBatch,
-    PageDiff,
     PageResult,
     PageState,
     SearchResultState,
@@ -85,7 +84,6 @@ def _record_many(
             for item, snapshot_id in zip(items, snapshot_ids, strict=True)
         ]
     )
-    PageDiff.keep_many(results)
     _move_baselines(check.monitor_id, items, snapshot_ids, now)
     _remember_search_results(check.monitor_id, items)
     _link_captures(items, results)

@@ -85,7 +85,7 @@ def check_detail(
 def _filtered_pages(check: Check, status: str, search_filters: dict[str, str]) -> Any:
     """The check's page results under the chosen filter, changes first."""
     pages = (
-        check.pages.defer("stored_diff", "extraction")
+        check.pages.defer("packed_diff", "stored_diff", "extraction")
         .with_last_titles()
         .changes_first()
     )
@@ -266,7 +266,7 @@ def page_diff(
             check_run__monitor=check.monitor, target_id=page.target_id, url=page.url
         )
         .select_related("check_run")
-        .defer("stored_diff", "metadata", "judgment")
+        .defer("packed_diff", "stored_diff", "metadata", "judgment")
         .order_by("-created_at")[:30]
     )
     context = {
