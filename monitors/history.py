@@ -395,9 +395,12 @@ def atom_changes(team: Team, monitor: Monitor | None = None) -> list[PageResult]
         _first_pages(checks, ATOM_PAGES_PER_CHECK)
         .only(
             "id", "check_run_id", "url", "status", "verdict", "judgment",
-            "packed_diff", "stored_diff", "created_at",
+            "packed_diff", "stored_diff", "previous_snapshot", "current_snapshot",
+            "created_at",
         )
     )  # fmt: skip
     grouped = _group_pages(checks, pages)
     listed = [page for check in checks for page in grouped[check.pk]]
-    return listed[:ATOM_ENTRIES]
+    # Diffs packed against their snapshots read those in one query, not
+    # one (and a deferred field's load) per entry.
+    return list(PageResult.with_diffs(listed[:ATOM_ENTRIES]))

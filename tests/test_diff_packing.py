@@ -111,3 +111,22 @@ def test_a_diff_whose_snapshot_was_deleted_reads_as_none_not_garbage(team, site)
     Snapshot.objects.filter(pk=page.previous_snapshot_id).delete()
 
     assert PageResult.objects.get(pk=page.pk).diff is None
+
+
+def test_the_feed_reads_the_snapshots_of_its_packed_diffs_in_one_query(team, site):
+    from monitors import history
+
+    urls = [site.html(f"/f{i}", "F", prose(i, 10)) for i in range(4)]
+    monitor = make_monitor(team, urls)
+    run_check(monitor)
+    for i in range(4):
+        site.html(f"/f{i}", "F", prose(i + 20, 10))
+    run_check(monitor)
+
+    with CaptureQueriesContext(connection) as queries:
+        changes = history.atom_changes(team)
+        texts = [page.diff["text"] for page in changes if page.status == "changed"]
+
+    assert len(texts) == 4 and all(text.startswith("--- previous") for text in texts)
+    snapshot_reads = [q for q in queries if "checks_snapshot" in q["sql"]]
+    assert len(snapshot_reads) == 1
