@@ -4,10 +4,12 @@ sends to them, through the outbox (fake Slack Web API and Apprise receivers on
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,7 +19,8 @@ import pytest
 from checks.models import Check, Delivery
 from checks.notify import channels as channel_events
 from checks.notify import drain, kinds
-from checks.notify.kinds import ChannelKind, DeliveryError, Sent
+from checks.notify.kinds import ChannelKind, DeliveryError, Sent, apprise
+from checks.notify.kinds.outbound import Outbound
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import judged, make_monitor
 from tests.sites import Request, Site
@@ -317,6 +320,52 @@ def test_an_apprise_url_at_a_private_or_metadata_address_is_refused(
     delivery = Delivery.objects.get(channel=channel)
     assert delivery.status == Delivery.Status.FAILED
     assert delivery.last_error.startswith("Refused:")
+
+
+def test_in_one_drain_another_apprise_sends_refusal_is_not_this_sends_failure(
+    site, settings
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True  # metadata addresses stay shut
+    arrived, refused = threading.Event(), threading.Event()
+
+    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
+        # Fails for a reason of its own, once the other send was refused by
+        # the proxy both share.
+        arrived.set()
+        refused.wait(10)
+        return 500, {"Content-Type": "application/json"}, b'{"ok": false}'
+
+    site.handle("/json", take)
+    host = urlsplit(site.url()).netloc
+
+    async def outcome(attempt: Any, outbound: Outbound) -> Sent | DeliveryError:
+        try:
+            return await attempt.run(outbound)
+        except DeliveryError as exc:
+            return exc
+
+    async def one_drain() -> tuple[Any, Any]:
+        async with Outbound() as outbound:
+            failing = asyncio.ensure_future(
+                outcome(apprise.prepare_url(f"json://{host}/json", "T", "B"), outbound)
+            )
+            assert await asyncio.to_thread(arrived.wait, 10)
+            metadata = apprise.prepare_url(
+                "json://169.254.169.254/latest/meta-data/", "T", "B"
+            )
+            blocked = await outcome(metadata, outbound)
+            refused.set()
+            return await failing, blocked
+
+    failed, blocked = asyncio.run(one_drain())
+
+    assert isinstance(blocked, DeliveryError) and blocked.permanent
+    assert (
+        blocked.message.startswith("Refused:") and "169.254.169.254" in blocked.message
+    )
+    assert isinstance(failed, DeliveryError) and not failed.permanent
+    assert failed.message.startswith("Apprise could not send:")
+    assert len(site.requests_to("/json")) == 1
 
 
 def test_an_unknown_apprise_scheme_is_refused_by_name():

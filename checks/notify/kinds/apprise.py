@@ -25,12 +25,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.outbound import Attempt, Outbound, run_one
 
 if TYPE_CHECKING:
+    from checks.browser.proxy import GuardProxy
     from checks.notify.models import Delivery
 
 # Plugins that reach their service without HTTP, or act on this machine.
@@ -153,15 +155,28 @@ class AppriseSend(Attempt):
                 f"The service did not answer within {SEND_TIMEOUT_SECONDS:.0f} seconds."
             ) from exc
         if not ok:
-            # The proxy may be shared with the drain's other Apprise sends: a
-            # refusal there answers the request that failed here.
-            if proxy.refused:
-                raise DeliveryError(
-                    "Refused: " + "; ".join(proxy.refused), permanent=True
-                )
+            refused = _refusals_of(self.url, proxy, alone=outbound.proxy_users == 1)
+            if refused:
+                raise DeliveryError("Refused: " + "; ".join(refused), permanent=True)
             last = said.splitlines()[-1] if said else "no reason given"
             raise DeliveryError(f"Apprise could not send: {last}"[:500])
         return Sent(None, "")
+
+
+def _refusals_of(url: str, proxy: GuardProxy, *, alone: bool) -> list[str]:
+    """The proxy's refusals that answer this send's failure. The drain's other
+    Apprise sends share the proxy, so only a refusal of this URL's own host is
+    surely this send's; any refusal is, when no other send used the proxy (a
+    redirect elsewhere). Another send's refusal must not make this one's own
+    failure permanent: it is retried as any failure is."""
+    if alone:
+        return proxy.refused
+    host = (urlsplit(url).hostname or "").lower()
+    return [
+        error.message
+        for key, error in proxy.refusals.items()
+        if host and key.rpartition(":")[0] == host
+    ]
 
 
 def send_url(url: str, title: str, body: str) -> Sent:

@@ -81,6 +81,8 @@ class Outbound:
         self._pool = ThreadPoolExecutor(BLOCKING_SENDS, thread_name_prefix="send")
         self._proxy: GuardProxy | None = None
         self._proxy_lock = asyncio.Lock()
+        # How many sends were given the proxy (see apprise._refusals_of).
+        self.proxy_users = 0
 
     async def __aenter__(self) -> Outbound:
         return self
@@ -129,6 +131,7 @@ class Outbound:
                 self._proxy = GuardProxy(system_resolver, max_bytes=0)
                 await self._proxy.start()
             self._proxy.max_bytes += max_bytes
+            self.proxy_users += 1
             return self._proxy
 
 
