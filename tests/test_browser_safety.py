@@ -12,7 +12,6 @@ The proxy's rules are also tested alone, without Chromium, at the end."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import socket
 import threading
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from checks import runner
-from checks.browser.proxy import GuardProxy, Ledger, SharedGuardProxy
+from checks.browser.proxy import GuardProxy
 from checks.fetch import transport
 from checks.models import Check, PageResult
 from monitors.models import Monitor
@@ -309,72 +308,3 @@ def test_the_proxy_stops_a_page_past_its_byte_allowance(public_site):
 
     assert proxy.too_large
     assert len(answer) < 100_000
-
-
-# --- The proxy shared by every Apprise send of a process --------------------------
-
-
-def _as_send(token: str) -> str:
-    credentials = base64.b64encode(f"send:{token}".encode()).decode()
-    return f"Proxy-Authorization: Basic {credentials}\r\n"
-
-
-def shared_proxy_says(
-    requests: list[tuple[str, bytes]], ledgers: dict[str, int]
-) -> tuple[list[bytes], dict[str, Ledger]]:
-    """Each (ledger name, request) sent at once to one SharedGuardProxy that
-    has a ledger per name (its byte allowance in `ledgers`)."""
-
-    async def go() -> tuple[list[bytes], dict[str, Ledger]]:
-        proxy = SharedGuardProxy(Resolver())
-        await proxy.start()
-        opened = {name: proxy.open_ledger(size) for name, size in ledgers.items()}
-        tokens = {name: token for name, (token, _) in opened.items()}
-        try:
-            answers = await asyncio.gather(
-                *(
-                    _ask_proxy(
-                        proxy,
-                        request.replace(
-                            b"{auth}", _as_send(tokens.get(name, "unknown")).encode()
-                        ),
-                    )
-                    for name, request in requests
-                )
-            )
-        finally:
-            await proxy.close()
-        return list(answers), {name: ledger for name, (_, ledger) in opened.items()}
-
-    return asyncio.run(go())
-
-
-def test_the_shared_proxy_answers_a_request_of_no_open_send_with_407(public_site):
-    public_site.html("/p", "P", "<p>hello</p>")
-    request = f"GET {public_site.url('/p')} HTTP/1.1\r\n{{auth}}\r\n".encode()
-    bare = f"GET {public_site.url('/p')} HTTP/1.1\r\n\r\n".encode()
-
-    answers, _ = shared_proxy_says([("closed", request), ("none", bare)], {})
-
-    assert all(answer.startswith(b"HTTP/1.1 407") for answer in answers)
-    assert public_site.requests == []
-
-
-def test_the_shared_proxy_files_refusals_and_bytes_under_each_send(public_site, trap):
-    public_site.page("/big", "x" * 100_000, content_type="text/plain")
-    big = f"GET {public_site.url('/big')} HTTP/1.1\r\n{{auth}}\r\n".encode()
-    private = f"CONNECT internal.test:{trap.port} HTTP/1.1\r\n{{auth}}\r\n".encode()
-
-    answers, ledgers = shared_proxy_says(
-        [("small", big), ("large", big), ("private", private)],
-        {"small": 10_000, "large": 10**6, "private": 10**6},
-    )
-
-    small, large, refused = answers
-    assert ledgers["small"].too_large and len(small) < 100_000
-    assert not ledgers["large"].too_large and large.endswith(b"x" * 1000)
-    assert refused.startswith(b"HTTP/1.1 403") and trap.connections == []
-    assert ledgers["private"].refused == [
-        "Blocked: 127.0.0.2 is a loopback address (internal.test resolves to it)"
-    ]
-    assert ledgers["small"].refused == ledgers["large"].refused == []

@@ -8,19 +8,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from checks.browser.proxy import SharedGuardProxy
 from checks.models import Check, Delivery
 from checks.notify import channels as channel_events
 from checks.notify import drain, kinds
-from checks.notify.kinds import ChannelKind, DeliveryError, Sent, apprise
-from checks.notify.kinds.outbound import send_proxy
+from checks.notify.kinds import ChannelKind, DeliveryError, Sent
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import judged, make_monitor
 from tests.sites import Request, Site
@@ -320,58 +317,6 @@ def test_an_apprise_url_at_a_private_or_metadata_address_is_refused(
     delivery = Delivery.objects.get(channel=channel)
     assert delivery.status == Delivery.Status.FAILED
     assert delivery.last_error.startswith("Refused:")
-
-
-def test_two_drains_apprise_sends_share_one_proxy_and_a_refusal_is_only_its_sends(
-    site, settings, monkeypatch
-):
-    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True  # metadata addresses stay shut
-    arrived, refused = threading.Event(), threading.Event()
-
-    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
-        # Fails once the other drain's send was refused: both sends are at
-        # the proxy together, and this one fails for a reason of its own.
-        arrived.set()
-        refused.wait(10)
-        return 500, {"Content-Type": "application/json"}, b'{"ok": false}'
-
-    site.handle("/json", take)
-    opened: list[tuple[SharedGuardProxy, str]] = []
-    open_ledger = SharedGuardProxy.open_ledger
-
-    def noted(proxy: SharedGuardProxy, max_bytes: int) -> tuple[str, Any]:
-        token, ledger = open_ledger(proxy, max_bytes)
-        opened.append((proxy, token))
-        return token, ledger
-
-    monkeypatch.setattr(SharedGuardProxy, "open_ledger", noted)
-    outcomes: dict[str, Sent | DeliveryError] = {}
-
-    def send(name: str, url: str) -> None:
-        # send_url runs the attempt with an Outbound of its own, as a drain.
-        try:
-            outcomes[name] = apprise.send_url(url, "Title", "Body")
-        except DeliveryError as exc:
-            outcomes[name] = exc
-
-    host = urlsplit(site.url()).netloc
-    first = threading.Thread(target=send, args=("site", f"json://{host}/json"))
-    first.start()
-    assert arrived.wait(10)
-    send("metadata", "json://169.254.169.254/latest/meta-data/")
-    refused.set()
-    first.join(10)
-
-    assert len(site.requests_to("/json")) == 1
-    failed = outcomes["site"]
-    assert isinstance(failed, DeliveryError) and not failed.permanent
-    assert failed.message.startswith("Apprise could not send:")
-    assert "169.254.169.254" not in failed.message
-    refusal = outcomes["metadata"]
-    assert isinstance(refusal, DeliveryError) and refusal.permanent
-    assert refusal.message.startswith("Refused:") and "metadata" in refusal.message
-    [(one, first_token), (other, second_token)] = opened
-    assert one is other is send_proxy() and first_token != second_token
 
 
 def test_an_unknown_apprise_scheme_is_refused_by_name():

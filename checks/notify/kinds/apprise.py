@@ -1,24 +1,17 @@
 """Any Apprise URL (Microsoft Teams, Discord, Mattermost, Telegram, ntfy, …).
 
 Apprise opens its own connections (with `requests`), so they are made to go
-through the address policy: every Apprise send of a process goes through one
-filtering proxy on 127.0.0.1 (checks.notify.kinds.outbound.send_proxy, the
-browser's GuardProxy shared), which resolves and judges every host itself, so
-a URL aimed at a private or metadata address is refused like any other fetch.
+through the address policy: a drain starts the browser's filtering proxy
+(checks.browser.proxy.GuardProxy) on 127.0.0.1 for its Apprise sends and
+points `requests` at it while they run (in the drain's thread pool). The proxy
+resolves and judges every host itself, so a URL aimed at a private or metadata
+address is refused like any other fetch.
 Plugins that do not speak HTTP (mail, XMPP, MQTT, desktop and syslog ones)
 would go around the proxy and are refused when the channel is saved.
 
-Each send opens a ledger on the proxy under a token of its own, and its
-`requests` sessions are given `http://send:<token>@127.0.0.1:<port>` as their
-proxy (`requests` sends it as Proxy-Authorization): the proxy files
-that send's refusals and bytes under it, so a refusal is reported to the send
-whose request was refused and to no other. The token rides in a context
-variable of the send's thread, read by `requests.Session`'s environment
-settings (`_install_proxy_choice`), since Apprise gives no way to pass proxies.
-The process's proxy variables also point at the proxy, without a token, while
-any send runs: a plugin that went around `requests.Session` would still reach
-only the proxy, which answers a request without a known token with 407. They
-are the same for every send, so sends of several drains run side by side.
+Proxies are set in the process environment, so within a process only the sends
+of one drain run at a time (a Celery prefork child runs one task at a time
+anyway).
 
 Apprise itself is imported where a URL is checked or sent, not at the top:
 the registry of kinds is loaded by every web and worker process, and most
@@ -30,13 +23,12 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
-from checks.notify.kinds.outbound import Attempt, Outbound, run_one, send_proxy
+from checks.notify.kinds.outbound import Attempt, Outbound, run_one
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
@@ -79,31 +71,41 @@ def url_problem(url: str) -> str | None:
 
 
 class _ProxyEnvironment:
-    """The process's proxy variables: set to the send proxy while any Apprise
-    send runs, put back as they were when the last one ends."""
+    """The process's proxy variables, which `requests` reads: set while any
+    Apprise send runs, to the proxy of the drain that sends it. Sends of one
+    drain share its proxy and run side by side; a send through another proxy
+    (another drain in a threads pool) waits until they are done."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._url: str | None = None
         self._users = 0
         self._saved: dict[str, str | None] = {}
 
     @contextmanager
-    def through(self, proxy_url: str) -> Iterator[None]:
-        with self._lock:
+    def through(self, proxy_url: str, timeout: float) -> Iterator[None]:
+        with self._changed:
+            free = self._changed.wait_for(
+                lambda: self._users == 0 or self._url == proxy_url, timeout
+            )
+            if not free:
+                raise TimeoutError
             if self._users == 0:
                 self._set(proxy_url)
             self._users += 1
         try:
             yield
         finally:
-            with self._lock:
+            with self._changed:
                 self._users -= 1
                 if self._users == 0:
                     self._restore()
+                    self._changed.notify_all()
 
     def _set(self, proxy_url: str) -> None:
         keys = _PROXY_VARIABLES + _NO_PROXY_VARIABLES
         self._saved = {k: os.environ.get(k) for k in keys}
+        self._url = proxy_url
         for key in _PROXY_VARIABLES:
             os.environ[key] = proxy_url
         for key in _NO_PROXY_VARIABLES:
@@ -115,62 +117,22 @@ class _ProxyEnvironment:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        self._url = None
 
 
 _environment = _ProxyEnvironment()
-# This send's proxy URL (with its token), in the thread that runs it.
-_send_proxy_url: ContextVar[str | None] = ContextVar("send_proxy_url", default=None)
-_proxy_choice_installed = threading.Lock()
 
 
-def _install_proxy_choice() -> None:
-    """Make `requests` sessions use the running send's own proxy URL, whatever
-    the environment or the caller says (nothing changes outside a send)."""
-    import requests
-
-    with _proxy_choice_installed:
-        if getattr(requests.Session.merge_environment_settings, "_send_proxy", False):
-            return
-        merge = requests.Session.merge_environment_settings
-
-        def merge_environment_settings(
-            self: requests.Session, url: Any, proxies: Any, *args: Any
-        ) -> dict[str, Any]:
-            settings = merge(self, url, proxies, *args)
-            proxy_url = _send_proxy_url.get()
-            if proxy_url is not None:
-                settings["proxies"] = {"http": proxy_url, "https": proxy_url}
-            return settings
-
-        merge_environment_settings._send_proxy = True  # type: ignore[attr-defined]
-        requests.Session.merge_environment_settings = merge_environment_settings  # type: ignore[method-assign]
-
-
-@dataclass
-class Outcome:
-    ok: bool
-    said: str
-    refused: list[str]
-
-
-def _notify(url: str, title: str, body: str) -> Outcome:
+def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
     import apprise as apprise_lib  # here, not at the top: see the docstring
 
-    _install_proxy_choice()
-    proxy = send_proxy()
-    token, ledger = proxy.open_ledger(MAX_BYTES)
-    chosen = _send_proxy_url.set(proxy.url_for(token))
-    try:
-        with _environment.through(proxy.url):
-            notifier = apprise_lib.Apprise()
-            notifier.add(url)
-            with apprise_lib.LogCapture(level=apprise_lib.logging.WARNING) as log:
-                ok = notifier.notify(title=title, body=body)
-                said = log.getvalue().strip()
-    finally:
-        _send_proxy_url.reset(chosen)
-        proxy.close_ledger(token)
-    return Outcome(bool(ok), said, ledger.refused)
+    with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
+        notifier = apprise_lib.Apprise()
+        notifier.add(url)
+        with apprise_lib.LogCapture(level=apprise_lib.logging.WARNING) as log:
+            ok = notifier.notify(title=title, body=body)
+            said = log.getvalue().strip()
+    return bool(ok), said
 
 
 @dataclass
@@ -180,28 +142,30 @@ class AppriseSend(Attempt):
     body: str
 
     async def run(self, outbound: Outbound) -> Sent:
+        proxy = await outbound.proxy(MAX_BYTES)
         try:
-            outcome = await outbound.blocking(
-                lambda: _notify(self.url, self.title, self.body),
+            ok, said = await outbound.blocking(
+                lambda: _notify(self.url, self.title, self.body, proxy.url),
                 SEND_TIMEOUT_SECONDS,
             )
         except TimeoutError as exc:
             raise DeliveryError(
                 f"The service did not answer within {SEND_TIMEOUT_SECONDS:.0f} seconds."
             ) from exc
-        if not outcome.ok:
-            if outcome.refused:  # this send's own refusals, no other's
+        if not ok:
+            # The proxy may be shared with the drain's other Apprise sends: a
+            # refusal there answers the request that failed here.
+            if proxy.refused:
                 raise DeliveryError(
-                    "Refused: " + "; ".join(outcome.refused), permanent=True
+                    "Refused: " + "; ".join(proxy.refused), permanent=True
                 )
-            said = outcome.said
             last = said.splitlines()[-1] if said else "no reason given"
             raise DeliveryError(f"Apprise could not send: {last}"[:500])
         return Sent(None, "")
 
 
 def send_url(url: str, title: str, body: str) -> Sent:
-    """One Apprise send now (through the process's send proxy)."""
+    """One Apprise send now, through a proxy of its own."""
     return run_one(prepare_url(url, title, body))
 
 

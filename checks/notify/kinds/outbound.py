@@ -4,11 +4,9 @@ A kind's `prepare(delivery)` reads what it needs (settings, secrets, consent)
 in the drain's own thread and returns an Attempt: the network part alone. The
 drain (checks.notify.drain) awaits many attempts on one event loop, with one
 Outbound: one client of the outbound door (checks.fetch) for HTTP, a small
-bounded thread pool for clients that block (SMTP, Apprise's `requests`).
-Clients that open their own connections (Apprise) go through `send_proxy()`,
-one filtering proxy per process shared by every drain, each send with a
-ledger of its own. Nothing here touches the database: Django refuses the ORM
-inside an event loop anyway.
+bounded thread pool for clients that block (SMTP, Apprise's `requests`), and,
+when a kind asks for it, one filtering proxy for the batch. Nothing here
+touches the database: Django refuses the ORM inside an event loop anyway.
 """
 
 from __future__ import annotations
@@ -16,14 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from checks.browser.proxy import SharedGuardProxy
+from checks.browser.proxy import GuardProxy
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, OutboundClient, system_resolver
 from checks.notify.transports import DeliveryError, Sent
@@ -83,12 +79,16 @@ class Outbound:
             concurrency=CONCURRENCY, per_host_concurrency=PER_HOST
         )
         self._pool = ThreadPoolExecutor(BLOCKING_SENDS, thread_name_prefix="send")
+        self._proxy: GuardProxy | None = None
+        self._proxy_lock = asyncio.Lock()
 
     async def __aenter__(self) -> Outbound:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self._client.aclose()
+        if self._proxy is not None:
+            await self._proxy.close()
         # A send that outlived its time-out keeps its thread; never wait for it.
         self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -121,6 +121,16 @@ class Outbound:
         future = loop.run_in_executor(self._pool, functools.partial(context.run, call))
         return await asyncio.wait_for(future, timeout)
 
+    async def proxy(self, max_bytes: int) -> GuardProxy:
+        """The batch's filtering proxy (checks.browser.proxy), started on first
+        use; each user adds its own byte budget to the proxy's cap."""
+        async with self._proxy_lock:
+            if self._proxy is None:
+                self._proxy = GuardProxy(system_resolver, max_bytes=0)
+                await self._proxy.start()
+            self._proxy.max_bytes += max_bytes
+            return self._proxy
+
 
 def run_one(attempt: Attempt) -> Sent:
     """One attempt on an event loop of its own (a send outside a drain)."""
@@ -130,38 +140,3 @@ def run_one(attempt: Attempt) -> Sent:
             return await attempt.run(outbound)
 
     return asyncio.run(go())
-
-
-_send_proxy: SharedGuardProxy | None = None
-_send_proxy_lock = threading.Lock()
-
-
-def send_proxy() -> SharedGuardProxy:
-    """The process's filtering proxy (checks.browser.proxy) for clients that
-    open their own connections, started on first use on an event loop in a
-    daemon thread of its own and then shared by every drain and every send
-    outside one: starting a proxy per drain put its start-up in front of
-    every drain's first Apprise send. Each send keeps its refusals and its
-    byte budget in a ledger of its own (`open_ledger`)."""
-    global _send_proxy
-    with _send_proxy_lock:
-        if _send_proxy is None:
-            loop = asyncio.new_event_loop()
-            threading.Thread(
-                target=loop.run_forever, name="send-proxy", daemon=True
-            ).start()
-            proxy = SharedGuardProxy(system_resolver)
-            asyncio.run_coroutine_threadsafe(proxy.start(), loop).result(timeout=10)
-            _send_proxy = proxy
-        return _send_proxy
-
-
-def _forget_send_proxy() -> None:
-    # A forked child (Celery's prefork pool) has the parent's proxy object
-    # but not its thread: it starts its own on first use.
-    global _send_proxy, _send_proxy_lock
-    _send_proxy = None
-    _send_proxy_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_send_proxy)
