@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +20,7 @@ from checks.notify.kinds.outbound import Outbound
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import judged, make_monitor
 from tests.sites import Request, Site
+from tests.test_settings import in_fresh_process
 
 pytest_plugins = ["tests.notifying"]
 
@@ -395,23 +392,7 @@ print(sorted({m.split(".")[0] for m in sys.modules} & {"apprise", "segno"}))
 
 
 def test_the_web_and_the_worker_start_without_importing_apprise_or_segno(tmp_path):
-    environment = {
-        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")
-    } | {
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "PAGEWATCH_VAR_DIR": str(tmp_path),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", LOADED_AT_START],
-        cwd=Path(__file__).resolve().parents[1],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert in_fresh_process(LOADED_AT_START, tmp_path) == "[]"
 
 
 # --- Failing and recovering ------------------------------------------------------

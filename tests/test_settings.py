@@ -144,6 +144,12 @@ def fresh(expression: str, tmp_path: Path, **env: str) -> object:
         "import json, django; from django.conf import settings; django.setup();"
         f"print(json.dumps({expression}))"
     )
+    return json.loads(in_fresh_process(code, tmp_path, **env))
+
+
+def in_fresh_process(code: str, tmp_path: Path, **env: str) -> str:
+    """The last line `code` prints in a fresh interpreter with the embedded
+    defaults (no REDIS_URL or DATABASE_URL) and its var/ under `tmp_path`."""
     environment = {
         k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")
     } | {
@@ -156,10 +162,10 @@ def fresh(expression: str, tmp_path: Path, **env: str) -> object:
         env=environment | env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
         check=True,
     )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
 
 
 def test_without_redis_everything_uses_the_embedded_valkey_under_var(tmp_path):
