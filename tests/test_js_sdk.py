@@ -36,6 +36,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from checks import dispatch, runner
 from checks.models import Check, PageResult
@@ -523,3 +524,30 @@ def test_cli_reports_our_errors(cli, live_server, tmp_path):
     result = cli("list", env=wrong_key)
     assert result.returncode == 1
     assert "Invalid token" in result.stderr
+
+
+def test_cli_status_and_credit_usage_report_the_teams_credits(cli, live_server, team):
+    """`firecrawl --status` and `firecrawl credit-usage` read /v2/team/*: they
+    show the team's allowance instead of "Could not fetch account info"."""
+    team.credit_allowance = 2000
+    team.save(update_fields=["credit_allowance"])
+    monitor = Monitor.objects.create(team=team, name="P", schedule_cron="0 * * * *")
+    Check.objects.create(
+        monitor=monitor, status=Check.Status.COMPLETED, finished_at=timezone.now(),
+        actual_credits=500, billing_status=Check.Billing.CONFIRMED,
+    )  # fmt: skip
+
+    def run(*args: str) -> str:
+        result = subprocess.run(
+            [str(CLI), *args], cwd=JS_DIR, env=cli.env, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=TIMEOUT,
+        )  # fmt: skip
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+        return result.stdout
+
+    status = run("--status")
+    assert "Could not fetch" not in status
+    assert "Credits:" in status and "1,500" in status and "2,000" in status
+    usage = run("credit-usage")
+    assert "Remaining Credits: 1,500" in usage
+    assert "Used Credits: 500 (25.0%)" in usage

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Exists, F, IntegerField, OuterRef, Q, Sum
+from django.db.models import Count, Exists, F, IntegerField, Max, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
@@ -118,6 +118,16 @@ class CheckQuerySet(models.QuerySet["Check"]):
             total=Sum("reserved_credits")
         )["total"]
         return (spent or 0) + (held or 0)
+
+    def queue_status(self, team: Team) -> dict[str, Any]:
+        """A team's checks waiting and running, and when one last completed,
+        in one query (the Firecrawl CLI's `--status` and the SDKs'
+        `get_queue_status`)."""
+        return self.filter(monitor__team=team).aggregate(
+            running=Count("pk", filter=Q(status=Check.Status.RUNNING)),
+            waiting=Count("pk", filter=Q(status=Check.Status.QUEUED)),
+            last_success=Max("finished_at", filter=Q(status=Check.Status.COMPLETED)),
+        )
 
 
 class Check(models.Model):

@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
-from monitors.api import activity, channels, checks, moving, views
+from monitors.api import activity, channels, checks, moving, team, views
 
 # API views authenticate with API keys, not sessions: the login middleware
 # must leave them to DRF.
@@ -33,6 +33,8 @@ urlpatterns = [
     ),
     path("export", login_not_required(moving.ExportView.as_view())),
     path("activity", login_not_required(activity.ActivityListView.as_view())),
+    path("team/credit-usage", login_not_required(team.CreditUsageView.as_view())),
+    path("team/queue-status", login_not_required(team.QueueStatusView.as_view())),
     path("channels", login_not_required(channels.ChannelListView.as_view())),
     path(
         "channels/<str:channel_id>",

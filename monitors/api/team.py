@@ -1,0 +1,122 @@
+"""GET /v2/team/credit-usage and GET /v2/team/queue-status, shaped as
+Firecrawl's, so that the official CLI's `firecrawl --status` and
+`firecrawl credit-usage` and the SDKs' `get_credit_usage()` and
+`get_queue_status()` answer about this team instead of failing. Readable with
+a read key."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from checks.models import Check, month_start
+from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
+
+# What a team without a monthly allowance reports as left: the figure
+# Firecrawl's own self-hosted server gives, so that clients which expect a
+# number (the CLI formats it) show "plenty" rather than failing on null.
+UNLIMITED = 99_999_999
+
+CREDIT_USAGE = envelope(
+    "CreditUsageResponse",
+    inline_serializer(
+        "CreditUsage",
+        {
+            "remainingCredits": serializers.IntegerField(
+                help_text=f"Left this month; {UNLIMITED:,} when the team has no "
+                "monthly allowance (the default)."
+            ),
+            "planCredits": serializers.IntegerField(
+                allow_null=True,
+                help_text="The team's monthly allowance; null when it has none.",
+            ),
+            "creditsUsed": serializers.IntegerField(
+                help_text="Pagewatch extension: used this month, including "
+                "credits held by checks still running."
+            ),
+            "billingPeriodStart": serializers.DateTimeField(),
+            "billingPeriodEnd": serializers.DateTimeField(
+                help_text="When the next month's allowance starts."
+            ),
+        },
+    ),
+)
+
+QUEUE_STATUS = inline_serializer(
+    "QueueStatusResponse",
+    {
+        "success": serializers.BooleanField(help_text="Always true."),
+        "jobsInQueue": serializers.IntegerField(
+            help_text="The team's checks waiting or running."
+        ),
+        "activeJobsInQueue": serializers.IntegerField(help_text="Checks running."),
+        "waitingJobsInQueue": serializers.IntegerField(
+            help_text="Checks waiting for a worker."
+        ),
+        "mostRecentSuccess": serializers.DateTimeField(
+            allow_null=True, help_text="When a check of the team last completed."
+        ),
+    },
+)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def _next_month(start: datetime) -> datetime:
+    if start.month == 12:
+        return start.replace(year=start.year + 1, month=1)
+    return start.replace(month=start.month + 1)
+
+
+class CreditUsageView(APIView):
+    @extend_schema(
+        operation_id="getCreditUsage",
+        summary="Credits the team has left this month",
+        parameters=RESPONSE_HEADERS,
+        responses={200: CREDIT_USAGE} | error_responses(),
+    )
+    def get(self, request: Request) -> Response:
+        team = request.user.team
+        now = timezone.now()
+        used = Check.objects.credits_used(team, now)
+        allowance = team.credit_allowance
+        start = month_start(now)
+        return ok(
+            {
+                "remainingCredits": UNLIMITED
+                if allowance is None
+                else max(0, allowance - used),
+                "planCredits": allowance,
+                "creditsUsed": used,
+                "billingPeriodStart": _iso(start),
+                "billingPeriodEnd": _iso(_next_month(start)),
+            }
+        )
+
+
+class QueueStatusView(APIView):
+    @extend_schema(
+        operation_id="getQueueStatus",
+        summary="The team's checks waiting and running",
+        parameters=RESPONSE_HEADERS,
+        responses={200: QUEUE_STATUS} | error_responses(),
+    )
+    def get(self, request: Request) -> Response:
+        status = Check.objects.queue_status(request.user.team)
+        return Response(
+            {
+                "success": True,
+                "jobsInQueue": status["running"] + status["waiting"],
+                "activeJobsInQueue": status["running"],
+                "waitingJobsInQueue": status["waiting"],
+                "mostRecentSuccess": _iso(status["last_success"]),
+            }
+        )

@@ -1,0 +1,134 @@
+"""GET /v2/team/credit-usage and /v2/team/queue-status through the official
+Python SDK (firecrawl-py), as Firecrawl shapes them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from firecrawl import Firecrawl
+
+from checks.models import Check
+from monitors.models import Monitor
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 11, 28, 15, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def sdk(live_server, api_key) -> Firecrawl:
+    return Firecrawl(api_key=api_key, api_url=live_server.url, max_retries=1)
+
+
+@pytest.fixture
+def checks(team, other_team) -> None:
+    """This month: 40 credits charged and 7 held by a running check; last
+    month 500 (not counted); another team's 300 (not counted)."""
+    ours = Monitor.objects.create(team=team, name="Prices", schedule_cron="0 * * * *")
+    theirs = Monitor.objects.create(
+        team=other_team, name="Theirs", schedule_cron="0 * * * *"
+    )
+    completed = Check.Status.COMPLETED
+    Check.objects.create(
+        monitor=ours, status=completed, finished_at=NOW - timedelta(hours=2),
+        actual_credits=40, billing_status=Check.Billing.CONFIRMED,
+    )  # fmt: skip
+    Check.objects.create(
+        monitor=ours, status=completed, finished_at=datetime(2026, 10, 30, tzinfo=UTC),
+        actual_credits=500, billing_status=Check.Billing.CONFIRMED,
+    )  # fmt: skip
+    Check.objects.create(
+        monitor=ours, status=Check.Status.RUNNING, reserved_credits=7,
+        billing_status=Check.Billing.RESERVED,
+    )  # fmt: skip
+    Check.objects.create(monitor=ours, status=Check.Status.QUEUED)
+    Check.objects.create(monitor=ours, status=Check.Status.QUEUED)
+    Check.objects.create(
+        monitor=theirs, status=completed, finished_at=NOW - timedelta(minutes=5),
+        actual_credits=300, billing_status=Check.Billing.CONFIRMED,
+    )  # fmt: skip
+    Check.objects.create(monitor=theirs, status=Check.Status.QUEUED)
+
+
+def test_credit_usage_reports_what_the_teams_allowance_has_left_this_month(
+    sdk, team, checks
+):
+    team.credit_allowance = 1000
+    team.save(update_fields=["credit_allowance"])
+
+    with time_machine.travel(NOW, tick=False):
+        usage = sdk.get_credit_usage()
+
+    assert usage.remaining_credits == 1000 - 40 - 7
+    assert usage.plan_credits == 1000
+    assert usage.billing_period_start == "2026-11-01T00:00:00Z"
+    assert usage.billing_period_end == "2026-12-01T00:00:00Z"
+
+
+def test_a_team_without_an_allowance_reports_plenty_left_and_no_plan(
+    live_server, api_key, client, team, checks
+):
+    with time_machine.travel(NOW, tick=False):
+        body = client.get(
+            "/v2/team/credit-usage", HTTP_AUTHORIZATION=f"Bearer {api_key}"
+        ).json()
+
+    assert body == {
+        "success": True,
+        "data": {
+            "remainingCredits": 99_999_999,
+            "planCredits": None,
+            "creditsUsed": 47,
+            "billingPeriodStart": "2026-11-01T00:00:00Z",
+            "billingPeriodEnd": "2026-12-01T00:00:00Z",
+        },
+    }
+
+
+def test_an_allowance_spent_past_its_end_reports_none_left_not_a_negative(
+    sdk, team, checks
+):
+    team.credit_allowance = 30
+    team.save(update_fields=["credit_allowance"])
+
+    with time_machine.travel(NOW, tick=False):
+        assert sdk.get_credit_usage().remaining_credits == 0
+
+
+def test_the_december_billing_period_ends_on_the_first_of_january(sdk, team):
+    with time_machine.travel(datetime(2026, 12, 31, 23, 0, tzinfo=UTC), tick=False):
+        usage = sdk.get_credit_usage()
+
+    assert (usage.billing_period_start, usage.billing_period_end) == (
+        "2026-12-01T00:00:00Z",
+        "2027-01-01T00:00:00Z",
+    )
+
+
+def test_queue_status_counts_only_the_teams_own_checks_waiting_and_running(sdk, checks):
+    status = sdk.get_queue_status()
+
+    assert (
+        status.jobs_in_queue,
+        status.active_jobs_in_queue,
+        status.waiting_jobs_in_queue,
+    ) == (3, 1, 2)
+    assert status.most_recent_success == NOW - timedelta(hours=2)
+
+
+def test_team_usage_answers_401_without_a_key(client, db):
+    for path in ("/v2/team/credit-usage", "/v2/team/queue-status"):
+        response = client.get(path)
+        assert response.status_code == 401
+        assert response.json()["success"] is False
+
+
+def test_a_read_only_key_may_read_the_teams_usage(client, team):
+    from monitors.models import ApiKey
+
+    _, raw = ApiKey.issue(team, name="reader", scope=ApiKey.Scope.READ)
+    for path in ("/v2/team/credit-usage", "/v2/team/queue-status"):
+        response = client.get(path, HTTP_AUTHORIZATION=f"Bearer {raw}")
+        assert response.status_code == 200, response.content
