@@ -283,3 +283,56 @@ def test_the_openapi_document_has_the_channel_endpoints(api):
     schema = api.get("/v2/openapi.json").json()
     assert "/v2/channels" in schema["paths"]
     assert "post" in schema["paths"]["/v2/channels/{channel_id}/test"]
+
+
+@pytest.mark.parametrize("kind", ["webhook", "slack_webhook"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1/hook", "http://169.254.169.254/latest/meta-data"]
+)
+def test_a_channel_posting_to_a_forbidden_address_is_refused_when_saved(
+    api, team, settings, kind, url
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    response = api.post(
+        "/v2/channels",
+        {"name": "Inside", "kind": kind, "settings": {"url": url}},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["details"][0]["path"] == ["settings", "url"]
+    assert "can never connect" in body["error"]
+    assert not Channel.objects.filter(team=team).exists()
+
+
+def test_editing_a_channel_to_a_metadata_address_is_refused(api, team):
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": "Ops", "kind": "webhook", "settings": {"url": "https://ex.com/h"}},
+            format="json",
+        )
+    )
+
+    response = api.patch(
+        f"/v2/channels/{created['id']}",
+        {"settings": {"url": "http://169.254.169.254/latest"}},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.content
+    assert Channel.objects.get(pk=created["id"]).settings["url"] == "https://ex.com/h"
+
+
+def test_an_unknown_channel_field_is_a_400_naming_it_and_origin_is_ignored(api, team):
+    body = {"name": "Ops", "kind": "webhook", "settings": {"url": "https://ex.com/h"}}
+
+    refused = api.post("/v2/channels", {**body, "shared": True}, format="json")
+    accepted = api.post("/v2/channels", {**body, "origin": "js-sdk@4"}, format="json")
+
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["details"][0]["path"] == ["shared"]
+    assert refused.json()["error"] == "shared: Unknown field."
+    assert accepted.status_code == 200, accepted.content
+    assert Channel.objects.filter(team=team).count() == 1

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
-from checks.targets.options import StrictCharField, StrictIntegerField
+from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
 from monitors.api.errors import not_found
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import Channel, Team
@@ -33,9 +33,13 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class ChannelInputSerializer(serializers.Serializer):
+class ChannelInputSerializer(StrictMixin, serializers.Serializer):
     """Create with every field but the optional ones; with partial=True, an edit.
-    context["channel"] is the stored channel when editing."""
+    context["channel"] is the stored channel when editing. Unknown keys are a
+    400 as on /v2/monitor (a misspelt field must not be dropped unseen);
+    `origin`, which the Firecrawl SDKs stamp on bodies, is ignored."""
+
+    allow_extra = ("origin",)
 
     name = StrictCharField(max_length=NAME_MAX)
     kind = serializers.CharField(

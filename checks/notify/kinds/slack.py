@@ -17,7 +17,7 @@ from checks.notify.kinds import http
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.outbound import Attempt
 from checks.notify.transports import _excerpt, parse_retry_after
-from monitors.url_rule import url_syntax_error
+from checks.targets.options import url_problem
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
@@ -236,9 +236,9 @@ class SlackWebhookKind(ChannelKind):
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
         cleaned = super().clean(settings)
-        problem = url_syntax_error(cleaned["url"])
-        if problem:
-            raise SettingsError({"url": problem})
+        # The address policy too, as for the webhook kind (see there).
+        if problem := url_problem(cleaned["url"]):
+            raise SettingsError({"url": problem[1]})
         return cleaned
 
     def prepare(self, delivery: Delivery) -> Attempt:

@@ -10,7 +10,7 @@ from checks.notify.kinds import http
 from checks.notify.kinds.base import ChannelKind, SettingsError
 from checks.notify.kinds.outbound import Attempt
 from checks.notify.signing import signature_headers, signing_secrets
-from monitors.url_rule import url_syntax_error
+from checks.targets.options import url_problem
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
@@ -27,9 +27,10 @@ class WebhookKind(ChannelKind):
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
         cleaned = super().clean(settings)
-        problem = url_syntax_error(cleaned["url"])
-        if problem:
-            raise SettingsError({"url": problem})
+        # The address policy too, as for a monitor's webhook: a URL that can
+        # never be posted to is refused now, not on every delivery.
+        if problem := url_problem(cleaned["url"]):
+            raise SettingsError({"url": problem[1]})
         return cleaned
 
     def prepare(self, delivery: Delivery) -> Attempt:
