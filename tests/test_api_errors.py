@@ -352,3 +352,21 @@ def test_an_unknown_path_with_a_trailing_slash_is_the_apis_not_found(api):
     body = assert_error_envelope(api.get("/v2/nothing-here/"), 404)
     assert body["code"] == "NOT_FOUND"
     assert assert_error_envelope(api.get("/v2/monitor//"), 404)["code"] == "NOT_FOUND"
+
+
+def test_a_rate_counter_evicted_between_add_and_incr_still_answers_and_counts(api):
+    """Redis may drop the counter right after `add` (it has a time-to-live, so
+    the volatile-* eviction policies take it first; or a FLUSHDB): Django's
+    incr then raises ValueError, which was a 500 with a traceback."""
+    cache = ApiKeyRateThrottle.cache
+    evicted = []
+
+    def add_then_evict(key: str, value: Any, timeout: Any = None) -> bool:
+        evicted.append(key)
+        return True  # as if added, and gone before the incr
+
+    with mock.patch.object(cache, "add", add_then_evict):
+        response = api.get("/v2/monitor")
+
+    assert response.status_code == 200, response.content
+    assert evicted and cache.get(evicted[0]) == 1

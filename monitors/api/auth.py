@@ -141,7 +141,14 @@ class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
         counter = f"{self.key}:{self._window()}"
         # Kept a little past the window's end, then dropped by the cache.
         self.cache.add(counter, 0, self.duration + 1)
-        return self.cache.incr(counter)
+        try:
+            return self.cache.incr(counter)
+        except ValueError:
+            # Gone between add and incr (Redis evicts keys with a time-to-live
+            # first under the volatile-* policies; or a flush): Django's incr
+            # raises. This request starts the window's count again.
+            self.cache.set(counter, 1, self.duration + 1)
+            return 1
 
     def _window(self) -> int:
         return int(self.now // self.duration)
