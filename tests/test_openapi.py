@@ -370,3 +370,17 @@ def test_api_docs_page_renders(db):
     script = APIClient().get("/v2/docs", {"script": ""})
     assert script.status_code == 200
     assert "/v2/openapi.json" in script.content.decode()
+
+
+def test_openapi_documents_the_paging_ranges_of_a_checks_pages(openapi_document):
+    """schemathesis sent ?limit=-445750767 to the check detail, which the
+    document allowed and the server refused with a 400."""
+    operation = openapi_document["paths"]["/v2/monitor/{monitor_id}/checks/{check_id}"]
+    parameters = {p["name"]: p["schema"] for p in operation["get"]["parameters"]}
+    assert parameters["limit"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 25,
+    }
+    assert parameters["skip"] == {"type": "integer", "minimum": 0, "default": 0}

@@ -291,8 +291,12 @@ class MonitorCheckDetailView(APIView):
         operation_id="getMonitorCheck",
         summary="One check with its page results (paginated)",
         parameters=[
-            OpenApiParameter("limit", int, description="1 to 100, default 25"),
-            OpenApiParameter("skip", int, description="0 or more, default 0"),
+            PAGING[0],
+            OpenApiParameter(
+                "skip",
+                {"type": "integer", "minimum": 0, "default": 0},
+                description="How many pages to skip: 0 or more, default 0.",
+            ),
             OpenApiParameter(
                 "status",
                 str,
