@@ -140,3 +140,18 @@ def test_the_monitor_form_picks_channels_by_name(web, team, other_team):
         scrape_form(channels=[str(ops.pk), str(sales.pk)]),
     )
     assert set(monitor.channels.all()) == {ops, sales}
+
+
+def test_a_webhook_channel_to_the_metadata_address_is_refused_in_the_form(web):
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "webhook",
+            "name": "Inside",
+            "setting_url": "http://169.254.169.254/latest/meta-data",
+            "events": ["meaningful"],
+        },
+    )
+    assert response.status_code == 400
+    assert "can never connect" in response.content.decode()
+    assert not Channel.objects.exists()
