@@ -336,3 +336,14 @@ def test_an_unknown_channel_field_is_a_400_naming_it_and_origin_is_ignored(api, 
     assert refused.json()["error"] == "shared: Unknown field."
     assert accepted.status_code == 200, accepted.content
     assert Channel.objects.filter(team=team).count() == 1
+
+
+def test_the_openapi_document_lists_the_kinds_a_channel_can_be(api):
+    """schemathesis created a channel of kind "0", which the document allowed
+    and the server refused."""
+    schemas = api.get("/v2/openapi.json").json()["components"]["schemas"]
+    for name in ("ChannelInputRequest", "PatchedChannelInputRequest"):
+        kind = schemas[name]["properties"]["kind"]
+        ref = kind["allOf"][0]["$ref"] if "allOf" in kind else None
+        enum = schemas[ref.rsplit("/", 1)[-1]] if ref else kind
+        assert enum["enum"] == ["webhook", "slack", "slack_webhook", "apprise"]
