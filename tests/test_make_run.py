@@ -9,6 +9,7 @@ import io
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -386,6 +387,53 @@ def test_with_no_valkey_to_run_and_no_redis_url_make_run_says_what_to_install(
 
     assert str(stopped.value) == valkey.NOT_FOUND
     assert "\n" not in valkey.NOT_FOUND and "REDIS_URL" in valkey.NOT_FOUND
+
+
+def test_a_second_make_run_beside_a_running_valkey_starts_nothing_and_says_why(
+    tmp_path: Path,
+) -> None:
+    """It started a second Valkey on the same socket, which took the socket
+    away from the first Pagewatch's web and workers when it stopped."""
+    server = valkey.find_server()
+    if server is None:
+        pytest.skip("no Valkey server to run")
+    first = subprocess.Popen(valkey.command(server, tmp_path))  # noqa: S603
+    try:
+        deadline = time.monotonic() + 10
+        while not valkey.answers(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        env = {"PAGEWATCH_VAR_DIR": str(tmp_path)}
+
+        with pytest.raises(SystemExit) as stopped:
+            run.with_valkey_unless_redis(run.read_procfile(ROOT / "Procfile"), env)
+
+        assert str(stopped.value) == run.ALREADY_RUNNING.format(var_dir=tmp_path)
+        assert valkey.answers(tmp_path)  # the first one is left alone
+    finally:
+        first.terminate()
+        first.wait(10)
+
+
+def test_a_port_in_use_stops_make_run_with_one_line_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+
+        with pytest.raises(SystemExit) as stopped:
+            run.refuse_a_taken_port({"HOST": "127.0.0.1", "PORT": port})
+
+    said = str(stopped.value)
+    assert said.startswith(f"Cannot listen on 127.0.0.1:{port} (Address already")
+    assert "make run PORT=" in said and "\n" not in said
+
+
+def test_a_free_port_lets_make_run_start() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+
+    assert run.refuse_a_taken_port({"HOST": "127.0.0.1", "PORT": port}) is None
 
 
 def test_the_others_start_once_the_server_answers_and_it_stops_after_them(
