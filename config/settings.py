@@ -24,7 +24,20 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 # Only this user may enter: the embedded database (password hashes, sessions,
 # webhook secrets), the secret key and the embedded Valkey's data live here.
-VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+# A directory that cannot be made or written to is one line naming the
+# variable, not a traceback from whichever file came first.
+try:
+    VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+except OSError as exc:
+    raise ConfigError(
+        f"PAGEWATCH_VAR_DIR: cannot create {VAR_DIR} ({exc.strerror}); "
+        "make it writable by this user or point PAGEWATCH_VAR_DIR elsewhere"
+    ) from None
+if not os.access(VAR_DIR, os.W_OK | os.X_OK):
+    raise ConfigError(
+        f"PAGEWATCH_VAR_DIR: {VAR_DIR} is not writable by this user; "
+        "make it writable or point PAGEWATCH_VAR_DIR elsewhere"
+    )
 
 
 _MAKE_KEY = "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"

@@ -479,3 +479,28 @@ def wait_until(condition: Callable[[], bool], log: Path, timeout: float = 60) ->
         if time.monotonic() > deadline:
             pytest.fail(f"timed out; the worker said:\n{log.read_text()}")
         time.sleep(0.1)
+
+
+def test_a_var_dir_that_cannot_be_made_stops_manage_py_with_one_line(tmp_path):
+    """It ended in a NotADirectoryError/PermissionError traceback from the
+    settings module, above the one line an operator needs."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    var_dir = blocker / "var"
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, "PAGEWATCH_VAR_DIR": str(var_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"Configuration error: PAGEWATCH_VAR_DIR: cannot create {var_dir} "
+        "(Not a directory); make it writable by this user or point "
+        "PAGEWATCH_VAR_DIR elsewhere"
+    ]
+    assert not var_dir.exists()
