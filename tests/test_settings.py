@@ -504,3 +504,42 @@ def test_a_var_dir_that_cannot_be_made_stops_manage_py_with_one_line(tmp_path):
         "PAGEWATCH_VAR_DIR elsewhere"
     ]
     assert not var_dir.exists()
+
+
+def readme_configuration_names() -> set[str]:
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    return {
+        name
+        for row in table.splitlines()
+        if row.startswith("| `")
+        for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])
+    }
+
+
+def test_env_example_lists_exactly_the_variables_the_readme_documents() -> None:
+    """.env.example is where a self-hoster starts: no variable the README
+    documents is missing from it, and none it lists is unknown. (Its values
+    are examples, not always the defaults, so they are not compared.)"""
+    import re
+
+    example = (ROOT / ".env.example").read_text()
+    listed = set(re.findall(r"^#\s*([A-Z][A-Z0-9_]+)=", example, re.MULTILINE))
+
+    assert sorted(readme_configuration_names() ^ listed) == []
+
+
+def test_the_variables_make_runs_manager_reads_are_in_the_readme() -> None:
+    """config/run.py and config/valkey.py read the environment without
+    config.env's readers (they run before Django is set up)."""
+    import re
+
+    source = "".join(
+        (ROOT / "config" / name).read_text() for name in ("run.py", "valkey.py")
+    )
+    read = set(re.findall(r"\benv\.get\(\s*\"([A-Z0-9_]+)\"", source))
+
+    assert {"HOST", "PORT", "REDIS_URL"} <= read  # the pattern still finds them
+    assert sorted(read - readme_configuration_names()) == []
