@@ -516,9 +516,12 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "config.beat.Scheduler"
 
 # --- Celery -------------------------------------------------------------------
+# A message unacknowledged this long is handed to another worker: a check
+# that may run longer (CHECK_TIME_LIMIT_SECONDS) would run twice at once.
+BROKER_VISIBILITY_TIMEOUT_SECONDS = 3600
 CELERY_BROKER_URL = valkey.broker_url(REDIS_LOCATION)
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
-    "visibility_timeout": 3600,
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT_SECONDS,
     **REDIS_SOCKET_TIMEOUTS,
 }
 # Upkeep (the periodic dispatch and sweeps) has a queue of its own, which the
@@ -566,6 +569,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # one per CPU). The default Procfile's worker runs threads (WORKER_THREADS).
 CELERY_WORKER_CONCURRENCY = env_int("WORKER_PROCESSES", os.cpu_count() or 1, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CHECK_TIME_LIMIT_SECONDS", 900, minimum=30)
+if CELERY_TASK_TIME_LIMIT >= BROKER_VISIBILITY_TIMEOUT_SECONDS:
+    raise ConfigError(
+        f"CHECK_TIME_LIMIT_SECONDS must be below {BROKER_VISIBILITY_TIMEOUT_SECONDS} "
+        "(the broker's visibility timeout, after which a running check would "
+        f"be handed to a second worker), got {CELERY_TASK_TIME_LIMIT}"
+    )
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 15
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers wait out a broker outage of any length instead of exiting after

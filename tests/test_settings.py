@@ -543,3 +543,35 @@ def test_the_variables_make_runs_manager_reads_are_in_the_readme() -> None:
 
     assert {"HOST", "PORT", "REDIS_URL"} <= read  # the pattern still finds them
     assert sorted(read - readme_configuration_names()) == []
+
+
+def test_a_check_time_limit_past_the_brokers_visibility_timeout_is_refused(
+    tmp_path,
+):
+    """The README says the limit must stay below the visibility timeout (a
+    live check would be handed to a second worker); nothing enforced it."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            "CHECK_TIME_LIMIT_SECONDS": "3600",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "Configuration error: CHECK_TIME_LIMIT_SECONDS must be below 3600 (the "
+        "broker's visibility timeout, after which a running check would be "
+        "handed to a second worker), got 3600"
+    ]
+    assert (
+        fresh(
+            "settings.CELERY_TASK_TIME_LIMIT", tmp_path, CHECK_TIME_LIMIT_SECONDS="3599"
+        )
+        == 3599
+    )
