@@ -82,8 +82,15 @@ class Entry:
 
 
 def read_procfile(path: Path) -> list[Entry]:
+    try:
+        text = path.read_text()
+    except OSError as exc:  # `make run PROCFILE=Procfil` ended in a traceback
+        raise SystemExit(
+            f"Cannot read the Procfile {path}: {exc.strerror} "
+            "(PROCFILE: Procfile or Procfile.large)"
+        ) from None
     entries = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         name, sep, command = line.partition(":")
@@ -321,7 +328,10 @@ def main(argv: list[str]) -> int:
     env = environment(args.env_file)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command:
-        return subprocess.run(command, env=env, check=False).returncode  # noqa: S603
+        try:
+            return subprocess.run(command, env=env, check=False).returncode  # noqa: S603
+        except OSError as exc:
+            raise SystemExit(f"Cannot run {command[0]}: {exc.strerror}") from None
     entries = with_valkey_unless_redis(read_procfile(args.procfile), env)
     entries = with_browser_if_installed(entries, env)
     if any(entry.name == WEB_PROCESS for entry in entries):

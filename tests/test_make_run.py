@@ -272,6 +272,27 @@ def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
         run.read_procfile(procfile)
 
 
+def test_a_mistyped_procfile_is_one_line_naming_it(tmp_path):
+    missing = tmp_path / "Procfil"
+
+    with pytest.raises(SystemExit) as stopped:
+        run.read_procfile(missing)
+
+    assert str(stopped.value) == (
+        f"Cannot read the Procfile {missing}: No such file or directory "
+        "(PROCFILE: Procfile or Procfile.large)"
+    )
+
+
+def test_a_command_that_does_not_exist_is_one_line_naming_it(tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        run.main(["-e", str(tmp_path / ".env"), "--", str(tmp_path / "nothing")])
+
+    assert str(stopped.value) == (
+        f"Cannot run {tmp_path / 'nothing'}: No such file or directory"
+    )
+
+
 def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler():
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
 
