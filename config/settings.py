@@ -24,8 +24,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 # Only this user may enter: the embedded database (password hashes, sessions,
 # webhook secrets), the secret key and the embedded Valkey's data live here.
-# A directory that cannot be made or written to is one line naming the
-# variable, not a traceback from whichever file came first.
+# A directory that cannot be made is one line naming the variable, not a
+# traceback (nor is one that cannot be written: see _secret_key).
 try:
     VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 except OSError as exc:
@@ -33,11 +33,6 @@ except OSError as exc:
         f"PAGEWATCH_VAR_DIR: cannot create {VAR_DIR} ({exc.strerror}); "
         "make it writable by this user or point PAGEWATCH_VAR_DIR elsewhere"
     ) from None
-if not os.access(VAR_DIR, os.W_OK | os.X_OK):
-    raise ConfigError(
-        f"PAGEWATCH_VAR_DIR: {VAR_DIR} is not writable by this user; "
-        "make it writable or point PAGEWATCH_VAR_DIR elsewhere"
-    )
 
 
 _MAKE_KEY = "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
@@ -73,6 +68,11 @@ def _secret_key() -> str:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         pass
+    except OSError as exc:  # a var/ this user may not write to
+        raise ConfigError(
+            f"PAGEWATCH_VAR_DIR: cannot write {path} ({exc.strerror}); make "
+            f"{VAR_DIR} writable by this user or point PAGEWATCH_VAR_DIR elsewhere"
+        ) from None
     else:
         with os.fdopen(fd, "w") as file:
             file.write(secrets.token_urlsafe(50))

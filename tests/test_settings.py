@@ -575,3 +575,38 @@ def test_a_check_time_limit_past_the_brokers_visibility_timeout_is_refused(
         )
         == 3599
     )
+
+
+def test_a_var_dir_this_process_cannot_write_is_one_line_naming_it(tmp_path):
+    """A fresh var/ that cannot take the generated secret key ended in a
+    traceback. Made read-only with a read-only bind mount in a mount namespace
+    of its own (root ignores file modes), where the platform allows one."""
+    var_dir = tmp_path / "var"
+    var_dir.mkdir()
+    script = (
+        f"mount --bind {var_dir} {var_dir} && "
+        f"mount -o remount,ro,bind {var_dir} && "
+        f"exec {sys.executable} manage.py check"
+    )
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SECRET_KEY", "SECRET_KEY_FILE", "REDIS_URL")
+    } | {"PAGEWATCH_VAR_DIR": str(var_dir)}
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "mount" in done.stderr and "Configuration error" not in done.stderr:
+        pytest.skip(f"no read-only bind mount here: {done.stderr.strip()}")
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"Configuration error: PAGEWATCH_VAR_DIR: cannot write "
+        f"{var_dir}/secret_key (Read-only file system); make {var_dir} writable "
+        "by this user or point PAGEWATCH_VAR_DIR elsewhere"
+    ]
