@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import selectors
@@ -406,10 +407,14 @@ def refuse_a_taken_port(env: dict[str, str]) -> None:
             probe.bind(address)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
+        if getattr(exc, "errno", None) == errno.EADDRINUSE:
+            raise SystemExit(
+                f"Cannot listen on {host}:{port} ({reason}): another program, or "
+                "another Pagewatch, may be using it. Stop it, or choose another "
+                "port: make run PORT=8001"
+            ) from None
         raise SystemExit(
-            f"Cannot listen on {host}:{port} ({reason}): another program, or "
-            "another Pagewatch, may be using it. Stop it, or choose another "
-            "port: make run PORT=8001"
+            f"Cannot listen on {host}:{port} ({reason}): check HOST and PORT"
         ) from None
 
 

@@ -449,6 +449,16 @@ def test_a_port_in_use_stops_make_run_with_one_line_naming_it() -> None:
     assert "make run PORT=" in said and "\n" not in said
 
 
+def test_a_host_that_is_not_this_machines_is_named_with_the_reason() -> None:
+    with pytest.raises(SystemExit) as stopped:
+        run.refuse_a_taken_port({"HOST": "192.0.2.1", "PORT": "8000"})
+
+    assert str(stopped.value) == (
+        "Cannot listen on 192.0.2.1:8000 (Cannot assign requested address): "
+        "check HOST and PORT"
+    )
+
+
 def test_a_free_port_lets_make_run_start() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
