@@ -45,11 +45,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import selectors
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -81,8 +83,15 @@ class Entry:
 
 
 def read_procfile(path: Path) -> list[Entry]:
+    try:
+        text = path.read_text()
+    except OSError as exc:  # `make run PROCFILE=Procfil` ended in a traceback
+        raise SystemExit(
+            f"Cannot read the Procfile {path}: {exc.strerror} "
+            "(PROCFILE: Procfile or Procfile.large)"
+        ) from None
     entries = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         name, sep, command = line.partition(":")
@@ -320,9 +329,14 @@ def main(argv: list[str]) -> int:
     env = environment(args.env_file)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command:
-        return subprocess.run(command, env=env, check=False).returncode  # noqa: S603
+        try:
+            return subprocess.run(command, env=env, check=False).returncode  # noqa: S603
+        except OSError as exc:
+            raise SystemExit(f"Cannot run {command[0]}: {exc.strerror}") from None
     entries = with_valkey_unless_redis(read_procfile(args.procfile), env)
     entries = with_browser_if_installed(entries, env)
+    if any(entry.name == WEB_PROCESS for entry in entries):
+        refuse_a_taken_port(env)
     names = ", ".join(entry.name for entry in entries)
     print(
         f"Starting {names} on {env['PUBLIC_BASE_URL']}/. Ctrl-C stops all.", flush=True
@@ -357,6 +371,11 @@ def with_valkey_unless_redis(entries: list[Entry], env: dict[str, str]) -> list[
     if server is None:
         raise SystemExit(valkey.NOT_FOUND)
     var_dir = valkey.var_dir_of(env)
+    if valkey.answers(var_dir):
+        # A second `make run` in the same directory used to start a second
+        # Valkey on the same socket; when it stopped, it took the socket with
+        # it and the first one's web and workers lost their broker.
+        raise SystemExit(ALREADY_RUNNING.format(var_dir=var_dir))
     print(f"Embedded Valkey: {server} on {valkey.socket_path(var_dir)}.", flush=True)
     return [
         Entry(e.name, e.command, lambda: valkey.answers(var_dir))
@@ -364,6 +383,39 @@ def with_valkey_unless_redis(entries: list[Entry], env: dict[str, str]) -> list[
         else e
         for e in entries
     ]
+
+
+ALREADY_RUNNING = (
+    "Pagewatch is already running with {var_dir}: its embedded Valkey answers "
+    "there. Stop that one first (Ctrl-C where it runs), or give this one a "
+    "PAGEWATCH_VAR_DIR of its own."
+)
+
+WEB_PROCESS = "web"
+
+
+def refuse_a_taken_port(env: dict[str, str]) -> None:
+    """One plain line and nothing started when web cannot listen, instead of
+    gunicorn's retries followed by the manager restarting it for ever."""
+    host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
+    try:
+        addresses = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = addresses[0]
+        with socket.socket(family, kind, proto) as probe:
+            # As gunicorn binds: a port left in TIME_WAIT is free to it.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        if getattr(exc, "errno", None) == errno.EADDRINUSE:
+            raise SystemExit(
+                f"Cannot listen on {host}:{port} ({reason}): another program, or "
+                "another Pagewatch, may be using it. Stop it, or choose another "
+                "port: make run PORT=8001"
+            ) from None
+        raise SystemExit(
+            f"Cannot listen on {host}:{port} ({reason}): check HOST and PORT"
+        ) from None
 
 
 BROWSER_PROCESS = "browser"

@@ -24,7 +24,15 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 # Only this user may enter: the embedded database (password hashes, sessions,
 # webhook secrets), the secret key and the embedded Valkey's data live here.
-VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+# A directory that cannot be made is one line naming the variable, not a
+# traceback (nor is one that cannot be written: see _secret_key).
+try:
+    VAR_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+except OSError as exc:
+    raise ConfigError(
+        f"PAGEWATCH_VAR_DIR: cannot create {VAR_DIR} ({exc.strerror}); "
+        "make it writable by this user or point PAGEWATCH_VAR_DIR elsewhere"
+    ) from None
 
 
 _MAKE_KEY = "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
@@ -60,6 +68,11 @@ def _secret_key() -> str:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         pass
+    except OSError as exc:  # a var/ this user may not write to
+        raise ConfigError(
+            f"PAGEWATCH_VAR_DIR: cannot write {path} ({exc.strerror}); make "
+            f"{VAR_DIR} writable by this user or point PAGEWATCH_VAR_DIR elsewhere"
+        ) from None
     else:
         with os.fdopen(fd, "w") as file:
             file.write(secrets.token_urlsafe(50))
@@ -503,9 +516,12 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "config.beat.Scheduler"
 
 # --- Celery -------------------------------------------------------------------
+# A message unacknowledged this long is handed to another worker: a check
+# that may run longer (CHECK_TIME_LIMIT_SECONDS) would run twice at once.
+BROKER_VISIBILITY_TIMEOUT_SECONDS = 3600
 CELERY_BROKER_URL = valkey.broker_url(REDIS_LOCATION)
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
-    "visibility_timeout": 3600,
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT_SECONDS,
     **REDIS_SOCKET_TIMEOUTS,
 }
 # Upkeep (the periodic dispatch and sweeps) has a queue of its own, which the
@@ -553,6 +569,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # one per CPU). The default Procfile's worker runs threads (WORKER_THREADS).
 CELERY_WORKER_CONCURRENCY = env_int("WORKER_PROCESSES", os.cpu_count() or 1, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CHECK_TIME_LIMIT_SECONDS", 900, minimum=30)
+if CELERY_TASK_TIME_LIMIT >= BROKER_VISIBILITY_TIMEOUT_SECONDS:
+    raise ConfigError(
+        f"CHECK_TIME_LIMIT_SECONDS must be below {BROKER_VISIBILITY_TIMEOUT_SECONDS} "
+        "(the broker's visibility timeout, after which a running check would "
+        f"be handed to a second worker), got {CELERY_TASK_TIME_LIMIT}"
+    )
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 15
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers wait out a broker outage of any length instead of exiting after

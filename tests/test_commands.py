@@ -78,6 +78,21 @@ def test_createapikey_without_any_team_says_how_to_create_one():
     assert not Team.objects.exists()
 
 
+def test_createapikey_with_a_name_too_long_is_refused_plainly_and_makes_no_key(team):
+    # The database refused the 101st character with a DataError traceback.
+    with pytest.raises(CommandError, match="--name can be at most 100 characters"):
+        run("createapikey", "--team", "acme", "--name", "n" * 101)
+    assert not ApiKey.objects.exists()
+
+
+def test_createapikey_creates_a_team_whose_long_name_is_cut_to_fit():
+    given = "Acme " * 40  # 200 characters; a team's name holds 120
+    out, _ = run("createapikey", "--team", given, "--create-team")
+    team = Team.objects.get()
+    assert team.name == given.strip()[:120]
+    assert team.api_keys.get().matches(out.strip())
+
+
 def test_createapikey_finds_a_team_by_its_name_written_as_a_slug(team):
     out, _ = run("createapikey", "--team", "ACME")
     assert team.api_keys.get().matches(out.strip())

@@ -104,3 +104,19 @@ def test_an_unreachable_broker_is_named_without_its_address(
     assert body["parts"]["broker"] == "unreachable"
     assert str(tmp_path) not in str(body)
     assert Heartbeat.objects.count() == 2
+
+
+def test_an_unreachable_broker_is_logged_in_one_line_without_a_traceback(
+    client, settings, tmp_path, caplog
+):
+    """A probe every few seconds logged forty lines of traceback each while
+    Redis was down."""
+    settings.REDIS_LOCATION = f"unix://{tmp_path}/nobody.sock?db=0"
+
+    with caplog.at_level("WARNING", logger="checks.health"):
+        health(client)
+
+    [said] = [r for r in caplog.records if r.name == "checks.health"]
+    assert said.getMessage().startswith("Health: the broker is unreachable: ")
+    assert "No such file" in said.getMessage()
+    assert said.exc_info is None

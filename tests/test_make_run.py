@@ -9,6 +9,7 @@ import io
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -271,6 +272,27 @@ def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
         run.read_procfile(procfile)
 
 
+def test_a_mistyped_procfile_is_one_line_naming_it(tmp_path):
+    missing = tmp_path / "Procfil"
+
+    with pytest.raises(SystemExit) as stopped:
+        run.read_procfile(missing)
+
+    assert str(stopped.value) == (
+        f"Cannot read the Procfile {missing}: No such file or directory "
+        "(PROCFILE: Procfile or Procfile.large)"
+    )
+
+
+def test_a_command_that_does_not_exist_is_one_line_naming_it(tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        run.main(["-e", str(tmp_path / ".env"), "--", str(tmp_path / "nothing")])
+
+    assert str(stopped.value) == (
+        f"Cannot run {tmp_path / 'nothing'}: No such file or directory"
+    )
+
+
 def test_the_default_procfile_runs_one_worker_for_everything_with_the_scheduler():
     entries = {e.name: e.command for e in run.read_procfile(ROOT / "Procfile")}
 
@@ -386,6 +408,63 @@ def test_with_no_valkey_to_run_and_no_redis_url_make_run_says_what_to_install(
 
     assert str(stopped.value) == valkey.NOT_FOUND
     assert "\n" not in valkey.NOT_FOUND and "REDIS_URL" in valkey.NOT_FOUND
+
+
+def test_a_second_make_run_beside_a_running_valkey_starts_nothing_and_says_why(
+    tmp_path: Path,
+) -> None:
+    """It started a second Valkey on the same socket, which took the socket
+    away from the first Pagewatch's web and workers when it stopped."""
+    server = valkey.find_server()
+    if server is None:
+        pytest.skip("no Valkey server to run")
+    first = subprocess.Popen(valkey.command(server, tmp_path))  # noqa: S603
+    try:
+        deadline = time.monotonic() + 10
+        while not valkey.answers(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        env = {"PAGEWATCH_VAR_DIR": str(tmp_path)}
+
+        with pytest.raises(SystemExit) as stopped:
+            run.with_valkey_unless_redis(run.read_procfile(ROOT / "Procfile"), env)
+
+        assert str(stopped.value) == run.ALREADY_RUNNING.format(var_dir=tmp_path)
+        assert valkey.answers(tmp_path)  # the first one is left alone
+    finally:
+        first.terminate()
+        first.wait(10)
+
+
+def test_a_port_in_use_stops_make_run_with_one_line_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+
+        with pytest.raises(SystemExit) as stopped:
+            run.refuse_a_taken_port({"HOST": "127.0.0.1", "PORT": port})
+
+    said = str(stopped.value)
+    assert said.startswith(f"Cannot listen on 127.0.0.1:{port} (Address already")
+    assert "make run PORT=" in said and "\n" not in said
+
+
+def test_a_host_that_is_not_this_machines_is_named_with_the_reason() -> None:
+    with pytest.raises(SystemExit) as stopped:
+        run.refuse_a_taken_port({"HOST": "192.0.2.1", "PORT": "8000"})
+
+    assert str(stopped.value) == (
+        "Cannot listen on 192.0.2.1:8000 (Cannot assign requested address): "
+        "check HOST and PORT"
+    )
+
+
+def test_a_free_port_lets_make_run_start() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+
+    assert run.refuse_a_taken_port({"HOST": "127.0.0.1", "PORT": port}) is None
 
 
 def test_the_others_start_once_the_server_answers_and_it_stops_after_them(

@@ -3,12 +3,15 @@ the database, so its counters move as checks run in any worker."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from checks.metrics import DatabaseCollector
 from tests.test_runner import make_monitor, run_check
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +111,28 @@ def test_a_missing_or_wrong_token_gets_401(client, metrics_on, header):
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Bearer realm="metrics"'
     assert b"pagewatch_" not in response.content
+
+
+def test_every_metric_the_readme_names_or_alerts_on_is_rendered(metrics_on, team):
+    """The metric names in "Monitoring Pagewatch" (its list and its sample
+    alert rules) are families /metrics renders, with the labels the alerts
+    select on, so an alert copied from the README cannot watch a series that
+    never exists."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Monitoring Pagewatch", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"\b(pagewatch_[a-z_]+)", section))
+    alerted = section.split("# pagewatch-alerts.yml", 1)[1]
+    selectors = set(re.findall(r"\b(pagewatch_[a-z_]+)(?:\{([^}]*)\})?", alerted))
+    # What /metrics renders, label names included even for a family without
+    # rows yet (no samples to read them from). A query names a counter with
+    # _total, a histogram by its family.
+    labels_of = {}
+    for family in DatabaseCollector(datetime.now(UTC)).collect():
+        suffix = "_total" if family.type == "counter" else ""
+        labels_of[family.name + suffix] = set(family._labelnames)
+
+    assert len(named) > 10 and selectors  # the section is still found
+    assert sorted(named - set(labels_of)) == []
+    for name, labels in selectors:
+        wanted = set(re.findall(r'(\w+)="[^"]*"', labels))
+        assert wanted <= labels_of[name], (name, wanted)

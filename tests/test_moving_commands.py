@@ -48,6 +48,13 @@ def test_unknown_teams_and_unreadable_files_are_command_errors(team, tmp_path):
         run("importmonitors", str(tmp_path / "missing.zip"), "--team", "acme")
 
 
+def test_a_directory_given_as_the_file_is_a_command_error(team, tmp_path):
+    # It passed the size check and ended in an IsADirectoryError traceback.
+    with pytest.raises(CommandError, match="Cannot read .*Is a directory"):
+        run("importmonitors", str(tmp_path), "--team", "acme")
+    assert not Monitor.objects.exists()
+
+
 def test_an_export_imports_into_an_empty_team(team, tmp_path):
     run("importmonitors", str(FIXTURES / "distill-export.json"), "--team", "acme")
     document = tmp_path / "export.json"

@@ -479,3 +479,134 @@ def wait_until(condition: Callable[[], bool], log: Path, timeout: float = 60) ->
         if time.monotonic() > deadline:
             pytest.fail(f"timed out; the worker said:\n{log.read_text()}")
         time.sleep(0.1)
+
+
+def test_a_var_dir_that_cannot_be_made_stops_manage_py_with_one_line(tmp_path):
+    """It ended in a NotADirectoryError/PermissionError traceback from the
+    settings module, above the one line an operator needs."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    var_dir = blocker / "var"
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**os.environ, "PAGEWATCH_VAR_DIR": str(var_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"Configuration error: PAGEWATCH_VAR_DIR: cannot create {var_dir} "
+        "(Not a directory); make it writable by this user or point "
+        "PAGEWATCH_VAR_DIR elsewhere"
+    ]
+    assert not var_dir.exists()
+
+
+def readme_configuration_names() -> set[str]:
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    return {
+        name
+        for row in table.splitlines()
+        if row.startswith("| `")
+        for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])
+    }
+
+
+def test_env_example_lists_exactly_the_variables_the_readme_documents() -> None:
+    """.env.example is where a self-hoster starts: no variable the README
+    documents is missing from it, and none it lists is unknown. (Its values
+    are examples, not always the defaults, so they are not compared.)"""
+    import re
+
+    example = (ROOT / ".env.example").read_text()
+    listed = set(re.findall(r"^#\s*([A-Z][A-Z0-9_]+)=", example, re.MULTILINE))
+
+    assert sorted(readme_configuration_names() ^ listed) == []
+
+
+def test_the_variables_make_runs_manager_reads_are_in_the_readme() -> None:
+    """config/run.py and config/valkey.py read the environment without
+    config.env's readers (they run before Django is set up)."""
+    import re
+
+    source = "".join(
+        (ROOT / "config" / name).read_text() for name in ("run.py", "valkey.py")
+    )
+    read = set(re.findall(r"\benv\.get\(\s*\"([A-Z0-9_]+)\"", source))
+
+    assert {"HOST", "PORT", "REDIS_URL"} <= read  # the pattern still finds them
+    assert sorted(read - readme_configuration_names()) == []
+
+
+def test_a_check_time_limit_past_the_brokers_visibility_timeout_is_refused(
+    tmp_path,
+):
+    """The README says the limit must stay below the visibility timeout (a
+    live check would be handed to a second worker); nothing enforced it."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            "CHECK_TIME_LIMIT_SECONDS": "3600",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "Configuration error: CHECK_TIME_LIMIT_SECONDS must be below 3600 (the "
+        "broker's visibility timeout, after which a running check would be "
+        "handed to a second worker), got 3600"
+    ]
+    assert (
+        fresh(
+            "settings.CELERY_TASK_TIME_LIMIT", tmp_path, CHECK_TIME_LIMIT_SECONDS="3599"
+        )
+        == 3599
+    )
+
+
+def test_a_var_dir_this_process_cannot_write_is_one_line_naming_it(tmp_path):
+    """A fresh var/ that cannot take the generated secret key ended in a
+    traceback. Made read-only with a read-only bind mount in a mount namespace
+    of its own (root ignores file modes), where the platform allows one."""
+    var_dir = tmp_path / "var"
+    var_dir.mkdir()
+    script = (
+        f"mount --bind {var_dir} {var_dir} && "
+        f"mount -o remount,ro,bind {var_dir} && "
+        f"exec {sys.executable} manage.py check"
+    )
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SECRET_KEY", "SECRET_KEY_FILE", "REDIS_URL")
+    } | {"PAGEWATCH_VAR_DIR": str(var_dir)}
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "mount" in done.stderr and "Configuration error" not in done.stderr:
+        pytest.skip(f"no read-only bind mount here: {done.stderr.strip()}")
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"Configuration error: PAGEWATCH_VAR_DIR: cannot write "
+        f"{var_dir}/secret_key (Read-only file system); make {var_dir} writable "
+        "by this user or point PAGEWATCH_VAR_DIR elsewhere"
+    ]

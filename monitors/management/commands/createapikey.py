@@ -42,6 +42,9 @@ class Command(BaseCommand):
         create_team: bool,
         **options: Any,
     ) -> None:
+        limit = ApiKey._meta.get_field("name").max_length
+        if len(name) > limit:  # the database refused it with a traceback
+            raise CommandError(f"--name can be at most {limit} characters.")
         team_obj = self._team(team, create=create_team)
         key, raw = ApiKey.issue(team_obj, name=name, scope=scope)
         record(Actor.command(), team_obj, Kind.KEY_CREATED, name=name, scope=scope)
@@ -62,7 +65,8 @@ class Command(BaseCommand):
         if team is not None:
             return team
         if create:
-            team = Team.objects.create(slug=slug, name=given.strip())
+            name = given.strip()[: Team._meta.get_field("name").max_length]
+            team = Team.objects.create(slug=slug, name=name)
             self.stderr.write(f"Created team '{slug}'.")
             return team
         raise CommandError(no_such_team(slug))

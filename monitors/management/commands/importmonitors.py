@@ -80,14 +80,16 @@ class Command(BaseCommand):
     def _read_file(self, path: Path, source: str | None) -> list[moving.Planned]:
         try:
             size = path.stat().st_size
+            if size > moving.max_bytes():
+                raise moving.ImportRefused(
+                    f"{path} is larger than {moving.max_bytes() // 2**20} MB "
+                    "(IMPORT_MAX_BYTES)."
+                )
+            # Read inside the try: a directory, or a file the user may not
+            # read, fails here, not at stat(), and ended in a traceback.
+            data = path.read_bytes()
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc.strerror}.") from None
-        if size > moving.max_bytes():
-            raise moving.ImportRefused(
-                f"{path} is larger than {moving.max_bytes() // 2**20} MB "
-                "(IMPORT_MAX_BYTES)."
-            )
-        data = path.read_bytes()
         source = source or moving.guess_source(path.name, data)
         return moving.read(source, data=data, filename=path.name)
 
