@@ -323,7 +323,11 @@ class Activity(models.Model):
                 kind.CHANNEL_EDITED: "Changed",
                 kind.CHANNEL_DELETED: "Deleted",
             }[self.kind]
-            return f"{verb} the channel “{d.get('name') or 'unnamed'}”"
+            said = f"{verb} the channel “{d.get('name') or 'unnamed'}”"
+            if d.get("replaced"):
+                # Where its messages go changed (a new webhook or Apprise URL).
+                said += " and replaced its secret address"
+            return said
         if self.kind == kind.KEY_CREATED:
             scope = "read-only" if d.get("scope") == "read" else "read and write"
             return f"Created the {scope} API key “{d.get('name') or 'unnamed'}”"

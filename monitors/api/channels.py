@@ -125,6 +125,20 @@ def save_channel(
     return channel
 
 
+def replaced_secrets(channel: Channel, before: dict[str, Any]) -> dict[str, Any]:
+    """Activity details for an edit that gave a secret setting (an Apprise or
+    Slack webhook URL) a new value: its name only, never a value. Empty when
+    the edit kept every secret, so the log can tell a new destination from a
+    new name."""
+    kind = kinds.kind_for(channel.kind)
+    replaced = [
+        key
+        for key in (kind.secrets if kind else ())
+        if key in before and channel.settings.get(key) != before[key]
+    ]
+    return {"replaced": replaced} if replaced else {}
+
+
 class ChannelSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -226,8 +240,10 @@ class ChannelDetailView(APIView):
             data=request.data, partial=True, context={"channel": channel}
         )
         serializer.is_valid(raise_exception=True)
+        before = dict(channel.settings)
         save_channel(channel.team, serializer.validated_data, timezone.now(), channel)
-        record(Actor.of(request), channel.team, Kind.CHANNEL_EDITED, name=channel.name)
+        record(Actor.of(request), channel.team, Kind.CHANNEL_EDITED,
+               name=channel.name, **replaced_secrets(channel, before))  # fmt: skip
         return ok(render(channel))
 
     @extend_schema(

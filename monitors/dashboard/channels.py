@@ -19,7 +19,11 @@ from checks.notify import channels as channel_events
 from checks.notify import kinds
 from checks.notify.kinds.slack import list_channels
 from checks.notify.transports import DeliveryError, answer_in_plain_words
-from monitors.api.channels import ChannelInputSerializer, save_channel
+from monitors.api.channels import (
+    ChannelInputSerializer,
+    replaced_secrets,
+    save_channel,
+)
 from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.models import Channel
 from teams.activity import Actor, Kind, record
@@ -112,11 +116,13 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
             data=data, context={"channel": channel}, partial=channel is not None
         )
         if serializer.is_valid():
+            before = dict(channel.settings) if channel else {}
             saved = save_channel(
                 request.team, serializer.validated_data, timezone.now(), channel
             )
             made = Kind.CHANNEL_EDITED if channel else Kind.CHANNEL_CREATED
-            record(Actor.of(request), request.team, made, name=saved.name)
+            record(Actor.of(request), request.team, made, name=saved.name,
+                   **replaced_secrets(saved, before))  # fmt: skip
             messages.success(request, f"Channel “{saved.name}” saved.")
             return redirect("channels")
         errors = serializer.errors
