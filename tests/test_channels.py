@@ -586,3 +586,30 @@ def test_a_digest_channel_is_not_told_each_change_at_once(
     make_channel(team, monitor, kind="pigeon", settings={"loft": "n"}, digest="daily")
     meaningful_check(scenario, monitor)
     assert not Delivery.objects.to_channels().exists()
+
+
+def test_a_page_address_with_a_pipe_cannot_choose_its_slack_link_text():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    disguised = "https://evil.example/x|https://bank.example/login"
+    message = {
+        "type": messages.CHANGE,
+        "monitor": {"name": "Prices"},
+        "pages": [
+            {
+                "url": disguised,
+                "label": "Changed",
+                "link": "https://pagewatch.example/monitors/1/checks/2/",
+            }
+        ],
+        "link": "https://pagewatch.example/monitors/1/checks/2/",
+    }
+
+    section = slack.blocks(message)[1]["text"]["text"]
+
+    # Slack reads <target|words>: the page's "|" stays in the target.
+    assert section.startswith(
+        "*<https://evil.example/x%7Chttps://bank.example/login|"
+        "https://evil.example/x|https://bank.example/login>*"
+    )
