@@ -613,3 +613,21 @@ def test_a_page_address_with_a_pipe_cannot_choose_its_slack_link_text():
         "*<https://evil.example/x%7Chttps://bank.example/login|"
         "https://evil.example/x|https://bank.example/login>*"
     )
+
+
+def test_page_text_sent_to_an_apprise_service_that_reads_html_arrives_as_text(
+    site, inbox
+):
+    host = urlsplit(site.url()).netloc
+    # Telegram, Matrix and others read HTML; `format=html` makes the JSON
+    # plugin one of them.
+    url = f"json://{host}/json?format=html"
+    page_text = 'Now: <a href="https://evil.example/">https://bank.example/</a>'
+
+    apprise.send_url(url, "Pricing <b>page</b>", page_text)
+
+    [request] = inbox
+    message = json.loads(request.body)["message"]
+    assert "<a" not in message and "</a>" not in message
+    assert "&lt;a" in message
+    assert "href=&quot;https://evil.example/&quot;&gt;" in message

@@ -136,7 +136,12 @@ def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]
         notifier = apprise_lib.Apprise()
         notifier.add(url)
         with apprise_lib.LogCapture(level=apprise_lib.logging.WARNING) as log:
-            ok = notifier.notify(title=title, body=body)
+            # Our message is plain text holding page text: said so, Apprise
+            # escapes it for services that read HTML (Telegram, Matrix...)
+            # instead of passing a page's markup on as theirs.
+            ok = notifier.notify(
+                title=title, body=body, body_format=apprise_lib.NotifyFormat.TEXT
+            )
             said = log.getvalue().strip()
     return bool(ok), said
 
