@@ -631,3 +631,26 @@ def test_page_text_sent_to_an_apprise_service_that_reads_html_arrives_as_text(
     assert "<a" not in message and "</a>" not in message
     assert "&lt;a" in message
     assert "href=&quot;https://evil.example/&quot;&gt;" in message
+
+
+def test_a_page_saying_at_everyone_does_not_ping_a_discord_like_channel(site, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    received: list[Request] = []
+
+    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
+        received.append(request)
+        return 204, {}, b""
+
+    site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
+    host = urlsplit(site.url()).netloc
+    # Fluxer is Apprise's Discord-style plugin that takes a host of our
+    # choosing; both read @everyone, @here and <@id> in a body as pings.
+    url = f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop?format=markdown"
+    page_text = "Now: @everyone @here <@123456789> <@&987654321>"
+
+    apprise.send_url(url, "Pricing page", page_text)
+
+    [request] = received
+    payload = json.loads(request.body)
+    assert "allow_mentions" not in payload
+    assert "👉" not in json.dumps(payload, ensure_ascii=False)

@@ -129,8 +129,16 @@ class _ProxyEnvironment:
 _environment = _ProxyEnvironment()
 
 
+# After every "@" of a message: Apprise's Discord-style plugins read
+# "@everyone", "@here" and "<@id>" in a body as pings to send, and the body
+# holds page text. The team's own pings (the URL's `ping=`) are unaffected.
+NO_MENTION = "\u200b"
+
+
 def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
     import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    body = body.replace("@", "@" + NO_MENTION)
 
     with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
         notifier = apprise_lib.Apprise()
