@@ -76,8 +76,11 @@ def via_single_sign_on(request: HttpRequest) -> bool:
     return request.session.get(BACKEND_SESSION_KEY) == SSO_BACKEND
 
 
-# Paths a session waiting for its second factor may still open.
-OPEN_PREFIXES = ("/accounts/two-factor/", "/accounts/logout/", "/static/", "/v2/")
+# Paths a session waiting for its second factor may still open. Of the
+# second factor's own pages only the one it is sent to (SecondFactorMiddleware):
+# with the setup or off page open, a password alone could replace or remove
+# the authenticator and so skip the code.
+OPEN_PREFIXES = ("/accounts/logout/", "/static/", "/v2/")
 
 
 class SecondFactorMiddleware:
@@ -105,10 +108,12 @@ class SecondFactorMiddleware:
             return None
         has_one, required = _state(user)
         if has_one:
-            return reverse("two-factor-verify")
-        if required:
-            return reverse("two-factor-setup")
-        return None
+            wanted = reverse("two-factor-verify")
+        elif required:
+            wanted = reverse("two-factor-setup")
+        else:
+            return None
+        return None if request.path == wanted else wanted
 
 
 def _state(user: Any) -> tuple[bool, bool]:

@@ -11,6 +11,7 @@ from firecrawl import Firecrawl
 
 from checks.models import Delivery
 from monitors.models import Channel, Monitor, MonitorChannel
+from teams.models import Activity
 from tests.sites import Request, Site
 
 
@@ -347,3 +348,32 @@ def test_the_openapi_document_lists_the_kinds_a_channel_can_be(api):
         ref = kind["allOf"][0]["$ref"] if "allOf" in kind else None
         enum = schemas[ref.rsplit("/", 1)[-1]] if ref else kind
         assert enum["enum"] == ["webhook", "slack", "slack_webhook", "apprise"]
+
+
+def test_replacing_an_apprise_url_is_logged_by_name_without_the_url(api, team):
+    old = "tgram://123456789:AAHoldsecretoldsecret/987654"
+    new = "tgram://123456789:AAHnewsecretnewsecret/987654"
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": "Telegram", "kind": "apprise", "settings": {"url": old}},
+            format="json",
+        )
+    )
+    shown = data(api.get(f"/v2/channels/{created['id']}"))
+    # Renamed with the masked URL sent back: the secret is kept, and said so.
+    path = f"/v2/channels/{created['id']}"
+    renaming = {"name": "Renamed", "settings": shown["settings"]}
+    data(api.patch(path, renaming, format="json"))
+    data(api.patch(path, {"settings": {"url": new}}, format="json"))
+
+    renamed, replaced = Activity.objects.filter(
+        team=team, kind=Activity.Kind.CHANNEL_EDITED
+    ).order_by("pk")
+    assert renamed.details == {"name": "Renamed"}
+    assert replaced.details == {"name": "Renamed", "replaced": ["url"]}
+    assert replaced.what_words == (
+        "Changed the channel “Renamed” and replaced its secret address"
+    )
+    logged = json.dumps(list(Activity.objects.filter(team=team).values()), default=str)
+    assert "secret" not in logged.replace("secret address", "")

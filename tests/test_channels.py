@@ -586,3 +586,71 @@ def test_a_digest_channel_is_not_told_each_change_at_once(
     make_channel(team, monitor, kind="pigeon", settings={"loft": "n"}, digest="daily")
     meaningful_check(scenario, monitor)
     assert not Delivery.objects.to_channels().exists()
+
+
+def test_a_page_address_with_a_pipe_cannot_choose_its_slack_link_text():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    disguised = "https://evil.example/x|https://bank.example/login"
+    message = {
+        "type": messages.CHANGE,
+        "monitor": {"name": "Prices"},
+        "pages": [
+            {
+                "url": disguised,
+                "label": "Changed",
+                "link": "https://pagewatch.example/monitors/1/checks/2/",
+            }
+        ],
+        "link": "https://pagewatch.example/monitors/1/checks/2/",
+    }
+
+    section = slack.blocks(message)[1]["text"]["text"]
+
+    # Slack reads <target|words>: the page's "|" stays in the target.
+    assert section.startswith(
+        "*<https://evil.example/x%7Chttps://bank.example/login|"
+        "https://evil.example/x|https://bank.example/login>*"
+    )
+
+
+def test_page_text_sent_to_an_apprise_service_that_reads_html_arrives_as_text(
+    site, inbox
+):
+    host = urlsplit(site.url()).netloc
+    # Telegram, Matrix and others read HTML; `format=html` makes the JSON
+    # plugin one of them.
+    url = f"json://{host}/json?format=html"
+    page_text = 'Now: <a href="https://evil.example/">https://bank.example/</a>'
+
+    apprise.send_url(url, "Pricing <b>page</b>", page_text)
+
+    [request] = inbox
+    message = json.loads(request.body)["message"]
+    assert "<a" not in message and "</a>" not in message
+    assert "&lt;a" in message
+    assert "href=&quot;https://evil.example/&quot;&gt;" in message
+
+
+def test_a_page_saying_at_everyone_does_not_ping_a_discord_like_channel(site, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    received: list[Request] = []
+
+    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
+        received.append(request)
+        return 204, {}, b""
+
+    site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
+    host = urlsplit(site.url()).netloc
+    # Fluxer is Apprise's Discord-style plugin that takes a host of our
+    # choosing; both read @everyone, @here and <@id> in a body as pings.
+    url = f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop?format=markdown"
+    page_text = "Now: @everyone @here <@123456789> <@&987654321>"
+
+    apprise.send_url(url, "Pricing page", page_text)
+
+    [request] = received
+    payload = json.loads(request.body)
+    assert "allow_mentions" not in payload
+    assert "👉" not in json.dumps(payload, ensure_ascii=False)

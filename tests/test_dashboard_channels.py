@@ -7,6 +7,7 @@ import pytest
 
 from checks.models import Delivery
 from monitors.models import Channel, Membership
+from teams.models import Activity
 from tests.sites import Request, Site
 
 
@@ -155,3 +156,26 @@ def test_a_webhook_channel_to_the_metadata_address_is_refused_in_the_form(web):
     assert response.status_code == 400
     assert "can never connect" in response.content.decode()
     assert not Channel.objects.exists()
+
+
+def test_a_new_apprise_url_from_the_form_is_logged_as_replaced_without_it(web, team):
+    channel = Channel.objects.create(
+        team=team,
+        name="Telegram",
+        kind="apprise",
+        settings={"url": "tgram://123456789:AAHoldsecrettoken/42"},
+    )
+    form = {"kind": "apprise", "name": "Telegram", "events": ["meaningful"]}
+    web.post(f"/channels/{channel.pk}/", form)  # the URL left empty: kept
+    new = "tgram://123456789:AAHnewsecrettoken/42"
+    web.post(f"/channels/{channel.pk}/", form | {"setting_url": new})
+
+    kept, replaced = Activity.objects.filter(
+        team=team, kind=Activity.Kind.CHANNEL_EDITED
+    ).order_by("pk")
+    assert kept.details == {"name": "Telegram"}
+    assert replaced.details == {"name": "Telegram", "replaced": ["url"]}
+    channel.refresh_from_db()
+    assert channel.settings == {"url": new}
+    page = web.get("/activity/").content.decode()
+    assert "replaced its secret address" in page and "newsecret" not in page

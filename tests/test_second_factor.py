@@ -171,3 +171,52 @@ def test_single_sign_on_sessions_are_left_to_the_identity_provider(ana):
     assert wanted(request("axes.backends.AxesStandaloneBackend")) == (
         "/accounts/two-factor/verify/"
     )
+
+
+def test_a_password_alone_cannot_turn_the_second_factor_off(client, ana):
+    sign_in(client)
+    device, _ = turn_on(client)
+    client.post(reverse("logout"))
+
+    sign_in(client)  # the password, without the code
+    response = client.post(reverse("two-factor-off"))
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/two-factor/verify/")
+    assert TOTPDevice.objects.filter(pk=device.pk, confirmed=True).exists()
+    assert client.get("/")["Location"] == "/accounts/two-factor/verify/?next=/"
+
+
+def test_a_password_alone_cannot_replace_the_authenticator_with_a_new_one(
+    client, ana, team
+):
+    team.require_second_factor = True
+    team.save(update_fields=["require_second_factor"])
+    sign_in(client)
+    device, _ = turn_on(client)
+    client.post(reverse("logout"))
+
+    sign_in(client)  # the password, without the code
+    page = client.get(reverse("two-factor-setup"))
+    forged = client.post(reverse("two-factor-setup"), {"code": "123456"})
+
+    assert page["Location"].startswith("/accounts/two-factor/verify/")
+    assert forged["Location"].startswith("/accounts/two-factor/verify/")
+    # No new authenticator was started, so none can be confirmed in its place.
+    assert list(TOTPDevice.objects.filter(user=ana)) == [device]
+    assert client.get("/")["Location"] == "/accounts/two-factor/verify/?next=/"
+
+
+def test_a_team_that_requires_a_second_factor_still_lets_people_set_one_up(
+    client, ana, team
+):
+    team.require_second_factor = True
+    team.save(update_fields=["require_second_factor"])
+    sign_in(client)
+
+    assert client.get("/")["Location"] == "/accounts/two-factor/setup/?next=/"
+    assert client.get(reverse("two-factor-off"))["Location"].startswith(
+        "/accounts/two-factor/setup/"
+    )
+    turn_on(client)
+    assert client.get("/").status_code == 200

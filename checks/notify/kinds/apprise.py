@@ -6,8 +6,8 @@ through the address policy: a drain starts the browser's filtering proxy
 points `requests` at it while they run (in the drain's thread pool). The proxy
 resolves and judges every host itself, so a URL aimed at a private or metadata
 address is refused like any other fetch.
-Plugins that do not speak HTTP (mail, XMPP, MQTT, desktop and syslog ones)
-would go around the proxy and are refused when the channel is saved.
+Plugins that do not speak HTTP (mail, XMPP, MQTT, IRC, APRS, SMPP, desktop
+and syslog ones) would go around the proxy and are refused when the channel is saved.
 
 Proxies are set in the process environment, so within a process only the sends
 of one drain run at a time (a Celery prefork child runs one task at a time
@@ -36,11 +36,15 @@ if TYPE_CHECKING:
     from checks.notify.models import Delivery
 
 # Plugins that reach their service without HTTP, or act on this machine.
+# IRC, APRS and SMPP open sockets of their own to a host the URL names:
+# tests/test_apprise_doors.py scans the installed plugins for such transports,
+# so a new one in an Apprise upgrade fails a test instead of opening a door.
 NOT_OVER_HTTP = frozenset(
     {
         "mailto", "mailtos", "xmpp", "xmpps", "mqtt", "mqtts", "syslog",
-        "rsyslog", "growl", "dbus", "kde", "qt", "glib", "gnome", "windows",
-        "macosx", "sns", "ses", "smtp", "smtps", "rocket+ws", "matrix+ws",
+        "rsyslog", "growl", "dbus", "kde", "qt", "glib", "gio", "gnome",
+        "windows", "macosx", "blink1", "sns", "ses", "smtp", "smtps",
+        "rocket+ws", "matrix+ws", "irc", "ircs", "aprs", "smpp", "smpps",
     }
 )  # fmt: skip
 SEND_TIMEOUT_SECONDS = 30.0
@@ -125,14 +129,27 @@ class _ProxyEnvironment:
 _environment = _ProxyEnvironment()
 
 
+# After every "@" of a message: Apprise's Discord-style plugins read
+# "@everyone", "@here" and "<@id>" in a body as pings to send, and the body
+# holds page text. The team's own pings (the URL's `ping=`) are unaffected.
+NO_MENTION = "\u200b"
+
+
 def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
     import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    body = body.replace("@", "@" + NO_MENTION)
 
     with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
         notifier = apprise_lib.Apprise()
         notifier.add(url)
         with apprise_lib.LogCapture(level=apprise_lib.logging.WARNING) as log:
-            ok = notifier.notify(title=title, body=body)
+            # Our message is plain text holding page text: said so, Apprise
+            # escapes it for services that read HTML (Telegram, Matrix...)
+            # instead of passing a page's markup on as theirs.
+            ok = notifier.notify(
+                title=title, body=body, body_format=apprise_lib.NotifyFormat.TEXT
+            )
             said = log.getvalue().strip()
     return bool(ok), said
 

@@ -134,7 +134,9 @@ def _mrkdwn(text: str) -> str:
 
 
 def _link(url: str, label: str) -> str:
-    return f"<{_mrkdwn(url)}|{_mrkdwn(label)}>"
+    # Slack ends a link's target at its first "|": a page address holding one
+    # would choose the words shown for the link. %7C is the same address.
+    return f"<{_mrkdwn(url).replace('|', '%7C')}|{_mrkdwn(label)}>"
 
 
 def _section(text: str) -> dict[str, Any]:
