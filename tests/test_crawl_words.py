@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.urls import reverse
 
 from monitors.models import Membership
 from tests.test_crawl import crawl_monitor, nav, run_check
@@ -28,7 +29,10 @@ def web(client, team, django_user_model):
 
 
 def text_of(response) -> str:
-    body = response.content.decode()
+    return text_of_html(response.content.decode())
+
+
+def text_of_html(body: str) -> str:
     body = re.sub(r"<(script|style)\b.*?</\1>", " ", body, flags=re.S)
     return " ".join(re.sub(r"<[^>]+>", " ", body).split())
 
@@ -53,6 +57,19 @@ def recrawled(team, site):
 def test_removed_pages_are_named_by_their_last_title(web, recrawled):
     words = text_of(web.get(recrawled.get_absolute_url()))
     assert "Title of /old" in words and "Title of /gone" in words
+
+
+def test_removed_pages_are_named_by_their_last_title_in_the_history(web, recrawled):
+    body = web.get(reverse("team-history")).content.decode()
+    newest = body.split('class="feed-item"')[1]  # the recrawl, not the first check
+    words = text_of_html(newest)
+    assert "Title of /old" in words and "Title of /gone" in words
+
+
+def test_a_removed_page_is_headed_by_its_last_title(web, recrawled):
+    gone = recrawled.pages.get(status="removed", url__endswith="/old")
+    body = web.get(gone.get_absolute_url()).content.decode()
+    assert re.search(r"<h1[^>]*>Title of /old</h1>", body)
 
 
 def test_pages_found_do_not_count_the_pages_that_are_gone(web, recrawled):
