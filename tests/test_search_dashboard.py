@@ -151,6 +151,17 @@ def test_a_check_that_found_no_search_service_says_so_without_setting_names(web,
         assert "SEARXNG_URL" not in page and "API_KEY" not in page
 
 
+def test_the_missing_search_service_words_say_where_to_read_how_to_set_one_up(
+    web, team
+):
+    # As the form's missing AI model does: staff can hand the README's section
+    # to whoever runs Pagewatch.
+    check = run_check(make_monitor(team, ["acme"]))
+    for url in (check.get_absolute_url(), check.monitor.get_absolute_url()):
+        page = html.unescape(web.get(url).content.decode())
+        assert "see the README, “Watching the web”" in page
+
+
 def test_a_monitor_page_says_how_recent_its_searches_look_in_words(web, team):
     monitor = make_monitor(team, ["acme"], search_window="7d")
     page = web.get(monitor.get_absolute_url()).content.decode()
