@@ -148,7 +148,23 @@ def test_a_check_that_found_no_search_service_says_so_without_setting_names(web,
 
     for page in (p.content.decode() for p in pages):
         assert "no web search service is set up for this Pagewatch yet" in page
-        assert "SEARXNG_URL" not in page and "API_KEY" not in page
+    # Only the monitor's "For the administrator" line names the settings.
+    check_page = pages[0].content.decode()
+    assert "SEARXNG_URL" not in check_page and "API_KEY" not in check_page
+
+
+def test_a_search_monitor_says_at_the_top_that_it_searches_nothing_until_set_up(
+    web, team, settings
+):
+    monitor = make_monitor(team, ["acme"])
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+    settings.SEARXNG_URL = "http://searx.internal"
+    once_set_up = web.get(monitor.get_absolute_url()).content.decode()
+
+    assert 'data-unavailable="search"' in page
+    assert "This monitor's web searches are not run yet." in page
+    assert "For the administrator: set SEARXNG_URL" in page
+    assert 'data-unavailable="search"' not in once_set_up
 
 
 def test_the_missing_search_service_words_say_where_to_read_how_to_set_one_up(
