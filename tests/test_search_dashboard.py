@@ -7,6 +7,7 @@ import html
 import re
 
 import pytest
+from django.urls import reverse
 
 from monitors.models import Membership, Monitor, Target
 from tests.searching import hit
@@ -239,3 +240,14 @@ def test_a_failed_search_is_said_once_and_never_shows_the_providers_address(
     assert "The page could not be checked" not in page
     assert page.count("SearXNG answered HTTP 500") == 1
     assert provider not in page and provider.split("://")[1] not in page
+
+
+def test_the_monitor_list_says_a_failed_last_check_failed_not_that_it_had_no_pages(
+    web, team
+):
+    check = run_check(make_monitor(team, ["acme"]))
+    assert check.status == "failed"
+
+    page = web.get(reverse("monitor-list")).content.decode()
+    last_check = page.split('data-label="Last check">')[1].split("</td>")[0]
+    assert "Check failed" in last_check and "No pages" not in last_check
