@@ -82,3 +82,11 @@ def test_changed_pages_are_listed_first(web, recrawled):
     rows = re.findall(r'class="badge s-(\w+)"', body.split('id="page-results"')[1])
     assert rows[0] == "changed"
     assert rows.index("removed") < rows.index("same")
+
+
+def test_a_crawl_monitor_writes_its_page_limit_as_the_form_does(web, team):
+    # The form says "Empty means up to 10,000."; the monitor read "10000".
+    unlimited = crawl_monitor(team, "https://example.com/")
+    limited = crawl_monitor(team, "https://example.org/", limit=2500)
+    assert "up to 10,000 pages" in text_of(web.get(unlimited.get_absolute_url()))
+    assert "up to 2,500 pages" in text_of(web.get(limited.get_absolute_url()))
