@@ -351,8 +351,12 @@ def _attach_pages(entries: list[FeedEntry]) -> None:
     checks = [entry.check for entry in entries]
     if not checks:
         return
-    pages = _first_pages(checks, FEED_PAGES_PER_CHECK).only(
-        "id", "check_run_id", "url", "status", "verdict", "metadata", "created_at"
+    pages = (
+        _first_pages(checks, FEED_PAGES_PER_CHECK)
+        .only(
+            "id", "check_run_id", "url", "status", "verdict", "metadata", "created_at"
+        )
+        .with_last_titles()
     )
     grouped = _group_pages(checks, pages)
     for entry in entries:

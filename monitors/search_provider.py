@@ -25,10 +25,12 @@ NOT_CONFIGURED = (
     "BRAVE_API_KEY, TAVILY_API_KEY or FIRECRAWL_API_KEY."
 )
 
-# The same, for the dashboard's readers: no setting names.
+# The same, for the dashboard's readers: no setting names, but where an
+# administrator reads how to set one up (as the form says of a missing model).
 NOT_CONFIGURED_WORDS = (
     "Web searches are not run: no web search service is set up for this "
-    "Pagewatch yet (an administrator can set one up)."
+    "Pagewatch yet (an administrator can set one up: see the README, "
+    "“Watching the web”)."
 )
 
 

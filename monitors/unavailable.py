@@ -14,6 +14,7 @@ from django.conf import settings
 
 from checks.ai.formats import wants
 from checks.browser.executable import available as browser_available
+from monitors import search_provider
 from monitors.judging import judge_available
 from monitors.models import Monitor
 
@@ -84,12 +85,29 @@ ROBOTS = Unavailable(
     ),
     setting="set CRAWL_ALLOW_IGNORE_ROBOTS=true to allow it.",
 )
+SEARCH = Unavailable(
+    key="search",
+    # The same words as each search target's own reason, which the API's
+    # warning already holds: said once there.
+    api=search_provider.NOT_CONFIGURED,
+    title="This monitor's web searches are not run yet.",
+    plain=(
+        "No web search service is set up for this Pagewatch, so its checks find "
+        "nothing on the web until one is."
+    ),
+    setting=(
+        "set SEARXNG_URL (a self-hosted SearXNG), or BRAVE_API_KEY, TAVILY_API_KEY "
+        "or FIRECRAWL_API_KEY (see the README, “Watching the web”)."
+    ),
+)
 
 
 def unavailable(monitor: Monitor) -> list[Unavailable]:
     """What `monitor` asks for that this server cannot do, in a fixed order."""
     targets = monitor.target_list
     found = []
+    if any(t.not_run_reason == search_provider.NOT_CONFIGURED for t in targets):
+        found.append(SEARCH)
     if monitor.needs_browser and not browser_available():
         found.append(BROWSER)
     if not judge_available():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.urls import reverse
 
 from monitors.models import Membership
 from tests.test_crawl import crawl_monitor, nav, run_check
@@ -28,7 +29,10 @@ def web(client, team, django_user_model):
 
 
 def text_of(response) -> str:
-    body = response.content.decode()
+    return text_of_html(response.content.decode())
+
+
+def text_of_html(body: str) -> str:
     body = re.sub(r"<(script|style)\b.*?</\1>", " ", body, flags=re.S)
     return " ".join(re.sub(r"<[^>]+>", " ", body).split())
 
@@ -55,6 +59,19 @@ def test_removed_pages_are_named_by_their_last_title(web, recrawled):
     assert "Title of /old" in words and "Title of /gone" in words
 
 
+def test_removed_pages_are_named_by_their_last_title_in_the_history(web, recrawled):
+    body = web.get(reverse("team-history")).content.decode()
+    newest = body.split('class="feed-item"')[1]  # the recrawl, not the first check
+    words = text_of_html(newest)
+    assert "Title of /old" in words and "Title of /gone" in words
+
+
+def test_a_removed_page_is_headed_by_its_last_title(web, recrawled):
+    gone = recrawled.pages.get(status="removed", url__endswith="/old")
+    body = web.get(gone.get_absolute_url()).content.decode()
+    assert re.search(r"<h1[^>]*>Title of /old</h1>", body)
+
+
 def test_pages_found_do_not_count_the_pages_that_are_gone(web, recrawled):
     words = text_of(web.get(recrawled.get_absolute_url()))
     assert "4 pages found — 0 new, 2 changed; 2 pages no longer there." in words
@@ -65,3 +82,11 @@ def test_changed_pages_are_listed_first(web, recrawled):
     rows = re.findall(r'class="badge s-(\w+)"', body.split('id="page-results"')[1])
     assert rows[0] == "changed"
     assert rows.index("removed") < rows.index("same")
+
+
+def test_a_crawl_monitor_writes_its_page_limit_as_the_form_does(web, team):
+    # The form says "Empty means up to 10,000."; the monitor read "10000".
+    unlimited = crawl_monitor(team, "https://example.com/")
+    limited = crawl_monitor(team, "https://example.org/", limit=2500)
+    assert "up to 10,000 pages" in text_of(web.get(unlimited.get_absolute_url()))
+    assert "up to 2,500 pages" in text_of(web.get(limited.get_absolute_url()))

@@ -241,3 +241,11 @@ def test_a_schedule_that_would_not_run_for_years_is_said_plainly():
         "Cron expression '0 0 1 1 *' does not run within the next 8 years, the "
         "longest wait Pagewatch accepts."
     )
+
+
+def test_an_empty_schedule_box_reads_as_an_example_not_as_a_value():
+    # The empty box's grey words looked like a schedule already set, so
+    # "Enter a schedule, for example “every 30 minutes”" read as nonsense.
+    placeholder = forms.MonitorFields().fields["schedule"].widget.attrs["placeholder"]
+    assert placeholder.startswith("for example")
+    assert placeholder.split("for example", 1)[1].strip(" ,:") == "every 30 minutes"

@@ -7,6 +7,7 @@ import html
 import re
 
 import pytest
+from django.urls import reverse
 
 from monitors.models import Membership, Monitor, Target
 from tests.searching import hit
@@ -148,7 +149,34 @@ def test_a_check_that_found_no_search_service_says_so_without_setting_names(web,
 
     for page in (p.content.decode() for p in pages):
         assert "no web search service is set up for this Pagewatch yet" in page
-        assert "SEARXNG_URL" not in page and "API_KEY" not in page
+    # Only the monitor's "For the administrator" line names the settings.
+    check_page = pages[0].content.decode()
+    assert "SEARXNG_URL" not in check_page and "API_KEY" not in check_page
+
+
+def test_a_search_monitor_says_at_the_top_that_it_searches_nothing_until_set_up(
+    web, team, settings
+):
+    monitor = make_monitor(team, ["acme"])
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+    settings.SEARXNG_URL = "http://searx.internal"
+    once_set_up = web.get(monitor.get_absolute_url()).content.decode()
+
+    assert 'data-unavailable="search"' in page
+    assert "This monitor's web searches are not run yet." in page
+    assert "For the administrator: set SEARXNG_URL" in page
+    assert 'data-unavailable="search"' not in once_set_up
+
+
+def test_the_missing_search_service_words_say_where_to_read_how_to_set_one_up(
+    web, team
+):
+    # As the form's missing AI model does: staff can hand the README's section
+    # to whoever runs Pagewatch.
+    check = run_check(make_monitor(team, ["acme"]))
+    for url in (check.get_absolute_url(), check.monitor.get_absolute_url()):
+        page = html.unescape(web.get(url).content.decode())
+        assert "see the README, “Watching the web”" in page
 
 
 def test_a_monitor_page_says_how_recent_its_searches_look_in_words(web, team):
@@ -212,3 +240,14 @@ def test_a_failed_search_is_said_once_and_never_shows_the_providers_address(
     assert "The page could not be checked" not in page
     assert page.count("SearXNG answered HTTP 500") == 1
     assert provider not in page and provider.split("://")[1] not in page
+
+
+def test_the_monitor_list_says_a_failed_last_check_failed_not_that_it_had_no_pages(
+    web, team
+):
+    check = run_check(make_monitor(team, ["acme"]))
+    assert check.status == "failed"
+
+    page = web.get(reverse("monitor-list")).content.decode()
+    last_check = page.split('data-label="Last check">')[1].split("</td>")[0]
+    assert "Check failed" in last_check and "No pages" not in last_check

@@ -154,6 +154,7 @@ def get_page_for(
     page = (
         PageResult.objects.select_related("previous_snapshot", "current_snapshot")
         .filter(check_run=check, pk=page_id)
+        .with_last_titles()
         .first()
     )
     if page is None:

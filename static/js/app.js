@@ -249,12 +249,41 @@
     }
   });
 
+  // htmx swaps nothing on an error answer: without this a pressed button
+  // would seem to do nothing. Shown where the page's own messages go, and an
+  // alert, so it is read out too.
+  function showProblem(message) {
+    var main = document.getElementById("main");
+    if (!main) return;
+    var box = document.getElementById("request-problem");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "request-problem";
+      box.className = "messages";
+      box.setAttribute("role", "alert");
+      main.insertBefore(box, main.firstChild);
+    }
+    var line = document.createElement("p");
+    line.className = "message error";
+    line.textContent = message;
+    box.replaceChildren(line);
+    box.scrollIntoView({ block: "nearest" });
+  }
+
   document.addEventListener("htmx:responseError", function (event) {
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
-    if (status >= 500) announce("Something went wrong on our side. Please try again.");
+    if (status === 404) {
+      showProblem("This is no longer here: someone may have deleted it. Reload the page to see what there is now.");
+    } else if (status === 403) {
+      showProblem("You may not do this (your role in the team may have changed). Reload the page to see what you can do.");
+    } else if (status >= 500) {
+      showProblem("Something went wrong on our side. Please try again.");
+    } else {
+      showProblem("That did not work. Reload the page and try again.");
+    }
   });
   document.addEventListener("htmx:sendError", function () {
-    announce("The server could not be reached. Check your connection and try again.");
+    showProblem("The server could not be reached. Check your connection and try again.");
   });
 
   /* ---- A submitted form with problems: open the folded sections that hold

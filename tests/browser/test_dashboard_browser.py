@@ -495,3 +495,22 @@ def test_api_docs_render_from_our_own_files_under_the_csp(browser_page, screensh
     screenshot(page, "20-api-docs", full_page=False)
     assert elsewhere == []  # no CDN, no web fonts: the page works offline
     assert_clean(page)
+
+
+def test_a_button_whose_monitor_went_meanwhile_says_so_instead_of_doing_nothing(
+    browser_page, member, team, queued, screenshot
+):
+    page = browser_page
+    monitor = make_monitor(team, ["https://example.com/pricing"])
+    sign_in(page)
+    page.goto(monitor.get_absolute_url())
+    # Someone else deletes it while this page is open.
+    Monitor.objects.filter(pk=monitor.pk).update(deleted_at=timezone.now())
+
+    page.get_by_role("button", name="Run now").click()
+
+    problem = page.get_by_role("alert").filter(has_text="no longer here")
+    expect(problem).to_be_visible()
+    assert "Reload the page" in problem.inner_text()
+    assert queued == []
+    screenshot(page, "05-run-on-a-deleted-monitor", full_page=False)

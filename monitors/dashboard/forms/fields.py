@@ -174,7 +174,7 @@ def _widgets() -> dict[str, forms.Widget]:
         "schedule": forms.TextInput(
             attrs=_attrs(
                 "schedule",
-                placeholder="every 30 minutes",
+                placeholder="for example, every 30 minutes",
                 autocomplete="off",
                 spellcheck="false",
             )
