@@ -236,7 +236,7 @@ OTP_TOTP_ISSUER = "Pagewatch"
 AXES_FAILURE_LIMIT = 10
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "config.signin.client_ip"
+AXES_CLIENT_IP_CALLABLE = "config.signin.throttled_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "config.signin.locked_out"
 # No row per successful sign-in: nothing would ever purge them.

@@ -3,6 +3,7 @@ sign-in throttle's (django-axes, configured in config.settings) two hooks."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +24,30 @@ def client_ip(request: HttpRequest) -> str | None:
         if hops:
             return hops[-1]
     return request.META.get("REMOTE_ADDR")
+
+
+# A network that is one machine (or one customer) on IPv6: providers hand out
+# a /64 at least, so each try could come from an address of its own.
+IPV6_CLIENT_PREFIX = 64
+
+
+def throttled_address(request: HttpRequest) -> str | None:
+    """What failed sign-ins and reset requests are counted under: the client's
+    address (client_ip), or for IPv6 its /64 network (as the network's first
+    address), since a client given a /64 could otherwise use a fresh address
+    for every try and never reach the limit."""
+    address = client_ip(request)
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv4Address):
+        return str(ip)
+    if ip.ipv4_mapped is not None:  # an IPv4 client on a dual-stack socket
+        return str(ip.ipv4_mapped)
+    # The network's first address: axes keeps an address, not a network.
+    network = ipaddress.ip_network(f"{ip}/{IPV6_CLIENT_PREFIX}", strict=False)
+    return str(network.network_address)
 
 
 def locked_out(

@@ -654,3 +654,26 @@ def test_a_page_saying_at_everyone_does_not_ping_a_discord_like_channel(site, se
     payload = json.loads(request.body)
     assert "allow_mentions" not in payload
     assert "👉" not in json.dumps(payload, ensure_ascii=False)
+
+
+def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(site, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    received: list[Request] = []
+
+    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
+        received.append(request)
+        return 204, {}, b""
+
+    site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
+    host = urlsplit(site.url()).netloc
+    url = f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop?format=markdown"
+    page_text = "Now: [Sign in again](https://elsewhere.example/login)"
+
+    apprise.send_url(url, "Pricing page", page_text)
+
+    [request] = received
+    sent = json.dumps(json.loads(request.body), ensure_ascii=False)
+    # Discord-style Markdown would show "Sign in again" as a link to an
+    # address the reader never sees; broken up, both are shown as words.
+    assert "](" not in sent
+    assert "[Sign in again]\u200b(https://elsewhere.example/login)" in sent

@@ -396,6 +396,9 @@ def test_numeric_loopback_encodings_are_normalised_before_judging(
         "http://[fd00:ec2::254]/",
         "http://100.100.100.200/",
         "http://0xa9fea9fe/",
+        # EKS Pod Identity Agent: hands out the pod's AWS credentials.
+        "http://169.254.170.23/v1/credentials",
+        "http://[fd00:ec2::23]/v1/credentials",
     ],
 )
 def test_metadata_address_is_refused_even_when_private_targets_are_allowed(

@@ -155,3 +155,47 @@ def test_the_dashboard_makes_a_read_key_and_lists_scope_creator_and_last_use(
     # Without a scope (an older form): a key that can write, as before.
     client.post(reverse("api-keys"), {"name": "Old form"})
     assert ApiKey.objects.get(name="Old form").scope == ApiKey.Scope.WRITE
+
+
+@pytest.mark.django_db
+def test_a_read_key_sees_credential_headers_masked_and_a_write_key_whole(
+    team, read_key
+):
+    _, write_key = ApiKey.issue(team, name="deploys")
+    body = {
+        "name": "Behind a login",
+        "schedule": {"cron": "*/30 * * * *"},
+        "targets": [
+            {
+                "type": "scrape",
+                "urls": ["https://example.com/account"],
+                "scrapeOptions": {
+                    "headers": {"Cookie": "session=s3cret", "Accept-Language": "de"}
+                },
+            }
+        ],
+        "webhook": {
+            "url": "https://hooks.example.com/x",
+            "headers": {"Authorization": "Bearer hook-s3cret", "X-Team": "ops"},
+        },
+    }
+    created = client_for(write_key).post("/v2/monitor", body, format="json")
+    assert created.status_code == 200
+    monitor_id = created.json()["data"]["id"]
+
+    for url in ("/v2/monitor", f"/v2/monitor/{monitor_id}"):
+        answer = client_for(read_key).get(url)
+        assert answer.status_code == 200
+        assert "s3cret" not in answer.content.decode()
+        data = answer.json()["data"]
+        shown = data[0] if isinstance(data, list) else data
+        assert shown["webhook"]["headers"] == {"Authorization": "••••", "X-Team": "ops"}
+        assert shown["targets"][0]["scrapeOptions"]["headers"] == {
+            "Cookie": "••••",
+            "Accept-Language": "de",
+        }
+
+    whole = client_for(write_key).get(f"/v2/monitor/{monitor_id}").json()["data"]
+    assert whole["webhook"]["headers"]["Authorization"] == "Bearer hook-s3cret"
+    stored = Monitor.objects.get(pk=monitor_id)
+    assert stored.webhook["headers"]["Authorization"] == "Bearer hook-s3cret"

@@ -113,6 +113,21 @@ def test_behind_the_proxy_a_stranger_cannot_lock_the_owner_out_elsewhere(
     assert response.status_code == 302
 
 
+def test_addresses_of_one_ipv6_network_count_as_one_address(client, olive):
+    # One machine on IPv6 is given a /64: 2**64 addresses to pick from, one per
+    # try, would otherwise never reach the limit.
+    for attempt in range(1, LIMIT + 1):
+        address = f"2001:db8:1:2::{attempt:x}"
+        response = sign_in(client, f"wrong-{attempt}", REMOTE_ADDR=address)
+        assert response.status_code == (429 if attempt == LIMIT else 200)
+
+    locked = sign_in(client, PASSWORD, REMOTE_ADDR="2001:db8:1:2:ffff::1")
+    elsewhere = sign_in(client, PASSWORD, REMOTE_ADDR="2001:db8:1:3::1")
+
+    assert locked.status_code == 429
+    assert elsewhere.status_code == 302
+
+
 # ---------------------------------------------------------------- client_ip
 
 

@@ -32,8 +32,10 @@ _METADATA_ADDRESSES = frozenset(
     for a in (
         "169.254.169.254",  # AWS, GCP, Azure, DigitalOcean, OpenStack...
         "169.254.170.2",  # AWS ECS task credentials
+        "169.254.170.23",  # AWS EKS Pod Identity Agent (pod credentials)
         "100.100.100.200",  # Alibaba Cloud
         "fd00:ec2::254",  # AWS IMDS over IPv6
+        "fd00:ec2::23",  # AWS EKS Pod Identity Agent over IPv6
         "168.63.129.16",  # Azure WireServer (not private, but never a web page)
     )
 )

@@ -22,11 +22,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from checks.notify.kinds.base import MASK
+from monitors.api.auth import ApiClient
 from monitors.api.errors import not_found
 from monitors.api.representation import MonitorSerializer
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Channel, EmailRecipient, Monitor, Target
+from monitors.moving.exporting import SECRET_HEADER
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 
 ERROR = inline_serializer(
@@ -159,6 +162,42 @@ def ok(data: Any) -> Response:
     return Response({"success": True, "data": data})
 
 
+def _masked_headers(headers: Any) -> Any:
+    if not isinstance(headers, dict):
+        return headers
+    return {
+        name: MASK if SECRET_HEADER.search(str(name)) else value
+        for name, value in headers.items()
+    }
+
+
+def readable_by(request: Request, monitor: dict[str, Any]) -> dict[str, Any]:
+    """A monitor's answer as `request`'s key may see it. A read key reads the
+    configuration but not the credentials in it: header values that look like
+    credentials (webhook and page headers, the rule the export applies) come
+    back masked. It cannot send the answer back, so nothing is lost; a write
+    key could point the webhook or a page at its own server anyway and gets
+    them whole."""
+    client = request.user
+    if not isinstance(client, ApiClient) or client.key.can_write:
+        return monitor
+    shown = dict(monitor)
+    if isinstance(shown.get("webhook"), dict):
+        webhook = shown["webhook"]
+        headers = _masked_headers(webhook.get("headers"))
+        shown["webhook"] = webhook | {"headers": headers}
+    targets = []
+    for target in shown.get("targets") or []:
+        options = target.get("scrapeOptions") if isinstance(target, dict) else None
+        if isinstance(options, dict) and options.get("headers"):
+            headers = _masked_headers(options["headers"])
+            target = target | {"scrapeOptions": options | {"headers": headers}}
+        targets.append(target)
+    if "targets" in shown:
+        shown["targets"] = targets
+    return shown
+
+
 def render_monitor(monitor: Monitor) -> dict[str, Any]:
     return MonitorSerializer(monitor, context={"now": timezone.now()}).data
 
@@ -241,7 +280,8 @@ class MonitorListView(APIView):
         )
         monitors = with_relations(list(monitors))
         now = timezone.now()
-        return ok(MonitorSerializer(monitors, many=True, context={"now": now}).data)
+        shapes = MonitorSerializer(monitors, many=True, context={"now": now}).data
+        return ok([readable_by(request, shape) for shape in shapes])
 
     @extend_schema(
         operation_id="createMonitor",
@@ -268,7 +308,8 @@ class MonitorDetailView(APIView):
         responses={200: MONITOR_ENVELOPE} | error_responses(404),
     )
     def get(self, request: Request, monitor_id: str) -> Response:
-        return ok(render_monitor(get_monitor_for(request, monitor_id)))
+        monitor = render_monitor(get_monitor_for(request, monitor_id))
+        return ok(readable_by(request, monitor))
 
     @extend_schema(
         operation_id="updateMonitor",

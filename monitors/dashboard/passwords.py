@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from redis.exceptions import RedisError
 
-from config.signin import client_ip
+from config.signin import throttled_address
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def _account_key(email: str) -> str:
 class PasswordResetView(auth_views.PasswordResetView):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         window = int(settings.AXES_COOLOFF_TIME.total_seconds())
-        address = f"password-reset:address:{client_ip(request)}"
+        address = f"password-reset:address:{throttled_address(request)}"
         if not _within(address, settings.AXES_FAILURE_LIMIT, window):
             context = {"minutes": window // 60}
             template = "registration/password_reset_throttled.html"

@@ -20,7 +20,7 @@ from monitors.models import Monitor, Target, Team
 FORMAT = "pagewatch-export"
 VERSION = 1
 # Header names whose values are credentials more often than not.
-_SECRET_HEADER = re.compile(
+SECRET_HEADER = re.compile(
     r"auth|cookie|token|secret|key|password|passwd|session|signature", re.I
 )
 CSV_COLUMNS = ("name", "url", "schedule", "goal")
@@ -30,7 +30,7 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 def _without_secrets(headers: Any, where: str, redacted: list[str]) -> dict[str, str]:
     kept = {}
     for name, value in (headers or {}).items() if isinstance(headers, dict) else []:
-        if _SECRET_HEADER.search(str(name)):
+        if SECRET_HEADER.search(str(name)):
             redacted.append(f"{where}.{name}")
         else:
             kept[name] = value

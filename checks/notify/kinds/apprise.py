@@ -139,6 +139,10 @@ def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]
     import apprise as apprise_lib  # here, not at the top: see the docstring
 
     body = body.replace("@", "@" + NO_MENTION)
+    # Markdown's "[words](address)": Discord, Mattermost and other services
+    # that read Markdown show the words as a link to an address the reader
+    # does not see; page text must not choose both. Broken the same way.
+    body = body.replace("](", "]" + NO_MENTION + "(")
 
     with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
         notifier = apprise_lib.Apprise()
