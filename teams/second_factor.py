@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth import BACKEND_SESSION_KEY, get_user_model
 from django.db import transaction
@@ -94,7 +95,9 @@ class SecondFactorMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         wanted = self.wanted(request)
         if wanted is not None:
-            return redirect(f"{wanted}?next={request.get_full_path()}")
+            # Encoded, so a query of its own comes back whole after the code.
+            query = urlencode({"next": request.get_full_path()}, safe="/")
+            return redirect(f"{wanted}?{query}")
         return self.get_response(request)
 
     @staticmethod

@@ -220,3 +220,18 @@ def test_a_team_that_requires_a_second_factor_still_lets_people_set_one_up(
     )
     turn_on(client)
     assert client.get("/").status_code == 200
+
+
+def test_after_the_code_a_page_with_a_query_is_opened_with_its_whole_query(client, ana):
+    sign_in(client)
+    device, _ = turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)
+
+    response = client.get("/?q=price&status=paused")
+
+    assert response["Location"] == (
+        "/accounts/two-factor/verify/?next=/%3Fq%3Dprice%26status%3Dpaused"
+    )
+    page = client.get(response["Location"]).content.decode()
+    assert 'value="/?q=price&amp;status=paused"' in page
