@@ -293,7 +293,20 @@ def test_an_owner_sets_how_long_activity_is_kept(web, team):
     assert team.activity_retention_days == 30
     response = web.post(reverse("team-retention"), {"activity_retention_days": "0"})
     assert response.status_code == 400
-    assert "Ensure this value is greater than or equal to 1." in text_of(response)
+    assert "Enter a number of days from 1 to 3650." in text_of(response)
+    assert "Ensure this" not in text_of(response)
+    team.refresh_from_db()
+    assert team.activity_retention_days == 30
+
+
+@pytest.mark.parametrize("typed", ["", "4000", "a month"])
+def test_activity_days_out_of_range_are_refused_in_plain_words(web, team, typed):
+    response = web.post(reverse("team-retention"), {"activity_retention_days": typed})
+
+    assert response.status_code == 400
+    assert "Enter a number of days from 1 to 3650." in text_of(response)
+    team.refresh_from_db()
+    assert team.activity_retention_days == 365
 
 
 # ---------------------------------------------------------------- the API
