@@ -28,8 +28,8 @@ NOT_CONFIGURED = (
 # The same, for the dashboard's readers: no setting names.
 NOT_CONFIGURED_WORDS = (
     "Web searches are not run: no web search service is set up for this "
-    "Pagewatch yet: an administrator can set one up (see the README, “Watching "
-    "the web (search targets)”)."
+    "Pagewatch yet; an administrator sets one up as the README's “Watching "
+    "the web” says."
 )
 
 

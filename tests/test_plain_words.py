@@ -86,7 +86,7 @@ def _readme_sections_named_on_the_dashboard() -> set[str]:
     texts.append((root / "monitors" / "search_provider.py").read_text())
     # A Python string may be split over lines: join its pieces first.
     joined = "".join(text.replace('"\n    "', "") for text in texts)
-    return set(re.findall(r"see the README, “([^”]+)”", joined))
+    return set(re.findall(r"README(?:, |'s )“([^”]+)”", joined))
 
 
 def test_every_readme_section_the_dashboard_points_to_exists():
@@ -96,7 +96,7 @@ def test_every_readme_section_the_dashboard_points_to_exists():
     headings = re.findall(r"^#+ (.+)$", readme, flags=re.MULTILINE)
     named = _readme_sections_named_on_the_dashboard()
 
-    assert "The AI layer" in named and "Watching the web (search targets)" in named
+    assert "The AI layer" in named and "Watching the web" in named
     missing = {name for name in named if not any(h.startswith(name) for h in headings)}
     assert missing == set()
 
@@ -111,7 +111,7 @@ def test_a_search_target_without_a_provider_says_where_to_set_one_up(web, settin
     body = html.unescape(row.content.decode())
 
     assert "no web search service is set up" in body
-    assert "see the README, “Watching the web (search targets)”" in body
+    assert "as the README's “Watching the web” says" in body
     assert "SEARXNG_URL" not in body
 
 
