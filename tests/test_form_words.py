@@ -241,3 +241,28 @@ def test_a_schedule_that_would_not_run_for_years_is_said_plainly():
         "Cron expression '0 0 1 1 *' does not run within the next 8 years, the "
         "longest wait Pagewatch accepts."
     )
+
+
+def test_a_line_that_is_not_an_address_is_named_once():
+    form = MonitorForm(post(**{f"{ROW}-urls": "https://example.com/a\nnot an address"}))
+
+    assert not form.is_valid()
+    said = [m for shown in form.errors.values() for m in shown]
+    assert (
+        said.count(
+            "“not an address” is not a web address: it should look like "
+            "https://example.com/page."
+        )
+        == len(said)
+        and said
+    )
+
+
+def test_a_line_with_another_problem_is_still_named_first():
+    form = MonitorForm(
+        post(**{f"{ROW}-urls": "https://example.com/a\nftp://x.example"})
+    )
+
+    assert not form.is_valid()
+    said = [m for shown in form.errors.values() for m in shown]
+    assert any(m.startswith("“ftp://x.example”: ") for m in said), said
