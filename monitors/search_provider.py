@@ -29,8 +29,8 @@ NOT_CONFIGURED = (
 # administrator reads how to set one up (as the form says of a missing model).
 NOT_CONFIGURED_WORDS = (
     "Web searches are not run: no web search service is set up for this "
-    "Pagewatch yet (an administrator can set one up: see the README, "
-    "“Watching the web”)."
+    "Pagewatch yet; an administrator sets one up as the README's “Watching "
+    "the web” says."
 )
 
 

@@ -43,6 +43,12 @@ class ActivityRetentionForm(forms.Form):
         min_value=1,
         max_value=3650,
         help_text="Older entries are deleted every hour. 1 to 3650 days.",
+        # Django's own words ("Ensure this value is greater than or equal
+        # to 1.") say neither the unit nor the whole range.
+        error_messages={
+            key: "Enter a number of days from 1 to 3650."
+            for key in ("required", "invalid", "min_value", "max_value")
+        },
     )
 
 

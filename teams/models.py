@@ -277,7 +277,7 @@ class Activity(models.Model):
         if self.via == self.Via.SYSTEM:
             return "Pagewatch"
         if self.via == self.Via.API:
-            return f"the API key “{self.key_name or 'unnamed'}”"
+            return _named("API key", self.key_name)
         if self.via == self.Via.COMMAND and not self.user_name:
             return "a management command"
         name = self.user_name or "someone"
@@ -330,9 +330,9 @@ class Activity(models.Model):
             return said
         if self.kind == kind.KEY_CREATED:
             scope = "read-only" if d.get("scope") == "read" else "read and write"
-            return f"Created the {scope} API key “{d.get('name') or 'unnamed'}”"
+            return "Created " + _named(f"{scope} API key", d.get("name"))
         if self.kind == kind.KEY_REVOKED:
-            return f"Revoked the API key “{d.get('name') or 'unnamed'}”"
+            return "Revoked " + _named("API key", d.get("name"))
         if self.kind == kind.MEMBER_JOINED and d.get("member"):
             return f"Added {d['member']} as {_role(d.get('role'))}"
         if self.kind == kind.MEMBER_JOINED:
@@ -359,6 +359,16 @@ def _role(value: Any) -> str:
     except ValueError:
         return "a member"
     return ("an " if label[0] in "aeiou" else "a ") + label
+
+
+def _named(thing: str, name: str | None) -> str:
+    """'the API key “CI”', or 'an API key with no name' for a key left
+    unnamed: “unnamed” in quotes reads as its name, and the keys page says
+    "(no name)"."""
+    if name:
+        return f"the {thing} “{name}”"
+    article = "an" if thing[0].lower() in "aeiou" else "a"
+    return f"{article} {thing} with no name"
 
 
 def _listed(items: list[str]) -> str:

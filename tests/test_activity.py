@@ -287,13 +287,43 @@ def test_entries_are_kept_for_the_teams_days_then_purged(team, other_team):
     assert left == [("acme", 10), ("acme", 100), ("globex", 10)]
 
 
+def test_a_key_created_without_a_name_is_logged_as_having_none(web, team):
+    web.post(reverse("api-keys"), {"name": "", "scope": "write"})
+    key = ApiKey.objects.get(team=team)
+    record(SYSTEM, team, Kind.KEY_REVOKED, name="")
+    by_key = Activity.objects.create(
+        team=team, kind=Kind.MONITOR_RUN, via=Via.API, key_name=""
+    )
+
+    log = text_of(web.get(reverse("team-activity")))
+
+    assert key.name == ""
+    assert "Created a read and write API key with no name" in log
+    assert "Revoked an API key with no name" in log
+    assert "“unnamed”" not in log
+    assert by_key.actor_words == "an API key with no name"
+
+
 def test_an_owner_sets_how_long_activity_is_kept(web, team):
     web.post(reverse("team-retention"), {"activity_retention_days": "30"})
     team.refresh_from_db()
     assert team.activity_retention_days == 30
     response = web.post(reverse("team-retention"), {"activity_retention_days": "0"})
     assert response.status_code == 400
-    assert "Ensure this value is greater than or equal to 1." in text_of(response)
+    assert "Enter a number of days from 1 to 3650." in text_of(response)
+    assert "Ensure this" not in text_of(response)
+    team.refresh_from_db()
+    assert team.activity_retention_days == 30
+
+
+@pytest.mark.parametrize("typed", ["", "4000", "a month"])
+def test_activity_days_out_of_range_are_refused_in_plain_words(web, team, typed):
+    response = web.post(reverse("team-retention"), {"activity_retention_days": typed})
+
+    assert response.status_code == 400
+    assert "Enter a number of days from 1 to 3650." in text_of(response)
+    team.refresh_from_db()
+    assert team.activity_retention_days == 365
 
 
 # ---------------------------------------------------------------- the API

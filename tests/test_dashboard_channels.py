@@ -3,6 +3,8 @@ team's channels, with the same rules as /v2/channels."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from checks.models import Delivery
@@ -179,3 +181,47 @@ def test_a_new_apprise_url_from_the_form_is_logged_as_replaced_without_it(web, t
     assert channel.settings == {"url": new}
     page = web.get("/activity/").content.decode()
     assert "replaced its secret address" in page and "newsecret" not in page
+
+
+def test_a_channel_form_with_mistakes_says_them_in_plain_words_at_each_field(web, team):
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "webhook",
+            "name": "",
+            "setting_url": "",
+            "events": ["meaningful"],
+            "failing_after": "0",
+            "digest": "",
+        },
+    )
+
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 400
+    assert Channel.objects.filter(team=team).count() == 0
+    assert "Give the channel a name." in page
+    assert "Enter a number of failed checks from 1 to 100." in page
+    assert 'aria-describedby="error-name"' in page
+    assert 'aria-describedby="error-failing-after"' in page
+    for api_words in ("name:", "failingAfter", "This field", "Ensure this"):
+        assert api_words not in page
+
+
+def test_a_channel_without_its_address_asks_for_it_by_its_label(web, team):
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "webhook",
+            "name": "Ops",
+            "setting_url": "",
+            "events": ["meaningful"],
+            "failing_after": "3",
+            "digest": "",
+        },
+    )
+
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 400
+    assert "Enter the URL." in page
+    assert "Required." not in page
+    assert 'value="Ops"' in page

@@ -249,3 +249,28 @@ def test_an_empty_schedule_box_reads_as_an_example_not_as_a_value():
     placeholder = forms.MonitorFields().fields["schedule"].widget.attrs["placeholder"]
     assert placeholder.startswith("for example")
     assert placeholder.split("for example", 1)[1].strip(" ,:") == "every 30 minutes"
+
+
+def test_a_line_that_is_not_an_address_is_named_once():
+    form = MonitorForm(post(**{f"{ROW}-urls": "https://example.com/a\nnot an address"}))
+
+    assert not form.is_valid()
+    said = [m for shown in form.errors.values() for m in shown]
+    assert (
+        said.count(
+            "“not an address” is not a web address: it should look like "
+            "https://example.com/page."
+        )
+        == len(said)
+        and said
+    )
+
+
+def test_a_line_with_another_problem_is_still_named_first():
+    form = MonitorForm(
+        post(**{f"{ROW}-urls": "https://example.com/a\nftp://x.example"})
+    )
+
+    assert not form.is_valid()
+    said = [m for shown in form.errors.values() for m in shown]
+    assert any(m.startswith("“ftp://x.example”: ") for m in said), said

@@ -3,7 +3,9 @@ Export download, for a team member, and for an outsider who sees nothing."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -169,3 +171,17 @@ def test_a_changedetection_address_and_key_are_previewed(web, team, site, settin
     )
     assert wrong.status_code == 400
     assert "refused the key" in wrong.content.decode()
+
+
+def test_a_refused_file_repeats_what_the_chosen_tool_needs(web, team):
+    response = preview(web, "distill", b"url\nhttps://example.com/\n", "list.csv")
+
+    page = html.unescape(response.content.decode())
+    alert = re.search(
+        r'<div class="callout error" role="alert">(.*?)</div>', page, re.S
+    )
+    assert response.status_code == 400
+    assert "not valid JSON" in alert[1]
+    assert "In Distill, select the monitors, choose Export" in alert[1]
+    assert "urlwatch" not in alert[1]
+    assert not Monitor.objects.filter(team=team).exists()

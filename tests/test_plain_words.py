@@ -5,6 +5,7 @@ something that is not an address, and the time zone a city name meant."""
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from django.urls import reverse
@@ -75,3 +76,50 @@ def test_the_form_suggests_the_zone_a_city_meant(web):
     page = html.unescape(response.content.decode())
 
     assert "“Berlin” is not a time zone we know: did you mean Europe/Berlin?" in page
+
+
+def _readme_sections_named_on_the_dashboard() -> set[str]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    texts = [p.read_text() for p in (root / "templates").rglob("*.html")]
+    texts.append((root / "monitors" / "search_provider.py").read_text())
+    # A Python string may be split over lines: join its pieces first.
+    joined = "".join(text.replace('"\n    "', "") for text in texts)
+    return set(re.findall(r"README(?:, |'s )“([^”]+)”", joined))
+
+
+def test_every_readme_section_the_dashboard_points_to_exists():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    headings = re.findall(r"^#+ (.+)$", readme, flags=re.MULTILINE)
+    named = _readme_sections_named_on_the_dashboard()
+
+    assert "The AI layer" in named and "Watching the web" in named
+    missing = {name for name in named if not any(h.startswith(name) for h in headings)}
+    assert missing == set()
+
+
+def test_a_search_target_without_a_provider_says_where_to_set_one_up(web, settings):
+    settings.SEARXNG_URL = settings.BRAVE_API_KEY = settings.TAVILY_API_KEY = ""
+    settings.FIRECRAWL_API_KEY = settings.SEARCH_PROVIDER = ""
+
+    row = web.get(
+        reverse("target-row"), {"add_target": "search"}, HTTP_HX_REQUEST="true"
+    )
+    body = html.unescape(row.content.decode())
+
+    assert "no web search service is set up" in body
+    assert "as the README's “Watching the web” says" in body
+    assert "SEARXNG_URL" not in body
+
+
+def test_a_monitor_without_a_webhook_reads_off_not_none(web, team):
+    monitor = make_monitor(team)
+
+    page = web.get(monitor.get_absolute_url()).content.decode()
+
+    webhook_row = re.search(r"<dt>Webhook</dt>\s*<dd>(.*?)</dd>", page, re.S)[1]
+    assert ">Off<" in webhook_row
+    assert "None" not in webhook_row

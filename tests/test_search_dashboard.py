@@ -176,7 +176,7 @@ def test_the_missing_search_service_words_say_where_to_read_how_to_set_one_up(
     check = run_check(make_monitor(team, ["acme"]))
     for url in (check.get_absolute_url(), check.monitor.get_absolute_url()):
         page = html.unescape(web.get(url).content.decode())
-        assert "see the README, “Watching the web”" in page
+        assert "as the README's “Watching the web” says" in page
 
 
 def test_a_monitor_page_says_how_recent_its_searches_look_in_words(web, team):

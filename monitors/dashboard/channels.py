@@ -80,6 +80,27 @@ def _form_data(request: DashboardRequest, kind: kinds.ChannelKind) -> dict[str, 
     return data
 
 
+# The API's top-level fields in the form's words: its messages ("This field
+# may not be blank.") name fields that are not on the page.
+PLAIN_ERRORS = {
+    "name": "Give the channel a name.",
+    "events": "Choose what to tell this channel about.",
+    "digest": "Choose when to send.",
+    "digestAt": "Enter the digest time as hours and minutes, e.g. 09:00.",
+    "failingAfter": "Enter a number of failed checks from 1 to 100.",
+}
+
+
+def plain_errors(errors: dict[str, Any]) -> dict[str, str]:
+    """The form's problem with each top-level field, in plain words; a field
+    without its own words (the kind's "needs a setting") keeps its message."""
+    return {
+        field: PLAIN_ERRORS.get(field) or " ".join(str(p) for p in problems)
+        for field, problems in errors.items()
+        if field != "settings"
+    }
+
+
 def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
     """The workspace's channels to pick from, when the kind has a picker and
     can reach Slack; nothing (a plain id field) otherwise."""
@@ -133,6 +154,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         "kinds": kinds.all_kinds(),
         "fields": _setting_fields(request, kind, shown, errors),
         "errors": errors,
+        "field_errors": plain_errors(errors),
         "unavailable": kind.unavailable(),
         "slack_channels": _slack_choices(kind),
         "event_choices": Channel.Event.choices,
@@ -179,7 +201,10 @@ def _setting_fields(
             if key in kind.secrets
             else request.POST.get(f"setting_{key}", shown.get(key, "")),
             "stored": shown.get(key) if key in kind.secrets else None,
-            "errors": setting_errors.get(key, []),
+            "errors": [
+                f"Enter the {label}." if problem == "Required." else problem
+                for problem in setting_errors.get(key, [])
+            ],
         }
         for key, (label, help_text) in kind.fields.items()
     ]

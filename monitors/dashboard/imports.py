@@ -66,6 +66,9 @@ def import_start(request: DashboardRequest) -> HttpResponse:
             )
     except moving.ImportRefused as exc:
         context["refused"] = exc.message
+        # The parser's words alone do not say how to fix it: repeat what the
+        # chosen tool's import needs.
+        context["refused_source"] = context["sources"].get(data["source"])
         return render(request, TEMPLATE, context | {"form": form}, status=400)
     plan.prepare(request.team, items)
     run = importing.preview_run(request.team, data["source"], items, request.user)

@@ -386,6 +386,8 @@ class MonitorForm:
             return message
         if not isinstance(value, str):
             return message
+        if f"“{value.strip()[:60]}”" in message:
+            return message  # it names the line already ("“x” is not a web address")
         shown = value if len(value) <= 80 else value[:77] + "…"
         return f"“{shown}”: {message}"
 
