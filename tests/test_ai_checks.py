@@ -4,6 +4,7 @@ summary format and the noise rule, run by checks.runner against pages on
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -170,6 +171,52 @@ def test_the_judge_fails_open_in_every_failure_mode(team, site, model, replies):
     assert page.judgment["reason"].startswith("Not judged: ")
     assert page.judgment["meaningfulChanges"] == []
     assert page.metadata["creditsUsed"] == 1  # no verdict, no judging credit
+
+
+def refusal(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    """OpenAI's way of declining: no content, the reason in `refusal`."""
+    message = {"role": "assistant", "content": None, "refusal": "I can't help."}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    body = {"id": "c", "object": "chat.completion", "created": 0, "model": "fake"}
+    return (
+        200,
+        {"Content-Type": "application/json"},
+        json.dumps(body | {"choices": [choice]}).encode(),
+    )
+
+
+def test_a_model_that_declines_is_said_to_have_declined_with_its_words(
+    team, site, model
+):
+    model.then(*[refusal] * 3)
+
+    page = changed_pricing(team, site, model)
+
+    assert page.verdict == PageResult.Verdict.NOT_JUDGED
+    assert page.judgment["reason"] == (
+        "Not judged: The AI model gave no usable answer after 3 tries: "
+        "the model declined to answer (I can't help.)."
+    )
+
+
+def test_an_answer_over_the_size_cap_is_said_to_be_too_large_and_not_asked_again(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/pricing", "Pricing", PLANS.replace("$49", "$59"))
+    model.then(*[content("x" * (3 * 1024 * 1024))] * 3)
+    asked_before = len(model.requests)
+
+    page = run_check(monitor).pages.get()
+
+    assert page.status == PageResult.Status.CHANGED
+    assert page.verdict == PageResult.Verdict.NOT_JUDGED
+    assert page.judgment["reason"] == (
+        "Not judged: The AI model's answer was larger than 2 MB, so it was not read."
+    )
+    assert len(model.requests) == asked_before + 1
 
 
 @pytest.mark.parametrize(

@@ -383,6 +383,39 @@ def test_undecodable_bytes_are_replaced_rather_than_failing():
     assert result.markdown == "caf\ufffd ok\n"
 
 
+def test_a_latin1_page_that_declares_no_charset_keeps_its_accented_letters():
+    body = "<html><body><main><p>Café à 5 € – voilà</p></main></body></html>"
+
+    result = run(body.encode("cp1252"), content_type="text/html")
+
+    assert result.markdown == "Café à 5 € – voilà\n"
+
+
+def test_latin1_text_without_a_charset_keeps_its_accented_letters():
+    result = run("Grüße aus Köln".encode("latin-1"), content_type="text/plain")
+
+    assert result.markdown == "Grüße aus Köln"
+
+
+def test_a_meta_charset_of_utf8_on_latin1_bytes_is_read_as_windows_1252():
+    body = '<html><head><meta charset="utf-8"></head><body><p>naïve</p></body></html>'
+
+    result = run(body.encode("latin-1"), content_type="text/html")
+
+    assert result.markdown == "naïve\n"
+
+
+def test_a_meta_charset_of_latin1_on_utf8_bytes_is_read_as_utf8():
+    body = (
+        '<html><head><meta charset="iso-8859-1"></head><body><p>naïve ünïcode</p>'
+        "</body></html>"
+    )
+
+    result = run(body.encode(), content_type="text/html")
+
+    assert result.markdown == "naïve ünïcode\n"
+
+
 # -- links, images, html formats ---------------------------------------------
 
 

@@ -776,6 +776,55 @@ def test_server_that_never_answers_times_out_quickly(private_allowed: None) -> N
     assert time.monotonic() - started < 2
 
 
+def serve_once(answer: bytes) -> tuple[socket.socket, str]:
+    """A listener that answers one request with `answer`, then hangs up."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def reply() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(answer)
+
+    threading.Thread(target=reply, daemon=True).start()
+    return listener, f"http://127.0.0.1:{listener.getsockname()[1]}/"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5\r\nhello\r\n400\r\npartial",
+            id="chunked-cut-mid-chunk",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\nonly this much",
+            id="shorter-than-content-length",
+        ),
+    ],
+)
+def test_a_body_cut_off_midway_is_called_incomplete(
+    private_allowed: None, answer: bytes
+) -> None:
+    listener, url = serve_once(answer)
+    with listener:
+        error = fetch_error(url)
+    assert (error.kind, error.message) == (
+        "protocol",
+        "Server sent an incomplete page (the connection closed before its end)",
+    )
+
+
+def test_a_broken_status_line_is_still_an_invalid_response(
+    private_allowed: None,
+) -> None:
+    listener, url = serve_once(b"HTTP/1.1 abc nonsense\r\n\r\n")
+    with listener:
+        error = fetch_error(url)
+    assert error.message == "Server sent an invalid HTTP response"
+
+
 def test_connection_refused_gives_a_clear_message(private_allowed: None) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         free_port = probe.getsockname()[1]

@@ -106,3 +106,18 @@ def test_new_markup_around_text_whose_hash_is_known_reads_no_baseline(
 
     assert (page.status, reads) == (PageResult.Status.SAME, [])
     assert page.current_snapshot_id == page.previous_snapshot_id
+
+
+def test_an_accent_changed_on_a_latin1_page_without_a_charset_is_a_change(team, site):
+    page = "<html><body><main><p>Prix: {} 5 €</p></main></body></html>"
+    url = site.page(
+        "/fr", page.format("café").encode("cp1252"), content_type="text/html"
+    )
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/fr", page.format("cafè").encode("cp1252"), content_type="text/html")
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.CHANGED
+    assert "+Prix: cafè 5 €" in result.diff["text"]

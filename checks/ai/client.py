@@ -32,6 +32,7 @@ from django.conf import settings
 
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, OutboundClient, Resolver
+from checks.fetch.errors import human_size
 from monitors.judging import judge_available
 
 if TYPE_CHECKING:
@@ -372,6 +373,13 @@ class LLM:
             raise _Attempt(f"no answer within {self.config.timeout:g} seconds") from exc
         except openai.APIConnectionError as exc:
             cause = _fetch_error(exc)
+            if cause is not None and cause.kind == ErrorKind.TOO_LARGE:
+                # The endpoint was reached and answered: at temperature 0 the
+                # same runaway answer would come again, so it is not retried.
+                raise LLMError(
+                    f"The AI model's answer was larger than "
+                    f"{human_size(MAX_ANSWER_BYTES)}, so it was not read."
+                ) from exc
             if cause is not None and cause.kind in _NEVER_RETRIED:
                 raise LLMError(f"The AI model's endpoint: {cause.message}.") from exc
             reason = cause.message if cause is not None else "no connection"
@@ -395,9 +403,14 @@ def _fetch_error(exc: BaseException) -> FetchError | None:
 
 def _content(response: Any) -> str:
     try:
-        content = response.choices[0].message.content
+        message = response.choices[0].message
+        content = message.content
     except (AttributeError, IndexError, TypeError):
         raise _Attempt("the answer could not be read") from None
+    refusal = getattr(message, "refusal", None)
+    if isinstance(refusal, str) and refusal.strip() and not content:
+        # OpenAI's models decline in this field, with the content left empty.
+        raise _Attempt(f"the model declined to answer ({refusal.strip()[:200]})")
     if not isinstance(content, str) or not content.strip():
         raise _Attempt("the answer was empty")
     return content

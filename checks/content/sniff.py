@@ -65,7 +65,8 @@ def _bom_codec(body: bytes) -> str | None:
 
 
 def decode(body: bytes, content_type: str, *, html: bool) -> str:
-    """BOM, then the header's charset, then ``<meta charset>``, then UTF-8."""
+    """BOM, then the header's charset, then ``<meta charset>``, then UTF-8,
+    then windows-1252 (what browsers fall back to)."""
     codec = _bom_codec(body)
     if codec is None:
         match = _CHARSET_PARAM.search(content_type)
@@ -77,7 +78,41 @@ def decode(body: bytes, content_type: str, *, html: bool) -> str:
         # its meta tag, but without a BOM the bytes are ASCII-compatible.
         if codec and codec.startswith("utf-16"):
             codec = "utf-8"
-    return body.decode(codec or "utf-8", errors="replace")
+        if codec is not None:
+            codec = _checked_meta_codec(body, codec)
+    if codec is None:
+        codec = _undeclared_codec(body)
+    return body.decode(codec, errors="replace")
+
+
+def _is_utf8(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _undeclared_codec(body: bytes) -> str:
+    # Decoding Latin-1 bytes as UTF-8 would turn every accented letter into
+    # the same U+FFFD, so "café" -> "cafè" would never be seen as a change.
+    return "utf-8" if _is_utf8(body) else "cp1252"
+
+
+def _checked_meta_codec(body: bytes, codec: str) -> str:
+    """The page's own <meta> label, unless the bytes plainly contradict it:
+    templates keep an old label after the site moved to UTF-8, or the
+    reverse. The header's charset is never second-guessed."""
+    if codec == "utf-8":
+        return codec if _is_utf8(body) else "cp1252"
+    if codec in _SINGLE_BYTE and not body.isascii() and _is_utf8(body):
+        return "utf-8"
+    return codec
+
+
+_SINGLE_BYTE = frozenset(
+    {"cp1252", "iso8859-1", "iso8859-15", "iso8859-2", "cp1250", "cp1251", "ascii"}
+)
 
 
 def _looks_like_html(head: bytes) -> bool:

@@ -52,6 +52,9 @@ def human_size(n: int) -> str:
     return f"{n} bytes"
 
 
+_INCOMPLETE = "peer closed connection without sending complete message body"
+
+
 def translate(exc: httpx.HTTPError, host: str, timeout: httpx.Timeout) -> FetchError:
     """An httpx exception as a FetchError whose message a user can act on.
 
@@ -68,6 +71,11 @@ def translate(exc: httpx.HTTPError, host: str, timeout: httpx.Timeout) -> FetchE
         return FetchError(ErrorKind.REFUSED, host=host)
     if isinstance(exc, httpx.NetworkError):
         return FetchError(ErrorKind.CONNECT, host=host)
+    if isinstance(exc, httpx.RemoteProtocolError) and _INCOMPLETE in str(exc):
+        # h11's words for a body cut off (a dropped chunked stream, or fewer
+        # bytes than Content-Length): the answer was valid, just not whole.
+        detail = "an incomplete page (the connection closed before its end)"
+        return FetchError(ErrorKind.PROTOCOL, detail=detail)
     if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
         return FetchError(ErrorKind.INVALID_URL, detail=f"URL is not valid: {exc}")
     return FetchError(ErrorKind.PROTOCOL, detail="an invalid HTTP response")
