@@ -137,9 +137,12 @@ class OutboundClient:
         follow_redirects: bool = True,
         max_redirects: int = 5,
         verify: bool = True,
+        truncate: bool = False,
     ) -> FetchResult:
         """Same contract as `afetch`."""
-        options = Options.build(timeout, max_bytes, follow_redirects, max_redirects)
+        options = Options.build(
+            timeout, max_bytes, follow_redirects, max_redirects, truncate
+        )
         hop = first_hop(url, method, headers, content)
         try:
             # No deadline until the first slot is ours: a request waiting for
@@ -198,12 +201,17 @@ class OutboundClient:
             try:
                 if wants_redirect(response.status_code, response.headers, options):
                     return response, b""  # never read bodies we are about to leave
-                check_declared_length(response.headers, options.max_bytes)
+                if not options.truncate:
+                    check_declared_length(response.headers, options.max_bytes)
                 reader = BodyReader(
-                    response.headers.get("content-encoding", ""), options.max_bytes
+                    response.headers.get("content-encoding", ""),
+                    options.max_bytes,
+                    truncate=options.truncate,
                 )
                 async for raw in response.aiter_raw():
                     reader.feed(raw)
+                    if reader.full:
+                        break  # the rest is never read; closing drops it
                 return response, reader.finish()
             finally:
                 await response.aclose()
@@ -234,6 +242,7 @@ async def afetch(
     follow_redirects: bool = True,
     max_redirects: int = 5,
     verify: bool = True,
+    truncate: bool = False,
     client: OutboundClient | None = None,
 ) -> FetchResult:
     """Fetch one URL under the outbound policy; raises FetchError on any failure.
@@ -242,7 +251,8 @@ async def afetch(
     FETCH_TIMEOUT_SECONDS), counted from when the request may start (the
     client's limiter); connecting gets at most 10 s of it. Bodies larger than
     `max_bytes` after decompression (default FETCH_MAX_BYTES) are an error.
-    With follow_redirects=False a 3xx is returned as-is (webhooks).
+    With follow_redirects=False a 3xx is returned as-is (webhooks). With
+    truncate=True a longer body is cut at `max_bytes` instead (robots.txt).
     """
     async with contextlib.AsyncExitStack() as own:
         if client is None:
@@ -257,4 +267,5 @@ async def afetch(
             follow_redirects=follow_redirects,
             max_redirects=max_redirects,
             verify=verify,
+            truncate=truncate,
         )

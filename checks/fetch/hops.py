@@ -42,6 +42,8 @@ class Options:
     max_bytes: int
     follow_redirects: bool
     max_redirects: int
+    # Keep the first max_bytes of a longer body instead of failing (robots.txt).
+    truncate: bool = False
 
     @classmethod
     def build(
@@ -50,6 +52,7 @@ class Options:
         max_bytes: int | None,
         follow_redirects: bool,
         max_redirects: int,
+        truncate: bool = False,
     ) -> Options:
         # Settings are read per call, never at import: tests flip them with
         # pytest-django's `settings` fixture.
@@ -57,7 +60,7 @@ class Options:
             timeout = float(getattr(settings, "FETCH_TIMEOUT_SECONDS", 30))
         if max_bytes is None:
             max_bytes = int(getattr(settings, "FETCH_MAX_BYTES", 10 * 1024 * 1024))
-        return cls(timeout, max_bytes, follow_redirects, max_redirects)
+        return cls(timeout, max_bytes, follow_redirects, max_redirects, truncate)
 
     def httpx_timeout(self) -> httpx.Timeout:
         budget = max(self.budget, 0.001)
