@@ -22,7 +22,15 @@ from django.conf import settings
 from checks.errors import ErrorKind
 from checks.fetch.body import BodyReader, check_declared_length
 from checks.fetch.errors import FetchError, translate
-from checks.fetch.hops import Hop, Options, first_hop, next_hop, wants_redirect
+from checks.fetch.hops import (
+    REFRESH_STATUS,
+    Hop,
+    Options,
+    first_hop,
+    next_hop,
+    wants_redirect,
+)
+from checks.fetch.refresh import refresh_location
 from checks.fetch.transport import GuardedTransport, Resolver, system_resolver
 
 logger = logging.getLogger(__name__)
@@ -138,10 +146,16 @@ class OutboundClient:
         max_redirects: int = 5,
         verify: bool = True,
         truncate: bool = False,
+        follow_refresh: bool = False,
     ) -> FetchResult:
         """Same contract as `afetch`."""
         options = Options.build(
-            timeout, max_bytes, follow_redirects, max_redirects, truncate
+            timeout,
+            max_bytes,
+            follow_redirects,
+            max_redirects,
+            truncate,
+            follow_refresh,
         )
         hop = first_hop(url, method, headers, content)
         try:
@@ -174,7 +188,13 @@ class OutboundClient:
                     loop = asyncio.get_running_loop()
                     deadline.reschedule(loop.time() + options.budget)
                 response, body = await self._send(transport, hop, options)
-            if not wants_redirect(response.status_code, response.headers, options):
+            status, location = response.status_code, None
+            if wants_redirect(status, response.headers, options):
+                location = response.headers["location"]
+            elif options.follow_refresh:
+                location = refresh_location(status, response.headers, body)
+                status = REFRESH_STATUS
+            if location is None:
                 return FetchResult(
                     url=url,
                     final_url=str(hop.url),
@@ -184,9 +204,7 @@ class OutboundClient:
                     redirects=redirects,
                     elapsed_ms=int((time.monotonic() - started) * 1000),
                 )
-            hop = next_hop(
-                hop, response.status_code, response.headers, len(redirects), options
-            )
+            hop = next_hop(hop, status, location, len(redirects), options)
             redirects.append(str(hop.url))
 
     async def _send(
@@ -243,6 +261,7 @@ async def afetch(
     max_redirects: int = 5,
     verify: bool = True,
     truncate: bool = False,
+    follow_refresh: bool = False,
     client: OutboundClient | None = None,
 ) -> FetchResult:
     """Fetch one URL under the outbound policy; raises FetchError on any failure.
@@ -253,6 +272,8 @@ async def afetch(
     `max_bytes` after decompression (default FETCH_MAX_BYTES) are an error.
     With follow_redirects=False a 3xx is returned as-is (webhooks). With
     truncate=True a longer body is cut at `max_bytes` instead (robots.txt).
+    With follow_refresh=True a page that is only a short <meta> refresh is
+    followed like a redirect, in the same count (checks.fetch.refresh).
     """
     async with contextlib.AsyncExitStack() as own:
         if client is None:
@@ -268,4 +289,5 @@ async def afetch(
             max_redirects=max_redirects,
             verify=verify,
             truncate=truncate,
+            follow_refresh=follow_refresh,
         )
