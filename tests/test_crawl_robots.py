@@ -4,6 +4,7 @@ unreachable server (disallow all, and the crawl says why), redirects."""
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -42,7 +43,7 @@ def crawl(team, site: Site) -> Check:
 
 
 def words(body: str) -> str:
-    return " ".join(re.sub(r"<[^>]+>", " ", body).split())
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
 
 
 # --- What the file says ------------------------------------------------------------
@@ -85,7 +86,9 @@ def test_a_start_page_robots_txt_disallows_is_not_fetched_and_the_crawl_says_why
     assert check.pages.count() == 0
     assert [r.path for r in site.requests] == ["/robots.txt"]
     reason = crawl_result(check)["truncatedReason"]
-    assert reason == "No page was crawled: robots.txt disallows the start page."
+    assert reason == (
+        "No page was crawled, because the site's robots.txt disallows the start page."
+    )
 
 
 # --- What the answer says ------------------------------------------------------------
@@ -119,7 +122,7 @@ def test_a_robots_txt_the_server_fails_to_give_keeps_the_whole_site_out(
     result = crawl_result(check)
     assert result["truncated"] is True and result["removedProcessed"] is False
     reason = result["truncatedReason"]
-    assert f"robots.txt could not be read (the server answered {status})" in reason
+    assert f"robots.txt could not be read (the server answered {status}: " in reason
     assert reason.startswith("No page was crawled")
     # The check's page says it in the same words.
     user = django_user_model.objects.create_user("olive", "o@example.com", "pw")

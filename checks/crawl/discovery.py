@@ -93,8 +93,10 @@ async def read_robots(url: str, client: OutboundClient) -> Robots:
             return Robots("")
         return _unreadable(exc.message)
     status = fetched.status_code
-    if status >= 500 or status == TOO_MANY_REQUESTS:
-        return _unreadable(f"the server answered {status}")
+    if status == TOO_MANY_REQUESTS:
+        return _unreadable(f"the server answered {status}: too many requests")
+    if status >= 500:
+        return _unreadable(f"the server answered {status}: an error on its side")
     if not 200 <= status < 300:
         return Robots("")  # 4xx, or a 3xx without a place to go: none
     content = fetched.content

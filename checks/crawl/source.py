@@ -23,10 +23,12 @@ NO_SITEMAP_REASON = (
 # The robots.txt standard (RFC 9309) asks a crawler that cannot read it to
 # keep off the whole site. The reason last: the reason is cut at 255 characters.
 ROBOTS_UNREADABLE_REASON = (
-    "No page was crawled: a site whose robots.txt cannot be read counts as "
-    "closed to crawlers, and robots.txt could not be read ({why})."
+    "No page was crawled, because a site whose robots.txt cannot be read counts "
+    "as closed to crawlers, and this site's robots.txt could not be read ({why})."
 )
-START_DISALLOWED_REASON = "No page was crawled: robots.txt disallows the start page."
+START_DISALLOWED_REASON = (
+    "No page was crawled, because the site's robots.txt disallows the start page."
+)
 
 
 class CrawlSource:
