@@ -115,6 +115,20 @@ def test_a_page_with_text_of_its_own_or_a_slow_refresh_is_kept(team, site):
     assert site.requests_to("/pricing") == []
 
 
+def test_a_page_that_reloads_itself_or_leaves_the_web_is_kept(team, site):
+    reloading = refresh_page(site, "/status", "/status#top", delay="5")
+    scripted = refresh_page(site, "/js", "javascript:alert(1)")
+
+    check = run_check(make_monitor(team, [reloading, scripted]))
+
+    for url in (reloading, scripted):
+        page = page_of(check, url)
+        assert page.status == PageResult.Status.NEW, page.error
+        assert page.metadata["url"] == url
+        assert "Redirecting" in page.current_snapshot.text
+    assert len(site.requests_to("/status")) == 1
+
+
 def test_other_outbound_requests_do_not_follow_a_refresh(site):
     # Webhooks, the judge, robots.txt and sitemaps read answers, not pages.
     old = refresh_page(site, "/old", "/new")

@@ -192,7 +192,7 @@ class OutboundClient:
             if wants_redirect(status, response.headers, options):
                 location = response.headers["location"]
             elif options.follow_refresh:
-                location = refresh_location(status, response.headers, body)
+                location = refresh_location(hop.url, status, response.headers, body)
                 status = REFRESH_STATUS
             if location is None:
                 return FetchResult(

@@ -31,9 +31,13 @@ _CONTENT = re.compile(
 _HIDDEN = ("script", "style", "noscript", "template", "svg")
 
 
-def refresh_location(status: int, headers: httpx.Headers, body: bytes) -> str | None:
-    """Where a refresh-only page sends its reader (as written, maybe
-    relative), or None when this answer is a page of its own."""
+def refresh_location(
+    url: httpx.URL, status: int, headers: httpx.Headers, body: bytes
+) -> str | None:
+    """Where the refresh-only page at `url` sends its reader (as written,
+    maybe relative), or None when this answer is a page of its own: no
+    refresh, a slow one, one that reloads the page itself or leaves the web
+    (javascript:, data:), or a page with text of its own."""
     if not 200 <= status < 300 or not _HAS_REFRESH.search(body):
         return None
     content_type = headers.get("content-type", "")
@@ -45,7 +49,7 @@ def refresh_location(status: int, headers: httpx.Headers, body: bytes) -> str | 
         if (meta.attributes.get("http-equiv") or "").strip().lower() == "refresh":
             location = _target(meta.attributes.get("content") or "")
             break  # browsers obey the first one only
-    if location is None:
+    if location is None or not _elsewhere_on_the_web(url, location):
         return None
     tree.strip_tags(list(_HIDDEN))
     body_node = tree.body
@@ -63,3 +67,13 @@ def _target(content: str) -> str | None:
         url = url.split(quote, 1)[0]
     url = url.strip()
     return url or None  # no URL: the page reloads itself
+
+
+def _elsewhere_on_the_web(url: httpx.URL, location: str) -> bool:
+    try:
+        target = url.join(location)
+    except httpx.InvalidURL:
+        return False  # as a browser, which stays on the page
+    if target.scheme not in ("http", "https"):
+        return False
+    return target.copy_with(fragment=None) != url.copy_with(fragment=None)
