@@ -39,8 +39,8 @@ _OUR_REFUSALS = frozenset(
 @dataclass(frozen=True)
 class Robots:
     text: str  # the rules to obey ("" allows everything)
-    # Why robots.txt could not be read ("the server answered 503"; "" when
-    # it could, or when there is none); `text` is then DISALLOW_ALL.
+    # Why robots.txt could not be read, in words ("" when it could, or when
+    # there is none); `text` is then DISALLOW_ALL.
     unreadable: str = ""
     fetched: FetchResult | None = None  # the answer whose body `text` is
 
