@@ -170,6 +170,27 @@ def test_a_monitor_set_to_the_browser_opens_every_page_in_it(team, site):
     assert state_of(monitor, url).fetcher == ""
 
 
+def test_the_browser_follows_a_refresh_only_page_once_by_itself(team, site):
+    # The plain fetch follows such a page (checks.fetch.refresh); the browser
+    # is handed the monitor's URL and Chromium follows it, nothing else.
+    old = site.page(
+        "/old",
+        '<html><head><meta http-equiv="refresh" content="0; url=/docs"></head>'
+        "<body>Redirecting…</body></html>",
+    )
+    docs = site.html("/docs", "Docs", "<p>" + "Plenty of text. " * 30 + "</p>")
+    monitor = make_monitor(team, [old])
+    Monitor.objects.filter(pk=monitor.pk).update(fetch_with="browser")
+
+    page = page_of(run_check(monitor), old)
+
+    assert page.metadata["fetchedWith"] == "browser"
+    assert page.metadata["url"] == docs
+    assert "Plenty of text." in page.current_snapshot.text
+    assert [from_browser(r) for r in site.requests_to("/old")] == [True]
+    assert [from_browser(r) for r in site.requests_to("/docs")] == [True]
+
+
 def test_a_monitor_set_to_the_browser_without_one_reports_its_pages_as_errors(
     team, site, settings
 ):

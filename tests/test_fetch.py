@@ -767,6 +767,16 @@ def test_body_larger_than_the_configured_cap_is_refused(
     assert len(run_fetch(f"{site}/big", max_bytes=2000).content) == 2000
 
 
+def test_a_body_past_the_cap_can_be_cut_at_the_cap_instead(
+    site: str, private_allowed: None
+) -> None:
+    # robots.txt is read this way: its first part counts, the rest is dropped.
+    cut = run_fetch(f"{site}/big", max_bytes=1024, truncate=True)
+    assert cut.status_code == 200 and len(cut.content) == 1024
+    bomb = run_fetch(f"{site}/bomb", max_bytes=1024 * 1024, truncate=True)
+    assert bomb.content == b"\0" * (1024 * 1024)
+
+
 def test_server_that_never_answers_times_out_quickly(private_allowed: None) -> None:
     # The kernel completes the handshake into the backlog; nobody ever reads.
     with socket.create_server(("127.0.0.1", 0)) as silent:

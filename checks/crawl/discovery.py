@@ -3,22 +3,52 @@
 Both are fetched through the one outbound door (checks.fetch), under the
 same address policy and limits as pages (checks.crawl.sitemaps: the
 adapter that lets ultimate-sitemap-parser read through it).
+
+robots.txt is read as RFC 9309 says: the first ROBOTS_MAX_BYTES of a larger
+file (cut at its last whole line), as UTF-8 without a byte-order mark; up to
+five redirects, each through the door; a 4xx answer (but 429) means there is
+no robots.txt, so everything is allowed; a 5xx or 429 answer, or a server
+that cannot be reached, means the site is fully disallowed for this crawl.
+A refusal by our own address policy (a redirect to a private address) or a
+redirect chain longer than five also counts as no robots.txt: the site did
+not fail, we chose not to follow it, and its pages face the same policy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
+import dataclasses
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from checks.fetch import FetchError, OutboundClient, Resolver
+from checks.errors import ErrorKind
+from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
 
-ROBOTS_MAX_BYTES = 512 * 1024  # Google reads the first 500 KiB
+ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
+# The rules of a site whose robots.txt could not be read; stored as its
+# robots.txt (Crawl.robots), so every batch of the crawl obeys it too.
+DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
+TOO_MANY_REQUESTS = 429
+# Failures that are ours, not the site's: see the module's docstring.
+_OUR_REFUSALS = frozenset(
+    {ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL, ErrorKind.TOO_MANY_REDIRECTS}
+)
+
+
+@dataclass(frozen=True)
+class Robots:
+    text: str  # the rules to obey ("" allows everything)
+    # Why robots.txt could not be read, in words ("" when it could, or when
+    # there is none); `text` is then DISALLOW_ALL.
+    unreadable: str = ""
+    fetched: FetchResult | None = None  # the answer whose body `text` is
 
 
 @dataclass
 class Discovery:
     robots_txt: str = ""
+    robots_unreadable: str = ""
     sitemap_urls: list[str] = field(default_factory=list)
     sitemaps_read: int = 0
 
@@ -36,12 +66,13 @@ def discover(
     with asyncio.Runner() as runner:
         client = OutboundClient(resolver=resolver, concurrency=1)
         try:
-            web = DoorWebClient(runner, client)
-            found.robots_txt = web.text(
-                urljoin(start_url, "/robots.txt"), ROBOTS_MAX_BYTES
-            )
-            if sitemaps and "sitemap:" in found.robots_txt.lower():
-                web.set_max_response_data_length(None)
+            robots_url = urljoin(start_url, "/robots.txt")
+            robots = runner.run(read_robots(robots_url, client))
+            found.robots_txt = robots.text
+            found.robots_unreadable = robots.unreadable
+            if sitemaps and robots.fetched and "sitemap:" in robots.text.lower():
+                web = DoorWebClient(runner, client)
+                web.remember(robots_url, robots.fetched)  # fetched once
                 found.sitemap_urls = sitemap_pages(start_url, web)
                 found.sitemaps_read = len(web.answers) - 1
         finally:
@@ -50,12 +81,31 @@ def discover(
 
 
 async def robots_of(origin: str, client: OutboundClient) -> str:
-    """robots.txt of another host met during the crawl ("" when it has none
-    or it cannot be read: everything is then allowed, as crawlers agree)."""
+    """The rules of robots.txt of another host met during the crawl."""
+    return (await read_robots(urljoin(origin, "/robots.txt"), client)).text
+
+
+async def read_robots(url: str, client: OutboundClient) -> Robots:
     try:
-        fetched = await client.fetch(
-            urljoin(origin, "/robots.txt"), max_bytes=ROBOTS_MAX_BYTES
-        )
-    except FetchError:
-        return ""
-    return fetched.text if fetched.status_code < 400 else ""
+        fetched = await client.fetch(url, max_bytes=ROBOTS_MAX_BYTES, truncate=True)
+    except FetchError as exc:
+        if exc.kind in _OUR_REFUSALS:
+            return Robots("")
+        return _unreadable(exc.message)
+    status = fetched.status_code
+    if status == TOO_MANY_REQUESTS:
+        return _unreadable(f"the server answered {status}: too many requests")
+    if status >= 500:
+        return _unreadable(f"the server answered {status}: an error on its side")
+    if not 200 <= status < 300:
+        return Robots("")  # 4xx, or a 3xx without a place to go: none
+    content = fetched.content
+    if len(content) >= ROBOTS_MAX_BYTES and b"\n" in content:
+        content = content[: content.rindex(b"\n") + 1]  # no half rule
+    text = content.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
+    body = dataclasses.replace(fetched, content=text.encode())
+    return Robots(text, fetched=body)
+
+
+def _unreadable(why: str) -> Robots:
+    return Robots(DISALLOW_ALL, unreadable=why)

@@ -22,7 +22,8 @@ class Crawl(models.Model):
     )
     target_id = models.UUIDField()
     # robots.txt of the start host as fetched when the check was planned
-    # (empty: none, or ignored); other hosts' are fetched as they are met.
+    # (empty: none; checks.crawl.discovery.DISALLOW_ALL: it could not be
+    # read); other hosts' are fetched as they are met.
     robots = models.TextField(blank=True)
     found = models.PositiveIntegerField(default=0)
     # Why the crawl did not reach everything ("" when it did): such a crawl

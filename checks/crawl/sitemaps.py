@@ -1,7 +1,7 @@
 """Sitemaps read by ultimate-sitemap-parser through an adapter to the one
 outbound door (checks.fetch): only the sitemaps robots.txt declares are read
-(no guessed paths), index sitemaps followed. robots.txt itself is read
-through the same adapter (checks.crawl.discovery), so it is fetched once.
+(no guessed paths), index sitemaps followed. robots.txt itself is read by
+checks.crawl.discovery and handed to the adapter, so it is fetched once.
 """
 
 from __future__ import annotations
@@ -61,6 +61,10 @@ class DoorWebClient(AbstractWebClient):
     ) -> None:
         self.max_bytes = max_response_data_length
 
+    def remember(self, url: str, fetched: FetchResult) -> None:
+        """An answer fetched already (robots.txt), so usp does not ask again."""
+        self.answers[url] = _Response(fetched)
+
     def get(self, url: str) -> AbstractWebClientResponse:
         if url not in self.answers:
             self.answers[url] = self._get(url)
@@ -76,13 +80,6 @@ class DoorWebClient(AbstractWebClient):
                 f"HTTP {fetched.status_code}", retryable=False
             )
         return _Response(fetched)
-
-    def text(self, url: str, max_bytes: int) -> str:
-        self.max_bytes = max_bytes
-        answer = self.get(url)
-        if isinstance(answer, _Response):
-            return answer.fetched.text
-        return ""
 
 
 def sitemap_pages(start_url: str, web: DoorWebClient) -> list[str]:

@@ -20,6 +20,15 @@ from monitors.models import Target
 NO_SITEMAP_REASON = (
     'No sitemap was found (crawlOptions.sitemap is "only"), so no page was checked.'
 )
+# The robots.txt standard (RFC 9309) asks a crawler that cannot read it to
+# keep off the whole site. The reason last: the reason is cut at 255 characters.
+ROBOTS_UNREADABLE_REASON = (
+    "No page was crawled, because a site whose robots.txt cannot be read counts "
+    "as closed to crawlers, and this site's robots.txt could not be read ({why})."
+)
+START_DISALLOWED_REASON = (
+    "No page was crawled, because the site's robots.txt disallows the start page."
+)
 
 
 class CrawlSource:
@@ -47,13 +56,18 @@ class CrawlSource:
         scope, limit = self.scope, frontier.page_limit(self.target)
         seeds: dict[str, tuple[Link, bool]] = {}
         only = self.sitemap_mode == "only"
-        if not only and scope.start:
+        if not only and scope.start and scope.robots_allow(scope.start):
             start = Link(scope.start, scope.key(scope.start), 0, follow=True)
             seeds[start.key] = (start, scope.matches_paths(start.url))
         for link in scope.links(self.discovery.sitemap_urls, 0):
             link = Link(link.url, link.key, 0, follow=link.follow and not only)
             seeds.setdefault(link.key, (link, True))
         recorded = [seed for seed in seeds.values() if seed[1]]
+        if not only and scope.start and not seeds:  # robots.txt kept it out
+            why = self.discovery.robots_unreadable
+            if why:
+                return [], ROBOTS_UNREADABLE_REASON.format(why=why)
+            return [], START_DISALLOWED_REASON
         if only and not recorded:
             return [], NO_SITEMAP_REASON
         if len(recorded) > limit:
@@ -86,7 +100,7 @@ class CrawlSource:
             target_id=self.target.id,
             defaults={
                 "robots": self.discovery.robots_txt,
-                "truncated": self.truncated,
+                "truncated": self.truncated[:255],
                 "found": sum(1 for job in jobs if job.record),
             },
         )

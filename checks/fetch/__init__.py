@@ -9,7 +9,9 @@ every request gets the same guarantees:
   any answer is forbidden and connects to that exact IP (TLS still verifies the
   hostname), so DNS rebinding cannot slip a second, private answer past it;
 * redirects are followed hop by hop (hops.py), each target re-validated, with
-  credentials and caller headers dropped when the origin changes;
+  credentials and caller headers dropped when the origin changes; a page
+  fetch also follows a page that is only a short <meta> refresh (refresh.py)
+  as one of them;
 * connect/read timeouts plus an overall deadline, a cap on the *decoded* body
   (body.py: gzip bombs), one limiter bounding concurrency overall and per host
   (client.py), `trust_env=False`, no cookie jar, a fixed User-Agent;

@@ -70,19 +70,26 @@ class _ZlibStage:
 
 class BodyReader:
     """Turns raw (still content-encoded) chunks into the decoded body, or raises
-    `too_large` the moment the decoded size passes the cap."""
+    `too_large` the moment the decoded size passes the cap. With `truncate`,
+    the body is cut at the cap instead and `full` says to stop reading."""
 
-    def __init__(self, content_encoding: str, limit: int):
+    def __init__(self, content_encoding: str, limit: int, truncate: bool = False):
         self._stages = _stages_for(content_encoding)
         self._limit = limit
+        self._truncate = truncate
         self._parts: list[bytes] = []
         self._size = 0
+        self.full = False
 
     def feed(self, raw: bytes) -> None:
         for piece in self._through(raw, 0):
             self._keep(piece)
+            if self.full:
+                return
 
     def finish(self) -> bytes:
+        if self.full:
+            return b"".join(self._parts)
         for index, stage in enumerate(self._stages):
             for piece in stage.flush():
                 for decoded in self._through(piece, index + 1):
@@ -97,6 +104,11 @@ class BodyReader:
             yield from self._through(piece, start + 1)
 
     def _keep(self, piece: bytes) -> None:
+        if self._truncate and self._size + len(piece) >= self._limit:
+            self._parts.append(piece[: self._limit - self._size])
+            self._size = self._limit
+            self.full = True
+            return
         self._size += len(piece)
         if self._size > self._limit:
             raise FetchError(ErrorKind.TOO_LARGE, detail=human_size(self._limit))

@@ -22,7 +22,15 @@ from django.conf import settings
 from checks.errors import ErrorKind
 from checks.fetch.body import BodyReader, check_declared_length
 from checks.fetch.errors import FetchError, translate
-from checks.fetch.hops import Hop, Options, first_hop, next_hop, wants_redirect
+from checks.fetch.hops import (
+    REFRESH_STATUS,
+    Hop,
+    Options,
+    first_hop,
+    next_hop,
+    wants_redirect,
+)
+from checks.fetch.refresh import refresh_location
 from checks.fetch.transport import GuardedTransport, Resolver, system_resolver
 
 logger = logging.getLogger(__name__)
@@ -137,9 +145,18 @@ class OutboundClient:
         follow_redirects: bool = True,
         max_redirects: int = 5,
         verify: bool = True,
+        truncate: bool = False,
+        follow_refresh: bool = False,
     ) -> FetchResult:
         """Same contract as `afetch`."""
-        options = Options.build(timeout, max_bytes, follow_redirects, max_redirects)
+        options = Options.build(
+            timeout,
+            max_bytes,
+            follow_redirects,
+            max_redirects,
+            truncate,
+            follow_refresh,
+        )
         hop = first_hop(url, method, headers, content)
         try:
             # No deadline until the first slot is ours: a request waiting for
@@ -171,7 +188,13 @@ class OutboundClient:
                     loop = asyncio.get_running_loop()
                     deadline.reschedule(loop.time() + options.budget)
                 response, body = await self._send(transport, hop, options)
-            if not wants_redirect(response.status_code, response.headers, options):
+            status, location = response.status_code, None
+            if wants_redirect(status, response.headers, options):
+                location = response.headers["location"]
+            elif options.follow_refresh:
+                location = refresh_location(hop.url, status, response.headers, body)
+                status = REFRESH_STATUS
+            if location is None:
                 return FetchResult(
                     url=url,
                     final_url=str(hop.url),
@@ -181,9 +204,7 @@ class OutboundClient:
                     redirects=redirects,
                     elapsed_ms=int((time.monotonic() - started) * 1000),
                 )
-            hop = next_hop(
-                hop, response.status_code, response.headers, len(redirects), options
-            )
+            hop = next_hop(hop, status, location, len(redirects), options)
             redirects.append(str(hop.url))
 
     async def _send(
@@ -198,12 +219,17 @@ class OutboundClient:
             try:
                 if wants_redirect(response.status_code, response.headers, options):
                     return response, b""  # never read bodies we are about to leave
-                check_declared_length(response.headers, options.max_bytes)
+                if not options.truncate:
+                    check_declared_length(response.headers, options.max_bytes)
                 reader = BodyReader(
-                    response.headers.get("content-encoding", ""), options.max_bytes
+                    response.headers.get("content-encoding", ""),
+                    options.max_bytes,
+                    truncate=options.truncate,
                 )
                 async for raw in response.aiter_raw():
                     reader.feed(raw)
+                    if reader.full:
+                        break  # the rest is never read; closing drops it
                 return response, reader.finish()
             finally:
                 await response.aclose()
@@ -234,6 +260,8 @@ async def afetch(
     follow_redirects: bool = True,
     max_redirects: int = 5,
     verify: bool = True,
+    truncate: bool = False,
+    follow_refresh: bool = False,
     client: OutboundClient | None = None,
 ) -> FetchResult:
     """Fetch one URL under the outbound policy; raises FetchError on any failure.
@@ -242,7 +270,10 @@ async def afetch(
     FETCH_TIMEOUT_SECONDS), counted from when the request may start (the
     client's limiter); connecting gets at most 10 s of it. Bodies larger than
     `max_bytes` after decompression (default FETCH_MAX_BYTES) are an error.
-    With follow_redirects=False a 3xx is returned as-is (webhooks).
+    With follow_redirects=False a 3xx is returned as-is (webhooks). With
+    truncate=True a longer body is cut at `max_bytes` instead (robots.txt).
+    With follow_refresh=True a page that is only a short <meta> refresh is
+    followed like a redirect, in the same count (checks.fetch.refresh).
     """
     async with contextlib.AsyncExitStack() as own:
         if client is None:
@@ -257,4 +288,6 @@ async def afetch(
             follow_redirects=follow_redirects,
             max_redirects=max_redirects,
             verify=verify,
+            truncate=truncate,
+            follow_refresh=follow_refresh,
         )

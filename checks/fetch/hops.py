@@ -18,6 +18,8 @@ from monitors.url_rule import checked_url, url_syntax_error
 DEFAULT_USER_AGENT = "Pagewatch/0.1 (+https://github.com/pagewatch)"
 CONNECT_TIMEOUT_SECONDS = 10.0
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# A <meta> refresh loads its target with a bodiless GET, as a 303 does.
+REFRESH_STATUS = 303
 _TRANSPORT_HEADERS = (
     "host",
     "connection",
@@ -42,6 +44,10 @@ class Options:
     max_bytes: int
     follow_redirects: bool
     max_redirects: int
+    # Keep the first max_bytes of a longer body instead of failing (robots.txt).
+    truncate: bool = False
+    # Follow a page that is only a <meta> refresh as a redirect (page fetches).
+    follow_refresh: bool = False
 
     @classmethod
     def build(
@@ -50,6 +56,8 @@ class Options:
         max_bytes: int | None,
         follow_redirects: bool,
         max_redirects: int,
+        truncate: bool = False,
+        follow_refresh: bool = False,
     ) -> Options:
         # Settings are read per call, never at import: tests flip them with
         # pytest-django's `settings` fixture.
@@ -57,7 +65,14 @@ class Options:
             timeout = float(getattr(settings, "FETCH_TIMEOUT_SECONDS", 30))
         if max_bytes is None:
             max_bytes = int(getattr(settings, "FETCH_MAX_BYTES", 10 * 1024 * 1024))
-        return cls(timeout, max_bytes, follow_redirects, max_redirects)
+        return cls(
+            timeout,
+            max_bytes,
+            follow_redirects,
+            max_redirects,
+            truncate,
+            follow_refresh and follow_redirects,
+        )
 
     def httpx_timeout(self) -> httpx.Timeout:
         budget = max(self.budget, 0.001)
@@ -97,14 +112,13 @@ def wants_redirect(status: int, headers: httpx.Headers, options: Options) -> boo
     )
 
 
-def next_hop(
-    hop: Hop, status: int, headers: httpx.Headers, done: int, options: Options
-) -> Hop:
+def next_hop(hop: Hop, status: int, location: str, done: int, options: Options) -> Hop:
+    """The hop a redirect (`status`, `location`) leads to, after `done` of them."""
     if done >= options.max_redirects:
         raise FetchError(
             ErrorKind.TOO_MANY_REDIRECTS, detail=str(options.max_redirects)
         )
-    target = _redirect_target(hop.url, headers["location"])
+    target = _redirect_target(hop.url, location)
     method, content, hop_headers = hop.method, hop.content, hop.headers.copy()
     # What browsers do: 303 always, and 301/302 after a POST, become a bodiless GET.
     if (status == 303 and method != "HEAD") or (

@@ -59,8 +59,14 @@ class HttpFetcher:
     async def fetch(self, job: PageJob, headers: Mapping[str, str]) -> FetchResult:
         if self.delay > 0:
             await self.wait_turn()
+        # A refresh-only page is followed here, like a redirect; the browser
+        # (BrowserFetcher) follows it itself, and is always handed job.url.
         return await self.client.fetch(
-            job.url, headers=headers, timeout=job.timeout, verify=job.verify_tls
+            job.url,
+            headers=headers,
+            timeout=job.timeout,
+            verify=job.verify_tls,
+            follow_refresh=True,
         )
 
     async def aclose(self) -> None:

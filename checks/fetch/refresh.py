@@ -1,0 +1,79 @@
+"""A page that is only a `<meta http-equiv="refresh">` to another address,
+which a page fetch follows as a redirect (checks.fetch.client, through the
+same hops: the same limit of five, the same address policy on the target).
+
+Followed when the delay is at most MAX_DELAY_SECONDS (a browser would have
+moved on before anyone read the page) and the page has next to no text of its
+own (at most OWN_TEXT_CHARS characters outside scripts and styles: "Redirecting…",
+"Click here if nothing happens"). A page with content and a refresh (a news
+page reloading itself, a slow countdown) is that content, and is kept.
+Pure: parses bytes it is given.
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from selectolax.lexbor import LexborHTMLParser
+
+from checks.content.sniff import body_kind, decode, media_type_of
+
+MAX_DELAY_SECONDS = 10
+OWN_TEXT_CHARS = 200
+_HAS_REFRESH = re.compile(rb"http-equiv\s*=\s*[\"']?\s*refresh", re.IGNORECASE)
+# The HTML standard's "shared declarative refresh steps": a number (its
+# fraction ignored), then `;` or `,`, then an optional `url=`, then the URL,
+# possibly quoted.
+_CONTENT = re.compile(
+    r"^\s*(\d+)[\d.]*\s*(?:[;,]\s*(?:url\s*=\s*)?(.*))?$", re.IGNORECASE | re.DOTALL
+)
+_HIDDEN = ("script", "style", "noscript", "template", "svg")
+
+
+def refresh_location(
+    url: httpx.URL, status: int, headers: httpx.Headers, body: bytes
+) -> str | None:
+    """Where the refresh-only page at `url` sends its reader (as written,
+    maybe relative), or None when this answer is a page of its own: no
+    refresh, a slow one, one that reloads the page itself or leaves the web
+    (javascript:, data:), or a page with text of its own."""
+    if not 200 <= status < 300 or not _HAS_REFRESH.search(body):
+        return None
+    content_type = headers.get("content-type", "")
+    if body_kind(body, media_type_of(content_type)) != "html":
+        return None
+    tree = LexborHTMLParser(decode(body, content_type, html=True))
+    location = None
+    for meta in tree.css("meta[http-equiv]"):
+        if (meta.attributes.get("http-equiv") or "").strip().lower() == "refresh":
+            location = _target(meta.attributes.get("content") or "")
+            break  # browsers obey the first one only
+    if location is None or not _elsewhere_on_the_web(url, location):
+        return None
+    tree.strip_tags(list(_HIDDEN))
+    body_node = tree.body
+    text = body_node.text(separator=" ", strip=True) if body_node else ""
+    return location if len(" ".join(text.split())) <= OWN_TEXT_CHARS else None
+
+
+def _target(content: str) -> str | None:
+    match = _CONTENT.match(content)
+    if match is None or int(match.group(1)) > MAX_DELAY_SECONDS:
+        return None
+    url = (match.group(2) or "").strip()
+    if url[:1] in ("'", '"'):
+        quote, url = url[0], url[1:]
+        url = url.split(quote, 1)[0]
+    url = url.strip()
+    return url or None  # no URL: the page reloads itself
+
+
+def _elsewhere_on_the_web(url: httpx.URL, location: str) -> bool:
+    try:
+        target = url.join(location)
+    except httpx.InvalidURL:
+        return False  # as a browser, which stays on the page
+    if target.scheme not in ("http", "https"):
+        return False
+    return target.copy_with(fragment=None) != url.copy_with(fragment=None)
