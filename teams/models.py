@@ -331,6 +331,11 @@ class Activity(models.Model):
         if self.kind == kind.KEY_CREATED:
             scope = "read-only" if d.get("scope") == "read" else "read and write"
             return "Created " + _named(f"{scope} API key", d.get("name"))
+        if self.kind == kind.KEY_REVOKED and d.get("member"):
+            return (
+                "Revoked " + _named("API key", d.get("name"))
+                + f" made by {d['member']}, whose account was deleted"
+            )
         if self.kind == kind.KEY_REVOKED:
             return "Revoked " + _named("API key", d.get("name"))
         if self.kind == kind.MEMBER_JOINED and d.get("member"):
@@ -338,7 +343,12 @@ class Activity(models.Model):
         if self.kind == kind.MEMBER_JOINED:
             return f"Joined as {_role(d.get('role'))}"
         if self.kind == kind.MEMBER_REMOVED:
-            return f"Removed {d.get('member', 'a member')} from the team"
+            said = f"Removed {d.get('member', 'a member')} from the team"
+            revoked = d.get("keys_revoked") or 0
+            if revoked:
+                keys = "API key" if revoked == 1 else f"{revoked} API keys"
+                said += f" and revoked the {keys} they made"
+            return said
         if self.kind == kind.ROLE_CHANGED:
             return (
                 f"Made {d.get('member', 'a member')} {_role(d.get('role'))} "

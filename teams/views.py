@@ -30,6 +30,7 @@ from monitors.models import LastOwnerError, Membership, Monitor, Team
 from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
 from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm
+from teams.members import member_left, with_keys_made
 from teams.models import Activity, Invitation, InvitationError
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def _team_page(
     retention_form: ActivityRetentionForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    memberships = (
+    memberships = with_keys_made(
         Membership.objects.filter(team=request.team)
         .select_related("user")
         .order_by(
@@ -198,6 +199,12 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
     return redirect("team-members")
 
 
+def _keys_stopped(count: int) -> str:
+    if count == 1:
+        return "The API key they made no longer works."
+    return f"The {count} API keys they made no longer work."
+
+
 @require_POST
 @team_view(needs=Action.MANAGE)
 def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse:
@@ -207,9 +214,11 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
     except LastOwnerError as exc:
         messages.error(request, str(exc))
         return redirect("team-members")
-    record(Actor.of(request), request.team, Kind.MEMBER_REMOVED,
-           member=membership.user.get_username())  # fmt: skip
-    messages.success(request, f"{membership.user.get_username()} left the team.")
+    revoked = member_left(Actor.of(request), request.team, membership.user)
+    said = f"{membership.user.get_username()} left the team."
+    if revoked:
+        said += f" {_keys_stopped(revoked)}"
+    messages.success(request, said)
     if membership.user_id == request.user.pk:
         return redirect("monitor-list")
     return redirect("team-members")

@@ -31,6 +31,7 @@ from teams.activity import (
     Via,
     record,
 )
+from teams.members import member_left
 
 
 def _team_count(rows: QuerySet) -> Coalesce:
@@ -146,8 +147,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
                        was=was.get(membership.pk),
                        member=membership.user.get_username())  # fmt: skip
         for membership in formset.deleted_objects:
-            record(actor, team, Kind.MEMBER_REMOVED,
-                   member=membership.user.get_username())  # fmt: skip
+            member_left(actor, team, membership.user)
 
     actions = ["rotate_webhook_secret"]
 

@@ -64,10 +64,15 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         prefix = raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH]
         key = (
-            ApiKey.objects.active().select_related("team").filter(prefix=prefix).first()
+            ApiKey.objects.active()
+            .select_related("team", "created_by")
+            .filter(prefix=prefix)
+            .first()
         )
         if key is None or not key.matches(raw):
             return None
+        if key.created_by is not None and not key.created_by.is_active:
+            return None  # its maker's account is switched off: so are their keys
         return key
 
 

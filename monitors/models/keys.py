@@ -22,6 +22,15 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> ApiKeyQuerySet:
         return self.filter(revoked_at__isnull=True)
 
+    def revoke(self) -> list[ApiKey]:
+        """Revoke the active keys among these; returns them, revoked."""
+        keys = list(self.active())
+        now = timezone.now()
+        for key in keys:
+            key.revoked_at = now
+        ApiKey.objects.filter(pk__in=[key.pk for key in keys]).update(revoked_at=now)
+        return keys
+
 
 class ApiKey(models.Model):
     """Only a SHA-256 of the key is stored; keys carry 256 bits of randomness,

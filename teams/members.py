@@ -1,0 +1,46 @@
+"""What follows a member's leaving, however it happened (the Team page, the
+admin, a deleted account): the API keys they made stop working.
+
+A key is the team's, but its secret was shown once to the person who made it,
+who may have kept a copy; a person who is no longer in the team must not keep
+its access through one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from monitors.models import ApiKey, Membership, Team
+from teams.activity import SYSTEM, Actor, Kind, record
+
+
+def member_left(actor: Actor, team: Team, user: Any) -> int:
+    """Record the removal and revoke the keys `user` made for `team`; returns
+    how many were revoked."""
+    revoked = ApiKey.objects.filter(team=team, created_by=user).revoke()
+    record(actor, team, Kind.MEMBER_REMOVED, member=user.get_username(),
+           keys_revoked=len(revoked))  # fmt: skip
+    return len(revoked)
+
+
+def account_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """pre_delete of a user: their keys would outlive them as nobody's."""
+    for key in ApiKey.objects.filter(created_by=instance).revoke():
+        record(SYSTEM, key.team_id, Kind.KEY_REVOKED, name=key.name,
+               member=instance.get_username(), reason="account deleted")  # fmt: skip
+
+
+def with_keys_made(memberships: QuerySet[Membership]) -> QuerySet[Membership]:
+    """Each membership with `keys_made`: the working keys its member made for
+    its team, which removing them would revoke (the Team page says so)."""
+    made = (
+        ApiKey.objects.active()
+        .filter(team=OuterRef("team"), created_by=OuterRef("user"))
+        .order_by()
+        .values("created_by")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    return memberships.annotate(keys_made=Coalesce(Subquery(made), 0))

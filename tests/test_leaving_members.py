@@ -1,0 +1,138 @@
+"""A person who leaves a team takes no way in with them: the API keys they
+made for it stop working, whether they were removed on the Team page, in the
+admin, or their account was switched off or deleted."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from monitors.models import ApiKey, Membership, Team
+from teams.models import Activity
+
+PASSWORD = "a long enough password 42"
+
+
+def answers(raw: str) -> int:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client.get("/v2/monitor").status_code
+
+
+@pytest.fixture
+def people(team, django_user_model):
+    owner = django_user_model.objects.create_user("olive", "o@acme.test", PASSWORD)
+    editor = django_user_model.objects.create_user("eddie", "e@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
+    leaving = Membership.objects.create(
+        team=team, user=editor, role=Membership.Role.EDITOR
+    )
+    return owner, editor, leaving
+
+
+def test_removing_a_member_revokes_the_keys_they_made_for_this_team_only(
+    client, team, people
+):
+    owner, editor, leaving = people
+    elsewhere = Team.objects.create(name="Elsewhere", slug="elsewhere")
+    _, theirs = ApiKey.issue(team, name="eddie's laptop", created_by=editor)
+    _, also_theirs = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    _, owners = ApiKey.issue(team, name="olive's", created_by=owner)
+    _, other_team = ApiKey.issue(elsewhere, name="eddie elsewhere", created_by=editor)
+    assert answers(theirs) == 200
+    client.force_login(owner)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+    assert "The 2 API keys they made stop working then." in page
+
+    response = client.post(reverse("member-remove", args=[leaving.pk]), follow=True)
+
+    said = html.unescape(response.content.decode())
+    assert "eddie left the team. The 2 API keys they made no longer work." in said
+    assert answers(theirs) == 401
+    assert answers(also_theirs) == 401
+    assert answers(owners) == 200
+    assert answers(other_team) == 200
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+    assert entry.what_words == (
+        "Removed eddie from the team and revoked the 2 API keys they made"
+    )
+
+
+def test_a_member_without_keys_leaves_with_the_plain_words(client, team, people):
+    owner, _, leaving = people
+    client.force_login(owner)
+
+    response = client.post(reverse("member-remove", args=[leaving.pk]), follow=True)
+
+    said = html.unescape(response.content.decode())
+    assert "eddie left the team." in said
+    assert "no longer work" not in said
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+    assert entry.what_words == "Removed eddie from the team"
+
+
+def test_removing_a_member_in_the_admin_revokes_their_keys_too(
+    admin_client, team, people
+):
+    owner, editor, leaving = people
+    key, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
+    members = list(Membership.objects.filter(team=team).order_by("pk"))
+    data = {"name": team.name, "slug": team.slug, "credit_allowance": "",
+            "membership_set-TOTAL_FORMS": str(len(members)),
+            "membership_set-INITIAL_FORMS": str(len(members)),
+            "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
+            "api_keys-TOTAL_FORMS": "1", "api_keys-INITIAL_FORMS": "1",
+            "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
+            "api_keys-0-id": str(key.pk), "api_keys-0-team": str(team.pk)}  # fmt: skip
+    for n, m in enumerate(members):
+        data |= {
+            f"membership_set-{n}-id": str(m.pk),
+            f"membership_set-{n}-team": str(team.pk),
+            f"membership_set-{n}-user": str(m.user_id),
+            f"membership_set-{n}-role": m.role,
+        }
+        if m.pk == leaving.pk:
+            data[f"membership_set-{n}-DELETE"] = "on"
+
+    response = admin_client.post(
+        reverse("admin:monitors_team_change", args=[team.pk]), data
+    )
+
+    assert response.status_code == 302
+    assert not Membership.objects.filter(pk=leaving.pk).exists()
+    assert answers(raw) == 401
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+    assert entry.details["keys_revoked"] == 1
+
+
+def test_a_switched_off_account_switches_off_its_keys(team, people):
+    _, editor, _ = people
+    _, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
+    editor.is_active = False
+    editor.save()
+
+    assert answers(raw) == 401
+
+    editor.is_active = True
+    editor.save()
+    assert answers(raw) == 200
+
+
+def test_a_deleted_account_leaves_its_keys_revoked_and_says_so(team, people):
+    _, editor, _ = people
+    key, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
+
+    editor.delete()
+
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert key.created_by is None
+    assert answers(raw) == 401
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.KEY_REVOKED)
+    assert entry.what_words == (
+        "Revoked the API key “eddie's” made by eddie, whose account was deleted"
+    )
