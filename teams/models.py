@@ -333,7 +333,8 @@ class Activity(models.Model):
             return "Created " + _named(f"{scope} API key", d.get("name"))
         if self.kind == kind.KEY_REVOKED and d.get("member"):
             return (
-                "Revoked " + _named("API key", d.get("name"))
+                "Revoked "
+                + _named("API key", d.get("name"))
                 + f" made by {d['member']}, whose account was deleted"
             )
         if self.kind == kind.KEY_REVOKED:

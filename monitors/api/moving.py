@@ -237,12 +237,16 @@ class ExportView(APIView):
         description=(
             "Pagewatch extension: every monitor of the team as one document "
             '(format "pagewatch-export"), each in the create shape plus its '
-            "status. Credentials in headers are left out and listed under "
-            "`redacted`. POST it back to /v2/import with source `pagewatch`."
+            "status. Credentials in headers (and, for a read-only key, the "
+            "webhooks) are left out and listed under `redacted`. POST it back "
+            "to /v2/import with source `pagewatch`."
         ),
         parameters=RESPONSE_HEADERS,
         responses={200: envelope("ExportResponse", OpenApiTypes.OBJECT)}
         | error_responses(),
     )
     def get(self, request: Request) -> Response:
-        return ok(export_document(request.user.team, timezone.now()))
+        client = request.user
+        return ok(
+            export_document(client.team, timezone.now(), webhooks=client.key.can_write)
+        )

@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from checks.notify.kinds.base import MASK
+from checks.notify.kinds.base import MASK, mask_url
 from monitors.api.auth import ApiClient
 from monitors.api.errors import not_found
 from monitors.api.representation import MonitorSerializer
@@ -175,7 +175,8 @@ def readable_by(request: Request, monitor: dict[str, Any]) -> dict[str, Any]:
     """A monitor's answer as `request`'s key may see it. A read key reads the
     configuration but not the credentials in it: header values that look like
     credentials (webhook and page headers, the rule the export applies) come
-    back masked. It cannot send the answer back, so nothing is lost; a write
+    back masked, and so does what may be secret in the webhook's address
+    (mask_url). It cannot send the answer back, so nothing is lost; a write
     key could point the webhook or a page at its own server anyway and gets
     them whole."""
     client = request.user
@@ -186,6 +187,8 @@ def readable_by(request: Request, monitor: dict[str, Any]) -> dict[str, Any]:
         webhook = shown["webhook"]
         headers = _masked_headers(webhook.get("headers"))
         shown["webhook"] = webhook | {"headers": headers}
+        if isinstance(webhook.get("url"), str):
+            shown["webhook"]["url"] = mask_url(webhook["url"])
     targets = []
     for target in shown.get("targets") or []:
         options = target.get("scrapeOptions") if isinstance(target, dict) else None

@@ -116,7 +116,11 @@ def export(request: DashboardRequest) -> HttpResponse:
         response = HttpResponse(export_csv(request.team), content_type="text/csv")
         name = f"pagewatch-{request.team.slug}-{stamp}.csv"
     else:
-        document = export_document(request.team, timezone.now())
+        document = export_document(
+            request.team,
+            timezone.now(),
+            webhooks=request.membership.can(Action.EDIT),
+        )
         response = HttpResponse(
             json.dumps(document, indent=2, ensure_ascii=False),
             content_type="application/json",

@@ -38,7 +38,7 @@ def _without_secrets(headers: Any, where: str, redacted: list[str]) -> dict[str,
 
 
 def monitor_document(
-    monitor: Monitor, redacted: list[str], index: int
+    monitor: Monitor, redacted: list[str], index: int, webhooks: bool = True
 ) -> dict[str, Any]:
     where = f"monitors[{index}]"
     targets = []
@@ -56,6 +56,10 @@ def monitor_document(
             }
         targets.append(shape)
     webhook = monitor.webhook
+    if webhook and not webhooks:
+        # Its address is often the receiver's credential (Slack, Discord).
+        redacted.append(f"{where}.webhook")
+        webhook = None
     if webhook:
         webhook = webhook | {
             "headers": _without_secrets(
@@ -94,10 +98,12 @@ def team_monitors(team: Team) -> list[Monitor]:
     )
 
 
-def export_document(team: Team, now: datetime) -> dict[str, Any]:
+def export_document(team: Team, now: datetime, webhooks: bool = True) -> dict[str, Any]:
+    """The team's monitors as one document; with webhooks=False (for one who
+    may read but not change them) without their webhooks, listed as redacted."""
     redacted: list[str] = []
     monitors = [
-        monitor_document(monitor, redacted, index)
+        monitor_document(monitor, redacted, index, webhooks)
         for index, monitor in enumerate(team_monitors(team))
     ]
     return {

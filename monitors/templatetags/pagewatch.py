@@ -25,6 +25,7 @@ from checks.errors import plain_error
 from checks.jobs import Via
 from checks.notify import emails, events, transports
 from checks.notify import messages as channel_messages
+from checks.notify.kinds.base import mask_url
 from checks.pipeline.outcome import FETCHED_BECAUSE
 from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_words
 from monitors import rules, search_provider
@@ -72,6 +73,12 @@ SUMMARY_WORDS = {
     "error": "failed",
     "same": "unchanged",
 }
+
+
+@register.filter
+def masked_url(url: str) -> str:
+    """A webhook's address for one who may not change it (see mask_url)."""
+    return mask_url(url) if url else ""
 
 
 @register.filter

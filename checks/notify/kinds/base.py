@@ -8,7 +8,9 @@ others (checks.notify.kinds.outbound). A kind defines either; a kind with only
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import parse_qsl, urlsplit
 
 from checks.notify.kinds.outbound import Attempt, Done, run_one
 from checks.notify.transports import DeliveryError, Sent
@@ -20,6 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["ChannelKind", "DeliveryError", "SettingsError", "Sent"]
 
 MASK = "••••"
+# A path segment shown as it is: a plain lower-case word ("services",
+# "api", "webhooks"). Ids and tokens (digits, mixed case, long) are masked.
+_PLAIN_SEGMENT = re.compile(r"[a-z][a-z._-]{0,23}")
 
 
 class SettingsError(ValueError):
@@ -100,6 +105,36 @@ class ChannelKind:
     @staticmethod
     def message(delivery: Delivery) -> dict[str, Any]:
         return json.loads(delivery.body)
+
+
+def mask_url(url: str) -> str:
+    """A receiver's address as someone who may not change it sees it: its
+    scheme, host and the plain words of its path, enough to recognise it,
+    without what may be its secret (credentials, ids and tokens in the path,
+    query values, the fragment): Slack's, Discord's and Zapier's hook URLs
+    are themselves the credential."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return MASK
+    if not parts.scheme or not parts.hostname:
+        return MASK
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    netloc = (f"{MASK}@" if parts.username or parts.password else "") + host
+    netloc += f":{port}" if port else ""
+    path = "/".join(
+        part if not part or _PLAIN_SEGMENT.fullmatch(part) else MASK
+        for part in parts.path.split("/")
+    )
+    query = "&".join(
+        f"{name}={MASK}" for name, _ in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return (
+        f"{parts.scheme}://{netloc}{path}"
+        + (f"?{query}" if query else "")
+        + (f"#{MASK}" if parts.fragment else "")
+    )
 
 
 def mask(value: Any) -> str:

@@ -1,0 +1,100 @@
+"""A webhook's address is often its receiver's credential (Slack, Discord and
+Zapier hook URLs are): who may read a monitor but not change it (a viewer, a
+read-only API key) sees its shape, never the secret parts."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from checks.notify.kinds.base import MASK, mask_url
+from monitors.models import ApiKey, Membership
+from tests.test_dashboard_views import PASSWORD, make_monitor
+
+HOOK = "https://hooks.example.com/services/T0ABC/B0DEF/xyzXYZ123?token=s3cret"
+SHOWN = f"https://hooks.example.com/services/{MASK}/{MASK}/{MASK}?token={MASK}"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (HOOK, SHOWN),
+        ("https://discord.com/api/webhooks/1234567/AbCdEf-tok",
+         f"https://discord.com/api/webhooks/{MASK}/{MASK}"),
+        ("https://user:pw@example.com:8443/hook#frag",
+         f"https://{MASK}@example.com:8443/hook#{MASK}"),
+        ("https://example.com", "https://example.com"),
+        ("http://[::1]/receive/", "http://[::1]/receive/"),
+        ("not an address", MASK),
+    ],
+)  # fmt: skip
+def test_an_address_is_shown_by_its_shape_without_its_secrets(url, shown):
+    assert mask_url(url) == shown
+
+
+@pytest.fixture
+def monitor(team):
+    return make_monitor(team, webhook={"url": HOOK, "events": ["monitor.page"]})
+
+
+def _api(team, scope: str) -> APIClient:
+    _, raw = ApiKey.issue(team, name=scope, scope=scope)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+def test_a_read_key_reads_the_webhook_address_masked_and_a_write_key_whole(
+    team, monitor
+):
+    reader, writer = _api(team, ApiKey.Scope.READ), _api(team, ApiKey.Scope.WRITE)
+    path = f"/v2/monitor/{monitor.pk}"
+
+    assert reader.get(path).json()["data"]["webhook"]["url"] == SHOWN
+    assert reader.get("/v2/monitor").json()["data"][0]["webhook"]["url"] == SHOWN
+    assert writer.get(path).json()["data"]["webhook"]["url"] == HOOK
+
+
+def test_a_read_keys_export_leaves_the_webhooks_out_and_says_so(team, monitor):
+    reader, writer = _api(team, ApiKey.Scope.READ), _api(team, ApiKey.Scope.WRITE)
+
+    read = reader.get("/v2/export").json()["data"]
+    written = writer.get("/v2/export").json()["data"]
+
+    assert "s3cret" not in json.dumps(read)
+    assert read["monitors"][0]["webhook"] is None
+    assert "monitors[0].webhook" in read["redacted"]
+    assert written["monitors"][0]["webhook"]["url"] == HOOK
+
+
+def _member(client, team, django_user_model, role: str) -> None:
+    user = django_user_model.objects.create_user(role, f"{role}@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=role)
+    client.force_login(user)
+
+
+def test_a_viewer_sees_the_webhook_address_masked_on_the_monitor_page(
+    client, team, monitor, django_user_model
+):
+    _member(client, team, django_user_model, Membership.Role.VIEWER)
+
+    page = html.unescape(client.get(monitor.get_absolute_url()).content.decode())
+    exported = client.get(reverse("export")).content.decode()
+
+    assert SHOWN in page
+    assert "s3cret" not in page and "xyzXYZ123" not in page
+    assert "s3cret" not in exported
+
+
+def test_an_editor_sees_the_webhook_address_whole(
+    client, team, monitor, django_user_model
+):
+    _member(client, team, django_user_model, Membership.Role.EDITOR)
+
+    page = html.unescape(client.get(monitor.get_absolute_url()).content.decode())
+
+    assert HOOK in page
