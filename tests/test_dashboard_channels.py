@@ -45,6 +45,23 @@ def test_the_channels_page_offers_every_registered_kind(web):
         assert label in page
 
 
+def test_the_channels_page_says_what_each_channel_is_told_in_words(web, team):
+    Channel.objects.create(
+        team=team,
+        name="Ops room",
+        kind="webhook",
+        settings={"url": "https://hooks.example.com/x"},
+        events=["meaningful", "failing"],
+    )
+    Channel.objects.create(team=team, name="Quiet", kind="webhook", events=[])
+
+    page = html.unescape(web.get("/channels/").content.decode())
+
+    assert "tells meaningful changes; a monitor failing, and recovering" in page
+    assert "tells nothing yet" in page
+    assert "meaningful, failing" not in page
+
+
 def test_adding_an_apprise_channel_stores_it_and_never_shows_the_url(web, team):
     url = "tgram://123456789:AAHverysecrettoken/42"
     response = web.post(

@@ -104,6 +104,12 @@ class Channel(models.Model):
     def wants(self, event: str) -> bool:
         return event in (self.events or [])
 
+    @property
+    def event_words(self) -> list[str]:
+        """What it is told, in words ("meaningful changes"), in stored order."""
+        labels = dict(self.Event.choices)
+        return [labels.get(event, event) for event in self.events or []]
+
 
 class MonitorChannel(models.Model):
     """A monitor sending to a channel, and whether that channel was told the
