@@ -9,6 +9,9 @@ both say it with plain_error(). Plain Python: no Django, no network.
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
 
@@ -72,6 +75,48 @@ def kind_of_status(status_code: int | None) -> ErrorKind | None:
     if status_code is None or status_code < 400:
         return None
     return ErrorKind.HTTP_5XX if status_code >= 500 else ErrorKind.HTTP_4XX
+
+
+def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
+    """Retry-After as seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return timedelta(seconds=int(value))
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    return max(moment - now, timedelta(0))
+
+
+# Statuses whose Retry-After says when the site will answer again (RFC 9110).
+_ASKS_TO_WAIT = frozenset({429, 503})
+# The stored message's wording of that wait, read back by plain_error.
+_WAITED = re.compile(r" and asked us to wait ([^.]+)\.")
+_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+
+
+def _wait_words(wait: timedelta) -> str:
+    seconds = max(int(wait.total_seconds()), 1)
+    for unit, size in _UNITS:
+        # The largest unit it holds, rounded: 100 seconds read "2 minutes".
+        if seconds >= size:
+            count = round(seconds / size)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def http_error_text(code: int, retry_after: str | None, now: datetime) -> str:
+    """The stored message of an HTTP error answer, with how long the site
+    asked us to wait when it said (Retry-After on a 429 or 503)."""
+    wait = parse_retry_after(retry_after, now) if code in _ASKS_TO_WAIT else None
+    if wait is None:
+        return f"The page answered HTTP {code}."
+    return f"The page answered HTTP {code} and asked us to wait {_wait_words(wait)}."
 
 
 # What each kind of page error means, for readers who do not speak HTTP.
@@ -144,9 +189,22 @@ def plain_error(kind: str, status_code: int | None, text: str | None) -> str:
         known = None
     if known is None:
         return text or "Something went wrong while checking this page."
-    if known == ErrorKind.HTTP_4XX and status_code in _PLAIN_WORDS_BY_CODE:
-        return _PLAIN_WORDS_BY_CODE[status_code]
+    if known in (ErrorKind.HTTP_4XX, ErrorKind.HTTP_5XX):
+        return _http_words(known, status_code, text)
     words = _PLAIN_WORDS[known].format(code=status_code)
     if known in _SAID_IN_FULL or not text:
         return words
     return f"{words} ({text})"
+
+
+def _http_words(kind: ErrorKind, status_code: int | None, text: str) -> str:
+    words = (
+        _PLAIN_WORDS_BY_CODE.get(status_code or 0)
+        if kind == ErrorKind.HTTP_4XX
+        else None
+    )
+    words = words or _PLAIN_WORDS[kind].format(code=status_code)
+    waited = _WAITED.search(text)
+    if waited:
+        words += f" It asked us to wait {waited.group(1)} before asking again."
+    return words

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import timedelta
 
 from checks.notify.models import DeliveryAttempt
 from monitors import rules
@@ -88,22 +87,6 @@ def _excerpt(body: bytes) -> str:
     return body[: DeliveryAttempt.RESPONSE_MAX_CHARS * 4].decode(
         "utf-8", errors="replace"
     )[: DeliveryAttempt.RESPONSE_MAX_CHARS]
-
-
-def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
-    """Retry-After as seconds or an HTTP date; None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return timedelta(seconds=int(value))
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        return None
-    return max(moment - now, timedelta(0))
 
 
 def unsendable_header(name: str, value: str) -> str | None:

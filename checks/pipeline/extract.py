@@ -24,6 +24,8 @@ import hashlib
 import logging
 from typing import Any
 
+from django.utils import timezone
+
 from checks.ai import formats as ai_formats
 from checks.browser.result import BrowserResult
 from checks.content import (
@@ -36,7 +38,7 @@ from checks.content import (
     snapshot_hash,
     strip_noise,
 )
-from checks.errors import ErrorKind
+from checks.errors import ErrorKind, http_error_text
 from checks.fetch import FetchError, FetchResult
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState
@@ -140,7 +142,9 @@ def _read_response(
             PageResult.Status.ERROR,
             metadata,
             status_code=code,
-            error=f"The page answered HTTP {code}.",
+            error=http_error_text(
+                code, fetched.headers.get("retry-after"), timezone.now()
+            ),
             error_kind=kind,
         )
     outcome = _extracted(job, fetched, baseline, metadata, content_type)

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
 from checks.models import PageResult
 from checks.notify import events
@@ -28,7 +29,6 @@ from checks.notify.transports import (
     ANSWERED_GONE,
     ANSWERED_REDIRECT,
     _excerpt,
-    parse_retry_after,
     unsendable_header,
 )
 from monitors.models import Monitor

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
 from checks.notify.kinds.outbound import Attempt, Outbound
 from checks.notify.transports import (
@@ -18,7 +19,6 @@ from checks.notify.transports import (
     DeliveryError,
     Sent,
     _excerpt,
-    parse_retry_after,
 )
 
 TIMEOUT_SECONDS = 10.0

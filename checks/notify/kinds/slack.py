@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings as django_settings
 from django.utils import timezone
 
+from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
 from checks.notify import messages
 from checks.notify.kinds import http
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.outbound import Attempt
-from checks.notify.transports import _excerpt, parse_retry_after
+from checks.notify.transports import _excerpt
 from checks.targets.options import url_problem
 
 if TYPE_CHECKING:
