@@ -34,6 +34,9 @@ class ErrorKind(StrEnum):
     # A page that answered, or was never fetched, and still has no result.
     HTTP_4XX = "http_4xx"
     HTTP_5XX = "http_5xx"
+    # The site's bot protection answered with a challenge page (a captcha,
+    # "Just a moment…") in place of the page: blocked by the site.
+    CHALLENGE = "challenge"
     UNREADABLE = "unreadable"  # nothing to extract: binary, empty, broken
     NOT_CACHED = "not_cached"  # minAge asked for a copy at least that old
     # The model's part (checks.ai): JSON extraction gave no object, or there
@@ -138,6 +141,10 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
     ErrorKind.ACTION: "One of the steps to perform on the page failed.",
     ErrorKind.HTTP_4XX: "The site turned the request down (HTTP {code}).",
     ErrorKind.HTTP_5XX: "The site had an internal problem (HTTP {code}).",
+    ErrorKind.CHALLENGE: (
+        "The site blocked the check: its bot protection showed a challenge"
+        " page (“checking your browser”, a captcha) instead of the page."
+    ),
     ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
     ErrorKind.NOT_CACHED: (
         "No saved copy was old enough to use, so the page was not fetched."
@@ -171,6 +178,7 @@ _SAID_IN_FULL = frozenset(
     {
         ErrorKind.HTTP_4XX,
         ErrorKind.HTTP_5XX,
+        ErrorKind.CHALLENGE,
         ErrorKind.NOT_CACHED,
         ErrorKind.NO_MODEL,
         ErrorKind.INTERNAL,

@@ -464,6 +464,29 @@ def test_a_blocked_page_is_named_blocked_by_the_site(team, slack, scenario, queu
     assert "blocked by the site" in json.dumps(slack.posted[0]["blocks"])
 
 
+def test_a_challenge_page_is_named_blocked_by_the_site_whatever_its_status(
+    team, slack, scenario, queued
+):
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            (
+                "https://example.com/shop",
+                "error",
+                {"status_code": 503, "error": "challenge", "error_kind": "challenge"},
+            ),
+        ],
+    )
+    queued.run()
+
+    assert "blocked by the site" in json.dumps(slack.posted[0]["blocks"])
+
+
 # --- The registry ----------------------------------------------------------------
 
 

@@ -57,6 +57,7 @@ PASSING_FAILURES = frozenset(
         ErrorKind.PROTOCOL,
         ErrorKind.BROWSER,
         ErrorKind.HTTP_5XX,
+        ErrorKind.CHALLENGE,  # the site's protection, this time
         ErrorKind.INTERNAL,
     }
 )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
+from checks.errors import ErrorKind
 from checks.notify.reports import change_report
 from checks.notify.texts import absolute
 
@@ -30,7 +31,8 @@ TEST = "channel.test"
 # Pages listed in one message; the rest are "and N more".
 PAGES_SHOWN = 10
 QUOTE_CHARS = 300
-# A site that answers these refused us, rather than failing: said so in words.
+# A site that answers these (or a challenge page) refused us, rather than
+# failing: said so in words.
 BLOCKED_STATUS_CODES = frozenset({403, 429})
 BLOCKED_WORDS = "blocked by the site"
 
@@ -73,7 +75,13 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
     if all(line.status == "error" for line in report.pages):
         return None
     judgments = dict(check.pages.exclude(status="same").values_list("pk", "judgment"))
-    codes = dict(check.pages.exclude(status="same").values_list("pk", "status_code"))
+    blocked = {
+        pk
+        for pk, code, kind in check.pages.exclude(status="same").values_list(
+            "pk", "status_code", "error_kind"
+        )
+        if code in BLOCKED_STATUS_CODES or kind == ErrorKind.CHALLENGE
+    }
     pages = []
     for line in report.pages:
         if meaningful_only and line.meaningful is False:
@@ -87,7 +95,7 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
                 "meaningful": line.meaningful,
                 "reason": line.reason or None,
                 "error": line.error or None,
-                "blocked": codes.get(line.pk) in BLOCKED_STATUS_CODES,
+                "blocked": line.pk in blocked,
                 "before": before,
                 "after": after,
                 "link": absolute(f"/monitors/{check.monitor_id}/checks/{check.pk}/")

@@ -38,6 +38,7 @@ from checks.content import (
     snapshot_hash,
     strip_noise,
 )
+from checks.content.challenge import is_challenge
 from checks.errors import ErrorKind, http_error_text
 from checks.fetch import FetchError, FetchResult
 from checks.jobs import PageJob
@@ -136,6 +137,16 @@ def _read_response(
             return Outcome(PageResult.Status.REMOVED, metadata, status_code=code)
         if state is not None and state.is_removed:
             return _still_gone(job, metadata, code)
+    if is_challenge(code, fetched.headers, fetched.content):
+        # Its text is the protection's, not the page's: not a change, and
+        # the baseline stays.
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=code,
+            error=f"The site answered HTTP {code} with a bot-protection challenge.",
+            error_kind=ErrorKind.CHALLENGE,
+        )
     if code >= 400 or code == NOT_MODIFIED:
         kind = ErrorKind.HTTP_5XX if code >= 500 else ErrorKind.HTTP_4XX
         return Outcome(
