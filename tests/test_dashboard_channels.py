@@ -242,3 +242,25 @@ def test_a_channel_without_its_address_asks_for_it_by_its_label(web, team):
     assert "Enter the URL." in page
     assert "Required." not in page
     assert 'value="Ops"' in page
+
+
+def test_a_channel_form_missing_its_name_and_address_says_both_on_the_first_submit(
+    web, team
+):
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "webhook",
+            "name": "",
+            "setting_url": "",
+            "events": ["meaningful"],
+            "failing_after": "3",
+            "digest": "",
+        },
+    )
+
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 400
+    assert not Channel.objects.filter(team=team).exists()
+    assert "Give the channel a name." in page
+    assert "Enter the URL." in page
