@@ -4,6 +4,7 @@ team's channels, with the same rules as /v2/channels."""
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 
@@ -295,3 +296,11 @@ def test_a_message_out_of_retries_says_we_gave_up(web, team):
 
     page = html.unescape(web.get("/channels/").content.decode())
     assert "We gave up: The receiving server answered with error 500." in page
+
+
+def test_the_channel_forms_describe_kinds_without_developer_words(web):
+    pages = [web.get("/channels/new/"), web.get("/channels/new/?kind=webhook")]
+    for response in pages:
+        shown = re.sub(r"<[^>]*>", " ", response.content.decode())
+        for jargon in ("POST", "JSON", "Standard Webhooks", "headers"):
+            assert jargon not in shown
