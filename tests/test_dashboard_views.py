@@ -1425,9 +1425,7 @@ def test_check_page_lists_pages_with_status_chips(web, monitor):
     assert "example.com/3" in only_errors and "example.com/1" not in only_errors
 
 
-def test_a_check_that_failed_before_any_page_shows_why_not_empty_filters(
-    web, monitor
-):
+def test_a_check_that_failed_before_any_page_shows_why_not_empty_filters(web, monitor):
     check = make_check(
         monitor, status=Check.Status.FAILED, error="Every target failed.", summary={}
     )
