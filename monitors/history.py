@@ -49,7 +49,7 @@ class Bar:
 
     check: Check
     x: int
-    changed: int  # changes that matter (all of them where judging is off)
+    changed: int  # pages that differ and matter: changed, new or gone
     errors: int
     changed_y: float
     changed_height: float
@@ -61,6 +61,12 @@ class Bar:
     # A check that looked at no page (failed outright, or skipped): drawn as
     # a mark on the axis so the gap is visible and explained.
     marker: str = ""
+    new: int = 0  # of `changed`, pages seen for the first time
+    removed: int = 0  # of `changed`, pages that went away
+
+    @property
+    def found_words(self) -> str:
+        return found_words(self.changed, self.new, self.removed)
 
     @property
     def started_at(self) -> Any:
@@ -92,12 +98,32 @@ class Chart:
         return sum(bar.changed for bar in self.bars)
 
     @property
+    def total_found_words(self) -> str:
+        return found_words(
+            self.total_changed,
+            sum(bar.new for bar in self.bars),
+            sum(bar.removed for bar in self.bars),
+        )
+
+    @property
     def total_errors(self) -> int:
         return sum(bar.errors for bar in self.bars)
 
     @property
     def total_noise(self) -> int:
         return sum(bar.noise for bar in self.bars)
+
+
+def found_words(found: int, new: int, removed: int) -> str:
+    """What a chart counts as found, in words: "3 pages changed, 2 new,
+    1 removed". A page seen for the first time is new, not changed."""
+    changed = found - new - removed
+    parts = [f"{changed} page{'' if changed == 1 else 's'} changed"]
+    if new:
+        parts.append(f"{new} new")
+    if removed:
+        parts.append(f"{removed} removed")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +259,8 @@ def check_chart(checks: list[Check]) -> Chart:
     for index, (check, (changed, noise, errors)) in enumerate(
         zip(checks, counts, strict=True)
     ):
+        new = int(check.summary.get("new") or 0)
+        removed = int(check.summary.get("removed") or 0)
         changed_y = _y(changed, top)
         noise_y = _y(changed + noise, top)
         errors_y = _y(changed + noise + errors, top)
@@ -250,6 +278,8 @@ def check_chart(checks: list[Check]) -> Chart:
                 noise_y=noise_y,
                 noise_height=changed_y - noise_y,
                 marker="" if changed or noise or errors else _marker(check),
+                new=new,
+                removed=removed,
             )
         )
     middle = [(top // 2, _y(top // 2, top))] if top >= 4 else []

@@ -4,6 +4,7 @@ team's channels, with the same rules as /v2/channels."""
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 
@@ -242,3 +243,64 @@ def test_a_channel_without_its_address_asks_for_it_by_its_label(web, team):
     assert "Enter the URL." in page
     assert "Required." not in page
     assert 'value="Ops"' in page
+
+
+def test_a_channel_form_missing_its_name_and_address_says_both_on_the_first_submit(
+    web, team
+):
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "webhook",
+            "name": "",
+            "setting_url": "",
+            "events": ["meaningful"],
+            "failing_after": "3",
+            "digest": "",
+        },
+    )
+
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 400
+    assert not Channel.objects.filter(team=team).exists()
+    assert "Give the channel a name." in page
+    assert "Enter the URL." in page
+
+
+def test_a_failed_test_message_says_when_it_will_be_tried_again(web, team, site, hook):
+    channel = Channel.objects.create(
+        team=team, name="Hook", kind="webhook", settings={"url": site.url("/hook")}
+    )
+    response = web.post(f"/channels/{channel.pk}/test/", follow=True)
+
+    page = html.unescape(response.content.decode())
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.PENDING and delivery.next_attempt_at
+    said = "It failed: The receiving server answered with error 500. We will try again"
+    assert page.count(said) == 2  # the message at the top and the channel's row
+    assert "We will try again in about " in page and ">Will retry<" in page
+
+
+def test_a_message_out_of_retries_says_we_gave_up(web, team):
+    channel = Channel.objects.create(
+        team=team, name="Hook", kind="webhook", settings={"url": "https://e.com/h"}
+    )
+    Delivery.objects.create(
+        kind="webhook",
+        channel=channel,
+        event="channel.test",
+        body="{}",
+        status=Delivery.Status.FAILED,
+        last_error="Answered 500.",
+    )
+
+    page = html.unescape(web.get("/channels/").content.decode())
+    assert "We gave up: The receiving server answered with error 500." in page
+
+
+def test_the_channel_forms_describe_kinds_without_developer_words(web):
+    pages = [web.get("/channels/new/"), web.get("/channels/new/?kind=webhook")]
+    for response in pages:
+        shown = re.sub(r"<[^>]*>", " ", response.content.decode())
+        for jargon in ("POST", "JSON", "Standard Webhooks", "headers"):
+            assert jargon not in shown

@@ -1425,6 +1425,42 @@ def test_check_page_lists_pages_with_status_chips(web, monitor):
     assert "example.com/3" in only_errors and "example.com/1" not in only_errors
 
 
+def test_a_check_that_failed_before_any_page_shows_why_not_empty_filters(web, monitor):
+    check = make_check(
+        monitor, status=Check.Status.FAILED, error="Every target failed.", summary={}
+    )
+
+    page = text_of(web.get(check.get_absolute_url()))
+
+    assert 'class="chip' not in page and "chip-count" not in page
+    assert "No page was looked at: the check failed before it reached any page" in page
+    assert "No pages." not in page
+
+
+def test_a_check_where_every_page_failed_says_so_and_offers_no_empty_filters(
+    web, monitor
+):
+    check = make_check(monitor, status=Check.Status.PARTIAL)
+    for n in (1, 2):
+        make_page(
+            check,
+            None,
+            "x",
+            url=f"https://example.com/{n}",
+            status="error",
+            error="",
+            status_code=503,
+            current_snapshot=None,
+        )
+
+    page = text_of(web.get(check.get_absolute_url()))
+
+    assert "No page could be loaded in this check" in page
+    assert re.search(r"Errors <span class=\"chip-count\">2</span>", page)
+    for empty in ("Changed", "New", "Removed", "Unchanged"):
+        assert not re.search(rf"{empty} <span class=\"chip-count\">0</span>", page)
+
+
 def test_a_page_still_gone_reads_as_still_gone_not_as_unchanged(web, monitor):
     check = make_check(monitor)
     gone = make_page(

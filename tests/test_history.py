@@ -439,3 +439,15 @@ def test_the_feed_walks_the_index_of_checks_with_changes_not_every_check(team):
             ]
 
     assert len(history.feed_checks(team)) == 23
+
+
+def test_the_chart_words_pages_seen_for_the_first_time_as_new_not_changed(web, team):
+    monitor = make_monitor(team)
+    start = timezone.now() - timedelta(hours=2)
+    make_check(monitor, start, new=2)
+    make_check(monitor, start + timedelta(hours=1), changed=3, removed=1)
+    body = web.get(reverse("team-history"), {"monitor": monitor.pk}).content.decode()
+    assert "2 new" in body and "0 pages changed, 2 new," in body
+    assert "3 pages changed, 1 removed," in body
+    assert "3 pages changed, 2 new, 1 removed" in body  # the sentence under it
+    assert "6 changed" not in body and "2 changed" not in body

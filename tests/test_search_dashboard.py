@@ -135,7 +135,7 @@ def test_a_check_page_says_the_search_itself_failed_and_why(web, team, searx, mo
     assert "What went wrong:</strong> The web search failed: “acme”: SearXNG" in page
     assert "SearXNG answered HTTP 500 (boom)." in page
     assert "so new results may be missing from this check." in page
-    assert "No pages." in page
+    assert "No page was looked at: the check failed before it reached any" in page
 
 
 def test_a_check_that_found_no_search_service_says_so_without_setting_names(web, team):

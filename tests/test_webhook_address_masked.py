@@ -98,3 +98,17 @@ def test_an_editor_sees_the_webhook_address_whole(
     page = html.unescape(client.get(monitor.get_absolute_url()).content.decode())
 
     assert HOOK in page
+
+
+def test_the_monitor_page_names_the_webhooks_events_in_words_not_their_names(
+    client, team, django_user_model
+):
+    events = ["monitor.page", "monitor.check.completed"]
+    watched = make_monitor(team, webhook={"url": HOOK, "events": events})
+    _member(client, team, django_user_model, Membership.Role.EDITOR)
+
+    page = html.unescape(client.get(watched.get_absolute_url()).content.decode())
+
+    assert "Each page's result, Check finished" in page
+    for raw in events:
+        assert raw not in page

@@ -87,6 +87,24 @@ class ChannelInputSerializer(StrictMixin, serializers.Serializer):
             raise ValidationError(f"Unknown kind {value!r}. Known kinds: {known}.")
         return value
 
+    def validate_settings(self, given: dict[str, Any]) -> dict[str, Any]:
+        # A field rule rather than part of validate(), which DRF skips when
+        # any field failed: a form missing both its name and its address
+        # must say both at once.
+        stored: Channel | None = self.context.get("channel")
+        name = stored.kind if stored else self.initial_data.get("kind")
+        kind = kinds.kind_for(name) if isinstance(name, str) else None
+        if kind is None:  # the kind's own error says what is wrong
+            return given
+        if len(str(given)) > SETTINGS_MAX_CHARS:
+            raise ValidationError("Too large.")
+        if stored is not None:
+            given = kind.merge(stored.settings, given)
+        try:
+            return kind.clean(given)
+        except kinds.SettingsError as exc:
+            raise ValidationError({k: [v] for k, v in exc.errors.items()}) from None
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         stored: Channel | None = self.context.get("channel")
         if self.partial and not attrs:
@@ -94,18 +112,6 @@ class ChannelInputSerializer(StrictMixin, serializers.Serializer):
         name = attrs.get("kind") or (stored.kind if stored else "")
         kind = kinds.kind_for(name)
         assert kind is not None
-        if "settings" in attrs:
-            given = attrs["settings"]
-            if len(str(given)) > SETTINGS_MAX_CHARS:
-                raise ValidationError({"settings": ["Too large."]})
-            if stored is not None:
-                given = kind.merge(stored.settings, given)
-            try:
-                attrs["settings"] = kind.clean(given)
-            except kinds.SettingsError as exc:
-                raise ValidationError(
-                    {"settings": {k: [v] for k, v in exc.errors.items()}}
-                ) from None
         problem = kind.unavailable()
         if problem and (stored is None or "settings" in attrs):
             raise ValidationError({"kind": [problem]})

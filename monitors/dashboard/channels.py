@@ -18,7 +18,7 @@ from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import kinds
 from checks.notify.kinds.slack import list_channels
-from checks.notify.transports import DeliveryError, answer_in_plain_words
+from checks.notify.transports import DeliveryError
 from monitors.api.channels import (
     ChannelInputSerializer,
     replaced_secrets,
@@ -26,6 +26,7 @@ from monitors.api.channels import (
 )
 from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.models import Channel
+from monitors.templatetags.pagewatch import delivery_outcome
 from teams.activity import Actor, Kind, record
 
 RECENT = 5
@@ -220,8 +221,8 @@ def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
     else:
         messages.error(
             request,
-            f"The test message to “{channel.name}” was not delivered: "
-            f"{answer_in_plain_words(delivery.last_error)}",
+            f"The test message to “{channel.name}” was not delivered. "
+            f"{delivery_outcome(delivery)}",
         )
     return redirect("channels")
 

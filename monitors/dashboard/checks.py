@@ -66,7 +66,12 @@ def check_detail(
     verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
     unjudged = check.pages.unjudged_changes().count() if verdicts else 0
     pages = _filtered_pages(check, status, search_filters)
+    looked_at = sum(counts.values()) + sum(found.values())
     context = {
+        "looked_at": looked_at,
+        "every_page_failed": check.is_finished
+        and looked_at > 0
+        and counts.get(PageResult.Status.ERROR, 0) == looked_at,
         "monitor": check.monitor,
         "check": check,
         "running_check": check if not check.is_finished else None,
@@ -122,8 +127,8 @@ def _chips(
         for s in SEARCH_WORDS
         if found[s] or status == f"{SEARCH_FILTER}{s}"
     ]
-    # A check of web searches only speaks of matches, not of pages.
-    searched_only = bool(found) and not counts
+    # Only results the check has: a row of zeros above a failed check reads
+    # like something to click. The chosen one stays, so it can be left.
     chips += [
         (value, label, counts.get(value, 0))
         for value, label in (
@@ -133,7 +138,7 @@ def _chips(
             ("error", "Errors"),
             ("same", "Unchanged"),
         )
-        if not searched_only or counts.get(value) or status == value
+        if counts.get(value) or status == value
     ]
     return chips
 

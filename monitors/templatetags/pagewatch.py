@@ -555,6 +555,28 @@ def delivery_error(text: str | None) -> str:
 
 
 @register.filter
+def delivery_outcome(delivery: Any) -> str:
+    """What became of a message that was not delivered, in a sentence: "It
+    failed: <reason>. We will try again in about 2 minutes." while retries
+    remain, "We gave up: <reason>." when they are spent."""
+    reason = delivery_error(delivery.last_error).rstrip(".")
+    if not reason:
+        return ""
+    if delivery.status == "failed":
+        return f"We gave up: {reason}."
+    if delivery.status != "pending":
+        return f"{reason}."
+    when = relative(delivery.next_attempt_at)
+    if when.startswith("in ") and when[3].isdigit():
+        retry = f"We will try again in about {when[3:]}."
+    elif when.startswith("in "):
+        retry = f"We will try again {when}."
+    else:
+        retry = "We will try again shortly."
+    return f"It failed: {reason}. {retry}"
+
+
+@register.filter
 def planned_schedule(validated: Mapping[str, Any] | None) -> str:
     """When an import's planned monitor runs, in words (its cron when there
     are none)."""

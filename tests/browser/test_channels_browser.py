@@ -34,11 +34,14 @@ def test_adding_testing_and_picking_a_channel(
 
         page.get_by_role("button", name="Send a test message to Ops room").click()
         page.get_by_text(
-            "was not delivered: The receiving server answered with error 503."
+            "was not delivered. It failed: The receiving server answered with "
+            "error 503. We will try again in about"
         ).wait_for()
-        page.get_by_text(
-            "The receiving server answered with error 503."
-        ).first.wait_for()
+        row = page.get_by_role("row").filter(has_text="Test message")
+        assert "It failed: The receiving server answered with error 503." in (
+            row.inner_text()
+        )
+        assert "We will try again" in row.inner_text()
         screenshot(page, "29-channels-page")
         assert_clean(page)
 

@@ -20,10 +20,16 @@ class WebhookKind(ChannelKind):
     name = "webhook"
     label = "Webhook"
     help = (
-        "Pagewatch POSTs each message as JSON, signed like the monitor "
-        "webhooks (Standard Webhooks headers with the team's secret)."
+        "Sends each message to an address your developers set up, signed "
+        "with the team's secret so the receiver can tell it came from Pagewatch."
     )
-    fields = {"url": ("URL", "Where to POST, e.g. https://example.com/hooks/pagewatch")}
+    fields = {
+        "url": (
+            "URL",
+            "The address that receives the messages, e.g. "
+            "https://example.com/hooks/pagewatch",
+        )
+    }
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
         cleaned = super().clean(settings)
