@@ -61,7 +61,8 @@ def test_a_changed_page_opens_on_its_marked_text(web, monitor):  # noqa: F811
     region = body.split('id="diff-region"', 1)[1]
     assert '<ins class="word-change">$59</ins></td>' in region
     assert 'aria-current="true">Page text</a>' in body
-    assert 'href="?view=split"' in body and "Markdown, side by side" in body
+    assert 'href="?view=split"' in body and "Side by side" in body
+    assert "Markdown" not in body  # a format's name, not words for staff
     assert "| Pro |" not in region.split("</div>\n  \n", 1)[0]
 
     markdown = web.get(result.get_absolute_url(), {"view": "split"})

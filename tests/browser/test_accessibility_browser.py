@@ -359,7 +359,7 @@ def test_the_diff_layout_switch_and_the_current_change_show_their_whole_focus_ri
     page = browser_page
     sign_in(page)
     page.goto(dashboard["changed"].get_absolute_url() + "?view=split")
-    for layout in ("Page text", "Markdown, side by side", "Markdown, inline"):
+    for layout in ("Page text", "Side by side", "One column"):
         page.keyboard.press("Tab")
         while page.evaluate("document.activeElement.textContent.trim()") != layout:
             page.keyboard.press("Tab")

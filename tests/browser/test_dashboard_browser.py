@@ -290,7 +290,7 @@ def test_run_now_shows_progress_until_done_then_the_diff(
 
     page.get_by_role("link", name="See what changed").click()
     page.locator("#diff-region[data-layout='text'] ins.word-change").first.wait_for()
-    page.get_by_role("link", name="Markdown, side by side").click()
+    page.get_by_role("link", name="Side by side").click()
     page.locator("table.diff.diff-split").wait_for()
     changed = PageResult.objects.get(check_run=check, status="changed")
     assert page.url.endswith(changed.get_absolute_url() + "?view=split")
@@ -300,14 +300,14 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     page.get_by_text("Change 1 of").wait_for()
     screenshot(page, "07-diff-side-by-side")
 
-    page.get_by_role("link", name="Markdown, inline").click()
+    page.get_by_role("link", name="One column").click()
     page.locator("table.diff.diff-inline").wait_for()
     assert page.url.endswith("?view=inline")
-    expect(page.get_by_role("link", name="Markdown, inline")).to_have_attribute(
+    expect(page.get_by_role("link", name="One column")).to_have_attribute(
         "aria-current", "true"
     )
     expect(
-        page.get_by_role("link", name="Markdown, side by side")
+        page.get_by_role("link", name="Side by side")
     ).not_to_have_attribute("aria-current", "true")
     screenshot(page, "08-diff-inline")
     assert_clean(page)
@@ -388,7 +388,7 @@ def test_hostile_page_content_never_runs(browser_page, member, team, site, scree
             details.evaluate("el => el.open = true")
         page.wait_for_timeout(200)
         assert page.evaluate("window.__xss") is None, path
-    page.get_by_role("link", name="Markdown, side by side").click()
+    page.get_by_role("link", name="Side by side").click()
     page.locator("table.diff.diff-split").wait_for()
     assert page.locator("td.diff-text", has_text="<script>").count() >= 1
     screenshot(page, "09-hostile-diff")

@@ -149,7 +149,7 @@ def test_diff_gutters_are_narrow_and_markdown_tables_read_as_tables(
     assert text > whole * 0.4, widths
     screenshot(page, "21-9-diff-split")
 
-    page.get_by_role("link", name="Markdown, inline").click()
+    page.get_by_role("link", name="One column").click()
     page.locator("table.diff.diff-inline").wait_for()
     inline = page.evaluate(
         """() => {

@@ -214,10 +214,10 @@ def test_what_a_change_means_reads_the_same_everywhere(
         # Thumb-sized choices, and no side by side on a phone.
         text_link = page.get_by_role("link", name="Page text")
         assert text_link.bounding_box()["height"] >= 44
-        assert not page.get_by_role("link", name="Markdown, side by side").is_visible()
+        assert not page.get_by_role("link", name="Side by side").is_visible()
     fits(page, viewport["width"])
     screenshot(page, f"meaning-diff-text-{size}")
-    page.get_by_role("link", name="Markdown, inline").click()
+    page.get_by_role("link", name="One column").click()
     page.locator("table.diff.diff-inline").wait_for()
     screenshot(page, f"meaning-diff-markdown-{size}")
     assert_clean(page)
