@@ -135,6 +135,8 @@ class RecentCheck:
     changed: int
     found_changes: bool  # pages changed, new or removed
     noise: int = 0  # of the changed pages, those judged unimportant
+    new: int = 0  # pages seen for the first time
+    removed: int = 0
 
 
 def _count(value: Any) -> int:
@@ -200,10 +202,10 @@ def recent_per_monitor(
     rows = _recent_rows(monitor_ids, count)
     rows.sort(key=lambda row: (row[6], row[7]))  # oldest first
     for monitor_id, status, at, changed, new, removed, _, _, noise in rows:
-        changed_count = _count(changed)
-        found = bool(changed_count or _count(new) or _count(removed))
+        changed_count, new_count, gone = _count(changed), _count(new), _count(removed)
+        found = bool(changed_count or new_count or gone)
         by_monitor[monitor_id].append(
-            RecentCheck(status, at, changed_count, found, noise or 0)
+            RecentCheck(status, at, changed_count, found, noise or 0, new_count, gone)
         )
     return by_monitor
 

@@ -253,12 +253,21 @@ def test_a_strip_cell_says_its_time_to_the_second_and_what_it_found(web, team):
         started_at=datetime(2026, 11, 20, 10, 30, 5, tzinfo=UTC),
         summary={"changed": 2, "error": 1, "same": 0, "new": 0, "removed": 0},
     )
+    Check.objects.create(
+        monitor=monitor,
+        trigger="manual",
+        status="completed",
+        started_at=datetime(2026, 11, 20, 11, 0, 0, tzinfo=UTC),
+        summary={"changed": 0, "error": 0, "same": 1, "new": 3, "removed": 1},
+    )
     Check.objects.create(monitor=monitor, trigger="manual")  # queued, no summary
     body = web.get(reverse("monitor-list")).content.decode()
     assert (
         '<li class="cell c-partial has-changes"'
         ' title="Fri 20 Nov, 11:30:05: Completed with errors, 2 changed">!</li>'
     ) in body
+    # Pages seen for the first time, or gone, are said as such.
+    assert 'title="Fri 20 Nov, 12:00:00: Completed, 3 new, 1 removed"' in body
     assert '<li class="cell c-queued" title="' in body
     assert f'href="{monitor.get_absolute_url()}#check-history"' in body
     assert check.get_absolute_url() not in body

@@ -445,6 +445,10 @@ def _strip_cell(check: Any, zone: Any) -> str:
         title += f", {matter} changed"
     if check.noise:
         title += f", {int(check.noise)} judged unimportant"
+    if check.new:
+        title += f", {int(check.new)} new"
+    if check.removed:
+        title += f", {int(check.removed)} removed"
     if check.found_changes:
         css += " has-changes"
     return f'<li class="{css}" title="{title}">{symbol}</li>'
