@@ -137,3 +137,27 @@ def test_other_outbound_requests_do_not_follow_a_refresh(site):
     fetched = asyncio.run(afetch(old))
 
     assert fetched.final_url == old and site.requests_to("/new") == []
+
+
+def test_a_refresh_header_on_an_empty_page_is_followed_like_the_tag(team, site):
+    old = site.page("/go", "", headers={"Refresh": "0; url=/pricing"})
+    new = site.html("/pricing", "Pricing", CONTENT)
+
+    check = run_check(make_monitor(team, [old]))
+
+    page = page_of(check, old)
+    assert page.status == PageResult.Status.NEW, page.error
+    assert "Starter costs $19 a month." in page.current_snapshot.text
+    assert page.metadata["url"] == new
+
+
+def test_a_refresh_header_on_a_page_with_text_of_its_own_keeps_the_page(team, site):
+    article = "<p>" + "Our prices went up this spring. " * 20 + "</p>"
+    old = site.html("/news", "News", article, headers={"Refresh": "5; url=/pricing"})
+    site.html("/pricing", "Pricing", CONTENT)
+
+    check = run_check(make_monitor(team, [old]))
+
+    page = page_of(check, old)
+    assert "Our prices went up" in page.current_snapshot.text
+    assert not site.requests_to("/pricing")

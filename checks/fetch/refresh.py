@@ -7,7 +7,8 @@ moved on before anyone read the page) and the page has next to no text of its
 own (at most OWN_TEXT_CHARS characters outside scripts and styles: "Redirecting…",
 "Click here if nothing happens"). A page with content and a refresh (a news
 page reloading itself, a slow countdown) is that content, and is kept.
-Pure: parses bytes it is given.
+The HTTP `Refresh` header, which some servers send instead of the tag, is
+followed under the same rule. Pure: parses bytes it is given.
 """
 
 from __future__ import annotations
@@ -37,24 +38,37 @@ def refresh_location(
     """Where the refresh-only page at `url` sends its reader (as written,
     maybe relative), or None when this answer is a page of its own: no
     refresh, a slow one, one that reloads the page itself or leaves the web
-    (javascript:, data:), or a page with text of its own."""
-    if not 200 <= status < 300 or not _HAS_REFRESH.search(body):
+    (javascript:, data:), or a page with text of its own. A `Refresh` header
+    (which some servers send in place of the tag) is read first."""
+    if not 200 <= status < 300:
+        return None
+    header = headers.get("refresh")
+    if header is None and not _HAS_REFRESH.search(body):
         return None
     content_type = headers.get("content-type", "")
-    if body_kind(body, media_type_of(content_type)) != "html":
-        return None
-    tree = LexborHTMLParser(decode(body, content_type, html=True))
-    location = None
-    for meta in tree.css("meta[http-equiv]"):
-        if (meta.attributes.get("http-equiv") or "").strip().lower() == "refresh":
-            location = _target(meta.attributes.get("content") or "")
-            break  # browsers obey the first one only
+    is_html = body_kind(body, media_type_of(content_type)) == "html"
+    tree = LexborHTMLParser(decode(body, content_type, html=True)) if is_html else None
+    location = _target(header) if header is not None else None
+    if location is None and tree is not None:
+        for meta in tree.css("meta[http-equiv]"):
+            if (meta.attributes.get("http-equiv") or "").strip().lower() == "refresh":
+                location = _target(meta.attributes.get("content") or "")
+                break  # browsers obey the first one only
     if location is None or not _elsewhere_on_the_web(url, location):
         return None
-    tree.strip_tags(list(_HIDDEN))
-    body_node = tree.body
-    text = body_node.text(separator=" ", strip=True) if body_node else ""
-    return location if len(" ".join(text.split())) <= OWN_TEXT_CHARS else None
+    return location if _own_text(tree, body, content_type) <= OWN_TEXT_CHARS else None
+
+
+def _own_text(tree: LexborHTMLParser | None, body: bytes, content_type: str) -> int:
+    """How many characters of its own the page has (scripts and styles not
+    counted; whitespace runs as one)."""
+    if tree is None:
+        text = decode(body, content_type, html=False)
+    else:
+        tree.strip_tags(list(_HIDDEN))
+        body_node = tree.body
+        text = body_node.text(separator=" ", strip=True) if body_node else ""
+    return len(" ".join(text.split()))
 
 
 def _target(content: str) -> str | None:
