@@ -19,6 +19,7 @@ from django.utils import timezone
 from checks.models import Check, Delivery
 from monitors.models import (
     ApiKey,
+    Channel,
     ImportRun,
     LastOwnerError,
     Membership,
@@ -250,8 +251,11 @@ def test_every_dashboard_view_asks_for_a_role(db):
 
 
 def test_a_viewer_sees_no_buttons_that_change_things(client, world):
+    Channel.objects.create(team=world.team, name="Ops room", kind="webhook",
+                           settings={"url": "https://hooks.example.com/x"})  # fmt: skip
     client.force_login(world.people[VIEWER])
     pages = [
+        reverse("channels"),
         reverse("monitor-list"),
         world.monitor.get_absolute_url(),
         reverse("monitor-deliveries", args=[world.monitor.pk]),
@@ -265,7 +269,8 @@ def test_a_viewer_sees_no_buttons_that_change_things(client, world):
                       "Send test event", "Retry now", "Create key", "Revoke",
                       "Send invitation", "Withdraw", "Show the secret",
                       "Make a new secret", 'name="role"', "Make a new feed link",
-                      "Turn feeds off"):  # fmt: skip
+                      "Turn feeds off", "Add a channel", "Send a test message",
+                      "Edit<span"):  # fmt: skip
             assert words not in page, (url, words)
     assert world.monitor.name in text_of(client.get(reverse("monitor-list")))
 

@@ -306,9 +306,9 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     expect(page.get_by_role("link", name="One column")).to_have_attribute(
         "aria-current", "true"
     )
-    expect(
-        page.get_by_role("link", name="Side by side")
-    ).not_to_have_attribute("aria-current", "true")
+    expect(page.get_by_role("link", name="Side by side")).not_to_have_attribute(
+        "aria-current", "true"
+    )
     screenshot(page, "08-diff-inline")
     assert_clean(page)
 
