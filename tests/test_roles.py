@@ -5,6 +5,7 @@ changes nothing; a team always keeps an owner."""
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,6 +274,29 @@ def test_a_viewer_sees_no_buttons_that_change_things(client, world):
                       "Edit<span"):  # fmt: skip
             assert words not in page, (url, words)
     assert world.monitor.name in text_of(client.get(reverse("monitor-list")))
+
+
+def test_a_viewer_is_offered_no_form_but_signing_out_on_any_page_they_open(
+    client, world
+):
+    Channel.objects.create(team=world.team, name="Ops room", kind="webhook",
+                           settings={"url": "https://hooks.example.com/x"})  # fmt: skip
+    client.force_login(world.people[VIEWER])
+    pages = [
+        reverse("monitor-list"), world.monitor.get_absolute_url(),
+        reverse("monitor-deliveries", args=[world.monitor.pk]),
+        world.check.get_absolute_url(), reverse("channels"), reverse("api-keys"),
+        reverse("team-members"), reverse("team-history"), reverse("team-activity"),
+    ]  # fmt: skip
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        forms = re.findall(r"<form[^>]*>", response.content.decode())
+        posting = [form for form in forms if 'method="post"' in form.lower()]
+        assert posting == [f'<form method="post" action="{reverse("logout")}">'], (
+            url,
+            posting,
+        )
 
 
 def test_an_editor_sees_monitor_buttons_but_not_team_management(client, world):
