@@ -137,6 +137,12 @@ class RecentCheck:
     noise: int = 0  # of the changed pages, those judged unimportant
     new: int = 0  # pages seen for the first time
     removed: int = 0
+    monitor_id: uuid.UUID | None = None
+    pk: uuid.UUID | None = None
+
+    def get_absolute_url(self) -> str:
+        """The check's page (as Check.get_absolute_url), for the list's links."""
+        return f"/monitors/{self.monitor_id}/checks/{self.pk}/"
 
 
 def _count(value: Any) -> int:
@@ -201,11 +207,21 @@ def recent_per_monitor(
         return by_monitor
     rows = _recent_rows(monitor_ids, count)
     rows.sort(key=lambda row: (row[6], row[7]))  # oldest first
-    for monitor_id, status, at, changed, new, removed, _, _, noise in rows:
+    for monitor_id, status, at, changed, new, removed, _, pk, noise in rows:
         changed_count, new_count, gone = _count(changed), _count(new), _count(removed)
         found = bool(changed_count or new_count or gone)
         by_monitor[monitor_id].append(
-            RecentCheck(status, at, changed_count, found, noise or 0, new_count, gone)
+            RecentCheck(
+                status,
+                at,
+                changed_count,
+                found,
+                noise or 0,
+                new_count,
+                gone,
+                monitor_id,
+                pk,
+            )  # fmt: skip
         )
     return by_monitor
 

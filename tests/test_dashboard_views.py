@@ -1900,16 +1900,32 @@ def test_favicon_ico_points_browsers_at_our_icon_without_a_session(client):
     assert 'rel="icon" href="/static/favicon.svg"' in page
 
 
+def test_a_last_check_that_found_no_page_links_to_the_check_that_says_why(web, monitor):
+    empty = {"totalPages": 0, "same": 0, "changed": 0, "new": 0, "removed": 0,
+             "error": 0}  # fmt: skip
+    check = make_check(monitor, summary=empty)
+    monitor.last_check_summary = empty
+    monitor.save()
+
+    page = text_of(web.get(reverse("monitor-list")))
+
+    last_check = re.search(r'data-label="Last check">(.*?)</td>', page, re.S)[1]
+    assert f'<a href="{check.get_absolute_url()}">No pages: see why</a>' in last_check
+
+
 def test_the_list_says_the_last_check_failed_rather_than_no_pages(web, monitor):
     make_check(monitor)
     monitor.last_check_summary = {
         "totalPages": 0, "same": 0, "changed": 0, "new": 0, "removed": 0, "error": 0,
     }  # fmt: skip
     monitor.save()
-    make_check(monitor, status=Check.Status.FAILED, summary={}, error="Boom")
+    failed = make_check(monitor, status=Check.Status.FAILED, summary={}, error="Boom")
 
     page = text_of(web.get(reverse("monitor-list")))
 
     last_check = re.search(r'data-label="Last check">(.*?)</td>', page, re.S)[1]
     assert "Check failed" in last_check
+    assert (
+        f'<a href="{failed.get_absolute_url()}" class="badge c-failed">' in last_check
+    )
     assert "No pages" not in last_check
