@@ -20,6 +20,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, RowNumber
 
 from checks.models import Check, PageResult
+from checks.models.check import check_path
 from monitors.models import Monitor, Team
 
 CHART_CHECKS = 30
@@ -141,8 +142,7 @@ class RecentCheck:
     pk: uuid.UUID | None = None
 
     def get_absolute_url(self) -> str:
-        """The check's page (as Check.get_absolute_url), for the list's links."""
-        return f"/monitors/{self.monitor_id}/checks/{self.pk}/"
+        return check_path(self.monitor_id, self.pk)
 
 
 def _count(value: Any) -> int:

@@ -98,7 +98,7 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
                 "blocked": line.pk in blocked,
                 "before": before,
                 "after": after,
-                "link": absolute(f"/monitors/{check.monitor_id}/checks/{check.pk}/")
+                "link": absolute(check.get_absolute_url())
                 + (f"pages/{line.pk}/" if line.pk else ""),
             }
         )
@@ -116,7 +116,7 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
         ],
         "more": max(0, len(pages) - PAGES_SHOWN),
         "blocked": sum(1 for p in pages if p["blocked"]),
-        "link": absolute(f"/monitors/{check.monitor_id}/checks/{check.pk}/"),
+        "link": absolute(check.get_absolute_url()),
     }
 
 
