@@ -443,29 +443,12 @@ def test_two_failures_are_not_yet_failing(team, scenario, queued):
     assert not Delivery.objects.filter(channel=channel).exists()
 
 
-def test_a_blocked_page_is_named_blocked_by_the_site(team, slack, scenario, queued):
-    monitor = make_monitor(team)
-    make_channel(
-        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
-    )
-    scenario.run(
-        monitor,
-        [
-            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
-            (
-                "https://example.com/shop",
-                "error",
-                {"status_code": 403, "error": "HTTP 403"},
-            ),
-        ],
-    )
-    queued.run()
-
-    assert "blocked by the site" in json.dumps(slack.posted[0]["blocks"])
-
-
-def test_a_challenge_page_is_named_blocked_by_the_site_whatever_its_status(
-    team, slack, scenario, queued
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [(403, ""), (503, "challenge")],  # a refusal, or a challenge whatever its status
+)
+def test_a_blocked_page_is_named_blocked_by_the_site(
+    team, slack, scenario, queued, code, kind
 ):
     monitor = make_monitor(team)
     make_channel(
@@ -478,7 +461,7 @@ def test_a_challenge_page_is_named_blocked_by_the_site_whatever_its_status(
             (
                 "https://example.com/shop",
                 "error",
-                {"status_code": 503, "error": "challenge", "error_kind": "challenge"},
+                {"status_code": code, "error": f"HTTP {code}", "error_kind": kind},
             ),
         ],
     )

@@ -201,18 +201,15 @@ def test_a_new_apprise_url_from_the_form_is_logged_as_replaced_without_it(web, t
     assert "replaced its secret address" in page and "newsecret" not in page
 
 
+def post_webhook_form(web, **fields: str):
+    """The new-channel form for a webhook named "Ops" without its address."""
+    form = {"kind": "webhook", "name": "Ops", "setting_url": "",
+            "events": ["meaningful"], "failing_after": "3", "digest": ""}  # fmt: skip
+    return web.post("/channels/new/", form | fields)
+
+
 def test_a_channel_form_with_mistakes_says_them_in_plain_words_at_each_field(web, team):
-    response = web.post(
-        "/channels/new/",
-        {
-            "kind": "webhook",
-            "name": "",
-            "setting_url": "",
-            "events": ["meaningful"],
-            "failing_after": "0",
-            "digest": "",
-        },
-    )
+    response = post_webhook_form(web, name="", failing_after="0")
 
     page = html.unescape(response.content.decode())
     assert response.status_code == 400
@@ -226,17 +223,7 @@ def test_a_channel_form_with_mistakes_says_them_in_plain_words_at_each_field(web
 
 
 def test_a_channel_without_its_address_asks_for_it_by_its_label(web, team):
-    response = web.post(
-        "/channels/new/",
-        {
-            "kind": "webhook",
-            "name": "Ops",
-            "setting_url": "",
-            "events": ["meaningful"],
-            "failing_after": "3",
-            "digest": "",
-        },
-    )
+    response = post_webhook_form(web)
 
     page = html.unescape(response.content.decode())
     assert response.status_code == 400
@@ -248,17 +235,7 @@ def test_a_channel_without_its_address_asks_for_it_by_its_label(web, team):
 def test_a_channel_form_missing_its_name_and_address_says_both_on_the_first_submit(
     web, team
 ):
-    response = web.post(
-        "/channels/new/",
-        {
-            "kind": "webhook",
-            "name": "",
-            "setting_url": "",
-            "events": ["meaningful"],
-            "failing_after": "3",
-            "digest": "",
-        },
-    )
+    response = post_webhook_form(web, name="")
 
     page = html.unescape(response.content.decode())
     assert response.status_code == 400
