@@ -25,6 +25,11 @@ DATADOME = (
     b"<iframe src='https://geo.captcha-delivery.com/captcha/?initialCid=x'>"
     b"</iframe></body></html>"
 )
+AWS_WAF = (
+    b"<!DOCTYPE html><html><head><title></title></head><body>"
+    b"<script src='https://example.token.awswaf.com/challenge.js'></script>"
+    b"<noscript>JavaScript is disabled</noscript></body></html>"
+)
 ARTICLE = (
     b"<html><head><title>Just a moment...</title></head><body><main><p>How we "
     b"moved our site behind Cloudflare's /cdn-cgi/challenge-platform/ and what "
@@ -40,6 +45,9 @@ ARTICLE = (
         (403, {}, DATADOME, True),
         (403, {"cf-mitigated": "challenge"}, b"", True),
         (200, {"cf-mitigated": "challenge"}, b"", True),
+        # AWS WAF's challenge (202) and captcha (405) interstitials.
+        (202, {"x-amzn-waf-action": "challenge"}, AWS_WAF, True),
+        (405, {"x-amzn-waf-action": "captcha"}, AWS_WAF, True),
         # A page about challenges, served normally, is a page.
         (200, {}, ARTICLE, False),
         (200, {}, CLOUDFLARE, False),
@@ -81,3 +89,21 @@ def test_a_challenge_in_place_of_a_watched_page_is_blocked_and_keeps_the_baselin
     shown = html.unescape(client.get(check.get_absolute_url()).content.decode())
     assert plain_error(page.error_kind, 503, page.error) in shown
     assert "The site blocked the check" in shown
+
+
+def test_an_aws_waf_challenge_answered_as_accepted_is_not_taken_for_the_page(
+    team, site
+):
+    url = site.html("/pricing", "Pricing", "<p>Basic plan: 10 € a month.</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page(
+        "/pricing", AWS_WAF, status=202, headers={"x-amzn-waf-action": "challenge"}
+    )
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == ErrorKind.CHALLENGE
+    site.html("/pricing", "Pricing", "<p>Basic plan: 10 € a month.</p>")
+    assert page_of(run_check(monitor), url).status == PageResult.Status.SAME
