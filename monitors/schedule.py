@@ -293,7 +293,11 @@ _DAY_WORDS: dict[str, frozenset[int]] = {
 # the plural ("mondays", "weekends").
 _DAY_WORD = "(?:{})s?".format("|".join(sorted(_DAY_WORDS, key=len, reverse=True)))
 _DAYS = rf"(?P<days>{_DAY_WORD}(?: (?:and |& )?{_DAY_WORD})*)"
-_TIME = r"(?: at (?P<time>noon|midnight|\d{1,2}(?::\d{2})?(?: ?[ap]m)?))?"
+_CLOCK_TIME = r"(?:noon|midnight|\d{1,2}(?::\d{2})?(?: ?[ap]m)?)"
+# One time or several ("at 9am and 5pm"; commas are gone by then).
+_TIME = rf"(?: at (?P<time>{_CLOCK_TIME}(?:(?: and| &)? {_CLOCK_TIME})*))?"
+_DATE = r"\d{1,2}(?:st|nd|rd|th)?"
+_DATES = rf"(?P<dates>last day|{_DATE}(?:(?: and| &)? {_DATE})*)"
 _MINUTE_OFFSET = r"(?P<mm>\d{1,2})"
 
 _EVERY_N_MINUTES = re.compile(
@@ -305,7 +309,12 @@ _HOURLY = re.compile(rf"(?:hourly|every hour)(?: (?:starting )?at :?{_MINUTE_OFF
 _EVERY_N_HOURS = re.compile(r"every (?P<n>\d+) (?:hours?|hrs?)")
 _DAILY = re.compile(rf"(?:daily|every day){_TIME}")
 _WEEKLY = re.compile(rf"(?:weekly|every week)(?: on {_DAYS})?{_TIME}")
+_MONTHLY = re.compile(
+    rf"(?:monthly|every month)(?: on (?:the )?(?:days? )?{_DATES})?{_TIME}"
+)
 _ON_DAYS = re.compile(rf"(?:every |on )?{_DAYS}{_TIME}")
+_ONE_TIME = re.compile(_CLOCK_TIME)
+_DATE_WORD = re.compile(_DATE)
 _CLOCK = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))? ?(?P<ampm>[ap]m)?")
 
 
@@ -332,6 +341,8 @@ def text_to_cron(text: str) -> str:
         return _at_time_on_days(match["time"], days)
     if match := _ON_DAYS.fullmatch(phrase):
         return _at_time_on_days(match["time"], _parse_days(match["days"]))
+    if match := _MONTHLY.fullmatch(phrase):
+        return f"{_times_fields(match['time'])} {_dates_field(match['dates'])} * *"
     raise ScheduleError.breaking(rules.SCHEDULE_TEXT_UNSUPPORTED)
 
 
@@ -374,8 +385,42 @@ def _minute_offset(text: str | None) -> int:
 
 
 def _at_time_on_days(time_text: str | None, days: frozenset[int]) -> str:
-    hour, minute = _parse_time(time_text) if time_text else (0, 0)
-    return f"{minute} {hour} * * {_dow_field(days)}"
+    return f"{_times_fields(time_text)} * * {_dow_field(days)}"
+
+
+def _times_fields(text: str | None) -> str:
+    """Cron's minute and hour fields for "9am", or "9am and 5pm": one cron
+    runs at every minute listed in every hour listed, so the times given
+    must be all of those pairs (9:00 and 17:00, or 9:00 and 9:30)."""
+    if not text:
+        return "0 0"
+    times = {_parse_time(one) for one in _ONE_TIME.findall(text)}
+    minutes = sorted({minute for _, minute in times})
+    hours = sorted({hour for hour, _ in times})
+    if len(times) != len(minutes) * len(hours):
+        raise ScheduleError(
+            f"'{text}' cannot be one schedule: give times that share their "
+            "minutes, such as 9:00 and 17:00, or their hour, such as 9:00 and 9:30."
+        )
+    return f"{','.join(map(str, minutes))} {','.join(map(str, hours))}"
+
+
+def _dates_field(text: str | None) -> str:
+    """Cron's day-of-month field for "the 1st", "1 and 15" or "last day"."""
+    if not text:
+        return "1"
+    if text == "last day":
+        return "L"
+    dates = sorted({int(re.sub(r"\D", "", word)) for word in _DATE_WORD.findall(text)})
+    if dates[0] < 1 or dates[-1] > 31:
+        raise ScheduleError(f"'{text}' is not a day of the month (1 to 31).")
+    if dates[-1] > 28:
+        raise ScheduleError(
+            f"Day {dates[-1]} is missing from some months, which would then have "
+            "no check; to check at the end of every month, say "
+            "'monthly on the last day'."
+        )
+    return ",".join(map(str, dates))
 
 
 def _parse_time(text: str) -> tuple[int, int]:

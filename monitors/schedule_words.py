@@ -85,6 +85,9 @@ def describe(schedule: Schedule) -> str | None:
         dates = _describe_dates(fields.dates)
         if dates is None:
             return None
+        if fields.months == _EVERY_MONTH and not repeating:
+            # The words text_to_cron reads, so the form's box can show them.
+            return f"Monthly on {dates} at {times}"
         of = "every month" if fields.months == _EVERY_MONTH else _months(fields)
         when = f"on {dates} of {of}"
         return f"{repeating} {when}" if repeating else f"At {times} {when}"
@@ -110,7 +113,7 @@ def schedule_box_text(schedule: Schedule) -> str:
     try:
         same = _parse_fields(text_to_cron(words)) == _parse_fields(schedule.cron)
     except ScheduleError:
-        same = False  # "At 09:00 on day 1 of every month": words only people read
+        same = False  # "Monthly on days 1 to 7 at 09:00": words only people read
     return words if same else schedule.cron
 
 

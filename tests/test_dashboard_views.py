@@ -933,7 +933,7 @@ def test_schedule_preview_describes_a_typed_cron_in_words(web):
     )
 
     assert text_of(response).strip() == (
-        '<span aria-hidden="true">→</span> At 09:00 on day 1 of every month'
+        '<span aria-hidden="true">→</span> Monthly on day 1 at 09:00'
         " · next: Wed 01 Apr 09:00, Fri 01 May 09:00, Mon 01 Jun 09:00 UTC time"
     )
 
@@ -1078,7 +1078,7 @@ def test_a_monthly_schedule_is_described_on_the_monitor_page_and_the_list(web, t
     listing = text_of(web.get(reverse("monitor-list")))
 
     for page in (detail, listing):
-        assert "At 09:00 on day 1 of every month, UTC" in page
+        assert "Monthly on day 1 at 09:00, UTC" in page
         assert "0 9 1 * *" not in page and "Cron" not in page
 
 

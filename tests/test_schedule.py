@@ -86,6 +86,16 @@ def utc(*args: int) -> datetime:
         ("weekends at noon", "0 12 * * 0,6"),
         ("every weekend at 10am", "0 10 * * 0,6"),
         ("  EVERY   30   MINUTES.  ", "*/30 * * * *"),
+        ("daily at 9am and 5pm", "0 9,17 * * *"),
+        ("every weekday at 9:00, 12:00 and 17:00", "0 9,12,17 * * 1-5"),
+        ("every day at 9:00 & 9:30", "0,30 9 * * *"),
+        ("monthly", "0 0 1 * *"),
+        ("every month", "0 0 1 * *"),
+        ("monthly at 9am", "0 9 1 * *"),
+        ("monthly on the 15th at 8:30", "30 8 15 * *"),
+        ("every month on the 1st and 15th at 9am", "0 9 1,15 * *"),
+        ("monthly on day 3", "0 0 3 * *"),
+        ("monthly on the last day at 5pm", "0 17 L * *"),
     ],
 )
 def test_schedule_text_becomes_cron(text: str, cron: str) -> None:
@@ -105,12 +115,26 @@ def test_offset_past_the_interval_keeps_runs_evenly_spaced() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["every other tuesday", "twice a day", "every", "daily at", "monthly"]
+    "text", ["every other tuesday", "twice a day", "every", "daily at", "every 2 days"]
 )
 def test_unsupported_text_suggests_working_phrases(text: str) -> None:
     assert error_of(text=text) == (
         "Unsupported schedule text. Try phrases like 'every 30 minutes', 'hourly', "
         "'every 2 hours', 'daily at 9:00', 'every weekday at 9am' or 'weekly'."
+    )
+
+
+def test_a_day_some_months_lack_is_refused_pointing_at_the_last_day() -> None:
+    assert error_of(text="monthly on the 31st") == (
+        "Day 31 is missing from some months, which would then have no check; "
+        "to check at the end of every month, say 'monthly on the last day'."
+    )
+
+
+def test_times_one_cron_cannot_hold_together_are_refused_saying_which_can() -> None:
+    assert error_of(text="daily at 9:30 and 17:00") == (
+        "'9:30 and 17:00' cannot be one schedule: give times that share their "
+        "minutes, such as 9:00 and 17:00, or their hour, such as 9:00 and 9:30."
     )
 
 
@@ -522,10 +546,10 @@ def test_daily_interval_is_23_hours_across_spring_forward() -> None:
         ("*/30 * * * 1-5", "Every 30 minutes on weekdays"),
         ("0 */2 * * 6", "Every 2 hours on Saturdays"),
         # Days of the month and months.
-        ("0 9 1 * *", "At 09:00 on day 1 of every month"),
-        ("0 9 1,15 * *", "At 09:00 on days 1 and 15 of every month"),
-        ("0 9 1-7 * *", "At 09:00 on days 1 to 7 of every month"),
-        ("30 17 L * *", "At 17:30 on the last day of every month"),
+        ("0 9 1 * *", "Monthly on day 1 at 09:00"),
+        ("0 9 1,15 * *", "Monthly on days 1 and 15 at 09:00"),
+        ("0 9 1-7 * *", "Monthly on days 1 to 7 at 09:00"),
+        ("30 17 L * *", "Monthly on the last day at 17:30"),
         ("0 0 1 1 *", "At 00:00 on day 1 of January"),
         ("0 0 1 */3 *", "At 00:00 on day 1 of January, April, July and October"),
         ("*/30 * 1 * *", "Every 30 minutes on day 1 of every month"),
@@ -590,6 +614,10 @@ def test_every_documented_phrase_has_a_plain_description(text: str) -> None:
         ("15 7 * * 5,3,1", "Mondays, Wednesdays and Fridays at 07:15"),
         ("0 12 * * 0,6", "Weekends at 12:00"),
         ("0 0 * * 7", "Weekly on Sunday at 00:00"),
+        ("0 9,17 * * *", "Daily at 09:00 and 17:00"),
+        ("0 9 1 * *", "Monthly on day 1 at 09:00"),
+        ("0 9 1,15 * *", "Monthly on days 1 and 15 at 09:00"),
+        ("30 17 L * *", "Monthly on the last day at 17:30"),
     ],
 )
 def test_the_schedule_box_shows_words_that_read_back_as_the_same_schedule(
@@ -604,8 +632,7 @@ def test_the_schedule_box_shows_words_that_read_back_as_the_same_schedule(
 @pytest.mark.parametrize(
     "cron",
     [
-        "0 9 1 * *",  # described, but "At 09:00 on day 1…" is not a phrase we read
-        "0 9,17 * * *",
+        "0 9 1-7 * *",  # described, but "days 1 to 7" is not a phrase we read
         "30 1-23/2 * * *",
         "*/15 9-17 * * 1-5",
         "0 0,6,12,18,21 * * *",  # no words at all
