@@ -1,0 +1,52 @@
+"""`manage.py backup FILE`: a consistent copy of the embedded SQLite database,
+taken while Pagewatch runs.
+
+Everything Pagewatch keeps is in its database (monitors, checks, snapshots,
+screenshots, accounts, channels, keys); the queue holds only work in flight,
+which the sweepers queue again. Copying the file itself while the service
+writes it can catch a write half done, and misses what still sits in the WAL
+file beside it: SQLite's `VACUUM INTO` writes a copy as of one moment instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+from django.template.defaultfilters import filesizeformat
+
+POSTGRES_ADVICE = (
+    "The database is not the embedded SQLite one: back it up with its own tools "
+    '(PostgreSQL: pg_dump --format=custom --file=pagewatch.dump "$DATABASE_URL"), '
+    "and keep SECRET_KEY with it."
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Copy the embedded SQLite database to FILE while Pagewatch runs (every "
+        "monitor, check, snapshot, account, channel and key). With PostgreSQL, "
+        "use pg_dump."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="Where to write the copy (a new file)")
+
+    def handle(self, *args: Any, file: str, **options: Any) -> None:
+        if connection.vendor != "sqlite":
+            raise CommandError(POSTGRES_ADVICE)
+        target = Path(file).expanduser().absolute()
+        if target.exists():
+            raise CommandError(f"{target} exists already: name a new file.")
+        if not target.parent.is_dir():
+            raise CommandError(f"{target.parent} is not a folder that exists.")
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM INTO %s", [str(target)])
+        size = filesizeformat(target.stat().st_size)
+        self.stdout.write(
+            f"Copied the database to {target} ({size}). Keep the secret key with "
+            "it (var/secret_key, or your SECRET_KEY): sessions, e-mail links and "
+            "screenshot links are signed with it."
+        )
