@@ -300,12 +300,21 @@ _DATE = r"\d{1,2}(?:st|nd|rd|th)?"
 _DATES = rf"(?P<dates>last day|{_DATE}(?:(?: and| &)? {_DATE})*)"
 _MINUTE_OFFSET = r"(?P<mm>\d{1,2})"
 
+# Office hours: "from 9am to 5pm", "between 09:00 and 17:45".
+_WINDOW = (
+    rf"(?: (?:from|between) (?P<start>{_CLOCK_TIME})"
+    rf" (?:to|and|until|till) (?P<end>{_CLOCK_TIME}))?"
+)
+_ON = rf"(?: on {_DAYS})?"
+
 _EVERY_N_MINUTES = re.compile(
     rf"every (?P<n>\d+) (?:minutes?|mins?)"
-    rf"(?: start(?:ing)?(?: at| on)? :?{_MINUTE_OFFSET})?"
+    rf"(?: start(?:ing)?(?: at| on)? :?{_MINUTE_OFFSET})?{_WINDOW}{_ON}"
 )
 _EVERY_MINUTE = re.compile(r"every (?:minute|min)")
-_HOURLY = re.compile(rf"(?:hourly|every hour)(?: (?:starting )?at :?{_MINUTE_OFFSET})?")
+_HOURLY = re.compile(
+    rf"(?:hourly|every hour)(?: (?:starting )?at :?{_MINUTE_OFFSET})?{_WINDOW}{_ON}"
+)
 _EVERY_N_HOURS = re.compile(r"every (?P<n>\d+) (?:hours?|hrs?)")
 _DAILY = re.compile(rf"(?:daily|every day){_TIME}")
 _WEEKLY = re.compile(rf"(?:weekly|every week)(?: on {_DAYS})?{_TIME}")
@@ -327,11 +336,11 @@ def text_to_cron(text: str) -> str:
     phrase = " ".join(text.strip().lower().replace(".", "").replace(",", "").split())
 
     if match := _EVERY_N_MINUTES.fullmatch(phrase):
-        return _every_n_minutes(int(match["n"]), match["mm"])
+        return _repeating(match, int(match["n"]))
     if _EVERY_MINUTE.fullmatch(phrase):
         return "* * * * *"
     if match := _HOURLY.fullmatch(phrase):
-        return f"{_minute_offset(match['mm'])} * * * *"
+        return _repeating(match, 60)
     if match := _EVERY_N_HOURS.fullmatch(phrase):
         return _every_n_hours(int(match["n"]))
     if match := _DAILY.fullmatch(phrase):
@@ -346,22 +355,56 @@ def text_to_cron(text: str) -> str:
     raise ScheduleError.breaking(rules.SCHEDULE_TEXT_UNSUPPORTED)
 
 
-def _every_n_minutes(n: int, offset_text: str | None) -> str:
+def _repeating(match: re.Match[str], n: int) -> str:
+    """Every `n` minutes (60: hourly), all day or within a window of hours,
+    on every day or the days named."""
     if n < 1 or 60 % n:
         raise ScheduleError(
             "Minute intervals must divide 60 evenly, "
             "e.g. every 5, 10, 15, 20 or 30 minutes."
         )
-    offset = _minute_offset(offset_text)
-    if n == 1:
-        return "* * * * *"
-    if n == 60:
-        return f"{offset} * * * *"
+    start = _parse_time(match["start"]) if match["start"] else None
+    offset = _minute_offset(match["mm"]) if match["mm"] or not start else start[1]
     # Firecrawl writes `MM-59/N`, which for MM >= N leaves a long gap before the
     # next hour (":20 every 15" would run :20 :35 :50 and then wait 30 minutes).
     # Taking MM modulo N keeps the runs exactly N minutes apart through :20.
     offset %= n
-    return f"{offset}-59/{n} * * * *" if offset else f"*/{n} * * * *"
+    minutes = list(range(offset, 60, n))
+    hours = "*" if start is None else _window_hours(match, start, minutes)
+    days = _dow_field(_parse_days(match["days"])) if match["days"] else "*"
+    return f"{_minute_field(n, offset)} {hours} * * {days}"
+
+
+def _minute_field(n: int, offset: int) -> str:
+    if n == 1:
+        return "*"
+    if n == 60:
+        return str(offset)
+    return f"{offset}-59/{n}" if offset else f"*/{n}"
+
+
+def _window_hours(
+    match: re.Match[str], start: tuple[int, int], minutes: list[int]
+) -> str:
+    """Cron's hour field for "from 9am to 5pm": the hours whose runs all fall
+    in the window (17:00 ends a quarter-hourly window at 16:45; midnight as
+    an end is the day's end)."""
+    window = f"{match['start']} to {match['end']}"
+    if start[1] != minutes[0]:
+        raise ScheduleError(
+            f"'{window}' would have runs before {match['start']}: start it at "
+            f"{start[0]}:{minutes[0]:02d}."
+        )
+    end_hour, end_minute = _parse_time(match["end"])
+    if (end_hour, end_minute) == (0, 0):
+        end_hour = 24
+    last = end_hour if minutes[-1] <= end_minute else end_hour - 1
+    if last < start[0]:
+        raise ScheduleError(
+            f"'{window}' holds no run: the end must come after the start, "
+            "on the same day."
+        )
+    return str(last) if last == start[0] else f"{start[0]}-{last}"
 
 
 def _every_n_hours(n: int) -> str:

@@ -96,6 +96,14 @@ def utc(*args: int) -> datetime:
         ("every month on the 1st and 15th at 9am", "0 9 1,15 * *"),
         ("monthly on day 3", "0 0 3 * *"),
         ("monthly on the last day at 5pm", "0 17 L * *"),
+        ("every 15 minutes from 9am to 5pm", "*/15 9-16 * * *"),
+        ("every 15 minutes between 09:00 and 17:45 on weekdays", "*/15 9-17 * * 1-5"),
+        ("every 15 minutes from 09:05 to 17:50", "5-59/15 9-17 * * *"),
+        ("every 30 minutes from 8am to midnight", "*/30 8-23 * * *"),
+        ("hourly from 9am to 5pm", "0 9-17 * * *"),
+        ("every hour on weekdays", "0 * * * 1-5"),
+        ("hourly at :30 on weekends", "30 * * * 0,6"),
+        ("every 20 minutes on mondays and wednesdays", "*/20 * * * 1,3"),
     ],
 )
 def test_schedule_text_becomes_cron(text: str, cron: str) -> None:
@@ -136,6 +144,26 @@ def test_times_one_cron_cannot_hold_together_are_refused_saying_which_can() -> N
         "'9:30 and 17:00' cannot be one schedule: give times that share their "
         "minutes, such as 9:00 and 17:00, or their hour, such as 9:00 and 9:30."
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "every 15 minutes from 9:20 to 5pm",
+            "'9:20 to 5pm' would have runs before 9:20: start it at 9:05.",
+        ),
+        (
+            "every 15 minutes from 5pm to 9am",
+            "'5pm to 9am' holds no run: the end must come after the start, "
+            "on the same day.",
+        ),
+    ],
+)
+def test_a_window_one_cron_cannot_keep_to_is_refused_saying_why(
+    text: str, error: str
+) -> None:
+    assert error_of(text=text) == error
 
 
 def test_every_30_minutes_is_accepted_because_30_divides_60() -> None:
@@ -618,6 +646,10 @@ def test_every_documented_phrase_has_a_plain_description(text: str) -> None:
         ("0 9 1 * *", "Monthly on day 1 at 09:00"),
         ("0 9 1,15 * *", "Monthly on days 1 and 15 at 09:00"),
         ("30 17 L * *", "Monthly on the last day at 17:30"),
+        ("*/15 9-17 * * 1-5", "Every 15 minutes from 09:00 to 17:45 on weekdays"),
+        ("0 9-17 * * *", "Hourly from 09:00 to 17:00"),
+        ("0 * * * 1-5", "Hourly at :00 on weekdays"),
+        ("*/20 * * * 1,3", "Every 20 minutes on Mondays and Wednesdays"),
     ],
 )
 def test_the_schedule_box_shows_words_that_read_back_as_the_same_schedule(
@@ -634,7 +666,6 @@ def test_the_schedule_box_shows_words_that_read_back_as_the_same_schedule(
     [
         "0 9 1-7 * *",  # described, but "days 1 to 7" is not a phrase we read
         "30 1-23/2 * * *",
-        "*/15 9-17 * * 1-5",
         "0 0,6,12,18,21 * * *",  # no words at all
     ],
 )
