@@ -61,6 +61,14 @@ def page_counts(summary: Mapping[str, Any] | None) -> dict[str, int]:
     return counts
 
 
+def found_nothing(summary: Mapping[str, Any] | None) -> bool:
+    """Whether a check's summary counts no page at all, search results
+    included (they are counted under the wire counters too)."""
+    summary = summary if isinstance(summary, Mapping) else {}
+    wire = ("changed", "new", "removed", "error", "same")
+    return not any(_count(summary.get(key)) for key in wire)
+
+
 def search_words(status: str, count: int) -> str:
     """ "1 new match", "3 not relevant"."""
     _, one, several = SEARCH_WORDS[status]

@@ -19,8 +19,9 @@ from django.db.models import Case, F, IntegerField, Value, When, Window
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, RowNumber
 
-from checks.models import Check, PageResult
+from checks.models import Check, Crawl, PageResult
 from checks.models.check import check_path
+from checks.summary import found_nothing
 from monitors.models import Monitor, Team
 
 CHART_CHECKS = 30
@@ -224,6 +225,26 @@ def recent_per_monitor(
             )  # fmt: skip
         )
     return by_monitor
+
+
+def why_no_pages(
+    monitors: list[Monitor], recent: dict[uuid.UUID, list[RecentCheck]]
+) -> dict[uuid.UUID, str]:
+    """Why the last check of each of these monitors found no page (a crawl
+    that robots.txt kept out), by monitor, in the words the check's own page
+    gives; monitors whose check found pages, or says no reason, are left out.
+    No query unless some monitor's last check found nothing."""
+    newest = {
+        recent[m.pk][-1].pk: m.pk
+        for m in monitors
+        if m.last_check_summary
+        and found_nothing(m.last_check_summary)
+        and recent.get(m.pk)
+    }
+    if not newest:
+        return {}
+    reasons = Crawl.objects.filter(check_run__in=list(newest)).reasons()
+    return {newest[check_id]: reason for check_id, reason in reasons.items()}
 
 
 def recent_checks(monitor: Monitor, count: int = CHART_CHECKS) -> list[Check]:

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 
 from monitors.models import ApiKey, Membership, Team
@@ -44,3 +54,25 @@ def with_keys_made(memberships: QuerySet[Membership]) -> QuerySet[Membership]:
         .values("count")
     )
     return memberships.annotate(keys_made=Coalesce(Subquery(made), 0))
+
+
+def with_removable(memberships: QuerySet[Membership]) -> QuerySet[Membership]:
+    """Each membership with `removable`: whether its member can leave or be
+    removed. The team's last owner cannot (Membership.remove refuses), so
+    the Team page tells only the others what their leaving would revoke."""
+    owners = (
+        Membership.objects.filter(team=OuterRef("team"), role=Membership.Role.OWNER)
+        .order_by()
+        .values("team")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    last_owner = Q(role=Membership.Role.OWNER, owners__lte=1)
+    return memberships.annotate(
+        owners=Coalesce(Subquery(owners), 0),
+        removable=Case(
+            When(last_owner, then=Value(False)),
+            default=Value(True),
+            output_field=BooleanField(),
+        ),
+    )

@@ -30,7 +30,7 @@ from monitors.models import LastOwnerError, Membership, Monitor, Team
 from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
 from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm
-from teams.members import member_left, with_keys_made
+from teams.members import member_left, with_keys_made, with_removable
 from teams.models import Activity, Invitation, InvitationError
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def _team_page(
     retention_form: ActivityRetentionForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    memberships = with_keys_made(
+    members = (
         Membership.objects.filter(team=request.team)
         .select_related("user")
         .order_by(
@@ -59,6 +59,7 @@ def _team_page(
             "user__username",
         )
     )
+    memberships = with_removable(with_keys_made(members))
     pending = (
         Invitation.objects.filter(team=request.team)
         .pending(timezone.now())

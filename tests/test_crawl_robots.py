@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from checks.crawl.discovery import ROBOTS_MAX_BYTES
 from checks.fetch import transport
@@ -44,6 +45,19 @@ def crawl(team, site: Site) -> Check:
 
 def words(body: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "o@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+def last_check_cell(web) -> str:
+    page = web.get(reverse("monitor-list")).content.decode()
+    return re.search(r'data-label="Last check">(.*?)</td>', page, re.S)[1]
 
 
 # --- What the file says ------------------------------------------------------------
@@ -89,6 +103,23 @@ def test_a_start_page_robots_txt_disallows_is_not_fetched_and_the_crawl_says_why
     assert reason == (
         "No page was crawled, because the site's robots.txt disallows the start page."
     )
+
+
+def test_the_monitor_list_and_the_check_say_robots_txt_kept_the_start_page_out(
+    team, site, web
+):
+    build_site(site, posts=1)
+    robots(site, "User-agent: *\nDisallow: /\n")
+
+    check = crawl(team, site)
+
+    reason = crawl_result(check)["truncatedReason"]
+    cell = last_check_cell(web)
+    # The same words as the check's, still a link to the check.
+    assert words(cell) == reason
+    assert f'<a href="{check.get_absolute_url()}">' in cell
+    shown = words(web.get(check.get_absolute_url()).content.decode())
+    assert f"Incomplete: {reason}" in shown
 
 
 # --- What the answer says ------------------------------------------------------------
@@ -140,6 +171,28 @@ def test_a_server_that_cannot_be_reached_is_not_crawled_and_the_crawl_says_why(t
     assert check.pages.count() == 0
     reason = crawl_result(check)["truncatedReason"]
     assert "robots.txt could not be read (Connection refused by 127.0.0.1)" in reason
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_the_monitor_list_says_a_failing_robots_txt_kept_the_site_out(
+    team, site, web, status
+):
+    build_site(site, posts=1)
+    robots(site, "User-agent: *\nAllow: /\n", status=status)
+
+    check = crawl(team, site)
+
+    reason = crawl_result(check)["truncatedReason"]
+    assert reason.startswith("No page was crawled")
+    assert words(last_check_cell(web)) == reason
+
+
+def test_the_monitor_list_says_an_unreachable_server_kept_the_site_out(team, web):
+    check = run_check(crawl_monitor(team, refused_url("/"), sitemap="skip"))
+
+    reason = crawl_result(check)["truncatedReason"]
+    assert "could not be read" in reason
+    assert words(last_check_cell(web)) == reason
 
 
 def test_another_sites_failing_robots_txt_keeps_that_site_out(team, site):

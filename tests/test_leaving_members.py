@@ -75,6 +75,29 @@ def test_a_member_without_keys_leaves_with_the_plain_words(client, team, people)
     assert entry.what_words == "Removed eddie from the team"
 
 
+def test_the_last_owner_is_not_told_what_leaving_would_revoke(client, team, people):
+    owner, editor, eddie = people
+    olive = Membership.objects.get(team=team, user=owner)
+    ApiKey.issue(team, name="olive's", created_by=owner)
+    ApiKey.issue(team, name="eddie's", created_by=editor)
+    client.force_login(owner)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    # The last owner cannot leave: no words about what leaving would do.
+    assert "The API key you made stops working then." not in page
+    assert f'aria-describedby="keys-{olive.pk}"' not in page
+    assert "The API key they made stops working then." in page
+    assert f'aria-describedby="keys-{eddie.pk}"' in page
+
+    eddie.change_role(Membership.Role.OWNER)
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    # With a second owner either may leave, and each is told.
+    assert "The API key you made stops working then." in page
+    assert "The API key they made stops working then." in page
+
+
 def test_removing_a_member_in_the_admin_revokes_their_keys_too(
     admin_client, team, people
 ):

@@ -4,8 +4,21 @@ admitted pages."""
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 
 from django.db import models
+
+
+class CrawlQuerySet(models.QuerySet["Crawl"]):
+    def reasons(self) -> dict[uuid.UUID, str]:
+        """Why these crawls did not reach everything, by check: the words the
+        check page and the API give (truncatedReason), each sentence once."""
+        said: dict[uuid.UUID, list[str]] = defaultdict(list)
+        rows = self.exclude(truncated="").order_by("pk")
+        for check_id, reason in rows.values_list("check_run_id", "truncated"):
+            if reason not in said[check_id]:
+                said[check_id].append(reason)
+        return {check_id: " ".join(reasons) for check_id, reasons in said.items()}
 
 
 class Crawl(models.Model):
@@ -31,6 +44,8 @@ class Crawl(models.Model):
     truncated = models.CharField(max_length=255, blank=True)
     # Set by the one worker that records the removed pages, at the end.
     closed = models.BooleanField(default=False)
+
+    objects = CrawlQuerySet.as_manager()
 
     class Meta:
         constraints = [

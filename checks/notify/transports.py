@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
-from checks.notify.models import DeliveryAttempt
+from checks.notify.models import Delivery, DeliveryAttempt
 from monitors import rules
+from monitors.time_words import relative
 
 # A receiver's answers, as a delivery records them (the API's
 # notificationStatus shows them too), and in plain words for the dashboard.
@@ -44,6 +45,27 @@ def answer_in_plain_words(error: str) -> str:
             "messages are not forwarded, so check the webhook address."
         )
     return text
+
+
+def outcome_in_words(delivery: Delivery) -> str:
+    """What became of a message that was not delivered, in a sentence: "It
+    failed: <reason>. We will try again in about 2 minutes." while retries
+    remain, "We gave up: <reason>." when they are spent."""
+    reason = answer_in_plain_words(str(delivery.last_error or "")).rstrip(".")
+    if not reason:
+        return ""
+    if delivery.status == "failed":
+        return f"We gave up: {reason}."
+    if delivery.status != "pending":
+        return f"{reason}."
+    when = relative(delivery.next_attempt_at)
+    if when.startswith("in ") and when[3].isdigit():
+        retry = f"We will try again in about {when[3:]}."
+    elif when.startswith("in "):
+        retry = f"We will try again {when}."
+    else:
+        retry = "We will try again shortly."
+    return f"It failed: {reason}. {retry}"
 
 
 class DeliveryError(Exception):

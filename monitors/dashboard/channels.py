@@ -18,7 +18,7 @@ from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import kinds
 from checks.notify.kinds.slack import list_channels
-from checks.notify.transports import DeliveryError
+from checks.notify.transports import DeliveryError, outcome_in_words
 from monitors.api.channels import (
     ChannelInputSerializer,
     replaced_secrets,
@@ -26,7 +26,6 @@ from monitors.api.channels import (
 )
 from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.models import Channel
-from monitors.templatetags.pagewatch import delivery_outcome
 from teams.activity import Actor, Kind, record
 
 RECENT = 5
@@ -222,7 +221,7 @@ def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
         messages.error(
             request,
             f"The test message to “{channel.name}” was not delivered. "
-            f"{delivery_outcome(delivery)}",
+            f"{outcome_in_words(delivery)}",
         )
     return redirect("channels")
 

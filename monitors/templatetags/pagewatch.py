@@ -28,7 +28,7 @@ from checks.notify import messages as channel_messages
 from checks.notify.kinds.base import mask_url
 from checks.pipeline.outcome import FETCHED_BECAUSE
 from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_words
-from monitors import rules, search_provider
+from monitors import rules, search_provider, time_words
 from monitors.schedule import Schedule
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 from monitors.target_kinds import TargetKind
@@ -83,23 +83,8 @@ def masked_url(url: str) -> str:
 
 @register.filter
 def relative(moment: datetime | None) -> str:
-    """ "in 12 minutes", "3 hours ago", "just now"."""
-    if moment is None:
-        return ""
-    delta = moment - timezone.now()
-    seconds = int(delta.total_seconds())
-    future = seconds > 0
-    seconds = abs(seconds)
-    if seconds < 45:
-        return "in a few seconds" if future else "just now"
-    if seconds < 90 * 60:
-        count, unit = max(1, round(seconds / 60)), "minute"
-    elif seconds < 36 * 3600:
-        count, unit = round(seconds / 3600), "hour"
-    else:
-        count, unit = round(seconds / 86400), "day"
-    words = f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"in {words}" if future else f"{words} ago"
+    """ "in 12 minutes", "3 hours ago", "just now" (see monitors.time_words)."""
+    return time_words.relative(moment)
 
 
 def _in_zone(moment: datetime, zone: str | None) -> datetime:
@@ -560,24 +545,9 @@ def delivery_error(text: str | None) -> str:
 
 @register.filter
 def delivery_outcome(delivery: Any) -> str:
-    """What became of a message that was not delivered, in a sentence: "It
-    failed: <reason>. We will try again in about 2 minutes." while retries
-    remain, "We gave up: <reason>." when they are spent."""
-    reason = delivery_error(delivery.last_error).rstrip(".")
-    if not reason:
-        return ""
-    if delivery.status == "failed":
-        return f"We gave up: {reason}."
-    if delivery.status != "pending":
-        return f"{reason}."
-    when = relative(delivery.next_attempt_at)
-    if when.startswith("in ") and when[3].isdigit():
-        retry = f"We will try again in about {when[3:]}."
-    elif when.startswith("in "):
-        retry = f"We will try again {when}."
-    else:
-        retry = "We will try again shortly."
-    return f"It failed: {reason}. {retry}"
+    """What became of a message that was not delivered, in a sentence (see
+    transports.outcome_in_words)."""
+    return transports.outcome_in_words(delivery)
 
 
 @register.filter
