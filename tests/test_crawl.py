@@ -602,3 +602,36 @@ def test_the_form_says_at_once_when_a_path_pattern_cannot_be_used(web):
     body = response.content.decode()
     assert response.status_code == 200
     assert "Not a pattern we can use: invalid escape sequence" in body
+
+
+# Setting and option names mean nothing to the staff who read these reasons
+# on the monitor list and the check page.
+API_WORDS = ("crawlOptions", "sitemap is", "CRAWL_DEADLINE_SECONDS")
+
+
+def test_a_sitemap_only_crawl_of_a_site_without_one_says_why_in_words(team, site):
+    site.html("/", "Home", "<p>No sitemap here.</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="only")
+
+    reason = crawl_result(run_check(monitor))["truncatedReason"]
+
+    assert reason == (
+        "No sitemap was found, and this crawl checks only the pages a sitemap "
+        "lists, so no page was checked."
+    )
+    assert not any(word in reason for word in API_WORDS)
+
+
+def test_a_crawl_past_its_time_says_so_without_the_settings_name(team, site, settings):
+    settings.CRAWL_DEADLINE_SECONDS = 0
+    site.html("/", "Home", nav("/a", "/b"))
+    for name in "ab":
+        site.html(f"/{name}", name, f"<p>{name}</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    result = crawl_result(run_check(monitor))
+
+    assert result["truncated"] is True
+    assert result["truncatedReason"] == (
+        "The crawl stopped after 0 minutes, the longest a crawl may run here."
+    )

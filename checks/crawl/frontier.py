@@ -36,7 +36,10 @@ from checks.pipeline.outcome import Item, Outcome
 from monitors.models import Target
 
 LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
-DEADLINE_REASON = "The crawl stopped after {minutes} minutes (CRAWL_DEADLINE_SECONDS)."
+# CRAWL_DEADLINE_SECONDS, named in words: staff read this on the check page.
+DEADLINE_REASON = (
+    "The crawl stopped after {minutes} minutes, the longest a crawl may run here."
+)
 START_FAILED_REASON = "The start page could not be fetched: {error}"
 # The URL last: the reason is cut at 255 characters.
 LINKS_LOST_REASON = (

@@ -17,8 +17,11 @@ from checks.jobs import PageJob
 from checks.models import Check
 from monitors.models import Target
 
+# Reasons are read by staff on the monitor list and the check page: in words,
+# never option or setting names.
 NO_SITEMAP_REASON = (
-    'No sitemap was found (crawlOptions.sitemap is "only"), so no page was checked.'
+    "No sitemap was found, and this crawl checks only the pages a sitemap "
+    "lists, so no page was checked."
 )
 # The robots.txt standard (RFC 9309) asks a crawler that cannot read it to
 # keep off the whole site. The reason last: the reason is cut at 255 characters.
