@@ -159,3 +159,24 @@ def test_a_deleted_account_leaves_its_keys_revoked_and_says_so(team, people):
     assert entry.what_words == (
         "Revoked the API key “eddie's” made by eddie, whose account was deleted"
     )
+
+
+def test_the_last_owner_is_offered_no_leave_button_but_told_how_to_leave(
+    client, team, people
+):
+    owner, _, eddie = people
+    olive = Membership.objects.get(team=team, user=owner)
+    client.force_login(owner)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    assert reverse("member-remove", args=[olive.pk]) not in page
+    assert "Leave the team" not in page
+    assert "To leave, first make someone else an owner." in page
+    assert reverse("member-remove", args=[eddie.pk]) in page
+
+    eddie.change_role(Membership.Role.OWNER)
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    assert reverse("member-remove", args=[olive.pk]) in page
+    assert "Leave the team" in page
