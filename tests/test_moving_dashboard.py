@@ -215,3 +215,12 @@ def test_a_preview_with_nothing_importable_offers_no_import_button(web, team):
     assert f'action="{run_url}confirm/"' not in page
     assert "Nothing here can be imported" in page
     assert "Start again" in page
+
+
+def test_the_import_page_tells_staff_how_to_export_without_developer_words(web):
+    page = html.unescape(web.get("/import/").content.decode())
+    steps = re.search(r"A Pagewatch export:</strong>(.*?)</li>", page, re.S)
+
+    assert steps and "Export this team's monitors" in steps[1]
+    for word in ("manage.py", "exportmonitors", "GET ", "/v2/"):
+        assert word not in page
