@@ -109,6 +109,9 @@ def monitor_fields(monitor: Monitor) -> dict[str, Any]:
         "webhook": monitor.webhook,
         "page events": monitor.webhook_pages,
         "notifications": monitor.notification,
+        # The team channels it sends to; its own channels follow "webhook"
+        # and "notifications" above.
+        "channels": sorted(monitor.channels.shared().values_list("pk", flat=True)),
         "history kept": monitor.retention_days,
         "targets": targets,
         "status": monitor.status,

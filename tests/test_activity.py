@@ -388,3 +388,24 @@ def test_channels_added_changed_and_deleted_are_recorded(web, team):
     assert Activity.objects.order_by("id").last().what_words == (
         "Deleted the channel “Ops room”"
     )
+
+
+def test_changing_which_channels_a_monitor_sends_to_is_recorded(web, team):
+    from monitors.models import Channel
+
+    ops = Channel.objects.create(
+        team=team, name="Ops room", kind="webhook", settings={"url": "https://e/h"}
+    )
+    web.post(reverse("monitor-create"), scrape_form(name="Prices"))
+    monitor = Monitor.objects.get()
+    edited = scrape_form(name="Prices", channels=[str(ops.pk)])
+    web.post(reverse("monitor-edit", args=[monitor.pk]), edited)
+
+    assert list(monitor.channels.all()) == [ops]
+    assert entries() == [
+        (Kind.MONITOR_CREATED, Via.DASHBOARD, "Ana"),
+        (Kind.MONITOR_EDITED, Via.DASHBOARD, "Ana"),
+    ]
+    assert Activity.objects.get(kind=Kind.MONITOR_EDITED).what_words == (
+        "Edited channels"
+    )

@@ -281,3 +281,37 @@ def test_the_channel_forms_describe_kinds_without_developer_words(web):
         shown = re.sub(r"<[^>]*>", " ", response.content.decode())
         for jargon in ("POST", "JSON", "Standard Webhooks", "headers"):
             assert jargon not in shown
+
+
+def _channels_fact(page: str) -> str:
+    """The text of the monitor page's "Channels" line, tags and spacing gone."""
+    found = re.search(r"<dt>Channels</dt>\s*<dd>(.*?)</dd>", page, re.S)
+    assert found, "the monitor page has no Channels line"
+    return " ".join(re.sub(r"<[^>]+>", " ", html.unescape(found[1])).split())
+
+
+def test_a_monitors_page_names_the_channels_it_sends_to(web, team):
+    from monitors.models import Monitor
+    from tests.test_dashboard_views import scrape_form
+
+    ops = Channel.objects.create(
+        team=team,
+        name="Ops room",
+        kind="webhook",
+        settings={"url": "https://e/h"},
+        events=["meaningful", "failing"],
+    )
+    Channel.objects.create(
+        team=team, name="Sales room", kind="webhook", settings={"url": "https://e/h"}
+    )
+    web.post("/monitors/new/", scrape_form(name="Told", channels=[str(ops.pk)]))
+    web.post("/monitors/new/", scrape_form(name="Untold"))
+    told, untold = (Monitor.objects.get(team=team, name=n) for n in ("Told", "Untold"))
+
+    told_line = _channels_fact(web.get(told.get_absolute_url()).content.decode())
+    untold_line = _channels_fact(web.get(untold.get_absolute_url()).content.decode())
+
+    # With e-mail and webhook "Off", staff must still see who hears about it.
+    assert "Ops room" in told_line and "meaningful changes" in told_line
+    assert "Sales room" not in told_line
+    assert untold_line == "None"

@@ -185,3 +185,42 @@ def test_a_refused_file_repeats_what_the_chosen_tool_needs(web, team):
     assert "In Distill, select the monitors, choose Export" in alert[1]
     assert "urlwatch" not in alert[1]
     assert not Monitor.objects.filter(team=team).exists()
+
+
+def _address_list(*lines: str) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_a_preview_of_only_duplicates_does_not_offer_to_import_zero(web, team):
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=existing, type="scrape", urls=["https://a.test/p"])
+    listing = _address_list("https://a.test/p", "not a url")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    page = html.unescape(web.get(run_url).content.decode())
+    ticked = ImportRun.objects.get().items[0]["ref"]
+    web.post(run_url + "confirm/", {"duplicate": [ticked]})
+
+    # Ticking "Import it anyway" imports it, so the button must not say 0.
+    assert "Import 0 monitors" not in page
+    assert "Import the ones you ticked" in page
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
+def test_a_preview_with_nothing_importable_offers_no_import_button(web, team):
+    run_url = preview(web, "csv", _address_list("not a url"), "list.txt")["Location"]
+
+    page = html.unescape(web.get(run_url).content.decode())
+
+    assert f'action="{run_url}confirm/"' not in page
+    assert "Nothing here can be imported" in page
+    assert "Start again" in page
+
+
+def test_the_import_page_tells_staff_how_to_export_without_developer_words(web):
+    page = html.unescape(web.get("/import/").content.decode())
+    steps = re.search(r"A Pagewatch export:</strong>(.*?)</li>", page, re.S)
+
+    assert steps and "Export this team's monitors" in steps[1]
+    for word in ("manage.py", "exportmonitors", "GET ", "/v2/"):
+        assert word not in page

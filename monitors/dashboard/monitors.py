@@ -190,6 +190,9 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "checks": checks,
         "running_check": _in_flight_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
+        # The team channels it sends to; its own (webhook, e-mail) have rows
+        # of their own on the page.
+        "channels": list(monitor.channels.shared()),
         # Who paused, edited or ran it lately ("Paused by Ana, 2 hours ago").
         "activity": list(
             Activity.objects.filter(team=monitor.team_id, monitor=monitor)[

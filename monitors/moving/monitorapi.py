@@ -103,9 +103,11 @@ class MonitorApi(Source):
 class PagewatchExport(Source):
     name = "pagewatch"
     label = "A Pagewatch export"
+    # Shown to staff on the Import page: the command and the API that also
+    # make this file are in the README, for those who use them.
     steps = (
-        "Upload the JSON file Pagewatch's Export gave (the dashboard, manage.py "
-        "exportmonitors or GET /v2/export)."
+        "On the Pagewatch the monitors come from, press “Export this team's "
+        "monitors” at the top of its Import page, then upload the JSON file."
     )
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
