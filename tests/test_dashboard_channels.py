@@ -315,3 +315,19 @@ def test_a_monitors_page_names_the_channels_it_sends_to(web, team):
     assert "Ops room" in told_line and "meaningful changes" in told_line
     assert "Sales room" not in told_line
     assert untold_line == "None"
+
+
+def test_the_channel_form_says_what_counts_as_a_meaningful_change(web, settings):
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    page = html.unescape(web.get("/channels/new/?kind=webhook").content.decode())
+    assert (
+        "Meaningful changes are all changes except those the AI judge called "
+        "unimportant for the monitor's goal."
+    ) in page
+    assert "No AI model is set up here" not in page
+
+    settings.LLM_BASE_URL = ""
+    page = html.unescape(web.get("/channels/new/?kind=webhook").content.decode())
+    assert (
+        "No AI model is set up here, so every change counts as meaningful."
+    ) in page

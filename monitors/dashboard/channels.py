@@ -25,6 +25,7 @@ from monitors.api.channels import (
     save_channel,
 )
 from monitors.dashboard.base import Action, DashboardRequest, team_view
+from monitors.judging import judge_available
 from monitors.models import Channel
 from teams.activity import Actor, Kind, record
 
@@ -158,6 +159,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         "unavailable": kind.unavailable(),
         "slack_channels": _slack_choices(kind),
         "event_choices": Channel.Event.choices,
+        "judge_available": judge_available(),
         "chosen_events": request.POST.getlist("events")
         if request.method == "POST"
         else (channel.events if channel else list(Channel.DEFAULT_EVENTS)),
