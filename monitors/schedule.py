@@ -334,6 +334,7 @@ def text_to_cron(text: str) -> str:
     and `,` removed, whitespace collapsed), so "Daily at 5:30 P.M." works.
     """
     phrase = " ".join(text.strip().lower().replace(".", "").replace(",", "").split())
+    phrase = phrase.replace("every half hour", "every 30 minutes", 1)
 
     if match := _EVERY_N_MINUTES.fullmatch(phrase):
         return _repeating(match, int(match["n"]))

@@ -104,6 +104,7 @@ def utc(*args: int) -> datetime:
         ("every hour on weekdays", "0 * * * 1-5"),
         ("hourly at :30 on weekends", "30 * * * 0,6"),
         ("every 20 minutes on mondays and wednesdays", "*/20 * * * 1,3"),
+        ("every half hour from 8am to 6pm", "*/30 8-17 * * *"),
     ],
 )
 def test_schedule_text_becomes_cron(text: str, cron: str) -> None:
