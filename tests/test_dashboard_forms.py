@@ -305,9 +305,9 @@ def test_an_unbound_edit_form_shows_the_stored_monitor(team):
 
 
 def test_a_schedule_without_words_that_read_back_is_shown_as_its_cron(team):
-    monitor = make_monitor(team, schedule={"cron": "0 9 1 * *", "timezone": "UTC"})
+    monitor = make_monitor(team, schedule={"cron": "0 9 1-7 * *", "timezone": "UTC"})
 
-    assert MonitorForm(monitor=monitor).main["schedule"].value() == "0 9 1 * *"
+    assert MonitorForm(monitor=monitor).main["schedule"].value() == "0 9 1-7 * *"
 
 
 def test_saving_the_schedule_box_untouched_keeps_the_cron_as_written(team):

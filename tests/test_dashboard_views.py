@@ -1929,3 +1929,20 @@ def test_the_list_says_the_last_check_failed_rather_than_no_pages(web, monitor):
         f'<a href="{failed.get_absolute_url()}" class="badge c-failed">' in last_check
     )
     assert "No pages" not in last_check
+
+
+def test_the_monitor_page_opens_on_its_last_checks_outcome_with_a_link_to_it(
+    web, team
+):
+    monitor = make_monitor(team)
+    older = make_check(monitor, finished_at=timezone.now() - timedelta(days=2))
+    latest = make_check(monitor, finished_at=timezone.now() - timedelta(hours=3))
+
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+    run_card = page[page.index('id="run-status"') :][:3000]
+
+    assert "1 changed" in run_card
+    assert "3 hours ago" in run_card
+    assert f'href="{latest.get_absolute_url()}">See the results</a>' in run_card
+    assert older.get_absolute_url() not in run_card
+    assert "Run now" in run_card

@@ -150,10 +150,10 @@ def monitor_toggle(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
 # ---------------------------------------------------------------- monitor page
 
 
-def _in_flight_check(monitor: Monitor) -> Check | None:
-    return (
-        Check.objects.for_monitor(monitor).in_flight().order_by("-created_at").first()
-    )
+def _latest_check(monitor: Monitor) -> Check | None:
+    """The check the run card shows: one on its way (with its progress), else
+    the last one's outcome, so the page opens on what was found last."""
+    return Check.objects.for_monitor(monitor).order_by("-created_at").first()
 
 
 def _chart_context(monitor: Monitor) -> dict[str, Any]:
@@ -188,7 +188,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         ),
         "meaningful_only": meaningful_only,
         "checks": checks,
-        "running_check": _in_flight_check(monitor),
+        "running_check": _latest_check(monitor),
         "recipients": monitor.recipient_subscriptions(),
         # The team channels it sends to; its own (webhook, e-mail) have rows
         # of their own on the page.
