@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -683,3 +684,40 @@ def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(site, settings)
     # address the reader never sees; broken up, both are shown as words.
     assert "](" not in sent
     assert "[Sign in again]\u200b(https://elsewhere.example/login)" in sent
+
+
+def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
+    team, site, settings, scenario, queued
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    received: list[Request] = []
+
+    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
+        received.append(request)
+        return 204, {}, b""
+
+    site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team, goal="Prices")
+    make_channel(
+        team,
+        monitor,
+        kind="apprise",
+        settings={"url": f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop"},
+    )
+    pages = [
+        (f"https://example.com/plans/{n}", "changed", {"judgment": judged(True)})
+        for n in range(12)
+    ]
+    check = scenario.run(monitor, pages)
+    queued.run()
+
+    # Discord (and Fluxer, its look-alike) refuse a message over 2000
+    # characters, title included: it would never arrive. Pages are left out
+    # instead, said so, and the link to all of them stays.
+    [request] = received
+    said = json.loads(request.body)["content"]
+    assert len(said) <= 2000
+    assert "https://example.com/plans/0" in said
+    assert re.search(r"…and \d+ more", said)
+    assert check.get_absolute_url() in said
