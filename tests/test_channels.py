@@ -721,3 +721,61 @@ def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
     assert "https://example.com/plans/0" in said
     assert re.search(r"…and \d+ more", said)
     assert check.get_absolute_url() in said
+
+
+def digest_of(monitors: int, pages: int) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
+    from checks.notify import messages
+
+    base = "https://pagewatch.example/monitors"
+    return messages.digest(
+        datetime(2026, 3, 1, 8, 0, tzinfo=UTC),
+        datetime(2026, 3, 2, 8, 0, tzinfo=UTC),
+        [
+            {
+                "monitor": {"id": str(m), "name": f"Shop {m}", "link": f"{base}/{m}/"},
+                "pages": [
+                    {
+                        "url": f"https://shop{m}.example/products/item-{p}",
+                        "status": "changed",
+                        "reason": "The price of the item went up by a few euros.",
+                        "at": "2026-03-01T12:00:00+00:00",
+                        "link": f"{base}/{m}/checks/c{m}/pages/p{p}/",
+                    }
+                    for p in range(pages)
+                ],
+                "more": 0,
+            }
+            for m in range(monitors)
+        ],
+    )
+
+
+def test_a_busy_digest_names_every_monitor_in_slack_within_its_limits():
+    from checks.notify.kinds import slack
+
+    blocks = slack.blocks(digest_of(monitors=4, pages=20))
+
+    texts = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    said = "\n".join(texts)
+    # Slack takes 50 blocks and 3000 characters a section; one section cut at
+    # its limit dropped every monitor after the first few pages, mid-link.
+    assert len(blocks) <= 50
+    assert all(len(text) <= 3000 for text in texts)
+    assert all(text.count("<") == text.count(">") for text in texts)
+    for m in range(4):
+        assert f"Shop {m}" in said
+        assert f"https://shop{m}.example/products/item-0" in said
+    assert "more" in said
+
+
+def test_a_digest_of_sixty_monitors_stays_within_slacks_fifty_blocks():
+    from checks.notify.kinds import slack
+
+    blocks = slack.blocks(digest_of(monitors=60, pages=1))
+
+    assert len(blocks) <= 50
+    said = json.dumps(blocks, ensure_ascii=False)
+    assert "Shop 0" in said
+    assert re.search(r"…and \d+ more monitors", said)

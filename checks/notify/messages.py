@@ -156,6 +156,11 @@ def digest(
     }
 
 
+def digest_intro(message: Mapping[str, Any]) -> str:
+    """The digest's first line: since when it tells of changes."""
+    return render_to_string("notify/digest_intro.txt", {"m": message}).strip()
+
+
 def title(message: Mapping[str, Any]) -> str:
     return render_to_string("notify/channel_title.txt", {"m": message}).strip()
 

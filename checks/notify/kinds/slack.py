@@ -48,6 +48,7 @@ SLACK_WORDS = {
     ),
 }
 SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
+MAX_BLOCKS = 50  # and 50 blocks in a message.
 
 
 def token() -> str:
@@ -173,9 +174,48 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         if message.get("more"):
             out.append(_section(f"…and {message['more']} more."))
         out.append(_section(_link(message["link"], "Open the check in Pagewatch")))
+    elif message.get("type") == messages.DIGEST:
+        out.extend(_digest_blocks(message))
     else:
         out.append(_section(_mrkdwn(messages.text(message))))
     return out
+
+
+def _digest_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A section per monitor, each within Slack's size: one section for the
+    whole digest was cut at its limit, mid-link, and the monitors after the
+    first few pages were never shown."""
+    entries = list(message.get("monitors") or [])
+    # Room for the header, this intro and a last "…and N more monitors".
+    room = MAX_BLOCKS - 3
+    shown = entries if len(entries) <= room + 1 else entries[:room]
+    out = [_section(_mrkdwn(messages.digest_intro(message)))]
+    out.extend(_section(_digest_entry(entry)) for entry in shown)
+    if rest := len(entries) - len(shown):
+        out.append(_section(f"…and {rest} more monitors with changes."))
+    return out
+
+
+def _digest_entry(entry: Mapping[str, Any]) -> str:
+    monitor = entry["monitor"]
+    lines = [f"*{_link(monitor['link'], monitor['name'])}*"]
+    pages = list(entry.get("pages") or [])
+    # What "…and N more." takes at most, kept free so it always fits.
+    room = SECTION_CHARS - len(lines[0]) - 40
+    listed = 0
+    for page in pages:
+        line = f"• {_link(page['url'], page['url'])}"
+        if page.get("reason"):
+            line += f": {_mrkdwn(page['reason'])}"
+        line += f" ({_link(page['link'], 'see the diff')})"
+        if len(line) + 1 > room:
+            break
+        lines.append(line)
+        room -= len(line) + 1
+        listed += 1
+    if more := int(entry.get("more") or 0) + len(pages) - listed:
+        lines.append(f"…and {more} more.")
+    return "\n".join(lines)
 
 
 class SlackKind(ChannelKind):
