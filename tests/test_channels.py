@@ -779,3 +779,35 @@ def test_a_digest_of_sixty_monitors_stays_within_slacks_fifty_blocks():
     said = json.dumps(blocks, ensure_ascii=False)
     assert "Shop 0" in said
     assert re.search(r"…and \d+ more monitors", said)
+
+
+def test_a_digest_says_since_when_in_the_teams_time_zone(team, pigeon, scenario):
+    from datetime import UTC, datetime, time
+
+    import time_machine
+
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    team.time_zone = "Europe/Berlin"
+    team.save()
+    with time_machine.travel(datetime(2026, 3, 1, 8, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        channel = make_channel(
+            team, monitor, kind="pigeon", settings={"loft": "north"},
+            digest="daily", digest_at=time(9, 0),
+        )  # fmt: skip
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), tick=False):
+        meaningful_check(scenario, monitor)
+    with time_machine.travel(datetime(2026, 3, 2, 8, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    # The team reads its own clock: 08:00 UTC is 09:00 in Berlin in winter,
+    # said as the dashboard says times, not as "2026-03-01T08:00 UTC".
+    since = "since Sun 01 Mar 2026, 09:00 CET"
+    assert since in messages.text(message)
+    assert since in json.dumps(slack.blocks(message), ensure_ascii=False)
+    assert "UTC" not in messages.text(message)

@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 
 from checks.errors import ErrorKind
 from checks.notify.reports import change_report
-from checks.notify.texts import absolute
+from checks.notify.texts import absolute, local_time
 
 if TYPE_CHECKING:
     from checks.models import Check
@@ -144,13 +144,18 @@ def test(channel_name: str) -> dict[str, Any]:
 
 
 def digest(
-    since: datetime, until: datetime, monitors: list[dict[str, Any]]
+    since: datetime,
+    until: datetime,
+    monitors: list[dict[str, Any]],
+    time_zone: str = "UTC",
 ) -> dict[str, Any]:
-    """`monitors`: [{monitor, pages: [{url, reason, at, link}]}], newest first."""
+    """`monitors`: [{monitor, pages: [{url, reason, at, link}]}], newest first.
+    `time_zone`: the team's, in which the digest says its times."""
     return {
         "type": DIGEST,
         "since": since.isoformat(),
         "until": until.isoformat(),
+        "timeZone": time_zone,
         "monitors": monitors,
         "changes": sum(len(m["pages"]) for m in monitors),
     }
@@ -158,7 +163,15 @@ def digest(
 
 def digest_intro(message: Mapping[str, Any]) -> str:
     """The digest's first line: since when it tells of changes."""
-    return render_to_string("notify/digest_intro.txt", {"m": message}).strip()
+    return render_to_string("notify/digest_intro.txt", _context(message)).strip()
+
+
+def _context(message: Mapping[str, Any]) -> dict[str, Any]:
+    context: dict[str, Any] = {"m": message}
+    if message.get("type") == DIGEST:
+        since = datetime.fromisoformat(message["since"])
+        context["since"] = local_time(since, message.get("timeZone") or "UTC")
+    return context
 
 
 def title(message: Mapping[str, Any]) -> str:
@@ -189,7 +202,7 @@ def text(message: Mapping[str, Any], fits: Callable[[str], bool] | None = None) 
 
 
 def _render(message: Mapping[str, Any]) -> str:
-    rendered = render_to_string("notify/channel_message.txt", {"m": message})
+    rendered = render_to_string("notify/channel_message.txt", _context(message))
     lines = [line.rstrip() for line in rendered.splitlines()]
     # Collapse the template's blank runs into single blank lines.
     out: list[str] = []
