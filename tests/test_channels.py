@@ -738,7 +738,7 @@ def digest_of(monitors: int, pages: int) -> dict[str, Any]:
                 "pages": [
                     {
                         "url": f"https://shop{m}.example/products/item-{p}",
-                        "status": "changed",
+                        "status": "new" if p == 1 else "changed",
                         "reason": "The price of the item went up by a few euros.",
                         "at": "2026-03-01T12:00:00+00:00",
                         "link": f"{base}/{m}/checks/c{m}/pages/p{p}/",
@@ -768,6 +768,9 @@ def test_a_busy_digest_names_every_monitor_in_slack_within_its_limits():
         assert f"Shop {m}" in said
         assert f"https://shop{m}.example/products/item-0" in said
     assert "more" in said
+    # A new page has no diff: its link says where it goes.
+    new_page = next(line for line in said.splitlines() if "item-1|" in line)
+    assert "(new page)" in new_page and "see the diff" not in new_page
 
 
 def test_a_digest_of_sixty_monitors_stays_within_slacks_fifty_blocks():
@@ -811,3 +814,57 @@ def test_a_digest_says_since_when_in_the_teams_time_zone(team, pigeon, scenario)
     assert since in messages.text(message)
     assert since in json.dumps(slack.blocks(message), ensure_ascii=False)
     assert "UTC" not in messages.text(message)
+
+
+def test_slack_says_why_a_page_failed_and_offers_a_diff_only_for_a_change(
+    team, slack, scenario, queued
+):
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/careers", "new"),
+            ("https://example.com/broken", "error", {"error_kind": "timeout"}),
+        ],
+    )
+    queued.run()
+
+    sections = {
+        url: block["text"]["text"]
+        for block in slack.posted[0]["blocks"][1:]
+        for url in ("pricing", "careers", "broken")
+        if f"example.com/{url}|" in block.get("text", {}).get("text", "")
+    }
+    # The reader is told why, in the dashboard's words, as Apprise tells it.
+    assert "The page took too long to answer." in sections["broken"]
+    assert "See the diff" in sections["pricing"]
+    # A new or failed page has no diff to see: the link says where it goes.
+    assert "See the diff" not in sections["careers"]
+    assert "See the diff" not in sections["broken"]
+    assert "Open in Pagewatch" in sections["careers"]
+
+
+def test_apprise_names_a_diff_only_for_a_changed_page(
+    team, site, inbox, scenario, queued
+):
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team)
+    make_channel(team, monitor, kind="apprise", settings={"url": f"json://{host}/json"})
+
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/gone", "removed"),
+        ],
+    )
+    queued.run()
+
+    body = json.loads(inbox[0].body)["message"]
+    changed, removed = body.split("- https://example.com/")[1:3]
+    assert "Diff: " in changed
+    assert "Diff: " not in removed and "In Pagewatch: " in removed

@@ -159,12 +159,18 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
                 lines[0] += " (" + messages.BLOCKED_WORDS + ")"
             if page.get("reason"):
                 lines.append(f"_{_mrkdwn(page['reason'])}_")
+            # Why the page could not be checked, in the dashboard's words; a
+            # blocked page's label already says it.
+            if page.get("error") and not page.get("blocked"):
+                lines.append(_mrkdwn(page["error"]))
             if page.get("before") or page.get("after"):
                 lines.append(
                     f"~{_mrkdwn(page.get('before') or '')}~ → "
                     f"{_mrkdwn(page.get('after') or '')}"
                 )
-            lines.append(_link(page["link"], "See the diff"))
+            # Only a changed page has a diff; the others open its result.
+            words = "See the diff" if page.get("status") == "changed" else None
+            lines.append(_link(page["link"], words or "Open in Pagewatch"))
             out.append(_section("\n".join(lines)))
         for failure in message.get("failures") or []:
             words = (
@@ -205,9 +211,13 @@ def _digest_entry(entry: Mapping[str, Any]) -> str:
     listed = 0
     for page in pages:
         line = f"• {_link(page['url'], page['url'])}"
+        changed = page.get("status") == "changed"
+        if not changed:
+            line += " (new page)"
         if page.get("reason"):
             line += f": {_mrkdwn(page['reason'])}"
-        line += f" ({_link(page['link'], 'see the diff')})"
+        words = "see the diff" if changed else "open in Pagewatch"
+        line += f" ({_link(page['link'], words)})"
         if len(line) + 1 > room:
             break
         lines.append(line)
