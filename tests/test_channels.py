@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -683,3 +684,187 @@ def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(site, settings)
     # address the reader never sees; broken up, both are shown as words.
     assert "](" not in sent
     assert "[Sign in again]\u200b(https://elsewhere.example/login)" in sent
+
+
+def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
+    team, site, settings, scenario, queued
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    received: list[Request] = []
+
+    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
+        received.append(request)
+        return 204, {}, b""
+
+    site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team, goal="Prices")
+    make_channel(
+        team,
+        monitor,
+        kind="apprise",
+        settings={"url": f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop"},
+    )
+    pages = [
+        (f"https://example.com/plans/{n}", "changed", {"judgment": judged(True)})
+        for n in range(12)
+    ]
+    check = scenario.run(monitor, pages)
+    queued.run()
+
+    # Discord (and Fluxer, its look-alike) refuse a message over 2000
+    # characters, title included: it would never arrive. Pages are left out
+    # instead, said so, and the link to all of them stays.
+    [request] = received
+    said = json.loads(request.body)["content"]
+    assert len(said) <= 2000
+    assert "https://example.com/plans/0" in said
+    assert re.search(r"…and \d+ more", said)
+    assert check.get_absolute_url() in said
+
+
+def digest_of(monitors: int, pages: int) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
+    from checks.notify import messages
+
+    base = "https://pagewatch.example/monitors"
+    return messages.digest(
+        datetime(2026, 3, 1, 8, 0, tzinfo=UTC),
+        datetime(2026, 3, 2, 8, 0, tzinfo=UTC),
+        [
+            {
+                "monitor": {"id": str(m), "name": f"Shop {m}", "link": f"{base}/{m}/"},
+                "pages": [
+                    {
+                        "url": f"https://shop{m}.example/products/item-{p}",
+                        "status": "new" if p == 1 else "changed",
+                        "reason": "The price of the item went up by a few euros.",
+                        "at": "2026-03-01T12:00:00+00:00",
+                        "link": f"{base}/{m}/checks/c{m}/pages/p{p}/",
+                    }
+                    for p in range(pages)
+                ],
+                "more": 0,
+            }
+            for m in range(monitors)
+        ],
+    )
+
+
+def test_a_busy_digest_names_every_monitor_in_slack_within_its_limits():
+    from checks.notify.kinds import slack
+
+    blocks = slack.blocks(digest_of(monitors=4, pages=20))
+
+    texts = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    said = "\n".join(texts)
+    # Slack takes 50 blocks and 3000 characters a section; one section cut at
+    # its limit dropped every monitor after the first few pages, mid-link.
+    assert len(blocks) <= 50
+    assert all(len(text) <= 3000 for text in texts)
+    assert all(text.count("<") == text.count(">") for text in texts)
+    for m in range(4):
+        assert f"Shop {m}" in said
+        assert f"https://shop{m}.example/products/item-0" in said
+    assert "more" in said
+    # A new page has no diff: its link says where it goes.
+    new_page = next(line for line in said.splitlines() if "item-1|" in line)
+    assert "(new page)" in new_page and "see the diff" not in new_page
+
+
+def test_a_digest_of_sixty_monitors_stays_within_slacks_fifty_blocks():
+    from checks.notify.kinds import slack
+
+    blocks = slack.blocks(digest_of(monitors=60, pages=1))
+
+    assert len(blocks) <= 50
+    said = json.dumps(blocks, ensure_ascii=False)
+    assert "Shop 0" in said
+    assert re.search(r"…and \d+ more monitors", said)
+
+
+def test_a_digest_says_since_when_in_the_teams_time_zone(team, pigeon, scenario):
+    from datetime import UTC, datetime, time
+
+    import time_machine
+
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    team.time_zone = "Europe/Berlin"
+    team.save()
+    with time_machine.travel(datetime(2026, 3, 1, 8, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        channel = make_channel(
+            team, monitor, kind="pigeon", settings={"loft": "north"},
+            digest="daily", digest_at=time(9, 0),
+        )  # fmt: skip
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), tick=False):
+        meaningful_check(scenario, monitor)
+    with time_machine.travel(datetime(2026, 3, 2, 8, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    # The team reads its own clock: 08:00 UTC is 09:00 in Berlin in winter,
+    # said as the dashboard says times, not as "2026-03-01T08:00 UTC".
+    since = "since Sun 01 Mar 2026, 09:00 CET"
+    assert since in messages.text(message)
+    assert since in json.dumps(slack.blocks(message), ensure_ascii=False)
+    assert "UTC" not in messages.text(message)
+
+
+def test_slack_says_why_a_page_failed_and_offers_a_diff_only_for_a_change(
+    team, slack, scenario, queued
+):
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/careers", "new"),
+            ("https://example.com/broken", "error", {"error_kind": "timeout"}),
+        ],
+    )
+    queued.run()
+
+    sections = {
+        url: block["text"]["text"]
+        for block in slack.posted[0]["blocks"][1:]
+        for url in ("pricing", "careers", "broken")
+        if f"example.com/{url}|" in block.get("text", {}).get("text", "")
+    }
+    # The reader is told why, in the dashboard's words, as Apprise tells it.
+    assert "The page took too long to answer." in sections["broken"]
+    assert "See the diff" in sections["pricing"]
+    # A new or failed page has no diff to see: the link says where it goes.
+    assert "See the diff" not in sections["careers"]
+    assert "See the diff" not in sections["broken"]
+    assert "Open in Pagewatch" in sections["careers"]
+
+
+def test_apprise_names_a_diff_only_for_a_changed_page(
+    team, site, inbox, scenario, queued
+):
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team)
+    make_channel(team, monitor, kind="apprise", settings={"url": f"json://{host}/json"})
+
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/gone", "removed"),
+        ],
+    )
+    queued.run()
+
+    body = json.loads(inbox[0].body)["message"]
+    changed, removed = body.split("- https://example.com/")[1:3]
+    assert "Diff: " in changed
+    assert "Diff: " not in removed and "In Pagewatch: " in removed

@@ -116,6 +116,8 @@ def queue_due(now: datetime) -> list[Delivery]:
                 continue
             grouped = _changes(channel, since, now)
             if grouped:
-                message = messages.digest(since, now, grouped)
+                message = messages.digest(
+                    since, now, grouped, channel.team.time_zone or "UTC"
+                )
                 made.append(channels.create(channel, None, None, message))
     return made

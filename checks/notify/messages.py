@@ -8,7 +8,8 @@ Texts come from templates/notify/, so every kind words things the same way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from django.template.loader import render_to_string
 
 from checks.errors import ErrorKind
 from checks.notify.reports import change_report
-from checks.notify.texts import absolute
+from checks.notify.texts import absolute, local_time
 
 if TYPE_CHECKING:
     from checks.models import Check
@@ -143,26 +144,65 @@ def test(channel_name: str) -> dict[str, Any]:
 
 
 def digest(
-    since: datetime, until: datetime, monitors: list[dict[str, Any]]
+    since: datetime,
+    until: datetime,
+    monitors: list[dict[str, Any]],
+    time_zone: str = "UTC",
 ) -> dict[str, Any]:
-    """`monitors`: [{monitor, pages: [{url, reason, at, link}]}], newest first."""
+    """`monitors`: [{monitor, pages: [{url, reason, at, link}]}], newest first.
+    `time_zone`: the team's, in which the digest says its times."""
     return {
         "type": DIGEST,
         "since": since.isoformat(),
         "until": until.isoformat(),
+        "timeZone": time_zone,
         "monitors": monitors,
         "changes": sum(len(m["pages"]) for m in monitors),
     }
+
+
+def digest_intro(message: Mapping[str, Any]) -> str:
+    """The digest's first line: since when it tells of changes."""
+    return render_to_string("notify/digest_intro.txt", _context(message)).strip()
+
+
+def _context(message: Mapping[str, Any]) -> dict[str, Any]:
+    context: dict[str, Any] = {"m": message}
+    if message.get("type") == DIGEST:
+        since = datetime.fromisoformat(message["since"])
+        context["since"] = local_time(since, message.get("timeZone") or "UTC")
+    return context
 
 
 def title(message: Mapping[str, Any]) -> str:
     return render_to_string("notify/channel_title.txt", {"m": message}).strip()
 
 
-def text(message: Mapping[str, Any]) -> str:
+def text(message: Mapping[str, Any], fits: Callable[[str], bool] | None = None) -> str:
     """The message as plain text (Markdown-friendly): Apprise's body, Slack's
-    fallback text."""
-    rendered = render_to_string("notify/channel_message.txt", {"m": message})
+    fallback text. With `fits` (a service's size limit), pages are left out
+    from the end, counted in "…and N more", until the text fits: a service
+    refuses a message over its limit, so it would never arrive; the link to
+    the check, at the end, stays."""
+    body = _render(message)
+    if fits is None or fits(body):
+        return body
+    # The most pages that still fit, found by halving: the text grows with
+    # every page kept.
+    low, high = 0, _pages_in(message)
+    best = _render(keeping(message, 0))
+    while low <= high:
+        middle = (low + high) // 2
+        shorter = _render(keeping(message, middle))
+        if fits(shorter):
+            best, low = shorter, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def _render(message: Mapping[str, Any]) -> str:
+    rendered = render_to_string("notify/channel_message.txt", _context(message))
     lines = [line.rstrip() for line in rendered.splitlines()]
     # Collapse the template's blank runs into single blank lines.
     out: list[str] = []
@@ -170,3 +210,24 @@ def text(message: Mapping[str, Any]) -> str:
         if line or (out and out[-1]):
             out.append(line)
     return "\n".join(out).strip()
+
+
+def _pages_in(message: Mapping[str, Any]) -> int:
+    if message.get("type") == DIGEST:
+        return sum(len(entry["pages"]) for entry in message["monitors"])
+    return len(message.get("pages") or [])
+
+
+def keeping(message: Mapping[str, Any], shown: int) -> dict[str, Any]:
+    """A copy of a change or digest message listing only its first `shown`
+    pages; the others are added to its "…and N more". A digest keeps every
+    monitor's name, so none goes unmentioned."""
+    shorter = copy.deepcopy(dict(message))
+    entries = shorter["monitors"] if shorter.get("type") == DIGEST else [shorter]
+    for entry in entries:
+        pages = entry.get("pages") or []
+        kept = pages[: max(shown, 0)]
+        entry["more"] = int(entry.get("more") or 0) + len(pages) - len(kept)
+        entry["pages"] = kept
+        shown -= len(kept)
+    return shorter

@@ -135,15 +135,35 @@ _environment = _ProxyEnvironment()
 NO_MENTION = "\u200b"
 
 
-def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
-    import apprise as apprise_lib  # here, not at the top: see the docstring
-
+def _defused(body: str) -> str:
     body = body.replace("@", "@" + NO_MENTION)
     # Markdown's "[words](address)": Discord, Mattermost and other services
     # that read Markdown show the words as a link to an address the reader
     # does not see; page text must not choose both. Broken the same way.
-    body = body.replace("](", "]" + NO_MENTION + "(")
+    return body.replace("](", "]" + NO_MENTION + "(")
 
+
+def body_limit(url: str, title: str) -> int | None:
+    """How many characters of body the URL's service takes with this title
+    (Discord 2000, Telegram 4096, ...), or None when Apprise cannot tell.
+    Apprise passes a longer body on by default and the service refuses it."""
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
+    if plugin is None:
+        return None
+    limit = int(plugin.body_maxlen)
+    # A service without a title of its own gets it as the body's first line;
+    # Discord-like ones count their title in the body's limit.
+    if plugin.title_maxlen <= 0 or plugin.overflow_amalgamate_title:
+        limit -= len(title) + 2  # the title and its line break
+    return max(limit, 0)
+
+
+def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    body = _defused(body)
     with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
         notifier = apprise_lib.Apprise()
         notifier.add(url)
@@ -234,6 +254,11 @@ class AppriseKind(ChannelKind):
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)
-        return prepare_url(
-            channel.settings["url"], messages.title(message), messages.text(message)
+        url = channel.settings["url"]
+        title = messages.title(message)
+        limit = body_limit(url, title)
+        body = messages.text(
+            message,
+            fits=None if limit is None else lambda text: len(_defused(text)) <= limit,
         )
+        return prepare_url(url, title, body)

@@ -48,6 +48,7 @@ SLACK_WORDS = {
     ),
 }
 SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
+MAX_BLOCKS = 50  # and 50 blocks in a message.
 
 
 def token() -> str:
@@ -158,12 +159,18 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
                 lines[0] += " (" + messages.BLOCKED_WORDS + ")"
             if page.get("reason"):
                 lines.append(f"_{_mrkdwn(page['reason'])}_")
+            # Why the page could not be checked, in the dashboard's words; a
+            # blocked page's label already says it.
+            if page.get("error") and not page.get("blocked"):
+                lines.append(_mrkdwn(page["error"]))
             if page.get("before") or page.get("after"):
                 lines.append(
                     f"~{_mrkdwn(page.get('before') or '')}~ → "
                     f"{_mrkdwn(page.get('after') or '')}"
                 )
-            lines.append(_link(page["link"], "See the diff"))
+            # Only a changed page has a diff; the others open its result.
+            words = "See the diff" if page.get("status") == "changed" else None
+            lines.append(_link(page["link"], words or "Open in Pagewatch"))
             out.append(_section("\n".join(lines)))
         for failure in message.get("failures") or []:
             words = (
@@ -173,9 +180,52 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         if message.get("more"):
             out.append(_section(f"…and {message['more']} more."))
         out.append(_section(_link(message["link"], "Open the check in Pagewatch")))
+    elif message.get("type") == messages.DIGEST:
+        out.extend(_digest_blocks(message))
     else:
         out.append(_section(_mrkdwn(messages.text(message))))
     return out
+
+
+def _digest_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A section per monitor, each within Slack's size: one section for the
+    whole digest was cut at its limit, mid-link, and the monitors after the
+    first few pages were never shown."""
+    entries = list(message.get("monitors") or [])
+    # Room for the header, this intro and a last "…and N more monitors".
+    room = MAX_BLOCKS - 3
+    shown = entries if len(entries) <= room + 1 else entries[:room]
+    out = [_section(_mrkdwn(messages.digest_intro(message)))]
+    out.extend(_section(_digest_entry(entry)) for entry in shown)
+    if rest := len(entries) - len(shown):
+        out.append(_section(f"…and {rest} more monitors with changes."))
+    return out
+
+
+def _digest_entry(entry: Mapping[str, Any]) -> str:
+    monitor = entry["monitor"]
+    lines = [f"*{_link(monitor['link'], monitor['name'])}*"]
+    pages = list(entry.get("pages") or [])
+    # What "…and N more." takes at most, kept free so it always fits.
+    room = SECTION_CHARS - len(lines[0]) - 40
+    listed = 0
+    for page in pages:
+        line = f"• {_link(page['url'], page['url'])}"
+        changed = page.get("status") == "changed"
+        if not changed:
+            line += " (new page)"
+        if page.get("reason"):
+            line += f": {_mrkdwn(page['reason'])}"
+        words = "see the diff" if changed else "open in Pagewatch"
+        line += f" ({_link(page['link'], words)})"
+        if len(line) + 1 > room:
+            break
+        lines.append(line)
+        room -= len(line) + 1
+        listed += 1
+    if more := int(entry.get("more") or 0) + len(pages) - listed:
+        lines.append(f"…and {more} more.")
+    return "\n".join(lines)
 
 
 class SlackKind(ChannelKind):
