@@ -233,6 +233,10 @@ if OIDC_ISSUER:
     AUTHENTICATION_BACKENDS += ["teams.sso.Backend"]
 # The name authenticator apps show beside the account.
 OTP_TOTP_ISSUER = "Pagewatch"
+# An authenticator's key (and its QR code) and the recovery codes are the
+# person's second factor: whoever reads them in the admin can sign in as them.
+# django-otp's admin then shows only when devices were made and last used.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 AXES_FAILURE_LIMIT = 10
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

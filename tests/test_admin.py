@@ -19,6 +19,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
 from rest_framework.test import APIClient
 
 from checks.models import (
@@ -231,6 +233,30 @@ def test_a_superuser_can_load_every_admin_page_with_data_present(
         assert response.status_code == 200, model
         if model_admin.has_add_permission(response.wsgi_request):
             assert admin_client.get(admin_url(model, "add")).status_code == 200, model
+
+
+def test_the_admin_never_shows_an_authenticator_secret_or_recovery_code(
+    admin_client, django_user_model
+):
+    someone = django_user_model.objects.create_user("olive")
+    device = second_factor.start_setup(someone)
+    codes = second_factor.new_recovery_codes(someone)
+    recovery = StaticDevice.objects.get(user=someone)
+    pages = [
+        admin_url(TOTPDevice, "changelist"),
+        admin_url(TOTPDevice, "change", device.pk),
+        admin_url(StaticDevice, "change", recovery.pk),
+    ]
+
+    shown = "".join(admin_client.get(url).content.decode() for url in pages)
+    # The QR code and its page carry the same secret as the key.
+    qr_code = reverse("admin:otp_totp_totpdevice_qrcode", args=[device.pk])
+    config = reverse("admin:otp_totp_totpdevice_config", args=[device.pk])
+
+    assert device.key not in shown
+    assert [code for code in codes if code in shown] == []
+    assert admin_client.get(qr_code).status_code == 403
+    assert admin_client.get(config).status_code == 403
 
 
 def test_page_derived_content_is_escaped_on_admin_pages(admin_client, check_with_pages):
