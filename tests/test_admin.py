@@ -4,6 +4,7 @@ and page-derived content is escaped."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -1049,3 +1050,35 @@ def test_staff_who_may_only_view_monitors_see_them_as_stored(
     assert response.status_code == 403
     monitor.refresh_from_db()
     assert (monitor.name, monitor.status) == ("Pricing page", Monitor.Status.ACTIVE)
+
+
+# --- Channels ---------------------------------------------------------------------
+
+
+def test_a_channel_switched_to_a_digest_here_gets_its_digest_and_its_time(
+    admin_client, team, time_machine
+):
+    time_machine.move_to(NOW)  # 12:00 UTC, 13:00 in Berlin
+    team.time_zone = "Europe/Berlin"
+    team.save()
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="apprise", settings={"url": "json://ops.example"}
+    )
+    url = admin_url(Channel, "change", channel.pk)
+    data = shown_form(admin_client, url) | {"events": json.dumps(channel.events)}
+
+    daily = admin_client.post(url, data | {"digest": "daily", "digest_at": "09:30"})
+    channel.refresh_from_db()
+    # A digest channel is told nothing at once: without a due time it would
+    # never hear of a change again.
+    first_digest = channel.next_digest_at
+    later = admin_client.post(url, data | {"digest": "daily", "digest_at": "18:00"})
+    channel.refresh_from_db()
+    moved_to = channel.next_digest_at
+    at_once = admin_client.post(url, data | {"digest": "", "digest_at": ""})
+    channel.refresh_from_db()
+
+    assert [daily.status_code, later.status_code, at_once.status_code] == [302] * 3
+    assert first_digest == datetime(2025, 3, 11, 8, 30, tzinfo=UTC)
+    assert moved_to == datetime(2025, 3, 10, 17, 0, tzinfo=UTC)
+    assert (channel.digest, channel.next_digest_at) == ("", None)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib import admin
+from django.db import transaction
 from django.http import HttpRequest
+from django.utils import timezone
 
 from checks.models import ChannelDelivery
-from checks.notify import kinds
+from checks.notify import digests, kinds
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
@@ -37,6 +40,19 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # kinds validate their settings in the dashboard and API
+
+    def save_model(
+        self, request: HttpRequest, obj: Channel, form: Any, change: bool
+    ) -> None:
+        if not {"digest", "digest_at"} & set(form.changed_data):
+            super().save_model(request, obj, form, change)
+            return
+        # A digest channel is told nothing at once: it waits for its due
+        # time, which the dashboard and the API set and the form does not show.
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            digests.schedule(obj, timezone.now())
+            obj.save(update_fields=["digest_since", "next_digest_at"])
 
     @admin.display(description="Kind", ordering="kind")
     def kind_label(self, channel: Channel) -> str:
