@@ -6,7 +6,10 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import ngettext
 
+from monitors.admin.shared import report_action
+from teams.activity import Actor, Kind, Via, record
 from teams.models import Activity, Invitation
 
 
@@ -43,11 +46,32 @@ class InvitationAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.action(description="Withdraw the selected invitations")
+    def has_withdraw_permission(self, request: HttpRequest) -> bool:
+        # The rows are never edited here, but withdrawing one is a change:
+        # staff who may only view invitations do not get the action.
+        return request.user.has_perm("teams.change_invitation")
+
+    @admin.action(
+        description="Withdraw the selected invitations", permissions=["withdraw"]
+    )
     def withdraw(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
         now = timezone.now()
-        count = sum(invitation.revoke(now) for invitation in queryset)
-        self.message_user(request, f"{count} invitation(s) withdrawn.")
+        actor = Actor.of(request, via=Via.ADMIN)
+        count = 0
+        for invitation in queryset:
+            if invitation.revoke(now):
+                record(actor, invitation.team_id, Kind.INVITATION_WITHDRAWN,
+                       email=invitation.email)  # fmt: skip
+                count += 1
+        report_action(
+            self,
+            request,
+            ngettext("Withdrew %d invitation.", "Withdrew %d invitations.", count)
+            % count,
+            done=count,
+            left=queryset.count() - count,
+            why_left="already used or withdrawn",
+        )
 
 
 @admin.register(Activity)

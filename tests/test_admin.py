@@ -1082,3 +1082,46 @@ def test_a_channel_switched_to_a_digest_here_gets_its_digest_and_its_time(
     assert first_digest == datetime(2025, 3, 11, 8, 30, tzinfo=UTC)
     assert moved_to == datetime(2025, 3, 10, 17, 0, tzinfo=UTC)
     assert (channel.digest, channel.next_digest_at) == ("", None)
+
+
+# --- Invitations ------------------------------------------------------------------
+
+
+def test_staff_who_may_only_view_invitations_cannot_withdraw_them(
+    client, team, django_user_model
+):
+    viewer = django_user_model.objects.create_user("vera", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_invitation"))
+    client.force_login(viewer)
+    invitation, _ = Invitation.issue(team, "sam@example.com", "viewer", None, NOW)
+
+    listing = client.get(admin_url(Invitation, "changelist")).content.decode()
+    client.post(
+        admin_url(Invitation, "changelist"),
+        {"action": "withdraw", "_selected_action": [invitation.pk]},
+    )
+
+    invitation.refresh_from_db()
+    assert invitation.revoked_at is None
+    assert 'value="withdraw"' not in listing
+
+
+def test_withdrawing_invitations_in_the_admin_is_in_each_teams_activity_log(
+    admin_client, team, other_team
+):
+    pending, _ = Invitation.issue(team, "sam@example.com", "viewer", None, NOW)
+    elsewhere, _ = Invitation.issue(other_team, "kim@example.com", "editor", None, NOW)
+    used, _ = Invitation.issue(team, "old@example.com", "viewer", None, NOW)
+    used.revoke(NOW)
+    ids = [pending.pk, elsewhere.pk, used.pk]
+
+    said = _action_messages(admin_client, Invitation, "withdraw", ids)
+
+    logged = Activity.objects.filter(kind=Activity.Kind.INVITATION_WITHDRAWN)
+    assert sorted(logged.values_list("team__slug", "details__email", "via")) == [
+        ("acme", "sam@example.com", "admin"),
+        ("globex", "kim@example.com", "admin"),
+    ]
+    assert said == [
+        "Withdrew 2 invitations. 1 left as it was (already used or withdrawn)."
+    ]
