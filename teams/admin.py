@@ -114,5 +114,8 @@ class ActivityAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    # Entries are never deleted one by one, but go with their team.
+    deleted_with_owner = True
+
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

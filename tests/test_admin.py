@@ -1125,3 +1125,29 @@ def test_withdrawing_invitations_in_the_admin_is_in_each_teams_activity_log(
     assert said == [
         "Withdrew 2 invitations. 1 left as it was (already used or withdrawn)."
     ]
+
+
+def test_a_superuser_can_delete_a_team_with_its_activity_log(admin_client, team):
+    make_monitor(team)
+    record(SYSTEM, team, Activity.Kind.MONITOR_CREATED, name="Pricing page")
+    asked = admin_client.get(admin_url(Team, "delete", team.pk)).content.decode()
+    assert re.search(r"[Aa]ctivit\w*: 1\b", asked)
+    assert "permission" not in asked.lower()
+
+    response = admin_client.post(admin_url(Team, "delete", team.pk), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not Team.objects.filter(pk=team.pk).exists()
+    assert not Activity.objects.filter(team=team.pk).exists()
+
+
+def test_activity_entries_cannot_be_deleted_on_their_own(admin_client, team):
+    record(SYSTEM, team, Activity.Kind.MONITOR_CREATED, name="Pricing page")
+    entry = Activity.objects.get()
+
+    response = admin_client.post(
+        admin_url(Activity, "delete", entry.pk), {"post": "yes"}
+    )
+
+    assert response.status_code == 403
+    assert Activity.objects.filter(pk=entry.pk).exists()

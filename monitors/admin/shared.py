@@ -139,6 +139,15 @@ class ChangedFieldsOnlyMixin:
         obj.save(update_fields=fields + auto_now)
 
 
+def _may_delete_along(model_admin: admin.ModelAdmin, request: HttpRequest) -> bool:
+    """Whether rows of this admin's model may go with the object deleted. A
+    log that nobody may delete by hand (`deleted_with_owner`) still goes with
+    what it belongs to: otherwise no team with a history could be deleted."""
+    if getattr(model_admin, "deleted_with_owner", False):
+        return True
+    return model_admin.has_delete_permission(request)
+
+
 class CountedDeleteMixin:
     """The delete confirmation says how many rows of each kind go with the
     object instead of listing them one by one: a check or a monitor takes
@@ -169,9 +178,7 @@ class CountedDeleteMixin:
             model._meta.verbose_name
             for model in counts
             if self.admin_site.is_registered(model)
-            and not self.admin_site.get_model_admin(model).has_delete_permission(
-                request
-            )
+            and not _may_delete_along(self.admin_site.get_model_admin(model), request)
         }
         model_count = {
             str(model._meta.verbose_name_plural): count
