@@ -328,6 +328,4 @@ def test_the_channel_form_says_what_counts_as_a_meaningful_change(web, settings)
 
     settings.LLM_BASE_URL = ""
     page = html.unescape(web.get("/channels/new/?kind=webhook").content.decode())
-    assert (
-        "No AI model is set up here, so every change counts as meaningful."
-    ) in page
+    assert ("No AI model is set up here, so every change counts as meaningful.") in page

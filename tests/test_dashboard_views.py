@@ -1931,9 +1931,7 @@ def test_the_list_says_the_last_check_failed_rather_than_no_pages(web, monitor):
     assert "No pages" not in last_check
 
 
-def test_the_monitor_page_opens_on_its_last_checks_outcome_with_a_link_to_it(
-    web, team
-):
+def test_the_monitor_page_opens_on_its_last_checks_outcome_with_a_link_to_it(web, team):
     monitor = make_monitor(team)
     older = make_check(monitor, finished_at=timezone.now() - timedelta(days=2))
     latest = make_check(monitor, finished_at=timezone.now() - timedelta(hours=3))

@@ -529,6 +529,30 @@ def test_page_errors_are_said_in_plain_words_not_as_stored_for_the_api(
     assert mail.subject.endswith(": 2 pages with errors")
 
 
+def test_a_page_the_site_blocked_is_named_blocked_by_the_site_in_the_email(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    pages = [
+        ("https://e.com/refused", "error", {"error": "HTTP 403", "status_code": 403}),
+        (
+            "https://e.com/challenged",
+            "error",
+            {"error": "challenge", "status_code": 503, "error_kind": "challenge"},
+        ),
+        ("https://e.com/missing", "error", {"error": "HTTP 404", "status_code": 404}),
+    ]
+    scenario.run(monitor, pages)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert "- [blocked by the site] https://e.com/refused" in mail.body
+    assert "- [blocked by the site] https://e.com/challenged" in mail.body
+    assert "- [error] https://e.com/missing" in mail.body
+    assert html_of(mail).count("<strong>blocked by the site</strong>") == 2
+    assert mail.subject.endswith(": 3 pages with errors (2 blocked by the site)")
+
+
 TWO_HUNKS = (
     "--- previous.md\n+++ current.md\n@@ -1,2 +1,2 @@\n # Plans\n-Pro $19/mo\n"
     "+Pro $24/mo\n@@ -40,2 +40,2 @@\n # Contact\n-Call us\n+Write to us\n"

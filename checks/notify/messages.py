@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from checks.errors import ErrorKind
 from checks.notify.reports import change_report
 from checks.notify.texts import absolute, local_time
 
@@ -34,8 +33,6 @@ PAGES_SHOWN = 10
 QUOTE_CHARS = 300
 # A site that answers these (or a challenge page) refused us, rather than
 # failing: said so in words.
-BLOCKED_STATUS_CODES = frozenset({403, 429})
-BLOCKED_WORDS = "blocked by the site"
 
 
 def _monitor(monitor: Monitor) -> dict[str, Any]:
@@ -76,13 +73,6 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
     if all(line.status == "error" for line in report.pages):
         return None
     judgments = dict(check.pages.exclude(status="same").values_list("pk", "judgment"))
-    blocked = {
-        pk
-        for pk, code, kind in check.pages.exclude(status="same").values_list(
-            "pk", "status_code", "error_kind"
-        )
-        if code in BLOCKED_STATUS_CODES or kind == ErrorKind.CHALLENGE
-    }
     pages = []
     for line in report.pages:
         if meaningful_only and line.meaningful is False:
@@ -96,7 +86,7 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
                 "meaningful": line.meaningful,
                 "reason": line.reason or None,
                 "error": line.error or None,
-                "blocked": line.pk in blocked,
+                "blocked": line.blocked,
                 "before": before,
                 "after": after,
                 "link": absolute(check.get_absolute_url())

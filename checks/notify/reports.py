@@ -31,6 +31,16 @@ REASON_CHARS = 300
 SEARCH_FAILED_PAGE = "Web search"
 
 
+# Pages the site kept us from (403, 429, a challenge page): every message
+# names them so, not as an error of ours.
+BLOCKED_STATUS_CODES = frozenset({403, 429})
+BLOCKED_WORDS = "blocked by the site"
+
+
+def site_blocked(status_code: int | None, kind: str | None) -> bool:
+    return status_code in BLOCKED_STATUS_CODES or kind == ErrorKind.CHALLENGE
+
+
 @dataclass
 class PageLine:
     url: str
@@ -49,6 +59,7 @@ class PageLine:
     not_judged: bool = False
     # A web search's new match (a `new` page on the wire).
     search_match: bool = False
+    blocked: bool = False
 
     @property
     def href(self) -> str | None:
@@ -62,6 +73,8 @@ class PageLine:
 
     @property
     def label(self) -> str:
+        if self.status == "error" and self.blocked:
+            return BLOCKED_WORDS
         if self.status == "changed" and self.not_judged:
             return "changed (not judged)"
         if self.status == "changed" and self.meaningful is True:
@@ -141,7 +154,11 @@ class ChangeReport:
         if n := self.counts["removed"]:
             parts.append(f"{_pages(n)} removed")
         if n := self.counts["error"]:
-            parts.append(f"{_pages(n)} with {'errors' if n != 1 else 'an error'}")
+            blocked = sum(1 for p in self.pages if p.status == "error" and p.blocked)
+            of_them = f" ({blocked} {BLOCKED_WORDS})" if blocked else ""
+            parts.append(
+                f"{_pages(n)} with {'errors' if n != 1 else 'an error'}{of_them}"
+            )
         for label, n in Counter(f.label for f in self.failures).items():
             parts.append(
                 f"{label.lower()} failed" + (f" ({n} targets)" if n > 1 else "")
@@ -205,6 +222,7 @@ def change_report(check: Check) -> ChangeReport:
         line = PageLine(url, status, meaningful, said, reason, pk)
         line.not_judged = not_judged
         line.search_match = found == "alert"
+        line.blocked = status == "error" and site_blocked(code, kind)
         pages.append(line)
     pages.sort(key=lambda p: p.rank)
     return ChangeReport(counts, pages, check.target_failures())

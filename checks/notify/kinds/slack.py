@@ -155,8 +155,6 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     if message.get("type") == messages.CHANGE:
         for page in message.get("pages") or []:
             lines = [f"*{_link(page['url'], page['url'])}* — {_mrkdwn(page['label'])}"]
-            if page.get("blocked"):
-                lines[0] += " (" + messages.BLOCKED_WORDS + ")"
             if page.get("reason"):
                 lines.append(f"_{_mrkdwn(page['reason'])}_")
             # Why the page could not be checked, in the dashboard's words; a
