@@ -546,6 +546,10 @@ def test_a_page_the_site_blocked_is_named_blocked_by_the_site_in_the_email(
     queued.run()
 
     [mail] = mailoutbox
+    assert mail.body.startswith(
+        'Pagewatch could not do all of a check of the monitor "Pricing page"'
+    )
+    assert "found changes" not in mail.body + html_of(mail)
     assert "- [blocked by the site] https://e.com/refused" in mail.body
     assert "- [blocked by the site] https://e.com/challenged" in mail.body
     assert "- [error] https://e.com/missing" in mail.body

@@ -174,6 +174,9 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "pages": listed,
         "failures": report.failures,
         "first_check": first_check,
+        # Nothing changed, only pages (or searches) that could not be checked:
+        # not "found changes".
+        "only_errors": all(page.status == "error" for page in report.pages),
         "more_pages": max(len(report.pages) - PAGES_LISTED, 0),
         "include_diffs": include_diffs,
         "diffs_shown": any(page.diff_lines for page in listed),
