@@ -557,6 +557,21 @@ def test_a_page_the_site_blocked_is_named_blocked_by_the_site_in_the_email(
     assert mail.subject.endswith(": 3 pages with errors (2 blocked by the site)")
 
 
+def test_a_long_judge_reason_is_cut_with_an_ellipsis_not_mid_sentence_silently(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    reason = "The plan's price went up from 19 to 24 dollars a month. " * 10
+    judgment = judged(True) | {"reason": reason}
+    scenario.run(monitor, [("https://e.com/a", "changed", {"judgment": judgment})])
+    queued.run()
+
+    [mail] = mailoutbox
+    [why] = [line for line in mail.body.splitlines() if line.strip().startswith("Why:")]
+    assert why.endswith("…")
+    assert len(why.strip().removeprefix("Why: ")) <= 300
+
+
 TWO_HUNKS = (
     "--- previous.md\n+++ current.md\n@@ -1,2 +1,2 @@\n # Plans\n-Pro $19/mo\n"
     "+Pro $24/mo\n@@ -40,2 +40,2 @@\n # Contact\n-Call us\n+Write to us\n"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db.models.fields.json import KT
+from django.utils.text import Truncator
 
 from checks.errors import ErrorKind, plain_error
 from checks.notify.texts import http_href
@@ -39,6 +40,12 @@ BLOCKED_WORDS = "blocked by the site"
 
 def site_blocked(status_code: int | None, kind: str | None) -> bool:
     return status_code in BLOCKED_STATUS_CODES or kind == ErrorKind.CHALLENGE
+
+
+def judge_reason(judgment: dict[str, Any]) -> str:
+    """The judge's reason as a message shows it: at most REASON_CHARS, and
+    a cut one says so with "…"."""
+    return Truncator(str(judgment.get("reason") or "")).chars(REASON_CHARS)
 
 
 @dataclass
@@ -208,7 +215,7 @@ def change_report(check: Check) -> ChangeReport:
         not_judged = verdict == "not_judged"  # PageResult.Verdict.NOT_JUDGED
         if status == "changed" and isinstance(judgment, dict) and not not_judged:
             meaningful = bool(judgment.get("meaningful"))
-            reason = str(judgment.get("reason") or "")[:REASON_CHARS]
+            reason = judge_reason(judgment)
         # A failed-open judgment says "meaningful" but is no verdict: the page
         # is neither meaningful nor noise here (so still mailed), and
         # the label says it was not judged.

@@ -26,7 +26,7 @@ from django.utils.feedgenerator import Atom1Feed
 from django.views.decorators.http import require_POST, require_safe
 
 from checks.models import Check, PageResult
-from checks.notify.reports import REASON_CHARS, diff_excerpt
+from checks.notify.reports import diff_excerpt, judge_reason
 from checks.notify.texts import absolute, http_href
 from monitors import history
 from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
@@ -61,7 +61,7 @@ class Change:
             page=page,
             label=label,
             categories=categories,
-            reason=str(judgment.get("reason") or "")[:REASON_CHARS] if judged else "",
+            reason=judge_reason(judgment) if judged else "",
             quotes=_quotes(judgment) if judged else (),
             diff=tuple((_line_kind(line), line) for line in lines),
             diff_cut=cut,
