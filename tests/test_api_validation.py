@@ -1100,3 +1100,44 @@ def test_a_lone_surrogate_in_an_update_changes_nothing(api, monitor_id):
     assert_rejected(response, "goal")
     assert Monitor.objects.get(pk=monitor_id).name == "Pricing page"
     assert api.get(f"{URL}/{monitor_id}").status_code == 200
+
+
+# PostgreSQL keeps JSON as jsonb, which cannot hold U+0000 ("\u0000 cannot be
+# converted to text"): typed fields refuse it, but kept-as-given option values
+# and map keys reached the database and the request ended in a 500.
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        (body(targets=[scrape_with(scrapeOptions={"foo": "a\x00b"})]),
+         "targets[0].scrapeOptions.foo"),
+        (body(targets=[scrape_with(scrapeOptions={"fo\x00o": 1})]),
+         "targets[0].scrapeOptions"),
+        (body(targets=[scrape_with(scrapeOptions={
+            "formats": [{"type": "json", "prompt": "Price\x00"}]})]),
+         "targets[0].scrapeOptions.formats[0].prompt"),
+        (body(targets=[{"type": "crawl", "url": "https://example.com/",
+                        "crawlOptions": {"zz": ["\x00"]}}]),
+         "targets[0].crawlOptions.zz[0]"),
+        (body(webhook={"url": "https://example.com/hook",
+                       "metadata": {"env\x00": "prod"}}),
+         "webhook.metadata"),
+    ],
+)  # fmt: skip
+def test_a_nul_character_anywhere_in_the_body_is_refused_naming_where(
+    api, payload, field
+):
+    result = assert_rejected(post_raw(api, payload), field)
+    assert "Null characters are not allowed" in result["error"]
+    assert Monitor.objects.count() == 0
+
+
+def test_a_nul_character_in_an_update_changes_nothing(api, monitor_id):
+    response = api.patch(
+        f"{URL}/{monitor_id}",
+        json.dumps(
+            {"name": "y", "targets": [scrape_with(scrapeOptions={"k": "\x00"})]}
+        ),
+        content_type="application/json",
+    )
+    assert_rejected(response, "targets[0].scrapeOptions.k")
+    assert Monitor.objects.get(pk=monitor_id).name == "Pricing page"
