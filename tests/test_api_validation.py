@@ -1102,6 +1102,20 @@ def test_a_lone_surrogate_in_an_update_changes_nothing(api, monitor_id):
     assert api.get(f"{URL}/{monitor_id}").status_code == 200
 
 
+def test_an_option_given_in_both_spellings_is_refused_naming_both(api):
+    payload = body(
+        targets=[
+            scrape_with(
+                scrapeOptions={"onlyMainContent": True, "only_main_content": False}
+            )
+        ]
+    )
+    result = assert_create_rejected(
+        api, payload, "targets[0].scrapeOptions.only_main_content"
+    )
+    assert "onlyMainContent" in result["error"]
+
+
 # PostgreSQL keeps JSON as jsonb, which cannot hold U+0000 ("\u0000 cannot be
 # converted to text"): typed fields refuse it, but kept-as-given option values
 # and map keys reached the database and the request ended in a 500.
