@@ -244,6 +244,21 @@ def test_twelve_queries_of_256_characters_are_stored(api):
     assert Target.objects.get(monitor_id=data["id"]).queries == queries
 
 
+def test_a_query_given_twice_is_kept_once(api):
+    # Each query is one search per check, billed per result: the same query
+    # twice would cost twice and find nothing more (URLs and domains are kept
+    # once already).
+    queries = ["pagewatch release", " pagewatch release ", "pagewatch 2.0"]
+    data = assert_created(
+        api,
+        body(targets=[search_target(queries=queries)], goal="g", judgeEnabled=False),
+    )
+    once = ["pagewatch release", "pagewatch 2.0"]
+    assert data["targets"][0]["queries"] == once
+    target = Target.objects.get(monitor_id=data["id"])
+    assert target.queries == once
+
+
 def test_thirteen_queries_are_rejected(api):
     target = search_target(queries=[f"query {i}" for i in range(13)])
     assert_create_rejected(api, body(targets=[target], goal="g"), "targets[0].queries")
