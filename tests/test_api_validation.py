@@ -1131,6 +1131,14 @@ def test_an_option_given_in_both_spellings_is_refused_naming_both(api):
     assert "onlyMainContent" in result["error"]
 
 
+def test_a_plain_format_object_with_options_is_refused(api):
+    # Firecrawl's plain format objects are strict: {"type"} and nothing else.
+    payload = body(
+        targets=[scrape_with(scrapeOptions={"formats": [{"type": "html", "x": 1}]})]
+    )
+    assert_create_rejected(api, payload, "targets[0].scrapeOptions.formats[0]")
+
+
 # PostgreSQL keeps JSON as jsonb, which cannot hold U+0000 ("\u0000 cannot be
 # converted to text"): typed fields refuse it, but kept-as-given option values
 # and map keys reached the database and the request ended in a 500.

@@ -17,6 +17,7 @@ from django.utils import timezone
 from firecrawl import Firecrawl
 from firecrawl.v2.types import (
     ChangeTrackingFormat,
+    Format,
     MonitorEmailNotification,
     MonitorNotification,
     MonitorSchedule,
@@ -164,6 +165,27 @@ def test_typed_scrape_options_from_the_sdk_are_stored_under_their_api_names(sdk,
     crawl = Target.objects.get(monitor_id=monitor.id, type="crawl")
     assert crawl.crawl_options == {"maxDiscoveryDepth": 2, "includePaths": ["^/blog/"]}
     assert monitor.targets[0]["scrapeOptions"] == scrape.scrape_options
+
+
+def test_plain_formats_as_objects_from_the_sdk_are_accepted(sdk):
+    # Firecrawl's scrape options take every format as {"type": ...} too (a
+    # string is read as that object); the SDKs' Format type sends them so.
+    options = ScrapeOptions(
+        formats=[Format(type="markdown"), Format(type="raw_html"), Format(type="links")]
+    )
+    monitor = make(
+        sdk,
+        targets=[
+            MonitorTarget(
+                type="scrape", urls=["https://example.com/"], scrape_options=options
+            )
+        ],
+    )
+
+    stored = Target.objects.get(monitor_id=monitor.id).scrape_options
+    assert stored == {
+        "formats": [{"type": "markdown"}, {"type": "rawHtml"}, {"type": "links"}]
+    }
 
 
 def test_list_monitors_pages_with_limit_and_offset(sdk, other_sdk):

@@ -28,7 +28,10 @@ STRING_FORMATS = (
     "summary",
     "screenshot",
 )
-OBJECT_FORMATS = ("json", "screenshot", "changeTracking", "summary", "attributes")
+# Formats with options of their own; every format may also be given as an
+# object, as Firecrawl reads a string: {"type": "html"} is "html".
+OPTION_FORMATS = ("json", "screenshot", "changeTracking", "summary", "attributes")
+OBJECT_FORMATS = tuple(dict.fromkeys(STRING_FORMATS + OPTION_FORMATS))
 ACTION_TYPES = (
     "wait", "click", "write", "press", "scroll", "screenshot", "scrape",
     "executeJavascript", "pdf",
@@ -286,6 +289,8 @@ class FormatField(serializers.JSONField):
                     f"Format objects need a type among: {', '.join(OBJECT_FORMATS)}."
                 )
             data = {**data, "type": kind}
+            if kind not in OPTION_FORMATS:
+                return _plain_format(data)
             modes = data.get("modes", [])
             if kind == "changeTracking" and (
                 not isinstance(modes, list)
@@ -299,6 +304,18 @@ class FormatField(serializers.JSONField):
             _check_extraction(data)
             return dict(data)
         raise ValidationError("Must be a format name or a format object.")
+
+
+def _plain_format(fmt: dict[str, Any]) -> dict[str, Any]:
+    """A format without options as an object: its type and nothing else, as
+    Firecrawl's strict objects have it."""
+    extra = sorted(set(fmt) - {"type"})
+    if extra:
+        raise ValidationError(
+            f"The {fmt['type']} format takes no options ({', '.join(extra)[:80]}): "
+            f'give "{fmt["type"]}" or {{"type": "{fmt["type"]}"}}.'
+        )
+    return fmt
 
 
 def _check_extraction(fmt: Mapping[str, Any]) -> None:
