@@ -84,18 +84,19 @@ def snake_case(name: str) -> str:
 
 def api_names(data: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
     """`data` with every key that is the snake_case spelling of one of
-    `names` under that name; other keys as they are. A name given in both
-    spellings is refused rather than one of them silently winning."""
+    `names` under that name; other keys as they are. Given in both spellings,
+    the API's wins: it is what a client that read the options back, or the
+    dashboard's form, edited (a monitor saved before Python spellings were
+    read may still hold the other)."""
     spelled = {snake_case(name): name for name in names}
     spelled = {snake: name for snake, name in spelled.items() if snake != name}
-    twice = {
-        key: [f"Given twice, as {key} and {spelled[key]}: send one of them."]
-        for key in data
-        if key in spelled and spelled[key] in data
-    }
-    if twice:
-        raise ValidationError(twice)
-    return {spelled.get(key, key): value for key, value in data.items()}
+    renamed: dict[str, Any] = {}
+    for key, value in data.items():
+        name = spelled.get(key, key)
+        if name != key and name in data:
+            continue
+        renamed[name] = value
+    return renamed
 
 
 class PythonNamesMixin:
