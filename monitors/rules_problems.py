@@ -146,3 +146,49 @@ def map_problems(
         if message:
             found.append(Problem((*path, key), "invalid", message))
     return found
+
+
+# --- Strings no column can keep ---------------------------------------------------
+
+
+def unstorable_problem(document: Any) -> Problem | None:
+    """The first string of a JSON document, in document order, that no
+    database column can keep: one holding U+0000, which PostgreSQL's text and
+    jsonb refuse, or a lone surrogate, which is not UTF-8 at all (every answer
+    holding it would fail to render). For a key, the path of its object: the
+    key itself cannot be written back. Typed fields refuse both, but option
+    objects keep unknown keys and values as given, so a whole document (an
+    API body, an imported monitor) is checked before any of it is saved.
+    Walked with a stack: a document may nest as deep as its parser allows."""
+    stack: list[tuple[Path, Any]] = [((), document)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if problem := _unstorable(path, value):
+                return problem
+        elif isinstance(value, dict):
+            for key in value:
+                if isinstance(key, str) and (problem := _unstorable(path, key)):
+                    return problem
+            stack.extend(((*path, k), v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _unstorable(path: Path, text: str) -> Problem | None:
+    # DRF's own words and codes for a typed field, which the dashboard's words
+    # know too.
+    if "\x00" in text:
+        return Problem(
+            path, "null_characters_not_allowed", "Null characters are not allowed."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return Problem(
+            path,
+            "surrogate_characters_not_allowed",
+            f"Surrogate characters are not allowed: U+{ord(text[exc.start]):X}.",
+        )
+    return None

@@ -244,6 +244,21 @@ def test_twelve_queries_of_256_characters_are_stored(api):
     assert Target.objects.get(monitor_id=data["id"]).queries == queries
 
 
+def test_a_query_given_twice_is_kept_once(api):
+    # Each query is one search per check, billed per result: the same query
+    # twice would cost twice and find nothing more (URLs and domains are kept
+    # once already).
+    queries = ["pagewatch release", " pagewatch release ", "pagewatch 2.0"]
+    data = assert_created(
+        api,
+        body(targets=[search_target(queries=queries)], goal="g", judgeEnabled=False),
+    )
+    once = ["pagewatch release", "pagewatch 2.0"]
+    assert data["targets"][0]["queries"] == once
+    target = Target.objects.get(monitor_id=data["id"])
+    assert target.queries == once
+
+
 def test_thirteen_queries_are_rejected(api):
     target = search_target(queries=[f"query {i}" for i in range(13)])
     assert_create_rejected(api, body(targets=[target], goal="g"), "targets[0].queries")
@@ -1100,3 +1115,68 @@ def test_a_lone_surrogate_in_an_update_changes_nothing(api, monitor_id):
     assert_rejected(response, "goal")
     assert Monitor.objects.get(pk=monitor_id).name == "Pricing page"
     assert api.get(f"{URL}/{monitor_id}").status_code == 200
+
+
+def test_an_option_in_both_spellings_keeps_the_api_spelling(api, monitor_id):
+    # A monitor saved before Python spellings were read keeps its
+    # only_main_content; the dashboard's form, which edits onlyMainContent and
+    # sends the rest of the options back as stored, then sends both.
+    Target.objects.filter(monitor_id=monitor_id).update(
+        scrape_options={"only_main_content": False}
+    )
+    edit = scrape_with(
+        scrapeOptions={"onlyMainContent": True, "only_main_content": False}
+    )
+    response = patch(api, monitor_id, {"targets": [edit]})
+    assert response.status_code == 200, response.content
+    stored = Target.objects.get(monitor_id=monitor_id).scrape_options
+    assert stored == {"onlyMainContent": True}
+
+
+def test_a_plain_format_object_with_options_is_refused(api):
+    # Firecrawl's plain format objects are strict: {"type"} and nothing else.
+    payload = body(
+        targets=[scrape_with(scrapeOptions={"formats": [{"type": "html", "x": 1}]})]
+    )
+    assert_create_rejected(api, payload, "targets[0].scrapeOptions.formats[0]")
+
+
+# PostgreSQL keeps JSON as jsonb, which cannot hold U+0000 ("\u0000 cannot be
+# converted to text"): typed fields refuse it, but kept-as-given option values
+# and map keys reached the database and the request ended in a 500.
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        (body(targets=[scrape_with(scrapeOptions={"foo": "a\x00b"})]),
+         "targets[0].scrapeOptions.foo"),
+        (body(targets=[scrape_with(scrapeOptions={"fo\x00o": 1})]),
+         "targets[0].scrapeOptions"),
+        (body(targets=[scrape_with(scrapeOptions={
+            "formats": [{"type": "json", "prompt": "Price\x00"}]})]),
+         "targets[0].scrapeOptions.formats[0].prompt"),
+        (body(targets=[{"type": "crawl", "url": "https://example.com/",
+                        "crawlOptions": {"zz": ["\x00"]}}]),
+         "targets[0].crawlOptions.zz[0]"),
+        (body(webhook={"url": "https://example.com/hook",
+                       "metadata": {"env\x00": "prod"}}),
+         "webhook.metadata"),
+    ],
+)  # fmt: skip
+def test_a_nul_character_anywhere_in_the_body_is_refused_naming_where(
+    api, payload, field
+):
+    result = assert_rejected(post_raw(api, payload), field)
+    assert "Null characters are not allowed" in result["error"]
+    assert Monitor.objects.count() == 0
+
+
+def test_a_nul_character_in_an_update_changes_nothing(api, monitor_id):
+    response = api.patch(
+        f"{URL}/{monitor_id}",
+        json.dumps(
+            {"name": "y", "targets": [scrape_with(scrapeOptions={"k": "\x00"})]}
+        ),
+        content_type="application/json",
+    )
+    assert_rejected(response, "targets[0].scrapeOptions.k")
+    assert Monitor.objects.get(pk=monitor_id).name == "Pricing page"

@@ -68,6 +68,32 @@ def test_an_import_creates_the_monitors_and_reports_each_item(api, team):
 
 
 @pytest.mark.django_db
+def test_an_imported_monitor_with_a_nul_character_is_not_imported(api, team):
+    # PostgreSQL cannot keep U+0000 in jsonb; an option kept as given in an
+    # export file reached it and the whole import ended in a 500.
+    monitor = {
+        "name": "Prices",
+        "schedule": {"cron": "0 * * * *", "timezone": "UTC"},
+        "targets": [
+            {
+                "type": "scrape",
+                "urls": ["https://example.com/"],
+                "scrapeOptions": {"note": "a\x00b"},
+            }
+        ],
+    }
+    export = {"format": "pagewatch-export", "monitors": [monitor]}
+    data = json.dumps(export).encode()
+    response = upload(api, "pagewatch", data, "export.json", dryRun=False)
+    assert response.status_code == 200, response.content
+    [item] = response.json()["data"]["items"]
+    assert item["imported"] is False
+    assert "targets[0].scrapeOptions.note" in item["reason"]
+    assert "Null characters are not allowed" in item["reason"]
+    assert not Monitor.objects.exists()
+
+
+@pytest.mark.django_db
 def test_duplicates_are_skipped_unless_included(api, team):
     upload(api, "csv", fixture("addresses.txt"), "a.txt", dryRun=False)
     again = upload(api, "csv", fixture("addresses.txt"), "a.txt", dryRun=False)

@@ -16,11 +16,15 @@ import pytest
 from django.utils import timezone
 from firecrawl import Firecrawl
 from firecrawl.v2.types import (
+    ChangeTrackingFormat,
+    Format,
     MonitorEmailNotification,
     MonitorNotification,
     MonitorSchedule,
     MonitorTarget,
     MonitorWebhookConfig,
+    ScrapeOptions,
+    ScreenshotAction,
 )
 from firecrawl.v2.utils import http_client
 from firecrawl.v2.utils.error_handler import (
@@ -122,6 +126,66 @@ def test_create_monitor_accepts_every_target_kind_from_the_sdk(sdk):
     assert all(t["id"] for t in monitor.targets)
     crawl = Target.objects.get(monitor_id=monitor.id, type="crawl")
     assert crawl.crawl_options == {"limit": 20, "includePaths": ["^/blog/"]}
+
+
+def test_typed_scrape_options_from_the_sdk_are_stored_under_their_api_names(sdk, sent):
+    options = ScrapeOptions(
+        only_main_content=False,
+        include_tags=["main"],
+        headers={"Cookie": "session=1"},
+        remove_base64_images=True,
+        formats=["markdown", ChangeTrackingFormat(modes=["git-diff"])],
+        actions=[ScreenshotAction(full_page=True)],
+    )
+    monitor = make(
+        sdk,
+        targets=[
+            MonitorTarget(
+                type="scrape", urls=["https://example.com/"], scrape_options=options
+            ),
+            MonitorTarget(
+                type="crawl",
+                url="https://example.com/blog",
+                crawl_options={"max_discovery_depth": 2, "include_paths": ["^/blog/"]},
+            ),
+        ],
+    )
+
+    # firecrawl-py 4.52 sends a typed ScrapeOptions by its Python names.
+    assert "only_main_content" in sent[-1]["targets"][0]["scrapeOptions"]
+    scrape = Target.objects.get(monitor_id=monitor.id, type="scrape")
+    assert scrape.scrape_options == {
+        "onlyMainContent": False,
+        "includeTags": ["main"],
+        "headers": {"Cookie": "session=1"},
+        "removeBase64Images": True,
+        "formats": ["markdown", {"type": "changeTracking", "modes": ["git-diff"]}],
+        "actions": [{"type": "screenshot", "fullPage": True}],
+    }
+    crawl = Target.objects.get(monitor_id=monitor.id, type="crawl")
+    assert crawl.crawl_options == {"maxDiscoveryDepth": 2, "includePaths": ["^/blog/"]}
+    assert monitor.targets[0]["scrapeOptions"] == scrape.scrape_options
+
+
+def test_plain_formats_as_objects_from_the_sdk_are_accepted(sdk):
+    # Firecrawl's scrape options take every format as {"type": ...} too (a
+    # string is read as that object); the SDKs' Format type sends them so.
+    options = ScrapeOptions(
+        formats=[Format(type="markdown"), Format(type="raw_html"), Format(type="links")]
+    )
+    monitor = make(
+        sdk,
+        targets=[
+            MonitorTarget(
+                type="scrape", urls=["https://example.com/"], scrape_options=options
+            )
+        ],
+    )
+
+    stored = Target.objects.get(monitor_id=monitor.id).scrape_options
+    assert stored == {
+        "formats": [{"type": "markdown"}, {"type": "rawHtml"}, {"type": "links"}]
+    }
 
 
 def test_list_monitors_pages_with_limit_and_offset(sdk, other_sdk):

@@ -1,12 +1,14 @@
 """The API's strict JSON fields, the URL field, and the validation of
 scrapeOptions and crawlOptions: typed known keys, unknown keys kept untouched
 (Firecrawl passes them through), so options Pagewatch does not act on yet
-still round-trip. The target kinds' serializers are built from them."""
+still round-trip; a known key given in Python's spelling (only_main_content)
+is kept under the API's. The target kinds' serializers are built from them."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rest_framework import serializers
@@ -26,7 +28,10 @@ STRING_FORMATS = (
     "summary",
     "screenshot",
 )
-OBJECT_FORMATS = ("json", "screenshot", "changeTracking", "summary", "attributes")
+# Formats with options of their own; every format may also be given as an
+# object, as Firecrawl reads a string: {"type": "html"} is "html".
+OPTION_FORMATS = ("json", "screenshot", "changeTracking", "summary", "attributes")
+OBJECT_FORMATS = tuple(dict.fromkeys(STRING_FORMATS + OPTION_FORMATS))
 ACTION_TYPES = (
     "wait", "click", "write", "press", "scroll", "screenshot", "scrape",
     "executeJavascript", "pdf",
@@ -66,6 +71,44 @@ class PassThroughMixin:
 
     def to_representation(self, instance: Any) -> Any:
         return instance
+
+
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_case(name: str) -> str:
+    """An option's name as Python spells it: onlyMainContent -> only_main_content,
+    regexOnFullURL -> regex_on_full_url."""
+    return _WORD_START.sub("_", name).lower()
+
+
+def api_names(data: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """`data` with every key that is the snake_case spelling of one of
+    `names` under that name; other keys as they are. Given in both spellings,
+    the API's wins: it is what a client that read the options back, or the
+    dashboard's form, edited (a monitor saved before Python spellings were
+    read may still hold the other)."""
+    spelled = {snake_case(name): name for name in names}
+    spelled = {snake: name for snake, name in spelled.items() if snake != name}
+    renamed: dict[str, Any] = {}
+    for key, value in data.items():
+        name = spelled.get(key, key)
+        if name != key and name in data:
+            continue
+        renamed[name] = value
+    return renamed
+
+
+class PythonNamesMixin:
+    """Take an option under its snake_case spelling too, and keep it under its
+    own. firecrawl-py's monitor methods (4.52) send a typed ScrapeOptions as
+    its Python names (only_main_content, wait_for, full_page): kept as
+    unknown keys, they were saved, echoed back and never applied."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = api_names(data, self.fields)  # type: ignore[attr-defined]
+        return super().to_internal_value(data)  # type: ignore[misc]
 
 
 class StrictCharField(serializers.CharField):
@@ -213,7 +256,7 @@ class ViewportSerializer(StrictMixin, serializers.Serializer):
     height = StrictIntegerField(min_value=1, max_value=rules.SCREENSHOT_HEIGHT_MAX)
 
 
-class ScreenshotSerializer(PassThroughMixin, serializers.Serializer):
+class ScreenshotSerializer(PythonNamesMixin, PassThroughMixin, serializers.Serializer):
     """The screenshot format, and the screenshot action (same options)."""
 
     type = serializers.ChoiceField(choices=("screenshot",))
@@ -222,9 +265,18 @@ class ScreenshotSerializer(PassThroughMixin, serializers.Serializer):
     viewport = ViewportSerializer(required=False)
 
 
+def _api_format(name: Any, names: Iterable[str]) -> Any:
+    """A format's name as the API spells it, given in that spelling or in
+    Python's (raw_html, change_tracking: see PythonNamesMixin)."""
+    if not isinstance(name, str):
+        return name
+    return {snake_case(known): known for known in names}.get(name, name)
+
+
 class FormatField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str):
+            data = _api_format(data, STRING_FORMATS)
             if data not in STRING_FORMATS:
                 raise ValidationError(
                     f"Unknown format '{data[:40]}'. "
@@ -232,11 +284,14 @@ class FormatField(serializers.JSONField):
                 )
             return data
         if isinstance(data, Mapping):
-            kind = data.get("type")
+            kind = _api_format(data.get("type"), OBJECT_FORMATS)
             if kind not in OBJECT_FORMATS:
                 raise ValidationError(
                     f"Format objects need a type among: {', '.join(OBJECT_FORMATS)}."
                 )
+            data = {**data, "type": kind}
+            if kind not in OPTION_FORMATS:
+                return _plain_format(data)
             modes = data.get("modes", [])
             if kind == "changeTracking" and (
                 not isinstance(modes, list)
@@ -250,6 +305,18 @@ class FormatField(serializers.JSONField):
             _check_extraction(data)
             return dict(data)
         raise ValidationError("Must be a format name or a format object.")
+
+
+def _plain_format(fmt: dict[str, Any]) -> dict[str, Any]:
+    """A format without options as an object: its type and nothing else, as
+    Firecrawl's strict objects have it."""
+    extra = sorted(set(fmt) - {"type"})
+    if extra:
+        raise ValidationError(
+            f"The {fmt['type']} format takes no options ({', '.join(extra)[:80]}): "
+            f'give "{fmt["type"]}" or {{"type": "{fmt["type"]}"}}.'
+        )
+    return fmt
 
 
 def _check_extraction(fmt: Mapping[str, Any]) -> None:
@@ -391,12 +458,12 @@ class LocationSerializer(StrictMixin, serializers.Serializer):
     languages = string_list(20, 35, required=False)
 
 
-class ProfileSerializer(StrictMixin, serializers.Serializer):
+class ProfileSerializer(PythonNamesMixin, StrictMixin, serializers.Serializer):
     name = StrictCharField(max_length=128)
     saveChanges = StrictBooleanField(required=False)
 
 
-class ThreatProtectionSerializer(StrictMixin, serializers.Serializer):
+class ThreatProtectionSerializer(PythonNamesMixin, StrictMixin, serializers.Serializer):
     mode = StrictCharField(required=False, max_length=32)
     riskScoreThreshold = StrictIntegerField(required=False, min_value=0, max_value=100)
     blacklist = string_list(100, required=False)
@@ -409,7 +476,9 @@ class AuditMetadataSerializer(StrictMixin, serializers.Serializer):
     username = StrictCharField(max_length=256, required=False)
 
 
-class ScrapeOptionsSerializer(PassThroughMixin, serializers.Serializer):
+class ScrapeOptionsSerializer(
+    PythonNamesMixin, PassThroughMixin, serializers.Serializer
+):
     formats = serializers.ListField(child=FormatField(), required=False, max_length=20)
     onlyMainContent = StrictBooleanField(required=False)
     onlyCleanContent = StrictBooleanField(required=False)
@@ -466,7 +535,9 @@ def _typed(value: Any, kind: str) -> bool:
     return isinstance(value, Mapping) and value.get("type") == kind
 
 
-class CrawlOptionsSerializer(PassThroughMixin, serializers.Serializer):
+class CrawlOptionsSerializer(
+    PythonNamesMixin, PassThroughMixin, serializers.Serializer
+):
     limit = StrictIntegerField(
         required=False,
         min_value=rules.CRAWL_LIMIT_MIN,

@@ -65,6 +65,11 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
             raise ValidationError(errors)
         return list(dict.fromkeys(cleaned))
 
+    def validate_queries(self, value: list[str]) -> list[str]:
+        # Every query is a search on every check, billed by its results: the
+        # same one twice costs twice and finds nothing more.
+        return list(dict.fromkeys(value))
+
     def validate_includeDomains(self, value: list[str]) -> list[str]:  # noqa: N802
         return self._domains(value)
 

@@ -11,6 +11,7 @@ from monitors.api.errors import flatten_errors, format_path
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.models import Target, Team
 from monitors.moving.base import Planned
+from monitors.rules_problems import unstorable_problem
 
 _STATUS_KEYS = ("status",)
 
@@ -37,6 +38,10 @@ def validate(items: Iterable[Planned]) -> None:
         if item.payload is None:
             continue
         body = {k: v for k, v in item.payload.items() if k not in _STATUS_KEYS}
+        # As the API's body parser does: a file is not read through it.
+        if problem := unstorable_problem(body):
+            item.refuse(f"{format_path(list(problem.path))}: {problem.message}")
+            continue
         serializer = MonitorWriteSerializer(data=body)
         if serializer.is_valid():
             item.validated = dict(serializer.validated_data)
