@@ -4,9 +4,8 @@ and page-derived content is escaped."""
 
 from __future__ import annotations
 
-import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 import pytest
@@ -1065,7 +1064,7 @@ def test_a_channel_switched_to_a_digest_here_gets_its_digest_and_its_time(
         team=team, name="Ops", kind="apprise", settings={"url": "json://ops.example"}
     )
     url = admin_url(Channel, "change", channel.pk)
-    data = shown_form(admin_client, url) | {"events": json.dumps(channel.events)}
+    data = shown_form(admin_client, url) | {"events": channel.events}
 
     daily = admin_client.post(url, data | {"digest": "daily", "digest_at": "09:30"})
     channel.refresh_from_db()
@@ -1082,6 +1081,45 @@ def test_a_channel_switched_to_a_digest_here_gets_its_digest_and_its_time(
     assert first_digest == datetime(2025, 3, 11, 8, 30, tzinfo=UTC)
     assert moved_to == datetime(2025, 3, 10, 17, 0, tzinfo=UTC)
     assert (channel.digest, channel.next_digest_at) == ("", None)
+
+
+def test_a_channels_events_are_picked_from_the_known_ones_in_the_admin(
+    admin_client, team
+):
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="apprise", settings={"url": "json://ops.example"}
+    )
+    url = admin_url(Channel, "change", channel.pk)
+    page = admin_client.get(url).content.decode()
+    assert 'type="checkbox" name="events" value="failing"' in page
+    data = shown_form(admin_client, url)
+
+    wrong = admin_client.post(url, data | {"events": ["meaningful", "everything"]})
+    channel.refresh_from_db()
+    assert wrong.status_code == 200
+    assert channel.events == []
+
+    right = admin_client.post(url, data | {"events": ["change", "failing"]})
+    channel.refresh_from_db()
+    assert right.status_code == 302
+    assert channel.events == ["change", "failing"]
+
+
+def test_a_digest_chosen_in_the_admin_without_a_time_goes_out_at_nine(
+    admin_client, team
+):
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="apprise", settings={"url": "json://ops.example"}
+    )
+    url = admin_url(Channel, "change", channel.pk)
+    data = shown_form(admin_client, url) | {"events": ["meaningful"]}
+
+    response = admin_client.post(url, data | {"digest": "daily", "digest_at": ""})
+
+    channel.refresh_from_db()
+    assert response.status_code == 302
+    assert channel.digest_at == time(9, 0)
+    assert channel.next_digest_at is not None
 
 
 # --- Invitations ------------------------------------------------------------------

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from datetime import time
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db import transaction
 from django.http import HttpRequest
@@ -22,6 +24,21 @@ from monitors.models import (
 )
 
 
+class ChannelAdminForm(forms.ModelForm):
+    """The events a channel wants, picked from the known ones (the model
+    stores a JSON list the dashboard and the API fill the same way)."""
+
+    events = forms.MultipleChoiceField(
+        choices=Channel.Event.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+
+    class Meta:
+        model = Channel
+        fields = ["name", "events", "digest", "digest_at", "failing_after"]
+
+
 @admin.register(Channel)
 class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     """A team's channels. Settings hold secrets: shown masked by the kind,
@@ -29,6 +46,7 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
 
     list_display = ["name", "team", "kind_label", "digest", "failing_after",
                     "owner_monitor", "created_at"]  # fmt: skip
+    form = ChannelAdminForm
     list_filter = ["kind", "digest"]
     list_select_related = ["team", "owner_monitor"]
     search_fields = ["name", "team__name"]
@@ -51,8 +69,10 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
         # time, which the dashboard and the API set and the form does not show.
         with transaction.atomic():
             super().save_model(request, obj, form, change)
+            if obj.digest and obj.digest_at is None:
+                obj.digest_at = time(9, 0)  # as through the API
             digests.schedule(obj, timezone.now())
-            obj.save(update_fields=["digest_since", "next_digest_at"])
+            obj.save(update_fields=["digest_at", "digest_since", "next_digest_at"])
 
     @admin.display(description="Kind", ordering="kind")
     def kind_label(self, channel: Channel) -> str:
