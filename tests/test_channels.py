@@ -868,3 +868,19 @@ def test_apprise_names_a_diff_only_for_a_changed_page(
     changed, removed = body.split("- https://example.com/")[1:3]
     assert "Diff: " in changed
     assert "Diff: " not in removed and "In Pagewatch: " in removed
+
+
+def test_an_apprise_message_does_not_repeat_its_title_as_its_first_line(
+    team, site, inbox, scenario, queued
+):
+    host = urlsplit(site.url()).netloc
+    monitor = make_monitor(team)
+    make_channel(team, monitor, kind="apprise", settings={"url": f"json://{host}/json"})
+
+    scenario.run(monitor, [("https://example.com/pricing", "changed")])
+    queued.run()
+
+    sent = json.loads(inbox[0].body)
+    assert sent["title"].startswith(f"{monitor.name}: ")
+    assert sent["title"] not in sent["message"]
+    assert sent["message"].lstrip().startswith("- https://example.com/pricing")
