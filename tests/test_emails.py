@@ -572,6 +572,19 @@ def test_a_long_judge_reason_is_cut_with_an_ellipsis_not_mid_sentence_silently(
     assert len(why.strip().removeprefix("Why: ")) <= 300
 
 
+def test_a_reason_in_a_right_to_left_language_keeps_its_own_direction(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    reason = "ارتفع السعر من 19 إلى 24 دولارًا"
+    judgment = judged(True) | {"reason": reason}
+    scenario.run(monitor, [("https://e.com/a", "changed", {"judgment": judgment})])
+    queued.run()
+
+    [mail] = mailoutbox
+    assert f'<span dir="auto">{reason}</span>' in html_of(mail)
+
+
 TWO_HUNKS = (
     "--- previous.md\n+++ current.md\n@@ -1,2 +1,2 @@\n # Plans\n-Pro $19/mo\n"
     "+Pro $24/mo\n@@ -40,2 +40,2 @@\n # Contact\n-Call us\n+Write to us\n"
