@@ -55,7 +55,8 @@ def test_a_backup_of_the_embedded_database_holds_its_teams_accounts_and_keys(
     assert "Pagewatch is set up" in again.stdout
 
 
-def test_a_backup_never_overwrites_a_file(tmp_path, db):
+def test_a_backup_never_overwrites_a_file(tmp_path, db, monkeypatch):
+    monkeypatch.setattr(connection, "vendor", "sqlite")  # CI's is PostgreSQL
     existing = tmp_path / "backup.sqlite3"
     existing.write_bytes(b"an older backup")
 
