@@ -884,3 +884,56 @@ def test_an_apprise_message_does_not_repeat_its_title_as_its_first_line(
     assert sent["title"].startswith(f"{monitor.name}: ")
     assert sent["title"] not in sent["message"]
     assert sent["message"].lstrip().startswith("- https://example.com/pricing")
+
+
+def change_with_failures(failures: int, pages: int = 10) -> dict[str, Any]:
+    from checks.notify import messages
+
+    link = "https://pagewatch.example/monitors/1/checks/2/"
+    return {
+        "type": messages.CHANGE,
+        "monitor": {"name": "Prices"},
+        "counts": f"{pages} pages changed",
+        "pages": [
+            {
+                "url": f"https://shop.example/item-{n}",
+                "status": "changed",
+                "label": "changed",
+                "link": f"{link}pages/{n}/",
+            }
+            for n in range(pages)
+        ],
+        "failures": [
+            {"label": "Web search", "reason": f"Search {n} answered HTTP 500."}
+            for n in range(failures)
+        ],
+        "more": 3,
+        "link": link,
+    }
+
+
+def test_a_change_with_sixty_failed_searches_stays_within_slacks_fifty_blocks():
+    from checks.notify.kinds import slack
+
+    blocks = slack.blocks(change_with_failures(60))
+
+    # Slack refuses a message of more than 50 blocks whole: it never arrives.
+    assert len(blocks) == 50
+    said = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    assert "item-9|" in said[9]
+    shown = sum(1 for text in said if "failed:*" in text)
+    # The failures left out join the pages already left out in one count.
+    assert said[-2] == f"…and {3 + 60 - shown} more."
+    assert "Open the check in Pagewatch" in said[-1]
+
+
+def test_a_change_with_a_few_failures_lists_every_one_in_slack():
+    from checks.notify.kinds import slack
+
+    message = change_with_failures(38) | {"more": 0}
+    blocks = slack.blocks(message)
+
+    # Header, 10 pages, 38 failures and the link: exactly 50, no "more".
+    said = json.dumps(blocks, ensure_ascii=False)
+    assert len(blocks) == 50
+    assert "Search 37 answered" in said and "more." not in said
