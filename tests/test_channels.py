@@ -937,3 +937,14 @@ def test_a_change_with_a_few_failures_lists_every_one_in_slack():
     said = json.dumps(blocks, ensure_ascii=False)
     assert len(blocks) == 50
     assert "Search 37 answered" in said and "more." not in said
+
+
+def test_a_long_slack_header_is_cut_with_an_ellipsis():
+    from checks.notify.kinds import slack
+
+    message = change_with_failures(0) | {"monitor": {"name": "Prices " * 40}}
+    header = slack.blocks(message)[0]["text"]["text"]
+
+    # Slack takes 150 characters in a header; a cut one says so.
+    assert len(header) == 150
+    assert header.endswith("…")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
 from django.utils import timezone
+from django.utils.text import Truncator
 
 from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
@@ -49,6 +50,7 @@ SLACK_WORDS = {
 }
 SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
 MAX_BLOCKS = 50  # and 50 blocks in a message.
+HEADER_CHARS = 150
 
 
 def token() -> str:
@@ -150,7 +152,7 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     a link to the diff) and failed targets, cut with "and N more"."""
     title = messages.title(message)
     out: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}}
+        {"type": "header", "text": {"type": "plain_text", "text": _header(title)}}
     ]
     if message.get("type") == messages.CHANGE:
         entries = [_page_section(page) for page in message.get("pages") or []]
@@ -171,6 +173,11 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     else:
         out.append(_section(_mrkdwn(messages.text(message))))
     return out
+
+
+def _header(title: str) -> str:
+    # Slack takes 150 characters in a header; a cut title says it was cut.
+    return Truncator(title).chars(HEADER_CHARS)
 
 
 def _within(entries: list[Any], room: int, more: int = 0) -> list[Any]:
