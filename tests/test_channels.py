@@ -948,3 +948,47 @@ def test_a_long_slack_header_is_cut_with_an_ellipsis():
     # Slack takes 150 characters in a header; a cut one says so.
     assert len(header) == 150
     assert header.endswith("…")
+
+
+def failing_message(team, pigeon, scenario, queued, pages, error) -> str:
+    """The "is failing" text a pigeon channel hears after one check that
+    failed with `pages` and its own `error`."""
+    from checks.notify import messages
+
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"},
+        events=["failing"], failing_after=1,
+    )  # fmt: skip
+    check = scenario.start(monitor)
+    for url, status, fields in pages:
+        scenario.page(check, url, status, **fields)
+    scenario.finish(check, Check.Status.FAILED, error)
+    queued.run()
+    [message] = pigeon.flown
+    return messages.text(message)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        (
+            {"status_code": 403, "error": "HTTP 403", "error_kind": "http_4xx"},
+            "The site refused access (HTTP 403).",
+        ),
+        ({"error": "ReadTimeout", "error_kind": "timeout"}, "The page took too long"),
+    ],
+)
+def test_a_failing_alert_says_why_the_page_could_not_be_checked(
+    team, pigeon, scenario, queued, fields, words
+):
+    page = ("https://example.com/pricing", "error", fields)
+
+    said = failing_message(
+        team, pigeon, scenario, queued, [page], "The page could not be checked."
+    )
+
+    # The check's own summary ("The page could not be checked.") tells the
+    # team nothing they can act on; the page's reason does.
+    assert f"Last error: {words}" in said
+    assert "could not be checked" not in said

@@ -16,6 +16,7 @@ from django.utils.text import Truncator
 
 from checks.errors import ErrorKind, plain_error
 from checks.notify.texts import http_href
+from monitors.search_provider import in_plain_words
 from monitors.target_kinds import TargetFailure
 
 if TYPE_CHECKING:
@@ -197,6 +198,25 @@ class ChangeReport:
 
 def _pages(n: int) -> str:
     return f"{n} page{'s' if n != 1 else ''}"
+
+
+def failing_reason(check: Check) -> str | None:
+    """Why a failed check failed, as a "failing" alert says it: its first
+    page error in the dashboard's words ("The site refused access (HTTP
+    403)."), else a target's failure, else the check's own error. The check's
+    error alone is mostly its summary ("The page could not be checked."),
+    which tells the team nothing they can act on."""
+    page = (
+        check.pages.filter(status="error")
+        .order_by("created_at", "id")
+        .values_list("error_kind", "status_code", "error")
+        .first()
+    )
+    if page is not None:
+        return plain_error(*page)
+    for failure in check.target_failures():
+        return in_plain_words(failure.reason)
+    return in_plain_words(check.error) if check.error else None
 
 
 def change_report(check: Check) -> ChangeReport:
