@@ -950,9 +950,11 @@ def test_a_long_slack_header_is_cut_with_an_ellipsis():
     assert header.endswith("…")
 
 
-def failing_message(team, pigeon, scenario, queued, pages, error) -> str:
+def failing_message(
+    team, pigeon, scenario, queued, pages, error, target_results=None
+) -> str:
     """The "is failing" text a pigeon channel hears after one check that
-    failed with `pages` and its own `error`."""
+    failed with `pages` (and `target_results`) and its own `error`."""
     from checks.notify import messages
 
     monitor = make_monitor(team)
@@ -961,6 +963,8 @@ def failing_message(team, pigeon, scenario, queued, pages, error) -> str:
         events=["failing"], failing_after=1,
     )  # fmt: skip
     check = scenario.start(monitor)
+    check.target_results = target_results
+    check.save(update_fields=["target_results"])
     for url, status, fields in pages:
         scenario.page(check, url, status, **fields)
     scenario.finish(check, Check.Status.FAILED, error)
@@ -992,3 +996,55 @@ def test_a_failing_alert_says_why_the_page_could_not_be_checked(
     # team nothing they can act on; the page's reason does.
     assert f"Last error: {words}" in said
     assert "could not be checked" not in said
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Scrape failed: <html><body><h1>502 Bad Gateway</h1></body></html>",
+        "Scrape failed (scrapeId=3f2a9c1e-77b0, attempt=2): upstream reset",
+    ],
+)
+def test_a_failing_alert_never_sends_a_checks_raw_internal_text(
+    team, pigeon, scenario, queued, raw
+):
+    said = failing_message(team, pigeon, scenario, queued, [], raw)
+
+    assert "<" not in said and "scrapeId" not in said and "upstream" not in said
+    assert "Last error: Something went wrong on our side" in said
+
+
+def test_a_failing_alert_keeps_a_pages_words_but_not_its_raw_text(
+    team, pigeon, scenario, queued
+):
+    fields = {"error": "<html><title>Oops</title></html>", "error_kind": "browser"}
+    page = ("https://example.com/pricing", "error", fields)
+
+    said = failing_message(
+        team, pigeon, scenario, queued, [page], "The page could not be checked."
+    )
+
+    assert "Last error: The browser could not show this page." in said
+    assert "<" not in said and "Oops" not in said
+
+
+def test_a_failing_alert_keeps_a_check_error_written_in_plain_words(
+    team, pigeon, scenario, queued
+):
+    from checks.runner import TIME_LIMIT_MESSAGE
+
+    said = failing_message(team, pigeon, scenario, queued, [], TIME_LIMIT_MESSAGE)
+
+    assert f"Last error: {TIME_LIMIT_MESSAGE}" in said
+
+
+def test_a_failing_alert_says_a_failed_search_in_words_not_its_raw_answer(
+    team, pigeon, scenario, queued
+):
+    raw = "SearXNG answered HTTP 502: <html><body>Bad gateway</body></html>"
+    results = [{"type": "search", "searchCompleted": False, "degradedReason": raw}]
+
+    said = failing_message(team, pigeon, scenario, queued, [], raw, results)
+
+    assert "Last error: The web search failed." in said
+    assert "<" not in said and "Bad gateway" not in said
