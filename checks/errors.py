@@ -73,6 +73,16 @@ FETCH_KINDS = frozenset(
 )
 
 
+# Text written for programs rather than people: markup (an error page's HTML),
+# key=value pairs (a provider's "scrapeId=…"), a traceback or JSON.
+_RAW = re.compile(r"<[A-Za-z!/][^<>]*>|\b[A-Za-z_][\w.-]*=\S|Traceback \(|\{\"")
+
+
+def is_raw(text: str | None) -> bool:
+    """Whether `text` is internal text no reader should be sent as it is."""
+    return bool(text and _RAW.search(text))
+
+
 def kind_of_status(status_code: int | None) -> ErrorKind | None:
     """The kind of an HTTP error status, None for anything below 400."""
     if status_code is None or status_code < 400:

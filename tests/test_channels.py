@@ -884,3 +884,167 @@ def test_an_apprise_message_does_not_repeat_its_title_as_its_first_line(
     assert sent["title"].startswith(f"{monitor.name}: ")
     assert sent["title"] not in sent["message"]
     assert sent["message"].lstrip().startswith("- https://example.com/pricing")
+
+
+def change_with_failures(failures: int, pages: int = 10) -> dict[str, Any]:
+    from checks.notify import messages
+
+    link = "https://pagewatch.example/monitors/1/checks/2/"
+    return {
+        "type": messages.CHANGE,
+        "monitor": {"name": "Prices"},
+        "counts": f"{pages} pages changed",
+        "pages": [
+            {
+                "url": f"https://shop.example/item-{n}",
+                "status": "changed",
+                "label": "changed",
+                "link": f"{link}pages/{n}/",
+            }
+            for n in range(pages)
+        ],
+        "failures": [
+            {"label": "Web search", "reason": f"Search {n} answered HTTP 500."}
+            for n in range(failures)
+        ],
+        "more": 3,
+        "link": link,
+    }
+
+
+def test_a_change_with_sixty_failed_searches_stays_within_slacks_fifty_blocks():
+    from checks.notify.kinds import slack
+
+    blocks = slack.blocks(change_with_failures(60))
+
+    # Slack refuses a message of more than 50 blocks whole: it never arrives.
+    assert len(blocks) == 50
+    said = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    assert "item-9|" in said[9]
+    shown = sum(1 for text in said if "failed:*" in text)
+    # The failures left out join the pages already left out in one count.
+    assert said[-2] == f"…and {3 + 60 - shown} more."
+    assert "Open the check in Pagewatch" in said[-1]
+
+
+def test_a_change_with_a_few_failures_lists_every_one_in_slack():
+    from checks.notify.kinds import slack
+
+    message = change_with_failures(38) | {"more": 0}
+    blocks = slack.blocks(message)
+
+    # Header, 10 pages, 38 failures and the link: exactly 50, no "more".
+    said = json.dumps(blocks, ensure_ascii=False)
+    assert len(blocks) == 50
+    assert "Search 37 answered" in said and "more." not in said
+
+
+def test_a_long_slack_header_is_cut_with_an_ellipsis():
+    from checks.notify.kinds import slack
+
+    message = change_with_failures(0) | {"monitor": {"name": "Prices " * 40}}
+    header = slack.blocks(message)[0]["text"]["text"]
+
+    # Slack takes 150 characters in a header; a cut one says so.
+    assert len(header) == 150
+    assert header.endswith("…")
+
+
+def failing_message(
+    team, pigeon, scenario, queued, pages, error, target_results=None
+) -> str:
+    """The "is failing" text a pigeon channel hears after one check that
+    failed with `pages` (and `target_results`) and its own `error`."""
+    from checks.notify import messages
+
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"},
+        events=["failing"], failing_after=1,
+    )  # fmt: skip
+    check = scenario.start(monitor)
+    check.target_results = target_results
+    check.save(update_fields=["target_results"])
+    for url, status, fields in pages:
+        scenario.page(check, url, status, **fields)
+    scenario.finish(check, Check.Status.FAILED, error)
+    queued.run()
+    [message] = pigeon.flown
+    return messages.text(message)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        (
+            {"status_code": 403, "error": "HTTP 403", "error_kind": "http_4xx"},
+            "The site refused access (HTTP 403).",
+        ),
+        ({"error": "ReadTimeout", "error_kind": "timeout"}, "The page took too long"),
+    ],
+)
+def test_a_failing_alert_says_why_the_page_could_not_be_checked(
+    team, pigeon, scenario, queued, fields, words
+):
+    page = ("https://example.com/pricing", "error", fields)
+
+    said = failing_message(
+        team, pigeon, scenario, queued, [page], "The page could not be checked."
+    )
+
+    # The check's own summary ("The page could not be checked.") tells the
+    # team nothing they can act on; the page's reason does.
+    assert f"Last error: {words}" in said
+    assert "could not be checked" not in said
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Scrape failed: <html><body><h1>502 Bad Gateway</h1></body></html>",
+        "Scrape failed (scrapeId=3f2a9c1e-77b0, attempt=2): upstream reset",
+    ],
+)
+def test_a_failing_alert_never_sends_a_checks_raw_internal_text(
+    team, pigeon, scenario, queued, raw
+):
+    said = failing_message(team, pigeon, scenario, queued, [], raw)
+
+    assert "<" not in said and "scrapeId" not in said and "upstream" not in said
+    assert "Last error: Something went wrong on our side" in said
+
+
+def test_a_failing_alert_keeps_a_pages_words_but_not_its_raw_text(
+    team, pigeon, scenario, queued
+):
+    fields = {"error": "<html><title>Oops</title></html>", "error_kind": "browser"}
+    page = ("https://example.com/pricing", "error", fields)
+
+    said = failing_message(
+        team, pigeon, scenario, queued, [page], "The page could not be checked."
+    )
+
+    assert "Last error: The browser could not show this page." in said
+    assert "<" not in said and "Oops" not in said
+
+
+def test_a_failing_alert_keeps_a_check_error_written_in_plain_words(
+    team, pigeon, scenario, queued
+):
+    from checks.runner import TIME_LIMIT_MESSAGE
+
+    said = failing_message(team, pigeon, scenario, queued, [], TIME_LIMIT_MESSAGE)
+
+    assert f"Last error: {TIME_LIMIT_MESSAGE}" in said
+
+
+def test_a_failing_alert_says_a_failed_search_in_words_not_its_raw_answer(
+    team, pigeon, scenario, queued
+):
+    raw = "SearXNG answered HTTP 502: <html><body>Bad gateway</body></html>"
+    results = [{"type": "search", "searchCompleted": False, "degradedReason": raw}]
+
+    said = failing_message(team, pigeon, scenario, queued, [], raw, results)
+
+    assert "Last error: The web search failed." in said
+    assert "<" not in said and "Bad gateway" not in said

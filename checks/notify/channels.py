@@ -126,7 +126,7 @@ def _failing(link: MonitorChannel, check: Check, failed: bool) -> list[Delivery]
             failing_since=timezone.now()
         ):
             return []
-        message = messages.failing(monitor, failures, check.error)
+        message = messages.failing(monitor, failures, check)
         return [create(channel, monitor, check, message)]
     if not failed and link.failing_since is not None:
         if not links.filter(failing_since__isnull=False).update(failing_since=None):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from checks.notify.reports import change_report
+from checks.notify.reports import change_report, failing_reason
 from checks.notify.texts import absolute, local_time
 
 if TYPE_CHECKING:
@@ -111,12 +111,13 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
     }
 
 
-def failing(monitor: Monitor, failures: int, error: str | None) -> dict[str, Any]:
+def failing(monitor: Monitor, failures: int, check: Check) -> dict[str, Any]:
+    """`check`: the failed check that made the monitor failing."""
     return {
         "type": FAILING,
         "monitor": _monitor(monitor),
         "failures": failures,
-        "error": _cut(error),
+        "error": _cut(failing_reason(check)),
         "link": absolute(monitor.get_absolute_url()),
     }
 

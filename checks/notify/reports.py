@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from django.db.models.fields.json import KT
 from django.utils.text import Truncator
 
-from checks.errors import ErrorKind, plain_error
+from checks.errors import ErrorKind, is_raw, plain_error
 from checks.notify.texts import http_href
+from monitors.search_provider import in_plain_words
 from monitors.target_kinds import TargetFailure
 
 if TYPE_CHECKING:
@@ -197,6 +198,36 @@ class ChangeReport:
 
 def _pages(n: int) -> str:
     return f"{n} page{'s' if n != 1 else ''}"
+
+
+# A failed check's error that is not fit to be shown, in its place.
+CHECK_FAILED_WORDS = "Something went wrong on our side while checking this monitor."
+
+
+def failing_reason(check: Check) -> str | None:
+    """Why a failed check failed, as a "failing" alert says it: its first
+    page error in the dashboard's words ("The site refused access (HTTP
+    403)."), else a target's failure, else the check's own error. The check's
+    error alone is mostly its summary ("The page could not be checked."),
+    which tells the team nothing they can act on."""
+    page = (
+        check.pages.filter(status="error")
+        .order_by("created_at", "id")
+        .values_list("error_kind", "status_code", "error")
+        .first()
+    )
+    # Raw internal text (an error page's HTML, a provider's ids) is never
+    # passed on: the kind's own words stand for it.
+    if page is not None:
+        kind, code, error = page
+        return plain_error(kind, code, None if is_raw(error) else error)
+    for failure in check.target_failures():
+        if is_raw(failure.reason):
+            return f"The {failure.label.lower()} failed."
+        return in_plain_words(failure.reason)
+    if not check.error:
+        return None
+    return CHECK_FAILED_WORDS if is_raw(check.error) else in_plain_words(check.error)
 
 
 def change_report(check: Check) -> ChangeReport:

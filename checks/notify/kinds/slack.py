@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
 from django.utils import timezone
+from django.utils.text import Truncator
 
 from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
@@ -49,6 +50,7 @@ SLACK_WORDS = {
 }
 SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
 MAX_BLOCKS = 50  # and 50 blocks in a message.
+HEADER_CHARS = 150
 
 
 def token() -> str:
@@ -147,36 +149,24 @@ def _section(text: str) -> dict[str, Any]:
 
 def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Block Kit: a header, then the monitor's pages (reason, before → after,
-    a link to the diff), cut with "and N more"."""
+    a link to the diff) and failed targets, cut with "and N more"."""
     title = messages.title(message)
     out: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}}
+        {"type": "header", "text": {"type": "plain_text", "text": _header(title)}}
     ]
     if message.get("type") == messages.CHANGE:
-        for page in message.get("pages") or []:
-            lines = [f"*{_link(page['url'], page['url'])}* — {_mrkdwn(page['label'])}"]
-            if page.get("reason"):
-                lines.append(f"_{_mrkdwn(page['reason'])}_")
-            # Why the page could not be checked, in the dashboard's words; a
-            # blocked page's label already says it.
-            if page.get("error") and not page.get("blocked"):
-                lines.append(_mrkdwn(page["error"]))
-            if page.get("before") or page.get("after"):
-                lines.append(
-                    f"~{_mrkdwn(page.get('before') or '')}~ → "
-                    f"{_mrkdwn(page.get('after') or '')}"
-                )
-            # Only a changed page has a diff; the others open its result.
-            words = "See the diff" if page.get("status") == "changed" else None
-            lines.append(_link(page["link"], words or "Open in Pagewatch"))
-            out.append(_section("\n".join(lines)))
-        for failure in message.get("failures") or []:
-            words = (
+        entries = [_page_section(page) for page in message.get("pages") or []]
+        entries.extend(
+            _section(
                 f"*{_mrkdwn(failure['label'])} failed:* {_mrkdwn(failure['reason'])}"
             )
-            out.append(_section(words))
-        if message.get("more"):
-            out.append(_section(f"…and {message['more']} more."))
+            for failure in message.get("failures") or []
+        )
+        # Room for the header and the link to the check, after the list.
+        shown = _within(entries, MAX_BLOCKS - 2, int(message.get("more") or 0))
+        out.extend(shown)
+        if more := int(message.get("more") or 0) + len(entries) - len(shown):
+            out.append(_section(f"…and {more} more."))
         out.append(_section(_link(message["link"], "Open the check in Pagewatch")))
     elif message.get("type") == messages.DIGEST:
         out.extend(_digest_blocks(message))
@@ -185,14 +175,46 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _header(title: str) -> str:
+    # Slack takes 150 characters in a header; a cut title says it was cut.
+    return Truncator(title).chars(HEADER_CHARS)
+
+
+def _within(entries: list[Any], room: int, more: int = 0) -> list[Any]:
+    """The first of `entries` that fit in `room` blocks, keeping one free for
+    "…and N more" when some are left out (or `more` were already): Slack
+    refuses a message of over 50 blocks whole, so it would never arrive."""
+    if not more and len(entries) <= room:
+        return entries
+    return entries[: room - 1]
+
+
+def _page_section(page: Mapping[str, Any]) -> dict[str, Any]:
+    lines = [f"*{_link(page['url'], page['url'])}* — {_mrkdwn(page['label'])}"]
+    if page.get("reason"):
+        lines.append(f"_{_mrkdwn(page['reason'])}_")
+    # Why the page could not be checked, in the dashboard's words; a
+    # blocked page's label already says it.
+    if page.get("error") and not page.get("blocked"):
+        lines.append(_mrkdwn(page["error"]))
+    if page.get("before") or page.get("after"):
+        lines.append(
+            f"~{_mrkdwn(page.get('before') or '')}~ → "
+            f"{_mrkdwn(page.get('after') or '')}"
+        )
+    # Only a changed page has a diff; the others open its result.
+    words = "See the diff" if page.get("status") == "changed" else None
+    lines.append(_link(page["link"], words or "Open in Pagewatch"))
+    return _section("\n".join(lines))
+
+
 def _digest_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A section per monitor, each within Slack's size: one section for the
     whole digest was cut at its limit, mid-link, and the monitors after the
     first few pages were never shown."""
     entries = list(message.get("monitors") or [])
-    # Room for the header, this intro and a last "…and N more monitors".
-    room = MAX_BLOCKS - 3
-    shown = entries if len(entries) <= room + 1 else entries[:room]
+    # Room for the header and this intro.
+    shown = _within(entries, MAX_BLOCKS - 2)
     out = [_section(_mrkdwn(messages.digest_intro(message)))]
     out.extend(_section(_digest_entry(entry)) for entry in shown)
     if rest := len(entries) - len(shown):
