@@ -329,3 +329,17 @@ def test_the_channel_form_says_what_counts_as_a_meaningful_change(web, settings)
     settings.LLM_BASE_URL = ""
     page = html.unescape(web.get("/channels/new/?kind=webhook").content.decode())
     assert ("No AI model is set up here, so every change counts as meaningful.") in page
+
+
+def test_the_digest_time_says_it_is_for_digests_and_stays_without_javascript(web):
+    page = html.unescape(web.get("/channels/new/?kind=webhook").content.decode())
+    opening = r'<div class="field"[^>]*>\s*<label for="channel-digest-at"'
+    field = re.search(opening, page)
+
+    # Served visible, so the form works without JavaScript; app.js hides it
+    # while "at once" is chosen.
+    assert field is not None
+    assert " hidden" not in field.group(0)
+    assert 'data-shown-when="channel-digest"' in field.group(0)
+    assert 'data-shown-values="daily weekly"' in field.group(0)
+    assert "Only for a daily or weekly digest." in page
