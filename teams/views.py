@@ -200,16 +200,35 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
     return redirect("team-members")
 
 
+def _member_remove_question(
+    request: DashboardRequest, membership: Membership
+) -> HttpResponse:
+    asked = (
+        with_removable(with_keys_made(Membership.objects.filter(pk=membership.pk)))
+        .select_related("user")
+        .get()
+    )
+    if not asked.removable:
+        messages.error(request, LastOwnerError.message)
+        return redirect("team-members")
+    context = {"member": asked, "leaving": asked.user_id == request.user.pk}
+    return render(request, "teams/member_confirm_remove.html", context)
+
+
 def _keys_stopped(count: int) -> str:
     if count == 1:
         return "The API key they made no longer works."
     return f"The {count} API keys they made no longer work."
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @team_view(needs=Action.MANAGE)
 def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse:
+    """GET asks first (as deleting a monitor does): removing someone also
+    revokes the API keys they made, which a stray click must not do."""
     membership = _membership_for(request, membership_id)
+    if request.method == "GET":
+        return _member_remove_question(request, membership)
     try:
         membership.remove()
     except LastOwnerError as exc:

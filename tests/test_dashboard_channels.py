@@ -329,3 +329,79 @@ def test_the_channel_form_says_what_counts_as_a_meaningful_change(web, settings)
     settings.LLM_BASE_URL = ""
     page = html.unescape(web.get("/channels/new/?kind=webhook").content.decode())
     assert ("No AI model is set up here, so every change counts as meaningful.") in page
+
+
+def test_the_digest_time_says_it_is_for_digests_and_stays_without_javascript(web):
+    page = html.unescape(web.get("/channels/new/?kind=webhook").content.decode())
+    opening = r'<div class="field"[^>]*>\s*<label for="channel-digest-at"'
+    field = re.search(opening, page)
+
+    # Served visible, so the form works without JavaScript; app.js hides it
+    # while "at once" is chosen.
+    assert field is not None
+    assert " hidden" not in field.group(0)
+    assert 'data-shown-when="channel-digest"' in field.group(0)
+    assert 'data-shown-values="daily weekly"' in field.group(0)
+    assert "Only for a daily or weekly digest." in page
+
+
+def _channel_facts(page: str, name: str) -> str:
+    section = page.split(f">{name}</h2>", 1)[1]
+    facts = section.split('<p class="muted">', 1)[1].split("</p>")[0]
+    return re.sub(r"\s+", " ", facts)
+
+
+def test_the_channels_page_names_the_monitors_each_channel_serves(web, team):
+    from django.utils import timezone
+
+    from tests.test_history import make_monitor
+
+    ops = Channel.objects.create(team=team, name="Ops room", kind="webhook")
+    busy = Channel.objects.create(team=team, name="Busy room", kind="webhook")
+    Channel.objects.create(team=team, name="Idle room", kind="webhook")
+    make_monitor(team, "Library hours").channels.add(ops)
+    make_monitor(team, "Broken pages").channels.add(ops)
+    gone = make_monitor(team, "Gone")
+    gone.channels.add(ops)
+    gone.soft_delete(timezone.now())
+    for name in ("Alpha", "Bravo", "Charlie", "Delta", "Echo"):
+        make_monitor(team, name).channels.add(busy)
+
+    page = html.unescape(web.get("/channels/").content.decode())
+
+    assert _channel_facts(page, "Ops room").endswith(
+        "2 monitors: Broken pages and Library hours"
+    )
+    assert _channel_facts(page, "Busy room").endswith(
+        "5 monitors: Alpha, Bravo, Charlie and 2 more"
+    )
+    assert _channel_facts(page, "Idle room").endswith("no monitors yet")
+
+
+def test_the_channels_page_takes_as_many_queries_for_many_channels_as_for_one(
+    web, team
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.test_history import make_monitor
+
+    def add_channel(name: str) -> None:
+        channel = Channel.objects.create(team=team, name=name, kind="webhook")
+        make_monitor(team, f"{name} monitor").channels.add(channel)
+        for _ in range(2):
+            Delivery.objects.create(
+                kind="webhook", channel=channel, event="channel.test", body="{}"
+            )
+
+    add_channel("First")
+    web.get("/channels/")  # sessions and caches warm
+    with CaptureQueriesContext(connection) as one:
+        web.get("/channels/")
+    for name in ("Second", "Third", "Fourth"):
+        add_channel(name)
+    with CaptureQueriesContext(connection) as four:
+        page = html.unescape(web.get("/channels/").content.decode())
+
+    assert "Fourth monitor" in page
+    assert len(four) == len(one)

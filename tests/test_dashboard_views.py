@@ -4,6 +4,7 @@ inline validation that must agree with the API word for word."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -1944,3 +1945,24 @@ def test_the_monitor_page_opens_on_its_last_checks_outcome_with_a_link_to_it(web
     assert f'href="{latest.get_absolute_url()}">See the results</a>' in run_card
     assert older.get_absolute_url() not in run_card
     assert "Run now" in run_card
+
+
+def test_pausing_resuming_and_deleting_quote_the_monitor_name_as_saving_does(web, team):
+    monitor = make_monitor(team, name="Broken pages")
+    toggle = reverse("monitor-toggle", kwargs={"pk": monitor.pk})
+
+    def said(response) -> str:
+        return html.unescape(response.content.decode())
+
+    paused = said(web.post(toggle, {"status": "paused"}, follow=True))
+    resumed = said(web.post(toggle, {"status": "active"}, follow=True))
+    announced = web.post(toggle, {"status": "paused"}, HTTP_HX_REQUEST="true")
+    deleted = said(web.post(reverse("monitor-delete", args=[monitor.pk]), follow=True))
+
+    assert "“Broken pages” paused." in paused
+    assert "“Broken pages” resumed." in resumed
+    trigger = json.loads(announced["HX-Trigger"])
+    assert trigger["announce"]["message"] == "“Broken pages” paused."
+    assert "“Broken pages” deleted." in deleted
+    monitor.refresh_from_db()
+    assert monitor.deleted_at is not None

@@ -180,3 +180,49 @@ def test_the_last_owner_is_offered_no_leave_button_but_told_how_to_leave(
 
     assert reverse("member-remove", args=[olive.pk]) in page
     assert "Leave the team" in page
+
+
+def test_remove_on_the_team_page_asks_first_and_removes_nobody_until_confirmed(
+    client, team, people
+):
+    owner, editor, eddie = people
+    _, theirs = ApiKey.issue(team, name="eddie's laptop", created_by=editor)
+    client.force_login(owner)
+    remove_url = reverse("member-remove", args=[eddie.pk])
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    # The Team page links to a question; it holds no form that removes at once.
+    assert f'href="{remove_url}"' in page
+    assert f'action="{remove_url}"' not in page
+
+    asked = client.get(remove_url)
+
+    question = html.unescape(asked.content.decode())
+    assert asked.status_code == 200
+    assert "Remove eddie from the team?" in question
+    assert "The API key they made stops working" in question
+    assert f'action="{remove_url}"' in question
+    assert Membership.objects.filter(pk=eddie.pk).exists()
+    assert answers(theirs) == 200
+    assert not Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED).exists()
+
+    client.post(remove_url)
+
+    assert not Membership.objects.filter(pk=eddie.pk).exists()
+    assert answers(theirs) == 401
+
+
+def test_asking_to_remove_the_last_owner_says_why_not_and_removes_nobody(
+    client, team, people
+):
+    owner, _, _ = people
+    olive = Membership.objects.get(team=team, user=owner)
+    client.force_login(owner)
+
+    response = client.get(reverse("member-remove", args=[olive.pk]), follow=True)
+
+    said = html.unescape(response.content.decode())
+    assert response.redirect_chain == [(reverse("team-members"), 302)]
+    assert "make someone else an owner first." in said
+    assert Membership.objects.filter(pk=olive.pk).exists()

@@ -224,3 +224,54 @@ def test_the_import_page_tells_staff_how_to_export_without_developer_words(web):
     assert steps and "Export this team's monitors" in steps[1]
     for word in ("manage.py", "exportmonitors", "GET ", "/v2/"):
         assert word not in page
+
+
+def _preview_rows(page: str) -> dict[str, str]:
+    """Each preview row's words, by the watch it is about."""
+    table = page.split('aria-label="Preview of the import"', 1)[1].split("</table>")[0]
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]:
+        words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row)).strip()
+        rows[words.split(" ", 1)[0]] = words
+    return rows
+
+
+def test_a_watch_that_will_not_be_imported_lists_nothing_as_left_behind(web, team):
+    listing = _address_list("https://a.test/p", "not a url")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    rows = _preview_rows(html.unescape(web.get(run_url).content.decode()))
+
+    assert "No check interval given: checked every hour." in rows["https://a.test/p"]
+    refused = rows["not"]
+    assert "No check interval given" not in refused
+    assert "not a web address" in refused
+
+    web.post(run_url + "confirm/")
+    report = html.unescape(web.get(run_url).content.decode())
+    table = report.split('aria-label="What the import did"', 1)[1]
+    assert table.count("No check interval given") == 1
+    assert Monitor.objects.filter(team=team).count() == 1
+
+
+def test_a_refused_watch_names_the_part_that_is_wrong_plainly(web):
+    run_url = preview(web, "csv", _address_list("not a url"), "list.txt")["Location"]
+
+    rows = _preview_rows(html.unescape(web.get(run_url).content.decode()))
+
+    assert "Its address" not in rows["not"]
+    assert "The address: “not a url” is not a web address" in rows["not"]
+
+
+def test_one_duplicate_is_spoken_of_in_the_singular(web, team):
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=existing, type="scrape", urls=["https://a.test/p"])
+    listing = _address_list("https://a.test/p", "https://a.test/q")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    page = re.sub(r"\s+", " ", html.unescape(web.get(run_url).content.decode()))
+
+    assert (
+        "1 watch is already monitored here and will be skipped unless you tick it."
+        in page
+    )

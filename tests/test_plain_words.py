@@ -123,3 +123,17 @@ def test_a_monitor_without_a_webhook_reads_off_not_none(web, team):
     webhook_row = re.search(r"<dt>Webhook</dt>\s*<dd>(.*?)</dd>", page, re.S)[1]
     assert ">Off<" in webhook_row
     assert "None" not in webhook_row
+
+
+def test_the_webhook_choices_on_the_monitor_form_name_no_api_events(web):
+    page = html.unescape(web.get(reverse("monitor-create")).content.decode())
+    webhook = page.split('id="field-webhook_events"', 1)[1].split("</fieldset>", 1)[0]
+
+    # The boxes still post the API's names; staff read only words.
+    assert 'value="monitor.page"' in webhook
+    assert 'value="monitor.check.completed"' in webhook
+    labels = re.sub(r"<[^>]*>", " ", webhook)
+    assert "monitor.page" not in labels
+    assert "monitor.check.completed" not in labels
+    assert "A message for each page checked" in labels
+    assert "A message when a check ends" in labels

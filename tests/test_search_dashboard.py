@@ -251,3 +251,49 @@ def test_the_monitor_list_says_a_failed_last_check_failed_not_that_it_had_no_pag
     page = web.get(reverse("monitor-list")).content.decode()
     last_check = page.split('data-label="Last check">')[1].split("</td>")[0]
     assert "Check failed" in last_check and "No pages" not in last_check
+
+
+def _words(body: str) -> str:
+    main = body.split("<main", 1)[1].split("</main>", 1)[0]
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", main)))
+
+
+def test_the_results_page_of_a_monitor_without_web_search_says_it_searches_nothing(
+    web, team
+):
+    monitor = Monitor.objects.create(team=team, name="P", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=["https://e.com/"])
+
+    words = _words(web.get(f"/monitors/{monitor.pk}/results/").content.decode())
+
+    assert "goal" not in words
+    assert "web searches" not in words
+    assert "This monitor does not search the web" in words
+
+
+def test_the_results_page_of_a_search_without_a_goal_speaks_of_no_goal(
+    web, team, settings
+):
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    unjudged = make_monitor(team, ["acme"], goal=None)
+    judged = make_monitor(team, ["acme"])
+
+    plain = _words(web.get(f"/monitors/{unjudged.pk}/results/").content.decode())
+    with_goal = _words(web.get(f"/monitors/{judged.pk}/results/").content.decode())
+
+    assert "goal" not in plain
+    assert "A result is reported once, the first time it is found." in plain
+    assert "No new result has been found yet." in plain
+    assert "No result has matched the goal yet." in with_goal
+
+
+def test_a_search_monitor_without_a_goal_does_not_wait_for_a_match_on_its_page(
+    web, team
+):
+    monitor = make_monitor(team, ["acme"], goal=None)
+
+    words = _words(web.get(monitor.get_absolute_url()).content.decode())
+    found = words.split("Found on the web", 1)[1]
+
+    assert "matched the goal" not in found
+    assert "No new web search result has been found yet." in found

@@ -141,9 +141,9 @@ def monitor_toggle(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         response = render(request, "monitors/monitor_list.html#monitor-row", context)
         # static/js/app.js reads this aloud through the page's live region.
         return trigger_client_event(
-            response, "announce", {"message": f"{monitor.name} {done}."}
+            response, "announce", {"message": f"“{monitor.name}” {done}."}
         )
-    messages.success(request, f"{monitor.name} {done}.")
+    messages.success(request, f"“{monitor.name}” {done}.")
     return redirect(_safe_next(request, reverse("monitor-list")))
 
 
@@ -332,6 +332,6 @@ def monitor_delete(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     if request.method == "POST":
         monitor.soft_delete(timezone.now())
         record(Actor.of(request), request.team, Kind.MONITOR_DELETED, monitor)
-        messages.success(request, f"{monitor.name} deleted.")
+        messages.success(request, f"“{monitor.name}” deleted.")
         return redirect("monitor-list")
     return render(request, "monitors/monitor_confirm_delete.html", {"monitor": monitor})

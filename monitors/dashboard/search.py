@@ -35,6 +35,9 @@ def monitor_results(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         "monitor": monitor,
         "show_all": seen,
         "searches": monitor.targets.filter(type__in=kind_names(_finds_results)),
+        # Without a goal and a model every new result is reported, so the
+        # page must not speak of results matching a goal.
+        "judged": monitor.credits_judged,
         "results": Paginator(rows, RESULTS_PER_PAGE).get_page(request.GET.get("page")),
     }
     return render(request, TEMPLATE, context)

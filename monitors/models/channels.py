@@ -22,6 +22,17 @@ class ChannelQuerySet(models.QuerySet["Channel"]):
         `notification.slack`, checks.notify.own) live with the monitor."""
         return self.filter(owner_monitor__isnull=True)
 
+    def with_monitors(self) -> ChannelQuerySet:
+        """Each channel with `live_monitors`, the monitors it serves by name,
+        in one query for all channels (the Channels page names them)."""
+        return self.prefetch_related(
+            models.Prefetch(
+                "monitors",
+                queryset=Monitor.objects.alive().order_by("name", "pk"),
+                to_attr="live_monitors",
+            )
+        )
+
     def digest_due(self, now: datetime) -> ChannelQuerySet:
         """Digest channels whose next digest has come (checks.notify.digests)."""
         return self.exclude(digest="").filter(next_digest_at__lte=now)

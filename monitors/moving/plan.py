@@ -17,8 +17,10 @@ _STATUS_KEYS = ("status",)
 
 
 # What the API's field paths are, said of an imported watch.
-_PARTS = {"urls": "Its address", "url": "Its address", "schedule": "Its schedule",
-          "name": "Its name", "goal": "Its goal"}  # fmt: skip
+# The reason stands alone in the preview's "Will it be imported?" cell, so it
+# names the part outright: an "Its" there has nothing to refer to.
+_PARTS = {"urls": "The address", "url": "The address", "schedule": "The schedule",
+          "name": "The name", "goal": "The goal"}  # fmt: skip
 
 
 def _problem(serializer: MonitorWriteSerializer) -> str:

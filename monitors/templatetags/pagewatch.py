@@ -325,6 +325,19 @@ def described(target: Any) -> str:
 
 
 @register.filter
+def names_in_words(things: Iterable[Any], shown: int = 3) -> str:
+    """Monitors by name, as staff say them: "Alpha and Bravo", "Alpha, Bravo,
+    Charlie and 2 more". One more than `shown` is named rather than counted:
+    "and 1 more" would take as much room as the name."""
+    names = [str(getattr(thing, "name", thing)) for thing in things]
+    if len(names) > shown + 1:
+        names = [*names[:shown], f"{len(names) - shown} more"]
+    if len(names) < 2:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+@register.filter
 def targets_summary(monitor: Any) -> str:
     """What a monitor watches, in a few words: "example.com/pricing + 2 more"."""
     things: list[str] = []

@@ -97,6 +97,24 @@
     announce((kind ? kind.textContent : "Target") + " target added.");
   });
 
+  /* ---- A field that matters only for some choices of another (the digest
+     time, only for digests). The server always sends it, so the form works
+     without JavaScript; here it is hidden while the choice makes it moot. */
+  function syncShownWhen() {
+    document.querySelectorAll("[data-shown-when]").forEach(function (field) {
+      var control = document.getElementById(field.getAttribute("data-shown-when"));
+      if (!control) return;
+      var values = (field.getAttribute("data-shown-values") || "").split(" ");
+      field.hidden = values.indexOf(control.value) === -1;
+    });
+  }
+  document.addEventListener("change", function (event) {
+    var id = event.target.id;
+    if (id && document.querySelector("[data-shown-when='" + CSS.escape(id) + "']")) {
+      syncShownWhen();
+    }
+  });
+
   /* ---- New monitors default to the browser's time zone */
   function useBrowserZone() {
     var input = document.querySelector("input[data-browser-timezone]");
@@ -333,6 +351,7 @@
     document.querySelectorAll("[data-copy]").forEach(function (b) { b.hidden = false; });
     showProblems();
     useBrowserZone();
+    syncShownWhen();
     shownStage = stageWords(document.getElementById("run-status"));
     var match = /^#change-(\d+)$/.exec(window.location.hash);
     if (match && changeRows().length) showChange(parseInt(match[1], 10));

@@ -53,3 +53,22 @@ def test_adding_testing_and_picking_a_channel(
     page.wait_for_url(f"**/monitors/{monitor.pk}/")
     assert list(monitor.channels.all()) == [channel]
     assert_clean(page)
+
+
+def test_the_digest_time_shows_only_while_a_digest_is_chosen(browser_page, member):
+    page = browser_page
+    sign_in(page)
+    page.goto("/channels/new/?kind=webhook")
+    send = page.get_by_label("Send")
+    digest_time = page.locator("#channel-digest-at")
+
+    assert send.input_value() == ""  # at once
+    assert not digest_time.is_visible()
+
+    send.select_option("daily")
+    assert digest_time.is_visible()
+    send.select_option("weekly")
+    assert digest_time.is_visible()
+    send.select_option("")
+    assert not digest_time.is_visible()
+    assert_clean(page)

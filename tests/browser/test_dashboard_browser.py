@@ -219,7 +219,7 @@ def test_pause_and_resume_from_the_list(browser_page, member, team, screenshot):
     assert row.locator(".badge").inner_text() == "Paused"
     # Focus stays on the button that was pressed, now saying "Resume".
     assert page.evaluate("document.activeElement.id") == f"toggle-{monitor.pk}"
-    page.get_by_role("status").filter(has_text="Pricing paused.").wait_for(
+    page.get_by_role("status").filter(has_text="“Pricing” paused.").wait_for(
         state="attached"
     )
     monitor.refresh_from_db()

@@ -17,8 +17,8 @@ from monitors.schedule_words import schedule_box_text
 from monitors.target_kinds import all_kinds
 
 WEBHOOK_EVENT_LABELS = {
-    "monitor.page": "A message for each page checked (monitor.page)",
-    "monitor.check.completed": "A message when a check ends (monitor.check.completed)",
+    "monitor.page": "A message for each page checked",
+    "monitor.check.completed": "A message when a check ends",
 }
 WEBHOOK_PAGES_INVALID = "Choose every page or only the pages that changed."
 JUDGE_CHOICES = [
