@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import threading
+from datetime import UTC, datetime, time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +19,7 @@ from checks.notify import channels as channel_events
 from checks.notify import drain, kinds
 from checks.notify.kinds import ChannelKind, DeliveryError, Sent, apprise
 from checks.notify.kinds.outbound import Outbound
-from monitors.models import Channel, MonitorChannel
+from monitors.models import Channel, Monitor, MonitorChannel, Team
 from tests.notifying import judged, make_monitor
 from tests.sites import Request, Site
 from tests.test_settings import in_fresh_process
@@ -94,6 +95,20 @@ def make_channel(team, monitor=None, **fields: Any) -> Channel:
     channel = Channel.objects.create(team=team, **fields)
     if monitor is not None:
         MonitorChannel.objects.create(monitor=monitor, channel=channel)
+    return channel
+
+
+def daily_digest_channel(team: Team, monitor: Monitor) -> Channel:
+    """A channel of the test kind that gets a daily digest at 09:00 in the
+    team's time zone, scheduled as saving it does."""
+    from checks.notify import digests
+
+    channel = make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"},
+        digest="daily", digest_at=time(9, 0),
+    )  # fmt: skip
+    digests.schedule(channel, datetime.now(UTC))
+    channel.save()
     return channel
 
 
@@ -526,8 +541,6 @@ def test_a_channel_test_sends_now_and_says_what_the_service_answered(
 def test_a_daily_digest_lists_the_days_meaningful_changes_at_its_local_time(
     team, pigeon, scenario, queued
 ):
-    from datetime import UTC, datetime, time
-
     import time_machine
 
     from checks.notify import digests
@@ -536,12 +549,7 @@ def test_a_daily_digest_lists_the_days_meaningful_changes_at_its_local_time(
     team.save()
     with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
         monitor = make_monitor(team, goal="Prices")
-        channel = make_channel(
-            team, monitor, kind="pigeon", settings={"loft": "north"},
-            digest="daily", digest_at=time(9, 0),
-        )  # fmt: skip
-        digests.schedule(channel, datetime.now(UTC))
-        channel.save()
+        channel = daily_digest_channel(team, monitor)
         # 09:00 in Berlin is 08:00 UTC in winter.
         assert channel.next_digest_at == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
         meaningful_check(scenario, monitor)
@@ -785,8 +793,6 @@ def test_a_digest_of_sixty_monitors_stays_within_slacks_fifty_blocks():
 
 
 def test_a_digest_says_since_when_in_the_teams_time_zone(team, pigeon, scenario):
-    from datetime import UTC, datetime, time
-
     import time_machine
 
     from checks.notify import digests, messages
@@ -796,12 +802,7 @@ def test_a_digest_says_since_when_in_the_teams_time_zone(team, pigeon, scenario)
     team.save()
     with time_machine.travel(datetime(2026, 3, 1, 8, 0, tzinfo=UTC), tick=False):
         monitor = make_monitor(team, goal="Prices")
-        channel = make_channel(
-            team, monitor, kind="pigeon", settings={"loft": "north"},
-            digest="daily", digest_at=time(9, 0),
-        )  # fmt: skip
-        digests.schedule(channel, datetime.now(UTC))
-        channel.save()
+        daily_digest_channel(team, monitor)
     with time_machine.travel(datetime(2026, 3, 1, 12, 0, tzinfo=UTC), tick=False):
         meaningful_check(scenario, monitor)
     with time_machine.travel(datetime(2026, 3, 2, 8, 0, 30, tzinfo=UTC), tick=False):
