@@ -648,7 +648,11 @@ def test_page_text_sent_to_an_apprise_service_that_reads_html_arrives_as_text(
     assert "href=&quot;https://evil.example/&quot;&gt;" in message
 
 
-def test_a_page_saying_at_everyone_does_not_ping_a_discord_like_channel(site, settings):
+@pytest.fixture
+def discord_like(site, settings) -> tuple[str, list[Request]]:
+    """An Apprise URL of Fluxer, Apprise's Discord-style plugin that takes a
+    host of our choosing (both read @everyone, @here and <@id> in a body as
+    pings, and refuse a message over 2000 characters), and what it receives."""
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
     received: list[Request] = []
 
@@ -658,9 +662,12 @@ def test_a_page_saying_at_everyone_does_not_ping_a_discord_like_channel(site, se
 
     site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
     host = urlsplit(site.url()).netloc
-    # Fluxer is Apprise's Discord-style plugin that takes a host of our
-    # choosing; both read @everyone, @here and <@id> in a body as pings.
-    url = f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop?format=markdown"
+    return f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop", received
+
+
+def test_a_page_saying_at_everyone_does_not_ping_a_discord_like_channel(discord_like):
+    url, received = discord_like
+    url += "?format=markdown"
     page_text = "Now: @everyone @here <@123456789> <@&987654321>"
 
     apprise.send_url(url, "Pricing page", page_text)
@@ -671,17 +678,9 @@ def test_a_page_saying_at_everyone_does_not_ping_a_discord_like_channel(site, se
     assert "👉" not in json.dumps(payload, ensure_ascii=False)
 
 
-def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(site, settings):
-    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-    received: list[Request] = []
-
-    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
-        received.append(request)
-        return 204, {}, b""
-
-    site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
-    host = urlsplit(site.url()).netloc
-    url = f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop?format=markdown"
+def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(discord_like):
+    url, received = discord_like
+    url += "?format=markdown"
     page_text = "Now: [Sign in again](https://elsewhere.example/login)"
 
     apprise.send_url(url, "Pricing page", page_text)
@@ -695,24 +694,11 @@ def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(site, settings)
 
 
 def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
-    team, site, settings, scenario, queued
+    team, discord_like, scenario, queued
 ):
-    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
-    received: list[Request] = []
-
-    def take(request: Request) -> tuple[int, dict[str, str], bytes]:
-        received.append(request)
-        return 204, {}, b""
-
-    site.handle("/webhooks/417429632418316298/tokenabcdefghijklmnop", take)
-    host = urlsplit(site.url()).netloc
+    url, received = discord_like
     monitor = make_monitor(team, goal="Prices")
-    make_channel(
-        team,
-        monitor,
-        kind="apprise",
-        settings={"url": f"fluxer://{host}/417429632418316298/tokenabcdefghijklmnop"},
-    )
+    make_channel(team, monitor, kind="apprise", settings={"url": url})
     pages = [
         (f"https://example.com/plans/{n}", "changed", {"judgment": judged(True)})
         for n in range(12)
