@@ -741,6 +741,18 @@ def test_the_longest_lists_filter_by_date_without_reading_every_rows_date(
     assert not [s for s in sql if 'MIN("checks_' in s]
 
 
+def test_the_activity_list_filters_by_date_without_reading_every_entrys_date(
+    admin_client, team
+):
+    record(SYSTEM, team, Activity.Kind.MONITOR_CREATED, name="Pricing page")
+    with CaptureQueriesContext(connection) as queries:
+        page = admin_client.get(admin_url(Activity, "changelist")).content.decode()
+    assert "Past 7 days" in page
+    sql = [q["sql"] for q in queries]
+    assert not [s for s in sql if "DISTINCT" in s and '"at"' in s]
+    assert not [s for s in sql if 'MIN("teams_activity"' in s]
+
+
 @pytest.mark.parametrize("model", [Check, Monitor])
 def test_deleting_is_confirmed_with_counts_not_a_link_to_every_page(
     admin_client, check_with_pages, model
