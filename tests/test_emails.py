@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import email.policy
 import re
+from datetime import UTC, datetime
 
 import pytest
+import time_machine
 from django.conf import settings
 from django.test import Client
 from django.urls import reverse
@@ -583,6 +585,21 @@ def test_a_reason_in_a_right_to_left_language_keeps_its_own_direction(
 
     [mail] = mailoutbox
     assert f'<span dir="auto">{reason}</span>' in html_of(mail)
+
+
+def test_a_change_email_says_when_the_check_looked_on_the_teams_clock(
+    team, member, scenario, queued, mailoutbox
+):
+    team.time_zone = "Europe/Berlin"
+    team.save()
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    with time_machine.travel(datetime(2026, 3, 2, 8, 0, tzinfo=UTC), tick=False):
+        scenario.run(monitor, [("https://e.com/a", "changed")])
+    queued.run()
+
+    [mail] = mailoutbox
+    assert "See this check (Mon 02 Mar 2026, 09:00 CET): http" in mail.body
+    assert "(Mon 02 Mar 2026, 09:00 CET)" in html_of(mail)
 
 
 TWO_HUNKS = (

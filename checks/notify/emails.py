@@ -47,6 +47,7 @@ from checks.notify.texts import (
     SUBJECT_MAX,
     absolute,
     http_href,
+    local_time,
     message,
     one_line,
     render_text,
@@ -165,6 +166,10 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         **_monitor_context(monitor),
         "check": check,
         "check_url": absolute(check.get_absolute_url()),
+        # When it looked, on the team's clock: a retried e-mail can come late.
+        "checked_at": local_time(
+            check.started_at or check.created_at, monitor.team.time_zone
+        ),
         "counts": report.counts,
         "counts_line": report.counts_line(),
         "meaningful": report.meaningful,
