@@ -342,7 +342,9 @@ def test_the_digest_time_says_it_is_for_digests_and_stays_without_javascript(web
     assert " hidden" not in field.group(0)
     assert 'data-shown-when="channel-digest"' in field.group(0)
     assert 'data-shown-values="daily weekly"' in field.group(0)
-    assert "Only for a daily or weekly digest. Weekly digests go out on Mondays." in page
+    assert (
+        "Only for a daily or weekly digest. Weekly digests go out on Mondays." in page
+    )
 
 
 def _channel_facts(page: str, name: str) -> str:
