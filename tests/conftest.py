@@ -53,8 +53,14 @@ def _live_server_on_a_shared_connection() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def live_server(live_server: Any) -> Iterator[Any]:
+def live_server(django_db_setup: None, live_server: Any) -> Iterator[Any]:
     """pytest-django's live server, whose connections all end before it stops.
+
+    Started after the test database exists: pytest-django's fixture does not
+    ask for it, and started first it looks at the developer's database file,
+    so its request threads open connections of their own to the in-memory
+    test database, which fail with "database table is locked" (not a wait)
+    whenever two of them touch one table at once.
 
     An SDK call that raised keeps its response, so its keep-alive socket, in a
     reference cycle, and the server thread of that connection waits for a next

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connections
 
 from checks import dispatch
 from monitors.models import Membership
@@ -57,6 +58,14 @@ def chromium(live_server, monkeypatch) -> Iterator[Any]:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
+        # Started, Playwright leaves this thread in a context where Django's
+        # connections are new ones: on in-memory SQLite, this thread's ORM
+        # calls would go through a second connection to the shared database,
+        # and fail with "database table is locked" (not a wait) whenever they
+        # touch a table that a request of the live server is using. Back on
+        # the one connection the live server's threads share.
+        for alias, shared in live_server.thread.connections_override.items():
+            connections[alias] = shared
         yield browser
         browser.close()
 

@@ -54,9 +54,19 @@ def run_check(monitor: Monitor) -> Check:
 
 def run_as_a_worker(check: Check) -> Check:
     """runner.run in a thread of its own, as a worker would: this thread runs
-    Playwright's event loop, and the runner drives one of its own."""
+    Playwright's event loop, and the runner drives one of its own.
+
+    On in-memory SQLite the thread uses this thread's connection, as the live
+    server's do: a connection of its own to the shared in-memory database
+    makes a page's progress request fail with "database table is locked"
+    whenever it reads the check while the runner writes it."""
+    shared = [
+        c for c in connections.all() if c.vendor == "sqlite" and c.is_in_memory_db()
+    ]
 
     def work() -> Check:
+        for conn in shared:
+            connections[conn.alias] = conn
         try:
             return runner.run(check)
         finally:
