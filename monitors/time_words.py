@@ -1,13 +1,35 @@
-"""Moments in plain words, counted from now: "in 12 minutes", "3 hours ago".
+"""Moments in plain words: counted from now ("in 12 minutes", "3 hours ago")
+or on a clock ("Mon 24 Nov 2025, 10:30 CET").
 
-The dashboard's `relative` filter says them, and so does the sentence that
-tells when a failed message is tried again (checks.notify.transports)."""
+The dashboard's `relative` and `local` filters say them, and so do the
+messages (checks.notify: the retry sentence, digests, change e-mails)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from django.utils import timezone
+
+
+def in_zone(moment: datetime, zone: str | None) -> datetime:
+    """`moment` in the zone named (a monitor's, a team's), else the current one."""
+    try:
+        tz = ZoneInfo(zone) if zone else timezone.get_current_timezone()
+    except (ValueError, KeyError):
+        tz = timezone.get_current_timezone()
+    return moment.astimezone(tz)
+
+
+def clock_text(value: datetime, seconds: bool = False) -> str:
+    """ "Mon 24 Nov 2025, 10:30 CET" for a moment already in its zone."""
+    clock = f"{value:%H:%M:%S}" if seconds else f"{value:%H:%M}"
+    return f"{value:%a %d %b %Y}, {clock} {value.tzname()}"
+
+
+def on_the_clock(moment: datetime, zone: str | None) -> str:
+    """A moment on a zone's clock, as the dashboard says it."""
+    return clock_text(in_zone(moment, zone))
 
 
 def relative(moment: datetime | None) -> str:

@@ -47,12 +47,12 @@ from checks.notify.texts import (
     SUBJECT_MAX,
     absolute,
     http_href,
-    local_time,
     message,
     one_line,
     render_text,
 )
 from monitors.models import EmailRecipient, Monitor
+from monitors.time_words import on_the_clock
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
@@ -167,7 +167,7 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "check": check,
         "check_url": absolute(check.get_absolute_url()),
         # When it looked, on the team's clock: a retried e-mail can come late.
-        "checked_at": local_time(
+        "checked_at": on_the_clock(
             check.started_at or check.created_at, monitor.team.time_zone
         ),
         "counts": report.counts,

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from django.template.loader import render_to_string
 
 from checks.notify.reports import change_report, failing_reason
-from checks.notify.texts import absolute, local_time
+from checks.notify.texts import absolute
+from monitors.time_words import on_the_clock
 
 if TYPE_CHECKING:
     from checks.models import Check
@@ -31,8 +32,6 @@ TEST = "channel.test"
 # Pages listed in one message; the rest are "and N more".
 PAGES_SHOWN = 10
 QUOTE_CHARS = 300
-# A site that answers these (or a challenge page) refused us, rather than
-# failing: said so in words.
 
 
 def _monitor(monitor: Monitor) -> dict[str, Any]:
@@ -161,7 +160,7 @@ def _context(message: Mapping[str, Any]) -> dict[str, Any]:
     context: dict[str, Any] = {"m": message}
     if message.get("type") == DIGEST:
         since = datetime.fromisoformat(message["since"])
-        context["since"] = local_time(since, message.get("timeZone") or "UTC")
+        context["since"] = on_the_clock(since, message.get("timeZone") or "UTC")
     return context
 
 

@@ -10,10 +10,8 @@ URLs.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
@@ -43,16 +41,6 @@ def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
     """Header-safe: no line breaks or control characters, bounded length."""
     flat = LINE_BREAKS.sub(" ", text).strip()
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def local_time(moment: datetime, zone: str) -> str:
-    """A moment on the team's clock, as the dashboard says it:
-    "Mon 24 Nov 2025, 10:30 CET"."""
-    try:
-        local = moment.astimezone(ZoneInfo(zone))
-    except (ValueError, KeyError):
-        local = moment.astimezone(UTC)
-    return f"{local:%a %d %b %Y}, {local:%H:%M} {local.tzname()}"
 
 
 def absolute(path: str) -> str:

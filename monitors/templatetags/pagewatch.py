@@ -87,25 +87,12 @@ def relative(moment: datetime | None) -> str:
     return time_words.relative(moment)
 
 
-def _in_zone(moment: datetime, zone: str | None) -> datetime:
-    try:
-        tz = ZoneInfo(zone) if zone else timezone.get_current_timezone()
-    except (ValueError, KeyError):
-        tz = timezone.get_current_timezone()
-    return moment.astimezone(tz)
-
-
-def _local_text(value: datetime, seconds: bool) -> str:
-    clock = f"{value:%H:%M:%S}" if seconds else f"{value:%H:%M}"
-    return f"{value:%a %d %b %Y}, {clock} {value.tzname()}"
-
-
 @register.filter
 def local(moment: datetime | None, zone: str | None = None) -> str:
     """An absolute time in a monitor's zone: "Mon 24 Nov 2025, 10:30 CET"."""
     if moment is None:
         return ""
-    return _local_text(_in_zone(moment, zone), seconds=False)
+    return time_words.clock_text(time_words.in_zone(moment, zone), seconds=False)
 
 
 @register.filter
@@ -113,7 +100,7 @@ def local_full(moment: datetime | None, zone: str | None = None) -> str:
     """`local` to the second, for hover titles: "Mon 24 Nov 2025, 10:30:12 CET"."""
     if moment is None:
         return ""
-    return _local_text(_in_zone(moment, zone), seconds=True)
+    return time_words.clock_text(time_words.in_zone(moment, zone), seconds=True)
 
 
 def _moment_of(item: Any) -> datetime:
@@ -128,13 +115,14 @@ def with_times(items: Iterable[Any], zone: str | None = None) -> list[tuple]:
     same minute: two checks 33 s apart must not read as the same time, and
     the rest stay short."""
     rows = list(items)
-    values = [_in_zone(_moment_of(item), zone) for item in rows]
+    values = [time_words.in_zone(_moment_of(item), zone) for item in rows]
     minutes = [value.replace(second=0, microsecond=0) for value in values]
     out = []
     for index, (item, value) in enumerate(zip(rows, values, strict=True)):
         neighbours = minutes[max(0, index - 1) : index] + minutes[index + 1 : index + 2]
         shared = minutes[index] in neighbours
-        out.append((item, _local_text(value, seconds=shared), _local_text(value, True)))
+        shown = time_words.clock_text(value, seconds=shared)
+        out.append((item, shown, time_words.clock_text(value, seconds=True)))
     return out
 
 
