@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.template.loader import render_to_string
 
 from checks.notify.reports import change_report, failing_reason
-from checks.notify.texts import absolute
+from checks.notify.texts import absolute, one_line
 from monitors.time_words import on_the_clock
 
 if TYPE_CHECKING:
@@ -45,8 +45,7 @@ def _monitor(monitor: Monitor) -> dict[str, Any]:
 def _cut(text: Any) -> str | None:
     if not isinstance(text, str) or not text.strip():
         return None
-    text = " ".join(text.split())
-    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
+    return one_line(" ".join(text.split()), QUOTE_CHARS)
 
 
 def _quotes(judgment: Any) -> tuple[str | None, str | None]:

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db.models.fields.json import KT
-from django.utils.text import Truncator
 
 from checks.errors import ErrorKind, is_raw, plain_error
-from checks.notify.texts import http_href
+from checks.notify.texts import http_href, one_line
 from monitors.search_provider import in_plain_words
 from monitors.target_kinds import TargetFailure
 
@@ -46,7 +45,7 @@ def site_blocked(status_code: int | None, kind: str | None) -> bool:
 def judge_reason(judgment: dict[str, Any]) -> str:
     """The judge's reason as a message shows it: at most REASON_CHARS, and
     a cut one says so with "…"."""
-    return Truncator(str(judgment.get("reason") or "")).chars(REASON_CHARS)
+    return one_line(str(judgment.get("reason") or ""), REASON_CHARS)
 
 
 @dataclass

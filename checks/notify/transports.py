@@ -105,7 +105,8 @@ class Sent:
     response_body: str = ""
 
 
-def _excerpt(body: bytes) -> str:
+def response_excerpt(body: bytes) -> str:
+    """What a receiver answered, as much as an attempt's row keeps."""
     return body[: DeliveryAttempt.RESPONSE_MAX_CHARS * 4].decode(
         "utf-8", errors="replace"
     )[: DeliveryAttempt.RESPONSE_MAX_CHARS]

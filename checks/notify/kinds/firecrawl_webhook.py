@@ -28,7 +28,7 @@ from checks.notify.transports import (
     ANSWERED,
     ANSWERED_GONE,
     ANSWERED_REDIRECT,
-    _excerpt,
+    response_excerpt,
     unsendable_header,
 )
 from monitors.models import Monitor
@@ -112,7 +112,7 @@ class FirecrawlWebhookKind(ChannelKind):
     @staticmethod
     def _answer(result: FetchResult) -> Sent:
         code = result.status_code
-        excerpt = _excerpt(result.content)
+        excerpt = response_excerpt(result.content)
         if 200 <= code < 300:
             return Sent(code, excerpt)
         if 300 <= code < 400:

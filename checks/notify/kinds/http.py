@@ -18,7 +18,7 @@ from checks.notify.transports import (
     ANSWERED,
     DeliveryError,
     Sent,
-    _excerpt,
+    response_excerpt,
 )
 
 TIMEOUT_SECONDS = 10.0
@@ -27,7 +27,7 @@ MAX_RESPONSE_BYTES = 256 * 1024
 
 def expect_2xx(result: FetchResult) -> Sent:
     code = result.status_code
-    excerpt = _excerpt(result.content)
+    excerpt = response_excerpt(result.content)
     if 200 <= code < 300:
         return Sent(code, excerpt)
     raise DeliveryError(

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
 from django.utils import timezone
-from django.utils.text import Truncator
 
 from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
@@ -18,7 +17,8 @@ from checks.notify import messages
 from checks.notify.kinds import http
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.outbound import Attempt
-from checks.notify.transports import _excerpt
+from checks.notify.texts import one_line
+from checks.notify.transports import response_excerpt
 from checks.targets.options import url_problem
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def answer_of(result: FetchResult) -> dict[str, Any]:
         raise DeliveryError(
             f"Slack answered {result.status_code} without JSON.",
             status_code=result.status_code,
-            response_body=_excerpt(result.content),
+            response_body=response_excerpt(result.content),
         )
     if not answer.get("ok"):
         error = str(answer.get("error") or "unknown_error")
@@ -110,7 +110,7 @@ def answer_of(result: FetchResult) -> dict[str, Any]:
             SLACK_WORDS.get(error, f"Slack answered: {error}."),
             permanent=error in PERMANENT_ERRORS,
             status_code=result.status_code,
-            response_body=_excerpt(result.content),
+            response_body=response_excerpt(result.content),
         )
     return dict(answer)
 
@@ -177,7 +177,7 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _header(title: str) -> str:
     # Slack takes 150 characters in a header; a cut title says it was cut.
-    return Truncator(title).chars(HEADER_CHARS)
+    return one_line(title, HEADER_CHARS)
 
 
 def _within(entries: list[Any], room: int, more: int = 0) -> list[Any]:
