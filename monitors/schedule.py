@@ -323,7 +323,6 @@ _MONTHLY = re.compile(
 )
 _ON_DAYS = re.compile(rf"(?:every |on )?{_DAYS}{_TIME}")
 _ONE_TIME = re.compile(_CLOCK_TIME)
-_DATE_WORD = re.compile(_DATE)
 _CLOCK = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))? ?(?P<ampm>[ap]m)?")
 
 
@@ -455,7 +454,7 @@ def _dates_field(text: str | None) -> str:
         return "1"
     if text == "last day":
         return "L"
-    dates = sorted({int(re.sub(r"\D", "", word)) for word in _DATE_WORD.findall(text)})
+    dates = sorted({int(number) for number in re.findall(r"\d+", text)})
     if dates[0] < 1 or dates[-1] > 31:
         raise ScheduleError(f"'{text}' is not a day of the month (1 to 31).")
     if dates[-1] > 28:
