@@ -49,10 +49,12 @@ class EmailKind(ChannelKind):
         if reason:
             raise DeliveryError(f"Not sent: {reason}", cancel=True)
         message = emails.build(delivery)
-        return Blocking(lambda: _send(message), SEND_TIMEOUT_SECONDS)
+        return Blocking(lambda: send_one(message), SEND_TIMEOUT_SECONDS)
 
 
-def _send(message: EmailMessage) -> Sent:
+def send_one(message: EmailMessage) -> Sent:
+    """Send one e-mail now; a refused address is a permanent DeliveryError,
+    any other trouble with the mail server one worth retrying."""
     try:
         message.send()
     except smtplib.SMTPRecipientsRefused as exc:
