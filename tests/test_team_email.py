@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import html
 import re
+import smtplib
 from datetime import UTC, datetime, time
 
 import pytest
 import time_machine
+from django.core.mail.backends.base import BaseEmailBackend
 from django.urls import reverse
 
 from checks.models import Delivery
+from checks.notify import channels as channel_events
 from checks.notify import digests, drain, kinds
 from monitors.models import Channel, Membership, MonitorChannel
 from tests.notifying import judged, make_monitor
@@ -339,6 +342,27 @@ def test_page_text_in_the_html_part_is_escaped(
     assert "Why: <script>alert(1)</script>" in mail.body
 
 
+def test_only_the_messages_own_addresses_are_links_in_the_html_part(
+    team, owner, scenario, queued, mailoutbox, settings
+):
+    monitor = make_monitor(team, goal="Prices")
+    team_mail(team, monitor, recipients=[MIA])
+    quoting = judged(True) | {"reason": "Sign in at https://elsewhere.example/login"}
+
+    check = scenario.run(
+        monitor, [("https://example.com/pricing", "changed", {"judgment": quoting})]
+    )
+    queued.run()
+
+    [mail] = mailoutbox
+    links = re.findall(r'href="([^"]*)"', html_of(mail))
+    base = settings.PUBLIC_BASE_URL
+    assert "https://example.com/pricing" in links
+    assert f"{base}{check.get_absolute_url()}" in links
+    assert "https://elsewhere.example/login" not in links
+    assert "Sign in at https://elsewhere.example/login" in html_of(mail)
+
+
 def test_the_test_button_e_mails_the_chosen_members(web, team, noah, mailoutbox):
     channel = team_mail(team)
 
@@ -374,3 +398,85 @@ def test_an_edit_shows_the_chosen_members_ticked(web, team, noah):
 
     ticked = re.findall(r'name="setting_recipients" value="([^"]*)" checked', page)
     assert ticked == [NOAH]
+
+
+class TroubledMailServer(BaseEmailBackend):
+    """A mail server that refuses some addresses and drops the connection at
+    others, keeping what it accepted."""
+
+    refuses: set[str] = set()
+    drops_at: set[str] = set()
+    accepted: list[str] = []
+
+    def send_messages(self, email_messages) -> int:
+        for message in email_messages:
+            [to] = message.to
+            if to in self.refuses:
+                raise smtplib.SMTPRecipientsRefused({to: (550, b"No such user")})
+            if to in self.drops_at:
+                raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
+            self.accepted.append(to)
+        return len(email_messages)
+
+
+@pytest.fixture
+def troubled(settings):
+    settings.MAILERS = {
+        "default": {"BACKEND": "tests.test_team_email.TroubledMailServer"}
+    }
+    TroubledMailServer.refuses, TroubledMailServer.drops_at = set(), set()
+    TroubledMailServer.accepted = []
+    return TroubledMailServer
+
+
+@pytest.fixture
+def ines(team, django_user_model):
+    user = django_user_model.objects.create_user("ines", "ines@acme.test")
+    Membership.objects.create(team=team, user=user)
+    return user
+
+
+def test_an_address_the_mail_server_refuses_does_not_stop_the_others(
+    team, owner, noah, ines, troubled
+):
+    channel = team_mail(team, recipients=[MIA, NOAH, "ines@acme.test"])
+    troubled.refuses = {NOAH}
+
+    delivery = channel_events.send_test(channel)
+
+    assert troubled.accepted == [MIA, "ines@acme.test"]
+    assert delivery.status == Delivery.Status.DELIVERED
+    attempt = delivery.attempt_log.get()
+    assert attempt.response_body == (
+        f"Sent to {MIA}, ines@acme.test. The mail server refused {NOAH}."
+    )
+
+
+def test_a_server_that_fails_before_anyone_got_theirs_is_tried_again(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {MIA}
+
+    delivery = channel_events.send_test(channel)
+
+    assert troubled.accepted == []
+    assert delivery.status == Delivery.Status.PENDING
+    assert delivery.next_attempt_at is not None
+    assert delivery.last_error.startswith("Could not send:")
+
+
+def test_a_server_that_fails_after_someone_got_theirs_is_not_tried_again(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {NOAH}
+
+    delivery = channel_events.send_test(channel)
+
+    assert troubled.accepted == [MIA]
+    assert delivery.status == Delivery.Status.FAILED
+    assert delivery.next_attempt_at is None
+    assert delivery.last_error == (
+        f"Sent to {MIA}, then stopped: Could not send: Connection unexpectedly closed"
+    )

@@ -9,15 +9,17 @@ to receive is cancelled, not retried."""
 
 from __future__ import annotations
 
+import smtplib
 from collections.abc import Iterator, Mapping
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from django.core.mail import EmailMultiAlternatives
+from django.core.mail import EmailMultiAlternatives, mailers
 from django.urls import reverse
 
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
-from checks.notify.kinds.email import SEND_TIMEOUT_SECONDS, send_one
+from checks.notify.kinds.email import SEND_TIMEOUT_SECONDS, mail_errors, send_one
 from checks.notify.kinds.outbound import Attempt, Blocking
 from checks.notify.texts import absolute, linked
 from checks.notify.texts import message as email_message
@@ -84,25 +86,33 @@ def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlter
 
 
 def send_each(mails: list[EmailMultiAlternatives]) -> Sent:
-    """One e-mail after the other. An address the server refuses does not
-    stop the others. Trouble once someone got theirs is not retried: a retry
-    sends the whole message again, and they would get it twice."""
+    """One e-mail after the other over one connection to the mail server. An
+    address the server refuses does not stop the others. Trouble once someone
+    got theirs is not retried: a retry sends the whole message again, and
+    they would get it twice."""
     sent: list[str] = []
     refused: list[str] = []
-    for mail in mails:
-        try:
-            send_one(mail)
-        except DeliveryError as error:
-            if error.permanent:
-                refused.append(mail.to[0])
-                continue
-            if not sent:
-                raise
-            raise DeliveryError(
-                f"Sent to {', '.join(sent)}, then stopped: {error.message}"[:500],
-                permanent=True,
-            ) from error
-        sent.append(mail.to[0])
+    with mail_errors():
+        connection = mailers.default
+        connection.open()
+    try:
+        for mail in mails:
+            try:
+                send_one(mail, connection)
+            except DeliveryError as error:
+                if error.permanent:
+                    refused.append(mail.to[0])
+                    continue
+                if not sent:
+                    raise
+                raise DeliveryError(
+                    f"Sent to {', '.join(sent)}, then stopped: {error.message}"[:500],
+                    permanent=True,
+                ) from error
+            sent.append(mail.to[0])
+    finally:
+        with suppress(smtplib.SMTPException, OSError):
+            connection.close()
     if not sent:
         raise DeliveryError(
             f"The mail server refused every address: {', '.join(refused)}"[:500],
