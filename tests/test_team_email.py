@@ -222,7 +222,10 @@ def test_a_meaningful_change_sends_one_e_mail_to_each_chosen_member(
     assert "Why: The price went up." in mail.body
     # Why they get it, and where to change that.
     channels_page = settings.PUBLIC_BASE_URL + "/channels/"
-    assert "member of the team Acme" in mail.body
+    assert (
+        f"You get this e-mail at {mail.to[0]} because you are a member of the team Acme"
+        in mail.body
+    )
     assert "“Pricing people”" in mail.body
     assert channels_page in mail.body
     page = html_of(mail)
