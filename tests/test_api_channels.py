@@ -347,7 +347,9 @@ def test_the_openapi_document_lists_the_kinds_a_channel_can_be(api):
         kind = schemas[name]["properties"]["kind"]
         ref = kind["allOf"][0]["$ref"] if "allOf" in kind else None
         enum = schemas[ref.rsplit("/", 1)[-1]] if ref else kind
-        assert enum["enum"] == ["webhook", "slack", "slack_webhook", "apprise"]
+        assert enum["enum"] == [
+            "webhook", "slack", "slack_webhook", "apprise", "team_email"
+        ]  # fmt: skip
 
 
 def test_replacing_an_apprise_url_is_logged_by_name_without_the_url(api, team):

@@ -10,6 +10,7 @@ URLs.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -17,6 +18,8 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template import Context, Engine
 from django.template.loader import render_to_string
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
 SUBJECT_MAX = 200
 
@@ -52,6 +55,26 @@ def http_href(url: str | None) -> str | None:
     if url and url.lower().startswith(("http://", "https://")):
         return url
     return None
+
+
+def linked(text: str, links: Iterable[str]) -> SafeString:
+    """Plain text as HTML: escaped, with the given http(s) addresses (a
+    message's own links) made links where they stand alone. Any other
+    address in the text, one a judge's reason or a page quotes, stays text."""
+    hrefs = sorted({href for href in links if http_href(href)}, key=len, reverse=True)
+    if not hrefs:
+        return escape(text)
+    found = re.compile(
+        r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.]|$)"
+    )
+    parts, start = [], 0
+    for match in found.finditer(text):
+        parts.append(escape(text[start : match.start()]))
+        parts.append(format_html('<a href="{0}">{0}</a>', match[1]))
+        start = match.end()
+    parts.append(escape(text[start:]))
+    # Every part was escaped or built by format_html just above.
+    return mark_safe("".join(parts))  # noqa: S308
 
 
 def message(

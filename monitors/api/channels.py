@@ -50,8 +50,9 @@ class KindFieldSchema(OpenApiSerializerFieldExtension):
 
 class ChannelInputSerializer(StrictMixin, serializers.Serializer):
     """Create with every field but the optional ones; with partial=True, an edit.
-    context["channel"] is the stored channel when editing. Unknown keys are a
-    400 as on /v2/monitor (a misspelt field must not be dropped unseen);
+    context["team"] is the caller's team (some kinds pick settings among its
+    members); context["channel"] the stored channel when editing. Unknown keys
+    are a 400 as on /v2/monitor (a misspelt field must not be dropped unseen);
     `origin`, which the Firecrawl SDKs stamp on bodies, is ignored."""
 
     allow_extra = ("origin",)
@@ -101,7 +102,7 @@ class ChannelInputSerializer(StrictMixin, serializers.Serializer):
         if stored is not None:
             given = kind.merge(stored.settings, given)
         try:
-            return kind.clean(given)
+            return kind.clean_for(self.context["team"], given)
         except kinds.SettingsError as exc:
             raise ValidationError({k: [v] for k, v in exc.errors.items()}) from None
 
@@ -232,7 +233,9 @@ class ChannelListView(APIView):
         responses={200: CHANNEL_ENVELOPE} | error_responses(400, 403, 413, 415),
     )
     def post(self, request: Request) -> Response:
-        serializer = ChannelInputSerializer(data=request.data)
+        serializer = ChannelInputSerializer(
+            data=request.data, context={"team": request.user.team}
+        )
         serializer.is_valid(raise_exception=True)
         channel = save_channel(
             request.user.team, serializer.validated_data, timezone.now()
@@ -259,7 +262,9 @@ class ChannelDetailView(APIView):
     def patch(self, request: Request, channel_id: str) -> Response:
         channel = get_channel_for(request, channel_id)
         serializer = ChannelInputSerializer(
-            data=request.data, partial=True, context={"channel": channel}
+            data=request.data,
+            partial=True,
+            context={"channel": channel, "team": channel.team},
         )
         serializer.is_valid(raise_exception=True)
         before = dict(channel.settings)

@@ -66,13 +66,20 @@ def channel_list(request: DashboardRequest) -> HttpResponse:
     )
 
 
-def _form_data(request: DashboardRequest, kind: kinds.ChannelKind) -> dict[str, Any]:
+def _form_data(
+    request: DashboardRequest,
+    kind: kinds.ChannelKind,
+    choices: dict[str, list[tuple[str, str]]],
+) -> dict[str, Any]:
     post = request.POST
     data: dict[str, Any] = {
         "name": post.get("name", ""),
         "kind": kind.name,
         "settings": {
-            key: post.get(f"setting_{key}", "")
+            # A setting picked from a list is every box ticked.
+            key: post.getlist(f"setting_{key}")
+            if key in choices
+            else post.get(f"setting_{key}", "")
             for key in kind.fields
             # A secret left empty keeps the stored one.
             if not (key in kind.secrets and not post.get(f"setting_{key}"))
@@ -139,10 +146,13 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
             {"kinds": kinds.all_kinds(), "channel": None, "kind": None},
         )
     errors: dict[str, Any] = {}
+    choices = kind.choices(request.team)
     if request.method == "POST":
-        data = _form_data(request, kind)
+        data = _form_data(request, kind, choices)
         serializer = ChannelInputSerializer(
-            data=data, context={"channel": channel}, partial=channel is not None
+            data=data,
+            context={"channel": channel, "team": request.team},
+            partial=channel is not None,
         )
         if serializer.is_valid():
             before = dict(channel.settings) if channel else {}
@@ -160,7 +170,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         "channel": channel,
         "kind": kind,
         "kinds": kinds.all_kinds(),
-        "fields": _setting_fields(request, kind, shown, errors),
+        "fields": _setting_fields(request, kind, shown, errors, choices),
         "errors": errors,
         "field_errors": plain_errors(errors),
         "unavailable": kind.unavailable(),
@@ -194,12 +204,20 @@ def _setting_fields(
     kind: kinds.ChannelKind,
     shown: dict[str, Any],
     errors: dict[str, Any],
+    choices: dict[str, list[tuple[str, str]]],
 ) -> list[dict[str, Any]]:
     """One entry per setting of the channel's kind: what was typed or stored
-    (a secret only as its masked ending) and its errors."""
+    (a secret only as its masked ending), the boxes of one picked from a
+    list, and its errors."""
     setting_errors = errors.get("settings")
     if not isinstance(setting_errors, dict):
         setting_errors = {}
+
+    def picked(key: str) -> list[str]:
+        if request.method == "POST":
+            return request.POST.getlist(f"setting_{key}")
+        return list(shown.get(key) or [])
+
     return [
         {
             "key": key,
@@ -209,6 +227,7 @@ def _setting_fields(
             "value": ""
             if key in kind.secrets
             else request.POST.get(f"setting_{key}", shown.get(key, "")),
+            "options": _options(choices[key], picked(key)) if key in choices else None,
             "stored": shown.get(key) if key in kind.secrets else None,
             "errors": [
                 f"Enter the {label}." if problem == "Required." else problem
@@ -216,6 +235,13 @@ def _setting_fields(
             ],
         }
         for key, (label, help_text) in kind.fields.items()
+    ]
+
+
+def _options(choices: list[tuple[str, str]], picked: list[str]) -> list[dict[str, Any]]:
+    return [
+        {"value": value, "words": words, "checked": value in picked}
+        for value, words in choices
     ]
 
 

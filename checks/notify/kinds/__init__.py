@@ -14,6 +14,7 @@ from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsE
 from checks.notify.kinds.email import EmailKind
 from checks.notify.kinds.firecrawl_webhook import FirecrawlWebhookKind
 from checks.notify.kinds.slack import SlackKind, SlackWebhookKind
+from checks.notify.kinds.team_email import TeamEmailKind
 from checks.notify.kinds.webhook import WebhookKind
 
 __all__ = [
@@ -33,6 +34,7 @@ KIND_CLASSES: tuple[type[ChannelKind], ...] = (
     SlackKind,
     SlackWebhookKind,
     AppriseKind,
+    TeamEmailKind,
     FirecrawlWebhookKind,
     EmailKind,
 )

@@ -17,7 +17,7 @@ from checks.notify.transports import DeliveryError, Sent
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
-    from monitors.models import Monitor
+    from monitors.models import Monitor, Team
 
 __all__ = ["ChannelKind", "DeliveryError", "SettingsError", "Sent"]
 
@@ -71,6 +71,17 @@ class ChannelKind:
                 raise SettingsError({key: "Required."})
             cleaned[key] = value.strip()
         return cleaned
+
+    def choices(self, team: Team) -> dict[str, list[tuple[str, str]]]:
+        """Settings picked from the team's own things rather than typed:
+        {setting: [(value, words shown)]}. The form shows them as checkboxes
+        and such a setting is a list of the values picked."""
+        return {}
+
+    def clean_for(self, team: Team, settings: dict[str, Any]) -> dict[str, Any]:
+        """`clean`, then the rules that need the channel's team (settings
+        picked from its members). What the API and the form validate with."""
+        return self.clean(settings)
 
     def merge(self, stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
         """New settings from an edit: a secret left out (or sent back masked)

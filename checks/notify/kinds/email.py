@@ -11,9 +11,12 @@ a check whose every change the judge called noise writes none."""
 from __future__ import annotations
 
 import smtplib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.mail import EmailMessage
+from django.core.mail.backends.base import BaseEmailBackend
 
 from checks.notify import emails
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent
@@ -49,12 +52,15 @@ class EmailKind(ChannelKind):
         if reason:
             raise DeliveryError(f"Not sent: {reason}", cancel=True)
         message = emails.build(delivery)
-        return Blocking(lambda: _send(message), SEND_TIMEOUT_SECONDS)
+        return Blocking(lambda: send_one(message), SEND_TIMEOUT_SECONDS)
 
 
-def _send(message: EmailMessage) -> Sent:
+@contextmanager
+def mail_errors() -> Iterator[None]:
+    """The mail server's trouble as a DeliveryError: a refused address is
+    permanent, anything else (a connection, a time-out) worth retrying."""
     try:
-        message.send()
+        yield
     except smtplib.SMTPRecipientsRefused as exc:
         raise DeliveryError(
             f"The mail server refused the address: {exc.recipients}"[:500],
@@ -62,4 +68,13 @@ def _send(message: EmailMessage) -> Sent:
         ) from exc
     except (smtplib.SMTPException, OSError) as exc:
         raise DeliveryError(f"Could not send: {exc}"[:500]) from exc
+
+
+def send_one(message: EmailMessage, connection: BaseEmailBackend | None = None) -> Sent:
+    """Send one e-mail now, over `connection` when one is open."""
+    with mail_errors():
+        if connection is None:
+            message.send()
+        else:
+            connection.send_messages([message])
     return Sent()

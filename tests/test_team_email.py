@@ -1,0 +1,485 @@
+"""The "E-mail to team members" channel: chosen members of the team get each
+message by e-mail (Django's mail framework, the locmem outbox here), through
+the same outbox as every channel; someone who left the team gets nothing."""
+
+from __future__ import annotations
+
+import html
+import re
+import smtplib
+from datetime import UTC, datetime, time
+
+import pytest
+import time_machine
+from django.core.mail.backends.base import BaseEmailBackend
+from django.urls import reverse
+
+from checks.models import Delivery
+from checks.notify import channels as channel_events
+from checks.notify import digests, drain, kinds
+from monitors.models import Channel, Membership, MonitorChannel
+from tests.notifying import judged, make_monitor
+
+pytest_plugins = ["tests.notifying"]
+
+pytestmark = pytest.mark.django_db
+
+MIA = "mia@acme.test"
+NOAH = "noah@acme.test"
+OUTSIDER = "olga@globex.test"
+
+
+@pytest.fixture
+def owner(team, django_user_model):
+    user = django_user_model.objects.create_user(
+        "mia", MIA, password="pw", first_name="Mia", last_name="Lund"
+    )
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def noah(team, django_user_model):
+    user = django_user_model.objects.create_user(
+        "noah", NOAH, first_name="Noah", last_name="Berg"
+    )
+    Membership.objects.create(team=team, user=user, role=Membership.Role.VIEWER)
+    return user
+
+
+@pytest.fixture
+def outsider(other_team, django_user_model):
+    user = django_user_model.objects.create_user("olga", OUTSIDER)
+    Membership.objects.create(team=other_team, user=user)
+    return user
+
+
+@pytest.fixture
+def web(client, owner):
+    client.force_login(owner)
+    return client
+
+
+def team_mail(team, monitor=None, recipients=(MIA, NOAH), **fields) -> Channel:
+    fields.setdefault("events", list(Channel.DEFAULT_EVENTS))
+    channel = Channel.objects.create(
+        team=team,
+        name="Pricing people",
+        kind="team_email",
+        settings={"recipients": list(recipients)},
+        **fields,
+    )
+    if monitor is not None:
+        MonitorChannel.objects.create(monitor=monitor, channel=channel)
+    return channel
+
+
+def meaningful_check(scenario, monitor):
+    return scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/about", "same"),
+        ],
+    )
+
+
+def html_of(mail) -> str:
+    [(content, mimetype)] = mail.alternatives
+    assert mimetype == "text/html"
+    return content
+
+
+# --- The kind and its settings ------------------------------------------------------
+
+
+def test_e_mail_to_team_members_is_a_kind_teams_are_offered(web):
+    kind = kinds.offered("team_email")
+
+    assert kind is not None and kind in kinds.all_kinds()
+    assert kind.label == "E-mail to team members"
+    assert "E-mail to team members" in web.get("/channels/new/").content.decode()
+
+
+def test_the_form_offers_the_teams_members_as_checkboxes_and_no_outsider(
+    web, noah, outsider
+):
+    page = html.unescape(web.get("/channels/new/?kind=team_email").content.decode())
+
+    boxes = re.findall(r'<input type="checkbox" name="setting_recipients"[^>]*>', page)
+    assert [re.search(r'value="([^"]*)"', box)[1] for box in boxes] == [MIA, NOAH]
+    assert "Mia Lund (mia@acme.test)" in page and "Noah Berg (noah@acme.test)" in page
+    assert OUTSIDER not in page
+
+
+def test_the_form_saves_the_chosen_members(web, team, noah):
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "team_email",
+            "name": "Pricing people",
+            "setting_recipients": [NOAH, MIA],
+            "events": ["meaningful", "failing"],
+            "failing_after": "3",
+            "digest": "daily",
+            "digest_at": "08:30",
+        },
+    )
+
+    assert response.status_code == 302
+    channel = Channel.objects.get(team=team)
+    assert channel.kind == "team_email"
+    assert channel.settings == {"recipients": [MIA, NOAH]}
+    assert channel.digest == "daily" and channel.next_digest_at is not None
+    page = html.unescape(web.get("/channels/").content.decode())
+    assert "E-mail to team members" in page
+
+
+def test_the_form_refuses_someone_who_is_not_in_the_team(web, team, outsider):
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "team_email",
+            "name": "Pricing people",
+            "setting_recipients": [MIA, OUTSIDER],
+            "events": ["meaningful"],
+            "failing_after": "3",
+            "digest": "",
+        },
+    )
+
+    assert response.status_code == 400
+    assert not Channel.objects.filter(team=team).exists()
+    assert f"{OUTSIDER} is not a member of this team." in html.unescape(
+        response.content.decode()
+    )
+
+
+def test_the_form_asks_for_at_least_one_member_in_plain_words(web, team):
+    response = web.post(
+        "/channels/new/",
+        {"kind": "team_email", "name": "Nobody", "events": ["meaningful"],
+         "failing_after": "3", "digest": ""},
+    )  # fmt: skip
+
+    assert response.status_code == 400
+    assert not Channel.objects.filter(team=team).exists()
+    assert "Choose at least one member." in response.content.decode()
+
+
+def test_the_api_takes_members_addresses_and_refuses_another_address(
+    api, team, owner, outsider
+):
+    refused = api.post(
+        "/v2/channels",
+        {"name": "Mail", "kind": "team_email",
+         "settings": {"recipients": [MIA, OUTSIDER]}},
+        format="json",
+    )  # fmt: skip
+    assert refused.status_code == 400
+    assert OUTSIDER in refused.content.decode()
+    assert not Channel.objects.filter(team=team).exists()
+
+    made = api.post(
+        "/v2/channels",
+        {"name": "Mail", "kind": "team_email",
+         "settings": {"recipients": ["Mia@Acme.test"]}},
+        format="json",
+    )  # fmt: skip
+    assert made.status_code == 200, made.content
+    assert made.json()["data"]["settings"] == {"recipients": [MIA]}
+    channel = Channel.objects.get(team=team)
+
+    edited = api.patch(
+        f"/v2/channels/{channel.pk}",
+        {"settings": {"recipients": [OUTSIDER]}},
+        format="json",
+    )
+    assert edited.status_code == 400
+    channel.refresh_from_db()
+    assert channel.settings == {"recipients": [MIA]}
+
+
+# --- What it sends ------------------------------------------------------------------
+
+
+def test_a_meaningful_change_sends_one_e_mail_to_each_chosen_member(
+    team, owner, noah, scenario, queued, mailoutbox, settings
+):
+    monitor = make_monitor(team, goal="Prices")
+    channel = team_mail(team, monitor)
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert delivery.event == "channel.change"
+    assert sorted(mail.to for mail in mailoutbox) == [[MIA], [NOAH]]
+    mail = mailoutbox[0]
+    assert mail.subject.startswith("Pricing page: ")
+    assert "https://example.com/pricing" in mail.body
+    assert "Why: The price went up." in mail.body
+    # Why they get it, and where to change that.
+    channels_page = settings.PUBLIC_BASE_URL + "/channels/"
+    assert (
+        f"You get this e-mail at {mail.to[0]} because you are a member of the team Acme"
+        in mail.body
+    )
+    assert "“Pricing people”" in mail.body
+    assert channels_page in mail.body
+    page = html_of(mail)
+    assert "https://example.com/pricing" in page
+    assert f'href="{channels_page}"' in page
+
+
+def test_a_failing_monitor_sends_one_failing_e_mail_and_one_recovered(
+    team, owner, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team)
+    team_mail(team, monitor, recipients=[MIA], events=["failing"], failing_after=2)
+
+    for _ in range(3):
+        scenario.run(monitor, [("https://example.com/pricing", "error")])
+    queued.run()
+    assert [mail.subject for mail in mailoutbox] == ["Pricing page is failing"]
+    assert "its last 2 checks failed" in mailoutbox[0].body
+
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    queued.run()
+
+    assert [mail.subject for mail in mailoutbox] == [
+        "Pricing page is failing",
+        "Pricing page works again",
+    ]
+
+
+def test_a_daily_digest_is_one_e_mail(team, owner, scenario, queued, mailoutbox):
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        channel = team_mail(
+            team, monitor, recipients=[MIA], digest="daily", digest_at=time(9, 0)
+        )
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+        meaningful_check(scenario, monitor)
+        scenario.run(monitor, [("https://example.com/plans", "new")])
+    assert mailoutbox == []  # a digest channel is not told at once
+
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+    drain.deliver(made.pk)
+
+    made.refresh_from_db()
+    assert made.status == Delivery.Status.DELIVERED
+    [mail] = mailoutbox
+    assert mail.to == [MIA]
+    assert mail.subject == "Pagewatch digest: 2 meaningful changes"
+    assert "https://example.com/pricing" in mail.body
+    assert "https://example.com/plans (new page)" in mail.body
+
+
+def test_a_member_who_left_the_team_gets_nothing(
+    team, owner, noah, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, goal="Prices")
+    team_mail(team, monitor)
+    Membership.objects.get(team=team, user=noah).remove()
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    assert [mail.to for mail in mailoutbox] == [[MIA]]
+
+
+def test_a_switched_off_account_gets_nothing(
+    team, owner, noah, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, goal="Prices")
+    team_mail(team, monitor)
+    noah.is_active = False
+    noah.save()
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    assert [mail.to for mail in mailoutbox] == [[MIA]]
+
+
+def test_with_no_chosen_member_left_the_message_is_cancelled_saying_why(
+    team, owner, noah, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, goal="Prices")
+    channel = team_mail(team, monitor, recipients=[NOAH])
+    Membership.objects.get(team=team, user=noah).remove()
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.CANCELLED
+    assert delivery.attempts == 1 and delivery.next_attempt_at is None
+    assert delivery.last_error == (
+        "Not sent: none of the people chosen for this channel is still a member "
+        "of the team with an e-mail address."
+    )
+    assert mailoutbox == []
+
+
+def test_page_text_in_the_html_part_is_escaped(
+    team, owner, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, goal="Prices")
+    team_mail(team, monitor, recipients=[MIA])
+    hostile = judged(True) | {"reason": "<script>alert(1)</script>"}
+
+    scenario.run(
+        monitor, [("https://example.com/pricing", "changed", {"judgment": hostile})]
+    )
+    queued.run()
+
+    [mail] = mailoutbox
+    assert "<script>" not in html_of(mail)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html_of(mail)
+    assert "Why: <script>alert(1)</script>" in mail.body
+
+
+def test_only_the_messages_own_addresses_are_links_in_the_html_part(
+    team, owner, scenario, queued, mailoutbox, settings
+):
+    monitor = make_monitor(team, goal="Prices")
+    team_mail(team, monitor, recipients=[MIA])
+    quoting = judged(True) | {"reason": "Sign in at https://elsewhere.example/login"}
+
+    check = scenario.run(
+        monitor, [("https://example.com/pricing", "changed", {"judgment": quoting})]
+    )
+    queued.run()
+
+    [mail] = mailoutbox
+    links = re.findall(r'href="([^"]*)"', html_of(mail))
+    base = settings.PUBLIC_BASE_URL
+    assert "https://example.com/pricing" in links
+    assert f"{base}{check.get_absolute_url()}" in links
+    assert "https://elsewhere.example/login" not in links
+    assert "Sign in at https://elsewhere.example/login" in html_of(mail)
+
+
+def test_the_test_button_e_mails_the_chosen_members(web, team, noah, mailoutbox):
+    channel = team_mail(team)
+
+    response = web.post(f"/channels/{channel.pk}/test/")
+
+    assert response.status_code == 302
+    assert sorted(mail.to for mail in mailoutbox) == [[MIA], [NOAH]]
+    assert mailoutbox[0].subject == "A test message from Pagewatch"
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.DELIVERED
+    page = html.unescape(web.get("/channels/").content.decode())
+    assert "Test message sent to “Pricing people”." in page
+
+
+def test_the_admin_names_the_kind_and_shows_who_gets_the_e_mails(admin_client, team):
+    channel = team_mail(team)
+
+    listed = admin_client.get(reverse("admin:monitors_channel_changelist"))
+    shown = admin_client.get(
+        reverse("admin:monitors_channel_change", args=[channel.pk])
+    )
+
+    assert "E-mail to team members" in listed.content.decode()
+    page = html.unescape(shown.content.decode())
+    assert "E-mail to team members" in page
+    assert MIA in page and NOAH in page
+
+
+def test_an_edit_shows_the_chosen_members_ticked(web, team, noah):
+    channel = team_mail(team, recipients=[NOAH])
+
+    page = web.get(f"/channels/{channel.pk}/").content.decode()
+
+    ticked = re.findall(r'name="setting_recipients" value="([^"]*)" checked', page)
+    assert ticked == [NOAH]
+
+
+class TroubledMailServer(BaseEmailBackend):
+    """A mail server that refuses some addresses and drops the connection at
+    others, keeping what it accepted."""
+
+    refuses: set[str] = set()
+    drops_at: set[str] = set()
+    accepted: list[str] = []
+
+    def send_messages(self, email_messages) -> int:
+        for message in email_messages:
+            [to] = message.to
+            if to in self.refuses:
+                raise smtplib.SMTPRecipientsRefused({to: (550, b"No such user")})
+            if to in self.drops_at:
+                raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed")
+            self.accepted.append(to)
+        return len(email_messages)
+
+
+@pytest.fixture
+def troubled(settings):
+    settings.MAILERS = {
+        "default": {"BACKEND": "tests.test_team_email.TroubledMailServer"}
+    }
+    TroubledMailServer.refuses, TroubledMailServer.drops_at = set(), set()
+    TroubledMailServer.accepted = []
+    return TroubledMailServer
+
+
+@pytest.fixture
+def ines(team, django_user_model):
+    user = django_user_model.objects.create_user("ines", "ines@acme.test")
+    Membership.objects.create(team=team, user=user)
+    return user
+
+
+def test_an_address_the_mail_server_refuses_does_not_stop_the_others(
+    team, owner, noah, ines, troubled
+):
+    channel = team_mail(team, recipients=[MIA, NOAH, "ines@acme.test"])
+    troubled.refuses = {NOAH}
+
+    delivery = channel_events.send_test(channel)
+
+    assert troubled.accepted == [MIA, "ines@acme.test"]
+    assert delivery.status == Delivery.Status.DELIVERED
+    attempt = delivery.attempt_log.get()
+    assert attempt.response_body == (
+        f"Sent to {MIA}, ines@acme.test. The mail server refused {NOAH}."
+    )
+
+
+def test_a_server_that_fails_before_anyone_got_theirs_is_tried_again(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {MIA}
+
+    delivery = channel_events.send_test(channel)
+
+    assert troubled.accepted == []
+    assert delivery.status == Delivery.Status.PENDING
+    assert delivery.next_attempt_at is not None
+    assert delivery.last_error.startswith("Could not send:")
+
+
+def test_a_server_that_fails_after_someone_got_theirs_is_not_tried_again(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {NOAH}
+
+    delivery = channel_events.send_test(channel)
+
+    assert troubled.accepted == [MIA]
+    assert delivery.status == Delivery.Status.FAILED
+    assert delivery.next_attempt_at is None
+    assert delivery.last_error == (
+        f"Sent to {MIA}, then stopped: Could not send: Connection unexpectedly closed"
+    )
