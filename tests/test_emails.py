@@ -6,6 +6,7 @@ from __future__ import annotations
 import email.policy
 import re
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 import time_machine
@@ -19,6 +20,7 @@ from checks.models import Check, Delivery
 from checks.notify import deliveries, emails
 from monitors.models import EmailRecipient, Target
 from tests.notifying import (
+    Receiver,
     judged,
     make_monitor,
     markdown_diff,
@@ -707,11 +709,61 @@ def test_the_webhook_off_mail_says_what_happened_and_links_to_the_edit_page(
 
     [mail] = mailoutbox
     assert mail.subject == 'Webhook turned off for the monitor "Pricing page"'
-    first_paragraph = mail.body.split("\n\n")[0]
-    assert "answered that it no longer exists (HTTP 410 Gone)" in first_paragraph
-    assert "PATCH" not in first_paragraph
+    assert "answered that it no longer exists" in mail.body.split("\n\n")[1]
     edit_url = settings.PUBLIC_BASE_URL + reverse("monitor-edit", args=[monitor.pk])
-    assert edit_url in mail.body
-    assert f'<a href="{edit_url}">edit the monitor in Pagewatch</a>' in html_of(mail)
+    to_field = f"{edit_url}#field-webhook_url"
+    assert to_field in mail.body
+    assert f'<a href="{to_field}">edit the monitor in Pagewatch</a>' in html_of(mail)
     client.force_login(member)
     assert client.get(path_of(edit_url)).status_code == 200
+
+
+def test_the_webhook_off_mail_names_only_the_host_of_an_address_with_a_secret(
+    team, member, site, receiver, scenario, queued, mailoutbox
+):
+    hook = Receiver(site, "/hooks/T0A1B2/s3cretPathToken").then(410)
+    dead = hook.url + "?token=s3cretQueryToken"
+    monitor = make_monitor(team, webhook=webhook_config(dead))
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    host = urlsplit(dead).hostname
+    for text in (mail.subject, mail.body, html_of(mail)):
+        assert "s3cret" not in text
+        assert "/hooks/" not in text
+    assert f"its webhook at {host}" in mail.body
+    assert f"its webhook at <strong>{host}</strong>" in html_of(mail)
+
+
+def test_the_webhook_off_mail_says_what_stopped_why_and_what_to_do_in_plain_words(
+    team, member, receiver, scenario, queued, mailoutbox, client
+):
+    receiver.then(410)
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    what, why, unaffected, to_do, *rest = mail.body.split("\n\n")
+    assert what.startswith("Pagewatch stopped sending updates of the monitor")
+    assert why.startswith("Why: ")
+    assert why.count(". ") == 0  # one sentence
+    assert "410" not in why and "HTTP" not in why
+    assert to_do.startswith("What to do: ")
+    assert 'under "Webhook"' in to_do
+    # The API is a hint for developers at the very end, never a PATCH recipe.
+    for text in (mail.body, html_of(mail)):
+        assert "PATCH" not in text
+        assert "/v2/" not in text
+        assert text.index("What to do") < text.index("For developers")
+    edit_url = (
+        settings.PUBLIC_BASE_URL
+        + reverse("monitor-edit", args=[monitor.pk])
+        + "#field-webhook_url"
+    )
+    assert edit_url in to_do
+    assert f'<a href="{edit_url}">' in html_of(mail)
+    client.force_login(member)
+    edit_page = client.get(path_of(edit_url)).content.decode()
+    assert 'id="field-webhook_url"' in edit_page
