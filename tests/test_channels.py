@@ -1035,3 +1035,48 @@ def test_a_failing_alert_says_a_failed_search_in_words_not_its_raw_answer(
 
     assert "Last error: The web search failed." in said
     assert "<" not in said and "Bad gateway" not in said
+
+
+def test_a_failing_alert_gives_a_pages_words_without_its_exception_text(
+    team, pigeon, scenario, queued
+):
+    raw = "httpx.ConnectError: [Errno 111] Connection refused"
+    fields = {"error": raw, "error_kind": "refused"}
+    page = ("https://example.com/pricing", "error", fields)
+
+    said = failing_message(
+        team, pigeon, scenario, queued, [page], "The page could not be checked."
+    )
+
+    assert "Last error: The site refused the connection.\n" in said
+    assert "Errno" not in said and "httpx" not in said
+
+
+def test_a_change_message_says_a_failed_page_in_words_without_its_exception_text(
+    team, slack, scenario, queued
+):
+    raw = "ReadTimeout: timed out after 30 s"
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            (
+                "https://example.com/slow",
+                "error",
+                {"error_kind": "timeout", "error": raw},
+            ),
+        ],
+    )
+    queued.run()
+
+    from checks.notify import messages
+
+    [posted] = slack.posted
+    message = json.loads(Delivery.objects.to_channels().get().body)
+    for said in (json.dumps(posted), messages.text(message)):
+        assert "The page took too long to answer." in said
+        assert "ReadTimeout" not in said and "30 s" not in said

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models.fields.json import KT
 
-from checks.errors import ErrorKind, is_raw, plain_error
+from checks.errors import ErrorKind, error_words, is_raw
 from checks.notify.texts import http_href, one_line
 from monitors.search_provider import in_plain_words
 from monitors.target_kinds import TargetFailure
@@ -215,11 +215,10 @@ def failing_reason(check: Check) -> str | None:
         .values_list("error_kind", "status_code", "error")
         .first()
     )
-    # Raw internal text (an error page's HTML, a provider's ids) is never
-    # passed on: the kind's own words stand for it.
+    # Raw internal text (an error page's HTML, a provider's ids, an
+    # exception) is never passed on: the kind's own words stand for it.
     if page is not None:
-        kind, code, error = page
-        return plain_error(kind, code, None if is_raw(error) else error)
+        return error_words(*page)
     for failure in check.target_failures():
         if is_raw(failure.reason):
             return f"The {failure.label.lower()} failed."
@@ -250,8 +249,8 @@ def change_report(check: Check) -> ChangeReport:
         # is neither meaningful nor noise here (so still mailed), and
         # the label says it was not judged.
         # The stored error is written for the API ("ReadTimeout…", "HTTP 404"):
-        # the e-mail says it the way the dashboard does.
-        said = plain_error(kind, code, error) if (error or kind) else ""
+        # the message says it in the words of its kind.
+        said = error_words(kind, code, error) if (error or kind) else ""
         if kind == ErrorKind.SEARCH_FAILED:
             # Its address is the search provider's, often on the internal
             # network: nothing for a reader to open, or to be shown.
