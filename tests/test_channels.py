@@ -1080,3 +1080,28 @@ def test_a_change_message_says_a_failed_page_in_words_without_its_exception_text
     for said in (json.dumps(posted), messages.text(message)):
         assert "The page took too long to answer." in said
         assert "ReadTimeout" not in said and "30 s" not in said
+
+
+def test_a_change_message_says_a_failed_search_in_words_not_its_raw_answer(
+    team, pigeon, scenario, queued
+):
+    from checks.notify import messages
+
+    raw = "SearXNG answered HTTP 502: <html><body>Bad gateway</body></html>"
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"}, events=["change"]
+    )
+    check = scenario.start(monitor)
+    check.target_results = [
+        {"type": "search", "searchCompleted": False, "degradedReason": raw}
+    ]
+    check.save(update_fields=["target_results"])
+    scenario.page(check, "https://example.com/new", "new")
+    scenario.finish(check)
+    queued.run()
+
+    [message] = pigeon.flown
+    said = messages.text(message)
+    assert "Web search failed: The web search failed." in said
+    assert "<" not in said and "Bad gateway" not in said

@@ -19,6 +19,7 @@ from checks.ai.judge import not_judged as fail_open
 from checks.models import Check, Delivery
 from checks.notify import deliveries, emails
 from monitors.models import EmailRecipient, Target
+from monitors.search_provider import NOT_CONFIGURED
 from tests.notifying import (
     Receiver,
     judged,
@@ -798,3 +799,38 @@ def test_a_change_mail_says_a_page_error_in_words_and_the_api_keeps_the_raw_text
     shown = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}").json()
     [down] = [p for p in shown["data"]["pages"] if p["url"] == "https://e.com/down"]
     assert down["error"] == RAW_CONNECT_ERROR
+
+
+@pytest.mark.parametrize(
+    ("reason", "hidden", "said"),
+    [
+        (
+            "SearXNG answered HTTP 502: <html><body>Bad gateway</body></html>",
+            ("HTTP 502", "Bad gateway"),
+            "The web search failed.",
+        ),
+        (
+            NOT_CONFIGURED,
+            ("SEARXNG_URL", "BRAVE_API_KEY"),
+            "no web search service is set up for this Pagewatch yet",
+        ),
+    ],
+)
+def test_a_failed_search_in_a_change_mail_is_said_as_the_failing_alert_says_it(
+    team, member, scenario, queued, mailoutbox, reason, hidden, said
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    check = scenario.start(monitor)
+    check.target_results = [
+        {"type": "search", "searchCompleted": False, "degradedReason": reason}
+    ]
+    check.save(update_fields=["target_results"])
+    scenario.page(check, "https://e.com/new", "new")
+    scenario.finish(check)
+    queued.run()
+
+    [mail] = mailoutbox
+    for text in (mail.body, html_of(mail)):
+        assert said in text
+        for raw in hidden:
+            assert raw not in text

@@ -220,12 +220,19 @@ def failing_reason(check: Check) -> str | None:
     if page is not None:
         return error_words(*page)
     for failure in check.target_failures():
-        if is_raw(failure.reason):
-            return f"The {failure.label.lower()} failed."
-        return in_plain_words(failure.reason)
+        return failure_words(failure)
     if not check.error:
         return None
     return CHECK_FAILED_WORDS if is_raw(check.error) else in_plain_words(check.error)
+
+
+def failure_words(failure: TargetFailure) -> str:
+    """What kept a target from its part, as messages say it: raw text (a
+    provider's error page) gives way to "The web search failed.", and
+    setting names to where an administrator reads how to set one up."""
+    if is_raw(failure.reason):
+        return f"The {failure.label.lower()} failed."
+    return in_plain_words(failure.reason)
 
 
 def change_report(check: Check) -> ChangeReport:
@@ -261,7 +268,11 @@ def change_report(check: Check) -> ChangeReport:
         line.blocked = status == "error" and site_blocked(code, kind)
         pages.append(line)
     pages.sort(key=lambda p: p.rank)
-    return ChangeReport(counts, pages, check.target_failures())
+    failures = [
+        TargetFailure(failure.label, failure_words(failure))
+        for failure in check.target_failures()
+    ]
+    return ChangeReport(counts, pages, failures)
 
 
 _REMOVED_STYLE = "background: #fde8e8; color: #8a1c1c;"
