@@ -1105,3 +1105,41 @@ def test_a_change_message_says_a_failed_search_in_words_not_its_raw_answer(
     said = messages.text(message)
     assert "Web search failed: The web search failed." in said
     assert "<" not in said and "Bad gateway" not in said
+
+
+def test_a_failing_alert_after_one_failed_check_says_its_last_check_failed(
+    team, pigeon, scenario, queued
+):
+    said = failing_message(team, pigeon, scenario, queued, [], "Lost.")
+
+    assert said.startswith("Pricing page is failing: its last check failed.\n")
+    assert "1 check" not in said
+
+
+def test_a_digest_of_every_change_does_not_call_the_noise_in_it_meaningful(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.notify import digests, messages
+
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        every = daily_digest_channel(team, monitor)
+        every.events = ["change"]
+        every.save(update_fields=["events"])
+        meaningful_only = daily_digest_channel(team, monitor)
+        meaningful_check(scenario, monitor)
+        noise = {"judgment": judged(False), "verdict": "noise"}
+        scenario.run(monitor, [("https://example.com/x", "changed", noise)])
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        made = {d.channel_id: d for d in digests.queue_due(datetime.now(UTC))}
+
+    of_every = json.loads(made[every.pk].body)
+    assert of_every["changes"] == 2
+    assert messages.title(of_every) == "Pagewatch digest: 2 changes"
+    assert messages.digest_intro(of_every).startswith("Changes since ")
+    assert "meaningful" not in messages.text(of_every).lower()
+    of_meaningful = json.loads(made[meaningful_only.pk].body)
+    assert messages.title(of_meaningful) == "Pagewatch digest: 1 meaningful change"
+    assert messages.digest_intro(of_meaningful).startswith("Meaningful changes since ")

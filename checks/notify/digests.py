@@ -117,7 +117,11 @@ def queue_due(now: datetime) -> list[Delivery]:
             grouped = _changes(channel, since, now)
             if grouped:
                 message = messages.digest(
-                    since, now, grouped, channel.team.time_zone or "UTC"
+                    since,
+                    now,
+                    grouped,
+                    channel.team.time_zone or "UTC",
+                    meaningful_only=not channel.wants(Channel.Event.CHANGE),
                 )
                 made.append(channels.create(channel, None, None, message))
     return made
