@@ -908,7 +908,7 @@ def test_a_change_with_sixty_failed_searches_stays_within_slacks_fifty_blocks():
     assert len(blocks) == 50
     said = [b["text"]["text"] for b in blocks if b["type"] == "section"]
     assert "item-9|" in said[9]
-    shown = sum(1 for text in said if "failed:*" in text)
+    shown = sum(1 for text in said if text.startswith("*Web search:*"))
     # The failures left out join the pages already left out in one count.
     assert said[-2] == f"…and {3 + 60 - shown} more."
     assert "Open the check in Pagewatch" in said[-1]
@@ -1103,8 +1103,22 @@ def test_a_change_message_says_a_failed_search_in_words_not_its_raw_answer(
 
     [message] = pigeon.flown
     said = messages.text(message)
-    assert "Web search failed: The web search failed." in said
+    assert "- Web search: The web search failed." in said
     assert "<" not in said and "Bad gateway" not in said
+
+
+def test_chat_says_a_failed_target_once_not_failed_twice():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    message = change_with_failures(1) | {
+        "failures": [{"label": "Web search", "reason": "The web search failed."}]
+    }
+
+    said = messages.text(message) + json.dumps(slack.blocks(message))
+    assert "failed: The web search failed" not in said
+    assert "- Web search: The web search failed." in messages.text(message)
+    assert "*Web search:* The web search failed." in said
 
 
 def test_a_failing_alert_after_one_failed_check_says_its_last_check_failed(

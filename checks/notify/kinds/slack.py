@@ -158,7 +158,8 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         entries = [_page_section(page) for page in message.get("pages") or []]
         entries.extend(
             _section(
-                f"*{_mrkdwn(failure['label'])} failed:* {_mrkdwn(failure['reason'])}"
+                # The reason says it failed ("The web search failed: …").
+                f"*{_mrkdwn(failure['label'])}:* {_mrkdwn(failure['reason'])}"
             )
             for failure in message.get("failures") or []
         )
