@@ -834,3 +834,19 @@ def test_a_failed_search_in_a_change_mail_is_said_as_the_failing_alert_says_it(
         assert said in text
         for raw in hidden:
             assert raw not in text
+
+
+def test_a_mail_about_pages_that_could_not_be_checked_does_not_claim_changes(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    pages = [
+        ("https://e.com/same", "same"),
+        ("https://e.com/down", "error", {"error_kind": "timeout"}),
+    ]
+    scenario.run(monitor, pages)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject == "Monitor check problems: Pricing page: 1 page with an error"
+    assert "changes" not in mail.subject.lower()
