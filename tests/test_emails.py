@@ -814,6 +814,13 @@ def test_a_change_mail_says_a_page_error_in_words_and_the_api_keeps_the_raw_text
             ("SEARXNG_URL", "BRAVE_API_KEY"),
             "no web search service is set up for this Pagewatch yet",
         ),
+        (
+            "The web search failed: “acme”: Brave Search answered HTTP 401"
+            " (Bad token). Check BRAVE_API_KEY.",
+            ("BRAVE_API_KEY",),
+            "Brave Search answered HTTP 401 (Bad token). An administrator should"
+            " check the key of the web search service.",
+        ),
     ],
 )
 def test_a_failed_search_in_a_change_mail_is_said_as_the_failing_alert_says_it(
