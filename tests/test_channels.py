@@ -1157,3 +1157,26 @@ def test_a_digest_of_every_change_does_not_call_the_noise_in_it_meaningful(
     of_meaningful = json.loads(made[meaningful_only.pk].body)
     assert messages.title(of_meaningful) == "Pagewatch digest: 1 meaningful change"
     assert messages.digest_intro(of_meaningful).startswith("Meaningful changes since ")
+
+
+def test_chat_names_a_page_that_failed_could_not_be_checked_not_error(
+    team, pigeon, scenario, queued
+):
+    from checks.notify import messages
+
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/slow", "error", {"error_kind": "timeout"}),
+        ],
+    )
+    queued.run()
+
+    said = messages.text(pigeon.flown[0])
+    assert "- https://example.com/slow — could not be checked\n" in said
+    assert "— error" not in said

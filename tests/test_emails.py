@@ -559,7 +559,7 @@ def test_a_page_the_site_blocked_is_named_blocked_by_the_site_in_the_email(
     assert "found changes" not in mail.body + html_of(mail)
     assert "- [blocked by the site] https://e.com/refused" in mail.body
     assert "- [blocked by the site] https://e.com/challenged" in mail.body
-    assert "- [error] https://e.com/missing" in mail.body
+    assert "- [could not be checked] https://e.com/missing" in mail.body
     assert html_of(mail).count("<strong>blocked by the site</strong>") == 2
     assert mail.subject.endswith(": 3 pages with errors (2 blocked by the site)")
 

@@ -80,8 +80,9 @@ class PageLine:
 
     @property
     def label(self) -> str:
-        if self.status == "error" and self.blocked:
-            return BLOCKED_WORDS
+        if self.status == "error":
+            # "error" is the API's status; the line below it says why.
+            return BLOCKED_WORDS if self.blocked else "could not be checked"
         if self.status == "changed" and self.not_judged:
             return "changed (not judged)"
         if self.status == "changed" and self.meaningful is True:
