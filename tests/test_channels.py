@@ -1180,3 +1180,33 @@ def test_chat_names_a_page_that_failed_could_not_be_checked_not_error(
     said = messages.text(pigeon.flown[0])
     assert "- https://example.com/slow — could not be checked\n" in said
     assert "— error" not in said
+
+
+def test_a_digest_says_a_change_was_not_judged_as_change_messages_do(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.ai.judge import not_judged
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    refused = not_judged(
+        "The AI model's endpoint refused the request (HTTP 401). Check LLM_API_KEY."
+    )
+    fields = {"judgment": refused.judgment, "verdict": "not_judged"}
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        daily_digest_channel(team, monitor)
+        scenario.run(monitor, [("https://example.com/pricing", "changed", fields)])
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    said = messages.text(message)
+    assert "- https://example.com/pricing (not judged)\n" in said
+    blocks = json.dumps(slack.blocks(message), ensure_ascii=False)
+    assert "|https://example.com/pricing> (not judged) (" in blocks
+    # The judge's failure is a server matter: no setting names for the team.
+    for text in (said, blocks):
+        assert "LLM_" not in text and "Not judged:" not in text

@@ -235,6 +235,8 @@ def _digest_entry(entry: Mapping[str, Any]) -> str:
         changed = page.get("status") == "changed"
         if not changed:
             line += " (new page)"
+        elif page.get("notJudged"):
+            line += " (not judged)"
         if page.get("reason"):
             line += f": {_mrkdwn(page['reason'])}"
         words = "see the diff" if changed else "open in Pagewatch"
