@@ -1210,3 +1210,30 @@ def test_a_digest_says_a_change_was_not_judged_as_change_messages_do(
     # The judge's failure is a server matter: no setting names for the team.
     for text in (said, blocks):
         assert "LLM_" not in text and "Not judged:" not in text
+
+
+def test_a_digest_of_every_change_marks_the_ones_judged_unimportant(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        channel = daily_digest_channel(team, monitor)
+        channel.events = ["change"]
+        channel.save(update_fields=["events"])
+        meaningful_check(scenario, monitor)
+        noise = {"judgment": judged(False), "verdict": "noise"}
+        scenario.run(monitor, [("https://example.com/x", "changed", noise)])
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    said = messages.text(message)
+    assert "- https://example.com/x (judged unimportant): " in said
+    assert "- https://example.com/pricing: " in said
+    blocks = json.dumps(slack.blocks(message), ensure_ascii=False)
+    assert "|https://example.com/x> (judged unimportant): " in blocks

@@ -99,6 +99,9 @@ def _changes(
                 "status": page.status,
                 "reason": None if not_judged else (judge_reason(judgment) or None),
                 "notJudged": not_judged,
+                # Listed only in a digest of every change: said so, as the
+                # change messages label it.
+                "unimportant": page.verdict == PageResult.Verdict.NOISE,
                 "at": page.created_at.isoformat(),
                 "link": absolute(page.get_absolute_url()),
             }

@@ -237,6 +237,8 @@ def _digest_entry(entry: Mapping[str, Any]) -> str:
             line += " (new page)"
         elif page.get("notJudged"):
             line += " (not judged)"
+        elif page.get("unimportant"):
+            line += " (judged unimportant)"
         if page.get("reason"):
             line += f": {_mrkdwn(page['reason'])}"
         words = "see the diff" if changed else "open in Pagewatch"
