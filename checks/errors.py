@@ -74,8 +74,14 @@ FETCH_KINDS = frozenset(
 
 
 # Text written for programs rather than people: markup (an error page's HTML),
-# key=value pairs (a provider's "scrapeId=…"), a traceback or JSON.
-_RAW = re.compile(r"<[A-Za-z!/][^<>]*>|\b[A-Za-z_][\w.-]*=\S|Traceback \(|\{\"")
+# key=value pairs (a provider's "scrapeId=…"), a traceback or JSON, or an
+# exception's text ("httpx.ConnectError: [Errno 111] …", "ReadTimeout: …").
+_RAW = re.compile(
+    r"<[A-Za-z!/][^<>]*>|\b[A-Za-z_][\w.-]*=\S|Traceback \(|\{\""
+    r"|\[Errno -?\d+\]"
+    r"|\b[a-z_]\w*(?:\.\w+)*\.[A-Z]\w*(?:Error|Exception)\b"
+    r"|^[A-Z][a-z]+(?:[A-Z][a-z]*)*(?:Error|Exception|Timeout)\b"
+)
 
 
 def is_raw(text: str | None) -> bool:

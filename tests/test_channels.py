@@ -1237,3 +1237,12 @@ def test_a_digest_of_every_change_marks_the_ones_judged_unimportant(
     assert "- https://example.com/pricing: " in said
     blocks = json.dumps(slack.blocks(message), ensure_ascii=False)
     assert "|https://example.com/x> (judged unimportant): " in blocks
+
+
+def test_a_failing_alert_never_sends_an_exceptions_text(team, pigeon, scenario, queued):
+    raw = "httpx.ConnectError: [Errno 111] Connection refused"
+
+    said = failing_message(team, pigeon, scenario, queued, [], raw)
+
+    assert "Errno" not in said and "httpx" not in said
+    assert "Last error: Something went wrong on our side" in said

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from checks.errors import ErrorKind, error_words, plain_error
+from checks.errors import ErrorKind, error_words, is_raw, plain_error
 
 RAW = "httpx.ConnectError: [Errno 111] Connection refused"
 
@@ -40,3 +40,33 @@ def test_a_row_without_a_kind_says_its_text_unless_it_is_raw():
         "Something went wrong while checking this page."
     )
     assert error_words("", 404, "HTTP 404") == "The page was not found (HTTP 404)."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        RAW,
+        "ReadTimeout: [Errno 110] Connection timed out",
+        "builtins.ValueError: bad value",
+        "asyncio.exceptions.CancelledError",
+    ],
+)
+def test_an_exceptions_text_is_raw(text):
+    assert is_raw(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The page took too long to answer.",
+        "Web searches are not run: no search provider is configured.",
+        "The check took longer than 10 minutes and was stopped.",
+    ],
+)
+def test_plain_sentences_are_not_raw(text):
+    assert not is_raw(text)
+
+
+def test_a_row_without_a_kind_never_says_an_exceptions_text():
+    said = error_words("", None, RAW)
+    assert said == "Something went wrong while checking this page."
