@@ -202,16 +202,21 @@ _SAID_IN_FULL = frozenset(
 )
 
 
+UNKNOWN_WORDS = "Something went wrong while checking this page."
+
+
 def plain_error(kind: str, status_code: int | None, text: str | None) -> str:
     """A page error in words a non-technical reader understands, chosen by its
     kind, with the stored text in brackets as the exact reason: the
     dashboard's way (see error_words for messages). A row without a kind
     (written before kinds were stored) goes by its HTTP status, else shows
     its stored text as it is."""
-    words = error_words(kind, status_code, text)
     detail = (text or "").strip()
     known = _kind_of(kind, status_code)
-    if known is None or known in _SAID_IN_FULL or not detail:
+    if known is None:
+        return detail or UNKNOWN_WORDS
+    words = error_words(kind, status_code, text)
+    if known in _SAID_IN_FULL or not detail:
         return words
     return f"{words} ({detail})"
 
@@ -225,9 +230,7 @@ def error_words(kind: str, status_code: int | None, text: str | None) -> str:
     text = (text or "").strip()
     known = _kind_of(kind, status_code)
     if known is None:
-        if text and not is_raw(text):
-            return text
-        return "Something went wrong while checking this page."
+        return text if text and not is_raw(text) else UNKNOWN_WORDS
     if known in (ErrorKind.HTTP_4XX, ErrorKind.HTTP_5XX):
         return _http_words(known, status_code, text)
     return _PLAIN_WORDS[known].format(code=status_code)

@@ -70,3 +70,7 @@ def test_plain_sentences_are_not_raw(text):
 def test_a_row_without_a_kind_never_says_an_exceptions_text():
     said = error_words("", None, RAW)
     assert said == "Something went wrong while checking this page."
+
+
+def test_the_dashboard_shows_a_row_without_a_kind_as_stored_even_when_raw():
+    assert plain_error("", None, RAW) == RAW
