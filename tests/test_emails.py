@@ -755,6 +755,8 @@ def test_the_webhook_off_mail_says_what_stopped_why_and_what_to_do_in_plain_word
     assert "410" not in why and "HTTP" not in why
     assert to_do.startswith("What to do: ")
     assert 'under "Webhook"' in to_do
+    # It goes to every member; viewers learn who can act on it.
+    assert "the team's owners and editors can" in to_do
     # The API is a hint for developers at the very end, never a PATCH recipe.
     for text in (mail.body, html_of(mail)):
         assert "PATCH" not in text
