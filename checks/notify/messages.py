@@ -137,14 +137,19 @@ def digest(
     until: datetime,
     monitors: list[dict[str, Any]],
     time_zone: str = "UTC",
+    *,
+    meaningful_only: bool = True,
 ) -> dict[str, Any]:
     """`monitors`: [{monitor, pages: [{url, reason, at, link}]}], newest first.
-    `time_zone`: the team's, in which the digest says its times."""
+    `time_zone`: the team's, in which the digest says its times.
+    `meaningful_only`: the channel is told of meaningful changes only; one
+    told of every change lists noise too, and must not call it meaningful."""
     return {
         "type": DIGEST,
         "since": since.isoformat(),
         "until": until.isoformat(),
         "timeZone": time_zone,
+        "meaningfulOnly": meaningful_only,
         "monitors": monitors,
         "changes": sum(len(m["pages"]) for m in monitors),
     }
