@@ -58,7 +58,11 @@ def channel_list(request: DashboardRequest) -> HttpResponse:
         .prefetch_related(recent)
     )
     for channel in rows:
-        channel.kind_class = kinds.kind_for(channel.kind)  # type: ignore[attr-defined]
+        kind = kinds.kind_for(channel.kind)
+        channel.kind_class = kind  # type: ignore[attr-defined]
+        channel.sends_to = (  # type: ignore[attr-defined]
+            kind.sends_to(request.team, channel.settings) if kind else []
+        )
     return render(
         request,
         "monitors/channels.html",
@@ -165,7 +169,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
             messages.success(request, f"Channel “{saved.name}” saved.")
             return redirect("channels")
         errors = serializer.errors
-    shown = kind.masked(channel.settings) if channel else {}
+    shown = kind.shown_for(channel.team, channel.settings) if channel else {}
     context = {
         "channel": channel,
         "kind": kind,
