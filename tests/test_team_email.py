@@ -657,6 +657,24 @@ def test_the_channels_page_and_the_admin_name_who_gets_the_e_mails(
     assert "noah.berg@acme.test" in shown
 
 
+def test_the_e_mail_reads_as_an_e_mail_its_subject_not_repeated_in_the_body(
+    team, owner, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, goal="Prices")
+    team_mail(team, monitor, recipients=[MIA])
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject.startswith("Pricing page: ")
+    assert mail.body.startswith("- https://example.com/pricing")
+    assert mail.subject not in mail.body
+    shown = html.unescape(re.sub(r"<[^>]+>", "", html_of(mail).split("</head>")[1]))
+    assert shown.lstrip().startswith("- https://example.com/pricing")
+    assert mail.subject not in shown
+
+
 # --- Channels saved before people were kept by account -------------------------------
 
 

@@ -105,9 +105,11 @@ def _links(message: Any) -> Iterator[str]:
 
 
 def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlternatives:
-    body = messages.text(message)
+    title = messages.title(message)
+    # The subject is the title; the body starts with what it has to say.
+    body = messages.without_title(messages.text(message), title)
     context = {
-        "title": messages.title(message),
+        "title": title,
         "body": body,
         "body_html": linked(body, _links(message)),
         "team_name": channel.team.name,
@@ -116,7 +118,7 @@ def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlter
         "email": to,
     }
     return email_message(
-        subject=context["title"],
+        subject=title,
         to=to,
         text_template="emails/team_channel.txt",
         html_template="emails/team_channel.html",
