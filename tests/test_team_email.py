@@ -265,7 +265,9 @@ def test_a_failing_monitor_sends_one_failing_e_mail_and_one_recovered(
     ]
 
 
-def test_a_daily_digest_is_one_e_mail(team, owner, scenario, queued, mailoutbox):
+def test_a_daily_digest_is_one_e_mail(
+    team, owner, scenario, queued, mailoutbox, settings
+):
     with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
         monitor = make_monitor(team, goal="Prices")
         channel = team_mail(
@@ -288,6 +290,11 @@ def test_a_daily_digest_is_one_e_mail(team, owner, scenario, queued, mailoutbox)
     assert mail.subject == "Pagewatch digest: 2 meaningful changes"
     assert "https://example.com/pricing" in mail.body
     assert "https://example.com/plans (new page)" in mail.body
+    # The HTML part links every page and the monitor, as the change e-mail does.
+    links = re.findall(r'href="([^"]*)"', html_of(mail))
+    assert "https://example.com/pricing" in links
+    assert "https://example.com/plans" in links
+    assert settings.PUBLIC_BASE_URL + monitor.get_absolute_url() in links
 
 
 def test_a_member_who_left_the_team_gets_nothing(
