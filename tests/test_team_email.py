@@ -658,10 +658,20 @@ def test_the_channels_page_and_the_admin_name_who_gets_the_e_mails(
         ).content.decode()
     )
 
-    assert "E-mail to team members · to Mia Lund and Noah Berg ·" in " ".join(
-        listed.split()
-    )
+    assert "E-mail to team members: Mia Lund and Noah Berg ·" in listed
     assert "noah.berg@acme.test" in shown
+
+
+def test_the_monitor_page_says_the_channel_e_mails_whom(web, team, noah):
+    monitor = make_monitor(team)
+    team_mail(team, monitor)
+
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+
+    assert (
+        'Pricing people</a> <span class="muted">· E-mail to team members: '
+        "Mia Lund and Noah Berg · tells meaningful changes" in page
+    )
 
 
 def test_the_e_mail_reads_as_an_e_mail_its_subject_not_repeated_in_the_body(
