@@ -517,6 +517,37 @@ def test_a_server_that_fails_after_someone_got_theirs_is_tried_again_for_the_oth
     assert retried.attempt_log.last().response_body == f"Sent to {MIA}, {NOAH}."
 
 
+def test_a_retry_with_everyone_else_gone_from_the_team_is_cancelled_saying_so(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {NOAH}
+    delivery = channel_events.send_test(channel)
+    Membership.objects.get(team=team, user=noah).remove()
+
+    retried = retry_now(delivery)
+
+    assert troubled.accepted == [MIA]
+    assert retried.status == Delivery.Status.CANCELLED
+    assert retried.last_error == (
+        "Not sent to the rest: none of them is still a member of the team with "
+        "an e-mail address."
+    )
+
+
+def test_members_who_share_an_address_get_one_e_mail(
+    team, owner, django_user_model, mailoutbox
+):
+    shared = django_user_model.objects.create_user("mia2", MIA.upper())
+    Membership.objects.create(team=team, user=shared)
+    channel = team_mail(team, recipients=[MIA])
+
+    channel_events.send_test(channel)
+
+    assert channel.settings == {"recipients": sorted([owner.pk, shared.pk])}
+    assert [mail.to for mail in mailoutbox] == [[MIA]]
+
+
 class HangingMailServer(TroubledMailServer):
     """A mail server that stops answering at some addresses until released,
     then takes the mail after all."""
@@ -559,8 +590,8 @@ def test_a_send_that_times_out_is_tried_again_for_the_others_only_and_nobody_twi
     assert delivery.status == Delivery.Status.PENDING
     assert delivery.last_error == (
         f"Sent to {INES}, then stopped: the mail server did not answer within 2 "
-        f"seconds while sending to {MIA}, who is not sent it again (it may have "
-        f"arrived). Left for the next attempt: {NOAH}."
+        f"seconds while sending to {MIA}; that e-mail may have arrived, so it is "
+        f"not sent again. Left for the next attempt: {NOAH}."
     )
     # The send that ran late ends, and starts nobody else's.
     hanging.released.set()

@@ -199,15 +199,15 @@ class Progress:
                     permanent=True,
                 )
             return Sent(None, f"Sent to {_listed(self.sent)}.{refused}")
+        trouble = (trouble or "stopped").rstrip(".")
         if not done:
-            trouble = (trouble or "not sent").rstrip(".")
             raise DeliveryError(f"{trouble[:1].upper()}{trouble[1:]}.")
-        said = f"Sent to {_listed(self.sent)}, then" if self.sent else "Then"
-        said += f" stopped: {(trouble or '').rstrip('.')}"
+        said = f"Sent to {_listed(self.sent)}, then stopped" if self.sent else "Stopped"
+        said += f": {trouble}"
         if in_doubt:
             said += (
-                f" while sending to {in_doubt.address}, who is not sent it again "
-                "(it may have arrived)"
+                f" while sending to {in_doubt.address}; that e-mail may have "
+                "arrived, so it is not sent again"
             )
         said += "." + refused
         if left:
