@@ -29,7 +29,7 @@ def forward(apps, schema_editor):
         ).values_list("user_id", "user__email"):
             if email and email.lower() in addresses:
                 accounts.add(user_id)
-        channel.settings = {**channel.settings, "recipients": sorted(accounts)}
+        channel.settings = {**(channel.settings or {}), "recipients": sorted(accounts)}
         channel.save(update_fields=["settings"])
 
 
@@ -46,7 +46,10 @@ def backward(apps, schema_editor):
             ).values_list("user__email", flat=True)
             if email
         }
-        channel.settings = {**channel.settings, "recipients": sorted(addresses)}
+        channel.settings = {
+            **(channel.settings or {}),
+            "recipients": sorted(addresses),
+        }
         channel.save(update_fields=["settings"])
 
 

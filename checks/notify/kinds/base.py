@@ -90,8 +90,8 @@ class ChannelKind:
         return self.masked(settings)
 
     def sends_to(self, team: Team, settings: dict[str, Any]) -> list[str]:
-        """Who gets the channel's messages, by name, for the Channels page;
-        empty when its kind and name say enough."""
+        """Who gets the channel's messages, by name, for the Channels page
+        and a monitor's page; empty when its kind and name say enough."""
         return []
 
     def merge(self, stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
