@@ -517,6 +517,23 @@ def test_a_server_that_fails_after_someone_got_theirs_is_tried_again_for_the_oth
     assert retried.attempt_log.last().response_body == f"Sent to {MIA}, {NOAH}."
 
 
+def test_a_retry_that_ends_with_a_refused_address_is_delivered_as_a_first_try_is(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {NOAH}
+    delivery = channel_events.send_test(channel)
+    troubled.drops_at, troubled.refuses = set(), {NOAH}
+
+    retried = retry_now(delivery)
+
+    assert troubled.accepted == [MIA]
+    assert retried.status == Delivery.Status.DELIVERED
+    assert retried.attempt_log.last().response_body == (
+        f"The mail server refused {NOAH}."
+    )
+
+
 def test_a_retry_with_everyone_else_gone_from_the_team_is_cancelled_saying_so(
     team, owner, noah, troubled
 ):

@@ -151,6 +151,8 @@ class Progress:
 
     mails: list[Mail]
     starts_until: float
+    # Earlier attempts were done with some of the people.
+    retried: bool = False
     sent: list[Mail] = field(default_factory=list)
     refused: list[Mail] = field(default_factory=list)
     sending: Mail | None = None
@@ -191,14 +193,16 @@ class Progress:
             f" The mail server refused {_listed(self.refused)}." if self.refused else ""
         )
         if not left and not in_doubt:
-            if not self.sent:
+            if not self.sent and not self.retried:
                 raise DeliveryError(
                     f"The mail server refused every address: {_listed(self.refused)}"[
                         :500
                     ],
                     permanent=True,
                 )
-            return Sent(None, f"Sent to {_listed(self.sent)}.{refused}")
+            # As on a first attempt: the message went to everyone it could.
+            sent = f"Sent to {_listed(self.sent)}." if self.sent else ""
+            return Sent(None, (sent + refused).strip())
         trouble = (trouble or "stopped").rstrip(".")
         if not done:
             raise DeliveryError(f"{trouble[:1].upper()}{trouble[1:]}.")
@@ -256,9 +260,12 @@ class TeamSend(Attempt):
     more, so what the row records as done stays true."""
 
     mails: list[Mail]
+    retried: bool = False
 
     async def run(self, outbound: Outbound) -> Sent:
-        progress = Progress(self.mails, time.monotonic() + STARTS_WITHIN_SECONDS)
+        progress = Progress(
+            self.mails, time.monotonic() + STARTS_WITHIN_SECONDS, self.retried
+        )
         try:
             return await outbound.blocking(
                 lambda: send_each(progress), SEND_TIMEOUT_SECONDS
@@ -354,5 +361,6 @@ class TeamEmailKind(ChannelKind):
             [
                 Mail(build(channel, message, address), tuple(ids))
                 for address, ids in accounts.items()
-            ]
+            ],
+            retried=bool(done),
         )
