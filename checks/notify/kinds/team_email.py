@@ -13,7 +13,9 @@ message nobody is left to receive is cancelled, not retried.
 The e-mails go one after the other over one connection. The outbox row keeps
 whom it is done with (Delivery.done_with), so a retry, after the mail server
 stopped or the attempt ran out of time, sends only to the others: nobody gets
-the same message twice."""
+the same message twice. (A worker killed in the middle of a send records
+nothing: the sweeper gives its row back after the claim's lease, and that
+attempt starts over.)"""
 
 from __future__ import annotations
 
