@@ -172,6 +172,14 @@ def title(message: Mapping[str, Any]) -> str:
     return render_to_string("notify/channel_title.txt", {"m": message}).strip()
 
 
+def without_title(body: str, title: str) -> str:
+    """The body less a first line that only repeats the title, for a
+    receiver that shows the title on its own (a chat service's heading, an
+    e-mail's subject): the change message opens with the title's words."""
+    first, _, rest = body.partition("\n")
+    return rest.lstrip("\n") if first.strip() == title.strip() else body
+
+
 def text(message: Mapping[str, Any], fits: Callable[[str], bool] | None = None) -> str:
     """The message as plain text (Markdown-friendly): Apprise's body, Slack's
     fallback text. With `fits` (a service's size limit), pages are left out

@@ -118,6 +118,10 @@ class Delivery(models.Model):
         on_delete=models.SET_NULL,
         related_name="deliveries",
     )
+    # A message to several people (a team e-mail): the accounts (user ids)
+    # it is done with, sent to or refused by their mail server, so a retry
+    # sends only to the others and nobody gets it twice.
+    done_with = models.JSONField(default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # Last time a task for this row was put on the broker; the sweeper queues

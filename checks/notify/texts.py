@@ -66,7 +66,7 @@ def linked(text: str, links: Iterable[str]) -> SafeString:
     if not hrefs:
         return escape(text)
     found = re.compile(
-        r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.]|$)"
+        r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.:;]|$)"
     )
     parts, start = [], 0
     for match in found.finditer(text):

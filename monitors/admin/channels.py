@@ -82,7 +82,9 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     @admin.display(description="Settings")
     def masked_settings(self, channel: Channel) -> str:
         kind = kinds.kind_for(channel.kind)
-        return json.dumps(kind.masked(channel.settings) if kind else {})
+        return json.dumps(
+            kind.shown_for(channel.team, channel.settings) if kind else {}
+        )
 
     @admin.display(description="Deliveries")
     def deliveries_link(self, channel: Channel) -> str:
