@@ -21,6 +21,8 @@ from checks.content import ExtractionError
 from checks.models import (
     ChannelDelivery,
     Check,
+    CheckBatch,
+    Delivery,
     DeliveryAttempt,
     EmailDelivery,
     PageResult,
@@ -155,6 +157,13 @@ class CheckAdmin(CountedDeleteMixin, ReadOnlyMixin, admin.ModelAdmin):
         "target_results_json",
         "notification_json",
     ]
+
+    def deleted_along(self, objs: list[Check]) -> list[QuerySet]:
+        return [
+            PageResult.objects.filter(check_run__in=objs),
+            CheckBatch.objects.filter(check_run__in=objs),
+            Delivery.objects.filter(check_run__in=objs),
+        ]
 
     def delete_model(self, request: HttpRequest, obj: Check) -> None:
         Check.objects.filter(pk=obj.pk).discard()

@@ -9,10 +9,12 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from checks.models import ChannelDelivery
+from checks.deleting import delete_channels
+from checks.models import ChannelDelivery, Delivery
 from checks.notify import digests, kinds
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
@@ -21,6 +23,7 @@ from monitors.admin.shared import (
 )
 from monitors.models import (
     Channel,
+    MonitorChannel,
 )
 
 
@@ -58,6 +61,18 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # kinds validate their settings in the dashboard and API
+
+    def deleted_along(self, objs: list[Channel]) -> list[QuerySet]:
+        return [
+            Delivery.objects.filter(channel__in=objs),
+            MonitorChannel.objects.filter(channel__in=objs),
+        ]
+
+    def delete_model(self, request: HttpRequest, obj: Channel) -> None:
+        delete_channels(Channel.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        delete_channels(queryset)
 
     def save_model(
         self, request: HttpRequest, obj: Channel, form: Any, change: bool

@@ -17,6 +17,8 @@ from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.translation import ngettext
 
+from checks.deleting import delete_monitors
+from checks.models import Check, Delivery, PageResult, PageState
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
     MONITOR_SECTIONS,
@@ -292,14 +294,25 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         for formset in formsets:
             self.save_formset(request, form, formset, change=change)
 
+    def deleted_along(self, objs: list[Monitor]) -> list[QuerySet]:
+        return [
+            Check.objects.filter(monitor__in=objs),
+            PageResult.objects.filter(check_run__monitor__in=objs),
+            Delivery.objects.filter(monitor__in=objs),
+            PageState.objects.filter(monitor__in=objs),
+            Target.objects.filter(monitor__in=objs),
+            EmailRecipient.objects.filter(monitor__in=objs),
+        ]
+
     def delete_model(self, request: HttpRequest, obj: Monitor) -> None:
+        # The entry keeps the monitor's name when the monitor is gone.
         record(_admin(request), obj.team_id, Kind.MONITOR_DELETED, obj)
-        super().delete_model(request, obj)
+        delete_monitors(Monitor.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         for monitor in queryset:
             record(_admin(request), monitor.team_id, Kind.MONITOR_DELETED, monitor)
-        super().delete_queryset(request, queryset)
+        delete_monitors(queryset)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -354,8 +367,6 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
 
     @admin.display(description="Checks")
     def checks(self, monitor: Monitor) -> str:
-        from checks.models import Check
-
         return changelist_link(Check, "All checks of this monitor", monitor=monitor.pk)
 
     @admin.display(description="Webhook")

@@ -5,14 +5,12 @@ that save only changed fields and count what a delete takes with it."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db import router
-from django.db.models.deletion import Collector, ProtectedError
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
@@ -150,13 +148,18 @@ def _may_delete_along(model_admin: admin.ModelAdmin, request: HttpRequest) -> bo
 
 class CountedDeleteMixin:
     """The delete confirmation says how many rows of each kind go with the
-    object instead of listing them one by one: a check or a monitor takes
+    objects instead of listing them one by one: a check or a monitor takes
     thousands of page results and deliveries with it, and Django's list
-    loads every one of them whole and renders a link to each (seconds for a
-    1,000-page check). Protected rows and missing permissions still stop
-    the deletion, as in Django's own."""
+    loads every one of them and links to each (seconds for a monitor with a
+    long history). Each admin names in `deleted_along` what goes with its
+    objects, one COUNT each; missing permissions still stop the deletion,
+    as in Django's own."""
 
     admin_site: admin.AdminSite
+
+    def deleted_along(self, objs: list[Any]) -> list[QuerySet]:
+        """The rows that go with `objs`, one queryset per kind."""
+        raise NotImplementedError
 
     def get_deleted_objects(
         self, objs: Any, request: HttpRequest
@@ -164,20 +167,14 @@ class CountedDeleteMixin:
         objs = list(objs)
         if not objs:
             return [], {}, set(), []
-        collector = Collector(using=router.db_for_write(objs[0]._meta.model))
-        try:
-            collector.collect(objs)
-        except ProtectedError as error:
-            return [], {}, set(), [str(obj) for obj in error.protected_objects]
-        counts: Counter[type] = Counter()
-        for model, instances in collector.data.items():
-            counts[model] += len(instances)
-        for rows in collector.fast_deletes:
-            counts[rows.model] += rows.count()
+        counts = {objs[0]._meta.model: len(objs)}
+        for rows in self.deleted_along(objs):
+            counts[rows.model] = rows.count()
         perms_needed = {
             model._meta.verbose_name
-            for model in counts
-            if self.admin_site.is_registered(model)
+            for model, count in counts.items()
+            if count
+            and self.admin_site.is_registered(model)
             and not _may_delete_along(self.admin_site.get_model_admin(model), request)
         }
         model_count = {
