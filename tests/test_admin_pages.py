@@ -5,14 +5,17 @@ like the dashboard's, API keys that are revoked rather than deleted."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from django import forms
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checks.models import Check, PageResult
-from monitors.models import Monitor, Target
+from monitors.models import Channel, Monitor, Target
+from teams.models import Activity
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
 
@@ -20,6 +23,24 @@ NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
 def admin_url(model, view: str, *args) -> str:
     opts = model._meta
     return reverse(f"admin:{opts.app_label}_{opts.model_name}_{view}", args=args)
+
+
+def shown_form(client, url: str) -> dict[str, Any]:
+    """What a browser sends when the change page is saved as shown."""
+    page = client.get(url)
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data: dict[str, Any] = {}
+    for name, field in form.fields.items():
+        value = form[name].value()
+        if isinstance(field.widget, forms.CheckboxInput):
+            if value:
+                data[name] = "on"
+        elif isinstance(value, list | tuple):
+            data[name] = [str(item) for item in value]
+        else:
+            data[name] = "" if value is None else str(value)
+    return data
 
 
 @pytest.fixture
@@ -66,3 +87,98 @@ def test_the_page_results_list_does_not_join_every_page_to_its_check(
     listing = [q["sql"] for q in queries if 'FROM "checks_pageresult"' in q["sql"]]
     assert listing and not [sql for sql in listing if "JOIN" in sql]
     assert page.content.decode().count(admin_url(Check, "change", check.pk)) == 3
+
+
+@pytest.fixture
+def channel(team) -> Channel:
+    return Channel.objects.create(
+        team=team, name="Ops", kind="apprise", settings={"url": "json://ops.example"}
+    )
+
+
+@pytest.mark.parametrize("failing_after", ["0", "101"])
+def test_a_channel_edited_in_the_admin_is_held_to_the_apis_rules(
+    admin_client, channel, failing_after
+):
+    url = admin_url(Channel, "change", channel.pk)
+    data = shown_form(admin_client, url)
+
+    refused = admin_client.post(url, data | {"failing_after": failing_after})
+    channel.refresh_from_db()
+
+    # The API takes 1 to 100 failed checks before a channel says "failing".
+    assert refused.status_code == 200
+    assert refused.context["adminform"].form.errors["failing_after"]
+    assert channel.failing_after == Channel._meta.get_field("failing_after").default
+    assert not Activity.objects.exists()
+
+
+def test_a_channel_edited_in_the_admin_is_in_the_teams_activity_log(
+    admin_client, channel
+):
+    url = admin_url(Channel, "change", channel.pk)
+    data = shown_form(admin_client, url)
+
+    saved = admin_client.post(url, data | {"name": "Operations", "failing_after": "5"})
+    channel.refresh_from_db()
+
+    assert saved.status_code == 302
+    assert (channel.name, channel.failing_after) == ("Operations", 5)
+    entry = Activity.objects.get()
+    assert (entry.team_id, entry.kind, entry.via, entry.details) == (
+        channel.team_id,
+        Activity.Kind.CHANNEL_EDITED,
+        "admin",
+        {"name": "Operations"},
+    )
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_a_channel_deleted_in_the_admin_is_in_the_teams_activity_log(
+    admin_client, channel, how
+):
+    if how == "delete page":
+        admin_client.post(admin_url(Channel, "delete", channel.pk), {"post": "yes"})
+    else:
+        admin_client.post(
+            admin_url(Channel, "changelist"),
+            {
+                "action": "delete_selected",
+                "_selected_action": [channel.pk],
+                "post": "yes",
+            },
+        )
+
+    assert not Channel.objects.filter(pk=channel.pk).exists()
+    entry = Activity.objects.get()
+    assert (entry.team_id, entry.kind, entry.via, entry.details) == (
+        channel.team_id,
+        Activity.Kind.CHANNEL_DELETED,
+        "admin",
+        {"name": "Ops"},
+    )
+
+
+def test_a_monitors_own_channel_is_shown_as_stored_not_edited_in_the_admin(
+    admin_client, monitor
+):
+    # A monitor's own channels are its Firecrawl fields (checks.notify.own):
+    # the API and the dashboard change them only through the monitor.
+    own = Channel.objects.create(
+        team=monitor.team,
+        owner_monitor=monitor,
+        name="webhook",
+        kind="firecrawl_webhook",
+        settings={"url": "https://hooks.example.com/in"},
+    )
+    url = admin_url(Channel, "change", own.pk)
+
+    page = admin_client.get(url).content.decode()
+    posted = admin_client.post(
+        url, {"name": "Renamed", "digest": "daily", "failing_after": "3"}
+    )
+    own.refresh_from_db()
+
+    assert 'name="name"' not in page
+    assert posted.status_code == 403
+    assert (own.name, own.digest) == ("webhook", "")
