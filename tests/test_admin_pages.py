@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checks.models import Check, PageResult
-from monitors.models import Channel, Monitor, Target
+from monitors.models import ApiKey, Channel, Monitor, Target
 from teams.models import Activity
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
@@ -182,3 +182,17 @@ def test_a_monitors_own_channel_is_shown_as_stored_not_edited_in_the_admin(
     assert 'name="name"' not in page
     assert posted.status_code == 403
     assert (own.name, own.digest) == ("webhook", "")
+
+
+def test_an_api_key_is_revoked_in_the_admin_not_deleted(admin_client, team):
+    key, _ = ApiKey.issue(team, name="ci")
+
+    deleted = admin_client.post(admin_url(ApiKey, "delete", key.pk), {"post": "yes"})
+    listed = admin_client.get(admin_url(ApiKey, "changelist")).content.decode()
+
+    # A deleted key would stop working with nothing in the team's log; a
+    # revoked one says when, and stays listed with its last use.
+    assert deleted.status_code == 403
+    assert ApiKey.objects.filter(pk=key.pk).exists()
+    assert 'value="delete_selected"' not in listed
+    assert 'value="revoke_selected"' in listed

@@ -80,6 +80,16 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
     def active(self, obj: ApiKey) -> bool:
         return obj.is_active
 
+    # A key is revoked, not deleted: a deleted key stops working with nothing
+    # in the team's log, and a revoked one stays listed with its last use.
+    # Keys still go with their team.
+    deleted_with_owner = True
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: ApiKey | None = None
+    ) -> bool:
+        return False
+
     def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
         return self.CHANGE_FIELDS if obj else self.ADD_FIELDS
 
