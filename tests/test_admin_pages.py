@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checks.models import Check, PageResult
-from monitors.models import ApiKey, Channel, Monitor, Target
+from monitors.models import ApiKey, Channel, Monitor, Target, Team
 from teams.models import Activity
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
@@ -196,3 +196,26 @@ def test_an_api_key_is_revoked_in_the_admin_not_deleted(admin_client, team):
     assert ApiKey.objects.filter(pk=key.pk).exists()
     assert 'value="delete_selected"' not in listed
     assert 'value="revoke_selected"' in listed
+
+
+def test_replacing_a_webhook_secret_in_the_admin_is_in_the_teams_activity_log(
+    admin_client, team, other_team
+):
+    team.rotate_webhook_secret()
+    before = team.webhook_secret
+
+    admin_client.post(
+        admin_url(Team, "changelist"),
+        {"action": "rotate_webhook_secret", "_selected_action": [team.pk]},
+    )
+    team.refresh_from_db()
+
+    # As when replaced on the dashboard: receivers stop trusting the old one.
+    assert team.webhook_secret != before
+    entry = Activity.objects.get()
+    assert (entry.team_id, entry.kind, entry.via) == (
+        team.pk,
+        Activity.Kind.SECRET_ROTATED,
+        "admin",
+    )
+    assert before not in str(entry.details)

@@ -219,6 +219,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         # masked (team members can show it in the dashboard's Team page).
         for team in queryset:
             secret = team.rotate_webhook_secret()
+            record(_admin(request), team, Kind.SECRET_ROTATED)
             until = team.previous_webhook_secret_signs_until
             grace = ""
             if until is not None:
