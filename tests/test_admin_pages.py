@@ -9,12 +9,20 @@ from typing import Any
 
 import pytest
 from django import forms
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checks.models import Check, PageResult
-from monitors.models import ApiKey, Channel, Monitor, Target, Team
+from monitors.models import (
+    ApiKey,
+    Channel,
+    Membership,
+    Monitor,
+    Target,
+    Team,
+)
 from teams.models import Activity
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
@@ -219,3 +227,53 @@ def test_replacing_a_webhook_secret_in_the_admin_is_in_the_teams_activity_log(
         "admin",
     )
     assert before not in str(entry.details)
+
+
+def person(name: str):
+    return get_user_model().objects.create_user(name, f"{name}@example.com", "x")
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_the_last_owner_of_a_team_cannot_be_deleted_in_the_admin(
+    admin_client, team, how
+):
+    olive = person("olive")
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.OWNER)
+    User = get_user_model()
+
+    if how == "delete page":
+        url = admin_url(User, "delete", olive.pk)
+        asked = admin_client.get(url).content.decode()
+        admin_client.post(url, {"post": "yes"})
+    else:
+        form = {"action": "delete_selected", "_selected_action": [olive.pk]}
+        asked = admin_client.post(admin_url(User, "changelist"), form)
+        asked = asked.content.decode()
+        admin_client.post(admin_url(User, "changelist"), form | {"post": "yes"})
+
+    # As on the Team page: a team always keeps an owner.
+    assert f"{team.name}: its only owner" in asked
+    assert User.objects.filter(pk=olive.pk).exists()
+    assert Membership.objects.filter(team=team, user=olive).exists()
+
+
+def test_deleting_an_account_in_the_admin_is_in_each_of_its_teams_logs(
+    admin_client, team, other_team
+):
+    olive, owner = person("olive"), person("owen")
+    for each in (team, other_team):
+        Membership.objects.create(team=each, user=owner, role=Membership.Role.OWNER)
+        Membership.objects.create(team=each, user=olive, role=Membership.Role.EDITOR)
+    key, _ = ApiKey.issue(team, name="olive's", created_by=olive)
+    User = get_user_model()
+
+    admin_client.post(admin_url(User, "delete", olive.pk), {"post": "yes"})
+
+    assert not User.objects.filter(pk=olive.pk).exists()
+    removed = Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED)
+    assert sorted(removed.values_list("team_id", "via", "details__member")) == [
+        (team.pk, "admin", "olive"),
+        (other_team.pk, "admin", "olive"),
+    ]
+    key.refresh_from_db()
+    assert key.revoked_at is not None

@@ -1,0 +1,60 @@
+"""People's accounts in the admin: Django's own user pages, where deleting an
+account keeps the rules of the Team page. A team's only owner is not deleted
+(the team would be left with nobody who may manage it: give it another owner
+first), and each team the person leaves says so in its activity log, their
+keys there revoked (teams.members.member_left)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.http import HttpRequest
+
+from monitors.admin.teams import _admin
+from monitors.models import Membership
+from teams.members import member_left
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class AccountAdmin(UserAdmin):
+    def get_deleted_objects(
+        self, objs: Any, request: HttpRequest
+    ) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
+        # Django shows the "protected" rows and refuses the deletion, on the
+        # delete page and for "delete selected" alike.
+        objs = list(objs)
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(
+            objs, request
+        )
+        others = Membership.objects.filter(
+            team=OuterRef("team"), role=Membership.Role.OWNER
+        ).exclude(user__in=objs)
+        last = (
+            Membership.objects.filter(user__in=objs, role=Membership.Role.OWNER)
+            .filter(~Exists(others))
+            .select_related("team", "user")
+        )
+        protected = list(protected) + [
+            f"{owner.team.name}: its only owner is {owner.user.get_username()} "
+            "(give the team another owner first)"
+            for owner in last
+        ]
+        return deleted, counts, perms_needed, protected
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.delete_queryset(request, User.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        with transaction.atomic():
+            memberships = Membership.objects.filter(user__in=queryset)
+            for membership in memberships.select_related("team", "user"):
+                member_left(_admin(request), membership.team, membership.user)
+            super().delete_queryset(request, queryset)
