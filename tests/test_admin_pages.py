@@ -13,6 +13,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from checks.models import Check, PageResult
 from monitors.models import (
@@ -23,6 +25,7 @@ from monitors.models import (
     Target,
     Team,
 )
+from teams import second_factor
 from teams.models import Activity
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
@@ -277,3 +280,42 @@ def test_deleting_an_account_in_the_admin_is_in_each_of_its_teams_logs(
     ]
     key.refresh_from_db()
     assert key.revoked_at is not None
+
+
+@pytest.mark.parametrize("model", [TOTPDevice, StaticDevice])
+def test_the_admin_gives_nobody_an_authenticator_or_recovery_codes(admin_client, model):
+    olive = person("olive")
+    add = admin_url(model, "add")
+    fields = {"user": olive.pk, "name": "mine", "confirmed": "on"}
+    extra = (
+        {"key": "3132333435363738393031323334353637383930", "step": "30",
+         "t0": "0", "digits": "6", "tolerance": "1", "drift": "0"}
+        if model is TOTPDevice
+        else {"token_set-TOTAL_FORMS": "1", "token_set-INITIAL_FORMS": "0",
+              "token_set-0-token": "knowncode"}
+    )  # fmt: skip
+
+    asked = admin_client.get(add)
+    posted = admin_client.post(add, fields | extra)
+
+    # A second factor whose secret the administrator chose lets them sign
+    # in as the person; people set theirs up themselves on the dashboard.
+    assert (asked.status_code, posted.status_code) == (403, 403)
+    assert not model.objects.filter(user=olive).exists()
+
+
+def test_the_admin_moves_nobodys_authenticator_to_someone_else(
+    admin_client, admin_user
+):
+    olive = person("olive")
+    mine = second_factor.start_setup(admin_user)  # its key is the admin's
+    url = admin_url(TOTPDevice, "change", mine.pk)
+
+    posted = admin_client.post(
+        url, {"user": olive.pk, "name": "Authenticator app", "confirmed": "on"}
+    )
+    mine.refresh_from_db()
+
+    assert posted.status_code == 403
+    assert mine.user == admin_user
+    assert admin_client.get(url).status_code == 200  # still shown

@@ -2,7 +2,12 @@
 account keeps the rules of the Team page. A team's only owner is not deleted
 (the team would be left with nobody who may manage it: give it another owner
 first), and each team the person leaves says so in its activity log, their
-keys there revoked (teams.members.member_left)."""
+keys there revoked (teams.members.member_left).
+
+Their second factors (django-otp's authenticators and recovery codes) are
+shown and may be deleted (a lost phone), never added or changed: a device
+whose secret an administrator chose, or their own moved to someone else,
+would let them sign in as that person."""
 
 from __future__ import annotations
 
@@ -14,13 +19,18 @@ from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
+from django_otp.plugins.otp_static.admin import StaticDeviceAdmin
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from monitors.admin.teams import _admin
 from monitors.models import Membership
 from teams.members import member_left
 
 User = get_user_model()
-admin.site.unregister(User)
+# Importing django-otp's admin modules above registered their models.
+admin.site.unregister([User, TOTPDevice, StaticDevice])
 
 
 @admin.register(User)
@@ -58,3 +68,21 @@ class AccountAdmin(UserAdmin):
             for membership in memberships.select_related("team", "user"):
                 member_left(_admin(request), membership.team, membership.user)
             super().delete_queryset(request, queryset)
+
+
+class ShownNotGiven:
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(TOTPDevice)
+class AuthenticatorAdmin(ShownNotGiven, TOTPDeviceAdmin):
+    pass
+
+
+@admin.register(StaticDevice)
+class RecoveryCodesAdmin(ShownNotGiven, StaticDeviceAdmin):
+    pass
