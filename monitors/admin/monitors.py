@@ -28,6 +28,7 @@ from monitors.admin.monitor_form import (
 )
 from monitors.admin.shared import (
     CountedDeleteMixin,
+    TeamFilter,
     changelist_link,
     json_block,
     report_action,
@@ -156,7 +157,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         "last_check",
         "created_at",
     ]
-    list_filter = ["status", DeletedFilter, "team", "judge_enabled"]
+    list_filter = ["status", DeletedFilter, TeamFilter, "judge_enabled"]
     list_select_related = ["team"]
     # The search itself is get_search_results; this only turns the box on.
     search_fields = ["name"]
