@@ -30,6 +30,7 @@ from checks.models import (
     Snapshot,
     WebhookDelivery,
 )
+from checks.notify.kinds.base import mask_url
 from monitors.admin.shared import (
     CountedDeleteMixin,
     admin_link,
@@ -378,7 +379,10 @@ class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="Destination")
     def destination(self, delivery: Any) -> str:
-        return delivery.destination  # text, not a link: a user-chosen URL
+        # Text, not a link: a user-chosen URL. In shape only, as for the
+        # dashboard's viewers: a hook URL is often its receiver's credential,
+        # and here nobody may change it.
+        return mask_url(delivery.url) if delivery.url else delivery.destination
 
     @admin.display(description="Body")
     def body_text(self, delivery: Any) -> str:

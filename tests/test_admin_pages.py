@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from checks.models import Check, PageResult
+from checks.models import Check, Delivery, PageResult, WebhookDelivery
 from monitors.models import (
     ApiKey,
     Channel,
@@ -348,3 +349,47 @@ def test_lists_filter_by_team_without_a_link_to_every_team(
         model._default_manager.filter(team=team)
     )
     assert nonsense.status_code == 200
+
+
+HOOK = "https://hooks.slack.com/services/T0000/B0000/XXXXsecretXXXX"
+
+
+def test_a_webhooks_address_is_read_in_shape_only_where_it_cannot_be_changed(
+    admin_client, client, monitor, django_user_model
+):
+    # Slack, Discord and Zapier hook URLs are their receivers' credentials:
+    # as for the dashboard's viewers, read-only pages show their shape.
+    Monitor.objects.filter(pk=monitor.pk).update(webhook={"url": HOOK})
+    check = Check.objects.create(
+        monitor=monitor,
+        status=Check.Status.COMPLETED,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=NOW,
+        estimated_credits=1,
+    )
+    delivery = WebhookDelivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=monitor,
+        check_run=check,
+        event="monitor.check.completed",
+        url=HOOK,
+        body="{}",
+    )
+    viewer = django_user_model.objects.create_user("vera", is_staff=True)
+    viewer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_monitor", "view_target"])
+    )
+    client.force_login(viewer)
+
+    read_only = [
+        admin_client.get(admin_url(WebhookDelivery, "changelist")),
+        admin_client.get(admin_url(WebhookDelivery, "change", delivery.pk)),
+        client.get(admin_url(Monitor, "change", monitor.pk)),
+    ]
+    editing = admin_client.get(admin_url(Monitor, "change", monitor.pk))
+
+    for page in read_only:
+        assert page.status_code == 200
+        assert "hooks.slack.com/services/" in page.content.decode()
+        assert "XXXXsecretXXXX" not in page.content.decode()
+    assert HOOK in editing.content.decode()  # who may change it reads it whole

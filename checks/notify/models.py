@@ -10,6 +10,7 @@ import json
 import uuid
 from datetime import datetime
 from functools import cached_property
+from urllib.parse import urlsplit
 
 from django.db import models
 from django.db.models import Q
@@ -166,7 +167,15 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.event} to {self.destination} ({self.status})"
+        # A webhook's host only: a hook URL is often its receiver's
+        # credential, and this names the row in the admin and in logs.
+        to = self.destination
+        if self.url:
+            try:
+                to = urlsplit(self.url).hostname or "a webhook"
+            except ValueError:
+                to = "a webhook"
+        return f"{self.event} to {to} ({self.status})"
 
     @property
     def destination(self) -> str:

@@ -19,6 +19,7 @@ from django.utils.translation import ngettext
 
 from checks.deleting import delete_monitors
 from checks.models import Check, Delivery, PageResult, PageState
+from checks.notify.kinds.base import mask_url
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
     MONITOR_SECTIONS,
@@ -372,7 +373,12 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
 
     @admin.display(description="Webhook")
     def webhook_json(self, monitor: Monitor) -> str:
-        return json_block(with_masked_headers(monitor.webhook))
+        # Shown on the read-only page: the address in shape only, as for the
+        # dashboard's viewers (the edit form has it whole, for who may change it).
+        webhook = with_masked_headers(monitor.webhook)
+        if isinstance(webhook, dict) and isinstance(webhook.get("url"), str):
+            webhook = webhook | {"url": mask_url(webhook["url"])}
+        return json_block(webhook)
 
     @admin.display(description="Notification settings, as stored")
     def notification_json(self, monitor: Monitor) -> str:
