@@ -393,3 +393,16 @@ def test_a_webhooks_address_is_read_in_shape_only_where_it_cannot_be_changed(
         assert "hooks.slack.com/services/" in page.content.decode()
         assert "XXXXsecretXXXX" not in page.content.decode()
     assert HOOK in editing.content.decode()  # who may change it reads it whole
+
+
+def test_a_webhook_channels_address_is_shown_in_shape_only(admin_client, team):
+    # Its settings are never changed in the admin (the dashboard and the API
+    # validate them): nobody reads the address whole here.
+    hook = Channel.objects.create(
+        team=team, name="Zapier", kind="webhook", settings={"url": HOOK}
+    )
+
+    page = admin_client.get(admin_url(Channel, "change", hook.pk)).content.decode()
+
+    assert "hooks.slack.com/services/" in page
+    assert "XXXXsecretXXXX" not in page
