@@ -6,8 +6,9 @@ Queue depths come from the broker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
+from itertools import product
 
 from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
@@ -21,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from checks import runner
 from checks.models import Check, Delivery, Heartbeat, PageResult, SearchRun
+from checks.notify import kinds
 from monitors.models import Monitor
 
 CHECK_DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800)
@@ -38,23 +40,39 @@ class DatabaseCollector(Collector):
             "Page results recorded, by status",
             ["status"],
             PageResult.objects.values_list("status").annotate(n=Count("pk")),
+            product(PageResult.Status.values),
         )
         yield self._counter(
             "pagewatch_deliveries",
             "Notification deliveries, by kind and outcome",
             ["kind", "outcome"],
             Delivery.objects.values_list("kind", "status").annotate(n=Count("pk")),
+            product(
+                [kind.name for kind in kinds.own_kinds() + kinds.all_kinds()],
+                Delivery.Status.values,
+            ),
         )
         yield from self._model_calls()
         yield from self._scheduler()
         yield from self._queues()
 
     def _counter(
-        self, name: str, documentation: str, labels: list[str], rows: object
+        self,
+        name: str,
+        documentation: str,
+        labels: list[str],
+        rows: object,
+        known: Iterable[tuple[str, ...]],
     ) -> CounterMetricFamily:
-        family = CounterMetricFamily(name, documentation, labels=labels)
+        # Every known combination is rendered, at 0 until a row has it:
+        # Prometheus sees no increase() in a series whose first sample is
+        # already 1, so an alert on the first failure needs the series before.
+        counts = dict.fromkeys(known, 0)
         for *values, count in rows:
-            family.add_metric([str(v) for v in values], count)
+            counts[tuple(str(v) for v in values)] = count
+        family = CounterMetricFamily(name, documentation, labels=labels)
+        for values, count in counts.items():
+            family.add_metric(list(values), count)
         return family
 
     def _checks(self) -> Iterator[Metric]:
@@ -63,6 +81,7 @@ class DatabaseCollector(Collector):
             "Checks, by status and trigger",
             ["status", "trigger"],
             Check.objects.values_list("status", "trigger").annotate(n=Count("pk")),
+            product(Check.Status.values, Check.Trigger.values),
         )
         yield _histogram(
             "pagewatch_check_duration_seconds",

@@ -136,3 +136,24 @@ def test_every_metric_the_readme_names_or_alerts_on_is_rendered(metrics_on, team
     for name, labels in selectors:
         wanted = set(re.findall(r'(\w+)="[^"]*"', labels))
         assert wanted <= labels_of[name], (name, wanted)
+
+
+def test_a_failed_delivery_series_is_there_at_zero_before_the_first_failure(
+    client, metrics_on, team
+):
+    """The README's alert is increase(pagewatch_deliveries_total{outcome=
+    "failed"}[30m]) > 0; Prometheus sees no increase in a series whose first
+    sample is already 1, so the first delivery to fail for good would never
+    alert unless the series was there, at 0, before it."""
+    samples = scrape(client)
+
+    for kind in ("firecrawl_webhook", "email", "webhook", "slack"):
+        key = (
+            "pagewatch_deliveries_total",
+            (("kind", kind), ("outcome", "failed")),
+        )
+        assert samples.get(key) == 0, kind
+    assert (
+        "pagewatch_checks_total",
+        (("status", "failed"), ("trigger", "scheduled")),
+    ) in samples
