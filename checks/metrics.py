@@ -6,6 +6,7 @@ Queue depths come from the broker."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from itertools import product
@@ -20,10 +21,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from checks import runner
+from checks import health, runner
 from checks.models import Check, Delivery, Heartbeat, PageResult, SearchRun
 from checks.notify import kinds
 from monitors.models import Monitor
+
+logger = logging.getLogger(__name__)
 
 CHECK_DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800)
 QUEUE_WAIT_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900)
@@ -155,6 +158,16 @@ class DatabaseCollector(Collector):
         depth = GaugeMetricFamily(
             "pagewatch_queue_depth", "Messages waiting on each queue", labels=["queue"]
         )
+        # Asked first in one ping: kombu retries each queue for seconds, and
+        # a scrape slower than Prometheus's time-out loses every series just
+        # when the outage makes them wanted.
+        error = health.broker_error()
+        if error is not None:
+            logger.warning(
+                "Metrics: no queue depths, the broker is unreachable: %s", error
+            )
+            yield depth
+            return
         for queue in settings.CELERY_TASK_QUEUES:
             waiting = runner.waiting_messages(queue.name)
             if waiting is not None:
