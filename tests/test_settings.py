@@ -695,3 +695,20 @@ def test_the_production_settings_leave_only_the_deploy_warnings_the_readme_names
 
     warned = re.findall(r"^\?: \(([\w.]+)\)", done.stdout + done.stderr, re.M)
     assert sorted(warned) == ["security.W005", "security.W008", "security.W021"]
+
+
+def test_the_readme_names_exactly_the_secrets_that_may_be_given_as_files() -> None:
+    """METRICS_TOKEN and EMAIL_HOST_PASSWORD were read from NAME_FILE without
+    the README saying so, while "Secrets may also be given as NAME_FILE" left
+    the operator to guess which variables were secrets."""
+    import re
+
+    source = (ROOT / "config" / "settings.py").read_text()
+    from_files = set(re.findall(r"\benv_secret\(\s*\"([A-Z0-9_]+)\"", source))
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n| Variable", 1)[0]
+    sentence = table.split("The\nsecrets (", 1)[1].split(")", 1)[0]
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", sentence))
+
+    assert len(from_files) > 5  # the pattern still finds them
+    assert named == from_files
