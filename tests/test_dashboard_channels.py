@@ -258,6 +258,24 @@ def test_a_failed_test_message_says_when_it_will_be_tried_again(web, team, site,
     assert "We will try again in about " in page and ">Will retry<" in page
 
 
+def test_a_failed_apprise_test_message_says_why_without_apprise_log_stamps(
+    web, team, site, hook
+):
+    host = site.url("/hook").split("//", 1)[1]
+    channel = Channel.objects.create(
+        team=team, name="Chat", kind="apprise", settings={"url": f"json://{host}"}
+    )
+    response = web.post(f"/channels/{channel.pk}/test/", follow=True)
+
+    page = html.unescape(response.content.decode())
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.PENDING
+    assert delivery.last_error.startswith("Apprise could not send: Failed to send")
+    assert "error=500" in delivery.last_error
+    # Apprise's log lines start with a time stamp and a level: not for people.
+    assert "WARNING" not in page and not re.search(r"\d\d:\d\d:\d\d,\d{3}", page)
+
+
 def test_a_message_out_of_retries_says_we_gave_up(web, team):
     channel = Channel.objects.create(
         team=team, name="Hook", kind="webhook", settings={"url": "https://e.com/h"}
