@@ -194,6 +194,23 @@ def test_how_pages_are_loaded_is_chosen_and_checked_inline(
     assert_clean(page)
 
 
+def test_adding_a_target_after_removing_the_last_one_clears_the_missing_target_error(
+    browser_page, member
+):
+    page = browser_page
+    sign_in(page)
+    page.goto("/monitors/new/")
+    page.locator(".target-scrape").get_by_role("button", name="Remove").click()
+    missing = "Add at least one thing to watch"
+    error_of(page, "targets").get_by_text(missing).wait_for()
+
+    page.get_by_role("button", name="+ Website crawl").click()
+
+    page.locator(".target-crawl").wait_for()
+    expect(error_of(page, "targets")).to_be_empty()
+    assert_clean(page)
+
+
 def test_a_refused_save_focuses_the_summary_and_opens_the_folded_problem(
     browser_page, member, site, screenshot
 ):
