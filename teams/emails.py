@@ -24,7 +24,7 @@ def send_invitation(invitation: Invitation, token: str) -> None:
         "inviter": (inviter.get_full_name() or inviter.get_username())
         if inviter
         else "An administrator",
-        "role": invitation.role_label().lower(),
+        "role_words": invitation.role_words,
         "url": invitation_url(token),
         "days": INVITATION_VALID_FOR.days,
     }

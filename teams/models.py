@@ -108,6 +108,11 @@ class Invitation(models.Model):
     def role_label(self) -> str:
         return Membership.Role(self.role).label
 
+    @property
+    def role_words(self) -> str:
+        """ "an editor", "a viewer": the role in a sentence, as a member's."""
+        return Membership(role=self.role).role_words
+
     def unusable_reason(self, now: datetime) -> str:
         """Why the link cannot be used now, "" when it can."""
         if self.accepted_at is not None:

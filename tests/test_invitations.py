@@ -102,6 +102,19 @@ def test_the_invitee_sets_a_password_and_joins_with_the_role(
     assert invitation.accepted_by == sam and invitation.accepted_at is not None
 
 
+def test_an_editors_invitation_says_an_editor_in_the_mail_and_on_its_page(
+    owner_client, client_factory, mailoutbox
+):
+    link = invite(owner_client, mailoutbox, role="editor")
+
+    [message] = mailoutbox
+    assert "on Pagewatch as\nan editor." in message.body
+    assert "on Pagewatch as an editor." in message.alternatives[0].content
+    page = text_of(client_factory().get(path_of(link)))
+    assert "Olive invited sam@example.com to the team Acme as an editor." in page
+    assert "a editor" not in page
+
+
 def test_a_weak_password_or_a_taken_name_is_said_next_to_its_field(
     owner_client, client_factory, mailoutbox
 ):
