@@ -141,6 +141,8 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
     ("retry a delivery", "post",
      lambda w: reverse("delivery-retry", args=[w.monitor.pk, w.delivery.pk]),
      lambda w: {}, EDIT),
+    ("open the add channel form", "get",
+     lambda w: reverse("channel-create") + "?kind=webhook", None, EDIT),
     ("open the import page", "get", lambda w: reverse("import-start"), None, EDIT),
     ("start an import", "post", lambda w: reverse("import-start"),
      lambda w: {"source": "changedetection",

@@ -125,7 +125,9 @@ def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view(to_change=Action.EDIT)
+# A viewer gets the refusal before the form, as on the monitor form, rather
+# than a form whose save is then refused.
+@team_view(needs=Action.EDIT)
 def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpResponse:
     channel = _get(request, pk) if pk is not None else None
     name = (
