@@ -37,3 +37,43 @@ def test_a_monitor_of_fifty_pages_lists_every_address_on_its_page(
     for url in urls:
         assert f">shop.example.com/product-{url.rsplit('-', 1)[1]}<" in page
     assert "and 40 more" in page
+
+
+@pytest.fixture
+def editor(team, django_user_model):
+    user = django_user_model.objects.create_user("ed", "ed@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.EDITOR)
+    return user
+
+
+def test_the_delete_page_offers_a_pause_button_that_pauses_and_keeps_the_monitor(
+    client, editor, team
+):
+    monitor = make_monitor(team)
+    client.force_login(editor)
+    page = text_of(client.get(f"/monitors/{monitor.pk}/delete/"))
+    assert f'action="/monitors/{monitor.pk}/toggle/"' in page
+    assert ">Pause it instead</button>" in page
+
+    response = client.post(
+        f"/monitors/{monitor.pk}/toggle/",
+        {"status": "paused", "next": monitor.get_absolute_url()},
+    )
+
+    assert response["Location"] == monitor.get_absolute_url()
+    monitor.refresh_from_db()
+    assert monitor.status == monitor.Status.PAUSED and monitor.deleted_at is None
+
+
+def test_the_delete_page_of_a_paused_monitor_does_not_suggest_pausing_it(
+    client, editor, team
+):
+    monitor = make_monitor(team)
+    monitor.status = monitor.Status.PAUSED
+    monitor.save()
+    client.force_login(editor)
+
+    page = text_of(client.get(f"/monitors/{monitor.pk}/delete/"))
+
+    assert "Pause it instead" not in page and "Pause</strong>" not in page
+    assert "It is paused already" in page
