@@ -24,9 +24,7 @@ def text_of(response) -> str:
     return html.unescape(response.content.decode())
 
 
-def test_a_monitor_of_fifty_pages_lists_every_address_on_its_page(
-    client, viewer, team
-):
+def test_a_monitor_of_fifty_pages_lists_every_address_on_its_page(client, viewer, team):
     urls = [f"https://shop.example.com/product-{n}" for n in range(1, 51)]
     monitor = make_monitor(team, targets=[{"type": "scrape", "urls": urls}])
     client.force_login(viewer)  # who cannot open the form to read them there
