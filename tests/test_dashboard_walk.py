@@ -75,3 +75,20 @@ def test_the_delete_page_of_a_paused_monitor_does_not_suggest_pausing_it(
 
     assert "Pause it instead" not in page and "Pause</strong>" not in page
     assert "It is paused already" in page
+
+
+def test_the_webhook_test_button_speaks_of_a_test_message_as_the_channels_page_does(
+    client, editor, team
+):
+    hook = {"url": "https://hooks.example.com/x", "headers": {}, "metadata": {}}
+    monitor = make_monitor(team, webhook=hook)
+    client.force_login(editor)
+
+    detail = text_of(client.get(monitor.get_absolute_url()))
+    deliveries = text_of(client.get(f"/monitors/{monitor.pk}/deliveries/"))
+    sent = text_of(client.post(f"/monitors/{monitor.pk}/deliveries/test/", follow=True))
+
+    for page in (detail, deliveries):
+        assert ">Send a test message</button>" in page
+        assert "test event" not in page.lower() and "monitor.test" not in page
+    assert "Test message queued; it appears below once sent." in sent
