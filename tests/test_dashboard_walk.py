@@ -92,3 +92,13 @@ def test_the_webhook_test_button_speaks_of_a_test_message_as_the_channels_page_d
         assert ">Send a test message</button>" in page
         assert "test event" not in page.lower() and "monitor.test" not in page
     assert "Test message queued; it appears below once sent." in sent
+
+
+def test_a_viewer_is_not_promised_a_retry_they_cannot_press(client, viewer, team):
+    monitor = make_monitor(team)
+    client.force_login(viewer)
+
+    page = text_of(client.get(monitor.get_absolute_url()))
+
+    assert "Recent webhook and e-mail deliveries" in page
+    assert "retry now" not in page.lower()
