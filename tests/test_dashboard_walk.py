@@ -102,3 +102,14 @@ def test_a_viewer_is_not_promised_a_retry_they_cannot_press(client, viewer, team
 
     assert "Recent webhook and e-mail deliveries" in page
     assert "retry now" not in page.lower()
+
+
+def test_the_first_steps_name_the_teams_chat_channels_among_who_hears(client, editor):
+    client.force_login(editor)
+
+    page = text_of(client.get("/"))
+
+    assert "Nothing is being watched yet" in page
+    assert "Choose who hears about changes: an e-mail, a channel such as Slack or" in (
+        page
+    )

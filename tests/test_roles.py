@@ -304,7 +304,9 @@ def test_a_viewer_is_offered_no_form_but_signing_out_on_any_page_they_open(
 def test_an_editor_sees_monitor_buttons_but_not_team_management(client, world):
     client.force_login(world.people[EDITOR])
     detail = text_of(client.get(world.monitor.get_absolute_url()))
-    assert ">Edit<" in detail and "Run now" in detail and "Send a test message" in detail
+    assert (
+        ">Edit<" in detail and "Run now" in detail and "Send a test message" in detail
+    )
     team_page = text_of(client.get(reverse("team-members")))
     assert "Send invitation" not in team_page and "Show the secret" not in team_page
     assert "Create key" not in text_of(client.get(reverse("api-keys")))
