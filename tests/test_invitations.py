@@ -128,6 +128,24 @@ def test_a_weak_password_or_a_taken_name_is_said_next_to_its_field(
     assert Invitation.objects.get().accepted_at is None
 
 
+def test_the_owner_opening_their_own_invitation_is_told_and_leaves_it_unused(
+    owner_client, mailoutbox
+):
+    link = invite(owner_client, mailoutbox, email="sam@example.com")
+
+    page = text_of(owner_client.get(path_of(link)))
+    refused = owner_client.post(path_of(link))
+
+    assert "You are already in Acme, as an owner." in page
+    assert "This invitation is for sam@example.com" in page
+    main = page.split("<main", 1)[1].split("</main>", 1)[0]
+    assert 'method="post"' not in main  # nothing to press that would use it up
+    assert refused.status_code == 409
+    invitation = Invitation.objects.get()
+    assert invitation.accepted_at is None and invitation.accepted_by is None
+    assert Membership.objects.get(user__username="olive").role == "owner"
+
+
 def test_someone_with_an_account_signs_in_and_joins(
     owner_client, client_factory, team, other_team, django_user_model, mailoutbox
 ):
