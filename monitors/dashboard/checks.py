@@ -83,7 +83,9 @@ def check_detail(
         "skipped_targets": _skipped_targets(check),
         "kind_parts": _kind_parts(check),
     }
-    template = _fragment(request, "checks/check_detail.html", {"page-results"})
+    template = _fragment(
+        request, "checks/check_detail.html", {"check-head", "page-results"}
+    )
     return render(request, template, context)
 
 

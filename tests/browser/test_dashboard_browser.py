@@ -340,6 +340,26 @@ def test_run_now_shows_progress_until_done_then_the_diff(
     assert_clean(page)
 
 
+def test_a_check_page_open_while_it_runs_says_it_finished_in_its_heading_too(
+    browser_page, member, team, site
+):
+    page = browser_page
+    monitor = make_monitor(team, [site.html("/a", "Plans", "<p>Pro costs $19.</p>")])
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    sign_in(page)
+    page.goto(check.get_absolute_url())
+    head = page.locator(".page-head .badge")
+    expect(head).to_have_text("Waiting to start")
+
+    run_as_a_worker(check)
+
+    page.locator("#page-results").get_by_text("Plans").wait_for(timeout=15_000)
+    expect(head).to_have_text("Completed")
+    expect(page.locator("dl.facts")).to_contain_text("Took")
+    assert_clean(page)
+
+
 def test_the_visual_change_of_a_screenshot_is_shown_under_the_csp(
     browser_page, member, team, site, screenshot
 ):
