@@ -157,6 +157,12 @@ class Invitation(models.Model):
                     )
             except IntegrityError:  # joined in a parallel request
                 membership = Membership.objects.get(team=self.team, user=user)
+            # Other invitations of the team to this address are spent too: the
+            # team page would list them as waiting for someone already in it.
+            same_address = Invitation.objects.filter(
+                team=self.team, email__iexact=self.email
+            )
+            same_address.pending(now).update(accepted_at=now, accepted_by=user)
         self.accepted_at, self.accepted_by = now, user
         return membership
 

@@ -115,6 +115,22 @@ def test_an_editors_invitation_says_an_editor_in_the_mail_and_on_its_page(
     assert "a editor" not in page
 
 
+def test_joining_spends_the_other_invitations_to_the_same_address(
+    owner_client, client_factory, mailoutbox
+):
+    first = invite(owner_client, mailoutbox, email="sam@example.com", role="editor")
+    second = invite(owner_client, mailoutbox, email="Sam@Example.com", role="viewer")
+    visitor = client_factory()
+
+    visitor.post(path_of(second), {"username": "sam", "password": NEW_PASSWORD})
+
+    assert not Invitation.objects.filter(accepted_at__isnull=True).exists()
+    team_page = text_of(owner_client.get(reverse("team-members")))
+    assert "No invitations waiting." in team_page
+    assert "already been used" in text_of(client_factory().get(path_of(first)))
+    assert Membership.objects.get(user__username="sam").role == "viewer"
+
+
 def test_a_weak_password_or_a_taken_name_is_said_next_to_its_field(
     owner_client, client_factory, mailoutbox
 ):
