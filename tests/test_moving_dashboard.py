@@ -292,3 +292,13 @@ def test_the_report_calls_a_skipped_watch_already_monitored_as_the_preview_did(
     assert "1 already monitored, skipped." in page
     assert ">Already monitored, skipped<" in page
     assert "uplicate" not in page
+
+
+def test_a_refused_address_keeps_the_scheme_the_refusal_is_about(web):
+    run_url = preview(web, "changedetection", backup_zip(), "b.zip")["Location"]
+
+    rows = _preview_rows(html.unescape(web.get(run_url).content.decode()))
+
+    ftp = next(row for row in rows.values() if "Report over FTP" in row)
+    assert "ftp://files.example.com/report.csv" in ftp
+    assert "Only http:// and https:// URLs are allowed." in ftp
