@@ -425,3 +425,24 @@ def test_the_channels_page_takes_as_many_queries_for_many_channels_as_for_one(
 
     assert "Fourth monitor" in page
     assert len(four) == len(one)
+
+
+def test_deleting_a_channel_asks_first_and_names_the_monitors_that_lose_it(web, team):
+    from tests.test_history import make_monitor
+
+    ops = Channel.objects.create(team=team, name="Ops room", kind="webhook")
+    make_monitor(team, "Library hours").channels.add(ops)
+    edit = html.unescape(web.get(f"/channels/{ops.pk}/").content.decode())
+
+    asked = html.unescape(web.get(f"/channels/{ops.pk}/delete/").content.decode())
+
+    assert f'href="/channels/{ops.pk}/delete/"' in edit  # a link, not a POST
+    assert f'action="/channels/{ops.pk}/delete/"' not in edit
+    assert "Delete “Ops room”?" in asked
+    assert "1 monitor sends to it: Library hours." in asked
+    assert Channel.objects.filter(pk=ops.pk).exists()
+
+    response = web.post(f"/channels/{ops.pk}/delete/")
+
+    assert response.status_code == 302
+    assert not Channel.objects.filter(pk=ops.pk).exists()
