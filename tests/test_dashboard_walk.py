@@ -113,3 +113,12 @@ def test_the_first_steps_name_the_teams_chat_channels_among_who_hears(client, ed
     assert "Choose who hears about changes: an e-mail, a channel such as Slack or" in (
         page
     )
+
+
+def test_a_history_page_past_the_last_leads_back_to_the_newest_changes(client, editor):
+    client.force_login(editor)
+
+    page = text_of(client.get("/history/?page=9&show=matter"))
+
+    assert "There are no older changes." in page
+    assert '<a href="?show=matter">Back to the newest changes</a>' in page
