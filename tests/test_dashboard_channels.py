@@ -446,3 +446,11 @@ def test_deleting_a_channel_asks_first_and_names_the_monitors_that_lose_it(web, 
 
     assert response.status_code == 302
     assert not Channel.objects.filter(pk=ops.pk).exists()
+
+
+def test_the_channel_form_can_be_left_without_saving(web, team):
+    ops = Channel.objects.create(team=team, name="Ops room", kind="webhook")
+
+    for url in ("/channels/new/?kind=webhook", f"/channels/{ops.pk}/"):
+        page = web.get(url).content.decode()
+        assert '<a href="/channels/">Cancel</a>' in page, url
