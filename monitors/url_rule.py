@@ -110,10 +110,12 @@ def _parsed_host(url: str) -> tuple[httpx.URL | None, str | None]:
 
 
 def short_url(url: str | None, length: int = 60) -> str:
-    """A URL without its scheme, shortened in the middle for tables."""
+    """A URL without its scheme, shortened in the middle for tables. Only the
+    web's schemes are left out: another (ftp://) is what makes it refused."""
     if not url:
         return ""
-    text = url.split("://", 1)[-1]
+    scheme, sep, rest = url.partition("://")
+    text = rest if sep and scheme.lower() in ("http", "https") else url
     if len(text) <= length:
         return text
     half = (length - 1) // 2

@@ -108,6 +108,11 @@ class Invitation(models.Model):
     def role_label(self) -> str:
         return Membership.Role(self.role).label
 
+    @property
+    def role_words(self) -> str:
+        """ "an editor", "a viewer": the role in a sentence, as a member's."""
+        return Membership(role=self.role).role_words
+
     def unusable_reason(self, now: datetime) -> str:
         """Why the link cannot be used now, "" when it can."""
         if self.accepted_at is not None:
@@ -152,6 +157,12 @@ class Invitation(models.Model):
                     )
             except IntegrityError:  # joined in a parallel request
                 membership = Membership.objects.get(team=self.team, user=user)
+            # Other invitations of the team to this address are spent too: the
+            # team page would list them as waiting for someone already in it.
+            same_address = Invitation.objects.filter(
+                team=self.team, email__iexact=self.email
+            )
+            same_address.pending(now).update(accepted_at=now, accepted_by=user)
         self.accepted_at, self.accepted_by = now, user
         return membership
 
@@ -367,10 +378,10 @@ class Activity(models.Model):
 def role_words(value: Any) -> str:
     """A role with its article, as a sentence says it: "an editor"."""
     try:
-        label = Membership.Role(value).label.lower()
+        role = Membership.Role(value)
     except ValueError:
         return "a member"
-    return ("an " if label[0] in "aeiou" else "a ") + label
+    return Membership(role=role).role_words
 
 
 def _named(thing: str, name: str | None) -> str:

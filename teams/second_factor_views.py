@@ -4,9 +4,14 @@ team role is needed (LoginRequiredMiddleware asks for a session)."""
 
 from __future__ import annotations
 
+import math
+from datetime import datetime
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 from django_otp import login as otp_login
@@ -20,6 +25,14 @@ WRONG_CODE = (
     "That code did not work. Enter the six digits your app shows now (or one "
     "of your recovery codes); after several wrong codes, wait a little."
 )
+
+
+def _wait_words(until: datetime) -> str:
+    seconds = max(1, math.ceil((until - timezone.now()).total_seconds()))
+    return (
+        f"Too many wrong codes: wait {seconds} second{pluralize(seconds)}, "
+        "then try again."
+    )
 
 
 def _next(request: HttpRequest) -> str:
@@ -95,15 +108,22 @@ def verify(request: HttpRequest) -> HttpResponse:
     error = ""
     if request.method == "POST":
         token = request.POST.get("code", "").replace(" ", "").strip()
+        waits = []
         for device in (
             second_factor.authenticator(request.user),
             StaticDevice.objects.filter(user=request.user).first(),
         ):
-            # verify_token counts failures and refuses while throttled.
-            if device is not None and token and device.verify_token(token):
+            if device is None or not token:
+                continue
+            # While throttled after a wrong code, verify_token refuses even the
+            # right one: say to wait, not that a right code is wrong.
+            allowed, refusal = device.verify_is_allowed()
+            if not allowed and refusal and "locked_until" in refusal:
+                waits.append(refusal["locked_until"])
+            elif device.verify_token(token):
                 otp_login(request, device)
                 return redirect(_next(request))
-        error = WRONG_CODE
+        error = _wait_words(max(waits)) if waits else WRONG_CODE
     context = {"error": error, "next": _next(request)}
     return render(request, "teams/two_factor_verify.html", context,
                   status=400 if error else 200)  # fmt: skip

@@ -277,6 +277,15 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
         return render(request, "teams/invitation.html", {"reason": reason}, status=410)
     context: dict[str, Any] = {"invitation": invitation}
     if request.user.is_authenticated:
+        # Already in the team (an owner trying the link before sending it on):
+        # joining would change nothing but use the link up for the invitee.
+        member = Membership.objects.filter(
+            team=invitation.team, user=request.user
+        ).first()
+        if member is not None:
+            context["member"] = member
+            status = 409 if request.method == "POST" else 200
+            return render(request, "teams/invitation.html", context, status=status)
         if request.method == "POST":
             try:
                 return _joined(request, invitation.accept(request.user, now))

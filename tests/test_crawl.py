@@ -4,6 +4,7 @@ test_worker_integration.py)."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -581,6 +582,26 @@ def test_a_sites_page_lists_every_page_with_when_it_was_seen(web, team, site):
     assert "Gone" in page and site.url("/blog/post-1")[7:] in page
     detail = web.get(monitor.get_absolute_url()).content.decode()
     assert f"/monitors/{monitor.pk}/sites/{target.pk}/" in detail
+
+
+def test_a_sites_page_does_not_call_a_page_that_never_loaded_on_the_site(
+    web, team, site
+):
+    site.html("/", "Home", nav("/about", "/broken"))
+    site.html("/about", "About", "<p>About us</p>")
+    monitor = crawl_monitor(team, site.url("/"))
+    check = run_check(monitor)
+    assert check.pages.get(url=site.url("/broken")).status == "error"
+    target = monitor.targets.get()
+
+    page = web.get(f"/monitors/{monitor.pk}/sites/{target.pk}/").content.decode()
+
+    rows = {
+        re.search(r">(127\.0\.0\.1:\d+/[^<]*)<", row)[1].split("/", 1)[1]: row
+        for row in page.split("<tr>")[2:]
+    }
+    assert "On the site" in rows["about"] and "On the site" not in rows["broken"]
+    assert "Could not be loaded" in rows["broken"]
 
 
 def test_the_form_says_at_once_when_a_path_pattern_cannot_be_used(web):

@@ -258,6 +258,24 @@ def test_a_failed_test_message_says_when_it_will_be_tried_again(web, team, site,
     assert "We will try again in about " in page and ">Will retry<" in page
 
 
+def test_a_failed_apprise_test_message_says_why_without_apprise_log_stamps(
+    web, team, site, hook
+):
+    host = site.url("/hook").split("//", 1)[1]
+    channel = Channel.objects.create(
+        team=team, name="Chat", kind="apprise", settings={"url": f"json://{host}"}
+    )
+    response = web.post(f"/channels/{channel.pk}/test/", follow=True)
+
+    page = html.unescape(response.content.decode())
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.PENDING
+    assert delivery.last_error.startswith("Apprise could not send: Failed to send")
+    assert "error=500" in delivery.last_error
+    # Apprise's log lines start with a time stamp and a level: not for people.
+    assert "WARNING" not in page and not re.search(r"\d\d:\d\d:\d\d,\d{3}", page)
+
+
 def test_a_message_out_of_retries_says_we_gave_up(web, team):
     channel = Channel.objects.create(
         team=team, name="Hook", kind="webhook", settings={"url": "https://e.com/h"}
@@ -407,3 +425,32 @@ def test_the_channels_page_takes_as_many_queries_for_many_channels_as_for_one(
 
     assert "Fourth monitor" in page
     assert len(four) == len(one)
+
+
+def test_deleting_a_channel_asks_first_and_names_the_monitors_that_lose_it(web, team):
+    from tests.test_history import make_monitor
+
+    ops = Channel.objects.create(team=team, name="Ops room", kind="webhook")
+    make_monitor(team, "Library hours").channels.add(ops)
+    edit = html.unescape(web.get(f"/channels/{ops.pk}/").content.decode())
+
+    asked = html.unescape(web.get(f"/channels/{ops.pk}/delete/").content.decode())
+
+    assert f'href="/channels/{ops.pk}/delete/"' in edit  # a link, not a POST
+    assert f'action="/channels/{ops.pk}/delete/"' not in edit
+    assert "Delete “Ops room”?" in asked
+    assert "1 monitor sends to it: Library hours." in asked
+    assert Channel.objects.filter(pk=ops.pk).exists()
+
+    response = web.post(f"/channels/{ops.pk}/delete/")
+
+    assert response.status_code == 302
+    assert not Channel.objects.filter(pk=ops.pk).exists()
+
+
+def test_the_channel_form_can_be_left_without_saving(web, team):
+    ops = Channel.objects.create(team=team, name="Ops room", kind="webhook")
+
+    for url in ("/channels/new/?kind=webhook", f"/channels/{ops.pk}/"):
+        page = web.get(url).content.decode()
+        assert '<a href="/channels/">Cancel</a>' in page, url

@@ -122,9 +122,27 @@ def test_header_lines_must_be_name_colon_value():
     )
     assert not form.is_valid()
     assert form.errors["webhook_headers"] == [
-        "Line 2: write each entry as “Name: value”."
+        "Extra headers, line 2: write each entry as “Name: value”."
     ]
     assert form.payload()["webhook"]["headers"] == {"X-Team": "a"}
+
+
+def test_bad_header_and_metadata_lines_say_which_field_and_the_shape_each_wants():
+    form = MonitorForm(
+        post(
+            webhook_url="https://h.example/",
+            webhook_headers="no colon here",
+            webhook_metadata="just words",
+        )
+    )
+
+    assert not form.is_valid()
+    assert form.errors["webhook_headers"] == [
+        "Extra headers, line 1: write each entry as “Name: value”."
+    ]
+    assert form.errors["webhook_metadata"] == [
+        "Metadata, line 1: write each entry as “key: value”."
+    ]
 
 
 def test_an_empty_webhook_is_no_webhook_but_headers_without_an_address_are_an_error():

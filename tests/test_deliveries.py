@@ -461,7 +461,7 @@ def test_the_deliveries_page_lists_attempts_escaped(
     assert 'class="no-content"' not in html  # the retry button is its content
     detail = member_client.get(monitor.get_absolute_url()).content.decode()
     assert f"/monitors/{monitor.pk}/deliveries/" in detail
-    assert "Send test event" in detail
+    assert "Send a test message" in detail
 
 
 def test_the_deliveries_page_says_which_page_each_page_event_carried(

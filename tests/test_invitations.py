@@ -102,6 +102,35 @@ def test_the_invitee_sets_a_password_and_joins_with_the_role(
     assert invitation.accepted_by == sam and invitation.accepted_at is not None
 
 
+def test_an_editors_invitation_says_an_editor_in_the_mail_and_on_its_page(
+    owner_client, client_factory, mailoutbox
+):
+    link = invite(owner_client, mailoutbox, role="editor")
+
+    [message] = mailoutbox
+    assert "on Pagewatch as\nan editor." in message.body
+    assert "on Pagewatch as an editor." in message.alternatives[0].content
+    page = text_of(client_factory().get(path_of(link)))
+    assert "Olive invited sam@example.com to the team Acme as an editor." in page
+    assert "a editor" not in page
+
+
+def test_joining_spends_the_other_invitations_to_the_same_address(
+    owner_client, client_factory, mailoutbox
+):
+    first = invite(owner_client, mailoutbox, email="sam@example.com", role="editor")
+    second = invite(owner_client, mailoutbox, email="Sam@Example.com", role="viewer")
+    visitor = client_factory()
+
+    visitor.post(path_of(second), {"username": "sam", "password": NEW_PASSWORD})
+
+    assert not Invitation.objects.filter(accepted_at__isnull=True).exists()
+    team_page = text_of(owner_client.get(reverse("team-members")))
+    assert "No invitations waiting." in team_page
+    assert "already been used" in text_of(client_factory().get(path_of(first)))
+    assert Membership.objects.get(user__username="sam").role == "viewer"
+
+
 def test_a_weak_password_or_a_taken_name_is_said_next_to_its_field(
     owner_client, client_factory, mailoutbox
 ):
@@ -113,6 +142,24 @@ def test_a_weak_password_or_a_taken_name_is_said_next_to_its_field(
     assert "This user name is taken: choose another." in page
     assert "This password is too short." in page
     assert Invitation.objects.get().accepted_at is None
+
+
+def test_the_owner_opening_their_own_invitation_is_told_and_leaves_it_unused(
+    owner_client, mailoutbox
+):
+    link = invite(owner_client, mailoutbox, email="sam@example.com")
+
+    page = text_of(owner_client.get(path_of(link)))
+    refused = owner_client.post(path_of(link))
+
+    assert "You are already in Acme, as an owner." in page
+    assert "This invitation is for sam@example.com" in page
+    main = page.split("<main", 1)[1].split("</main>", 1)[0]
+    assert 'method="post"' not in main  # nothing to press that would use it up
+    assert refused.status_code == 409
+    invitation = Invitation.objects.get()
+    assert invitation.accepted_at is None and invitation.accepted_by is None
+    assert Membership.objects.get(user__username="olive").role == "owner"
 
 
 def test_someone_with_an_account_signs_in_and_joins(

@@ -275,3 +275,30 @@ def test_one_duplicate_is_spoken_of_in_the_singular(web, team):
         "1 watch is already monitored here and will be skipped unless you tick it."
         in page
     )
+
+
+def test_the_report_calls_a_skipped_watch_already_monitored_as_the_preview_did(
+    web, team
+):
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=existing, type="scrape", urls=["https://a.test/p"])
+    listing = _address_list("https://a.test/p", "https://a.test/q")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    done = web.post(run_url + "confirm/", follow=True)
+
+    page = re.sub(r"\s+", " ", html.unescape(done.content.decode()))
+    assert "1 monitor created</strong> from a list of addresses." in page
+    assert "1 already monitored, skipped." in page
+    assert ">Already monitored, skipped<" in page
+    assert "uplicate" not in page
+
+
+def test_a_refused_address_keeps_the_scheme_the_refusal_is_about(web):
+    run_url = preview(web, "changedetection", backup_zip(), "b.zip")["Location"]
+
+    rows = _preview_rows(html.unescape(web.get(run_url).content.decode()))
+
+    ftp = next(row for row in rows.values() if "Report over FTP" in row)
+    assert "ftp://files.example.com/report.csv" in ftp
+    assert "Only http:// and https:// URLs are allowed." in ftp

@@ -141,6 +141,8 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
     ("retry a delivery", "post",
      lambda w: reverse("delivery-retry", args=[w.monitor.pk, w.delivery.pk]),
      lambda w: {}, EDIT),
+    ("open the add channel form", "get",
+     lambda w: reverse("channel-create") + "?kind=webhook", None, EDIT),
     ("open the import page", "get", lambda w: reverse("import-start"), None, EDIT),
     ("start an import", "post", lambda w: reverse("import-start"),
      lambda w: {"source": "changedetection",
@@ -267,7 +269,7 @@ def test_a_viewer_sees_no_buttons_that_change_things(client, world):
         page = text_of(client.get(url))
         for words in ("New monitor", ">Import<", ">Edit<", "Pause <span",
                       ">Pause</button>", ">Delete<", "Run now",
-                      "Send test event", "Retry now", "Create key", "Revoke",
+                      "Retry now", "Create key", "Revoke",
                       "Send invitation", "Withdraw", "Show the secret",
                       "Make a new secret", 'name="role"', "Make a new feed link",
                       "Turn feeds off", "Add a channel", "Send a test message",
@@ -302,7 +304,9 @@ def test_a_viewer_is_offered_no_form_but_signing_out_on_any_page_they_open(
 def test_an_editor_sees_monitor_buttons_but_not_team_management(client, world):
     client.force_login(world.people[EDITOR])
     detail = text_of(client.get(world.monitor.get_absolute_url()))
-    assert ">Edit<" in detail and "Run now" in detail and "Send test event" in detail
+    assert (
+        ">Edit<" in detail and "Run now" in detail and "Send a test message" in detail
+    )
     team_page = text_of(client.get(reverse("team-members")))
     assert "Send invitation" not in team_page and "Show the secret" not in team_page
     assert "Create key" not in text_of(client.get(reverse("api-keys")))

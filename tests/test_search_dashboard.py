@@ -297,3 +297,12 @@ def test_a_search_monitor_without_a_goal_does_not_wait_for_a_match_on_its_page(
 
     assert "matched the goal" not in found
     assert "No new web search result has been found yet." in found
+
+
+def test_run_now_on_a_search_monitor_does_not_promise_to_check_pages(web, team):
+    monitor = make_monitor(team, ["acme launch"])
+
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+
+    assert "Runs a check right away, whatever the schedule." in page
+    assert "every page" not in page

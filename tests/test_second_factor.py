@@ -235,3 +235,21 @@ def test_after_the_code_a_page_with_a_query_is_opened_with_its_whole_query(clien
     )
     page = client.get(response["Location"]).content.decode()
     assert 'value="/?q=price&amp;status=paused"' in page
+
+
+def test_a_right_code_too_soon_after_a_wrong_one_is_told_to_wait_not_that_it_is_wrong(
+    client, ana
+):
+    sign_in(client)
+    _, codes = turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)
+    client.post(reverse("two-factor-verify"), {"code": "00000000"})
+
+    too_soon = client.post(reverse("two-factor-verify"), {"code": codes[0]})
+
+    page = text_of(too_soon)
+    assert too_soon.status_code == 400
+    assert "That code did not work." not in page
+    assert re.search(r"Too many wrong codes: wait \d+ seconds?, then try again\.", page)
+    assert StaticToken.objects.filter(token=codes[0]).exists()  # still usable

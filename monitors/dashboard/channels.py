@@ -143,7 +143,9 @@ def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
 
 
 @require_http_methods(["GET", "POST"])
-@team_view(to_change=Action.EDIT)
+# A viewer gets the refusal before the form, as on the monitor form, rather
+# than a form whose save is then refused.
+@team_view(needs=Action.EDIT)
 def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpResponse:
     channel = _get(request, pk) if pk is not None else None
     name = (
@@ -272,10 +274,16 @@ def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
     return redirect("channels")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @team_view(needs=Action.EDIT)
 def channel_delete(request: DashboardRequest, pk: int) -> HttpResponse:
+    """Asks first, naming the monitors that stop sending there, as deleting a
+    monitor does."""
     channel = _get(request, pk)
+    if request.method != "POST":
+        served = Channel.objects.filter(pk=channel.pk).with_monitors().get()
+        context = {"channel": served}
+        return render(request, "monitors/channel_confirm_delete.html", context)
     channel.delete()
     record(Actor.of(request), request.team, Kind.CHANNEL_DELETED, name=channel.name)
     messages.success(request, f"Channel “{channel.name}” deleted.")

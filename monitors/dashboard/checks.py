@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, cast
 
 from django.core.paginator import Paginator
-from django.db.models import Max, Min
+from django.db.models import Max, Min, OuterRef, Subquery
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
@@ -83,7 +83,9 @@ def check_detail(
         "skipped_targets": _skipped_targets(check),
         "kind_parts": _kind_parts(check),
     }
-    template = _fragment(request, "checks/check_detail.html", {"page-results"})
+    template = _fragment(
+        request, "checks/check_detail.html", {"check-head", "page-results"}
+    )
     return render(request, template, context)
 
 
@@ -197,11 +199,17 @@ def site_pages(
     monitor = get_monitor_for(request, pk)
     found_by = kind_names(lambda kind: kind.finds_pages)
     target = get_object_or_404(Target, pk=target_id, monitor=monitor, type__in=found_by)
+    results = PageResult.objects.filter(check_run__monitor=monitor, target_id=target.pk)
+    # A page found but never loaded (a link to a 404) is not "on the site".
+    latest = results.filter(url=OuterRef("url")).order_by("-created_at", "-id")
     rows = (
-        PageResult.objects.filter(check_run__monitor=monitor, target_id=target.pk)
-        .exclude(status=PageResult.Status.REMOVED)
+        results.exclude(status=PageResult.Status.REMOVED)
         .values("url")
-        .annotate(first_seen=Min("created_at"), last_seen=Max("created_at"))
+        .annotate(
+            first_seen=Min("created_at"),
+            last_seen=Max("created_at"),
+            latest_status=Subquery(latest.values("status")[:1]),
+        )
         .order_by("url")
     )
     removed = set(

@@ -252,7 +252,7 @@ RENEWED = (
 def monitor_feed_renew(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     monitor.renew_feed_token()
-    messages.success(request, RENEWED)
+    messages.success(request, RENEWED, extra_tags="feed")
     return redirect(monitor.get_absolute_url() + "#feed")
 
 
@@ -260,7 +260,7 @@ def monitor_feed_renew(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse
 @team_view(needs=Action.MANAGE)
 def team_feed_renew(request: DashboardRequest) -> HttpResponse:
     request.team.renew_feed_token()
-    messages.success(request, RENEWED)
+    messages.success(request, RENEWED, extra_tags="feed")
     return redirect(reverse("team-members") + "#feeds")
 
 
@@ -272,9 +272,13 @@ def team_feeds_switch(request: DashboardRequest) -> HttpResponse:
     wanted = request.POST.get("feeds") == "on"
     request.team.set_feeds_enabled(wanted)
     if wanted:
-        messages.success(request, "Feeds are on: their links work again.")
+        messages.success(
+            request, "Feeds are on: their links work again.", extra_tags="feed"
+        )
     else:
         messages.success(
-            request, "Feeds are off: every feed link of this team stops working."
+            request,
+            "Feeds are off: every feed link of this team stops working.",
+            extra_tags="feed",
         )
     return redirect(reverse("team-members") + "#feeds")

@@ -79,13 +79,16 @@ def import_start(request: DashboardRequest) -> HttpResponse:
 def _run_context(run: ImportRun) -> dict[str, object]:
     previewed = run.status == run.Status.PREVIEWED
     items = importing.previewed_items(run) if previewed else []
+    label = moving.sources()[run.source].label
     return {
         "run": run,
         "items": items,
         "creatable": sum(1 for i in items if i.importable and not i.duplicate),
         "duplicates": sum(1 for i in items if i.importable and i.duplicate),
         "refused": sum(1 for i in items if not i.importable),
-        "source_label": moving.sources()[run.source].label,
+        # Said mid-sentence ("imported from a list of addresses"); the names
+        # of tools (changedetection.io, Distill) keep their own case.
+        "source_label": "a " + label[2:] if label.startswith("A ") else label,
         "report": (run.report or {}).get("items", []),
     }
 

@@ -1,5 +1,5 @@
 """Dashboard views for notifications: a monitor's recent deliveries with their
-attempts, "send test event" and "retry now"; the team's webhook signing secret
+attempts, "send a test message" and "retry now"; the team's webhook signing secret
 (shown and rotated after a confirmation step). Thin: the workflow lives in
 checks.notify.deliveries and on Team; lookups are scoped to the signed-in
 person's team (monitors.dashboard.base.get_monitor_for), so another team's ids answer
@@ -56,7 +56,7 @@ def webhook_test(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     except ValueError:
         messages.error(request, "This monitor has no webhook to test.")
     else:
-        messages.success(request, "Test event queued; it appears below once sent.")
+        messages.success(request, "Test message queued; it appears below once sent.")
     if request.htmx:
         return _list(request, monitor)
     return redirect(reverse("monitor-deliveries", args=[monitor.pk]))

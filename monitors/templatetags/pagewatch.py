@@ -76,6 +76,14 @@ SUMMARY_WORDS = {
 
 
 @register.filter
+def placed_at(messages: Any, place: str = "") -> list[Any]:
+    """The messages said beside a part of the page (added with extra_tags
+    naming it, e.g. "feed"), or with no place, the others, said at the top: a
+    page that opens at its part would show the top's out of sight."""
+    return [m for m in messages if (m.extra_tags or "") == place]
+
+
+@register.filter
 def masked_url(url: str) -> str:
     """A webhook's address for one who may not change it (see mask_url)."""
     return mask_url(url) if url else ""

@@ -95,6 +95,9 @@
     if (first) first.focus();
     var kind = row.querySelector(".target-kind");
     announce((kind ? kind.textContent : "Target") + " target added.");
+    // Validated again, so "add at least one thing to watch" goes once there is one.
+    var form = target.closest("form");
+    if (form && window.htmx) window.htmx.trigger(form, "change");
   });
 
   /* ---- A field that matters only for some choices of another (the digest

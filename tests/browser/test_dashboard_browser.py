@@ -194,6 +194,23 @@ def test_how_pages_are_loaded_is_chosen_and_checked_inline(
     assert_clean(page)
 
 
+def test_adding_a_target_after_removing_the_last_one_clears_the_missing_target_error(
+    browser_page, member
+):
+    page = browser_page
+    sign_in(page)
+    page.goto("/monitors/new/")
+    page.locator(".target-scrape").get_by_role("button", name="Remove").click()
+    missing = "Add at least one thing to watch"
+    error_of(page, "targets").get_by_text(missing).wait_for()
+
+    page.get_by_role("button", name="+ Website crawl").click()
+
+    page.locator(".target-crawl").wait_for()
+    expect(error_of(page, "targets")).to_be_empty()
+    assert_clean(page)
+
+
 def test_a_refused_save_focuses_the_summary_and_opens_the_folded_problem(
     browser_page, member, site, screenshot
 ):
@@ -320,6 +337,26 @@ def test_run_now_shows_progress_until_done_then_the_diff(
         "aria-current", "true"
     )
     screenshot(page, "08-diff-inline")
+    assert_clean(page)
+
+
+def test_a_check_page_open_while_it_runs_says_it_finished_in_its_heading_too(
+    browser_page, member, team, site
+):
+    page = browser_page
+    monitor = make_monitor(team, [site.html("/a", "Plans", "<p>Pro costs $19.</p>")])
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    sign_in(page)
+    page.goto(check.get_absolute_url())
+    head = page.locator(".page-head .badge")
+    expect(head).to_have_text("Waiting to start")
+
+    run_as_a_worker(check)
+
+    page.locator("#page-results").get_by_text("Plans").wait_for(timeout=15_000)
+    expect(head).to_have_text("Completed")
+    expect(page.locator("dl.facts")).to_contain_text("Took")
     assert_clean(page)
 
 

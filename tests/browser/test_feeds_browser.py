@@ -59,3 +59,19 @@ def test_a_member_replaces_the_monitors_feed_link_and_turns_feeds_off(
     assert page.get_by_text("Feeds are off for this team").is_visible()
     assert not page.problems.csp_violations(page)
     assert not page.problems.page_errors
+
+
+def test_a_new_team_feed_link_is_said_beside_it_where_the_page_opens(
+    browser_page, member, team
+):
+    page = browser_page
+    sign_in(page)
+    page.goto("/settings/team/")
+
+    page.get_by_role("button", name="Make a new feed link").click()
+
+    said = page.locator("#feeds").get_by_text("A new feed link was made")
+    said.wait_for()
+    box, height = said.bounding_box(), page.viewport_size["height"]
+    assert box["y"] >= 0 and box["y"] + box["height"] <= height, box
+    assert page.get_by_text("A new feed link was made").count() == 1

@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from checks.models import Check, Delivery, DeliveryAttempt
 from monitors.models import ApiKey, Monitor, Target
+from teams.activity import Actor, record
+from teams.models import Activity
 from tests.browser.people import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -229,3 +231,30 @@ def test_phone_cards_keep_each_label_beside_its_value(
     assert_labels_beside_values(page, "table.checks")
     heading_badge = page.locator(".page-head h1 .badge").bounding_box()
     assert heading_badge["width"] < 120, "the status badge stretches across the page"
+
+
+# The lines each text of the elements' shows, by text.
+_LINES_OF = """
+(cells) => cells.map(cell => {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+  return [cell.textContent.trim(), tops.size];
+})
+"""
+
+
+def test_a_long_monitor_name_in_the_activity_log_leaves_peoples_names_whole(
+    browser_page, member, team, monitor, screenshot
+):
+    record(Actor.command(member), team, Activity.Kind.MONITOR_RUN, monitor)
+    page = browser_page
+    sign_in(page)
+    page.goto("/activity/")
+    screenshot(page, "layout-activity-1280")
+
+    who = page.locator("td[data-label='Who']").evaluate_all(_LINES_OF)
+
+    assert who and all(text == "olive" for text, _ in who)
+    assert all(lines == 1 for _, lines in who), who
+    assert_no_sideways_scroll(page, "the activity page")

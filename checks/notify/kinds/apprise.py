@@ -167,7 +167,11 @@ def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]
     with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
         notifier = apprise_lib.Apprise()
         notifier.add(url)
-        with apprise_lib.LogCapture(level=apprise_lib.logging.WARNING) as log:
+        # Only the message: the default format starts each line with a time
+        # stamp and a level, which the channel page would show to people.
+        with apprise_lib.LogCapture(
+            level=apprise_lib.logging.WARNING, fmt="%(message)s"
+        ) as log:
             # Our message is plain text holding page text: said so, Apprise
             # escapes it for services that read HTML (Telegram, Matrix...)
             # instead of passing a page's markup on as theirs.

@@ -116,7 +116,9 @@ def _number(text: str) -> Any:
     return int(text) if _INTEGER.match(text) else text
 
 
-def _pairs(text: str) -> tuple[dict[str, str], list[str]]:
+def _pairs(text: str, field: str, shape: str) -> tuple[dict[str, str], list[str]]:
+    """`Name: value` lines; a problem names the field and its line, as the
+    form's summary lists both fields' problems together."""
     pairs: dict[str, str] = {}
     problems = []
     for number, line in enumerate((text or "").splitlines(), 1):
@@ -124,7 +126,7 @@ def _pairs(text: str) -> tuple[dict[str, str], list[str]]:
             continue
         name, sep, value = line.partition(":")
         if not sep or not name.strip():
-            problems.append(f"Line {number}: write each entry as “Name: value”.")
+            problems.append(f"{field}, line {number}: write each entry as “{shape}”.")
             continue
         pairs[name.strip()] = value.strip()
     return pairs, problems

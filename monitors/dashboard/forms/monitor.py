@@ -282,7 +282,7 @@ class MonitorForm:
         if spec.shape == "number":
             return _number(text) if text.strip() else ""
         if spec.shape == "pairs":
-            pairs, problems = _pairs(text)
+            pairs, problems = _pairs(text, spec.label, "Name: value")
             self._parse_error(row.slot(spec.name), problems)
             return pairs
         if spec.shape == "choice":
@@ -290,8 +290,12 @@ class MonitorForm:
         return text.strip()
 
     def _webhook_payload(self, main: dict[str, Any]) -> dict[str, Any] | None:
-        headers, header_problems = _pairs(main.get("webhook_headers", ""))
-        metadata, metadata_problems = _pairs(main.get("webhook_metadata", ""))
+        headers, header_problems = _pairs(
+            main.get("webhook_headers", ""), "Extra headers", "Name: value"
+        )
+        metadata, metadata_problems = _pairs(
+            main.get("webhook_metadata", ""), "Metadata", "key: value"
+        )
         self._parse_error("webhook_headers", header_problems)
         self._parse_error("webhook_metadata", metadata_problems)
         url = (main.get("webhook_url") or "").strip()
