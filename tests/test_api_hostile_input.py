@@ -1,0 +1,112 @@
+"""Input found by driving the API as a hostile client would, each of which once
+answered 500 or was quietly turned into something else: a 400 in the
+contract's envelope naming the field, or the 404 every unknown id gets, and
+nothing stored."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from monitors.models import Monitor, Target
+
+pytestmark = pytest.mark.django_db
+
+URL = "/v2/monitor"
+
+
+def body(**overrides: Any) -> dict[str, Any]:
+    return {
+        "name": "Pricing page",
+        "schedule": {"text": "every 30 minutes"},
+        "targets": [{"type": "scrape", "urls": ["https://example.com/pricing"]}],
+        **overrides,
+    }
+
+
+def send(api: APIClient, method: str, url: str, text: str):
+    """`text` as the body, byte for byte: json.dumps cannot write 1e999."""
+    return getattr(api, method)(url, data=text, content_type="application/json")
+
+
+def assert_rejected(response, field: str) -> dict[str, Any]:
+    assert response.status_code == 400, response.content
+    payload = response.json()
+    assert payload["success"] is False
+    assert payload["code"] == "BAD_REQUEST"
+    assert field in payload["error"], payload["error"]
+    assert payload["details"] and field.split("[")[0] in str(payload["details"])
+    return payload
+
+
+# ------------------------------------------------ numbers JSON cannot hold
+
+# Python's JSON parser reads a number too large for a double as infinity;
+# typed fields refuse it, but scrapeOptions and crawlOptions keep unknown
+# keys as given, and no database (nor JSON answer) can hold infinity.
+HUGE_NUMBERS = [
+    (
+        {"type": "scrape", "urls": ["https://example.com/"],
+         "scrapeOptions": {"vendorHint": "@HUGE@"}},
+        "targets[0].scrapeOptions.vendorHint",
+    ),
+    (
+        {"type": "scrape", "urls": ["https://example.com/"],
+         "scrapeOptions": {"extra": {"levels": [1, "-@HUGE@"]}}},
+        "targets[0].scrapeOptions.extra.levels[1]",
+    ),
+    (
+        {"type": "scrape", "urls": ["https://example.com/"],
+         "scrapeOptions": {"formats": [{"type": "json", "schema": {
+             "type": "object", "properties": {"n": {"maximum": "@HUGE@"}}}}]}},
+        "targets[0].scrapeOptions.formats[0].schema.properties.n.maximum",
+    ),
+    (
+        {"type": "crawl", "url": "https://example.com/",
+         "crawlOptions": {"vendorHint": "@HUGE@"}},
+        "targets[0].crawlOptions.vendorHint",
+    ),
+]  # fmt: skip
+
+
+def with_huge_number(payload: dict[str, Any]) -> str:
+    return (
+        json.dumps(payload).replace('"@HUGE@"', "1e999").replace('"-@HUGE@"', "-1e999")
+    )
+
+
+@pytest.mark.parametrize("target,field", HUGE_NUMBERS)
+def test_a_number_too_large_to_store_in_passed_through_options_is_a_400_naming_it(
+    api, target, field
+):
+    response = send(api, "post", URL, with_huge_number(body(targets=[target])))
+
+    payload = assert_rejected(response, field)
+    assert "too large" in payload["error"]
+    assert Monitor.objects.count() == 0
+    assert Target.objects.count() == 0
+
+
+def test_a_number_too_large_to_store_in_an_update_changes_nothing(api):
+    created = api.post(URL, body(), format="json").json()["data"]
+    target = {
+        "id": created["targets"][0]["id"],
+        "type": "scrape",
+        "urls": ["https://example.com/other"],
+        "scrapeOptions": {"vendorHint": "@HUGE@"},
+    }
+
+    response = send(
+        api,
+        "patch",
+        f"{URL}/{created['id']}",
+        with_huge_number({"name": "Renamed", "targets": [target]}),
+    )
+
+    assert_rejected(response, "targets[0].scrapeOptions.vendorHint")
+    monitor = Monitor.objects.get(pk=created["id"])
+    assert monitor.name == "Pricing page"
+    assert monitor.targets.get().urls == ["https://example.com/pricing"]
