@@ -6,6 +6,7 @@ nothing stored."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -110,3 +111,42 @@ def test_a_number_too_large_to_store_in_an_update_changes_nothing(api):
     monitor = Monitor.objects.get(pk=created["id"])
     assert monitor.name == "Pricing page"
     assert monitor.targets.get().urls == ["https://example.com/pricing"]
+
+
+# ------------------------------------------------ target ids
+
+
+@pytest.mark.parametrize("given", [5, True, 0])
+def test_a_target_id_given_as_a_number_or_boolean_is_refused_not_made_a_uuid(
+    api, given
+):
+    target = {"id": given, "type": "scrape", "urls": ["https://example.com/"]}
+
+    response = api.post(URL, body(targets=[target]), format="json")
+
+    assert_rejected(response, "targets[0].id")
+    assert Monitor.objects.count() == 0
+    assert Target.objects.count() == 0
+
+
+def test_a_target_id_given_as_a_number_in_an_update_keeps_the_targets(api):
+    created = api.post(URL, body(), format="json").json()["data"]
+    target = {"id": 1, "type": "scrape", "urls": ["https://example.com/other"]}
+
+    response = api.patch(f"{URL}/{created['id']}", {"targets": [target]}, format="json")
+
+    assert_rejected(response, "targets[0].id")
+    kept = Target.objects.get(monitor_id=created["id"])
+    assert str(kept.pk) == created["targets"][0]["id"]
+    assert kept.urls == ["https://example.com/pricing"]
+
+
+def test_a_target_id_as_a_uuid_string_is_still_kept(api):
+    chosen = str(uuid.uuid4())
+    target = {"id": chosen, "type": "scrape", "urls": ["https://example.com/"]}
+
+    response = api.post(URL, body(targets=[target]), format="json")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["data"]["targets"][0]["id"] == chosen
+    assert Target.objects.filter(pk=chosen).exists()

@@ -143,6 +143,18 @@ class StrictFloatField(serializers.FloatField):
         return super().to_internal_value(data)
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID written as a string and nothing else: DRF's UUIDField would
+    turn the number 5 into 00000000-0000-0000-0000-000000000005 and true
+    into ...0001, where Firecrawl's schema (and the SDKs' types) want a
+    string."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 class StrictBooleanField(serializers.BooleanField):
     """true or false and nothing else: DRF's BooleanField would take "yes",
     "1" and 0."""
