@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from monitors.models import Monitor, Target
+from monitors.models import Channel, Monitor, Target
 
 pytestmark = pytest.mark.django_db
 
@@ -150,3 +150,29 @@ def test_a_target_id_as_a_uuid_string_is_still_kept(api):
     assert response.status_code == 200, response.content
     assert response.json()["data"]["targets"][0]["id"] == chosen
     assert Target.objects.filter(pk=chosen).exists()
+
+
+# ------------------------------------------------ channel ids in paths
+
+
+@pytest.mark.parametrize("channel_id", ["²", "١", "１", "⁵"])
+@pytest.mark.parametrize("method", ["get", "patch", "delete"])
+def test_a_channel_id_of_digits_other_than_0_to_9_is_not_found(
+    api, team, method, channel_id
+):
+    # int() refuses "²" although str.isdigit() takes it; "١" and "１" are
+    # read as 1 by int(), which must not reach channel 1 either.
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="webhook", settings={"url": "https://a.example/"}
+    )
+    assert channel.pk == 1
+
+    response = getattr(api, method)(f"/v2/channels/{channel_id}", {}, format="json")
+
+    assert response.status_code == 404, response.content
+    assert response.json() == {
+        "success": False,
+        "error": "Channel not found",
+        "code": "NOT_FOUND",
+    }
+    assert Channel.objects.filter(pk=channel.pk, name="Ops").exists()
