@@ -176,3 +176,29 @@ def test_a_channel_id_of_digits_other_than_0_to_9_is_not_found(
         "code": "NOT_FOUND",
     }
     assert Channel.objects.filter(pk=channel.pk, name="Ops").exists()
+
+
+# ------------------------------------------------ an import's remote key
+
+
+@pytest.mark.parametrize("source", ["changedetection", "firecrawl"])
+@pytest.mark.parametrize("key", ["clé-secrète", "\U00031383", "key\r\nX-Evil: 1"])
+def test_an_import_key_no_request_header_can_carry_is_a_400_naming_it(
+    api, source, key, monkeypatch
+):
+    # The key travels in a request header (x-api-key, Authorization): one
+    # that cannot be encoded there must be refused before anything is asked.
+    from monitors.moving import remote
+
+    asked: list[str] = []
+    monkeypatch.setattr(remote, "get", lambda url, headers: asked.append(url))
+
+    response = api.post(
+        "/v2/import",
+        {"source": source, "url": "https://watches.example/", "apiKey": key},
+        format="json",
+    )
+
+    assert_rejected(response, "apiKey")
+    assert asked == []
+    assert Monitor.objects.count() == 0
