@@ -288,6 +288,11 @@ def _api_format(name: Any, names: Iterable[str]) -> Any:
 class FormatField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str):
+            named = _api_format(data, OBJECT_FORMATS)
+            if named in OBJECT_FORMATS and named not in STRING_FORMATS:
+                # As Firecrawl reads every string format: "changeTracking" is
+                # {"type": "changeTracking"}; "json" says what it needs.
+                return self.to_internal_value({"type": named})
             data = _api_format(data, STRING_FORMATS)
             if data not in STRING_FORMATS:
                 raise ValidationError(
