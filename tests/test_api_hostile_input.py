@@ -202,3 +202,44 @@ def test_an_import_key_no_request_header_can_carry_is_a_400_naming_it(
     assert_rejected(response, "apiKey")
     assert asked == []
     assert Monitor.objects.count() == 0
+
+
+# ------------------------------------------------ a body that is not JSON
+
+
+@pytest.mark.parametrize(
+    "content_type,said",
+    [
+        (None, "this request had no Content-Type"),
+        ("text/plain", 'this request had Content-Type "text/plain"'),
+        ("application/x-www-form-urlencoded",
+         'this request had Content-Type "application/x-www-form-urlencoded"'),
+    ],
+)  # fmt: skip
+def test_a_body_sent_as_anything_but_json_is_told_which_header_to_send(
+    api, content_type, said
+):
+    # DRF's own words were 'Unsupported media type "" in request.'.
+    response = api.generic(
+        "POST", URL, json.dumps(body()), content_type=content_type or ""
+    )
+
+    assert response.status_code == 415, response.content
+    assert response.json() == {
+        "success": False,
+        "error": "Send the request body as JSON, with the header Content-Type: "
+        f"application/json ({said}).",
+        "code": "UNSUPPORTED_MEDIA_TYPE",
+    }
+    assert Monitor.objects.count() == 0
+
+
+def test_the_import_names_both_bodies_it_reads(api):
+    response = api.generic("POST", "/v2/import", "x", content_type="text/csv")
+
+    assert response.status_code == 415, response.content
+    assert response.json()["error"] == (
+        "Send the request body as JSON, with the header Content-Type: "
+        "application/json, or as multipart/form-data "
+        '(this request had Content-Type "text/csv").'
+    )
