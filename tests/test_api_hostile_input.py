@@ -155,19 +155,29 @@ def test_a_target_id_as_a_uuid_string_is_still_kept(api):
 # ------------------------------------------------ channel ids in paths
 
 
-@pytest.mark.parametrize("channel_id", ["²", "١", "１", "⁵"])
+def _in_digits(zero: str) -> Any:
+    """Spell a number with the ten digits starting at `zero` ("٠", "０")."""
+    return lambda pk: "".join(chr(ord(zero) + int(d)) for d in str(pk))
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [lambda pk: "²", lambda pk: "⁵", _in_digits("٠"), _in_digits("０")],
+    ids=["superscript-two", "superscript-five", "arabic-indic", "full-width"],
+)
 @pytest.mark.parametrize("method", ["get", "patch", "delete"])
 def test_a_channel_id_of_digits_other_than_0_to_9_is_not_found(
-    api, team, method, channel_id
+    api, team, method, spell
 ):
-    # int() refuses "²" although str.isdigit() takes it; "١" and "１" are
-    # read as 1 by int(), which must not reach channel 1 either.
+    # int() refuses "²" although str.isdigit() takes it; "١٢" and "１２" are
+    # read as 12 by int(), which must not reach channel 12 either.
     channel = Channel.objects.create(
         team=team, name="Ops", kind="webhook", settings={"url": "https://a.example/"}
     )
-    assert channel.pk == 1
 
-    response = getattr(api, method)(f"/v2/channels/{channel_id}", {}, format="json")
+    response = getattr(api, method)(
+        f"/v2/channels/{spell(channel.pk)}", {"name": "Renamed"}, format="json"
+    )
 
     assert response.status_code == 404, response.content
     assert response.json() == {
