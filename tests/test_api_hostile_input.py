@@ -6,10 +6,12 @@ nothing stored."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from typing import Any
 
 import pytest
+from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from monitors.models import Channel, Monitor, Target
@@ -253,3 +255,49 @@ def test_the_import_names_both_bodies_it_reads(api):
         "application/json, or as multipart/form-data "
         '(this request had Content-Type "text/csv").'
     )
+
+
+# ------------------------------------------------ two creates naming one target id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_creates_naming_the_same_new_target_id_at_once_both_succeed(
+    api_key, monkeypatch
+):
+    # A client that retries a create while the first is still running sends
+    # the same target id twice. Each request finds the id free, then both
+    # insert it: the second must get a fresh id, not an IntegrityError (500).
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: SQLite serialises every writer anyway")
+    chosen = str(uuid.uuid4())
+    barrier = threading.Barrier(2, timeout=20)
+    create = Target.objects.create
+
+    def create_together(**fields: Any) -> Target:
+        if str(fields.get("id")) == chosen:
+            barrier.wait()  # both found the id free; now both insert it
+        return create(**fields)
+
+    monkeypatch.setattr(Target.objects, "create", create_together)
+    target = {"id": chosen, "type": "scrape", "urls": ["https://example.com/"]}
+    answers: list[Any] = []
+
+    def post() -> None:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+        try:
+            answers.append(client.post(URL, body(targets=[target]), format="json"))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=post) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert [a.status_code for a in answers] == [200, 200], [a.content for a in answers]
+    ids = sorted(a.json()["data"]["targets"][0]["id"] for a in answers)
+    assert chosen in ids and len(set(ids)) == 2
+    assert Monitor.objects.count() == 2
+    assert Target.objects.count() == 2
