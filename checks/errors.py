@@ -74,8 +74,14 @@ FETCH_KINDS = frozenset(
 
 
 # Text written for programs rather than people: markup (an error page's HTML),
-# key=value pairs (a provider's "scrapeId=…"), a traceback or JSON.
-_RAW = re.compile(r"<[A-Za-z!/][^<>]*>|\b[A-Za-z_][\w.-]*=\S|Traceback \(|\{\"")
+# key=value pairs (a provider's "scrapeId=…"), a traceback or JSON, or an
+# exception's text ("httpx.ConnectError: [Errno 111] …", "ReadTimeout: …").
+_RAW = re.compile(
+    r"<[A-Za-z!/][^<>]*>|\b[A-Za-z_][\w.-]*=\S|Traceback \(|\{\""
+    r"|\[Errno -?\d+\]"
+    r"|\b[a-z_]\w*(?:\.\w+)*\.[A-Z]\w*(?:Error|Exception)\b"
+    r"|^[A-Z][a-z]+(?:[A-Z][a-z]*)*(?:Error|Exception|Timeout)\b"
+)
 
 
 def is_raw(text: str | None) -> bool:
@@ -209,23 +215,45 @@ _SAID_IN_FULL = frozenset(
 )
 
 
+UNKNOWN_WORDS = "Something went wrong while checking this page."
+
+
 def plain_error(kind: str, status_code: int | None, text: str | None) -> str:
     """A page error in words a non-technical reader understands, chosen by its
-    kind. A row without a kind (written before kinds were
-    stored) goes by its HTTP status, else shows its stored text as it is."""
-    text = (text or "").strip()
-    try:
-        known = ErrorKind(kind) if kind else kind_of_status(status_code)
-    except ValueError:
-        known = None
+    kind, with the stored text in brackets as the exact reason: the
+    dashboard's way (see error_words for messages). A row without a kind
+    (written before kinds were stored) goes by its HTTP status, else shows
+    its stored text as it is."""
+    detail = (text or "").strip()
+    known = _kind_of(kind, status_code)
     if known is None:
-        return text or "Something went wrong while checking this page."
+        return detail or UNKNOWN_WORDS
+    words = error_words(kind, status_code, text)
+    if known in _SAID_IN_FULL or not detail:
+        return words
+    return f"{words} ({detail})"
+
+
+def error_words(kind: str, status_code: int | None, text: str | None) -> str:
+    """A page error in its kind's words only, as messages to people say it
+    (e-mails, chat, alerts): the stored text is written for programs
+    ("httpx.ConnectError: [Errno 111] …") and stays in the API's `error`
+    and the dashboard. A row without a kind goes by its HTTP status, else
+    says its stored text unless that is raw."""
+    text = (text or "").strip()
+    known = _kind_of(kind, status_code)
+    if known is None:
+        return text if text and not is_raw(text) else UNKNOWN_WORDS
     if known in (ErrorKind.HTTP_4XX, ErrorKind.HTTP_5XX):
         return _http_words(known, status_code, text)
-    words = _PLAIN_WORDS[known].format(code=status_code)
-    if known in _SAID_IN_FULL or not text:
-        return words
-    return f"{words} ({text})"
+    return _PLAIN_WORDS[known].format(code=status_code)
+
+
+def _kind_of(kind: str, status_code: int | None) -> ErrorKind | None:
+    try:
+        return ErrorKind(kind) if kind else kind_of_status(status_code)
+    except ValueError:
+        return None
 
 
 def _http_words(kind: ErrorKind, status_code: int | None, text: str) -> str:

@@ -34,10 +34,19 @@ NOT_CONFIGURED_WORDS = (
 )
 
 
+# What a provider that refused its key asks for (checks.search.providers),
+# said to the team without the setting's name.
+KEY_REFUSED_WORDS = "An administrator should check the key of the web search service."
+
+
 def in_plain_words(text: str) -> str:
     """`text` (a target's reason, a check's error, written for the API) with
-    the missing provider said without setting names, for the dashboard."""
-    return text.replace(NOT_CONFIGURED, NOT_CONFIGURED_WORDS)
+    the missing provider and a refused key said without setting names, for
+    the dashboard and the messages people get."""
+    text = text.replace(NOT_CONFIGURED, NOT_CONFIGURED_WORDS)
+    for setting in REQUIRED_SETTING.values():
+        text = text.replace(f"Check {setting}.", KEY_REFUSED_WORDS)
+    return text
 
 
 def _has_setting(name: str) -> bool:

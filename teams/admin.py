@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import ngettext
 
-from monitors.admin.shared import report_action
+from monitors.admin.shared import TeamFilter, report_action
 from teams.activity import Actor, Kind, Via, record
 from teams.models import Activity, Invitation
 
@@ -19,7 +19,7 @@ class InvitationAdmin(admin.ModelAdmin):
     the e-mail); here they are listed and can be withdrawn."""
 
     list_display = ["email", "team", "role", "invited_by", "created_at", "state"]
-    list_filter = ["role", "team"]
+    list_filter = ["role", TeamFilter]
     list_select_related = ["team", "invited_by"]
     search_fields = ["email", "team__name", "team__slug"]
     readonly_fields = [
@@ -82,7 +82,7 @@ class ActivityAdmin(admin.ModelAdmin):
     list_display = ["at", "team", "actor", "what", "monitor_name", "via", "address"]
     # A date filter, not date_hierarchy: the hierarchy's links are read from
     # every entry's date (a DISTINCT over the whole log on each load).
-    list_filter = ["kind", "via", "at", "team"]
+    list_filter = ["kind", "via", "at", TeamFilter]
     list_select_related = ["team"]
     search_fields = ["user_name", "key_name", "monitor_name", "team__name"]
     search_help_text = "Person, API key, monitor or team."

@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from checks.notify.texts import one_line, render_text
-from teams.models import INVITATION_VALID_FOR, Invitation
+from teams.models import INVITATION_VALID_FOR, Invitation, role_words
 
 
 def invitation_url(token: str) -> str:
@@ -24,7 +24,7 @@ def send_invitation(invitation: Invitation, token: str) -> None:
         "inviter": (inviter.get_full_name() or inviter.get_username())
         if inviter
         else "An administrator",
-        "role": invitation.role_label().lower(),
+        "role": role_words(invitation.role),
         "url": invitation_url(token),
         "days": INVITATION_VALID_FOR.days,
     }

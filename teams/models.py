@@ -340,9 +340,9 @@ class Activity(models.Model):
         if self.kind == kind.KEY_REVOKED:
             return "Revoked " + _named("API key", d.get("name"))
         if self.kind == kind.MEMBER_JOINED and d.get("member"):
-            return f"Added {d['member']} as {_role(d.get('role'))}"
+            return f"Added {d['member']} as {role_words(d.get('role'))}"
         if self.kind == kind.MEMBER_JOINED:
-            return f"Joined as {_role(d.get('role'))}"
+            return f"Joined as {role_words(d.get('role'))}"
         if self.kind == kind.MEMBER_REMOVED:
             said = f"Removed {d.get('member', 'a member')} from the team"
             revoked = d.get("keys_revoked") or 0
@@ -352,11 +352,11 @@ class Activity(models.Model):
             return said
         if self.kind == kind.ROLE_CHANGED:
             return (
-                f"Made {d.get('member', 'a member')} {_role(d.get('role'))} "
-                f"(was {_role(d.get('was'))})"
+                f"Made {d.get('member', 'a member')} {role_words(d.get('role'))} "
+                f"(was {role_words(d.get('was'))})"
             )
         if self.kind == kind.INVITATION_SENT:
-            return f"Invited {d.get('email', '')} as {_role(d.get('role'))}"
+            return f"Invited {d.get('email', '')} as {role_words(d.get('role'))}"
         if self.kind == kind.INVITATION_WITHDRAWN:
             return f"Withdrew the invitation for {d.get('email', '')}"
         if self.kind == kind.SIGN_IN_FAILED:
@@ -364,7 +364,8 @@ class Activity(models.Model):
         return self.get_kind_display()
 
 
-def _role(value: Any) -> str:
+def role_words(value: Any) -> str:
+    """A role with its article, as a sentence says it: "an editor"."""
     try:
         label = Membership.Role(value).label.lower()
     except ValueError:

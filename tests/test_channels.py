@@ -908,7 +908,7 @@ def test_a_change_with_sixty_failed_searches_stays_within_slacks_fifty_blocks():
     assert len(blocks) == 50
     said = [b["text"]["text"] for b in blocks if b["type"] == "section"]
     assert "item-9|" in said[9]
-    shown = sum(1 for text in said if "failed:*" in text)
+    shown = sum(1 for text in said if text.startswith("*Web search:*"))
     # The failures left out join the pages already left out in one count.
     assert said[-2] == f"…and {3 + 60 - shown} more."
     assert "Open the check in Pagewatch" in said[-1]
@@ -1035,3 +1035,214 @@ def test_a_failing_alert_says_a_failed_search_in_words_not_its_raw_answer(
 
     assert "Last error: The web search failed." in said
     assert "<" not in said and "Bad gateway" not in said
+
+
+def test_a_failing_alert_gives_a_pages_words_without_its_exception_text(
+    team, pigeon, scenario, queued
+):
+    raw = "httpx.ConnectError: [Errno 111] Connection refused"
+    fields = {"error": raw, "error_kind": "refused"}
+    page = ("https://example.com/pricing", "error", fields)
+
+    said = failing_message(
+        team, pigeon, scenario, queued, [page], "The page could not be checked."
+    )
+
+    assert "Last error: The site refused the connection.\n" in said
+    assert "Errno" not in said and "httpx" not in said
+
+
+def test_a_change_message_says_a_failed_page_in_words_without_its_exception_text(
+    team, slack, scenario, queued
+):
+    raw = "ReadTimeout: timed out after 30 s"
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="slack", settings={"channelId": "C111"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            (
+                "https://example.com/slow",
+                "error",
+                {"error_kind": "timeout", "error": raw},
+            ),
+        ],
+    )
+    queued.run()
+
+    from checks.notify import messages
+
+    [posted] = slack.posted
+    message = json.loads(Delivery.objects.to_channels().get().body)
+    for said in (json.dumps(posted), messages.text(message)):
+        assert "The page took too long to answer." in said
+        assert "ReadTimeout" not in said and "30 s" not in said
+
+
+def test_a_change_message_says_a_failed_search_in_words_not_its_raw_answer(
+    team, pigeon, scenario, queued
+):
+    from checks.notify import messages
+
+    raw = "SearXNG answered HTTP 502: <html><body>Bad gateway</body></html>"
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"}, events=["change"]
+    )
+    check = scenario.start(monitor)
+    check.target_results = [
+        {"type": "search", "searchCompleted": False, "degradedReason": raw}
+    ]
+    check.save(update_fields=["target_results"])
+    scenario.page(check, "https://example.com/new", "new")
+    scenario.finish(check)
+    queued.run()
+
+    [message] = pigeon.flown
+    said = messages.text(message)
+    assert "- Web search: The web search failed." in said
+    assert "<" not in said and "Bad gateway" not in said
+
+
+def test_chat_says_a_failed_target_once_not_failed_twice():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    message = change_with_failures(1) | {
+        "failures": [{"label": "Web search", "reason": "The web search failed."}]
+    }
+
+    said = messages.text(message) + json.dumps(slack.blocks(message))
+    assert "failed: The web search failed" not in said
+    assert "- Web search: The web search failed." in messages.text(message)
+    assert "*Web search:* The web search failed." in said
+
+
+def test_a_failing_alert_after_one_failed_check_says_its_last_check_failed(
+    team, pigeon, scenario, queued
+):
+    said = failing_message(team, pigeon, scenario, queued, [], "Lost.")
+
+    assert said.startswith("Pricing page is failing: its last check failed.\n")
+    assert "1 check" not in said
+
+
+def test_a_digest_of_every_change_does_not_call_the_noise_in_it_meaningful(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.notify import digests, messages
+
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        every = daily_digest_channel(team, monitor)
+        every.events = ["change"]
+        every.save(update_fields=["events"])
+        meaningful_only = daily_digest_channel(team, monitor)
+        meaningful_check(scenario, monitor)
+        noise = {"judgment": judged(False), "verdict": "noise"}
+        scenario.run(monitor, [("https://example.com/x", "changed", noise)])
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        made = {d.channel_id: d for d in digests.queue_due(datetime.now(UTC))}
+
+    of_every = json.loads(made[every.pk].body)
+    assert of_every["changes"] == 2
+    assert messages.title(of_every) == "Pagewatch digest: 2 changes"
+    assert messages.digest_intro(of_every).startswith("Changes since ")
+    assert "meaningful" not in messages.text(of_every).lower()
+    of_meaningful = json.loads(made[meaningful_only.pk].body)
+    assert messages.title(of_meaningful) == "Pagewatch digest: 1 meaningful change"
+    assert messages.digest_intro(of_meaningful).startswith("Meaningful changes since ")
+
+
+def test_chat_names_a_page_that_failed_could_not_be_checked_not_error(
+    team, pigeon, scenario, queued
+):
+    from checks.notify import messages
+
+    monitor = make_monitor(team)
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"}, events=["change"]
+    )
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/slow", "error", {"error_kind": "timeout"}),
+        ],
+    )
+    queued.run()
+
+    said = messages.text(pigeon.flown[0])
+    assert "- https://example.com/slow — could not be checked\n" in said
+    assert "— error" not in said
+
+
+def test_a_digest_says_a_change_was_not_judged_as_change_messages_do(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.ai.judge import not_judged
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    refused = not_judged(
+        "The AI model's endpoint refused the request (HTTP 401). Check LLM_API_KEY."
+    )
+    fields = {"judgment": refused.judgment, "verdict": "not_judged"}
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        daily_digest_channel(team, monitor)
+        scenario.run(monitor, [("https://example.com/pricing", "changed", fields)])
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    said = messages.text(message)
+    assert "- https://example.com/pricing (not judged)\n" in said
+    blocks = json.dumps(slack.blocks(message), ensure_ascii=False)
+    assert "|https://example.com/pricing> (not judged) (" in blocks
+    # The judge's failure is a server matter: no setting names for the team.
+    for text in (said, blocks):
+        assert "LLM_" not in text and "Not judged:" not in text
+
+
+def test_a_digest_of_every_change_marks_the_ones_judged_unimportant(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        channel = daily_digest_channel(team, monitor)
+        channel.events = ["change"]
+        channel.save(update_fields=["events"])
+        meaningful_check(scenario, monitor)
+        noise = {"judgment": judged(False), "verdict": "noise"}
+        scenario.run(monitor, [("https://example.com/x", "changed", noise)])
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    said = messages.text(message)
+    assert "- https://example.com/x (judged unimportant): " in said
+    assert "- https://example.com/pricing: " in said
+    blocks = json.dumps(slack.blocks(message), ensure_ascii=False)
+    assert "|https://example.com/x> (judged unimportant): " in blocks
+
+
+def test_a_failing_alert_never_sends_an_exceptions_text(team, pigeon, scenario, queued):
+    raw = "httpx.ConnectError: [Errno 111] Connection refused"
+
+    said = failing_message(team, pigeon, scenario, queued, [], raw)
+
+    assert "Errno" not in said and "httpx" not in said
+    assert "Last error: Something went wrong on our side" in said

@@ -6,6 +6,7 @@ from __future__ import annotations
 import email.policy
 import re
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 import time_machine
@@ -18,7 +19,9 @@ from checks.ai.judge import not_judged as fail_open
 from checks.models import Check, Delivery
 from checks.notify import deliveries, emails
 from monitors.models import EmailRecipient, Target
+from monitors.search_provider import NOT_CONFIGURED
 from tests.notifying import (
+    Receiver,
     judged,
     make_monitor,
     markdown_diff,
@@ -526,8 +529,10 @@ def test_page_errors_are_said_in_plain_words_not_as_stored_for_the_api(
     [mail] = mailoutbox
     for text in (mail.body, html_of(mail)):
         assert "Error: The page was not found (HTTP 404)." in text
-        assert "Error: The page took too long to answer. (ReadTimeout" in text
+        assert "ReadTimeout" not in text
         assert "Error: HTTP 404" not in text
+    assert "Error: The page took too long to answer.\n" in mail.body
+    assert "Error: The page took too long to answer.</small>" in html_of(mail)
     assert mail.subject.endswith(": 2 pages with errors")
 
 
@@ -554,7 +559,7 @@ def test_a_page_the_site_blocked_is_named_blocked_by_the_site_in_the_email(
     assert "found changes" not in mail.body + html_of(mail)
     assert "- [blocked by the site] https://e.com/refused" in mail.body
     assert "- [blocked by the site] https://e.com/challenged" in mail.body
-    assert "- [error] https://e.com/missing" in mail.body
+    assert "- [could not be checked] https://e.com/missing" in mail.body
     assert html_of(mail).count("<strong>blocked by the site</strong>") == 2
     assert mail.subject.endswith(": 3 pages with errors (2 blocked by the site)")
 
@@ -707,11 +712,150 @@ def test_the_webhook_off_mail_says_what_happened_and_links_to_the_edit_page(
 
     [mail] = mailoutbox
     assert mail.subject == 'Webhook turned off for the monitor "Pricing page"'
-    first_paragraph = mail.body.split("\n\n")[0]
-    assert "answered that it no longer exists (HTTP 410 Gone)" in first_paragraph
-    assert "PATCH" not in first_paragraph
+    assert "answered that it no longer exists" in mail.body.split("\n\n")[1]
     edit_url = settings.PUBLIC_BASE_URL + reverse("monitor-edit", args=[monitor.pk])
-    assert edit_url in mail.body
-    assert f'<a href="{edit_url}">edit the monitor in Pagewatch</a>' in html_of(mail)
+    to_field = f"{edit_url}#field-webhook_url"
+    assert to_field in mail.body
+    assert f'<a href="{to_field}">edit the monitor in Pagewatch</a>' in html_of(mail)
     client.force_login(member)
     assert client.get(path_of(edit_url)).status_code == 200
+
+
+def test_the_webhook_off_mail_names_only_the_host_of_an_address_with_a_secret(
+    team, member, site, receiver, scenario, queued, mailoutbox
+):
+    hook = Receiver(site, "/hooks/T0A1B2/s3cretPathToken").then(410)
+    dead = hook.url + "?token=s3cretQueryToken"
+    monitor = make_monitor(team, webhook=webhook_config(dead))
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    host = urlsplit(dead).hostname
+    for text in (mail.subject, mail.body, html_of(mail)):
+        assert "s3cret" not in text
+        assert "/hooks/" not in text
+    assert f"its webhook at {host}" in mail.body
+    assert f"its webhook at <strong>{host}</strong>" in html_of(mail)
+
+
+def test_the_webhook_off_mail_says_what_stopped_why_and_what_to_do_in_plain_words(
+    team, member, receiver, scenario, queued, mailoutbox, client
+):
+    receiver.then(410)
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    [mail] = mailoutbox
+    what, why, unaffected, to_do, *rest = mail.body.split("\n\n")
+    assert what.startswith("Pagewatch stopped sending updates of the monitor")
+    assert why.startswith("Why: ")
+    assert why.count(". ") == 0  # one sentence
+    assert "410" not in why and "HTTP" not in why
+    assert to_do.startswith("What to do: ")
+    assert 'under "Webhook"' in to_do
+    # It goes to every member; viewers learn who can act on it.
+    assert "the team's owners and editors can" in to_do
+    # The API is a hint for developers at the very end, never a PATCH recipe.
+    for text in (mail.body, html_of(mail)):
+        assert "PATCH" not in text
+        assert "/v2/" not in text
+        assert text.index("What to do") < text.index("For developers")
+    edit_url = (
+        settings.PUBLIC_BASE_URL
+        + reverse("monitor-edit", args=[monitor.pk])
+        + "#field-webhook_url"
+    )
+    assert edit_url in to_do
+    assert f'<a href="{edit_url}">' in html_of(mail)
+    client.force_login(member)
+    edit_page = client.get(path_of(edit_url)).content.decode()
+    assert 'id="field-webhook_url"' in edit_page
+
+
+RAW_CONNECT_ERROR = "httpx.ConnectError: [Errno 111] Connection refused"
+
+
+def test_a_change_mail_says_a_page_error_in_words_and_the_api_keeps_the_raw_text(
+    team, member, scenario, queued, mailoutbox, api
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    pages = [
+        ("https://e.com/new", "new"),
+        (
+            "https://e.com/down",
+            "error",
+            {"error": RAW_CONNECT_ERROR, "error_kind": "refused"},
+        ),
+    ]
+    check = scenario.run(monitor, pages)
+    queued.run()
+
+    [mail] = mailoutbox
+    for text in (mail.subject, mail.body, html_of(mail)):
+        assert "Errno" not in text and "httpx" not in text
+    assert "Error: The site refused the connection.\n" in mail.body
+    assert "<small>Error: The site refused the connection.</small>" in html_of(mail)
+    # Integrators still get the exact reason.
+    shown = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}").json()
+    [down] = [p for p in shown["data"]["pages"] if p["url"] == "https://e.com/down"]
+    assert down["error"] == RAW_CONNECT_ERROR
+
+
+@pytest.mark.parametrize(
+    ("reason", "hidden", "said"),
+    [
+        (
+            "SearXNG answered HTTP 502: <html><body>Bad gateway</body></html>",
+            ("HTTP 502", "Bad gateway"),
+            "The web search failed.",
+        ),
+        (
+            NOT_CONFIGURED,
+            ("SEARXNG_URL", "BRAVE_API_KEY"),
+            "no web search service is set up for this Pagewatch yet",
+        ),
+        (
+            "The web search failed: “acme”: Brave Search answered HTTP 401"
+            " (Bad token). Check BRAVE_API_KEY.",
+            ("BRAVE_API_KEY",),
+            "Brave Search answered HTTP 401 (Bad token). An administrator should"
+            " check the key of the web search service.",
+        ),
+    ],
+)
+def test_a_failed_search_in_a_change_mail_is_said_as_the_failing_alert_says_it(
+    team, member, scenario, queued, mailoutbox, reason, hidden, said
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    check = scenario.start(monitor)
+    check.target_results = [
+        {"type": "search", "searchCompleted": False, "degradedReason": reason}
+    ]
+    check.save(update_fields=["target_results"])
+    scenario.page(check, "https://e.com/new", "new")
+    scenario.finish(check)
+    queued.run()
+
+    [mail] = mailoutbox
+    for text in (mail.body, html_of(mail)):
+        assert said in text
+        for raw in hidden:
+            assert raw not in text
+
+
+def test_a_mail_about_pages_that_could_not_be_checked_does_not_claim_changes(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    pages = [
+        ("https://e.com/same", "same"),
+        ("https://e.com/down", "error", {"error_kind": "timeout"}),
+    ]
+    scenario.run(monitor, pages)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject == "Monitor check problems: Pricing page: 1 page with an error"
+    assert "changes" not in mail.subject.lower()

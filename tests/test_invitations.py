@@ -236,3 +236,13 @@ def test_when_the_email_cannot_be_sent_the_owner_gets_the_link(
     assert "the e-mail could not be sent. Give them this link yourself:" in page
     assert "/invitations/" in page
     assert Team.objects.get().invitations.count() == 1
+
+
+def test_an_invitation_as_an_editor_reads_an_editor(owner_client, mailoutbox):
+    invite(owner_client, mailoutbox, role="editor")
+
+    [message] = mailoutbox
+    body = " ".join(message.body.split())
+    assert "on Pagewatch as an editor." in body
+    [(html, _)] = message.alternatives
+    assert "on Pagewatch as an editor.</p>" in html

@@ -172,7 +172,7 @@ def test_slack_hears_a_failed_query_beside_a_new_match_and_a_failed_search_alone
 
     [change] = slack.posted
     blocks = json.dumps(change["blocks"], ensure_ascii=False)
-    assert "Web search failed:" in blocks
+    assert "*Web search:* The web search failed:" in blocks
     assert "“broken”: None of SearXNG" in blocks
     assert launch in blocks
 
@@ -204,6 +204,4 @@ def test_the_apprise_text_of_a_change_lists_the_failed_search(
     [failure] = message["failures"]
     assert failure["label"] == "Web search"
     assert failure["reason"].startswith("The web search failed: “broken”: None of")
-    assert "- Web search failed: The web search failed: “broken”" in (
-        messages.text(message)
-    )
+    assert "- Web search: The web search failed: “broken”" in messages.text(message)

@@ -7,16 +7,21 @@ from __future__ import annotations
 import html
 import re
 import smtplib
+import threading
 from datetime import UTC, datetime, time
 
 import pytest
 import time_machine
 from django.core.mail.backends.base import BaseEmailBackend
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
+from django.utils import timezone
 
 from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import digests, drain, kinds
+from checks.notify.kinds import team_email
 from monitors.models import Channel, Membership, MonitorChannel
 from tests.notifying import judged, make_monitor
 
@@ -26,6 +31,7 @@ pytestmark = pytest.mark.django_db
 
 MIA = "mia@acme.test"
 NOAH = "noah@acme.test"
+INES = "ines@acme.test"
 OUTSIDER = "olga@globex.test"
 
 
@@ -61,12 +67,15 @@ def web(client, owner):
 
 
 def team_mail(team, monitor=None, recipients=(MIA, NOAH), **fields) -> Channel:
+    """A channel to the members with these addresses, its settings made as
+    the API and the form make them."""
     fields.setdefault("events", list(Channel.DEFAULT_EVENTS))
+    chosen = {"recipients": list(recipients)}
     channel = Channel.objects.create(
         team=team,
         name="Pricing people",
         kind="team_email",
-        settings={"recipients": list(recipients)},
+        settings=kinds.kind_for("team_email").clean_for(team, chosen),
         **fields,
     )
     if monitor is not None:
@@ -112,7 +121,7 @@ def test_the_form_offers_the_teams_members_as_checkboxes_and_no_outsider(
     assert OUTSIDER not in page
 
 
-def test_the_form_saves_the_chosen_members(web, team, noah):
+def test_the_form_saves_the_chosen_members(web, team, owner, noah):
     response = web.post(
         "/channels/new/",
         {
@@ -129,7 +138,8 @@ def test_the_form_saves_the_chosen_members(web, team, noah):
     assert response.status_code == 302
     channel = Channel.objects.get(team=team)
     assert channel.kind == "team_email"
-    assert channel.settings == {"recipients": [MIA, NOAH]}
+    # Kept by account, so an address change follows the person.
+    assert channel.settings == {"recipients": sorted([owner.pk, noah.pk])}
     assert channel.digest == "daily" and channel.next_digest_at is not None
     page = html.unescape(web.get("/channels/").content.decode())
     assert "E-mail to team members" in page
@@ -197,7 +207,7 @@ def test_the_api_takes_members_addresses_and_refuses_another_address(
     )
     assert edited.status_code == 400
     channel.refresh_from_db()
-    assert channel.settings == {"recipients": [MIA]}
+    assert channel.settings == {"recipients": [owner.pk]}
 
 
 # --- What it sends ------------------------------------------------------------------
@@ -255,7 +265,9 @@ def test_a_failing_monitor_sends_one_failing_e_mail_and_one_recovered(
     ]
 
 
-def test_a_daily_digest_is_one_e_mail(team, owner, scenario, queued, mailoutbox):
+def test_a_daily_digest_is_one_e_mail(
+    team, owner, scenario, queued, mailoutbox, settings
+):
     with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
         monitor = make_monitor(team, goal="Prices")
         channel = team_mail(
@@ -278,6 +290,11 @@ def test_a_daily_digest_is_one_e_mail(team, owner, scenario, queued, mailoutbox)
     assert mail.subject == "Pagewatch digest: 2 meaningful changes"
     assert "https://example.com/pricing" in mail.body
     assert "https://example.com/plans (new page)" in mail.body
+    # The HTML part links every page and the monitor, as the change e-mail does.
+    links = re.findall(r'href="([^"]*)"', html_of(mail))
+    assert "https://example.com/pricing" in links
+    assert "https://example.com/plans" in links
+    assert settings.PUBLIC_BASE_URL + monitor.get_absolute_url() in links
 
 
 def test_a_member_who_left_the_team_gets_nothing(
@@ -380,7 +397,9 @@ def test_the_test_button_e_mails_the_chosen_members(web, team, noah, mailoutbox)
     assert "Test message sent to “Pricing people”." in page
 
 
-def test_the_admin_names_the_kind_and_shows_who_gets_the_e_mails(admin_client, team):
+def test_the_admin_names_the_kind_and_shows_who_gets_the_e_mails(
+    admin_client, team, owner, noah
+):
     channel = team_mail(team)
 
     listed = admin_client.get(reverse("admin:monitors_channel_changelist"))
@@ -434,7 +453,7 @@ def troubled(settings):
 
 @pytest.fixture
 def ines(team, django_user_model):
-    user = django_user_model.objects.create_user("ines", "ines@acme.test")
+    user = django_user_model.objects.create_user("ines", INES)
     Membership.objects.create(team=team, user=user)
     return user
 
@@ -447,11 +466,11 @@ def test_an_address_the_mail_server_refuses_does_not_stop_the_others(
 
     delivery = channel_events.send_test(channel)
 
-    assert troubled.accepted == [MIA, "ines@acme.test"]
+    assert troubled.accepted == ["ines@acme.test", MIA]
     assert delivery.status == Delivery.Status.DELIVERED
     attempt = delivery.attempt_log.get()
     assert attempt.response_body == (
-        f"Sent to {MIA}, ines@acme.test. The mail server refused {NOAH}."
+        f"Sent to ines@acme.test, {MIA}. The mail server refused {NOAH}."
     )
 
 
@@ -469,17 +488,296 @@ def test_a_server_that_fails_before_anyone_got_theirs_is_tried_again(
     assert delivery.last_error.startswith("Could not send:")
 
 
-def test_a_server_that_fails_after_someone_got_theirs_is_not_tried_again(
+def retry_now(delivery: Delivery) -> Delivery:
+    Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+    return drain.deliver(delivery.pk)
+
+
+def test_a_server_that_fails_after_someone_got_theirs_is_tried_again_for_the_others(
+    team, owner, noah, ines, troubled
+):
+    channel = team_mail(team, recipients=[MIA, NOAH, INES])
+    troubled.drops_at = {MIA}
+
+    delivery = channel_events.send_test(channel)
+
+    assert troubled.accepted == [INES]
+    assert delivery.status == Delivery.Status.PENDING
+    assert delivery.next_attempt_at is not None
+    assert delivery.last_error == (
+        f"Sent to {INES}, then stopped: Could not send: Connection unexpectedly "
+        f"closed. Left for the next attempt: {MIA}, {NOAH}."
+    )
+
+    troubled.drops_at = set()
+    retried = retry_now(delivery)
+
+    assert troubled.accepted == [INES, MIA, NOAH]
+    assert retried.status == Delivery.Status.DELIVERED
+    assert retried.attempt_log.last().response_body == f"Sent to {MIA}, {NOAH}."
+
+
+def test_a_retry_that_ends_with_a_refused_address_is_delivered_as_a_first_try_is(
     team, owner, noah, troubled
 ):
     channel = team_mail(team)
     troubled.drops_at = {NOAH}
+    delivery = channel_events.send_test(channel)
+    troubled.drops_at, troubled.refuses = set(), {NOAH}
+
+    retried = retry_now(delivery)
+
+    assert troubled.accepted == [MIA]
+    assert retried.status == Delivery.Status.DELIVERED
+    assert retried.attempt_log.last().response_body == (
+        f"The mail server refused {NOAH}."
+    )
+
+
+def test_a_retry_with_everyone_else_gone_from_the_team_is_cancelled_saying_so(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {NOAH}
+    delivery = channel_events.send_test(channel)
+    Membership.objects.get(team=team, user=noah).remove()
+
+    retried = retry_now(delivery)
+
+    assert troubled.accepted == [MIA]
+    assert retried.status == Delivery.Status.CANCELLED
+    assert retried.last_error == (
+        "Not sent to the rest: none of them is still a member of the team with "
+        "an e-mail address."
+    )
+
+
+def test_members_who_share_an_address_get_one_e_mail(
+    team, owner, django_user_model, mailoutbox
+):
+    shared = django_user_model.objects.create_user("mia2", MIA.upper())
+    Membership.objects.create(team=team, user=shared)
+    channel = team_mail(team, recipients=[MIA])
+
+    channel_events.send_test(channel)
+
+    assert channel.settings == {"recipients": sorted([owner.pk, shared.pk])}
+    assert [mail.to for mail in mailoutbox] == [[MIA]]
+
+
+class HangingMailServer(TroubledMailServer):
+    """A mail server that stops answering at some addresses until released,
+    then takes the mail after all."""
+
+    hangs_at: set[str] = set()
+    released = threading.Event()
+    closed = threading.Event()
+
+    def send_messages(self, email_messages) -> int:
+        for message in email_messages:
+            if message.to[0] in self.hangs_at:
+                self.released.wait(5)
+        return super().send_messages(email_messages)
+
+    def close(self) -> None:
+        type(self).closed.set()
+
+
+@pytest.fixture
+def hanging(troubled, settings):
+    settings.MAILERS = {
+        "default": {"BACKEND": "tests.test_team_email.HangingMailServer"}
+    }
+    HangingMailServer.hangs_at = set()
+    HangingMailServer.released = threading.Event()
+    HangingMailServer.closed = threading.Event()
+    yield HangingMailServer
+    HangingMailServer.released.set()
+
+
+def test_a_send_that_times_out_is_tried_again_for_the_others_only_and_nobody_twice(
+    team, owner, noah, ines, hanging, monkeypatch
+):
+    monkeypatch.setattr(team_email, "SEND_TIMEOUT_SECONDS", 2)
+    channel = team_mail(team, recipients=[MIA, NOAH, INES])
+    hanging.hangs_at = {MIA}
 
     delivery = channel_events.send_test(channel)
 
-    assert troubled.accepted == [MIA]
-    assert delivery.status == Delivery.Status.FAILED
-    assert delivery.next_attempt_at is None
+    assert delivery.status == Delivery.Status.PENDING
     assert delivery.last_error == (
-        f"Sent to {MIA}, then stopped: Could not send: Connection unexpectedly closed"
+        f"Sent to {INES}, then stopped: the mail server did not answer within 2 "
+        f"seconds while sending to {MIA}; that e-mail may have arrived, so it is "
+        f"not sent again. Left for the next attempt: {NOAH}."
     )
+    # The send that ran late ends, and starts nobody else's.
+    hanging.released.set()
+    assert hanging.closed.wait(5)
+    assert hanging.accepted == [INES, MIA]
+
+    retried = retry_now(delivery)
+
+    assert hanging.accepted == [INES, MIA, NOAH]
+    assert retried.status == Delivery.Status.DELIVERED
+
+
+def test_a_long_list_goes_out_over_several_attempts_each_person_once(
+    team, owner, noah, ines, troubled, monkeypatch
+):
+    # No time to start a second e-mail within one attempt.
+    monkeypatch.setattr(team_email, "STARTS_WITHIN_SECONDS", 0)
+    channel = team_mail(team, recipients=[MIA, NOAH, INES])
+
+    delivery = channel_events.send_test(channel)
+    assert troubled.accepted == [INES]
+    assert delivery.status == Delivery.Status.PENDING
+    assert delivery.last_error == (
+        f"Sent to {INES}, then stopped: one attempt starts e-mails for 0 seconds "
+        f"at most. Left for the next attempt: {MIA}, {NOAH}."
+    )
+    delivery = retry_now(delivery)
+    assert troubled.accepted == [INES, MIA]
+    delivery = retry_now(delivery)
+
+    assert troubled.accepted == [INES, MIA, NOAH]
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert delivery.attempts == 3
+
+
+# --- Whom it names, and how it reads ----------------------------------------------
+
+
+def test_a_member_who_changes_their_address_gets_the_mail_at_the_new_one(
+    web, team, noah, mailoutbox
+):
+    web.post(
+        "/channels/new/",
+        {"kind": "team_email", "name": "Pricing people",
+         "setting_recipients": [NOAH], "events": ["meaningful"],
+         "failing_after": "3", "digest": ""},
+    )  # fmt: skip
+    channel = Channel.objects.get(team=team)
+    noah.email = "noah.berg@acme.test"
+    noah.save()
+
+    web.post(f"/channels/{channel.pk}/test/")
+
+    assert [mail.to for mail in mailoutbox] == [["noah.berg@acme.test"]]
+    page = html.unescape(web.get(f"/channels/{channel.pk}/").content.decode())
+    assert "Noah Berg (noah.berg@acme.test)" in page
+    ticked = re.findall(r'name="setting_recipients" value="([^"]*)" checked', page)
+    assert ticked == ["noah.berg@acme.test"]
+
+
+def test_the_api_names_the_chosen_members_by_their_current_address(
+    api, team, owner, noah
+):
+    made = api.post(
+        "/v2/channels",
+        {"name": "Mail", "kind": "team_email",
+         "settings": {"recipients": [MIA, NOAH]}},
+        format="json",
+    )  # fmt: skip
+    assert made.status_code == 200, made.content
+    noah.email = "Noah.Berg@acme.test"
+    noah.save()
+
+    shown = api.get(f"/v2/channels/{made.json()['data']['id']}").json()["data"]
+    assert shown["settings"] == {"recipients": [MIA, "noah.berg@acme.test"]}
+    # What it shows can be sent back as it is.
+    again = api.patch(
+        f"/v2/channels/{shown['id']}", {"settings": shown["settings"]}, format="json"
+    )
+    assert again.status_code == 200, again.content
+    assert again.json()["data"]["settings"] == shown["settings"]
+
+
+def test_the_channels_page_and_the_admin_name_who_gets_the_e_mails(
+    web, admin_client, team, noah
+):
+    channel = team_mail(team)
+    noah.email = "noah.berg@acme.test"
+    noah.save()
+
+    listed = html.unescape(web.get("/channels/").content.decode())
+    shown = html.unescape(
+        admin_client.get(
+            reverse("admin:monitors_channel_change", args=[channel.pk])
+        ).content.decode()
+    )
+
+    assert "E-mail to team members: Mia Lund and Noah Berg ·" in listed
+    assert "noah.berg@acme.test" in shown
+
+
+def test_the_monitor_page_says_the_channel_e_mails_whom(web, team, noah):
+    monitor = make_monitor(team)
+    team_mail(team, monitor)
+
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+
+    assert (
+        'Pricing people</a> <span class="muted">· E-mail to team members: '
+        "Mia Lund and Noah Berg · tells meaningful changes" in page
+    )
+
+
+def test_the_e_mail_reads_as_an_e_mail_its_subject_not_repeated_in_the_body(
+    team, owner, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, goal="Prices")
+    team_mail(team, monitor, recipients=[MIA])
+
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    [mail] = mailoutbox
+    assert mail.subject.startswith("Pricing page: ")
+    assert mail.body.startswith("- https://example.com/pricing")
+    assert mail.subject not in mail.body
+    shown = html.unescape(re.sub(r"<[^>]+>", "", html_of(mail).split("</head>")[1]))
+    assert shown.lstrip().startswith("- https://example.com/pricing")
+    assert mail.subject not in shown
+
+
+# --- Channels saved before people were kept by account -------------------------------
+
+
+BEFORE = [("monitors", "0014_target_type_from_registry")]
+AFTER = [("monitors", "0015_team_email_recipients_by_account")]
+
+
+def migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keeps_the_chosen_people_by_account_and_back():
+    old = migrate(BEFORE)
+    User = old.get_model("auth", "User")
+    Team = old.get_model("monitors", "Team")
+    Membership = old.get_model("monitors", "Membership")
+    Channel = old.get_model("monitors", "Channel")
+    acme = Team.objects.create(name="Acme", slug="acme")
+    mia = User.objects.create(username="mia", email="Mia@Acme.test")
+    User.objects.create(username="gus", email="gus@acme.test")
+    Membership.objects.create(team=acme, user=mia)
+    channel = Channel.objects.create(
+        team=acme, name="Mail", kind="team_email",
+        settings={"recipients": ["gus@acme.test", MIA]},
+    )  # fmt: skip
+    hook = Channel.objects.create(
+        team=acme, name="Hook", kind="webhook", settings={"url": "https://h.ex/in"}
+    )
+
+    new = migrate(AFTER)
+    Channel = new.get_model("monitors", "Channel")
+    # Gus had left the team: a send would have skipped him.
+    assert Channel.objects.get(pk=channel.pk).settings == {"recipients": [mia.pk]}
+    assert Channel.objects.get(pk=hook.pk).settings == {"url": "https://h.ex/in"}
+
+    back = migrate(BEFORE).get_model("monitors", "Channel")
+    assert back.objects.get(pk=channel.pk).settings == {"recipients": [MIA]}
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

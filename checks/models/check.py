@@ -23,6 +23,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
 from checks.models.pages import PageResult
+from checks.notify.models import Delivery
 from monitors.models import Monitor, Team
 from monitors.target_kinds import TargetFailure, failures_in
 
@@ -55,15 +56,21 @@ class CheckQuerySet(models.QuerySet["Check"]):
         return self.filter(status__in=Check.IN_FLIGHT)
 
     def discard(self) -> None:
-        """Delete these checks (the admin's way to clear out a runaway one),
-        first letting go of the monitors they run for, so none is left
-        pointing at a check that is gone."""
+        """Delete these checks (the admin's way to clear out a runaway one, and
+        the history of a monitor deleted there), first letting go of the
+        monitors they run for, so none is left pointing at a check that is
+        gone. Their page results and deliveries, the long tables, go in a few
+        statements of their own: delete() would read every one of them into
+        Python first. Filter the checks on what deleting does not change
+        (ids, monitor, age): each statement reads them again."""
+        checks = self.values("pk")
         with transaction.atomic():
-            ids = list(self.values_list("pk", flat=True))
-            Monitor.objects.filter(current_check_id__in=ids).update(
+            Monitor.objects.filter(current_check_id__in=checks).update(
                 current_check_id=None
             )
-            Check.objects.filter(pk__in=ids).delete()
+            PageResult.objects.filter(check_run__in=checks).discard()
+            Delivery.objects.filter(check_run__in=checks).discard()
+            self.only("pk").delete()
 
     def with_changes(self) -> CheckQuerySet:
         """Checks that found pages changed, new or removed (served newest

@@ -20,6 +20,7 @@ from django.db.models import Q
 from checks.models import PageResult
 from checks.notify import channels, messages
 from checks.notify.models import Delivery
+from checks.notify.reports import judge_reason
 from checks.notify.texts import absolute
 from monitors.models import Channel
 
@@ -89,11 +90,18 @@ def _changes(
             entry["more"] += 1
             continue
         judgment = page.judgment if isinstance(page.judgment, dict) else {}
+        # As change messages say it: a judge that failed gave no reason worth
+        # telling (its own failure, in a server's terms), only that it did.
+        not_judged = page.verdict == PageResult.Verdict.NOT_JUDGED
         entry["pages"].append(
             {
                 "url": page.url,
                 "status": page.status,
-                "reason": str(judgment.get("reason") or "") or None,
+                "reason": None if not_judged else (judge_reason(judgment) or None),
+                "notJudged": not_judged,
+                # Listed only in a digest of every change: said so, as the
+                # change messages label it.
+                "unimportant": page.verdict == PageResult.Verdict.NOISE,
                 "at": page.created_at.isoformat(),
                 "link": absolute(page.get_absolute_url()),
             }
@@ -117,7 +125,11 @@ def queue_due(now: datetime) -> list[Delivery]:
             grouped = _changes(channel, since, now)
             if grouped:
                 message = messages.digest(
-                    since, now, grouped, channel.team.time_zone or "UTC"
+                    since,
+                    now,
+                    grouped,
+                    channel.team.time_zone or "UTC",
+                    meaningful_only=not channel.wants(Channel.Event.CHANGE),
                 )
                 made.append(channels.create(channel, None, None, message))
     return made

@@ -288,6 +288,8 @@ def _fields_after(
         }
     delay = retry_delay(delivery.attempts, outcome)
     fields["last_error"] = outcome.message
+    if outcome.done_with:
+        fields["done_with"] = sorted({*delivery.done_with, *outcome.done_with})
     if delay is not None:
         return fields | {
             "status": Delivery.Status.PENDING,

@@ -46,6 +46,7 @@ from checks.notify.reports import (
 from checks.notify.texts import (
     SUBJECT_MAX,
     absolute,
+    host_of,
     http_href,
     message,
     one_line,
@@ -223,9 +224,10 @@ def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
 def build_webhook_disabled(delivery: Delivery) -> EmailMultiAlternatives:
     context = {
         **_monitor_context(delivery.monitor),
-        "webhook_url": delivery.url,
-        "edit_url": absolute(reverse("monitor-edit", args=[delivery.monitor.pk])),
-        "disabled_at": delivery.created_at,
+        "webhook_host": host_of(delivery.url),
+        # Straight to the form's webhook field.
+        "edit_url": absolute(reverse("monitor-edit", args=[delivery.monitor.pk]))
+        + "#field-webhook_url",
     }
     return message(
         subject=render_text("emails/webhook_disabled_subject.txt", context),

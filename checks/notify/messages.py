@@ -137,14 +137,19 @@ def digest(
     until: datetime,
     monitors: list[dict[str, Any]],
     time_zone: str = "UTC",
+    *,
+    meaningful_only: bool = True,
 ) -> dict[str, Any]:
     """`monitors`: [{monitor, pages: [{url, reason, at, link}]}], newest first.
-    `time_zone`: the team's, in which the digest says its times."""
+    `time_zone`: the team's, in which the digest says its times.
+    `meaningful_only`: the channel is told of meaningful changes only; one
+    told of every change lists noise too, and must not call it meaningful."""
     return {
         "type": DIGEST,
         "since": since.isoformat(),
         "until": until.isoformat(),
         "timeZone": time_zone,
+        "meaningfulOnly": meaningful_only,
         "monitors": monitors,
         "changes": sum(len(m["pages"]) for m in monitors),
     }
@@ -165,6 +170,14 @@ def _context(message: Mapping[str, Any]) -> dict[str, Any]:
 
 def title(message: Mapping[str, Any]) -> str:
     return render_to_string("notify/channel_title.txt", {"m": message}).strip()
+
+
+def without_title(body: str, title: str) -> str:
+    """The body less a first line that only repeats the title, for a
+    receiver that shows the title on its own (a chat service's heading, an
+    e-mail's subject): the change message opens with the title's words."""
+    first, _, rest = body.partition("\n")
+    return rest.lstrip("\n") if first.strip() == title.strip() else body
 
 
 def text(message: Mapping[str, Any], fits: Callable[[str], bool] | None = None) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models.fields.json import KT
 
-from checks.errors import ErrorKind, is_raw, plain_error
+from checks.errors import ErrorKind, error_words, is_raw
 from checks.notify.texts import http_href, one_line
 from monitors.search_provider import in_plain_words
 from monitors.target_kinds import TargetFailure
@@ -80,8 +80,9 @@ class PageLine:
 
     @property
     def label(self) -> str:
-        if self.status == "error" and self.blocked:
-            return BLOCKED_WORDS
+        if self.status == "error":
+            # "error" is the API's status; the line below it says why.
+            return BLOCKED_WORDS if self.blocked else "could not be checked"
         if self.status == "changed" and self.not_judged:
             return "changed (not judged)"
         if self.status == "changed" and self.meaningful is True:
@@ -215,18 +216,24 @@ def failing_reason(check: Check) -> str | None:
         .values_list("error_kind", "status_code", "error")
         .first()
     )
-    # Raw internal text (an error page's HTML, a provider's ids) is never
-    # passed on: the kind's own words stand for it.
+    # Raw internal text (an error page's HTML, a provider's ids, an
+    # exception) is never passed on: the kind's own words stand for it.
     if page is not None:
-        kind, code, error = page
-        return plain_error(kind, code, None if is_raw(error) else error)
+        return error_words(*page)
     for failure in check.target_failures():
-        if is_raw(failure.reason):
-            return f"The {failure.label.lower()} failed."
-        return in_plain_words(failure.reason)
+        return failure_words(failure)
     if not check.error:
         return None
     return CHECK_FAILED_WORDS if is_raw(check.error) else in_plain_words(check.error)
+
+
+def failure_words(failure: TargetFailure) -> str:
+    """What kept a target from its part, as messages say it: raw text (a
+    provider's error page) gives way to "The web search failed.", and
+    setting names to where an administrator reads how to set one up."""
+    if is_raw(failure.reason):
+        return f"The {failure.label.lower()} failed."
+    return in_plain_words(failure.reason)
 
 
 def change_report(check: Check) -> ChangeReport:
@@ -250,8 +257,8 @@ def change_report(check: Check) -> ChangeReport:
         # is neither meaningful nor noise here (so still mailed), and
         # the label says it was not judged.
         # The stored error is written for the API ("ReadTimeout…", "HTTP 404"):
-        # the e-mail says it the way the dashboard does.
-        said = plain_error(kind, code, error) if (error or kind) else ""
+        # the message says it in the words of its kind.
+        said = error_words(kind, code, error) if (error or kind) else ""
         if kind == ErrorKind.SEARCH_FAILED:
             # Its address is the search provider's, often on the internal
             # network: nothing for a reader to open, or to be shown.
@@ -262,7 +269,11 @@ def change_report(check: Check) -> ChangeReport:
         line.blocked = status == "error" and site_blocked(code, kind)
         pages.append(line)
     pages.sort(key=lambda p: p.rank)
-    return ChangeReport(counts, pages, check.target_failures())
+    failures = [
+        TargetFailure(failure.label, failure_words(failure))
+        for failure in check.target_failures()
+    ]
+    return ChangeReport(counts, pages, failures)
 
 
 _REMOVED_STYLE = "background: #fde8e8; color: #8a1c1c;"

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
@@ -65,7 +66,7 @@ def linked(text: str, links: Iterable[str]) -> SafeString:
     if not hrefs:
         return escape(text)
     found = re.compile(
-        r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.]|$)"
+        r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.:;]|$)"
     )
     parts, start = [], 0
     for match in found.finditer(text):
@@ -75,6 +76,16 @@ def linked(text: str, links: Iterable[str]) -> SafeString:
     parts.append(escape(text[start:]))
     # Every part was escaped or built by format_html just above.
     return mark_safe("".join(parts))  # noqa: S308
+
+
+def host_of(url: str) -> str:
+    """The host an address points at, all a reader is shown of a receiver's
+    address: its path and query may be the secret that lets anyone post
+    to it (Slack's and Zapier's hook URLs are)."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def message(

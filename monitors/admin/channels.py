@@ -9,19 +9,26 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from checks.models import ChannelDelivery
+from checks.deleting import delete_channels
+from checks.models import ChannelDelivery, Delivery
 from checks.notify import digests, kinds
+from checks.notify.kinds.base import mask_url
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
     changelist_link,
 )
+from monitors.admin.teams import _admin
+from monitors.api.channels import ChannelInputSerializer
 from monitors.models import (
     Channel,
+    MonitorChannel,
 )
+from teams.activity import Kind, record
 
 
 class ChannelAdminForm(forms.ModelForm):
@@ -37,6 +44,34 @@ class ChannelAdminForm(forms.ModelForm):
     class Meta:
         model = Channel
         fields = ["name", "events", "digest", "digest_at", "failing_after"]
+
+    # The API's name for each field of this form.
+    API_NAMES = {"name": "name", "events": "events", "digest": "digest",
+                 "digest_at": "digestAt", "failing_after": "failingAfter"}  # fmt: skip
+
+    def clean(self) -> dict[str, Any]:
+        """What changed is held to the API's rules (ChannelInputSerializer,
+        which the dashboard's form uses too), e.g. 1 to 100 failed checks
+        before "failing"."""
+        cleaned = super().clean()
+        changed = {
+            self.API_NAMES[name]: cleaned[name] or None
+            if name in ("digest", "digest_at")
+            else cleaned[name]
+            for name in self.changed_data
+            if name in cleaned
+        }
+        if not changed:
+            return cleaned
+        rules = ChannelInputSerializer(
+            data=changed, partial=True, context={"channel": self.instance}
+        )
+        if not rules.is_valid():
+            fields = {api: name for name, api in self.API_NAMES.items()}
+            for api, problems in rules.errors.items():
+                for problem in problems:
+                    self.add_error(fields.get(api), str(problem))
+        return cleaned
 
 
 @admin.register(Channel)
@@ -59,20 +94,45 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # kinds validate their settings in the dashboard and API
 
+    def has_change_permission(
+        self, request: HttpRequest, obj: Channel | None = None
+    ) -> bool:
+        # A monitor's own channels are its Firecrawl fields (checks.notify.own):
+        # the API and the dashboard change them through the monitor only.
+        own = obj is not None and obj.owner_monitor_id is not None
+        return not own and super().has_change_permission(request, obj)
+
+    def deleted_along(self, objs: list[Channel]) -> list[QuerySet]:
+        return [
+            Delivery.objects.filter(channel__in=objs),
+            MonitorChannel.objects.filter(channel__in=objs),
+        ]
+
+    def delete_model(self, request: HttpRequest, obj: Channel) -> None:
+        self.delete_queryset(request, Channel.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for channel in queryset:
+            record(_admin(request), channel.team_id, Kind.CHANNEL_DELETED,
+                   name=channel.name)  # fmt: skip
+        delete_channels(queryset)
+
     def save_model(
         self, request: HttpRequest, obj: Channel, form: Any, change: bool
     ) -> None:
-        if not {"digest", "digest_at"} & set(form.changed_data):
-            super().save_model(request, obj, form, change)
-            return
-        # A digest channel is told nothing at once: it waits for its due
-        # time, which the dashboard and the API set and the form does not show.
         with transaction.atomic():
             super().save_model(request, obj, form, change)
-            if obj.digest and obj.digest_at is None:
-                obj.digest_at = time(9, 0)  # as through the API
-            digests.schedule(obj, timezone.now())
-            obj.save(update_fields=["digest_at", "digest_since", "next_digest_at"])
+            if {"digest", "digest_at"} & set(form.changed_data):
+                # A digest channel is told nothing at once: it waits for its
+                # due time, which the dashboard and the API set and the form
+                # does not show.
+                if obj.digest and obj.digest_at is None:
+                    obj.digest_at = time(9, 0)  # as through the API
+                digests.schedule(obj, timezone.now())
+                obj.save(update_fields=["digest_at", "digest_since", "next_digest_at"])
+        # As on the Channels page and through the API: the team's log says so.
+        if form.changed_data:
+            record(_admin(request), obj.team_id, Kind.CHANNEL_EDITED, name=obj.name)
 
     @admin.display(description="Kind", ordering="kind")
     def kind_label(self, channel: Channel) -> str:
@@ -82,7 +142,15 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     @admin.display(description="Settings")
     def masked_settings(self, channel: Channel) -> str:
         kind = kinds.kind_for(channel.kind)
-        return json.dumps(kind.masked(channel.settings) if kind else {})
+        if kind is None:
+            return json.dumps({})
+        shown = kind.shown_for(channel.team, channel.settings)
+        # An address the kind does not call secret (a webhook's) in shape
+        # only: hook URLs are often their receivers' credentials, and nobody
+        # changes settings here.
+        if isinstance(shown.get("url"), str) and "url" not in kind.secrets:
+            shown["url"] = mask_url(shown["url"])
+        return json.dumps(shown, ensure_ascii=False)
 
     @admin.display(description="Deliveries")
     def deliveries_link(self, channel: Channel) -> str:

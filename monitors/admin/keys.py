@@ -11,7 +11,12 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import ngettext
 
-from monitors.admin.shared import ChangedFieldsOnlyMixin, report_action, search_terms
+from monitors.admin.shared import (
+    ChangedFieldsOnlyMixin,
+    TeamFilter,
+    report_action,
+    search_terms,
+)
 from monitors.admin.teams import _admin
 from monitors.models import (
     KEY_LOOKUP_LENGTH,
@@ -55,7 +60,7 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "active",
         "created_by",
     ]
-    list_filter = [KeyStateFilter, "scope", "team"]
+    list_filter = [KeyStateFilter, "scope", TeamFilter]
     list_select_related = ["team", "created_by"]
     search_fields = ["prefix", "name", "team__name", "team__slug"]
     search_help_text = "Key prefix (pw_…), name or team."
@@ -79,6 +84,16 @@ class ApiKeyAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
     @admin.display(description="Active", boolean=True, ordering="revoked_at")
     def active(self, obj: ApiKey) -> bool:
         return obj.is_active
+
+    # A key is revoked, not deleted: a deleted key stops working with nothing
+    # in the team's log, and a revoked one stays listed with its last use.
+    # Keys still go with their team.
+    deleted_with_owner = True
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: ApiKey | None = None
+    ) -> bool:
+        return False
 
     def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
         return self.CHANGE_FIELDS if obj else self.ADD_FIELDS

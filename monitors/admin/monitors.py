@@ -17,6 +17,9 @@ from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.translation import ngettext
 
+from checks.deleting import delete_monitors
+from checks.models import Check, Delivery, PageResult, PageState
+from checks.notify.kinds.base import mask_url
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
     MONITOR_SECTIONS,
@@ -26,6 +29,7 @@ from monitors.admin.monitor_form import (
 )
 from monitors.admin.shared import (
     CountedDeleteMixin,
+    TeamFilter,
     changelist_link,
     json_block,
     report_action,
@@ -154,7 +158,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         "last_check",
         "created_at",
     ]
-    list_filter = ["status", DeletedFilter, "team", "judge_enabled"]
+    list_filter = ["status", DeletedFilter, TeamFilter, "judge_enabled"]
     list_select_related = ["team"]
     # The search itself is get_search_results; this only turns the box on.
     search_fields = ["name"]
@@ -292,14 +296,25 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         for formset in formsets:
             self.save_formset(request, form, formset, change=change)
 
+    def deleted_along(self, objs: list[Monitor]) -> list[QuerySet]:
+        return [
+            Check.objects.filter(monitor__in=objs),
+            PageResult.objects.filter(check_run__monitor__in=objs),
+            Delivery.objects.filter(monitor__in=objs),
+            PageState.objects.filter(monitor__in=objs),
+            Target.objects.filter(monitor__in=objs),
+            EmailRecipient.objects.filter(monitor__in=objs),
+        ]
+
     def delete_model(self, request: HttpRequest, obj: Monitor) -> None:
+        # The entry keeps the monitor's name when the monitor is gone.
         record(_admin(request), obj.team_id, Kind.MONITOR_DELETED, obj)
-        super().delete_model(request, obj)
+        delete_monitors(Monitor.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         for monitor in queryset:
             record(_admin(request), monitor.team_id, Kind.MONITOR_DELETED, monitor)
-        super().delete_queryset(request, queryset)
+        delete_monitors(queryset)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -354,13 +369,16 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
 
     @admin.display(description="Checks")
     def checks(self, monitor: Monitor) -> str:
-        from checks.models import Check
-
         return changelist_link(Check, "All checks of this monitor", monitor=monitor.pk)
 
     @admin.display(description="Webhook")
     def webhook_json(self, monitor: Monitor) -> str:
-        return json_block(with_masked_headers(monitor.webhook))
+        # Shown on the read-only page: the address in shape only, as for the
+        # dashboard's viewers (the edit form has it whole, for who may change it).
+        webhook = with_masked_headers(monitor.webhook)
+        if isinstance(webhook, dict) and isinstance(webhook.get("url"), str):
+            webhook = webhook | {"url": mask_url(webhook["url"])}
+        return json_block(webhook)
 
     @admin.display(description="Notification settings, as stored")
     def notification_json(self, monitor: Monitor) -> str:

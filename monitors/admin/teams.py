@@ -6,12 +6,14 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from checks.deleting import delete_teams
+from checks.models import Check, Delivery, PageResult
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
@@ -20,6 +22,7 @@ from monitors.admin.shared import (
 )
 from monitors.models import (
     ApiKey,
+    Channel,
     LastOwnerError,
     Membership,
     Monitor,
@@ -32,6 +35,7 @@ from teams.activity import (
     record,
 )
 from teams.members import member_left
+from teams.models import Activity, Invitation
 
 
 def _team_count(rows: QuerySet) -> Coalesce:
@@ -151,6 +155,27 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
 
     actions = ["rotate_webhook_secret"]
 
+    def deleted_along(self, objs: list[Team]) -> list[QuerySet]:
+        return [
+            Monitor.objects.filter(team__in=objs),
+            Check.objects.filter(monitor__team__in=objs),
+            PageResult.objects.filter(check_run__monitor__team__in=objs),
+            Delivery.objects.filter(
+                Q(monitor__team__in=objs) | Q(channel__team__in=objs)
+            ),
+            Membership.objects.filter(team__in=objs),
+            ApiKey.objects.filter(team__in=objs),
+            Channel.objects.filter(team__in=objs),
+            Invitation.objects.filter(team__in=objs),
+            Activity.objects.filter(team__in=objs),
+        ]
+
+    def delete_model(self, request: HttpRequest, obj: Team) -> None:
+        delete_teams(Team.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        delete_teams(queryset)
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:
         # Each count in its own subquery: two Counts over joins would count
         # every pairing of a team's members with its monitors.
@@ -194,6 +219,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         # masked (team members can show it in the dashboard's Team page).
         for team in queryset:
             secret = team.rotate_webhook_secret()
+            record(_admin(request), team, Kind.SECRET_ROTATED)
             until = team.previous_webhook_secret_signs_until
             grace = ""
             if until is not None:

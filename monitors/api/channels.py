@@ -177,7 +177,7 @@ class ChannelSerializer(serializers.Serializer):
 
     def get_settings(self, channel: Channel) -> dict[str, Any]:
         kind = kinds.kind_for(channel.kind)
-        return kind.masked(channel.settings) if kind else {}
+        return kind.shown_for(channel.team, channel.settings) if kind else {}
 
     def get_digest(self, channel: Channel) -> str | None:
         return channel.digest or None

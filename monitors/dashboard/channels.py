@@ -27,7 +27,7 @@ from monitors.api.channels import (
 )
 from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.judging import judge_available
-from monitors.models import Channel
+from monitors.models import Channel, Team
 from teams.activity import Actor, Kind, record
 
 RECENT = 5
@@ -57,13 +57,24 @@ def channel_list(request: DashboardRequest) -> HttpResponse:
         .with_monitors()
         .prefetch_related(recent)
     )
-    for channel in rows:
-        channel.kind_class = kinds.kind_for(channel.kind)  # type: ignore[attr-defined]
     return render(
         request,
         "monitors/channels.html",
-        {"channels": rows, "kinds": kinds.all_kinds()},
+        {"channels": described(rows, request.team), "kinds": kinds.all_kinds()},
     )
+
+
+def described(channels: list[Channel], team: Team) -> list[Channel]:
+    """The channels, each with its kind (`kind_class`) and who gets its
+    messages (`sends_to`, names), as the Channels page and a monitor's page
+    say them."""
+    for channel in channels:
+        kind = kinds.kind_for(channel.kind)
+        channel.kind_class = kind  # type: ignore[attr-defined]
+        channel.sends_to = (  # type: ignore[attr-defined]
+            kind.sends_to(team, channel.settings) if kind else []
+        )
+    return channels
 
 
 def _form_data(
@@ -165,7 +176,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
             messages.success(request, f"Channel “{saved.name}” saved.")
             return redirect("channels")
         errors = serializer.errors
-    shown = kind.masked(channel.settings) if channel else {}
+    shown = kind.shown_for(channel.team, channel.settings) if channel else {}
     context = {
         "channel": channel,
         "kind": kind,

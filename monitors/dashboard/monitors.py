@@ -41,6 +41,7 @@ from monitors.dashboard.base import (
     get_monitor_for,
     team_view,
 )
+from monitors.dashboard.channels import described
 from monitors.dashboard.context import switch_team
 from monitors.editing import update_monitor
 from monitors.models import Monitor, Target
@@ -192,7 +193,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "recipients": monitor.recipient_subscriptions(),
         # The team channels it sends to; its own (webhook, e-mail) have rows
         # of their own on the page.
-        "channels": list(monitor.channels.shared()),
+        "channels": described(list(monitor.channels.shared()), monitor.team),
         # Who paused, edited or ran it lately ("Paused by Ana, 2 hours ago").
         "activity": list(
             Activity.objects.filter(team=monitor.team_id, monitor=monitor)[

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitors.models import Channel
+from monitors.models import Channel, Membership
 from tests.browser.people import sign_in
 from tests.browser.test_dashboard_browser import assert_clean, make_monitor
 from tests.sites import Site
@@ -71,4 +71,40 @@ def test_the_digest_time_shows_only_while_a_digest_is_chosen(browser_page, membe
     assert digest_time.is_visible()
     send.select_option("")
     assert not digest_time.is_visible()
+    assert_clean(page)
+
+
+def test_e_mailing_chosen_members_and_seeing_whom_it_goes_to(
+    browser_page, member, team, django_user_model, mailoutbox, screenshot
+):
+    member.first_name, member.last_name = "Olive", "Oyl"
+    member.save()
+    noah = django_user_model.objects.create_user(
+        "noah", "noah@example.com", first_name="Noah", last_name="Berg"
+    )
+    Membership.objects.create(team=team, user=noah, role=Membership.Role.VIEWER)
+    monitor = make_monitor(team, ["https://example.com/a"])
+    page = browser_page
+    sign_in(page)
+
+    page.goto("/channels/new/")
+    page.get_by_role("link", name="E-mail to team members").click()
+    page.get_by_label("Name").fill("Pricing people")
+    page.get_by_label("Noah Berg (noah@example.com)").check()
+    screenshot(page, "29-team-email-form", full_page=False)
+    page.get_by_role("button", name="Save channel").click()
+    page.get_by_text("Channel “Pricing people” saved.").wait_for()
+    page.get_by_text("E-mail to team members: Noah Berg").wait_for()
+
+    noah.email = "noah.berg@example.com"
+    noah.save()
+    page.get_by_role("button", name="Send a test message to Pricing people").click()
+    page.get_by_text("Test message sent to “Pricing people”.").wait_for()
+    assert [mail.to for mail in mailoutbox] == [["noah.berg@example.com"]]
+    screenshot(page, "29-team-email-channels-page")
+    assert_clean(page)
+
+    monitor.channels.add(Channel.objects.get(team=team))
+    page.goto(f"/monitors/{monitor.pk}/")
+    page.get_by_text("E-mail to team members: Noah Berg").wait_for()
     assert_clean(page)

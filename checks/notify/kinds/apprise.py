@@ -143,14 +143,6 @@ def _defused(body: str) -> str:
     return body.replace("](", "]" + NO_MENTION + "(")
 
 
-def _without_title(body: str, title: str) -> str:
-    """The body less a first line that only repeats the title: services
-    without titles of their own (Telegram) get the title as the body's first
-    line, and showed it twice."""
-    first, _, rest = body.partition("\n")
-    return rest.lstrip("\n") if first.strip() == title.strip() else body
-
-
 def body_limit(url: str, title: str) -> int | None:
     """How many characters of body the URL's service takes with this title
     (Discord 2000, Telegram 4096, ...), or None when Apprise cannot tell.
@@ -269,4 +261,6 @@ class AppriseKind(ChannelKind):
             message,
             fits=None if limit is None else lambda text: len(_defused(text)) <= limit,
         )
-        return prepare_url(url, title, _without_title(body, title))
+        # Services without titles of their own (Telegram) get the title as
+        # the body's first line, and showed it twice.
+        return prepare_url(url, title, messages.without_title(body, title))

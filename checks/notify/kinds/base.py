@@ -83,6 +83,17 @@ class ChannelKind:
         picked from its members). What the API and the form validate with."""
         return self.clean(settings)
 
+    def shown_for(self, team: Team, settings: dict[str, Any]) -> dict[str, Any]:
+        """The settings as the API, the form and the admin show them: secrets
+        masked, and settings kept as the team's own things (its members'
+        accounts) named as `clean_for` takes them."""
+        return self.masked(settings)
+
+    def sends_to(self, team: Team, settings: dict[str, Any]) -> list[str]:
+        """Who gets the channel's messages, by name, for the Channels page
+        and a monitor's page; empty when its kind and name say enough."""
+        return []
+
     def merge(self, stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
         """New settings from an edit: a secret left out (or sent back masked)
         keeps its stored value, so clients can send what they were shown."""

@@ -158,7 +158,8 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         entries = [_page_section(page) for page in message.get("pages") or []]
         entries.extend(
             _section(
-                f"*{_mrkdwn(failure['label'])} failed:* {_mrkdwn(failure['reason'])}"
+                # The reason says it failed ("The web search failed: …").
+                f"*{_mrkdwn(failure['label'])}:* {_mrkdwn(failure['reason'])}"
             )
             for failure in message.get("failures") or []
         )
@@ -234,6 +235,10 @@ def _digest_entry(entry: Mapping[str, Any]) -> str:
         changed = page.get("status") == "changed"
         if not changed:
             line += " (new page)"
+        elif page.get("notJudged"):
+            line += " (not judged)"
+        elif page.get("unimportant"):
+            line += " (judged unimportant)"
         if page.get("reason"):
             line += f": {_mrkdwn(page['reason'])}"
         words = "see the diff" if changed else "open in Pagewatch"

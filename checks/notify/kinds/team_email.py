@@ -3,15 +3,28 @@
 through Django's mail framework as the monitor's own e-mail goes (MAILERS).
 
 The people are picked among the team's members, so no double opt-in: they
-signed in to the team. They are read again at every send, and only those
-still in the team (with an e-mail address) get mail; a message nobody is left
-to receive is cancelled, not retried."""
+signed in to the team. They are kept by account (the settings hold user ids),
+so someone who changes their address gets the mail at the new one; the API
+and the form name them by address, the one thing an integrator knows of a
+member (`clean_for` turns addresses into accounts, `shown_for` back). At
+every send only those still in the team (with an e-mail address) get mail; a
+message nobody is left to receive is cancelled, not retried.
+
+The e-mails go one after the other over one connection. The outbox row keeps
+whom it is done with (Delivery.done_with), so a retry, after the mail server
+stopped or the attempt ran out of time, sends only to the others: nobody gets
+the same message twice. (A worker killed in the middle of a send records
+nothing: the sweeper gives its row back after the claim's lease, and that
+attempt starts over.)"""
 
 from __future__ import annotations
 
 import smtplib
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.core.mail import EmailMultiAlternatives, mailers
@@ -19,8 +32,8 @@ from django.urls import reverse
 
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
-from checks.notify.kinds.email import SEND_TIMEOUT_SECONDS, mail_errors, send_one
-from checks.notify.kinds.outbound import Attempt, Blocking
+from checks.notify.kinds.email import mail_errors, send_one
+from checks.notify.kinds.outbound import Attempt, Outbound
 from checks.notify.texts import absolute, linked
 from checks.notify.texts import message as email_message
 from monitors.models import Membership
@@ -30,26 +43,54 @@ if TYPE_CHECKING:
     from monitors.models import Channel, Team
 
 RECIPIENTS_MAX = 100
+# One attempt's whole time (below the deliver task's time limit).
+SEND_TIMEOUT_SECONDS = 60.0
+# No e-mail is started later than this into an attempt: one started in time
+# ends, or fails on the mail connection's own 30 s time-out, before the
+# attempt's time is up. The rest wait for the next attempt.
+STARTS_WITHIN_SECONDS = 25.0
 NOBODY_LEFT = (
     "Not sent: none of the people chosen for this channel is still a member "
     "of the team with an e-mail address."
 )
+NOBODY_ELSE_LEFT = (
+    "Not sent to the rest: none of them is still a member of the team with an "
+    "e-mail address."
+)
 
 
-def members(team: Team) -> dict[str, str]:
-    """{address: "Name (address)"} of the team's members who can get mail,
-    by address."""
+@dataclass(frozen=True)
+class Member:
+    """A member of the team who can get mail."""
+
+    id: int
+    name: str
+    address: str
+
+
+def members(team: Team) -> list[Member]:
+    """The team's members who can get mail (active, with an address), by
+    address."""
     rows = (
         Membership.objects.filter(team=team, user__is_active=True)
         .exclude(user__email="")
         .select_related("user")
     )
-    found = {}
-    for row in rows:
-        address = row.user.email.lower()
-        name = row.user.get_full_name() or row.user.get_username()
-        found[address] = f"{name} ({address})"
-    return dict(sorted(found.items()))
+    found = [
+        Member(
+            row.user_id,
+            row.user.get_full_name() or row.user.get_username(),
+            row.user.email.lower(),
+        )
+        for row in rows
+    ]
+    return sorted(found, key=lambda member: (member.address, member.id))
+
+
+def chosen(team: Team, settings: Mapping[str, Any]) -> list[Member]:
+    """The members a channel's settings chose who can get mail now."""
+    ids = set(settings.get("recipients") or [])
+    return [member for member in members(team) if member.id in ids]
 
 
 def _links(message: Any) -> Iterator[str]:
@@ -66,9 +107,11 @@ def _links(message: Any) -> Iterator[str]:
 
 
 def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlternatives:
-    body = messages.text(message)
+    title = messages.title(message)
+    # The subject is the title; the body starts with what it has to say.
+    body = messages.without_title(messages.text(message), title)
     context = {
-        "title": messages.title(message),
+        "title": title,
         "body": body,
         "body_html": linked(body, _links(message)),
         "team_name": channel.team.name,
@@ -77,7 +120,7 @@ def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlter
         "email": to,
     }
     return email_message(
-        subject=context["title"],
+        subject=title,
         to=to,
         text_template="emails/team_channel.txt",
         html_template="emails/team_channel.html",
@@ -85,43 +128,157 @@ def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlter
     )
 
 
-def send_each(mails: list[EmailMultiAlternatives]) -> Sent:
-    """One e-mail after the other over one connection to the mail server. An
-    address the server refuses does not stop the others. Trouble once someone
-    got theirs is not retried: a retry sends the whole message again, and
-    they would get it twice."""
-    sent: list[str] = []
-    refused: list[str] = []
+@dataclass(frozen=True)
+class Mail:
+    """One e-mail of a message, and the accounts it goes to (members who
+    share an address get one e-mail)."""
+
+    email: EmailMultiAlternatives
+    accounts: tuple[int, ...]
+
+    @property
+    def address(self) -> str:
+        return self.email.to[0]
+
+
+def _listed(mails: list[Mail]) -> str:
+    return ", ".join(mail.address for mail in mails)
+
+
+@dataclass
+class Progress:
+    """Where one attempt has got to, shared by the thread that sends and the
+    event loop that waits for it. Once the attempt is over, no e-mail starts:
+    the next attempt sends those."""
+
+    mails: list[Mail]
+    starts_until: float
+    # Earlier attempts were done with some of the people.
+    retried: bool = False
+    sent: list[Mail] = field(default_factory=list)
+    refused: list[Mail] = field(default_factory=list)
+    sending: Mail | None = None
+    over: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, mail: Mail) -> bool:
+        """Whether `mail` may go now; the first always may, so every attempt
+        gets somewhere."""
+        with self._lock:
+            started = self.sent or self.refused
+            if started and time.monotonic() > self.starts_until:
+                self.over = True
+            if self.over:
+                return False
+            self.sending = mail
+            return True
+
+    def ended(self, mail: Mail, *, refused: bool = False) -> None:
+        with self._lock:
+            (self.refused if refused else self.sent).append(mail)
+            self.sending = None
+
+    def stop(self) -> Mail | None:
+        """End the attempt now; the e-mail being sent, if any."""
+        with self._lock:
+            self.over = True
+            return self.sending
+
+    def outcome(self, trouble: str | None, in_doubt: Mail | None = None) -> Sent:
+        """What the attempt came to: Sent once everyone is done with, else a
+        DeliveryError naming who is done with (`done_with`), which a retry
+        leaves out. `in_doubt`: the e-mail being sent when time ran out; it
+        may have arrived, so it is not sent again."""
+        done = [*self.sent, *self.refused, *([in_doubt] if in_doubt else [])]
+        left = [mail for mail in self.mails if mail not in done]
+        refused = (
+            f" The mail server refused {_listed(self.refused)}." if self.refused else ""
+        )
+        if not left and not in_doubt:
+            if not self.sent and not self.retried:
+                raise DeliveryError(
+                    f"The mail server refused every address: {_listed(self.refused)}"[
+                        :500
+                    ],
+                    permanent=True,
+                )
+            # As on a first attempt: the message went to everyone it could.
+            sent = f"Sent to {_listed(self.sent)}." if self.sent else ""
+            return Sent(None, (sent + refused).strip())
+        trouble = (trouble or "stopped").rstrip(".")
+        if not done:
+            raise DeliveryError(f"{trouble[:1].upper()}{trouble[1:]}.")
+        said = f"Sent to {_listed(self.sent)}, then stopped" if self.sent else "Stopped"
+        said += f": {trouble}"
+        if in_doubt:
+            said += (
+                f" while sending to {in_doubt.address}; that e-mail may have "
+                "arrived, so it is not sent again"
+            )
+        said += "." + refused
+        if left:
+            said += f" Left for the next attempt: {_listed(left)}."
+        raise DeliveryError(
+            said[:500],
+            permanent=not left,
+            done_with=[account for mail in done for account in mail.accounts],
+        )
+
+
+def send_each(progress: Progress) -> Sent:
+    """One e-mail after the other over one connection to the mail server,
+    while the attempt has time. An address the server refuses does not stop
+    the others; other trouble stops the attempt, and the next one sends to
+    whoever is left."""
     with mail_errors():
         connection = mailers.default
         connection.open()
     try:
-        for mail in mails:
+        for mail in progress.mails:
+            if not progress.start(mail):
+                return progress.outcome(
+                    f"one attempt starts e-mails for {STARTS_WITHIN_SECONDS:.0f} "
+                    "seconds at most"
+                )
             try:
-                send_one(mail, connection)
+                send_one(mail.email, connection)
             except DeliveryError as error:
-                if error.permanent:
-                    refused.append(mail.to[0])
-                    continue
-                if not sent:
-                    raise
-                raise DeliveryError(
-                    f"Sent to {', '.join(sent)}, then stopped: {error.message}"[:500],
-                    permanent=True,
-                ) from error
-            sent.append(mail.to[0])
+                if not error.permanent:
+                    progress.stop()
+                    return progress.outcome(error.message, None)
+                progress.ended(mail, refused=True)
+                continue
+            progress.ended(mail)
     finally:
         with suppress(smtplib.SMTPException, OSError):
             connection.close()
-    if not sent:
-        raise DeliveryError(
-            f"The mail server refused every address: {', '.join(refused)}"[:500],
-            permanent=True,
+    return progress.outcome(None)
+
+
+@dataclass
+class TeamSend(Attempt):
+    """The e-mails of one message, sent in the drain's thread pool (SMTP
+    blocks). When the attempt's time is up, the thread is told to start no
+    more, so what the row records as done stays true."""
+
+    mails: list[Mail]
+    retried: bool = False
+
+    async def run(self, outbound: Outbound) -> Sent:
+        progress = Progress(
+            self.mails, time.monotonic() + STARTS_WITHIN_SECONDS, self.retried
         )
-    said = f"Sent to {', '.join(sent)}."
-    if refused:
-        said += f" The mail server refused {', '.join(refused)}."
-    return Sent(None, said)
+        try:
+            return await outbound.blocking(
+                lambda: send_each(progress), SEND_TIMEOUT_SECONDS
+            )
+        except TimeoutError:
+            in_doubt = progress.stop()
+            return progress.outcome(
+                "the mail server did not answer within "
+                f"{SEND_TIMEOUT_SECONDS:.0f} seconds",
+                in_doubt,
+            )
 
 
 class TeamEmailKind(ChannelKind):
@@ -140,9 +297,19 @@ class TeamEmailKind(ChannelKind):
     }
 
     def choices(self, team: Team) -> dict[str, list[tuple[str, str]]]:
-        return {"recipients": list(members(team).items())}
+        names: dict[str, list[str]] = {}
+        for member in members(team):
+            names.setdefault(member.address, []).append(member.name)
+        return {
+            "recipients": [
+                (address, f"{' and '.join(them)} ({address})")
+                for address, them in names.items()
+            ]
+        }
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """The addresses given, checked for shape only: `clean_for` turns them
+        into the members' accounts, which is what a channel keeps."""
         unknown = sorted(set(settings) - set(self.fields))
         if unknown:
             raise SettingsError({unknown[0]: "Not a setting of this kind."})
@@ -159,24 +326,43 @@ class TeamEmailKind(ChannelKind):
         return {"recipients": sorted(recipients)}
 
     def clean_for(self, team: Team, settings: dict[str, Any]) -> dict[str, Any]:
-        cleaned = self.clean(settings)
-        known = members(team)
-        for address in cleaned["recipients"]:
-            if address not in known:
+        addresses = self.clean(settings)["recipients"]
+        accounts: dict[str, list[int]] = {}
+        for member in members(team):
+            accounts.setdefault(member.address, []).append(member.id)
+        for address in addresses:
+            if address not in accounts:
                 raise SettingsError(
                     {"recipients": f"{address} is not a member of this team."}
                 )
-        return cleaned
+        return {"recipients": sorted(i for a in addresses for i in accounts[a])}
+
+    def shown_for(self, team: Team, settings: dict[str, Any]) -> dict[str, Any]:
+        addresses = {member.address for member in chosen(team, settings)}
+        return {"recipients": sorted(addresses)}
+
+    def sends_to(self, team: Team, settings: dict[str, Any]) -> list[str]:
+        return [member.name for member in chosen(team, settings)] or [
+            "no one still in the team"
+        ]
 
     def prepare(self, delivery: Delivery) -> Attempt:
         # Who is still in the team is read here; the SMTP conversations,
         # which block, run in the drain's thread pool.
         channel = delivery.channel
         assert channel is not None
-        known = members(channel.team)
-        to = [a for a in channel.settings.get("recipients") or [] if a in known]
-        if not to:
-            raise DeliveryError(NOBODY_LEFT, cancel=True)
+        done = set(delivery.done_with)
+        accounts: dict[str, list[int]] = {}
+        for member in chosen(channel.team, channel.settings):
+            if member.id not in done:
+                accounts.setdefault(member.address, []).append(member.id)
+        if not accounts:
+            raise DeliveryError(NOBODY_ELSE_LEFT if done else NOBODY_LEFT, cancel=True)
         message = self.message(delivery)
-        mails = [build(channel, message, address) for address in to]
-        return Blocking(lambda: send_each(mails), SEND_TIMEOUT_SECONDS)
+        return TeamSend(
+            [
+                Mail(build(channel, message, address), tuple(ids))
+                for address, ids in accounts.items()
+            ],
+            retried=bool(done),
+        )

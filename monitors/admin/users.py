@@ -1,0 +1,88 @@
+"""People's accounts in the admin: Django's own user pages, where deleting an
+account keeps the rules of the Team page. A team's only owner is not deleted
+(the team would be left with nobody who may manage it: give it another owner
+first), and each team the person leaves says so in its activity log, their
+keys there revoked (teams.members.member_left).
+
+Their second factors (django-otp's authenticators and recovery codes) are
+shown and may be deleted (a lost phone), never added or changed: a device
+whose secret an administrator chose, or their own moved to someone else,
+would let them sign in as that person."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+from django.http import HttpRequest
+from django_otp.plugins.otp_static.admin import StaticDeviceAdmin
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from monitors.admin.teams import _admin
+from monitors.models import Membership
+from teams.members import member_left
+
+User = get_user_model()
+# Importing django-otp's admin modules above registered their models.
+admin.site.unregister([User, TOTPDevice, StaticDevice])
+
+
+@admin.register(User)
+class AccountAdmin(UserAdmin):
+    def get_deleted_objects(
+        self, objs: Any, request: HttpRequest
+    ) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
+        # Django shows the "protected" rows and refuses the deletion, on the
+        # delete page and for "delete selected" alike.
+        objs = list(objs)
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(
+            objs, request
+        )
+        others = Membership.objects.filter(
+            team=OuterRef("team"), role=Membership.Role.OWNER
+        ).exclude(user__in=objs)
+        last = (
+            Membership.objects.filter(user__in=objs, role=Membership.Role.OWNER)
+            .filter(~Exists(others))
+            .select_related("team", "user")
+        )
+        protected = list(protected) + [
+            f"{owner.team.name}: its only owner is {owner.user.get_username()} "
+            "(give the team another owner first)"
+            for owner in last
+        ]
+        return deleted, counts, perms_needed, protected
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.delete_queryset(request, User.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        with transaction.atomic():
+            memberships = Membership.objects.filter(user__in=queryset)
+            for membership in memberships.select_related("team", "user"):
+                member_left(_admin(request), membership.team, membership.user)
+            super().delete_queryset(request, queryset)
+
+
+class ShownNotGiven:
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(TOTPDevice)
+class AuthenticatorAdmin(ShownNotGiven, TOTPDeviceAdmin):
+    pass
+
+
+@admin.register(StaticDevice)
+class RecoveryCodesAdmin(ShownNotGiven, StaticDeviceAdmin):
+    pass
