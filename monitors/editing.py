@@ -167,6 +167,15 @@ def create_monitors(
 
 @transaction.atomic
 def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Monitor:
+    """Apply a validated edit. The monitor was read before this transaction:
+    a delete that committed since wins, nothing is written (saving the whole
+    row would bring the monitor back, scheduled again), and the monitor
+    comes back with its deleted_at set for the caller to see."""
+    row = Monitor.objects.select_for_update().filter(pk=monitor.pk)
+    stored = row.values("deleted_at").first()
+    if stored is None or stored["deleted_at"] is not None:
+        monitor.deleted_at = stored["deleted_at"] if stored else now
+        return monitor
     _apply(monitor, data, now)
     monitor.save()
     _ensure_signing_secret(monitor)

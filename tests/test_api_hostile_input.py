@@ -301,3 +301,36 @@ def test_two_creates_naming_the_same_new_target_id_at_once_both_succeed(
     assert chosen in ids and len(set(ids)) == 2
     assert Monitor.objects.count() == 2
     assert Target.objects.count() == 2
+
+
+# ------------------------------------------------ an update racing a delete
+
+
+def test_an_update_that_lands_after_a_delete_does_not_bring_the_monitor_back(
+    api, monkeypatch
+):
+    # PATCH reads the monitor, validates, then saves it whole: a DELETE that
+    # commits in between was overwritten (deleted_at back to null), and the
+    # deleted monitor came back, scheduled again.
+    from django.utils import timezone
+
+    from monitors.api import views
+
+    created = api.post(URL, body(), format="json").json()["data"]
+    update = views.update_monitor
+
+    def deleted_meanwhile(monitor, data, now):
+        Monitor.objects.get(pk=monitor.pk).soft_delete(timezone.now())
+        return update(monitor, data, now)
+
+    monkeypatch.setattr(views, "update_monitor", deleted_meanwhile)
+
+    response = api.patch(f"{URL}/{created['id']}", {"name": "Late"}, format="json")
+
+    assert response.status_code == 404, response.content
+    assert response.json()["error"] == "Monitor not found"
+    monitor = Monitor.objects.get(pk=created["id"])
+    assert monitor.deleted_at is not None
+    assert monitor.next_run_at is None
+    assert monitor.name == "Pricing page"
+    assert api.get(f"{URL}/{created['id']}").status_code == 404
