@@ -11,7 +11,19 @@ PORT ?= 8000
 PROCFILE ?= Procfile
 export HOST PORT
 
-.PHONY: run test setup lint format bench clean
+.PHONY: help run test setup lint format bench clean
+# `make` alone says what there is, instead of quietly making a virtualenv.
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make run      set up, then start web + workers + scheduler on http://$(HOST):$(PORT)"
+	@echo "              (PROCFILE=Procfile.large: each part in processes of its own)"
+	@echo "make test     set up, then run the tests (PYTEST_ARGS=\"-m ''\" adds the slow ones)"
+	@echo "make setup    only create .venv and install"
+	@echo "make lint     ruff check and format check"
+	@echo "make format   ruff format and fix"
+	@echo "make bench    measure, write bench/RESULTS.md (BENCH_ARGS=\"--only NAME\")"
+	@echo "make clean    delete .venv and var/: with SQLite, every monitor, account and the secret key"
 
 $(BIN)/python:
 	@$(PY) -c 'import sys; v=sys.version_info; sys.exit(0 if v >= (3, 12) else f"Pagewatch needs Python 3.12 or newer; {sys.executable} is {v.major}.{v.minor}. Install 3.12+ or run make PY=/path/to/python3.12")'

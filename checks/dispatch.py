@@ -51,6 +51,7 @@ from django.db.models import (
     Value,
     When,
 )
+from kombu.exceptions import OperationalError
 
 from checks import notify
 from checks.models import Check, empty_summary
@@ -130,6 +131,11 @@ def enqueue_many(check_ids: Iterable[uuid.UUID]) -> None:
     transaction.on_commit(lambda: _send(ids))
 
 
+def _unsent(ids: list[str], sent: int) -> str:
+    first = ids[sent] if sent < len(ids) else "-"
+    return f"{len(ids) - sent} of {len(ids)} checks (from {first})"
+
+
 def _send(ids: list[str]) -> int:
     """Publish run messages for `ids`; how many went out (never raises)."""
     sent = 0
@@ -140,15 +146,13 @@ def _send(ids: list[str]) -> int:
                     RUN_CHECK_TASK, args=[check_id], producer=producer
                 )
                 sent += 1
-    except Exception:
+    except (OSError, OperationalError) as exc:
         # The producer already retried (Celery's publish retry policy): the
-        # broker is unreachable, so the rest would fail the same way.
-        logger.exception(
-            "Could not enqueue %d of %d checks (from %s)",
-            len(ids) - sent,
-            len(ids),
-            ids[sent] if sent < len(ids) else "-",
-        )
+        # broker is unreachable, so the rest would fail the same way. One
+        # line: an outage logs this on every tick and every Run now.
+        logger.error("Could not enqueue %s: %s", _unsent(ids, sent), exc)
+    except Exception:
+        logger.exception("Could not enqueue %s", _unsent(ids, sent))
     return sent
 
 

@@ -46,17 +46,26 @@ def _database() -> Part:
 
 
 def _broker() -> Part:
+    error = broker_error()
+    if error is not None:
+        logger.warning("Health: the broker is unreachable: %s", error)
+        return Part("broker", "unreachable")
+    return Part("broker")
+
+
+def broker_error() -> Exception | None:
+    """Why the broker does not answer a ping (within its socket time-outs),
+    or None when it does."""
     client = redis.Redis.from_url(
         settings.REDIS_LOCATION, **settings.REDIS_SOCKET_TIMEOUTS
     )
     try:
         client.ping()
     except (redis.RedisError, OSError) as exc:
-        logger.warning("Health: the broker is unreachable: %s", exc)
-        return Part("broker", "unreachable")
+        return exc
     finally:
         client.close()
-    return Part("broker")
+    return None
 
 
 # What each heartbeat shows, in the words /healthz uses when it is missing.

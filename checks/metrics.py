@@ -6,8 +6,10 @@ Queue depths come from the broker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
+from itertools import product
 
 from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
@@ -19,9 +21,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from checks import runner
+from checks import health, runner
 from checks.models import Check, Delivery, Heartbeat, PageResult, SearchRun
+from checks.notify import kinds
 from monitors.models import Monitor
+
+logger = logging.getLogger(__name__)
 
 CHECK_DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800)
 QUEUE_WAIT_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900)
@@ -38,23 +43,39 @@ class DatabaseCollector(Collector):
             "Page results recorded, by status",
             ["status"],
             PageResult.objects.values_list("status").annotate(n=Count("pk")),
+            product(PageResult.Status.values),
         )
         yield self._counter(
             "pagewatch_deliveries",
             "Notification deliveries, by kind and outcome",
             ["kind", "outcome"],
             Delivery.objects.values_list("kind", "status").annotate(n=Count("pk")),
+            product(
+                [kind.name for kind in kinds.own_kinds() + kinds.all_kinds()],
+                Delivery.Status.values,
+            ),
         )
         yield from self._model_calls()
         yield from self._scheduler()
         yield from self._queues()
 
     def _counter(
-        self, name: str, documentation: str, labels: list[str], rows: object
+        self,
+        name: str,
+        documentation: str,
+        labels: list[str],
+        rows: object,
+        known: Iterable[tuple[str, ...]],
     ) -> CounterMetricFamily:
-        family = CounterMetricFamily(name, documentation, labels=labels)
+        # Every known combination is rendered, at 0 until a row has it:
+        # Prometheus sees no increase() in a series whose first sample is
+        # already 1, so an alert on the first failure needs the series before.
+        counts = dict.fromkeys(known, 0)
         for *values, count in rows:
-            family.add_metric([str(v) for v in values], count)
+            counts[tuple(str(v) for v in values)] = count
+        family = CounterMetricFamily(name, documentation, labels=labels)
+        for values, count in counts.items():
+            family.add_metric(list(values), count)
         return family
 
     def _checks(self) -> Iterator[Metric]:
@@ -63,6 +84,7 @@ class DatabaseCollector(Collector):
             "Checks, by status and trigger",
             ["status", "trigger"],
             Check.objects.values_list("status", "trigger").annotate(n=Count("pk")),
+            product(Check.Status.values, Check.Trigger.values),
         )
         yield _histogram(
             "pagewatch_check_duration_seconds",
@@ -136,6 +158,16 @@ class DatabaseCollector(Collector):
         depth = GaugeMetricFamily(
             "pagewatch_queue_depth", "Messages waiting on each queue", labels=["queue"]
         )
+        # Asked first in one ping: kombu retries each queue for seconds, and
+        # a scrape slower than Prometheus's time-out loses every series just
+        # when the outage makes them wanted.
+        error = health.broker_error()
+        if error is not None:
+            logger.warning(
+                "Metrics: no queue depths, the broker is unreachable: %s", error
+            )
+            yield depth
+            return
         for queue in settings.CELERY_TASK_QUEUES:
             waiting = runner.waiting_messages(queue.name)
             if waiting is not None:

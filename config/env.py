@@ -71,3 +71,27 @@ def env_secret(name: str, default: str = "") -> str:
                 f"{name}_FILE points to an unreadable file: {exc}"
             ) from None
     return os.environ.get(name, default)
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def env_log_level(name: str, default: str) -> str:
+    """A logging level's name, in any case: logging's own error for a wrong
+    one is a traceback that does not name the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.upper() not in _LOG_LEVELS:
+        raise ConfigError(
+            f"{name} must be one of {', '.join(_LOG_LEVELS)}, got {raw!r}"
+        )
+    return raw.upper()
+
+
+def env_url(name: str, default: str = "") -> str:
+    """An http(s) address without its trailing slash; empty stays empty."""
+    value = os.environ.get(name, default).strip().rstrip("/")
+    if value and not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{name} must start with http:// or https://, got {value!r}")
+    return value

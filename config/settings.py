@@ -9,6 +9,7 @@ check against the environment than settings spread over files."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,16 @@ from django.utils.csp import CSP
 from kombu import Queue
 
 from config import valkey
-from config.env import ConfigError, env_bool, env_int, env_list, env_secret, env_str
+from config.env import (
+    ConfigError,
+    env_bool,
+    env_int,
+    env_list,
+    env_log_level,
+    env_secret,
+    env_str,
+    env_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PAGEWATCH_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -83,7 +93,7 @@ SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 # Only behind a proxy that sets these headers itself may they be believed.
 TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
 USE_X_FORWARDED_HOST = TRUST_PROXY_HEADERS
@@ -306,6 +316,14 @@ PASSWORD_RESET_EMAILS_PER_HOUR = 3
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
+# DRF's throttle reads "N/period" by the period's first letter; anything else
+# would fail every API request, so it is refused at start.
+API_RATE_LIMIT = env_str("API_RATE_LIMIT", "600/min").strip()
+if not re.fullmatch(r"[0-9]+/(s|sec|second|m|min|minute|h|hour|d|day)", API_RATE_LIMIT):
+    raise ConfigError(
+        "API_RATE_LIMIT must be requests per second, minute, hour or day,"
+        f" like 600/min, got {API_RATE_LIMIT!r}"
+    )
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["monitors.api.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": [
@@ -317,7 +335,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "monitors.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["monitors.api.auth.ApiKeyRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"api_key": env_str("API_RATE_LIMIT", "600/min")},
+    "DEFAULT_THROTTLE_RATES": {"api_key": API_RATE_LIMIT},
     "UNAUTHENTICATED_USER": None,
     # OPTIONS answers 405 in the error envelope, like any method a path lacks,
     # not DRF's self-description (the OpenAPI document describes the API).
@@ -341,6 +359,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MonitorStatusEnum": "monitors.models.Monitor.Status",
         "EmailRecipientStatusEnum": "monitors.models.EmailRecipient.Status",
+        "EmailRecipientSourceEnum": "monitors.models.EmailRecipient.Source",
+        "ImportSourceEnum": "monitors.moving.sources",
         "CheckStatusEnum": "checks.models.Check.Status",
         "PageStatusEnum": "checks.models.PageResult.Status",
     },
@@ -620,7 +640,7 @@ MAILERS = {
 }
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Pagewatch <pagewatch@localhost>")
 
-_TASK_LOG_LEVEL = env_str("CELERY_TASK_LOG_LEVEL", "WARNING")
+_TASK_LOG_LEVEL = env_log_level("CELERY_TASK_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -629,7 +649,7 @@ LOGGING = {
     },
     "filters": {"without_cancel_notice": {"()": "config.celery.WithoutCancelNotice"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_log_level("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         # The dispatcher ticks every 10 s; a line per tick would bury the log.

@@ -497,3 +497,28 @@ def test_the_others_start_once_the_server_answers_and_it_stops_after_them(
     said = log.getvalue()
     assert said.index("web stopped") < said.index("sending SIGTERM to server")
     assert "server stopped" in said
+
+
+def test_make_alone_lists_every_target_the_readme_names_and_makes_nothing(
+    tmp_path,
+) -> None:
+    """`make` with no target made the virtualenv and said nothing; it now
+    says what each target the README names does."""
+    readme = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"`make (\w+)", readme))
+    copy = tmp_path / "Makefile"
+    copy.write_text((ROOT / "Makefile").read_text())
+
+    done = subprocess.run(
+        ["make", "--no-print-directory"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+    assert done.returncode == 0
+    assert {"run", "test", "setup", "lint", "format", "bench", "clean"} <= named
+    listed = set(re.findall(r"^make (\w+) ", done.stdout, re.MULTILINE))
+    assert listed == named
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile"]

@@ -4,6 +4,7 @@ the database, so its counters move as checks run in any worker."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -136,3 +137,54 @@ def test_every_metric_the_readme_names_or_alerts_on_is_rendered(metrics_on, team
     for name, labels in selectors:
         wanted = set(re.findall(r'(\w+)="[^"]*"', labels))
         assert wanted <= labels_of[name], (name, wanted)
+
+
+def test_a_failed_delivery_series_is_there_at_zero_before_the_first_failure(
+    client, metrics_on, team
+):
+    """The README's alert is increase(pagewatch_deliveries_total{outcome=
+    "failed"}[30m]) > 0; Prometheus sees no increase in a series whose first
+    sample is already 1, so the first delivery to fail for good would never
+    alert unless the series was there, at 0, before it."""
+    samples = scrape(client)
+
+    for kind in ("firecrawl_webhook", "email", "webhook", "slack"):
+        key = (
+            "pagewatch_deliveries_total",
+            (("kind", kind), ("outcome", "failed")),
+        )
+        assert samples.get(key) == 0, kind
+    assert (
+        "pagewatch_checks_total",
+        (("status", "failed"), ("trigger", "scheduled")),
+    ) in samples
+
+
+def test_an_unreachable_broker_leaves_out_the_queue_depths_quickly_and_in_one_line(
+    client, metrics_on, settings, tmp_path, caplog, monkeypatch
+):
+    """While Redis is down the scrape is what an operator needs most: it
+    answered after six seconds per queue (24 s, past Prometheus's 10 s scrape
+    time-out, so every series was lost) with a traceback for each queue."""
+    from celery import current_app
+
+    dead = f"unix://{tmp_path}/nobody.sock?db=0"
+    settings.REDIS_LOCATION = dead
+    monkeypatch.setattr(
+        current_app.conf, "broker_url", f"redis+socket://{tmp_path}/nobody.sock"
+    )
+    started = time.monotonic()
+
+    with caplog.at_level("WARNING"):
+        response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+
+    assert time.monotonic() - started < 5
+    assert response.status_code == 200
+    families = {
+        f.name: f for f in text_string_to_metric_families(response.content.decode())
+    }
+    assert families["pagewatch_queue_depth"].samples == []
+    assert {"pagewatch_checks", "pagewatch_last_seen_seconds"} <= set(families)
+    said = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(said) == 1
+    assert said[0].exc_info is None

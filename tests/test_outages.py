@@ -22,13 +22,17 @@ from pathlib import Path
 
 import pytest
 from django.contrib.sessions.backends.db import SessionStore
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import OperationalError
 from django.test import Client, override_settings
 
 from checks.models import Check
 from config.celery import app as celery_app
+from monitors import moving
 from monitors.api.auth import ApiKeyAuthentication
-from monitors.models import Membership, Monitor, Target
+from monitors.models import ImportRun, Membership, Monitor, Target
+from monitors.moving import importing
+from tests.moving import backup_zip
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "a-long-enough-password"
@@ -242,3 +246,49 @@ def test_the_dashboard_says_so_when_the_database_is_unreachable(
     page = response.content.decode()
     assert "Pagewatch cannot reach its database" in page
     assert "Traceback" not in page and "OperationalError" not in page
+
+
+# --- An import too big to make while the request waits ------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_import_with_the_broker_down_is_a_503_and_can_be_started_again(
+    api, team, stopped_redis, broker_at, monkeypatch
+):
+    monkeypatch.setattr(importing, "INLINE_MAX", 1)
+    broker_at(stopped_redis)
+    upload = SimpleUploadedFile("backup.zip", backup_zip())
+    body = {"source": "changedetection", "file": upload, "dryRun": "false"}
+
+    response = api.post("/v2/import", body, format="multipart")
+
+    assert response.status_code == 503, response.content
+    assert response.json()["code"] == "SERVICE_UNAVAILABLE"
+    assert "task queue" in response.json()["error"]
+    # Not left "queued" for ever: the run waits, as previewed, to be started again.
+    run = ImportRun.objects.get()
+    assert run.status == ImportRun.Status.PREVIEWED
+    assert not Monitor.objects.exists()
+    broker_at("memory://")
+    assert importing.start_run(run, [], run.created_at).status == "queued"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_confirming_a_large_import_in_the_dashboard_with_the_broker_down_says_so(
+    client, team, django_user_model, stopped_redis, broker_at, monkeypatch
+):
+    user = django_user_model.objects.create_user("olive", "o@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    monkeypatch.setattr(importing, "INLINE_MAX", 1)
+    items = moving.read("changedetection", data=backup_zip(), filename="b.zip")
+    run = importing.preview_run(
+        team, "changedetection", importing.plan.prepare(team, items)
+    )
+    broker_at(stopped_redis)
+
+    response = client.post(f"/import/{run.pk}/confirm/", follow=True)
+
+    assert response.status_code == 200
+    assert "cannot reach its task queue right now" in response.content.decode()
+    assert ImportRun.objects.get().status == ImportRun.Status.PREVIEWED

@@ -610,3 +610,105 @@ def test_a_var_dir_this_process_cannot_write_is_one_line_naming_it(tmp_path):
         f"{var_dir}/secret_key (Read-only file system); make {var_dir} writable "
         "by this user or point PAGEWATCH_VAR_DIR elsewhere"
     ]
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"LOG_LEVEL": "verbose"},
+            "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL,"
+            " got 'verbose'",
+        ),
+        (
+            {"CELERY_TASK_LOG_LEVEL": "loud"},
+            "CELERY_TASK_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR,"
+            " CRITICAL, got 'loud'",
+        ),
+        (
+            {"API_RATE_LIMIT": "lots"},
+            "API_RATE_LIMIT must be requests per second, minute, hour or day,"
+            " like 600/min, got 'lots'",
+        ),
+        (
+            {"PUBLIC_BASE_URL": "pagewatch.example.com"},
+            "PUBLIC_BASE_URL must start with http:// or https://,"
+            " got 'pagewatch.example.com'",
+        ),
+    ],
+)
+def test_a_log_level_rate_or_base_url_set_wrong_stops_the_process_with_one_line(
+    tmp_path, env, line
+) -> None:
+    done = settings_process(tmp_path, "", **env)
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"Configuration error: {line}"]
+
+
+def test_log_levels_and_the_rate_are_taken_in_any_case(tmp_path) -> None:
+    done = settings_process(
+        tmp_path,
+        "from django.conf import settings as s; import logging;"
+        "print(logging.getLogger().level, logging.getLogger('celery.app.trace').level,"
+        " s.REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']['api_key'])",
+        LOG_LEVEL="debug",
+        CELERY_TASK_LOG_LEVEL="Info",
+        API_RATE_LIMIT="100/hour",
+    )
+
+    assert done.stdout.split() == ["10", "20", "100/hour"]
+
+
+def test_the_production_settings_leave_only_the_deploy_warnings_the_readme_names(
+    tmp_path,
+) -> None:
+    """README, Running in production: `manage.py check --deploy` with the
+    production environment reports security.W008, W005 and W021, each
+    expected, and nothing else (an unexpected warning there teaches operators
+    to ignore the list)."""
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SECRET_KEY", "SECRET_KEY_FILE", "REDIS_URL", "DATABASE_URL")
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        cwd=ROOT,
+        env={
+            **environment,
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            "SECRET_KEY": "s" * 30 + "-the-same-on-every-machine-0123",
+            "REDIS_URL": "redis://127.0.0.1:6379/15",
+            "TRUST_PROXY_HEADERS": "true",
+            "SECURE_COOKIES": "true",
+            "HSTS_SECONDS": "31536000",
+            "ALLOWED_HOSTS": "pagewatch.example.com",
+            "CSRF_TRUSTED_ORIGINS": "https://pagewatch.example.com",
+            "PUBLIC_BASE_URL": "https://pagewatch.example.com",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    import re
+
+    warned = re.findall(r"^\?: \(([\w.]+)\)", done.stdout + done.stderr, re.M)
+    assert sorted(warned) == ["security.W005", "security.W008", "security.W021"]
+
+
+def test_the_readme_names_exactly_the_secrets_that_may_be_given_as_files() -> None:
+    """METRICS_TOKEN and EMAIL_HOST_PASSWORD were read from NAME_FILE without
+    the README saying so, while "Secrets may also be given as NAME_FILE" left
+    the operator to guess which variables were secrets."""
+    import re
+
+    source = (ROOT / "config" / "settings.py").read_text()
+    from_files = set(re.findall(r"\benv_secret\(\s*\"([A-Z0-9_]+)\"", source))
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n| Variable", 1)[0]
+    sentence = table.split("The\nsecrets (", 1)[1].split(")", 1)[0]
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", sentence))
+
+    assert len(from_files) > 5  # the pattern still finds them
+    assert named == from_files

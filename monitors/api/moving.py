@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from checks.targets.options import StrictBooleanField, StrictCharField, StrictMixin
 from monitors import moving, rules
-from monitors.api.errors import ApiError, not_found
+from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.parsers import JsonParser
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import ImportRun
@@ -210,7 +210,10 @@ class ImportView(APIView):
         chosen = (
             [i.ref for i in items if i.duplicate] if data["includeDuplicates"] else []
         )
-        run = importing.start_run(run, chosen, timezone.now())
+        try:
+            run = importing.start_run(run, chosen, timezone.now())
+        except importing.ImportNotQueued as not_queued:
+            raise service_unavailable(not_queued.message) from None
         code = status.HTTP_200_OK if run.is_finished else status.HTTP_202_ACCEPTED
         return Response({"success": True, "data": run_answer(run)}, status=code)
 

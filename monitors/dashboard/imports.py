@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 
+from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -104,7 +105,10 @@ def import_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
 def import_confirm(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     run = get_run_for(request, pk)
     chosen = request.POST.getlist("duplicate")
-    importing.start_run(run, chosen, timezone.now())
+    try:
+        importing.start_run(run, chosen, timezone.now())
+    except importing.ImportNotQueued as not_queued:
+        messages.error(request, not_queued.message)
     return redirect("import-run", pk=run.pk)
 
 

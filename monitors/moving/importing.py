@@ -6,6 +6,7 @@ without its pages."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,8 @@ from monitors.models import ImportRun, Monitor, Team
 from monitors.moving import plan
 from monitors.moving.base import Planned
 from teams.activity import SYSTEM, Actor, Via, record_created
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -217,7 +220,8 @@ def start_run(
     run: ImportRun, chosen_duplicates: Collection[str], now: datetime
 ) -> ImportRun:
     """Import now when small, else queue the task (after commit). Only a
-    previewed run starts, once."""
+    previewed run starts, once. Raises ImportNotQueued (after COMMIT) when
+    the broker cannot take the task: the run is previewed again."""
     fields = {
         "status": ImportRun.Status.QUEUED,
         "chosen_duplicates": list(chosen_duplicates),
@@ -233,10 +237,33 @@ def start_run(
         if run.claim():
             execute_run(run, now)
         return run
-    transaction.on_commit(
-        lambda: current_app.send_task(IMPORT_TASK, args=[str(run.pk)])
-    )
+    transaction.on_commit(lambda: _queue_or_put_back(run))
     return run
+
+
+class ImportNotQueued(Exception):
+    """A large import the broker (Redis) could not take: the run is back to
+    previewed, so its person can start it again; the API answers 503, the
+    dashboard says so."""
+
+    message = (
+        "The import could not be started: Pagewatch cannot reach its task queue "
+        "right now. Please try again in a moment."
+    )
+
+
+def _queue_or_put_back(run: ImportRun) -> None:
+    try:
+        current_app.send_task(IMPORT_TASK, args=[str(run.pk)])
+    except Exception as exc:
+        # The producer already retried (Celery's publish retry policy): left
+        # queued, nothing would ever take the run.
+        logger.warning("Could not queue import %s: %s", run.pk, exc)
+        ImportRun.objects.filter(pk=run.pk, status=ImportRun.Status.QUEUED).update(
+            status=ImportRun.Status.PREVIEWED
+        )
+        run.refresh_from_db()
+        raise ImportNotQueued(ImportNotQueued.message) from None
 
 
 def run_actor(run: ImportRun) -> Actor:
