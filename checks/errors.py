@@ -96,20 +96,33 @@ def kind_of_status(status_code: int | None) -> ErrorKind | None:
     return ErrorKind.HTTP_5XX if status_code >= 500 else ErrorKind.HTTP_4XX
 
 
+# The longest wait a Retry-After is taken at: the header is the site's (or a
+# webhook receiver's) to choose, and a larger number overflows timedelta, or
+# `now + wait` later on.
+RETRY_AFTER_LONGEST = timedelta(days=365)
+# delay-seconds is ASCII digits (RFC 9110): str.isdigit() would take "²",
+# which int() then refuses.
+_SECONDS = re.compile(r"[0-9]+")
+
+
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
-    """Retry-After as seconds or an HTTP date; None when absent or unreadable."""
+    """Retry-After as seconds or an HTTP date, at most RETRY_AFTER_LONGEST;
+    None when absent or unreadable."""
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return timedelta(seconds=int(value))
+    if _SECONDS.fullmatch(value):
+        longest = int(RETRY_AFTER_LONGEST.total_seconds())
+        # int() of thousands of digits is refused (and slow): judge by length.
+        seconds = int(value) if len(value) <= len(str(longest)) else longest
+        return timedelta(seconds=min(seconds, longest))
     try:
         moment = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     if moment.tzinfo is None:
         return None
-    return max(moment - now, timedelta(0))
+    return min(max(moment - now, timedelta(0)), RETRY_AFTER_LONGEST)
 
 
 # Statuses whose Retry-After says when the site will answer again (RFC 9110).

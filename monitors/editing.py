@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from checks.notify import own
 from checks.notify.deliveries import queue_confirmations
@@ -47,16 +47,24 @@ def replace_targets(monitor: Monitor, targets: list[dict[str, Any]]) -> None:
                 setattr(target, name, value)
             target.save()
         else:
-            # An unknown id (or one from another monitor) starts a new target
-            # with that id only when it is free; otherwise a fresh one.
-            target_id = data.get("id")
-            if target_id and Target.objects.filter(pk=target_id).exists():
-                target_id = None
-            target = Target.objects.create(
-                monitor=monitor, **fields, **({"id": target_id} if target_id else {})
-            )
+            target = _new_target(monitor, data.get("id"), fields)
         keep.add(target.id)
     monitor.targets.exclude(id__in=keep).delete()
+
+
+def _new_target(monitor: Monitor, wanted: Any, fields: dict[str, Any]) -> Target:
+    """A new target with the id the edit gave it when that id is free (an
+    unknown id, or one from another monitor, is not), otherwise a fresh one.
+    Free when looked at may be taken when inserted (two requests creating
+    with the same target id at once): the savepoint lets the insert fail
+    alone, and the target gets a fresh id instead."""
+    if wanted and not Target.objects.filter(pk=wanted).exists():
+        try:
+            with transaction.atomic():
+                return Target.objects.create(monitor=monitor, id=wanted, **fields)
+        except IntegrityError:
+            pass
+    return Target.objects.create(monitor=monitor, **fields)
 
 
 def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
@@ -159,6 +167,15 @@ def create_monitors(
 
 @transaction.atomic
 def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Monitor:
+    """Apply a validated edit. The monitor was read before this transaction:
+    a delete that committed since wins, nothing is written (saving the whole
+    row would bring the monitor back, scheduled again), and the monitor
+    comes back with its deleted_at set for the caller to see."""
+    row = Monitor.objects.select_for_update().filter(pk=monitor.pk)
+    stored = row.values("deleted_at").first()
+    if stored is None or stored["deleted_at"] is not None:
+        monitor.deleted_at = stored["deleted_at"] if stored else now
+        return monitor
     _apply(monitor, data, now)
     monitor.save()
     _ensure_signing_secret(monitor)

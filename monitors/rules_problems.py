@@ -12,6 +12,7 @@ same failures, so a problem reads the same from either side.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -148,17 +149,19 @@ def map_problems(
     return found
 
 
-# --- Strings no column can keep ---------------------------------------------------
+# --- Values no column can keep ----------------------------------------------------
 
 
 def unstorable_problem(document: Any) -> Problem | None:
-    """The first string of a JSON document, in document order, that no
-    database column can keep: one holding U+0000, which PostgreSQL's text and
-    jsonb refuse, or a lone surrogate, which is not UTF-8 at all (every answer
-    holding it would fail to render). For a key, the path of its object: the
-    key itself cannot be written back. Typed fields refuse both, but option
-    objects keep unknown keys and values as given, so a whole document (an
-    API body, an imported monitor) is checked before any of it is saved.
+    """The first value of a JSON document, in document order, that no
+    database column can keep: a string holding U+0000, which PostgreSQL's text
+    and jsonb refuse, or a lone surrogate, which is not UTF-8 at all (every
+    answer holding it would fail to render); or a number past a double's
+    range (1e999), which Python's JSON parser reads as infinity and no JSON
+    column or answer can hold. For a key, the path of its object: the key
+    itself cannot be written back. Typed fields refuse all of these, but
+    option objects keep unknown keys and values as given, so a whole document
+    (an API body, an imported monitor) is checked before any of it is saved.
     Walked with a stack: a document may nest as deep as its parser allows."""
     stack: list[tuple[Path, Any]] = [((), document)]
     while stack:
@@ -166,6 +169,8 @@ def unstorable_problem(document: Any) -> Problem | None:
         if isinstance(value, str):
             if problem := _unstorable(path, value):
                 return problem
+        elif isinstance(value, float) and not math.isfinite(value):
+            return Problem(path, "invalid", "This number is too large to store.")
         elif isinstance(value, dict):
             for key in value:
                 if isinstance(key, str) and (problem := _unstorable(path, key)):

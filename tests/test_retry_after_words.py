@@ -10,7 +10,7 @@ from email.utils import format_datetime
 import pytest
 from django.contrib.auth import get_user_model
 
-from checks.errors import ErrorKind, http_error_text, plain_error
+from checks.errors import ErrorKind, http_error_text, parse_retry_after, plain_error
 from monitors.models import Membership
 from tests.test_runner import make_monitor, page_of, run_check
 
@@ -66,3 +66,28 @@ def test_a_check_of_a_page_answering_429_says_how_long_the_site_asked_to_wait(
     client.force_login(user)
     shown = html.unescape(client.get(check.get_absolute_url()).content.decode())
     assert "It asked us to wait 1 hour before asking again." in shown
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "stored"),
+    [
+        ("99999999999999999999",
+         "The page answered HTTP 503 and asked us to wait 365 days."),
+        ("300000000000", "The page answered HTTP 503 and asked us to wait 365 days."),
+        ("9" * 5000, "The page answered HTTP 503 and asked us to wait 365 days."),
+        ("Fri, 31 Dec 9999 23:59:59 GMT",
+         "The page answered HTTP 503 and asked us to wait 365 days."),
+        ("²", "The page answered HTTP 503."),
+        ("١٢٠", "The page answered HTTP 503."),
+    ],
+)  # fmt: skip
+def test_a_wait_too_long_to_count_or_not_in_ascii_digits_is_no_internal_error(
+    retry_after, stored
+):
+    # A site (or a webhook's receiver) chooses this header: a number past
+    # what a timedelta holds, or one `now + wait` cannot reach, raised
+    # OverflowError, and "²" (a digit to str.isdigit) a ValueError, so the
+    # page became "an internal error" and the delivery failed the same way.
+    assert http_error_text(503, retry_after, NOW) == stored
+    wait = parse_retry_after(retry_after, NOW)
+    assert wait is None or NOW + wait <= NOW + timedelta(days=365)

@@ -199,11 +199,22 @@ def failed(job: PageJob, kind: str, message: str, **fields: Any) -> Outcome:
     )
 
 
+# scrapeOptions validated and kept (Firecrawl's contract has them) that no
+# stage acts on: listed whenever set, so nothing is dropped unseen.
+UNAPPLIED_OPTIONS = (
+    "onlyCleanContent",
+    "lockdown",
+    "redactPII",
+    "profile",
+    "threatProtection",
+)
+
+
 def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[str]:
     """scrapeOptions the page was fetched without: those only a browser
-    honours when it came over plain HTTP, and those needing an LLM or a
-    proxy network always."""
-    skipped = []
+    honours when it came over plain HTTP, those needing an LLM or a proxy
+    network always, and those no stage acts on (UNAPPLIED_OPTIONS)."""
+    skipped = [name for name in UNAPPLIED_OPTIONS if options.get(name)]
     if not browser:
         skipped += [
             name for name in browser_options(options) if name != "mobile"

@@ -22,6 +22,7 @@ from checks.targets.options import (
     CrawlOptionsSerializer,
     ScrapeOptionsSerializer,
     StrictMixin,
+    StrictUUIDField,
     UrlField,
 )
 from checks.targets.scrape import PAGE_FIELDS
@@ -32,7 +33,7 @@ from monitors.url_rule import short_url
 
 
 class CrawlTargetSerializer(StrictMixin, serializers.Serializer):
-    id = serializers.UUIDField(required=False, allow_null=True)
+    id = StrictUUIDField(required=False, allow_null=True)
     type = serializers.ChoiceField(choices=["crawl"])
     url = UrlField()
     crawlOptions = CrawlOptionsSerializer(required=False, allow_null=True)

@@ -143,6 +143,18 @@ class StrictFloatField(serializers.FloatField):
         return super().to_internal_value(data)
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID written as a string and nothing else: DRF's UUIDField would
+    turn the number 5 into 00000000-0000-0000-0000-000000000005 and true
+    into ...0001, where Firecrawl's schema (and the SDKs' types) want a
+    string."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 class StrictBooleanField(serializers.BooleanField):
     """true or false and nothing else: DRF's BooleanField would take "yes",
     "1" and 0."""
@@ -276,6 +288,11 @@ def _api_format(name: Any, names: Iterable[str]) -> Any:
 class FormatField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str):
+            named = _api_format(data, OBJECT_FORMATS)
+            if named in OBJECT_FORMATS and named not in STRING_FORMATS:
+                # As Firecrawl reads every string format: "changeTracking" is
+                # {"type": "changeTracking"}; "json" says what it needs.
+                return self.to_internal_value({"type": named})
             data = _api_format(data, STRING_FORMATS)
             if data not in STRING_FORMATS:
                 raise ValidationError(

@@ -11,7 +11,12 @@ from rest_framework import serializers
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check
-from checks.targets.options import ScrapeOptionsSerializer, StrictMixin, UrlField
+from checks.targets.options import (
+    ScrapeOptionsSerializer,
+    StrictMixin,
+    StrictUUIDField,
+    UrlField,
+)
 from monitors import rules
 from monitors.models import Target
 from monitors.target_kinds import FormField, TargetKind
@@ -74,7 +79,7 @@ PAGE_FIELDS = (
 
 
 class ScrapeTargetSerializer(StrictMixin, serializers.Serializer):
-    id = serializers.UUIDField(required=False, allow_null=True)
+    id = StrictUUIDField(required=False, allow_null=True)
     type = serializers.ChoiceField(choices=["scrape"])
     urls = serializers.ListField(
         child=UrlField(), min_length=1, max_length=rules.URLS_PER_TARGET_MAX

@@ -20,7 +20,12 @@ from checks.search import providers, report
 from checks.search.gather import CREDITS_PER_TEN_RESULTS, search
 from checks.search.source import SearchSource
 from checks.search.stage import SearchStage
-from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
+from checks.targets.options import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictMixin,
+    StrictUUIDField,
+)
 from monitors import rules
 from monitors.models import Target
 from monitors.search_provider import not_run_reason
@@ -31,7 +36,7 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
     # Keys Firecrawl once documented and now drops silently; so do we.
     allow_extra = ("depth", "alertMode", "recheckAfter", "scrapeOptions")
 
-    id = serializers.UUIDField(required=False, allow_null=True)
+    id = StrictUUIDField(required=False, allow_null=True)
     type = serializers.ChoiceField(choices=["search"])
     queries = serializers.ListField(
         child=StrictCharField(max_length=rules.QUERY_MAX),

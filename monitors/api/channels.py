@@ -4,6 +4,7 @@ the dashboard's channel form validates with, so both take the same input."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, time
 from typing import Any
 
@@ -197,8 +198,14 @@ CHANNEL_ID = OpenApiParameter(
 )
 
 
+# An id as the API gives it: ASCII digits, few enough for the database's
+# bigint. str.isdigit() would also take "²" (which int() refuses) and "١"
+# (which int() reads as 1).
+_CHANNEL_ID = re.compile(r"[0-9]{1,18}")
+
+
 def get_channel_for(request: Request, channel_id: str) -> Channel:
-    if not str(channel_id).isdigit() or len(str(channel_id)) > 18:
+    if not _CHANNEL_ID.fullmatch(str(channel_id)):
         raise not_found("Channel")
     channel = (
         Channel.objects.for_team(request.user.team)

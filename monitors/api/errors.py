@@ -199,6 +199,25 @@ def _throttled(exc: exceptions.Throttled, context: dict) -> Response:
     )
 
 
+def _not_json_media(exc: exceptions.UnsupportedMediaType, context: dict) -> Response:
+    # DRF says 'Unsupported media type "" in request.': say what to send
+    # instead, from the parsers of the view that refused it.
+    view = context.get("view")
+    parsers = getattr(view, "parser_classes", None) or []
+    others = [p.media_type for p in parsers if p.media_type != "application/json"]
+    accepted = "".join(f", or as {media_type}" for media_type in others)
+    given = getattr(context.get("request"), "content_type", "") or ""
+    had = f'Content-Type "{given[:100]}"' if given else "no Content-Type"
+    return Response(
+        _body(
+            "Send the request body as JSON, with the header Content-Type: "
+            f"application/json{accepted} (this request had {had}).",
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
+        status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+    )
+
+
 def _other_api_exception(exc: exceptions.APIException, context: dict) -> Response:
     code = _STATUS_CODES.get(exc.status_code) or str(exc.default_code).upper()
     return Response(_body(str(exc.detail), code), status=exc.status_code)
@@ -215,6 +234,7 @@ _ANSWERS: tuple[tuple[Any, Callable[[Any, dict], Response]], ...] = (
     (Http404, _not_found),
     (exceptions.NotAuthenticated | exceptions.AuthenticationFailed, _unauthorized),
     (exceptions.Throttled, _throttled),
+    (exceptions.UnsupportedMediaType, _not_json_media),
     (exceptions.APIException, _other_api_exception),
 )
 

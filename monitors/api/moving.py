@@ -11,13 +11,14 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from checks.targets.options import StrictBooleanField, StrictCharField, StrictMixin
-from monitors import moving
+from monitors import moving, rules
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.parsers import JsonParser
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
@@ -50,6 +51,16 @@ class ImportRequestSerializer(StrictMixin, serializers.Serializer):
         default=False,
         help_text="Import monitors of addresses the team already watches too.",
     )
+
+    def validate_apiKey(self, key: str) -> str:  # noqa: N802
+        # The key is sent in a request header (x-api-key, Authorization), so
+        # it is held to the rule of every header value Pagewatch sends.
+        if rules.header_value_error("apiKey", key):
+            raise ValidationError(
+                "An API key is sent in a request header: use printable ASCII "
+                "characters only, without line breaks."
+            )
+        return key
 
 
 class ImportUploadSerializer(serializers.Serializer):

@@ -1,6 +1,7 @@
-"""The API's one request body parser: JSON, refusing strings that cannot be
+"""The API's one request body parser: JSON, refusing values that cannot be
 stored or sent back (monitors.rules_problems.unstorable_problem: a NUL, a lone
-surrogate), anywhere in the body, before any field sees them.
+surrogate, a number too large for a double), anywhere in the body, before any
+field sees them.
 """
 
 from __future__ import annotations

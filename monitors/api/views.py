@@ -329,6 +329,8 @@ class MonitorDetailView(APIView):
         serializer.is_valid(raise_exception=True)
         before = monitor_fields(monitor)
         update_monitor(monitor, serializer.validated_data, timezone.now())
+        if monitor.deleted_at is not None:
+            raise not_found()  # deleted while we looked: nothing was changed
         record_monitor_change(Actor.of(request), before, monitor)
         return ok(render_monitor(get_monitor_for(request, monitor_id)))
 
