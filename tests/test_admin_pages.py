@@ -340,6 +340,7 @@ def test_lists_filter_by_team_without_a_link_to_every_team(
     everyone = admin_client.get(url).content.decode()
     chosen = admin_client.get(url, {"team__id__exact": team.pk})
     nonsense = admin_client.get(url, {"team__id__exact": "x"})
+    superscript = admin_client.get(url, {"team__id__exact": "²"})  # int() refuses
 
     # 5,000 teams made every one of these lists 400 KB of team links.
     assert "team__id__exact" not in everyone
@@ -349,6 +350,7 @@ def test_lists_filter_by_team_without_a_link_to_every_team(
         model._default_manager.filter(team=team)
     )
     assert nonsense.status_code == 200
+    assert superscript.status_code == 200
 
 
 HOOK = "https://hooks.slack.com/services/T0000/B0000/XXXXsecretXXXX"

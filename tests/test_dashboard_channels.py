@@ -454,3 +454,14 @@ def test_the_channel_form_can_be_left_without_saving(web, team):
     for url in ("/channels/new/?kind=webhook", f"/channels/{ops.pk}/"):
         page = web.get(url).content.decode()
         assert '<a href="/channels/">Cancel</a>' in page, url
+
+
+def test_a_number_of_failed_checks_int_cannot_read_is_said_plainly(web, team):
+    # "²" passes str.isdigit() and int() refuses it: it was a 500.
+    response = post_webhook_form(web, failing_after="²")
+
+    assert response.status_code == 400
+    assert Channel.objects.filter(team=team).count() == 0
+    assert "Enter a number of failed checks from 1 to 100." in html.unescape(
+        response.content.decode()
+    )

@@ -412,3 +412,10 @@ def test_the_webhook_choices_say_what_is_sent():
         "all": "Every page, unchanged ones included",
         "changed": "Only pages that changed (new or changed)",
     }
+
+
+def test_a_digit_int_cannot_read_is_not_taken_for_a_channel_number():
+    # "²" passes str.isdigit() and int() refuses it: a 500 in the form.
+    data = post()
+    data.setlist("channels", ["²", "7"])
+    assert MonitorForm(data).payload()["channels"] == [7]

@@ -380,7 +380,7 @@ class Check(models.Model):
                 continue
             # PostgreSQL hands the JSON number over as text, SQLite as a number.
             if isinstance(credits, str):
-                credits = int(credits) if credits.isdigit() else None
+                credits = int(credits) if credits.isdecimal() else None
             total += credits if isinstance(credits, int) else 0
         return total
 

@@ -129,7 +129,7 @@ class TeamFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         value = self.value()
-        if not value or not value.isdigit():
+        if not value or not value.isdecimal():
             return []
         return [(str(team.pk), team.name) for team in Team.objects.filter(pk=value)]
 
@@ -137,7 +137,7 @@ class TeamFilter(admin.SimpleListFilter):
         value = self.value()
         if not value:
             return queryset
-        return queryset.filter(team_id=value) if value.isdigit() else queryset.none()
+        return queryset.filter(team_id=value) if value.isdecimal() else queryset.none()
 
 
 class ChangedFieldsOnlyMixin:

@@ -98,7 +98,7 @@ def _form_data(
         "events": post.getlist("events"),
         "digest": post.get("digest") or None,
         "failingAfter": int(post["failing_after"])
-        if post.get("failing_after", "").isdigit()
+        if post.get("failing_after", "").isdecimal()
         else post.get("failing_after") or 3,
     }
     if post.get("digest_at"):

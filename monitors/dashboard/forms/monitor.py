@@ -205,7 +205,7 @@ class MonitorForm:
             "webhook": self._webhook_payload(main),
             "notification": self._notification_payload(main),
             "channels": [
-                int(pk) for pk in main.get("channels") or [] if str(pk).isdigit()
+                int(pk) for pk in main.get("channels") or [] if str(pk).isdecimal()
             ],
         }
         judge = main.get("judge")
