@@ -492,3 +492,12 @@ def test_a_number_of_failed_checks_int_cannot_read_is_said_plainly(web, team):
     assert "Enter a number of failed checks from 1 to 100." in html.unescape(
         response.content.decode()
     )
+
+
+def test_the_apprise_address_field_says_what_it_is_with_examples(web):
+    page = html.unescape(web.get("/channels/new/?kind=apprise").content.decode())
+
+    label = re.search(r'<label for="setting-url"[^>]*>(.*?)</label>', page, re.S)
+    assert label and label[1].strip() == "Service address (Apprise URL)"
+    for service in ("Microsoft Teams", "Discord", "Telegram"):
+        assert service in page.split('id="help-url"', 1)[1].split("</p>", 1)[0]
