@@ -13,6 +13,7 @@ from checks.models import Delivery
 from monitors.models import Channel, Monitor, MonitorChannel
 from teams.models import Activity
 from tests.sites import Request, Site
+from tests.test_admin_deleting import CHECKS, history_read, with_history
 
 
 def data(response) -> Any:
@@ -379,3 +380,21 @@ def test_replacing_an_apprise_url_is_logged_by_name_without_the_url(api, team):
     )
     logged = json.dumps(list(Activity.objects.filter(team=team).values()), default=str)
     assert "secret" not in logged.replace("secret address", "")
+
+
+def test_deleting_a_channel_takes_its_deliveries_without_reading_them(
+    api, team, loaded
+):
+    monitor = with_history(team)
+    shared = Channel.objects.get(team=team, owner_monitor=None)
+
+    loaded.clear()
+    answer = api.delete(f"/v2/channels/{shared.pk}")
+
+    assert answer.json() == {"success": True}
+    assert history_read(loaded) == {}
+    assert not Channel.objects.filter(pk=shared.pk).exists()
+    assert not Delivery.objects.filter(channel=shared.pk).exists()
+    assert Delivery.objects.filter(monitor=monitor).count() == CHECKS + 1
+    entry = Activity.objects.filter(kind=Activity.Kind.CHANNEL_DELETED).get()
+    assert entry.details == {"name": "Ops"}

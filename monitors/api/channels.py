@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
 from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
@@ -293,7 +294,7 @@ class ChannelDetailView(APIView):
     )
     def delete(self, request: Request, channel_id: str) -> Response:
         channel = get_channel_for(request, channel_id)
-        channel.delete()
+        delete_channels(Channel.objects.filter(pk=channel.pk))
         record(Actor.of(request), channel.team, Kind.CHANNEL_DELETED, name=channel.name)
         return Response({"success": True})
 
