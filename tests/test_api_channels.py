@@ -398,3 +398,31 @@ def test_deleting_a_channel_takes_its_deliveries_without_reading_them(
     assert Delivery.objects.filter(monitor=monitor).count() == CHECKS + 1
     entry = Activity.objects.filter(kind=Activity.Kind.CHANNEL_DELETED).get()
     assert entry.details == {"name": "Ops"}
+
+
+def test_turning_a_monitors_slack_off_takes_its_deliveries_without_reading_them(
+    api, team, settings, loaded
+):
+    settings.SLACK_BOT_TOKEN = "xoxb-1"
+    monitor = with_history(team)
+    answer = api.patch(
+        f"/v2/monitor/{monitor.pk}", {"notification": {"slack": SLACK}}, format="json"
+    )
+    assert answer.status_code == 200, answer.content
+    own = Channel.objects.get(owner_monitor=monitor, kind="slack")
+    Delivery.objects.bulk_create(
+        Delivery(kind="slack", channel=own, monitor=monitor, event="monitor.changed")
+        for _ in range(CHECKS)
+    )
+
+    loaded.clear()
+    answer = api.patch(
+        f"/v2/monitor/{monitor.pk}",
+        {"notification": {"slack": {"enabled": False}}},
+        format="json",
+    )
+
+    assert answer.status_code == 200, answer.content
+    assert history_read(loaded) == {}
+    assert not Channel.objects.filter(pk=own.pk).exists()
+    assert not Delivery.objects.filter(kind="slack").exists()
