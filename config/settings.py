@@ -332,13 +332,15 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["monitors.api.parsers.JsonParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "monitors.api.negotiation.ContentNegotiation",
     "EXCEPTION_HANDLER": "monitors.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["monitors.api.auth.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": API_RATE_LIMIT},
     "UNAUTHENTICATED_USER": None,
     # OPTIONS answers 405 in the error envelope, like any method a path lacks,
-    # not DRF's self-description (the OpenAPI document describes the API).
+    # not DRF's self-description (the OpenAPI document describes the API);
+    # monitors.api.urls leaves it out of the views' methods, so Allow too.
     "DEFAULT_METADATA_CLASS": None,
 }
 SPECTACULAR_SETTINGS = {

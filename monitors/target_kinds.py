@@ -140,7 +140,9 @@ class TargetKind:
     # --- What it costs ----------------------------------------------------------
 
     def credits_per_page(self, target: Target) -> int:
-        """A page's credits: 5 with JSON extraction, +4 in lockdown."""
+        """A page's credits: 5 with JSON extraction, else 1. What a page
+        lists as not applied is not charged: Firecrawl adds 4 for `lockdown`
+        (the page served from its cache), but here the page is fetched live."""
         options = target.scrape_options or {}
         credits = 1
         for fmt in options.get("formats") or []:
@@ -148,8 +150,6 @@ class TargetKind:
             modes = fmt.get("modes", []) if isinstance(fmt, dict) else []
             if kind == "json" or (kind == "changeTracking" and "json" in modes):
                 credits = 5
-        if options.get("lockdown"):
-            credits += 4
         return credits
 
     def page_budget(self, target: Target) -> int:

@@ -237,6 +237,10 @@ class Activity(models.Model):
         INVITATION_SENT = "invitation.sent", "Invitation sent"
         INVITATION_WITHDRAWN = "invitation.withdrawn", "Invitation withdrawn"
         SECRET_ROTATED = "team.secret_rotated", "Webhook secret replaced"
+        # details: the setting (a Team field), its value and what it was.
+        TEAM_EDITED = "team.edited", "Team setting changed"
+        # A feed link made new, the team's or (with the monitor) a monitor's.
+        FEED_RENEWED = "feed.renewed", "Feed link replaced"
         SIGNED_IN = "signin.succeeded", "Signed in"
         SIGN_IN_FAILED = "signin.failed", "Failed sign-in"
 
@@ -348,6 +352,12 @@ class Activity(models.Model):
         if self.kind == kind.MONITOR_EDITED:
             fields = d.get("fields") or []
             return "Edited " + _listed(fields) if fields else "Saved, unchanged"
+        if self.kind == kind.TEAM_EDITED:
+            return _team_setting_words(d)
+        if self.kind == kind.FEED_RENEWED and self.monitor_name:
+            return "Replaced its feed link"
+        if self.kind == kind.FEED_RENEWED:
+            return "Replaced the team's feed link"
         if self.kind == kind.WEBHOOK_DISABLED:
             return f"Turned off its webhook: {d.get('reason', '')}".rstrip(": ")
         if self.kind in (
@@ -399,6 +409,33 @@ class Activity(models.Model):
         if self.kind == kind.SIGN_IN_FAILED:
             return "Failed to sign in (wrong password or locked out)"
         return self.get_kind_display()
+
+
+def _team_setting_words(d: dict[str, Any]) -> str:
+    """A team setting changed, as the Activity page says it."""
+    setting, value, was = d.get("setting"), d.get("value"), d.get("was")
+    if setting == "name":
+        return f"Renamed the team “{value}” (was “{was}”)"
+    if setting == "credit_allowance":
+        before = "unlimited" if was is None else f"{_number(was)} a month"
+        if value is None:
+            return f"Made the team's credits unlimited (was {before})"
+        return f"Set the team's credits to {_number(value)} a month (was {before})"
+    if setting == "feeds_enabled":
+        if value:
+            return "Turned the team's feeds on"
+        return "Turned the team's feeds off: every feed link stopped working"
+    if setting == "activity_retention_days":
+        return f"Kept the activity log for {value} days (was {was})"
+    if setting == "require_second_factor":
+        if value:
+            return "Required a second factor of everyone who signs in with a password"
+        return "Made a second factor each person's choice"
+    return "Changed a team setting"
+
+
+def _number(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def role_words(value: Any) -> str:

@@ -141,7 +141,14 @@ def team_retention(request: DashboardRequest) -> HttpResponse:
     if not form.is_valid():
         return _team_page(request, retention_form=form, status=400)
     days = form.cleaned_data["activity_retention_days"]
-    Team.objects.filter(pk=request.team.pk).update(activity_retention_days=days)
+    was = request.team.activity_retention_days
+    if (
+        Team.objects.filter(pk=request.team.pk)
+        .exclude(activity_retention_days=days)
+        .update(activity_retention_days=days)
+    ):
+        record(Actor.of(request), request.team, Kind.TEAM_EDITED,
+               setting="activity_retention_days", value=days, was=was)  # fmt: skip
     messages.success(request, f"Activity is now kept for {days} days.")
     return redirect("team-members")
 
@@ -150,7 +157,14 @@ def team_retention(request: DashboardRequest) -> HttpResponse:
 @team_view(needs=Action.MANAGE)
 def team_second_factor(request: DashboardRequest) -> HttpResponse:
     required = request.POST.get("required") == "on"
-    Team.objects.filter(pk=request.team.pk).update(require_second_factor=required)
+    if (
+        Team.objects.filter(pk=request.team.pk)
+        .exclude(require_second_factor=required)
+        .update(require_second_factor=required)
+    ):
+        record(Actor.of(request), request.team, Kind.TEAM_EDITED,
+               setting="require_second_factor", value=required,
+               was=not required)  # fmt: skip
     if required:
         messages.success(
             request,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.core.servers.basehttp import ThreadedWSGIServer
 from django.db import connection
+from django.db.models import Model
 from django.test.testcases import LiveServerThread
 from django.test.utils import override_settings
 from rest_framework.test import APIClient
@@ -194,3 +196,18 @@ def scrape_monitor_body() -> dict:
         "schedule": {"text": "every 30 minutes"},
         "targets": [{"type": "scrape", "urls": ["https://example.com/pricing"]}],
     }
+
+
+@pytest.fixture
+def loaded(monkeypatch) -> Counter[type]:
+    """How many rows of each model were read into Python (tests of deletes
+    that must not read a long history)."""
+    counts: Counter[type] = Counter()
+    from_db = Model.from_db.__func__
+
+    def counted(cls, *args, **kwargs):
+        counts[cls._meta.concrete_model] += 1
+        return from_db(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Model, "from_db", classmethod(counted))
+    return counts

@@ -23,6 +23,7 @@ from monitors.models import ApiKey, Membership, Monitor
 from teams.activity import SYSTEM, record
 from teams.models import Activity
 from tests.test_dashboard_views import PASSWORD, make_monitor, scrape_form
+from tests.test_second_factor import sign_in, turn_on
 
 pytestmark = pytest.mark.django_db
 Kind, Via = Activity.Kind, Activity.Via
@@ -138,6 +139,7 @@ def test_membership_changes_in_the_admin_are_recorded(
     bob = django_user_model.objects.create_user("bob", "bob@acme.test")
     owner = Membership.objects.create(team=team, user=bob, role="owner")
     url = reverse("admin:monitors_team_change", args=[team.pk])
+    # feeds_enabled left unticked: turned off.
     data = {
         "name": team.name, "slug": team.slug, "credit_allowance": "",
         "membership_set-TOTAL_FORMS": "2", "membership_set-INITIAL_FORMS": "1",
@@ -409,3 +411,94 @@ def test_changing_which_channels_a_monitor_sends_to_is_recorded(web, team):
     assert Activity.objects.get(kind=Kind.MONITOR_EDITED).what_words == (
         "Edited channels"
     )
+
+
+# ---------------------------------------------------------------- team settings
+
+
+def words(**filters) -> list[str]:
+    """what_words of the entries, oldest first."""
+    return [a.what_words for a in Activity.objects.filter(**filters).order_by("id")]
+
+
+def test_team_settings_changed_on_the_team_page_are_recorded_in_words(web, team):
+    monitor = make_monitor(team)
+    web.post(reverse("team-feeds-switch"), {"feeds": "off"})
+    web.post(reverse("team-feeds-switch"), {"feeds": "off"})  # a double click
+    web.post(reverse("team-feeds-switch"), {"feeds": "on"})
+    web.post(reverse("team-feed-renew"))
+    web.post(reverse("monitor-feed-renew", args=[monitor.pk]))
+    web.post(reverse("team-retention"), {"activity_retention_days": "30"})
+    web.post(reverse("team-retention"), {"activity_retention_days": "30"})
+    web.post(reverse("team-second-factor"), {"required": "on"})
+
+    assert entries() == [
+        (Kind.TEAM_EDITED, Via.DASHBOARD, "Ana"),
+        (Kind.TEAM_EDITED, Via.DASHBOARD, "Ana"),
+        (Kind.FEED_RENEWED, Via.DASHBOARD, "Ana"),
+        (Kind.FEED_RENEWED, Via.DASHBOARD, "Ana"),
+        (Kind.TEAM_EDITED, Via.DASHBOARD, "Ana"),
+        (Kind.TEAM_EDITED, Via.DASHBOARD, "Ana"),
+    ]
+    assert words() == [
+        "Turned the team's feeds off: every feed link stopped working",
+        "Turned the team's feeds on",
+        "Replaced the team's feed link",
+        "Replaced its feed link",
+        "Kept the activity log for 30 days (was 365)",
+        "Required a second factor of everyone who signs in with a password",
+    ]
+    assert Activity.objects.get(kind=Kind.FEED_RENEWED, monitor=monitor)
+    team.refresh_from_db()
+    assert team.require_second_factor and team.activity_retention_days == 30
+
+
+def test_a_second_factor_made_each_persons_choice_again_is_recorded(client, ana, team):
+    sign_in(client)
+    turn_on(client)
+    client.post(reverse("team-second-factor"), {"required": "on"})
+
+    client.post(reverse("team-second-factor"), {})
+
+    team.refresh_from_db()
+    assert not team.require_second_factor
+    assert words(kind=Kind.TEAM_EDITED) == [
+        "Required a second factor of everyone who signs in with a password",
+        "Made a second factor each person's choice",
+    ]
+
+
+def test_the_activity_page_says_team_settings_changed_and_filters_them(web, team):
+    web.post(reverse("team-feeds-switch"), {"feeds": "off"})
+    web.post(reverse("team-feed-renew"))
+
+    page = text_of(web.get(reverse("team-activity"), {"kind": Kind.TEAM_EDITED}))
+
+    assert "Turned the team's feeds off" in page
+    assert "Replaced the team's feed link" not in page
+    assert ">Team setting changed<" in page and ">Feed link replaced<" in page
+
+
+def test_team_edits_in_the_admin_are_recorded_as_the_team_pages_are(admin_client, team):
+    url = reverse("admin:monitors_team_change", args=[team.pk])
+    # feeds_enabled left unticked: turned off.
+    data = {
+        "name": "Acme Europe", "slug": team.slug, "credit_allowance": "5000",
+        "membership_set-TOTAL_FORMS": "0", "membership_set-INITIAL_FORMS": "0",
+        "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
+        "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
+        "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
+    }  # fmt: skip
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, text_of(response)[:2000]
+    admin_client.post(url, data | {"credit_allowance": "", "feeds_enabled": "on"})
+
+    admin = "admin (administration)"
+    assert entries() == [(Kind.TEAM_EDITED, Via.ADMIN, admin)] * 5
+    assert words() == [
+        "Renamed the team “Acme Europe” (was “Acme”)",
+        "Set the team's credits to 5,000 a month (was unlimited)",
+        "Turned the team's feeds off: every feed link stopped working",
+        "Made the team's credits unlimited (was 5,000 a month)",
+        "Turned the team's feeds on",
+    ]

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.admin.models import DELETION, LogEntry
-from django.db.models import Model
 from django.urls import reverse
 
 from checks.models import (
@@ -127,20 +126,6 @@ def with_history(team: Team, name: str = "Pricing page") -> Monitor:
     )
     record(SYSTEM, team, Activity.Kind.MONITOR_PAUSED, monitor)
     return monitor
-
-
-@pytest.fixture
-def loaded(monkeypatch) -> Counter[type]:
-    """How many rows of each model were read into Python."""
-    counts: Counter[type] = Counter()
-    from_db = Model.from_db.__func__
-
-    def counted(cls, *args, **kwargs):
-        counts[cls._meta.concrete_model] += 1
-        return from_db(cls, *args, **kwargs)
-
-    monkeypatch.setattr(Model, "from_db", classmethod(counted))
-    return counts
 
 
 def history_read(loaded: Counter[type]) -> dict[str, int]:

@@ -4,15 +4,19 @@ the API as integrators (and the Firecrawl SDK) use it."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
+from django.db import connection, connections
 from firecrawl import Firecrawl
+from rest_framework.test import APIClient
 
 from checks.models import Delivery
 from monitors.models import Channel, Monitor, MonitorChannel
 from teams.models import Activity
 from tests.sites import Request, Site
+from tests.test_admin_deleting import CHECKS, history_read, with_history
 
 
 def data(response) -> Any:
@@ -379,3 +383,130 @@ def test_replacing_an_apprise_url_is_logged_by_name_without_the_url(api, team):
     )
     logged = json.dumps(list(Activity.objects.filter(team=team).values()), default=str)
     assert "secret" not in logged.replace("secret address", "")
+
+
+def test_deleting_a_channel_takes_its_deliveries_without_reading_them(
+    api, team, loaded
+):
+    monitor = with_history(team)
+    shared = Channel.objects.get(team=team, owner_monitor=None)
+
+    loaded.clear()
+    answer = api.delete(f"/v2/channels/{shared.pk}")
+
+    assert answer.json() == {"success": True}
+    assert history_read(loaded) == {}
+    assert not Channel.objects.filter(pk=shared.pk).exists()
+    assert not Delivery.objects.filter(channel=shared.pk).exists()
+    assert Delivery.objects.filter(monitor=monitor).count() == CHECKS + 1
+    entry = Activity.objects.filter(kind=Activity.Kind.CHANNEL_DELETED).get()
+    assert entry.details == {"name": "Ops"}
+
+
+def test_turning_a_monitors_slack_off_takes_its_deliveries_without_reading_them(
+    api, team, settings, loaded
+):
+    settings.SLACK_BOT_TOKEN = "xoxb-1"
+    monitor = with_history(team)
+    answer = api.patch(
+        f"/v2/monitor/{monitor.pk}", {"notification": {"slack": SLACK}}, format="json"
+    )
+    assert answer.status_code == 200, answer.content
+    own = Channel.objects.get(owner_monitor=monitor, kind="slack")
+    Delivery.objects.bulk_create(
+        Delivery(kind="slack", channel=own, monitor=monitor, event="monitor.changed")
+        for _ in range(CHECKS)
+    )
+
+    loaded.clear()
+    answer = api.patch(
+        f"/v2/monitor/{monitor.pk}",
+        {"notification": {"slack": {"enabled": False}}},
+        format="json",
+    )
+
+    assert answer.status_code == 200, answer.content
+    assert history_read(loaded) == {}
+    assert not Channel.objects.filter(pk=own.pk).exists()
+    assert not Delivery.objects.filter(kind="slack").exists()
+
+
+# ------------------------------------------------ an edit racing a delete
+
+
+def webhook_channel(api) -> dict[str, Any]:
+    return data(
+        api.post(
+            "/v2/channels",
+            {"name": "Ops", "kind": "webhook", "settings": {"url": "https://e.com/h"}},
+            format="json",
+        )
+    )
+
+
+def test_an_edit_that_lands_after_a_delete_does_not_bring_the_channel_back(
+    api, monkeypatch
+):
+    # PATCH reads the channel, validates, then saves it: a DELETE committed in
+    # between was undone by the save's INSERT, the channel back, linked to
+    # nothing.
+    from monitors.api import channels
+
+    created = webhook_channel(api)
+    save = channels.save_channel
+
+    def deleted_meanwhile(team, data, now, channel=None):
+        Channel.objects.filter(pk=channel.pk).delete()
+        return save(team, data, now, channel)
+
+    monkeypatch.setattr(channels, "save_channel", deleted_meanwhile)
+
+    response = api.patch(
+        f"/v2/channels/{created['id']}", {"name": "Late"}, format="json"
+    )
+
+    assert response.status_code == 404, response.content
+    assert response.json()["error"] == "Channel not found"
+    assert not Channel.objects.filter(pk=created["id"]).exists()
+    assert not Activity.objects.filter(kind="channel.edited").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delete_arriving_during_an_edit_waits_for_it_and_wins(api_key, monkeypatch):
+    # The real race: the DELETE commits while the PATCH is inside its save.
+    # The edit holds the row, so the delete waits for it, then removes it.
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL row locks: SQLite serialises every writer")
+    from checks.notify import digests
+
+    def client() -> APIClient:
+        made = APIClient()
+        made.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+        return made
+
+    created = webhook_channel(client())
+    path = f"/v2/channels/{created['id']}"
+    answers: dict[str, Any] = {}
+
+    def delete() -> None:
+        try:
+            answers["delete"] = client().delete(path)
+        finally:
+            connections.close_all()
+
+    deleting = threading.Thread(target=delete)
+    schedule = digests.schedule
+
+    def schedule_while_deleted(channel, now):
+        deleting.start()
+        deleting.join(timeout=1)  # held back by the edit's lock (or done)
+        return schedule(channel, now)
+
+    monkeypatch.setattr(digests, "schedule", schedule_while_deleted)
+
+    answers["patch"] = client().patch(path, {"name": "Late"}, format="json")
+    deleting.join(timeout=30)
+
+    assert answers["patch"].status_code == 200, answers["patch"].content
+    assert answers["delete"].status_code == 200, answers["delete"].content
+    assert not Channel.objects.filter(pk=created["id"]).exists()

@@ -370,3 +370,57 @@ def test_a_rate_counter_evicted_between_add_and_incr_still_answers_and_counts(ap
 
     assert response.status_code == 200, response.content
     assert evicted and cache.get(evicted[0]) == 1
+
+
+# --- OPTIONS and ?format= stay inside the API's answers --------------------------
+
+
+def allowed(response) -> list[str]:
+    return [method.strip() for method in response["Allow"].split(",")]
+
+
+@pytest.mark.parametrize("path", dict.fromkeys(path for _, path, _ in operations()))
+def test_options_is_refused_and_not_offered_in_allow(api, world, path):
+    response = api.options(fill(path, world))
+
+    body = assert_error_envelope(response, 405)
+    assert body["code"] == "METHOD_NOT_ALLOWED"
+    assert "GET" in allowed(response) or "POST" in allowed(response)
+    assert "OPTIONS" not in allowed(response)
+
+
+@pytest.mark.parametrize("path", ["/v2/openapi.json", "/v2/docs"])
+def test_the_api_documents_do_not_offer_options_either(api, path):
+    response = api.options(path)
+
+    assert response.status_code == 405
+    assert allowed(response) == ["GET", "HEAD"]
+
+
+def test_a_method_a_path_lacks_is_refused_without_offering_options(api):
+    response = api.put("/v2/monitor", {}, format="json")
+
+    assert assert_error_envelope(response, 405)["code"] == "METHOD_NOT_ALLOWED"
+    assert response["Allow"] == "GET, POST, HEAD"
+
+
+@pytest.mark.parametrize(
+    "path", [path for method, path, _ in operations() if method == "get"]
+)
+def test_a_format_the_api_cannot_answer_in_is_not_acceptable(api, world, path):
+    response = api.get(fill(path, world) + "?format=xml")
+
+    body = assert_error_envelope(response, 406)
+    assert body == {
+        "success": False,
+        "error": "Unknown format 'xml': the API answers in JSON only.",
+        "code": "NOT_ACCEPTABLE",
+    }
+
+
+def test_format_json_answers_as_without_it(api, world):
+    plain = api.get("/v2/monitor")
+    asked = api.get("/v2/monitor?format=json")
+
+    assert asked.status_code == 200
+    assert asked.json() == plain.json()

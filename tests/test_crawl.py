@@ -374,6 +374,16 @@ def test_unknown_crawl_options_are_listed_as_not_applied(team, site, settings):
     assert result["notApplied"] == ["shinyNewOption", "ignoreRobotsTxt"]
 
 
+def test_unknown_crawl_options_set_to_false_or_null_are_not_listed(team, site):
+    # The rule of scrapeOptions: false and null ask for nothing.
+    site.html("/", "Home", "<p>x</p>")
+    monitor = crawl_monitor(team, site.url("/"), shinyOff=False, shinyUnset=None)
+
+    result = crawl_result(run_check(monitor))
+
+    assert "notApplied" not in result
+
+
 def test_robots_txt_is_ignored_only_when_the_operator_allows_it(team, site, settings):
     build_site(site, posts=1)
     settings.CRAWL_ALLOW_IGNORE_ROBOTS = True

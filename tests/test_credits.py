@@ -13,7 +13,9 @@ import time_machine
 
 from checks import dispatch
 from checks.models import Check
+from checks.pipeline.outcome import UNAPPLIED_OPTIONS, not_applied
 from monitors.models import Monitor, Target
+from tests.test_api_not_applied import UNAPPLIED
 
 pytestmark = pytest.mark.django_db
 
@@ -140,14 +142,26 @@ def test_search_targets_not_run_for_want_of_a_provider_are_not_counted(api):
             5,
         ),
         ({"formats": [{"type": "changeTracking", "modes": ["git-diff"]}]}, 1),
-        ({"formats": ["markdown"], "lockdown": True}, 5),
-        ({"formats": [{"type": "json", "schema": {}}], "lockdown": True}, 9),
+        # Firecrawl adds 4 for lockdown, a page served from its cache; here
+        # the page is fetched live and lockdown listed as not applied.
+        ({"formats": ["markdown"], "lockdown": True}, 1),
+        ({"formats": [{"type": "json", "schema": {}}], "lockdown": True}, 5),
     ],
 )
 def test_format_add_ons_raise_the_price_per_page(api, options, per_page):
     urls = ["https://example.com/a", "https://example.com/b"]
     data = create(api, [scrape(*urls, **options)])
     assert data["estimatedCreditsPerMonth"] == 2 * per_page * RUNS_EVERY_30_MINUTES
+
+
+@pytest.mark.parametrize("name", UNAPPLIED_OPTIONS)
+def test_options_listed_as_not_applied_add_nothing_to_the_price(api, name):
+    options = {"formats": ["markdown"], name: UNAPPLIED[name]}
+    assert not_applied(options) == [name]
+
+    data = create(api, [scrape("https://example.com/a", **options)])
+
+    assert data["estimatedCreditsPerMonth"] == RUNS_EVERY_30_MINUTES
 
 
 def test_targets_of_every_kind_add_up(api, settings):

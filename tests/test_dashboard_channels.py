@@ -12,6 +12,7 @@ from checks.models import Delivery
 from monitors.models import Channel, Membership
 from teams.models import Activity
 from tests.sites import Request, Site
+from tests.test_admin_deleting import CHECKS, history_read, with_history
 
 
 @pytest.fixture
@@ -492,6 +493,24 @@ def test_a_number_of_failed_checks_int_cannot_read_is_said_plainly(web, team):
     assert "Enter a number of failed checks from 1 to 100." in html.unescape(
         response.content.decode()
     )
+
+
+def test_deleting_a_channel_takes_its_deliveries_without_reading_them(
+    web, team, loaded
+):
+    monitor = with_history(team)
+    shared = Channel.objects.get(team=team, owner_monitor=None)
+
+    loaded.clear()
+    response = web.post(f"/channels/{shared.pk}/delete/")
+
+    assert response.status_code == 302
+    assert history_read(loaded) == {}
+    assert not Channel.objects.filter(pk=shared.pk).exists()
+    assert not Delivery.objects.filter(channel=shared.pk).exists()
+    assert Delivery.objects.filter(monitor=monitor).count() == CHECKS + 1
+    entry = Activity.objects.filter(kind=Activity.Kind.CHANNEL_DELETED).get()
+    assert entry.details == {"name": "Ops"}
 
 
 def test_the_apprise_address_field_says_what_it_is_with_examples(web):

@@ -18,7 +18,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from checks.models import Check, Delivery
+from checks.models import Check, Delivery, DeliveryAttempt
+from checks.notify import own
 from monitors.models import (
     ApiKey,
     Channel,
@@ -26,6 +27,7 @@ from monitors.models import (
     LastOwnerError,
     Membership,
     Monitor,
+    MonitorChannel,
     Team,
 )
 from teams.models import Invitation
@@ -333,6 +335,108 @@ def test_an_owner_sees_everything(client, world):
     assert "newcomer@acme.test" in team_page  # the pending invitation
     assert "latecomer@acme.test" in team_page and "Invite again" in team_page
     assert "Create key" in text_of(client.get(reverse("api-keys")))
+
+
+# ---------------------------------------------------------------- hook addresses
+
+# Hook addresses whose path and query are their receivers' credentials, as
+# Slack's and Discord's are: the monitor's own webhook and a team channel's.
+HOOK = "https://hooks.example.com/services/T0ABC/B0DEF/xyzXYZ123?token=s3cret"
+CHANNEL_HOOK = "https://hooks.example.com/api/webhooks/987654/TeamTok3n"
+HOOK_SECRETS = ("T0ABC", "B0DEF", "xyzXYZ123", "s3cret", "987654", "TeamTok3n")
+
+
+@pytest.fixture
+def hooked(world) -> Channel:
+    """The world's monitor posting to HOOK and to a team channel posting to
+    CHANNEL_HOOK, each with deliveries, a failed attempt and the e-mail that
+    tells the team a webhook was turned off; the team webhook channel."""
+    monitor = world.monitor
+    monitor.webhook = {"url": HOOK, "events": ["monitor.page"]}
+    monitor.save(update_fields=["webhook"])
+    own.sync(monitor)
+    channel = Channel.objects.create(
+        team=world.team, name="Ops hook", kind="webhook",
+        settings={"url": CHANNEL_HOOK},
+    )  # fmt: skip
+    MonitorChannel.objects.create(monitor=monitor, channel=channel)
+    sent = Delivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK, channel=own.webhook_channel(monitor),
+        monitor=monitor, check_run=world.check, event="monitor.page", url=HOOK,
+        status=Delivery.Status.FAILED, attempts=1, last_error="Answered 500.",
+    )  # fmt: skip
+    DeliveryAttempt.objects.create(
+        delivery=sent, number=1, started_at=timezone.now(), status_code=500,
+        error="Answered 500.", response_body="no",
+    )  # fmt: skip
+    Delivery.objects.create(
+        kind="webhook", channel=channel, monitor=monitor, event="monitor.page",
+        check_run=world.check, status=Delivery.Status.FAILED, attempts=1,
+        last_error="Answered 500.",
+    )  # fmt: skip
+    Delivery.objects.create(
+        kind=Delivery.Kind.EMAIL, monitor=monitor, event="email.webhook_disabled",
+        email="olive@acme.test", url=HOOK, status=Delivery.Status.DELIVERED,
+    )  # fmt: skip
+    return channel
+
+
+def _pages_read_only(world: World) -> list[str]:
+    """Every dashboard page that shows a webhook or its deliveries and where
+    nobody can change the address."""
+    return [
+        reverse("monitor-list"), world.monitor.get_absolute_url(),
+        world.check.get_absolute_url(),
+        reverse("monitor-deliveries", args=[world.monitor.pk]),
+        reverse("channels"), reverse("team-history"), reverse("team-activity"),
+        reverse("team-members"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("role", [OWNER, EDITOR, VIEWER])
+def test_no_role_sees_a_hooks_secret_parts_where_it_cannot_be_changed(
+    client, world, hooked, role
+):
+    client.force_login(world.people[role])
+
+    for url in _pages_read_only(world):
+        response = client.get(url)
+        page = text_of(response)
+        assert response.status_code == 200, url
+        for secret in HOOK_SECRETS:
+            assert secret not in page, (url, secret)
+    deliveries = text_of(
+        client.get(reverse("monitor-deliveries", args=[world.monitor.pk]))
+    )
+    assert "https://hooks.example.com/services/••••/••••/••••?token=••••" in (
+        deliveries
+    )
+    # The e-mail saying a webhook was turned off went to a person.
+    assert "olive@acme.test" in deliveries
+
+
+@pytest.mark.parametrize("role", [OWNER, EDITOR])
+def test_who_may_change_a_hook_sees_it_whole_in_its_form(client, world, hooked, role):
+    client.force_login(world.people[role])
+
+    monitor_form = text_of(client.get(reverse("monitor-edit", args=[world.monitor.pk])))
+    channel_form = text_of(client.get(reverse("channel-edit", args=[hooked.pk])))
+
+    assert f'value="{HOOK}"' in monitor_form
+    assert f'value="{CHANNEL_HOOK}"' in channel_form
+
+
+def test_a_viewer_gets_no_form_holding_a_hook(client, world, hooked):
+    client.force_login(world.people[VIEWER])
+
+    for url in (
+        reverse("monitor-edit", args=[world.monitor.pk]),
+        reverse("channel-edit", args=[hooked.pk]),
+    ):
+        response = client.get(url)
+        assert response.status_code == 403
+        for secret in HOOK_SECRETS:
+            assert secret not in text_of(response)
 
 
 # ---------------------------------------------------------------- one owner

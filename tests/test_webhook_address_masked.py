@@ -9,8 +9,10 @@ import json
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from checks.notify.drain import disable_webhook
 from checks.notify.kinds.base import MASK, mask_url
 from monitors.models import ApiKey, Membership
 from tests.test_dashboard_views import PASSWORD, make_monitor
@@ -90,14 +92,18 @@ def test_a_viewer_sees_the_webhook_address_masked_on_the_monitor_page(
     assert "s3cret" not in exported
 
 
-def test_an_editor_sees_the_webhook_address_whole(
+def test_an_editor_sees_the_webhook_address_whole_only_in_the_form(
     client, team, monitor, django_user_model
 ):
     _member(client, team, django_user_model, Membership.Role.EDITOR)
 
     page = html.unescape(client.get(monitor.get_absolute_url()).content.decode())
+    form = html.unescape(
+        client.get(reverse("monitor-edit", args=[monitor.pk])).content.decode()
+    )
 
-    assert HOOK in page
+    assert SHOWN in page and "s3cret" not in page
+    assert f'value="{HOOK}"' in form
 
 
 def test_the_monitor_page_names_the_webhooks_events_in_words_not_their_names(
@@ -112,3 +118,14 @@ def test_the_monitor_page_names_the_webhooks_events_in_words_not_their_names(
     assert "Each page's result, Check finished" in page
     for raw in events:
         assert raw not in page
+
+
+def test_the_activity_log_keeps_a_turned_off_webhooks_address_in_shape_only(
+    team, monitor
+):
+    assert disable_webhook(monitor, HOOK, timezone.now())
+    read = _api(team, ApiKey.Scope.READ).get("/v2/activity").json()["data"]
+
+    turned_off = [e for e in read if e["kind"] == "monitor.webhook_disabled"]
+    assert turned_off[0]["details"]["url"] == SHOWN
+    assert "s3cret" not in json.dumps(read) and "xyzXYZ123" not in json.dumps(read)

@@ -30,6 +30,7 @@ from protego import Protego
 from w3lib.url import canonicalize_url
 
 from checks.fetch import address_block_reason, ip_literal
+from checks.targets.options import unknown_options
 from monitors.rules import path_pattern
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -270,8 +271,9 @@ class Scope:
         return list(admitted.values())
 
     def not_applied(self) -> list[str]:
-        """crawlOptions kept but not honoured, for the target's metadata."""
-        skipped = sorted(set(self.options) - APPLIED_OPTIONS)
+        """crawlOptions kept but not honoured, for the target's metadata:
+        unknown ones set to something, as for scrapeOptions."""
+        skipped = unknown_options(self.options, APPLIED_OPTIONS)
         if self.options.get("ignoreRobotsTxt") is True and not self.ignore_robots:
             skipped.append("ignoreRobotsTxt")
         if (

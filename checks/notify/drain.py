@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from checks.notify import deliveries, emails, events, kinds, outbox, own, status
 from checks.notify.kinds import ChannelKind
+from checks.notify.kinds.base import mask_url
 from checks.notify.kinds.outbound import Attempt, Done, Outbound
 from checks.notify.models import Delivery, DeliveryAttempt
 from checks.notify.transports import DeliveryError, Sent
@@ -429,7 +430,9 @@ def disable_webhook(monitor: Monitor, url: str, now: datetime) -> bool:
             email=email,
             url=url,
         )
+    # The address in shape only: every member reads the log, viewers and
+    # read-only keys too, and a hook address is often its receiver's secret.
     record(SYSTEM, monitor.team_id, Kind.WEBHOOK_DISABLED, monitor,
-           reason="its receiver answered 410 Gone", url=url)  # fmt: skip
+           reason="its receiver answered 410 Gone", url=mask_url(url))  # fmt: skip
     logger.info("Disabled the webhook of monitor %s after 410 Gone", monitor.pk)
     return True

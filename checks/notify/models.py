@@ -180,9 +180,11 @@ class Delivery(models.Model):
     @property
     def destination(self) -> str:
         """Where this went: the monitor's own webhook and e-mail name the URL
-        or address of this row, a channel its name."""
+        or address of this row, a channel its name. An e-mail names its
+        address even when it also holds a URL (the one telling the team a
+        webhook was turned off names that webhook)."""
         if self.url or self.email or not self.channel_id:
-            return self.url or self.email
+            return self.email or self.url
         return self.channel.name
 
     @cached_property

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from checks.deleting import delete_channels
 from checks.notify import kinds
 from checks.notify.kinds import ChannelKind
 from checks.notify.kinds.email import EmailKind
@@ -162,7 +163,7 @@ def _sync_slack(monitor: Monitor) -> None:
     settings = _slack_settings(monitor)
     own = Channel.objects.filter(owner_monitor=monitor, kind=SLACK)
     if settings is None:
-        own.delete()
+        delete_channels(own)  # its deliveries in a statement, not read one by one
         return
     name = _slack_name(settings)
     if own.update(settings=settings, name=name, updated_at=timezone.now()):

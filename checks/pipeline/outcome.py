@@ -25,6 +25,7 @@ from checks.browser.result import Shot
 from checks.content import Pack, pack_snapshot
 from checks.jobs import PageJob, Via
 from checks.models import PageResult, PageState
+from checks.targets.options import SCRAPE_OPTION_NAMES, is_set, unknown_options
 
 # Formats extract() produces; the browser adds screenshots; anything else
 # needs an LLM.
@@ -213,8 +214,9 @@ UNAPPLIED_OPTIONS = (
 def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[str]:
     """scrapeOptions the page was fetched without: those only a browser
     honours when it came over plain HTTP, those needing an LLM or a proxy
-    network always, and those no stage acts on (UNAPPLIED_OPTIONS)."""
-    skipped = [name for name in UNAPPLIED_OPTIONS if options.get(name)]
+    network always, those no stage acts on (UNAPPLIED_OPTIONS) and, last,
+    those the API does not know. None of them is charged for."""
+    skipped = [name for name in UNAPPLIED_OPTIONS if is_set(options.get(name))]
     if not browser:
         skipped += [
             name for name in browser_options(options) if name != "mobile"
@@ -242,6 +244,7 @@ def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[st
         skipped.append("location")
     if options.get("proxy") in ("stealth", "enhanced"):
         skipped.append("proxy")
+    skipped += unknown_options(options, SCRAPE_OPTION_NAMES)
     return list(dict.fromkeys(skipped))
 
 

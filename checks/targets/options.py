@@ -37,6 +37,7 @@ ACTION_TYPES = (
     "executeJavascript", "pdf",
 )  # fmt: skip
 PROXIES = ("basic", "stealth", "enhanced", "auto")
+PII_ENTITIES = ("PERSON", "EMAIL", "PHONE", "LOCATION", "FINANCIAL", "SECRET")
 # JSON extraction: bounds on what the model is asked, as Firecrawl sets them.
 EXTRACTION_PROMPT_MAX = 10_000
 EXTRACTION_SCHEMA_MAX_BYTES = 64 * 1024
@@ -489,6 +490,32 @@ class ThreatProtectionSerializer(PythonNamesMixin, StrictMixin, serializers.Seri
     failurePolicy = StrictCharField(required=False, max_length=32)
 
 
+class RedactPIISerializer(PythonNamesMixin, StrictMixin, serializers.Serializer):
+    mode = serializers.ChoiceField(
+        choices=("accurate", "aggressive", "fast"), required=False
+    )
+    entities = serializers.ListField(
+        child=serializers.ChoiceField(choices=PII_ENTITIES),
+        required=False,
+        max_length=len(PII_ENTITIES),
+    )
+    replaceStyle = serializers.ChoiceField(
+        choices=("tag", "mask", "remove"), required=False
+    )
+
+
+class RedactPIIField(serializers.JSONField):
+    """true or false, or the object that tunes the redaction, as Firecrawl
+    (and firecrawl-py's RedactPIIOptions) has it."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, Mapping):
+            return RedactPIISerializer().run_validation(data)
+        raise ValidationError("Must be true, false or an object.")
+
+
 class AuditMetadataSerializer(StrictMixin, serializers.Serializer):
     username = StrictCharField(max_length=256, required=False)
 
@@ -529,7 +556,7 @@ class ScrapeOptionsSerializer(
     proxy = serializers.ChoiceField(choices=PROXIES, required=False)
     storeInCache = StrictBooleanField(required=False)
     lockdown = StrictBooleanField(required=False)
-    redactPII = StrictBooleanField(required=False)
+    redactPII = RedactPIIField(required=False)
     profile = ProfileSerializer(required=False)
     threatProtection = ThreatProtectionSerializer(required=False)
     auditMetadata = AuditMetadataSerializer(required=False)
@@ -546,6 +573,23 @@ class ScrapeOptionsSerializer(
                 {"formats": ["You may only specify one screenshot format."]}
             )
         return attrs
+
+
+# Every scrapeOptions key the API validates; others are kept as given.
+SCRAPE_OPTION_NAMES = frozenset(ScrapeOptionsSerializer().fields)
+
+
+def unknown_options(options: Mapping[str, Any], known: Iterable[str]) -> list[str]:
+    """The keys of `options` outside `known` that ask for something (any
+    value but false or null), sorted: Firecrawl passes unknown options
+    through, so they are kept, and nothing here acts on them."""
+    known = frozenset(known)
+    return sorted(k for k, v in options.items() if k not in known and is_set(v))
+
+
+def is_set(value: Any) -> bool:
+    """An option asks for something: false and null ask for nothing."""
+    return value is not None and value is not False
 
 
 def _typed(value: Any, kind: str) -> bool:

@@ -127,6 +127,21 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     ]
     readonly_fields = ["masked_webhook_secret", "created_at"]
     inlines = [MembershipInline, TeamApiKeyInline]
+    # The settings the team's activity log tells of when changed here, as
+    # when they are changed on the dashboard (the slug is the admin's own).
+    logged_settings = ("name", "credit_allowance", "feeds_enabled")
+
+    def save_model(
+        self, request: HttpRequest, obj: Team, form: Any, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:
+            return
+        for name in self.logged_settings:
+            if name in form.changed_data:
+                record(_admin(request), obj, Kind.TEAM_EDITED, setting=name,
+                       value=form.cleaned_data[name],
+                       was=form.initial.get(name))  # fmt: skip
 
     def save_formset(
         self, request: HttpRequest, form: Any, formset: Any, change: bool

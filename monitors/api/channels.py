@@ -9,6 +9,7 @@ from datetime import datetime, time
 from typing import Any
 
 from django.db import transaction
+from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -18,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
 from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
@@ -127,10 +129,30 @@ class ChannelInputSerializer(StrictMixin, serializers.Serializer):
 def save_channel(
     team: Team, data: dict[str, Any], now: datetime, channel: Channel | None = None
 ) -> Channel:
-    """Create or change a channel from validated input (API and dashboard)."""
-    if channel is None:
-        channel = Channel(team=team, kind=data["kind"])
-        channel.events = list(Channel.DEFAULT_EVENTS)
+    """Create or change a channel from validated input (API and dashboard).
+    A channel being changed was read before this transaction: one deleted
+    since stays deleted (saving it would insert it again, linked to nothing)
+    and the edit is refused with Http404, the answer to a missing channel."""
+    with transaction.atomic():
+        if channel is None:
+            channel = _new_channel(team, data)
+        else:
+            locked = Channel.objects.select_for_update().filter(pk=channel.pk)
+            if locked.values_list("pk", flat=True).first() is None:
+                raise Http404("Channel not found")
+        _apply(channel, data)
+        digests.schedule(channel, now)
+        channel.save()
+    return channel
+
+
+def _new_channel(team: Team, data: dict[str, Any]) -> Channel:
+    channel = Channel(team=team, kind=data["kind"])
+    channel.events = list(Channel.DEFAULT_EVENTS)
+    return channel
+
+
+def _apply(channel: Channel, data: dict[str, Any]) -> None:
     if "name" in data:
         channel.name = data["name"].strip()
     if "settings" in data:
@@ -143,10 +165,6 @@ def save_channel(
         channel.digest = data["digest"] or ""
     if "digestAt" in data:
         channel.digest_at = data["digestAt"]
-    with transaction.atomic():
-        digests.schedule(channel, now)
-        channel.save()
-    return channel
 
 
 def replaced_secrets(channel: Channel, before: dict[str, Any]) -> dict[str, Any]:
@@ -275,7 +293,12 @@ class ChannelDetailView(APIView):
         )
         serializer.is_valid(raise_exception=True)
         before = dict(channel.settings)
-        save_channel(channel.team, serializer.validated_data, timezone.now(), channel)
+        try:
+            save_channel(
+                channel.team, serializer.validated_data, timezone.now(), channel
+            )
+        except Http404:
+            raise not_found("Channel") from None  # deleted while we looked
         record(Actor.of(request), channel.team, Kind.CHANNEL_EDITED,
                name=channel.name, **replaced_secrets(channel, before))  # fmt: skip
         return ok(render(channel))
@@ -293,7 +316,7 @@ class ChannelDetailView(APIView):
     )
     def delete(self, request: Request, channel_id: str) -> Response:
         channel = get_channel_for(request, channel_id)
-        channel.delete()
+        delete_channels(Channel.objects.filter(pk=channel.pk))
         record(Actor.of(request), channel.team, Kind.CHANNEL_DELETED, name=channel.name)
         return Response({"success": True})
 

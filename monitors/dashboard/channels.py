@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from checks.deleting import delete_channels
 from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import kinds
@@ -287,7 +288,7 @@ def channel_delete(request: DashboardRequest, pk: int) -> HttpResponse:
         served = Channel.objects.filter(pk=channel.pk).with_monitors().get()
         context = {"channel": served}
         return render(request, "monitors/channel_confirm_delete.html", context)
-    channel.delete()
+    delete_channels(Channel.objects.filter(pk=channel.pk))
     record(Actor.of(request), request.team, Kind.CHANNEL_DELETED, name=channel.name)
     messages.success(request, f"Channel “{channel.name}” deleted.")
     return redirect("channels")

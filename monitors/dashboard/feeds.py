@@ -31,6 +31,7 @@ from checks.notify.texts import absolute, http_href
 from monitors import history
 from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
 from monitors.models import Monitor, Team
+from teams.activity import Actor, Kind, record
 
 # What new_feed_token makes; anything else is refused before any query.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{20,64}")
@@ -252,6 +253,7 @@ RENEWED = (
 def monitor_feed_renew(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     monitor.renew_feed_token()
+    record(Actor.of(request), request.team, Kind.FEED_RENEWED, monitor)
     messages.success(request, RENEWED, extra_tags="feed")
     return redirect(monitor.get_absolute_url() + "#feed")
 
@@ -260,6 +262,7 @@ def monitor_feed_renew(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse
 @team_view(needs=Action.MANAGE)
 def team_feed_renew(request: DashboardRequest) -> HttpResponse:
     request.team.renew_feed_token()
+    record(Actor.of(request), request.team, Kind.FEED_RENEWED)
     messages.success(request, RENEWED, extra_tags="feed")
     return redirect(reverse("team-members") + "#feeds")
 
@@ -270,7 +273,9 @@ def team_feeds_switch(request: DashboardRequest) -> HttpResponse:
     """Feeds on or off for the whole team. The button says which, so a
     double click is harmless."""
     wanted = request.POST.get("feeds") == "on"
-    request.team.set_feeds_enabled(wanted)
+    if request.team.set_feeds_enabled(wanted):
+        record(Actor.of(request), request.team, Kind.TEAM_EDITED,
+               setting="feeds_enabled", value=wanted, was=not wanted)  # fmt: skip
     if wanted:
         messages.success(
             request, "Feeds are on: their links work again.", extra_tags="feed"

@@ -95,11 +95,18 @@ class Team(models.Model):
         Team.objects.filter(pk=self.pk).update(feed_token=self.feed_token)
         return self.feed_token
 
-    def set_feeds_enabled(self, enabled: bool) -> None:
-        """Turn every feed of the team on or off. Links are kept: turned on
-        again, the same links work again (renew them if one was shared)."""
+    def set_feeds_enabled(self, enabled: bool) -> bool:
+        """Turn every feed of the team on or off; whether that changed
+        anything (a conditional update: of two clicks, one turns them).
+        Links are kept: turned on again, the same links work again (renew
+        them if one was shared)."""
         self.feeds_enabled = enabled
-        Team.objects.filter(pk=self.pk).update(feeds_enabled=enabled)
+        changed = (
+            Team.objects.filter(pk=self.pk)
+            .exclude(feeds_enabled=enabled)
+            .update(feeds_enabled=enabled)
+        )
+        return bool(changed)
 
     @property
     def counts_credits(self) -> bool:

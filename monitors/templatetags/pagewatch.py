@@ -85,8 +85,19 @@ def placed_at(messages: Any, place: str = "") -> list[Any]:
 
 @register.filter
 def masked_url(url: str) -> str:
-    """A webhook's address for one who may not change it (see mask_url)."""
+    """A webhook's address where it cannot be changed, for everyone: whole
+    only in the form that changes it (see mask_url)."""
     return mask_url(url) if url else ""
+
+
+@register.filter
+def delivery_to(delivery: Any) -> str:
+    """Where a delivery went, as its list says it to everyone: a webhook's
+    address in shape only, since nobody changes it there (its form shows it
+    whole to who may)."""
+    if delivery.url and not delivery.email:
+        return mask_url(delivery.url)
+    return delivery.destination
 
 
 @register.filter
