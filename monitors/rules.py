@@ -351,6 +351,9 @@ def _known_dialect(uri: str) -> bool:
 
 # --- Crawl path patterns ----------------------------------------------------------
 
+# What path_pattern says before RE2's own reason ("missing ]: [abc"), which
+# the dashboard says in plain words (monitors.dashboard.forms.words).
+PATTERN_UNUSABLE = "Not a pattern we can use: "
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
 
@@ -365,7 +368,7 @@ def path_pattern(pattern: str) -> Any:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
             reason = reason.decode(errors="replace")
-        raise ValueError(f"Not a pattern we can use: {reason}.") from None
+        raise ValueError(f"{PATTERN_UNUSABLE}{reason}.") from None
 
 
 # --- The noise rule (a monitor's ignoreLines) -------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from monitors.models import Membership, Team
@@ -28,6 +29,26 @@ class InvitationQuerySet(models.QuerySet["Invitation"]):
     def pending(self, now: datetime) -> InvitationQuerySet:
         return self.filter(
             accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now
+        )
+
+    def lapsed(self, now: datetime, team: Team) -> InvitationQuerySet:
+        """Invitations of `team` that expired unused and still need the owner's
+        eye: not followed by a newer invitation to the same address, and the
+        person did not join some other way."""
+        newer = Invitation.objects.filter(
+            team=OuterRef("team"),
+            email__iexact=OuterRef("email"),
+            pk__gt=OuterRef("pk"),
+        )
+        return (
+            self.filter(
+                team=team,
+                accepted_at__isnull=True,
+                revoked_at__isnull=True,
+                expires_at__lte=now,
+            )
+            .exclude(Exists(newer))
+            .exclude(email__in=team.member_emails())
         )
 
 
@@ -125,6 +146,11 @@ class Invitation(models.Model):
                 f"{INVITATION_VALID_FOR.days} days. Ask the team's owner for a new one."
             )
         return ""
+
+    def issue_again(self, invited_by: Any, now: datetime) -> tuple[Invitation, str]:
+        """A fresh invitation to the same address with the same role; this one
+        stays as it is (expired), now followed by the new one."""
+        return Invitation.issue(self.team, self.email, self.role, invited_by, now)
 
     def revoke(self, now: datetime) -> bool:
         """Withdraw a pending invitation; False when it was not pending."""

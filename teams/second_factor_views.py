@@ -82,12 +82,15 @@ def setup(request: HttpRequest) -> HttpResponse:
     import segno
 
     qr = segno.make(device.config_url, error="m")
+    required_by = second_factor.required_by(request.user)
     context = {
         "qr": qr.svg_data_uri(scale=4, dark="#1d2433"),
         "secret": _grouped(device.config_url),
         "error": error,
-        "required_by": second_factor.required_by(request.user),
+        "required_by": required_by,
         "next": _next(request),
+        # A team requires it: until it is set up, every other page leads here.
+        "signing_in": bool(required_by) and not request.user.is_verified(),
     }
     response = render(request, "teams/two_factor_setup.html", context,
                       status=400 if error else 200)  # fmt: skip
@@ -124,7 +127,7 @@ def verify(request: HttpRequest) -> HttpResponse:
                 otp_login(request, device)
                 return redirect(_next(request))
         error = _wait_words(max(waits)) if waits else WRONG_CODE
-    context = {"error": error, "next": _next(request)}
+    context = {"error": error, "next": _next(request), "signing_in": True}
     return render(request, "teams/two_factor_verify.html", context,
                   status=400 if error else 200)  # fmt: skip
 

@@ -21,6 +21,11 @@ urlpatterns = [
         name="invitation-revoke",
     ),
     path(
+        "settings/team/invitations/<int:invitation_id>/renew/",
+        views.invitation_renew,
+        name="invitation-renew",
+    ),
+    path(
         "settings/team/members/<int:membership_id>/role/",
         views.member_role,
         name="member-role",

@@ -60,11 +60,15 @@ def _team_page(
         )
     )
     memberships = with_removable(with_keys_made(members))
+    now = timezone.now()
     pending = (
         Invitation.objects.filter(team=request.team)
-        .pending(timezone.now())
+        .pending(now)
         .select_related("invited_by")
     )
+    # Shown until someone invites again or removes them: otherwise the owner
+    # never learns that the person did not join.
+    lapsed = Invitation.objects.lapsed(now, request.team).select_related("invited_by")
     # Administrators can still do everything in the Django admin.
     admin_url = (
         reverse("admin:monitors_team_change", args=[request.team.pk])
@@ -74,6 +78,7 @@ def _team_page(
     context = {
         "memberships": memberships,
         "invitations": pending,
+        "lapsed_invitations": lapsed,
         "invite_form": invite_form or InviteForm(team=request.team),
         "retention_form": retention_form
         or ActivityRetentionForm(
@@ -105,6 +110,15 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
         request.user,
         timezone.now(),
     )
+    _send(request, invitation, token, sent="Invitation sent to")
+    return redirect("team-members")
+
+
+def _send(
+    request: DashboardRequest, invitation: Invitation, token: str, sent: str
+) -> None:
+    """Record and e-mail a new invitation; when the mail cannot leave, the
+    owner gets the link to pass on."""
     record(Actor.of(request), request.team, Kind.INVITATION_SENT,
            email=invitation.email, role=invitation.role)  # fmt: skip
     try:
@@ -117,8 +131,7 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
             f"not be sent. Give them this link yourself: {invitation_url(token)}",
         )
     else:
-        messages.success(request, f"Invitation sent to {invitation.email}.")
-    return redirect("team-members")
+        messages.success(request, f"{sent} {invitation.email}.")
 
 
 @require_POST
@@ -163,21 +176,67 @@ def team_second_factor(request: DashboardRequest) -> HttpResponse:
     return redirect("team-members")
 
 
-@require_POST
-@team_view(needs=Action.MANAGE)
-def invitation_revoke(request: DashboardRequest, invitation_id: int) -> HttpResponse:
+def _invitation_for(request: DashboardRequest, invitation_id: int) -> Invitation:
     invitation = Invitation.objects.filter(team=request.team, pk=invitation_id).first()
     if invitation is None:
         raise Http404("Invitation not found")
-    if invitation.revoke(timezone.now()):
+    return invitation
+
+
+@require_POST
+@team_view(needs=Action.MANAGE)
+def invitation_revoke(request: DashboardRequest, invitation_id: int) -> HttpResponse:
+    """Withdraw a waiting invitation, or take an expired one off the list."""
+    invitation = _invitation_for(request, invitation_id)
+    now = timezone.now()
+    was_waiting = not invitation.unusable_reason(now)
+    if not invitation.revoke(now):
+        messages.info(request, "This invitation was already used or withdrawn.")
+    elif was_waiting:
         record(Actor.of(request), request.team, Kind.INVITATION_WITHDRAWN,
                email=invitation.email)  # fmt: skip
         messages.success(
             request, f"The invitation for {invitation.email} is withdrawn."
         )
     else:
-        messages.info(request, "This invitation was already used or withdrawn.")
+        messages.success(
+            request, f"The expired invitation for {invitation.email} is off the list."
+        )
     return redirect("team-members")
+
+
+@require_POST
+@team_view(needs=Action.MANAGE)
+def invitation_renew(request: DashboardRequest, invitation_id: int) -> HttpResponse:
+    """ "Invite again" on an expired invitation: a new link, same address and
+    role. Only while it is listed, so a second click sends no second mail."""
+    invitation = _invitation_for(request, invitation_id)
+    now = timezone.now()
+    if not invitation.unusable_reason(now):
+        messages.info(
+            request,
+            f"The invitation for {invitation.email} has not expired: its link "
+            "still works.",
+        )
+    elif (
+        not Invitation.objects.lapsed(now, request.team)
+        .filter(pk=invitation.pk)
+        .exists()
+    ):
+        messages.info(request, _not_renewed(request, invitation))
+    else:
+        fresh, token = invitation.issue_again(request.user, now)
+        _send(request, fresh, token, sent="Invitation sent again to")
+    return redirect("team-members")
+
+
+def _not_renewed(request: DashboardRequest, invitation: Invitation) -> str:
+    """Why an expired invitation is no longer listed to invite again."""
+    if invitation.accepted_at is not None or invitation.revoked_at is not None:
+        return "This invitation was already used or removed from the list."
+    if invitation.email.lower() in request.team.member_emails():
+        return f"{invitation.email} is in the team already."
+    return f"{invitation.email} was invited again already."
 
 
 def _membership_for(request: DashboardRequest, membership_id: int) -> Membership:

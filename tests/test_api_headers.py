@@ -97,5 +97,5 @@ def test_the_form_refuses_an_unsendable_value_on_its_field():
         )
     )
     assert not form.is_valid()
-    assert "'X-Team'" in form.errors["webhook_headers"][0]
-    assert "'X-Lang'" in form.errors["t0000aaaa-headers"][0]
+    assert "“X-Team”" in form.errors["webhook_headers"][0]
+    assert "“X-Lang”" in form.errors["t0000aaaa-headers"][0]

@@ -632,7 +632,7 @@ def test_the_form_says_at_once_when_a_path_pattern_cannot_be_used(web):
     response = web.post("/monitors/new/validate/", data, HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert response.status_code == 200
-    assert "Not a pattern we can use: invalid escape sequence" in body
+    assert "This pattern is not valid: “\\1” is not supported here" in body
 
 
 # Setting and option names mean nothing to the staff who read these reasons

@@ -108,6 +108,33 @@ def test_slack_without_a_token_says_which_setting_turns_it_on(web, settings):
     assert "SLACK_BOT_TOKEN" in page
 
 
+def unframed_settings(page: str) -> list[str]:
+    """Setting names said to staff outside the administrator's line."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    return re.findall(r"(?<!For the administrator: set )SLACK_BOT_TOKEN", text)
+
+
+def test_slack_without_a_token_names_its_setting_only_for_the_administrator(
+    web, settings
+):
+    settings.SLACK_BOT_TOKEN = ""
+
+    picker = web.get("/channels/new/").content.decode()
+    form = web.get("/channels/new/?kind=slack").content.decode()
+    saved = web.post(
+        "/channels/new/",
+        {"kind": "slack", "name": "Ops", "setting_channelId": "C0123456789",
+         "events": ["monitor.change"]},
+    )  # fmt: skip
+
+    assert saved.status_code == 400 and not Channel.objects.exists()
+    for page in (picker, form, saved.content.decode()):
+        text = html.unescape(page)
+        assert "For the administrator: set SLACK_BOT_TOKEN" in text
+        assert unframed_settings(page) == []
+    assert "Slack (app) is not set up on this server yet" in html.unescape(form)
+
+
 def test_a_failed_test_message_says_why_in_plain_words(web, team, site, hook):
     channel = Channel.objects.create(
         team=team, name="Hook", kind="webhook", settings={"url": site.url("/hook")}
@@ -484,3 +511,12 @@ def test_deleting_a_channel_takes_its_deliveries_without_reading_them(
     assert Delivery.objects.filter(monitor=monitor).count() == CHECKS + 1
     entry = Activity.objects.filter(kind=Activity.Kind.CHANNEL_DELETED).get()
     assert entry.details == {"name": "Ops"}
+
+
+def test_the_apprise_address_field_says_what_it_is_with_examples(web):
+    page = html.unescape(web.get("/channels/new/?kind=apprise").content.decode())
+
+    label = re.search(r'<label for="setting-url"[^>]*>(.*?)</label>', page, re.S)
+    assert label and label[1].strip() == "Service address (Apprise URL)"
+    for service in ("Microsoft Teams", "Discord", "Telegram"):
+        assert service in page.split('id="help-url"', 1)[1].split("</p>", 1)[0]

@@ -22,6 +22,7 @@ from checks.pipeline import sources
 from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY
+from monitors.dashboard.forms.words import curly_quotes
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
 from monitors.templatetags.pagewatch import duration
@@ -1204,7 +1205,8 @@ def test_inline_validation_gives_the_same_messages_as_the_api(
             pattern = re.sub(r"\\\{\w+\\\}", ".+", re.escape(plain))
             assert any(re.fullmatch(pattern, m) for m in form_messages), plain
         elif issue["code"] not in DRF_STOCK_CODES:
-            assert issue["message"] in form_messages
+            # The same words, with the form's quotes around a name.
+            assert curly_quotes(issue["message"]) in form_messages
     assert not [m for m in form_messages if API_WORDS.search(m)]
     assert not Monitor.objects.exists()
 

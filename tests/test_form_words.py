@@ -274,3 +274,99 @@ def test_a_line_with_another_problem_is_still_named_first():
     assert not form.is_valid()
     said = [m for shown in form.errors.values() for m in shown]
     assert any(m.startswith("“ftp://x.example”: ") for m in said), said
+
+
+def test_header_and_site_problems_quote_with_curly_quotes_as_the_form_does():
+    form = MonitorForm(
+        post(
+            webhook_url="https://h.example/",
+            webhook_headers="Host: x\nX-é: y\nX-Team: été",
+            **search(include_domains="https://example.com/x"),
+        )
+    )
+
+    assert not form.is_valid()
+    assert form.errors["webhook_headers"] == [
+        "Header “Host” is set by Pagewatch and cannot be overridden.",
+        "“X-é” is not a valid header name: use letters, digits and hyphens, "
+        "e.g. X-Team.",
+        "The value of header “X-Team” cannot be sent: “é” is not a plain ASCII "
+        "character.",
+    ]
+    assert form.errors[f"{ROW}-include_domains"] == [
+        "“https://example.com/x” is not a hostname (give e.g. example.com, no "
+        "scheme or path)."
+    ]
+
+
+def test_the_api_keeps_straight_quotes_in_its_header_messages(api):
+    body = {
+        "name": "n",
+        "schedule": {"text": "hourly"},
+        "targets": [{"type": "scrape", "urls": ["https://example.com/"]}],
+        "webhook": {"url": "https://h.example/", "headers": {"Host": "x"}},
+    }
+    response = api.post("/v2/monitor", body, format="json")
+    assert "Header 'Host' is set by Pagewatch" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("/[abc/", "This pattern is not valid: “[abc” opens a “[” that is never "
+                   "closed."),
+        ("/(ab/", "This pattern is not valid: “(ab” opens a “(” that is never "
+                  "closed."),
+        ("/ab)/", "This pattern is not valid: a “)” in “ab)” closes nothing."),
+        ("/(?<=x)y/", "This pattern is not valid: “(?<=” is not supported here "
+                      "(no look-arounds or back-references)."),
+        ("/a{2,1}/", "This pattern is not valid: the count in “{2,1}” is not "
+                     "possible."),
+    ],
+)  # fmt: skip
+def test_a_pattern_that_cannot_be_read_says_plainly_what_is_wrong_and_where(
+    typed, expected
+):
+    form = MonitorForm(post(ignore_lines=typed))
+
+    assert not form.is_valid()
+    assert form.errors["ignore_lines"] == [f"“{typed}”: {expected}"]
+
+
+def test_a_crawl_path_pattern_that_cannot_be_read_is_said_the_same_way():
+    form = MonitorForm(post(**crawl(include_paths="^/news/[0-9")))
+
+    assert not form.is_valid()
+    assert form.errors[f"{ROW}-include_paths"] == [
+        "“^/news/[0-9”: This pattern is not valid: “[0-9” opens a “[” that is "
+        "never closed."
+    ]
+
+
+def test_the_api_keeps_the_pattern_engines_own_reason(api):
+    body = {
+        "name": "n",
+        "schedule": {"text": "hourly"},
+        "targets": [{"type": "scrape", "urls": ["https://example.com/"]}],
+        "ignoreLines": ["/[abc/"],
+    }
+    response = api.post("/v2/monitor", body, format="json")
+    assert "Not a pattern we can use: missing ]: [abc." in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("(a)\\1", "“\\1” is not supported here (no back-references)"),
+        ("abc\\", "it ends with a lone “\\”"),
+        ("a**", "“**” repeats a repeat"),
+    ],
+)
+def test_other_unreadable_patterns_say_what_is_wrong_without_the_engines_terms(
+    typed, expected
+):
+    form = MonitorForm(post(**crawl(exclude_paths=typed)))
+
+    assert not form.is_valid()
+    [said] = form.errors[f"{ROW}-exclude_paths"]
+    assert said.endswith(f"This pattern is not valid: {expected}.")

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.contrib.auth import get_user_model
+from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -293,3 +294,142 @@ def test_an_invitation_as_an_editor_reads_an_editor(owner_client, mailoutbox):
     assert "on Pagewatch as an editor." in body
     [(html, _)] = message.alternatives
     assert "on Pagewatch as an editor.</p>" in html
+
+
+# ------------------------------------------------------------ expired invitations
+
+
+def invite_long_ago(owner_client, mailoutbox, email="sam@example.com",
+                    role="editor") -> str:  # fmt: skip
+    """An invitation sent eight days ago: its link expired yesterday. (Moved
+    back in the database: travelling the owner's session back in time would
+    sign them out as idle.)"""
+    link = invite(owner_client, mailoutbox, email=email, role=role)
+    Invitation.objects.filter(email=email).update(
+        created_at=F("created_at") - timedelta(days=8),
+        expires_at=F("expires_at") - timedelta(days=8),
+    )
+    return link
+
+
+def test_an_expired_invitation_stays_on_the_team_page_saying_when_it_expired(
+    owner_client, mailoutbox
+):
+    invite_long_ago(owner_client, mailoutbox, email="sam@example.com", role="viewer")
+    invitation = Invitation.objects.get()
+
+    page = text_of(owner_client.get(reverse("team-members")))
+
+    assert "No invitations waiting." in page
+    expired = page.split('id="expired-invitations"', 1)[1].split("</section>", 1)[0]
+    assert "sam@example.com" in expired and "Viewer" in expired
+    assert "Expired on " in expired
+    assert invitation.expires_at.isoformat() in expired
+    assert "Invite again" in expired and "Remove from the list" in expired
+
+
+def test_inviting_again_sends_a_fresh_link_with_the_same_address_and_role(
+    owner_client, client_factory, team, mailoutbox
+):
+    old_link = invite_long_ago(owner_client, mailoutbox, role="viewer")
+    expired = Invitation.objects.get()
+
+    response = owner_client.post(
+        reverse("invitation-renew", args=[expired.pk]), follow=True
+    )
+    new_link = re.search(r"http://\S+/invitations/\S+/", mailoutbox[-1].body).group(0)
+    joining = client_factory().post(
+        path_of(new_link), {"username": "sam", "password": NEW_PASSWORD}
+    )
+
+    page = text_of(response)
+    assert "Invitation sent again to sam@example.com." in page
+    assert len(mailoutbox) == 2 and mailoutbox[-1].to == ["sam@example.com"]
+    assert new_link != old_link
+    fresh = Invitation.objects.exclude(pk=expired.pk).get()
+    assert (fresh.email, fresh.role) == ("sam@example.com", "viewer")
+    assert fresh.invited_by.username == "olive"
+    assert 'id="expired-invitations"' not in page  # the new one took its place
+    assert joining.status_code == 302
+    assert Membership.objects.get(user__username="sam", team=team).role == "viewer"
+    assert team.activity.filter(kind="invitation.sent").count() == 2
+
+
+def test_inviting_again_twice_sends_one_new_invitation(owner_client, mailoutbox):
+    invite_long_ago(owner_client, mailoutbox)
+    expired = Invitation.objects.get()
+
+    owner_client.post(reverse("invitation-renew", args=[expired.pk]))
+    again = owner_client.post(
+        reverse("invitation-renew", args=[expired.pk]), follow=True
+    )
+
+    assert Invitation.objects.count() == 2 and len(mailoutbox) == 2
+    assert "sam@example.com was invited again already." in text_of(again)
+
+
+def test_a_waiting_invitation_is_not_sent_again_from_its_expired_button(
+    owner_client, mailoutbox
+):
+    invite(owner_client, mailoutbox)
+    waiting = Invitation.objects.get()
+
+    response = owner_client.post(
+        reverse("invitation-renew", args=[waiting.pk]), follow=True
+    )
+
+    assert Invitation.objects.count() == 1 and len(mailoutbox) == 1
+    assert "The invitation for sam@example.com has not expired" in text_of(response)
+
+
+def test_an_expired_invitation_can_be_removed_from_the_list(
+    owner_client, team, mailoutbox
+):
+    invite_long_ago(owner_client, mailoutbox)
+    expired = Invitation.objects.get()
+
+    response = owner_client.post(
+        reverse("invitation-revoke", args=[expired.pk]), follow=True
+    )
+
+    page = text_of(response)
+    assert "The expired invitation for sam@example.com is off the list." in page
+    assert 'id="expired-invitations"' not in page
+    expired.refresh_from_db()
+    assert expired.revoked_at is not None
+    # Tidying the list is not a withdrawal: nobody could join with it anyway.
+    assert not team.activity.filter(kind="invitation.withdrawn").exists()
+
+
+def test_someone_who_joined_another_way_is_not_listed_as_an_expired_invitation(
+    owner_client, team, django_user_model, mailoutbox
+):
+    invite_long_ago(owner_client, mailoutbox, email="sam@example.com")
+    sam = django_user_model.objects.create_user("sam", "Sam@Example.com", PASSWORD)
+    Membership.objects.create(team=team, user=sam, role=Membership.Role.EDITOR)
+
+    page = text_of(owner_client.get(reverse("team-members")))
+
+    assert 'id="expired-invitations"' not in page
+    refused = owner_client.post(
+        reverse("invitation-renew", args=[Invitation.objects.get().pk]), follow=True
+    )
+    assert "sam@example.com is in the team already." in text_of(refused)
+    assert Invitation.objects.count() == 1 and len(mailoutbox) == 1
+
+
+def test_a_viewer_sees_expired_invitations_but_no_buttons(
+    owner_client, team, django_user_model, mailoutbox
+):
+    invite_long_ago(owner_client, mailoutbox, email="sam@example.com")
+    vera = django_user_model.objects.create_user("vera", "vera@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=vera, role=Membership.Role.VIEWER)
+    viewer = Client()
+    viewer.force_login(vera)
+
+    page = text_of(viewer.get(reverse("team-members")))
+
+    expired = page.split('id="expired-invitations"', 1)[1].split("</section>", 1)[0]
+    assert "sam@example.com" in expired and "Expired on " in expired
+    assert "Invite again" not in expired and "Remove from the list" not in expired
+    assert "<form" not in expired

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -58,6 +59,7 @@ class World:
     delivery: Delivery
     invitation: Invitation
     memberships: dict[str, Membership] = field(default_factory=dict)
+    expired: Invitation | None = None
 
 
 @pytest.fixture
@@ -82,7 +84,13 @@ def world(team, django_user_model) -> World:
     invitation, _ = Invitation.issue(
         team, "newcomer@acme.test", VIEWER, people[OWNER], timezone.now()
     )
-    return World(team, people, monitor, check, key, delivery, invitation, memberships)
+    expired, _ = Invitation.issue(
+        team, "latecomer@acme.test", VIEWER, people[OWNER],
+        timezone.now() - timedelta(days=8),
+    )  # fmt: skip
+    return World(
+        team, people, monitor, check, key, delivery, invitation, memberships, expired
+    )
 
 
 def state() -> tuple:
@@ -162,6 +170,12 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
      lambda w: {"email": "sam@acme.test", "role": "editor"}, MANAGE),
     ("withdraw an invitation", "post",
      lambda w: reverse("invitation-revoke", args=[w.invitation.pk]), lambda w: {},
+     MANAGE),
+    ("invite again after an invitation expired", "post",
+     lambda w: reverse("invitation-renew", args=[w.expired.pk]), lambda w: {},
+     MANAGE),
+    ("remove an expired invitation from the list", "post",
+     lambda w: reverse("invitation-revoke", args=[w.expired.pk]), lambda w: {},
      MANAGE),
     ("change a role", "post",
      lambda w: reverse("member-role", args=[w.memberships[EDITOR].pk]),
@@ -319,6 +333,7 @@ def test_an_owner_sees_everything(client, world):
     team_page = text_of(client.get(reverse("team-members")))
     assert "Send invitation" in team_page and "Withdraw" in team_page
     assert "newcomer@acme.test" in team_page  # the pending invitation
+    assert "latecomer@acme.test" in team_page and "Invite again" in team_page
     assert "Create key" in text_of(client.get(reverse("api-keys")))
 
 
@@ -517,4 +532,5 @@ def test_members_from_before_roles_become_owners():
 def test_no_mail_is_sent_by_refused_invitations(client, world):
     client.force_login(world.people[EDITOR])
     client.post(reverse("team-invite"), {"email": "x@acme.test", "role": "owner"})
+    client.post(reverse("invitation-renew", args=[world.expired.pk]))
     assert mail.outbox == []

@@ -275,6 +275,7 @@ def test_the_results_page_of_a_search_without_a_goal_speaks_of_no_goal(
     web, team, settings
 ):
     settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.SEARXNG_URL = "http://searx.internal"
     unjudged = make_monitor(team, ["acme"], goal=None)
     judged = make_monitor(team, ["acme"])
 
@@ -288,8 +289,9 @@ def test_the_results_page_of_a_search_without_a_goal_speaks_of_no_goal(
 
 
 def test_a_search_monitor_without_a_goal_does_not_wait_for_a_match_on_its_page(
-    web, team
+    web, team, settings
 ):
+    settings.SEARXNG_URL = "http://searx.internal"
     monitor = make_monitor(team, ["acme"], goal=None)
 
     words = _words(web.get(monitor.get_absolute_url()).content.decode())
@@ -306,3 +308,41 @@ def test_run_now_on_a_search_monitor_does_not_promise_to_check_pages(web, team):
 
     assert "Runs a check right away, whatever the schedule." in page
     assert "every page" not in page
+
+
+def found_section(page: str) -> str:
+    return page.split('id="found-title"', 1)[1].split("</section>", 1)[0]
+
+
+def test_without_a_search_service_the_found_section_says_no_search_runs(web, team):
+    monitor = make_monitor(team, ["acme"], goal=None)
+    run_check(monitor)  # runs, but searches nothing
+
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+    results = html.unescape(
+        web.get(reverse("monitor-results", args=[monitor.pk])).content.decode()
+    )
+
+    section = found_section(page)
+    assert "No new web search result has been found yet." not in section
+    assert "web search is not set up on this server yet" in section
+    assert "An administrator turns it on." in section
+    assert "No new result has been found yet." not in results
+    assert "web search is not set up on this server yet" in results
+    assert "For the administrator: set SEARXNG_URL" in results
+
+
+def test_once_a_search_service_is_set_up_the_found_section_waits_for_results(
+    web, team, settings
+):
+    settings.SEARXNG_URL = "http://searx.internal"
+    monitor = make_monitor(team, ["acme"], goal=None)
+
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+    results = html.unescape(
+        web.get(reverse("monitor-results", args=[monitor.pk])).content.decode()
+    )
+
+    assert "No new web search result has been found yet." in found_section(page)
+    assert "No new result has been found yet." in results
+    assert "not set up on this server" not in page + results

@@ -253,3 +253,51 @@ def test_a_right_code_too_soon_after_a_wrong_one_is_told_to_wait_not_that_it_is_
     assert "That code did not work." not in page
     assert re.search(r"Too many wrong codes: wait \d+ seconds?, then try again\.", page)
     assert StaticToken.objects.filter(token=codes[0]).exists()  # still usable
+
+
+def header_of(response) -> str:
+    page = response.content.decode()
+    return page.split('<header class="site-header">', 1)[1].split("</header>", 1)[0]
+
+
+def test_the_code_page_shows_only_the_product_name_and_cancel_sign_in(client, ana):
+    sign_in(client)
+    turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)  # the password, without the code yet
+
+    header = header_of(client.get(reverse("two-factor-verify") + "?next=/"))
+
+    assert "Pagewatch" in header and "Cancel sign-in" in header
+    # Every menu link would only bounce back to this page before the code.
+    assert "<a " not in header and "Monitors" not in header
+    assert f'action="{reverse("logout")}"' in header
+    cancelled = client.post(reverse("logout"))
+    assert cancelled.status_code in (200, 302)
+    assert client.get("/")["Location"].startswith("/accounts/login/")
+
+
+def test_after_the_code_the_full_menu_is_back(client, ana):
+    sign_in(client)
+    _, codes = turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)
+
+    client.post(reverse("two-factor-verify"), {"code": codes[0], "next": "/"})
+    header = header_of(client.get("/"))
+
+    assert "Monitors" in header and "Cancel sign-in" not in header
+
+
+def test_setting_it_up_because_the_team_requires_it_shows_the_minimal_header_too(
+    client, ana, team
+):
+    sign_in(client)
+    voluntary = header_of(client.get(reverse("two-factor-setup")))
+    team.require_second_factor = True
+    team.save(update_fields=["require_second_factor"])
+
+    required = header_of(client.get(reverse("two-factor-setup")))
+
+    assert "Monitors" in voluntary  # its menu works: nothing is asked of her yet
+    assert "Cancel sign-in" in required and "<a " not in required

@@ -115,6 +115,9 @@ PLAIN_ERRORS = {
     "digest": "Choose when to send.",
     "digestAt": "Enter the digest time as hours and minutes, e.g. 09:00.",
     "failingAfter": "Enter a number of failed checks from 1 to 100.",
+    # The only kind the form offers is one it knows: its problem is that the
+    # server lacks a setting, which the notice at the top explains.
+    "kind": "This kind of channel cannot be saved until it is set up on this server.",
 }
 
 
@@ -187,7 +190,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         "fields": _setting_fields(request, kind, shown, errors, choices),
         "errors": errors,
         "field_errors": plain_errors(errors),
-        "unavailable": kind.unavailable(),
+        "unavailable": kind.unavailable_notice(),
         "slack_channels": _slack_choices(kind),
         "event_choices": Channel.Event.choices,
         "judge_available": judge_available(),

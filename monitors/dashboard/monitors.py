@@ -45,7 +45,7 @@ from monitors.dashboard.channels import described
 from monitors.dashboard.context import switch_team
 from monitors.editing import update_monitor
 from monitors.models import Monitor, Target
-from monitors.unavailable import unavailable
+from monitors.unavailable import SEARCH, unavailable
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 from teams.models import Activity
 
@@ -178,6 +178,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         CHECKS_PER_PAGE,
     ).get_page(request.GET.get("page"))
     searches = any(t.kind and t.kind.finds_results for t in monitor.targets.all())
+    missing = unavailable(monitor)
     return {
         "monitor": monitor,
         "credits_per_month": credits,
@@ -200,7 +201,8 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
                 :RECENT_ACTIVITY
             ]
         ),
-        "unavailable": unavailable(monitor),
+        "unavailable": missing,
+        "search_off": SEARCH in missing,
         "model_configured": llm_available(),
         **_chart_context(monitor),
     }

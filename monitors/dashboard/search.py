@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 from checks.models import SearchResultState
 from monitors.dashboard.base import DashboardRequest, get_monitor_for, team_view
 from monitors.target_kinds import TargetKind, kind_names
+from monitors.unavailable import SEARCH, unavailable
 
 RESULTS_PER_PAGE = 50
 TEMPLATE = "monitors/search_results.html"
@@ -31,8 +32,12 @@ def monitor_results(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     seen = request.GET.get("show") == "all"
     rows = SearchResultState.objects.filter(monitor=monitor)
     rows = rows.order_by("-last_seen_at", "-id") if seen else rows.alerted()
+    # Only what is missing for web searches: the monitor's page says the rest.
+    search_off = SEARCH in unavailable(monitor)
     context = {
         "monitor": monitor,
+        "unavailable": [SEARCH] if search_off else [],
+        "search_off": search_off,
         "show_all": seen,
         "searches": monitor.targets.filter(type__in=kind_names(_finds_results)),
         # Without a goal and a model every new result is reported, so the

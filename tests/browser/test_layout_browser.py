@@ -134,6 +134,8 @@ _CELL_BOXES = """
   const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     if (!node.textContent.trim() || !node.parentElement.offsetParent) continue;
+    // Words for screen readers only are clipped to nothing: not shown.
+    if (node.parentElement.closest('.visually-hidden')) continue;
     const range = document.createRange();
     range.selectNodeContents(node);
     for (const r of range.getClientRects()) {

@@ -5,12 +5,19 @@ password and lands in the team with the role they were given."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from monitors.models import Membership
+from teams.models import Invitation
 from tests.browser.people import sign_in
+from tests.browser.test_layout_browser import (
+    assert_labels_beside_values,
+    assert_no_sideways_scroll,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -59,4 +66,35 @@ def test_an_invitee_joins_through_the_emailed_link(
     page.get_by_text("Invited sam@example.com as a viewer").wait_for()
     assert page.get_by_text("Joined as a viewer").is_visible()
     screenshot(page, "team-activity")
+    assert page.problems.csp_violations(page) == []
+
+
+def test_an_expired_invitation_is_sent_again_from_a_phone(
+    browser_page, live_server, member, team, screenshot, mailoutbox, settings
+):
+    settings.PUBLIC_BASE_URL = live_server.url
+    eight_days_ago = timezone.now() - timedelta(days=8)
+    invitation, _ = Invitation.issue(team, "sam@example.com", "viewer", member,
+                                     eight_days_ago)  # fmt: skip
+    Invitation.objects.filter(pk=invitation.pk).update(created_at=eight_days_ago)
+    page = browser_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page)
+    page.goto("/settings/team/")
+
+    expired = page.locator("#expired-invitations")
+    expired.get_by_text("Expired on").wait_for()
+    assert_no_sideways_scroll(page, "the team page")
+    assert_labels_beside_values(page, "#expired-invitations table")
+    assert expired.get_by_role("button", name="Remove from the list").is_visible()
+    screenshot(page, "team-invitation-expired-phone")
+    expired.get_by_role("button", name="Invite again").click()
+
+    page.get_by_text("Invitation sent again to sam@example.com.").wait_for()
+    assert page.locator("#expired-invitations").count() == 0
+    waiting = page.locator('#invitations td[data-label="E-mail"]')
+    assert waiting.all_inner_texts() == ["sam@example.com"]
+    screenshot(page, "team-invitation-sent-again-phone")
+    [message] = mailoutbox
+    assert message.to == ["sam@example.com"]
     assert page.problems.csp_violations(page) == []

@@ -244,7 +244,15 @@ class AppriseKind(ChannelKind):
         "Telegram, Matrix, ntfy, Gotify, Pushover and more: paste the service's "
         "Apprise URL (see the Apprise wiki for each service's form)."
     )
-    fields = {"url": ("Apprise URL", "e.g. discord://webhook_id/webhook_token")}
+    fields = {
+        "url": (
+            "Service address (Apprise URL)",
+            "The address Apprise uses to reach the service, for example "
+            "workflows://… for Microsoft Teams (made from a Teams Workflows "
+            "webhook), discord://webhook_id/webhook_token for Discord or "
+            "tgram://bot_token/chat_id for Telegram.",
+        )
+    }
     secrets = ("url",)
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 from checks.notify.kinds.outbound import Attempt, Done, run_one
@@ -35,6 +35,13 @@ class SettingsError(ValueError):
         self.errors = errors
 
 
+class Notice(NamedTuple):
+    """Why a kind cannot send here, for the dashboard."""
+
+    plain: str  # for staff: what they cannot do, in plain words
+    setting: str  # said after "For the administrator:", as on a monitor's page
+
+
 class ChannelKind:
     name: ClassVar[str]
     label: ClassVar[str]
@@ -56,7 +63,12 @@ class ChannelKind:
         return {}
 
     def unavailable(self) -> str | None:
-        """Why this kind cannot send here (a setting is missing), or None."""
+        """Why this kind cannot send here (a setting is missing), or None:
+        said to integrators, naming the setting."""
+        return None
+
+    def unavailable_notice(self) -> Notice | None:
+        """unavailable() for the dashboard, or None."""
         return None
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:

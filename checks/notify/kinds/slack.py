@@ -15,7 +15,13 @@ from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
 from checks.notify import messages
 from checks.notify.kinds import http
-from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
+from checks.notify.kinds.base import (
+    ChannelKind,
+    DeliveryError,
+    Notice,
+    Sent,
+    SettingsError,
+)
 from checks.notify.kinds.outbound import Attempt
 from checks.notify.texts import one_line
 from checks.notify.transports import response_excerpt
@@ -268,6 +274,16 @@ class SlackKind(ChannelKind):
             return (
                 f"Set {TOKEN_SETTING} (a Slack app's bot token) to send to Slack "
                 "this way."
+            )
+        return None
+
+    def unavailable_notice(self) -> Notice | None:
+        if not token():
+            return Notice(
+                f"{self.label} is not set up on this server yet, so this kind of "
+                "channel cannot send; an administrator turns it on. Meanwhile a "
+                f"“{SlackWebhookKind.label}” channel works without it.",
+                f"set {TOKEN_SETTING} (a Slack app's bot token).",
             )
         return None
 

@@ -14,12 +14,17 @@ shows, for the same problem (monitors.rules_problems.Problem):
   choice; the codes DRF gives the same failures): this module's words for
   that form field, with the limits from monitors.rules, so the numbers cannot
   drift apart;
+* a pattern the pattern engine cannot read: what is wrong and where, in
+  words, instead of the engine's reason ("missing ]: [abc");
 * anything else (a URL, header or domain problem, a time of day that does not
-  exist): the message as it is, which those rules already write in plain words.
+  exist): the message as it is, which those rules already write in plain words,
+  with the API's straight quotes around a name made “ ” as on the rest of the
+  page.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -183,7 +188,50 @@ def plain(field: str, issue: Problem, typed: Mapping[str, str] | None = None) ->
         return words.choice
     if code in ("null_characters_not_allowed", "surrogate_characters_not_allowed"):
         return "This contains a character that cannot be used here."
-    return message
+    if message.startswith(rules.PATTERN_UNUSABLE):
+        return pattern_problem(message.removeprefix(rules.PATTERN_UNUSABLE))
+    return curly_quotes(message)
+
+
+# RE2's reasons, by what comes before the piece of pattern it points at.
+_PATTERN_WORDS = {
+    "missing ]": "“{where}” opens a “[” that is never closed",
+    "missing )": "“{where}” opens a “(” that is never closed",
+    "unexpected )": "a “)” in “{where}” closes nothing",
+    "invalid perl operator": (
+        "“{where}” is not supported here (no look-arounds or back-references)"
+    ),
+    "invalid escape sequence": "“{where}” is not a backslash sequence we know",
+    "invalid repetition size": "the count in “{where}” is not possible",
+    "bad repetition operator": "“{where}” repeats a repeat",
+    "no argument for repetition operator": "“{where}” has nothing before it to repeat",
+    "invalid character class range": "“{where}” is not a range of characters we know",
+    "invalid character class": "“{where}” is not a set of characters we know",
+}
+
+
+def pattern_problem(reason: str) -> str:
+    """A pattern the engine could not read: that it is not valid, and where."""
+    reason = reason.removesuffix(".")
+    kind, _, where = reason.partition(": ")
+    if kind == "invalid escape sequence" and re.fullmatch(r"\\\d", where):
+        detail = f"“{where}” is not supported here (no back-references)"
+    elif kind == "trailing \\":
+        detail = "it ends with a lone “\\”"
+    elif kind in _PATTERN_WORDS and where:
+        detail = _PATTERN_WORDS[kind].format(where=where)
+    else:
+        detail = f"it cannot be read ({reason})"
+    return f"This pattern is not valid: {detail}."
+
+
+# 'Host' or "it's" around a name, not an apostrophe inside a word.
+_QUOTED = re.compile(r"""(?<!\w)(['"])([^'"\n]+?)\1(?!\w)""")
+
+
+def curly_quotes(message: str) -> str:
+    """The API's 'Host' as “Host”, as the form quotes everything else."""
+    return _QUOTED.sub(r"“\2”", message)
 
 
 def schedule_problem(error: ScheduleError) -> str:
