@@ -67,7 +67,8 @@ def in_plain_words(text: str) -> str:
 
 def in_message_words(text: str) -> str:
     """in_plain_words, and a provider's refusal of its set-up said plainly:
-    for the messages people get, which no administrator's note goes with."""
+    for the messages people get, and the dashboard, which names the refusal
+    after "For the administrator:" (refusals)."""
 
     def plainly(match: re.Match[str]) -> str:
         # After "“acme”: " the sentence goes on in lower case.
@@ -78,6 +79,12 @@ def in_message_words(text: str) -> str:
         )
 
     return _REFUSED.sub(plainly, in_plain_words(text))
+
+
+def refusals(text: str) -> list[str]:
+    """The providers' refusals of their set-up in `text`, as they are: what
+    the dashboard tells the administrator beside the plain words."""
+    return [match[0].removeprefix(": ") for match in _REFUSED.finditer(text)]
 
 
 def _has_setting(name: str) -> bool:

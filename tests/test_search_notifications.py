@@ -5,6 +5,7 @@ failed says so in its error event and in the e-mail."""
 from __future__ import annotations
 
 import json
+from html import unescape
 from typing import Any
 
 import pytest
@@ -248,12 +249,14 @@ def test_a_search_service_refusing_its_format_is_said_plainly_in_messages_only(
     # The API (the webhook's error, the check's) keeps what to change.
     [event] = check_events(receiver)
     assert exact in event["_error"] and exact in check.error
-    # The dashboard too, where an administrator looks.
-    page = client.get(check.get_absolute_url()).content.decode()
-    assert "settings.yml" in page
+    # The dashboard says it plainly, and whole for the administrator.
+    page = unescape(client.get(check.get_absolute_url()).content.decode())
+    assert plainly in page
+    assert f"For the administrator: {exact}" in page
+    assert page.count("settings.yml") == 1
     # The messages people get say it plainly.
     [message] = mail.outbox
-    said = [message.body, message.alternatives[0].content]
+    said = [message.body, unescape(message.alternatives[0].content)]
     said += [json.dumps(p, ensure_ascii=False) for p in slack.posted]
     assert slack.posted
     for text in said:
