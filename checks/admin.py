@@ -379,10 +379,13 @@ class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="Destination")
     def destination(self, delivery: Any) -> str:
-        # Text, not a link: a user-chosen URL. In shape only, as for the
-        # dashboard's viewers: a hook URL is often its receiver's credential,
-        # and here nobody may change it.
-        return mask_url(delivery.url) if delivery.url else delivery.destination
+        # Where the row went, as the model names it (an e-mail names its
+        # address even when it holds a URL too). Text, not a link: a
+        # user-chosen URL. In shape only, as for the dashboard's viewers: a
+        # hook URL is often its receiver's credential, and here nobody may
+        # change it.
+        shown = delivery.destination
+        return mask_url(shown) if shown and shown == delivery.url else shown
 
     @admin.display(description="Body")
     def body_text(self, delivery: Any) -> str:

@@ -409,6 +409,14 @@ def _shown(name: str) -> str:
     return repr(name[:64])
 
 
+_QUOTED = re.compile(r"""(?<!\w)(['"])([^'"\n]+?)\1(?!\w)""")
+
+
+def curly_quotes(message: str) -> str:
+    """The API's 'Host' as “Host”, as the dashboard quotes everything else."""
+    return _QUOTED.sub(r"“\2”", message)
+
+
 # --- Page actions -------------------------------------------------------------------
 
 

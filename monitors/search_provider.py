@@ -7,6 +7,8 @@ talks to the provider). Read per call, so tests can switch it.
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 
 # In the order an empty SEARCH_PROVIDER picks them: SearXNG whenever it is set.
@@ -39,6 +41,20 @@ NOT_CONFIGURED_WORDS = (
 KEY_REFUSED_WORDS = "An administrator should check the key of the web search service."
 
 
+# A provider refusing for a reason of its own set-up ("SearXNG refused to
+# answer in JSON (HTTP 403): allow the format in its settings.yml …"): the API
+# and the dashboard say what an administrator changes; the messages people
+# get (e-mails, chat) say it plainly (in_message_words).
+REFUSED = "{provider} refused {what} (HTTP {code}): {fix}"
+_REFUSED = re.compile(
+    r"(: )?\b[A-Z][\w.-]* refused [^:]*? \(HTTP \d{3}\): .+?\.(?=\s|$)"
+)
+REFUSED_WORDS = (
+    "The web search service refused the request; an administrator needs to "
+    "check its set-up."
+)
+
+
 def in_plain_words(text: str) -> str:
     """`text` (a target's reason, a check's error, written for the API) with
     the missing provider and a refused key said without setting names, for
@@ -47,6 +63,28 @@ def in_plain_words(text: str) -> str:
     for setting in REQUIRED_SETTING.values():
         text = text.replace(f"Check {setting}.", KEY_REFUSED_WORDS)
     return text
+
+
+def in_message_words(text: str) -> str:
+    """in_plain_words, and a provider's refusal of its set-up said plainly:
+    for the messages people get, and the dashboard, which names the refusal
+    after "For the administrator:" (refusals)."""
+
+    def plainly(match: re.Match[str]) -> str:
+        # After "“acme”: " the sentence goes on in lower case.
+        return (
+            f": {REFUSED_WORDS[0].lower()}{REFUSED_WORDS[1:]}"
+            if match[1]
+            else REFUSED_WORDS
+        )
+
+    return _REFUSED.sub(plainly, in_plain_words(text))
+
+
+def refusals(text: str) -> list[str]:
+    """The providers' refusals of their set-up in `text`, as they are: what
+    the dashboard tells the administrator beside the plain words."""
+    return [match[0].removeprefix(": ") for match in _REFUSED.finditer(text)]
 
 
 def _has_setting(name: str) -> bool:

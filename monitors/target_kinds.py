@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
+from monitors.judging import judge_available
 from monitors.rules_problems import Problem, problems_in
 
 # A Target (monitors.models) and a Check (checks.models): named loosely, so
@@ -142,9 +143,14 @@ class TargetKind:
     def credits_per_page(self, target: Target) -> int:
         """A page's credits: 5 with JSON extraction, else 1. What a page
         lists as not applied is not charged: Firecrawl adds 4 for `lockdown`
-        (the page served from its cache), but here the page is fetched live."""
+        (the page served from its cache), but here the page is fetched live;
+        and JSON extraction without an AI model (formats.json then) counts as
+        a plain page. Asked at each estimate and check, so setting a model up
+        counts it again."""
         options = target.scrape_options or {}
         credits = 1
+        if not judge_available():
+            return credits
         for fmt in options.get("formats") or []:
             kind = fmt.get("type") if isinstance(fmt, dict) else fmt
             modes = fmt.get("modes", []) if isinstance(fmt, dict) else []

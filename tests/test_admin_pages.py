@@ -17,7 +17,13 @@ from django.urls import reverse
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from checks.models import Check, Delivery, PageResult, WebhookDelivery
+from checks.models import (
+    Check,
+    Delivery,
+    EmailDelivery,
+    PageResult,
+    WebhookDelivery,
+)
 from monitors.models import (
     ApiKey,
     Channel,
@@ -395,6 +401,28 @@ def test_a_webhooks_address_is_read_in_shape_only_where_it_cannot_be_changed(
         assert "hooks.slack.com/services/" in page.content.decode()
         assert "XXXXsecretXXXX" not in page.content.decode()
     assert HOOK in editing.content.decode()  # who may change it reads it whole
+
+
+def test_the_email_saying_a_webhook_was_turned_off_is_listed_by_its_address(
+    admin_client, monitor
+):
+    # The row also holds the webhook's address (the e-mail names it): the
+    # admin names where the row went, as Delivery.destination does.
+    delivery = EmailDelivery.objects.create(
+        kind=Delivery.Kind.EMAIL,
+        monitor=monitor,
+        event="email.webhook_disabled",
+        email="owner@example.com",
+        url=HOOK,
+        body="{}",
+    )
+
+    listed = admin_client.get(admin_url(EmailDelivery, "changelist"))
+    shown = admin_client.get(admin_url(EmailDelivery, "change", delivery.pk))
+
+    for page in (listed.content.decode(), shown.content.decode()):
+        assert "owner@example.com" in page
+        assert "hooks.slack.com/services/" not in page
 
 
 def test_a_webhook_channels_address_is_shown_in_shape_only(admin_client, team):

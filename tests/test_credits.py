@@ -268,3 +268,42 @@ def test_a_check_reserves_judge_credits_only_while_an_llm_is_configured(
     Check.objects.update(status=Check.Status.COMPLETED)
     settings.LLM_BASE_URL = ""
     assert api.post(run, {}, format="json").json()["data"]["estimatedCredits"] == 2
+
+
+def test_without_an_llm_json_extraction_is_priced_as_a_plain_page_until_one_is_set(
+    api, settings
+):
+    # The pages fail without being charged (formats.json is not applied), so
+    # the estimate does not count the extraction either; read, not stored, it
+    # counts it again as soon as a model is set up.
+    settings.LLM_BASE_URL = ""
+    extraction = {"formats": [{"type": "json", "prompt": "prices"}]}
+    tracked = {"formats": [{"type": "changeTracking", "modes": ["json"], "schema": {}}]}
+    data = create(
+        api,
+        [
+            scrape("https://example.com/a", "https://example.com/b", **extraction),
+            scrape("https://example.com/c", **tracked),
+        ],
+    )
+    assert data["estimatedCreditsPerMonth"] == 3 * RUNS_EVERY_30_MINUTES
+
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    fetched = api.get(f"{URL}/{data['id']}").json()["data"]
+    assert fetched["estimatedCreditsPerMonth"] == 3 * 5 * RUNS_EVERY_30_MINUTES
+
+
+def test_a_check_reserves_extraction_credits_only_while_an_llm_is_configured(
+    api, settings, monkeypatch
+):
+    monkeypatch.setattr(dispatch, "enqueue", lambda check_id: None)
+    extraction = {"formats": [{"type": "json", "prompt": "prices"}]}
+    data = create(
+        api, [scrape("https://a.example/", "https://b.example/", **extraction)]
+    )
+    run = f"{URL}/{data['id']}/run"
+    assert api.post(run, {}, format="json").json()["data"]["estimatedCredits"] == 10
+    Check.objects.update(status=Check.Status.COMPLETED)
+    settings.LLM_BASE_URL = ""
+    assert api.post(run, {}, format="json").json()["data"]["estimatedCredits"] == 2
+    assert sorted(Check.objects.values_list("estimated_credits", flat=True)) == [2, 10]

@@ -135,6 +135,43 @@ def test_slack_without_a_token_names_its_setting_only_for_the_administrator(
     assert "Slack (app) is not set up on this server yet" in html.unescape(form)
 
 
+def test_a_message_slack_could_not_send_names_its_setting_only_for_the_administrator(
+    web, team, settings
+):
+    from tests.test_history import make_monitor
+
+    settings.SLACK_BOT_TOKEN = ""
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="slack", settings={"channelId": "C0123456789"}
+    )
+    monitor = make_monitor(team, "Library hours")
+    monitor.channels.add(channel)
+    web.post(f"/channels/{channel.pk}/test/")
+    Delivery.objects.create(
+        kind="slack",
+        channel=channel,
+        monitor=monitor,
+        event="monitor.change",
+        body="{}",
+        status=Delivery.Status.FAILED,
+        last_error="Not sent: SLACK_BOT_TOKEN is not set.",
+    )
+
+    tested = Delivery.objects.get(channel=channel, event="channel.test")
+    channels = web.get("/channels/").content.decode()
+    deliveries = web.get(f"/monitors/{monitor.pk}/deliveries/").content.decode()
+
+    # Stored (and given to the API) as it was: integrators read setting names.
+    assert tested.status == Delivery.Status.FAILED
+    assert tested.last_error == "Not sent: SLACK_BOT_TOKEN is not set."
+    for page in (channels, deliveries):
+        text = html.unescape(page)
+        assert "For the administrator: set SLACK_BOT_TOKEN" in text
+        assert "was not set up on this server" in text
+        assert "We gave up" not in text
+        assert unframed_settings(page) == []
+
+
 def test_a_failed_test_message_says_why_in_plain_words(web, team, site, hook):
     channel = Channel.objects.create(
         team=team, name="Hook", kind="webhook", settings={"url": site.url("/hook")}

@@ -22,9 +22,9 @@ from checks.pipeline import sources
 from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY
-from monitors.dashboard.forms.words import curly_quotes
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
+from monitors.rules import curly_quotes
 from monitors.templatetags.pagewatch import duration
 
 PASSWORD = "correct-horse-battery-staple"

@@ -565,6 +565,19 @@ def test_event_names_read_as_words(stored, shown):
             "so the monitor's webhook was turned off.",
         ),
         ("Could not connect: timed out.", "Could not connect: timed out."),
+        (
+            "Not sent: SLACK_BOT_TOKEN is not set.",
+            "Not sent: this kind of channel was not set up on this server. "
+            "For the administrator: set SLACK_BOT_TOKEN.",
+        ),
+        (
+            "Header 'X-Team' cannot be sent. The value of header 'X-Team' cannot "
+            "be sent: 'é' is not a plain ASCII character. Change the monitor's "
+            "webhook headers.",
+            "Header “X-Team” cannot be sent. The value of header “X-Team” cannot "
+            "be sent: “é” is not a plain ASCII character. Change the monitor's "
+            "webhook headers.",
+        ),
     ],
 )
 def test_a_receivers_answer_reads_as_a_sentence(stored, shown):

@@ -5,6 +5,7 @@ failed says so in its error event and in the e-mail."""
 from __future__ import annotations
 
 import json
+from html import unescape
 from typing import Any
 
 import pytest
@@ -205,3 +206,59 @@ def test_the_apprise_text_of_a_change_lists_the_failed_search(
     assert failure["label"] == "Web search"
     assert failure["reason"].startswith("The web search failed: “broken”: None of")
     assert "- Web search: The web search failed: “broken”" in messages.text(message)
+
+
+def test_a_search_service_refusing_its_format_is_said_plainly_in_messages_only(
+    team,
+    site,
+    slack,
+    receiver,
+    queued,
+    searx,
+    model,
+    client,
+    django_user_model,
+    django_capture_on_commit_callbacks,
+    member_email="mia@acme.test",
+):
+    searx.fail(403)
+    monitor = make_monitor(team, ["acme"])
+    monitor.webhook = webhook_config(receiver.url)
+    monitor.notification = {"email": {"enabled": True, "recipients": [member_email]}}
+    monitor.save(update_fields=["webhook", "notification"])
+    monitor.sync_email_recipients()
+    monitor.email_recipients.update(status="confirmed")
+    settings = {"channelId": "C111"}
+    make_channel(team, monitor, kind="slack", settings=settings, failing_after=1)
+    user = django_user_model.objects.create_user("dana", "dana@acme.test")
+    team.members.add(user)
+    client.force_login(user)
+    exact = (
+        "SearXNG refused to answer in JSON (HTTP 403): allow the format in its "
+        "settings.yml (search: formats: [html, json])."
+    )
+    plainly = (
+        "the web search service refused the request; an administrator needs to "
+        "check its set-up."
+    )
+
+    check = run(monitor, django_capture_on_commit_callbacks)
+    queued.run()
+    check.refresh_from_db()
+
+    # The API (the webhook's error, the check's) keeps what to change.
+    [event] = check_events(receiver)
+    assert exact in event["_error"] and exact in check.error
+    # The dashboard says it plainly, and whole for the administrator.
+    page = unescape(client.get(check.get_absolute_url()).content.decode())
+    assert plainly in page
+    assert f"For the administrator: {exact}" in page
+    assert page.count("settings.yml") == 1
+    # The messages people get say it plainly.
+    [message] = mail.outbox
+    said = [message.body, unescape(message.alternatives[0].content)]
+    said += [json.dumps(p, ensure_ascii=False) for p in slack.posted]
+    assert slack.posted
+    for text in said:
+        assert plainly in text.lower()
+        assert "settings.yml" not in text and "HTTP 403" not in text

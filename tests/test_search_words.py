@@ -111,3 +111,24 @@ def test_a_search_e_mail_counts_new_matches(
     [mail] = mailoutbox
     assert mail.subject.endswith(": 1 new match")
     assert "[new match]" in mail.body
+
+
+@pytest.mark.parametrize("code", [403, 429])
+def test_searxngs_refusals_of_its_set_up_are_plain_in_messages_and_whole_elsewhere(
+    code,
+):
+    from types import SimpleNamespace
+
+    from checks.search.providers.searxng import SearxngProvider
+    from monitors.search_provider import in_message_words, in_plain_words
+
+    provider = SearxngProvider("http://searx.test/")
+    refused = provider.refused(SimpleNamespace(status_code=code, content=b""))
+    error = f"The web search failed: “acme”: {refused} The page could not be checked."
+
+    assert in_plain_words(error) == error
+    assert in_message_words(error) == (
+        "The web search failed: “acme”: the web search service refused the "
+        "request; an administrator needs to check its set-up. The page could "
+        "not be checked."
+    )

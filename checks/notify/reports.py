@@ -15,7 +15,7 @@ from django.db.models.fields.json import KT
 
 from checks.errors import ErrorKind, error_words, is_raw
 from checks.notify.texts import http_href, one_line
-from monitors.search_provider import in_plain_words
+from monitors.search_provider import in_message_words
 from monitors.target_kinds import TargetFailure
 
 if TYPE_CHECKING:
@@ -224,16 +224,17 @@ def failing_reason(check: Check) -> str | None:
         return failure_words(failure)
     if not check.error:
         return None
-    return CHECK_FAILED_WORDS if is_raw(check.error) else in_plain_words(check.error)
+    return CHECK_FAILED_WORDS if is_raw(check.error) else in_message_words(check.error)
 
 
 def failure_words(failure: TargetFailure) -> str:
     """What kept a target from its part, as messages say it: raw text (a
-    provider's error page) gives way to "The web search failed.", and
-    setting names to where an administrator reads how to set one up."""
+    provider's error page) gives way to "The web search failed.", setting
+    names to where an administrator reads how to set one up, and a provider's
+    refusal of its set-up to plain words (see in_message_words)."""
     if is_raw(failure.reason):
         return f"The {failure.label.lower()} failed."
-    return in_plain_words(failure.reason)
+    return in_message_words(failure.reason)
 
 
 def change_report(check: Check) -> ChangeReport:

@@ -22,7 +22,17 @@ from monitors.time_words import relative
 ANSWERED = "Answered {code}."
 ANSWERED_REDIRECT = "Answered {code}{where}; redirects are not followed."
 ANSWERED_GONE = "Answered 410 Gone; the monitor's webhook was disabled."
+# A kind that needs a setting this server lacks: stored and given to the API
+# naming it; the dashboard names it only for the administrator.
+NOT_SET = "Not sent: {setting} is not set."
+NOT_SET_WORDS = (
+    "Not sent: this kind of channel was not set up on this server. "
+    "For the administrator: set {setting}."
+)
 _ANSWERED = re.compile(r"Answered (\d{3})\.")
+_NOT_SET = re.compile(r"Not sent: ([A-Z][A-Z0-9_]*) is not set\.")
+# unsendable_header's words, quoted as integrators read them (straight).
+_UNSENDABLE_HEADER = re.compile(r"Header '.+?' cannot be sent\. ", re.DOTALL)
 _ANSWERED_REDIRECT = re.compile(
     r"Answered (3\d\d)(?: to (.+))?; redirects are not followed\.", re.DOTALL
 )
@@ -30,8 +40,14 @@ _ANSWERED_REDIRECT = re.compile(
 
 def answer_in_plain_words(error: str) -> str:
     """A delivery's error for the dashboard: "Answered 501." -> "The receiving
-    server answered with error 501."; any other text as it is."""
+    server answered with error 501.", a missing setting named for the
+    administrator, a header that cannot be sent quoted as the dashboard
+    quotes; any other text as it is."""
     text = error.strip()
+    if match := _NOT_SET.fullmatch(text):
+        return NOT_SET_WORDS.format(setting=match[1])
+    if _UNSENDABLE_HEADER.match(text):
+        return rules.curly_quotes(text)
     if text == ANSWERED_GONE:
         return (
             "The receiving server answered that this address is gone (410), "
@@ -51,11 +67,12 @@ def answer_in_plain_words(error: str) -> str:
 def outcome_in_words(delivery: Delivery) -> str:
     """What became of a message that was not delivered, in a sentence: "It
     failed: <reason>. We will try again in about 2 minutes." while retries
-    remain, "We gave up: <reason>." when they are spent."""
+    remain, "We gave up: <reason>." when they are spent; a message that was
+    never sent ("Not sent: …") says so as it is."""
     reason = answer_in_plain_words(str(delivery.last_error or "")).rstrip(".")
     if not reason:
         return ""
-    if delivery.status == "failed":
+    if delivery.status == "failed" and not reason.startswith("Not sent"):
         return f"We gave up: {reason}."
     if delivery.status != "pending":
         return f"{reason}."

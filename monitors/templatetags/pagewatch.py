@@ -361,7 +361,14 @@ def targets_summary(monitor: Any) -> str:
 def plain_check_error(text: str | None) -> str:
     """`{{ check.error|plain_check_error }}`: a check's error (written for the
     API) without setting names, for people using the dashboard."""
-    return search_provider.in_plain_words(text or "")
+    return search_provider.in_message_words(text or "")
+
+
+@register.filter
+def check_error_for_administrator(text: str | None) -> str:
+    """What plain_check_error left out that an administrator changes (a search
+    service's refusal of its set-up), said after "For the administrator:"."""
+    return " ".join(search_provider.refusals(text or ""))
 
 
 @register.simple_tag

@@ -24,7 +24,7 @@ from checks.notify.kinds.base import (
 )
 from checks.notify.kinds.outbound import Attempt
 from checks.notify.texts import one_line
-from checks.notify.transports import response_excerpt
+from checks.notify.transports import NOT_SET, response_excerpt
 from checks.targets.options import url_problem
 
 if TYPE_CHECKING:
@@ -301,9 +301,7 @@ class SlackKind(ChannelKind):
 
     def prepare(self, delivery: Delivery) -> Attempt:
         if self.unavailable():
-            raise DeliveryError(
-                f"Not sent: {TOKEN_SETTING} is not set.", permanent=True
-            )
+            raise DeliveryError(NOT_SET.format(setting=TOKEN_SETTING), permanent=True)
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)

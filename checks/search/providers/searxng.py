@@ -21,6 +21,7 @@ from checks.search.providers.base import (
     hits,
     plain,
 )
+from monitors.search_provider import REFUSED
 
 
 class SearxngProvider(Provider):
@@ -47,14 +48,20 @@ class SearxngProvider(Provider):
 
     def refused(self, answer: Any) -> str:
         if answer.status_code == 403:
-            return (
-                "SearXNG refused to answer in JSON (HTTP 403): allow the format in "
-                "its settings.yml (search: formats: [html, json])."
+            return REFUSED.format(
+                provider="SearXNG",
+                what="to answer in JSON",
+                code=403,
+                fix="allow the format in its settings.yml (search: formats: "
+                "[html, json]).",
             )
         if answer.status_code == 429:
-            return (
-                "SearXNG refused the request (HTTP 429): its limiter (bot "
-                "protection) must let Pagewatch's address through."
+            return REFUSED.format(
+                provider="SearXNG",
+                what="the request",
+                code=429,
+                fix="its limiter (bot protection) must let Pagewatch's address "
+                "through.",
             )
         return super().refused(answer)
 

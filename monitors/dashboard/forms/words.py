@@ -190,7 +190,7 @@ def plain(field: str, issue: Problem, typed: Mapping[str, str] | None = None) ->
         return "This contains a character that cannot be used here."
     if message.startswith(rules.PATTERN_UNUSABLE):
         return pattern_problem(message.removeprefix(rules.PATTERN_UNUSABLE))
-    return curly_quotes(message)
+    return rules.curly_quotes(message)
 
 
 # RE2's reasons, by what comes before the piece of pattern it points at.
@@ -226,14 +226,6 @@ def pattern_problem(reason: str) -> str:
 
 
 # 'Host' or "it's" around a name, not an apostrophe inside a word.
-_QUOTED = re.compile(r"""(?<!\w)(['"])([^'"\n]+?)\1(?!\w)""")
-
-
-def curly_quotes(message: str) -> str:
-    """The API's 'Host' as “Host”, as the form quotes everything else."""
-    return _QUOTED.sub(r"“\2”", message)
-
-
 def schedule_problem(error: ScheduleError) -> str:
     """The form's words for a schedule that could not be used, with what the
     person typed that the rule's words quote."""
