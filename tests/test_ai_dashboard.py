@@ -220,7 +220,10 @@ def test_lines_to_ignore_are_saved_from_the_form_and_bad_patterns_refused(
     saved = web.post(f"/monitors/{monitor.pk}/edit/", form)
 
     assert refused.status_code == 400
-    assert "“/(unclosed/”: Not a pattern we can use" in refused.content.decode()
+    assert (
+        "“/(unclosed/”: This pattern is not valid: “(unclosed” opens a “(” that "
+        "is never closed." in refused.content.decode()
+    )
     assert saved.status_code == 302
     monitor.refresh_from_db()
     assert monitor.ignore_lines == ["Last updated", "/^\\d+ views$/"]
