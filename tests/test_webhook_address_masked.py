@@ -129,3 +129,43 @@ def test_the_activity_log_keeps_a_turned_off_webhooks_address_in_shape_only(
     turned_off = [e for e in read if e["kind"] == "monitor.webhook_disabled"]
     assert turned_off[0]["details"]["url"] == SHOWN
     assert "s3cret" not in json.dumps(read) and "xyzXYZ123" not in json.dumps(read)
+
+
+def test_masking_an_address_twice_changes_nothing_more():
+    assert mask_url(mask_url(HOOK)) == SHOWN
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_masks_addresses_old_entries_kept_whole():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    def migrate(targets):
+        executor = MigrationExecutor(connection)
+        executor.migrate(targets)
+        return executor.loader.project_state(targets).apps
+
+    old = migrate(
+        [("checks", "0024_delivery_done_with"), ("teams", "0003_team_setting_activity")]
+    )
+    Team = old.get_model("monitors", "Team")
+    Activity = old.get_model("teams", "Activity")
+    team = Team.objects.create(name="Acme", slug="acme")
+    turned_off = Activity.objects.create(
+        team=team,
+        kind="monitor.webhook_disabled",
+        details={"reason": "its receiver answered 410 Gone", "url": HOOK},
+    )
+    other = Activity.objects.create(
+        team=team, kind="monitor.edited", details={"url": HOOK}
+    )
+
+    new = migrate([("checks", "0025_mask_old_webhook_addresses")])
+    Activity = new.get_model("teams", "Activity")
+    assert Activity.objects.get(pk=turned_off.pk).details == {
+        "reason": "its receiver answered 410 Gone",
+        "url": SHOWN,
+    }
+    # Only the entries that kept a receiver's address are touched.
+    assert Activity.objects.get(pk=other.pk).details == {"url": HOOK}
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
