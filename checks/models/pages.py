@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Case, OuterRef, Subquery, Value, When
 from django.db.models.fields.json import KT
 
+from checks.bulk_delete import delete_rows
 from checks.content import (
     diff_ast,
     diff_reference,
@@ -134,8 +135,7 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             pageresult__in=self.values("pk")
         )
         links.delete()  # nothing refers to a link: Django's fast path
-        # The fast path's own single DELETE, now that nothing refers to the rows.
-        return self._raw_delete(self.db)
+        return delete_rows(self)
 
     def changes_first(self) -> PageResultQuerySet:
         """Changed pages first, then new, removed, failed and unchanged ones,

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from django.db import models
 from django.db.models import Q
 
+from checks.bulk_delete import delete_rows
 from monitors.models import Monitor
 
 
@@ -45,8 +46,7 @@ class DeliveryQuerySet(models.QuerySet["Delivery"]):
         every row's id into Python first. Filter them on what deleting does
         not change (their monitor, check or channel)."""
         DeliveryAttempt.objects.filter(delivery__in=self.values("pk")).delete()
-        # The fast path's own single DELETE, now that nothing refers to the rows.
-        return self._raw_delete(self.db)
+        return delete_rows(self)
 
     def before_first_answer(self) -> DeliveryQuerySet:
         """Rows whose first attempt has not ended: never tried, or being tried
