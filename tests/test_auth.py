@@ -232,6 +232,26 @@ def test_every_v2_route_needs_an_api_key(db, team, route, method):
     assert Monitor.objects.get().name == "m"
 
 
+@pytest.mark.parametrize("route", [r for r in v2_routes() if r not in PUBLIC_V2_ROUTES])
+@pytest.mark.parametrize(
+    "asking",
+    [{"format": "xml"}, {"HTTP_ACCEPT": "application/xml"}],
+    ids=["format", "accept"],
+)
+def test_a_caller_without_a_key_gets_401_whatever_form_it_asks_for(
+    db, team, route, asking
+):
+    path = "/" + re.sub(
+        r"<(?:\w+:)?\w+>", "0190a0a0-0000-7000-8000-000000000001", route
+    )
+    query = {"format": asking["format"]} if "format" in asking else {}
+    headers = {k: v for k, v in asking.items() if k.startswith("HTTP_")}
+    for authorization in (None, "Bearer pw_wrong"):
+        response = client(authorization).get(path, query, **headers)
+        assert_unauthorized(response)
+        assert response.json() == client(authorization).get(path).json()
+
+
 @pytest.mark.parametrize("route", sorted(PUBLIC_V2_ROUTES & set(v2_routes())))
 def test_public_v2_routes_answer_without_a_key(db, route):
     response = client().get("/" + route)

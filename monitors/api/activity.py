@@ -12,8 +12,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from monitors.api.base import ApiView
 from monitors.api.views import RESPONSE_HEADERS, error_responses, int_param
 from teams.models import Activity
 
@@ -78,7 +78,7 @@ def render_entry(entry: Activity) -> dict[str, Any]:
     }
 
 
-class ActivityListView(APIView):
+class ActivityListView(ApiView):
     @extend_schema(
         operation_id="listActivity",
         summary="The team's activity log, newest first (Pagewatch extension)",

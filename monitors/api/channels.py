@@ -17,12 +17,12 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
 from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
+from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import Channel, Team
@@ -240,7 +240,7 @@ def render(channel: Channel) -> dict[str, Any]:
     return ChannelSerializer(channel).data
 
 
-class ChannelListView(APIView):
+class ChannelListView(ApiView):
     @extend_schema(
         operation_id="listChannels",
         parameters=RESPONSE_HEADERS,
@@ -269,7 +269,7 @@ class ChannelListView(APIView):
         return ok(render(channel))
 
 
-class ChannelDetailView(APIView):
+class ChannelDetailView(ApiView):
     @extend_schema(
         operation_id="getChannel",
         parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
@@ -321,7 +321,7 @@ class ChannelDetailView(APIView):
         return Response({"success": True})
 
 
-class ChannelTestView(APIView):
+class ChannelTestView(ApiView):
     @extend_schema(
         operation_id="testChannel",
         request=None,

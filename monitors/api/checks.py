@@ -24,12 +24,12 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from checks.captures import with_links
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from checks.targets.options import StrictCharField, StrictMixin
+from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.representation import SummarySerializer
 from monitors.api.views import (
@@ -235,7 +235,7 @@ def _check_for(monitor: Monitor, check_id: str) -> Check:
 # --- Views ----------------------------------------------------------------------
 
 
-class MonitorRunView(APIView):
+class MonitorRunView(ApiView):
     @extend_schema(
         operation_id="runMonitor",
         summary="Queue a manual check",
@@ -264,7 +264,7 @@ class MonitorRunView(APIView):
         )
 
 
-class MonitorCheckListView(APIView):
+class MonitorCheckListView(ApiView):
     @extend_schema(
         operation_id="listMonitorChecks",
         summary="List a monitor's checks, newest first",
@@ -286,7 +286,7 @@ class MonitorCheckListView(APIView):
         return ok(CheckSerializer(checks[offset : offset + limit], many=True).data)
 
 
-class MonitorCheckDetailView(APIView):
+class MonitorCheckDetailView(ApiView):
     @extend_schema(
         operation_id="getMonitorCheck",
         summary="One check with its page results (paginated)",

@@ -15,10 +15,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from checks.targets.options import StrictBooleanField, StrictCharField, StrictMixin
 from monitors import moving, rules
+from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.parsers import JsonParser
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
@@ -150,7 +150,7 @@ def _read(source: str, params: dict[str, Any]) -> list[moving.Planned]:
         raise ApiError(exc.message, 400, "BAD_REQUEST") from None
 
 
-class ImportView(APIView):
+class ImportView(ApiView):
     parser_classes = [JsonParser, MultiPartParser]
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -226,7 +226,7 @@ IMPORT_ID = OpenApiParameter(
 )
 
 
-class ImportDetailView(APIView):
+class ImportDetailView(ApiView):
     @extend_schema(
         operation_id="getImport",
         description="Pagewatch extension: an import's progress, then its report.",
@@ -245,7 +245,7 @@ class ImportDetailView(APIView):
         return ok(run_answer(run))
 
 
-class ExportView(APIView):
+class ExportView(ApiView):
     @extend_schema(
         operation_id="exportMonitors",
         description=(

@@ -13,9 +13,9 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from checks.models import Check, month_start
+from monitors.api.base import ApiView
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 
 # What a team without a monthly allowance reports as left: the figure
@@ -76,7 +76,7 @@ def _next_month(start: datetime) -> datetime:
     return start.replace(month=start.month + 1)
 
 
-class CreditUsageView(APIView):
+class CreditUsageView(ApiView):
     @extend_schema(
         operation_id="getCreditUsage",
         summary="Credits the team has left this month",
@@ -102,7 +102,7 @@ class CreditUsageView(APIView):
         )
 
 
-class QueueStatusView(APIView):
+class QueueStatusView(ApiView):
     @extend_schema(
         operation_id="getQueueStatus",
         summary="The team's checks waiting and running",

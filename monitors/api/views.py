@@ -20,10 +20,10 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from checks.notify.kinds.base import MASK, mask_url
 from monitors.api.auth import ApiClient
+from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.representation import MonitorSerializer
 from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
@@ -267,7 +267,7 @@ PAGING = [
 ]
 
 
-class MonitorListView(APIView):
+class MonitorListView(ApiView):
     @extend_schema(
         operation_id="listMonitors",
         parameters=PAGING + RESPONSE_HEADERS,
@@ -304,7 +304,7 @@ class MonitorListView(APIView):
         return ok(render_monitor(get_monitor_for(request, str(monitor.pk))))
 
 
-class MonitorDetailView(APIView):
+class MonitorDetailView(ApiView):
     @extend_schema(
         operation_id="getMonitor",
         parameters=[MONITOR_ID, *RESPONSE_HEADERS],
