@@ -397,6 +397,33 @@ def test_the_api_documents_do_not_offer_options_either(api, path):
     assert allowed(response) == ["GET", "HEAD"]
 
 
+@pytest.mark.parametrize("path", ["/v2/openapi.json", "/v2/docs"])
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete", "options"])
+def test_the_api_documents_refuse_other_methods_in_the_error_envelope(
+    api, path, method
+):
+    response = getattr(api, method)(path)
+
+    body = assert_error_envelope(response, 405)
+    assert body == {
+        "success": False,
+        "error": f'Method "{method.upper()}" not allowed.',
+        "code": "METHOD_NOT_ALLOWED",
+    }
+
+
+@pytest.mark.parametrize("path", ["/v2/openapi.json", "/v2/docs"])
+def test_the_api_documents_refuse_a_format_in_the_error_envelope(api, path):
+    response = api.get(path + "?format=xml")
+
+    body = assert_error_envelope(response, 406)
+    assert body == {
+        "success": False,
+        "error": "Unknown format 'xml': the API answers in JSON only.",
+        "code": "NOT_ACCEPTABLE",
+    }
+
+
 def test_a_method_a_path_lacks_is_refused_without_offering_options(api):
     response = api.put("/v2/monitor", {}, format="json")
 

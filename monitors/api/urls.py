@@ -5,10 +5,9 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 from rest_framework.views import APIView
 
-from monitors.api import activity, channels, checks, moving, team, views
+from monitors.api import activity, channels, checks, documents, moving, team, views
 
 # OPTIONS is refused, in the error envelope, like any method a path lacks
 # (the OpenAPI document describes the API), so no answer's Allow offers it.
@@ -59,16 +58,13 @@ urlpatterns = [
     ),
     path(
         "openapi.json",
-        api(SpectacularJSONAPIView),
+        api(documents.OpenApiDocumentView),
         name="openapi",
     ),
-    # Swagger UI with its start-up script served as a file (the "split" view)
-    # and our own page around it: nothing inline, nothing from a CDN, so the
-    # page works under the site's Content-Security-Policy and offline.
     path(
         "docs",
         api(
-            SpectacularSwaggerSplitView,
+            documents.DocsView,
             url_name="openapi",
             template_name="api/docs.html",
         ),
