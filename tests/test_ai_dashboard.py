@@ -12,6 +12,7 @@ import pytest
 
 from checks import runner
 from checks.models import Check, PageResult
+from checks.notify import messages
 from monitors.models import Membership, Monitor, Target, Team
 from tests.llm import PLANS, PLANS_SCHEMA, answer
 from tests.sites import Site
@@ -134,7 +135,11 @@ def test_meaningful_changes_only_on_a_check_and_on_the_history(web, team, site, 
     assert "/pricing" in pages and "/noise" not in pages
     assert str(both.pk) in history_html
     assert str(only_noise.pk) not in history_html
-    assert str(first.pk) not in history_html
+    # Its pages were new to the monitor: a change no judge looked at, which
+    # channels told of meaningful changes only hear of too.
+    assert first.summary["new"] == 2
+    assert messages.change(first, meaningful_only=True) is not None
+    assert str(first.pk) in history_html
     assert "Meaningful changes only" in history_html
 
 
@@ -143,7 +148,7 @@ def chip(page: str, label: str) -> str | None:
     return match[1] if match else None
 
 
-def test_without_a_model_a_check_counts_its_change_as_not_judged_not_meaningful(
+def test_without_a_model_a_change_counts_as_meaningful_and_is_marked_not_judged(
     web, team, site, settings
 ):
     settings.LLM_BASE_URL = ""
@@ -155,12 +160,15 @@ def test_without_a_model_a_check_counts_its_change_as_not_judged_not_meaningful(
     page = web.get(check.get_absolute_url()).content.decode()
     meaningful = web.get(check.get_absolute_url() + "?status=meaningful")
     not_judged = web.get(check.get_absolute_url() + "?status=not_judged")
+    history = web.get(monitor.get_absolute_url() + "?changes=meaningful")
 
-    assert chip(page, "Meaningful changes") == "0"
+    assert check.pages.get(url__endswith="/pricing").verdict == "not_judged"
+    assert chip(page, "Meaningful changes") == "1"
     assert chip(page, "Not judged") == "1"
-    assert "1 change was not judged, and is reported like any change." in page
-    assert "/pricing" not in meaningful.content.decode().split('id="pages-title"')[1]
+    assert "1 change was not judged, and counts as meaningful" in page
+    assert "/pricing" in meaningful.content.decode().split('id="pages-title"')[1]
     assert "/pricing" in not_judged.content.decode().split('id="pages-title"')[1]
+    assert str(check.pk) in history.content.decode().split('id="check-history"')[1]
 
 
 def test_a_judged_check_has_no_not_judged_chip(web, team, site, model):

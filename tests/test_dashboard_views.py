@@ -1502,7 +1502,7 @@ def test_a_change_found_before_the_goal_was_set_is_shown_as_not_judged(
     page = text_of(web.get(changed_page.check_run.get_absolute_url()))
     detail = text_of(web.get(changed_page.get_absolute_url()))
 
-    assert re.search(r"Meaningful changes <span class=\"chip-count\">0</span>", page)
+    assert re.search(r"Meaningful changes <span class=\"chip-count\">1</span>", page)
     assert re.search(r"Not judged <span class=\"chip-count\">1</span>", page)
     assert '<span class="badge judged-none">Not judged</span>' in page
     assert "Matters for the goal" not in page

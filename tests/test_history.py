@@ -16,6 +16,7 @@ from checks.content import render_inline, render_side_by_side
 from checks.content.readable import readable_html
 from checks.content.render import with_columns
 from checks.models import Check, PageResult, Snapshot
+from checks.notify import messages
 from monitors import history
 from monitors.models import Membership, Monitor, Target, Team
 from monitors.templatetags.pagewatch import with_times
@@ -353,7 +354,8 @@ def test_history_is_in_the_main_navigation(web):
 
 
 def judge(page: PageResult, verdict: str) -> PageResult:
-    """Give a changed page the verdict a check would have recorded."""
+    """Give a changed page the verdict a check would have recorded, and its
+    check the count of noise it would have kept."""
     meaningful = verdict != PageResult.Verdict.NOISE
     page.verdict = verdict
     page.judgment = {
@@ -363,10 +365,12 @@ def judge(page: PageResult, verdict: str) -> PageResult:
         "meaningfulChanges": [],
     }
     page.save(update_fields=["verdict", "judgment"])
+    noise = page.check_run.pages.filter(status="changed", verdict="noise").count()
+    Check.objects.filter(pk=page.check_run_id).update(noise=noise)
     return page
 
 
-def test_meaningful_changes_only_lists_checks_a_judge_called_meaningful_and_no_other(
+def test_meaningful_changes_only_leaves_out_checks_whose_changes_all_were_noise(
     web, team
 ):
     monitor = make_monitor(team, goal="Prices", judge_enabled=True)
@@ -386,25 +390,77 @@ def test_meaningful_changes_only_lists_checks_a_judge_called_meaningful_and_no_o
 
     for check in (before_goal, no_model, noise, meaningful):
         assert str(check.pk) in every.split('id="check-history"')[1]
-    assert str(meaningful.pk) in listed
-    for check in (before_goal, no_model, noise):
-        assert str(check.pk) not in listed
-    assert "the AI judge said at least one change matters for the goal" in listed
-    assert "found before the goal was set) are listed under “All checks”" in listed
+    for check in (before_goal, no_model, meaningful):
+        assert str(check.pk) in listed
+    assert str(noise.pk) not in listed
+    assert "every change but those the AI judge called unimportant" in listed
 
 
-def test_meaningful_changes_only_says_so_when_no_change_was_judged_meaningful(
+def test_meaningful_changes_only_lists_every_change_of_a_monitor_that_does_not_judge(
+    web, team
+):
+    monitor = make_monitor(team)  # no goal: judging is off
+    check = make_check(monitor, timezone.now(), changed=1)
+    make_page(check, "https://e.com/a")
+
+    only = web.get(monitor.get_absolute_url(), {"changes": "meaningful"})
+
+    assert str(check.pk) in only.content.decode().split('id="check-history"')[1]
+
+
+def test_meaningful_changes_only_says_so_when_every_change_was_judged_unimportant(
     web, team
 ):
     monitor = make_monitor(team, goal="Prices", judge_enabled=True)
     check = make_check(monitor, timezone.now(), changed=1)
-    judge(make_page(check, "https://e.com/a"), PageResult.Verdict.NOT_JUDGED)
+    judge(make_page(check, "https://e.com/a"), PageResult.Verdict.NOISE)
 
     only = web.get(monitor.get_absolute_url(), {"changes": "meaningful"})
 
     body = html.unescape(only.content.decode())
-    assert "No check has a change the AI judge called meaningful yet." in body
+    assert "No check has a meaningful change yet." in body
     assert str(check.pk) not in body.split('id="check-history"')[1]
+
+
+@pytest.mark.parametrize(
+    "pages",
+    [
+        [("changed", "")],
+        [("changed", "not_judged")],
+        [("changed", "meaningful")],
+        [("changed", "noise")],
+        [("changed", "noise"), ("changed", "not_judged")],
+        [("changed", "noise"), ("new", "")],
+        [("changed", "noise"), ("removed", "")],
+        [("new", "meaningful")],
+        [("removed", "")],
+    ],
+    ids=str,
+)
+def test_the_dashboards_meaningful_changes_are_what_a_meaningful_only_channel_is_told(
+    web, team, pages
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    counts = {status: sum(1 for s, _ in pages if s == status) for status, _ in pages}
+    check = make_check(monitor, timezone.now(), **counts)
+    for n, (status, verdict) in enumerate(pages):
+        page = make_page(check, f"https://e.com/{n}", status)
+        if verdict:
+            judge(page, verdict)
+
+    told = messages.change(check, meaningful_only=True) is not None
+    only = web.get(monitor.get_absolute_url(), {"changes": "meaningful"})
+    listed = str(check.pk) in only.content.decode().split('id="check-history"')[1]
+    on_check = web.get(check.get_absolute_url(), {"status": "meaningful"})
+    chip = re.search(
+        r'Meaningful changes <span class="chip-count">(\d+)</span>',
+        on_check.content.decode(),
+    )
+    shown = on_check.content.decode().split('id="pages-title"')[1].count("e.com/")
+
+    assert listed is told
+    assert chip is not None and (int(chip[1]) > 0) is told
+    assert (shown > 0) is told
 
 
 def test_the_feed_walks_the_index_of_checks_with_changes_not_every_check(team):

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Count, Exists, F, IntegerField, Max, OuterRef, Q, Sum
+from django.db.models import Count, F, IntegerField, Max, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
@@ -98,7 +98,10 @@ class CheckQuerySet(models.QuerySet["Check"]):
     def with_changes_that_matter(self) -> CheckQuerySet:
         """Checks that found a change the judge did not call unimportant: a
         page new or removed, or more changed pages than were judged noise
-        (where judging is off, every change counts)."""
+        (where nobody judged, every change counts). The checks a channel told
+        of meaningful changes only hears of, and the dashboard's "meaningful
+        changes" (PageResultQuerySet.changes_that_matter is one check's
+        share)."""
         changed = Cast(KT("summary__changed"), IntegerField())
         matter = (
             Q(changed_pages__gt=F("noise"))
@@ -106,13 +109,6 @@ class CheckQuerySet(models.QuerySet["Check"]):
             | Q(summary__removed__gt=0)
         )
         return self.with_changes().alias(changed_pages=changed).filter(matter)
-
-    def with_meaningful_changes(self) -> CheckQuerySet:
-        """Checks with at least one change the judge called meaningful (the
-        dashboard's "meaningful changes only"): not those whose changes nobody
-        judged; served by page_check_status_idx."""
-        pages = PageResult.objects.filter(check_run=OuterRef("pk"))
-        return self.filter(Exists(pages.meaningful_changes()))
 
     def credits_used(self, team: Team, now: datetime) -> int:
         """Credits a team has used in the current UTC calendar month: actual

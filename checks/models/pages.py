@@ -195,15 +195,20 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
                 pages[status] += n
         return pages, found
 
-    def meaningful_changes(self) -> PageResultQuerySet:
-        """Changed pages, and new search matches, the judge called meaningful:
-        what the dashboard calls a meaningful change. A change without a
-        verdict is not one, though notifications still treat it as one
-        (checks.notify.emails)."""
+    def changes_that_matter(self) -> PageResultQuerySet:
+        """Pages found changed, new or removed, but for changes the judge
+        called unimportant: one check's share of
+        CheckQuerySet.with_changes_that_matter, and what a channel told of
+        meaningful changes only hears of (checks.notify.reports). Where
+        nobody judged a change (judging off, no AI model, the judge failed
+        open) it counts."""
         return self.filter(
-            status__in=(PageResult.Status.CHANGED, PageResult.Status.NEW),
-            verdict=PageResult.Verdict.MEANINGFUL,
-        )
+            status__in=(
+                PageResult.Status.CHANGED,
+                PageResult.Status.NEW,
+                PageResult.Status.REMOVED,
+            )
+        ).exclude(verdict=PageResult.Verdict.NOISE)
 
     def unjudged_changes(self) -> PageResultQuerySet:
         """Changed pages without a verdict: the judge failed open, or did not

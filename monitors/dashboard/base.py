@@ -42,7 +42,7 @@ QUEUE_UNAVAILABLE_WORDS = (
     "right now. Please try again in a moment."
 )
 # The filter value for "meaningful changes only" (pages, and checks in history):
-# changes the judge called meaningful, never those nobody judged.
+# every change but those the judge called unimportant, as the channels count.
 MEANINGFUL = "meaningful"
 # The filter values of search results, by what became of them ("search-alert").
 SEARCH_FILTER = "search-"

@@ -62,7 +62,8 @@ def check_detail(
     ):
         status = ""
     # Verdicts are shown where the monitor judges or the check was judged;
-    # there a change without one is said to be not judged, never meaningful.
+    # there a change without one is said to be not judged, and counts as
+    # meaningful, as it does for the channels.
     verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
     unjudged = check.pages.unjudged_changes().count() if verdicts else 0
     pages = _filtered_pages(check, status, search_filters)
@@ -97,7 +98,7 @@ def _filtered_pages(check: Check, status: str, search_filters: dict[str, str]) -
         .changes_first()
     )
     if status == MEANINGFUL:
-        return pages.meaningful_changes()
+        return pages.changes_that_matter()
     if status == NOT_JUDGED:
         return pages.unjudged_changes()
     if status in search_filters:
@@ -120,7 +121,11 @@ def _chips(
     chips = [("", "All", sum(counts.values()) + sum(found.values()))]
     if verdicts:
         chips.append(
-            (MEANINGFUL, "Meaningful changes", check.pages.meaningful_changes().count())
+            (
+                MEANINGFUL,
+                "Meaningful changes",
+                check.pages.changes_that_matter().count(),
+            )
         )
     if unjudged or (verdicts and status == NOT_JUDGED):
         chips.append((NOT_JUDGED, "Not judged", unjudged))

@@ -170,7 +170,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
     history = Check.objects.for_monitor(monitor)
     meaningful_only = request.GET.get("changes") == MEANINGFUL
     if meaningful_only:
-        history = history.with_meaningful_changes()
+        history = history.with_changes_that_matter()
     checks = Paginator(
         history.defer("target_results", "notification_status").order_by(
             "-created_at", "-id"
