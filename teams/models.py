@@ -416,6 +416,8 @@ def _team_setting_words(d: dict[str, Any]) -> str:
     setting, value, was = d.get("setting"), d.get("value"), d.get("was")
     if setting == "name":
         return f"Renamed the team “{value}” (was “{was}”)"
+    if setting == "slug":
+        return f"Changed the team's slug to “{value}” (was “{was}”)"
     if setting == "credit_allowance":
         before = "unlimited" if was is None else f"{_number(was)} a month"
         if value is None:

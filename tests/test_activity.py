@@ -502,3 +502,27 @@ def test_team_edits_in_the_admin_are_recorded_as_the_team_pages_are(admin_client
         "Made the team's credits unlimited (was 5,000 a month)",
         "Turned the team's feeds on",
     ]
+
+
+def test_a_slug_changed_in_the_admin_is_recorded_with_the_old_one(admin_client, team):
+    url = reverse("admin:monitors_team_change", args=[team.pk])
+    data = {
+        "name": team.name, "slug": "acme-europe", "feeds_enabled": "on",
+        "membership_set-TOTAL_FORMS": "0", "membership_set-INITIAL_FORMS": "0",
+        "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
+        "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
+        "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
+    }  # fmt: skip
+
+    response = admin_client.post(url, data)
+
+    assert response.status_code == 302, text_of(response)[:2000]
+    team.refresh_from_db()
+    assert team.slug == "acme-europe"
+    assert entries() == [(Kind.TEAM_EDITED, Via.ADMIN, "admin (administration)")]
+    assert Activity.objects.get().details == {
+        "setting": "slug",
+        "value": "acme-europe",
+        "was": "acme",
+    }
+    assert words() == ["Changed the team's slug to “acme-europe” (was “acme”)"]

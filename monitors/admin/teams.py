@@ -128,8 +128,9 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     readonly_fields = ["masked_webhook_secret", "created_at"]
     inlines = [MembershipInline, TeamApiKeyInline]
     # The settings the team's activity log tells of when changed here, as
-    # when they are changed on the dashboard (the slug is the admin's own).
-    logged_settings = ("name", "credit_allowance", "feeds_enabled")
+    # when they are changed on the dashboard. The slug is changed only here,
+    # and is logged too: sign-in claims and createapikey name a team by it.
+    logged_settings = ("name", "slug", "credit_allowance", "feeds_enabled")
 
     def save_model(
         self, request: HttpRequest, obj: Team, form: Any, change: bool
