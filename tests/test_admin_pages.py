@@ -29,6 +29,7 @@ from monitors.models import (
     Channel,
     Membership,
     Monitor,
+    MonitorChannel,
     Target,
     Team,
 )
@@ -201,6 +202,68 @@ def test_a_monitors_own_channel_is_shown_as_stored_not_edited_in_the_admin(
     assert 'name="name"' not in page
     assert posted.status_code == 403
     assert (own.name, own.digest) == ("webhook", "")
+
+
+def own_webhook(monitor: Monitor) -> Channel:
+    return Channel.objects.create(
+        team=monitor.team,
+        owner_monitor=monitor,
+        name="webhook",
+        kind="firecrawl_webhook",
+        settings={"url": "https://hooks.example.com/in"},
+    )
+
+
+def test_a_monitors_own_channel_cannot_be_deleted_on_its_delete_page(
+    admin_client, monitor
+):
+    own = own_webhook(monitor)
+    MonitorChannel.objects.create(monitor=monitor, channel=own)
+    url = admin_url(Channel, "delete", own.pk)
+
+    asked = admin_client.get(url)
+    posted = admin_client.post(url, {"post": "yes"})
+
+    assert (asked.status_code, posted.status_code) == (403, 403)
+    assert Channel.objects.filter(pk=own.pk).exists()
+    assert MonitorChannel.objects.filter(channel=own).exists()
+    assert not Activity.objects.exists()
+
+
+def test_deleting_a_monitors_own_channel_with_others_is_refused_saying_why(
+    admin_client, monitor, channel
+):
+    own = own_webhook(monitor)
+    url = admin_url(Channel, "changelist")
+    chosen = {"action": "delete_selected", "_selected_action": [own.pk, channel.pk]}
+
+    asked = admin_client.post(url, chosen)
+    confirmed = admin_client.post(url, chosen | {"post": "yes"})
+
+    assert asked.status_code == 200
+    assert "a monitor&#x27;s own channel: change it with its monitor" in (
+        asked.content.decode()
+    )
+    assert confirmed.status_code == 403
+    assert set(Channel.objects.values_list("pk", flat=True)) == {own.pk, channel.pk}
+    assert not Activity.objects.exists()
+
+
+def test_a_monitors_own_channel_page_says_where_to_change_it(admin_client, monitor):
+    own = own_webhook(monitor)
+
+    page = admin_client.get(admin_url(Channel, "change", own.pk)).content.decode()
+
+    assert "Change or remove it with its monitor" in page
+    assert f'href="{reverse("monitor-edit", args=[monitor.pk])}"' in page
+    assert admin_url(Channel, "delete", own.pk) not in page
+
+
+def test_a_team_channel_page_offers_its_delete_and_no_note(admin_client, channel):
+    page = admin_client.get(admin_url(Channel, "change", channel.pk)).content.decode()
+
+    assert admin_url(Channel, "delete", channel.pk) in page
+    assert "Change or remove it with its monitor" not in page
 
 
 def test_an_api_key_is_revoked_in_the_admin_not_deleted(admin_client, team):

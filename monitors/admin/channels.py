@@ -11,7 +11,9 @@ from django.contrib import admin
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from checks.deleting import delete_channels
 from checks.models import ChannelDelivery, Delivery
@@ -88,19 +90,61 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     fields = ["name", "team", "kind_label", "masked_settings", "events", "digest",
               "digest_at", "failing_after", "owner_monitor", "deliveries_link",
               "created_at", "updated_at"]  # fmt: skip
-    readonly_fields = ["team", "kind_label", "masked_settings", "owner_monitor",
-                       "deliveries_link", "created_at", "updated_at"]  # fmt: skip
+    readonly_fields = ["where_to_change", "team", "kind_label", "masked_settings",
+                       "owner_monitor", "deliveries_link", "created_at",
+                       "updated_at"]  # fmt: skip
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # kinds validate their settings in the dashboard and API
 
+    # A monitor's own channels are its Firecrawl fields (checks.notify.own):
+    # the API and the dashboard change them through the monitor only, so here
+    # they are shown, never changed or deleted.
     def has_change_permission(
         self, request: HttpRequest, obj: Channel | None = None
     ) -> bool:
-        # A monitor's own channels are its Firecrawl fields (checks.notify.own):
-        # the API and the dashboard change them through the monitor only.
         own = obj is not None and obj.owner_monitor_id is not None
         return not own and super().has_change_permission(request, obj)
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: Channel | None = None
+    ) -> bool:
+        own = obj is not None and obj.owner_monitor_id is not None
+        return not own and super().has_delete_permission(request, obj)
+
+    def get_deleted_objects(
+        self, objs: Any, request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
+        """As CountedDeleteMixin's, refusing a choice that holds an own
+        channel, and saying why ("delete selected" asks no object's
+        permission)."""
+        objs = list(objs)
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(
+            objs, request
+        )
+        if any(not self.has_delete_permission(request, obj) for obj in objs):
+            perms_needed.add("a monitor's own channel: change it with its monitor")
+        return deleted, counts, perms_needed, protected
+
+    def get_fields(self, request: HttpRequest, obj: Channel | None = None) -> Any:
+        fields = super().get_fields(request, obj)
+        if obj is not None and obj.owner_monitor_id is not None:
+            return ["where_to_change", *fields]
+        return fields
+
+    @admin.display(description="Where to change it")
+    def where_to_change(self, channel: Channel) -> str:
+        monitor = channel.owner_monitor
+        return format_html(
+            "The monitor “{}”'s own channel: its <code>webhook</code>, "
+            "<code>notification.email</code> or <code>notification.slack</code> "
+            "in the API. Change or remove it with its monitor, on "
+            '<a href="{}">its edit page</a> or through the API '
+            "(<code>PATCH /v2/monitor/{}</code>), not here.",
+            monitor.name,
+            reverse("monitor-edit", args=[monitor.pk]),
+            monitor.pk,
+        )
 
     def deleted_along(self, objs: list[Channel]) -> list[QuerySet]:
         return [
