@@ -31,6 +31,7 @@ from checks.notify.consent import (
     unsubscribe_token,
     unsubscribe_url,
 )
+from checks.notify.kinds.base import mask_url
 from checks.notify.reports import (
     DIFF_LINE_CHARS,
     DIFF_LINES,
@@ -46,7 +47,6 @@ from checks.notify.reports import (
 from checks.notify.texts import (
     SUBJECT_MAX,
     absolute,
-    host_of,
     http_href,
     message,
     one_line,
@@ -224,7 +224,9 @@ def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
 def build_webhook_disabled(delivery: Delivery) -> EmailMultiAlternatives:
     context = {
         **_monitor_context(delivery.monitor),
-        "webhook_host": host_of(delivery.url),
+        # In shape only, as the activity log keeps it: every member gets this
+        # e-mail, and a hook address is often its receiver's credential.
+        "webhook_address": mask_url(delivery.url) if delivery.url else "",
         # Straight to the form's webhook field.
         "edit_url": absolute(reverse("monitor-edit", args=[delivery.monitor.pk]))
         + "#field-webhook_url",

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
@@ -76,16 +75,6 @@ def linked(text: str, links: Iterable[str]) -> SafeString:
     parts.append(escape(text[start:]))
     # Every part was escaped or built by format_html just above.
     return mark_safe("".join(parts))  # noqa: S308
-
-
-def host_of(url: str) -> str:
-    """The host an address points at, all a reader is shown of a receiver's
-    address: its path and query may be the secret that lets anyone post
-    to it (Slack's and Zapier's hook URLs are)."""
-    try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
 
 
 def message(
