@@ -5,18 +5,19 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
-from rest_framework.views import APIView
 
 from monitors.api import activity, channels, checks, documents, moving, team, views
+from monitors.api.base import ApiView
 
 # OPTIONS is refused, in the error envelope, like any method a path lacks
 # (the OpenAPI document describes the API), so no answer's Allow offers it.
-METHODS = [name for name in APIView.http_method_names if name != "options"]
+METHODS = [name for name in ApiView.http_method_names if name != "options"]
 
 
-def api(view: type[APIView], **initkwargs: Any) -> Callable[..., Any]:
+def api(view: type[ApiView], **initkwargs: Any) -> Callable[..., Any]:
     """The view as the API serves it. API views authenticate with API keys,
-    not sessions: the login middleware must leave them to DRF."""
+    not sessions: the login middleware must leave them to DRF. Every one is
+    an ApiView (the key judged first, errors always in the envelope)."""
     return login_not_required(view.as_view(http_method_names=METHODS, **initkwargs))
 
 
