@@ -8,7 +8,7 @@ import html
 import re
 import smtplib
 import threading
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 
 import pytest
 import time_machine
@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from checks.models import Delivery
 from checks.notify import channels as channel_events
-from checks.notify import digests, drain, kinds
+from checks.notify import digests, drain, kinds, sweep
 from checks.notify.kinds import team_email
 from monitors.models import Channel, Membership, MonitorChannel
 from tests.notifying import judged, make_monitor
@@ -33,6 +33,7 @@ MIA = "mia@acme.test"
 NOAH = "noah@acme.test"
 INES = "ines@acme.test"
 OUTSIDER = "olga@globex.test"
+ZOE = "zoe@acme.test"
 
 
 @pytest.fixture
@@ -642,6 +643,108 @@ def test_a_long_list_goes_out_over_several_attempts_each_person_once(
     assert troubled.accepted == [INES, MIA, NOAH]
     assert delivery.status == Delivery.Status.DELIVERED
     assert delivery.attempts == 3
+
+
+class WorkerKilled(BaseException):
+    """A worker killed in the middle of a send (SIGKILL, out of memory, a
+    deploy): nothing after it runs, so nothing records the attempt."""
+
+
+class DyingMailServer(TroubledMailServer):
+    """Takes `lives` e-mails, then the worker dies while sending the next one:
+    before the mail server took it, or (`takes_the_last`) just after."""
+
+    lives = 0
+    takes_the_last = False
+
+    def send_messages(self, email_messages) -> int:
+        if len(self.accepted) < self.lives:
+            return super().send_messages(email_messages)
+        if self.takes_the_last:
+            super().send_messages(email_messages)
+        raise WorkerKilled
+
+
+@pytest.fixture
+def dying(troubled, settings):
+    settings.MAILERS = {"default": {"BACKEND": "tests.test_team_email.DyingMailServer"}}
+    DyingMailServer.lives, DyingMailServer.takes_the_last = 0, False
+    return DyingMailServer
+
+
+@pytest.fixture
+def zoe(team, django_user_model):
+    user = django_user_model.objects.create_user("zoe", ZOE)
+    Membership.objects.create(team=team, user=user)
+    return user
+
+
+def killed_in_the_middle(channel: Channel, monkeypatch) -> Delivery:
+    """Send the test message on a worker that dies during the send: the
+    attempt is never recorded and the row stays claimed, as a killed worker
+    leaves it."""
+
+    def dead(*args, **kwargs):
+        raise WorkerKilled
+
+    with monkeypatch.context() as patched:
+        patched.setattr(drain, "record_many", dead)
+        with pytest.raises(WorkerKilled):
+            channel_events.send_test(channel)
+    return Delivery.objects.get(channel=channel)
+
+
+def swept_and_retried(delivery: Delivery, queued, time_machine) -> Delivery:
+    """The sweeper frees the dead worker's claim after its lease, and the
+    retry runs."""
+    time_machine.shift(drain.CLAIM_LEASE + timedelta(seconds=1))
+    assert sweep.sweep() == 1
+    assert queued == [delivery.pk]
+    queued.run()
+    delivery.refresh_from_db()
+    return delivery
+
+
+def test_a_worker_killed_mid_send_leaves_a_retry_that_mails_only_the_others(
+    team, owner, noah, ines, zoe, dying, queued, monkeypatch, time_machine
+):
+    time_machine.move_to(datetime(2026, 3, 2, 9, 0, tzinfo=UTC), tick=False)
+    channel = team_mail(team, recipients=[MIA, NOAH, INES, ZOE])
+    dying.lives = 2
+
+    delivery = killed_in_the_middle(channel, monkeypatch)
+
+    assert dying.accepted == [INES, MIA]
+    assert delivery.status == Delivery.Status.SENDING
+    # Whom it is done with was written as each e-mail went.
+    assert delivery.done_with == sorted([ines.pk, owner.pk])
+
+    dying.lives = 100
+    retried = swept_and_retried(delivery, queued, time_machine)
+
+    assert dying.accepted == [INES, MIA, NOAH, ZOE]
+    assert retried.status == Delivery.Status.DELIVERED
+    assert retried.attempts == 2
+    assert retried.attempt_log.last().response_body == f"Sent to {NOAH}, {ZOE}."
+
+
+def test_the_e_mail_in_flight_when_the_worker_died_may_go_twice_and_no_other(
+    team, owner, noah, ines, zoe, dying, queued, monkeypatch, time_machine
+):
+    time_machine.move_to(datetime(2026, 3, 2, 9, 0, tzinfo=UTC), tick=False)
+    channel = team_mail(team, recipients=[MIA, NOAH, INES, ZOE])
+    # The mail server took Noah's e-mail, and the worker died before it
+    # could write that down: at least once, for that one e-mail.
+    dying.lives, dying.takes_the_last = 2, True
+
+    delivery = killed_in_the_middle(channel, monkeypatch)
+    assert dying.accepted == [INES, MIA, NOAH]
+
+    dying.lives = 100
+    retried = swept_and_retried(delivery, queued, time_machine)
+
+    assert dying.accepted == [INES, MIA, NOAH, NOAH, ZOE]
+    assert retried.status == Delivery.Status.DELIVERED
 
 
 # --- Whom it names, and how it reads ----------------------------------------------

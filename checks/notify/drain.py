@@ -16,7 +16,9 @@ by side, and records each attempt as it ends.
    in bulk when several are ready, so a receiver that hangs holds only its
    own row. Each row becomes `delivered`, `failed`, `cancelled`, or `pending`
    again with `next_attempt_at` pushed back (backoff + jitter, Retry-After
-   honoured), only if this drain's claim still holds it.
+   honoured), only if this drain's claim still holds it. An attempt that
+   sends to several people has this thread record each one as it is done
+   with (`done_with`), before it goes on to the next.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,7 +43,7 @@ from django.utils import timezone
 from checks.notify import deliveries, emails, events, kinds, outbox, own, status
 from checks.notify.kinds import ChannelKind
 from checks.notify.kinds.base import mask_url
-from checks.notify.kinds.outbound import Attempt, Done, Outbound
+from checks.notify.kinds.outbound import Attempt, Done, Keeper, Outbound
 from checks.notify.models import Delivery, DeliveryAttempt
 from checks.notify.transports import DeliveryError, Sent
 from monitors.models import Monitor
@@ -94,7 +98,12 @@ def drain(delivery_ids: Sequence[int]) -> list[Delivery]:
     now = timezone.now()
     rows = claim(delivery_ids, now)
     attempts = [_prepare(row) for row in rows]
-    for ready in _outcomes(attempts):
+    by_id = {row.pk: row for row in rows}
+
+    def keep(step: Keep) -> bool:
+        return keep_done_with(by_id[step.delivery_id], step.accounts)
+
+    for ready in _outcomes(attempts, keep):
         record_many([(rows[i], outcome, ms) for i, outcome, ms in ready], now)
     return rows
 
@@ -196,42 +205,69 @@ def _prepare(delivery: Delivery) -> Attempt:
 Report = Callable[[int, Outcome, int], None]
 
 
-def _outcomes(attempts: list[Attempt]) -> Iterator[list[tuple[int, Outcome, int]]]:
+@dataclass(frozen=True)
+class Keep:
+    """An attempt's word, before it ends, that its row is done with these
+    accounts (Outbound.done_with); `answer` is set once this thread wrote it."""
+
+    delivery_id: int
+    accounts: tuple[int, ...]
+    answer: Future[bool]
+
+
+Ended = tuple[int, Outcome, int] | Keep
+
+
+def _outcomes(
+    attempts: list[Attempt], keep: Callable[[Keep], bool]
+) -> Iterator[list[tuple[int, Outcome, int]]]:
     """(index, outcome, milliseconds) of every attempt, in groups as they end.
 
     The event loop runs in a thread of its own so this thread, which may use
-    the database, records outcomes while slower sends go on."""
+    the database, records outcomes while slower sends go on, and writes what
+    attempts keep (`keep`) as they go. An attempt waits for each Keep to be
+    written before it goes on, so its Keeps come before its outcome."""
     if not attempts:
         return
-    ended: queue.SimpleQueue[tuple[int, Outcome, int]] = queue.SimpleQueue()
+    ended: queue.SimpleQueue[Ended] = queue.SimpleQueue()
     thread = threading.Thread(
         target=_send_all, args=(attempts, ended.put), name="drain", daemon=True
     )
     thread.start()
     left = len(attempts)
     while left:
-        ready = [ended.get()]
+        items = [ended.get()]
         while True:
             try:
-                ready.append(ended.get_nowait())
+                items.append(ended.get_nowait())
             except queue.Empty:
                 break
-        left -= len(ready)
-        yield ready
+        ready = []
+        for item in items:
+            if isinstance(item, Keep):
+                item.answer.set_result(keep(item))
+            else:
+                ready.append(item)
+        if ready:
+            left -= len(ready)
+            yield ready
     thread.join()
 
 
-def _send_all(
-    attempts: list[Attempt], put: Callable[[tuple[int, Outcome, int]], None]
-) -> None:
+def _send_all(attempts: list[Attempt], put: Callable[[Ended], None]) -> None:
     reported: set[int] = set()
 
     def report(index: int, outcome: Outcome, elapsed_ms: int) -> None:
         reported.add(index)
         put((index, outcome, elapsed_ms))
 
+    def keep(delivery_id: int, accounts: tuple[int, ...]) -> Future[bool]:
+        answer: Future[bool] = Future()
+        put(Keep(delivery_id, accounts, answer))
+        return answer
+
     try:
-        asyncio.run(_gather(attempts, report))
+        asyncio.run(_gather(attempts, report, keep))
     except BaseException:
         logger.exception("The drain's event loop stopped")
     finally:
@@ -241,8 +277,8 @@ def _send_all(
                 put((index, DeliveryError("Internal error (the send was lost)."), 0))
 
 
-async def _gather(attempts: list[Attempt], report: Report) -> None:
-    async with Outbound() as outbound:
+async def _gather(attempts: list[Attempt], report: Report, keep: Keeper) -> None:
+    async with Outbound(keep) as outbound:
 
         async def one(index: int, attempt: Attempt) -> None:
             started = time.monotonic()
@@ -289,8 +325,6 @@ def _fields_after(
         }
     delay = retry_delay(delivery.attempts, outcome)
     fields["last_error"] = outcome.message
-    if outcome.done_with:
-        fields["done_with"] = sorted({*delivery.done_with, *outcome.done_with})
     if delay is not None:
         return fields | {
             "status": Delivery.Status.PENDING,
@@ -350,6 +384,18 @@ def record_many(
             if error.gone and delivery.monitor:
                 disable_webhook(delivery.monitor, delivery.url, now)
     _after_attempts([delivery for delivery, _, _ in ended])
+
+
+def keep_done_with(delivery: Delivery, accounts: Sequence[int]) -> bool:
+    """Record, during an attempt, that `delivery` is done with `accounts`
+    (people a team e-mail went to or whose address was refused), so no retry
+    sends to them again, even after this worker is killed. Only while this
+    drain's claim holds the row; False when it does not (or the row is gone)."""
+    done = sorted({*delivery.done_with, *accounts})
+    if not _still_ours([delivery]).update(done_with=done, updated_at=timezone.now()):
+        return False
+    delivery.done_with = done
+    return True
 
 
 def _still_ours(rows: list[Delivery]) -> Any:

@@ -129,8 +129,9 @@ class Delivery(models.Model):
         related_name="deliveries",
     )
     # A message to several people (a team e-mail): the accounts (user ids)
-    # it is done with, sent to or refused by their mail server, so a retry
-    # sends only to the others and nobody gets it twice.
+    # it is done with, sent to or refused by their mail server, written as
+    # each e-mail goes, so a retry (after a killed worker too) sends only to
+    # the others and nobody gets it twice.
     done_with = models.JSONField(default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)

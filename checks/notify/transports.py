@@ -9,7 +9,6 @@ the attempt and schedules the retry after; kinds do no bookkeeping of their own.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -94,9 +93,6 @@ class DeliveryError(Exception):
         the receiver, shown as "cancelled".
     gone: the receiver answered 410 Gone; the monitor's webhook is disabled.
     retry_after: the receiver asked us to wait at least this long.
-    done_with: for a message to several people (a team e-mail), the accounts
-        this attempt is done with (sent to, or refused by the mail server);
-        the row keeps them, so a retry sends only to the others.
     """
 
     def __init__(
@@ -109,7 +105,6 @@ class DeliveryError(Exception):
         status_code: int | None = None,
         response_body: str = "",
         retry_after: timedelta | None = None,
-        done_with: Sequence[int] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -119,7 +114,6 @@ class DeliveryError(Exception):
         self.status_code = status_code
         self.response_body = response_body
         self.retry_after = retry_after
-        self.done_with = tuple(done_with)
 
 
 @dataclass

@@ -6,7 +6,10 @@ drain (checks.notify.drain) awaits many attempts on one event loop, with one
 Outbound: one client of the outbound door (checks.fetch) for HTTP, a small
 bounded thread pool for clients that block (SMTP, Apprise's `requests`), and,
 when a kind asks for it, one filtering proxy for the batch. Nothing here
-touches the database: Django refuses the ORM inside an event loop anyway.
+touches the database: Django refuses the ORM inside an event loop anyway, and
+a send's thread has no business opening a connection of its own. What an
+attempt must record before it ends (a team e-mail's people, one by one) the
+drain's own thread writes (`Outbound.done_with`).
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,6 +28,9 @@ from checks.fetch import FetchError, FetchResult, OutboundClient, system_resolve
 from checks.notify.transports import DeliveryError, Sent
 
 T = TypeVar("T")
+# Has the drain record, before the attempt ends, that a row is done with
+# these accounts; the future says whether it was written.
+Keeper = Callable[[int, tuple[int, ...]], Future[bool]]
 
 # Sends of one drain waiting on a blocking client at once.
 BLOCKING_SENDS = 4
@@ -74,7 +80,8 @@ class Outbound:
     """What one drain's attempts share, inside its event loop:
     `async with Outbound() as outbound`."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: Keeper | None = None) -> None:
+        self._keep = keep or _kept_nowhere
         self._client = OutboundClient(
             concurrency=CONCURRENCY, per_host_concurrency=PER_HOST
         )
@@ -123,6 +130,14 @@ class Outbound:
         future = loop.run_in_executor(self._pool, functools.partial(context.run, call))
         return await asyncio.wait_for(future, timeout)
 
+    def done_with(self, delivery_id: int, accounts: Sequence[int]) -> Future[bool]:
+        """Have the drain's thread record now that the row is done with
+        `accounts` (people a team e-mail went to), so that its retry leaves
+        them out even if this worker is killed before the attempt ends. From
+        any thread; the future is True once written, False when the row is
+        no longer this attempt's (deleted, or its claim was lost)."""
+        return self._keep(delivery_id, tuple(accounts))
+
     async def proxy(self, max_bytes: int) -> GuardProxy:
         """The batch's filtering proxy (checks.browser.proxy), started on first
         use; each user adds its own byte budget to the proxy's cap."""
@@ -133,6 +148,14 @@ class Outbound:
             self._proxy.max_bytes += max_bytes
             self.proxy_users += 1
             return self._proxy
+
+
+def _kept_nowhere(delivery_id: int, accounts: tuple[int, ...]) -> Future[bool]:
+    # Outside a drain no thread here may write to the database: nothing is
+    # kept (no team e-mail is sent that way).
+    answer: Future[bool] = Future()
+    answer.set_result(True)
+    return answer
 
 
 def run_one(attempt: Attempt) -> Sent:

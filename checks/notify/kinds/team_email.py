@@ -11,14 +11,17 @@ every send only those still in the team (with an e-mail address) get mail; a
 message nobody is left to receive is cancelled, not retried.
 
 The e-mails go one after the other over one connection. The outbox row keeps
-whom it is done with (Delivery.done_with), so a retry, after the mail server
-stopped or the attempt ran out of time, sends only to the others: nobody gets
-the same message twice. (A worker killed in the middle of a send records
-nothing: the sweeper gives its row back after the claim's lease, and that
-attempt starts over.)"""
+whom it is done with (Delivery.done_with), written as each e-mail is sent,
+before the next one starts, so a retry, after the mail server stopped, the
+attempt ran out of time or the worker was killed in the middle (the sweeper
+gives its row back after the claim's lease), sends only to the others: nobody
+gets the same message twice. One e-mail is the exception, sent at least
+once rather than exactly once: the one the mail server took just as the
+worker was killed, before the row could say so, goes again with the retry."""
 
 from __future__ import annotations
 
+import asyncio
 import smtplib
 import threading
 import time
@@ -49,6 +52,9 @@ SEND_TIMEOUT_SECONDS = 60.0
 # ends, or fails on the mail connection's own 30 s time-out, before the
 # attempt's time is up. The rest wait for the next attempt.
 STARTS_WITHIN_SECONDS = 25.0
+# The drain's thread writes each person done with at once; this only bounds
+# the wait when the drain is gone.
+KEEP_WAIT = 10.0
 NOBODY_LEFT = (
     "Not sent: none of the people chosen for this channel is still a member "
     "of the team with an e-mail address."
@@ -146,13 +152,15 @@ def _listed(mails: list[Mail]) -> str:
 
 
 @dataclass
-class Progress:
-    """Where one attempt has got to, shared by the thread that sends and the
-    event loop that waits for it. Once the attempt is over, no e-mail starts:
-    the next attempt sends those."""
+class TeamSend(Attempt):
+    """The e-mails of one message, one after the other over one connection,
+    in the drain's thread pool (SMTP blocks). The thread that sends and the
+    event loop that waits for it share where the attempt has got to; once the
+    attempt is over (its time is up, or the mail server failed), no e-mail
+    starts, so what the row records as done stays true."""
 
+    delivery_id: int
     mails: list[Mail]
-    starts_until: float
     # Earlier attempts were done with some of the people.
     retried: bool = False
     sent: list[Mail] = field(default_factory=list)
@@ -161,34 +169,99 @@ class Progress:
     over: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start(self, mail: Mail) -> bool:
+    async def run(self, outbound: Outbound) -> Sent:
+        starts_until = time.monotonic() + STARTS_WITHIN_SECONDS
+        try:
+            return await outbound.blocking(
+                lambda: self.send_each(outbound, starts_until), SEND_TIMEOUT_SECONDS
+            )
+        except TimeoutError:
+            in_doubt = self.stop()
+            if in_doubt is not None:
+                # It may have arrived: recorded as done, so not sent again.
+                kept = outbound.done_with(self.delivery_id, in_doubt.accounts)
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.wrap_future(kept), KEEP_WAIT)
+            return self.outcome(
+                "the mail server did not answer within "
+                f"{SEND_TIMEOUT_SECONDS:.0f} seconds",
+                in_doubt,
+            )
+
+    def send_each(self, outbound: Outbound, starts_until: float) -> Sent:
+        """One e-mail after the other over one connection to the mail server,
+        while the attempt has time. An address the server refuses does not
+        stop the others; other trouble stops the attempt, and the next one
+        sends to whoever is left."""
+        with mail_errors():
+            connection = mailers.default
+            connection.open()
+        try:
+            for mail in self.mails:
+                if not self.start(mail, starts_until):
+                    return self.outcome(
+                        f"one attempt starts e-mails for {STARTS_WITHIN_SECONDS:.0f} "
+                        "seconds at most"
+                    )
+                try:
+                    send_one(mail.email, connection)
+                except DeliveryError as error:
+                    if not error.permanent:
+                        self.stop()
+                        return self.outcome(error.message)
+                    refused = True
+                else:
+                    refused = False
+                if not self.ended(mail, outbound, refused=refused):
+                    return self.outcome("this attempt no longer holds the delivery")
+        finally:
+            with suppress(smtplib.SMTPException, OSError):
+                connection.close()
+        return self.outcome(None)
+
+    def start(self, mail: Mail, starts_until: float) -> bool:
         """Whether `mail` may go now; the first always may, so every attempt
         gets somewhere."""
         with self._lock:
             started = self.sent or self.refused
-            if started and time.monotonic() > self.starts_until:
+            if started and time.monotonic() > starts_until:
                 self.over = True
             if self.over:
                 return False
             self.sending = mail
             return True
 
-    def ended(self, mail: Mail, *, refused: bool = False) -> None:
+    def ended(self, mail: Mail, outbound: Outbound, *, refused: bool) -> bool:
+        """Record on the row that `mail` is done with, before the next one
+        starts: a worker killed after this sends it again to nobody. (Killed
+        between the mail server taking an e-mail and this, the retry sends
+        that one e-mail again: at least once, for the one in flight.) False
+        when the attempt is over or the row is no longer its own."""
         with self._lock:
+            if self.over:  # out of time meanwhile: the event loop kept it
+                return False
             (self.refused if refused else self.sent).append(mail)
             self.sending = None
+            # Asked under the lock, so it comes before the attempt's outcome.
+            kept = outbound.done_with(self.delivery_id, mail.accounts)
+        try:
+            return kept.result(KEEP_WAIT)
+        except TimeoutError:
+            return False
 
     def stop(self) -> Mail | None:
         """End the attempt now; the e-mail being sent, if any."""
         with self._lock:
             self.over = True
-            return self.sending
+            in_flight, self.sending = self.sending, None
+            return in_flight
 
     def outcome(self, trouble: str | None, in_doubt: Mail | None = None) -> Sent:
         """What the attempt came to: Sent once everyone is done with, else a
-        DeliveryError naming who is done with (`done_with`), which a retry
-        leaves out. `in_doubt`: the e-mail being sent when time ran out; it
-        may have arrived, so it is not sent again."""
+        DeliveryError saying who got it and who is left for the next attempt
+        (the row already records the rest as done with). `in_doubt`: the
+        e-mail being sent when time ran out; it may have arrived, so it is
+        not sent again."""
         done = [*self.sent, *self.refused, *([in_doubt] if in_doubt else [])]
         left = [mail for mail in self.mails if mail not in done]
         refused = (
@@ -218,67 +291,7 @@ class Progress:
         said += "." + refused
         if left:
             said += f" Left for the next attempt: {_listed(left)}."
-        raise DeliveryError(
-            said[:500],
-            permanent=not left,
-            done_with=[account for mail in done for account in mail.accounts],
-        )
-
-
-def send_each(progress: Progress) -> Sent:
-    """One e-mail after the other over one connection to the mail server,
-    while the attempt has time. An address the server refuses does not stop
-    the others; other trouble stops the attempt, and the next one sends to
-    whoever is left."""
-    with mail_errors():
-        connection = mailers.default
-        connection.open()
-    try:
-        for mail in progress.mails:
-            if not progress.start(mail):
-                return progress.outcome(
-                    f"one attempt starts e-mails for {STARTS_WITHIN_SECONDS:.0f} "
-                    "seconds at most"
-                )
-            try:
-                send_one(mail.email, connection)
-            except DeliveryError as error:
-                if not error.permanent:
-                    progress.stop()
-                    return progress.outcome(error.message, None)
-                progress.ended(mail, refused=True)
-                continue
-            progress.ended(mail)
-    finally:
-        with suppress(smtplib.SMTPException, OSError):
-            connection.close()
-    return progress.outcome(None)
-
-
-@dataclass
-class TeamSend(Attempt):
-    """The e-mails of one message, sent in the drain's thread pool (SMTP
-    blocks). When the attempt's time is up, the thread is told to start no
-    more, so what the row records as done stays true."""
-
-    mails: list[Mail]
-    retried: bool = False
-
-    async def run(self, outbound: Outbound) -> Sent:
-        progress = Progress(
-            self.mails, time.monotonic() + STARTS_WITHIN_SECONDS, self.retried
-        )
-        try:
-            return await outbound.blocking(
-                lambda: send_each(progress), SEND_TIMEOUT_SECONDS
-            )
-        except TimeoutError:
-            in_doubt = progress.stop()
-            return progress.outcome(
-                "the mail server did not answer within "
-                f"{SEND_TIMEOUT_SECONDS:.0f} seconds",
-                in_doubt,
-            )
+        raise DeliveryError(said[:500], permanent=not left)
 
 
 class TeamEmailKind(ChannelKind):
@@ -360,6 +373,7 @@ class TeamEmailKind(ChannelKind):
             raise DeliveryError(NOBODY_ELSE_LEFT if done else NOBODY_LEFT, cancel=True)
         message = self.message(delivery)
         return TeamSend(
+            delivery.pk,
             [
                 Mail(build(channel, message, address), tuple(ids))
                 for address, ids in accounts.items()
