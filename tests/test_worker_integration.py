@@ -16,12 +16,14 @@ import os
 import re
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -36,10 +38,10 @@ from firecrawl import Firecrawl
 
 from checks import dispatch, runner
 from checks.models import Check, Delivery, PageResult
-from checks.notify import channels, messages, sweep
+from checks.notify import channels, drain, messages, sweep
 from config import run, valkey
 from config.celery import app as celery_app
-from monitors.models import Channel, Monitor, Target
+from monitors.models import Channel, Membership, Monitor, Target
 from tests.sites import Request, Site
 from tests.test_crawl import build_site, nav
 
@@ -802,3 +804,126 @@ def test_on_the_notify_worker_receivers_that_hang_hold_up_no_other_channel(
         hanging.close()
         notify.stop()
         wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+
+# --- a team e-mail whose worker is killed in the middle ---------------------------
+
+
+class MailServer(socketserver.ThreadingTCPServer):
+    """Just enough SMTP on 127.0.0.1 for Django's SMTP backend: it notes the
+    recipients of every message it takes and, after `answers` messages, takes
+    the next one and never answers, as a server does when the sender dies
+    before its answer arrives."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _MailConversation)
+        self.taken: list[str] = []
+        self.answers: int | None = None
+        self.silent = threading.Event()
+        self.lock = threading.Lock()
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _MailConversation(socketserver.StreamRequestHandler):
+    server: MailServer
+
+    def say(self, line: str) -> None:
+        self.wfile.write(f"{line}\r\n".encode())
+
+    def handle(self) -> None:
+        self.say("220 stand-in ESMTP")
+        recipients: list[str] = []
+        while line := self.rfile.readline():
+            verb = line[:4].decode().upper()
+            if verb == "DATA":
+                self.say("354 go on")
+                while self.rfile.readline() not in (b".\r\n", b""):
+                    pass
+                with self.server.lock:
+                    self.server.taken.extend(recipients)
+                    answers = self.server.answers
+                    silent = answers is not None and len(self.server.taken) > answers
+                if silent:
+                    self.server.silent.set()
+                    self.rfile.readline()  # until the sender is gone
+                    return
+                self.say("250 taken")
+            elif verb == "RCPT":
+                recipients.append(line.decode().split(":", 1)[1].strip().strip("<>"))
+                self.say("250 ok")
+            elif verb == "MAIL":
+                recipients = []
+                self.say("250 ok")
+            elif verb == "QUIT":
+                self.say("221 bye")
+                return
+            else:  # EHLO, HELO, RSET, NOOP
+                self.say("250 stand-in")
+
+
+def test_a_team_e_mail_killed_mid_send_goes_to_nobody_twice_but_the_one_in_flight(
+    broker, database_url, tmp_path, team, django_user_model
+):
+    server = MailServer()
+    env = worker_env(broker, database_url, tmp_path) | {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": "127.0.0.1",
+        "EMAIL_PORT": str(server.port),
+    }
+    addresses = [f"{name}@acme.test" for name in ("ines", "mia", "noah", "zoe")]
+    for address in addresses:
+        user = django_user_model.objects.create_user(address, address)
+        Membership.objects.create(team=team, user=user)
+    channel = Channel.objects.create(
+        team=team, name="Everyone", kind="team_email",
+        settings={"recipients": sorted(
+            django_user_model.objects.filter(email__in=addresses)
+            .values_list("pk", flat=True)
+        )},
+    )  # fmt: skip
+    victim = Worker(env, tmp_path / "victim.log")
+    survivor = None
+    try:
+        victim.wait_ready()
+        server.answers = 2
+        delivery = channels.create(channel, None, None, messages.test(channel.name))
+        wait_for(server.silent.is_set, "the third e-mail to be sent", victim.log)
+        victim.kill()
+
+        delivery.refresh_from_db()
+        assert delivery.status == "sending"  # nothing recorded the attempt
+        assert server.taken == addresses[:3]
+
+        # The claim's lease ran out; the sweeper gives the row to another worker.
+        server.answers = None
+        survivor = Worker(env, tmp_path / "survivor.log")
+        survivor.wait_ready()
+        Delivery.objects.filter(pk=delivery.pk).update(
+            claimed_at=timezone.now() - drain.CLAIM_LEASE - timedelta(seconds=1)
+        )
+        assert sweep.sweep() == 1
+        wait_for(
+            Delivery.objects.filter(pk=delivery.pk, status="delivered").exists,
+            "the retry to be delivered",
+            survivor.log,
+        )
+    finally:
+        for worker in (victim, survivor):
+            if worker is not None:
+                worker.stop()
+        server.close()
+        wait_for(lambda: worker_sessions() == 0, "the workers' sessions to end")
+
+    # Noah's e-mail was taken as the worker died: at least once, that one alone.
+    assert server.taken == [*addresses[:3], *addresses[2:]]
