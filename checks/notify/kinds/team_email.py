@@ -52,9 +52,6 @@ SEND_TIMEOUT_SECONDS = 60.0
 # ends, or fails on the mail connection's own 30 s time-out, before the
 # attempt's time is up. The rest wait for the next attempt.
 STARTS_WITHIN_SECONDS = 25.0
-# The drain's thread writes each person done with at once; this only bounds
-# the wait when the drain is gone.
-KEEP_WAIT = 10.0
 NOBODY_LEFT = (
     "Not sent: none of the people chosen for this channel is still a member "
     "of the team with an e-mail address."
@@ -154,7 +151,8 @@ def _listed(mails: list[Mail]) -> str:
 @dataclass
 class TeamSend(Attempt):
     """The e-mails of one message, one after the other over one connection,
-    in the drain's thread pool (SMTP blocks). The thread that sends and the
+    in the drain's thread pool (SMTP blocks); each one that ends is written on
+    the row (done_with) before the next starts. The thread that sends and the
     event loop that waits for it share where the attempt has got to; once the
     attempt is over (its time is up, or the mail server failed), no e-mail
     starts, so what the row records as done stays true."""
@@ -180,8 +178,10 @@ class TeamSend(Attempt):
             if in_doubt is not None:
                 # It may have arrived: recorded as done, so not sent again.
                 kept = outbound.done_with(self.delivery_id, in_doubt.accounts)
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.wrap_future(kept), KEEP_WAIT)
+                with suppress(TimeoutError):  # the drain is gone
+                    await asyncio.wait_for(
+                        asyncio.wrap_future(kept), SEND_TIMEOUT_SECONDS
+                    )
             return self.outcome(
                 "the mail server did not answer within "
                 f"{SEND_TIMEOUT_SECONDS:.0f} seconds",
@@ -232,11 +232,12 @@ class TeamSend(Attempt):
             return True
 
     def ended(self, mail: Mail, outbound: Outbound, *, refused: bool) -> bool:
-        """Record on the row that `mail` is done with, before the next one
-        starts: a worker killed after this sends it again to nobody. (Killed
+        """Have the drain write on the row that `mail` is done with, and wait
+        for it: a retry leaves it out however this worker ends. (Killed
         between the mail server taking an e-mail and this, the retry sends
-        that one e-mail again: at least once, for the one in flight.) False
-        when the attempt is over or the row is no longer its own."""
+        that one again: at least once, for the one e-mail in flight.) False,
+        so no other e-mail starts, when the attempt is over or the row is no
+        longer its own."""
         with self._lock:
             if self.over:  # out of time meanwhile: the event loop kept it
                 return False
@@ -245,8 +246,8 @@ class TeamSend(Attempt):
             # Asked under the lock, so it comes before the attempt's outcome.
             kept = outbound.done_with(self.delivery_id, mail.accounts)
         try:
-            return kept.result(KEEP_WAIT)
-        except TimeoutError:
+            return kept.result(SEND_TIMEOUT_SECONDS)
+        except TimeoutError:  # the drain is gone
             return False
 
     def stop(self) -> Mail | None:
