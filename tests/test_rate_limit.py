@@ -16,9 +16,10 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# One web process: at `start` (a wall-clock time, so that several processes
-# begin together), ask the throttle `attempts` times for one key as fast as it
-# answers, and print how many it allowed.
+# One web process: once set up, say so and wait for the word to go (so that
+# several processes begin together however long a loaded machine takes to
+# start them), then ask the throttle `attempts` times for one key as fast as
+# it answers, and print how many it allowed.
 ONE_PROCESS = """
 import sys, time
 from types import SimpleNamespace
@@ -27,11 +28,12 @@ django.setup()
 from monitors.api.auth import ApiClient, ApiKeyRateThrottle
 from monitors.models import ApiKey
 
-prefix, attempts, start = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+prefix, attempts = sys.argv[1], int(sys.argv[2])
 request = SimpleNamespace(user=ApiClient(ApiKey(prefix=prefix)))
 throttle = ApiKeyRateThrottle
 throttle().allow_request(SimpleNamespace(user=ApiClient(ApiKey(prefix="warm"))), None)
-time.sleep(max(0.0, start - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()
 print(sum(throttle().allow_request(request, None) for _ in range(attempts)))
 """
 
@@ -47,17 +49,22 @@ def web_processes(
         "REDIS_URL": redis_server,
         "SECRET_KEY": settings.SECRET_KEY,
     }
-    start = time.time() + 4 + count  # after every interpreter has set up
     running = [
         subprocess.Popen(
-            [sys.executable, "-c", ONE_PROCESS, prefix, str(attempts), str(start)],
+            [sys.executable, "-c", ONE_PROCESS, prefix, str(attempts)],
             cwd=ROOT,
             env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for _ in range(count)
     ]
+    for process in running:
+        assert process.stdout.readline().strip() == "ready"
+    for process in running:
+        process.stdin.write("go\n")
+        process.stdin.flush()
     outputs = [process.communicate(timeout=120)[0] for process in running]
     assert all(process.returncode == 0 for process in running)
     return [int(out.strip().splitlines()[-1]) for out in outputs]
