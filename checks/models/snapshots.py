@@ -16,6 +16,7 @@ from checks.content import (
     pack_snapshot,
     unpack,
 )
+from checks.models.fields import PlainBinaryField
 
 
 class Snapshot(models.Model):
@@ -31,7 +32,7 @@ class Snapshot(models.Model):
         HTML = SOURCE_HTML, "Cleaned HTML"
 
     content_hash = models.CharField(max_length=64)
-    data = models.BinaryField()
+    data = PlainBinaryField()
     size = models.PositiveIntegerField()
     format = models.CharField(
         max_length=16, choices=Format.choices, default=Format.MARKDOWN
@@ -120,7 +121,7 @@ class Capture(models.Model):
 
     content_hash = models.CharField(max_length=64)
     media_type = models.CharField(max_length=32)
-    data = models.BinaryField()
+    data = PlainBinaryField()
     size = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
 
