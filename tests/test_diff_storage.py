@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from bench.pages import markdown_document, scattered_edits
 from checks.content import compare_texts, pack_snapshot, render_side_by_side
 from checks.content import render as render_module
-from checks.models import Capture, PageResult, Snapshot
+from checks.models import PageResult
 from tests.test_checks_api import make_check, make_monitor, url
 
 pytestmark = pytest.mark.django_db
@@ -112,89 +110,3 @@ def test_related_lines_are_still_highlighted_word_by_word():
     html = render_side_by_side("Pro costs $19 a month.\n", "Pro costs $24 a month.\n")
 
     assert "<del>19</del>" in html and "<ins>24</ins>" in html
-
-
-def inserts_of(queries: CaptureQueriesContext, table: str) -> list[str]:
-    return [q["sql"] for q in queries if q["sql"].startswith(f'INSERT INTO "{table}"')]
-
-
-def test_a_batch_of_page_results_keeps_its_diffs_byte_for_byte(api, monitor):
-    """Changed pages next to unchanged ones (no diff): bulk-inserted in one
-    statement, every packed diff reads back as written, and the API answers
-    the diffs it was given."""
-    check = make_check(monitor)
-    target_id = monitor.targets.get().pk
-    diffs = [compare_texts(*edited_pair())[2] if i % 2 else None for i in range(6)]
-    pages = []
-    for i, diff in enumerate(diffs):
-        page = PageResult(
-            check_run=check,
-            target_id=target_id,
-            url=f"https://example.com/{i}",
-            status=PageResult.Status.CHANGED if diff else PageResult.Status.SAME,
-            metadata={"title": "Example", "creditsUsed": 1},
-        )
-        page.diff = diff
-        pages.append(page)
-    written = {page.url: page.packed_diff for page in pages}
-
-    with CaptureQueriesContext(connection) as queries:
-        PageResult.objects.bulk_create(pages)
-
-    assert len(inserts_of(queries, PageResult._meta.db_table)) == 1
-    stored = dict(PageResult.objects.values_list("url", "packed_diff"))
-    assert {u: None if d is None else bytes(d) for u, d in stored.items()} == written
-    answered = api.get(url(monitor, f"/checks/{check.pk}")).json()["data"]["pages"]
-    assert {page["url"]: page.get("diff") for page in answered} == {
-        f"https://example.com/{i}": diff for i, diff in enumerate(diffs)
-    }
-
-
-def test_page_results_snapshots_and_captures_go_in_by_unnest_on_postgresql(monitor):
-    """PostgreSQL's short bulk insert (one array a column) rather than a
-    statement of rows x columns parameters that is parsed and planned anew on
-    every batch: binary columns must not keep Django from taking it."""
-    if connection.vendor != "postgresql":
-        pytest.skip("UNNEST is PostgreSQL's")
-    check = make_check(monitor)
-    target_id = monitor.targets.get().pk
-    pages = [
-        PageResult(
-            check_run=check,
-            target_id=target_id,
-            url=f"https://example.com/{i}",
-            status=PageResult.Status.SAME,
-        )
-        for i in range(3)
-    ]
-    pages[1].diff = {"text": "--- previous\n+++ current\n-a\n+b\n"}
-    packs = [pack_snapshot(f"Page {i}") for i in range(3)]
-
-    with CaptureQueriesContext(connection) as queries:
-        PageResult.objects.bulk_create(pages)
-        Snapshot.store_many(packs)
-        Capture.objects.bulk_create(
-            Capture(
-                content_hash=str(i),
-                media_type="image/png",
-                data=b"\x89PNG" * i,
-                size=4 * i,
-            )
-            for i in range(3)
-        )
-
-    for model in (PageResult, Snapshot, Capture):
-        (insert,) = inserts_of(queries, model._meta.db_table)
-        assert "UNNEST(" in insert, insert[:300]
-    assert bytes(PageResult.objects.get(pk=pages[1].pk).packed_diff) == bytes(
-        pages[1].packed_diff
-    )
-    assert PageResult.objects.filter(packed_diff__isnull=True).count() == 2
-    assert [bytes(s.data) for s in Snapshot.objects.order_by("id")] == [
-        p[1] for p in packs
-    ]
-    assert sorted(bytes(c.data) for c in Capture.objects.all()) == [
-        b"",
-        b"\x89PNG",
-        b"\x89PNG\x89PNG",
-    ]

@@ -23,7 +23,6 @@ from checks.content import (
     unpack_diff,
 )
 from checks.errors import ErrorKind
-from checks.models.fields import PlainBinaryField
 from checks.models.snapshots import Capture, Snapshot
 from monitors.models import Monitor
 
@@ -279,7 +278,7 @@ class PageResult(models.Model):
     # The diff ({"text": unified diff, "json": parse-diff AST or JSON mode's
     # field diff}; `diff` below) of a changed page, compressed, the AST left
     # to be derived from the text: about the size of a compressed snapshot.
-    packed_diff = PlainBinaryField(null=True, blank=True)
+    packed_diff = models.BinaryField(null=True, blank=True)
     # Rows written before diffs were packed keep theirs here, read as they are.
     stored_diff = models.JSONField(null=True, blank=True, db_column="diff")
     judgment = models.JSONField(null=True, blank=True)

@@ -16,7 +16,6 @@ from checks.content import (
     pack_snapshot,
     unpack,
 )
-from checks.models.fields import PlainBinaryField
 
 
 class Snapshot(models.Model):
@@ -32,7 +31,7 @@ class Snapshot(models.Model):
         HTML = SOURCE_HTML, "Cleaned HTML"
 
     content_hash = models.CharField(max_length=64)
-    data = PlainBinaryField()
+    data = models.BinaryField()
     size = models.PositiveIntegerField()
     format = models.CharField(
         max_length=16, choices=Format.choices, default=Format.MARKDOWN
@@ -121,7 +120,7 @@ class Capture(models.Model):
 
     content_hash = models.CharField(max_length=64)
     media_type = models.CharField(max_length=32)
-    data = PlainBinaryField()
+    data = models.BinaryField()
     size = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
 
