@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 
 from checks.errors import plain_error
 from checks.fetch import afetch
+from checks.fetch.refresh import refresh_location
 from checks.models import PageResult
 from tests.sites import Site
 from tests.test_runner import make_monitor, page_of, run_check
@@ -161,3 +163,30 @@ def test_a_refresh_header_on_a_page_with_text_of_its_own_keeps_the_page(team, si
     page = page_of(check, old)
     assert "Our prices went up" in page.current_snapshot.text
     assert not site.requests_to("/pricing")
+
+
+def _only(tag: str) -> bytes:
+    return f"<!doctype html><html><head>{tag}</head><body>Moved</body></html>".encode()
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        '<META HTTP-EQUIV="Refresh" CONTENT="0; URL=/pricing">',
+        "<meta Http-Equiv = ' REFRESH ' content='0;url=/pricing'>",
+        '<meta http-equiv=refresh content="0,/pricing">',
+    ],
+)
+def test_the_tag_is_found_in_any_case_and_spacing(tag):
+    page = httpx.URL("https://example.com/old")
+    headers = httpx.Headers({"content-type": "text/html"})
+
+    assert refresh_location(page, 200, headers, _only(tag)) == "/pricing"
+
+
+def test_an_attribute_that_only_ends_in_equiv_is_no_refresh():
+    page = httpx.URL("https://example.com/old")
+    headers = httpx.Headers({"content-type": "text/html"})
+    tag = '<meta data-equiv="refresh" content="0; url=/pricing">'
+
+    assert refresh_location(page, 200, headers, _only(tag)) is None
