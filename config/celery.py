@@ -80,12 +80,14 @@ app.steps["worker"].add(BeatThread)
 
 @signals.task_prerun.connect
 @signals.task_postrun.connect
-def _close_old_connections(**_: object) -> None:
+def _close_old_connections(sender: Any, **_: object) -> None:
     """Around each task, what Django does around each request: a connection
     older than DATABASE_CONN_MAX_AGE, or broken, is closed, and the next one
     used is checked first. Celery's own closing of every connection is off
-    (CELERY_DB_REUSE_MAX)."""
-    close_old_connections()
+    (CELERY_DB_REUSE_MAX). Not for a task run eagerly: it runs inside its
+    caller's transaction."""
+    if not getattr(sender.request, "is_eager", False):
+        close_old_connections()
 
 
 @signals.worker_init.connect

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from celery import signals
 from celery.fixups.django import DjangoWorkerFixup
-from django.db import connection
+from django.db import connection, transaction
 
 from checks.notify.tasks import drain_task
 from config.celery import app
@@ -46,3 +46,20 @@ def test_a_connection_older_than_its_maximum_age_is_closed_before_the_next_task(
             sender=task, task_id="t", task=task, args=(), kwargs={}
         )
     assert close.call_count == 1
+
+
+def test_a_task_run_eagerly_leaves_its_callers_connection_alone():
+    task = drain_task
+    task.push_request(is_eager=True)
+    try:
+        with transaction.atomic(), mock.patch.object(connection, "close") as close:
+            signals.task_prerun.send(
+                sender=task, task_id="t", task=task, args=(), kwargs={}
+            )
+            signals.task_postrun.send(
+                sender=task, task_id="t", task=task, args=(), kwargs={}
+            )
+    finally:
+        task.pop_request()
+    # It runs inside its caller's transaction, which closing would end.
+    assert close.call_count == 0
