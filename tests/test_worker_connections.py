@@ -31,6 +31,7 @@ def _run_task_signals(task: object) -> None:
 def test_a_worker_keeps_its_database_connection_from_one_task_to_the_next():
     connection.ensure_connection()
     task = drain_task
+    connection.close_at = time.monotonic() + 60  # younger than its maximum age
     with mock.patch.object(connection, "close") as close:
         for _ in range(20):
             _run_task_signals(task)
