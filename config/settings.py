@@ -595,7 +595,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # calls of each task, across a threads pool's threads). Tasks keep theirs
 # instead, as requests do: config.celery closes one that is older than
 # DATABASE_CONN_MAX_AGE or broken. A connection opened for every task cost
-# the notifications worker about a sixth of its time per delivery.
+# about a fifth of a delivery's time in the notifications worker's drains.
 CELERY_DB_REUSE_MAX = 1_000_000
 # Pool processes of a worker started without --concurrency: Procfile.large's
 # check worker and a plain `celery -A config worker` (Celery's own default:
