@@ -20,6 +20,7 @@ from celery import Celery, bootsteps, signals
 from celery.beat import EmbeddedService
 from celery.exceptions import ImproperlyConfigured
 from click import Option
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery runs Django's system checks when a worker starts, and they import
@@ -75,6 +76,18 @@ app.user_options["worker"].add(
     )
 )
 app.steps["worker"].add(BeatThread)
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _close_old_connections(sender: Any, **_: object) -> None:
+    """Around each task, what Django does around each request: a connection
+    older than DATABASE_CONN_MAX_AGE, or broken, is closed, and the next one
+    used is checked first. Celery's own closing of every connection is off
+    (CELERY_DB_REUSE_MAX). Not for a task run eagerly: it runs inside its
+    caller's transaction."""
+    if not getattr(sender.request, "is_eager", False):
+        close_old_connections()
 
 
 @signals.worker_init.connect
