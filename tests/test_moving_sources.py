@@ -94,6 +94,22 @@ def test_a_zip_that_is_not_a_changedetection_backup_is_refused():
         moving.read("changedetection", data=zip_files({"notes.txt": b"hi"}))
 
 
+def test_a_changedetection_datastore_uploaded_without_its_zip_is_read():
+    data = fixture("changedetection-backup/changedetection.json")
+    items = planned("changedetection", data, "url-watches.json")
+    assert items[PRICING_UUID].label == "Shop: Pricing"
+    assert items[PRICING_UUID].validated["schedule"]["cron"] == "*/5 * * * *"
+    assert items[WIDGET_UUID].importable and items[WIDGET_UUID].paused
+    assert not items[FTP_UUID].importable
+    # The datastore alone holds no snapshots.
+    assert items[PRICING_UUID].baselines == []
+
+
+def test_a_json_file_that_is_not_a_changedetection_datastore_is_refused():
+    with pytest.raises(ImportRefused, match="not a changedetection.io backup"):
+        moving.read("changedetection", data=b'{"monitors": []}', filename="x.json")
+
+
 # --- urlwatch ----------------------------------------------------------------------
 
 
@@ -233,6 +249,8 @@ def test_files_are_told_apart_by_name_and_content():
     export = json.dumps({"format": "pagewatch-export", "monitors": []}).encode()
     assert moving.guess_source("x.json", export) == "pagewatch"
     assert moving.guess_source("list.txt", b"https://a.example") == "csv"
+    datastore = fixture("changedetection-backup/changedetection.json")
+    assert moving.guess_source("url-watches.json", datastore) == "changedetection"
 
 
 def test_a_backup_with_only_its_url_list_imports_the_addresses():

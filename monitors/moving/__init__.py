@@ -50,6 +50,10 @@ def guess_source(filename: str, data: bytes) -> str:
         return "changedetection"
     if name.endswith((".yaml", ".yml")):
         return "urlwatch"
+    if name.endswith(changedetection.DATASTORES) or (
+        changedetection.is_datastore(data) and b'"watching"' in data[:65536]
+    ):
+        return "changedetection"
     if name.endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
         return "pagewatch" if b'"pagewatch-export"' in data[:4096] else "distill"
     return "csv"

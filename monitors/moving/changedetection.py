@@ -210,6 +210,12 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
             notes.append(f"{words} not imported, because Pagewatch has no equal.")
 
 
+def is_datastore(data: bytes) -> bool:
+    """Whether a file is a datastore uploaded on its own (a JSON object)
+    rather than the backup zip that holds it."""
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
 def _snapshot_time(stamp: str) -> datetime | None:
     try:
         return datetime.fromtimestamp(int(float(stamp)), tz=UTC)
@@ -218,33 +224,48 @@ def _snapshot_time(stamp: str) -> datetime | None:
 
 
 class ChangedetectionBackup:
-    """One opened backup zip."""
+    """One opened backup: a zip, or its datastore uploaded alone (then
+    without snapshots)."""
 
-    def __init__(self, archive: SafeZip) -> None:
+    def __init__(
+        self, data: Any, name: str, archive: SafeZip | None = None, root: str = ""
+    ) -> None:
         self.archive = archive
-        store = next(filter(None, (archive.find(n) for n in DATASTORES)), None)
-        if store is None:
+        self.root = root
+        if not isinstance(data, dict) or "watching" not in data:
             raise ImportRefused(
-                "The zip holds no changedetection.json or url-watches.json: it is "
-                "not a changedetection.io backup."
+                f"{name} holds no watches: it is not a changedetection.io backup "
+                "(its changedetection.json or url-watches.json)."
             )
-        self.root = posixpath.dirname(store)
-        data = load_json(archive.read(store), posixpath.basename(store))
-        if not isinstance(data, dict):
-            raise ImportRefused(f"{posixpath.basename(store)} is not a datastore.")
         watching = data.get("watching") or {}
         self.settings = data.get("settings") or {}
         if not isinstance(watching, dict) or not isinstance(self.settings, dict):
             raise ImportRefused("The datastore's watches are not in the usual shape.")
         self.watching: dict[str, Any] = dict(watching)
         self.baseline_bytes = 0
-        for name in archive.names():
-            folder, file = posixpath.split(name)
-            if file == "watch.json" and posixpath.dirname(folder) == self.root:
+
+    @classmethod
+    def of_zip(cls, archive: SafeZip) -> ChangedetectionBackup:
+        store = next(filter(None, (archive.find(n) for n in DATASTORES)), None)
+        if store is None:
+            raise ImportRefused(
+                "The zip holds no changedetection.json or url-watches.json: it is "
+                "not a changedetection.io backup."
+            )
+        name = posixpath.basename(store)
+        data = load_json(archive.read(store), name)
+        backup = cls(data, name, archive, posixpath.dirname(store))
+        for entry in archive.names():
+            folder, file = posixpath.split(entry)
+            if file == "watch.json" and posixpath.dirname(folder) == backup.root:
                 uuid = posixpath.basename(folder)
-                watch = load_json(archive.read(name), f"{uuid}/watch.json")
+                watch = load_json(archive.read(entry), f"{uuid}/watch.json")
                 if isinstance(watch, dict):
-                    self.watching[uuid] = {**(self.watching.get(uuid) or {}), **watch}
+                    backup.watching[uuid] = {
+                        **(backup.watching.get(uuid) or {}),
+                        **watch,
+                    }
+        return backup
 
     def _path(self, *parts: str) -> str:
         return (
@@ -252,6 +273,8 @@ class ChangedetectionBackup:
         )
 
     def last_snapshot(self, uuid: str, url: str, notes: list[str]) -> list[Baseline]:
+        if self.archive is None:
+            return []
         history = self._path(uuid, "history.txt")
         if history not in self.archive.names():
             return []
@@ -306,17 +329,21 @@ class Changedetection(Source):
     label = "changedetection.io"
     steps = (
         "Download a backup from changedetection.io's Backups page and upload the "
-        "zip, or give its address and an API key (Settings → API)."
+        "zip (or the changedetection.json or url-watches.json in it), or give "
+        "its address and an API key (Settings → API)."
     )
     reads_remote = True
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
+        if is_datastore(data):
+            name = posixpath.basename(filename) or DATASTORES[0]
+            return ChangedetectionBackup(load_json(data, name), name).planned()
         archive = SafeZip(data)
         if not any(archive.find(name) for name in DATASTORES):
             listed = archive.find("url-list.txt")
             if listed is not None:
                 return _from_url_list(archive.read(listed))
-        return ChangedetectionBackup(archive).planned()
+        return ChangedetectionBackup.of_zip(archive).planned()
 
     def read_remote(self, url: str, api_key: str) -> list[Planned]:
         base = remote.base_url(url)
