@@ -302,3 +302,32 @@ def test_a_refused_address_keeps_the_scheme_the_refusal_is_about(web):
     ftp = next(row for row in rows.values() if "Report over FTP" in row)
     assert "ftp://files.example.com/report.csv" in ftp
     assert "Only http:// and https:// URLs are allowed." in ftp
+
+
+def test_a_watch_repeating_an_address_of_the_same_file_is_not_called_already_monitored(
+    web, team
+):
+    listing = _address_list("https://a.test/p", "https://a.test/p")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    page = re.sub(r"\s+", " ", html.unescape(web.get(run_url).content.decode()))
+
+    assert "already monitored" not in page.lower()
+    assert (
+        "1 watch repeats an address listed above and will be skipped unless you "
+        "tick it." in page
+    )
+    assert "Same address as “https://a.test/p” above" in page
+
+
+def test_the_report_says_a_repeated_address_was_skipped_as_the_preview_did(web, team):
+    listing = _address_list("https://a.test/p", "https://a.test/p")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    done = web.post(run_url + "confirm/", follow=True)
+
+    page = re.sub(r"\s+", " ", html.unescape(done.content.decode()))
+    assert Monitor.objects.filter(team=team).count() == 1
+    assert "already monitored" not in page.lower()
+    assert "1 repeated an address listed above, skipped." in page
+    assert ">Same address as one above, skipped<" in page

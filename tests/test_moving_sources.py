@@ -260,3 +260,14 @@ def test_a_backup_with_only_its_url_list_imports_the_addresses():
     items = planned("changedetection", zip_files({"url-list.txt": listed}))
     assert [i.importable for i in items.values()] == [True, True, False, False]
     assert "only its list of addresses" in notes_of(items["row 1"])
+
+
+def test_a_repeated_address_names_the_watch_above_it_and_a_watched_one_does_not():
+    items = moving.read("csv", data=b"https://a.test/p\nhttps://a.test/p\n")
+    team_urls: set[str] = set()
+    plan.validate(items)
+    plan.mark_duplicates_of(team_urls, items)
+    first, second = items
+    assert not first.duplicate
+    assert second.duplicate and second.same_address_as == "https://a.test/p"
+    assert second.as_dict()["sameAddressAs"] == "https://a.test/p"

@@ -85,6 +85,11 @@ ITEM = inline_serializer(
         "reason": serializers.CharField(allow_null=True),
         "notes": serializers.ListField(child=serializers.CharField()),
         "duplicate": serializers.BooleanField(),
+        "sameAddressAs": serializers.CharField(
+            allow_null=True,
+            help_text="For a duplicate of a watch earlier in the same source "
+            "(not of a monitor): that watch's name.",
+        ),
         "baselines": serializers.IntegerField(
             help_text="Pages whose last snapshot becomes their first baseline."
         ),

@@ -69,6 +69,9 @@ class Planned:
     baselines: list[Baseline] = field(default_factory=list)
     paused: bool = False
     duplicate: bool = False
+    # A duplicate of an earlier item of the same source, not of a monitor:
+    # that item's label.
+    same_address_as: str = ""
     # Set by monitors.moving.plan: the serializer's validated data.
     validated: dict[str, Any] | None = None
 
@@ -96,6 +99,7 @@ class Planned:
             # As judged when previewed: shown again without judging again.
             "validated": json.loads(json.dumps(self.validated, cls=DjangoJSONEncoder)),
             "duplicate": self.duplicate,
+            "same_address_as": self.same_address_as,
         }
 
     @classmethod
@@ -114,6 +118,7 @@ class Planned:
             paused=state["paused"],
             validated=state.get("validated"),
             duplicate=state.get("duplicate", False),
+            same_address_as=state.get("same_address_as", ""),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,6 +136,7 @@ class Planned:
             "reason": self.reason or None,
             "notes": self.notes,
             "duplicate": self.duplicate,
+            "sameAddressAs": self.same_address_as or None,
             "baselines": len(self.baselines),
         }
 
