@@ -36,10 +36,22 @@ _BROWSER_BACKENDS = ("html_webdriver",)
 # Snapshots kept as first baselines, in all: an import keeps its preview in
 # the database until confirmed, so a backup's history cannot all go there.
 BASELINES_MAX_BYTES = 64 * 1024 * 1024
-CHANNELS_LATER = (
-    "notification URLs are not imported yet, because Pagewatch's notification "
-    "channels are still being built: add the webhook or e-mail on the monitor"
-)
+
+
+def _notification_urls_note(count: int) -> str:
+    """changedetection.io's notification URLs are Apprise URLs, the very
+    kind a Pagewatch Apprise channel takes."""
+    if count == 1:
+        what = "1 notification URL not imported: it is an Apprise URL, so add it"
+    else:
+        what = (
+            f"{count} notification URLs not imported: they are Apprise URLs, so "
+            "add each"
+        )
+    return (
+        f"{what} as an Apprise channel on the Channels page and pick it in this "
+        "monitor's form."
+    )
 
 
 def _seconds(spec: Any) -> float | None:
@@ -165,7 +177,7 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
     notes = draft.notes
     urls = _text_list(watch.get("notification_urls"))
     if urls:
-        notes.append(f"{len(urls)} {CHANNELS_LATER}.")
+        notes.append(_notification_urls_note(len(urls)))
     steps = [
         s
         for s in watch.get("browser_steps") or []
