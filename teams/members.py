@@ -30,8 +30,9 @@ def member_left(actor: Actor, team: Team, user: Any) -> int:
     """Record the removal and revoke the keys `user` made for `team`; returns
     how many were revoked."""
     revoked = ApiKey.objects.filter(team=team, created_by=user).revoke()
+    left = actor.user is not None and actor.user.pk == user.pk
     record(actor, team, Kind.MEMBER_REMOVED, member=user.get_username(),
-           keys_revoked=len(revoked))  # fmt: skip
+           keys_revoked=len(revoked), **({"left": True} if left else {}))  # fmt: skip
     return len(revoked)
 
 

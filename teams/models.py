@@ -390,6 +390,14 @@ class Activity(models.Model):
             return f"Added {d['member']} as {role_words(d.get('role'))}"
         if self.kind == kind.MEMBER_JOINED:
             return f"Joined as {role_words(d.get('role'))}"
+        if self.kind == kind.MEMBER_REMOVED and d.get("left"):
+            said = "Left the team"
+            revoked = d.get("keys_revoked") or 0
+            if revoked == 1:
+                said += "; the API key they made was revoked"
+            elif revoked:
+                said += f"; the {revoked} API keys they made were revoked"
+            return said
         if self.kind == kind.MEMBER_REMOVED:
             said = f"Removed {d.get('member', 'a member')} from the team"
             revoked = d.get("keys_revoked") or 0

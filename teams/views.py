@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from checks import storage
-from monitors.dashboard.base import Action, DashboardRequest, team_view
+from monitors.dashboard.base import Action, DashboardRequest, forbidden, team_view
 from monitors.dashboard.context import switch_team
 from monitors.models import LastOwnerError, Membership, Monitor, Team
 from teams.activity import Actor, Kind, record
@@ -288,18 +288,23 @@ def _member_remove_question(
     return render(request, "teams/member_confirm_remove.html", context)
 
 
-def _keys_stopped(count: int) -> str:
+def _keys_stopped(count: int, leaving: bool = False) -> str:
+    who = "you" if leaving else "they"
     if count == 1:
-        return "The API key they made no longer works."
-    return f"The {count} API keys they made no longer work."
+        return f"The API key {who} made no longer works."
+    return f"The {count} API keys {who} made no longer work."
 
 
 @require_http_methods(["GET", "POST"])
-@team_view(needs=Action.MANAGE)
+@team_view
 def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse:
     """GET asks first (as deleting a monitor does): removing someone also
-    revokes the API keys they made, which a stray click must not do."""
+    revokes the API keys they made, which a stray click must not do. Owners
+    remove anyone; everyone may leave."""
     membership = _membership_for(request, membership_id)
+    leaving = membership.user_id == request.user.pk
+    if not leaving and not request.membership.can(Action.MANAGE):
+        return forbidden(request, request.membership, Action.MANAGE)
     if request.method == "GET":
         return _member_remove_question(request, membership)
     try:
@@ -308,11 +313,14 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
         messages.error(request, str(exc))
         return redirect("team-members")
     revoked = member_left(Actor.of(request), request.team, membership.user)
-    said = f"{membership.user.get_username()} left the team."
+    if leaving:
+        said = f"You left {request.team.name}."
+    else:
+        said = f"{membership.user.get_username()} was removed from the team."
     if revoked:
-        said += f" {_keys_stopped(revoked)}"
+        said += f" {_keys_stopped(revoked, leaving)}"
     messages.success(request, said)
-    if membership.user_id == request.user.pk:
+    if leaving:
         return redirect("monitor-list")
     return redirect("team-members")
 

@@ -51,7 +51,10 @@ def test_removing_a_member_revokes_the_keys_they_made_for_this_team_only(
     response = client.post(reverse("member-remove", args=[leaving.pk]), follow=True)
 
     said = html.unescape(response.content.decode())
-    assert "eddie left the team. The 2 API keys they made no longer work." in said
+    assert (
+        "eddie was removed from the team. The 2 API keys they made no longer work."
+        in said
+    )
     assert answers(theirs) == 401
     assert answers(also_theirs) == 401
     assert answers(owners) == 200
@@ -69,8 +72,8 @@ def test_a_member_without_keys_leaves_with_the_plain_words(client, team, people)
     response = client.post(reverse("member-remove", args=[leaving.pk]), follow=True)
 
     said = html.unescape(response.content.decode())
-    assert "eddie left the team." in said
-    assert "no longer work" not in said
+    assert "eddie was removed from the team." in said
+    assert "eddie left" not in said and "no longer work" not in said
     entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
     assert entry.what_words == "Removed eddie from the team"
 
@@ -226,3 +229,45 @@ def test_asking_to_remove_the_last_owner_says_why_not_and_removes_nobody(
     assert response.redirect_chain == [(reverse("team-members"), 302)]
     assert "make someone else an owner first." in said
     assert Membership.objects.filter(pk=olive.pk).exists()
+
+
+@pytest.mark.parametrize("role", [Membership.Role.EDITOR, Membership.Role.VIEWER])
+def test_an_editor_or_a_viewer_may_leave_the_team_themselves(
+    client, team, people, django_user_model, role
+):
+    person = django_user_model.objects.create_user("vera", "v@acme.test", PASSWORD)
+    mine = Membership.objects.create(team=team, user=person, role=role)
+    _, key = ApiKey.issue(team, name="vera's", created_by=person)
+    client.force_login(person)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+    leave = reverse("member-remove", args=[mine.pk])
+    assert f'href="{leave}"' in page and "Leave the team" in page
+    asked = html.unescape(client.get(leave).content.decode())
+    assert "Leave Acme?" in asked
+
+    response = client.post(leave, follow=True)
+
+    assert not Membership.objects.filter(pk=mine.pk).exists()
+    assert "You left Acme." in html.unescape(response.content.decode())
+    assert answers(key) == 401
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+    assert entry.user == person
+    assert entry.what_words == "Left the team; the API key they made was revoked"
+
+
+@pytest.mark.parametrize("role", [Membership.Role.EDITOR, Membership.Role.VIEWER])
+def test_an_editor_or_a_viewer_cannot_remove_anyone_else(
+    client, team, people, django_user_model, role
+):
+    owner, _, eddie = people
+    person = django_user_model.objects.create_user("vera", "v@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=person, role=role)
+    client.force_login(person)
+
+    response = client.post(reverse("member-remove", args=[eddie.pk]))
+
+    assert response.status_code == 403
+    assert "Nothing was changed." in html.unescape(response.content.decode())
+    assert Membership.objects.filter(pk=eddie.pk).exists()
+    assert not Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED).exists()

@@ -71,6 +71,10 @@ def world(team, django_user_model) -> World:
         )
         people[role] = user
         memberships[role] = Membership.objects.create(team=team, user=user, role=role)
+    # Someone none of the three is: removing oneself is leaving, which any
+    # role may do.
+    casey = django_user_model.objects.create_user("casey", "casey@acme.test", PASSWORD)
+    memberships["colleague"] = Membership.objects.create(team=team, user=casey)
     monitor = make_monitor(team, webhook={"url": "https://hooks.example.com/x"})
     check = make_check(monitor)
     key, _ = ApiKey.issue(team, name="CI")
@@ -192,7 +196,7 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
     ("turn feeds off", "post", lambda w: reverse("team-feeds-switch"),
      lambda w: {"feeds": "off"}, MANAGE),
     ("remove a member", "post",
-     lambda w: reverse("member-remove", args=[w.memberships[EDITOR].pk]),
+     lambda w: reverse("member-remove", args=[w.memberships["colleague"].pk]),
      lambda w: {}, MANAGE),
 ]  # fmt: skip
 # Allowed POSTs that change nothing stored (the secret exists already).
