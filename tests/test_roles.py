@@ -538,3 +538,13 @@ def test_no_mail_is_sent_by_refused_invitations(client, world):
     client.post(reverse("team-invite"), {"email": "x@acme.test", "role": "owner"})
     client.post(reverse("invitation-renew", args=[world.expired.pk]))
     assert mail.outbox == []
+
+
+def test_a_viewer_is_told_no_check_has_run_where_others_see_run_now(client, world):
+    fresh = make_monitor(world.team)
+    client.force_login(world.people[VIEWER])
+
+    page = text_of(client.get(fresh.get_absolute_url()))
+
+    run_card = page.split('id="run-title"', 1)[1].split("</section>", 1)[0]
+    assert "No check has run yet." in run_card
