@@ -347,6 +347,8 @@ class Activity(models.Model):
             kind.SIGNED_IN: "Signed in",
             kind.SECRET_ROTATED: "Replaced the webhook signing secret",
         }
+        if self.kind == kind.MONITOR_CREATED and d.get("imported"):
+            return f"Imported from {d['source']}" if d.get("source") else "Imported"
         if self.kind in words:
             return words[self.kind]
         if self.kind == kind.MONITOR_EDITED:

@@ -79,7 +79,6 @@ def import_start(request: DashboardRequest) -> HttpResponse:
 def _run_context(run: ImportRun) -> dict[str, object]:
     previewed = run.status == run.Status.PREVIEWED
     items = importing.previewed_items(run) if previewed else []
-    label = moving.sources()[run.source].label
     report = (run.report or {}).get("items", [])
     # Skipped duplicates of an earlier watch of the same file, told apart
     # from those of a monitor the team has.
@@ -96,9 +95,7 @@ def _run_context(run: ImportRun) -> dict[str, object]:
             1 for i in items if i.importable and i.duplicate and not i.same_address_as
         ),
         "refused": sum(1 for i in items if not i.importable),
-        # Said mid-sentence ("imported from a list of addresses"); the names
-        # of tools (changedetection.io, Distill) keep their own case.
-        "source_label": "a " + label[2:] if label.startswith("A ") else label,
+        "source_label": moving.sources()[run.source].label_in_sentence(),
         "report": report,
         "already_skipped": (run.report or {}).get("duplicates", 0) - repeated_skipped,
         "repeated_skipped": repeated_skipped,

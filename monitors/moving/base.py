@@ -302,6 +302,13 @@ class Source:
         super().__init_subclass__(**kwargs)
         Source.registry[cls.name] = cls
 
+    @classmethod
+    def label_in_sentence(cls) -> str:
+        """The label as said mid-sentence ("imported from a list of
+        addresses"); the names of tools (changedetection.io, Distill) keep
+        their own case."""
+        return "a " + cls.label[2:] if cls.label.startswith("A ") else cls.label
+
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
         raise ImportRefused(f"{self.label} is imported from its address, not a file.")
 

@@ -21,7 +21,7 @@ from checks.models import PageState, Snapshot
 from monitors.editing import create_monitors
 from monitors.models import ImportRun, Monitor, Team
 from monitors.moving import plan
-from monitors.moving.base import Planned
+from monitors.moving.base import Planned, Source
 from teams.activity import SYSTEM, Actor, Via, record_created
 
 logger = logging.getLogger(__name__)
@@ -110,23 +110,28 @@ def _page_states(
 
 
 def _make(
-    team: Team, items: list[Planned], now: datetime, actor: Actor = SYSTEM
+    team: Team,
+    items: list[Planned],
+    now: datetime,
+    actor: Actor = SYSTEM,
+    source: str = "",
 ) -> list[Monitor]:
     """These items' monitors with their targets and baselines, and their
-    "created" entries in the activity log: all or none."""
+    "created" entries in the activity log (saying from where, in words):
+    all or none."""
     with transaction.atomic():
         monitors = create_monitors(team, [_data(i) for i in items], now)
         states = _page_states(list(zip(monitors, items, strict=True)), now)
         if states:
             PageState.upsert(states)
-        record_created(actor, team, monitors, imported=True)
+        record_created(actor, team, monitors, imported=True, source=source)
     return monitors
 
 
 def import_one(
-    team: Team, item: Planned, now: datetime, actor: Actor = SYSTEM
+    team: Team, item: Planned, now: datetime, actor: Actor = SYSTEM, source: str = ""
 ) -> Monitor:
-    (monitor,) = _make(team, [item], now, actor)
+    (monitor,) = _make(team, [item], now, actor, source)
     return monitor
 
 
@@ -144,10 +149,12 @@ def run_import(
     include_duplicates: Collection[str] | bool = False,
     progress: Callable[[int, int], None] | None = None,
     actor: Actor = SYSTEM,
+    source: str = "",
 ) -> Report:
     """Create every importable item; duplicates only when chosen (True for
     all of them, or the refs of those chosen). Outcomes keep the source's
-    order."""
+    order. `source` names where they came from, for the activity log."""
+    words = Source.registry[source].label_in_sentence() if source else ""
     outcomes: dict[int, Outcome] = {}
     todo: list[tuple[int, Planned]] = []
     for index, item in enumerate(items):
@@ -161,7 +168,7 @@ def run_import(
     for start in range(0, len(todo), BATCH):
         batch = todo[start : start + BATCH]
         try:
-            made = _make(team, [item for _, item in batch], now, actor)
+            made = _make(team, [item for _, item in batch], now, actor, words)
         except DatabaseError:
             made = None
         if made is not None:
@@ -169,7 +176,7 @@ def run_import(
                 outcomes[index] = Outcome(item, "created", str(monitor.pk))
         else:
             for index, item in batch:
-                outcomes[index] = _one(team, item, now, actor)
+                outcomes[index] = _one(team, item, now, actor, words)
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
@@ -178,9 +185,11 @@ def run_import(
     return Report([outcomes[i] for i in range(len(items))])
 
 
-def _one(team: Team, item: Planned, now: datetime, actor: Actor) -> Outcome:
+def _one(
+    team: Team, item: Planned, now: datetime, actor: Actor, source: str
+) -> Outcome:
     try:
-        monitor = import_one(team, item, now, actor)
+        monitor = import_one(team, item, now, actor, source)
     except DatabaseError as exc:
         return Outcome(item, "failed", error=f"Could not be saved: {exc}")
     return Outcome(item, "created", str(monitor.pk))
@@ -284,6 +293,7 @@ def execute_run(run: ImportRun, now: datetime) -> Report:
         include_duplicates=set(run.chosen_duplicates),
         progress=lambda done, total: run.record_progress(done),
         actor=run_actor(run),
+        source=run.source,
     )
     run.finish(report.as_dict(), timezone.now())
     return report
