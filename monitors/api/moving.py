@@ -25,6 +25,7 @@ from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import ImportRun
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_document
+from teams.activity import Actor
 
 SOURCE_HELP = (
     "changedetection (a backup zip, or url + apiKey of its API), urlwatch "
@@ -211,7 +212,9 @@ class ImportView(APIView):
                     "items": [item.as_dict() for item in items],
                 }
             )
-        run = importing.preview_run(team, data["source"], items)
+        run = importing.preview_run(
+            team, data["source"], items, api_key=Actor.of(request).key
+        )
         chosen = (
             [i.ref for i in items if i.duplicate] if data["includeDuplicates"] else []
         )

@@ -19,7 +19,7 @@ from django.utils import timezone
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
 from monitors.editing import create_monitors
-from monitors.models import ImportRun, Monitor, Team
+from monitors.models import ApiKey, ImportRun, Monitor, Team
 from monitors.moving import plan
 from monitors.moving.base import Planned, Source
 from teams.activity import SYSTEM, Actor, Via, record_created
@@ -202,12 +202,18 @@ IMPORT_TASK = "monitors.tasks.import_monitors_task"
 
 
 def preview_run(
-    team: Team, source: str, items: list[Planned], user: Any = None
+    team: Team,
+    source: str,
+    items: list[Planned],
+    user: Any = None,
+    api_key: ApiKey | None = None,
 ) -> ImportRun:
-    """Keep what a preview showed, so a confirmation imports exactly that."""
+    """Keep what a preview showed, so a confirmation imports exactly that,
+    and who asked (a person, or an API key)."""
     return ImportRun.objects.create(
         team=team,
         created_by=user if getattr(user, "pk", None) else None,
+        api_key=api_key,
         source=source,
         items=[item.to_state() for item in items],
         total=len(items),
@@ -277,10 +283,10 @@ def _queue_or_put_back(run: ImportRun) -> None:
 
 def run_actor(run: ImportRun) -> Actor:
     """Who an import's monitors are logged as made by: the person who
-    previewed it in the dashboard, else the API (a key is not kept)."""
+    previewed it in the dashboard, else the API key that sent it."""
     if run.created_by_id is not None:
         return Actor(Via.DASHBOARD, user=run.created_by)
-    return Actor(Via.API)
+    return Actor(Via.API, key=run.api_key)
 
 
 def execute_run(run: ImportRun, now: datetime) -> Report:
