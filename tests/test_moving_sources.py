@@ -56,8 +56,8 @@ def test_a_one_minute_interval_is_raised_to_five_minutes_and_says_so():
 
 def test_what_has_no_equal_is_listed_per_watch_with_the_reason():
     notes = notes_of(planned("changedetection", backup_zip())[PRICING_UUID])
-    assert "XPath filter \"xpath://div[@class='deal']\" not imported, because" in notes
-    assert "JSON filter 'json:$.price' not imported, because" in notes
+    assert "XPath filter “xpath://div[@class='deal']” not imported, because" in notes
+    assert "JSON filter “json:$.price” not imported, because" in notes
     assert (
         "2 notification URLs not imported: they are Apprise URLs, so add each as "
         "an Apprise channel on the Channels page and pick it in this monitor's form."
@@ -282,3 +282,18 @@ def test_a_repeated_address_names_the_watch_above_it_and_a_watched_one_does_not(
     assert not first.duplicate
     assert second.duplicate and second.same_address_as == "https://a.test/p"
     assert second.as_dict()["sameAddressAs"] == "https://a.test/p"
+
+
+def test_notes_quote_what_was_left_behind_as_written_not_as_python_strings():
+    from monitors.moving.changedetection import draft_of
+
+    watch = {
+        "url": "https://a.test/",
+        "include_filters": ["xpath://div[@id='x']", "json:$.price"],
+        "ignore_text": [r"/(\d+ visitors/"],
+    }
+    notes = notes_of(draft_of("u", watch, {}))
+    assert "XPath filter “xpath://div[@id='x']” not imported" in notes
+    assert "JSON filter “json:$.price” not imported" in notes
+    assert r"Ignored text “/(\d+ visitors/” not imported" in notes
+    assert "\\\\" not in notes

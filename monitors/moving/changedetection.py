@@ -125,17 +125,17 @@ def _filters(watch: dict[str, Any], draft: Draft) -> None:
         for selector in _text_list(watch.get(key)):
             if selector.startswith(_JSON_PREFIXES):
                 draft.notes.append(
-                    f"JSON {what} {selector!r} not imported, because Pagewatch "
+                    f"JSON {what} “{selector}” not imported, because Pagewatch "
                     "compares a page's text, not a path into JSON."
                 )
             elif selector.startswith(_XPATH_PREFIXES):
                 draft.notes.append(
-                    f"XPath {what} {selector!r} not imported, because Pagewatch "
+                    f"XPath {what} “{selector}” not imported, because Pagewatch "
                     "selects parts of pages with CSS selectors only."
                 )
             elif rules.css_selector_error(selector):
                 draft.notes.append(
-                    f"CSS {what} {selector!r} not imported, because Pagewatch "
+                    f"CSS {what} “{selector}” not imported, because Pagewatch "
                     "cannot read that selector."
                 )
             else:
@@ -151,7 +151,7 @@ def _ignored_lines(
     for entry in entries:
         problem = rules.ignore_line_error(entry)
         if problem:
-            draft.notes.append(f"Ignored text {entry[:80]!r} not imported: {problem}")
+            draft.notes.append(f"Ignored text “{entry[:80]}” not imported: {problem}")
         else:
             draft.ignore_lines.append(entry)
     globally = _text_list(application.get("global_subtractive_selectors"))

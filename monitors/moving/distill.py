@@ -58,12 +58,12 @@ def _selections(config: dict[str, Any], draft: Draft) -> None:
                         into.append(expr)
                     elif kind == "xpath":
                         draft.notes.append(
-                            f"XPath selection {expr!r} not imported, because "
+                            f"XPath selection “{expr}” not imported, because "
                             "Pagewatch selects parts of pages with CSS only."
                         )
                     elif expr:
                         draft.notes.append(
-                            f"Selection {expr!r} not imported: Pagewatch "
+                            f"Selection “{expr}” not imported: Pagewatch "
                             "cannot read it."
                         )
 
@@ -87,7 +87,7 @@ def _draft(number: int, sieve: dict[str, Any]) -> Draft | Planned:
         draft.interval_seconds = float(interval)
     elif schedule:
         draft.notes.append(
-            f"Schedule {schedule.get('type')!r} not imported, because Pagewatch "
+            f"Schedule “{schedule.get('type')}” not imported, because Pagewatch "
             "runs checks on a timer: checked every hour."
         )
     config = _object(sieve.get("config"))

@@ -77,7 +77,7 @@ def _filter(name: str, arg: Any, draft: Draft) -> None:
                 continue
             if rules.css_selector_error(str(value)):
                 notes.append(
-                    f"CSS filter {value!r} not imported: Pagewatch cannot read it."
+                    f"CSS filter “{value}” not imported: Pagewatch cannot read it."
                 )
             else:
                 into.append(str(value))
@@ -92,7 +92,7 @@ def _filter(name: str, arg: Any, draft: Draft) -> None:
             draft.ignore_lines.append(entry)
             return
         notes.append(
-            f"grepi {pattern!r} not imported, because Pagewatch's line rules use "
+            f"grepi “{pattern}” not imported, because Pagewatch's line rules use "
             "RE2, which cannot read that pattern."
         )
         return
