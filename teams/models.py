@@ -243,6 +243,8 @@ class Activity(models.Model):
         FEED_RENEWED = "feed.renewed", "Feed link replaced"
         SIGNED_IN = "signin.succeeded", "Signed in"
         SIGN_IN_FAILED = "signin.failed", "Failed sign-in"
+        SECOND_FACTOR_ON = "account.second_factor_on", "Second factor set up"
+        SECOND_FACTOR_OFF = "account.second_factor_off", "Second factor turned off"
 
     class Via(models.TextChoices):
         DASHBOARD = "dashboard", "the dashboard"
@@ -346,6 +348,8 @@ class Activity(models.Model):
             kind.MONITOR_DELETED: "Deleted",
             kind.SIGNED_IN: "Signed in",
             kind.SECRET_ROTATED: "Replaced the webhook signing secret",
+            kind.SECOND_FACTOR_ON: "Set up a second factor",
+            kind.SECOND_FACTOR_OFF: "Turned off their second factor",
         }
         if self.kind == kind.MONITOR_CREATED and d.get("imported"):
             return f"Imported from {d['source']}" if d.get("source") else "Imported"
