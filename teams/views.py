@@ -268,8 +268,11 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
             record(Actor.of(request), request.team, Kind.ROLE_CHANGED,
                    member=membership.user.get_username(), role=membership.role,
                    was=was)  # fmt: skip
-        name = membership.user.get_username()
-        messages.success(request, f"{name} is now {membership.get_role_display()}.")
+        if membership.user_id == request.user.pk:
+            said = f"You are now {membership.role_words}."
+        else:
+            said = f"{membership.user.get_username()} is now {membership.role_words}."
+        messages.success(request, said)
     return redirect("team-members")
 
 

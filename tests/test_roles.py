@@ -465,8 +465,15 @@ def test_the_last_owner_cannot_step_down_or_leave(client, world):
 def test_an_owner_may_step_down_once_someone_else_owns_the_team(client, world):
     client.force_login(world.people[OWNER])
     editor, owner = world.memberships[EDITOR], world.memberships[OWNER]
-    client.post(reverse("member-role", args=[editor.pk]), {"role": "owner"})
-    client.post(reverse("member-role", args=[owner.pk]), {"role": "viewer"})
+    made = client.post(
+        reverse("member-role", args=[editor.pk]), {"role": "owner"}, follow=True
+    )
+    stepped = client.post(
+        reverse("member-role", args=[owner.pk]), {"role": "viewer"}, follow=True
+    )
+    # In the words the activity log uses, not the role's capitalised label.
+    assert "eddie is now an owner." in text_of(made)
+    assert "You are now a viewer." in text_of(stepped)
     editor.refresh_from_db()
     owner.refresh_from_db()
     assert (editor.role, owner.role) == (OWNER, VIEWER)
