@@ -297,3 +297,23 @@ def test_notes_quote_what_was_left_behind_as_written_not_as_python_strings():
     assert "JSON filter “json:$.price” not imported" in notes
     assert r"Ignored text “/(\d+ visitors/” not imported" in notes
     assert "\\\\" not in notes
+
+
+@pytest.mark.parametrize(
+    ("source", "data", "words"),
+    [
+        ("distill", b'{"monitors": []}',
+         "The file is not a Distill export: it holds no list of monitors."),
+        ("pagewatch", b'{"format": "other"}',
+         "The file is not a Pagewatch export: upload the file Export gave."),
+        ("pagewatch", b'{"format": "pagewatch-export"}',
+         "The export holds no monitors."),
+        ("urlwatch", b'{"watching": {"a": {"url": "https://a.test/"}}}',
+         "The file holds no urlwatch jobs: it is not a urls.yaml."),
+    ],
+)  # fmt: skip
+def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
+    with pytest.raises(ImportRefused) as refused:
+        moving.read(source, data=data, filename="x")
+    assert refused.value.message == words
+    assert '"' not in refused.value.message

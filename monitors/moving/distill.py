@@ -124,8 +124,7 @@ class Distill(Source):
             sieves = document
         if not isinstance(sieves, list):
             raise ImportRefused(
-                'The file holds no list of monitors ("data"): it is not a '
-                "Distill export."
+                "The file is not a Distill export: it holds no list of monitors."
             )
         items = []
         for number, sieve in enumerate(sieves[:MAX_ITEMS], start=1):

@@ -116,11 +116,11 @@ class PagewatchExport(Source):
             document = document["data"]  # as GET /v2/export answers it
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ImportRefused(
-                f'The file is not a Pagewatch export (its "format" is not "{FORMAT}").'
+                "The file is not a Pagewatch export: upload the file Export gave."
             )
         monitors = document.get("monitors")
         if not isinstance(monitors, list):
-            raise ImportRefused('The export holds no "monitors" list.')
+            raise ImportRefused("The export holds no monitors.")
         return [
             planned_from_monitor(f"monitor {i}", m)
             for i, m in enumerate(monitors[:MAX_ITEMS], start=1)

@@ -141,6 +141,10 @@ def _draft(number: int, job: dict[str, Any]) -> Draft | Planned:
     return draft
 
 
+# A urlwatch job names one of these: what it watches.
+_JOB_KEYS = {"url", "navigate", "command"}
+
+
 class Urlwatch(Source):
     name = "urlwatch"
     label = "urlwatch"
@@ -164,6 +168,13 @@ class Urlwatch(Source):
             ) from None
         items: list[Planned] = []
         jobs = [job for job in jobs if job is not None]
+        if jobs and not any(
+            isinstance(job, dict) and _JOB_KEYS & job.keys() for job in jobs
+        ):
+            # Another tool's file that YAML reads too (JSON is YAML).
+            raise ImportRefused(
+                "The file holds no urlwatch jobs: it is not a urls.yaml."
+            )
         for number, job in enumerate(jobs[:MAX_ITEMS], start=1):
             if not isinstance(job, dict):
                 items.append(not_imported(f"job {number}", "", [], "Not a job."))
