@@ -555,3 +555,15 @@ def test_a_viewer_is_told_no_check_has_run_where_others_see_run_now(client, worl
 
     run_card = page.split('id="run-title"', 1)[1].split("</section>", 1)[0]
     assert "No check has run yet." in run_card
+
+
+def test_a_viewer_finds_the_export_on_the_monitor_list(client, world):
+    client.force_login(world.people[VIEWER])
+
+    page = text_of(client.get(reverse("monitor-list")))
+
+    assert f'href="{reverse("export")}"' in page
+    assert "Export this team's monitors" in page
+    exported = client.get(reverse("export"))
+    assert exported.status_code == 200
+    assert "https://hooks.example.com" not in exported.content.decode()
