@@ -104,11 +104,17 @@ class Invitation(models.Model):
     def issue(
         cls, team: Team, email: str, role: str, invited_by: Any, now: datetime
     ) -> tuple[Invitation, str]:
-        """A new invitation and the token of its link, which is never stored."""
+        """A new invitation and the token of its link, which is never stored.
+        It replaces any still waiting for the same address: an older link,
+        perhaps with another role, must not stay usable beside it."""
         token = secrets.token_urlsafe(32)
+        email = email.strip().lower()
+        cls.objects.pending(now).filter(team=team, email__iexact=email).update(
+            revoked_at=now
+        )
         invitation = cls.objects.create(
             team=team,
-            email=email.strip().lower(),
+            email=email,
             role=Membership.Role(role),
             token_hash=cls.hash_token(token),
             invited_by=invited_by,

@@ -103,19 +103,24 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
     form = InviteForm(request.POST, team=request.team)
     if not form.is_valid():
         return _team_page(request, invite_form=form, status=400)
-    invitation, token = Invitation.issue(
-        request.team,
-        form.cleaned_data["email"],
-        form.cleaned_data["role"],
-        request.user,
-        timezone.now(),
+    now, email = timezone.now(), form.cleaned_data["email"]
+    waiting = (
+        Invitation.objects.pending(now).filter(team=request.team, email=email).exists()
     )
-    _send(request, invitation, token, sent="Invitation sent to")
+    invitation, token = Invitation.issue(
+        request.team, email, form.cleaned_data["role"], request.user, now
+    )
+    replaced = " The link sent before no longer works." if waiting else ""
+    _send(request, invitation, token, sent="Invitation sent to", replaced=replaced)
     return redirect("team-members")
 
 
 def _send(
-    request: DashboardRequest, invitation: Invitation, token: str, sent: str
+    request: DashboardRequest,
+    invitation: Invitation,
+    token: str,
+    sent: str,
+    replaced: str = "",
 ) -> None:
     """Record and e-mail a new invitation; when the mail cannot leave, the
     owner gets the link to pass on."""
@@ -131,7 +136,7 @@ def _send(
             f"not be sent. Give them this link yourself: {invitation_url(token)}",
         )
     else:
-        messages.success(request, f"{sent} {invitation.email}.")
+        messages.success(request, f"{sent} {invitation.email}.{replaced}")
 
 
 @require_POST
