@@ -36,6 +36,24 @@ def member_left(actor: Actor, team: Team, user: Any) -> int:
     return len(revoked)
 
 
+def role_changed(actor: Actor, membership: Membership, was: str) -> int:
+    """Record a role change. Someone made a viewer loses the write keys they
+    made for the team, as someone leaving loses them all: holding one they
+    could still change what their role no longer lets them. Returns how
+    many were revoked."""
+    revoked: list[ApiKey] = []
+    if membership.role == Membership.Role.VIEWER:
+        revoked = ApiKey.objects.filter(
+            team=membership.team_id,
+            created_by=membership.user_id,
+            scope=ApiKey.Scope.WRITE,
+        ).revoke()
+    record(actor, membership.team_id, Kind.ROLE_CHANGED,
+           member=membership.user.get_username(), role=membership.role, was=was,
+           **({"keys_revoked": len(revoked)} if revoked else {}))  # fmt: skip
+    return len(revoked)
+
+
 def account_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     """pre_delete of a user: their keys would outlive them as nobody's."""
     for key in ApiKey.objects.filter(created_by=instance).revoke():

@@ -418,10 +418,15 @@ class Activity(models.Model):
                 said += f" and revoked the {keys} they made"
             return said
         if self.kind == kind.ROLE_CHANGED:
-            return (
+            said = (
                 f"Made {d.get('member', 'a member')} {role_words(d.get('role'))} "
                 f"(was {role_words(d.get('was'))})"
             )
+            revoked = d.get("keys_revoked") or 0
+            if revoked:
+                keys = "API key" if revoked == 1 else f"{revoked} API keys"
+                said += f" and revoked the {keys} they made that could change things"
+            return said
         if self.kind == kind.INVITATION_SENT:
             return f"Invited {d.get('email', '')} as {role_words(d.get('role'))}"
         if self.kind == kind.INVITATION_WITHDRAWN:

@@ -30,7 +30,7 @@ from monitors.models import LastOwnerError, Membership, Monitor, Team
 from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
 from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm
-from teams.members import member_left, with_keys_made, with_removable
+from teams.members import member_left, role_changed, with_keys_made, with_removable
 from teams.models import Activity, Invitation, InvitationError
 
 logger = logging.getLogger(__name__)
@@ -269,16 +269,25 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
     except LastOwnerError as exc:
         messages.error(request, str(exc))
     else:
+        revoked = 0
         if membership.role != was:
-            record(Actor.of(request), request.team, Kind.ROLE_CHANGED,
-                   member=membership.user.get_username(), role=membership.role,
-                   was=was)  # fmt: skip
-        if membership.user_id == request.user.pk:
+            revoked = role_changed(Actor.of(request), membership, was)
+        yourself = membership.user_id == request.user.pk
+        if yourself:
             said = f"You are now {membership.role_words}."
         else:
             said = f"{membership.user.get_username()} is now {membership.role_words}."
+        if revoked:
+            said += " " + _write_keys_stopped(revoked, yourself)
         messages.success(request, said)
     return redirect("team-members")
+
+
+def _write_keys_stopped(count: int, yourself: bool) -> str:
+    who = "you" if yourself else "they"
+    if count == 1:
+        return f"The API key {who} made that could change things no longer works."
+    return f"The {count} API keys {who} made that could change things no longer work."
 
 
 def _member_remove_question(

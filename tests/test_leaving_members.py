@@ -271,3 +271,36 @@ def test_an_editor_or_a_viewer_cannot_remove_anyone_else(
     assert "Nothing was changed." in html.unescape(response.content.decode())
     assert Membership.objects.filter(pk=eddie.pk).exists()
     assert not Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED).exists()
+
+
+def test_a_member_made_a_viewer_keeps_no_write_key_they_made(client, team, people):
+    owner, editor, eddie = people
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    _, reads = ApiKey.issue(team, name="eddie's reports", created_by=editor,
+                            scope=ApiKey.Scope.READ)  # fmt: skip
+    _, owners = ApiKey.issue(team, name="olive's", created_by=owner)
+    client.force_login(owner)
+
+    response = client.post(
+        reverse("member-role", args=[eddie.pk]), {"role": "viewer"}, follow=True
+    )
+
+    said = html.unescape(response.content.decode())
+    assert "eddie is now a viewer. The API key they made that could change" in said
+    assert answers(writes) == 401
+    assert answers(reads) == 200 and answers(owners) == 200
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
+    assert entry.what_words == (
+        "Made eddie a viewer (was an editor) and revoked the API key they made "
+        "that could change things"
+    )
+
+
+def test_an_editor_made_an_owner_keeps_their_keys(client, team, people):
+    owner, editor, eddie = people
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    client.force_login(owner)
+
+    client.post(reverse("member-role", args=[eddie.pk]), {"role": "owner"})
+
+    assert answers(writes) == 200
