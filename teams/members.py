@@ -36,7 +36,7 @@ def member_left(actor: Actor, team: Team, user: Any) -> int:
     return len(revoked)
 
 
-def role_changed(actor: Actor, membership: Membership, was: str) -> int:
+def role_changed(actor: Actor, membership: Membership, was: str, **details: Any) -> int:
     """Record a role change. Someone made a viewer loses the write keys they
     made for the team, as someone leaving loses them all: holding one they
     could still change what their role no longer lets them. Returns how
@@ -50,7 +50,8 @@ def role_changed(actor: Actor, membership: Membership, was: str) -> int:
         ).revoke()
     record(actor, membership.team_id, Kind.ROLE_CHANGED,
            member=membership.user.get_username(), role=membership.role, was=was,
-           **({"keys_revoked": len(revoked)} if revoked else {}))  # fmt: skip
+           **({"keys_revoked": len(revoked)} if revoked else {}),
+           **details)  # fmt: skip
     return len(revoked)
 
 

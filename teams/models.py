@@ -422,6 +422,8 @@ class Activity(models.Model):
                 f"Made {d.get('member', 'a member')} {role_words(d.get('role'))} "
                 f"(was {role_words(d.get('was'))})"
             )
+            if d.get("through"):
+                said += f" through {d['through']}"
             revoked = d.get("keys_revoked") or 0
             if revoked:
                 keys = "API key" if revoked == 1 else f"{revoked} API keys"
