@@ -304,3 +304,34 @@ def test_an_editor_made_an_owner_keeps_their_keys(client, team, people):
     client.post(reverse("member-role", args=[eddie.pk]), {"role": "owner"})
 
     assert answers(writes) == 200
+
+
+def test_making_a_member_a_viewer_in_the_admin_revokes_their_write_keys_too(
+    admin_client, team, people
+):
+    owner, editor, eddie = people
+    key, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
+    members = list(Membership.objects.filter(team=team).order_by("pk"))
+    data = {"name": team.name, "slug": team.slug, "credit_allowance": "",
+            "membership_set-TOTAL_FORMS": str(len(members)),
+            "membership_set-INITIAL_FORMS": str(len(members)),
+            "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
+            "api_keys-TOTAL_FORMS": "1", "api_keys-INITIAL_FORMS": "1",
+            "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
+            "api_keys-0-id": str(key.pk), "api_keys-0-team": str(team.pk)}  # fmt: skip
+    for n, m in enumerate(members):
+        data |= {
+            f"membership_set-{n}-id": str(m.pk),
+            f"membership_set-{n}-team": str(team.pk),
+            f"membership_set-{n}-user": str(m.user_id),
+            f"membership_set-{n}-role": "viewer" if m.pk == eddie.pk else m.role,
+        }
+
+    response = admin_client.post(
+        reverse("admin:monitors_team_change", args=[team.pk]), data
+    )
+
+    assert response.status_code == 302
+    assert answers(raw) == 401
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
+    assert entry.details["keys_revoked"] == 1
