@@ -317,3 +317,18 @@ def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
         moving.read(source, data=data, filename="x")
     assert refused.value.message == words
     assert '"' not in refused.value.message
+
+
+def test_a_list_schedule_of_an_uneven_gap_is_rounded_up_as_intervals_are():
+    listing = (
+        b"url,schedule\n"
+        b"https://a.test/7,every 7 minutes\n"
+        b"https://a.test/5h,every 5 hours\n"
+        b"https://a.test/moon,every blue moon\n"
+    )
+    items = planned("csv", listing, "list.csv")
+    seven, five_hours, moon = items["row 2"], items["row 3"], items["row 4"]
+    assert seven.validated["schedule"]["cron"] == "*/10 * * * *"
+    assert "Every 7 minutes is not a gap a schedule can keep evenly" in notes_of(seven)
+    assert five_hours.validated["schedule"]["cron"] == "0 */6 * * *"
+    assert not moon.importable
