@@ -332,3 +332,22 @@ def test_a_list_schedule_of_an_uneven_gap_is_rounded_up_as_intervals_are():
     assert "Every 7 minutes is not a gap a schedule can keep evenly" in notes_of(seven)
     assert five_hours.validated["schedule"]["cron"] == "0 */6 * * *"
     assert not moon.importable
+
+
+@pytest.mark.parametrize("as_csv", [False, True])
+def test_watches_past_the_most_one_import_takes_are_named_not_dropped(as_csv):
+    from monitors.moving.base import MAX_ITEMS
+
+    lines = [f"https://a.test/{n}" for n in range(MAX_ITEMS + 3)]
+    data = ("url\n" if as_csv else "") + "\n".join(lines) + "\n"
+
+    items = moving.read("csv", data=data.encode(), filename="x.csv" if as_csv else "")
+
+    assert len(items) == MAX_ITEMS + 1
+    last = items[-1]
+    assert not last.importable and last.payload is None
+    assert last.reason == (
+        "Not read: one import takes at most 5,000 watches. Import the rest "
+        "from a second file holding only them."
+    )
+    assert last.label == "The watches after the first 5,000"

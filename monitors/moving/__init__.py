@@ -15,7 +15,7 @@ modules above; nothing here imports a view.
 from __future__ import annotations
 
 from monitors.moving import changedetection, distill, lists, monitorapi, urlwatch
-from monitors.moving.base import ImportRefused, Planned, Source, max_bytes
+from monitors.moving.base import ImportRefused, Planned, Source, capped, max_bytes
 
 __all__ = [
     "ImportRefused",
@@ -76,5 +76,5 @@ def read(
                 "Pagewatch reads (IMPORT_MAX_BYTES).",
                 status=413,
             )
-        return reader.read_file(data, filename)
-    return reader.read_remote(url, api_key)
+        return capped(reader.read_file(data, filename))
+    return capped(reader.read_remote(url, api_key))

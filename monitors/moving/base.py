@@ -24,7 +24,8 @@ from monitors import rules
 from monitors.schedule import min_interval_minutes
 from monitors.target_kinds import pages_target
 
-# What a source may hold: more watches than this is not one team's monitors.
+# What one import reads: more watches than this is not one team's monitors.
+# Readers read one more, so that `capped` can say the rest were left out.
 MAX_ITEMS = 5000
 # A schedule a source does not say: how often its watches are checked here.
 DEFAULT_CRON = "0 * * * *"
@@ -264,6 +265,22 @@ class Draft:
 
 def not_imported(ref: str, label: str, urls: list[str], reason: str) -> Planned:
     return Planned(ref=ref, label=label or ref, urls=urls, payload=None, reason=reason)
+
+
+def capped(items: list[Planned]) -> list[Planned]:
+    """At most MAX_ITEMS items, and a row saying so when a source held more:
+    the watches past them are named as not read, never dropped in silence."""
+    if len(items) <= MAX_ITEMS:
+        return items
+    return items[:MAX_ITEMS] + [
+        not_imported(
+            "more",
+            f"The watches after the first {MAX_ITEMS:,}",
+            [],
+            f"Not read: one import takes at most {MAX_ITEMS:,} watches. Import "
+            "the rest from a second file holding only them.",
+        )
+    ]
 
 
 def plain_regex(pattern: str) -> str | None:

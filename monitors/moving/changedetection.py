@@ -312,7 +312,7 @@ class ChangedetectionBackup:
 
     def planned(self) -> list[Planned]:
         items = []
-        for uuid, watch in list(self.watching.items())[:MAX_ITEMS]:
+        for uuid, watch in list(self.watching.items())[: MAX_ITEMS + 1]:
             if not isinstance(watch, dict):
                 items.append(not_imported(str(uuid), "", [], "Not a watch."))
                 continue
@@ -370,7 +370,7 @@ class Changedetection(Source):
             tags = {}  # releases before tags had no such endpoint
         settings = {"application": {"tags": tags if isinstance(tags, dict) else {}}}
         items = []
-        for uuid in list(listed)[:MAX_ITEMS]:
+        for uuid in list(listed)[: MAX_ITEMS + 1]:
             path = f"{base}/api/v1/watch/{quote(str(uuid), safe='')}"
             watch = remote.get_json(path, headers, service)
             if not isinstance(watch, dict):

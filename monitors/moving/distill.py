@@ -127,7 +127,7 @@ class Distill(Source):
                 "The file is not a Distill export: it holds no list of monitors."
             )
         items = []
-        for number, sieve in enumerate(sieves[:MAX_ITEMS], start=1):
+        for number, sieve in enumerate(sieves[: MAX_ITEMS + 1], start=1):
             if not isinstance(sieve, dict):
                 items.append(
                     not_imported(f"monitor {number}", "", [], "Not a monitor.")

@@ -105,7 +105,7 @@ class Lists(Source):
         items = []
         lines = [line.strip() for line in text.splitlines()]
         urls = [line for line in lines if line and not line.startswith("#")]
-        for number, url in enumerate(urls[:MAX_ITEMS], start=1):
+        for number, url in enumerate(urls[: MAX_ITEMS + 1], start=1):
             items.append(_row(number, {"url": url}))
         return items
 
@@ -120,7 +120,7 @@ class Lists(Source):
             reader.fieldnames = fields
             items = []
             for number, row in enumerate(reader, start=2):
-                if len(items) >= MAX_ITEMS:
+                if len(items) > MAX_ITEMS:
                     break
                 if not any(
                     (v or "").strip() for v in row.values() if isinstance(v, str)

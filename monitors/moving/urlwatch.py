@@ -175,7 +175,7 @@ class Urlwatch(Source):
             raise ImportRefused(
                 "The file holds no urlwatch jobs: it is not a urls.yaml."
             )
-        for number, job in enumerate(jobs[:MAX_ITEMS], start=1):
+        for number, job in enumerate(jobs[: MAX_ITEMS + 1], start=1):
             if not isinstance(job, dict):
                 items.append(not_imported(f"job {number}", "", [], "Not a job."))
                 continue
