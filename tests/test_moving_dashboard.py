@@ -331,3 +331,20 @@ def test_the_report_says_a_repeated_address_was_skipped_as_the_preview_did(web, 
     assert "already monitored" not in page.lower()
     assert "1 repeated an address listed above, skipped." in page
     assert ">Same address as one above, skipped<" in page
+
+
+def test_a_long_preview_and_its_report_list_what_needs_a_look_first(web, team):
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=existing, type="scrape", urls=["https://a.test/9"])
+    lines = [f"https://a.test/{n}" for n in range(10)] + ["not a url"]
+    run_url = preview(web, "csv", _address_list(*lines), "list.txt")["Location"]
+
+    page = html.unescape(web.get(run_url).content.decode())
+    table = page.split('aria-label="Preview of the import"', 1)[1]
+    order = [table.index(words) for words in ("not a url", "a.test/9", "a.test/0")]
+    assert order == sorted(order)
+
+    done = html.unescape(web.post(run_url + "confirm/", follow=True).content.decode())
+    report = done.split('aria-label="What the import did"', 1)[1]
+    order = [report.index(words) for words in ("not a url", "a.test/9", "a.test/0")]
+    assert order == sorted(order)
