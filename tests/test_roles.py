@@ -567,3 +567,13 @@ def test_a_viewer_finds_the_export_on_the_monitor_list(client, world):
     exported = client.get(reverse("export"))
     assert exported.status_code == 200
     assert "https://hooks.example.com" not in exported.content.decode()
+
+
+def test_a_viewer_is_not_told_to_add_a_channel_they_cannot_add(client, world):
+    client.force_login(world.people[VIEWER])
+
+    page = text_of(client.get(reverse("channels")))
+
+    assert "No channels yet." in page
+    assert "Add one" not in page
+    assert "An editor or an owner adds them." in page
