@@ -12,8 +12,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, models, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from monitors.models import Membership, Team
@@ -203,6 +205,21 @@ class Invitation(models.Model):
 
 
 class ActivityQuerySet(models.QuerySet["Activity"]):
+    def former_members(self, team: Team) -> QuerySet[Any]:
+        """The accounts this team's log says left or were removed, and that
+        are not back in it: their entries stay theirs to look up."""
+        names = (
+            self.filter(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+            .annotate(member=KT("details__member"))
+            .values("member")
+        )
+        return (
+            get_user_model()
+            .objects.filter(username__in=names)
+            .exclude(membership__team=team)
+            .order_by("username")
+        )
+
     def expired(self, days: int, cutoff: datetime) -> ActivityQuerySet:
         """Entries of teams keeping activity `days` days, made before cutoff."""
         return self.filter(team__activity_retention_days=days, at__lt=cutoff)

@@ -441,13 +441,15 @@ def _cursor(request: HttpRequest) -> int | None:
 def team_activity(request: DashboardRequest) -> HttpResponse:
     """The team's activity log, newest first, by person, monitor and kind."""
     entries = Activity.objects.filter(team=request.team)
-    members = list(
-        Membership.objects.filter(team=request.team)
+    members = [
+        m.user
+        for m in Membership.objects.filter(team=request.team)
         .select_related("user")
         .order_by("user__username")
-    )
+    ]
+    former = list(Activity.objects.former_members(request.team))
     person = next(
-        (m.user for m in members if str(m.user_id) == request.GET.get("person")), None
+        (u for u in members + former if str(u.pk) == request.GET.get("person")), None
     )
     if person is not None:
         entries = entries.filter(user=person)
@@ -482,6 +484,7 @@ def team_activity(request: DashboardRequest) -> HttpResponse:
     context = {
         "entries": shown,
         "members": members,
+        "former_members": former,
         "kinds": Activity.Kind.choices,
         "filters": filters,
         "filtering": any(filters.values()),

@@ -338,3 +338,16 @@ def test_making_a_member_a_viewer_in_the_admin_revokes_their_write_keys_too(
     assert answers(raw) == 401
     entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
     assert entry.details["keys_revoked"] == 1
+
+
+def test_someone_who_left_can_still_be_picked_in_the_activity_log(client, team, people):
+    owner, editor, eddie = people
+    client.force_login(editor)
+    client.post(reverse("member-remove", args=[eddie.pk]))
+    client.force_login(owner)
+
+    page = html.unescape(client.get(reverse("team-activity")).content.decode())
+    assert f'<option value="{editor.pk}">eddie (no longer in the team)</option>' in page
+    shown = client.get(reverse("team-activity"), {"person": editor.pk})
+    entries = list(shown.context["entries"])
+    assert entries and {e.user_id for e in entries} == {editor.pk}
