@@ -351,3 +351,14 @@ def test_watches_past_the_most_one_import_takes_are_named_not_dropped(as_csv):
         "from a second file holding only them."
     )
     assert last.label == "The watches after the first 5,000"
+
+
+def test_distill_alerts_point_to_the_channels_page():
+    from monitors.moving.distill import _draft
+
+    sieve = {"uri": "https://a.test/", "name": "A", "actions": [{"type": "email"}]}
+    draft = _draft(1, sieve)
+    assert (
+        "Alerts and actions not imported: add a channel on the Channels page "
+        "and pick it in this monitor's form." in notes_of(draft)
+    )

@@ -99,8 +99,8 @@ def _draft(number: int, sieve: dict[str, Any]) -> Draft | Planned:
         )
     if sieve.get("actions") or config.get("actions"):
         draft.notes.append(
-            "Alerts and actions not imported, because Pagewatch's notification "
-            "channels are set on the monitor: add the webhook or e-mail there."
+            "Alerts and actions not imported: add a channel on the Channels page "
+            "and pick it in this monitor's form."
         )
     if config.get("macro") or sieve.get("macro_id"):
         draft.notes.append(
