@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.signin import client_ip
-from monitors.models import ApiKey, Monitor, Team
+from monitors.models import ApiKey, Membership, Monitor, Team
 from teams.models import Activity
 
 Kind, Via = Activity.Kind, Activity.Via
@@ -62,6 +62,14 @@ def record(
         details=details,
         address=actor.address,
     )
+
+
+def record_in_their_teams(actor: Actor, kind: str, **details: Any) -> None:
+    """An entry about a person's own account (their second factor): each
+    team they are in hears of it, as with sign-ins."""
+    teams = Membership.objects.filter(user=actor.user).values_list("team", flat=True)
+    for team_id in teams:
+        record(actor, team_id, kind, **details)
 
 
 def record_created(

@@ -30,8 +30,28 @@ def member_left(actor: Actor, team: Team, user: Any) -> int:
     """Record the removal and revoke the keys `user` made for `team`; returns
     how many were revoked."""
     revoked = ApiKey.objects.filter(team=team, created_by=user).revoke()
+    left = actor.user is not None and actor.user.pk == user.pk
     record(actor, team, Kind.MEMBER_REMOVED, member=user.get_username(),
-           keys_revoked=len(revoked))  # fmt: skip
+           keys_revoked=len(revoked), **({"left": True} if left else {}))  # fmt: skip
+    return len(revoked)
+
+
+def role_changed(actor: Actor, membership: Membership, was: str, **details: Any) -> int:
+    """Record a role change. Someone made a viewer loses the write keys they
+    made for the team, as someone leaving loses them all: holding one they
+    could still change what their role no longer lets them. Returns how
+    many were revoked."""
+    revoked: list[ApiKey] = []
+    if membership.role == Membership.Role.VIEWER:
+        revoked = ApiKey.objects.filter(
+            team=membership.team_id,
+            created_by=membership.user_id,
+            scope=ApiKey.Scope.WRITE,
+        ).revoke()
+    record(actor, membership.team_id, Kind.ROLE_CHANGED,
+           member=membership.user.get_username(), role=membership.role, was=was,
+           **({"keys_revoked": len(revoked)} if revoked else {}),
+           **details)  # fmt: skip
     return len(revoked)
 
 

@@ -12,8 +12,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, models, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from monitors.models import Membership, Team
@@ -104,11 +106,17 @@ class Invitation(models.Model):
     def issue(
         cls, team: Team, email: str, role: str, invited_by: Any, now: datetime
     ) -> tuple[Invitation, str]:
-        """A new invitation and the token of its link, which is never stored."""
+        """A new invitation and the token of its link, which is never stored.
+        It replaces any still waiting for the same address: an older link,
+        perhaps with another role, must not stay usable beside it."""
         token = secrets.token_urlsafe(32)
+        email = email.strip().lower()
+        cls.objects.pending(now).filter(team=team, email__iexact=email).update(
+            revoked_at=now
+        )
         invitation = cls.objects.create(
             team=team,
-            email=email.strip().lower(),
+            email=email,
             role=Membership.Role(role),
             token_hash=cls.hash_token(token),
             invited_by=invited_by,
@@ -197,6 +205,21 @@ class Invitation(models.Model):
 
 
 class ActivityQuerySet(models.QuerySet["Activity"]):
+    def former_members(self, team: Team) -> QuerySet[Any]:
+        """The accounts this team's log says left or were removed, and that
+        are not back in it: their entries stay theirs to look up."""
+        names = (
+            self.filter(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+            .annotate(member=KT("details__member"))
+            .values("member")
+        )
+        return (
+            get_user_model()
+            .objects.filter(username__in=names)
+            .exclude(membership__team=team)
+            .order_by("username")
+        )
+
     def expired(self, days: int, cutoff: datetime) -> ActivityQuerySet:
         """Entries of teams keeping activity `days` days, made before cutoff."""
         return self.filter(team__activity_retention_days=days, at__lt=cutoff)
@@ -243,6 +266,8 @@ class Activity(models.Model):
         FEED_RENEWED = "feed.renewed", "Feed link replaced"
         SIGNED_IN = "signin.succeeded", "Signed in"
         SIGN_IN_FAILED = "signin.failed", "Failed sign-in"
+        SECOND_FACTOR_ON = "account.second_factor_on", "Second factor set up"
+        SECOND_FACTOR_OFF = "account.second_factor_off", "Second factor turned off"
 
     class Via(models.TextChoices):
         DASHBOARD = "dashboard", "the dashboard"
@@ -346,7 +371,11 @@ class Activity(models.Model):
             kind.MONITOR_DELETED: "Deleted",
             kind.SIGNED_IN: "Signed in",
             kind.SECRET_ROTATED: "Replaced the webhook signing secret",
+            kind.SECOND_FACTOR_ON: "Set up a second factor",
+            kind.SECOND_FACTOR_OFF: "Turned off their second factor",
         }
+        if self.kind == kind.MONITOR_CREATED and d.get("imported"):
+            return f"Imported from {d['source']}" if d.get("source") else "Imported"
         if self.kind in words:
             return words[self.kind]
         if self.kind == kind.MONITOR_EDITED:
@@ -390,6 +419,14 @@ class Activity(models.Model):
             return f"Added {d['member']} as {role_words(d.get('role'))}"
         if self.kind == kind.MEMBER_JOINED:
             return f"Joined as {role_words(d.get('role'))}"
+        if self.kind == kind.MEMBER_REMOVED and d.get("left"):
+            said = "Left the team"
+            revoked = d.get("keys_revoked") or 0
+            if revoked == 1:
+                said += "; the API key they made was revoked"
+            elif revoked:
+                said += f"; the {revoked} API keys they made were revoked"
+            return said
         if self.kind == kind.MEMBER_REMOVED:
             said = f"Removed {d.get('member', 'a member')} from the team"
             revoked = d.get("keys_revoked") or 0
@@ -398,10 +435,17 @@ class Activity(models.Model):
                 said += f" and revoked the {keys} they made"
             return said
         if self.kind == kind.ROLE_CHANGED:
-            return (
+            said = (
                 f"Made {d.get('member', 'a member')} {role_words(d.get('role'))} "
                 f"(was {role_words(d.get('was'))})"
             )
+            if d.get("through"):
+                said += f" through {d['through']}"
+            revoked = d.get("keys_revoked") or 0
+            if revoked:
+                keys = "API key" if revoked == 1 else f"{revoked} API keys"
+                said += f" and revoked the {keys} they made that could change things"
+            return said
         if self.kind == kind.INVITATION_SENT:
             return f"Invited {d.get('email', '')} as {role_words(d.get('role'))}"
         if self.kind == kind.INVITATION_WITHDRAWN:

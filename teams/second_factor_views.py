@@ -19,6 +19,7 @@ from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from teams import second_factor
+from teams.activity import Actor, Kind, record_in_their_teams
 
 SETUP_SESSION_KEY = "pagewatch_totp_setup"
 WRONG_CODE = (
@@ -71,6 +72,7 @@ def setup(request: HttpRequest) -> HttpResponse:
         codes = second_factor.confirm(device, request.POST.get("code", "").strip())
         if codes is not None:
             otp_login(request, device)
+            record_in_their_teams(Actor.of(request), Kind.SECOND_FACTOR_ON)
             request.session.pop(SETUP_SESSION_KEY, None)
             context = {"codes": codes, "next": _next(request)}
             response = render(request, "teams/two_factor_codes.html", context)
@@ -140,5 +142,6 @@ def turn_off(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"{names} requires a second factor: it stays on.")
     else:
         second_factor.turn_off(request.user)
+        record_in_their_teams(Actor.of(request), Kind.SECOND_FACTOR_OFF)
         messages.success(request, "The second factor is off.")
     return redirect("two-factor")

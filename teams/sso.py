@@ -33,6 +33,7 @@ from mozilla_django_oidc.views import (
 
 from monitors.models import LastOwnerError, Membership, Team
 from teams.activity import Actor, Kind, Via, record
+from teams.members import role_changed
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,11 @@ def sync_teams(user: Any, claim: Any) -> None:
                        role=role, through="single sign-on")  # fmt: skip
             if created or membership.role == role:
                 continue
+            was = membership.role
             try:
                 membership.change_role(role)
             except LastOwnerError:
                 logger.info("%s stays owner of %s: the last one", user, slug)
+            else:
+                role_changed(Actor(Via.DASHBOARD, user=user), membership, was,
+                             through="single sign-on")  # fmt: skip

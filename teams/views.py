@@ -24,13 +24,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from checks import storage
-from monitors.dashboard.base import Action, DashboardRequest, team_view
+from monitors.dashboard.base import Action, DashboardRequest, forbidden, team_view
 from monitors.dashboard.context import switch_team
 from monitors.models import LastOwnerError, Membership, Monitor, Team
 from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
 from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm
-from teams.members import member_left, with_keys_made, with_removable
+from teams.members import member_left, role_changed, with_keys_made, with_removable
 from teams.models import Activity, Invitation, InvitationError
 
 logger = logging.getLogger(__name__)
@@ -103,19 +103,24 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
     form = InviteForm(request.POST, team=request.team)
     if not form.is_valid():
         return _team_page(request, invite_form=form, status=400)
-    invitation, token = Invitation.issue(
-        request.team,
-        form.cleaned_data["email"],
-        form.cleaned_data["role"],
-        request.user,
-        timezone.now(),
+    now, email = timezone.now(), form.cleaned_data["email"]
+    waiting = (
+        Invitation.objects.pending(now).filter(team=request.team, email=email).exists()
     )
-    _send(request, invitation, token, sent="Invitation sent to")
+    invitation, token = Invitation.issue(
+        request.team, email, form.cleaned_data["role"], request.user, now
+    )
+    replaced = " The link sent before no longer works." if waiting else ""
+    _send(request, invitation, token, sent="Invitation sent to", replaced=replaced)
     return redirect("team-members")
 
 
 def _send(
-    request: DashboardRequest, invitation: Invitation, token: str, sent: str
+    request: DashboardRequest,
+    invitation: Invitation,
+    token: str,
+    sent: str,
+    replaced: str = "",
 ) -> None:
     """Record and e-mail a new invitation; when the mail cannot leave, the
     owner gets the link to pass on."""
@@ -131,7 +136,7 @@ def _send(
             f"not be sent. Give them this link yourself: {invitation_url(token)}",
         )
     else:
-        messages.success(request, f"{sent} {invitation.email}.")
+        messages.success(request, f"{sent} {invitation.email}.{replaced}")
 
 
 @require_POST
@@ -264,13 +269,25 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
     except LastOwnerError as exc:
         messages.error(request, str(exc))
     else:
+        revoked = 0
         if membership.role != was:
-            record(Actor.of(request), request.team, Kind.ROLE_CHANGED,
-                   member=membership.user.get_username(), role=membership.role,
-                   was=was)  # fmt: skip
-        name = membership.user.get_username()
-        messages.success(request, f"{name} is now {membership.get_role_display()}.")
+            revoked = role_changed(Actor.of(request), membership, was)
+        yourself = membership.user_id == request.user.pk
+        if yourself:
+            said = f"You are now {membership.role_words}."
+        else:
+            said = f"{membership.user.get_username()} is now {membership.role_words}."
+        if revoked:
+            said += " " + _write_keys_stopped(revoked, yourself)
+        messages.success(request, said)
     return redirect("team-members")
+
+
+def _write_keys_stopped(count: int, yourself: bool) -> str:
+    who = "you" if yourself else "they"
+    if count == 1:
+        return f"The API key {who} made that could change things no longer works."
+    return f"The {count} API keys {who} made that could change things no longer work."
 
 
 def _member_remove_question(
@@ -288,18 +305,23 @@ def _member_remove_question(
     return render(request, "teams/member_confirm_remove.html", context)
 
 
-def _keys_stopped(count: int) -> str:
+def _keys_stopped(count: int, leaving: bool = False) -> str:
+    who = "you" if leaving else "they"
     if count == 1:
-        return "The API key they made no longer works."
-    return f"The {count} API keys they made no longer work."
+        return f"The API key {who} made no longer works."
+    return f"The {count} API keys {who} made no longer work."
 
 
 @require_http_methods(["GET", "POST"])
-@team_view(needs=Action.MANAGE)
+@team_view
 def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse:
     """GET asks first (as deleting a monitor does): removing someone also
-    revokes the API keys they made, which a stray click must not do."""
+    revokes the API keys they made, which a stray click must not do. Owners
+    remove anyone; everyone may leave."""
     membership = _membership_for(request, membership_id)
+    leaving = membership.user_id == request.user.pk
+    if not leaving and not request.membership.can(Action.MANAGE):
+        return forbidden(request, request.membership, Action.MANAGE)
     if request.method == "GET":
         return _member_remove_question(request, membership)
     try:
@@ -308,11 +330,14 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
         messages.error(request, str(exc))
         return redirect("team-members")
     revoked = member_left(Actor.of(request), request.team, membership.user)
-    said = f"{membership.user.get_username()} left the team."
+    if leaving:
+        said = f"You left {request.team.name}."
+    else:
+        said = f"{membership.user.get_username()} was removed from the team."
     if revoked:
-        said += f" {_keys_stopped(revoked)}"
+        said += f" {_keys_stopped(revoked, leaving)}"
     messages.success(request, said)
-    if membership.user_id == request.user.pk:
+    if leaving:
         return redirect("monitor-list")
     return redirect("team-members")
 
@@ -416,13 +441,15 @@ def _cursor(request: HttpRequest) -> int | None:
 def team_activity(request: DashboardRequest) -> HttpResponse:
     """The team's activity log, newest first, by person, monitor and kind."""
     entries = Activity.objects.filter(team=request.team)
-    members = list(
-        Membership.objects.filter(team=request.team)
+    members = [
+        m.user
+        for m in Membership.objects.filter(team=request.team)
         .select_related("user")
         .order_by("user__username")
-    )
+    ]
+    former = list(Activity.objects.former_members(request.team))
     person = next(
-        (m.user for m in members if str(m.user_id) == request.GET.get("person")), None
+        (u for u in members + former if str(u.pk) == request.GET.get("person")), None
     )
     if person is not None:
         entries = entries.filter(user=person)
@@ -457,6 +484,7 @@ def team_activity(request: DashboardRequest) -> HttpResponse:
     context = {
         "entries": shown,
         "members": members,
+        "former_members": former,
         "kinds": Activity.Kind.choices,
         "filters": filters,
         "filtering": any(filters.values()),

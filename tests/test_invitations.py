@@ -121,6 +121,8 @@ def test_joining_spends_the_other_invitations_to_the_same_address(
 ):
     first = invite(owner_client, mailoutbox, email="sam@example.com", role="editor")
     second = invite(owner_client, mailoutbox, email="Sam@Example.com", role="viewer")
+    # Both waiting, as invitations made before a new one replaced the older.
+    Invitation.objects.update(revoked_at=None)
     visitor = client_factory()
 
     visitor.post(path_of(second), {"username": "sam", "password": NEW_PASSWORD})
@@ -433,3 +435,28 @@ def test_a_viewer_sees_expired_invitations_but_no_buttons(
     assert "sam@example.com" in expired and "Expired on " in expired
     assert "Invite again" not in expired and "Remove from the list" not in expired
     assert "<form" not in expired
+
+
+def test_inviting_an_address_again_replaces_the_link_still_waiting(
+    owner_client, client_factory, mailoutbox, team
+):
+    first = invite(owner_client, mailoutbox, email="sam@example.com", role="editor")
+    response = owner_client.post(
+        reverse("team-invite"),
+        {"email": "Sam@Example.com", "role": "viewer"},
+        follow=True,
+    )
+    second = re.search(r"http://\S+/invitations/\S+/", mailoutbox[-1].body).group(0)
+
+    said = text_of(response)
+    assert (
+        "Invitation sent to sam@example.com. The link sent before no longer works."
+        in said
+    )
+    assert said.count("sam@example.com</td>") == 1
+    assert Invitation.objects.pending(timezone.now()).get().role == "viewer"
+    # The earlier link, at the earlier role, cannot be used any more.
+    assert client_factory().get(path_of(first)).status_code == 410
+    visitor = client_factory()
+    visitor.post(path_of(second), {"username": "sam", "password": NEW_PASSWORD})
+    assert Membership.objects.get(user__username="sam", team=team).role == "viewer"

@@ -51,7 +51,10 @@ def test_removing_a_member_revokes_the_keys_they_made_for_this_team_only(
     response = client.post(reverse("member-remove", args=[leaving.pk]), follow=True)
 
     said = html.unescape(response.content.decode())
-    assert "eddie left the team. The 2 API keys they made no longer work." in said
+    assert (
+        "eddie was removed from the team. The 2 API keys they made no longer work."
+        in said
+    )
     assert answers(theirs) == 401
     assert answers(also_theirs) == 401
     assert answers(owners) == 200
@@ -69,8 +72,8 @@ def test_a_member_without_keys_leaves_with_the_plain_words(client, team, people)
     response = client.post(reverse("member-remove", args=[leaving.pk]), follow=True)
 
     said = html.unescape(response.content.decode())
-    assert "eddie left the team." in said
-    assert "no longer work" not in said
+    assert "eddie was removed from the team." in said
+    assert "eddie left" not in said and "no longer work" not in said
     entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
     assert entry.what_words == "Removed eddie from the team"
 
@@ -226,3 +229,125 @@ def test_asking_to_remove_the_last_owner_says_why_not_and_removes_nobody(
     assert response.redirect_chain == [(reverse("team-members"), 302)]
     assert "make someone else an owner first." in said
     assert Membership.objects.filter(pk=olive.pk).exists()
+
+
+@pytest.mark.parametrize("role", [Membership.Role.EDITOR, Membership.Role.VIEWER])
+def test_an_editor_or_a_viewer_may_leave_the_team_themselves(
+    client, team, people, django_user_model, role
+):
+    person = django_user_model.objects.create_user("vera", "v@acme.test", PASSWORD)
+    mine = Membership.objects.create(team=team, user=person, role=role)
+    _, key = ApiKey.issue(team, name="vera's", created_by=person)
+    client.force_login(person)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+    leave = reverse("member-remove", args=[mine.pk])
+    assert f'href="{leave}"' in page and "Leave the team" in page
+    asked = html.unescape(client.get(leave).content.decode())
+    assert "Leave Acme?" in asked
+
+    response = client.post(leave, follow=True)
+
+    assert not Membership.objects.filter(pk=mine.pk).exists()
+    left = html.unescape(response.content.decode())
+    assert "You left Acme." in left
+    # Owners invite people now; an administrator is not the only way back.
+    assert "Ask an owner of your team to invite you" in left
+    assert answers(key) == 401
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+    assert entry.user == person
+    assert entry.what_words == "Left the team; the API key they made was revoked"
+
+
+@pytest.mark.parametrize("role", [Membership.Role.EDITOR, Membership.Role.VIEWER])
+def test_an_editor_or_a_viewer_cannot_remove_anyone_else(
+    client, team, people, django_user_model, role
+):
+    owner, _, eddie = people
+    person = django_user_model.objects.create_user("vera", "v@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=person, role=role)
+    client.force_login(person)
+
+    response = client.post(reverse("member-remove", args=[eddie.pk]))
+
+    assert response.status_code == 403
+    assert "Nothing was changed." in html.unescape(response.content.decode())
+    assert Membership.objects.filter(pk=eddie.pk).exists()
+    assert not Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED).exists()
+
+
+def test_a_member_made_a_viewer_keeps_no_write_key_they_made(client, team, people):
+    owner, editor, eddie = people
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    _, reads = ApiKey.issue(team, name="eddie's reports", created_by=editor,
+                            scope=ApiKey.Scope.READ)  # fmt: skip
+    _, owners = ApiKey.issue(team, name="olive's", created_by=owner)
+    client.force_login(owner)
+
+    response = client.post(
+        reverse("member-role", args=[eddie.pk]), {"role": "viewer"}, follow=True
+    )
+
+    said = html.unescape(response.content.decode())
+    assert "eddie is now a viewer. The API key they made that could change" in said
+    assert answers(writes) == 401
+    assert answers(reads) == 200 and answers(owners) == 200
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
+    assert entry.what_words == (
+        "Made eddie a viewer (was an editor) and revoked the API key they made "
+        "that could change things"
+    )
+
+
+def test_an_editor_made_an_owner_keeps_their_keys(client, team, people):
+    owner, editor, eddie = people
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    client.force_login(owner)
+
+    client.post(reverse("member-role", args=[eddie.pk]), {"role": "owner"})
+
+    assert answers(writes) == 200
+
+
+def test_making_a_member_a_viewer_in_the_admin_revokes_their_write_keys_too(
+    admin_client, team, people
+):
+    owner, editor, eddie = people
+    key, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
+    members = list(Membership.objects.filter(team=team).order_by("pk"))
+    data = {"name": team.name, "slug": team.slug, "credit_allowance": "",
+            "membership_set-TOTAL_FORMS": str(len(members)),
+            "membership_set-INITIAL_FORMS": str(len(members)),
+            "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
+            "api_keys-TOTAL_FORMS": "1", "api_keys-INITIAL_FORMS": "1",
+            "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
+            "api_keys-0-id": str(key.pk), "api_keys-0-team": str(team.pk)}  # fmt: skip
+    for n, m in enumerate(members):
+        data |= {
+            f"membership_set-{n}-id": str(m.pk),
+            f"membership_set-{n}-team": str(team.pk),
+            f"membership_set-{n}-user": str(m.user_id),
+            f"membership_set-{n}-role": "viewer" if m.pk == eddie.pk else m.role,
+        }
+
+    response = admin_client.post(
+        reverse("admin:monitors_team_change", args=[team.pk]), data
+    )
+
+    assert response.status_code == 302
+    assert answers(raw) == 401
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
+    assert entry.details["keys_revoked"] == 1
+
+
+def test_someone_who_left_can_still_be_picked_in_the_activity_log(client, team, people):
+    owner, editor, eddie = people
+    client.force_login(editor)
+    client.post(reverse("member-remove", args=[eddie.pk]))
+    client.force_login(owner)
+
+    page = html.unescape(client.get(reverse("team-activity")).content.decode())
+    assert f'<option value="{editor.pk}">eddie (no longer in the team)</option>' in page
+    shown = client.get(reverse("team-activity"), {"person": editor.pk})
+    entries = list(shown.context["entries"])
+    assert entries and {e.user_id for e in entries} == {editor.pk}

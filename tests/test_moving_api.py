@@ -427,3 +427,16 @@ def test_the_import_and_export_endpoints_are_in_the_openapi_document():
         )
     body = document["paths"]["/v2/import"]["post"]["requestBody"]["content"]
     assert {"application/json", "multipart/form-data"} <= set(body)
+
+
+@pytest.mark.django_db
+def test_an_api_import_is_logged_as_made_by_the_key_that_sent_it(api, team):
+    from teams.models import Activity
+
+    addresses = b"https://a.test/one\n"
+    response = upload(api, "csv", addresses, "list.txt", dryRun=False)
+
+    assert response.status_code == 200, response.content
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MONITOR_CREATED)
+    assert entry.api_key == ApiKey.objects.get(team=team, name="tests")
+    assert entry.sentence == "Imported from a list of addresses by the API key “tests”"

@@ -302,3 +302,49 @@ def test_a_refused_address_keeps_the_scheme_the_refusal_is_about(web):
     ftp = next(row for row in rows.values() if "Report over FTP" in row)
     assert "ftp://files.example.com/report.csv" in ftp
     assert "Only http:// and https:// URLs are allowed." in ftp
+
+
+def test_a_watch_repeating_an_address_of_the_same_file_is_not_called_already_monitored(
+    web, team
+):
+    listing = _address_list("https://a.test/p", "https://a.test/p")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    page = re.sub(r"\s+", " ", html.unescape(web.get(run_url).content.decode()))
+
+    assert "already monitored" not in page.lower()
+    assert (
+        "1 watch repeats an address listed above and will be skipped unless you "
+        "tick it." in page
+    )
+    assert "Same address as “https://a.test/p” above" in page
+
+
+def test_the_report_says_a_repeated_address_was_skipped_as_the_preview_did(web, team):
+    listing = _address_list("https://a.test/p", "https://a.test/p")
+    run_url = preview(web, "csv", listing, "list.txt")["Location"]
+
+    done = web.post(run_url + "confirm/", follow=True)
+
+    page = re.sub(r"\s+", " ", html.unescape(done.content.decode()))
+    assert Monitor.objects.filter(team=team).count() == 1
+    assert "already monitored" not in page.lower()
+    assert "1 repeated an address listed above, skipped." in page
+    assert ">Same address as one above, skipped<" in page
+
+
+def test_a_long_preview_and_its_report_list_what_needs_a_look_first(web, team):
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=existing, type="scrape", urls=["https://a.test/9"])
+    lines = [f"https://a.test/{n}" for n in range(10)] + ["not a url"]
+    run_url = preview(web, "csv", _address_list(*lines), "list.txt")["Location"]
+
+    page = html.unescape(web.get(run_url).content.decode())
+    table = page.split('aria-label="Preview of the import"', 1)[1]
+    order = [table.index(words) for words in ("not a url", "a.test/9", "a.test/0")]
+    assert order == sorted(order)
+
+    done = html.unescape(web.post(run_url + "confirm/", follow=True).content.decode())
+    report = done.split('aria-label="What the import did"', 1)[1]
+    order = [report.index(words) for words in ("not a url", "a.test/9", "a.test/0")]
+    assert order == sorted(order)

@@ -223,3 +223,15 @@ def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(team, monkeypa
     run.refresh_from_db()
     assert run.status == ImportRun.Status.FAILED
     assert "something unforeseen" in run.error
+
+
+def test_the_activity_log_says_a_monitor_was_imported_and_from_where(team):
+    from teams.models import Activity
+
+    run = importing.preview_run(
+        team, "csv", prepared(team, "csv", b"https://a.test/p\n"), None
+    )
+    importing.start_run(run, [], timezone.now())
+
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MONITOR_CREATED)
+    assert entry.what_words == "Imported from a list of addresses"

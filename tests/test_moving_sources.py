@@ -56,10 +56,21 @@ def test_a_one_minute_interval_is_raised_to_five_minutes_and_says_so():
 
 def test_what_has_no_equal_is_listed_per_watch_with_the_reason():
     notes = notes_of(planned("changedetection", backup_zip())[PRICING_UUID])
-    assert "XPath filter \"xpath://div[@class='deal']\" not imported, because" in notes
-    assert "JSON filter 'json:$.price' not imported, because" in notes
-    assert "2 notification URLs are not imported yet, because" in notes
+    assert "XPath filter “xpath://div[@class='deal']” not imported, because" in notes
+    assert "JSON filter “json:$.price” not imported, because" in notes
+    assert (
+        "2 notification URLs not imported: they are Apprise URLs, so add each as "
+        "an Apprise channel on the Channels page and pick it in this monitor's form."
+    ) in notes
+    assert "still being built" not in notes
     assert "1 browser step not imported, because" in notes
+
+
+def test_one_notification_url_is_spoken_of_in_the_singular():
+    from monitors.moving.changedetection import draft_of
+
+    draft = draft_of("u", {"url": "https://a.test/", "notification_urls": ["x://"]}, {})
+    assert "1 notification URL not imported: it is an Apprise URL" in notes_of(draft)
 
 
 def test_the_last_snapshot_of_a_watch_becomes_its_baseline():
@@ -92,6 +103,22 @@ def test_a_zip_that_is_not_a_changedetection_backup_is_refused():
 
     with pytest.raises(ImportRefused, match="not a changedetection.io backup"):
         moving.read("changedetection", data=zip_files({"notes.txt": b"hi"}))
+
+
+def test_a_changedetection_datastore_uploaded_without_its_zip_is_read():
+    data = fixture("changedetection-backup/changedetection.json")
+    items = planned("changedetection", data, "url-watches.json")
+    assert items[PRICING_UUID].label == "Shop: Pricing"
+    assert items[PRICING_UUID].validated["schedule"]["cron"] == "*/5 * * * *"
+    assert items[WIDGET_UUID].importable and items[WIDGET_UUID].paused
+    assert not items[FTP_UUID].importable
+    # The datastore alone holds no snapshots.
+    assert items[PRICING_UUID].baselines == []
+
+
+def test_a_json_file_that_is_not_a_changedetection_datastore_is_refused():
+    with pytest.raises(ImportRefused, match="not a changedetection.io backup"):
+        moving.read("changedetection", data=b'{"monitors": []}', filename="x.json")
 
 
 # --- urlwatch ----------------------------------------------------------------------
@@ -233,6 +260,8 @@ def test_files_are_told_apart_by_name_and_content():
     export = json.dumps({"format": "pagewatch-export", "monitors": []}).encode()
     assert moving.guess_source("x.json", export) == "pagewatch"
     assert moving.guess_source("list.txt", b"https://a.example") == "csv"
+    datastore = fixture("changedetection-backup/changedetection.json")
+    assert moving.guess_source("url-watches.json", datastore) == "changedetection"
 
 
 def test_a_backup_with_only_its_url_list_imports_the_addresses():
@@ -242,3 +271,94 @@ def test_a_backup_with_only_its_url_list_imports_the_addresses():
     items = planned("changedetection", zip_files({"url-list.txt": listed}))
     assert [i.importable for i in items.values()] == [True, True, False, False]
     assert "only its list of addresses" in notes_of(items["row 1"])
+
+
+def test_a_repeated_address_names_the_watch_above_it_and_a_watched_one_does_not():
+    items = moving.read("csv", data=b"https://a.test/p\nhttps://a.test/p\n")
+    team_urls: set[str] = set()
+    plan.validate(items)
+    plan.mark_duplicates_of(team_urls, items)
+    first, second = items
+    assert not first.duplicate
+    assert second.duplicate and second.same_address_as == "https://a.test/p"
+    assert second.as_dict()["sameAddressAs"] == "https://a.test/p"
+
+
+def test_notes_quote_what_was_left_behind_as_written_not_as_python_strings():
+    from monitors.moving.changedetection import draft_of
+
+    watch = {
+        "url": "https://a.test/",
+        "include_filters": ["xpath://div[@id='x']", "json:$.price"],
+        "ignore_text": [r"/(\d+ visitors/"],
+    }
+    notes = notes_of(draft_of("u", watch, {}))
+    assert "XPath filter “xpath://div[@id='x']” not imported" in notes
+    assert "JSON filter “json:$.price” not imported" in notes
+    assert r"Ignored text “/(\d+ visitors/” not imported" in notes
+    assert "\\\\" not in notes
+
+
+@pytest.mark.parametrize(
+    ("source", "data", "words"),
+    [
+        ("distill", b'{"monitors": []}',
+         "The file is not a Distill export: it holds no list of monitors."),
+        ("pagewatch", b'{"format": "other"}',
+         "The file is not a Pagewatch export: upload the file Export gave."),
+        ("pagewatch", b'{"format": "pagewatch-export"}',
+         "The export holds no monitors."),
+        ("urlwatch", b'{"watching": {"a": {"url": "https://a.test/"}}}',
+         "The file holds no urlwatch jobs: it is not a urls.yaml."),
+    ],
+)  # fmt: skip
+def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
+    with pytest.raises(ImportRefused) as refused:
+        moving.read(source, data=data, filename="x")
+    assert refused.value.message == words
+    assert '"' not in refused.value.message
+
+
+def test_a_list_schedule_of_an_uneven_gap_is_rounded_up_as_intervals_are():
+    listing = (
+        b"url,schedule\n"
+        b"https://a.test/7,every 7 minutes\n"
+        b"https://a.test/5h,every 5 hours\n"
+        b"https://a.test/moon,every blue moon\n"
+    )
+    items = planned("csv", listing, "list.csv")
+    seven, five_hours, moon = items["row 2"], items["row 3"], items["row 4"]
+    assert seven.validated["schedule"]["cron"] == "*/10 * * * *"
+    assert "Every 7 minutes is not a gap a schedule can keep evenly" in notes_of(seven)
+    assert five_hours.validated["schedule"]["cron"] == "0 */6 * * *"
+    assert not moon.importable
+
+
+@pytest.mark.parametrize("as_csv", [False, True])
+def test_watches_past_the_most_one_import_takes_are_named_not_dropped(as_csv):
+    from monitors.moving.base import MAX_ITEMS
+
+    lines = [f"https://a.test/{n}" for n in range(MAX_ITEMS + 3)]
+    data = ("url\n" if as_csv else "") + "\n".join(lines) + "\n"
+
+    items = moving.read("csv", data=data.encode(), filename="x.csv" if as_csv else "")
+
+    assert len(items) == MAX_ITEMS + 1
+    last = items[-1]
+    assert not last.importable and last.payload is None
+    assert last.reason == (
+        "Not read: one import takes at most 5,000 watches. Import the rest "
+        "from a second file holding only them."
+    )
+    assert last.label == "The watches after the first 5,000"
+
+
+def test_distill_alerts_point_to_the_channels_page():
+    from monitors.moving.distill import _draft
+
+    sieve = {"uri": "https://a.test/", "name": "A", "actions": [{"type": "email"}]}
+    draft = _draft(1, sieve)
+    assert (
+        "Alerts and actions not imported: add a channel on the Channels page "
+        "and pick it in this monitor's form." in notes_of(draft)
+    )

@@ -71,6 +71,10 @@ def world(team, django_user_model) -> World:
         )
         people[role] = user
         memberships[role] = Membership.objects.create(team=team, user=user, role=role)
+    # Someone none of the three is: removing oneself is leaving, which any
+    # role may do.
+    casey = django_user_model.objects.create_user("casey", "casey@acme.test", PASSWORD)
+    memberships["colleague"] = Membership.objects.create(team=team, user=casey)
     monitor = make_monitor(team, webhook={"url": "https://hooks.example.com/x"})
     check = make_check(monitor)
     key, _ = ApiKey.issue(team, name="CI")
@@ -192,7 +196,7 @@ ACTIONS: list[tuple[str, str, Any, Any, str]] = [
     ("turn feeds off", "post", lambda w: reverse("team-feeds-switch"),
      lambda w: {"feeds": "off"}, MANAGE),
     ("remove a member", "post",
-     lambda w: reverse("member-remove", args=[w.memberships[EDITOR].pk]),
+     lambda w: reverse("member-remove", args=[w.memberships["colleague"].pk]),
      lambda w: {}, MANAGE),
 ]  # fmt: skip
 # Allowed POSTs that change nothing stored (the secret exists already).
@@ -461,8 +465,15 @@ def test_the_last_owner_cannot_step_down_or_leave(client, world):
 def test_an_owner_may_step_down_once_someone_else_owns_the_team(client, world):
     client.force_login(world.people[OWNER])
     editor, owner = world.memberships[EDITOR], world.memberships[OWNER]
-    client.post(reverse("member-role", args=[editor.pk]), {"role": "owner"})
-    client.post(reverse("member-role", args=[owner.pk]), {"role": "viewer"})
+    made = client.post(
+        reverse("member-role", args=[editor.pk]), {"role": "owner"}, follow=True
+    )
+    stepped = client.post(
+        reverse("member-role", args=[owner.pk]), {"role": "viewer"}, follow=True
+    )
+    # In the words the activity log uses, not the role's capitalised label.
+    assert "eddie is now an owner." in text_of(made)
+    assert "You are now a viewer." in text_of(stepped)
     editor.refresh_from_db()
     owner.refresh_from_db()
     assert (editor.role, owner.role) == (OWNER, VIEWER)
@@ -534,3 +545,35 @@ def test_no_mail_is_sent_by_refused_invitations(client, world):
     client.post(reverse("team-invite"), {"email": "x@acme.test", "role": "owner"})
     client.post(reverse("invitation-renew", args=[world.expired.pk]))
     assert mail.outbox == []
+
+
+def test_a_viewer_is_told_no_check_has_run_where_others_see_run_now(client, world):
+    fresh = make_monitor(world.team)
+    client.force_login(world.people[VIEWER])
+
+    page = text_of(client.get(fresh.get_absolute_url()))
+
+    run_card = page.split('id="run-title"', 1)[1].split("</section>", 1)[0]
+    assert "No check has run yet." in run_card
+
+
+def test_a_viewer_finds_the_export_on_the_monitor_list(client, world):
+    client.force_login(world.people[VIEWER])
+
+    page = text_of(client.get(reverse("monitor-list")))
+
+    assert f'href="{reverse("export")}"' in page
+    assert "Export this team's monitors" in page
+    exported = client.get(reverse("export"))
+    assert exported.status_code == 200
+    assert "https://hooks.example.com" not in exported.content.decode()
+
+
+def test_a_viewer_is_not_told_to_add_a_channel_they_cannot_add(client, world):
+    client.force_login(world.people[VIEWER])
+
+    page = text_of(client.get(reverse("channels")))
+
+    assert "No channels yet." in page
+    assert "Add one" not in page
+    assert "An editor or an owner adds them." in page

@@ -301,3 +301,23 @@ def test_setting_it_up_because_the_team_requires_it_shows_the_minimal_header_too
 
     assert "Monitors" in voluntary  # its menu works: nothing is asked of her yet
     assert "Cancel sign-in" in required and "<a " not in required
+
+
+def test_turning_it_on_and_off_is_in_the_activity_log_of_each_team(
+    client, ana, team, other_team
+):
+    from teams.models import Activity
+
+    Membership.objects.create(team=other_team, user=ana, role=Membership.Role.VIEWER)
+    sign_in(client)
+    turn_on(client)
+    client.post(reverse("two-factor-off"))
+
+    for each in (team, other_team):
+        entries = Activity.objects.filter(team=each, user=ana).exclude(
+            kind=Activity.Kind.SIGNED_IN
+        )
+        assert [e.what_words for e in entries.order_by("id")] == [
+            "Set up a second factor",
+            "Turned off their second factor",
+        ]

@@ -88,3 +88,24 @@ def test_with_passwords_turned_off_a_password_post_is_refused(
     admin = client.get("/admin/login/?next=/admin/")
     assert admin.status_code == 302
     assert admin["Location"] == "/accounts/login/?next=%2Fadmin%2F"
+
+
+def test_a_role_the_claim_changes_is_logged_and_a_new_viewer_loses_write_keys(
+    claim_settings, team, django_user_model
+):
+    from monitors.models import ApiKey
+    from teams.models import Activity
+
+    ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+    Membership.objects.create(team=team, user=ana, role="editor")
+    key, _ = ApiKey.issue(team, name="ana's CI", created_by=ana)
+
+    sso.sync_teams(ana, ["acme:viewer"])
+
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
+    assert entry.what_words == (
+        "Made ana a viewer (was an editor) through single sign-on and revoked "
+        "the API key they made that could change things"
+    )

@@ -34,7 +34,7 @@ from teams.activity import (
     Via,
     record,
 )
-from teams.members import member_left
+from teams.members import member_left, role_changed
 from teams.models import Activity, Invitation
 
 
@@ -163,9 +163,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
                    member=membership.user.get_username())  # fmt: skip
         for membership, _ in formset.changed_objects:
             if was.get(membership.pk) != membership.role:
-                record(actor, team, Kind.ROLE_CHANGED, role=membership.role,
-                       was=was.get(membership.pk),
-                       member=membership.user.get_username())  # fmt: skip
+                role_changed(actor, membership, was.get(membership.pk))
         for membership in formset.deleted_objects:
             member_left(actor, team, membership.user)
 

@@ -25,6 +25,7 @@ from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import ImportRun
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_document
+from teams.activity import Actor
 
 SOURCE_HELP = (
     "changedetection (a backup zip, or url + apiKey of its API), urlwatch "
@@ -85,6 +86,11 @@ ITEM = inline_serializer(
         "reason": serializers.CharField(allow_null=True),
         "notes": serializers.ListField(child=serializers.CharField()),
         "duplicate": serializers.BooleanField(),
+        "sameAddressAs": serializers.CharField(
+            allow_null=True,
+            help_text="For a duplicate of a watch earlier in the same source "
+            "(not of a monitor): that watch's name.",
+        ),
         "baselines": serializers.IntegerField(
             help_text="Pages whose last snapshot becomes their first baseline."
         ),
@@ -206,7 +212,9 @@ class ImportView(ApiView):
                     "items": [item.as_dict() for item in items],
                 }
             )
-        run = importing.preview_run(team, data["source"], items)
+        run = importing.preview_run(
+            team, data["source"], items, api_key=Actor.of(request).key
+        )
         chosen = (
             [i.ref for i in items if i.duplicate] if data["includeDuplicates"] else []
         )

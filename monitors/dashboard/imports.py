@@ -76,20 +76,46 @@ def import_start(request: DashboardRequest) -> HttpResponse:
     return redirect("import-run", pk=run.pk)
 
 
+# Rows shown first: what a person must look at in a long import (refused,
+# skipped, carried over with changes) before what simply comes in.
+_RESULT_FIRST = {"failed": 0, "not imported": 1, "duplicate": 2}
+
+
+def _planned_first(item: moving.Planned) -> int:
+    if not item.importable:
+        return 0
+    return 1 if item.duplicate else 2 if item.notes else 3
+
+
+def _outcome_first(row: dict[str, object]) -> int:
+    return _RESULT_FIRST.get(str(row["result"]), 3 if row["notes"] else 4)
+
+
 def _run_context(run: ImportRun) -> dict[str, object]:
     previewed = run.status == run.Status.PREVIEWED
-    items = importing.previewed_items(run) if previewed else []
-    label = moving.sources()[run.source].label
+    items = sorted(
+        importing.previewed_items(run) if previewed else [], key=_planned_first
+    )
+    report = sorted((run.report or {}).get("items", []), key=_outcome_first)
+    # Skipped duplicates of an earlier watch of the same file, told apart
+    # from those of a monitor the team has.
+    repeated_skipped = sum(
+        1 for i in report if i["result"] == "duplicate" and i.get("sameAddressAs")
+    )
     return {
         "run": run,
         "items": items,
         "creatable": sum(1 for i in items if i.importable and not i.duplicate),
         "duplicates": sum(1 for i in items if i.importable and i.duplicate),
+        "repeated": sum(1 for i in items if i.importable and i.same_address_as),
+        "already": sum(
+            1 for i in items if i.importable and i.duplicate and not i.same_address_as
+        ),
         "refused": sum(1 for i in items if not i.importable),
-        # Said mid-sentence ("imported from a list of addresses"); the names
-        # of tools (changedetection.io, Distill) keep their own case.
-        "source_label": "a " + label[2:] if label.startswith("A ") else label,
-        "report": (run.report or {}).get("items", []),
+        "source_label": moving.sources()[run.source].label_in_sentence(),
+        "report": report,
+        "already_skipped": (run.report or {}).get("duplicates", 0) - repeated_skipped,
+        "repeated_skipped": repeated_skipped,
     }
 
 

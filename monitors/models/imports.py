@@ -39,6 +39,15 @@ class ImportRun(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # The API key that sent an import through the API: the activity log
+    # names it as the maker of the monitors.
+    api_key = models.ForeignKey(
+        "monitors.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     source = models.CharField(max_length=32)
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.PREVIEWED

@@ -15,7 +15,7 @@ modules above; nothing here imports a view.
 from __future__ import annotations
 
 from monitors.moving import changedetection, distill, lists, monitorapi, urlwatch
-from monitors.moving.base import ImportRefused, Planned, Source, max_bytes
+from monitors.moving.base import ImportRefused, Planned, Source, capped, max_bytes
 
 __all__ = [
     "ImportRefused",
@@ -50,6 +50,10 @@ def guess_source(filename: str, data: bytes) -> str:
         return "changedetection"
     if name.endswith((".yaml", ".yml")):
         return "urlwatch"
+    if name.endswith(changedetection.DATASTORES) or (
+        changedetection.is_datastore(data) and b'"watching"' in data[:65536]
+    ):
+        return "changedetection"
     if name.endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
         return "pagewatch" if b'"pagewatch-export"' in data[:4096] else "distill"
     return "csv"
@@ -72,5 +76,5 @@ def read(
                 "Pagewatch reads (IMPORT_MAX_BYTES).",
                 status=413,
             )
-        return reader.read_file(data, filename)
-    return reader.read_remote(url, api_key)
+        return capped(reader.read_file(data, filename))
+    return capped(reader.read_remote(url, api_key))

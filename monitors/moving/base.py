@@ -24,7 +24,8 @@ from monitors import rules
 from monitors.schedule import min_interval_minutes
 from monitors.target_kinds import pages_target
 
-# What a source may hold: more watches than this is not one team's monitors.
+# What one import reads: more watches than this is not one team's monitors.
+# Readers read one more, so that `capped` can say the rest were left out.
 MAX_ITEMS = 5000
 # A schedule a source does not say: how often its watches are checked here.
 DEFAULT_CRON = "0 * * * *"
@@ -69,6 +70,9 @@ class Planned:
     baselines: list[Baseline] = field(default_factory=list)
     paused: bool = False
     duplicate: bool = False
+    # A duplicate of an earlier item of the same source, not of a monitor:
+    # that item's label.
+    same_address_as: str = ""
     # Set by monitors.moving.plan: the serializer's validated data.
     validated: dict[str, Any] | None = None
 
@@ -96,6 +100,7 @@ class Planned:
             # As judged when previewed: shown again without judging again.
             "validated": json.loads(json.dumps(self.validated, cls=DjangoJSONEncoder)),
             "duplicate": self.duplicate,
+            "same_address_as": self.same_address_as,
         }
 
     @classmethod
@@ -114,6 +119,7 @@ class Planned:
             paused=state["paused"],
             validated=state.get("validated"),
             duplicate=state.get("duplicate", False),
+            same_address_as=state.get("same_address_as", ""),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,6 +137,7 @@ class Planned:
             "reason": self.reason or None,
             "notes": self.notes,
             "duplicate": self.duplicate,
+            "sameAddressAs": self.same_address_as or None,
             "baselines": len(self.baselines),
         }
 
@@ -260,6 +267,22 @@ def not_imported(ref: str, label: str, urls: list[str], reason: str) -> Planned:
     return Planned(ref=ref, label=label or ref, urls=urls, payload=None, reason=reason)
 
 
+def capped(items: list[Planned]) -> list[Planned]:
+    """At most MAX_ITEMS items, and a row saying so when a source held more:
+    the watches past them are named as not read, never dropped in silence."""
+    if len(items) <= MAX_ITEMS:
+        return items
+    return items[:MAX_ITEMS] + [
+        not_imported(
+            "more",
+            f"The watches after the first {MAX_ITEMS:,}",
+            [],
+            f"Not read: one import takes at most {MAX_ITEMS:,} watches. Import "
+            "the rest from a second file holding only them.",
+        )
+    ]
+
+
 def plain_regex(pattern: str) -> str | None:
     """An ignoreLines entry for a regular expression, or None when RE2 (the
     noise rule's engine) cannot read it."""
@@ -295,6 +318,13 @@ class Source:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         Source.registry[cls.name] = cls
+
+    @classmethod
+    def label_in_sentence(cls) -> str:
+        """The label as said mid-sentence ("imported from a list of
+        addresses"); the names of tools (changedetection.io, Distill) keep
+        their own case."""
+        return "a " + cls.label[2:] if cls.label.startswith("A ") else cls.label
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
         raise ImportRefused(f"{self.label} is imported from its address, not a file.")

@@ -36,10 +36,22 @@ _BROWSER_BACKENDS = ("html_webdriver",)
 # Snapshots kept as first baselines, in all: an import keeps its preview in
 # the database until confirmed, so a backup's history cannot all go there.
 BASELINES_MAX_BYTES = 64 * 1024 * 1024
-CHANNELS_LATER = (
-    "notification URLs are not imported yet, because Pagewatch's notification "
-    "channels are still being built: add the webhook or e-mail on the monitor"
-)
+
+
+def _notification_urls_note(count: int) -> str:
+    """changedetection.io's notification URLs are Apprise URLs, the very
+    kind a Pagewatch Apprise channel takes."""
+    if count == 1:
+        what = "1 notification URL not imported: it is an Apprise URL, so add it"
+    else:
+        what = (
+            f"{count} notification URLs not imported: they are Apprise URLs, so "
+            "add each"
+        )
+    return (
+        f"{what} as an Apprise channel on the Channels page and pick it in this "
+        "monitor's form."
+    )
 
 
 def _seconds(spec: Any) -> float | None:
@@ -113,17 +125,17 @@ def _filters(watch: dict[str, Any], draft: Draft) -> None:
         for selector in _text_list(watch.get(key)):
             if selector.startswith(_JSON_PREFIXES):
                 draft.notes.append(
-                    f"JSON {what} {selector!r} not imported, because Pagewatch "
+                    f"JSON {what} “{selector}” not imported, because Pagewatch "
                     "compares a page's text, not a path into JSON."
                 )
             elif selector.startswith(_XPATH_PREFIXES):
                 draft.notes.append(
-                    f"XPath {what} {selector!r} not imported, because Pagewatch "
+                    f"XPath {what} “{selector}” not imported, because Pagewatch "
                     "selects parts of pages with CSS selectors only."
                 )
             elif rules.css_selector_error(selector):
                 draft.notes.append(
-                    f"CSS {what} {selector!r} not imported, because Pagewatch "
+                    f"CSS {what} “{selector}” not imported, because Pagewatch "
                     "cannot read that selector."
                 )
             else:
@@ -139,7 +151,7 @@ def _ignored_lines(
     for entry in entries:
         problem = rules.ignore_line_error(entry)
         if problem:
-            draft.notes.append(f"Ignored text {entry[:80]!r} not imported: {problem}")
+            draft.notes.append(f"Ignored text “{entry[:80]}” not imported: {problem}")
         else:
             draft.ignore_lines.append(entry)
     globally = _text_list(application.get("global_subtractive_selectors"))
@@ -165,7 +177,7 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
     notes = draft.notes
     urls = _text_list(watch.get("notification_urls"))
     if urls:
-        notes.append(f"{len(urls)} {CHANNELS_LATER}.")
+        notes.append(_notification_urls_note(len(urls)))
     steps = [
         s
         for s in watch.get("browser_steps") or []
@@ -210,6 +222,12 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
             notes.append(f"{words} not imported, because Pagewatch has no equal.")
 
 
+def is_datastore(data: bytes) -> bool:
+    """Whether a file is a datastore uploaded on its own (a JSON object)
+    rather than the backup zip that holds it."""
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
 def _snapshot_time(stamp: str) -> datetime | None:
     try:
         return datetime.fromtimestamp(int(float(stamp)), tz=UTC)
@@ -218,33 +236,48 @@ def _snapshot_time(stamp: str) -> datetime | None:
 
 
 class ChangedetectionBackup:
-    """One opened backup zip."""
+    """One opened backup: a zip, or its datastore uploaded alone (then
+    without snapshots)."""
 
-    def __init__(self, archive: SafeZip) -> None:
+    def __init__(
+        self, data: Any, name: str, archive: SafeZip | None = None, root: str = ""
+    ) -> None:
         self.archive = archive
-        store = next(filter(None, (archive.find(n) for n in DATASTORES)), None)
-        if store is None:
+        self.root = root
+        if not isinstance(data, dict) or "watching" not in data:
             raise ImportRefused(
-                "The zip holds no changedetection.json or url-watches.json: it is "
-                "not a changedetection.io backup."
+                f"{name} holds no watches: it is not a changedetection.io backup "
+                "(its changedetection.json or url-watches.json)."
             )
-        self.root = posixpath.dirname(store)
-        data = load_json(archive.read(store), posixpath.basename(store))
-        if not isinstance(data, dict):
-            raise ImportRefused(f"{posixpath.basename(store)} is not a datastore.")
         watching = data.get("watching") or {}
         self.settings = data.get("settings") or {}
         if not isinstance(watching, dict) or not isinstance(self.settings, dict):
             raise ImportRefused("The datastore's watches are not in the usual shape.")
         self.watching: dict[str, Any] = dict(watching)
         self.baseline_bytes = 0
-        for name in archive.names():
-            folder, file = posixpath.split(name)
-            if file == "watch.json" and posixpath.dirname(folder) == self.root:
+
+    @classmethod
+    def of_zip(cls, archive: SafeZip) -> ChangedetectionBackup:
+        store = next(filter(None, (archive.find(n) for n in DATASTORES)), None)
+        if store is None:
+            raise ImportRefused(
+                "The zip holds no changedetection.json or url-watches.json: it is "
+                "not a changedetection.io backup."
+            )
+        name = posixpath.basename(store)
+        data = load_json(archive.read(store), name)
+        backup = cls(data, name, archive, posixpath.dirname(store))
+        for entry in archive.names():
+            folder, file = posixpath.split(entry)
+            if file == "watch.json" and posixpath.dirname(folder) == backup.root:
                 uuid = posixpath.basename(folder)
-                watch = load_json(archive.read(name), f"{uuid}/watch.json")
+                watch = load_json(archive.read(entry), f"{uuid}/watch.json")
                 if isinstance(watch, dict):
-                    self.watching[uuid] = {**(self.watching.get(uuid) or {}), **watch}
+                    backup.watching[uuid] = {
+                        **(backup.watching.get(uuid) or {}),
+                        **watch,
+                    }
+        return backup
 
     def _path(self, *parts: str) -> str:
         return (
@@ -252,6 +285,8 @@ class ChangedetectionBackup:
         )
 
     def last_snapshot(self, uuid: str, url: str, notes: list[str]) -> list[Baseline]:
+        if self.archive is None:
+            return []
         history = self._path(uuid, "history.txt")
         if history not in self.archive.names():
             return []
@@ -277,7 +312,7 @@ class ChangedetectionBackup:
 
     def planned(self) -> list[Planned]:
         items = []
-        for uuid, watch in list(self.watching.items())[:MAX_ITEMS]:
+        for uuid, watch in list(self.watching.items())[: MAX_ITEMS + 1]:
             if not isinstance(watch, dict):
                 items.append(not_imported(str(uuid), "", [], "Not a watch."))
                 continue
@@ -306,17 +341,21 @@ class Changedetection(Source):
     label = "changedetection.io"
     steps = (
         "Download a backup from changedetection.io's Backups page and upload the "
-        "zip, or give its address and an API key (Settings → API)."
+        "zip (or the changedetection.json or url-watches.json in it), or give "
+        "its address and an API key (Settings → API)."
     )
     reads_remote = True
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
+        if is_datastore(data):
+            name = posixpath.basename(filename) or DATASTORES[0]
+            return ChangedetectionBackup(load_json(data, name), name).planned()
         archive = SafeZip(data)
         if not any(archive.find(name) for name in DATASTORES):
             listed = archive.find("url-list.txt")
             if listed is not None:
                 return _from_url_list(archive.read(listed))
-        return ChangedetectionBackup(archive).planned()
+        return ChangedetectionBackup.of_zip(archive).planned()
 
     def read_remote(self, url: str, api_key: str) -> list[Planned]:
         base = remote.base_url(url)
@@ -331,7 +370,7 @@ class Changedetection(Source):
             tags = {}  # releases before tags had no such endpoint
         settings = {"application": {"tags": tags if isinstance(tags, dict) else {}}}
         items = []
-        for uuid in list(listed)[:MAX_ITEMS]:
+        for uuid in list(listed)[: MAX_ITEMS + 1]:
             path = f"{base}/api/v1/watch/{quote(str(uuid), safe='')}"
             watch = remote.get_json(path, headers, service)
             if not isinstance(watch, dict):

@@ -58,12 +58,12 @@ def _selections(config: dict[str, Any], draft: Draft) -> None:
                         into.append(expr)
                     elif kind == "xpath":
                         draft.notes.append(
-                            f"XPath selection {expr!r} not imported, because "
+                            f"XPath selection “{expr}” not imported, because "
                             "Pagewatch selects parts of pages with CSS only."
                         )
                     elif expr:
                         draft.notes.append(
-                            f"Selection {expr!r} not imported: Pagewatch "
+                            f"Selection “{expr}” not imported: Pagewatch "
                             "cannot read it."
                         )
 
@@ -87,7 +87,7 @@ def _draft(number: int, sieve: dict[str, Any]) -> Draft | Planned:
         draft.interval_seconds = float(interval)
     elif schedule:
         draft.notes.append(
-            f"Schedule {schedule.get('type')!r} not imported, because Pagewatch "
+            f"Schedule “{schedule.get('type')}” not imported, because Pagewatch "
             "runs checks on a timer: checked every hour."
         )
     config = _object(sieve.get("config"))
@@ -99,8 +99,8 @@ def _draft(number: int, sieve: dict[str, Any]) -> Draft | Planned:
         )
     if sieve.get("actions") or config.get("actions"):
         draft.notes.append(
-            "Alerts and actions not imported, because Pagewatch's notification "
-            "channels are set on the monitor: add the webhook or e-mail there."
+            "Alerts and actions not imported: add a channel on the Channels page "
+            "and pick it in this monitor's form."
         )
     if config.get("macro") or sieve.get("macro_id"):
         draft.notes.append(
@@ -124,11 +124,10 @@ class Distill(Source):
             sieves = document
         if not isinstance(sieves, list):
             raise ImportRefused(
-                'The file holds no list of monitors ("data"): it is not a '
-                "Distill export."
+                "The file is not a Distill export: it holds no list of monitors."
             )
         items = []
-        for number, sieve in enumerate(sieves[:MAX_ITEMS], start=1):
+        for number, sieve in enumerate(sieves[: MAX_ITEMS + 1], start=1):
             if not isinstance(sieve, dict):
                 items.append(
                     not_imported(f"monitor {number}", "", [], "Not a monitor.")

@@ -19,9 +19,9 @@ from django.utils import timezone
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
 from monitors.editing import create_monitors
-from monitors.models import ImportRun, Monitor, Team
+from monitors.models import ApiKey, ImportRun, Monitor, Team
 from monitors.moving import plan
-from monitors.moving.base import Planned
+from monitors.moving.base import Planned, Source
 from teams.activity import SYSTEM, Actor, Via, record_created
 
 logger = logging.getLogger(__name__)
@@ -110,23 +110,28 @@ def _page_states(
 
 
 def _make(
-    team: Team, items: list[Planned], now: datetime, actor: Actor = SYSTEM
+    team: Team,
+    items: list[Planned],
+    now: datetime,
+    actor: Actor = SYSTEM,
+    source: str = "",
 ) -> list[Monitor]:
     """These items' monitors with their targets and baselines, and their
-    "created" entries in the activity log: all or none."""
+    "created" entries in the activity log (saying from where, in words):
+    all or none."""
     with transaction.atomic():
         monitors = create_monitors(team, [_data(i) for i in items], now)
         states = _page_states(list(zip(monitors, items, strict=True)), now)
         if states:
             PageState.upsert(states)
-        record_created(actor, team, monitors, imported=True)
+        record_created(actor, team, monitors, imported=True, source=source)
     return monitors
 
 
 def import_one(
-    team: Team, item: Planned, now: datetime, actor: Actor = SYSTEM
+    team: Team, item: Planned, now: datetime, actor: Actor = SYSTEM, source: str = ""
 ) -> Monitor:
-    (monitor,) = _make(team, [item], now, actor)
+    (monitor,) = _make(team, [item], now, actor, source)
     return monitor
 
 
@@ -144,10 +149,12 @@ def run_import(
     include_duplicates: Collection[str] | bool = False,
     progress: Callable[[int, int], None] | None = None,
     actor: Actor = SYSTEM,
+    source: str = "",
 ) -> Report:
     """Create every importable item; duplicates only when chosen (True for
     all of them, or the refs of those chosen). Outcomes keep the source's
-    order."""
+    order. `source` names where they came from, for the activity log."""
+    words = Source.registry[source].label_in_sentence() if source else ""
     outcomes: dict[int, Outcome] = {}
     todo: list[tuple[int, Planned]] = []
     for index, item in enumerate(items):
@@ -161,7 +168,7 @@ def run_import(
     for start in range(0, len(todo), BATCH):
         batch = todo[start : start + BATCH]
         try:
-            made = _make(team, [item for _, item in batch], now, actor)
+            made = _make(team, [item for _, item in batch], now, actor, words)
         except DatabaseError:
             made = None
         if made is not None:
@@ -169,7 +176,7 @@ def run_import(
                 outcomes[index] = Outcome(item, "created", str(monitor.pk))
         else:
             for index, item in batch:
-                outcomes[index] = _one(team, item, now, actor)
+                outcomes[index] = _one(team, item, now, actor, words)
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
@@ -178,9 +185,11 @@ def run_import(
     return Report([outcomes[i] for i in range(len(items))])
 
 
-def _one(team: Team, item: Planned, now: datetime, actor: Actor) -> Outcome:
+def _one(
+    team: Team, item: Planned, now: datetime, actor: Actor, source: str
+) -> Outcome:
     try:
-        monitor = import_one(team, item, now, actor)
+        monitor = import_one(team, item, now, actor, source)
     except DatabaseError as exc:
         return Outcome(item, "failed", error=f"Could not be saved: {exc}")
     return Outcome(item, "created", str(monitor.pk))
@@ -193,12 +202,18 @@ IMPORT_TASK = "monitors.tasks.import_monitors_task"
 
 
 def preview_run(
-    team: Team, source: str, items: list[Planned], user: Any = None
+    team: Team,
+    source: str,
+    items: list[Planned],
+    user: Any = None,
+    api_key: ApiKey | None = None,
 ) -> ImportRun:
-    """Keep what a preview showed, so a confirmation imports exactly that."""
+    """Keep what a preview showed, so a confirmation imports exactly that,
+    and who asked (a person, or an API key)."""
     return ImportRun.objects.create(
         team=team,
         created_by=user if getattr(user, "pk", None) else None,
+        api_key=api_key,
         source=source,
         items=[item.to_state() for item in items],
         total=len(items),
@@ -268,10 +283,10 @@ def _queue_or_put_back(run: ImportRun) -> None:
 
 def run_actor(run: ImportRun) -> Actor:
     """Who an import's monitors are logged as made by: the person who
-    previewed it in the dashboard, else the API (a key is not kept)."""
+    previewed it in the dashboard, else the API key that sent it."""
     if run.created_by_id is not None:
         return Actor(Via.DASHBOARD, user=run.created_by)
-    return Actor(Via.API)
+    return Actor(Via.API, key=run.api_key)
 
 
 def execute_run(run: ImportRun, now: datetime) -> Report:
@@ -284,6 +299,7 @@ def execute_run(run: ImportRun, now: datetime) -> Report:
         include_duplicates=set(run.chosen_duplicates),
         progress=lambda done, total: run.record_progress(done),
         actor=run_actor(run),
+        source=run.source,
     )
     run.finish(report.as_dict(), timezone.now())
     return report

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 from monitors import rules
 from monitors.moving.base import (
@@ -63,6 +64,9 @@ def _row(number: int, row: dict[str, str]) -> Planned:
     return planned
 
 
+_PLAIN_EVERY = re.compile(r"every (?P<n>\d{1,4}) (?P<unit>minutes?|mins?|hours?|hrs?)")
+
+
 def _schedule(given: str, notes: list[str]) -> dict[str, str]:
     """The schedule cell as the API takes it; one that runs more often than
     the minimum is raised to it (and said), as intervals of other tools are.
@@ -78,6 +82,11 @@ def _schedule(given: str, notes: list[str]) -> dict[str, str]:
                 f"every {min_interval_words()}."
             )
             return schedule_for_seconds(min_interval_minutes() * 60, [])
+        if every := _PLAIN_EVERY.fullmatch(given.strip().lower()):
+            # A gap a schedule cannot keep evenly ("every 7 minutes"): rounded
+            # up, and said, as another tool's interval is.
+            unit = 3600 if every["unit"].startswith("h") else 60
+            return schedule_for_seconds(int(every["n"]) * unit, notes)
     return {kind: given, "timezone": "UTC"}
 
 
@@ -96,7 +105,7 @@ class Lists(Source):
         items = []
         lines = [line.strip() for line in text.splitlines()]
         urls = [line for line in lines if line and not line.startswith("#")]
-        for number, url in enumerate(urls[:MAX_ITEMS], start=1):
+        for number, url in enumerate(urls[: MAX_ITEMS + 1], start=1):
             items.append(_row(number, {"url": url}))
         return items
 
@@ -111,7 +120,7 @@ class Lists(Source):
             reader.fieldnames = fields
             items = []
             for number, row in enumerate(reader, start=2):
-                if len(items) >= MAX_ITEMS:
+                if len(items) > MAX_ITEMS:
                     break
                 if not any(
                     (v or "").strip() for v in row.values() if isinstance(v, str)

@@ -82,7 +82,7 @@ class MonitorApi(Source):
         base = base[: -len("/v2")] if base.endswith("/v2") else base
         headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
         monitors: list[Any] = []
-        while len(monitors) < MAX_ITEMS:
+        while len(monitors) <= MAX_ITEMS:
             page = remote.get_json(
                 f"{base}/v2/monitor?limit={PAGE}&offset={len(monitors)}",
                 headers,
@@ -96,7 +96,7 @@ class MonitorApi(Source):
                 break
         return [
             planned_from_monitor(str(m.get("id") if isinstance(m, dict) else i), m)
-            for i, m in enumerate(monitors[:MAX_ITEMS])
+            for i, m in enumerate(monitors[: MAX_ITEMS + 1])
         ]
 
 
@@ -116,12 +116,12 @@ class PagewatchExport(Source):
             document = document["data"]  # as GET /v2/export answers it
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ImportRefused(
-                f'The file is not a Pagewatch export (its "format" is not "{FORMAT}").'
+                "The file is not a Pagewatch export: upload the file Export gave."
             )
         monitors = document.get("monitors")
         if not isinstance(monitors, list):
-            raise ImportRefused('The export holds no "monitors" list.')
+            raise ImportRefused("The export holds no monitors.")
         return [
             planned_from_monitor(f"monitor {i}", m)
-            for i, m in enumerate(monitors[:MAX_ITEMS], start=1)
+            for i, m in enumerate(monitors[: MAX_ITEMS + 1], start=1)
         ]

@@ -66,12 +66,23 @@ def watched_urls(team: Team) -> set[str]:
 def mark_duplicates(team: Team, items: Iterable[Planned]) -> None:
     """Flag items with an address the team watches already, or that an item
     before them in the same source brings."""
-    seen = watched_urls(team)
+    mark_duplicates_of(watched_urls(team), items)
+
+
+def mark_duplicates_of(watched: set[str], items: Iterable[Planned]) -> None:
+    """As mark_duplicates, given the addresses watched already; an item that
+    repeats one of an earlier item's is told which (`same_address_as`)."""
+    earlier: dict[str, str] = {}
     for item in items:
         if not item.importable:
             continue
-        item.duplicate = any(url in seen for url in item.urls)
-        seen.update(item.urls)
+        item.duplicate = any(url in watched or url in earlier for url in item.urls)
+        if not any(url in watched for url in item.urls):
+            item.same_address_as = next(
+                (earlier[url] for url in item.urls if url in earlier), ""
+            )
+        for url in item.urls:
+            earlier.setdefault(url, item.label)
 
 
 def prepare(team: Team, items: list[Planned]) -> list[Planned]:

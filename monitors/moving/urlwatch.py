@@ -77,7 +77,7 @@ def _filter(name: str, arg: Any, draft: Draft) -> None:
                 continue
             if rules.css_selector_error(str(value)):
                 notes.append(
-                    f"CSS filter {value!r} not imported: Pagewatch cannot read it."
+                    f"CSS filter “{value}” not imported: Pagewatch cannot read it."
                 )
             else:
                 into.append(str(value))
@@ -92,7 +92,7 @@ def _filter(name: str, arg: Any, draft: Draft) -> None:
             draft.ignore_lines.append(entry)
             return
         notes.append(
-            f"grepi {pattern!r} not imported, because Pagewatch's line rules use "
+            f"grepi “{pattern}” not imported, because Pagewatch's line rules use "
             "RE2, which cannot read that pattern."
         )
         return
@@ -141,6 +141,10 @@ def _draft(number: int, job: dict[str, Any]) -> Draft | Planned:
     return draft
 
 
+# A urlwatch job names one of these: what it watches.
+_JOB_KEYS = {"url", "navigate", "command"}
+
+
 class Urlwatch(Source):
     name = "urlwatch"
     label = "urlwatch"
@@ -164,7 +168,14 @@ class Urlwatch(Source):
             ) from None
         items: list[Planned] = []
         jobs = [job for job in jobs if job is not None]
-        for number, job in enumerate(jobs[:MAX_ITEMS], start=1):
+        if jobs and not any(
+            isinstance(job, dict) and _JOB_KEYS & job.keys() for job in jobs
+        ):
+            # Another tool's file that YAML reads too (JSON is YAML).
+            raise ImportRefused(
+                "The file holds no urlwatch jobs: it is not a urls.yaml."
+            )
+        for number, job in enumerate(jobs[: MAX_ITEMS + 1], start=1):
             if not isinstance(job, dict):
                 items.append(not_imported(f"job {number}", "", [], "Not a job."))
                 continue

@@ -45,15 +45,14 @@ class Command(BaseCommand):
             raise CommandError(f"No team has the slug {options['team']!r}.")
         location: str = options["location"]
         remote = location.startswith(("http://", "https://"))
+        source = options["source"]
         try:
             if remote:
-                if not options["source"]:
+                if not source:
                     raise CommandError("Say what the address is with --source.")
-                items = moving.read(
-                    options["source"], url=location, api_key=options["api_key"]
-                )
+                items = moving.read(source, url=location, api_key=options["api_key"])
             else:
-                items = self._read_file(Path(location), options["source"])
+                source, items = self._read_file(Path(location), source)
         except moving.ImportRefused as exc:
             raise CommandError(exc.message) from None
         plan.prepare(team, items)
@@ -70,6 +69,7 @@ class Command(BaseCommand):
             include_duplicates=options["include_duplicates"],
             progress=self._progress,
             actor=Actor.command(),
+            source=source,
         )
         for outcome in report.outcomes:
             self._line(outcome.as_dict())
@@ -77,7 +77,10 @@ class Command(BaseCommand):
             f"Created {report.created} of {len(items)} monitors in team '{team.slug}'."
         )
 
-    def _read_file(self, path: Path, source: str | None) -> list[moving.Planned]:
+    def _read_file(
+        self, path: Path, source: str | None
+    ) -> tuple[str, list[moving.Planned]]:
+        """The file's source (as given, or guessed) and its planned items."""
         try:
             size = path.stat().st_size
             if size > moving.max_bytes():
@@ -91,7 +94,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc.strerror}.") from None
         source = source or moving.guess_source(path.name, data)
-        return moving.read(source, data=data, filename=path.name)
+        return source, moving.read(source, data=data, filename=path.name)
 
     def _progress(self, done: int, total: int) -> None:
         if done % 100 == 0 or done == total:
