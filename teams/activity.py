@@ -64,10 +64,14 @@ def record(
     )
 
 
-def record_in_their_teams(actor: Actor, kind: str, **details: Any) -> None:
-    """An entry about a person's own account (their second factor): each
-    team they are in hears of it, as with sign-ins."""
-    teams = Membership.objects.filter(user=actor.user).values_list("team", flat=True)
+def record_in_their_teams(
+    actor: Actor, kind: str, person: Any = None, **details: Any
+) -> None:
+    """An entry about a person's account (their second factor): each team
+    they are in hears of it, as with sign-ins. The person is the actor's
+    own user unless named (an administrator removing someone's device)."""
+    person = person or actor.user
+    teams = Membership.objects.filter(user=person).values_list("team", flat=True)
     for team_id in teams:
         record(actor, team_id, kind, **details)
 

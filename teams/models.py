@@ -372,8 +372,12 @@ class Activity(models.Model):
             kind.SIGNED_IN: "Signed in",
             kind.SECRET_ROTATED: "Replaced the webhook signing secret",
             kind.SECOND_FACTOR_ON: "Set up a second factor",
-            kind.SECOND_FACTOR_OFF: "Turned off their second factor",
         }
+        if self.kind == kind.SECOND_FACTOR_OFF and d.get("member"):
+            # An administrator removed the person's lost authenticator.
+            return f"Removed {d['member']}'s authenticator: their second factor is off"
+        if self.kind == kind.SECOND_FACTOR_OFF:
+            return "Turned off their second factor"
         if self.kind == kind.MONITOR_CREATED and d.get("imported"):
             return f"Imported from {d['source']}" if d.get("source") else "Imported"
         if self.kind in words:

@@ -1201,3 +1201,52 @@ def test_activity_entries_cannot_be_deleted_on_their_own(admin_client, team):
 
     assert response.status_code == 403
     assert Activity.objects.filter(pk=entry.pk).exists()
+
+
+@pytest.mark.parametrize("how", ["delete page", "delete selected"])
+def test_removing_an_authenticator_in_the_admin_is_in_each_of_their_teams_logs(
+    admin_client, admin_user, django_user_model, team, other_team, how
+):
+    olive = django_user_model.objects.create_user("olive")
+    for each in (team, other_team):
+        Membership.objects.create(team=each, user=olive, role=Membership.Role.EDITOR)
+    device = second_factor.start_setup(olive)
+    TOTPDevice.objects.filter(pk=device.pk).update(confirmed=True)
+    second_factor.new_recovery_codes(olive)
+
+    if how == "delete page":
+        admin_client.post(admin_url(TOTPDevice, "delete", device.pk), {"post": "yes"})
+    else:
+        admin_client.post(
+            admin_url(TOTPDevice, "changelist"),
+            {
+                "action": "delete_selected",
+                "_selected_action": [device.pk],
+                "post": "yes",
+            },
+        )
+
+    assert not TOTPDevice.objects.filter(user=olive).exists()
+    for each in (team, other_team):
+        entries = Activity.objects.filter(team=each)
+        assert [(e.kind, e.user, e.actor_words, e.what_words) for e in entries] == [
+            (
+                Activity.Kind.SECOND_FACTOR_OFF,
+                admin_user,
+                "admin (administration)",
+                "Removed olive's authenticator: their second factor is off",
+            )
+        ]
+
+
+def test_removing_an_authenticator_never_confirmed_in_the_admin_is_not_logged(
+    admin_client, django_user_model, team
+):
+    olive = django_user_model.objects.create_user("olive")
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.EDITOR)
+    device = second_factor.start_setup(olive)  # a setup begun, never finished
+
+    admin_client.post(admin_url(TOTPDevice, "delete", device.pk), {"post": "yes"})
+
+    assert not TOTPDevice.objects.filter(user=olive).exists()
+    assert not Activity.objects.filter(team=team).exists()

@@ -26,6 +26,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from monitors.admin.teams import _admin
 from monitors.models import Membership
+from teams.activity import Kind, record_in_their_teams
 from teams.members import member_left
 
 User = get_user_model()
@@ -80,7 +81,23 @@ class ShownNotGiven:
 
 @admin.register(TOTPDevice)
 class AuthenticatorAdmin(ShownNotGiven, TOTPDeviceAdmin):
-    pass
+    """Deleting a person's authenticator turns their second factor off: each
+    of their teams hears of it, as when they turn it off themselves."""
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.delete_queryset(request, TOTPDevice.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        with transaction.atomic():
+            # One not yet confirmed is a setup begun: no second factor yet.
+            for device in queryset.filter(confirmed=True).select_related("user"):
+                record_in_their_teams(
+                    _admin(request),
+                    Kind.SECOND_FACTOR_OFF,
+                    person=device.user,
+                    member=device.user.get_username(),
+                )
+            super().delete_queryset(request, queryset)
 
 
 @admin.register(StaticDevice)
