@@ -266,6 +266,12 @@ class Activity(models.Model):
         FEED_RENEWED = "feed.renewed", "Feed link replaced"
         SIGNED_IN = "signin.succeeded", "Signed in"
         SIGN_IN_FAILED = "signin.failed", "Failed sign-in"
+        # The code was a recovery code, not the app's: a lost (or stolen)
+        # phone shows here. details: how many codes are left.
+        SIGNED_IN_WITH_RECOVERY_CODE = (
+            "signin.recovery_code",
+            "Signed in with a recovery code",
+        )
         SECOND_FACTOR_ON = "account.second_factor_on", "Second factor set up"
         SECOND_FACTOR_OFF = "account.second_factor_off", "Second factor turned off"
 
@@ -454,6 +460,8 @@ class Activity(models.Model):
             return f"Invited {d.get('email', '')} as {role_words(d.get('role'))}"
         if self.kind == kind.INVITATION_WITHDRAWN:
             return f"Withdrew the invitation for {d.get('email', '')}"
+        if self.kind == kind.SIGNED_IN_WITH_RECOVERY_CODE:
+            return f"Signed in with a recovery code ({d.get('left')} left)"
         if self.kind == kind.SIGN_IN_FAILED:
             return "Failed to sign in (wrong password or locked out)"
         return self.get_kind_display()

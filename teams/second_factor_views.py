@@ -127,6 +127,12 @@ def verify(request: HttpRequest) -> HttpResponse:
                 waits.append(refusal["locked_until"])
             elif device.verify_token(token):
                 otp_login(request, device)
+                if isinstance(device, StaticDevice):
+                    record_in_their_teams(
+                        Actor.of(request),
+                        Kind.SIGNED_IN_WITH_RECOVERY_CODE,
+                        left=device.token_set.count(),
+                    )
                 return redirect(_next(request))
         error = _wait_words(max(waits)) if waits else WRONG_CODE
     context = {"error": error, "next": _next(request), "signing_in": True}

@@ -321,3 +321,26 @@ def test_turning_it_on_and_off_is_in_the_activity_log_of_each_team(
             "Set up a second factor",
             "Turned off their second factor",
         ]
+
+
+def test_signing_in_with_a_recovery_code_is_in_each_teams_log_with_how_many_are_left(
+    client, ana, team, other_team
+):
+    from teams.models import Activity
+
+    Membership.objects.create(team=other_team, user=ana, role=Membership.Role.VIEWER)
+    sign_in(client)
+    _, codes = turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)
+    client.post(
+        reverse("two-factor-verify"),
+        {"code": codes[3]},
+        REMOTE_ADDR="203.0.113.9",
+    )
+
+    for each in (team, other_team):
+        entries = Activity.objects.filter(team=each, kind="signin.recovery_code")
+        assert [(e.user, e.what_words, e.address) for e in entries] == [
+            (ana, "Signed in with a recovery code (9 left)", "203.0.113.9")
+        ]
