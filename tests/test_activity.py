@@ -357,6 +357,25 @@ def test_the_api_reads_the_log_with_a_read_key(team, other_team):
     assert api.post("/v2/activity", {}, format="json").status_code == 403
 
 
+def test_the_api_says_an_entry_made_by_a_management_command_was_one(team, ana):
+    from teams.activity import Actor
+
+    record(Actor.command(), team, Kind.KEY_CREATED, name="x")
+    record(Actor.command(ana), team, Kind.KEY_CREATED, name="y")
+    _, raw = ApiKey.issue(team, name="reader", scope=ApiKey.Scope.READ)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+    by_ana, by_command = api.get("/v2/activity").json()["data"]
+    assert by_command["via"] == "command"
+    assert by_command["actor"] == {"type": "system", "name": "a management command"}
+    assert by_command["summary"] == (
+        "Created the read and write API key “x” by a management command"
+    )
+    # A command run for a person (bootstrap's admin) names them.
+    assert by_ana["actor"] == {"type": "user", "name": "Ana"}
+
+
 def test_the_openapi_document_describes_the_activity_log(client):
     operation = client.get("/v2/openapi.json").json()["paths"]["/v2/activity"]["get"]
     assert operation["operationId"] == "listActivity"

@@ -17,11 +17,6 @@ from monitors.api.base import ApiView
 from monitors.api.views import RESPONSE_HEADERS, error_responses, int_param
 from teams.models import Activity
 
-ACTOR_TYPES = {
-    Activity.Via.API: "apiKey",
-    Activity.Via.SYSTEM: "system",
-}
-
 ENTRY = inline_serializer(
     "ActivityEntry",
     {
@@ -32,7 +27,11 @@ ENTRY = inline_serializer(
         "actor": inline_serializer(
             "ActivityActor",
             {
-                "type": serializers.ChoiceField(choices=["user", "apiKey", "system"]),
+                "type": serializers.ChoiceField(
+                    choices=["user", "apiKey", "system"],
+                    help_text="system: Pagewatch itself, or a management command "
+                    "run for nobody in particular (`via` says which).",
+                ),
                 "name": serializers.CharField(),
             },
         ),
@@ -57,19 +56,26 @@ RESPONSE = inline_serializer(
 )
 
 
-def render_entry(entry: Activity) -> dict[str, Any]:
+def actor(entry: Activity) -> dict[str, str]:
+    """Who did it: a person (by name, whichever way they came), an API key,
+    or no person at all — Pagewatch itself, or a management command run on
+    the server for nobody in particular (its `via` says which)."""
     if entry.via == Activity.Via.API:
-        name = entry.key_name
-    elif entry.via == Activity.Via.SYSTEM:
-        name = "Pagewatch"
-    else:
-        name = entry.user_name
+        return {"type": "apiKey", "name": entry.key_name}
+    if entry.via == Activity.Via.SYSTEM:
+        return {"type": "system", "name": "Pagewatch"}
+    if entry.via == Activity.Via.COMMAND and not entry.user_name:
+        return {"type": "system", "name": entry.actor_words}
+    return {"type": "user", "name": entry.user_name}
+
+
+def render_entry(entry: Activity) -> dict[str, Any]:
     return {
         "id": entry.pk,
         "at": entry.at.isoformat().replace("+00:00", "Z"),
         "kind": entry.kind,
         "via": entry.via,
-        "actor": {"type": ACTOR_TYPES.get(entry.via, "user"), "name": name},
+        "actor": actor(entry),
         "monitorId": str(entry.monitor_id) if entry.monitor_id else None,
         "monitorName": entry.monitor_name,
         "summary": entry.sentence,
