@@ -28,8 +28,8 @@ from monitors.target_kinds import pages_target
 # What one import reads: more watches than this is not one team's monitors.
 # Readers read one more, so that `capped` can say the rest were left out.
 MAX_ITEMS = 5000
-# A schedule a source does not say: how often its watches are checked here.
-DEFAULT_CRON = "0 * * * *"
+# An interval a source does not say: how often its watches are checked here.
+DEFAULT_MINUTES = 60
 # The gaps a cron schedule can keep exactly: divisors of an hour, of a day.
 _MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
 _HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)
@@ -155,7 +155,7 @@ def schedule_for_seconds(
     at :00 of the same hour."""
     spread = _spread(address)
     if not seconds or seconds <= 0:
-        return {"cron": _cron_every(60, spread)[0], "timezone": "UTC"}
+        return {"cron": _cron_every(DEFAULT_MINUTES, spread)[0], "timezone": "UTC"}
     wanted = max(1, math.ceil(seconds / 60))
     floor = min_interval_minutes()
     minutes = max(wanted, floor)
