@@ -315,7 +315,12 @@ _EVERY_MINUTE = re.compile(r"every (?:minute|min)")
 _HOURLY = re.compile(
     rf"(?:hourly|every hour)(?: (?:starting )?at :?{_MINUTE_OFFSET})?{_WINDOW}{_ON}"
 )
-_EVERY_N_HOURS = re.compile(r"every (?P<n>\d+) (?:hours?|hrs?)")
+# "Every 3 hours from 02:17": how schedule_words says an imported interval
+# spread over its gap, read back so the form's box can show it in words.
+_EVERY_N_HOURS = re.compile(
+    rf"every (?P<n>\d+) (?:hours?|hrs?)"
+    rf"(?: (?:from|starting(?: at)?) (?P<start>{_CLOCK_TIME}))?"
+)
 _DAILY = re.compile(rf"(?:daily|every day){_TIME}")
 _WEEKLY = re.compile(rf"(?:weekly|every week)(?: on {_DAYS})?{_TIME}")
 _MONTHLY = re.compile(
@@ -342,7 +347,8 @@ def text_to_cron(text: str) -> str:
     if match := _HOURLY.fullmatch(phrase):
         return _repeating(match, 60)
     if match := _EVERY_N_HOURS.fullmatch(phrase):
-        return _every_n_hours(int(match["n"]))
+        start = _parse_time(match["start"]) if match["start"] else (0, 0)
+        return _every_n_hours(int(match["n"]), start)
     if match := _DAILY.fullmatch(phrase):
         return _at_time_on_days(match["time"], EVERY_DAY)
     if match := _WEEKLY.fullmatch(phrase):
@@ -407,17 +413,19 @@ def _window_hours(
     return str(last) if last == start[0] else f"{start[0]}-{last}"
 
 
-def _every_n_hours(n: int) -> str:
+def _every_n_hours(n: int, start: tuple[int, int] = (0, 0)) -> str:
     if n < 1 or 24 % n:
         raise ScheduleError(
             "Hour intervals must divide 24 evenly, "
             "e.g. every 2, 3, 4, 6, 8 or 12 hours."
         )
+    # The gap divides the day, so the runs go round the clock: from 17:00
+    # every 3 hours is also 02:00, 05:00, … and the first hour is start % n.
+    hour, minute = start[0] % n, start[1]
     if n == 1:
-        return "0 * * * *"
-    if n == 24:
-        return "0 0 * * *"
-    return f"0 */{n} * * *"
+        return f"{minute} * * * *"
+    hours = f"{hour}-23/{n}" if hour else f"*/{n}"
+    return f"{minute} {hour if n == 24 else hours} * * *"
 
 
 def _minute_offset(text: str | None) -> int:

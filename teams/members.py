@@ -64,16 +64,25 @@ def account_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
 
 def with_keys_made(memberships: QuerySet[Membership]) -> QuerySet[Membership]:
     """Each membership with `keys_made`: the working keys its member made for
-    its team, which removing them would revoke (the Team page says so)."""
+    its team, which removing them would revoke, and `write_keys_made`: those
+    of them that can change monitors, which making them a viewer would revoke
+    (role_changed). The Team page says both before either is done."""
     made = (
         ApiKey.objects.active()
         .filter(team=OuterRef("team"), created_by=OuterRef("user"))
         .order_by()
         .values("created_by")
-        .annotate(count=Count("pk"))
-        .values("count")
     )
-    return memberships.annotate(keys_made=Coalesce(Subquery(made), 0))
+    count = Count("pk")
+    return memberships.annotate(
+        keys_made=Coalesce(Subquery(made.annotate(n=count).values("n")), 0),
+        write_keys_made=Coalesce(
+            Subquery(
+                made.filter(scope=ApiKey.Scope.WRITE).annotate(n=count).values("n")
+            ),
+            0,
+        ),
+    )
 
 
 def with_removable(memberships: QuerySet[Membership]) -> QuerySet[Membership]:

@@ -299,6 +299,49 @@ def test_a_member_made_a_viewer_keeps_no_write_key_they_made(client, team, peopl
     )
 
 
+def test_the_team_page_says_before_a_change_which_keys_making_a_viewer_turns_off(
+    client, team, people, django_user_model
+):
+    owner, editor, eddie = people
+    editor.first_name, editor.last_name = "Eddie", "Berg"
+    editor.save()
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    ApiKey.issue(team, name="eddie's deploys", created_by=editor)
+    ApiKey.issue(team, name="eddie's reports", created_by=editor,
+                 scope=ApiKey.Scope.READ)  # fmt: skip
+    ApiKey.issue(team, name="eddie's old", created_by=editor)[0].revoke()
+    ApiKey.issue(team, name="olive's", created_by=owner)
+    viewer = django_user_model.objects.create_user("vera", "v@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=viewer, role=Membership.Role.VIEWER)
+    ApiKey.issue(team, name="vera's", created_by=viewer)
+    client.force_login(owner)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    assert (
+        "Making Eddie Berg a viewer also turns off the 2 API keys Eddie Berg "
+        "made that can change monitors."
+    ) in page
+    # Said beside the role form it is about, for screen readers too.
+    assert f'aria-describedby="role-keys-{eddie.pk}"' in page
+    assert page.count("a viewer also turns off") == 1  # not olive, the last owner
+    assert answers(writes) == 200  # only said, nothing turned off yet
+
+
+def test_making_yourself_a_viewer_is_said_in_the_first_person(client, team, people):
+    owner, editor, eddie = people
+    eddie.change_role(Membership.Role.OWNER)
+    ApiKey.issue(team, name="olive's", created_by=owner)
+    client.force_login(owner)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    assert (
+        "Making yourself a viewer also turns off the API key you made that can "
+        "change monitors."
+    ) in page
+
+
 def test_an_editor_made_an_owner_keeps_their_keys(client, team, people):
     owner, editor, eddie = people
     _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)

@@ -31,7 +31,8 @@ def test_importing_a_backup_creates_its_monitors_and_lists_the_rest(team):
     assert report.count("not imported") == 2
     pricing = Monitor.objects.get(team=team, name="Shop: Pricing")
     assert pricing.fetch_with == "browser"
-    assert pricing.schedule_cron == "*/5 * * * *"
+    assert pricing.schedule_cron == "3-59/5 * * * *"
+    assert pricing.run_interval_minutes == 5
     assert pricing.next_run_at is not None
     widget = Monitor.objects.get(team=team, name="Widget stock")
     assert widget.status == Monitor.Status.PAUSED and widget.next_run_at is None

@@ -4,12 +4,14 @@ layout: what every watch becomes, what is left behind and why."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from monitors import moving
 from monitors.moving import plan
 from monitors.moving.base import ImportRefused, Planned, schedule_for_seconds
+from monitors.schedule import shortest_interval_minutes
 from tests.moving import (
     FTP_UUID,
     METADATA_UUID,
@@ -28,6 +30,13 @@ def planned(source: str, data: bytes, filename: str = "") -> dict[str, Planned]:
 
 def notes_of(item: Planned) -> str:
     return "\n".join(item.notes)
+
+
+def gap_of(item: Planned) -> int:
+    """Minutes between the runs of an item's schedule; imported intervals
+    run at a place of their own within the gap, so the cron is not fixed."""
+    moment = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    return shortest_interval_minutes(item.validated["schedule"]["cron"], moment)
 
 
 # --- changedetection.io backup ---------------------------------------------------
@@ -49,7 +58,7 @@ def test_a_changedetection_watch_keeps_its_filters_headers_rules_and_browser():
 
 def test_a_one_minute_interval_is_raised_to_five_minutes_and_says_so():
     item = planned("changedetection", backup_zip())[PRICING_UUID]
-    assert item.validated["schedule"]["cron"] == "*/5 * * * *"
+    assert gap_of(item) == 5
     assert "Checked every minute there" in notes_of(item)
     assert "every 5 minutes" in notes_of(item)
 
@@ -86,7 +95,7 @@ def test_a_paused_restock_watch_is_imported_paused_with_its_processor_named():
     item = planned("changedetection", backup_zip())[WIDGET_UUID]
     assert item.importable and item.paused
     # The team's default interval (3 hours) applies to a watch that uses it.
-    assert item.validated["schedule"]["cron"] == "0 */3 * * *"
+    assert gap_of(item) == 3 * 60
     assert "Restock and price detection not imported, because" in notes_of(item)
 
 
@@ -109,7 +118,7 @@ def test_a_changedetection_datastore_uploaded_without_its_zip_is_read():
     data = fixture("changedetection-backup/changedetection.json")
     items = planned("changedetection", data, "url-watches.json")
     assert items[PRICING_UUID].label == "Shop: Pricing"
-    assert items[PRICING_UUID].validated["schedule"]["cron"] == "*/5 * * * *"
+    assert gap_of(items[PRICING_UUID]) == 5
     assert items[WIDGET_UUID].importable and items[WIDGET_UUID].paused
     assert not items[FTP_UUID].importable
     # The datastore alone holds no snapshots.
@@ -166,7 +175,7 @@ def test_distill_sieves_keep_selections_interval_tags_and_pause():
     items = planned("distill", fixture("distill-export.json"))
     careers = items["c9f1e2d3a4b5"]
     assert careers.label == "Hiring: Careers"
-    assert careers.validated["schedule"]["cron"] == "*/30 * * * *"
+    assert gap_of(careers) == 30
     assert careers.validated["fetchWith"] == "browser"
     options = careers.validated["targets"][0]["scrapeOptions"]
     assert options["includeTags"] == ["#roles"]
@@ -174,7 +183,7 @@ def test_distill_sieves_keep_selections_interval_tags_and_pause():
     assert "XPath selection" in notes_of(careers)
     blog = items["d0a1b2c3d4e5"]
     assert blog.paused
-    assert blog.validated["schedule"]["cron"] == "0 0 * * *"
+    assert gap_of(blog) == 24 * 60
     assert "regular expression" in notes_of(blog)
     assert not items["e1b2c3d4e5f6"].importable
 
@@ -204,7 +213,7 @@ def test_csv_formulas_are_kept_as_text_and_bad_rows_are_explained():
     assert formula.validated["name"] == '=HYPERLINK("https://evil.example","click")'
     assert "spreadsheet formula" in notes_of(formula)
     too_often = items["row 4"]
-    assert too_often.validated["schedule"]["cron"] == "*/5 * * * *"
+    assert gap_of(too_often) == 5
     assert "“* * * * *” runs more often than Pagewatch checks" in notes_of(too_often)
     assert "Only http:// and https://" in items["row 5"].reason
 
@@ -328,9 +337,9 @@ def test_a_list_schedule_of_an_uneven_gap_is_rounded_up_as_intervals_are():
     )
     items = planned("csv", listing, "list.csv")
     seven, five_hours, moon = items["row 2"], items["row 3"], items["row 4"]
-    assert seven.validated["schedule"]["cron"] == "*/10 * * * *"
+    assert gap_of(seven) == 10
     assert "Every 7 minutes is not a gap a schedule can keep evenly" in notes_of(seven)
-    assert five_hours.validated["schedule"]["cron"] == "0 */6 * * *"
+    assert gap_of(five_hours) == 6 * 60
     assert not moon.importable
 
 
@@ -362,3 +371,64 @@ def test_distill_alerts_point_to_the_channels_page():
         "Alerts and actions not imported: add a channel on the Channels page "
         "and pick it in this monitor's form." in notes_of(draft)
     )
+
+
+# --- spreading imported intervals ----------------------------------------------------
+
+
+def _every_three_hours(count: int) -> bytes:
+    watching = {
+        f"uuid-{n}": {
+            "url": f"https://site{n}.example.com/page",
+            "time_between_check": {"hours": 3},
+            "time_between_check_use_default": False,
+        }
+        for n in range(count)
+    }
+    return json.dumps({"watching": watching, "settings": {}}).encode()
+
+
+def test_watches_of_the_same_interval_are_spread_over_it_not_run_at_once():
+    from collections import Counter
+
+    items = planned("changedetection", _every_three_hours(200), "url-watches.json")
+    crons = [item.validated["schedule"]["cron"] for item in items.values()]
+    minutes = Counter(cron.split()[0] for cron in crons)
+    hours = Counter(cron.split()[1] for cron in crons)
+    # 200 watches over 60 minutes: about 3 each, none piled up.
+    assert len(minutes) >= 45
+    assert max(minutes.values()) <= 10
+    # ... and over the 3 hours of the gap as well.
+    assert len(hours) == 3
+
+
+def test_a_spread_schedule_keeps_the_interval_exactly():
+    items = planned("changedetection", _every_three_hours(200), "url-watches.json")
+    moment = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    gaps = {
+        shortest_interval_minutes(item.validated["schedule"]["cron"], moment)
+        for item in items.values()
+    }
+    assert gaps == {180}
+
+
+def test_the_same_watch_imported_twice_gets_the_same_schedule():
+    first = planned("changedetection", _every_three_hours(20), "url-watches.json")
+    again = planned("changedetection", _every_three_hours(20), "url-watches.json")
+    assert [i.validated["schedule"] for i in first.values()] == [
+        i.validated["schedule"] for i in again.values()
+    ]
+
+
+@pytest.mark.parametrize(
+    "seconds", [None, 300, 1800, 3600, 3 * 3600, 86400, 14 * 86400]
+)
+def test_every_interval_is_spread_and_kept(seconds):
+    moment = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    crons = {
+        schedule_for_seconds(seconds, [], f"https://{n}.example/")["cron"]
+        for n in range(100)
+    }
+    assert len(crons) > 1
+    wanted = {None: 60, 14 * 86400: 7 * 1440}.get(seconds, (seconds or 0) // 60)
+    assert {shortest_interval_minutes(cron, moment) for cron in crons} == {wanted}

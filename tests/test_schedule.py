@@ -60,6 +60,10 @@ def utc(*args: int) -> datetime:
         ("every 1 hour", "0 * * * *"),
         ("every 2 hours", "0 */2 * * *"),
         ("every 6 hrs", "0 */6 * * *"),
+        ("every 3 hours from 02:17", "17 2-23/3 * * *"),
+        ("every 2 hours from 00:30", "30 */2 * * *"),
+        ("every 3 hours starting at 5:17pm", "17 2-23/3 * * *"),
+        ("every 1 hour from 10:05", "5 * * * *"),
         ("every 24 hours", "0 0 * * *"),
         ("daily", "0 0 * * *"),
         ("every day", "0 0 * * *"),
@@ -557,6 +561,9 @@ def test_daily_interval_is_23_hours_across_spring_forward() -> None:
         ("0,10 * * * *", "Hourly at :00 and :10"),
         ("15 * * * *", "Hourly at :15"),
         ("0 */2 * * *", "Every 2 hours"),
+        # How an import spreads "every 3 hours" over the gap.
+        ("17 2-23/3 * * *", "Every 3 hours from 02:17"),
+        ("30 1-23/2 * * *", "Every 2 hours from 01:30"),
         ("30 1-23/2 * * *", "Every 2 hours from 01:30"),
         ("0 9 * * *", "Daily at 09:00"),
         ("0 9,17 * * *", "Daily at 09:00 and 17:00"),
@@ -638,6 +645,9 @@ def test_every_documented_phrase_has_a_plain_description(text: str) -> None:
         ("7-59/15 * * * *", "Every 15 minutes starting at :07"),
         ("15 * * * *", "Hourly at :15"),
         ("0 */2 * * *", "Every 2 hours"),
+        # How an import spreads "every 3 hours" over the gap.
+        ("17 2-23/3 * * *", "Every 3 hours from 02:17"),
+        ("30 1-23/2 * * *", "Every 2 hours from 01:30"),
         ("0 9 * * *", "Daily at 09:00"),
         ("0 9 * * MON-FRI", "Every weekday at 09:00"),
         ("15 7 * * 5,3,1", "Mondays, Wednesdays and Fridays at 07:15"),
@@ -666,7 +676,6 @@ def test_the_schedule_box_shows_words_that_read_back_as_the_same_schedule(
     "cron",
     [
         "0 9 1-7 * *",  # described, but "days 1 to 7" is not a phrase we read
-        "30 1-23/2 * * *",
         "0 0,6,12,18,21 * * *",  # no words at all
     ],
 )

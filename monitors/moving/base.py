@@ -11,6 +11,7 @@ through the API's own serializer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -27,8 +28,8 @@ from monitors.target_kinds import pages_target
 # What one import reads: more watches than this is not one team's monitors.
 # Readers read one more, so that `capped` can say the rest were left out.
 MAX_ITEMS = 5000
-# A schedule a source does not say: how often its watches are checked here.
-DEFAULT_CRON = "0 * * * *"
+# An interval a source does not say: how often its watches are checked here.
+DEFAULT_MINUTES = 60
 # The gaps a cron schedule can keep exactly: divisors of an hour, of a day.
 _MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
 _HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)
@@ -142,12 +143,19 @@ class Planned:
         }
 
 
-def schedule_for_seconds(seconds: float | None, notes: list[str]) -> dict[str, str]:
+def schedule_for_seconds(
+    seconds: float | None, notes: list[str], address: str = ""
+) -> dict[str, str]:
     """A cron schedule for "every N seconds": the 5-minute minimum kept (and
     said when it raised the interval), gaps a cron schedule cannot keep
-    rounded up to the next one it can (and said)."""
+    rounded up to the next one it can (and said).
+
+    Each address runs at its own place within the gap (see `_spread`), so
+    hundreds of watches checked "every 3 hours" elsewhere do not all run here
+    at :00 of the same hour."""
+    spread = _spread(address)
     if not seconds or seconds <= 0:
-        return {"cron": DEFAULT_CRON, "timezone": "UTC"}
+        return {"cron": _cron_every(DEFAULT_MINUTES, spread)[0], "timezone": "UTC"}
     wanted = max(1, math.ceil(seconds / 60))
     floor = min_interval_minutes()
     minutes = max(wanted, floor)
@@ -157,7 +165,7 @@ def schedule_for_seconds(seconds: float | None, notes: list[str]) -> dict[str, s
             f"most every {_minutes_words(floor)}, so it is checked every "
             f"{_minutes_words(floor)}."
         )
-    cron, kept = _cron_every(minutes)
+    cron, kept = _cron_every(minutes, spread)
     if kept != minutes:
         notes.append(
             f"Every {_minutes_words(minutes)} is not a gap a schedule can keep "
@@ -166,18 +174,41 @@ def schedule_for_seconds(seconds: float | None, notes: list[str]) -> dict[str, s
     return {"cron": cron, "timezone": "UTC"}
 
 
-def _cron_every(minutes: int) -> tuple[str, int]:
+def _spread(address: str) -> int:
+    """A number fixed by the address alone (not Python's per-process hash()),
+    so importing the same watch again gives the same schedule. No address:
+    no offset, at the start of the gap."""
+    if not address:
+        return 0
+    digest = hashlib.sha256(address.encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _cron_every(minutes: int, spread: int = 0) -> tuple[str, int]:
+    """The cron running every `minutes` (rounded up to a gap a cron keeps),
+    offset within that gap by `spread` minutes modulo the gap."""
     if minutes < 60:
         step = next(s for s in _MINUTE_STEPS if s >= minutes)
-        return ("* * * * *" if step == 1 else f"*/{step} * * * *"), step
+        return f"{_stepped(spread % step, step, 59)} * * * *", step
     hours = math.ceil(minutes / 60)
     if hours < 24:
         step = next(s for s in _HOUR_STEPS if s >= hours)
-        return ("0 * * * *" if step == 1 else f"0 */{step} * * *"), step * 60
+        slot = spread % (step * 60)
+        minute, hour = slot % 60, slot // 60
+        return f"{minute} {_stepped(hour, step, 23)} * * *", step * 60
+    slot = spread % (7 * 24 * 60)
+    minute, hour, weekday = slot % 60, slot // 60 % 24, slot // (24 * 60)
     days = math.ceil(hours / 24)
     if days < 7:
-        return "0 0 * * *", 24 * 60
-    return "0 0 * * 0", 7 * 24 * 60
+        return f"{minute} {hour} * * *", 24 * 60
+    return f"{minute} {hour} * * {weekday}", 7 * 24 * 60
+
+
+def _stepped(offset: int, step: int, last: int) -> str:
+    """A cron field for every `step` from `offset` up to `last`."""
+    if step == 1:
+        return "*"
+    return f"{offset}-{last}/{step}" if offset else f"*/{step}"
 
 
 def _minutes_words(minutes: int) -> str:
@@ -222,7 +253,7 @@ class Draft:
         if self.cron:
             schedule = {"cron": self.cron, "timezone": "UTC"}
         else:
-            schedule = schedule_for_seconds(self.interval_seconds, notes)
+            schedule = schedule_for_seconds(self.interval_seconds, notes, url)
             if self.interval_seconds is None:
                 notes.append("No check interval given: checked every hour.")
         options: dict[str, Any] = {}
