@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -106,6 +107,17 @@ def _grouped(config_url: str) -> str:
     return " ".join(secret[i : i + 4] for i in range(0, len(secret), 4))
 
 
+def _meant_for(user: Any, token: str) -> list[TOTPDevice | StaticDevice | None]:
+    """The device a code is for: the app's codes are its digits, recovery
+    codes anything else. A code tried on both would count as wrong on the
+    other, and one mistyped app code would then lock the recovery codes of
+    someone whose phone is gone."""
+    app = second_factor.authenticator(user)
+    if app is not None and token.isdigit() and len(token) == app.digits:
+        return [app]
+    return [StaticDevice.objects.filter(user=user).first()]
+
+
 @require_http_methods(["GET", "POST"])
 def verify(request: HttpRequest) -> HttpResponse:
     if request.user.is_verified():
@@ -114,10 +126,7 @@ def verify(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         token = request.POST.get("code", "").replace(" ", "").strip()
         waits = []
-        for device in (
-            second_factor.authenticator(request.user),
-            StaticDevice.objects.filter(user=request.user).first(),
-        ):
+        for device in _meant_for(request.user, token):
             if device is None or not token:
                 continue
             # While throttled after a wrong code, verify_token refuses even the

@@ -255,6 +255,22 @@ def test_a_right_code_too_soon_after_a_wrong_one_is_told_to_wait_not_that_it_is_
     assert StaticToken.objects.filter(token=codes[0]).exists()  # still usable
 
 
+def test_a_recovery_code_right_after_a_mistyped_app_code_signs_in(client, ana):
+    # Someone whose phone is gone may try an old app code first: that is a
+    # wrong app code, and must not hold their recovery codes back.
+    sign_in(client)
+    _, codes = turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)
+    wrong = client.post(reverse("two-factor-verify"), {"code": "000000"})
+    assert wrong.status_code == 400
+
+    client.post(reverse("two-factor-verify"), {"code": codes[0]})
+
+    assert client.get("/").status_code == 200
+    assert not StaticToken.objects.filter(token=codes[0]).exists()
+
+
 def header_of(response) -> str:
     page = response.content.decode()
     return page.split('<header class="site-header">', 1)[1].split("</header>", 1)[0]
