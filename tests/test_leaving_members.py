@@ -101,11 +101,11 @@ def test_the_last_owner_is_not_told_what_leaving_would_revoke(client, team, peop
     assert "The API key they made stops working then." in page
 
 
-def test_removing_a_member_in_the_admin_revokes_their_keys_too(
-    admin_client, team, people
-):
-    owner, editor, leaving = people
-    key, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
+def admin_team_form(
+    team, key, deleting: Membership | None = None, viewer: Membership | None = None
+) -> dict[str, str]:
+    """The admin's team page as posted, with its members and `key`: one
+    member deleted or made a viewer, the rest as they are."""
     members = list(Membership.objects.filter(team=team).order_by("pk"))
     data = {"name": team.name, "slug": team.slug, "credit_allowance": "",
             "membership_set-TOTAL_FORMS": str(len(members)),
@@ -119,10 +119,19 @@ def test_removing_a_member_in_the_admin_revokes_their_keys_too(
             f"membership_set-{n}-id": str(m.pk),
             f"membership_set-{n}-team": str(team.pk),
             f"membership_set-{n}-user": str(m.user_id),
-            f"membership_set-{n}-role": m.role,
+            f"membership_set-{n}-role": "viewer" if m == viewer else m.role,
         }
-        if m.pk == leaving.pk:
+        if m == deleting:
             data[f"membership_set-{n}-DELETE"] = "on"
+    return data
+
+
+def test_removing_a_member_in_the_admin_revokes_their_keys_too(
+    admin_client, team, people
+):
+    owner, editor, leaving = people
+    key, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
+    data = admin_team_form(team, key, deleting=leaving)
 
     response = admin_client.post(
         reverse("admin:monitors_team_change", args=[team.pk]), data
@@ -357,21 +366,7 @@ def test_making_a_member_a_viewer_in_the_admin_revokes_their_write_keys_too(
 ):
     owner, editor, eddie = people
     key, raw = ApiKey.issue(team, name="eddie's", created_by=editor)
-    members = list(Membership.objects.filter(team=team).order_by("pk"))
-    data = {"name": team.name, "slug": team.slug, "credit_allowance": "",
-            "membership_set-TOTAL_FORMS": str(len(members)),
-            "membership_set-INITIAL_FORMS": str(len(members)),
-            "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
-            "api_keys-TOTAL_FORMS": "1", "api_keys-INITIAL_FORMS": "1",
-            "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
-            "api_keys-0-id": str(key.pk), "api_keys-0-team": str(team.pk)}  # fmt: skip
-    for n, m in enumerate(members):
-        data |= {
-            f"membership_set-{n}-id": str(m.pk),
-            f"membership_set-{n}-team": str(team.pk),
-            f"membership_set-{n}-user": str(m.user_id),
-            f"membership_set-{n}-role": "viewer" if m.pk == eddie.pk else m.role,
-        }
+    data = admin_team_form(team, key, viewer=eddie)
 
     response = admin_client.post(
         reverse("admin:monitors_team_change", args=[team.pk]), data
