@@ -596,9 +596,11 @@ def hanging(troubled, settings):
     HangingMailServer.released.set()
 
 
-def test_a_send_that_times_out_is_tried_again_for_the_others_only_and_nobody_twice(
+def test_the_e_mail_in_flight_when_the_mail_server_timed_out_goes_again_and_no_other(
     team, owner, noah, ines, hanging, monkeypatch
 ):
+    # The same rule as for a worker killed mid-send: at least once for the
+    # one e-mail nobody knows the fate of; a duplicate beats a lost alert.
     monkeypatch.setattr(team_email, "SEND_TIMEOUT_SECONDS", 2)
     channel = team_mail(team, recipients=[MIA, NOAH, INES])
     hanging.hangs_at = {MIA}
@@ -606,19 +608,44 @@ def test_a_send_that_times_out_is_tried_again_for_the_others_only_and_nobody_twi
     delivery = channel_events.send_test(channel)
 
     assert delivery.status == Delivery.Status.PENDING
+    assert delivery.done_with == [ines.pk]
     assert delivery.last_error == (
         f"Sent to {INES}, then stopped: the mail server did not answer within 2 "
-        f"seconds while sending to {MIA}; that e-mail may have arrived, so it is "
-        f"not sent again. Left for the next attempt: {NOAH}."
+        f"seconds while sending to {MIA}; that e-mail may have arrived, and goes "
+        f"again so that it is not lost. Left for the next attempt: {MIA}, {NOAH}."
     )
     # The send that ran late ends, and starts nobody else's.
     hanging.released.set()
     assert hanging.closed.wait(5)
     assert hanging.accepted == [INES, MIA]
 
+    hanging.hangs_at = set()
     retried = retry_now(delivery)
 
-    assert hanging.accepted == [INES, MIA, NOAH]
+    assert hanging.accepted == [INES, MIA, MIA, NOAH]
+    assert retried.status == Delivery.Status.DELIVERED
+    assert retried.attempt_log.last().response_body == f"Sent to {MIA}, {NOAH}."
+
+
+def test_an_e_mail_the_mail_server_never_answered_is_not_lost_when_it_never_arrived(
+    team, owner, noah, hanging, monkeypatch
+):
+    monkeypatch.setattr(team_email, "SEND_TIMEOUT_SECONDS", 1)
+    channel = team_mail(team)
+    hanging.hangs_at = {MIA}
+    # The connection drops after the hang: the e-mail never arrived.
+    hanging.drops_at = {MIA}
+
+    delivery = channel_events.send_test(channel)
+    hanging.released.set()
+    assert hanging.closed.wait(5)
+    assert hanging.accepted == []
+    assert delivery.done_with == []
+
+    hanging.hangs_at, hanging.drops_at = set(), set()
+    retried = retry_now(delivery)
+
+    assert hanging.accepted == [MIA, NOAH]
     assert retried.status == Delivery.Status.DELIVERED
 
 

@@ -14,14 +14,19 @@ The e-mails go one after the other over one connection. The outbox row keeps
 whom it is done with (Delivery.done_with), written as each e-mail is sent,
 before the next one starts, so a retry, after the mail server stopped, the
 attempt ran out of time or the worker was killed in the middle (the sweeper
-gives its row back after the claim's lease), sends only to the others: nobody
-gets the same message twice. One e-mail is the exception, sent at least
-once rather than exactly once: the one the mail server took just as the
-worker was killed, before the row could say so, goes again with the retry."""
+gives its row back after the claim's lease), sends only to the others.
+
+The one e-mail in flight when an attempt ends badly (the worker killed, the
+mail server not answering in time) follows one rule: at least once. Nobody
+can tell whether the mail server took it, and these e-mails are alerts: a
+second copy of one costs a reader a glance, a lost one can cost them the
+change they were watching for. It is also how mail itself behaves (a sender
+whose server never confirmed the end of a message sends it again), and how
+the monitor's own e-mail and a dropped connection already went. So that
+e-mail goes again with the retry; nobody else's does."""
 
 from __future__ import annotations
 
-import asyncio
 import smtplib
 import threading
 import time
@@ -174,14 +179,9 @@ class TeamSend(Attempt):
                 lambda: self.send_each(outbound, starts_until), SEND_TIMEOUT_SECONDS
             )
         except TimeoutError:
+            # The e-mail being sent may or may not have arrived: it is not
+            # recorded as done, so the retry sends it again (at least once).
             in_doubt = self.stop()
-            if in_doubt is not None:
-                # It may have arrived: recorded as done, so not sent again.
-                kept = outbound.done_with(self.delivery_id, in_doubt.accounts)
-                with suppress(TimeoutError):  # the drain is gone
-                    await asyncio.wait_for(
-                        asyncio.wrap_future(kept), SEND_TIMEOUT_SECONDS
-                    )
             return self.outcome(
                 "the mail server did not answer within "
                 f"{SEND_TIMEOUT_SECONDS:.0f} seconds",
@@ -261,14 +261,14 @@ class TeamSend(Attempt):
         """What the attempt came to: Sent once everyone is done with, else a
         DeliveryError saying who got it and who is left for the next attempt
         (the row already records the rest as done with). `in_doubt`: the
-        e-mail being sent when time ran out; it may have arrived, so it is
-        not sent again."""
-        done = [*self.sent, *self.refused, *([in_doubt] if in_doubt else [])]
+        e-mail being sent when time ran out; it may have arrived, and goes
+        again with the next attempt all the same."""
+        done = [*self.sent, *self.refused]
         left = [mail for mail in self.mails if mail not in done]
         refused = (
             f" The mail server refused {_listed(self.refused)}." if self.refused else ""
         )
-        if not left and not in_doubt:
+        if not left:
             if not self.sent and not self.retried:
                 raise DeliveryError(
                     f"The mail server refused every address: {_listed(self.refused)}"[
@@ -287,7 +287,7 @@ class TeamSend(Attempt):
         if in_doubt:
             said += (
                 f" while sending to {in_doubt.address}; that e-mail may have "
-                "arrived, so it is not sent again"
+                "arrived, and goes again so that it is not lost"
             )
         said += "." + refused
         if left:
