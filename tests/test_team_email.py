@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from checks.models import Delivery
 from checks.notify import channels as channel_events
-from checks.notify import digests, drain, kinds, sweep
+from checks.notify import digests, drain, kinds, messages, sweep
 from checks.notify.kinds import team_email
 from monitors.models import Channel, Membership, MonitorChannel
 from tests.notifying import judged, make_monitor
@@ -772,6 +772,24 @@ def test_the_e_mail_in_flight_when_the_worker_died_may_go_twice_and_no_other(
 
     assert dying.accepted == [INES, MIA, NOAH, NOAH, ZOE]
     assert retried.status == Delivery.Status.DELIVERED
+
+
+def test_a_team_e_mail_cannot_be_sent_outside_a_drain_that_records_who_got_it(
+    team, owner, noah, mailoutbox
+):
+    # Only the drain's thread writes whom a row is done with; a send without
+    # it would mail everyone and write nobody down, so every retry (the row
+    # still pending) would mail them all again.
+    channel = team_mail(team)
+    delivery = channel_events.create(channel, None, None, messages.test(channel.name))
+
+    with pytest.raises(RuntimeError, match="drain"):
+        kinds.kind_for("team_email").send(delivery)
+
+    assert mailoutbox == []
+    delivery.refresh_from_db()
+    assert delivery.done_with == []
+    assert delivery.status == Delivery.Status.PENDING
 
 
 # --- Whom it names, and how it reads ----------------------------------------------

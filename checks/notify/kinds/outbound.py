@@ -81,7 +81,7 @@ class Outbound:
     `async with Outbound() as outbound`."""
 
     def __init__(self, keep: Keeper | None = None) -> None:
-        self._keep = keep or _kept_nowhere
+        self._keep = keep
         self._client = OutboundClient(
             concurrency=CONCURRENCY, per_host_concurrency=PER_HOST
         )
@@ -135,8 +135,22 @@ class Outbound:
         `accounts` (people a team e-mail went to), so that its retry leaves
         them out even if this worker is killed before the attempt ends. From
         any thread; the future is True once written, False when the row is
-        no longer this attempt's (deleted, or its claim was lost)."""
+        no longer this attempt's (deleted, or its claim was lost).
+        RuntimeError outside a drain (see `records`)."""
+        if self._keep is None:
+            raise RuntimeError(
+                "Only a drain records what an attempt is done with: send this "
+                "row with checks.notify.drain.deliver."
+            )
         return self._keep(delivery_id, tuple(accounts))
+
+    @property
+    def records(self) -> bool:
+        """Whether `done_with` writes anywhere: only in a drain. An attempt
+        that must record as it goes (a team e-mail) checks this before it
+        sends anything, so no send outside a drain can leave e-mails sent
+        and nobody written down."""
+        return self._keep is not None
 
     async def proxy(self, max_bytes: int) -> GuardProxy:
         """The batch's filtering proxy (checks.browser.proxy), started on first
@@ -148,14 +162,6 @@ class Outbound:
             self._proxy.max_bytes += max_bytes
             self.proxy_users += 1
             return self._proxy
-
-
-def _kept_nowhere(delivery_id: int, accounts: tuple[int, ...]) -> Future[bool]:
-    # Outside a drain no thread here may write to the database: nothing is
-    # kept (no team e-mail is sent that way).
-    answer: Future[bool] = Future()
-    answer.set_result(True)
-    return answer
 
 
 def run_one(attempt: Attempt) -> Sent:

@@ -173,6 +173,12 @@ class TeamSend(Attempt):
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     async def run(self, outbound: Outbound) -> Sent:
+        if not outbound.records:
+            # Sent this way, whom the row is done with would be written
+            # nowhere and every retry would mail everyone again.
+            raise RuntimeError(
+                "A team e-mail is sent only by a drain, which records who got it."
+            )
         starts_until = time.monotonic() + STARTS_WITHIN_SECONDS
         try:
             return await outbound.blocking(
