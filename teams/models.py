@@ -274,6 +274,12 @@ class Activity(models.Model):
         )
         SECOND_FACTOR_ON = "account.second_factor_on", "Second factor set up"
         SECOND_FACTOR_OFF = "account.second_factor_off", "Second factor turned off"
+        # An administrator removed a person's recovery codes and left their
+        # authenticator: details name the member and whether one is left.
+        RECOVERY_CODES_REMOVED = (
+            "account.recovery_codes_removed",
+            "Recovery codes removed",
+        )
 
     class Via(models.TextChoices):
         DASHBOARD = "dashboard", "the dashboard"
@@ -384,6 +390,9 @@ class Activity(models.Model):
             return f"Removed {d['member']}'s authenticator: their second factor is off"
         if self.kind == kind.SECOND_FACTOR_OFF:
             return "Turned off their second factor"
+        if self.kind == kind.RECOVERY_CODES_REMOVED:
+            left = ": only their authenticator app is left" if d.get("app_left") else ""
+            return f"Removed {d.get('member', 'someone')}'s recovery codes{left}"
         if self.kind == kind.MONITOR_CREATED and d.get("imported"):
             return f"Imported from {d['source']}" if d.get("source") else "Imported"
         if self.kind in words:

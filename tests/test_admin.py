@@ -1239,6 +1239,44 @@ def test_removing_an_authenticator_in_the_admin_is_in_each_of_their_teams_logs(
         ]
 
 
+@pytest.mark.parametrize("how", ["delete page", "delete selected"])
+def test_removing_only_recovery_codes_in_the_admin_is_in_each_of_their_teams_logs(
+    admin_client, admin_user, django_user_model, team, other_team, how
+):
+    olive = django_user_model.objects.create_user("olive")
+    for each in (team, other_team):
+        Membership.objects.create(team=each, user=olive, role=Membership.Role.EDITOR)
+    device = second_factor.start_setup(olive)
+    TOTPDevice.objects.filter(pk=device.pk).update(confirmed=True)
+    second_factor.new_recovery_codes(olive)
+    codes = StaticDevice.objects.get(user=olive)
+
+    if how == "delete page":
+        admin_client.post(admin_url(StaticDevice, "delete", codes.pk), {"post": "yes"})
+    else:
+        admin_client.post(
+            admin_url(StaticDevice, "changelist"),
+            {
+                "action": "delete_selected",
+                "_selected_action": [codes.pk],
+                "post": "yes",
+            },
+        )
+
+    assert not StaticDevice.objects.filter(user=olive).exists()
+    assert TOTPDevice.objects.filter(user=olive, confirmed=True).exists()
+    for each in (team, other_team):
+        entries = Activity.objects.filter(team=each)
+        assert [(e.kind, e.user, e.actor_words, e.what_words) for e in entries] == [
+            (
+                Activity.Kind.RECOVERY_CODES_REMOVED,
+                admin_user,
+                "admin (administration)",
+                "Removed olive's recovery codes: only their authenticator app is left",
+            )
+        ]
+
+
 def test_removing_an_authenticator_never_confirmed_in_the_admin_is_not_logged(
     admin_client, django_user_model, team
 ):

@@ -26,6 +26,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from monitors.admin.teams import _admin
 from monitors.models import Membership
+from teams import second_factor
 from teams.activity import Kind, record_in_their_teams
 from teams.members import member_left
 
@@ -102,4 +103,21 @@ class AuthenticatorAdmin(ShownNotGiven, TOTPDeviceAdmin):
 
 @admin.register(StaticDevice)
 class RecoveryCodesAdmin(ShownNotGiven, StaticDeviceAdmin):
-    pass
+    """Deleting a person's recovery codes leaves them no way in if their
+    phone is lost: each of their teams hears of it, as of a removed
+    authenticator."""
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.delete_queryset(request, StaticDevice.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        with transaction.atomic():
+            for device in queryset.select_related("user"):
+                record_in_their_teams(
+                    _admin(request),
+                    Kind.RECOVERY_CODES_REMOVED,
+                    person=device.user,
+                    member=device.user.get_username(),
+                    app_left=second_factor.authenticator(device.user) is not None,
+                )
+            super().delete_queryset(request, queryset)
