@@ -7,6 +7,7 @@ its access through one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import (
@@ -105,3 +106,57 @@ def with_removable(memberships: QuerySet[Membership]) -> QuerySet[Membership]:
             output_field=BooleanField(),
         ),
     )
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    """What making `member` (read through with_keys_made and with_removable)
+    `role` would do, so the Team page can ask before a change with
+    consequences: write keys turned off, or someone taking away their own
+    right to manage the team (only another owner could give it back)."""
+
+    member: Membership
+    role: str
+    yourself: bool
+
+    @property
+    def refused(self) -> bool:
+        """The team's last owner made anything else (Membership.change_role
+        refuses it)."""
+        return not self.member.removable and self.role != Membership.Role.OWNER
+
+    @property
+    def write_keys_stop(self) -> int:
+        if self.role != Membership.Role.VIEWER or self.member.role == self.role:
+            return 0
+        return int(self.member.write_keys_made)
+
+    @property
+    def steps_down(self) -> bool:
+        return (
+            self.yourself
+            and self.member.role == Membership.Role.OWNER
+            and self.role != Membership.Role.OWNER
+        )
+
+    @property
+    def asks(self) -> bool:
+        return not self.refused and bool(self.write_keys_stop or self.steps_down)
+
+    @property
+    def role_words(self) -> str:
+        """The new role in a sentence: "a viewer"."""
+        return Membership(role=self.role).role_words
+
+    @property
+    def was_words(self) -> str:
+        return self.member.role_words
+
+
+def role_change(membership: Membership, role: str, by: Any) -> RoleChange:
+    member = (
+        with_removable(with_keys_made(Membership.objects.filter(pk=membership.pk)))
+        .select_related("user")
+        .get()
+    )
+    return RoleChange(member, role, yourself=member.user_id == by.pk)

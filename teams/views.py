@@ -22,6 +22,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from checks import storage
 from monitors.dashboard.base import Action, DashboardRequest, forbidden, team_view
@@ -30,7 +31,14 @@ from monitors.models import LastOwnerError, Membership, Monitor, Team
 from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
 from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm
-from teams.members import member_left, role_changed, with_keys_made, with_removable
+from teams.members import (
+    RoleChange,
+    member_left,
+    role_change,
+    role_changed,
+    with_keys_made,
+    with_removable,
+)
 from teams.models import Activity, Invitation, InvitationError
 
 logger = logging.getLogger(__name__)
@@ -262,10 +270,15 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
     form = RoleForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose owner, editor or viewer.")
-        return redirect("team-members")
+        return _back_to_team_page(request)
+    role = form.cleaned_data["role"]
+    if request.POST.get("confirmed") != "yes":
+        change = role_change(membership, role, request.user)
+        if change.asks:
+            return _member_role_question(request, change)
     was = membership.role
     try:
-        membership.change_role(form.cleaned_data["role"])
+        membership.change_role(role)
     except LastOwnerError as exc:
         messages.error(request, str(exc))
     else:
@@ -280,7 +293,27 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
         if revoked:
             said += " " + _write_keys_stopped(revoked, yourself)
         messages.success(request, said)
+    return _back_to_team_page(request)
+
+
+def _back_to_team_page(request: DashboardRequest) -> HttpResponse:
+    if request.htmx:
+        # The whole page changes (the role, what an owner may do), and the
+        # message shows at its top: a page load, not a fragment.
+        return HttpResponseClientRedirect(reverse("team-members"))
     return redirect("team-members")
+
+
+def _member_role_question(
+    request: DashboardRequest, change: RoleChange
+) -> HttpResponse:
+    """Asks before a role change with consequences: a page of its own, or,
+    from the Team page's htmx form, the same question in the member's row."""
+    template = "teams/member_confirm_role.html"
+    if request.htmx:
+        template += "#role-question"
+    context = {"change": change, "inline": bool(request.htmx)}
+    return render(request, template, context)
 
 
 def _write_keys_stopped(count: int, yourself: bool) -> str:

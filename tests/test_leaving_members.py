@@ -5,6 +5,7 @@ admin, or their account was switched off or deleted."""
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from django.urls import reverse
@@ -294,7 +295,9 @@ def test_a_member_made_a_viewer_keeps_no_write_key_they_made(client, team, peopl
     client.force_login(owner)
 
     response = client.post(
-        reverse("member-role", args=[eddie.pk]), {"role": "viewer"}, follow=True
+        reverse("member-role", args=[eddie.pk]),
+        {"role": "viewer", "confirmed": "yes"},
+        follow=True,
     )
 
     said = html.unescape(response.content.decode())
@@ -335,6 +338,122 @@ def test_the_team_page_says_before_a_change_which_keys_making_a_viewer_turns_off
     assert f'aria-describedby="role-keys-{eddie.pk}"' in page
     assert page.count("a viewer also turns off") == 1  # not olive, the last owner
     assert answers(writes) == 200  # only said, nothing turned off yet
+
+
+def test_making_someone_a_viewer_asks_first_when_it_turns_their_keys_off(
+    client, team, people
+):
+    owner, editor, eddie = people
+    editor.first_name, editor.last_name = "Eddie", "Berg"
+    editor.save()
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    ApiKey.issue(team, name="eddie's deploys", created_by=editor)
+    client.force_login(owner)
+
+    asked = client.post(reverse("member-role", args=[eddie.pk]), {"role": "viewer"})
+
+    page = html.unescape(asked.content.decode())
+    assert asked.status_code == 200
+    assert "Make Eddie Berg a viewer?" in page
+    assert (
+        "The 2 API keys Eddie Berg made that can change monitors stop working at "
+        "once: programs using them will need a new key."
+    ) in page
+    assert "Keep them as an editor" in page
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.EDITOR  # nothing done yet
+    assert answers(writes) == 200
+    assert not Activity.objects.filter(kind=Activity.Kind.ROLE_CHANGED).exists()
+
+    # The page's own button says yes.
+    [confirm] = re.findall(r'<form method="post" action="([^"]+/role/)"', page)
+    assert 'name="confirmed" value="yes"' in page
+    done = client.post(confirm, {"role": "viewer", "confirmed": "yes"}, follow=True)
+
+    assert "eddie is now a viewer." in html.unescape(done.content.decode())
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.VIEWER
+    assert answers(writes) == 401
+
+
+def test_from_the_team_pages_htmx_form_the_question_comes_in_the_members_row(
+    client, team, people
+):
+    owner, editor, eddie = people
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    client.force_login(owner)
+    url = reverse("member-role", args=[eddie.pk])
+    team_page = html.unescape(client.get(reverse("team-members")).content.decode())
+    assert f'hx-post="{url}"' in team_page
+
+    asked = client.post(url, {"role": "viewer"}, headers={"HX-Request": "true"})
+
+    fragment = html.unescape(asked.content.decode())
+    assert "<html" not in fragment and "<h1" not in fragment
+    assert "Make eddie a viewer?" in fragment
+    assert "The API key eddie made that can change monitors stops working" in fragment
+    assert 'name="confirmed" value="yes"' in fragment
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.EDITOR
+
+    done = client.post(
+        url, {"role": "viewer", "confirmed": "yes"}, headers={"HX-Request": "true"}
+    )
+
+    # A page load, so the new role and the message show on the whole page.
+    assert done.headers["HX-Redirect"] == reverse("team-members")
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.VIEWER
+    assert answers(writes) == 401
+
+
+def test_an_owner_stepping_down_is_asked_first_and_told_they_cannot_undo_it(
+    client, team, people
+):
+    owner, editor, eddie = people
+    eddie.change_role(Membership.Role.OWNER)
+    olive = Membership.objects.get(team=team, user=owner)
+    client.force_login(owner)
+
+    asked = client.post(reverse("member-role", args=[olive.pk]), {"role": "editor"})
+
+    page = html.unescape(asked.content.decode())
+    assert "Make yourself an editor?" in page
+    assert "Only another owner can make you an owner again." in page
+    assert "Stay an owner" in page
+    olive.refresh_from_db()
+    assert olive.role == Membership.Role.OWNER
+
+
+def test_a_role_change_without_consequences_is_made_at_once(client, team, people):
+    owner, editor, eddie = people
+    ApiKey.issue(team, name="eddie's reports", created_by=editor,
+                 scope=ApiKey.Scope.READ)  # fmt: skip
+    client.force_login(owner)
+
+    made_viewer = client.post(
+        reverse("member-role", args=[eddie.pk]), {"role": "viewer"}
+    )
+
+    assert made_viewer.status_code == 302
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.VIEWER
+
+
+def test_the_last_owner_stepping_down_is_refused_not_asked(client, team, people):
+    owner, _, _ = people
+    olive = Membership.objects.get(team=team, user=owner)
+    client.force_login(owner)
+
+    response = client.post(
+        reverse("member-role", args=[olive.pk]), {"role": "viewer"}, follow=True
+    )
+
+    page = html.unescape(response.content.decode())
+    assert "A team always keeps at least one owner" in page
+    assert "Make yourself a viewer?" not in page
+    olive.refresh_from_db()
+    assert olive.role == Membership.Role.OWNER
 
 
 def test_making_yourself_a_viewer_is_said_in_the_first_person(client, team, people):

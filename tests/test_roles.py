@@ -469,7 +469,9 @@ def test_an_owner_may_step_down_once_someone_else_owns_the_team(client, world):
         reverse("member-role", args=[editor.pk]), {"role": "owner"}, follow=True
     )
     stepped = client.post(
-        reverse("member-role", args=[owner.pk]), {"role": "viewer"}, follow=True
+        reverse("member-role", args=[owner.pk]),
+        {"role": "viewer", "confirmed": "yes"},
+        follow=True,
     )
     # In the words the activity log uses, not the role's capitalised label.
     assert "eddie is now an owner." in text_of(made)

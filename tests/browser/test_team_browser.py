@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from monitors.models import Membership
+from monitors.models import ApiKey, Membership
 from teams.models import Invitation
 from tests.browser.people import sign_in
 from tests.browser.test_layout_browser import (
@@ -98,3 +98,96 @@ def test_an_expired_invitation_is_sent_again_from_a_phone(
     [message] = mailoutbox
     assert message.to == ["sam@example.com"]
     assert page.problems.csp_violations(page) == []
+
+
+@pytest.fixture
+def eddie(team, django_user_model):
+    """An editor with a key that can change monitors and one that only reads."""
+    user = django_user_model.objects.create_user(
+        "eddie", "eddie@example.com", first_name="Eddie", last_name="Berg"
+    )
+    membership = Membership.objects.create(
+        team=team, user=user, role=Membership.Role.EDITOR
+    )
+    _, writes = ApiKey.issue(team, name="eddie's CI", created_by=user)
+    ApiKey.issue(team, name="eddie's reports", created_by=user,
+                 scope=ApiKey.Scope.READ)  # fmt: skip
+    return membership
+
+
+def working_write_keys(membership: Membership) -> int:
+    return (
+        ApiKey.objects.active()
+        .filter(created_by=membership.user, scope=ApiKey.Scope.WRITE)
+        .count()
+    )
+
+
+def test_making_someone_a_viewer_asks_first_in_their_row(
+    browser_page, live_server, member, team, eddie, screenshot
+):
+    page = browser_page
+    sign_in(page)
+    page.goto("/settings/team/")
+
+    page.get_by_label("Role of eddie").select_option("viewer")
+    page.get_by_role("button", name="Change the role of eddie").click()
+
+    question = page.get_by_role("group", name="Make Eddie Berg a viewer?")
+    question.wait_for()
+    # Asked in the member's row, on the same page, nothing done yet.
+    assert page.url.endswith("/settings/team/")
+    assert question.get_by_text(
+        "The API key Eddie Berg made that can change monitors stops working at once"
+    ).is_visible()
+    confirm = question.get_by_role("button", name="Make Eddie Berg a viewer")
+    assert confirm.evaluate("button => button === document.activeElement")
+    assert question.get_by_role("link", name="Keep them as an editor").is_visible()
+    screenshot(page, "team-role-question")
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.EDITOR
+    assert working_write_keys(eddie) == 1
+
+    confirm.click()
+
+    page.get_by_text(
+        "eddie is now a viewer. The API key they made that could change things "
+        "no longer works."
+    ).wait_for()
+    assert page.get_by_label("Role of eddie").input_value() == "viewer"
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.VIEWER
+    assert working_write_keys(eddie) == 0
+    assert page.problems.csp_violations(page) == []
+
+
+def test_without_javascript_the_question_is_a_page_of_its_own(
+    chromium, live_server, member, team, eddie, screenshot, settings
+):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    context = chromium.new_context(base_url=live_server.url, java_script_enabled=False)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    sign_in(page)
+    page.goto("/settings/team/")
+
+    page.get_by_label("Role of eddie").select_option("viewer")
+    page.get_by_role("button", name="Change the role of eddie").click()
+
+    page.get_by_role("heading", name="Make Eddie Berg a viewer?").wait_for()
+    screenshot(page, "team-role-question-no-javascript")
+    page.get_by_role("link", name="Keep them as an editor").click()
+    page.wait_for_url(re.compile(r"/settings/team/$"))
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.EDITOR
+    assert working_write_keys(eddie) == 1
+
+    page.get_by_label("Role of eddie").select_option("viewer")
+    page.get_by_role("button", name="Change the role of eddie").click()
+    page.get_by_role("button", name="Make Eddie Berg a viewer").click()
+
+    page.get_by_text("eddie is now a viewer.").wait_for()
+    eddie.refresh_from_db()
+    assert eddie.role == Membership.Role.VIEWER
+    assert working_write_keys(eddie) == 0
+    context.close()
