@@ -228,7 +228,7 @@ def test_a_changedetection_api_is_read_with_its_key(api, team, site, settings):
     assert any("notification URL" in note for note in item["notes"])
     monitor = Monitor.objects.get(team=team)
     # Every 2 hours there, at a minute and hour of its own here.
-    assert monitor.schedule_cron == "28 1-23/2 * * *"
+    assert monitor.schedule_cron == "36 1-23/2 * * *"
     assert monitor.run_interval_minutes == 2 * 60
     state = PageState.objects.get(monitor=monitor)
     assert state.snapshot.text == "Basic plan 12 EUR\n"

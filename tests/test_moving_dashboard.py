@@ -60,7 +60,7 @@ def test_a_file_is_previewed_and_nothing_is_created_before_confirming(web, team)
     assert response["Location"] == f"/import/{run.pk}/"
     page = web.get(response["Location"]).content.decode()
     assert "Shop: Pricing" in page
-    assert "Every 5 minutes starting at :03, UTC" in page
+    assert "Every 5 minutes starting at :01, UTC" in page
     assert "cloud metadata address" in page
     assert "XPath filter" in page
     assert "Last snapshot kept as the first baseline" in page
@@ -164,7 +164,7 @@ def test_a_changedetection_address_and_key_are_previewed(web, team, site, settin
     )
     assert response.status_code == 302
     page = web.get(response["Location"]).content.decode()
-    assert "Shop: Pricing" in page and "Every 2 hours from 01:28, UTC" in page
+    assert "Shop: Pricing" in page and "Every 2 hours from 01:36, UTC" in page
     wrong = web.post(
         "/import/",
         {"source": "changedetection", "url": site.base_url, "api_key": "nope"},

@@ -31,7 +31,7 @@ def test_importing_a_backup_creates_its_monitors_and_lists_the_rest(team):
     assert report.count("not imported") == 2
     pricing = Monitor.objects.get(team=team, name="Shop: Pricing")
     assert pricing.fetch_with == "browser"
-    assert pricing.schedule_cron == "3-59/5 * * * *"
+    assert pricing.schedule_cron == "1-59/5 * * * *"
     assert pricing.run_interval_minutes == 5
     assert pricing.next_run_at is not None
     widget = Monitor.objects.get(team=team, name="Widget stock")
@@ -236,3 +236,60 @@ def test_the_activity_log_says_a_monitor_was_imported_and_from_where(team):
 
     entry = Activity.objects.get(team=team, kind=Activity.Kind.MONITOR_CREATED)
     assert entry.what_words == "Imported from a list of addresses"
+
+
+# --- spread per team, duplicates however the address is written --------------------
+
+
+def _every_three_hours(count: int) -> bytes:
+    watching = {
+        f"uuid-{n}": {
+            "url": f"https://site{n}.example.com/page",
+            "time_between_check": {"hours": 3},
+            "time_between_check_use_default": False,
+        }
+        for n in range(count)
+    }
+    return json.dumps({"watching": watching, "settings": {}}).encode()
+
+
+def crons_of(items) -> list[str]:
+    return [item.validated["schedule"]["cron"] for item in items]
+
+
+def test_two_teams_importing_the_same_list_run_it_at_different_minutes(
+    team, other_team
+):
+    data = _every_three_hours(60)
+    ours = crons_of(prepared(team, "changedetection", data, "url-watches.json"))
+    theirs = crons_of(prepared(other_team, "changedetection", data, "url-watches.json"))
+
+    # 60 watches over the 180 minutes of the gap: by chance a few share one.
+    assert sum(a == b for a, b in zip(ours, theirs, strict=True)) <= 5
+    # Each team's own import again keeps its schedules.
+    again = crons_of(prepared(team, "changedetection", data, "url-watches.json"))
+    assert again == ours
+
+
+def test_an_address_written_another_way_is_a_duplicate_of_one_the_team_watches(team):
+    first = prepared(team, "csv", b"http://Example.com/pricing\n")
+    importing.run_import(team, first, timezone.now())
+
+    items = prepared(
+        team,
+        "csv",
+        b"http://example.com/pricing\n"
+        b"HTTP://EXAMPLE.COM:80/pricing#plans\n"
+        b"http://example.com/Pricing\n"
+        b"https://example.com/pricing\n",
+    )
+
+    assert [i.duplicate for i in items] == [True, True, False, False]
+
+
+def test_the_same_address_written_two_ways_in_one_source_is_a_duplicate(team):
+    items = prepared(team, "csv", b"http://Example.com/\nhttp://example.com\n")
+
+    first, second = items
+    assert not first.duplicate
+    assert second.duplicate and second.same_address_as == "http://Example.com/"

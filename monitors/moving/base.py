@@ -76,6 +76,9 @@ class Planned:
     same_address_as: str = ""
     # Set by monitors.moving.plan: the serializer's validated data.
     validated: dict[str, Any] | None = None
+    # The source's "every N seconds" (0: none given) when the schedule was
+    # made from it; plan.prepare spreads it again for the importing team.
+    spread_every: float | None = None
 
     @property
     def importable(self) -> bool:
@@ -144,7 +147,7 @@ class Planned:
 
 
 def schedule_for_seconds(
-    seconds: float | None, notes: list[str], address: str = ""
+    seconds: float | None, notes: list[str], address: str = "", team: str = ""
 ) -> dict[str, str]:
     """A cron schedule for "every N seconds": the 5-minute minimum kept (and
     said when it raised the interval), gaps a cron schedule cannot keep
@@ -152,8 +155,9 @@ def schedule_for_seconds(
 
     Each address runs at its own place within the gap (see `_spread`), so
     hundreds of watches checked "every 3 hours" elsewhere do not all run here
-    at :00 of the same hour."""
-    spread = _spread(address)
+    at :00 of the same hour; with `team` (its slug) each team has its own
+    places, so teams importing the same list do not all run it at once."""
+    spread = _spread(address, team)
     if not seconds or seconds <= 0:
         return {"cron": _cron_every(DEFAULT_MINUTES, spread)[0], "timezone": "UTC"}
     wanted = max(1, math.ceil(seconds / 60))
@@ -174,13 +178,15 @@ def schedule_for_seconds(
     return {"cron": cron, "timezone": "UTC"}
 
 
-def _spread(address: str) -> int:
-    """A number fixed by the address alone (not Python's per-process hash()),
-    so importing the same watch again gives the same schedule. No address:
-    no offset, at the start of the gap."""
+def _spread(address: str, team: str = "") -> int:
+    """A number fixed by the address and the team (not Python's per-process
+    hash()), so a team importing the same watch again gives it the same
+    schedule, and another team another one. No address: no offset, at the
+    start of the gap."""
     if not address:
         return 0
-    digest = hashlib.sha256(address.encode()).digest()
+    key = f"{team}\n{address}" if team else address
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
@@ -291,6 +297,7 @@ class Draft:
             notes=notes,
             baselines=[b for b in self.baselines if b.url == url],
             paused=self.paused,
+            spread_every=None if self.cron else self.interval_seconds or 0,
         )
 
 

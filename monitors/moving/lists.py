@@ -59,7 +59,9 @@ def _row(number: int, row: dict[str, str]) -> Planned:
         draft.goal = goal
     planned = draft.plan()
     if schedule and planned.payload is not None:
-        planned.payload["schedule"] = _schedule(schedule, planned.notes, url)
+        planned.payload["schedule"], planned.spread_every = _schedule(
+            schedule, planned.notes, url
+        )
         planned.notes = [n for n in planned.notes if not n.startswith("No check")]
     return planned
 
@@ -67,10 +69,13 @@ def _row(number: int, row: dict[str, str]) -> Planned:
 _PLAIN_EVERY = re.compile(r"every (?P<n>\d{1,4}) (?P<unit>minutes?|mins?|hours?|hrs?)")
 
 
-def _schedule(given: str, notes: list[str], address: str) -> dict[str, str]:
+def _schedule(
+    given: str, notes: list[str], address: str
+) -> tuple[dict[str, str], float | None]:
     """The schedule cell as the API takes it; one that runs more often than
     the minimum is raised to it (and said), as intervals of other tools are.
-    Any other problem is left for the API's validation to name."""
+    Any other problem is left for the API's validation to name. With it,
+    the seconds of a schedule spread over its gap (None: as given)."""
     kind = "cron" if len(given.split()) == 5 else "text"
     try:
         cron, text = (given, None) if kind == "cron" else (None, given)
@@ -81,13 +86,15 @@ def _schedule(given: str, notes: list[str], address: str) -> dict[str, str]:
                 f"“{given}” runs more often than Pagewatch checks: it is checked "
                 f"every {min_interval_words()}."
             )
-            return schedule_for_seconds(min_interval_minutes() * 60, [], address)
+            seconds = min_interval_minutes() * 60
+            return schedule_for_seconds(seconds, [], address), seconds
         if every := _PLAIN_EVERY.fullmatch(given.strip().lower()):
             # A gap a schedule cannot keep evenly ("every 7 minutes"): rounded
             # up, and said, as another tool's interval is.
             unit = 3600 if every["unit"].startswith("h") else 60
-            return schedule_for_seconds(int(every["n"]) * unit, notes, address)
-    return {kind: given, "timezone": "UTC"}
+            seconds = int(every["n"]) * unit
+            return schedule_for_seconds(seconds, notes, address), seconds
+    return {kind: given, "timezone": "UTC"}, None
 
 
 class Lists(Source):

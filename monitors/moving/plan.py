@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from checks.crawl.scope import canonical
 from monitors.api.errors import flatten_errors, format_path
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.models import Target, Team
-from monitors.moving.base import Planned
+from monitors.moving.base import Planned, schedule_for_seconds
 from monitors.rules_problems import unstorable_problem
 
 _STATUS_KEYS = ("status",)
@@ -69,23 +70,46 @@ def mark_duplicates(team: Team, items: Iterable[Planned]) -> None:
     mark_duplicates_of(watched_urls(team), items)
 
 
+def same_page(url: str) -> str:
+    """What two ways of writing one address share, as a check fetches them:
+    the scheme's and the host's case, a default port, an empty path and a
+    fragment make no difference (http://Example.com/ is http://example.com);
+    the path and the query's values do (checks.crawl.scope.canonical)."""
+    return canonical(url.strip()) or url.strip()
+
+
 def mark_duplicates_of(watched: set[str], items: Iterable[Planned]) -> None:
     """As mark_duplicates, given the addresses watched already; an item that
-    repeats one of an earlier item's is told which (`same_address_as`)."""
+    repeats one of an earlier item's is told which (`same_address_as`).
+    Addresses are compared as the same page (`same_page`), not as written."""
+    watched = {same_page(url) for url in watched}
     earlier: dict[str, str] = {}
     for item in items:
         if not item.importable:
             continue
-        item.duplicate = any(url in watched or url in earlier for url in item.urls)
-        if not any(url in watched for url in item.urls):
+        pages = [same_page(url) for url in item.urls]
+        item.duplicate = any(page in watched or page in earlier for page in pages)
+        if not any(page in watched for page in pages):
             item.same_address_as = next(
-                (earlier[url] for url in item.urls if url in earlier), ""
+                (earlier[page] for page in pages if page in earlier), ""
             )
-        for url in item.urls:
-            earlier.setdefault(url, item.label)
+        for page in pages:
+            earlier.setdefault(page, item.label)
+
+
+def spread_for(team: Team, items: Iterable[Planned]) -> None:
+    """Schedules made from another tool's interval, spread over their gap
+    for this team (base._spread): two teams importing the same list do not
+    both check each address at the same minute."""
+    for item in items:
+        if item.spread_every is not None and item.payload is not None and item.urls:
+            item.payload["schedule"] = schedule_for_seconds(
+                item.spread_every, [], item.urls[0], team.slug
+            )
 
 
 def prepare(team: Team, items: list[Planned]) -> list[Planned]:
+    spread_for(team, items)
     validate(items)
     mark_duplicates(team, items)
     return items

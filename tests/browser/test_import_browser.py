@@ -42,7 +42,7 @@ def test_a_backup_is_previewed_then_imported(
 
     table = page.get_by_role("table", name="Preview of the import")
     expect(table).to_contain_text("Shop: Pricing")
-    expect(table).to_contain_text("Every 5 minutes starting at :03, UTC")
+    expect(table).to_contain_text("Every 5 minutes starting at :01, UTC")
     expect(table).to_contain_text("cloud metadata address")
     expect(table).to_contain_text("XPath filter")
     screenshot(page, "import-preview")
