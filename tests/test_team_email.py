@@ -24,6 +24,7 @@ from checks.notify import digests, drain, kinds, messages, sweep
 from checks.notify.kinds import team_email
 from monitors.models import Channel, Membership, MonitorChannel
 from tests.notifying import judged, make_monitor
+from tests.smtp import MailServer
 
 pytest_plugins = ["tests.notifying"]
 
@@ -625,6 +626,37 @@ def test_the_e_mail_in_flight_when_the_mail_server_timed_out_goes_again_and_no_o
     assert hanging.accepted == [INES, MIA, MIA, NOAH]
     assert retried.status == Delivery.Status.DELIVERED
     assert retried.attempt_log.last().response_body == f"Sent to {MIA}, {NOAH}."
+
+
+def test_a_real_mail_server_that_took_an_e_mail_and_never_answered_gets_it_again(
+    team, owner, noah, ines, settings, monkeypatch
+):
+    server = MailServer()
+    settings.MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {"host": "127.0.0.1", "port": server.port, "timeout": 5},
+        }
+    }
+    monkeypatch.setattr(team_email, "SEND_TIMEOUT_SECONDS", 1)
+    channel = team_mail(team, recipients=[MIA, NOAH, INES])
+    # Ines's is answered; Mia's is taken and never answered.
+    server.answers = 1
+    try:
+        delivery = channel_events.send_test(channel)
+
+        assert server.silent.is_set()
+        assert delivery.status == Delivery.Status.PENDING
+        assert delivery.done_with == [ines.pk]
+
+        server.answers = None
+        retried = retry_now(delivery)
+
+        assert retried.status == Delivery.Status.DELIVERED
+    finally:
+        server.close()
+    # Mia's twice (the server did take it), Noah's once, Ines's once.
+    assert server.taken == [INES, MIA, MIA, NOAH]
 
 
 def test_an_e_mail_the_mail_server_never_answered_is_not_lost_when_it_never_arrived(

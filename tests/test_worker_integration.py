@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import socket
-import socketserver
 import subprocess
 import sys
 import threading
@@ -43,6 +42,7 @@ from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, Membership, Monitor, Target
 from tests.sites import Request, Site
+from tests.smtp import MailServer
 from tests.test_crawl import build_site, nav
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -807,69 +807,6 @@ def test_on_the_notify_worker_receivers_that_hang_hold_up_no_other_channel(
 
 
 # --- a team e-mail whose worker is killed in the middle ---------------------------
-
-
-class MailServer(socketserver.ThreadingTCPServer):
-    """Just enough SMTP on 127.0.0.1 for Django's SMTP backend: it notes the
-    recipients of every message it takes and, after `answers` messages, takes
-    the next one and never answers, as a server does when the sender dies
-    before its answer arrives."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _MailConversation)
-        self.taken: list[str] = []
-        self.answers: int | None = None
-        self.silent = threading.Event()
-        self.lock = threading.Lock()
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return self.server_address[1]
-
-    def close(self) -> None:
-        self.shutdown()
-        self.server_close()
-
-
-class _MailConversation(socketserver.StreamRequestHandler):
-    server: MailServer
-
-    def say(self, line: str) -> None:
-        self.wfile.write(f"{line}\r\n".encode())
-
-    def handle(self) -> None:
-        self.say("220 stand-in ESMTP")
-        recipients: list[str] = []
-        while line := self.rfile.readline():
-            verb = line[:4].decode().upper()
-            if verb == "DATA":
-                self.say("354 go on")
-                while self.rfile.readline() not in (b".\r\n", b""):
-                    pass
-                with self.server.lock:
-                    self.server.taken.extend(recipients)
-                    answers = self.server.answers
-                    silent = answers is not None and len(self.server.taken) > answers
-                if silent:
-                    self.server.silent.set()
-                    self.rfile.readline()  # until the sender is gone
-                    return
-                self.say("250 taken")
-            elif verb == "RCPT":
-                recipients.append(line.decode().split(":", 1)[1].strip().strip("<>"))
-                self.say("250 ok")
-            elif verb == "MAIL":
-                recipients = []
-                self.say("250 ok")
-            elif verb == "QUIT":
-                self.say("221 bye")
-                return
-            else:  # EHLO, HELO, RSET, NOOP
-                self.say("250 stand-in")
 
 
 def test_a_team_e_mail_killed_mid_send_goes_to_nobody_twice_but_the_one_in_flight(
