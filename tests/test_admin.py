@@ -1277,6 +1277,20 @@ def test_removing_only_recovery_codes_in_the_admin_is_in_each_of_their_teams_log
         ]
 
 
+def test_removing_recovery_codes_left_without_an_authenticator_says_only_that(
+    admin_client, django_user_model, team
+):
+    olive = django_user_model.objects.create_user("olive")
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.EDITOR)
+    second_factor.new_recovery_codes(olive)
+    codes = StaticDevice.objects.get(user=olive)
+
+    admin_client.post(admin_url(StaticDevice, "delete", codes.pk), {"post": "yes"})
+
+    [entry] = Activity.objects.filter(team=team)
+    assert entry.what_words == "Removed olive's recovery codes"
+
+
 def test_removing_an_authenticator_never_confirmed_in_the_admin_is_not_logged(
     admin_client, django_user_model, team
 ):
