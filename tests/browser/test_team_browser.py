@@ -158,6 +158,12 @@ def test_making_someone_a_viewer_asks_first_in_their_row(
     eddie.refresh_from_db()
     assert eddie.role == Membership.Role.VIEWER
     assert working_write_keys(eddie) == 0
+
+    # The team's only owner stepping down is refused, not asked.
+    page.get_by_label("Role of olive").select_option("viewer")
+    page.get_by_role("button", name="Change the role of olive").click()
+    page.get_by_text("A team always keeps at least one owner").wait_for()
+    assert page.get_by_label("Role of olive").input_value() == "owner"
     assert page.problems.csp_violations(page) == []
 
 
