@@ -56,7 +56,8 @@ def clock():
 
 
 def iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """Firecrawl's format (JavaScript's toISOString): milliseconds and "Z"."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def body(**overrides: Any) -> dict[str, Any]:
@@ -99,7 +100,7 @@ def test_create_answers_200_with_the_stored_monitor(api, team, clock):
     assert data["name"] == "Pricing page"
     assert data["status"] == "active"
     assert data["schedule"] == {"cron": "*/30 * * * *", "timezone": "UTC"}
-    assert data["nextRunAt"] == "2026-05-16T15:30:00Z"
+    assert data["nextRunAt"] == "2026-05-16T15:30:00.000Z"
     assert monitor.next_run_at == datetime(2026, 5, 16, 15, 30, tzinfo=UTC)
     assert data["lastRunAt"] is None
     assert data["currentCheckId"] is None
@@ -403,12 +404,12 @@ def test_schedule_without_timezone_keeps_the_monitors_zone(api, clock):
     created = create(
         api, schedule={"text": "daily at 9am", "timezone": "Europe/Berlin"}
     )
-    assert created["nextRunAt"] == "2026-05-17T07:00:00Z"
+    assert created["nextRunAt"] == "2026-05-17T07:00:00.000Z"
 
     data = update(api, created["id"], {"schedule": {"cron": "30 18 * * *"}})
 
     assert data["schedule"] == {"cron": "30 18 * * *", "timezone": "Europe/Berlin"}
-    assert data["nextRunAt"] == "2026-05-16T16:30:00Z"
+    assert data["nextRunAt"] == "2026-05-16T16:30:00.000Z"
     monitor = Monitor.objects.get(pk=created["id"])
     assert monitor.schedule_timezone == "Europe/Berlin"
     assert monitor.next_run_at == datetime(2026, 5, 16, 16, 30, tzinfo=UTC)
@@ -424,7 +425,7 @@ def test_schedule_with_timezone_moves_the_monitor_to_that_zone(api, clock):
         {"schedule": {"text": "daily at 9am", "timezone": "America/New_York"}},
     )
     assert data["schedule"] == {"cron": "0 9 * * *", "timezone": "America/New_York"}
-    assert data["nextRunAt"] == "2026-05-17T13:00:00Z"
+    assert data["nextRunAt"] == "2026-05-17T13:00:00.000Z"
 
 
 def test_schedule_with_only_a_timezone_moves_the_current_cron_to_it(api, clock):
@@ -432,7 +433,7 @@ def test_schedule_with_only_a_timezone_moves_the_current_cron_to_it(api, clock):
     created = create(api, schedule={"text": "daily at 9am"})
     data = update(api, created["id"], {"schedule": {"timezone": "Asia/Tokyo"}})
     assert data["schedule"] == {"cron": "0 9 * * *", "timezone": "Asia/Tokyo"}
-    assert data["nextRunAt"] == "2026-05-17T00:00:00Z"
+    assert data["nextRunAt"] == "2026-05-17T00:00:00.000Z"
 
 
 def test_update_without_schedule_keeps_next_run_at(api, clock):
@@ -590,7 +591,7 @@ def test_resuming_computes_next_run_at_from_now(api, clock):
 
     data = update(api, created["id"], {"status": "active"})
 
-    assert (data["status"], data["nextRunAt"]) == ("active", "2026-05-20T09:00:00Z")
+    assert (data["status"], data["nextRunAt"]) == ("active", "2026-05-20T09:00:00.000Z")
     monitor = Monitor.objects.get(pk=created["id"])
     assert monitor.next_run_at == datetime(2026, 5, 20, 9, 0, tzinfo=UTC)
 
@@ -601,7 +602,7 @@ def test_resuming_with_a_new_schedule_uses_the_new_schedule(api, clock):
     data = update(
         api, created["id"], {"status": "active", "schedule": {"text": "daily at 6pm"}}
     )
-    assert data["nextRunAt"] == "2026-05-16T18:00:00Z"
+    assert data["nextRunAt"] == "2026-05-16T18:00:00.000Z"
 
 
 def test_pausing_twice_and_resuming_an_active_monitor_change_nothing(api, clock):
@@ -721,15 +722,15 @@ def test_update_without_notification_leaves_subscriptions_alone(api, member):
 @pytest.mark.parametrize(
     ("text", "cron", "next_run"),
     [
-        ("every 30 minutes", "*/30 * * * *", "2026-05-16T15:30:00Z"),
-        ("every 15 minutes starting at :07", "7-59/15 * * * *", "2026-05-16T15:22:00Z"),
-        ("hourly", "0 * * * *", "2026-05-16T16:00:00Z"),
-        ("every 2 hours", "0 */2 * * *", "2026-05-16T16:00:00Z"),
-        ("daily", "0 0 * * *", "2026-05-17T00:00:00Z"),
-        ("daily at 9:00", "0 9 * * *", "2026-05-17T09:00:00Z"),
-        ("Daily at 5:30 P.M.", "30 17 * * *", "2026-05-16T17:30:00Z"),
-        ("weekly", "0 0 * * 0", "2026-05-17T00:00:00Z"),
-        ("every weekday at 9am", "0 9 * * 1-5", "2026-05-18T09:00:00Z"),
+        ("every 30 minutes", "*/30 * * * *", "2026-05-16T15:30:00.000Z"),
+        ("every 15 minutes starting at :07", "7-59/15 * * * *", "2026-05-16T15:22:00.000Z"),
+        ("hourly", "0 * * * *", "2026-05-16T16:00:00.000Z"),
+        ("every 2 hours", "0 */2 * * *", "2026-05-16T16:00:00.000Z"),
+        ("daily", "0 0 * * *", "2026-05-17T00:00:00.000Z"),
+        ("daily at 9:00", "0 9 * * *", "2026-05-17T09:00:00.000Z"),
+        ("Daily at 5:30 P.M.", "30 17 * * *", "2026-05-16T17:30:00.000Z"),
+        ("weekly", "0 0 * * 0", "2026-05-17T00:00:00.000Z"),
+        ("every weekday at 9am", "0 9 * * 1-5", "2026-05-18T09:00:00.000Z"),
     ],
 )
 def test_schedule_text_is_stored_as_cron_with_its_next_run(
@@ -750,8 +751,8 @@ def test_daily_schedule_follows_the_zone_across_spring_forward(api):
         after = create(
             api, schedule={"text": "daily at 9am", "timezone": "Europe/Berlin"}
         )
-    assert before["nextRunAt"] == "2026-03-28T08:00:00Z"
-    assert after["nextRunAt"] == "2026-03-29T07:00:00Z"
+    assert before["nextRunAt"] == "2026-03-28T08:00:00.000Z"
+    assert after["nextRunAt"] == "2026-03-29T07:00:00.000Z"
 
 
 def test_time_skipped_by_spring_forward_runs_at_the_first_valid_minute(api):
@@ -760,7 +761,7 @@ def test_time_skipped_by_spring_forward_runs_at_the_first_valid_minute(api):
         data = create(
             api, schedule={"cron": "30 2 * * *", "timezone": "America/New_York"}
         )
-    assert data["nextRunAt"] == "2026-03-08T07:00:00Z"
+    assert data["nextRunAt"] == "2026-03-08T07:00:00.000Z"
 
 
 def test_resuming_inside_a_repeated_fall_back_hour_never_goes_back_in_time(api):
@@ -772,7 +773,7 @@ def test_resuming_inside_a_repeated_fall_back_hour_never_goes_back_in_time(api):
         update(api, created["id"], {"status": "paused"})
     with time_machine.travel(datetime(2026, 11, 1, 6, 10, tzinfo=UTC), tick=False):
         data = update(api, created["id"], {"status": "active"})
-    assert data["nextRunAt"] == "2026-11-02T06:30:00Z"
+    assert data["nextRunAt"] == "2026-11-02T06:30:00.000Z"
 
 
 # ------------------------------------------------------------------ fetchWith

@@ -63,8 +63,8 @@ def test_credit_usage_reports_what_the_teams_allowance_has_left_this_month(
 
     assert usage.remaining_credits == 1000 - 40 - 7
     assert usage.plan_credits == 1000
-    assert usage.billing_period_start == "2026-11-01T00:00:00Z"
-    assert usage.billing_period_end == "2026-12-01T00:00:00Z"
+    assert usage.billing_period_start == "2026-11-01T00:00:00.000Z"
+    assert usage.billing_period_end == "2026-12-01T00:00:00.000Z"
 
 
 def test_a_team_without_an_allowance_reports_plenty_left_and_no_plan(
@@ -81,8 +81,8 @@ def test_a_team_without_an_allowance_reports_plenty_left_and_no_plan(
             "remainingCredits": 99_999_999,
             "planCredits": None,
             "creditsUsed": 47,
-            "billingPeriodStart": "2026-11-01T00:00:00Z",
-            "billingPeriodEnd": "2026-12-01T00:00:00Z",
+            "billingPeriodStart": "2026-11-01T00:00:00.000Z",
+            "billingPeriodEnd": "2026-12-01T00:00:00.000Z",
         },
     }
 
@@ -102,8 +102,8 @@ def test_the_december_billing_period_ends_on_the_first_of_january(sdk, team):
         usage = sdk.get_credit_usage()
 
     assert (usage.billing_period_start, usage.billing_period_end) == (
-        "2026-12-01T00:00:00Z",
-        "2027-01-01T00:00:00Z",
+        "2026-12-01T00:00:00.000Z",
+        "2027-01-01T00:00:00.000Z",
     )
 
 

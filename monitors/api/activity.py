@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from monitors.api.base import ApiView
+from monitors.api.timestamps import TimestampField, wire_time
 from monitors.api.views import RESPONSE_HEADERS, error_responses, int_param
 from teams.models import Activity
 
@@ -21,7 +22,7 @@ ENTRY = inline_serializer(
     "ActivityEntry",
     {
         "id": serializers.IntegerField(),
-        "at": serializers.DateTimeField(),
+        "at": TimestampField(),
         "kind": serializers.ChoiceField(choices=Activity.Kind.values),
         "via": serializers.ChoiceField(choices=Activity.Via.values),
         "actor": inline_serializer(
@@ -72,7 +73,7 @@ def actor(entry: Activity) -> dict[str, str]:
 def render_entry(entry: Activity) -> dict[str, Any]:
     return {
         "id": entry.pk,
-        "at": entry.at.isoformat().replace("+00:00", "Z"),
+        "at": wire_time(entry.at),
         "kind": entry.kind,
         "via": entry.via,
         "actor": actor(entry),

@@ -24,6 +24,7 @@ from checks.notify import digests, kinds
 from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
+from monitors.api.timestamps import wire_time
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import Channel, Team
 from teams.activity import Actor, Kind, record
@@ -31,10 +32,6 @@ from teams.activity import Actor, Kind, record
 NAME_MAX = 120
 FAILING_AFTER_MAX = 100
 SETTINGS_MAX_CHARS = 4000
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class KindField(serializers.CharField):
@@ -204,10 +201,10 @@ class ChannelSerializer(serializers.Serializer):
         return channel.digest_at.strftime("%H:%M") if channel.digest_at else None
 
     def get_createdAt(self, channel: Channel) -> str:  # noqa: N802
-        return _iso(channel.created_at)
+        return wire_time(channel.created_at)
 
     def get_updatedAt(self, channel: Channel) -> str:  # noqa: N802
-        return _iso(channel.updated_at)
+        return wire_time(channel.updated_at)
 
 
 CHANNEL_ENVELOPE = envelope("ChannelResponse", ChannelSerializer())

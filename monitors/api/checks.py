@@ -32,6 +32,7 @@ from checks.targets.options import StrictCharField, StrictMixin
 from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.representation import SummarySerializer
+from monitors.api.timestamps import TimestampField
 from monitors.api.views import (
     ERROR,
     ERRORS,
@@ -86,9 +87,9 @@ class CheckSerializer(serializers.Serializer):
     monitorId = serializers.UUIDField(source="monitor_id")
     status = serializers.ChoiceField(choices=Check.Status.choices)
     trigger = serializers.ChoiceField(choices=Check.Trigger.choices)
-    scheduledFor = serializers.DateTimeField(source="scheduled_for", allow_null=True)
-    startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
-    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
+    scheduledFor = TimestampField(source="scheduled_for", allow_null=True)
+    startedAt = TimestampField(source="started_at", allow_null=True)
+    finishedAt = TimestampField(source="finished_at", allow_null=True)
     estimatedCredits = serializers.IntegerField(source="estimated_credits")
     reservedCredits = serializers.IntegerField(source="reserved_credits")
     actualCredits = serializers.IntegerField(source="actual_credits", allow_null=True)
@@ -101,8 +102,8 @@ class CheckSerializer(serializers.Serializer):
         source="notification_status", allow_null=True
     )
     error = serializers.CharField(allow_null=True)
-    createdAt = serializers.DateTimeField(source="created_at")
-    updatedAt = serializers.DateTimeField(source="updated_at")
+    createdAt = TimestampField(source="created_at")
+    updatedAt = TimestampField(source="updated_at")
 
     @extend_schema_field(SummarySerializer)
     def get_summary(self, check: Check) -> dict[str, int]:
@@ -137,7 +138,7 @@ class PageSerializer(serializers.Serializer):
     summary = serializers.CharField(
         allow_null=True, help_text="Pagewatch extension: the summary format's text"
     )
-    createdAt = serializers.DateTimeField(source="created_at")
+    createdAt = TimestampField(source="created_at")
 
     @extend_schema_field(serializers.DictField())
     def get_metadata(self, page: PageResult) -> dict[str, Any]:

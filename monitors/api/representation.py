@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import datetime, tzinfo
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import ISO_8601, serializers
-from rest_framework.settings import api_settings
+from rest_framework import serializers
 
 from checks.models import SUMMARY_KEYS
 from monitors.api.serializers import (
@@ -22,6 +21,7 @@ from monitors.api.serializers import (
     WebhookSerializer,
     target_representation,
 )
+from monitors.api.timestamps import TimestampField, wire_time
 from monitors.models import EmailRecipient, Monitor
 from monitors.unavailable import unavailable
 
@@ -47,12 +47,6 @@ class EmailSubscriptionSerializer(serializers.Serializer):
     confirmationEmailSent = serializers.BooleanField()
 
 
-def _iso(value: datetime, zone: tzinfo) -> str:
-    """DRF's DateTimeField output (ISO 8601 in the current zone, "Z" for UTC)."""
-    text = value.astimezone(zone).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
 def _reader(serializer: serializers.Serializer, field: Any) -> Callable[[Any], Any]:
     """A function giving one field's output for an instance, as DRF would."""
     if isinstance(field, serializers.SerializerMethodField):
@@ -61,12 +55,8 @@ def _reader(serializer: serializers.Serializer, field: Any) -> Callable[[Any], A
     if not simple:
         return lambda instance: _generic(field, instance)
     convert = field.to_representation
-    output = getattr(field, "format", api_settings.DATETIME_FORMAT)
-    if isinstance(field, serializers.DateTimeField):
-        if isinstance(output, str) and output.lower() == ISO_8601:
-            # The current zone, looked up once per serializer, not per value.
-            zone = timezone.get_current_timezone()
-            convert = functools.partial(_iso, zone=zone)
+    if isinstance(field, TimestampField):
+        convert = wire_time
     elif isinstance(field, serializers.UUIDField):
         convert = str if field.uuid_format == "hex_verbose" else convert
     source = field.source
@@ -90,8 +80,8 @@ class MonitorSerializer(serializers.Serializer):
     name = serializers.CharField()
     status = serializers.ChoiceField(choices=Monitor.Status.choices)
     schedule = serializers.SerializerMethodField()
-    nextRunAt = serializers.DateTimeField(source="next_run_at", allow_null=True)
-    lastRunAt = serializers.DateTimeField(source="last_run_at", allow_null=True)
+    nextRunAt = TimestampField(source="next_run_at", allow_null=True)
+    lastRunAt = TimestampField(source="last_run_at", allow_null=True)
     currentCheckId = serializers.UUIDField(source="current_check_id", allow_null=True)
     targets = serializers.SerializerMethodField()
     webhook = serializers.SerializerMethodField()
@@ -127,8 +117,8 @@ class MonitorSerializer(serializers.Serializer):
             "address answer 404. Null when the team has turned feeds off."
         )
     )
-    createdAt = serializers.DateTimeField(source="created_at")
-    updatedAt = serializers.DateTimeField(source="updated_at")
+    createdAt = TimestampField(source="created_at")
+    updatedAt = TimestampField(source="updated_at")
 
     def _now(self) -> datetime:
         return self.context.get("now") or timezone.now()

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from checks.models import Check, month_start
 from monitors.api.base import ApiView
+from monitors.api.timestamps import TimestampField, wire_time
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 
 # What a team without a monthly allowance reports as left: the figure
@@ -40,8 +41,8 @@ CREDIT_USAGE = envelope(
                 help_text="Pagewatch extension: used this month, including "
                 "credits held by checks still running."
             ),
-            "billingPeriodStart": serializers.DateTimeField(),
-            "billingPeriodEnd": serializers.DateTimeField(
+            "billingPeriodStart": TimestampField(),
+            "billingPeriodEnd": TimestampField(
                 help_text="When the next month's allowance starts."
             ),
         },
@@ -59,7 +60,7 @@ QUEUE_STATUS = inline_serializer(
         "waitingJobsInQueue": serializers.IntegerField(
             help_text="Checks waiting for a worker."
         ),
-        "mostRecentSuccess": serializers.DateTimeField(
+        "mostRecentSuccess": TimestampField(
             allow_null=True, help_text="When a check of the team last completed."
         ),
     },
@@ -67,7 +68,7 @@ QUEUE_STATUS = inline_serializer(
 
 
 def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat().replace("+00:00", "Z") if moment else None
+    return wire_time(moment) if moment else None
 
 
 def _next_month(start: datetime) -> datetime:
