@@ -723,7 +723,11 @@ def test_update_without_notification_leaves_subscriptions_alone(api, member):
     ("text", "cron", "next_run"),
     [
         ("every 30 minutes", "*/30 * * * *", "2026-05-16T15:30:00.000Z"),
-        ("every 15 minutes starting at :07", "7-59/15 * * * *", "2026-05-16T15:22:00.000Z"),
+        (
+            "every 15 minutes starting at :07",
+            "7-59/15 * * * *",
+            "2026-05-16T15:22:00.000Z",
+        ),
         ("hourly", "0 * * * *", "2026-05-16T16:00:00.000Z"),
         ("every 2 hours", "0 */2 * * *", "2026-05-16T16:00:00.000Z"),
         ("daily", "0 0 * * *", "2026-05-17T00:00:00.000Z"),
