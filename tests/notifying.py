@@ -178,10 +178,10 @@ def judged(meaningful: bool) -> dict[str, Any]:
 
 def markdown_diff(before: str = "$19", after: str = "$24") -> dict[str, Any]:
     text = (
-        "--- previous.md\n+++ current.md\n@@ -1,2 +1,2 @@\n # Plans\n"
+        "--- previous\n+++ current\n@@ -1,2 +1,2 @@\n # Plans\n"
         f"-Pro {before}/mo\n+Pro {after}/mo\n"
     )
-    return {"text": text, "json": {"files": [{"from": "previous.md", "chunks": []}]}}
+    return {"text": text, "json": {"files": [{"from": "previous", "chunks": []}]}}
 
 
 class Scenario:

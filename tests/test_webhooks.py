@@ -118,7 +118,7 @@ def test_a_check_sends_one_page_event_per_non_removed_page_and_one_completion(
     assert page["isMeaningful"] is True
     assert page["judgment"] == judged(True)
     assert set(page["diff"]) == {"text"}  # the markdown AST stays out
-    assert page["diff"]["text"].startswith("--- previous.md")
+    assert page["diff"]["text"].startswith("--- previous\n+++ current\n")
     assert page["previousScrapeId"] and page["currentScrapeId"]
     assert requests[1].header("X-Firecrawl-Scrape-Id") == page["currentScrapeId"]
 
