@@ -7,7 +7,7 @@ import socket
 import time
 import uuid
 import zlib
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 import pytest
@@ -727,6 +727,11 @@ def test_max_age_reuses_a_recent_fetch_without_fetching(team, site):
     page = page_of(second, url)
     assert page.status == PageResult.Status.SAME
     assert page.metadata["cacheState"] == "hit"
+    # When the copy was fetched, as Firecrawl writes a moment (milliseconds, Z).
+    cached_at = PageState.objects.get().cached_at
+    assert page.metadata["cachedAt"] == cached_at.astimezone(UTC).isoformat(
+        timespec="milliseconds"
+    ).replace("+00:00", "Z")
     assert page.metadata["title"] == "Pricing" and page.status_code == 200
     assert page.current_snapshot_id == page_of(first, url).current_snapshot_id
     assert page.current_scrape_id != page_of(first, url).current_scrape_id

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -170,7 +170,10 @@ def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome 
     metadata |= {
         "creditsUsed": job.credits,
         "cacheState": "hit",
-        "cachedAt": cached_at.isoformat().replace("+00:00", "Z"),
+        # As Firecrawl writes moments (toISOString): UTC, milliseconds, "Z".
+        "cachedAt": cached_at.astimezone(UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z"),
     }
     return Outcome(
         PageResult.Status.SAME,
