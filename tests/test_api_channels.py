@@ -56,6 +56,37 @@ def test_creating_a_channel_stores_it_for_the_team_with_default_events(api, team
     }  # fmt: skip
 
 
+def test_a_webhook_channel_comes_with_the_signing_secret_before_it_sends(api, team):
+    # As a monitor's webhook does: the receiver's developer can copy the
+    # secret from the Team page before the first message arrives signed.
+    assert team.webhook_secret == ""
+    data(
+        api.post(
+            "/v2/channels",
+            {
+                "name": "Chat",
+                "kind": "slack_webhook",
+                "settings": {"url": "https://hooks.slack.com/services/T0/B0/x"},
+            },
+            format="json",
+        )
+    )
+    team.refresh_from_db()
+    assert team.webhook_secret == ""  # Slack does not check signatures
+
+    data(
+        api.post(
+            "/v2/channels",
+            {"name": "Ops", "kind": "webhook", "settings": {"url": "https://ex.com/h"}},
+            format="json",
+        )
+    )
+
+    team.refresh_from_db()
+    assert team.webhook_secret.startswith("whsec_")
+    assert not Delivery.objects.exists()
+
+
 def test_an_apprise_url_is_write_only_and_shown_masked(api):
     url = "tgram://123456789:AAHsecretsecretsecret/987654"
     created = data(

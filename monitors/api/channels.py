@@ -140,6 +140,9 @@ def save_channel(
         _apply(channel, data)
         digests.schedule(channel, now)
         channel.save()
+        kind = kinds.kind_for(channel.kind)
+        if kind is not None and kind.signed:
+            team.ensure_webhook_secret()
     return channel
 
 

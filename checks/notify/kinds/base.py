@@ -56,6 +56,9 @@ class ChannelKind:
     # `notification.email`): its deliveries make up the check's
     # notificationStatus, and teams cannot add it on the Channels page.
     own_only: ClassVar[bool] = False
+    # Its messages are signed with the team's webhook secret, which is then
+    # made with the channel, so it can be shown before the first message.
+    signed: ClassVar[bool] = False
 
     def from_monitor(self, monitor: Monitor) -> dict[str, Any]:
         """An own-only kind's settings, read from the monitor's Firecrawl

@@ -62,6 +62,7 @@ class FirecrawlWebhookKind(ChannelKind):
         "events, signed with the team's secret. Set with the monitor."
     )
     own_only = True
+    signed = True
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
         # Validated by the monitor's API serializer and form (the webhook field).

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 class WebhookKind(ChannelKind):
     name = "webhook"
     label = "Webhook"
+    signed = True
     help = (
         "Sends each message to an address your developers set up, signed "
         "with the team's secret so the receiver can tell it came from Pagewatch."
