@@ -87,6 +87,30 @@ def test_a_webhook_channel_comes_with_the_signing_secret_before_it_sends(api, te
     assert not Delivery.objects.exists()
 
 
+def test_a_channel_test_is_sent_by_the_request_alone_not_queued_for_a_worker_too(
+    api, site, hook, django_capture_on_commit_callbacks
+):
+    # Queued as well, a worker could take the message first: the request then
+    # found nothing to send and answered "not delivered" with no reason,
+    # though the service had it.
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": "Hook", "kind": "webhook", "settings": {"url": site.url("/hook")}},
+            format="json",
+        )
+    )
+
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        result = data(api.post(f"/v2/channels/{created['id']}/test"))
+
+    assert queued == []
+    assert result["delivered"] is True and result["statusCode"] == 200
+    assert len(hook) == 1
+    delivery = Delivery.objects.get(channel_id=created["id"])
+    assert delivery.status == "delivered" and delivery.attempts == 1
+
+
 def test_an_apprise_url_is_write_only_and_shown_masked(api):
     url = "tgram://123456789:AAHsecretsecretsecret/987654"
     created = data(

@@ -139,5 +139,7 @@ def send_test(channel: Channel) -> Delivery:
     """A test message, sent now in this process so the caller can show what
     the service answered; recorded as an outbox row like any other."""
     with transaction.atomic():
-        delivery = create(channel, None, None, messages.test(channel.name))
+        delivery = outbox.create_unqueued(
+            **_row(channel, None, None, messages.test(channel.name))
+        )
     return drain.deliver(delivery.pk) or delivery

@@ -105,6 +105,15 @@ def create(**fields: Any) -> Delivery:
     return delivery
 
 
+def create_unqueued(**fields: Any) -> Delivery:
+    """One outbox row, due now, that the caller sends itself at once (a test
+    message whose answer it shows). Not put on the broker: a worker could take
+    it first and leave the caller no answer to show. Marked as on its way, so
+    the sweeper sends it only if the caller never did (REQUEUE_AFTER)."""
+    now = timezone.now()
+    return Delivery.objects.create(next_attempt_at=now, queued_at=now, **fields)
+
+
 def create_many(rows: list[Delivery]) -> list[Delivery]:
     """Unsaved rows written in one INSERT, due now, queued after commit."""
     now = timezone.now()
