@@ -2,11 +2,13 @@
 or on a clock ("Mon 24 Nov 2025, 10:30 CET").
 
 The dashboard's `relative` and `local` filters say them, and so do the
-messages (checks.notify: the retry sentence, digests, change e-mails)."""
+messages (checks.notify: the retry sentence, digests, change e-mails).
+For machines, `wire_time` writes every moment the API, webhooks and exports
+give in one format."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from django.utils import timezone
@@ -50,3 +52,12 @@ def relative(moment: datetime | None) -> str:
         count, unit = round(seconds / 86400), "day"
     words = f"{count} {unit}{'s' if count != 1 else ''}"
     return f"in {words}" if future else f"{words} ago"
+
+
+def wire_time(moment: datetime) -> str:
+    """A moment as Firecrawl's server writes it (JavaScript's toISOString):
+    UTC, milliseconds and "Z", e.g. 2026-05-17T15:30:00.000Z. One format
+    whether or not the moment falls on a whole second (isoformat() drops the
+    fraction then, and writes six digits otherwise), so a client that parses
+    Firecrawl's format reads every moment Pagewatch gives."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"

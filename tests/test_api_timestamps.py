@@ -92,3 +92,10 @@ def test_every_timestamp_in_answers_has_milliseconds_and_z(api, checked_monitor)
     assert data["nextRunAt"] == "2026-05-16T15:37:30.000Z"
     assert data["lastRunAt"] == "2026-05-16T15:08:01.123Z"
     assert data["createdAt"] == "2026-05-16T15:08:01.123Z"
+
+
+def test_an_export_says_when_it_was_made_in_the_same_format(api, checked_monitor):
+    with time_machine.travel(WHOLE_SECOND, tick=False):
+        document = api.get("/v2/export").json()["data"]
+
+    assert document["exportedAt"] == "2026-05-16T15:07:30.000Z"

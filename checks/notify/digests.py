@@ -23,6 +23,7 @@ from checks.notify.models import Delivery
 from checks.notify.reports import judge_reason
 from checks.notify.texts import absolute
 from monitors.models import Channel
+from monitors.time_words import wire_time
 
 DEFAULT_AT = time(9, 0)
 PAGES_PER_MONITOR = 20
@@ -102,7 +103,7 @@ def _changes(
                 # Listed only in a digest of every change: said so, as the
                 # change messages label it.
                 "unimportant": page.verdict == PageResult.Verdict.NOISE,
-                "at": page.created_at.isoformat(),
+                "at": wire_time(page.created_at),
                 "link": absolute(page.get_absolute_url()),
             }
         )

@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 
 from checks.notify.reports import change_report, failing_reason
 from checks.notify.texts import absolute, one_line
-from monitors.time_words import on_the_clock
+from monitors.time_words import on_the_clock, wire_time
 
 if TYPE_CHECKING:
     from checks.models import Check
@@ -146,8 +146,8 @@ def digest(
     told of every change lists noise too, and must not call it meaningful."""
     return {
         "type": DIGEST,
-        "since": since.isoformat(),
-        "until": until.isoformat(),
+        "since": wire_time(since),
+        "until": wire_time(until),
         "timeZone": time_zone,
         "meaningfulOnly": meaningful_only,
         "monitors": monitors,

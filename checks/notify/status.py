@@ -6,7 +6,6 @@ every attempt (checks.notify.drain) and when the check finishes
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -15,6 +14,7 @@ from django.db.models import Count
 from checks.models import Check
 from checks.notify import emails
 from checks.notify.models import Delivery
+from monitors.time_words import wire_time
 
 
 def idle_webhook_status() -> dict[str, Any]:
@@ -85,7 +85,9 @@ def _webhook_status(check_id: Any) -> dict[str, Any]:
         "skipped": False,
         "statusCode": latest.last_status_code if latest else None,
         "error": error,
-        "deliveredAt": _iso(last_delivered) if delivered else None,
+        "deliveredAt": (
+            wire_time(last_delivered) if delivered and last_delivered else None
+        ),
         "deliveries": {
             "total": total,
             "delivered": counts["delivered"],
@@ -116,12 +118,6 @@ def _email_status(check_id: Any, base: dict[str, Any]) -> dict[str, Any]:
         "recipients": sorted(rows.values_list("email", flat=True)),
         "error": (failed.last_error or None) if failed else None,
     }
-
-
-def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def compose(check_id: Any, current: dict[str, Any] | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -26,6 +26,7 @@ from checks.fetch import FetchResult, OutboundClient, Resolver
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState
 from checks.pipeline.outcome import Outcome, base_metadata, failed, options_hash
+from monitors.time_words import wire_time
 
 
 class Fetcher(Protocol):
@@ -170,10 +171,7 @@ def from_cache(job: PageJob, state: PageState | None, now: datetime) -> Outcome 
     metadata |= {
         "creditsUsed": job.credits,
         "cacheState": "hit",
-        # As Firecrawl writes moments (toISOString): UTC, milliseconds, "Z".
-        "cachedAt": cached_at.astimezone(UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z"),
+        "cachedAt": wire_time(cached_at),
     }
     return Outcome(
         PageResult.Status.SAME,

@@ -27,6 +27,7 @@ from checks.search.canonical import domain_allowed, result_key
 from checks.search.providers import Hit, Provider, Query, SearchError
 from monitors import rules
 from monitors.models import Target
+from monitors.time_words import wire_time
 from monitors.url_rule import url_syntax_error
 
 logger = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class Found:
             "key": self.key,
             "title": self.title,
             "snippet": self.snippet,
-            "publishedAt": _iso(self.published),
+            "publishedAt": wire_time(self.published) if self.published else None,
             "queries": self.queries,
         }
 
@@ -158,7 +159,3 @@ def _reason(provider: Provider, error: BaseException) -> str:
         return error.message
     logger.error("Searching with %s crashed", provider.name, exc_info=error)
     return f"{provider.label} could not be asked because of an internal error."
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat().replace("+00:00", "Z") if moment else None

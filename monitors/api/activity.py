@@ -14,8 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from monitors.api.base import ApiView
-from monitors.api.timestamps import TimestampField, wire_time
+from monitors.api.timestamps import TimestampField
 from monitors.api.views import RESPONSE_HEADERS, error_responses, int_param
+from monitors.time_words import wire_time
 from teams.models import Activity
 
 ENTRY = inline_serializer(

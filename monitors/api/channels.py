@@ -24,9 +24,9 @@ from checks.notify import digests, kinds
 from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
-from monitors.api.timestamps import wire_time
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.models import Channel, Team
+from monitors.time_words import wire_time
 from teams.activity import Actor, Kind, record
 
 NAME_MAX = 120

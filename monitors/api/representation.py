@@ -21,8 +21,9 @@ from monitors.api.serializers import (
     WebhookSerializer,
     target_representation,
 )
-from monitors.api.timestamps import TimestampField, wire_time
+from monitors.api.timestamps import TimestampField
 from monitors.models import EmailRecipient, Monitor
+from monitors.time_words import wire_time
 from monitors.unavailable import unavailable
 
 

@@ -1,19 +1,13 @@
-"""How the API writes a moment: as Firecrawl's server does (JavaScript's
-toISOString), in UTC with milliseconds and "Z", e.g. 2026-05-17T15:30:00.000Z.
-
-One format for every field, whether or not the moment falls on a whole second
-(Python's isoformat() drops the fraction then, and writes six digits
-otherwise), so a client that parses Firecrawl's format reads all of them."""
+"""How the API writes a moment: in wire_time's one format (Firecrawl's
+toISOString, e.g. 2026-05-17T15:30:00.000Z) for every field."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from rest_framework import serializers
 
-
-def wire_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+from monitors.time_words import wire_time
 
 
 class TimestampField(serializers.DateTimeField):

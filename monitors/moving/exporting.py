@@ -16,6 +16,7 @@ from django.db.models import Prefetch
 
 from monitors.api.serializers import target_representation
 from monitors.models import Monitor, Target, Team
+from monitors.time_words import wire_time
 
 FORMAT = "pagewatch-export"
 VERSION = 1
@@ -109,7 +110,7 @@ def export_document(team: Team, now: datetime, webhooks: bool = True) -> dict[st
     return {
         "format": FORMAT,
         "version": VERSION,
-        "exportedAt": now.isoformat().replace("+00:00", "Z"),
+        "exportedAt": wire_time(now),
         "team": {"name": team.name, "slug": team.slug},
         "monitors": monitors,
         "redacted": redacted,
