@@ -16,6 +16,19 @@ from checks.notify.deliveries import queue_confirmations
 from monitors import rules
 from monitors.models import Monitor, MonitorChannel, Target, Team
 
+# Columns that change without an edit of the monitor: the dispatcher moves
+# next_run_at and sets current_check_id, a check's end sets the last_* ones,
+# pausing sets status, renewing the feed link sets feed_token.
+WRITTEN_ELSEWHERE = (
+    "status",
+    "next_run_at",
+    "last_run_at",
+    "current_check_id",
+    "last_check_summary",
+    "last_check_noise",
+    "feed_token",
+)
+
 
 def _target_fields(data: dict[str, Any]) -> dict[str, Any]:
     kind = data["type"]
@@ -172,10 +185,17 @@ def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Mon
     row would bring the monitor back, scheduled again), and the monitor
     comes back with its deleted_at set for the caller to see."""
     row = Monitor.objects.select_for_update().filter(pk=monitor.pk)
-    stored = row.values("deleted_at").first()
+    stored = row.values("deleted_at", *WRITTEN_ELSEWHERE).first()
     if stored is None or stored["deleted_at"] is not None:
         monitor.deleted_at = stored["deleted_at"] if stored else now
         return monitor
+    # The save below writes the whole row: take what the scheduler, the
+    # checks and other requests wrote since the monitor was read as it is
+    # now, or a slot just dispatched would be due again, a finished check
+    # would look running and a monitor paused meanwhile would be active
+    # without a next run.
+    for name in WRITTEN_ELSEWHERE:
+        setattr(monitor, name, stored[name])
     _apply(monitor, data, now)
     monitor.save()
     _ensure_signing_secret(monitor)
