@@ -178,6 +178,13 @@ def _known_zones() -> dict[str, str]:
     return {zone.lower(): zone for zone in zones}
 
 
+@cache
+def zone_names() -> list[str]:
+    """The zones the dashboard's lists offer ("Factory" is a placeholder,
+    not a place)."""
+    return sorted(set(_known_zones().values()) - {"Factory"})
+
+
 def _check_length(value: str, label: str) -> None:
     if len(value) > MAX_LENGTH:
         raise ScheduleError(f"{label} must be at most {MAX_LENGTH} characters.")

@@ -8,7 +8,9 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model, password_validation
 
+from monitors import rules
 from monitors.models import Membership
+from monitors.schedule import ScheduleError, normalize_timezone
 
 
 class InviteForm(forms.Form):
@@ -50,6 +52,25 @@ class ActivityRetentionForm(forms.Form):
             for key in ("required", "invalid", "min_value", "max_value")
         },
     )
+
+
+class TimeZoneForm(forms.Form):
+    time_zone = forms.CharField(
+        label="Time zone",
+        max_length=64,
+        help_text="Daily and weekly digests go out at their time of day in this "
+        "zone, for example Europe/Berlin.",
+        error_messages={"required": "Pick a time zone from the list."},
+    )
+
+    def clean_time_zone(self) -> str:
+        typed = self.cleaned_data["time_zone"]
+        try:
+            return normalize_timezone(typed)
+        except ScheduleError as exc:
+            raise forms.ValidationError(
+                rules.TIMEZONE_UNKNOWN.plain.format(**exc.values)
+            ) from None
 
 
 class RoleForm(forms.Form):

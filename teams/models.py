@@ -494,6 +494,8 @@ def _team_setting_words(d: dict[str, Any]) -> str:
         return "Turned the team's feeds off: every feed link stopped working"
     if setting == "activity_retention_days":
         return f"Kept the activity log for {value} days (was {was})"
+    if setting == "time_zone":
+        return f"Set the team's time zone to {value} (was {was})"
     if setting == "require_second_factor":
         if value:
             return "Required a second factor of everyone who signs in with a password"

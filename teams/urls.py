@@ -15,6 +15,7 @@ urlpatterns = [
     path("settings/team/", views.team_members, name="team-members"),
     path("settings/team/invite/", views.team_invite, name="team-invite"),
     path("settings/team/activity/", views.team_retention, name="team-retention"),
+    path("settings/team/time-zone/", views.team_time_zone, name="team-time-zone"),
     path(
         "settings/team/invitations/<int:invitation_id>/revoke/",
         views.invitation_revoke,

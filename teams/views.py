@@ -25,12 +25,20 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from checks import storage
+from checks.notify import digests
 from monitors.dashboard.base import Action, DashboardRequest, forbidden, team_view
 from monitors.dashboard.context import switch_team
 from monitors.models import LastOwnerError, Membership, Monitor, Team
+from monitors.schedule import zone_names
 from teams.activity import Actor, Kind, record
 from teams.emails import invitation_url, send_invitation
-from teams.forms import ActivityRetentionForm, InviteForm, JoinForm, RoleForm
+from teams.forms import (
+    ActivityRetentionForm,
+    InviteForm,
+    JoinForm,
+    RoleForm,
+    TimeZoneForm,
+)
 from teams.members import (
     RoleChange,
     member_left,
@@ -52,6 +60,7 @@ def _team_page(
     request: DashboardRequest,
     invite_form: InviteForm | None = None,
     retention_form: ActivityRetentionForm | None = None,
+    zone_form: TimeZoneForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
     members = (
@@ -92,6 +101,9 @@ def _team_page(
         or ActivityRetentionForm(
             initial={"activity_retention_days": request.team.activity_retention_days}
         ),
+        "zone_form": zone_form
+        or TimeZoneForm(initial={"time_zone": request.team.time_zone}),
+        "timezones": zone_names(),
         "roles": Membership.Role.choices,
         "admin_url": admin_url,
         "history_bytes": storage.team_bytes(request.team),
@@ -163,6 +175,29 @@ def team_retention(request: DashboardRequest) -> HttpResponse:
         record(Actor.of(request), request.team, Kind.TEAM_EDITED,
                setting="activity_retention_days", value=days, was=was)  # fmt: skip
     messages.success(request, f"Activity is now kept for {days} days.")
+    return redirect("team-members")
+
+
+@require_POST
+@team_view(needs=Action.MANAGE)
+def team_time_zone(request: DashboardRequest) -> HttpResponse:
+    form = TimeZoneForm(request.POST)
+    if not form.is_valid():
+        return _team_page(request, zone_form=form, status=400)
+    zone = form.cleaned_data["time_zone"]
+    was = request.team.time_zone
+    with transaction.atomic():
+        changed = (
+            Team.objects.filter(pk=request.team.pk)
+            .exclude(time_zone=zone)
+            .update(time_zone=zone)
+        )
+        if changed:
+            request.team.time_zone = zone
+            digests.reschedule_team(request.team, timezone.now())
+            record(Actor.of(request), request.team, Kind.TEAM_EDITED,
+                   setting="time_zone", value=zone, was=was)  # fmt: skip
+    messages.success(request, f"Digests now keep their time of day in {zone}.")
     return redirect("team-members")
 
 

@@ -22,7 +22,7 @@ from checks.notify import channels, messages
 from checks.notify.models import Delivery
 from checks.notify.reports import judge_reason
 from checks.notify.texts import absolute
-from monitors.models import Channel
+from monitors.models import Channel, Team
 from monitors.time_words import wire_time
 
 DEFAULT_AT = time(9, 0)
@@ -55,6 +55,18 @@ def schedule(channel: Channel, now: datetime) -> None:
         channel.next_digest_at = next_digest_at(channel, now)
     else:
         channel.digest_since = channel.next_digest_at = None
+
+
+def reschedule_team(team: Team, now: datetime) -> int:
+    """Move the team's digests to their time of day in its zone, after the
+    zone changed; returns how many digest channels moved. What each has
+    collected since its last digest stays for the next one."""
+    moved = 0
+    for channel in Channel.objects.for_team(team).exclude(digest=""):
+        channel.team = team
+        following = next_digest_at(channel, now)
+        moved += Channel.objects.filter(pk=channel.pk).update(next_digest_at=following)
+    return moved
 
 
 def _changes(

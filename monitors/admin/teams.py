@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html
 
 from checks.deleting import delete_teams
 from checks.models import Check, Delivery, PageResult
+from checks.notify import digests
+from monitors import rules
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
@@ -28,6 +32,7 @@ from monitors.models import (
     Monitor,
     Team,
 )
+from monitors.schedule import ScheduleError, normalize_timezone
 from teams.activity import (
     Actor,
     Kind,
@@ -104,6 +109,24 @@ class TeamApiKeyInline(admin.TabularInline):
         return False
 
 
+class TeamForm(forms.ModelForm):
+    class Meta:
+        model = Team
+        fields = ["name", "slug", "credit_allowance", "feeds_enabled", "time_zone"]
+        help_texts = {
+            "time_zone": "Daily and weekly digests go out at their time of day "
+            "in this zone, for example Europe/Berlin.",
+        }
+
+    def clean_time_zone(self) -> str:
+        try:
+            return normalize_timezone(self.cleaned_data["time_zone"])
+        except ScheduleError as exc:
+            raise ValidationError(
+                rules.TIMEZONE_UNKNOWN.plain.format(**exc.values)
+            ) from None
+
+
 @admin.register(Team)
 class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     list_display = [
@@ -117,11 +140,13 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     ]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
+    form = TeamForm
     fields = [
         "name",
         "slug",
         "credit_allowance",
         "feeds_enabled",
+        "time_zone",
         "masked_webhook_secret",
         "created_at",
     ]
@@ -130,7 +155,13 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     # The settings the team's activity log tells of when changed here, as
     # when they are changed on the dashboard. The slug is changed only here,
     # and is logged too: sign-in claims and createapikey name a team by it.
-    logged_settings = ("name", "slug", "credit_allowance", "feeds_enabled")
+    logged_settings = (
+        "name",
+        "slug",
+        "credit_allowance",
+        "feeds_enabled",
+        "time_zone",
+    )
 
     def save_model(
         self, request: HttpRequest, obj: Team, form: Any, change: bool
@@ -138,6 +169,8 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         if not change:
             return
+        if "time_zone" in form.changed_data:
+            digests.reschedule_team(obj, timezone.now())
         for name in self.logged_settings:
             if name in form.changed_data:
                 record(_admin(request), obj, Kind.TEAM_EDITED, setting=name,

@@ -3,11 +3,10 @@ target row, and the preview of the next runs of a schedule."""
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, available_timezones
+from zoneinfo import ZoneInfo
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -44,11 +43,6 @@ def _touched(request: HttpRequest) -> set[str] | None:
     return {name for name in request.POST["_touched"].split(",") if name}
 
 
-@functools.cache
-def _timezones() -> list[str]:
-    return sorted(available_timezones() - {"localtime", "posixrules", "Factory"})
-
-
 def _form_context(
     form: MonitorForm, monitor: Monitor | None, **extra: Any
 ) -> dict[str, Any]:
@@ -65,7 +59,7 @@ def _form_context(
         "monitor": monitor,
         "model_configured": llm_available(),
         "browser_installed": browser_available(),
-        "timezones": _timezones(),
+        "timezones": schedules.zone_names(),
         **preview,
         **extra,
     }

@@ -1,0 +1,122 @@
+"""The team's time zone, which its digests keep their time of day in: set by
+an owner on the Team page or by an administrator in the admin, and the
+digests already planned move to it."""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime, time
+
+import pytest
+import time_machine
+from django.urls import reverse
+
+from checks.notify import digests
+from monitors.models import Channel, Membership
+from teams.models import Activity
+from tests.test_admin import shown_form
+
+pytestmark = pytest.mark.django_db
+
+# Monday 2 March 2026, 06:00 UTC: 07:00 in Berlin, 01:00 in New York.
+NOW = datetime(2026, 3, 2, 6, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock():
+    with time_machine.travel(NOW, tick=False):
+        yield
+
+
+@pytest.fixture
+def owner(team, django_user_model):
+    user = django_user_model.objects.create_user("ana", "ana@acme.test", "pw-x")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def daily_at_nine(team) -> Channel:
+    channel = Channel(
+        team=team,
+        name="Morning news",
+        kind="apprise",
+        settings={"url": "json://ops.example"},
+        digest=Channel.Digest.DAILY,
+        digest_at=time(9, 0),
+    )
+    digests.schedule(channel, NOW)
+    channel.save()
+    assert channel.next_digest_at == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    return channel
+
+
+def text_of(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def test_an_owner_sets_the_teams_time_zone_and_its_digests_move_to_it(
+    client, owner, team, daily_at_nine, clock
+):
+    client.force_login(owner)
+    page = text_of(client.get(reverse("team-members")))
+    assert "Time zone" in page and "UTC" in page
+
+    response = client.post(reverse("team-time-zone"), {"time_zone": "europe/berlin"})
+
+    assert response.status_code == 302
+    team.refresh_from_db()
+    assert team.time_zone == "Europe/Berlin"
+    daily_at_nine.refresh_from_db()
+    # 09:00 in Berlin is 08:00 UTC in winter.
+    assert daily_at_nine.next_digest_at == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+    entry = Activity.objects.get(kind=Activity.Kind.TEAM_EDITED)
+    assert entry.what_words == "Set the team's time zone to Europe/Berlin (was UTC)"
+
+
+def test_a_time_zone_that_is_none_is_refused_in_plain_words(
+    client, owner, team, daily_at_nine, clock
+):
+    client.force_login(owner)
+
+    response = client.post(reverse("team-time-zone"), {"time_zone": "Berlin"})
+
+    assert response.status_code == 400
+    assert "did you mean Europe/Berlin?" in text_of(response)
+    team.refresh_from_db()
+    assert team.time_zone == "UTC"
+    daily_at_nine.refresh_from_db()
+    assert daily_at_nine.next_digest_at == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def test_an_editor_cannot_change_the_teams_time_zone(
+    client, team, django_user_model, clock
+):
+    user = django_user_model.objects.create_user("bo", "bo@acme.test", "pw-x")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.EDITOR)
+    client.force_login(user)
+
+    response = client.post(reverse("team-time-zone"), {"time_zone": "Asia/Tokyo"})
+
+    assert response.status_code == 403
+    team.refresh_from_db()
+    assert team.time_zone == "UTC"
+
+
+def test_an_administrator_sets_the_teams_time_zone_in_the_admin(
+    admin_client, team, daily_at_nine, clock
+):
+    url = reverse("admin:monitors_team_change", args=[team.pk])
+    form = shown_form(admin_client, url) | {"time_zone": "America/New_York"}
+    wrong = admin_client.post(url, form | {"time_zone": "Mars/Olympus"})
+    assert wrong.status_code == 200
+    assert "is not a time zone we know" in text_of(wrong)
+
+    response = admin_client.post(url, form)
+
+    assert response.status_code == 302, text_of(response)[:3000]
+    team.refresh_from_db()
+    assert team.time_zone == "America/New_York"
+    daily_at_nine.refresh_from_db()
+    # 09:00 in New York is 14:00 UTC before its summer time.
+    assert daily_at_nine.next_digest_at == datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
