@@ -110,13 +110,17 @@ class TeamApiKeyInline(admin.TabularInline):
 
 
 class TeamForm(forms.ModelForm):
+    # Left empty, the zone is UTC, as a monitor's schedule without one is.
+    time_zone = forms.CharField(
+        required=False,
+        max_length=64,
+        help_text="Daily and weekly digests go out at their time of day in "
+        "this zone, for example Europe/Berlin (empty: UTC).",
+    )
+
     class Meta:
         model = Team
         fields = ["name", "slug", "credit_allowance", "feeds_enabled", "time_zone"]
-        help_texts = {
-            "time_zone": "Daily and weekly digests go out at their time of day "
-            "in this zone, for example Europe/Berlin.",
-        }
 
     def clean_time_zone(self) -> str:
         try:
@@ -169,10 +173,16 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         if not change:
             return
-        if "time_zone" in form.changed_data:
+        # A zone typed in another case, or left empty while UTC, is no change.
+        changed = [
+            name
+            for name in form.changed_data
+            if form.cleaned_data.get(name) != form.initial.get(name)
+        ]
+        if "time_zone" in changed:
             digests.reschedule_team(obj, timezone.now())
         for name in self.logged_settings:
-            if name in form.changed_data:
+            if name in changed:
                 record(_admin(request), obj, Kind.TEAM_EDITED, setting=name,
                        value=form.cleaned_data[name],
                        was=form.initial.get(name))  # fmt: skip
