@@ -12,7 +12,8 @@ import time_machine
 from django.urls import reverse
 
 from checks.notify import digests
-from monitors.models import Channel, Membership
+from monitors.models import Channel, Membership, Team
+from monitors.schedule import Schedule, next_run_after
 from teams.models import Activity
 from tests.test_admin import shown_form
 
@@ -120,3 +121,36 @@ def test_an_administrator_sets_the_teams_time_zone_in_the_admin(
     daily_at_nine.refresh_from_db()
     # 09:00 in New York is 14:00 UTC before its summer time.
     assert daily_at_nine.next_digest_at == datetime(2026, 3, 2, 14, 0, tzinfo=UTC)
+
+
+# --- Digests across daylight-saving changes, like monitors' schedules ---------------
+
+
+def berlin_digest_at(hour: int, minute: int) -> Channel:
+    team = Team(time_zone="Europe/Berlin")
+    return Channel(team=team, digest=Channel.Digest.DAILY, digest_at=time(hour, minute))
+
+
+def test_a_digest_planned_in_the_hour_that_repeats_is_still_ahead():
+    channel = berlin_digest_at(2, 30)
+    # 01:10 UTC on 25 October 2026 is the second 02:10 in Berlin (CET). That
+    # day's 02:30 came at its first pass (CEST, 00:30 UTC) and, as a daily
+    # monitor's, comes once: the next is the next day's.
+    after = datetime(2026, 10, 25, 1, 10, tzinfo=UTC)
+
+    following = digests.next_digest_at(channel, after)
+
+    assert following is not None and following > after
+    assert following == datetime(2026, 10, 26, 1, 30, tzinfo=UTC)
+
+
+def test_a_digest_at_a_time_the_clock_skips_goes_when_a_monitor_would():
+    channel = berlin_digest_at(2, 30)
+    after = datetime(2026, 3, 28, 12, 0, tzinfo=UTC)
+    monitor_schedule = Schedule("30 2 * * *", "Europe/Berlin")
+
+    following = digests.next_digest_at(channel, after)
+
+    # 29 March has no 02:30 in Berlin: both go at 03:00 CEST, 01:00 UTC.
+    assert following == next_run_after(monitor_schedule, after)
+    assert following == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)

@@ -10,9 +10,8 @@ same digest, and the digest is an outbox row like any delivery.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, time, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.db import transaction
 from django.db.models import Q
@@ -22,30 +21,27 @@ from checks.notify import channels, messages
 from checks.notify.models import Delivery
 from checks.notify.reports import judge_reason
 from checks.notify.texts import absolute
+from monitors import schedule as schedules
 from monitors.models import Channel, Team
 from monitors.time_words import wire_time
 
 DEFAULT_AT = time(9, 0)
 PAGES_PER_MONITOR = 20
-WEEKDAY = 0  # Monday
+WEEKDAY = 1  # Monday, in cron's numbering
 
 
 def next_digest_at(channel: Channel, after: datetime) -> datetime | None:
-    """The first digest moment strictly after `after`, in UTC. Wall-clock
-    arithmetic in the team's zone, so 09:00 stays 09:00 across DST."""
+    """The first digest moment strictly after `after`, in UTC: a cron in the
+    team's zone, so 09:00 stays 09:00 across DST and a time a DST change
+    skips or repeats goes as a monitor's schedule would (once; 02:30 on the
+    spring-forward day at 03:00)."""
     if not channel.digest:
         return None
-    zone = ZoneInfo(channel.team.time_zone or "UTC")
-    local = after.astimezone(zone)
     at = channel.digest_at or DEFAULT_AT
-    candidate = datetime.combine(local.date(), at, tzinfo=zone)
-    step = timedelta(days=1)
-    if channel.digest == Channel.Digest.WEEKLY:
-        candidate += timedelta(days=(WEEKDAY - candidate.weekday()) % 7)
-        step = timedelta(days=7)
-    while candidate <= local:
-        candidate += step
-    return candidate.astimezone(UTC)
+    weekday = WEEKDAY if channel.digest == Channel.Digest.WEEKLY else "*"
+    cron = f"{at.minute} {at.hour} * * {weekday}"
+    zone = schedules.normalize_timezone(channel.team.time_zone)
+    return schedules.next_run_after(schedules.Schedule(cron, zone), after)
 
 
 def schedule(channel: Channel, now: datetime) -> None:
