@@ -928,6 +928,20 @@ def test_schedule_preview_says_when_it_will_run(web):
     assert "Not a schedule we can use yet." in text_of(bad)
 
 
+# 02:10 summer time in Berlin, 20 minutes before autumn repeats the hour.
+@time_machine.travel(datetime(2026, 10, 25, 0, 10, tzinfo=UTC), tick=False)
+def test_schedule_preview_names_the_clock_when_a_time_comes_twice(web):
+    response = web.get(
+        reverse("schedule-preview"),
+        {"schedule": "every 30 minutes", "timezone": "Europe/Berlin"},
+    )
+
+    assert text_of(response).strip() == (
+        '<span aria-hidden="true">→</span> Every 30 minutes'
+        " · next: 02:30 CEST, 02:00 CET, 02:30 CET Europe/Berlin time"
+    )
+
+
 @time_machine.travel(datetime(2026, 3, 2, 10, 7, tzinfo=UTC), tick=False)
 def test_schedule_preview_describes_a_typed_cron_in_words(web):
     response = web.get(

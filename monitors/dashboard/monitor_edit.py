@@ -140,14 +140,14 @@ def schedule_preview_context(schedule: str, zone: str, now: datetime) -> dict[st
     runs = schedules.next_runs(parsed, now, PREVIEW_RUNS)
     zone_info = ZoneInfo(parsed.timezone)
     today = now.astimezone(zone_info).date()
+    moments = [run.astimezone(zone_info) for run in runs]
+    # Across a clock change the same wall time can come twice (02:30, 02:00,
+    # 02:30 when autumn repeats an hour): each time then names its clock.
+    clocks = len({local.utcoffset() for local in moments}) > 1
     times = []
-    for run in runs:
-        local = run.astimezone(zone_info)
-        times.append(
-            f"{local:%H:%M}"
-            if local.date() == today
-            else f"{local:%a %d %b} {local:%H:%M}"
-        )
+    for local in moments:
+        time = f"{local:%H:%M}" + (f" {local:%Z}" if clocks else "")
+        times.append(time if local.date() == today else f"{local:%a %d %b} {time}")
     return {
         "preview": parsed,
         "preview_words": describe(parsed) or CUSTOM_SCHEDULE,
