@@ -16,6 +16,7 @@ from django.core import mail
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from checks.dispatch import dispatch_due_monitors
 from checks.errors import ErrorKind, plain_error
 from checks.models import Check, PageResult, Snapshot
 from checks.pipeline import sources
@@ -926,6 +927,26 @@ def test_schedule_preview_says_when_it_will_run(web):
     )
     bad = web.get(reverse("schedule-preview"), {"schedule": "*/2 * * * *"})
     assert "Not a schedule we can use yet." in text_of(bad)
+
+
+def test_saving_the_form_as_a_slot_comes_due_keeps_that_slots_check(web, team):
+    with time_machine.travel(datetime(2026, 3, 2, 11, 50, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team)
+    slot = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+    assert monitor.next_run_at == slot
+
+    # Saved 5 s after the slot, within its spread delay: not dispatched yet.
+    with time_machine.travel(slot + timedelta(seconds=5), tick=False):
+        response = web.post(
+            reverse("monitor-edit", kwargs={"pk": monitor.pk}),
+            scrape_form(name="Renamed"),
+        )
+    assert response.status_code == 302, text_of(response)
+
+    monitor.refresh_from_db()
+    assert (monitor.name, monitor.next_run_at) == ("Renamed", slot)
+    assert dispatch_due_monitors(slot + timedelta(seconds=31)) == 1
+    assert Check.objects.get(monitor=monitor).scheduled_for == slot
 
 
 # 02:10 summer time in Berlin, 20 minutes before autumn repeats the hour.

@@ -224,10 +224,16 @@ class Monitor(models.Model):
         return self.judging and judge_available()
 
     def set_schedule(self, cron: str, zone: str, now: datetime) -> None:
+        # The same schedule saved again (the dashboard's form always sends
+        # it) keeps its next run: worked out again from now, a slot that came
+        # due but was not dispatched yet (its spread delay, a busy scheduler)
+        # would be skipped.
+        unchanged = (cron, zone) == (self.schedule_cron, self.schedule_timezone)
         self.schedule_cron = cron
         self.schedule_timezone = zone
         self.run_interval_minutes = schedules.shortest_interval_minutes(cron, now)
-        self.refresh_next_run(now)
+        if not (unchanged and self.next_run_at is not None):
+            self.refresh_next_run(now)
 
     def interval_minutes(self, now: datetime) -> int:
         """How often the schedule runs at most, in minutes (see
