@@ -338,14 +338,22 @@ _ONE_TIME = re.compile(_CLOCK_TIME)
 _CLOCK = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))? ?(?P<ampm>[ap]m)?")
 
 
+_DOTTED_TIME = re.compile(r"\b(\d{1,2})\.(\d{2})\b")
+# "every 30min", "every 2hrs": the number and its unit run together.
+_NO_SPACE = re.compile(r"\b(\d+)(minutes?|mins?|hours?|hrs?)\b")
+
+
 def text_to_cron(text: str) -> str:
     """Turn a phrase such as "every weekday at 9am" into a 5-field cron.
 
     The phrase is cleaned the way Firecrawl cleans it (trimmed, lower-cased, `.`
     and `,` removed, whitespace collapsed), so "Daily at 5:30 P.M." works.
     """
-    phrase = " ".join(text.strip().lower().replace(".", "").replace(",", "").split())
+    # "9.30" is how many people write 9:30; dropping its dot would make 930.
+    cleaned = _DOTTED_TIME.sub(r"\1:\2", text.strip().lower())
+    phrase = " ".join(cleaned.replace(".", "").replace(",", "").split())
     phrase = phrase.replace("every half hour", "every 30 minutes", 1)
+    phrase = _NO_SPACE.sub(r"\1 \2", phrase).replace("everyday", "every day")
 
     if match := _EVERY_N_MINUTES.fullmatch(phrase):
         return _repeating(match, int(match["n"]))

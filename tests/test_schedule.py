@@ -109,6 +109,12 @@ def utc(*args: int) -> datetime:
         ("hourly at :30 on weekends", "30 * * * 0,6"),
         ("every 20 minutes on mondays and wednesdays", "*/20 * * * 1,3"),
         ("every half hour from 8am to 6pm", "*/30 8-17 * * *"),
+        # Spellings people use: a dot in the time, "everyday", no space.
+        ("daily at 9.30", "30 9 * * *"),
+        ("every weekday at 5.45 p.m.", "45 17 * * 1-5"),
+        ("everyday at 8am", "0 8 * * *"),
+        ("every 30min", "*/30 * * * *"),
+        ("every 2hrs", "0 */2 * * *"),
     ],
 )
 def test_schedule_text_becomes_cron(text: str, cron: str) -> None:
