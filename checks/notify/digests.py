@@ -45,12 +45,22 @@ def next_digest_at(channel: Channel, after: datetime) -> datetime | None:
 
 
 def schedule(channel: Channel, now: datetime) -> None:
-    """Set (or clear) when the channel's next digest is due; not saved."""
-    if channel.digest:
-        channel.digest_since = channel.digest_since or now
-        channel.next_digest_at = next_digest_at(channel, now)
-    else:
+    """Set (or clear) when the channel's next digest is due; not saved.
+
+    A due time its settings still give is kept: an edit of anything else
+    that lands after 09:00 but before queue_due took that digest would
+    otherwise move it to the next day."""
+    if not channel.digest:
         channel.digest_since = channel.next_digest_at = None
+        return
+    channel.digest_since = channel.digest_since or now
+    ahead = next_digest_at(channel, now)
+    kept = channel.next_digest_at
+    still_a_digest_time = kept is not None and (
+        kept <= ahead and next_digest_at(channel, kept - timedelta(minutes=1)) == kept
+    )
+    if not still_a_digest_time:
+        channel.next_digest_at = ahead
 
 
 def reschedule_team(team: Team, now: datetime) -> int:

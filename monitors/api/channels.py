@@ -135,8 +135,13 @@ def save_channel(
             channel = _new_channel(team, data)
         else:
             locked = Channel.objects.select_for_update().filter(pk=channel.pk)
-            if locked.values_list("pk", flat=True).first() is None:
+            stored = locked.values("digest_since", "next_digest_at").first()
+            if stored is None:
                 raise Http404("Channel not found")
+            # The digest made since the channel was read started a new
+            # period: the whole-row save below must not write the old one.
+            channel.digest_since = stored["digest_since"]
+            channel.next_digest_at = stored["next_digest_at"]
         _apply(channel, data)
         digests.schedule(channel, now)
         channel.save()
