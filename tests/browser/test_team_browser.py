@@ -197,3 +197,30 @@ def test_without_javascript_the_question_is_a_page_of_its_own(
     assert eddie.role == Membership.Role.VIEWER
     assert working_write_keys(eddie) == 0
     context.close()
+
+
+def test_an_owner_sets_the_teams_time_zone_for_its_digests(
+    browser_page, live_server, member, team, screenshot
+):
+    page = browser_page
+    sign_in(page)
+    page.get_by_role("link", name="Team").click()
+    zone = page.get_by_role("combobox", name="Time zone")
+    zone.fill("Berlin")
+    page.locator("#time-zone").get_by_role("button", name="Save").click()
+    page.get_by_text("did you mean Europe/Berlin?").wait_for()
+    zone = page.get_by_role("combobox", name="Time zone")
+    assert zone.get_attribute("aria-invalid") == "true"
+
+    zone.fill("Europe/Berlin")
+    page.locator("#time-zone").get_by_role("button", name="Save").click()
+    page.get_by_text("Digests now keep their time of day in Europe/Berlin.").wait_for()
+    screenshot(page, "team-time-zone")
+    team.refresh_from_db()
+    assert team.time_zone == "Europe/Berlin"
+
+    # The channel form names the zone its digest time is in.
+    page.goto("/channels/new/?kind=webhook")
+    page.get_by_label("Send").select_option("daily")
+    assert page.get_by_label("Digest time (Europe/Berlin)").is_visible()
+    assert page.problems.csp_violations(page) == []
