@@ -165,7 +165,7 @@ def timezone_hint(name: str) -> str:
     return f"did you mean {' or '.join(meant)}? Otherwise " if meant else ""
 
 
-_NOT_USER_ZONES = frozenset({"localtime", "posixrules"})
+_NOT_USER_ZONES = frozenset({"localtime", "posixrules", "Factory"})
 
 
 @cache
@@ -173,16 +173,16 @@ def _known_zones() -> dict[str, str]:
     # available_timezones() scans the tz database on disk, so do it once. A list
     # (rather than trying ZoneInfo(name)) also keeps out paths such as
     # "../../etc/passwd". "localtime" can appear in it on some systems but means
-    # "whatever this server uses", which is no zone a user can mean.
+    # "whatever this server uses", and "Factory" is the tz database's
+    # placeholder for "not set" (its clock reads "-00"): no zone a user means.
     zones = (available_timezones() - _NOT_USER_ZONES) | {DEFAULT_TIMEZONE}
     return {zone.lower(): zone for zone in zones}
 
 
 @cache
 def zone_names() -> list[str]:
-    """The zones the dashboard's lists offer ("Factory" is a placeholder,
-    not a place)."""
-    return sorted(set(_known_zones().values()) - {"Factory"})
+    """The zones the dashboard's lists offer."""
+    return sorted(_known_zones().values())
 
 
 def _check_length(value: str, label: str) -> None:
