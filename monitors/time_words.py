@@ -8,7 +8,7 @@ give in one format."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.utils import timezone
@@ -61,3 +61,18 @@ def wire_time(moment: datetime) -> str:
     fraction then, and writes six digits otherwise), so a client that parses
     Firecrawl's format reads every moment Pagewatch gives."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+# A due run normally starts within its spread delay and a dispatch tick (well
+# under a minute); later than this, the scheduler is down or behind.
+OVERDUE_AFTER = timedelta(minutes=1)
+
+
+def next_run(moment: datetime | None) -> str:
+    """When a monitor runs next, as the dashboard says it: "in 12 minutes";
+    a run overdue says it waits to start, not "1 hour ago" as if it ran."""
+    if moment is None:
+        return ""
+    if timezone.now() - moment < OVERDUE_AFTER:
+        return relative(moment)
+    return f"waiting to start (due {relative(moment)})"

@@ -949,6 +949,24 @@ def test_saving_the_form_as_a_slot_comes_due_keeps_that_slots_check(web, team):
     assert Check.objects.get(monitor=monitor).scheduled_for == slot
 
 
+def test_a_run_the_scheduler_has_not_started_says_it_waits_not_ago(web, team):
+    with time_machine.travel(datetime(2026, 3, 2, 11, 50, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team)
+    # The scheduler was down: the 12:00 run is two hours overdue.
+    with time_machine.travel(datetime(2026, 3, 2, 14, 0, tzinfo=UTC), tick=False):
+        listed = text_of(web.get(reverse("monitor-list")))
+        detail = text_of(web.get(reverse("monitor-detail", kwargs={"pk": monitor.pk})))
+
+    for page in (listed, detail):
+        assert "waiting to start (due 2 hours ago)</time>" in page
+    assert "(Mon 02 Mar 2026, 13:00 CET)" in detail
+
+    # Within the scheduler's usual few seconds it is simply due.
+    with time_machine.travel(datetime(2026, 3, 2, 12, 0, 20, tzinfo=UTC), tick=False):
+        listed = text_of(web.get(reverse("monitor-list")))
+    assert ">just now</time>" in listed
+
+
 # 02:10 summer time in Berlin, 20 minutes before autumn repeats the hour.
 @time_machine.travel(datetime(2026, 10, 25, 0, 10, tzinfo=UTC), tick=False)
 def test_schedule_preview_names_the_clock_when_a_time_comes_twice(web):

@@ -101,6 +101,13 @@ def delivery_to(delivery: Any) -> str:
 
 
 @register.filter
+def next_run(moment: datetime | None) -> str:
+    """ "in 12 minutes", or "waiting to start (due 1 hour ago)" for a run the
+    scheduler has not started (see monitors.time_words)."""
+    return time_words.next_run(moment)
+
+
+@register.filter
 def relative(moment: datetime | None) -> str:
     """ "in 12 minutes", "3 hours ago", "just now" (see monitors.time_words)."""
     return time_words.relative(moment)
