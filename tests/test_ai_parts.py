@@ -167,6 +167,44 @@ def test_a_large_diff_keeps_changed_lines_hunk_by_hunk_within_the_budget():
     assert "more changed section(s) not shown" in trimmed
 
 
+def test_one_section_too_long_to_fit_shows_lines_it_removed_and_added_and_says_so():
+    # A re-rendered list: one section, every old line first, then every new one.
+    removed = "\n".join(f"-Item {i}: $ {i}" for i in range(500))
+    added = "\n".join(f"+Item {i}: $ {i + 1}" for i in range(500))
+    diff = f"--- previous\n+++ current\n@@ -1,500 +1,500 @@\n{removed}\n{added}"
+
+    trimmed = trim_diff(diff, 2000)
+
+    assert len(trimmed) <= 2000
+    assert "-Item 0: $ 0" in trimmed
+    assert "+Item 0: $ 1" in trimmed  # the judge sees what the page says now
+    assert trimmed.endswith("changed line(s) of this section not shown]")
+
+
+def test_a_long_section_after_a_short_one_is_shown_in_part_not_dropped():
+    short = "@@ -1,1 +1,1 @@\n-Updated 10:01\n+Updated 10:02"
+    removed = "\n".join(f"-Plan {i}: $ {i}" for i in range(300))
+    added = "\n".join(f"+Plan {i}: $ {i + 1}" for i in range(300))
+    long = f"@@ -9,300 +9,300 @@\n{removed}\n{added}"
+    diff = f"--- previous\n+++ current\n{short}\n{long}"
+
+    trimmed = trim_diff(diff, 2000)
+
+    assert len(trimmed) <= 2000
+    assert "+Updated 10:02" in trimmed
+    assert "-Plan 0: $ 0" in trimmed and "+Plan 0: $ 1" in trimmed
+    assert "changed line(s) of this section not shown]" in trimmed
+
+
+def test_a_single_line_longer_than_the_budget_is_cut_on_both_sides():
+    diff = "@@ -1,1 +1,1 @@\n-" + "a" * 5000 + "\n+" + "b" * 5000
+
+    trimmed = trim_diff(diff, 1000)
+
+    assert len(trimmed) <= 1000
+    assert "-aaaa" in trimmed and "+bbbb" in trimmed
+
+
 def test_a_made_up_quote_is_dropped_and_real_ones_kept():
     change = "-Pro $49/mo\n+Pro $59/mo"
     answer = {

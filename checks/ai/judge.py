@@ -32,6 +32,10 @@ CHANGES_MAX = 20
 # Room kept for the instructions around the change, in characters.
 _INSTRUCTIONS_ROOM = 3000
 _MIN_CHANGE_CHARS = 1000
+# Room kept in a trimmed diff for a note on what was left out, in characters.
+_NOTE_ROOM = 60
+# A section that does not fit whole is shown in part when this much room is left.
+_MIN_PART_CHARS = 300
 
 _STRING_OR_NULL = {"type": ["string", "null"]}
 JUDGMENT_SCHEMA: dict[str, Any] = {
@@ -118,20 +122,68 @@ def _hunks(diff_text: str) -> list[list[str]]:
     return [hunk for hunk in hunks if len(hunk) > 1]
 
 
+def _first_lines(
+    lines: list[tuple[int, str]], room: int
+) -> tuple[list[tuple[int, str]], bool]:
+    """The first of `lines` that fit in `room` characters (a first line too
+    long alone: its beginning), and whether one was cut."""
+    kept: list[tuple[int, str]] = []
+    used = 0
+    for index, line in lines:
+        if used + len(line) + 1 > room:
+            if not kept and room > 1:
+                kept.append((index, line[: room - 1]))
+                return kept, True
+            break
+        kept.append((index, line))
+        used += len(line) + 1
+    return kept, False
+
+
+def _size(lines: list[tuple[int, str]]) -> int:
+    return sum(len(line) + 1 for _, line in lines)
+
+
+def _part_of_hunk(hunk: list[str], room: int) -> str:
+    """A hunk too long for `room`: its header, then as many of its removed
+    and of its added lines as fit, each side given half (and what the other
+    leaves), in the diff's order, and how many were left out. A unified diff
+    lists a section's removed lines before its added ones: its beginning
+    alone would show what the page said and nothing of what it says now."""
+    header, lines = hunk[0], list(enumerate(hunk[1:]))
+    room -= len(header) + 1 + _NOTE_ROOM
+    removed = [pair for pair in lines if pair[1][:1] == "-"]
+    added = [pair for pair in lines if pair[1][:1] == "+"]
+    kept_removed, _ = _first_lines(removed, room // 2)
+    kept_added, cut_added = _first_lines(added, room - _size(kept_removed))
+    kept_removed, cut_removed = _first_lines(removed, room - _size(kept_added))
+    kept = sorted(kept_removed + kept_added)
+    left_out = len(lines) - len(kept)
+    note = (
+        f"[{left_out} changed line(s) of this section not shown]"
+        if left_out
+        else "[the longest changed lines of this section are cut short]"
+        if cut_added or cut_removed
+        else ""
+    )
+    return "\n".join([header, *(line for _, line in kept), *([note] if note else [])])
+
+
 def trim_diff(diff_text: str, max_chars: int) -> str:
     """The diff as it is when it fits, else its changed lines, hunk by hunk,
-    as many as fit, saying how many were left out."""
+    as many as fit (the first that does not, in part), saying what was left
+    out."""
     if len(diff_text) <= max_chars:
         return diff_text
     hunks = _hunks(diff_text)
-    room = max_chars - 60  # for the note on what was left out
+    room = max_chars - _NOTE_ROOM  # for the note on the sections left out
     shown: list[str] = []
     used = 0
     for index, hunk in enumerate(hunks):
         text = "\n".join(hunk)
         if used + len(text) + 1 > room:
-            if not shown:  # the first hunk alone is too long: its beginning
-                shown.append(clip(text, room)[0])
+            if not shown or room - used >= _MIN_PART_CHARS:
+                shown.append(_part_of_hunk(hunk, room - used - 1))
                 index += 1
             if len(hunks) > index:
                 shown.append(
