@@ -132,7 +132,8 @@ _WAITED = re.compile(r" and asked us to wait ([^.]+)\.")
 _UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 
 
-def _wait_words(wait: timedelta) -> str:
+def wait_words(wait: timedelta) -> str:
+    """A wait in words: the largest unit it holds, rounded ("2 minutes")."""
     seconds = max(int(wait.total_seconds()), 1)
     for unit, size in _UNITS:
         # The largest unit it holds, rounded: 100 seconds read "2 minutes".
@@ -148,7 +149,7 @@ def http_error_text(code: int, retry_after: str | None, now: datetime) -> str:
     wait = parse_retry_after(retry_after, now) if code in _ASKS_TO_WAIT else None
     if wait is None:
         return f"The page answered HTTP {code}."
-    return f"The page answered HTTP {code} and asked us to wait {_wait_words(wait)}."
+    return f"The page answered HTTP {code} and asked us to wait {wait_words(wait)}."
 
 
 # What each kind of page error means, for readers who do not speak HTTP.

@@ -20,6 +20,10 @@ from tests.llm import (
     status,
 )
 
+# The `model` fixture: without it here, this file only ran beside another that
+# registered it.
+pytest_plugins = ["tests.llm"]
+
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"price": {"type": "string"}},
@@ -94,6 +98,70 @@ def test_three_server_errors_fail(model):
         ask()
 
     assert "HTTP 500" in failure.value.message
+
+
+def busy(retry_after: str, code: int = 429) -> Any:
+    """A rate-limited (or overloaded) endpoint's answer, saying when to come back."""
+
+    def reply(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        headers = {"Content-Type": "application/json", "Retry-After": retry_after}
+        return code, headers, b'{"error": {"message": "Rate limit reached"}}'
+
+    return reply
+
+
+@pytest.fixture
+def pauses(monkeypatch) -> list[float]:
+    """The client's waits between tries, recorded instead of waited."""
+    waited: list[float] = []
+    real = asyncio.sleep
+
+    async def pause(seconds: float, *args: Any, **kwargs: Any) -> None:
+        waited.append(seconds)
+        await real(0)
+
+    monkeypatch.setattr(ai_client.asyncio, "sleep", pause)
+    return waited
+
+
+@pytest.mark.parametrize("code", [429, 503])
+def test_a_busy_endpoint_is_asked_again_after_the_wait_it_asked_for(
+    model, pauses, code
+):
+    model.then(busy("3", code), answer({"price": "$19"}))
+
+    assert ask() == {"price": "$19"}
+    assert pauses == [3]
+    assert len(model.requests) == 2
+
+
+def test_a_busy_endpoint_asking_for_a_long_wait_is_not_asked_again_this_batch(
+    model, pauses
+):
+    model.then(busy("120"), answer({"price": "$19"}))
+
+    async def twice() -> list[str]:
+        failures = []
+        async with LLM() as llm:
+            for _ in range(2):
+                try:
+                    await llm.ask(name="price", schema=SCHEMA, system="s", user="u")
+                except LLMError as exc:
+                    failures.append(exc.message)
+        return failures
+
+    failures = asyncio.run(twice())
+
+    assert (
+        failures
+        == [
+            "The AI model's endpoint was busy (HTTP 429) and asked us to wait "
+            "2 minutes before asking again, longer than a check waits."
+        ]
+        * 2
+    )
+    assert len(model.requests) == 1
+    assert pauses == []
 
 
 def test_a_hanging_server_times_out_on_each_try(model):

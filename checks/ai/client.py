@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -30,7 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from checks.errors import ErrorKind
+from checks.errors import ErrorKind, parse_retry_after, wait_words
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetch.errors import human_size
 from monitors.judging import judge_available
@@ -52,6 +54,10 @@ MAX_ANSWER_BYTES = 2 * 1024 * 1024
 # A rough, model-independent count: English text averages ~4 characters per token.
 CHARS_PER_TOKEN = 4
 _RETRY_PAUSES = (0.2, 0.5)
+# A busy endpoint (429, 503) that asks for a longer wait than this, with
+# Retry-After, is not asked again in this batch: a check does not wait for it.
+LONGEST_WAIT_SECONDS = 30
+_ASKS_TO_WAIT = frozenset({429, 503})
 _PERMANENT_STATUSES = frozenset({401, 403, 404})
 # The door's refusals: trying again cannot help.
 _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
@@ -215,7 +221,12 @@ class _ModeRefused(Exception):
 
 
 class _Attempt(Exception):
-    """One try failed; another may succeed."""
+    """One try failed; another may succeed, `wait` seconds later at the
+    earliest when the endpoint said so."""
+
+    def __init__(self, message: str, wait: float = 0.0) -> None:
+        super().__init__(message)
+        self.wait = wait
 
 
 # --- The client -----------------------------------------------------------------------
@@ -257,6 +268,9 @@ class LLM:
         )
         self._slots = asyncio.Semaphore(CONCURRENCY)
         self._failed_calls = 0
+        # Set when the endpoint asked for a wait longer than a check waits:
+        # (until when on the monotonic clock, why).
+        self._busy: tuple[float, str] | None = None
         self.calls = 0  # requests sent, for tests and logs
 
     async def __aenter__(self) -> LLM:
@@ -285,6 +299,8 @@ class LLM:
                 "The AI model did not answer the previous requests of this check, "
                 "so it was not asked again."
             )
+        if self._busy is not None and time.monotonic() < self._busy[0]:
+            raise LLMError(self._busy[1])
         async with self._slots:
             try:
                 answer = await self._tries(name, schema, system, user, strict)
@@ -320,8 +336,11 @@ class LLM:
             except _Attempt as exc:
                 problem = str(exc)
                 tries += 1
+                if exc.wait > LONGEST_WAIT_SECONDS:
+                    self._busy = (time.monotonic() + exc.wait, _too_long(exc))
+                    raise LLMError(self._busy[1]) from None
                 if tries < TRIES:
-                    await asyncio.sleep(_RETRY_PAUSES[tries - 1])
+                    await asyncio.sleep(max(_RETRY_PAUSES[tries - 1], exc.wait))
                 continue
             value = parse_json(text)
             error = "it was not JSON" if value is None else schema_error(value, schema)
@@ -368,7 +387,7 @@ class LLM:
         except openai.APIStatusError as exc:
             if exc.status_code in _PERMANENT_STATUSES:
                 raise LLMError(_refused(exc)) from exc
-            raise _Attempt(f"the endpoint answered HTTP {exc.status_code}") from exc
+            raise _busy_or_failed(exc) from exc
         except (openai.APITimeoutError, TimeoutError) as exc:
             raise _Attempt(f"no answer within {self.config.timeout:g} seconds") from exc
         except openai.APIConnectionError as exc:
@@ -387,6 +406,29 @@ class LLM:
         except openai.OpenAIError as exc:
             raise _Attempt("the answer could not be read") from exc
         return _content(response)
+
+
+def _busy_or_failed(exc: openai.APIStatusError) -> _Attempt:
+    """A try that got an error status, with the wait a busy endpoint asked for."""
+    code = exc.status_code
+    wait = None
+    if code in _ASKS_TO_WAIT:
+        wait = parse_retry_after(
+            exc.response.headers.get("retry-after"), datetime.now(UTC)
+        )
+    if wait is None:
+        return _Attempt(f"the endpoint answered HTTP {code}")
+    return _Attempt(
+        f"the endpoint was busy (HTTP {code}) and asked us to wait {wait_words(wait)}",
+        wait=wait.total_seconds(),
+    )
+
+
+def _too_long(attempt: _Attempt) -> str:
+    return (
+        f"The AI model's {str(attempt).removeprefix('the ')} before asking again, "
+        "longer than a check waits."
+    )
 
 
 def _fetch_error(exc: BaseException) -> FetchError | None:
