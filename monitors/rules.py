@@ -339,6 +339,49 @@ def schema_reference_error(schema: Any, path: str = "schema") -> str | None:
     return None
 
 
+def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
+    """Why a JSON Schema's reference inside itself leads nowhere, or None.
+
+    Answers are validated against the schema on every check; a reference to a
+    definition that is not there fails each of them, so no answer could ever
+    fit. Resolved as the validator resolves them (a nested $id moves the base),
+    with an empty registry: nothing is ever fetched. Call it on a valid schema
+    without references to other documents (schema_reference_error)."""
+    import referencing
+    import referencing.exceptions
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    dialect = schema.get("$schema")
+    specification = specification_with(
+        dialect if isinstance(dialect, str) else "", default=DRAFT202012
+    )
+    root = specification.create_resource(schema)
+    base = "urn:pagewatch:extraction-schema"
+    registry = referencing.Registry().with_resource(base, root).crawl()
+    waiting = [(root, registry.resolver(base_uri=base))]
+    while waiting:
+        resource, resolver = waiting.pop()
+        for key in _REFERENCE_KEYS:
+            reference = (
+                resource.contents.get(key)
+                if isinstance(resource.contents, Mapping)
+                else None
+            )
+            if not isinstance(reference, str):
+                continue
+            try:
+                resolver.lookup(reference)
+            except referencing.exceptions.Unresolvable:
+                return (
+                    f"schema.{key} {reference[:200]!r} points to nothing inside the "
+                    "schema (no answer could fit it)."
+                )
+        waiting.extend(
+            (sub, resolver.in_subresource(sub)) for sub in resource.subresources()
+        )
+    return None
+
+
 def _known_dialect(uri: str) -> bool:
     from referencing.jsonschema import UnknownDialect, specification_with
 

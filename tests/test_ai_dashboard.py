@@ -258,6 +258,20 @@ def body(**target_options: Any) -> dict[str, Any]:
         ({"type": "json", "schema": {"type": 12}}, "not a valid JSON Schema"),
         ({"type": "json", "schema": "plans"}, "must be a JSON Schema object"),
         ({"type": "json", "prompt": 7}, "prompt must be a string"),
+        # A reference to a definition that is not there: no answer could ever
+        # fit, so every check would fail on it.
+        (
+            {"type": "json", "schema": {"properties": {"a": {"$ref": "#/$defs/a"}}}},
+            "schema.$ref '#/$defs/a' points to nothing inside the schema",
+        ),
+        (
+            {
+                "type": "changeTracking",
+                "modes": ["json"],
+                "schema": {"items": {"$id": "https://example.com/p", "$ref": "#/x"}},
+            },
+            "schema.$ref '#/x' points to nothing inside the schema",
+        ),
     ],
 )
 def test_json_formats_are_validated_with_a_clear_message(api, fmt, message):

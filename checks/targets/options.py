@@ -373,6 +373,8 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         raise ValidationError(
             f"schema is not a valid JSON Schema: {exc.message}"
         ) from None
+    if error := rules.schema_dangling_reference_error(schema):
+        raise ValidationError(error)
 
 
 class ParserField(serializers.JSONField):
