@@ -198,6 +198,18 @@ def test_an_answer_that_is_not_json_is_an_error(server):
     assert failed.value.message == "SearXNG answered with something other than JSON."
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [{"error": "Engine settings are broken"}, {"results": "none"}, {"query": "acme"}],
+)
+def test_a_searxng_json_answer_without_a_list_of_results_is_an_error(server, answer):
+    # A proxy's or a broken instance's JSON is not "nothing was found".
+    server.page("/search", json.dumps(answer), content_type="application/json")
+    with pytest.raises(SearchError) as failed:
+        search(SearxngProvider(server.base_url), Query("acme"))
+    assert failed.value.message == "SearXNG's answer held no list of results."
+
+
 def test_a_provider_that_is_down_or_slow_is_an_error_with_the_reason(server):
     with pytest.raises(SearchError) as refused:
         search(SearxngProvider(refused_url().rstrip("/")), Query("acme"))

@@ -37,6 +37,10 @@ class SearxngProvider(Provider):
         answer = await self._json(self.request_url(query))
         if not isinstance(answer, dict):
             raise SearchError("SearXNG's answer was not a JSON object.")
+        if not isinstance(answer.get("results"), list):
+            # SearXNG always sends the list, empty when nothing was found:
+            # without it the JSON is someone else's, never "no results".
+            raise SearchError("SearXNG's answer held no list of results.")
         found = hits(answer.get("results"), query.limit, _hit)
         failed = _unresponsive(answer.get("unresponsive_engines"))
         if not found and failed:
