@@ -634,6 +634,48 @@ def test_a_page_address_with_a_pipe_cannot_choose_its_slack_link_text():
     )
 
 
+def test_page_words_in_a_slack_message_are_never_made_links_or_mentions_by_slack():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    page = {
+        "url": "https://shop.example/pricing",
+        "label": "Changed",
+        "status": "changed",
+        # A judge's reason and quotes echo the page, and pages say anything.
+        "reason": "Pay now at https://evil.example/pay, @channel",
+        "before": "Pro $49",
+        "after": "Pro $59 #general",
+        "link": "https://pagewatch.example/monitors/1/checks/2/pages/3/",
+    }
+    message = {
+        "type": messages.CHANGE,
+        "monitor": {"name": "Prices"},
+        "pages": [page],
+        "failures": [{"label": "Web search", "reason": "see www.evil.example"}],
+        "link": "https://pagewatch.example/monitors/1/checks/2/",
+    }
+    digest = {
+        "type": messages.DIGEST,
+        "since": "2026-06-08T09:00:00+00:00",
+        "monitors": [
+            {"monitor": {"name": "Prices", "link": page["link"]}, "pages": [page]}
+        ],
+    }
+
+    texts = [
+        block["text"]
+        for shaped in (message, digest)
+        for block in slack.blocks(shaped)[1:]
+    ]
+
+    # Verbatim: Slack leaves bare addresses, #channels and @mentions as typed
+    # (its default turns them into links and pings); our own <url|words>
+    # links still work.
+    assert texts and all(text["verbatim"] is True for text in texts)
+    assert any("<https://pagewatch.example/" in text["text"] for text in texts)
+
+
 def test_page_text_sent_to_an_apprise_service_that_reads_html_arrives_as_text(
     site, inbox
 ):

@@ -150,7 +150,13 @@ def _link(url: str, label: str) -> str:
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS]}}
+    # Verbatim: Slack would otherwise turn bare addresses, #channels and
+    # @mentions in page text and the judge's words into links and pings; our
+    # own <url|words> links are kept either way.
+    return {
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS], "verbatim": True},
+    }
 
 
 def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
