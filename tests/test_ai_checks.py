@@ -304,6 +304,9 @@ def test_without_judging_no_model_is_asked(team, site, model):
 
 
 JSON_FORMAT = [{"type": "json", "schema": PLANS_SCHEMA, "prompt": "The plans"}]
+PLANS_JSON = (
+    '{"plans": [{"name": "Starter", "price": "$19"}, {"name": "Pro", "price": "$49"}]}'
+)
 
 
 def test_a_price_change_comes_out_as_its_field_path(team, site, model):
@@ -345,6 +348,37 @@ def test_a_recheck_with_unchanged_markdown_reuses_the_extraction(team, site, mod
     assert len(model.requests) == 1
     assert page.status == PageResult.Status.SAME
     assert page.extraction["plans"][0]["price"] == "$19"
+
+
+@pytest.mark.parametrize("mode", ["json", "mixed"])
+def test_editing_what_to_extract_is_no_change_of_a_page_whose_text_is_unchanged(
+    team, site, model, mode
+):
+    url = site.html("/pricing", "Pricing", PLANS)
+    fmt: dict[str, Any] = {"type": "json", "schema": PLANS_SCHEMA, "prompt": "Plans"}
+    if mode == "mixed":
+        fmt = {"type": "changeTracking", "modes": ["json", "git-diff"]} | fmt
+    monitor = make_monitor(team, [url], formats=[fmt])
+    run_check(monitor)
+    target = monitor.targets.get()
+    target.scrape_options = {"formats": [fmt | {"prompt": "Plans, and the free one"}]}
+    target.save()
+    free = {"name": "Free", "price": "$0"}
+    plans = [{"name": "Starter", "price": "$19"}, {"name": "Pro", "price": "$49"}]
+    model.then(answer({"plans": [*plans, free]}))
+
+    edited = run_check(monitor)
+    again = run_check(monitor)
+
+    # The page said the same thing: no change to report, judge or send; what
+    # the new instructions extract is the baseline from now on.
+    page = edited.pages.get()
+    assert page.status == PageResult.Status.SAME
+    assert page.diff is None and page.judgment is None
+    assert page.extraction["plans"][-1] == free
+    assert edited.summary["changed"] == 0
+    assert again.pages.get().status == PageResult.Status.SAME
+    assert len(model.requests) == 2  # the first check's and the edit's
 
 
 def test_a_markdown_change_that_leaves_the_fields_alone_is_same_in_json_mode(

@@ -7,8 +7,9 @@ hands over, extracted and compared, in this order:
    object, compared field by field with the baseline's; in JSON mode the
    page is ``changed`` only when a field is, in mixed mode when a field or the
    Markdown is. A page whose text is unchanged reuses the baseline's object:
-   no model call, no false change. No object -> the page is an ``error``
-   (the baseline is kept).
+   no model call, no false change; when what to extract was edited, its new
+   object becomes the baseline, still without a change. No object -> the
+   page is an ``error`` (the baseline is kept).
 2. The ``summary`` format, reused the same way.
 3. The goal judge, on ``changed`` pages of monitors with judgeEnabled and a
    goal: +1 credit when it gives a verdict; it fails open otherwise.
@@ -206,6 +207,11 @@ class Enricher:
                 return False
         outcome.judged.extraction = current
         derived["json"] = {"key": spec.key, "value": current}
+        if not reused and outcome.status == Status.SAME:
+            # What to extract was edited and the page says what it said: the
+            # old object answered other instructions, so a field it lacks is
+            # no change of the page. The new one is the baseline from now on.
+            before = None
         if outcome.status != Status.NEW:
             _compare(page, before, current)
         return True
