@@ -92,6 +92,23 @@ def test_a_fail_open_judgment_is_shown_as_not_judged_never_as_a_verdict(
     assert "This change matters for the goal." not in detail
 
 
+def test_a_check_whose_only_page_the_model_could_not_read_never_says_it_did_not_load(
+    web, team, site, model
+):
+    formats = [{"type": "json", "schema": PLANS_SCHEMA}]
+    monitor, _ = watch(team, site, goal=None, scrape_options={"formats": formats})
+    model.then(*[answer({"plans": "cheap"})] * 3)
+    check = run(monitor)
+
+    shown = web.get(check.get_absolute_url()).content.decode()
+
+    assert check.status == Check.Status.FAILED
+    assert "The AI model could not read the fields" in shown
+    # The page was fetched: what failed is said in the page's row.
+    assert "could be loaded" not in shown
+    assert "No page could be checked in this check" in shown
+
+
 def test_a_judges_reason_is_shown_escaped(web, team, site, model):
     model.then(
         answer(

@@ -1511,7 +1511,7 @@ def test_a_check_where_every_page_failed_says_so_and_offers_no_empty_filters(
 
     page = text_of(web.get(check.get_absolute_url()))
 
-    assert "No page could be loaded in this check" in page
+    assert "No page could be checked in this check" in page
     assert re.search(r"Errors <span class=\"chip-count\">2</span>", page)
     for empty in ("Changed", "New", "Removed", "Unchanged"):
         assert not re.search(rf"{empty} <span class=\"chip-count\">0</span>", page)
