@@ -14,7 +14,7 @@ from checks import runner
 from checks.models import Check, PageResult
 from checks.notify import messages
 from monitors.models import Membership, Monitor, Target, Team
-from tests.llm import PLANS, PLANS_SCHEMA, answer
+from tests.llm import PLANS, PLANS_SCHEMA, answer, data_block
 from tests.sites import Site
 
 pytest_plugins = ["tests.llm"]
@@ -107,6 +107,28 @@ def test_a_check_whose_only_page_the_model_could_not_read_never_says_it_did_not_
     # The page was fetched: what failed is said in the page's row.
     assert "could be loaded" not in shown
     assert "No page could be checked in this check" in shown
+
+
+def test_a_change_too_long_for_the_judge_is_judged_in_part_and_says_so(
+    web, team, site, model, settings
+):
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+    items = "".join(f"<p>Item {n}: {n} in stock</p>" for n in range(400))
+    monitor, _ = watch(team, site)
+    site.html("/pricing", "Pricing", items + PLANS)
+    run(monitor)
+    # Every line changes: one section whose old lines come before the new.
+    site.html("/pricing", "Pricing", items.replace(" in stock", " left") + PLANS)
+    page = run(monitor).pages.get()
+
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    [request] = model.bodies
+    assert "+Item 0: 0 left" in data_block(request)
+    assert "changed line(s) of this section not shown" in data_block(request)
+    assert page.is_judged
+    assert page.metadata["judgedInPart"] is True
+    assert "too long for the AI judge to read whole" in detail
 
 
 def test_a_judges_reason_is_shown_escaped(web, team, site, model):

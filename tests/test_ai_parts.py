@@ -8,7 +8,7 @@ import pytest
 
 from checks.ai import formats
 from checks.ai.data import DataBlock, plain_text
-from checks.ai.judge import clean, messages, not_judged, trim_diff
+from checks.ai.judge import change_text, clean, messages, not_judged, trim_diff
 from checks.content import field_diff, strip_noise
 from monitors.rules import ignore_line_error as entry_error
 
@@ -203,6 +203,21 @@ def test_a_single_line_longer_than_the_budget_is_cut_on_both_sides():
 
     assert len(trimmed) <= 1000
     assert "-aaaa" in trimmed and "+bbbb" in trimmed
+
+
+def test_field_changes_too_many_to_fit_say_that_more_were_not_shown():
+    fields = {
+        f"plans[{n}].price": {"previous": f"${n}", "current": f"${n + 1}"}
+        for n in range(500)
+    }
+
+    shown, partial = change_text(None, fields, 1000)
+
+    assert partial is True
+    assert len(shown) <= 1100
+    assert "+ plans[0].price: $1" in shown
+    assert shown.endswith("[more changed fields not shown]")
+    assert change_text(None, {"a": {"previous": 1, "current": 2}}, 1000)[1] is False
 
 
 def test_a_made_up_quote_is_dropped_and_real_ones_kept():

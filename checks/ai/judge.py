@@ -34,6 +34,7 @@ _INSTRUCTIONS_ROOM = 3000
 _MIN_CHANGE_CHARS = 1000
 # Room kept in a trimmed diff for a note on what was left out, in characters.
 _NOTE_ROOM = 60
+_FIELDS_CUT = "\n[more changed fields not shown]"
 # A section that does not fit whole is shown in part when this much room is left.
 _MIN_PART_CHARS = 300
 
@@ -91,6 +92,8 @@ class Verdict:
     judgment: dict[str, Any]
     # False when the judgment is the fail-open one: shown as "not judged".
     judged: bool
+    # True when the change was too long to show whole: judged on what fit.
+    partial: bool = False
 
 
 def not_judged(why: str) -> Verdict:
@@ -173,8 +176,14 @@ def trim_diff(diff_text: str, max_chars: int) -> str:
     """The diff as it is when it fits, else its changed lines, hunk by hunk,
     as many as fit (the first that does not, in part), saying what was left
     out."""
+    return _trimmed(diff_text, max_chars)[0]
+
+
+def _trimmed(diff_text: str, max_chars: int) -> tuple[str, bool]:
+    """trim_diff's text, and whether changed lines were left out (context
+    lines dropped to make room are not part of the change)."""
     if len(diff_text) <= max_chars:
-        return diff_text
+        return diff_text, False
     hunks = _hunks(diff_text)
     room = max_chars - _NOTE_ROOM  # for the note on the sections left out
     shown: list[str] = []
@@ -189,10 +198,10 @@ def trim_diff(diff_text: str, max_chars: int) -> str:
                 shown.append(
                     f"[{len(hunks) - index} more changed section(s) not shown]"
                 )
-            break
+            return "\n".join(shown), True
         shown.append(text)
         used += len(text) + 1
-    return "\n".join(shown)
+    return "\n".join(shown), False
 
 
 def field_lines(fields: Mapping[str, Any]) -> str:
@@ -210,18 +219,25 @@ def field_lines(fields: Mapping[str, Any]) -> str:
 
 def change_text(
     diff_text: str | None, fields: Mapping[str, Any] | None, max_chars: int
-) -> str:
-    """What the judge is shown of a change, within `max_chars`."""
+) -> tuple[str, bool]:
+    """What the judge is shown of a change, within `max_chars`, and whether
+    part of it was left out (the text then says so)."""
     parts = []
+    partial = False
     budget = max(max_chars, _MIN_CHANGE_CHARS)
     if fields:
-        field_part, _ = clip(field_lines(fields), budget // 2 if diff_text else budget)
+        room = budget // 2 if diff_text else budget
+        field_part, cut = clip(field_lines(fields), room - len(_FIELDS_CUT))
+        if cut:
+            field_part += _FIELDS_CUT
+        partial = cut
         parts.append("Changed fields (- before, + after):\n" + field_part)
         budget -= len(parts[0])
     if diff_text:
-        trimmed = trim_diff(diff_text, max(budget, _MIN_CHANGE_CHARS))
+        trimmed, cut = _trimmed(diff_text, max(budget, _MIN_CHANGE_CHARS))
+        partial = partial or cut
         parts.append("Unified diff of the page text (- removed, + added):\n" + trimmed)
-    return "\n\n".join(parts)
+    return "\n\n".join(parts), partial
 
 
 def messages(goal: str, prompt: str, change: str) -> tuple[str, str]:
@@ -305,7 +321,7 @@ async def judge(
     if not diff_text and not fields:
         return not_judged("the change has no diff to judge.")
     room = llm.config.max_input_chars - len(goal) - len(prompt) - _INSTRUCTIONS_ROOM
-    change = change_text(diff_text, fields, room)
+    change, partial = change_text(diff_text, fields, room)
     system, user = messages(goal, prompt, change)
     try:
         answer = await llm.ask(
@@ -313,4 +329,4 @@ async def judge(
         )
     except LLMError as exc:
         return not_judged(exc.message)
-    return Verdict(clean(answer, change), judged=True)
+    return Verdict(clean(answer, change), judged=True, partial=partial)

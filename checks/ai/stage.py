@@ -254,6 +254,8 @@ class Enricher:
         if not verdict.judged:
             outcome.judged.verdict = PageResult.Verdict.NOT_JUDGED
             return
+        if verdict.partial:
+            outcome.metadata["judgedInPart"] = True
         meaningful = verdict.judgment["meaningful"]
         outcome.judged.verdict = (
             PageResult.Verdict.MEANINGFUL if meaningful else PageResult.Verdict.NOISE
