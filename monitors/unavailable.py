@@ -58,6 +58,20 @@ EXTRACTION = Unavailable(
     ),
     setting="set LLM_BASE_URL (and LLM_MODEL) to an OpenAI-compatible endpoint.",
 )
+SUMMARY = Unavailable(
+    key="summary",
+    api=(
+        "The summary format needs an AI model, and this server has none: pages "
+        "get no summary (it is listed in their metadata.notApplied) until "
+        "LLM_BASE_URL (and LLM_MODEL) name an OpenAI-compatible endpoint."
+    ),
+    title="Pages are not summarised yet.",
+    plain=(
+        "This monitor asks an AI model for a short summary of each page, and none "
+        "is set up for this Pagewatch, so its pages have no summary until one is."
+    ),
+    setting="set LLM_BASE_URL (and LLM_MODEL) to an OpenAI-compatible endpoint.",
+)
 JUDGE = Unavailable(
     key="judge",
     api=(
@@ -113,6 +127,8 @@ def unavailable(monitor: Monitor) -> list[Unavailable]:
     if not judge_available():
         if any(wants(t.scrape_options or {}).extraction for t in targets):
             found.append(EXTRACTION)
+        if any(wants(t.scrape_options or {}).summary for t in targets):
+            found.append(SUMMARY)
         if monitor.judging:
             found.append(JUDGE)
     if not settings.CRAWL_ALLOW_IGNORE_ROBOTS and any(

@@ -330,3 +330,20 @@ def test_ignore_lines_round_trip_through_the_api_and_bad_ones_are_named(api):
     assert created["ignoreLines"] == ["Last updated", "/\\d+ views/"]
     assert refused["details"][0]["path"] == ["ignoreLines", 1]
     assert "Not a pattern we can use" in refused["error"]
+
+
+def test_without_a_model_the_summary_format_is_said_to_be_off_and_what_turns_it_on(
+    api, web, settings
+):
+    settings.LLM_BASE_URL = ""
+    created = api.post(
+        "/v2/monitor", body(scrapeOptions={"formats": ["summary"]}), format="json"
+    ).json()["data"]
+    monitor = Monitor.objects.get(pk=created["id"])
+
+    page = web.get(monitor.get_absolute_url()).content.decode()
+
+    assert "The summary format needs an AI model" in created["warning"]
+    assert "LLM_BASE_URL" in created["warning"]
+    assert re.findall(r'data-unavailable="(\w+)"', page) == ["summary"]
+    assert "Pages are not summarised yet." in page
