@@ -275,6 +275,17 @@ def test_a_metadata_address_stays_blocked_even_for_the_llm_host(model, settings)
     assert model.requests == []
 
 
+def test_an_endpoint_address_with_a_password_is_refused_in_one_sentence(settings):
+    settings.LLM_BASE_URL = "https://user:s3cret@llm.example.com/v1"
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert failure.value.message == (
+        "The AI model's endpoint: URL must not contain a user name or password."
+    )
+
+
 # --- reading answers ------------------------------------------------------------------
 
 

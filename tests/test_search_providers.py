@@ -225,6 +225,14 @@ def test_a_provider_that_is_down_or_slow_is_an_error_with_the_reason(server):
     )
 
 
+def test_a_provider_address_with_a_password_is_refused_in_one_sentence():
+    with pytest.raises(SearchError) as failed:
+        search(SearxngProvider("https://me:s3cret@searx.example"), Query("acme"))
+    assert failed.value.message == (
+        "SearXNG could not be reached: URL must not contain a user name or password."
+    )
+
+
 def test_a_provider_on_a_blocked_address_is_still_refused(settings):
     settings.SEARCH_TIMEOUT_SECONDS = 1
     with pytest.raises(SearchError) as failed:

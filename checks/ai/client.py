@@ -400,7 +400,8 @@ class LLM:
                     f"{human_size(MAX_ANSWER_BYTES)}, so it was not read."
                 ) from exc
             if cause is not None and cause.kind in _NEVER_RETRIED:
-                raise LLMError(f"The AI model's endpoint: {cause.message}.") from exc
+                reason = cause.message.rstrip(".")
+                raise LLMError(f"The AI model's endpoint: {reason}.") from exc
             reason = cause.message if cause is not None else "no connection"
             raise _Attempt(f"the endpoint could not be reached ({reason})") from exc
         except openai.OpenAIError as exc:

@@ -162,7 +162,7 @@ class Provider:
             )
         except FetchError as exc:
             raise SearchError(
-                f"{self.label} could not be reached: {exc.message}."
+                f"{self.label} could not be reached: {exc.message.rstrip('.')}."
             ) from None
         if answer.status_code >= 300:
             raise SearchError(self.refused(answer))
