@@ -4,6 +4,7 @@ structured-output modes, tries, time-outs, validation and the outbound door."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -199,6 +200,38 @@ def test_json_mode_refused_too_falls_back_to_asking_in_the_prompt(model):
     assert "response_format" not in bodies[-1]
     # Every mode states the schema in the instructions.
     assert '"price"' in bodies[-1]["messages"][0]["content"]
+
+
+def test_a_request_every_mode_refuses_is_said_in_the_servers_words_and_not_remembered(
+    model,
+):
+    # OpenAI and others answer 400 to an input longer than the model's context.
+    def too_long(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        error = {
+            "message": "This model's maximum context length is 8192 tokens.",
+            "code": "context_length_exceeded",
+        }
+        return (
+            400,
+            {"Content-Type": "application/json"},
+            json.dumps({"error": error}).encode(),
+        )
+
+    model.then(too_long, too_long, too_long, answer({"price": "$19"}))
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+    asked_before = len(model.requests)
+    assert ask() == {"price": "$19"}
+
+    assert failure.value.message == (
+        "The AI model's endpoint refused the request (HTTP 400): This model's "
+        "maximum context length is 8192 tokens."
+    )
+    # The modes were not what the server refused: the next request, a short
+    # one, is asked in JSON-schema mode again, not in the prompt alone.
+    later = model.bodies[asked_before]
+    assert later["response_format"]["type"] == "json_schema"
 
 
 def test_a_wrong_key_fails_at_once_naming_the_setting(model):

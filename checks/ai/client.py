@@ -9,8 +9,9 @@ private address these calls may reach.
 
 Structured output, most reliable first: JSON-schema mode, then JSON mode,
 then JSON asked for in the prompt alone. A server that refuses a mode with
-HTTP 400 is asked again in the next one (and remembered, so later calls start
-there). Whatever comes back is parsed (JSON wrapped in prose or a code fence
+HTTP 400 is asked again in the next one (and remembered once that one is
+answered, so later calls start there; a 400 to every mode is about the
+request, and its words are said). Whatever comes back is parsed (JSON wrapped in prose or a code fence
 is found) and validated with `jsonschema`; extra keys are refused by the
 schemas themselves. Temperature 0, at most TRIES tries, each with its own
 time-out. Every failure is an LLMError whose message is safe to show.
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
+from checks.ai.data import plain_text
 from checks.errors import ErrorKind, parse_retry_after, wait_words
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetch.errors import human_size
@@ -324,14 +326,14 @@ class LLM:
         ]
         key = (self.config.base_url, self.config.model, name)
         first = Mode.SCHEMA if strict else Mode.JSON
+        mode = max(_modes.get(key, first), first)
         problem = "no answer"
         tries = 0
         while tries < TRIES:
-            mode = max(_modes.get(key, first), first)
             try:
                 text = await self._complete(name, schema, messages, mode)
             except _ModeRefused:
-                _modes[key] = Mode(mode + 1)
+                mode = Mode(mode + 1)
                 continue  # a refused mode is not a try
             except _Attempt as exc:
                 problem = str(exc)
@@ -342,6 +344,9 @@ class LLM:
                 if tries < TRIES:
                     await asyncio.sleep(max(_RETRY_PAUSES[tries - 1], exc.wait))
                 continue
+            # Remembered only once a mode was answered: a 400 to every mode
+            # (an input too long for the model, say) was not about modes.
+            _modes[key] = max(_modes.get(key, first), mode)
             value = parse_json(text)
             error = "it was not JSON" if value is None else schema_error(value, schema)
             if error is None:
@@ -465,7 +470,25 @@ def _refused(exc: openai.APIStatusError) -> str:
         403: " Check LLM_API_KEY.",
         404: " Check LLM_BASE_URL and LLM_MODEL.",
     }
-    return (
-        f"The AI model's endpoint refused the request (HTTP {exc.status_code})."
-        + hints.get(exc.status_code, "")
+    refused = f"The AI model's endpoint refused the request (HTTP {exc.status_code})"
+    # Its words say what was wrong with the request (an input longer than the
+    # model takes, say); not for a refused key, which they may quote.
+    words = _server_words(exc) if exc.status_code not in hints else ""
+    return (f"{refused}: {words}." if words else f"{refused}.") + hints.get(
+        exc.status_code, ""
     )
+
+
+def _server_words(exc: openai.APIStatusError) -> str:
+    """The endpoint's own error message, as plain text, without its full stop."""
+    try:
+        body = exc.response.json()
+    except ValueError:
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(message, str) and isinstance(body, dict):
+        message = body.get("message")
+    if not isinstance(message, str):
+        return ""
+    return plain_text(" ".join(message.split()), 300).rstrip(".")
