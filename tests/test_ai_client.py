@@ -76,6 +76,24 @@ def test_invalid_json_is_tried_three_times_then_fails_with_a_reason(model):
     assert "not JSON" in failure.value.message
 
 
+def test_an_answer_cut_off_at_the_models_length_limit_says_so(model):
+    def cut_off(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        status_code, headers, raw = content('{"price": "$19 per month, bill')(body)
+        reply = json.loads(raw)
+        reply["choices"][0]["finish_reason"] = "length"
+        return status_code, headers, json.dumps(reply).encode()
+
+    model.then(*[cut_off] * 3)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert failure.value.message == (
+        "The AI model gave no usable answer after 3 tries: the answer was cut off "
+        "at the model's length limit before its JSON ended."
+    )
+
+
 def test_an_answer_with_an_extra_key_is_refused(model):
     model.then(*[answer({"price": "$19", "note": "cheap"})] * 3)
 

@@ -11,10 +11,11 @@ Structured output, most reliable first: JSON-schema mode, then JSON mode,
 then JSON asked for in the prompt alone. A server that refuses a mode with
 HTTP 400 is asked again in the next one (and remembered once that one is
 answered, so later calls start there; a 400 to every mode is about the
-request, and its words are said). Whatever comes back is parsed (JSON wrapped in prose or a code fence
-is found) and validated with `jsonschema`; extra keys are refused by the
-schemas themselves. Temperature 0, at most TRIES tries, each with its own
-time-out. Every failure is an LLMError whose message is safe to show.
+request, and its words are said). Whatever comes back is parsed (JSON
+wrapped in prose or a code fence is found) and validated with `jsonschema`;
+extra keys are refused by the schemas themselves. Temperature 0, at most
+TRIES tries, each with its own time-out. Every failure is an LLMError whose
+message is safe to show.
 """
 
 from __future__ import annotations
@@ -461,6 +462,14 @@ def _content(response: Any) -> str:
         raise _Attempt(f"the model declined to answer ({refusal.strip()[:200]})")
     if not isinstance(content, str) or not content.strip():
         raise _Attempt("the answer was empty")
+    if getattr(response.choices[0], "finish_reason", None) == "length" and (
+        parse_json(content) is None
+    ):
+        # "not JSON" would send the reader to the model's manners; it ran out
+        # of room (its max tokens, or a local server's output limit).
+        raise _Attempt(
+            "the answer was cut off at the model's length limit before its JSON ended"
+        )
     return content
 
 
