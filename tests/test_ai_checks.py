@@ -381,6 +381,30 @@ def test_editing_what_to_extract_is_no_change_of_a_page_whose_text_is_unchanged(
     assert len(model.requests) == 2  # the first check's and the edit's
 
 
+def test_a_page_served_from_its_cached_copy_is_extracted_anew_after_an_edit(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", PLANS)
+    fmt: dict[str, Any] = {"type": "json", "schema": PLANS_SCHEMA, "prompt": "Plans"}
+    cached = {"maxAge": 3_600_000}  # an hour: the second check is not fetched
+    monitor = make_monitor(team, [url], formats=[fmt])
+    target = monitor.targets.get()
+    target.scrape_options |= cached
+    target.save()
+    run_check(monitor)
+    target.scrape_options = {"formats": [fmt | {"prompt": "Only Pro"}]} | cached
+    target.save()
+    model.then(answer({"plans": [{"name": "Pro", "price": "$49"}]}))
+
+    page = run_check(monitor).pages.get()
+
+    assert page.metadata["cacheState"] == "hit"
+    assert page.status == PageResult.Status.SAME
+    # What the new instructions extract, not the old object under the new key.
+    assert page.extraction == {"plans": [{"name": "Pro", "price": "$49"}]}
+    assert len(model.requests) == 2
+
+
 def test_a_markdown_change_that_leaves_the_fields_alone_is_same_in_json_mode(
     team, site, model
 ):

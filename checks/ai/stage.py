@@ -78,8 +78,10 @@ class Page:
         outcome = self.outcome
         if not isinstance(stored, dict) or "value" not in stored:
             return False, None
-        if outcome.cache_hit or (
-            outcome.status == Status.SAME and stored.get("key") == key
+        # A cached copy is the baseline's text too: what was extracted from it
+        # holds only if it answered the same instructions.
+        if stored.get("key") == key and (
+            outcome.cache_hit or outcome.status == Status.SAME
         ):
             return True, stored["value"]
         return False, None
