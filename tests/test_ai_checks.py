@@ -279,6 +279,28 @@ def test_a_made_up_quote_is_dropped_from_the_stored_judgment(team, site, model):
     assert [c["reason"] for c in page.judgment["meaningfulChanges"]] == ["real"]
 
 
+def test_a_cached_copy_of_a_page_judged_in_part_is_not_said_to_be_judged(
+    team, site, model, settings
+):
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+    items = "".join(f"<p>Item {n}: {n} in stock</p>" for n in range(400))
+    url = site.html("/pricing", "Pricing", items + PLANS)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/pricing", "Pricing", items.replace(" in stock", " left") + PLANS)
+    judged = run_check(monitor).pages.get()
+    target = monitor.targets.get()
+    target.scrape_options = {"maxAge": 3_600_000}
+    target.save()
+
+    cached = run_check(monitor).pages.get()
+
+    assert judged.metadata["judgedInPart"] is True
+    assert cached.metadata["cacheState"] == "hit"
+    assert cached.status == PageResult.Status.SAME
+    assert "judgedInPart" not in cached.metadata
+
+
 def test_new_and_unchanged_pages_are_never_judged(team, site, model):
     url = site.html("/pricing", "Pricing", PLANS)
     monitor = make_monitor(team, [url])
