@@ -537,6 +537,26 @@ def test_the_summary_format_is_stored_and_reused_while_the_text_holds(
     assert "notApplied" not in first.metadata
 
 
+def test_a_summary_made_from_a_cached_copy_is_not_said_to_have_failed(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = make_monitor(team, [url], goal=None, formats=["summary"])
+    model.then(*[status(500)] * 3)
+    failed = run_check(monitor).pages.get()
+    target = monitor.targets.get()
+    target.scrape_options |= {"maxAge": 3_600_000}
+    target.save()
+
+    cached = run_check(monitor).pages.get()
+
+    assert "HTTP 500" in failed.metadata["summaryError"]
+    assert cached.metadata["cacheState"] == "hit"
+    assert cached.summary == "Plans"
+    # The error was the first check's: the copy's summary was made this time.
+    assert "summaryError" not in cached.metadata
+
+
 # --- no model configured --------------------------------------------------------------
 
 

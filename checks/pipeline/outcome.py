@@ -38,7 +38,7 @@ MODEL_FORMATS = frozenset({"json", "summary"})
 # Page metadata that belongs to one check, never replayed from a baseline.
 PER_CHECK_METADATA = (
     "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
-    "actions", "blockedRequests", "judgedInPart",
+    "actions", "blockedRequests", "judgedInPart", "summaryError",
 )  # fmt: skip
 FETCHED_BECAUSE = {
     Via.OPTIONS: "Its options need a browser ({detail}).",
