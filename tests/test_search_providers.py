@@ -210,6 +210,15 @@ def test_a_searxng_json_answer_without_a_list_of_results_is_an_error(server, ans
     assert failed.value.message == "SearXNG's answer held no list of results."
 
 
+def test_a_tavily_json_answer_without_a_list_of_results_is_an_error(server):
+    server.page(
+        "/search", json.dumps({"answer": None}), content_type="application/json"
+    )
+    with pytest.raises(SearchError) as failed:
+        search(TavilyProvider("key", server.url("/search")), Query("acme"))
+    assert failed.value.message == "Tavily's answer held no list of results."
+
+
 def test_a_provider_that_is_down_or_slow_is_an_error_with_the_reason(server):
     with pytest.raises(SearchError) as refused:
         search(SearxngProvider(refused_url().rstrip("/")), Query("acme"))

@@ -47,6 +47,9 @@ class TavilyProvider(KeyedProvider):
         )
         if not isinstance(answer, dict):
             raise SearchError("Tavily's answer was not a JSON object.")
+        if not isinstance(answer.get("results"), list):
+            # Tavily always sends the list, empty when nothing was found.
+            raise SearchError("Tavily's answer held no list of results.")
         return hits(answer.get("results"), query.limit, _hit)
 
 
