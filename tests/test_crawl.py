@@ -168,6 +168,33 @@ def test_a_crawl_whose_start_page_fails_reports_nothing_removed(team, site):
     assert "start page could not be fetched" in crawl_result(check)["truncatedReason"]
 
 
+def test_a_site_that_went_down_fails_the_check_and_removes_nothing(team, site):
+    site.html("/", "Home", nav("/a", "/b"))
+    site.html("/a", "A", "<p>a</p>")
+    site.html("/b", "B", "<p>b</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.stop()
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error.startswith("No page was crawled")
+    assert "Connection refused" in check.error
+    assert check.pages.count() == 0 and check.actual_credits == 0
+
+
+def test_a_crawl_that_checked_no_page_by_the_sites_own_rules_fails(team, site):
+    site.page("/robots.txt", "User-agent: *\nDisallow: /\n", content_type="text/plain")
+    site.html("/", "Home", "<p>home</p>")
+    monitor = crawl_monitor(team, site.url("/"))
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error == crawl_result(check)["truncatedReason"]
+
+
 def test_a_page_failing_for_now_keeps_the_pages_below_it_from_being_removed(team, site):
     site.html("/", "Home", nav("/a", "/c"))
     site.html("/a", "A", nav("/a/deep"))

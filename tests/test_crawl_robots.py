@@ -115,9 +115,9 @@ def test_the_monitor_list_and_the_check_say_robots_txt_kept_the_start_page_out(
 
     reason = crawl_result(check)["truncatedReason"]
     cell = last_check_cell(web)
-    # The same words as the check's, still a link to the check.
-    assert words(cell) == reason
-    assert f'<a href="{check.get_absolute_url()}">' in cell
+    # Failed, in the same words as the check's, still a link to the check.
+    assert words(cell) == f"Check failed {reason}"
+    assert f'<a href="{check.get_absolute_url()}"' in cell
     shown = words(web.get(check.get_absolute_url()).content.decode())
     assert f"Incomplete: {reason}" in shown
 
@@ -184,7 +184,7 @@ def test_the_monitor_list_says_a_failing_robots_txt_kept_the_site_out(
 
     reason = crawl_result(check)["truncatedReason"]
     assert reason.startswith("No page was crawled")
-    assert words(last_check_cell(web)) == reason
+    assert words(last_check_cell(web)) == f"Check failed {reason}"
 
 
 def test_the_monitor_list_says_an_unreachable_server_kept_the_site_out(team, web):
@@ -192,7 +192,7 @@ def test_the_monitor_list_says_an_unreachable_server_kept_the_site_out(team, web
 
     reason = crawl_result(check)["truncatedReason"]
     assert "could not be read" in reason
-    assert words(last_check_cell(web)) == reason
+    assert words(last_check_cell(web)) == f"Check failed {reason}"
 
 
 def test_another_sites_failing_robots_txt_keeps_that_site_out(team, site):

@@ -98,6 +98,15 @@ class CrawlKind(TargetKind):
         found = int(result.get("pagesFound") or 0)
         return result | {"foundThere": max(found - gone, 0)}
 
+    def failure(self, result: Mapping[str, Any]) -> str:
+        """Why a crawl checked no page at all (the site down, robots.txt
+        keeping it out, no sitemap for a sitemap-only crawl): the check
+        failed, in the crawl's own words, rather than completed with
+        nothing to show."""
+        if result.get("pagesFound") or not result.get("truncated"):
+            return ""
+        return str(result.get("truncatedReason") or "")
+
     def addresses(self, target: Target) -> list[str]:
         return [target.url]
 
