@@ -232,6 +232,21 @@ def test_broken_links_and_downloads_do_not_hold_removals_back(team, site):
     assert crawl_result(check)["truncated"] is False
 
 
+def test_links_to_images_and_other_files_are_not_crawled_as_pages(team, site):
+    files = ["/photo.JPG", "/logo.png?v=2", "/site.css", "/app.zip", "/talk.mp4"]
+    site.html("/", "Home", nav(*files, "/report.pdf", "/about"))
+    for path in files:
+        site.page(path.split("?")[0], b"\x00\x01", content_type="image/jpeg")
+    site.page("/report.pdf", b"%PDF-1.4 not a real one", content_type="application/pdf")
+    site.html("/about", "About", "<p>About us</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "report.pdf", "about"}  # a PDF is read as a page
+    assert all(site.requests_to(path.split("?")[0]) == [] for path in files)
+
+
 def test_a_page_a_crawl_no_longer_finds_is_removed_once_then_has_no_row(team, site):
     site.html("/", "Home", nav("/old"))
     site.html("/old", "Old", "<p>old</p>")
