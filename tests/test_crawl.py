@@ -247,6 +247,48 @@ def test_links_to_images_and_other_files_are_not_crawled_as_pages(team, site):
     assert all(site.requests_to(path.split("?")[0]) == [] for path in files)
 
 
+def sitemap_site(site: Site) -> None:
+    site.html("/", "Home", "<p>Nothing links to the orphan.</p>")
+    site.html("/orphan", "Orphan", "<p>Only the sitemap knows me.</p>")
+    robots = f"Sitemap: {site.url('/sitemap.xml')}\n"
+    site.page("/robots.txt", robots, content_type="text/plain")
+    site.page(
+        "/sitemap.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{site.url('/orphan')}</loc></url></urlset>",
+        content_type="application/xml",
+    )
+
+
+def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site):
+    sitemap_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+    run_check(monitor)
+    site.page("/sitemap.xml", "busy", status=503)
+
+    failing = run_check(monitor)
+    site.page("/sitemap.xml", "gone", status=404)
+    gone = run_check(monitor)
+
+    assert paths(failing, "removed") == set()
+    reason = crawl_result(failing)["truncatedReason"]
+    assert reason.startswith("A sitemap could not be read this time")
+    assert reason.endswith(site.url("/sitemap.xml"))
+    assert paths(gone, "removed") == {"orphan"}  # a sitemap that is gone holds none
+    assert crawl_result(gone)["truncated"] is False
+
+
+def test_a_sitemap_only_crawl_whose_sitemap_fails_says_so(team, site):
+    sitemap_site(site)
+    site.page("/sitemap.xml", "busy", status=500)
+    monitor = crawl_monitor(team, site.url("/"), sitemap="only")
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error.startswith("A sitemap could not be read this time")
+
+
 def test_a_page_a_crawl_no_longer_finds_is_removed_once_then_has_no_row(team, site):
     site.html("/", "Home", nav("/old"))
     site.html("/old", "Old", "<p>old</p>")

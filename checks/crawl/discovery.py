@@ -51,6 +51,9 @@ class Discovery:
     robots_unreadable: str = ""
     sitemap_urls: list[str] = field(default_factory=list)
     sitemaps_read: int = 0
+    # Sitemaps that could not be fetched, with the error's kind or the
+    # status answered (checks.crawl.sitemaps.DoorWebClient.failed).
+    sitemaps_failed: dict[str, ErrorKind | int] = field(default_factory=dict)
 
 
 def discover(
@@ -75,6 +78,7 @@ def discover(
                 web.remember(robots_url, robots.fetched)  # fetched once
                 found.sitemap_urls = sitemap_pages(start_url, web)
                 found.sitemaps_read = len(web.answers) - 1
+                found.sitemaps_failed = web.failed
         finally:
             runner.run(client.aclose())
     return found

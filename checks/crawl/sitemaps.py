@@ -17,6 +17,7 @@ from usp.web_client.abstract_client import (
     WebClientErrorResponse,
 )
 
+from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, OutboundClient
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ class DoorWebClient(AbstractWebClient):
         self.client = client
         self.max_bytes: int | None = None
         self.answers: dict[str, AbstractWebClientResponse] = {}
+        # The sitemaps that could not be fetched, with why: the error's kind
+        # or the status answered (checks.crawl.source tells a failure that
+        # may pass from a sitemap that is gone).
+        self.failed: dict[str, ErrorKind | int] = {}
 
     def set_max_response_data_length(
         self, max_response_data_length: int | None
@@ -74,8 +79,10 @@ class DoorWebClient(AbstractWebClient):
         try:
             fetched = self.runner.run(self.client.fetch(url, max_bytes=self.max_bytes))
         except FetchError as exc:
+            self.failed[url] = exc.kind
             return WebClientErrorResponse(exc.message, retryable=False)
         if fetched.status_code >= 400:
+            self.failed[url] = fetched.status_code
             return WebClientErrorResponse(
                 f"HTTP {fetched.status_code}", retryable=False
             )

@@ -29,6 +29,11 @@ ROBOTS_UNREADABLE_REASON = (
     "No page was crawled, because a site whose robots.txt cannot be read counts "
     "as closed to crawlers, and this site's robots.txt could not be read ({why})."
 )
+# The URL last: the reason is cut at 255 characters.
+SITEMAP_FAILED_REASON = (
+    "A sitemap could not be read this time, so pages listed only there may be "
+    "missing: {url}"
+)
 START_DISALLOWED_REASON = (
     "No page was crawled, because the site's robots.txt disallows the start page."
 )
@@ -71,13 +76,28 @@ class CrawlSource:
             if why:
                 return [], ROBOTS_UNREADABLE_REASON.format(why=why)
             return [], START_DISALLOWED_REASON
+        failed = self._sitemap_failed()
         if only and not recorded:
-            return [], NO_SITEMAP_REASON
+            return [], failed or NO_SITEMAP_REASON
         if len(recorded) > limit:
             kept = {id(seed) for seed in recorded[:limit]}
             chosen = [s for s in seeds.values() if not s[1] or id(s) in kept]
             return chosen, frontier.LIMIT_REASON.format(limit=limit)
-        return list(seeds.values()), ""
+        return list(seeds.values()), failed
+
+    def _sitemap_failed(self) -> str:
+        """Why the pages of a sitemap may be missing this time ("" when
+        none may be): a sitemap that failed in a way that may pass, as a
+        page the crawl follows does (frontier.PASSING_FAILURES, a 5xx, a
+        429). A sitemap that answers 404 is gone and hides nothing."""
+        for url, why in self.discovery.sitemaps_failed.items():
+            if isinstance(why, int):
+                passing = why >= 500 or why == frontier.TOO_MANY_REQUESTS
+            else:
+                passing = why in frontier.PASSING_FAILURES
+            if passing:
+                return SITEMAP_FAILED_REASON.format(url=url)
+        return ""
 
     def jobs(self) -> list[PageJob]:
         target = self.target
