@@ -289,6 +289,58 @@ def test_a_sitemap_only_crawl_whose_sitemap_fails_says_so(team, site):
     assert check.error.startswith("A sitemap could not be read this time")
 
 
+def test_a_link_that_redirects_is_not_a_page_the_page_it_leads_to_is(team, site):
+    site.redirect("/", "/home")  # the start page is the user's: kept as it is
+    site.html("/home", "Home", nav("/old", "/new", "/moved", "/a?ref=nav"))
+    site.redirect("/old", "/new", 301)
+    site.html("/new", "New", "<p>new</p>")
+    site.redirect("/moved", "/fresh")  # nothing else links to /fresh
+    site.html("/fresh", "Fresh", "<p>fresh</p>")
+    site.redirect("/a?ref=nav", "/a")
+    site.html("/a", "A", "<p>a</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "new", "fresh", "a"}
+    assert check.pages_total == check.pages_done == 4
+    assert crawl_result(check)["pagesFound"] == 4
+    assert paths(run_check(monitor), "same") == {"", "new", "fresh", "a"}
+
+
+def test_a_link_that_redirects_out_of_the_crawl_is_not_a_page(team, site):
+    with Site() as other:
+        other.html("/x", "Elsewhere", "<p>another site</p>")
+        site.html("/", "Home", nav("/away", "/private/", "/b"))
+        site.redirect("/away", other.url("/x"))
+        site.redirect("/private/", "/admin/")
+        site.html("/admin/", "Admin", "<p>robots.txt keeps this out</p>")
+        site.html("/b", "B", "<p>b</p>")
+        site.page("/robots.txt", "User-agent: *\nDisallow: /admin/\n")
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+        check = run_check(monitor)
+
+    assert paths(check) == {"", "b"}
+    assert check.status == Check.Status.COMPLETED
+    assert check.pages_total == check.pages_done == 2
+
+
+def test_a_page_that_starts_redirecting_is_removed_once(team, site):
+    site.html("/", "Home", nav("/old"))
+    site.html("/old", "Old", "<p>old</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.redirect("/old", "/new", 301)
+    site.html("/new", "New", "<p>new</p>")
+
+    moved, later = run_check(monitor), run_check(monitor)
+
+    assert paths(moved, "removed") == {"old"} and paths(moved, "new") == {"new"}
+    assert moved.pages.get(url=site.url("/old")).metadata["title"] == "Old"
+    assert paths(later) == {"", "new"} and paths(later, "removed") == set()
+
+
 def test_a_page_a_crawl_no_longer_finds_is_removed_once_then_has_no_row(team, site):
     site.html("/", "Home", nav("/old"))
     site.html("/old", "Old", "<p>old</p>")

@@ -13,6 +13,7 @@ so they are fetched again and their links admitted again (a no-op).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,6 +90,8 @@ class Frontier:
         self.check = check
         targets = {t.id: t for t in check.monitor.targets.all()}
         self.crawls: dict[uuid.UUID, _Crawl] = {}
+        # Pages redirects led to, for the next admit (see redirected).
+        self.led_to: dict[uuid.UUID, list[Link]] = {}
         for row in Crawl.objects.filter(check_run=check):
             target = targets.get(row.target_id)
             if target is not None:
@@ -115,9 +118,39 @@ class Frontier:
             scope.robots[origin] = None  # claimed: one fetch per origin
             scope.remember_robots(origin, await robots_of(origin, client))
 
+    def redirected(self, items: Sequence[Item]) -> list[Item]:
+        """These pages, but for those a redirect took elsewhere: such a link
+        is not a page of the crawl. The page it led to is, when the crawl's
+        rules let it in (admit adds it, at the link's depth, so each page is
+        recorded once and under its own address, whichever link led to it
+        first); a redirect out of the crawl (another site, an excluded
+        path) leads nowhere. A link that was a page last time is `removed`
+        once. The start page is the user's own: it stays what it is."""
+        kept: list[Item] = []
+        for item in items:
+            job, outcome, state = item
+            crawl = self.crawls.get(job.target_id)
+            to = _redirect(crawl.scope, job, outcome) if crawl else None
+            if crawl is None or to is None:
+                kept.append(item)
+                continue
+            link = crawl.scope.admit(to, job.depth)
+            if link is not None:
+                self.led_to.setdefault(job.target_id, []).append(link)
+            if state is not None and state.has_baseline:
+                kept.append(Item(job, moved_away(state), state))
+                continue
+            kept.append(Item(dataclasses.replace(job, record=False), outcome, state))
+            _not_a_page(self.check, crawl.row, crawl.scope.key(job.url), to)
+        return kept
+
     def admit(self, items: Sequence[Item]) -> list[CheckBatch]:
-        """Admit the links these pages brought; the new batches (committed)."""
+        """Admit the links these pages brought, and the pages their
+        redirects led to (see redirected); the new batches (committed)."""
         found: dict[uuid.UUID, list[Link]] = {}
+        for target_id, links in self.led_to.items():
+            found.setdefault(target_id, []).extend(links)
+        self.led_to = {}
         incomplete: dict[uuid.UUID, str] = {}
         for job, outcome, _state in items:
             crawl = self.crawls.get(job.target_id)
@@ -167,6 +200,41 @@ class Frontier:
             _truncate(row, LIMIT_REASON.format(limit=limit))
             fresh = fresh[:room]
         return register(check, row, crawl.target, fresh)
+
+
+def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
+    """Where a redirect took this page, as the crawl would fetch it; None
+    when it was not redirected to another page (http to https, a trailing
+    slash are the same page), failed, or is the start page."""
+    if not job.record or outcome.status == PageResult.Status.ERROR:
+        return None
+    if job.depth == 0 and job.url == scope.start:
+        return None
+    final = outcome.metadata.get("url")
+    to = scope.fetch_url(final) if isinstance(final, str) else None
+    if to is None or scope.key(to) == scope.key(job.url):
+        return None
+    return to
+
+
+def moved_away(state: PageState) -> Outcome:
+    """A page the crawl had that is no longer there: `removed`, under the
+    title it last had."""
+    metadata = {"sourceURL": state.url, "url": state.url, "creditsUsed": 0}
+    metadata["title"] = state.metadata.get("title")
+    return Outcome(PageResult.Status.REMOVED, metadata, status_code=None)
+
+
+def _not_a_page(check: Check, row: Crawl, key: str, to: str) -> None:
+    """A link that redirected is not one of the pages found: it leaves the
+    crawl's count and the check's. Its frontier row keeps its key (so the
+    link is not fetched again) and takes the address it led to, which makes
+    this happen once, should the batch run again."""
+    with transaction.atomic():
+        moved = CrawlPage.objects.filter(crawl_id=row.pk, key=key).exclude(url=to)
+        if moved.update(url=to):
+            Crawl.objects.filter(pk=row.pk).update(found=F("found") - 1)
+            Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") - 1)
 
 
 def _links_lost(outcome: Outcome) -> bool:
@@ -276,10 +344,7 @@ def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
         job = PageJob(
             target.id, state.url, target.scrape_options or {}, 0, uuid.uuid4()
         )
-        metadata = {"sourceURL": state.url, "url": state.url, "creditsUsed": 0}
-        metadata["title"] = state.metadata.get("title")
-        outcome = Outcome(PageResult.Status.REMOVED, metadata, status_code=None)
-        items.append((job, outcome, state))
+        items.append(Item(job, moved_away(state), state))
     return items
 
 

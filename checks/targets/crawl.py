@@ -157,7 +157,9 @@ class CrawlKind(TargetKind):
         resolver: Resolver | None,
         now: datetime,
     ) -> Frontier | None:
-        return Frontier(check) if any(job.follow for job in jobs) else None
+        # Every crawl batch: a page whose links are not followed (a sitemap's,
+        # another site's) may still redirect (Frontier.redirected).
+        return Frontier(check)
 
     def finish(self, check_id: uuid.UUID) -> None:
         frontier.close(check_id, record_many)
