@@ -326,6 +326,25 @@ def test_a_link_that_redirects_out_of_the_crawl_is_not_a_page(team, site):
     assert check.pages_total == check.pages_done == 2
 
 
+def test_a_start_page_that_redirects_to_another_site_is_crawled_there(team, site):
+    with Site() as moved:
+        site.redirect("/", moved.url("/home"), 301)
+        moved.html("/home", "Home", nav("/home/a", "/home/b", "/elsewhere"))
+        for path in ("/home/a", "/home/b", "/elsewhere"):
+            moved.html(path, path, f"<p>{path}</p>")
+        moved.page("/robots.txt", "User-agent: *\nDisallow: /home/b\n")
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+        check, again = run_check(monitor), run_check(monitor)
+
+        pages = {p.url for p in check.pages.all()}
+        assert pages == {moved.url("/home"), moved.url("/home/a")}
+        assert moved.requests_to("/home/b") == []
+        assert {p.url: p.status for p in again.pages.all()} == dict.fromkeys(
+            pages, "same"
+        )
+
+
 def test_a_page_that_starts_redirecting_is_removed_once(team, site):
     site.html("/", "Home", nav("/old"))
     site.html("/old", "Old", "<p>old</p>")

@@ -72,8 +72,10 @@ def page_limit(target: Target) -> int:
     return target.page_budget()
 
 
-def scope_of(target: Target, robots_txt: str = "") -> Scope:
-    return Scope(target.url, target.crawl_options or {}, robots_txt)
+def scope_of(target: Target, row: Crawl) -> Scope:
+    """The crawl's rules, as its check planned them."""
+    start = row.start_url or target.url
+    return Scope(start, target.crawl_options or {}, row.robots)
 
 
 @dataclass
@@ -95,9 +97,7 @@ class Frontier:
         for row in Crawl.objects.filter(check_run=check):
             target = targets.get(row.target_id)
             if target is not None:
-                self.crawls[row.target_id] = _Crawl(
-                    row, target, scope_of(target, row.robots)
-                )
+                self.crawls[row.target_id] = _Crawl(row, target, scope_of(target, row))
 
     def scope(self, job: PageJob) -> Scope | None:
         crawl = self.crawls.get(job.target_id)
@@ -329,7 +329,7 @@ def close(check_id: uuid.UUID, record: Any) -> None:
 
 
 def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
-    scope = scope_of(target, row.robots)
+    scope = scope_of(target, row)
     seen = set(CrawlPage.objects.filter(crawl=row).values_list("key", flat=True))
     states = PageState.objects.filter(
         monitor_id=check.monitor_id,

@@ -52,11 +52,23 @@ class CrawlSource:
         self.target = target
         options = target.crawl_options or {}
         self.sitemap_mode = options.get("sitemap") or "include"
+        home = Scope(target.url, options)
+
+        def same_site(url: str) -> bool:
+            fetched = home.fetch_url(url)
+            return fetched is None or home.is_internal(fetched)
+
         found = discover(
-            target.url, sitemaps=self.sitemap_mode != "skip", resolver=resolver
+            target.url,
+            sitemaps=self.sitemap_mode != "skip",
+            resolver=resolver,
+            same_site=same_site,
+            start_allowed=lambda robots_txt: Scope(
+                target.url, options, robots_txt
+            ).robots_allow(home.start),
         )
         self.discovery: Discovery = found
-        self.scope = Scope(target.url, options, found.robots_txt)
+        self.scope = Scope(found.start_url, options, found.robots_txt)
         self.seeds, self.truncated = self._seeds()
 
     def _seeds(self) -> tuple[list[tuple[Link, bool]], str]:
@@ -99,6 +111,11 @@ class CrawlSource:
                 return SITEMAP_FAILED_REASON.format(url=url)
         return ""
 
+    @property
+    def moved(self) -> bool:
+        """Whether the crawl moved to the site its start URL redirects to."""
+        return self.discovery.start_url != self.target.url
+
     def jobs(self) -> list[PageJob]:
         target = self.target
         credits, options = target.credits_per_page(), target.scrape_options or {}
@@ -122,6 +139,7 @@ class CrawlSource:
             check_run=check,
             target_id=self.target.id,
             defaults={
+                "start_url": self.scope.start_url if self.moved else "",
                 "robots": self.discovery.robots_txt,
                 "truncated": self.truncated[:255],
                 "found": sum(1 for job in jobs if job.record),

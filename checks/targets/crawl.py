@@ -139,10 +139,10 @@ class CrawlKind(TargetKind):
 
     def pace(self, check_id: uuid.UUID, target: Target) -> tuple[int | None, float]:
         crawl = Crawl.objects.filter(check_run_id=check_id, target_id=target.id)
-        row = crawl.only("robots").first()
+        row = crawl.only("start_url", "robots").first()
         if row is None:
             return None, 0.0
-        delay = frontier.scope_of(target, row.robots).delay()
+        delay = frontier.scope_of(target, row).delay()
         cap = (target.crawl_options or {}).get("maxConcurrency")
         if delay > 0:
             return 1, delay
