@@ -170,7 +170,10 @@ def test_a_server_that_cannot_be_reached_is_not_crawled_and_the_crawl_says_why(t
 
     assert check.pages.count() == 0
     reason = crawl_result(check)["truncatedReason"]
-    assert "robots.txt could not be read (Connection refused by 127.0.0.1)" in reason
+    assert reason == (
+        "No page was crawled, because the site could not be reached "
+        "(Connection refused by 127.0.0.1)."
+    )
 
 
 @pytest.mark.parametrize("status", [503, 429])
@@ -191,7 +194,7 @@ def test_the_monitor_list_says_an_unreachable_server_kept_the_site_out(team, web
     check = run_check(crawl_monitor(team, refused_url("/"), sitemap="skip"))
 
     reason = crawl_result(check)["truncatedReason"]
-    assert "could not be read" in reason
+    assert "the site could not be reached" in reason
     assert words(last_check_cell(web)) == f"Check failed {reason}"
 
 

@@ -50,6 +50,9 @@ class Robots:
     # Why robots.txt could not be read, in words ("" when it could, or when
     # there is none); `text` is then DISALLOW_ALL.
     unreadable: str = ""
+    # The server could not be reached at all (no answer, not an error
+    # answer): the site is down, not only its robots.txt.
+    unreachable: bool = False
     fetched: FetchResult | None = None  # the answer whose body `text` is
 
 
@@ -61,6 +64,7 @@ class Discovery:
     start_url: str = ""
     robots_txt: str = ""
     robots_unreadable: str = ""
+    site_unreachable: bool = False
     sitemap_urls: list[str] = field(default_factory=list)
     sitemaps_read: int = 0
     # Sitemaps that could not be fetched, with the error's kind or the
@@ -100,6 +104,7 @@ def discover(
                 robots = runner.run(read_robots(robots_url, client))
             found.robots_txt = robots.text
             found.robots_unreadable = robots.unreadable
+            found.site_unreachable = robots.unreachable
             if sitemaps and robots.fetched and "sitemap:" in robots.text.lower():
                 web = DoorWebClient(runner, client)
                 web.remember(robots_url, robots.fetched)  # fetched once
@@ -132,7 +137,7 @@ async def read_robots(url: str, client: OutboundClient) -> Robots:
     except FetchError as exc:
         if exc.kind in _OUR_REFUSALS:
             return Robots("")
-        return _unreadable(exc.message)
+        return Robots(DISALLOW_ALL, unreadable=exc.message, unreachable=True)
     status = fetched.status_code
     if status == TOO_MANY_REQUESTS:
         return _unreadable(f"the server answered {status}: too many requests")

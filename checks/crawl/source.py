@@ -34,6 +34,9 @@ SITEMAP_FAILED_REASON = (
     "A sitemap could not be read this time, so pages listed only there may be "
     "missing: {url}"
 )
+SITE_UNREACHABLE_REASON = (
+    "No page was crawled, because the site could not be reached ({why})."
+)
 START_DISALLOWED_REASON = (
     "No page was crawled, because the site's robots.txt disallows the start page."
 )
@@ -85,6 +88,8 @@ class CrawlSource:
         recorded = [seed for seed in seeds.values() if seed[1]]
         if not only and scope.start and not seeds:  # robots.txt kept it out
             why = self.discovery.robots_unreadable
+            if why and self.discovery.site_unreachable:
+                return [], SITE_UNREACHABLE_REASON.format(why=why)
             if why:
                 return [], ROBOTS_UNREADABLE_REASON.format(why=why)
             return [], START_DISALLOWED_REASON
