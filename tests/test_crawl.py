@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from checks import runner
 from checks.crawl import scope as scope_module
@@ -732,6 +733,25 @@ def test_a_checks_page_says_what_the_crawl_found_and_why_it_stopped(web, team, s
     assert "3 pages found" in page
     assert "Incomplete: The crawl stopped at its limit of 3 pages." in page
     assert "were not marked as removed" in page
+
+
+def test_a_running_crawls_progress_says_its_pages_are_found_so_far(web, team, site):
+    monitor = crawl_monitor(team, site.url("/"))
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.RUNNING,
+        pages_total=31,
+        pages_done=5,
+    )
+    url = reverse("check-progress", kwargs={"pk": monitor.pk, "check_id": check.pk})
+
+    polled = web.get(url, HTTP_HX_REQUEST="true").content.decode()
+    shown = web.get(monitor.get_absolute_url()).content.decode()
+
+    words = "5 pages checked of 31 found so far; more may be found"
+    assert words in polled and words in shown
+    assert "5 of 31 pages done" not in polled
 
 
 def test_a_sites_page_lists_every_page_with_when_it_was_seen(web, team, site):
