@@ -263,6 +263,18 @@ def sitemap_site(site: Site) -> None:
     )
 
 
+def test_a_sitemap_at_the_usual_address_is_read_when_robots_txt_names_none(team, site):
+    sitemap_site(site)
+    site.remove("/robots.txt")  # none at all: /sitemap.xml is still read
+
+    only = run_check(crawl_monitor(team, site.url("/"), sitemap="only"))
+    found = run_check(crawl_monitor(team, site.url("/")))
+
+    assert paths(only) == {"orphan"} and only.status == Check.Status.COMPLETED
+    assert paths(found) == {"", "orphan"}
+    assert crawl_result(found)["sitemapPages"] == 1
+
+
 def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site):
     sitemap_site(site)
     monitor = crawl_monitor(team, site.url("/"))
@@ -404,7 +416,8 @@ def test_a_linked_page_answering_404_is_removed_once_then_still_gone(team, site)
 
 def test_max_discovery_depth_stops_at_its_depth(team, site):
     build_site(site)
-    site.page("/robots.txt", "", content_type="text/plain")  # no sitemap
+    site.page("/robots.txt", "", content_type="text/plain")
+    site.remove("/sitemap.xml")  # no sitemap
     monitor = crawl_monitor(team, site.url("/"), maxDiscoveryDepth=1)
 
     check = run_check(monitor)

@@ -17,6 +17,9 @@ A start URL that redirects to another site (example.com to example.co.uk)
 moves the crawl there, as Firecrawl's crawler does: the first kilobyte of
 the start page is fetched to learn where it leads, and that site's
 robots.txt and sitemaps are the ones read.
+
+The sitemaps read are those robots.txt declares; when it declares none (or
+there is none), the one at /sitemap.xml, as Firecrawl's crawler reads it.
 """
 
 from __future__ import annotations
@@ -66,7 +69,6 @@ class Discovery:
     robots_unreadable: str = ""
     site_unreachable: bool = False
     sitemap_urls: list[str] = field(default_factory=list)
-    sitemaps_read: int = 0
     # Sitemaps that could not be fetched, with the error's kind or the
     # status answered (checks.crawl.sitemaps.DoorWebClient.failed).
     sitemaps_failed: dict[str, ErrorKind | int] = field(default_factory=dict)
@@ -105,11 +107,12 @@ def discover(
             found.robots_txt = robots.text
             found.robots_unreadable = robots.unreadable
             found.site_unreachable = robots.unreachable
-            if sitemaps and robots.fetched and "sitemap:" in robots.text.lower():
+            if sitemaps and not robots.unreadable:
                 web = DoorWebClient(runner, client)
-                web.remember(robots_url, robots.fetched)  # fetched once
-                found.sitemap_urls = sitemap_pages(start_url, web)
-                found.sitemaps_read = len(web.answers) - 1
+                declared = "sitemap:" in robots.text.lower()
+                if declared and robots.fetched:
+                    web.remember(robots_url, robots.fetched)  # fetched once
+                found.sitemap_urls = sitemap_pages(start_url, web, declared=declared)
                 found.sitemaps_failed = web.failed
         finally:
             runner.run(client.aclose())
