@@ -306,21 +306,30 @@ def test_a_sitemap_only_crawl_whose_sitemap_fails_says_so(team, site):
 
 def test_a_link_that_redirects_is_not_a_page_the_page_it_leads_to_is(team, site):
     site.redirect("/", "/home")  # the start page is the user's: kept as it is
-    site.html("/home", "Home", nav("/old", "/new", "/moved", "/a?ref=nav"))
+    site.html("/home", "Home", nav("/old", "/new", "/moved", "/a?ref=nav", "/s"))
     site.redirect("/old", "/new", 301)
     site.html("/new", "New", "<p>new</p>")
     site.redirect("/moved", "/fresh")  # nothing else links to /fresh
     site.html("/fresh", "Fresh", "<p>fresh</p>")
     site.redirect("/a?ref=nav", "/a")
     site.html("/a", "A", "<p>a</p>")
+    # A redirect that only adds to the query (a session) is the same page.
+    site.handle(
+        "/s",
+        lambda request: (
+            (200, {}, b"<p>s</p>")
+            if "?" in request.path
+            else (302, {"Location": f"/s?session={time.monotonic_ns()}"}, b"")
+        ),
+    )
     monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
 
     check = run_check(monitor)
 
-    assert paths(check) == {"", "new", "fresh", "a"}
-    assert check.pages_total == check.pages_done == 4
-    assert crawl_result(check)["pagesFound"] == 4
-    assert paths(run_check(monitor), "same") == {"", "new", "fresh", "a"}
+    assert paths(check) == {"", "new", "fresh", "a", "s"}
+    assert check.pages_total == check.pages_done == 5
+    assert crawl_result(check)["pagesFound"] == 5
+    assert paths(run_check(monitor), "same") == {"", "new", "fresh", "a", "s"}
 
 
 def test_a_link_that_redirects_out_of_the_crawl_is_not_a_page(team, site):

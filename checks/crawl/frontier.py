@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -214,7 +215,19 @@ def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
     to = scope.fetch_url(final) if isinstance(final, str) else None
     if to is None or scope.key(to) == scope.key(job.url):
         return None
+    if _adds_to_query(job.url, to):
+        return None
     return to
+
+
+def _adds_to_query(url: str, to: str) -> bool:
+    """Whether a redirect led to the same path with more in its query (a
+    session, a cookie check): the same page, under a new address each
+    time, so the address linked to stands for it."""
+    before, after = urlsplit(url), urlsplit(to)
+    if (before.netloc, before.path) != (after.netloc, after.path):
+        return False
+    return not set(parse_qsl(after.query)) <= set(parse_qsl(before.query))
 
 
 def moved_away(state: PageState) -> Outcome:
