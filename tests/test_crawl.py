@@ -367,6 +367,7 @@ def test_a_start_page_that_redirects_to_another_site_is_crawled_there(team, site
         assert {p.url: p.status for p in again.pages.all()} == dict.fromkeys(
             pages, "same"
         )
+        assert crawl_result(check)["startUrl"] == moved.url("/home")
 
 
 def test_a_page_that_starts_redirecting_is_removed_once(team, site):
@@ -774,6 +775,20 @@ def test_a_running_crawls_progress_says_its_pages_are_found_so_far(web, team, si
     words = "5 pages checked of 31 found so far; more may be found"
     assert words in polled and words in shown
     assert "5 of 31 pages done" not in polled
+
+
+def test_a_checks_page_says_the_crawl_went_where_its_start_address_led(web, team, site):
+    with Site() as moved:
+        site.redirect("/", moved.url("/"))
+        moved.html("/", "Home", "<p>Moved here.</p>")
+        check = run_check(crawl_monitor(team, site.url("/"), sitemap="skip"))
+
+        page = web.get(check.get_absolute_url()).content.decode()
+
+    assert (
+        f"Its start address led to another site, 127.0.0.1:{moved.port}/, "
+        "so that is the site crawled."
+    ) in page
 
 
 def test_a_sites_page_lists_every_page_with_when_it_was_seen(web, team, site):

@@ -375,7 +375,7 @@ def crawl_results(check: Check) -> list[dict[str, Any]]:
 
 
 def _crawl_result(row: Crawl, counts: dict[str, int]) -> dict[str, Any]:
-    return {
+    result = {
         "crawlId": str(row.public_id),
         "pagesFound": row.found,
         "truncated": bool(row.truncated),
@@ -383,6 +383,9 @@ def _crawl_result(row: Crawl, counts: dict[str, int]) -> dict[str, Any]:
         "removedProcessed": row.closed and not row.truncated,
         "pages": counts,
     }
+    if row.start_url:
+        result["startUrl"] = row.start_url  # where the start URL led
+    return result
 
 
 def _status_counts(check: Check) -> dict[uuid.UUID, dict[str, int]]:
