@@ -128,6 +128,7 @@ class Frontier:
         path) leads nowhere. A link that was a page last time is `removed`
         once. The start page is the user's own: it stays what it is."""
         kept: list[Item] = []
+        dropped: list[tuple[Crawl, str, str]] = []
         for item in items:
             job, outcome, state = item
             crawl = self.crawls.get(job.target_id)
@@ -142,7 +143,9 @@ class Frontier:
                 kept.append(Item(job, moved_away(state), state))
                 continue
             kept.append(Item(dataclasses.replace(job, record=False), outcome, state))
-            _not_a_page(self.check, crawl.row, crawl.scope.key(job.url), to)
+            dropped.append((crawl.row, crawl.scope.key(job.url), to))
+        if dropped:
+            _not_pages(self.check, dropped)
         return kept
 
     def admit(self, items: Sequence[Item]) -> list[CheckBatch]:
@@ -238,16 +241,26 @@ def moved_away(state: PageState) -> Outcome:
     return Outcome(PageResult.Status.REMOVED, metadata, status_code=None)
 
 
-def _not_a_page(check: Check, row: Crawl, key: str, to: str) -> None:
-    """A link that redirected is not one of the pages found: it leaves the
-    crawl's count and the check's. Its frontier row keeps its key (so the
-    link is not fetched again) and takes the address it led to, which makes
-    this happen once, should the batch run again."""
+def _not_pages(check: Check, links: Sequence[tuple[Crawl, str, str]]) -> None:
+    """Links that redirected are not pages found: each (crawl, its key, the
+    address it led to) leaves the crawl's count and the check's. Its frontier
+    row keeps its key (so the link is not fetched again) and takes the
+    address it led to, which makes this happen once, should the batch run
+    again."""
     with transaction.atomic():
-        moved = CrawlPage.objects.filter(crawl_id=row.pk, key=key).exclude(url=to)
-        if moved.update(url=to):
-            Crawl.objects.filter(pk=row.pk).update(found=F("found") - 1)
-            Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") - 1)
+        # The check's row first, as admitting and recording lock it first:
+        # locked in another order, two workers could wait on each other.
+        Check.objects.select_for_update().filter(pk=check.pk).first()
+        gone = 0
+        for row, key, to in links:
+            moved = CrawlPage.objects.filter(crawl_id=row.pk, key=key).exclude(url=to)
+            if moved.update(url=to):
+                Crawl.objects.filter(pk=row.pk).update(found=F("found") - 1)
+                gone += 1
+        if gone:
+            Check.objects.filter(pk=check.pk).update(
+                pages_total=F("pages_total") - gone
+            )
 
 
 def _links_lost(outcome: Outcome) -> bool:
