@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from checks import runner
 from checks.crawl import scope as scope_module
@@ -168,6 +169,35 @@ def test_a_crawl_whose_start_page_fails_reports_nothing_removed(team, site):
     assert "start page could not be fetched" in crawl_result(check)["truncatedReason"]
 
 
+def test_a_site_that_went_down_fails_the_check_and_removes_nothing(team, site):
+    site.html("/", "Home", nav("/a", "/b"))
+    site.html("/a", "A", "<p>a</p>")
+    site.html("/b", "B", "<p>b</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.stop()
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error == (
+        "No page was crawled, because the site could not be reached "
+        "(Connection refused by 127.0.0.1)."
+    )
+    assert check.pages.count() == 0 and check.actual_credits == 0
+
+
+def test_a_crawl_that_checked_no_page_by_the_sites_own_rules_fails(team, site):
+    site.page("/robots.txt", "User-agent: *\nDisallow: /\n", content_type="text/plain")
+    site.html("/", "Home", "<p>home</p>")
+    monitor = crawl_monitor(team, site.url("/"))
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error == crawl_result(check)["truncatedReason"]
+
+
 def test_a_page_failing_for_now_keeps_the_pages_below_it_from_being_removed(team, site):
     site.html("/", "Home", nav("/a", "/c"))
     site.html("/a", "A", nav("/a/deep"))
@@ -203,6 +233,156 @@ def test_broken_links_and_downloads_do_not_hold_removals_back(team, site):
 
     assert paths(check, "removed") == {"old"}
     assert crawl_result(check)["truncated"] is False
+
+
+def test_links_to_images_and_other_files_are_not_crawled_as_pages(team, site):
+    files = ["/photo.JPG", "/logo.png?v=2", "/site.css", "/app.zip", "/talk.mp4"]
+    site.html("/", "Home", nav(*files, "/report.pdf", "/about"))
+    for path in files:
+        site.page(path.split("?")[0], b"\x00\x01", content_type="image/jpeg")
+    site.page("/report.pdf", b"%PDF-1.4 not a real one", content_type="application/pdf")
+    site.html("/about", "About", "<p>About us</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "report.pdf", "about"}  # a PDF is read as a page
+    assert all(site.requests_to(path.split("?")[0]) == [] for path in files)
+
+
+def sitemap_site(site: Site) -> None:
+    site.html("/", "Home", "<p>Nothing links to the orphan.</p>")
+    site.html("/orphan", "Orphan", "<p>Only the sitemap knows me.</p>")
+    robots = f"Sitemap: {site.url('/sitemap.xml')}\n"
+    site.page("/robots.txt", robots, content_type="text/plain")
+    site.page(
+        "/sitemap.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{site.url('/orphan')}</loc></url></urlset>",
+        content_type="application/xml",
+    )
+
+
+def test_a_sitemap_at_the_usual_address_is_read_when_robots_txt_names_none(team, site):
+    sitemap_site(site)
+    site.remove("/robots.txt")  # none at all: /sitemap.xml is still read
+
+    only = run_check(crawl_monitor(team, site.url("/"), sitemap="only"))
+    found = run_check(crawl_monitor(team, site.url("/")))
+
+    assert paths(only) == {"orphan"} and only.status == Check.Status.COMPLETED
+    assert paths(found) == {"", "orphan"}
+    assert crawl_result(found)["sitemapPages"] == 1
+
+
+def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site):
+    sitemap_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+    run_check(monitor)
+    site.page("/sitemap.xml", "busy", status=503)
+
+    failing = run_check(monitor)
+    site.page("/sitemap.xml", "gone", status=404)
+    gone = run_check(monitor)
+
+    assert paths(failing, "removed") == set()
+    reason = crawl_result(failing)["truncatedReason"]
+    assert reason.startswith("A sitemap could not be read this time")
+    assert reason.endswith(site.url("/sitemap.xml"))
+    assert paths(gone, "removed") == {"orphan"}  # a sitemap that is gone holds none
+    assert crawl_result(gone)["truncated"] is False
+
+
+def test_a_sitemap_only_crawl_whose_sitemap_fails_says_so(team, site):
+    sitemap_site(site)
+    site.page("/sitemap.xml", "busy", status=500)
+    monitor = crawl_monitor(team, site.url("/"), sitemap="only")
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert check.error.startswith("A sitemap could not be read this time")
+
+
+def test_a_link_that_redirects_is_not_a_page_the_page_it_leads_to_is(team, site):
+    site.redirect("/", "/home")  # the start page is the user's: kept as it is
+    site.html("/home", "Home", nav("/old", "/new", "/moved", "/a?ref=nav", "/s"))
+    site.redirect("/old", "/new", 301)
+    site.html("/new", "New", "<p>new</p>")
+    site.redirect("/moved", "/fresh")  # nothing else links to /fresh
+    site.html("/fresh", "Fresh", "<p>fresh</p>")
+    site.redirect("/a?ref=nav", "/a")
+    site.html("/a", "A", "<p>a</p>")
+    # A redirect that only adds to the query (a session) is the same page.
+    site.handle(
+        "/s",
+        lambda request: (
+            (200, {}, b"<p>s</p>")
+            if "?" in request.path
+            else (302, {"Location": f"/s?session={time.monotonic_ns()}"}, b"")
+        ),
+    )
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "new", "fresh", "a", "s"}
+    assert check.pages_total == check.pages_done == 5
+    assert crawl_result(check)["pagesFound"] == 5
+    assert paths(run_check(monitor), "same") == {"", "new", "fresh", "a", "s"}
+
+
+def test_a_link_that_redirects_out_of_the_crawl_is_not_a_page(team, site):
+    with Site() as other:
+        other.html("/x", "Elsewhere", "<p>another site</p>")
+        site.html("/", "Home", nav("/away", "/private/", "/b"))
+        site.redirect("/away", other.url("/x"))
+        site.redirect("/private/", "/admin/")
+        site.html("/admin/", "Admin", "<p>robots.txt keeps this out</p>")
+        site.html("/b", "B", "<p>b</p>")
+        site.page("/robots.txt", "User-agent: *\nDisallow: /admin/\n")
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+        check = run_check(monitor)
+
+    assert paths(check) == {"", "b"}
+    assert check.status == Check.Status.COMPLETED
+    assert check.pages_total == check.pages_done == 2
+
+
+def test_a_start_page_that_redirects_to_another_site_is_crawled_there(team, site):
+    with Site() as moved:
+        site.redirect("/", moved.url("/home"), 301)
+        moved.html("/home", "Home", nav("/home/a", "/home/b", "/elsewhere"))
+        for path in ("/home/a", "/home/b", "/elsewhere"):
+            moved.html(path, path, f"<p>{path}</p>")
+        moved.page("/robots.txt", "User-agent: *\nDisallow: /home/b\n")
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+        check, again = run_check(monitor), run_check(monitor)
+
+        pages = {p.url for p in check.pages.all()}
+        assert pages == {moved.url("/home"), moved.url("/home/a")}
+        assert moved.requests_to("/home/b") == []
+        assert {p.url: p.status for p in again.pages.all()} == dict.fromkeys(
+            pages, "same"
+        )
+        assert crawl_result(check)["startUrl"] == moved.url("/home")
+
+
+def test_a_page_that_starts_redirecting_is_removed_once(team, site):
+    site.html("/", "Home", nav("/old"))
+    site.html("/old", "Old", "<p>old</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.redirect("/old", "/new", 301)
+    site.html("/new", "New", "<p>new</p>")
+
+    moved, later = run_check(monitor), run_check(monitor)
+
+    assert paths(moved, "removed") == {"old"} and paths(moved, "new") == {"new"}
+    assert moved.pages.get(url=site.url("/old")).metadata["title"] == "Old"
+    assert paths(later) == {"", "new"} and paths(later, "removed") == set()
 
 
 def test_a_page_a_crawl_no_longer_finds_is_removed_once_then_has_no_row(team, site):
@@ -246,7 +426,8 @@ def test_a_linked_page_answering_404_is_removed_once_then_still_gone(team, site)
 
 def test_max_discovery_depth_stops_at_its_depth(team, site):
     build_site(site)
-    site.page("/robots.txt", "", content_type="text/plain")  # no sitemap
+    site.page("/robots.txt", "", content_type="text/plain")
+    site.remove("/sitemap.xml")  # no sitemap
     monitor = crawl_monitor(team, site.url("/"), maxDiscoveryDepth=1)
 
     check = run_check(monitor)
@@ -575,6 +756,39 @@ def test_a_checks_page_says_what_the_crawl_found_and_why_it_stopped(web, team, s
     assert "3 pages found" in page
     assert "Incomplete: The crawl stopped at its limit of 3 pages." in page
     assert "were not marked as removed" in page
+
+
+def test_a_running_crawls_progress_says_its_pages_are_found_so_far(web, team, site):
+    monitor = crawl_monitor(team, site.url("/"))
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.RUNNING,
+        pages_total=31,
+        pages_done=5,
+    )
+    url = reverse("check-progress", kwargs={"pk": monitor.pk, "check_id": check.pk})
+
+    polled = web.get(url, HTTP_HX_REQUEST="true").content.decode()
+    shown = web.get(monitor.get_absolute_url()).content.decode()
+
+    words = "5 pages checked of 31 found so far; more may be found"
+    assert words in polled and words in shown
+    assert "5 of 31 pages done" not in polled
+
+
+def test_a_checks_page_says_the_crawl_went_where_its_start_address_led(web, team, site):
+    with Site() as moved:
+        site.redirect("/", moved.url("/"))
+        moved.html("/", "Home", "<p>Moved here.</p>")
+        check = run_check(crawl_monitor(team, site.url("/"), sitemap="skip"))
+
+        page = web.get(check.get_absolute_url()).content.decode()
+
+    assert (
+        f"Its start address led to another site, 127.0.0.1:{moved.port}/, "
+        "so that is the site crawled."
+    ) in page
 
 
 def test_a_sites_page_lists_every_page_with_when_it_was_seen(web, team, site):

@@ -12,6 +12,14 @@ that cannot be reached, means the site is fully disallowed for this crawl.
 A refusal by our own address policy (a redirect to a private address) or a
 redirect chain longer than five also counts as no robots.txt: the site did
 not fail, we chose not to follow it, and its pages face the same policy.
+
+A start URL that redirects to another site (example.com to example.co.uk)
+moves the crawl there, as Firecrawl's crawler does: the first kilobyte of
+the start page is fetched to learn where it leads, and that site's
+robots.txt and sitemaps are the ones read.
+
+The sitemaps read are those robots.txt declares; when it declares none (or
+there is none), the one at /sitemap.xml, as Firecrawl's crawler reads it.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
@@ -30,6 +39,8 @@ ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 # robots.txt (Crawl.robots), so every batch of the crawl obeys it too.
 DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
 TOO_MANY_REQUESTS = 429
+# Bytes of the start page read to learn where it redirects.
+START_PROBE_BYTES = 1024
 # Failures that are ours, not the site's: see the module's docstring.
 _OUR_REFUSALS = frozenset(
     {ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL, ErrorKind.TOO_MANY_REDIRECTS}
@@ -42,42 +53,80 @@ class Robots:
     # Why robots.txt could not be read, in words ("" when it could, or when
     # there is none); `text` is then DISALLOW_ALL.
     unreadable: str = ""
+    # The server could not be reached at all (no answer, not an error
+    # answer): the site is down, not only its robots.txt.
+    unreachable: bool = False
     fetched: FetchResult | None = None  # the answer whose body `text` is
 
 
 @dataclass
 class Discovery:
+    # Where the crawl starts: its start URL, or the page on another site that
+    # the start URL redirects to (as Firecrawl's crawler, the crawl moves
+    # there: its robots.txt, sitemaps and links are that site's).
+    start_url: str = ""
     robots_txt: str = ""
     robots_unreadable: str = ""
+    site_unreachable: bool = False
     sitemap_urls: list[str] = field(default_factory=list)
-    sitemaps_read: int = 0
+    # Sitemaps that could not be fetched, with the error's kind or the
+    # status answered (checks.crawl.sitemaps.DoorWebClient.failed).
+    sitemaps_failed: dict[str, ErrorKind | int] = field(default_factory=dict)
 
 
 def discover(
-    start_url: str, *, sitemaps: bool, resolver: Resolver | None = None
+    start_url: str,
+    *,
+    sitemaps: bool,
+    resolver: Resolver | None = None,
+    same_site: Callable[[str], bool] = lambda url: True,
+    start_allowed: Callable[[str], bool] = lambda robots_txt: False,
 ) -> Discovery:
     """robots.txt of the start URL's site, and (when wanted) the page URLs
-    of the sitemaps it declares."""
+    of the sitemaps it declares; of the site the start URL redirects to
+    instead, when `same_site` says that is another one. The start page is
+    asked where it leads only when its robots.txt lets the crawl fetch it
+    (`start_allowed(robots_txt)`)."""
     # Imported here: ultimate-sitemap-parser brings requests and urllib3,
     # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
 
-    found = Discovery()
+    found = Discovery(start_url=start_url)
     with asyncio.Runner() as runner:
         client = OutboundClient(resolver=resolver, concurrency=1)
         try:
             robots_url = urljoin(start_url, "/robots.txt")
             robots = runner.run(read_robots(robots_url, client))
+            moved = None
+            if not robots.unreadable and start_allowed(robots.text):
+                moved = runner.run(redirect_of(start_url, client))
+            if moved is not None and not same_site(moved):
+                found.start_url = start_url = moved
+                robots_url = urljoin(start_url, "/robots.txt")
+                robots = runner.run(read_robots(robots_url, client))
             found.robots_txt = robots.text
             found.robots_unreadable = robots.unreadable
-            if sitemaps and robots.fetched and "sitemap:" in robots.text.lower():
+            found.site_unreachable = robots.unreachable
+            if sitemaps and not robots.unreadable:
                 web = DoorWebClient(runner, client)
-                web.remember(robots_url, robots.fetched)  # fetched once
-                found.sitemap_urls = sitemap_pages(start_url, web)
-                found.sitemaps_read = len(web.answers) - 1
+                declared = "sitemap:" in robots.text.lower()
+                if declared and robots.fetched:
+                    web.remember(robots_url, robots.fetched)  # fetched once
+                found.sitemap_urls = sitemap_pages(start_url, web, declared=declared)
+                found.sitemaps_failed = web.failed
         finally:
             runner.run(client.aclose())
     return found
+
+
+async def redirect_of(url: str, client: OutboundClient) -> str | None:
+    """Where the page at `url` redirects to (None when it does not, or
+    cannot be fetched): its first bytes are enough to know."""
+    try:
+        fetched = await client.fetch(url, max_bytes=START_PROBE_BYTES, truncate=True)
+    except FetchError:
+        return None
+    return fetched.final_url if fetched.redirects else None
 
 
 async def robots_of(origin: str, client: OutboundClient) -> str:
@@ -91,7 +140,7 @@ async def read_robots(url: str, client: OutboundClient) -> Robots:
     except FetchError as exc:
         if exc.kind in _OUR_REFUSALS:
             return Robots("")
-        return _unreadable(exc.message)
+        return Robots(DISALLOW_ALL, unreadable=exc.message, unreachable=True)
     status = fetched.status_code
     if status == TOO_MANY_REQUESTS:
         return _unreadable(f"the server answered {status}: too many requests")

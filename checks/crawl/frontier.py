@@ -13,11 +13,13 @@ so they are fetched again and their links admitted again (a no-op).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -71,8 +73,10 @@ def page_limit(target: Target) -> int:
     return target.page_budget()
 
 
-def scope_of(target: Target, robots_txt: str = "") -> Scope:
-    return Scope(target.url, target.crawl_options or {}, robots_txt)
+def scope_of(target: Target, row: Crawl) -> Scope:
+    """The crawl's rules, as its check planned them."""
+    start = row.start_url or target.url
+    return Scope(start, target.crawl_options or {}, row.robots)
 
 
 @dataclass
@@ -89,12 +93,12 @@ class Frontier:
         self.check = check
         targets = {t.id: t for t in check.monitor.targets.all()}
         self.crawls: dict[uuid.UUID, _Crawl] = {}
+        # Pages redirects led to, for the next admit (see redirected).
+        self.led_to: dict[uuid.UUID, list[Link]] = {}
         for row in Crawl.objects.filter(check_run=check):
             target = targets.get(row.target_id)
             if target is not None:
-                self.crawls[row.target_id] = _Crawl(
-                    row, target, scope_of(target, row.robots)
-                )
+                self.crawls[row.target_id] = _Crawl(row, target, scope_of(target, row))
 
     def scope(self, job: PageJob) -> Scope | None:
         crawl = self.crawls.get(job.target_id)
@@ -115,9 +119,42 @@ class Frontier:
             scope.robots[origin] = None  # claimed: one fetch per origin
             scope.remember_robots(origin, await robots_of(origin, client))
 
+    def redirected(self, items: Sequence[Item]) -> list[Item]:
+        """These pages, but for those a redirect took elsewhere: such a link
+        is not a page of the crawl. The page it led to is, when the crawl's
+        rules let it in (admit adds it, at the link's depth, so each page is
+        recorded once and under its own address, whichever link led to it
+        first); a redirect out of the crawl (another site, an excluded
+        path) leads nowhere. A link that was a page last time is `removed`
+        once. The start page is the user's own: it stays what it is."""
+        kept: list[Item] = []
+        dropped: list[tuple[Crawl, str, str]] = []
+        for item in items:
+            job, outcome, state = item
+            crawl = self.crawls.get(job.target_id)
+            to = _redirect(crawl.scope, job, outcome) if crawl else None
+            if crawl is None or to is None:
+                kept.append(item)
+                continue
+            link = crawl.scope.admit(to, job.depth)
+            if link is not None:
+                self.led_to.setdefault(job.target_id, []).append(link)
+            if state is not None and state.has_baseline:
+                kept.append(Item(job, moved_away(state), state))
+                continue
+            kept.append(Item(dataclasses.replace(job, record=False), outcome, state))
+            dropped.append((crawl.row, crawl.scope.key(job.url), to))
+        if dropped:
+            _not_pages(self.check, dropped)
+        return kept
+
     def admit(self, items: Sequence[Item]) -> list[CheckBatch]:
-        """Admit the links these pages brought; the new batches (committed)."""
+        """Admit the links these pages brought, and the pages their
+        redirects led to (see redirected); the new batches (committed)."""
         found: dict[uuid.UUID, list[Link]] = {}
+        for target_id, links in self.led_to.items():
+            found.setdefault(target_id, []).extend(links)
+        self.led_to = {}
         incomplete: dict[uuid.UUID, str] = {}
         for job, outcome, _state in items:
             crawl = self.crawls.get(job.target_id)
@@ -167,6 +204,63 @@ class Frontier:
             _truncate(row, LIMIT_REASON.format(limit=limit))
             fresh = fresh[:room]
         return register(check, row, crawl.target, fresh)
+
+
+def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
+    """Where a redirect took this page, as the crawl would fetch it; None
+    when it was not redirected to another page (http to https, a trailing
+    slash are the same page), failed, or is the start page."""
+    if not job.record or outcome.status == PageResult.Status.ERROR:
+        return None
+    if job.depth == 0 and job.url == scope.start:
+        return None
+    final = outcome.metadata.get("url")
+    to = scope.fetch_url(final) if isinstance(final, str) else None
+    if to is None or scope.key(to) == scope.key(job.url):
+        return None
+    if _adds_to_query(job.url, to):
+        return None
+    return to
+
+
+def _adds_to_query(url: str, to: str) -> bool:
+    """Whether a redirect led to the same path with more in its query (a
+    session, a cookie check): the same page, under a new address each
+    time, so the address linked to stands for it."""
+    before, after = urlsplit(url), urlsplit(to)
+    if (before.netloc, before.path) != (after.netloc, after.path):
+        return False
+    return not set(parse_qsl(after.query)) <= set(parse_qsl(before.query))
+
+
+def moved_away(state: PageState) -> Outcome:
+    """A page the crawl had that is no longer there: `removed`, under the
+    title it last had."""
+    metadata = {"sourceURL": state.url, "url": state.url, "creditsUsed": 0}
+    metadata["title"] = state.metadata.get("title")
+    return Outcome(PageResult.Status.REMOVED, metadata, status_code=None)
+
+
+def _not_pages(check: Check, links: Sequence[tuple[Crawl, str, str]]) -> None:
+    """Links that redirected are not pages found: each (crawl, its key, the
+    address it led to) leaves the crawl's count and the check's. Its frontier
+    row keeps its key (so the link is not fetched again) and takes the
+    address it led to, which makes this happen once, should the batch run
+    again."""
+    with transaction.atomic():
+        # The check's row first, as admitting and recording lock it first:
+        # locked in another order, two workers could wait on each other.
+        Check.objects.select_for_update().filter(pk=check.pk).first()
+        gone = 0
+        for row, key, to in links:
+            moved = CrawlPage.objects.filter(crawl_id=row.pk, key=key).exclude(url=to)
+            if moved.update(url=to):
+                Crawl.objects.filter(pk=row.pk).update(found=F("found") - 1)
+                gone += 1
+        if gone:
+            Check.objects.filter(pk=check.pk).update(
+                pages_total=F("pages_total") - gone
+            )
 
 
 def _links_lost(outcome: Outcome) -> bool:
@@ -261,7 +355,7 @@ def close(check_id: uuid.UUID, record: Any) -> None:
 
 
 def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
-    scope = scope_of(target, row.robots)
+    scope = scope_of(target, row)
     seen = set(CrawlPage.objects.filter(crawl=row).values_list("key", flat=True))
     states = PageState.objects.filter(
         monitor_id=check.monitor_id,
@@ -276,10 +370,7 @@ def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
         job = PageJob(
             target.id, state.url, target.scrape_options or {}, 0, uuid.uuid4()
         )
-        metadata = {"sourceURL": state.url, "url": state.url, "creditsUsed": 0}
-        metadata["title"] = state.metadata.get("title")
-        outcome = Outcome(PageResult.Status.REMOVED, metadata, status_code=None)
-        items.append((job, outcome, state))
+        items.append(Item(job, moved_away(state), state))
     return items
 
 
@@ -297,7 +388,7 @@ def crawl_results(check: Check) -> list[dict[str, Any]]:
 
 
 def _crawl_result(row: Crawl, counts: dict[str, int]) -> dict[str, Any]:
-    return {
+    result = {
         "crawlId": str(row.public_id),
         "pagesFound": row.found,
         "truncated": bool(row.truncated),
@@ -305,6 +396,9 @@ def _crawl_result(row: Crawl, counts: dict[str, int]) -> dict[str, Any]:
         "removedProcessed": row.closed and not row.truncated,
         "pages": counts,
     }
+    if row.start_url:
+        result["startUrl"] = row.start_url  # where the start URL led
+    return result
 
 
 def _status_counts(check: Check) -> dict[uuid.UUID, dict[str, int]]:

@@ -34,6 +34,9 @@ class Crawl(models.Model):
         "checks.Check", on_delete=models.CASCADE, related_name="crawls", db_index=False
     )
     target_id = models.UUIDField()
+    # Where the crawl started when its start URL redirected to another site
+    # (checks.crawl.discovery); "" when it started at the target's URL.
+    start_url = models.URLField(max_length=2048, blank=True)
     # robots.txt of the start host as fetched when the check was planned
     # (empty: none; checks.crawl.discovery.DISALLOW_ALL: it could not be
     # read); other hosts' are fetched as they are met.

@@ -13,6 +13,8 @@ robots.txt; no I/O. Firecrawl's semantics:
 * `ignoreQueryParameters`: the query is dropped; `deduplicateSimilarURLs`
   (default on): www./no www, http/https, a trailing slash and index.html are
   one page;
+* links to files that are not pages (images, archives, media, office
+  documents: FILE_EXTENSIONS) are not followed; PDFs are;
 * robots.txt (protego) unless `ignoreRobotsTxt` is set and the operator allows
   it (CRAWL_ALLOW_IGNORE_ROBOTS).
 """
@@ -37,6 +39,18 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 INDEX_PAGES = ("index.html", "index.htm", "index.php")
 # Crawl-delay beyond this is honoured as this (a check has a time limit).
 MAX_DELAY_SECONDS = 60.0
+# Links to these are files, not pages: a crawl does not fetch them (as
+# Firecrawl's crawler does not), since an image or an archive has no text to
+# compare and would be a page that "could not be checked" on every check.
+# PDFs are read as pages, so they are not here.
+FILE_EXTENSIONS = (
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".bmp", ".ico", ".svg",
+    ".tif", ".tiff", ".css", ".js", ".woff", ".woff2", ".ttf", ".otf", ".eot",
+    ".zip", ".gz", ".tgz", ".rar", ".7z", ".exe", ".dmg", ".msi", ".apk", ".iso",
+    ".mp4", ".m4v", ".mov", ".avi", ".flv", ".webm", ".mkv", ".mp3", ".m4a",
+    ".wav", ".ogg", ".flac", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx",
+    ".inc",
+)  # fmt: skip
 # URLs whose place in the crawl a Scope remembers (see Scope._place); past
 # this it starts afresh, so a sitemap of 50,000 URLs cannot pile them up.
 PLACES_KEPT = 4096
@@ -251,7 +265,7 @@ class Scope:
         return place
 
     def _within_rules(self, fetched: str) -> bool:
-        if self.is_blocked_address(fetched):
+        if self.is_blocked_address(fetched) or is_file(fetched):
             return False
         if not self.is_internal(fetched):
             external = self.options.get("allowExternalLinks") is True
@@ -290,6 +304,12 @@ class Link:
     key: str
     depth: int
     follow: bool  # internal page: its links are crawled too
+
+
+def is_file(url: str) -> bool:
+    """Whether the URL's path names a file that is not a page (by its
+    extension, the way a link shows it before anything is fetched)."""
+    return urlsplit(url).path.lower().endswith(FILE_EXTENSIONS)
 
 
 def _segments(path: str) -> int:

@@ -1,6 +1,7 @@
 """Sitemaps read by ultimate-sitemap-parser through an adapter to the one
-outbound door (checks.fetch): only the sitemaps robots.txt declares are read
-(no guessed paths), index sitemaps followed. robots.txt itself is read by
+outbound door (checks.fetch): the sitemaps robots.txt declares, or when it
+declares none the one at /sitemap.xml (as Firecrawl's crawler; no other
+guessed paths), index sitemaps followed. robots.txt itself is read by
 checks.crawl.discovery and handed to the adapter, so it is fetched once.
 """
 
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from urllib.parse import urljoin
 
+from usp.fetch_parse import SitemapFetcher
+from usp.objects.sitemap import AbstractSitemap
 from usp.tree import sitemap_tree_for_homepage
 from usp.web_client.abstract_client import (
     AbstractWebClient,
@@ -17,6 +21,7 @@ from usp.web_client.abstract_client import (
     WebClientErrorResponse,
 )
 
+from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, OutboundClient
 
 logger = logging.getLogger(__name__)
@@ -55,6 +60,10 @@ class DoorWebClient(AbstractWebClient):
         self.client = client
         self.max_bytes: int | None = None
         self.answers: dict[str, AbstractWebClientResponse] = {}
+        # The sitemaps that could not be fetched, with why: the error's kind
+        # or the status answered (checks.crawl.source tells a failure that
+        # may pass from a sitemap that is gone).
+        self.failed: dict[str, ErrorKind | int] = {}
 
     def set_max_response_data_length(
         self, max_response_data_length: int | None
@@ -74,19 +83,32 @@ class DoorWebClient(AbstractWebClient):
         try:
             fetched = self.runner.run(self.client.fetch(url, max_bytes=self.max_bytes))
         except FetchError as exc:
+            self.failed[url] = exc.kind
             return WebClientErrorResponse(exc.message, retryable=False)
         if fetched.status_code >= 400:
+            self.failed[url] = fetched.status_code
             return WebClientErrorResponse(
                 f"HTTP {fetched.status_code}", retryable=False
             )
         return _Response(fetched)
 
 
-def sitemap_pages(start_url: str, web: DoorWebClient) -> list[str]:
+def sitemap_pages(start_url: str, web: DoorWebClient, *, declared: bool) -> list[str]:
+    """The page URLs of the sitemaps robots.txt declares (`declared`), or
+    else of the one at the site's /sitemap.xml."""
     try:
-        tree = sitemap_tree_for_homepage(
-            start_url, web_client=web, use_robots=True, use_known_paths=False
-        )
+        tree: AbstractSitemap
+        if declared:
+            tree = sitemap_tree_for_homepage(
+                start_url, web_client=web, use_robots=True, use_known_paths=False
+            )
+        else:
+            tree = SitemapFetcher(
+                url=urljoin(start_url, "/sitemap.xml"),
+                recursion_level=0,
+                web_client=web,
+                quiet_404=True,
+            ).sitemap()
         urls: dict[str, None] = {}
         for page in tree.all_pages():
             urls[page.url] = None

@@ -29,6 +29,14 @@ ROBOTS_UNREADABLE_REASON = (
     "No page was crawled, because a site whose robots.txt cannot be read counts "
     "as closed to crawlers, and this site's robots.txt could not be read ({why})."
 )
+# The URL last: the reason is cut at 255 characters.
+SITEMAP_FAILED_REASON = (
+    "A sitemap could not be read this time, so pages listed only there may be "
+    "missing: {url}"
+)
+SITE_UNREACHABLE_REASON = (
+    "No page was crawled, because the site could not be reached ({why})."
+)
 START_DISALLOWED_REASON = (
     "No page was crawled, because the site's robots.txt disallows the start page."
 )
@@ -47,11 +55,23 @@ class CrawlSource:
         self.target = target
         options = target.crawl_options or {}
         self.sitemap_mode = options.get("sitemap") or "include"
+        home = Scope(target.url, options)
+
+        def same_site(url: str) -> bool:
+            fetched = home.fetch_url(url)
+            return fetched is None or home.is_internal(fetched)
+
         found = discover(
-            target.url, sitemaps=self.sitemap_mode != "skip", resolver=resolver
+            target.url,
+            sitemaps=self.sitemap_mode != "skip",
+            resolver=resolver,
+            same_site=same_site,
+            start_allowed=lambda robots_txt: Scope(
+                target.url, options, robots_txt
+            ).robots_allow(home.start),
         )
         self.discovery: Discovery = found
-        self.scope = Scope(target.url, options, found.robots_txt)
+        self.scope = Scope(found.start_url, options, found.robots_txt)
         self.seeds, self.truncated = self._seeds()
 
     def _seeds(self) -> tuple[list[tuple[Link, bool]], str]:
@@ -68,16 +88,38 @@ class CrawlSource:
         recorded = [seed for seed in seeds.values() if seed[1]]
         if not only and scope.start and not seeds:  # robots.txt kept it out
             why = self.discovery.robots_unreadable
+            if why and self.discovery.site_unreachable:
+                return [], SITE_UNREACHABLE_REASON.format(why=why)
             if why:
                 return [], ROBOTS_UNREADABLE_REASON.format(why=why)
             return [], START_DISALLOWED_REASON
+        failed = self._sitemap_failed()
         if only and not recorded:
-            return [], NO_SITEMAP_REASON
+            return [], failed or NO_SITEMAP_REASON
         if len(recorded) > limit:
             kept = {id(seed) for seed in recorded[:limit]}
             chosen = [s for s in seeds.values() if not s[1] or id(s) in kept]
             return chosen, frontier.LIMIT_REASON.format(limit=limit)
-        return list(seeds.values()), ""
+        return list(seeds.values()), failed
+
+    def _sitemap_failed(self) -> str:
+        """Why the pages of a sitemap may be missing this time ("" when
+        none may be): a sitemap that failed in a way that may pass, as a
+        page the crawl follows does (frontier.PASSING_FAILURES, a 5xx, a
+        429). A sitemap that answers 404 is gone and hides nothing."""
+        for url, why in self.discovery.sitemaps_failed.items():
+            if isinstance(why, int):
+                passing = why >= 500 or why == frontier.TOO_MANY_REQUESTS
+            else:
+                passing = why in frontier.PASSING_FAILURES
+            if passing:
+                return SITEMAP_FAILED_REASON.format(url=url)
+        return ""
+
+    @property
+    def moved(self) -> bool:
+        """Whether the crawl moved to the site its start URL redirects to."""
+        return self.discovery.start_url != self.target.url
 
     def jobs(self) -> list[PageJob]:
         target = self.target
@@ -102,6 +144,7 @@ class CrawlSource:
             check_run=check,
             target_id=self.target.id,
             defaults={
+                "start_url": self.scope.start_url if self.moved else "",
                 "robots": self.discovery.robots_txt,
                 "truncated": self.truncated[:255],
                 "found": sum(1 for job in jobs if job.record),

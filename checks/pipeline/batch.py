@@ -93,7 +93,10 @@ def _settle(
 ) -> list[CheckBatch]:
     """Pages that arrived: their links admitted, then compared, judged and
     recorded; the batches their links added."""
-    added = pages.crawls.admit(done) if pages.crawls is not None else []
+    added: list[CheckBatch] = []
+    if pages.crawls is not None:
+        done = pages.crawls.redirected(done)
+        added = pages.crawls.admit(done)
     compare(done)
     judge(
         loop,

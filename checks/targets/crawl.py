@@ -98,6 +98,15 @@ class CrawlKind(TargetKind):
         found = int(result.get("pagesFound") or 0)
         return result | {"foundThere": max(found - gone, 0)}
 
+    def failure(self, result: Mapping[str, Any]) -> str:
+        """Why a crawl checked no page at all (the site down, robots.txt
+        keeping it out, no sitemap for a sitemap-only crawl): the check
+        failed, in the crawl's own words, rather than completed with
+        nothing to show."""
+        if result.get("pagesFound") or not result.get("truncated"):
+            return ""
+        return str(result.get("truncatedReason") or "")
+
     def addresses(self, target: Target) -> list[str]:
         return [target.url]
 
@@ -130,10 +139,10 @@ class CrawlKind(TargetKind):
 
     def pace(self, check_id: uuid.UUID, target: Target) -> tuple[int | None, float]:
         crawl = Crawl.objects.filter(check_run_id=check_id, target_id=target.id)
-        row = crawl.only("robots").first()
+        row = crawl.only("start_url", "robots").first()
         if row is None:
             return None, 0.0
-        delay = frontier.scope_of(target, row.robots).delay()
+        delay = frontier.scope_of(target, row).delay()
         cap = (target.crawl_options or {}).get("maxConcurrency")
         if delay > 0:
             return 1, delay
@@ -148,7 +157,9 @@ class CrawlKind(TargetKind):
         resolver: Resolver | None,
         now: datetime,
     ) -> Frontier | None:
-        return Frontier(check) if any(job.follow for job in jobs) else None
+        # Every crawl batch: a page whose links are not followed (a sitemap's,
+        # another site's) may still redirect (Frontier.redirected).
+        return Frontier(check)
 
     def finish(self, check_id: uuid.UUID) -> None:
         frontier.close(check_id, record_many)

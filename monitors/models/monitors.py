@@ -272,6 +272,12 @@ class Monitor(models.Model):
             rules.browser_options(t.scrape_options or {}) for t in self.target_list
         )
 
+    @property
+    def finds_pages(self) -> bool:
+        """Whether its checks find their pages as they go (a crawl's), so
+        the count of pages to check grows while a check runs."""
+        return any(t.kind is not None and t.kind.finds_pages for t in self.target_list)
+
     def estimated_credits_per_run(self) -> int:
         # Targets checks skip (types not supported yet) cost nothing.
         return sum(
