@@ -7,7 +7,12 @@ Without Chromium these tests skip with a notice (CI=true: they fail)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -388,3 +393,87 @@ def test_a_page_past_the_byte_allowance_is_stopped(team, site, settings):
     assert page.status == PageResult.Status.ERROR
     assert page.error_kind == "too_large"
     assert PageState.objects.filter(monitor=monitor).count() == 0
+
+
+def browser_processes() -> dict[int, str]:
+    """This process's descendants that are Chromium or Playwright's driver."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                state, parent = (
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+                )
+                if state not in "ZX":  # a zombie is dead, only not yet reaped
+                    children.setdefault(int(parent), []).append(int(entry.name))
+    found, todo = {}, [os.getpid()]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            todo.append(pid)
+            with contextlib.suppress(OSError):
+                name = Path(f"/proc/{pid}/comm").read_text().strip()
+                if "chrom" in name or "node" in name:
+                    found[pid] = name
+    return found
+
+
+def signal_all(pids: Iterable[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+
+def test_a_browser_that_stops_answering_ends_its_page_and_is_replaced(
+    team, site, settings, monkeypatch
+):
+    settings.FETCH_TIMEOUT_SECONDS = 3
+    monkeypatch.setattr(chromium, "CLOSE_TIMEOUT_SECONDS", 2)
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 2000})
+    frozen: list[int] = []
+
+    def freeze_the_browser() -> None:
+        site.wait_for_requests(1, path="/p", timeout=30)
+        frozen.extend(p for p, name in browser_processes().items() if "chrom" in name)
+        signal_all(frozen, signal.SIGSTOP)
+
+    freezer = threading.Thread(target=freeze_the_browser, daemon=True)
+    freezer.start()
+    # Without a way out the check would wait for ever: thaw it late to see.
+    thaw = threading.Timer(60, lambda: signal_all(frozen, signal.SIGCONT))
+    thaw.start()
+    started = time.monotonic()
+    try:
+        page = page_of(run_check(monitor), url)
+    finally:
+        thaw.cancel()
+        signal_all(frozen, signal.SIGCONT)
+    took = time.monotonic() - started
+
+    assert frozen and took < 20
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "browser"
+    assert "stopped responding" in page.error
+    again = page_of(run_check(monitor), url)
+    assert again.status == PageResult.Status.NEW
+    deadline = time.monotonic() + 40
+    while set(frozen) & set(browser_processes()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not set(frozen) & set(browser_processes())  # killed, not left behind
+
+
+def test_an_idle_browser_is_closed_with_playwrights_driver(team, site, settings):
+    settings.BROWSER_IDLE_SECONDS = 1
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+    assert page.status == PageResult.Status.NEW
+    deadline = time.monotonic() + 20
+    while browser_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert browser_processes() == {}
+    assert chromium.service().launched is None
+    again = page_of(run_check(monitor), url)
+    assert again.status == PageResult.Status.SAME

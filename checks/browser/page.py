@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -60,6 +61,10 @@ _OWN_HEADERS = frozenset(
         "if-none-match", "if-modified-since",
     }
 )  # fmt: skip
+STOPPED_ANSWERING = (
+    "The browser stopped responding while showing the page, so it was restarted "
+    "for the next check."
+)
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 # Chromium's network errors as our kinds (anything else: browser).
 _NET_ERRORS = {
@@ -103,7 +108,12 @@ async def render(
         try:
             return await _Visit(context, job, headers, proxy).run()
         finally:
-            await _close(context)
+            if not await _close(context):
+                await chromium.service().discard(browser)
+                # Said instead of the page's own error (its time ran out,
+                # say), unless the caller is cancelling the page.
+                if not isinstance(sys.exception(), asyncio.CancelledError):
+                    raise FetchError(ErrorKind.BROWSER, detail=STOPPED_ANSWERING)
     finally:
         await proxy.close()
 
@@ -150,9 +160,15 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or ""), port
 
 
-async def _close(context: BrowserContext) -> None:
+async def _close(context: BrowserContext) -> bool:
+    """Close the page's context; False when the browser did not answer."""
     with contextlib.suppress(PlaywrightError):  # the browser crashed under it
-        await context.close()
+        try:
+            async with asyncio.timeout(chromium.CLOSE_TIMEOUT_SECONDS):
+                await context.close()
+        except TimeoutError:
+            return False
+    return True
 
 
 class _Visit:
