@@ -196,6 +196,26 @@ def test_the_browser_follows_a_refresh_only_page_once_by_itself(team, site):
     assert [from_browser(r) for r in site.requests_to("/docs")] == [True]
 
 
+def test_a_page_that_keeps_moving_on_by_script_is_a_redirect_loop_not_a_slow_page(
+    team, site, settings
+):
+    settings.FETCH_TIMEOUT_SECONDS = 3
+    url = site.page(
+        "/loop",
+        "<html><body><p>Moving on</p><script>"
+        "location.href = location.pathname + '?n=' + Math.random()"
+        "</script></body></html>",
+    )
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "too_many_redirects"
+    assert page.error.startswith("Stopped after ")
+    assert len(site.requests_to("/loop")) > 20
+
+
 def test_a_monitor_set_to_the_browser_without_one_reports_its_pages_as_errors(
     team, site, settings
 ):

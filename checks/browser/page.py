@@ -61,6 +61,9 @@ _OWN_HEADERS = frozenset(
         "if-none-match", "if-modified-since",
     }
 )  # fmt: skip
+# A page whose time ran out after this many navigations of its own kept
+# redirecting (by script, or by refresh) rather than loading slowly.
+SCRIPT_REDIRECTS = 20
 STOPPED_ANSWERING = (
     "The browser stopped responding while showing the page, so it was restarted "
     "for the next check."
@@ -301,6 +304,12 @@ class _Visit:
             raise FetchError(ErrorKind.BROWSER, detail=detail)
 
     def _timed_out(self) -> FetchError:
+        if len(self.navigations) > SCRIPT_REDIRECTS:
+            # Moving on by script again and again (location.href = ...) is
+            # a redirect loop, not a slow page.
+            return FetchError(
+                ErrorKind.TOO_MANY_REDIRECTS, detail=str(len(self.navigations) - 1)
+            )
         index = self.outputs.current
         if index is not None:
             steps = self.job.options.get("actions") or []
