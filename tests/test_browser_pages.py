@@ -369,6 +369,22 @@ def test_a_screenshot_format_is_stored_once_per_content(team, site):
     assert "screenshot" not in state_of(monitor, url).metadata
 
 
+def test_a_full_page_screenshot_of_an_endless_page_stops_at_its_size_limit(
+    team, site, monkeypatch
+):
+    monkeypatch.setattr(page_actions, "FULL_PAGE_MAX_PX", 4000)
+    url = site.html("/tall", "Tall", '<div style="height:12000px">Long</div>')
+    options = {"formats": ["markdown", {"type": "screenshot", "fullPage": True}]}
+    monitor = make_monitor(team, [url], scrape_options=options)
+
+    page = page_of(run_check(monitor), url)
+
+    png = bytes(Capture.objects.get(content_hash=page.metadata["screenshot"]).data)
+    width, height = int.from_bytes(png[16:20]), int.from_bytes(png[20:24])
+    assert page.status == PageResult.Status.NEW
+    assert (width, height) == (1280, 4000)
+
+
 # --- The browser's own life -------------------------------------------------------
 
 
