@@ -231,6 +231,31 @@ def test_a_monitor_set_to_the_browser_without_one_reports_its_pages_as_errors(
     assert site.requests_to("/") == []
 
 
+@pytest.mark.parametrize(
+    ("executable", "words"),
+    [
+        ("/bin/true", "The browser (/bin/true) did not start: Target page"),
+        ("{tmp}/chromium.txt", "chromium.txt) is not a program this server can run"),
+    ],
+    ids=["a-program-that-is-not-chromium", "a-file-that-is-not-a-program"],
+)
+def test_a_browser_setting_naming_something_else_says_what_to_set(
+    team, site, settings, tmp_path, executable, words
+):
+    (tmp_path / "chromium.txt").write_text("not a program")
+    settings.BROWSER_EXECUTABLE = executable.format(tmp=tmp_path)
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "browser"
+    assert words in page.error
+    assert "BROWSER_EXECUTABLE" in page.error
+    assert "BrowserType" not in page.error
+
+
 # --- waitFor and actions ----------------------------------------------------------
 
 LATE = """<!doctype html><html><head><title>Late</title></head><body>

@@ -31,6 +31,7 @@ from django.conf import settings
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from checks.browser.actions import reason_of
 from checks.browser.executable import executable, unavailable_message
 from checks.browser.proxy import GuardProxy
 from checks.errors import ErrorKind
@@ -181,7 +182,11 @@ class Chromium:
             )
         except PlaywrightError as exc:
             logger.error("Chromium (%s) did not start: %s", path, exc.message)
-            detail = f"The browser ({path}) did not start: {_first_line(exc)}"
+            detail = (
+                f"The browser ({path}) did not start: {reason_of(exc).rstrip('.')}. "
+                "BROWSER_EXECUTABLE must name a Chromium (Debian's chromium "
+                "package installs /usr/bin/chromium)."
+            )
             raise FetchError(ErrorKind.BROWSER, detail=detail) from None
         logger.info("Started Chromium %s (%s)", browser.version, path)
         return browser
@@ -241,11 +246,6 @@ async def _close_quietly(browser: Browser) -> None:
     with contextlib.suppress(PlaywrightError, TimeoutError):
         async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
             await browser.close()
-
-
-def _first_line(exc: PlaywrightError) -> str:
-    text = (exc.message or str(exc)).strip()
-    return text.splitlines()[0][:300] if text else "no reason given"
 
 
 _service: Chromium | None = None
