@@ -196,6 +196,26 @@ def test_the_browser_follows_a_refresh_only_page_once_by_itself(team, site):
     assert [from_browser(r) for r in site.requests_to("/docs")] == [True]
 
 
+def test_a_page_with_an_image_that_never_answers_is_captured_within_its_time(
+    team, site, settings
+):
+    settings.FETCH_TIMEOUT_SECONDS = 6
+    answer = threading.Event()
+    site.handle("/pixel.gif", lambda request: (answer.wait(30), (204, {}, b""))[1])
+    body = '<h1>Plans</h1><p>Starter costs $19.</p><img src="/pixel.gif">'
+    url = site.html("/p", "P", body)
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    try:
+        page = page_of(run_check(monitor), url)
+    finally:
+        answer.set()
+
+    assert page.status == PageResult.Status.NEW
+    assert "Starter costs $19." in page.current_snapshot.text
+    assert page.metadata["fetchedWith"] == "browser"
+
+
 def test_a_page_that_keeps_moving_on_by_script_is_a_redirect_loop_not_a_slow_page(
     team, site, settings
 ):
@@ -243,6 +263,8 @@ def test_a_browser_setting_naming_something_else_says_what_to_set(
     team, site, settings, tmp_path, executable, words
 ):
     (tmp_path / "chromium.txt").write_text("not a program")
+    service = chromium.service()
+    service.submit(service.stop()).result(30)  # the setting is read at launch
     settings.BROWSER_EXECUTABLE = executable.format(tmp=tmp_path)
     url = site.html("/p", "P", "<p>x</p>")
     monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})

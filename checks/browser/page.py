@@ -53,6 +53,8 @@ MOBILE_VIEWPORT = {"width": 390, "height": 844}
 # After the load event, how long the page may keep fetching (a script-built
 # page fetches its content) before it is captured anyway.
 SETTLE_MS = 3000
+# Time kept back from the page's loading for its screenshot and capture.
+CAPTURE_MS = 2000
 # Headers the browser sets itself, or that would make a navigation conditional.
 _OWN_HEADERS = frozenset(
     {
@@ -238,7 +240,9 @@ class _Visit:
     async def _navigate(self, page: Page) -> Response:
         try:
             response = await page.goto(
-                self.job.url, wait_until="load", timeout=self.remaining_ms() or 1
+                self.job.url,
+                wait_until="domcontentloaded",
+                timeout=self.remaining_ms() or 1,
             )
         except PlaywrightTimeout:
             raise self._timed_out() from None
@@ -252,6 +256,13 @@ class _Visit:
         return response
 
     async def _settle(self, page: Page) -> None:
+        # The load event waits for every image and frame, and one that never
+        # answers (a tracking pixel, say) would hold the page past its time:
+        # its own share of the time (what its waits and the capture do not
+        # need) is all it gets, and the page is captured as it is.
+        share = self.remaining_ms() - declared_wait_ms(self.job.options) - CAPTURE_MS
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_load_state("load", timeout=max(share, 1))
         # A page that keeps polling is captured as it is.
         with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_load_state(
