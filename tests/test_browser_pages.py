@@ -395,6 +395,20 @@ def test_a_script_that_throws_fails_its_action_with_the_scripts_words(team, site
     assert "no way" in page.error
 
 
+def test_a_script_returning_a_huge_string_keeps_its_beginning_as_a_string(team, site):
+    url = site.page("/panel", PANEL)
+    script = "'<p>' + 'x'.repeat(200000)"
+    actions = [{"type": "executeJavascript", "script": script}]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    [returned] = page.metadata["actions"]["javascriptReturns"]
+    assert returned["type"] == "string"
+    assert returned["truncated"] is True
+    assert returned["value"] == "<p>" + "x" * (page_actions.RETURN_MAX_CHARS - 3)
+
+
 # --- Screenshots ------------------------------------------------------------------
 
 

@@ -226,6 +226,8 @@ def _returned(value: Any) -> dict[str, Any]:
     kind = {bool: "boolean", int: "number", float: "number", str: "string"}.get(
         type(value), "object" if value is not None else "undefined"
     )
+    if isinstance(value, str) and len(value) > RETURN_MAX_CHARS:
+        return {"type": "string", "value": value[:RETURN_MAX_CHARS], "truncated": True}
     text = json.dumps(value, default=str)
     if len(text) > RETURN_MAX_CHARS:
         return {"type": "string", "value": text[:RETURN_MAX_CHARS], "truncated": True}
