@@ -559,6 +559,36 @@ def test_a_browser_that_stops_answering_ends_its_page_and_is_replaced(
     assert not set(frozen) & set(browser_processes())  # killed, not left behind
 
 
+@pytest.mark.parametrize("which", ["browser", "tab"])
+def test_a_browser_killed_mid_page_ends_the_page_in_plain_words(team, site, which):
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 3000})
+    killed: list[int] = []
+
+    def kill() -> None:
+        site.wait_for_requests(1, path="/p", timeout=30)
+        for pid in browser_processes():
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                is_tab = b"--type=renderer" in command
+                is_browser = b"chrom" in command and b"--type=" not in command
+                if is_tab if which == "tab" else is_browser:
+                    killed.append(pid)
+        signal_all(killed, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    page = page_of(run_check(monitor), url)
+    killer.join(5)
+
+    assert killed
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "browser"
+    assert page.error.startswith("The browser stopped while showing the page")
+    again = page_of(run_check(monitor), url)
+    assert again.status == PageResult.Status.NEW
+
+
 def test_an_idle_browser_is_closed_with_playwrights_driver(team, site, settings):
     settings.BROWSER_IDLE_SECONDS = 1
     url = site.html("/p", "P", "<p>x</p>")

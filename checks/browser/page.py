@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 import time
 from collections.abc import Mapping
@@ -48,6 +49,8 @@ from checks.fetch.errors import human_size
 from checks.fetch.transport import system_resolver, vetted_addresses
 from checks.jobs import MAX_PAGE_TIMEOUT, PageJob, Via
 
+logger = logging.getLogger(__name__)
+
 DESKTOP_VIEWPORT = {"width": 1280, "height": 800}
 MOBILE_VIEWPORT = {"width": 390, "height": 844}
 # After the load event, how long the page may keep fetching (a script-built
@@ -66,6 +69,10 @@ _OWN_HEADERS = frozenset(
 # A page whose time ran out after this many navigations of its own kept
 # redirecting (by script, or by refresh) rather than loading slowly.
 SCRIPT_REDIRECTS = 20
+BROWSER_DIED = (
+    "The browser stopped while showing the page (it crashed or was stopped); "
+    "the next check starts it again."
+)
 STOPPED_ANSWERING = (
     "The browser stopped responding while showing the page, so it was restarted "
     "for the next check."
@@ -197,6 +204,7 @@ class _Visit:
         self.documents: dict[str, int] = {}
         self.started = time.monotonic()
         self.budget = budget_seconds(job)
+        self.crashes: list[float] = []
 
     def remaining_ms(self) -> float:
         return max((self.budget - (time.monotonic() - self.started)) * 1000, 0)
@@ -207,13 +215,35 @@ class _Visit:
         page = await self.context.new_page()
         page.on("request", lambda request: self._note_navigation(page, request))
         page.on("response", lambda response: self._note_document(page, response))
+        page.on("crash", lambda _page: self.crashes.append(time.monotonic()))
         try:
             async with asyncio.timeout(self.budget):
                 return await self._visit(page)
         except TimeoutError:
             raise self._timed_out() from None
-        except ActionFailed as exc:
-            raise FetchError(ErrorKind.ACTION, detail=exc.message) from None
+        except (ActionFailed, FetchError, PlaywrightError) as exc:
+            # Whatever step noticed it, a browser (or tab) that died is said
+            # as such, not as the step's failure.
+            mine = isinstance(exc, FetchError) and exc.kind != ErrorKind.BROWSER
+            if not mine and await self._died(page):
+                raise FetchError(ErrorKind.BROWSER, detail=BROWSER_DIED) from None
+            if isinstance(exc, ActionFailed):
+                raise FetchError(ErrorKind.ACTION, detail=exc.message) from None
+            raise
+
+    async def _died(self, page: Page) -> bool:
+        """Whether the tab or the browser is dead (the news of a crash may
+        come after the error it caused: a dead tab cannot run a script)."""
+        if self.crashes or not self.context.browser.is_connected():
+            return True
+        try:
+            async with asyncio.timeout(2):
+                await page.evaluate("1")
+        except TimeoutError:
+            return False
+        except PlaywrightError:
+            return True
+        return bool(self.crashes)
 
     async def _visit(self, page: Page) -> BrowserResult:
         response = await self._navigate(page)
@@ -445,9 +475,14 @@ async def _in_browser(
     try:
         return await render(browser, job, headers, resolver, _user_agent(browser))
     except PlaywrightError as exc:
-        # Not the page's doing (those are FetchErrors): the browser or its
-        # connection went away under it. The next page starts a new one.
-        detail = f"The browser stopped while loading the page: {reason_of(exc)}"
+        # Not the page's doing (those are FetchErrors): mostly the browser
+        # or its connection went away under it (the next page starts a new
+        # one), else Playwright could not do a step.
+        if browser.is_connected():
+            detail = f"The browser could not show the page: {reason_of(exc)}"
+        else:
+            logger.warning("Browser connection lost: %s", reason_of(exc))
+            detail = BROWSER_DIED
         raise FetchError(ErrorKind.BROWSER, detail=detail) from None
     finally:
         await service.release(browser)
