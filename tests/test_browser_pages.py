@@ -7,7 +7,12 @@ Without Chromium these tests skip with a notice (CI=true: they fail)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +196,46 @@ def test_the_browser_follows_a_refresh_only_page_once_by_itself(team, site):
     assert [from_browser(r) for r in site.requests_to("/docs")] == [True]
 
 
+def test_a_page_with_an_image_that_never_answers_is_captured_within_its_time(
+    team, site, settings
+):
+    settings.FETCH_TIMEOUT_SECONDS = 6
+    answer = threading.Event()
+    site.handle("/pixel.gif", lambda request: (answer.wait(30), (204, {}, b""))[1])
+    body = '<h1>Plans</h1><p>Starter costs $19.</p><img src="/pixel.gif">'
+    url = site.html("/p", "P", body)
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    try:
+        page = page_of(run_check(monitor), url)
+    finally:
+        answer.set()
+
+    assert page.status == PageResult.Status.NEW
+    assert "Starter costs $19." in page.current_snapshot.text
+    assert page.metadata["fetchedWith"] == "browser"
+
+
+def test_a_page_that_keeps_moving_on_by_script_is_a_redirect_loop_not_a_slow_page(
+    team, site, settings
+):
+    settings.FETCH_TIMEOUT_SECONDS = 3
+    url = site.page(
+        "/loop",
+        "<html><body><p>Moving on</p><script>"
+        "location.href = location.pathname + '?n=' + Math.random()"
+        "</script></body></html>",
+    )
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "too_many_redirects"
+    assert page.error.startswith("Stopped after ")
+    assert len(site.requests_to("/loop")) > 20
+
+
 def test_a_monitor_set_to_the_browser_without_one_reports_its_pages_as_errors(
     team, site, settings
 ):
@@ -204,6 +249,33 @@ def test_a_monitor_set_to_the_browser_without_one_reports_its_pages_as_errors(
     assert page.status == PageResult.Status.ERROR
     assert "BROWSER_EXECUTABLE (/nowhere/chromium) was not found" in page.error
     assert site.requests_to("/") == []
+
+
+@pytest.mark.parametrize(
+    ("executable", "words"),
+    [
+        ("/bin/true", "The browser (/bin/true) did not start: Target page"),
+        ("{tmp}/chromium.txt", "chromium.txt) is not a program this server can run"),
+    ],
+    ids=["a-program-that-is-not-chromium", "a-file-that-is-not-a-program"],
+)
+def test_a_browser_setting_naming_something_else_says_what_to_set(
+    team, site, settings, tmp_path, executable, words
+):
+    (tmp_path / "chromium.txt").write_text("not a program")
+    service = chromium.service()
+    service.submit(service.stop()).result(30)  # the setting is read at launch
+    settings.BROWSER_EXECUTABLE = executable.format(tmp=tmp_path)
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "browser"
+    assert words in page.error
+    assert "BROWSER_EXECUTABLE" in page.error
+    assert "BrowserType" not in page.error
 
 
 # --- waitFor and actions ----------------------------------------------------------
@@ -323,6 +395,20 @@ def test_a_script_that_throws_fails_its_action_with_the_scripts_words(team, site
     assert "no way" in page.error
 
 
+def test_a_script_returning_a_huge_string_keeps_its_beginning_as_a_string(team, site):
+    url = site.page("/panel", PANEL)
+    script = "'<p>' + 'x'.repeat(200000)"
+    actions = [{"type": "executeJavascript", "script": script}]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    [returned] = page.metadata["actions"]["javascriptReturns"]
+    assert returned["type"] == "string"
+    assert returned["truncated"] is True
+    assert returned["value"] == "<p>" + "x" * (page_actions.RETURN_MAX_CHARS - 3)
+
+
 # --- Screenshots ------------------------------------------------------------------
 
 
@@ -342,6 +428,22 @@ def test_a_screenshot_format_is_stored_once_per_content(team, site):
     assert Capture.objects.count() == 1
     assert set(capture.pages.all()) == {first, second}
     assert "screenshot" not in state_of(monitor, url).metadata
+
+
+def test_a_full_page_screenshot_of_an_endless_page_stops_at_its_size_limit(
+    team, site, monkeypatch
+):
+    monkeypatch.setattr(page_actions, "FULL_PAGE_MAX_PX", 4000)
+    url = site.html("/tall", "Tall", '<div style="height:12000px">Long</div>')
+    options = {"formats": ["markdown", {"type": "screenshot", "fullPage": True}]}
+    monitor = make_monitor(team, [url], scrape_options=options)
+
+    page = page_of(run_check(monitor), url)
+
+    png = bytes(Capture.objects.get(content_hash=page.metadata["screenshot"]).data)
+    width, height = int.from_bytes(png[16:20]), int.from_bytes(png[20:24])
+    assert page.status == PageResult.Status.NEW
+    assert (width, height) == (1280, 4000)
 
 
 # --- The browser's own life -------------------------------------------------------
@@ -388,3 +490,117 @@ def test_a_page_past_the_byte_allowance_is_stopped(team, site, settings):
     assert page.status == PageResult.Status.ERROR
     assert page.error_kind == "too_large"
     assert PageState.objects.filter(monitor=monitor).count() == 0
+
+
+def browser_processes() -> dict[int, str]:
+    """This process's descendants that are Chromium or Playwright's driver."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                state, parent = (
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+                )
+                if state not in "ZX":  # a zombie is dead, only not yet reaped
+                    children.setdefault(int(parent), []).append(int(entry.name))
+    found, todo = {}, [os.getpid()]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            todo.append(pid)
+            with contextlib.suppress(OSError):
+                name = Path(f"/proc/{pid}/comm").read_text().strip()
+                if "chrom" in name or "node" in name:
+                    found[pid] = name
+    return found
+
+
+def signal_all(pids: Iterable[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+
+def test_a_browser_that_stops_answering_ends_its_page_and_is_replaced(
+    team, site, settings, monkeypatch
+):
+    settings.FETCH_TIMEOUT_SECONDS = 3
+    monkeypatch.setattr(chromium, "CLOSE_TIMEOUT_SECONDS", 2)
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 2000})
+    frozen: list[int] = []
+
+    def freeze_the_browser() -> None:
+        site.wait_for_requests(1, path="/p", timeout=30)
+        frozen.extend(p for p, name in browser_processes().items() if "chrom" in name)
+        signal_all(frozen, signal.SIGSTOP)
+
+    freezer = threading.Thread(target=freeze_the_browser, daemon=True)
+    freezer.start()
+    # Without a way out the check would wait for ever: thaw it late to see.
+    thaw = threading.Timer(60, lambda: signal_all(frozen, signal.SIGCONT))
+    thaw.start()
+    started = time.monotonic()
+    try:
+        page = page_of(run_check(monitor), url)
+    finally:
+        thaw.cancel()
+        signal_all(frozen, signal.SIGCONT)
+    took = time.monotonic() - started
+
+    assert frozen and took < 20
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "browser"
+    assert "stopped responding" in page.error
+    again = page_of(run_check(monitor), url)
+    assert again.status == PageResult.Status.NEW
+    deadline = time.monotonic() + 40
+    while set(frozen) & set(browser_processes()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not set(frozen) & set(browser_processes())  # killed, not left behind
+
+
+@pytest.mark.parametrize("which", ["browser", "tab"])
+def test_a_browser_killed_mid_page_ends_the_page_in_plain_words(team, site, which):
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 3000})
+    killed: list[int] = []
+
+    def kill() -> None:
+        site.wait_for_requests(1, path="/p", timeout=30)
+        for pid in browser_processes():
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                is_tab = b"--type=renderer" in command
+                is_browser = b"chrom" in command and b"--type=" not in command
+                if is_tab if which == "tab" else is_browser:
+                    killed.append(pid)
+        signal_all(killed, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    page = page_of(run_check(monitor), url)
+    killer.join(5)
+
+    assert killed
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "browser"
+    assert page.error.startswith("The browser stopped while showing the page")
+    again = page_of(run_check(monitor), url)
+    assert again.status == PageResult.Status.NEW
+
+
+def test_an_idle_browser_is_closed_with_playwrights_driver(team, site, settings):
+    settings.BROWSER_IDLE_SECONDS = 1
+    url = site.html("/p", "P", "<p>x</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+    assert page.status == PageResult.Status.NEW
+    deadline = time.monotonic() + 20
+    while browser_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert browser_processes() == {}
+    assert chromium.service().launched is None
+    again = page_of(run_check(monitor), url)
+    assert again.status == PageResult.Status.SAME

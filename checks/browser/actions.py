@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from playwright.async_api import FloatRect, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from checks.browser.result import ActionOutputs, Shot
@@ -27,6 +27,10 @@ SETTLE_TIMEOUT_MS = 5_000
 RETURN_MAX_CHARS = 64 * 1024
 # A scrape action's HTML is kept up to this size.
 SCRAPE_MAX_CHARS = 512 * 1024
+# A full-page screenshot shows at most this many pixels each way (from the
+# top left): a page can make itself a million pixels tall, and Chromium
+# holds the whole picture uncompressed (4 bytes a pixel) before encoding it.
+FULL_PAGE_MAX_PX = 16_384
 
 
 class ActionFailed(Exception):
@@ -181,12 +185,31 @@ async def screenshot(page: Page, options: Mapping[str, Any]) -> Shot:
         )
     quality = options.get("quality")
     full_page = options.get("fullPage") is True
+    clip = await _full_page_clip(page) if full_page else None
     if isinstance(quality, int | float) and not isinstance(quality, bool):
         data = await page.screenshot(
-            full_page=full_page, type="jpeg", quality=int(quality)
+            full_page=full_page, clip=clip, type="jpeg", quality=int(quality)
         )
         return Shot(data, "image/jpeg")
-    return Shot(await page.screenshot(full_page=full_page, type="png"), "image/png")
+    data = await page.screenshot(full_page=full_page, clip=clip, type="png")
+    return Shot(data, "image/png")
+
+
+async def _full_page_clip(page: Page) -> FloatRect | None:
+    """The top left FULL_PAGE_MAX_PX square of a page larger than that."""
+    width, height = await page.evaluate(
+        "() => { const e = document.documentElement, b = document.body || e;"
+        " return [Math.max(e.scrollWidth, b.scrollWidth),"
+        " Math.max(e.scrollHeight, b.scrollHeight)]; }"
+    )
+    if max(width, height) <= FULL_PAGE_MAX_PX:
+        return None
+    return {
+        "x": 0,
+        "y": 0,
+        "width": min(width, FULL_PAGE_MAX_PX),
+        "height": min(height, FULL_PAGE_MAX_PX),
+    }
 
 
 async def _pdf(page: Page, action: Mapping[str, Any]) -> Shot:
@@ -203,6 +226,8 @@ def _returned(value: Any) -> dict[str, Any]:
     kind = {bool: "boolean", int: "number", float: "number", str: "string"}.get(
         type(value), "object" if value is not None else "undefined"
     )
+    if isinstance(value, str) and len(value) > RETURN_MAX_CHARS:
+        return {"type": "string", "value": value[:RETURN_MAX_CHARS], "truncated": True}
     text = json.dumps(value, default=str)
     if len(text) > RETURN_MAX_CHARS:
         return {"type": "string", "value": text[:RETURN_MAX_CHARS], "truncated": True}

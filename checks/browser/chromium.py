@@ -7,7 +7,8 @@ by the first page that needs it -- after Celery's fork, never before it -- and
 pages are submitted to it from any loop (`submit`). The browser is started
 again after BROWSER_RESTART_AFTER_PAGES pages (a long-lived Chromium grows),
 after a crash, and on the next page after it was closed for being idle
-BROWSER_IDLE_SECONDS.
+BROWSER_IDLE_SECONDS (Playwright's driver is stopped with it). A browser
+that stops answering (its page cannot even be closed) is killed.
 
 Chromium's own proxy points at a proxy that refuses everything: only page
 contexts, each with its own filtering proxy (checks.browser.proxy), reach
@@ -30,6 +31,7 @@ from django.conf import settings
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from checks.browser.actions import reason_of
 from checks.browser.executable import executable, unavailable_message
 from checks.browser.proxy import GuardProxy
 from checks.errors import ErrorKind
@@ -39,6 +41,9 @@ from checks.fetch.transport import system_resolver
 logger = logging.getLogger(__name__)
 
 LAUNCH_TIMEOUT_MS = 30_000
+# How long closing a page's context or a browser may take: longer, and the
+# browser has stopped answering (hung, or frozen by the system).
+CLOSE_TIMEOUT_SECONDS = 10
 # Always on: what a monitoring browser never needs, and every way Chromium
 # has of reaching the network (or the disk) by itself.
 LAUNCH_ARGS = (
@@ -93,6 +98,7 @@ class Chromium:
         # Pages open per browser: a restarted browser closes after its last.
         self._open_pages: dict[Browser, int] = {}
         self._idle: asyncio.TimerHandle | None = None
+        self._putting_down: set[asyncio.Future[None]] = set()
         self._thread.start()
 
     def _run(self) -> None:
@@ -140,10 +146,15 @@ class Chromium:
                 idle, lambda: asyncio.ensure_future(self.stop())
             )
 
-    async def _current(self) -> Browser:
+    def _lock(self) -> asyncio.Lock:
+        # Held while the browser (or Playwright's driver) starts or stops, so
+        # a page never gets a browser that is being shut down.
         if self._starting is None:
             self._starting = asyncio.Lock()
-        async with self._starting:
+        return self._starting
+
+    async def _current(self) -> Browser:
+        async with self._lock():
             if self._browser is None or not self._browser.is_connected():
                 self._browser = await self._launch()
             return self._browser
@@ -171,18 +182,49 @@ class Chromium:
             )
         except PlaywrightError as exc:
             logger.error("Chromium (%s) did not start: %s", path, exc.message)
-            detail = f"The browser ({path}) did not start: {_first_line(exc)}"
+            detail = (
+                f"The browser ({path}) did not start: {reason_of(exc).rstrip('.')}. "
+                "BROWSER_EXECUTABLE must name a Chromium (Debian's chromium "
+                "package installs /usr/bin/chromium)."
+            )
             raise FetchError(ErrorKind.BROWSER, detail=detail) from None
         logger.info("Started Chromium %s (%s)", browser.version, path)
         return browser
 
     async def stop(self) -> None:
-        """Close the browser (it starts again on the next page)."""
-        if self._open_pages:
-            return  # a page arrived meanwhile
-        browser, self._browser = self._browser, None
-        if browser is not None:
-            await _close_quietly(browser)
+        """Close the browser and Playwright's driver (both start again on the
+        next page)."""
+        async with self._lock():
+            if self._open_pages:
+                return  # a page arrived meanwhile
+            browser, self._browser = self._browser, None
+            if browser is not None:
+                await _close_quietly(browser)
+            # The driver is a Node process of its own (about 120 MB) that
+            # outlives its browsers: an idle worker keeps neither.
+            await self._stop_driver()
+
+    async def discard(self, browser: Browser) -> None:
+        """A browser that stopped answering: it cannot even be closed. New
+        pages get a new browser and driver at once, while the old driver is
+        stopped in the background: Playwright then kills the browsers it
+        started (within 30 s, at once when one of them is already closing)."""
+        async with self._lock():
+            logger.error("Chromium stopped answering: killing it")
+            if browser is self._browser:
+                self._browser = None
+            playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            task = asyncio.ensure_future(_put_down(browser, playwright))
+            self._putting_down.add(task)
+            task.add_done_callback(self._putting_down.discard)
+
+    async def _stop_driver(self) -> None:
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            with contextlib.suppress(Exception):  # timed out, or gone already
+                async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+                    await playwright.stop()
 
     @property
     def launched(self) -> Browser | None:
@@ -190,14 +232,20 @@ class Chromium:
         return self._browser
 
 
+async def _put_down(browser: Browser, playwright: Playwright) -> None:
+    closing = asyncio.ensure_future(_close_quietly(browser))
+    await asyncio.sleep(0)  # its request reaches the driver before it stops
+    with contextlib.suppress(Exception):  # timed out, or gone already
+        async with asyncio.timeout(60):
+            await playwright.stop()
+    closing.cancel()
+
+
 async def _close_quietly(browser: Browser) -> None:
-    with contextlib.suppress(PlaywrightError):  # crashed already
-        await browser.close()
-
-
-def _first_line(exc: PlaywrightError) -> str:
-    text = (exc.message or str(exc)).strip()
-    return text.splitlines()[0][:300] if text else "no reason given"
+    # Crashed already, or killed with its driver (Chromium.discard).
+    with contextlib.suppress(PlaywrightError, TimeoutError):
+        async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+            await browser.close()
 
 
 _service: Chromium | None = None

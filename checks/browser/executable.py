@@ -49,10 +49,16 @@ def available() -> bool:
 
 def unavailable_message() -> str:
     configured = _configured().strip()
-    where = (
-        f"BROWSER_EXECUTABLE ({configured}) was not found"
-        if configured
-        else "no Chromium was found (install Debian's chromium package, or set "
-        "BROWSER_EXECUTABLE to a Chromium binary)"
-    )
+    if not configured:
+        where = (
+            "no Chromium was found (install Debian's chromium package, or set "
+            "BROWSER_EXECUTABLE to a Chromium binary)"
+        )
+    elif Path(configured).is_absolute() and Path(configured).exists():
+        where = (
+            f"BROWSER_EXECUTABLE ({configured}) is not a program this server "
+            "can run (it must name a Chromium binary)"
+        )
+    else:
+        where = f"BROWSER_EXECUTABLE ({configured}) was not found"
     return f"This page needs a browser, but none is available: {where}."

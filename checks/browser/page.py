@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -47,11 +49,15 @@ from checks.fetch.errors import human_size
 from checks.fetch.transport import system_resolver, vetted_addresses
 from checks.jobs import MAX_PAGE_TIMEOUT, PageJob, Via
 
+logger = logging.getLogger(__name__)
+
 DESKTOP_VIEWPORT = {"width": 1280, "height": 800}
 MOBILE_VIEWPORT = {"width": 390, "height": 844}
 # After the load event, how long the page may keep fetching (a script-built
 # page fetches its content) before it is captured anyway.
 SETTLE_MS = 3000
+# Time kept back from the page's loading for its screenshot and capture.
+CAPTURE_MS = 2000
 # Headers the browser sets itself, or that would make a navigation conditional.
 _OWN_HEADERS = frozenset(
     {
@@ -60,6 +66,17 @@ _OWN_HEADERS = frozenset(
         "if-none-match", "if-modified-since",
     }
 )  # fmt: skip
+# A page whose time ran out after this many navigations of its own kept
+# redirecting (by script, or by refresh) rather than loading slowly.
+SCRIPT_REDIRECTS = 20
+BROWSER_DIED = (
+    "The browser stopped while showing the page (it crashed or was stopped); "
+    "the next check starts it again."
+)
+STOPPED_ANSWERING = (
+    "The browser stopped responding while showing the page, so it was restarted "
+    "for the next check."
+)
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 # Chromium's network errors as our kinds (anything else: browser).
 _NET_ERRORS = {
@@ -103,7 +120,12 @@ async def render(
         try:
             return await _Visit(context, job, headers, proxy).run()
         finally:
-            await _close(context)
+            if not await _close(context):
+                await chromium.service().discard(browser)
+                # Said instead of the page's own error (its time ran out,
+                # say), unless the caller is cancelling the page.
+                if not isinstance(sys.exception(), asyncio.CancelledError):
+                    raise FetchError(ErrorKind.BROWSER, detail=STOPPED_ANSWERING)
     finally:
         await proxy.close()
 
@@ -150,9 +172,15 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or ""), port
 
 
-async def _close(context: BrowserContext) -> None:
+async def _close(context: BrowserContext) -> bool:
+    """Close the page's context; False when the browser did not answer."""
     with contextlib.suppress(PlaywrightError):  # the browser crashed under it
-        await context.close()
+        try:
+            async with asyncio.timeout(chromium.CLOSE_TIMEOUT_SECONDS):
+                await context.close()
+        except TimeoutError:
+            return False
+    return True
 
 
 class _Visit:
@@ -176,6 +204,7 @@ class _Visit:
         self.documents: dict[str, int] = {}
         self.started = time.monotonic()
         self.budget = budget_seconds(job)
+        self.crashes: list[float] = []
 
     def remaining_ms(self) -> float:
         return max((self.budget - (time.monotonic() - self.started)) * 1000, 0)
@@ -186,13 +215,35 @@ class _Visit:
         page = await self.context.new_page()
         page.on("request", lambda request: self._note_navigation(page, request))
         page.on("response", lambda response: self._note_document(page, response))
+        page.on("crash", lambda _page: self.crashes.append(time.monotonic()))
         try:
             async with asyncio.timeout(self.budget):
                 return await self._visit(page)
         except TimeoutError:
             raise self._timed_out() from None
-        except ActionFailed as exc:
-            raise FetchError(ErrorKind.ACTION, detail=exc.message) from None
+        except (ActionFailed, FetchError, PlaywrightError) as exc:
+            # Whatever step noticed it, a browser (or tab) that died is said
+            # as such, not as the step's failure.
+            mine = isinstance(exc, FetchError) and exc.kind != ErrorKind.BROWSER
+            if not mine and await self._died(page):
+                raise FetchError(ErrorKind.BROWSER, detail=BROWSER_DIED) from None
+            if isinstance(exc, ActionFailed):
+                raise FetchError(ErrorKind.ACTION, detail=exc.message) from None
+            raise
+
+    async def _died(self, page: Page) -> bool:
+        """Whether the tab or the browser is dead (the news of a crash may
+        come after the error it caused: a dead tab cannot run a script)."""
+        if self.crashes or not self.context.browser.is_connected():
+            return True
+        try:
+            async with asyncio.timeout(2):
+                await page.evaluate("1")
+        except TimeoutError:
+            return False
+        except PlaywrightError:
+            return True
+        return bool(self.crashes)
 
     async def _visit(self, page: Page) -> BrowserResult:
         response = await self._navigate(page)
@@ -219,7 +270,9 @@ class _Visit:
     async def _navigate(self, page: Page) -> Response:
         try:
             response = await page.goto(
-                self.job.url, wait_until="load", timeout=self.remaining_ms() or 1
+                self.job.url,
+                wait_until="domcontentloaded",
+                timeout=self.remaining_ms() or 1,
             )
         except PlaywrightTimeout:
             raise self._timed_out() from None
@@ -233,6 +286,13 @@ class _Visit:
         return response
 
     async def _settle(self, page: Page) -> None:
+        # The load event waits for every image and frame, and one that never
+        # answers (a tracking pixel, say) would hold the page past its time:
+        # its own share of the time (what its waits and the capture do not
+        # need) is all it gets, and the page is captured as it is.
+        share = self.remaining_ms() - declared_wait_ms(self.job.options) - CAPTURE_MS
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.wait_for_load_state("load", timeout=max(share, 1))
         # A page that keeps polling is captured as it is.
         with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_load_state(
@@ -285,6 +345,12 @@ class _Visit:
             raise FetchError(ErrorKind.BROWSER, detail=detail)
 
     def _timed_out(self) -> FetchError:
+        if len(self.navigations) > SCRIPT_REDIRECTS:
+            # Moving on by script again and again (location.href = ...) is
+            # a redirect loop, not a slow page.
+            return FetchError(
+                ErrorKind.TOO_MANY_REDIRECTS, detail=str(len(self.navigations) - 1)
+            )
         index = self.outputs.current
         if index is not None:
             steps = self.job.options.get("actions") or []
@@ -409,9 +475,14 @@ async def _in_browser(
     try:
         return await render(browser, job, headers, resolver, _user_agent(browser))
     except PlaywrightError as exc:
-        # Not the page's doing (those are FetchErrors): the browser or its
-        # connection went away under it. The next page starts a new one.
-        detail = f"The browser stopped while loading the page: {reason_of(exc)}"
+        # Not the page's doing (those are FetchErrors): mostly the browser
+        # or its connection went away under it (the next page starts a new
+        # one), else Playwright could not do a step.
+        if browser.is_connected():
+            detail = f"The browser could not show the page: {reason_of(exc)}"
+        else:
+            logger.warning("Browser connection lost: %s", reason_of(exc))
+            detail = BROWSER_DIED
         raise FetchError(ErrorKind.BROWSER, detail=detail) from None
     finally:
         await service.release(browser)
