@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 
 class ConfigError(SystemExit):
@@ -94,4 +95,54 @@ def env_url(name: str, default: str = "") -> str:
     value = os.environ.get(name, default).strip().rstrip("/")
     if value and not value.startswith(("http://", "https://")):
         raise ConfigError(f"{name} must start with http:// or https://, got {value!r}")
+    return value
+
+
+# dj_database_url knows many more schemes; Pagewatch runs on these two engines.
+_DATABASE_SCHEMES = {"sqlite", "postgres", "postgresql", "pgsql"}
+
+
+def env_database_url(name: str, default: str) -> str:
+    """A database address Pagewatch can use, or the default when unset or
+    empty. The error names the scheme only: the rest holds the password."""
+    value = os.environ.get(name, "").strip() or default
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in _DATABASE_SCHEMES:
+        got = f"a {scheme}:// address" if sep else "an address without a scheme"
+        raise ConfigError(
+            f"{name} must be postgres://user:password@host:5432/name or "
+            f"sqlite:///path, got {got}"
+        )
+    if scheme.lower() != "sqlite":
+        try:
+            urlsplit(value).port  # noqa: B018 - reading it validates it
+        except ValueError:
+            raise ConfigError(
+                f"{name} has a port that is not a number (characters such as "
+                "@ : / in the password must be percent-encoded)"
+            ) from None
+    return value
+
+
+def env_redis_url(name: str) -> str:
+    """A Redis address (redis://, rediss:// or unix://), or empty. Celery takes
+    anything else for an AMQP host and retries it for ever, saying nothing
+    of this variable."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("redis", "rediss", "unix") or "://" not in value:
+        got = f"a {parts.scheme}:// address" if "://" in value else "no scheme"
+        raise ConfigError(
+            f"{name} must be redis://host:6379/0, rediss://… or "
+            f"unix:///path/to/redis.sock, got {got}"
+        )
+    try:
+        parts.port  # noqa: B018 - reading it validates it
+    except ValueError:
+        raise ConfigError(
+            f"{name} has a port that is not a number (characters such as "
+            "@ : / in the password must be percent-encoded)"
+        ) from None
     return value

@@ -22,9 +22,11 @@ from config import valkey
 from config.env import (
     ConfigError,
     env_bool,
+    env_database_url,
     env_int,
     env_list,
     env_log_level,
+    env_redis_url,
     env_secret,
     env_str,
     env_url,
@@ -166,7 +168,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'pagewatch.sqlite3'}"),
+        env_database_url("DATABASE_URL", f"sqlite:///{VAR_DIR / 'pagewatch.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
         conn_health_checks=True,
     )
@@ -374,7 +376,7 @@ SPECTACULAR_SETTINGS = {
 # the locks take the same code path; only the address differs. Nothing calls
 # cache.clear() outside tests: it empties the whole database, broker queues
 # included.
-REDIS_URL = env_str("REDIS_URL", "")
+REDIS_URL = env_redis_url("REDIS_URL")
 EMBEDDED_VALKEY = not REDIS_URL
 REDIS_LOCATION = REDIS_URL or valkey.url(VAR_DIR)
 # A Redis that stops answering without closing its connections (stopped,

@@ -646,6 +646,62 @@ def test_a_log_level_rate_or_base_url_set_wrong_stops_the_process_with_one_line(
     assert done.stderr.strip().splitlines() == [f"Configuration error: {line}"]
 
 
+_KEY = "k" * 60
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"DATABASE_URL": "db.internal:5432/pagewatch"},
+            "DATABASE_URL must be postgres://user:password@host:5432/name or"
+            " sqlite:///path, got an address without a scheme",
+        ),
+        (
+            {"DATABASE_URL": "mysql://pagewatch:hunter2@db/pagewatch"},
+            "DATABASE_URL must be postgres://user:password@host:5432/name or"
+            " sqlite:///path, got a mysql:// address",
+        ),
+        (
+            {"DATABASE_URL": "postgres://pagewatch:hun/ter2@db:5432/pagewatch"},
+            "DATABASE_URL has a port that is not a number (characters such as"
+            " @ : / in the password must be percent-encoded)",
+        ),
+        (
+            {"REDIS_URL": "redis.internal:6379", "SECRET_KEY": _KEY},
+            "REDIS_URL must be redis://host:6379/0, rediss://… or"
+            " unix:///path/to/redis.sock, got no scheme",
+        ),
+        (
+            {"REDIS_URL": "http://:hunter2@redis.internal:6379", "SECRET_KEY": _KEY},
+            "REDIS_URL must be redis://host:6379/0, rediss://… or"
+            " unix:///path/to/redis.sock, got a http:// address",
+        ),
+    ],
+)
+def test_a_database_or_redis_address_set_wrong_is_one_line_without_its_password(
+    tmp_path, env, line
+) -> None:
+    """Not a traceback from dj_database_url, nor a worker retrying an AMQP
+    host called `redis.internal:6379` for ever; and the line never repeats
+    the address, which holds the password."""
+    done = settings_process(tmp_path, "", **env)
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"Configuration error: {line}"]
+    assert "hunter2" not in done.stderr
+
+
+def test_an_empty_database_url_means_the_embedded_database(tmp_path) -> None:
+    done = settings_process(
+        tmp_path,
+        "from django.conf import settings as s; print(s.DATABASES['default']['NAME'])",
+        DATABASE_URL="",
+    )
+
+    assert done.stdout.strip() == str(tmp_path / "pagewatch.sqlite3")
+
+
 def test_log_levels_and_the_rate_are_taken_in_any_case(tmp_path) -> None:
     done = settings_process(
         tmp_path,
