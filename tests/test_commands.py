@@ -181,3 +181,18 @@ def test_bootstrap_leaves_an_installation_with_users_alone():
     assert Team.objects.count() == 0
     assert ApiKey.objects.count() == 0
     assert "set up" in out
+    assert "No administrator: .venv/bin/python manage.py createsuperuser" in out
+
+
+def test_bootstrap_on_a_later_start_says_where_to_sign_in_and_how_to_reset_the_password(
+    settings,
+):
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8741"
+    first, _ = run("bootstrap")
+
+    later, _ = run("bootstrap")
+
+    assert later.splitlines() == [
+        "Pagewatch is set up: sign in at http://127.0.0.1:8741/ with your account.",
+        "Lost the password? .venv/bin/python manage.py changepassword admin",
+    ]

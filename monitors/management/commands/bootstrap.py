@@ -20,9 +20,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         user_model = get_user_model()
         if user_model.objects.exists():
-            self.stdout.write(
-                "Pagewatch is set up; sign in with your existing account."
-            )
+            self.stdout.write(_already_set_up(user_model))
             return
         password = secrets.token_urlsafe(12)
         admin = user_model.objects.create_superuser(
@@ -53,3 +51,23 @@ class Command(BaseCommand):
                 ]
             )
         )
+
+
+def _already_set_up(user_model: Any) -> str:
+    """The first start's password was shown once, in a terminal long since
+    scrolled away or closed: say where to sign in, and how to get back in
+    without deleting var/ (which would delete every monitor with it)."""
+    base = settings.PUBLIC_BASE_URL
+    admin = (
+        user_model.objects.filter(is_superuser=True, is_active=True)
+        .order_by("date_joined", "pk")
+        .first()
+    )
+    if admin is None:
+        recover = "No administrator: .venv/bin/python manage.py createsuperuser"
+    else:
+        recover = (
+            "Lost the password? .venv/bin/python manage.py changepassword "
+            f"{admin.get_username()}"
+        )
+    return f"Pagewatch is set up: sign in at {base}/ with your account.\n{recover}"
