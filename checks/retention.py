@@ -5,8 +5,11 @@ go with them) created before now - retentionDays, then snapshots, screenshots
 and PDFs no longer referenced by anything, activity log entries older than
 their team keeps them (Team.activity_retention_days), and dashboard sign-ins
 past their age (Django keeps those rows until told to clear them). A page's baseline
-(PageState.snapshot) is never deleted: it is what the next check compares
-against, however old it is.
+(PageState.snapshot) is never deleted while its monitor lives: it is what the
+next check compares against, however old it is. A monitor deleted (by the
+dashboard or the API, which only mark it) goes for good once it has been
+deleted for its retentionDays, its baselines with it: by then its checks are
+gone too, and nothing else would ever remove what it left.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.deletion import ProtectedError
 
+from checks.deleting import delete_monitors
 from checks.models import Capture, Check, PageResult, PageState, Snapshot
 from monitors.models import ImportRun, Monitor, Team
 from teams.models import Activity
@@ -32,6 +36,7 @@ logger = logging.getLogger(__name__)
 # off over several runs instead of one long transaction.
 BATCH_SIZE = 500
 MAX_BATCHES_PER_RUN = 200
+DELETED_MONITORS_PER_BATCH = 10
 # A snapshot younger than this is never purged: a running check may have just
 # stored it and not yet committed the page result that refers to it.
 SNAPSHOT_GRACE = timedelta(hours=1)
@@ -46,6 +51,7 @@ class Purged:
     snapshots: int = 0
     captures: int = 0
     activity: int = 0
+    monitors: int = 0
 
 
 def purge_expired(now: datetime) -> Purged:
@@ -55,6 +61,7 @@ def purge_expired(now: datetime) -> Purged:
     )
     for days in sorted(set(retention_values)):
         purged.checks += _purge_checks(days, now - timedelta(days=days))
+        purged.monitors += _purge_deleted_monitors(days, now - timedelta(days=days))
     before = now - SNAPSHOT_GRACE
     purged.snapshots = _purge_orphans(lambda: orphan_snapshots(before), "snapshot")
     purged.captures = _purge_orphans(lambda: orphan_captures(before), "capture")
@@ -67,14 +74,15 @@ def purge_expired(now: datetime) -> Purged:
     for days in sorted(set(activity_days)):
         purged.activity += _purge_activity(days, now - timedelta(days=days))
     call_command("clearsessions")
-    if purged.checks or purged.snapshots or purged.captures or purged.activity:
+    if any(vars(purged).values()):
         logger.info(
-            "Retention purged %s checks, %s snapshots, %s screenshots or PDFs "
-            "and %s activity entries",
+            "Retention purged %s checks, %s snapshots, %s screenshots or PDFs, "
+            "%s activity entries and %s deleted monitors",
             purged.checks,
             purged.snapshots,
             purged.captures,
             purged.activity,
+            purged.monitors,
         )
     return purged
 
@@ -101,6 +109,30 @@ def _purge_checks(days: int, cutoff: datetime) -> int:
             break
         # Page results and deliveries a statement each, not row by row.
         Check.objects.filter(pk__in=ids).discard()
+        deleted += len(ids)
+    return deleted
+
+
+def deleted_monitors_past_retention(days: int, cutoff: datetime) -> QuerySet[Monitor]:
+    """Monitors keeping `days` days that were deleted before cutoff, with no
+    check in flight (a stuck one is ended by the stale-check sweep first)."""
+    return Monitor.objects.filter(retention_days=days, deleted_at__lt=cutoff).exclude(
+        Exists(Check.objects.in_flight().filter(monitor=OuterRef("pk")))
+    )
+
+
+def _purge_deleted_monitors(days: int, cutoff: datetime) -> int:
+    deleted = 0
+    for _ in range(MAX_BATCHES_PER_RUN):
+        # A few at a time: each may still hold a crawl's worth of baselines.
+        ids = list(
+            deleted_monitors_past_retention(days, cutoff)
+            .order_by("deleted_at")
+            .values_list("pk", flat=True)[:DELETED_MONITORS_PER_BATCH]
+        )
+        if not ids:
+            break
+        delete_monitors(Monitor.objects.filter(pk__in=ids))
         deleted += len(ids)
     return deleted
 

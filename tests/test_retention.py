@@ -151,3 +151,48 @@ def test_sign_ins_past_their_age_are_forgotten_and_live_ones_kept(
     purge_expired(timezone.now())
 
     assert list(Session.objects.all()) == [live]
+
+
+def deleted_monitor(team: Team, *, deleted_ago: timedelta) -> Monitor:
+    monitor = make_monitor(team, retention_days=7)
+    monitor.soft_delete(NOW - deleted_ago)
+    return monitor
+
+
+def test_a_monitor_deleted_for_its_retention_goes_with_its_baselines(team):
+    """The dashboard and the API only mark a monitor deleted; without this its
+    baselines stayed for ever, out of `manage.py storage`'s sight."""
+    monitor = deleted_monitor(team, deleted_ago=timedelta(days=8))
+    last_content = snapshot("last content")
+    baseline(monitor, last_content)
+    check = make_check(monitor, timedelta(days=9))
+    page(check, previous=None, current=last_content)
+    alive = make_monitor(team, retention_days=7)
+    kept = baseline(alive, snapshot("alive"))
+
+    purged = purge_expired(NOW)
+
+    assert purged.monitors == 1
+    assert list(Monitor.objects.all()) == [alive]
+    assert list(PageState.objects.all()) == [kept]
+    assert list(Snapshot.objects.all()) == [kept.snapshot]
+    assert not Check.objects.exists()
+
+
+def test_a_monitor_deleted_more_recently_than_its_retention_keeps_its_history(team):
+    monitor = deleted_monitor(team, deleted_ago=timedelta(days=6))
+    state = baseline(monitor, snapshot("last content"))
+    check = make_check(monitor, timedelta(days=6))
+
+    assert purge_expired(NOW).monitors == 0
+    assert list(Monitor.objects.all()) == [monitor]
+    assert list(PageState.objects.all()) == [state]
+    assert list(Check.objects.all()) == [check]
+
+
+def test_a_deleted_monitor_with_a_check_in_flight_is_left_for_the_stale_sweep(team):
+    monitor = deleted_monitor(team, deleted_ago=timedelta(days=30))
+    make_check(monitor, timedelta(days=30), status=Check.Status.RUNNING)
+
+    assert purge_expired(NOW).monitors == 0
+    assert Monitor.objects.filter(pk=monitor.pk).exists()
