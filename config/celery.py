@@ -22,6 +22,8 @@ from celery.exceptions import ImproperlyConfigured
 from click import Option
 from django.db import close_old_connections
 
+from config.env import env_log_level
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery runs Django's system checks when a worker starts, and they import
 # every URL, view and serializer of the web (memory in each worker that
@@ -97,6 +99,17 @@ def _share_memory_with_pool_processes(**_: object) -> None:
     for pre-fork servers), a child's collections never write to their pages,
     so the kernel never has to copy them."""
     os.register_at_fork(before=gc.freeze)
+
+
+@signals.after_setup_logger.connect
+def _root_level_from_log_level(logger: logging.Logger, **_: object) -> None:
+    """LOG_LEVEL, when set, is the root level of workers and beat too. Celery
+    sets the root logger's level from `--loglevel` (INFO in the Procfiles and
+    the systemd units) after Django's logging configuration, so LOG_LEVEL=DEBUG
+    or WARNING changed the web's log alone. Without LOG_LEVEL, `--loglevel`
+    stands."""
+    if os.environ.get("LOG_LEVEL", "").strip():
+        logger.setLevel(env_log_level("LOG_LEVEL", "INFO"))
 
 
 class WithoutCancelNotice(logging.Filter):

@@ -702,6 +702,31 @@ def test_an_empty_database_url_means_the_embedded_database(tmp_path) -> None:
     assert done.stdout.strip() == str(tmp_path / "pagewatch.sqlite3")
 
 
+WORKER_ROOT_LEVEL = (
+    "import logging; from config.celery import app;"
+    " app.log.setup_logging_subsystem(loglevel='INFO');"
+    " print(logging.getLogger().level)"
+)
+
+
+@pytest.mark.parametrize(("log_level", "root"), [("debug", "10"), ("WARNING", "30")])
+def test_log_level_sets_the_root_level_of_workers_over_their_loglevel_flag(
+    tmp_path, log_level, root
+) -> None:
+    """The Procfiles and the units start workers and beat with
+    --loglevel=INFO, which Celery applies after Django's logging setup."""
+    done = settings_process(tmp_path, WORKER_ROOT_LEVEL, LOG_LEVEL=log_level)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == root
+
+
+def test_without_log_level_a_workers_loglevel_flag_stands(tmp_path) -> None:
+    done = settings_process(tmp_path, WORKER_ROOT_LEVEL, LOG_LEVEL="")
+
+    assert done.stdout.split()[-1] == "20"
+
+
 def test_log_levels_and_the_rate_are_taken_in_any_case(tmp_path) -> None:
     done = settings_process(
         tmp_path,
