@@ -989,3 +989,15 @@ def test_the_guarded_transport_raises_httpx_errors_for_httpx_clients(
     with pytest.raises(httpx.ConnectError) as caught:
         asyncio.run(scenario())
     assert isinstance(caught.value.__cause__, httpcore.ConnectError)
+
+
+def test_the_debug_log_names_the_origin_of_a_request_never_its_path_or_query(
+    site: str, private_allowed: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A webhook's address is often its receiver's credential: at DEBUG, the
+    log a self-hoster shares when asking for help must not hold it."""
+    caplog.set_level("DEBUG", logger="checks.fetch.client")
+
+    run_fetch(f"{site}/page?hooks=T0SECRET&token=QUERYSECRET", method="POST")
+
+    assert [r.getMessage() for r in caplog.records] == [f"POST {site} -> 200"]

@@ -215,7 +215,11 @@ class OutboundClient:
         try:
             response = await transport.handle_async_request(request)
             response.request = request
-            logger.debug("%s %s -> %s", hop.method, hop.url, response.status_code)
+            # The origin only: a webhook's path and query are often its
+            # receiver's credential (Slack, Discord), and a page's may be too.
+            host = hop.url.netloc.rpartition(b"@")[2].decode("ascii")
+            origin = f"{hop.url.scheme}://{host}"
+            logger.debug("%s %s -> %s", hop.method, origin, response.status_code)
             try:
                 if wants_redirect(response.status_code, response.headers, options):
                     return response, b""  # never read bodies we are about to leave
