@@ -8,6 +8,7 @@ check against the environment than settings spread over files."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -78,17 +79,34 @@ def _secret_key() -> str:
         # Created readable by this user only from the start, never for a
         # moment by everyone; and only once, if two processes start together.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w") as file:
+                file.write(secrets.token_urlsafe(50))
+        except OSError:
+            # A full disk: no empty key left behind for the next start to use.
+            path.unlink(missing_ok=True)
+            raise
     except FileExistsError:
         pass
-    except OSError as exc:  # a var/ this user may not write to
+    except OSError as exc:  # a var/ this user may not write to, or a full disk
+        fix = (
+            "free space on its disk"
+            if exc.errno == errno.ENOSPC
+            else f"make {VAR_DIR} writable by this user"
+        )
         raise ConfigError(
-            f"PAGEWATCH_VAR_DIR: cannot write {path} ({exc.strerror}); make "
-            f"{VAR_DIR} writable by this user or point PAGEWATCH_VAR_DIR elsewhere"
+            f"PAGEWATCH_VAR_DIR: cannot write {path} ({exc.strerror}); {fix} "
+            "or point PAGEWATCH_VAR_DIR elsewhere"
         ) from None
-    else:
-        with os.fdopen(fd, "w") as file:
-            file.write(secrets.token_urlsafe(50))
-    return path.read_text().strip()
+    key = path.read_text().strip()
+    if not key:
+        # Django refuses an empty key only when a request first signs
+        # something: every sign-in would fail, not the start.
+        raise ConfigError(
+            f"{path} is empty; nothing can have been signed with it, so delete "
+            "it and start again to make a new one"
+        )
+    return key
 
 
 SECRET_KEY = _secret_key()

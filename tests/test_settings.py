@@ -612,6 +612,84 @@ def test_a_var_dir_this_process_cannot_write_is_one_line_naming_it(tmp_path):
     ]
 
 
+def test_a_full_disk_at_the_first_start_is_one_line_and_leaves_no_empty_key(
+    tmp_path,
+):
+    """The key's file was made, then its write failed: a traceback, and an
+    empty var/secret_key that every later start took for the key, so every
+    sign-in failed. A tmpfs of one page, filled, in a mount namespace of its
+    own, where the platform allows one."""
+    var_dir = tmp_path / "var"
+    var_dir.mkdir()
+    script = (
+        f"mount -t tmpfs -o size=4k tmpfs {var_dir} && "
+        f"(dd if=/dev/zero of={var_dir}/filler bs=4k 2>/dev/null; true) && "
+        f"{sys.executable} manage.py check; echo exit=$?; ls -A {var_dir}"
+    )
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SECRET_KEY", "SECRET_KEY_FILE", "REDIS_URL")
+    } | {"PAGEWATCH_VAR_DIR": str(var_dir)}
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "mount" in done.stderr and "Configuration error" not in done.stderr:
+        pytest.skip(f"no tmpfs mount here: {done.stderr.strip()}")
+
+    assert done.stderr.strip().splitlines() == [
+        f"Configuration error: PAGEWATCH_VAR_DIR: cannot write "
+        f"{var_dir}/secret_key (No space left on device); free space on its disk "
+        "or point PAGEWATCH_VAR_DIR elsewhere"
+    ]
+    assert done.stdout.split() == ["exit=1", "filler"]
+
+
+def test_an_empty_kept_secret_key_stops_the_process_with_one_line(tmp_path):
+    """Django refuses an empty key only when a request first signs something,
+    so the web started and every sign-in failed."""
+    (tmp_path / "secret_key").write_text("\n")
+
+    done = settings_process(tmp_path, "")
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"Configuration error: {tmp_path}/secret_key is empty; nothing can have "
+        "been signed with it, so delete it and start again to make a new one"
+    ]
+
+
+def test_a_database_that_refuses_stops_manage_py_with_one_line_without_its_password(
+    tmp_path,
+):
+    """`make run` and every deploy start with `manage.py migrate`: a database
+    down, unreachable or out of disk was a traceback through Django."""
+    pytest.importorskip("psycopg")
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            "DATABASE_URL": "postgres://pagewatch:hunter2@127.0.0.1:1/pagewatch",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("Database error: connection failed: ")
+    assert "127.0.0.1" in line and "Connection refused" in line
+    assert "hunter2" not in done.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "line"),
     [
