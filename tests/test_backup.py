@@ -75,3 +75,20 @@ def test_with_postgresql_the_backup_names_pg_dump_and_writes_nothing(
         call_command("backup", str(tmp_path / "backup.sqlite3"))
 
     assert not (tmp_path / "backup.sqlite3").exists()
+
+
+def test_a_backup_is_readable_by_its_owner_alone_whatever_the_umask(tmp_path):
+    """It holds password hashes, sessions and webhook secrets; var/ is made
+    for this user alone, and the copy was readable by everyone."""
+    var_dir, copy = tmp_path / "var", tmp_path / "pagewatch-backup.sqlite3"
+    assert manage(var_dir, "migrate", "--noinput").returncode == 0
+    old_umask = os.umask(0o022)  # the usual one; the child inherits it
+    try:
+        done = manage(var_dir, "backup", str(copy))
+    finally:
+        os.umask(old_umask)
+
+    assert done.returncode == 0, done.stderr
+    assert copy.stat().st_mode & 0o777 == 0o600
+    with sqlite3.connect(copy) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

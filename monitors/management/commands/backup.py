@@ -10,11 +10,12 @@ file beside it: SQLite's `VACUUM INTO` writes a copy as of one moment instead.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.template.defaultfilters import filesizeformat
 
 POSTGRES_ADVICE = (
@@ -42,8 +43,22 @@ class Command(BaseCommand):
             raise CommandError(f"{target} exists already: name a new file.")
         if not target.parent.is_dir():
             raise CommandError(f"{target.parent} is not a folder that exists.")
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM INTO %s", [str(target)])
+        try:
+            # Made empty first, for this user alone, as var/ is: the copy holds
+            # password hashes, sessions and webhook secrets, and SQLite would
+            # make it readable by everyone (umask 022). VACUUM INTO takes an
+            # empty file; O_EXCL keeps a file made meanwhile from being written.
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            raise CommandError(f"{target} exists already: name a new file.") from None
+        except OSError as exc:
+            raise CommandError(f"Cannot write {target}: {exc.strerror}.") from None
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM INTO %s", [str(target)])
+        except DatabaseError as exc:
+            target.unlink(missing_ok=True)  # a copy cut short is no backup
+            raise CommandError(f"Could not write the copy: {exc}.") from None
         size = filesizeformat(target.stat().st_size)
         self.stdout.write(
             f"Copied the database to {target} ({size}). Keep the secret key with "
