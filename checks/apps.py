@@ -11,3 +11,6 @@ class ChecksConfig(AppConfig):
         # current one, so the tasks the web queues go to its broker.
         import checks.targets  # noqa: F401
         import config.celery  # noqa: F401
+        from config.mail import require_backend
+
+        require_backend()

@@ -12,8 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.core.mail.backends.base import BaseEmailBackend
 from django.core.mail.message import EmailMessage
+from django.utils.module_loading import import_string
+
+from config.env import ConfigError
 
 logger = logging.getLogger("pagewatch.mail")
 
@@ -36,3 +40,17 @@ class EmailBackend(BaseEmailBackend):
         for message in email_messages:
             logger.info("%s", readable(message))
         return len(email_messages)
+
+
+def require_backend() -> None:
+    """Stop the process at start when EMAIL_BACKEND names nothing loadable.
+    Django loads the backend only when a message is sent, so a typo sent no
+    e-mail at all (sign-up confirmations, password resets, alerts) and said so
+    only in a worker's log, each time."""
+    backend = settings.MAILERS["default"]["BACKEND"]
+    try:
+        import_string(backend)
+    except ImportError as exc:
+        raise ConfigError(
+            f"EMAIL_BACKEND must name an e-mail backend class, got {backend!r}: {exc}"
+        ) from None

@@ -323,6 +323,37 @@ def test_a_misconfiguration_stops_every_process_with_one_line_naming_it(
     ]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["manage.py", "check"], ["-m", "celery", "-A", "config", "worker"]],
+)
+def test_an_email_backend_that_cannot_be_loaded_stops_the_process_with_one_line(
+    tmp_path, command
+) -> None:
+    """Django loads it only when a message is sent: a typo sent no e-mail at
+    all and said so only in the log, once per message."""
+    done = subprocess.run(
+        [sys.executable, *command],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBacken",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "Configuration error: EMAIL_BACKEND must name an e-mail backend class, got"
+        " 'django.core.mail.backends.smtp.EmailBacken': Module"
+        ' "django.core.mail.backends.smtp" does not define a "EmailBacken"'
+        " attribute/class"
+    ]
+
+
 def settings_process(tmp_path: Path, code: str, **env: str):
     """A fresh interpreter that sets Django up with only `env`'s secret key."""
     environment = {
