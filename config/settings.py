@@ -496,7 +496,7 @@ FIRECRAWL_API_URL = FIRECRAWL_API_URL.strip().rstrip("/")
 # the `slack` channel kind and Firecrawl's `notification.slack`. SLACK_API_URL
 # is Slack's Web API; tests stand a fake in.
 SLACK_BOT_TOKEN = env_secret("SLACK_BOT_TOKEN", "")
-SLACK_API_URL = env_str("SLACK_API_URL", "https://slack.com/api/").strip()
+SLACK_API_URL = env_url("SLACK_API_URL", "https://slack.com/api/")
 SEARCH_TIMEOUT_SECONDS = env_int("SEARCH_TIMEOUT_SECONDS", 20, minimum=1)
 for _name, _url in (
     ("SEARXNG_URL", SEARXNG_URL),

@@ -744,6 +744,11 @@ def test_a_database_that_refuses_stops_manage_py_with_one_line_without_its_passw
             "PUBLIC_BASE_URL must start with http:// or https://,"
             " got 'pagewatch.example.com'",
         ),
+        (
+            {"SLACK_API_URL": "slack.internal/api"},
+            "SLACK_API_URL must start with http:// or https://,"
+            " got 'slack.internal/api'",
+        ),
     ],
 )
 def test_a_log_level_rate_or_base_url_set_wrong_stops_the_process_with_one_line(
