@@ -104,3 +104,17 @@ def test_the_environment_file_sets_only_variables_the_readme_documents() -> None
 
     assert {"DATABASE_URL", "REDIS_URL", "SECRET_KEY_FILE"} <= names
     assert sorted(names - documented) == []
+
+
+def test_the_var_dir_made_before_the_first_unit_is_the_units_state_directory() -> None:
+    """migrate runs before any unit has made the state directory, and every
+    process stops when it cannot make PAGEWATCH_VAR_DIR."""
+    var_dir = Path(re.search(r"^PAGEWATCH_VAR_DIR=(\S+)$", DOC, re.M)[1])
+
+    assert f"install -d -o pagewatch -g pagewatch -m 0700 {var_dir}\n" in DOC
+    assert var_dir.parent == Path("/var/lib")  # where StateDirectory= makes it
+    for name, unit in units().items():
+        assert (unit["StateDirectory"], unit["StateDirectoryMode"]) == (
+            var_dir.name,
+            "0700",
+        ), name
