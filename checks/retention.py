@@ -3,8 +3,9 @@
 `purge_expired(now)` runs hourly. It deletes finished checks (their page results
 go with them) created before now - retentionDays, then snapshots, screenshots
 and PDFs no longer referenced by anything, activity log entries older than
-their team keeps them (Team.activity_retention_days), and dashboard sign-ins
-past their age (Django keeps those rows until told to clear them). A page's baseline
+their team keeps them (Team.activity_retention_days), messages that belong
+to no check (digests, test messages, consent e-mails) as long, and dashboard
+sign-ins past their age (Django keeps those rows until told to clear them). A page's baseline
 (PageState.snapshot) is never deleted while its monitor lives: it is what the
 next check compares against, however old it is. A monitor deleted (by the
 dashboard or the API, which only mark it) goes for good once it has been
@@ -22,11 +23,11 @@ from typing import Any
 
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.deletion import ProtectedError
 
 from checks.deleting import delete_monitors
-from checks.models import Capture, Check, PageResult, PageState, Snapshot
+from checks.models import Capture, Check, Delivery, PageResult, PageState, Snapshot
 from monitors.models import ImportRun, Monitor, Team
 from teams.models import Activity
 
@@ -52,6 +53,7 @@ class Purged:
     captures: int = 0
     activity: int = 0
     monitors: int = 0
+    deliveries: int = 0
 
 
 def purge_expired(now: datetime) -> Purged:
@@ -73,16 +75,18 @@ def purge_expired(now: datetime) -> Purged:
     )
     for days in sorted(set(activity_days)):
         purged.activity += _purge_activity(days, now - timedelta(days=days))
+        purged.deliveries += _purge_loose_deliveries(days, now - timedelta(days=days))
     call_command("clearsessions")
     if any(vars(purged).values()):
         logger.info(
             "Retention purged %s checks, %s snapshots, %s screenshots or PDFs, "
-            "%s activity entries and %s deleted monitors",
+            "%s activity entries, %s deleted monitors and %s messages of no check",
             purged.checks,
             purged.snapshots,
             purged.captures,
             purged.activity,
             purged.monitors,
+            purged.deliveries,
         )
     return purged
 
@@ -148,6 +152,42 @@ def _purge_activity(days: int, cutoff: datetime) -> int:
         if not ids:
             break
         Activity.objects.filter(pk__in=ids).delete()
+        deleted += len(ids)
+    return deleted
+
+
+def expired_loose_deliveries(days: int, cutoff: datetime) -> QuerySet[Delivery]:
+    """Messages that belong to no check (digests, test messages, confirmation
+    and "webhook turned off" e-mails), done with before cutoff, of teams
+    keeping their activity log `days` days: a check's go with the check, but
+    these went only with their channel, monitor or team."""
+    team_keeps = Q(channel__team__activity_retention_days=days) | Q(
+        channel__isnull=True, monitor__team__activity_retention_days=days
+    )
+    return Delivery.objects.filter(
+        team_keeps,
+        check_run__isnull=True,
+        created_at__lt=cutoff,
+        status__in=(
+            Delivery.Status.DELIVERED,
+            Delivery.Status.FAILED,
+            Delivery.Status.CANCELLED,
+        ),
+    )
+
+
+def _purge_loose_deliveries(days: int, cutoff: datetime) -> int:
+    deleted = 0
+    for _ in range(MAX_BATCHES_PER_RUN):
+        ids = list(
+            expired_loose_deliveries(days, cutoff)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[:BATCH_SIZE]
+        )
+        if not ids:
+            break
+        with transaction.atomic():
+            Delivery.objects.filter(pk__in=ids).discard()
         deleted += len(ids)
     return deleted
 

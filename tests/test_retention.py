@@ -8,9 +8,16 @@ import pytest
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
-from checks.models import Check, PageResult, PageState, Snapshot
+from checks.models import (
+    Check,
+    Delivery,
+    DeliveryAttempt,
+    PageResult,
+    PageState,
+    Snapshot,
+)
 from checks.retention import purge_expired
-from monitors.models import Monitor, Team
+from monitors.models import Channel, Monitor, Team
 
 pytestmark = pytest.mark.django_db
 
@@ -196,3 +203,39 @@ def test_a_deleted_monitor_with_a_check_in_flight_is_left_for_the_stale_sweep(te
 
     assert purge_expired(NOW).monitors == 0
     assert Monitor.objects.filter(pk=monitor.pk).exists()
+
+
+def message(channel: Channel, age: timedelta, **fields) -> Delivery:
+    fields.setdefault("status", Delivery.Status.DELIVERED)
+    sent = Delivery.objects.create(
+        kind="apprise", channel=channel, event="channel.digest", body="{}", **fields
+    )
+    DeliveryAttempt.objects.create(
+        delivery=sent, number=1, started_at=NOW, success=True
+    )
+    Delivery.objects.filter(pk=sent.pk).update(created_at=NOW - age)
+    return sent
+
+
+def test_messages_of_no_check_are_kept_as_long_as_the_teams_activity_log(team):
+    """Digests, test messages and consent e-mails belong to no check, so they
+    stayed for ever while a check's messages went with it."""
+    Team.objects.filter(pk=team.pk).update(activity_retention_days=30)
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="apprise", settings={"url": "json://x"}
+    )
+    monitor = make_monitor(team)
+    old_digest = message(channel, timedelta(days=31))
+    old_test = message(channel, timedelta(days=40), monitor=monitor)
+    recent = message(channel, timedelta(days=29))
+    still_trying = message(
+        channel, timedelta(days=31), status=Delivery.Status.PENDING, monitor=monitor
+    )
+
+    purged = purge_expired(NOW)
+
+    assert purged.deliveries == 2
+    assert set(Delivery.objects.all()) == {recent, still_trying}
+    assert not DeliveryAttempt.objects.filter(
+        delivery__in=[old_digest.pk, old_test.pk]
+    ).exists()
