@@ -10,6 +10,31 @@ from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 
 
+class ProbeMiddleware:
+    """`/healthz` and `/metrics` answer whatever host a request names. Probes
+    and scrapers address a machine, not the public name in ALLOWED_HOSTS: a
+    load balancer's or Kubernetes' probe sends the pod's address, a local
+    `curl http://127.0.0.1:8000/healthz` sends 127.0.0.1, and Prometheus
+    scraping each web host names that host; CommonMiddleware answered them
+    all 400. Neither view builds a link from the host, so there is nothing
+    for a forged one to poison. First in MIDDLEWARE, before anything that
+    reads the host."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        from config import views  # once the apps are loaded
+
+        self.get_response = get_response
+        self.probes = {"/healthz": views.healthz, "/metrics": views.metrics}
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        probe = self.probes.get(request.path_info)
+        if probe is None:
+            return self.get_response(request)
+        response = probe(request)
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
 class ApiTrailingSlashMiddleware:
     """`/v2/monitor/` is `/v2/monitor`: Firecrawl's server ignores one trailing
     slash, and hand-written clients add one. The path is rewritten before URL

@@ -120,3 +120,23 @@ def test_an_unreachable_broker_is_logged_in_one_line_without_a_traceback(
     assert said.getMessage().startswith("Health: the broker is unreachable: ")
     assert "No such file" in said.getMessage()
     assert said.exc_info is None
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8000", "10.1.2.3:8000", "[fd00::5]:8000"])
+def test_a_probe_naming_the_machine_not_the_public_name_gets_an_answer(
+    client, broker, settings, time_machine, host
+):
+    """A load balancer's or Kubernetes' probe, or curl on the web host, names
+    the machine; with ALLOWED_HOSTS set to the public name it got 400."""
+    settings.ALLOWED_HOSTS = ["pagewatch.example.com"]
+    time_machine.move_to(NOW, tick=False)
+    worker_heartbeat_task()
+    dispatch_due_monitors_task()
+
+    response = client.get("/healthz", HTTP_HOST=host)
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "ok"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    # Every other page still answers only to the names it serves.
+    assert client.get("/accounts/login/", HTTP_HOST=host).status_code == 400

@@ -188,3 +188,25 @@ def test_an_unreachable_broker_leaves_out_the_queue_depths_quickly_and_in_one_li
     said = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(said) == 1
     assert said[0].exc_info is None
+
+
+def test_prometheus_scraping_a_web_host_by_its_address_gets_the_metrics(
+    client, metrics_on, settings
+):
+    """Scraping each web host names that host, not the public name."""
+    settings.ALLOWED_HOSTS = ["pagewatch.example.com"]
+
+    response = client.get(
+        "/metrics", HTTP_HOST="10.1.2.3:8000", HTTP_AUTHORIZATION=f"Bearer {TOKEN}"
+    )
+    refused = client.get("/metrics", HTTP_HOST="10.1.2.3:8000")
+
+    assert response.status_code == 200
+    assert b"pagewatch_checks_total" in response.content
+    assert refused.status_code == 401
+
+
+def test_with_no_token_set_metrics_is_missing_on_any_host(client, settings):
+    settings.ALLOWED_HOSTS = ["pagewatch.example.com"]
+
+    assert client.get("/metrics", HTTP_HOST="10.1.2.3:8000").status_code == 404
