@@ -399,7 +399,12 @@ def refuse_a_taken_port(env: dict[str, str]) -> None:
     gunicorn's retries followed by the manager restarting it for ever."""
     host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
     try:
-        addresses = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+        number = int(port)
+        if not 1 <= number <= 65535:
+            # getaddrinfo would take 70000 for 4464 and let the probe pass,
+            # and gunicorn would then fail on every restart.
+            raise ValueError("a port is a number from 1 to 65535")
+        addresses = socket.getaddrinfo(host, number, type=socket.SOCK_STREAM)
         family, kind, proto, _, address = addresses[0]
         with socket.socket(family, kind, proto) as probe:
             # As gunicorn binds: a port left in TIME_WAIT is free to it.

@@ -459,6 +459,19 @@ def test_a_host_that_is_not_this_machines_is_named_with_the_reason() -> None:
     )
 
 
+@pytest.mark.parametrize("port", ["70000", "0", "-1"])
+def test_a_port_out_of_range_stops_make_run_with_one_line(port) -> None:
+    """getaddrinfo took 70000 for 4464, so the check passed and gunicorn then
+    failed with a traceback on every restart."""
+    with pytest.raises(SystemExit) as stopped:
+        run.refuse_a_taken_port({"HOST": "127.0.0.1", "PORT": port})
+
+    assert str(stopped.value) == (
+        f"Cannot listen on 127.0.0.1:{port} (a port is a number from 1 to 65535):"
+        " check HOST and PORT"
+    )
+
+
 def test_a_free_port_lets_make_run_start() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
