@@ -5,9 +5,9 @@ go with them) created before now - retentionDays, then snapshots, screenshots
 and PDFs no longer referenced by anything, activity log entries older than
 their team keeps them (Team.activity_retention_days), messages that belong
 to no check (digests, test messages, consent e-mails) as long, and dashboard
-sign-ins past their age (Django keeps those rows until told to clear them). A page's baseline
-(PageState.snapshot) is never deleted while its monitor lives: it is what the
-next check compares against, however old it is. A monitor deleted (by the
+sign-ins past their age (Django keeps those rows until told to clear them). A
+page's baseline (PageState.snapshot) is never deleted while its monitor lives:
+it is what the next check compares against, however old it is. A monitor deleted (by the
 dashboard or the API, which only mark it) goes for good once it has been
 deleted for its retentionDays, its baselines with it: by then its checks are
 gone too, and nothing else would ever remove what it left.
