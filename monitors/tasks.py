@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 from django.utils import timezone
 
@@ -17,14 +17,18 @@ logger = logging.getLogger(__name__)
 
 @shared_task(
     name=importing.IMPORT_TASK,
+    bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
     time_limit=int(settings.CELERY_TASK_TIME_LIMIT),
     soft_time_limit=int(settings.CELERY_TASK_SOFT_TIME_LIMIT),
 )
-def import_monitors_task(run_id: str) -> None:
+def import_monitors_task(self: Task, run_id: str) -> None:
     run = ImportRun.objects.filter(pk=run_id).select_related("team").first()
-    if run is None or not run.claim():
+    # Redelivered: the worker that had it was stopped or killed mid-import
+    # (Ctrl-C past the wait, out of memory), leaving the run "running".
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+    if run is None or not run.claim(worker_lost=redelivered):
         return  # gone, or taken by another delivery of this message
     try:
         report = importing.execute_run(run, timezone.now())

@@ -158,6 +158,35 @@ def test_a_large_import_runs_as_a_task_with_progress(
     assert Monitor.objects.filter(team=team).count() == 2
 
 
+def test_an_import_whose_worker_was_lost_is_finished_when_its_message_comes_back(
+    team, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Ctrl-C past the worker's wait, or the out-of-memory killer, mid-import:
+    the run said "running" for ever, and the message Celery handed out again
+    found it not queued and did nothing."""
+    monkeypatch.setattr(importing, "INLINE_MAX", 1)
+    monkeypatch.setattr(importing.current_app, "send_task", lambda name, args: None)
+    items = prepared(team, "changedetection", backup_zip())
+    run = importing.preview_run(team, "changedetection", items)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = importing.start_run(run, [], timezone.now())
+    assert run.claim()  # the worker that was then killed
+
+    import_monitors_task(str(run.pk))  # a copy while it ran: nothing to do
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.RUNNING
+    import_monitors_task.push_request(delivery_info={"redelivered": True})
+    try:
+        import_monitors_task.run(str(run.pk))
+    finally:
+        import_monitors_task.pop_request()
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE
+    assert run.report["created"] == 2
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
 def test_a_preview_is_imported_once_however_often_it_is_confirmed(team):
     items = prepared(team, "csv", fixture("addresses.txt"))
     run = importing.preview_run(team, "csv", items)

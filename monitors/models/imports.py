@@ -82,11 +82,18 @@ class ImportRun(models.Model):
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 100
 
-    def claim(self) -> bool:
-        """queued → running, for exactly one worker."""
-        claimed = ImportRun.objects.filter(
-            pk=self.pk, status=self.Status.QUEUED
-        ).update(status=self.Status.RUNNING)
+    def claim(self, *, worker_lost: bool = False) -> bool:
+        """queued → running, for exactly one worker. With `worker_lost` (its
+        message handed out again: Celery does that only once the worker that
+        had it is gone) a running run is taken over too, or it would say
+        "running" for ever; what that worker made is a duplicate now, which
+        the import skips unless it was chosen."""
+        statuses = [self.Status.QUEUED]
+        if worker_lost:
+            statuses.append(self.Status.RUNNING)
+        claimed = ImportRun.objects.filter(pk=self.pk, status__in=statuses).update(
+            status=self.Status.RUNNING
+        )
         if claimed:
             self.status = self.Status.RUNNING
         return bool(claimed)
