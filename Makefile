@@ -43,6 +43,7 @@ setup: $(VENV)/.installed-run
 
 # Through config.run, so that .env's variables apply to migrate and bootstrap too.
 run: $(VENV)/.installed-run
+	$(BIN)/python -m config.run --check -f $(PROCFILE)
 	$(BIN)/python -m config.run -- $(BIN)/python manage.py migrate --noinput
 	$(BIN)/python -m config.run -- $(BIN)/python manage.py bootstrap
 	exec $(BIN)/python -m config.run -f $(PROCFILE)

@@ -321,6 +321,12 @@ def main(argv: list[str]) -> int:
         help="seconds a process has to stop before it is killed (30)",
     )
     parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only say what would keep the Procfile from starting (a port in "
+        "use, another Pagewatch on this data), and start nothing",
+    )
+    parser.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         help="after --: run this once with the same environment, not the Procfile",
@@ -333,6 +339,9 @@ def main(argv: list[str]) -> int:
             return subprocess.run(command, env=env, check=False).returncode  # noqa: S603
         except OSError as exc:
             raise SystemExit(f"Cannot run {command[0]}: {exc.strerror}") from None
+    if args.check:
+        refuse_what_cannot_start(read_procfile(args.procfile), env)
+        return 0
     entries = with_valkey_unless_redis(read_procfile(args.procfile), env)
     entries = with_browser_if_installed(entries, env)
     if any(entry.name == WEB_PROCESS for entry in entries):
@@ -367,6 +376,19 @@ def with_valkey_unless_redis(entries: list[Entry], env: dict[str, str]) -> list[
         return [entry for entry in entries if entry.name != VALKEY_PROCESS]
     if not any(entry.name == VALKEY_PROCESS for entry in entries):
         return entries
+    server = embedded_valkey(env)
+    var_dir = valkey.var_dir_of(env)
+    print(f"Embedded Valkey: {server} on {valkey.socket_path(var_dir)}.", flush=True)
+    return [
+        Entry(e.name, e.command, lambda: valkey.answers(var_dir))
+        if e.name == VALKEY_PROCESS
+        else e
+        for e in entries
+    ]
+
+
+def embedded_valkey(env: dict[str, str]) -> str:
+    """The Valkey server to start, or one line saying why none can be."""
     server = valkey.find_server()
     if server is None:
         raise SystemExit(valkey.NOT_FOUND)
@@ -376,13 +398,18 @@ def with_valkey_unless_redis(entries: list[Entry], env: dict[str, str]) -> list[
         # Valkey on the same socket; when it stopped, it took the socket with
         # it and the first one's web and workers lost their broker.
         raise SystemExit(ALREADY_RUNNING.format(var_dir=var_dir))
-    print(f"Embedded Valkey: {server} on {valkey.socket_path(var_dir)}.", flush=True)
-    return [
-        Entry(e.name, e.command, lambda: valkey.answers(var_dir))
-        if e.name == VALKEY_PROCESS
-        else e
-        for e in entries
-    ]
+    return server
+
+
+def refuse_what_cannot_start(entries: list[Entry], env: dict[str, str]) -> None:
+    """`make run` asks this before it migrates and bootstraps: a port in use
+    found only afterwards cost a first start its one showing of the
+    administrator's password."""
+    names = {entry.name for entry in entries}
+    if VALKEY_PROCESS in names and not env.get("REDIS_URL"):
+        embedded_valkey(env)
+    if WEB_PROCESS in names:
+        refuse_a_taken_port(env)
 
 
 ALREADY_RUNNING = (

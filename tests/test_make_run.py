@@ -264,6 +264,46 @@ def test_make_run_migrates_and_bootstraps_with_the_env_file_applied() -> None:
     assert plan[-1] == "exec .venv/bin/python -m config.run -f Procfile"
 
 
+def test_make_run_checks_its_port_before_it_migrates_and_shows_the_first_password(
+    tmp_path: Path,
+) -> None:
+    """A port in use was found only when the service started, after the
+    first start's one showing of the administrator's password had gone by."""
+    plan = subprocess.run(
+        ["make", "--no-print-directory", "-n", "run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert plan[0] == ".venv/bin/python -m config.run --check -f Procfile"
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        # A Redis named, so that no Valkey server is needed for the check.
+        env = {
+            **os.environ,
+            "PORT": port,
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "config.run", "--check", "-f", "Procfile"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Cannot listen on 127.0.0.1:{port}")
+    assert done.stdout == ""
+    assert list(tmp_path.iterdir()) == []  # no database made, nothing started
+
+
 def test_a_procfile_line_that_is_not_name_and_command_is_refused(tmp_path):
     procfile = tmp_path / "Procfile"
     procfile.write_text("web: gunicorn\nthis is not an entry\n")
