@@ -128,3 +128,8 @@ def test_team_wide_pages_say_their_times_on_the_teams_clock(web, team):  # noqa:
     for page in ("team-activity", "api-keys"):
         body = web.get(reverse(page)).content.decode()
         assert 'title="Sun 11 Jan 2026, 23:50 EST"' in body, page
+
+
+def test_the_team_page_says_what_the_teams_zone_is_used_for(web, team):  # noqa: F811
+    body = web.get(reverse("team-members")).content.decode()
+    assert "The dashboard shows the team's times in it" in body.replace("&#x27;", "'")
