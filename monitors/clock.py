@@ -1,17 +1,16 @@
 """One clock for the team-wide lists: the History feed shows every check in
-one time zone, the viewer's choice (kept in their session), else the zone most
-of the team's monitors run in. A monitor's own pages keep the monitor's zone.
+one time zone, the viewer's choice (kept in their session), else the team's
+own zone (Team.time_zone, set on the Team page; UTC until set). A monitor's
+own pages keep the monitor's zone.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.http import HttpRequest
 
 from monitors.models import Monitor, Team
@@ -21,24 +20,23 @@ SESSION_KEY = "pagewatch_time_zone"
 
 
 def team_zone(team: Team) -> str:
-    """The zone most of the team's monitors run in (the server's zone when
-    it has none)."""
-    zones = Counter(
-        Monitor.objects.alive()
-        .filter(team=team)
-        .values_list("schedule_timezone", flat=True)
-    )
-    return zones.most_common(1)[0][0] if zones else settings.TIME_ZONE
+    """The team's own zone; UTC should it have stopped being one (a zone the
+    tz database dropped)."""
+    try:
+        return normalize_timezone(team.time_zone)
+    except ScheduleError:
+        return "UTC"
 
 
 def zones_to_offer(team: Team, chosen: str) -> list[str]:
-    """The zones a viewer may pick from: the team's monitors', UTC and theirs."""
+    """The zones a viewer may pick from: the team's, its monitors', UTC and
+    theirs."""
     zones = set(
         Monitor.objects.alive()
         .filter(team=team)
         .values_list("schedule_timezone", flat=True)
     )
-    return sorted(zones | {"UTC", chosen})
+    return sorted(zones | {"UTC", team_zone(team), chosen})
 
 
 def viewer_zone(request: HttpRequest, team: Team) -> str:

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
+from decimal import Decimal
 from functools import cache, lru_cache
 from itertools import islice
 from zoneinfo import ZoneInfo, available_timezones
@@ -338,6 +339,7 @@ _ONE_TIME = re.compile(_CLOCK_TIME)
 _CLOCK = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))? ?(?P<ampm>[ap]m)?")
 
 
+_DECIMAL_GAP = re.compile(r"(?<![\d.])(\d*\.\d+) ?(minutes?|mins?|hours?|hrs?)\b")
 _DOTTED_TIME = re.compile(r"\b(\d{1,2})\.(\d{2})\b")
 # "every 30min", "every 2hrs": the number and its unit run together.
 _NO_SPACE = re.compile(r"\b(\d+)(minutes?|mins?|hours?|hrs?)\b")
@@ -349,8 +351,11 @@ def text_to_cron(text: str) -> str:
     The phrase is cleaned the way Firecrawl cleans it (trimmed, lower-cased, `.`
     and `,` removed, whitespace collapsed), so "Daily at 5:30 P.M." works.
     """
+    # A gap with a decimal point ("every 1.5 hours") would lose its dot below
+    # and silently become another number (15 hours); say it in whole minutes.
+    cleaned = _DECIMAL_GAP.sub(_in_whole_minutes, text.strip().lower())
     # "9.30" is how many people write 9:30; dropping its dot would make 930.
-    cleaned = _DOTTED_TIME.sub(r"\1:\2", text.strip().lower())
+    cleaned = _DOTTED_TIME.sub(r"\1:\2", cleaned)
     phrase = " ".join(cleaned.replace(".", "").replace(",", "").split())
     phrase = phrase.replace("every half hour", "every 30 minutes", 1)
     phrase = _NO_SPACE.sub(r"\1 \2", phrase).replace("everyday", "every day")
@@ -376,9 +381,44 @@ def text_to_cron(text: str) -> str:
     raise ScheduleError.breaking(rules.SCHEDULE_TEXT_UNSUPPORTED)
 
 
+def _in_whole_minutes(match: re.Match[str]) -> str:
+    """ "1.5 hours" as "90 minutes", refused when it is no whole minute."""
+    amount = Decimal(match[1]) * (60 if match[2].startswith("h") else 1)
+    if amount != amount.to_integral_value():
+        raise ScheduleError(
+            f"'{match[0]}' is not a whole number of minutes: "
+            "give the gap in whole minutes or hours."
+        )
+    return f"{int(amount)} minutes"
+
+
+# The gaps a cron keeps evenly all day, in minutes.
+_EVEN_GAPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60, 120, 180, 240, 360, 480, 720)
+
+
+def _gap_words(minutes: int) -> str:
+    if minutes == 60:
+        return "every hour"
+    if minutes % 60 == 0:
+        return f"every {minutes // 60} hours"
+    return "every minute" if minutes == 1 else f"every {minutes} minutes"
+
+
 def _repeating(match: re.Match[str], n: int) -> str:
     """Every `n` minutes (60: hourly), all day or within a window of hours,
     on every day or the days named."""
+    if n > 60 and n % 60 == 0:
+        return _whole_hours_of_minutes(match, n // 60)
+    if n > 60:
+        below = max(gap for gap in _EVEN_GAPS if gap < n)
+        above = min((gap for gap in _EVEN_GAPS if gap > n), default=None)
+        longer = _gap_words(above) if above else "every day"
+        raise ScheduleError(
+            f"Checks cannot run every {n} minutes: a schedule repeats evenly "
+            "within each hour (every 5, 10, 15, 20 or 30 minutes) or every few "
+            "whole hours that divide the day (2, 3, 4, 6, 8 or 12). Choose "
+            f"{_gap_words(below)} or {longer}."
+        )
     if n < 1 or 60 % n:
         raise ScheduleError(
             "Minute intervals must divide 60 evenly, "
@@ -394,6 +434,17 @@ def _repeating(match: re.Match[str], n: int) -> str:
     hours = "*" if start is None else _window_hours(match, start, minutes)
     days = _dow_field(_parse_days(match["days"])) if match["days"] else "*"
     return f"{_minute_field(n, offset)} {hours} * * {days}"
+
+
+def _whole_hours_of_minutes(match: re.Match[str], hours: int) -> str:
+    """ "every 120 minutes" is every 2 hours (from the minute given)."""
+    if match["start"] or match["days"]:
+        raise ScheduleError(
+            f"Every {hours * 60} minutes is every {hours} hours, which cannot be "
+            "kept to some hours or days: write “every hour” with them, or leave "
+            "them out."
+        )
+    return _every_n_hours(hours, (0, _minute_offset(match["mm"])))
 
 
 def _minute_field(n: int, offset: int) -> str:

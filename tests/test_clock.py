@@ -1,7 +1,7 @@
 """One clock in the team's History: every check in one time zone (the
-viewer's choice, remembered; by default the zone most of the team's monitors
-use), to the second where two checks share a minute; a monitor's own history
-keeps its zone, and says so."""
+viewer's choice, remembered; by default the team's own zone), to the second
+where two checks share a minute; a monitor's own history keeps its zone, and
+says so. The other team-wide pages read on the team's clock."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ MOMENTS = [
 
 @pytest.fixture
 def feed(team):
+    team.time_zone = "Europe/Berlin"
+    team.save(update_fields=["time_zone"])
     for name, zone, when in MOMENTS:
         monitor = make_monitor(team, name)
         monitor.schedule_timezone = zone
@@ -41,7 +43,6 @@ def feed_times(response) -> list[str]:
 
 def test_the_team_history_reads_in_the_teams_zone_in_order(web, feed):  # noqa: F811
     times = feed_times(web.get(reverse("team-history")))
-    # Berlin is the zone of two of the three kinds of monitors: CET for all.
     assert times == [
         "Mon 12 Jan 2026, 05:50 CET",
         "Mon 12 Jan 2026, 05:49:10 CET",
@@ -80,4 +81,55 @@ def test_checks_in_different_minutes_show_no_seconds(web, team):  # noqa: F811
     for minutes in (0, 5):
         make_check(monitor, start + timedelta(minutes=minutes), changed=1)
     times = feed_times(web.get(reverse("team-history")))
-    assert times == ["Mon 12 Jan 2026, 05:05 CET", "Mon 12 Jan 2026, 05:00 CET"]
+    assert times == ["Mon 12 Jan 2026, 04:05 UTC", "Mon 12 Jan 2026, 04:00 UTC"]
+
+
+def test_the_teams_own_zone_wins_over_the_zone_its_monitors_run_in(web, team, feed):  # noqa: F811
+    team.time_zone = "America/New_York"
+    team.save(update_fields=["time_zone"])
+    response = web.get(reverse("team-history"))
+    # Three of the four checks are Berlin's or London's: the team's clock
+    # is still New York's.
+    assert feed_times(response)[0] == "Sun 11 Jan 2026, 23:50 EST"
+    assert 'option value="America/New_York" selected' in response.content.decode()
+
+
+def test_a_team_that_never_set_its_zone_reads_utc_though_its_monitors_run_in_berlin(
+    web,  # noqa: F811
+    team,
+):
+    monitor = make_monitor(team, "Only")
+    make_check(monitor, datetime(2026, 1, 12, 4, 0, tzinfo=UTC), changed=1)
+    assert team.time_zone == "UTC"
+    assert feed_times(web.get(reverse("team-history"))) == [
+        "Mon 12 Jan 2026, 04:00 UTC"
+    ]
+
+
+def test_a_viewers_choice_still_wins_over_the_teams_zone(web, team, feed):  # noqa: F811
+    web.get(reverse("team-history"), {"tz": "Europe/London"})
+    assert feed_times(web.get(reverse("team-history")))[0] == (
+        "Mon 12 Jan 2026, 04:50 GMT"
+    )
+
+
+def test_team_wide_pages_say_their_times_on_the_teams_clock(web, team):  # noqa: F811
+    from monitors.models import ApiKey
+    from teams.activity import SYSTEM, record
+    from teams.models import Activity
+
+    team.time_zone = "America/New_York"
+    team.save(update_fields=["time_zone"])
+    moment = datetime(2026, 1, 12, 4, 50, tzinfo=UTC)
+    entry = record(SYSTEM, team, Activity.Kind.MONITOR_RUN)
+    Activity.objects.filter(pk=entry.pk).update(at=moment)
+    key, _ = ApiKey.issue(team, name="reports")
+    ApiKey.objects.filter(pk=key.pk).update(created_at=moment)
+    for page in ("team-activity", "api-keys"):
+        body = web.get(reverse(page)).content.decode()
+        assert 'title="Sun 11 Jan 2026, 23:50 EST"' in body, page
+
+
+def test_the_team_page_says_what_the_teams_zone_is_used_for(web, team):  # noqa: F811
+    body = web.get(reverse("team-members")).content.decode()
+    assert "The dashboard shows the team's times in it" in body.replace("&#x27;", "'")

@@ -2021,3 +2021,13 @@ def test_pausing_resuming_and_deleting_quote_the_monitor_name_as_saving_does(web
     assert "“Broken pages” deleted." in deleted
     monitor.refresh_from_db()
     assert monitor.deleted_at is not None
+
+
+def test_a_new_monitors_time_zone_starts_at_the_teams(web, team):
+    team.time_zone = "America/New_York"
+    team.save(update_fields=["time_zone"])
+    form = web.get(reverse("monitor-create")).content.decode()
+    assert re.search(r'<input[^>]*name="timezone"[^>]*value="America/New_York"', form)
+
+    web.post(reverse("monitor-create"), scrape_form(timezone=""))
+    assert Monitor.objects.get(team=team).schedule_timezone == "America/New_York"

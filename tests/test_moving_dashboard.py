@@ -348,3 +348,36 @@ def test_a_long_preview_and_its_report_list_what_needs_a_look_first(web, team):
     report = done.split('aria-label="What the import did"', 1)[1]
     order = [report.index(words) for words in ("not a url", "a.test/9", "a.test/0")]
     assert order == sorted(order)
+
+
+def test_list_schedules_run_in_the_teams_zone_unless_a_row_names_one(web, team):
+    team.time_zone = "Europe/Berlin"
+    team.save(update_fields=["time_zone"])
+    listing = (
+        b"url,schedule,Time zone\n"
+        b"https://a.test/team,daily at 9am,\n"
+        b"https://a.test/own,daily at 9am,America/New_York\n"
+        b"https://a.test/odd,daily at 9am,Mars/Base\n"
+    )
+    run_url = preview(web, "csv", listing, "list.csv")["Location"]
+
+    rows = _preview_rows(html.unescape(web.get(run_url).content.decode()))
+    assert "Daily at 09:00, Europe/Berlin" in rows["https://a.test/team"]
+    assert (
+        "Its times are Europe/Berlin time, the team's zone (the file gives none)."
+        in rows["https://a.test/team"]
+    )
+    assert "Daily at 09:00, America/New_York" in rows["https://a.test/own"]
+    assert "Its times are" not in rows["https://a.test/own"]
+    assert "“Mars/Base” is not a time zone we know." in rows["https://a.test/odd"]
+    assert "Daily at 09:00, Europe/Berlin" in rows["https://a.test/odd"]
+
+    web.post(run_url + "confirm/")
+    zones = dict(
+        Monitor.objects.filter(team=team).values_list("name", "schedule_timezone")
+    )
+    assert sorted(zones.values()) == [
+        "America/New_York",
+        "Europe/Berlin",
+        "Europe/Berlin",
+    ]

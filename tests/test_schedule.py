@@ -689,3 +689,40 @@ def test_the_schedule_box_shows_cron_when_the_words_would_not_read_back(
     cron: str,
 ) -> None:
     assert schedule_box_text(Schedule(cron=cron, timezone="UTC")) == cron
+
+
+@pytest.mark.parametrize(
+    ("text", "cron"),
+    [
+        ("every 120 minutes", "0 */2 * * *"),
+        ("every 360 minutes", "0 */6 * * *"),
+        ("every 120 minutes starting at :15", "15 */2 * * *"),
+        ("every 0.5 hours", "*/30 * * * *"),
+        ("every 2.0 hrs", "0 */2 * * *"),
+    ],
+)
+def test_minutes_making_whole_hours_and_decimal_hours_are_read_as_meant(
+    text: str, cron: str
+) -> None:
+    assert normalize(text=text).cron == cron
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"), [("every 1.5 hours", 90), ("every 1.2 hours", 72)]
+)
+def test_a_decimal_gap_cron_cannot_keep_is_refused_not_read_without_its_dot(
+    text: str, minutes: int
+) -> None:
+    assert error_of(text=text) == (
+        f"Checks cannot run every {minutes} minutes: a schedule repeats evenly "
+        "within each hour (every 5, 10, 15, 20 or 30 minutes) or every few whole "
+        "hours that divide the day (2, 3, 4, 6, 8 or 12). Choose every hour or "
+        "every 2 hours."
+    )
+
+
+def test_a_gap_of_part_of_a_minute_is_refused_saying_why() -> None:
+    assert error_of(text="every 7.5 minutes") == (
+        "'7.5 minutes' is not a whole number of minutes: give the gap in whole "
+        "minutes or hours."
+    )

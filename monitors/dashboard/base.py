@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from checks.models import Check, PageResult
-from monitors import history
+from monitors import clock, history
 from monitors.dashboard.context import current_membership
 from monitors.models import Membership, Monitor, Team
 
@@ -92,7 +93,8 @@ def team_view(
 ) -> Any:
     """Resolve the current team and the person's role in it first; people in
     no team get a friendly page, people whose role does not allow the action
-    a 403 page that says so, before the view has changed anything.
+    a 403 page that says so, before the view has changed anything. The
+    page is made on the team's clock (Team.time_zone).
 
     `needs` is asked of every request; `to_change`, when given, of requests
     that may change something (POST and the like) only: a page everyone may
@@ -111,7 +113,10 @@ def team_view(
                 return forbidden(request, membership, wanted)
             request.team = membership.team  # type: ignore[attr-defined]
             request.membership = membership  # type: ignore[attr-defined]
-            return view(request, *args, **kwargs)
+            # Team-wide times (activity, keys, invitations, deliveries) read
+            # on the team's clock; a monitor's times name its zone themselves.
+            with timezone.override(clock.team_zone(membership.team)):
+                return view(request, *args, **kwargs)
 
         wrapper.team_action = (needs, to_change)  # type: ignore[attr-defined]
         return wrapper

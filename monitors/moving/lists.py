@@ -1,7 +1,9 @@
 """A list of addresses: one URL per line, or a CSV with a `url` column and
-optional `name`, `schedule` (a phrase like "every 30 minutes", or cron) and
-`goal` columns. Cells are only ever read as text: a spreadsheet formula
-(=HYPERLINK(...)) is a name like any other, never evaluated."""
+optional `name`, `schedule` (a phrase like "every 30 minutes", or cron),
+`timezone` (or `time zone`: the zone of the schedule's times, else the
+team's, see plan.in_team_zone) and `goal` columns. Cells are only ever read
+as text: a spreadsheet formula (=HYPERLINK(...)) is a name like any other,
+never evaluated."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from monitors.schedule import (
     min_interval_minutes,
     min_interval_words,
     normalize_schedule,
+    normalize_timezone,
 )
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -62,8 +65,23 @@ def _row(number: int, row: dict[str, str]) -> Planned:
         planned.payload["schedule"], planned.spread_every = _schedule(
             schedule, planned.notes, url
         )
+        zone = _zone(row, planned.notes)
+        if zone and planned.spread_every is None:
+            planned.payload["schedule"]["timezone"] = zone
         planned.notes = [n for n in planned.notes if not n.startswith("No check")]
     return planned
+
+
+def _zone(row: dict[str, str], notes: list[str]) -> str | None:
+    """The row's time zone cell, when it names one we know."""
+    given = (row.get("timezone") or row.get("time zone") or "").strip()
+    if not given:
+        return None
+    try:
+        return normalize_timezone(given)
+    except ScheduleError:
+        notes.append(f"“{given}” is not a time zone we know.")
+        return None
 
 
 _PLAIN_EVERY = re.compile(r"every (?P<n>\d{1,4}) (?P<unit>minutes?|mins?|hours?|hrs?)")
@@ -75,7 +93,8 @@ def _schedule(
     """The schedule cell as the API takes it; one that runs more often than
     the minimum is raised to it (and said), as intervals of other tools are.
     Any other problem is left for the API's validation to name. With it,
-    the seconds of a schedule spread over its gap (None: as given)."""
+    the seconds of a schedule spread over its gap (None: as given). A
+    schedule as given names no zone: plan.in_team_zone gives it the team's."""
     kind = "cron" if len(given.split()) == 5 else "text"
     try:
         cron, text = (given, None) if kind == "cron" else (None, given)
@@ -94,7 +113,7 @@ def _schedule(
             unit = 3600 if every["unit"].startswith("h") else 60
             seconds = int(every["n"]) * unit
             return schedule_for_seconds(seconds, notes, address), seconds
-    return {kind: given, "timezone": "UTC"}, None
+    return {kind: given}, None
 
 
 class Lists(Source):
@@ -102,7 +121,7 @@ class Lists(Source):
     label = "A list of addresses"
     steps = (
         "Upload a text file with one URL per line, or a CSV with a url column "
-        "and optional name, schedule and goal columns."
+        "and optional name, schedule, time zone and goal columns."
     )
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:

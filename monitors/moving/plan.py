@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from checks.crawl.scope import canonical
+from monitors import clock
 from monitors.api.errors import flatten_errors, format_path
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.models import Target, Team
@@ -108,7 +109,21 @@ def spread_for(team: Team, items: Iterable[Planned]) -> None:
             )
 
 
+def in_team_zone(team: Team, items: Iterable[Planned]) -> None:
+    """A schedule that came without a zone (a list's "daily at 9am") keeps
+    its times in the team's, and the preview says so."""
+    zone = clock.team_zone(team)
+    for item in items:
+        schedule = (item.payload or {}).get("schedule")
+        if isinstance(schedule, dict) and "timezone" not in schedule:
+            schedule["timezone"] = zone
+            item.notes.append(
+                f"Its times are {zone} time, the team's zone (the file gives none)."
+            )
+
+
 def prepare(team: Team, items: list[Planned]) -> list[Planned]:
+    in_team_zone(team, items)
     spread_for(team, items)
     validate(items)
     mark_duplicates(team, items)

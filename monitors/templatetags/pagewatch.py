@@ -115,7 +115,8 @@ def relative(moment: datetime | None) -> str:
 
 @register.filter
 def local(moment: datetime | None, zone: str | None = None) -> str:
-    """An absolute time in a monitor's zone: "Mon 24 Nov 2025, 10:30 CET"."""
+    """An absolute time in the zone named (a monitor's), else on the team's
+    clock (team_view makes it the current zone): "Mon 24 Nov 2025, 10:30 CET"."""
     if moment is None:
         return ""
     return time_words.clock_text(time_words.in_zone(moment, zone), seconds=False)

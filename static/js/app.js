@@ -118,7 +118,7 @@
     }
   });
 
-  /* ---- New monitors default to the browser's time zone */
+  /* ---- New monitors of a team that keeps UTC start in the browser's time zone */
   function useBrowserZone() {
     var input = document.querySelector("input[data-browser-timezone]");
     if (!input || input.value !== "UTC") return;

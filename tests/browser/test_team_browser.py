@@ -224,3 +224,27 @@ def test_an_owner_sets_the_teams_time_zone_for_its_digests(
     page.get_by_label("Send").select_option("daily")
     assert page.get_by_label("Digest time (Europe/Berlin)").is_visible()
     assert page.problems.csp_violations(page) == []
+
+
+def test_a_new_monitor_starts_in_the_teams_zone_not_the_browsers(
+    chromium, live_server, member, team, settings
+):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    team.time_zone = "America/New_York"
+    team.save(update_fields=["time_zone"])
+    context = chromium.new_context(base_url=live_server.url, timezone_id="Asia/Tokyo")
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    sign_in(page)
+    page.goto("/monitors/new/")
+    zone = page.locator("#id_timezone")
+    # app.js would have swapped in the browser's zone by the page's load.
+    page.wait_for_load_state("networkidle")
+    assert zone.input_value() == "America/New_York"
+    page.locator("#id_schedule").fill("daily at 9am")
+    page.get_by_text("America/New_York time").wait_for()
+
+    # History reads on the team's clock too, and says so in its picker.
+    page.goto("/history/")
+    assert page.get_by_label("Times shown in").input_value() == "America/New_York"
+    context.close()

@@ -16,6 +16,7 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from monitors import clock
 from monitors.dashboard.forms import words as form_words
 from monitors.dashboard.forms.checking import EditCheck
 from monitors.dashboard.forms.fields import (
@@ -67,10 +68,15 @@ class MonitorForm:
         *,
         monitor: Monitor | None = None,
         team: Team | None = None,
-        default_timezone: str = "UTC",
+        default_timezone: str | None = None,
     ) -> None:
         self.monitor = monitor
         self.team = team or (monitor.team if monitor else None)
+        # A new monitor's schedule starts in the team's zone, as does one sent
+        # with the zone left blank.
+        self.default_timezone = default_timezone or (
+            clock.team_zone(self.team) if self.team else "UTC"
+        )
         self.data = data
         self.errors: dict[str, list[str]] = {}
         # The controls the schedule slot's errors are about (see is_valid).
@@ -87,8 +93,10 @@ class MonitorForm:
                     for t in self._stored_targets.values()
                 ]
             else:
-                self.main = self._main_fields(initial={"timezone": default_timezone})
-                # static/js/app.js swaps in the browser's zone for new monitors.
+                initial = {"timezone": self.default_timezone}
+                self.main = self._main_fields(initial=initial)
+                # static/js/app.js swaps in the browser's zone for new monitors
+                # of a team that keeps UTC.
                 self.main.fields["timezone"].widget.attrs["data-browser-timezone"] = ""
                 self.targets = [self.blank_target(all_kinds()[0].name)]
             return
@@ -190,7 +198,9 @@ class MonitorForm:
         """The /v2/monitor body this form stands for (parse errors recorded)."""
         main = self._cleaned(self.main)
         cron, text = self._schedule_box(main.get("schedule", ""))
-        schedule: dict[str, Any] = {"timezone": main.get("timezone") or "UTC"}
+        schedule: dict[str, Any] = {
+            "timezone": main.get("timezone") or self.default_timezone
+        }
         if cron is not None:
             schedule["cron"] = cron
         if text is not None:
