@@ -133,3 +133,36 @@ def test_team_wide_pages_say_their_times_on_the_teams_clock(web, team):  # noqa:
 def test_the_team_page_says_what_the_teams_zone_is_used_for(web, team):  # noqa: F811
     body = web.get(reverse("team-members")).content.decode()
     assert "The dashboard shows the team's times in it" in body.replace("&#x27;", "'")
+
+
+def test_the_upgrade_starts_each_team_at_the_zone_most_of_its_monitors_run_in(
+    team, other_team
+):
+    """Until teams could set their zone, every team's was UTC and History read
+    its monitors' zone: the upgrade keeps that clock instead of turning it to
+    UTC, and leaves a team with mostly UTC monitors, or none, at UTC."""
+    import importlib
+
+    from django.apps import apps as django_apps
+
+    from monitors.models import Team
+
+    migration = importlib.import_module(
+        "monitors.migrations.0017_team_zone_from_its_monitors"
+    )
+    for name, zone in [("A", "Europe/Berlin"), ("B", "Europe/Berlin"), ("C", "UTC")]:
+        monitor = make_monitor(team, name)
+        monitor.schedule_timezone = zone
+        monitor.save(update_fields=["schedule_timezone"])
+    gone = make_monitor(other_team, "Gone")
+    gone.schedule_timezone = "Asia/Tokyo"
+    gone.deleted_at = datetime(2026, 1, 1, tzinfo=UTC)
+    gone.save(update_fields=["schedule_timezone", "deleted_at"])
+    empty = Team.objects.create(name="Empty", slug="empty")
+
+    migration.from_its_monitors(django_apps, None)
+
+    zones = dict(Team.objects.values_list("slug", "time_zone"))
+    assert zones[team.slug] == "Europe/Berlin"
+    assert zones[other_team.slug] == "UTC"
+    assert zones[empty.slug] == "UTC"
