@@ -226,6 +226,44 @@ def test_a_name_whose_address_changes_between_checks_is_refused_the_second_time(
     assert "rebind.test" in resolver.asked
 
 
+# --- Chromium's own services ------------------------------------------------------
+
+SIGN_UP = """<!doctype html><html><head><title>Sign up</title></head><body>
+<main><p>Tell us where to send the catalogue and we will post it this week.</p>
+<form action="/send" method="post">
+  <label>Name <input name="name" autocomplete="name"></label>
+  <label>E-mail <input type="email" name="email" autocomplete="email"></label>
+  <label>Street <input name="street" autocomplete="street-address"></label>
+  <label>Town <input name="town" autocomplete="address-level2"></label>
+  <label>Postcode <input name="postcode" autocomplete="postal-code"></label>
+  <label>Password <input type="password" name="password"></label>
+  <button>Send</button>
+</form></main></body></html>"""
+
+
+@pytest.mark.browser
+def test_a_page_with_a_form_sends_nothing_to_chromiums_autofill_service(
+    team, public_site
+):
+    # Chromium asks Google's autofill server about every form it sees, through
+    # the page's own proxy: the form's signatures would leave with it, and the
+    # page would be blamed for the request in its blocked requests.
+    needs_chromium()
+    public_site.page("/", SIGN_UP)
+    url = f"http://shop.test:{public_site.port}/"
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 2000})
+    resolver = Resolver()
+
+    page = page_of(run_check(monitor, resolver), url)
+
+    assert page.status == PageResult.Status.NEW
+    assert "catalogue" in page.current_snapshot.text
+    assert "content-autofill.googleapis.com" not in resolver.asked
+    assert set(resolver.asked) == {"shop.test"}  # the page's own site only
+    blocked = " ".join(page.metadata.get("blockedRequests", []))
+    assert "googleapis" not in blocked
+
+
 # --- The proxy alone --------------------------------------------------------------
 
 

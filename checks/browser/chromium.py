@@ -64,6 +64,13 @@ LAUNCH_ARGS = (
     # WebRTC may otherwise send UDP straight to any address a page names.
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # Autofill asks Google's server about every form a page shows (and votes
+    # on submitted ones) through the page's own proxy, so the form's
+    # signatures would leave with the monitored page's traffic. Its feature
+    # switch cannot be used: Chromium keeps only the last --disable-features,
+    # and Playwright passes its own. Pointed at a URL with nowhere to go, it
+    # fails inside Chromium without a connection.
+    "--autofill-server-url=data:,",
     # Names are resolved by our proxy only; Chromium's resolver answers none.
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 )
