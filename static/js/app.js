@@ -308,13 +308,22 @@
   });
 
   /* ---- A submitted form with problems: open the folded sections that hold
-     them, and move focus to the summary so it is read out first */
+     them, and move focus to the summary so it is read out first. A form
+     without a summary (an invitation, a key's name, a password) sent back
+     with a refused field: focus that field, so the keyboard is where the
+     problem is and its error is read out with its label, rather than at the
+     top of a page whose form may be far below. */
   function showProblems() {
     document.querySelectorAll("details:not([open])").forEach(function (section) {
       if (section.querySelector('[aria-invalid="true"]')) section.open = true;
     });
     var summary = document.getElementById("error-summary");
-    if (summary) summary.focus();
+    if (summary) {
+      summary.focus();
+      return;
+    }
+    var refused = document.querySelector('#main [aria-invalid="true"]');
+    if (refused) refused.focus();
   }
 
   /* ---- Screenshots: lay this check's over the earlier one and let a slider

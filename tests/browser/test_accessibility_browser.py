@@ -27,7 +27,8 @@ from checks.models import (
     SearchResultState,
     Snapshot,
 )
-from monitors.models import ApiKey, Monitor, Target
+from monitors.models import ApiKey, Channel, Monitor, Target
+from teams.models import Invitation
 from tests.browser.people import sign_in
 from tests.browser.test_dashboard_browser import make_monitor
 
@@ -589,3 +590,52 @@ def test_long_copies_of_a_page_can_be_scrolled_from_the_keyboard(
     # frames after the key: wait for it to have moved (this times out if it never does).
     page.wait_for_function("(box) => box.scrollTop > 0", arg=first.element_handle())
     assert first.evaluate("(box) => box.scrollTop") > 0
+
+
+def focused_id(page) -> str:
+    return page.evaluate("document.activeElement.id")
+
+
+def test_a_refused_channel_is_read_out_first_and_its_error_belongs_to_its_field(
+    browser_page, member, team
+):
+    page = browser_page
+    page.context.add_init_script(path=str(_require_axe()))
+    sign_in(page)
+    page.goto("/channels/new/?kind=webhook")
+    page.get_by_label("Name").fill("Ops room")
+    page.get_by_label("URL").fill("ftp://hooks.example.com/pagewatch")
+    page.get_by_role("button", name="Save channel").click()
+
+    summary = page.locator("#error-summary")
+    summary.get_by_text("Please fix the fields marked below").wait_for()
+    # The keyboard starts at the refusal, which names the field and leads to it.
+    assert focused_id(page) == "error-summary"
+    summary.get_by_role("link", name="URL: Only http:// and https://").click()
+    assert focused_id(page) == "setting-url"
+    address = page.get_by_label("URL")
+    assert address.get_attribute("aria-invalid") == "true"
+    assert "Only http:// and https:// URLs are allowed" in described_by(address)
+    assert axe_problems(page, "refused channel") == []
+    assert not Channel.objects.filter(team=team).exists()
+
+
+def test_a_refused_invitation_puts_the_keyboard_on_the_address_and_reads_why(
+    browser_page, member, team
+):
+    page = browser_page
+    sign_in(page)
+    page.set_viewport_size(PHONE)  # the form is far below the top of the page
+    page.goto("/settings/team/")
+    page.get_by_label("E-mail address").fill("olive at example")
+    page.get_by_role("button", name="Send invitation").click()
+    page.locator("#err-invite-email p").wait_for()
+
+    address = page.get_by_label("E-mail address")
+    assert focused_id(page) == address.get_attribute("id")
+    assert "valid email address" in described_by(address)
+    assert address.evaluate(
+        "(el) => { const box = el.getBoundingClientRect();"
+        " return box.top >= 0 && box.bottom <= window.innerHeight; }"
+    ), "the refused field is out of sight"
+    assert not Invitation.objects.filter(team=team).exists()
