@@ -1452,6 +1452,21 @@ def test_deleting_asks_first_then_removes_the_monitor(web, monitor):
     assert web.get(monitor.get_absolute_url()).status_code == 404
 
 
+def test_deleting_says_what_goes_with_the_monitor_before_anything_goes(web, monitor):
+    url = reverse("monitor-delete", kwargs={"pk": monitor.pk})
+    assert "it has not checked anything yet" in text_of(web.get(url))
+    for _ in range(3):
+        Check.objects.create(monitor=monitor, status=Check.Status.COMPLETED)
+
+    asked = " ".join(text_of(web.get(url)).split())
+
+    assert "its history of 3 checks, the changes they found and the copies" in asked
+    assert "Its feed link stops working" in asked
+    monitor.refresh_from_db()
+    assert monitor.deleted_at is None
+    assert Check.objects.filter(monitor=monitor).count() == 3
+
+
 # ---------------------------------------------------------------- check and diff pages
 
 

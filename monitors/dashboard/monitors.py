@@ -337,4 +337,7 @@ def monitor_delete(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         record(Actor.of(request), request.team, Kind.MONITOR_DELETED, monitor)
         messages.success(request, f"“{monitor.name}” deleted.")
         return redirect("monitor-list")
-    return render(request, "monitors/monitor_confirm_delete.html", {"monitor": monitor})
+    # What goes with it, in the words of the confirmation.
+    check_count = Check.objects.for_monitor(monitor).count()
+    context = {"monitor": monitor, "check_count": check_count}
+    return render(request, "monitors/monitor_confirm_delete.html", context)
