@@ -639,3 +639,40 @@ def test_a_refused_invitation_puts_the_keyboard_on_the_address_and_reads_why(
         " return box.top >= 0 && box.bottom <= window.innerHeight; }"
     ), "the refused field is out of sight"
     assert not Invitation.objects.filter(team=team).exists()
+
+
+def test_each_retry_button_and_attempt_list_of_the_notifications_says_which_it_is(
+    browser_page, dashboard
+):
+    pricing = dashboard["pricing"]
+    earlier = Delivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=pricing,
+        check_run=dashboard["check"],
+        event="monitor.page",
+        url="https://hooks.example.com/pagewatch",
+        body="{}",
+        attempts=2,
+        status=Delivery.Status.FAILED,
+        last_status_code=502,
+        last_error="Answered 502.",
+    )
+    Delivery.objects.filter(pk=earlier.pk).update(
+        created_at=timezone.now() - timedelta(hours=3)
+    )
+    page = browser_page
+    sign_in(page)
+    page.goto(f"/monitors/{pricing.pk}/deliveries/")
+
+    retries = page.get_by_role("button", name="Retry now")
+    names = [" ".join(name.split()) for name in retries.all_text_contents()]
+    hook = "to https://hooks.example.com/pagewatch"
+    assert names == [
+        f"Retry now the “Check finished” message of just now {hook}",
+        f"Retry now the “Each page's result” message of 3 hours ago {hook}",
+    ]
+    # The list of its attempts opens on more than a bare number.
+    attempts = page.locator("details:has(ol.attempts) > summary")
+    assert " ".join(attempts.text_content().split()) == (
+        "1 attempt to send the “Check finished” message of just now"
+    )
