@@ -676,3 +676,16 @@ def test_each_retry_button_and_attempt_list_of_the_notifications_says_which_it_i
     assert " ".join(attempts.text_content().split()) == (
         "1 attempt to send the “Check finished” message of just now"
     )
+
+
+def test_the_links_to_each_pages_change_name_the_page_they_open(
+    browser_page, dashboard
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["check"].get_absolute_url())
+
+    changed = page.get_by_role("link", name="See what changed on Pricing", exact=True)
+    new = page.get_by_role("link", name="First copy of this page (Terms)", exact=True)
+    assert changed.get_attribute("href") == dashboard["changed"].get_absolute_url()
+    assert new.get_attribute("href") == dashboard["new"].get_absolute_url()
