@@ -125,6 +125,15 @@ def test_a_monitor_without_a_webhook_reads_off_not_none(web, team):
     assert "None" not in webhook_row
 
 
+def test_the_monitor_form_says_what_a_webhook_is_and_who_needs_one(web):
+    page = html.unescape(web.get(reverse("monitor-create")).content.decode())
+    help_text = re.search(r'id="help-webhook_url">(.*?)</', page, re.S)[1]
+
+    assert help_text.startswith("A webhook sends a message to another program.")
+    assert "Only if your developers give you an address" in help_text
+    assert not help_text.startswith("We POST")
+
+
 def test_the_webhook_choices_on_the_monitor_form_name_no_api_events(web):
     page = html.unescape(web.get(reverse("monitor-create")).content.decode())
     webhook = page.split('id="field-webhook_events"', 1)[1].split("</fieldset>", 1)[0]
