@@ -260,3 +260,24 @@ def test_a_long_monitor_name_in_the_activity_log_leaves_peoples_names_whole(
     assert who and all(text == "olive" for text, _ in who)
     assert all(lines == 1 for _, lines in who), who
     assert_no_sideways_scroll(page, "the activity page")
+
+
+def test_on_a_phone_each_tick_box_of_the_monitor_form_sits_beside_its_words(
+    browser_page, member, screenshot
+):
+    page = browser_page
+    page.set_viewport_size(PHONE)
+    sign_in(page)
+    page.goto("/monitors/new/")
+    screenshot(page, "layout-form-check-boxes-375")
+
+    boxes = page.locator(".field.check > input[type=checkbox]")
+    assert boxes.count() >= 3
+    for i in range(boxes.count()):
+        box = boxes.nth(i)
+        words = page.locator(f"label[for='{box.get_attribute('id')}']")
+        tick, label = box.bounding_box(), words.bounding_box()
+        what = words.inner_text()
+        # Beside it, on its first line: not wrapped to a line of its own.
+        assert label["x"] > tick["x"] + tick["width"], what
+        assert label["y"] < tick["y"] + tick["height"], what
