@@ -255,6 +255,23 @@
     shownStage = words;
   });
 
+  /* ---- An outcome that a polled region brings in ([data-announce]: an
+     import finished). A status region put into the page whole is
+     not read out reliably, so its words go through the page's own one,
+     once; those already on the page when it opened are not read again. */
+  function markAnnounced() {
+    document.querySelectorAll("[data-announce]").forEach(function (outcome) {
+      outcome.setAttribute("data-announced", "");
+    });
+  }
+
+  document.addEventListener("htmx:afterSettle", function () {
+    document.querySelectorAll("[data-announce]:not([data-announced])").forEach(function (outcome) {
+      outcome.setAttribute("data-announced", "");
+      announce(outcome.textContent.replace(/\s+/g, " ").trim());
+    });
+  });
+
   /* ---- Server messages and problems */
   document.addEventListener("announce", function (event) {
     announce(event.detail && event.detail.message);
@@ -362,6 +379,7 @@
     document.querySelectorAll("[data-compare]").forEach(startCompare);
     document.querySelectorAll("[data-copy]").forEach(function (b) { b.hidden = false; });
     showProblems();
+    markAnnounced();
     useBrowserZone();
     syncShownWhen();
     shownStage = stageWords(document.getElementById("run-status"));

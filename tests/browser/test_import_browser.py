@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
-from monitors.models import Monitor
-from tests.browser.people import PASSWORD
+from monitors.models import ImportRun, Monitor
+from tests.browser.people import PASSWORD, sign_in
 from tests.browser.test_accessibility_browser import _require_axe, axe_problems
 from tests.moving import backup_zip
 
@@ -57,3 +58,38 @@ def test_a_backup_is_previewed_then_imported(
     assert Monitor.objects.filter(team=team).count() == 2
     assert page.problems.csp_violations(page) == []
     assert page.problems.page_errors == []
+
+
+def test_an_import_that_finishes_while_its_page_is_open_is_read_out_once(
+    browser_page, member, team
+):
+    # Large imports run in a worker while the page polls; the worker's part
+    # is done here by moving the run along.
+    run = ImportRun.objects.create(
+        team=team,
+        created_by=member,
+        source="changedetection",
+        status=ImportRun.Status.RUNNING,
+        total=60,
+        done=20,
+    )
+    page = browser_page
+    sign_in(page)
+    page.goto(f"/import/{run.pk}/")
+    page.get_by_text("20 of 60 done").wait_for()
+    expect(page.locator("#announcer")).to_have_text("")
+
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=ImportRun.Status.DONE,
+        done=60,
+        report={"created": 60, "items": [], "duplicates": 0},
+        finished_at=timezone.now(),
+    )
+    page.get_by_role("link", name="See your monitors").wait_for()
+
+    expect(page.locator("#announcer")).to_have_text(
+        re.compile(r"^60 monitors created from .+ See your monitors$")
+    )
+    said = page.locator("#announcer").text_content()
+    page.wait_for_timeout(1500)  # polling has stopped: nothing is said again
+    assert page.locator("#announcer").text_content() == said
