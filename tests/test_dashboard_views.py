@@ -26,7 +26,7 @@ from monitors.dashboard.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Team
 from monitors.rules import curly_quotes
-from monitors.templatetags.pagewatch import duration
+from monitors.templatetags.pagewatch import duration, local
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -2046,3 +2046,36 @@ def test_a_new_monitors_time_zone_starts_at_the_teams(web, team):
 
     web.post(reverse("monitor-create"), scrape_form(timezone=""))
     assert Monitor.objects.get(team=team).schedule_timezone == "America/New_York"
+
+
+def test_a_checks_page_and_its_pages_titles_say_which_check_and_which_page(
+    web, monitor
+):
+    when = datetime(2026, 11, 29, 10, 32, tzinfo=UTC)
+    check = Check.objects.create(
+        monitor=monitor, status=Check.Status.COMPLETED, started_at=when
+    )
+    later = Check.objects.create(
+        monitor=monitor,
+        status=Check.Status.COMPLETED,
+        started_at=when + timedelta(hours=1),
+    )
+    page = PageResult.objects.create(
+        check_run=check,
+        target_id=monitor.targets.first().pk,
+        url="https://example.com/pricing",
+        status=PageResult.Status.CHANGED,
+        metadata={"title": "Plans"},
+    )
+
+    def title(url: str) -> str:
+        return re.search(r"<title>(.*?)</title>", text_of(web.get(url)), re.S)[1]
+
+    zone = monitor.schedule_timezone
+    assert title(check.get_absolute_url()) == (
+        f"Check of {local(when, zone)} · {monitor.name} · Pagewatch"
+    )
+    assert title(check.get_absolute_url()) != title(later.get_absolute_url())
+    assert title(page.get_absolute_url()) == (
+        f"Plans: Changed · {monitor.name}, check of {local(when, zone)} · Pagewatch"
+    )
