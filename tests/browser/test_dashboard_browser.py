@@ -354,7 +354,9 @@ def test_a_check_page_open_while_it_runs_says_it_finished_in_its_heading_too(
 
     run_as_a_worker(check)
 
-    page.locator("#page-results").get_by_text("Plans").wait_for(timeout=15_000)
+    page.locator("#page-results").get_by_role(
+        "link", name="Plans", exact=True
+    ).wait_for(timeout=15_000)
     expect(head).to_have_text("Completed")
     expect(page.locator("dl.facts")).to_contain_text("Took")
     assert_clean(page)
