@@ -54,6 +54,36 @@
   }
   document.addEventListener("htmx:afterRequest", syncInvalid);
 
+  /* An error that inline validation brings in (or changes) is read out
+     once, as it is seen: its slot is swapped in whole, which a screen reader
+     does not read, and the field being typed in does not read its
+     description again. One that stays the same is not repeated. */
+  var errorsBefore = null;
+
+  function errorTexts() {
+    var texts = {};
+    document.querySelectorAll(".field-error[id^='err-']").forEach(function (slot) {
+      texts[slot.id] = slot.textContent.replace(/\s+/g, " ").trim();
+    });
+    return texts;
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var elt = event.detail.elt;
+    if (elt && elt.matches && elt.matches("[data-validate-form]")) errorsBefore = errorTexts();
+  });
+
+  document.addEventListener("htmx:afterRequest", function () {
+    if (errorsBefore === null) return;
+    var before = errorsBefore;
+    errorsBefore = null;
+    var after = errorTexts();
+    var fresh = Object.keys(after).filter(function (id) {
+      return after[id] && after[id] !== before[id];
+    }).map(function (id) { return after[id]; });
+    if (fresh.length) announce(fresh.join(" "));
+  });
+
   /* A target row removed while its validation answer was on the way has no
      error slots any more: drop them from the answer rather than let htmx
      report each as a missing out-of-band target. */

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from checks.content import compare_texts
 from checks.models import (
@@ -689,3 +691,29 @@ def test_the_links_to_each_pages_change_name_the_page_they_open(
     new = page.get_by_role("link", name="First copy of this page (Terms)", exact=True)
     assert changed.get_attribute("href") == dashboard["changed"].get_absolute_url()
     assert new.get_attribute("href") == dashboard["new"].get_absolute_url()
+
+
+def test_an_error_found_while_typing_is_read_out_once_and_not_again_when_fixed(
+    browser_page, member
+):
+    page = browser_page
+    sign_in(page)
+    page.goto("/monitors/new/")
+    announcer = page.locator("#announcer")
+    schedule = page.get_by_label("Schedule")
+
+    schedule.fill("every banana")
+    expect(announcer).to_have_text(re.compile(r"^We could not read this schedule"))
+    # More of the same mistake: the error is unchanged, so it is not said again.
+    page.evaluate("document.getElementById('announcer').textContent = ''")
+    with page.expect_response(lambda r: r.request.method == "POST"):
+        schedule.press_sequentially(" split")
+    page.locator("#err-schedule p").wait_for()
+    page.wait_for_timeout(300)  # past the announcer's own short delay
+    expect(announcer).to_have_text("")
+
+    with page.expect_response(lambda r: r.request.method == "POST"):
+        schedule.fill("every 30 minutes")
+    expect(page.locator("#err-schedule")).to_be_empty()
+    page.wait_for_timeout(300)
+    expect(announcer).to_have_text("")
