@@ -281,3 +281,29 @@ def test_on_a_phone_each_tick_box_of_the_monitor_form_sits_beside_its_words(
         # Beside it, on its first line: not wrapped to a line of its own.
         assert label["x"] > tick["x"] + tick["width"], what
         assert label["y"] < tick["y"] + tick["height"], what
+
+
+def test_on_a_phone_no_choice_of_the_monitor_form_shrinks_beside_long_words(
+    browser_page, member
+):
+    page = browser_page
+    page.set_viewport_size(PHONE)
+    sign_in(page)
+    page.goto("/monitors/new/")
+    page.get_by_role("button", name="+ Web search").click()
+    page.locator(".target-search").wait_for()
+
+    choices = page.locator("main input[type=radio], main input[type=checkbox]")
+    sizes = {
+        choices.nth(i).evaluate("(el) => el.labels[0].textContent.trim()"): (
+            choices.nth(i).bounding_box()["width"]
+        )
+        for i in range(choices.count())
+        if choices.nth(i).is_visible()
+    }
+    full = page.evaluate(
+        "parseFloat(getComputedStyle(document.documentElement).fontSize) * 1.15"
+    )
+    shrunk = {words: width for words, width in sizes.items() if width < full - 0.5}
+    assert len(sizes) >= 10
+    assert shrunk == {}
