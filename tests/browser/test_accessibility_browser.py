@@ -717,3 +717,16 @@ def test_an_error_found_while_typing_is_read_out_once_and_not_again_when_fixed(
     expect(page.locator("#err-schedule")).to_be_empty()
     page.wait_for_timeout(300)
     expect(announcer).to_have_text("")
+
+
+def test_a_new_api_key_has_the_keyboard_as_the_page_opens(browser_page, member):
+    page = browser_page
+    sign_in(page)
+    page.goto("/settings/api-keys/")
+    page.get_by_label("Name (optional)").fill("Zapier")
+    page.get_by_role("button", name="Create key").click()
+    page.locator("#new-key").wait_for()
+
+    # A screen reader starts at the key, named, rather than at the page's top.
+    assert focused_id(page) == "new-key"
+    assert page.get_by_label("New API key").input_value().startswith("pw_")
