@@ -121,6 +121,16 @@ PLAIN_ERRORS = {
 }
 
 
+# Where each top-level field's problem is, for the form's summary to lead to.
+ERROR_ANCHORS = {
+    "name": "channel-name",
+    "events": "channel-events",
+    "digest": "channel-digest",
+    "digestAt": "channel-digest-at",
+    "failingAfter": "channel-failing-after",
+}
+
+
 def plain_errors(errors: dict[str, Any]) -> dict[str, str]:
     """The form's problem with each top-level field, in plain words; a field
     without its own words (the kind's "needs a setting") keeps its message."""
@@ -183,13 +193,17 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
             return redirect("channels")
         errors = serializer.errors
     shown = kind.shown_for(channel.team, channel.settings) if channel else {}
+    problems = plain_errors(errors)
     context = {
         "channel": channel,
         "kind": kind,
         "kinds": kinds.all_kinds(),
         "fields": _setting_fields(request, kind, shown, errors, choices),
         "errors": errors,
-        "field_errors": plain_errors(errors),
+        "field_errors": problems,
+        "error_links": [
+            (ERROR_ANCHORS.get(field), problem) for field, problem in problems.items()
+        ],
         "unavailable": kind.unavailable_notice(),
         "slack_channels": _slack_choices(kind),
         "event_choices": Channel.Event.choices,

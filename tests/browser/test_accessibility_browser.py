@@ -730,3 +730,26 @@ def test_a_new_api_key_has_the_keyboard_as_the_page_opens(browser_page, member):
     # A screen reader starts at the key, named, rather than at the page's top.
     assert focused_id(page) == "new-key"
     assert page.get_by_label("New API key").input_value().startswith("pw_")
+
+
+def test_each_problem_of_a_refused_channel_leads_from_the_summary_to_its_field(
+    browser_page, member, team
+):
+    page = browser_page
+    sign_in(page)
+    page.goto("/channels/new/?kind=webhook")
+    page.get_by_label("Name").fill("Ops room")
+    page.get_by_label("URL").fill("https://hooks.example.com/pagewatch")
+    failing = page.get_by_label("A monitor is failing after")
+    # Past the browser's own limit, as an older browser would let it be sent.
+    failing.evaluate("(el) => el.removeAttribute('min')")
+    failing.fill("0")
+    page.get_by_role("button", name="Save channel").click()
+
+    summary = page.locator("#error-summary")
+    summary.get_by_role("link", name="Enter a number of failed checks").click()
+    assert focused_id(page) == "channel-failing-after"
+    failing = page.get_by_label("A monitor is failing after")
+    assert failing.get_attribute("aria-invalid") == "true"
+    assert "from 1 to 100" in described_by(failing)
+    assert not Channel.objects.filter(team=team).exists()
