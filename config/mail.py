@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from django.conf import settings
 from django.core.mail.backends.base import BaseEmailBackend
+from django.core.mail.backends.console import EmailBackend as ConsoleBackend
 from django.core.mail.message import EmailMessage
 from django.utils.module_loading import import_string
 
@@ -33,6 +34,21 @@ def readable(message: EmailMessage) -> str:
         RULE,
     ]
     return "\n".join(lines)
+
+
+NOT_SENT = (
+    "E-mail is not sent: this server writes every e-mail to its log instead. "
+    "For the administrator: set EMAIL_BACKEND (and EMAIL_HOST…) to send it."
+)
+
+
+def not_sent_reason() -> str | None:
+    """Why no e-mail leaves this server, in words for the dashboard and the
+    API, or None when a real backend (SMTP, say) is set: the default backend
+    only writes to the log, and every e-mail it "sends" counts as delivered."""
+
+    backend = import_string(settings.MAILERS["default"]["BACKEND"])
+    return NOT_SENT if issubclass(backend, (EmailBackend, ConsoleBackend)) else None
 
 
 class EmailBackend(BaseEmailBackend):

@@ -40,6 +40,7 @@ from checks.notify.kinds.firecrawl_webhook import FirecrawlWebhookKind
 from checks.notify.models import Delivery
 from checks.notify.outbox import create as _create
 from checks.notify.outbox import enqueue_on_commit
+from config import mail
 from monitors.models import Channel, EmailRecipient, Monitor
 
 # --- Recording events (called inside the runner's transaction) -------------------
@@ -164,11 +165,15 @@ def _record_change_emails(
         )
         for recipient in confirmed
     ]
-    return rows, status | {
+    status |= {
         "skipped": False,
         "queued": True,
         "recipients": [r.email for r in confirmed],
     }
+    # Written to the log, these count as delivered: say that none leaves.
+    if not_sent := mail.not_sent_reason():
+        status["notSent"] = not_sent
+    return rows, status
 
 
 def _subscriptions(monitor: Monitor) -> list[EmailRecipient]:

@@ -28,6 +28,7 @@ from checks.notify import messages as channel_messages
 from checks.notify.kinds.base import mask_url
 from checks.pipeline.outcome import FETCHED_BECAUSE
 from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_words
+from config.mail import not_sent_reason
 from monitors import rules, search_provider, time_words
 from monitors.schedule import Schedule
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
@@ -185,6 +186,13 @@ def search_window_words(window: str | None) -> str:
     """ "24h" -> "Last 24 hours", as the form offers it."""
     window = window or rules.SEARCH_WINDOW_DEFAULT
     return rules.SEARCH_WINDOW_LABELS.get(window, window)
+
+
+@register.simple_tag
+def mail_not_sent() -> str:
+    """`{% mail_not_sent as reason %}`: why no e-mail leaves this server (the
+    log backend), or "" when e-mail is sent."""
+    return not_sent_reason() or ""
 
 
 @register.simple_tag

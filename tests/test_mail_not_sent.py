@@ -1,0 +1,100 @@
+"""Until e-mail settings are set, the default backend only writes e-mails to
+the log and counts them as sent: the dashboard and the API say plainly that no
+e-mail leaves this server, and which setting turns it on."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from monitors.models import Membership
+from tests.notifying import make_monitor
+
+pytest_plugins = ["tests.notifying"]
+
+pytestmark = pytest.mark.django_db
+
+MEMBER = "mia@acme.test"
+SAID = "E-mail is not sent: this server writes every e-mail to its log instead."
+
+
+@pytest.fixture
+def member(team, django_user_model):
+    user = django_user_model.objects.create_user("mia", MEMBER)
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def mail_to_log(settings):
+    settings.MAILERS = {
+        "default": {"BACKEND": "config.mail.EmailBackend", "OPTIONS": {}}
+    }
+
+
+@pytest.fixture
+def smtp(settings):
+    settings.MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {},
+        }
+    }
+
+
+def email_on() -> dict:
+    return {"enabled": True, "recipients": [], "includeDiffs": False}
+
+
+def pages_of(client, monitor) -> list[str]:
+    return [
+        client.get(url).content.decode()
+        for url in (
+            monitor.get_absolute_url(),
+            reverse("monitor-edit", args=[monitor.pk]),
+            reverse("channels"),
+        )
+    ]
+
+
+def test_the_dashboard_says_e_mail_is_not_sent_and_names_the_setting(
+    team, member, client, mail_to_log
+):
+    client.force_login(member)
+    monitor = make_monitor(team, email=email_on())
+    for page in pages_of(client, monitor):
+        assert SAID in page
+        assert "For the administrator: set EMAIL_BACKEND" in page
+
+
+def test_the_dashboard_says_nothing_of_it_when_e_mail_is_sent(
+    team, member, client, smtp
+):
+    client.force_login(member)
+    monitor = make_monitor(team, email=email_on())
+    for page in pages_of(client, monitor):
+        assert "E-mail is not sent" not in page
+
+
+def test_the_api_says_a_checks_e_mails_were_not_sent_and_names_the_setting(
+    team, member, api, scenario, queued, mail_to_log
+):
+    monitor = make_monitor(team, email=email_on())
+    check = scenario.run(monitor, [("https://example.com/a", "new")])
+    queued.run()
+    shown = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}").json()
+    email = shown["data"]["notificationStatus"]["email"]
+    assert email["recipients"] == [MEMBER]
+    assert email["notSent"].startswith(SAID)
+    assert "EMAIL_BACKEND" in email["notSent"]
+
+
+def test_the_api_has_no_such_word_when_e_mail_is_sent(
+    team, member, api, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_on())
+    check = scenario.run(monitor, [("https://example.com/a", "new")])
+    queued.run()
+    [mail] = mailoutbox
+    shown = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}").json()
+    assert "notSent" not in shown["data"]["notificationStatus"]["email"]
