@@ -961,3 +961,66 @@ def test_the_migration_keeps_the_chosen_people_by_account_and_back():
     back = migrate(BEFORE).get_model("monitors", "Channel")
     assert back.objects.get(pk=channel.pk).settings == {"recipients": [MIA]}
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+# --- Leaving a channel from its e-mail ---------------------------------------------
+
+
+def one_click_of(mail) -> str:
+    header = mail.message()["List-Unsubscribe"]
+    assert mail.message()["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert header.startswith("<http") and header.endswith(">")
+    return header[1:-1]
+
+
+def test_a_chosen_viewer_leaves_a_channel_in_one_click_and_gets_no_more_mail(
+    team, owner, noah, scenario, queued, mailoutbox, client
+):
+    monitor = make_monitor(team, goal="Prices")
+    channel = team_mail(team, monitor)
+    meaningful_check(scenario, monitor)
+    queued.run()
+    [to_noah] = [mail for mail in mailoutbox if mail.to == [NOAH]]
+    url = one_click_of(to_noah)
+    assert "Stop these e-mails to you: http" in to_noah.body
+
+    # A mail scanner opening the link changes nothing.
+    assert client.get(url).status_code == 302
+    channel.refresh_from_db()
+    assert noah.pk in channel.settings["recipients"]
+
+    # The mail client's one-click POST, no cookie, no CSRF token.
+    bare = type(client)(enforce_csrf_checks=True)
+    answer = bare.post(url, {"List-Unsubscribe": "One-Click"})
+    assert answer.status_code == 200
+    channel.refresh_from_db()
+    assert channel.settings["recipients"] == [owner.pk]
+
+    mailoutbox.clear()
+    meaningful_check(scenario, monitor)
+    queued.run()
+    assert [mail.to for mail in mailoutbox] == [[MIA]]
+
+
+def test_the_unsubscribe_page_of_a_channel_e_mail_acts_only_on_its_button(
+    team, owner, noah, scenario, queued, mailoutbox, client
+):
+    monitor = make_monitor(team, goal="Prices")
+    channel = team_mail(team, monitor)
+    meaningful_check(scenario, monitor)
+    queued.run()
+    [to_noah] = [mail for mail in mailoutbox if mail.to == [NOAH]]
+    page_url = re.search(r"Stop these e-mails to you: (\S+)", to_noah.body)[1]
+
+    shown = client.get(page_url).content.decode()
+    assert "Pricing people" in shown and "<button" in shown
+    channel.refresh_from_db()
+    assert noah.pk in channel.settings["recipients"]
+
+    client.post(page_url)
+    channel.refresh_from_db()
+    assert channel.settings["recipients"] == [owner.pk]
+    assert "no more e-mails" in client.get(page_url).content.decode()
+
+    tampered = page_url.rstrip("/")[:-3] + "xyz/"
+    assert client.get(tampered).status_code == 404

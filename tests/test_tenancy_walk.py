@@ -27,6 +27,8 @@ NOT_WALKED = {
     "email_confirm",
     "email_unsubscribe",
     "email_unsubscribe_one_click",
+    "email_channel_unsubscribe",
+    "email_channel_unsubscribe_one_click",
     "invitation-accept",
     "password_reset_confirm",
 }

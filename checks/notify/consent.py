@@ -4,20 +4,23 @@ following one does to the recipient (the /email/ pages)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.core import signing
+from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
 from checks.notify.texts import LINE_BREAKS, absolute
-from monitors.models import EmailRecipient
+from monitors.models import Channel, EmailRecipient
 
 # Signed into every consent link already sent: keep them as they are (they
 # name this module's former path, checks/emails.py).
 CONFIRM_SALT = "checks.emails.confirm"
 UNSUBSCRIBE_SALT = "checks.emails.unsubscribe"
+CHANNEL_SALT = "checks.notify.channel_unsubscribe"
 CONFIRM_MAX_AGE = timedelta(days=30)
 
 
@@ -117,7 +120,11 @@ class OneLineHeader(str):
 
 def unsubscribe_headers(recipient: EmailRecipient) -> dict[str, str]:
     """RFC 2369 + RFC 8058 one-click: mail clients POST to the URL."""
-    value = f"<{one_click_url(recipient)}>"
+    return one_click_headers(one_click_url(recipient))
+
+
+def one_click_headers(url: str) -> dict[str, str]:
+    value = f"<{url}>"
     if value.isascii() and len(value) < 900 and not LINE_BREAKS.search(value):
         value = OneLineHeader("List-Unsubscribe", value)
     return {
@@ -152,3 +159,57 @@ def unsubscribe_recipient(recipient: EmailRecipient) -> bool:
     )
     recipient.refresh_from_db()
     return bool(done)
+
+
+# --- A team channel's e-mail (team_email) -------------------------------------
+# Its people are members chosen by the team, not opt-ins; leaving is still one
+# click, for a viewer too (who cannot change channels): the link takes the
+# accounts it was sent to off the channel.
+
+
+def channel_token(channel_id: int, accounts: Iterable[int]) -> str:
+    payload = {"c": channel_id, "u": sorted(accounts)}
+    return signing.Signer(salt=CHANNEL_SALT).sign_object(payload, compress=True)
+
+
+def read_channel_token(token: str) -> tuple[Channel, list[int]] | None:
+    try:
+        payload = signing.Signer(salt=CHANNEL_SALT).unsign_object(token)
+    except signing.BadSignature:
+        return None
+    if not isinstance(payload, dict) or not isinstance(payload.get("c"), int):
+        return None
+    accounts = payload.get("u")
+    if not isinstance(accounts, list) or not all(isinstance(a, int) for a in accounts):
+        return None
+    channel = Channel.objects.select_related("team").filter(pk=payload["c"]).first()
+    return (channel, accounts) if channel is not None else None
+
+
+def channel_unsubscribe_url(channel_id: int, accounts: Iterable[int]) -> str:
+    token = channel_token(channel_id, accounts)
+    return absolute(reverse("email_channel_unsubscribe", args=[token]))
+
+
+def channel_one_click_url(channel_id: int, accounts: Iterable[int]) -> str:
+    token = channel_token(channel_id, accounts)
+    return absolute(reverse("email_channel_unsubscribe_one_click", args=[token]))
+
+
+def on_channel(channel: Channel, accounts: Iterable[int]) -> bool:
+    ids = set(channel.settings.get("recipients") or [])
+    return bool(ids & set(accounts))
+
+
+def leave_channel(channel: Channel, accounts: Iterable[int]) -> bool:
+    """Take these accounts off the channel's people; whether any was on it."""
+    leaving = set(accounts)
+    with transaction.atomic():
+        row = Channel.objects.select_for_update().get(pk=channel.pk)
+        ids = list(row.settings.get("recipients") or [])
+        kept = [i for i in ids if i not in leaving]
+        if kept != ids:
+            row.settings = {**row.settings, "recipients": kept}
+            row.save(update_fields=["settings"])
+    channel.refresh_from_db()
+    return kept != ids

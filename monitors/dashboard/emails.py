@@ -20,7 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from checks.notify import emails
+from checks.notify import consent, emails
 from monitors.models import EmailRecipient
 
 
@@ -85,4 +85,39 @@ def one_click_unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     if recipient is None:
         return HttpResponse("Unknown or invalid link.", status=404)
     emails.unsubscribe_recipient(recipient)
+    return HttpResponse("Unsubscribed.", content_type="text/plain")
+
+
+@login_not_required
+@never_cache
+@require_http_methods(["GET", "POST"])
+def channel_unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    """A team channel's e-mail: take the accounts it went to off the channel."""
+    found = consent.read_channel_token(token)
+    if found is None:
+        return _invalid(request)
+    channel, accounts = found
+    done = request.method == "POST" and consent.leave_channel(channel, accounts)
+    context = {
+        "channel": channel,
+        "done": done,
+        "on_channel": consent.on_channel(channel, accounts),
+        "form_action": reverse("email_channel_unsubscribe", args=[token]),
+    }
+    return _page(request, "emails/consent_channel.html", context)
+
+
+@login_not_required
+@csrf_exempt
+@never_cache
+@require_http_methods(["GET", "POST"])
+def channel_one_click_unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    if request.method == "GET":
+        return redirect("email_channel_unsubscribe", token=token)
+    if request.POST.get("List-Unsubscribe") != "One-Click":
+        return HttpResponseBadRequest("Expected List-Unsubscribe=One-Click.")
+    found = consent.read_channel_token(token)
+    if found is None:
+        return HttpResponse("Unknown or invalid link.", status=404)
+    consent.leave_channel(*found)
     return HttpResponse("Unsubscribed.", content_type="text/plain")

@@ -131,6 +131,16 @@ urlpatterns = [
         name="email_unsubscribe_one_click",
     ),
     path(
+        "email/channel/<str:token>/",
+        emails.channel_unsubscribe,
+        name="email_channel_unsubscribe",
+    ),
+    path(
+        "email/channel/<str:token>/one-click/",
+        emails.channel_one_click_unsubscribe,
+        name="email_channel_unsubscribe_one_click",
+    ),
+    path(
         "accounts/password_reset/",
         passwords.PasswordResetView.as_view(
             extra_email_context={"base_url": public_base_url}

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.mail import EmailMultiAlternatives, mailers
 from django.urls import reverse
 
-from checks.notify import messages
+from checks.notify import consent, messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.email import mail_errors, send_one
 from checks.notify.kinds.outbound import Attempt, Outbound
@@ -114,7 +114,12 @@ def _links(message: Any) -> Iterator[str]:
             yield from _links(value)
 
 
-def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlternatives:
+def build(
+    channel: Channel,
+    message: dict[str, Any],
+    to: str,
+    accounts: tuple[int, ...] = (),
+) -> EmailMultiAlternatives:
     title = messages.title(message)
     # The subject is the title; the body starts with what it has to say.
     body = messages.without_title(messages.text(message), title)
@@ -126,6 +131,9 @@ def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlter
         "channel_name": channel.name,
         "channels_url": absolute(reverse("channels")),
         "email": to,
+        "unsubscribe_url": (
+            consent.channel_unsubscribe_url(channel.pk, accounts) if accounts else ""
+        ),
     }
     return email_message(
         subject=title,
@@ -133,6 +141,11 @@ def build(channel: Channel, message: dict[str, Any], to: str) -> EmailMultiAlter
         text_template="emails/team_channel.txt",
         html_template="emails/team_channel.html",
         context=context,
+        headers=consent.one_click_headers(
+            consent.channel_one_click_url(channel.pk, accounts)
+        )
+        if accounts
+        else None,
     )
 
 
@@ -382,7 +395,7 @@ class TeamEmailKind(ChannelKind):
         return TeamSend(
             delivery.pk,
             [
-                Mail(build(channel, message, address), tuple(ids))
+                Mail(build(channel, message, address, tuple(ids)), tuple(ids))
                 for address, ids in accounts.items()
             ],
             retried=bool(done),
