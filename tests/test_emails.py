@@ -863,3 +863,26 @@ def test_a_mail_about_pages_that_could_not_be_checked_does_not_claim_changes(
     [mail] = mailoutbox
     assert mail.subject == "Monitor check problems: Pricing page: 1 page with an error"
     assert "changes" not in mail.subject.lower()
+
+
+def test_the_confirmation_says_what_the_monitor_watches_and_what_mail_would_come(
+    team, queued, mailoutbox, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        monitor = make_monitor(team, email=email_settings(EXTERNAL))
+    urls = [f"https://example.com/p{n}<b>" for n in range(7)]
+    Target.objects.create(monitor=monitor, type="scrape", urls=urls)
+    queued.run()
+
+    [confirmation] = mailoutbox
+    assert (
+        "It watches: example.com/p0<b>, example.com/p1<b>, example.com/p2<b>, "
+        "example.com/p3<b>, example.com/p4<b> and 2 more." in confirmation.body
+    )
+    assert "when Pagewatch finds changes there or cannot check them" in (
+        confirmation.body
+    )
+    assert "a link to unsubscribe" in confirmation.body
+    page = html_of(confirmation)
+    assert "example.com/p0&lt;b&gt;" in page and "p0<b>" not in page
+    assert "and 2 more." in page

@@ -100,6 +100,7 @@ CONFIRMATION = "email.confirmation"
 WEBHOOK_DISABLED = "email.webhook_disabled"
 
 PAGES_LISTED = 20
+WATCHED_LISTED = 5
 NAME_IN_SUBJECT_MAX = 120
 
 
@@ -203,11 +204,27 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
     )
 
 
+def _watched(monitor: Monitor) -> list[str]:
+    """What a monitor watches, item by item, as its list in the dashboard
+    says it: "example.com/pricing", "example.com (whole site)", "search “…”"."""
+    return [
+        one_line(item, NAME_IN_SUBJECT_MAX)
+        for target in monitor.targets.all()
+        if target.kind is not None
+        for item in target.kind.summary_items(target)
+    ]
+
+
 def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
     recipient = delivery.recipient
     assert recipient is not None
+    # Whoever is asked to consent hears to what: the monitor's name alone
+    # ("Prices") does not say which pages, nor what mail would come.
+    watched = _watched(delivery.monitor)
     context = {
         **_monitor_context(delivery.monitor),
+        "watched": watched[:WATCHED_LISTED],
+        "more_watched": max(len(watched) - WATCHED_LISTED, 0),
         "email": recipient.email,
         "confirm_url": confirm_url(recipient),
         "expires_days": CONFIRM_MAX_AGE.days,
