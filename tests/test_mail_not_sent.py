@@ -52,6 +52,7 @@ def pages_of(client, monitor) -> list[str]:
         for url in (
             monitor.get_absolute_url(),
             reverse("monitor-edit", args=[monitor.pk]),
+            reverse("monitor-deliveries", args=[monitor.pk]),
             reverse("channels"),
         )
     ]
