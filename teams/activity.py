@@ -22,6 +22,8 @@ class Actor:
     user: Any = None
     key: ApiKey | None = None
     address: str | None = None
+    # Who it was when no account says it: the e-mail address a link went to.
+    name: str = ""
 
     @classmethod
     def of(cls, request: Any, via: str | None = None) -> Actor:
@@ -36,6 +38,12 @@ class Actor:
     @classmethod
     def command(cls, user: Any = None) -> Actor:
         return cls(Via.COMMAND, user=user)
+
+    @classmethod
+    def email_link(cls, request: Any, to: str, user: Any = None) -> Actor:
+        """Whoever followed a link in an e-mail sent to `to` (no sign-in:
+        the signed link is the credential), named by that address."""
+        return cls(Via.EMAIL, user=user, address=client_ip(request), name=to)
 
 
 SYSTEM = Actor(Via.SYSTEM)
@@ -54,7 +62,8 @@ def record(
         kind=kind,
         via=actor.via,
         user=user,
-        user_name=(user.get_full_name() or user.get_username()) if user else "",
+        user_name=actor.name
+        or ((user.get_full_name() or user.get_username()) if user else ""),
         api_key=actor.key,
         key_name=actor.key.name if actor.key else "",
         monitor=monitor,

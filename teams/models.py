@@ -280,6 +280,16 @@ class Activity(models.Model):
             "account.recovery_codes_removed",
             "Recovery codes removed",
         )
+        # Someone followed the link in a team channel's e-mail and stopped
+        # getting them. details: the channel (id and name), the address and
+        # whether nobody is left to get the channel's e-mails.
+        CHANNEL_LEFT = "channel.left", "Stopped a channel's e-mails"
+        # An address a monitor e-mails followed the unsubscribe link in one.
+        # details: the address.
+        EMAIL_UNSUBSCRIBED = (
+            "monitor.email_unsubscribed",
+            "Unsubscribed from a monitor's e-mails",
+        )
 
     class Via(models.TextChoices):
         DASHBOARD = "dashboard", "the dashboard"
@@ -287,6 +297,9 @@ class Activity(models.Model):
         ADMIN = "admin", "the administration"
         COMMAND = "command", "a management command"
         SYSTEM = "system", "Pagewatch itself"
+        # A link in an e-mail, followed by whoever holds the e-mail: the
+        # actor is named by the address it went to (user_name).
+        EMAIL = "email", "an e-mail link"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="activity")
     at = models.DateTimeField(default=timezone.now)
@@ -367,6 +380,12 @@ class Activity(models.Model):
         what = "Run" if self.kind == self.Kind.MONITOR_RUN else self.what_words
         if self.via == self.Via.SYSTEM:
             return f"{what}, by Pagewatch itself"
+        if self.via == self.Via.EMAIL:
+            # "olive@example.com stopped the e-mails of channel “Ops”, …"
+            return (
+                f"{self.actor_words} {what[:1].lower()}{what[1:]}, "
+                "with the link in an e-mail"
+            )
         return f"{what} by {self.actor_words}"
 
     @property
@@ -473,6 +492,13 @@ class Activity(models.Model):
             return f"Signed in with a recovery code ({d.get('left')} left)"
         if self.kind == kind.SIGN_IN_FAILED:
             return "Failed to sign in (wrong password or locked out)"
+        if self.kind == kind.CHANNEL_LEFT:
+            said = f"Stopped the e-mails of channel “{d.get('name') or 'unnamed'}”"
+            if d.get("nobody_left"):
+                said += ": nobody gets them now"
+            return said
+        if self.kind == kind.EMAIL_UNSUBSCRIBED:
+            return f"Unsubscribed from the e-mails of monitor “{self.monitor_name}”"
         return self.get_kind_display()
 
 

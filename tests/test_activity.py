@@ -545,3 +545,50 @@ def test_a_slug_changed_in_the_admin_is_recorded_with_the_old_one(admin_client, 
         "was": "acme",
     }
     assert words() == ["Changed the team's slug to “acme-europe” (was “acme”)"]
+
+
+def test_the_api_names_whoever_followed_an_e_mail_link_by_its_address(team, ana):
+    from django.test import RequestFactory
+
+    from teams.activity import Actor
+
+    monitor = make_monitor(team)
+    request = RequestFactory().post("/", REMOTE_ADDR="203.0.113.9")
+    record(
+        Actor.email_link(request, "olive@example.com"),
+        team,
+        Kind.EMAIL_UNSUBSCRIBED,
+        monitor,
+        email="olive@example.com",
+    )
+    record(
+        Actor.email_link(request, "ana@acme.test", user=ana),
+        team,
+        Kind.CHANNEL_LEFT,
+        channel=1,
+        name="Ops",
+        email="ana@acme.test",
+        nobody_left=True,
+    )
+    _, raw = ApiKey.issue(team, name="reader", scope=ApiKey.Scope.READ)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+    left, unsubscribed = api.get("/v2/activity").json()["data"]
+    assert left["kind"] == "channel.left" and left["via"] == "email"
+    assert left["actor"] == {"type": "email", "name": "ana@acme.test"}
+    assert left["summary"] == (
+        "ana@acme.test stopped the e-mails of channel “Ops”: nobody gets them now, "
+        "with the link in an e-mail"
+    )
+    assert left["details"]["nobody_left"] is True
+    assert unsubscribed["kind"] == "monitor.email_unsubscribed"
+    assert unsubscribed["actor"] == {"type": "email", "name": "olive@example.com"}
+    assert unsubscribed["monitorId"] == str(monitor.pk)
+    assert unsubscribed["address"] == "203.0.113.9"
+    assert unsubscribed["summary"] == (
+        f"olive@example.com unsubscribed from the e-mails of monitor “{monitor.name}”, "
+        "with the link in an e-mail"
+    )
+    kinds = api.get("/v2/activity", {"kind": "channel.left"}).json()["data"]
+    assert [e["kind"] for e in kinds] == ["channel.left"]

@@ -886,3 +886,35 @@ def test_the_confirmation_says_what_the_monitor_watches_and_what_mail_would_come
     page = html_of(confirmation)
     assert "example.com/p0&lt;b&gt;" in page and "p0<b>" not in page
     assert "and 2 more." in page
+
+
+def test_unsubscribing_from_a_monitors_e_mails_is_in_the_teams_activity_log(
+    team, member, client
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    recipient = monitor.email_recipients.get()
+    path = path_of(emails.unsubscribe_url(recipient))
+
+    client.get(path)
+    assert not Activity.objects.filter(kind=Activity.Kind.EMAIL_UNSUBSCRIBED)
+    client.post(path)
+    client.post(path)  # already unsubscribed: nothing more to say
+
+    [entry] = Activity.objects.filter(team=team, kind=Activity.Kind.EMAIL_UNSUBSCRIBED)
+    assert entry.via == Activity.Via.EMAIL and entry.monitor == monitor
+    assert entry.actor_words == MEMBER and entry.details == {"email": MEMBER}
+    assert entry.sentence == (
+        f"{MEMBER} unsubscribed from the e-mails of monitor “{monitor.name}”, "
+        "with the link in an e-mail"
+    )
+
+
+def test_a_one_click_unsubscribe_is_in_the_teams_activity_log(team, member):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    recipient = monitor.email_recipients.get()
+    one_click = path_of(emails.one_click_url(recipient))
+
+    Client().post(one_click, {"List-Unsubscribe": "One-Click"})
+
+    [entry] = Activity.objects.filter(team=team, kind=Activity.Kind.EMAIL_UNSUBSCRIBED)
+    assert entry.monitor == monitor and entry.actor_words == MEMBER

@@ -23,6 +23,7 @@ from checks.notify import channels as channel_events
 from checks.notify import digests, drain, kinds, messages, sweep
 from checks.notify.kinds import team_email
 from monitors.models import Channel, Membership, MonitorChannel
+from teams.models import Activity
 from tests.notifying import judged, make_monitor
 from tests.smtp import MailServer
 
@@ -1024,3 +1025,70 @@ def test_the_unsubscribe_page_of_a_channel_e_mail_acts_only_on_its_button(
 
     tampered = page_url.rstrip("/")[:-3] + "xyz/"
     assert client.get(tampered).status_code == 404
+
+
+def test_leaving_a_channel_from_its_e_mail_is_in_the_teams_activity_log(
+    team, owner, noah, scenario, queued, mailoutbox, client
+):
+    monitor = make_monitor(team, goal="Prices")
+    channel = team_mail(team, monitor)
+    meaningful_check(scenario, monitor)
+    queued.run()
+    [to_noah] = [mail for mail in mailoutbox if mail.to == [NOAH]]
+    url = one_click_of(to_noah)
+
+    bare = type(client)(enforce_csrf_checks=True)
+    bare.post(url, {"List-Unsubscribe": "One-Click"})
+    bare.post(url, {"List-Unsubscribe": "One-Click"})  # again: nothing more
+
+    [entry] = Activity.objects.filter(team=team, kind=Activity.Kind.CHANNEL_LEFT)
+    assert entry.via == Activity.Via.EMAIL and entry.user == noah
+    assert entry.actor_words == NOAH
+    assert entry.details == {
+        "channel": channel.pk,
+        "name": "Pricing people",
+        "email": NOAH,
+        "nobody_left": False,
+    }
+    assert entry.sentence == (
+        f"{NOAH} stopped the e-mails of channel “Pricing people”, "
+        "with the link in an e-mail"
+    )
+
+
+def test_the_channels_page_says_nobody_gets_the_e_mails_after_the_last_one_left(
+    web, team, owner, noah, scenario, queued, mailoutbox, client
+):
+    monitor = make_monitor(team, goal="Prices")
+    channel = team_mail(team, monitor, recipients=(NOAH,))
+    meaningful_check(scenario, monitor)
+    queued.run()
+    [to_noah] = mailoutbox
+    page_url = re.search(r"Stop these e-mails to you: (\S+)", to_noah.body)[1]
+    shown = html.unescape(web.get(reverse("channels")).content.decode())
+    assert "Nobody gets this channel's e-mails now" not in shown
+
+    client.post(page_url)
+
+    entry = Activity.objects.get(kind=Activity.Kind.CHANNEL_LEFT)
+    assert entry.details["nobody_left"] is True
+    assert entry.what_words == (
+        "Stopped the e-mails of channel “Pricing people”: nobody gets them now"
+    )
+    shown = html.unescape(web.get(reverse("channels")).content.decode())
+    notice = re.search(rf'id="channel-{channel.pk}-nobody".*?</div>', shown, re.S)[0]
+    assert "Nobody gets this channel's e-mails now" in notice
+    assert f"The last to go was {NOAH}" in notice
+    assert reverse("channel-edit", args=[channel.pk]) in notice
+
+
+def test_the_channels_page_says_nobody_gets_the_e_mails_when_everyone_left_the_team(
+    web, team, owner, noah
+):
+    channel = team_mail(team, recipients=(NOAH,))
+    Membership.objects.filter(user=noah).delete()
+
+    shown = html.unescape(web.get(reverse("channels")).content.decode())
+    notice = re.search(rf'id="channel-{channel.pk}-nobody".*?</div>', shown, re.S)[0]
+    assert "Nobody gets this channel's e-mails now" in notice
+    assert "None of the people chosen for it is still in the team" in notice

@@ -30,9 +30,11 @@ ENTRY = inline_serializer(
             "ActivityActor",
             {
                 "type": serializers.ChoiceField(
-                    choices=["user", "apiKey", "system"],
+                    choices=["user", "apiKey", "system", "email"],
                     help_text="system: Pagewatch itself, or a management command "
-                    "run for nobody in particular (`via` says which).",
+                    "run for nobody in particular (`via` says which). email: "
+                    "whoever followed a link in an e-mail; `name` is the "
+                    "address it was sent to.",
                 ),
                 "name": serializers.CharField(),
             },
@@ -61,11 +63,14 @@ RESPONSE = inline_serializer(
 def actor(entry: Activity) -> dict[str, str]:
     """Who did it: a person (by name, whichever way they came), an API key,
     or no person at all — Pagewatch itself, or a management command run on
-    the server for nobody in particular (its `via` says which)."""
+    the server for nobody in particular (its `via` says which) — or whoever
+    followed a link in an e-mail, by the address it went to."""
     if entry.via == Activity.Via.API:
         return {"type": "apiKey", "name": entry.key_name}
     if entry.via == Activity.Via.SYSTEM:
         return {"type": "system", "name": "Pagewatch"}
+    if entry.via == Activity.Via.EMAIL:
+        return {"type": "email", "name": entry.user_name}
     if entry.via == Activity.Via.COMMAND and not entry.user_name:
         return {"type": "system", "name": entry.actor_words}
     return {"type": "user", "name": entry.user_name}

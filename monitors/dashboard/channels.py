@@ -30,6 +30,7 @@ from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.judging import judge_available
 from monitors.models import Channel, Team
 from teams.activity import Actor, Kind, record
+from teams.models import Activity
 
 RECENT = 5
 
@@ -58,10 +59,30 @@ def channel_list(request: DashboardRequest) -> HttpResponse:
         .with_monitors()
         .prefetch_related(recent)
     )
+    channels = described(rows, request.team)
+    for channel in channels:
+        channel.last_left = (  # type: ignore[attr-defined]
+            _last_left(request.team, channel) if channel.reaches_nobody else None
+        )
     return render(
         request,
         "monitors/channels.html",
-        {"channels": described(rows, request.team), "kinds": kinds.all_kinds()},
+        {"channels": channels, "kinds": kinds.all_kinds()},
+    )
+
+
+def _last_left(team: Team, channel: Channel) -> Activity | None:
+    """The latest entry of someone stopping this channel's e-mails with the
+    link in one: who left it with nobody."""
+    return (
+        Activity.objects.filter(
+            team=team,
+            kind=Kind.CHANNEL_LEFT,
+            details__channel=channel.pk,
+            details__nobody_left=True,
+        )
+        .order_by("-id")
+        .first()
     )
 
 
@@ -74,6 +95,9 @@ def described(channels: list[Channel], team: Team) -> list[Channel]:
         channel.kind_class = kind  # type: ignore[attr-defined]
         channel.sends_to = (  # type: ignore[attr-defined]
             kind.sends_to(team, channel.settings) if kind else []
+        )
+        channel.reaches_nobody = (  # type: ignore[attr-defined]
+            kind.reaches_nobody(team, channel.settings) if kind else False
         )
     return channels
 

@@ -12,6 +12,9 @@ names, idempotently; a forger would need the token itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
@@ -21,7 +24,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from checks.notify import consent, emails
-from monitors.models import EmailRecipient
+from checks.notify.kinds import team_email
+from monitors.models import Channel, EmailRecipient
+from teams.activity import Actor, Kind, record
 
 
 def _invalid(request: HttpRequest) -> HttpResponse:
@@ -35,6 +40,32 @@ def _context(recipient: EmailRecipient, **extra: object) -> dict[str, object]:
         "team_name": recipient.monitor.team.name,
         **extra,
     }
+
+
+def _unsubscribed(request: HttpRequest, recipient: EmailRecipient) -> None:
+    """The monitor's team hears that this address stopped its e-mails."""
+    monitor = recipient.monitor
+    actor = Actor.email_link(request, recipient.email)
+    record(
+        actor, monitor.team_id, Kind.EMAIL_UNSUBSCRIBED, monitor, email=recipient.email
+    )
+
+
+def _left(request: HttpRequest, channel: Channel, accounts: Iterable[int]) -> None:
+    """The channel's team hears who stopped its e-mails, and whether anybody
+    still gets them (its messages are cancelled when nobody does)."""
+    people = list(get_user_model().objects.filter(pk__in=accounts).order_by("pk"))
+    to = ", ".join(sorted({p.email.lower() for p in people if p.email})) or "someone"
+    actor = Actor.email_link(request, to, user=people[0] if people else None)
+    record(
+        actor,
+        channel.team,
+        Kind.CHANNEL_LEFT,
+        channel=channel.pk,
+        name=channel.name,
+        email=to,
+        nobody_left=not team_email.chosen(channel.team, channel.settings),
+    )
 
 
 def _page(request: HttpRequest, template: str, context: dict) -> HttpResponse:
@@ -62,6 +93,8 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     if recipient is None:
         return _invalid(request)
     done = request.method == "POST" and emails.unsubscribe_recipient(recipient)
+    if done:
+        _unsubscribed(request, recipient)
     context = _context(
         recipient,
         done=done,
@@ -84,7 +117,8 @@ def one_click_unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     recipient = emails.read_unsubscribe_token(token)
     if recipient is None:
         return HttpResponse("Unknown or invalid link.", status=404)
-    emails.unsubscribe_recipient(recipient)
+    if emails.unsubscribe_recipient(recipient):
+        _unsubscribed(request, recipient)
     return HttpResponse("Unsubscribed.", content_type="text/plain")
 
 
@@ -98,6 +132,8 @@ def channel_unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
         return _invalid(request)
     channel, accounts = found
     done = request.method == "POST" and consent.leave_channel(channel, accounts)
+    if done:
+        _left(request, channel, accounts)
     context = {
         "channel": channel,
         "done": done,
@@ -119,5 +155,6 @@ def channel_one_click_unsubscribe(request: HttpRequest, token: str) -> HttpRespo
     found = consent.read_channel_token(token)
     if found is None:
         return HttpResponse("Unknown or invalid link.", status=404)
-    consent.leave_channel(*found)
+    if consent.leave_channel(*found):
+        _left(request, *found)
     return HttpResponse("Unsubscribed.", content_type="text/plain")

@@ -109,6 +109,11 @@ class ChannelKind:
         and a monitor's page; empty when its kind and name say enough."""
         return []
 
+    def reaches_nobody(self, team: Team, settings: dict[str, Any]) -> bool:
+        """Whether nobody is left to get the channel's messages (its people
+        all left), so they are cancelled: the Channels page says so."""
+        return False
+
     def merge(self, stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
         """New settings from an edit: a secret left out (or sent back masked)
         keeps its stored value, so clients can send what they were shown."""

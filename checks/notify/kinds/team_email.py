@@ -379,6 +379,9 @@ class TeamEmailKind(ChannelKind):
             "no one still in the team"
         ]
 
+    def reaches_nobody(self, team: Team, settings: dict[str, Any]) -> bool:
+        return not chosen(team, settings)
+
     def prepare(self, delivery: Delivery) -> Attempt:
         # Who is still in the team is read here; the SMTP conversations,
         # which block, run in the drain's thread pool.
