@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from checks.notify import consent
 from monitors.models import Channel, Membership
 from tests.browser.people import sign_in
 from tests.browser.test_dashboard_browser import assert_clean, make_monitor
@@ -107,4 +108,44 @@ def test_e_mailing_chosen_members_and_seeing_whom_it_goes_to(
     monitor.channels.add(Channel.objects.get(team=team))
     page.goto(f"/monitors/{monitor.pk}/")
     page.get_by_text("E-mail to team members: Noah Berg").wait_for()
+    assert_clean(page)
+
+
+def test_the_last_person_leaving_a_channel_from_its_e_mail_shows_on_its_page(
+    browser_page, member, team, django_user_model, settings
+):
+    noah = django_user_model.objects.create_user(
+        "noah", "noah@example.com", first_name="Noah", last_name="Berg"
+    )
+    Membership.objects.create(team=team, user=noah, role=Membership.Role.VIEWER)
+    channel = Channel.objects.create(
+        team=team,
+        name="Pricing people",
+        kind="team_email",
+        settings={"recipients": [noah.pk]},
+        events=list(Channel.DEFAULT_EVENTS),
+    )
+    link = consent.channel_unsubscribe_url(channel.pk, [noah.pk])
+    page = browser_page
+
+    # Noah follows "Stop these e-mails to you" from his e-mail, signed in nowhere.
+    page.goto(link.removeprefix(settings.PUBLIC_BASE_URL))
+    page.get_by_role("button", name="Unsubscribe").click()
+    page.get_by_text("You will get no more e-mails").wait_for()
+
+    sign_in(page)
+    page.goto("/channels/")
+    notice = page.locator(f"#channel-{channel.pk}-nobody")
+    assert "Nobody gets this channel's e-mails now" in notice.inner_text()
+    assert "The last to go was noah@example.com" in notice.inner_text()
+    notice.get_by_role("link", name="Choose who gets them").click()
+    page.wait_for_url(f"**/channels/{channel.pk}/")
+
+    page.goto("/activity/")
+    row = page.get_by_role("row").filter(has_text="Pricing people")
+    assert "noah@example.com" in row.inner_text()
+    assert "Stopped the e-mails of channel “Pricing people”: nobody gets them now" in (
+        row.inner_text()
+    )
+    assert "An e-mail link" in row.inner_text()
     assert_clean(page)
