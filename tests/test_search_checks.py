@@ -364,6 +364,34 @@ def test_a_judge_that_fails_makes_the_result_an_error_tried_again_next_time(
     assert statuses(second)[news["launch"]] == ("new", "alert")
 
 
+def test_a_search_whose_only_result_could_not_be_judged_says_so_not_page_words(
+    team, searx, model, news
+):
+    searx.results("acme", hit(news["launch"], "Launch"))
+    model.then(status(500), status(500), status(500))
+
+    check = run_check(make_monitor(team, ["acme"]))
+
+    assert check.status == Check.Status.FAILED
+    assert check.error == "The search result could not be judged against the goal."
+
+
+def test_a_search_none_of_whose_results_could_be_judged_counts_them_as_results(
+    team, searx, model, news
+):
+    searx.results(
+        "acme", hit(news["launch"], "Launch"), hit(news["earnings"], "Earnings")
+    )
+    model.then(*[status(500)] * 6)
+
+    check = run_check(make_monitor(team, ["acme"]))
+
+    assert check.status == Check.Status.FAILED
+    assert check.error == (
+        "None of the 2 search results could be judged against the goal."
+    )
+
+
 def test_a_result_whose_page_fails_is_skipped_as_an_error(team, searx, model, site):
     gone = site.url("/gone")
     searx.results("acme", hit(gone, "Gone"))

@@ -22,6 +22,7 @@ from django.db.models import Count, F, IntegerField, Max, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
+from checks.errors import ErrorKind
 from checks.models.pages import PageResult
 from checks.notify.models import Delivery
 from monitors.models import Monitor, Team
@@ -387,24 +388,37 @@ class Check(models.Model):
 
     @classmethod
     def outcome(
-        cls, summary: dict[str, int], failures: Sequence[str] = ()
+        cls,
+        summary: dict[str, int],
+        failures: Sequence[str] = (),
+        *,
+        unjudged: int = 0,
     ) -> tuple[str, str | None]:
         """(status, error) of a check that looked at all its pages: failed
         when not one page could be checked, partial when some could not. A
         target that failed (`failures`, its reasons) counts as one whose
-        pages could not be checked, and its reason is the error's."""
+        pages could not be checked, and its reason is the error's. When the
+        pages are all search results and every one in error is one the model
+        could not judge (`unjudged` of them), the error says so in a
+        search's words."""
         errors, total = summary["error"], summary["totalPages"]
         if not errors and not failures:
             return cls.Status.COMPLETED, None
+        searched = summary.get(SEARCH_KEY)
+        results_only = isinstance(searched, dict) and sum(searched.values()) == total
+        if results_only and errors and unjudged == errors:
+            noun, could = "search result", "judged against the goal"
+        else:
+            noun, could = "page", "checked"
         if errors == total:
             if total == 0:
                 pages = ""
             elif total == 1:
-                pages = "The page could not be checked."
+                pages = f"The {noun} could not be {could}."
             else:
-                pages = f"None of the {total} pages could be checked."
+                pages = f"None of the {total} {noun}s could be {could}."
             return cls.Status.FAILED, " ".join([*failures, pages]).strip()
-        pages = f"{errors} of {total} pages could not be checked." if errors else ""
+        pages = f"{errors} of {total} {noun}s could not be {could}." if errors else ""
         return cls.Status.PARTIAL, " ".join([*failures, pages]).strip()
 
     def search_credits(self) -> int:
@@ -432,7 +446,8 @@ class Check(models.Model):
         tally = self.tally()
         summary = self.summarize(tally)
         failures = [failure.reason for failure in self.target_failures()]
-        self.status, self.error = self.outcome(summary, failures)
+        unjudged = sum(1 for *_, kind, _ in tally if kind == ErrorKind.NOT_JUDGED)
+        self.status, self.error = self.outcome(summary, failures, unjudged=unjudged)
         self.summary = summary
         self.noise = self.noise_in(tally)
         self.actual_credits = self.credits_for(tally, now) + self.search_credits()
