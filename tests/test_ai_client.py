@@ -65,6 +65,15 @@ def test_json_wrapped_in_prose_is_found(model):
     assert ask() == {"price": "$24"}
 
 
+def test_an_object_quoted_before_the_answer_is_passed_over_for_the_answer(model):
+    model.then(
+        content('The page lists {"plan": "Pro", "price": 49}. Answer: {"price": "$24"}')
+    )
+
+    assert ask() == {"price": "$24"}
+    assert len(model.requests) == 1
+
+
 def test_invalid_json_is_tried_three_times_then_fails_with_a_reason(model):
     model.then(*[content("The price is nineteen dollars.")] * 3)
 
@@ -347,11 +356,12 @@ def test_an_endpoint_address_with_a_password_is_refused_in_one_sentence(settings
         ('Here: {"a": 1} done', {"a": 1}),
         ('```json\n{"a": {"b": [1, 2]}}\n```', {"a": {"b": [1, 2]}}),
         ('{not json} then {"a": 2}', {"a": 2}),
+        ('{"a": 1} then {"b": {"c": 2}}', {"b": {"c": 2}}),
         ("[1, 2]", None),
         ("no braces at all", None),
     ],
 )
-def test_parse_json_finds_the_first_object(text, expected):
+def test_parse_json_finds_the_last_object(text, expected):
     assert parse_json(text) == expected
 
 

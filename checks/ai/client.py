@@ -160,9 +160,11 @@ class DoorTransport(httpx.AsyncBaseTransport):
 # --- Answers ------------------------------------------------------------------------
 
 
-def parse_json(text: str) -> Any:
-    """The first JSON object in a model's answer: the whole text, or an object
-    inside prose or a code fence. None when there is none."""
+def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
+    """The model's JSON object: the whole text, or an object inside prose or
+    a code fence. A model may quote an object (from the page, say) before its
+    own answer, so the last object wins, and with a `schema` the last one that
+    fits it (else the last one, for its error). None when there is none."""
     text = text.strip()
     try:
         value = json.loads(text)
@@ -170,18 +172,29 @@ def parse_json(text: str) -> Any:
         pass
     else:
         return value if isinstance(value, dict) else None
+    found = _objects_in(text)
+    if schema is not None:
+        for value in reversed(found):
+            if schema_error(value, schema) is None:
+                return value
+    return found[-1] if found else None
+
+
+def _objects_in(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in `text`, outermost only, in order."""
     decoder = json.JSONDecoder()
+    found = []
     start = text.find("{")
     while start != -1:
         try:
-            value, _ = decoder.raw_decode(text, start)
+            value, end = decoder.raw_decode(text, start)
         except ValueError:
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
+            found.append(value)
+        start = text.find("{", end)
+    return found
 
 
 def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
@@ -348,7 +361,7 @@ class LLM:
             # Remembered only once a mode was answered: a 400 to every mode
             # (an input too long for the model, say) was not about modes.
             _modes[key] = max(_modes.get(key, first), mode)
-            value = parse_json(text)
+            value = parse_json(text, schema)
             error = "it was not JSON" if value is None else schema_error(value, schema)
             if error is None:
                 return value
