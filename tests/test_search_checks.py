@@ -392,6 +392,24 @@ def test_a_search_none_of_whose_results_could_be_judged_counts_them_as_results(
     )
 
 
+def test_some_results_not_judged_are_counted_as_results_and_beside_pages_as_pages():
+    only_results = {"error": 1, "totalPages": 3, "search": {"skipped": 1, "alert": 2}}
+    with_a_page = {"error": 1, "totalPages": 4, "search": {"skipped": 1, "alert": 2}}
+
+    assert Check.outcome(only_results, unjudged=1) == (
+        Check.Status.PARTIAL,
+        "1 of 3 search results could not be judged against the goal.",
+    )
+    assert Check.outcome(with_a_page, unjudged=1) == (
+        Check.Status.PARTIAL,
+        "1 of 4 pages could not be checked.",
+    )
+    assert Check.outcome(only_results) == (
+        Check.Status.PARTIAL,
+        "1 of 3 pages could not be checked.",
+    )
+
+
 def test_a_result_whose_page_fails_is_skipped_as_an_error(team, searx, model, site):
     gone = site.url("/gone")
     searx.results("acme", hit(gone, "Gone"))
