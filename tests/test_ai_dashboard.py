@@ -131,6 +131,41 @@ def test_a_change_too_long_for_the_judge_is_judged_in_part_and_says_so(
     assert "too long for the AI judge to read whole" in detail
 
 
+def test_a_page_too_long_for_extraction_is_extracted_in_part_and_says_so(
+    web, team, site, model, settings
+):
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+    items = "".join(f"<p>Item {n}: {n} in stock</p>" for n in range(400))
+    formats = [{"type": "json", "schema": PLANS_SCHEMA}]
+    monitor, _ = watch(team, site, goal=None, scrape_options={"formats": formats})
+    site.html("/pricing", "Pricing", PLANS + items)
+    first = run(monitor).pages.get()
+    # The same page again: its object is reused, and still read from a part.
+    again = run(monitor).pages.get()
+
+    detail = web.get(first.get_absolute_url()).content.decode()
+
+    [request] = model.bodies
+    assert "[the rest of the page was left out]" in data_block(request)
+    assert first.extraction is not None
+    assert first.metadata["extractedInPart"] is True
+    assert again.status == PageResult.Status.SAME
+    assert again.metadata["extractedInPart"] is True
+    assert "too long for the AI model to read whole" in detail
+
+
+def test_a_page_that_fits_is_not_said_to_be_extracted_in_part(web, team, site, model):
+    formats = [{"type": "json", "schema": PLANS_SCHEMA}]
+    monitor, _ = watch(team, site, goal=None, scrape_options={"formats": formats})
+    page = run(monitor).pages.get()
+
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert page.extraction is not None
+    assert "extractedInPart" not in page.metadata
+    assert "to read whole" not in detail
+
+
 def test_a_judges_reason_is_shown_escaped(web, team, site, model):
     model.then(
         answer(

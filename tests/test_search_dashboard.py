@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from monitors.models import Membership, Monitor, Target
-from tests.searching import hit
+from tests.searching import LAUNCH, hit
 from tests.test_search_checks import make_monitor, run_check
 
 pytest_plugins = ["tests.searching"]
@@ -346,3 +346,24 @@ def test_once_a_search_service_is_set_up_the_found_section_waits_for_results(
     assert "No new web search result has been found yet." in found_section(page)
     assert "No new result has been found yet." in results
     assert "not set up on this server" not in page + results
+
+
+def test_a_result_too_long_for_the_judge_is_judged_in_part_and_says_so(
+    web, team, searx, model, site, settings
+):
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+    items = "".join(f"<p>Item {n}: more news</p>" for n in range(400))
+    long = site.html("/long", "Acme launches", LAUNCH + items)
+    short = site.html("/short", "Acme launches too", LAUNCH)
+    searx.results("acme", hit(long, "Launch"), hit(short, "Launch too"))
+    check = run_check(make_monitor(team, ["acme"]))
+    pages = {page.url: page for page in check.pages.all()}
+
+    detail = web.get(pages[long].get_absolute_url()).content.decode()
+    whole = web.get(pages[short].get_absolute_url()).content.decode()
+
+    assert pages[long].is_judged and pages[short].is_judged
+    assert pages[long].metadata["judgedInPart"] is True
+    assert "judgedInPart" not in pages[short].metadata
+    assert "too long for the AI judge to read whole" in detail
+    assert "to read whole" not in whole

@@ -44,7 +44,7 @@ def judge(text: str, **fields: str) -> Verdict:
 
 
 def test_the_goal_is_outside_the_data_block_and_the_result_inside():
-    shown = result_text(
+    shown, _ = result_text(
         title="Acme launches",
         url="https://e.com/a",
         snippet="Snippet",
@@ -59,12 +59,23 @@ def test_the_goal_is_outside_the_data_block_and_the_result_inside():
 
 
 def test_a_long_page_is_cut_to_the_budget_and_says_so():
-    shown = result_text(
+    shown, cut = result_text(
         title="T", url="https://e.com/", snippet="", published=None,
         text="line\n" * 10_000, max_chars=2000,
     )  # fmt: skip
+    assert cut is True
     assert len(shown) < 2200
     assert shown.endswith("[the rest of the page was left out]")
+
+
+def test_a_page_cut_to_the_budget_gives_a_verdict_judged_in_part(model, settings):
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+
+    cut = judge("Acme announced the launch of its Rocket today.\n" + "line\n" * 10_000)
+    whole = judge("Acme announced the launch of its Rocket today.")
+
+    assert cut.judged and cut.partial is True
+    assert whole.judged and whole.partial is False
 
 
 def test_a_relevant_page_is_meaningful_with_the_models_confidence(model):

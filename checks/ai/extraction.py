@@ -41,9 +41,17 @@ Write a neutral summary of the page's main content in at most three short \
 sentences of plain text, without links or markup."""
 
 
+def _room(llm: LLM, reserved: int) -> int:
+    """How much of the page the model is shown, in characters."""
+    return max(llm.config.max_input_chars - reserved - _INSTRUCTIONS_ROOM, 1000)
+
+
+def _reserved(extraction: Extraction) -> int:
+    return len(extraction.prompt) + len(str(extraction.schema))
+
+
 def _page(markdown: str, llm: LLM, reserved: int) -> tuple[str, DataBlock]:
-    room = max(llm.config.max_input_chars - reserved - _INSTRUCTIONS_ROOM, 1000)
-    text, cut = clip(markdown, room)
+    text, cut = clip(markdown, _room(llm, reserved))
     if cut:
         text += "\n[the rest of the page was left out]"
     return text, DataBlock.around(text)
@@ -51,9 +59,7 @@ def _page(markdown: str, llm: LLM, reserved: int) -> tuple[str, DataBlock]:
 
 async def extract(llm: LLM, extraction: Extraction, markdown: str) -> dict[str, Any]:
     """The page's object; raises checks.ai.LLMError when there is none."""
-    text, block = _page(
-        markdown, llm, len(extraction.prompt) + len(str(extraction.schema))
-    )
+    text, block = _page(markdown, llm, _reserved(extraction))
     prompt = (
         f"\n\nThe page owner's instruction for this extraction:\n{extraction.prompt}"
         if extraction.prompt
@@ -68,6 +74,12 @@ async def extract(llm: LLM, extraction: Extraction, markdown: str) -> dict[str, 
         # mode cannot express.
         strict=extraction.has_schema,
     )
+
+
+def extracted_in_part(llm: LLM, extraction: Extraction, markdown: str) -> bool:
+    """Whether the page is too long for extract() to show the model whole:
+    its object then comes from the part that fit."""
+    return len(markdown) > _room(llm, _reserved(extraction))
 
 
 async def summarize(llm: LLM, markdown: str) -> str:

@@ -61,8 +61,9 @@ def result_text(
     published: datetime | None,
     text: str,
     max_chars: int,
-) -> str:
-    """What the judge is shown of a result, within `max_chars`."""
+) -> tuple[str, bool]:
+    """What the judge is shown of a result, within `max_chars`, and whether
+    the page's text was cut to fit (the text then says so)."""
     head = [f"Title: {title or '(none)'}", f"Address: {url}"]
     if published is not None:
         head.append(f"Published: {published.isoformat()}")
@@ -73,7 +74,7 @@ def result_text(
     body, cut = clip(text.strip(), room)
     if cut:
         body += "\n[the rest of the page was left out]"
-    return f"{header}\n\nPage text:\n{body or '(empty)'}"
+    return f"{header}\n\nPage text:\n{body or '(empty)'}", cut
 
 
 def messages(goal: str, shown: str) -> tuple[str, str]:
@@ -98,7 +99,7 @@ async def judge_result(
     """The model's verdict on one search result; the fail-open one when it
     gives none."""
     room = llm.config.max_input_chars - len(goal) - _INSTRUCTIONS_ROOM
-    shown = result_text(
+    shown, partial = result_text(
         title=title,
         url=url,
         snippet=snippet,
@@ -119,4 +120,4 @@ async def judge_result(
         "reason": plain_text(str(answer["reason"]), REASON_MAX),
         "meaningfulChanges": [],
     }
-    return Verdict(judgment, judged=True)
+    return Verdict(judgment, judged=True, partial=partial)

@@ -208,7 +208,16 @@ class Enricher:
                 )
                 return False
         outcome.judged.extraction = current
+        # A reused object was read from the same text: as much of it as before.
+        if reused:
+            in_part = isinstance(previous, dict) and previous.get("inPart") is True
+        else:
+            assert page.text is not None
+            in_part = extracting.extracted_in_part(self.llm, spec, page.text)
         derived["json"] = {"key": spec.key, "value": current}
+        if in_part:
+            outcome.metadata["extractedInPart"] = True
+            derived["json"]["inPart"] = True
         if not reused and outcome.status == Status.SAME:
             # What to extract was edited and the page says what it said: the
             # old object answered other instructions, so a field it lacks is

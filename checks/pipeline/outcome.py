@@ -38,7 +38,8 @@ MODEL_FORMATS = frozenset({"json", "summary"})
 # Page metadata that belongs to one check, never replayed from a baseline.
 PER_CHECK_METADATA = (
     "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
-    "actions", "blockedRequests", "judgedInPart", "summaryError",
+    "actions", "blockedRequests", "judgedInPart", "extractedInPart",
+    "summaryError",
 )  # fmt: skip
 FETCHED_BECAUSE = {
     Via.OPTIONS: "Its options need a browser ({detail}).",

@@ -236,6 +236,8 @@ class SearchStage:
         if verdict is not None:
             outcome.judged.judgment = verdict.judgment
             outcome.judged.verdict = _verdict(verdict)
+            if verdict.partial:
+                outcome.metadata["judgedInPart"] = True
         elif state is not None:
             outcome.judged.judgment = state.judgment  # the standing verdict's words
         outcome.search = self._remembered(run, result, state, status, verdict)
