@@ -332,6 +332,58 @@ def test_a_link_that_redirects_is_not_a_page_the_page_it_leads_to_is(team, site)
     assert paths(run_check(monitor), "same") == {"", "new", "fresh", "a", "s"}
 
 
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)
+
+
+def test_a_link_answering_a_download_is_not_a_page_of_the_crawl(team, site):
+    # No extension tells these are files: their answers' Content-Type does.
+    site.html("/", "Home", nav("/download?id=3", "/photo", "/blob", "/empty", "/a"))
+    site.page(
+        "/download?id=3", b"PK\x03\x04" + bytes(64), content_type="application/zip"
+    )
+    site.page("/photo", PNG, content_type="image/png")
+    site.page("/blob", bytes(range(256)), content_type="application/octet-stream")
+    # A page we do read that is broken is still a page that failed.
+    site.page("/empty", b"%PDF-1.7 damaged", content_type="application/pdf")
+    site.html("/a", "A", "<p>a</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "a", "empty"}
+    assert paths(check, "error") == {"empty"}
+    assert check.pages_total == check.pages_done == 3
+    assert crawl_result(check)["pagesFound"] == 3
+    site.html("/empty", "Fixed", "<p>fixed</p>")
+    again = run_check(monitor)
+    assert again.status == Check.Status.COMPLETED
+    assert again.pages_total == 3 and paths(again, "error") == set()
+
+
+def test_a_crawled_page_that_becomes_a_download_is_removed_once(team, site):
+    site.html("/", "Home", nav("/report"))
+    site.html("/report", "Report", "<p>report</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.page("/report", PNG, content_type="image/png")
+
+    moved, later = run_check(monitor), run_check(monitor)
+
+    assert paths(moved, "removed") == {"report"}
+    assert moved.status == Check.Status.COMPLETED
+    assert paths(later) == {""} and paths(later, "removed") == set()
+    assert later.status == Check.Status.COMPLETED
+
+
+def test_a_start_page_answering_a_download_still_fails_the_crawl(team, site):
+    site.page("/", PNG, content_type="image/png")
+
+    check = run_check(crawl_monitor(team, site.url("/"), sitemap="skip"))
+
+    assert paths(check, "error") == {""}
+    assert check.status != Check.Status.COMPLETED
+
+
 def test_a_link_that_redirects_out_of_the_crawl_is_not_a_page(team, site):
     with Site() as other:
         other.html("/x", "Elsewhere", "<p>another site</p>")
