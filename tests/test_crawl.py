@@ -375,6 +375,21 @@ def test_a_crawled_page_that_becomes_a_download_is_removed_once(team, site):
     assert later.status == Check.Status.COMPLETED
 
 
+def test_a_scrape_target_answering_a_download_still_reports_its_error(team, site):
+    site.html("/", "Home", nav("/photo"))
+    site.page("/photo", PNG, content_type="image/png")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    scrape = Target.objects.create(
+        monitor=monitor, type="scrape", urls=[site.url("/photo")]
+    )
+
+    check = run_check(monitor)
+
+    [error] = check.pages.filter(status="error")
+    assert (error.target_id, error.url) == (scrape.id, site.url("/photo"))
+    assert check.status != Check.Status.COMPLETED
+
+
 def test_a_start_page_answering_a_download_still_fails_the_crawl(team, site):
     site.page("/", PNG, content_type="image/png")
 
