@@ -275,6 +275,35 @@ def test_a_sitemap_at_the_usual_address_is_read_when_robots_txt_names_none(team,
     assert crawl_result(found)["sitemapPages"] == 1
 
 
+def test_sitemap_pages_counts_only_the_pages_the_crawl_could_take(team, site):
+    site.html("/", "Home", "<p>home</p>")
+    for path in ("/a", "/b", "/private/x"):
+        site.html(path, path, f"<p>{path}</p>")
+    listed = [
+        site.url("/a"),
+        site.url("/b"),
+        site.url("/private/x"),  # robots.txt disallows it
+        "https://elsewhere.example/page",  # another site
+    ]
+    site.page(
+        "/robots.txt",
+        f"User-agent: *\nDisallow: /private/\nSitemap: {site.url('/sitemap.xml')}\n",
+        content_type="text/plain",
+    )
+    site.page(
+        "/sitemap.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>{url}</loc></url>" for url in listed)
+        + "</urlset>",
+        content_type="application/xml",
+    )
+
+    check = run_check(crawl_monitor(team, site.url("/")))
+
+    assert paths(check) == {"", "a", "b"}
+    assert crawl_result(check)["sitemapPages"] == 2
+
+
 def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site):
     sitemap_site(site)
     monitor = crawl_monitor(team, site.url("/"))
