@@ -389,6 +389,21 @@ def test_a_link_answering_a_download_is_not_a_page_of_the_crawl(team, site):
     assert again.pages_total == 3 and paths(again, "error") == set()
 
 
+def test_a_link_answering_a_download_too_large_to_read_is_not_a_page(
+    team, site, settings
+):
+    settings.FETCH_MAX_BYTES = 4096
+    site.html("/", "Home", nav("/export", "/huge"))
+    site.page("/export", bytes(8192), content_type="application/octet-stream")
+    site.html("/huge", "Huge", "<p>x</p>" * 2000)  # a page: too large is an error
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "huge"} and paths(check, "error") == {"huge"}
+    assert crawl_result(check)["pagesFound"] == 2
+
+
 def test_a_crawled_page_that_becomes_a_download_is_removed_once(team, site):
     site.html("/", "Home", nav("/report"))
     site.html("/report", "Report", "<p>report</p>")

@@ -235,16 +235,19 @@ def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
 
 def _download(scope: Scope, job: PageJob, outcome: Outcome) -> bool:
     """Whether this link answered with something that is not a page: an
-    answer we could not read whose Content-Type names no document we read
-    (an image, an archive, application/octet-stream). A page we do read
-    that is broken (an empty HTML page, a damaged PDF) is a page that
-    failed; the start page is the user's own."""
-    if not job.record or outcome.error_kind != ErrorKind.UNREADABLE:
+    answer we could not read (or too large to read, with a Content-Type)
+    whose Content-Type names no document we read (an image, an archive,
+    application/octet-stream). A page we do read that is broken (a damaged
+    PDF) or too large is a page that failed; the start page is the user's
+    own."""
+    if not job.record or job.depth == 0 and job.url == scope.start:
         return False
-    if job.depth == 0 and job.url == scope.start:
+    content_type = str(outcome.metadata.get("contentType") or "")
+    if outcome.error_kind == ErrorKind.TOO_LARGE and not content_type:
+        return False  # no answer's type to go by
+    if outcome.error_kind not in (ErrorKind.UNREADABLE, ErrorKind.TOO_LARGE):
         return False
-    content_type = outcome.metadata.get("contentType")
-    return not is_document_type(media_type_of(str(content_type or "")))
+    return not is_document_type(media_type_of(content_type))
 
 
 def _adds_to_query(url: str, to: str) -> bool:
