@@ -275,6 +275,35 @@ def test_a_sitemap_at_the_usual_address_is_read_when_robots_txt_names_none(team,
     assert crawl_result(found)["sitemapPages"] == 1
 
 
+def test_sitemap_pages_counts_only_the_pages_the_crawl_could_take(team, site):
+    site.html("/", "Home", "<p>home</p>")
+    for path in ("/a", "/b", "/private/x"):
+        site.html(path, path, f"<p>{path}</p>")
+    listed = [
+        site.url("/a"),
+        site.url("/b"),
+        site.url("/private/x"),  # robots.txt disallows it
+        "https://elsewhere.example/page",  # another site
+    ]
+    site.page(
+        "/robots.txt",
+        f"User-agent: *\nDisallow: /private/\nSitemap: {site.url('/sitemap.xml')}\n",
+        content_type="text/plain",
+    )
+    site.page(
+        "/sitemap.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>{url}</loc></url>" for url in listed)
+        + "</urlset>",
+        content_type="application/xml",
+    )
+
+    check = run_check(crawl_monitor(team, site.url("/")))
+
+    assert paths(check) == {"", "a", "b"}
+    assert crawl_result(check)["sitemapPages"] == 2
+
+
 def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site):
     sitemap_site(site)
     monitor = crawl_monitor(team, site.url("/"))
@@ -330,6 +359,88 @@ def test_a_link_that_redirects_is_not_a_page_the_page_it_leads_to_is(team, site)
     assert check.pages_total == check.pages_done == 5
     assert crawl_result(check)["pagesFound"] == 5
     assert paths(run_check(monitor), "same") == {"", "new", "fresh", "a", "s"}
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64)
+
+
+def test_a_link_answering_a_download_is_not_a_page_of_the_crawl(team, site):
+    # No extension tells these are files: their answers' Content-Type does.
+    site.html("/", "Home", nav("/download?id=3", "/photo", "/blob", "/empty", "/a"))
+    site.page(
+        "/download?id=3", b"PK\x03\x04" + bytes(64), content_type="application/zip"
+    )
+    site.page("/photo", PNG, content_type="image/png")
+    site.page("/blob", bytes(range(256)), content_type="application/octet-stream")
+    # A page we do read that is broken is still a page that failed.
+    site.page("/empty", b"%PDF-1.7 damaged", content_type="application/pdf")
+    site.html("/a", "A", "<p>a</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "a", "empty"}
+    assert paths(check, "error") == {"empty"}
+    assert check.pages_total == check.pages_done == 3
+    assert crawl_result(check)["pagesFound"] == 3
+    site.html("/empty", "Fixed", "<p>fixed</p>")
+    again = run_check(monitor)
+    assert again.status == Check.Status.COMPLETED
+    assert again.pages_total == 3 and paths(again, "error") == set()
+
+
+def test_a_link_answering_a_download_too_large_to_read_is_not_a_page(
+    team, site, settings
+):
+    settings.FETCH_MAX_BYTES = 4096
+    site.html("/", "Home", nav("/export", "/huge"))
+    site.page("/export", bytes(8192), content_type="application/octet-stream")
+    site.html("/huge", "Huge", "<p>x</p>" * 2000)  # a page: too large is an error
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "huge"} and paths(check, "error") == {"huge"}
+    assert crawl_result(check)["pagesFound"] == 2
+
+
+def test_a_crawled_page_that_becomes_a_download_is_removed_once(team, site):
+    site.html("/", "Home", nav("/report"))
+    site.html("/report", "Report", "<p>report</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.page("/report", PNG, content_type="image/png")
+
+    moved, later = run_check(monitor), run_check(monitor)
+
+    assert paths(moved, "removed") == {"report"}
+    assert moved.status == Check.Status.COMPLETED
+    assert paths(later) == {""} and paths(later, "removed") == set()
+    assert later.status == Check.Status.COMPLETED
+
+
+def test_a_scrape_target_answering_a_download_still_reports_its_error(team, site):
+    site.html("/", "Home", nav("/photo"))
+    site.page("/photo", PNG, content_type="image/png")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    scrape = Target.objects.create(
+        monitor=monitor, type="scrape", urls=[site.url("/photo")]
+    )
+
+    check = run_check(monitor)
+
+    [error] = check.pages.filter(status="error")
+    assert (error.target_id, error.url) == (scrape.id, site.url("/photo"))
+    assert check.status != Check.Status.COMPLETED
+
+
+def test_a_start_page_answering_a_download_still_fails_the_crawl(team, site):
+    site.page("/", PNG, content_type="image/png")
+
+    check = run_check(crawl_monitor(team, site.url("/"), sitemap="skip"))
+
+    assert paths(check, "error") == {""}
+    assert check.status != Check.Status.COMPLETED
 
 
 def test_a_link_that_redirects_out_of_the_crawl_is_not_a_page(team, site):

@@ -119,7 +119,9 @@ def test_the_monitor_list_and_the_check_say_robots_txt_kept_the_start_page_out(
     assert words(cell) == f"Check failed {reason}"
     assert f'<a href="{check.get_absolute_url()}"' in cell
     shown = words(web.get(check.get_absolute_url()).content.decode())
-    assert f"Incomplete: {reason}" in shown
+    # Said once, as what went wrong: not again as why the crawl is incomplete.
+    assert f"What went wrong: {reason}" in shown
+    assert shown.count(reason) == 1 and "Incomplete" not in shown
 
 
 # --- What the answer says ------------------------------------------------------------
@@ -160,7 +162,7 @@ def test_a_robots_txt_the_server_fails_to_give_keeps_the_whole_site_out(
     Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
     client.force_login(user)
     shown = words(client.get(check.get_absolute_url()).content.decode())
-    assert f"Incomplete: {reason}" in shown
+    assert f"What went wrong: {reason}" in shown and shown.count(reason) == 1
 
 
 def test_a_server_that_cannot_be_reached_is_not_crawled_and_the_crawl_says_why(team):

@@ -159,6 +159,19 @@ def body_kind(body: bytes, media_type: str) -> str:
     return "binary"
 
 
+def is_document_type(media_type: str) -> bool:
+    """Whether a Content-Type names something we read as a page (HTML,
+    text, JSON or XML, PDF); images, archives, ``application/octet-stream``
+    and a missing type do not."""
+    return (
+        media_type in _HTML_TYPES
+        or media_type == "application/pdf"
+        or media_type.startswith("text/")
+        or media_type in _TEXT_TYPES
+        or media_type.endswith(("+json", "+xml"))
+    )
+
+
 def binary_message(media_type: str) -> str:
     for prefix, words in _KIND_WORDS.items():
         if media_type.startswith(prefix):

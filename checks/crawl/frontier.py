@@ -27,6 +27,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from checks.browser.options import browser_options
+from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl.discovery import robots_of
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
@@ -120,23 +121,32 @@ class Frontier:
             scope.remember_robots(origin, await robots_of(origin, client))
 
     def redirected(self, items: Sequence[Item]) -> list[Item]:
-        """These pages, but for those a redirect took elsewhere: such a link
-        is not a page of the crawl. The page it led to is, when the crawl's
-        rules let it in (admit adds it, at the link's depth, so each page is
-        recorded once and under its own address, whichever link led to it
-        first); a redirect out of the crawl (another site, an excluded
-        path) leads nowhere. A link that was a page last time is `removed`
-        once. The start page is the user's own: it stays what it is."""
+        """These pages, but for those a redirect took elsewhere or that
+        answered with a download: such a link is not a page of the crawl.
+        The page a redirect led to is, when the crawl's rules let it in
+        (admit adds it, at the link's depth, so each page is recorded once
+        and under its own address, whichever link led to it first); a
+        redirect out of the crawl (another site, an excluded path) leads
+        nowhere. A download (an image, an archive: see _download) is
+        skipped as a link to a file by its extension is, only known later.
+        A link that was a page last time is `removed` once. The start page
+        is the user's own: it stays what it is."""
         kept: list[Item] = []
         dropped: list[tuple[Crawl, str, str]] = []
         for item in items:
             job, outcome, state = item
             crawl = self.crawls.get(job.target_id)
             to = _redirect(crawl.scope, job, outcome) if crawl else None
+            if (
+                crawl is not None
+                and to is None
+                and _download(crawl.scope, job, outcome)
+            ):
+                to = ""  # leads to no page
             if crawl is None or to is None:
                 kept.append(item)
                 continue
-            link = crawl.scope.admit(to, job.depth)
+            link = crawl.scope.admit(to, job.depth) if to else None
             if link is not None:
                 self.led_to.setdefault(job.target_id, []).append(link)
             if state is not None and state.has_baseline:
@@ -223,6 +233,23 @@ def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
     return to
 
 
+def _download(scope: Scope, job: PageJob, outcome: Outcome) -> bool:
+    """Whether this link answered with something that is not a page: an
+    answer we could not read (or too large to read, with a Content-Type)
+    whose Content-Type names no document we read (an image, an archive,
+    application/octet-stream). A page we do read that is broken (a damaged
+    PDF) or too large is a page that failed; the start page is the user's
+    own."""
+    if not job.record or job.depth == 0 and job.url == scope.start:
+        return False
+    content_type = str(outcome.metadata.get("contentType") or "")
+    if outcome.error_kind == ErrorKind.TOO_LARGE and not content_type:
+        return False  # no answer's type to go by
+    if outcome.error_kind not in (ErrorKind.UNREADABLE, ErrorKind.TOO_LARGE):
+        return False
+    return not is_document_type(media_type_of(content_type))
+
+
 def _adds_to_query(url: str, to: str) -> bool:
     """Whether a redirect led to the same path with more in its query (a
     session, a cookie check): the same page, under a new address each
@@ -242,11 +269,11 @@ def moved_away(state: PageState) -> Outcome:
 
 
 def _not_pages(check: Check, links: Sequence[tuple[Crawl, str, str]]) -> None:
-    """Links that redirected are not pages found: each (crawl, its key, the
-    address it led to) leaves the crawl's count and the check's. Its frontier
-    row keeps its key (so the link is not fetched again) and takes the
-    address it led to, which makes this happen once, should the batch run
-    again."""
+    """Links that redirected or answered a download are not pages found:
+    each (crawl, its key, the address it led to, "" for a download) leaves
+    the crawl's count and the check's. Its frontier row keeps its key (so
+    the link is not fetched again) and takes the address it led to, which
+    makes this happen once, should the batch run again."""
     with transaction.atomic():
         # The check's row first, as admitting and recording lock it first:
         # locked in another order, two workers could wait on each other.

@@ -72,6 +72,7 @@ class CrawlSource:
         )
         self.discovery: Discovery = found
         self.scope = Scope(found.start_url, options, found.robots_txt)
+        self.sitemap_pages = 0  # set by _seeds
         self.seeds, self.truncated = self._seeds()
 
     def _seeds(self) -> tuple[list[tuple[Link, bool]], str]:
@@ -82,7 +83,11 @@ class CrawlSource:
         if not only and scope.start and scope.robots_allow(scope.start):
             start = Link(scope.start, scope.key(scope.start), 0, follow=True)
             seeds[start.key] = (start, scope.matches_paths(start.url))
-        for link in scope.links(self.discovery.sitemap_urls, 0):
+        listed = scope.links(self.discovery.sitemap_urls, 0)
+        # The sitemaps' pages the crawl could take (sitemapPages): not those
+        # of other sites, or that robots.txt or the crawl's paths keep out.
+        self.sitemap_pages = len(listed)
+        for link in listed:
             link = Link(link.url, link.key, 0, follow=link.follow and not only)
             seeds.setdefault(link.key, (link, True))
         recorded = [seed for seed in seeds.values() if seed[1]]
@@ -163,7 +168,7 @@ class CrawlSource:
             "targetId": str(self.target.id),
             "type": self.target.type,
         }
-        result["sitemapPages"] = len(self.discovery.sitemap_urls)
+        result["sitemapPages"] = self.sitemap_pages
         skipped = self.scope.not_applied()
         if skipped:
             result["notApplied"] = skipped

@@ -223,18 +223,22 @@ class OutboundClient:
             try:
                 if wants_redirect(response.status_code, response.headers, options):
                     return response, b""  # never read bodies we are about to leave
-                if not options.truncate:
-                    check_declared_length(response.headers, options.max_bytes)
-                reader = BodyReader(
-                    response.headers.get("content-encoding", ""),
-                    options.max_bytes,
-                    truncate=options.truncate,
-                )
-                async for raw in response.aiter_raw():
-                    reader.feed(raw)
-                    if reader.full:
-                        break  # the rest is never read; closing drops it
-                return response, reader.finish()
+                try:
+                    if not options.truncate:
+                        check_declared_length(response.headers, options.max_bytes)
+                    reader = BodyReader(
+                        response.headers.get("content-encoding", ""),
+                        options.max_bytes,
+                        truncate=options.truncate,
+                    )
+                    async for raw in response.aiter_raw():
+                        reader.feed(raw)
+                        if reader.full:
+                            break  # the rest is never read; closing drops it
+                    return response, reader.finish()
+                except FetchError as exc:
+                    exc.content_type = response.headers.get("content-type", "")
+                    raise
             finally:
                 await response.aclose()
         except httpx.HTTPError as exc:

@@ -38,6 +38,9 @@ class FetchError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
+        # The answer's Content-Type, when there was an answer (a body too
+        # large to read): a crawl tells a download from a page by it.
+        self.content_type = ""
 
     def __repr__(self) -> str:
         return f"FetchError({self.kind.value!r}, {self.message!r})"

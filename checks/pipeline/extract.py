@@ -67,7 +67,8 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
     needed to decide (the compare stage). Never raises: a crash in the
     analysis fails this page, with a reason, and nothing else."""
     if isinstance(fetched, FetchError):
-        return failed(job, fetched.kind, fetched.message)
+        answered = {"contentType": fetched.content_type} if fetched.content_type else {}
+        return failed(job, fetched.kind, fetched.message, metadata=answered)
     if isinstance(fetched, BaseException):
         logger.error("Fetching %s crashed", job.url, exc_info=fetched)
         return failed(

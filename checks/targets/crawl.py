@@ -93,10 +93,14 @@ class CrawlKind(TargetKind):
 
     def check_result(self, check: Check, result: dict[str, Any]) -> dict[str, Any]:
         """With `foundThere`: the pages found that are there, not a link to
-        a page that answered gone."""
+        a page that answered gone; and `reasonShown`: whether the check's
+        error says why the crawl is incomplete already (a crawl that failed,
+        see failure), so the check page says it once."""
         gone = check.pages.linked_but_gone().get(str(result.get("targetId")), 0)
         found = int(result.get("pagesFound") or 0)
-        return result | {"foundThere": max(found - gone, 0)}
+        reason = str(result.get("truncatedReason") or "")
+        shown = bool(reason) and reason in (check.error or "")
+        return result | {"foundThere": max(found - gone, 0), "reasonShown": shown}
 
     def failure(self, result: Mapping[str, Any]) -> str:
         """Why a crawl checked no page at all (the site down, robots.txt
