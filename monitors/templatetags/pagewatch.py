@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from django import template
+from django.forms import BaseForm, BaseFormSet
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -392,6 +393,28 @@ def page_error(page: Any) -> str:
     """`{% page_error page %}`: a PageResult's error in plain words (escaped
     by the template like any simple tag's output)."""
     return plain_error(page.error_kind, page.status_code, page.error)
+
+
+@register.simple_tag(takes_context=True)
+def error_title(context: template.Context) -> str:
+    """`{% error_title %}` in base.html's <title>: "Error: " when the page
+    shows a refused form (GOV.UK's pattern), so a screen reader hears at once
+    that the submission did not go through. A refused form is a bound Django
+    form or formset with errors, or the `errors` / `error` / `refused` a view
+    that checks by hand (channels, second factor, import) puts in its context."""
+    refused = any(
+        isinstance(value, BaseForm | BaseFormSet)
+        and value.is_bound
+        and (
+            value.total_error_count()
+            if isinstance(value, BaseFormSet)
+            else value.errors
+        )
+        for value in context.flatten().values()
+    )
+    if refused or any(context.get(name) for name in ("errors", "error", "refused")):
+        return "Error: "
+    return ""
 
 
 @register.simple_tag
