@@ -132,6 +132,29 @@ def local_full(moment: datetime | None, zone: str | None = None) -> str:
     return time_words.clock_text(time_words.in_zone(moment, zone), seconds=True)
 
 
+@register.simple_tag
+def when(
+    moment: datetime | None, zone: str | None = None, words: str = "relative"
+) -> SafeString:
+    """`{% when moment monitor.schedule_timezone %}`: a moment counted from now
+    ("3 hours ago"), its full time (`local`) said after it to screen readers
+    and kept in a title for mouse users: a title alone reaches neither
+    keyboard, touch nor screen-reader users. `words="next_run"` says it as
+    `next_run` does. No zone: the current one (the team's clock on team pages)."""
+    if moment is None:
+        return SafeString("")
+    full = local(moment, zone)
+    shown = next_run(moment) if words == "next_run" else relative(moment)
+    return format_html(
+        '<time datetime="{}" title="{}">{}<span class="visually-hidden"> ({})</span>'
+        "</time>",
+        iso(moment),
+        full,
+        shown,
+        full,
+    )
+
+
 def _moment_of(item: Any) -> datetime:
     """When a check started (else was queued), or when a page result was made."""
     return getattr(item, "started_at", None) or item.created_at
