@@ -1079,6 +1079,12 @@ def test_the_channels_page_says_nobody_gets_the_e_mails_after_the_last_one_left(
     notice = re.search(rf'id="channel-{channel.pk}-nobody".*?</div>', shown, re.S)[0]
     assert "Nobody gets this channel's e-mails now" in notice
     assert f"The last to go was {NOAH}" in notice
+    # When, said in full to screen readers too (on the team's clock, UTC).
+    assert re.search(
+        r'just now<span class="visually-hidden"> \(\w{3} \d\d \w{3} \d{4}, '
+        r"\d\d:\d\d UTC\)</span></time>",
+        notice,
+    )
     assert reverse("channel-edit", args=[channel.pk]) in notice
 
 

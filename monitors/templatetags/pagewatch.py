@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from django import template
+from django.forms import BaseForm, BaseFormSet
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -129,6 +130,29 @@ def local_full(moment: datetime | None, zone: str | None = None) -> str:
     if moment is None:
         return ""
     return time_words.clock_text(time_words.in_zone(moment, zone), seconds=True)
+
+
+@register.simple_tag
+def when(
+    moment: datetime | None, zone: str | None = None, words: str = "relative"
+) -> SafeString:
+    """`{% when moment monitor.schedule_timezone %}`: a moment counted from now
+    ("3 hours ago"), its full time (`local`) said after it to screen readers
+    and kept in a title for mouse users: a title alone reaches neither
+    keyboard, touch nor screen-reader users. `words="next_run"` says it as
+    `next_run` does. No zone: the current one (the team's clock on team pages)."""
+    if moment is None:
+        return SafeString("")
+    full = local(moment, zone)
+    shown = next_run(moment) if words == "next_run" else relative(moment)
+    return format_html(
+        '<time datetime="{}" title="{}">{}<span class="visually-hidden"> ({})</span>'
+        "</time>",
+        iso(moment),
+        full,
+        shown,
+        full,
+    )
 
 
 def _moment_of(item: Any) -> datetime:
@@ -392,6 +416,28 @@ def page_error(page: Any) -> str:
     """`{% page_error page %}`: a PageResult's error in plain words (escaped
     by the template like any simple tag's output)."""
     return plain_error(page.error_kind, page.status_code, page.error)
+
+
+@register.simple_tag(takes_context=True)
+def error_title(context: template.Context) -> str:
+    """`{% error_title %}` in base.html's <title>: "Error: " when the page
+    shows a refused form (GOV.UK's pattern), so a screen reader hears at once
+    that the submission did not go through. A refused form is a bound Django
+    form or formset with errors, or the `errors` / `error` / `refused` a view
+    that checks by hand (channels, second factor, import) puts in its context."""
+    refused = any(
+        isinstance(value, BaseForm | BaseFormSet)
+        and value.is_bound
+        and (
+            value.total_error_count()
+            if isinstance(value, BaseFormSet)
+            else value.errors
+        )
+        for value in context.flatten().values()
+    )
+    if refused or any(context.get(name) for name in ("errors", "error", "refused")):
+        return "Error: "
+    return ""
 
 
 @register.simple_tag

@@ -680,6 +680,46 @@ def test_each_retry_button_and_attempt_list_of_the_notifications_says_which_it_i
     )
 
 
+def test_each_see_the_check_link_says_which_message_and_each_time_its_full_time(
+    browser_page, dashboard
+):
+    pricing = dashboard["pricing"]
+    Monitor.objects.filter(pk=pricing.pk).update(schedule_timezone="Asia/Tokyo")
+    earlier = Delivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=pricing,
+        check_run=dashboard["check"],
+        event="monitor.page",
+        url="https://hooks.example.com/pagewatch",
+        body="{}",
+        status=Delivery.Status.DELIVERED,
+    )
+    Delivery.objects.filter(pk=earlier.pk).update(
+        created_at=timezone.now() - timedelta(hours=3)
+    )
+    page = browser_page
+    sign_in(page)
+    page.goto(f"/monitors/{pricing.pk}/deliveries/")
+
+    links = page.get_by_role("link", name="see the check")
+    hook = "to https://hooks.example.com/pagewatch"
+    names = [" ".join(name.split()) for name in links.all_text_contents()]
+    assert len(names) > 2 and len(set(names)) == len(names)
+    assert names[-1] == (
+        f"see the check behind the “Each page's result” message of 3 hours ago {hook}"
+    )
+    # What a screen reader reads of a time: its words and its full time, in
+    # the monitor's zone; the screen shows only the words, as before.
+    created = page.locator("td[data-label=Created] time").last
+    assert re.fullmatch(
+        r"3 hours ago \(\w{3} \d\d \w{3} \d{4}, \d\d:\d\d JST\)",
+        created.text_content(),
+    )
+    full = created.locator(".visually-hidden").bounding_box()
+    assert full["width"] <= 1 and full["height"] <= 1
+    assert created.get_attribute("title") in created.text_content()
+
+
 def test_the_links_to_each_pages_change_name_the_page_they_open(
     browser_page, dashboard
 ):
