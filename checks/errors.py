@@ -143,10 +143,16 @@ def wait_words(wait: timedelta) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def asked_wait(code: int, retry_after: str | None, now: datetime) -> timedelta | None:
+    """How long an answer with this status asked us to wait: its Retry-After,
+    read only on a 429 or 503; None when it did not ask."""
+    return parse_retry_after(retry_after, now) if code in _ASKS_TO_WAIT else None
+
+
 def http_error_text(code: int, retry_after: str | None, now: datetime) -> str:
     """The stored message of an HTTP error answer, with how long the site
     asked us to wait when it said (Retry-After on a 429 or 503)."""
-    wait = parse_retry_after(retry_after, now) if code in _ASKS_TO_WAIT else None
+    wait = asked_wait(code, retry_after, now)
     if wait is None:
         return f"The page answered HTTP {code}."
     return f"The page answered HTTP {code} and asked us to wait {wait_words(wait)}."

@@ -35,7 +35,7 @@ import httpx
 from django.conf import settings
 
 from checks.ai.data import plain_text
-from checks.errors import ErrorKind, parse_retry_after, wait_words
+from checks.errors import ErrorKind, asked_wait, wait_words
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetch.errors import human_size
 from monitors.judging import judge_available
@@ -60,7 +60,6 @@ _RETRY_PAUSES = (0.2, 0.5)
 # A busy endpoint (429, 503) that asks for a longer wait than this, with
 # Retry-After, is not asked again in this batch: a check does not wait for it.
 LONGEST_WAIT_SECONDS = 30
-_ASKS_TO_WAIT = frozenset({429, 503})
 _PERMANENT_STATUSES = frozenset({401, 403, 404})
 # The door's refusals: trying again cannot help.
 _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
@@ -431,11 +430,7 @@ class LLM:
 def _busy_or_failed(exc: openai.APIStatusError) -> _Attempt:
     """A try that got an error status, with the wait a busy endpoint asked for."""
     code = exc.status_code
-    wait = None
-    if code in _ASKS_TO_WAIT:
-        wait = parse_retry_after(
-            exc.response.headers.get("retry-after"), datetime.now(UTC)
-        )
+    wait = asked_wait(code, exc.response.headers.get("retry-after"), datetime.now(UTC))
     if wait is None:
         return _Attempt(f"the endpoint answered HTTP {code}")
     return _Attempt(
