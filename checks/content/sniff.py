@@ -139,11 +139,7 @@ def body_kind(body: bytes, media_type: str) -> str:
         return "html"
     if media_type.startswith(_BINARY_PREFIXES):
         return "binary"
-    if (
-        media_type.startswith("text/")
-        or media_type in _TEXT_TYPES
-        or media_type.endswith(("+json", "+xml"))
-    ):
+    if _is_text_type(media_type):
         return "text"
     # Missing or generic types (application/octet-stream): trust the bytes.
     if _looks_like_html(head):
@@ -166,7 +162,15 @@ def is_document_type(media_type: str) -> bool:
     return (
         media_type in _HTML_TYPES
         or media_type == "application/pdf"
-        or media_type.startswith("text/")
+        or _is_text_type(media_type)
+    )
+
+
+def _is_text_type(media_type: str) -> bool:
+    """Whether a Content-Type names text we read as it is: text/*, JSON, XML
+    and the like (+json, +xml)."""
+    return (
+        media_type.startswith("text/")
         or media_type in _TEXT_TYPES
         or media_type.endswith(("+json", "+xml"))
     )
