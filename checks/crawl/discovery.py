@@ -69,9 +69,11 @@ class Discovery:
     robots_unreadable: str = ""
     site_unreachable: bool = False
     sitemap_urls: list[str] = field(default_factory=list)
-    # Sitemaps that could not be fetched, with the error's kind or the
-    # status answered (checks.crawl.sitemaps.DoorWebClient.failed).
-    sitemaps_failed: dict[str, ErrorKind | int] = field(default_factory=dict)
+    # Sitemaps that could not be fetched, with the error's kind and the
+    # status answered, if any (checks.crawl.sitemaps.DoorWebClient.failed).
+    sitemaps_failed: dict[str, tuple[ErrorKind | None, int | None]] = field(
+        default_factory=dict
+    )
 
 
 def discover(

@@ -70,6 +70,12 @@ PASSING_FAILURES = frozenset(
 TOO_MANY_REQUESTS = 429
 
 
+def may_pass(kind: ErrorKind | None, status_code: int | None) -> bool:
+    """Whether a failure may pass by next time (PASSING_FAILURES, a 5xx, a
+    429), so what it hid cannot be told from what was removed."""
+    return kind in PASSING_FAILURES or status_code == TOO_MANY_REQUESTS
+
+
 def page_limit(target: Target) -> int:
     return target.page_budget()
 
@@ -294,10 +300,7 @@ def _links_lost(outcome: Outcome) -> bool:
     """Whether a failure kept this page's links from the crawl this time only."""
     if outcome.status != PageResult.Status.ERROR or outcome.links:
         return False
-    return (
-        outcome.error_kind in PASSING_FAILURES
-        or outcome.status_code == TOO_MANY_REQUESTS
-    )
+    return may_pass(outcome.error_kind, outcome.status_code)
 
 
 def _unknown(crawl_id: int, links: Sequence[Link]) -> list[Link]:

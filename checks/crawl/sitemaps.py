@@ -21,7 +21,7 @@ from usp.web_client.abstract_client import (
     WebClientErrorResponse,
 )
 
-from checks.errors import ErrorKind
+from checks.errors import ErrorKind, kind_of_status
 from checks.fetch import FetchError, FetchResult, OutboundClient
 
 logger = logging.getLogger(__name__)
@@ -61,9 +61,9 @@ class DoorWebClient(AbstractWebClient):
         self.max_bytes: int | None = None
         self.answers: dict[str, AbstractWebClientResponse] = {}
         # The sitemaps that could not be fetched, with why: the error's kind
-        # or the status answered (checks.crawl.source tells a failure that
-        # may pass from a sitemap that is gone).
-        self.failed: dict[str, ErrorKind | int] = {}
+        # and the status answered, if any (checks.crawl.source tells a
+        # failure that may pass from a sitemap that is gone).
+        self.failed: dict[str, tuple[ErrorKind | None, int | None]] = {}
 
     def set_max_response_data_length(
         self, max_response_data_length: int | None
@@ -83,10 +83,11 @@ class DoorWebClient(AbstractWebClient):
         try:
             fetched = self.runner.run(self.client.fetch(url, max_bytes=self.max_bytes))
         except FetchError as exc:
-            self.failed[url] = exc.kind
+            self.failed[url] = (exc.kind, None)
             return WebClientErrorResponse(exc.message, retryable=False)
         if fetched.status_code >= 400:
-            self.failed[url] = fetched.status_code
+            code = fetched.status_code
+            self.failed[url] = (kind_of_status(code), code)
             return WebClientErrorResponse(
                 f"HTTP {fetched.status_code}", retryable=False
             )

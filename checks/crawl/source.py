@@ -110,14 +110,10 @@ class CrawlSource:
     def _sitemap_failed(self) -> str:
         """Why the pages of a sitemap may be missing this time ("" when
         none may be): a sitemap that failed in a way that may pass, as a
-        page the crawl follows does (frontier.PASSING_FAILURES, a 5xx, a
-        429). A sitemap that answers 404 is gone and hides nothing."""
-        for url, why in self.discovery.sitemaps_failed.items():
-            if isinstance(why, int):
-                passing = why >= 500 or why == frontier.TOO_MANY_REQUESTS
-            else:
-                passing = why in frontier.PASSING_FAILURES
-            if passing:
+        page the crawl follows does (frontier.may_pass). A sitemap that
+        answers 404 is gone and hides nothing."""
+        for url, (kind, status_code) in self.discovery.sitemaps_failed.items():
+            if frontier.may_pass(kind, status_code):
                 return SITEMAP_FAILED_REASON.format(url=url)
         return ""
 
