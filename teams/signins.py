@@ -11,8 +11,7 @@ from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 
 from config.signin import client_ip
-from monitors.models import Membership
-from teams.activity import Actor, Kind, Via, record
+from teams.activity import Actor, Kind, Via, record_in_their_teams
 
 
 def _via(request: HttpRequest | None) -> str:
@@ -27,8 +26,7 @@ def signed_in(
     if request is None:
         return
     actor = Actor(_via(request), user=user, address=client_ip(request))
-    for team_id in Membership.objects.filter(user=user).values_list("team", flat=True):
-        record(actor, team_id, Kind.SIGNED_IN)
+    record_in_their_teams(actor, Kind.SIGNED_IN)
 
 
 def sign_in_failed(
@@ -45,5 +43,4 @@ def sign_in_failed(
     if user is None:
         return
     actor = Actor(_via(request), user=user, address=client_ip(request))
-    for team_id in Membership.objects.filter(user=user).values_list("team", flat=True):
-        record(actor, team_id, Kind.SIGN_IN_FAILED)
+    record_in_their_teams(actor, Kind.SIGN_IN_FAILED)
