@@ -54,23 +54,32 @@ class ActivityRetentionForm(forms.Form):
     )
 
 
-class TimeZoneForm(forms.Form):
-    time_zone = forms.CharField(
-        label="Time zone",
-        max_length=64,
-        help_text="Daily and weekly digests go out at their time of day in this "
-        "zone, for example Europe/Berlin.",
-        error_messages={"required": "Pick a time zone from the list."},
-    )
+class TimeZoneField(forms.CharField):
+    """A team's time zone, typed in any letter case and cleaned to its
+    canonical name (empty: UTC); an unknown zone is told in plain words.
+    The team page and the admin both use it."""
 
-    def clean_time_zone(self) -> str:
-        typed = self.cleaned_data["time_zone"]
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 64)
+        super().__init__(**kwargs)
+
+    def clean(self, value: Any) -> str:
+        typed = super().clean(value)
         try:
             return normalize_timezone(typed)
         except ScheduleError as exc:
             raise forms.ValidationError(
                 rules.TIMEZONE_UNKNOWN.plain.format(**exc.values)
             ) from None
+
+
+class TimeZoneForm(forms.Form):
+    time_zone = TimeZoneField(
+        label="Time zone",
+        help_text="Daily and weekly digests go out at their time of day in this "
+        "zone, for example Europe/Berlin.",
+        error_messages={"required": "Pick a time zone from the list."},
+    )
 
 
 class RoleForm(forms.Form):

@@ -17,7 +17,6 @@ from django.utils.html import format_html
 from checks.deleting import delete_teams
 from checks.models import Check, Delivery, PageResult
 from checks.notify import digests
-from monitors import rules
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
@@ -32,13 +31,13 @@ from monitors.models import (
     Monitor,
     Team,
 )
-from monitors.schedule import ScheduleError, normalize_timezone
 from teams.activity import (
     Actor,
     Kind,
     Via,
     record,
 )
+from teams.forms import TimeZoneField
 from teams.members import member_left, role_changed
 from teams.models import Activity, Invitation
 
@@ -111,9 +110,8 @@ class TeamApiKeyInline(admin.TabularInline):
 
 class TeamForm(forms.ModelForm):
     # Left empty, the zone is UTC, as a monitor's schedule without one is.
-    time_zone = forms.CharField(
+    time_zone = TimeZoneField(
         required=False,
-        max_length=64,
         help_text="Daily and weekly digests go out at their time of day in "
         "this zone, for example Europe/Berlin (empty: UTC).",
     )
@@ -121,14 +119,6 @@ class TeamForm(forms.ModelForm):
     class Meta:
         model = Team
         fields = ["name", "slug", "credit_allowance", "feeds_enabled", "time_zone"]
-
-    def clean_time_zone(self) -> str:
-        try:
-            return normalize_timezone(self.cleaned_data["time_zone"])
-        except ScheduleError as exc:
-            raise ValidationError(
-                rules.TIMEZONE_UNKNOWN.plain.format(**exc.values)
-            ) from None
 
 
 @admin.register(Team)
