@@ -23,7 +23,6 @@ from monitors.api.serializers import (
 )
 from monitors.api.timestamps import TimestampField
 from monitors.models import EmailRecipient, Monitor
-from monitors.time_words import wire_time
 from monitors.unavailable import unavailable
 
 
@@ -56,9 +55,7 @@ def _reader(serializer: serializers.Serializer, field: Any) -> Callable[[Any], A
     if not simple:
         return lambda instance: _generic(field, instance)
     convert = field.to_representation
-    if isinstance(field, TimestampField):
-        convert = wire_time
-    elif isinstance(field, serializers.UUIDField):
+    if isinstance(field, serializers.UUIDField):
         convert = str if field.uuid_format == "hex_verbose" else convert
     source = field.source
 

@@ -16,8 +16,9 @@ from rest_framework.response import Response
 
 from checks.models import Check, month_start
 from monitors.api.base import ApiView
-from monitors.api.timestamps import TimestampField, wire_time
+from monitors.api.timestamps import TimestampField
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
+from monitors.time_words import wire_time
 
 # What a team without a monthly allowance reports as left: the figure
 # Firecrawl's own self-hosted server gives, so that clients which expect a
@@ -67,10 +68,6 @@ QUEUE_STATUS = inline_serializer(
 )
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return wire_time(moment) if moment else None
-
-
 def _next_month(start: datetime) -> datetime:
     if start.month == 12:
         return start.replace(year=start.year + 1, month=1)
@@ -97,8 +94,8 @@ class CreditUsageView(ApiView):
                 else max(0, allowance - used),
                 "planCredits": allowance,
                 "creditsUsed": used,
-                "billingPeriodStart": _iso(start),
-                "billingPeriodEnd": _iso(_next_month(start)),
+                "billingPeriodStart": wire_time(start),
+                "billingPeriodEnd": wire_time(_next_month(start)),
             }
         )
 
@@ -112,12 +109,13 @@ class QueueStatusView(ApiView):
     )
     def get(self, request: Request) -> Response:
         status = Check.objects.queue_status(request.user.team)
+        last_success = status["last_success"]
         return Response(
             {
                 "success": True,
                 "jobsInQueue": status["running"] + status["waiting"],
                 "activeJobsInQueue": status["running"],
                 "waitingJobsInQueue": status["waiting"],
-                "mostRecentSuccess": _iso(status["last_success"]),
+                "mostRecentSuccess": wire_time(last_success) if last_success else None,
             }
         )
