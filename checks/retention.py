@@ -101,20 +101,31 @@ def expired_checks(days: int, cutoff: datetime) -> QuerySet[Check]:
     )
 
 
-def _purge_checks(days: int, cutoff: datetime) -> int:
+def _in_batches(
+    rows: QuerySet[Any],
+    order: str,
+    delete: Callable[[list[Any]], object],
+    size: int = BATCH_SIZE,
+) -> int:
+    """Delete `rows` oldest (by `order`) first, `size` primary keys per call of
+    `delete`, at most MAX_BATCHES_PER_RUN batches; returns how many went."""
     deleted = 0
     for _ in range(MAX_BATCHES_PER_RUN):
-        ids = list(
-            expired_checks(days, cutoff)
-            .order_by("created_at")
-            .values_list("pk", flat=True)[:BATCH_SIZE]
-        )
+        ids = list(rows.order_by(order).values_list("pk", flat=True)[:size])
         if not ids:
             break
-        # Page results and deliveries a statement each, not row by row.
-        Check.objects.filter(pk__in=ids).discard()
+        delete(ids)
         deleted += len(ids)
     return deleted
+
+
+def _purge_checks(days: int, cutoff: datetime) -> int:
+    # Page results and deliveries a statement each, not row by row.
+    return _in_batches(
+        expired_checks(days, cutoff),
+        "created_at",
+        lambda ids: Check.objects.filter(pk__in=ids).discard(),
+    )
 
 
 def deleted_monitors_past_retention(days: int, cutoff: datetime) -> QuerySet[Monitor]:
@@ -126,34 +137,21 @@ def deleted_monitors_past_retention(days: int, cutoff: datetime) -> QuerySet[Mon
 
 
 def _purge_deleted_monitors(days: int, cutoff: datetime) -> int:
-    deleted = 0
-    for _ in range(MAX_BATCHES_PER_RUN):
-        # A few at a time: each may still hold a crawl's worth of baselines.
-        ids = list(
-            deleted_monitors_past_retention(days, cutoff)
-            .order_by("deleted_at")
-            .values_list("pk", flat=True)[:DELETED_MONITORS_PER_BATCH]
-        )
-        if not ids:
-            break
-        delete_monitors(Monitor.objects.filter(pk__in=ids))
-        deleted += len(ids)
-    return deleted
+    # A few at a time: each may still hold a crawl's worth of baselines.
+    return _in_batches(
+        deleted_monitors_past_retention(days, cutoff),
+        "deleted_at",
+        lambda ids: delete_monitors(Monitor.objects.filter(pk__in=ids)),
+        size=DELETED_MONITORS_PER_BATCH,
+    )
 
 
 def _purge_activity(days: int, cutoff: datetime) -> int:
-    deleted = 0
-    for _ in range(MAX_BATCHES_PER_RUN):
-        ids = list(
-            Activity.objects.expired(days, cutoff)
-            .order_by("at")
-            .values_list("pk", flat=True)[:BATCH_SIZE]
-        )
-        if not ids:
-            break
-        Activity.objects.filter(pk__in=ids).delete()
-        deleted += len(ids)
-    return deleted
+    return _in_batches(
+        Activity.objects.expired(days, cutoff),
+        "at",
+        lambda ids: Activity.objects.filter(pk__in=ids).delete(),
+    )
 
 
 def expired_loose_deliveries(days: int, cutoff: datetime) -> QuerySet[Delivery]:
@@ -177,19 +175,11 @@ def expired_loose_deliveries(days: int, cutoff: datetime) -> QuerySet[Delivery]:
 
 
 def _purge_loose_deliveries(days: int, cutoff: datetime) -> int:
-    deleted = 0
-    for _ in range(MAX_BATCHES_PER_RUN):
-        ids = list(
-            expired_loose_deliveries(days, cutoff)
-            .order_by("created_at")
-            .values_list("pk", flat=True)[:BATCH_SIZE]
-        )
-        if not ids:
-            break
+    def delete(ids: list[Any]) -> None:
         with transaction.atomic():
             Delivery.objects.filter(pk__in=ids).discard()
-        deleted += len(ids)
-    return deleted
+
+    return _in_batches(expired_loose_deliveries(days, cutoff), "created_at", delete)
 
 
 def orphan_snapshots(created_before: datetime) -> QuerySet[Snapshot]:

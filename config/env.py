@@ -102,6 +102,17 @@ def env_url(name: str, default: str = "") -> str:
 _DATABASE_SCHEMES = {"sqlite", "postgres", "postgresql", "pgsql"}
 
 
+def _require_numeric_port(name: str, value: str) -> None:
+    """Raise ConfigError unless the address's port, if any, is a number."""
+    try:
+        urlsplit(value).port  # noqa: B018 - reading it validates it
+    except ValueError:
+        raise ConfigError(
+            f"{name} has a port that is not a number (characters such as "
+            "@ : / in the password must be percent-encoded)"
+        ) from None
+
+
 def env_database_url(name: str, default: str) -> str:
     """A database address Pagewatch can use, or the default when unset or
     empty. The error names the scheme only: the rest holds the password."""
@@ -114,13 +125,7 @@ def env_database_url(name: str, default: str) -> str:
             f"sqlite:///path, got {got}"
         )
     if scheme.lower() != "sqlite":
-        try:
-            urlsplit(value).port  # noqa: B018 - reading it validates it
-        except ValueError:
-            raise ConfigError(
-                f"{name} has a port that is not a number (characters such as "
-                "@ : / in the password must be percent-encoded)"
-            ) from None
+        _require_numeric_port(name, value)
     return value
 
 
@@ -138,11 +143,5 @@ def env_redis_url(name: str) -> str:
             f"{name} must be redis://host:6379/0, rediss://… or "
             f"unix:///path/to/redis.sock, got {got}"
         )
-    try:
-        parts.port  # noqa: B018 - reading it validates it
-    except ValueError:
-        raise ConfigError(
-            f"{name} has a port that is not a number (characters such as "
-            "@ : / in the password must be percent-encoded)"
-        ) from None
+    _require_numeric_port(name, value)
     return value

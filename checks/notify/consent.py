@@ -186,14 +186,20 @@ def read_channel_token(token: str) -> tuple[Channel, list[int]] | None:
     return (channel, accounts) if channel is not None else None
 
 
+def channel_unsubscribe_urls(
+    channel_id: int, accounts: Iterable[int]
+) -> tuple[str, str]:
+    """The unsubscribe page's link and the one-click (List-Unsubscribe-Post)
+    link, from one signed token: an e-mail carries both."""
+    token = channel_token(channel_id, accounts)
+    return (
+        absolute(reverse("email_channel_unsubscribe", args=[token])),
+        absolute(reverse("email_channel_unsubscribe_one_click", args=[token])),
+    )
+
+
 def channel_unsubscribe_url(channel_id: int, accounts: Iterable[int]) -> str:
-    token = channel_token(channel_id, accounts)
-    return absolute(reverse("email_channel_unsubscribe", args=[token]))
-
-
-def channel_one_click_url(channel_id: int, accounts: Iterable[int]) -> str:
-    token = channel_token(channel_id, accounts)
-    return absolute(reverse("email_channel_unsubscribe_one_click", args=[token]))
+    return channel_unsubscribe_urls(channel_id, accounts)[0]
 
 
 def on_channel(channel: Channel, accounts: Iterable[int]) -> bool:

@@ -99,8 +99,7 @@ def together() -> Iterator[None]:
 
 def create(**fields: Any) -> Delivery:
     """One outbox row, due now, queued after commit."""
-    now = timezone.now()
-    delivery = Delivery.objects.create(next_attempt_at=now, queued_at=now, **fields)
+    delivery = create_unqueued(**fields)
     enqueue_on_commit(delivery.pk)
     return delivery
 

@@ -61,6 +61,11 @@ def channel_list(request: DashboardRequest) -> HttpResponse:
     )
     channels = described(rows, request.team)
     for channel in channels:
+        # Only this page says so: a monitor's page would pay the query for nothing.
+        kind = channel.kind_class  # type: ignore[attr-defined]
+        channel.reaches_nobody = (  # type: ignore[attr-defined]
+            kind.reaches_nobody(request.team, channel.settings) if kind else False
+        )
         channel.last_left = (  # type: ignore[attr-defined]
             _last_left(request.team, channel) if channel.reaches_nobody else None
         )
@@ -95,9 +100,6 @@ def described(channels: list[Channel], team: Team) -> list[Channel]:
         channel.kind_class = kind  # type: ignore[attr-defined]
         channel.sends_to = (  # type: ignore[attr-defined]
             kind.sends_to(team, channel.settings) if kind else []
-        )
-        channel.reaches_nobody = (  # type: ignore[attr-defined]
-            kind.reaches_nobody(team, channel.settings) if kind else False
         )
     return channels
 

@@ -123,6 +123,9 @@ def build(
     title = messages.title(message)
     # The subject is the title; the body starts with what it has to say.
     body = messages.without_title(messages.text(message), title)
+    unsubscribe_url, one_click_url = (
+        consent.channel_unsubscribe_urls(channel.pk, accounts) if accounts else ("", "")
+    )
     context = {
         "title": title,
         "body": body,
@@ -131,9 +134,7 @@ def build(
         "channel_name": channel.name,
         "channels_url": absolute(reverse("channels")),
         "email": to,
-        "unsubscribe_url": (
-            consent.channel_unsubscribe_url(channel.pk, accounts) if accounts else ""
-        ),
+        "unsubscribe_url": unsubscribe_url,
     }
     return email_message(
         subject=title,
@@ -141,11 +142,7 @@ def build(
         text_template="emails/team_channel.txt",
         html_template="emails/team_channel.html",
         context=context,
-        headers=consent.one_click_headers(
-            consent.channel_one_click_url(channel.pk, accounts)
-        )
-        if accounts
-        else None,
+        headers=consent.one_click_headers(one_click_url) if accounts else None,
     )
 
 

@@ -39,8 +39,6 @@ class Command(BaseCommand):
         if connection.vendor != "sqlite":
             raise CommandError(POSTGRES_ADVICE)
         target = Path(file).expanduser().absolute()
-        if target.exists():
-            raise CommandError(f"{target} exists already: name a new file.")
         if not target.parent.is_dir():
             raise CommandError(f"{target.parent} is not a folder that exists.")
         try:
