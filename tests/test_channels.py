@@ -1409,3 +1409,41 @@ def test_a_failing_alert_in_slack_links_to_the_monitor():
         how == "rich" and text.startswith("Prices_EU *live* is failing")
         for how, text in texts
     )
+
+
+def test_a_search_result_that_could_not_be_judged_is_told_as_one_not_as_a_page(
+    team, pigeon, scenario, queued
+):
+    from checks.notify import messages
+
+    monitor = make_monitor(team, goal="Prices")
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"}, events=["change"]
+    )
+    unjudged = {
+        "metadata": {"searchStatus": "skipped"},
+        "error_kind": "not_judged",
+        "error": "This result could not be judged against the goal: HTTP 500",
+    }
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/gone", "error", {"error_kind": "timeout"}),
+            ("https://news.example/a", "new", {"metadata": {"searchStatus": "alert"}}),
+            ("https://news.example/b", "error", unjudged),
+            ("https://news.example/c", "error", unjudged),
+        ],
+    )
+    queued.run()
+
+    [message] = pigeon.flown
+    # A monitor watching pages and a web search: the results the judge could
+    # not read are search results, said in the dashboard's words.
+    assert message["counts"] == (
+        "1 page changed (1 meaningful), 1 new match, 1 page with an error, "
+        "2 search results could not be judged"
+    )
+    said = messages.text(message)
+    assert "- https://news.example/b — could not be judged\n" in said
+    assert "- https://example.com/gone — could not be checked\n" in said
