@@ -257,6 +257,30 @@ def test_every_change_counts_as_meaningful_when_the_monitor_does_not_judge(
     assert "does not judge its changes" in entry.summary
 
 
+def test_a_web_searchs_new_match_is_an_entry_named_as_a_match_not_a_page(
+    client, monitor
+):
+    check = make_check(monitor, new=2)
+    make_page(
+        check,
+        "https://news.example/launch",
+        status="new",
+        metadata={"searchStatus": "alert"},
+        **judged(True, "The page reports the launch."),
+    )
+    make_page(check, "https://example.com/added", status="new")
+
+    entries = {e.title: e for e in read(client, path_of(monitor.feed_url)).entries}
+
+    match = entries["New match: https://news.example/launch"]
+    assert "Why it matters: The page reports the launch." in match.summary
+    added = entries["New page: https://example.com/added"]
+    # A new page or match has no earlier text to compare: its link opens it.
+    for entry in (match, added):
+        assert "See what changed" not in entry.summary
+        assert "Open it in Pagewatch" in entry.summary
+
+
 def test_the_team_feed_lists_every_monitor_of_the_team_and_no_other(
     client, team, other_team, monitor
 ):

@@ -71,6 +71,11 @@ class Change:
     @staticmethod
     def _mark(page: PageResult) -> tuple[str, tuple[str, ...]]:
         if page.status == PageResult.Status.NEW:
+            # A web search's new result, called a match as messages and the
+            # dashboard call it.
+            # (search_status: annotated by history.atom_changes)
+            if page.search_status == "alert":
+                return "New match", ("new",)
             return "New page", ("new",)
         if page.status == PageResult.Status.REMOVED:
             return "Page removed", ("removed",)
@@ -104,6 +109,11 @@ class Change:
     @property
     def href(self) -> str | None:
         return http_href(self.page.url)
+
+    @property
+    def has_diff(self) -> bool:
+        """Only a changed page has earlier text to compare with."""
+        return self.page.status == PageResult.Status.CHANGED
 
     @property
     def diff_url(self) -> str:
