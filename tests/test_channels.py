@@ -1447,3 +1447,34 @@ def test_a_search_result_that_could_not_be_judged_is_told_as_one_not_as_a_page(
     said = messages.text(message)
     assert "- https://news.example/b — could not be judged\n" in said
     assert "- https://example.com/gone — could not be checked\n" in said
+
+
+def test_a_digest_names_a_new_match_and_tells_of_a_page_removed(team, pigeon, scenario):
+    import time_machine
+
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    match = {"metadata": {"searchStatus": "alert"}}
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        daily_digest_channel(team, monitor)
+        scenario.run(
+            monitor,
+            [
+                ("https://news.example/launch", "new", match),
+                ("https://example.com/careers", "new"),
+                ("https://example.com/old-plan", "removed"),
+            ],
+        )
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    said = messages.text(message)
+    in_slack = "\n".join(slack_said(b) for b in slack.blocks(message))
+    # As change messages say them: a page gone is news too.
+    for text in (said, in_slack):
+        assert "https://news.example/launch (new match)" in text
+        assert "https://example.com/careers (new page)" in text
+        assert "https://example.com/old-plan (removed)" in text

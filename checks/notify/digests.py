@@ -84,7 +84,12 @@ def _changes(
         # Half-open, so a change at the moment one digest ends is in the next.
         created_at__gte=since,
         created_at__lt=until,
-        status__in=(PageResult.Status.CHANGED, PageResult.Status.NEW),
+        # A page gone is news as a new one is; change messages tell of both.
+        status__in=(
+            PageResult.Status.CHANGED,
+            PageResult.Status.NEW,
+            PageResult.Status.REMOVED,
+        ),
     )
     if not channel.wants(Channel.Event.CHANGE):
         # A change the judge called noise is no news; unjudged ones are.
@@ -118,6 +123,8 @@ def _changes(
                 "status": page.status,
                 "reason": None if not_judged else (judge_reason(judgment) or None),
                 "notJudged": not_judged,
+                # A web search's new result: a new match, not a new page.
+                "match": (page.metadata or {}).get("searchStatus") == "alert",
                 # Listed only in a digest of every change: said so, as the
                 # change messages label it.
                 "unimportant": page.verdict == PageResult.Verdict.NOISE,

@@ -317,7 +317,11 @@ def _digest_entry(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     for page in pages:
         line = [_words("\n• "), _rich_link(page["url"], page["url"])]
         changed = page.get("status") == "changed"
-        if not changed:
+        if page.get("match"):
+            line.append(_words(" (new match)"))
+        elif page.get("status") == "removed":
+            line.append(_words(" (removed)"))
+        elif not changed:
             line.append(_words(" (new page)"))
         elif page.get("notJudged"):
             line.append(_words(" (not judged)"))
