@@ -167,9 +167,14 @@ def plain_errors(errors: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
+def _slack_choices(
+    kind: kinds.ChannelKind, fields: list[dict[str, Any]]
+) -> list[dict[str, str]]:
     """The workspace's channels to pick from, when the kind has a picker and
-    can reach Slack; nothing (a plain id field) otherwise."""
+    can reach Slack; nothing (a plain id field) otherwise. The channel's own
+    is first when Slack did not list it (archived since, or past the first
+    page of a big workspace): a browser sends the first option when none is
+    selected, so saving any other change moved the channel elsewhere."""
     if (
         kind.needs_setting is None
         or kind.unavailable()
@@ -177,9 +182,14 @@ def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
     ):
         return []
     try:
-        return list_channels()
+        listed = list_channels()
     except DeliveryError:
         return []
+    given = {f["key"]: f["value"] for f in fields}
+    current = given.get("channelId") or ""
+    if current and all(c["id"] != current for c in listed):
+        listed.insert(0, {"id": current, "name": given.get("channelName") or current})
+    return listed
 
 
 @require_http_methods(["GET", "POST"])
@@ -220,18 +230,19 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         errors = serializer.errors
     shown = kind.shown_for(channel.team, channel.settings) if channel else {}
     problems = plain_errors(errors)
+    fields = _setting_fields(request, kind, shown, errors, choices)
     context = {
         "channel": channel,
         "kind": kind,
         "kinds": kinds.all_kinds(),
-        "fields": _setting_fields(request, kind, shown, errors, choices),
+        "fields": fields,
         "errors": errors,
         "field_errors": problems,
         "error_links": [
             (ERROR_ANCHORS.get(field), problem) for field, problem in problems.items()
         ],
         "unavailable": kind.unavailable_notice(),
-        "slack_channels": _slack_choices(kind),
+        "slack_channels": _slack_choices(kind, fields),
         "event_choices": Channel.Event.choices,
         "judge_available": judge_available(),
         "chosen_events": request.POST.getlist("events")
