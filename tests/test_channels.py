@@ -1478,3 +1478,17 @@ def test_a_digest_names_a_new_match_and_tells_of_a_page_removed(team, pigeon, sc
         assert "https://news.example/launch (new match)" in text
         assert "https://example.com/careers (new page)" in text
         assert "https://example.com/old-plan (removed)" in text
+
+
+def test_the_slack_picker_lists_a_big_workspaces_channels_past_the_first_page(slack):
+    from checks.notify.kinds.slack import list_channels
+
+    def page(channel: str, cursor: str) -> tuple[int, dict, dict]:
+        found = {"ok": True, "channels": [{"id": channel, "name": channel.lower()}]}
+        return 200, {}, found | {"response_metadata": {"next_cursor": cursor}}
+
+    slack.next_answers = [page("C111", "dXNlcjpVMEc5V0ZYTlo="), page("C333", "")]
+
+    # Slack answers a page at a time: the channel a team wants may be on the
+    # second, and the dashboard's picker is the only way to choose it.
+    assert [c["id"] for c in list_channels()] == ["C111", "C333"]

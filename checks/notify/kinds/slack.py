@@ -57,6 +57,7 @@ SLACK_WORDS = {
 SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
 MAX_BLOCKS = 50  # and 50 blocks in a message.
 HEADER_CHARS = 150
+PICKER_PAGES = 10  # of conversations.list: up to 2000 channels to pick from
 
 
 def token() -> str:
@@ -122,20 +123,30 @@ def answer_of(result: FetchResult) -> dict[str, Any]:
 
 
 def list_channels(limit: int = 200) -> list[dict[str, str]]:
-    """The workspace's channels the dashboard offers: [{id, name}]."""
-    answer = call(
-        "conversations.list",
-        {
+    """The workspace's channels the dashboard offers: [{id, name}]. Slack
+    answers a page at a time; pages are followed up to PICKER_PAGES, so a
+    big workspace's channels past the first page can be chosen too."""
+    found: list[dict[str, str]] = []
+    cursor = ""
+    for _ in range(PICKER_PAGES):
+        asked = {
             "limit": limit,
             "exclude_archived": True,
             "types": "public_channel,private_channel",
-        },
-    )
-    return [
-        {"id": str(c.get("id")), "name": str(c.get("name"))}
-        for c in answer.get("channels") or []
-        if isinstance(c, Mapping)
-    ]
+        }
+        answer = call(
+            "conversations.list", asked | ({"cursor": cursor} if cursor else {})
+        )
+        found.extend(
+            {"id": str(c.get("id")), "name": str(c.get("name"))}
+            for c in answer.get("channels") or []
+            if isinstance(c, Mapping)
+        )
+        more = answer.get("response_metadata")
+        cursor = str(more.get("next_cursor") or "") if isinstance(more, Mapping) else ""
+        if not cursor:
+            break
+    return found
 
 
 def _mrkdwn(text: str) -> str:
