@@ -586,3 +586,29 @@ def test_editing_a_slack_channel_missing_from_the_picker_keeps_its_channel(
     selected = re.findall(r'<option value="(\w+)" selected>', select[0])
     assert selected == ["C999"]
     assert "#ops" in select[0]
+
+
+def test_a_slack_channel_picked_from_the_list_says_where_it_posts(
+    web, team, site, settings
+):
+    from tests.test_channels import FakeSlack
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    fake = FakeSlack(site)  # lists #pricing (C111) and #alerts (C222)
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = fake.url
+
+    form = web.get("/channels/new/?kind=slack").content.decode()
+    web.post(
+        "/channels/new/",
+        {"kind": "slack", "name": "Ops", "setting_channelId": "C222",
+         "events": ["meaningful"], "digest": "", "failing_after": "3"},
+    )  # fmt: skip
+
+    # The picker names the channel: no second field to type its name into.
+    assert 'name="setting_channelName"' not in form
+    channel = Channel.objects.get(team=team)
+    assert channel.settings == {"channelId": "C222", "channelName": "alerts"}
+    page = html.unescape(web.get("/channels/").content.decode())
+    # Several Slack channels of one team read apart by where they post.
+    assert "Slack (app): #alerts" in page

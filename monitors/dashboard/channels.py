@@ -167,14 +167,9 @@ def plain_errors(errors: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _slack_choices(
-    kind: kinds.ChannelKind, fields: list[dict[str, Any]]
-) -> list[dict[str, str]]:
+def _workspace_channels(kind: kinds.ChannelKind) -> list[dict[str, str]]:
     """The workspace's channels to pick from, when the kind has a picker and
-    can reach Slack; nothing (a plain id field) otherwise. The channel's own
-    is first when Slack did not list it (archived since, or past the first
-    page of a big workspace): a browser sends the first option when none is
-    selected, so saving any other change moved the channel elsewhere."""
+    can reach Slack; nothing (a plain id field) otherwise."""
     if (
         kind.needs_setting is None
         or kind.unavailable()
@@ -182,9 +177,31 @@ def _slack_choices(
     ):
         return []
     try:
-        listed = list_channels()
+        return list_channels()
     except DeliveryError:
         return []
+
+
+def _named_by_picker(data: dict[str, Any], listed: list[dict[str, str]]) -> None:
+    """The picked channel's name, as Slack lists it, for the Channels page to
+    say where the channel posts: the picker replaces a field to type it in,
+    which was left empty or went stale when another channel was picked."""
+    settings = data["settings"]
+    for found in listed:
+        if found["id"] == settings.get("channelId"):
+            settings["channelName"] = found["name"]
+
+
+def _slack_choices(
+    listed: list[dict[str, str]], fields: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """The picker's options: the channel's own first when Slack did not list
+    it (archived since, or past the pages the picker reads): a browser sends
+    the first option when none is selected, so saving any other change moved
+    the channel elsewhere."""
+    if not listed:
+        return []
+    listed = list(listed)
     given = {f["key"]: f["value"] for f in fields}
     current = given.get("channelId") or ""
     if current and all(c["id"] != current for c in listed):
@@ -210,8 +227,10 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         )
     errors: dict[str, Any] = {}
     choices = kind.choices(request.team)
+    listed = _workspace_channels(kind)
     if request.method == "POST":
         data = _form_data(request, kind, choices)
+        _named_by_picker(data, listed)
         serializer = ChannelInputSerializer(
             data=data,
             context={"channel": channel, "team": request.team},
@@ -242,7 +261,7 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
             (ERROR_ANCHORS.get(field), problem) for field, problem in problems.items()
         ],
         "unavailable": kind.unavailable_notice(),
-        "slack_channels": _slack_choices(kind, fields),
+        "slack_channels": _slack_choices(listed, fields),
         "event_choices": Channel.Event.choices,
         "judge_available": judge_available(),
         "chosen_events": request.POST.getlist("events")

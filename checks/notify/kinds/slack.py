@@ -29,6 +29,7 @@ from checks.targets.options import url_problem
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
+    from monitors.models import Team
 
 TOKEN_SETTING = "SLACK_BOT_TOKEN"  # noqa: S105 (a setting's name)
 # Slack's answers that a retry cannot change: the token or the channel is wrong.
@@ -361,6 +362,10 @@ class SlackKind(ChannelKind):
         "channelName": ("Channel name", "Shown in Pagewatch; optional."),
     }
     needs_setting = TOKEN_SETTING
+
+    def sends_to(self, team: Team, settings: dict[str, Any]) -> list[str]:
+        name = settings.get("channelName")
+        return [f"#{name}" if name else str(settings.get("channelId") or "")]
 
     def unavailable(self) -> str | None:
         if not token():
