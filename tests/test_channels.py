@@ -1492,3 +1492,20 @@ def test_the_slack_picker_lists_a_big_workspaces_channels_past_the_first_page(sl
     # Slack answers a page at a time: the channel a team wants may be on the
     # second, and the dashboard's picker is the only way to choose it.
     assert [c["id"] for c in list_channels()] == ["C111", "C333"]
+
+
+def test_a_page_address_too_long_for_a_slack_link_is_shown_as_text():
+    from checks.notify.kinds import slack
+
+    long_url = "https://shop.example/search?q=" + "x" * 3500
+    message = change_with_failures(0, pages=1)
+    message["pages"][0]["url"] = long_url
+
+    [section] = slack.blocks(message)[1]["elements"]
+
+    # Block Kit takes addresses of up to 3000 characters; a longer one got
+    # the whole message refused (invalid_blocks), so it never arrived. The
+    # address is shown as text; the link to the diff stays.
+    first = section["elements"][0]
+    assert first == {"type": "text", "text": long_url, "style": {"bold": True}}
+    assert section["elements"][-1]["type"] == "link"

@@ -58,6 +58,7 @@ SLACK_WORDS = {
 SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
 MAX_BLOCKS = 50  # and 50 blocks in a message.
 HEADER_CHARS = 150
+LINK_CHARS = 3000  # the longest address Block Kit takes
 PICKER_PAGES = 10  # of conversations.list: up to 2000 channels to pick from
 
 
@@ -194,8 +195,9 @@ def _words(text: str, **style: bool) -> dict[str, Any]:
 
 def _rich_link(url: str, words: str, **style: bool) -> dict[str, Any]:
     """A link, when `url` is an http(s) address (a failed search's "page" is
-    named, not addressed); otherwise the words alone."""
-    if not http_href(url):
+    named, not addressed) that Block Kit takes (a longer one gets the whole
+    message refused); otherwise the words alone."""
+    if not http_href(url) or len(url) > LINK_CHARS:
         return _words(words, **style)
     element = {"type": "link", "url": url, "text": words}
     if style:
