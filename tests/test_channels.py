@@ -1509,3 +1509,37 @@ def test_a_page_address_too_long_for_a_slack_link_is_shown_as_text():
     first = section["elements"][0]
     assert first == {"type": "text", "text": long_url, "style": {"bold": True}}
     assert section["elements"][-1]["type"] == "link"
+
+
+def test_a_busy_weeks_digest_names_every_monitor_and_counts_every_change(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.models import PageResult
+    from checks.notify import digests, messages
+
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        quiet = make_monitor(team, name="Quiet page")
+        busy = make_monitor(team, name="Busy crawl")
+        channel = daily_digest_channel(team, quiet)
+        MonitorChannel.objects.create(monitor=busy, channel=channel)
+        scenario.run(quiet, [("https://example.com/terms", "changed")])
+    with time_machine.travel(datetime(2026, 3, 2, 7, 0, tzinfo=UTC), tick=False):
+        check = scenario.start(busy)
+        PageResult.objects.bulk_create(
+            PageResult(check_run=check, target_id=check.pk, status="changed",
+                       url=f"https://busy.example/p{n}")
+            for n in range(1100)
+        )  # fmt: skip
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    # Only the newest 1000 changes were read: the quiet monitor's older
+    # change went unmentioned, and the count said what was listed.
+    names = [entry["monitor"]["name"] for entry in message["monitors"]]
+    assert names == ["Busy crawl", "Quiet page"]
+    assert message["monitors"][0]["more"] == 1100 - digests.PAGES_PER_MONITOR
+    assert message["changes"] == 1101
+    assert messages.title(message) == "Pagewatch digest: 1101 meaningful changes"
