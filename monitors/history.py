@@ -471,6 +471,8 @@ def atom_changes(team: Team, monitor: Monitor | None = None) -> list[PageResult]
             "packed_diff", "stored_diff", "previous_snapshot", "current_snapshot",
             "created_at",
         )
+        # What a search result became (an entry names a new match so).
+        .annotate(search_status=KT("metadata__searchStatus"))
     )  # fmt: skip
     grouped = _group_pages(checks, pages)
     listed = [page for check in checks for page in grouped[check.pk]]

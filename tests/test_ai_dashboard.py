@@ -154,6 +154,42 @@ def test_a_page_too_long_for_extraction_is_extracted_in_part_and_says_so(
     assert "too long for the AI model to read whole" in detail
 
 
+def test_a_page_too_long_for_its_summary_is_summarized_in_part_and_says_so(
+    web, team, site, model, settings
+):
+    settings.LLM_MAX_INPUT_TOKENS = 2000
+    items = "".join(f"<p>Item {n}: {n} in stock</p>" for n in range(400))
+    formats = ["markdown", "summary"]
+    monitor, _ = watch(team, site, goal=None, scrape_options={"formats": formats})
+    site.html("/pricing", "Pricing", PLANS + items)
+    first = run(monitor).pages.get()
+    # The same page again: its summary is reused, and still of a part.
+    again = run(monitor).pages.get()
+
+    detail = web.get(first.get_absolute_url()).content.decode()
+
+    [request] = model.bodies
+    assert "[the rest of the page was left out]" in data_block(request)
+    assert first.summary
+    assert first.metadata["summarizedInPart"] is True
+    assert again.status == PageResult.Status.SAME
+    assert again.metadata["summarizedInPart"] is True
+    assert "too long for the AI model to read whole: this summary" in detail
+
+
+def test_a_page_that_fits_is_not_said_to_be_summarized_in_part(web, team, site, model):
+    monitor, _ = watch(
+        team, site, goal=None, scrape_options={"formats": ["markdown", "summary"]}
+    )
+    page = run(monitor).pages.get()
+
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert page.summary
+    assert "summarizedInPart" not in page.metadata
+    assert "to read whole" not in detail
+
+
 def test_a_page_that_fits_is_not_said_to_be_extracted_in_part(web, team, site, model):
     formats = [{"type": "json", "schema": PLANS_SCHEMA}]
     monitor, _ = watch(team, site, goal=None, scrape_options={"formats": formats})

@@ -98,6 +98,18 @@ def make_channel(team, monitor=None, **fields: Any) -> Channel:
     return channel
 
 
+def slack_said(block: dict[str, Any]) -> str:
+    """What a reader sees of one Slack block: a section's or header's text,
+    or a rich text block's words (its links show their words)."""
+    if "text" in block:
+        return block["text"]["text"]
+    return "".join(
+        element["text"]
+        for section in block.get("elements") or []
+        for element in section["elements"]
+    )
+
+
 def daily_digest_channel(team: Team, monitor: Monitor) -> Channel:
     """A channel of the test kind that gets a daily digest at 09:00 in the
     team's time zone, scheduled as saving it does."""
@@ -625,13 +637,13 @@ def test_a_page_address_with_a_pipe_cannot_choose_its_slack_link_text():
         "link": "https://pagewatch.example/monitors/1/checks/2/",
     }
 
-    section = slack.blocks(message)[1]["text"]["text"]
+    [section] = slack.blocks(message)[1]["elements"]
+    link = section["elements"][0]
 
-    # Slack reads <target|words>: the page's "|" stays in the target.
-    assert section.startswith(
-        "*<https://evil.example/x%7Chttps://bank.example/login|"
-        "https://evil.example/x|https://bank.example/login>*"
-    )
+    # A link is its own element: a page's "|" cannot end its target early
+    # and choose the words shown for it.
+    assert link["type"] == "link"
+    assert link["url"] == link["text"] == disguised
 
 
 def test_page_words_in_a_slack_message_are_never_made_links_or_mentions_by_slack():
@@ -663,17 +675,19 @@ def test_page_words_in_a_slack_message_are_never_made_links_or_mentions_by_slack
         ],
     }
 
-    texts = [
-        block["text"]
-        for shaped in (message, digest)
-        for block in slack.blocks(shaped)[1:]
-    ]
+    blocks = [block for shaped in (message, digest) for block in slack.blocks(shaped)]
+    texts = [block["text"] for block in blocks if block["type"] == "section"]
 
     # Verbatim: Slack leaves bare addresses, #channels and @mentions as typed
-    # (its default turns them into links and pings); our own <url|words>
-    # links still work.
+    # in our mrkdwn (its default turns them into links and pings); our own
+    # <url|words> links still work. Page words go in rich text, which makes
+    # no links or mentions of its own.
     assert texts and all(text["verbatim"] is True for text in texts)
     assert any("<https://pagewatch.example/" in text["text"] for text in texts)
+    mrkdwn = json.dumps(texts)
+    for words in ("evil.example", "@channel", "#general", "www.evil.example"):
+        assert words not in mrkdwn
+        assert words in json.dumps(blocks)
 
 
 def test_page_text_sent_to_an_apprise_service_that_reads_html_arrives_as_text(
@@ -797,19 +811,18 @@ def test_a_busy_digest_names_every_monitor_in_slack_within_its_limits():
 
     blocks = slack.blocks(digest_of(monitors=4, pages=20))
 
-    texts = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    texts = [slack_said(b) for b in blocks[1:]]
     said = "\n".join(texts)
     # Slack takes 50 blocks and 3000 characters a section; one section cut at
     # its limit dropped every monitor after the first few pages, mid-link.
     assert len(blocks) <= 50
     assert all(len(text) <= 3000 for text in texts)
-    assert all(text.count("<") == text.count(">") for text in texts)
     for m in range(4):
         assert f"Shop {m}" in said
         assert f"https://shop{m}.example/products/item-0" in said
     assert "more" in said
     # A new page has no diff: its link says where it goes.
-    new_page = next(line for line in said.splitlines() if "item-1|" in line)
+    new_page = next(line for line in said.splitlines() if "item-1 " in line)
     assert "(new page)" in new_page and "see the diff" not in new_page
 
 
@@ -867,10 +880,10 @@ def test_slack_says_why_a_page_failed_and_offers_a_diff_only_for_a_change(
     queued.run()
 
     sections = {
-        url: block["text"]["text"]
+        url: slack_said(block)
         for block in slack.posted[0]["blocks"][1:]
         for url in ("pricing", "careers", "broken")
-        if f"example.com/{url}|" in block.get("text", {}).get("text", "")
+        if slack_said(block).startswith(f"https://example.com/{url} ")
     }
     # The reader is told why, in the dashboard's words, as Apprise tells it.
     assert "The page took too long to answer." in sections["broken"]
@@ -952,9 +965,9 @@ def test_a_change_with_sixty_failed_searches_stays_within_slacks_fifty_blocks():
 
     # Slack refuses a message of more than 50 blocks whole: it never arrives.
     assert len(blocks) == 50
-    said = [b["text"]["text"] for b in blocks if b["type"] == "section"]
-    assert "item-9|" in said[9]
-    shown = sum(1 for text in said if text.startswith("*Web search:*"))
+    said = [slack_said(b) for b in blocks[1:]]
+    assert said[9].startswith("https://shop.example/item-9 ")
+    shown = sum(1 for text in said if text.startswith("Web search:"))
     # The failures left out join the pages already left out in one count.
     assert said[-2] == f"…and {3 + 60 - shown} more."
     assert "Open the check in Pagewatch" in said[-1]
@@ -1161,10 +1174,11 @@ def test_chat_says_a_failed_target_once_not_failed_twice():
         "failures": [{"label": "Web search", "reason": "The web search failed."}]
     }
 
-    said = messages.text(message) + json.dumps(slack.blocks(message))
+    in_slack = "\n".join(slack_said(b) for b in slack.blocks(message))
+    said = messages.text(message) + in_slack
     assert "failed: The web search failed" not in said
     assert "- Web search: The web search failed." in messages.text(message)
-    assert "*Web search:* The web search failed." in said
+    assert "Web search: The web search failed." in in_slack
 
 
 def test_a_failing_alert_after_one_failed_check_says_its_last_check_failed(
@@ -1251,8 +1265,8 @@ def test_a_digest_says_a_change_was_not_judged_as_change_messages_do(
     message = json.loads(made.body)
     said = messages.text(message)
     assert "- https://example.com/pricing (not judged)\n" in said
-    blocks = json.dumps(slack.blocks(message), ensure_ascii=False)
-    assert "|https://example.com/pricing> (not judged) (" in blocks
+    blocks = "\n".join(slack_said(b) for b in slack.blocks(message))
+    assert "• https://example.com/pricing (not judged) (" in blocks
     # The judge's failure is a server matter: no setting names for the team.
     for text in (said, blocks):
         assert "LLM_" not in text and "Not judged:" not in text
@@ -1281,8 +1295,8 @@ def test_a_digest_of_every_change_marks_the_ones_judged_unimportant(
     said = messages.text(message)
     assert "- https://example.com/x (judged unimportant): " in said
     assert "- https://example.com/pricing: " in said
-    blocks = json.dumps(slack.blocks(message), ensure_ascii=False)
-    assert "|https://example.com/x> (judged unimportant): " in blocks
+    blocks = "\n".join(slack_said(b) for b in slack.blocks(message))
+    assert "• https://example.com/x (judged unimportant): " in blocks
 
 
 def test_a_failing_alert_never_sends_an_exceptions_text(team, pigeon, scenario, queued):
@@ -1292,3 +1306,240 @@ def test_a_failing_alert_never_sends_an_exceptions_text(team, pigeon, scenario, 
 
     assert "Errno" not in said and "httpx" not in said
     assert "Last error: Something went wrong on our side" in said
+
+
+def slack_texts(blocks: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Every piece of text in Slack blocks as (how Slack reads it, text):
+    ("mrkdwn", …) and ("plain_text", …) text objects, ("rich", …) rich text
+    elements, which Slack shows exactly as given."""
+    found: list[tuple[str, str]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text"):
+                found.append((node["type"], node["text"]))
+            elif node.get("type") in ("text", "link"):
+                found.append(("rich", node["text"]))
+            else:
+                walk(list(node.values()))
+
+    walk(blocks)
+    return found
+
+
+def test_slack_shows_page_words_with_its_formatting_characters_as_typed():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    # Slack's mrkdwn has no escape for *, _ and ~: in a mrkdwn text they
+    # turn page words bold, italic or struck through, or end our own styling.
+    reason = "The *Pro* plan_price went from ~$19 to <b>$24</b> & more"
+    before, after = "Pro *$19* _monthly_", "Pro ~$24~ <new>"
+    page = {
+        "url": "https://shop.example/plans_and_prices",
+        "label": "changed (meaningful)",
+        "status": "changed",
+        "reason": reason,
+        "before": before,
+        "after": after,
+        "link": "https://pagewatch.example/monitors/1/checks/2/pages/3/",
+    }
+    failure = {"label": "Web search", "reason": "“*acme*” found_nothing"}
+    message = {
+        "type": messages.CHANGE,
+        "monitor": {"name": "Prices"},
+        "pages": [page],
+        "failures": [failure],
+        "link": "https://pagewatch.example/monitors/1/checks/2/",
+    }
+    digest = {
+        "type": messages.DIGEST,
+        "since": "2026-06-08T09:00:00+00:00",
+        "monitors": [
+            {"monitor": {"name": "*Shop* & co", "link": page["link"]}, "pages": [page]}
+        ],
+    }
+
+    for shaped in (message, digest):
+        texts = slack_texts(slack.blocks(shaped)[1:])
+        rich = [text for how, text in texts if how == "rich"]
+        mrkdwn = "\n".join(text for how, text in texts if how == "mrkdwn")
+        for words in (reason, page["url"]):
+            assert any(words in text for text in rich)
+            assert words not in mrkdwn
+    said = slack_texts(slack.blocks(message))
+    for words in (before, after, "“*acme*” found_nothing"):
+        assert any(words in text for how, text in said if how == "rich")
+        assert not any(words in text for how, text in said if how != "rich")
+    digest_said = slack_texts(slack.blocks(digest))
+    assert ("rich", "*Shop* & co") in digest_said
+
+
+def test_slacks_notification_text_escapes_what_slack_reads_as_links_and_pings():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    message = change_with_failures(0) | {"monitor": {"name": "<!channel> A&B"}}
+
+    # Slack reads "<…>" in a message's text as a link or a ping to everyone.
+    assert slack.fallback(message) == ("&lt;!channel&gt; A&amp;B: " + message["counts"])
+    assert messages.title(message).startswith("<!channel> A&B")
+
+
+def test_a_failing_alert_in_slack_links_to_the_monitor():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    link = "https://pagewatch.example/monitors/1/"
+    message = {
+        "type": messages.FAILING,
+        "monitor": {"name": "Prices_EU *live*", "link": link},
+        "failures": 3,
+        "error": "The site refused access (HTTP 403).",
+        "link": link,
+    }
+
+    texts = slack_texts(slack.blocks(message))
+    # Verbatim mrkdwn leaves a bare address as text: the reader had no link.
+    assert any(how == "mrkdwn" and f"<{link}|" in text for how, text in texts)
+    assert any(
+        how == "rich" and text.startswith("Prices_EU *live* is failing")
+        for how, text in texts
+    )
+
+
+def test_a_search_result_that_could_not_be_judged_is_told_as_one_not_as_a_page(
+    team, pigeon, scenario, queued
+):
+    from checks.notify import messages
+
+    monitor = make_monitor(team, goal="Prices")
+    make_channel(
+        team, monitor, kind="pigeon", settings={"loft": "north"}, events=["change"]
+    )
+    unjudged = {
+        "metadata": {"searchStatus": "skipped"},
+        "error_kind": "not_judged",
+        "error": "This result could not be judged against the goal: HTTP 500",
+    }
+    scenario.run(
+        monitor,
+        [
+            ("https://example.com/pricing", "changed", {"judgment": judged(True)}),
+            ("https://example.com/gone", "error", {"error_kind": "timeout"}),
+            ("https://news.example/a", "new", {"metadata": {"searchStatus": "alert"}}),
+            ("https://news.example/b", "error", unjudged),
+            ("https://news.example/c", "error", unjudged),
+        ],
+    )
+    queued.run()
+
+    [message] = pigeon.flown
+    # A monitor watching pages and a web search: the results the judge could
+    # not read are search results, said in the dashboard's words.
+    assert message["counts"] == (
+        "1 page changed (1 meaningful), 1 new match, 1 page with an error, "
+        "2 search results could not be judged"
+    )
+    said = messages.text(message)
+    assert "- https://news.example/b — could not be judged\n" in said
+    assert "- https://example.com/gone — could not be checked\n" in said
+
+
+def test_a_digest_names_a_new_match_and_tells_of_a_page_removed(team, pigeon, scenario):
+    import time_machine
+
+    from checks.notify import digests, messages
+    from checks.notify.kinds import slack
+
+    match = {"metadata": {"searchStatus": "alert"}}
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        monitor = make_monitor(team, goal="Prices")
+        daily_digest_channel(team, monitor)
+        scenario.run(
+            monitor,
+            [
+                ("https://news.example/launch", "new", match),
+                ("https://example.com/careers", "new"),
+                ("https://example.com/old-plan", "removed"),
+            ],
+        )
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    said = messages.text(message)
+    in_slack = "\n".join(slack_said(b) for b in slack.blocks(message))
+    # As change messages say them: a page gone is news too.
+    for text in (said, in_slack):
+        assert "https://news.example/launch (new match)" in text
+        assert "https://example.com/careers (new page)" in text
+        assert "https://example.com/old-plan (removed)" in text
+
+
+def test_the_slack_picker_lists_a_big_workspaces_channels_past_the_first_page(slack):
+    from checks.notify.kinds.slack import list_channels
+
+    def page(channel: str, cursor: str) -> tuple[int, dict, dict]:
+        found = {"ok": True, "channels": [{"id": channel, "name": channel.lower()}]}
+        return 200, {}, found | {"response_metadata": {"next_cursor": cursor}}
+
+    slack.next_answers = [page("C111", "dXNlcjpVMEc5V0ZYTlo="), page("C333", "")]
+
+    # Slack answers a page at a time: the channel a team wants may be on the
+    # second, and the dashboard's picker is the only way to choose it.
+    assert [c["id"] for c in list_channels()] == ["C111", "C333"]
+
+
+def test_a_page_address_too_long_for_a_slack_link_is_shown_as_text():
+    from checks.notify.kinds import slack
+
+    long_url = "https://shop.example/search?q=" + "x" * 3500
+    message = change_with_failures(0, pages=1)
+    message["pages"][0]["url"] = long_url
+
+    [section] = slack.blocks(message)[1]["elements"]
+
+    # Block Kit takes addresses of up to 3000 characters; a longer one got
+    # the whole message refused (invalid_blocks), so it never arrived. The
+    # address is shown as text; the link to the diff stays.
+    first = section["elements"][0]
+    assert first == {"type": "text", "text": long_url, "style": {"bold": True}}
+    assert section["elements"][-1]["type"] == "link"
+
+
+def test_a_busy_weeks_digest_names_every_monitor_and_counts_every_change(
+    team, pigeon, scenario
+):
+    import time_machine
+
+    from checks.models import PageResult
+    from checks.notify import digests, messages
+
+    with time_machine.travel(datetime(2026, 3, 2, 6, 0, tzinfo=UTC), tick=False):
+        quiet = make_monitor(team, name="Quiet page")
+        busy = make_monitor(team, name="Busy crawl")
+        channel = daily_digest_channel(team, quiet)
+        MonitorChannel.objects.create(monitor=busy, channel=channel)
+        scenario.run(quiet, [("https://example.com/terms", "changed")])
+    with time_machine.travel(datetime(2026, 3, 2, 7, 0, tzinfo=UTC), tick=False):
+        check = scenario.start(busy)
+        PageResult.objects.bulk_create(
+            PageResult(check_run=check, target_id=check.pk, status="changed",
+                       url=f"https://busy.example/p{n}")
+            for n in range(1100)
+        )  # fmt: skip
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        [made] = digests.queue_due(datetime.now(UTC))
+
+    message = json.loads(made.body)
+    # Only the newest 1000 changes were read: the quiet monitor's older
+    # change went unmentioned, and the count said what was listed.
+    names = [entry["monitor"]["name"] for entry in message["monitors"]]
+    assert names == ["Busy crawl", "Quiet page"]
+    assert message["monitors"][0]["more"] == 1100 - digests.PAGES_PER_MONITOR
+    assert message["changes"] == 1101
+    assert messages.title(message) == "Pagewatch digest: 1101 meaningful changes"

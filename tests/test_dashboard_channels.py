@@ -557,3 +557,58 @@ def test_the_apprise_address_field_says_what_it_is_with_examples(web):
     assert label and label[1].strip() == "Service address (Apprise URL)"
     for service in ("Microsoft Teams", "Discord", "Telegram"):
         assert service in page.split('id="help-url"', 1)[1].split("</p>", 1)[0]
+
+
+def test_editing_a_slack_channel_missing_from_the_picker_keeps_its_channel(
+    web, team, site, settings
+):
+    from tests.test_channels import FakeSlack
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    fake = FakeSlack(site)  # lists #pricing (C111) and #alerts (C222)
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = fake.url
+    # Archived since, or past the first page of a big workspace's channels.
+    channel = Channel.objects.create(
+        team=team,
+        name="Ops",
+        kind="slack",
+        settings={"channelId": "C999", "channelName": "ops"},
+        events=["meaningful"],
+    )
+
+    form = web.get(f"/channels/{channel.pk}/").content.decode()
+
+    # A browser sends the selected option, or the first one when none is:
+    # saving any other change moved the channel to #pricing unasked.
+    select = re.search(r'<select id="setting-channelId".*?</select>', form, re.S)
+    assert select is not None
+    selected = re.findall(r'<option value="(\w+)" selected>', select[0])
+    assert selected == ["C999"]
+    assert "#ops" in select[0]
+
+
+def test_a_slack_channel_picked_from_the_list_says_where_it_posts(
+    web, team, site, settings
+):
+    from tests.test_channels import FakeSlack
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    fake = FakeSlack(site)  # lists #pricing (C111) and #alerts (C222)
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = fake.url
+
+    form = web.get("/channels/new/?kind=slack").content.decode()
+    web.post(
+        "/channels/new/",
+        {"kind": "slack", "name": "Ops", "setting_channelId": "C222",
+         "events": ["meaningful"], "digest": "", "failing_after": "3"},
+    )  # fmt: skip
+
+    # The picker names the channel: no second field to type its name into.
+    assert 'name="setting_channelName"' not in form
+    channel = Channel.objects.get(team=team)
+    assert channel.settings == {"channelId": "C222", "channelName": "alerts"}
+    page = html.unescape(web.get("/channels/").content.decode())
+    # Several Slack channels of one team read apart by where they post.
+    assert "Slack (app): #alerts" in page

@@ -257,6 +257,53 @@ def test_every_change_counts_as_meaningful_when_the_monitor_does_not_judge(
     assert "does not judge its changes" in entry.summary
 
 
+def test_a_web_searchs_new_match_is_an_entry_named_as_a_match_not_a_page(
+    client, monitor
+):
+    check = make_check(monitor, new=2)
+    make_page(
+        check,
+        "https://news.example/launch",
+        status="new",
+        metadata={"searchStatus": "alert"},
+        **judged(True, "The page reports the launch."),
+    )
+    make_page(check, "https://example.com/added", status="new")
+
+    entries = {e.title: e for e in read(client, path_of(monitor.feed_url)).entries}
+
+    match = entries["New match: https://news.example/launch"]
+    assert "Why it matters: The page reports the launch." in match.summary
+    added = entries["New page: https://example.com/added"]
+    # A new page or match has no earlier text to compare: its link opens it.
+    for entry in (match, added):
+        assert "See what changed" not in entry.summary
+        assert "Open it in Pagewatch" in entry.summary
+
+
+def test_control_characters_from_a_page_or_a_name_do_not_break_the_feed(client, team):
+    # A PDF's text holds form feeds; names and quotes may hold other control
+    # characters, which XML cannot: the feed answered 500 to every reader.
+    monitor = make_monitor(team, name="Prices\x0bEU", goal="Prices", judgeEnabled=True)
+    check = make_check(monitor, changed=1)
+    quote = {"type": "modified", "before": "10\x1bEUR", "after": "12", "reason": "r"}
+    make_page(
+        check,
+        "https://example.com/price-list.pdf",
+        before="Price\x0c 10 EUR\n",
+        after="Price\x0c 12 EUR\n",
+        **judged(True, "The price went up.", changes=[quote]),
+    )
+
+    feed = read(client, path_of(monitor.feed_url))
+    team_feed = read(client, path_of(team.feed_url))
+
+    assert feed.feed.title == "PricesEU: changes found by Pagewatch"
+    [entry] = feed.entries
+    assert "+ 12 EUR" in entry.summary and "10EUR" in entry.summary
+    assert len(team_feed.entries) == 1
+
+
 def test_the_team_feed_lists_every_monitor_of_the_team_and_no_other(
     client, team, other_team, monitor
 ):

@@ -16,7 +16,7 @@ from checks.models import Check
 from checks.notify import messages
 from tests.notifying import firecrawl_signature_ok, webhook_config
 from tests.searching import EARNINGS, LAUNCH, hit
-from tests.test_channels import FakeSlack, make_channel
+from tests.test_channels import FakeSlack, make_channel, slack_said
 from tests.test_search_checks import make_monitor
 
 pytest_plugins = ["tests.notifying", "tests.searching"]
@@ -172,8 +172,8 @@ def test_slack_hears_a_failed_query_beside_a_new_match_and_a_failed_search_alone
     queued.run()
 
     [change] = slack.posted
-    blocks = json.dumps(change["blocks"], ensure_ascii=False)
-    assert "*Web search:* The web search failed:" in blocks
+    blocks = "\n".join(slack_said(block) for block in change["blocks"])
+    assert "Web search: The web search failed:" in blocks
     assert "“broken”: None of SearXNG" in blocks
     assert launch in blocks
 

@@ -82,6 +82,12 @@ def extracted_in_part(llm: LLM, extraction: Extraction, markdown: str) -> bool:
     return len(markdown) > _room(llm, _reserved(extraction))
 
 
+def summarized_in_part(llm: LLM, markdown: str) -> bool:
+    """Whether the page is too long for summarize() to show the model whole:
+    its summary is then of the part that fit."""
+    return len(markdown) > _room(llm, 0)
+
+
 async def summarize(llm: LLM, markdown: str) -> str:
     """A short summary of the page; raises checks.ai.LLMError when none came."""
     text, block = _page(markdown, llm, 0)

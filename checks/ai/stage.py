@@ -232,6 +232,7 @@ class Enricher:
     async def _summarize(self, page: Page, derived: dict[str, Any]) -> None:
         outcome = page.outcome
         reused, summary = page.reused("summary", extracting.SUMMARY_KEY)
+        previous = page.previous.get("summary")
         if not reused:
             if not llm_available() or page.text is None:
                 return  # listed in metadata.notApplied when there is no model
@@ -242,6 +243,15 @@ class Enricher:
                 return
         outcome.judged.summary = summary
         derived["summary"] = {"key": extracting.SUMMARY_KEY, "value": summary}
+        # A reused summary was made from the same text: of as much of it.
+        if reused:
+            in_part = isinstance(previous, dict) and previous.get("inPart") is True
+        else:
+            assert page.text is not None
+            in_part = extracting.summarized_in_part(self.llm, page.text)
+        if in_part:
+            outcome.metadata["summarizedInPart"] = True
+            derived["summary"]["inPart"] = True
 
     # --- 3. The judge ----------------------------------------------------------
 

@@ -14,7 +14,8 @@ from datetime import datetime, time, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, F, Q, Window
+from django.db.models.functions import RowNumber
 
 from checks.models import PageResult
 from checks.notify import channels, messages
@@ -84,14 +85,35 @@ def _changes(
         # Half-open, so a change at the moment one digest ends is in the next.
         created_at__gte=since,
         created_at__lt=until,
-        status__in=(PageResult.Status.CHANGED, PageResult.Status.NEW),
+        # A page gone is news as a new one is; change messages tell of both.
+        status__in=(
+            PageResult.Status.CHANGED,
+            PageResult.Status.NEW,
+            PageResult.Status.REMOVED,
+        ),
     )
     if not channel.wants(Channel.Event.CHANGE):
         # A change the judge called noise is no news; unjudged ones are.
         rows = rows.filter(~Q(verdict=PageResult.Verdict.NOISE))
-    rows = rows.select_related("check_run__monitor").order_by("-created_at")
+    # Each monitor's newest PAGES_PER_MONITOR, and how many it has in all,
+    # in one query: a cap on rows instead left out every monitor whose
+    # changes were older than a busy one's newest thousand.
+    by_monitor = [F("check_run__monitor_id")]
+    rows = (
+        rows.annotate(
+            rank=Window(
+                RowNumber(),
+                partition_by=by_monitor,
+                order_by=[F("created_at").desc(), F("id").desc()],
+            ),
+            of_monitor=Window(Count("id"), partition_by=by_monitor),
+        )
+        .filter(rank__lte=PAGES_PER_MONITOR)
+        .select_related("check_run__monitor")
+        .order_by("-created_at", "-id")
+    )
     grouped: dict[Any, dict[str, Any]] = {}
-    for page in rows[:1000]:
+    for page in rows:
         monitor = page.check_run.monitor
         entry = grouped.setdefault(
             monitor.pk,
@@ -102,12 +124,9 @@ def _changes(
                     "link": absolute(monitor.get_absolute_url()),
                 },
                 "pages": [],
-                "more": 0,
+                "more": page.of_monitor - min(page.of_monitor, PAGES_PER_MONITOR),
             },
         )
-        if len(entry["pages"]) >= PAGES_PER_MONITOR:
-            entry["more"] += 1
-            continue
         judgment = page.judgment if isinstance(page.judgment, dict) else {}
         # As change messages say it: a judge that failed gave no reason worth
         # telling (its own failure, in a server's terms), only that it did.
@@ -118,6 +137,8 @@ def _changes(
                 "status": page.status,
                 "reason": None if not_judged else (judge_reason(judgment) or None),
                 "notJudged": not_judged,
+                # A web search's new result: a new match, not a new page.
+                "match": (page.metadata or {}).get("searchStatus") == "alert",
                 # Listed only in a digest of every change: said so, as the
                 # change messages label it.
                 "unimportant": page.verdict == PageResult.Verdict.NOISE,

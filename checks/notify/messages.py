@@ -151,7 +151,8 @@ def digest(
         "timeZone": time_zone,
         "meaningfulOnly": meaningful_only,
         "monitors": monitors,
-        "changes": sum(len(m["pages"]) for m in monitors),
+        # Every change, the ones past a monitor's list ("…and N more") too.
+        "changes": sum(len(m["pages"]) + int(m.get("more") or 0) for m in monitors),
     }
 
 

@@ -15,6 +15,7 @@ from django.db.models.fields.json import KT
 
 from checks.errors import ErrorKind, error_words, is_raw
 from checks.notify.texts import http_href, one_line
+from checks.summary import SEARCH_WORDS
 from monitors.search_provider import in_message_words
 from monitors.target_kinds import TargetFailure
 
@@ -66,6 +67,9 @@ class PageLine:
     not_judged: bool = False
     # A web search's new match (a `new` page on the wire).
     search_match: bool = False
+    # A web search's result that could not be judged (an `error` page on the
+    # wire): a search result, not a page of the monitor's.
+    unjudged_result: bool = False
     blocked: bool = False
 
     @property
@@ -82,7 +86,11 @@ class PageLine:
     def label(self) -> str:
         if self.status == "error":
             # "error" is the API's status; the line below it says why.
-            return BLOCKED_WORDS if self.blocked else "could not be checked"
+            if self.blocked:
+                return BLOCKED_WORDS
+            if self.unjudged_result:
+                return SEARCH_WORDS["skipped"][1]
+            return "could not be checked"
         if self.status == "changed" and self.not_judged:
             return "changed (not judged)"
         if self.status == "changed" and self.meaningful is True:
@@ -161,12 +169,15 @@ class ChangeReport:
             parts.append(f"{n} new page{'s' if n != 1 else ''}")
         if n := self.counts["removed"]:
             parts.append(f"{_pages(n)} removed")
-        if n := self.counts["error"]:
+        if n := self.counts["error"] - self.unjudged_results:
             blocked = sum(1 for p in self.pages if p.status == "error" and p.blocked)
             of_them = f" ({blocked} {BLOCKED_WORDS})" if blocked else ""
             parts.append(
                 f"{_pages(n)} with {'errors' if n != 1 else 'an error'}{of_them}"
             )
+        if n := self.unjudged_results:
+            words = SEARCH_WORDS["skipped"]
+            parts.append(f"{n} search result{'s' if n != 1 else ''} {words[1]}")
         for label, n in Counter(f.label for f in self.failures).items():
             parts.append(
                 f"{label.lower()} failed" + (f" ({n} targets)" if n > 1 else "")
@@ -177,6 +188,13 @@ class ChangeReport:
     def matches(self) -> int:
         """New pages that are a web search's new matches."""
         return sum(1 for p in self.pages if p.status == "new" and p.search_match)
+
+    @property
+    def unjudged_results(self) -> int:
+        """Errors that are a web search's results the judge could not read,
+        counted apart from the monitor's pages (a blocked one stays a page
+        the site blocked)."""
+        return sum(1 for p in self.pages if p.status == "error" and p.unjudged_result)
 
     @property
     def only_new(self) -> bool:
@@ -268,6 +286,7 @@ def change_report(check: Check) -> ChangeReport:
         line.not_judged = not_judged
         line.search_match = found == "alert"
         line.blocked = status == "error" and site_blocked(code, kind)
+        line.unjudged_result = found == "skipped" and not line.blocked
         pages.append(line)
     pages.sort(key=lambda p: p.rank)
     failures = [

@@ -39,7 +39,7 @@ MODEL_FORMATS = frozenset({"json", "summary"})
 PER_CHECK_METADATA = (
     "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
     "actions", "blockedRequests", "judgedInPart", "extractedInPart",
-    "summaryError",
+    "summaryError", "summarizedInPart",
 )  # fmt: skip
 FETCHED_BECAUSE = {
     Via.OPTIONS: "Its options need a browser ({detail}).",

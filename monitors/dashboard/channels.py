@@ -167,7 +167,7 @@ def plain_errors(errors: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
+def _workspace_channels(kind: kinds.ChannelKind) -> list[dict[str, str]]:
     """The workspace's channels to pick from, when the kind has a picker and
     can reach Slack; nothing (a plain id field) otherwise."""
     if (
@@ -180,6 +180,33 @@ def _slack_choices(kind: kinds.ChannelKind) -> list[dict[str, str]]:
         return list_channels()
     except DeliveryError:
         return []
+
+
+def _named_by_picker(data: dict[str, Any], listed: list[dict[str, str]]) -> None:
+    """The picked channel's name, as Slack lists it, for the Channels page to
+    say where the channel posts: the picker replaces a field to type it in,
+    which was left empty or went stale when another channel was picked."""
+    settings = data["settings"]
+    for found in listed:
+        if found["id"] == settings.get("channelId"):
+            settings["channelName"] = found["name"]
+
+
+def _slack_choices(
+    listed: list[dict[str, str]], fields: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """The picker's options: the channel's own first when Slack did not list
+    it (archived since, or past the pages the picker reads): a browser sends
+    the first option when none is selected, so saving any other change moved
+    the channel elsewhere."""
+    if not listed:
+        return []
+    listed = list(listed)
+    given = {f["key"]: f["value"] for f in fields}
+    current = given.get("channelId") or ""
+    if current and all(c["id"] != current for c in listed):
+        listed.insert(0, {"id": current, "name": given.get("channelName") or current})
+    return listed
 
 
 @require_http_methods(["GET", "POST"])
@@ -200,8 +227,10 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         )
     errors: dict[str, Any] = {}
     choices = kind.choices(request.team)
+    listed = _workspace_channels(kind)
     if request.method == "POST":
         data = _form_data(request, kind, choices)
+        _named_by_picker(data, listed)
         serializer = ChannelInputSerializer(
             data=data,
             context={"channel": channel, "team": request.team},
@@ -220,18 +249,19 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         errors = serializer.errors
     shown = kind.shown_for(channel.team, channel.settings) if channel else {}
     problems = plain_errors(errors)
+    fields = _setting_fields(request, kind, shown, errors, choices)
     context = {
         "channel": channel,
         "kind": kind,
         "kinds": kinds.all_kinds(),
-        "fields": _setting_fields(request, kind, shown, errors, choices),
+        "fields": fields,
         "errors": errors,
         "field_errors": problems,
         "error_links": [
             (ERROR_ANCHORS.get(field), problem) for field, problem in problems.items()
         ],
         "unavailable": kind.unavailable_notice(),
-        "slack_channels": _slack_choices(kind),
+        "slack_channels": _slack_choices(listed, fields),
         "event_choices": Channel.Event.choices,
         "judge_available": judge_available(),
         "chosen_events": request.POST.getlist("events")

@@ -35,6 +35,9 @@ from teams.activity import Actor, Kind, record
 
 # What new_feed_token makes; anything else is refused before any query.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{20,64}")
+# The control characters XML 1.0 cannot hold (all but tab and line breaks),
+# as Django's XML writer refuses them.
+NOT_IN_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 QUOTES_SHOWN = 3
 
 
@@ -71,6 +74,11 @@ class Change:
     @staticmethod
     def _mark(page: PageResult) -> tuple[str, tuple[str, ...]]:
         if page.status == PageResult.Status.NEW:
+            # A web search's new result, called a match as messages and the
+            # dashboard call it.
+            # (search_status: annotated by history.atom_changes)
+            if page.search_status == "alert":
+                return "New match", ("new",)
             return "New page", ("new",)
         if page.status == PageResult.Status.REMOVED:
             return "Page removed", ("removed",)
@@ -106,6 +114,11 @@ class Change:
         return http_href(self.page.url)
 
     @property
+    def has_diff(self) -> bool:
+        """Only a changed page has earlier text to compare with."""
+        return self.page.status == PageResult.Status.CHANGED
+
+    @property
     def diff_url(self) -> str:
         return absolute(self.page.get_absolute_url())
 
@@ -132,6 +145,14 @@ def _quotes(judgment: dict[str, Any]) -> tuple[tuple[str, str], ...]:
         for c in cited[:QUOTES_SHOWN]
         if isinstance(c, dict)
     )
+
+
+def _xml_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return NOT_IN_XML.sub("", value)
+    if isinstance(value, list | tuple):
+        return type(value)(_xml_safe(part) for part in value)
+    return value
 
 
 def _line_kind(line: str) -> str:
@@ -163,6 +184,18 @@ class ChangeFeed(Feed):
         # The address is a credential: not for search engines.
         response["X-Robots-Tag"] = "noindex"
         return response
+
+    def get_feed(self, obj: Any, request: HttpRequest) -> Any:
+        """The feed with the control characters XML cannot hold left out of
+        every text: a page's text (a PDF's form feeds), a quote or a name
+        holding one made the whole feed an error for every reader."""
+        feed = super().get_feed(obj, request)
+        feed.feed = {key: _xml_safe(value) for key, value in feed.feed.items()}
+        feed.items = [
+            {key: _xml_safe(value) for key, value in item.items()}
+            for item in feed.items
+        ]
+        return feed
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {"change": kwargs["item"], "obj": kwargs["obj"]}

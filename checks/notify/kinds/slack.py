@@ -23,12 +23,13 @@ from checks.notify.kinds.base import (
     SettingsError,
 )
 from checks.notify.kinds.outbound import Attempt
-from checks.notify.texts import one_line
+from checks.notify.texts import http_href, one_line
 from checks.notify.transports import NOT_SET, response_excerpt
 from checks.targets.options import url_problem
 
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
+    from monitors.models import Team
 
 TOKEN_SETTING = "SLACK_BOT_TOKEN"  # noqa: S105 (a setting's name)
 # Slack's answers that a retry cannot change: the token or the channel is wrong.
@@ -57,6 +58,8 @@ SLACK_WORDS = {
 SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
 MAX_BLOCKS = 50  # and 50 blocks in a message.
 HEADER_CHARS = 150
+LINK_CHARS = 3000  # the longest address Block Kit takes
+PICKER_PAGES = 10  # of conversations.list: up to 2000 channels to pick from
 
 
 def token() -> str:
@@ -122,25 +125,42 @@ def answer_of(result: FetchResult) -> dict[str, Any]:
 
 
 def list_channels(limit: int = 200) -> list[dict[str, str]]:
-    """The workspace's channels the dashboard offers: [{id, name}]."""
-    answer = call(
-        "conversations.list",
-        {
+    """The workspace's channels the dashboard offers: [{id, name}]. Slack
+    answers a page at a time; pages are followed up to PICKER_PAGES, so a
+    big workspace's channels past the first page can be chosen too."""
+    found: list[dict[str, str]] = []
+    cursor = ""
+    for _ in range(PICKER_PAGES):
+        asked = {
             "limit": limit,
             "exclude_archived": True,
             "types": "public_channel,private_channel",
-        },
-    )
-    return [
-        {"id": str(c.get("id")), "name": str(c.get("name"))}
-        for c in answer.get("channels") or []
-        if isinstance(c, Mapping)
-    ]
+        }
+        answer = call(
+            "conversations.list", asked | ({"cursor": cursor} if cursor else {})
+        )
+        found.extend(
+            {"id": str(c.get("id")), "name": str(c.get("name"))}
+            for c in answer.get("channels") or []
+            if isinstance(c, Mapping)
+        )
+        more = answer.get("response_metadata")
+        cursor = str(more.get("next_cursor") or "") if isinstance(more, Mapping) else ""
+        if not cursor:
+            break
+    return found
 
 
 def _mrkdwn(text: str) -> str:
     # Slack's mrkdwn control characters, escaped as its docs ask.
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fallback(message: Mapping[str, Any]) -> str:
+    """The message's `text`, which Slack shows in notifications: it reads
+    "<…>" there as a link or a ping (a monitor named "<!channel>" would call
+    everyone), so it is escaped as mrkdwn is."""
+    return _mrkdwn(messages.title(message))
 
 
 def _link(url: str, label: str) -> str:
@@ -150,13 +170,52 @@ def _link(url: str, label: str) -> str:
 
 
 def _section(text: str) -> dict[str, Any]:
-    # Verbatim: Slack would otherwise turn bare addresses, #channels and
-    # @mentions in page text and the judge's words into links and pings; our
-    # own <url|words> links are kept either way.
+    """Our own words and links, in mrkdwn. Verbatim: Slack would otherwise
+    turn bare addresses, #channels and @mentions into links and pings; our
+    own <url|words> links are kept either way."""
     return {
         "type": "section",
         "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS], "verbatim": True},
     }
+
+
+# Words from pages, the judge and the team (titles, reasons, quotes, names)
+# go in rich text, which Slack shows exactly as given: mrkdwn has no escape
+# for "*", "_" and "~", so there they turned page words bold, italic or
+# struck through and broke our own styling around them. Rich text also makes
+# no links or mentions of its own.
+
+
+def _words(text: str, **style: bool) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": "text", "text": text}
+    if style:
+        element["style"] = style
+    return element
+
+
+def _rich_link(url: str, words: str, **style: bool) -> dict[str, Any]:
+    """A link, when `url` is an http(s) address (a failed search's "page" is
+    named, not addressed) that Block Kit takes (a longer one gets the whole
+    message refused); otherwise the words alone."""
+    if not http_href(url) or len(url) > LINK_CHARS:
+        return _words(words, **style)
+    element = {"type": "link", "url": url, "text": words}
+    if style:
+        element["style"] = style
+    return element
+
+
+def _rich(elements: list[dict[str, Any]]) -> dict[str, Any]:
+    # Slack refuses an empty text element.
+    kept = [e for e in elements if e.get("text") or e["type"] != "text"]
+    return {
+        "type": "rich_text",
+        "elements": [{"type": "rich_text_section", "elements": kept}],
+    }
+
+
+def _size(elements: list[dict[str, Any]]) -> int:
+    return sum(len(e.get("text") or "") + len(e.get("url") or "") for e in elements)
 
 
 def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -164,14 +223,22 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     a link to the diff) and failed targets, cut with "and N more"."""
     title = messages.title(message)
     out: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _header(title)}}
+        {
+            "type": "header",
+            # Plain text is shown as given ("&" stays "&"); without emoji
+            # a page's ":fire:" stays as typed too.
+            "text": {"type": "plain_text", "text": _header(title), "emoji": False},
+        }
     ]
     if message.get("type") == messages.CHANGE:
-        entries = [_page_section(page) for page in message.get("pages") or []]
+        entries = [_page_block(page) for page in message.get("pages") or []]
         entries.extend(
-            _section(
-                # The reason says it failed ("The web search failed: …").
-                f"*{_mrkdwn(failure['label'])}:* {_mrkdwn(failure['reason'])}"
+            # The reason says it failed ("The web search failed: …").
+            _rich(
+                [
+                    _words(f"{failure['label']}:", bold=True),
+                    _words(f" {failure['reason'] or ''}"),
+                ]
             )
             for failure in message.get("failures") or []
         )
@@ -184,8 +251,22 @@ def blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     elif message.get("type") == messages.DIGEST:
         out.extend(_digest_blocks(message))
     else:
-        out.append(_section(_mrkdwn(messages.text(message))))
+        out.extend(_said_blocks(message))
     return out
+
+
+def _said_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A failing, recovered or test message: its text, and its link as a
+    link (a bare address in verbatim text is not one)."""
+    text = messages.text(message)
+    link = message.get("link")
+    if not link:
+        return [_rich([_words(text)])]
+    text = text.removesuffix(link).rstrip()
+    return [
+        _rich([_words(text)]),
+        _section(_link(link, "Open the monitor in Pagewatch")),
+    ]
 
 
 def _header(title: str) -> str:
@@ -202,67 +283,76 @@ def _within(entries: list[Any], room: int, more: int = 0) -> list[Any]:
     return entries[: room - 1]
 
 
-def _page_section(page: Mapping[str, Any]) -> dict[str, Any]:
-    lines = [f"*{_link(page['url'], page['url'])}* — {_mrkdwn(page['label'])}"]
+def _page_block(page: Mapping[str, Any]) -> dict[str, Any]:
+    out = [
+        _rich_link(page["url"], page["url"], bold=True),
+        _words(f" — {page['label']}"),
+    ]
     if page.get("reason"):
-        lines.append(f"_{_mrkdwn(page['reason'])}_")
+        out += [_words("\n"), _words(page["reason"], italic=True)]
     # Why the page could not be checked, in the dashboard's words; a
     # blocked page's label already says it.
     if page.get("error") and not page.get("blocked"):
-        lines.append(_mrkdwn(page["error"]))
+        out.append(_words(f"\n{page['error']}"))
     if page.get("before") or page.get("after"):
-        lines.append(
-            f"~{_mrkdwn(page.get('before') or '')}~ → "
-            f"{_mrkdwn(page.get('after') or '')}"
-        )
+        out += [
+            _words("\n"),
+            _words(page.get("before") or "", strike=True),
+            _words(" → "),
+            _words(page.get("after") or ""),
+        ]
     # Only a changed page has a diff; the others open its result.
     words = "See the diff" if page.get("status") == "changed" else None
-    lines.append(_link(page["link"], words or "Open in Pagewatch"))
-    return _section("\n".join(lines))
+    out += [_words("\n"), _rich_link(page["link"], words or "Open in Pagewatch")]
+    return _rich(out)
 
 
 def _digest_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A section per monitor, each within Slack's size: one section for the
+    """A block per monitor, each within Slack's size: one block for the
     whole digest was cut at its limit, mid-link, and the monitors after the
     first few pages were never shown."""
     entries = list(message.get("monitors") or [])
     # Room for the header and this intro.
     shown = _within(entries, MAX_BLOCKS - 2)
     out = [_section(_mrkdwn(messages.digest_intro(message)))]
-    out.extend(_section(_digest_entry(entry)) for entry in shown)
+    out.extend(_rich(_digest_entry(entry)) for entry in shown)
     if rest := len(entries) - len(shown):
         out.append(_section(f"…and {rest} more monitors with changes."))
     return out
 
 
-def _digest_entry(entry: Mapping[str, Any]) -> str:
+def _digest_entry(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     monitor = entry["monitor"]
-    lines = [f"*{_link(monitor['link'], monitor['name'])}*"]
+    out = [_rich_link(monitor["link"], monitor["name"], bold=True)]
     pages = list(entry.get("pages") or [])
     # What "…and N more." takes at most, kept free so it always fits.
-    room = SECTION_CHARS - len(lines[0]) - 40
+    room = SECTION_CHARS - _size(out) - 40
     listed = 0
     for page in pages:
-        line = f"• {_link(page['url'], page['url'])}"
+        line = [_words("\n• "), _rich_link(page["url"], page["url"])]
         changed = page.get("status") == "changed"
-        if not changed:
-            line += " (new page)"
+        if page.get("match"):
+            line.append(_words(" (new match)"))
+        elif page.get("status") == "removed":
+            line.append(_words(" (removed)"))
+        elif not changed:
+            line.append(_words(" (new page)"))
         elif page.get("notJudged"):
-            line += " (not judged)"
+            line.append(_words(" (not judged)"))
         elif page.get("unimportant"):
-            line += " (judged unimportant)"
+            line.append(_words(" (judged unimportant)"))
         if page.get("reason"):
-            line += f": {_mrkdwn(page['reason'])}"
+            line.append(_words(f": {page['reason']}"))
         words = "see the diff" if changed else "open in Pagewatch"
-        line += f" ({_link(page['link'], words)})"
-        if len(line) + 1 > room:
+        line += [_words(" ("), _rich_link(page["link"], words), _words(")")]
+        if _size(line) > room:
             break
-        lines.append(line)
-        room -= len(line) + 1
+        out.extend(line)
+        room -= _size(line)
         listed += 1
     if more := int(entry.get("more") or 0) + len(pages) - listed:
-        lines.append(f"…and {more} more.")
-    return "\n".join(lines)
+        out.append(_words(f"\n…and {more} more."))
+    return out
 
 
 class SlackKind(ChannelKind):
@@ -274,6 +364,10 @@ class SlackKind(ChannelKind):
         "channelName": ("Channel name", "Shown in Pagewatch; optional."),
     }
     needs_setting = TOKEN_SETTING
+
+    def sends_to(self, team: Team, settings: dict[str, Any]) -> list[str]:
+        name = settings.get("channelName")
+        return [f"#{name}" if name else str(settings.get("channelId") or "")]
 
     def unavailable(self) -> str | None:
         if not token():
@@ -315,7 +409,7 @@ class SlackKind(ChannelKind):
             "chat.postMessage",
             {
                 "channel": channel.settings["channelId"],
-                "text": messages.title(message),
+                "text": fallback(message),
                 "blocks": blocks(message),
                 "unfurl_links": False,
             },
@@ -343,5 +437,5 @@ class SlackWebhookKind(ChannelKind):
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)
-        payload = {"text": messages.title(message), "blocks": blocks(message)}
+        payload = {"text": fallback(message), "blocks": blocks(message)}
         return http.post_json(channel.settings["url"], payload)
