@@ -19,6 +19,7 @@ from tests.moving import (
     WIDGET_UUID,
     backup_zip,
     fixture,
+    zip_files,
 )
 
 
@@ -128,6 +129,55 @@ def test_a_changedetection_datastore_uploaded_without_its_zip_is_read():
 def test_a_json_file_that_is_not_a_changedetection_datastore_is_refused():
     with pytest.raises(ImportRefused, match="not a changedetection.io backup"):
         moving.read("changedetection", data=b'{"monitors": []}', filename="x.json")
+
+
+def _backup_of_053(watches: dict[str, dict], tags: dict[str, dict]) -> bytes:
+    """A backup as changedetection.io 0.53 and later pack it: the datastore
+    keeps only the settings, each watch and each tag a folder of its own."""
+    settings = {
+        "note": "Settings file - watches are in {uuid}/watch.json, tags are in "
+        "{uuid}/tag.json",
+        "settings": {
+            "application": {"tags": {}},
+            "requests": {"time_between_check": {"hours": 3}},
+        },
+        "version_tag": "0.53.3",
+    }
+    files = {"changedetection.json": json.dumps(settings).encode()}
+    files |= {f"{u}/watch.json": json.dumps(w).encode() for u, w in watches.items()}
+    files |= {f"{u}/tag.json": json.dumps(t).encode() for u, t in tags.items()}
+    files["url-list.txt"] = b"\r\n".join(w["url"].encode() for w in watches.values())
+    return zip_files(files)
+
+
+def test_a_backup_of_a_recent_changedetection_reads_each_watch_from_its_folder():
+    data = _backup_of_053(
+        {
+            "w-1": {
+                "url": "https://news.example.com/",
+                "title": "News",
+                "tags": ["t-1"],
+            },
+            "w-2": {"url": "https://shop.example.com/", "paused": True},
+        },
+        {"t-1": {"title": "Work", "uuid": "t-1"}},
+    )
+    items = planned("changedetection", data, "changedetection-backup.zip")
+    assert sorted(items) == ["w-1", "w-2"]
+    assert items["w-1"].label == "Work: News"
+    assert gap_of(items["w-1"]) == 180
+    assert items["w-2"].importable and items["w-2"].paused
+    assert not any("backup holds only its list" in notes_of(i) for i in items.values())
+
+
+def test_a_recent_changedetection_json_uploaded_alone_asks_for_the_zip():
+    settings = {"note": "Settings file", "settings": {"application": {}}}
+    with pytest.raises(ImportRefused, match="Upload the whole backup zip"):
+        moving.read(
+            "changedetection",
+            data=json.dumps(settings).encode(),
+            filename="changedetection.json",
+        )
 
 
 # --- urlwatch ----------------------------------------------------------------------

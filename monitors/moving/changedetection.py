@@ -244,6 +244,12 @@ class ChangedetectionBackup:
     ) -> None:
         self.archive = archive
         self.root = root
+        if isinstance(data, dict) and "watching" not in data and "settings" in data:
+            raise ImportRefused(
+                f"{name} holds only changedetection.io's settings: since version "
+                "0.53 it keeps each watch in a folder of its own. Upload the whole "
+                "backup zip."
+            )
         if not isinstance(data, dict) or "watching" not in data:
             raise ImportRefused(
                 f"{name} holds no watches: it is not a changedetection.io backup "
@@ -265,19 +271,37 @@ class ChangedetectionBackup:
                 "not a changedetection.io backup."
             )
         name = posixpath.basename(store)
+        root = posixpath.dirname(store)
         data = load_json(archive.read(store), name)
-        backup = cls(data, name, archive, posixpath.dirname(store))
+        # Beside the datastore, one folder per watch (watch.json) and, since
+        # 0.53, per tag (tag.json); 0.53's datastore keeps only the settings.
+        found: dict[str, dict[str, str]] = {"watch.json": {}, "tag.json": {}}
         for entry in archive.names():
             folder, file = posixpath.split(entry)
-            if file == "watch.json" and posixpath.dirname(folder) == backup.root:
-                uuid = posixpath.basename(folder)
-                watch = load_json(archive.read(entry), f"{uuid}/watch.json")
-                if isinstance(watch, dict):
-                    backup.watching[uuid] = {
-                        **(backup.watching.get(uuid) or {}),
-                        **watch,
-                    }
+            if file in found and posixpath.dirname(folder) == root:
+                found[file][posixpath.basename(folder)] = entry
+        if isinstance(data, dict) and "watching" not in data and found["watch.json"]:
+            data = {**data, "watching": {}}
+        backup = cls(data, name, archive, root)
+        for uuid, entry in found["watch.json"].items():
+            watch = load_json(archive.read(entry), f"{uuid}/watch.json")
+            if isinstance(watch, dict):
+                backup.watching[uuid] = {**(backup.watching.get(uuid) or {}), **watch}
+        tags = backup.known_tags()
+        for uuid, entry in found["tag.json"].items():
+            tag = load_json(archive.read(entry), f"{uuid}/tag.json")
+            if isinstance(tag, dict):
+                tags[uuid] = {**(tags.get(uuid) or {}), **tag}
         return backup
+
+    def known_tags(self) -> dict[str, Any]:
+        """The settings' tags by uuid, made a dict of their own to add to."""
+        application = self.settings.setdefault("application", {})
+        if not isinstance(application, dict):
+            application = self.settings["application"] = {}
+        tags = application.get("tags")
+        application["tags"] = dict(tags) if isinstance(tags, dict) else {}
+        return application["tags"]
 
     def _path(self, *parts: str) -> str:
         return (
