@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from monitors import moving
+from monitors.models import Team
 from monitors.moving import plan
 from monitors.moving.base import ImportRefused, Planned, schedule_for_seconds
 from monitors.schedule import shortest_interval_minutes
@@ -24,7 +25,10 @@ from tests.moving import (
 
 
 def planned(source: str, data: bytes, filename: str = "") -> dict[str, Planned]:
+    """A source's items as a team's preview judges them (the team unsaved:
+    spreading schedules needs only its slug)."""
     items = moving.read(source, data=data, filename=filename)
+    plan.spread_for(Team(slug="acme"), items)
     plan.validate(items)
     return {item.ref: item for item in items}
 
@@ -450,6 +454,19 @@ def test_watches_of_the_same_interval_are_spread_over_it_not_run_at_once():
     assert max(minutes.values()) <= 10
     # ... and over the 3 hours of the gap as well.
     assert len(hours) == 3
+
+
+def test_a_reader_leaves_spreading_to_the_team_it_is_imported_for():
+    data = _every_three_hours(20)
+    read = moving.read("changedetection", data=data, filename="url-watches.json")
+    assert {item.payload["schedule"]["cron"] for item in read} == {"0 */3 * * *"}
+    plan.spread_for(Team(slug="acme"), read)
+    spread = [item.payload["schedule"]["cron"] for item in read]
+    assert len(set(spread)) > 10
+    assert spread == [
+        item.validated["schedule"]["cron"]
+        for item in planned("changedetection", data, "url-watches.json").values()
+    ]
 
 
 def test_a_spread_schedule_keeps_the_interval_exactly():

@@ -77,7 +77,8 @@ class Planned:
     # Set by monitors.moving.plan: the serializer's validated data.
     validated: dict[str, Any] | None = None
     # The source's "every N seconds" (0: none given) when the schedule was
-    # made from it; plan.prepare spreads it again for the importing team.
+    # made from it: readers write it at the start of its gap, and
+    # plan.prepare moves it to the importing team's place within the gap.
     spread_every: float | None = None
 
     @property
@@ -259,7 +260,7 @@ class Draft:
         if self.cron:
             schedule = {"cron": self.cron, "timezone": "UTC"}
         else:
-            schedule = schedule_for_seconds(self.interval_seconds, notes, url)
+            schedule = schedule_for_seconds(self.interval_seconds, notes)
             if self.interval_seconds is None:
                 notes.append("No check interval given: checked every hour.")
         options: dict[str, Any] = {}

@@ -63,7 +63,7 @@ def _row(number: int, row: dict[str, str]) -> Planned:
     planned = draft.plan()
     if schedule and planned.payload is not None:
         planned.payload["schedule"], planned.spread_every = _schedule(
-            schedule, planned.notes, url
+            schedule, planned.notes
         )
         zone = _zone(row, planned.notes)
         if zone and planned.spread_every is None:
@@ -87,9 +87,7 @@ def _zone(row: dict[str, str], notes: list[str]) -> str | None:
 _PLAIN_EVERY = re.compile(r"every (?P<n>\d{1,4}) (?P<unit>minutes?|mins?|hours?|hrs?)")
 
 
-def _schedule(
-    given: str, notes: list[str], address: str
-) -> tuple[dict[str, str], float | None]:
+def _schedule(given: str, notes: list[str]) -> tuple[dict[str, str], float | None]:
     """The schedule cell as the API takes it; one that runs more often than
     the minimum is raised to it (and said), as intervals of other tools are.
     Any other problem is left for the API's validation to name. With it,
@@ -106,13 +104,13 @@ def _schedule(
                 f"every {min_interval_words()}."
             )
             seconds = min_interval_minutes() * 60
-            return schedule_for_seconds(seconds, [], address), seconds
+            return schedule_for_seconds(seconds, []), seconds
         if every := _PLAIN_EVERY.fullmatch(given.strip().lower()):
             # A gap a schedule cannot keep evenly ("every 7 minutes"): rounded
             # up, and said, as another tool's interval is.
             unit = 3600 if every["unit"].startswith("h") else 60
             seconds = int(every["n"]) * unit
-            return schedule_for_seconds(seconds, notes, address), seconds
+            return schedule_for_seconds(seconds, notes), seconds
     return {kind: given}, None
 
 
