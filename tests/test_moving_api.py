@@ -225,8 +225,9 @@ def test_a_changedetection_api_is_read_with_its_key(api, team, site, settings):
     assert response.status_code == 200, response.content
     (item,) = response.json()["data"]["items"]
     assert item["result"] == "created" and item["name"] == "Shop: Pricing"
-    assert any("notification URL" in note for note in item["notes"])
+    assert item["channels"] == ["Discord (imported)"]
     monitor = Monitor.objects.get(team=team)
+    assert [c.name for c in monitor.channels.all()] == ["Discord (imported)"]
     # Every 2 hours there, at a minute and hour of its own here.
     assert monitor.schedule_cron == "36 1-23/2 * * *"
     assert monitor.run_interval_minutes == 2 * 60

@@ -72,19 +72,28 @@ def test_what_has_no_equal_is_listed_per_watch_with_the_reason():
     notes = notes_of(planned("changedetection", backup_zip())[PRICING_UUID])
     assert "XPath filter “xpath://div[@class='deal']” not imported, because" in notes
     assert "JSON filter “json:$.price” not imported, because" in notes
-    assert (
-        "2 notification URLs not imported: they are Apprise URLs, so add each as "
-        "an Apprise channel on the Channels page and pick it in this monitor's form."
-    ) in notes
-    assert "still being built" not in notes
     assert "1 browser step not imported, because" in notes
 
 
-def test_one_notification_url_is_spoken_of_in_the_singular():
+def test_a_watch_notifies_its_own_urls_else_its_tags_else_the_systems():
     from monitors.moving.changedetection import draft_of
 
-    draft = draft_of("u", {"url": "https://a.test/", "notification_urls": ["x://"]}, {})
-    assert "1 notification URL not imported: it is an Apprise URL" in notes_of(draft)
+    settings = {
+        "application": {
+            "notification_urls": ["ntfy://everyone"],
+            "tags": {"t": {"title": "Ops", "notification_urls": ["ntfy://ops"]}},
+        }
+    }
+    own = {"url": "https://a.test/", "tags": ["t"], "notification_urls": ["ntfy://me"]}
+    assert draft_of("a", own, settings).notify_urls == ["ntfy://me"]
+    tagged = {"url": "https://a.test/", "tags": ["t"]}
+    assert draft_of("b", tagged, settings).notify_urls == ["ntfy://ops"]
+    plain = {"url": "https://a.test/"}
+    assert draft_of("c", plain, settings).notify_urls == ["ntfy://everyone"]
+    muted = own | {"notification_muted": True}
+    draft = draft_of("d", muted, settings)
+    assert draft.notify_urls == []
+    assert "notifications were muted there" in notes_of(draft)
 
 
 def test_the_last_snapshot_of_a_watch_becomes_its_baseline():

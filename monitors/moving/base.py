@@ -74,6 +74,12 @@ class Planned:
     # A duplicate of an earlier item of the same source, not of a monitor:
     # that item's label.
     same_address_as: str = ""
+    # The Apprise URLs the source notifies for it; plan.apprise_channels
+    # turns those a channel can take into `channels` ({"url", "name", "new"}:
+    # the team's channel of that URL, or one the import makes), which the
+    # import links the monitor to.
+    notify_urls: list[str] = field(default_factory=list)
+    channels: list[dict[str, Any]] = field(default_factory=list)
     # Set by monitors.moving.plan: the serializer's validated data.
     validated: dict[str, Any] | None = None
     # The source's "every N seconds" (0: none given) when the schedule was
@@ -106,6 +112,8 @@ class Planned:
             "validated": json.loads(json.dumps(self.validated, cls=DjangoJSONEncoder)),
             "duplicate": self.duplicate,
             "same_address_as": self.same_address_as,
+            "notify_urls": self.notify_urls,
+            "channels": self.channels,
         }
 
     @classmethod
@@ -125,6 +133,8 @@ class Planned:
             validated=state.get("validated"),
             duplicate=state.get("duplicate", False),
             same_address_as=state.get("same_address_as", ""),
+            notify_urls=state.get("notify_urls", []),
+            channels=state.get("channels", []),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -143,6 +153,9 @@ class Planned:
             "notes": self.notes,
             "duplicate": self.duplicate,
             "sameAddressAs": self.same_address_as or None,
+            # Its channels' names only: an Apprise URL holds the service's
+            # secret, and a channel's is never shown again once written.
+            "channels": [c["name"] for c in self.channels] if self.importable else [],
             "baselines": len(self.baselines),
         }
 
@@ -246,6 +259,7 @@ class Draft:
     headers: dict[str, str] = field(default_factory=dict)
     browser: bool = False
     paused: bool = False
+    notify_urls: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     baselines: list[Baseline] = field(default_factory=list)
 
@@ -298,6 +312,7 @@ class Draft:
             notes=notes,
             baselines=[b for b in self.baselines if b.url == url],
             paused=self.paused,
+            notify_urls=list(dict.fromkeys(self.notify_urls)),
             spread_every=None if self.cron else self.interval_seconds or 0,
         )
 

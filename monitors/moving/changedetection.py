@@ -38,22 +38,6 @@ _BROWSER_BACKENDS = ("html_webdriver",)
 BASELINES_MAX_BYTES = 64 * 1024 * 1024
 
 
-def _notification_urls_note(count: int) -> str:
-    """changedetection.io's notification URLs are Apprise URLs, the very
-    kind a Pagewatch Apprise channel takes."""
-    if count == 1:
-        what = "1 notification URL not imported: it is an Apprise URL, so add it"
-    else:
-        what = (
-            f"{count} notification URLs not imported: they are Apprise URLs, so "
-            "add each"
-        )
-    return (
-        f"{what} as an Apprise channel on the Channels page and pick it in this "
-        "monitor's form."
-    )
-
-
 def _seconds(spec: Any) -> float | None:
     if not isinstance(spec, dict):
         return None
@@ -113,8 +97,40 @@ def draft_of(
         backend = str((settings.get("application") or {}).get("fetch_backend") or "")
     draft.browser = backend in _BROWSER_BACKENDS or backend.startswith("extra_browser")
     _headers(watch.get("headers"), draft)
+    _notification_urls(watch, settings, draft)
     _leftovers(watch, draft)
     return draft
+
+
+def _notification_urls(
+    watch: dict[str, Any], settings: dict[str, Any], draft: Draft
+) -> None:
+    """The Apprise URLs changedetection.io notifies for the watch: its own,
+    else those of its tags, else the system-wide ones, as it picks them."""
+    application = settings.get("application") or {}
+    known = application.get("tags") or {}
+    tags = [
+        known.get(tag) if isinstance(known, dict) else None
+        for tag in watch.get("tags") or []
+    ]
+    for urls in (
+        _text_list(watch.get("notification_urls")),
+        [
+            u
+            for t in tags
+            if isinstance(t, dict)
+            for u in _text_list(t.get("notification_urls"))
+        ],
+        _text_list(application.get("notification_urls")),
+    ):
+        if urls:
+            break
+    if urls and watch.get("notification_muted"):
+        draft.notes.append(
+            "Its notifications were muted there: no channel is linked to it."
+        )
+        return
+    draft.notify_urls = urls
 
 
 def _filters(watch: dict[str, Any], draft: Draft) -> None:
@@ -175,9 +191,6 @@ def _headers(headers: Any, draft: Draft) -> None:
 def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
     """Settings with no equal here, each named."""
     notes = draft.notes
-    urls = _text_list(watch.get("notification_urls"))
-    if urls:
-        notes.append(_notification_urls_note(len(urls)))
     steps = [
         s
         for s in watch.get("browser_steps") or []
