@@ -301,6 +301,8 @@ def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
         (60, "*/5 * * * *"),
         (600, "*/10 * * * *"),
         (420, "*/10 * * * *"),
+        (45 * 60, "0 * * * *"),
+        (59 * 60, "0 * * * *"),
         (3 * 3600, "0 */3 * * *"),
         (5 * 3600, "0 */6 * * *"),
         (86400, "0 0 * * *"),
@@ -309,6 +311,22 @@ def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
 )
 def test_intervals_become_schedules_a_cron_can_keep(seconds, cron):
     assert schedule_for_seconds(seconds, [])["cron"] == cron
+
+
+def test_a_45_minute_interval_is_checked_hourly_and_says_so():
+    watching = {
+        "w": {
+            "url": "https://a.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": {"minutes": 45},
+        }
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    item = planned("changedetection", data, "url-watches.json")["w"]
+    assert gap_of(item) == 60
+    assert "Every 45 minutes is not a gap a schedule can keep evenly" in notes_of(item)
+    csv = planned("csv", b"url,schedule\nhttps://a.example.com/,every 45 minutes\n")
+    assert gap_of(csv["row 2"]) == 60
 
 
 def test_sources_are_a_registry_of_their_classes():

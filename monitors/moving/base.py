@@ -207,7 +207,9 @@ def _spread(address: str, team: str = "") -> int:
 def _cron_every(minutes: int, spread: int = 0) -> tuple[str, int]:
     """The cron running every `minutes` (rounded up to a gap a cron keeps),
     offset within that gap by `spread` minutes modulo the gap."""
-    if minutes < 60:
+    # Past the last divisor of an hour (31 to 59 minutes) the next gap a
+    # cron keeps is the hour itself.
+    if minutes <= _MINUTE_STEPS[-1]:
         step = next(s for s in _MINUTE_STEPS if s >= minutes)
         return f"{_stepped(spread % step, step, 59)} * * * *", step
     hours = math.ceil(minutes / 60)
