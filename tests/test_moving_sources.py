@@ -75,6 +75,30 @@ def test_what_has_no_equal_is_listed_per_watch_with_the_reason():
     assert "1 browser step not imported, because" in notes
 
 
+def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
+    from monitors.moving.changedetection import draft_of
+
+    watch = {
+        "url": "https://a.test/",
+        "llm_intent": "Tell me when a new article about climate appears",
+        "llm_change_summary": "Summarise in French",
+        "filter_text_removed": False,
+        "time_schedule_limit": {"enabled": True},
+        "extract_lines_containing": ["price"],
+        "conditions": [{"field": "page_filtered_text", "operator": "contains"}],
+    }
+    draft = draft_of("w", watch, {})
+    assert draft.goal == "Tell me when a new article about climate appears"
+    notes = notes_of(draft)
+    assert "AI change summary prompt not imported" in notes
+    assert "Telling only of added or only of removed lines not imported" in notes
+    assert "checking hours (days and times) not imported" in notes
+    assert "Keeping only lines containing some text not imported" in notes
+    assert "conditions not imported" in notes
+    plain = draft_of("p", {"url": "https://a.test/", "time_schedule_limit": "x"}, {})
+    assert plain.goal is None and plain.notes == []
+
+
 def test_a_watch_notifies_its_own_urls_else_its_tags_else_the_systems():
     from monitors.moving.changedetection import draft_of
 

@@ -33,6 +33,7 @@ DATASTORES = ("changedetection.json", "url-watches.json")
 _XPATH_PREFIXES = ("xpath:", "xpath1:", "/", "(")
 _JSON_PREFIXES = ("json:", "jq:", "jqraw:")
 _BROWSER_BACKENDS = ("html_webdriver",)
+_CHANGE_KINDS = ("added", "removed", "replaced")
 # Snapshots kept as first baselines, in all: an import keeps its preview in
 # the database until confirmed, so a backup's history cannot all go there.
 BASELINES_MAX_BYTES = 64 * 1024 * 1024
@@ -98,6 +99,7 @@ def draft_of(
     draft.browser = backend in _BROWSER_BACKENDS or backend.startswith("extra_browser")
     _headers(watch.get("headers"), draft)
     _notification_urls(watch, settings, draft)
+    _intent(watch, draft)
     _leftovers(watch, draft)
     return draft
 
@@ -131,6 +133,19 @@ def _notification_urls(
         )
         return
     draft.notify_urls = urls
+
+
+def _intent(watch: dict[str, Any], draft: Draft) -> None:
+    """changedetection.io's AI intent ("what I care about") is what a goal
+    is here: the judge decides from it which changes matter."""
+    intent = str(watch.get("llm_intent") or "").strip()
+    if len(intent) > rules.GOAL_MAX:
+        draft.notes.append(
+            f"Its AI intent is cut to {rules.GOAL_MAX:,} characters, the longest "
+            "goal Pagewatch takes."
+        )
+        intent = intent[: rules.GOAL_MAX]
+    draft.goal = intent or None
 
 
 def _filters(watch: dict[str, Any], draft: Draft) -> None:
@@ -233,6 +248,33 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
     ):
         if watch.get(key):
             notes.append(f"{words} not imported, because Pagewatch has no equal.")
+    if _text_list(watch.get("extract_lines_containing")):
+        notes.append(
+            "Keeping only lines containing some text not imported, because "
+            "Pagewatch compares the whole selected text (say in a goal what "
+            "matters)."
+        )
+    if any(watch.get(f"filter_text_{kind}") is False for kind in _CHANGE_KINDS):
+        notes.append(
+            "Telling only of added or only of removed lines not imported: "
+            "Pagewatch tells of every change (a goal can say which matter)."
+        )
+    limit = watch.get("time_schedule_limit")
+    if isinstance(limit, dict) and limit.get("enabled"):
+        notes.append(
+            "Its checking hours (days and times) not imported: it is checked "
+            "around the clock (a schedule can name days and times)."
+        )
+    if watch.get("conditions"):
+        notes.append(
+            "Its conditions not imported, because Pagewatch has no equal (say "
+            "in a goal what matters)."
+        )
+    if str(watch.get("llm_change_summary") or "").strip():
+        notes.append(
+            "Its AI change summary prompt not imported: Pagewatch's judge writes "
+            "its own summary of each change."
+        )
 
 
 def is_datastore(data: bytes) -> bool:
