@@ -350,7 +350,11 @@ def test_notification_urls_become_channels_the_monitors_send_to(team):
     }
     (refused,) = [n for n in items[0].notes if "notification URL" in n]
     assert refused.startswith("A notification URL (mailtos://…) not imported: ")
-    assert "secret" not in refused and "Channels page" in refused
+    assert "secret" not in refused
+    assert refused.endswith(
+        "For e-mail, add the addresses in the monitor's e-mail settings, or use "
+        "an “E-mail to team members” channel on the Channels page."
+    )
     logged = Activity.objects.filter(team=team, kind=Activity.Kind.CHANNEL_CREATED)
     assert [a.details["name"] for a in logged] == ["Telegram (imported)"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from checks.crawl.scope import canonical
-from checks.notify.kinds.apprise import scheme_of, service_name
+from checks.notify.kinds.apprise import NOT_OVER_HTTP, scheme_of, service_name
 from monitors import clock
 from monitors.api.channels import ChannelInputSerializer
 from monitors.api.errors import flatten_errors, format_path
@@ -151,11 +151,25 @@ def apprise_channels(team: Team, items: Iterable[Planned]) -> None:
             else:
                 note = (
                     f"A notification URL ({scheme_of(url)}://…) not imported: "
-                    f"{channel} Add a channel for it on the Channels page."
+                    f"{channel} {_instead(url)}"
                 )
                 # Judged again when the import runs, with the preview's notes.
                 if note not in item.notes:
                     item.notes.append(note)
+
+
+def _instead(url: str) -> str:
+    """What to do for a URL no channel takes: e-mail has channels of its
+    own; other plugins that do not go over HTTP have no way in at all."""
+    scheme = scheme_of(url)
+    if scheme in ("mailto", "mailtos"):
+        return (
+            "For e-mail, add the addresses in the monitor's e-mail settings, or "
+            "use an “E-mail to team members” channel on the Channels page."
+        )
+    if scheme in NOT_OVER_HTTP:
+        return "Pagewatch cannot send there."
+    return "Add a channel for it on the Channels page once the URL is right."
 
 
 def _channel_for(
