@@ -423,7 +423,23 @@ def test_notes_quote_what_was_left_behind_as_written_not_as_python_strings():
         ("pagewatch", b'{"format": "pagewatch-export"}',
          "The export holds no monitors."),
         ("urlwatch", b'{"watching": {"a": {"url": "https://a.test/"}}}',
-         "The file holds no urlwatch jobs: it is not a urls.yaml."),
+         "The file holds no urlwatch jobs: it is not a urls.yaml. It looks like "
+         "a file for “changedetection.io”: choose that instead."),
+        ("distill", b'{"watching": {"a": {"url": "https://a.test/"}}}',
+         "The file is not a Distill export: it holds no list of monitors. It "
+         "looks like a file for “changedetection.io”: choose that instead."),
+        ("csv", b"name: Prices\nurl: https://a.test/\n---\nurl: https://b.test/\n",
+         "The file is not a list of addresses. It looks like a file for "
+         "“urlwatch”: choose that instead."),
+        ("csv", b'{"client": {}, "data": [{"uri": "https://a.test/"}]}',
+         "The file is not a list of addresses. It looks like a file for "
+         "“Distill”: choose that instead."),
+        ("csv", b'{"some": "other tool"}', "The file is not a list of addresses."),
+        ("pagewatch", b'{"success": true, "data": [{"name": "A", "targets": [],'
+         b' "schedule": {"cron": "0 * * * *"}}]}',
+         "The file is not a Pagewatch export: upload the file Export gave. It "
+         "looks like a file for “Firecrawl or another Pagewatch”: choose that "
+         "instead."),
     ],
 )  # fmt: skip
 def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
@@ -431,6 +447,29 @@ def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
         moving.read(source, data=data, filename="x")
     assert refused.value.message == words
     assert '"' not in refused.value.message
+
+
+def test_a_saved_firecrawl_monitor_list_is_read_from_a_file():
+    monitor = {
+        "id": "mon_1",
+        "name": "Pricing",
+        "status": "paused",
+        "schedule": {"cron": "*/30 * * * *", "timezone": "Europe/Berlin"},
+        "targets": [{"id": "t1", "type": "scrape", "urls": ["https://a.test/p"]}],
+        "goal": "Tell me when a plan's price changes",
+        "createdAt": "2026-01-01T00:00:00Z",
+    }
+    listed = json.dumps({"success": True, "data": [monitor]}).encode()
+    assert moving.guess_source("monitors.json", listed) == "firecrawl"
+    item = planned("firecrawl", listed, "monitors.json")["mon_1"]
+    assert item.importable and item.paused
+    assert item.validated["schedule"] == {
+        "cron": "*/30 * * * *",
+        "timezone": "Europe/Berlin",
+    }
+    assert item.validated["goal"] == "Tell me when a plan's price changes"
+    one = json.dumps({"success": True, "data": monitor}).encode()
+    assert list(planned("firecrawl", one, "monitor.json")) == ["mon_1"]
 
 
 def test_a_list_schedule_of_an_uneven_gap_is_rounded_up_as_intervals_are():

@@ -30,7 +30,8 @@ from teams.activity import Actor
 SOURCE_HELP = (
     "changedetection (a backup zip, or url + apiKey of its API), urlwatch "
     "(urls.yaml), distill (its JSON export), firecrawl (url + apiKey of any "
-    "/v2/monitor API, another Pagewatch included), pagewatch (an export "
+    "/v2/monitor API, another Pagewatch included, or a file of its monitor "
+    "list's JSON), pagewatch (an export "
     "document) or csv (one URL per line, or CSV with name, url, schedule, goal)."
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -42,6 +43,40 @@ class ImportRefused(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
+
+
+# changedetection.io's datastore, by the names its releases gave it.
+DATASTORES = ("changedetection.json", "url-watches.json")
+
+
+def is_datastore(data: bytes) -> bool:
+    """Whether a file is a changedetection.io datastore uploaded on its own
+    (a JSON object) rather than the backup zip that holds it."""
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
+_URLWATCH_JOB = re.compile(rb"^(url|navigate|command):", re.MULTILINE)
+
+
+def recognise(filename: str, data: bytes) -> str | None:
+    """The source a file surely is, from its name and first bytes; None
+    when it could be several (any JSON could be Distill's)."""
+    name, head = filename.lower(), data[:65536]
+    if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
+        return "changedetection"
+    if name.endswith(DATASTORES) or (is_datastore(data) and b'"watching"' in head):
+        return "changedetection"
+    if b'"pagewatch-export"' in data[:4096]:
+        return "pagewatch"
+    if data.lstrip()[:1] in (b"{", b"["):
+        if b'"targets"' in head and b'"schedule"' in head:
+            return "firecrawl"
+        if b'"sieves"' in head or b'"uri"' in head:
+            return "distill"
+        return None
+    if name.endswith((".yaml", ".yml")) or _URLWATCH_JOB.search(head):
+        return "urlwatch"
+    return None
 
 
 def max_bytes() -> int:

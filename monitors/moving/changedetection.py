@@ -18,18 +18,19 @@ from monitors import rules
 from monitors.moving import remote
 from monitors.moving.archive import SafeZip
 from monitors.moving.base import (
+    DATASTORES,
     MAX_ITEMS,
     Baseline,
     Draft,
     ImportRefused,
     Planned,
     Source,
+    is_datastore,
     load_json,
     not_imported,
 )
 from monitors.moving.lists import Lists
 
-DATASTORES = ("changedetection.json", "url-watches.json")
 _XPATH_PREFIXES = ("xpath:", "xpath1:", "/", "(")
 _JSON_PREFIXES = ("json:", "jq:", "jqraw:")
 _BROWSER_BACKENDS = ("html_webdriver",)
@@ -275,12 +276,6 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
             "Its AI change summary prompt not imported: Pagewatch's judge writes "
             "its own summary of each change."
         )
-
-
-def is_datastore(data: bytes) -> bool:
-    """Whether a file is a datastore uploaded on its own (a JSON object)
-    rather than the backup zip that holds it."""
-    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
 
 
 def _snapshot_time(stamp: str) -> datetime | None:

@@ -19,6 +19,7 @@ from monitors.moving.base import (
     Planned,
     Source,
     not_imported,
+    recognise,
     schedule_for_seconds,
 )
 from monitors.schedule import (
@@ -124,6 +125,12 @@ class Lists(Source):
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
         text = _text(data)
+        # Another tool's file read line by line is a row of nonsense per
+        # line: refused whole (monitors.moving.read names the tool it is).
+        if text.lstrip()[:1] in ("{", "[") or data[:4] == b"PK\x03\x04":
+            raise ImportRefused("The file is not a list of addresses.")
+        if recognise(filename, data) is not None:
+            raise ImportRefused("The file is not a list of addresses.")
         if filename.lower().endswith(".csv") or _looks_like_csv(text):
             return self._csv(text)
         items = []
