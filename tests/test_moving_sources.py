@@ -305,6 +305,21 @@ def test_csv_formulas_are_kept_as_text_and_bad_rows_are_explained():
     assert "Only http:// and https://" in items["row 5"].reason
 
 
+@pytest.mark.parametrize(
+    ("data", "filename"),
+    [
+        ("url;name\nhttps://a.example.com/;Café\n".encode(), "liste.csv"),
+        ("url;name\nhttps://a.example.com/;Café\n".encode(), "liste.txt"),
+        ("url,name\r\nhttps://a.example.com/,Café\r\n".encode("cp1252"), "l.csv"),
+        ("url\tname\r\nhttps://a.example.com/\tCafé\r\n".encode("utf-16"), "l.txt"),
+    ],
+)
+def test_a_spreadsheets_csv_is_read_whatever_it_was_saved_as(data, filename):
+    (item,) = planned("csv", data, filename).values()
+    assert item.label == "Café"
+    assert item.validated["targets"][0]["urls"] == ["https://a.example.com/"]
+
+
 def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
     items = planned("csv", fixture("addresses.txt"))
     assert [i.urls for i in items.values()] == [

@@ -33,17 +33,41 @@ from monitors.schedule import (
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+# What a spreadsheet separates cells with: Excel writes ";" where the decimal
+# mark is a comma, and a tab in its "Unicode text".
+_DELIMITERS = (",", ";", "\t")
+
+
 def _text(data: bytes) -> str:
+    """The file as text: UTF-8, UTF-16 with its byte order mark (Excel's
+    "Unicode text"), else Windows-1252, what Excel saves a CSV in on Windows
+    (the preview shows every name as read, before anything is created)."""
     try:
-        return data.decode("utf-8-sig")
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            text = data.decode("utf-16")
+        else:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                text = data.decode("cp1252")
     except UnicodeDecodeError:
-        raise ImportRefused("The file is not UTF-8 text.") from None
+        text = "\x00"
+    if "\x00" in text:  # Windows-1252 reads most binary files too
+        raise ImportRefused(
+            "The file is not text in an encoding Pagewatch reads: save it as "
+            "UTF-8 (“CSV UTF-8” in a spreadsheet)."
+        )
+    return text
 
 
-def _looks_like_csv(text: str) -> bool:
+def _delimiter(text: str) -> str | None:
+    """The cell separator of a CSV's header row naming a url column."""
     first = next((line for line in text.splitlines() if line.strip()), "")
-    cells = [c.strip().strip('"').lower() for c in first.split(",")]
-    return "url" in cells and len(cells) > 1
+    for delimiter in _DELIMITERS:
+        cells = [c.strip().strip('"').lower() for c in first.split(delimiter)]
+        if "url" in cells and len(cells) > 1:
+            return delimiter
+    return None
 
 
 def _row(number: int, row: dict[str, str]) -> Planned:
@@ -131,8 +155,9 @@ class Lists(Source):
             raise ImportRefused("The file is not a list of addresses.")
         if recognise(filename, data) is not None:
             raise ImportRefused("The file is not a list of addresses.")
-        if filename.lower().endswith(".csv") or _looks_like_csv(text):
-            return self._csv(text)
+        delimiter = _delimiter(text)
+        if filename.lower().endswith(".csv") or delimiter:
+            return self._csv(text, delimiter or ",")
         items = []
         lines = [line.strip() for line in text.splitlines()]
         urls = [line for line in lines if line and not line.startswith("#")]
@@ -140,9 +165,9 @@ class Lists(Source):
             items.append(_row(number, {"url": url}))
         return items
 
-    def _csv(self, text: str) -> list[Planned]:
+    def _csv(self, text: str, delimiter: str) -> list[Planned]:
         try:
-            reader = csv.DictReader(io.StringIO(text, newline=""))
+            reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
             fields = [f.strip().lower() for f in reader.fieldnames or []]
             if "url" not in fields:
                 raise ImportRefused(
