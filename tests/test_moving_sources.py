@@ -320,6 +320,25 @@ def test_a_spreadsheets_csv_is_read_whatever_it_was_saved_as(data, filename):
     assert item.validated["targets"][0]["urls"] == ["https://a.example.com/"]
 
 
+def test_a_csv_from_another_tool_takes_its_name_column_and_names_the_rest():
+    data = (
+        b"URL,Description,Frequency,Mode\n"
+        b"https://a.example.com/,Pricing page,Every day,Visual\n"
+        b"https://b.example.com/,,,\n"
+    )
+    first, second = planned("csv", data, "visualping-jobs.csv").values()
+    assert first.label == "Pricing page"
+    assert first.notes == [
+        "The frequency column (“Every day”) not imported: a list's columns are "
+        "url, name, schedule, time zone and goal.",
+        "The mode column (“Visual”) not imported: a list's columns are url, "
+        "name, schedule, time zone and goal.",
+        "No check interval given: checked every hour.",
+    ]
+    assert second.label == "https://b.example.com/"
+    assert not any("column" in note for note in second.notes)
+
+
 def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
     items = planned("csv", fixture("addresses.txt"))
     assert [i.urls for i in items.values()] == [

@@ -70,13 +70,27 @@ def _delimiter(text: str) -> str | None:
     return None
 
 
+# The columns a list is read by; another tool's export names its watch's
+# name one of the others (Visualping: "Description").
+_COLUMNS = {"url", "name", "schedule", "timezone", "time zone", "goal"}
+_NAME_COLUMNS = ("name", "title", "description")
+
+
 def _row(number: int, row: dict[str, str]) -> Planned:
     ref = f"row {number}"
     url = (row.get("url") or "").strip()
-    name = (row.get("name") or "").strip()
+    named = next((c for c in _NAME_COLUMNS if (row.get(c) or "").strip()), "name")
+    name = (row.get(named) or "").strip()
     if not url:
         return not_imported(ref, name, [], "The url cell is empty.")
     draft = Draft(ref=ref, url=url, name=name)
+    for column, value in row.items():
+        if column not in _COLUMNS and column != named and value.strip():
+            draft.notes.append(
+                f"The {column or 'unnamed'} column (“{value.strip()[:60]}”) not "
+                "imported: a list's columns are url, name, schedule, time zone "
+                "and goal."
+            )
     if name.startswith(FORMULA_STARTS[:4]):
         draft.notes.append(
             "The name looks like a spreadsheet formula; it is kept as plain text."
