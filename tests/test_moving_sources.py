@@ -371,6 +371,42 @@ def test_intervals_become_schedules_a_cron_can_keep(seconds, cron):
     assert schedule_for_seconds(seconds, [])["cron"] == cron
 
 
+def test_an_interval_in_an_unknown_unit_is_named_and_checked_hourly():
+    watching = {
+        "w": {
+            "url": "https://a.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": {"fortnights": 2, "hours": "3", "days": None},
+        },
+        "x": {
+            "url": "https://b.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": {"fortnights": 2},
+        },
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    items = planned("changedetection", data, "url-watches.json")
+    assert gap_of(items["w"]) == 180
+    unknown = (
+        "Its check interval's “2 fortnights” is not imported: Pagewatch does not "
+        "know that unit."
+    )
+    assert items["w"].notes == [unknown]
+    assert gap_of(items["x"]) == 60
+    assert items["x"].notes == [unknown, "No check interval given: checked every hour."]
+
+
+def test_a_distill_schedule_it_cannot_keep_is_said_once():
+    sieve = {"id": "s", "uri": "https://a.test/", "schedule": '{"type": "LIVE"}'}
+    data = json.dumps({"data": [sieve]}).encode()
+    item = planned("distill", data, "distill.json")["s"]
+    assert gap_of(item) == 60
+    assert item.notes == [
+        "Schedule “LIVE” not imported, because Pagewatch runs checks on a timer: "
+        "checked every hour."
+    ]
+
+
 def test_a_45_minute_interval_is_checked_hourly_and_says_so():
     watching = {
         "w": {

@@ -9,6 +9,7 @@ text or Brotli (.txt.br)."""
 
 from __future__ import annotations
 
+import math
 import posixpath
 from datetime import UTC, datetime
 from typing import Any
@@ -40,14 +41,30 @@ _CHANGE_KINDS = ("added", "removed", "replaced")
 BASELINES_MAX_BYTES = 64 * 1024 * 1024
 
 
-def _seconds(spec: Any) -> float | None:
+_UNIT_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60,
+                 "seconds": 1}  # fmt: skip
+
+
+def _seconds(spec: Any, notes: list[str] | None = None) -> float | None:
+    """changedetection.io's {"hours": 3, "minutes": 30, ...} in seconds (None:
+    no interval); with `notes`, a part in a unit it never writes is named."""
     if not isinstance(spec, dict):
         return None
-    factors = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60}
     total = 0.0
     for unit, value in spec.items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            total += value * factors.get(unit, 1 if unit == "seconds" else 0)
+        try:
+            number = float(value) if not isinstance(value, bool) else 0.0
+        except (TypeError, ValueError):
+            number = 0.0
+        if not math.isfinite(number) or number <= 0:
+            continue
+        if unit in _UNIT_SECONDS:
+            total += number * _UNIT_SECONDS[unit]
+        elif notes is not None:
+            notes.append(
+                f"Its check interval's “{str(value)[:20]} {str(unit)[:20]}” is "
+                "not imported: Pagewatch does not know that unit."
+            )
     return total or None
 
 
@@ -87,9 +104,9 @@ def draft_of(
     draft.paused = bool(watch.get("paused"))
     requests = settings.get("requests") or {}
     if watch.get("time_between_check_use_default", True) is not False:
-        draft.interval_seconds = _seconds(requests.get("time_between_check"))
+        draft.interval_seconds = _seconds(requests.get("time_between_check"), notes)
     else:
-        draft.interval_seconds = _seconds(watch.get("time_between_check"))
+        draft.interval_seconds = _seconds(watch.get("time_between_check"), notes)
     if draft.interval_seconds is None:
         draft.interval_seconds = _seconds(watch.get("time_between_check"))
     _filters(watch, draft)
