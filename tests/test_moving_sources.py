@@ -169,6 +169,12 @@ def test_a_json_file_that_is_not_a_changedetection_datastore_is_refused():
 
 
 def _backup_of_053(watches: dict[str, dict], tags: dict[str, dict]) -> bytes:
+    return zip_files(backup_files_of_053(watches, tags))
+
+
+def backup_files_of_053(
+    watches: dict[str, dict], tags: dict[str, dict] | None = None
+) -> dict[str, bytes]:
     """A backup as changedetection.io 0.53 and later pack it: the datastore
     keeps only the settings, each watch and each tag a folder of its own."""
     settings = {
@@ -182,9 +188,9 @@ def _backup_of_053(watches: dict[str, dict], tags: dict[str, dict]) -> bytes:
     }
     files = {"changedetection.json": json.dumps(settings).encode()}
     files |= {f"{u}/watch.json": json.dumps(w).encode() for u, w in watches.items()}
-    files |= {f"{u}/tag.json": json.dumps(t).encode() for u, t in tags.items()}
+    files |= {f"{u}/tag.json": json.dumps(t).encode() for u, t in (tags or {}).items()}
     files["url-list.txt"] = b"\r\n".join(w["url"].encode() for w in watches.values())
-    return zip_files(files)
+    return files
 
 
 def test_a_backup_of_a_recent_changedetection_reads_each_watch_from_its_folder():
@@ -205,6 +211,27 @@ def test_a_backup_of_a_recent_changedetection_reads_each_watch_from_its_folder()
     assert gap_of(items["w-1"]) == 180
     assert items["w-2"].importable and items["w-2"].paused
     assert not any("backup holds only its list" in notes_of(i) for i in items.values())
+
+
+def test_a_damaged_watch_or_snapshot_in_a_backup_costs_only_itself():
+    files = backup_files_of_053(
+        {
+            "w-1": {"url": "https://news.example.com/"},
+            "w-2": {"url": "https://shop.example.com/"},
+        }
+    )
+    files["w-1/history.txt"] = b"1700000000,abc.txt.br\n"
+    files["w-1/abc.txt.br"] = b"not brotli at all"
+    files["w-2/watch.json"] = b'{"url": "https://shop.exam'
+    items = planned("changedetection", zip_files(files), "backup.zip")
+    assert items["w-1"].importable and items["w-1"].baselines == []
+    assert "Its last snapshot is damaged in the backup: none kept." in notes_of(
+        items["w-1"]
+    )
+    assert not items["w-2"].importable
+    assert items["w-2"].reason.startswith(
+        "It cannot be read: w-2/watch.json is not valid JSON ("
+    )
 
 
 def test_a_recent_changedetection_json_uploaded_alone_asks_for_the_zip():

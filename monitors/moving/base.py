@@ -79,6 +79,10 @@ def recognise(filename: str, data: bytes) -> str | None:
     return None
 
 
+class JsonRefused(ImportRefused):
+    """A file that is not valid JSON (load_json)."""
+
+
 def max_bytes() -> int:
     return int(settings.IMPORT_MAX_BYTES)
 
@@ -385,7 +389,7 @@ def load_json(data: bytes, what: str) -> Any:
     try:
         return json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ImportRefused(f"{what} is not valid JSON ({_short(exc)}).") from None
+        raise JsonRefused(f"{what} is not valid JSON ({_short(exc)}).") from None
 
 
 def _short(exc: BaseException) -> str:

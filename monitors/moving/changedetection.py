@@ -17,13 +17,14 @@ from urllib.parse import quote
 
 from monitors import rules
 from monitors.moving import remote
-from monitors.moving.archive import SafeZip
+from monitors.moving.archive import DamagedEntry, SafeZip
 from monitors.moving.base import (
     DATASTORES,
     MAX_ITEMS,
     Baseline,
     Draft,
     ImportRefused,
+    JsonRefused,
     Planned,
     Source,
     is_datastore,
@@ -327,6 +328,8 @@ class ChangedetectionBackup:
         if not isinstance(watching, dict) or not isinstance(self.settings, dict):
             raise ImportRefused("The datastore's watches are not in the usual shape.")
         self.watching: dict[str, Any] = dict(watching)
+        # Watches whose own file in the zip cannot be read, and why.
+        self.unreadable: dict[str, str] = {}
         self.baseline_bytes = 0
 
     @classmethod
@@ -351,15 +354,27 @@ class ChangedetectionBackup:
             data = {**data, "watching": {}}
         backup = cls(data, name, archive, root)
         for uuid, entry in found["watch.json"].items():
-            watch = load_json(archive.read(entry), f"{uuid}/watch.json")
+            watch = backup.entry_json(entry, f"{uuid}/watch.json")
             if isinstance(watch, dict):
                 backup.watching[uuid] = {**(backup.watching.get(uuid) or {}), **watch}
+            elif isinstance(watch, str) and uuid not in backup.watching:
+                backup.unreadable[uuid] = watch
         tags = backup.known_tags()
         for uuid, entry in found["tag.json"].items():
-            tag = load_json(archive.read(entry), f"{uuid}/tag.json")
+            tag = backup.entry_json(entry, f"{uuid}/tag.json")
             if isinstance(tag, dict):
                 tags[uuid] = {**(tags.get(uuid) or {}), **tag}
         return backup
+
+    def entry_json(self, entry: str, what: str) -> Any:
+        """A JSON file of the backup, or why it cannot be read (a str): one
+        damaged watch costs only itself, not the whole backup."""
+        assert self.archive is not None
+        try:
+            data = self.archive.read(entry)  # past the archive's caps: refused
+            return load_json(data, what)
+        except (DamagedEntry, JsonRefused) as exc:
+            return exc.message
 
     def known_tags(self) -> dict[str, Any]:
         """The settings' tags by uuid, made a dict of their own to add to."""
@@ -381,16 +396,24 @@ class ChangedetectionBackup:
         history = self._path(uuid, "history.txt")
         if history not in self.archive.names():
             return []
-        lines = self.archive.read(history).decode("utf-8", "replace").splitlines()
-        entries = [line.split(",", 1) for line in lines if "," in line]
-        if not entries:
+        try:
+            lines = self.archive.read(history).decode("utf-8", "replace").splitlines()
+            entries = [line.split(",", 1) for line in lines if "," in line]
+            if not entries:
+                return []
+            stamp, file = entries[-1]
+            name = posixpath.basename(file.strip().replace("\\", "/"))
+            snapshot = self._path(uuid, name)
+            if snapshot not in self.archive.names():
+                notes.append("Its last snapshot is missing from the backup: none kept.")
+                return []
+            text = self.archive.read(snapshot).decode("utf-8", "replace")
+        except DamagedEntry:
+            notes.append(
+                "Its last snapshot is damaged in the backup: none kept. Its first "
+                "check here calls the page new."
+            )
             return []
-        stamp, file = entries[-1]
-        snapshot = self._path(uuid, posixpath.basename(file.strip().replace("\\", "/")))
-        if snapshot not in self.archive.names():
-            notes.append("Its last snapshot is missing from the backup: none kept.")
-            return []
-        text = self.archive.read(snapshot).decode("utf-8", "replace")
         self.baseline_bytes += len(text)
         if self.baseline_bytes > BASELINES_MAX_BYTES:
             notes.append(
@@ -413,6 +436,8 @@ class ChangedetectionBackup:
                 items.append(draft.plan())
             else:
                 items.append(draft)
+        for uuid, problem in self.unreadable.items():
+            items.append(not_imported(uuid, "", [], f"It cannot be read: {problem}"))
         return items
 
 
