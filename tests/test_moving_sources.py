@@ -269,6 +269,27 @@ def test_urlwatch_shell_jobs_jq_and_private_addresses_are_explained():
     assert "private address" in items["job 5"].reason
 
 
+def test_urlwatch_tags_name_the_monitor_and_options_without_equal_are_named():
+    data = (
+        b"name: Prices\nurl: https://a.example.com/\ntags: [shop, daily]\n"
+        b"https_proxy: http://proxy.example:3128\ntimeout: 30\n"
+        b"user_visible_url: https://a.example.com/public\n"
+        b"---\nnavigate: https://b.example.com/\nwait_for: '#app'\n"
+        b"useragent: Firefox\n"
+    )
+    items = planned("urlwatch", data, "urls.yaml")
+    assert items["job 1"].label == "shop, daily: Prices"
+    notes = notes_of(items["job 1"]) + notes_of(items["job 2"])
+    for words in (
+        "The proxy (https_proxy) not imported",
+        "The time-out (timeout) not imported",
+        "The address shown in reports (user_visible_url) not imported",
+        "Waiting for an element (wait_for) not imported",
+        "The user agent (useragent) not imported",
+    ):
+        assert words in notes
+
+
 def test_yaml_tags_that_would_construct_objects_are_refused_not_run(tmp_path):
     marker = tmp_path / "ran"
     hostile = f'!!python/object/apply:os.system ["touch {marker}"]\n'.encode()
