@@ -86,6 +86,9 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
         "time_schedule_limit": {"enabled": True},
         "extract_lines_containing": ["price"],
         "conditions": [{"field": "page_filtered_text", "operator": "contains"}],
+        "notification_body": "{{diff}}",
+        "webdriver_js_execute_code": "document.querySelector('#ok').click()",
+        "ignore_status_codes": True,
     }
     draft = draft_of("w", watch, {})
     assert draft.goal == "Tell me when a new article about climate appears"
@@ -95,6 +98,9 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
     assert "checking hours (days and times) not imported" in notes
     assert "Keeping only lines containing some text not imported" in notes
     assert "conditions not imported" in notes
+    assert "Its own notification title and text not imported" in notes
+    assert "JavaScript to run before reading the page not imported" in notes
+    assert "Ignoring error status codes not imported" in notes
     plain = draft_of("p", {"url": "https://a.test/", "time_schedule_limit": "x"}, {})
     assert plain.goal is None and plain.notes == []
 

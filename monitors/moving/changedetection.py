@@ -289,6 +289,21 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
             "Its conditions not imported, because Pagewatch has no equal (say "
             "in a goal what matters)."
         )
+    if watch.get("notification_title") or watch.get("notification_body"):
+        notes.append(
+            "Its own notification title and text not imported: Pagewatch's "
+            "channels write their messages themselves."
+        )
+    if str(watch.get("webdriver_js_execute_code") or "").strip():
+        notes.append(
+            "JavaScript to run before reading the page not imported: add it as a "
+            "page action by hand."
+        )
+    if watch.get("ignore_status_codes"):
+        notes.append(
+            "Ignoring error status codes not imported: a page that answers with "
+            "an error is a failed check here."
+        )
     if str(watch.get("llm_change_summary") or "").strip():
         notes.append(
             "Its AI change summary prompt not imported: Pagewatch's judge writes "
