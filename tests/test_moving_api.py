@@ -432,6 +432,16 @@ def test_the_import_and_export_endpoints_are_in_the_openapi_document():
     assert {"application/json", "multipart/form-data"} <= set(body)
 
 
+def test_every_field_of_an_import_item_is_in_the_openapi_document():
+    from monitors.moving import Planned
+    from monitors.moving.importing import Outcome
+
+    document = APIClient().get("/v2/openapi.json").json()
+    described = set(document["components"]["schemas"]["ImportItem"]["properties"])
+    item = Planned(ref="r", label="A", urls=[], payload=None)
+    assert set(Outcome(item, "not imported").as_dict()) == described
+
+
 @pytest.mark.django_db
 def test_an_api_import_is_logged_as_made_by_the_key_that_sent_it(api, team):
     from teams.models import Activity
