@@ -225,8 +225,9 @@ def test_a_changedetection_api_is_read_with_its_key(api, team, site, settings):
     assert response.status_code == 200, response.content
     (item,) = response.json()["data"]["items"]
     assert item["result"] == "created" and item["name"] == "Shop: Pricing"
-    assert any("notification URL" in note for note in item["notes"])
+    assert item["channels"] == ["Discord (imported)"]
     monitor = Monitor.objects.get(team=team)
+    assert [c.name for c in monitor.channels.all()] == ["Discord (imported)"]
     # Every 2 hours there, at a minute and hour of its own here.
     assert monitor.schedule_cron == "36 1-23/2 * * *"
     assert monitor.run_interval_minutes == 2 * 60
@@ -429,6 +430,16 @@ def test_the_import_and_export_endpoints_are_in_the_openapi_document():
         )
     body = document["paths"]["/v2/import"]["post"]["requestBody"]["content"]
     assert {"application/json", "multipart/form-data"} <= set(body)
+
+
+def test_every_field_of_an_import_item_is_in_the_openapi_document():
+    from monitors.moving import Planned
+    from monitors.moving.importing import Outcome
+
+    document = APIClient().get("/v2/openapi.json").json()
+    described = set(document["components"]["schemas"]["ImportItem"]["properties"])
+    item = Planned(ref="r", label="A", urls=[], payload=None)
+    assert set(Outcome(item, "not imported").as_dict()) == described
 
 
 @pytest.mark.django_db

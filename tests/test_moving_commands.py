@@ -27,6 +27,7 @@ def test_a_dry_run_lists_what_would_happen_and_creates_nothing(team, tmp_path):
     assert "would create  Shop: Pricing" in out
     assert "not imported  Cloud metadata" in out
     assert "· XPath filter" in out
+    assert "→ tells channel “Discord (imported)”" in out
     assert "Dry run: 2 of 4 would be created." in out
     assert not Monitor.objects.exists()
 

@@ -381,3 +381,14 @@ def test_list_schedules_run_in_the_teams_zone_unless_a_row_names_one(web, team):
         "Europe/Berlin",
         "Europe/Berlin",
     ]
+
+
+def test_the_preview_names_the_channel_a_notification_url_becomes_not_the_url(web):
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    watching = {"w": {"url": "https://a.example.com/", "notification_urls": [telegram]}}
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    page = web.get(
+        preview(web, "changedetection", data, "url-watches.json")["Location"]
+    ).content.decode()
+    assert "Tells a new channel “Telegram (imported)”" in html.unescape(page)
+    assert "AAEbcdefghijklmnop" not in page

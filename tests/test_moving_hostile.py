@@ -64,9 +64,13 @@ def test_a_file_over_the_import_cap_is_refused_before_reading(settings):
     assert refused.value.status == 413
 
 
-def test_text_that_is_not_utf8_is_a_clear_error():
-    with pytest.raises(ImportRefused, match="not UTF-8"):
-        moving.read("csv", data=b"\xff\xfe\x00h\x00t")
+@pytest.mark.parametrize(
+    "data",
+    [b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", b"https://a.test/\x81\x8d", b"\xff\xfeh"],
+)
+def test_a_file_that_is_not_text_is_a_clear_error(data):
+    with pytest.raises(ImportRefused, match="not text in an encoding Pagewatch reads"):
+        moving.read("csv", data=data)
 
 
 def test_snapshots_past_the_baseline_budget_are_noted_not_kept(monkeypatch):

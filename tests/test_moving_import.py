@@ -12,9 +12,10 @@ from django.utils import timezone
 from checks import runner
 from checks.models import Check, PageState
 from monitors import moving
-from monitors.models import ImportRun, Monitor, Target
+from monitors.models import Channel, ImportRun, Monitor, Target
 from monitors.moving import importing, plan
 from monitors.tasks import import_monitors_task
+from teams.models import Activity
 from tests.moving import PRICING_UUID, backup_files, backup_zip, fixture, zip_files
 
 pytestmark = pytest.mark.django_db
@@ -322,3 +323,51 @@ def test_the_same_address_written_two_ways_in_one_source_is_a_duplicate(team):
     first, second = items
     assert not first.duplicate
     assert second.duplicate and second.same_address_as == "http://Example.com/"
+
+
+def _notifying(urls_by_watch: dict[str, list[str]]) -> bytes:
+    watching = {
+        ref: {"url": f"https://{ref}.example.com/", "notification_urls": urls}
+        for ref, urls in urls_by_watch.items()
+    }
+    return json.dumps({"watching": watching, "settings": {}}).encode()
+
+
+def test_notification_urls_become_channels_the_monitors_send_to(team):
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    data = _notifying(
+        {"one": [telegram, "mailtos://me:secret@mail.example.com"], "two": [telegram]}
+    )
+    items = prepared(team, "changedetection", data, "url-watches.json")
+    report = importing.run_import(team, items, timezone.now())
+    assert report.created == 2
+    (channel,) = Channel.objects.filter(team=team)
+    assert (channel.kind, channel.name) == ("apprise", "Telegram (imported)")
+    assert channel.settings["url"] == telegram
+    assert {m.name for m in channel.monitors.all()} == {
+        "https://one.example.com/",
+        "https://two.example.com/",
+    }
+    (refused,) = [n for n in items[0].notes if "notification URL" in n]
+    assert refused.startswith("A notification URL (mailtos://…) not imported: ")
+    assert "secret" not in refused
+    assert refused.endswith(
+        "For e-mail, add the addresses in the monitor's e-mail settings, or use "
+        "an “E-mail to team members” channel on the Channels page."
+    )
+    logged = Activity.objects.filter(team=team, kind=Activity.Kind.CHANNEL_CREATED)
+    assert [a.details["name"] for a in logged] == ["Telegram (imported)"]
+
+
+def test_a_notification_url_the_team_has_a_channel_for_is_that_channel(team):
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    ops = Channel.objects.create(
+        team=team, name="Ops chat", kind="apprise", settings={"url": telegram}
+    )
+    items = prepared(
+        team, "changedetection", _notifying({"one": [telegram]}), "url-watches.json"
+    )
+    assert items[0].channels == [{"url": telegram, "name": "Ops chat", "new": False}]
+    importing.run_import(team, items, timezone.now())
+    assert Channel.objects.filter(team=team).count() == 1
+    assert list(Monitor.objects.get(team=team).channels.all()) == [ops]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from monitors import moving
+from monitors.models import Team
 from monitors.moving import plan
 from monitors.moving.base import ImportRefused, Planned, schedule_for_seconds
 from monitors.schedule import shortest_interval_minutes
@@ -19,11 +20,15 @@ from tests.moving import (
     WIDGET_UUID,
     backup_zip,
     fixture,
+    zip_files,
 )
 
 
 def planned(source: str, data: bytes, filename: str = "") -> dict[str, Planned]:
+    """A source's items as a team's preview judges them (the team unsaved:
+    spreading schedules needs only its slug)."""
     items = moving.read(source, data=data, filename=filename)
+    plan.spread_for(Team(slug="acme"), items)
     plan.validate(items)
     return {item.ref: item for item in items}
 
@@ -67,19 +72,58 @@ def test_what_has_no_equal_is_listed_per_watch_with_the_reason():
     notes = notes_of(planned("changedetection", backup_zip())[PRICING_UUID])
     assert "XPath filter “xpath://div[@class='deal']” not imported, because" in notes
     assert "JSON filter “json:$.price” not imported, because" in notes
-    assert (
-        "2 notification URLs not imported: they are Apprise URLs, so add each as "
-        "an Apprise channel on the Channels page and pick it in this monitor's form."
-    ) in notes
-    assert "still being built" not in notes
     assert "1 browser step not imported, because" in notes
 
 
-def test_one_notification_url_is_spoken_of_in_the_singular():
+def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
     from monitors.moving.changedetection import draft_of
 
-    draft = draft_of("u", {"url": "https://a.test/", "notification_urls": ["x://"]}, {})
-    assert "1 notification URL not imported: it is an Apprise URL" in notes_of(draft)
+    watch = {
+        "url": "https://a.test/",
+        "llm_intent": "Tell me when a new article about climate appears",
+        "llm_change_summary": "Summarise in French",
+        "filter_text_removed": False,
+        "time_schedule_limit": {"enabled": True},
+        "extract_lines_containing": ["price"],
+        "conditions": [{"field": "page_filtered_text", "operator": "contains"}],
+        "notification_body": "{{diff}}",
+        "webdriver_js_execute_code": "document.querySelector('#ok').click()",
+        "ignore_status_codes": True,
+    }
+    draft = draft_of("w", watch, {})
+    assert draft.goal == "Tell me when a new article about climate appears"
+    notes = notes_of(draft)
+    assert "AI change summary prompt not imported" in notes
+    assert "Telling only of added or only of removed lines not imported" in notes
+    assert "checking hours (days and times) not imported" in notes
+    assert "Keeping only lines containing some text not imported" in notes
+    assert "conditions not imported" in notes
+    assert "Its own notification title and text not imported" in notes
+    assert "JavaScript to run before reading the page not imported" in notes
+    assert "Ignoring error status codes not imported" in notes
+    plain = draft_of("p", {"url": "https://a.test/", "time_schedule_limit": "x"}, {})
+    assert plain.goal is None and plain.notes == []
+
+
+def test_a_watch_notifies_its_own_urls_else_its_tags_else_the_systems():
+    from monitors.moving.changedetection import draft_of
+
+    settings = {
+        "application": {
+            "notification_urls": ["ntfy://everyone"],
+            "tags": {"t": {"title": "Ops", "notification_urls": ["ntfy://ops"]}},
+        }
+    }
+    own = {"url": "https://a.test/", "tags": ["t"], "notification_urls": ["ntfy://me"]}
+    assert draft_of("a", own, settings).notify_urls == ["ntfy://me"]
+    tagged = {"url": "https://a.test/", "tags": ["t"]}
+    assert draft_of("b", tagged, settings).notify_urls == ["ntfy://ops"]
+    plain = {"url": "https://a.test/"}
+    assert draft_of("c", plain, settings).notify_urls == ["ntfy://everyone"]
+    muted = own | {"notification_muted": True}
+    draft = draft_of("d", muted, settings)
+    assert draft.notify_urls == []
+    assert "notifications were muted there" in notes_of(draft)
 
 
 def test_the_last_snapshot_of_a_watch_becomes_its_baseline():
@@ -130,6 +174,82 @@ def test_a_json_file_that_is_not_a_changedetection_datastore_is_refused():
         moving.read("changedetection", data=b'{"monitors": []}', filename="x.json")
 
 
+def _backup_of_053(watches: dict[str, dict], tags: dict[str, dict]) -> bytes:
+    return zip_files(backup_files_of_053(watches, tags))
+
+
+def backup_files_of_053(
+    watches: dict[str, dict], tags: dict[str, dict] | None = None
+) -> dict[str, bytes]:
+    """A backup as changedetection.io 0.53 and later pack it: the datastore
+    keeps only the settings, each watch and each tag a folder of its own."""
+    settings = {
+        "note": "Settings file - watches are in {uuid}/watch.json, tags are in "
+        "{uuid}/tag.json",
+        "settings": {
+            "application": {"tags": {}},
+            "requests": {"time_between_check": {"hours": 3}},
+        },
+        "version_tag": "0.53.3",
+    }
+    files = {"changedetection.json": json.dumps(settings).encode()}
+    files |= {f"{u}/watch.json": json.dumps(w).encode() for u, w in watches.items()}
+    files |= {f"{u}/tag.json": json.dumps(t).encode() for u, t in (tags or {}).items()}
+    files["url-list.txt"] = b"\r\n".join(w["url"].encode() for w in watches.values())
+    return files
+
+
+def test_a_backup_of_a_recent_changedetection_reads_each_watch_from_its_folder():
+    data = _backup_of_053(
+        {
+            "w-1": {
+                "url": "https://news.example.com/",
+                "title": "News",
+                "tags": ["t-1"],
+            },
+            "w-2": {"url": "https://shop.example.com/", "paused": True},
+        },
+        {"t-1": {"title": "Work", "uuid": "t-1"}},
+    )
+    items = planned("changedetection", data, "changedetection-backup.zip")
+    assert sorted(items) == ["w-1", "w-2"]
+    assert items["w-1"].label == "Work: News"
+    assert gap_of(items["w-1"]) == 180
+    assert items["w-2"].importable and items["w-2"].paused
+    assert not any("backup holds only its list" in notes_of(i) for i in items.values())
+
+
+def test_a_damaged_watch_or_snapshot_in_a_backup_costs_only_itself():
+    files = backup_files_of_053(
+        {
+            "w-1": {"url": "https://news.example.com/"},
+            "w-2": {"url": "https://shop.example.com/"},
+        }
+    )
+    files["w-1/history.txt"] = b"1700000000,abc.txt.br\n"
+    files["w-1/abc.txt.br"] = b"not brotli at all"
+    files["w-2/watch.json"] = b'{"url": "https://shop.exam'
+    items = planned("changedetection", zip_files(files), "backup.zip")
+    assert items["w-1"].importable and items["w-1"].baselines == []
+    assert "Its last snapshot is damaged in the backup: none kept." in notes_of(
+        items["w-1"]
+    )
+    assert not items["w-2"].importable
+    assert items["w-2"].reason.startswith(
+        "It cannot be read: w-2/watch.json is not valid JSON ("
+    )
+
+
+def test_a_recent_changedetection_json_uploaded_alone_asks_for_the_zip():
+    settings = {"note": "Settings file", "settings": {"application": {}}}
+    with pytest.raises(ImportRefused, match="Upload the whole backup zip"):
+        moving.read(
+            "changedetection",
+            data=json.dumps(settings).encode(),
+            filename="changedetection.json",
+        )
+
+
 # --- urlwatch ----------------------------------------------------------------------
 
 
@@ -153,6 +273,27 @@ def test_urlwatch_shell_jobs_jq_and_private_addresses_are_explained():
     assert "shell command" in items["job 3"].reason
     assert "Filter jq not imported, because" in notes_of(items["job 4"])
     assert "private address" in items["job 5"].reason
+
+
+def test_urlwatch_tags_name_the_monitor_and_options_without_equal_are_named():
+    data = (
+        b"name: Prices\nurl: https://a.example.com/\ntags: [shop, daily]\n"
+        b"https_proxy: http://proxy.example:3128\ntimeout: 30\n"
+        b"user_visible_url: https://a.example.com/public\n"
+        b"---\nnavigate: https://b.example.com/\nwait_for: '#app'\n"
+        b"useragent: Firefox\n"
+    )
+    items = planned("urlwatch", data, "urls.yaml")
+    assert items["job 1"].label == "shop, daily: Prices"
+    notes = notes_of(items["job 1"]) + notes_of(items["job 2"])
+    for words in (
+        "The proxy (https_proxy) not imported",
+        "The time-out (timeout) not imported",
+        "The address shown in reports (user_visible_url) not imported",
+        "Waiting for an element (wait_for) not imported",
+        "The user agent (useragent) not imported",
+    ):
+        assert words in notes
 
 
 def test_yaml_tags_that_would_construct_objects_are_refused_not_run(tmp_path):
@@ -218,6 +359,40 @@ def test_csv_formulas_are_kept_as_text_and_bad_rows_are_explained():
     assert "Only http:// and https://" in items["row 5"].reason
 
 
+@pytest.mark.parametrize(
+    ("data", "filename"),
+    [
+        ("url;name\nhttps://a.example.com/;Café\n".encode(), "liste.csv"),
+        ("url;name\nhttps://a.example.com/;Café\n".encode(), "liste.txt"),
+        ("url,name\r\nhttps://a.example.com/,Café\r\n".encode("cp1252"), "l.csv"),
+        ("url\tname\r\nhttps://a.example.com/\tCafé\r\n".encode("utf-16"), "l.txt"),
+    ],
+)
+def test_a_spreadsheets_csv_is_read_whatever_it_was_saved_as(data, filename):
+    (item,) = planned("csv", data, filename).values()
+    assert item.label == "Café"
+    assert item.validated["targets"][0]["urls"] == ["https://a.example.com/"]
+
+
+def test_a_csv_from_another_tool_takes_its_name_column_and_names_the_rest():
+    data = (
+        b"URL,Description,Frequency,Mode\n"
+        b"https://a.example.com/,Pricing page,Every day,Visual\n"
+        b"https://b.example.com/,,,\n"
+    )
+    first, second = planned("csv", data, "visualping-jobs.csv").values()
+    assert first.label == "Pricing page"
+    assert first.notes == [
+        "The frequency column (“Every day”) not imported: a list's columns are "
+        "url, name, schedule, time zone and goal.",
+        "The mode column (“Visual”) not imported: a list's columns are url, "
+        "name, schedule, time zone and goal.",
+        "No check interval given: checked every hour.",
+    ]
+    assert second.label == "https://b.example.com/"
+    assert not any("column" in note for note in second.notes)
+
+
 def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
     items = planned("csv", fixture("addresses.txt"))
     assert [i.urls for i in items.values()] == [
@@ -238,6 +413,8 @@ def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
         (60, "*/5 * * * *"),
         (600, "*/10 * * * *"),
         (420, "*/10 * * * *"),
+        (45 * 60, "0 * * * *"),
+        (59 * 60, "0 * * * *"),
         (3 * 3600, "0 */3 * * *"),
         (5 * 3600, "0 */6 * * *"),
         (86400, "0 0 * * *"),
@@ -246,6 +423,58 @@ def test_a_plain_list_is_one_monitor_per_url_comments_skipped():
 )
 def test_intervals_become_schedules_a_cron_can_keep(seconds, cron):
     assert schedule_for_seconds(seconds, [])["cron"] == cron
+
+
+def test_an_interval_in_an_unknown_unit_is_named_and_checked_hourly():
+    watching = {
+        "w": {
+            "url": "https://a.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": {"fortnights": 2, "hours": "3", "days": None},
+        },
+        "x": {
+            "url": "https://b.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": {"fortnights": 2},
+        },
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    items = planned("changedetection", data, "url-watches.json")
+    assert gap_of(items["w"]) == 180
+    unknown = (
+        "Its check interval's “2 fortnights” is not imported: Pagewatch does not "
+        "know that unit."
+    )
+    assert items["w"].notes == [unknown]
+    assert gap_of(items["x"]) == 60
+    assert items["x"].notes == [unknown, "No check interval given: checked every hour."]
+
+
+def test_a_distill_schedule_it_cannot_keep_is_said_once():
+    sieve = {"id": "s", "uri": "https://a.test/", "schedule": '{"type": "LIVE"}'}
+    data = json.dumps({"data": [sieve]}).encode()
+    item = planned("distill", data, "distill.json")["s"]
+    assert gap_of(item) == 60
+    assert item.notes == [
+        "Schedule “LIVE” not imported, because Pagewatch runs checks on a timer: "
+        "checked every hour."
+    ]
+
+
+def test_a_45_minute_interval_is_checked_hourly_and_says_so():
+    watching = {
+        "w": {
+            "url": "https://a.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": {"minutes": 45},
+        }
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    item = planned("changedetection", data, "url-watches.json")["w"]
+    assert gap_of(item) == 60
+    assert "Every 45 minutes is not a gap a schedule can keep evenly" in notes_of(item)
+    csv = planned("csv", b"url,schedule\nhttps://a.example.com/,every 45 minutes\n")
+    assert gap_of(csv["row 2"]) == 60
 
 
 def test_sources_are_a_registry_of_their_classes():
@@ -318,7 +547,23 @@ def test_notes_quote_what_was_left_behind_as_written_not_as_python_strings():
         ("pagewatch", b'{"format": "pagewatch-export"}',
          "The export holds no monitors."),
         ("urlwatch", b'{"watching": {"a": {"url": "https://a.test/"}}}',
-         "The file holds no urlwatch jobs: it is not a urls.yaml."),
+         "The file holds no urlwatch jobs: it is not a urls.yaml. It looks like "
+         "a file for “changedetection.io”: choose that instead."),
+        ("distill", b'{"watching": {"a": {"url": "https://a.test/"}}}',
+         "The file is not a Distill export: it holds no list of monitors. It "
+         "looks like a file for “changedetection.io”: choose that instead."),
+        ("csv", b"name: Prices\nurl: https://a.test/\n---\nurl: https://b.test/\n",
+         "The file is not a list of addresses. It looks like a file for "
+         "“urlwatch”: choose that instead."),
+        ("csv", b'{"client": {}, "data": [{"uri": "https://a.test/"}]}',
+         "The file is not a list of addresses. It looks like a file for "
+         "“Distill”: choose that instead."),
+        ("csv", b'{"some": "other tool"}', "The file is not a list of addresses."),
+        ("pagewatch", b'{"success": true, "data": [{"name": "A", "targets": [],'
+         b' "schedule": {"cron": "0 * * * *"}}]}',
+         "The file is not a Pagewatch export: upload the file Export gave. It "
+         "looks like a file for “Firecrawl or another Pagewatch”: choose that "
+         "instead."),
     ],
 )  # fmt: skip
 def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
@@ -326,6 +571,29 @@ def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
         moving.read(source, data=data, filename="x")
     assert refused.value.message == words
     assert '"' not in refused.value.message
+
+
+def test_a_saved_firecrawl_monitor_list_is_read_from_a_file():
+    monitor = {
+        "id": "mon_1",
+        "name": "Pricing",
+        "status": "paused",
+        "schedule": {"cron": "*/30 * * * *", "timezone": "Europe/Berlin"},
+        "targets": [{"id": "t1", "type": "scrape", "urls": ["https://a.test/p"]}],
+        "goal": "Tell me when a plan's price changes",
+        "createdAt": "2026-01-01T00:00:00Z",
+    }
+    listed = json.dumps({"success": True, "data": [monitor]}).encode()
+    assert moving.guess_source("monitors.json", listed) == "firecrawl"
+    item = planned("firecrawl", listed, "monitors.json")["mon_1"]
+    assert item.importable and item.paused
+    assert item.validated["schedule"] == {
+        "cron": "*/30 * * * *",
+        "timezone": "Europe/Berlin",
+    }
+    assert item.validated["goal"] == "Tell me when a plan's price changes"
+    one = json.dumps({"success": True, "data": monitor}).encode()
+    assert list(planned("firecrawl", one, "monitor.json")) == ["mon_1"]
 
 
 def test_a_list_schedule_of_an_uneven_gap_is_rounded_up_as_intervals_are():
@@ -400,6 +668,19 @@ def test_watches_of_the_same_interval_are_spread_over_it_not_run_at_once():
     assert max(minutes.values()) <= 10
     # ... and over the 3 hours of the gap as well.
     assert len(hours) == 3
+
+
+def test_a_reader_leaves_spreading_to_the_team_it_is_imported_for():
+    data = _every_three_hours(20)
+    read = moving.read("changedetection", data=data, filename="url-watches.json")
+    assert {item.payload["schedule"]["cron"] for item in read} == {"0 */3 * * *"}
+    plan.spread_for(Team(slug="acme"), read)
+    spread = [item.payload["schedule"]["cron"] for item in read]
+    assert len(set(spread)) > 10
+    assert spread == [
+        item.validated["schedule"]["cron"]
+        for item in planned("changedetection", data, "url-watches.json").values()
+    ]
 
 
 def test_a_spread_schedule_keeps_the_interval_exactly():

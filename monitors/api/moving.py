@@ -30,7 +30,8 @@ from teams.activity import Actor
 SOURCE_HELP = (
     "changedetection (a backup zip, or url + apiKey of its API), urlwatch "
     "(urls.yaml), distill (its JSON export), firecrawl (url + apiKey of any "
-    "/v2/monitor API, another Pagewatch included), pagewatch (an export "
+    "/v2/monitor API, another Pagewatch included, or a file of its monitor "
+    "list's JSON), pagewatch (an export "
     "document) or csv (one URL per line, or CSV with name, url, schedule, goal)."
 )
 
@@ -91,6 +92,12 @@ ITEM = inline_serializer(
             help_text="For a duplicate of a watch earlier in the same source "
             "(not of a monitor): that watch's name.",
         ),
+        "channels": serializers.ListField(
+            child=serializers.CharField(),
+            help_text="Pagewatch extension: the names of the team's channels the "
+            "monitor sends to, made from the source's notification URLs (the "
+            "team's channel of that URL, or a new Apprise channel).",
+        ),
         "baselines": serializers.IntegerField(
             help_text="Pages whose last snapshot becomes their first baseline."
         ),
@@ -99,6 +106,11 @@ ITEM = inline_serializer(
             help_text="created, duplicate, not imported or failed (not on dry runs).",
         ),
         "monitorId": serializers.UUIDField(required=False, allow_null=True),
+        "error": serializers.CharField(
+            required=False,
+            allow_null=True,
+            help_text="Why it could not be saved (a result of failed).",
+        ),
     },
 )
 IMPORT_RESULT = inline_serializer(

@@ -15,7 +15,14 @@ modules above; nothing here imports a view.
 from __future__ import annotations
 
 from monitors.moving import changedetection, distill, lists, monitorapi, urlwatch
-from monitors.moving.base import ImportRefused, Planned, Source, capped, max_bytes
+from monitors.moving.base import (
+    ImportRefused,
+    Planned,
+    Source,
+    capped,
+    max_bytes,
+    recognise,
+)
 
 __all__ = [
     "ImportRefused",
@@ -24,6 +31,7 @@ __all__ = [
     "max_bytes",
     "guess_source",
     "read",
+    "recognise",
     "sources",
 ]
 
@@ -45,17 +53,10 @@ def source(name: str) -> Source:
 
 def guess_source(filename: str, data: bytes) -> str:
     """Which source a file is, from its name and first bytes."""
-    name = filename.lower()
-    if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
-        return "changedetection"
-    if name.endswith((".yaml", ".yml")):
-        return "urlwatch"
-    if name.endswith(changedetection.DATASTORES) or (
-        changedetection.is_datastore(data) and b'"watching"' in data[:65536]
-    ):
-        return "changedetection"
-    if name.endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
-        return "pagewatch" if b'"pagewatch-export"' in data[:4096] else "distill"
+    if found := recognise(filename, data):
+        return found
+    if filename.lower().endswith(".json") or data.lstrip()[:1] in (b"{", b"["):
+        return "distill"
     return "csv"
 
 
@@ -76,5 +77,16 @@ def read(
                 "Pagewatch reads (IMPORT_MAX_BYTES).",
                 status=413,
             )
-        return capped(reader.read_file(data, filename))
+        try:
+            return capped(reader.read_file(data, filename))
+        except ImportRefused as refused:
+            other = recognise(filename, data)
+            if other is None or other == name:
+                raise
+            # The usual mistake: the right file under the wrong tool.
+            raise ImportRefused(
+                f"{refused.message} It looks like a file for "
+                f"“{Source.registry[other].label}”: choose that instead.",
+                refused.status,
+            ) from None
     return capped(reader.read_remote(url, api_key))

@@ -19,6 +19,11 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024
 _CHUNK = 64 * 1024
 
 
+class DamagedEntry(ImportRefused):
+    """One file of the archive cannot be unpacked (the rest may be fine);
+    its caps passed are an ImportRefused of the whole archive instead."""
+
+
 class SafeZip:
     def __init__(self, data: bytes) -> None:
         try:
@@ -61,7 +66,7 @@ class SafeZip:
                     out += chunk
                     self._count(name, len(out), len(chunk))
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
-            raise ImportRefused(
+            raise DamagedEntry(
                 f"{name[:100]} in the archive is damaged ({exc})."
             ) from None
         if name.endswith(".br"):
@@ -94,5 +99,5 @@ class SafeZip:
                 out += chunk
                 self._count(name, len(out), len(chunk))
         except brotli.error:
-            raise ImportRefused(f"{name[:100]} in the archive is damaged.") from None
+            raise DamagedEntry(f"{name[:100]} in the archive is damaged.") from None
         return bytes(out)

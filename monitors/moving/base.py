@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -42,6 +43,44 @@ class ImportRefused(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
+
+
+# changedetection.io's datastore, by the names its releases gave it.
+DATASTORES = ("changedetection.json", "url-watches.json")
+
+
+def is_datastore(data: bytes) -> bool:
+    """Whether a file is a changedetection.io datastore uploaded on its own
+    (a JSON object) rather than the backup zip that holds it."""
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
+_URLWATCH_JOB = re.compile(rb"^(url|navigate|command):", re.MULTILINE)
+
+
+def recognise(filename: str, data: bytes) -> str | None:
+    """The source a file surely is, from its name and first bytes; None
+    when it could be several (any JSON could be Distill's)."""
+    name, head = filename.lower(), data[:65536]
+    if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
+        return "changedetection"
+    if name.endswith(DATASTORES) or (is_datastore(data) and b'"watching"' in head):
+        return "changedetection"
+    if b'"pagewatch-export"' in data[:4096]:
+        return "pagewatch"
+    if data.lstrip()[:1] in (b"{", b"["):
+        if b'"targets"' in head and b'"schedule"' in head:
+            return "firecrawl"
+        if b'"sieves"' in head or b'"uri"' in head:
+            return "distill"
+        return None
+    if name.endswith((".yaml", ".yml")) or _URLWATCH_JOB.search(head):
+        return "urlwatch"
+    return None
+
+
+class JsonRefused(ImportRefused):
+    """A file that is not valid JSON (load_json)."""
 
 
 def max_bytes() -> int:
@@ -74,10 +113,17 @@ class Planned:
     # A duplicate of an earlier item of the same source, not of a monitor:
     # that item's label.
     same_address_as: str = ""
+    # The Apprise URLs the source notifies for it; plan.apprise_channels
+    # turns those a channel can take into `channels` ({"url", "name", "new"}:
+    # the team's channel of that URL, or one the import makes), which the
+    # import links the monitor to.
+    notify_urls: list[str] = field(default_factory=list)
+    channels: list[dict[str, Any]] = field(default_factory=list)
     # Set by monitors.moving.plan: the serializer's validated data.
     validated: dict[str, Any] | None = None
     # The source's "every N seconds" (0: none given) when the schedule was
-    # made from it; plan.prepare spreads it again for the importing team.
+    # made from it: readers write it at the start of its gap, and
+    # plan.prepare moves it to the importing team's place within the gap.
     spread_every: float | None = None
 
     @property
@@ -105,6 +151,8 @@ class Planned:
             "validated": json.loads(json.dumps(self.validated, cls=DjangoJSONEncoder)),
             "duplicate": self.duplicate,
             "same_address_as": self.same_address_as,
+            "notify_urls": self.notify_urls,
+            "channels": self.channels,
         }
 
     @classmethod
@@ -124,6 +172,8 @@ class Planned:
             validated=state.get("validated"),
             duplicate=state.get("duplicate", False),
             same_address_as=state.get("same_address_as", ""),
+            notify_urls=state.get("notify_urls", []),
+            channels=state.get("channels", []),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -142,6 +192,9 @@ class Planned:
             "notes": self.notes,
             "duplicate": self.duplicate,
             "sameAddressAs": self.same_address_as or None,
+            # Its channels' names only: an Apprise URL holds the service's
+            # secret, and a channel's is never shown again once written.
+            "channels": [c["name"] for c in self.channels] if self.importable else [],
             "baselines": len(self.baselines),
         }
 
@@ -193,7 +246,9 @@ def _spread(address: str, team: str = "") -> int:
 def _cron_every(minutes: int, spread: int = 0) -> tuple[str, int]:
     """The cron running every `minutes` (rounded up to a gap a cron keeps),
     offset within that gap by `spread` minutes modulo the gap."""
-    if minutes < 60:
+    # Past the last divisor of an hour (31 to 59 minutes) the next gap a
+    # cron keeps is the hour itself.
+    if minutes <= _MINUTE_STEPS[-1]:
         step = next(s for s in _MINUTE_STEPS if s >= minutes)
         return f"{_stepped(spread % step, step, 59)} * * * *", step
     hours = math.ceil(minutes / 60)
@@ -245,6 +300,7 @@ class Draft:
     headers: dict[str, str] = field(default_factory=dict)
     browser: bool = False
     paused: bool = False
+    notify_urls: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     baselines: list[Baseline] = field(default_factory=list)
 
@@ -259,7 +315,7 @@ class Draft:
         if self.cron:
             schedule = {"cron": self.cron, "timezone": "UTC"}
         else:
-            schedule = schedule_for_seconds(self.interval_seconds, notes, url)
+            schedule = schedule_for_seconds(self.interval_seconds, notes)
             if self.interval_seconds is None:
                 notes.append("No check interval given: checked every hour.")
         options: dict[str, Any] = {}
@@ -297,6 +353,7 @@ class Draft:
             notes=notes,
             baselines=[b for b in self.baselines if b.url == url],
             paused=self.paused,
+            notify_urls=list(dict.fromkeys(self.notify_urls)),
             spread_every=None if self.cron else self.interval_seconds or 0,
         )
 
@@ -332,7 +389,7 @@ def load_json(data: bytes, what: str) -> Any:
     try:
         return json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ImportRefused(f"{what} is not valid JSON ({_short(exc)}).") from None
+        raise JsonRefused(f"{what} is not valid JSON ({_short(exc)}).") from None
 
 
 def _short(exc: BaseException) -> str:

@@ -9,6 +9,7 @@ text or Brotli (.txt.br)."""
 
 from __future__ import annotations
 
+import math
 import posixpath
 from datetime import UTC, datetime
 from typing import Any
@@ -16,52 +17,55 @@ from urllib.parse import quote
 
 from monitors import rules
 from monitors.moving import remote
-from monitors.moving.archive import SafeZip
+from monitors.moving.archive import DamagedEntry, SafeZip
 from monitors.moving.base import (
+    DATASTORES,
     MAX_ITEMS,
     Baseline,
     Draft,
     ImportRefused,
+    JsonRefused,
     Planned,
     Source,
+    is_datastore,
     load_json,
     not_imported,
 )
 from monitors.moving.lists import Lists
 
-DATASTORES = ("changedetection.json", "url-watches.json")
 _XPATH_PREFIXES = ("xpath:", "xpath1:", "/", "(")
 _JSON_PREFIXES = ("json:", "jq:", "jqraw:")
 _BROWSER_BACKENDS = ("html_webdriver",)
+_CHANGE_KINDS = ("added", "removed", "replaced")
 # Snapshots kept as first baselines, in all: an import keeps its preview in
 # the database until confirmed, so a backup's history cannot all go there.
 BASELINES_MAX_BYTES = 64 * 1024 * 1024
 
 
-def _notification_urls_note(count: int) -> str:
-    """changedetection.io's notification URLs are Apprise URLs, the very
-    kind a Pagewatch Apprise channel takes."""
-    if count == 1:
-        what = "1 notification URL not imported: it is an Apprise URL, so add it"
-    else:
-        what = (
-            f"{count} notification URLs not imported: they are Apprise URLs, so "
-            "add each"
-        )
-    return (
-        f"{what} as an Apprise channel on the Channels page and pick it in this "
-        "monitor's form."
-    )
+_UNIT_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60,
+                 "seconds": 1}  # fmt: skip
 
 
-def _seconds(spec: Any) -> float | None:
+def _seconds(spec: Any, notes: list[str] | None = None) -> float | None:
+    """changedetection.io's {"hours": 3, "minutes": 30, ...} in seconds (None:
+    no interval); with `notes`, a part in a unit it never writes is named."""
     if not isinstance(spec, dict):
         return None
-    factors = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60}
     total = 0.0
     for unit, value in spec.items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            total += value * factors.get(unit, 1 if unit == "seconds" else 0)
+        try:
+            number = float(value) if not isinstance(value, bool) else 0.0
+        except (TypeError, ValueError):
+            number = 0.0
+        if not math.isfinite(number) or number <= 0:
+            continue
+        if unit in _UNIT_SECONDS:
+            total += number * _UNIT_SECONDS[unit]
+        elif notes is not None:
+            notes.append(
+                f"Its check interval's “{str(value)[:20]} {str(unit)[:20]}” is "
+                "not imported: Pagewatch does not know that unit."
+            )
     return total or None
 
 
@@ -101,9 +105,9 @@ def draft_of(
     draft.paused = bool(watch.get("paused"))
     requests = settings.get("requests") or {}
     if watch.get("time_between_check_use_default", True) is not False:
-        draft.interval_seconds = _seconds(requests.get("time_between_check"))
+        draft.interval_seconds = _seconds(requests.get("time_between_check"), notes)
     else:
-        draft.interval_seconds = _seconds(watch.get("time_between_check"))
+        draft.interval_seconds = _seconds(watch.get("time_between_check"), notes)
     if draft.interval_seconds is None:
         draft.interval_seconds = _seconds(watch.get("time_between_check"))
     _filters(watch, draft)
@@ -113,8 +117,54 @@ def draft_of(
         backend = str((settings.get("application") or {}).get("fetch_backend") or "")
     draft.browser = backend in _BROWSER_BACKENDS or backend.startswith("extra_browser")
     _headers(watch.get("headers"), draft)
+    _notification_urls(watch, settings, draft)
+    _intent(watch, draft)
     _leftovers(watch, draft)
     return draft
+
+
+def _notification_urls(
+    watch: dict[str, Any], settings: dict[str, Any], draft: Draft
+) -> None:
+    """The Apprise URLs changedetection.io notifies for the watch: its own,
+    else those of its tags, else the system-wide ones, as it picks them."""
+    application = settings.get("application") or {}
+    known = application.get("tags") or {}
+    tags = [
+        known.get(tag) if isinstance(known, dict) else None
+        for tag in watch.get("tags") or []
+    ]
+    for urls in (
+        _text_list(watch.get("notification_urls")),
+        [
+            u
+            for t in tags
+            if isinstance(t, dict)
+            for u in _text_list(t.get("notification_urls"))
+        ],
+        _text_list(application.get("notification_urls")),
+    ):
+        if urls:
+            break
+    if urls and watch.get("notification_muted"):
+        draft.notes.append(
+            "Its notifications were muted there: no channel is linked to it."
+        )
+        return
+    draft.notify_urls = urls
+
+
+def _intent(watch: dict[str, Any], draft: Draft) -> None:
+    """changedetection.io's AI intent ("what I care about") is what a goal
+    is here: the judge decides from it which changes matter."""
+    intent = str(watch.get("llm_intent") or "").strip()
+    if len(intent) > rules.GOAL_MAX:
+        draft.notes.append(
+            f"Its AI intent is cut to {rules.GOAL_MAX:,} characters, the longest "
+            "goal Pagewatch takes."
+        )
+        intent = intent[: rules.GOAL_MAX]
+    draft.goal = intent or None
 
 
 def _filters(watch: dict[str, Any], draft: Draft) -> None:
@@ -175,9 +225,6 @@ def _headers(headers: Any, draft: Draft) -> None:
 def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
     """Settings with no equal here, each named."""
     notes = draft.notes
-    urls = _text_list(watch.get("notification_urls"))
-    if urls:
-        notes.append(_notification_urls_note(len(urls)))
     steps = [
         s
         for s in watch.get("browser_steps") or []
@@ -220,12 +267,48 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
     ):
         if watch.get(key):
             notes.append(f"{words} not imported, because Pagewatch has no equal.")
-
-
-def is_datastore(data: bytes) -> bool:
-    """Whether a file is a datastore uploaded on its own (a JSON object)
-    rather than the backup zip that holds it."""
-    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+    if _text_list(watch.get("extract_lines_containing")):
+        notes.append(
+            "Keeping only lines containing some text not imported, because "
+            "Pagewatch compares the whole selected text (say in a goal what "
+            "matters)."
+        )
+    if any(watch.get(f"filter_text_{kind}") is False for kind in _CHANGE_KINDS):
+        notes.append(
+            "Telling only of added or only of removed lines not imported: "
+            "Pagewatch tells of every change (a goal can say which matter)."
+        )
+    limit = watch.get("time_schedule_limit")
+    if isinstance(limit, dict) and limit.get("enabled"):
+        notes.append(
+            "Its checking hours (days and times) not imported: it is checked "
+            "around the clock (a schedule can name days and times)."
+        )
+    if watch.get("conditions"):
+        notes.append(
+            "Its conditions not imported, because Pagewatch has no equal (say "
+            "in a goal what matters)."
+        )
+    if watch.get("notification_title") or watch.get("notification_body"):
+        notes.append(
+            "Its own notification title and text not imported: Pagewatch's "
+            "channels write their messages themselves."
+        )
+    if str(watch.get("webdriver_js_execute_code") or "").strip():
+        notes.append(
+            "JavaScript to run before reading the page not imported: add it as a "
+            "page action by hand."
+        )
+    if watch.get("ignore_status_codes"):
+        notes.append(
+            "Ignoring error status codes not imported: a page that answers with "
+            "an error is a failed check here."
+        )
+    if str(watch.get("llm_change_summary") or "").strip():
+        notes.append(
+            "Its AI change summary prompt not imported: Pagewatch's judge writes "
+            "its own summary of each change."
+        )
 
 
 def _snapshot_time(stamp: str) -> datetime | None:
@@ -244,6 +327,12 @@ class ChangedetectionBackup:
     ) -> None:
         self.archive = archive
         self.root = root
+        if isinstance(data, dict) and "watching" not in data and "settings" in data:
+            raise ImportRefused(
+                f"{name} holds only changedetection.io's settings: since version "
+                "0.53 it keeps each watch in a folder of its own. Upload the whole "
+                "backup zip."
+            )
         if not isinstance(data, dict) or "watching" not in data:
             raise ImportRefused(
                 f"{name} holds no watches: it is not a changedetection.io backup "
@@ -254,6 +343,8 @@ class ChangedetectionBackup:
         if not isinstance(watching, dict) or not isinstance(self.settings, dict):
             raise ImportRefused("The datastore's watches are not in the usual shape.")
         self.watching: dict[str, Any] = dict(watching)
+        # Watches whose own file in the zip cannot be read, and why.
+        self.unreadable: dict[str, str] = {}
         self.baseline_bytes = 0
 
     @classmethod
@@ -265,19 +356,49 @@ class ChangedetectionBackup:
                 "not a changedetection.io backup."
             )
         name = posixpath.basename(store)
+        root = posixpath.dirname(store)
         data = load_json(archive.read(store), name)
-        backup = cls(data, name, archive, posixpath.dirname(store))
+        # Beside the datastore, one folder per watch (watch.json) and, since
+        # 0.53, per tag (tag.json); 0.53's datastore keeps only the settings.
+        found: dict[str, dict[str, str]] = {"watch.json": {}, "tag.json": {}}
         for entry in archive.names():
             folder, file = posixpath.split(entry)
-            if file == "watch.json" and posixpath.dirname(folder) == backup.root:
-                uuid = posixpath.basename(folder)
-                watch = load_json(archive.read(entry), f"{uuid}/watch.json")
-                if isinstance(watch, dict):
-                    backup.watching[uuid] = {
-                        **(backup.watching.get(uuid) or {}),
-                        **watch,
-                    }
+            if file in found and posixpath.dirname(folder) == root:
+                found[file][posixpath.basename(folder)] = entry
+        if isinstance(data, dict) and "watching" not in data and found["watch.json"]:
+            data = {**data, "watching": {}}
+        backup = cls(data, name, archive, root)
+        for uuid, entry in found["watch.json"].items():
+            watch = backup.entry_json(entry, f"{uuid}/watch.json")
+            if isinstance(watch, dict):
+                backup.watching[uuid] = {**(backup.watching.get(uuid) or {}), **watch}
+            elif isinstance(watch, str) and uuid not in backup.watching:
+                backup.unreadable[uuid] = watch
+        tags = backup.known_tags()
+        for uuid, entry in found["tag.json"].items():
+            tag = backup.entry_json(entry, f"{uuid}/tag.json")
+            if isinstance(tag, dict):
+                tags[uuid] = {**(tags.get(uuid) or {}), **tag}
         return backup
+
+    def entry_json(self, entry: str, what: str) -> Any:
+        """A JSON file of the backup, or why it cannot be read (a str): one
+        damaged watch costs only itself, not the whole backup."""
+        assert self.archive is not None
+        try:
+            data = self.archive.read(entry)  # past the archive's caps: refused
+            return load_json(data, what)
+        except (DamagedEntry, JsonRefused) as exc:
+            return exc.message
+
+    def known_tags(self) -> dict[str, Any]:
+        """The settings' tags by uuid, made a dict of their own to add to."""
+        application = self.settings.setdefault("application", {})
+        if not isinstance(application, dict):
+            application = self.settings["application"] = {}
+        tags = application.get("tags")
+        application["tags"] = dict(tags) if isinstance(tags, dict) else {}
+        return application["tags"]
 
     def _path(self, *parts: str) -> str:
         return (
@@ -290,16 +411,24 @@ class ChangedetectionBackup:
         history = self._path(uuid, "history.txt")
         if history not in self.archive.names():
             return []
-        lines = self.archive.read(history).decode("utf-8", "replace").splitlines()
-        entries = [line.split(",", 1) for line in lines if "," in line]
-        if not entries:
+        try:
+            lines = self.archive.read(history).decode("utf-8", "replace").splitlines()
+            entries = [line.split(",", 1) for line in lines if "," in line]
+            if not entries:
+                return []
+            stamp, file = entries[-1]
+            name = posixpath.basename(file.strip().replace("\\", "/"))
+            snapshot = self._path(uuid, name)
+            if snapshot not in self.archive.names():
+                notes.append("Its last snapshot is missing from the backup: none kept.")
+                return []
+            text = self.archive.read(snapshot).decode("utf-8", "replace")
+        except DamagedEntry:
+            notes.append(
+                "Its last snapshot is damaged in the backup: none kept. Its first "
+                "check here calls the page new."
+            )
             return []
-        stamp, file = entries[-1]
-        snapshot = self._path(uuid, posixpath.basename(file.strip().replace("\\", "/")))
-        if snapshot not in self.archive.names():
-            notes.append("Its last snapshot is missing from the backup: none kept.")
-            return []
-        text = self.archive.read(snapshot).decode("utf-8", "replace")
         self.baseline_bytes += len(text)
         if self.baseline_bytes > BASELINES_MAX_BYTES:
             notes.append(
@@ -322,6 +451,8 @@ class ChangedetectionBackup:
                 items.append(draft.plan())
             else:
                 items.append(draft)
+        for uuid, problem in self.unreadable.items():
+            items.append(not_imported(uuid, "", [], f"It cannot be read: {problem}"))
         return items
 
 

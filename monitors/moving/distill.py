@@ -90,6 +90,7 @@ def _draft(number: int, sieve: dict[str, Any]) -> Draft | Planned:
             f"Schedule “{schedule.get('type')}” not imported, because Pagewatch "
             "runs checks on a timer: checked every hour."
         )
+        draft.interval_seconds = 0  # said above: not "no interval given" too
     config = _object(sieve.get("config"))
     _selections(config, draft)
     if config.get("regexp"):

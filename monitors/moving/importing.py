@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
+from monitors.api.channels import ChannelInputSerializer, save_channel
 from monitors.editing import create_monitors
-from monitors.models import ApiKey, ImportRun, Monitor, Team
+from monitors.models import ApiKey, ImportRun, Monitor, MonitorChannel, Team
 from monitors.moving import plan
 from monitors.moving.base import Planned, Source
-from teams.activity import SYSTEM, Actor, Via, record_created
+from teams.activity import SYSTEM, Actor, Kind, Via, record, record_created
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,37 @@ def _make(
         if states:
             PageState.upsert(states)
         record_created(actor, team, monitors, imported=True, source=source)
+        _link_channels(team, list(zip(monitors, items, strict=True)), now, actor)
     return monitors
+
+
+def _link_channels(
+    team: Team, pairs: list[tuple[Monitor, Planned]], now: datetime, actor: Actor
+) -> None:
+    """Link each new monitor to the channels its watch notified, making the
+    channels the team does not have yet (once, whatever the number of
+    watches using one), as the Channels page would."""
+    wanted = [c for _, item in pairs for c in item.channels]
+    if not wanted:
+        return
+    have = plan.team_apprise_channels(team)
+    for channel in wanted:
+        if channel["url"] not in have:
+            body = {"name": channel["name"], "kind": "apprise"}
+            body["settings"] = {"url": channel["url"]}
+            serializer = ChannelInputSerializer(data=body, context={"team": team})
+            if serializer.is_valid():  # as previewed, unless the rules changed
+                made = save_channel(team, serializer.validated_data, now)
+                record(actor, team, Kind.CHANNEL_CREATED, name=made.name)
+                have[channel["url"]] = made
+    MonitorChannel.objects.bulk_create(
+        [
+            MonitorChannel(monitor=monitor, channel=have[url])
+            for monitor, item in pairs
+            for url in dict.fromkeys(c["url"] for c in item.channels)
+            if url in have
+        ]
+    )
 
 
 def import_one(

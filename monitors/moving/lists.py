@@ -19,6 +19,7 @@ from monitors.moving.base import (
     Planned,
     Source,
     not_imported,
+    recognise,
     schedule_for_seconds,
 )
 from monitors.schedule import (
@@ -32,26 +33,64 @@ from monitors.schedule import (
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+# What a spreadsheet separates cells with: Excel writes ";" where the decimal
+# mark is a comma, and a tab in its "Unicode text".
+_DELIMITERS = (",", ";", "\t")
+
+
 def _text(data: bytes) -> str:
+    """The file as text: UTF-8, UTF-16 with its byte order mark (Excel's
+    "Unicode text"), else Windows-1252, what Excel saves a CSV in on Windows
+    (the preview shows every name as read, before anything is created)."""
     try:
-        return data.decode("utf-8-sig")
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            text = data.decode("utf-16")
+        else:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                text = data.decode("cp1252")
     except UnicodeDecodeError:
-        raise ImportRefused("The file is not UTF-8 text.") from None
+        text = "\x00"
+    if "\x00" in text:  # Windows-1252 reads most binary files too
+        raise ImportRefused(
+            "The file is not text in an encoding Pagewatch reads: save it as "
+            "UTF-8 (“CSV UTF-8” in a spreadsheet)."
+        )
+    return text
 
 
-def _looks_like_csv(text: str) -> bool:
+def _delimiter(text: str) -> str | None:
+    """The cell separator of a CSV's header row naming a url column."""
     first = next((line for line in text.splitlines() if line.strip()), "")
-    cells = [c.strip().strip('"').lower() for c in first.split(",")]
-    return "url" in cells and len(cells) > 1
+    for delimiter in _DELIMITERS:
+        cells = [c.strip().strip('"').lower() for c in first.split(delimiter)]
+        if "url" in cells and len(cells) > 1:
+            return delimiter
+    return None
+
+
+# The columns a list is read by; another tool's export names its watch's
+# name one of the others (Visualping: "Description").
+_COLUMNS = {"url", "name", "schedule", "timezone", "time zone", "goal"}
+_NAME_COLUMNS = ("name", "title", "description")
 
 
 def _row(number: int, row: dict[str, str]) -> Planned:
     ref = f"row {number}"
     url = (row.get("url") or "").strip()
-    name = (row.get("name") or "").strip()
+    named = next((c for c in _NAME_COLUMNS if (row.get(c) or "").strip()), "name")
+    name = (row.get(named) or "").strip()
     if not url:
         return not_imported(ref, name, [], "The url cell is empty.")
     draft = Draft(ref=ref, url=url, name=name)
+    for column, value in row.items():
+        if column not in _COLUMNS and column != named and value.strip():
+            draft.notes.append(
+                f"The {column or 'unnamed'} column (“{value.strip()[:60]}”) not "
+                "imported: a list's columns are url, name, schedule, time zone "
+                "and goal."
+            )
     if name.startswith(FORMULA_STARTS[:4]):
         draft.notes.append(
             "The name looks like a spreadsheet formula; it is kept as plain text."
@@ -63,7 +102,7 @@ def _row(number: int, row: dict[str, str]) -> Planned:
     planned = draft.plan()
     if schedule and planned.payload is not None:
         planned.payload["schedule"], planned.spread_every = _schedule(
-            schedule, planned.notes, url
+            schedule, planned.notes
         )
         zone = _zone(row, planned.notes)
         if zone and planned.spread_every is None:
@@ -87,9 +126,7 @@ def _zone(row: dict[str, str], notes: list[str]) -> str | None:
 _PLAIN_EVERY = re.compile(r"every (?P<n>\d{1,4}) (?P<unit>minutes?|mins?|hours?|hrs?)")
 
 
-def _schedule(
-    given: str, notes: list[str], address: str
-) -> tuple[dict[str, str], float | None]:
+def _schedule(given: str, notes: list[str]) -> tuple[dict[str, str], float | None]:
     """The schedule cell as the API takes it; one that runs more often than
     the minimum is raised to it (and said), as intervals of other tools are.
     Any other problem is left for the API's validation to name. With it,
@@ -106,13 +143,13 @@ def _schedule(
                 f"every {min_interval_words()}."
             )
             seconds = min_interval_minutes() * 60
-            return schedule_for_seconds(seconds, [], address), seconds
+            return schedule_for_seconds(seconds, []), seconds
         if every := _PLAIN_EVERY.fullmatch(given.strip().lower()):
             # A gap a schedule cannot keep evenly ("every 7 minutes"): rounded
             # up, and said, as another tool's interval is.
             unit = 3600 if every["unit"].startswith("h") else 60
             seconds = int(every["n"]) * unit
-            return schedule_for_seconds(seconds, notes, address), seconds
+            return schedule_for_seconds(seconds, notes), seconds
     return {kind: given}, None
 
 
@@ -126,8 +163,15 @@ class Lists(Source):
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
         text = _text(data)
-        if filename.lower().endswith(".csv") or _looks_like_csv(text):
-            return self._csv(text)
+        # Another tool's file read line by line is a row of nonsense per
+        # line: refused whole (monitors.moving.read names the tool it is).
+        if text.lstrip()[:1] in ("{", "[") or data[:4] == b"PK\x03\x04":
+            raise ImportRefused("The file is not a list of addresses.")
+        if recognise(filename, data) is not None:
+            raise ImportRefused("The file is not a list of addresses.")
+        delimiter = _delimiter(text)
+        if filename.lower().endswith(".csv") or delimiter:
+            return self._csv(text, delimiter or ",")
         items = []
         lines = [line.strip() for line in text.splitlines()]
         urls = [line for line in lines if line and not line.startswith("#")]
@@ -135,9 +179,9 @@ class Lists(Source):
             items.append(_row(number, {"url": url}))
         return items
 
-    def _csv(self, text: str) -> list[Planned]:
+    def _csv(self, text: str, delimiter: str) -> list[Planned]:
         try:
-            reader = csv.DictReader(io.StringIO(text, newline=""))
+            reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
             fields = [f.strip().lower() for f in reader.fieldnames or []]
             if "url" not in fields:
                 raise ImportRefused(

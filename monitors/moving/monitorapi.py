@@ -67,15 +67,41 @@ def planned_from_monitor(ref: str, monitor: Any) -> Planned:
     )
 
 
+def monitors_in(document: Any) -> list[Any] | None:
+    """The monitors of a saved /v2/monitor answer: the list's envelope
+    ({"success": true, "data": [...]}), one monitor's, or the bare list."""
+    if isinstance(document, dict) and "data" in document:
+        document = document["data"]
+    if isinstance(document, dict) and isinstance(document.get("targets"), list):
+        return [document]
+    if isinstance(document, list) and all(
+        isinstance(m, dict) and "targets" in m for m in document
+    ):
+        return document
+    return None
+
+
 class MonitorApi(Source):
     name = "firecrawl"
     label = "Firecrawl or another Pagewatch"
     steps = (
         "Give the service's address (https://api.firecrawl.dev, or another "
-        "Pagewatch's) and an API key of the team whose monitors you move."
+        "Pagewatch's) and an API key of the team whose monitors you move, or "
+        "upload a file of its monitor list saved from its API."
     )
-    reads_file = False
     reads_remote = True
+
+    def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
+        monitors = monitors_in(load_json(data, "The file"))
+        if monitors is None:
+            raise ImportRefused(
+                "The file holds no monitors as Firecrawl's monitor list gives "
+                "them (each with its targets)."
+            )
+        return [
+            planned_from_monitor(str(m.get("id") or f"monitor {i}"), m)
+            for i, m in enumerate(monitors[: MAX_ITEMS + 1], start=1)
+        ]
 
     def read_remote(self, url: str, api_key: str) -> list[Planned]:
         base = remote.base_url(url)

@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from checks.crawl.scope import canonical
+from checks.notify.kinds.apprise import NOT_OVER_HTTP, scheme_of, service_name
 from monitors import clock
+from monitors.api.channels import ChannelInputSerializer
 from monitors.api.errors import flatten_errors, format_path
 from monitors.api.serializers import MonitorWriteSerializer
-from monitors.models import Target, Team
+from monitors.models import Channel, Target, Team
 from monitors.moving.base import Planned, schedule_for_seconds
 from monitors.rules_problems import unstorable_problem
 
@@ -122,9 +124,76 @@ def in_team_zone(team: Team, items: Iterable[Planned]) -> None:
             )
 
 
+def team_apprise_channels(team: Team) -> dict[str, Channel]:
+    """The team's Apprise channels by their URL (its own, not a monitor's)."""
+    channels = Channel.objects.filter(team=team, kind="apprise", owner_monitor=None)
+    return {c.settings.get("url"): c for c in channels.order_by("pk")}
+
+
+def apprise_channels(team: Team, items: Iterable[Planned]) -> None:
+    """The source's notification URLs as the team's Apprise channels: a URL
+    the team has a channel for is that channel, another one becomes a new
+    channel named after its service ("Telegram (imported)"), made once for
+    every watch that uses it, through the Channels page's own validation.
+    A URL no channel can take is a note saying why (never the URL itself:
+    it holds the service's secret)."""
+    have = team_apprise_channels(team)
+    judged: dict[str, dict[str, object] | str] = {}
+    names: dict[str, int] = {}
+    for item in items:
+        item.channels = []
+        for url in item.notify_urls:
+            if url not in judged:
+                judged[url] = _channel_for(team, url, have, names)
+            channel = judged[url]
+            if isinstance(channel, dict):
+                item.channels.append(channel)
+            else:
+                note = (
+                    f"A notification URL ({scheme_of(url)}://…) not imported: "
+                    f"{channel} {_instead(url)}"
+                )
+                # Judged again when the import runs, with the preview's notes.
+                if note not in item.notes:
+                    item.notes.append(note)
+
+
+def _instead(url: str) -> str:
+    """What to do for a URL no channel takes: e-mail has channels of its
+    own; other plugins that do not go over HTTP have no way in at all."""
+    scheme = scheme_of(url)
+    if scheme in ("mailto", "mailtos"):
+        return (
+            "For e-mail, add the addresses in the monitor's e-mail settings, or "
+            "use an “E-mail to team members” channel on the Channels page."
+        )
+    if scheme in NOT_OVER_HTTP:
+        return "Pagewatch cannot send there."
+    return "Add a channel for it on the Channels page once the URL is right."
+
+
+def _channel_for(
+    team: Team, url: str, have: dict[str, Channel], names: dict[str, int]
+) -> dict[str, object] | str:
+    """The channel a URL becomes, or why it cannot become one."""
+    if url in have:
+        return {"url": url, "name": have[url].name, "new": False}
+    service = service_name(url) if "://" in url else "Apprise"
+    names[service] = names.get(service, 0) + 1
+    number = f" {names[service]}" if names[service] > 1 else ""
+    name = f"{service}{number} (imported)"
+    body = {"name": name, "kind": "apprise", "settings": {"url": url}}
+    serializer = ChannelInputSerializer(data=body, context={"team": team})
+    if not serializer.is_valid():
+        names[service] -= 1
+        return " ".join(i["message"] for i in flatten_errors(serializer.errors)[:2])
+    return {"url": url, "name": name, "new": True}
+
+
 def prepare(team: Team, items: list[Planned]) -> list[Planned]:
     in_team_zone(team, items)
     spread_for(team, items)
     validate(items)
     mark_duplicates(team, items)
+    apprise_channels(team, items)
     return items

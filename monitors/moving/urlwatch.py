@@ -38,6 +38,18 @@ _IGNORED_OPTIONS = {
     "method": "The request method",
     "data": "Request data",
     "ssl_no_verify": "Skipping TLS verification",
+    "http_proxy": "The proxy (http_proxy)",
+    "https_proxy": "The proxy (https_proxy)",
+    "ignore_incomplete_reads": "Ignoring incomplete reads",
+    "encoding": "The page's encoding (encoding)",
+    "timeout": "The time-out (timeout)",
+    "wait_for": "Waiting for an element (wait_for)",
+    "wait_until": "Waiting for an event (wait_until)",
+    "useragent": "The user agent (useragent)",
+    "diff_tool": "The diff tool (diff_tool)",
+    "compared_versions": "Comparing with several versions (compared_versions)",
+    "treat_new_as_changed": "Treating new lines as changes (treat_new_as_changed)",
+    "user_visible_url": "The address shown in reports (user_visible_url)",
 }
 
 
@@ -120,6 +132,10 @@ def _draft(number: int, job: dict[str, Any]) -> Draft | Planned:
     if not isinstance(url, str) or not url.strip():
         return not_imported(ref, name, [], "It has no URL.")
     draft = Draft(ref=ref, url=url, name=name)
+    tags = job.get("tags")
+    if isinstance(tags, list | str):
+        tags = [tags] if isinstance(tags, str) else tags
+        draft.tag = ", ".join(str(t).strip() for t in tags if str(t).strip())
     draft.browser = bool(job.get("use_browser")) or "navigate" in job
     for step, arg in _steps(job.get("filter")):
         _filter(step, arg, draft)

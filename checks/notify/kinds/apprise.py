@@ -76,6 +76,16 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def service_name(url: str) -> str:
+    """The service an Apprise URL reaches ("Telegram"), to name a channel
+    by without showing the URL's secrets; the scheme when Apprise cannot
+    tell."""
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
+    return str(getattr(plugin, "service_name", "") or f"{scheme_of(url)}://")
+
+
 class _ProxyEnvironment:
     """The process's proxy variables, which `requests` reads: set while any
     Apprise send runs, to the proxy of the drain that sends it. Sends of one

@@ -113,5 +113,7 @@ class Command(BaseCommand):
         if item.get("error"):
             words += f" — {item['error']}"
         self.stdout.write(words)
+        for channel in item["channels"]:
+            self.stdout.write(f"{'':>15}→ tells channel “{channel}”")
         for note in item["notes"]:
             self.stdout.write(f"{'':>15}· {note}")
