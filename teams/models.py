@@ -89,6 +89,10 @@ class Invitation(models.Model):
 
     objects = InvitationQuerySet.as_manager()
 
+    # Set by issue(): whether a link still waiting for the address stopped
+    # working because of this one (the owner is told so).
+    replaced_waiting = False
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -111,8 +115,10 @@ class Invitation(models.Model):
         perhaps with another role, must not stay usable beside it."""
         token = secrets.token_urlsafe(32)
         email = email.strip().lower()
-        cls.objects.pending(now).filter(team=team, email__iexact=email).update(
-            revoked_at=now
+        replaced = (
+            cls.objects.pending(now)
+            .filter(team=team, email__iexact=email)
+            .update(revoked_at=now)
         )
         invitation = cls.objects.create(
             team=team,
@@ -122,6 +128,7 @@ class Invitation(models.Model):
             invited_by=invited_by,
             expires_at=now + INVITATION_VALID_FOR,
         )
+        invitation.replaced_waiting = bool(replaced)
         return invitation, token
 
     @classmethod

@@ -123,14 +123,16 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
     form = InviteForm(request.POST, team=request.team)
     if not form.is_valid():
         return _team_page(request, invite_form=form, status=400)
-    now, email = timezone.now(), form.cleaned_data["email"]
-    waiting = (
-        Invitation.objects.pending(now).filter(team=request.team, email=email).exists()
-    )
     invitation, token = Invitation.issue(
-        request.team, email, form.cleaned_data["role"], request.user, now
+        request.team,
+        form.cleaned_data["email"],
+        form.cleaned_data["role"],
+        request.user,
+        timezone.now(),
     )
-    replaced = " The link sent before no longer works." if waiting else ""
+    replaced = (
+        " The link sent before no longer works." if invitation.replaced_waiting else ""
+    )
     _send(request, invitation, token, sent="Invitation sent to", replaced=replaced)
     return redirect("team-members")
 

@@ -460,3 +460,16 @@ def test_inviting_an_address_again_replaces_the_link_still_waiting(
     visitor = client_factory()
     visitor.post(path_of(second), {"username": "sam", "password": NEW_PASSWORD})
     assert Membership.objects.get(user__username="sam", team=team).role == "viewer"
+
+
+def test_issuing_an_invitation_says_whether_it_replaced_a_waiting_link(team):
+    now = timezone.now()
+    first, _ = Invitation.issue(team, "sam@example.com", "editor", None, now)
+    second, _ = Invitation.issue(team, "Sam@Example.com", "viewer", None, now)
+    other, _ = Invitation.issue(team, "kim@example.com", "viewer", None, now)
+
+    assert first.replaced_waiting is False
+    assert second.replaced_waiting is True
+    assert other.replaced_waiting is False
+    first.refresh_from_db()
+    assert first.revoked_at == now
