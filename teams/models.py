@@ -464,20 +464,17 @@ class Activity(models.Model):
             return f"Added {d['member']} as {role_words(d.get('role'))}"
         if self.kind == kind.MEMBER_JOINED:
             return f"Joined as {role_words(d.get('role'))}"
+        revoked = d.get("keys_revoked") or 0
         if self.kind == kind.MEMBER_REMOVED and d.get("left"):
             said = "Left the team"
-            revoked = d.get("keys_revoked") or 0
-            if revoked == 1:
-                said += "; the API key they made was revoked"
-            elif revoked:
-                said += f"; the {revoked} API keys they made were revoked"
+            if revoked:
+                was = "was" if revoked == 1 else "were"
+                said += f"; {keys_made_words(revoked, 'they')} {was} revoked"
             return said
         if self.kind == kind.MEMBER_REMOVED:
             said = f"Removed {d.get('member', 'a member')} from the team"
-            revoked = d.get("keys_revoked") or 0
             if revoked:
-                keys = "API key" if revoked == 1 else f"{revoked} API keys"
-                said += f" and revoked the {keys} they made"
+                said += " and revoked " + keys_made_words(revoked, "they")
             return said
         if self.kind == kind.ROLE_CHANGED:
             said = (
@@ -486,10 +483,8 @@ class Activity(models.Model):
             )
             if d.get("through"):
                 said += f" through {d['through']}"
-            revoked = d.get("keys_revoked") or 0
             if revoked:
-                keys = "API key" if revoked == 1 else f"{revoked} API keys"
-                said += f" and revoked the {keys} they made that could change things"
+                said += " and revoked " + keys_made_words(revoked, "they", writes=True)
             return said
         if self.kind == kind.INVITATION_SENT:
             return f"Invited {d.get('email', '')} as {role_words(d.get('role'))}"
@@ -547,6 +542,29 @@ def role_words(value: Any) -> str:
     except ValueError:
         return "a member"
     return Membership(role=role).role_words
+
+
+def keys_made_words(count: int, who: str, *, writes: bool = False) -> str:
+    """The API keys a member made that leaving the team (or, with `writes`,
+    becoming a viewer) turns off, named the same way in every question,
+    message and log entry about them: "the API key they made", "the 2 API
+    keys Eddie made that can change monitors"."""
+    keys = "the API key" if count == 1 else f"the {count} API keys"
+    return f"{keys} {who} made" + (" that can change monitors" if writes else "")
+
+
+def keys_stop_words(
+    count: int, who: str, *, writes: bool = False, done: bool = False
+) -> str:
+    """Those keys stopping, as a sentence without its full stop: "The API
+    key they made stops working" when asked, "… no longer works" when done."""
+    one = count == 1
+    if done:
+        verb = "no longer works" if one else "no longer work"
+    else:
+        verb = "stops working" if one else "stop working"
+    keys = keys_made_words(count, who, writes=writes)
+    return f"{keys[:1].upper()}{keys[1:]} {verb}"
 
 
 def _named(thing: str, name: str | None) -> str:

@@ -47,7 +47,7 @@ from teams.members import (
     with_keys_made,
     with_removable,
 )
-from teams.models import Activity, Invitation, InvitationError
+from teams.models import Activity, Invitation, InvitationError, keys_stop_words
 
 logger = logging.getLogger(__name__)
 
@@ -328,7 +328,8 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
         else:
             said = f"{membership.user.get_username()} is now {membership.role_words}."
         if revoked:
-            said += " " + _write_keys_stopped(revoked, yourself)
+            who = "you" if yourself else "they"
+            said += f" {keys_stop_words(revoked, who, writes=True, done=True)}."
         messages.success(request, said)
     return _back_to_team_page(request)
 
@@ -353,13 +354,6 @@ def _member_role_question(
     return render(request, template, context)
 
 
-def _write_keys_stopped(count: int, yourself: bool) -> str:
-    who = "you" if yourself else "they"
-    if count == 1:
-        return f"The API key {who} made that could change things no longer works."
-    return f"The {count} API keys {who} made that could change things no longer work."
-
-
 def _member_remove_question(
     request: DashboardRequest, membership: Membership
 ) -> HttpResponse:
@@ -373,13 +367,6 @@ def _member_remove_question(
         return redirect("team-members")
     context = {"member": asked, "leaving": asked.user_id == request.user.pk}
     return render(request, "teams/member_confirm_remove.html", context)
-
-
-def _keys_stopped(count: int, leaving: bool = False) -> str:
-    who = "you" if leaving else "they"
-    if count == 1:
-        return f"The API key {who} made no longer works."
-    return f"The {count} API keys {who} made no longer work."
 
 
 @require_http_methods(["GET", "POST"])
@@ -405,7 +392,8 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
     else:
         said = f"{membership.user.get_username()} was removed from the team."
     if revoked:
-        said += f" {_keys_stopped(revoked, leaving)}"
+        who = "you" if leaving else "they"
+        said += f" {keys_stop_words(revoked, who, done=True)}."
     messages.success(request, said)
     if leaving:
         return redirect("monitor-list")

@@ -107,5 +107,5 @@ def test_a_role_the_claim_changes_is_logged_and_a_new_viewer_loses_write_keys(
     entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
     assert entry.what_words == (
         "Made ana a viewer (was an editor) through single sign-on and revoked "
-        "the API key they made that could change things"
+        "the API key they made that can change monitors"
     )

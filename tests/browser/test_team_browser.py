@@ -151,7 +151,7 @@ def test_making_someone_a_viewer_asks_first_in_their_row(
     confirm.click()
 
     page.get_by_text(
-        "eddie is now a viewer. The API key they made that could change things "
+        "eddie is now a viewer. The API key they made that can change monitors "
         "no longer works."
     ).wait_for()
     assert page.get_by_label("Role of eddie").input_value() == "viewer"
