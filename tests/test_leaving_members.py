@@ -326,8 +326,9 @@ def test_the_question_the_message_and_the_log_name_the_keys_a_viewer_loses_alike
     keys = "the 2 API keys they made that can change monitors"
 
     asked = html.unescape(
-        client.post(reverse("member-role", args=[eddie.pk]), {"role": "viewer"})
-        .content.decode()
+        client.post(
+            reverse("member-role", args=[eddie.pk]), {"role": "viewer"}
+        ).content.decode()
     )
     done = client.post(
         reverse("member-role", args=[eddie.pk]),
