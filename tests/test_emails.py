@@ -918,3 +918,63 @@ def test_a_one_click_unsubscribe_is_in_the_teams_activity_log(team, member):
 
     [entry] = Activity.objects.filter(team=team, kind=Activity.Kind.EMAIL_UNSUBSCRIBED)
     assert entry.monitor == monitor and entry.actor_words == MEMBER
+
+
+def test_the_confirmation_names_who_added_the_address_on_the_dashboard(
+    team, client, django_user_model, queued, mailoutbox,
+    django_capture_on_commit_callbacks,
+):  # fmt: skip
+    from monitors.models import Membership
+    from tests.test_dashboard_views import scrape_form
+
+    olive = django_user_model.objects.create_user(
+        "olive", "olive@acme.test", first_name="Olive", last_name="Stone"
+    )
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.EDITOR)
+    client.force_login(olive)
+    form = scrape_form(email_enabled="on", email_recipients=EXTERNAL)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("monitor-create"), form)
+    assert response.status_code == 302
+    queued.run()
+
+    [confirmation] = mailoutbox
+    said = f"Olive Stone of the team Acme added {EXTERNAL} to the e-mail alerts"
+    assert said in confirmation.body
+    assert said.replace(EXTERNAL, f"<strong>{EXTERNAL}</strong>") in html_of(
+        confirmation
+    )
+    recipient = EmailRecipient.objects.get(email=EXTERNAL)
+    assert recipient.added_by == "Olive Stone"
+
+
+def test_the_confirmation_names_the_person_whose_api_key_added_the_address(
+    team, django_user_model, queued, mailoutbox, scrape_monitor_body,
+    django_capture_on_commit_callbacks,
+):  # fmt: skip
+    from rest_framework.test import APIClient
+
+    from monitors.models import ApiKey
+
+    ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+    _, raw = ApiKey.issue(team, name="deploys", created_by=ana)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    body = scrape_monitor_body | {"notification": {"email": email_settings(EXTERNAL)}}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        monitor_id = api.post("/v2/monitor", body, format="json").json()["data"]["id"]
+    queued.run()
+    [confirmation] = mailoutbox
+    assert f"ana of the team Acme added {EXTERNAL}" in confirmation.body
+
+    # Added later by an edit, by a key nobody made: the team is named.
+    _, nobodys = ApiKey.issue(team, name="robot")
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {nobodys}")
+    edit = {"notification": {"email": email_settings(EXTERNAL, "kim@partner.test")}}
+    with django_capture_on_commit_callbacks(execute=True):
+        api.patch(f"/v2/monitor/{monitor_id}", edit, format="json")
+    queued.run()
+    assert mailoutbox[-1].to == ["kim@partner.test"]
+    assert "The team Acme added kim@partner.test" in mailoutbox[-1].body

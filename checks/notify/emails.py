@@ -226,6 +226,8 @@ def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
         "watched": watched[:WATCHED_LISTED],
         "more_watched": max(len(watched) - WATCHED_LISTED, 0),
         "email": recipient.email,
+        # A stranger's inbox: a person they may know, of a team they may not.
+        "added_by": recipient.added_by,
         "confirm_url": confirm_url(recipient),
         "expires_days": CONFIRM_MAX_AGE.days,
     }

@@ -284,7 +284,12 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         with transaction.atomic():
             current = Monitor.objects.select_for_update().get(pk=obj.pk)
             before = monitor_fields(current)
-            update_monitor(current, form.edit_for(current), timezone.now())
+            update_monitor(
+                current,
+                form.edit_for(current),
+                timezone.now(),
+                by=_admin(request).person_name,
+            )
         record_monitor_change(_admin(request), before, current)
         obj.refresh_from_db()
 
