@@ -978,3 +978,44 @@ def test_the_confirmation_names_the_person_whose_api_key_added_the_address(
     queued.run()
     assert mailoutbox[-1].to == ["kim@partner.test"]
     assert "The team Acme added kim@partner.test" in mailoutbox[-1].body
+
+
+def test_someone_outside_the_team_gets_no_links_they_could_not_open(
+    team, member, scenario, queued, mailoutbox, client
+):
+    """Pagewatch's pages need a member's sign-in: an address outside the team
+    is offered none of them, only the pages watched and its unsubscribe link.
+    A member's e-mail keeps them, and each opens for the member."""
+    team.credit_allowance = 1000
+    team.save()
+    monitor = make_monitor(
+        team, email=email_settings(EXTERNAL, MEMBER, include_diffs=True), name="Shop"
+    )
+    monitor.email_recipients.filter(email=EXTERNAL).update(status="confirmed")
+    mailoutbox.clear()
+    pages = [(f"https://e.com/p{i}", "changed") for i in range(22)]
+    check = scenario.run(monitor, pages)
+    Check.objects.filter(pk=check.pk).update(actual_credits=3)
+    queued.run()
+
+    theirs = next(m for m in mailoutbox if m.to == [EXTERNAL])
+    ours = next(m for m in mailoutbox if m.to == [MEMBER])
+    outsider = monitor.email_recipients.get(email=EXTERNAL)
+    for text in (theirs.body, html_of(theirs)):
+        dashboard_links = [
+            link
+            for link in re.findall(r"https?://[^\s\"<>]+", text)
+            if link.startswith(settings.PUBLIC_BASE_URL)
+        ]
+        assert dashboard_links == [emails.unsubscribe_url(outsider)]
+        assert "https://e.com/p0" in text  # the watched pages themselves stay
+        assert "Credits used" not in text and "your team" not in text
+    assert "... and 2 more pages.\n" in theirs.body
+    assert "… and 2 more pages.</p>" in html_of(theirs)
+    assert "See this check" not in theirs.body
+    assert "See what changed" not in html_of(theirs)
+
+    assert check_url_of(check) in ours.body and "See what changed" in ours.body
+    assert "Credits used" in ours.body
+    client.force_login(member)
+    assert client.get(path_of(check_url_of(check))).status_code == 200
