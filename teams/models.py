@@ -279,6 +279,9 @@ class Activity(models.Model):
             "signin.recovery_code",
             "Signed in with a recovery code",
         )
+        # details: "reset" when chosen with an e-mailed reset link; the member
+        # when an administrator set it.
+        PASSWORD_CHANGED = "account.password_changed", "Password changed"
         SECOND_FACTOR_ON = "account.second_factor_on", "Second factor set up"
         SECOND_FACTOR_OFF = "account.second_factor_off", "Second factor turned off"
         # An administrator removed a person's recovery codes and left their
@@ -411,6 +414,12 @@ class Activity(models.Model):
             kind.SECRET_ROTATED: "Replaced the webhook signing secret",
             kind.SECOND_FACTOR_ON: "Set up a second factor",
         }
+        if self.kind == kind.PASSWORD_CHANGED and d.get("member"):
+            return f"Set a new password for {d['member']}"
+        if self.kind == kind.PASSWORD_CHANGED and d.get("reset"):
+            return "Chose a new password with the reset link e-mailed to them"
+        if self.kind == kind.PASSWORD_CHANGED:
+            return "Changed their password"
         if self.kind == kind.SECOND_FACTOR_OFF and d.get("member"):
             # An administrator removed the person's lost authenticator.
             return f"Removed {d['member']}'s authenticator: their second factor is off"
