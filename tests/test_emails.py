@@ -1019,3 +1019,52 @@ def test_someone_outside_the_team_gets_no_links_they_could_not_open(
     assert "Credits used" in ours.body
     client.force_login(member)
     assert client.get(path_of(check_url_of(check))).status_code == 200
+
+
+def test_a_member_removed_from_the_team_stops_getting_its_monitors_e_mails(
+    team, member, client, django_user_model, scenario, queued, mailoutbox
+):
+    """A member's address is on a monitor's e-mails without confirming: the
+    team vouched for it. Out of the team, that no longer holds: they get
+    nothing more until they confirm like any address outside the team."""
+    from monitors.models import Membership
+
+    owner = django_user_model.objects.create_user("olive", "olive@acme.test")
+    Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
+    monitor = make_monitor(team, email=email_settings(MEMBER, EXTERNAL))
+    monitor.email_recipients.filter(email=EXTERNAL).update(status="confirmed")
+    assert monitor.email_recipients.get(email=MEMBER).status == "confirmed"
+    client.force_login(owner)
+
+    leaving = Membership.objects.get(team=team, user=member)
+    client.post(reverse("member-remove", args=[leaving.pk]))
+    mailoutbox.clear()
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    assert [m.to for m in mailoutbox] == [[EXTERNAL]]
+    recipient = monitor.email_recipients.get(email=MEMBER)
+    assert recipient.status == EmailRecipient.Status.PENDING
+    assert recipient.confirmed_at is None
+
+
+def test_a_member_who_leaves_and_comes_back_gets_the_teams_e_mails_again(
+    team, member, client, scenario, queued, mailoutbox
+):
+    """A monitor without its own list mails whoever is in the team."""
+    from monitors.models import Membership
+
+    monitor = make_monitor(team, email=email_settings())
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+    assert [m.to for m in mailoutbox] == [[MEMBER]]
+    client.force_login(member)
+    client.post(reverse("member-remove", args=[Membership.objects.get(user=member).pk]))
+    scenario.run(monitor, [("https://e.com/a", "changed")])
+    queued.run()
+    assert len(mailoutbox) == 1
+
+    Membership.objects.create(team=team, user=member)
+    scenario.run(monitor, [("https://e.com/a", "removed")])
+    queued.run()
+    assert [m.to for m in mailoutbox] == [[MEMBER], [MEMBER]]
