@@ -459,6 +459,13 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
         }
         status = 403 if request.method == "POST" else 200
         return render(request, "teams/invitation.html", context, status=status)
+    context["sign_in_url"] = reverse("login") + "?next=" + request.path
+    if get_user_model().objects.filter(email__iexact=invitation.email).exists():
+        # They join with the account they have (a second one for the same
+        # address would share its password resets and confuse who is who).
+        context["has_account"] = True
+        status = 409 if request.method == "POST" else 200
+        return render(request, "teams/invitation.html", context, status=status)
     form = JoinForm(request.POST or None, email=invitation.email)
     if request.method == "POST" and form.is_valid():
         try:
@@ -471,13 +478,7 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
             )
         login(request, user, backend=SIGN_IN_BACKEND)
         return _joined(request, membership)
-    context |= {
-        "form": form,
-        "has_account": get_user_model()
-        .objects.filter(email__iexact=invitation.email)
-        .exists(),
-        "sign_in_url": reverse("login") + "?next=" + request.path,
-    }
+    context["form"] = form
     status = 400 if request.method == "POST" else 200
     return render(request, "teams/invitation.html", context, status=status)
 

@@ -473,3 +473,26 @@ def test_issuing_an_invitation_says_whether_it_replaced_a_waiting_link(team):
     assert other.replaced_waiting is False
     first.refresh_from_db()
     assert first.revoked_at == now
+
+
+def test_an_address_with_an_account_joins_by_signing_in_not_with_a_second_account(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    sam = django_user_model.objects.create_user("sam", "Sam@Example.com", PASSWORD)
+    link = invite(owner_client, mailoutbox)
+    visitor = client_factory()
+
+    page = text_of(visitor.get(path_of(link)))
+    response = visitor.post(
+        path_of(link), {"username": "sam2", "password": NEW_PASSWORD}
+    )
+
+    assert "An account with this e-mail address exists." in page
+    assert 'name="password"' not in page  # no form for a second account
+    assert response.status_code == 409
+    assert "Sign in" in text_of(response)
+    assert list(get_user_model().objects.filter(email__iexact="sam@example.com")) == [
+        sam
+    ]
+    assert not Membership.objects.filter(team=team, user__username="sam2").exists()
+    assert Invitation.objects.get().accepted_at is None
