@@ -294,6 +294,13 @@ class Activity(models.Model):
         # getting them. details: the channel (id and name), the address and
         # whether nobody is left to get the channel's e-mails.
         CHANNEL_LEFT = "channel.left", "Stopped a channel's e-mails"
+        # An address outside the team followed the link in the confirmation
+        # e-mail: the monitor's e-mails go to it from now on. details: the
+        # address.
+        EMAIL_CONFIRMED = (
+            "monitor.email_confirmed",
+            "Confirmed a monitor's e-mails",
+        )
         # An address a monitor e-mails followed the unsubscribe link in one.
         # details: the address.
         EMAIL_UNSUBSCRIBED = (
@@ -508,6 +515,8 @@ class Activity(models.Model):
             if d.get("nobody_left"):
                 said += ": nobody gets them now"
             return said
+        if self.kind == kind.EMAIL_CONFIRMED:
+            return f"Confirmed the e-mails of monitor “{self.monitor_name}”"
         if self.kind == kind.EMAIL_UNSUBSCRIBED:
             return f"Unsubscribed from the e-mails of monitor “{self.monitor_name}”"
         return self.get_kind_display()

@@ -1068,3 +1068,26 @@ def test_a_member_who_leaves_and_comes_back_gets_the_teams_e_mails_again(
     scenario.run(monitor, [("https://e.com/a", "removed")])
     queued.run()
     assert [m.to for m in mailoutbox] == [[MEMBER], [MEMBER]]
+
+
+def test_an_address_confirming_a_monitors_e_mails_is_in_the_teams_activity_log(
+    team, client
+):
+    """The team learns when its alerts start going to an address outside it,
+    as it does when one stops them."""
+    monitor = make_monitor(team, email=email_settings(EXTERNAL))
+    recipient = monitor.email_recipients.get()
+    path = path_of(emails.confirm_url(recipient))
+
+    client.get(path)
+    assert not Activity.objects.filter(kind="monitor.email_confirmed")
+    client.post(path)
+    client.post(path)  # confirmed already: nothing more to say
+
+    [entry] = Activity.objects.filter(team=team, kind="monitor.email_confirmed")
+    assert entry.via == Activity.Via.EMAIL and entry.monitor == monitor
+    assert entry.details == {"email": EXTERNAL}
+    assert entry.sentence == (
+        f"{EXTERNAL} confirmed the e-mails of monitor “{monitor.name}”, "
+        "with the link in an e-mail"
+    )
