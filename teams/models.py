@@ -476,10 +476,12 @@ class Activity(models.Model):
             )
         if self.kind == kind.KEY_REVOKED:
             return "Revoked " + _named("API key", d.get("name"))
+        # How they came in when no invitation did: "through single sign-on".
+        through = f" through {d['through']}" if d.get("through") else ""
         if self.kind == kind.MEMBER_JOINED and d.get("member"):
-            return f"Added {d['member']} as {role_words(d.get('role'))}"
+            return f"Added {d['member']} as {role_words(d.get('role'))}{through}"
         if self.kind == kind.MEMBER_JOINED:
-            return f"Joined as {role_words(d.get('role'))}"
+            return f"Joined as {role_words(d.get('role'))}{through}"
         revoked = d.get("keys_revoked") or 0
         if self.kind == kind.MEMBER_REMOVED and d.get("left"):
             said = "Left the team"
@@ -497,8 +499,7 @@ class Activity(models.Model):
                 f"Made {d.get('member', 'a member')} {role_words(d.get('role'))} "
                 f"(was {role_words(d.get('was'))})"
             )
-            if d.get("through"):
-                said += f" through {d['through']}"
+            said += through
             if revoked:
                 said += " and revoked " + keys_made_words(revoked, "they", writes=True)
             return said
