@@ -1,6 +1,7 @@
 """What follows a member's leaving, however it happened (the Team page, the
-admin, a deleted account): the API keys they made stop working, and the
-monitors' e-mails they got as a member stop.
+admin, a deleted account): the API keys they made stop working, an
+invitation to their address they never used is withdrawn, and the monitors'
+e-mails they got as a member stop.
 
 A key is the team's, but its secret was shown once to the person who made it,
 who may have kept a copy; a person who is no longer in the team must not keep
@@ -25,15 +26,24 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from monitors.models import ApiKey, EmailRecipient, Membership, Team
 from teams.activity import SYSTEM, Actor, Kind, record
+from teams.models import Invitation
 
 
 def member_left(actor: Actor, team: Team, user: Any) -> int:
     """Record the removal and revoke the keys `user` made for `team`; returns
     how many were revoked."""
     revoked = ApiKey.objects.filter(team=team, created_by=user).revoke()
+    if user.email:
+        # Sent before they came in another way (the admin, single sign-on):
+        # unused, it would bring them back.
+        now = timezone.now()
+        Invitation.objects.pending(now).filter(
+            team=team, email__iexact=user.email
+        ).update(revoked_at=now)
     _unvouched(team, user)
     left = actor.user is not None and actor.user.pk == user.pk
     record(actor, team, Kind.MEMBER_REMOVED, member=user.get_username(),

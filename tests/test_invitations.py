@@ -496,3 +496,22 @@ def test_an_address_with_an_account_joins_by_signing_in_not_with_a_second_accoun
     ]
     assert not Membership.objects.filter(team=team, user__username="sam2").exists()
     assert Invitation.objects.get().accepted_at is None
+
+
+def test_removing_someone_withdraws_the_invitation_they_never_used(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    """Invited, then added another way (the admin, single sign-on), then
+    removed: the unused link must not bring them back."""
+    link = invite(owner_client, mailoutbox, role="editor")
+    sam = django_user_model.objects.create_user("sam", "sam@example.com", PASSWORD)
+    added = Membership.objects.create(team=team, user=sam, role="viewer")
+
+    owner_client.post(reverse("member-remove", args=[added.pk]))
+    visitor = client_factory()
+    visitor.force_login(sam)
+    response = visitor.post(path_of(link))
+
+    assert response.status_code == 410
+    assert "withdrawn" in text_of(response)
+    assert not Membership.objects.filter(team=team, user=sam).exists()
