@@ -140,13 +140,17 @@ def _new_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
 
 
 @transaction.atomic
-def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
+def create_monitor(
+    team: Team, data: dict[str, Any], now: datetime, by: str = ""
+) -> Monitor:
+    """`by`: the person making it, by name (Actor.person_name), whom the
+    confirmation e-mails to the addresses it gets names."""
     monitor = _new_monitor(team, data, now)
     monitor.save()
     _ensure_signing_secret(monitor)
     replace_targets(monitor, data["targets"])
     own.sync(monitor)
-    monitor.sync_email_recipients()
+    monitor.sync_email_recipients(added_by=by)
     queue_confirmations(monitor)
     if "channels" in data:
         link_channels(monitor, data["channels"])
@@ -155,7 +159,7 @@ def create_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
 
 @transaction.atomic
 def create_monitors(
-    team: Team, batch: list[dict[str, Any]], now: datetime
+    team: Team, batch: list[dict[str, Any]], now: datetime, by: str = ""
 ) -> list[Monitor]:
     """Many monitors at once, exactly as create_monitor makes each (an import
     of a thousand watches), in a few statements: all of them or none."""
@@ -173,13 +177,15 @@ def create_monitors(
     own.create_for(monitors)
     for monitor in monitors:
         if monitor.email_settings.get("recipients"):
-            monitor.sync_email_recipients()
+            monitor.sync_email_recipients(added_by=by)
             queue_confirmations(monitor)
     return monitors
 
 
 @transaction.atomic
-def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Monitor:
+def update_monitor(
+    monitor: Monitor, data: dict[str, Any], now: datetime, by: str = ""
+) -> Monitor:
     """Apply a validated edit. The monitor was read before this transaction:
     a delete that committed since wins, nothing is written (saving the whole
     row would bring the monitor back, scheduled again), and the monitor
@@ -204,7 +210,7 @@ def update_monitor(monitor: Monitor, data: dict[str, Any], now: datetime) -> Mon
     if {"webhook", "webhookPages", "notification"} & set(data):
         own.sync(monitor)
     if "notification" in data:
-        monitor.sync_email_recipients()
+        monitor.sync_email_recipients(added_by=by)
         queue_confirmations(monitor)
     if "channels" in data:
         link_channels(monitor, data["channels"])

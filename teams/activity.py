@@ -35,6 +35,14 @@ class Actor:
         user = request.user if request.user.is_authenticated else None
         return cls(via or Via.DASHBOARD, user=user, address=address)
 
+    @property
+    def person_name(self) -> str:
+        """Who did it, by name, for someone outside the team (the address
+        a monitor's e-mails were added for): the person, or the one who made
+        the API key; "" when no person is known."""
+        person = self.user or (self.key.created_by if self.key else None)
+        return (person.get_full_name() or person.get_username()) if person else ""
+
     @classmethod
     def command(cls, user: Any = None) -> Actor:
         return cls(Via.COMMAND, user=user)

@@ -1,9 +1,13 @@
 """What follows a member's leaving, however it happened (the Team page, the
-admin, a deleted account): the API keys they made stop working.
+admin, a deleted account): the API keys they made stop working, an
+invitation to their address they never used is withdrawn, and the monitors'
+e-mails they got as a member stop.
 
 A key is the team's, but its secret was shown once to the person who made it,
 who may have kept a copy; a person who is no longer in the team must not keep
-its access through one."""
+its access through one. Nor its monitors' e-mails: a member's address gets
+them unconfirmed because the team vouches for its members, which ends with
+the membership."""
 
 from __future__ import annotations
 
@@ -22,19 +26,56 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
-from monitors.models import ApiKey, Membership, Team
+from monitors.models import ApiKey, EmailRecipient, Membership, Team
 from teams.activity import SYSTEM, Actor, Kind, record
+from teams.models import Invitation
 
 
 def member_left(actor: Actor, team: Team, user: Any) -> int:
     """Record the removal and revoke the keys `user` made for `team`; returns
     how many were revoked."""
     revoked = ApiKey.objects.filter(team=team, created_by=user).revoke()
+    if user.email:
+        # Sent before they came in another way (the admin, single sign-on):
+        # unused, it would bring them back.
+        now = timezone.now()
+        Invitation.objects.pending(now).filter(
+            team=team, email__iexact=user.email
+        ).update(revoked_at=now)
+    _unvouched(team, user)
     left = actor.user is not None and actor.user.pk == user.pk
     record(actor, team, Kind.MEMBER_REMOVED, member=user.get_username(),
            keys_revoked=len(revoked), **({"left": True} if left else {}))  # fmt: skip
     return len(revoked)
+
+
+def _unvouched(team: Team, user: Any) -> None:
+    """The monitors naming `user`'s address among their recipients stop
+    e-mailing it: it is asked like any address outside the team from now on
+    (at the next edit that keeps it). Monitors without a list of their own
+    mail whoever is a member, so their rows are left for a return."""
+    if not user.email:
+        return
+    rows = EmailRecipient.objects.filter(
+        monitor__team=team,
+        email__iexact=user.email,
+        source=EmailRecipient.Source.TEAM,
+        status=EmailRecipient.Status.CONFIRMED,
+    ).select_related("monitor")
+    listed = [
+        row.pk
+        for row in rows
+        if row.email
+        in {r.lower() for r in row.monitor.email_settings.get("recipients") or []}
+    ]
+    EmailRecipient.objects.filter(pk__in=listed).update(
+        status=EmailRecipient.Status.PENDING,
+        source=EmailRecipient.Source.OPT_IN,
+        confirmed_at=None,
+        confirmation_sent_at=None,
+    )
 
 
 def role_changed(actor: Actor, membership: Membership, was: str, **details: Any) -> int:

@@ -89,6 +89,10 @@ class Invitation(models.Model):
 
     objects = InvitationQuerySet.as_manager()
 
+    # Set by issue(): whether a link still waiting for the address stopped
+    # working because of this one (the owner is told so).
+    replaced_waiting = False
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -111,8 +115,10 @@ class Invitation(models.Model):
         perhaps with another role, must not stay usable beside it."""
         token = secrets.token_urlsafe(32)
         email = email.strip().lower()
-        cls.objects.pending(now).filter(team=team, email__iexact=email).update(
-            revoked_at=now
+        replaced = (
+            cls.objects.pending(now)
+            .filter(team=team, email__iexact=email)
+            .update(revoked_at=now)
         )
         invitation = cls.objects.create(
             team=team,
@@ -122,6 +128,7 @@ class Invitation(models.Model):
             invited_by=invited_by,
             expires_at=now + INVITATION_VALID_FOR,
         )
+        invitation.replaced_waiting = bool(replaced)
         return invitation, token
 
     @classmethod
@@ -272,6 +279,9 @@ class Activity(models.Model):
             "signin.recovery_code",
             "Signed in with a recovery code",
         )
+        # details: "reset" when chosen with an e-mailed reset link; the member
+        # when an administrator set it.
+        PASSWORD_CHANGED = "account.password_changed", "Password changed"
         SECOND_FACTOR_ON = "account.second_factor_on", "Second factor set up"
         SECOND_FACTOR_OFF = "account.second_factor_off", "Second factor turned off"
         # An administrator removed a person's recovery codes and left their
@@ -284,6 +294,13 @@ class Activity(models.Model):
         # getting them. details: the channel (id and name), the address and
         # whether nobody is left to get the channel's e-mails.
         CHANNEL_LEFT = "channel.left", "Stopped a channel's e-mails"
+        # An address outside the team followed the link in the confirmation
+        # e-mail: the monitor's e-mails go to it from now on. details: the
+        # address.
+        EMAIL_CONFIRMED = (
+            "monitor.email_confirmed",
+            "Confirmed a monitor's e-mails",
+        )
         # An address a monitor e-mails followed the unsubscribe link in one.
         # details: the address.
         EMAIL_UNSUBSCRIBED = (
@@ -404,6 +421,12 @@ class Activity(models.Model):
             kind.SECRET_ROTATED: "Replaced the webhook signing secret",
             kind.SECOND_FACTOR_ON: "Set up a second factor",
         }
+        if self.kind == kind.PASSWORD_CHANGED and d.get("member"):
+            return f"Set a new password for {d['member']}"
+        if self.kind == kind.PASSWORD_CHANGED and d.get("reset"):
+            return "Chose a new password with the reset link e-mailed to them"
+        if self.kind == kind.PASSWORD_CHANGED:
+            return "Changed their password"
         if self.kind == kind.SECOND_FACTOR_OFF and d.get("member"):
             # An administrator removed the person's lost authenticator.
             return f"Removed {d['member']}'s authenticator: their second factor is off"
@@ -453,36 +476,32 @@ class Activity(models.Model):
             )
         if self.kind == kind.KEY_REVOKED:
             return "Revoked " + _named("API key", d.get("name"))
+        # How they came in when no invitation did: "through single sign-on".
+        through = f" through {d['through']}" if d.get("through") else ""
         if self.kind == kind.MEMBER_JOINED and d.get("member"):
-            return f"Added {d['member']} as {role_words(d.get('role'))}"
+            return f"Added {d['member']} as {role_words(d.get('role'))}{through}"
         if self.kind == kind.MEMBER_JOINED:
-            return f"Joined as {role_words(d.get('role'))}"
+            return f"Joined as {role_words(d.get('role'))}{through}"
+        revoked = d.get("keys_revoked") or 0
         if self.kind == kind.MEMBER_REMOVED and d.get("left"):
             said = "Left the team"
-            revoked = d.get("keys_revoked") or 0
-            if revoked == 1:
-                said += "; the API key they made was revoked"
-            elif revoked:
-                said += f"; the {revoked} API keys they made were revoked"
+            if revoked:
+                was = "was" if revoked == 1 else "were"
+                said += f"; {keys_made_words(revoked, 'they')} {was} revoked"
             return said
         if self.kind == kind.MEMBER_REMOVED:
             said = f"Removed {d.get('member', 'a member')} from the team"
-            revoked = d.get("keys_revoked") or 0
             if revoked:
-                keys = "API key" if revoked == 1 else f"{revoked} API keys"
-                said += f" and revoked the {keys} they made"
+                said += " and revoked " + keys_made_words(revoked, "they")
             return said
         if self.kind == kind.ROLE_CHANGED:
             said = (
                 f"Made {d.get('member', 'a member')} {role_words(d.get('role'))} "
                 f"(was {role_words(d.get('was'))})"
             )
-            if d.get("through"):
-                said += f" through {d['through']}"
-            revoked = d.get("keys_revoked") or 0
+            said += through
             if revoked:
-                keys = "API key" if revoked == 1 else f"{revoked} API keys"
-                said += f" and revoked the {keys} they made that could change things"
+                said += " and revoked " + keys_made_words(revoked, "they", writes=True)
             return said
         if self.kind == kind.INVITATION_SENT:
             return f"Invited {d.get('email', '')} as {role_words(d.get('role'))}"
@@ -497,6 +516,8 @@ class Activity(models.Model):
             if d.get("nobody_left"):
                 said += ": nobody gets them now"
             return said
+        if self.kind == kind.EMAIL_CONFIRMED:
+            return f"Confirmed the e-mails of monitor “{self.monitor_name}”"
         if self.kind == kind.EMAIL_UNSUBSCRIBED:
             return f"Unsubscribed from the e-mails of monitor “{self.monitor_name}”"
         return self.get_kind_display()
@@ -540,6 +561,29 @@ def role_words(value: Any) -> str:
     except ValueError:
         return "a member"
     return Membership(role=role).role_words
+
+
+def keys_made_words(count: int, who: str, *, writes: bool = False) -> str:
+    """The API keys a member made that leaving the team (or, with `writes`,
+    becoming a viewer) turns off, named the same way in every question,
+    message and log entry about them: "the API key they made", "the 2 API
+    keys Eddie made that can change monitors"."""
+    keys = "the API key" if count == 1 else f"the {count} API keys"
+    return f"{keys} {who} made" + (" that can change monitors" if writes else "")
+
+
+def keys_stop_words(
+    count: int, who: str, *, writes: bool = False, done: bool = False
+) -> str:
+    """Those keys stopping, as a sentence without its full stop: "The API
+    key they made stops working" when asked, "… no longer works" when done."""
+    one = count == 1
+    if done:
+        verb = "no longer works" if one else "no longer work"
+    else:
+        verb = "stops working" if one else "stop working"
+    keys = keys_made_words(count, who, writes=writes)
+    return f"{keys[:1].upper()}{keys[1:]} {verb}"
 
 
 def _named(thing: str, name: str | None) -> str:

@@ -47,7 +47,7 @@ from teams.members import (
     with_keys_made,
     with_removable,
 )
-from teams.models import Activity, Invitation, InvitationError
+from teams.models import Activity, Invitation, InvitationError, keys_stop_words
 
 logger = logging.getLogger(__name__)
 
@@ -123,14 +123,16 @@ def team_invite(request: DashboardRequest) -> HttpResponse:
     form = InviteForm(request.POST, team=request.team)
     if not form.is_valid():
         return _team_page(request, invite_form=form, status=400)
-    now, email = timezone.now(), form.cleaned_data["email"]
-    waiting = (
-        Invitation.objects.pending(now).filter(team=request.team, email=email).exists()
-    )
     invitation, token = Invitation.issue(
-        request.team, email, form.cleaned_data["role"], request.user, now
+        request.team,
+        form.cleaned_data["email"],
+        form.cleaned_data["role"],
+        request.user,
+        timezone.now(),
     )
-    replaced = " The link sent before no longer works." if waiting else ""
+    replaced = (
+        " The link sent before no longer works." if invitation.replaced_waiting else ""
+    )
     _send(request, invitation, token, sent="Invitation sent to", replaced=replaced)
     return redirect("team-members")
 
@@ -326,7 +328,8 @@ def member_role(request: DashboardRequest, membership_id: int) -> HttpResponse:
         else:
             said = f"{membership.user.get_username()} is now {membership.role_words}."
         if revoked:
-            said += " " + _write_keys_stopped(revoked, yourself)
+            who = "you" if yourself else "they"
+            said += f" {keys_stop_words(revoked, who, writes=True, done=True)}."
         messages.success(request, said)
     return _back_to_team_page(request)
 
@@ -351,13 +354,6 @@ def _member_role_question(
     return render(request, template, context)
 
 
-def _write_keys_stopped(count: int, yourself: bool) -> str:
-    who = "you" if yourself else "they"
-    if count == 1:
-        return f"The API key {who} made that could change things no longer works."
-    return f"The {count} API keys {who} made that could change things no longer work."
-
-
 def _member_remove_question(
     request: DashboardRequest, membership: Membership
 ) -> HttpResponse:
@@ -371,13 +367,6 @@ def _member_remove_question(
         return redirect("team-members")
     context = {"member": asked, "leaving": asked.user_id == request.user.pk}
     return render(request, "teams/member_confirm_remove.html", context)
-
-
-def _keys_stopped(count: int, leaving: bool = False) -> str:
-    who = "you" if leaving else "they"
-    if count == 1:
-        return f"The API key {who} made no longer works."
-    return f"The {count} API keys {who} made no longer work."
 
 
 @require_http_methods(["GET", "POST"])
@@ -403,7 +392,8 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
     else:
         said = f"{membership.user.get_username()} was removed from the team."
     if revoked:
-        said += f" {_keys_stopped(revoked, leaving)}"
+        who = "you" if leaving else "they"
+        said += f" {keys_stop_words(revoked, who, done=True)}."
     messages.success(request, said)
     if leaving:
         return redirect("monitor-list")
@@ -469,6 +459,13 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
         }
         status = 403 if request.method == "POST" else 200
         return render(request, "teams/invitation.html", context, status=status)
+    context["sign_in_url"] = reverse("login") + "?next=" + request.path
+    if get_user_model().objects.filter(email__iexact=invitation.email).exists():
+        # They join with the account they have (a second one for the same
+        # address would share its password resets and confuse who is who).
+        context["has_account"] = True
+        status = 409 if request.method == "POST" else 200
+        return render(request, "teams/invitation.html", context, status=status)
     form = JoinForm(request.POST or None, email=invitation.email)
     if request.method == "POST" and form.is_valid():
         try:
@@ -481,13 +478,7 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
             )
         login(request, user, backend=SIGN_IN_BACKEND)
         return _joined(request, membership)
-    context |= {
-        "form": form,
-        "has_account": get_user_model()
-        .objects.filter(email__iexact=invitation.email)
-        .exists(),
-        "sign_in_url": reverse("login") + "?next=" + request.path,
-    }
+    context["form"] = form
     status = 400 if request.method == "POST" else 200
     return render(request, "teams/invitation.html", context, status=status)
 

@@ -185,3 +185,99 @@ def test_a_reset_password_signs_out_every_session(client, olive):
     )
 
     assert not is_signed_in(phone)
+
+
+# --- The activity log hears of new passwords ------------------------------------
+
+
+@pytest.fixture
+def teams_of_olive(olive):
+    from monitors.models import Membership, Team
+
+    teams = [
+        Team.objects.create(name="Acme", slug="acme"),
+        Team.objects.create(name="Globex", slug="globex"),
+    ]
+    for team in teams:
+        Membership.objects.create(team=team, user=olive, role=Membership.Role.EDITOR)
+    return teams
+
+
+def password_entries(team):
+    from teams.models import Activity
+
+    return list(Activity.objects.filter(team=team, kind="account.password_changed"))
+
+
+def test_changing_ones_password_is_in_each_of_their_teams_activity_log(
+    olive, teams_of_olive
+):
+    laptop = signed_in(olive)
+
+    laptop.post(
+        reverse("password_change"),
+        {
+            "old_password": PASSWORD,
+            "new_password1": "a-new-longer-passphrase-42",
+            "new_password2": "a-new-longer-passphrase-42",
+        },
+    )
+
+    for team in teams_of_olive:
+        [entry] = password_entries(team)
+        assert entry.user == olive and entry.via == "dashboard"
+        assert entry.sentence == "Changed their password by olive"
+        assert entry.address == "127.0.0.1"
+
+
+def test_a_refused_password_change_is_not_logged(olive, teams_of_olive):
+    signed_in(olive).post(
+        reverse("password_change"),
+        {"old_password": "wrong", "new_password1": "x", "new_password2": "y"},
+    )
+
+    assert password_entries(teams_of_olive[0]) == []
+
+
+def test_a_password_chosen_with_a_reset_link_is_in_the_activity_log(
+    client, olive, teams_of_olive
+):
+    ask_reset(client)
+    link = next(
+        line for line in mail.outbox[0].body.splitlines() if "/accounts/reset/" in line
+    )
+    form = client.get(link[link.index("/accounts/reset/") :].strip(), follow=True)
+    client.post(
+        form.redirect_chain[-1][0],
+        {
+            "new_password1": "another-passphrase-77",
+            "new_password2": "another-passphrase-77",
+        },
+    )
+
+    for team in teams_of_olive:
+        [entry] = password_entries(team)
+        assert entry.user == olive
+        assert entry.what_words == (
+            "Chose a new password with the reset link e-mailed to them"
+        )
+
+
+def test_an_administrator_setting_someones_password_is_in_their_teams_log(
+    olive, teams_of_olive, admin_client
+):
+    response = admin_client.post(
+        reverse("admin:auth_user_password_change", args=[olive.pk]),
+        {
+            "password1": "set-by-the-admin-4242",
+            "password2": "set-by-the-admin-4242",
+        },
+    )
+
+    assert response.status_code == 302
+    olive.refresh_from_db()
+    assert olive.check_password("set-by-the-admin-4242")
+    for team in teams_of_olive:
+        [entry] = password_entries(team)
+        assert entry.via == "admin" and entry.user.username == "admin"
+        assert entry.what_words == "Set a new password for olive"

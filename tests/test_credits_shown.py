@@ -74,8 +74,10 @@ def test_the_monthly_estimate_counts_the_judge_only_when_an_llm_is_configured(
 
 
 def test_change_mails_mention_credits_only_with_an_allowance(
-    team, scenario, queued, mailoutbox
+    team, scenario, queued, mailoutbox, django_user_model
 ):
+    # A member: credits are the team's business, not a stranger's.
+    team.members.add(django_user_model.objects.create_user("a", "a@acme.test"))
     monitor = make_notified_monitor(
         team, email={"enabled": True, "recipients": ["a@acme.test"]}
     )

@@ -918,3 +918,176 @@ def test_a_one_click_unsubscribe_is_in_the_teams_activity_log(team, member):
 
     [entry] = Activity.objects.filter(team=team, kind=Activity.Kind.EMAIL_UNSUBSCRIBED)
     assert entry.monitor == monitor and entry.actor_words == MEMBER
+
+
+def test_the_confirmation_names_who_added_the_address_on_the_dashboard(
+    team, client, django_user_model, queued, mailoutbox,
+    django_capture_on_commit_callbacks,
+):  # fmt: skip
+    from monitors.models import Membership
+    from tests.test_dashboard_views import scrape_form
+
+    olive = django_user_model.objects.create_user(
+        "olive", "olive@acme.test", first_name="Olive", last_name="Stone"
+    )
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.EDITOR)
+    client.force_login(olive)
+    form = scrape_form(email_enabled="on", email_recipients=EXTERNAL)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("monitor-create"), form)
+    assert response.status_code == 302
+    queued.run()
+
+    [confirmation] = mailoutbox
+    said = f"Olive Stone of the team Acme added {EXTERNAL} to the e-mail alerts"
+    assert said in confirmation.body
+    assert said.replace(EXTERNAL, f"<strong>{EXTERNAL}</strong>") in html_of(
+        confirmation
+    )
+    recipient = EmailRecipient.objects.get(email=EXTERNAL)
+    assert recipient.added_by == "Olive Stone"
+
+
+def test_the_confirmation_names_the_person_whose_api_key_added_the_address(
+    team, django_user_model, queued, mailoutbox, scrape_monitor_body,
+    django_capture_on_commit_callbacks,
+):  # fmt: skip
+    from rest_framework.test import APIClient
+
+    from monitors.models import ApiKey
+
+    ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+    _, raw = ApiKey.issue(team, name="deploys", created_by=ana)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    body = scrape_monitor_body | {"notification": {"email": email_settings(EXTERNAL)}}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        monitor_id = api.post("/v2/monitor", body, format="json").json()["data"]["id"]
+    queued.run()
+    [confirmation] = mailoutbox
+    assert f"ana of the team Acme added {EXTERNAL}" in confirmation.body
+
+    # Added later by an edit, by a key nobody made: the team is named.
+    _, nobodys = ApiKey.issue(team, name="robot")
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {nobodys}")
+    edit = {"notification": {"email": email_settings(EXTERNAL, "kim@partner.test")}}
+    with django_capture_on_commit_callbacks(execute=True):
+        api.patch(f"/v2/monitor/{monitor_id}", edit, format="json")
+    queued.run()
+    assert mailoutbox[-1].to == ["kim@partner.test"]
+    assert "The team Acme added kim@partner.test" in mailoutbox[-1].body
+
+
+def test_someone_outside_the_team_gets_no_links_they_could_not_open(
+    team, member, scenario, queued, mailoutbox, client
+):
+    """Pagewatch's pages need a member's sign-in: an address outside the team
+    is offered none of them, only the pages watched and its unsubscribe link.
+    A member's e-mail keeps them, and each opens for the member."""
+    team.credit_allowance = 1000
+    team.save()
+    monitor = make_monitor(
+        team, email=email_settings(EXTERNAL, MEMBER, include_diffs=True), name="Shop"
+    )
+    monitor.email_recipients.filter(email=EXTERNAL).update(status="confirmed")
+    mailoutbox.clear()
+    pages = [(f"https://e.com/p{i}", "changed") for i in range(22)]
+    check = scenario.run(monitor, pages)
+    Check.objects.filter(pk=check.pk).update(actual_credits=3)
+    queued.run()
+
+    theirs = next(m for m in mailoutbox if m.to == [EXTERNAL])
+    ours = next(m for m in mailoutbox if m.to == [MEMBER])
+    outsider = monitor.email_recipients.get(email=EXTERNAL)
+    for text in (theirs.body, html_of(theirs)):
+        dashboard_links = [
+            link
+            for link in re.findall(r"https?://[^\s\"<>]+", text)
+            if link.startswith(settings.PUBLIC_BASE_URL)
+        ]
+        assert dashboard_links == [emails.unsubscribe_url(outsider)]
+        assert "https://e.com/p0" in text  # the watched pages themselves stay
+        assert "Credits used" not in text and "your team" not in text
+    assert "... and 2 more pages.\n" in theirs.body
+    assert "… and 2 more pages.</p>" in html_of(theirs)
+    assert "See this check" not in theirs.body
+    assert "See what changed" not in html_of(theirs)
+
+    assert check_url_of(check) in ours.body and "See what changed" in ours.body
+    assert "Credits used" in ours.body
+    client.force_login(member)
+    assert client.get(path_of(check_url_of(check))).status_code == 200
+
+
+def test_a_member_removed_from_the_team_stops_getting_its_monitors_e_mails(
+    team, member, client, django_user_model, scenario, queued, mailoutbox
+):
+    """A member's address is on a monitor's e-mails without confirming: the
+    team vouched for it. Out of the team, that no longer holds: they get
+    nothing more until they confirm like any address outside the team."""
+    from monitors.models import Membership
+
+    owner = django_user_model.objects.create_user("olive", "olive@acme.test")
+    Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
+    monitor = make_monitor(team, email=email_settings(MEMBER, EXTERNAL))
+    monitor.email_recipients.filter(email=EXTERNAL).update(status="confirmed")
+    assert monitor.email_recipients.get(email=MEMBER).status == "confirmed"
+    client.force_login(owner)
+
+    leaving = Membership.objects.get(team=team, user=member)
+    client.post(reverse("member-remove", args=[leaving.pk]))
+    mailoutbox.clear()
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+
+    assert [m.to for m in mailoutbox] == [[EXTERNAL]]
+    recipient = monitor.email_recipients.get(email=MEMBER)
+    assert recipient.status == EmailRecipient.Status.PENDING
+    assert recipient.confirmed_at is None
+
+
+def test_a_member_who_leaves_and_comes_back_gets_the_teams_e_mails_again(
+    team, member, client, scenario, queued, mailoutbox
+):
+    """A monitor without its own list mails whoever is in the team."""
+    from monitors.models import Membership
+
+    monitor = make_monitor(team, email=email_settings())
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    queued.run()
+    assert [m.to for m in mailoutbox] == [[MEMBER]]
+    client.force_login(member)
+    client.post(reverse("member-remove", args=[Membership.objects.get(user=member).pk]))
+    scenario.run(monitor, [("https://e.com/a", "changed")])
+    queued.run()
+    assert len(mailoutbox) == 1
+
+    Membership.objects.create(team=team, user=member)
+    scenario.run(monitor, [("https://e.com/a", "removed")])
+    queued.run()
+    assert [m.to for m in mailoutbox] == [[MEMBER], [MEMBER]]
+
+
+def test_an_address_confirming_a_monitors_e_mails_is_in_the_teams_activity_log(
+    team, client
+):
+    """The team learns when its alerts start going to an address outside it,
+    as it does when one stops them."""
+    monitor = make_monitor(team, email=email_settings(EXTERNAL))
+    recipient = monitor.email_recipients.get()
+    path = path_of(emails.confirm_url(recipient))
+
+    client.get(path)
+    assert not Activity.objects.filter(kind="monitor.email_confirmed")
+    client.post(path)
+    client.post(path)  # confirmed already: nothing more to say
+
+    [entry] = Activity.objects.filter(team=team, kind="monitor.email_confirmed")
+    assert entry.via == Activity.Via.EMAIL and entry.monitor == monitor
+    assert entry.details == {"email": EXTERNAL}
+    assert entry.sentence == (
+        f"{EXTERNAL} confirmed the e-mails of monitor “{monitor.name}”, "
+        "with the link in an e-mail"
+    )

@@ -460,3 +460,58 @@ def test_inviting_an_address_again_replaces_the_link_still_waiting(
     visitor = client_factory()
     visitor.post(path_of(second), {"username": "sam", "password": NEW_PASSWORD})
     assert Membership.objects.get(user__username="sam", team=team).role == "viewer"
+
+
+def test_issuing_an_invitation_says_whether_it_replaced_a_waiting_link(team):
+    now = timezone.now()
+    first, _ = Invitation.issue(team, "sam@example.com", "editor", None, now)
+    second, _ = Invitation.issue(team, "Sam@Example.com", "viewer", None, now)
+    other, _ = Invitation.issue(team, "kim@example.com", "viewer", None, now)
+
+    assert first.replaced_waiting is False
+    assert second.replaced_waiting is True
+    assert other.replaced_waiting is False
+    first.refresh_from_db()
+    assert first.revoked_at == now
+
+
+def test_an_address_with_an_account_joins_by_signing_in_not_with_a_second_account(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    sam = django_user_model.objects.create_user("sam", "Sam@Example.com", PASSWORD)
+    link = invite(owner_client, mailoutbox)
+    visitor = client_factory()
+
+    page = text_of(visitor.get(path_of(link)))
+    response = visitor.post(
+        path_of(link), {"username": "sam2", "password": NEW_PASSWORD}
+    )
+
+    assert "An account with this e-mail address exists." in page
+    assert 'name="password"' not in page  # no form for a second account
+    assert response.status_code == 409
+    assert "Sign in" in text_of(response)
+    assert list(get_user_model().objects.filter(email__iexact="sam@example.com")) == [
+        sam
+    ]
+    assert not Membership.objects.filter(team=team, user__username="sam2").exists()
+    assert Invitation.objects.get().accepted_at is None
+
+
+def test_removing_someone_withdraws_the_invitation_they_never_used(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    """Invited, then added another way (the admin, single sign-on), then
+    removed: the unused link must not bring them back."""
+    link = invite(owner_client, mailoutbox, role="editor")
+    sam = django_user_model.objects.create_user("sam", "sam@example.com", PASSWORD)
+    added = Membership.objects.create(team=team, user=sam, role="viewer")
+
+    owner_client.post(reverse("member-remove", args=[added.pk]))
+    visitor = client_factory()
+    visitor.force_login(sam)
+    response = visitor.post(path_of(link))
+
+    assert response.status_code == 410
+    assert "withdrawn" in text_of(response)
+    assert not Membership.objects.filter(team=team, user=sam).exists()

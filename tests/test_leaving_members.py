@@ -301,14 +301,48 @@ def test_a_member_made_a_viewer_keeps_no_write_key_they_made(client, team, peopl
     )
 
     said = html.unescape(response.content.decode())
-    assert "eddie is now a viewer. The API key they made that could change" in said
+    assert (
+        "eddie is now a viewer. The API key they made that can change monitors "
+        "no longer works."
+    ) in said
     assert answers(writes) == 401
     assert answers(reads) == 200 and answers(owners) == 200
     entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
     assert entry.what_words == (
         "Made eddie a viewer (was an editor) and revoked the API key they made "
-        "that could change things"
+        "that can change monitors"
     )
+
+
+def test_the_question_the_message_and_the_log_name_the_keys_a_viewer_loses_alike(
+    client, team, people
+):
+    """Asked "that can change monitors", the owner is not told afterwards of
+    keys "that could change things": the same keys, the same words."""
+    owner, editor, eddie = people
+    ApiKey.issue(team, name="eddie's CI", created_by=editor)
+    ApiKey.issue(team, name="eddie's deploys", created_by=editor)
+    client.force_login(owner)
+    keys = "the 2 API keys they made that can change monitors"
+
+    asked = html.unescape(
+        client.post(
+            reverse("member-role", args=[eddie.pk]), {"role": "viewer"}
+        ).content.decode()
+    )
+    done = client.post(
+        reverse("member-role", args=[eddie.pk]),
+        {"role": "viewer", "confirmed": "yes"},
+        follow=True,
+    )
+
+    assert "The 2 API keys eddie made that can change monitors stop working" in asked
+    said = html.unescape(done.content.decode())
+    assert f"eddie is now a viewer. {keys[:1].upper()}{keys[1:]} no longer work." in (
+        said
+    )
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
+    assert entry.what_words.endswith(f"and revoked {keys}")
 
 
 def test_the_team_page_says_before_a_change_which_keys_making_a_viewer_turns_off(

@@ -118,8 +118,8 @@ def test_a_monitor_that_fails_to_save_leaves_nothing_half_made(team, monkeypatch
     items = prepared(team, "changedetection", backup_zip())
     real = importing.create_monitors
 
-    def failing(team_, batch, now):
-        monitors = real(team_, batch, now)
+    def failing(team_, batch, now, by=""):
+        monitors = real(team_, batch, now, by)
         if any(data["name"] == "Shop: Pricing" for data in batch):
             raise DatabaseError("disk full")
         return monitors

@@ -107,5 +107,19 @@ def test_a_role_the_claim_changes_is_logged_and_a_new_viewer_loses_write_keys(
     entry = Activity.objects.get(team=team, kind=Activity.Kind.ROLE_CHANGED)
     assert entry.what_words == (
         "Made ana a viewer (was an editor) through single sign-on and revoked "
-        "the API key they made that could change things"
+        "the API key they made that can change monitors"
     )
+
+
+def test_joining_through_the_claim_says_so_in_the_teams_activity_log(
+    claim_settings, team, django_user_model
+):
+    """No invitation let them in: the owner reading the log sees what did."""
+    from teams.models import Activity
+
+    ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+
+    sso.sync_teams(ana, ["acme:viewer"])
+
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_JOINED)
+    assert entry.sentence == "Joined as a viewer through single sign-on by ana"

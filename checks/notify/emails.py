@@ -151,7 +151,11 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
     if include_diffs:
         attach_diffs(check, report)
     listed = report.pages[:PAGES_LISTED]
-    for page in listed:
+    # Pagewatch's pages open only for the team's members: an address outside
+    # the team is offered none (each would end at a sign-in page), nor the
+    # team's credits; the pages watched and the unsubscribe link stay.
+    in_team = recipient.email.lower() in monitor.team.member_emails()
+    for page in listed if in_team else ():
         page.pagewatch_url = absolute(
             reverse(
                 "page-diff",
@@ -167,7 +171,7 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
     context = {
         **_monitor_context(monitor),
         "check": check,
-        "check_url": absolute(check.get_absolute_url()),
+        "check_url": absolute(check.get_absolute_url()) if in_team else "",
         # When it looked, on the team's clock: a retried e-mail can come late.
         "checked_at": on_the_clock(
             check.started_at or check.created_at, monitor.team.time_zone
@@ -188,7 +192,9 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "include_diffs": include_diffs,
         "diffs_shown": any(page.diff_lines for page in listed),
         # Credits mean something only to a team with an allowance.
-        "credits": check.actual_credits if monitor.team.counts_credits else None,
+        "credits": check.actual_credits
+        if in_team and monitor.team.counts_credits
+        else None,
         "credit_allowance": monitor.team.credit_allowance,
         "unsubscribe_url": unsubscribe_url(recipient),
         "email": recipient.email,
@@ -226,6 +232,8 @@ def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
         "watched": watched[:WATCHED_LISTED],
         "more_watched": max(len(watched) - WATCHED_LISTED, 0),
         "email": recipient.email,
+        # A stranger's inbox: a person they may know, of a team they may not.
+        "added_by": recipient.added_by,
         "confirm_url": confirm_url(recipient),
         "expires_days": CONFIRM_MAX_AGE.days,
     }

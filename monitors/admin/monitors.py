@@ -284,6 +284,8 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         with transaction.atomic():
             current = Monitor.objects.select_for_update().get(pk=obj.pk)
             before = monitor_fields(current)
+            # No `by`: an administrator is not of the team, and the address
+            # asked to confirm is told the team added it.
             update_monitor(current, form.edit_for(current), timezone.now())
         record_monitor_change(_admin(request), before, current)
         obj.refresh_from_db()

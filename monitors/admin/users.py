@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django_otp.plugins.otp_static.admin import StaticDeviceAdmin
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
@@ -60,6 +61,22 @@ class AccountAdmin(UserAdmin):
             for owner in last
         ]
         return deleted, counts, perms_needed, protected
+
+    def user_change_password(
+        self, request: HttpRequest, id: str, form_url: str = ""
+    ) -> HttpResponse:
+        """Django's page, and a new password set there in each of the
+        person's teams' activity log (as one they change themselves is)."""
+        person = self.get_object(request, unquote(id))
+        before = person.password if person is not None else None
+        response = super().user_change_password(request, id, form_url)
+        if person is not None and request.method == "POST":
+            person.refresh_from_db(fields=["password"])
+            if person.password != before:
+                record_in_their_teams(_admin(request), Kind.PASSWORD_CHANGED,
+                                      person=person,
+                                      member=person.get_username())  # fmt: skip
+        return response
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         self.delete_queryset(request, User.objects.filter(pk=obj.pk))

@@ -297,10 +297,14 @@ class MonitorListView(ApiView):
             data=request.data, context={"team": request.user.team}
         )
         serializer.is_valid(raise_exception=True)
+        actor = Actor.of(request)
         monitor = create_monitor(
-            request.user.team, serializer.validated_data, timezone.now()
+            request.user.team,
+            serializer.validated_data,
+            timezone.now(),
+            by=actor.person_name,
         )
-        record(Actor.of(request), monitor.team_id, Kind.MONITOR_CREATED, monitor)
+        record(actor, monitor.team_id, Kind.MONITOR_CREATED, monitor)
         return ok(render_monitor(get_monitor_for(request, str(monitor.pk))))
 
 
@@ -328,10 +332,13 @@ class MonitorDetailView(ApiView):
         )
         serializer.is_valid(raise_exception=True)
         before = monitor_fields(monitor)
-        update_monitor(monitor, serializer.validated_data, timezone.now())
+        actor = Actor.of(request)
+        update_monitor(
+            monitor, serializer.validated_data, timezone.now(), by=actor.person_name
+        )
         if monitor.deleted_at is not None:
             raise not_found()  # deleted while we looked: nothing was changed
-        record_monitor_change(Actor.of(request), before, monitor)
+        record_monitor_change(actor, before, monitor)
         return ok(render_monitor(get_monitor_for(request, monitor_id)))
 
     @extend_schema(

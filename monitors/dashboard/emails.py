@@ -82,6 +82,10 @@ def confirm(request: HttpRequest, token: str) -> HttpResponse:
     if recipient is None:
         return _invalid(request)
     done = request.method == "POST" and emails.confirm_recipient(recipient)
+    if done:
+        monitor = recipient.monitor
+        record(Actor.email_link(request, recipient.email), monitor.team_id,
+               Kind.EMAIL_CONFIRMED, monitor, email=recipient.email)  # fmt: skip
     return _page(request, "emails/consent_confirm.html", _context(recipient, done=done))
 
 

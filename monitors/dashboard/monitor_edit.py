@@ -80,11 +80,12 @@ def _edit_form(request: DashboardRequest, monitor: Monitor | None) -> HttpRespon
         context = _form_context(form, monitor, show_summary=True)
         return render(request, template, context, status=400)
     before = monitor_fields(monitor) if monitor else None
-    saved = form.save(request.team, timezone.now())
+    actor = Actor.of(request)
+    saved = form.save(request.team, timezone.now(), by=actor.person_name)
     if before is None:
-        record(Actor.of(request), request.team, Kind.MONITOR_CREATED, saved)
+        record(actor, request.team, Kind.MONITOR_CREATED, saved)
     else:
-        record_monitor_change(Actor.of(request), before, saved)
+        record_monitor_change(actor, before, saved)
     messages.success(request, f"“{saved.name}” saved.")
     return redirect("monitor-detail", pk=saved.pk)
 

@@ -4,7 +4,11 @@ the e-mails sent (PASSWORD_RESET_EMAILS_PER_HOUR), so the form can be used
 neither to guess which addresses have accounts nor to flood a mailbox.
 
 The answer is the same "check your inbox" page whether or not an account has
-the address, and whether or not its e-mail was held back."""
+the address, and whether or not its e-mail was held back.
+
+A new password, changed or chosen with a reset link, is in the activity log
+of each of the person's teams, as their second factor is: a stolen account
+often shows there first."""
 
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from redis.exceptions import RedisError
 
-from config.signin import throttled_address
+from config.signin import client_ip, throttled_address
+from teams.activity import Actor, Kind, Via, record_in_their_teams
 
 logger = logging.getLogger(__name__)
 
@@ -67,3 +72,19 @@ class PasswordResetView(auth_views.PasswordResetView):
             # attacker that this address has an account and was capped.
             return HttpResponseRedirect(self.get_success_url())
         return super().form_valid(form)
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        record_in_their_teams(Actor.of(self.request), Kind.PASSWORD_CHANGED)
+        return response
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        # Signed out: the person is the reset link's, not the request's.
+        actor = Actor(Via.DASHBOARD, user=form.user, address=client_ip(self.request))
+        record_in_their_teams(actor, Kind.PASSWORD_CHANGED, reset=True)
+        return response

@@ -147,6 +147,16 @@ urlpatterns = [
         ),
         name="password_reset",
     ),
+    path(
+        "accounts/password_change/",
+        passwords.PasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    path(
+        "accounts/reset/<uidb64>/<token>/",
+        passwords.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
     # login, logout, password_change*, password_reset* (templates/registration/)
     path("accounts/", include("django.contrib.auth.urls")),
 ]

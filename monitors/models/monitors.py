@@ -294,8 +294,9 @@ class Monitor(models.Model):
     def email_settings(self) -> dict[str, Any]:
         return (self.notification or {}).get("email") or {}
 
-    def sync_email_recipients(self) -> None:
-        """Reconcile subscription rows with notification.email.recipients.
+    def sync_email_recipients(self, added_by: str = "") -> None:
+        """Reconcile subscription rows with notification.email.recipients;
+        new ones say who added them (a person's name, or "").
 
         Existing rows are kept as they are, so removing and re-adding an
         address neither re-sends a confirmation nor undoes an unsubscribe.
@@ -317,6 +318,7 @@ class Monitor(models.Model):
                 if is_member
                 else EmailRecipient.Source.OPT_IN,
                 confirmed_at=timezone.now() if is_member else None,
+                added_by=added_by,
             )
 
     def recipient_subscriptions(self) -> list[EmailRecipient]:
@@ -416,6 +418,10 @@ class EmailRecipient(models.Model):
     email = models.EmailField(max_length=254)
     status = models.CharField(max_length=16, choices=Status.choices)
     source = models.CharField(max_length=16, choices=Source.choices)
+    # Who in the team added the address, by name, as its confirmation e-mail
+    # says it ("" when no person is known: a key nobody made, an import by
+    # a command). Copied, so it still says who after they are gone.
+    added_by = models.CharField(max_length=150, blank=True)
     confirmation_sent_at = models.DateTimeField(null=True, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     unsubscribed_at = models.DateTimeField(null=True, blank=True)

@@ -121,7 +121,9 @@ def _make(
     "created" entries in the activity log (saying from where, in words):
     all or none."""
     with transaction.atomic():
-        monitors = create_monitors(team, [_data(i) for i in items], now)
+        monitors = create_monitors(
+            team, [_data(i) for i in items], now, by=actor.person_name
+        )
         states = _page_states(list(zip(monitors, items, strict=True)), now)
         if states:
             PageState.upsert(states)

@@ -35,6 +35,7 @@ from monitors.schedule import Schedule
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 from monitors.target_kinds import TargetKind
 from monitors.url_rule import short_url
+from teams.models import keys_made_words, keys_stop_words
 
 register = template.Library()
 
@@ -664,3 +665,15 @@ def visual_words(change: Any) -> str:
     share = "Less than 1 %" if percent < 1 else f"About {round(percent)} %"
     where = "in 1 place" if places == 1 else f"in {places} places"
     return f"{share} of the page looks different, {where}."
+
+
+@register.simple_tag
+def keys_made(count: int, who: str, writes: bool = False) -> str:
+    """ "the 2 API keys they made": teams.models.keys_made_words."""
+    return keys_made_words(count, who, writes=writes)
+
+
+@register.simple_tag
+def keys_stop(count: int, who: str, writes: bool = False) -> str:
+    """ "The API key you made stops working": teams.models.keys_stop_words."""
+    return keys_stop_words(count, who, writes=writes)

@@ -151,7 +151,7 @@ def test_making_someone_a_viewer_asks_first_in_their_row(
     confirm.click()
 
     page.get_by_text(
-        "eddie is now a viewer. The API key they made that could change things "
+        "eddie is now a viewer. The API key they made that can change monitors "
         "no longer works."
     ).wait_for()
     assert page.get_by_label("Role of eddie").input_value() == "viewer"
@@ -248,3 +248,41 @@ def test_a_new_monitor_starts_in_the_teams_zone_not_the_browsers(
     page.goto("/history/")
     assert page.get_by_label("Times shown in").input_value() == "America/New_York"
     context.close()
+
+
+def test_someone_with_an_account_signs_in_from_the_link_and_joins(
+    chromium, browser_page, live_server, member, team, other_team, screenshot,
+    mailoutbox, settings, django_user_model,
+):  # fmt: skip
+    from tests.browser.people import PASSWORD
+
+    settings.PUBLIC_BASE_URL = live_server.url
+    sam = django_user_model.objects.create_user("sam", "sam@example.com", PASSWORD)
+    Membership.objects.create(team=other_team, user=sam, role="owner")
+    page = browser_page
+    sign_in(page)
+    page.get_by_role("link", name="Team").click()
+    page.get_by_label("E-mail address").fill("Sam@Example.com")
+    page.get_by_role("button", name="Send invitation").click()
+    page.get_by_text("Invitation sent to sam@example.com.").wait_for()
+    link = re.search(r"http://\S+/invitations/\S+/", mailoutbox[-1].body).group(0)
+
+    invitee = chromium.new_context(base_url=live_server.url).new_page()
+    invitee.goto(link)
+    invitee.get_by_text("An account with this e-mail address exists.").wait_for()
+    # Only the way in they have: no form for a second account.
+    assert invitee.get_by_label("User name").count() == 0
+    screenshot(invitee, "team-invitation-existing-account")
+    invitee.get_by_role("link", name="Sign in").click()
+    invitee.get_by_label("User name").fill("sam")
+    invitee.get_by_label("Password").fill(PASSWORD)
+    invitee.get_by_role("button", name="Sign in").click()
+    invitee.get_by_role("button", name="Join Acme as sam").click()
+    invitee.get_by_text("Welcome to Acme: you are an editor here.").wait_for()
+    invitee.context.close()
+
+    assert Membership.objects.get(user=sam, team=team).role == "editor"
+    assert Membership.objects.get(user=sam, team=other_team).role == "owner"
+    page.get_by_role("link", name="Activity", exact=True).click()
+    page.get_by_text("Joined as an editor").wait_for()
+    assert page.problems.csp_violations(page) == []

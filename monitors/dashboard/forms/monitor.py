@@ -186,11 +186,12 @@ class MonitorForm:
             return None
         return [self.main[name].id_for_label for name in self.schedule_faults]
 
-    def save(self, team: Team, now: datetime) -> Monitor:
+    def save(self, team: Team, now: datetime, by: str = "") -> Monitor:
+        """`by`: who is saving, by name (editing.create_monitor)."""
         assert self.validated_data is not None, "call is_valid() first"
         if self.monitor is None:
-            return create_monitor(team, self.validated_data, now)
-        return update_monitor(self.monitor, self.validated_data, now)
+            return create_monitor(team, self.validated_data, now, by=by)
+        return update_monitor(self.monitor, self.validated_data, now, by=by)
 
     # -- building the API payload -------------------------------------------
 
