@@ -29,6 +29,7 @@ import codecs
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from urllib.parse import urljoin
 
 from checks.errors import ErrorKind
@@ -38,7 +39,6 @@ ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 # The rules of a site whose robots.txt could not be read; stored as its
 # robots.txt (Crawl.robots), so every batch of the crawl obeys it too.
 DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
-TOO_MANY_REQUESTS = 429
 # Bytes of the start page read to learn where it redirects.
 START_PROBE_BYTES = 1024
 # Failures that are ours, not the site's: see the module's docstring.
@@ -144,7 +144,7 @@ async def read_robots(url: str, client: OutboundClient) -> Robots:
             return Robots("")
         return Robots(DISALLOW_ALL, unreadable=exc.message, unreachable=True)
     status = fetched.status_code
-    if status == TOO_MANY_REQUESTS:
+    if status == HTTPStatus.TOO_MANY_REQUESTS:
         return _unreadable(f"the server answered {status}: too many requests")
     if status >= 500:
         return _unreadable(f"the server answered {status}: an error on its side")

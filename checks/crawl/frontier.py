@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -67,13 +68,12 @@ PASSING_FAILURES = frozenset(
         ErrorKind.INTERNAL,
     }
 )
-TOO_MANY_REQUESTS = 429
 
 
 def may_pass(kind: ErrorKind | None, status_code: int | None) -> bool:
     """Whether a failure may pass by next time (PASSING_FAILURES, a 5xx, a
     429), so what it hid cannot be told from what was removed."""
-    return kind in PASSING_FAILURES or status_code == TOO_MANY_REQUESTS
+    return kind in PASSING_FAILURES or status_code == HTTPStatus.TOO_MANY_REQUESTS
 
 
 def page_limit(target: Target) -> int:
