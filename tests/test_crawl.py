@@ -322,6 +322,56 @@ def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site
     assert crawl_result(gone)["truncated"] is False
 
 
+def sitemap_index_site(site: Site) -> None:
+    """A sitemap index whose one sitemap lists a page nothing links to."""
+    sitemap_site(site)
+    site.page(
+        "/sitemap.xml",
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<sitemap><loc>{site.url('/pages.xml')}</loc></sitemap></sitemapindex>",
+        content_type="application/xml",
+    )
+    site.page(
+        "/pages.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{site.url('/orphan')}</loc></url></urlset>",
+        content_type="application/xml",
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "failure", "why"),
+    [
+        ("/sitemap.xml", "too many", "The site said we asked too often (HTTP 429)."),
+        ("/pages.xml", "too many", "The site said we asked too often (HTTP 429)."),
+        ("/sitemap.xml", "slow", "The page took too long to answer."),
+        ("/pages.xml", "slow", "The page took too long to answer."),
+    ],
+)
+def test_a_sitemap_answering_too_many_requests_or_too_slowly_holds_removals_back(
+    team, site, settings, path, failure, why
+):
+    sitemap_index_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+    first = run_check(monitor)
+    assert paths(first) == {"", "orphan"}
+    settings.FETCH_TIMEOUT_SECONDS = 1
+    if failure == "slow":
+        site.page(path, "<urlset/>", content_type="application/xml", delay=1.5)
+    else:
+        site.page(path, "slow down", status=429, headers={"Retry-After": "60"})
+
+    check = run_check(monitor)
+
+    assert paths(check, "removed") == set()
+    result = crawl_result(check)
+    assert result["truncated"] is True and result["removedProcessed"] is False
+    assert result["truncatedReason"] == (
+        f"A sitemap could not be read this time. {why} Pages listed only there "
+        f"may be missing: {site.url(path)}"
+    )
+
+
 def test_a_sitemap_only_crawl_whose_sitemap_fails_says_so(team, site):
     sitemap_site(site)
     site.page("/sitemap.xml", "busy", status=500)
