@@ -11,16 +11,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checks import runner
 from checks.crawl import scope as scope_module
 from checks.crawl.frontier import Frontier
 from checks.crawl.scope import Scope, compile_pattern
+from checks.errors import ErrorKind
 from checks.fetch import transport
 from checks.jobs import PageJob
 from checks.models import Check, Crawl, PageResult
-from checks.pipeline.outcome import Outcome
+from checks.pipeline.outcome import Item, Outcome
 from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 
@@ -890,6 +893,38 @@ def test_links_the_crawl_knows_already_are_admitted_without_locking_the_check(
     [batch] = crawls.admit([(job, outcome, None)])
     assert [ref[1] for ref in batch.pages] == [site.url("/blog/post-9")]
     assert Crawl.objects.get(check_run=check).found == found + 1
+
+
+def test_a_batch_with_a_redirect_and_a_download_locks_the_check_once(team, site):
+    build_site(site, posts=3)
+    monitor = crawl_monitor(team, site.url("/"))
+    check = run_check(monitor)
+    target_id = monitor.targets.get().id
+    row = Crawl.objects.get(check_run=check)
+    found, total = row.found, check.pages_total
+
+    def job(path: str) -> PageJob:
+        return PageJob(target_id, site.url(path), {}, 1, uuid.uuid4(), depth=1)
+
+    moved = Outcome(PageResult.Status.NEW, {"url": site.url("/moved-about")})
+    download = Outcome(
+        PageResult.Status.ERROR,
+        {"contentType": "application/zip"},
+        error_kind=ErrorKind.UNREADABLE,
+    )
+    crawls = Frontier(check)
+    with CaptureQueriesContext(connection) as queries:
+        kept = crawls.redirected(
+            [Item(job("/about"), moved, None), Item(job("/docs/b"), download, None)]
+        )
+        [batch] = crawls.admit(kept)
+
+    transactions = [q for q in queries if q["sql"].startswith("SAVEPOINT")]
+    assert len(transactions) == 1  # the check's row locked once
+    assert [ref[1] for ref in batch.pages] == [site.url("/moved-about")]
+    assert Crawl.objects.get(pk=row.pk).found == found - 2 + 1
+    check.refresh_from_db()
+    assert check.pages_total == total - 2 + 1
 
 
 # --- Dashboard -------------------------------------------------------------------
