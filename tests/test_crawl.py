@@ -19,6 +19,7 @@ from checks import runner
 from checks.crawl import scope as scope_module
 from checks.crawl.frontier import Frontier
 from checks.crawl.scope import Scope, compile_pattern
+from checks.crawl.source import CrawlSource
 from checks.errors import ErrorKind
 from checks.fetch import transport
 from checks.jobs import PageJob
@@ -828,6 +829,29 @@ def test_the_crawl_row_remembers_robots_txt_for_every_batch(team, site):
 
 
 # --- Cost per page ---------------------------------------------------------------
+
+
+
+def test_planning_a_crawl_builds_its_rules_once(team, site, monkeypatch):
+    build_site(site, posts=1)
+    monitor = crawl_monitor(team, site.url("/"))
+    built: list[str] = []
+    post_init = Scope.__post_init__
+
+    def counted(scope: Scope) -> None:
+        built.append(scope.start_url)
+        post_init(scope)
+
+    monkeypatch.setattr(Scope, "__post_init__", counted)
+    source = CrawlSource(monitor.targets.get(), {})
+
+    assert built == [site.url("/")]
+    assert {link.url for link, _ in source.seeds} == {
+        site.url("/"),
+        site.url("/orphan"),
+        site.url("/about"),
+    }
+    assert not source.scope.robots_allow(site.url("/admin/"))
 
 
 def test_a_link_met_on_every_page_is_scoped_once(monkeypatch):

@@ -27,11 +27,11 @@ from __future__ import annotations
 import asyncio
 import codecs
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import urljoin
 
+from checks.crawl.scope import Scope
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
 
@@ -61,10 +61,11 @@ class Robots:
 
 @dataclass
 class Discovery:
-    # Where the crawl starts: its start URL, or the page on another site that
-    # the start URL redirects to (as Firecrawl's crawler, the crawl moves
-    # there: its robots.txt, sitemaps and links are that site's).
-    start_url: str = ""
+    # The crawl's rules, obeying the robots.txt read: those of the site the
+    # start URL redirects to when it leads to another one (as Firecrawl's
+    # crawler, the crawl moves there: its robots.txt, sitemaps and links are
+    # that site's).
+    scope: Scope
     robots_txt: str = ""
     robots_unreadable: str = ""
     site_unreachable: bool = False
@@ -75,46 +76,52 @@ class Discovery:
         default_factory=dict
     )
 
+    @property
+    def start_url(self) -> str:
+        """Where the crawl starts: its start URL, or the page on another
+        site that it redirects to."""
+        return self.scope.start_url
+
 
 def discover(
-    start_url: str,
-    *,
-    sitemaps: bool,
-    resolver: Resolver | None = None,
-    same_site: Callable[[str], bool] = lambda url: True,
-    start_allowed: Callable[[str], bool] = lambda robots_txt: False,
+    scope: Scope, *, sitemaps: bool, resolver: Resolver | None = None
 ) -> Discovery:
     """robots.txt of the start URL's site, and (when wanted) the page URLs
     of the sitemaps it declares; of the site the start URL redirects to
-    instead, when `same_site` says that is another one. The start page is
-    asked where it leads only when its robots.txt lets the crawl fetch it
-    (`start_allowed(robots_txt)`)."""
+    instead, when that is another one. The start page is asked where it
+    leads only when its robots.txt lets the crawl fetch it."""
     # Imported here: ultimate-sitemap-parser brings requests and urllib3,
     # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
 
-    found = Discovery(start_url=start_url)
     with asyncio.Runner() as runner:
         client = OutboundClient(resolver=resolver, concurrency=1)
         try:
-            robots_url = urljoin(start_url, "/robots.txt")
+            robots_url = urljoin(scope.start_url, "/robots.txt")
             robots = runner.run(read_robots(robots_url, client))
+            scope.obey(robots.text)
             moved = None
-            if not robots.unreadable and start_allowed(robots.text):
-                moved = runner.run(redirect_of(start_url, client))
-            if moved is not None and not same_site(moved):
-                found.start_url = start_url = moved
-                robots_url = urljoin(start_url, "/robots.txt")
+            if not robots.unreadable and scope.robots_allow(scope.start):
+                moved = runner.run(redirect_of(scope.start_url, client))
+            if moved is not None and not scope.is_same_site(moved):
+                scope = Scope(moved, scope.options)
+                robots_url = urljoin(moved, "/robots.txt")
                 robots = runner.run(read_robots(robots_url, client))
-            found.robots_txt = robots.text
-            found.robots_unreadable = robots.unreadable
-            found.site_unreachable = robots.unreachable
+                scope.obey(robots.text)
+            found = Discovery(
+                scope,
+                robots_txt=robots.text,
+                robots_unreadable=robots.unreadable,
+                site_unreachable=robots.unreachable,
+            )
             if sitemaps and not robots.unreadable:
                 web = DoorWebClient(runner, client)
                 declared = "sitemap:" in robots.text.lower()
                 if declared and robots.fetched:
                     web.remember(robots_url, robots.fetched)  # fetched once
-                found.sitemap_urls = sitemap_pages(start_url, web, declared=declared)
+                found.sitemap_urls = sitemap_pages(
+                    scope.start_url, web, declared=declared
+                )
                 found.sitemaps_failed = web.failed
         finally:
             runner.run(client.aclose())

@@ -57,23 +57,12 @@ class CrawlSource:
         self.target = target
         options = target.crawl_options or {}
         self.sitemap_mode = options.get("sitemap") or "include"
-        home = Scope(target.url, options)
-
-        def same_site(url: str) -> bool:
-            fetched = home.fetch_url(url)
-            return fetched is None or home.is_internal(fetched)
-
-        found = discover(
-            target.url,
+        self.discovery: Discovery = discover(
+            Scope(target.url, options),
             sitemaps=self.sitemap_mode != "skip",
             resolver=resolver,
-            same_site=same_site,
-            start_allowed=lambda robots_txt: Scope(
-                target.url, options, robots_txt
-            ).robots_allow(home.start),
         )
-        self.discovery: Discovery = found
-        self.scope = Scope(found.start_url, options, found.robots_txt)
+        self.scope = self.discovery.scope
         self.sitemap_pages = 0  # set by _seeds
         self.seeds, self.truncated = self._seeds()
 
