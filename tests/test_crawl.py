@@ -458,6 +458,42 @@ def test_a_link_answering_a_download_too_large_to_read_is_not_a_page(
     assert crawl_result(check)["pagesFound"] == 2
 
 
+def trickling_download(sent: list[int], content_type: str) -> Any:
+    """A handler: a 4 MiB file in 64 KiB pieces, a little apart, each one
+    counted as it is sent (a client that hangs up stops the count)."""
+
+    def answer(request: Any) -> Any:
+        def pieces() -> Iterator[bytes]:
+            for n in range(64):
+                sent.append(n)
+                yield b"PK\x03\x04" + bytes(64 * 1024 - 4)
+                time.sleep(0.01)
+
+        return 200, {"Content-Type": content_type}, pieces()
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/zip", "application/octet-stream", "image/png"]
+)
+def test_a_link_to_a_big_download_is_dropped_at_its_first_bytes(
+    team, site, content_type
+):
+    sent: list[int] = []
+    site.html("/", "Home", nav("/export", "/a"))
+    site.handle("/export", trickling_download(sent, content_type))
+    site.html("/a", "A", "<p>a</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED
+    assert paths(check) == {"", "a"} and crawl_result(check)["pagesFound"] == 2
+    assert len(site.requests_to("/export")) == 1
+    assert len(sent) <= 4  # the crawl hung up after the first piece or so
+
+
 def test_a_crawled_page_that_becomes_a_download_is_removed_once(team, site):
     site.html("/", "Home", nav("/report"))
     site.html("/report", "Report", "<p>report</p>")
@@ -829,7 +865,6 @@ def test_the_crawl_row_remembers_robots_txt_for_every_batch(team, site):
 
 
 # --- Cost per page ---------------------------------------------------------------
-
 
 
 def test_planning_a_crawl_builds_its_rules_once(team, site, monkeypatch):

@@ -62,12 +62,15 @@ class HttpFetcher:
             await self.wait_turn()
         # A refresh-only page is followed here, like a redirect; the browser
         # (BrowserFetcher) follows it itself, and is always handed job.url.
+        # A file that is not a page (a crawl's link to a download) is read
+        # only as far as it takes to know.
         return await self.client.fetch(
             job.url,
             headers=headers,
             timeout=job.timeout,
             verify=job.verify_tls,
             follow_refresh=True,
+            pages_only=True,
         )
 
     async def aclose(self) -> None:
