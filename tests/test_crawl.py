@@ -8,7 +8,9 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from django.db import connection
@@ -744,6 +746,49 @@ def test_a_delay_fetches_one_page_at_a_time_that_far_apart(team, site):
     # late, so its gap grows and the next shrinks. The span cannot shrink.
     assert times[-1] - times[0] >= 3 * 0.3 - 0.02
     assert min(gaps) >= 0.15
+
+
+def paced_sitemap_site(site: Site, delay: float) -> None:
+    sitemap_index_site(site)
+    site.page(
+        "/robots.txt",
+        f"User-agent: *\nCrawl-delay: {delay}\nSitemap: {site.url('/sitemap.xml')}\n",
+        content_type="text/plain",
+    )
+
+
+def test_crawl_delay_paces_robots_txt_and_sitemaps_as_it_paces_pages(team, site):
+    paced_sitemap_site(site, 0.3)
+    monitor = crawl_monitor(team, site.url("/"))
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "orphan"}
+    # robots.txt, where the start page leads, the index, its sitemap, 2 pages.
+    assert [urlsplit(r.path).path for r in site.requests][:4] == [
+        "/robots.txt",
+        "/",
+        "/sitemap.xml",
+        "/pages.xml",
+    ]
+    times = [r.time for r in site.requests]
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert len(times) == 6
+    assert times[-1] - times[0] >= 5 * 0.3 - 0.02  # see the test above
+    assert min(gaps) >= 0.15
+
+
+def test_a_paced_discovery_keeps_its_check_alive(team, site):
+    paced_sitemap_site(site, 0.5)
+    monitor = crawl_monitor(team, site.url("/"))
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    assert runner.claim(check)
+    claimed = check.heartbeat_at
+
+    runner.plan(check)  # robots.txt, then three paced requests
+
+    check.refresh_from_db()
+    assert check.heartbeat_at - claimed >= timedelta(seconds=0.8)
 
 
 def test_unknown_crawl_options_are_listed_as_not_applied(team, site, settings):

@@ -20,6 +20,9 @@ robots.txt and sitemaps are the ones read.
 
 The sitemaps read are those robots.txt declares; when it declares none (or
 there is none), the one at /sitemap.xml, as Firecrawl's crawler reads it.
+
+Every request after robots.txt keeps the crawl's pace (its `delay` option,
+or the Crawl-delay robots.txt asks for), as its pages do.
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ from __future__ import annotations
 import asyncio
 import codecs
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from typing import Any
 from urllib.parse import urljoin
 
 from checks.crawl.scope import Scope
 from checks.errors import ErrorKind
-from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
+from checks.fetch import FetchError, FetchResult, OutboundClient, Pace, Resolver
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 # The rules of a site whose robots.txt could not be read; stored as its
@@ -84,12 +89,17 @@ class Discovery:
 
 
 def discover(
-    scope: Scope, *, sitemaps: bool, resolver: Resolver | None = None
+    scope: Scope,
+    *,
+    sitemaps: bool,
+    resolver: Resolver | None = None,
+    alive: Callable[[], object] = lambda: None,
 ) -> Discovery:
     """robots.txt of the start URL's site, and (when wanted) the page URLs
     of the sitemaps it declares; of the site the start URL redirects to
     instead, when that is another one. The start page is asked where it
-    leads only when its robots.txt lets the crawl fetch it."""
+    leads only when its robots.txt lets the crawl fetch it. `alive` says
+    the check is still running, before each wait for the crawl's pace."""
     # Imported here: ultimate-sitemap-parser brings requests and urllib3,
     # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
@@ -100,14 +110,16 @@ def discover(
             robots_url = urljoin(scope.start_url, "/robots.txt")
             robots = runner.run(read_robots(robots_url, client))
             scope.obey(robots.text)
+            door = Paced(runner, client, Pace(scope.delay()), alive)
             moved = None
             if not robots.unreadable and scope.robots_allow(scope.start):
-                moved = runner.run(redirect_of(scope.start_url, client))
+                moved = redirect_of(scope.start_url, door)
             if moved is not None and not scope.is_same_site(moved):
                 scope = Scope(moved, scope.options)
                 robots_url = urljoin(moved, "/robots.txt")
                 robots = runner.run(read_robots(robots_url, client))
                 scope.obey(robots.text)
+                door = Paced(runner, client, Pace(scope.delay()), alive)
             found = Discovery(
                 scope,
                 robots_txt=robots.text,
@@ -115,7 +127,7 @@ def discover(
                 site_unreachable=robots.unreachable,
             )
             if sitemaps and not robots.unreadable:
-                web = DoorWebClient(runner, client)
+                web = DoorWebClient(door)
                 declared = "sitemap:" in robots.text.lower()
                 if declared and robots.fetched:
                     web.remember(robots_url, robots.fetched)  # fetched once
@@ -128,11 +140,33 @@ def discover(
     return found
 
 
-async def redirect_of(url: str, client: OutboundClient) -> str | None:
+@dataclass
+class Paced:
+    """The door for discovery's requests after robots.txt, from synchronous
+    code: each waits for the crawl's pace, and the check is told it is alive
+    first (a paced discovery of many sitemaps outlasts the time after which
+    a silent check counts as lost)."""
+
+    runner: asyncio.Runner
+    client: OutboundClient
+    pace: Pace
+    alive: Callable[[], object]
+
+    def fetch(self, url: str, **options: Any) -> FetchResult:
+        if self.pace.delay > 0:
+            self.alive()
+        return self.runner.run(self._fetch(url, options))
+
+    async def _fetch(self, url: str, options: dict[str, Any]) -> FetchResult:
+        await self.pace.wait_turn()
+        return await self.client.fetch(url, **options)
+
+
+def redirect_of(url: str, door: Paced) -> str | None:
     """Where the page at `url` redirects to (None when it does not, or
     cannot be fetched): its first bytes are enough to know."""
     try:
-        fetched = await client.fetch(url, max_bytes=START_PROBE_BYTES, truncate=True)
+        fetched = door.fetch(url, max_bytes=START_PROBE_BYTES, truncate=True)
     except FetchError:
         return None
     return fetched.final_url if fetched.redirects else None

@@ -5,7 +5,7 @@ crawl goes (checks.crawl.frontier)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from checks.crawl import frontier
@@ -53,6 +53,7 @@ class CrawlSource:
         target: Target,
         stored: Mapping[str, Any],
         resolver: Resolver | None = None,
+        alive: Callable[[], object] = lambda: None,
     ) -> None:
         self.target = target
         options = target.crawl_options or {}
@@ -61,6 +62,7 @@ class CrawlSource:
             Scope(target.url, options),
             sitemaps=self.sitemap_mode != "skip",
             resolver=resolver,
+            alive=alive,
         )
         self.scope = self.discovery.scope
         self.sitemap_pages = 0  # set by _seeds
