@@ -172,7 +172,10 @@ def test_a_crawl_whose_start_page_fails_reports_nothing_removed(team, site):
     check = run_check(monitor)
 
     assert paths(check, "removed") == set()
-    assert "start page could not be fetched" in crawl_result(check)["truncatedReason"]
+    assert crawl_result(check)["truncatedReason"] == (
+        "The start page could not be fetched. "
+        "The site had an internal problem (HTTP 503)."
+    )
 
 
 def test_a_site_that_went_down_fails_the_check_and_removes_nothing(team, site):

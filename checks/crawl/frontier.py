@@ -32,7 +32,7 @@ from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl.discovery import robots_of
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
-from checks.errors import ErrorKind
+from checks.errors import ErrorKind, error_words
 from checks.fetch import OutboundClient
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState
@@ -44,7 +44,8 @@ LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
 DEADLINE_REASON = (
     "The crawl stopped after {minutes} minutes, the longest a crawl may run here."
 )
-START_FAILED_REASON = "The start page could not be fetched: {error}"
+# Why, in the words a failed page gets (checks.errors.error_words).
+START_FAILED_REASON = "The start page could not be fetched. {why}"
 # The URL last: the reason is cut at 255 characters.
 LINKS_LOST_REASON = (
     "A page it follows could not be read this time, so pages found only "
@@ -179,9 +180,10 @@ class Frontier:
             if crawl is None:
                 continue
             if job.depth == 0 and job.url == crawl.scope.start and outcome.error:
-                incomplete[job.target_id] = START_FAILED_REASON.format(
-                    error=outcome.error
+                why = error_words(
+                    outcome.error_kind, outcome.status_code, outcome.error
                 )
+                incomplete[job.target_id] = START_FAILED_REASON.format(why=why)
             elif job.follow and _links_lost(outcome):
                 reason = LINKS_LOST_REASON.format(url=job.url)
                 incomplete.setdefault(job.target_id, reason)
