@@ -777,8 +777,10 @@ def test_crawl_delay_paces_robots_txt_and_sitemaps_as_it_paces_pages(team, site)
     times = [r.time for r in site.requests]
     gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
     assert len(times) == 6
-    assert times[-1] - times[0] >= 5 * 0.3 - 0.02  # see the test above
-    assert min(gaps) >= 0.15
+    # Those before the pages go one after another; the pages' times can
+    # shift as the test above says, but their span cannot shrink.
+    assert min(gaps[:3]) >= 0.2
+    assert times[-1] - times[0] >= 5 * 0.3 - 0.02
 
 
 def test_a_paced_discovery_keeps_its_check_alive(team, site):
