@@ -239,11 +239,15 @@ class TargetKind:
 
     # --- A check (checks.runner) ------------------------------------------------
 
-    def plan(self, target: Target, stored: dict[str, Any], resolver: Any) -> Any:
+    def plan(
+        self, target: Target, stored: dict[str, Any], resolver: Any, alive: Any
+    ) -> Any:
         """The target's source of pages for one check (see checks.pipeline.sources):
         its page jobs, what it saves beside its batches, and its line in
         targetResults. `stored` is that line when the check was planned
-        before (a check taken over keeps its scrape ids)."""
+        before (a check taken over keeps its scrape ids). A kind whose
+        planning waits calls `alive()` first, so the check is not taken for
+        lost."""
         raise NotImplementedError
 
     def batch_group(self, target: Target) -> object:

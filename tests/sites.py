@@ -9,8 +9,10 @@
         site.stop()               # now "connection refused"
 
 Pages can also be any status (`status=410`), slow (`delay=`), or computed per
-request (`handler=`). Every request is recorded (method, path, headers, body),
-so the same server works as a webhook receiver: `site.wait_for_requests(1)`.
+request (`handler=`); a handler's body may be an iterable of pieces, sent
+chunked as it yields them (a download that trickles, a client that hangs
+up). Every request is recorded (method, path, headers, body), so the same
+server works as a webhook receiver: `site.wait_for_requests(1)`.
 
 Fetching these pages through checks.fetch needs ALLOW_PRIVATE_NETWORK_TARGETS
 (the `settings` fixture) since 127.0.0.1 is a loopback address.
@@ -29,12 +31,15 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 __all__ = ["Page", "Request", "Site", "refused_url"]
+
+# What a handler answers: (status, headers, body), the body whole or in pieces.
+Answer = tuple[int, dict[str, str], bytes | Iterable[bytes]]
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class Page:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering (slow pages, timeouts)
     # Computes the answer per request instead (status, headers, body).
-    handler: Callable[[Request], tuple[int, dict[str, str], bytes]] | None = None
+    handler: Callable[[Request], Answer] | None = None
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -153,9 +158,7 @@ class Site:
         )
         return self.page(path, document, **options)  # type: ignore[arg-type]
 
-    def handle(
-        self, path: str, handler: Callable[[Request], tuple[int, dict[str, str], bytes]]
-    ) -> str:
+    def handle(self, path: str, handler: Callable[[Request], Answer]) -> str:
         """Answer `path` with `handler(request) -> (status, headers, body)`."""
         return self._set(path, Page(handler=handler))
 
@@ -247,12 +250,22 @@ class Site:
                     content_type = page.content_type
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
+                if isinstance(data, bytes):
+                    self.send_header("Content-Length", str(len(data)))
+                else:
+                    self.send_header("Transfer-Encoding", "chunked")
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                if self.command != "HEAD":
+                if self.command == "HEAD":
+                    return
+                if isinstance(data, bytes):
                     self.wfile.write(data)
+                    return
+                for piece in data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _answer
 

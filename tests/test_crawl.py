@@ -8,19 +8,25 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checks import runner
 from checks.crawl import scope as scope_module
 from checks.crawl.frontier import Frontier
 from checks.crawl.scope import Scope, compile_pattern
+from checks.crawl.source import CrawlSource
+from checks.errors import ErrorKind
 from checks.fetch import transport
 from checks.jobs import PageJob
 from checks.models import Check, Crawl, PageResult
-from checks.pipeline.outcome import Outcome
+from checks.pipeline.outcome import Item, Outcome
 from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 
@@ -166,7 +172,10 @@ def test_a_crawl_whose_start_page_fails_reports_nothing_removed(team, site):
     check = run_check(monitor)
 
     assert paths(check, "removed") == set()
-    assert "start page could not be fetched" in crawl_result(check)["truncatedReason"]
+    assert crawl_result(check)["truncatedReason"] == (
+        "The start page could not be fetched. "
+        "The site had an internal problem (HTTP 503)."
+    )
 
 
 def test_a_site_that_went_down_fails_the_check_and_removes_nothing(team, site):
@@ -322,6 +331,56 @@ def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site
     assert crawl_result(gone)["truncated"] is False
 
 
+def sitemap_index_site(site: Site) -> None:
+    """A sitemap index whose one sitemap lists a page nothing links to."""
+    sitemap_site(site)
+    site.page(
+        "/sitemap.xml",
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<sitemap><loc>{site.url('/pages.xml')}</loc></sitemap></sitemapindex>",
+        content_type="application/xml",
+    )
+    site.page(
+        "/pages.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{site.url('/orphan')}</loc></url></urlset>",
+        content_type="application/xml",
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "failure", "why"),
+    [
+        ("/sitemap.xml", "too many", "The site said we asked too often (HTTP 429)."),
+        ("/pages.xml", "too many", "The site said we asked too often (HTTP 429)."),
+        ("/sitemap.xml", "slow", "The page took too long to answer."),
+        ("/pages.xml", "slow", "The page took too long to answer."),
+    ],
+)
+def test_a_sitemap_answering_too_many_requests_or_too_slowly_holds_removals_back(
+    team, site, settings, path, failure, why
+):
+    sitemap_index_site(site)
+    monitor = crawl_monitor(team, site.url("/"))
+    first = run_check(monitor)
+    assert paths(first) == {"", "orphan"}
+    settings.FETCH_TIMEOUT_SECONDS = 1
+    if failure == "slow":
+        site.page(path, "<urlset/>", content_type="application/xml", delay=1.5)
+    else:
+        site.page(path, "slow down", status=429, headers={"Retry-After": "60"})
+
+    check = run_check(monitor)
+
+    assert paths(check, "removed") == set()
+    result = crawl_result(check)
+    assert result["truncated"] is True and result["removedProcessed"] is False
+    assert result["truncatedReason"] == (
+        f"A sitemap could not be read this time. {why} Pages listed only there "
+        f"may be missing: {site.url(path)}"
+    )
+
+
 def test_a_sitemap_only_crawl_whose_sitemap_fails_says_so(team, site):
     sitemap_site(site)
     site.page("/sitemap.xml", "busy", status=500)
@@ -402,6 +461,42 @@ def test_a_link_answering_a_download_too_large_to_read_is_not_a_page(
 
     assert paths(check) == {"", "huge"} and paths(check, "error") == {"huge"}
     assert crawl_result(check)["pagesFound"] == 2
+
+
+def trickling_download(sent: list[int], content_type: str) -> Any:
+    """A handler: a 4 MiB file in 64 KiB pieces, a little apart, each one
+    counted as it is sent (a client that hangs up stops the count)."""
+
+    def answer(request: Any) -> Any:
+        def pieces() -> Iterator[bytes]:
+            for n in range(64):
+                sent.append(n)
+                yield b"PK\x03\x04" + bytes(64 * 1024 - 4)
+                time.sleep(0.01)
+
+        return 200, {"Content-Type": content_type}, pieces()
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/zip", "application/octet-stream", "image/png"]
+)
+def test_a_link_to_a_big_download_is_dropped_at_its_first_bytes(
+    team, site, content_type
+):
+    sent: list[int] = []
+    site.html("/", "Home", nav("/export", "/a"))
+    site.handle("/export", trickling_download(sent, content_type))
+    site.html("/a", "A", "<p>a</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED
+    assert paths(check) == {"", "a"} and crawl_result(check)["pagesFound"] == 2
+    assert len(site.requests_to("/export")) == 1
+    assert len(sent) <= 4  # the crawl hung up after the first piece or so
 
 
 def test_a_crawled_page_that_becomes_a_download_is_removed_once(team, site):
@@ -656,6 +751,51 @@ def test_a_delay_fetches_one_page_at_a_time_that_far_apart(team, site):
     assert min(gaps) >= 0.15
 
 
+def paced_sitemap_site(site: Site, delay: float) -> None:
+    sitemap_index_site(site)
+    site.page(
+        "/robots.txt",
+        f"User-agent: *\nCrawl-delay: {delay}\nSitemap: {site.url('/sitemap.xml')}\n",
+        content_type="text/plain",
+    )
+
+
+def test_crawl_delay_paces_robots_txt_and_sitemaps_as_it_paces_pages(team, site):
+    paced_sitemap_site(site, 0.3)
+    monitor = crawl_monitor(team, site.url("/"))
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "orphan"}
+    # robots.txt, where the start page leads, the index, its sitemap, 2 pages.
+    assert [urlsplit(r.path).path for r in site.requests][:4] == [
+        "/robots.txt",
+        "/",
+        "/sitemap.xml",
+        "/pages.xml",
+    ]
+    times = [r.time for r in site.requests]
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    assert len(times) == 6
+    # Those before the pages go one after another; the pages' times can
+    # shift as the test above says, but their span cannot shrink.
+    assert min(gaps[:3]) >= 0.2
+    assert times[-1] - times[0] >= 5 * 0.3 - 0.02
+
+
+def test_a_paced_discovery_keeps_its_check_alive(team, site):
+    paced_sitemap_site(site, 0.5)
+    monitor = crawl_monitor(team, site.url("/"))
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    assert runner.claim(check)
+    claimed = check.heartbeat_at
+
+    runner.plan(check)  # robots.txt, then three paced requests
+
+    check.refresh_from_db()
+    assert check.heartbeat_at - claimed >= timedelta(seconds=0.8)
+
+
 def test_unknown_crawl_options_are_listed_as_not_applied(team, site, settings):
     settings.CRAWL_ALLOW_IGNORE_ROBOTS = False
     site.html("/", "Home", "<p>x</p>")
@@ -777,6 +917,28 @@ def test_the_crawl_row_remembers_robots_txt_for_every_batch(team, site):
 # --- Cost per page ---------------------------------------------------------------
 
 
+def test_planning_a_crawl_builds_its_rules_once(team, site, monkeypatch):
+    build_site(site, posts=1)
+    monitor = crawl_monitor(team, site.url("/"))
+    built: list[str] = []
+    post_init = Scope.__post_init__
+
+    def counted(scope: Scope) -> None:
+        built.append(scope.start_url)
+        post_init(scope)
+
+    monkeypatch.setattr(Scope, "__post_init__", counted)
+    source = CrawlSource(monitor.targets.get(), {})
+
+    assert built == [site.url("/")]
+    assert {link.url for link, _ in source.seeds} == {
+        site.url("/"),
+        site.url("/orphan"),
+        site.url("/about"),
+    }
+    assert not source.scope.robots_allow(site.url("/admin/"))
+
+
 def test_a_link_met_on_every_page_is_scoped_once(monkeypatch):
     seen: list[str] = []
     canonical = scope_module.canonical
@@ -840,6 +1002,38 @@ def test_links_the_crawl_knows_already_are_admitted_without_locking_the_check(
     [batch] = crawls.admit([(job, outcome, None)])
     assert [ref[1] for ref in batch.pages] == [site.url("/blog/post-9")]
     assert Crawl.objects.get(check_run=check).found == found + 1
+
+
+def test_a_batch_with_a_redirect_and_a_download_locks_the_check_once(team, site):
+    build_site(site, posts=3)
+    monitor = crawl_monitor(team, site.url("/"))
+    check = run_check(monitor)
+    target_id = monitor.targets.get().id
+    row = Crawl.objects.get(check_run=check)
+    found, total = row.found, check.pages_total
+
+    def job(path: str) -> PageJob:
+        return PageJob(target_id, site.url(path), {}, 1, uuid.uuid4(), depth=1)
+
+    moved = Outcome(PageResult.Status.NEW, {"url": site.url("/moved-about")})
+    download = Outcome(
+        PageResult.Status.ERROR,
+        {"contentType": "application/zip"},
+        error_kind=ErrorKind.UNREADABLE,
+    )
+    crawls = Frontier(check)
+    with CaptureQueriesContext(connection) as queries:
+        kept = crawls.redirected(
+            [Item(job("/about"), moved, None), Item(job("/docs/b"), download, None)]
+        )
+        [batch] = crawls.admit(kept)
+
+    transactions = [q for q in queries if q["sql"].startswith("SAVEPOINT")]
+    assert len(transactions) == 1  # the check's row locked once
+    assert [ref[1] for ref in batch.pages] == [site.url("/moved-about")]
+    assert Crawl.objects.get(pk=row.pk).found == found - 2 + 1
+    check.refresh_from_db()
+    assert check.pages_total == total - 2 + 1
 
 
 # --- Dashboard -------------------------------------------------------------------

@@ -83,6 +83,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, BOMB, {"Content-Encoding": "gzip"})
         elif parts.path == "/big":
             self._send(200, b"x" * 2000)
+        elif parts.path == "/long-page":
+            page = b"<html><body>" + b"<p>\x00</p>" * 20_000 + b"</body></html>"
+            self._send(200, page, {"Content-Type": "text/html"})
         elif parts.path == "/set-cookie":
             self._send(200, b"ok", {"Set-Cookie": "session=secret; Path=/"})
         else:
@@ -775,6 +778,19 @@ def test_a_body_past_the_cap_can_be_cut_at_the_cap_instead(
     assert cut.status_code == 200 and len(cut.content) == 1024
     bomb = run_fetch(f"{site}/bomb", max_bytes=1024 * 1024, truncate=True)
     assert bomb.content == b"\0" * (1024 * 1024)
+
+
+def test_a_page_fetch_reads_a_file_only_as_far_as_it_takes_to_know_it_is_one(
+    site: str, private_allowed: None
+) -> None:
+    whole = 32 * 1024 * 1024
+    file = run_fetch(f"{site}/bomb", max_bytes=whole, pages_only=True)
+    assert file.status_code == 200
+    assert 4096 <= len(file.content) <= 256 * 1024  # not its 20 MB
+    assert len(run_fetch(f"{site}/bomb", max_bytes=whole).content) == 20 * 1024**2
+    # A page is read whole, whatever its bytes look like.
+    page = run_fetch(f"{site}/long-page", pages_only=True)
+    assert len(page.content) == 12 + 20_000 * 8 + 14
 
 
 def test_server_that_never_answers_times_out_quickly(private_allowed: None) -> None:

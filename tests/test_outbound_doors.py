@@ -274,7 +274,7 @@ def test_sitemaps_named_by_robots_or_an_index_are_fetched_through_the_door(
         content_type="application/xml",
     )
 
-    found = discover(public_site.url("/"), sitemaps=True)
+    found = discover(Scope(public_site.url("/"), {}), sitemaps=True)
 
     assert found.sitemap_urls == [public_site.url("/a")]
     assert forbidden.connections == []

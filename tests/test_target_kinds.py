@@ -87,7 +87,7 @@ class OnePageKind(TargetKind):
         return [target.url]
 
     def plan(
-        self, target: Target, stored: Mapping[str, Any], resolver: Any
+        self, target: Target, stored: Mapping[str, Any], resolver: Any, alive: Any
     ) -> OnePageSource:
         return OnePageSource(target)
 

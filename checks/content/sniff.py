@@ -26,6 +26,9 @@ _TEXT_TYPES = {
     "application/csv",
 }
 _BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
+# body_kind reads no further than this: a body's first SNIFF_BYTES tell its
+# kind as the whole body would (a page fetch stops reading a file there).
+SNIFF_BYTES = 4096
 _KIND_WORDS = {
     "image/": "an image",
     "audio/": "audio",
@@ -146,10 +149,10 @@ def body_kind(body: bytes, media_type: str) -> str:
         return "html"
     if not _looks_binary(head):
         try:
-            body[:4096].decode("utf-8")
+            body[:SNIFF_BYTES].decode("utf-8")
         except UnicodeDecodeError as exc:
             # A multi-byte character cut at the 4 KiB boundary is still text.
-            if exc.start < 4090:
+            if exc.start < SNIFF_BYTES - 6:
                 return "binary"
         return "text"
     return "binary"

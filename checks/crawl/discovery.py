@@ -20,6 +20,9 @@ robots.txt and sitemaps are the ones read.
 
 The sitemaps read are those robots.txt declares; when it declares none (or
 there is none), the one at /sitemap.xml, as Firecrawl's crawler reads it.
+
+Every request after robots.txt keeps the crawl's pace (its `delay` option,
+or the Crawl-delay robots.txt asks for), as its pages do.
 """
 
 from __future__ import annotations
@@ -29,16 +32,18 @@ import codecs
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
 from urllib.parse import urljoin
 
+from checks.crawl.scope import Scope
 from checks.errors import ErrorKind
-from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
+from checks.fetch import FetchError, FetchResult, OutboundClient, Pace, Resolver
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 # The rules of a site whose robots.txt could not be read; stored as its
 # robots.txt (Crawl.robots), so every batch of the crawl obeys it too.
 DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
-TOO_MANY_REQUESTS = 429
 # Bytes of the start page read to learn where it redirects.
 START_PROBE_BYTES = 1024
 # Failures that are ours, not the site's: see the module's docstring.
@@ -61,10 +66,11 @@ class Robots:
 
 @dataclass
 class Discovery:
-    # Where the crawl starts: its start URL, or the page on another site that
-    # the start URL redirects to (as Firecrawl's crawler, the crawl moves
-    # there: its robots.txt, sitemaps and links are that site's).
-    start_url: str = ""
+    # The crawl's rules, obeying the robots.txt read: those of the site the
+    # start URL redirects to when it leads to another one (as Firecrawl's
+    # crawler, the crawl moves there: its robots.txt, sitemaps and links are
+    # that site's).
+    scope: Scope
     robots_txt: str = ""
     robots_unreadable: str = ""
     site_unreachable: bool = False
@@ -75,57 +81,92 @@ class Discovery:
         default_factory=dict
     )
 
+    @property
+    def start_url(self) -> str:
+        """Where the crawl starts: its start URL, or the page on another
+        site that it redirects to."""
+        return self.scope.start_url
+
 
 def discover(
-    start_url: str,
+    scope: Scope,
     *,
     sitemaps: bool,
     resolver: Resolver | None = None,
-    same_site: Callable[[str], bool] = lambda url: True,
-    start_allowed: Callable[[str], bool] = lambda robots_txt: False,
+    alive: Callable[[], object] = lambda: None,
 ) -> Discovery:
     """robots.txt of the start URL's site, and (when wanted) the page URLs
     of the sitemaps it declares; of the site the start URL redirects to
-    instead, when `same_site` says that is another one. The start page is
-    asked where it leads only when its robots.txt lets the crawl fetch it
-    (`start_allowed(robots_txt)`)."""
+    instead, when that is another one. The start page is asked where it
+    leads only when its robots.txt lets the crawl fetch it. `alive` says
+    the check is still running, before each wait for the crawl's pace."""
     # Imported here: ultimate-sitemap-parser brings requests and urllib3,
     # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
 
-    found = Discovery(start_url=start_url)
     with asyncio.Runner() as runner:
         client = OutboundClient(resolver=resolver, concurrency=1)
         try:
-            robots_url = urljoin(start_url, "/robots.txt")
+            robots_url = urljoin(scope.start_url, "/robots.txt")
             robots = runner.run(read_robots(robots_url, client))
+            scope.obey(robots.text)
+            door = Paced(runner, client, Pace(scope.delay()), alive)
             moved = None
-            if not robots.unreadable and start_allowed(robots.text):
-                moved = runner.run(redirect_of(start_url, client))
-            if moved is not None and not same_site(moved):
-                found.start_url = start_url = moved
-                robots_url = urljoin(start_url, "/robots.txt")
+            if not robots.unreadable and scope.robots_allow(scope.start):
+                moved = redirect_of(scope.start_url, door)
+            if moved is not None and not scope.is_same_site(moved):
+                scope = Scope(moved, scope.options)
+                robots_url = urljoin(moved, "/robots.txt")
                 robots = runner.run(read_robots(robots_url, client))
-            found.robots_txt = robots.text
-            found.robots_unreadable = robots.unreadable
-            found.site_unreachable = robots.unreachable
+                scope.obey(robots.text)
+                door = Paced(runner, client, Pace(scope.delay()), alive)
+            found = Discovery(
+                scope,
+                robots_txt=robots.text,
+                robots_unreadable=robots.unreadable,
+                site_unreachable=robots.unreachable,
+            )
             if sitemaps and not robots.unreadable:
-                web = DoorWebClient(runner, client)
+                web = DoorWebClient(door)
                 declared = "sitemap:" in robots.text.lower()
                 if declared and robots.fetched:
                     web.remember(robots_url, robots.fetched)  # fetched once
-                found.sitemap_urls = sitemap_pages(start_url, web, declared=declared)
+                found.sitemap_urls = sitemap_pages(
+                    scope.start_url, web, declared=declared
+                )
                 found.sitemaps_failed = web.failed
         finally:
             runner.run(client.aclose())
     return found
 
 
-async def redirect_of(url: str, client: OutboundClient) -> str | None:
+@dataclass
+class Paced:
+    """The door for discovery's requests after robots.txt, from synchronous
+    code: each waits for the crawl's pace, and the check is told it is alive
+    first (a paced discovery of many sitemaps outlasts the time after which
+    a silent check counts as lost)."""
+
+    runner: asyncio.Runner
+    client: OutboundClient
+    pace: Pace
+    alive: Callable[[], object]
+
+    def fetch(self, url: str, **options: Any) -> FetchResult:
+        if self.pace.delay > 0:
+            self.alive()
+        return self.runner.run(self._fetch(url, options))
+
+    async def _fetch(self, url: str, options: dict[str, Any]) -> FetchResult:
+        await self.pace.wait_turn()
+        return await self.client.fetch(url, **options)
+
+
+def redirect_of(url: str, door: Paced) -> str | None:
     """Where the page at `url` redirects to (None when it does not, or
     cannot be fetched): its first bytes are enough to know."""
     try:
-        fetched = await client.fetch(url, max_bytes=START_PROBE_BYTES, truncate=True)
+        fetched = door.fetch(url, max_bytes=START_PROBE_BYTES, truncate=True)
     except FetchError:
         return None
     return fetched.final_url if fetched.redirects else None
@@ -144,7 +185,7 @@ async def read_robots(url: str, client: OutboundClient) -> Robots:
             return Robots("")
         return Robots(DISALLOW_ALL, unreadable=exc.message, unreachable=True)
     status = fetched.status_code
-    if status == TOO_MANY_REQUESTS:
+    if status == HTTPStatus.TOO_MANY_REQUESTS:
         return _unreadable(f"the server answered {status}: too many requests")
     if status >= 500:
         return _unreadable(f"the server answered {status}: an error on its side")

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -31,7 +32,7 @@ from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl.discovery import robots_of
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
-from checks.errors import ErrorKind
+from checks.errors import ErrorKind, error_words
 from checks.fetch import OutboundClient
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState
@@ -43,7 +44,8 @@ LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
 DEADLINE_REASON = (
     "The crawl stopped after {minutes} minutes, the longest a crawl may run here."
 )
-START_FAILED_REASON = "The start page could not be fetched: {error}"
+# Why, in the words a failed page gets (checks.errors.error_words).
+START_FAILED_REASON = "The start page could not be fetched. {why}"
 # The URL last: the reason is cut at 255 characters.
 LINKS_LOST_REASON = (
     "A page it follows could not be read this time, so pages found only "
@@ -67,13 +69,12 @@ PASSING_FAILURES = frozenset(
         ErrorKind.INTERNAL,
     }
 )
-TOO_MANY_REQUESTS = 429
 
 
 def may_pass(kind: ErrorKind | None, status_code: int | None) -> bool:
     """Whether a failure may pass by next time (PASSING_FAILURES, a 5xx, a
     429), so what it hid cannot be told from what was removed."""
-    return kind in PASSING_FAILURES or status_code == TOO_MANY_REQUESTS
+    return kind in PASSING_FAILURES or status_code == HTTPStatus.TOO_MANY_REQUESTS
 
 
 def page_limit(target: Target) -> int:
@@ -100,8 +101,11 @@ class Frontier:
         self.check = check
         targets = {t.id: t for t in check.monitor.targets.all()}
         self.crawls: dict[uuid.UUID, _Crawl] = {}
-        # Pages redirects led to, for the next admit (see redirected).
+        # Pages redirects led to, and links that are not pages (crawl row,
+        # key, where it led), for the next admit (see redirected): it
+        # writes both under the one lock of the check it takes anyway.
         self.led_to: dict[uuid.UUID, list[Link]] = {}
+        self.not_pages: list[tuple[Crawl, str, str]] = []
         for row in Crawl.objects.filter(check_run=check):
             target = targets.get(row.target_id)
             if target is not None:
@@ -138,7 +142,6 @@ class Frontier:
         A link that was a page last time is `removed` once. The start page
         is the user's own: it stays what it is."""
         kept: list[Item] = []
-        dropped: list[tuple[Crawl, str, str]] = []
         for item in items:
             job, outcome, state = item
             crawl = self.crawls.get(job.target_id)
@@ -159,27 +162,28 @@ class Frontier:
                 kept.append(Item(job, moved_away(state), state))
                 continue
             kept.append(Item(dataclasses.replace(job, record=False), outcome, state))
-            dropped.append((crawl.row, crawl.scope.key(job.url), to))
-        if dropped:
-            _not_pages(self.check, dropped)
+            self.not_pages.append((crawl.row, crawl.scope.key(job.url), to))
         return kept
 
     def admit(self, items: Sequence[Item]) -> list[CheckBatch]:
         """Admit the links these pages brought, and the pages their
-        redirects led to (see redirected); the new batches (committed)."""
+        redirects led to, after taking the links that are not pages out of
+        the counts (see redirected); the new batches (committed)."""
         found: dict[uuid.UUID, list[Link]] = {}
         for target_id, links in self.led_to.items():
             found.setdefault(target_id, []).extend(links)
         self.led_to = {}
+        not_pages, self.not_pages = self.not_pages, []
         incomplete: dict[uuid.UUID, str] = {}
         for job, outcome, _state in items:
             crawl = self.crawls.get(job.target_id)
             if crawl is None:
                 continue
             if job.depth == 0 and job.url == crawl.scope.start and outcome.error:
-                incomplete[job.target_id] = START_FAILED_REASON.format(
-                    error=outcome.error
+                why = error_words(
+                    outcome.error_kind, outcome.status_code, outcome.error
                 )
+                incomplete[job.target_id] = START_FAILED_REASON.format(why=why)
             elif job.follow and _links_lost(outcome):
                 reason = LINKS_LOST_REASON.format(url=job.url)
                 incomplete.setdefault(job.target_id, reason)
@@ -191,10 +195,12 @@ class Frontier:
             for target_id, links in found.items()
             if (fresh := _unknown(self.crawls[target_id].row.pk, links))
         }
-        if not found and not incomplete:
+        if not found and not incomplete and not not_pages:
             return []
         with transaction.atomic():
             check = Check.objects.select_for_update().get(pk=self.check.pk)
+            # First, so the room a crawl's limit leaves counts them out.
+            _not_pages(check, not_pages)
             for target_id, reason in incomplete.items():
                 _truncate(self.crawls[target_id].row, reason)
             batches: list[CheckBatch] = []
@@ -279,21 +285,17 @@ def _not_pages(check: Check, links: Sequence[tuple[Crawl, str, str]]) -> None:
     each (crawl, its key, the address it led to, "" for a download) leaves
     the crawl's count and the check's. Its frontier row keeps its key (so
     the link is not fetched again) and takes the address it led to, which
-    makes this happen once, should the batch run again."""
-    with transaction.atomic():
-        # The check's row first, as admitting and recording lock it first:
-        # locked in another order, two workers could wait on each other.
-        Check.objects.select_for_update().filter(pk=check.pk).first()
-        gone = 0
-        for row, key, to in links:
-            moved = CrawlPage.objects.filter(crawl_id=row.pk, key=key).exclude(url=to)
-            if moved.update(url=to):
-                Crawl.objects.filter(pk=row.pk).update(found=F("found") - 1)
-                gone += 1
-        if gone:
-            Check.objects.filter(pk=check.pk).update(
-                pages_total=F("pages_total") - gone
-            )
+    makes this happen once, should the batch run again. The caller holds
+    the check's row locked (admitting and recording lock it first: locked
+    in another order, two workers could wait on each other)."""
+    gone = 0
+    for row, key, to in links:
+        moved = CrawlPage.objects.filter(crawl_id=row.pk, key=key).exclude(url=to)
+        if moved.update(url=to):
+            Crawl.objects.filter(pk=row.pk).update(found=F("found") - 1)
+            gone += 1
+    if gone:
+        Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") - gone)
 
 
 def _links_lost(outcome: Outcome) -> bool:

@@ -170,6 +170,11 @@ class Scope:
             "." + self.host
         )
 
+    def is_same_site(self, url: str) -> bool:
+        """Whether a URL the start URL led to is on the crawl's own site."""
+        fetched = self.fetch_url(url)
+        return fetched is None or self.is_internal(fetched)
+
     def in_section(self, url: str) -> bool:
         """Below the start path, unless the whole domain is crawled."""
         if self.options.get("crawlEntireDomain") is True or not self.prefix:
@@ -208,6 +213,11 @@ class Scope:
         )
 
     # --- robots.txt ----------------------------------------------------------------
+
+    def obey(self, robots_txt: str) -> None:
+        """The start host's robots.txt, once it is read."""
+        self.robots_txt = robots_txt
+        self.remember_robots(self.host_of(self.start), robots_txt)
 
     def knows_robots(self, origin: str) -> bool:
         return self.ignore_robots or origin in self.robots

@@ -7,7 +7,6 @@ checks.crawl.discovery and handed to the adapter, so it is fetched once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from urllib.parse import urljoin
 
@@ -21,8 +20,9 @@ from usp.web_client.abstract_client import (
     WebClientErrorResponse,
 )
 
+from checks.crawl.discovery import Paced
 from checks.errors import ErrorKind, kind_of_status
-from checks.fetch import FetchError, FetchResult, OutboundClient
+from checks.fetch import FetchError, FetchResult
 
 logger = logging.getLogger(__name__)
 
@@ -52,12 +52,11 @@ class _Response(AbstractWebClientSuccessResponse):
 
 
 class DoorWebClient(AbstractWebClient):
-    """usp's HTTP client: our door, driven from synchronous code one request
-    at a time; answers are remembered, so robots.txt is fetched once."""
+    """usp's HTTP client: our door, at the crawl's pace, one request at a
+    time; answers are remembered, so robots.txt is fetched once."""
 
-    def __init__(self, runner: asyncio.Runner, client: OutboundClient) -> None:
-        self.runner = runner
-        self.client = client
+    def __init__(self, door: Paced) -> None:
+        self.door = door
         self.max_bytes: int | None = None
         self.answers: dict[str, AbstractWebClientResponse] = {}
         # The sitemaps that could not be fetched, with why: the error's kind
@@ -81,7 +80,7 @@ class DoorWebClient(AbstractWebClient):
 
     def _get(self, url: str) -> AbstractWebClientResponse:
         try:
-            fetched = self.runner.run(self.client.fetch(url, max_bytes=self.max_bytes))
+            fetched = self.door.fetch(url, max_bytes=self.max_bytes)
         except FetchError as exc:
             self.failed[url] = (exc.kind, None)
             return WebClientErrorResponse(exc.message, retryable=False)

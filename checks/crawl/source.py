@@ -5,13 +5,14 @@ crawl goes (checks.crawl.frontier)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from checks.crawl import frontier
 from checks.crawl.discovery import Discovery, discover
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
+from checks.errors import error_words
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check
@@ -29,10 +30,11 @@ ROBOTS_UNREADABLE_REASON = (
     "No page was crawled, because a site whose robots.txt cannot be read counts "
     "as closed to crawlers, and this site's robots.txt could not be read ({why})."
 )
-# The URL last: the reason is cut at 255 characters.
+# Why, in the words a failed page gets (checks.errors.error_words); the URL
+# last: the reason is cut at 255 characters.
 SITEMAP_FAILED_REASON = (
-    "A sitemap could not be read this time, so pages listed only there may be "
-    "missing: {url}"
+    "A sitemap could not be read this time. {why} Pages listed only there may "
+    "be missing: {url}"
 )
 SITE_UNREACHABLE_REASON = (
     "No page was crawled, because the site could not be reached ({why})."
@@ -51,27 +53,18 @@ class CrawlSource:
         target: Target,
         stored: Mapping[str, Any],
         resolver: Resolver | None = None,
+        alive: Callable[[], object] = lambda: None,
     ) -> None:
         self.target = target
         options = target.crawl_options or {}
         self.sitemap_mode = options.get("sitemap") or "include"
-        home = Scope(target.url, options)
-
-        def same_site(url: str) -> bool:
-            fetched = home.fetch_url(url)
-            return fetched is None or home.is_internal(fetched)
-
-        found = discover(
-            target.url,
+        self.discovery: Discovery = discover(
+            Scope(target.url, options),
             sitemaps=self.sitemap_mode != "skip",
             resolver=resolver,
-            same_site=same_site,
-            start_allowed=lambda robots_txt: Scope(
-                target.url, options, robots_txt
-            ).robots_allow(home.start),
+            alive=alive,
         )
-        self.discovery: Discovery = found
-        self.scope = Scope(found.start_url, options, found.robots_txt)
+        self.scope = self.discovery.scope
         self.sitemap_pages = 0  # set by _seeds
         self.seeds, self.truncated = self._seeds()
 
@@ -114,7 +107,8 @@ class CrawlSource:
         answers 404 is gone and hides nothing."""
         for url, (kind, status_code) in self.discovery.sitemaps_failed.items():
             if frontier.may_pass(kind, status_code):
-                return SITEMAP_FAILED_REASON.format(url=url)
+                why = error_words(kind or "", status_code, "")
+                return SITEMAP_FAILED_REASON.format(why=why, url=url)
         return ""
 
     @property

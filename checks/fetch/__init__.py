@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from checks.fetch.client import FetchResult, OutboundClient, afetch
 from checks.fetch.errors import FetchError
+from checks.fetch.pace import Pace
 from checks.fetch.policy import address_block_reason, ip_literal
 from checks.fetch.transport import Resolver, system_resolver
 from monitors.url_rule import url_syntax_error
@@ -37,6 +38,7 @@ __all__ = [
     "FetchError",
     "FetchResult",
     "OutboundClient",
+    "Pace",
     "Resolver",
     "address_block_reason",
     "afetch",

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 from isal import isal_zlib
 
+from checks.content.sniff import SNIFF_BYTES
 from checks.errors import ErrorKind
 from checks.fetch.errors import FetchError, human_size
 
@@ -71,12 +72,22 @@ class _ZlibStage:
 class BodyReader:
     """Turns raw (still content-encoded) chunks into the decoded body, or raises
     `too_large` the moment the decoded size passes the cap. With `truncate`,
-    the body is cut at the cap instead and `full` says to stop reading."""
+    the body is cut at the cap instead and `full` says to stop reading. With
+    `is_a_file`, the body's first SNIFF_BYTES are shown to it, and when it
+    says they are a file that is not a page, `full` says to stop there (a
+    small gzip body can decode to megabytes, so this is asked as it decodes)."""
 
-    def __init__(self, content_encoding: str, limit: int, truncate: bool = False):
+    def __init__(
+        self,
+        content_encoding: str,
+        limit: int,
+        truncate: bool = False,
+        is_a_file: Callable[[bytes], bool] | None = None,
+    ):
         self._stages = _stages_for(content_encoding)
         self._limit = limit
         self._truncate = truncate
+        self._is_a_file = is_a_file
         self._parts: list[bytes] = []
         self._size = 0
         self.full = False
@@ -84,6 +95,9 @@ class BodyReader:
     def feed(self, raw: bytes) -> None:
         for piece in self._through(raw, 0):
             self._keep(piece)
+            if self._is_a_file is not None and self._size >= SNIFF_BYTES:
+                is_a_file, self._is_a_file = self._is_a_file, None
+                self.full = is_a_file(b"".join(self._parts))
             if self.full:
                 return
 

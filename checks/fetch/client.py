@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 import httpx
 from django.conf import settings
 
+from checks.content.sniff import body_kind, media_type_of
 from checks.errors import ErrorKind
 from checks.fetch.body import BodyReader, check_declared_length
 from checks.fetch.errors import FetchError, translate
@@ -147,6 +148,7 @@ class OutboundClient:
         verify: bool = True,
         truncate: bool = False,
         follow_refresh: bool = False,
+        pages_only: bool = False,
     ) -> FetchResult:
         """Same contract as `afetch`."""
         options = Options.build(
@@ -156,6 +158,7 @@ class OutboundClient:
             max_redirects,
             truncate,
             follow_refresh,
+            pages_only,
         )
         hop = first_hop(url, method, headers, content)
         try:
@@ -226,10 +229,12 @@ class OutboundClient:
                 try:
                     if not options.truncate:
                         check_declared_length(response.headers, options.max_bytes)
+                    sniff = options.pages_only and 200 <= response.status_code < 300
                     reader = BodyReader(
                         response.headers.get("content-encoding", ""),
                         options.max_bytes,
                         truncate=options.truncate,
+                        is_a_file=_file_test(response.headers) if sniff else None,
                     )
                     async for raw in response.aiter_raw():
                         reader.feed(raw)
@@ -243,6 +248,14 @@ class OutboundClient:
                 await response.aclose()
         except httpx.HTTPError as exc:
             raise translate(exc, hop.url.host, timeout) from exc
+
+
+def _file_test(headers: httpx.Headers) -> Callable[[bytes], bool]:
+    """Whether a body's first bytes show a file that is not a page (an
+    image, an archive, a binary download), as the extract stage will find
+    it: its kind is decided from them alone (checks.content.sniff)."""
+    media_type = media_type_of(headers.get("content-type", ""))
+    return lambda head: body_kind(head, media_type) == "binary"
 
 
 def _request(hop: Hop, timeout: httpx.Timeout) -> httpx.Request:
@@ -270,6 +283,7 @@ async def afetch(
     verify: bool = True,
     truncate: bool = False,
     follow_refresh: bool = False,
+    pages_only: bool = False,
     client: OutboundClient | None = None,
 ) -> FetchResult:
     """Fetch one URL under the outbound policy; raises FetchError on any failure.
@@ -282,6 +296,10 @@ async def afetch(
     truncate=True a longer body is cut at `max_bytes` instead (robots.txt).
     With follow_refresh=True a page that is only a short <meta> refresh is
     followed like a redirect, in the same count (checks.fetch.refresh).
+    With pages_only=True a successful answer whose first bytes show a file
+    that is not a page (checks.content.sniff: an image, an archive) is read
+    no further: its content is those bytes, which say so just as well, and
+    a large download never sits in memory (page fetches).
     """
     async with contextlib.AsyncExitStack() as own:
         if client is None:
@@ -298,4 +316,5 @@ async def afetch(
             verify=verify,
             truncate=truncate,
             follow_refresh=follow_refresh,
+            pages_only=pages_only,
         )

@@ -48,6 +48,8 @@ class Options:
     truncate: bool = False
     # Follow a page that is only a <meta> refresh as a redirect (page fetches).
     follow_refresh: bool = False
+    # Stop reading a file that is not a page at its first bytes (page fetches).
+    pages_only: bool = False
 
     @classmethod
     def build(
@@ -58,6 +60,7 @@ class Options:
         max_redirects: int,
         truncate: bool = False,
         follow_refresh: bool = False,
+        pages_only: bool = False,
     ) -> Options:
         # Settings are read per call, never at import: tests flip them with
         # pytest-django's `settings` fixture.
@@ -72,6 +75,7 @@ class Options:
             max_redirects,
             truncate,
             follow_refresh and follow_redirects,
+            pages_only,
         )
 
     def httpx_timeout(self) -> httpx.Timeout:

@@ -13,7 +13,6 @@ stage. A page whose maxAge allows it is served from its baseline instead
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol
@@ -22,7 +21,7 @@ from django.conf import settings
 
 from checks.browser import detect
 from checks.errors import ErrorKind
-from checks.fetch import FetchResult, OutboundClient, Resolver
+from checks.fetch import FetchResult, OutboundClient, Pace, Resolver
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState
 from checks.pipeline.outcome import Outcome, base_metadata, failed, options_hash
@@ -42,32 +41,21 @@ class HttpFetcher:
 
     def __init__(self, client: OutboundClient, delay: float = 0.0) -> None:
         self.client = client
-        self.delay = delay
-        self._pace = asyncio.Lock()
-        self._last: float | None = None
-
-    async def wait_turn(self) -> None:
-        """The first request waits too: the crawl's previous request (robots.txt,
-        or the last page of its previous batch) was just before."""
-        async with self._pace:
-            loop = asyncio.get_running_loop()
-            last = loop.time() if self._last is None else self._last
-            wait = last + self.delay - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            self._last = loop.time()
+        self.pace = Pace(delay)
 
     async def fetch(self, job: PageJob, headers: Mapping[str, str]) -> FetchResult:
-        if self.delay > 0:
-            await self.wait_turn()
+        await self.pace.wait_turn()
         # A refresh-only page is followed here, like a redirect; the browser
         # (BrowserFetcher) follows it itself, and is always handed job.url.
+        # A file that is not a page (a crawl's link to a download) is read
+        # only as far as it takes to know.
         return await self.client.fetch(
             job.url,
             headers=headers,
             timeout=job.timeout,
             verify=job.verify_tls,
             follow_refresh=True,
+            pages_only=True,
         )
 
     async def aclose(self) -> None:
@@ -106,8 +94,7 @@ class Fetchers:
     async def fetch(self, job: PageJob, headers: Mapping[str, str]) -> FetchResult:
         if not job.browser:
             return await self.http.fetch(job, headers)
-        if self.http.delay > 0:
-            await self.http.wait_turn()  # a paced crawl's pace holds for both
+        await self.http.pace.wait_turn()  # a paced crawl's pace holds for both
         return await self.browser.fetch(job, headers)
 
     async def aclose(self) -> None:

@@ -12,12 +12,15 @@ skipped, with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
+
+from django.utils import timezone
 
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check
+from checks.pipeline.outcome import CheckAbandoned
 from monitors.models import Target
 
 
@@ -62,7 +65,10 @@ class SkippedTarget:
 
 
 def source_for(
-    target: Target, stored: Mapping[str, Any], resolver: Resolver | None = None
+    target: Target,
+    stored: Mapping[str, Any],
+    resolver: Resolver | None = None,
+    alive: Callable[[], object] = lambda: None,
 ) -> Source:
     kind = target.kind
     if kind is None:
@@ -70,7 +76,7 @@ def source_for(
     reason = kind.unavailable()
     if reason:
         return SkippedTarget(target, reason)
-    source: Source = kind.plan(target, stored, resolver)
+    source: Source = kind.plan(target, stored, resolver, alive)
     return source
 
 
@@ -79,8 +85,15 @@ def plan(
 ) -> list[tuple[Source, list[PageJob]]]:
     """Each target's source and its first page jobs."""
     stored = {r.get("targetId"): r for r in check.target_results or []}
+
+    def alive() -> None:
+        """Planning that waits (a crawl's pace) says the check is alive, as
+        a running batch does, or stops when it is no longer running."""
+        if not check.heartbeat(timezone.now()):
+            raise CheckAbandoned
+
     planned = []
     for target in targets:
-        source = source_for(target, stored.get(str(target.id), {}), resolver)
+        source = source_for(target, stored.get(str(target.id), {}), resolver, alive)
         planned.append((source, source.jobs()))
     return planned

@@ -4,7 +4,7 @@ own code is checks.crawl (scope, discovery, frontier)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -133,9 +133,13 @@ class CrawlKind(TargetKind):
         }
 
     def plan(
-        self, target: Target, stored: Mapping[str, Any], resolver: Resolver | None
+        self,
+        target: Target,
+        stored: Mapping[str, Any],
+        resolver: Resolver | None,
+        alive: Callable[[], object],
     ) -> CrawlSource:
-        return CrawlSource(target, stored, resolver)
+        return CrawlSource(target, stored, resolver, alive)
 
     def batch_group(self, target: Target) -> object:
         # Its pace and the links its pages bring belong to its own batches.

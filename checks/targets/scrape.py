@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rest_framework import serializers
@@ -136,7 +136,11 @@ class ScrapeKind(TargetKind):
         return {"urls": target.urls, "scrapeOptions": target.scrape_options}
 
     def plan(
-        self, target: Target, stored: Mapping[str, Any], resolver: Resolver | None
+        self,
+        target: Target,
+        stored: Mapping[str, Any],
+        resolver: Resolver | None,
+        alive: Callable[[], object],
     ) -> ScrapeSource:
         return ScrapeSource(target, stored)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -170,7 +170,11 @@ class SearchKind(TargetKind):
         return shape
 
     def plan(
-        self, target: Target, stored: Mapping[str, Any], resolver: Resolver | None
+        self,
+        target: Target,
+        stored: Mapping[str, Any],
+        resolver: Resolver | None,
+        alive: Callable[[], object],
     ) -> SearchSource:
         provider = providers.configured(resolver)
         if provider is None:  # checks.pipeline.sources asks unavailable() first
