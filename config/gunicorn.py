@@ -29,7 +29,10 @@ import gc
 import os
 from typing import Any
 
-from config.env import env_int
+from gunicorn.glogging import Logger
+
+from config.env import env_bool, env_int
+from config.logs import hidden
 
 _CPUS = os.cpu_count() or 1
 threads = env_int("WEB_THREADS", 1, minimum=1)
@@ -37,9 +40,33 @@ worker_class = "sync" if threads == 1 else "gthread"
 workers = env_int("WEB_WORKERS", _CPUS + 1, minimum=1)
 preload_app = True
 accesslog = "-"
+# gunicorn believes X-Forwarded-Proto (and its kin) from these addresses and
+# then tells Django the request was https, whatever Django's own setting
+# says. By default it believed 127.0.0.1, so with TRUST_PROXY_HEADERS=false a
+# client behind a local proxy that passes the header on could still claim
+# https (and be sent HSTS, which browsers keep). Believed from anywhere only
+# when the operator says a proxy of theirs sets these headers, as Django is.
+forwarded_allow_ips = "*" if env_bool("TRUST_PROXY_HEADERS", False) else ""
 # No gunicornc control socket: one fixed path per user, which a second
 # instance (tests, the bench) would fight over.
 control_socket_disable = True
+
+
+class AccessLogWithoutCredentials(Logger):
+    """The access log with the credentials some addresses carry masked
+    (config.logs): every value a log format may name, so the request line,
+    the path and query, the Referer (a page at a token address links on)
+    and a redirect's Location alike."""
+
+    def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict:
+        atoms = super().atoms(resp, req, environ, request_time)
+        return {
+            name: hidden(value) if isinstance(value, str) else value
+            for name, value in atoms.items()
+        }
+
+
+logger_class = AccessLogWithoutCredentials
 
 
 def when_ready(server: Any) -> None:

@@ -678,8 +678,17 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
     },
-    "filters": {"without_cancel_notice": {"()": "config.celery.WithoutCancelNotice"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "without_cancel_notice": {"()": "config.celery.WithoutCancelNotice"},
+        "without_credentials": {"()": "config.logs.WithoutCredentials"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["without_credentials"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_log_level("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

@@ -12,6 +12,7 @@ The proxy's rules are also tested alone, without Chromium, at the end."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from checks import runner
+from checks.browser import chromium
 from checks.browser.proxy import GuardProxy
 from checks.fetch import transport
 from checks.models import Check, PageResult
@@ -262,6 +264,29 @@ def test_a_page_with_a_form_sends_nothing_to_chromiums_autofill_service(
     assert set(resolver.asked) == {"shop.test"}  # the page's own site only
     blocked = " ".join(page.metadata.get("blockedRequests", []))
     assert "googleapis" not in blocked
+
+
+@pytest.mark.browser
+def test_a_fresh_chromium_asks_for_nothing_outside_its_pages(team, public_site, caplog):
+    # A starting Chromium lists the Google accounts of its profile
+    # (accounts.google.com) and asks for component updates
+    # (update.googleapis.com) by itself; the proxy outside pages refuses
+    # both, but they should not be asked for at all.
+    needs_chromium()
+    service = chromium.service()
+    service.submit(service.stop()).result(60)  # the next page starts a new one
+    caplog.set_level(logging.DEBUG, logger="checks.browser.proxy")
+    public_site.page("/", SIGN_UP)
+    url = f"http://shop.test:{public_site.port}/"
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 3000})
+    resolver = Resolver()
+
+    page = page_of(run_check(monitor, resolver), url)
+
+    assert page.status == PageResult.Status.NEW
+    refused = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert refused == []
+    assert set(resolver.asked) == {"shop.test"}
 
 
 # --- The proxy alone --------------------------------------------------------------

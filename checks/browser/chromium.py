@@ -71,6 +71,15 @@ LAUNCH_ARGS = (
     # and Playwright passes its own. Pointed at a URL with nowhere to go, it
     # fails inside Chromium without a connection.
     "--autofill-server-url=data:,",
+    # Two more services ask for their servers as the browser starts, even
+    # with --disable-background-networking and --disable-component-update:
+    # the component updater (update.googleapis.com), pointed like autofill
+    # at a URL with nowhere to go, and the profile's Google account list
+    # (accounts.google.com/ListAccounts). The account service accepts only
+    # an http(s) address, so it gets one on port 1, which Chromium refuses
+    # as unsafe before any connection or proxy.
+    "--component-updater=url-source=data:,",
+    "--gaia-url=http://accounts.invalid:1/",
     # Names are resolved by our proxy only; Chromium's resolver answers none.
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 )

@@ -1,0 +1,36 @@
+"""Credentials some addresses carry, kept out of every log.
+
+Whoever reads a log (an operator, a log service, a copy in a backup) could
+otherwise read a team's feeds, unsubscribe someone or take an invitation:
+feed, e-mail, invitation, password-reset and screenshot links carry their
+credential in the path (every route with a `token` parameter), the sign-in
+provider's callback in its `code`. gunicorn's access log
+(config/gunicorn.py) and Django's own lines ("Not Found: /feeds/teams/…")
+both pass through `hidden`."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+_CREDENTIALS = re.compile(
+    r"(/(?:feeds/monitors|feeds/teams|captures|email/confirm|email/unsubscribe"
+    r"|email/channel|invitations|accounts/reset/[^/?#\s]+)/)(?!set-password/)"
+    r"[^/?#\s\"]+"
+    r"|([?&]code=)[^&#\s\"]+"
+)
+
+
+def hidden(text: str) -> str:
+    return _CREDENTIALS.sub(lambda found: (found[1] or found[2]) + "[hidden]", text)
+
+
+class WithoutCredentials(logging.Filter):
+    """On a handler: the record's message with the credentials masked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = hidden(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        return True
