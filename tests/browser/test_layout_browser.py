@@ -307,3 +307,31 @@ def test_on_a_phone_no_choice_of_the_monitor_form_shrinks_beside_long_words(
     shrunk = {words: width for words, width in sizes.items() if width < full - 0.5}
     assert len(sizes) >= 10
     assert shrunk == {}
+
+
+def test_on_a_phone_a_long_count_of_the_last_check_stays_inside_its_card(
+    browser_page, member, team, monitor, screenshot
+):
+    now = timezone.now()
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.SCHEDULED,
+        status=Check.Status.RUNNING,
+        started_at=now - timedelta(minutes=1),
+    )
+    # Finished as a worker finishes it: the changed page judged unimportant.
+    check.pages.create(
+        target_id=monitor.targets.get().pk,
+        url=LONG_URL,
+        status="changed",
+        verdict="noise",
+    )
+    check.finish(now)
+    page = browser_page
+    page.set_viewport_size(PHONE)
+    sign_in(page)
+
+    page.goto("/")
+    page.get_by_text("1 change, judged unimportant").wait_for()
+    screenshot(page, "layout-list-noise-375")
+    assert_labels_beside_values(page, "table.monitors")
