@@ -271,6 +271,23 @@ def test_json_mode_shows_changed_fields_as_a_before_after_table(web, team, site,
     assert "Matters" in row  # the judge cited this field
 
 
+
+def test_a_judged_field_change_points_to_the_fields_not_to_a_comparison_not_shown(
+    web, team, site, model
+):
+    formats = [{"type": "json", "schema": PLANS_SCHEMA}]
+    monitor, _ = watch(team, site, scrape_options={"formats": formats})
+    run(monitor)
+    change(site)
+    page = run(monitor).pages.get()
+
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert "Only the fields above are compared for this page" in detail
+    assert 'id="diff-region"' not in detail
+    assert "highlighted in the comparison below" not in detail
+    assert "These changes are marked in the fields below." in detail
+
 def test_the_monitor_form_says_whether_a_model_is_set_up(web, settings):
     settings.LLM_BASE_URL = ""
     without = web.get("/monitors/new/").content.decode()
