@@ -126,7 +126,10 @@ def test_a_search_target_without_a_provider_says_where_to_set_one_up(web, settin
 
     assert "no web search service is set up" in body
     assert "as the README's “Watching the web” says" in body
-    assert "SEARXNG_URL" not in body
+    # The settings are named apart, to the administrator, as on the monitor page.
+    plain, admin = body.split("For the administrator:", 1)
+    assert "SEARXNG_URL" not in plain
+    assert "SEARXNG_URL" in admin
 
 
 def test_a_monitor_without_a_webhook_reads_off_not_none(web, team):
