@@ -115,6 +115,10 @@ class Chart:
         return sum(bar.errors for bar in self.bars)
 
     @property
+    def total_matches(self) -> int:
+        return sum(bar.matches for bar in self.bars)
+
+    @property
     def total_unjudged(self) -> int:
         return sum(bar.unjudged for bar in self.bars)
 

@@ -531,3 +531,4 @@ def test_the_chart_counts_a_searchs_results_apart_from_the_pages_beside_them(
     )
     assert "1 new and" not in caption and "failed page" not in caption
     assert "Pages or search results that could not be checked" in caption
+    assert "went away, and new matches of a web search" in caption
