@@ -261,7 +261,6 @@ def test_a_request_every_mode_refuses_is_said_in_the_servers_words_and_not_remem
     assert later["response_format"]["type"] == "json_schema"
 
 
-
 def test_a_refusal_in_a_fastapi_servers_shape_is_said_in_its_words_as_markup_free_text(
     model,
 ):
@@ -281,6 +280,7 @@ def test_a_refusal_in_a_fastapi_servers_shape_is_said_in_its_words_as_markup_fre
         "The AI model's endpoint refused the request (HTTP 422): Input is too "
         "long: 9000 > 8192 tokens."
     )
+
 
 def test_a_wrong_key_fails_at_once_naming_the_setting(model):
     model.then(status(401))

@@ -272,7 +272,6 @@ def test_json_mode_shows_changed_fields_as_a_before_after_table(web, team, site,
     assert "Matters" in row  # the judge cited this field
 
 
-
 def test_a_judged_field_change_points_to_the_fields_not_to_a_comparison_not_shown(
     web, team, site, model
 ):
@@ -289,6 +288,7 @@ def test_a_judged_field_change_points_to_the_fields_not_to_a_comparison_not_show
     assert "highlighted in the comparison below" not in detail
     assert "These changes are marked in the fields below." in detail
 
+
 def test_the_monitor_form_says_whether_a_model_is_set_up(web, settings):
     settings.LLM_BASE_URL = ""
     without = web.get("/monitors/new/").content.decode()
@@ -297,7 +297,6 @@ def test_the_monitor_form_says_whether_a_model_is_set_up(web, settings):
 
     assert "No AI model is set up for this Pagewatch yet" in without
     assert "An AI model is set up for this Pagewatch." in with_model
-
 
 
 def test_the_monitor_form_names_the_setting_that_turns_on_each_missing_service(
@@ -324,6 +323,7 @@ def test_the_monitor_form_names_the_setting_that_turns_on_each_missing_service(
     assert "For the administrator: set SEARXNG_URL" in search_row
     assert "For the administrator" not in with_all
     assert "For the administrator" not in search_row_set_up.content.decode()
+
 
 def test_lines_to_ignore_are_saved_from_the_form_and_bad_patterns_refused(
     web, team, site

@@ -509,16 +509,19 @@ def test_the_chart_words_pages_seen_for_the_first_time_as_new_not_changed(web, t
     assert "6 changed" not in body and "2 changed" not in body
 
 
-def test_the_chart_counts_a_searchs_results_apart_from_the_pages_beside_them(
-    web, team
-):
+def test_the_chart_counts_a_searchs_results_apart_from_the_pages_beside_them(web, team):
     monitor = make_monitor(team)
     check = make_check(monitor, timezone.now() - timedelta(hours=1), same=1)
     # One page unchanged; a new match, and a result the model could not judge.
     Check.objects.filter(pk=check.pk).update(
         summary={
-            "same": 1, "changed": 0, "new": 1, "removed": 0, "error": 1,
-            "totalPages": 3, "search": {"alert": 1, "skipped": 1},
+            "same": 1,
+            "changed": 0,
+            "new": 1,
+            "removed": 0,
+            "error": 1,
+            "totalPages": 3,
+            "search": {"alert": 1, "skipped": 1},
         }  # fmt: skip
     )
     body = html.unescape(

@@ -67,7 +67,6 @@ def test_a_city_alone_suggests_its_time_zone():
     assert timezone_hint("Atlantis") == ""
 
 
-
 def test_an_offset_typed_as_gmt_plus_suggests_the_zone_an_hour_east_not_west():
     # The tz database's Etc/GMT+1 is UTC-1: POSIX writes the sign reversed.
     # Someone typing GMT+1 means an hour ahead of UTC (Berlin in winter).
@@ -80,6 +79,7 @@ def test_an_offset_typed_as_gmt_plus_suggests_the_zone_an_hour_east_not_west():
     assert timezone_hint("utc-5").startswith("did you mean Etc/GMT+5 (")
     assert timezone_hint("UTC+5:30") == ""  # no whole-hour zone for it
     assert timezone_hint("GMT+15") == ""
+
 
 def test_the_form_suggests_the_zone_a_city_meant(web):
     response = web.post(
