@@ -9,6 +9,8 @@ both say it with plain_error(). Plain Python: no Django, no network.
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -123,6 +125,41 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
     if moment.tzinfo is None:
         return None
     return min(max(moment - now, timedelta(0)), RETRY_AFTER_LONGEST)
+
+
+# A service's words about an error are shown (escaped) up to this length.
+SERVICE_WORDS_MAX = 300
+_TAGS = re.compile(r"<[^>]{0,200}>")
+
+
+def service_words(content: bytes | str) -> str:
+    """A service's own words about an error it answered (the AI model's
+    endpoint, a search provider), when it sent them as JSON: `{"error":
+    {"message": …}}` as OpenAI and most APIs do, `{"error": "…"}`,
+    `{"detail": "…"}` as FastAPI-based servers do, or `{"message": "…"}`.
+    Plain text without its last full stop, so the caller's sentence goes on;
+    "" when it sent none."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    for key in ("error", "detail", "message"):
+        value = body.get(key)
+        if isinstance(value, dict):
+            value = value.get("message") or value.get("error")
+        if isinstance(value, str) and value.strip():
+            return _plain(value, SERVICE_WORDS_MAX).rstrip(".")
+    return ""
+
+
+def _plain(text: str, limit: int) -> str:
+    """Tags dropped, entities read, whitespace folded, no control
+    characters, bounded: what the service said, never markup."""
+    words = " ".join(html.unescape(_TAGS.sub("", text)).split())
+    words = "".join(ch for ch in words if ch.isprintable())
+    return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"
 
 
 # Statuses whose Retry-After says when the site will answer again (RFC 9110).

@@ -21,7 +21,7 @@ from django.db.models.functions import Coalesce, RowNumber
 
 from checks.models import Check, Crawl, PageResult
 from checks.models.check import check_path
-from checks.summary import found_nothing
+from checks.summary import found_nothing, page_counts, search_counts, search_words
 from monitors.models import Monitor, Team
 
 CHART_CHECKS = 30
@@ -65,10 +65,12 @@ class Bar:
     marker: str = ""
     new: int = 0  # of `changed`, pages seen for the first time
     removed: int = 0  # of `changed`, pages that went away
+    matches: int = 0  # of `changed`, a web search's new matches
+    unjudged: int = 0  # of `errors`, search results that could not be judged
 
     @property
     def found_words(self) -> str:
-        return found_words(self.changed, self.new, self.removed)
+        return found_words(self.changed, self.new, self.removed, self.matches)
 
     @property
     def started_at(self) -> Any:
@@ -105,6 +107,7 @@ class Chart:
             self.total_changed,
             sum(bar.new for bar in self.bars),
             sum(bar.removed for bar in self.bars),
+            sum(bar.matches for bar in self.bars),
         )
 
     @property
@@ -112,19 +115,43 @@ class Chart:
         return sum(bar.errors for bar in self.bars)
 
     @property
+    def total_matches(self) -> int:
+        return sum(bar.matches for bar in self.bars)
+
+    @property
+    def total_unjudged(self) -> int:
+        return sum(bar.unjudged for bar in self.bars)
+
+    @property
+    def total_errors_words(self) -> str:
+        """ "2 failed pages", "1 search result that could not be judged", or
+        both: a search's results are not pages."""
+        results = self.total_unjudged
+        pages = self.total_errors - results
+        parts = [f"{pages} failed page{'' if pages == 1 else 's'}"] if pages else []
+        if results:
+            one = "search result that could not be judged"
+            several = "search results that could not be judged"
+            parts.append(f"{results} {one if results == 1 else several}")
+        return ", ".join(parts) or "0 failed pages"
+
+    @property
     def total_noise(self) -> int:
         return sum(bar.noise for bar in self.bars)
 
 
-def found_words(found: int, new: int, removed: int) -> str:
+def found_words(found: int, new: int, removed: int, matches: int = 0) -> str:
     """What a chart counts as found, in words: "3 pages changed, 2 new,
-    1 removed". A page seen for the first time is new, not changed."""
-    changed = found - new - removed
+    1 removed, 1 new match". A page seen for the first time is new, not
+    changed; a web search's new match is neither."""
+    changed = found - new - removed - matches
     parts = [f"{changed} page{'' if changed == 1 else 's'} changed"]
     if new:
         parts.append(f"{new} new")
     if removed:
         parts.append(f"{removed} removed")
+    if matches:
+        parts.append(search_words("alert", matches))
     return ", ".join(parts)
 
 
@@ -283,23 +310,31 @@ def check_chart(checks: list[Check]) -> Chart:
     pages per check, on a shared y axis."""
     counts = []
     for c in checks:
-        changed = int(c.summary.get("changed") or 0)
+        # A web search's results are counted under the pages' counters on
+        # the wire; here they are told apart (checks.summary).
+        pages, results = page_counts(c.summary), search_counts(c.summary)
+        changed = pages["changed"]
         noise = min(int(getattr(c, "noise", 0) or 0), changed)
         # Pages that appeared or went away are changes too: a first check's
-        # new pages are not a flat zero.
-        found = (
-            changed
-            - noise
-            + sum(int(c.summary.get(s) or 0) for s in ("new", "removed"))
+        # new pages are not a flat zero; nor is a search's new match.
+        found = changed - noise + pages["new"] + pages["removed"]
+        matches, unjudged = results.get("alert", 0), results.get("skipped", 0)
+        counts.append(
+            (
+                found + matches,
+                noise,
+                pages["error"] + unjudged,
+                pages,
+                matches,
+                unjudged,
+            )
         )
-        counts.append((found, noise, int(c.summary.get("error") or 0)))
-    top = max([sum(count) for count in counts] + [1])
+    top = max([sum(count[:3]) for count in counts] + [1])
     bars = []
-    for index, (check, (changed, noise, errors)) in enumerate(
+    for index, (check, (changed, noise, errors, pages, matches, unjudged)) in enumerate(
         zip(checks, counts, strict=True)
     ):
-        new = int(check.summary.get("new") or 0)
-        removed = int(check.summary.get("removed") or 0)
+        new, removed = pages["new"], pages["removed"]
         changed_y = _y(changed, top)
         noise_y = _y(changed + noise, top)
         errors_y = _y(changed + noise + errors, top)
@@ -319,6 +354,8 @@ def check_chart(checks: list[Check]) -> Chart:
                 marker="" if changed or noise or errors else _marker(check),
                 new=new,
                 removed=removed,
+                matches=matches,
+                unjudged=unjudged,
             )
         )
     middle = [(top // 2, _y(top // 2, top))] if top >= 4 else []

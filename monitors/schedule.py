@@ -152,18 +152,42 @@ def normalize_timezone(name: str | None) -> str:
     return canonical
 
 
+# An offset from UTC as people write it: "GMT+1", "UTC-5".
+_OFFSET = re.compile(r"(?:gmt|utc)\s*([+-])\s*(\d{1,2})", re.IGNORECASE)
+
+
 def timezone_hint(name: str) -> str:
     """ "Did you mean Europe/Berlin? " for a city typed without its region
-    ("Berlin", "new york"), or "" when no zone ends with it."""
+    ("Berlin", "new york"), the fixed-offset zone of an offset ("GMT+1"), or
+    "" when no zone fits."""
+    offset = _OFFSET.fullmatch(name.strip())
+    if offset:
+        return _offset_hint(offset[1], int(offset[2]))
     city = "_".join(name.strip().split()).lower()
     if not city:
         return ""
     meant = sorted(
         zone
         for key, zone in _known_zones().items()
-        if "/" in key and key.rsplit("/", 1)[1] == city
+        # Etc/GMT+1 is no city, and would answer "GMT+1" an hour the wrong way.
+        if "/" in key and key.rsplit("/", 1)[1] == city and not key.startswith("etc/")
     )[:3]
     return f"did you mean {' or '.join(meant)}? Otherwise " if meant else ""
+
+
+def _offset_hint(sign: str, hours: int) -> str:
+    """The tz database names UTC+1 "Etc/GMT-1": POSIX writes the sign the
+    other way round, so "GMT+1" typed as it reads would run two hours off."""
+    if not hours:
+        return "did you mean UTC? Otherwise "
+    zone = f"Etc/GMT{'-' if sign == '+' else '+'}{hours}"
+    if zone.lower() not in _known_zones():
+        return ""
+    return (
+        f"did you mean {zone} (UTC{sign}{hours} all year round; such names have "
+        "their sign reversed), or a city's zone, which follows summer time? "
+        "Otherwise "
+    )
 
 
 _NOT_USER_ZONES = frozenset({"localtime", "posixrules", "Factory"})

@@ -136,3 +136,17 @@ def unavailable(monitor: Monitor) -> list[Unavailable]:
     ):
         found.append(ROBOTS)
     return found
+
+
+def missing_services() -> dict[str, Unavailable]:
+    """The services this server lacks, whatever a monitor asks for, by key
+    (search, browser, judge): what the monitor form tells staff, with the
+    setting an administrator turns each on with, before a monitor asks."""
+    missing = []
+    if search_provider.not_run_reason():
+        missing.append(SEARCH)
+    if not browser_available():
+        missing.append(BROWSER)
+    if not judge_available():
+        missing.append(JUDGE)
+    return {service.key: service for service in missing}

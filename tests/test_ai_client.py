@@ -261,6 +261,27 @@ def test_a_request_every_mode_refuses_is_said_in_the_servers_words_and_not_remem
     assert later["response_format"]["type"] == "json_schema"
 
 
+def test_a_refusal_in_a_fastapi_servers_shape_is_said_in_its_words_as_markup_free_text(
+    model,
+):
+    # Servers built on FastAPI answer `{"detail": "…"}`, as search providers
+    # may; both are read by one reader.
+    def refused(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        detail = "Input is <b>too long</b>:  9000 &gt; 8192 tokens."
+        body = json.dumps({"detail": detail}).encode()
+        return (422, {"Content-Type": "application/json"}, body)
+
+    model.then(refused, refused, refused)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert failure.value.message == (
+        "The AI model's endpoint refused the request (HTTP 422): Input is too "
+        "long: 9000 > 8192 tokens."
+    )
+
+
 def test_a_wrong_key_fails_at_once_naming_the_setting(model):
     model.then(status(401))
 

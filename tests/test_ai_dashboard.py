@@ -5,6 +5,7 @@ rule's field, and the validation of json formats and ignoreLines."""
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -307,6 +308,23 @@ def test_json_mode_shows_changed_fields_as_a_before_after_table(web, team, site,
     assert "Matters" in row  # the judge cited this field
 
 
+def test_a_judged_field_change_points_to_the_fields_not_to_a_comparison_not_shown(
+    web, team, site, model
+):
+    formats = [{"type": "json", "schema": PLANS_SCHEMA}]
+    monitor, _ = watch(team, site, scrape_options={"formats": formats})
+    run(monitor)
+    change(site)
+    page = run(monitor).pages.get()
+
+    detail = web.get(page.get_absolute_url()).content.decode()
+
+    assert "Only the fields above are compared for this page" in detail
+    assert 'id="diff-region"' not in detail
+    assert "highlighted in the comparison below" not in detail
+    assert "These changes are marked in the fields below." in detail
+
+
 def test_the_monitor_form_says_whether_a_model_is_set_up(web, settings):
     settings.LLM_BASE_URL = ""
     without = web.get("/monitors/new/").content.decode()
@@ -315,6 +333,32 @@ def test_the_monitor_form_says_whether_a_model_is_set_up(web, settings):
 
     assert "No AI model is set up for this Pagewatch yet" in without
     assert "An AI model is set up for this Pagewatch." in with_model
+
+
+def test_the_monitor_form_names_the_setting_that_turns_on_each_missing_service(
+    web, settings
+):
+    settings.LLM_BASE_URL = ""
+    settings.BROWSER_EXECUTABLE = "/nowhere/chromium"
+    without = html.unescape(web.get("/monitors/new/").content.decode())
+    search_row = html.unescape(
+        web.get("/monitors/target-row/", {"add_target": "search"}).content.decode()
+    )
+    settings.LLM_BASE_URL, settings.LLM_MODEL = "http://127.0.0.1:1/v1", "m"
+    settings.BROWSER_EXECUTABLE = ""  # Debian's Chromium, where the tests run
+    settings.SEARXNG_URL = "http://127.0.0.1:1"
+    with_all = html.unescape(web.get("/monitors/new/").content.decode())
+    search_row_set_up = web.get("/monitors/target-row/", {"add_target": "search"})
+
+    # What staff will not get, in plain words, and what an administrator sets.
+    assert "For the administrator: set LLM_BASE_URL (and LLM_MODEL)" in without
+    assert "No browser is installed on this server" in without
+    assert "For the administrator: install Chromium" in without
+    assert "BROWSER_EXECUTABLE" in without
+    assert "Web searches are not run" in search_row
+    assert "For the administrator: set SEARXNG_URL" in search_row
+    assert "For the administrator" not in with_all
+    assert "For the administrator" not in search_row_set_up.content.decode()
 
 
 def test_lines_to_ignore_are_saved_from_the_form_and_bad_patterns_refused(

@@ -507,3 +507,31 @@ def test_the_chart_words_pages_seen_for_the_first_time_as_new_not_changed(web, t
     assert "3 pages changed, 1 removed," in body
     assert "3 pages changed, 2 new, 1 removed" in body  # the sentence under it
     assert "6 changed" not in body and "2 changed" not in body
+
+
+def test_the_chart_counts_a_searchs_results_apart_from_the_pages_beside_them(web, team):
+    monitor = make_monitor(team)
+    check = make_check(monitor, timezone.now() - timedelta(hours=1), same=1)
+    # One page unchanged; a new match, and a result the model could not judge.
+    Check.objects.filter(pk=check.pk).update(
+        summary={
+            "same": 1,
+            "changed": 0,
+            "new": 1,
+            "removed": 0,
+            "error": 1,
+            "totalPages": 3,
+            "search": {"alert": 1, "skipped": 1},
+        }  # fmt: skip
+    )
+    body = html.unescape(
+        web.get(reverse("team-history"), {"monitor": monitor.pk}).content.decode()
+    )
+    caption = body.split("<figcaption>", 1)[1].split("</figcaption>", 1)[0]
+
+    assert "0 pages changed, 1 new match and 1 search result that could not be " in (
+        " ".join(caption.split())
+    )
+    assert "1 new and" not in caption and "failed page" not in caption
+    assert "Pages or search results that could not be checked" in caption
+    assert "went away, and new matches of a web search" in caption

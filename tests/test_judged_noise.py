@@ -111,3 +111,21 @@ def test_a_delivered_badge_is_green_and_a_failed_one_red():
 
     assert ".d-delivered { background: var(--ok-bg)" in css
     assert ".d-failed { background: var(--bad-bg)" in css
+
+
+def test_a_pages_own_history_marks_which_of_its_changes_were_judged_unimportant(
+    web, team
+):
+    monitor = make_monitor(team)
+    for minutes_ago, verdict in ((15, "noise"), (10, "noise"), (5, "meaningful")):
+        check = make_check(
+            monitor, timezone.now() - timedelta(minutes=minutes_ago), changed=1
+        )
+        page = make_page(check, "https://e.com/pricing")
+        PageResult.objects.filter(pk=page.pk).update(verdict=verdict)
+
+    shown = text(web.get(page.get_absolute_url()))
+    timeline = shown.split('id="page-history-title"', 1)[1]
+
+    assert timeline.count("Judged unimportant") == 2
+    assert timeline.count("Matters for the goal") == 1

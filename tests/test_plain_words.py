@@ -67,6 +67,20 @@ def test_a_city_alone_suggests_its_time_zone():
     assert timezone_hint("Atlantis") == ""
 
 
+def test_an_offset_typed_as_gmt_plus_suggests_the_zone_an_hour_east_not_west():
+    # The tz database's Etc/GMT+1 is UTC-1: POSIX writes the sign reversed.
+    # Someone typing GMT+1 means an hour ahead of UTC (Berlin in winter).
+    with pytest.raises(ScheduleError) as caught:
+        normalize_timezone("GMT+1")
+
+    assert "Etc/GMT+1" not in caught.value.values["hint"]
+    assert caught.value.values["hint"].startswith("did you mean Etc/GMT-1 (")
+    assert "UTC+1" in caught.value.values["hint"]
+    assert timezone_hint("utc-5").startswith("did you mean Etc/GMT+5 (")
+    assert timezone_hint("UTC+5:30") == ""  # no whole-hour zone for it
+    assert timezone_hint("GMT+15") == ""
+
+
 def test_the_form_suggests_the_zone_a_city_meant(web):
     response = web.post(
         reverse("monitor-create"),
@@ -112,7 +126,10 @@ def test_a_search_target_without_a_provider_says_where_to_set_one_up(web, settin
 
     assert "no web search service is set up" in body
     assert "as the README's “Watching the web” says" in body
-    assert "SEARXNG_URL" not in body
+    # The settings are named apart, to the administrator, as on the monitor page.
+    plain, admin = body.split("For the administrator:", 1)
+    assert "SEARXNG_URL" not in plain
+    assert "SEARXNG_URL" in admin
 
 
 def test_a_monitor_without_a_webhook_reads_off_not_none(web, team):

@@ -394,19 +394,40 @@ def test_a_search_none_of_whose_results_could_be_judged_counts_them_as_results(
 
 def test_some_results_not_judged_are_counted_as_results_and_beside_pages_as_pages():
     only_results = {"error": 1, "totalPages": 3, "search": {"skipped": 1, "alert": 2}}
-    with_a_page = {"error": 1, "totalPages": 4, "search": {"skipped": 1, "alert": 2}}
 
     assert Check.outcome(only_results, unjudged=1) == (
         Check.Status.PARTIAL,
         "1 of 3 search results could not be judged against the goal.",
     )
-    assert Check.outcome(with_a_page, unjudged=1) == (
-        Check.Status.PARTIAL,
-        "1 of 4 pages could not be checked.",
-    )
+    # Its page could not be fetched: not judged, but still a search result.
     assert Check.outcome(only_results) == (
         Check.Status.PARTIAL,
-        "1 of 3 pages could not be checked.",
+        "1 of 3 search results could not be checked.",
+    )
+
+
+def test_beside_pages_a_result_not_judged_is_counted_as_a_result_not_a_page():
+    one_page = {"error": 1, "totalPages": 4, "search": {"skipped": 1, "alert": 2}}
+    a_page_failed = {
+        "error": 3,
+        "totalPages": 5,
+        "search": {"skipped": 2, "alert": 1},
+    }
+    all_failed = {"error": 2, "totalPages": 2, "search": {"skipped": 1}}
+
+    assert Check.outcome(one_page, unjudged=1) == (
+        Check.Status.PARTIAL,
+        "1 of 3 search results could not be judged against the goal.",
+    )
+    assert Check.outcome(a_page_failed, unjudged=2) == (
+        Check.Status.PARTIAL,
+        "1 of 2 pages could not be checked."
+        " 2 of 3 search results could not be judged against the goal.",
+    )
+    assert Check.outcome(all_failed, unjudged=1) == (
+        Check.Status.FAILED,
+        "The page could not be checked."
+        " The search result could not be judged against the goal.",
     )
 
 

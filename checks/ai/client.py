@@ -34,8 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from checks.ai.data import plain_text
-from checks.errors import ErrorKind, asked_wait, wait_words
+from checks.errors import ErrorKind, asked_wait, service_words, wait_words
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetch.errors import human_size
 from monitors.judging import judge_available
@@ -490,22 +489,7 @@ def _refused(exc: openai.APIStatusError) -> str:
     refused = f"The AI model's endpoint refused the request (HTTP {exc.status_code})"
     # Its words say what was wrong with the request (an input longer than the
     # model takes, say); not for a refused key, which they may quote.
-    words = _server_words(exc) if exc.status_code not in hints else ""
+    words = service_words(exc.response.content) if exc.status_code not in hints else ""
     return (f"{refused}: {words}." if words else f"{refused}.") + hints.get(
         exc.status_code, ""
     )
-
-
-def _server_words(exc: openai.APIStatusError) -> str:
-    """The endpoint's own error message, as plain text, without its full stop."""
-    try:
-        body = exc.response.json()
-    except ValueError:
-        return ""
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    if not isinstance(message, str) and isinstance(body, dict):
-        message = body.get("message")
-    if not isinstance(message, str):
-        return ""
-    return plain_text(" ".join(message.split()), 300).rstrip(".")

@@ -397,29 +397,34 @@ class Check(models.Model):
         """(status, error) of a check that looked at all its pages: failed
         when not one page could be checked, partial when some could not. A
         target that failed (`failures`, its reasons) counts as one whose
-        pages could not be checked, and its reason is the error's. When the
-        pages are all search results and every one in error is one the model
-        could not judge (`unjudged` of them), the error says so in a
-        search's words."""
+        pages could not be checked, and its reason is the error's. Search
+        results are counted apart from pages, as the dashboard counts them:
+        when every one in error is one the model could not judge (`unjudged`
+        of them), the error says so in a search's words."""
         errors, total = summary["error"], summary["totalPages"]
         if not errors and not failures:
             return cls.Status.COMPLETED, None
         searched = summary.get(SEARCH_KEY)
-        results_only = isinstance(searched, dict) and sum(searched.values()) == total
-        if results_only and errors and unjudged == errors:
-            noun, could = "search result", "judged against the goal"
-        else:
-            noun, could = "page", "checked"
-        if errors == total:
-            if total == 0:
-                pages = ""
-            elif total == 1:
-                pages = f"The {noun} could not be {could}."
-            else:
-                pages = f"None of the {total} {noun}s could be {could}."
-            return cls.Status.FAILED, " ".join([*failures, pages]).strip()
-        pages = f"{errors} of {total} {noun}s could not be {could}." if errors else ""
-        return cls.Status.PARTIAL, " ".join([*failures, pages]).strip()
+        found = sum(searched.values()) if isinstance(searched, dict) else 0
+        skipped = searched.get("skipped", 0) if isinstance(searched, dict) else 0
+        could = "judged against the goal" if skipped == unjudged else "checked"
+        parts = [
+            cls._not_checked(errors - skipped, total - found, "page", "checked"),
+            cls._not_checked(skipped, found, "search result", could),
+        ]
+        status = cls.Status.FAILED if errors == total else cls.Status.PARTIAL
+        return status, " ".join([*failures, *filter(None, parts)]).strip()
+
+    @staticmethod
+    def _not_checked(errors: int, total: int, noun: str, could: str) -> str:
+        """ "2 of 5 pages could not be checked." ("" when all could be)."""
+        if not errors:
+            return ""
+        if errors < total:
+            return f"{errors} of {total} {noun}s could not be {could}."
+        if total == 1:
+            return f"The {noun} could not be {could}."
+        return f"None of the {total} {noun}s could be {could}."
 
     def search_credits(self) -> int:
         """The flat credits its targets' lines record, as Firecrawl bills them:

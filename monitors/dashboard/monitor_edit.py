@@ -31,6 +31,7 @@ from monitors.dashboard.forms.fields import split_schedule
 from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.models import Monitor
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
+from monitors.unavailable import missing_services
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 
 # ---------------------------------------------------------------- create / edit
@@ -59,6 +60,7 @@ def _form_context(
         "monitor": monitor,
         "model_configured": llm_available(),
         "browser_installed": browser_available(),
+        "missing": missing_services(),
         "timezones": schedules.zone_names(),
         **preview,
         **extra,
@@ -124,7 +126,7 @@ def monitor_validate(
 def target_row(request: DashboardRequest) -> HttpResponse:
     """A new, empty target row for the form (htmx "Add target" buttons)."""
     kind = request.GET.get("add_target") or request.GET.get("type") or ""
-    context = {"target": MonitorForm.blank_target(kind)}
+    context = {"target": MonitorForm.blank_target(kind), "missing": missing_services()}
     return render(request, "monitors/monitor_form.html#target-row", context)
 
 

@@ -262,14 +262,15 @@ def test_a_long_monitor_name_in_the_activity_log_leaves_peoples_names_whole(
     assert_no_sideways_scroll(page, "the activity page")
 
 
-def test_on_a_phone_each_tick_box_of_the_monitor_form_sits_beside_its_words(
-    browser_page, member, screenshot
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_each_tick_box_of_the_monitor_form_sits_beside_its_words(
+    browser_page, member, screenshot, viewport
 ):
     page = browser_page
-    page.set_viewport_size(PHONE)
+    page.set_viewport_size(viewport)
     sign_in(page)
     page.goto("/monitors/new/")
-    screenshot(page, "layout-form-check-boxes-375")
+    screenshot(page, f"layout-form-check-boxes-{viewport['width']}")
 
     boxes = page.locator(".field.check > input[type=checkbox]")
     assert boxes.count() >= 3
@@ -281,6 +282,8 @@ def test_on_a_phone_each_tick_box_of_the_monitor_form_sits_beside_its_words(
         # Beside it, on its first line: not wrapped to a line of its own.
         assert label["x"] > tick["x"] + tick["width"], what
         assert label["y"] < tick["y"] + tick["height"], what
+        # Words that read as a line, not a column of letters beside the help.
+        assert label["width"] >= min(200, len(what) * 5), what
 
 
 def test_on_a_phone_no_choice_of_the_monitor_form_shrinks_beside_long_words(
@@ -307,3 +310,31 @@ def test_on_a_phone_no_choice_of_the_monitor_form_shrinks_beside_long_words(
     shrunk = {words: width for words, width in sizes.items() if width < full - 0.5}
     assert len(sizes) >= 10
     assert shrunk == {}
+
+
+def test_on_a_phone_a_long_count_of_the_last_check_stays_inside_its_card(
+    browser_page, member, team, monitor, screenshot
+):
+    now = timezone.now()
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.SCHEDULED,
+        status=Check.Status.RUNNING,
+        started_at=now - timedelta(minutes=1),
+    )
+    # Finished as a worker finishes it: the changed page judged unimportant.
+    check.pages.create(
+        target_id=monitor.targets.get().pk,
+        url=LONG_URL,
+        status="changed",
+        verdict="noise",
+    )
+    check.finish(now)
+    page = browser_page
+    page.set_viewport_size(PHONE)
+    sign_in(page)
+
+    page.goto("/")
+    page.get_by_text("1 change, judged unimportant").wait_for()
+    screenshot(page, "layout-list-noise-375")
+    assert_labels_beside_values(page, "table.monitors")

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from checks.errors import service_words
 from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
 
 # An answer larger than this is refused by the door.
@@ -37,7 +38,6 @@ WINDOWS: dict[str, timedelta] = {
     "24h": timedelta(hours=24),
     "7d": timedelta(days=7),
 }
-REASON_MAX = 300
 _TAGS = re.compile(r"<[^>]{0,200}>")
 
 
@@ -177,7 +177,7 @@ class Provider:
         """Why a non-2xx answer gave no results, with what to do about it."""
         code = answer.status_code
         reason = f"{self.label} answered HTTP {code}"
-        detail = self.error_detail(answer)
+        detail = service_words(answer.content)
         if detail:
             reason += f" ({detail})"
         if code in (401, 403) and self.key_setting:
@@ -185,23 +185,6 @@ class Provider:
         if code == 429:
             return f"{reason}: too many requests, or the plan's limit was reached."
         return reason + "."
-
-    @staticmethod
-    def error_detail(answer: FetchResult) -> str:
-        """The provider's own words about an error, when it sent JSON ones."""
-        try:
-            body = json.loads(answer.content)
-        except ValueError:
-            return ""
-        if not isinstance(body, dict):
-            return ""
-        for key in ("error", "detail", "message"):
-            value = body.get(key)
-            if isinstance(value, dict):
-                value = value.get("message") or value.get("error")
-            if isinstance(value, str) and value.strip():
-                return plain(value, REASON_MAX)
-        return ""
 
 
 class KeyedProvider(Provider):
