@@ -451,3 +451,31 @@ def test_openapi_documents_what_run_now_refuses_of_its_body(openapi_document):
         "responses"
     ]
     assert {"413", "415"} <= responses.keys()
+
+
+def test_openapi_descriptions_are_for_integrators_not_notes_on_the_code(
+    openapi_document,
+):
+    """drf-spectacular publishes a serializer's docstring, a mixin's included,
+    as its component's description: the document told integrators about
+    `partial=True`, `context["team"]` and which SDK version once misbehaved."""
+    code_words = (
+        "partial=True",
+        "context[",
+        "Serializer",
+        "snake_case",
+        "(4.52)",
+        "monitors.",
+    )
+    for name, schema in openapi_document["components"]["schemas"].items():
+        description = schema.get("description", "")
+        assert not any(word in description for word in code_words), (name, description)
+        assert "Reject keys the object does not define" not in description, name
+    # A view's docstring is its operation's description, the base class's too:
+    # every operation said "DRF's APIView with the caller judged before...".
+    for path, operations in openapi_document["paths"].items():
+        for method, operation in operations.items():
+            description = operation.get("description", "")
+            assert "APIView" not in description, (method, path)
+            # ...and is said in a few words on the docs page instead.
+            assert operation.get("summary") or description, (method, path)
