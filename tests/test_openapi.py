@@ -384,3 +384,98 @@ def test_openapi_documents_the_paging_ranges_of_a_checks_pages(openapi_document)
         "default": 25,
     }
     assert parameters["skip"] == {"type": "integer", "minimum": 0, "default": 0}
+
+
+def test_openapi_says_which_request_bodies_refuse_unknown_keys(openapi_document):
+    """schemathesis sent {"": []} to run now, a body the document allowed (it
+    said nothing of other keys) and the server refused with a 400."""
+    components = openapi_document["components"]["schemas"]
+    strict = [
+        "MonitorWriteRequest",
+        "PatchedMonitorUpdateRequest",
+        "RunRequestRequest",
+        "ScheduleRequest",
+        "WebhookRequest",
+        "NotificationRequest",
+        "EmailNotificationRequest",
+        "ScrapeTargetRequest",
+        "CrawlTargetRequest",
+        "SearchTargetRequest",
+        "ChannelInputRequest",
+        "PatchedChannelInputRequest",
+    ]
+    for name in strict:
+        assert components[name]["additionalProperties"] is False, name
+    # Keys taken and ignored (the SDKs' origin, Firecrawl's dropped search
+    # keys) are listed, so the document still allows what the server takes.
+    assert "origin" in components["ChannelInputRequest"]["properties"]
+    legacy = components["SearchTargetRequest"]["properties"]
+    assert {"depth", "alertMode", "recheckAfter", "scrapeOptions"} <= legacy.keys()
+    assert legacy["depth"]["deprecated"] is True
+    # Firecrawl's catch-alls stay open: an option of theirs is kept as given.
+    for name in ("ScrapeOptionsRequest", "CrawlOptionsRequest"):
+        assert components[name].get("additionalProperties") is not False, name
+    # Options also taken under their Python names cannot list every spelling.
+    assert components["ProfileRequest"].get("additionalProperties") is not False
+
+
+@pytest.mark.django_db
+def test_keys_the_document_lists_as_ignored_are_taken(api, team):
+    channel = api.post(
+        "/v2/channels",
+        {
+            "name": "Ops hook",
+            "kind": "webhook",
+            "settings": {"url": "https://hooks.example.com/ops"},
+            "origin": "js-sdk@4.42.0",
+        },
+        format="json",
+    )
+    assert channel.status_code == 200, channel.json()
+    monitor = api.post(
+        "/v2/monitor",
+        {
+            "name": "News",
+            "schedule": {"text": "hourly"},
+            "judgeEnabled": False,
+            "targets": [{"type": "search", "queries": ["pagewatch"], "depth": "deep"}],
+        },
+        format="json",
+    )
+    assert monitor.status_code == 200, monitor.json()
+    assert "depth" not in monitor.json()["data"]["targets"][0]
+
+
+def test_openapi_documents_what_run_now_refuses_of_its_body(openapi_document):
+    responses = openapi_document["paths"]["/v2/monitor/{monitor_id}/run"]["post"][
+        "responses"
+    ]
+    assert {"413", "415"} <= responses.keys()
+
+
+def test_openapi_descriptions_are_for_integrators_not_notes_on_the_code(
+    openapi_document,
+):
+    """drf-spectacular publishes a serializer's docstring, a mixin's included,
+    as its component's description: the document told integrators about
+    `partial=True`, `context["team"]` and which SDK version once misbehaved."""
+    code_words = (
+        "partial=True",
+        "context[",
+        "Serializer",
+        "snake_case",
+        "(4.52)",
+        "monitors.",
+    )
+    for name, schema in openapi_document["components"]["schemas"].items():
+        description = schema.get("description", "")
+        assert not any(word in description for word in code_words), (name, description)
+        assert "Reject keys the object does not define" not in description, name
+    # A view's docstring is its operation's description, the base class's too:
+    # every operation said "DRF's APIView with the caller judged before...".
+    for path, operations in openapi_document["paths"].items():
+        for method, operation in operations.items():
+            description = operation.get("description", "")
+            assert "APIView" not in description, (method, path)
+            # ...and is said in a few words on the docs page instead.
+            assert operation.get("summary") or description, (method, path)

@@ -44,7 +44,9 @@ EXTRACTION_SCHEMA_MAX_BYTES = 64 * 1024
 
 
 class StrictMixin:
-    """Reject keys the object does not define, naming each one."""
+    # Reject keys the object does not define, naming each one. A comment, not
+    # a docstring: drf-spectacular would publish a docstring as the
+    # description of every serializer that mixes it in.
 
     allow_extra: tuple[str, ...] = ()
 
@@ -59,7 +61,8 @@ class StrictMixin:
 
 
 class PassThroughMixin:
-    """Validate the known keys; keep unknown ones as given (Firecrawl's catchall)."""
+    # Validate the known keys; keep unknown ones as given (Firecrawl's
+    # catchall). A comment for the reason StrictMixin's is one.
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, Mapping):
@@ -101,10 +104,11 @@ def api_names(data: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
 
 
 class PythonNamesMixin:
-    """Take an option under its snake_case spelling too, and keep it under its
-    own. firecrawl-py's monitor methods (4.52) send a typed ScrapeOptions as
-    its Python names (only_main_content, wait_for, full_page): kept as
-    unknown keys, they were saved, echoed back and never applied."""
+    # Take an option under its snake_case spelling too, and keep it under its
+    # own. firecrawl-py's monitor methods (4.52) send a typed ScrapeOptions as
+    # its Python names (only_main_content, wait_for, full_page): kept as
+    # unknown keys, they were saved, echoed back and never applied. A comment
+    # for the reason StrictMixin's is one.
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):

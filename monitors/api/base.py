@@ -11,10 +11,12 @@ from rest_framework.views import APIView
 
 
 class ApiView(APIView):
-    """DRF's APIView with the caller judged before the form of the answer,
-    and every error in JSON. DRF negotiates first, so a caller without a key
-    who asks for XML would hear 406 (and learn what the path answers in) where
-    SDKs expect the 401 that every other request without a key gets."""
+    # DRF's APIView with the caller judged before the form of the answer, and
+    # every error in JSON. DRF negotiates first, so a caller without a key who
+    # asks for XML would hear 406 (and learn what the path answers in) where
+    # SDKs expect the 401 that every other request without a key gets. A
+    # comment, not a docstring: drf-spectacular publishes a view's docstring,
+    # inherited ones included, as each operation's description.
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         self.format_kwarg = self.get_format_suffix(**kwargs)

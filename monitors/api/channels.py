@@ -49,11 +49,12 @@ class KindFieldSchema(OpenApiSerializerFieldExtension):
 
 
 class ChannelInputSerializer(StrictMixin, serializers.Serializer):
-    """Create with every field but the optional ones; with partial=True, an edit.
-    context["team"] is the caller's team (some kinds pick settings among its
-    members); context["channel"] the stored channel when editing. Unknown keys
-    are a 400 as on /v2/monitor (a misspelt field must not be dropped unseen);
-    `origin`, which the Firecrawl SDKs stamp on bodies, is ignored."""
+    # Create with every field but the optional ones; with partial=True, an edit.
+    # context["team"] is the caller's team (some kinds pick settings among its
+    # members); context["channel"] the stored channel when editing. Unknown keys
+    # are a 400 as on /v2/monitor (a misspelt field must not be dropped unseen);
+    # `origin`, which the Firecrawl SDKs stamp on bodies, is ignored. Comments,
+    # not a docstring: drf-spectacular would publish one in the OpenAPI document.
 
     allow_extra = ("origin",)
 
@@ -248,6 +249,7 @@ def render(channel: Channel) -> dict[str, Any]:
 class ChannelListView(ApiView):
     @extend_schema(
         operation_id="listChannels",
+        summary="List the team's channels (Pagewatch extension)",
         parameters=RESPONSE_HEADERS,
         responses={200: envelope("ChannelListResponse", ChannelSerializer(many=True))}
         | error_responses(),
@@ -258,6 +260,7 @@ class ChannelListView(ApiView):
 
     @extend_schema(
         operation_id="createChannel",
+        summary="Create a channel (Pagewatch extension)",
         request=ChannelInputSerializer,
         parameters=RESPONSE_HEADERS,
         responses={200: CHANNEL_ENVELOPE} | error_responses(400, 403, 413, 415),
@@ -277,6 +280,7 @@ class ChannelListView(ApiView):
 class ChannelDetailView(ApiView):
     @extend_schema(
         operation_id="getChannel",
+        summary="One channel (Pagewatch extension)",
         parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
         responses={200: CHANNEL_ENVELOPE} | error_responses(404),
     )
@@ -285,6 +289,7 @@ class ChannelDetailView(ApiView):
 
     @extend_schema(
         operation_id="updateChannel",
+        summary="Change a channel (Pagewatch extension)",
         request=ChannelInputSerializer(partial=True),
         parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
         responses={200: CHANNEL_ENVELOPE} | error_responses(400, 403, 404, 413, 415),
@@ -310,6 +315,7 @@ class ChannelDetailView(ApiView):
 
     @extend_schema(
         operation_id="deleteChannel",
+        summary="Delete a channel (Pagewatch extension)",
         parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
         responses={
             200: inline_serializer(
@@ -329,6 +335,7 @@ class ChannelDetailView(ApiView):
 class ChannelTestView(ApiView):
     @extend_schema(
         operation_id="testChannel",
+        summary="Send a test message through a channel (Pagewatch extension)",
         request=None,
         parameters=[CHANNEL_ID, *RESPONSE_HEADERS],
         responses={

@@ -245,7 +245,7 @@ class MonitorRunView(ApiView):
             200: RUN_RESPONSE,
             409: OpenApiResponse(CONFLICT, "Monitor paused, or a check is running"),
         }
-        | error_responses(400, 403, 404),
+        | error_responses(400, 403, 404, 413, 415),
     )
     def post(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)

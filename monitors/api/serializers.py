@@ -196,8 +196,10 @@ class EmailNotificationSerializer(StrictMixin, serializers.Serializer):
 
 
 class SlackNotificationSerializer(StrictMixin, serializers.Serializer):
-    """Firecrawl's notification.slack, kept as given; underneath it is the
-    monitor's own Slack channel (monitors.editing)."""
+    # Firecrawl's notification.slack, kept as given; underneath it is the
+    # monitor's own Slack channel (monitors.editing). Comments, not a
+    # docstring, here and below: drf-spectacular publishes docstrings in the
+    # OpenAPI document, for integrators.
 
     enabled = StrictBooleanField(default=False)
     channelId = StrictCharField(required=False, allow_blank=True, max_length=64)
@@ -229,8 +231,8 @@ class NotificationSerializer(
 
 
 class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
-    """The create body; with partial=True (see MonitorUpdateSerializer) the PATCH
-    body. context["monitor"] is the stored monitor when updating."""
+    # The create body; with partial=True (see MonitorUpdateSerializer) the PATCH
+    # body. context["monitor"] is the stored monitor when updating.
 
     allow_extra = ("origin",)
 

@@ -270,6 +270,7 @@ PAGING = [
 class MonitorListView(ApiView):
     @extend_schema(
         operation_id="listMonitors",
+        summary="List the team's monitors, newest first",
         parameters=PAGING + RESPONSE_HEADERS,
         responses={200: envelope("MonitorListResponse", MonitorSerializer(many=True))}
         | error_responses(400),
@@ -288,6 +289,7 @@ class MonitorListView(ApiView):
 
     @extend_schema(
         operation_id="createMonitor",
+        summary="Create a monitor",
         request=MonitorWriteSerializer,
         parameters=RESPONSE_HEADERS,
         responses={200: MONITOR_ENVELOPE} | error_responses(400, 403, 413, 415),
@@ -311,6 +313,7 @@ class MonitorListView(ApiView):
 class MonitorDetailView(ApiView):
     @extend_schema(
         operation_id="getMonitor",
+        summary="One monitor",
         parameters=[MONITOR_ID, *RESPONSE_HEADERS],
         responses={200: MONITOR_ENVELOPE} | error_responses(404),
     )
@@ -320,6 +323,7 @@ class MonitorDetailView(ApiView):
 
     @extend_schema(
         operation_id="updateMonitor",
+        summary="Change a monitor (only the fields sent)",
         request=MonitorUpdateSerializer,
         parameters=[MONITOR_ID, *RESPONSE_HEADERS],
         responses={200: MONITOR_ENVELOPE} | error_responses(400, 403, 404, 413, 415),
@@ -343,6 +347,7 @@ class MonitorDetailView(ApiView):
 
     @extend_schema(
         operation_id="deleteMonitor",
+        summary="Delete a monitor",
         parameters=[MONITOR_ID, *RESPONSE_HEADERS],
         responses={
             200: inline_serializer(
