@@ -479,3 +479,11 @@ def test_openapi_descriptions_are_for_integrators_not_notes_on_the_code(
             assert "APIView" not in description, (method, path)
             # ...and is said in a few words on the docs page instead.
             assert operation.get("summary") or description, (method, path)
+
+
+def test_openapi_says_a_schedule_takes_cron_or_text_not_both(openapi_document):
+    """schemathesis sent a schedule with both, which the document allowed and
+    the server refused ("Schedule must include either cron or text, not both.")."""
+    schedule = openapi_document["components"]["schemas"]["ScheduleRequest"]
+    assert "`cron` or `text`, not both" in schedule["description"]
+    assert "Default UTC" in schedule["properties"]["timezone"]["description"]

@@ -36,14 +36,28 @@ from monitors.target_kinds import all_kinds, kind_for
 
 
 class ScheduleSerializer(StrictMixin, serializers.Serializer):
+    """When checks run: `cron` or `text`, not both (one of them on create; an
+    update may send only `timezone`, which keeps the times and moves them to
+    that zone). Answers always give `cron` and `timezone`."""
+
     cron = StrictCharField(
-        required=False, allow_null=True, max_length=rules.SCHEDULE_MAX
+        required=False,
+        allow_null=True,
+        max_length=rules.SCHEDULE_MAX,
+        help_text="Five fields, e.g. */30 * * * *; by default at most every 5 minutes.",
     )
     text = StrictCharField(
-        required=False, allow_null=True, max_length=rules.SCHEDULE_MAX
+        required=False,
+        allow_null=True,
+        max_length=rules.SCHEDULE_MAX,
+        help_text="In words, e.g. every 30 minutes, hourly, daily at 9:00.",
     )
     timezone = StrictCharField(
-        required=False, allow_null=True, max_length=rules.TIMEZONE_MAX
+        required=False,
+        allow_null=True,
+        max_length=rules.TIMEZONE_MAX,
+        help_text="An IANA time zone, e.g. Europe/Berlin. Default UTC on create; "
+        "on update, the monitor's own.",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
