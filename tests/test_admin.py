@@ -1334,3 +1334,13 @@ def test_someone_added_in_the_admin_spends_the_invitation_waiting_for_them(
     invitation.refresh_from_db()
     assert invitation.accepted_by == sam
     assert not Invitation.objects.pending(timezone.now()).exists()
+
+
+def test_a_monitors_admin_page_says_who_added_each_address(admin_client, monitor):
+    """The consent record says who asked for the address, as its
+    confirmation e-mail did."""
+    monitor.email_recipients.update(added_by="Olive Stone")
+
+    page = admin_client.get(admin_url(Monitor, "change", monitor.pk)).content.decode()
+
+    assert "Added by" in page and "Olive Stone" in page
