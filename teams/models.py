@@ -33,6 +33,16 @@ class InvitationQuerySet(models.QuerySet["Invitation"]):
             accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now
         )
 
+    def spend_for(self, team: Team, user: Any, now: datetime) -> int:
+        """Spend `team`'s invitations still waiting for `user`'s address: they
+        are in the team (by one of them, the admin or single sign-on), and
+        the team page would list them as waiting for someone already in it,
+        their links usable by whoever else opens them."""
+        if not user.email:
+            return 0
+        waiting = self.pending(now).filter(team=team, email__iexact=user.email)
+        return waiting.update(accepted_at=now, accepted_by=user)
+
     def lapsed(self, now: datetime, team: Team) -> InvitationQuerySet:
         """Invitations of `team` that expired unused and still need the owner's
         eye: not followed by a newer invitation to the same address, and the

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.utils import timezone
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import (
@@ -34,6 +35,7 @@ from mozilla_django_oidc.views import (
 from monitors.models import LastOwnerError, Membership, Team
 from teams.activity import Actor, Kind, Via, record
 from teams.members import role_changed
+from teams.models import Invitation
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +178,7 @@ def sync_teams(user: Any, claim: Any) -> None:
             if created:
                 record(Actor(Via.DASHBOARD, user=user), team, Kind.MEMBER_JOINED,
                        role=role, through="single sign-on")  # fmt: skip
+                Invitation.objects.spend_for(team, user, timezone.now())
             if created or membership.role == role:
                 continue
             was = membership.role

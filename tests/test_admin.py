@@ -1302,3 +1302,45 @@ def test_removing_an_authenticator_never_confirmed_in_the_admin_is_not_logged(
 
     assert not TOTPDevice.objects.filter(user=olive).exists()
     assert not Activity.objects.filter(team=team).exists()
+
+
+def test_someone_added_in_the_admin_spends_the_invitation_waiting_for_them(
+    admin_client, team, django_user_model
+):
+    from django.utils import timezone
+
+    olive = django_user_model.objects.create_user("olive", "olive@acme.test")
+    owner = Membership.objects.create(team=team, user=olive, role="owner")
+    sam = django_user_model.objects.create_user("sam", "sam@example.com")
+    invitation, _ = Invitation.issue(team, "sam@example.com", "viewer", olive,
+                                     timezone.now())  # fmt: skip
+    data = {
+        "name": team.name, "slug": team.slug, "credit_allowance": "",
+        "time_zone": "UTC",
+        "membership_set-TOTAL_FORMS": "2", "membership_set-INITIAL_FORMS": "1",
+        "membership_set-MIN_NUM_FORMS": "0", "membership_set-MAX_NUM_FORMS": "1000",
+        "membership_set-0-id": str(owner.pk), "membership_set-0-team": str(team.pk),
+        "membership_set-0-user": str(olive.pk), "membership_set-0-role": "owner",
+        "membership_set-1-team": str(team.pk),
+        "membership_set-1-user": str(sam.pk), "membership_set-1-role": "editor",
+        "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
+        "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000",
+    }  # fmt: skip
+
+    response = admin_client.post(admin_url(Team, "change", team.pk), data)
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Membership.objects.get(team=team, user=sam).role == "editor"
+    invitation.refresh_from_db()
+    assert invitation.accepted_by == sam
+    assert not Invitation.objects.pending(timezone.now()).exists()
+
+
+def test_a_monitors_admin_page_says_who_added_each_address(admin_client, monitor):
+    """The consent record says who asked for the address, as its
+    confirmation e-mail did."""
+    monitor.email_recipients.update(added_by="Olive Stone")
+
+    page = admin_client.get(admin_url(Monitor, "change", monitor.pk)).content.decode()
+
+    assert "Added by" in page and "Olive Stone" in page

@@ -123,3 +123,23 @@ def test_joining_through_the_claim_says_so_in_the_teams_activity_log(
 
     entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_JOINED)
     assert entry.sentence == "Joined as a viewer through single sign-on by ana"
+
+
+def test_joining_through_the_claim_spends_the_invitation_still_waiting(
+    claim_settings, team, django_user_model
+):
+    """In the team already, an invitation to their address is not left
+    listed as waiting, nor usable by whoever else opens its link."""
+    from django.utils import timezone
+
+    from teams.models import Invitation
+
+    invitation, _ = Invitation.issue(team, "Ana@Acme.test", "editor", None,
+                                     timezone.now())  # fmt: skip
+    ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+
+    sso.sync_teams(ana, ["acme:viewer"])
+
+    invitation.refresh_from_db()
+    assert invitation.accepted_by == ana and invitation.accepted_at is not None
+    assert not Invitation.objects.pending(timezone.now()).exists()

@@ -126,6 +126,7 @@ class EmailRecipientInline(admin.TabularInline):
         "email",
         "status",
         "source",
+        "added_by",
         "confirmation_sent_at",
         "confirmed_at",
         "unsubscribed_at",

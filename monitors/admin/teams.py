@@ -194,6 +194,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         for membership in formset.new_objects:
             record(actor, team, Kind.MEMBER_JOINED, role=membership.role,
                    member=membership.user.get_username())  # fmt: skip
+            Invitation.objects.spend_for(team, membership.user, timezone.now())
         for membership, _ in formset.changed_objects:
             if was.get(membership.pk) != membership.role:
                 role_changed(actor, membership, was.get(membership.pk))
