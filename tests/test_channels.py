@@ -267,6 +267,9 @@ def test_a_slack_incoming_webhook_gets_the_same_blocks(
     [message] = got
     assert message["blocks"][0]["type"] == "header"
     assert "The price went up." in json.dumps(message["blocks"])
+    # As the app's messages: the pages' addresses are not unfurled into
+    # previews of each page under the message.
+    assert message["unfurl_links"] is False and message["unfurl_media"] is False
 
 
 # --- Apprise -------------------------------------------------------------------

@@ -60,6 +60,9 @@ SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
 MAX_BLOCKS = 50  # and 50 blocks in a message.
 HEADER_CHARS = 150
 LINK_CHARS = 3000  # the longest address Block Kit takes
+# A message links up to ten pages: Slack would unfurl them into previews of
+# each page (chosen by the page) under the message.
+NO_PREVIEWS = {"unfurl_links": False, "unfurl_media": False}
 PICKER_PAGES = 10  # of conversations.list: up to 2000 channels to pick from
 
 
@@ -423,7 +426,7 @@ class SlackKind(ChannelKind):
                 "channel": channel.settings["channelId"],
                 "text": fallback(message),
                 "blocks": blocks(message),
-                "unfurl_links": False,
+                **NO_PREVIEWS,
             },
         )
 
@@ -449,5 +452,5 @@ class SlackWebhookKind(ChannelKind):
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)
-        payload = {"text": fallback(message), "blocks": blocks(message)}
+        payload = {"text": fallback(message), "blocks": blocks(message), **NO_PREVIEWS}
         return http.post_json(channel.settings["url"], payload)
