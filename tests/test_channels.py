@@ -267,6 +267,9 @@ def test_a_slack_incoming_webhook_gets_the_same_blocks(
     [message] = got
     assert message["blocks"][0]["type"] == "header"
     assert "The price went up." in json.dumps(message["blocks"])
+    # As the app's messages: the pages' addresses are not unfurled into
+    # previews of each page under the message.
+    assert message["unfurl_links"] is False and message["unfurl_media"] is False
 
 
 # --- Apprise -------------------------------------------------------------------
@@ -1480,18 +1483,40 @@ def test_a_digest_names_a_new_match_and_tells_of_a_page_removed(team, pigeon, sc
         assert "https://example.com/old-plan (removed)" in text
 
 
-def test_the_slack_picker_lists_a_big_workspaces_channels_past_the_first_page(slack):
+def test_the_slack_picker_lists_a_big_workspaces_channels_past_the_first_page(
+    site, settings
+):
+    from urllib.parse import parse_qs
+
     from checks.notify.kinds.slack import list_channels
 
-    def page(channel: str, cursor: str) -> tuple[int, dict, dict]:
-        found = {"ok": True, "channels": [{"id": channel, "name": channel.lower()}]}
-        return 200, {}, found | {"response_metadata": {"next_cursor": cursor}}
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = site.url("/api/")
+    asked: list[dict[str, list[str]]] = []
 
-    slack.next_answers = [page("C111", "dXNlcjpVMEc5V0ZYTlo="), page("C333", "")]
+    def conversations(request: Request) -> tuple[int, dict[str, str], bytes]:
+        # Slack's read methods take their arguments as form fields (or in
+        # the query string), not JSON: a JSON body is read as no arguments.
+        fields = parse_qs(request.body.decode())
+        asked.append(fields)
+        second = fields.get("cursor") == ["next-page"]
+        answer = {
+            "ok": True,
+            "channels": [{"id": "C333", "name": "ops"}]
+            if second
+            else [{"id": "C111", "name": "pricing"}],
+            "response_metadata": {"next_cursor": "" if second else "next-page"},
+        }
+        return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
+
+    site.handle("/api/conversations.list", conversations)
 
     # Slack answers a page at a time: the channel a team wants may be on the
     # second, and the dashboard's picker is the only way to choose it.
     assert [c["id"] for c in list_channels()] == ["C111", "C333"]
+    assert asked[0]["types"] == ["public_channel,private_channel"]
+    assert asked[0]["exclude_archived"] == ["true"]
 
 
 def test_a_page_address_too_long_for_a_slack_link_is_shown_as_text():

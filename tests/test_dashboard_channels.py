@@ -605,8 +605,11 @@ def test_a_slack_channel_picked_from_the_list_says_where_it_posts(
          "events": ["meaningful"], "digest": "", "failing_after": "3"},
     )  # fmt: skip
 
-    # The picker names the channel: no second field to type its name into.
+    # The picker names the channel: no second field to type its name into,
+    # and no id to look up.
     assert 'name="setting_channelName"' not in form
+    assert "channel's id" not in form
+    assert "invite the Slack app" in form
     channel = Channel.objects.get(team=team)
     assert channel.settings == {"channelId": "C222", "channelName": "alerts"}
     page = html.unescape(web.get("/channels/").content.decode())

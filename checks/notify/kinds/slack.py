@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from django.conf import settings as django_settings
 from django.utils import timezone
@@ -59,6 +60,9 @@ SECTION_CHARS = 2900  # Slack allows 3000 characters in a section's text.
 MAX_BLOCKS = 50  # and 50 blocks in a message.
 HEADER_CHARS = 150
 LINK_CHARS = 3000  # the longest address Block Kit takes
+# A message links up to ten pages: Slack would unfurl them into previews of
+# each page (chosen by the page) under the message.
+NO_PREVIEWS = {"unfurl_links": False, "unfurl_media": False}
 PICKER_PAGES = 10  # of conversations.list: up to 2000 channels to pick from
 
 
@@ -82,10 +86,21 @@ def request(method: str, payload: dict[str, Any]) -> http.Request:
     )
 
 
-def call(method: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """One Web API call now; Slack's `ok: false` is a DeliveryError naming
-    its error."""
-    return answer_of(http.fetch_now(request(method, payload)))
+def call(method: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """One call of a reading method now (conversations.list), its arguments
+    as form fields: Slack takes JSON bodies only for its writing methods and
+    reads one here as no arguments at all. Slack's `ok: false` is a
+    DeliveryError naming its error."""
+    form = {k: str(v).lower() if isinstance(v, bool) else v for k, v in fields.items()}
+    asked = http.Request(
+        api_url(method),
+        urlencode(form).encode(),
+        {
+            "Authorization": f"Bearer {token()}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+    return answer_of(http.fetch_now(asked))
 
 
 def _posted(result: FetchResult) -> Sent:
@@ -411,7 +426,7 @@ class SlackKind(ChannelKind):
                 "channel": channel.settings["channelId"],
                 "text": fallback(message),
                 "blocks": blocks(message),
-                "unfurl_links": False,
+                **NO_PREVIEWS,
             },
         )
 
@@ -437,5 +452,5 @@ class SlackWebhookKind(ChannelKind):
         channel = delivery.channel
         assert channel is not None
         message = self.message(delivery)
-        payload = {"text": fallback(message), "blocks": blocks(message)}
+        payload = {"text": fallback(message), "blocks": blocks(message), **NO_PREVIEWS}
         return http.post_json(channel.settings["url"], payload)
