@@ -129,3 +129,30 @@ def test_a_pages_own_history_marks_which_of_its_changes_were_judged_unimportant(
 
     assert timeline.count("Judged unimportant") == 2
     assert timeline.count("Matters for the goal") == 1
+
+
+def test_a_checks_page_counts_and_filters_its_changes_judged_unimportant(web, team):
+    monitor = make_monitor(team)
+    check = finished_check(monitor, "meaningful", "noise", "noise")
+
+    page = text(web.get(check.get_absolute_url()))
+    noise = text(web.get(check.get_absolute_url(), {"status": "noise"}))
+    rows = noise.split('id="pages-title"', 1)[1]
+
+    assert 'Judged unimportant <span class="chip-count">2</span>' in page
+    assert 'Meaningful changes <span class="chip-count">1</span>' in page
+    assert rows.count("See what changed") == 2
+    assert "Matters for the goal" not in rows
+
+
+def test_history_of_changes_that_matter_with_none_says_so_not_that_nothing_changed(
+    web, team
+):
+    finished_check(make_monitor(team), "noise")
+
+    filtered = text(web.get(reverse("team-history") + "?show=matter"))
+    empty = filtered.split('class="empty"', 1)[1]
+
+    assert "No changes yet" not in empty
+    assert "No changes that matter yet" in empty
+    assert "the AI judge called unimportant" in empty and "Show every change" in empty

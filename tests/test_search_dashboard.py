@@ -367,3 +367,26 @@ def test_a_result_too_long_for_the_judge_is_judged_in_part_and_says_so(
     assert "judgedInPart" not in pages[short].metadata
     assert "too long for the AI judge to read whole" in detail
     assert "to read whole" not in whole
+
+
+def test_our_copy_of_a_result_says_what_became_of_it_not_that_it_is_compared(
+    web, team, searx, model, news
+):
+    searx.results(
+        "acme", hit(news["launch"], "Acme launches"), hit(news["earnings"], "Numbers")
+    )
+    check = run_check(make_monitor(team, ["acme"]))
+    launch = check.pages.get(url=news["launch"])
+    earnings = check.pages.get(url=news["earnings"])
+    assert launch.current_snapshot_id and earnings.current_snapshot_id
+
+    new = _words(web.get(launch.get_absolute_url()).content.decode())
+    ignored = _words(web.get(earnings.get_absolute_url()).content.decode())
+
+    assert "New match" in new and "This result matters for the goal." in new
+    assert "Not relevant" in ignored
+    for said in (new, ignored):
+        assert "The next check will compare against it" not in said
+        assert "Nothing changed on this page" not in said
+        assert "This change matters" not in said
+        assert "reported once, the first time it is found" in said

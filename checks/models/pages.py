@@ -210,6 +210,12 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             )
         ).exclude(verdict=PageResult.Verdict.NOISE)
 
+    def judged_unimportant(self) -> PageResultQuerySet:
+        """Changed pages the judge called unimportant for the goal."""
+        return self.filter(
+            status=PageResult.Status.CHANGED, verdict=PageResult.Verdict.NOISE
+        )
+
     def unjudged_changes(self) -> PageResultQuerySet:
         """Changed pages without a verdict: the judge failed open, or did not
         run (no goal then, or judging off)."""

@@ -49,6 +49,8 @@ MEANINGFUL = "meaningful"
 SEARCH_FILTER = "search-"
 # The filter value for a check's changed pages without a verdict.
 NOT_JUDGED = "not_judged"
+# The filter value for a check's changes the judge called unimportant.
+JUDGED_NOISE = "noise"
 # Snapshots can be megabytes; a browser tab should not have to render all of it.
 SNAPSHOT_DISPLAY_CHARS = 200_000
 

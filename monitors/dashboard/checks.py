@@ -28,6 +28,7 @@ from checks.content.readable import readable_html
 from checks.models import Check, PageResult, PageState
 from checks.summary import SEARCH_WORDS
 from monitors.dashboard.base import (
+    JUDGED_NOISE,
     MEANINGFUL,
     NOT_JUDGED,
     PAGES_PER_PAGE,
@@ -57,6 +58,7 @@ def check_detail(
     if status not in (
         *PageResult.Status.values,
         MEANINGFUL,
+        JUDGED_NOISE,
         NOT_JUDGED,
         *search_filters,
     ):
@@ -99,6 +101,8 @@ def _filtered_pages(check: Check, status: str, search_filters: dict[str, str]) -
     )
     if status == MEANINGFUL:
         return pages.changes_that_matter()
+    if status == JUDGED_NOISE:
+        return pages.judged_unimportant()
     if status == NOT_JUDGED:
         return pages.unjudged_changes()
     if status in search_filters:
@@ -127,6 +131,10 @@ def _chips(
                 check.pages.changes_that_matter().count(),
             )
         )
+    # The changes that do not matter, counted apart: "Changed" counts them too.
+    noise = check.pages.judged_unimportant().count() if verdicts else 0
+    if noise or (verdicts and status == JUDGED_NOISE):
+        chips.append((JUDGED_NOISE, "Judged unimportant", noise))
     if unjudged or (verdicts and status == NOT_JUDGED):
         chips.append((NOT_JUDGED, "Not judged", unjudged))
     chips += [
