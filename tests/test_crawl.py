@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from checks import runner
 from checks.crawl import scope as scope_module
+from checks.crawl.discovery import discover
 from checks.crawl.frontier import Frontier
 from checks.crawl.scope import Scope, compile_pattern
 from checks.crawl.source import CrawlSource
@@ -26,7 +27,7 @@ from checks.errors import ErrorKind
 from checks.fetch import transport
 from checks.jobs import PageJob
 from checks.models import Check, Crawl, PageResult
-from checks.pipeline.outcome import Item, Outcome
+from checks.pipeline.outcome import CheckAbandoned, Item, Outcome
 from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 
@@ -794,6 +795,22 @@ def test_a_paced_discovery_keeps_its_check_alive(team, site):
 
     check.refresh_from_db()
     assert check.heartbeat_at - claimed >= timedelta(seconds=0.8)
+
+
+def test_a_check_ended_while_its_discovery_waits_reads_no_more_sitemaps(site):
+    paced_sitemap_site(site, 0.1)
+    beats: list[int] = []
+
+    def alive() -> None:
+        beats.append(len(beats))
+        if len(beats) > 1:  # ended by the sweeper while the crawl waited
+            raise CheckAbandoned
+
+    with pytest.raises(CheckAbandoned):
+        discover(Scope(site.url("/"), {}), sitemaps=True, alive=alive)
+
+    assert [r.path for r in site.requests] == ["/robots.txt", "/"]
+    assert beats == [0, 1]
 
 
 def test_unknown_crawl_options_are_listed_as_not_applied(team, site, settings):

@@ -39,6 +39,7 @@ from urllib.parse import urljoin
 from checks.crawl.scope import Scope
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, OutboundClient, Pace, Resolver
+from checks.pipeline.outcome import CheckAbandoned
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 # The rules of a site whose robots.txt could not be read; stored as its
@@ -135,6 +136,8 @@ def discover(
                     scope.start_url, web, declared=declared
                 )
                 found.sitemaps_failed = web.failed
+            if door.stopped:
+                raise CheckAbandoned  # the sitemaps' reader keeps errors to itself
         finally:
             runner.run(client.aclose())
     return found
@@ -151,10 +154,19 @@ class Paced:
     client: OutboundClient
     pace: Pace
     alive: Callable[[], object]
+    # The check stopped being ours (alive raised CheckAbandoned): nothing
+    # more is fetched.
+    stopped: bool = False
 
     def fetch(self, url: str, **options: Any) -> FetchResult:
+        if self.stopped:
+            raise CheckAbandoned
         if self.pace.delay > 0:
-            self.alive()
+            try:
+                self.alive()
+            except CheckAbandoned:
+                self.stopped = True
+                raise
         return self.runner.run(self._fetch(url, options))
 
     async def _fetch(self, url: str, options: dict[str, Any]) -> FetchResult:
