@@ -332,20 +332,23 @@ def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site
     assert crawl_result(gone)["truncated"] is False
 
 
-def sitemap_index_site(site: Site) -> None:
-    """A sitemap index whose one sitemap lists a page nothing links to."""
+def sitemap_index_site(site: Site, delay: float = 0.0) -> None:
+    """A sitemap index whose one sitemap lists a page nothing links to; both
+    answer after `delay` seconds."""
     sitemap_site(site)
     site.page(
         "/sitemap.xml",
         '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         f"<sitemap><loc>{site.url('/pages.xml')}</loc></sitemap></sitemapindex>",
         content_type="application/xml",
+        delay=delay,
     )
     site.page(
         "/pages.xml",
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         f"<url><loc>{site.url('/orphan')}</loc></url></urlset>",
         content_type="application/xml",
+        delay=delay,
     )
 
 
@@ -795,6 +798,19 @@ def test_a_paced_discovery_keeps_its_check_alive(team, site):
 
     check.refresh_from_db()
     assert check.heartbeat_at - claimed >= timedelta(seconds=0.8)
+
+
+def test_a_discovery_of_slow_sitemaps_keeps_its_check_alive(team, site):
+    sitemap_index_site(site, delay=0.5)  # no Crawl-delay: the site is slow
+    monitor = crawl_monitor(team, site.url("/"))
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    assert runner.claim(check)
+    claimed = check.heartbeat_at
+
+    runner.plan(check)
+
+    check.refresh_from_db()
+    assert check.heartbeat_at - claimed >= timedelta(seconds=0.4)
 
 
 def test_a_check_ended_while_its_discovery_waits_reads_no_more_sitemaps(site):

@@ -100,7 +100,7 @@ def discover(
     of the sitemaps it declares; of the site the start URL redirects to
     instead, when that is another one. The start page is asked where it
     leads only when its robots.txt lets the crawl fetch it. `alive` says
-    the check is still running, before each wait for the crawl's pace."""
+    the check is still running, before each request after robots.txt."""
     # Imported here: ultimate-sitemap-parser brings requests and urllib3,
     # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
@@ -147,8 +147,8 @@ def discover(
 class Paced:
     """The door for discovery's requests after robots.txt, from synchronous
     code: each waits for the crawl's pace, and the check is told it is alive
-    first (a paced discovery of many sitemaps outlasts the time after which
-    a silent check counts as lost)."""
+    first (many sitemaps, paced or slow to answer, outlast the time after
+    which a silent check counts as lost)."""
 
     runner: asyncio.Runner
     client: OutboundClient
@@ -161,12 +161,11 @@ class Paced:
     def fetch(self, url: str, **options: Any) -> FetchResult:
         if self.stopped:
             raise CheckAbandoned
-        if self.pace.delay > 0:
-            try:
-                self.alive()
-            except CheckAbandoned:
-                self.stopped = True
-                raise
+        try:
+            self.alive()
+        except CheckAbandoned:
+            self.stopped = True
+            raise
         return self.runner.run(self._fetch(url, options))
 
     async def _fetch(self, url: str, options: dict[str, Any]) -> FetchResult:
