@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -813,16 +814,17 @@ def test_a_discovery_of_slow_sitemaps_keeps_its_check_alive(team, site):
     assert check.heartbeat_at - claimed >= timedelta(seconds=0.4)
 
 
-def test_a_check_ended_while_its_discovery_waits_reads_no_more_sitemaps(site):
+@pytest.mark.parametrize("stop", [CheckAbandoned, SoftTimeLimitExceeded])
+def test_a_check_ended_while_its_discovery_waits_reads_no_more_sitemaps(site, stop):
     paced_sitemap_site(site, 0.1)
     beats: list[int] = []
 
     def alive() -> None:
         beats.append(len(beats))
-        if len(beats) > 1:  # ended by the sweeper while the crawl waited
-            raise CheckAbandoned
+        if len(beats) > 1:  # ended by the sweeper, or out of time
+            raise stop
 
-    with pytest.raises(CheckAbandoned):
+    with pytest.raises(stop):
         discover(Scope(site.url("/"), {}), sitemaps=True, alive=alive)
 
     assert [r.path for r in site.requests] == ["/robots.txt", "/"]

@@ -39,7 +39,6 @@ from urllib.parse import urljoin
 from checks.crawl.scope import Scope
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, OutboundClient, Pace, Resolver
-from checks.pipeline.outcome import CheckAbandoned
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least the first 500 KiB
 # The rules of a site whose robots.txt could not be read; stored as its
@@ -136,8 +135,8 @@ def discover(
                     scope.start_url, web, declared=declared
                 )
                 found.sitemaps_failed = web.failed
-            if door.stopped:
-                raise CheckAbandoned  # the sitemaps' reader keeps errors to itself
+            if door.stopped is not None:
+                raise door.stopped  # the sitemaps' reader keeps errors to itself
         finally:
             runner.run(client.aclose())
     return found
@@ -154,19 +153,23 @@ class Paced:
     client: OutboundClient
     pace: Pace
     alive: Callable[[], object]
-    # The check stopped being ours (alive raised CheckAbandoned): nothing
-    # more is fetched.
-    stopped: bool = False
+    # What stopped discovery (the check no longer ours, the task's time
+    # limit): nothing more is fetched, and discover raises it again once the
+    # sitemaps' reader, which turns every error into a sitemap that failed,
+    # is done.
+    stopped: BaseException | None = None
 
     def fetch(self, url: str, **options: Any) -> FetchResult:
-        if self.stopped:
-            raise CheckAbandoned
+        if self.stopped is not None:
+            raise self.stopped
         try:
             self.alive()
-        except CheckAbandoned:
-            self.stopped = True
+            return self.runner.run(self._fetch(url, options))
+        except FetchError:
             raise
-        return self.runner.run(self._fetch(url, options))
+        except BaseException as exc:
+            self.stopped = exc
+            raise
 
     async def _fetch(self, url: str, options: dict[str, Any]) -> FetchResult:
         await self.pace.wait_turn()
