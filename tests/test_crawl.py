@@ -13,12 +13,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from checks import runner
 from checks.crawl import scope as scope_module
+from checks.crawl.discovery import discover
 from checks.crawl.frontier import Frontier
 from checks.crawl.scope import Scope, compile_pattern
 from checks.crawl.source import CrawlSource
@@ -26,7 +28,7 @@ from checks.errors import ErrorKind
 from checks.fetch import transport
 from checks.jobs import PageJob
 from checks.models import Check, Crawl, PageResult
-from checks.pipeline.outcome import Item, Outcome
+from checks.pipeline.outcome import CheckAbandoned, Item, Outcome
 from monitors.models import Membership, Monitor, Target
 from tests.sites import Site
 
@@ -331,20 +333,23 @@ def test_a_sitemap_failing_for_now_keeps_its_pages_from_being_removed(team, site
     assert crawl_result(gone)["truncated"] is False
 
 
-def sitemap_index_site(site: Site) -> None:
-    """A sitemap index whose one sitemap lists a page nothing links to."""
+def sitemap_index_site(site: Site, delay: float = 0.0) -> None:
+    """A sitemap index whose one sitemap lists a page nothing links to; both
+    answer after `delay` seconds."""
     sitemap_site(site)
     site.page(
         "/sitemap.xml",
         '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         f"<sitemap><loc>{site.url('/pages.xml')}</loc></sitemap></sitemapindex>",
         content_type="application/xml",
+        delay=delay,
     )
     site.page(
         "/pages.xml",
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         f"<url><loc>{site.url('/orphan')}</loc></url></urlset>",
         content_type="application/xml",
+        delay=delay,
     )
 
 
@@ -794,6 +799,36 @@ def test_a_paced_discovery_keeps_its_check_alive(team, site):
 
     check.refresh_from_db()
     assert check.heartbeat_at - claimed >= timedelta(seconds=0.8)
+
+
+def test_a_discovery_of_slow_sitemaps_keeps_its_check_alive(team, site):
+    sitemap_index_site(site, delay=0.5)  # no Crawl-delay: the site is slow
+    monitor = crawl_monitor(team, site.url("/"))
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    assert runner.claim(check)
+    claimed = check.heartbeat_at
+
+    runner.plan(check)
+
+    check.refresh_from_db()
+    assert check.heartbeat_at - claimed >= timedelta(seconds=0.4)
+
+
+@pytest.mark.parametrize("stop", [CheckAbandoned, SoftTimeLimitExceeded])
+def test_a_check_ended_while_its_discovery_waits_reads_no_more_sitemaps(site, stop):
+    paced_sitemap_site(site, 0.1)
+    beats: list[int] = []
+
+    def alive() -> None:
+        beats.append(len(beats))
+        if len(beats) > 1:  # ended by the sweeper, or out of time
+            raise stop
+
+    with pytest.raises(stop):
+        discover(Scope(site.url("/"), {}), sitemaps=True, alive=alive)
+
+    assert [r.path for r in site.requests] == ["/robots.txt", "/"]
+    assert beats == [0, 1]
 
 
 def test_unknown_crawl_options_are_listed_as_not_applied(team, site, settings):

@@ -90,3 +90,20 @@ def test_a_crawl_monitor_writes_its_page_limit_as_the_form_does(web, team):
     limited = crawl_monitor(team, "https://example.org/", limit=2500)
     assert "up to 10,000 pages" in text_of(web.get(unlimited.get_absolute_url()))
     assert "up to 2,500 pages" in text_of(web.get(limited.get_absolute_url()))
+
+
+def test_a_page_that_could_not_be_checked_is_named_by_its_last_title(web, team, site):
+    site.html("/", "Home", nav("/a"))
+    site.html("/a", "Title of /a", "<p>a</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.page("/a", "busy", status=500)
+
+    check = run_check(monitor)
+
+    failed = check.pages.get(status="error")
+    words = text_of(web.get(check.get_absolute_url()))
+    short = failed.url.removeprefix("http://")
+    assert f"Title of /a {short} Error" in words
+    body = web.get(failed.get_absolute_url()).content.decode()
+    assert re.search(r"<h1[^>]*>Title of /a</h1>", body)

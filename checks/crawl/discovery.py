@@ -99,7 +99,7 @@ def discover(
     of the sitemaps it declares; of the site the start URL redirects to
     instead, when that is another one. The start page is asked where it
     leads only when its robots.txt lets the crawl fetch it. `alive` says
-    the check is still running, before each wait for the crawl's pace."""
+    the check is still running, before each request after robots.txt."""
     # Imported here: ultimate-sitemap-parser brings requests and urllib3,
     # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
@@ -135,6 +135,8 @@ def discover(
                     scope.start_url, web, declared=declared
                 )
                 found.sitemaps_failed = web.failed
+            if door.stopped is not None:
+                raise door.stopped  # the sitemaps' reader keeps errors to itself
         finally:
             runner.run(client.aclose())
     return found
@@ -144,18 +146,30 @@ def discover(
 class Paced:
     """The door for discovery's requests after robots.txt, from synchronous
     code: each waits for the crawl's pace, and the check is told it is alive
-    first (a paced discovery of many sitemaps outlasts the time after which
-    a silent check counts as lost)."""
+    first (many sitemaps, paced or slow to answer, outlast the time after
+    which a silent check counts as lost)."""
 
     runner: asyncio.Runner
     client: OutboundClient
     pace: Pace
     alive: Callable[[], object]
+    # What stopped discovery (the check no longer ours, the task's time
+    # limit): nothing more is fetched, and discover raises it again once the
+    # sitemaps' reader, which turns every error into a sitemap that failed,
+    # is done.
+    stopped: BaseException | None = None
 
     def fetch(self, url: str, **options: Any) -> FetchResult:
-        if self.pace.delay > 0:
+        if self.stopped is not None:
+            raise self.stopped
+        try:
             self.alive()
-        return self.runner.run(self._fetch(url, options))
+            return self.runner.run(self._fetch(url, options))
+        except FetchError:
+            raise
+        except BaseException as exc:
+            self.stopped = exc
+            raise
 
     async def _fetch(self, url: str, options: dict[str, Any]) -> FetchResult:
         await self.pace.wait_turn()

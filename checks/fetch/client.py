@@ -46,7 +46,9 @@ class FetchResult:
     final_url: str  # after redirects
     status_code: int
     headers: httpx.Headers
-    content: bytes  # decoded (gzip/deflate removed), at most the byte cap
+    # Decoded (gzip/deflate removed), at most the byte cap; only the first
+    # bytes of a file that is not a page when fetched with pages_only.
+    content: bytes
     redirects: list[str] = field(default_factory=list)  # each hop's target, in order
     elapsed_ms: int = 0
 

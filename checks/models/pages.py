@@ -151,9 +151,9 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         return self.order_by(order, "created_at", "id")
 
     def with_last_titles(self) -> PageResultQuerySet:
-        """`last_title` on removed pages: the title the page had when it was
-        last there, kept on its baseline, since what answers now (a 404, or
-        nothing) has none."""
+        """`last_title` on removed pages and pages that could not be checked:
+        the title the page had when it was last there, kept on its baseline,
+        since what answers now (a 404, an error, or nothing) has none."""
         state_title = PageState.objects.filter(
             monitor_id=OuterRef("check_run__monitor_id"),
             target_id=OuterRef("target_id"),
@@ -161,7 +161,10 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         ).values(title=KT("metadata__title"))[:1]
         return self.annotate(
             last_title=Case(
-                When(status=PageResult.Status.REMOVED, then=Subquery(state_title)),
+                When(
+                    status__in=(PageResult.Status.REMOVED, PageResult.Status.ERROR),
+                    then=Subquery(state_title),
+                ),
                 default=Value(None),
                 output_field=models.TextField(null=True),
             )

@@ -87,8 +87,9 @@ def plan(
     stored = {r.get("targetId"): r for r in check.target_results or []}
 
     def alive() -> None:
-        """Planning that waits (a crawl's pace) says the check is alive, as
-        a running batch does, or stops when it is no longer running."""
+        """Planning that waits (a crawl's sitemaps, paced or slow) says the
+        check is alive, as a running batch does, or stops when it is no
+        longer running."""
         if not check.heartbeat(timezone.now()):
             raise CheckAbandoned
 
