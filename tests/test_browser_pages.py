@@ -427,6 +427,22 @@ def test_a_script_returning_a_huge_string_keeps_its_beginning_as_a_string(team, 
     assert returned["value"] == "<p>" + "x" * (page_actions.RETURN_MAX_CHARS - 3)
 
 
+def test_a_scrape_of_a_huge_page_keeps_its_beginning_and_says_it_was_cut(team, site):
+    url = site.html("/long", "Long", "<p>" + "y" * (page_actions.SCRAPE_MAX_CHARS + 10))
+    actions = [{"type": "scrape"}, {"type": "executeJavascript", "script": "1 + 1"}]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    [scrape] = page.metadata["actions"]["scrapes"]
+    assert scrape["truncated"] is True
+    assert len(scrape["html"]) == page_actions.SCRAPE_MAX_CHARS
+    assert scrape["html"].startswith("<!DOCTYPE html><html><head><title>Long")
+    assert page.metadata["actions"]["javascriptReturns"] == [
+        {"type": "number", "value": 2}
+    ]
+
+
 # --- Screenshots ------------------------------------------------------------------
 
 
