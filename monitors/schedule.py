@@ -349,9 +349,11 @@ _HOURLY = re.compile(
 )
 # "Every 3 hours from 02:17": how schedule_words says an imported interval
 # spread over its gap, read back so the form's box can show it in words.
+# With an end, the runs keep to those hours ("every 2 hours from 9am to 5pm").
 _EVERY_N_HOURS = re.compile(
     rf"every (?P<n>\d+) (?:hours?|hrs?)"
-    rf"(?: (?:from|starting(?: at)?) (?P<start>{_CLOCK_TIME}))?"
+    rf"(?: (?:from|between|starting(?: at)?) (?P<start>{_CLOCK_TIME})"
+    rf"(?: (?:to|and|until|till) (?P<end>{_CLOCK_TIME}))?)?{_ON}"
 )
 _DAILY = re.compile(rf"(?:daily|every day){_TIME}")
 _WEEKLY = re.compile(rf"(?:weekly|every week)(?: on {_DAYS})?{_TIME}")
@@ -392,7 +394,7 @@ def text_to_cron(text: str) -> str:
         return _repeating(match, 60)
     if match := _EVERY_N_HOURS.fullmatch(phrase):
         start = _parse_time(match["start"]) if match["start"] else (0, 0)
-        return _every_n_hours(int(match["n"]), start)
+        return _every_n_hours(match, int(match["n"]), start)
     if match := _DAILY.fullmatch(phrase):
         return _at_time_on_days(match["time"], EVERY_DAY)
     if match := _WEEKLY.fullmatch(phrase):
@@ -461,14 +463,19 @@ def _repeating(match: re.Match[str], n: int) -> str:
 
 
 def _whole_hours_of_minutes(match: re.Match[str], hours: int) -> str:
-    """ "every 120 minutes" is every 2 hours (from the minute given)."""
-    if match["start"] or match["days"]:
+    """ "every 120 minutes" is every 2 hours (from the minute given, within
+    the hours and on the days given)."""
+    minute = _minute_offset(match["mm"])
+    if not match["start"]:
+        return _every_n_hours(match, hours, (0, minute))
+    start = _parse_time(match["start"])
+    if match["mm"] and minute != start[1]:
         raise ScheduleError(
-            f"Every {hours * 60} minutes is every {hours} hours, which cannot be "
-            "kept to some hours or days: write “every hour” with them, or leave "
-            "them out."
+            f"'{match['start']} to {match['end']}' starts the runs at "
+            f"{match['start']}: leave out the starting minute, or start the "
+            f"hours at {start[0]}:{minute:02d}."
         )
-    return _every_n_hours(hours, (0, _minute_offset(match["mm"])))
+    return _every_n_hours(match, hours, start)
 
 
 def _minute_field(n: int, offset: int) -> str:
@@ -503,19 +510,35 @@ def _window_hours(
     return str(last) if last == start[0] else f"{start[0]}-{last}"
 
 
-def _every_n_hours(n: int, start: tuple[int, int] = (0, 0)) -> str:
+def _every_n_hours(match: re.Match[str], n: int, start: tuple[int, int]) -> str:
+    """Every `n` hours from `start` round the clock, or within the hours
+    given ("from 9am to 5pm"), on every day or the days named."""
+    days = _dow_field(_parse_days(match["days"])) if match["days"] else "*"
+    minute = start[1]
+    if match["end"]:
+        # Within set hours the gap need not divide the day: the runs are
+        # start, start + n, … up to the last that fits.
+        last = int(_window_hours(match, start, [minute]).split("-")[-1])
+        if n < 1:
+            raise ScheduleError("Hour intervals must be at least 1 hour.")
+        if last - start[0] < n:
+            return f"{minute} {start[0]} * * {days}"
+        last -= (last - start[0]) % n
+        step = "" if n == 1 else f"/{n}"
+        return f"{minute} {start[0]}-{last}{step} * * {days}"
     if n < 1 or 24 % n:
         raise ScheduleError(
-            "Hour intervals must divide 24 evenly, "
-            "e.g. every 2, 3, 4, 6, 8 or 12 hours."
+            "Hour intervals must divide 24 evenly, e.g. every 2, 3, 4, 6, 8 or 12 "
+            "hours; within set hours (“every 5 hours from 8am to 6pm”) any gap "
+            "works."
         )
     # The gap divides the day, so the runs go round the clock: from 17:00
     # every 3 hours is also 02:00, 05:00, … and the first hour is start % n.
-    hour, minute = start[0] % n, start[1]
+    hour = start[0] % n
     if n == 1:
-        return f"{minute} * * * *"
+        return f"{minute} * * * {days}"
     hours = f"{hour}-23/{n}" if hour else f"*/{n}"
-    return f"{minute} {hour if n == 24 else hours} * * *"
+    return f"{minute} {hour if n == 24 else hours} * * {days}"
 
 
 def _minute_offset(text: str | None) -> int:

@@ -176,11 +176,27 @@ def _describe_minutes(minutes: list[int]) -> str | None:
 
 def _describe_hours(minute: int, hours: list[int]) -> str | None:
     step = _even_step(hours, 24)
-    if step is None or step in (1, 24):
+    if step is None:
+        return _describe_hours_within(minute, hours)
+    if step in (1, 24):
         return None  # hourly is handled by minutes; daily lists its time
     if hours[0] == 0 and minute == 0:
         return f"Every {step} hours"
     return f"Every {step} hours from {hours[0]:02d}:{minute:02d}"
+
+
+def _describe_hours_within(minute: int, hours: list[int]) -> str | None:
+    """Every few hours within set hours: "Every 2 hours from 09:00 to 17:00"
+    (the words text_to_cron reads, so the form's box can show them)."""
+    if len(hours) < 3:
+        return None  # two times read better listed ("at 09:00 and 13:00")
+    step = hours[1] - hours[0]
+    if step < 2 or hours != list(range(hours[0], hours[-1] + 1, step)):
+        return None
+    return (
+        f"Every {step} hours from {hours[0]:02d}:{minute:02d} "
+        f"to {hours[-1]:02d}:{minute:02d}"
+    )
 
 
 def _describe_window(minutes: list[int], hours: list[int]) -> str | None:

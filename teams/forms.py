@@ -65,6 +65,8 @@ class TimeZoneField(forms.CharField):
 
     def clean(self, value: Any) -> str:
         typed = super().clean(value)
+        if not typed.strip() and not self.required:
+            return ""  # the admin's "empty: UTC", left not chosen
         try:
             return normalize_timezone(typed)
         except ScheduleError as exc:

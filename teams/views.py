@@ -26,6 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from checks import storage
 from checks.notify import digests
+from monitors import clock
 from monitors.dashboard.base import Action, DashboardRequest, forbidden, team_view
 from monitors.dashboard.context import switch_team
 from monitors.models import LastOwnerError, Membership, Monitor, Team
@@ -102,7 +103,7 @@ def _team_page(
             initial={"activity_retention_days": request.team.activity_retention_days}
         ),
         "zone_form": zone_form
-        or TimeZoneForm(initial={"time_zone": request.team.time_zone}),
+        or TimeZoneForm(initial={"time_zone": clock.team_zone(request.team)}),
         "timezones": zone_names(),
         "roles": Membership.Role.choices,
         "admin_url": admin_url,
@@ -187,7 +188,7 @@ def team_time_zone(request: DashboardRequest) -> HttpResponse:
     if not form.is_valid():
         return _team_page(request, zone_form=form, status=400)
     zone = form.cleaned_data["time_zone"]
-    was = request.team.time_zone
+    was = request.team.time_zone or "UTC, not yet chosen"
     with transaction.atomic():
         changed = (
             Team.objects.filter(pk=request.team.pk)

@@ -363,6 +363,24 @@ def test_each_action_changes_what_is_captured_and_its_outputs_are_kept(team, sit
     assert bytes(stored[pdf].data).startswith(b"%PDF")
 
 
+def test_a_click_that_leads_to_a_missing_page_reports_that_pages_status(team, site):
+    # What is captured is the page the actions ended on, so its status is too
+    # (it was the first page's 200, beside the missing page's words).
+    url = site.html("/list", "List", '<p>Items</p><a id="on" href="/gone">On</a>')
+    site.html("/gone", "Gone", "<p>This item was taken down.</p>", status=404)
+    actions = [
+        {"type": "click", "selector": "#on"},
+        {"type": "wait", "milliseconds": 300},
+    ]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status_code == 404
+    assert page.metadata["statusCode"] == 404
+    assert page.metadata["url"].endswith("/gone")
+
+
 def test_a_failing_action_makes_the_page_an_error_naming_it(team, site, monkeypatch):
     # Long enough for the element that is there on a busy machine.
     monkeypatch.setattr(page_actions, "ELEMENT_TIMEOUT_MS", 3000)
@@ -407,6 +425,22 @@ def test_a_script_returning_a_huge_string_keeps_its_beginning_as_a_string(team, 
     assert returned["type"] == "string"
     assert returned["truncated"] is True
     assert returned["value"] == "<p>" + "x" * (page_actions.RETURN_MAX_CHARS - 3)
+
+
+def test_a_scrape_of_a_huge_page_keeps_its_beginning_and_says_it_was_cut(team, site):
+    url = site.html("/long", "Long", "<p>" + "y" * (page_actions.SCRAPE_MAX_CHARS + 10))
+    actions = [{"type": "scrape"}, {"type": "executeJavascript", "script": "1 + 1"}]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    [scrape] = page.metadata["actions"]["scrapes"]
+    assert scrape["truncated"] is True
+    assert len(scrape["html"]) == page_actions.SCRAPE_MAX_CHARS
+    assert scrape["html"].startswith("<!DOCTYPE html><html><head><title>Long")
+    assert page.metadata["actions"]["javascriptReturns"] == [
+        {"type": "number", "value": 2}
+    ]
 
 
 # --- Screenshots ------------------------------------------------------------------

@@ -100,7 +100,7 @@ def test_a_team_that_never_set_its_zone_reads_utc_though_its_monitors_run_in_ber
 ):
     monitor = make_monitor(team, "Only")
     make_check(monitor, datetime(2026, 1, 12, 4, 0, tzinfo=UTC), changed=1)
-    assert team.time_zone == "UTC"
+    assert team.time_zone == ""
     assert feed_times(web.get(reverse("team-history"))) == [
         "Mon 12 Jan 2026, 04:00 UTC"
     ]
@@ -159,6 +159,7 @@ def test_the_upgrade_starts_each_team_at_the_zone_most_of_its_monitors_run_in(
     gone.deleted_at = datetime(2026, 1, 1, tzinfo=UTC)
     gone.save(update_fields=["schedule_timezone", "deleted_at"])
     empty = Team.objects.create(name="Empty", slug="empty")
+    Team.objects.update(time_zone="UTC")  # every team's, before this upgrade
 
     migration.from_its_monitors(django_apps, None)
 

@@ -192,7 +192,8 @@ def test_minute_interval_that_does_not_divide_60_is_rejected(text: str) -> None:
 @pytest.mark.parametrize("text", ["every 5 hours", "every 48 hours"])
 def test_hour_interval_that_does_not_divide_24_is_rejected(text: str) -> None:
     assert error_of(text=text) == (
-        "Hour intervals must divide 24 evenly, e.g. every 2, 3, 4, 6, 8 or 12 hours."
+        "Hour intervals must divide 24 evenly, e.g. every 2, 3, 4, 6, 8 or 12 "
+        "hours; within set hours (“every 5 hours from 8am to 6pm”) any gap works."
     )
 
 
@@ -610,7 +611,6 @@ def test_describe_says_when_it_runs_in_plain_words(cron: str, words: str) -> Non
 @pytest.mark.parametrize(
     "cron",
     [
-        "0 */5 * * *",
         "0 9 * * 1#1",
         "0 9 * * 5L",
         "0 9 LW * *",
@@ -726,3 +726,69 @@ def test_a_gap_of_part_of_a_minute_is_refused_saying_why() -> None:
         "'7.5 minutes' is not a whole number of minutes: give the gap in whole "
         "minutes or hours."
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "cron"),
+    [
+        ("every 120 minutes on weekdays", "0 */2 * * 1-5"),
+        ("every 2 hours on weekdays", "0 */2 * * 1-5"),
+        ("every 120 minutes starting at :15 on weekends", "15 */2 * * 0,6"),
+        ("every 3 hours from 02:17 on mondays", "17 2-23/3 * * 1"),
+        ("every 2 hours from 9am to 5pm", "0 9-17/2 * * *"),
+        ("every 2 hours from 9am to 6pm", "0 9-17/2 * * *"),
+        ("every 120 minutes from 9am to 5pm on weekdays", "0 9-17/2 * * 1-5"),
+        ("every 3 hours between 8:30 and 18:00 on weekends", "30 8-17/3 * * 0,6"),
+        ("every 5 hours from 8am to 6pm", "0 8-18/5 * * *"),
+    ],
+)
+def test_whole_hour_gaps_can_be_kept_to_days_and_office_hours(
+    text: str, cron: str
+) -> None:
+    assert normalize(text=text).cron == cron
+
+
+@pytest.mark.parametrize(
+    ("cron", "shown"),
+    [
+        ("0 */2 * * 1-5", "Every 2 hours on weekdays"),
+        ("0 */2 * * 6", "Every 2 hours on Saturdays"),
+        ("0 9-17/2 * * 1-5", "Every 2 hours from 09:00 to 17:00 on weekdays"),
+        ("30 8-17/3 * * *", "Every 3 hours from 08:30 to 17:30"),
+        # Not evenly round the clock (20:00 to 00:00 is 4 hours), said as is.
+        ("0 */5 * * *", "Every 5 hours from 00:00 to 20:00"),
+    ],
+)
+def test_hour_gaps_on_some_days_or_hours_show_words_that_read_back(
+    cron: str, shown: str
+) -> None:
+    schedule = Schedule(cron=cron, timezone="UTC")
+
+    assert schedule_box_text(schedule) == shown
+    assert next_runs(normalize(text=shown), NOW, 20) == next_runs(schedule, NOW, 20)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "every 5 hours on weekdays",
+            "Hour intervals must divide 24 evenly, e.g. every 2, 3, 4, 6, 8 or 12 "
+            "hours; within set hours (“every 5 hours from 8am to 6pm”) any gap works.",
+        ),
+        (
+            "every 2 hours from 5pm to 9am",
+            "'5pm to 9am' holds no run: the end must come after the start, on the "
+            "same day.",
+        ),
+        (
+            "every 120 minutes starting at :15 from 9am to 5pm",
+            "'9am to 5pm' starts the runs at 9am: leave out the starting minute, "
+            "or start the hours at 9:15.",
+        ),
+    ],
+)
+def test_hour_gaps_that_cannot_be_kept_are_refused_saying_what_works(
+    text: str, message: str
+) -> None:
+    assert error_of(text=text) == message

@@ -72,7 +72,9 @@ def test_an_owner_sets_the_teams_time_zone_and_its_digests_move_to_it(
     # 09:00 in Berlin is 08:00 UTC in winter.
     assert daily_at_nine.next_digest_at == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
     entry = Activity.objects.get(kind=Activity.Kind.TEAM_EDITED)
-    assert entry.what_words == "Set the team's time zone to Europe/Berlin (was UTC)"
+    assert entry.what_words == (
+        "Set the team's time zone to Europe/Berlin (was UTC, not yet chosen)"
+    )
 
 
 def test_a_time_zone_that_is_none_is_refused_in_plain_words(
@@ -85,7 +87,7 @@ def test_a_time_zone_that_is_none_is_refused_in_plain_words(
     assert response.status_code == 400
     assert "did you mean Europe/Berlin?" in text_of(response)
     team.refresh_from_db()
-    assert team.time_zone == "UTC"
+    assert team.time_zone == ""  # still not chosen
     daily_at_nine.refresh_from_db()
     assert daily_at_nine.next_digest_at == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -101,7 +103,7 @@ def test_an_editor_cannot_change_the_teams_time_zone(
 
     assert response.status_code == 403
     team.refresh_from_db()
-    assert team.time_zone == "UTC"
+    assert team.time_zone == ""  # still not chosen
 
 
 def test_an_administrator_sets_the_teams_time_zone_in_the_admin(
@@ -154,3 +156,48 @@ def test_a_digest_at_a_time_the_clock_skips_goes_when_a_monitor_would():
     # 29 March has no 02:30 in Berlin: both go at 03:00 CEST, 01:00 UTC.
     assert following == next_run_after(monitor_schedule, after)
     assert following == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+
+
+def test_a_team_that_chose_utc_starts_new_monitors_in_utc_not_the_browsers_zone(
+    client, owner, team
+):
+    # Until a team picks a zone, a new monitor's form may offer the browser's
+    # (static/js/app.js); a team that picked UTC keeps it.
+    client.force_login(owner)
+    never_set = text_of(client.get(reverse("monitor-create")))
+    assert "data-browser-timezone" in never_set
+    assert "UTC" in text_of(client.get(reverse("team-members")))
+
+    client.post(reverse("team-time-zone"), {"time_zone": "UTC"})
+
+    team.refresh_from_db()
+    assert team.time_zone == "UTC"
+    chosen = text_of(client.get(reverse("monitor-create")))
+    assert "data-browser-timezone" not in chosen
+    assert 'value="UTC"' in chosen
+    entry = Activity.objects.get(kind=Activity.Kind.TEAM_EDITED)
+    assert (
+        entry.what_words == "Set the team's time zone to UTC (was UTC, not yet chosen)"
+    )
+
+
+def test_the_upgrade_takes_every_team_at_utc_as_never_having_picked_a_zone(team):
+    import importlib
+    from pathlib import Path
+
+    from django.apps import apps as django_apps
+
+    import monitors.migrations
+
+    # Found by its name's end: its number follows whatever came before it.
+    [path] = Path(monitors.migrations.__file__).parent.glob("*_team_zone_not_chosen.py")
+    migration = importlib.import_module(f"monitors.migrations.{path.stem}")
+    berlin = Team.objects.create(name="B", slug="b", time_zone="Europe/Berlin")
+    Team.objects.filter(pk=team.pk).update(time_zone="UTC")
+
+    migration.utc_as_not_chosen(django_apps, None)
+
+    assert dict(Team.objects.values_list("slug", "time_zone")) == {
+        team.slug: "",
+        berlin.slug: "Europe/Berlin",
+    }

@@ -25,7 +25,8 @@ ELEMENT_TIMEOUT_MS = 10_000
 SETTLE_TIMEOUT_MS = 5_000
 # An executeJavascript result is kept up to this size (JSON).
 RETURN_MAX_CHARS = 64 * 1024
-# A scrape action's HTML is kept up to this size.
+# A scrape action's HTML is kept up to this size (beyond it, its beginning
+# and "truncated": true, as for a script's result).
 SCRAPE_MAX_CHARS = 512 * 1024
 # A full-page screenshot shows at most this many pixels each way (from the
 # top left): a page can make itself a million pixels tall, and Chromium
@@ -125,7 +126,10 @@ async def _do(
         outputs.screenshots.append(await screenshot(page, action))
     elif kind == "scrape":
         html = await page.content()
-        outputs.scrapes.append({"url": page.url, "html": html[:SCRAPE_MAX_CHARS]})
+        scrape = {"url": page.url, "html": html[:SCRAPE_MAX_CHARS]}
+        if len(html) > SCRAPE_MAX_CHARS:
+            scrape["truncated"] = True
+        outputs.scrapes.append(scrape)
     elif kind == "executeJavascript":
         value = await page.evaluate(str(action.get("script", "")))
         outputs.javascript_returns.append(_returned(value))

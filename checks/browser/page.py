@@ -199,9 +199,11 @@ class _Visit:
         self.own = own_headers(headers)
         self.origin = _origin(job.url)
         self.outputs = ActionOutputs()
-        # The main frame's navigations, and the status of each that answered.
+        # The main frame's navigations, the status of each that answered,
+        # and the last answer (the document the page ended on).
         self.navigations: list[str] = []
         self.documents: dict[str, int] = {}
+        self.last_document: Response | None = None
         self.started = time.monotonic()
         self.budget = budget_seconds(job)
         self.crashes: list[float] = []
@@ -259,7 +261,7 @@ class _Visit:
         if shot_options is not None:
             shot = await page_actions.screenshot(page, shot_options)
         self._check_where_it_ended(page)
-        result = await self._result(page, response, shot)
+        result = await self._result(page, response, self._ended_on(response), shot)
         if self.proxy.too_large:
             limit = human_size(self.proxy.max_bytes)
             raise FetchError(ErrorKind.TOO_LARGE, detail=limit)
@@ -307,6 +309,7 @@ class _Visit:
         request = response.request
         if request.is_navigation_request() and request.frame == page.main_frame:
             self.documents[request.url] = response.status
+            self.last_document = response
 
     def _navigation_error(self, exc: PlaywrightError) -> FetchError:
         for url in reversed(self.navigations or [self.job.url]):
@@ -343,6 +346,15 @@ class _Visit:
         if failed:
             detail = "The page navigated to an address the browser could not load."
             raise FetchError(ErrorKind.BROWSER, detail=detail)
+
+    def _ended_on(self, loaded: Response) -> Response:
+        """The answer whose document the page shows at the end: the one
+        loaded, or the one a click, a script or a late redirect moved on to
+        (its status and headers describe what is captured)."""
+        last = self.last_document
+        if last is None or last.status in range(300, 400):
+            return loaded
+        return last
 
     def _timed_out(self) -> FetchError:
         if len(self.navigations) > SCRIPT_REDIRECTS:
@@ -390,20 +402,20 @@ class _Visit:
     # --- The result -----------------------------------------------------------------
 
     async def _result(
-        self, page: Page, response: Response, shot: Shot | None
+        self, page: Page, response: Response, document: Response, shot: Shot | None
     ) -> BrowserResult:
-        headers = httpx.Headers(await response.all_headers())
+        headers = httpx.Headers(await document.all_headers())
         for name in ("content-encoding", "content-length", "transfer-encoding"):
             headers.pop(name, None)  # the body below is decoded, and ours
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         acted = bool(self.job.options.get("actions"))
         plain_would_do = False
         if media_type in _HTML_TYPES or not media_type or acted:
-            plain_would_do = await self._plain_would_do(response)
+            plain_would_do = await self._plain_would_do(document)
             content = (await page.content()).encode()
             headers["content-type"] = "text/html; charset=utf-8"
         else:
-            content = await response.body()  # JSON, text, XML: as served
+            content = await document.body()  # JSON, text, XML: as served
         redirects, hop = [], response.request.redirected_from
         while hop is not None:
             redirects.insert(0, hop.url)
@@ -411,7 +423,7 @@ class _Visit:
         return BrowserResult(
             url=self.job.url,
             final_url=page.url,
-            status_code=response.status,
+            status_code=document.status,
             headers=headers,
             content=content,
             redirects=redirects[1:] + [response.url] if redirects else [],

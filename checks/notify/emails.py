@@ -52,6 +52,7 @@ from checks.notify.texts import (
     one_line,
     render_text,
 )
+from monitors import clock
 from monitors.models import EmailRecipient, Monitor
 from monitors.time_words import on_the_clock
 
@@ -174,7 +175,7 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         "check_url": absolute(check.get_absolute_url()) if in_team else "",
         # When it looked, on the team's clock: a retried e-mail can come late.
         "checked_at": on_the_clock(
-            check.started_at or check.created_at, monitor.team.time_zone
+            check.started_at or check.created_at, clock.team_zone(monitor.team)
         ),
         "counts": report.counts,
         "counts_line": report.counts_line(),

@@ -64,8 +64,11 @@ class Team(models.Model):
     feed_token = models.CharField(
         max_length=FEED_TOKEN_MAX_LENGTH, default=new_feed_token, editable=False
     )
-    # The zone a team's digests keep their time of day in.
-    time_zone = models.CharField(max_length=64, default="UTC")
+    # The zone a team's digests keep their time of day in (monitors.clock's
+    # team_zone). Empty until the team picks one: its clock is UTC meanwhile,
+    # and a new monitor's form may offer the browser's zone instead, which a
+    # team that picked UTC must not be offered.
+    time_zone = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = TeamQuerySet.as_manager()

@@ -95,9 +95,11 @@ class MonitorForm:
             else:
                 initial = {"timezone": self.default_timezone}
                 self.main = self._main_fields(initial=initial)
-                # static/js/app.js swaps in the browser's zone for new monitors
-                # of a team that keeps UTC.
-                self.main.fields["timezone"].widget.attrs["data-browser-timezone"] = ""
+                if self.team is None or not self.team.time_zone:
+                    # static/js/app.js swaps in the browser's zone for new
+                    # monitors of a team that never picked one (UTC meanwhile).
+                    widget = self.main.fields["timezone"].widget
+                    widget.attrs["data-browser-timezone"] = ""
                 self.targets = [self.blank_target(all_kinds()[0].name)]
             return
         self.main = self._main_fields(data)
