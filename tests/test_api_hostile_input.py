@@ -319,9 +319,9 @@ def test_an_update_that_lands_after_a_delete_does_not_bring_the_monitor_back(
     created = api.post(URL, body(), format="json").json()["data"]
     update = views.update_monitor
 
-    def deleted_meanwhile(monitor, data, now):
+    def deleted_meanwhile(monitor, data, now, **kwargs):
         Monitor.objects.get(pk=monitor.pk).soft_delete(timezone.now())
-        return update(monitor, data, now)
+        return update(monitor, data, now, **kwargs)
 
     monkeypatch.setattr(views, "update_monitor", deleted_meanwhile)
 

@@ -20,7 +20,7 @@ def not_chosen_as_utc(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("monitors", "0017_team_zone_from_its_monitors"),
+        ("monitors", "0018_email_recipient_added_by"),
     ]
 
     operations = [
