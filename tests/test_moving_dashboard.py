@@ -391,4 +391,8 @@ def test_the_preview_names_the_channel_a_notification_url_becomes_not_the_url(we
         preview(web, "changedetection", data, "url-watches.json")["Location"]
     ).content.decode()
     assert "Tells a new channel “Telegram (imported)”" in html.unescape(page)
+    assert (
+        "Their notifications make 1 new channel: “Telegram (imported)”. Nothing is "
+        "created until you confirm."
+    ) in html.unescape(page)
     assert "AAEbcdefghijklmnop" not in page
