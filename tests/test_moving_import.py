@@ -241,7 +241,9 @@ def test_a_preview_is_shown_again_as_judged_and_judged_afresh_on_import(team):
     assert next(i for i in judged if i.ref == PRICING_UUID).duplicate
 
 
-def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(team, monkeypatch):
+def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(
+    team, monkeypatch, caplog
+):
     items = prepared(team, "csv", fixture("addresses.txt"))
     run = importing.preview_run(team, "csv", items)
     ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
@@ -253,7 +255,12 @@ def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(team, monkeypa
     import_monitors_task(str(run.pk))  # returns: nothing escapes to the worker
     run.refresh_from_db()
     assert run.status == ImportRun.Status.FAILED
-    assert "something unforeseen" in run.error
+    # The person is told in words; the exception goes to the log.
+    assert run.error == (
+        f"The import stopped after 0 of {run.total} watches because of an error "
+        "in Pagewatch (its log has the details)."
+    )
+    assert "something unforeseen" in caplog.text
 
 
 def test_the_activity_log_says_a_monitor_was_imported_and_from_where(team):
