@@ -127,6 +127,8 @@ def test_a_monitor_that_fails_to_save_leaves_nothing_half_made(team, monkeypatch
     monkeypatch.setattr(importing, "create_monitors", failing)
     report = importing.run_import(team, items, timezone.now())
     assert report.count("failed") == 1 and report.created == 1
+    (failed,) = [o for o in report.outcomes if o.result == "failed"]
+    assert failed.error == importing.NOT_SAVED and "disk full" not in failed.error
     assert list(Monitor.objects.filter(team=team).values_list("name", flat=True)) == [
         "Widget stock"
     ]
