@@ -573,6 +573,28 @@ def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
     assert '"' not in refused.value.message
 
 
+def test_a_monitor_the_api_would_refuse_is_told_in_words_not_field_paths():
+    base = {"name": "A", "schedule": {"cron": "0 * * * *"}}
+    page = {"type": "scrape", "urls": ["https://a.test/"]}
+    monitors = [
+        base | {"id": "a", "targets": [page], "webhook": {"url": "http://10.0.0.1/"}},
+        base
+        | {
+            "id": "b",
+            "targets": [page | {"scrapeOptions": {"includeTags": ["##bad"]}}],
+        },
+        base | {"id": "c", "targets": [page], "ignoreLines": ["/(/"]},
+        base | {"id": "d", "targets": [page], "retentionDays": 9999},
+    ]
+    data = json.dumps({"success": True, "data": monitors}).encode()
+    reasons = {ref: i.reason for ref, i in planned("firecrawl", data).items()}
+    assert reasons["a"].startswith("The webhook: Pagewatch can never connect")
+    assert reasons["b"].startswith("The parts of the page to watch: '##bad'")
+    assert reasons["c"].startswith("The lines to ignore: ")
+    assert reasons["d"].startswith("How long its history is kept: ")
+    assert not any("[0]" in reason for reason in reasons.values())
+
+
 def test_a_saved_firecrawl_monitor_list_is_read_from_a_file():
     monitor = {
         "id": "mon_1",
