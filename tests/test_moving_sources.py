@@ -105,6 +105,20 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
     assert plain.goal is None and plain.notes == []
 
 
+def test_a_group_that_overrides_its_watches_is_named_as_not_imported():
+    from monitors.moving.changedetection import draft_of
+
+    tagged = {"url": "https://a.test/", "tags": ["t"]}
+    overriding = {
+        "application": {"tags": {"t": {"title": "Ops", "overrides_watch": True}}}
+    }
+    assert "The group “Ops” overrides its watches' settings there" in notes_of(
+        draft_of("o", tagged, overriding)
+    )
+    plain_tag = {"application": {"tags": {"t": {"title": "Ops"}}}}
+    assert "overrides" not in notes_of(draft_of("b", tagged, plain_tag))
+
+
 def test_a_watch_notifies_its_own_urls_else_its_tags_else_the_systems():
     from monitors.moving.changedetection import draft_of
 

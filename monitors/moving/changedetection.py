@@ -118,6 +118,7 @@ def draft_of(
     draft.browser = backend in _BROWSER_BACKENDS or backend.startswith("extra_browser")
     _headers(watch.get("headers"), draft)
     _notification_urls(watch, settings, draft)
+    _overriding_tags(watch, settings, draft)
     _intent(watch, draft)
     _leftovers(watch, draft)
     return draft
@@ -152,6 +153,22 @@ def _notification_urls(
         )
         return
     draft.notify_urls = urls
+
+
+def _overriding_tags(
+    watch: dict[str, Any], settings: dict[str, Any], draft: Draft
+) -> None:
+    """A tag set to override its watches' settings changed them there; only
+    the watch's own settings (and the tag's notification URLs) come here."""
+    known = (settings.get("application") or {}).get("tags") or {}
+    for tag in watch.get("tags") or []:
+        entry = known.get(tag) if isinstance(known, dict) else None
+        if isinstance(entry, dict) and entry.get("overrides_watch"):
+            draft.notes.append(
+                f"The group “{entry.get('title') or tag}” overrides its watches' "
+                "settings there; those settings of the group were not imported, "
+                "only the watch's own."
+            )
 
 
 def _intent(watch: dict[str, Any], draft: Draft) -> None:
