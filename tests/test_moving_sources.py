@@ -105,6 +105,15 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
     assert plain.goal is None and plain.notes == []
 
 
+def test_an_address_written_as_a_template_is_not_imported_and_says_why():
+    url = "https://a.test/news/{% now 'Europe/London', '%Y-%m-%d' %}"
+    watching = {"w": {"url": url, "title": "Daily news"}}
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    item = planned("changedetection", data, "url-watches.json")["w"]
+    assert not item.importable and item.urls == [url]
+    assert item.reason.startswith("Its address is a template changedetection.io")
+
+
 def test_a_group_that_overrides_its_watches_is_named_as_not_imported():
     from monitors.moving.changedetection import draft_of
 

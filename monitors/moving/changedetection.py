@@ -99,6 +99,15 @@ def draft_of(
     title = str(watch.get("title") or "").strip()
     if not url:
         return not_imported(uuid, title, [], "It has no URL.")
+    if "{%" in url or "{{" in url:
+        return not_imported(
+            uuid,
+            title,
+            [url],
+            "Its address is a template changedetection.io fills in (with {% %} "
+            "or {{ }}), which Pagewatch does not: add it by hand with a fixed "
+            "address.",
+        )
     notes: list[str] = []
     draft = Draft(ref=uuid, url=url, name=title, notes=notes)
     draft.tag = _tag_names(watch, settings)
