@@ -582,6 +582,9 @@ def test_notes_quote_what_was_left_behind_as_written_not_as_python_strings():
          "The file is not a list of addresses. It looks like a file for "
          "“Distill”: choose that instead."),
         ("csv", b'{"some": "other tool"}', "The file is not a list of addresses."),
+        ("csv", backup_zip(),
+         "The file is not a list of addresses. It looks like a file for "
+         "“changedetection.io”: choose that instead."),
         ("pagewatch", b'{"success": true, "data": [{"name": "A", "targets": [],'
          b' "schedule": {"cron": "0 * * * *"}}]}',
          "The file is not a Pagewatch export: upload the file Export gave. It "
