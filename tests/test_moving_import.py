@@ -345,7 +345,10 @@ def _notifying(urls_by_watch: dict[str, list[str]]) -> bytes:
 def test_notification_urls_become_channels_the_monitors_send_to(team):
     telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
     data = _notifying(
-        {"one": [telegram, "mailtos://me:secret@mail.example.com"], "two": [telegram]}
+        {
+            "one": [telegram, "mailtos://me:secret@mail.example.com"],
+            "two": [telegram, "tgram:123456789:AAEsecretsecret"],
+        }
     )
     items = prepared(team, "changedetection", data, "url-watches.json")
     report = importing.run_import(team, items, timezone.now())
@@ -364,6 +367,9 @@ def test_notification_urls_become_channels_the_monitors_send_to(team):
         "For e-mail, add the addresses in the monitor's e-mail settings, or use "
         "an “E-mail to team members” channel on the Channels page."
     )
+    (malformed,) = [n for n in items[1].notes if "notification URL" in n]
+    assert malformed.startswith("A notification URL not imported: Not an Apprise URL")
+    assert "secret" not in malformed and "123456789" not in malformed
     logged = Activity.objects.filter(team=team, kind=Activity.Kind.CHANNEL_CREATED)
     assert [a.details["name"] for a in logged] == ["Telegram (imported)"]
 

@@ -173,9 +173,10 @@ def apprise_channels(team: Team, items: Iterable[Planned]) -> None:
             if isinstance(channel, dict):
                 item.channels.append(channel)
             else:
+                # Only its scheme: the rest of the URL holds the secret.
+                which = f" ({scheme_of(url)[:20]}://…)" if "://" in url else ""
                 note = (
-                    f"A notification URL ({scheme_of(url)}://…) not imported: "
-                    f"{channel} {_instead(url)}"
+                    f"A notification URL{which} not imported: {channel} {_instead(url)}"
                 )
                 # Judged again when the import runs, with the preview's notes.
                 if note not in item.notes:
