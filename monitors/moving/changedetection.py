@@ -498,8 +498,7 @@ class Changedetection(Source):
     label = "changedetection.io"
     steps = (
         "Download a backup from changedetection.io's Backups page and upload the "
-        "zip (or the changedetection.json or url-watches.json in it), or give "
-        "its address and an API key (Settings → API)."
+        "zip as it is, or give its address and an API key (Settings → API)."
     )
     reads_remote = True
 
