@@ -32,10 +32,15 @@ def import_monitors_task(self: Task, run_id: str) -> None:
         return  # gone, or taken by another delivery of this message
     try:
         report = importing.execute_run(run, timezone.now())
-    except Exception as exc:
+    except Exception:
         # Each monitor is its own transaction: what was made stays made, and
         # the run says where it stopped rather than spinning for ever.
         logger.exception("Import %s stopped", run_id)
-        run.fail(f"The import stopped after {run.done} items: {exc}", timezone.now())
+        # Shown on the Import page: the exception's own words are for the log.
+        run.fail(
+            f"The import stopped after {run.done} of {run.total} watches because "
+            "of an error in Pagewatch (its log has the details).",
+            timezone.now(),
+        )
         return
     logger.info("Import %s: %s monitors created", run_id, report.created)

@@ -88,7 +88,7 @@ def test_an_imported_monitor_with_a_nul_character_is_not_imported(api, team):
     assert response.status_code == 200, response.content
     [item] = response.json()["data"]["items"]
     assert item["imported"] is False
-    assert "targets[0].scrapeOptions.note" in item["reason"]
+    assert item["reason"].startswith("A page's settings: ")
     assert "Null characters are not allowed" in item["reason"]
     assert not Monitor.objects.exists()
 

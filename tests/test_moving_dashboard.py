@@ -383,6 +383,17 @@ def test_list_schedules_run_in_the_teams_zone_unless_a_row_names_one(web, team):
     ]
 
 
+def test_the_preview_shows_the_goal_a_watch_brings(web):
+    watching = {
+        "w": {"url": "https://a.example.com/", "llm_intent": "New climate articles"}
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    page = web.get(
+        preview(web, "changedetection", data, "url-watches.json")["Location"]
+    ).content.decode()
+    assert "Goal: “New climate articles”" in html.unescape(page)
+
+
 def test_the_preview_names_the_channel_a_notification_url_becomes_not_the_url(web):
     telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
     watching = {"w": {"url": "https://a.example.com/", "notification_urls": [telegram]}}
@@ -391,4 +402,8 @@ def test_the_preview_names_the_channel_a_notification_url_becomes_not_the_url(we
         preview(web, "changedetection", data, "url-watches.json")["Location"]
     ).content.decode()
     assert "Tells a new channel “Telegram (imported)”" in html.unescape(page)
+    assert (
+        "Their notifications make 1 new channel: “Telegram (imported)”. Nothing is "
+        "created until you confirm."
+    ) in html.unescape(page)
     assert "AAEbcdefghijklmnop" not in page

@@ -57,6 +57,18 @@ def test_a_file_that_is_not_a_zip_is_a_clear_error():
         moving.read("changedetection", data=b"PK\x03\x04 not really")
 
 
+def test_a_backup_cut_short_asks_for_it_again():
+    from tests.moving import backup_zip
+
+    whole = backup_zip()
+    with pytest.raises(ImportRefused) as refused:
+        moving.read("changedetection", data=whole[: len(whole) // 2])
+    assert refused.value.message == (
+        "The file is not a zip archive, or it is damaged (a download cut short?): "
+        "download the backup again."
+    )
+
+
 def test_a_file_over_the_import_cap_is_refused_before_reading(settings):
     settings.IMPORT_MAX_BYTES = 1024
     with pytest.raises(ImportRefused) as refused:

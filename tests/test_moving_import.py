@@ -127,6 +127,8 @@ def test_a_monitor_that_fails_to_save_leaves_nothing_half_made(team, monkeypatch
     monkeypatch.setattr(importing, "create_monitors", failing)
     report = importing.run_import(team, items, timezone.now())
     assert report.count("failed") == 1 and report.created == 1
+    (failed,) = [o for o in report.outcomes if o.result == "failed"]
+    assert failed.error == importing.NOT_SAVED and "disk full" not in failed.error
     assert list(Monitor.objects.filter(team=team).values_list("name", flat=True)) == [
         "Widget stock"
     ]
@@ -241,7 +243,9 @@ def test_a_preview_is_shown_again_as_judged_and_judged_afresh_on_import(team):
     assert next(i for i in judged if i.ref == PRICING_UUID).duplicate
 
 
-def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(team, monkeypatch):
+def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(
+    team, monkeypatch, caplog
+):
     items = prepared(team, "csv", fixture("addresses.txt"))
     run = importing.preview_run(team, "csv", items)
     ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
@@ -253,7 +257,12 @@ def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(team, monkeypa
     import_monitors_task(str(run.pk))  # returns: nothing escapes to the worker
     run.refresh_from_db()
     assert run.status == ImportRun.Status.FAILED
-    assert "something unforeseen" in run.error
+    # The person is told in words; the exception goes to the log.
+    assert run.error == (
+        f"The import stopped after 0 of {run.total} watches because of an error "
+        "in Pagewatch (its log has the details)."
+    )
+    assert "something unforeseen" in caplog.text
 
 
 def test_the_activity_log_says_a_monitor_was_imported_and_from_where(team):
@@ -336,7 +345,10 @@ def _notifying(urls_by_watch: dict[str, list[str]]) -> bytes:
 def test_notification_urls_become_channels_the_monitors_send_to(team):
     telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
     data = _notifying(
-        {"one": [telegram, "mailtos://me:secret@mail.example.com"], "two": [telegram]}
+        {
+            "one": [telegram, "mailtos://me:secret@mail.example.com"],
+            "two": [telegram, "tgram:123456789:AAEsecretsecret"],
+        }
     )
     items = prepared(team, "changedetection", data, "url-watches.json")
     report = importing.run_import(team, items, timezone.now())
@@ -355,6 +367,9 @@ def test_notification_urls_become_channels_the_monitors_send_to(team):
         "For e-mail, add the addresses in the monitor's e-mail settings, or use "
         "an “E-mail to team members” channel on the Channels page."
     )
+    (malformed,) = [n for n in items[1].notes if "notification URL" in n]
+    assert malformed.startswith("A notification URL not imported: Not an Apprise URL")
+    assert "secret" not in malformed and "123456789" not in malformed
     logged = Activity.objects.filter(team=team, kind=Activity.Kind.CHANNEL_CREATED)
     assert [a.details["name"] for a in logged] == ["Telegram (imported)"]
 

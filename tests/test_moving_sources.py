@@ -105,6 +105,29 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
     assert plain.goal is None and plain.notes == []
 
 
+def test_an_address_written_as_a_template_is_not_imported_and_says_why():
+    url = "https://a.test/news/{% now 'Europe/London', '%Y-%m-%d' %}"
+    watching = {"w": {"url": url, "title": "Daily news"}}
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    item = planned("changedetection", data, "url-watches.json")["w"]
+    assert not item.importable and item.urls == [url]
+    assert item.reason.startswith("Its address is a template changedetection.io")
+
+
+def test_a_group_that_overrides_its_watches_is_named_as_not_imported():
+    from monitors.moving.changedetection import draft_of
+
+    tagged = {"url": "https://a.test/", "tags": ["t"]}
+    overriding = {
+        "application": {"tags": {"t": {"title": "Ops", "overrides_watch": True}}}
+    }
+    assert "The group “Ops” overrides its watches' settings there" in notes_of(
+        draft_of("o", tagged, overriding)
+    )
+    plain_tag = {"application": {"tags": {"t": {"title": "Ops"}}}}
+    assert "overrides" not in notes_of(draft_of("b", tagged, plain_tag))
+
+
 def test_a_watch_notifies_its_own_urls_else_its_tags_else_the_systems():
     from monitors.moving.changedetection import draft_of
 
@@ -559,6 +582,9 @@ def test_notes_quote_what_was_left_behind_as_written_not_as_python_strings():
          "The file is not a list of addresses. It looks like a file for "
          "“Distill”: choose that instead."),
         ("csv", b'{"some": "other tool"}', "The file is not a list of addresses."),
+        ("csv", backup_zip(),
+         "The file is not a list of addresses. It looks like a file for "
+         "“changedetection.io”: choose that instead."),
         ("pagewatch", b'{"success": true, "data": [{"name": "A", "targets": [],'
          b' "schedule": {"cron": "0 * * * *"}}]}',
          "The file is not a Pagewatch export: upload the file Export gave. It "
@@ -571,6 +597,28 @@ def test_a_file_of_another_kind_is_refused_in_plain_words(source, data, words):
         moving.read(source, data=data, filename="x")
     assert refused.value.message == words
     assert '"' not in refused.value.message
+
+
+def test_a_monitor_the_api_would_refuse_is_told_in_words_not_field_paths():
+    base = {"name": "A", "schedule": {"cron": "0 * * * *"}}
+    page = {"type": "scrape", "urls": ["https://a.test/"]}
+    monitors = [
+        base | {"id": "a", "targets": [page], "webhook": {"url": "http://10.0.0.1/"}},
+        base
+        | {
+            "id": "b",
+            "targets": [page | {"scrapeOptions": {"includeTags": ["##bad"]}}],
+        },
+        base | {"id": "c", "targets": [page], "ignoreLines": ["/(/"]},
+        base | {"id": "d", "targets": [page], "retentionDays": 9999},
+    ]
+    data = json.dumps({"success": True, "data": monitors}).encode()
+    reasons = {ref: i.reason for ref, i in planned("firecrawl", data).items()}
+    assert reasons["a"].startswith("The webhook: Pagewatch can never connect")
+    assert reasons["b"].startswith("The parts of the page to watch: '##bad'")
+    assert reasons["c"].startswith("The lines to ignore: ")
+    assert reasons["d"].startswith("How long its history is kept: ")
+    assert not any("[0]" in reason for reason in reasons.values())
 
 
 def test_a_saved_firecrawl_monitor_list_is_read_from_a_file():

@@ -112,6 +112,11 @@ def _run_context(run: ImportRun) -> dict[str, object]:
             1 for i in items if i.importable and i.duplicate and not i.same_address_as
         ),
         "refused": sum(1 for i in items if not i.importable),
+        "new_channels": list(
+            dict.fromkeys(
+                c["name"] for i in items if i.importable for c in i.channels if c["new"]
+            )
+        ),
         "source_label": moving.sources()[run.source].label_in_sentence(),
         "report": report,
         "already_skipped": (run.report or {}).get("duplicates", 0) - repeated_skipped,

@@ -29,7 +29,10 @@ class SafeZip:
         try:
             self._zip = zipfile.ZipFile(io.BytesIO(data))
         except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError):
-            raise ImportRefused("The file is not a zip archive.") from None
+            raise ImportRefused(
+                "The file is not a zip archive, or it is damaged (a download cut "
+                "short?): download the backup again."
+            ) from None
         infos = self._zip.infolist()
         if len(infos) > MAX_ENTRIES:
             raise ImportRefused(

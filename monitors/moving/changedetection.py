@@ -99,6 +99,15 @@ def draft_of(
     title = str(watch.get("title") or "").strip()
     if not url:
         return not_imported(uuid, title, [], "It has no URL.")
+    if "{%" in url or "{{" in url:
+        return not_imported(
+            uuid,
+            title,
+            [url],
+            "Its address is a template changedetection.io fills in (with {% %} "
+            "or {{ }}), which Pagewatch does not: add it by hand with a fixed "
+            "address.",
+        )
     notes: list[str] = []
     draft = Draft(ref=uuid, url=url, name=title, notes=notes)
     draft.tag = _tag_names(watch, settings)
@@ -118,6 +127,7 @@ def draft_of(
     draft.browser = backend in _BROWSER_BACKENDS or backend.startswith("extra_browser")
     _headers(watch.get("headers"), draft)
     _notification_urls(watch, settings, draft)
+    _overriding_tags(watch, settings, draft)
     _intent(watch, draft)
     _leftovers(watch, draft)
     return draft
@@ -152,6 +162,22 @@ def _notification_urls(
         )
         return
     draft.notify_urls = urls
+
+
+def _overriding_tags(
+    watch: dict[str, Any], settings: dict[str, Any], draft: Draft
+) -> None:
+    """A tag set to override its watches' settings changed them there; only
+    the watch's own settings (and the tag's notification URLs) come here."""
+    known = (settings.get("application") or {}).get("tags") or {}
+    for tag in watch.get("tags") or []:
+        entry = known.get(tag) if isinstance(known, dict) else None
+        if isinstance(entry, dict) and entry.get("overrides_watch"):
+            draft.notes.append(
+                f"The group “{entry.get('title') or tag}” overrides its watches' "
+                "settings there; those settings of the group were not imported, "
+                "only the watch's own."
+            )
 
 
 def _intent(watch: dict[str, Any], draft: Draft) -> None:
@@ -472,8 +498,7 @@ class Changedetection(Source):
     label = "changedetection.io"
     steps = (
         "Download a backup from changedetection.io's Backups page and upload the "
-        "zip (or the changedetection.json or url-watches.json in it), or give "
-        "its address and an API key (Settings → API)."
+        "zip as it is, or give its address and an API key (Settings → API)."
     )
     reads_remote = True
 

@@ -223,10 +223,17 @@ def _one(
 ) -> Outcome:
     try:
         monitor = import_one(team, item, now, actor, source)
-    except DatabaseError as exc:
-        return Outcome(item, "failed", error=f"Could not be saved: {exc}")
+    except DatabaseError:
+        # The report is read by people: the database's own words go to the log.
+        logger.exception("Import of %r into team %s not saved", item.ref, team.pk)
+        return Outcome(item, "failed", error=NOT_SAVED)
     return Outcome(item, "created", str(monitor.pk))
 
+
+NOT_SAVED = (
+    "The database did not save it; nothing of it was made. Try importing it "
+    "again (its log has the details)."
+)
 
 # Imports up to this many monitors are made while the request waits; larger
 # ones run as a task and show their progress.

@@ -162,13 +162,13 @@ class Lists(Source):
     )
 
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
-        text = _text(data)
         # Another tool's file read line by line is a row of nonsense per
-        # line: refused whole (monitors.moving.read names the tool it is).
-        if text.lstrip()[:1] in ("{", "[") or data[:4] == b"PK\x03\x04":
+        # line: refused whole (monitors.moving.read names the tool it is),
+        # before its encoding is judged (a zip is not text either).
+        head = data.removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+        if head in (b"{", b"[") or recognise(filename, data) is not None:
             raise ImportRefused("The file is not a list of addresses.")
-        if recognise(filename, data) is not None:
-            raise ImportRefused("The file is not a list of addresses.")
+        text = _text(data)
         delimiter = _delimiter(text)
         if filename.lower().endswith(".csv") or delimiter:
             return self._csv(text, delimiter or ",")

@@ -11,7 +11,7 @@ from checks.crawl.scope import canonical
 from checks.notify.kinds.apprise import NOT_OVER_HTTP, scheme_of, service_name
 from monitors import clock
 from monitors.api.channels import ChannelInputSerializer
-from monitors.api.errors import flatten_errors, format_path
+from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.models import Channel, Target, Team
 from monitors.moving.base import Planned, schedule_for_seconds
@@ -20,23 +20,47 @@ from monitors.rules_problems import unstorable_problem
 _STATUS_KEYS = ("status",)
 
 
-# What the API's field paths are, said of an imported watch.
+# What the API's field paths are, said of an imported watch: by the body's
+# key, and within a page (targets) by the innermost key that has words.
 # The reason stands alone in the preview's "Will it be imported?" cell, so it
 # names the part outright: an "Its" there has nothing to refer to.
-_PARTS = {"urls": "The address", "url": "The address", "schedule": "The schedule",
-          "name": "The name", "goal": "The goal"}  # fmt: skip
+_PARTS = {"schedule": "The schedule", "name": "The name", "goal": "The goal",
+          "webhook": "The webhook", "notification": "The e-mail settings",
+          "ignoreLines": "The lines to ignore", "channels": "The channels",
+          "retentionDays": "How long its history is kept",
+          "fetchWith": "How its pages are fetched",
+          "judgeEnabled": "Judging its changes"}  # fmt: skip
+_PAGE_PARTS = {"urls": "The address", "url": "The address",
+               "includeTags": "The parts of the page to watch",
+               "excludeTags": "The parts of the page to leave out",
+               "headers": "The request headers", "actions": "The page actions",
+               "query": "The search"}  # fmt: skip
+
+
+def _part(path: list[str | int]) -> str:
+    """The part of a watch an API field path is about, in words."""
+    names = [p for p in path if isinstance(p, str)]
+    if not names or names[0] == "non_field_errors":
+        return ""
+    if names[0] == "targets":
+        inner = (_PAGE_PARTS[n] for n in reversed(names) if n in _PAGE_PARTS)
+        return next(inner, "A page's settings")
+    return _PARTS.get(names[0], "One of its settings")
 
 
 def _problem(serializer: MonitorWriteSerializer) -> str:
     """The serializer's first few objections, each led by the part of the
-    watch it is about (the API's field path when there are no plainer words)."""
-    words = []
-    for issue in flatten_errors(serializer.errors)[:3]:
-        names = [p for p in issue["path"] if isinstance(p, str)]
-        where = next((_PARTS[p] for p in reversed(names) if p in _PARTS), None)
-        where = where or format_path(issue["path"])
-        words.append(f"{where}: {issue['message']}" if where else issue["message"])
-    return "; ".join(words)
+    watch it is about in words (the preview is read by people; the API's
+    field paths are for the API's own answers)."""
+    return "; ".join(
+        _said(issue["path"], issue["message"])
+        for issue in flatten_errors(serializer.errors)[:3]
+    )
+
+
+def _said(path: list[str | int], message: str) -> str:
+    part = _part(path)
+    return f"{part}: {message}" if part else message
 
 
 def validate(items: Iterable[Planned]) -> None:
@@ -46,7 +70,7 @@ def validate(items: Iterable[Planned]) -> None:
         body = {k: v for k, v in item.payload.items() if k not in _STATUS_KEYS}
         # As the API's body parser does: a file is not read through it.
         if problem := unstorable_problem(body):
-            item.refuse(f"{format_path(list(problem.path))}: {problem.message}")
+            item.refuse(_said(list(problem.path), problem.message))
             continue
         serializer = MonitorWriteSerializer(data=body)
         if serializer.is_valid():
@@ -149,9 +173,10 @@ def apprise_channels(team: Team, items: Iterable[Planned]) -> None:
             if isinstance(channel, dict):
                 item.channels.append(channel)
             else:
+                # Only its scheme: the rest of the URL holds the secret.
+                which = f" ({scheme_of(url)[:20]}://…)" if "://" in url else ""
                 note = (
-                    f"A notification URL ({scheme_of(url)}://…) not imported: "
-                    f"{channel} {_instead(url)}"
+                    f"A notification URL{which} not imported: {channel} {_instead(url)}"
                 )
                 # Judged again when the import runs, with the preview's notes.
                 if note not in item.notes:
