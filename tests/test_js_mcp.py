@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from checks.models import Check, PageResult
 from monitors.models import Monitor, Target
@@ -378,3 +379,30 @@ def test_mcp_monitor_tools_report_our_errors_as_tool_errors(
         assert "Invalid token" in stranger.fails("firecrawl_monitor_list")
     finally:
         stranger.close()
+
+
+def test_mcp_credit_usage_tool_reports_the_teams_credits(agent, team):
+    team.credit_allowance = 2000
+    team.save(update_fields=["credit_allowance"])
+    monitor = Monitor.objects.create(team=team, name="P", schedule_cron="0 * * * *")
+    Check.objects.create(
+        monitor=monitor, status=Check.Status.COMPLETED, finished_at=timezone.now(),
+        actual_credits=500, billing_status=Check.Billing.CONFIRMED,
+    )  # fmt: skip
+
+    result = agent.call("firecrawl_credit_usage")
+
+    assert result["isError"] is False, result
+    usage = result["structuredContent"]
+    assert (usage["remainingCredits"], usage["planCredits"]) == (1500, 2000)
+    assert usage["billingPeriodStart"] < usage["billingPeriodEnd"]
+
+
+def test_mcp_tools_for_endpoints_pagewatch_does_not_have_are_tool_errors(
+    agent,
+    site,  # noqa: F811
+):
+    # Pagewatch has no /v2/scrape: the agent hears our 404, and the page is
+    # never fetched.
+    assert agent.fails("firecrawl_scrape", url=site.url("/a")) == "Not found"
+    assert site.requests == []
