@@ -323,7 +323,7 @@ def test_the_firecrawl_sdk_reads_back_and_updates_a_monitor_with_slack(
     assert after["name"] == "Renamed"
     assert after["notification"]["slack"] == SLACK
 
-    # firecrawl-py 4.52's notification model knows only `email`: a Slack
+    # firecrawl-py 4.55's notification model knows only `email`: a Slack
     # change goes over plain HTTP, as it would against Firecrawl.
     data(
         api.patch(

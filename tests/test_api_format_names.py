@@ -38,7 +38,7 @@ def sdk(live_server, api_key) -> Firecrawl:
 
 @pytest.mark.django_db(transaction=True)
 def test_change_tracking_as_the_python_sdk_names_it_is_stored_as_its_object(sdk):
-    # firecrawl-py 4.52 sends a monitor target's typed ScrapeOptions by its
+    # firecrawl-py 4.55 sends a monitor target's typed ScrapeOptions by its
     # Python names, the format string included.
     options = ScrapeOptions(formats=["markdown", "change_tracking"])
     target = MonitorTarget(

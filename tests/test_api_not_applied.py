@@ -166,7 +166,7 @@ def test_redact_pii_in_a_shape_firecrawl_refuses_is_a_400(api, redact):
 
 @pytest.mark.django_db(transaction=True)
 def test_scrape_options_pagewatch_does_not_know_are_listed_as_kept(sdk, site):
-    # As unknown crawlOptions are on the target's result. firecrawl-py (4.52)
+    # As unknown crawlOptions are on the target's result. firecrawl-py (4.55)
     # sends a monitor target's options by their Python names, and an unknown
     # one is kept, echoed and listed under the name it came by.
     url = site.html("/p", "P", "<p>x</p>")

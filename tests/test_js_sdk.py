@@ -57,10 +57,11 @@ def _pinned(package: str) -> str:
     return json.loads((JS_DIR / "package.json").read_text())["dependencies"][package]
 
 
-def _missing_toolchain() -> str | None:
+def missing_packages(*packages: str) -> str | None:
+    """Why node or one of these pinned packages cannot be used, or None."""
     if shutil.which("node") is None:
-        return "node is not installed (the JS SDK/CLI tests need Node 20+)"
-    for package in ("@mendable/firecrawl-js", "firecrawl-cli"):
+        return "node is not installed (the JS SDK/CLI/MCP tests need Node 20+)"
+    for package in packages:
         manifest = JS_DIR / "node_modules" / package / "package.json"
         if not manifest.exists():
             return (
@@ -73,19 +74,27 @@ def _missing_toolchain() -> str | None:
                 f"tests/js/node_modules has {package} {installed}, package.json pins "
                 f"{_pinned(package)}; run `npm ci --prefix tests/js`"
             )
-    if not CLI.exists():
-        return "tests/js/node_modules/.bin/firecrawl is missing; run npm ci again"
     return None
 
 
-@pytest.fixture(autouse=True)
-def toolchain() -> None:
-    reason = _missing_toolchain()
+def _missing_toolchain() -> str | None:
+    reason = missing_packages("@mendable/firecrawl-js", "firecrawl-cli")
+    if reason is None and not CLI.exists():
+        return "tests/js/node_modules/.bin/firecrawl is missing; run npm ci again"
+    return reason
+
+
+def require_toolchain(reason: str | None) -> None:
     if reason is None:
         return
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true and the JS toolchain is missing: {reason}")
     pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def toolchain() -> None:
+    require_toolchain(_missing_toolchain())
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The official Python SDK (firecrawl-py 4.52.1) against a live Pagewatch.
+"""The official Python SDK (firecrawl-py 4.55.0) against a live Pagewatch.
 
 What the SDK sends (firecrawl/v2/methods/monitor.py, utils/http_client.py):
 every POST/PATCH body gets a top-level `origin`; models are dumped with
@@ -151,7 +151,7 @@ def test_typed_scrape_options_from_the_sdk_are_stored_under_their_api_names(sdk,
         ],
     )
 
-    # firecrawl-py 4.52 sends a typed ScrapeOptions by its Python names.
+    # firecrawl-py 4.55 sends a typed ScrapeOptions by its Python names.
     assert "only_main_content" in sent[-1]["targets"][0]["scrapeOptions"]
     scrape = Target.objects.get(monitor_id=monitor.id, type="scrape")
     assert scrape.scrape_options == {

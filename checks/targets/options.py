@@ -105,10 +105,10 @@ def api_names(data: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
 
 class PythonNamesMixin:
     # Take an option under its snake_case spelling too, and keep it under its
-    # own. firecrawl-py's monitor methods (4.52) send a typed ScrapeOptions as
-    # its Python names (only_main_content, wait_for, full_page): kept as
-    # unknown keys, they were saved, echoed back and never applied. A comment
-    # for the reason StrictMixin's is one.
+    # own. firecrawl-py's monitor methods (4.52 to 4.55) send a typed
+    # ScrapeOptions as its Python names (only_main_content, wait_for,
+    # full_page): kept as unknown keys, they were saved, echoed back and never
+    # applied. A comment for the reason StrictMixin's is one.
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
