@@ -524,6 +524,8 @@ def _strip_cell(check: Any, zone: Any) -> str:
         title += f", {int(check.new)} new"
     if check.removed:
         title += f", {int(check.removed)} removed"
+    if check.matches:
+        title += f", {search_words('alert', int(check.matches))}"
     if check.found_changes:
         css += " has-changes"
     return f'<li class="{css}" title="{title}">{symbol}</li>'
