@@ -24,7 +24,7 @@ from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY
 from monitors.editing import create_monitor
-from monitors.models import ApiKey, Membership, Monitor, Team
+from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.rules import curly_quotes
 from monitors.templatetags.pagewatch import duration, local
 
@@ -1384,6 +1384,45 @@ def test_progress_polls_until_the_check_finishes_then_stops_polling(web, monitor
     assert "every 1s" not in text_of(done) and "1 changed" in text_of(done)
     assert "checkFinished" in done["HX-Trigger"]
     assert web.get(url).status_code == 302  # not htmx: go to the check page
+
+
+def test_progress_counts_a_web_search_s_results_as_results_not_pages(web, team):
+    news = make_monitor(team, name="News")
+    news.targets.all().delete()
+    search = Target.objects.create(monitor=news, type="search", queries=["acme"])
+    check = make_check(
+        news,
+        status="running",
+        pages_total=3,
+        pages_done=2,
+        finished_at=None,
+        target_results=[
+            {"targetId": str(search.pk), "type": "search", "resultCount": 3}
+        ],
+    )
+    url = reverse("check-progress", kwargs={"pk": news.pk, "check_id": check.pk})
+    polled = text_of(web.get(url, HTTP_HX_REQUEST="true"))
+    assert "Checking search results…" in polled
+    assert "2 of 3 search results done" in polled and "pages" not in polled
+
+
+def test_progress_of_pages_and_search_results_together_names_both(web, monitor):
+    search = Target.objects.create(monitor=monitor, type="search", queries=["acme"])
+    scrape = monitor.targets.get(type="scrape")
+    make_check(
+        monitor,
+        status="running",
+        pages_total=4,
+        pages_done=1,
+        finished_at=None,
+        target_results=[
+            {"targetId": str(scrape.pk), "type": "scrape", "expectedJobs": ["x"]},
+            {"targetId": str(search.pk), "type": "search", "resultCount": 3},
+        ],
+    )
+    page = text_of(web.get(monitor.get_absolute_url()))
+    assert "Checking pages and search results…" in page
+    assert "1 of 4 pages and search results done" in page
 
 
 def test_a_check_page_polling_its_progress_never_links_to_itself(web, monitor):

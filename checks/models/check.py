@@ -26,7 +26,7 @@ from checks.errors import ErrorKind
 from checks.models.pages import PageResult
 from checks.notify.models import Delivery
 from monitors.models import Monitor, Team
-from monitors.target_kinds import TargetFailure, failures_in
+from monitors.target_kinds import TargetFailure, failures_in, kind_for
 
 SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
 # Kept beside the wire counters for the dashboard and e-mails, never sent on
@@ -425,6 +425,20 @@ class Check(models.Model):
         if total == 1:
             return f"The {noun} could not be {could}."
         return f"None of the {total} {noun}s could be {could}."
+
+    @property
+    def search_results_total(self) -> int:
+        """Of `pages_total`, the results its web searches found (the rest are
+        pages), as their targetResults lines count them."""
+        total = 0
+        for result in self.target_results or []:
+            if not isinstance(result, dict) or result.get("skipped"):
+                continue
+            kind = kind_for(str(result.get("type") or ""))
+            count = result.get("resultCount")
+            if kind is not None and kind.finds_results and isinstance(count, int):
+                total += max(count, 0)
+        return total
 
     def search_credits(self) -> int:
         """The flat credits its targets' lines record, as Firecrawl bills them:

@@ -28,7 +28,13 @@ from checks.notify import emails, events, transports
 from checks.notify import messages as channel_messages
 from checks.notify.kinds.base import mask_url
 from checks.pipeline.outcome import FETCHED_BECAUSE
-from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_words
+from checks.summary import (
+    SEARCH_WORDS,
+    looked_at_words,
+    page_counts,
+    search_counts,
+    search_words,
+)
 from config.mail import not_sent_reason
 from monitors import rules, search_provider, time_words
 from monitors.schedule import Schedule
@@ -340,6 +346,26 @@ def _changed_parts(changed: int, noise: int) -> list[tuple[str, int, str]]:
         ("changed", changed - noise, f"{changed - noise} changed"),
         ("noise", noise, f"{noise} more {unimportant}"),
     ]
+
+
+@register.filter
+def looking_at(check: Any) -> str:
+    """`{{ running_check|looking_at }}`: what a running check looks at,
+    "pages", "search results" or both."""
+    return looked_at_words(2, check.search_results_total, int(check.pages_total))
+
+
+@register.simple_tag
+def progress_words(check: Any, monitor: Any) -> str:
+    """`{% progress_words running_check monitor %}`: how far a running check
+    is, in words: "3 of 7 pages done", "2 of 5 search results done"; a
+    crawl's total is what it found so far."""
+    done, total = int(check.pages_done), int(check.pages_total)
+    results = check.search_results_total
+    if monitor.finds_pages:
+        noun = looked_at_words(done, results, total)
+        return f"{done} {noun} checked of {total} found so far; more may be found"
+    return f"{done} of {total} {looked_at_words(total, results, total)} done"
 
 
 @register.filter
