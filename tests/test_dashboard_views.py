@@ -464,6 +464,62 @@ def test_list_search_and_status_filter(web, team, monitor):
     assert "No monitors match" in text_of(web.get("/", {"q": "nothing like this"}))
 
 
+def checks_in_order(monitor: Monitor, *statuses: str) -> None:
+    """Checks of `monitor`, oldest first, a minute apart."""
+    start = timezone.now() - timedelta(hours=1)
+    for n, status in enumerate(statuses):
+        check = make_check(monitor, status=status)
+        Check.objects.filter(pk=check.pk).update(
+            created_at=start + timedelta(minutes=n)
+        )
+
+
+def test_the_failing_filter_lists_monitors_whose_last_check_failed(
+    web, team, django_assert_max_num_queries
+):
+    def names(response):
+        return sorted(re.findall(r'class="row-title"[^>]*>([^<]+)<', text_of(response)))
+
+    checks_in_order(make_monitor(team, name="Down"), "completed", "failed")
+    checks_in_order(make_monitor(team, name="Recovered"), "failed", "completed")
+    # Skipped, or under way: the last check that looked at pages still failed.
+    checks_in_order(make_monitor(team, name="Skipped"), "failed", "skipped_no_credits")
+    checks_in_order(make_monitor(team, name="Rerun"), "failed", "queued")
+    checks_in_order(make_monitor(team, name="Partly"), "failed", "partial")
+    make_monitor(team, name="Never run")
+    paused = make_monitor(team, name="Paused down")
+    checks_in_order(paused, "failed")
+    paused.pause()
+    paused.save()
+
+    with django_assert_max_num_queries(9):
+        failing = web.get("/", {"failing": "1"})
+    assert names(failing) == ["Down", "Paused down", "Rerun", "Skipped"]
+    assert 'id="id_failing" name="failing" value="1" checked' in text_of(failing)
+    assert names(web.get("/", {"failing": "1", "status": "active"})) == [
+        "Down",
+        "Rerun",
+        "Skipped",
+    ]
+    assert len(names(web.get("/"))) == 7  # off, every monitor
+    fragment = web.get(
+        "/", {"failing": "1"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="results"
+    )
+    assert text_of(fragment).lstrip().startswith('<section id="results"')
+    assert "4 monitors found." in fragment["HX-Trigger"]
+
+
+def test_the_failing_filter_says_so_when_nothing_is_failing(web, team):
+    checks_in_order(make_monitor(team, name="Fine"), "failed", "completed")
+    page = text_of(web.get("/", {"failing": "1"}))
+    assert "Nothing is failing" in page and "No monitors match" not in page
+    assert "The last check of every monitor worked, or has not run yet." in page
+    page = text_of(web.get("/", {"failing": "1", "status": "paused"}))
+    assert "The last check of every paused monitor worked" in page
+    page = text_of(web.get("/", {"failing": "1", "q": "pricing"}))
+    assert "Nothing matches “pricing” among failing monitors." in page
+
+
 def test_list_paginates(web, team):
     for number in range(27):
         make_monitor(team, name=f"Monitor {number:02d}")

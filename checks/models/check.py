@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Count, F, IntegerField, Max, Q, Sum
+from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
@@ -55,6 +55,23 @@ class CheckQuerySet(models.QuerySet["Check"]):
 
     def in_flight(self) -> CheckQuerySet:
         return self.filter(status__in=Check.IN_FLIGHT)
+
+    def monitors_failing(
+        self, monitors: models.QuerySet[Monitor]
+    ) -> models.QuerySet[Monitor]:
+        """Those of `monitors` whose last check failed: the newest of their
+        checks that looked at pages, so one under way or skipped (overlap, no
+        credits) neither ends nor starts a failing spell, as channels read it
+        (checks.notify.channels). One subquery per monitor row, served by
+        check_monitor_list_idx, so the monitor list stays one query."""
+        newest = (
+            self.filter(monitor=OuterRef("pk"), status__in=Check.RAN)
+            .order_by("-created_at", "-id")
+            .values("status")[:1]
+        )
+        return monitors.alias(last_ran=Subquery(newest)).filter(
+            last_ran=Check.Status.FAILED
+        )
 
     def discard(self) -> None:
         """Delete these checks (the admin's way to clear out a runaway one, and
@@ -162,6 +179,8 @@ class Check(models.Model):
         FAILED = "failed"
 
     IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
+    # Finished having looked at pages: not skipped.
+    RAN = (Status.COMPLETED, Status.PARTIAL, Status.FAILED)
     FINISHED = (
         Status.COMPLETED,
         Status.PARTIAL,
