@@ -73,3 +73,17 @@ def search_words(status: str, count: int) -> str:
     """ "1 new match", "3 not relevant"."""
     _, one, several = SEARCH_WORDS[status]
     return f"{count} {one if count == 1 else several}"
+
+
+def looked_at_words(count: int, results: int, total: int) -> str:
+    """What `count` of a check's `total` pages to look at are called, when
+    `results` of them are a web search's results: "page", "search results",
+    or "pages and search results" for both (a running check does not count
+    the two apart as it goes)."""
+    if not results:
+        noun = "page"
+    elif results >= total:
+        noun = "search result"
+    else:
+        return "pages and search results"
+    return noun if count == 1 else f"{noun}s"

@@ -8,6 +8,7 @@ table of the same numbers), the feed is plain HTML with links to each diff.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from django.db.models import Case, F, IntegerField, Value, When, Window
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, RowNumber
 
-from checks.models import Check, Crawl, PageResult
+from checks.models import SEARCH_KEY, Check, Crawl, PageResult
 from checks.models.check import check_path
 from checks.summary import found_nothing, page_counts, search_counts, search_words
 from monitors.models import Monitor, Team
@@ -168,6 +169,7 @@ class RecentCheck:
     removed: int = 0
     monitor_id: uuid.UUID | None = None
     pk: uuid.UUID | None = None
+    matches: int = 0  # a web search's new matches, which are not new pages
 
     def get_absolute_url(self) -> str:
         return check_path(self.monitor_id, self.pk)
@@ -186,7 +188,7 @@ def _count(value: Any) -> int:
 _RECENT_SQL = """
 SELECT c.monitor_id, c.status, COALESCE(c.started_at, c.created_at),
        c.summary ->> 'changed', c.summary ->> 'new', c.summary ->> 'removed',
-       c.created_at, c.id, c.noise
+       c.created_at, c.id, c.noise, c.summary -> 'search'
 FROM unnest(%s::uuid[]) AS m(id)
 CROSS JOIN LATERAL (
     SELECT * FROM checks_check WHERE monitor_id = m.id
@@ -220,8 +222,20 @@ def _recent_rows(monitor_ids: list[uuid.UUID], count: int) -> list[tuple]:
             "created_at",
             "id",
             "noise",
+            "summary__search",
         )
     )
+
+
+def _search_of(value: Any) -> Any:
+    # A summary's search counts come back as JSON text from the raw query on
+    # PostgreSQL, already decoded through the ORM elsewhere.
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
 
 
 def recent_per_monitor(
@@ -235,20 +249,25 @@ def recent_per_monitor(
         return by_monitor
     rows = _recent_rows(monitor_ids, count)
     rows.sort(key=lambda row: (row[6], row[7]))  # oldest first
-    for monitor_id, status, at, changed, new, removed, _, pk, noise in rows:
-        changed_count, new_count, gone = _count(changed), _count(new), _count(removed)
-        found = bool(changed_count or new_count or gone)
+    for monitor_id, status, at, changed, new, removed, _, pk, noise, search in rows:
+        # A web search's new match is counted under `new` on the wire; the
+        # strip tells it apart from new pages, as the chart does.
+        summary = {"changed": changed, "new": new, "removed": removed}
+        summary[SEARCH_KEY] = _search_of(search)
+        pages, matches = page_counts(summary), search_counts(summary).get("alert", 0)
+        found = bool(pages["changed"] or pages["new"] or pages["removed"] or matches)
         by_monitor[monitor_id].append(
             RecentCheck(
                 status,
                 at,
-                changed_count,
+                pages["changed"],
                 found,
                 noise or 0,
-                new_count,
-                gone,
+                pages["new"],
+                pages["removed"],
                 monitor_id,
                 pk,
+                matches,
             )  # fmt: skip
         )
     return by_monitor

@@ -24,7 +24,7 @@ from monitors import rules
 from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY
 from monitors.editing import create_monitor
-from monitors.models import ApiKey, Membership, Monitor, Team
+from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.rules import curly_quotes
 from monitors.templatetags.pagewatch import duration, local
 
@@ -462,6 +462,62 @@ def test_list_search_and_status_filter(web, team, monitor):
     assert names(web.get("/", {"status": "paused"})) == ["Terms of service"]
     assert set(names(web.get("/", {"status": "active"}))) == {crawl.name, monitor.name}
     assert "No monitors match" in text_of(web.get("/", {"q": "nothing like this"}))
+
+
+def checks_in_order(monitor: Monitor, *statuses: str) -> None:
+    """Checks of `monitor`, oldest first, a minute apart."""
+    start = timezone.now() - timedelta(hours=1)
+    for n, status in enumerate(statuses):
+        check = make_check(monitor, status=status)
+        Check.objects.filter(pk=check.pk).update(
+            created_at=start + timedelta(minutes=n)
+        )
+
+
+def test_the_failing_filter_lists_monitors_whose_last_check_failed(
+    web, team, django_assert_max_num_queries
+):
+    def names(response):
+        return sorted(re.findall(r'class="row-title"[^>]*>([^<]+)<', text_of(response)))
+
+    checks_in_order(make_monitor(team, name="Down"), "completed", "failed")
+    checks_in_order(make_monitor(team, name="Recovered"), "failed", "completed")
+    # Skipped, or under way: the last check that looked at pages still failed.
+    checks_in_order(make_monitor(team, name="Skipped"), "failed", "skipped_no_credits")
+    checks_in_order(make_monitor(team, name="Rerun"), "failed", "queued")
+    checks_in_order(make_monitor(team, name="Partly"), "failed", "partial")
+    make_monitor(team, name="Never run")
+    paused = make_monitor(team, name="Paused down")
+    checks_in_order(paused, "failed")
+    paused.pause()
+    paused.save()
+
+    with django_assert_max_num_queries(9):
+        failing = web.get("/", {"failing": "1"})
+    assert names(failing) == ["Down", "Paused down", "Rerun", "Skipped"]
+    assert 'id="id_failing" name="failing" value="1" checked' in text_of(failing)
+    assert names(web.get("/", {"failing": "1", "status": "active"})) == [
+        "Down",
+        "Rerun",
+        "Skipped",
+    ]
+    assert len(names(web.get("/"))) == 7  # off, every monitor
+    fragment = web.get(
+        "/", {"failing": "1"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="results"
+    )
+    assert text_of(fragment).lstrip().startswith('<section id="results"')
+    assert "4 monitors found." in fragment["HX-Trigger"]
+
+
+def test_the_failing_filter_says_so_when_nothing_is_failing(web, team):
+    checks_in_order(make_monitor(team, name="Fine"), "failed", "completed")
+    page = text_of(web.get("/", {"failing": "1"}))
+    assert "Nothing is failing" in page and "No monitors match" not in page
+    assert "The last check of every monitor worked, or has not run yet." in page
+    page = text_of(web.get("/", {"failing": "1", "status": "paused"}))
+    assert "The last check of every paused monitor worked" in page
+    page = text_of(web.get("/", {"failing": "1", "q": "pricing"}))
+    assert "Nothing matches “pricing” among failing monitors." in page
 
 
 def test_list_paginates(web, team):
@@ -1384,6 +1440,45 @@ def test_progress_polls_until_the_check_finishes_then_stops_polling(web, monitor
     assert "every 1s" not in text_of(done) and "1 changed" in text_of(done)
     assert "checkFinished" in done["HX-Trigger"]
     assert web.get(url).status_code == 302  # not htmx: go to the check page
+
+
+def test_progress_counts_a_web_search_s_results_as_results_not_pages(web, team):
+    news = make_monitor(team, name="News")
+    news.targets.all().delete()
+    search = Target.objects.create(monitor=news, type="search", queries=["acme"])
+    check = make_check(
+        news,
+        status="running",
+        pages_total=3,
+        pages_done=2,
+        finished_at=None,
+        target_results=[
+            {"targetId": str(search.pk), "type": "search", "resultCount": 3}
+        ],
+    )
+    url = reverse("check-progress", kwargs={"pk": news.pk, "check_id": check.pk})
+    polled = text_of(web.get(url, HTTP_HX_REQUEST="true"))
+    assert "Checking search results…" in polled
+    assert "2 of 3 search results done" in polled and "pages" not in polled
+
+
+def test_progress_of_pages_and_search_results_together_names_both(web, monitor):
+    search = Target.objects.create(monitor=monitor, type="search", queries=["acme"])
+    scrape = monitor.targets.get(type="scrape")
+    make_check(
+        monitor,
+        status="running",
+        pages_total=4,
+        pages_done=1,
+        finished_at=None,
+        target_results=[
+            {"targetId": str(scrape.pk), "type": "scrape", "expectedJobs": ["x"]},
+            {"targetId": str(search.pk), "type": "search", "resultCount": 3},
+        ],
+    )
+    page = text_of(web.get(monitor.get_absolute_url()))
+    assert "Checking pages and search results…" in page
+    assert "1 of 4 pages and search results done" in page
 
 
 def test_a_check_page_polling_its_progress_never_links_to_itself(web, monitor):

@@ -273,6 +273,54 @@ def test_a_strip_cell_says_its_time_to_the_second_and_what_it_found(web, team):
     assert check.get_absolute_url() not in body
 
 
+def test_a_strip_cell_calls_a_web_search_s_new_match_so_not_a_new_page(
+    web, team, django_assert_max_num_queries
+):
+    monitor = Monitor.objects.create(
+        team=team, name="News", schedule_cron="0 * * * *", schedule_timezone="UTC"
+    )
+    Target.objects.create(monitor=monitor, type="search", queries=["acme"])
+    Target.objects.create(monitor=monitor, type="scrape", urls=["https://e.com/"])
+    Check.objects.create(
+        monitor=monitor,
+        trigger="manual",
+        status="completed",
+        started_at=datetime(2026, 11, 20, 10, 0, 0, tzinfo=UTC),
+        # On the wire the new match is one of the `new`, the others `same`.
+        summary={
+            "totalPages": 5,
+            "changed": 0,
+            "new": 2,
+            "removed": 0,
+            "error": 0,
+            "same": 3,
+            "search": {"alert": 1, "ignored": 2},
+        },
+    )
+    Check.objects.create(
+        monitor=monitor,
+        trigger="manual",
+        status="completed",
+        started_at=datetime(2026, 11, 20, 11, 0, 0, tzinfo=UTC),
+        summary={
+            "totalPages": 2,
+            "changed": 0,
+            "new": 2,
+            "removed": 0,
+            "error": 0,
+            "same": 0,
+            "search": {"alert": 2},
+        },
+    )
+    with django_assert_max_num_queries(9):
+        body = web.get(reverse("monitor-list")).content.decode()
+    assert 'title="Fri 20 Nov, 10:00:00: Completed, 1 new, 1 new match"' in body
+    assert (
+        '<li class="cell c-completed has-changes"'
+        ' title="Fri 20 Nov, 11:00:00: Completed, 2 new matches">'
+    ) in body
+
+
 # ---------------------------------------------------------------- search
 
 

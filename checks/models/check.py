@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Count, F, IntegerField, Max, Q, Sum
+from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
@@ -26,7 +26,7 @@ from checks.errors import ErrorKind
 from checks.models.pages import PageResult
 from checks.notify.models import Delivery
 from monitors.models import Monitor, Team
-from monitors.target_kinds import TargetFailure, failures_in
+from monitors.target_kinds import TargetFailure, failures_in, kind_for
 
 SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
 # Kept beside the wire counters for the dashboard and e-mails, never sent on
@@ -55,6 +55,23 @@ class CheckQuerySet(models.QuerySet["Check"]):
 
     def in_flight(self) -> CheckQuerySet:
         return self.filter(status__in=Check.IN_FLIGHT)
+
+    def monitors_failing(
+        self, monitors: models.QuerySet[Monitor]
+    ) -> models.QuerySet[Monitor]:
+        """Those of `monitors` whose last check failed: the newest of their
+        checks that looked at pages, so one under way or skipped (overlap, no
+        credits) neither ends nor starts a failing spell, as channels read it
+        (checks.notify.channels). One subquery per monitor row, served by
+        check_monitor_list_idx, so the monitor list stays one query."""
+        newest = (
+            self.filter(monitor=OuterRef("pk"), status__in=Check.RAN)
+            .order_by("-created_at", "-id")
+            .values("status")[:1]
+        )
+        return monitors.alias(last_ran=Subquery(newest)).filter(
+            last_ran=Check.Status.FAILED
+        )
 
     def discard(self) -> None:
         """Delete these checks (the admin's way to clear out a runaway one, and
@@ -162,6 +179,8 @@ class Check(models.Model):
         FAILED = "failed"
 
     IN_FLIGHT = (Status.QUEUED, Status.RUNNING)
+    # Finished having looked at pages: not skipped.
+    RAN = (Status.COMPLETED, Status.PARTIAL, Status.FAILED)
     FINISHED = (
         Status.COMPLETED,
         Status.PARTIAL,
@@ -425,6 +444,20 @@ class Check(models.Model):
         if total == 1:
             return f"The {noun} could not be {could}."
         return f"None of the {total} {noun}s could be {could}."
+
+    @property
+    def search_results_total(self) -> int:
+        """Of `pages_total`, the results its web searches found (the rest are
+        pages), as their targetResults lines count them."""
+        total = 0
+        for result in self.target_results or []:
+            if not isinstance(result, dict) or result.get("skipped"):
+                continue
+            kind = kind_for(str(result.get("type") or ""))
+            count = result.get("resultCount")
+            if kind is not None and kind.finds_results and isinstance(count, int):
+                total += max(count, 0)
+        return total
 
     def search_credits(self) -> int:
         """The flat credits its targets' lines record, as Firecrawl bills them:

@@ -95,7 +95,10 @@ def _filtered_monitors(request: DashboardRequest) -> tuple[Any, dict[str, str]]:
         monitors = monitors.filter(status=status)
     else:
         status = ""
-    return monitors, {"q": query, "status": status}
+    failing = "1" if request.GET.get("failing") in ("1", "on") else ""
+    if failing:
+        monitors = Check.objects.monitors_failing(monitors)
+    return monitors, {"q": query, "status": status, "failing": failing}
 
 
 @require_GET

@@ -28,7 +28,13 @@ from checks.notify import emails, events, transports
 from checks.notify import messages as channel_messages
 from checks.notify.kinds.base import mask_url
 from checks.pipeline.outcome import FETCHED_BECAUSE
-from checks.summary import SEARCH_WORDS, page_counts, search_counts, search_words
+from checks.summary import (
+    SEARCH_WORDS,
+    looked_at_words,
+    page_counts,
+    search_counts,
+    search_words,
+)
 from config.mail import not_sent_reason
 from monitors import rules, search_provider, time_words
 from monitors.schedule import Schedule
@@ -343,6 +349,26 @@ def _changed_parts(changed: int, noise: int) -> list[tuple[str, int, str]]:
 
 
 @register.filter
+def looking_at(check: Any) -> str:
+    """`{{ running_check|looking_at }}`: what a running check looks at,
+    "pages", "search results" or both."""
+    return looked_at_words(2, check.search_results_total, int(check.pages_total))
+
+
+@register.simple_tag
+def progress_words(check: Any, monitor: Any) -> str:
+    """`{% progress_words running_check monitor %}`: how far a running check
+    is, in words: "3 of 7 pages done", "2 of 5 search results done"; a
+    crawl's total is what it found so far."""
+    done, total = int(check.pages_done), int(check.pages_total)
+    results = check.search_results_total
+    if monitor.finds_pages:
+        noun = looked_at_words(done, results, total)
+        return f"{done} {noun} checked of {total} found so far; more may be found"
+    return f"{done} of {total} {looked_at_words(total, results, total)} done"
+
+
+@register.filter
 def http_url(url: str | None) -> str:
     """The URL when it may be a link (http/https only); "" otherwise."""
     if not url:
@@ -524,6 +550,8 @@ def _strip_cell(check: Any, zone: Any) -> str:
         title += f", {int(check.new)} new"
     if check.removed:
         title += f", {int(check.removed)} removed"
+    if check.matches:
+        title += f", {search_words('alert', int(check.matches))}"
     if check.found_changes:
         css += " has-changes"
     return f'<li class="{css}" title="{title}">{symbol}</li>'

@@ -235,6 +235,32 @@ def test_a_refused_save_focuses_the_summary_and_opens_the_folded_problem(
     screenshot(page, "refused-save")
 
 
+def test_the_failing_only_box_narrows_the_list_in_place(
+    browser_page, member, team, screenshot
+):
+    page = browser_page
+    down = make_monitor(team, ["https://example.com/pricing"], name="Down")
+    Check.objects.create(monitor=down, trigger="manual", status="failed")
+    fine = make_monitor(team, ["https://example.com/terms"], name="Fine")
+    Check.objects.create(monitor=fine, trigger="manual", status="completed")
+    sign_in(page)
+    page.get_by_label("Failing only").check()
+    # htmx swaps the results and keeps the filter in the address.
+    page.wait_for_url(re.compile(r"failing=1"))
+    expect(page.locator(".row-title")).to_have_text(["Down"])
+    page.get_by_role("status").filter(has_text="1 monitor found.").wait_for(
+        state="attached"
+    )
+    assert page.get_by_label("Failing only").is_checked()
+    screenshot(page, "list-failing-only")
+    Check.objects.create(monitor=down, trigger="manual", status="completed")
+    page.reload()  # the address alone, without JavaScript's help, keeps it
+    page.get_by_role("heading", name="Nothing is failing").wait_for()
+    page.get_by_label("Failing only").uncheck()
+    expect(page.locator(".row-title")).to_have_count(2)
+    assert_clean(page)
+
+
 def test_pause_and_resume_from_the_list(browser_page, member, team, screenshot):
     page = browser_page
     monitor = make_monitor(team, ["https://example.com/pricing"])
