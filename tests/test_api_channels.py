@@ -565,3 +565,107 @@ def test_a_delete_arriving_during_an_edit_waits_for_it_and_wins(api_key, monkeyp
     assert answers["patch"].status_code == 200, answers["patch"].content
     assert answers["delete"].status_code == 200, answers["delete"].content
     assert not Channel.objects.filter(pk=created["id"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("json://10.0.0.5/hook", "10.0.0.5: 10.0.0.5 is a private address."),
+        (
+            "ntfy://169.254.169.254/topic",
+            "169.254.169.254: 169.254.169.254 is a cloud metadata address.",
+        ),
+        ("mmost://127.0.0.1/abc123", "127.0.0.1: 127.0.0.1 is a loopback address."),
+        ("json://[::1]/hook", "::1: ::1 is a loopback address."),
+    ],
+)
+def test_an_apprise_url_at_a_private_address_is_refused_when_saved(
+    api, team, settings, url, words
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    response = api.post(
+        "/v2/channels",
+        {"name": "Inside", "kind": "apprise", "settings": {"url": url}},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["details"][0]["path"] == ["settings", "url"]
+    assert f"Pagewatch can never connect to {words}" in body["error"]
+    assert not Channel.objects.filter(team=team).exists()
+
+
+def test_editing_an_apprise_url_to_a_private_address_is_refused(api, team, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    old = "json://hooks.example.com/hook"
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": "Ops", "kind": "apprise", "settings": {"url": old}},
+            format="json",
+        )
+    )
+
+    response = api.patch(
+        f"/v2/channels/{created['id']}",
+        {"settings": {"url": "json://192.168.1.10/hook"}},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.content
+    assert "192.168.1.10 is a private address" in response.json()["error"]
+    assert Channel.objects.get(pk=created["id"]).settings["url"] == old
+
+
+def test_an_apprise_url_at_the_metadata_address_is_refused_even_with_private_targets_on(
+    api, team, settings
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    private = {
+        "name": "NAS",
+        "kind": "apprise",
+        "settings": {"url": "json://10.0.0.5/"},
+    }
+    metadata = {
+        "name": "Inside",
+        "kind": "apprise",
+        "settings": {"url": "json://169.254.169.254/latest"},
+    }
+
+    accepted = api.post("/v2/channels", private, format="json")
+    refused = api.post("/v2/channels", metadata, format="json")
+
+    assert accepted.status_code == 200, accepted.content
+    assert refused.status_code == 400, refused.content
+    assert "cloud metadata address" in refused.json()["error"]
+    assert list(Channel.objects.values_list("name", flat=True)) == ["NAS"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "json://hooks.internal.example/hook",
+        # Ids where a host would be, which a resolver could read as numbers.
+        "discord://123456/abcdefabcdef",
+        "tgram://1234567:AAHsecretsecretsecret/987654",
+    ],
+)
+def test_an_apprise_url_naming_no_address_is_saved_without_looking_its_host_up(
+    api, team, settings, monkeypatch, url
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    looked_up: list[object] = []
+    monkeypatch.setattr(
+        "socket.getaddrinfo", lambda *args, **kwargs: looked_up.append(args) or []
+    )
+
+    response = api.post(
+        "/v2/channels",
+        {"name": "Chat", "kind": "apprise", "settings": {"url": url}},
+        format="json",
+    )
+
+    assert response.status_code == 200, response.content
+    assert Channel.objects.get(team=team).settings["url"] == url
+    assert looked_up == []

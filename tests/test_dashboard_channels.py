@@ -615,3 +615,24 @@ def test_a_slack_channel_picked_from_the_list_says_where_it_posts(
     page = html.unescape(web.get("/channels/").content.decode())
     # Several Slack channels of one team read apart by where they post.
     assert "Slack (app): #alerts" in page
+
+
+def test_an_apprise_url_at_a_private_address_is_refused_in_the_form(web, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    response = web.post(
+        "/channels/new/",
+        {
+            "kind": "apprise",
+            "name": "Inside",
+            "setting_url": "json://10.0.0.5/hook",
+            "events": ["meaningful"],
+        },
+    )
+
+    assert response.status_code == 400
+    page = html.unescape(response.content.decode())
+    assert (
+        "Pagewatch can never connect to 10.0.0.5: 10.0.0.5 is a private address."
+        in page
+    )
+    assert not Channel.objects.exists()

@@ -29,6 +29,7 @@ import json
 import queue
 import subprocess
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -396,6 +397,25 @@ def test_mcp_credit_usage_tool_reports_the_teams_credits(agent, team):
     usage = result["structuredContent"]
     assert (usage["remainingCredits"], usage["planCredits"]) == (1500, 2000)
     assert usage["billingPeriodStart"] < usage["billingPeriodEnd"]
+
+
+def test_mcp_credit_usage_tool_reports_the_teams_credits_month_by_month(agent, team):
+    monitor = Monitor.objects.create(team=team, name="P", schedule_cron="0 * * * *")
+    now = timezone.now()
+    last_month = now.replace(day=1, hour=12) - timedelta(days=2)
+    for finished_at, credits in ((last_month, 120), (now, 30)):
+        Check.objects.create(
+            monitor=monitor, status=Check.Status.COMPLETED, finished_at=finished_at,
+            actual_credits=credits, billing_status=Check.Billing.CONFIRMED,
+        )  # fmt: skip
+
+    result = agent.call("firecrawl_credit_usage", view="historical")
+
+    assert result["isError"] is False, result
+    periods = result["structuredContent"]["periods"]
+    assert [p["creditsUsed"] for p in periods] == [120, 30]
+    assert periods[0]["endDate"] == periods[1]["startDate"]
+    assert periods[1]["startDate"] <= now.isoformat() < periods[1]["endDate"]
 
 
 def test_mcp_tools_for_endpoints_pagewatch_does_not_have_are_tool_errors(

@@ -1,5 +1,6 @@
-"""GET /v2/team/credit-usage and /v2/team/queue-status through the official
-Python SDK (firecrawl-py), as Firecrawl shapes them."""
+"""GET /v2/team/credit-usage, /v2/team/credit-usage/historical and
+/v2/team/queue-status through the official Python SDK (firecrawl-py), as
+Firecrawl shapes them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 from firecrawl import Firecrawl
+from firecrawl.v2.client import FirecrawlClient
 
 from checks.models import Check
 from monitors.models import Monitor
@@ -15,6 +17,11 @@ from monitors.models import Monitor
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 11, 28, 15, 0, tzinfo=UTC)
+USAGE_PATHS = (
+    "/v2/team/credit-usage",
+    "/v2/team/credit-usage/historical",
+    "/v2/team/queue-status",
+)
 
 
 @pytest.fixture
@@ -119,7 +126,7 @@ def test_queue_status_counts_only_the_teams_own_checks_waiting_and_running(sdk, 
 
 
 def test_team_usage_answers_401_without_a_key(client, db):
-    for path in ("/v2/team/credit-usage", "/v2/team/queue-status"):
+    for path in USAGE_PATHS:
         response = client.get(path)
         assert response.status_code == 401
         assert response.json()["success"] is False
@@ -129,6 +136,86 @@ def test_a_read_only_key_may_read_the_teams_usage(client, team):
     from monitors.models import ApiKey
 
     _, raw = ApiKey.issue(team, name="reader", scope=ApiKey.Scope.READ)
-    for path in ("/v2/team/credit-usage", "/v2/team/queue-status"):
+    for path in USAGE_PATHS:
         response = client.get(path, HTTP_AUTHORIZATION=f"Bearer {raw}")
         assert response.status_code == 200, response.content
+
+
+@pytest.fixture
+def v2_sdk(live_server, api_key) -> FirecrawlClient:
+    """firecrawl-py's v2 client: its `Firecrawl` wrapper does not pass
+    `get_credit_usage_historical` on, the client it wraps has it."""
+    return FirecrawlClient(api_key=api_key, api_url=live_server.url, max_retries=1)
+
+
+def test_historical_credit_usage_lists_each_month_the_team_used_credits_oldest_first(
+    v2_sdk, checks
+):
+    with time_machine.travel(NOW, tick=False):
+        history = v2_sdk.get_credit_usage_historical()
+
+    assert history.success is True
+    assert [p.model_dump() for p in history.periods] == [
+        {
+            "startDate": "2026-10-01T00:00:00.000Z",
+            "endDate": "2026-11-01T00:00:00.000Z",
+            "apiKey": None,
+            "creditsUsed": 500,
+        },
+        {
+            "startDate": "2026-11-01T00:00:00.000Z",
+            "endDate": "2026-12-01T00:00:00.000Z",
+            "apiKey": None,
+            "creditsUsed": 40 + 7,
+        },
+    ]
+
+
+def test_the_current_months_historical_period_is_what_credit_usage_reports(
+    v2_sdk, team, checks
+):
+    monitor = Monitor.objects.get(team=team)
+    Check.objects.create(
+        monitor=monitor, status=Check.Status.COMPLETED,
+        finished_at=datetime(2026, 11, 1, tzinfo=UTC),
+        actual_credits=3, billing_status=Check.Billing.CONFIRMED,
+    )  # fmt: skip
+
+    with time_machine.travel(NOW, tick=False):
+        current = v2_sdk.get_credit_usage_historical().periods[-1]
+        usage = v2_sdk.http_client.get("/v2/team/credit-usage").json()["data"]
+
+    assert current.startDate == usage["billingPeriodStart"]
+    assert current.endDate == usage["billingPeriodEnd"]
+    assert current.creditsUsed == usage["creditsUsed"] == 40 + 7 + 3
+
+
+def test_a_team_that_never_used_credits_has_one_period_this_month_at_zero(
+    v2_sdk, team, other_team, checks
+):
+    Check.objects.filter(monitor__team=team).delete()
+
+    with time_machine.travel(NOW, tick=False):
+        periods = v2_sdk.get_credit_usage_historical().periods
+
+    assert [(p.startDate, p.creditsUsed) for p in periods] == [
+        ("2026-11-01T00:00:00.000Z", 0)
+    ]
+
+
+def test_historical_usage_by_api_key_is_the_teams_as_no_check_records_its_key(
+    v2_sdk, checks
+):
+    with time_machine.travel(NOW, tick=False):
+        by_key = v2_sdk.get_credit_usage_historical(by_api_key=True)
+        whole = v2_sdk.get_credit_usage_historical()
+
+    assert by_key.periods == whole.periods
+    assert all(p.apiKey is None for p in by_key.periods)
+
+
+def test_the_openapi_document_has_historical_credit_usage(client, db):
+    schema = client.get("/v2/openapi.json").json()
+    operation = schema["paths"]["/v2/team/credit-usage/historical"]["get"]
+    assert operation["operationId"] == "getCreditUsageHistorical"
+    assert [p["name"] for p in operation["parameters"]][0] == "byApiKey"

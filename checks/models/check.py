@@ -20,7 +20,7 @@ from typing import Any
 from django.db import models, transaction
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast, Coalesce, TruncMonth
 
 from checks.errors import ErrorKind
 from checks.models.pages import PageResult
@@ -139,6 +139,23 @@ class CheckQuerySet(models.QuerySet["Check"]):
             total=Sum("reserved_credits")
         )["total"]
         return (spent or 0) + (held or 0)
+
+    def credits_by_month(self, team: Team, now: datetime) -> dict[datetime, int]:
+        """Credits a team has used in each UTC calendar month (the billing
+        period of `credits_used`) its checks finished in, oldest first; the
+        current month always, counted as `credits_used` counts it. Only the
+        checks still kept count: those pruned for retention took theirs along."""
+        months = (
+            self.filter(monitor__team=team, actual_credits__isnull=False)
+            .filter(finished_at__lt=month_start(now))
+            .annotate(month=TruncMonth("finished_at", tzinfo=UTC))
+            .values("month")
+            .annotate(total=Sum("actual_credits"))
+            .order_by("month")
+        )
+        used = {row["month"]: row["total"] for row in months}
+        used[month_start(now)] = self.credits_used(team, now)
+        return used
 
     def queue_status(self, team: Team) -> dict[str, Any]:
         """A team's checks waiting and running, and when one last completed,

@@ -194,11 +194,19 @@ def url_problem(url: str) -> tuple[str, str] | None:
     parsed, error = checked_url(url)
     if parsed is None:
         return "invalid", error or "URL is not valid."
-    blocked = host_block_reason(parsed.host, allow_private_targets())
-    if blocked:
-        shown = url if len(url) <= 200 else url[:199] + "…"
-        return "blocked_address", f"Pagewatch can never connect to {shown}: {blocked}."
-    return None
+    shown = url if len(url) <= 200 else url[:199] + "…"
+    refusal = address_refusal(parsed.host, shown)
+    return None if refusal is None else ("blocked_address", refusal)
+
+
+def address_refusal(host: str, shown: str) -> str | None:
+    """The words refusing `shown` when `host` can never be connected to,
+    judged without DNS (IP literals and localhost), or None. Every address
+    Pagewatch is given (a monitor's URL, a channel's) is refused in these words."""
+    blocked = host_block_reason(host, allow_private_targets())
+    if blocked is None:
+        return None
+    return f"Pagewatch can never connect to {shown}: {blocked}."
 
 
 class StringMapField(serializers.DictField):

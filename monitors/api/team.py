@@ -1,15 +1,16 @@
-"""GET /v2/team/credit-usage and GET /v2/team/queue-status, shaped as
-Firecrawl's, so that the official CLI's `firecrawl --status` and
-`firecrawl credit-usage` and the SDKs' `get_credit_usage()` and
-`get_queue_status()` answer about this team instead of failing. Readable with
-a read key."""
+"""GET /v2/team/credit-usage, GET /v2/team/credit-usage/historical and GET
+/v2/team/queue-status, shaped as Firecrawl's, so that the official CLI's
+`firecrawl --status` and `firecrawl credit-usage`, the SDKs'
+`get_credit_usage()`, `get_credit_usage_historical()` and `get_queue_status()`
+and the MCP server's `firecrawl_credit_usage` answer about this team instead
+of failing. Readable with a read key."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -48,6 +49,41 @@ CREDIT_USAGE = envelope(
             ),
         },
     ),
+)
+
+CREDIT_USAGE_HISTORICAL = inline_serializer(
+    "CreditUsageHistoricalResponse",
+    {
+        "success": serializers.BooleanField(help_text="Always true."),
+        "periods": inline_serializer(
+            "CreditUsageHistoricalPeriod",
+            {
+                "startDate": TimestampField(
+                    help_text="The first moment of the month (UTC)."
+                ),
+                "endDate": TimestampField(
+                    help_text="When the next month starts (UTC)."
+                ),
+                "creditsUsed": serializers.IntegerField(
+                    help_text="Credits the team's checks that finished this "
+                    "month used; for the current month also those held by "
+                    "checks still running, as in /v2/team/credit-usage."
+                ),
+            },
+            many=True,
+            help_text="Oldest first: every month in which a check still kept "
+            "(see the monitors' retention) used credits, and the current "
+            "month. Never broken down by API key (no `apiKey`): scheduled "
+            "checks belong to no key.",
+        ),
+    },
+)
+
+BY_API_KEY = OpenApiParameter(
+    "byApiKey",
+    bool,
+    description="Accepted for Firecrawl's clients; the periods are the "
+    "team's either way.",
 )
 
 QUEUE_STATUS = inline_serializer(
@@ -96,6 +132,32 @@ class CreditUsageView(ApiView):
                 "creditsUsed": used,
                 "billingPeriodStart": wire_time(start),
                 "billingPeriodEnd": wire_time(_next_month(start)),
+            }
+        )
+
+
+class CreditUsageHistoricalView(ApiView):
+    @extend_schema(
+        operation_id="getCreditUsageHistorical",
+        summary="Credits the team used, month by month",
+        parameters=[BY_API_KEY, *RESPONSE_HEADERS],
+        responses={200: CREDIT_USAGE_HISTORICAL} | error_responses(),
+    )
+    def get(self, request: Request) -> Response:
+        months = Check.objects.credits_by_month(request.user.team, timezone.now())
+        # Top-level `periods`, no `data` envelope: the SDKs read Firecrawl's
+        # answer this way.
+        return Response(
+            {
+                "success": True,
+                "periods": [
+                    {
+                        "startDate": wire_time(start),
+                        "endDate": wire_time(_next_month(start)),
+                        "creditsUsed": used,
+                    }
+                    for start, used in months.items()
+                ],
             }
         )
 

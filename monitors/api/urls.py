@@ -47,6 +47,7 @@ urlpatterns = [
     path("export", api(moving.ExportView)),
     path("activity", api(activity.ActivityListView)),
     path("team/credit-usage", api(team.CreditUsageView)),
+    path("team/credit-usage/historical", api(team.CreditUsageHistoricalView)),
     path("team/queue-status", api(team.QueueStatusView)),
     path("channels", api(channels.ChannelListView)),
     path(

@@ -8,6 +8,9 @@ resolves and judges every host itself, so a URL aimed at a private or metadata
 address is refused like any other fetch.
 Plugins that do not speak HTTP (mail, XMPP, MQTT, IRC, APRS, SMPP, desktop
 and syslog ones) would go around the proxy and are refused when the channel is saved.
+So is a URL whose host is written as a forbidden address (json://10.0.0.5/…),
+in the words a monitor's URL is refused with; host names are not looked up
+then, as many Apprise URLs hold an id where a host would be.
 
 Proxies are set in the process environment, so within a process only the sends
 of one drain run at a time (a Celery prefork child runs one task at a time
@@ -19,6 +22,7 @@ of them never touch an Apprise channel, so they need not carry its modules."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
 from collections.abc import Iterator
@@ -27,9 +31,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from checks.fetch.policy import ip_literal
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.outbound import Attempt, Outbound, run_one
+from checks.targets.options import address_refusal
 
 if TYPE_CHECKING:
     from checks.browser.proxy import GuardProxy
@@ -74,6 +80,32 @@ def url_problem(url: str) -> str | None:
             "(or the URL is incomplete)."
         )
     return None
+
+
+def address_problem(url: str) -> str | None:
+    """Why the host a valid Apprise URL names can never be reached, judged
+    without DNS: an address written out (or localhost). Any other host is
+    judged by the proxy at every send, at the address it resolves to then."""
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
+    host = str(getattr(plugin, "host", None) or "")
+    bare = host.removeprefix("[").removesuffix("]")
+    if not bare or _number_form(bare):
+        return None
+    return address_refusal(host, bare)
+
+
+def _number_form(host: str) -> bool:
+    """A host a resolver would read as an IPv4 address in one of inet_aton's
+    number forms (`1234567`, `127.1`): in Apprise URLs that is an id (a
+    Telegram bot's, a Discord webhook's), not an address, so it is left to
+    the proxy."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return ip_literal(host) is not None
+    return False
 
 
 def service_name(url: str) -> str:
@@ -267,7 +299,7 @@ class AppriseKind(ChannelKind):
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
         cleaned = super().clean(settings)
-        problem = url_problem(cleaned["url"])
+        problem = url_problem(cleaned["url"]) or address_problem(cleaned["url"])
         if problem:
             raise SettingsError({"url": problem})
         return cleaned
