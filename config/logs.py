@@ -25,10 +25,18 @@ def hidden(text: str) -> str:
     return _CREDENTIALS.sub(lambda found: (found[1] or found[2]) + "[hidden]", text)
 
 
+# The console e-mail backend's logger (config/mail.py). Until SMTP is set up
+# the log IS the mailbox: the operator trying Pagewatch out copies a
+# confirmation or invitation link from it, so its links stay whole.
+MAILBOX = "pagewatch.mail"
+
+
 class WithoutCredentials(logging.Filter):
     """On a handler: the record's message with the credentials masked."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == MAILBOX:
+            return True
         message = record.getMessage()
         masked = hidden(message)
         if masked != message:

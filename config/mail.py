@@ -19,8 +19,9 @@ from django.core.mail.message import EmailMessage
 from django.utils.module_loading import import_string
 
 from config.env import ConfigError
+from config.logs import MAILBOX
 
-logger = logging.getLogger("pagewatch.mail")
+logger = logging.getLogger(MAILBOX)
 
 RULE = "-" * 72
 
