@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.translation import ngettext
 
 from checks.content import ExtractionError
 from checks.models import (
@@ -30,12 +31,14 @@ from checks.models import (
     Snapshot,
     WebhookDelivery,
 )
+from checks.notify import deliveries
 from checks.notify.kinds.base import mask_url
 from monitors.admin.shared import (
     CountedDeleteMixin,
     admin_link,
     changelist_link,
     json_block,
+    report_action,
     summary_text,
 )
 
@@ -372,6 +375,29 @@ class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "updated_at",
     ]
     readonly_fields = ["destination", "body_text"]
+    actions = ["retry_now"]
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        # The rows are never edited here, but a retry changes one: staff who
+        # may only view deliveries do not get the action.
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+
+    @admin.action(description="Retry the selected deliveries now",
+                  permissions=["retry"])  # fmt: skip
+    def retry_now(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """The dashboard's "Retry now": a waiting or failed delivery is due at
+        once and queued; one delivered, being sent or cancelled is left."""
+        count = sum(deliveries.retry_now(delivery) for delivery in queryset)
+        report_action(
+            self,
+            request,
+            ngettext("Retrying %d delivery now.", "Retrying %d deliveries now.", count)
+            % count,  # fmt: skip
+            done=count,
+            left=queryset.count() - count,
+            why_left="delivered, being sent or cancelled",
+        )
 
     @admin.display(description="Monitor", ordering="monitor__name")
     def monitor_link(self, delivery: Any) -> str:

@@ -499,3 +499,120 @@ def test_a_webhook_channels_address_is_shown_in_shape_only(admin_client, team):
 
     assert "hooks.slack.com/services/" in page
     assert "XXXXsecretXXXX" not in page
+
+
+def _run_action(client, model, action: str, ids: list) -> list[str]:
+    response = client.post(
+        admin_url(model, "changelist"),
+        {"action": action, "_selected_action": ids},
+        follow=True,
+    )
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_run_now_in_the_admin_queues_a_manual_check_logged_like_the_dashboards(
+    admin_client, monitor, django_capture_on_commit_callbacks
+):
+    paused = Monitor.objects.create(
+        team=monitor.team, name="Paused", schedule_cron="0 * * * *"
+    )
+    paused.pause()
+    paused.save()
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        said = _run_action(
+            admin_client, Monitor, "run_now_selected", [monitor.pk, paused.pk]
+        )
+
+    check = Check.objects.get()
+    assert (check.monitor, check.trigger, check.status) == (
+        monitor,
+        Check.Trigger.MANUAL,
+        Check.Status.QUEUED,
+    )
+    assert len(sent) == 1  # the check goes to a worker once committed
+    monitor.refresh_from_db()
+    assert monitor.current_check_id == check.pk
+    entry = Activity.objects.get(kind=Activity.Kind.MONITOR_RUN)
+    assert (entry.monitor, entry.via) == (monitor, Activity.Via.ADMIN)
+    assert said == [
+        "Started a check of 1 monitor. 1 left as it was "
+        "(paused, deleted or already running a check)."
+    ]
+
+
+def test_run_now_in_the_admin_starts_no_second_check_beside_a_running_one(
+    admin_client, monitor
+):
+    running = Check.objects.create(
+        monitor=monitor,
+        status=Check.Status.RUNNING,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=NOW,
+        estimated_credits=1,
+    )
+
+    said = _run_action(admin_client, Monitor, "run_now_selected", [monitor.pk])
+
+    assert list(Check.objects.all()) == [running]
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()
+    assert said == [
+        "Nothing changed: the selection was paused, deleted or already running a check."
+    ]
+
+
+def _delivery(monitor, status: str) -> WebhookDelivery:
+    return WebhookDelivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=monitor,
+        event="monitor.check.completed",
+        url="https://hooks.example.com/in",
+        body="{}",
+        status=status,
+        attempts=5,
+    )
+
+
+def test_a_failed_delivery_is_retried_from_the_admin_as_from_the_dashboard(
+    admin_client, monitor, django_capture_on_commit_callbacks
+):
+    failed = _delivery(monitor, Delivery.Status.FAILED)
+    delivered = _delivery(monitor, Delivery.Status.DELIVERED)
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        said = _run_action(
+            admin_client, WebhookDelivery, "retry_now", [failed.pk, delivered.pk]
+        )
+
+    failed.refresh_from_db()
+    delivered.refresh_from_db()
+    assert failed.status == Delivery.Status.PENDING
+    assert failed.next_attempt_at is not None
+    assert delivered.status == Delivery.Status.DELIVERED
+    assert len(sent) == 1  # queued for the notifications worker once committed
+    assert said == [
+        "Retrying 1 delivery now. 1 left as it was "
+        "(delivered, being sent or cancelled)."
+    ]
+
+
+def test_staff_who_may_only_view_deliveries_cannot_retry_them(
+    client, monitor, django_user_model
+):
+    model = WebhookDelivery
+    viewer = django_user_model.objects.create_user("vera", is_staff=True)
+    viewer.user_permissions.add(
+        Permission.objects.get(codename=f"view_{model._meta.model_name}")
+    )
+    client.force_login(viewer)
+    failed = _delivery(monitor, Delivery.Status.FAILED)
+
+    listing = client.get(admin_url(model, "changelist")).content.decode()
+    client.post(
+        admin_url(model, "changelist"),
+        {"action": "retry_now", "_selected_action": [failed.pk]},
+    )
+
+    failed.refresh_from_db()
+    assert listing.count("<tr") > 1 and 'value="retry_now"' not in listing
+    assert failed.status == Delivery.Status.FAILED
