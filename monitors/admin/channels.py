@@ -22,7 +22,10 @@ from checks.notify.kinds.base import mask_url
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
+    KindFilter,
+    TeamFilter,
     changelist_link,
+    kind_words,
 )
 from monitors.admin.teams import _admin
 from monitors.api.channels import ChannelInputSerializer
@@ -84,9 +87,10 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     list_display = ["name", "team", "kind_label", "digest", "failing_after",
                     "owner_monitor", "created_at"]  # fmt: skip
     form = ChannelAdminForm
-    list_filter = ["kind", "digest"]
+    list_filter = [KindFilter, "digest", TeamFilter]
     list_select_related = ["team", "owner_monitor"]
     search_fields = ["name", "team__name"]
+    search_help_text = "Channel or team name."
     fields = ["name", "team", "kind_label", "masked_settings", "events", "digest",
               "digest_at", "failing_after", "owner_monitor", "deliveries_link",
               "created_at", "updated_at"]  # fmt: skip
@@ -180,8 +184,7 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
 
     @admin.display(description="Kind", ordering="kind")
     def kind_label(self, channel: Channel) -> str:
-        kind = kinds.kind_for(channel.kind)
-        return kind.label if kind else f"{channel.kind} (not installed)"
+        return kind_words(channel.kind)
 
     @admin.display(description="Settings")
     def masked_settings(self, channel: Channel) -> str:
