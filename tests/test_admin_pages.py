@@ -27,6 +27,7 @@ from checks.models import (
 from monitors.models import (
     ApiKey,
     Channel,
+    EmailRecipient,
     Membership,
     Monitor,
     MonitorChannel,
@@ -723,3 +724,41 @@ def test_channels_checks_and_deliveries_are_filtered_by_team(
             or row.monitor.team_id == monitor.team_id
             for row in rows
         ), url
+
+
+def test_an_address_is_found_across_monitors_and_its_emails_stopped_in_the_admin(
+    admin_client, monitor, other_team
+):
+    theirs = Monitor.objects.create(
+        team=other_team, name="Their prices", schedule_cron="0 * * * *"
+    )
+    ours = EmailRecipient.objects.create(
+        monitor=monitor, email="ext@partner.test", status="confirmed", source="opt_in"
+    )
+    EmailRecipient.objects.create(
+        monitor=theirs, email="ext@partner.test", status="pending", source="opt_in"
+    )
+    EmailRecipient.objects.create(
+        monitor=monitor, email="ops@acme.test", status="confirmed", source="opt_in"
+    )
+    url = admin_url(EmailRecipient, "changelist")
+
+    found = admin_client.get(url, {"q": "ext@partner.test"})
+    said = _run_action(admin_client, EmailRecipient, "stop_emails", [ours.pk])
+
+    # Someone asking to be taken off every list is found on each monitor.
+    assert {r.monitor.name for r in found.context["cl"].result_list} == {
+        "Pricing page",
+        "Their prices",
+    }
+    ours.refresh_from_db()
+    assert ours.status == EmailRecipient.Status.UNSUBSCRIBED
+    assert ours.unsubscribed_at is not None
+    entry = Activity.objects.get(kind=Activity.Kind.EMAIL_UNSUBSCRIBED)
+    assert (entry.team, entry.via) == (monitor.team, Activity.Via.ADMIN)
+    assert entry.what_words == (
+        "Stopped the e-mails of monitor “Pricing page” to ext@partner.test"
+    )
+    assert said == ["Stopped the e-mails to 1 address."]
+    # Consent records are never written by hand.
+    assert admin_client.get(admin_url(EmailRecipient, "add")).status_code == 403

@@ -20,6 +20,7 @@ from django.utils.translation import ngettext
 from checks.deleting import delete_monitors
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, Delivery, PageResult, PageState
+from checks.notify import consent
 from checks.notify.kinds.base import mask_url
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
@@ -30,7 +31,9 @@ from monitors.admin.monitor_form import (
 )
 from monitors.admin.shared import (
     CountedDeleteMixin,
+    MonitorTeamFilter,
     TeamFilter,
+    admin_link,
     changelist_link,
     json_block,
     report_action,
@@ -478,4 +481,73 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
             Monitor.objects.alive()
             .filter(pk__in=queryset.values("pk"), status=status)
             .select_for_update()
+        )
+
+
+@admin.register(EmailRecipient)
+class EmailRecipientAdmin(admin.ModelAdmin):
+    """Every monitor's e-mail addresses in one list, so someone asking to be
+    taken off is found on each monitor that mails them. Consent records are
+    never written by hand; "stop e-mails" does what the unsubscribe link in
+    the e-mails does."""
+
+    list_display = ["email", "monitor_link", "team", "status", "source",
+                    "added_by", "confirmed_at", "unsubscribed_at",
+                    "created_at"]  # fmt: skip
+    list_filter = ["status", "source", MonitorTeamFilter]
+    list_select_related = ["monitor__team"]
+    search_fields = ["email", "monitor__name", "monitor__team__name"]
+    search_help_text = "Address, monitor or team."
+    show_full_result_count = False
+    fields = ["email", "monitor", "status", "source", "added_by",
+              "confirmation_sent_at", "confirmed_at", "unsubscribed_at",
+              "created_at"]  # fmt: skip
+    readonly_fields = fields
+    actions = ["stop_emails"]
+    # Never deleted by hand (that would drop the record of consent), but
+    # they go with their monitor.
+    deleted_with_owner = True
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_stop_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("monitors.change_emailrecipient")
+
+    @admin.display(description="Monitor", ordering="monitor__name")
+    def monitor_link(self, recipient: EmailRecipient) -> str:
+        return admin_link(recipient.monitor)
+
+    @admin.display(description="Team", ordering="monitor__team__name")
+    def team(self, recipient: EmailRecipient) -> str:
+        return recipient.monitor.team.name
+
+    @admin.action(description="Stop e-mails to the selected addresses",
+                  permissions=["stop"])  # fmt: skip
+    def stop_emails(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = 0
+        for recipient in queryset.select_related("monitor"):
+            if consent.unsubscribe_recipient(recipient):
+                record(_admin(request), recipient.monitor.team_id,
+                       Kind.EMAIL_UNSUBSCRIBED, recipient.monitor,
+                       email=recipient.email)  # fmt: skip
+                count += 1
+        report_action(
+            self,
+            request,
+            ngettext(
+                "Stopped the e-mails to %d address.",
+                "Stopped the e-mails to %d addresses.",
+                count,
+            )
+            % count,
+            done=count,
+            left=queryset.count() - count,
+            why_left="already unsubscribed",
         )
