@@ -762,3 +762,23 @@ def test_an_address_is_found_across_monitors_and_its_emails_stopped_in_the_admin
     assert said == ["Stopped the e-mails to 1 address."]
     # Consent records are never written by hand.
     assert admin_client.get(admin_url(EmailRecipient, "add")).status_code == 403
+
+
+def test_the_admin_names_a_check_by_its_time_not_its_id(admin_client, monitor):
+    check = Check.objects.create(
+        monitor=monitor,
+        status=Check.Status.COMPLETED,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=NOW,
+        estimated_credits=1,
+    )
+    PageResult.objects.create(
+        check_run=check, target_id=check.pk, url="https://example.com/", status="same"
+    )
+
+    listing = admin_client.get(admin_url(PageResult, "changelist")).content.decode()
+    page = admin_client.get(admin_url(Check, "change", check.pk)).content.decode()
+
+    for shown in (listing, page):
+        assert "Completed check of 2025-03-10 12:00 UTC" in shown
+        assert f"check of {check.monitor_id}" not in shown
