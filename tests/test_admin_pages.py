@@ -24,6 +24,7 @@ from checks.models import (
     PageResult,
     WebhookDelivery,
 )
+from checks.notify import kinds
 from monitors.models import (
     ApiKey,
     Channel,
@@ -782,3 +783,32 @@ def test_the_admin_names_a_check_by_its_time_not_its_id(admin_client, monitor):
     for shown in (listing, page):
         assert "Completed check of 2025-03-10 12:00 UTC" in shown
         assert f"check of {check.monitor_id}" not in shown
+
+
+def test_an_administrator_sends_a_channel_a_test_message_as_the_dashboard_does(
+    admin_client, team, monitor, django_user_model, mailoutbox
+):
+    mia = django_user_model.objects.create_user("mia", "mia@acme.test")
+    Membership.objects.create(team=team, user=mia, role=Membership.Role.OWNER)
+    people = Channel.objects.create(
+        team=team,
+        name="Pricing people",
+        kind="team_email",
+        settings=kinds.kind_for("team_email").clean_for(
+            team, {"recipients": ["mia@acme.test"]}
+        ),
+    )
+    own = Channel.objects.create(
+        team=team, name="Own", kind="email", owner_monitor=monitor, settings={}
+    )
+
+    said = _run_action(admin_client, Channel, "send_test", [people.pk, own.pk])
+
+    assert [m.to for m in mailoutbox] == [["mia@acme.test"]]
+    test = Delivery.objects.get(channel=people)
+    assert (test.event, test.status) == ("channel.test", Delivery.Status.DELIVERED)
+    assert not Delivery.objects.filter(channel=own).exists()
+    assert said == [
+        "Left “Own” alone: a monitor's own channel is tested from its monitor.",
+        "Test message sent to “Pricing people”.",
+    ]
