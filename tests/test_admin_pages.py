@@ -812,3 +812,25 @@ def test_an_administrator_sends_a_channel_a_test_message_as_the_dashboard_does(
         "Left “Own” alone: a monitor's own channel is tested from its monitor.",
         "Test message sent to “Pricing people”.",
     ]
+
+
+def test_a_persons_admin_page_lists_their_teams_and_roles_without_changing_them(
+    admin_client, team, other_team, django_user_model
+):
+    olive = django_user_model.objects.create_user("olive", "olive@acme.test")
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.OWNER)
+    Membership.objects.create(team=other_team, user=olive, role=Membership.Role.VIEWER)
+    url = admin_url(get_user_model(), "change", olive.pk)
+
+    page = admin_client.get(url)
+
+    # Whoever decides to switch off or delete an account sees what it holds;
+    # roles are changed on the team's page, where the change is logged.
+    rows = page.content.decode()
+    assert admin_url(Team, "change", team.pk) in rows
+    assert admin_url(Team, "change", other_team.pk) in rows
+    assert ">Owner<" in rows and ">Viewer<" in rows
+    assert not [
+        name for name in page.context["adminform"].form.data if "membership" in name
+    ]
+    assert 'name="membership_set-0-role"' not in rows
