@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.translation import ngettext
 
 from checks.content import ExtractionError
 from checks.models import (
@@ -30,14 +31,22 @@ from checks.models import (
     Snapshot,
     WebhookDelivery,
 )
+from checks.notify import deliveries, emails, events
+from checks.notify import messages as channel_messages
 from checks.notify.kinds.base import mask_url
 from monitors.admin.shared import (
+    ChannelTeamFilter,
     CountedDeleteMixin,
+    KindFilter,
+    MonitorTeamFilter,
     admin_link,
     changelist_link,
     json_block,
+    kind_words,
+    report_action,
     summary_text,
 )
+from monitors.templatetags.pagewatch import event_label
 
 # Page results shown inline on a check; the rest are one click away.
 INLINE_PAGE_LIMIT = 50
@@ -101,7 +110,7 @@ class CheckAdmin(CountedDeleteMixin, ReadOnlyMixin, admin.ModelAdmin):
     ]
     # A date filter, not date_hierarchy: the hierarchy's links are read from
     # every row's date (a DISTINCT over the whole table on each load).
-    list_filter = ["status", "trigger", "created_at"]
+    list_filter = ["status", "trigger", "created_at", MonitorTeamFilter]
     list_select_related = ["monitor"]
     search_fields = ["monitor__name"]
     show_full_result_count = False
@@ -336,10 +345,27 @@ class DeliveryAttemptInline(ReadOnlyMixin, admin.TabularInline):
         return preview(attempt.response_body)
 
 
+class EventFilter(admin.SimpleListFilter):
+    """Events in the dashboard's words, from the list each admin names (its
+    `event_names`): Django's own filter showed the stored names, read with a
+    DISTINCT over the whole outbox on every load."""
+
+    title = "event"
+    parameter_name = "event"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(name, event_label(name)) for name in model_admin.event_names]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(event=value) if value else queryset
+
+
 class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    event_names: tuple[str, ...] = (*events.ALL, events.TEST)
     list_display = [
         "created_at",
-        "event",
+        "event_words",
         "status",
         "monitor_link",
         "destination",
@@ -349,12 +375,12 @@ class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "delivered_at",
     ]
     # As on checks: a date filter, not date_hierarchy.
-    list_filter = ["status", "event", "created_at"]
+    list_filter = ["status", EventFilter, "created_at", MonitorTeamFilter]
     list_select_related = ["monitor"]
     show_full_result_count = False
     inlines = [DeliveryAttemptInline]
     fields = [
-        "event",
+        "event_words",
         "status",
         "monitor",
         "check_run",
@@ -371,11 +397,42 @@ class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "created_at",
         "updated_at",
     ]
-    readonly_fields = ["destination", "body_text"]
+    readonly_fields = ["event_words", "destination", "body_text"]
+    actions = ["retry_now"]
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        # The rows are never edited here, but a retry changes one: staff who
+        # may only view deliveries do not get the action.
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
+
+    @admin.action(description="Retry the selected deliveries now",
+                  permissions=["retry"])  # fmt: skip
+    def retry_now(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """The dashboard's "Retry now": a waiting or failed delivery is due at
+        once and queued; one delivered, being sent or cancelled is left."""
+        count = sum(deliveries.retry_now(delivery) for delivery in queryset)
+        report_action(
+            self,
+            request,
+            ngettext("Retrying %d delivery now.", "Retrying %d deliveries now.", count)
+            % count,  # fmt: skip
+            done=count,
+            left=queryset.count() - count,
+            why_left="delivered, being sent or cancelled",
+        )
 
     @admin.display(description="Monitor", ordering="monitor__name")
     def monitor_link(self, delivery: Any) -> str:
         return admin_link(delivery.monitor)
+
+    @admin.display(description="Event", ordering="event")
+    def event_words(self, delivery: Any) -> str:
+        return event_label(delivery.event)
+
+    @admin.display(description="Kind", ordering="kind")
+    def kind_words(self, delivery: Any) -> str:
+        return kind_words(delivery.kind)
 
     @admin.display(description="Destination")
     def destination(self, delivery: Any) -> str:
@@ -400,17 +457,28 @@ class WebhookDeliveryAdmin(DeliveryAdmin):
 
 @admin.register(ChannelDelivery)
 class ChannelDeliveryAdmin(DeliveryAdmin):
-    list_display = ["created_at", "event", "status", "channel", "kind", "monitor_link",
-                    "attempts", "last_error", "next_attempt_at"]  # fmt: skip
-    list_filter = ["status", "kind", "event", "created_at"]
+    event_names = (
+        channel_messages.CHANGE,
+        channel_messages.FAILING,
+        channel_messages.RECOVERED,
+        channel_messages.DIGEST,
+        channel_messages.TEST,
+    )
+    list_display = ["created_at", "event_words", "status", "channel", "kind_words",
+                    "monitor_link", "attempts", "last_error",
+                    "next_attempt_at"]  # fmt: skip
+    list_filter = ["status", KindFilter, EventFilter, "created_at",
+                   ChannelTeamFilter]  # fmt: skip
     list_select_related = ["monitor", "channel"]
     search_fields = ["channel__name", "monitor__name"]
     search_help_text = "Channel or monitor name."
-    fields = ["channel", "kind", *DeliveryAdmin.fields]
+    fields = ["channel", "kind_words", *DeliveryAdmin.fields]
+    readonly_fields = ["kind_words", *DeliveryAdmin.readonly_fields]
 
 
 @admin.register(EmailDelivery)
 class EmailDeliveryAdmin(DeliveryAdmin):
+    event_names = (emails.NOTIFICATION, emails.CONFIRMATION, emails.WEBHOOK_DISABLED)
     search_fields = ["email", "monitor__name"]
     search_help_text = "Address or monitor name."
     # An e-mail has no webhook id.

@@ -528,6 +528,12 @@ class Activity(models.Model):
             return said
         if self.kind == kind.EMAIL_CONFIRMED:
             return f"Confirmed the e-mails of monitor “{self.monitor_name}”"
+        if self.kind == kind.EMAIL_UNSUBSCRIBED and self.via == self.Via.ADMIN:
+            # An administrator acting for the address, not its own link.
+            return (
+                f"Stopped the e-mails of monitor “{self.monitor_name}” "
+                f"to {d.get('email') or 'an address'}"
+            )
         if self.kind == kind.EMAIL_UNSUBSCRIBED:
             return f"Unsubscribed from the e-mails of monitor “{self.monitor_name}”"
         return self.get_kind_display()

@@ -24,9 +24,11 @@ from checks.models import (
     PageResult,
     WebhookDelivery,
 )
+from checks.notify import kinds
 from monitors.models import (
     ApiKey,
     Channel,
+    EmailRecipient,
     Membership,
     Monitor,
     MonitorChannel,
@@ -499,3 +501,336 @@ def test_a_webhook_channels_address_is_shown_in_shape_only(admin_client, team):
 
     assert "hooks.slack.com/services/" in page
     assert "XXXXsecretXXXX" not in page
+
+
+def _run_action(client, model, action: str, ids: list) -> list[str]:
+    response = client.post(
+        admin_url(model, "changelist"),
+        {"action": action, "_selected_action": ids},
+        follow=True,
+    )
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_run_now_in_the_admin_queues_a_manual_check_logged_like_the_dashboards(
+    admin_client, monitor, django_capture_on_commit_callbacks
+):
+    paused = Monitor.objects.create(
+        team=monitor.team, name="Paused", schedule_cron="0 * * * *"
+    )
+    paused.pause()
+    paused.save()
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        said = _run_action(
+            admin_client, Monitor, "run_now_selected", [monitor.pk, paused.pk]
+        )
+
+    check = Check.objects.get()
+    assert (check.monitor, check.trigger, check.status) == (
+        monitor,
+        Check.Trigger.MANUAL,
+        Check.Status.QUEUED,
+    )
+    assert len(sent) == 1  # the check goes to a worker once committed
+    monitor.refresh_from_db()
+    assert monitor.current_check_id == check.pk
+    entry = Activity.objects.get(kind=Activity.Kind.MONITOR_RUN)
+    assert (entry.monitor, entry.via) == (monitor, Activity.Via.ADMIN)
+    assert said == [
+        "Started a check of 1 monitor. 1 left as it was "
+        "(paused, deleted or already running a check)."
+    ]
+
+
+def test_run_now_in_the_admin_starts_no_second_check_beside_a_running_one(
+    admin_client, monitor
+):
+    running = Check.objects.create(
+        monitor=monitor,
+        status=Check.Status.RUNNING,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=NOW,
+        estimated_credits=1,
+    )
+
+    said = _run_action(admin_client, Monitor, "run_now_selected", [monitor.pk])
+
+    assert list(Check.objects.all()) == [running]
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()
+    assert said == [
+        "Nothing changed: the selection was paused, deleted or already running a check."
+    ]
+
+
+def _delivery(monitor, status: str) -> WebhookDelivery:
+    return WebhookDelivery.objects.create(
+        kind=Delivery.Kind.WEBHOOK,
+        monitor=monitor,
+        event="monitor.check.completed",
+        url="https://hooks.example.com/in",
+        body="{}",
+        status=status,
+        attempts=5,
+    )
+
+
+def test_a_failed_delivery_is_retried_from_the_admin_as_from_the_dashboard(
+    admin_client, monitor, django_capture_on_commit_callbacks
+):
+    failed = _delivery(monitor, Delivery.Status.FAILED)
+    delivered = _delivery(monitor, Delivery.Status.DELIVERED)
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        said = _run_action(
+            admin_client, WebhookDelivery, "retry_now", [failed.pk, delivered.pk]
+        )
+
+    failed.refresh_from_db()
+    delivered.refresh_from_db()
+    assert failed.status == Delivery.Status.PENDING
+    assert failed.next_attempt_at is not None
+    assert delivered.status == Delivery.Status.DELIVERED
+    assert len(sent) == 1  # queued for the notifications worker once committed
+    assert said == [
+        "Retrying 1 delivery now. 1 left as it was "
+        "(delivered, being sent or cancelled)."
+    ]
+
+
+def test_staff_who_may_only_view_deliveries_cannot_retry_them(
+    client, monitor, django_user_model
+):
+    model = WebhookDelivery
+    viewer = django_user_model.objects.create_user("vera", is_staff=True)
+    viewer.user_permissions.add(
+        Permission.objects.get(codename=f"view_{model._meta.model_name}")
+    )
+    client.force_login(viewer)
+    failed = _delivery(monitor, Delivery.Status.FAILED)
+
+    listing = client.get(admin_url(model, "changelist")).content.decode()
+    client.post(
+        admin_url(model, "changelist"),
+        {"action": "retry_now", "_selected_action": [failed.pk]},
+    )
+
+    failed.refresh_from_db()
+    assert listing.count("<tr") > 1 and 'value="retry_now"' not in listing
+    assert failed.status == Delivery.Status.FAILED
+
+
+@pytest.mark.parametrize(
+    ("model", "kind", "event", "words"),
+    [
+        (WebhookDelivery, Delivery.Kind.WEBHOOK, "monitor.check.completed",
+         "Check finished"),
+        (EmailDelivery, Delivery.Kind.EMAIL, "email.notification", "E-mail"),
+        (Delivery, "apprise", "channel.change", "Changes"),
+    ],
+)  # fmt: skip
+def test_delivery_lists_name_events_in_words_without_reading_every_row(
+    admin_client, monitor, channel, model, kind, event, words
+):
+    delivery = Delivery.objects.create(
+        kind=kind,
+        monitor=monitor,
+        channel=channel if kind == "apprise" else None,
+        event=event,
+        url="https://hooks.example.com/in",
+        email="ops@example.com",
+        body="{}",
+    )
+    url = admin_url(model, "changelist") if model is not Delivery else (
+        reverse("admin:checks_channeldelivery_changelist")
+    )  # fmt: skip
+
+    with CaptureQueriesContext(connection) as queries:
+        page = admin_client.get(url).content.decode()
+    filtered = admin_client.get(url, {"event": event}).content.decode()
+    other = admin_client.get(url, {"event": "monitor.page"}).content.decode()
+
+    # The event in the row and in the filter in words, as on the dashboard,
+    # the filter's choices known beforehand: Django's own read them from a
+    # DISTINCT over the whole outbox on every load.
+    assert f'<td class="field-event_words">{words}</td>' in page
+    assert f">{words}</a>" in page.split('id="changelist-filter"')[1]
+    assert f">{event}<" not in page
+    assert not [q["sql"] for q in queries if "DISTINCT" in q["sql"]]
+    assert f"/{delivery.pk}/change/" in filtered
+    assert f"/{delivery.pk}/change/" not in other
+
+
+def test_channel_lists_name_kinds_in_words_without_reading_every_row(
+    admin_client, monitor, channel
+):
+    Delivery.objects.create(
+        kind="apprise", monitor=monitor, channel=channel, event="channel.change"
+    )
+    for url in (
+        admin_url(Channel, "changelist"),
+        reverse("admin:checks_channeldelivery_changelist"),
+    ):
+        with CaptureQueriesContext(connection) as queries:
+            page = admin_client.get(url).content.decode()
+        filters = page.split('id="changelist-filter"')[1]
+        assert ">Chat and push (Apprise)</a>" in filters, url
+        assert ">apprise<" not in page, url
+        assert not [q["sql"] for q in queries if "DISTINCT" in q["sql"]], url
+        assert (
+            admin_client.get(url, {"kind": "webhook"}).context["cl"].result_count == 0
+        )
+        assert (
+            admin_client.get(url, {"kind": "apprise"}).context["cl"].result_count == 1
+        )
+
+
+def test_channels_checks_and_deliveries_are_filtered_by_team(
+    admin_client, monitor, channel, other_team
+):
+    theirs = Monitor.objects.create(
+        team=other_team, name="Theirs", schedule_cron="0 * * * *"
+    )
+    their_channel = Channel.objects.create(
+        team=other_team, name="Their ops", kind="apprise", settings={}
+    )
+    for each, where in ((monitor, channel), (theirs, their_channel)):
+        check = Check.objects.create(
+            monitor=each,
+            status=Check.Status.COMPLETED,
+            trigger=Check.Trigger.SCHEDULED,
+            scheduled_for=NOW,
+            estimated_credits=1,
+        )
+        _delivery(each, Delivery.Status.FAILED)
+        Delivery.objects.create(
+            kind="apprise", monitor=each, channel=where, event="channel.change",
+            check_run=check,
+        )  # fmt: skip
+
+    for model in (Channel, Check, WebhookDelivery, EmailDelivery, "channeldelivery"):
+        url = (
+            reverse("admin:checks_channeldelivery_changelist")
+            if model == "channeldelivery"
+            else admin_url(model, "changelist")
+        )
+        page = admin_client.get(url, {"team__id__exact": monitor.team_id})
+        rows = list(page.context["cl"].result_list)
+        assert page.status_code == 200, url
+        assert "Acme" in page.content.decode().split('id="changelist-filter"')[1]
+        if model is not EmailDelivery:
+            assert rows, url
+        assert all(
+            getattr(row, "team_id", None) == monitor.team_id
+            or row.monitor.team_id == monitor.team_id
+            for row in rows
+        ), url
+
+
+def test_an_address_is_found_across_monitors_and_its_emails_stopped_in_the_admin(
+    admin_client, monitor, other_team
+):
+    theirs = Monitor.objects.create(
+        team=other_team, name="Their prices", schedule_cron="0 * * * *"
+    )
+    ours = EmailRecipient.objects.create(
+        monitor=monitor, email="ext@partner.test", status="confirmed", source="opt_in"
+    )
+    EmailRecipient.objects.create(
+        monitor=theirs, email="ext@partner.test", status="pending", source="opt_in"
+    )
+    EmailRecipient.objects.create(
+        monitor=monitor, email="ops@acme.test", status="confirmed", source="opt_in"
+    )
+    url = admin_url(EmailRecipient, "changelist")
+
+    found = admin_client.get(url, {"q": "ext@partner.test"})
+    said = _run_action(admin_client, EmailRecipient, "stop_emails", [ours.pk])
+
+    # Someone asking to be taken off every list is found on each monitor.
+    assert {r.monitor.name for r in found.context["cl"].result_list} == {
+        "Pricing page",
+        "Their prices",
+    }
+    ours.refresh_from_db()
+    assert ours.status == EmailRecipient.Status.UNSUBSCRIBED
+    assert ours.unsubscribed_at is not None
+    entry = Activity.objects.get(kind=Activity.Kind.EMAIL_UNSUBSCRIBED)
+    assert (entry.team, entry.via) == (monitor.team, Activity.Via.ADMIN)
+    assert entry.what_words == (
+        "Stopped the e-mails of monitor “Pricing page” to ext@partner.test"
+    )
+    assert said == ["Stopped the e-mails to 1 address."]
+    # Consent records are never written by hand.
+    assert admin_client.get(admin_url(EmailRecipient, "add")).status_code == 403
+
+
+def test_the_admin_names_a_check_by_its_time_not_its_id(admin_client, monitor):
+    check = Check.objects.create(
+        monitor=monitor,
+        status=Check.Status.COMPLETED,
+        trigger=Check.Trigger.SCHEDULED,
+        scheduled_for=NOW,
+        estimated_credits=1,
+    )
+    PageResult.objects.create(
+        check_run=check, target_id=check.pk, url="https://example.com/", status="same"
+    )
+
+    listing = admin_client.get(admin_url(PageResult, "changelist")).content.decode()
+    page = admin_client.get(admin_url(Check, "change", check.pk)).content.decode()
+
+    for shown in (listing, page):
+        assert "Completed check of 2025-03-10 12:00 UTC" in shown
+        assert f"check of {check.monitor_id}" not in shown
+
+
+def test_an_administrator_sends_a_channel_a_test_message_as_the_dashboard_does(
+    admin_client, team, monitor, django_user_model, mailoutbox
+):
+    mia = django_user_model.objects.create_user("mia", "mia@acme.test")
+    Membership.objects.create(team=team, user=mia, role=Membership.Role.OWNER)
+    people = Channel.objects.create(
+        team=team,
+        name="Pricing people",
+        kind="team_email",
+        settings=kinds.kind_for("team_email").clean_for(
+            team, {"recipients": ["mia@acme.test"]}
+        ),
+    )
+    own = Channel.objects.create(
+        team=team, name="Own", kind="email", owner_monitor=monitor, settings={}
+    )
+
+    said = _run_action(admin_client, Channel, "send_test", [people.pk, own.pk])
+
+    assert [m.to for m in mailoutbox] == [["mia@acme.test"]]
+    test = Delivery.objects.get(channel=people)
+    assert (test.event, test.status) == ("channel.test", Delivery.Status.DELIVERED)
+    assert not Delivery.objects.filter(channel=own).exists()
+    assert said == [
+        "Left “Own” alone: a monitor's own channel is tested from its monitor.",
+        "Test message sent to “Pricing people”.",
+    ]
+
+
+def test_a_persons_admin_page_lists_their_teams_and_roles_without_changing_them(
+    admin_client, team, other_team, django_user_model
+):
+    olive = django_user_model.objects.create_user("olive", "olive@acme.test")
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.OWNER)
+    Membership.objects.create(team=other_team, user=olive, role=Membership.Role.VIEWER)
+    url = admin_url(get_user_model(), "change", olive.pk)
+
+    page = admin_client.get(url)
+
+    # Whoever decides to switch off or delete an account sees what it holds;
+    # roles are changed on the team's page, where the change is logged.
+    rows = page.content.decode()
+    assert admin_url(Team, "change", team.pk) in rows
+    assert admin_url(Team, "change", other_team.pk) in rows
+    assert ">Owner<" in rows and ">Viewer<" in rows
+    assert not [
+        name for name in page.context["adminform"].form.data if "membership" in name
+    ]
+    assert 'name="membership_set-0-role"' not in rows

@@ -32,6 +32,7 @@ from monitors import moving
 from monitors.api.auth import ApiKeyAuthentication
 from monitors.models import ImportRun, Membership, Monitor, Target
 from monitors.moving import importing
+from teams.models import Activity
 from tests.moving import backup_zip
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,6 +152,29 @@ def test_run_now_in_the_dashboard_says_the_queue_is_down(
     broker_at("memory://")
     client.post(f"/monitors/{monitor.pk}/run/", HTTP_HX_REQUEST="true")
     assert Check.objects.get().status == Check.Status.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_now_in_the_admin_says_the_queue_is_down_and_leaves_no_check(
+    client, team, django_user_model, stopped_redis, broker_at
+):
+    client.force_login(django_user_model.objects.create_superuser("ada"))
+    first, second = make_monitor(team), make_monitor(team)
+    broker_at(stopped_redis)
+
+    response = client.post(
+        "/admin/monitors/monitor/",
+        {"action": "run_now_selected", "_selected_action": [first.pk, second.pk]},
+        follow=True,
+    )
+
+    said = [str(m) for m in response.context["messages"]]
+    assert said == [
+        "Checks cannot be started right now: the task queue (Redis) is not "
+        "reachable. Try again in a moment."
+    ]
+    assert not Check.objects.exists()
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()
 
 
 # --- Redis wedged ----------------------------------------------------------------

@@ -21,6 +21,7 @@ from django.db import models, transaction
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, TruncMonth
+from django.utils import timezone
 
 from checks.errors import ErrorKind
 from checks.models.pages import PageResult
@@ -285,7 +286,11 @@ class Check(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_status_display()} check of {self.monitor_id}"
+        # Names the check in the admin's titles, links and delete lists: its
+        # time says which one it is, where the monitor's id said nothing.
+        when = self.scheduled_for or self.created_at
+        at = f" of {timezone.localtime(when):%Y-%m-%d %H:%M %Z}" if when else ""
+        return f"{self.get_status_display()} check{at}"
 
     def get_absolute_url(self) -> str:
         return check_path(self.monitor_id, self.pk)

@@ -7,7 +7,7 @@ from datetime import time
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -17,12 +17,17 @@ from django.utils.html import format_html
 
 from checks.deleting import delete_channels
 from checks.models import ChannelDelivery, Delivery
+from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
 from checks.notify.kinds.base import mask_url
+from checks.notify.transports import outcome_in_words
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
+    KindFilter,
+    TeamFilter,
     changelist_link,
+    kind_words,
 )
 from monitors.admin.teams import _admin
 from monitors.api.channels import ChannelInputSerializer
@@ -84,9 +89,10 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
     list_display = ["name", "team", "kind_label", "digest", "failing_after",
                     "owner_monitor", "created_at"]  # fmt: skip
     form = ChannelAdminForm
-    list_filter = ["kind", "digest"]
+    list_filter = [KindFilter, "digest", TeamFilter]
     list_select_related = ["team", "owner_monitor"]
     search_fields = ["name", "team__name"]
+    search_help_text = "Channel or team name."
     fields = ["name", "team", "kind_label", "masked_settings", "events", "digest",
               "digest_at", "failing_after", "owner_monitor", "deliveries_link",
               "created_at", "updated_at"]  # fmt: skip
@@ -94,8 +100,35 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
                        "owner_monitor", "deliveries_link", "created_at",
                        "updated_at"]  # fmt: skip
 
+    actions = ["send_test"]
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # kinds validate their settings in the dashboard and API
+
+    @admin.action(description="Send a test message to the selected channels",
+                  permissions=["change"])  # fmt: skip
+    def send_test(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """The Channels page's "Send test", sent now so the message can say
+        what each service answered."""
+        for channel in queryset.order_by("name"):
+            if channel.owner_monitor_id is not None:
+                self.message_user(
+                    request,
+                    f"Left “{channel.name}” alone: a monitor's own channel is "
+                    "tested from its monitor.",
+                    messages.WARNING,
+                )
+                continue
+            delivery = channel_events.send_test(channel)
+            if delivery.status == Delivery.Status.DELIVERED:
+                self.message_user(request, f"Test message sent to “{channel.name}”.")
+            else:
+                self.message_user(
+                    request,
+                    f"The test message to “{channel.name}” was not delivered. "
+                    f"{outcome_in_words(delivery)}",
+                    messages.ERROR,
+                )
 
     # A monitor's own channels are its Firecrawl fields (checks.notify.own):
     # the API and the dashboard change them through the monitor only, so here
@@ -180,8 +213,7 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
 
     @admin.display(description="Kind", ordering="kind")
     def kind_label(self, channel: Channel) -> str:
-        kind = kinds.kind_for(channel.kind)
-        return kind.label if kind else f"{channel.kind} (not installed)"
+        return kind_words(channel.kind)
 
     @admin.display(description="Settings")
     def masked_settings(self, channel: Channel) -> str:

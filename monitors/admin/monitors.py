@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
@@ -18,7 +18,9 @@ from django.utils.html import format_html_join
 from django.utils.translation import ngettext
 
 from checks.deleting import delete_monitors
+from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, Delivery, PageResult, PageState
+from checks.notify import consent
 from checks.notify.kinds.base import mask_url
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
@@ -29,7 +31,9 @@ from monitors.admin.monitor_form import (
 )
 from monitors.admin.shared import (
     CountedDeleteMixin,
+    MonitorTeamFilter,
     TeamFilter,
+    admin_link,
     changelist_link,
     json_block,
     report_action,
@@ -164,7 +168,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     # The search itself is get_search_results; this only turns the box on.
     search_fields = ["name"]
     search_help_text = "Monitor name, team, or part of a target URL."
-    actions = ["pause_selected", "resume_selected"]
+    actions = ["run_now_selected", "pause_selected", "resume_selected"]
     READ_ONLY_FIELDSETS = [
         (None, {"fields": ["name", "team", "status", "deleted_at", "checks"]}),
         (
@@ -428,6 +432,45 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
             why_left="already active or deleted",
         )
 
+    @admin.action(description="Run a check of the selected monitors now",
+                  permissions=["change"])  # fmt: skip
+    def run_now_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """The dashboard's "Run now", one monitor at a time: each is locked and
+        refused while paused or running, as there."""
+        count, queue_down = 0, False
+        for monitor in queryset.filter(deleted_at__isnull=True):
+            try:
+                queue_manual_check(monitor)
+            except (RunRefused, Monitor.DoesNotExist):
+                continue
+            except QueueUnavailable as unavailable:
+                # Withdrawn; the broker is down, so the rest would be too.
+                self.message_user(request, unavailable.message, messages.ERROR)
+                queue_down = True
+                break
+            record(_admin(request), monitor.team_id, Kind.MONITOR_RUN, monitor)
+            count += 1
+        did = (
+            ngettext(
+                "Started a check of %d monitor.",
+                "Started a check of %d monitors.",
+                count,
+            )
+            % count
+        )
+        if queue_down:
+            if count:
+                self.message_user(request, did, messages.SUCCESS)
+            return
+        report_action(
+            self,
+            request,
+            did,
+            done=count,
+            left=queryset.count() - count,
+            why_left="paused, deleted or already running a check",
+        )
+
     @staticmethod
     def _lock(queryset: QuerySet, status: str) -> QuerySet[Monitor]:
         # Re-select without the list's annotations (FOR UPDATE refuses GROUP BY)
@@ -438,4 +481,73 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
             Monitor.objects.alive()
             .filter(pk__in=queryset.values("pk"), status=status)
             .select_for_update()
+        )
+
+
+@admin.register(EmailRecipient)
+class EmailRecipientAdmin(admin.ModelAdmin):
+    """Every monitor's e-mail addresses in one list, so someone asking to be
+    taken off is found on each monitor that mails them. Consent records are
+    never written by hand; "stop e-mails" does what the unsubscribe link in
+    the e-mails does."""
+
+    list_display = ["email", "monitor_link", "team", "status", "source",
+                    "added_by", "confirmed_at", "unsubscribed_at",
+                    "created_at"]  # fmt: skip
+    list_filter = ["status", "source", MonitorTeamFilter]
+    list_select_related = ["monitor__team"]
+    search_fields = ["email", "monitor__name", "monitor__team__name"]
+    search_help_text = "Address, monitor or team."
+    show_full_result_count = False
+    fields = ["email", "monitor", "status", "source", "added_by",
+              "confirmation_sent_at", "confirmed_at", "unsubscribed_at",
+              "created_at"]  # fmt: skip
+    readonly_fields = fields
+    actions = ["stop_emails"]
+    # Never deleted by hand (that would drop the record of consent), but
+    # they go with their monitor.
+    deleted_with_owner = True
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_stop_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("monitors.change_emailrecipient")
+
+    @admin.display(description="Monitor", ordering="monitor__name")
+    def monitor_link(self, recipient: EmailRecipient) -> str:
+        return admin_link(recipient.monitor)
+
+    @admin.display(description="Team", ordering="monitor__team__name")
+    def team(self, recipient: EmailRecipient) -> str:
+        return recipient.monitor.team.name
+
+    @admin.action(description="Stop e-mails to the selected addresses",
+                  permissions=["stop"])  # fmt: skip
+    def stop_emails(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = 0
+        for recipient in queryset.select_related("monitor"):
+            if consent.unsubscribe_recipient(recipient):
+                record(_admin(request), recipient.monitor.team_id,
+                       Kind.EMAIL_UNSUBSCRIBED, recipient.monitor,
+                       email=recipient.email)  # fmt: skip
+                count += 1
+        report_action(
+            self,
+            request,
+            ngettext(
+                "Stopped the e-mails to %d address.",
+                "Stopped the e-mails to %d addresses.",
+                count,
+            )
+            % count,
+            done=count,
+            left=queryset.count() - count,
+            why_left="already unsubscribed",
         )

@@ -73,8 +73,27 @@ class KeepsAnOwner(BaseInlineFormSet):
             raise ValidationError(LastOwnerError.message)
 
 
+class MembershipForm(forms.ModelForm):
+    """A saved row keeps its person: swapping them would put one person out
+    and another in with neither logged, the first one's keys still working.
+    Someone leaves by their row's delete box and joins on a new row, as on
+    the Team page. The person is shown from the row, without the autocomplete
+    box (one query a row to look up its chosen user)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is None:
+            return
+        user = self.fields["user"]
+        user.disabled = True
+        user.widget = forms.Select(
+            choices=[(self.instance.user_id, str(self.instance.user))]
+        )
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
+    form = MembershipForm
     formset = KeepsAnOwner
     extra = 0
     autocomplete_fields = ["user"]

@@ -25,6 +25,7 @@ from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from monitors.admin.shared import admin_link
 from monitors.admin.teams import _admin
 from monitors.models import Membership
 from teams import second_factor
@@ -36,8 +37,37 @@ User = get_user_model()
 admin.site.unregister([User, TOTPDevice, StaticDevice])
 
 
+class TheirTeamsInline(admin.TabularInline):
+    """The teams a person is in, with their role: shown here for whoever
+    decides to switch off or delete the account, changed on each team's page
+    (where the change is logged and a team keeps an owner)."""
+
+    model = Membership
+    extra = 0
+    can_delete = False
+    fields = ["team_link", "role", "created_at"]
+    readonly_fields = fields
+    verbose_name = "team"
+    verbose_name_plural = "teams"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Membership]:
+        return super().get_queryset(request).select_related("team", "user")
+
+    @admin.display(description="Team")
+    def team_link(self, membership: Membership) -> str:
+        return admin_link(membership.team)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(User)
 class AccountAdmin(UserAdmin):
+    inlines = [TheirTeamsInline]
+
     def get_deleted_objects(
         self, objs: Any, request: HttpRequest
     ) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
