@@ -4,14 +4,16 @@ duplicate, and the baselines that make the first check compare."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
+import time_machine
 from django.db import DatabaseError
 from django.utils import timezone
 
 from checks import runner
 from checks.models import Check, PageState
-from monitors import moving
+from monitors import moving, schedule
 from monitors.models import Channel, ImportRun, Monitor, Target
 from monitors.moving import importing, plan
 from monitors.tasks import import_monitors_task
@@ -386,3 +388,55 @@ def test_a_notification_url_the_team_has_a_channel_for_is_that_channel(team):
     importing.run_import(team, items, timezone.now())
     assert Channel.objects.filter(team=team).count() == 1
     assert list(Monitor.objects.get(team=team).channels.all()) == [ops]
+
+
+def _backup_of_watches(count: int, hours: int) -> bytes:
+    """A backup of `count` watches of different addresses, each checked every
+    `hours` hours, so their schedules are spread over that gap."""
+    every = {"weeks": None, "days": None, "hours": hours, "minutes": None}
+    watching = {
+        f"{n:08d}-2222-4333-8444-555555555555": {
+            "url": f"https://site{n}.example.com/page",
+            "title": f"Page {n}",
+            "time_between_check_use_default": False,
+            "time_between_check": every | {"seconds": None},
+        }
+        for n in range(count)
+    }
+    datastore = {"settings": {}, "watching": watching}
+    return zip_files({"changedetection.json": json.dumps(datastore).encode()})
+
+
+def test_a_large_preview_walks_each_schedule_once_however_many_watches_share_it(
+    team, monkeypatch
+):
+    """Every 12 hours spreads over 720 places, more than the schedule check
+    remembers: in the file's order most would be walked again. (The clock
+    stands still: a schedule is walked again in the next minute.)"""
+    walked = []
+    real = schedule._runs
+    monkeypatch.setattr(
+        schedule, "_runs", lambda s, moment: walked.append(s) or real(s, moment)
+    )
+    schedule._check_runs.cache_clear()
+    data = _backup_of_watches(1000, hours=12)
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        items = prepared(team, "changedetection", data)
+    assert all(item.importable for item in items)
+    distinct = {tuple(item.validated["schedule"].values()) for item in items}
+    assert len(distinct) > 256
+    assert len(walked) == len(distinct)
+
+
+def test_a_preview_judges_every_watch_with_one_serializer(team, monkeypatch):
+    built = []
+
+    class Counted(plan.MonitorWriteSerializer):
+        def __init__(self, *args, **kwargs):
+            built.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "MonitorWriteSerializer", Counted)
+    items = prepared(team, "changedetection", _backup_of_watches(50, hours=3))
+    assert sum(item.importable for item in items) == 50
+    assert len(built) == 1
