@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -239,11 +239,26 @@ class _guarded:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, *_: object
+    ) -> bool:
         if kind is None:
             return False
         if issubclass(kind, CheckAbandoned):
             logger.info("Check %s was ended elsewhere while running", self.check_id)
+        elif issubclass(kind, (OperationalError, InterfaceError)):
+            # The database went away (a restart, a failover, a session ended
+            # by an administrator): nothing is wrong with the check, and the
+            # database may still be away, so nothing is written. Its running
+            # batch stops heart-beating and the sweeper sends it again once
+            # the stale time is past (MAX_ATTEMPTS bounds it); pages recorded
+            # before are kept.
+            logger.warning(
+                "Check %s lost its database connection; it is taken up again "
+                "once the database answers: %s",
+                self.check_id,
+                str(exc).strip(),
+            )
         elif issubclass(kind, SoftTimeLimitExceeded):
             fail(self.check_id, TIME_LIMIT_MESSAGE)
         elif not Check.objects.filter(pk=self.check_id).exists():
