@@ -8,7 +8,9 @@ Needs PostgreSQL and Redis like tests/test_worker_integration.py."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,8 @@ from django.db import connection
 from django.utils import timezone
 
 from checks import dispatch, runner
-from checks.models import Check, PageResult
+from checks.models import Check, Delivery, PageResult
+from checks.notify import drain, sweep
 from monitors.models import Monitor, Target
 from tests import test_worker_integration
 from tests.sites import Site
@@ -130,3 +133,64 @@ def test_a_check_whose_database_session_ended_mid_way_is_finished_once(
     assert check.summary["new"] == 2
     assert PageResult.objects.filter(check_run=check).count() == 2
     assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
+
+
+class SlowReceiver:
+    """A webhook receiver that takes its time before answering 200, so the
+    worker is waiting on it when its database sessions end."""
+
+    def __init__(self, site: Site) -> None:
+        self.ids: list[str | None] = []
+        self.url = site.handle("/hook", self._answer)
+
+    def _answer(self, request) -> tuple[int, dict[str, str], bytes]:
+        self.ids.append(request.header("webhook-id"))
+        if len(self.ids) == 1:
+            time.sleep(2)
+        return 200, {}, b"ok"
+
+
+def test_a_webhook_whose_worker_lost_the_database_mid_send_is_delivered(
+    team, tmp_path, broker, database_url
+):
+    env = worker_env(broker, database_url, tmp_path)
+    worker = Worker(env, tmp_path / "worker.log", *POOLS["threads"])
+    try:
+        worker.wait_ready()
+        with Site() as site:
+            receiver = SlowReceiver(site)
+            monitor = one_page_monitor(team, site.html("/p", "P", "<p>one</p>"))
+            monitor.webhook = {
+                "url": receiver.url,
+                "events": ["monitor.check.completed"],
+            }
+            monitor.save()
+            check = finished(dispatch.queue_manual_check(monitor), worker)
+            wait_for(lambda: receiver.ids, "the webhook to arrive", worker.log)
+            assert end_worker_sessions() >= 1
+            delivery = Delivery.objects.get(check_run=check)
+            wait_for(
+                lambda: (
+                    Delivery.objects.filter(pk=delivery.pk)
+                    .exclude(status="sending")
+                    .exists()
+                    or "OperationalError" in worker.log()
+                ),
+                "the send to end",
+                worker.log,
+            )
+            # The claim's lease is past (the sweeper's every minute does the rest).
+            Delivery.objects.filter(pk=delivery.pk, status="sending").update(
+                claimed_at=timezone.now() - drain.CLAIM_LEASE - timedelta(seconds=1)
+            )
+            sweep.sweep()
+            wait_for(
+                Delivery.objects.filter(pk=delivery.pk, status="delivered").exists,
+                "the webhook to be delivered",
+                worker.log,
+            )
+    finally:
+        worker.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+    assert set(receiver.ids) == {str(delivery.webhook_id)}
