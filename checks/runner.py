@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -239,11 +239,26 @@ class _guarded:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, *_: object
+    ) -> bool:
         if kind is None:
             return False
         if issubclass(kind, CheckAbandoned):
             logger.info("Check %s was ended elsewhere while running", self.check_id)
+        elif issubclass(kind, (OperationalError, InterfaceError)):
+            # The database went away (a restart, a failover, a session ended
+            # by an administrator): nothing is wrong with the check, and the
+            # database may still be away, so nothing is written. Its running
+            # batch stops heart-beating and the sweeper sends it again once
+            # the stale time is past (MAX_ATTEMPTS bounds it); pages recorded
+            # before are kept.
+            logger.warning(
+                "Check %s lost its database connection; it is taken up again "
+                "once the database answers: %s",
+                self.check_id,
+                str(exc).strip(),
+            )
         elif issubclass(kind, SoftTimeLimitExceeded):
             fail(self.check_id, TIME_LIMIT_MESSAGE)
         elif not Check.objects.filter(pk=self.check_id).exists():
@@ -471,12 +486,35 @@ def waiting_messages(queue: str) -> int | None:
     return int(declared.message_count)
 
 
+def _batches_whose_message_is_gone(now: datetime) -> list[CheckBatch]:
+    """Pending batches queued past the stale time while no message waits on
+    any queue a batch goes to: a Redis without persistence that came back
+    empty lost them, and waiting CheckBatch.REQUEUE_AFTER would leave their
+    check standing still for ten minutes. As with checks
+    (_send_lost_check_messages), behind a backlog they wait their turn; a
+    duplicate message finds its batch taken and does nothing."""
+    waiting = CheckBatch.objects.filter(
+        status=CheckBatch.Status.PENDING,
+        heartbeat_at__lt=now - stale_running_after(),
+        check_run__status=Check.Status.RUNNING,
+    ).order_by("heartbeat_at")
+    batches = list(waiting[:STALE_SWEEP_LIMIT])
+    if not batches:
+        return []
+    queues = {settings.CELERY_TASK_DEFAULT_QUEUE, browser_queue()} - {None}
+    if any(waiting_messages(queue) != 0 for queue in queues):
+        return []
+    return batches
+
+
 def _requeue_lost_batches(now: datetime) -> int:
     lost = list(
         CheckBatch.objects.lost(now, stale_running_after())
         .filter(check_run__status=Check.Status.RUNNING)
         .order_by("heartbeat_at")[:STALE_SWEEP_LIMIT]
     )
+    seen = {batch.pk for batch in lost}
+    lost += [b for b in _batches_whose_message_is_gone(now) if b.pk not in seen]
     failed, again = 0, []
     for batch in lost:
         if batch.attempts >= MAX_ATTEMPTS:

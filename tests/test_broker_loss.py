@@ -53,7 +53,8 @@ class RedisServer:
     """redis-server on 127.0.0.1:`port`, its data in an append-only file, that a test
     stops (SIGKILL: an outage, not a shutdown) and starts again."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, persistent: bool = True) -> None:
+        self.persistent = persistent
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -71,7 +72,9 @@ class RedisServer:
         self.process = subprocess.Popen(  # noqa: S603 - a fixed local binary
             [
                 binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+                "--save", "",
+                *(("--appendonly", "yes", "--appendfsync", "always")
+                  if self.persistent else ("--appendonly", "no")),
                 "--dir", str(self.dir),
             ],
             stdout=subprocess.DEVNULL,
@@ -141,6 +144,55 @@ def test_a_check_survives_redis_dropping_under_it(
         assert PageResult.objects.filter(check_run=check).count() == 1000
     finally:
         worker.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+
+def test_a_check_whose_queued_batches_a_restarted_redis_forgot_is_finished(
+    team, tmp_path, database_url, settings
+):
+    """A Redis run without persistence (a cache-style setup, or a container
+    restarted without its volume) comes back empty: the batches waiting in
+    it are gone, and the sweeper sends them again once they have waited the
+    stale time with the queue empty, not ten minutes later."""
+    from config.celery import app as celery_app
+
+    server = RedisServer(tmp_path, persistent=False)
+    server.start()
+    conf = celery_app.conf
+    saved = (conf.broker_url, conf.broker_transport_options)
+    conf.broker_url = server.url
+    conf.broker_transport_options = {"visibility_timeout": 3600}
+    _reset_producer_pools()
+    worker = Worker(worker_env(server.url, database_url, tmp_path), tmp_path / "w.log")
+    try:
+        worker.wait_ready()
+        with Site() as site:
+            monitor = thousand_page_monitor(team, site, delay=0.01)
+            check = dispatch.queue_manual_check(monitor)
+            wait_for(
+                lambda: Check.objects.get(pk=check.pk).pages_done >= 50,
+                "the check to be under way",
+                worker.log,
+            )
+            server.kill()
+            server.start()  # empty: the queued batches are gone
+
+            settings.CHECK_STALE_AFTER_SECONDS = 15  # this process sweeps
+
+            def finished() -> bool:
+                runner.fail_stale_checks(timezone.now())  # what beat runs
+                return Check.objects.get(pk=check.pk).status in FINISHED
+
+            wait_for(finished, "the check to finish after the outage", worker.log)
+
+        check.refresh_from_db()
+        assert check.status == Check.Status.COMPLETED, check.error
+        assert PageResult.objects.filter(check_run=check).count() == 1000
+    finally:
+        worker.stop()
+        conf.broker_url, conf.broker_transport_options = saved
+        _reset_producer_pools()
+        server.kill()
         wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
 
 

@@ -1291,3 +1291,51 @@ def test_claiming_and_finishing_a_check_without_notifications_stay_short(
     assert check.notification_status["email"]["reason"] == "disabled"
     assert monitor.current_check_id is None
     assert monitor.last_run_at == check.finished_at
+
+
+def pending_batch_since(team: Any, moment: Any) -> CheckBatch:
+    check = Check.objects.create(
+        monitor=make_monitor(team, ["http://127.0.0.1:9/"]),
+        trigger="manual",
+        status=Check.Status.RUNNING,
+        heartbeat_at=timezone.now(),
+    )
+    return CheckBatch.objects.create(
+        check_run=check, number=0, pages=[], heartbeat_at=moment
+    )
+
+
+def messages_on(queue: Any) -> list[tuple[str, Any]]:
+    sent = []
+    while True:
+        try:
+            message = queue.get(block=False)
+        except queue.Empty:
+            return sent
+        sent.append((message.headers["task"], message.payload[0][0]))
+
+
+def test_a_pending_batch_whose_message_redis_forgot_is_sent_after_the_stale_time(
+    team, check_queue
+):
+    now = timezone.now()
+    stale = runner.stale_running_after()
+    lost = pending_batch_since(team, now - stale * 2)
+    pending_batch_since(team, now)  # queued just now: left alone
+
+    assert runner.fail_stale_checks(now) == 0
+
+    assert messages_on(check_queue) == [(runner.RUN_BATCH_TASK, lost.pk)]
+    lost.refresh_from_db()
+    assert lost.status == CheckBatch.Status.PENDING and lost.heartbeat_at == now
+
+
+def test_pending_batches_behind_a_backlog_are_not_sent_twice(team, check_queue):
+    now = timezone.now()
+    waiting = pending_batch_since(team, now - runner.stale_running_after() * 2)
+    celery_app.send_task(runner.RUN_CHECK_TASK, args=["another check"])
+
+    runner.fail_stale_checks(now)
+
+    assert messages_on(check_queue) == [(runner.RUN_CHECK_TASK, "another check")]
+    assert CheckBatch.objects.get(pk=waiting.pk).heartbeat_at < now

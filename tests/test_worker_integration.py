@@ -575,6 +575,44 @@ def test_a_crawl_runs_on_real_workers_through_the_sdk(sdk, two_workers):
         assert third.target_results[0].model_dump()["truncated"] is True
 
 
+def test_a_crawl_whose_worker_was_killed_half_way_is_finished_once_by_another(
+    sdk, worker, broker, database_url, tmp_path
+):
+    with Site() as site:
+        build_site(site, posts=50)
+        for i in range(50):  # slow enough to kill the worker half-way
+            site.html(
+                f"/blog/post-{i}", f"Post {i}", f"<p>Post number {i}.</p>", delay=0.3
+            )
+        monitor = sdk.create_monitor(
+            name="Whole site, cut short",
+            schedule={"cron": "0 3 * * *"},
+            targets=[{"type": "crawl", "url": site.url("/")}],
+        )
+        queued = sdk.run_monitor(monitor.id)
+        wait_for(
+            lambda: Check.objects.get(pk=queued.id).pages_done >= 15,
+            "the crawl to be half done",
+            worker.log,
+        )
+        worker.kill()
+        assert Check.objects.get(pk=queued.id).status == Check.Status.RUNNING
+
+        with started_worker(broker, database_url, tmp_path, "second") as second:
+            detail = sweep_and_wait(sdk, monitor.id, queued.id, second)
+
+    expected = {"/", "/blog/", "/docs/", "/docs/a", "/docs/b", "/about", "/orphan"}
+    expected |= {f"/blog/post-{i}" for i in range(50)}
+    assert detail.status == "completed", detail.error
+    paths = [urlsplit(p.url).path for p in detail.pages]
+    assert sorted(paths) == sorted(expected)  # each page once
+    assert PageResult.objects.filter(check_run_id=queued.id).count() == len(expected)
+    assert {p.status for p in detail.pages} == {"new"}
+    [crawl] = [r.model_dump(by_alias=True) for r in detail.target_results]
+    assert crawl["pagesFound"] == len(expected) and crawl["truncated"] is False
+    assert sdk.get_monitor(monitor.id).current_check_id is None
+
+
 # --- a webhook retried by a real worker ---------------------------------------------
 
 

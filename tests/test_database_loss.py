@@ -1,0 +1,196 @@
+"""PostgreSQL dropping a worker's connections (a failover, a restart, an
+administrator's pg_terminate_backend): the worker reconnects by itself and
+the check it was on is finished, not left running.
+
+The shared PostgreSQL cannot be restarted here, so the worker's sessions are
+ended from the server side, which is what the worker sees of a restart.
+Needs PostgreSQL and Redis like tests/test_worker_integration.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from checks import dispatch, runner
+from checks.models import Check, Delivery, PageResult
+from checks.notify import drain, sweep
+from monitors.models import Monitor, Target
+from tests import test_worker_integration
+from tests.sites import Site
+from tests.test_worker_integration import (
+    FINISHED,
+    WORKER_APPLICATION,
+    Worker,
+    wait_for,
+    worker_env,
+    worker_sessions,
+)
+
+broker = test_worker_integration.broker
+redis_url = test_worker_integration.redis_url
+database_url = test_worker_integration.database_url
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+# The Procfile's worker (threads, the scheduler in a thread) and
+# Procfile.large's check worker (prefork).
+POOLS = {
+    "threads": ("--pool=threads", "--beat-thread"),
+    "prefork": ("--pool=prefork",),
+}
+
+
+@pytest.fixture(params=sorted(POOLS))
+def pool_worker(request, broker, database_url, tmp_path: Path) -> Iterator[Worker]:
+    env = worker_env(broker, database_url, tmp_path)
+    running = Worker(env, tmp_path / "worker.log", *POOLS[request.param])
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+
+def end_worker_sessions() -> int:
+    """What a database restart does to the worker: its sessions are gone."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s",
+            [WORKER_APPLICATION],
+        )
+        return cursor.fetchone()[0]
+
+
+def one_page_monitor(team, url: str) -> Monitor:
+    monitor = Monitor.objects.create(
+        team=team, name="Cut off", schedule_cron="0 3 * * *"
+    )
+    Target.objects.create(monitor=monitor, type="scrape", urls=[url])
+    return monitor
+
+
+def finished(check: Check, worker: Worker) -> Check:
+    return wait_for(
+        lambda: (c := Check.objects.get(pk=check.pk)).status in FINISHED and c,
+        "the check to finish",
+        worker.log,
+    )
+
+
+def test_a_worker_whose_database_sessions_were_ended_runs_the_next_check(
+    team, pool_worker
+):
+    with Site() as site:
+        monitor = one_page_monitor(team, site.html("/p", "P", "<p>one</p>"))
+        first = finished(dispatch.queue_manual_check(monitor), pool_worker)
+        assert first.status == Check.Status.COMPLETED
+        assert end_worker_sessions() >= 1
+
+        site.html("/p", "P", "<p>two</p>")
+        second = finished(dispatch.queue_manual_check(monitor), pool_worker)
+
+    assert second.status == Check.Status.COMPLETED
+    assert second.summary["changed"] == 1
+    assert "Traceback" not in pool_worker.log()
+
+
+def test_a_check_whose_database_session_ended_mid_way_is_finished_once(
+    team, pool_worker
+):
+    with Site() as site:
+        quick = site.html("/quick", "Quick", "<p>quick</p>")
+        slow = site.html("/slow", "Slow", "<p>slow</p>", delay=3)
+        monitor = Monitor.objects.create(
+            team=team, name="Cut mid-check", schedule_cron="0 3 * * *"
+        )
+        Target.objects.create(monitor=monitor, type="scrape", urls=[quick, slow])
+        check = dispatch.queue_manual_check(monitor)
+        site.wait_for_requests(1, path="/slow")
+        assert end_worker_sessions() >= 1
+
+        wait_for(
+            lambda: (
+                "lost its database connection" in pool_worker.log()
+                or Check.objects.get(pk=check.pk).status in FINISHED
+            ),
+            "the worker to lose its connection",
+            pool_worker.log,
+        )
+        # What beat runs once the stale time is past: a check whose batch
+        # went silent is taken up again.
+        runner.fail_stale_checks(timezone.now() + runner.stale_running_after())
+        check = finished(check, pool_worker)
+
+    assert check.status == Check.Status.COMPLETED, check.error
+    assert check.summary["new"] == 2
+    assert PageResult.objects.filter(check_run=check).count() == 2
+    assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
+
+
+class SlowReceiver:
+    """A webhook receiver that takes its time before answering 200, so the
+    worker is waiting on it when its database sessions end."""
+
+    def __init__(self, site: Site) -> None:
+        self.ids: list[str | None] = []
+        self.url = site.handle("/hook", self._answer)
+
+    def _answer(self, request) -> tuple[int, dict[str, str], bytes]:
+        self.ids.append(request.header("webhook-id"))
+        if len(self.ids) == 1:
+            time.sleep(2)
+        return 200, {}, b"ok"
+
+
+def test_a_webhook_whose_worker_lost_the_database_mid_send_is_delivered(
+    team, tmp_path, broker, database_url
+):
+    env = worker_env(broker, database_url, tmp_path)
+    worker = Worker(env, tmp_path / "worker.log", *POOLS["threads"])
+    try:
+        worker.wait_ready()
+        with Site() as site:
+            receiver = SlowReceiver(site)
+            monitor = one_page_monitor(team, site.html("/p", "P", "<p>one</p>"))
+            monitor.webhook = {
+                "url": receiver.url,
+                "events": ["monitor.check.completed"],
+            }
+            monitor.save()
+            check = finished(dispatch.queue_manual_check(monitor), worker)
+            wait_for(lambda: receiver.ids, "the webhook to arrive", worker.log)
+            assert end_worker_sessions() >= 1
+            delivery = Delivery.objects.get(check_run=check)
+            wait_for(
+                lambda: (
+                    Delivery.objects.filter(pk=delivery.pk)
+                    .exclude(status="sending")
+                    .exists()
+                    or "OperationalError" in worker.log()
+                ),
+                "the send to end",
+                worker.log,
+            )
+            # The claim's lease is past (the sweeper's every minute does the rest).
+            Delivery.objects.filter(pk=delivery.pk, status="sending").update(
+                claimed_at=timezone.now() - drain.CLAIM_LEASE - timedelta(seconds=1)
+            )
+            sweep.sweep()
+            wait_for(
+                Delivery.objects.filter(pk=delivery.pk, status="delivered").exists,
+                "the webhook to be delivered",
+                worker.log,
+            )
+    finally:
+        worker.stop()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+    assert set(receiver.ids) == {str(delivery.webhook_id)}
