@@ -36,7 +36,7 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml tests/js/package-lock.json | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	@if command -v npm >/dev/null 2>&1; then npm ci --prefix tests/js --no-audit --no-fund --loglevel=error; else echo "npm not found: the JS SDK/CLI tests and the axe-core accessibility checks will skip (CI=true makes them fail)"; fi
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix tests/js --no-audit --no-fund --loglevel=error; else echo "npm not found: the JS SDK, CLI and MCP tests and the axe-core accessibility checks will skip (CI=true makes them fail)"; fi
 	@touch $@ $(VENV)/.installed-run
 
 setup: $(VENV)/.installed-run

@@ -32,7 +32,7 @@ from typing import Any
 from gunicorn.glogging import Logger
 
 from config.env import env_bool, env_int
-from config.logs import hidden
+from config.logs import WithoutCredentials, hidden
 
 _CPUS = os.cpu_count() or 1
 threads = env_int("WEB_THREADS", 1, minimum=1)
@@ -52,18 +52,35 @@ forwarded_allow_ips = "*" if env_bool("TRUST_PROXY_HEADERS", False) else ""
 control_socket_disable = True
 
 
+_WITHOUT_CREDENTIALS = WithoutCredentials()
+
+
 class AccessLogWithoutCredentials(Logger):
-    """The access log with the credentials some addresses carry masked
-    (config.logs): every value a log format may name, so the request line,
-    the path and query, the Referer (a page at a token address links on)
-    and a redirect's Location alike."""
+    """gunicorn's logs with the credentials some addresses carry masked
+    (config.logs). In the access log every value a log format may name, so
+    the request line, the path and query, the Referer (a page at a token
+    address links on) and a redirect's Location alike; in the error log
+    every line, as "Error handling request /feeds/teams/…" names the
+    address whole."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        # One filter object: a configuration reload runs setup again and
+        # addFilter leaves out one already there.
+        for handler in self.error_log.handlers:
+            handler.addFilter(_WITHOUT_CREDENTIALS)
 
     def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict:
         atoms = super().atoms(resp, req, environ, request_time)
-        return {
+        masked = {
             name: hidden(value) if isinstance(value, str) else value
             for name, value in atoms.items()
         }
+        # The query string comes without its "?", so a leading code=… would
+        # not look like a parameter to `hidden`.
+        if isinstance(atoms.get("q"), str):
+            masked["q"] = hidden("?" + atoms["q"])[1:]
+        return masked
 
 
 logger_class = AccessLogWithoutCredentials

@@ -13,8 +13,13 @@ from __future__ import annotations
 import logging
 import re
 
+# The public routes begin the path: at the start of the text, after a space,
+# a quote, "=" or "(" (a request line, "Not Found: …", ?next=…) or after the
+# host of a whole address. The dashboard's own addresses under them, such as
+# /settings/team/invitations/12/revoke/, carry no credential and stay readable.
 _CREDENTIALS = re.compile(
-    r"(/(?:feeds/monitors|feeds/teams|captures|email/confirm|email/unsubscribe"
+    r"((?:^|(?<=[\s\"'=(])|//[^/?#\s\"]+)"
+    r"/(?:feeds/monitors|feeds/teams|captures|email/confirm|email/unsubscribe"
     r"|email/channel|invitations|accounts/reset/[^/?#\s]+)/)(?!set-password/)"
     r"[^/?#\s\"]+"
     r"|([?&]code=)[^&#\s\"]+"

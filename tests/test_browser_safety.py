@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -111,8 +112,31 @@ def run_check(monitor: Monitor, resolver: Resolver) -> Check:
 
 
 def needs_chromium() -> None:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium")
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} is missing: install Debian's chromium"
+    # CI must run these: there a missing Chromium fails, as it does for the
+    # browser page tests, instead of passing quietly.
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason + " (CI=true: not skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+def test_a_missing_chromium_fails_these_tests_on_ci_and_skips_them_elsewhere(
+    monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setitem(globals(), "CHROMIUM", tmp_path / "chromium")
+
+    # Outcomes are BaseExceptions: caught here, a skip cannot skip this test.
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(BaseException) as on_ci:
+        needs_chromium()
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(BaseException) as elsewhere:
+        needs_chromium()
+
+    assert on_ci.type is pytest.fail.Exception and "CI=true" in str(on_ci.value)
+    assert elsewhere.type is pytest.skip.Exception
 
 
 def hostile(target: str, metadata: str) -> str:

@@ -515,9 +515,13 @@ def test_the_failing_filter_says_so_when_nothing_is_failing(web, team):
     assert "Nothing is failing" in page and "No monitors match" not in page
     assert "The last check of every monitor worked, or has not run yet." in page
     page = text_of(web.get("/", {"failing": "1", "status": "paused"}))
-    assert "The last check of every paused monitor worked" in page
+    assert "The last check of every “Paused” monitor worked" in page
     page = text_of(web.get("/", {"failing": "1", "q": "pricing"}))
     assert "Nothing matches “pricing” among failing monitors." in page
+    page = text_of(web.get("/", {"failing": "1", "q": "x", "status": "active"}))
+    assert "Nothing matches “x” among failing “Active” monitors." in page
+    page = text_of(web.get("/", {"q": "x", "status": "paused"}))
+    assert "Nothing matches “x” among “Paused” monitors." in page
 
 
 def test_list_paginates(web, team):

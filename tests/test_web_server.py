@@ -171,3 +171,44 @@ def test_with_trust_proxy_headers_the_proxys_forwarded_scheme_is_believed(
 
     assert answer.headers["Strict-Transport-Security"] == "max-age=60"
     assert "Strict-Transport-Security" not in plain.headers
+
+
+def test_gunicorns_error_log_and_query_string_leave_out_credentials(
+    tmp_path: Path,
+) -> None:
+    """The error log names a failed request's address whole ("Error
+    handling request /feeds/teams/…"), and the %(q)s atom is the query
+    without its "?", so a leading code=… is masked there too."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+
+    from config.gunicorn import AccessLogWithoutCredentials
+
+    config = Config()
+    config.set("errorlog", str(tmp_path / "error.log"))
+    config.set("accesslog", str(tmp_path / "access.log"))
+    config.set("access_log_format", "%(q)s")
+    logger = AccessLogWithoutCredentials(config)
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": "/accounts/sso/callback/?code=SecretCode&state=s1",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "QUERY_STRING": "code=SecretCode&state=s1",
+    }
+    response = SimpleNamespace(status="200 OK", headers=[], sent=0)
+
+    try:
+        logger.exception("Error handling request %s", "/feeds/teams/SecretToken/")
+        logger.access(response, [], environ, timedelta(0))
+    finally:
+        for handler in logger.error_log.handlers + logger.access_log.handlers:
+            handler.close()
+        logger.error_log.handlers.clear()
+        logger.access_log.handlers.clear()
+
+    errors = (tmp_path / "error.log").read_text()
+    assert "Error handling request /feeds/teams/[hidden]/" in errors
+    assert "Secret" not in errors
+    assert (tmp_path / "access.log").read_text() == "code=[hidden]&state=s1\n"

@@ -112,12 +112,15 @@ def monitor_list(request: DashboardRequest) -> HttpResponse:
     page = paginator.get_page(request.GET.get("page"))
     _attach_history(list(page.object_list))
     has_any = paginator.count > 0 or Monitor.objects.for_team(request.team).exists()
+    status_choices = [("", "All"), ("active", "Active"), ("paused", "Paused")]
     context = {
         "page": page,
         "filters": filters,
         "filtering": any(filters.values()),
         "team_has_monitors": has_any,
-        "status_choices": [("", "All"), ("active", "Active"), ("paused", "Paused")],
+        "status_choices": status_choices,
+        # The empty list names the status as the select shows it, not its value.
+        "status_label": dict(status_choices)[filters["status"]],
     }
     template = _fragment(request, "monitors/monitor_list.html", {"results"})
     response = render(request, template, context)

@@ -1,0 +1,90 @@
+"""What config.logs keeps out of the log: the credentials public addresses
+carry, and only those."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import pytest
+
+from config.logs import MAILBOX, WithoutCredentials, hidden
+
+TOKEN = "a1b2c3d4" * 6
+
+
+@pytest.mark.parametrize(
+    ("line", "masked"),
+    [
+        (
+            f'"GET /invitations/{TOKEN}/ HTTP/1.1" 200',
+            '"GET /invitations/[hidden]/ HTTP/1.1" 200',
+        ),
+        (
+            f"Not Found: /feeds/teams/{TOKEN}/",
+            "Not Found: /feeds/teams/[hidden]/",
+        ),
+        (
+            f"https://pagewatch.example.org/email/confirm/{TOKEN}/",
+            "https://pagewatch.example.org/email/confirm/[hidden]/",
+        ),
+        (f"/captures/{TOKEN}", "/captures/[hidden]"),
+        (
+            f"/accounts/reset/MQ/{TOKEN}/",
+            "/accounts/reset/MQ/[hidden]/",
+        ),
+        (
+            f"/accounts/login/?next=/invitations/{TOKEN}/",
+            "/accounts/login/?next=/invitations/[hidden]/",
+        ),
+        (
+            f"/accounts/sso/callback/?code={TOKEN}&state=s1",
+            "/accounts/sso/callback/?code=[hidden]&state=s1",
+        ),
+    ],
+)
+def test_a_public_address_loses_its_credential(line: str, masked: str) -> None:
+    assert hidden(line) == masked
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '"POST /settings/team/invitations/12/revoke/ HTTP/1.1" 302',
+        "https://pagewatch.example.org/settings/team/invitations/12/renew/",
+        "/settings/team/feeds/",
+        "/accounts/reset/MQ/set-password/",
+    ],
+)
+def test_a_dashboard_address_stays_readable(line: str) -> None:
+    assert hidden(line) == line
+
+
+@pytest.fixture
+def written() -> io.StringIO:
+    """What a handler with the filter (as settings.LOGGING sets the console
+    up) writes, for records of the mailbox and of any other logger."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(WithoutCredentials())
+    loggers = [logging.getLogger(MAILBOX), logging.getLogger("pagewatch.tests")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    yield out
+    for logger in loggers:
+        logger.removeHandler(handler)
+
+
+def test_the_console_mailbox_keeps_its_links_and_other_logs_do_not(
+    written: io.StringIO,
+) -> None:
+    link = f"https://pagewatch.example.org/email/confirm/{TOKEN}/"
+
+    logging.getLogger(MAILBOX).warning("Confirm:\n%s", link)
+    logging.getLogger("pagewatch.tests").warning("Opened %s", link)
+
+    assert written.getvalue().splitlines() == [
+        "Confirm:",
+        link,
+        "Opened https://pagewatch.example.org/email/confirm/[hidden]/",
+    ]
