@@ -31,8 +31,7 @@ from checks.models import (
     Snapshot,
     WebhookDelivery,
 )
-from checks.notify import deliveries, emails, events
-from checks.notify import messages as channel_messages
+from checks.notify import deliveries, events
 from checks.notify.kinds.base import mask_url
 from monitors.admin.shared import (
     ChannelTeamFilter,
@@ -46,7 +45,6 @@ from monitors.admin.shared import (
     report_action,
     summary_text,
 )
-from monitors.templatetags.pagewatch import event_label
 
 # Page results shown inline on a check; the rest are one click away.
 INLINE_PAGE_LIMIT = 50
@@ -354,7 +352,7 @@ class EventFilter(admin.SimpleListFilter):
     parameter_name = "event"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(name, event_label(name)) for name in model_admin.event_names]
+        return [(name, events.words_for(name)) for name in model_admin.event_names]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()
@@ -362,7 +360,7 @@ class EventFilter(admin.SimpleListFilter):
 
 
 class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    event_names: tuple[str, ...] = (*events.ALL, events.TEST)
+    event_names: tuple[str, ...] = tuple(events.WEBHOOK_WORDS)
     list_display = [
         "created_at",
         "event_words",
@@ -428,7 +426,7 @@ class DeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     @admin.display(description="Event", ordering="event")
     def event_words(self, delivery: Any) -> str:
-        return event_label(delivery.event)
+        return events.words_for(delivery.event)
 
     @admin.display(description="Kind", ordering="kind")
     def kind_words(self, delivery: Any) -> str:
@@ -457,13 +455,7 @@ class WebhookDeliveryAdmin(DeliveryAdmin):
 
 @admin.register(ChannelDelivery)
 class ChannelDeliveryAdmin(DeliveryAdmin):
-    event_names = (
-        channel_messages.CHANGE,
-        channel_messages.FAILING,
-        channel_messages.RECOVERED,
-        channel_messages.DIGEST,
-        channel_messages.TEST,
-    )
+    event_names = tuple(events.CHANNEL_WORDS)
     list_display = ["created_at", "event_words", "status", "channel", "kind_words",
                     "monitor_link", "attempts", "last_error",
                     "next_attempt_at"]  # fmt: skip
@@ -478,7 +470,7 @@ class ChannelDeliveryAdmin(DeliveryAdmin):
 
 @admin.register(EmailDelivery)
 class EmailDeliveryAdmin(DeliveryAdmin):
-    event_names = (emails.NOTIFICATION, emails.CONFIRMATION, emails.WEBHOOK_DISABLED)
+    event_names = tuple(events.EMAIL_WORDS)
     search_fields = ["email", "monitor__name"]
     search_help_text = "Address or monitor name."
     # An e-mail has no webhook id.

@@ -15,6 +15,7 @@ import re
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorKind(StrEnum):
@@ -150,13 +151,17 @@ def service_words(content: bytes | str) -> str:
         if isinstance(value, dict):
             value = value.get("message") or value.get("error")
         if isinstance(value, str) and value.strip():
-            return _plain(value, SERVICE_WORDS_MAX).rstrip(".")
+            return plain(value, SERVICE_WORDS_MAX).rstrip(".")
     return ""
 
 
-def _plain(text: str, limit: int) -> str:
-    """Tags dropped, entities read, whitespace folded, no control
-    characters, bounded: what the service said, never markup."""
+def plain(text: Any, limit: int = 1000) -> str:
+    """Text from a service (its words about an error, a search result's
+    title) as plain text: tags dropped, entities read, whitespace folded, no
+    control characters, bounded; "" for anything but a string. Templates
+    escape it again."""
+    if not isinstance(text, str):
+        return ""
     words = " ".join(html.unescape(_TAGS.sub("", text)).split())
     words = "".join(ch for ch in words if ch.isprintable())
     return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"

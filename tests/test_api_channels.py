@@ -577,6 +577,14 @@ def test_a_delete_arriving_during_an_edit_waits_for_it_and_wins(api_key, monkeyp
         ),
         ("mmost://127.0.0.1/abc123", "127.0.0.1: 127.0.0.1 is a loopback address."),
         ("json://[::1]/hook", "::1: ::1 is a loopback address."),
+        # Apprise cuts a bracketed IPv6 host short ("fe80::"): the address
+        # named is the one the URL holds.
+        ("json://[fe80::1]:8080/hook", "fe80::1: fe80::1 is a link-local address."),
+        (
+            "json://[64:ff9b::a9fe:a9fe]/hook",
+            "64:ff9b::a9fe:a9fe: 64:ff9b::a9fe:a9fe is a NAT64 address for "
+            "169.254.169.254, which is a cloud metadata address.",
+        ),
     ],
 )
 def test_an_apprise_url_at_a_private_address_is_refused_when_saved(

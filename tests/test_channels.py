@@ -10,7 +10,7 @@ import re
 import threading
 from datetime import UTC, datetime, time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -1517,6 +1517,57 @@ def test_the_slack_picker_lists_a_big_workspaces_channels_past_the_first_page(
     assert [c["id"] for c in list_channels()] == ["C111", "C333"]
     assert asked[0]["types"] == ["public_channel,private_channel"]
     assert asked[0]["exclude_archived"] == ["true"]
+
+
+def test_the_slack_picker_keeps_the_pages_read_when_slack_rate_limits_a_later_one(
+    site, settings
+):
+    from checks.notify.kinds.slack import list_channels
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = site.url("/api/")
+    pages_asked: list[str] = []
+
+    def conversations(request: Request) -> tuple[int, dict[str, str], bytes]:
+        cursor = parse_qs(request.body.decode()).get("cursor", [""])[0]
+        pages_asked.append(cursor)
+        if cursor:
+            # Slack rate-limits conversations.list hard (tier 2).
+            answer: dict[str, Any] = {"ok": False, "error": "ratelimited"}
+            headers = {"Content-Type": "application/json", "Retry-After": "30"}
+            return 429, headers, json.dumps(answer).encode()
+        answer = {
+            "ok": True,
+            "channels": [{"id": "C111", "name": "pricing"}],
+            "response_metadata": {"next_cursor": "next-page"},
+        }
+        return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
+
+    site.handle("/api/conversations.list", conversations)
+
+    # The first page's channels are still offered: without them the picker
+    # falls back to a field where the channel's id must be typed.
+    assert list_channels() == [{"id": "C111", "name": "pricing"}]
+    assert pages_asked == ["", "next-page"]
+
+
+def test_the_slack_picker_fails_when_slack_refuses_its_first_page(site, settings):
+    from checks.notify.kinds.slack import list_channels
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = site.url("/api/")
+
+    def conversations(request: Request) -> tuple[int, dict[str, str], bytes]:
+        answer = {"ok": False, "error": "ratelimited"}
+        headers = {"Content-Type": "application/json", "Retry-After": "30"}
+        return 429, headers, json.dumps(answer).encode()
+
+    site.handle("/api/conversations.list", conversations)
+
+    with pytest.raises(DeliveryError):
+        list_channels()
 
 
 def test_a_page_address_too_long_for_a_slack_link_is_shown_as_text():

@@ -24,9 +24,10 @@ import httpx
 import pytest
 
 from checks import fetch
+from checks.content.sniff import SNIFF_BYTES
 from checks.errors import FETCH_KINDS, ErrorKind
 from checks.fetch import transport
-from checks.fetch.body import ACCEPT_ENCODING
+from checks.fetch.body import ACCEPT_ENCODING, BodyReader
 from checks.fetch.errors import MESSAGES
 from checks.fetch.transport import GuardedBackend
 
@@ -791,6 +792,17 @@ def test_a_page_fetch_reads_a_file_only_as_far_as_it_takes_to_know_it_is_one(
     # A page is read whole, whatever its bytes look like.
     page = run_fetch(f"{site}/long-page", pages_only=True)
     assert len(page.content) == 12 + 20_000 * 8 + 14
+
+
+def test_a_body_cut_at_the_cap_stays_full_when_its_first_bytes_are_a_page() -> None:
+    # Cut at the cap in the piece that also reaches SNIFF_BYTES: the cut
+    # says to stop reading, whatever the file test would find.
+    limit = SNIFF_BYTES + 100
+    reader = BodyReader("", limit, truncate=True, is_a_file=lambda head: False)
+    reader.feed(b"<html><p>" + b"a" * 2 * SNIFF_BYTES)
+
+    assert reader.full is True
+    assert len(reader.finish()) == limit
 
 
 def test_server_that_never_answers_times_out_quickly(private_allowed: None) -> None:

@@ -327,6 +327,9 @@ def test_domain_rules_take_subdomains_and_www_alike():
 def test_provider_text_is_plain_and_times_are_read_or_left_out():
     assert plain("<strong>Acme</strong> &amp;\n co") == "Acme & co"
     assert plain(None) == ""
+    # A title's control characters (a bell, a zero-width space) are dropped,
+    # as in a service's words about an error: one rule for both.
+    assert plain("Acme\x07 \u200bLaunch") == "Acme Launch"
     assert published("2026-05-17T15:30:00") == WHEN
     assert published("2026-05-17T17:30:00+02:00") == WHEN
     assert published("2 hours ago") is None

@@ -27,7 +27,9 @@ _TEXT_TYPES = {
 }
 _BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
 # body_kind reads no further than this: a body's first SNIFF_BYTES tell its
-# kind as the whole body would (a page fetch stops reading a file there).
+# kind as the whole body would. A page fetch asks it once the decoded body
+# reaches SNIFF_BYTES (at the end of the first decoded piece at or past it),
+# and reads no more of a file.
 SNIFF_BYTES = 4096
 _KIND_WORDS = {
     "image/": "an image",
@@ -151,7 +153,7 @@ def body_kind(body: bytes, media_type: str) -> str:
         try:
             body[:SNIFF_BYTES].decode("utf-8")
         except UnicodeDecodeError as exc:
-            # A multi-byte character cut at the 4 KiB boundary is still text.
+            # A multi-byte character cut in two at SNIFF_BYTES is still text.
             if exc.start < SNIFF_BYTES - 6:
                 return "binary"
         return "text"

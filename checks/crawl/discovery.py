@@ -33,9 +33,9 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
 from urllib.parse import urljoin
 
+from checks.crawl.door import Paced
 from checks.crawl.scope import Scope
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, FetchResult, OutboundClient, Pace, Resolver
@@ -140,40 +140,6 @@ def discover(
         finally:
             runner.run(client.aclose())
     return found
-
-
-@dataclass
-class Paced:
-    """The door for discovery's requests after robots.txt, from synchronous
-    code: each waits for the crawl's pace, and the check is told it is alive
-    first (many sitemaps, paced or slow to answer, outlast the time after
-    which a silent check counts as lost)."""
-
-    runner: asyncio.Runner
-    client: OutboundClient
-    pace: Pace
-    alive: Callable[[], object]
-    # What stopped discovery (the check no longer ours, the task's time
-    # limit): nothing more is fetched, and discover raises it again once the
-    # sitemaps' reader, which turns every error into a sitemap that failed,
-    # is done.
-    stopped: BaseException | None = None
-
-    def fetch(self, url: str, **options: Any) -> FetchResult:
-        if self.stopped is not None:
-            raise self.stopped
-        try:
-            self.alive()
-            return self.runner.run(self._fetch(url, options))
-        except FetchError:
-            raise
-        except BaseException as exc:
-            self.stopped = exc
-            raise
-
-    async def _fetch(self, url: str, options: dict[str, Any]) -> FetchResult:
-        await self.pace.wait_turn()
-        return await self.client.fetch(url, **options)
 
 
 def redirect_of(url: str, door: Paced) -> str | None:

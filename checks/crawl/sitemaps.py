@@ -20,7 +20,7 @@ from usp.web_client.abstract_client import (
     WebClientErrorResponse,
 )
 
-from checks.crawl.discovery import Paced
+from checks.crawl.door import Paced
 from checks.errors import ErrorKind, kind_of_status
 from checks.fetch import FetchError, FetchResult
 

@@ -97,7 +97,8 @@ class BodyReader:
             self._keep(piece)
             if self._is_a_file is not None and self._size >= SNIFF_BYTES:
                 is_a_file, self._is_a_file = self._is_a_file, None
-                self.full = is_a_file(b"".join(self._parts))
+                # A cut at the cap (_keep) has said to stop already.
+                self.full = self.full or is_a_file(b"".join(self._parts))
             if self.full:
                 return
 

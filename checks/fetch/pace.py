@@ -1,5 +1,6 @@
 """Requests to one site kept apart: a crawl's `delay` option or its
-robots.txt Crawl-delay, for its robots.txt, sitemaps and pages alike."""
+robots.txt Crawl-delay, for every request after robots.txt (where the start
+page leads, the sitemaps and the pages); robots.txt itself waits for none."""
 
 from __future__ import annotations
 

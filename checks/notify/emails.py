@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.mail import EmailMultiAlternatives
 from django.urls import reverse
 
+from checks.notify import events
 from checks.notify.consent import (
     CONFIRM_MAX_AGE,
     CONFIRM_SALT,
@@ -96,9 +97,10 @@ __all__ = [
     "unsubscribe_url",
 ]
 
-NOTIFICATION = "email.notification"
-CONFIRMATION = "email.confirmation"
-WEBHOOK_DISABLED = "email.webhook_disabled"
+# The events e-mails are sent for (and their words: checks.notify.events).
+NOTIFICATION = events.EMAIL_NOTIFICATION
+CONFIRMATION = events.EMAIL_CONFIRMATION
+WEBHOOK_DISABLED = events.EMAIL_WEBHOOK_DISABLED
 
 PAGES_LISTED = 20
 WATCHED_LISTED = 5

@@ -1,4 +1,5 @@
-"""Webhook event payloads, exactly as Firecrawl sends them.
+"""Webhook event payloads, exactly as Firecrawl sends them; and every event
+a delivery records (webhook, channel, e-mail) with its words for the team.
 
 Pure functions from rows to JSON-ready dicts; checks.notify.deliveries serializes them
 once into the outbox row so every retry sends the very same bytes.
@@ -19,6 +20,39 @@ CHECK_COMPLETED = "monitor.check.completed"
 # Sent only by the dashboard's "send test event"; never filtered out.
 TEST = "monitor.test"
 ALL = (PAGE, CHECK_COMPLETED)
+# The events of the other outboxes: a team channel's messages
+# (checks.notify.messages) and e-mails (checks.notify.emails), named here so
+# that every event's words stand beside it.
+CHANNEL_CHANGE = "channel.change"
+CHANNEL_FAILING = "channel.failing"
+CHANNEL_RECOVERED = "channel.recovered"
+CHANNEL_DIGEST = "channel.digest"
+CHANNEL_TEST = "channel.test"
+EMAIL_NOTIFICATION = "email.notification"
+EMAIL_CONFIRMATION = "email.confirmation"
+EMAIL_WEBHOOK_DISABLED = "email.webhook_disabled"
+
+# Each outbox's events in the team's words, in the order the admin's filters
+# list them; pages keep the raw name in a title for whoever wires up the
+# receiver.
+WEBHOOK_WORDS = {
+    PAGE: "Each page's result",
+    CHECK_COMPLETED: "Check finished",
+    TEST: "Test message",
+}
+CHANNEL_WORDS = {
+    CHANNEL_CHANGE: "Changes",
+    CHANNEL_FAILING: "Monitor failing",
+    CHANNEL_RECOVERED: "Monitor works again",
+    CHANNEL_DIGEST: "Digest",
+    CHANNEL_TEST: "Test message",
+}
+EMAIL_WORDS = {
+    EMAIL_NOTIFICATION: "E-mail",
+    EMAIL_CONFIRMATION: "Confirmation e-mail",
+    EMAIL_WEBHOOK_DISABLED: "E-mail: webhook turned off",
+}
+_WORDS = WEBHOOK_WORDS | CHANNEL_WORDS | EMAIL_WORDS
 
 SUMMARY_KEYS = ("totalPages", "same", "changed", "new", "removed", "error")
 
@@ -42,6 +76,13 @@ def canonical(name: str) -> str:
     """The event an `events` entry names, in its full spelling ("page" ->
     "monitor.page"); a name that is no event's, as it is."""
     return next((event for event in (*ALL, TEST) if name in _spellings(event)), name)
+
+
+def words_for(event: str | None) -> str:
+    """A delivery's event in the team's words ("monitor.check.completed" ->
+    "Check finished"); a name that is no event's, as it is."""
+    name = str(event or "")
+    return _WORDS.get(canonical(name), name)
 
 
 def _spellings(event: str) -> set[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
+from checks.notify import events
 from checks.notify.reports import change_report, failing_reason
 from checks.notify.texts import absolute, one_line
 from monitors.time_words import on_the_clock, wire_time
@@ -23,11 +24,12 @@ if TYPE_CHECKING:
     from checks.models import Check
     from monitors.models import Monitor
 
-CHANGE = "channel.change"
-FAILING = "channel.failing"
-RECOVERED = "channel.recovered"
-DIGEST = "channel.digest"
-TEST = "channel.test"
+# The events a channel's messages are sent for (and their words).
+CHANGE = events.CHANNEL_CHANGE
+FAILING = events.CHANNEL_FAILING
+RECOVERED = events.CHANNEL_RECOVERED
+DIGEST = events.CHANNEL_DIGEST
+TEST = events.CHANNEL_TEST
 
 # Pages listed in one message; the rest are "and N more".
 PAGES_SHOWN = 10

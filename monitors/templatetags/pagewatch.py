@@ -24,8 +24,7 @@ from django.utils.safestring import SafeString
 
 from checks.errors import plain_error
 from checks.jobs import Via
-from checks.notify import emails, events, transports
-from checks.notify import messages as channel_messages
+from checks.notify import events, transports
 from checks.notify.kinds.base import mask_url
 from checks.pipeline.outcome import FETCHED_BECAUSE
 from checks.summary import (
@@ -624,28 +623,11 @@ def fetched_how(page: Any) -> str:
     return "Opened in a real browser."
 
 
-# Delivery.event (and a webhook's `events`) in the team's words; templates keep
-# the raw name in a title for whoever wires up the receiver.
-EVENT_LABELS = {
-    events.PAGE: "Each page's result",
-    events.CHECK_COMPLETED: "Check finished",
-    events.TEST: "Test message",
-    emails.NOTIFICATION: "E-mail",
-    emails.CONFIRMATION: "Confirmation e-mail",
-    emails.WEBHOOK_DISABLED: "E-mail: webhook turned off",
-    channel_messages.CHANGE: "Changes",
-    channel_messages.FAILING: "Monitor failing",
-    channel_messages.RECOVERED: "Monitor works again",
-    channel_messages.DIGEST: "Digest",
-    channel_messages.TEST: "Test message",
-}
-
-
 @register.filter
 def event_label(event: str | None) -> str:
-    """ "monitor.check.completed" -> "Check finished"; an unknown name as is."""
-    name = str(event or "")
-    return EVENT_LABELS.get(events.canonical(name), name)
+    """ "monitor.check.completed" -> "Check finished"; an unknown name as is.
+    Templates keep the raw name in a title for whoever wires up the receiver."""
+    return events.words_for(event)
 
 
 @register.filter

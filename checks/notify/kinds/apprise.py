@@ -85,15 +85,23 @@ def url_problem(url: str) -> str | None:
 def address_problem(url: str) -> str | None:
     """Why the host a valid Apprise URL names can never be reached, judged
     without DNS: an address written out (or localhost). Any other host is
-    judged by the proxy at every send, at the address it resolves to then."""
-    import apprise as apprise_lib  # here, not at the top: see the docstring
+    judged by the proxy at every send, at the address it resolves to then.
+    The host is read from the URL itself: Apprise cuts a bracketed IPv6
+    address short (json://[fe80::1]/ has the host "[fe80::]"), so its
+    plugin's host serves only when the URL has none that urlsplit sees."""
+    try:
+        bare = urlsplit(url).hostname or ""
+    except ValueError:  # an unclosed "[": Apprise may still read a host
+        bare = ""
+    if not bare:
+        import apprise as apprise_lib  # here, not at the top: see the docstring
 
-    plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
-    host = str(getattr(plugin, "host", None) or "")
-    bare = host.removeprefix("[").removesuffix("]")
+        plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
+        host = str(getattr(plugin, "host", None) or "")
+        bare = host.removeprefix("[").removesuffix("]")
     if not bare or _number_form(bare):
         return None
-    return address_refusal(host, bare)
+    return address_refusal(bare, bare)
 
 
 def _number_form(host: str) -> bool:

@@ -142,7 +142,9 @@ def answer_of(result: FetchResult) -> dict[str, Any]:
 def list_channels(limit: int = 200) -> list[dict[str, str]]:
     """The workspace's channels the dashboard offers: [{id, name}]. Slack
     answers a page at a time; pages are followed up to PICKER_PAGES, so a
-    big workspace's channels past the first page can be chosen too."""
+    big workspace's channels past the first page can be chosen too. A page
+    after the first that fails (Slack rate-limits this method hard) ends the
+    list there: the channels read are still worth offering."""
     found: list[dict[str, str]] = []
     cursor = ""
     for _ in range(PICKER_PAGES):
@@ -151,9 +153,14 @@ def list_channels(limit: int = 200) -> list[dict[str, str]]:
             "exclude_archived": True,
             "types": "public_channel,private_channel",
         }
-        answer = call(
-            "conversations.list", asked | ({"cursor": cursor} if cursor else {})
-        )
+        try:
+            answer = call(
+                "conversations.list", asked | ({"cursor": cursor} if cursor else {})
+            )
+        except DeliveryError:
+            if not cursor:
+                raise
+            break
         found.extend(
             {"id": str(c.get("id")), "name": str(c.get("name"))}
             for c in answer.get("channels") or []

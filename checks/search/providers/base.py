@@ -12,9 +12,7 @@ model's requests.
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
@@ -22,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
-from checks.errors import service_words
+from checks.errors import plain, service_words
 from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
 
 # An answer larger than this is refused by the door.
@@ -38,7 +36,6 @@ WINDOWS: dict[str, timedelta] = {
     "24h": timedelta(hours=24),
     "7d": timedelta(days=7),
 }
-_TAGS = re.compile(r"<[^>]{0,200}>")
 
 
 class SearchError(Exception):
@@ -73,15 +70,6 @@ class Hit:
     snippet: str = ""
     published: datetime | None = None
     position: int = 0
-
-
-def plain(value: Any, limit: int = 1000) -> str:
-    """Provider text (titles, snippets) as plain text: tags dropped, entities
-    read, whitespace folded, bounded. Templates escape it again."""
-    if not isinstance(value, str):
-        return ""
-    text = " ".join(html.unescape(_TAGS.sub("", value)).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def published(value: Any) -> datetime | None:
