@@ -383,11 +383,14 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
     if request.method == "GET":
         return _member_remove_question(request, membership)
     try:
-        membership.remove()
+        # One transaction: a step of member_left failing (revoking keys,
+        # withdrawing invitations, the log) leaves them in, not half gone.
+        with transaction.atomic():
+            membership.remove()
+            revoked = member_left(Actor.of(request), request.team, membership.user)
     except LastOwnerError as exc:
         messages.error(request, str(exc))
         return redirect("team-members")
-    revoked = member_left(Actor.of(request), request.team, membership.user)
     if leaving:
         said = f"You left {request.team.name}."
     else:
