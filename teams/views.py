@@ -42,6 +42,7 @@ from teams.forms import (
 )
 from teams.members import (
     RoleChange,
+    member_joined,
     member_left,
     role_change,
     role_changed,
@@ -408,8 +409,8 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
 
 
 def _joined(request: HttpRequest, membership: Membership) -> HttpResponse:
-    record(Actor.of(request), membership.team_id, Kind.MEMBER_JOINED,
-           role=membership.role)  # fmt: skip
+    member_joined(Actor.of(request), membership.team, membership.user,
+                  role=membership.role)  # fmt: skip
     switch_team(request, membership.team_id)
     messages.success(
         request,

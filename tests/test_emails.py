@@ -949,6 +949,37 @@ def test_the_confirmation_names_who_added_the_address_on_the_dashboard(
     assert recipient.added_by == "Olive Stone"
 
 
+def test_a_member_who_leaves_and_rejoins_gets_the_monitors_mails_again(
+    team, member, client, scenario, queued, mailoutbox
+):
+    from django.utils import timezone
+
+    from monitors.models import Membership
+    from teams.activity import SYSTEM
+    from teams.members import member_left
+    from teams.models import Invitation
+
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    Membership.objects.get(team=team, user=member).remove()
+    member_left(SYSTEM, team, member)
+    scenario.run(monitor, [("https://example.com/a", "new")])
+    queued.run()
+    assert mailoutbox == []  # out of the team: asked like any outside address
+
+    _, token = Invitation.issue(team, MEMBER, "viewer", None, timezone.now())
+    client.force_login(member)
+    response = client.post(reverse("invitation-accept", args=[token]))
+    assert response.status_code == 302
+
+    recipient = monitor.email_recipients.get()
+    assert (recipient.status, recipient.source) == ("confirmed", "team")
+    assert recipient.confirmed_at is not None
+    scenario.run(monitor, [("https://example.com/b", "new")])
+    queued.run()
+    [mail] = mailoutbox
+    assert mail.to == [MEMBER] and "https://example.com/b" in mail.body
+
+
 def test_a_name_longer_than_the_column_is_cut_not_a_server_error(
     team, client, django_user_model, queued, mailoutbox,
     django_capture_on_commit_callbacks,
