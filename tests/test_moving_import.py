@@ -390,6 +390,54 @@ def test_a_notification_url_the_team_has_a_channel_for_is_that_channel(team):
     assert list(Monitor.objects.get(team=team).channels.all()) == [ops]
 
 
+def test_a_watch_with_more_notification_urls_than_a_monitor_takes_keeps_the_first(
+    team,
+):
+    urls = [f"tgram://123456789:AAEbcdefghijklmnop/-100{n}" for n in range(53)]
+    items = prepared(
+        team, "changedetection", _notifying({"one": urls}), "url-watches.json"
+    )
+    (item,) = items
+    assert [c["url"] for c in item.channels] == urls[:50]
+    assert (
+        "3 notification URLs not imported: a monitor sends to at most 50 channels."
+        in item.notes
+    )
+
+    importing.run_import(team, items, timezone.now())
+
+    monitor = Monitor.objects.get(team=team)
+    assert monitor.channels.count() == 50
+
+
+def test_a_channel_refused_when_the_import_runs_is_said_not_reported_made(
+    team, monkeypatch
+):
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    items = prepared(
+        team, "changedetection", _notifying({"one": [telegram]}), "url-watches.json"
+    )
+    assert items[0].as_dict()["channels"] == ["Telegram (imported)"]
+    # The rules changed between the preview and the import.
+    real = importing.ChannelInputSerializer.is_valid
+    monkeypatch.setattr(
+        importing.ChannelInputSerializer, "is_valid", lambda self, **kw: False
+    )
+
+    report = importing.run_import(team, items, timezone.now())
+
+    monkeypatch.setattr(importing.ChannelInputSerializer, "is_valid", real)
+    assert report.created == 1
+    assert not Channel.objects.filter(team=team).exists()
+    (outcome,) = report.as_dict()["items"]
+    assert outcome["channels"] == []
+    assert any(
+        n.startswith("Its channel “Telegram (imported)” was not made")
+        for n in outcome["notes"]
+    )
+    assert "AAEb" not in json.dumps(report.as_dict())
+
+
 def _backup_of_watches(count: int, hours: int) -> bytes:
     """A backup of `count` watches of different addresses, each checked every
     `hours` hours, so their schedules are spread over that gap."""
