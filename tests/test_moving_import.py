@@ -267,6 +267,51 @@ def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(
     assert "something unforeseen" in caplog.text
 
 
+def _secret_run(team):
+    """A previewed run whose watches notify an Apprise URL (a secret): one
+    imported, one a duplicate left out."""
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    watching = {
+        ref: {"url": "https://a.example.com/", "notification_urls": [telegram]}
+        for ref in ("one", "two")
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    items = prepared(team, "changedetection", data, "url-watches.json")
+    assert items[1].duplicate
+    return importing.preview_run(team, "changedetection", items)
+
+
+def test_a_finished_import_keeps_no_notification_url(team):
+    run = _secret_run(team)
+    assert "AAEb" in json.dumps(run.items)
+
+    run = importing.start_run(run, [], timezone.now())
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE
+    assert "AAEb" not in json.dumps(run.items)
+    assert [s["channels"] for s in run.items] == [
+        [{"name": "Telegram (imported)", "new": True}]
+    ] * 2
+    assert "AAEb" not in json.dumps(run.report)
+    assert run.report["items"][0]["channels"] == ["Telegram (imported)"]
+
+
+def test_a_failed_import_keeps_no_notification_url(team, monkeypatch):
+    run = _secret_run(team)
+    ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
+
+    def broken(run_, now):
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(importing, "execute_run", broken)
+    import_monitors_task(str(run.pk))
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED
+    assert "AAEb" not in json.dumps(run.items)
+
+
 def test_the_activity_log_says_a_monitor_was_imported_and_from_where(team):
     from teams.models import Activity
 
