@@ -502,6 +502,9 @@ def _window_hours(
     if (end_hour, end_minute) == (0, 0):
         end_hour = 24
     last = end_hour if minutes[-1] <= end_minute else end_hour - 1
+    # A run at midnight itself would be the next day's: the day's last hour
+    # is 23, and cron has no hour 24.
+    last = min(last, 23)
     if last < start[0]:
         raise ScheduleError(
             f"'{window}' holds no run: the end must come after the start, "

@@ -40,8 +40,7 @@ class Actor:
         """Who did it, by name, for someone outside the team (the address
         a monitor's e-mails were added for): the person, or the one who made
         the API key; "" when no person is known."""
-        person = self.user or (self.key.created_by if self.key else None)
-        return (person.get_full_name() or person.get_username()) if person else ""
+        return _name_of(self.user or (self.key.created_by if self.key else None))
 
     @classmethod
     def command(cls, user: Any = None) -> Actor:
@@ -70,8 +69,7 @@ def record(
         kind=kind,
         via=actor.via,
         user=user,
-        user_name=actor.name
-        or ((user.get_full_name() or user.get_username()) if user else ""),
+        user_name=_user_name(actor.name or _name_of(user)),
         api_key=actor.key,
         key_name=actor.key.name if actor.key else "",
         monitor=monitor,
@@ -79,6 +77,16 @@ def record(
         details=details,
         address=actor.address,
     )
+
+
+def _name_of(user: Any) -> str:
+    return (user.get_full_name() or user.get_username()) if user else ""
+
+
+def _user_name(name: str) -> str:
+    # A full name can be 301 characters, an e-mail address 254: cut to the
+    # column, which PostgreSQL would refuse past.
+    return name[: Activity._meta.get_field("user_name").max_length]
 
 
 def record_in_their_teams(
@@ -105,7 +113,7 @@ def record_created(
             kind=Kind.MONITOR_CREATED,
             via=actor.via,
             user=user,
-            user_name=(user.get_full_name() or user.get_username()) if user else "",
+            user_name=_user_name(_name_of(user)),
             api_key=actor.key,
             key_name=actor.key.name if actor.key else "",
             monitor=monitor,

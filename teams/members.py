@@ -51,6 +51,24 @@ def member_left(actor: Actor, team: Team, user: Any) -> int:
     return len(revoked)
 
 
+def member_joined(actor: Actor, team: Team, user: Any, **details: Any) -> None:
+    """Record someone joining `team` (an invitation, the admin, single
+    sign-on). Monitors already naming their address mail it again as a
+    member's (someone who left and came back was unvouched, and their rows
+    wait for a confirmation nobody sends); an unsubscribe stays as it is."""
+    record(actor, team, Kind.MEMBER_JOINED, **details)
+    if user.email:
+        EmailRecipient.objects.filter(
+            monitor__team=team,
+            email__iexact=user.email,
+            status=EmailRecipient.Status.PENDING,
+        ).update(
+            status=EmailRecipient.Status.CONFIRMED,
+            source=EmailRecipient.Source.TEAM,
+            confirmed_at=timezone.now(),
+        )
+
+
 def _unvouched(team: Team, user: Any) -> None:
     """The monitors naming `user`'s address among their recipients stop
     e-mailing it: it is asked like any address outside the team from now on

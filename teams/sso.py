@@ -33,8 +33,8 @@ from mozilla_django_oidc.views import (
 )
 
 from monitors.models import LastOwnerError, Membership, Team
-from teams.activity import Actor, Kind, Via, record
-from teams.members import role_changed
+from teams.activity import Actor, Via
+from teams.members import member_joined, role_changed
 from teams.models import Invitation
 
 logger = logging.getLogger(__name__)
@@ -176,8 +176,8 @@ def sync_teams(user: Any, claim: Any) -> None:
                 team=team, user=user, defaults={"role": role}
             )
             if created:
-                record(Actor(Via.DASHBOARD, user=user), team, Kind.MEMBER_JOINED,
-                       role=role, through="single sign-on")  # fmt: skip
+                member_joined(Actor(Via.DASHBOARD, user=user), team, user,
+                              role=role, through="single sign-on")  # fmt: skip
                 Invitation.objects.spend_for(team, user, timezone.now())
             if created or membership.role == role:
                 continue

@@ -42,6 +42,7 @@ from teams.forms import (
 )
 from teams.members import (
     RoleChange,
+    member_joined,
     member_left,
     role_change,
     role_changed,
@@ -383,11 +384,14 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
     if request.method == "GET":
         return _member_remove_question(request, membership)
     try:
-        membership.remove()
+        # One transaction: a step of member_left failing (revoking keys,
+        # withdrawing invitations, the log) leaves them in, not half gone.
+        with transaction.atomic():
+            membership.remove()
+            revoked = member_left(Actor.of(request), request.team, membership.user)
     except LastOwnerError as exc:
         messages.error(request, str(exc))
         return redirect("team-members")
-    revoked = member_left(Actor.of(request), request.team, membership.user)
     if leaving:
         said = f"You left {request.team.name}."
     else:
@@ -405,8 +409,8 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
 
 
 def _joined(request: HttpRequest, membership: Membership) -> HttpResponse:
-    record(Actor.of(request), membership.team_id, Kind.MEMBER_JOINED,
-           role=membership.role)  # fmt: skip
+    member_joined(Actor.of(request), membership.team, membership.user,
+                  role=membership.role)  # fmt: skip
     switch_team(request, membership.team_id)
     messages.success(
         request,

@@ -1,6 +1,6 @@
 """When a channel's digest goes, across edits of the channel: an edit that
 leaves the digest's settings alone leaves its due time and its period alone,
-whenever it lands (checks.notify.digests, monitors.api.channels.save_channel)."""
+whenever it lands (checks.notify.digests, monitors.channel_editing.save_channel)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import time_machine
 
 from checks.notify import digests
-from monitors.api.channels import save_channel
+from monitors.channel_editing import save_channel
 from monitors.models import Channel
 
 pytestmark = pytest.mark.django_db

@@ -949,6 +949,64 @@ def test_the_confirmation_names_who_added_the_address_on_the_dashboard(
     assert recipient.added_by == "Olive Stone"
 
 
+def test_a_member_who_leaves_and_rejoins_gets_the_monitors_mails_again(
+    team, member, client, scenario, queued, mailoutbox
+):
+    from django.utils import timezone
+
+    from monitors.models import Membership
+    from teams.activity import SYSTEM
+    from teams.members import member_left
+    from teams.models import Invitation
+
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    Membership.objects.get(team=team, user=member).remove()
+    member_left(SYSTEM, team, member)
+    scenario.run(monitor, [("https://example.com/a", "new")])
+    queued.run()
+    assert mailoutbox == []  # out of the team: asked like any outside address
+
+    _, token = Invitation.issue(team, MEMBER, "viewer", None, timezone.now())
+    client.force_login(member)
+    response = client.post(reverse("invitation-accept", args=[token]))
+    assert response.status_code == 302
+
+    recipient = monitor.email_recipients.get()
+    assert (recipient.status, recipient.source) == ("confirmed", "team")
+    assert recipient.confirmed_at is not None
+    scenario.run(monitor, [("https://example.com/b", "new")])
+    queued.run()
+    [mail] = mailoutbox
+    assert mail.to == [MEMBER] and "https://example.com/b" in mail.body
+
+
+def test_a_name_longer_than_the_column_is_cut_not_a_server_error(
+    team, client, django_user_model, queued, mailoutbox,
+    django_capture_on_commit_callbacks,
+):  # fmt: skip
+    from monitors.models import Membership
+    from tests.test_dashboard_views import scrape_form
+
+    # Django's user names hold 150 characters each: a full name is 301.
+    long = django_user_model.objects.create_user(
+        "long", "long@acme.test", first_name="O" * 150, last_name="S" * 150
+    )
+    Membership.objects.create(team=team, user=long, role=Membership.Role.EDITOR)
+    client.force_login(long)
+    form = scrape_form(email_enabled="on", email_recipients=EXTERNAL)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("monitor-create"), form)
+    assert response.status_code == 302
+    queued.run()
+
+    recipient = EmailRecipient.objects.get(email=EXTERNAL)
+    column = EmailRecipient._meta.get_field("added_by").max_length
+    assert recipient.added_by == ("O" * 150 + " " + "S" * 150)[:column]
+    [confirmation] = mailoutbox
+    assert recipient.added_by in confirmation.body
+
+
 def test_the_confirmation_names_the_person_whose_api_key_added_the_address(
     team, django_user_model, queued, mailoutbox, scrape_monitor_body,
     django_capture_on_commit_callbacks,

@@ -66,6 +66,26 @@ def test_removing_a_member_revokes_the_keys_they_made_for_this_team_only(
     )
 
 
+def test_a_removal_that_fails_part_way_leaves_the_member_in_with_their_keys(
+    client, team, people, monkeypatch
+):
+    owner, editor, leaving = people
+    _, theirs = ApiKey.issue(team, name="eddie's laptop", created_by=editor)
+    client.force_login(owner)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the log could not be written")
+
+    # The last of the steps after the removal: the keys are revoked by then.
+    monkeypatch.setattr("teams.members.record", broken)
+    with pytest.raises(RuntimeError):
+        client.post(reverse("member-remove", args=[leaving.pk]))
+
+    assert Membership.objects.filter(pk=leaving.pk).exists()
+    assert answers(theirs) == 200
+    assert not Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED).exists()
+
+
 def test_a_member_without_keys_leaves_with_the_plain_words(client, team, people):
     owner, _, leaving = people
     client.force_login(owner)

@@ -49,6 +49,25 @@ def test_an_upload_is_a_dry_run_unless_told_otherwise(api, team):
 
 
 @pytest.mark.django_db
+def test_an_upload_with_an_absurd_interval_is_previewed_not_a_server_error(api, team):
+    watching = {
+        "w": {
+            "url": "https://a.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": {"weeks": "1e308", "days": "1e308"},
+        }
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    response = upload(api, "changedetection", data, "url-watches.json")
+    assert response.status_code == 200, response.content
+    [item] = response.json()["data"]["items"]
+    assert item["imported"] is True
+    weekday = item["monitor"]["schedule"]["cron"].split()[4]
+    assert weekday.isdigit()  # once a week
+    assert any("checked every week" in note for note in item["notes"])
+
+
+@pytest.mark.django_db
 def test_an_import_creates_the_monitors_and_reports_each_item(api, team):
     response = upload(api, "urlwatch", fixture("urls.yaml"), "urls.yaml", dryRun=False)
     assert response.status_code == 200, response.content

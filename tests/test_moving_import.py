@@ -267,6 +267,51 @@ def test_an_import_that_breaks_ends_failed_and_the_worker_goes_on(
     assert "something unforeseen" in caplog.text
 
 
+def _secret_run(team):
+    """A previewed run whose watches notify an Apprise URL (a secret): one
+    imported, one a duplicate left out."""
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    watching = {
+        ref: {"url": "https://a.example.com/", "notification_urls": [telegram]}
+        for ref in ("one", "two")
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    items = prepared(team, "changedetection", data, "url-watches.json")
+    assert items[1].duplicate
+    return importing.preview_run(team, "changedetection", items)
+
+
+def test_a_finished_import_keeps_no_notification_url(team):
+    run = _secret_run(team)
+    assert "AAEb" in json.dumps(run.items)
+
+    run = importing.start_run(run, [], timezone.now())
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE
+    assert "AAEb" not in json.dumps(run.items)
+    assert [s["channels"] for s in run.items] == [
+        [{"name": "Telegram (imported)", "new": True}]
+    ] * 2
+    assert "AAEb" not in json.dumps(run.report)
+    assert run.report["items"][0]["channels"] == ["Telegram (imported)"]
+
+
+def test_a_failed_import_keeps_no_notification_url(team, monkeypatch):
+    run = _secret_run(team)
+    ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
+
+    def broken(run_, now):
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(importing, "execute_run", broken)
+    import_monitors_task(str(run.pk))
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED
+    assert "AAEb" not in json.dumps(run.items)
+
+
 def test_the_activity_log_says_a_monitor_was_imported_and_from_where(team):
     from teams.models import Activity
 
@@ -388,6 +433,54 @@ def test_a_notification_url_the_team_has_a_channel_for_is_that_channel(team):
     importing.run_import(team, items, timezone.now())
     assert Channel.objects.filter(team=team).count() == 1
     assert list(Monitor.objects.get(team=team).channels.all()) == [ops]
+
+
+def test_a_watch_with_more_notification_urls_than_a_monitor_takes_keeps_the_first(
+    team,
+):
+    urls = [f"tgram://123456789:AAEbcdefghijklmnop/-100{n}" for n in range(53)]
+    items = prepared(
+        team, "changedetection", _notifying({"one": urls}), "url-watches.json"
+    )
+    (item,) = items
+    assert [c["url"] for c in item.channels] == urls[:50]
+    assert (
+        "3 notification URLs not imported: a monitor sends to at most 50 channels."
+        in item.notes
+    )
+
+    importing.run_import(team, items, timezone.now())
+
+    monitor = Monitor.objects.get(team=team)
+    assert monitor.channels.count() == 50
+
+
+def test_a_channel_refused_when_the_import_runs_is_said_not_reported_made(
+    team, monkeypatch
+):
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    items = prepared(
+        team, "changedetection", _notifying({"one": [telegram]}), "url-watches.json"
+    )
+    assert items[0].as_dict()["channels"] == ["Telegram (imported)"]
+    # The rules changed between the preview and the import.
+    real = importing.ChannelInputSerializer.is_valid
+    monkeypatch.setattr(
+        importing.ChannelInputSerializer, "is_valid", lambda self, **kw: False
+    )
+
+    report = importing.run_import(team, items, timezone.now())
+
+    monkeypatch.setattr(importing.ChannelInputSerializer, "is_valid", real)
+    assert report.created == 1
+    assert not Channel.objects.filter(team=team).exists()
+    (outcome,) = report.as_dict()["items"]
+    assert outcome["channels"] == []
+    assert any(
+        n.startswith("Its channel “Telegram (imported)” was not made")
+        for n in outcome["notes"]
+    )
+    assert "AAEb" not in json.dumps(report.as_dict())
 
 
 def _backup_of_watches(count: int, hours: int) -> bytes:

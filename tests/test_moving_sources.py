@@ -484,6 +484,34 @@ def test_a_distill_schedule_it_cannot_keep_is_said_once():
     ]
 
 
+@pytest.mark.parametrize(
+    "interval",
+    [{"weeks": "1e308"}, {"weeks": "1e308", "days": "1e308"}, {"days": 30}],
+)
+def test_an_interval_longer_than_a_week_is_checked_weekly_and_says_so(interval):
+    watching = {
+        "w": {
+            "url": "https://a.example.com/",
+            "time_between_check_use_default": False,
+            "time_between_check": interval,
+        }
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    item = planned("changedetection", data, "url-watches.json")["w"]
+    assert item.importable
+    assert gap_of(item) == 7 * 24 * 60
+    assert item.notes == [
+        "Checked less often than once a week there; it is checked every week "
+        "(its schedule can be changed after the import)."
+    ]
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 10**400])
+def test_an_absurd_interval_still_gives_a_schedule(seconds):
+    schedule = schedule_for_seconds(seconds, [])
+    assert schedule["cron"] in ("0 * * * *", "0 0 * * 0")
+
+
 def test_a_45_minute_interval_is_checked_hourly_and_says_so():
     watching = {
         "w": {

@@ -740,6 +740,10 @@ def test_a_gap_of_part_of_a_minute_is_refused_saying_why() -> None:
         ("every 120 minutes from 9am to 5pm on weekdays", "0 9-17/2 * * 1-5"),
         ("every 3 hours between 8:30 and 18:00 on weekends", "30 8-17/3 * * 0,6"),
         ("every 5 hours from 8am to 6pm", "0 8-18/5 * * *"),
+        # Midnight as the end is the day's end: the last run is in hour 23.
+        ("every 2 hours from 8am to midnight", "0 8-22/2 * * *"),
+        ("every 3 hours from 9am to midnight", "0 9-21/3 * * *"),
+        ("hourly from 6pm to midnight", "0 18-23 * * *"),
     ],
 )
 def test_whole_hour_gaps_can_be_kept_to_days_and_office_hours(
@@ -757,6 +761,7 @@ def test_whole_hour_gaps_can_be_kept_to_days_and_office_hours(
         ("30 8-17/3 * * *", "Every 3 hours from 08:30 to 17:30"),
         # Not evenly round the clock (20:00 to 00:00 is 4 hours), said as is.
         ("0 */5 * * *", "Every 5 hours from 00:00 to 20:00"),
+        ("0 8-22/2 * * *", "Every 2 hours from 08:00 to 22:00"),
     ],
 )
 def test_hour_gaps_on_some_days_or_hours_show_words_that_read_back(

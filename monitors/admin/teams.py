@@ -38,7 +38,7 @@ from teams.activity import (
     record,
 )
 from teams.forms import TimeZoneField
-from teams.members import member_left, role_changed
+from teams.members import member_joined, member_left, role_changed
 from teams.models import Activity, Invitation
 
 
@@ -211,8 +211,8 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         actor = _admin(request)
         team = form.instance
         for membership in formset.new_objects:
-            record(actor, team, Kind.MEMBER_JOINED, role=membership.role,
-                   member=membership.user.get_username())  # fmt: skip
+            member_joined(actor, team, membership.user, role=membership.role,
+                          member=membership.user.get_username())  # fmt: skip
             Invitation.objects.spend_for(team, membership.user, timezone.now())
         for membership, _ in formset.changed_objects:
             if was.get(membership.pk) != membership.role:

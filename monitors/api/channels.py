@@ -5,10 +5,9 @@ the dashboard's channel form validates with, so both take the same input."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, time
+from datetime import time
 from typing import Any
 
-from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
@@ -20,12 +19,13 @@ from rest_framework.response import Response
 
 from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
-from checks.notify import digests, kinds
+from checks.notify import kinds
 from checks.targets.options import StrictCharField, StrictIntegerField, StrictMixin
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
-from monitors.models import Channel, Team
+from monitors.channel_editing import save_channel
+from monitors.models import Channel
 from monitors.time_words import wire_time
 from teams.activity import Actor, Kind, record
 
@@ -122,55 +122,6 @@ class ChannelInputSerializer(StrictMixin, serializers.Serializer):
         if digest and digest_at is None:
             attrs["digestAt"] = time(9, 0)
         return attrs
-
-
-def save_channel(
-    team: Team, data: dict[str, Any], now: datetime, channel: Channel | None = None
-) -> Channel:
-    """Create or change a channel from validated input (API and dashboard).
-    A channel being changed was read before this transaction: one deleted
-    since stays deleted (saving it would insert it again, linked to nothing)
-    and the edit is refused with Http404, the answer to a missing channel."""
-    with transaction.atomic():
-        if channel is None:
-            channel = _new_channel(team, data)
-        else:
-            locked = Channel.objects.select_for_update().filter(pk=channel.pk)
-            stored = locked.values("digest_since", "next_digest_at").first()
-            if stored is None:
-                raise Http404("Channel not found")
-            # The digest made since the channel was read started a new
-            # period: the whole-row save below must not write the old one.
-            channel.digest_since = stored["digest_since"]
-            channel.next_digest_at = stored["next_digest_at"]
-        _apply(channel, data)
-        digests.schedule(channel, now)
-        channel.save()
-        kind = kinds.kind_for(channel.kind)
-        if kind is not None and kind.signed:
-            team.ensure_webhook_secret()
-    return channel
-
-
-def _new_channel(team: Team, data: dict[str, Any]) -> Channel:
-    channel = Channel(team=team, kind=data["kind"])
-    channel.events = list(Channel.DEFAULT_EVENTS)
-    return channel
-
-
-def _apply(channel: Channel, data: dict[str, Any]) -> None:
-    if "name" in data:
-        channel.name = data["name"].strip()
-    if "settings" in data:
-        channel.settings = data["settings"]
-    if "events" in data:
-        channel.events = list(dict.fromkeys(data["events"]))
-    if "failingAfter" in data:
-        channel.failing_after = data["failingAfter"]
-    if "digest" in data:
-        channel.digest = data["digest"] or ""
-    if "digestAt" in data:
-        channel.digest_at = data["digestAt"]
 
 
 def replaced_secrets(channel: Channel, before: dict[str, Any]) -> dict[str, Any]:

@@ -105,8 +105,21 @@ class ImportRun(models.Model):
     def finish(self, report: dict[str, Any], now: datetime) -> None:
         self.status, self.report, self.finished_at = self.Status.DONE, report, now
         self.done = self.total
-        self.save(update_fields=["status", "report", "finished_at", "done"])
+        self._forget_notification_urls()
+        self.save(update_fields=["status", "report", "finished_at", "done", "items"])
 
     def fail(self, message: str, now: datetime) -> None:
         self.status, self.error, self.finished_at = self.Status.FAILED, message, now
-        self.save(update_fields=["status", "error", "finished_at"])
+        self._forget_notification_urls()
+        self.save(update_fields=["status", "error", "finished_at", "items"])
+
+    def _forget_notification_urls(self) -> None:
+        """An Apprise URL holds the service's secret: once the run is over
+        nothing reads it again, so it is not kept the days a run is (the
+        channels' names stay, as the report shows them)."""
+        for state in self.items:
+            state["notify_urls"] = []
+            state["channels"] = [
+                {k: v for k, v in channel.items() if k != "url"}
+                for channel in state.get("channels") or []
+            ]

@@ -301,6 +301,9 @@ class Monitor(models.Model):
         Existing rows are kept as they are, so removing and re-adding an
         address neither re-sends a confirmation nor undoes an unsubscribe.
         """
+        # A full name can be twice a user's name fields (301 characters):
+        # cut to the column, which PostgreSQL would refuse past.
+        added_by = added_by[: EmailRecipient._meta.get_field("added_by").max_length]
         wanted = [r.lower() for r in self.email_settings.get("recipients") or []]
         members = self.team.member_emails()
         existing = set(self.email_recipients.values_list("email", flat=True))

@@ -31,6 +31,7 @@ from monitors.target_kinds import pages_target
 MAX_ITEMS = 5000
 # An interval a source does not say: how often its watches are checked here.
 DEFAULT_MINUTES = 60
+_WEEK_MINUTES = 7 * 24 * 60
 # The gaps a cron schedule can keep exactly: divisors of an hour, of a day.
 _MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
 _HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)
@@ -211,8 +212,17 @@ def schedule_for_seconds(
     at :00 of the same hour; with `team` (its slug) each team has its own
     places, so teams importing the same list do not all run it at once."""
     spread = _spread(address, team)
-    if not seconds or seconds <= 0:
+    if not seconds or not seconds > 0:  # NaN too
         return {"cron": _cron_every(DEFAULT_MINUTES, spread)[0], "timezone": "UTC"}
+    if seconds > _WEEK_MINUTES * 60:
+        # The longest gap made here is a week; an absurd interval (1e308
+        # weeks, a 400-digit number of hours) would not even survive the
+        # arithmetic below.
+        notes.append(
+            "Checked less often than once a week there; it is checked every week "
+            "(its schedule can be changed after the import)."
+        )
+        seconds = _WEEK_MINUTES * 60
     wanted = max(1, math.ceil(seconds / 60))
     floor = min_interval_minutes()
     minutes = max(wanted, floor)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import sys
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -66,6 +67,10 @@ def _seconds(spec: Any, notes: list[str] | None = None) -> float | None:
                 f"Its check interval's “{str(value)[:20]} {str(unit)[:20]}” is "
                 "not imported: Pagewatch does not know that unit."
             )
+    if not math.isfinite(total):
+        # Parts each finite can still add up past a float ("1e308 weeks"):
+        # the longest interval there is, which the schedule caps at a week.
+        return sys.float_info.max
     return total or None
 
 

@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
-from monitors.api.channels import ChannelInputSerializer, save_channel
+from monitors.api.channels import ChannelInputSerializer
+from monitors.channel_editing import save_channel
 from monitors.editing import create_monitors
 from monitors.models import ApiKey, ImportRun, Monitor, MonitorChannel, Team
 from monitors.moving import plan
@@ -142,8 +143,9 @@ def _link_channels(
     if not wanted:
         return
     have = plan.team_apprise_channels(team)
+    refused: set[str] = set()
     for channel in wanted:
-        if channel["url"] not in have:
+        if channel["url"] not in have and channel["url"] not in refused:
             body = {"name": channel["name"], "kind": "apprise"}
             body["settings"] = {"url": channel["url"]}
             serializer = ChannelInputSerializer(data=body, context={"team": team})
@@ -151,6 +153,19 @@ def _link_channels(
                 made = save_channel(team, serializer.validated_data, now)
                 record(actor, team, Kind.CHANNEL_CREATED, name=made.name)
                 have[channel["url"]] = made
+            else:
+                refused.add(channel["url"])
+    for _, item in pairs:
+        # The report lists an item's channels as made: one refused is said
+        # instead (by its name: the URL holds the service's secret).
+        for channel in [c for c in item.channels if c["url"] not in have]:
+            note = (
+                f"Its channel “{channel['name']}” was not made: the Channels "
+                "page's rules refused it when the import ran. Add it there."
+            )
+            if note not in item.notes:
+                item.notes.append(note)
+        item.channels = [c for c in item.channels if c["url"] in have]
     MonitorChannel.objects.bulk_create(
         [
             MonitorChannel(monitor=monitor, channel=have[url])

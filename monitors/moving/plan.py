@@ -12,7 +12,7 @@ from rest_framework.exceptions import ValidationError
 
 from checks.crawl.scope import canonical
 from checks.notify.kinds.apprise import NOT_OVER_HTTP, scheme_of, service_name
-from monitors import clock
+from monitors import clock, rules
 from monitors.api.channels import ChannelInputSerializer
 from monitors.api.errors import flatten_errors
 from monitors.api.serializers import MonitorWriteSerializer
@@ -182,7 +182,8 @@ def apprise_channels(team: Team, items: Iterable[Planned]) -> None:
                 judged[url] = _channel_for(team, url, have, names)
             channel = judged[url]
             if isinstance(channel, dict):
-                item.channels.append(channel)
+                if channel not in item.channels:
+                    item.channels.append(channel)
             else:
                 # Only its scheme: the rest of the URL holds the secret.
                 which = f" ({scheme_of(url)[:20]}://…)" if "://" in url else ""
@@ -192,6 +193,15 @@ def apprise_channels(team: Team, items: Iterable[Planned]) -> None:
                 # Judged again when the import runs, with the preview's notes.
                 if note not in item.notes:
                     item.notes.append(note)
+        if len(item.channels) > rules.CHANNELS_MAX:
+            # As the API and the Channels page refuse past it; the import
+            # links channels itself, so it keeps the rule here.
+            left = len(item.channels) - rules.CHANNELS_MAX
+            item.notes.append(
+                f"{left} notification URL{'s' if left > 1 else ''} not imported: "
+                f"a monitor sends to at most {rules.CHANNELS_MAX} channels."
+            )
+            item.channels = item.channels[: rules.CHANNELS_MAX]
 
 
 def _instead(url: str) -> str:
