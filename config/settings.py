@@ -162,6 +162,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.middleware.NulInQueryMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its page.
     "axes.middleware.AxesMiddleware",
 ]
