@@ -19,6 +19,11 @@ by side, and records each attempt as it ends.
    honoured), only if this drain's claim still holds it. An attempt that
    sends to several people has this thread record each one as it is done
    with (`done_with`), before it goes on to the next.
+4. Should the database go away while this thread records (a restart, a
+   failover), the drain logs one line and stops writing: attempts still
+   running hear that their rows are no longer theirs (a team e-mail starts
+   no other e-mail), and the rows not recorded keep the claim until the
+   sweeper frees it after CLAIM_LEASE, so they are sent again.
 """
 
 from __future__ import annotations
