@@ -22,6 +22,10 @@ class MailServer(socketserver.ThreadingTCPServer):
         self.taken: list[str] = []
         self.answers: int | None = None
         self.silent = threading.Event()
+        # Cleared, each message's answer waits until it is set again (a slow
+        # server: what the sender does meanwhile can be arranged).
+        self.answering = threading.Event()
+        self.answering.set()
         self.lock = threading.Lock()
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
@@ -57,6 +61,7 @@ class _MailConversation(socketserver.StreamRequestHandler):
                     self.server.silent.set()
                     self.rfile.readline()  # until the sender is gone
                     return
+                self.server.answering.wait(10)
                 self.say("250 taken")
             elif verb == "RCPT":
                 recipients.append(line.decode().split(":", 1)[1].strip().strip("<>"))

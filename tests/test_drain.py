@@ -4,16 +4,19 @@ twice (PostgreSQL)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
+from django.utils import timezone
 
 from checks.models import Delivery, DeliveryAttempt
-from checks.notify import channels, drain, messages, outbox
+from checks.notify import channels, drain, messages, outbox, sweep
 from checks.notify.tasks import drain_task
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import make_monitor, webhook_config
@@ -160,3 +163,38 @@ def test_two_drains_at_once_never_send_a_row_twice(team, receiver):
     assert set(
         Delivery.objects.filter(pk__in=ids).values_list("status", flat=True)
     ) == {"delivered"}
+
+
+def test_a_database_drop_while_recording_leaves_the_claim_to_expire_in_one_line(
+    team, receiver, queued, monkeypatch, caplog
+):
+    rows = [
+        channels.create(channel, None, None, messages.test(channel.name))
+        for channel in _webhook_channels(team, receiver, 3)
+    ]
+    ids = [row.pk for row in rows]
+
+    def database_gone(ended, started_at):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(drain, "record_many", database_gone)
+        assert len(drain.drain(ids)) == 3
+
+    # A routine reconnect: one plain line for the operator, no traceback.
+    [line] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert line.name == drain.__name__
+    assert line.exc_info is None
+    assert "lost its database connection" in line.getMessage()
+    rows = Delivery.objects.filter(pk__in=ids)
+    assert set(rows.values_list("status", flat=True)) == {"sending"}
+    assert not DeliveryAttempt.objects.filter(delivery__in=ids).exists()
+
+    # Once the claim's lease is past the sweeper queues them again, and they
+    # are delivered (at least once: the receivers saw the first send too).
+    rows.update(claimed_at=timezone.now() - drain.CLAIM_LEASE - timedelta(seconds=1))
+    assert sweep.sweep() == 3
+    assert queued.run() == 3
+    assert set(rows.values_list("status", flat=True)) == {"delivered"}
+    hooks = Counter(r.path for r in receiver.site.requests)
+    assert hooks == {f"/hook/{n}": 2 for n in range(3)}

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 import time_machine
 from django.core.mail.backends.base import BaseEmailBackend
-from django.db import connection
+from django.db import OperationalError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 from django.utils import timezone
@@ -1098,3 +1098,62 @@ def test_the_channels_page_says_nobody_gets_the_e_mails_when_everyone_left_the_t
     notice = re.search(rf'id="channel-{channel.pk}-nobody".*?</div>', shown, re.S)[0]
     assert "Nobody gets this channel's e-mails now" in notice
     assert "None of the people chosen for it is still in the team" in notice
+
+
+class DatabaseGone:
+    """What the drain sees when PostgreSQL ends its session (a restart, a
+    failover, pg_terminate_backend) as it writes whom a team e-mail is done
+    with: tests/test_database_loss.py does it to a real worker."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs) -> bool:
+        self.calls += 1
+        raise OperationalError("server closed the connection unexpectedly")
+
+
+def sends_of_a_drain() -> set[threading.Thread]:
+    return {
+        thread
+        for thread in threading.enumerate()
+        if thread.name == "drain" or thread.name.startswith("send")
+    }
+
+
+def test_a_database_drop_while_recording_who_got_a_team_e_mail_ends_the_send(
+    team, owner, noah, ines, troubled, queued, monkeypatch, time_machine, caplog
+):
+    time_machine.move_to(datetime(2026, 3, 2, 9, 0, tzinfo=UTC), tick=True)
+    channel = team_mail(team, recipients=[MIA, NOAH, INES])
+    gone = DatabaseGone()
+    before = sends_of_a_drain()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(drain, "keep_done_with", gone)
+        channel_events.send_test(channel)
+
+    # The drain returned, and its send threads end now, not after the mail
+    # server's time-out: nobody is waiting on an answer that never comes.
+    for thread in sends_of_a_drain() - before:
+        thread.join(5)
+        assert not thread.is_alive(), thread.name
+    # With nothing written down, no other e-mail starts.
+    assert gone.calls == 1
+    assert troubled.accepted == [INES]
+    delivery = Delivery.objects.get(channel=channel)
+    assert delivery.status == Delivery.Status.SENDING
+    assert delivery.done_with == []
+    assert not delivery.attempt_log.exists()
+    [line] = [r for r in caplog.records if r.name == drain.__name__]
+    assert line.levelname == "WARNING"
+    assert line.exc_info is None
+    assert "lost its database connection" in line.getMessage()
+
+    # The claim expires and the retry mails everyone: Ines's may go twice
+    # (at least once), nobody is left out.
+    retried = swept_and_retried(delivery, queued, time_machine)
+
+    assert sorted(troubled.accepted) == sorted([INES, INES, MIA, NOAH])
+    assert retried.status == Delivery.Status.DELIVERED
+    assert retried.attempts == 2

@@ -19,6 +19,11 @@ by side, and records each attempt as it ends.
    honoured), only if this drain's claim still holds it. An attempt that
    sends to several people has this thread record each one as it is done
    with (`done_with`), before it goes on to the next.
+4. Should the database go away while this thread records (a restart, a
+   failover), the drain logs one line and stops writing: attempts still
+   running hear that their rows are no longer theirs (a team e-mail starts
+   no other e-mail), and the rows not recorded keep the claim until the
+   sweeper frees it after CLAIM_LEASE, so they are sent again.
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -103,8 +109,21 @@ def drain(delivery_ids: Sequence[int]) -> list[Delivery]:
     def keep(step: Keep) -> bool:
         return keep_done_with(by_id[step.delivery_id], step.accounts)
 
-    for ready in _outcomes(attempts, keep):
-        record_many([(rows[i], outcome, ms) for i, outcome, ms in ready], now)
+    try:
+        with closing(_outcomes(attempts, keep)) as outcomes:
+            for ready in outcomes:
+                record_many([(rows[i], outcome, ms) for i, outcome, ms in ready], now)
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away (a restart, a failover, a session ended by
+        # an administrator): routine, and it may still be away, so nothing
+        # more is written. Rows not recorded keep this drain's claim, which
+        # the sweeper frees after CLAIM_LEASE: sent again, at least once.
+        logger.warning(
+            "A drain of %d deliveries lost its database connection; those not "
+            "recorded are sent again once their claim expires: %s",
+            len(rows),
+            str(exc).strip(),
+        )
     return rows
 
 
@@ -235,23 +254,43 @@ def _outcomes(
     )
     thread.start()
     left = len(attempts)
-    while left:
-        items = [ended.get()]
+    # Taken from the queue, not yet dealt with.
+    taken: list[Ended] = []
+    try:
+        while left:
+            taken = [ended.get()]
+            while True:
+                try:
+                    taken.append(ended.get_nowait())
+                except queue.Empty:
+                    break
+            ready = []
+            while taken:
+                item = taken[0]
+                if isinstance(item, Keep):
+                    item.answer.set_result(keep(item))
+                else:
+                    ready.append(item)
+                    left -= 1
+                taken.pop(0)
+            if ready:
+                yield ready
+    finally:
+        # Stopped early (writing failed: the database went away), the
+        # attempts still running are told their rows are no longer theirs,
+        # so a team e-mail starts no other e-mail and no send thread waits
+        # for an answer that never comes; their outcomes go unrecorded.
         while True:
-            try:
-                items.append(ended.get_nowait())
-            except queue.Empty:
+            for item in taken:
+                if isinstance(item, Keep):
+                    if not item.answer.done():
+                        item.answer.set_result(False)
+                else:
+                    left -= 1
+            if not left:
                 break
-        ready = []
-        for item in items:
-            if isinstance(item, Keep):
-                item.answer.set_result(keep(item))
-            else:
-                ready.append(item)
-        if ready:
-            left -= len(ready)
-            yield ready
-    thread.join()
+            taken = [ended.get()]
+        thread.join()
 
 
 def _send_all(attempts: list[Attempt], put: Callable[[Ended], None]) -> None:
