@@ -64,7 +64,9 @@ def end_worker_sessions() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-            " WHERE application_name = %s",
+            # This run's workers only: ending every server-wide session of
+            # that name failed a check of another run on the same server.
+            " WHERE application_name = %s AND datname = current_database()",
             [WORKER_APPLICATION],
         )
         return cursor.fetchone()[0]

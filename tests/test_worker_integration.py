@@ -93,7 +93,10 @@ def database_url(transactional_db) -> str:
 def worker_sessions() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            # This run's database only: another run on the same server (a
+            # second checkout, CI beside a session) has workers of its own.
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = %s AND datname = current_database()",
             [WORKER_APPLICATION],
         )
         return cursor.fetchone()[0]
