@@ -85,6 +85,17 @@ def outcome_in_words(delivery: Delivery) -> str:
     return f"It failed: {reason}. {retry}"
 
 
+def words_for_test_message(channel_name: str, delivery: Delivery) -> str:
+    """What "Send a test message" tells whoever pressed it, on the Channels
+    page and in the admin alike."""
+    if delivery.status == Delivery.Status.DELIVERED:
+        return f"Test message sent to “{channel_name}”."
+    return (
+        f"The test message to “{channel_name}” was not delivered. "
+        f"{outcome_in_words(delivery)}"
+    )
+
+
 class DeliveryError(Exception):
     """An attempt that did not deliver.
 

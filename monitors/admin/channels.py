@@ -20,7 +20,7 @@ from checks.models import ChannelDelivery, Delivery
 from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
 from checks.notify.kinds.base import mask_url
-from checks.notify.transports import outcome_in_words
+from checks.notify.transports import words_for_test_message
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
     CountedDeleteMixin,
@@ -120,15 +120,12 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
                 )
                 continue
             delivery = channel_events.send_test(channel)
-            if delivery.status == Delivery.Status.DELIVERED:
-                self.message_user(request, f"Test message sent to “{channel.name}”.")
-            else:
-                self.message_user(
-                    request,
-                    f"The test message to “{channel.name}” was not delivered. "
-                    f"{outcome_in_words(delivery)}",
-                    messages.ERROR,
-                )
+            sent = delivery.status == Delivery.Status.DELIVERED
+            self.message_user(
+                request,
+                words_for_test_message(channel.name, delivery),
+                messages.SUCCESS if sent else messages.ERROR,
+            )
 
     # A monitor's own channels are its Firecrawl fields (checks.notify.own):
     # the API and the dashboard change them through the monitor only, so here

@@ -20,7 +20,7 @@ from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import kinds
 from checks.notify.kinds.slack import list_channels
-from checks.notify.transports import DeliveryError, outcome_in_words
+from checks.notify.transports import DeliveryError, words_for_test_message
 from monitors.api.channels import ChannelInputSerializer, replaced_secrets
 from monitors.channel_editing import save_channel
 from monitors.dashboard.base import Action, DashboardRequest, team_view
@@ -334,14 +334,10 @@ def _options(choices: list[tuple[str, str]], picked: list[str]) -> list[dict[str
 def channel_test(request: DashboardRequest, pk: int) -> HttpResponse:
     channel = _get(request, pk)
     delivery = channel_events.send_test(channel)
-    if delivery.status == Delivery.Status.DELIVERED:
-        messages.success(request, f"Test message sent to “{channel.name}”.")
-    else:
-        messages.error(
-            request,
-            f"The test message to “{channel.name}” was not delivered. "
-            f"{outcome_in_words(delivery)}",
-        )
+    sent = delivery.status == Delivery.Status.DELIVERED
+    (messages.success if sent else messages.error)(
+        request, words_for_test_message(channel.name, delivery)
+    )
     return redirect("channels")
 
 
