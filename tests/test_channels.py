@@ -751,9 +751,12 @@ def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(discord_like):
     [request] = received
     sent = json.dumps(json.loads(request.body), ensure_ascii=False)
     # Discord-style Markdown would show "Sign in again" as a link to an
-    # address the reader never sees; broken up, both are shown as words.
+    # address the reader never sees; escaped, both are shown as words.
     assert "](" not in sent
-    assert "[Sign in again]\u200b(https://elsewhere.example/login)" in sent
+    said = json.loads(request.body)["embeds"][0]["description"]
+    assert r"\[Sign in again\]\(https://elsewhere.example/login\)" in said.replace(
+        apprise.NO_MENTION, ""
+    )
 
 
 def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
@@ -772,9 +775,11 @@ def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
     # Discord (and Fluxer, its look-alike) refuse a message over 2000
     # characters, title included: it would never arrive. Pages are left out
     # instead, said so, and the link to all of them stays.
+    # Fluxer shows Markdown, so Pagewatch has it sent as Markdown: an embed.
     [request] = received
-    said = json.loads(request.body)["content"]
-    assert len(said) <= 2000
+    [embed] = json.loads(request.body)["embeds"]
+    said = embed["description"]
+    assert len(embed["title"]) + len(said) <= 2000
     assert "https://example.com/plans/0" in said
     assert re.search(r"…and \d+ more", said)
     assert check.get_absolute_url() in said

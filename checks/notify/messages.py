@@ -9,7 +9,7 @@ Texts come from templates/notify/, so every kind words things the same way.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +169,20 @@ def _context(message: Mapping[str, Any]) -> dict[str, Any]:
         since = datetime.fromisoformat(message["since"])
         context["since"] = on_the_clock(since, message.get("timeZone") or "UTC")
     return context
+
+
+def links(message: Any) -> Iterator[str]:
+    """Every address a message names as a link or a page's (not its quotes):
+    the ones a receiver that shows links may show as links."""
+    if isinstance(message, Mapping):
+        for key, value in message.items():
+            if key in ("link", "url") and isinstance(value, str):
+                yield value
+            else:
+                yield from links(value)
+    elif isinstance(message, list):
+        for value in message:
+            yield from links(value)
 
 
 def title(message: Mapping[str, Any]) -> str:
