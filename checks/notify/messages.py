@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.template.loader import render_to_string
 
 from checks.notify import events
-from checks.notify.reports import change_report, failing_reason
+from checks.notify.reports import change_report, failing_page, failing_reason
 from checks.notify.texts import absolute, one_line
 from monitors.time_words import on_the_clock, wire_time
 
@@ -118,6 +118,8 @@ def failing(monitor: Monitor, failures: int, check: Check) -> dict[str, Any]:
         "monitor": _monitor(monitor),
         "failures": failures,
         "error": _cut(failing_reason(check)),
+        # The page that error is of, when it is a page's.
+        "errorUrl": failing_page(check),
         "link": absolute(monitor.get_absolute_url()),
     }
 
@@ -176,7 +178,7 @@ def links(message: Any) -> Iterator[str]:
     the ones a receiver that shows links may show as links."""
     if isinstance(message, Mapping):
         for key, value in message.items():
-            if key in ("link", "url") and isinstance(value, str):
+            if key in ("link", "url", "errorUrl") and isinstance(value, str):
                 yield value
             else:
                 yield from links(value)

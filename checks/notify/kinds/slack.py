@@ -329,7 +329,9 @@ def _said_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     link = message.get("link")
     if not link:
         return [_rich([_words(text)])]
-    text = text.removesuffix(link).rstrip()
+    # The text's last line ("See the monitor: <address>") is the link below.
+    head, _, last = text.rpartition("\n")
+    text = head.rstrip() if last.endswith(link) else text
     return [
         _rich([_words(text)]),
         _section(_link(link, "Open the monitor in Pagewatch")),
