@@ -751,9 +751,12 @@ def test_a_page_cannot_hide_a_link_address_in_a_markdown_channel(discord_like):
     [request] = received
     sent = json.dumps(json.loads(request.body), ensure_ascii=False)
     # Discord-style Markdown would show "Sign in again" as a link to an
-    # address the reader never sees; broken up, both are shown as words.
+    # address the reader never sees; escaped, both are shown as words.
     assert "](" not in sent
-    assert "[Sign in again]\u200b(https://elsewhere.example/login)" in sent
+    said = json.loads(request.body)["embeds"][0]["description"]
+    assert r"\[Sign in again\]\(https://elsewhere.example/login\)" in said.replace(
+        apprise.NO_MENTION, ""
+    )
 
 
 def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
@@ -772,9 +775,11 @@ def test_a_change_of_many_pages_fits_a_discord_like_channels_2000_characters(
     # Discord (and Fluxer, its look-alike) refuse a message over 2000
     # characters, title included: it would never arrive. Pages are left out
     # instead, said so, and the link to all of them stays.
+    # Fluxer shows Markdown, so Pagewatch has it sent as Markdown: an embed.
     [request] = received
-    said = json.loads(request.body)["content"]
-    assert len(said) <= 2000
+    [embed] = json.loads(request.body)["embeds"]
+    said = embed["description"]
+    assert len(embed["title"]) + len(said) <= 2000
     assert "https://example.com/plans/0" in said
     assert re.search(r"…and \d+ more", said)
     assert check.get_absolute_url() in said
@@ -1182,6 +1187,52 @@ def test_chat_says_a_failed_target_once_not_failed_twice():
     assert "failed: The web search failed" not in said
     assert "- Web search: The web search failed." in messages.text(message)
     assert "Web search: The web search failed." in in_slack
+
+
+def test_a_failing_alert_names_the_page_whose_error_it_gives(
+    team, pigeon, scenario, queued
+):
+    pages = [
+        ("https://example.com/pricing", "same", {}),
+        ("https://example.com/plans/pro", "error", {"error_kind": "timeout"}),
+    ]
+
+    said = failing_message(
+        team, pigeon, scenario, queued, pages, "The page could not be checked."
+    )
+
+    # A monitor of many pages: the reader is told which one to look at.
+    assert "Last error: The page took too long" in said
+    assert "\nPage: https://example.com/plans/pro\n" in said
+
+
+def test_a_failing_alert_without_a_page_error_names_no_page(
+    team, pigeon, scenario, queued
+):
+    said = failing_message(team, pigeon, scenario, queued, [], "Lost.")
+
+    assert "Page:" not in said
+
+
+def test_failing_and_recovered_messages_say_what_their_link_opens():
+    from checks.notify import messages
+    from checks.notify.kinds import slack
+
+    monitor = {"id": "1", "name": "Prices", "link": "https://pw.example/monitors/1/"}
+    failing = {"type": messages.FAILING, "monitor": monitor, "failures": 2,
+               "error": None, "link": monitor["link"]}  # fmt: skip
+    recovered = {"type": messages.RECOVERED, "monitor": monitor,
+                 "link": monitor["link"]}  # fmt: skip
+
+    for message in (failing, recovered):
+        said = messages.text(message)
+        # Like a change's "See the check: …", not a bare address.
+        assert said.endswith("\nSee the monitor: https://pw.example/monitors/1/")
+        in_slack = [slack_said(b) for b in slack.blocks(message)]
+        assert not any("See the monitor" in words for words in in_slack)
+        assert in_slack[-1] == (
+            "<https://pw.example/monitors/1/|Open the monitor in Pagewatch>"
+        )
 
 
 def test_a_failing_alert_after_one_failed_check_says_its_last_check_failed(

@@ -636,3 +636,92 @@ def test_an_apprise_url_at_a_private_address_is_refused_in_the_form(web, setting
         in page
     )
     assert not Channel.objects.exists()
+
+
+@pytest.fixture
+def slack_api(site, settings):
+    from tests.test_channels import FakeSlack
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    fake = FakeSlack(site)  # lists #pricing (C111) and #alerts (C222)
+    settings.SLACK_BOT_TOKEN = FakeSlack.TOKEN
+    settings.SLACK_API_URL = fake.url
+    return fake
+
+
+def listings(site: Site) -> int:
+    return len(site.requests_to("/api/conversations.list"))
+
+
+def test_the_slack_picker_asks_slack_once_for_two_views_of_the_form(
+    web, site, slack_api
+):
+    first = web.get("/channels/new/?kind=slack").content.decode()
+    second = web.get("/channels/new/?kind=slack").content.decode()
+
+    # Slack rate-limits conversations.list hard, and the form is drawn at
+    # every visit and every refused save: its list is remembered a while.
+    assert listings(site) == 1
+    for form in (first, second):
+        assert '<option value="C222">#alerts</option>' in form
+
+
+def test_refreshing_the_slack_picker_asks_slack_again_and_shows_a_new_channel(
+    web, site, slack_api
+):
+    form = web.get("/channels/new/?kind=slack").content.decode()
+    slack_api.next_answers.append(
+        (200, {}, {"ok": True, "channels": [{"id": "C333", "name": "launches"}]})
+    )
+
+    refreshed = web.get("/channels/new/?kind=slack&refresh=1").content.decode()
+    again = web.get("/channels/new/?kind=slack").content.decode()
+
+    assert 'href="/channels/new/?kind=slack&amp;refresh=1"' in form
+    assert "Refresh the list" in form
+    assert listings(site) == 2
+    assert "#launches" in refreshed and "#launches" in again
+
+
+def test_a_slack_list_slack_refused_is_not_remembered(web, site, slack_api):
+    slack_api.next_answers.append(
+        (429, {"Retry-After": "30"}, {"ok": False, "error": "ratelimited"})
+    )
+
+    refused = web.get("/channels/new/?kind=slack").content.decode()
+    listed = web.get("/channels/new/?kind=slack").content.decode()
+
+    # Without a list the channel's id is typed in; the next view asks again.
+    assert '<select id="setting-channelId"' not in refused
+    assert '<select id="setting-channelId"' in listed
+    assert listings(site) == 2
+
+
+def test_a_slack_list_cut_short_by_a_rate_limit_keeps_its_first_page(
+    web, site, slack_api
+):
+    slack_api.next_answers += [
+        (200, {}, {"ok": True, "channels": [{"id": "C111", "name": "pricing"}],
+                   "response_metadata": {"next_cursor": "page-2"}}),
+        (429, {"Retry-After": "30"}, {"ok": False, "error": "ratelimited"}),
+    ]  # fmt: skip
+
+    first = web.get("/channels/new/?kind=slack").content.decode()
+    second = web.get("/channels/new/?kind=slack").content.decode()
+
+    for form in (first, second):
+        assert '<option value="C111">#pricing</option>' in form
+    assert listings(site) == 2
+
+
+def test_the_slack_picker_asks_again_when_the_bot_token_changes(
+    web, site, slack_api, settings
+):
+    web.get("/channels/new/?kind=slack")
+    settings.SLACK_BOT_TOKEN = "xoxb-another-workspace"
+
+    form = web.get("/channels/new/?kind=slack").content.decode()
+
+    # Another token is another workspace (here refused: no list to offer).
+    assert listings(site) == 2
+    assert "#alerts" not in form

@@ -9,14 +9,14 @@ Texts come from templates/notify/, so every kind words things the same way.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
 from checks.notify import events
-from checks.notify.reports import change_report, failing_reason
+from checks.notify.reports import change_report, failing_page, failing_reason
 from checks.notify.texts import absolute, one_line
 from monitors.time_words import on_the_clock, wire_time
 
@@ -118,6 +118,8 @@ def failing(monitor: Monitor, failures: int, check: Check) -> dict[str, Any]:
         "monitor": _monitor(monitor),
         "failures": failures,
         "error": _cut(failing_reason(check)),
+        # The page that error is of, when it is a page's.
+        "errorUrl": failing_page(check),
         "link": absolute(monitor.get_absolute_url()),
     }
 
@@ -169,6 +171,20 @@ def _context(message: Mapping[str, Any]) -> dict[str, Any]:
         since = datetime.fromisoformat(message["since"])
         context["since"] = on_the_clock(since, message.get("timeZone") or "UTC")
     return context
+
+
+def links(message: Any) -> Iterator[str]:
+    """Every address a message names as a link or a page's (not its quotes):
+    the ones a receiver that shows links may show as links."""
+    if isinstance(message, Mapping):
+        for key, value in message.items():
+            if key in ("link", "url", "errorUrl") and isinstance(value, str):
+                yield value
+            else:
+                yield from links(value)
+    elif isinstance(message, list):
+        for value in message:
+            yield from links(value)
 
 
 def title(message: Mapping[str, Any]) -> str:

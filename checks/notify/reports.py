@@ -245,6 +245,16 @@ def failing_reason(check: Check) -> str | None:
     return CHECK_FAILED_WORDS if is_raw(check.error) else in_message_words(check.error)
 
 
+def failing_page(check: Check) -> str | None:
+    """The address of the page whose error failing_reason gives, if a page's."""
+    return (
+        check.pages.filter(status="error")
+        .order_by("created_at", "id")
+        .values_list("url", flat=True)
+        .first()
+    )
+
+
 def failure_words(failure: TargetFailure) -> str:
     """What kept a target from its part, as messages say it: raw text (a
     provider's error page) gives way to "The web search failed.", setting

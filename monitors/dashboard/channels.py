@@ -19,7 +19,7 @@ from checks.deleting import delete_channels
 from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import kinds
-from checks.notify.kinds.slack import list_channels
+from checks.notify.kinds.slack import picker_channels
 from checks.notify.transports import DeliveryError, words_for_test_message
 from monitors.api.channels import ChannelInputSerializer, replaced_secrets
 from monitors.channel_editing import save_channel
@@ -164,9 +164,12 @@ def plain_errors(errors: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _workspace_channels(kind: kinds.ChannelKind) -> list[dict[str, str]]:
+def _workspace_channels(
+    kind: kinds.ChannelKind, *, refresh: bool = False
+) -> list[dict[str, str]]:
     """The workspace's channels to pick from, when the kind has a picker and
-    can reach Slack; nothing (a plain id field) otherwise."""
+    can reach Slack; nothing (a plain id field) otherwise. `refresh`: asked
+    of Slack again rather than remembered."""
     if (
         kind.needs_setting is None
         or kind.unavailable()
@@ -174,7 +177,7 @@ def _workspace_channels(kind: kinds.ChannelKind) -> list[dict[str, str]]:
     ):
         return []
     try:
-        return list_channels()
+        return picker_channels(refresh=refresh)
     except DeliveryError:
         return []
 
@@ -224,7 +227,8 @@ def channel_edit(request: DashboardRequest, pk: int | None = None) -> HttpRespon
         )
     errors: dict[str, Any] = {}
     choices = kind.choices(request.team)
-    listed = _workspace_channels(kind)
+    refresh = request.method == "GET" and request.GET.get("refresh") == "1"
+    listed = _workspace_channels(kind, refresh=refresh)
     if request.method == "POST":
         data = _form_data(request, kind, choices)
         _named_by_picker(data, listed)

@@ -25,16 +25,19 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from django.utils.html import escape
+
 from checks.fetch.policy import ip_literal
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.outbound import Attempt, Outbound, run_one
+from checks.notify.texts import linked
 from checks.targets.options import address_refusal
 
 if TYPE_CHECKING:
@@ -184,49 +187,110 @@ _environment = _ProxyEnvironment()
 # holds page text. The team's own pings (the URL's `ping=`) are unaffected.
 NO_MENTION = "\u200b"
 
+# Services that show a message's text as Markdown although Apprise sends them
+# plain text by default: told Markdown, Apprise escapes the message for them.
+SHOWS_MARKDOWN = frozenset(
+    {"discord", "guilded", "fluxer", "fluxers", "mmost", "mmosts", "zulip"}
+)
+
 
 def _defused(body: str) -> str:
     body = body.replace("@", "@" + NO_MENTION)
-    # Markdown's "[words](address)": Discord, Mattermost and other services
-    # that read Markdown show the words as a link to an address the reader
-    # does not see; page text must not choose both. Broken the same way.
+    # Markdown's "[words](address)", for a service that shows Markdown without
+    # saying so to Apprise: the words must not become a link to an address the
+    # reader does not see. Broken the same way, invisibly.
     return body.replace("](", "]" + NO_MENTION + "(")
+
+
+def _plugin(url: str) -> Any:
+    """Apprise's plugin for `url`, told the format its service shows."""
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
+    if plugin is not None and scheme_of(url) in SHOWS_MARKDOWN:
+        plugin.notify_format = apprise_lib.NotifyFormat.MARKDOWN
+    return plugin
+
+
+def as_html(text: str, links: Iterable[str] = ()) -> str:
+    """The plain message as HTML, the one format Apprise converts to every
+    service's own: HTML services get it as it is, plain-text ones its words,
+    Markdown ones its words escaped. So a monitor's name, a page's address, a
+    judge's reason or a quote shows as written, never as formatting or a
+    link; only the message's own `links` are links."""
+    lines = []
+    for line in _defused(text).split("\n"):
+        bare = line.lstrip(" ")
+        indent = len(line) - len(bare)
+        # Leading spaces, which HTML would collapse, keep their indent.
+        lines.append("&nbsp;" * indent + linked(bare, links))
+    return "<br>".join(lines)
+
+
+def _title_for(url: str, plugin: Any, title: str) -> str:
+    """A service without a title of its own gets it in its body, converted
+    from HTML like the body, so it is escaped for HTML. One with a title of
+    its own gets it as text, escaped for Markdown when the service shows
+    its titles as Markdown too (Discord's)."""
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+    from apprise.conversion import convert_between
+
+    if plugin.title_maxlen <= 0:
+        return str(escape(title))
+    if scheme_of(url) in SHOWS_MARKDOWN:
+        return convert_between(
+            apprise_lib.NotifyFormat.HTML,
+            apprise_lib.NotifyFormat.MARKDOWN,
+            str(escape(title)),
+        )
+    return title
+
+
+def _sent_length(plugin: Any, body: str, links: Iterable[str]) -> int:
+    """How long the body is once Apprise has converted it for the service."""
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+    from apprise.conversion import convert_between
+
+    html = as_html(body, links)
+    return len(
+        convert_between(apprise_lib.NotifyFormat.HTML, plugin.notify_format, html)
+    )
 
 
 def body_limit(url: str, title: str) -> int | None:
     """How many characters of body the URL's service takes with this title
     (Discord 2000, Telegram 4096, ...), or None when Apprise cannot tell.
     Apprise passes a longer body on by default and the service refuses it."""
-    import apprise as apprise_lib  # here, not at the top: see the docstring
-
-    plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
+    plugin = _plugin(url)
     if plugin is None:
         return None
     limit = int(plugin.body_maxlen)
-    # A service without a title of its own gets it as the body's first line;
-    # Discord-like ones count their title in the body's limit.
+    # A service without a title of its own gets it as the body's first line
+    # (a Markdown one as a heading, escaped); Discord-like ones count their
+    # title in the body's limit.
     if plugin.title_maxlen <= 0 or plugin.overflow_amalgamate_title:
-        limit -= len(title) + 2  # the title and its line break
+        limit -= 2 * len(title) + 4  # the title, its escapes and its line break
     return max(limit, 0)
 
 
-def _notify(url: str, title: str, body: str, proxy_url: str) -> tuple[bool, str]:
+def _notify(
+    url: str, title: str, body: str, links: tuple[str, ...], proxy_url: str
+) -> tuple[bool, str]:
     import apprise as apprise_lib  # here, not at the top: see the docstring
 
-    body = _defused(body)
+    plugin = _plugin(url)
     with _environment.through(proxy_url, SEND_TIMEOUT_SECONDS):
         notifier = apprise_lib.Apprise()
-        notifier.add(url)
+        notifier.add(plugin)
         # Only the message: the default format starts each line with a time
         # stamp and a level, which the channel page would show to people.
         with apprise_lib.LogCapture(
             level=apprise_lib.logging.WARNING, fmt="%(message)s"
         ) as log:
-            # Our message is plain text holding page text: said so, Apprise
-            # escapes it for services that read HTML (Telegram, Matrix...)
-            # instead of passing a page's markup on as theirs.
             ok = notifier.notify(
-                title=title, body=body, body_format=apprise_lib.NotifyFormat.TEXT
+                title=_title_for(url, plugin, title),
+                body=as_html(body, links),
+                body_format=apprise_lib.NotifyFormat.HTML,
             )
             said = log.getvalue().strip()
     return bool(ok), said
@@ -237,12 +301,13 @@ class AppriseSend(Attempt):
     url: str
     title: str
     body: str
+    links: tuple[str, ...] = ()
 
     async def run(self, outbound: Outbound) -> Sent:
         proxy = await outbound.proxy(MAX_BYTES)
         try:
             ok, said = await outbound.blocking(
-                lambda: _notify(self.url, self.title, self.body, proxy.url),
+                lambda: _notify(self.url, self.title, self.body, self.links, proxy.url),
                 SEND_TIMEOUT_SECONDS,
             )
         except TimeoutError as exc:
@@ -274,16 +339,19 @@ def _refusals_of(url: str, proxy: GuardProxy, *, alone: bool) -> list[str]:
     ]
 
 
-def send_url(url: str, title: str, body: str) -> Sent:
-    """One Apprise send now, through a proxy of its own."""
-    return run_one(prepare_url(url, title, body))
+def send_url(url: str, title: str, body: str, links: Iterable[str] = ()) -> Sent:
+    """One Apprise send now, through a proxy of its own. `body` is plain
+    text; of the addresses in it, only `links` are made links."""
+    return run_one(prepare_url(url, title, body, links))
 
 
-def prepare_url(url: str, title: str, body: str) -> AppriseSend:
+def prepare_url(
+    url: str, title: str, body: str, links: Iterable[str] = ()
+) -> AppriseSend:
     problem = url_problem(url)
     if problem:
         raise DeliveryError(problem, permanent=True)
-    return AppriseSend(url, title, body)
+    return AppriseSend(url, title, body, tuple(links))
 
 
 class AppriseKind(ChannelKind):
@@ -318,11 +386,15 @@ class AppriseKind(ChannelKind):
         message = self.message(delivery)
         url = channel.settings["url"]
         title = messages.title(message)
+        links = tuple(messages.links(message))
         limit = body_limit(url, title)
+        plugin = _plugin(url)
         body = messages.text(
             message,
-            fits=None if limit is None else lambda text: len(_defused(text)) <= limit,
+            fits=None
+            if limit is None
+            else lambda text: _sent_length(plugin, text, links) <= limit,
         )
         # Services without titles of their own (Telegram) get the title as
         # the body's first line, and showed it twice.
-        return prepare_url(url, title, messages.without_title(body, title))
+        return prepare_url(url, title, messages.without_title(body, title), links)

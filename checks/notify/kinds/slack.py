@@ -4,13 +4,17 @@ Both send the same Block Kit message."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django.conf import settings as django_settings
+from django.core.cache import cache
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
@@ -31,6 +35,8 @@ from checks.targets.options import url_problem
 if TYPE_CHECKING:
     from checks.notify.models import Delivery
     from monitors.models import Team
+
+logger = logging.getLogger(__name__)
 
 TOKEN_SETTING = "SLACK_BOT_TOKEN"  # noqa: S105 (a setting's name)
 # Slack's answers that a retry cannot change: the token or the channel is wrong.
@@ -64,6 +70,8 @@ LINK_CHARS = 3000  # the longest address Block Kit takes
 # each page (chosen by the page) under the message.
 NO_PREVIEWS = {"unfurl_links": False, "unfurl_media": False}
 PICKER_PAGES = 10  # of conversations.list: up to 2000 channels to pick from
+PICKER_SECONDS = 300  # how long the picker's list is remembered
+PICKER_CUT_SHORT_SECONDS = 60  # ... when Slack refused one of its pages
 
 
 def token() -> str:
@@ -145,6 +153,11 @@ def list_channels(limit: int = 200) -> list[dict[str, str]]:
     big workspace's channels past the first page can be chosen too. A page
     after the first that fails (Slack rate-limits this method hard) ends the
     list there: the channels read are still worth offering."""
+    return _read_channels(limit)[0]
+
+
+def _read_channels(limit: int = 200) -> tuple[list[dict[str, str]], bool]:
+    """list_channels, and whether Slack listed them all (no page refused)."""
     found: list[dict[str, str]] = []
     cursor = ""
     for _ in range(PICKER_PAGES):
@@ -160,7 +173,7 @@ def list_channels(limit: int = 200) -> list[dict[str, str]]:
         except DeliveryError:
             if not cursor:
                 raise
-            break
+            return found, False
         found.extend(
             {"id": str(c.get("id")), "name": str(c.get("name"))}
             for c in answer.get("channels") or []
@@ -170,7 +183,39 @@ def list_channels(limit: int = 200) -> list[dict[str, str]]:
         cursor = str(more.get("next_cursor") or "") if isinstance(more, Mapping) else ""
         if not cursor:
             break
+    return found, True
+
+
+def picker_channels(*, refresh: bool = False) -> list[dict[str, str]]:
+    """list_channels, remembered a few minutes in the shared cache for the
+    workspace the bot token reaches: the form is drawn at every visit and
+    every refused save, each up to PICKER_PAGES calls of a method Slack
+    rate-limits hard. A list cut short by a refused page is remembered for
+    less time, so its missing channels come back soon without asking Slack
+    at every view; a list Slack refused outright is not remembered.
+    `refresh` asks Slack again (a channel made in Slack since)."""
+    key = _picker_key()
+    if not refresh:
+        try:
+            remembered = cache.get(key)
+        except (RedisError, OSError) as exc:
+            logger.warning("Slack channel list not read from the cache: %s", exc)
+            remembered = None
+        if isinstance(remembered, list):
+            return remembered
+    found, complete = _read_channels()
+    try:
+        cache.set(key, found, PICKER_SECONDS if complete else PICKER_CUT_SHORT_SECONDS)
+    except (RedisError, OSError) as exc:
+        logger.warning("Slack channel list not kept in the cache: %s", exc)
     return found
+
+
+def _picker_key() -> str:
+    """The cache key of the workspace's list: the token and Slack's address
+    name the workspace, hashed so the token is not written into the cache."""
+    digest = hashlib.sha256(f"{api_url('')}\n{token()}".encode()).hexdigest()
+    return f"slack-picker:{digest[:32]}"
 
 
 def _mrkdwn(text: str) -> str:
@@ -284,7 +329,9 @@ def _said_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     link = message.get("link")
     if not link:
         return [_rich([_words(text)])]
-    text = text.removesuffix(link).rstrip()
+    # The text's last line ("See the monitor: <address>") is the link below.
+    head, _, last = text.rpartition("\n")
+    text = head.rstrip() if last.endswith(link) else text
     return [
         _rich([_words(text)]),
         _section(_link(link, "Open the monitor in Pagewatch")),

@@ -30,7 +30,7 @@ from __future__ import annotations
 import smtplib
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -101,19 +101,6 @@ def chosen(team: Team, settings: Mapping[str, Any]) -> list[Member]:
     return [member for member in members(team) if member.id in ids]
 
 
-def _links(message: Any) -> Iterator[str]:
-    """Every address a message names as a link or a page's (not its quotes)."""
-    if isinstance(message, Mapping):
-        for key, value in message.items():
-            if key in ("link", "url") and isinstance(value, str):
-                yield value
-            else:
-                yield from _links(value)
-    elif isinstance(message, list):
-        for value in message:
-            yield from _links(value)
-
-
 def build(
     channel: Channel,
     message: dict[str, Any],
@@ -129,7 +116,7 @@ def build(
     context = {
         "title": title,
         "body": body,
-        "body_html": linked(body, _links(message)),
+        "body_html": linked(body, messages.links(message)),
         "team_name": channel.team.name,
         "channel_name": channel.name,
         "channels_url": absolute(reverse("channels")),
