@@ -423,8 +423,8 @@ def fail_stale_checks(now: datetime) -> int:
     """What lost workers and lost messages left behind, found and mended:
     a lost batch is sent again (or, after MAX_ATTEMPTS, its check is failed
     with the reason), and so is a check whose planning was lost; a check left
-    queued, or running with no open batch and no heartbeat, is failed.
-    Returns how many checks were failed."""
+    queued, or running with no open batch and nobody to take it up again, is
+    failed. Returns how many checks were failed."""
     failed = _requeue_lost_batches(now)
     _send_lost_check_messages(now)
     queued_before = now - STALE_QUEUED_AFTER
