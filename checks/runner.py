@@ -422,8 +422,9 @@ def fail(
 def fail_stale_checks(now: datetime) -> int:
     """What lost workers and lost messages left behind, found and mended:
     a lost batch is sent again (or, after MAX_ATTEMPTS, its check is failed
-    with the reason); a check left queued, or running with no open batch and
-    no heartbeat, is failed. Returns how many checks were failed."""
+    with the reason), and so is a check whose planning was lost; a check left
+    queued, or running with no open batch and nobody to take it up again, is
+    failed. Returns how many checks were failed."""
     failed = _requeue_lost_batches(now)
     _send_lost_check_messages(now)
     queued_before = now - STALE_QUEUED_AFTER
@@ -431,9 +432,10 @@ def fail_stale_checks(now: datetime) -> int:
     stale = list(
         Check.objects.stale(queued_before, running_before)
         .order_by("created_at")
-        .values_list("pk", "status")[:STALE_SWEEP_LIMIT]
+        .values_list("pk", "status", "heartbeat_at", "attempts")[:STALE_SWEEP_LIMIT]
     )
-    for pk, status in stale:
+    unplanned = []
+    for pk, status, heartbeat_at, attempts in stale:
         if status == Check.Status.QUEUED:
             where = Q(status=status, created_at__lt=queued_before)
             failed += fail(pk, STALE_QUEUED_MESSAGE, now, where=where)
@@ -441,10 +443,40 @@ def fail_stale_checks(now: datetime) -> int:
         batches = CheckBatch.objects.filter(check_run_id=pk)
         if batches.open().exists():
             continue  # its batches are being mended above
-        if batches.exists() and finish_if_done(pk) is not None:
-            continue  # every batch was done; the one that finishes had died
+        if batches.exists():
+            if finish_if_done(pk) is not None:
+                continue  # every batch was done; the one that finishes had died
+        elif heartbeat_at >= queued_before:
+            unplanned.append((pk, attempts))
+            continue
         where = Q(status=status, heartbeat_at__lt=running_before)
         failed += fail(pk, STALE_RUNNING_MESSAGE, now, where=where)
+    return failed + _plan_again(unplanned, now)
+
+
+def _plan_again(unplanned: list[tuple[uuid.UUID, int]], now: datetime) -> int:
+    """Running checks with no batch: their worker died while planning them
+    (a crawl reading its sitemaps, say). Planning writes nothing until its
+    end, where the batches are written in one transaction, so each is sent
+    again and the worker that takes it over (begin_delivery) plans it from
+    the start; one that lost MAX_ATTEMPTS workers is given up. As for lost
+    queued checks (_send_lost_check_messages), they are sent only while no
+    check message waits, so a message already on its way is not doubled on
+    every sweep; one nobody took up within STALE_QUEUED_AFTER of its last
+    heartbeat is failed above. Returns how many checks were failed."""
+    failed, again = 0, []
+    stale = Q(status=Check.Status.RUNNING, heartbeat_at__lt=now - stale_running_after())
+    for pk, attempts in unplanned:
+        if attempts >= MAX_ATTEMPTS:
+            failed += fail(pk, GIVEN_UP_MESSAGE, now, where=stale)
+        else:
+            again.append(pk)
+    if not again or waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
+        return failed
+    logger.warning("Sending %d checks whose planning was lost again", len(again))
+    with current_app.producer_or_acquire() as producer:
+        for pk in again:
+            current_app.send_task(RUN_CHECK_TASK, args=[str(pk)], producer=producer)
     return failed
 
 

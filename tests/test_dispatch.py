@@ -349,7 +349,8 @@ def test_after_a_lost_worker_is_swept_the_next_slot_runs(monitor):
     dispatch_due_monitors(AFTER_SPREAD)
     lost = Check.objects.get()
     runner.claim(lost, AFTER_SPREAD)
-    later = AFTER_SPREAD + runner.stale_running_after() + timedelta(seconds=1)
+    # Lost while planning and never taken up again since.
+    later = AFTER_SPREAD + runner.STALE_QUEUED_AFTER + timedelta(seconds=1)
 
     assert runner.fail_stale_checks(later) == 1
 

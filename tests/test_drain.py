@@ -16,7 +16,7 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from checks.models import Delivery, DeliveryAttempt
-from checks.notify import channels, drain, messages, outbox, sweep
+from checks.notify import channels, drain, messages, outbox, own, sweep
 from checks.notify.tasks import drain_task
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import make_monitor, webhook_config
@@ -198,3 +198,73 @@ def test_a_database_drop_while_recording_leaves_the_claim_to_expire_in_one_line(
     assert set(rows.values_list("status", flat=True)) == {"delivered"}
     hooks = Counter(r.path for r in receiver.site.requests)
     assert hooks == {f"/hook/{n}": 2 for n in range(3)}
+
+
+def test_a_database_drop_at_the_claim_logs_one_line_and_the_rows_go_later(
+    team, receiver, queued, monkeypatch, caplog
+):
+    rows = [
+        channels.create(channel, None, None, messages.test(channel.name))
+        for channel in _webhook_channels(team, receiver, 3)
+    ]
+    ids = [row.pk for row in rows]
+
+    def database_gone(delivery_ids, now):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(drain, "claim", database_gone)
+        assert drain.drain(ids) == []
+
+    # A routine reconnect: one plain line for the operator, no traceback.
+    [line] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert line.name == drain.__name__
+    assert line.exc_info is None
+    assert "lost its database connection" in line.getMessage()
+    rows = Delivery.objects.filter(pk__in=ids)
+    assert set(rows.values_list("status", flat=True)) == {"pending"}
+    assert not receiver.site.requests
+
+    # Once their message counts as lost the sweeper queues them again, and
+    # each is delivered once.
+    rows.update(queued_at=timezone.now() - outbox.REQUEUE_AFTER - timedelta(seconds=1))
+    assert sweep.sweep() == 3
+    assert queued.run() == 3
+    assert set(rows.values_list("status", flat=True)) == {"delivered"}
+    hooks = Counter(r.path for r in receiver.site.requests)
+    assert hooks == {f"/hook/{n}": 1 for n in range(3)}
+
+
+def test_a_database_drop_while_preparing_logs_one_line_and_the_rows_go_later(
+    team, receiver, queued, monkeypatch, caplog
+):
+    rows = [
+        channels.create(channel, None, None, messages.test(channel.name))
+        for channel in _webhook_channels(team, receiver, 3)
+    ]
+    ids = [row.pk for row in rows]
+
+    def database_gone(channel, monitor):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(own, "refresh", database_gone)
+        assert len(drain.drain(ids)) == 3
+
+    [line] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert line.name == drain.__name__
+    assert line.exc_info is None
+    assert "lost its database connection" in line.getMessage()
+    # Nothing was sent nor recorded as an attempt that failed: the rows keep
+    # the drain's claim until its lease is past.
+    rows = Delivery.objects.filter(pk__in=ids)
+    assert set(rows.values_list("status", flat=True)) == {"sending"}
+    assert not DeliveryAttempt.objects.filter(delivery__in=ids).exists()
+    assert not receiver.site.requests
+
+    rows.update(claimed_at=timezone.now() - drain.CLAIM_LEASE - timedelta(seconds=1))
+    assert sweep.sweep() == 3
+    assert queued.run() == 3
+    assert set(rows.values_list("status", flat=True)) == {"delivered"}
+    hooks = Counter(r.path for r in receiver.site.requests)
+    assert hooks == {f"/hook/{n}": 1 for n in range(3)}

@@ -27,6 +27,7 @@ from checks.fetch import OutboundClient
 from checks.jobs import MAX_PAGE_TIMEOUT, MIN_PAGE_TIMEOUT, PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState, Snapshot
 from checks.pipeline import batch, compare, record, sources
+from checks.pipeline import plan as planning
 from checks.pipeline.outcome import Content, Outcome, Pending
 from checks.tasks import run_check_task
 from config.celery import app as celery_app
@@ -1098,11 +1099,12 @@ def test_stale_checks_are_failed_and_fresh_ones_left_alone(team):
     Check.objects.filter(pk=lost_message.pk).update(
         created_at=now - timedelta(minutes=11)
     )
+    # Silent for longer than a lost check waits to be taken up again.
     lost_worker = Check.objects.create(
         monitor=others[0],
         trigger="manual",
         status=Check.Status.RUNNING,
-        heartbeat_at=now - limit - timedelta(seconds=1),
+        heartbeat_at=now - runner.STALE_QUEUED_AFTER - timedelta(seconds=1),
     )
     waiting = Check.objects.create(monitor=others[1], trigger="manual")
     working = Check.objects.create(
@@ -1200,6 +1202,88 @@ def test_a_message_sent_again_for_a_check_already_taken_costs_it_nothing(team):
     assert again is not None and runner.is_busy(again)
     check.refresh_from_db()
     assert check.status == Check.Status.RUNNING and check.attempts == 1
+
+
+def lost_while_planning(monitor: Monitor, attempts: int) -> Check:
+    """A check whose worker died while planning it: running, no batch, its
+    heartbeat past the stale time, after `attempts` deliveries."""
+    stale = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
+    return Check.objects.create(
+        monitor=monitor,
+        trigger="manual",
+        status=Check.Status.RUNNING,
+        heartbeat_at=stale,
+        attempts=attempts,
+    )
+
+
+def test_a_check_whose_worker_died_while_planning_is_planned_again_once(
+    team, site, check_queue
+):
+    urls = [site.html(f"/p{n}", f"P{n}", f"<p>{n}</p>") for n in range(3)]
+    check = lost_while_planning(make_monitor(team, urls), attempts=1)
+
+    assert runner.fail_stale_checks(timezone.now()) == 0
+
+    assert checks_sent(check_queue) == [str(check.pk)]
+    run_check_task(str(check.pk))  # the worker that takes the message
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED and check.attempts == 2
+    assert check.summary["new"] == 3 and check.pages.count() == 3
+    assert check.batches.count() == 1
+    assert all(len(site.requests_to(f"/p{n}")) == 1 for n in range(3))
+
+
+def test_a_check_whose_planning_was_lost_behind_a_backlog_waits_its_turn(
+    team, check_queue
+):
+    check = lost_while_planning(make_monitor(team, ["http://127.0.0.1:9/"]), 1)
+    celery_app.send_task(runner.RUN_CHECK_TASK, args=["another check"])
+
+    assert runner.fail_stale_checks(timezone.now()) == 0
+
+    assert checks_sent(check_queue) == ["another check"]
+    assert Check.objects.get(pk=check.pk).status == Check.Status.RUNNING
+
+
+def test_a_check_whose_planning_was_lost_three_times_is_given_up(team, check_queue):
+    check = lost_while_planning(
+        make_monitor(team, ["http://127.0.0.1:9/"]), runner.MAX_ATTEMPTS
+    )
+
+    assert runner.fail_stale_checks(timezone.now()) == 1
+
+    assert checks_sent(check_queue) == []
+    check.refresh_from_db()
+    assert check.status == Check.Status.FAILED
+    assert check.error == runner.GIVEN_UP_MESSAGE
+
+
+def test_a_plan_written_meanwhile_by_a_worker_that_took_the_check_over_stands(
+    team, site, monkeypatch
+):
+    urls = [site.html(f"/p{n}", f"P{n}", f"<p>{n}</p>") for n in range(3)]
+    monitor = make_monitor(team, urls)
+    check = Check.objects.create(monitor=monitor, trigger="manual")
+    assert runner.claim(check)
+    plan_sources = sources.plan
+
+    def slow_then_overtaken(*args: Any) -> Any:
+        planned = plan_sources(*args)
+        # This worker was slow: another took the check over and planned it
+        # (its monitor had one page by then) before this plan was written.
+        monkeypatch.setattr(sources, "plan", plan_sources)
+        Target.objects.filter(monitor=monitor).update(urls=urls[:1])
+        planning.plan(Check.objects.get(pk=check.pk))
+        return planned
+
+    monkeypatch.setattr(sources, "plan", slow_then_overtaken)
+    batches = planning.plan(check)
+
+    check.refresh_from_db()
+    assert check.pages_total == 1
+    assert [len(b.pages) for b in batches] == [1]
+    assert [len(b.pages) for b in check.batches.all()] == [1]
 
 
 def test_a_failed_check_releases_its_credit_reservation(team):

@@ -616,6 +616,61 @@ def test_a_crawl_whose_worker_was_killed_half_way_is_finished_once_by_another(
     assert sdk.get_monitor(monitor.id).current_check_id is None
 
 
+def serve_sitemap(site: Site, delay: float = 0.0) -> None:
+    """build_site's sitemap, answered after `delay` seconds."""
+    site.page(
+        "/sitemap.xml",
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{site.url('/orphan')}</loc></url>"
+        f"<url><loc>{site.url('/about')}</loc></url>"
+        "</urlset>",
+        content_type="application/xml",
+        delay=delay,
+    )
+
+
+def test_a_crawl_whose_worker_was_killed_while_planning_is_planned_again_once(
+    sdk, worker, broker, database_url, tmp_path
+):
+    with Site() as site:
+        build_site(site, posts=10)
+        serve_sitemap(site, delay=30)  # the worker is still reading it when killed
+        monitor = sdk.create_monitor(
+            name="Whole site, planning cut short",
+            schedule={"cron": "0 3 * * *"},
+            targets=[{"type": "crawl", "url": site.url("/")}],
+        )
+        queued = sdk.run_monitor(monitor.id)
+        site.wait_for_requests(1, path="/sitemap.xml")
+        worker.kill()
+        check = Check.objects.get(pk=queued.id)
+        assert check.status == Check.Status.RUNNING and not check.batches.exists()
+
+        serve_sitemap(site)
+        # The stale time goes by: the dead worker's last heartbeat ages.
+        Check.objects.filter(pk=queued.id).update(
+            heartbeat_at=check.heartbeat_at - runner.stale_running_after()
+        )
+        with started_worker(broker, database_url, tmp_path, "second") as second:
+            detail = sweep_and_wait(sdk, monitor.id, queued.id, second)
+
+    expected = {"/", "/blog/", "/docs/", "/docs/a", "/docs/b", "/about", "/orphan"}
+    expected |= {f"/blog/post-{i}" for i in range(10)}
+    assert detail.status == "completed", detail.error
+    paths = [urlsplit(p.url).path for p in detail.pages]
+    assert sorted(paths) == sorted(expected)  # each page once
+    assert PageResult.objects.filter(check_run_id=queued.id).count() == len(expected)
+    # The start page is also looked at by each planning (where it leads).
+    assert all(len(site.requests_to(path)) == 1 for path in expected - {"/"})
+    [crawl] = [r.model_dump(by_alias=True) for r in detail.target_results]
+    assert crawl["pagesFound"] == len(expected) and crawl["truncated"] is False
+    check.refresh_from_db()
+    assert check.attempts == 2  # the first worker's delivery and the one sent again
+    assert set(check.batches.values_list("status", flat=True)) == {"done"}
+    assert sdk.get_monitor(monitor.id).current_check_id is None
+
+
 # --- a webhook retried by a real worker ---------------------------------------------
 
 

@@ -19,11 +19,12 @@ by side, and records each attempt as it ends.
    honoured), only if this drain's claim still holds it. An attempt that
    sends to several people has this thread record each one as it is done
    with (`done_with`), before it goes on to the next.
-4. Should the database go away while this thread records (a restart, a
-   failover), the drain logs one line and stops writing: attempts still
-   running hear that their rows are no longer theirs (a team e-mail starts
-   no other e-mail), and the rows not recorded keep the claim until the
-   sweeper frees it after CLAIM_LEASE, so they are sent again.
+4. Should the database go away while this drain claims, prepares or
+   records (a restart, a failover), the drain logs one line and stops
+   writing: attempts still running hear that their rows are no longer
+   theirs (a team e-mail starts no other e-mail), and the rows not recorded
+   keep the claim until the sweeper frees it after CLAIM_LEASE, so they are
+   sent again; rows it could not claim stay due, for the sweeper to queue.
 """
 
 from __future__ import annotations
@@ -102,29 +103,35 @@ def drain(delivery_ids: Sequence[int]) -> list[Delivery]:
     them side by side and record every attempt. Returns the rows attempted,
     with their new state."""
     now = timezone.now()
-    rows = claim(delivery_ids, now)
+    rows: list[Delivery] = []
+    try:
+        rows = claim(delivery_ids, now)
+        _send_and_record(rows, now)
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away (a restart, a failover, a session ended by
+        # an administrator): routine, and it may still be away, so nothing
+        # more is written. Rows not claimed stay due and the sweeper queues
+        # them again; rows not recorded keep this drain's claim, which the
+        # sweeper frees after CLAIM_LEASE: sent again, at least once.
+        logger.warning(
+            "A drain of %d deliveries lost its database connection; those not "
+            "recorded are sent again later: %s",
+            len(rows) or len(delivery_ids),
+            str(exc).strip(),
+        )
+    return rows
+
+
+def _send_and_record(rows: list[Delivery], now: datetime) -> None:
     attempts = [_prepare(row) for row in rows]
     by_id = {row.pk: row for row in rows}
 
     def keep(step: Keep) -> bool:
         return keep_done_with(by_id[step.delivery_id], step.accounts)
 
-    try:
-        with closing(_outcomes(attempts, keep)) as outcomes:
-            for ready in outcomes:
-                record_many([(rows[i], outcome, ms) for i, outcome, ms in ready], now)
-    except (OperationalError, InterfaceError) as exc:
-        # The database went away (a restart, a failover, a session ended by
-        # an administrator): routine, and it may still be away, so nothing
-        # more is written. Rows not recorded keep this drain's claim, which
-        # the sweeper frees after CLAIM_LEASE: sent again, at least once.
-        logger.warning(
-            "A drain of %d deliveries lost its database connection; those not "
-            "recorded are sent again once their claim expires: %s",
-            len(rows),
-            str(exc).strip(),
-        )
-    return rows
+    with closing(_outcomes(attempts, keep)) as outcomes:
+        for ready in outcomes:
+            record_many([(rows[i], outcome, ms) for i, outcome, ms in ready], now)
 
 
 def claim(delivery_ids: Sequence[int], now: datetime) -> list[Delivery]:
@@ -212,6 +219,8 @@ def _prepare(delivery: Delivery) -> Attempt:
         return _sender(delivery).prepare(delivery)
     except DeliveryError as error:
         return Done(error)
+    except (OperationalError, InterfaceError):
+        raise  # the database went away: the drain stops (see drain)
     except Exception as exc:
         # A bug must not leave the row claimed until the lease runs out.
         logger.exception("Delivery %s crashed", delivery.pk)

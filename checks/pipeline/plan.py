@@ -67,9 +67,15 @@ def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
         raise NotPlanned(" ".join(r["reason"] for r in target_results))
     recorded = sum(job.record for _, jobs in planned for job in jobs)
     with transaction.atomic():
-        alive = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING)
-        if not alive.update(pages_total=recorded, target_results=target_results):
+        if Check.objects.lock(check.pk, Check.Status.RUNNING) is None:
             raise CheckAbandoned
+        if check.batches.exists():
+            # A worker that took the check over while this one was slow to
+            # plan it wrote its plan first: that plan stands.
+            return list(check.batches.all())
+        Check.objects.filter(pk=check.pk).update(
+            pages_total=recorded, target_results=target_results
+        )
         for source, jobs in planned:
             source.persist(check, jobs)
         CheckBatch.objects.bulk_create(
