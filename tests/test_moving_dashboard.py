@@ -11,7 +11,9 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor, Target
@@ -588,3 +590,14 @@ def test_a_preview_being_made_counts_the_watches_checked_so_far(
     assert counted == [100, 200]
     # Once shown, the count is the import's again, from nothing.
     assert (run.status, run.done, run.total) == ("previewed", 0, 250)
+
+
+def test_polling_a_preview_being_made_does_not_read_its_watches(
+    web, team, queued_previews, upload
+):
+    run_url = upload()["Location"]
+    with CaptureQueriesContext(connection) as queries:
+        polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 200
+    # Thousands of watches are megabytes: each poll would read them all.
+    assert not [q["sql"] for q in queries if '"items"' in q["sql"]]

@@ -127,7 +127,9 @@ def _run_context(run: ImportRun) -> dict[str, object]:
 @require_GET
 @team_view(needs=Action.EDIT)
 def import_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
-    run = get_run_for(request, pk)
+    # The items (megabytes for thousands of watches) are read only by the
+    # preview itself, not by each poll of a preview or an import under way.
+    run = get_object_or_404(ImportRun.objects.defer("items"), team=request.team, pk=pk)
     if run.status == run.Status.PREPARING:
         # Ended here, where someone waits for it: no sweeper need run for a
         # preview nobody is looking at (retention removes it).
