@@ -44,3 +44,31 @@ def import_monitors_task(self: Task, run_id: str) -> None:
         )
         return
     logger.info("Import %s: %s monitors created", run_id, report.created)
+
+
+# Judging the largest source (5,000 watches) takes seconds, not minutes; a
+# preview past this is stuck, and ImportRun.PREVIEW_GIVEN_UP_AFTER is beyond it.
+PREVIEW_TIME_LIMIT = 300
+
+
+@shared_task(
+    name=importing.PREVIEW_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=PREVIEW_TIME_LIMIT,
+    soft_time_limit=PREVIEW_TIME_LIMIT - 15,
+)
+def preview_import_task(run_id: str) -> None:
+    run = (
+        ImportRun.objects.filter(pk=run_id, status=ImportRun.Status.PREPARING)
+        .select_related("team")
+        .first()
+    )
+    if run is None:
+        return  # gone, given up, or made by another delivery of this message
+    try:
+        importing.build_preview(run)
+    except Exception:
+        # Judging creates nothing: the run only has to say it stopped.
+        logger.exception("Preview of import %s stopped", run_id)
+        run.fail_preview(importing.PREVIEW_FAILED, timezone.now())

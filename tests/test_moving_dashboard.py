@@ -6,13 +6,18 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import timedelta
 
 import pytest
+import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
+from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor, Target
-from monitors.moving import importing
+from monitors.moving import importing, plan
 from tests.moving import PRICING_UUID, backup_zip, fixture
 
 pytestmark = pytest.mark.django_db
@@ -407,3 +412,192 @@ def test_the_preview_names_the_channel_a_notification_url_becomes_not_the_url(we
         "created until you confirm."
     ) in html.unescape(page)
     assert "AAEbcdefghijklmnop" not in page
+
+
+@pytest.fixture
+def queued_previews(monkeypatch) -> list[tuple[str, list[str]]]:
+    """Every preview goes through the queue; the tasks sent are listed here
+    instead of reaching a broker: a test does the worker's part itself."""
+    sent: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(importing, "PREVIEW_INLINE_MAX", 0)
+    monkeypatch.setattr(
+        importing.current_app, "send_task", lambda name, args: sent.append((name, args))
+    )
+    return sent
+
+
+@pytest.fixture
+def upload(web, django_capture_on_commit_callbacks):
+    """POST a backup to the Import page; what it queues after commit is
+    sent (the test's transaction never commits)."""
+
+    def post():
+        with django_capture_on_commit_callbacks(execute=True):
+            return preview(web, "changedetection", backup_zip(), "backup.zip")
+
+    return post
+
+
+def test_a_large_upload_is_answered_before_its_preview_is_built(
+    web, team, queued_previews, upload
+):
+    response = upload()
+    run = ImportRun.objects.get(team=team)
+    assert response["Location"] == f"/import/{run.pk}/"
+    assert run.status == ImportRun.Status.PREPARING
+    # Read, not judged: no item has been through the API's rules yet.
+    assert run.total == len(run.items) == 4
+    assert all(state["validated"] is None for state in run.items)
+    assert queued_previews == [(importing.PREVIEW_TASK, [str(run.pk)])]
+    page = web.get(response["Location"]).content.decode()
+    assert "Preview of the import" not in page
+    assert "Preparing the preview" in page
+
+
+def test_the_preview_task_builds_the_preview_the_page_then_shows(
+    web, team, queued_previews, upload
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    tasks.preview_import_task(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEWED
+    assert sum(1 for state in run.items if state["validated"] is not None) == 2
+    page = web.get(run_url).content.decode()
+    assert "Shop: Pricing" in page and "cloud metadata address" in page
+    web.post(run_url + "confirm/")
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
+def _preview_section(page: str, run: ImportRun) -> str:
+    section = page[
+        page.index('<section class="card" aria-labelledby="preview-title"') :
+    ]
+    section = section[: section.index("</section>")]
+    section = section.replace(str(run.pk), "RUN")
+    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", section)
+
+
+def test_a_queued_preview_shows_exactly_what_an_immediate_one_does(
+    web, team, monkeypatch, upload
+):
+    at_once = upload()
+    first = ImportRun.objects.get(team=team)
+    sent: list[object] = []
+    monkeypatch.setattr(importing, "PREVIEW_INLINE_MAX", 0)
+    monkeypatch.setattr(
+        importing.current_app, "send_task", lambda *a, **k: sent.append(a)
+    )
+    queued = upload()
+    second = ImportRun.objects.exclude(pk=first.pk).get(team=team)
+    tasks.preview_import_task(str(second.pk))
+    page_at_once = web.get(at_once["Location"]).content.decode()
+    page_queued = web.get(queued["Location"]).content.decode()
+    assert sent and "Shop: Pricing" in page_queued
+    assert _preview_section(page_queued, second) == _preview_section(
+        page_at_once, first
+    )
+
+
+def test_polling_a_preview_shows_its_progress_then_loads_the_preview(
+    web, team, queued_previews, upload
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    body = polled.content.decode()
+    assert polled.status_code == 200
+    assert "Preparing the preview" in body and "0 of 4 watches checked" in body
+    assert 'hx-trigger="every 500ms"' in body
+    tasks.preview_import_task(str(run.pk))
+    ready = web.get(run_url, HTTP_HX_REQUEST="true")
+    # The whole page is loaded again: the preview is the page, not a fragment.
+    assert ready["HX-Refresh"] == "true"
+
+
+def test_a_preview_that_fails_says_so_plainly_and_stops_polling(
+    web, team, queued_previews, upload, monkeypatch
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("column items does not exist")
+
+    monkeypatch.setattr(plan, "prepare", broken)
+    tasks.preview_import_task(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    body = html.unescape(polled.content.decode())
+    assert polled.status_code == 286
+    assert "The preview could not be made" in body
+    assert "column items" not in body
+    assert "Monitors made before it stopped" not in body
+
+
+def test_a_preview_whose_worker_never_came_is_given_up(
+    web, team, queued_previews, upload
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    assert web.get(run_url, HTTP_HX_REQUEST="true").status_code == 200
+    later = run.created_at + ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(seconds=1)
+    with time_machine.travel(later, tick=False):
+        polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 286
+    assert "The preview was not made in time" in html.unescape(polled.content.decode())
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    # A worker that takes its message after all leaves the run as the page said.
+    tasks.preview_import_task(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+
+
+def test_a_preview_the_queue_cannot_take_says_so(web, team, monkeypatch, upload):
+    monkeypatch.setattr(importing, "PREVIEW_INLINE_MAX", 0)
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379")
+
+    monkeypatch.setattr(importing.current_app, "send_task", unreachable)
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    page = html.unescape(web.get(run_url).content.decode())
+    assert "cannot reach its task queue" in page
+    assert "6379" not in page
+
+
+def test_a_preview_being_made_counts_the_watches_checked_so_far(
+    web, team, queued_previews, monkeypatch, django_capture_on_commit_callbacks
+):
+    lines = "".join(f"https://site{n}.example.com/\n" for n in range(250))
+    with django_capture_on_commit_callbacks(execute=True):
+        preview(web, "csv", lines.encode(), "list.txt")
+    run = ImportRun.objects.get(team=team)
+    counted: list[int] = []
+    record = ImportRun.record_progress
+
+    def spy(self: ImportRun, done: int) -> None:
+        counted.append(done)
+        record(self, done)
+
+    monkeypatch.setattr(ImportRun, "record_progress", spy)
+    tasks.preview_import_task(str(run.pk))
+    run.refresh_from_db()
+    assert counted == [100, 200]
+    # Once shown, the count is the import's again, from nothing.
+    assert (run.status, run.done, run.total) == ("previewed", 0, 250)
+
+
+def test_polling_a_preview_being_made_does_not_read_its_watches(
+    web, team, queued_previews, upload
+):
+    run_url = upload()["Location"]
+    with CaptureQueriesContext(connection) as queries:
+        polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 200
+    # Thousands of watches are megabytes: each poll would read them all.
+    assert not [q["sql"] for q in queries if '"items"' in q["sql"]]

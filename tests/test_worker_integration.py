@@ -31,6 +31,7 @@ import httpx
 import pytest
 import redis
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.utils import timezone
 from firecrawl import Firecrawl
@@ -40,7 +41,8 @@ from checks.models import Check, Delivery, PageResult
 from checks.notify import channels, drain, messages, sweep
 from config import run, valkey
 from config.celery import app as celery_app
-from monitors.models import Channel, Membership, Monitor, Target
+from monitors.models import Channel, ImportRun, Membership, Monitor, Target
+from monitors.moving import plan
 from tests.sites import Request, Site
 from tests.smtp import MailServer
 from tests.test_crawl import build_site, nav
@@ -820,6 +822,30 @@ def test_a_large_import_runs_on_a_real_worker_and_reports_progress(
     report = wait_for(done, f"import {run_id} to finish", worker.log)
     assert report["created"] == 40 and report["done"] == report["total"] == 40
     assert Monitor.objects.filter(team=team).count() == 40
+
+
+def test_a_large_preview_is_made_on_a_real_worker_while_the_page_waits(
+    client, worker, team, django_user_model, monkeypatch
+):
+    # Judging in this (the web) process would fail: only the worker may judge.
+    monkeypatch.setattr(plan, "prepare", lambda *args, **kwargs: 1 / 0)
+    person = django_user_model.objects.create_user("pia", "pia@example.com", "x")
+    Membership.objects.create(team=team, user=person)
+    client.force_login(person)
+    addresses = "".join(f"https://shop-{i:03d}.example.com/\n" for i in range(150))
+    upload = SimpleUploadedFile("list.txt", addresses.encode())
+    response = client.post("/import/", {"source": "csv", "file": upload})
+    assert response.status_code == 302
+    run = ImportRun.objects.get(team=team)
+
+    def previewed() -> bool:
+        run.refresh_from_db()
+        return run.status == ImportRun.Status.PREVIEWED
+
+    wait_for(previewed, f"the preview of import {run.pk}", worker.log)
+    page = client.get(response["Location"]).content.decode()
+    assert "150 monitors will be created" in page
+    assert not Monitor.objects.filter(team=team).exists()
 
 
 # --- a receiver that hangs, on the notifications worker ------------------------------

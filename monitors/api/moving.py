@@ -119,7 +119,11 @@ IMPORT_RESULT = inline_serializer(
         "id": serializers.UUIDField(allow_null=True),
         "dryRun": serializers.BooleanField(),
         "status": serializers.CharField(
-            help_text="previewed, queued, running, done or failed."
+            help_text=(
+                "previewed, queued, running, done or failed; an import previewed "
+                "in the dashboard is preparing while its preview is made, or "
+                "preview failed."
+            )
         ),
         "total": serializers.IntegerField(),
         "done": serializers.IntegerField(),

@@ -2,8 +2,9 @@
 
 Import is two steps: the form reads the source into an ImportRun and shows
 its preview (what will be created, what will not and why, duplicates to
-choose); confirming imports exactly that preview, at once when small, else
-as a task whose progress the page polls."""
+choose), judged at once when small, else by a task whose progress the page
+polls; confirming imports exactly that preview, at once when small, else as
+a task whose progress the page polls."""
 
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRefresh, HttpResponseStopPolling
 
 from monitors import moving
 from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.dashboard.forms.settings import ImportForm
 from monitors.models import ImportRun
-from monitors.moving import importing, plan
+from monitors.moving import importing
 from monitors.moving.exporting import export_csv, export_document
 
 TEMPLATE = "monitors/import.html"
@@ -71,8 +72,7 @@ def import_start(request: DashboardRequest) -> HttpResponse:
         # chosen tool's import needs.
         context["refused_source"] = context["sources"].get(data["source"])
         return render(request, TEMPLATE, context | {"form": form}, status=400)
-    plan.prepare(request.team, items)
-    run = importing.preview_run(request.team, data["source"], items, request.user)
+    run = importing.start_preview(request.team, data["source"], items, request.user)
     return redirect("import-run", pk=run.pk)
 
 
@@ -127,7 +127,17 @@ def _run_context(run: ImportRun) -> dict[str, object]:
 @require_GET
 @team_view(needs=Action.EDIT)
 def import_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
-    run = get_run_for(request, pk)
+    # The items (megabytes for thousands of watches) are read only by the
+    # preview itself, not by each poll of a preview or an import under way.
+    run = get_object_or_404(ImportRun.objects.defer("items"), team=request.team, pk=pk)
+    if run.status == run.Status.PREPARING:
+        # Ended here, where someone waits for it: no sweeper need run for a
+        # preview nobody is looking at (retention removes it).
+        run.give_up_preview_if_stale(timezone.now())
+    if request.htmx and run.status == run.Status.PREVIEWED:
+        # The preview being made is ready: it is the whole page, not a
+        # fragment of it, so the page is loaded again.
+        return HttpResponseClientRefresh()
     if request.htmx:
         html = render(request, TEMPLATE + "#progress", _run_context(run))
         return HttpResponseStopPolling(html.content) if run.is_finished else html

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -14,20 +14,25 @@ from monitors.models.teams import Team
 
 class ImportRunQuerySet(models.QuerySet["ImportRun"]):
     def ended_before(self, cutoff: datetime) -> ImportRunQuerySet:
-        """Runs nobody needs any more: finished, or previewed and never
-        confirmed, before the cutoff. A queued or running import is kept."""
+        """Runs nobody needs any more: finished, previewed and never
+        confirmed, or a preview never made, before the cutoff. A queued or
+        running import is kept."""
         return self.filter(created_at__lt=cutoff).exclude(
             status__in=[ImportRun.Status.QUEUED, ImportRun.Status.RUNNING]
         )
 
 
 class ImportRun(models.Model):
-    """One import into a team: the planned items a preview showed (each the
-    create body it becomes, or why not), then, once confirmed, how far the
-    import has got and its report. Large imports run as a task that claims
-    the row (queued → running) with a conditional update."""
+    """One import into a team: the watches read from the source, judged for
+    the preview (preparing → previewed, by a task when many), the planned
+    items the preview showed (each the create body it becomes, or why not),
+    then, once confirmed, how far the import has got and its report. Large
+    imports run as a task that claims the row (queued → running) with a
+    conditional update."""
 
     class Status(models.TextChoices):
+        PREPARING = "preparing"
+        PREVIEW_FAILED = "preview failed"
         PREVIEWED = "previewed"
         QUEUED = "queued"
         RUNNING = "running"
@@ -65,6 +70,11 @@ class ImportRun(models.Model):
 
     objects = ImportRunQuerySet.as_manager()
 
+    # A preview still being made this long after the upload will not be: the
+    # preview task's time limit is well below it, so its worker died or its
+    # message was lost. The page says so rather than polling for ever.
+    PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=10)
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -76,7 +86,11 @@ class ImportRun(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
+        return self.status in (
+            self.Status.DONE,
+            self.Status.FAILED,
+            self.Status.PREVIEW_FAILED,
+        )
 
     @property
     def percent(self) -> int:
@@ -97,6 +111,39 @@ class ImportRun(models.Model):
         if claimed:
             self.status = self.Status.RUNNING
         return bool(claimed)
+
+    def show_preview(self, items: list[dict[str, Any]]) -> bool:
+        """preparing → previewed with the judged items, unless the run was
+        given up meanwhile (or another delivery of the task got there first)."""
+        shown = ImportRun.objects.filter(pk=self.pk, status=self.Status.PREPARING)
+        if not shown.update(status=self.Status.PREVIEWED, items=items, done=0):
+            return False
+        self.status, self.items, self.done = self.Status.PREVIEWED, items, 0
+        return True
+
+    def fail_preview(self, message: str, now: datetime) -> bool:
+        """preparing → preview failed, with words for the page."""
+        failed = ImportRun.objects.filter(
+            pk=self.pk, status=self.Status.PREPARING
+        ).update(status=self.Status.PREVIEW_FAILED, error=message, finished_at=now)
+        if failed:
+            self.status, self.error, self.finished_at = (
+                self.Status.PREVIEW_FAILED,
+                message,
+                now,
+            )
+        return bool(failed)
+
+    def give_up_preview_if_stale(self, now: datetime) -> bool:
+        """A preview no worker made in time is ended, so its page stops
+        waiting; a task that comes after all leaves it so (show_preview)."""
+        if self.created_at >= now - self.PREVIEW_GIVEN_UP_AFTER:
+            return False
+        return self.fail_preview(
+            "The preview was not made in time: Pagewatch's workers did not get "
+            "to it. Please start again.",
+            now,
+        )
 
     def record_progress(self, done: int) -> None:
         ImportRun.objects.filter(pk=self.pk).update(done=done)

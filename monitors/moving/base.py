@@ -154,6 +154,9 @@ class Planned:
             "same_address_as": self.same_address_as,
             "notify_urls": self.notify_urls,
             "channels": self.channels,
+            # Kept for a preview judged by a task, after the request that
+            # read the source has gone (plan.spread_for needs it).
+            "spread_every": self.spread_every,
         }
 
     @classmethod
@@ -175,6 +178,7 @@ class Planned:
             same_address_as=state.get("same_address_as", ""),
             notify_urls=state.get("notify_urls", []),
             channels=state.get("channels", []),
+            spread_every=state.get("spread_every"),
         )
 
     def as_dict(self) -> dict[str, Any]:

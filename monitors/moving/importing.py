@@ -275,6 +275,63 @@ def preview_run(
     )
 
 
+# Previews of up to this many watches are judged while the request waits
+# (a fraction of a second); larger ones by a task whose progress the page
+# shows, as judging thousands by the API's rules takes seconds.
+PREVIEW_INLINE_MAX = 100
+PREVIEW_TASK = "monitors.tasks.preview_import_task"
+PREVIEW_FAILED = (
+    "The preview could not be made because of an error in Pagewatch (its log "
+    "has the details). Nothing was imported. Please start again."
+)
+PREVIEW_NOT_QUEUED = (
+    "The preview could not be made: Pagewatch cannot reach its task queue right "
+    "now. Nothing was imported. Please try again in a moment."
+)
+
+
+def start_preview(
+    team: Team, source: str, items: list[Planned], user: Any = None
+) -> ImportRun:
+    """Keep the items read from the source, not judged yet, and who asked;
+    judge them at once when few, else queue the task that does (after
+    commit). The run is previewed, or preparing, or says why the preview
+    could not be made."""
+    run = ImportRun.objects.create(
+        team=team,
+        created_by=user if getattr(user, "pk", None) else None,
+        source=source,
+        status=ImportRun.Status.PREPARING,
+        items=[item.to_state() for item in items],
+        total=len(items),
+    )
+    if len(items) <= PREVIEW_INLINE_MAX:
+        build_preview(run)
+    else:
+        transaction.on_commit(lambda: _queue_preview(run))
+    return run
+
+
+def build_preview(run: ImportRun) -> None:
+    """Judge a preparing run's items for its team, as a preview made in the
+    request would have, recording how many are judged as it goes."""
+    items = plan.prepare(
+        run.team,
+        [Planned.from_state(s) for s in run.items],
+        progress=run.record_progress,
+    )
+    run.show_preview([item.to_state() for item in items])
+
+
+def _queue_preview(run: ImportRun) -> None:
+    try:
+        current_app.send_task(PREVIEW_TASK, args=[str(run.pk)])
+    except Exception as exc:
+        # The producer already retried: left preparing, nothing would judge it.
+        logger.warning("Could not queue the preview of import %s: %s", run.pk, exc)
+        run.fail_preview(PREVIEW_NOT_QUEUED, timezone.now())
+
+
 def previewed_items(run: ImportRun) -> list[Planned]:
     """The run's items as its preview judged them."""
     return [Planned.from_state(s) for s in run.items]

@@ -5,7 +5,7 @@ team already watches are flagged as duplicates."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rest_framework.exceptions import ValidationError
@@ -69,14 +69,23 @@ def _schedule_of(item: Planned) -> str:
     return repr((item.payload or {}).get("schedule"))
 
 
-def validate(items: Iterable[Planned]) -> None:
+# How many watches are judged between two reports of progress: often enough
+# for a page to move, rarely enough not to write a row per watch.
+PROGRESS_EVERY = 100
+
+
+def validate(
+    items: Iterable[Planned], progress: Callable[[int], None] | None = None
+) -> None:
     # One serializer for every body, as DRF's many=True does: building one
     # deep-copies all of its fields, which for thousands of watches took as
     # long as judging them. In schedule order, so watches sharing a schedule
     # come together and its runs are walked once (schedule._check_runs keeps
     # only the last few hundred), not once per watch of a large file.
     serializer = MonitorWriteSerializer()
-    for item in sorted(items, key=_schedule_of):
+    for judged, item in enumerate(sorted(items, key=_schedule_of)):
+        if progress is not None and judged and judged % PROGRESS_EVERY == 0:
+            progress(judged)
         if item.payload is None:
             continue
         body = {k: v for k, v in item.payload.items() if k not in _STATUS_KEYS}
@@ -236,10 +245,16 @@ def _channel_for(
     return {"url": url, "name": name, "new": True}
 
 
-def prepare(team: Team, items: list[Planned]) -> list[Planned]:
+def prepare(
+    team: Team,
+    items: list[Planned],
+    progress: Callable[[int], None] | None = None,
+) -> list[Planned]:
+    """Judge the items for this team; `progress` is told how many have been
+    judged by the API's rules so far (the long part), now and then."""
     in_team_zone(team, items)
     spread_for(team, items)
-    validate(items)
+    validate(items, progress)
     mark_duplicates(team, items)
     apprise_channels(team, items)
     return items

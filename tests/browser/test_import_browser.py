@@ -1,16 +1,21 @@
 """The Import page in real Chromium: a changedetection.io backup uploaded,
 its preview read (what will be created, what will not and why), then the
-import confirmed and its report shown. Screenshots of both are looked at."""
+import confirmed and its report shown; a preview made by a worker while the
+page waits. Screenshots of each are looked at."""
 
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from monitors import tasks
 from monitors.models import ImportRun, Monitor
+from monitors.moving import importing
 from tests.browser.people import PASSWORD, sign_in
 from tests.browser.test_accessibility_browser import _require_axe, axe_problems
 from tests.moving import backup_zip
@@ -93,3 +98,71 @@ def test_an_import_that_finishes_while_its_page_is_open_is_read_out_once(
     said = page.locator("#announcer").text_content()
     page.wait_for_timeout(1500)  # polling has stopped: nothing is said again
     assert page.locator("#announcer").text_content() == said
+
+
+def as_a_worker(task, *args: str) -> None:
+    """A task run in a thread of its own, as a worker would, on this thread's
+    connection when it is to the shared in-memory SQLite database (a second
+    one would find its tables locked by the live server's requests)."""
+    shared = [
+        c for c in connections.all() if c.vendor == "sqlite" and c.is_in_memory_db()
+    ]
+
+    def work() -> None:
+        for conn in shared:
+            connections[conn.alias] = conn
+        try:
+            task(*args)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(work).result()
+
+
+def test_a_preview_made_by_a_worker_appears_once_ready(
+    browser_page, member, team, screenshot, tmp_path, monkeypatch
+):
+    # As for a file of thousands of watches: the preview goes to the queue.
+    # No broker: the test does the worker's part while the page polls.
+    sent: list[str] = []
+    monkeypatch.setattr(importing, "PREVIEW_INLINE_MAX", 0)
+    monkeypatch.setattr(
+        importing.current_app, "send_task", lambda name, args: sent.extend(args)
+    )
+    backup = tmp_path / "changedetection-backup.zip"
+    backup.write_bytes(backup_zip())
+    page = browser_page
+    page.context.add_init_script(path=str(_require_axe()))
+    sign_in(page)
+    page.goto("/import/")
+    page.get_by_label("Move from").select_option("changedetection")
+    page.get_by_label("File").set_input_files(str(backup))
+    page.get_by_role("button", name="Preview the import").click()
+    page.wait_for_url(re.compile(r"/import/[0-9a-f-]{36}/$"))
+
+    expect(page.locator("#import-progress")).to_contain_text(
+        "Preparing the preview of what comes from changedetection.io…"
+    )
+    expect(page.locator("#import-progress")).to_contain_text("0 of 4 watches checked")
+    screenshot(page, "import-preview-preparing")
+    problems = axe_problems(page, "import preview being made")
+    run = ImportRun.objects.get(team=team)
+    assert run.status == ImportRun.Status.PREPARING
+    assert sent == [str(run.pk)]
+
+    as_a_worker(tasks.preview_import_task, str(run.pk))
+    table = page.get_by_role("table", name="Preview of the import")
+    expect(table).to_contain_text("Shop: Pricing")
+    expect(table).to_contain_text("cloud metadata address")
+    expect(page.locator("#import-progress")).to_have_count(1)
+    expect(page.get_by_text("Preparing the preview")).to_have_count(0)
+    screenshot(page, "import-preview-ready")
+    problems += axe_problems(page, "import preview made by a worker")
+    assert problems == []
+    assert not Monitor.objects.exists()
+
+    page.get_by_role("button", name="Import 2 monitors").click()
+    expect(page.get_by_role("status").first).to_contain_text("2 monitors created")
+    assert page.problems.csp_violations(page) == []
+    assert page.problems.page_errors == []
