@@ -21,12 +21,12 @@ from checks.errors import ErrorKind, plain_error
 from checks.models import Check, PageResult, Snapshot
 from checks.pipeline import sources
 from monitors import rules
-from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.rules import curly_quotes
 from monitors.templatetags.pagewatch import duration, local
+from monitors.wire.monitor import MonitorWriteSerializer
 
 PASSWORD = "correct-horse-battery-staple"
 
