@@ -561,4 +561,3 @@ def test_the_importer_and_exporter_import_nothing_of_the_api():
         for path in sorted(package.rglob("*.py"))
     }
     assert {name: found for name, found in reaching.items() if found} == {}
-
