@@ -18,15 +18,15 @@ from django.utils import timezone
 
 from checks.dispatch import dispatch_due_monitors
 from checks.errors import ErrorKind, plain_error
-from checks.models import Check, PageResult, Snapshot
+from checks.models import Check, PageResult, PageState, Snapshot
 from checks.pipeline import sources
 from monitors import rules
-from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.rules import curly_quotes
 from monitors.templatetags.pagewatch import duration, local
+from monitors.wire.monitor import MonitorWriteSerializer
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -431,6 +431,60 @@ def test_the_list_costs_the_same_few_queries_however_many_monitors(
     with django_assert_max_num_queries(9):
         response = web.get(reverse("monitor-list"))
     assert text_of(response).count('class="strip"') == 25
+
+
+@pytest.mark.parametrize("failed", [1, 12, 60])
+def test_a_check_page_names_failed_pages_by_their_last_titles_in_a_few_queries(
+    web, team, failed, django_assert_max_num_queries
+):
+    """The title each failed or removed page last had comes from its baseline
+    within the list's own query, never one lookup per row."""
+    monitor = make_monitor(team)
+    target = monitor.targets.get()
+    check = make_check(monitor)
+    for number in range(failed):
+        url = f"https://example.com/café-{number}"  # hashed alike in SQL
+        PageState.objects.create(
+            monitor=monitor, target_id=target.pk, url=url,
+            url_hash=PageState.hash_url(url), metadata={"title": f"Plan {number}"},
+        )  # fmt: skip
+        PageResult.objects.create(
+            check_run=check, target_id=target.pk, url=url,
+            status="error" if number % 2 == 0 else "removed",
+        )  # fmt: skip
+
+    # session, user, teams, second factor, check, monitor with its targets,
+    # page counts, judged?, the page of results, ...: as many for 1 as for 60.
+    with django_assert_max_num_queries(11):
+        page = text_of(web.get(check.get_absolute_url()))
+
+    assert all(f"Plan {number}" in page for number in range(failed))
+    assert "https://example.com/page-0" not in re.findall(
+        r'class="row-title"[^>]*>([^<]+)<', page
+    )
+
+
+def test_each_failed_pages_last_title_is_one_probe_of_the_baselines_unique_index(
+    team,
+):
+    """Looked up by the URL's hash, the column the unique index holds, not by
+    the URL: else each failed row of a crawl reads every baseline of its
+    target (thousands when a large site is down)."""
+    from django.db import connection
+
+    monitor = make_monitor(team)
+    pages = make_check(monitor).pages.with_last_titles()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = pages.explain()
+
+    lines = plan.splitlines()
+    [at] = [n for n, line in enumerate(lines) if "checks_pagestate" in line]
+    # SQLite names the columns it searches on the line itself; PostgreSQL
+    # on the Index Cond line under it.
+    searched = lines[at] if connection.vendor == "sqlite" else lines[at + 1]
+    assert "url_hash" in searched, plan
 
 
 def test_list_offers_a_helpful_first_step_when_empty(web):
