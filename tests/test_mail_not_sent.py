@@ -99,3 +99,40 @@ def test_the_api_has_no_such_word_when_e_mail_is_sent(
     [mail] = mailoutbox
     shown = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}").json()
     assert "notSent" not in shown["data"]["notificationStatus"]["email"]
+
+
+def test_an_invitation_on_a_server_that_sends_no_e_mail_gives_the_owner_the_link(
+    team, member, client, mail_to_log
+):
+    """The log backend "sends" every e-mail, so the owner read "Invitation
+    sent to sam@…" while nothing reached Sam: the link is theirs to pass on."""
+    client.force_login(member)
+
+    response = client.post(
+        reverse("team-invite"), {"email": "sam@example.com", "role": "editor"},
+        follow=True,
+    )  # fmt: skip
+
+    page = response.content.decode()
+    assert "Invitation sent to" not in page
+    assert "The invitation for sam@example.com is ready, but" in page
+    assert "this server does not send e-mail" in page
+    assert "Give them this link yourself: http://" in page
+    assert "/invitations/" in page
+    assert team.invitations.count() == 1
+
+
+def test_an_invitation_on_a_server_that_sends_e_mail_says_it_was_sent(
+    team, member, client, mailoutbox
+):
+    client.force_login(member)
+
+    response = client.post(
+        reverse("team-invite"), {"email": "sam@example.com", "role": "editor"},
+        follow=True,
+    )  # fmt: skip
+
+    page = response.content.decode()
+    assert "Invitation sent to sam@example.com." in page
+    assert "Give them this link yourself" not in page
+    assert [m.to for m in mailoutbox] == [["sam@example.com"]]
