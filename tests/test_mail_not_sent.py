@@ -136,3 +136,35 @@ def test_an_invitation_on_a_server_that_sends_e_mail_says_it_was_sent(
     assert "Invitation sent to sam@example.com." in page
     assert "Give them this link yourself" not in page
     assert [m.to for m in mailoutbox] == [["sam@example.com"]]
+
+
+NO_RESET_LINK = (
+    "This Pagewatch does not send e-mail yet, so no link can reach you: "
+    "ask an administrator to set a new password for you."
+)
+
+
+def test_forgot_password_says_no_link_can_come_when_no_e_mail_is_sent(
+    member, client, mail_to_log
+):
+    """The promise "Check your e-mail … a link is on its way" sent someone
+    to wait for an e-mail that this server only writes to its log."""
+    form = client.get(reverse("password_reset")).content.decode()
+    done = client.post(reverse("password_reset"), {"email": MEMBER}, follow=True)
+
+    assert NO_RESET_LINK in form
+    assert NO_RESET_LINK in done.content.decode()
+    assert "is on its way" not in done.content.decode()
+
+
+def test_forgot_password_promises_the_link_when_e_mail_is_sent(
+    member, client, mailoutbox
+):
+    member.set_password("a-long-enough-passphrase-7")  # a reset needs one
+    member.save()
+    form = client.get(reverse("password_reset")).content.decode()
+    done = client.post(reverse("password_reset"), {"email": MEMBER}, follow=True)
+
+    assert "does not send e-mail" not in form
+    assert "a link to choose a new password is on its way" in done.content.decode()
+    assert [m.to for m in mailoutbox] == [[MEMBER]]
