@@ -2184,3 +2184,21 @@ def test_a_checks_page_and_its_pages_titles_say_which_check_and_which_page(
     assert title(page.get_absolute_url()) == (
         f"Plans: Changed · {monitor.name}, check of {local(when, zone)} · Pagewatch"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("scrape", "Remove the Pages target"),
+        ("crawl", "Remove the Website crawl target"),
+        ("search", "Remove the Web search target"),
+    ],
+)
+def test_each_targets_remove_button_is_named_in_plain_english(web, kind, name):
+    """A screen reader read the button of a Pages target as "Remove this
+    pages target"."""
+    row = web.get(reverse("target-row"), {"type": kind}).content.decode()
+
+    button = re.search(r"<button[^>]*data-remove-target[^>]*>(.*?)</button>", row, re.S)
+    spoken = re.sub(r"<[^>]+>", "", button.group(1))
+    assert " ".join(spoken.split()) == name
