@@ -42,6 +42,11 @@ def checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
                 f"“{url.strip()[:60]}” is not a web address: it should look like "
                 "https://example.com/page."
             )
+        if url.strip().isprintable():  # only spaces: say how to mend them
+            return None, (
+                "URL must not contain spaces: remove them, or write a space in "
+                "the path as %20."
+            )
         return None, "URL must not contain spaces or control characters."
     if "\\" in url:
         # Browsers read "\" as "/", Python does not: refuse the ambiguity.

@@ -26,6 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from checks import storage
 from checks.notify import digests
+from config.mail import not_sent_reason
 from monitors import clock
 from monitors.dashboard.base import Action, DashboardRequest, forbidden, team_view
 from monitors.dashboard.context import switch_team
@@ -160,6 +161,15 @@ def _send(
             f"not be sent. Give them this link yourself: {invitation_url(token)}",
         )
     else:
+        if not_sent_reason():
+            # The log backend counts the e-mail as sent, yet it reaches no one.
+            messages.warning(
+                request,
+                f"The invitation for {invitation.email} is ready, but this server "
+                "does not send e-mail (it writes it to its log). Give them this "
+                f"link yourself: {invitation_url(token)}{replaced}",
+            )
+            return
         messages.success(request, f"{sent} {invitation.email}.{replaced}")
 
 

@@ -2238,3 +2238,52 @@ def test_a_checks_page_and_its_pages_titles_say_which_check_and_which_page(
     assert title(page.get_absolute_url()) == (
         f"Plans: Changed · {monitor.name}, check of {local(when, zone)} · Pagewatch"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("scrape", "Remove the Pages target"),
+        ("crawl", "Remove the Website crawl target"),
+        ("search", "Remove the Web search target"),
+    ],
+)
+def test_each_targets_remove_button_is_named_in_plain_english(web, kind, name):
+    """A screen reader read the button of a Pages target as "Remove this
+    pages target"."""
+    row = web.get(reverse("target-row"), {"type": kind}).content.decode()
+
+    button = re.search(r"<button[^>]*data-remove-target[^>]*>(.*?)</button>", row, re.S)
+    spoken = re.sub(r"<[^>]+>", "", button.group(1))
+    assert " ".join(spoken.split()) == name
+
+
+PRIVATE_HINT = (
+    "For the administrator: set ALLOW_PRIVATE_NETWORK_TARGETS to allow private "
+    "and local addresses."
+)
+
+
+def test_a_refused_private_address_says_which_setting_allows_it(web, settings):
+    """Staff watching an intranet page read only "can never connect", though
+    one setting lets Pagewatch reach private and local addresses."""
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    form = scrape_form(webhook_url="http://10.0.0.5/hook")
+    form["t0000aaaa-urls"] = "http://192.168.1.20/status"
+
+    page = html.unescape(web.post(reverse("monitor-create"), form).content.decode())
+
+    assert "192.168.1.20 is a private address. " + PRIVATE_HINT in page
+    assert "10.0.0.5 is a private address. " + PRIVATE_HINT in page
+    assert not Monitor.objects.exists()
+
+
+def test_a_metadata_address_is_refused_without_a_setting_to_allow_it(web, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    form = scrape_form()
+    form["t0000aaaa-urls"] = "http://169.254.169.254/latest/meta-data/"
+
+    page = html.unescape(web.post(reverse("monitor-create"), form).content.decode())
+
+    assert "Pagewatch can never connect to http://169.254.169.254/" in page
+    assert "ALLOW_PRIVATE_NETWORK_TARGETS" not in page

@@ -103,6 +103,21 @@ def test_the_invitee_sets_a_password_and_joins_with_the_role(
     assert invitation.accepted_by == sam and invitation.accepted_at is not None
 
 
+def test_the_invitee_is_told_what_a_password_needs_before_choosing_one(
+    owner_client, client_factory, mailoutbox
+):
+    """The rules showed only as errors after a refused try (the password
+    change page lists them up front)."""
+    link = invite(owner_client, mailoutbox)
+
+    page = text_of(client_factory().get(path_of(link)))
+
+    assert 'id="help-password"' in page
+    assert "Your password must contain at least 8 characters." in page
+    field = re.search(r'<input type="password"[^>]*>', page).group(0)
+    assert 'aria-describedby="help-password"' in field
+
+
 def test_an_editors_invitation_says_an_editor_in_the_mail_and_on_its_page(
     owner_client, client_factory, mailoutbox
 ):
