@@ -587,7 +587,8 @@ def test_a_row_says_check_failed_exactly_when_the_failing_filter_lists_it(web, t
     said_failed = [
         name for name, m in monitors.items() if "Check failed" in row_of(page, m)
     ]
-    assert sorted(listed) == sorted(said_failed) == ["Down", "Queued", "Rerun", "Skipped"]
+    expected = ["Down", "Queued", "Rerun", "Skipped"]
+    assert sorted(listed) == sorted(said_failed) == expected
 
 
 def test_the_failing_filter_says_so_when_nothing_is_failing(web, team):
