@@ -419,6 +419,16 @@ class Activity(models.Model):
         name = self.user_name or "someone"
         return f"{name} (administration)" if self.via == self.Via.ADMIN else name
 
+    def address_seen_by(self, membership: Membership) -> str | None:
+        """The address it came from, for an owner (who manages the members)
+        or the person who did it; None for the other members: where someone
+        signs in from is theirs, and a lead for whoever wants their account."""
+        if membership.can(Membership.Action.MANAGE):
+            return self.address
+        if self.user_id is not None and self.user_id == membership.user_id:
+            return self.address
+        return None
+
     @property
     def sentence(self) -> str:
         """The entry as the monitor page says it: "Paused by Ana"."""

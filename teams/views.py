@@ -544,6 +544,8 @@ def team_activity(request: DashboardRequest) -> HttpResponse:
         entries = entries.filter(monitor=monitor)
     rows = entries.page(_cursor(request), ACTIVITY_PER_PAGE)
     shown = rows[:ACTIVITY_PER_PAGE]
+    for entry in shown:
+        entry.shown_address = entry.address_seen_by(request.membership)  # type: ignore[attr-defined]
     filters = {
         "person": str(person.pk) if person else "",
         "kind": kind,
