@@ -540,6 +540,10 @@ def test_an_account_with_another_address_cannot_use_the_invitation(
     assert not Membership.objects.filter(team=team, user=eve).exists()
     invitation = Invitation.objects.get()
     assert invitation.accepted_at is None and invitation.accepted_by is None
+    # Signing out from there comes back to the link, to sign in as the invitee.
+    signed_out = visitor.post(reverse("logout"), {"next": path_of(link)})
+    assert signed_out.status_code == 302 and signed_out["Location"] == path_of(link)
+    assert "Create my account and join" in text_of(visitor.get(path_of(link)))
 
 
 def test_an_account_without_an_address_cannot_use_an_invitation(
