@@ -563,6 +563,88 @@ def test_the_failing_filter_lists_monitors_whose_last_check_failed(
     assert "4 monitors found." in fragment["HX-Trigger"]
 
 
+FAILED_SUMMARY = {
+    "totalPages": 3, "same": 2, "changed": 0, "new": 0, "removed": 0, "error": 1,
+}  # fmt: skip
+
+
+def failed_then(monitor: Monitor, *after: str) -> Check:
+    """A monitor whose last check that looked at pages failed (having read some
+    of them), followed by checks of `after` statuses; the monitor's fields are
+    as the runner leaves them. Returns the failed check."""
+    checks_in_order(monitor, "completed", "failed", *after)
+    failed = Check.objects.get(monitor=monitor, status="failed")
+    Check.objects.filter(pk=failed.pk).update(summary=FAILED_SUMMARY)
+    newest = Check.objects.filter(monitor=monitor).order_by("-created_at").first()
+    in_flight = newest.status in Check.IN_FLIGHT
+    Monitor.objects.filter(pk=monitor.pk).update(
+        last_check_summary=FAILED_SUMMARY,
+        current_check_id=newest.pk if in_flight else None,
+    )
+    return failed
+
+
+def row_of(page: str, monitor: Monitor) -> str:
+    return page.split(f'id="monitor-{monitor.pk}"', 1)[1].split("</tr>", 1)[0]
+
+
+def test_a_failing_monitor_says_check_failed_while_its_next_check_runs(web, team):
+    """The failing filter lists it (its last check that looked at pages
+    failed), so its row says so, and that another check is under way, rather
+    than showing the failed check's counts as if all were well."""
+    monitor = make_monitor(team, name="Rerun")
+    failed = failed_then(monitor, "running")
+
+    for filters in ({"failing": "1"}, {}):
+        row = row_of(text_of(web.get("/", filters)), monitor)
+
+        assert "Check failed" in row, filters
+        assert f'href="{failed.get_absolute_url()}"' in row
+        assert "New check under way" in row
+        assert "2 unchanged" not in row and "unchanged" not in row
+
+
+def test_a_failing_monitor_says_check_failed_after_many_skipped_checks(web, team):
+    """A long check makes the slots after it skip (overlap): more of them than
+    the row's strip holds still leave the monitor failing, in the list and in
+    its row alike."""
+    monitor = make_monitor(team, name="Long crawl")
+    failed = failed_then(monitor, *["skipped_overlap"] * 20)
+
+    page = text_of(web.get("/", {"failing": "1"}))
+
+    row = row_of(page, monitor)
+    assert "Check failed" in row
+    assert f'href="{failed.get_absolute_url()}"' in row
+    assert "New check under way" not in row
+
+
+def test_a_row_says_check_failed_exactly_when_the_failing_filter_lists_it(web, team):
+    cases = {
+        "Down": ("completed", "failed"),
+        "Recovered": ("failed", "completed"),
+        "Skipped": ("failed", "skipped_no_credits"),
+        "Rerun": ("failed", "running"),
+        "Queued": ("failed", "queued"),
+        "Partly": ("failed", "partial"),
+        "Recovering": ("failed", "completed", "running"),
+    }
+    monitors = {}
+    for name, statuses in cases.items():
+        monitors[name] = make_monitor(team, name=name)
+        checks_in_order(monitors[name], *statuses)
+
+    listed = re.findall(
+        r'class="row-title"[^>]*>([^<]+)<', text_of(web.get("/", {"failing": "1"}))
+    )
+    page = text_of(web.get("/"))
+    said_failed = [
+        name for name, m in monitors.items() if "Check failed" in row_of(page, m)
+    ]
+    expected = ["Down", "Queued", "Rerun", "Skipped"]
+    assert sorted(listed) == sorted(said_failed) == expected
+
+
 def test_the_failing_filter_says_so_when_nothing_is_failing(web, team):
     checks_in_order(make_monitor(team, name="Fine"), "failed", "completed")
     page = text_of(web.get("/", {"failing": "1"}))
