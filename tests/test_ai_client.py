@@ -85,6 +85,51 @@ def test_invalid_json_is_tried_three_times_then_fails_with_a_reason(model):
     assert "not JSON" in failure.value.message
 
 
+def test_an_answer_nested_too_deeply_to_read_is_not_json_not_an_internal_error(model):
+    # Python's JSON parser gives up on such nesting with a RecursionError.
+    nested = '{"price": ' * 50_000 + '"$19"' + "}" * 50_000
+    model.then(*[content(nested), content("Sure: " + nested)] * 2)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert len(model.requests) == 3
+    assert "not JSON" in failure.value.message
+
+
+def test_a_reply_nested_too_deeply_to_read_is_unreadable_not_an_internal_error(model):
+    nested = b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+    def unreadable(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json"}, nested
+
+    model.then(*[unreadable] * 3)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert failure.value.message == (
+        "The AI model gave no usable answer after 3 tries: the answer could not "
+        "be read."
+    )
+
+
+def test_an_error_nested_too_deeply_to_read_is_said_without_its_words(model):
+    nested = '{"error": ' * 50_000 + '"bad"' + "}" * 50_000
+
+    def refused(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        return 400, {"Content-Type": "application/json"}, nested.encode()
+
+    model.then(refused, refused, refused)  # in every structured-output mode
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert failure.value.message.startswith(
+        "The AI model's endpoint refused the request (HTTP 400)."
+    )
+
+
 def test_an_answer_cut_off_at_the_models_length_limit_says_so(model):
     def cut_off(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         status_code, headers, raw = content('{"price": "$19 per month, bill')(body)

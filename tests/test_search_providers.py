@@ -198,6 +198,22 @@ def test_an_answer_that_is_not_json_is_an_error(server):
     assert failed.value.message == "SearXNG answered with something other than JSON."
 
 
+@pytest.mark.parametrize("status", [200, 500])
+def test_an_answer_nested_too_deeply_to_read_is_no_json_not_an_internal_error(
+    server, status
+):
+    # Python's JSON parser gives up on such nesting with a RecursionError.
+    nested = "[" * 100_000 + "]" * 100_000
+    server.page("/search", nested, content_type="application/json", status=status)
+    with pytest.raises(SearchError) as failed:
+        search(SearxngProvider(server.base_url), Query("acme"))
+    assert failed.value.message == (
+        "SearXNG answered with something other than JSON."
+        if status == 200
+        else "SearXNG answered HTTP 500."
+    )
+
+
 @pytest.mark.parametrize(
     "answer",
     [{"error": "Engine settings are broken"}, {"results": "none"}, {"query": "acme"}],

@@ -166,7 +166,7 @@ def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
     text = text.strip()
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what the parser reads
         pass
     else:
         return value if isinstance(value, dict) else None
@@ -186,6 +186,10 @@ def _objects_in(text: str) -> list[dict[str, Any]]:
     while start != -1:
         try:
             value, end = decoder.raw_decode(text, start)
+        except RecursionError:
+            # Nested past what the parser reads: so is every object inside,
+            # and trying each of them would take the parser's limit squared.
+            break
         except ValueError:
             start = text.find("{", start + 1)
             continue
@@ -421,7 +425,8 @@ class LLM:
                 raise LLMError(f"The AI model's endpoint: {reason}.") from exc
             reason = cause.message if cause is not None else "no connection"
             raise _Attempt(f"the endpoint could not be reached ({reason})") from exc
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, RecursionError) as exc:
+            # RecursionError: a reply nested past what the JSON parser reads.
             raise _Attempt("the answer could not be read") from exc
         return _content(response)
 

@@ -156,7 +156,7 @@ class Provider:
             raise SearchError(self.refused(answer))
         try:
             return json.loads(answer.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past what the parser reads
             raise SearchError(
                 f"{self.label} answered with something other than JSON."
             ) from None
