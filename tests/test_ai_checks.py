@@ -518,6 +518,25 @@ def test_an_extraction_the_model_cannot_make_is_a_page_error_and_keeps_the_basel
     }
 
 
+def test_a_schema_saved_with_a_reference_loop_is_a_page_error_saying_so(
+    team, site, model
+):
+    # Saved before such schemas were refused: every answer's check never ends.
+    url = site.html("/pricing", "Pricing", PLANS)
+    looping = {"type": "object", "$ref": "#"}
+    monitor = make_monitor(
+        team, [url], goal=None, formats=[{"type": "json", "schema": looping}]
+    )
+
+    check = run_check(monitor)
+
+    page = check.pages.get()
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == ErrorKind.EXTRACTION
+    assert "schema.$ref '#' leads back to itself" in page.error
+    assert len(model.requests) == 1  # no other try could fit it
+
+
 def test_a_page_still_gone_after_it_was_removed_is_not_extracted_or_summarised(
     team, site, model
 ):

@@ -37,6 +37,7 @@ from django.conf import settings
 from checks.errors import ErrorKind, asked_wait, service_words, wait_words
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetch.errors import human_size
+from monitors import rules
 from monitors.judging import judge_available
 
 if TYPE_CHECKING:
@@ -220,6 +221,12 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
             f"The JSON schema refers to {str(exc.ref)[:200]!r}, which is not inside "
             "it (references to other documents are never fetched)."
         ) from None
+    except RecursionError:
+        # Saved schemas are refused such loops; this guards those saved before.
+        unusable = rules.schema_reference_loop_error(schema)
+        if unusable is not None:
+            raise LLMError(f"The JSON schema cannot be used: {unusable}") from None
+        return "the answer: nested too deeply to be checked against the schema"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the answer"

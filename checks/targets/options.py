@@ -387,6 +387,8 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         ) from None
     if error := rules.schema_dangling_reference_error(schema):
         raise ValidationError(error)
+    if error := rules.schema_reference_loop_error(schema):
+        raise ValidationError(error)
 
 
 class ParserField(serializers.JSONField):
