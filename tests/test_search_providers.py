@@ -322,6 +322,26 @@ def test_variants_of_one_result_share_its_key(variant):
     assert result_key(variant) == result_key("https://example.com/news/launch")
 
 
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "https://xn--bcher-kva.example/%C3%A4rger?q=%E6%9D%B1",
+        "https://www.xn--bcher-kva.example/%c3%a4rger/?q=%e6%9d%b1",
+        "https://bücher.example/%C3%A4rger?q=東",
+    ],
+)
+def test_a_result_written_in_letters_or_in_escapes_has_one_key(variant):
+    # Search engines give one page's address either way.
+    assert result_key(variant) == result_key("https://bücher.example/ärger?q=東")
+
+
+def test_domain_rules_read_a_host_written_in_letters_as_its_ascii_name():
+    assert domain_allowed("https://bücher.example/x", include=["xn--bcher-kva.example"])
+    assert not domain_allowed(
+        "https://www.bücher.example/x", exclude=["xn--bcher-kva.example"]
+    )
+
+
 def test_other_pages_and_real_parameters_keep_their_own_key():
     base = "https://example.com/news/launch"
     assert result_key(base + "?id=2") != result_key(base + "?id=3")
