@@ -382,6 +382,42 @@ def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
+# Keywords whose values are data (an answer's possible values), not schemas.
+_SCHEMA_DATA_KEYS = ("enum", "const", "default", "examples")
+
+
+def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
+    """Why a regex of a JSON Schema given for extraction cannot be used, or
+    None. Answers are checked with RE2 (checks.ai.patterns), which matches in
+    linear time and has no look-arounds or backreferences."""
+    if isinstance(schema, list):
+        for index, item in enumerate(schema):
+            if error := schema_pattern_error(item, f"{path}[{index}]"):
+                return error
+        return None
+    if not isinstance(schema, Mapping):
+        return None
+    for key, value in schema.items():
+        where = f"{path}.{key}"
+        found = (
+            [value]
+            if key == "pattern" and isinstance(value, str)
+            else list(value)
+            if key == "patternProperties" and isinstance(value, Mapping)
+            else []
+        )
+        for pattern in found:
+            try:
+                path_pattern(pattern)
+            except ValueError as exc:
+                return f"{where}: {exc}"
+        if key not in _SCHEMA_DATA_KEYS and (
+            error := schema_pattern_error(value, where)
+        ):
+            return error
+    return None
+
+
 # Keywords that apply a schema to the same value, not to a part of it: a loop
 # of references through them alone never reaches the end of any answer.
 _IN_PLACE_ONE = ("not", "if", "then", "else")

@@ -25,6 +25,10 @@ from tests.llm import (
 # registered it.
 pytest_plugins = ["tests.llm"]
 
+NUMBER: dict[str, Any] = {
+    "type": "object",
+    "properties": {"price": {"type": "integer"}},
+}
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"price": {"type": "string"}},
@@ -429,6 +433,32 @@ def test_an_endpoint_address_with_a_password_is_refused_in_one_sentence(settings
 )
 def test_parse_json_finds_the_last_object(text, expected):
     assert parse_json(text) == expected
+
+
+def test_an_answer_is_checked_against_a_pattern_in_linear_time():
+    # Python's re takes time doubling with each "a" on this pattern: a page
+    # could make the model answer so and hold a worker for years.
+    schema = {"type": "string", "pattern": "^(a+)+$"}
+    assert schema_error("a" * 5000 + "!", schema) is not None
+    assert schema_error("a" * 5000, schema) is None
+
+
+def test_answer_keys_are_checked_against_pattern_properties_in_linear_time():
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    assert schema_error({"a" * 5000 + "!": 1}, schema) is not None
+    assert schema_error({"a" * 5000: "x"}, schema) is not None
+    assert schema_error({"a" * 5000: 1}, schema) is None
+
+
+def test_a_long_value_that_does_not_fit_is_cut_in_the_middle_keeping_the_reason():
+    error = schema_error({"price": "x" * 500 + "!"}, NUMBER) or ""
+    assert error.startswith("price: 'xxxx")
+    assert error.endswith("x!' is not of type 'integer'")
+    assert "…" in error and len(error) < 250
 
 
 def test_schema_error_names_the_path():

@@ -474,6 +474,35 @@ def body(**target_options: Any) -> dict[str, Any]:
             },
             "schema's references lead from one to the next more than 50 times",
         ),
+        # Answers are checked with RE2, which has no look-arounds.
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "properties": {"a": {"type": "string", "pattern": "(?<=a)b"}}
+                },
+            },
+            "schema.properties.a.pattern: Not a pattern we can use",
+        ),
+        (
+            {
+                "type": "changeTracking",
+                "modes": ["json"],
+                "schema": {"patternProperties": {"^(?!x)": {"type": "string"}}},
+            },
+            "schema.patternProperties: Not a pattern we can use",
+        ),
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "patternProperties": {
+                        "^x": {"properties": {"a": {"pattern": "(a)\\1"}}}
+                    }
+                },
+            },
+            "schema.patternProperties.^x.properties.a.pattern: Not a pattern",
+        ),
     ],
 )
 def test_json_formats_are_validated_with_a_clear_message(api, fmt, message):

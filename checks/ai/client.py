@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
+from checks.ai import patterns
 from checks.errors import ErrorKind, asked_wait, service_words, wait_words
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetch.errors import human_size
@@ -213,7 +214,7 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     # an error, never a fetch (jsonschema would otherwise retrieve remote
     # documents with urllib, past the address policy). Saved schemas are
     # refused such references; this guards schemas saved before that rule.
-    validator = jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
+    validator = patterns.validator_class()(schema, registry=referencing.Registry())
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:
@@ -230,7 +231,16 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the answer"
-    return f"{where}: {error.message[:200]}"
+    return f"{where}: {_middle_cut(error.message, 200)}"
+
+
+def _middle_cut(text: str, limit: int) -> str:
+    """`text` within `limit` characters, its middle left out: a validator's
+    message starts with the value (a long string, say) and ends with why."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return f"{text[:keep]}…{text[-keep:]}"
 
 
 def _instructions(system: str, schema: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ Python.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
@@ -39,10 +40,9 @@ def is_tracking(name: str) -> bool:
 def host_of(url: str) -> str:
     """The URL's host, lower case, without a leading ``www.``."""
     host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    try:
+    # A name IDNA cannot read (an empty or overlong label) is kept as given.
+    with contextlib.suppress(UnicodeError):
         host = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        pass  # not a name IDNA reads (an empty or overlong label): kept as given
     return host[4:] if host.startswith("www.") else host
 
 

@@ -389,6 +389,8 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         raise ValidationError(error)
     if error := rules.schema_reference_loop_error(schema):
         raise ValidationError(error)
+    if error := rules.schema_pattern_error(schema):
+        raise ValidationError(error)
 
 
 class ParserField(serializers.JSONField):
