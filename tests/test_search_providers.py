@@ -198,6 +198,20 @@ def test_an_answer_that_is_not_json_is_an_error(server):
     assert failed.value.message == "SearXNG answered with something other than JSON."
 
 
+def test_an_answer_over_the_size_cap_is_said_to_be_too_large_not_unreachable(server):
+    rows = [
+        {"url": f"https://example.com/{i}", "content": "x" * 1000} for i in range(3000)
+    ]
+    server.page(
+        "/search", json.dumps({"results": rows}), content_type="application/json"
+    )
+    with pytest.raises(SearchError) as failed:
+        search(SearxngProvider(server.base_url), Query("acme"))
+    assert failed.value.message == (
+        "SearXNG's answer was larger than 2 MB, so it was not read."
+    )
+
+
 @pytest.mark.parametrize("status", [200, 500])
 def test_an_answer_nested_too_deeply_to_read_is_no_json_not_an_internal_error(
     server, status
