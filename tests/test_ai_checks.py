@@ -375,6 +375,23 @@ def test_a_price_change_comes_out_as_its_field_path(team, site, model):
     assert "Starter: $19" in data_block(model.bodies[0])
 
 
+def test_a_nul_character_in_the_models_answer_is_left_out_of_what_is_stored(
+    team, site, model
+):
+    # PostgreSQL's jsonb cannot hold \u0000: recording the page crashed the
+    # whole check there.
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = make_monitor(team, [url], goal=None, formats=JSON_FORMAT)
+    model.then(answer({"plans": [{"name": "Sta\x00rter", "price": "$19\x00"}]}))
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED
+    assert check.pages.get().extraction == {
+        "plans": [{"name": "Starter", "price": "$19"}]
+    }
+
+
 def test_a_recheck_with_unchanged_markdown_reuses_the_extraction(team, site, model):
     url = site.html("/pricing", "Pricing", PLANS)
     monitor = make_monitor(team, [url], goal=None, formats=JSON_FORMAT)

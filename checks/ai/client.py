@@ -180,6 +180,18 @@ def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
     return found[-1] if found else None
 
 
+def _without_nul(value: Any) -> Any:
+    """`value` with NUL characters left out of its strings and keys: no
+    database text (nor PostgreSQL's jsonb) can hold one."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value
+
+
 def _objects_in(text: str) -> list[dict[str, Any]]:
     """The JSON objects in `text`, outermost only, in order."""
     decoder = json.JSONDecoder()
@@ -380,7 +392,7 @@ class LLM:
             # Remembered only once a mode was answered: a 400 to every mode
             # (an input too long for the model, say) was not about modes.
             _modes[key] = max(_modes.get(key, first), mode)
-            value = parse_json(text, schema)
+            value = _without_nul(parse_json(text, schema))
             error = "it was not JSON" if value is None else schema_error(value, schema)
             if error is None:
                 return value
