@@ -375,14 +375,16 @@ def test_a_price_change_comes_out_as_its_field_path(team, site, model):
     assert "Starter: $19" in data_block(model.bodies[0])
 
 
-def test_a_nul_character_in_the_models_answer_is_left_out_of_what_is_stored(
-    team, site, model
+@pytest.mark.parametrize("unstorable", ["\x00", "\ud800"])
+def test_a_character_no_database_holds_is_left_out_of_the_models_answer(
+    team, site, model, unstorable
 ):
-    # PostgreSQL's jsonb cannot hold \u0000: recording the page crashed the
-    # whole check there.
+    # PostgreSQL's jsonb holds neither \u0000 nor a lone surrogate: recording
+    # the page crashed the whole check there.
     url = site.html("/pricing", "Pricing", PLANS)
     monitor = make_monitor(team, [url], goal=None, formats=JSON_FORMAT)
-    model.then(answer({"plans": [{"name": "Sta\x00rter", "price": "$19\x00"}]}))
+    plan = {"name": f"Sta{unstorable}rter", "price": f"$19{unstorable}"}
+    model.then(answer({"plans": [plan]}))
 
     check = run_check(monitor)
 

@@ -626,6 +626,20 @@ def test_results_at_a_literal_private_or_metadata_address_are_never_reported(
     assert (result["resultCount"], result["rawResultCount"]) == (1, 5)
 
 
+def test_a_result_whose_address_is_not_text_is_left_out_and_the_others_stand(
+    team, searx
+):
+    # JSON can carry a lone surrogate ("\ud800"), which no URL encodes.
+    searx.results(
+        "acme",
+        hit("https://example.com/\ud800", "Broken"),
+        hit("https://example.com/fine", "Fine"),
+    )
+    check = run_check(make_monitor(team, ["acme"], goal=None))
+    assert search_result(check)["searchCompleted"] is True
+    assert set(pages_of(check)) == {"https://example.com/fine"}
+
+
 def test_a_result_on_a_private_address_is_kept_when_private_targets_are_allowed(
     team, searx
 ):

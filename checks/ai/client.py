@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ LONGEST_WAIT_SECONDS = 30
 _PERMANENT_STATUSES = frozenset({401, 403, 404})
 # The door's refusals: trying again cannot help.
 _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def llm_available() -> bool:
@@ -180,15 +182,16 @@ def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
     return found[-1] if found else None
 
 
-def _without_nul(value: Any) -> Any:
-    """`value` with NUL characters left out of its strings and keys: no
-    database text (nor PostgreSQL's jsonb) can hold one."""
+def _storable(value: Any) -> Any:
+    """`value` with NUL characters and lone surrogates (JSON's "\ud800")
+    left out of its strings and keys: PostgreSQL's text and jsonb hold
+    neither."""
     if isinstance(value, str):
-        return value.replace("\x00", "")
+        return _UNSTORABLE.sub("", value)
     if isinstance(value, list):
-        return [_without_nul(item) for item in value]
+        return [_storable(item) for item in value]
     if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+        return {_storable(k): _storable(v) for k, v in value.items()}
     return value
 
 
@@ -392,7 +395,7 @@ class LLM:
             # Remembered only once a mode was answered: a 400 to every mode
             # (an input too long for the model, say) was not about modes.
             _modes[key] = max(_modes.get(key, first), mode)
-            value = _without_nul(parse_json(text, schema))
+            value = _storable(parse_json(text, schema))
             error = "it was not JSON" if value is None else schema_error(value, schema)
             if error is None:
                 return value
