@@ -88,7 +88,11 @@ def _missing_scheme(url: str) -> str:
 def _has_space_or_control(url: str) -> bool:
     if url.isascii():  # the usual URL: C-speed checks, no per-character loop
         return not url.isprintable() or " " in url
-    return any(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in url)
+    # Cs: a lone surrogate (JSON's "\ud800" from a search provider, say),
+    # which is no text and which no URL can encode.
+    return any(
+        ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in url
+    )
 
 
 def _port_error(url: str) -> str | None:

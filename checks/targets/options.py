@@ -396,6 +396,10 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         ) from None
     if error := rules.schema_dangling_reference_error(schema):
         raise ValidationError(error)
+    if error := rules.schema_reference_loop_error(schema):
+        raise ValidationError(error)
+    if error := rules.schema_pattern_error(schema):
+        raise ValidationError(error)
 
 
 class ParserField(serializers.JSONField):
