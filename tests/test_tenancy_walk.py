@@ -336,3 +336,47 @@ def test_a_viewer_is_refused_every_change_by_the_server_not_only_the_page(
     assert not Monitor.objects.filter(name="Viewer was here").exists()
     other_team.refresh_from_db()
     assert other_team.time_zone != "Asia/Tokyo"
+
+
+def _declared(name: str, params: list[str], theirs: dict) -> tuple:
+    """What a route's view declares it needs (team_view's needs, to_change)."""
+    url = reverse(name, kwargs=_kwargs(name, params, theirs))
+    return get_resolver().resolve(url).func.team_action
+
+
+def test_an_editor_is_refused_every_owners_change_by_the_server(
+    client, other_team, theirs, django_user_model
+):
+    """As above for an editor, on every route that declares it needs an
+    owner (members, invitations, keys, the secret, the team's settings)."""
+    from tests.test_roles import state
+
+    eddie = django_user_model.objects.create_user("eddie", "eddie@example.com", "pw")
+    Membership.objects.create(team=other_team, user=eddie, role=Membership.Role.EDITOR)
+    client.force_login(eddie)
+    before = state()
+    # Removing someone else needs an owner too, checked inside the view
+    # (anyone may remove themselves: leaving).
+    owners_routes = [
+        (name, params)
+        for name, params in _team_routes()
+        if Membership.Action.MANAGE in _declared(name, params, theirs)
+        or name == "member-remove"
+    ]
+    assert {n for n, _ in owners_routes} >= {
+        "member-role", "member-remove", "team-invite", "api-key-revoke",
+        "webhook-secret-rotate", "team-time-zone", "api-keys",
+    }  # fmt: skip
+    for name, params in owners_routes:
+        url = reverse(name, kwargs=_kwargs(name, params, theirs))
+        for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+            response = client.post(
+                url,
+                {"role": "owner", "name": "Editor was here", "required": "on",
+                 "feeds": "off", "email": "e@example.com",
+                 "activity_retention_days": "730", "time_zone": "Asia/Tokyo"},
+                **headers,
+            )  # fmt: skip
+            assert response.status_code == 403, (name, headers)
+    assert state() == before
+    assert Membership.objects.get(user=eddie).role == Membership.Role.EDITOR
