@@ -11,6 +11,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from checks.models import Delivery
 from monitors.models import ApiKey, Channel, ImportRun, Membership, Monitor
@@ -224,3 +225,54 @@ def test_forms_sent_back_with_hostile_words_show_them_as_text(web, ours):
 
 def test_the_walk_leaves_out_only_routes_whose_address_is_a_credential():
     assert "capture" in NOT_WALKED and "monitor-detail" not in NOT_WALKED
+
+
+def test_pages_opened_from_a_link_without_signing_in_show_hostile_words_as_text(
+    client, team, django_user_model
+):
+    """The invitation, the e-mail consent pages and the feeds, which anyone
+    holding the link opens: the team's, the inviter's, the monitor's and the
+    channel's names as text."""
+    from checks.notify import consent
+    from monitors.models import EmailRecipient
+    from teams.models import Invitation
+
+    team.name = "Acme " + HOSTILE
+    team.save()
+    inviter = django_user_model.objects.create_user(
+        "olive", "olive@example.com", "pw", first_name=HOSTILE
+    )
+    Membership.objects.create(team=team, user=inviter, role=Membership.Role.OWNER)
+    _, invitation_token = Invitation.issue(
+        team, "sam@example.com", "editor", inviter, timezone.now()
+    )
+    monitor = make_monitor(team, name="Prices " + HOSTILE)
+    make_page(make_check(monitor), "a", HOSTILE, metadata={"title": HOSTILE})
+    recipient = EmailRecipient.objects.create(
+        monitor=monitor, email="ext@partner.example", status="pending", source="api"
+    )
+    channel = Channel.objects.create(
+        team=team,
+        name="Ops " + HOSTILE,
+        kind="team_email",
+        settings={"recipients": [inviter.pk]},
+    )
+    monitor.refresh_from_db()
+    team.refresh_from_db()
+    urls = [
+        reverse("invitation-accept", args=[invitation_token]),
+        reverse("email_confirm", args=[consent.confirm_token(recipient)]),
+        reverse("email_unsubscribe", args=[consent.unsubscribe_token(recipient)]),
+        reverse(
+            "email_channel_unsubscribe",
+            args=[consent.channel_token(channel.pk, [inviter.pk])],
+        ),
+        reverse("monitor-feed", args=[monitor.feed_token]),
+        reverse("team-feed", args=[team.feed_token]),
+    ]
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        body = response.content.decode(errors="replace")
+        assert markup_in(body) == [], (url, markup_in(body))
+        assert "&lt;script&gt;" in body or "&amp;lt;script&amp;gt;" in body, url
