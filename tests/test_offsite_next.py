@@ -103,3 +103,19 @@ def test_pausing_from_another_page_never_leads_off_the_site(
     )
     assert response.status_code == 302
     assert stays_here(response["Location"]), response["Location"]
+
+
+def test_over_https_the_second_factor_never_leads_to_plain_http(client, ana):  # noqa: F811
+    # As the sign-in page refuses it: the page after would load without TLS.
+    sign_in(client)
+    device, _ = turn_on(client)
+    client.post(reverse("logout"))
+    sign_in(client)
+    with time_machine.travel(timezone.now() + timedelta(seconds=60)):
+        response = client.post(
+            reverse("two-factor-verify"),
+            {"code": code_for(device), "next": "http://testserver/history/"},
+            secure=True,
+        )
+    assert response.status_code == 302
+    assert response["Location"] == "/"
