@@ -39,7 +39,10 @@ def _wait_words(until: datetime) -> str:
 
 def _next(request: HttpRequest) -> str:
     wanted = request.POST.get("next") or request.GET.get("next") or "/"
-    if url_has_allowed_host_and_scheme(wanted, allowed_hosts={request.get_host()}):
+    # As the sign-in page asks: this site only, and over HTTPS no plain http.
+    if url_has_allowed_host_and_scheme(
+        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return wanted
     return "/"
 

@@ -6,6 +6,8 @@ fails the walk until it is taught the object."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
@@ -160,6 +162,9 @@ def test_another_teams_objects_answer_404_on_every_dashboard_route(web, theirs):
             ("get", {}),
             ("post", {}),
             ("post", {"HTTP_HX_REQUEST": "true"}),
+            ("put", {}),
+            ("patch", {"HTTP_HX_REQUEST": "true"}),
+            ("delete", {"HTTP_HX_REQUEST": "true"}),
         ):
             response = getattr(web, method)(
                 url, {"role": "viewer", "status": "paused"}, **headers
@@ -178,3 +183,200 @@ def test_another_teams_objects_answer_404_on_every_dashboard_route(web, theirs):
     invitation = Invitation.objects.get(pk=theirs["invitation"].pk)
     assert invitation.revoked_at is None
     assert ImportRun.objects.get(pk=theirs["run"].pk).status == theirs["run"].status
+
+
+@pytest.fixture
+def mine(team) -> dict[str, object]:
+    """The signed-in team's own monitor, to name beside another team's
+    checks, pages, targets and deliveries: a view that looks the parent up
+    through the team and the child by its id alone shows the other's."""
+    monitor = make_monitor(team, name="Acme pricing")
+    return {"monitor": monitor, "check": make_check(monitor)}
+
+
+def test_another_teams_objects_under_ones_own_monitor_answer_404(web, mine, theirs):
+    checked = 0
+    for name, params in _named_routes():
+        if "pk" not in params or len(params) == 1:
+            continue
+        if name.startswith(("channel-", "import-")):
+            continue
+        kwargs = _kwargs(name, params, theirs) | {"pk": mine["monitor"].pk}
+        if "page_id" in params:
+            # Their page, under our monitor and our check as well.
+            variants = [kwargs, kwargs | {"check_id": mine["check"].pk}]
+        else:
+            variants = [kwargs]
+        for kwargs in variants:
+            url = reverse(name, kwargs=kwargs)
+            for method, headers in (
+                ("get", {}),
+                ("post", {}),
+                ("post", {"HTTP_HX_REQUEST": "true"}),
+            ):
+                response = getattr(web, method)(url, **headers)
+                assert response.status_code in (404, 405), (name, method, kwargs)
+                assert b"Globex" not in response.content, (name, method)
+            checked += 1
+    assert checked >= 6
+    assert Delivery.objects.get(pk=theirs["delivery"].pk).attempts == 1
+
+
+# ---------------------------------------------------------------- the API
+
+
+def _v2_routes_with_ids() -> list[tuple[str, list[str]]]:
+    found: list[tuple[str, list[str]]] = []
+
+    def walk(patterns: list, prefix: str) -> None:
+        for entry in patterns:
+            route = prefix + str(entry.pattern)
+            if isinstance(entry, URLResolver):
+                walk(entry.url_patterns, route)
+            elif route.startswith("v2/") and entry.pattern.converters:
+                found.append((route, list(entry.pattern.converters)))
+
+    walk(get_resolver().url_patterns, "")
+    return found
+
+
+def _v2_path(route: str, ids: dict[str, object]) -> str:
+    def fill(match) -> str:
+        assert match[1] in ids, f"{route}: teach this walk the object behind {match[1]}"
+        return str(ids[match[1]])
+
+    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", fill, route)
+
+
+def test_another_teams_objects_answer_404_on_every_api_route(api, team, theirs):
+    mine = make_monitor(team, name="Acme pricing")
+    theirs_ids = {
+        "monitor_id": theirs["monitor"].pk,
+        "check_id": theirs["check"].pk,
+        "channel_id": theirs["channel"].pk,
+        "import_id": theirs["run"].pk,
+    }
+    routes = _v2_routes_with_ids()
+    assert {r for r, _ in routes} >= {
+        "v2/monitor/<str:monitor_id>/checks/<str:check_id>",
+        "v2/channels/<str:channel_id>/test",
+        "v2/import/<str:import_id>",
+    }
+    for route, params in routes:
+        paths = {_v2_path(route, theirs_ids)}
+        if "check_id" in params:  # their check under our monitor
+            paths.add(_v2_path(route, theirs_ids | {"monitor_id": mine.pk}))
+        for path in paths:
+            for method in ("get", "post", "put", "patch", "delete"):
+                response = getattr(api, method)(path, {"name": "Stolen"}, format="json")
+                assert response.status_code in (404, 405), (path, method)
+                assert b"Globex" not in response.content, (path, method)
+
+    monitor = Monitor.objects.get(pk=theirs["monitor"].pk)
+    assert monitor.name == "Globex secret plans" and monitor.deleted_at is None
+    assert Check.objects.filter(monitor=monitor).count() == 1
+    assert Channel.objects.get(pk=theirs["channel"].pk).name == "Globex ops"
+    assert not Delivery.objects.exclude(pk=theirs["delivery"].pk).exists()
+
+
+# ---------------------------------------------------------------- roles
+
+
+def _team_routes() -> list[tuple[str, list[str]]]:
+    """(name, parameters) of every dashboard route that goes through
+    team_view, with or without parameters."""
+    found: list[tuple[str, list[str]]] = []
+
+    def walk(patterns: list, prefix: str) -> None:
+        for entry in patterns:
+            route = prefix + str(entry.pattern)
+            if isinstance(entry, URLResolver):
+                if not route.startswith(("v2/", "admin/")):
+                    walk(entry.url_patterns, route)
+            elif entry.name and hasattr(entry.callback, "team_action"):
+                found.append((entry.name, list(entry.pattern.converters)))
+
+    walk(get_resolver().url_patterns, "")
+    return found
+
+
+def test_a_viewer_is_refused_every_change_by_the_server_not_only_the_page(
+    client, other_team, theirs, django_user_model
+):
+    """The team's own objects, a viewer of the team, and every request that
+    may change something on every team route: refused (403) or not taken
+    (405), whatever the page shows, and nothing changes."""
+    from tests.test_roles import state
+
+    vera = django_user_model.objects.create_user("vera", "vera@example.com", "pw")
+    Membership.objects.create(team=other_team, user=vera, role=Membership.Role.VIEWER)
+    client.force_login(vera)
+    before = state()
+    refused = 0
+    for name, params in _team_routes():
+        url = reverse(name, kwargs=_kwargs(name, params, theirs))
+        for method, headers in (
+            ("post", {}),
+            ("post", {"HTTP_HX_REQUEST": "true"}),
+            ("put", {}),
+            ("patch", {}),
+            ("delete", {}),
+        ):
+            response = getattr(client, method)(
+                url,
+                {"role": "owner", "status": "paused", "name": "Viewer was here",
+                 "required": "on", "feeds": "off", "email": "v@example.com",
+                 "activity_retention_days": "730", "time_zone": "Asia/Tokyo"},
+                **headers,
+            )  # fmt: skip
+            assert response.status_code in (403, 405), (name, method)
+            refused += response.status_code == 403
+    assert refused > 20
+    assert state() == before
+    assert not Monitor.objects.filter(name="Viewer was here").exists()
+    other_team.refresh_from_db()
+    assert other_team.time_zone != "Asia/Tokyo"
+
+
+def _declared(name: str, params: list[str], theirs: dict) -> tuple:
+    """What a route's view declares it needs (team_view's needs, to_change)."""
+    url = reverse(name, kwargs=_kwargs(name, params, theirs))
+    return get_resolver().resolve(url).func.team_action
+
+
+def test_an_editor_is_refused_every_owners_change_by_the_server(
+    client, other_team, theirs, django_user_model
+):
+    """As above for an editor, on every route that declares it needs an
+    owner (members, invitations, keys, the secret, the team's settings)."""
+    from tests.test_roles import state
+
+    eddie = django_user_model.objects.create_user("eddie", "eddie@example.com", "pw")
+    Membership.objects.create(team=other_team, user=eddie, role=Membership.Role.EDITOR)
+    client.force_login(eddie)
+    before = state()
+    # Removing someone else needs an owner too, checked inside the view
+    # (anyone may remove themselves: leaving).
+    owners_routes = [
+        (name, params)
+        for name, params in _team_routes()
+        if Membership.Action.MANAGE in _declared(name, params, theirs)
+        or name == "member-remove"
+    ]
+    assert {n for n, _ in owners_routes} >= {
+        "member-role", "member-remove", "team-invite", "api-key-revoke",
+        "webhook-secret-rotate", "team-time-zone", "api-keys",
+    }  # fmt: skip
+    for name, params in owners_routes:
+        url = reverse(name, kwargs=_kwargs(name, params, theirs))
+        for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+            response = client.post(
+                url,
+                {"role": "owner", "name": "Editor was here", "required": "on",
+                 "feeds": "off", "email": "e@example.com",
+                 "activity_retention_days": "730", "time_zone": "Asia/Tokyo"},
+                **headers,
+            )  # fmt: skip
+            assert response.status_code == 403, (name, headers)
+    assert state() == before
+    assert Membership.objects.get(user=eddie).role == Membership.Role.EDITOR

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from checks.notify.drain import disable_webhook
 from checks.notify.kinds.base import MASK, mask_url
-from monitors.models import ApiKey, Membership
+from monitors.models import ApiKey, Channel, Membership
 from tests.test_dashboard_views import PASSWORD, make_monitor
 
 HOOK = "https://hooks.example.com/services/T0ABC/B0DEF/xyzXYZ123?token=s3cret"
@@ -59,6 +59,25 @@ def test_a_read_key_reads_the_webhook_address_masked_and_a_write_key_whole(
     assert reader.get(path).json()["data"]["webhook"]["url"] == SHOWN
     assert reader.get("/v2/monitor").json()["data"][0]["webhook"]["url"] == SHOWN
     assert writer.get(path).json()["data"]["webhook"]["url"] == HOOK
+
+
+def test_a_read_key_reads_a_webhook_channels_address_masked_and_a_write_key_whole(
+    team,
+):
+    # The same address as a monitor's own webhook, so the same rule: a
+    # read key (a dashboard widget, a reporting script) must not be able to
+    # post to the team's Slack or Discord by reading the channel list.
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="webhook", settings={"url": HOOK}
+    )
+    reader, writer = _api(team, ApiKey.Scope.READ), _api(team, ApiKey.Scope.WRITE)
+    path = f"/v2/channels/{channel.pk}"
+
+    assert reader.get(path).json()["data"]["settings"] == {"url": SHOWN}
+    assert reader.get("/v2/channels").json()["data"][0]["settings"] == {"url": SHOWN}
+    assert "xyzXYZ123" not in reader.get("/v2/channels").content.decode()
+    assert writer.get(path).json()["data"]["settings"] == {"url": HOOK}
+    assert writer.get("/v2/channels").json()["data"][0]["settings"] == {"url": HOOK}
 
 
 def test_a_read_keys_export_leaves_the_webhooks_out_and_says_so(team, monitor):

@@ -19,7 +19,6 @@ from checks.deleting import delete_channels
 from checks.models import ChannelDelivery, Delivery
 from checks.notify import channels as channel_events
 from checks.notify import digests, kinds
-from checks.notify.kinds.base import mask_url
 from checks.notify.transports import words_for_test_message
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
@@ -217,12 +216,8 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
         kind = kinds.kind_for(channel.kind)
         if kind is None:
             return json.dumps({})
-        shown = kind.shown_for(channel.team, channel.settings)
-        # An address the kind does not call secret (a webhook's) in shape
-        # only: hook URLs are often their receivers' credentials, and nobody
-        # changes settings here.
-        if isinstance(shown.get("url"), str) and "url" not in kind.secrets:
-            shown["url"] = mask_url(shown["url"])
+        # Nobody changes settings here: addresses in shape only.
+        shown = kind.shown_in_shape(channel.team, channel.settings)
         return json.dumps(shown, ensure_ascii=False)
 
     @admin.display(description="Deliveries")

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
 from checks.notify import kinds
+from monitors.api.auth import ApiClient
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
@@ -42,7 +43,13 @@ class ChannelSerializer(serializers.Serializer):
 
     def get_settings(self, channel: Channel) -> dict[str, Any]:
         kind = kinds.kind_for(channel.kind)
-        return kind.shown_for(channel.team, channel.settings) if kind else {}
+        if kind is None:
+            return {}
+        # A read key cannot send the settings back, so nothing is lost; a
+        # write key could point the channel at its own server anyway.
+        if self.context.get("can_write", False):
+            return kind.shown_for(channel.team, channel.settings)
+        return kind.shown_in_shape(channel.team, channel.settings)
 
     def get_digest(self, channel: Channel) -> str | None:
         return channel.digest or None
@@ -83,8 +90,13 @@ def get_channel_for(request: Request, channel_id: str) -> Channel:
     return channel
 
 
-def render(channel: Channel) -> dict[str, Any]:
-    return ChannelSerializer(channel).data
+def _can_write(request: Request) -> bool:
+    client = request.user
+    return not isinstance(client, ApiClient) or client.key.can_write
+
+
+def render(request: Request, channel: Channel) -> dict[str, Any]:
+    return ChannelSerializer(channel, context={"can_write": _can_write(request)}).data
 
 
 class ChannelListView(ApiView):
@@ -97,7 +109,8 @@ class ChannelListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         rows = Channel.objects.for_team(request.user.team).shared()
-        return ok(ChannelSerializer(rows, many=True).data)
+        context = {"can_write": _can_write(request)}
+        return ok(ChannelSerializer(rows, many=True, context=context).data)
 
     @extend_schema(
         operation_id="createChannel",
@@ -115,7 +128,7 @@ class ChannelListView(ApiView):
             request.user.team, serializer.validated_data, timezone.now()
         )
         record(Actor.of(request), channel.team, Kind.CHANNEL_CREATED, name=channel.name)
-        return ok(render(channel))
+        return ok(render(request, channel))
 
 
 class ChannelDetailView(ApiView):
@@ -126,7 +139,7 @@ class ChannelDetailView(ApiView):
         responses={200: CHANNEL_ENVELOPE} | error_responses(404),
     )
     def get(self, request: Request, channel_id: str) -> Response:
-        return ok(render(get_channel_for(request, channel_id)))
+        return ok(render(request, get_channel_for(request, channel_id)))
 
     @extend_schema(
         operation_id="updateChannel",
@@ -152,7 +165,7 @@ class ChannelDetailView(ApiView):
             raise not_found("Channel") from None  # deleted while we looked
         record(Actor.of(request), channel.team, Kind.CHANNEL_EDITED,
                name=channel.name, **replaced_secrets(channel, before))  # fmt: skip
-        return ok(render(channel))
+        return ok(render(request, channel))
 
     @extend_schema(
         operation_id="deleteChannel",

@@ -104,6 +104,17 @@ class ChannelKind:
         accounts) named as `clean_for` takes them."""
         return self.masked(settings)
 
+    def shown_in_shape(self, team: Team, settings: dict[str, Any]) -> dict[str, Any]:
+        """`shown_for`, for who may read the channel but not change it (a
+        read-only API key, the admin's list): an address the kind does not
+        keep secret (a webhook's) in shape only, as a monitor's own webhook
+        is shown to them, since hook URLs are often their receivers'
+        credentials (mask_url)."""
+        shown = self.shown_for(team, settings)
+        if isinstance(shown.get("url"), str) and "url" not in self.secrets:
+            shown["url"] = mask_url(shown["url"])
+        return shown
+
     def sends_to(self, team: Team, settings: dict[str, Any]) -> list[str]:
         """Who gets the channel's messages, by name, for the Channels page
         and a monitor's page; empty when its kind and name say enough."""
