@@ -312,3 +312,34 @@ def test_an_address_that_cannot_be_one_is_refused_at_once_and_nothing_is_kept(
     response = _ask(web, address, execute=django_capture_on_commit_callbacks)
     assert response.status_code == 400
     assert not ImportRun.objects.exists() and queued == []
+
+
+def test_another_pagewatch_is_read_by_the_preview_task_too(
+    web, team, site, queued, private_allowed, django_capture_on_commit_callbacks
+):
+    monitor = {
+        "id": "m1",
+        "name": "Plain",
+        "schedule": {"cron": "0 9 * * 1-5", "timezone": "UTC"},
+        "targets": [{"type": "scrape", "urls": ["https://blog.example.com/"]}],
+    }
+
+    def monitors(request: Request):
+        if request.header("authorization") != "Bearer pw-key":
+            return 401, {}, b'{"error": "Unauthorized"}'
+        return (
+            200,
+            {"content-type": "application/json"},
+            json.dumps({"success": True, "data": [monitor]}).encode(),
+        )
+
+    site.handle("/v2/monitor", monitors)
+    body = {"source": "firecrawl", "url": site.base_url, "api_key": "pw-key"}
+    with django_capture_on_commit_callbacks(execute=True):
+        run_url = web.post("/import/", body)["Location"]
+    assert site.requests == []
+    run = ImportRun.objects.get(team=team)
+    tasks.preview_import_task(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEWED and run.remote_key == ""
+    assert "Plain" in html.unescape(web.get(run_url).content.decode())
