@@ -142,7 +142,7 @@ def service_words(content: bytes | str) -> str:
     "" when it sent none."""
     try:
         body = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what the parser reads
         return ""
     if not isinstance(body, dict):
         return ""

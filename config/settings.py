@@ -163,6 +163,8 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.middleware.NulInQueryMiddleware",
+    # After sign-in and the second factor: only staff reach an admin view.
+    "config.middleware.AdminSelectedIdsMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -61,3 +61,17 @@ def _apply(channel: Channel, data: dict[str, Any]) -> None:
         channel.digest = data["digest"] or ""
     if "digestAt" in data:
         channel.digest_at = data["digestAt"]
+
+
+def replaced_secrets(channel: Channel, before: dict[str, Any]) -> dict[str, Any]:
+    """Activity details for an edit that gave a secret setting (an Apprise or
+    Slack webhook URL) a new value: its name only, never a value. Empty when
+    the edit kept every secret, so the log can tell a new destination from a
+    new name."""
+    kind = kinds.kind_for(channel.kind)
+    replaced = [
+        key
+        for key in (kind.secrets if kind else ())
+        if key in before and channel.settings.get(key) != before[key]
+    ]
+    return {"replaced": replaced} if replaced else {}

@@ -1,7 +1,7 @@
 """Creating and changing monitors from validated input — the one workflow the
 REST API and the dashboard forms share. Input is an edit in the API's shape
 (camelCase keys), checked by the same rules on either side: the validated data
-of monitors.api.serializers.MonitorWriteSerializer, or what the dashboard's
+of monitors.wire.monitor.MonitorWriteSerializer, or what the dashboard's
 form checked (monitors.dashboard.forms.checking)."""
 
 from __future__ import annotations

@@ -273,19 +273,48 @@ def recent_per_monitor(
     return by_monitor
 
 
+@dataclass(frozen=True)
+class LastRan:
+    """A monitor's newest check that looked at pages: what its row in the
+    list says of it ("Check failed") and links to, whatever ran after."""
+
+    monitor_id: uuid.UUID
+    pk: uuid.UUID
+    status: str
+
+    @property
+    def failed(self) -> bool:
+        return self.status == Check.Status.FAILED
+
+    def get_absolute_url(self) -> str:
+        return check_path(self.monitor_id, self.pk)
+
+
+def last_ran_per_monitor(monitor_ids: list[uuid.UUID]) -> dict[uuid.UUID, LastRan]:
+    """Each monitor's newest check that looked at pages, the one the list's
+    failing filter judges by (CheckQuerySet.monitors_failing). Read apart from
+    the strip: a long check makes more slots skip than the strip holds."""
+    if not monitor_ids:
+        return {}
+    return {
+        monitor_id: LastRan(monitor_id, pk, status)
+        for monitor_id, (pk, status) in Check.objects.last_ran(monitor_ids).items()
+    }
+
+
 def why_no_pages(
-    monitors: list[Monitor], recent: dict[uuid.UUID, list[RecentCheck]]
+    monitors: list[Monitor], last_ran: dict[uuid.UUID, LastRan]
 ) -> dict[uuid.UUID, str]:
     """Why the last check of each of these monitors found no page (a crawl
     that robots.txt kept out), by monitor, in the words the check's own page
     gives; monitors whose check found pages, or says no reason, are left out.
     No query unless some monitor's last check found nothing."""
     newest = {
-        recent[m.pk][-1].pk: m.pk
+        last_ran[m.pk].pk: m.pk
         for m in monitors
         if m.last_check_summary
         and found_nothing(m.last_check_summary)
-        and recent.get(m.pk)
+        and m.pk in last_ran
     }
     if not newest:
         return {}

@@ -382,6 +382,147 @@ def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
+# Keywords whose values are data (an answer's possible values), not schemas.
+_SCHEMA_DATA_KEYS = ("enum", "const", "default", "examples")
+
+
+def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
+    """Why a regex of a JSON Schema given for extraction cannot be used, or
+    None. Answers are checked with RE2 (checks.ai.patterns), which matches in
+    linear time and has no look-arounds or backreferences."""
+    if isinstance(schema, list):
+        for index, item in enumerate(schema):
+            if error := schema_pattern_error(item, f"{path}[{index}]"):
+                return error
+        return None
+    if not isinstance(schema, Mapping):
+        return None
+    for key, value in schema.items():
+        where = f"{path}.{key}"
+        found = (
+            [value]
+            if key == "pattern" and isinstance(value, str)
+            else list(value)
+            if key == "patternProperties" and isinstance(value, Mapping)
+            else []
+        )
+        for pattern in found:
+            try:
+                path_pattern(pattern)
+            except ValueError as exc:
+                return f"{where}: {exc}"
+        if key not in _SCHEMA_DATA_KEYS and (
+            error := schema_pattern_error(value, where)
+        ):
+            return error
+    return None
+
+
+# Keywords that apply a schema to the same value, not to a part of it: a loop
+# of references through them alone never reaches the end of any answer.
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_MANY = ("allOf", "anyOf", "oneOf")
+# Far more than any real schema chains, far less than Python's stack holds.
+IN_PLACE_STEPS_MAX = 50
+
+
+def schema_reference_loop_error(schema: Mapping[str, Any]) -> str | None:
+    """Why a JSON Schema's references lead back where they started without
+    reading any part of the answer (`{"$ref": "#"}`), or None.
+
+    The validator would follow such a loop until Python's recursion limit on
+    every answer. A reference reached again one level down the answer (a
+    tree's `children`) is no loop. Resolved as schema_dangling_reference_error
+    resolves them (nothing is ever fetched); call it after that one."""
+    import referencing
+    import referencing.exceptions
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    dialect = schema.get("$schema")
+    specification = specification_with(
+        dialect if isinstance(dialect, str) else "", default=DRAFT202012
+    )
+    base = "urn:pagewatch:extraction-schema"
+    root = specification.create_resource(schema)
+    registry = referencing.Registry().with_resource(base, root).crawl()
+    # id() of each schema on the current path of in-place steps, and the
+    # longest in-place path from each schema whose every path ends.
+    on_path: set[int] = set()
+    longest: dict[int, int] = {}
+    too_many = (
+        f"schema's references lead from one to the next more than "
+        f"{IN_PLACE_STEPS_MAX} times in a row (no answer could be checked against "
+        "it)."
+    )
+
+    def steps_from(contents: Any, resolver: Any, entered: bool) -> int:
+        """The longest in-place path from here; raises ValueError when one
+        never ends or is longer than the validator can follow."""
+        if not isinstance(contents, Mapping):
+            return 0
+        if id(contents) in longest:
+            return longest[id(contents)]
+        if len(on_path) > IN_PLACE_STEPS_MAX:
+            raise ValueError(too_many)
+        if not entered:  # a lookup's resolver stands in its target already
+            resolver = resolver.in_subresource(specification.create_resource(contents))
+        on_path.add(id(contents))
+        most = 0
+        for target, its_resolver, reference in _in_place(contents, resolver):
+            if reference is not None and id(target) in on_path:
+                # Only a reference can lead back up the schema.
+                raise ValueError(
+                    f"schema.{reference} leads back to itself without reading "
+                    "any part of the answer (no answer could be checked "
+                    "against it)."
+                )
+            most = max(most, 1 + steps_from(target, its_resolver, bool(reference)))
+        if most > IN_PLACE_STEPS_MAX:
+            raise ValueError(too_many)
+        on_path.discard(id(contents))
+        longest[id(contents)] = most
+        return most
+
+    waiting = [(root, registry.resolver(base_uri=base))]
+    while waiting:
+        resource, its_resolver = waiting.pop()
+        try:
+            steps_from(resource.contents, its_resolver, True)
+        except ValueError as unusable:
+            return str(unusable)
+        waiting.extend(
+            (sub, its_resolver.in_subresource(sub)) for sub in resource.subresources()
+        )
+    return None
+
+
+def _in_place(
+    contents: Mapping[str, Any], resolver: Any
+) -> list[tuple[Any, Any, str | None]]:
+    """The schemas `contents` applies to the same value: (schema, its
+    resolver, the reference that leads to it or None for a subschema)."""
+    import referencing.exceptions
+
+    steps: list[tuple[Any, Any, str | None]] = []
+    for key in _REFERENCE_KEYS:
+        reference = contents.get(key)
+        if isinstance(reference, str):
+            try:
+                found = resolver.lookup(reference)
+            except referencing.exceptions.Unresolvable:
+                continue  # said by schema_dangling_reference_error
+            steps.append((found.contents, found.resolver, f"{key} {reference[:200]!r}"))
+    subschemas = [contents.get(key) for key in _IN_PLACE_ONE]
+    for key in _IN_PLACE_MANY:
+        many = contents.get(key)
+        subschemas += many if isinstance(many, list) else []
+    dependent = contents.get("dependentSchemas")
+    if isinstance(dependent, Mapping):
+        subschemas += list(dependent.values())
+    steps += [(sub, resolver, None) for sub in subschemas if isinstance(sub, Mapping)]
+    return steps
+
+
 def _known_dialect(uri: str) -> bool:
     from referencing.jsonschema import UnknownDialect, specification_with
 

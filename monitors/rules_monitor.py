@@ -3,7 +3,7 @@ the API's JSON shape: its schedule against the stored one, its channels
 against its team's, its targets' kinds and ids, judging against the goal,
 and how pages are loaded against what its pages ask for.
 
-The API's serializers (monitors.api.serializers) and the dashboard's form
+The API's serializers (monitors.wire.monitor) and the dashboard's form
 (monitors.dashboard.forms) both call these, so the browser and the API can
 never disagree; each side words what they find its own way.
 """

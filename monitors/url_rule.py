@@ -42,6 +42,11 @@ def checked_url(url: str) -> tuple[httpx.URL | None, str | None]:
                 f"“{url.strip()[:60]}” is not a web address: it should look like "
                 "https://example.com/page."
             )
+        if url.strip().isprintable():  # only spaces: say how to mend them
+            return None, (
+                "URL must not contain spaces: remove them, or write a space in "
+                "the path as %20."
+            )
         return None, "URL must not contain spaces or control characters."
     if "\\" in url:
         # Browsers read "\" as "/", Python does not: refuse the ambiguity.
@@ -83,7 +88,11 @@ def _missing_scheme(url: str) -> str:
 def _has_space_or_control(url: str) -> bool:
     if url.isascii():  # the usual URL: C-speed checks, no per-character loop
         return not url.isprintable() or " " in url
-    return any(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in url)
+    # Cs: a lone surrogate (JSON's "\ud800" from a search provider, say),
+    # which is no text and which no URL can encode.
+    return any(
+        ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in url
+    )
 
 
 def _port_error(url: str) -> str | None:

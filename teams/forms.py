@@ -103,6 +103,10 @@ class JoinForm(forms.Form):
     def __init__(self, *args: Any, email: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.email = email
+        # The rules clean() applies, said before the first try, not after it.
+        self.fields["password"].help_text = " ".join(
+            password_validation.password_validators_help_texts()
+        )
 
     def clean_username(self) -> str:
         username = self.cleaned_data["username"].strip()

@@ -159,6 +159,19 @@ class Invitation(models.Model):
         """ "an editor", "a viewer": the role in a sentence, as a member's."""
         return Membership(role=self.role).role_words
 
+    def is_for(self, user: Any) -> bool:
+        """Whether `user` is the person invited: the link was sent to one
+        address, and whoever else holds it (a forwarded mail, a shared
+        screen) must not join with their own account."""
+        return bool(user.email) and user.email.strip().lower() == self.email.lower()
+
+    @property
+    def masked_email(self) -> str:
+        """The address as told to an account that is not it: enough for the
+        invitee to recognise ("s***@example.com"), not to learn it whole."""
+        name, _, domain = self.email.partition("@")
+        return f"{name[:1]}***@{domain}"
+
     def unusable_reason(self, now: datetime) -> str:
         """Why the link cannot be used now, "" when it can."""
         if self.accepted_at is not None:
@@ -190,6 +203,11 @@ class Invitation(models.Model):
         """Use the invitation for `user`: once only, claimed with a conditional
         update so two clicks (or two people) cannot both use it. Someone
         already in the team keeps the role they have."""
+        if not self.is_for(user):
+            raise InvitationError(
+                f"This invitation was sent to {self.masked_email}: only that "
+                "address can use it. Ask the team's owner for an invitation to yours."
+            )
         with transaction.atomic():
             claimed = (
                 Invitation.objects.filter(pk=self.pk)
@@ -401,6 +419,16 @@ class Activity(models.Model):
         name = self.user_name or "someone"
         return f"{name} (administration)" if self.via == self.Via.ADMIN else name
 
+    def address_seen_by(self, membership: Membership) -> str | None:
+        """The address it came from, for an owner (who manages the members)
+        or the person who did it; None for the other members: where someone
+        signs in from is theirs, and a lead for whoever wants their account."""
+        if membership.can(Membership.Action.MANAGE):
+            return self.address
+        if self.user_id is not None and self.user_id == membership.user_id:
+            return self.address
+        return None
+
     @property
     def sentence(self) -> str:
         """The entry as the monitor page says it: "Paused by Ana"."""
@@ -490,6 +518,11 @@ class Activity(models.Model):
         through = f" through {d['through']}" if d.get("through") else ""
         if self.kind == kind.MEMBER_JOINED and d.get("member"):
             return f"Added {d['member']} as {role_words(d.get('role'))}{through}"
+        if self.kind == kind.MEMBER_JOINED and d.get("email"):
+            return (
+                f"Joined as {role_words(d.get('role'))} through the invitation "
+                f"sent to {d['email']}"
+            )
         if self.kind == kind.MEMBER_JOINED:
             return f"Joined as {role_words(d.get('role'))}{through}"
         revoked = d.get("keys_revoked") or 0

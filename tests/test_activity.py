@@ -592,3 +592,31 @@ def test_the_api_names_whoever_followed_an_e_mail_link_by_its_address(team, ana)
     )
     kinds = api.get("/v2/activity", {"kind": "channel.left"}).json()["data"]
     assert [e["kind"] for e in kinds] == ["channel.left"]
+
+
+@pytest.mark.parametrize("role", [Membership.Role.VIEWER, Membership.Role.EDITOR])
+def test_only_owners_see_the_addresses_others_signed_in_and_acted_from(
+    client, ana, team, django_user_model, role
+):
+    """Where someone signs in from is personal data and a lead for whoever
+    wants their account: an owner, who manages the members, sees it; another
+    member sees the log without it, except on their own entries."""
+    vic = django_user_model.objects.create_user("vic", "vic@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=vic, role=role)
+    login = reverse("login")
+    client.post(login, {"username": "ana", "password": "wrong"},
+                REMOTE_ADDR="203.0.113.9")  # fmt: skip
+    client.post(login, {"username": "ana", "password": PASSWORD},
+                REMOTE_ADDR="203.0.113.9")  # fmt: skip
+    client.post(reverse("logout"))
+    client.post(login, {"username": "vic", "password": PASSWORD},
+                REMOTE_ADDR="198.51.100.7")  # fmt: skip
+
+    as_member = text_of(client.get(reverse("team-activity")))
+    client.force_login(ana)
+    as_owner = text_of(client.get(reverse("team-activity")))
+
+    assert as_member.count("Signed in") >= 2 and "Failed sign-in" in as_member
+    assert "203.0.113.9" not in as_member
+    assert "198.51.100.7" in as_member  # their own
+    assert "203.0.113.9" in as_owner and "198.51.100.7" in as_owner

@@ -375,6 +375,25 @@ def test_a_price_change_comes_out_as_its_field_path(team, site, model):
     assert "Starter: $19" in data_block(model.bodies[0])
 
 
+@pytest.mark.parametrize("unstorable", ["\x00", "\ud800"])
+def test_a_character_no_database_holds_is_left_out_of_the_models_answer(
+    team, site, model, unstorable
+):
+    # PostgreSQL's jsonb holds neither \u0000 nor a lone surrogate: recording
+    # the page crashed the whole check there.
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = make_monitor(team, [url], goal=None, formats=JSON_FORMAT)
+    plan = {"name": f"Sta{unstorable}rter", "price": f"$19{unstorable}"}
+    model.then(answer({"plans": [plan]}))
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.COMPLETED
+    assert check.pages.get().extraction == {
+        "plans": [{"name": "Starter", "price": "$19"}]
+    }
+
+
 def test_a_recheck_with_unchanged_markdown_reuses_the_extraction(team, site, model):
     url = site.html("/pricing", "Pricing", PLANS)
     monitor = make_monitor(team, [url], goal=None, formats=JSON_FORMAT)
@@ -516,6 +535,25 @@ def test_an_extraction_the_model_cannot_make_is_a_page_error_and_keeps_the_basel
     assert later.diff == {
         "json": {"plans[1].price": {"previous": "$49", "current": "$59"}}
     }
+
+
+def test_a_schema_saved_with_a_reference_loop_is_a_page_error_saying_so(
+    team, site, model
+):
+    # Saved before such schemas were refused: every answer's check never ends.
+    url = site.html("/pricing", "Pricing", PLANS)
+    looping = {"type": "object", "$ref": "#"}
+    monitor = make_monitor(
+        team, [url], goal=None, formats=[{"type": "json", "schema": looping}]
+    )
+
+    check = run_check(monitor)
+
+    page = check.pages.get()
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == ErrorKind.EXTRACTION
+    assert "schema.$ref '#' leads back to itself" in page.error
+    assert len(model.requests) == 1  # no other try could fit it
 
 
 def test_a_page_still_gone_after_it_was_removed_is_not_extracted_or_summarised(

@@ -25,6 +25,10 @@ from tests.llm import (
 # registered it.
 pytest_plugins = ["tests.llm"]
 
+NUMBER: dict[str, Any] = {
+    "type": "object",
+    "properties": {"price": {"type": "integer"}},
+}
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"price": {"type": "string"}},
@@ -83,6 +87,51 @@ def test_invalid_json_is_tried_three_times_then_fails_with_a_reason(model):
     assert len(model.requests) == 3
     assert "after 3 tries" in failure.value.message
     assert "not JSON" in failure.value.message
+
+
+def test_an_answer_nested_too_deeply_to_read_is_not_json_not_an_internal_error(model):
+    # Python's JSON parser gives up on such nesting with a RecursionError.
+    nested = '{"price": ' * 50_000 + '"$19"' + "}" * 50_000
+    model.then(*[content(nested), content("Sure: " + nested)] * 2)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert len(model.requests) == 3
+    assert "not JSON" in failure.value.message
+
+
+def test_a_reply_nested_too_deeply_to_read_is_unreadable_not_an_internal_error(model):
+    nested = b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+    def unreadable(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json"}, nested
+
+    model.then(*[unreadable] * 3)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert failure.value.message == (
+        "The AI model gave no usable answer after 3 tries: the answer could not "
+        "be read."
+    )
+
+
+def test_an_error_nested_too_deeply_to_read_is_said_without_its_words(model):
+    nested = '{"error": ' * 50_000 + '"bad"' + "}" * 50_000
+
+    def refused(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        return 400, {"Content-Type": "application/json"}, nested.encode()
+
+    model.then(refused, refused, refused)  # in every structured-output mode
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert failure.value.message.startswith(
+        "The AI model's endpoint refused the request (HTTP 400)."
+    )
 
 
 def test_an_answer_cut_off_at_the_models_length_limit_says_so(model):
@@ -384,6 +433,32 @@ def test_an_endpoint_address_with_a_password_is_refused_in_one_sentence(settings
 )
 def test_parse_json_finds_the_last_object(text, expected):
     assert parse_json(text) == expected
+
+
+def test_an_answer_is_checked_against_a_pattern_in_linear_time():
+    # Python's re takes time doubling with each "a" on this pattern: a page
+    # could make the model answer so and hold a worker for years.
+    schema = {"type": "string", "pattern": "^(a+)+$"}
+    assert schema_error("a" * 5000 + "!", schema) is not None
+    assert schema_error("a" * 5000, schema) is None
+
+
+def test_answer_keys_are_checked_against_pattern_properties_in_linear_time():
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    assert schema_error({"a" * 5000 + "!": 1}, schema) is not None
+    assert schema_error({"a" * 5000: "x"}, schema) is not None
+    assert schema_error({"a" * 5000: 1}, schema) is None
+
+
+def test_a_long_value_that_does_not_fit_is_cut_in_the_middle_keeping_the_reason():
+    error = schema_error({"price": "x" * 500 + "!"}, NUMBER) or ""
+    assert error.startswith("price: 'xxxx")
+    assert error.endswith("x!' is not of type 'integer'")
+    assert "…" in error and len(error) < 250
 
 
 def test_schema_error_names_the_path():

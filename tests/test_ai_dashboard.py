@@ -426,6 +426,83 @@ def body(**target_options: Any) -> dict[str, Any]:
             },
             "schema.$ref '#/x' points to nothing inside the schema",
         ),
+        # References that lead back to where they started without reading
+        # any of the answer: checking any answer against them never ends.
+        (
+            {"type": "json", "schema": {"type": "object", "$ref": "#"}},
+            "schema.$ref '#' leads back to itself",
+        ),
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                    "properties": {"x": {"$ref": "#/$defs/a"}},
+                },
+            },
+            "leads back to itself",
+        ),
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "properties": {"a": {"$id": "https://x.test/a", "$ref": "#"}}
+                },
+            },
+            "schema.$ref '#' leads back to itself",
+        ),
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "$defs": {
+                        "a": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/a"}]}
+                    },
+                    "properties": {"x": {"$ref": "#/$defs/a"}},
+                },
+            },
+            "leads back to itself",
+        ),
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "$defs": {f"a{i}": {"$ref": f"#/$defs/a{i + 1}"} for i in range(60)}
+                    | {"a60": {"type": "string"}},
+                    "properties": {"x": {"$ref": "#/$defs/a0"}},
+                },
+            },
+            "schema's references lead from one to the next more than 50 times",
+        ),
+        # Answers are checked with RE2, which has no look-arounds.
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "properties": {"a": {"type": "string", "pattern": "(?<=a)b"}}
+                },
+            },
+            "schema.properties.a.pattern: Not a pattern we can use",
+        ),
+        (
+            {
+                "type": "changeTracking",
+                "modes": ["json"],
+                "schema": {"patternProperties": {"^(?!x)": {"type": "string"}}},
+            },
+            "schema.patternProperties: Not a pattern we can use",
+        ),
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "patternProperties": {
+                        "^x": {"properties": {"a": {"pattern": "(a)\\1"}}}
+                    }
+                },
+            },
+            "schema.patternProperties.^x.properties.a.pattern: Not a pattern",
+        ),
     ],
 )
 def test_json_formats_are_validated_with_a_clear_message(api, fmt, message):
@@ -434,6 +511,27 @@ def test_json_formats_are_validated_with_a_clear_message(api, fmt, message):
     )
     assert response.status_code == 400
     assert message in response.json()["error"]
+
+
+def test_a_schema_that_refers_to_itself_one_level_down_is_accepted(api):
+    tree = {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                },
+            }
+        },
+        "$ref": "#/$defs/node",
+    }
+    response = api.post(
+        "/v2/monitor",
+        body(scrapeOptions={"formats": [{"type": "json", "schema": tree}]}),
+        format="json",
+    )
+    assert response.status_code == 200, response.content
 
 
 def test_ignore_lines_round_trip_through_the_api_and_bad_ones_are_named(api):

@@ -73,7 +73,10 @@ def test_the_reason_comes_from_the_address_policy(api):
     error = assert_refused(api, scrape(METADATA), METADATA)
     assert error.endswith("169.254.169.254 is a cloud metadata address.")
     error = assert_refused(api, scrape("http://localhost/"), "http://localhost/")
-    assert error.endswith("localhost is a loopback address.")
+    assert error.endswith(
+        "localhost is a loopback address. For the administrator: set "
+        "ALLOW_PRIVATE_NETWORK_TARGETS to allow private and local addresses."
+    )  # the one setting that would let it through
 
 
 @pytest.mark.parametrize("place", PLACES)

@@ -7,10 +7,10 @@ import pytest
 from django.http import QueryDict
 from django.utils import timezone
 
-from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.forms.fields import MAX_TARGET_ROWS, split_schedule
 from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.editing import create_monitor
+from monitors.wire.monitor import MonitorWriteSerializer
 
 pytestmark = pytest.mark.django_db
 

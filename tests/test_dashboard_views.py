@@ -18,15 +18,15 @@ from django.utils import timezone
 
 from checks.dispatch import dispatch_due_monitors
 from checks.errors import ErrorKind, plain_error
-from checks.models import Check, PageResult, Snapshot
+from checks.models import Check, PageResult, PageState, Snapshot
 from checks.pipeline import sources
 from monitors import rules
-from monitors.api.serializers import MonitorWriteSerializer
 from monitors.dashboard.context import SESSION_KEY
 from monitors.editing import create_monitor
 from monitors.models import ApiKey, Membership, Monitor, Target, Team
 from monitors.rules import curly_quotes
 from monitors.templatetags.pagewatch import duration, local
+from monitors.wire.monitor import MonitorWriteSerializer
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -433,6 +433,60 @@ def test_the_list_costs_the_same_few_queries_however_many_monitors(
     assert text_of(response).count('class="strip"') == 25
 
 
+@pytest.mark.parametrize("failed", [1, 12, 60])
+def test_a_check_page_names_failed_pages_by_their_last_titles_in_a_few_queries(
+    web, team, failed, django_assert_max_num_queries
+):
+    """The title each failed or removed page last had comes from its baseline
+    within the list's own query, never one lookup per row."""
+    monitor = make_monitor(team)
+    target = monitor.targets.get()
+    check = make_check(monitor)
+    for number in range(failed):
+        url = f"https://example.com/café-{number}"  # hashed alike in SQL
+        PageState.objects.create(
+            monitor=monitor, target_id=target.pk, url=url,
+            url_hash=PageState.hash_url(url), metadata={"title": f"Plan {number}"},
+        )  # fmt: skip
+        PageResult.objects.create(
+            check_run=check, target_id=target.pk, url=url,
+            status="error" if number % 2 == 0 else "removed",
+        )  # fmt: skip
+
+    # session, user, teams, second factor, check, monitor with its targets,
+    # page counts, judged?, the page of results, ...: as many for 1 as for 60.
+    with django_assert_max_num_queries(11):
+        page = text_of(web.get(check.get_absolute_url()))
+
+    assert all(f"Plan {number}" in page for number in range(failed))
+    assert "https://example.com/page-0" not in re.findall(
+        r'class="row-title"[^>]*>([^<]+)<', page
+    )
+
+
+def test_each_failed_pages_last_title_is_one_probe_of_the_baselines_unique_index(
+    team,
+):
+    """Looked up by the URL's hash, the column the unique index holds, not by
+    the URL: else each failed row of a crawl reads every baseline of its
+    target (thousands when a large site is down)."""
+    from django.db import connection
+
+    monitor = make_monitor(team)
+    pages = make_check(monitor).pages.with_last_titles()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = pages.explain()
+
+    lines = plan.splitlines()
+    [at] = [n for n, line in enumerate(lines) if "checks_pagestate" in line]
+    # SQLite names the columns it searches on the line itself; PostgreSQL
+    # on the Index Cond line under it.
+    searched = lines[at] if connection.vendor == "sqlite" else lines[at + 1]
+    assert "url_hash" in searched, plan
+
+
 def test_list_offers_a_helpful_first_step_when_empty(web):
     page = text_of(web.get(reverse("monitor-list")))
     assert "Nothing is being watched yet" in page
@@ -507,6 +561,88 @@ def test_the_failing_filter_lists_monitors_whose_last_check_failed(
     )
     assert text_of(fragment).lstrip().startswith('<section id="results"')
     assert "4 monitors found." in fragment["HX-Trigger"]
+
+
+FAILED_SUMMARY = {
+    "totalPages": 3, "same": 2, "changed": 0, "new": 0, "removed": 0, "error": 1,
+}  # fmt: skip
+
+
+def failed_then(monitor: Monitor, *after: str) -> Check:
+    """A monitor whose last check that looked at pages failed (having read some
+    of them), followed by checks of `after` statuses; the monitor's fields are
+    as the runner leaves them. Returns the failed check."""
+    checks_in_order(monitor, "completed", "failed", *after)
+    failed = Check.objects.get(monitor=monitor, status="failed")
+    Check.objects.filter(pk=failed.pk).update(summary=FAILED_SUMMARY)
+    newest = Check.objects.filter(monitor=monitor).order_by("-created_at").first()
+    in_flight = newest.status in Check.IN_FLIGHT
+    Monitor.objects.filter(pk=monitor.pk).update(
+        last_check_summary=FAILED_SUMMARY,
+        current_check_id=newest.pk if in_flight else None,
+    )
+    return failed
+
+
+def row_of(page: str, monitor: Monitor) -> str:
+    return page.split(f'id="monitor-{monitor.pk}"', 1)[1].split("</tr>", 1)[0]
+
+
+def test_a_failing_monitor_says_check_failed_while_its_next_check_runs(web, team):
+    """The failing filter lists it (its last check that looked at pages
+    failed), so its row says so, and that another check is under way, rather
+    than showing the failed check's counts as if all were well."""
+    monitor = make_monitor(team, name="Rerun")
+    failed = failed_then(monitor, "running")
+
+    for filters in ({"failing": "1"}, {}):
+        row = row_of(text_of(web.get("/", filters)), monitor)
+
+        assert "Check failed" in row, filters
+        assert f'href="{failed.get_absolute_url()}"' in row
+        assert "New check under way" in row
+        assert "2 unchanged" not in row and "unchanged" not in row
+
+
+def test_a_failing_monitor_says_check_failed_after_many_skipped_checks(web, team):
+    """A long check makes the slots after it skip (overlap): more of them than
+    the row's strip holds still leave the monitor failing, in the list and in
+    its row alike."""
+    monitor = make_monitor(team, name="Long crawl")
+    failed = failed_then(monitor, *["skipped_overlap"] * 20)
+
+    page = text_of(web.get("/", {"failing": "1"}))
+
+    row = row_of(page, monitor)
+    assert "Check failed" in row
+    assert f'href="{failed.get_absolute_url()}"' in row
+    assert "New check under way" not in row
+
+
+def test_a_row_says_check_failed_exactly_when_the_failing_filter_lists_it(web, team):
+    cases = {
+        "Down": ("completed", "failed"),
+        "Recovered": ("failed", "completed"),
+        "Skipped": ("failed", "skipped_no_credits"),
+        "Rerun": ("failed", "running"),
+        "Queued": ("failed", "queued"),
+        "Partly": ("failed", "partial"),
+        "Recovering": ("failed", "completed", "running"),
+    }
+    monitors = {}
+    for name, statuses in cases.items():
+        monitors[name] = make_monitor(team, name=name)
+        checks_in_order(monitors[name], *statuses)
+
+    listed = re.findall(
+        r'class="row-title"[^>]*>([^<]+)<', text_of(web.get("/", {"failing": "1"}))
+    )
+    page = text_of(web.get("/"))
+    said_failed = [
+        name for name, m in monitors.items() if "Check failed" in row_of(page, m)
+    ]
+    expected = ["Down", "Queued", "Rerun", "Skipped"]
+    assert sorted(listed) == sorted(said_failed) == expected
 
 
 def test_the_failing_filter_says_so_when_nothing_is_failing(web, team):
@@ -2184,3 +2320,52 @@ def test_a_checks_page_and_its_pages_titles_say_which_check_and_which_page(
     assert title(page.get_absolute_url()) == (
         f"Plans: Changed · {monitor.name}, check of {local(when, zone)} · Pagewatch"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("scrape", "Remove the Pages target"),
+        ("crawl", "Remove the Website crawl target"),
+        ("search", "Remove the Web search target"),
+    ],
+)
+def test_each_targets_remove_button_is_named_in_plain_english(web, kind, name):
+    """A screen reader read the button of a Pages target as "Remove this
+    pages target"."""
+    row = web.get(reverse("target-row"), {"type": kind}).content.decode()
+
+    button = re.search(r"<button[^>]*data-remove-target[^>]*>(.*?)</button>", row, re.S)
+    spoken = re.sub(r"<[^>]+>", "", button.group(1))
+    assert " ".join(spoken.split()) == name
+
+
+PRIVATE_HINT = (
+    "For the administrator: set ALLOW_PRIVATE_NETWORK_TARGETS to allow private "
+    "and local addresses."
+)
+
+
+def test_a_refused_private_address_says_which_setting_allows_it(web, settings):
+    """Staff watching an intranet page read only "can never connect", though
+    one setting lets Pagewatch reach private and local addresses."""
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    form = scrape_form(webhook_url="http://10.0.0.5/hook")
+    form["t0000aaaa-urls"] = "http://192.168.1.20/status"
+
+    page = html.unescape(web.post(reverse("monitor-create"), form).content.decode())
+
+    assert "192.168.1.20 is a private address. " + PRIVATE_HINT in page
+    assert "10.0.0.5 is a private address. " + PRIVATE_HINT in page
+    assert not Monitor.objects.exists()
+
+
+def test_a_metadata_address_is_refused_without_a_setting_to_allow_it(web, settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    form = scrape_form()
+    form["t0000aaaa-urls"] = "http://169.254.169.254/latest/meta-data/"
+
+    page = html.unescape(web.post(reverse("monitor-create"), form).content.decode())
+
+    assert "Pagewatch can never connect to http://169.254.169.254/" in page
+    assert "ALLOW_PRIVATE_NETWORK_TARGETS" not in page

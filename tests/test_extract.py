@@ -566,6 +566,15 @@ def test_json_is_pretty_printed_so_each_field_diffs_on_its_own_line():
     )
 
 
+def test_json_nested_too_deeply_to_read_is_kept_as_the_text_it_is():
+    # Python's JSON parser gives up on such nesting with a RecursionError.
+    body = "[" * 100_000 + "]" * 100_000
+
+    result = run(body.encode(), content_type="application/json")
+
+    assert result.markdown == body
+
+
 def test_html_without_a_content_type_is_sniffed():
     result = run(b"<!DOCTYPE html><html><body><main><p>Hi</p></main></body></html>", "")
 

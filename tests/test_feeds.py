@@ -24,9 +24,9 @@ from firecrawl.v2.types import MonitorTarget
 from checks.content import compare_texts
 from checks.models import Check, PageResult, Snapshot
 from monitors import history
-from monitors.api.serializers import MonitorWriteSerializer
 from monitors.editing import create_monitor
 from monitors.models import Membership, Monitor, Team
+from monitors.wire.monitor import MonitorWriteSerializer
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from monitors.dashboard.context import SESSION_KEY
 from monitors.models import Membership, Team
-from teams.models import Invitation
+from teams.models import Activity, Invitation, InvitationError
 from tests.test_dashboard_views import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -101,6 +101,21 @@ def test_the_invitee_sets_a_password_and_joins_with_the_role(
     assert visitor.session[SESSION_KEY] == team.pk
     invitation = Invitation.objects.get()
     assert invitation.accepted_by == sam and invitation.accepted_at is not None
+
+
+def test_the_invitee_is_told_what_a_password_needs_before_choosing_one(
+    owner_client, client_factory, mailoutbox
+):
+    """The rules showed only as errors after a refused try (the password
+    change page lists them up front)."""
+    link = invite(owner_client, mailoutbox)
+
+    page = text_of(client_factory().get(path_of(link)))
+
+    assert 'id="help-password"' in page
+    assert "Your password must contain at least 8 characters." in page
+    field = re.search(r'<input type="password"[^>]*>', page).group(0)
+    assert 'aria-describedby="help-password"' in field
 
 
 def test_an_editors_invitation_says_an_editor_in_the_mail_and_on_its_page(
@@ -515,3 +530,96 @@ def test_removing_someone_withdraws_the_invitation_they_never_used(
     assert response.status_code == 410
     assert "withdrawn" in text_of(response)
     assert not Membership.objects.filter(team=team, user=sam).exists()
+
+
+def test_an_account_with_another_address_cannot_use_the_invitation(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    """The link is for the address it was sent to: someone else who got hold
+    of it (a forwarded mail, a shared screen) cannot join with their own
+    account, and is not told the whole address either."""
+    link = invite(owner_client, mailoutbox, email="sam@example.com", role="editor")
+    eve = django_user_model.objects.create_user("eve", "eve@other.test", PASSWORD)
+    visitor = client_factory()
+    visitor.force_login(eve)
+
+    page = text_of(visitor.get(path_of(link)))
+    refused = visitor.post(path_of(link))
+
+    assert "This invitation was sent to s***@example.com" in page
+    assert "you are signed in as eve (eve@other.test)" in page
+    assert "sam@example.com" not in page and "sam@example.com" not in text_of(refused)
+    main = page.split("<main", 1)[1].split("</main>", 1)[0]
+    assert "Join Acme as eve" not in main
+    assert refused.status_code == 403
+    assert not Membership.objects.filter(team=team, user=eve).exists()
+    invitation = Invitation.objects.get()
+    assert invitation.accepted_at is None and invitation.accepted_by is None
+    # Signing out from there comes back to the link, to sign in as the invitee.
+    signed_out = visitor.post(reverse("logout"), {"next": path_of(link)})
+    assert signed_out.status_code == 302 and signed_out["Location"] == path_of(link)
+    assert "Create my account and join" in text_of(visitor.get(path_of(link)))
+
+
+def test_an_account_without_an_address_cannot_use_an_invitation(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    link = invite(owner_client, mailoutbox)
+    nobody = django_user_model.objects.create_user("nobody", "", PASSWORD)
+    visitor = client_factory()
+    visitor.force_login(nobody)
+
+    refused = visitor.post(path_of(link))
+
+    assert refused.status_code == 403
+    assert "This invitation was sent to s***@example.com" in text_of(refused)
+    assert not Membership.objects.filter(team=team, user=nobody).exists()
+    assert Invitation.objects.get().accepted_at is None
+
+
+def test_accepting_for_another_address_is_refused_by_the_invitation_itself(
+    team, django_user_model
+):
+    invitation, _ = Invitation.issue(
+        team, "sam@example.com", "editor", None, timezone.now()
+    )
+    eve = django_user_model.objects.create_user("eve", "eve@other.test", PASSWORD)
+
+    with pytest.raises(InvitationError):
+        invitation.accept(eve, timezone.now())
+
+    invitation.refresh_from_db()
+    assert invitation.accepted_at is None
+    assert not Membership.objects.filter(team=team, user=eve).exists()
+
+
+def test_the_invited_address_joins_signed_in_whatever_its_letter_case(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    link = invite(owner_client, mailoutbox, email="sam@example.com", role="viewer")
+    sam = django_user_model.objects.create_user("sam", "Sam@Example.COM", PASSWORD)
+    visitor = client_factory()
+    visitor.force_login(sam)
+
+    visitor.post(path_of(link))
+
+    assert Membership.objects.get(team=team, user=sam).role == "viewer"
+    assert Invitation.objects.get().accepted_by == sam
+
+
+def test_joining_through_an_invitation_is_in_the_activity_log_with_its_address(
+    owner_client, client_factory, team, django_user_model, mailoutbox
+):
+    link = invite(owner_client, mailoutbox, email="sam@example.com", role="editor")
+    sam = django_user_model.objects.create_user("sam", "sam@example.com", PASSWORD)
+    visitor = client_factory()
+    visitor.force_login(sam)
+
+    visitor.post(path_of(link))
+
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_JOINED)
+    assert entry.user == sam
+    assert entry.details["email"] == "sam@example.com"
+    assert entry.what_words == (
+        "Joined as an editor through the invitation sent to sam@example.com"
+    )

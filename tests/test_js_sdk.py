@@ -336,6 +336,17 @@ def test_js_sdk_drives_monitors_and_checks(
     assert (cleared_second["webhook"], cleared_second["notification"]) == (None, {})
     assert cleared_second["emailRecipientSubscriptions"] == []
     assert ok(steps, "delete_second") is True
+    # Token usage is the team's credits at 15 tokens a credit; no allowance
+    # here, so plenty left and no plan (the SDK turns our null to undefined).
+    tokens = ok(steps, "token_usage")
+    assert (tokens["remainingTokens"], tokens.get("planTokens")) == (99_999_999, None)
+    credit_months = ok(steps, "credit_usage_historical")["periods"]
+    token_months = ok(steps, "token_usage_historical")["periods"]
+    assert tokens["billingPeriodStart"] == token_months[-1]["startDate"]
+    assert [(p["startDate"], p["tokensUsed"]) for p in token_months] == [
+        (p["startDate"], p["creditsUsed"] * 15) for p in credit_months
+    ]
+    assert token_months[-1]["tokensUsed"] > 0
 
     # ...and the database agrees.
     stored = Monitor.objects.get(pk=created["id"])

@@ -99,3 +99,72 @@ def test_the_api_has_no_such_word_when_e_mail_is_sent(
     [mail] = mailoutbox
     shown = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}").json()
     assert "notSent" not in shown["data"]["notificationStatus"]["email"]
+
+
+def test_an_invitation_on_a_server_that_sends_no_e_mail_gives_the_owner_the_link(
+    team, member, client, mail_to_log
+):
+    """The log backend "sends" every e-mail, so the owner read "Invitation
+    sent to sam@…" while nothing reached Sam: the link is theirs to pass on."""
+    client.force_login(member)
+
+    response = client.post(
+        reverse("team-invite"), {"email": "sam@example.com", "role": "editor"},
+        follow=True,
+    )  # fmt: skip
+
+    page = response.content.decode()
+    assert "Invitation sent to" not in page
+    assert "The invitation for sam@example.com is ready, but" in page
+    assert "this server does not send e-mail" in page
+    assert "Give them this link yourself: http://" in page
+    assert "/invitations/" in page
+    assert team.invitations.count() == 1
+
+
+def test_an_invitation_on_a_server_that_sends_e_mail_says_it_was_sent(
+    team, member, client, mailoutbox
+):
+    client.force_login(member)
+
+    response = client.post(
+        reverse("team-invite"), {"email": "sam@example.com", "role": "editor"},
+        follow=True,
+    )  # fmt: skip
+
+    page = response.content.decode()
+    assert "Invitation sent to sam@example.com." in page
+    assert "Give them this link yourself" not in page
+    assert [m.to for m in mailoutbox] == [["sam@example.com"]]
+
+
+NO_RESET_LINK = (
+    "This Pagewatch does not send e-mail yet, so no link can reach you: "
+    "ask an administrator to set a new password for you."
+)
+
+
+def test_forgot_password_says_no_link_can_come_when_no_e_mail_is_sent(
+    member, client, mail_to_log
+):
+    """The promise "Check your e-mail … a link is on its way" sent someone
+    to wait for an e-mail that this server only writes to its log."""
+    form = client.get(reverse("password_reset")).content.decode()
+    done = client.post(reverse("password_reset"), {"email": MEMBER}, follow=True)
+
+    assert NO_RESET_LINK in form
+    assert NO_RESET_LINK in done.content.decode()
+    assert "is on its way" not in done.content.decode()
+
+
+def test_forgot_password_promises_the_link_when_e_mail_is_sent(
+    member, client, mailoutbox
+):
+    member.set_password("a-long-enough-passphrase-7")  # a reset needs one
+    member.save()
+    form = client.get(reverse("password_reset")).content.decode()
+    done = client.post(reverse("password_reset"), {"email": MEMBER}, follow=True)
+
+    assert "does not send e-mail" not in form
+    assert "a link to choose a new password is on its way" in done.content.decode()
+    assert [m.to for m in mailoutbox] == [[MEMBER]]

@@ -3,8 +3,10 @@ duplicate, and the baselines that make the first check compare."""
 
 from __future__ import annotations
 
+import ast
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -533,3 +535,29 @@ def test_a_preview_judges_every_watch_with_one_serializer(team, monkeypatch):
     items = prepared(team, "changedetection", _backup_of_watches(50, hours=3))
     assert sum(item.importable for item in items) == 50
     assert len(built) == 1
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+    return names
+
+
+def test_the_importer_and_exporter_import_nothing_of_the_api():
+    """They judge and write bodies with monitors.wire, as the API does; the API
+    calls them, so an import back would tie the two doors in a loop."""
+    package = Path(moving.__file__).parent
+    reaching = {
+        path.name: sorted(
+            name
+            for name in _imported_modules(path)
+            if name == "monitors.api" or name.startswith("monitors.api.")
+        )
+        for path in sorted(package.rglob("*.py"))
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}

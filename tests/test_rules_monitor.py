@@ -12,17 +12,17 @@ import pytest
 from django.utils import timezone
 
 from monitors import rules, rules_monitor
-from monitors.api.errors import flatten_errors
-from monitors.api.serializers import (
-    MonitorUpdateSerializer,
-    MonitorWriteSerializer,
-    nested,
-)
 from monitors.dashboard.forms.checking import EditCheck
 from monitors.editing import create_monitor
 from monitors.models import Channel
 from monitors.rules_problems import Problem, problems_in
 from monitors.target_kinds import kind_for
+from monitors.wire.errors import flatten_errors
+from monitors.wire.monitor import (
+    MonitorUpdateSerializer,
+    MonitorWriteSerializer,
+    nested,
+)
 
 pytestmark = pytest.mark.django_db
 

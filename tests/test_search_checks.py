@@ -581,12 +581,68 @@ def test_the_provider_host_may_be_private_but_result_pages_may_not(
     team, searx, model, news, settings
 ):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
-    searx.results("acme", hit(news["launch"], "Launch"))
+    # A host name is judged by the address it resolves to, when fetched.
+    launch = news["launch"].replace("127.0.0.1", "news.test")
+    searx.results("acme", hit(launch, "Launch"))
     monitor = make_monitor(team, ["acme"])
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
 
-    check = run_check(monitor)
+    def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
 
-    page = pages_of(check)[news["launch"]]
+    check = runner.run(check, resolver=resolver)
+
+    page = pages_of(check)[launch]
     assert (page.status, page.metadata["searchStatus"]) == ("error", "skipped")
     assert page.error_kind == ErrorKind.BLOCKED_ADDRESS
     assert search_result(check)["searchCompleted"] is True
+
+
+@pytest.mark.parametrize("judge", [False, True])
+def test_results_at_a_literal_private_or_metadata_address_are_never_reported(
+    team, searx, model, news, settings, judge
+):
+    # A crawl drops such links too: reported, they would alert (judging off)
+    # or fail the check on every run as pages nobody may fetch (judging on).
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    metadata = "http://169.254.169.254/latest/meta-data/"
+    searx.results(
+        "acme",
+        hit(metadata, "Metadata"),
+        hit("http://10.0.0.1/acme", "Intranet"),
+        hit("http://localhost:8000/admin/", "Admin"),
+        hit("http://[::ffff:127.0.0.1]/", "Mapped loopback"),
+        hit("https://news.example.com/acme-launch", "Public"),
+    )
+    monitor = make_monitor(team, ["acme"], judge=judge)
+
+    check = run_check(monitor)
+
+    # The public result is judged (its page cannot be fetched here) or alerts.
+    assert set(pages_of(check)) == {"https://news.example.com/acme-launch"}
+    assert not SearchResultState.objects.filter(url=metadata).exists()
+    result = search_result(check)
+    assert (result["resultCount"], result["rawResultCount"]) == (1, 5)
+
+
+def test_a_result_whose_address_is_not_text_is_left_out_and_the_others_stand(
+    team, searx
+):
+    # JSON can carry a lone surrogate ("\ud800"), which no URL encodes.
+    searx.results(
+        "acme",
+        hit("https://example.com/\ud800", "Broken"),
+        hit("https://example.com/fine", "Fine"),
+    )
+    check = run_check(make_monitor(team, ["acme"], goal=None))
+    assert search_result(check)["searchCompleted"] is True
+    assert set(pages_of(check)) == {"https://example.com/fine"}
+
+
+def test_a_result_on_a_private_address_is_kept_when_private_targets_are_allowed(
+    team, searx
+):
+    searx.results("acme", hit("http://10.0.0.1/acme", "Intranet"))
+    check = run_check(make_monitor(team, ["acme"], goal=None))
+    assert set(pages_of(check)) == {"http://10.0.0.1/acme"}

@@ -198,6 +198,36 @@ def test_an_answer_that_is_not_json_is_an_error(server):
     assert failed.value.message == "SearXNG answered with something other than JSON."
 
 
+def test_an_answer_over_the_size_cap_is_said_to_be_too_large_not_unreachable(server):
+    rows = [
+        {"url": f"https://example.com/{i}", "content": "x" * 1000} for i in range(3000)
+    ]
+    server.page(
+        "/search", json.dumps({"results": rows}), content_type="application/json"
+    )
+    with pytest.raises(SearchError) as failed:
+        search(SearxngProvider(server.base_url), Query("acme"))
+    assert failed.value.message == (
+        "SearXNG's answer was larger than 2 MB, so it was not read."
+    )
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_an_answer_nested_too_deeply_to_read_is_no_json_not_an_internal_error(
+    server, status
+):
+    # Python's JSON parser gives up on such nesting with a RecursionError.
+    nested = "[" * 100_000 + "]" * 100_000
+    server.page("/search", nested, content_type="application/json", status=status)
+    with pytest.raises(SearchError) as failed:
+        search(SearxngProvider(server.base_url), Query("acme"))
+    assert failed.value.message == (
+        "SearXNG answered with something other than JSON."
+        if status == 200
+        else "SearXNG answered HTTP 500."
+    )
+
+
 @pytest.mark.parametrize(
     "answer",
     [{"error": "Engine settings are broken"}, {"results": "none"}, {"query": "acme"}],
@@ -304,6 +334,26 @@ def test_the_firecrawl_provider_uses_firecrawl_api_url(settings):
 )
 def test_variants_of_one_result_share_its_key(variant):
     assert result_key(variant) == result_key("https://example.com/news/launch")
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "https://xn--bcher-kva.example/%C3%A4rger?q=%E6%9D%B1",
+        "https://www.xn--bcher-kva.example/%c3%a4rger/?q=%e6%9d%b1",
+        "https://bücher.example/%C3%A4rger?q=東",
+    ],
+)
+def test_a_result_written_in_letters_or_in_escapes_has_one_key(variant):
+    # Search engines give one page's address either way.
+    assert result_key(variant) == result_key("https://bücher.example/ärger?q=東")
+
+
+def test_domain_rules_read_a_host_written_in_letters_as_its_ascii_name():
+    assert domain_allowed("https://bücher.example/x", include=["xn--bcher-kva.example"])
+    assert not domain_allowed(
+        "https://www.bücher.example/x", exclude=["xn--bcher-kva.example"]
+    )
 
 
 def test_other_pages_and_real_parameters_keep_their_own_key():

@@ -1,4 +1,5 @@
-"""GET /v2/team/credit-usage, /v2/team/credit-usage/historical and
+"""GET /v2/team/credit-usage, /v2/team/credit-usage/historical,
+/v2/team/token-usage, /v2/team/token-usage/historical and
 /v2/team/queue-status through the official Python SDK (firecrawl-py), as
 Firecrawl shapes them."""
 
@@ -20,6 +21,8 @@ NOW = datetime(2026, 11, 28, 15, 0, tzinfo=UTC)
 USAGE_PATHS = (
     "/v2/team/credit-usage",
     "/v2/team/credit-usage/historical",
+    "/v2/team/token-usage",
+    "/v2/team/token-usage/historical",
     "/v2/team/queue-status",
 )
 
@@ -219,3 +222,83 @@ def test_the_openapi_document_has_historical_credit_usage(client, db):
     operation = schema["paths"]["/v2/team/credit-usage/historical"]["get"]
     assert operation["operationId"] == "getCreditUsageHistorical"
     assert [p["name"] for p in operation["parameters"]][0] == "byApiKey"
+
+
+def test_token_usage_is_the_credit_usage_at_fifteen_tokens_a_credit(sdk, team, checks):
+    team.credit_allowance = 1000
+    team.save(update_fields=["credit_allowance"])
+
+    with time_machine.travel(NOW, tick=False):
+        usage = sdk.get_token_usage()
+
+    assert usage.remaining_tokens == (1000 - 40 - 7) * 15
+    assert usage.plan_tokens == 1000 * 15
+    assert usage.billing_period_start == "2026-11-01T00:00:00.000Z"
+    assert usage.billing_period_end == "2026-12-01T00:00:00.000Z"
+
+
+def test_token_usage_of_a_team_without_an_allowance_reports_plenty_left_and_no_plan(
+    live_server, api_key, client, team, checks
+):
+    with time_machine.travel(NOW, tick=False):
+        body = client.get(
+            "/v2/team/token-usage", HTTP_AUTHORIZATION=f"Bearer {api_key}"
+        ).json()
+
+    assert body == {
+        "success": True,
+        "data": {
+            "remainingTokens": 99_999_999,
+            "planTokens": None,
+            "tokensUsed": 47 * 15,
+            "billingPeriodStart": "2026-11-01T00:00:00.000Z",
+            "billingPeriodEnd": "2026-12-01T00:00:00.000Z",
+        },
+    }
+
+
+def test_token_usage_of_an_allowance_spent_past_its_end_reports_none_left(
+    sdk, team, checks
+):
+    team.credit_allowance = 30
+    team.save(update_fields=["credit_allowance"])
+
+    with time_machine.travel(NOW, tick=False):
+        assert sdk.get_token_usage().remaining_tokens == 0
+
+
+def test_historical_token_usage_lists_the_credit_months_at_fifteen_tokens_a_credit(
+    v2_sdk, checks
+):
+    with time_machine.travel(NOW, tick=False):
+        history = v2_sdk.get_token_usage_historical()
+        by_key = v2_sdk.get_token_usage_historical(by_api_key=True)
+
+    assert history.success is True
+    assert [p.model_dump() for p in history.periods] == [
+        {
+            "startDate": "2026-10-01T00:00:00.000Z",
+            "endDate": "2026-11-01T00:00:00.000Z",
+            "apiKey": None,
+            "tokensUsed": 500 * 15,
+        },
+        {
+            "startDate": "2026-11-01T00:00:00.000Z",
+            "endDate": "2026-12-01T00:00:00.000Z",
+            "apiKey": None,
+            "tokensUsed": (40 + 7) * 15,
+        },
+    ]
+    assert by_key.periods == history.periods
+
+
+def test_the_openapi_document_says_tokens_are_credits_not_the_models_tokens(client, db):
+    schema = client.get("/v2/openapi.json").json()
+    current = schema["paths"]["/v2/team/token-usage"]["get"]
+    historical = schema["paths"]["/v2/team/token-usage/historical"]["get"]
+
+    assert current["operationId"] == "getTokenUsage"
+    assert historical["operationId"] == "getTokenUsageHistorical"
+    assert "15 tokens" in current["description"]
+    assert "not" in current["description"] and "model" in current["description"]
+    assert [p["name"] for p in historical["parameters"]][0] == "byApiKey"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,9 +35,11 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
+from checks.ai import patterns
 from checks.errors import ErrorKind, asked_wait, service_words, wait_words
 from checks.fetch import FetchError, OutboundClient, Resolver
 from checks.fetch.errors import human_size
+from monitors import rules
 from monitors.judging import judge_available
 
 if TYPE_CHECKING:
@@ -62,6 +65,7 @@ LONGEST_WAIT_SECONDS = 30
 _PERMANENT_STATUSES = frozenset({401, 403, 404})
 # The door's refusals: trying again cannot help.
 _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def llm_available() -> bool:
@@ -166,7 +170,7 @@ def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
     text = text.strip()
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what the parser reads
         pass
     else:
         return value if isinstance(value, dict) else None
@@ -178,6 +182,19 @@ def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
     return found[-1] if found else None
 
 
+def _storable(value: Any) -> Any:
+    """`value` with NUL characters and lone surrogates (JSON's "\ud800")
+    left out of its strings and keys: PostgreSQL's text and jsonb hold
+    neither."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("", value)
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    return value
+
+
 def _objects_in(text: str) -> list[dict[str, Any]]:
     """The JSON objects in `text`, outermost only, in order."""
     decoder = json.JSONDecoder()
@@ -186,6 +203,10 @@ def _objects_in(text: str) -> list[dict[str, Any]]:
     while start != -1:
         try:
             value, end = decoder.raw_decode(text, start)
+        except RecursionError:
+            # Nested past what the parser reads: so is every object inside,
+            # and trying each of them would take the parser's limit squared.
+            break
         except ValueError:
             start = text.find("{", start + 1)
             continue
@@ -208,7 +229,7 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     # an error, never a fetch (jsonschema would otherwise retrieve remote
     # documents with urllib, past the address policy). Saved schemas are
     # refused such references; this guards schemas saved before that rule.
-    validator = jsonschema.Draft202012Validator(schema, registry=referencing.Registry())
+    validator = patterns.validator_class()(schema, registry=referencing.Registry())
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:
@@ -216,10 +237,25 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
             f"The JSON schema refers to {str(exc.ref)[:200]!r}, which is not inside "
             "it (references to other documents are never fetched)."
         ) from None
+    except RecursionError:
+        # Saved schemas are refused such loops; this guards those saved before.
+        unusable = rules.schema_reference_loop_error(schema)
+        if unusable is not None:
+            raise LLMError(f"The JSON schema cannot be used: {unusable}") from None
+        return "the answer: nested too deeply to be checked against the schema"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the answer"
-    return f"{where}: {error.message[:200]}"
+    return f"{where}: {_middle_cut(error.message, 200)}"
+
+
+def _middle_cut(text: str, limit: int) -> str:
+    """`text` within `limit` characters, its middle left out: a validator's
+    message starts with the value (a long string, say) and ends with why."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return f"{text[:keep]}…{text[-keep:]}"
 
 
 def _instructions(system: str, schema: Mapping[str, Any]) -> str:
@@ -359,7 +395,7 @@ class LLM:
             # Remembered only once a mode was answered: a 400 to every mode
             # (an input too long for the model, say) was not about modes.
             _modes[key] = max(_modes.get(key, first), mode)
-            value = parse_json(text, schema)
+            value = _storable(parse_json(text, schema))
             error = "it was not JSON" if value is None else schema_error(value, schema)
             if error is None:
                 return value
@@ -421,7 +457,8 @@ class LLM:
                 raise LLMError(f"The AI model's endpoint: {reason}.") from exc
             reason = cause.message if cause is not None else "no connection"
             raise _Attempt(f"the endpoint could not be reached ({reason})") from exc
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, RecursionError) as exc:
+            # RecursionError: a reply nested past what the JSON parser reads.
             raise _Attempt("the answer could not be read") from exc
         return _content(response)
 

@@ -60,6 +60,6 @@ def _pretty_json(text: str) -> str:
     """Minified JSON is one line; indent it so a change diffs as one line."""
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what the parser reads
         return text
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"

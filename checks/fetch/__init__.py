@@ -30,7 +30,7 @@ from __future__ import annotations
 from checks.fetch.client import FetchResult, OutboundClient, afetch
 from checks.fetch.errors import FetchError
 from checks.fetch.pace import Pace
-from checks.fetch.policy import address_block_reason, ip_literal
+from checks.fetch.policy import address_block_reason, host_block_reason, ip_literal
 from checks.fetch.transport import Resolver, system_resolver
 from monitors.url_rule import url_syntax_error
 
@@ -42,6 +42,7 @@ __all__ = [
     "Resolver",
     "address_block_reason",
     "afetch",
+    "host_block_reason",
     "ip_literal",
     "system_resolver",
     "url_syntax_error",

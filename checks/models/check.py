@@ -57,22 +57,40 @@ class CheckQuerySet(models.QuerySet["Check"]):
     def in_flight(self) -> CheckQuerySet:
         return self.filter(status__in=Check.IN_FLIGHT)
 
+    def _newest_ran(self, field: str) -> Subquery:
+        """`field` of the newest check of the outer monitor row that looked at
+        pages: one under way or skipped (overlap, no credits) neither ends nor
+        starts a failing spell, as channels read it (checks.notify.channels).
+        One subquery per monitor row, served by check_monitor_list_idx."""
+        return Subquery(
+            self.filter(monitor=OuterRef("pk"), status__in=Check.RAN)
+            .order_by("-created_at", "-id")
+            .values(field)[:1]
+        )
+
     def monitors_failing(
         self, monitors: models.QuerySet[Monitor]
     ) -> models.QuerySet[Monitor]:
-        """Those of `monitors` whose last check failed: the newest of their
-        checks that looked at pages, so one under way or skipped (overlap, no
-        credits) neither ends nor starts a failing spell, as channels read it
-        (checks.notify.channels). One subquery per monitor row, served by
-        check_monitor_list_idx, so the monitor list stays one query."""
-        newest = (
-            self.filter(monitor=OuterRef("pk"), status__in=Check.RAN)
-            .order_by("-created_at", "-id")
-            .values("status")[:1]
-        )
-        return monitors.alias(last_ran=Subquery(newest)).filter(
+        """Those of `monitors` whose last check failed (the newest that looked
+        at pages), so the monitor list stays one query."""
+        return monitors.alias(last_ran=self._newest_ran("status")).filter(
             last_ran=Check.Status.FAILED
         )
+
+    def last_ran(
+        self, monitor_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, tuple[uuid.UUID, str]]:
+        """(id, status) of the newest check that looked at pages of each of
+        these monitors, by monitor: the check monitors_failing judges by, so a
+        row of the list says what its failing filter decided. One query."""
+        rows = (
+            Monitor.objects.filter(pk__in=monitor_ids)
+            .annotate(ran_id=self._newest_ran("id"))
+            .annotate(ran_status=self._newest_ran("status"))
+            .filter(ran_id__isnull=False)
+            .values_list("pk", "ran_id", "ran_status")
+        )
+        return {pk: (ran_id, status) for pk, ran_id, status in rows}
 
     def discard(self) -> None:
         """Delete these checks (the admin's way to clear out a runaway one, and

@@ -12,6 +12,7 @@ from typing import Any
 from django.db import models
 from django.db.models import Case, OuterRef, Subquery, Value, When
 from django.db.models.fields.json import KT
+from django.db.models.functions import SHA256
 
 from checks.bulk_delete import delete_rows
 from checks.content import (
@@ -28,6 +29,15 @@ from monitors.models import Monitor
 
 # The order a check's pages are listed in: what changed first.
 CHANGES_FIRST = ("changed", "new", "removed", "error", "same")
+
+
+class UrlHash(SHA256):
+    """PageState.hash_url in SQL. On PostgreSQL from its own sha256(), as
+    Django's SHA256 there needs the pgcrypto extension."""
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = "ENCODE(SHA256(CONVERT_TO(%(expressions)s, 'UTF8')), 'hex')"
+        return self.as_sql(compiler, connection, template=template, **extra)
 
 
 class PageState(models.Model):
@@ -153,10 +163,14 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
     def with_last_titles(self) -> PageResultQuerySet:
         """`last_title` on removed pages and pages that could not be checked:
         the title the page had when it was last there, kept on its baseline,
-        since what answers now (a 404, an error, or nothing) has none."""
+        since what answers now (a 404, an error, or nothing) has none. Found
+        by the URL's hash, as one_state_per_page holds it, so each row is one
+        probe of that index rather than a read of every baseline of its
+        target (a whole crawl's, when a large site is down)."""
         state_title = PageState.objects.filter(
             monitor_id=OuterRef("check_run__monitor_id"),
             target_id=OuterRef("target_id"),
+            url_hash=UrlHash(OuterRef("url")),
             url=OuterRef("url"),
         ).values(title=KT("metadata__title"))[:1]
         return self.annotate(

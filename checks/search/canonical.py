@@ -4,14 +4,18 @@ domain rules (includeDomains / excludeDomains) applied to it.
 Firecrawl's rules fold the scheme (http and https are one page), a leading
 ``www.``, one trailing slash and letter case; tracking parameters (``utm_*``,
 click ids and the like) are dropped and the rest of the query is sorted, so
-a link shared from a newsletter is the result already seen. Plain Python.
+a link shared from a newsletter is the result already seen. A host or path
+written in letters (``bücher.example/ärger``) is one with its ASCII form
+(``xn--bcher-kva.example/%C3%A4rger``), as search engines give either. Plain
+Python.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 # Query parameters that say where a click came from, never which page it is.
 TRACKING_PREFIXES = ("utm_", "mtm_", "pk_", "oly_", "vero_", "_hs")
@@ -24,6 +28,8 @@ TRACKING_PARAMETERS = frozenset(
     }
 )  # fmt: skip
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# What a path keeps as it is: only letters beyond ASCII are escaped.
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 
 
 def is_tracking(name: str) -> bool:
@@ -34,6 +40,9 @@ def is_tracking(name: str) -> bool:
 def host_of(url: str) -> str:
     """The URL's host, lower case, without a leading ``www.``."""
     host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    # A name IDNA cannot read (an empty or overlong label) is kept as given.
+    with contextlib.suppress(UnicodeError):
+        host = host.encode("idna").decode("ascii")
     return host[4:] if host.startswith("www.") else host
 
 
@@ -48,7 +57,7 @@ def canonical_url(url: str) -> str:
     scheme = parts.scheme.lower()
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         host = f"{host}:{port}"
-    path = parts.path or "/"
+    path = quote(parts.path, safe=_PATH_SAFE) or "/"
     if path != "/" and path.endswith("/"):
         path = path[:-1]
     kept = [

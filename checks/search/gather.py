@@ -6,8 +6,10 @@ plan, every query run, merged, cut to the target's rules.
     merge       -> by rank across queries (every query's first hit, then
                    every second...), one result per canonical URL, which
                    remembers every query that found it
-    rules       -> http(s) addresses only; includeDomains / excludeDomains;
-                   searchWindow on the publish time where the provider gives one
+    rules       -> http(s) addresses only, none the address policy refuses
+                   by its look (a literal private IP, localhost);
+                   includeDomains / excludeDomains; searchWindow on the
+                   publish time where the provider gives one
     cap         -> maxResults in all
 
 A query that fails leaves the others' results standing and says why: the
@@ -22,7 +24,11 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
+
+from checks.fetch import host_block_reason
 from checks.search.canonical import domain_allowed, result_key
 from checks.search.providers import Hit, Provider, Query, SearchError
 from monitors import rules
@@ -148,6 +154,11 @@ async def gather(provider: Provider, target: Target, now: datetime) -> Gathered:
 def _fits(hit: Hit, query: Query, now: datetime) -> bool:
     """The target's rules, which every query shares."""
     if url_syntax_error(hit.url) is not None:
+        return False
+    # As a crawl drops such links: reported, the result would alert with
+    # judging off, or be a page no one may fetch on every check with it on.
+    host = urlsplit(hit.url).hostname or ""
+    if host_block_reason(host, settings.ALLOW_PRIVATE_NETWORK_TARGETS) is not None:
         return False
     if not domain_allowed(hit.url, query.include_domains, query.exclude_domains):
         return False

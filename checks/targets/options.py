@@ -203,10 +203,19 @@ def address_refusal(host: str, shown: str) -> str | None:
     """The words refusing `shown` when `host` can never be connected to,
     judged without DNS (IP literals and localhost), or None. Every address
     Pagewatch is given (a monitor's URL, a channel's) is refused in these words."""
-    blocked = host_block_reason(host, allow_private_targets())
+    allowed = allow_private_targets()
+    blocked = host_block_reason(host, allowed)
     if blocked is None:
         return None
-    return f"Pagewatch can never connect to {shown}: {blocked}."
+    refusal = f"Pagewatch can never connect to {shown}: {blocked}."
+    if not allowed and host_block_reason(host, True) is None:
+        # Private and local addresses are one setting away (an intranet page);
+        # metadata and other reserved ones are refused whatever it says.
+        refusal += (
+            " For the administrator: set ALLOW_PRIVATE_NETWORK_TARGETS to allow "
+            "private and local addresses."
+        )
+    return refusal
 
 
 class StringMapField(serializers.DictField):
@@ -386,6 +395,10 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
             f"schema is not a valid JSON Schema: {exc.message}"
         ) from None
     if error := rules.schema_dangling_reference_error(schema):
+        raise ValidationError(error)
+    if error := rules.schema_reference_loop_error(schema):
+        raise ValidationError(error)
+    if error := rules.schema_pattern_error(schema):
         raise ValidationError(error)
 
 

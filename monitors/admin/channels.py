@@ -30,11 +30,11 @@ from monitors.admin.shared import (
     kind_words,
 )
 from monitors.admin.teams import _admin
-from monitors.api.channels import ChannelInputSerializer
 from monitors.models import (
     Channel,
     MonitorChannel,
 )
+from monitors.wire.channel import ChannelInputSerializer
 from teams.activity import Kind, record
 
 

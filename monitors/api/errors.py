@@ -16,6 +16,8 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from monitors.wire.errors import flatten_errors
+
 logger = logging.getLogger(__name__)
 
 
@@ -50,39 +52,6 @@ def is_unavailable(exc: BaseException | None) -> bool:
     """Whether `exc` says the database could not be reached (connection
     refused or lost), rather than that a query was wrong."""
     return isinstance(exc, OperationalError | InterfaceError)
-
-
-def flatten_errors(detail: Any, path: list[str | int] | None = None) -> list[dict]:
-    """Turn DRF's nested error structure into a flat list of issues with paths."""
-    path = path or []
-    if isinstance(detail, dict):
-        issues = []
-        for key, value in detail.items():
-            sub = path if key == "non_field_errors" else [*path, key]
-            issues.extend(flatten_errors(value, sub))
-        return issues
-    if isinstance(detail, list):
-        if all(isinstance(item, exceptions.ErrorDetail | str) for item in detail):
-            return [
-                {
-                    "code": getattr(item, "code", "invalid"),
-                    "path": path,
-                    "message": str(item),
-                }
-                for item in detail
-            ]
-        issues = []
-        for index, item in enumerate(detail):
-            if item:
-                issues.extend(flatten_errors(item, [*path, index]))
-        return issues
-    return [
-        {
-            "code": getattr(detail, "code", "invalid"),
-            "path": path,
-            "message": str(detail),
-        }
-    ]
 
 
 def format_path(path: list[str | int]) -> str:

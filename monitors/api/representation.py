@@ -15,15 +15,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from checks.models import SUMMARY_KEYS
-from monitors.api.serializers import (
+from monitors.api.timestamps import TimestampField
+from monitors.models import EmailRecipient, Monitor
+from monitors.unavailable import unavailable
+from monitors.wire.monitor import (
     NotificationSerializer,
     TargetField,
     WebhookSerializer,
     target_representation,
 )
-from monitors.api.timestamps import TimestampField
-from monitors.models import EmailRecipient, Monitor
-from monitors.unavailable import unavailable
 
 
 class SummarySerializer(serializers.Serializer):

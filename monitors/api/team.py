@@ -1,13 +1,23 @@
-"""GET /v2/team/credit-usage, GET /v2/team/credit-usage/historical and GET
+"""GET /v2/team/credit-usage, GET /v2/team/credit-usage/historical, GET
+/v2/team/token-usage, GET /v2/team/token-usage/historical and GET
 /v2/team/queue-status, shaped as Firecrawl's, so that the official CLI's
 `firecrawl --status` and `firecrawl credit-usage`, the SDKs'
-`get_credit_usage()`, `get_credit_usage_historical()` and `get_queue_status()`
-and the MCP server's `firecrawl_credit_usage` answer about this team instead
-of failing. Readable with a read key."""
+`get_credit_usage()`, `get_credit_usage_historical()`, `get_token_usage()`,
+`get_token_usage_historical()` and `get_queue_status()` and the MCP server's
+`firecrawl_credit_usage` answer about this team instead of failing. Readable
+with a read key.
+
+Tokens are credits counted Firecrawl's way (15 to a credit, every endpoint's
+use included), not the language model's tokens: Pagewatch does not record
+what its judge or extraction spent at the model, so the only honest figure it
+has to give under that name is its credits, converted as Firecrawl converts
+them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -21,10 +31,22 @@ from monitors.api.timestamps import TimestampField
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
 from monitors.time_words import wire_time
 
+if TYPE_CHECKING:
+    from monitors.models import Team
+
 # What a team without a monthly allowance reports as left: the figure
 # Firecrawl's own self-hosted server gives, so that clients which expect a
 # number (the CLI formats it) show "plenty" rather than failing on null.
 UNLIMITED = 99_999_999
+# Firecrawl bills everything, Extract included, in credits and reports its
+# token usage as credits at this rate.
+TOKENS_PER_CREDIT = 15
+TOKENS_ARE_CREDITS = (
+    "Tokens as Firecrawl counts them now: the team's credits at 15 tokens a "
+    "credit, every kind of use included. They are not the language model's "
+    "tokens: Pagewatch does not record what its judge or extraction spent at "
+    "the model."
+)
 
 CREDIT_USAGE = envelope(
     "CreditUsageResponse",
@@ -79,6 +101,58 @@ CREDIT_USAGE_HISTORICAL = inline_serializer(
     },
 )
 
+TOKEN_USAGE = envelope(
+    "TokenUsageResponse",
+    inline_serializer(
+        "TokenUsage",
+        {
+            "remainingTokens": serializers.IntegerField(
+                help_text="Left this month, 15 to a credit; "
+                f"{UNLIMITED:,} when the team has no monthly allowance (the "
+                "default)."
+            ),
+            "planTokens": serializers.IntegerField(
+                allow_null=True,
+                help_text="The team's monthly allowance, 15 to a credit; null "
+                "when it has none.",
+            ),
+            "tokensUsed": serializers.IntegerField(
+                help_text="Pagewatch extension: used this month, 15 to a "
+                "credit, including credits held by checks still running."
+            ),
+            "billingPeriodStart": TimestampField(),
+            "billingPeriodEnd": TimestampField(
+                help_text="When the next month's allowance starts."
+            ),
+        },
+    ),
+)
+
+TOKEN_USAGE_HISTORICAL = inline_serializer(
+    "TokenUsageHistoricalResponse",
+    {
+        "success": serializers.BooleanField(help_text="Always true."),
+        "periods": inline_serializer(
+            "TokenUsageHistoricalPeriod",
+            {
+                "startDate": TimestampField(
+                    help_text="The first moment of the month (UTC)."
+                ),
+                "endDate": TimestampField(
+                    help_text="When the next month starts (UTC)."
+                ),
+                "tokensUsed": serializers.IntegerField(
+                    help_text="The month's creditsUsed in "
+                    "/v2/team/credit-usage/historical, 15 tokens to a credit."
+                ),
+            },
+            many=True,
+            help_text="The same months as /v2/team/credit-usage/historical, "
+            "oldest first.",
+        ),
+    },
+)
+
 BY_API_KEY = OpenApiParameter(
     "byApiKey",
     bool,
@@ -110,6 +184,61 @@ def _next_month(start: datetime) -> datetime:
     return start.replace(month=start.month + 1)
 
 
+@dataclass(frozen=True)
+class MonthUsage:
+    """What the team has used of its allowance this UTC calendar month, in
+    credits."""
+
+    used: int
+    allowance: int | None
+    start: datetime
+
+    @classmethod
+    def of(cls, team: Team, now: datetime) -> MonthUsage:
+        return cls(
+            used=Check.objects.credits_used(team, now),
+            allowance=team.credit_allowance,
+            start=month_start(now),
+        )
+
+    @property
+    def remaining(self) -> int | None:
+        """Credits left; None when the team has no allowance."""
+        if self.allowance is None:
+            return None
+        return max(0, self.allowance - self.used)
+
+    def period(self) -> dict[str, str]:
+        return {
+            "billingPeriodStart": wire_time(self.start),
+            "billingPeriodEnd": wire_time(_next_month(self.start)),
+        }
+
+
+def _in_tokens(credits: int | None) -> int | None:
+    return None if credits is None else credits * TOKENS_PER_CREDIT
+
+
+def _periods(request: Request, used_key: str, per_credit: int) -> Response:
+    """The team's months, oldest first, each with its credits times
+    `per_credit` under `used_key`. Top-level `periods`, no `data` envelope:
+    the SDKs read Firecrawl's answer this way."""
+    months = Check.objects.credits_by_month(request.user.team, timezone.now())
+    return Response(
+        {
+            "success": True,
+            "periods": [
+                {
+                    "startDate": wire_time(start),
+                    "endDate": wire_time(_next_month(start)),
+                    used_key: used * per_credit,
+                }
+                for start, used in months.items()
+            ],
+        }
+    )
+
+
 class CreditUsageView(ApiView):
     @extend_schema(
         operation_id="getCreditUsage",
@@ -118,20 +247,14 @@ class CreditUsageView(ApiView):
         responses={200: CREDIT_USAGE} | error_responses(),
     )
     def get(self, request: Request) -> Response:
-        team = request.user.team
-        now = timezone.now()
-        used = Check.objects.credits_used(team, now)
-        allowance = team.credit_allowance
-        start = month_start(now)
+        usage = MonthUsage.of(request.user.team, timezone.now())
+        remaining = usage.remaining
         return ok(
             {
-                "remainingCredits": UNLIMITED
-                if allowance is None
-                else max(0, allowance - used),
-                "planCredits": allowance,
-                "creditsUsed": used,
-                "billingPeriodStart": wire_time(start),
-                "billingPeriodEnd": wire_time(_next_month(start)),
+                "remainingCredits": UNLIMITED if remaining is None else remaining,
+                "planCredits": usage.allowance,
+                "creditsUsed": usage.used,
+                **usage.period(),
             }
         )
 
@@ -144,22 +267,42 @@ class CreditUsageHistoricalView(ApiView):
         responses={200: CREDIT_USAGE_HISTORICAL} | error_responses(),
     )
     def get(self, request: Request) -> Response:
-        months = Check.objects.credits_by_month(request.user.team, timezone.now())
-        # Top-level `periods`, no `data` envelope: the SDKs read Firecrawl's
-        # answer this way.
-        return Response(
+        return _periods(request, "creditsUsed", 1)
+
+
+class TokenUsageView(ApiView):
+    @extend_schema(
+        operation_id="getTokenUsage",
+        summary="Tokens (credits, 15 to a credit) the team has left this month",
+        description=TOKENS_ARE_CREDITS,
+        parameters=RESPONSE_HEADERS,
+        responses={200: TOKEN_USAGE} | error_responses(),
+    )
+    def get(self, request: Request) -> Response:
+        usage = MonthUsage.of(request.user.team, timezone.now())
+        remaining = _in_tokens(usage.remaining)
+        return ok(
             {
-                "success": True,
-                "periods": [
-                    {
-                        "startDate": wire_time(start),
-                        "endDate": wire_time(_next_month(start)),
-                        "creditsUsed": used,
-                    }
-                    for start, used in months.items()
-                ],
+                # The same "plenty" figure as credits: clients format it as
+                # is, and 15 times it says nothing more.
+                "remainingTokens": UNLIMITED if remaining is None else remaining,
+                "planTokens": _in_tokens(usage.allowance),
+                "tokensUsed": usage.used * TOKENS_PER_CREDIT,
+                **usage.period(),
             }
         )
+
+
+class TokenUsageHistoricalView(ApiView):
+    @extend_schema(
+        operation_id="getTokenUsageHistorical",
+        summary="Tokens (credits, 15 to a credit) the team used, month by month",
+        description=TOKENS_ARE_CREDITS,
+        parameters=[BY_API_KEY, *RESPONSE_HEADERS],
+        responses={200: TOKEN_USAGE_HISTORICAL} | error_responses(),
+    )
+    def get(self, request: Request) -> Response:
+        return _periods(request, "tokensUsed", TOKENS_PER_CREDIT)
 
 
 class QueueStatusView(ApiView):

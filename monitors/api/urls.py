@@ -48,6 +48,8 @@ urlpatterns = [
     path("activity", api(activity.ActivityListView)),
     path("team/credit-usage", api(team.CreditUsageView)),
     path("team/credit-usage/historical", api(team.CreditUsageHistoricalView)),
+    path("team/token-usage", api(team.TokenUsageView)),
+    path("team/token-usage/historical", api(team.TokenUsageHistoricalView)),
     path("team/queue-status", api(team.QueueStatusView)),
     path("channels", api(channels.ChannelListView)),
     path(

@@ -26,10 +26,10 @@ from monitors.api.auth import ApiClient
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.representation import MonitorSerializer
-from monitors.api.serializers import MonitorUpdateSerializer, MonitorWriteSerializer
 from monitors.editing import create_monitor, update_monitor
 from monitors.models import Channel, EmailRecipient, Monitor, Target
 from monitors.moving.exporting import SECRET_HEADER
+from monitors.wire.monitor import MonitorUpdateSerializer, MonitorWriteSerializer
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 
 ERROR = inline_serializer(

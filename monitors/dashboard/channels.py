@@ -21,11 +21,11 @@ from checks.notify import channels as channel_events
 from checks.notify import kinds
 from checks.notify.kinds.slack import picker_channels
 from checks.notify.transports import DeliveryError, words_for_test_message
-from monitors.api.channels import ChannelInputSerializer, replaced_secrets
-from monitors.channel_editing import save_channel
+from monitors.channel_editing import replaced_secrets, save_channel
 from monitors.dashboard.base import Action, DashboardRequest, team_view
 from monitors.judging import judge_available
 from monitors.models import Channel, Team
+from monitors.wire.channel import ChannelInputSerializer
 from teams.activity import Actor, Kind, record
 from teams.models import Activity
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from django.db.models import Prefetch
 
-from monitors.api.serializers import target_representation
 from monitors.models import Monitor, Target, Team
 from monitors.time_words import wire_time
+from monitors.wire.monitor import target_representation
 
 FORMAT = "pagewatch-export"
 VERSION = 1

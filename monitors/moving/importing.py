@@ -19,12 +19,12 @@ from django.utils import timezone
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
 from monitors import moving
-from monitors.api.channels import ChannelInputSerializer
 from monitors.channel_editing import save_channel
 from monitors.editing import create_monitors
 from monitors.models import ApiKey, ImportRun, Monitor, MonitorChannel, Team
 from monitors.moving import plan, remote
 from monitors.moving.base import ImportRefused, Planned, Source
+from monitors.wire.channel import ChannelInputSerializer
 from teams.activity import SYSTEM, Actor, Kind, Via, record, record_created
 
 logger = logging.getLogger(__name__)

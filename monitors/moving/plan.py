@@ -13,12 +13,12 @@ from rest_framework.exceptions import ValidationError
 from checks.crawl.scope import canonical
 from checks.notify.kinds.apprise import NOT_OVER_HTTP, scheme_of, service_name
 from monitors import clock, rules
-from monitors.api.channels import ChannelInputSerializer
-from monitors.api.errors import flatten_errors
-from monitors.api.serializers import MonitorWriteSerializer
 from monitors.models import Channel, Target, Team
 from monitors.moving.base import Planned, schedule_for_seconds
 from monitors.rules_problems import unstorable_problem
+from monitors.wire.channel import ChannelInputSerializer
+from monitors.wire.errors import flatten_errors
+from monitors.wire.monitor import MonitorWriteSerializer
 
 _STATUS_KEYS = ("status",)
 

@@ -286,3 +286,35 @@ def test_someone_with_an_account_signs_in_from_the_link_and_joins(
     page.get_by_role("link", name="Activity", exact=True).click()
     page.get_by_text("Joined as an editor").wait_for()
     assert page.problems.csp_violations(page) == []
+
+
+def test_an_invitation_no_e_mail_carries_is_shown_as_a_warning_with_its_link(
+    browser_page, member, settings, screenshot
+):
+    """On a server that writes e-mail to its log, the owner must pass the
+    link on: the message said so in the green of "done"."""
+    settings.MAILERS = {
+        "default": {"BACKEND": "config.mail.EmailBackend", "OPTIONS": {}}
+    }
+    page = browser_page
+    sign_in(page)
+    page.get_by_role("link", name="Team").click()
+    page.get_by_label("E-mail address").fill("sam@example.com")
+    page.get_by_role("button", name="Send invitation").click()
+
+    said = page.locator(".messages .message", has_text="Give them this link yourself")
+    said.wait_for()
+    screenshot(page, "team-invitation-not-mailed")
+    assert "/invitations/" in said.inner_text()
+    colour = said.evaluate("(el) => getComputedStyle(el).backgroundColor")
+    warn = page.evaluate(
+        """() => {
+          const probe = document.createElement('div');
+          probe.className = 'callout warn';
+          document.body.append(probe);
+          const colour = getComputedStyle(probe).backgroundColor;
+          probe.remove();
+          return colour;
+        }"""
+    )
+    assert colour == warn

@@ -229,5 +229,8 @@ await step("clear_webhook_and_notification", () =>
   }),
 );
 await step("delete_second", () => sdk.deleteMonitor(needs(second?.id, "second monitor id")));
+await step("token_usage", () => sdk.getTokenUsage());
+await step("credit_usage_historical", () => sdk.getCreditUsageHistorical());
+await step("token_usage_historical", () => sdk.getTokenUsageHistorical(true));
 
 emit({ step: "done", ok: true, value: null });

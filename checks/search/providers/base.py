@@ -20,8 +20,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
-from checks.errors import plain, service_words
+from checks.errors import ErrorKind, plain, service_words
 from checks.fetch import FetchError, FetchResult, OutboundClient, Resolver
+from checks.fetch.errors import human_size
 
 # An answer larger than this is refused by the door.
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
@@ -149,6 +150,11 @@ class Provider:
                 follow_redirects=False,
             )
         except FetchError as exc:
+            if exc.kind == ErrorKind.TOO_LARGE:  # it was reached, and answered
+                raise SearchError(
+                    f"{self.label}'s answer was larger than "
+                    f"{human_size(MAX_ANSWER_BYTES)}, so it was not read."
+                ) from None
             raise SearchError(
                 f"{self.label} could not be reached: {exc.message.rstrip('.')}."
             ) from None
@@ -156,7 +162,7 @@ class Provider:
             raise SearchError(self.refused(answer))
         try:
             return json.loads(answer.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past what the parser reads
             raise SearchError(
                 f"{self.label} answered with something other than JSON."
             ) from None

@@ -109,7 +109,7 @@ class TargetField(serializers.Field):
 def nested(problems: list[Problem]) -> Any:
     """Problems in DRF's nested shape (keys and indexes as dicts, messages in
     lists, an object's own under non_field_errors), which the API's 400s
-    flatten back in the same order (monitors.api.errors.flatten_errors)."""
+    flatten back in the same order (monitors.wire.errors.flatten_errors)."""
     root: dict[Any, Any] = {}
     for problem in problems:
         place = root
