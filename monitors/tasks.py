@@ -46,9 +46,11 @@ def import_monitors_task(self: Task, run_id: str) -> None:
     logger.info("Import %s: %s monitors created", run_id, report.created)
 
 
-# Judging the largest source (5,000 watches) takes seconds, not minutes; a
-# preview past this is stuck, and ImportRun.PREVIEW_GIVEN_UP_AFTER is beyond it.
-PREVIEW_TIME_LIMIT = 300
+# Reading a service by its address stops itself after
+# remote.READ_BUDGET_SECONDS; judging the largest source (5,000 watches) then
+# takes seconds, not minutes. A preview past this is stuck, and
+# ImportRun.PREVIEW_GIVEN_UP_AFTER is beyond it.
+PREVIEW_TIME_LIMIT = 12 * 60
 
 
 @shared_task(
@@ -69,6 +71,7 @@ def preview_import_task(run_id: str) -> None:
     try:
         importing.build_preview(run)
     except Exception:
-        # Judging creates nothing: the run only has to say it stopped.
+        # Reading and judging create nothing (a service's key is already
+        # forgotten): the run only has to say it stopped.
         logger.exception("Preview of import %s stopped", run_id)
         run.fail_preview(importing.PREVIEW_FAILED, timezone.now())

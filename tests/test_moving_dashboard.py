@@ -158,24 +158,28 @@ def test_an_empty_team_is_offered_the_import(web):
     assert 'href="/import/">Import them</a>' in page
 
 
-def test_a_changedetection_address_and_key_are_previewed(web, team, site, settings):
+def test_a_changedetection_address_and_key_are_previewed(
+    web, team, site, settings, monkeypatch
+):
     from tests.test_moving_api import CD_KEY, _changedetection
 
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    monkeypatch.setattr(importing.current_app, "send_task", lambda *a, **k: None)
     _changedetection(site)
-    response = web.post(
-        "/import/",
-        {"source": "changedetection", "url": site.base_url, "api_key": CD_KEY},
-    )
-    assert response.status_code == 302
-    page = web.get(response["Location"]).content.decode()
+
+    def previewed(key: str) -> str:
+        response = web.post(
+            "/import/",
+            {"source": "changedetection", "url": site.base_url, "api_key": key},
+        )
+        assert response.status_code == 302
+        # The worker's part: the service is read by the preview task.
+        tasks.preview_import_task(response["Location"].split("/")[-2])
+        return html.unescape(web.get(response["Location"]).content.decode())
+
+    page = previewed(CD_KEY)
     assert "Shop: Pricing" in page and "Every 2 hours from 01:36, UTC" in page
-    wrong = web.post(
-        "/import/",
-        {"source": "changedetection", "url": site.base_url, "api_key": "nope"},
-    )
-    assert wrong.status_code == 400
-    assert "refused the key" in wrong.content.decode()
+    assert "refused the key" in previewed("nope")
 
 
 def test_a_refused_file_repeats_what_the_chosen_tool_needs(web, team):

@@ -42,10 +42,12 @@ from checks.notify import channels, drain, messages, sweep
 from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, ImportRun, Membership, Monitor, Target
-from monitors.moving import plan
+from monitors.moving import plan, remote
 from tests.sites import Request, Site
 from tests.smtp import MailServer
 from tests.test_crawl import build_site, nav
+from tests.test_moving_api import CD_KEY
+from tests.test_moving_remote_preview import _many_watches
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -846,6 +848,34 @@ def test_a_large_preview_is_made_on_a_real_worker_while_the_page_waits(
     page = client.get(response["Location"]).content.decode()
     assert "150 monitors will be created" in page
     assert not Monitor.objects.filter(team=team).exists()
+
+
+def test_a_service_is_read_for_its_preview_on_a_real_worker_then_its_key_forgotten(
+    client, worker, team, django_user_model, monkeypatch
+):
+    # Reading the service in this (the web) process would fail: only the
+    # worker may ask it anything.
+    monkeypatch.setattr(remote, "get", lambda *args, **kwargs: 1 / 0)
+    person = django_user_model.objects.create_user("pia", "pia@example.com", "x")
+    Membership.objects.create(team=team, user=person)
+    client.force_login(person)
+    with Site() as site:
+        _many_watches(site, 120)
+        body = {"source": "changedetection", "url": site.base_url, "api_key": CD_KEY}
+        response = client.post("/import/", body)
+        assert response.status_code == 302
+        run = ImportRun.objects.get(team=team)
+
+        def previewed() -> bool:
+            run.refresh_from_db()
+            return run.status == ImportRun.Status.PREVIEWED
+
+        wait_for(previewed, f"the preview of import {run.pk}", worker.log)
+        assert len(site.requests) == 2 + 2 * 120
+    assert (run.remote_url, run.remote_key) == ("", "")
+    page = client.get(response["Location"]).content.decode()
+    assert "120 monitors will be created" in page
+    assert CD_KEY not in page
 
 
 # --- a receiver that hangs, on the notifications worker ------------------------------

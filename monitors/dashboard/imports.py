@@ -3,8 +3,9 @@
 Import is two steps: the form reads the source into an ImportRun and shows
 its preview (what will be created, what will not and why, duplicates to
 choose), judged at once when small, else by a task whose progress the page
-polls; confirming imports exactly that preview, at once when small, else as
-a task whose progress the page polls."""
+polls (a service given by its address and key is always read by that task);
+confirming imports exactly that preview, at once when small, else as a task
+whose progress the page polls."""
 
 from __future__ import annotations
 
@@ -58,14 +59,15 @@ def import_start(request: DashboardRequest) -> HttpResponse:
         return render(request, TEMPLATE, context | {"form": form}, status=400)
     data = form.cleaned_data
     try:
-        if data["file"] is not None:
-            items = moving.read(
-                data["source"], data=data["file"].read(), filename=data["file"].name
+        if data["file"] is None:
+            # Read by the preview task: one or two requests per watch.
+            run = importing.start_remote_preview(
+                request.team, data["source"], data["url"], data["api_key"], request.user
             )
-        else:
-            items = moving.read(
-                data["source"], url=data["url"], api_key=data["api_key"]
-            )
+            return redirect("import-run", pk=run.pk)
+        items = moving.read(
+            data["source"], data=data["file"].read(), filename=data["file"].name
+        )
     except moving.ImportRefused as exc:
         context["refused"] = exc.message
         # The parser's words alone do not say how to fix it: repeat what the

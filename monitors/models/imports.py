@@ -54,6 +54,13 @@ class ImportRun(models.Model):
         related_name="+",
     )
     source = models.CharField(max_length=32)
+    # A service read by its address rather than a file: its address and API
+    # key, for the preview task that reads it. The key is kept only until
+    # that task has used it (cleared when reading ends, succeeded or failed)
+    # and is never shown; Pagewatch has no encryption at rest, so it is not
+    # kept a moment longer than reading takes.
+    remote_url = models.CharField(max_length=2048, blank=True)
+    remote_key = models.CharField(max_length=512, blank=True)
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.PREVIEWED
     )
@@ -73,7 +80,7 @@ class ImportRun(models.Model):
     # A preview still being made this long after the upload will not be: the
     # preview task's time limit is well below it, so its worker died or its
     # message was lost. The page says so rather than polling for ever.
-    PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=10)
+    PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=15)
 
     class Meta:
         ordering = ["-created_at"]
@@ -91,6 +98,12 @@ class ImportRun(models.Model):
             self.Status.FAILED,
             self.Status.PREVIEW_FAILED,
         )
+
+    @property
+    def is_reading(self) -> bool:
+        """Whether its preview is still reading the service it comes from
+        (the address is forgotten with the key once reading ends)."""
+        return self.status == self.Status.PREPARING and bool(self.remote_url)
 
     @property
     def percent(self) -> int:
@@ -122,17 +135,49 @@ class ImportRun(models.Model):
         return True
 
     def fail_preview(self, message: str, now: datetime) -> bool:
-        """preparing → preview failed, with words for the page."""
+        """preparing → preview failed, with words for the page; a service's
+        key is forgotten with it."""
         failed = ImportRun.objects.filter(
             pk=self.pk, status=self.Status.PREPARING
-        ).update(status=self.Status.PREVIEW_FAILED, error=message, finished_at=now)
+        ).update(
+            status=self.Status.PREVIEW_FAILED,
+            error=message,
+            finished_at=now,
+            remote_url="",
+            remote_key="",
+        )
         if failed:
             self.status, self.error, self.finished_at = (
                 self.Status.PREVIEW_FAILED,
                 message,
                 now,
             )
+            self.remote_url = self.remote_key = ""
         return bool(failed)
+
+    def record_reading(self, done: int, total: int) -> None:
+        """How many of the service's watches its preview has read so far."""
+        ImportRun.objects.filter(pk=self.pk).update(done=done, total=total)
+        self.done, self.total = done, total
+
+    def finish_reading(self, items: list[dict[str, Any]]) -> bool:
+        """The service's watches read, not judged yet: kept in place of its
+        address and key, unless the run was given up meanwhile."""
+        kept = ImportRun.objects.filter(pk=self.pk, status=self.Status.PREPARING)
+        if not kept.update(
+            items=items, total=len(items), done=0, remote_url="", remote_key=""
+        ):
+            return False
+        self.items, self.total, self.done = items, len(items), 0
+        self.remote_url = self.remote_key = ""
+        return True
+
+    def forget_remote_key(self) -> None:
+        """Reading has ended, however it ended: the key goes, whatever the
+        run's status (a run given up while it was read included)."""
+        kept = ImportRun.objects.filter(pk=self.pk)
+        kept.exclude(remote_key="", remote_url="").update(remote_url="", remote_key="")
+        self.remote_url = self.remote_key = ""
 
     def give_up_preview_if_stale(self, now: datetime) -> bool:
         """A preview no worker made in time is ended, so its page stops

@@ -23,6 +23,7 @@ from monitors.moving.base import (
     max_bytes,
     recognise,
 )
+from monitors.moving.remote import Progress
 
 __all__ = [
     "ImportRefused",
@@ -31,6 +32,7 @@ __all__ = [
     "max_bytes",
     "guess_source",
     "read",
+    "read_remote",
     "recognise",
     "sources",
 ]
@@ -89,4 +91,12 @@ def read(
                 f"“{Source.registry[other].label}”: choose that instead.",
                 refused.status,
             ) from None
-    return capped(reader.read_remote(url, api_key))
+    return read_remote(name, url, api_key)
+
+
+def read_remote(
+    name: str, url: str, api_key: str, progress: Progress | None = None
+) -> list[Planned]:
+    """The planned items of a service read by its address and API key, one
+    or two requests per watch (the dashboard does it in its preview task)."""
+    return capped(source(name).read_remote(url, api_key, progress))

@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -438,5 +439,12 @@ class Source:
     def read_file(self, data: bytes, filename: str = "") -> list[Planned]:
         raise ImportRefused(f"{self.label} is imported from its address, not a file.")
 
-    def read_remote(self, url: str, api_key: str) -> list[Planned]:
+    def read_remote(
+        self,
+        url: str,
+        api_key: str,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[Planned]:
+        """The watches of a service read by its address and key; `progress`
+        is told now and then how many of how many (0: not known) are read."""
         raise ImportRefused(f"{self.label} is imported from a file, not an address.")

@@ -518,11 +518,20 @@ class Changedetection(Source):
                 return _from_url_list(archive.read(listed))
         return ChangedetectionBackup.of_zip(archive).planned()
 
-    def read_remote(self, url: str, api_key: str) -> list[Planned]:
+    def read_remote(
+        self, url: str, api_key: str, progress: remote.Progress | None = None
+    ) -> list[Planned]:
         base = remote.base_url(url)
         headers = {"x-api-key": api_key, "Accept": "application/json"}
         service = "changedetection.io"
-        listed = remote.get_json(f"{base}/api/v1/watch", headers, service)
+        reading = remote.Reading(service, progress)
+        try:
+            listed = remote.get_json(f"{base}/api/v1/watch", headers, service)
+        except remote.NotFound:
+            raise ImportRefused(
+                f"There is no changedetection.io API at {base[:200]} (it answered "
+                "HTTP 404 for its list of watches): check the address."
+            ) from None
         if not isinstance(listed, dict):
             raise ImportRefused("changedetection.io's watch list is not an object.")
         try:
@@ -531,9 +540,24 @@ class Changedetection(Source):
             tags = {}  # releases before tags had no such endpoint
         settings = {"application": {"tags": tags if isinstance(tags, dict) else {}}}
         items = []
-        for uuid in list(listed)[: MAX_ITEMS + 1]:
+        uuids = list(listed)[: MAX_ITEMS + 1]
+        for done, uuid in enumerate(uuids):
+            reading.at(done, len(uuids))
             path = f"{base}/api/v1/watch/{quote(str(uuid), safe='')}"
-            watch = remote.get_json(path, headers, service)
+            try:
+                watch = remote.get_json(path, headers, service)
+            except remote.NotFound:
+                # Removed there between the list and now: only it is missed.
+                items.append(
+                    not_imported(
+                        str(uuid),
+                        "",
+                        [],
+                        "It was removed from changedetection.io while it was "
+                        "being read.",
+                    )
+                )
+                continue
             if not isinstance(watch, dict):
                 items.append(not_imported(str(uuid), "", [], "Not a watch."))
                 continue

@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
+from monitors import moving
 from monitors.channel_editing import save_channel
 from monitors.editing import create_monitors
 from monitors.models import ApiKey, ImportRun, Monitor, MonitorChannel, Team
-from monitors.moving import plan
-from monitors.moving.base import Planned, Source
+from monitors.moving import plan, remote
+from monitors.moving.base import ImportRefused, Planned, Source
 from monitors.wire.channel import ChannelInputSerializer
 from teams.activity import SYSTEM, Actor, Kind, Via, record, record_created
 
@@ -312,15 +313,55 @@ def start_preview(
     return run
 
 
+def start_remote_preview(
+    team: Team, source: str, url: str, api_key: str, user: Any = None
+) -> ImportRun:
+    """Keep the address and key of the service to read, and who asked, and
+    queue the task that reads it (after commit): reading a service is a
+    request or two per watch, minutes for thousands, so the request that
+    asked never does it. An address that cannot be one is refused here
+    (ImportRefused); the address policy applies when the task connects."""
+    run = ImportRun.objects.create(
+        team=team,
+        created_by=user if getattr(user, "pk", None) else None,
+        source=source,
+        status=ImportRun.Status.PREPARING,
+        remote_url=remote.base_url(url),
+        remote_key=api_key,
+    )
+    transaction.on_commit(lambda: _queue_preview(run))
+    return run
+
+
 def build_preview(run: ImportRun) -> None:
     """Judge a preparing run's items for its team, as a preview made in the
-    request would have, recording how many are judged as it goes."""
+    request would have, recording how many are judged as it goes; a run
+    that comes from a service's address reads it first."""
+    if run.remote_url and not read_remote(run, timezone.now()):
+        return
     items = plan.prepare(
         run.team,
         [Planned.from_state(s) for s in run.items],
         progress=run.record_progress,
     )
     run.show_preview([item.to_state() for item in items])
+
+
+def read_remote(run: ImportRun, now: datetime) -> bool:
+    """Read the run's service into its items, counting the watches read as
+    it goes; the key is forgotten as soon as reading ends, however it ends.
+    False when the preview ended instead: the service's refusal, in its
+    words, is the run's error."""
+    try:
+        items = moving.read_remote(
+            run.source, run.remote_url, run.remote_key, progress=run.record_reading
+        )
+    except ImportRefused as refused:
+        run.fail_preview(f"{refused.message} Nothing was imported.", now)
+        return False
+    finally:
+        run.forget_remote_key()
+    return run.finish_reading([item.to_state() for item in items])
 
 
 def _queue_preview(run: ImportRun) -> None:

@@ -103,12 +103,16 @@ class MonitorApi(Source):
             for i, m in enumerate(monitors[: MAX_ITEMS + 1], start=1)
         ]
 
-    def read_remote(self, url: str, api_key: str) -> list[Planned]:
+    def read_remote(
+        self, url: str, api_key: str, progress: remote.Progress | None = None
+    ) -> list[Planned]:
         base = remote.base_url(url)
         base = base[: -len("/v2")] if base.endswith("/v2") else base
         headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
+        reading = remote.Reading("The monitor API", progress)
         monitors: list[Any] = []
         while len(monitors) <= MAX_ITEMS:
+            reading.at(len(monitors))
             page = remote.get_json(
                 f"{base}/v2/monitor?limit={PAGE}&offset={len(monitors)}",
                 headers,
