@@ -102,6 +102,36 @@ def test_an_unknown_apprise_scheme_is_named_in_the_form(web):
     assert not Channel.objects.exists()
 
 
+def test_a_discord_address_pasted_in_the_form_is_saved_and_never_shown(web, team):
+    url = "https://discord.com/api/webhooks/417429632418316298/tokenABCsecret"
+    response = web.post(
+        "/channels/new/",
+        {"kind": "apprise", "name": "Discord", "setting_url": url,
+         "events": ["meaningful"]},
+    )  # fmt: skip
+
+    assert response.status_code == 302
+    channel = Channel.objects.get(team=team)
+    assert channel.settings == {"url": url}
+    for page in (web.get("/channels/"), web.get(f"/channels/{channel.pk}/")):
+        assert "tokenABCsecret" not in page.content.decode()
+
+
+def test_an_old_teams_webhook_address_in_the_form_says_to_use_workflows(web):
+    url = "https://acme.webhook.office.com/webhookb2/abc@def/IncomingWebhook/1/2"
+    response = web.post(
+        "/channels/new/",
+        {"kind": "apprise", "name": "Teams", "setting_url": url, "events": []},
+    )
+
+    assert response.status_code == 400
+    page = html.unescape(response.content.decode())
+    assert "isn't one Apprise recognises" in page
+    assert "For Microsoft Teams, make a Workflows webhook" in page
+    assert "URL scheme" not in page
+    assert not Channel.objects.exists()
+
+
 def test_slack_without_a_token_says_which_setting_turns_it_on(web, settings):
     settings.SLACK_BOT_TOKEN = ""
     page = web.get("/channels/new/?kind=slack").content.decode()
