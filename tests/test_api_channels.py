@@ -227,6 +227,50 @@ def test_a_pasted_webhook_address_at_a_forbidden_address_is_refused(
     assert not Channel.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/x",
+        "https://mattermost.example.com/hooks/abc123",
+        "https://hooks.slack.com.evil.example/services/T0/B0/x",
+        "http://hooks.slack.com/services/T0/B0/x",
+    ],
+)
+def test_a_slack_incoming_webhook_must_be_slacks_own_address(api, url):
+    response = api.post(
+        "/v2/channels",
+        {"name": "Chat", "kind": "slack_webhook", "settings": {"url": url}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["details"][0]["path"] == ["settings", "url"]
+    assert "https://hooks.slack.com/services/" in body["error"]
+    assert "Chat and push (Apprise)" in body["error"] and "Webhook" in body["error"]
+    assert not Channel.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.slack.com/services/T0/B0/x",
+        "https://HOOKS.SLACK.COM/services/T0/B0/x",
+        "https://hooks.slack-gov.com/services/T0/B0/x",
+    ],
+)
+def test_a_slack_incoming_webhook_at_slacks_address_is_saved(api, url):
+    data(
+        api.post(
+            "/v2/channels",
+            {"name": "Chat", "kind": "slack_webhook", "settings": {"url": url}},
+            format="json",
+        )
+    )
+
+    assert Channel.objects.get().settings == {"url": url}
+
+
 def test_an_unknown_apprise_scheme_is_a_400_naming_it(api):
     response = api.post(
         "/v2/channels",

@@ -755,3 +755,17 @@ def test_the_slack_picker_asks_again_when_the_bot_token_changes(
     # Another token is another workspace (here refused: no list to offer).
     assert listings(site) == 2
     assert "#alerts" not in form
+
+
+def test_a_slack_webhook_form_with_another_tools_address_points_to_apprise(web):
+    response = web.post(
+        "/channels/new/",
+        {"kind": "slack_webhook", "name": "Chat", "events": ["meaningful"],
+         "setting_url": "https://chat.acme.example/hooks/abc123"},
+    )  # fmt: skip
+
+    assert response.status_code == 400
+    page = html.unescape(response.content.decode())
+    assert "This is not a Slack incoming-webhook address" in page
+    assert "make a “Chat and push (Apprise)” channel" in page
+    assert not Channel.objects.exists()
