@@ -17,7 +17,7 @@ import pytest
 from checks.models import Check, Delivery
 from checks.notify import channels as channel_events
 from checks.notify import drain, kinds
-from checks.notify.kinds import ChannelKind, DeliveryError, Sent, apprise
+from checks.notify.kinds import ChannelKind, DeliveryError, Sent, apprise, outbound
 from checks.notify.kinds.outbound import Outbound
 from monitors.models import Channel, Monitor, MonitorChannel, Team
 from tests.notifying import judged, make_monitor
@@ -394,6 +394,31 @@ def test_in_one_drain_another_apprise_sends_refusal_is_not_this_sends_failure(
     assert isinstance(failed, DeliveryError) and not failed.permanent
     assert failed.message.startswith("Apprise could not send:")
     assert len(site.requests_to("/json")) == 1
+
+
+def test_a_pasted_discord_address_is_sent_through_the_address_policy(
+    settings, monkeypatch
+):
+    # Apprise reads the address Discord shows as its own discord:// URL and
+    # sends to discord.com: through the proxy, which looks the host up and
+    # refuses it here, as it does a host that resolves to the metadata service.
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True  # metadata addresses stay shut
+    looked_up: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        looked_up.append(host)
+        return ["169.254.169.254"]
+
+    monkeypatch.setattr(outbound, "system_resolver", resolver)
+    url = "https://discord.com/api/webhooks/417429632418316298/tokenabcdefghijklmnop"
+
+    with pytest.raises(DeliveryError) as raised:
+        apprise.send_url(url, "Pricing page", "The price went up.")
+
+    assert looked_up and set(looked_up) == {"discord.com"}
+    assert raised.value.permanent
+    assert raised.value.message.startswith("Refused:")
+    assert "169.254.169.254" in raised.value.message
 
 
 def test_an_unknown_apprise_scheme_is_refused_by_name():
