@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
+from checks.models import PageResult
 from checks.notify import digests
 from monitors.channel_editing import save_channel
-from checks.models import PageResult
 from monitors.models import Channel, MonitorChannel
 from tests.notifying import judged, make_monitor
 
@@ -90,7 +90,7 @@ def told_pages(made) -> list[str]:
     ]
 
 
-def test_a_change_written_just_before_the_digest_time_is_told_once_though_it_commits_after(
+def test_a_change_stamped_before_the_digest_time_but_committed_after_is_told_once(
     team, daily, scenario
 ):
     # A change is stamped when its row is written, and seen by others when its
