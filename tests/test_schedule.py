@@ -364,6 +364,21 @@ def test_minimum_interval_comes_from_settings(settings) -> None:
     assert normalize(text="every 15 minutes").cron == "*/15 * * * *"
 
 
+@pytest.mark.parametrize(
+    "now", [utc(2026, 10, 10), utc(2026, 10, 20), utc(2026, 10, 24, 23)]
+)
+def test_every_2_hours_in_berlin_meets_a_2_hour_minimum_whenever_it_is_submitted(
+    settings, now: datetime
+) -> None:
+    # The clock going back on 25 October runs 02:00 twice, an hour apart:
+    # measured on Berlin's clock, the schedule was refused in the 8 days before.
+    settings.MIN_SCHEDULE_INTERVAL_MINUTES = 120
+
+    schedule = normalize(text="every 2 hours", timezone="Europe/Berlin", now=now)
+
+    assert schedule.cron == "0 */2 * * *"
+
+
 def test_minimum_of_one_minute_reads_naturally(settings) -> None:
     settings.MIN_SCHEDULE_INTERVAL_MINUTES = 1
 
