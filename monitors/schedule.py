@@ -723,8 +723,12 @@ def _in_real_time(cron: str, zone: tzinfo, after: datetime) -> Iterator[datetime
     # is still ahead: start the walk at the start of the repeat.
     repeat = _offset(local) - _offset(local.replace(fold=1))
     start = local.replace(tzinfo=None) - max(repeat, timedelta(0))
+    return _on_the_real_clock(CronSim(cron, start), zone)
+
+
+def _on_the_real_clock(walls: Iterator[datetime], zone: tzinfo) -> Iterator[datetime]:
     pending: list[datetime] = []
-    for wall in CronSim(cron, start):
+    for wall in walls:
         first = wall.replace(tzinfo=zone, fold=0)
         if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != wall:
             continue  # skipped by the clock
