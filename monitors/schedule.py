@@ -219,9 +219,7 @@ def _check_length(value: str, label: str) -> None:
 def _check_cron(schedule: Schedule, now: datetime) -> None:
     if len(schedule.cron.split()) != 5:
         raise ScheduleError.breaking(rules.CRON_FIELD_COUNT)
-    _check_runs(
-        schedule.cron, schedule.timezone, _to_minute(now), min_interval_minutes()
-    )
+    _check_runs(schedule.cron, _to_minute(now), min_interval_minutes())
 
 
 def _to_minute(moment: datetime) -> datetime:
@@ -234,8 +232,13 @@ def _to_minute(moment: datetime) -> datetime:
 # costs; an import of a thousand watches, or a script creating monitors,
 # repeats a handful of schedules within the same minute.
 @lru_cache(maxsize=256)
-def _check_runs(cron: str, zone: str, minute: datetime, minimum: int) -> None:
-    schedule = Schedule(cron, zone)
+def _check_runs(cron: str, minute: datetime, minimum: int) -> None:
+    # Walked on UTC's clock, as shortest_interval_minutes is: on a zone's, a
+    # daylight-saving change in the window shortens a gap (Berlin's 02:00
+    # twice, an hour apart), so "every 2 hours" was refused only when
+    # submitted in the 8 days before one. Whether and how soon it first runs
+    # does not depend on the zone beyond a day.
+    schedule = Schedule(cron, DEFAULT_TIMEZONE)
     try:
         runs = _runs(schedule, minute)
         first = next(runs, None)
@@ -252,12 +255,7 @@ def _check_runs(cron: str, zone: str, minute: datetime, minimum: int) -> None:
             cron=schedule.cron,
             years=str(FIRST_RUN_HORIZON_YEARS),
         )
-    # Measured on UTC's clock, as shortest_interval_minutes is: on the zone's,
-    # a daylight-saving change in the window shortens a gap (Berlin's 02:00
-    # twice, an hour apart), and "every 2 hours" was refused only when
-    # submitted in the 8 days before one.
-    in_utc = _runs(Schedule(cron, DEFAULT_TIMEZONE), minute)
-    _check_min_interval(next(in_utc), in_utc)
+    _check_min_interval(first, runs)
 
 
 def _cronsim_reason(exc: CronSimError, cron: str) -> str:
