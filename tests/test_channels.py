@@ -609,8 +609,9 @@ def test_a_daily_digest_lists_the_days_meaningful_changes_at_its_local_time(
     assert message["type"] == "channel.digest"
     [entry] = message["monitors"]
     assert [p["url"] for p in entry["pages"]] == ["https://example.com/pricing"]
-    # Its moments in the API's one format (UTC, milliseconds, "Z").
-    assert message["until"] == "2026-03-02T08:00:30.000Z"
+    # Its moments in the API's one format (UTC, milliseconds, "Z"); it tells
+    # of the changes up to its own time, 09:00 in Berlin.
+    assert message["until"] == "2026-03-02T08:00:00.000Z"
     assert message["since"].endswith(".000Z")
     assert entry["pages"][0]["at"] == "2026-03-02T06:00:00.000Z"
     channel.refresh_from_db()
