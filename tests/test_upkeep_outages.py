@@ -283,3 +283,23 @@ def test_healthz_names_the_database_with_a_503_and_one_line_while_it_is_away(
     [line] = [r for r in caplog.records if r.name == "checks.health"]
     assert all(r.exc_info is None for r in caplog.records)
     assert client.get("/healthz").json()["parts"]["database"] == "ok"
+
+
+def test_metrics_say_503_in_one_line_while_the_database_is_away(
+    client, settings, redis_server, caplog
+):
+    settings.REDIS_LOCATION = redis_server
+    settings.METRICS_TOKEN = "t" * 40
+    auth = {"Authorization": "Bearer " + "t" * 40}
+
+    with database_away():
+        response = client.get("/metrics", headers=auth)
+
+    assert response.status_code == 503
+    assert response["Retry-After"]
+    assert "database" in response.content.decode()
+    # Django's own "Service Unavailable: /metrics" stands beside it, plain.
+    assert all(r.exc_info is None for r in caplog.records)
+    [line] = [r for r in caplog.records if r.name == "config.views"]
+    assert "\n" not in line.getMessage()
+    assert client.get("/metrics", headers=auth).status_code == 200
