@@ -22,7 +22,7 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from checks import runner
+from checks import dispatch, runner
 from checks.models import Check, CheckBatch, Delivery, Heartbeat
 from checks.notify import outbox
 from checks.notify.tasks import queue_digests_task, sweep_deliveries_task
@@ -303,3 +303,12 @@ def test_metrics_say_503_in_one_line_while_the_database_is_away(
     [line] = [r for r in caplog.records if r.name == "config.views"]
     assert "\n" not in line.getMessage()
     assert client.get("/metrics", headers=auth).status_code == 200
+
+
+def test_a_follow_up_tick_the_broker_cannot_take_is_one_line(caplog, monkeypatch):
+    monkeypatch.setattr(dispatch, "_dispatch", lambda now: (1, True))
+    monkeypatch.setattr(dispatch, "current_app", SimpleNamespace(send_task=broker_away))
+
+    assert dispatch.dispatch_tick(timezone.now(), may_follow_up=True) == 1
+
+    one_plain_line(caplog, "Could not queue a follow-up dispatch tick: Error 111")
