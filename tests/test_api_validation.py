@@ -1141,6 +1141,61 @@ def test_a_plain_format_object_with_options_is_refused(api):
     assert_create_rejected(api, payload, "targets[0].scrapeOptions.formats[0]")
 
 
+# Firecrawl's json, changeTracking, summary and attributes format objects are
+# strict: a key beside the ones it defines is a 400, not quietly kept.
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        {"type": "json", "schema": {"type": "object"}, "foo": 1},
+        {"type": "json", "prompt": "prices", "foo": 1},
+        {"type": "changeTracking", "modes": ["git-diff"], "foo": 1},
+        {"type": "changeTracking", "modes": ["json"],
+         "schema": {"type": "object"}, "foo": 1},
+        {"type": "attributes",
+         "selectors": [{"selector": "a", "attribute": "href"}], "foo": 1},
+    ],
+)  # fmt: skip
+def test_a_format_object_with_a_key_firecrawl_does_not_define_is_refused_by_name(
+    api, fmt
+):
+    payload = body(targets=[scrape_with(scrapeOptions={"formats": ["markdown", fmt]})])
+    result = assert_create_rejected(api, payload, "formats[1].foo")
+    assert result["error"] == "targets[0].scrapeOptions.formats[1].foo: Unknown field."
+
+
+def test_a_summary_format_object_takes_no_options(api):
+    fmt = {"type": "summary", "prompt": "In French"}
+    payload = body(targets=[scrape_with(scrapeOptions={"formats": [fmt]})])
+    result = assert_create_rejected(api, payload, "formats[0]")
+    assert "The summary format takes no options (prompt)" in result["error"]
+
+
+def test_every_key_firecrawl_defines_on_an_extraction_format_is_accepted(api):
+    formats = [
+        "markdown",
+        # As firecrawl-py (4.55) sends a typed JsonFormat: every field, unset
+        # ones as null.
+        {"type": "json", "prompt": "Prices", "schema": {"type": "object"},
+         "checkPromptInjection": None},
+        {"type": "changeTracking", "modes": ["json", "git-diff"],
+         "schema": {"type": "object"}, "prompt": "Prices", "tag": "main"},
+    ]  # fmt: skip
+    data = assert_created(
+        api, body(targets=[scrape_with(scrapeOptions={"formats": formats})])
+    )
+    assert Target.objects.get(monitor_id=data["id"]).scrape_options == {
+        "formats": formats
+    }
+
+
+def test_check_prompt_injection_on_a_json_format_must_be_true_or_false(api):
+    fmt = {"type": "json", "prompt": "Prices", "checkPromptInjection": "yes"}
+    payload = body(targets=[scrape_with(scrapeOptions={"formats": [fmt]})])
+    assert_create_rejected(
+        api, payload, "targets[0].scrapeOptions.formats[0].checkPromptInjection"
+    )
+
+
 # PostgreSQL keeps JSON as jsonb, which cannot hold U+0000 ("\u0000 cannot be
 # converted to text"): typed fields refuse it, but kept-as-given option values
 # and map keys reached the database and the request ended in a 500.
