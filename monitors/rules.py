@@ -233,8 +233,19 @@ def goal_rule_error(
     return None
 
 
+def ascii_domain(domain: str) -> str:
+    """A host name written in letters (bücher.de) in its ASCII form
+    (xn--bcher-kva.de): the one form domain rules are kept and compared in,
+    as a search result's host is (checks.search.canonical.host_of). A name
+    IDNA cannot read is kept as given, for domain_error to refuse."""
+    try:
+        return domain.encode("idna").decode("ascii")
+    except UnicodeError:
+        return domain
+
+
 def domain_error(domain: str) -> str | None:
-    if not _DOMAIN.match(domain):
+    if not _DOMAIN.match(ascii_domain(domain)):
         return (
             f"'{domain}' is not a hostname (give e.g. example.com, no scheme or path)."
         )

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from checks.search.canonical import host_of, in_domains
+from checks.targets.options import snake_case
 from monitors import rules
 from monitors.models import Monitor, Target
 
@@ -305,6 +307,23 @@ def test_fifty_domains_are_stored_lower_cased(api, field):
         api, body(targets=[search_target(**{field: domains})], goal="g")
     )
     assert data["targets"][0][field] == [d.lower() for d in domains]
+
+
+@pytest.mark.parametrize("field", ["includeDomains", "excludeDomains"])
+def test_a_domain_written_in_letters_is_stored_in_the_ascii_form_results_are_matched_in(
+    api, field
+):
+    domains = ["Bücher.de", "xn--bcher-kva.de", "müller.example.com"]
+    data = assert_created(
+        api, body(targets=[search_target(**{field: domains})], goal="g")
+    )
+    ascii_names = ["xn--bcher-kva.de", "xn--mller-kva.example.com"]
+    assert data["targets"][0][field] == ascii_names
+    stored = getattr(Target.objects.get(monitor_id=data["id"]), snake_case(field))
+    assert stored == ascii_names
+    # A result's address in either form is then one of them.
+    for url in ("https://www.bücher.de/a", "https://xn--bcher-kva.de/b"):
+        assert in_domains(host_of(url), stored)
 
 
 @pytest.mark.parametrize("field", ["includeDomains", "excludeDomains"])

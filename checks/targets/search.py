@@ -68,7 +68,7 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         errors = {i: [e] for i, d in enumerate(cleaned) if (e := rules.domain_error(d))}
         if errors:
             raise ValidationError(errors)
-        return list(dict.fromkeys(cleaned))
+        return list(dict.fromkeys(rules.ascii_domain(d) for d in cleaned))
 
     def validate_queries(self, value: list[str]) -> list[str]:
         # Every query is a search on every check, billed by its results: the
