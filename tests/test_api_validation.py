@@ -273,6 +273,26 @@ def test_query_of_257_characters_is_rejected(api):
     )
 
 
+# A control character is no part of what anyone searches for, and a
+# bidirectional override makes a query read on screen other than what is sent.
+@pytest.mark.parametrize(
+    ("character", "code"),
+    [("\u202e", "U+202E"), ("\u2066", "U+2066"), ("\x01", "U+0001"),
+     ("\x1b", "U+001B"), ("\x7f", "U+007F"), ("\x85", "U+0085")],
+)  # fmt: skip
+def test_a_query_with_a_control_or_direction_character_is_refused_saying_where(
+    api, character, code
+):
+    target = search_target(queries=["acme", f"acme{character}launch"])
+    result = assert_create_rejected(
+        api, body(targets=[target], goal="g"), "targets[0].queries[1]"
+    )
+    assert result["error"] == (
+        f"targets[0].queries[1]: Character 5 of this search is an invisible "
+        f"control character ({code}): remove it."
+    )
+
+
 @pytest.mark.parametrize("max_results", [1, 50])
 def test_max_results_at_its_bounds_is_stored(api, max_results):
     target = search_target(maxResults=max_results)

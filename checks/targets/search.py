@@ -71,6 +71,9 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         return list(dict.fromkeys(rules.ascii_domain(d) for d in cleaned))
 
     def validate_queries(self, value: list[str]) -> list[str]:
+        errors = {i: [e] for i, q in enumerate(value) if (e := rules.query_error(q))}
+        if errors:
+            raise ValidationError(errors)
         # Every query is a search on every check, billed by its results: the
         # same one twice costs twice and finds nothing more.
         return list(dict.fromkeys(value))
