@@ -22,7 +22,7 @@ from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.parsers import JsonParser
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
-from monitors.models import ImportRun
+from monitors.models import ImportRun, Membership
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_document
 from teams.activity import Actor
@@ -275,8 +275,9 @@ class ExportView(ApiView):
         description=(
             "Pagewatch extension: every monitor of the team as one document "
             '(format "pagewatch-export"), each in the create shape plus its '
-            "status. Credentials in headers (and, for a read-only key, the "
-            "webhooks) are left out and listed under `redacted`. POST it back "
+            "status. Credentials in headers (and, for a read-only key or one "
+            "whose maker is now a viewer, the webhooks) are left out and "
+            "listed under `redacted`. POST it back "
             "to /v2/import with source `pagewatch`."
         ),
         parameters=RESPONSE_HEADERS,
@@ -286,5 +287,9 @@ class ExportView(ApiView):
     def get(self, request: Request) -> Response:
         client = request.user
         return ok(
-            export_document(client.team, timezone.now(), webhooks=client.key.can_write)
+            export_document(
+                client.team,
+                timezone.now(),
+                webhooks=client.can(Membership.Action.EDIT),
+            )
         )

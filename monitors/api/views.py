@@ -27,7 +27,7 @@ from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.representation import MonitorSerializer
 from monitors.editing import create_monitor, update_monitor
-from monitors.models import Channel, EmailRecipient, Monitor, Target
+from monitors.models import Channel, EmailRecipient, Membership, Monitor, Target
 from monitors.moving.exporting import SECRET_HEADER
 from monitors.wire.monitor import MonitorUpdateSerializer, MonitorWriteSerializer
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
@@ -178,9 +178,10 @@ def readable_by(request: Request, monitor: dict[str, Any]) -> dict[str, Any]:
     back masked, and so does what may be secret in the webhook's address
     (mask_url). It cannot send the answer back, so nothing is lost; a write
     key could point the webhook or a page at its own server anyway and gets
-    them whole."""
+    them whole — while its maker may still edit (ApiClient.can): a viewer's
+    key reads as a viewer does."""
     client = request.user
-    if not isinstance(client, ApiClient) or client.key.can_write:
+    if not isinstance(client, ApiClient) or client.can(Membership.Action.EDIT):
         return monitor
     shown = dict(monitor)
     if isinstance(shown.get("webhook"), dict):
