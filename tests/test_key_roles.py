@@ -187,3 +187,35 @@ def test_a_key_whose_maker_is_no_longer_in_the_team_is_refused(team, vic):
     Membership.objects.filter(team=team, user=vic).delete()
 
     assert client_for(raw).get("/v2/monitor").status_code == 401
+
+
+CHANNEL_HOOK = "https://hooks.example.com/api/webhooks/987654/TeamTok3n"
+
+
+@pytest.mark.parametrize("role", [EDITOR, VIEWER])
+def test_a_webhook_channels_address_is_whole_only_for_a_key_that_may_change_it(
+    team, vic, role
+):
+    """As a monitor's webhook, and as the dashboard shows a channel to a
+    viewer: the host and the plain words of the path, not its tokens."""
+    from monitors.models import Channel
+
+    channel = Channel.objects.create(
+        team=team, name="Ops", kind="webhook", settings={"url": CHANNEL_HOOK}
+    )
+    _, writes = ApiKey.issue(team, name="vic's CI", created_by=vic)
+    _, reads = ApiKey.issue(team, name="vic's reports", created_by=vic,
+                            scope=ApiKey.Scope.READ)  # fmt: skip
+    set_role(vic, team, role)
+
+    def urls(raw: str) -> list[str]:
+        api = client_for(raw)
+        listed = api.get("/v2/channels").json()["data"]
+        one = api.get(f"/v2/channels/{channel.pk}").json()["data"]
+        return [entry["settings"]["url"] for entry in [*listed, one]]
+
+    for url in urls(reads) + ([] if role == EDITOR else urls(writes)):
+        assert url.startswith("https://hooks.example.com/")
+        assert "987654" not in url and "TeamTok3n" not in url
+    if role == EDITOR:
+        assert urls(writes) == [CHANNEL_HOOK, CHANNEL_HOOK]

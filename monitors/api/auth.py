@@ -90,6 +90,15 @@ READ_ONLY_KEY = (
 )
 
 
+def sees_hooks_whole(request: Request) -> bool:
+    """Whether the caller gets webhooks' addresses and credential-like header
+    values whole: only a key that may change them (the dashboard shows them
+    whole only in the forms of those who may). A read key, or one whose maker
+    is now a viewer, reads them in shape only, as a viewer does."""
+    client = request.user
+    return not isinstance(client, ApiClient) or client.can(Membership.Action.EDIT)
+
+
 def role_refusal(membership: Membership) -> str:
     return (
         f"The person who made this API key is now {membership.role_words} in "

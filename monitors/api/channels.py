@@ -18,6 +18,8 @@ from rest_framework.response import Response
 from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
 from checks.notify import kinds
+from checks.notify.kinds.base import mask_url
+from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
@@ -42,7 +44,16 @@ class ChannelSerializer(serializers.Serializer):
 
     def get_settings(self, channel: Channel) -> dict[str, Any]:
         kind = kinds.kind_for(channel.kind)
-        return kind.shown_for(channel.team, channel.settings) if kind else {}
+        if kind is None:
+            return {}
+        shown = kind.shown_for(channel.team, channel.settings)
+        url = shown.get("url")
+        # A webhook's address in shape only for a caller that may not change
+        # it (the kinds' secrets are masked for everyone already).
+        whole = self.context.get("whole", True)
+        if isinstance(url, str) and "url" not in kind.secrets and not whole:
+            shown = shown | {"url": mask_url(url)}
+        return shown
 
     def get_digest(self, channel: Channel) -> str | None:
         return channel.digest or None
@@ -83,8 +94,12 @@ def get_channel_for(request: Request, channel_id: str) -> Channel:
     return channel
 
 
-def render(channel: Channel) -> dict[str, Any]:
-    return ChannelSerializer(channel).data
+def render(channel: Channel, request: Request) -> dict[str, Any]:
+    return ChannelSerializer(channel, context=_context(request)).data
+
+
+def _context(request: Request) -> dict[str, Any]:
+    return {"whole": sees_hooks_whole(request)}
 
 
 class ChannelListView(ApiView):
@@ -97,7 +112,7 @@ class ChannelListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         rows = Channel.objects.for_team(request.user.team).shared()
-        return ok(ChannelSerializer(rows, many=True).data)
+        return ok(ChannelSerializer(rows, many=True, context=_context(request)).data)
 
     @extend_schema(
         operation_id="createChannel",
@@ -115,7 +130,7 @@ class ChannelListView(ApiView):
             request.user.team, serializer.validated_data, timezone.now()
         )
         record(Actor.of(request), channel.team, Kind.CHANNEL_CREATED, name=channel.name)
-        return ok(render(channel))
+        return ok(render(channel, request))
 
 
 class ChannelDetailView(ApiView):
@@ -126,7 +141,7 @@ class ChannelDetailView(ApiView):
         responses={200: CHANNEL_ENVELOPE} | error_responses(404),
     )
     def get(self, request: Request, channel_id: str) -> Response:
-        return ok(render(get_channel_for(request, channel_id)))
+        return ok(render(get_channel_for(request, channel_id), request))
 
     @extend_schema(
         operation_id="updateChannel",
@@ -152,7 +167,7 @@ class ChannelDetailView(ApiView):
             raise not_found("Channel") from None  # deleted while we looked
         record(Actor.of(request), channel.team, Kind.CHANNEL_EDITED,
                name=channel.name, **replaced_secrets(channel, before))  # fmt: skip
-        return ok(render(channel))
+        return ok(render(channel, request))
 
     @extend_schema(
         operation_id="deleteChannel",

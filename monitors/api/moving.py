@@ -18,11 +18,12 @@ from rest_framework.response import Response
 
 from checks.targets.options import StrictBooleanField, StrictCharField, StrictMixin
 from monitors import moving, rules
+from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.parsers import JsonParser
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
-from monitors.models import ImportRun, Membership
+from monitors.models import ImportRun
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_document
 from teams.activity import Actor
@@ -290,6 +291,6 @@ class ExportView(ApiView):
             export_document(
                 client.team,
                 timezone.now(),
-                webhooks=client.can(Membership.Action.EDIT),
+                webhooks=sees_hooks_whole(request),
             )
         )

@@ -22,12 +22,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checks.notify.kinds.base import MASK, mask_url
-from monitors.api.auth import ApiClient
+from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.representation import MonitorSerializer
 from monitors.editing import create_monitor, update_monitor
-from monitors.models import Channel, EmailRecipient, Membership, Monitor, Target
+from monitors.models import Channel, EmailRecipient, Monitor, Target
 from monitors.moving.exporting import SECRET_HEADER
 from monitors.wire.monitor import MonitorUpdateSerializer, MonitorWriteSerializer
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
@@ -180,8 +180,7 @@ def readable_by(request: Request, monitor: dict[str, Any]) -> dict[str, Any]:
     key could point the webhook or a page at its own server anyway and gets
     them whole — while its maker may still edit (ApiClient.can): a viewer's
     key reads as a viewer does."""
-    client = request.user
-    if not isinstance(client, ApiClient) or client.can(Membership.Action.EDIT):
+    if sees_hooks_whole(request):
         return monitor
     shown = dict(monitor)
     if isinstance(shown.get("webhook"), dict):
