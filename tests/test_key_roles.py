@@ -219,3 +219,34 @@ def test_a_webhook_channels_address_is_whole_only_for_a_key_that_may_change_it(
         assert "987654" not in url and "TeamTok3n" not in url
     if role == EDITOR:
         assert urls(writes) == [CHANNEL_HOOK, CHANNEL_HOOK]
+
+
+def test_an_imports_report_gives_webhooks_in_shape_only_to_a_read_key(
+    api, team, other_team, other_api, scrape_monitor_body
+):
+    """The report lists each monitor as created, its webhook included: read
+    as GET /v2/monitor gives it (the dashboard shows imports only to who may
+    edit)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    hook = {"url": "https://hooks.example.com/services/T0/B0/s3cr3tToken"}
+    created = api.post("/v2/monitor", scrape_monitor_body | {"webhook": hook},
+                       format="json")  # fmt: skip
+    assert created.status_code == 200, created.content
+    document = api.get("/v2/export").content
+    assert b"s3cr3tToken" in document
+    upload = SimpleUploadedFile("export.json", document)
+    imported = other_api.post("/v2/import", {"source": "pagewatch", "file": upload,
+                              "dryRun": False}, format="multipart")  # fmt: skip
+    assert imported.status_code == 200, imported.content
+    run_id = imported.json()["data"]["id"]
+    _, reads = ApiKey.issue(other_team, name="reports", scope=ApiKey.Scope.READ)
+
+    whole = other_api.get(f"/v2/import/{run_id}").json()["data"]["items"]
+    shaped = client_for(reads).get(f"/v2/import/{run_id}").json()["data"]["items"]
+
+    assert whole[0]["monitor"]["webhook"]["url"] == hook["url"]
+    assert shaped[0]["monitor"]["webhook"]["url"].startswith(
+        "https://hooks.example.com/"
+    )
+    assert "s3cr3tToken" not in str(shaped)
