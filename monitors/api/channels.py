@@ -91,7 +91,8 @@ def get_channel_for(request: Request, channel_id: str) -> Channel:
 
 
 def render(request: Request, channel: Channel) -> dict[str, Any]:
-    return ChannelSerializer(channel, context={"can_write": sees_hooks_whole(request)}).data
+    context = {"can_write": sees_hooks_whole(request)}
+    return ChannelSerializer(channel, context=context).data
 
 
 class ChannelListView(ApiView):
