@@ -459,6 +459,12 @@ def _joined(
     return redirect("monitor-list")
 
 
+def _coming_back(url: str, request: HttpRequest) -> str:
+    """`url` with next= this page's path, encoded: a token's "&" or "#" left
+    as is would cut the path short and bring the visitor back elsewhere."""
+    return url + "?" + urlencode({"next": request.path}, safe="/")
+
+
 @login_not_required
 @require_http_methods(["GET", "POST"])
 def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
@@ -506,12 +512,12 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
         # No passwords here: the invitee signs in through single sign-on
         # (which makes their account) and comes back to this link.
         context |= {
-            "sso_url": reverse("oidc_authentication_init") + "?next=" + request.path,
+            "sso_url": _coming_back(reverse("oidc_authentication_init"), request),
             "sso_name": settings.OIDC_PROVIDER_NAME,
         }
         status = 403 if request.method == "POST" else 200
         return render(request, "teams/invitation.html", context, status=status)
-    context["sign_in_url"] = reverse("login") + "?next=" + request.path
+    context["sign_in_url"] = _coming_back(reverse("login"), request)
     if get_user_model().objects.filter(email__iexact=invitation.email).exists():
         # They join with the account they have (a second one for the same
         # address would share its password resets and confuse who is who).
