@@ -28,7 +28,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from monitors.models import ApiKey, EmailRecipient, Membership, Team
+from monitors.models import ApiKey, EmailRecipient, Membership, Monitor, Team
 from teams.activity import SYSTEM, Actor, Kind, record
 from teams.models import Invitation
 
@@ -49,6 +49,21 @@ def member_left(actor: Actor, team: Team, user: Any) -> int:
     record(actor, team, Kind.MEMBER_REMOVED, member=user.get_username(),
            keys_revoked=len(revoked), **({"left": True} if left else {}))  # fmt: skip
     return len(revoked)
+
+
+def renew_feed_links(actor: Actor, team: Team) -> int:
+    """Make every feed link of `team` new, its own and each monitor's (each
+    has its own token), so one a former member copied answers 404; recorded
+    once, as the Team page's button records the team's link. Returns how
+    many monitors' links were made new.
+
+    Not part of member_left: the others following a feed must be given the
+    new links, so an owner chooses (the removal question ticks it for them
+    while feeds are on; someone leaving on their own leaves a notice)."""
+    team.renew_feed_token()
+    renewed = Monitor.objects.for_team(team).renew_feed_tokens()
+    record(actor, team, Kind.FEED_RENEWED, monitors=renewed)
+    return renewed
 
 
 def member_joined(actor: Actor, team: Team, user: Any, **details: Any) -> None:

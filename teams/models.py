@@ -21,6 +21,9 @@ from django.utils import timezone
 from monitors.models import Membership, Team
 
 INVITATION_VALID_FOR = timedelta(days=7)
+# Former members the Team page names in its notice to renew the feed links; a
+# team that lost more since the last renewal needs the button, not a roll call.
+GONE_NAMED = 10
 
 
 class InvitationError(Exception):
@@ -255,6 +258,33 @@ class ActivityQuerySet(models.QuerySet["Activity"]):
             .order_by("username")
         )
 
+    def gone_since_feed_links_renewed(self, team: Team) -> list[Activity]:
+        """The departures of people not back in `team` since all its feed
+        links were last made new, when nobody was asked to make them new:
+        someone who left on their own, or was removed in the admin. An owner
+        removing someone on the Team page was asked (member_remove)."""
+        renewed = (
+            self.filter(
+                team=team,
+                kind=Activity.Kind.FEED_RENEWED,
+                details__has_key="monitors",
+            )
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+        )
+        gone = self.filter(team=team, kind=Activity.Kind.MEMBER_REMOVED).exclude(
+            via=Activity.Via.DASHBOARD, details__left__isnull=True
+        )
+        if renewed is not None:
+            gone = gone.filter(id__gt=renewed)
+        back = team.members.values_list("username", flat=True)
+        return list(
+            gone.annotate(member=KT("details__member"))
+            .exclude(member__in=back)
+            .order_by("id")[:GONE_NAMED]
+        )
+
     def expired(self, days: int, cutoff: datetime) -> ActivityQuerySet:
         """Entries of teams keeping activity `days` days, made before cutoff."""
         return self.filter(team__activity_retention_days=days, at__lt=cutoff)
@@ -419,6 +449,15 @@ class Activity(models.Model):
         name = self.user_name or "someone"
         return f"{name} (administration)" if self.via == self.Via.ADMIN else name
 
+    @property
+    def departure_words(self) -> str:
+        """A member's leaving, for the Team page: "eddie left the team"."""
+        d = self.details or {}
+        name = d.get("member") or self.user_name or "someone"
+        if d.get("left"):
+            return f"{name} left the team"
+        return f"{name} was removed from the team"
+
     def address_seen_by(self, membership: Membership) -> str | None:
         """The address it came from, for an owner (who manages the members)
         or the person who did it; None for the other members: where someone
@@ -479,9 +518,15 @@ class Activity(models.Model):
             return words[self.kind]
         if self.kind == kind.MONITOR_EDITED:
             fields = d.get("fields") or []
-            return "Edited " + _listed(fields) if fields else "Saved, unchanged"
+            return "Edited " + listed(fields) if fields else "Saved, unchanged"
         if self.kind == kind.TEAM_EDITED:
             return _team_setting_words(d)
+        if self.kind == kind.FEED_RENEWED and "monitors" in d:
+            count = d["monitors"]
+            if not count:
+                return "Replaced the team's feed link"
+            theirs = "its monitor" if count == 1 else f"its {count} monitors"
+            return f"Replaced the team's feed link and those of {theirs}"
         if self.kind == kind.FEED_RENEWED and self.monitor_name:
             return "Replaced its feed link"
         if self.kind == kind.FEED_RENEWED:
@@ -645,7 +690,8 @@ def _named(thing: str, name: str | None) -> str:
     return f"{article} {thing} with no name"
 
 
-def _listed(items: list[str]) -> str:
+def listed(items: list[str]) -> str:
+    """Items as a sentence lists them: "a, b and c"."""
     items = [str(item) for item in items]
     if len(items) <= 1:
         return "".join(items)

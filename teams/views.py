@@ -45,18 +45,29 @@ from teams.members import (
     RoleChange,
     member_joined,
     member_left,
+    renew_feed_links,
     role_change,
     role_changed,
     with_keys_made,
     with_removable,
 )
-from teams.models import Activity, Invitation, InvitationError, keys_stop_words
+from teams.models import (
+    Activity,
+    Invitation,
+    InvitationError,
+    keys_stop_words,
+    listed,
+)
 
 logger = logging.getLogger(__name__)
 
 # Signs the invitee in after they made their account (axes' backend only
 # counts failures; it never signs anyone in).
 SIGN_IN_BACKEND = "django.contrib.auth.backends.ModelBackend"
+FEED_LINKS_RENEWED = (
+    "The team's feed links are new, the team's and each monitor's: give them "
+    "to everyone who follows the feeds."
+)
 
 
 def _team_page(
@@ -110,8 +121,18 @@ def _team_page(
         "roles": Membership.Role.choices,
         "admin_url": admin_url,
         "history_bytes": storage.team_bytes(request.team),
+        "gone_since_feed_links": _gone_since_feed_links(request),
     }
     return render(request, "teams/team_members.html", context, status=status)
+
+
+def _gone_since_feed_links(request: DashboardRequest) -> str:
+    """For owners: who left, unasked about the feed links, since they were
+    last all made new ("eddie left the team"); "" when nobody did."""
+    if not request.membership.can(Action.MANAGE):
+        return ""
+    gone = Activity.objects.gone_since_feed_links_renewed(request.team)
+    return listed([entry.departure_words for entry in gone])
 
 
 @require_GET
@@ -393,12 +414,17 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
         return forbidden(request, request.membership, Action.MANAGE)
     if request.method == "GET":
         return _member_remove_question(request, membership)
+    # Only an owner removing someone is asked (the question's checkbox);
+    # someone leaving leaves the owners a notice on the Team page instead.
+    renew = not leaving and request.POST.get("renew_feeds") == "yes"
     try:
         # One transaction: a step of member_left failing (revoking keys,
         # withdrawing invitations, the log) leaves them in, not half gone.
         with transaction.atomic():
             membership.remove()
             revoked = member_left(Actor.of(request), request.team, membership.user)
+            if renew:
+                renew_feed_links(Actor.of(request), request.team)
     except LastOwnerError as exc:
         messages.error(request, str(exc))
         return redirect("team-members")
@@ -409,6 +435,8 @@ def member_remove(request: DashboardRequest, membership_id: int) -> HttpResponse
     if revoked:
         who = "you" if leaving else "they"
         said += f" {keys_stop_words(revoked, who, done=True)}."
+    if renew:
+        said += f" {FEED_LINKS_RENEWED}"
     messages.success(request, said)
     if leaving:
         return redirect("monitor-list")
@@ -429,6 +457,12 @@ def _joined(
         f"Welcome to {membership.team.name}: you are {membership.role_words} here.",
     )
     return redirect("monitor-list")
+
+
+def _coming_back(url: str, request: HttpRequest) -> str:
+    """`url` with next= this page's path, encoded: a token's "&" or "#" left
+    as is would cut the path short and bring the visitor back elsewhere."""
+    return url + "?" + urlencode({"next": request.path}, safe="/")
 
 
 @login_not_required
@@ -478,12 +512,12 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
         # No passwords here: the invitee signs in through single sign-on
         # (which makes their account) and comes back to this link.
         context |= {
-            "sso_url": reverse("oidc_authentication_init") + "?next=" + request.path,
+            "sso_url": _coming_back(reverse("oidc_authentication_init"), request),
             "sso_name": settings.OIDC_PROVIDER_NAME,
         }
         status = 403 if request.method == "POST" else 200
         return render(request, "teams/invitation.html", context, status=status)
-    context["sign_in_url"] = reverse("login") + "?next=" + request.path
+    context["sign_in_url"] = _coming_back(reverse("login"), request)
     if get_user_model().objects.filter(email__iexact=invitation.email).exists():
         # They join with the account they have (a second one for the same
         # address would share its password resets and confuse who is who).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import time_machine
@@ -623,3 +624,34 @@ def test_joining_through_an_invitation_is_in_the_activity_log_with_its_address(
     assert entry.what_words == (
         "Joined as an editor through the invitation sent to sam@example.com"
     )
+
+
+@pytest.mark.parametrize("passwords", [True, False])
+def test_the_sign_in_links_next_is_the_invitation_path_url_encoded(
+    client_factory, owner, team, settings, django_user_model, passwords
+):
+    # A token holding characters a query string gives a meaning to: left as
+    # they are, "&" would start another parameter and "#" a fragment, and the
+    # visitor would come back somewhere else after signing in.
+    token = "odd token&next=elsewhere#top?x=1%2F"
+    Invitation.objects.create(
+        team=team,
+        email="sam@example.com",
+        token_hash=Invitation.hash_token(token),
+        invited_by=owner,
+        expires_at=timezone.now() + timedelta(days=1),
+    )
+    django_user_model.objects.create_user("sam", "sam@example.com", PASSWORD)
+    if not passwords:
+        settings.OIDC_ISSUER = "https://id.example.com"
+        settings.PASSWORD_SIGNIN = False
+    path = reverse("invitation-accept", args=[token])
+    visitor = client_factory()
+
+    page = visitor.get(path).content.decode()
+
+    start = "/accounts/login/?" if passwords else "/accounts/sso/?"
+    href = html.unescape(re.search(f'href="({re.escape(start)}[^"]*)"', page)[1])
+    query = parse_qs(urlsplit(href).query, keep_blank_values=True)
+    assert query == {"next": [f"/invitations/{token}/"]}
+    assert urlsplit(href).fragment == ""

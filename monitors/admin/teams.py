@@ -38,8 +38,8 @@ from teams.activity import (
     record,
 )
 from teams.forms import TimeZoneField
-from teams.members import member_joined, member_left, role_changed
-from teams.models import Activity, Invitation
+from teams.members import member_joined, member_left, renew_feed_links, role_changed
+from teams.models import Activity, Invitation, listed
 
 
 def _team_count(rows: QuerySet) -> Coalesce:
@@ -219,8 +219,33 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
                 role_changed(actor, membership, was.get(membership.pk))
         for membership in formset.deleted_objects:
             member_left(actor, team, membership.user)
+        if formset.deleted_objects:
+            # Nobody was asked about the feed links here: say so, and the
+            # team's owners see a notice with the button on the Team page.
+            names = listed([m.user.get_username() for m in formset.deleted_objects])
+            self.message_user(
+                request,
+                f"If {names} copied the team's feed links, they still work. Renew "
+                "them with the action “Renew feed links” (everyone else will need "
+                "the new links), or leave it to the team's owners: their Team "
+                "page says so.",
+                messages.WARNING,
+            )
 
-    actions = ["rotate_webhook_secret"]
+    actions = ["rotate_webhook_secret", "renew_team_feed_links"]
+
+    @admin.action(
+        description="Renew feed links (the team's and each monitor's)",
+        permissions=["change"],
+    )
+    def renew_team_feed_links(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for team in queryset:
+            renew_feed_links(_admin(request), team)
+            self.message_user(
+                request,
+                f"New feed links for {team.name}: the old ones no longer work.",
+                messages.SUCCESS,
+            )
 
     def deleted_along(self, objs: list[Team]) -> list[QuerySet]:
         return [

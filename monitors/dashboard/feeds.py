@@ -32,6 +32,7 @@ from monitors import history
 from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
 from monitors.models import Monitor, Team
 from teams.activity import Actor, Kind, record
+from teams.members import renew_feed_links
 
 # What new_feed_token makes; anything else is refused before any query.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{20,64}")
@@ -279,6 +280,10 @@ RENEWED = (
     "A new feed link was made. The old link no longer works: give the new "
     "one to anyone who followed the feed."
 )
+RENEWED_ALL = (
+    "New feed links were made, the team's and each monitor's. The old links "
+    "no longer work: give the new ones to everyone who follows the feeds."
+)
 
 
 @require_POST
@@ -294,6 +299,12 @@ def monitor_feed_renew(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse
 @require_POST
 @team_view(needs=Action.MANAGE)
 def team_feed_renew(request: DashboardRequest) -> HttpResponse:
+    """The team's feed link; with links=all (the notice after someone left),
+    each monitor's too."""
+    if request.POST.get("links") == "all":
+        renew_feed_links(Actor.of(request), request.team)
+        messages.success(request, RENEWED_ALL, extra_tags="feed")
+        return redirect(reverse("team-members") + "#feeds")
     request.team.renew_feed_token()
     record(Actor.of(request), request.team, Kind.FEED_RENEWED)
     messages.success(request, RENEWED, extra_tags="feed")

@@ -58,6 +58,14 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         """Active monitors whose next run has come; served by monitor_due_idx."""
         return self.alive().filter(status=Monitor.Status.ACTIVE, next_run_at__lte=now)
 
+    def renew_feed_tokens(self) -> int:
+        """A new feed link for each of these monitors (each its own random
+        token, so one update per row); how many were made new."""
+        pks = list(self.values_list("pk", flat=True))
+        for pk in pks:
+            Monitor.objects.filter(pk=pk).update(feed_token=new_feed_token())
+        return len(pks)
+
     def with_feed(self, token: str) -> Monitor | None:
         """The live monitor whose feed link ends in `token`, while its team
         has feeds on (with its team); found through monitor_feed_token_unique."""

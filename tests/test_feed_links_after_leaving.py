@@ -1,0 +1,237 @@
+"""Feed links a former member may have copied: an owner removing someone is
+offered to make the team's feed links new at the same time, and someone
+leaving on their own (or removed in the admin, where nobody asks) leaves the
+owners a notice on the Team page with the button that does it."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+from django.urls import reverse
+
+from monitors.models import ApiKey, Membership, Monitor, Team
+from teams.models import Activity
+from tests.test_feeds import make_monitor
+from tests.test_leaving_members import PASSWORD, admin_team_form
+
+pytestmark = pytest.mark.django_db
+
+OFFER = (
+    "eddie may have copied the team's feed links. Renew them now? "
+    "Everyone else will need the new links."
+)
+NOTICE = "eddie left the team after the feed links were last made new"
+
+
+def text_of(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def tokens(team: Team) -> dict[str, str]:
+    """Every feed token of `team`: its own and each of its monitors'."""
+    team.refresh_from_db()
+    found = {"team": team.feed_token}
+    for monitor in Monitor.objects.filter(team=team):
+        found[str(monitor.pk)] = monitor.feed_token
+    return found
+
+
+@pytest.fixture
+def people(team, django_user_model):
+    owner = django_user_model.objects.create_user("olive", "o@acme.test", PASSWORD)
+    editor = django_user_model.objects.create_user("eddie", "e@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
+    leaving = Membership.objects.create(
+        team=team, user=editor, role=Membership.Role.EDITOR
+    )
+    return owner, editor, leaving
+
+
+@pytest.fixture
+def monitors(team, other_team):
+    return [
+        make_monitor(team, name="Pricing"),
+        make_monitor(team, name="Jobs"),
+        make_monitor(other_team, name="Theirs"),
+    ]
+
+
+def test_removing_a_member_offers_to_renew_the_feed_links_ticked_while_feeds_are_on(
+    client, team, people
+):
+    owner, _, leaving = people
+    client.force_login(owner)
+
+    page = text_of(client.get(reverse("member-remove", args=[leaving.pk])))
+
+    assert OFFER in page
+    assert 'name="renew_feeds" value="yes" checked' in page
+
+
+def test_with_feeds_off_the_renewal_is_offered_unticked(client, team, people):
+    owner, _, leaving = people
+    team.set_feeds_enabled(False)
+    client.force_login(owner)
+
+    page = text_of(client.get(reverse("member-remove", args=[leaving.pk])))
+
+    assert OFFER in page
+    assert 'name="renew_feeds" value="yes">' in page
+    assert 'value="yes" checked' not in page
+
+
+def test_someone_leaving_is_not_offered_to_renew_the_links(client, team, people):
+    _, editor, leaving = people
+    client.force_login(editor)
+
+    page = text_of(client.get(reverse("member-remove", args=[leaving.pk])))
+
+    assert "renew_feeds" not in page and "feed links" not in page
+
+
+def test_removing_with_the_box_ticked_renews_every_feed_link_of_the_team_and_logs_it(
+    client, team, other_team, people, monitors
+):
+    owner, _, leaving = people
+    before, elsewhere = tokens(team), tokens(other_team)
+    client.force_login(owner)
+
+    response = client.post(
+        reverse("member-remove", args=[leaving.pk]), {"renew_feeds": "yes"}, follow=True
+    )
+
+    assert not Membership.objects.filter(pk=leaving.pk).exists()
+    after = tokens(team)
+    assert after.keys() == before.keys() and len(after) == 3
+    assert all(after[name] != before[name] for name in before)
+    assert tokens(other_team) == elsewhere
+    assert "The team's feed links are new" in text_of(response)
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.FEED_RENEWED)
+    assert entry.user == owner and entry.monitor is None
+    assert entry.what_words == (
+        "Replaced the team's feed link and those of its 2 monitors"
+    )
+    # Once for all of them, as the Team page's button: no notice left.
+    assert NOTICE not in text_of(client.get(reverse("team-members")))
+
+
+def test_removing_with_the_box_unticked_keeps_every_feed_link(
+    client, team, people, monitors
+):
+    owner, _, leaving = people
+    before = tokens(team)
+    client.force_login(owner)
+
+    response = client.post(reverse("member-remove", args=[leaving.pk]), follow=True)
+
+    assert not Membership.objects.filter(pk=leaving.pk).exists()
+    assert tokens(team) == before
+    assert not Activity.objects.filter(kind=Activity.Kind.FEED_RENEWED).exists()
+    # The owner was asked and said no: the Team page does not ask again.
+    assert NOTICE not in text_of(response)
+    assert "eddie was removed from the team" in text_of(response)
+
+
+def test_someone_leaving_on_their_own_leaves_the_owners_a_notice_to_renew(
+    client, team, people, monitors
+):
+    owner, editor, leaving = people
+    client.force_login(editor)
+    client.post(reverse("member-remove", args=[leaving.pk]))
+    before = tokens(team)
+    client.force_login(owner)
+
+    page = text_of(client.get(reverse("team-members")))
+
+    assert NOTICE in page and "Renew feed links" in page
+    assert tokens(team) == before  # leaving renewed nothing by itself
+
+    response = client.post(reverse("team-feed-renew"), {"links": "all"}, follow=True)
+
+    after = tokens(team)
+    assert all(after[name] != before[name] for name in before)
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.FEED_RENEWED)
+    assert entry.what_words == (
+        "Replaced the team's feed link and those of its 2 monitors"
+    )
+    assert NOTICE not in text_of(response)
+
+
+def test_the_team_links_button_alone_does_not_clear_the_notice(
+    client, team, people, monitors
+):
+    owner, editor, leaving = people
+    client.force_login(editor)
+    client.post(reverse("member-remove", args=[leaving.pk]))
+    client.force_login(owner)
+
+    response = client.post(reverse("team-feed-renew"), follow=True)
+
+    # The monitors' links they may have copied still work.
+    assert NOTICE in text_of(response)
+
+
+def test_the_notice_is_for_owners_only(client, team, people, django_user_model):
+    _, editor, leaving = people
+    viewer = django_user_model.objects.create_user("vic", "v@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=viewer, role=Membership.Role.VIEWER)
+    client.force_login(editor)
+    client.post(reverse("member-remove", args=[leaving.pk]))
+    client.force_login(viewer)
+
+    assert NOTICE not in text_of(client.get(reverse("team-members")))
+    client.post(reverse("team-feed-renew"), {"links": "all"})
+    assert not Activity.objects.filter(kind=Activity.Kind.FEED_RENEWED).exists()
+
+
+def test_someone_removed_in_the_admin_leaves_the_owners_the_notice_too(
+    admin_client, client, team, people
+):
+    owner, editor, leaving = people
+    key, _ = ApiKey.issue(team, name="eddie's", created_by=editor)
+
+    admin_client.post(
+        reverse("admin:monitors_team_change", args=[team.pk]),
+        admin_team_form(team, key, deleting=leaving),
+    )
+    assert not Membership.objects.filter(pk=leaving.pk).exists()
+    client.force_login(owner)
+
+    page = text_of(client.get(reverse("team-members")))
+
+    removed = "eddie was removed from the team after the feed links were last made new"
+    assert removed in page
+
+
+def test_the_admin_says_so_when_removing_and_renews_with_its_action(
+    admin_client, client, team, other_team, people, monitors
+):
+    owner, editor, leaving = people
+    key, _ = ApiKey.issue(team, name="eddie's", created_by=editor)
+    response = admin_client.post(
+        reverse("admin:monitors_team_change", args=[team.pk]),
+        admin_team_form(team, key, deleting=leaving),
+        follow=True,
+    )
+    assert "If eddie copied the team's feed links, they still work." in text_of(
+        response
+    )
+    before, elsewhere = tokens(team), tokens(other_team)
+
+    admin_client.post(
+        reverse("admin:monitors_team_changelist"),
+        {"action": "renew_team_feed_links", "_selected_action": [team.pk]},
+    )
+
+    after = tokens(team)
+    assert all(after[name] != before[name] for name in before)
+    assert tokens(other_team) == elsewhere
+    entry = Activity.objects.get(team=team, kind=Activity.Kind.FEED_RENEWED)
+    assert entry.what_words == (
+        "Replaced the team's feed link and those of its 2 monitors"
+    )
+    client.force_login(owner)
+    assert "after the feed links were last made new" not in text_of(
+        client.get(reverse("team-members"))
+    )
