@@ -144,7 +144,11 @@ def test_run_while_a_check_is_running_is_409_with_its_id(api, monitor):
     assert Check.objects.count() == 1
 
 
-@pytest.mark.parametrize("suffix", ["/run", "/checks", f"/checks/{uuid.uuid4()}"])
+# A fixed check id (not uuid4()), so every pytest-xdist worker collects the
+# same tests.
+@pytest.mark.parametrize(
+    "suffix", ["/run", "/checks", "/checks/7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"]
+)
 def test_other_teams_and_malformed_ids_get_monitor_not_found(
     other_api, api, monitor, suffix
 ):
