@@ -454,6 +454,41 @@ def test_answer_keys_are_checked_against_pattern_properties_in_linear_time():
     assert schema_error({"a" * 5000: 1}, schema) is None
 
 
+class _NoBacktracking:
+    """Stands in for `re` in jsonschema's modules: any match it is asked for
+    would run Python's backtracking engine on a key the answer chose."""
+
+    def search(self, pattern: str, text: str) -> None:
+        raise AssertionError(f"backtracking re.search({pattern!r}, …)")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"patternProperties": {"^(a+)+$": {}}, "unevaluatedProperties": False},
+        # Reached through allOf and $ref, as jsonschema walks them for it.
+        {
+            "$defs": {"keys": {"patternProperties": {"^(a+)+$": {}}}},
+            "allOf": [{"$ref": "#/$defs/keys"}],
+            "unevaluatedProperties": False,
+        },
+    ],
+)
+def test_answer_keys_are_checked_for_unevaluated_properties_in_linear_time(
+    schema, monkeypatch
+):
+    # jsonschema finds the keys patternProperties took with Python's re: a
+    # 5000-character near-match would hold the worker for longer than the
+    # universe has been around, so it must never be asked.
+    import jsonschema._keywords
+    import jsonschema._utils
+
+    monkeypatch.setattr(jsonschema._utils, "re", _NoBacktracking())
+    monkeypatch.setattr(jsonschema._keywords, "re", _NoBacktracking())
+    assert schema_error({"a" * 5000 + "!": 1}, schema) is not None
+    assert schema_error({"a" * 5000: 1}, schema) is None
+
+
 def test_a_long_value_that_does_not_fit_is_cut_in_the_middle_keeping_the_reason():
     error = schema_error({"price": "x" * 500 + "!"}, NUMBER) or ""
     assert error.startswith("price: 'xxxx")
