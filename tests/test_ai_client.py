@@ -101,6 +101,19 @@ def test_an_answer_nested_too_deeply_to_read_is_not_json_not_an_internal_error(m
     assert "not JSON" in failure.value.message
 
 
+def test_an_answer_parsed_but_nested_too_deeply_to_walk_is_not_json(model):
+    # 1200 levels: Python's JSON parser reads them, but walking the value
+    # (to clean its strings) passes the interpreter's recursion limit.
+    nested = '{"price": ' * 1200 + '"$19"' + "}" * 1200
+    model.then(*[content(nested)] * 3)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert len(model.requests) == 3
+    assert "not JSON" in failure.value.message
+
+
 def test_a_reply_nested_too_deeply_to_read_is_unreadable_not_an_internal_error(model):
     nested = b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
