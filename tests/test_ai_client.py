@@ -101,6 +101,19 @@ def test_an_answer_nested_too_deeply_to_read_is_not_json_not_an_internal_error(m
     assert "not JSON" in failure.value.message
 
 
+def test_an_answer_parsed_but_nested_too_deeply_to_walk_is_not_json(model):
+    # 1200 levels: Python's JSON parser reads them, but walking the value
+    # (to clean its strings) passes the interpreter's recursion limit.
+    nested = '{"price": ' * 1200 + '"$19"' + "}" * 1200
+    model.then(*[content(nested)] * 3)
+
+    with pytest.raises(LLMError) as failure:
+        ask()
+
+    assert len(model.requests) == 3
+    assert "not JSON" in failure.value.message
+
+
 def test_a_reply_nested_too_deeply_to_read_is_unreadable_not_an_internal_error(model):
     nested = b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
@@ -472,6 +485,41 @@ def test_answer_keys_are_checked_against_pattern_properties_in_linear_time():
     }
     assert schema_error({"a" * 5000 + "!": 1}, schema) is not None
     assert schema_error({"a" * 5000: "x"}, schema) is not None
+    assert schema_error({"a" * 5000: 1}, schema) is None
+
+
+class _NoBacktracking:
+    """Stands in for `re` in jsonschema's modules: any match it is asked for
+    would run Python's backtracking engine on a key the answer chose."""
+
+    def search(self, pattern: str, text: str) -> None:
+        raise AssertionError(f"backtracking re.search({pattern!r}, …)")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"patternProperties": {"^(a+)+$": {}}, "unevaluatedProperties": False},
+        # Reached through allOf and $ref, as jsonschema walks them for it.
+        {
+            "$defs": {"keys": {"patternProperties": {"^(a+)+$": {}}}},
+            "allOf": [{"$ref": "#/$defs/keys"}],
+            "unevaluatedProperties": False,
+        },
+    ],
+)
+def test_answer_keys_are_checked_for_unevaluated_properties_in_linear_time(
+    schema, monkeypatch
+):
+    # jsonschema finds the keys patternProperties took with Python's re: a
+    # 5000-character near-match would hold the worker for longer than the
+    # universe has been around, so it must never be asked.
+    import jsonschema._keywords
+    import jsonschema._utils
+
+    monkeypatch.setattr(jsonschema._utils, "re", _NoBacktracking())
+    monkeypatch.setattr(jsonschema._keywords, "re", _NoBacktracking())
+    assert schema_error({"a" * 5000 + "!": 1}, schema) is not None
     assert schema_error({"a" * 5000: 1}, schema) is None
 
 

@@ -575,6 +575,15 @@ def test_json_nested_too_deeply_to_read_is_kept_as_the_text_it_is():
     assert result.markdown == body
 
 
+def test_json_read_but_nested_too_deeply_to_indent_is_kept_as_the_text_it_is():
+    # 1200 levels: the parser reads them, json.dumps(indent=2) cannot write them.
+    body = "[" * 1200 + "]" * 1200
+
+    result = run(body.encode(), content_type="application/json")
+
+    assert result.markdown == body
+
+
 def test_html_without_a_content_type_is_sniffed():
     result = run(b"<!DOCTYPE html><html><body><main><p>Hi</p></main></body></html>", "")
 

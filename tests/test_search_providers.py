@@ -370,6 +370,31 @@ def test_domain_rules_read_a_host_written_in_letters_as_its_ascii_name():
     )
 
 
+def test_a_host_with_sharp_s_is_its_own_site_not_the_one_spelt_with_ss():
+    # IDNA 2003 (Python's "idna" codec) wrote faß as fass; IDNA 2008 keeps ß.
+    assert result_key("https://faß.example/") != result_key("https://fass.example/")
+    assert result_key("https://faß.example/") == result_key(
+        "https://xn--fa-hia.example/"
+    )
+    assert not domain_allowed("https://faß.example/x", include=["fass.example"])
+    assert domain_allowed("https://faß.example/x", exclude=["fass.example"])
+    assert domain_allowed("https://faß.example/x", include=["xn--fa-hia.example"])
+
+
+def test_results_are_held_to_the_address_policy_through_its_own_switch(settings):
+    # The switch every door reads (checks.fetch.policy): a deployment whose
+    # settings leave ALLOW_PRIVATE_NETWORK_TARGETS out has it off, and the
+    # search reads it the same way rather than failing on the missing name.
+    from checks.search.gather import _fits
+
+    del settings.ALLOW_PRIVATE_NETWORK_TARGETS
+    now = datetime.now(UTC)
+    query = providers.Query("acme")
+
+    assert not _fits(providers.Hit("http://10.0.0.1/acme"), query, now)
+    assert _fits(providers.Hit("https://news.example.com/acme"), query, now)
+
+
 def test_other_pages_and_real_parameters_keep_their_own_key():
     base = "https://example.com/news/launch"
     assert result_key(base + "?id=2") != result_key(base + "?id=3")

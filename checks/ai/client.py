@@ -403,7 +403,10 @@ class LLM:
             # Remembered only once a mode was answered: a 400 to every mode
             # (an input too long for the model, say) was not about modes.
             _modes[key] = max(_modes.get(key, first), mode)
-            value = _storable(parse_json(text, schema))
+            try:
+                value = _storable(parse_json(text, schema))
+            except RecursionError:  # read, but nested past what Python walks
+                value = None
             error = "it was not JSON" if value is None else schema_error(value, schema)
             if error is None:
                 return value

@@ -62,4 +62,7 @@ def _pretty_json(text: str) -> str:
         value = json.loads(text)
     except (ValueError, RecursionError):  # nested past what the parser reads
         return text
-    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    except RecursionError:  # read, but nested past what the encoder writes
+        return text

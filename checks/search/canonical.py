@@ -17,6 +17,8 @@ import hashlib
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
+import idna
+
 # Query parameters that say where a click came from, never which page it is.
 TRACKING_PREFIXES = ("utm_", "mtm_", "pk_", "oly_", "vero_", "_hs")
 TRACKING_PARAMETERS = frozenset(
@@ -40,9 +42,12 @@ def is_tracking(name: str) -> bool:
 def host_of(url: str) -> str:
     """The URL's host, lower case, without a leading ``www.``."""
     host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    # A name IDNA cannot read (an empty or overlong label) is kept as given.
-    with contextlib.suppress(UnicodeError):
-        host = host.encode("idna").decode("ascii")
+    if not host.isascii():
+        # IDNA 2008 with UTS 46, as httpx and browsers read names: Python's
+        # "idna" codec (IDNA 2003) writes faß.example as fass.example, another
+        # site. A name it cannot read (an overlong label, a symbol) is kept.
+        with contextlib.suppress(UnicodeError):
+            host = idna.encode(host, uts46=True).decode("ascii")
     return host[4:] if host.startswith("www.") else host
 
 

@@ -26,9 +26,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.conf import settings
-
-from checks.fetch import host_block_reason
+from checks.fetch.policy import allow_private_targets, host_block_reason
 from checks.search.canonical import domain_allowed, result_key
 from checks.search.providers import Hit, Provider, Query, SearchError
 from monitors import rules
@@ -158,7 +156,7 @@ def _fits(hit: Hit, query: Query, now: datetime) -> bool:
     # As a crawl drops such links: reported, the result would alert with
     # judging off, or be a page no one may fetch on every check with it on.
     host = urlsplit(hit.url).hostname or ""
-    if host_block_reason(host, settings.ALLOW_PRIVATE_NETWORK_TARGETS) is not None:
+    if host_block_reason(host, allow_private_targets()) is not None:
         return False
     if not domain_allowed(hit.url, query.include_domains, query.exclude_domains):
         return False
