@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import idna
 import re2
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
@@ -243,10 +244,14 @@ def ascii_domain(domain: str) -> str:
     """A host name written in letters (bücher.de) in its ASCII form
     (xn--bcher-kva.de): the one form domain rules are kept and compared in,
     as a search result's host is (checks.search.canonical.host_of). A name
-    IDNA cannot read is kept as given, for domain_error to refuse."""
+    IDNA cannot read is kept as given, for domain_error to refuse. IDNA 2008
+    with UTS 46, as host_of and httpx: Python's "idna" codec (IDNA 2003)
+    writes faß.example as fass.example, another site."""
+    if domain.isascii():
+        return domain
     try:
-        return domain.encode("idna").decode("ascii")
-    except UnicodeError:
+        return idna.encode(domain, uts46=True).decode("ascii")
+    except idna.IDNAError:
         return domain
 
 

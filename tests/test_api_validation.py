@@ -346,6 +346,16 @@ def test_a_domain_written_in_letters_is_stored_in_the_ascii_form_results_are_mat
         assert in_domains(host_of(url), stored)
 
 
+def test_a_domain_rule_with_sharp_s_is_its_own_site_as_its_results_are(api):
+    # IDNA 2003 wrote faß.example as fass.example, another site's name.
+    target = search_target(includeDomains=["faß.example"])
+    data = assert_created(api, body(targets=[target], goal="g"))
+    stored = Target.objects.get(monitor_id=data["id"]).include_domains
+    assert stored == ["xn--fa-hia.example"]
+    assert in_domains(host_of("https://faß.example/a"), stored)
+    assert not in_domains(host_of("https://fass.example/a"), stored)
+
+
 @pytest.mark.parametrize("field", ["includeDomains", "excludeDomains"])
 def test_fifty_one_domains_are_rejected(api, field):
     domains = [f"site{i}.example.com" for i in range(51)]
