@@ -147,3 +147,50 @@ def test_an_html_service_gets_page_words_escaped_and_its_own_links_linked(
     assert f'<a href="{page}">{page}</a>' in message
     # A service with a title of its own shows it as text.
     assert payload["title"].startswith(HOSTILE)
+
+
+AT_LINK = "https://medium.com/@alice/post"
+AT_PAGE_WORDS = f"Now: {AT_LINK} says @everyone [x](http://evil.example/)"
+
+
+def test_a_link_with_an_at_sign_arrives_whole_to_a_plain_text_service(site, received):
+    url = f"json://{host_of(site)}/json"
+
+    apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
+
+    [request] = received
+    message = json.loads(request.body)["message"]
+    # The address as it is, which the reader's client links; the page's
+    # own words around it still defused.
+    assert f"Now: {AT_LINK} says @{apprise.NO_MENTION}everyone" in message
+    assert "]" + apprise.NO_MENTION + "(" in message
+
+
+def test_a_link_with_an_at_sign_arrives_as_a_link_to_an_html_service(site, received):
+    url = f"json://{host_of(site)}/json?format=html"
+
+    apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
+
+    [request] = received
+    message = json.loads(request.body)["message"]
+    assert f'<a href="{AT_LINK}">{AT_LINK}</a>' in message
+    assert f"@{apprise.NO_MENTION}everyone" in message
+
+
+def test_a_link_with_an_at_sign_is_a_link_in_a_discord_like_channel_and_pings_no_one(
+    site, received
+):
+    url = f"fluxer://{host_of(site)}/417429632418316298/tokenabcdefghijklmnop"
+
+    apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
+
+    [request] = received
+    payload = json.loads(request.body)
+    said = payload["embeds"][0]["description"]
+    # A link to the page, its "@" written %40 in its address (servers read
+    # both alike) and broken in its words: Discord-style plugins read
+    # "@name" anywhere in a Markdown body as a ping to send.
+    shown = AT_LINK.replace("@", "@" + apprise.NO_MENTION)
+    assert f"[{shown}](<https://medium.com/%40alice/post>)" in said
+    assert "allow_mentions" not in payload and "content" not in payload
+    assert "](http://evil.example/)" not in said
