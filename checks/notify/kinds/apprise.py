@@ -257,12 +257,20 @@ SHOWS_MARKDOWN = frozenset(
 )
 
 
+# Services that send a message as Markdown but show its title as plain text
+# (Slack's attachment title and header block, a Reddit post's title):
+# escaped, the title would show its backslashes.
+TITLE_AS_TEXT = frozenset({"slack", "reddit"})
+
+
 def _defused(body: str) -> str:
     body = body.replace("@", "@" + NO_MENTION)
     # Markdown's "[words](address)", for a service that shows Markdown without
     # saying so to Apprise: the words must not become a link to an address the
-    # reader does not see. Broken the same way, invisibly.
-    return body.replace("](", "]" + NO_MENTION + "(")
+    # reader does not see. Broken the same way, invisibly; so is Discord's
+    # "||words||", shown hidden until clicked, which Apprise does not escape.
+    body = body.replace("](", "]" + NO_MENTION + "(")
+    return body.replace("||", "|" + NO_MENTION + "|")
 
 
 def _sends_markdown(plugin: Any) -> bool:
@@ -307,17 +315,18 @@ def _markdown_anchor(href: str) -> SafeString:
     return format_html('<a href="{}">{}</a>', href.replace("@", "%40"), _defused(href))
 
 
-def _title_for(url: str, plugin: Any, title: str) -> str:
+def _title_for(plugin: Any, title: str) -> str:
     """A service without a title of its own gets it in its body, converted
     from HTML like the body, so it is escaped for HTML. One with a title of
     its own gets it as text, escaped for Markdown when the service shows
-    its titles as Markdown too (Discord's)."""
+    Markdown (Teams Workflows' cards, Discord's embeds), as it is when it
+    shows its title as plain text."""
     import apprise as apprise_lib  # here, not at the top: see the docstring
     from apprise.conversion import convert_between
 
     if plugin.title_maxlen <= 0:
         return str(escape(title))
-    if schemes_of(plugin) & SHOWS_MARKDOWN:
+    if _sends_markdown(plugin) and not schemes_of(plugin) & TITLE_AS_TEXT:
         return convert_between(
             apprise_lib.NotifyFormat.HTML,
             apprise_lib.NotifyFormat.MARKDOWN,
@@ -368,7 +377,7 @@ def _notify(
             level=apprise_lib.logging.WARNING, fmt="%(message)s"
         ) as log:
             ok = notifier.notify(
-                title=_title_for(url, plugin, title),
+                title=_title_for(plugin, title),
                 body=as_html(body, links, markdown=_sends_markdown(plugin)),
                 body_format=apprise_lib.NotifyFormat.HTML,
             )
