@@ -429,6 +429,9 @@ def fail_stale_checks(now: datetime) -> int:
     _send_lost_check_messages(now)
     queued_before = now - STALE_QUEUED_AFTER
     running_before = now - stale_running_after()
+    # A running check with no batch is sent again as long as a lost queued
+    # check would be, counted from its last heartbeat.
+    plan_again_since = now - STALE_QUEUED_AFTER
     stale = list(
         Check.objects.stale(queued_before, running_before)
         .order_by("created_at")
@@ -446,7 +449,7 @@ def fail_stale_checks(now: datetime) -> int:
         if batches.exists():
             if finish_if_done(pk) is not None:
                 continue  # every batch was done; the one that finishes had died
-        elif heartbeat_at >= queued_before:
+        elif heartbeat_at >= plan_again_since:
             unplanned.append((pk, attempts))
             continue
         where = Q(status=status, heartbeat_at__lt=running_before)
@@ -462,8 +465,10 @@ def _plan_again(unplanned: list[tuple[uuid.UUID, int]], now: datetime) -> int:
     the start; one that lost MAX_ATTEMPTS workers is given up. As for lost
     queued checks (_send_lost_check_messages), they are sent only while no
     check message waits, so a message already on its way is not doubled on
-    every sweep; one nobody took up within STALE_QUEUED_AFTER of its last
-    heartbeat is failed above. Returns how many checks were failed."""
+    every sweep. One nobody took up within STALE_QUEUED_AFTER of its last
+    heartbeat is not sent again: a later sweep fails it as it fails any
+    silent running check (fail_stale_checks). Returns how many checks were
+    failed."""
     failed, again = 0, []
     stale = Q(status=Check.Status.RUNNING, heartbeat_at__lt=now - stale_running_after())
     for pk, attempts in unplanned:

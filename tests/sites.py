@@ -28,6 +28,7 @@ A fixture per test module keeps it to one line of setup:
 from __future__ import annotations
 
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -86,13 +87,16 @@ class Site:
     the check runner is fetching them.
     """
 
-    def __init__(self, port: int = 0) -> None:
-        """`port=0` picks a free port; pass an old site's port to bring it back."""
+    def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
+        """`port=0` picks a free port; pass an old site's port to bring it back.
+        `tls`, a server-side context, makes it an HTTPS site."""
         self._pages: dict[str, Page] = {}
         self._requests: list[Request] = []
         self._lock = threading.Condition()
         self._server = _QuietServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread: threading.Thread | None = None
         self.port = self._server.server_address[1]
         self.stopped = False

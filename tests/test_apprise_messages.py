@@ -5,14 +5,21 @@ were written, never as formatting or a link (local receivers on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import datetime
 import json
+import ssl
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import apprise as apprise_lib
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
-from checks.notify.kinds import apprise
+from checks.notify.kinds import apprise, outbound
 from tests.notifying import make_monitor
 from tests.sites import Request, Site
 from tests.test_channels import make_channel
@@ -99,7 +106,7 @@ def test_a_markdown_service_pasted_as_its_own_address_gets_words_escaped(url):
 
     assert plugin.notify_format == apprise_lib.NotifyFormat.MARKDOWN
     if plugin.title_maxlen > 0:  # Discord's title, shown as Markdown too
-        assert apprise._title_for(url, plugin, "*Sale*") == r"\*Sale\*"
+        assert apprise._title_for(plugin, "*Sale*") == r"\*Sale\*"
 
 
 def test_a_discord_like_channel_shows_page_words_literally_with_real_links(
@@ -147,3 +154,129 @@ def test_an_html_service_gets_page_words_escaped_and_its_own_links_linked(
     assert f'<a href="{page}">{page}</a>' in message
     # A service with a title of its own shows it as text.
     assert payload["title"].startswith(HOSTILE)
+
+
+AT_LINK = "https://medium.com/@alice/post"
+AT_PAGE_WORDS = f"Now: {AT_LINK} says @everyone [x](http://evil.example/)"
+
+
+def test_a_link_with_an_at_sign_arrives_whole_to_a_plain_text_service(site, received):
+    url = f"json://{host_of(site)}/json"
+
+    apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
+
+    [request] = received
+    message = json.loads(request.body)["message"]
+    # The address as it is, which the reader's client links; the page's
+    # own words around it still defused.
+    assert f"Now: {AT_LINK} says @{apprise.NO_MENTION}everyone" in message
+    assert "]" + apprise.NO_MENTION + "(" in message
+
+
+def test_a_link_with_an_at_sign_arrives_as_a_link_to_an_html_service(site, received):
+    url = f"json://{host_of(site)}/json?format=html"
+
+    apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
+
+    [request] = received
+    message = json.loads(request.body)["message"]
+    assert f'<a href="{AT_LINK}">{AT_LINK}</a>' in message
+    assert f"@{apprise.NO_MENTION}everyone" in message
+
+
+def test_a_link_with_an_at_sign_is_a_link_in_a_discord_like_channel_and_pings_no_one(
+    site, received
+):
+    url = f"fluxer://{host_of(site)}/417429632418316298/tokenabcdefghijklmnop"
+
+    apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
+
+    [request] = received
+    payload = json.loads(request.body)
+    said = payload["embeds"][0]["description"]
+    # A link to the page, its "@" written %40 in its address (servers read
+    # both alike) and broken in its words: Discord-style plugins read
+    # "@name" anywhere in a Markdown body as a ping to send.
+    shown = AT_LINK.replace("@", "@" + apprise.NO_MENTION)
+    assert f"[{shown}](<https://medium.com/%40alice/post>)" in said
+    assert "allow_mentions" not in payload and "content" not in payload
+    assert "](http://evil.example/)" not in said
+
+
+def _self_signed(tmp_path: Path, host: str) -> ssl.SSLContext:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), False)
+        .sign(key, hashes.SHA256())
+    )
+    pem = tmp_path / "site.pem"
+    pem.write_bytes(
+        cert.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pem)
+    return context
+
+
+@pytest.fixture
+def workflows(tmp_path, settings, monkeypatch):
+    """A Microsoft Teams Workflows URL (Apprise sends it over https only, as
+    Markdown with a title of its own), its host resolved by the proxy to an
+    HTTPS receiver on 127.0.0.1, and what that receiver gets."""
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    host = "prod-00.westus.logic.azure.com"
+    monkeypatch.setattr(outbound, "system_resolver", lambda name, port: ["127.0.0.1"])
+    with Site(tls=_self_signed(tmp_path, host)) as receiver:
+        receiver.handle(
+            "/workflows/abc123/triggers/manual/paths/invoke",
+            lambda request: (200, {}, b""),
+        )
+        yield f"workflow://{host}:{receiver.port}/abc123/sig456?verify=no", receiver
+
+
+def test_a_markdown_service_with_a_title_of_its_own_gets_the_title_escaped(
+    workflows,
+):
+    url, receiver = workflows
+
+    apprise.send_url(url, "[x](https://evil.example/) *Sale*", "The price went up.")
+
+    [request] = receiver.requests
+    blocks = json.loads(request.body)["attachments"][0]["content"]["body"]
+    [title] = [block["text"] for block in blocks if block.get("id") == "title"]
+    # Teams shows a TextBlock's Markdown: the name shows as written, no link.
+    assert title == r"\[x\]\(https://evil.example/\) \*Sale\*"
+
+
+def test_page_words_cannot_hide_behind_a_discord_spoiler(site, received):
+    url = f"fluxer://{host_of(site)}/417429632418316298/tokenabcdefghijklmnop"
+
+    apprise.send_url(url, "Pricing page", "Now: ||free for all|| today")
+
+    [request] = received
+    said = json.loads(request.body)["embeds"][0]["description"]
+    # Discord shows ||words|| hidden until clicked; Apprise leaves "|" as is.
+    assert "||" not in said
+    assert said.replace(apprise.NO_MENTION, "") == "Now: ||free for all|| today"
+
+
+def test_a_markdown_service_that_shows_its_title_as_text_gets_it_unescaped():
+    # Slack's attachment title is plain text: escapes would show.
+    plugin = apprise._plugin("slack://T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7FQ/")
+
+    assert plugin.notify_format == apprise_lib.NotifyFormat.MARKDOWN
+    assert apprise._title_for(plugin, "Prices (EU) *Sale*") == "Prices (EU) *Sale*"

@@ -1232,6 +1232,23 @@ def test_a_failing_alert_names_the_page_whose_error_it_gives(
     assert "\nPage: https://example.com/plans/pro\n" in said
 
 
+def test_a_failing_alert_reads_its_page_error_and_that_pages_address_at_once(
+    team, scenario, django_assert_num_queries
+):
+    from checks.notify import messages
+
+    monitor = make_monitor(team)
+    check = scenario.start(monitor)
+    scenario.page(check, "https://example.com/plans/pro", "error", error_kind="timeout")
+    scenario.finish(check, Check.Status.FAILED, "The page could not be checked.")
+
+    with django_assert_num_queries(1):
+        said = messages.failing(monitor, 3, check)
+
+    assert said["error"].startswith("The page took too long")
+    assert said["errorUrl"] == "https://example.com/plans/pro"
+
+
 def test_a_failing_alert_without_a_page_error_names_no_page(
     team, pigeon, scenario, queued
 ):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.template.loader import render_to_string
 
 from checks.notify import events
-from checks.notify.reports import change_report, failing_page, failing_reason
+from checks.notify.reports import change_report, failing_reason
 from checks.notify.texts import absolute, one_line
 from monitors.time_words import on_the_clock, wire_time
 
@@ -113,13 +113,14 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
 
 def failing(monitor: Monitor, failures: int, check: Check) -> dict[str, Any]:
     """`check`: the failed check that made the monitor failing."""
+    reason = failing_reason(check)
     return {
         "type": FAILING,
         "monitor": _monitor(monitor),
         "failures": failures,
-        "error": _cut(failing_reason(check)),
+        "error": _cut(reason.words),
         # The page that error is of, when it is a page's.
-        "errorUrl": failing_page(check),
+        "errorUrl": reason.url,
         "link": absolute(monitor.get_absolute_url()),
     }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db.models.fields.json import KT
 
@@ -222,37 +222,37 @@ def _pages(n: int) -> str:
 CHECK_FAILED_WORDS = "Something went wrong on our side while checking this monitor."
 
 
-def failing_reason(check: Check) -> str | None:
+class FailingReason(NamedTuple):
+    words: str | None
+    # The address of the page the words are of, when they are a page's.
+    url: str | None = None
+
+
+def failing_reason(check: Check) -> FailingReason:
     """Why a failed check failed, as a "failing" alert says it: its first
     page error in the dashboard's words ("The site refused access (HTTP
-    403)."), else a target's failure, else the check's own error. The check's
-    error alone is mostly its summary ("The page could not be checked."),
-    which tells the team nothing they can act on."""
+    403).") with that page's address, else a target's failure, else the
+    check's own error. The check's error alone is mostly its summary ("The
+    page could not be checked."), which tells the team nothing they can act
+    on."""
     page = (
         check.pages.filter(status="error")
         .order_by("created_at", "id")
-        .values_list("error_kind", "status_code", "error")
+        .values_list("error_kind", "status_code", "error", "url")
         .first()
     )
     # Raw internal text (an error page's HTML, a provider's ids, an
     # exception) is never passed on: the kind's own words stand for it.
     if page is not None:
-        return error_words(*page)
+        kind, code, error, url = page
+        return FailingReason(error_words(kind, code, error), url)
     for failure in check.target_failures():
-        return failure_words(failure)
+        return FailingReason(failure_words(failure))
     if not check.error:
-        return None
-    return CHECK_FAILED_WORDS if is_raw(check.error) else in_message_words(check.error)
-
-
-def failing_page(check: Check) -> str | None:
-    """The address of the page whose error failing_reason gives, if a page's."""
-    return (
-        check.pages.filter(status="error")
-        .order_by("created_at", "id")
-        .values_list("url", flat=True)
-        .first()
-    )
+        return FailingReason(None)
+    if is_raw(check.error):
+        return FailingReason(CHECK_FAILED_WORDS)
+    return FailingReason(in_message_words(check.error))
 
 
 def failure_words(failure: TargetFailure) -> str:

@@ -10,7 +10,7 @@ URLs.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
@@ -57,24 +57,36 @@ def http_href(url: str | None) -> str | None:
     return None
 
 
-def linked(text: str, links: Iterable[str]) -> SafeString:
+def linked(
+    text: str,
+    links: Iterable[str],
+    words: Callable[[str], str] = str,
+    anchor: Callable[[str], SafeString] | None = None,
+) -> SafeString:
     """Plain text as HTML: escaped, with the given http(s) addresses (a
     message's own links) made links where they stand alone. Any other
-    address in the text, one a judge's reason or a page quotes, stays text."""
+    address in the text, one a judge's reason or a page quotes, stays text.
+    `words` changes the text between links before it is escaped, and
+    `anchor` builds the link of an address, so the links are found in the
+    text as written."""
     hrefs = sorted({href for href in links if http_href(href)}, key=len, reverse=True)
     if not hrefs:
-        return escape(text)
+        return escape(words(text))
     found = re.compile(
         r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.:;]|$)"
     )
     parts, start = [], 0
     for match in found.finditer(text):
-        parts.append(escape(text[start : match.start()]))
-        parts.append(format_html('<a href="{0}">{0}</a>', match[1]))
+        parts.append(escape(words(text[start : match.start()])))
+        parts.append((anchor or _anchor)(match[1]))
         start = match.end()
-    parts.append(escape(text[start:]))
-    # Every part was escaped or built by format_html just above.
+    parts.append(escape(words(text[start:])))
+    # Every part was escaped or built by format_html.
     return mark_safe("".join(parts))  # noqa: S308
+
+
+def _anchor(href: str) -> SafeString:
+    return format_html('<a href="{0}">{0}</a>', href)
 
 
 def message(

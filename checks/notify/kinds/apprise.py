@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from django.utils.html import escape
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString
 
 from checks.fetch.policy import ip_literal
 from checks.notify import messages
@@ -256,12 +257,26 @@ SHOWS_MARKDOWN = frozenset(
 )
 
 
+# Services that send a message as Markdown but show its title as plain text
+# (Slack's attachment title and header block, a Reddit post's title):
+# escaped, the title would show its backslashes.
+TITLE_AS_TEXT = frozenset({"slack", "reddit"})
+
+
 def _defused(body: str) -> str:
     body = body.replace("@", "@" + NO_MENTION)
     # Markdown's "[words](address)", for a service that shows Markdown without
     # saying so to Apprise: the words must not become a link to an address the
-    # reader does not see. Broken the same way, invisibly.
-    return body.replace("](", "]" + NO_MENTION + "(")
+    # reader does not see. Broken the same way, invisibly; so is Discord's
+    # "||words||", shown hidden until clicked, which Apprise does not escape.
+    body = body.replace("](", "]" + NO_MENTION + "(")
+    return body.replace("||", "|" + NO_MENTION + "|")
+
+
+def _sends_markdown(plugin: Any) -> bool:
+    import apprise as apprise_lib  # here, not at the top: see the docstring
+
+    return bool(plugin.notify_format == apprise_lib.NotifyFormat.MARKDOWN)
 
 
 def _plugin(url: str) -> Any:
@@ -274,32 +289,44 @@ def _plugin(url: str) -> Any:
     return plugin
 
 
-def as_html(text: str, links: Iterable[str] = ()) -> str:
+def as_html(text: str, links: Iterable[str] = (), *, markdown: bool = False) -> str:
     """The plain message as HTML, the one format Apprise converts to every
     service's own: HTML services get it as it is, plain-text ones its words,
     Markdown ones its words escaped. So a monitor's name, a page's address, a
     judge's reason or a quote shows as written, never as formatting or a
-    link; only the message's own `links` are links."""
+    link; only the message's own `links` are links, found in the text as
+    written and left whole. For a service sent `markdown`, a link's "@" is
+    broken too (see _markdown_anchor)."""
+    anchor = _markdown_anchor if markdown else None
     lines = []
-    for line in _defused(text).split("\n"):
+    for line in text.split("\n"):
         bare = line.lstrip(" ")
         indent = len(line) - len(bare)
         # Leading spaces, which HTML would collapse, keep their indent.
-        lines.append("&nbsp;" * indent + linked(bare, links))
+        lines.append("&nbsp;" * indent + linked(bare, links, _defused, anchor))
     return "<br>".join(lines)
 
 
-def _title_for(url: str, plugin: Any, title: str) -> str:
+def _markdown_anchor(href: str) -> SafeString:
+    """A link for a Markdown body, where Discord-style plugins read "@name"
+    anywhere, a link's address included, as a ping to send (a page at
+    /@everyone would ping the server): its words get the zero-width space,
+    its address %40, which web servers read as "@"."""
+    return format_html('<a href="{}">{}</a>', href.replace("@", "%40"), _defused(href))
+
+
+def _title_for(plugin: Any, title: str) -> str:
     """A service without a title of its own gets it in its body, converted
     from HTML like the body, so it is escaped for HTML. One with a title of
     its own gets it as text, escaped for Markdown when the service shows
-    its titles as Markdown too (Discord's)."""
+    Markdown (Teams Workflows' cards, Discord's embeds), as it is when it
+    shows its title as plain text."""
     import apprise as apprise_lib  # here, not at the top: see the docstring
     from apprise.conversion import convert_between
 
     if plugin.title_maxlen <= 0:
         return str(escape(title))
-    if schemes_of(plugin) & SHOWS_MARKDOWN:
+    if _sends_markdown(plugin) and not schemes_of(plugin) & TITLE_AS_TEXT:
         return convert_between(
             apprise_lib.NotifyFormat.HTML,
             apprise_lib.NotifyFormat.MARKDOWN,
@@ -313,7 +340,7 @@ def _sent_length(plugin: Any, body: str, links: Iterable[str]) -> int:
     import apprise as apprise_lib  # here, not at the top: see the docstring
     from apprise.conversion import convert_between
 
-    html = as_html(body, links)
+    html = as_html(body, links, markdown=_sends_markdown(plugin))
     return len(
         convert_between(apprise_lib.NotifyFormat.HTML, plugin.notify_format, html)
     )
@@ -350,8 +377,8 @@ def _notify(
             level=apprise_lib.logging.WARNING, fmt="%(message)s"
         ) as log:
             ok = notifier.notify(
-                title=_title_for(url, plugin, title),
-                body=as_html(body, links),
+                title=_title_for(plugin, title),
+                body=as_html(body, links, markdown=_sends_markdown(plugin)),
                 body_format=apprise_lib.NotifyFormat.HTML,
             )
             said = log.getvalue().strip()
