@@ -429,9 +429,10 @@ def fail_stale_checks(now: datetime) -> int:
     _send_lost_check_messages(now)
     queued_before = now - STALE_QUEUED_AFTER
     running_before = now - stale_running_after()
-    # A running check with no batch is sent again as long as a lost queued
-    # check would be, counted from its last heartbeat.
-    plan_again_since = now - STALE_QUEUED_AFTER
+    # A running check with no batch is sent again for as long as a lost
+    # queued check would be, counted from when its heartbeat went stale (a
+    # stale time set above that window must not fail it unplanned).
+    plan_again_since = running_before - STALE_QUEUED_AFTER
     stale = list(
         Check.objects.stale(queued_before, running_before)
         .order_by("created_at")
@@ -465,8 +466,8 @@ def _plan_again(unplanned: list[tuple[uuid.UUID, int]], now: datetime) -> int:
     the start; one that lost MAX_ATTEMPTS workers is given up. As for lost
     queued checks (_send_lost_check_messages), they are sent only while no
     check message waits, so a message already on its way is not doubled on
-    every sweep. One nobody took up within STALE_QUEUED_AFTER of its last
-    heartbeat is not sent again: a later sweep fails it as it fails any
+    every sweep. One nobody took up within STALE_QUEUED_AFTER of its
+    heartbeat going stale is not sent again: a later sweep fails it as it fails any
     silent running check (fail_stale_checks). Returns how many checks were
     failed."""
     failed, again = 0, []

@@ -350,7 +350,8 @@ def test_after_a_lost_worker_is_swept_the_next_slot_runs(monitor):
     lost = Check.objects.get()
     runner.claim(lost, AFTER_SPREAD)
     # Lost while planning and never taken up again since.
-    later = AFTER_SPREAD + runner.STALE_QUEUED_AFTER + timedelta(seconds=1)
+    silent = runner.stale_running_after() + runner.STALE_QUEUED_AFTER
+    later = AFTER_SPREAD + silent + timedelta(seconds=1)
 
     assert runner.fail_stale_checks(later) == 1
 

@@ -1104,7 +1104,10 @@ def test_stale_checks_are_failed_and_fresh_ones_left_alone(team):
         monitor=others[0],
         trigger="manual",
         status=Check.Status.RUNNING,
-        heartbeat_at=now - runner.STALE_QUEUED_AFTER - timedelta(seconds=1),
+        heartbeat_at=now
+        - runner.stale_running_after()
+        - runner.STALE_QUEUED_AFTER
+        - timedelta(seconds=1),
     )
     waiting = Check.objects.create(monitor=others[1], trigger="manual")
     working = Check.objects.create(
@@ -1232,6 +1235,18 @@ def test_a_check_whose_worker_died_while_planning_is_planned_again_once(
     assert check.summary["new"] == 3 and check.pages.count() == 3
     assert check.batches.count() == 1
     assert all(len(site.requests_to(f"/p{n}")) == 1 for n in range(3))
+
+
+def test_a_check_lost_while_planning_is_sent_again_under_a_stale_time_of_an_hour(
+    team, settings, check_queue
+):
+    settings.CHECK_STALE_AFTER_SECONDS = 3600  # above the 10 minutes' window
+    check = lost_while_planning(make_monitor(team, ["http://127.0.0.1:9/"]), 1)
+
+    assert runner.fail_stale_checks(timezone.now()) == 0
+
+    assert checks_sent(check_queue) == [str(check.pk)]
+    assert Check.objects.get(pk=check.pk).status == Check.Status.RUNNING
 
 
 def test_a_check_whose_planning_was_lost_behind_a_backlog_waits_its_turn(
