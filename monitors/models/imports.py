@@ -32,7 +32,7 @@ class ImportRun(models.Model):
 
     class Status(models.TextChoices):
         PREPARING = "preparing"
-        PREVIEW_FAILED = "preview failed"
+        PREVIEW_FAILED = "preview_failed"
         PREVIEWED = "previewed"
         QUEUED = "queued"
         RUNNING = "running"
@@ -135,7 +135,7 @@ class ImportRun(models.Model):
         return True
 
     def fail_preview(self, message: str, now: datetime) -> bool:
-        """preparing → preview failed, with words for the page; a service's
+        """preparing → preview_failed, with words for the page; a service's
         key is forgotten with it."""
         failed = ImportRun.objects.filter(
             pk=self.pk, status=self.Status.PREPARING
