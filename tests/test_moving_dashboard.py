@@ -20,6 +20,7 @@ from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor, Target
 from monitors.moving import importing, plan
 from tests.moving import PRICING_UUID, backup_zip, fixture
+from tests.test_moving_remote_preview import _row_holds
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "correct horse battery staple"
@@ -627,3 +628,32 @@ def test_polling_a_preview_being_made_does_not_read_its_watches(
     assert polled.status_code == 200
     # Thousands of watches are megabytes: each poll would read them all.
     assert not [q["sql"] for q in queries if '"items"' in q["sql"]]
+
+
+@pytest.mark.parametrize("ending", ["failed", "given up"])
+def test_a_preview_that_ends_unmade_forgets_the_notification_urls_it_read(
+    web, team, queued_previews, monkeypatch, django_capture_on_commit_callbacks, ending
+):
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    watching = {"w": {"url": "https://a.example.com/", "notification_urls": [telegram]}}
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        preview(web, "changedetection", data, "url-watches.json")
+    run = ImportRun.objects.get(team=team)
+    assert _row_holds(run, "AAEbcdefghijklmnop")
+    if ending == "failed":
+        monkeypatch.setattr(plan, "prepare", _broken)
+        tasks.preview_import_task(str(run.pk))
+    else:
+        later = run.created_at + ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(seconds=1)
+        assert run.give_up_preview_if_stale(later)
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    # Nothing reads a preview that was never made: the Apprise URLs (each a
+    # service's secret) are not kept the week the run is.
+    assert not _row_holds(run, "AAEbcdefghijklmnop")
+    assert run.items == []
+
+
+def _broken(*args, **kwargs):
+    raise RuntimeError("column items does not exist")

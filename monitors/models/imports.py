@@ -135,14 +135,17 @@ class ImportRun(models.Model):
         return True
 
     def fail_preview(self, message: str, now: datetime) -> bool:
-        """preparing → preview_failed, with words for the page; a service's
-        key is forgotten with it."""
+        """preparing → preview_failed, with words for the page. What it read
+        goes with it, in the same update: a service's key, and the items,
+        whose notification URLs hold secrets (as finish and fail forget
+        them) and which nothing reads once no preview will be made."""
         failed = ImportRun.objects.filter(
             pk=self.pk, status=self.Status.PREPARING
         ).update(
             status=self.Status.PREVIEW_FAILED,
             error=message,
             finished_at=now,
+            items=[],
             remote_url="",
             remote_key="",
         )
@@ -152,6 +155,7 @@ class ImportRun(models.Model):
                 message,
                 now,
             )
+            self.items = []
             self.remote_url = self.remote_key = ""
         return bool(failed)
 
