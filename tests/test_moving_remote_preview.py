@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test import Client
+from django.views.debug import SafeExceptionReporterFilter
 
 from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor
@@ -343,3 +344,19 @@ def test_another_pagewatch_is_read_by_the_preview_task_too(
     run.refresh_from_db()
     assert run.status == ImportRun.Status.PREVIEWED and run.remote_key == ""
     assert "Plain" in html.unescape(web.get(run_url).content.decode())
+
+
+def test_the_key_typed_on_the_import_page_is_hidden_from_error_reports(
+    web, queued, django_capture_on_commit_callbacks
+):
+    response = _ask(
+        web,
+        "https://cd.example.com/",
+        key="cd-secret-key-123",
+        execute=django_capture_on_commit_callbacks,
+    )
+    assert response.status_code == 302
+    # What Django's error mail and its debug page show of the request's form.
+    shown = SafeExceptionReporterFilter().get_post_parameters(response.wsgi_request)
+    assert "cd-secret-key-123" not in str(shown)
+    assert shown["url"] == "https://cd.example.com/"
