@@ -50,7 +50,7 @@ def import_monitors_task(self: Task, run_id: str) -> None:
 # Reading a service by its address stops itself after
 # remote.READ_BUDGET_SECONDS; judging the largest source (5,000 watches) then
 # takes seconds, not minutes. A preview past this is stuck, and
-# ImportRun.PREVIEW_GIVEN_UP_AFTER is beyond it.
+# ImportRun.PREVIEW_GIVEN_UP_AFTER, counted from the same start, is beyond it.
 PREVIEW_TIME_LIMIT = 12 * 60
 
 
@@ -67,7 +67,7 @@ def preview_import_task(run_id: str) -> None:
         .select_related("team")
         .first()
     )
-    if run is None:
+    if run is None or not run.start_preview_task(timezone.now()):
         return  # gone, given up, or made by another delivery of this message
     try:
         importing.build_preview(run)

@@ -657,3 +657,60 @@ def test_a_preview_that_ends_unmade_forgets_the_notification_urls_it_read(
 
 def _broken(*args, **kwargs):
     raise RuntimeError("column items does not exist")
+
+
+def test_a_preview_that_waited_in_the_queue_is_not_given_up_while_it_is_made(
+    web, team, queued_previews, upload, monkeypatch
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    prepare = plan.prepare
+    polled: list[int] = []
+
+    def slow(*args, **kwargs):
+        # Ten minutes into the task's twelve, sixteen after the upload.
+        with time_machine.travel(run.created_at + timedelta(minutes=16), tick=False):
+            polled.append(web.get(run_url, HTTP_HX_REQUEST="true").status_code)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "prepare", slow)
+    # A worker takes the message six minutes after the upload.
+    with time_machine.travel(run.created_at + timedelta(minutes=6), tick=False):
+        tasks.preview_import_task(str(run.pk))
+    assert polled == [200]
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEWED
+
+
+def test_a_started_preview_whose_worker_vanished_is_given_up_after_it_started(
+    web, team, queued_previews, upload, monkeypatch
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    started = run.created_at + timedelta(minutes=6)
+
+    def worker_killed(*args, **kwargs):
+        raise SystemExit  # out of memory: nothing after it runs
+
+    monkeypatch.setattr(plan, "prepare", worker_killed)
+    with time_machine.travel(started, tick=False), pytest.raises(SystemExit):
+        tasks.preview_import_task(str(run.pk))
+    before = started + ImportRun.PREVIEW_GIVEN_UP_AFTER - timedelta(seconds=1)
+    with time_machine.travel(before, tick=False):
+        assert web.get(run_url, HTTP_HX_REQUEST="true").status_code == 200
+    with time_machine.travel(before + timedelta(seconds=2), tick=False):
+        polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 286
+    assert "The preview was not finished" in html.unescape(polled.content.decode())
+
+
+def test_a_page_that_read_the_run_before_a_worker_started_it_does_not_give_it_up(
+    team, queued_previews, upload
+):
+    upload()
+    read_by_the_page = ImportRun.objects.get(team=team)
+    late = read_by_the_page.created_at + ImportRun.PREVIEW_GIVEN_UP_AFTER
+    # A worker takes it after the page read it as never started.
+    ImportRun.objects.get(team=team).start_preview_task(late)
+    assert not read_by_the_page.give_up_preview_if_stale(late + timedelta(seconds=1))
+    assert ImportRun.objects.get(team=team).status == ImportRun.Status.PREPARING

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from monitors.models.teams import Team
 
@@ -73,13 +74,19 @@ class ImportRun(models.Model):
     report = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a preview task last took the run (start_preview_task): the task's
+    # time limit counts from there, so its give-up time does too.
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = ImportRunQuerySet.as_manager()
 
-    # A preview still being made this long after the upload will not be: the
-    # preview task's time limit is well below it, so its worker died or its
-    # message was lost. The page says so rather than polling for ever.
+    # A preview still being made this long after a worker started it will not
+    # be: the preview task's time limit (12 minutes) is below it, so that
+    # worker died. One no worker started this long after the upload waited
+    # for one in vain (its message lost, or every worker busy that long).
+    # The page says so rather than polling for ever. Time spent waiting in
+    # the queue does not count against a worker that then starts it.
     PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=15)
 
     class Meta:
@@ -134,13 +141,33 @@ class ImportRun(models.Model):
         self.status, self.items, self.done = self.Status.PREVIEWED, items, 0
         return True
 
-    def fail_preview(self, message: str, now: datetime) -> bool:
+    @classmethod
+    def stale_preview(cls, now: datetime) -> Q:
+        """Rows of a preview past its give-up time: PREVIEW_GIVEN_UP_AFTER
+        from its last start, or from the upload while never started."""
+        cutoff = now - cls.PREVIEW_GIVEN_UP_AFTER
+        return Q(status=cls.Status.PREPARING) & (
+            Q(started_at__lt=cutoff) | Q(started_at=None, created_at__lt=cutoff)
+        )
+
+    def start_preview_task(self, now: datetime) -> bool:
+        """A preview task takes a preparing run: its give-up time counts from
+        now. False when the run is no longer preparing."""
+        started = ImportRun.objects.filter(pk=self.pk, status=self.Status.PREPARING)
+        if not started.update(started_at=now):
+            return False
+        self.started_at = now
+        return True
+
+    def fail_preview(
+        self, message: str, now: datetime, only_if: Q | None = None
+    ) -> bool:
         """preparing → preview_failed, with words for the page. What it read
         goes with it, in the same update: a service's key, and the items,
         whose notification URLs hold secrets (as finish and fail forget
         them) and which nothing reads once no preview will be made."""
         failed = ImportRun.objects.filter(
-            pk=self.pk, status=self.Status.PREPARING
+            only_if or Q(), pk=self.pk, status=self.Status.PREPARING
         ).update(
             status=self.Status.PREVIEW_FAILED,
             error=message,
@@ -185,14 +212,23 @@ class ImportRun(models.Model):
 
     def give_up_preview_if_stale(self, now: datetime) -> bool:
         """A preview no worker made in time is ended, so its page stops
-        waiting; a task that comes after all leaves it so (show_preview)."""
-        if self.created_at >= now - self.PREVIEW_GIVEN_UP_AFTER:
+        waiting; a task that comes after all leaves it so (show_preview).
+        Judged again in the update itself: a worker may have started it since
+        this row was read."""
+        since = self.started_at or self.created_at
+        if since >= now - self.PREVIEW_GIVEN_UP_AFTER:
             return False
-        return self.fail_preview(
-            "The preview was not made in time: Pagewatch's workers did not get "
-            "to it. Please start again.",
-            now,
-        )
+        if self.started_at:
+            message = (
+                "The preview was not finished: the worker making it stopped "
+                "before it was done. Please start again."
+            )
+        else:
+            message = (
+                "The preview was not made in time: Pagewatch's workers did not "
+                "get to it. Please start again."
+            )
+        return self.fail_preview(message, now, only_if=self.stale_preview(now))
 
     def record_progress(self, done: int) -> None:
         ImportRun.objects.filter(pk=self.pk).update(done=done)
