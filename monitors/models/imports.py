@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from monitors.models.teams import Team
 
@@ -77,6 +77,10 @@ class ImportRun(models.Model):
     # When a preview task last took the run (start_preview_task): the task's
     # time limit counts from there, so its give-up time does too.
     started_at = models.DateTimeField(null=True, blank=True)
+    # How many times a preview task has taken the run: its message is handed
+    # out again when its worker dies (acks_late), so a watch list that kills
+    # the worker would otherwise be read for ever, its key kept.
+    preview_attempts = models.PositiveSmallIntegerField(default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = ImportRunQuerySet.as_manager()
@@ -88,6 +92,10 @@ class ImportRun(models.Model):
     # The page says so rather than polling for ever. Time spent waiting in
     # the queue does not count against a worker that then starts it.
     PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=15)
+    # Deliveries of a preview task beyond this many are not started: each
+    # earlier one stopped its worker (out of memory, most likely). Its
+    # message in start_preview_task says "three times".
+    PREVIEW_ATTEMPTS = 3
 
     class Meta:
         ordering = ["-created_at"]
@@ -151,12 +159,27 @@ class ImportRun(models.Model):
         )
 
     def start_preview_task(self, now: datetime) -> bool:
-        """A preview task takes a preparing run: its give-up time counts from
-        now. False when the run is no longer preparing."""
-        started = ImportRun.objects.filter(pk=self.pk, status=self.Status.PREPARING)
-        if not started.update(started_at=now):
+        """A preview task takes a preparing run, counting the attempt: its
+        give-up time counts from now. False when the run is no longer
+        preparing, or when earlier attempts stopped their worker
+        PREVIEW_ATTEMPTS times: the preview is failed then, its key gone."""
+        started = ImportRun.objects.filter(
+            pk=self.pk,
+            status=self.Status.PREPARING,
+            preview_attempts__lt=self.PREVIEW_ATTEMPTS,
+        ).update(started_at=now, preview_attempts=F("preview_attempts") + 1)
+        if not started:
+            # A no-op unless still preparing (given up or made meanwhile).
+            self.fail_preview(
+                "The preview stopped its worker three times before it was done, "
+                "most likely for want of memory. Nothing was imported. Please "
+                "start again with fewer watches, or ask whoever runs Pagewatch "
+                "to give its workers more memory.",
+                now,
+            )
             return False
         self.started_at = now
+        self.preview_attempts += 1
         return True
 
     def fail_preview(
