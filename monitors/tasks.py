@@ -50,7 +50,7 @@ def import_monitors_task(self: Task, run_id: str) -> None:
 # Reading a service by its address stops itself after
 # remote.READ_BUDGET_SECONDS; judging the largest source (5,000 watches) then
 # takes seconds, not minutes. A preview past this is stuck, and
-# ImportRun.PREVIEW_GIVEN_UP_AFTER is beyond it.
+# ImportRun.PREVIEW_GIVEN_UP_AFTER, counted from the same start, is beyond it.
 PREVIEW_TIME_LIMIT = 12 * 60
 
 
@@ -67,8 +67,16 @@ def preview_import_task(run_id: str) -> None:
         .select_related("team")
         .first()
     )
-    if run is None:
-        return  # gone, given up, or made by another delivery of this message
+    now = timezone.now()
+    # Gone, given up, made by another delivery of this message, past its
+    # give-up time (its page, if open, would say so now), or one delivery too
+    # many after its workers died (start_preview_task fails it).
+    if (
+        run is None
+        or run.give_up_preview_if_stale(now)
+        or not run.start_preview_task(now)
+    ):
+        return
     try:
         importing.build_preview(run)
     except outages.DATABASE_AWAY as exc:

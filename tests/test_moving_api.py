@@ -472,3 +472,14 @@ def test_an_api_import_is_logged_as_made_by_the_key_that_sent_it(api, team):
     entry = Activity.objects.get(team=team, kind=Activity.Kind.MONITOR_CREATED)
     assert entry.api_key == ApiKey.objects.get(team=team, name="tests")
     assert entry.sentence == "Imported from a list of addresses by the API key “tests”"
+
+
+@pytest.mark.django_db
+def test_a_failed_dashboard_preview_reads_as_a_snake_case_status(api, team):
+    run = ImportRun.objects.create(
+        team=team, source="csv", status=ImportRun.Status.PREPARING
+    )
+    run.fail_preview("The preview could not be made.", run.created_at)
+    answer = api.get(f"{URL}/{run.pk}").json()["data"]
+    # Every other status on the wire is one word or snake_case.
+    assert answer["status"] == "preview_failed"

@@ -20,6 +20,7 @@ from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor, Target
 from monitors.moving import importing, plan
 from tests.moving import PRICING_UUID, backup_zip, fixture
+from tests.test_moving_remote_preview import _row_holds
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "correct horse battery staple"
@@ -627,3 +628,89 @@ def test_polling_a_preview_being_made_does_not_read_its_watches(
     assert polled.status_code == 200
     # Thousands of watches are megabytes: each poll would read them all.
     assert not [q["sql"] for q in queries if '"items"' in q["sql"]]
+
+
+@pytest.mark.parametrize("ending", ["failed", "given up"])
+def test_a_preview_that_ends_unmade_forgets_the_notification_urls_it_read(
+    web, team, queued_previews, monkeypatch, django_capture_on_commit_callbacks, ending
+):
+    telegram = "tgram://123456789:AAEbcdefghijklmnop/-100123"
+    watching = {"w": {"url": "https://a.example.com/", "notification_urls": [telegram]}}
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        preview(web, "changedetection", data, "url-watches.json")
+    run = ImportRun.objects.get(team=team)
+    assert _row_holds(run, "AAEbcdefghijklmnop")
+    if ending == "failed":
+        monkeypatch.setattr(plan, "prepare", _broken)
+        tasks.preview_import_task(str(run.pk))
+    else:
+        later = run.created_at + ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(seconds=1)
+        assert run.give_up_preview_if_stale(later)
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    # Nothing reads a preview that was never made: the Apprise URLs (each a
+    # service's secret) are not kept the week the run is.
+    assert not _row_holds(run, "AAEbcdefghijklmnop")
+    assert run.items == []
+
+
+def _broken(*args, **kwargs):
+    raise RuntimeError("column items does not exist")
+
+
+def test_a_preview_that_waited_in_the_queue_is_not_given_up_while_it_is_made(
+    web, team, queued_previews, upload, monkeypatch
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    prepare = plan.prepare
+    polled: list[int] = []
+
+    def slow(*args, **kwargs):
+        # Ten minutes into the task's twelve, sixteen after the upload.
+        with time_machine.travel(run.created_at + timedelta(minutes=16), tick=False):
+            polled.append(web.get(run_url, HTTP_HX_REQUEST="true").status_code)
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "prepare", slow)
+    # A worker takes the message six minutes after the upload.
+    with time_machine.travel(run.created_at + timedelta(minutes=6), tick=False):
+        tasks.preview_import_task(str(run.pk))
+    assert polled == [200]
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEWED
+
+
+def test_a_started_preview_whose_worker_vanished_is_given_up_after_it_started(
+    web, team, queued_previews, upload, monkeypatch
+):
+    run_url = upload()["Location"]
+    run = ImportRun.objects.get(team=team)
+    started = run.created_at + timedelta(minutes=6)
+
+    def worker_killed(*args, **kwargs):
+        raise SystemExit  # out of memory: nothing after it runs
+
+    monkeypatch.setattr(plan, "prepare", worker_killed)
+    with time_machine.travel(started, tick=False), pytest.raises(SystemExit):
+        tasks.preview_import_task(str(run.pk))
+    before = started + ImportRun.PREVIEW_GIVEN_UP_AFTER - timedelta(seconds=1)
+    with time_machine.travel(before, tick=False):
+        assert web.get(run_url, HTTP_HX_REQUEST="true").status_code == 200
+    with time_machine.travel(before + timedelta(seconds=2), tick=False):
+        polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 286
+    assert "The preview was not finished" in html.unescape(polled.content.decode())
+
+
+def test_a_page_that_read_the_run_before_a_worker_started_it_does_not_give_it_up(
+    team, queued_previews, upload
+):
+    upload()
+    read_by_the_page = ImportRun.objects.get(team=team)
+    late = read_by_the_page.created_at + ImportRun.PREVIEW_GIVEN_UP_AFTER
+    # A worker takes it after the page read it as never started.
+    ImportRun.objects.get(team=team).start_preview_task(late)
+    assert not read_by_the_page.give_up_preview_if_stale(late + timedelta(seconds=1))
+    assert ImportRun.objects.get(team=team).status == ImportRun.Status.PREPARING

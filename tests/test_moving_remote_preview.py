@@ -9,11 +9,14 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from django.db import connection
 from django.test import Client
+from django.views.debug import SafeExceptionReporterFilter
 
 from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor
@@ -343,3 +346,69 @@ def test_another_pagewatch_is_read_by_the_preview_task_too(
     run.refresh_from_db()
     assert run.status == ImportRun.Status.PREVIEWED and run.remote_key == ""
     assert "Plain" in html.unescape(web.get(run_url).content.decode())
+
+
+def test_the_key_typed_on_the_import_page_is_hidden_from_error_reports(
+    web, queued, django_capture_on_commit_callbacks
+):
+    response = _ask(
+        web,
+        "https://cd.example.com/",
+        key="cd-secret-key-123",
+        execute=django_capture_on_commit_callbacks,
+    )
+    assert response.status_code == 302
+    # What Django's error mail and its debug page show of the request's form.
+    shown = SafeExceptionReporterFilter().get_post_parameters(response.wsgi_request)
+    assert "cd-secret-key-123" not in str(shown)
+    assert shown["url"] == "https://cd.example.com/"
+
+
+class WorkerKilled(BaseException):
+    """The kernel ending a worker out of memory: nothing after it runs, no
+    `finally` included (so the key is still stored)."""
+
+
+def _asked_for_a_remote(web, team, execute) -> ImportRun:
+    _ask(web, "https://cd.example.com/", execute=execute)
+    run = ImportRun.objects.get(team=team)
+    assert _row_holds(run, CD_KEY)
+    return run
+
+
+def test_a_preview_that_stops_its_worker_three_times_is_failed_and_forgets_the_key(
+    web, team, queued, monkeypatch, django_capture_on_commit_callbacks
+):
+    run = _asked_for_a_remote(web, team, django_capture_on_commit_callbacks)
+
+    def out_of_memory(run: ImportRun) -> None:
+        raise WorkerKilled
+
+    monkeypatch.setattr(importing, "build_preview", out_of_memory)
+    # acks_late + reject_on_worker_lost: each death hands the message out again.
+    for _ in range(3):
+        with pytest.raises(WorkerKilled):
+            tasks.preview_import_task(str(run.pk))
+    tasks.preview_import_task(str(run.pk))  # the fourth delivery gives up
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    assert run.error.startswith("The preview stopped its worker three times")
+    assert not _row_holds(run, CD_KEY)
+    page = html.unescape(web.get(f"/import/{run.pk}/").content.decode())
+    assert "stopped its worker three times" in page
+
+
+def test_a_preview_task_that_comes_past_the_give_up_time_gives_it_up(
+    web, team, queued, monkeypatch, django_capture_on_commit_callbacks
+):
+    run = _asked_for_a_remote(web, team, django_capture_on_commit_callbacks)
+    built: list[ImportRun] = []
+    monkeypatch.setattr(importing, "build_preview", built.append)
+    late = run.created_at + ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(seconds=1)
+    with time_machine.travel(late, tick=False):
+        tasks.preview_import_task(str(run.pk))
+    assert built == []
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    assert "not made in time" in run.error
+    assert not _row_holds(run, CD_KEY)

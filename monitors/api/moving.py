@@ -129,7 +129,7 @@ IMPORT_RESULT = inline_serializer(
             help_text=(
                 "previewed, queued, running, done or failed; an import previewed "
                 "in the dashboard is preparing while its preview is made, or "
-                "preview failed."
+                "preview_failed."
             )
         ),
         "total": serializers.IntegerField(),

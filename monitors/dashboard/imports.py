@@ -16,6 +16,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh, HttpResponseStopPolling
 
@@ -40,6 +41,8 @@ def get_run_for(request: DashboardRequest, pk: uuid.UUID) -> ImportRun:
     return get_object_or_404(ImportRun, team=request.team, pk=pk)
 
 
+# A service's API key, typed in the form: never in an error report.
+@sensitive_post_parameters("api_key")
 @require_http_methods(["GET", "POST"])
 @team_view(needs=Action.EDIT)
 def import_start(request: DashboardRequest) -> HttpResponse:

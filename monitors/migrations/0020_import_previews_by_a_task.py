@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='importrun',
             name='status',
-            field=models.CharField(choices=[('preparing', 'Preparing'), ('preview failed', 'Preview Failed'), ('previewed', 'Previewed'), ('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='previewed', max_length=16),
+            field=models.CharField(choices=[('preparing', 'Preparing'), ('preview_failed', 'Preview Failed'), ('previewed', 'Previewed'), ('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='previewed', max_length=16),
         ),
     ]

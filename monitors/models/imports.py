@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, Q
 
 from monitors.models.teams import Team
 
@@ -32,7 +33,7 @@ class ImportRun(models.Model):
 
     class Status(models.TextChoices):
         PREPARING = "preparing"
-        PREVIEW_FAILED = "preview failed"
+        PREVIEW_FAILED = "preview_failed"
         PREVIEWED = "previewed"
         QUEUED = "queued"
         RUNNING = "running"
@@ -73,14 +74,28 @@ class ImportRun(models.Model):
     report = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a preview task last took the run (start_preview_task): the task's
+    # time limit counts from there, so its give-up time does too.
+    started_at = models.DateTimeField(null=True, blank=True)
+    # How many times a preview task has taken the run: its message is handed
+    # out again when its worker dies (acks_late), so a watch list that kills
+    # the worker would otherwise be read for ever, its key kept.
+    preview_attempts = models.PositiveSmallIntegerField(default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = ImportRunQuerySet.as_manager()
 
-    # A preview still being made this long after the upload will not be: the
-    # preview task's time limit is well below it, so its worker died or its
-    # message was lost. The page says so rather than polling for ever.
+    # A preview still being made this long after a worker started it will not
+    # be: the preview task's time limit (12 minutes) is below it, so that
+    # worker died. One no worker started this long after the upload waited
+    # for one in vain (its message lost, or every worker busy that long).
+    # The page says so rather than polling for ever. Time spent waiting in
+    # the queue does not count against a worker that then starts it.
     PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=15)
+    # Deliveries of a preview task beyond this many are not started: each
+    # earlier one stopped its worker (out of memory, most likely). Its
+    # message in start_preview_task says "three times".
+    PREVIEW_ATTEMPTS = 3
 
     class Meta:
         ordering = ["-created_at"]
@@ -134,15 +149,53 @@ class ImportRun(models.Model):
         self.status, self.items, self.done = self.Status.PREVIEWED, items, 0
         return True
 
-    def fail_preview(self, message: str, now: datetime) -> bool:
-        """preparing → preview failed, with words for the page; a service's
-        key is forgotten with it."""
+    @classmethod
+    def stale_preview(cls, now: datetime) -> Q:
+        """Rows of a preview past its give-up time: PREVIEW_GIVEN_UP_AFTER
+        from its last start, or from the upload while never started."""
+        cutoff = now - cls.PREVIEW_GIVEN_UP_AFTER
+        return Q(status=cls.Status.PREPARING) & (
+            Q(started_at__lt=cutoff) | Q(started_at=None, created_at__lt=cutoff)
+        )
+
+    def start_preview_task(self, now: datetime) -> bool:
+        """A preview task takes a preparing run, counting the attempt: its
+        give-up time counts from now. False when the run is no longer
+        preparing, or when earlier attempts stopped their worker
+        PREVIEW_ATTEMPTS times: the preview is failed then, its key gone."""
+        started = ImportRun.objects.filter(
+            pk=self.pk,
+            status=self.Status.PREPARING,
+            preview_attempts__lt=self.PREVIEW_ATTEMPTS,
+        ).update(started_at=now, preview_attempts=F("preview_attempts") + 1)
+        if not started:
+            # A no-op unless still preparing (given up or made meanwhile).
+            self.fail_preview(
+                "The preview stopped its worker three times before it was done, "
+                "most likely for want of memory. Nothing was imported. Please "
+                "start again with fewer watches, or ask whoever runs Pagewatch "
+                "to give its workers more memory.",
+                now,
+            )
+            return False
+        self.started_at = now
+        self.preview_attempts += 1
+        return True
+
+    def fail_preview(
+        self, message: str, now: datetime, only_if: Q | None = None
+    ) -> bool:
+        """preparing → preview_failed, with words for the page. What it read
+        goes with it, in the same update: a service's key, and the items,
+        whose notification URLs hold secrets (as finish and fail forget
+        them) and which nothing reads once no preview will be made."""
         failed = ImportRun.objects.filter(
-            pk=self.pk, status=self.Status.PREPARING
+            only_if or Q(), pk=self.pk, status=self.Status.PREPARING
         ).update(
             status=self.Status.PREVIEW_FAILED,
             error=message,
             finished_at=now,
+            items=[],
             remote_url="",
             remote_key="",
         )
@@ -152,6 +205,7 @@ class ImportRun(models.Model):
                 message,
                 now,
             )
+            self.items = []
             self.remote_url = self.remote_key = ""
         return bool(failed)
 
@@ -181,14 +235,23 @@ class ImportRun(models.Model):
 
     def give_up_preview_if_stale(self, now: datetime) -> bool:
         """A preview no worker made in time is ended, so its page stops
-        waiting; a task that comes after all leaves it so (show_preview)."""
-        if self.created_at >= now - self.PREVIEW_GIVEN_UP_AFTER:
+        waiting; a task that comes after all leaves it so (show_preview).
+        Judged again in the update itself: a worker may have started it since
+        this row was read."""
+        since = self.started_at or self.created_at
+        if since >= now - self.PREVIEW_GIVEN_UP_AFTER:
             return False
-        return self.fail_preview(
-            "The preview was not made in time: Pagewatch's workers did not get "
-            "to it. Please start again.",
-            now,
-        )
+        if self.started_at:
+            message = (
+                "The preview was not finished: the worker making it stopped "
+                "before it was done. Please start again."
+            )
+        else:
+            message = (
+                "The preview was not made in time: Pagewatch's workers did not "
+                "get to it. Please start again."
+            )
+        return self.fail_preview(message, now, only_if=self.stale_preview(now))
 
     def record_progress(self, done: int) -> None:
         ImportRun.objects.filter(pk=self.pk).update(done=done)
