@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from checks import dispatch, retention, runner
 from checks.models import Heartbeat
+from monitors.models import ImportRun
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,11 @@ def worker_heartbeat_task() -> None:
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
 def fail_stale_checks_task() -> int:
-    return runner.fail_stale_checks(timezone.now())
+    now = timezone.now()
+    # Previews are swept here too: a worker killed while reading a service
+    # leaves its API key in the row, and no key may outlive the stale time.
+    ImportRun.objects.give_up_stale_previews(now)
+    return runner.fail_stale_checks(now)
 
 
 @shared_task(time_limit=900, soft_time_limit=870)

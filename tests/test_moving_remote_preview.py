@@ -9,12 +9,15 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test import Client
 
+from checks import tasks as check_tasks
 from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor
 from monitors.moving import importing, remote
@@ -343,3 +346,39 @@ def test_another_pagewatch_is_read_by_the_preview_task_too(
     run.refresh_from_db()
     assert run.status == ImportRun.Status.PREVIEWED and run.remote_key == ""
     assert "Plain" in html.unescape(web.get(run_url).content.decode())
+
+
+def test_the_stale_sweep_gives_up_a_preview_whose_reader_died_and_forgets_its_key(
+    web, team, queued, private_allowed, django_capture_on_commit_callbacks
+):
+    # A worker killed outright while reading (SIGKILL, out of memory) never
+    # reaches its `finally`: the sweep must forget the key even if nobody
+    # opens the page again.
+    run_url = _ask(web, refused_url(), execute=django_capture_on_commit_callbacks)[
+        "Location"
+    ]
+    dead = ImportRun.objects.get(team=team)
+    dead.record_reading(25, 300)
+    stale = ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(minutes=1)
+    ImportRun.objects.filter(pk=dead.pk).update(created_at=F("created_at") - stale)
+    fresh = importing.start_remote_preview(team, "changedetection", refused_url(), "k2")
+    assert _row_holds(dead, CD_KEY) and _row_holds(fresh, "k2")
+
+    check_tasks.fail_stale_checks_task()
+
+    dead.refresh_from_db()
+    assert dead.status == ImportRun.Status.PREVIEW_FAILED
+    assert (dead.remote_url, dead.remote_key) == ("", "")
+    assert not _row_holds(dead, CD_KEY)
+    assert dead.finished_at is not None
+    assert "reading the service stopped before it had finished" in dead.error
+    assert "API key given for it has been forgotten" in dead.error
+    # One still within its time is left to its worker, key and all.
+    fresh.refresh_from_db()
+    assert fresh.status == ImportRun.Status.PREPARING and fresh.remote_key == "k2"
+    # The page says why, in the same words, and stops polling.
+    polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 286
+    body = " ".join(html.unescape(polled.content.decode()).split())
+    assert "reading the service stopped before it had finished" in body
+    assert CD_KEY not in body

@@ -21,6 +21,23 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
             status__in=[ImportRun.Status.QUEUED, ImportRun.Status.RUNNING]
         )
 
+    def give_up_stale_previews(self, now: datetime) -> int:
+        """Previews no worker made in time, ended as the page would end them
+        (ImportRun.give_up_preview_if_stale), so that a service's API key
+        outlives the stale time even when nobody opens the page: a worker
+        killed outright while reading never forgets it itself. Returns how
+        many were given up."""
+        cutoff = now - ImportRun.PREVIEW_GIVEN_UP_AFTER
+        stale = self.filter(status=ImportRun.Status.PREPARING, created_at__lt=cutoff)
+        reading = stale.exclude(remote_url="", remote_key="")
+        given_up = reading.update(**ImportRun.given_up_preview(True, now))
+        given_up += stale.update(**ImportRun.given_up_preview(False, now))
+        # Any other key left behind that long (nothing should leave one).
+        self.filter(created_at__lt=cutoff).exclude(remote_key="").update(
+            remote_url="", remote_key=""
+        )
+        return given_up
+
 
 class ImportRun(models.Model):
     """One import into a team: the watches read from the source, judged for
@@ -179,16 +196,37 @@ class ImportRun(models.Model):
         kept.exclude(remote_key="", remote_url="").update(remote_url="", remote_key="")
         self.remote_url = self.remote_key = ""
 
+    @classmethod
+    def given_up_preview(cls, reading: bool, now: datetime) -> dict[str, Any]:
+        """The columns of a preview given up as not made in time (by its
+        page, or by the stale sweep), with words for the page: a run that was
+        reading a service says its key is gone."""
+        if reading:
+            message = (
+                "The preview was not made in time: reading the service stopped "
+                "before it had finished (its worker was stopped), and the API "
+                "key given for it has been forgotten. Please start again."
+            )
+        else:
+            message = (
+                "The preview was not made in time: Pagewatch's workers did not "
+                "get to it. Please start again."
+            )
+        return {
+            "status": cls.Status.PREVIEW_FAILED,
+            "error": message,
+            "finished_at": now,
+            "remote_url": "",
+            "remote_key": "",
+        }
+
     def give_up_preview_if_stale(self, now: datetime) -> bool:
         """A preview no worker made in time is ended, so its page stops
         waiting; a task that comes after all leaves it so (show_preview)."""
         if self.created_at >= now - self.PREVIEW_GIVEN_UP_AFTER:
             return False
-        return self.fail_preview(
-            "The preview was not made in time: Pagewatch's workers did not get "
-            "to it. Please start again.",
-            now,
-        )
+        words = self.given_up_preview(self.is_reading, now)["error"]
+        return self.fail_preview(words, now)
 
     def record_progress(self, done: int) -> None:
         ImportRun.objects.filter(pk=self.pk).update(done=done)
