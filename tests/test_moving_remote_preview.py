@@ -136,6 +136,23 @@ def test_the_preview_task_reads_the_remote_then_forgets_its_key(
     assert CD_KEY not in page
 
 
+def test_the_preview_task_reads_a_remote_over_a_few_kept_alive_connections(
+    web, team, site, queued, private_allowed, django_capture_on_commit_callbacks
+):
+    _many_watches(site, 60)
+    _ask(web, site.base_url, execute=django_capture_on_commit_callbacks)
+    run = ImportRun.objects.get(team=team)
+    tasks.preview_import_task(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEWED
+    assert [s["ref"] for s in run.items] == [f"w{n}" for n in range(60)]
+    assert len(site.requests) == 2 + 2 * 60
+    # One client for the whole reading: its connections are used again,
+    # not one opened per request.
+    connections = {request.client_port for request in site.requests}
+    assert len(connections) <= remote.CONCURRENCY
+
+
 def test_a_remote_being_read_shows_how_many_watches_are_read(
     web, team, site, queued, private_allowed, django_capture_on_commit_callbacks
 ):
@@ -301,7 +318,7 @@ def test_a_preview_task_that_breaks_while_reading_still_forgets_the_key(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(remote, "get", broken)
+    monkeypatch.setattr(remote.Reading, "aget", broken)
     _, body = _failed_preview(
         web, team, site.base_url, CD_KEY, django_capture_on_commit_callbacks
     )
