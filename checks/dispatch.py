@@ -53,7 +53,7 @@ from django.db.models import (
 )
 from kombu.exceptions import OperationalError
 
-from checks import notify
+from checks import notify, outages
 from checks.models import Check, empty_summary
 from checks.runner import RUN_CHECK_TASK
 from monitors.models import Monitor, Target
@@ -204,8 +204,13 @@ def dispatch_tick(now: datetime, *, may_follow_up: bool) -> int:
                 kwargs={"follow_up": True},
                 expires=DISPATCH_EVERY_SECONDS,
             )
-        except Exception:
-            logger.exception("Could not queue a follow-up dispatch tick")
+        except Exception as exc:
+            # The broker away is routine: one line; the next tick goes on.
+            logger.warning(
+                "Could not queue a follow-up dispatch tick: %s",
+                outages.reason(exc),
+                exc_info=outages.traceback_of(exc),
+            )
     return created
 
 

@@ -37,7 +37,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from checks import notify
+from checks import notify, outages
 from checks.ai.stage import Enricher
 from checks.fetch import OutboundClient, Resolver
 from checks.models import Check, CheckBatch
@@ -473,10 +473,11 @@ def _plan_again(unplanned: list[tuple[uuid.UUID, int]], now: datetime) -> int:
             again.append(pk)
     if not again or waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
         return failed
-    logger.warning("Sending %d checks whose planning was lost again", len(again))
     with current_app.producer_or_acquire() as producer:
         for pk in again:
             current_app.send_task(RUN_CHECK_TASK, args=[str(pk)], producer=producer)
+    # Said once sent: a broker away ends the sweep with its own line.
+    logger.warning("Sent %d checks whose planning was lost again", len(again))
     return failed
 
 
@@ -499,10 +500,10 @@ def _send_lost_check_messages(now: datetime) -> None:
     )
     if not lost or waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
         return
-    logger.warning("Sending %d queued checks whose message was lost again", len(lost))
     with current_app.producer_or_acquire() as producer:
         for pk in lost:
             current_app.send_task(RUN_CHECK_TASK, args=[str(pk)], producer=producer)
+    logger.warning("Sent %d queued checks whose message was lost again", len(lost))
 
 
 def waiting_messages(queue: str) -> int | None:
@@ -512,8 +513,15 @@ def waiting_messages(queue: str) -> int | None:
             # Not passive: Redis drops an empty queue's key, and a passive
             # declaration of it would fail.
             declared = connection.default_channel.queue_declare(queue=queue)
-    except Exception:
-        logger.warning("Could not count the messages on %s", queue, exc_info=True)
+    except Exception as exc:
+        # The broker away is routine (the sweeper asks on every run of an
+        # outage): its reason in one line; anything else with its traceback.
+        logger.warning(
+            "Could not count the messages on %s: %s",
+            queue,
+            outages.reason(exc),
+            exc_info=outages.traceback_of(exc),
+        )
         return None
     return int(declared.message_count)
 
@@ -559,6 +567,6 @@ def _requeue_lost_batches(now: datetime) -> int:
             again.append(batch)
             Check.objects.filter(pk=batch.check_run_id).update(heartbeat_at=now)
     if again:
-        logger.warning("Sending %d lost page batches again", len(again))
         enqueue_batches(again)
+        logger.warning("Sent %d lost page batches again", len(again))
     return failed

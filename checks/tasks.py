@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from checks import dispatch, retention, runner
 from checks.models import Heartbeat
+from checks.outages import skipped_while_away
 from monitors.models import ImportRun
 
 logger = logging.getLogger(__name__)
@@ -82,27 +83,35 @@ def dispatch_due_monitors_task(follow_up: bool = False) -> int:
     # A tick that hit its cap queues one follow-up at once (expires after one
     # beat interval); a follow-up never queues another (dispatch.dispatch_tick).
     now = timezone.now()
-    if not follow_up:
-        Heartbeat.beat(Heartbeat.SCHEDULER, now)  # /healthz: the scheduler ticks
-    return dispatch.dispatch_tick(now, may_follow_up=not follow_up)
+    with skipped_while_away("A dispatch tick"):
+        if not follow_up:
+            Heartbeat.beat(Heartbeat.SCHEDULER, now)  # /healthz: the scheduler ticks
+        return dispatch.dispatch_tick(now, may_follow_up=not follow_up)
+    return 0
 
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
 def worker_heartbeat_task() -> None:
     # Queued on the check queue, so only a worker serving it records this.
-    Heartbeat.beat(Heartbeat.WORKER, timezone.now())
+    with skipped_while_away("A worker heartbeat"):
+        Heartbeat.beat(Heartbeat.WORKER, timezone.now())
 
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
 def fail_stale_checks_task() -> int:
     now = timezone.now()
-    # Previews are swept here too: a worker killed while reading a service
-    # leaves its API key in the row, and no key may outlive the stale time.
-    ImportRun.objects.give_up_stale_previews(now)
-    return runner.fail_stale_checks(now)
+    with skipped_while_away("The stale-check sweep"):
+        # Previews are swept here too: a worker killed while reading a service
+        # leaves its API key in the row, and no key may outlive the stale time.
+        ImportRun.objects.give_up_stale_previews(now)
+        return runner.fail_stale_checks(now)
+    return 0
 
 
 @shared_task(time_limit=900, soft_time_limit=870)
 def purge_expired_task() -> int:
-    purged = retention.purge_expired(timezone.now())
-    return purged.checks
+    # Each purged batch is its own transaction: what went stays gone, and the
+    # next hourly run takes the rest.
+    with skipped_while_away("The retention purge"):
+        return retention.purge_expired(timezone.now()).checks
+    return 0

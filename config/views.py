@@ -6,6 +6,7 @@ METRICS_TOKEN)."""
 from __future__ import annotations
 
 import hmac
+import logging
 import sys
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from checks import outages
 from checks.health import service_health
 from monitors.api.errors import (
     RETRY_UNAVAILABLE_AFTER,
@@ -34,6 +36,8 @@ from monitors.api.errors import (
     json_server_error,
     json_service_unavailable,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def bad_request(
@@ -124,4 +128,16 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DatabaseCollector(timezone.now()))
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    try:
+        body = generate_latest(registry)
+    except outages.DATABASE_AWAY as exc:
+        # Every series comes from the database, so there is nothing to give;
+        # Prometheus marks the scrape failed. One line per scrape, not the
+        # traceback Django logs with its own 503 (one every 15 s or so).
+        logger.warning("Metrics: the database is unreachable: %s", outages.reason(exc))
+        response = HttpResponse(
+            "The database is unreachable.\n", status=503, content_type="text/plain"
+        )
+        response["Retry-After"] = str(RETRY_UNAVAILABLE_AFTER)
+        return response
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

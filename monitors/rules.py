@@ -194,6 +194,12 @@ _DOMAIN = re.compile(
     r"^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))+$"
 )
 
+# What a search query may not hold: control characters (C0, DEL, C1), which
+# no one searches for and providers read each their own way, and the
+# bidirectional embeddings, overrides and isolates, which make a query read on
+# screen other than what is searched for.
+_QUERY_REFUSED = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
 
 def clean_ignore_lines(entries: Iterable[str]) -> list[str]:
     """Entries trimmed, blank ones dropped, each kept once (in order)."""
@@ -233,12 +239,35 @@ def goal_rule_error(
     return None
 
 
+def ascii_domain(domain: str) -> str:
+    """A host name written in letters (bücher.de) in its ASCII form
+    (xn--bcher-kva.de): the one form domain rules are kept and compared in,
+    as a search result's host is (checks.search.canonical.host_of). A name
+    IDNA cannot read is kept as given, for domain_error to refuse."""
+    try:
+        return domain.encode("idna").decode("ascii")
+    except UnicodeError:
+        return domain
+
+
 def domain_error(domain: str) -> str | None:
-    if not _DOMAIN.match(domain):
+    if not _DOMAIN.match(ascii_domain(domain)):
         return (
             f"'{domain}' is not a hostname (give e.g. example.com, no scheme or path)."
         )
     return None
+
+
+def query_error(query: str) -> str | None:
+    """Why a search query cannot be searched for, naming the character by
+    its place (counted from 1, as people count), or None."""
+    found = _QUERY_REFUSED.search(query)
+    if found is None:
+        return None
+    return (
+        f"Character {found.start() + 1} of this search is an invisible control "
+        f"character (U+{ord(found[0]):04X}): remove it."
+    )
 
 
 def header_name_error(name: str) -> str | None:

@@ -22,6 +22,7 @@ behaviours matter and are tested in tests/test_schedule.py:
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -218,9 +219,7 @@ def _check_length(value: str, label: str) -> None:
 def _check_cron(schedule: Schedule, now: datetime) -> None:
     if len(schedule.cron.split()) != 5:
         raise ScheduleError.breaking(rules.CRON_FIELD_COUNT)
-    _check_runs(
-        schedule.cron, schedule.timezone, _to_minute(now), min_interval_minutes()
-    )
+    _check_runs(schedule.cron, _to_minute(now), min_interval_minutes())
 
 
 def _to_minute(moment: datetime) -> datetime:
@@ -233,8 +232,13 @@ def _to_minute(moment: datetime) -> datetime:
 # costs; an import of a thousand watches, or a script creating monitors,
 # repeats a handful of schedules within the same minute.
 @lru_cache(maxsize=256)
-def _check_runs(cron: str, zone: str, minute: datetime, minimum: int) -> None:
-    schedule = Schedule(cron, zone)
+def _check_runs(cron: str, minute: datetime, minimum: int) -> None:
+    # Walked on UTC's clock, as shortest_interval_minutes is: on a zone's, a
+    # daylight-saving change in the window shortens a gap (Berlin's 02:00
+    # twice, an hour apart), so "every 2 hours" was refused only when
+    # submitted in the 8 days before one. Whether and how soon it first runs
+    # does not depend on the zone beyond a day.
+    schedule = Schedule(cron, DEFAULT_TIMEZONE)
     try:
         runs = _runs(schedule, minute)
         first = next(runs, None)
@@ -689,8 +693,62 @@ def _runs(schedule: Schedule, moment: datetime) -> Iterator[datetime]:
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError("moment must be a timezone-aware datetime")
     after = moment.astimezone(UTC)
-    local = after.astimezone(_zone(schedule.timezone))
-    return _increasing(CronSim(schedule.cron, local), after)
+    zone = _zone(schedule.timezone)
+    if zone is UTC or _on_the_wall_clock(schedule.cron):
+        local = after.astimezone(zone)
+        return _increasing(CronSim(schedule.cron, local), after)
+    return _increasing(_in_real_time(schedule.cron, zone, after), after)
+
+
+def _on_the_wall_clock(cron: str) -> bool:
+    # cronsim's own test for Debian cron's fixed-time jobs (see the module's
+    # docstring); the others are walked by _in_real_time.
+    minute, hour = cron.split()[:2]
+    return not minute.startswith("*") and not hour.startswith("*")
+
+
+def _in_real_time(cron: str, zone: tzinfo, after: datetime) -> Iterator[datetime]:
+    """The moments whose time on `zone`'s clock matches `cron`, in order: a
+    time the clock skips has no run, a time it repeats runs both times.
+
+    cronsim does this itself for an aware start by stepping real time a whole
+    hour at a time, which lands on :30 in a zone whose clock moves half an
+    hour (Australia/Lord_Howe) and then misses runs until an hour matches
+    again. Walking the naive wall clock and placing each time on the real
+    clock afterwards is exact for every zone."""
+    local = after.astimezone(zone)
+    # While the clock repeats, the second pass of wall times before `local`
+    # is still ahead: start the walk at the start of the repeat.
+    repeat = _offset(local) - _offset(local.replace(fold=1))
+    start = local.replace(tzinfo=None) - max(repeat, timedelta(0))
+    return _on_the_real_clock(CronSim(cron, start), zone)
+
+
+def _on_the_real_clock(walls: Iterator[datetime], zone: tzinfo) -> Iterator[datetime]:
+    pending: list[datetime] = []
+    for wall in walls:
+        first = wall.replace(tzinfo=zone, fold=0)
+        if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != wall:
+            continue  # skipped by the clock
+        second = wall.replace(tzinfo=zone, fold=1)
+        bound = first.astimezone(UTC)
+        # Every later wall time is at or after `bound` on the real clock.
+        yield from _take_until(pending, bound)
+        heapq.heappush(pending, bound)
+        if _offset(second) != _offset(first):
+            heapq.heappush(pending, second.astimezone(UTC))
+    yield from _take_until(pending, None)
+
+
+def _offset(moment: datetime) -> timedelta:
+    offset = moment.utcoffset()
+    assert offset is not None  # always given a zone
+    return offset
+
+
+def _take_until(pending: list[datetime], bound: datetime | None) -> Iterator[datetime]:
+    while pending and (bound is None or pending[0] < bound):
+        yield heapq.heappop(pending)
 
 
 def _increasing(fire_times: Iterator[datetime], after: datetime) -> Iterator[datetime]:

@@ -9,6 +9,7 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from checks import outages
 from monitors.models import ImportRun
 from monitors.moving import importing
 
@@ -70,6 +71,14 @@ def preview_import_task(run_id: str) -> None:
         return  # gone, given up, or made by another delivery of this message
     try:
         importing.build_preview(run)
+    except outages.DATABASE_AWAY as exc:
+        # The database went away: nothing can be written, so the run stays
+        # preparing and its page gives it up in time (PREVIEW_GIVEN_UP_AFTER).
+        logger.warning(
+            "Preview of import %s stopped: the database is not reachable: %s",
+            run_id,
+            outages.reason(exc),
+        )
     except Exception:
         # Reading and judging create nothing (a service's key is already
         # forgotten): the run only has to say it stopped.

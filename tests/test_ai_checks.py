@@ -375,6 +375,21 @@ def test_a_price_change_comes_out_as_its_field_path(team, site, model):
     assert "Starter: $19" in data_block(model.bodies[0])
 
 
+def test_a_prompt_injection_scan_asked_of_a_json_format_is_said_not_applied(
+    team, site, model
+):
+    # Firecrawl's json format takes checkPromptInjection, which Pagewatch
+    # keeps but does not run: said, not silently skipped.
+    url = site.html("/pricing", "Pricing", PLANS)
+    fmt = {**JSON_FORMAT[0], "checkPromptInjection": True}
+    monitor = make_monitor(team, [url], goal=None, formats=[fmt])
+
+    page = run_check(monitor).pages.get()
+
+    assert page.extraction is not None
+    assert page.metadata["notApplied"] == ["formats.json.checkPromptInjection"]
+
+
 @pytest.mark.parametrize("unstorable", ["\x00", "\ud800"])
 def test_a_character_no_database_holds_is_left_out_of_the_models_answer(
     team, site, model, unstorable

@@ -266,6 +266,27 @@ def test_a_400_to_schema_mode_falls_back_to_json_mode_and_is_remembered(model):
     assert formats == ["json_schema", "json_object", "json_object"]
 
 
+def test_a_schema_refused_in_schema_mode_leaves_other_schemas_in_that_mode(model):
+    # An endpoint's strict mode refuses some schemas and takes others (OpenAI's
+    # refuses keywords it does not support): monitor A's refused schema must
+    # not move monitor B's extraction to the weaker JSON mode.
+    refused_a = {**SCHEMA, "properties": {"price": {"type": "string", "format": "x"}}}
+    model.then(
+        refuse_schema_mode(),
+        answer({"price": "$19"}),
+        answer({"price": 20}),
+        answer({"price": "$21"}),
+    )
+
+    assert ask(schema=refused_a) == {"price": "$19"}
+    assert ask(schema=NUMBER) == {"price": 20}
+    assert ask(schema=refused_a) == {"price": "$21"}
+
+    formats = [(b.get("response_format") or {}).get("type") for b in model.bodies]
+    # A's refusal is remembered for A alone.
+    assert formats == ["json_schema", "json_object", "json_schema", "json_object"]
+
+
 def test_json_mode_refused_too_falls_back_to_asking_in_the_prompt(model):
     refuse_all = status(400)
     model.then(refuse_all, refuse_all, answer({"price": "$19"}))

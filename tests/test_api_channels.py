@@ -136,6 +136,141 @@ def test_an_apprise_url_is_write_only_and_shown_masked(api):
     assert Channel.objects.get(pk=created["id"]).settings["url"] == url
 
 
+# Webhook addresses as chat tools show them in their settings, which Apprise
+# reads as its own URLs ("native" URLs): pasted as they are.
+PASTED = {
+    "Discord": "https://discord.com/api/webhooks/417429632418316298/tokenABCsecret",
+    "Slack": "https://hooks.slack.com/services/T0AAA/B0BBB/slacksecrettoken",
+    "Teams (Workflows)": (
+        "https://prod-00.westus.logic.azure.com:443/workflows/abc123def/triggers"
+        "/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers&sig=sigsecret"
+    ),
+    "Teams (Power Automate)": (
+        "https://default1234.environment.api.powerplatform.com:443/powerautomate"
+        "/automations/direct/workflows/abc123def/triggers/manual/paths/invoke"
+        "?api-version=1&sig=sigsecret"
+    ),
+    "Google Chat": (
+        "https://chat.googleapis.com/v1/spaces/AAAAspace/messages"
+        "?key=keysecret&token=tokensecret"
+    ),
+    "ntfy": "https://ntfy.sh/pagewatch-alerts-secret",
+    "Mattermost": "https://mattermost.example.com/hooks/hooksecrettoken",
+}
+
+
+@pytest.mark.parametrize("service", sorted(PASTED))
+def test_a_webhook_address_pasted_from_a_chat_tool_is_saved_write_only(api, service):
+    url = PASTED[service]
+    created = data(
+        api.post(
+            "/v2/channels",
+            {"name": service, "kind": "apprise", "settings": {"url": url}},
+            format="json",
+        )
+    )
+
+    assert Channel.objects.get(pk=created["id"]).settings == {"url": url}
+    for shown in (created, data(api.get(f"/v2/channels/{created['id']}"))):
+        assert "secret" not in json.dumps(shown)
+        assert shown["settings"]["url"].startswith("https://")
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        (
+            "https://acme.webhook.office.com/webhookb2/abc@def/IncomingWebhook/1/2",
+            "For Microsoft Teams, make a Workflows webhook",
+        ),
+        (
+            "https://chat.acme.example/hooks/hooksecrettoken",
+            "mmosts://chat.acme.example/",
+        ),
+        ("https://example.com/x", "“Webhook” channel"),
+    ],
+)
+def test_an_https_address_apprise_does_not_recognise_says_what_to_do(api, url, words):
+    response = api.post(
+        "/v2/channels",
+        {"name": "X", "kind": "apprise", "settings": {"url": url}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    said = response.json()["error"]
+    assert "isn't one Apprise recognises" in said and words in said
+    assert "URL scheme" not in said and "hooksecrettoken" not in said
+    assert not Channel.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("host", "words"),
+    [
+        ("169.254.169.254", "is a cloud metadata address"),
+        ("10.0.0.5", "is a private address"),
+    ],
+)
+def test_a_pasted_webhook_address_at_a_forbidden_address_is_refused(
+    api, settings, host, words
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    url = f"https://{host}/workflows/abc/triggers/manual/paths/invoke?sig=x"
+    response = api.post(
+        "/v2/channels",
+        {"name": "X", "kind": "apprise", "settings": {"url": url}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert f"can never connect to {host}: {host} {words}" in response.json()["error"]
+    assert not Channel.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/x",
+        "https://mattermost.example.com/hooks/abc123",
+        "https://hooks.slack.com.evil.example/services/T0/B0/x",
+        "http://hooks.slack.com/services/T0/B0/x",
+    ],
+)
+def test_a_slack_incoming_webhook_must_be_slacks_own_address(api, url):
+    response = api.post(
+        "/v2/channels",
+        {"name": "Chat", "kind": "slack_webhook", "settings": {"url": url}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["details"][0]["path"] == ["settings", "url"]
+    assert "https://hooks.slack.com/services/" in body["error"]
+    assert "Chat and push (Apprise)" in body["error"] and "Webhook" in body["error"]
+    assert not Channel.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.slack.com/services/T0/B0/x",
+        "https://HOOKS.SLACK.COM/services/T0/B0/x",
+        "https://hooks.slack-gov.com/services/T0/B0/x",
+    ],
+)
+def test_a_slack_incoming_webhook_at_slacks_address_is_saved(api, url):
+    data(
+        api.post(
+            "/v2/channels",
+            {"name": "Chat", "kind": "slack_webhook", "settings": {"url": url}},
+            format="json",
+        )
+    )
+
+    assert Channel.objects.get().settings == {"url": url}
+
+
 def test_an_unknown_apprise_scheme_is_a_400_naming_it(api):
     response = api.post(
         "/v2/channels",

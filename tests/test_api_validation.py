@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from checks.search.canonical import host_of, in_domains
+from checks.targets.options import snake_case
 from monitors import rules
 from monitors.models import Monitor, Target
 
@@ -271,6 +273,26 @@ def test_query_of_257_characters_is_rejected(api):
     )
 
 
+# A control character is no part of what anyone searches for, and a
+# bidirectional override makes a query read on screen other than what is sent.
+@pytest.mark.parametrize(
+    ("character", "code"),
+    [("\u202e", "U+202E"), ("\u2066", "U+2066"), ("\x01", "U+0001"),
+     ("\x1b", "U+001B"), ("\x7f", "U+007F"), ("\x85", "U+0085")],
+)  # fmt: skip
+def test_a_query_with_a_control_or_direction_character_is_refused_saying_where(
+    api, character, code
+):
+    target = search_target(queries=["acme", f"acme{character}launch"])
+    result = assert_create_rejected(
+        api, body(targets=[target], goal="g"), "targets[0].queries[1]"
+    )
+    assert result["error"] == (
+        f"targets[0].queries[1]: Character 5 of this search is an invisible "
+        f"control character ({code}): remove it."
+    )
+
+
 @pytest.mark.parametrize("max_results", [1, 50])
 def test_max_results_at_its_bounds_is_stored(api, max_results):
     target = search_target(maxResults=max_results)
@@ -305,6 +327,23 @@ def test_fifty_domains_are_stored_lower_cased(api, field):
         api, body(targets=[search_target(**{field: domains})], goal="g")
     )
     assert data["targets"][0][field] == [d.lower() for d in domains]
+
+
+@pytest.mark.parametrize("field", ["includeDomains", "excludeDomains"])
+def test_a_domain_written_in_letters_is_stored_in_the_ascii_form_results_are_matched_in(
+    api, field
+):
+    domains = ["Bücher.de", "xn--bcher-kva.de", "müller.example.com"]
+    data = assert_created(
+        api, body(targets=[search_target(**{field: domains})], goal="g")
+    )
+    ascii_names = ["xn--bcher-kva.de", "xn--mller-kva.example.com"]
+    assert data["targets"][0][field] == ascii_names
+    stored = getattr(Target.objects.get(monitor_id=data["id"]), snake_case(field))
+    assert stored == ascii_names
+    # A result's address in either form is then one of them.
+    for url in ("https://www.bücher.de/a", "https://xn--bcher-kva.de/b"):
+        assert in_domains(host_of(url), stored)
 
 
 @pytest.mark.parametrize("field", ["includeDomains", "excludeDomains"])
@@ -1139,6 +1178,61 @@ def test_a_plain_format_object_with_options_is_refused(api):
         targets=[scrape_with(scrapeOptions={"formats": [{"type": "html", "x": 1}]})]
     )
     assert_create_rejected(api, payload, "targets[0].scrapeOptions.formats[0]")
+
+
+# Firecrawl's json, changeTracking, summary and attributes format objects are
+# strict: a key beside the ones it defines is a 400, not quietly kept.
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        {"type": "json", "schema": {"type": "object"}, "foo": 1},
+        {"type": "json", "prompt": "prices", "foo": 1},
+        {"type": "changeTracking", "modes": ["git-diff"], "foo": 1},
+        {"type": "changeTracking", "modes": ["json"],
+         "schema": {"type": "object"}, "foo": 1},
+        {"type": "attributes",
+         "selectors": [{"selector": "a", "attribute": "href"}], "foo": 1},
+    ],
+)  # fmt: skip
+def test_a_format_object_with_a_key_firecrawl_does_not_define_is_refused_by_name(
+    api, fmt
+):
+    payload = body(targets=[scrape_with(scrapeOptions={"formats": ["markdown", fmt]})])
+    result = assert_create_rejected(api, payload, "formats[1].foo")
+    assert result["error"] == "targets[0].scrapeOptions.formats[1].foo: Unknown field."
+
+
+def test_a_summary_format_object_takes_no_options(api):
+    fmt = {"type": "summary", "prompt": "In French"}
+    payload = body(targets=[scrape_with(scrapeOptions={"formats": [fmt]})])
+    result = assert_create_rejected(api, payload, "formats[0]")
+    assert "The summary format takes no options (prompt)" in result["error"]
+
+
+def test_every_key_firecrawl_defines_on_an_extraction_format_is_accepted(api):
+    formats = [
+        "markdown",
+        # As firecrawl-py (4.55) sends a typed JsonFormat: every field, unset
+        # ones as null.
+        {"type": "json", "prompt": "Prices", "schema": {"type": "object"},
+         "checkPromptInjection": None},
+        {"type": "changeTracking", "modes": ["json", "git-diff"],
+         "schema": {"type": "object"}, "prompt": "Prices", "tag": "main"},
+    ]  # fmt: skip
+    data = assert_created(
+        api, body(targets=[scrape_with(scrapeOptions={"formats": formats})])
+    )
+    assert Target.objects.get(monitor_id=data["id"]).scrape_options == {
+        "formats": formats
+    }
+
+
+def test_check_prompt_injection_on_a_json_format_must_be_true_or_false(api):
+    fmt = {"type": "json", "prompt": "Prices", "checkPromptInjection": "yes"}
+    payload = body(targets=[scrape_with(scrapeOptions={"formats": [fmt]})])
+    assert_create_rejected(
+        api, payload, "targets[0].scrapeOptions.formats[0].checkPromptInjection"
+    )
 
 
 # PostgreSQL keeps JSON as jsonb, which cannot hold U+0000 ("\u0000 cannot be

@@ -82,3 +82,29 @@ def test_an_irc_channel_saved_before_is_refused_at_send_and_connects_nowhere(set
 
     assert raised.value.permanent
     assert "does not send over HTTP" in raised.value.message
+
+
+def test_every_plugin_that_reads_a_pasted_web_address_sends_over_http():
+    # A webhook address pasted as the service shows it (https://…) is read by
+    # the plugin that parses such addresses: none may be one that goes around
+    # the proxy, whatever the address's own scheme says.
+    from apprise.manager_plugins import NotificationManager
+    from apprise.plugins.base import NotifyBase
+
+    manager = NotificationManager()
+    manager.load_modules()
+    readers = {
+        plugin
+        for plugin in manager._schema_map.values()
+        if plugin.parse_native_url is not NotifyBase.parse_native_url
+    }
+
+    assert len(readers) > 10  # Discord, Slack, Workflows, Google Chat, ntfy...
+    assert (
+        sorted(
+            scheme
+            for plugin in readers
+            for scheme in apprise.schemes_of(plugin) & apprise.NOT_OVER_HTTP
+        )
+        == []
+    )

@@ -9,6 +9,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+import apprise as apprise_lib
 import pytest
 
 from checks.notify.kinds import apprise
@@ -82,6 +83,23 @@ def test_a_mattermost_channel_shows_a_monitor_name_and_reason_literally(
     assert "*Sale*" not in text.replace(r"\*", "")
     # The quotes too.
     assert r"\_old\_" in text and r"\*\*new\*\*" in text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://discord.com/api/webhooks/417429632418316298/tokenabcdefghijklmnop",
+        "https://mattermost.example.com/hooks/abc123",
+    ],
+)
+def test_a_markdown_service_pasted_as_its_own_address_gets_words_escaped(url):
+    # The address the service shows, which Apprise reads as its own URL: its
+    # service reads Markdown as much as when written discord:// or mmost://.
+    plugin = apprise._plugin(url)
+
+    assert plugin.notify_format == apprise_lib.NotifyFormat.MARKDOWN
+    if plugin.title_maxlen > 0:  # Discord's title, shown as Markdown too
+        assert apprise._title_for(url, plugin, "*Sale*") == r"\*Sale\*"
 
 
 def test_a_discord_like_channel_shows_page_words_literally_with_real_links(

@@ -17,7 +17,7 @@ import pytest
 from checks.models import Check, Delivery
 from checks.notify import channels as channel_events
 from checks.notify import drain, kinds
-from checks.notify.kinds import ChannelKind, DeliveryError, Sent, apprise
+from checks.notify.kinds import ChannelKind, DeliveryError, Sent, apprise, outbound
 from checks.notify.kinds.outbound import Outbound
 from monitors.models import Channel, Monitor, MonitorChannel, Team
 from tests.notifying import judged, make_monitor
@@ -396,6 +396,31 @@ def test_in_one_drain_another_apprise_sends_refusal_is_not_this_sends_failure(
     assert len(site.requests_to("/json")) == 1
 
 
+def test_a_pasted_discord_address_is_sent_through_the_address_policy(
+    settings, monkeypatch
+):
+    # Apprise reads the address Discord shows as its own discord:// URL and
+    # sends to discord.com: through the proxy, which looks the host up and
+    # refuses it here, as it does a host that resolves to the metadata service.
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True  # metadata addresses stay shut
+    looked_up: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        looked_up.append(host)
+        return ["169.254.169.254"]
+
+    monkeypatch.setattr(outbound, "system_resolver", resolver)
+    url = "https://discord.com/api/webhooks/417429632418316298/tokenabcdefghijklmnop"
+
+    with pytest.raises(DeliveryError) as raised:
+        apprise.send_url(url, "Pricing page", "The price went up.")
+
+    assert looked_up and set(looked_up) == {"discord.com"}
+    assert raised.value.permanent
+    assert raised.value.message.startswith("Refused:")
+    assert "169.254.169.254" in raised.value.message
+
+
 def test_an_unknown_apprise_scheme_is_refused_by_name():
     with pytest.raises(kinds.SettingsError) as raised:
         kinds.kind_for("apprise").clean({"url": "nosuch://host/x"})
@@ -584,8 +609,9 @@ def test_a_daily_digest_lists_the_days_meaningful_changes_at_its_local_time(
     assert message["type"] == "channel.digest"
     [entry] = message["monitors"]
     assert [p["url"] for p in entry["pages"]] == ["https://example.com/pricing"]
-    # Its moments in the API's one format (UTC, milliseconds, "Z").
-    assert message["until"] == "2026-03-02T08:00:30.000Z"
+    # Its moments in the API's one format (UTC, milliseconds, "Z"); it tells
+    # of the changes up to its own time, 09:00 in Berlin.
+    assert message["until"] == "2026-03-02T08:00:00.000Z"
     assert message["since"].endswith(".000Z")
     assert entry["pages"][0]["at"] == "2026-03-02T06:00:00.000Z"
     channel.refresh_from_db()

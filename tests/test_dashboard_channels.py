@@ -102,6 +102,36 @@ def test_an_unknown_apprise_scheme_is_named_in_the_form(web):
     assert not Channel.objects.exists()
 
 
+def test_a_discord_address_pasted_in_the_form_is_saved_and_never_shown(web, team):
+    url = "https://discord.com/api/webhooks/417429632418316298/tokenABCsecret"
+    response = web.post(
+        "/channels/new/",
+        {"kind": "apprise", "name": "Discord", "setting_url": url,
+         "events": ["meaningful"]},
+    )  # fmt: skip
+
+    assert response.status_code == 302
+    channel = Channel.objects.get(team=team)
+    assert channel.settings == {"url": url}
+    for page in (web.get("/channels/"), web.get(f"/channels/{channel.pk}/")):
+        assert "tokenABCsecret" not in page.content.decode()
+
+
+def test_an_old_teams_webhook_address_in_the_form_says_to_use_workflows(web):
+    url = "https://acme.webhook.office.com/webhookb2/abc@def/IncomingWebhook/1/2"
+    response = web.post(
+        "/channels/new/",
+        {"kind": "apprise", "name": "Teams", "setting_url": url, "events": []},
+    )
+
+    assert response.status_code == 400
+    page = html.unescape(response.content.decode())
+    assert "isn't one Apprise recognises" in page
+    assert "For Microsoft Teams, make a Workflows webhook" in page
+    assert "URL scheme" not in page
+    assert not Channel.objects.exists()
+
+
 def test_slack_without_a_token_says_which_setting_turns_it_on(web, settings):
     settings.SLACK_BOT_TOKEN = ""
     page = web.get("/channels/new/?kind=slack").content.decode()
@@ -725,3 +755,17 @@ def test_the_slack_picker_asks_again_when_the_bot_token_changes(
     # Another token is another workspace (here refused: no list to offer).
     assert listings(site) == 2
     assert "#alerts" not in form
+
+
+def test_a_slack_webhook_form_with_another_tools_address_points_to_apprise(web):
+    response = web.post(
+        "/channels/new/",
+        {"kind": "slack_webhook", "name": "Chat", "events": ["meaningful"],
+         "setting_url": "https://chat.acme.example/hooks/abc123"},
+    )  # fmt: skip
+
+    assert response.status_code == 400
+    page = html.unescape(response.content.decode())
+    assert "This is not a Slack incoming-webhook address" in page
+    assert "make a “Chat and push (Apprise)” channel" in page
+    assert not Channel.objects.exists()

@@ -8,6 +8,9 @@ Needs PostgreSQL and Redis like tests/test_worker_integration.py."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from checks import dispatch, runner
-from checks.models import Check, Delivery, PageResult
+from checks.models import Check, Delivery, Heartbeat, PageResult
 from checks.notify import channels, drain, kinds, messages, sweep
 from monitors.models import Channel, Membership, Monitor, Target
 from tests import test_worker_integration
@@ -263,3 +266,115 @@ def test_a_team_e_mail_whose_worker_lost_the_database_mid_send_reaches_everyone(
     assert len(first) == 1
     assert sorted(server.taken) == sorted([*addresses, *first])
     assert "Traceback" not in worker.log()
+
+
+class DatabaseDoor:
+    """A TCP door on 127.0.0.1 in front of PostgreSQL, for a worker to reach
+    it through: shut, the database is away for that worker (its sessions
+    cut, new ones refused) as in a restart that takes a while; opened again
+    on the same port, it is back. The shared server itself cannot be stopped
+    here."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.upstream = (host, port)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        self.listener: socket.socket | None = None
+
+    def open(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen()
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def shut(self) -> None:
+        if self.listener is not None:
+            # shutdown() first: close() alone leaves a socket that a thread
+            # waits in accept() on listening.
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)
+            self.listener.close()
+            self.listener = None
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self.sockets.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # shut
+            server = socket.create_connection(self.upstream)
+            self.sockets += [client, server]
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(
+                    target=self._pump, args=(source, sink), daemon=True
+                ).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+
+@pytest.mark.slow  # a few beat intervals
+def test_the_scheduler_and_upkeep_ride_out_a_database_outage_in_plain_lines(
+    team, tmp_path, broker, database_url
+):
+    db = connection.settings_dict
+    door = DatabaseDoor(db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432))
+    door.open()
+    through_door = database_url.replace(
+        f"@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/",
+        f"@127.0.0.1:{door.port}/",
+    )
+    assert through_door != database_url
+    env = worker_env(broker, through_door, tmp_path)
+    env["CELERY_TASK_LOG_LEVEL"] = "INFO"
+    # The Procfile's worker: threads, the scheduler in a thread of it.
+    worker = Worker(env, tmp_path / "worker.log", *POOLS["threads"])
+    try:
+        worker.wait_ready()
+        wait_for(
+            lambda: Heartbeat.SCHEDULER in Heartbeat.last_seen(),
+            "a dispatch tick",
+            worker.log,
+        )
+        door.shut()
+        wait_for(
+            lambda: "A dispatch tick was skipped" in worker.log(),
+            "a dispatch tick to meet the outage",
+            worker.log,
+        )
+        back = timezone.now()
+        door.open()
+        monitor = one_page_monitor(team, "http://127.0.0.1:9/")
+        Monitor.objects.filter(pk=monitor.pk).update(next_run_at=back)
+        wait_for(
+            lambda: Heartbeat.last_seen()[Heartbeat.SCHEDULER] > back,
+            "a dispatch tick after the outage",
+            worker.log,
+        )
+        wait_for(
+            Check.objects.filter(monitor=monitor).exists,
+            "the due monitor's check",
+            worker.log,
+        )
+    finally:
+        worker.stop()
+        door.shut()
+        wait_for(lambda: worker_sessions() == 0, "the worker's sessions to end")
+
+    log = worker.log()
+    assert "the database is not reachable" in log
+    assert "Traceback" not in log, log[-6000:]

@@ -4,16 +4,20 @@ whenever it lands (checks.notify.digests, monitors.channel_editing.save_channel)
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
 
+from checks.models import PageResult
 from checks.notify import digests
 from monitors.channel_editing import save_channel
-from monitors.models import Channel
+from monitors.models import Channel, MonitorChannel
+from tests.notifying import judged, make_monitor
 
 pytestmark = pytest.mark.django_db
+pytest_plugins = ["tests.notifying"]
 
 # Monday 2 March 2026; the team's zone is UTC, its digests go at 09:00.
 MADE = datetime(2026, 3, 2, 6, 0, tzinfo=UTC)
@@ -63,8 +67,8 @@ def test_an_edit_read_before_its_digest_was_made_keeps_the_new_period(daily):
 
     daily.refresh_from_db()
     assert daily.name == "Renamed"
-    # The next digest lists what happened after this one, not it again.
-    assert daily.digest_since == made_at
+    # The next digest lists what happened after this one's time, not it again.
+    assert daily.digest_since == DUE
     assert daily.next_digest_at == DUE + timedelta(days=1)
 
 
@@ -75,3 +79,39 @@ def test_moving_the_digests_time_moves_its_due_time(api, daily):
     daily.refresh_from_db()
     assert daily.next_digest_at == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
     assert daily.digest_since == MADE
+
+
+def told_pages(made) -> list[str]:
+    return [
+        page["url"]
+        for delivery in made
+        for entry in json.loads(delivery.body)["monitors"]
+        for page in entry["pages"]
+    ]
+
+
+def test_a_change_stamped_before_the_digest_time_but_committed_after_is_told_once(
+    team, daily, scenario
+):
+    # A change is stamped when its row is written, and seen by others when its
+    # transaction commits, a moment later: one stamped 08:59:59.5 may not be
+    # there yet when the 09:00 digest reads. It must still be in a digest.
+    monitor = make_monitor(team)
+    MonitorChannel.objects.create(monitor=monitor, channel=daily)
+    meaningful = {"judgment": judged(True)}
+    with time_machine.travel(MADE + timedelta(hours=1), tick=False):
+        scenario.run(monitor, [("https://example.com/early", "changed", meaningful)])
+    check = scenario.start(monitor)
+
+    made = digests.queue_due(DUE + timedelta(seconds=1))
+    late = scenario.page(check, "https://example.com/late", "changed", **meaningful)
+    PageResult.objects.filter(pk=late.pk).update(
+        created_at=DUE - timedelta(milliseconds=500)
+    )
+    made += digests.queue_due(DUE + timedelta(seconds=40))
+    made += digests.queue_due(DUE + timedelta(days=1, seconds=40))
+
+    assert sorted(told_pages(made)) == [
+        "https://example.com/early",
+        "https://example.com/late",
+    ]

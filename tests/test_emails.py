@@ -1013,9 +1013,10 @@ def test_the_confirmation_names_the_person_whose_api_key_added_the_address(
 ):  # fmt: skip
     from rest_framework.test import APIClient
 
-    from monitors.models import ApiKey
+    from monitors.models import ApiKey, Membership
 
     ana = django_user_model.objects.create_user("ana", "ana@acme.test")
+    Membership.objects.create(team=team, user=ana, role=Membership.Role.EDITOR)
     _, raw = ApiKey.issue(team, name="deploys", created_by=ana)
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")

@@ -39,6 +39,7 @@ def test_removing_a_member_revokes_the_keys_they_made_for_this_team_only(
 ):
     owner, editor, leaving = people
     elsewhere = Team.objects.create(name="Elsewhere", slug="elsewhere")
+    Membership.objects.create(team=elsewhere, user=editor, role=Membership.Role.OWNER)
     _, theirs = ApiKey.issue(team, name="eddie's laptop", created_by=editor)
     _, also_theirs = ApiKey.issue(team, name="eddie's CI", created_by=editor)
     _, owners = ApiKey.issue(team, name="olive's", created_by=owner)

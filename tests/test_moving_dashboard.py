@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import re
 from datetime import timedelta
 
 import pytest
 import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -538,6 +539,27 @@ def test_a_preview_that_fails_says_so_plainly_and_stops_polling(
     assert "The preview could not be made" in body
     assert "column items" not in body
     assert "Monitors made before it stopped" not in body
+
+
+def test_a_preview_that_loses_its_database_is_one_line_and_left_for_the_page(
+    web, team, queued_previews, upload, monkeypatch, caplog
+):
+    upload()
+    run = ImportRun.objects.get(team=team)
+
+    def database_gone(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly\n\tSo.")
+
+    monkeypatch.setattr(plan, "prepare", database_gone)
+    tasks.preview_import_task(str(run.pk))
+
+    [line] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert line.exc_info is None
+    assert "the database is not reachable" in line.getMessage()
+    # Nothing could be written: the run waits, and its page gives it up in
+    # time (test_a_preview_whose_worker_never_came_is_given_up).
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREPARING
 
 
 def test_a_preview_whose_worker_never_came_is_given_up(

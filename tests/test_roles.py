@@ -341,6 +341,30 @@ def test_an_owner_sees_everything(client, world):
     assert "Create key" in text_of(client.get(reverse("api-keys")))
 
 
+@pytest.mark.parametrize("role", [EDITOR, VIEWER])
+def test_someone_who_cannot_revoke_keys_sees_no_empty_actions_column(
+    client, world, role
+):
+    client.force_login(world.people[role])
+    page = text_of(client.get(reverse("api-keys")))
+
+    assert world.key.display_prefix in page  # the keys are listed
+    assert "Actions" not in page and "Revoke" not in page
+
+
+def test_an_owner_sees_the_actions_column_only_while_a_key_can_be_revoked(
+    client, world
+):
+    client.force_login(world.people[OWNER])
+    page = text_of(client.get(reverse("api-keys")))
+    assert "Actions" in page and "Revoke" in page
+
+    world.key.revoke()
+    page = text_of(client.get(reverse("api-keys")))
+    assert world.key.display_prefix in page
+    assert "Actions" not in page
+
+
 # ---------------------------------------------------------------- hook addresses
 
 # Hook addresses whose path and query are their receivers' credentials, as

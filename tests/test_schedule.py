@@ -364,6 +364,21 @@ def test_minimum_interval_comes_from_settings(settings) -> None:
     assert normalize(text="every 15 minutes").cron == "*/15 * * * *"
 
 
+@pytest.mark.parametrize(
+    "now", [utc(2026, 10, 10), utc(2026, 10, 20), utc(2026, 10, 24, 23)]
+)
+def test_every_2_hours_in_berlin_meets_a_2_hour_minimum_whenever_it_is_submitted(
+    settings, now: datetime
+) -> None:
+    # The clock going back on 25 October runs 02:00 twice, an hour apart:
+    # measured on Berlin's clock, the schedule was refused in the 8 days before.
+    settings.MIN_SCHEDULE_INTERVAL_MINUTES = 120
+
+    schedule = normalize(text="every 2 hours", timezone="Europe/Berlin", now=now)
+
+    assert schedule.cron == "0 */2 * * *"
+
+
 def test_minimum_of_one_minute_reads_naturally(settings) -> None:
     settings.MIN_SCHEDULE_INTERVAL_MINUTES = 1
 
@@ -517,6 +532,112 @@ def test_walking_a_dst_year_always_moves_forward() -> None:
 
     assert all(b > a for a, b in zip(runs, runs[1:], strict=False))
     assert runs[-1] > utc(2027, 1, 1)
+
+
+# --- DST by half an hour: Australia/Lord_Howe (5 Apr and 4 Oct 2026) ---------------
+# Its clock moves 30 minutes (02:00 +11 -> 01:30 +10:30 in April; 02:00 +10:30 ->
+# 02:30 +11 in October). Stepping through real time by whole hours, as cronsim
+# does for a `*` in the minute or hour, lands on :30 after the change and missed
+# every run until the next hour matched.
+
+LORD_HOWE = ZoneInfo("Australia/Lord_Howe")
+
+
+def lord_howe_times(cron: str, after: datetime, count: int) -> list[str]:
+    runs = next_runs(Schedule(cron, "Australia/Lord_Howe"), after, count)
+    return [run.astimezone(LORD_HOWE).strftime("%H:%M%z") for run in runs]
+
+
+def test_lord_howe_every_2_hours_runs_at_0200_on_the_day_the_clock_goes_back() -> None:
+    after = datetime(2026, 4, 4, 23, 30, tzinfo=LORD_HOWE)
+
+    assert lord_howe_times("0 */2 * * *", after, 3) == [
+        "00:00+1100",
+        "02:00+1030",
+        "04:00+1030",
+    ]
+
+
+def test_lord_howe_office_hours_start_at_nine_on_both_change_days() -> None:
+    # Asked after the day before's last run, as the dispatcher asks.
+    back = lord_howe_times("*/10 9-17 * * *", utc(2026, 4, 4, 7), 2)
+    forward = lord_howe_times("*/10 9-17 * * *", utc(2026, 10, 3, 7, 30), 2)
+
+    assert back == ["09:00+1030", "09:10+1030"]
+    assert forward == ["09:00+1100", "09:10+1100"]
+
+
+def test_lord_howe_hourly_at_45_runs_in_every_hour_round_both_changes() -> None:
+    back = lord_howe_times(
+        "45 * * * *", datetime(2026, 4, 5, 0, 50, tzinfo=LORD_HOWE), 3
+    )
+    forward = lord_howe_times(
+        "45 * * * *", datetime(2026, 10, 4, 1, 50, tzinfo=LORD_HOWE), 2
+    )
+
+    # 01:45 comes twice when the clock goes back, as the repeated hour of Berlin.
+    assert back == ["01:45+1100", "01:45+1030", "02:45+1030"]
+    assert forward == ["02:45+1100", "03:45+1100"]
+
+
+def test_lord_howe_every_30_minutes_stays_30_real_minutes_apart() -> None:
+    for start in (utc(2026, 4, 4, 12), utc(2026, 10, 3, 12)):
+        runs = next_runs(Schedule("*/30 * * * *", "Australia/Lord_Howe"), start, 60)
+
+        assert {b - a for a, b in zip(runs, runs[1:], strict=False)} == {
+            timedelta(minutes=30)
+        }
+
+
+def test_lord_howe_daily_0130_runs_once_when_the_clock_goes_back() -> None:
+    runs = next_runs(
+        Schedule("30 1 * * *", "Australia/Lord_Howe"), utc(2026, 4, 4, 0), 2
+    )
+
+    assert [run.astimezone(LORD_HOWE).strftime("%d %H:%M%z") for run in runs] == [
+        "05 01:30+1100",
+        "06 01:30+1030",
+    ]
+
+
+def test_lord_howe_daily_0215_runs_at_0230_when_the_clock_skips_it() -> None:
+    runs = next_runs(
+        Schedule("15 2 * * *", "Australia/Lord_Howe"), utc(2026, 10, 3, 0), 2
+    )
+
+    assert [run.astimezone(LORD_HOWE).strftime("%d %H:%M%z") for run in runs] == [
+        "04 02:30+1100",
+        "05 02:15+1100",
+    ]
+
+
+# --- Pacific/Chatham (+12:45/+13:45; 5 Apr 03:45 -> 02:45, 27 Sep 02:45 -> 03:45) --
+
+
+def test_chatham_every_minute_of_hour_2_runs_through_the_repeated_quarter() -> None:
+    chatham = ZoneInfo("Pacific/Chatham")
+    after = datetime(2026, 4, 5, 2, 58, tzinfo=chatham)  # the first 02:58, +13:45
+
+    runs = next_runs(Schedule("* 2 * * *", "Pacific/Chatham"), after, 3)
+
+    assert [run.astimezone(chatham).strftime("%H:%M%z") for run in runs] == [
+        "02:59+1345",
+        "02:45+1245",
+        "02:46+1245",
+    ]
+
+
+def test_chatham_daily_0300_runs_at_0345_when_the_clock_skips_it() -> None:
+    runs = next_runs(Schedule("0 3 * * *", "Pacific/Chatham"), utc(2026, 9, 26, 0), 1)
+
+    assert runs == [datetime(2026, 9, 27, 3, 45, tzinfo=ZoneInfo("Pacific/Chatham"))]
+
+
+def test_kolkata_daily_0930_is_0400_utc_all_year() -> None:
+    runs = next_runs(Schedule("30 9 * * *", "Asia/Kolkata"), utc(2026, 3, 28), 3)
+    later = next_runs(Schedule("30 9 * * *", "Asia/Kolkata"), utc(2026, 10, 24), 3)
+
+    assert {(run.hour, run.minute) for run in runs + later} == {(4, 0)}
 
 
 # --- next_runs and interval_minutes ---------------------------------------------------

@@ -62,6 +62,11 @@ def slot_text(body: str, slot: str) -> str:
         ("queries", "", "Enter at least one search."),
         ("queries", "\n".join(f"q{i}" for i in range(13)), "At most 12 searches."),
         ("queries", "x" * 257, "A search can be at most 256 characters long."),
+        (
+            "queries",
+            "acme\nacme\u202erocket",
+            "Character 5 of this search is an invisible control character (U+202E)",
+        ),
         ("max_results", "60", "Enter a whole number of results from 1 to 50."),
         ("max_results", "0", "Enter a whole number of results from 1 to 50."),
         ("search_window", "2d", "Choose one of the listed time spans."),

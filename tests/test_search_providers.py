@@ -92,6 +92,20 @@ def test_searxng_with_no_results_and_every_engine_fine_is_no_results(server):
     assert search(SearxngProvider(server.base_url), Query("nothing")) == []
 
 
+def test_searxng_url_ending_in_its_search_page_says_what_to_set(server):
+    # People paste the address of the search page: Pagewatch adds /search
+    # itself, so the instance answers 404 at /search/search.
+    FakeSearxng(server).results("acme", *HITS)
+
+    with pytest.raises(SearchError) as failed:
+        search(SearxngProvider(server.base_url + "/search"), Query("acme"))
+
+    assert failed.value.message == (
+        "SearXNG refused the search (HTTP 404): SEARXNG_URL must be the "
+        "instance's base address without /search, which Pagewatch adds itself."
+    )
+
+
 def test_brave_sends_its_key_freshness_and_count_and_reads_page_age(server):
     fake = FakeBrave(server).results("acme", *HITS)
     provider = BraveProvider("brave-key", server.url("/res/v1/web/search"))

@@ -9,9 +9,9 @@ private address these calls may reach.
 
 Structured output, most reliable first: JSON-schema mode, then JSON mode,
 then JSON asked for in the prompt alone. A server that refuses a mode with
-HTTP 400 is asked again in the next one (and remembered once that one is
-answered, so later calls start there; a 400 to every mode is about the
-request, and its words are said). Whatever comes back is parsed (JSON
+HTTP 400 is asked again in the next one (and remembered for that schema once
+that one is answered, so later calls with it start there; a 400 to every mode
+is about the request, and its words are said). Whatever comes back is parsed (JSON
 wrapped in prose or a code fence is found) and validated with `jsonschema`;
 extra keys are refused by the schemas themselves. Temperature 0, at most
 TRIES tries, each with its own time-out. Every failure is an LLMError whose
@@ -21,6 +21,7 @@ message is safe to show.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
@@ -281,9 +282,16 @@ class _Attempt(Exception):
 
 # --- The client -----------------------------------------------------------------------
 
-# Per endpoint, model and kind of request, the mode the server accepted: later
-# calls start there.
-_modes: dict[tuple[str, str, str], Mode] = {}
+# Per endpoint, model, kind of request and schema, the mode the server
+# accepted: later calls start there. By schema, because a strict mode may
+# refuse one schema (a keyword it does not support) and take another: one
+# monitor's extraction schema must not move every other one to a weaker mode.
+_modes: dict[tuple[str, str, str, str], Mode] = {}
+
+
+def _schema_hash(schema: Mapping[str, Any]) -> str:
+    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class LLM:
@@ -372,7 +380,7 @@ class LLM:
             {"role": "system", "content": _instructions(system, schema)},
             {"role": "user", "content": user},
         ]
-        key = (self.config.base_url, self.config.model, name)
+        key = (self.config.base_url, self.config.model, name, _schema_hash(schema))
         first = Mode.SCHEMA if strict else Mode.JSON
         mode = max(_modes.get(key, first), first)
         problem = "no answer"

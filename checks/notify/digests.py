@@ -29,6 +29,10 @@ from monitors.time_words import wire_time
 DEFAULT_AT = time(9, 0)
 PAGES_PER_MONITOR = 20
 WEEKDAY = 1  # Monday, in cron's numbering
+# How long a digest waits after its time for changes stamped before it to be
+# committed (a check records its pages in transactions of a few pages each,
+# well under this).
+SETTLE = timedelta(seconds=30)
 
 
 def next_digest_at(channel: Channel, after: datetime) -> datetime | None:
@@ -150,23 +154,31 @@ def _changes(
 
 
 def queue_due(now: datetime) -> list[Delivery]:
-    """Make the digest of every channel whose time has come."""
+    """Make the digest of every channel whose time has come and settled.
+
+    A digest tells of the changes from the last digest's time to its own
+    (09:00 to 09:00), made SETTLE after that time: a change is stamped when
+    its row is written but seen only once its transaction commits, and one
+    stamped 08:59:59 that commits at 09:00:01 would otherwise be in neither
+    digest."""
     made = []
-    due = Channel.objects.digest_due(now).select_related("team")
+    due = Channel.objects.digest_due(now - SETTLE).select_related("team")
     for channel in due:
-        since = channel.digest_since or (now - timedelta(days=1))
+        until = channel.next_digest_at
+        assert until is not None  # digest_due() only returns channels with one
+        since = channel.digest_since or (until - timedelta(days=1))
         following = next_digest_at(channel, now)
         with transaction.atomic():
             claimed = Channel.objects.filter(
-                pk=channel.pk, next_digest_at=channel.next_digest_at
-            ).update(next_digest_at=following, digest_since=now)
+                pk=channel.pk, next_digest_at=until
+            ).update(next_digest_at=following, digest_since=until)
             if not claimed:
                 continue
-            grouped = _changes(channel, since, now)
+            grouped = _changes(channel, since, until)
             if grouped:
                 message = messages.digest(
                     since,
-                    now,
+                    until,
                     grouped,
                     channel.team.time_zone or "UTC",
                     meaningful_only=not channel.wants(Channel.Event.CHANGE),

@@ -21,6 +21,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
+from checks import outages
 from checks.notify.models import Delivery
 
 logger = logging.getLogger(__name__)
@@ -59,11 +60,14 @@ def _send(task: str, argument: Any, ids: list[int]) -> None:
         current_app.send_task(
             task, args=[argument], expires=REQUEUE_AFTER.total_seconds()
         )
-    except Exception:
+    except Exception as exc:
+        # The broker away is routine: its reason in one line, not a traceback
+        # per batch; anything else with its traceback.
         logger.warning(
-            "Could not queue deliveries %s; the sweeper will retry",
+            "Could not queue deliveries %s; the sweeper will retry: %s",
             ids,
-            exc_info=True,
+            outages.reason(exc),
+            exc_info=outages.traceback_of(exc),
         )
 
 

@@ -238,6 +238,12 @@ def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[st
             and "json" not in applied
         ):
             skipped.append("formats.changeTracking.json")
+        elif (
+            name == "json"
+            and isinstance(fmt, dict)
+            and fmt.get("checkPromptInjection") is True  # no scan is made
+        ):
+            skipped.append("formats.json.checkPromptInjection")
     location = options.get("location")
     if isinstance(location, Mapping) and location.get("country"):
         skipped.append("location.country")  # no proxies by country

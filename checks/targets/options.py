@@ -30,7 +30,15 @@ STRING_FORMATS = (
 )
 # Formats with options of their own; every format may also be given as an
 # object, as Firecrawl reads a string: {"type": "html"} is "html".
-OPTION_FORMATS = ("json", "screenshot", "changeTracking", "summary", "attributes")
+OPTION_FORMATS = ("json", "screenshot", "changeTracking", "attributes")
+# The keys Firecrawl's strict format objects define beside `type`; any other
+# is a 400 naming it. Its screenshot object is not strict (it drops unknown
+# keys, so ScreenshotSerializer keeps them as given).
+FORMAT_KEYS = {
+    "json": ("schema", "prompt", "checkPromptInjection"),
+    "changeTracking": ("modes", "schema", "prompt", "tag"),
+    "attributes": ("selectors",),
+}
 OBJECT_FORMATS = tuple(dict.fromkeys(STRING_FORMATS + OPTION_FORMATS))
 ACTION_TYPES = (
     "wait", "click", "write", "press", "scroll", "screenshot", "scrape",
@@ -341,6 +349,7 @@ class FormatField(serializers.JSONField):
                 )
             if kind == "screenshot":
                 return ScreenshotSerializer().run_validation(data)
+            _check_format_keys(data)
             _check_extraction(data)
             return dict(data)
         raise ValidationError("Must be a format name or a format object.")
@@ -356,6 +365,19 @@ def _plain_format(fmt: dict[str, Any]) -> dict[str, Any]:
             f'give "{fmt["type"]}" or {{"type": "{fmt["type"]}"}}.'
         )
     return fmt
+
+
+def _check_format_keys(fmt: Mapping[str, Any]) -> None:
+    """Firecrawl's strict format objects: only the keys it defines, and
+    checkPromptInjection and tag of its types (null too: the Python SDK sends
+    an unset field as null). The extraction's keys: _check_extraction."""
+    unknown = sorted(set(fmt) - {"type", *FORMAT_KEYS[fmt["type"]]})
+    if unknown:
+        raise ValidationError({key: ["Unknown field."] for key in unknown})
+    if fmt.get("checkPromptInjection") not in (None, True, False):
+        raise ValidationError({"checkPromptInjection": ["Must be true or false."]})
+    if not isinstance(fmt.get("tag"), str | None):
+        raise ValidationError({"tag": ["Must be a string or null."]})
 
 
 def _check_extraction(fmt: Mapping[str, Any]) -> None:

@@ -68,9 +68,12 @@ class SearchTargetSerializer(StrictMixin, serializers.Serializer):
         errors = {i: [e] for i, d in enumerate(cleaned) if (e := rules.domain_error(d))}
         if errors:
             raise ValidationError(errors)
-        return list(dict.fromkeys(cleaned))
+        return list(dict.fromkeys(rules.ascii_domain(d) for d in cleaned))
 
     def validate_queries(self, value: list[str]) -> list[str]:
+        errors = {i: [e] for i, q in enumerate(value) if (e := rules.query_error(q))}
+        if errors:
+            raise ValidationError(errors)
         # Every query is a search on every check, billed by its results: the
         # same one twice costs twice and finds nothing more.
         return list(dict.fromkeys(value))

@@ -1,5 +1,6 @@
 """GET /v2/activity: the team's activity log (a Pagewatch extension, not part
-of Firecrawl's API). Readable with a read key. Newest first, a page at a
+of Firecrawl's API). Readable with a read key; where each entry came from
+only as the key's maker may see it now (owners: everyone's). Newest first, a page at a
 time: `before` is the cursor the previous page gave as `nextBefore`."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rest_framework.response import Response
 from monitors.api.base import ApiView
 from monitors.api.timestamps import TimestampField
 from monitors.api.views import RESPONSE_HEADERS, error_responses, int_param
+from monitors.models import Membership
 from monitors.time_words import wire_time
 from teams.models import Activity
 
@@ -45,7 +47,15 @@ ENTRY = inline_serializer(
             help_text="In words, as the dashboard says it."
         ),
         "details": serializers.DictField(),
-        "address": serializers.IPAddressField(allow_null=True),
+        "address": serializers.IPAddressField(
+            allow_null=True,
+            help_text="Where it came from, for keys that act as an owner: a write "
+            "key whose maker is an owner of the team now, or one made on the "
+            "server (`createapikey`). Any other key (a read key, or one whose "
+            "maker is now an editor or a viewer, whatever their role when they "
+            "made it) gets the address of its maker's own entries and null "
+            "for everyone else's, as the dashboard shows them.",
+        ),
     },
 )
 RESPONSE = inline_serializer(
@@ -76,7 +86,9 @@ def actor(entry: Activity) -> dict[str, str]:
     return {"type": "user", "name": entry.user_name}
 
 
-def render_entry(entry: Activity) -> dict[str, Any]:
+def render_entry(entry: Activity, reader: Membership) -> dict[str, Any]:
+    """The entry as `reader` (the member the key acts as) may see it: the
+    dashboard's rule (Activity.address_seen_by) decides the address."""
     return {
         "id": entry.pk,
         "at": wire_time(entry.at),
@@ -87,7 +99,7 @@ def render_entry(entry: Activity) -> dict[str, Any]:
         "monitorName": entry.monitor_name,
         "summary": entry.sentence,
         "details": entry.details,
-        "address": entry.address,
+        "address": entry.address_seen_by(reader),
     }
 
 
@@ -137,13 +149,14 @@ class ActivityListView(ApiView):
                     {"kind": [f"Must be one of {', '.join(Activity.Kind.values)}."]}
                 )
             entries = entries.filter(kind=kind)
+        reader = request.user.membership
         rows = entries.page(before, limit)
         shown = rows[:limit]
         next_before = shown[-1].pk if len(rows) > limit else None
         return Response(
             {
                 "success": True,
-                "data": [render_entry(entry) for entry in shown],
+                "data": [render_entry(entry, reader) for entry in shown],
                 "nextBefore": next_before,
             }
         )

@@ -11,19 +11,26 @@ from redis import RedisError
 from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
-from monitors.models import KEY_LOOKUP_LENGTH, KEY_PREFIX, ApiKey, Team
+from monitors.models import KEY_LOOKUP_LENGTH, KEY_PREFIX, ApiKey, Membership, Team
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class ApiClient:
-    """request.user for API calls: the team behind the key."""
+    """request.user for API calls: the team behind the key, and the member
+    it acts as now (ApiKey.acting_as: its maker's current role, capped by
+    its scope), whose role decides what it may read and do as the
+    dashboard's does for a person."""
 
     key: ApiKey
+    membership: Membership | None = None
 
     is_authenticated = True
     is_anonymous = False
+
+    def can(self, action: str) -> bool:
+        return self.membership is not None and self.membership.can(action)
 
     @property
     def team(self) -> Team:
@@ -50,10 +57,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
                 "Unauthorized: use the header 'Authorization: Bearer <API key>'."
             )
         key = self._find(raw)
-        if key is None:
+        membership = key.acting_as() if key is not None else None
+        if key is None or membership is None:
             raise exceptions.AuthenticationFailed("Unauthorized: Invalid token")
         key.touch(timezone.now())
-        return ApiClient(key), key
+        return ApiClient(key, membership), key
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
@@ -82,10 +90,27 @@ READ_ONLY_KEY = (
 )
 
 
+def sees_hooks_whole(request: Request) -> bool:
+    """Whether the caller gets webhooks' addresses and credential-like header
+    values whole: only a key that may change them (the dashboard shows them
+    whole only in the forms of those who may). A read key, or one whose maker
+    is now a viewer, reads them in shape only, as a viewer does."""
+    client = request.user
+    return not isinstance(client, ApiClient) or client.can(Membership.Action.EDIT)
+
+
+def role_refusal(membership: Membership) -> str:
+    return (
+        f"The person who made this API key is now {membership.role_words} in "
+        "the team: it cannot create, change, run or delete anything."
+    )
+
+
 class KeyScopeAllows(permissions.BasePermission):
     """A read key reads: every method that may change something (POST, PUT,
-    PATCH, DELETE) needs a key with the write scope, whatever the endpoint,
-    so a new writing endpoint is covered without being listed."""
+    PATCH, DELETE) needs a key that may edit (the write scope, made by
+    someone who is still an editor or an owner), whatever the endpoint, so
+    a new writing endpoint is covered without being listed."""
 
     message = READ_ONLY_KEY
 
@@ -93,7 +118,11 @@ class KeyScopeAllows(permissions.BasePermission):
         if request.method in permissions.SAFE_METHODS:
             return True
         client = request.user
-        return not isinstance(client, ApiClient) or client.key.can_write
+        if not isinstance(client, ApiClient) or client.can(Membership.Action.EDIT):
+            return True
+        if client.key.can_write and client.membership is not None:
+            self.message = role_refusal(client.membership)
+        return False
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
 from checks.notify import kinds
-from monitors.api.auth import ApiClient
+from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
@@ -90,13 +90,9 @@ def get_channel_for(request: Request, channel_id: str) -> Channel:
     return channel
 
 
-def _can_write(request: Request) -> bool:
-    client = request.user
-    return not isinstance(client, ApiClient) or client.key.can_write
-
-
 def render(request: Request, channel: Channel) -> dict[str, Any]:
-    return ChannelSerializer(channel, context={"can_write": _can_write(request)}).data
+    context = {"can_write": sees_hooks_whole(request)}
+    return ChannelSerializer(channel, context=context).data
 
 
 class ChannelListView(ApiView):
@@ -109,7 +105,7 @@ class ChannelListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         rows = Channel.objects.for_team(request.user.team).shared()
-        context = {"can_write": _can_write(request)}
+        context = {"can_write": sees_hooks_whole(request)}
         return ok(ChannelSerializer(rows, many=True, context=context).data)
 
     @extend_schema(

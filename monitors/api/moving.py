@@ -18,10 +18,17 @@ from rest_framework.response import Response
 
 from checks.targets.options import StrictBooleanField, StrictCharField, StrictMixin
 from monitors import moving, rules
+from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.parsers import JsonParser
-from monitors.api.views import RESPONSE_HEADERS, envelope, error_responses, ok
+from monitors.api.views import (
+    RESPONSE_HEADERS,
+    envelope,
+    error_responses,
+    ok,
+    readable_by,
+)
 from monitors.models import ImportRun
 from monitors.moving import importing, plan
 from monitors.moving.exporting import export_document
@@ -132,14 +139,22 @@ IMPORT_RESULT = inline_serializer(
 )
 
 
-def run_answer(run: ImportRun) -> dict[str, Any]:
+def run_answer(run: ImportRun, request: Request) -> dict[str, Any]:
+    """The run's progress and report; each monitor in it as `request`'s key
+    may read it (views.readable_by), as GET /v2/monitor gives it."""
+    items = [
+        item | {"monitor": readable_by(request, item["monitor"])}
+        if isinstance(item.get("monitor"), dict)
+        else item
+        for item in (run.report or {}).get("items", [])
+    ]
     answer: dict[str, Any] = {
         "id": str(run.pk),
         "dryRun": False,
         "status": run.status,
         "total": run.total,
         "done": run.done,
-        "items": (run.report or {}).get("items", []),
+        "items": items,
     }
     if run.report:
         answer |= {k: v for k, v in run.report.items() if k != "items"}
@@ -239,7 +254,8 @@ class ImportView(ApiView):
         except importing.ImportNotQueued as not_queued:
             raise service_unavailable(not_queued.message) from None
         code = status.HTTP_200_OK if run.is_finished else status.HTTP_202_ACCEPTED
-        return Response({"success": True, "data": run_answer(run)}, status=code)
+        answer = run_answer(run, request)
+        return Response({"success": True, "data": answer}, status=code)
 
 
 IMPORT_ID = OpenApiParameter(
@@ -266,7 +282,7 @@ class ImportDetailView(ApiView):
         run = ImportRun.objects.filter(team=request.user.team, pk=pk).first()
         if run is None:
             raise not_found("Import")
-        return ok(run_answer(run))
+        return ok(run_answer(run, request))
 
 
 class ExportView(ApiView):
@@ -275,8 +291,9 @@ class ExportView(ApiView):
         description=(
             "Pagewatch extension: every monitor of the team as one document "
             '(format "pagewatch-export"), each in the create shape plus its '
-            "status. Credentials in headers (and, for a read-only key, the "
-            "webhooks) are left out and listed under `redacted`. POST it back "
+            "status. Credentials in headers (and, for a read-only key or one "
+            "whose maker is now a viewer, the webhooks) are left out and "
+            "listed under `redacted`. POST it back "
             "to /v2/import with source `pagewatch`."
         ),
         parameters=RESPONSE_HEADERS,
@@ -286,5 +303,9 @@ class ExportView(ApiView):
     def get(self, request: Request) -> Response:
         client = request.user
         return ok(
-            export_document(client.team, timezone.now(), webhooks=client.key.can_write)
+            export_document(
+                client.team,
+                timezone.now(),
+                webhooks=sees_hooks_whole(request),
+            )
         )

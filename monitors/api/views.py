@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checks.notify.kinds.base import MASK, mask_url
-from monitors.api.auth import ApiClient
+from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
 from monitors.api.representation import MonitorSerializer
@@ -178,9 +178,9 @@ def readable_by(request: Request, monitor: dict[str, Any]) -> dict[str, Any]:
     back masked, and so does what may be secret in the webhook's address
     (mask_url). It cannot send the answer back, so nothing is lost; a write
     key could point the webhook or a page at its own server anyway and gets
-    them whole."""
-    client = request.user
-    if not isinstance(client, ApiClient) or client.key.can_write:
+    them whole — while its maker may still edit (ApiClient.can): a viewer's
+    key reads as a viewer does."""
+    if sees_hooks_whole(request):
         return monitor
     shown = dict(monitor)
     if isinstance(shown.get("webhook"), dict):

@@ -29,7 +29,10 @@ def api_keys(request: DashboardRequest) -> HttpResponse:
                name=key.name, scope=key.scope)  # fmt: skip
         form = ApiKeyForm()
     keys = ApiKey.objects.filter(team=request.team).select_related("created_by")
-    context = {"form": form, "keys": keys, "new_key": new_key}
+    # Revoking is the only action on a key: with no active key there is
+    # nothing to act on, so the page leaves out the Actions column.
+    revocable = any(key.is_active for key in keys)
+    context = {"form": form, "keys": keys, "new_key": new_key, "revocable": revocable}
     response = render(request, "monitors/api_keys.html", context)
     if new_key:
         # The key is shown exactly once: never from a cache or the back button.

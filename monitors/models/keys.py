@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from monitors.models.teams import Team
+from monitors.models.teams import Membership, Team, weaker_role
 
 KEY_PREFIX = "pw_"
 # The part of a key after "pw_" that is stored in clear and indexed for lookup.
@@ -72,7 +72,31 @@ class ApiKey(models.Model):
 
     @property
     def can_write(self) -> bool:
+        """What the key was made for (its scope); what it may do now is
+        `acting_as`'s to say."""
         return self.scope == self.Scope.WRITE
+
+    def acting_as(self) -> Membership | None:
+        """The member this key acts as now, read at each request: its maker in
+        their current role in the team, lowered to what the scope allows (a
+        read key reads as a viewer does). Someone made an editor or a viewer
+        keeps the keys they made, so the role they had when making one must
+        not be what it acts with. A key no person made (`createapikey`), or
+        one a site administrator outside the team made in the admin, acts by
+        its scope alone. None (the key does not work) when its maker is no
+        longer in the team: leaving revokes their keys, and a membership
+        ended any other way must not leave one working."""
+        ceiling = SCOPE_CEILINGS[self.Scope(self.scope)]
+        maker = self.created_by
+        if maker is None:
+            return Membership(team_id=self.team_id, role=ceiling)
+        member = Membership.objects.filter(team_id=self.team_id, user=maker).first()
+        if member is None:
+            if not maker.is_staff:
+                return None
+            return Membership(team_id=self.team_id, user=maker, role=ceiling)
+        member.role = weaker_role(member.role, ceiling)
+        return member
 
     @staticmethod
     def hash_key(raw: str) -> str:
@@ -114,3 +138,10 @@ class ApiKey(models.Model):
         if self.last_used_at is None or now - self.last_used_at > timedelta(minutes=1):
             ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
             self.last_used_at = now
+
+
+# The most a key of each scope may do, whoever made it.
+SCOPE_CEILINGS: dict[ApiKey.Scope, Membership.Role] = {
+    ApiKey.Scope.READ: Membership.Role.VIEWER,
+    ApiKey.Scope.WRITE: Membership.Role.OWNER,
+}

@@ -276,3 +276,10 @@ ROLE_ACTIONS: dict[Membership.Role, frozenset[str]] = {
     Membership.Role.EDITOR: frozenset({Membership.Action.VIEW, Membership.Action.EDIT}),
     Membership.Role.VIEWER: frozenset({Membership.Action.VIEW}),
 }
+
+
+def weaker_role(first: str, second: str) -> Membership.Role:
+    """The role of the two that may do less (each role's actions include
+    those of the roles below it)."""
+    roles = (Membership.Role(first), Membership.Role(second))
+    return min(roles, key=lambda role: len(ROLE_ACTIONS[role]))

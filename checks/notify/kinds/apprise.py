@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from checks.fetch.policy import ip_literal
 from checks.notify import messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.outbound import Attempt, Outbound, run_one
+from checks.notify.kinds.webhook import WebhookKind
 from checks.notify.texts import linked
 from checks.targets.options import address_refusal
 
@@ -66,23 +68,83 @@ def scheme_of(url: str) -> str:
     return url.split("://", 1)[0].lower() if "://" in url else url[:20]
 
 
+def schemes_of(plugin: Any) -> frozenset[str]:
+    """The schemes of the plugin Apprise picked: a webhook address pasted as
+    the service shows it (https://discord.com/api/webhooks/…, a "native URL"
+    in Apprise's words) is read as that service's own URL (discord://…), so
+    its scheme says nothing of the service."""
+    names: set[str] = set()
+    for attribute in ("protocol", "secure_protocol"):
+        value = getattr(plugin, attribute, None) or ()
+        names.update([value] if isinstance(value, str) else value)
+    return frozenset(name.lower() for name in names)
+
+
 def url_problem(url: str) -> str | None:
     scheme = scheme_of(url)
     if "://" not in url:
         return "Not an Apprise URL: it should look like service://…"
     if scheme in NOT_OVER_HTTP:
-        return (
-            f"Apprise's {scheme}:// does not work here: it does not send over "
-            "HTTP, so it cannot pass Pagewatch's address policy."
-        )
+        return _not_over_http(scheme)
     import apprise as apprise_lib  # here, not at the top: see the docstring
 
-    if apprise_lib.Apprise.instantiate(url, suppress_exceptions=True) is None:
+    plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
+    if plugin is None:
+        if scheme in ("http", "https"):
+            return unrecognised_address(url)
         return (
             f"Apprise does not know the URL scheme {scheme}:// "
             "(or the URL is incomplete)."
         )
+    if over_other := sorted(schemes_of(plugin) & NOT_OVER_HTTP):
+        return _not_over_http(over_other[0])
     return None
+
+
+def _not_over_http(scheme: str) -> str:
+    return (
+        f"Apprise's {scheme}:// does not work here: it does not send over "
+        "HTTP, so it cannot pass Pagewatch's address policy."
+    )
+
+
+def unrecognised_address(url: str) -> str:
+    """What to do with a web address Apprise cannot read as any service's,
+    for staff who pasted what their chat tool showed them. Never repeats the
+    address's path or query: they may hold its token."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        parts, host = None, ""
+    said = "This address isn't one Apprise recognises."
+    if host.endswith(("webhook.office.com", "outlook.office.com")):
+        said += (
+            " For Microsoft Teams, make a Workflows webhook instead: Microsoft "
+            "retired these older Teams webhooks. In the Teams channel, open "
+            "Workflows, pick the one that posts to a channel when a webhook "
+            "request is received, and paste the address it gives (it has "
+            "/workflows/ in it)."
+        )
+    elif parts is not None and host and _HOOK_PATH.fullmatch(parts.path):
+        # Mattermost's own address; Apprise reads it as one only on a host
+        # named mattermost.…
+        said += (
+            " For a Mattermost server, write it as "
+            f"mmosts://{host}/ followed by the part after /hooks/."
+        )
+    else:
+        said += (
+            " Paste the webhook address your chat tool gives (Discord, Slack, "
+            "Microsoft Teams Workflows, Google Chat, ntfy.sh) or the service's "
+            f"Apprise URL; or make a “{WebhookKind.label}” channel to post JSON "
+            "to any address."
+        )
+    return said
+
+
+# A Mattermost (or Rocket.Chat) incoming webhook's path: /hooks/<token>.
+_HOOK_PATH = re.compile(r"/hooks/[A-Za-z0-9_-]+/?")
 
 
 def address_problem(url: str) -> str | None:
@@ -207,7 +269,7 @@ def _plugin(url: str) -> Any:
     import apprise as apprise_lib  # here, not at the top: see the docstring
 
     plugin = apprise_lib.Apprise.instantiate(url, suppress_exceptions=True)
-    if plugin is not None and scheme_of(url) in SHOWS_MARKDOWN:
+    if plugin is not None and schemes_of(plugin) & SHOWS_MARKDOWN:
         plugin.notify_format = apprise_lib.NotifyFormat.MARKDOWN
     return plugin
 
@@ -237,7 +299,7 @@ def _title_for(url: str, plugin: Any, title: str) -> str:
 
     if plugin.title_maxlen <= 0:
         return str(escape(title))
-    if scheme_of(url) in SHOWS_MARKDOWN:
+    if schemes_of(plugin) & SHOWS_MARKDOWN:
         return convert_between(
             apprise_lib.NotifyFormat.HTML,
             apprise_lib.NotifyFormat.MARKDOWN,
@@ -359,15 +421,17 @@ class AppriseKind(ChannelKind):
     label = "Chat and push (Apprise)"
     help = (
         "Microsoft Teams, Discord, Mattermost, Rocket.Chat, Google Chat, "
-        "Telegram, Matrix, ntfy, Gotify, Pushover and more: paste the service's "
-        "Apprise URL (see the Apprise wiki for each service's form)."
+        "Telegram, Matrix, ntfy, Gotify, Pushover and more: paste the webhook "
+        "address your chat tool gives, or the service's Apprise URL (see the "
+        "Apprise wiki for each service's form)."
     )
     fields = {
         "url": (
             "Service address (Apprise URL)",
-            "The address Apprise uses to reach the service, for example "
-            "workflows://… for Microsoft Teams (made from a Teams Workflows "
-            "webhook), discord://webhook_id/webhook_token for Discord or "
+            "The webhook address as your chat tool shows it (Discord, Slack, "
+            "Microsoft Teams Workflows, Google Chat, ntfy.sh), or the address "
+            "Apprise uses to reach the service, for example "
+            "discord://webhook_id/webhook_token for Discord or "
             "tgram://bot_token/chat_id for Telegram.",
         )
     }

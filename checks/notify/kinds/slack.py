@@ -9,7 +9,7 @@ import json
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings as django_settings
 from django.core.cache import cache
@@ -20,6 +20,7 @@ from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
 from checks.notify import messages
 from checks.notify.kinds import http
+from checks.notify.kinds.apprise import AppriseKind
 from checks.notify.kinds.base import (
     ChannelKind,
     DeliveryError,
@@ -28,6 +29,7 @@ from checks.notify.kinds.base import (
     SettingsError,
 )
 from checks.notify.kinds.outbound import Attempt
+from checks.notify.kinds.webhook import WebhookKind
 from checks.notify.texts import http_href, one_line
 from checks.notify.transports import NOT_SET, response_excerpt
 from checks.targets.options import url_problem
@@ -72,6 +74,14 @@ NO_PREVIEWS = {"unfurl_links": False, "unfurl_media": False}
 PICKER_PAGES = 10  # of conversations.list: up to 2000 channels to pick from
 PICKER_SECONDS = 300  # how long the picker's list is remembered
 PICKER_CUT_SHORT_SECONDS = 60  # ... when Slack refused one of its pages
+
+
+NOT_SLACK = (
+    "This is not a Slack incoming-webhook address: those start with "
+    "https://hooks.slack.com/services/. For Mattermost, Rocket.Chat, Microsoft "
+    f"Teams or Discord, make a “{AppriseKind.label}” channel; to post JSON "
+    f"to any other address, make a “{WebhookKind.label}” channel."
+)
 
 
 def token() -> str:
@@ -485,12 +495,17 @@ class SlackKind(ChannelKind):
         )
 
 
+# Where Slack's incoming webhooks live (GovSlack's too).
+SLACK_HOOK_HOSTS = frozenset({"hooks.slack.com", "hooks.slack-gov.com"})
+
+
 class SlackWebhookKind(ChannelKind):
     name = "slack_webhook"
     label = "Slack (incoming webhook)"
     help = (
         "For a workspace without the Pagewatch app: paste an incoming-webhook "
-        "URL from Slack (https://hooks.slack.com/services/…)."
+        "URL from Slack (https://hooks.slack.com/services/…). For Mattermost, "
+        f"Rocket.Chat or another tool, use a “{AppriseKind.label}” channel."
     )
     fields = {"url": ("Webhook URL", "Slack shows it once when you add the webhook.")}
     secrets = ("url",)
@@ -500,6 +515,16 @@ class SlackWebhookKind(ChannelKind):
         # The address policy too, as for the webhook kind (see there).
         if problem := url_problem(cleaned["url"]):
             raise SettingsError({"url": problem[1]})
+        # The message is Slack's Block Kit: tools that take Slack's shape
+        # (Mattermost, Rocket.Chat) show only its fallback text, and Apprise
+        # formats for each of them. A channel named Slack posts to Slack.
+        try:
+            parts = urlsplit(cleaned["url"])
+            host = parts.hostname
+        except ValueError:
+            raise SettingsError({"url": NOT_SLACK}) from None
+        if parts.scheme.lower() != "https" or host not in SLACK_HOOK_HOSTS:
+            raise SettingsError({"url": NOT_SLACK})
         return cleaned
 
     def prepare(self, delivery: Delivery) -> Attempt:

@@ -59,6 +59,16 @@ class SearxngProvider(Provider):
                 fix="allow the format in its settings.yml (search: formats: "
                 "[html, json]).",
             )
+        if answer.status_code == 404:
+            # Its search page is always there: the address is not the
+            # instance's own, most often the search page's pasted whole.
+            return REFUSED.format(
+                provider="SearXNG",
+                what="the search",
+                code=404,
+                fix="SEARXNG_URL must be the instance's base address without "
+                "/search, which Pagewatch adds itself.",
+            )
         if answer.status_code == 429:
             return REFUSED.format(
                 provider="SearXNG",
