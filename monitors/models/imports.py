@@ -203,9 +203,9 @@ class ImportRun(models.Model):
         reading a service says its key is gone."""
         if reading:
             message = (
-                "The preview was not made in time: reading the service stopped "
-                "before it had finished (its worker was stopped), and the API "
-                "key given for it has been forgotten. Please start again."
+                "The preview was not made in time: reading the service did not "
+                "finish (Pagewatch's worker stopped), and the API key given for "
+                "it has been forgotten. Please start again."
             )
         else:
             message = (
