@@ -101,10 +101,11 @@ def worker_heartbeat_task() -> None:
 def fail_stale_checks_task() -> int:
     now = timezone.now()
     with skipped_while_away("The stale-check sweep"):
+        failed = runner.fail_stale_checks(now)
         # Previews are swept here too: a worker killed while reading a service
         # leaves its API key in the row, and no key may outlive the stale time.
         ImportRun.objects.give_up_stale_previews(now)
-        return runner.fail_stale_checks(now)
+        return failed
     return 0
 
 
