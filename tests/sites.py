@@ -52,6 +52,8 @@ class Request:
     headers: dict[str, str]
     body: bytes
     time: float = field(default_factory=time.monotonic)  # when it arrived
+    # The client's port: requests over one kept-alive connection share it.
+    client_port: int = 0
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()
@@ -236,7 +238,11 @@ class Site:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 request = Request(
-                    self.command, self.path, dict(self.headers.items()), body
+                    self.command,
+                    self.path,
+                    dict(self.headers.items()),
+                    body,
+                    client_port=self.client_address[1],
                 )
                 site._record(request)
                 page = site._lookup(self.path)

@@ -203,7 +203,9 @@ def test_an_import_key_no_request_header_can_carry_is_a_400_naming_it(
     from monitors.moving import remote
 
     asked: list[str] = []
-    monkeypatch.setattr(remote, "get", lambda url, headers: asked.append(url))
+    monkeypatch.setattr(
+        remote.Reading, "aget", lambda self, url, headers: asked.append(url)
+    )
 
     response = api.post(
         "/v2/import",

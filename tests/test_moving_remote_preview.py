@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 import time_machine
 from django.db import connection
+from django.db.models import F
 from django.test import Client
 from django.views.debug import SafeExceptionReporterFilter
 
+from checks import tasks as check_tasks
 from monitors import tasks
 from monitors.models import ImportRun, Membership, Monitor
 from monitors.moving import importing, remote
@@ -134,6 +136,23 @@ def test_the_preview_task_reads_the_remote_then_forgets_its_key(
     page = html.unescape(web.get(run_url).content.decode())
     assert "Site 0" in page and "Site 149" in page
     assert CD_KEY not in page
+
+
+def test_the_preview_task_reads_a_remote_over_a_few_kept_alive_connections(
+    web, team, site, queued, private_allowed, django_capture_on_commit_callbacks
+):
+    _many_watches(site, 60)
+    _ask(web, site.base_url, execute=django_capture_on_commit_callbacks)
+    run = ImportRun.objects.get(team=team)
+    tasks.preview_import_task(str(run.pk))
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEWED
+    assert [s["ref"] for s in run.items] == [f"w{n}" for n in range(60)]
+    assert len(site.requests) == 2 + 2 * 60
+    # One client for the whole reading: its connections are used again,
+    # not one opened per request.
+    connections = {request.client_port for request in site.requests}
+    assert len(connections) <= remote.CONCURRENCY
 
 
 def test_a_remote_being_read_shows_how_many_watches_are_read(
@@ -301,7 +320,7 @@ def test_a_preview_task_that_breaks_while_reading_still_forgets_the_key(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(remote, "get", broken)
+    monkeypatch.setattr(remote.Reading, "aget", broken)
     _, body = _failed_preview(
         web, team, site.base_url, CD_KEY, django_capture_on_commit_callbacks
     )
@@ -412,3 +431,41 @@ def test_a_preview_task_that_comes_past_the_give_up_time_gives_it_up(
     assert run.status == ImportRun.Status.PREVIEW_FAILED
     assert "not made in time" in run.error
     assert not _row_holds(run, CD_KEY)
+
+
+def test_the_stale_sweep_gives_up_a_preview_whose_reader_died_and_forgets_its_key(
+    web, team, queued, private_allowed, django_capture_on_commit_callbacks
+):
+    # A worker killed outright while reading (SIGKILL, out of memory) never
+    # reaches its `finally`: the sweep must forget the key even if nobody
+    # opens the page again.
+    run_url = _ask(web, refused_url(), execute=django_capture_on_commit_callbacks)[
+        "Location"
+    ]
+    dead = ImportRun.objects.get(team=team)
+    dead.record_reading(25, 300)
+    stale = ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(minutes=1)
+    ImportRun.objects.filter(pk=dead.pk).update(
+        created_at=F("created_at") - stale, started_at=F("created_at") - stale
+    )
+    fresh = importing.start_remote_preview(team, "changedetection", refused_url(), "k2")
+    assert _row_holds(dead, CD_KEY) and _row_holds(fresh, "k2")
+
+    check_tasks.fail_stale_checks_task()
+
+    dead.refresh_from_db()
+    assert dead.status == ImportRun.Status.PREVIEW_FAILED
+    assert (dead.remote_url, dead.remote_key) == ("", "")
+    assert not _row_holds(dead, CD_KEY)
+    assert dead.finished_at is not None
+    assert "the worker making it stopped before it was done" in dead.error
+    assert "API key given for the service has been forgotten" in dead.error
+    # One still within its time is left to its worker, key and all.
+    fresh.refresh_from_db()
+    assert fresh.status == ImportRun.Status.PREPARING and fresh.remote_key == "k2"
+    # The page says why, in the same words, and stops polling.
+    polled = web.get(run_url, HTTP_HX_REQUEST="true")
+    assert polled.status_code == 286
+    body = " ".join(html.unescape(polled.content.decode()).split())
+    assert "the worker making it stopped before it was done" in body
+    assert CD_KEY not in body

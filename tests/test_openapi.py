@@ -81,7 +81,7 @@ def seeded_monitor(team: Team) -> str:
     return str(monitor.pk)
 
 
-def _unreachable(url: str, headers: object) -> tuple[int, bytes]:
+async def _unreachable(reading: object, url: str, headers: object) -> tuple[int, bytes]:
     raise ImportRefused(f"Could not read {url[:200]}: unreachable in tests.")
 
 
@@ -94,7 +94,7 @@ def test_every_answer_matches_the_openapi_description(
 ):
     # POST /v2/import with a generated address would look it up: no network
     # here, every remote source answers as an unreachable one does.
-    monkeypatch.setattr(remote, "get", _unreachable)
+    monkeypatch.setattr(remote.Reading, "aget", _unreachable)
     headers = {"Authorization": f"Bearer {api_key}"}
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 5

@@ -855,7 +855,7 @@ def test_a_service_is_read_for_its_preview_on_a_real_worker_then_its_key_forgott
 ):
     # Reading the service in this (the web) process would fail: only the
     # worker may ask it anything.
-    monkeypatch.setattr(remote, "get", lambda *args, **kwargs: 1 / 0)
+    monkeypatch.setattr(remote.Reading, "aget", lambda *args, **kwargs: 1 / 0)
     person = django_user_model.objects.create_user("pia", "pia@example.com", "x")
     Membership.objects.create(team=team, user=person)
     client.force_login(person)

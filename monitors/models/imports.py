@@ -22,6 +22,21 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
             status__in=[ImportRun.Status.QUEUED, ImportRun.Status.RUNNING]
         )
 
+    def give_up_stale_previews(self, now: datetime) -> int:
+        """Previews no worker made in time, ended as the page would end them
+        (ImportRun.give_up_preview_if_stale), so that a service's API key
+        does not outlive the stale time when nobody opens the page: a worker
+        killed outright while reading never forgets it itself. Returns how
+        many were given up."""
+        stale = self.filter(ImportRun.stale_preview(now)).defer("items")
+        given_up = sum(run.give_up_preview_if_stale(now) for run in stale)
+        # Any other key left behind that long (nothing should leave one).
+        cutoff = now - ImportRun.PREVIEW_GIVEN_UP_AFTER
+        self.filter(created_at__lt=cutoff).exclude(remote_key="").update(
+            remote_url="", remote_key=""
+        )
+        return given_up
+
 
 class ImportRun(models.Model):
     """One import into a team: the watches read from the source, judged for
@@ -233,6 +248,23 @@ class ImportRun(models.Model):
         kept.exclude(remote_key="", remote_url="").update(remote_url="", remote_key="")
         self.remote_url = self.remote_key = ""
 
+    def given_up_words(self) -> str:
+        """Why a preview past its give-up time ended, for its page: a run
+        that was reading a service says its key is gone."""
+        if self.started_at:
+            words = (
+                "The preview was not finished: the worker making it stopped "
+                "before it was done"
+            )
+        else:
+            words = (
+                "The preview was not made in time: Pagewatch's workers did not "
+                "get to it"
+            )
+        if self.is_reading:
+            words += ", and the API key given for the service has been forgotten"
+        return words + ". Please start again."
+
     def give_up_preview_if_stale(self, now: datetime) -> bool:
         """A preview no worker made in time is ended, so its page stops
         waiting; a task that comes after all leaves it so (show_preview).
@@ -241,17 +273,9 @@ class ImportRun(models.Model):
         since = self.started_at or self.created_at
         if since >= now - self.PREVIEW_GIVEN_UP_AFTER:
             return False
-        if self.started_at:
-            message = (
-                "The preview was not finished: the worker making it stopped "
-                "before it was done. Please start again."
-            )
-        else:
-            message = (
-                "The preview was not made in time: Pagewatch's workers did not "
-                "get to it. Please start again."
-            )
-        return self.fail_preview(message, now, only_if=self.stale_preview(now))
+        return self.fail_preview(
+            self.given_up_words(), now, only_if=self.stale_preview(now)
+        )
 
     def record_progress(self, done: int) -> None:
         ImportRun.objects.filter(pk=self.pk).update(done=done)

@@ -523,53 +523,55 @@ class Changedetection(Source):
     ) -> list[Planned]:
         base = remote.base_url(url)
         headers = {"x-api-key": api_key, "Accept": "application/json"}
-        service = "changedetection.io"
-        reading = remote.Reading(service, progress)
-        try:
-            listed = remote.get_json(f"{base}/api/v1/watch", headers, service)
-        except remote.NotFound:
-            raise ImportRefused(
-                f"There is no changedetection.io API at {base[:200]} (it answered "
-                "HTTP 404 for its list of watches): check the address."
-            ) from None
-        if not isinstance(listed, dict):
-            raise ImportRefused("changedetection.io's watch list is not an object.")
-        try:
-            tags = remote.get_json(f"{base}/api/v1/tags", headers, service)
-        except ImportRefused:
-            tags = {}  # releases before tags had no such endpoint
-        settings = {"application": {"tags": tags if isinstance(tags, dict) else {}}}
-        items = []
-        uuids = list(listed)[: MAX_ITEMS + 1]
-        for done, uuid in enumerate(uuids):
-            reading.at(done, len(uuids))
-            path = f"{base}/api/v1/watch/{quote(str(uuid), safe='')}"
+        with remote.Reading("changedetection.io", progress) as reading:
             try:
-                watch = remote.get_json(path, headers, service)
+                listed = reading.get_json(f"{base}/api/v1/watch", headers)
             except remote.NotFound:
-                # Removed there between the list and now: only it is missed.
-                items.append(
-                    not_imported(
-                        str(uuid),
-                        "",
-                        [],
-                        "It was removed from changedetection.io while it was "
-                        "being read.",
-                    )
-                )
-                continue
-            if not isinstance(watch, dict):
-                items.append(not_imported(str(uuid), "", [], "Not a watch."))
-                continue
-            draft = draft_of(str(uuid), watch, settings)
-            if not isinstance(draft, Draft):
-                items.append(draft)
-                continue
-            status, body = remote.get(f"{path}/history/latest", headers)
-            if status == 200 and body:
-                taken = _snapshot_time(str(watch.get("last_changed") or ""))
-                draft.baselines = [
-                    Baseline(draft.url, body.decode("utf-8", "replace"), taken)
-                ]
-            items.append(draft.plan())
-        return items
+                raise ImportRefused(
+                    f"There is no changedetection.io API at {base[:200]} (it "
+                    "answered HTTP 404 for its list of watches): check the address."
+                ) from None
+            if not isinstance(listed, dict):
+                raise ImportRefused("changedetection.io's watch list is not an object.")
+            try:
+                tags = reading.get_json(f"{base}/api/v1/tags", headers)
+            except ImportRefused:
+                tags = {}  # releases before tags had no such endpoint
+            settings = {"application": {"tags": tags if isinstance(tags, dict) else {}}}
+
+            async def watch_of(uuid: str) -> Planned:
+                path = f"{base}/api/v1/watch/{quote(uuid, safe='')}"
+                return await _read_watch(reading, path, uuid, headers, settings)
+
+            uuids = [str(uuid) for uuid in list(listed)[: MAX_ITEMS + 1]]
+            return reading.each(uuids, watch_of)
+
+
+async def _read_watch(
+    reading: remote.Reading,
+    path: str,
+    uuid: str,
+    headers: dict[str, str],
+    settings: dict[str, Any],
+) -> Planned:
+    """One watch of a changedetection.io, with its latest snapshot."""
+    try:
+        watch = await reading.aget_json(path, headers)
+    except remote.NotFound:
+        # Removed there between the list and now: only it is missed.
+        return not_imported(
+            uuid,
+            "",
+            [],
+            "It was removed from changedetection.io while it was being read.",
+        )
+    if not isinstance(watch, dict):
+        return not_imported(uuid, "", [], "Not a watch.")
+    draft = draft_of(uuid, watch, settings)
+    if not isinstance(draft, Draft):
+        return draft
+    status, body = await reading.aget(f"{path}/history/latest", headers)
+    if status == 200 and body:
+        taken = _snapshot_time(str(watch.get("last_changed") or ""))
+        draft.baselines = [Baseline(draft.url, body.decode("utf-8", "replace"), taken)]
+    return draft.plan()

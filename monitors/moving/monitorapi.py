@@ -109,21 +109,22 @@ class MonitorApi(Source):
         base = remote.base_url(url)
         base = base[: -len("/v2")] if base.endswith("/v2") else base
         headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
-        reading = remote.Reading("The monitor API", progress)
         monitors: list[Any] = []
-        while len(monitors) <= MAX_ITEMS:
-            reading.at(len(monitors))
-            page = remote.get_json(
-                f"{base}/v2/monitor?limit={PAGE}&offset={len(monitors)}",
-                headers,
-                "The monitor API",
-            )
-            data = page.get("data") if isinstance(page, dict) else None
-            if not isinstance(data, list):
-                raise ImportRefused("The monitor API's answer has no list of monitors.")
-            monitors += data
-            if len(data) < PAGE:
-                break
+        # Page after page, each asked once the one before has answered.
+        with remote.Reading("The monitor API", progress) as reading:
+            while len(monitors) <= MAX_ITEMS:
+                reading.at(len(monitors))
+                page = reading.get_json(
+                    f"{base}/v2/monitor?limit={PAGE}&offset={len(monitors)}", headers
+                )
+                data = page.get("data") if isinstance(page, dict) else None
+                if not isinstance(data, list):
+                    raise ImportRefused(
+                        "The monitor API's answer has no list of monitors."
+                    )
+                monitors += data
+                if len(data) < PAGE:
+                    break
         return [
             planned_from_monitor(str(m.get("id") if isinstance(m, dict) else i), m)
             for i, m in enumerate(monitors[: MAX_ITEMS + 1])

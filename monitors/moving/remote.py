@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
 
-from checks.fetch import FetchError, afetch
+from checks.fetch import FetchError, OutboundClient
 from monitors.moving.base import ImportRefused, max_bytes
 from monitors.url_rule import url_syntax_error
 
@@ -21,9 +22,15 @@ from monitors.url_rule import url_syntax_error
 # being killed mid-way.
 PROGRESS_EVERY = 25
 READ_BUDGET_SECONDS = 8 * 60
+# How many requests to the service are in flight at once, each on a
+# connection kept open for the next: a few, as a browser would, so that a
+# service of thousands of watches is read in minutes without being flooded.
+CONCURRENCY = 4
 
 # Told how many of how many watches were read (0: how many is not known yet).
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class NotFound(ImportRefused):
@@ -32,16 +39,46 @@ class NotFound(ImportRefused):
 
 
 class Reading:
-    """One reading of a service: how far it got, told to `progress` now and
-    then, and refused once it has taken longer than READ_BUDGET_SECONDS."""
+    """One reading of a service: its requests go through one outbound client
+    (checks.fetch), so its connections are kept alive from one request to
+    the next; how far it got is told to `progress` now and then, and it is
+    refused once it has taken longer than READ_BUDGET_SECONDS.
+
+    `with Reading(service, progress) as reading:` in synchronous code (the
+    preview task): the client lives on an event loop of the reading's own,
+    which runs only while a request or a group of watches is read, so that
+    `progress` (which writes to the database) is never called inside it."""
 
     def __init__(self, service: str, progress: Progress | None = None) -> None:
         self.service = service
         self.progress = progress
         self.deadline = time.monotonic() + READ_BUDGET_SECONDS
+        self._runner = asyncio.Runner()
+        self._client = OutboundClient(
+            concurrency=CONCURRENCY, per_host_concurrency=CONCURRENCY
+        )
+
+    def __enter__(self) -> Reading:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            self._runner.run(self._client.aclose())
+        finally:
+            self._runner.close()
 
     def at(self, done: int, total: int = 0) -> None:
         """About to read watch number `done` (from 0) of `total`."""
+        self._in_time(done, total)
+        if self.progress is not None and done % PROGRESS_EVERY == 0:
+            self.progress(done, total)
+
+    def _in_time(self, done: int, total: int) -> None:
         if time.monotonic() >= self.deadline:
             of = f" of {total:,}" if total else ""
             raise ImportRefused(
@@ -50,8 +87,77 @@ class Reading:
                 "import waits. Try again when it is less busy, or upload a file "
                 "of its watches instead."
             )
-        if self.progress is not None and done % PROGRESS_EVERY == 0:
-            self.progress(done, total)
+
+    def get(self, url: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        return self._runner.run(self.aget(url, headers))
+
+    def get_json(self, url: str, headers: Mapping[str, str]) -> Any:
+        return self._runner.run(self.aget_json(url, headers))
+
+    async def aget(self, url: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        """The status and body of one request to the service."""
+        try:
+            fetched = await self._client.fetch(
+                url, headers=dict(headers), max_bytes=max_bytes(), timeout=30
+            )
+        except FetchError as exc:
+            raise ImportRefused(f"Could not read {url[:200]}: {exc}") from None
+        return fetched.status_code, fetched.content
+
+    async def aget_json(self, url: str, headers: Mapping[str, str]) -> Any:
+        """The service's JSON answer; its refusals in plain words."""
+        status, body = await self.aget(url, headers)
+        service = self.service
+        if status in (401, 403):
+            raise ImportRefused(
+                f"{service} refused the key ({status}): check the API key."
+            )
+        if status == 404:
+            raise NotFound(f"{service} answered HTTP 404 for {url[:200]}.")
+        if status != 200:
+            raise ImportRefused(f"{service} answered HTTP {status} for {url[:200]}.")
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):
+            raise ImportRefused(
+                f"{service} did not answer JSON at {url[:200]}."
+            ) from None
+
+    def each(self, items: Sequence[T], read: Callable[[T], Awaitable[R]]) -> list[R]:
+        """`read(item)` for every item, CONCURRENCY at a time, the answers in
+        the items' order; progress told between groups of PROGRESS_EVERY."""
+        answers: list[R] = []
+        for start in range(0, len(items), PROGRESS_EVERY):
+            self.at(start, len(items))
+            group = items[start : start + PROGRESS_EVERY]
+            answers += self._runner.run(self._together(start, group, read, len(items)))
+        return answers
+
+    async def _together(
+        self,
+        start: int,
+        group: Sequence[T],
+        read: Callable[[T], Awaitable[R]],
+        total: int,
+    ) -> list[R]:
+        slots = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(done: int, item: T) -> R:
+            async with slots:
+                self._in_time(done, total)
+                return await read(item)
+
+        try:
+            # A refusal (a key revoked mid-way, the budget spent) stops the
+            # rest of the group at once.
+            async with asyncio.TaskGroup() as tasks:
+                reads = [
+                    tasks.create_task(one(start + i, item))
+                    for i, item in enumerate(group)
+                ]
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+        return [done.result() for done in reads]
 
 
 def base_url(url: str) -> str:
@@ -60,27 +166,3 @@ def base_url(url: str) -> str:
     if problem:
         raise ImportRefused(f"The source address cannot be used: {problem}")
     return url.rstrip("/")
-
-
-def get(url: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
-    try:
-        fetched = asyncio.run(
-            afetch(url, headers=dict(headers), max_bytes=max_bytes(), timeout=30)
-        )
-    except FetchError as exc:
-        raise ImportRefused(f"Could not read {url[:200]}: {exc}") from None
-    return fetched.status_code, fetched.content
-
-
-def get_json(url: str, headers: Mapping[str, str], service: str) -> Any:
-    status, body = get(url, headers)
-    if status in (401, 403):
-        raise ImportRefused(f"{service} refused the key ({status}): check the API key.")
-    if status == 404:
-        raise NotFound(f"{service} answered HTTP 404 for {url[:200]}.")
-    if status != 200:
-        raise ImportRefused(f"{service} answered HTTP {status} for {url[:200]}.")
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        raise ImportRefused(f"{service} did not answer JSON at {url[:200]}.") from None
