@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import re
 
+from checks import outages
+
 # The public routes begin the path: at the start of the text, after a space,
 # a quote, "=" or "(" (a request line, "Not Found: …", ?next=…) or after the
 # host of a whole address. The dashboard's own addresses under them, such as
@@ -46,4 +48,31 @@ class WithoutCredentials(logging.Filter):
         masked = hidden(message)
         if masked != message:
             record.msg, record.args = masked, ()
+        return True
+
+
+class OutageInOneLine(logging.Filter):
+    """On the django.request logger: a 503 is an outage, not a bug, and gets
+    at most one line. An exception that says the database (or the broker) is
+    away, which handler500 answers with a 503, is logged as a WARNING naming
+    the part, without the traceback Django attaches: one per request, for as
+    long as the outage lasts, buried the rest of the log. A 503 a view
+    answered itself (/healthz, /metrics, the API's envelope) was logged by
+    that view in its own words, so Django's "Service Unavailable" line after
+    it goes. Every other status, and every other exception, stays as is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", None) != 503:
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None:
+            return False
+        part = outages.away(exc)
+        if part is None:
+            return True
+        # The args are read before the message changes: "Service Unavailable: /".
+        record.args = (record.getMessage(), part, outages.reason(exc))
+        record.msg = "%s: %s is not reachable: %s"
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info, record.exc_text = None, None
         return True

@@ -684,6 +684,7 @@ LOGGING = {
     "filters": {
         "without_cancel_notice": {"()": "config.celery.WithoutCancelNotice"},
         "without_credentials": {"()": "config.logs.WithoutCredentials"},
+        "outage_in_one_line": {"()": "config.logs.OutageInOneLine"},
     },
     "handlers": {
         "console": {
@@ -695,6 +696,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_log_level("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # A 503 for the database away: one line, not a traceback per request.
+        "django.request": {"filters": ["outage_in_one_line"]},
         # The dispatcher ticks every 10 s; a line per tick would bury the log.
         # Check runs, failures and deliveries still log at INFO and above.
         "celery.app.trace": {"level": _TASK_LOG_LEVEL},

@@ -295,7 +295,8 @@ class ActivityQuerySet(models.QuerySet["Activity"]):
         rows = self.order_by("-id")
         if before is not None:
             rows = rows.filter(id__lt=before)
-        return list(rows.select_related(None)[: size + 1])
+        # The key's maker, for address_seen_by, in the same query.
+        return list(rows.select_related(None).select_related("api_key")[: size + 1])
 
 
 class Activity(models.Model):
@@ -460,11 +461,16 @@ class Activity(models.Model):
 
     def address_seen_by(self, membership: Membership) -> str | None:
         """The address it came from, for an owner (who manages the members)
-        or the person who did it; None for the other members: where someone
-        signs in from is theirs, and a lead for whoever wants their account."""
+        or the person who did it, themselves or through an API key they made
+        (an entry made through a key names no person); None for the other
+        members: where someone signs in from is theirs, and a lead for
+        whoever wants their account."""
         if membership.can(Membership.Action.MANAGE):
             return self.address
-        if self.user_id is not None and self.user_id == membership.user_id:
+        if membership.user_id is None:  # a key no person made
+            return None
+        key_maker = self.api_key.created_by_id if self.api_key else None
+        if membership.user_id in (self.user_id, key_maker):
             return self.address
         return None
 

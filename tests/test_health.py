@@ -4,6 +4,7 @@ the part that is not."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -120,6 +121,19 @@ def test_an_unreachable_broker_is_logged_in_one_line_without_a_traceback(
     assert said.getMessage().startswith("Health: the broker is unreachable: ")
     assert "No such file" in said.getMessage()
     assert said.exc_info is None
+
+
+def test_a_503_adds_no_line_of_its_own_to_the_log(client, settings, tmp_path, caplog):
+    """Django logged "Service Unavailable: /healthz" at ERROR after the
+    part's own line, on every probe for as long as the part was down."""
+    settings.REDIS_LOCATION = f"unix://{tmp_path}/nobody.sock?db=0"
+
+    with caplog.at_level("INFO"):
+        status, _ = health(client)
+
+    assert status == 503
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.name, r.levelname) for r in said] == [("checks.health", "WARNING")]
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:8000", "10.1.2.3:8000", "[fd00::5]:8000"])

@@ -7,9 +7,12 @@ made. A key no person made (`manage.py createapikey`) acts by its scope."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from checks import dispatch
 from monitors.models import ApiKey, Membership
 from teams.activity import Actor, Via, record
 from teams.models import Activity
@@ -250,3 +253,102 @@ def test_an_imports_report_gives_webhooks_in_shape_only_to_a_read_key(
         "https://hooks.example.com/"
     )
     assert "s3cr3tToken" not in str(shaped)
+
+
+# ------------------------------------------------- what a member's keys did
+
+
+@pytest.fixture
+def no_broker(monkeypatch):
+    monkeypatch.setattr(dispatch, "enqueue", lambda check_id: None)
+
+
+def keys_calls(team, ana, vic) -> tuple[str, str]:
+    """Vic (an editor) and Ana (an owner) each made a key and ran a monitor
+    through it, Vic from his address, Ana from hers; Vic's raw key."""
+    set_role(vic, team, EDITOR)
+    _, vics = ApiKey.issue(team, name="vic's CI", created_by=vic)
+    _, anas = ApiKey.issue(team, name="ana's CI", created_by=ana)
+    for raw, address, name in ((vics, VICS, "Prices"), (anas, ANAS, "Stock")):
+        monitor = make_monitor(team, name=name)
+        response = client_for(raw).post(
+            f"/v2/monitor/{monitor.pk}/run", {}, format="json", REMOTE_ADDR=address
+        )
+        assert response.status_code == 200, response.content
+    return vics, ANAS
+
+
+def by_key(entries: list[dict]) -> dict[str, str | None]:
+    return {
+        e["actor"]["name"]: e["address"]
+        for e in entries
+        if e["actor"]["type"] == "apiKey"
+    }
+
+
+def test_a_members_key_reads_the_address_of_its_own_calls(team, ana, vic, no_broker):
+    """An entry made through a key names no person, so "their own entries"
+    left out everything a member's keys did, and their key could not read
+    where its own calls came from."""
+    vics, _ = keys_calls(team, ana, vic)
+
+    response = client_for(vics).get("/v2/activity", {"kind": "monitor.run"})
+
+    assert by_key(response.json()["data"]) == {"vic's CI": VICS, "ana's CI": None}
+
+
+def test_the_activity_page_shows_a_member_where_their_keys_called_from(
+    client, team, ana, vic, no_broker
+):
+    keys_calls(team, ana, vic)
+    client.force_login(vic)
+
+    page = client.get(reverse("team-activity")).content.decode()
+
+    assert VICS in page
+    assert ANAS not in page
+
+
+def test_another_members_key_does_not_make_its_calls_theirs(
+    team, ana, vic, django_user_model, no_broker
+):
+    keys_calls(team, ana, vic)
+    olive = django_user_model.objects.create_user("olive", "o@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=olive, role=EDITOR)
+    _, olives = ApiKey.issue(team, name="olive's", created_by=olive)
+
+    response = client_for(olives).get("/v2/activity", {"kind": "monitor.run"})
+
+    assert by_key(response.json()["data"]) == {"vic's CI": None, "ana's CI": None}
+
+
+def calls_through_keys(team, makers: list, count: int) -> None:
+    """`count` entries made through keys of the given makers, in turn."""
+    keys = [ApiKey.issue(team, name=m.username, created_by=m)[0] for m in makers]
+    for n in range(count):
+        record(Actor(Via.API, key=keys[n % len(keys)], address=VICS), team,
+               Activity.Kind.MONITOR_RUN)  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["page", "api"])
+def test_the_log_costs_the_same_queries_for_30_key_entries_as_for_3(
+    client, team, ana, vic, where, django_assert_max_num_queries
+):
+    set_role(vic, team, EDITOR)
+    _, raw = ApiKey.issue(team, name="vic's reader", created_by=vic)
+    api = client_for(raw)
+    client.force_login(vic)
+
+    def read() -> str:
+        if where == "api":
+            return api.get("/v2/activity", {"limit": 100}).content.decode()
+        return client.get(reverse("team-activity")).content.decode()
+
+    calls_through_keys(team, [ana, vic], 3)
+    read()  # the session's and the key's first-use writes
+    with CaptureQueriesContext(connection) as three:
+        assert read().count(VICS) == 1  # vic's key's one call of three
+    calls_through_keys(team, [ana, vic], 27)
+
+    with django_assert_max_num_queries(len(three)):
+        assert read().count(VICS) == 14

@@ -3,12 +3,14 @@ the database, so its counters move as checks run in any worker."""
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.db import OperationalError
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -188,6 +190,26 @@ def test_an_unreachable_broker_leaves_out_the_queue_depths_quickly_and_in_one_li
     said = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(said) == 1
     assert said[0].exc_info is None
+
+
+def test_an_unreachable_database_is_a_503_and_one_line_in_the_log(
+    client, metrics_on, monkeypatch, caplog
+):
+    """Django added "Service Unavailable: /metrics" at ERROR to the view's
+    own line, on every scrape for as long as the database was down."""
+
+    def refuse(self: object) -> None:
+        raise OperationalError("connection failed: connection to server refused")
+
+    monkeypatch.setattr(DatabaseCollector, "collect", refuse)
+
+    with caplog.at_level("INFO"):
+        response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+
+    assert response.status_code == 503
+    [said] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert (said.name, said.levelname) == ("config.views", "WARNING")
+    assert said.exc_info is None
 
 
 def test_prometheus_scraping_a_web_host_by_its_address_gets_the_metrics(

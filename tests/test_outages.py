@@ -12,6 +12,7 @@ SIGSTOP, failed over, a firewall dropping packets); no Redis server is needed.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -250,7 +251,9 @@ def test_the_api_says_503_when_the_database_is_unreachable(api, monkeypatch, cap
         "code": "SERVICE_UNAVAILABLE",
     }
     assert response["Retry-After"] == "10"
-    assert "Traceback" not in caplog.text  # one line per request in the log
+    # One line per request in the log: the handler's, not Django's after it.
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.levelname, r.exc_info) for r in said] == [("WARNING", None)]
 
 
 @pytest.mark.django_db
@@ -270,6 +273,56 @@ def test_the_dashboard_says_so_when_the_database_is_unreachable(
     page = response.content.decode()
     assert "Pagewatch cannot reach its database" in page
     assert "Traceback" not in page and "OperationalError" not in page
+
+
+def dashboard_browser(team, django_user_model) -> Client:
+    user = django_user_model.objects.create_user("olive", "o@example.com", PASSWORD)
+    Membership.objects.create(team=team, user=user)
+    browser = Client(raise_request_exception=False)
+    browser.force_login(user)
+    return browser
+
+
+@pytest.mark.django_db
+def test_a_dashboard_page_with_the_database_away_logs_one_line_without_a_traceback(
+    team, django_user_model, monkeypatch, caplog
+):
+    """A traceback per request, for as long as the outage lasted, buried the
+    rest of an operator's log."""
+    browser = dashboard_browser(team, django_user_model)
+    monkeypatch.setattr(SessionStore, "load", refuse)
+
+    with caplog.at_level("INFO"):
+        response = browser.get("/")
+
+    assert response.status_code == 503
+    [said] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said.levelname == "WARNING"
+    assert said.exc_info is None
+    assert said.getMessage() == (
+        "Service Unavailable: /: the database is not reachable: "
+        "connection failed: connection to server refused"
+    )
+
+
+@pytest.mark.django_db
+def test_a_bug_on_a_dashboard_page_is_still_logged_with_its_traceback(
+    team, django_user_model, monkeypatch, caplog
+):
+    browser = dashboard_browser(team, django_user_model)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug, not an outage")
+
+    monkeypatch.setattr(SessionStore, "load", broken)
+
+    response = browser.get("/")
+
+    assert response.status_code == 500
+    [said] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert (said.name, said.levelname) == ("django.request", "ERROR")
+    assert said.getMessage() == "Internal Server Error: /"
+    assert said.exc_info is not None and said.exc_info[0] is RuntimeError
 
 
 # --- An import too big to make while the request waits ------------------------------

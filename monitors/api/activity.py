@@ -53,8 +53,9 @@ ENTRY = inline_serializer(
             "key whose maker is an owner of the team now, or one made on the "
             "server (`createapikey`). Any other key (a read key, or one whose "
             "maker is now an editor or a viewer, whatever their role when they "
-            "made it) gets the address of its maker's own entries and null "
-            "for everyone else's, as the dashboard shows them.",
+            "made it) gets the address of its maker's own entries (theirs in "
+            "the dashboard and through any key they made) and null for everyone "
+            "else's, as the dashboard shows them.",
         ),
     },
 )
