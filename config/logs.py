@@ -13,8 +13,6 @@ from __future__ import annotations
 import logging
 import re
 
-from checks import outages
-
 # The public routes begin the path: at the start of the text, after a space,
 # a quote, "=" or "(" (a request line, "Not Found: …", ?next=…) or after the
 # host of a whole address. The dashboard's own addresses under them, such as
@@ -67,6 +65,11 @@ class OutageInOneLine(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         if exc is None:
             return False
+        # Imported here: gunicorn's master reads this module for its log
+        # masking, and would otherwise load Django's database layer, redis
+        # and kombu it never uses (issue #32: the master's memory).
+        from checks import outages
+
         part = outages.away(exc)
         if part is None:
             return True

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -88,3 +90,22 @@ def test_the_console_mailbox_keeps_its_links_and_other_logs_do_not(
         link,
         "Opened https://pagewatch.example.org/email/confirm/[hidden]/",
     ]
+
+
+def test_reading_the_log_settings_loads_no_database_or_broker_code():
+    # gunicorn's master imports config.logs for its masking; it serves no
+    # request, so Django's database layer, redis and kombu would be memory
+    # it holds for nothing.
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, config.logs; "
+            "print(sorted(m for m in ('django.db', 'redis', 'kombu') "
+            "if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert loaded == "[]"
