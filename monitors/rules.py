@@ -452,6 +452,42 @@ def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
     return None
 
 
+def schema_unevaluated_properties_error(schema: Any) -> str | None:
+    """Why a JSON Schema given for extraction combines `unevaluatedProperties`
+    with `patternProperties`, or None.
+
+    To find the keys `patternProperties` took, jsonschema matches its
+    patterns with Python's backtracking `re`, which an answer (steered by the
+    page read) can hold for hours; answers' patterns are matched with RE2
+    only (checks.ai.patterns). Anywhere in the schema counts, as references,
+    allOf, if/then and the rest can bring the two together."""
+    found = _keyword_paths(schema, "schema")
+    if "patternProperties" not in found or "unevaluatedProperties" not in found:
+        return None
+    return (
+        f"{found['unevaluatedProperties']} cannot be used in a schema with "
+        "patternProperties (checking which keys those patterns took could take "
+        "hours on some answers); use additionalProperties instead."
+    )
+
+
+def _keyword_paths(value: Any, path: str) -> dict[str, str]:
+    """The first path where each of unevaluatedProperties and
+    patternProperties is a key, at any depth: a reference can make any part
+    of a schema a schema (`#/$defs/x`, `#/properties`, `#/enum/0`)."""
+    found: dict[str, str] = {}
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _keyword_paths(item, f"{path}[{index}]") | found
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}"
+            if key in ("unevaluatedProperties", "patternProperties"):
+                found.setdefault(key, where)
+            found = _keyword_paths(item, where) | found
+    return found
+
+
 # Keywords that apply a schema to the same value, not to a part of it: a loop
 # of references through them alone never reaches the end of any answer.
 _IN_PLACE_ONE = ("not", "if", "then", "else")

@@ -571,6 +571,31 @@ def test_a_schema_saved_with_a_reference_loop_is_a_page_error_saying_so(
     assert len(model.requests) == 1  # no other try could fit it
 
 
+def test_a_schema_saved_with_unevaluated_and_pattern_properties_is_a_page_error(
+    team, site, model
+):
+    # Saved before such schemas were refused: jsonschema would match the
+    # patterns against the answer's keys with Python's backtracking re.
+    url = site.html("/pricing", "Pricing", PLANS)
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "string"}},
+        "unevaluatedProperties": False,
+    }
+    monitor = make_monitor(
+        team, [url], goal=None, formats=[{"type": "json", "schema": schema}]
+    )
+
+    check = run_check(monitor)
+
+    page = check.pages.get()
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == ErrorKind.EXTRACTION
+    assert "schema.unevaluatedProperties cannot be used" in page.error
+    assert "use additionalProperties instead" in page.error
+    assert model.requests == []  # the model is never asked
+
+
 def test_a_page_still_gone_after_it_was_removed_is_not_extracted_or_summarised(
     team, site, model
 ):

@@ -488,19 +488,11 @@ def test_answer_keys_are_checked_against_pattern_properties_in_linear_time():
     assert schema_error({"a" * 5000: 1}, schema) is None
 
 
-class _NoBacktracking:
-    """Stands in for `re` in jsonschema's modules: any match it is asked for
-    would run Python's backtracking engine on a key the answer chose."""
-
-    def search(self, pattern: str, text: str) -> None:
-        raise AssertionError(f"backtracking re.search({pattern!r}, …)")
-
-
 @pytest.mark.parametrize(
     "schema",
     [
         {"patternProperties": {"^(a+)+$": {}}, "unevaluatedProperties": False},
-        # Reached through allOf and $ref, as jsonschema walks them for it.
+        # jsonschema also follows allOf and $ref to find the keys a pattern took.
         {
             "$defs": {"keys": {"patternProperties": {"^(a+)+$": {}}}},
             "allOf": [{"$ref": "#/$defs/keys"}],
@@ -508,19 +500,19 @@ class _NoBacktracking:
         },
     ],
 )
-def test_answer_keys_are_checked_for_unevaluated_properties_in_linear_time(
-    schema, monkeypatch
+def test_a_schema_saved_with_unevaluated_and_pattern_properties_is_never_sent(
+    schema, model
 ):
-    # jsonschema finds the keys patternProperties took with Python's re: a
-    # 5000-character near-match would hold the worker for longer than the
-    # universe has been around, so it must never be asked.
-    import jsonschema._keywords
-    import jsonschema._utils
+    # Saved before such schemas were refused: jsonschema would find the keys
+    # patternProperties took with Python's backtracking re, which a
+    # 5000-character near-match in the answer holds for longer than the
+    # universe has been around.
+    with pytest.raises(LLMError) as failure:
+        ask(schema=schema)
 
-    monkeypatch.setattr(jsonschema._utils, "re", _NoBacktracking())
-    monkeypatch.setattr(jsonschema._keywords, "re", _NoBacktracking())
-    assert schema_error({"a" * 5000 + "!": 1}, schema) is not None
-    assert schema_error({"a" * 5000: 1}, schema) is None
+    assert failure.value.message.startswith("The JSON schema cannot be used: ")
+    assert "use additionalProperties instead" in failure.value.message
+    assert model.requests == []
 
 
 def test_a_long_value_that_does_not_fit_is_cut_in_the_middle_keeping_the_reason():

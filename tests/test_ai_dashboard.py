@@ -391,6 +391,40 @@ def test_lines_to_ignore_are_saved_from_the_form_and_bad_patterns_refused(
     assert monitor.ignore_lines == ["Last updated", "/^\\d+ views$/"]
 
 
+def test_a_schema_the_api_now_refuses_is_refused_when_the_form_saves_it_again(
+    web, team, site
+):
+    # Saved through the API before unevaluatedProperties with
+    # patternProperties was refused: the form sends it through the same rules.
+    schema = {
+        "patternProperties": {"^x": {"type": "string"}},
+        "unevaluatedProperties": False,
+    }
+    formats = [{"type": "json", "schema": schema}]
+    monitor, url = watch(team, site, goal="", scrape_options={"formats": formats})
+    target = monitor.targets.get()
+    form = {
+        "name": "Pricing",
+        "schedule": "*/30 * * * *",
+        "timezone": "UTC",
+        "judge": "auto",
+        "target": "t1a2b3c4",
+        "t1a2b3c4-id": str(target.id),
+        "t1a2b3c4-type": "scrape",
+        "t1a2b3c4-urls": url,
+        "t1a2b3c4-only_main_content": "on",
+    }
+
+    refused = web.post(f"/monitors/{monitor.pk}/edit/", form)
+
+    assert refused.status_code == 400
+    page = html.unescape(refused.content.decode())
+    assert "unevaluatedProperties cannot be used in a schema with" in page
+    assert "use additionalProperties instead" in page
+    target.refresh_from_db()
+    assert target.scrape_options == {"formats": formats}
+
+
 # --- the API's rules ---------------------------------------------------------------
 
 
@@ -502,6 +536,34 @@ def body(**target_options: Any) -> dict[str, Any]:
                 },
             },
             "schema.patternProperties.^x.properties.a.pattern: Not a pattern",
+        ),
+        # jsonschema would find the keys patternProperties took for
+        # unevaluatedProperties with Python's backtracking re.
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "patternProperties": {"^x": {"type": "string"}},
+                    "unevaluatedProperties": False,
+                },
+            },
+            "schema.unevaluatedProperties cannot be used in a schema with "
+            "patternProperties",
+        ),
+        (
+            {
+                "type": "json",
+                "schema": {
+                    "$defs": {"keys": {"patternProperties": {"^x": {}}}},
+                    "properties": {
+                        "a": {
+                            "allOf": [{"$ref": "#/$defs/keys"}],
+                            "unevaluatedProperties": {"type": "number"},
+                        }
+                    },
+                },
+            },
+            "schema.properties.a.unevaluatedProperties cannot be used",
         ),
     ],
 )

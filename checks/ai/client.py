@@ -352,6 +352,10 @@ class LLM:
         """The model's answer to (system, user) as a dict valid against
         `schema`; raises LLMError when no try gave one. `strict` False skips
         JSON-schema mode (a schema it cannot express, such as any object)."""
+        # Saved schemas are refused this; it guards those saved before, ahead
+        # of any request: no answer could be checked against them safely.
+        if unusable := rules.schema_unevaluated_properties_error(schema):
+            raise LLMError(f"The JSON schema cannot be used: {unusable}")
         if self._failed_calls >= GIVE_UP_AFTER_FAILED_CALLS:
             raise LLMError(
                 "The AI model did not answer the previous requests of this check, "

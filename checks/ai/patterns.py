@@ -1,6 +1,6 @@
 """The JSON Schema validator answers are checked with: Draft 2020-12, its
 `pattern` and `patternProperties` matched with RE2, also where
-`unevaluatedProperties` asks which keys `patternProperties` took.
+`additionalProperties` asks which keys `patternProperties` took.
 
 jsonschema matches them with Python's `re`, which backtracks: a pattern such
 as `^(a+)+$` against a long near-match takes time doubling with each
@@ -8,7 +8,10 @@ character, and the strings matched are the model's answer, which the page
 it read can steer. RE2 takes linear time, as for crawl paths and the noise
 rule (monitors.rules.path_pattern). Saved schemas hold only patterns RE2
 reads; a pattern saved before that rule, which RE2 cannot read, is not
-enforced rather than matched with `re`.
+enforced rather than matched with `re`. jsonschema's `unevaluatedProperties`
+would also match `patternProperties` with `re`, so a schema with both is
+refused (monitors.rules.schema_unevaluated_properties_error), and one saved
+before that is never used (checks.ai.client.LLM.ask).
 """
 
 from __future__ import annotations
@@ -38,7 +41,6 @@ def matches(pattern: str, text: str) -> bool:
 @functools.cache
 def validator_class() -> Any:
     import jsonschema
-    from jsonschema._utils import extras_msg
 
     base = jsonschema.Draft202012Validator
     additional = base.VALIDATORS["additionalProperties"]
@@ -77,84 +79,11 @@ def validator_class() -> Any:
             }
         yield from additional(validator, allowed, instance, schema)
 
-    def unevaluated_properties(
-        validator: Any, unevaluated: Any, instance: Any, schema: Any
-    ) -> Iterator:
-        # jsonschema's own, but with the keys taken found by _evaluated_keys.
-        if not validator.is_type(instance, "object"):
-            return
-        evaluated = set(_evaluated_keys(validator, instance, schema))
-        extras = [
-            key
-            for key, value in instance.items()
-            if key not in evaluated
-            and next(validator.descend(value, unevaluated, path=key), None) is not None
-        ]
-        if not extras:
-            return
-        if unevaluated is False:
-            names, verb = extras_msg(sorted(extras, key=str))
-            yield jsonschema.ValidationError(
-                f"Unevaluated properties are not allowed ({names} {verb} unexpected)"
-            )
-        else:
-            names, verb = extras_msg(extras)
-            yield jsonschema.ValidationError(
-                "Unevaluated properties are not valid under the given schema "
-                f"({names} {verb} unevaluated and invalid)"
-            )
-
     return jsonschema.validators.extend(
         base,
         {
             "pattern": pattern,
             "patternProperties": pattern_properties,
             "additionalProperties": additional_properties,
-            "unevaluatedProperties": unevaluated_properties,
         },
     )
-
-
-def _evaluated_keys(validator: Any, instance: Any, schema: Any) -> list[str]:
-    """The keys of `instance` that `schema` evaluates, for
-    `unevaluatedProperties`: jsonschema's
-    `_utils.find_evaluated_property_keys_by_schema` (4.26), which matches
-    `patternProperties` with Python's `re`, with `matches()` instead."""
-    if validator.is_type(schema, "boolean"):
-        return []
-    keys: list[str] = []
-    for ref in (schema.get("$ref"), schema.get("$dynamicRef")):
-        if ref is not None:
-            resolved = validator._resolver.lookup(ref)
-            keys += _evaluated_keys(
-                validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
-                instance,
-                resolved.contents,
-            )
-    properties = schema.get("properties")
-    if validator.is_type(properties, "object"):
-        keys += properties.keys() & instance.keys()
-    for keyword in ("additionalProperties", "unevaluatedProperties"):
-        if (subschema := schema.get(keyword)) is not None:
-            keys += (
-                key
-                for key, value in instance.items()
-                if next(validator.descend(value, subschema), None) is None
-            )
-    for patrn in schema.get("patternProperties") or ():
-        keys += (key for key in instance if matches(patrn, key))
-    for key, subschema in (schema.get("dependentSchemas") or {}).items():
-        if key in instance:
-            keys += _evaluated_keys(validator, instance, subschema)
-    for keyword in ("allOf", "oneOf", "anyOf"):
-        for subschema in schema.get(keyword, []):
-            if next(validator.descend(instance, subschema), None) is None:
-                keys += _evaluated_keys(validator, instance, subschema)
-    if "if" in schema:
-        if validator.evolve(schema=schema["if"]).is_valid(instance):
-            keys += _evaluated_keys(validator, instance, schema["if"])
-            if "then" in schema:
-                keys += _evaluated_keys(validator, instance, schema["then"])
-        elif "else" in schema:
-            keys += _evaluated_keys(validator, instance, schema["else"])
-    return keys

@@ -422,6 +422,8 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         raise ValidationError(error)
     if error := rules.schema_pattern_error(schema):
         raise ValidationError(error)
+    if error := rules.schema_unevaluated_properties_error(schema):
+        raise ValidationError(error)
 
 
 class ParserField(serializers.JSONField):
