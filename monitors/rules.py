@@ -243,15 +243,16 @@ def goal_rule_error(
 def ascii_domain(domain: str) -> str:
     """A host name written in letters (bücher.de) in its ASCII form
     (xn--bcher-kva.de): the one form domain rules are kept and compared in,
-    as a search result's host is (checks.search.canonical.host_of). A name
-    IDNA cannot read is kept as given, for domain_error to refuse. IDNA 2008
-    with UTS 46, as host_of and httpx: Python's "idna" codec (IDNA 2003)
-    writes faß.example as fass.example, another site."""
+    as a search result's host is (checks.search.canonical.host_of, which
+    calls this). A name IDNA cannot read (an overlong label, a symbol) is
+    kept as given, for domain_error to refuse. IDNA 2008 with UTS 46, as
+    httpx and browsers read names: Python's "idna" codec (IDNA 2003) writes
+    faß.example as fass.example, another site."""
     if domain.isascii():
         return domain
     try:
         return idna.encode(domain, uts46=True).decode("ascii")
-    except idna.IDNAError:
+    except UnicodeError:  # idna.IDNAError is one
         return domain
 
 
