@@ -1212,11 +1212,19 @@ def test_a_format_object_with_a_key_firecrawl_does_not_define_is_refused_by_name
     assert result["error"] == "targets[0].scrapeOptions.formats[1].foo: Unknown field."
 
 
-def test_a_summary_format_object_takes_no_options(api):
-    fmt = {"type": "summary", "prompt": "In French"}
+def test_a_summary_format_object_takes_no_options_and_names_each_as_other_keys_are(
+    api,
+):
+    fmt = {"type": "summary", "prompt": "In French", "tag": "x"}
     payload = body(targets=[scrape_with(scrapeOptions={"formats": [fmt]})])
-    result = assert_create_rejected(api, payload, "formats[0]")
-    assert "The summary format takes no options (prompt)" in result["error"]
+    result = assert_create_rejected(api, payload, "formats[0].prompt")
+    said = "targets[0].scrapeOptions.formats[0].prompt: Unknown field."
+    assert result["error"] == said
+    where = ["targets", 0, "scrapeOptions", "formats", 0]
+    assert [(issue["path"], issue["message"]) for issue in result["details"]] == [
+        ([*where, "prompt"], "Unknown field."),
+        ([*where, "tag"], "Unknown field."),
+    ]
 
 
 def test_every_key_firecrawl_defines_on_an_extraction_format_is_accepted(api):
