@@ -196,10 +196,15 @@ _DOMAIN = re.compile(
 )
 
 # What a search query may not hold: control characters (C0, DEL, C1), which
-# no one searches for and providers read each their own way, and the
-# bidirectional embeddings, overrides and isolates, which make a query read on
-# screen other than what is searched for.
-_QUERY_REFUSED = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# no one searches for and providers read each their own way; the line and
+# paragraph separators, which split a query into lines in the form's box (and
+# for some providers) but not in the API; and the bidirectional embeddings,
+# overrides and isolates, which make a query read on screen other than what
+# is searched for. The direction marks (U+200E, U+200F, U+061C) stay allowed:
+# ordinary in right-to-left text, they only place a neutral character.
+_QUERY_REFUSED = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def clean_ignore_lines(entries: Iterable[str]) -> list[str]:
