@@ -196,10 +196,15 @@ _DOMAIN = re.compile(
 )
 
 # What a search query may not hold: control characters (C0, DEL, C1), which
-# no one searches for and providers read each their own way, and the
-# bidirectional embeddings, overrides and isolates, which make a query read on
-# screen other than what is searched for.
-_QUERY_REFUSED = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# no one searches for and providers read each their own way; the line and
+# paragraph separators, which split a query into lines in the form's box (and
+# for some providers) but not in the API; and the bidirectional embeddings,
+# overrides and isolates, which make a query read on screen other than what
+# is searched for. The direction marks (U+200E, U+200F, U+061C) stay allowed:
+# ordinary in right-to-left text, they only place a neutral character.
+_QUERY_REFUSED = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def clean_ignore_lines(entries: Iterable[str]) -> list[str]:
@@ -243,15 +248,16 @@ def goal_rule_error(
 def ascii_domain(domain: str) -> str:
     """A host name written in letters (bücher.de) in its ASCII form
     (xn--bcher-kva.de): the one form domain rules are kept and compared in,
-    as a search result's host is (checks.search.canonical.host_of). A name
-    IDNA cannot read is kept as given, for domain_error to refuse. IDNA 2008
-    with UTS 46, as host_of and httpx: Python's "idna" codec (IDNA 2003)
-    writes faß.example as fass.example, another site."""
+    as a search result's host is (checks.search.canonical.host_of, which
+    calls this). A name IDNA cannot read (an overlong label, a symbol) is
+    kept as given, for domain_error to refuse. IDNA 2008 with UTS 46, as
+    httpx and browsers read names: Python's "idna" codec (IDNA 2003) writes
+    faß.example as fass.example, another site."""
     if domain.isascii():
         return domain
     try:
         return idna.encode(domain, uts46=True).decode("ascii")
-    except idna.IDNAError:
+    except UnicodeError:  # idna.IDNAError is one
         return domain
 
 

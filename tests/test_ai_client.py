@@ -300,6 +300,44 @@ def test_a_schema_refused_in_schema_mode_leaves_other_schemas_in_that_mode(model
     assert formats == ["json_schema", "json_object", "json_schema", "json_object"]
 
 
+def _schema_of(n: int) -> dict[str, Any]:
+    return {**SCHEMA, "properties": {"price": {"type": "string", "title": f"v{n}"}}}
+
+
+def test_a_schema_answered_in_its_first_mode_is_not_remembered(model, monkeypatch):
+    # A worker lives for weeks and every edit of an extraction schema is a
+    # schema of its own: remembering those that needed nothing would grow
+    # the worker's memory with each.
+    monkeypatch.setattr(ai_client, "_modes", type(ai_client._modes)())
+    model.then(answer({"price": "$19"}), answer({"price": "$20"}))
+
+    assert ask(schema=_schema_of(1)) == {"price": "$19"}
+    assert ask(schema=_schema_of(2)) == {"price": "$20"}
+
+    assert len(ai_client._modes) == 0
+
+
+def test_remembered_modes_are_bounded_forgetting_the_least_recently_used(
+    model, monkeypatch
+):
+    monkeypatch.setattr(ai_client, "_modes", type(ai_client._modes)())
+    monkeypatch.setattr(ai_client, "MODES_REMEMBERED", 2)
+    model.then(*[refuse_schema_mode(answer({"price": "$19"}))] * 7)
+
+    for n in (1, 2, 1, 3):  # 1 used again after 2: 2 is the one forgotten
+        assert ask(schema=_schema_of(n)) == {"price": "$19"}
+
+    kept = {key[3] for key in ai_client._modes}
+    hashes = {n: ai_client._schema_hash(_schema_of(n)) for n in (1, 2, 3)}
+    assert kept == {hashes[1], hashes[3]}
+    formats = [(b.get("response_format") or {}).get("type") for b in model.bodies]
+    # 1 asked again starts in the mode it fell back to.
+    assert formats == ["json_schema", "json_object"] * 2 + ["json_object"] + [
+        "json_schema",
+        "json_object",
+    ]
+
+
 def test_json_mode_refused_too_falls_back_to_asking_in_the_prompt(model):
     refuse_all = status(400)
     model.then(refuse_all, refuse_all, answer({"price": "$19"}))

@@ -273,12 +273,15 @@ def test_query_of_257_characters_is_rejected(api):
     )
 
 
-# A control character is no part of what anyone searches for, and a
-# bidirectional override makes a query read on screen other than what is sent.
+# A control character is no part of what anyone searches for, a
+# bidirectional override makes a query read on screen other than what is sent,
+# and a line or paragraph separator splits a query into lines in one place
+# (the form's box) and not another (the API).
 @pytest.mark.parametrize(
     ("character", "code"),
     [("\u202e", "U+202E"), ("\u2066", "U+2066"), ("\x01", "U+0001"),
-     ("\x1b", "U+001B"), ("\x7f", "U+007F"), ("\x85", "U+0085")],
+     ("\x1b", "U+001B"), ("\x7f", "U+007F"), ("\x85", "U+0085"),
+     ("\u2028", "U+2028"), ("\u2029", "U+2029")],
 )  # fmt: skip
 def test_a_query_with_a_control_or_direction_character_is_refused_saying_where(
     api, character, code
@@ -291,6 +294,16 @@ def test_a_query_with_a_control_or_direction_character_is_refused_saying_where(
         f"targets[0].queries[1]: Character 5 of this search is an invisible "
         f"control character ({code}): remove it."
     )
+
+
+@pytest.mark.parametrize("mark", ["\u200e", "\u200f", "\u061c"])
+def test_a_query_with_a_direction_mark_of_right_to_left_text_is_stored(api, mark):
+    # Marks, unlike overrides, only settle where a neutral character goes:
+    # ordinary in Arabic or Hebrew text typed or pasted.
+    query = f"\u0633\u0639\u0631 {mark}100 USD"
+    target = search_target(queries=[query])
+    data = assert_created(api, body(targets=[target], goal="g"))
+    assert Target.objects.get(monitor_id=data["id"]).queries == [query]
 
 
 @pytest.mark.parametrize("max_results", [1, 50])
@@ -1212,11 +1225,19 @@ def test_a_format_object_with_a_key_firecrawl_does_not_define_is_refused_by_name
     assert result["error"] == "targets[0].scrapeOptions.formats[1].foo: Unknown field."
 
 
-def test_a_summary_format_object_takes_no_options(api):
-    fmt = {"type": "summary", "prompt": "In French"}
+def test_a_summary_format_object_takes_no_options_and_names_each_as_other_keys_are(
+    api,
+):
+    fmt = {"type": "summary", "prompt": "In French", "tag": "x"}
     payload = body(targets=[scrape_with(scrapeOptions={"formats": [fmt]})])
-    result = assert_create_rejected(api, payload, "formats[0]")
-    assert "The summary format takes no options (prompt)" in result["error"]
+    result = assert_create_rejected(api, payload, "formats[0].prompt")
+    said = "targets[0].scrapeOptions.formats[0].prompt: Unknown field."
+    assert result["error"] == said
+    where = ["targets", 0, "scrapeOptions", "formats", 0]
+    assert [(issue["path"], issue["message"]) for issue in result["details"]] == [
+        ([*where, "prompt"], "Unknown field."),
+        ([*where, "tag"], "Unknown field."),
+    ]
 
 
 def test_every_key_firecrawl_defines_on_an_extraction_format_is_accepted(api):

@@ -160,27 +160,34 @@ AT_LINK = "https://medium.com/@alice/post"
 AT_PAGE_WORDS = f"Now: {AT_LINK} says @everyone [x](http://evil.example/)"
 
 
-def test_a_link_with_an_at_sign_arrives_whole_to_a_plain_text_service(site, received):
+ROOM_LINK = "https://x.example/@room"
+
+
+def test_a_link_with_an_at_sign_pings_no_one_on_a_plain_text_service(site, received):
+    # Matrix, Signal, ntfy and the like get plain text, where "@room" in a
+    # link's words pings the whole room as it would anywhere else.
     url = f"json://{host_of(site)}/json"
 
-    apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
+    apprise.send_url(url, "Pricing page", f"Now: {ROOM_LINK}", links=[ROOM_LINK])
 
     [request] = received
     message = json.loads(request.body)["message"]
-    # The address as it is, which the reader's client links; the page's
-    # own words around it still defused.
-    assert f"Now: {AT_LINK} says @{apprise.NO_MENTION}everyone" in message
-    assert "]" + apprise.NO_MENTION + "(" in message
+    assert "@room" not in message
+    assert f"Now: https://x.example/@{apprise.NO_MENTION}room" in message
 
 
-def test_a_link_with_an_at_sign_arrives_as_a_link_to_an_html_service(site, received):
+def test_a_link_with_an_at_sign_is_a_link_that_pings_no_one_on_an_html_service(
+    site, received
+):
     url = f"json://{host_of(site)}/json?format=html"
 
     apprise.send_url(url, "Pricing page", AT_PAGE_WORDS, links=[AT_LINK])
 
     [request] = received
     message = json.loads(request.body)["message"]
-    assert f'<a href="{AT_LINK}">{AT_LINK}</a>' in message
+    shown = AT_LINK.replace("@", "@" + apprise.NO_MENTION)
+    assert f'<a href="https://medium.com/%40alice/post">{shown}</a>' in message
+    assert "@alice" not in message
     assert f"@{apprise.NO_MENTION}everyone" in message
 
 

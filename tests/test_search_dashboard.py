@@ -67,6 +67,13 @@ def slot_text(body: str, slot: str) -> str:
             "acme\nacme\u202erocket",
             "Character 5 of this search is an invisible control character (U+202E)",
         ),
+        # A line separator is no new line in the box, as it is none in the API:
+        # the search is refused, not quietly split in two.
+        (
+            "queries",
+            "acme\r\nacme\u2028rocket",
+            "Character 5 of this search is an invisible control character (U+2028)",
+        ),
         ("max_results", "60", "Enter a whole number of results from 1 to 50."),
         ("max_results", "0", "Enter a whole number of results from 1 to 50."),
         ("search_window", "2d", "Choose one of the listed time spans."),

@@ -26,6 +26,7 @@ import json
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -286,7 +287,28 @@ class _Attempt(Exception):
 # accepted: later calls start there. By schema, because a strict mode may
 # refuse one schema (a keyword it does not support) and take another: one
 # monitor's extraction schema must not move every other one to a weaker mode.
-_modes: dict[tuple[str, str, str, str], Mode] = {}
+# Only a fallback is kept (a schema answered in its first mode needs nothing),
+# and only the most recently used: a worker lives for weeks and every edit of
+# a schema is a schema of its own.
+_modes: OrderedDict[tuple[str, str, str, str], Mode] = OrderedDict()
+MODES_REMEMBERED = 256
+
+
+def _remembered_mode(key: tuple[str, str, str, str], first: Mode) -> Mode:
+    mode = _modes.get(key)
+    if mode is None:
+        return first
+    _modes.move_to_end(key)
+    return max(mode, first)
+
+
+def _remember_mode(key: tuple[str, str, str, str], mode: Mode, first: Mode) -> None:
+    if mode <= first:
+        return
+    _modes[key] = max(_modes.get(key, first), mode)
+    _modes.move_to_end(key)
+    while len(_modes) > MODES_REMEMBERED:
+        _modes.popitem(last=False)
 
 
 def _schema_hash(schema: Mapping[str, Any]) -> str:
@@ -386,7 +408,7 @@ class LLM:
         ]
         key = (self.config.base_url, self.config.model, name, _schema_hash(schema))
         first = Mode.SCHEMA if strict else Mode.JSON
-        mode = max(_modes.get(key, first), first)
+        mode = _remembered_mode(key, first)
         problem = "no answer"
         tries = 0
         while tries < TRIES:
@@ -406,7 +428,7 @@ class LLM:
                 continue
             # Remembered only once a mode was answered: a 400 to every mode
             # (an input too long for the model, say) was not about modes.
-            _modes[key] = max(_modes.get(key, first), mode)
+            _remember_mode(key, mode, first)
             try:
                 value = _storable(parse_json(text, schema))
             except RecursionError:  # read, but nested past what Python walks

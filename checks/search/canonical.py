@@ -12,12 +12,11 @@ Python.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-import idna
+from monitors.rules import ascii_domain
 
 # Query parameters that say where a click came from, never which page it is.
 TRACKING_PREFIXES = ("utm_", "mtm_", "pk_", "oly_", "vero_", "_hs")
@@ -41,13 +40,7 @@ def is_tracking(name: str) -> bool:
 
 def host_of(url: str) -> str:
     """The URL's host, lower case, without a leading ``www.``."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    if not host.isascii():
-        # IDNA 2008 with UTS 46, as httpx and browsers read names: Python's
-        # "idna" codec (IDNA 2003) writes faß.example as fass.example, another
-        # site. A name it cannot read (an overlong label, a symbol) is kept.
-        with contextlib.suppress(UnicodeError):
-            host = idna.encode(host, uts46=True).decode("ascii")
+    host = ascii_domain((urlsplit(url).hostname or "").lower().rstrip("."))
     return host[4:] if host.startswith("www.") else host
 
 

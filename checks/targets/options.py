@@ -60,11 +60,7 @@ class StrictMixin:
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
-            unknown = set(data) - set(self.fields) - set(self.allow_extra)  # type: ignore[attr-defined]
-            if unknown:
-                raise ValidationError(
-                    {key: ["Unknown field."] for key in sorted(unknown)}
-                )
+            _refuse_unknown_keys(data, {*self.fields, *self.allow_extra})  # type: ignore[attr-defined]
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
@@ -355,15 +351,19 @@ class FormatField(serializers.JSONField):
         raise ValidationError("Must be a format name or a format object.")
 
 
+def _refuse_unknown_keys(data: Iterable[str], allowed: Iterable[str]) -> None:
+    """Every key of the API's objects that is not theirs is refused, each by
+    name in one shape (``{"foo": ["Unknown field."]}``, said as
+    ``….foo: Unknown field.``), so a client reads one error for all."""
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ValidationError({key: ["Unknown field."] for key in unknown})
+
+
 def _plain_format(fmt: dict[str, Any]) -> dict[str, Any]:
     """A format without options as an object: its type and nothing else, as
     Firecrawl's strict objects have it."""
-    extra = sorted(set(fmt) - {"type"})
-    if extra:
-        raise ValidationError(
-            f"The {fmt['type']} format takes no options ({', '.join(extra)[:80]}): "
-            f'give "{fmt["type"]}" or {{"type": "{fmt["type"]}"}}.'
-        )
+    _refuse_unknown_keys(fmt, {"type"})
     return fmt
 
 
@@ -371,9 +371,7 @@ def _check_format_keys(fmt: Mapping[str, Any]) -> None:
     """Firecrawl's strict format objects: only the keys it defines, and
     checkPromptInjection and tag of its types (null too: the Python SDK sends
     an unset field as null). The extraction's keys: _check_extraction."""
-    unknown = sorted(set(fmt) - {"type", *FORMAT_KEYS[fmt["type"]]})
-    if unknown:
-        raise ValidationError({key: ["Unknown field."] for key in unknown})
+    _refuse_unknown_keys(fmt, {"type", *FORMAT_KEYS[fmt["type"]]})
     if fmt.get("checkPromptInjection") not in (None, True, False):
         raise ValidationError({"checkPromptInjection": ["Must be true or false."]})
     if not isinstance(fmt.get("tag"), str | None):

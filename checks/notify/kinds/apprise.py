@@ -289,29 +289,30 @@ def _plugin(url: str) -> Any:
     return plugin
 
 
-def as_html(text: str, links: Iterable[str] = (), *, markdown: bool = False) -> str:
+def as_html(text: str, links: Iterable[str] = ()) -> str:
     """The plain message as HTML, the one format Apprise converts to every
     service's own: HTML services get it as it is, plain-text ones its words,
     Markdown ones its words escaped. So a monitor's name, a page's address, a
     judge's reason or a quote shows as written, never as formatting or a
     link; only the message's own `links` are links, found in the text as
-    written and left whole. For a service sent `markdown`, a link's "@" is
-    broken too (see _markdown_anchor)."""
-    anchor = _markdown_anchor if markdown else None
+    written and left whole, their "@" broken whatever the format (see
+    _safe_anchor)."""
     lines = []
     for line in text.split("\n"):
         bare = line.lstrip(" ")
         indent = len(line) - len(bare)
         # Leading spaces, which HTML would collapse, keep their indent.
-        lines.append("&nbsp;" * indent + linked(bare, links, _defused, anchor))
+        lines.append("&nbsp;" * indent + linked(bare, links, _defused, _safe_anchor))
     return "<br>".join(lines)
 
 
-def _markdown_anchor(href: str) -> SafeString:
-    """A link for a Markdown body, where Discord-style plugins read "@name"
-    anywhere, a link's address included, as a ping to send (a page at
-    /@everyone would ping the server): its words get the zero-width space,
-    its address %40, which web servers read as "@"."""
+def _safe_anchor(href: str) -> SafeString:
+    """A link that pings no one, for every service: Discord-style plugins
+    read "@name" anywhere in a Markdown body, a link's address included, as a
+    ping to send (a page at /@everyone would ping the server), and Matrix,
+    Signal or ntfy readers get the link's words as plain text, where "@room"
+    pings the room. Its words get the zero-width space, its address %40,
+    which web servers read as "@"."""
     return format_html('<a href="{}">{}</a>', href.replace("@", "%40"), _defused(href))
 
 
@@ -340,7 +341,7 @@ def _sent_length(plugin: Any, body: str, links: Iterable[str]) -> int:
     import apprise as apprise_lib  # here, not at the top: see the docstring
     from apprise.conversion import convert_between
 
-    html = as_html(body, links, markdown=_sends_markdown(plugin))
+    html = as_html(body, links)
     return len(
         convert_between(apprise_lib.NotifyFormat.HTML, plugin.notify_format, html)
     )
@@ -378,7 +379,7 @@ def _notify(
         ) as log:
             ok = notifier.notify(
                 title=_title_for(plugin, title),
-                body=as_html(body, links, markdown=_sends_markdown(plugin)),
+                body=as_html(body, links),
                 body_format=apprise_lib.NotifyFormat.HTML,
             )
             said = log.getvalue().strip()

@@ -33,6 +33,7 @@ NON_FIELD = "__all__"
 _KEY = re.compile(r"^t[0-9a-f]{4,16}$")
 _INTEGER = re.compile(r"^[+-]?\d{1,9}$")
 _SPLIT_ITEMS = re.compile(r"[\s,;]+")
+_NEW_LINE = re.compile(r"\r\n|\r|\n")
 # The field in the form that a problem at a path of the API object lands on.
 _MAIN_SLOTS = {
     "name": "name",
@@ -102,7 +103,12 @@ def split_schedule(value: str) -> tuple[str | None, str | None]:
 
 
 def _lines(text: str) -> list[str]:
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+    """The box's lines as a browser sends them (CRLF, CR or LF), not as
+    str.splitlines reads them: it splits at U+2028, U+0085 and others too, so
+    a search holding one would quietly be two here and one in the API (which
+    refuses it, as the form then does)."""
+    lines = _NEW_LINE.split(text or "")
+    return [line.strip() for line in lines if line.strip()]
 
 
 def _items(text: str) -> list[str]:
