@@ -7,6 +7,8 @@ made. A key no person made (`manage.py createapikey`) acts by its scope."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -250,3 +252,28 @@ def test_an_imports_report_gives_webhooks_in_shape_only_to_a_read_key(
         "https://hooks.example.com/"
     )
     assert "s3cr3tToken" not in str(shaped)
+
+
+def queries_of_a_monitor_list(raw: str) -> int:
+    client = client_for(raw)
+    assert client.get("/v2/monitor").status_code == 200  # last use written
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/v2/monitor").status_code == 200
+    return len(queries)
+
+
+def test_a_key_reading_its_makers_role_costs_no_query_more_than_one_nobody_made(
+    team, ana, django_user_model
+):
+    make_monitor(team)
+    _, made_by_ana = ApiKey.issue(team, name="ana's", created_by=ana)
+    _, made_by_nobody = ApiKey.issue(team, name="createapikey")
+    staff = django_user_model.objects.create_user("root", "root@pw.test", PASSWORD)
+    staff.is_staff = True
+    staff.save()
+    _, made_by_staff = ApiKey.issue(team, name="admin's", created_by=staff)
+
+    baseline = queries_of_a_monitor_list(made_by_nobody)
+
+    assert queries_of_a_monitor_list(made_by_ana) == baseline
+    assert queries_of_a_monitor_list(made_by_staff) == baseline
