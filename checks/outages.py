@@ -12,6 +12,7 @@ nothing more.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,7 +22,16 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 
 logger = logging.getLogger(__name__)
 
-DATABASE_AWAY = (OperationalError, InterfaceError)
+# What Django raises when the database may be away; database_away() says
+# which of these really are (an OperationalError is also a deadlock, a
+# statement timeout or a full disk: faults that must keep their traceback).
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+# SQLSTATEs of a connection that is gone: class 08 (connection exception)
+# and an administrator's or a crash's shutdown, or a server not yet up.
+CONNECTION_GONE_SQLSTATES = ("57P01", "57P02", "57P03")
+# SQLite's "unable to open database file"; "database is locked" (SQLITE_BUSY)
+# is contention, not an outage.
+SQLITE_AWAY_CODES = (sqlite3.SQLITE_CANTOPEN,)
 # What kombu raises once its publish retries are spent, what redis-py raises
 # below it, and the socket's own errors.
 BROKER_AWAY = (
@@ -33,10 +43,31 @@ BROKER_AWAY = (
 )
 
 
+def database_away(exc: BaseException) -> bool:
+    """Whether `exc` says the connection to the database is gone (refused,
+    lost, shut down), rather than that a query failed on a live one."""
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__
+    if isinstance(cause, sqlite3.Error):
+        return getattr(cause, "sqlite_errorcode", None) in SQLITE_AWAY_CODES
+    # psycopg's error (Django raises its own from it): a connection that
+    # failed or broke carries no SQLSTATE, or one of class 08. Without a
+    # cause there is nothing to tell it by: counted as away, as before.
+    sqlstate = getattr(cause, "sqlstate", None)
+    return (
+        sqlstate is None
+        or sqlstate.startswith("08")
+        or sqlstate in CONNECTION_GONE_SQLSTATES
+    )
+
+
 def away(exc: BaseException) -> str | None:
     """Which service `exc` says is out of reach, in words, or None when it
-    says something else (a bug, a wrong query)."""
-    if isinstance(exc, DATABASE_AWAY):
+    says something else (a bug, a wrong query, a deadlock)."""
+    if database_away(exc):
         return "the database"
     if isinstance(exc, BROKER_AWAY):
         return "the broker"
@@ -61,7 +92,9 @@ def skipped_while_away(what: str) -> Iterator[None]:
     normally and the next run picks up."""
     try:
         yield
-    except (*DATABASE_AWAY, *BROKER_AWAY) as exc:
+    except (*DATABASE_ERRORS, *BROKER_AWAY) as exc:
+        if isinstance(exc, DATABASE_ERRORS) and not database_away(exc):
+            raise  # a fault on a live database: its traceback is wanted
         logger.warning(
             "%s was skipped: %s is not reachable; the next run after it is back "
             "does the work: %s",

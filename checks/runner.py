@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -246,7 +246,7 @@ class _guarded:
             return False
         if issubclass(kind, CheckAbandoned):
             logger.info("Check %s was ended elsewhere while running", self.check_id)
-        elif issubclass(kind, (OperationalError, InterfaceError)):
+        elif exc is not None and outages.database_away(exc):
             # The database went away (a restart, a failover, a session ended
             # by an administrator): nothing is wrong with the check, and the
             # database may still be away, so nothing is written. Its running

@@ -130,7 +130,9 @@ def metrics(request: HttpRequest) -> HttpResponse:
     registry.register(DatabaseCollector(timezone.now()))
     try:
         body = generate_latest(registry)
-    except outages.DATABASE_AWAY as exc:
+    except outages.DATABASE_ERRORS as exc:
+        if not outages.database_away(exc):
+            raise  # a fault on a live database: Django logs its traceback
         # Every series comes from the database, so there is nothing to give;
         # Prometheus marks the scrape failed. One line per scrape, not the
         # traceback Django logs with its own 503 (one every 15 s or so).

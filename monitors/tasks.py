@@ -79,15 +79,16 @@ def preview_import_task(run_id: str) -> None:
         return
     try:
         importing.build_preview(run)
-    except outages.DATABASE_AWAY as exc:
-        # The database went away: nothing can be written, so the run stays
-        # preparing and its page gives it up in time (PREVIEW_GIVEN_UP_AFTER).
-        logger.warning(
-            "Preview of import %s stopped: the database is not reachable: %s",
-            run_id,
-            outages.reason(exc),
-        )
-    except Exception:
+    except Exception as exc:
+        if outages.database_away(exc):
+            # The database went away: nothing can be written, so the run stays
+            # preparing and its page gives it up in time (PREVIEW_GIVEN_UP_AFTER).
+            logger.warning(
+                "Preview of import %s stopped: the database is not reachable: %s",
+                run_id,
+                outages.reason(exc),
+            )
+            return
         # Reading and judging create nothing (a service's key is already
         # forgotten): the run only has to say it stopped.
         logger.exception("Preview of import %s stopped", run_id)

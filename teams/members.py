@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import transaction
 from django.db.models import (
     BooleanField,
     Case,
@@ -60,9 +61,12 @@ def renew_feed_links(actor: Actor, team: Team) -> int:
     Not part of member_left: the others following a feed must be given the
     new links, so an owner chooses (the removal question ticks it for them
     while feeds are on; someone leaving on their own leaves a notice)."""
-    team.renew_feed_token()
-    renewed = Monitor.objects.for_team(team).renew_feed_tokens()
-    record(actor, team, Kind.FEED_RENEWED, monitors=renewed)
+    # All or nothing, whoever calls it (the Team page, its notice, the
+    # admin): links half renewed with no entry saying so help nobody.
+    with transaction.atomic():
+        team.renew_feed_token()
+        renewed = Monitor.objects.for_team(team).renew_feed_tokens()
+        record(actor, team, Kind.FEED_RENEWED, monitors=renewed)
     return renewed
 
 

@@ -11,6 +11,8 @@ import pytest
 from django.urls import reverse
 
 from monitors.models import ApiKey, Membership, Monitor, Team
+from teams import members
+from teams.activity import SYSTEM
 from teams.models import Activity
 from tests.test_feeds import make_monitor
 from tests.test_leaving_members import PASSWORD, admin_team_form
@@ -235,3 +237,20 @@ def test_the_admin_says_so_when_removing_and_renews_with_its_action(
     assert "after the feed links were last made new" not in text_of(
         client.get(reverse("team-members"))
     )
+
+
+def test_renewing_the_feed_links_that_fails_part_way_leaves_every_link_as_it_was(
+    team, monitors, monkeypatch
+):
+    before = tokens(team)
+
+    def refused(*_: object, **__: object) -> None:
+        raise RuntimeError("the activity log could not be written")
+
+    monkeypatch.setattr(members, "record", refused)
+
+    with pytest.raises(RuntimeError):
+        members.renew_feed_links(SYSTEM, team)
+
+    assert tokens(team) == before
+    assert not Activity.objects.filter(team=team).exists()

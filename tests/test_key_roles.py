@@ -352,3 +352,28 @@ def test_the_log_costs_the_same_queries_for_30_key_entries_as_for_3(
 
     with django_assert_max_num_queries(len(three)):
         assert read().count(VICS) == 14
+
+
+def queries_of_a_monitor_list(raw: str) -> int:
+    client = client_for(raw)
+    assert client.get("/v2/monitor").status_code == 200  # last use written
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/v2/monitor").status_code == 200
+    return len(queries)
+
+
+def test_a_key_reading_its_makers_role_costs_no_query_more_than_one_nobody_made(
+    team, ana, django_user_model
+):
+    make_monitor(team)
+    _, made_by_ana = ApiKey.issue(team, name="ana's", created_by=ana)
+    _, made_by_nobody = ApiKey.issue(team, name="createapikey")
+    staff = django_user_model.objects.create_user("root", "root@pw.test", PASSWORD)
+    staff.is_staff = True
+    staff.save()
+    _, made_by_staff = ApiKey.issue(team, name="admin's", created_by=staff)
+
+    baseline = queries_of_a_monitor_list(made_by_nobody)
+
+    assert queries_of_a_monitor_list(made_by_ana) == baseline
+    assert queries_of_a_monitor_list(made_by_staff) == baseline

@@ -11,20 +11,22 @@ tests/test_broker_loss.py show the real processes riding out real outages."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import time, timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import psycopg
 import pytest
-from django.db import OperationalError, connection
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from checks import dispatch, runner
+from checks import dispatch, outages, runner
 from checks.models import Check, CheckBatch, Delivery, Heartbeat
-from checks.notify import outbox
+from checks.notify import drain, outbox
 from checks.notify.tasks import queue_digests_task, sweep_deliveries_task
 from checks.tasks import (
     dispatch_due_monitors_task,
@@ -313,3 +315,161 @@ def test_a_follow_up_tick_the_broker_cannot_take_is_one_line(caplog, monkeypatch
     assert dispatch.dispatch_tick(timezone.now(), may_follow_up=True) == 1
 
     one_plain_line(caplog, "Could not queue a follow-up dispatch tick: Error 111")
+
+
+# --- A fault on a live database is not an outage -------------------------------
+
+
+def wrapped(sqlstate: str | None, message: str = "it failed") -> OperationalError:
+    """A PostgreSQL error as Django raises it: its own OperationalError from
+    psycopg's, whose SQLSTATE says what happened."""
+    cause = (
+        psycopg.errors.lookup(sqlstate)(message)
+        if sqlstate
+        else psycopg.OperationalError(message)
+    )
+    try:
+        raise OperationalError(message) from cause
+    except OperationalError as exc:
+        return exc
+
+
+def sqlite_wrapped(code: int, message: str) -> OperationalError:
+    cause = sqlite3.OperationalError(message)
+    cause.sqlite_errorcode = code
+    try:
+        raise OperationalError(message) from cause
+    except OperationalError as exc:
+        return exc
+
+
+@contextmanager
+def every_query_fails_with(error: OperationalError) -> Iterator[None]:
+    def fail(*_: object) -> None:
+        raise error
+
+    with connection.execute_wrapper(fail):
+        yield
+
+
+@pytest.mark.parametrize(
+    ("error", "away"),
+    [
+        (wrapped(None, "connection failed: connection refused"), True),
+        (wrapped("08006", "server closed the connection"), True),
+        (wrapped("08001"), True),
+        (wrapped("57P01", "terminating connection due to administrator"), True),
+        (wrapped("57P02"), True),
+        (wrapped("57P03", "the database system is starting up"), True),
+        (InterfaceError("connection already closed"), True),
+        (OperationalError("server closed the connection unexpectedly"), True),
+        (sqlite_wrapped(sqlite3.SQLITE_CANTOPEN, "unable to open database file"), True),
+        (wrapped("57014", "canceling statement due to statement timeout"), False),
+        (wrapped("40P01", "deadlock detected"), False),
+        (wrapped("55P03", "could not obtain lock"), False),
+        (wrapped("53100", "could not extend file: No space left on device"), False),
+        (wrapped("53300", "too many connections"), False),
+        (sqlite_wrapped(sqlite3.SQLITE_BUSY, "database is locked"), False),
+        (ValueError("not a database error"), False),
+    ],
+)
+def test_only_a_connection_that_is_gone_counts_as_the_database_away(error, away):
+    assert outages.database_away(error) is away
+
+
+@pytest.mark.parametrize("sqlstate", ["57014", "40P01"])
+def test_a_dispatch_tick_that_meets_a_fault_on_a_live_database_raises_it(
+    team, caplog, sqlstate
+):
+    due_monitor(team)
+
+    with every_query_fails_with(wrapped(sqlstate)), pytest.raises(OperationalError):
+        dispatch_due_monitors_task()
+
+    assert "not reachable" not in caplog.text
+
+
+def test_a_retention_purge_that_meets_a_statement_timeout_raises_it(caplog):
+    with (
+        every_query_fails_with(wrapped("57014", "canceling statement")),
+        pytest.raises(OperationalError),
+    ):
+        purge_expired_task()
+
+    assert "not reachable" not in caplog.text
+
+
+def test_a_dispatch_tick_whose_connection_failed_logs_one_plain_line(team, caplog):
+    due_monitor(team)
+
+    with every_query_fails_with(wrapped("08006", "server closed the connection")):
+        assert not dispatch_due_monitors_task()
+
+    one_plain_line(caplog, "the database is not reachable")
+
+
+def test_metrics_that_meet_a_deadlock_raise_it_rather_than_say_the_database_is_away(
+    client, settings, caplog
+):
+    settings.METRICS_TOKEN = "t" * 40
+    auth = {"Authorization": "Bearer " + "t" * 40}
+
+    with (
+        every_query_fails_with(wrapped("40P01", "deadlock detected")),
+        pytest.raises(OperationalError),
+    ):
+        client.get("/metrics", headers=auth)
+
+    assert "unreachable" not in caplog.text
+
+
+def test_a_check_that_meets_a_deadlock_is_failed_as_a_crash_with_its_traceback(
+    team, caplog
+):
+    monitor = due_monitor(team)
+    check = Check.objects.create(monitor=monitor, trigger="manual")
+
+    with runner._guarded(check.pk):
+        raise wrapped("40P01", "deadlock detected")
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.FAILED
+    assert check.error == runner.CRASH_MESSAGE
+    [crash] = [r for r in caplog.records if "crashed" in r.getMessage()]
+    assert crash.exc_info is not None
+
+
+def test_a_check_whose_connection_was_ended_logs_one_line_and_writes_nothing(
+    team, caplog
+):
+    monitor = due_monitor(team)
+    check = Check.objects.create(monitor=monitor, trigger="manual")
+
+    with runner._guarded(check.pk):
+        raise wrapped("57P01", "terminating connection due to administrator command")
+
+    check.refresh_from_db()
+    assert check.status != Check.Status.FAILED
+    one_plain_line(caplog, "lost its database connection")
+
+
+def test_a_drain_that_meets_a_deadlock_raises_it(monkeypatch, caplog):
+    def deadlock(*_: object) -> None:
+        raise wrapped("40P01", "deadlock detected")
+
+    monkeypatch.setattr(drain, "claim", deadlock)
+
+    with pytest.raises(OperationalError):
+        drain.drain([1])
+
+    assert "lost its database connection" not in caplog.text
+
+
+def test_a_drain_whose_connection_was_lost_logs_one_line(monkeypatch, caplog):
+    def lost(*_: object) -> None:
+        raise wrapped("08006", "server closed the connection")
+
+    monkeypatch.setattr(drain, "claim", lost)
+
+    assert drain.drain([1]) == []
+    one_plain_line(caplog, "lost its database connection")

@@ -43,10 +43,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from checks import outages
 from checks.notify import deliveries, emails, events, kinds, outbox, own, status
 from checks.notify.kinds import ChannelKind
 from checks.notify.kinds.base import mask_url
@@ -107,7 +108,9 @@ def drain(delivery_ids: Sequence[int]) -> list[Delivery]:
     try:
         rows = claim(delivery_ids, now)
         _send_and_record(rows, now)
-    except (OperationalError, InterfaceError) as exc:
+    except outages.DATABASE_ERRORS as exc:
+        if not outages.database_away(exc):
+            raise  # a deadlock, a timeout: a fault with its traceback
         # The database went away (a restart, a failover, a session ended by
         # an administrator): routine, and it may still be away, so nothing
         # more is written. Rows not claimed stay due and the sweeper queues
@@ -219,9 +222,9 @@ def _prepare(delivery: Delivery) -> Attempt:
         return _sender(delivery).prepare(delivery)
     except DeliveryError as error:
         return Done(error)
-    except (OperationalError, InterfaceError):
-        raise  # the database went away: the drain stops (see drain)
     except Exception as exc:
+        if outages.database_away(exc):
+            raise  # the database went away: the drain stops (see drain)
         # A bug must not leave the row claimed until the lease runs out.
         logger.exception("Delivery %s crashed", delivery.pk)
         return Done(DeliveryError(f"Internal error ({type(exc).__name__})."))

@@ -73,6 +73,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         prefix = raw[len(KEY_PREFIX) : len(KEY_PREFIX) + KEY_LOOKUP_LENGTH]
         key = (
             ApiKey.objects.active()
+            .with_makers_role()
             .select_related("team", "created_by")
             .filter(prefix=prefix)
             .first()
