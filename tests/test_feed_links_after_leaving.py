@@ -10,6 +10,7 @@ import html
 import pytest
 from django.urls import reverse
 
+from monitors.dashboard import feeds
 from monitors.models import ApiKey, Membership, Monitor, Team
 from teams import members
 from teams.activity import SYSTEM
@@ -254,3 +255,26 @@ def test_renewing_the_feed_links_that_fails_part_way_leaves_every_link_as_it_was
 
     assert tokens(team) == before
     assert not Activity.objects.filter(team=team).exists()
+
+
+@pytest.mark.parametrize("which", ["team", "monitor"])
+def test_a_feed_link_whose_renewal_cannot_be_logged_stays_as_it_was(
+    client, team, people, monitors, monkeypatch, which
+):
+    owner, _, _ = people
+    client.force_login(owner)
+    before = tokens(team)
+
+    def refused(*_: object, **__: object) -> None:
+        raise RuntimeError("the activity log could not be written")
+
+    monkeypatch.setattr(feeds, "record", refused)
+    url = (
+        reverse("team-feed-renew")
+        if which == "team"
+        else reverse("monitor-feed-renew", args=[monitors[0].pk])
+    )
+    with pytest.raises(RuntimeError):
+        client.post(url)
+
+    assert tokens(team) == before

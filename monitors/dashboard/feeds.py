@@ -19,6 +19,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.syndication.views import Feed
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -288,6 +289,7 @@ RENEWED_ALL = (
 
 @require_POST
 @team_view(needs=Action.EDIT)
+@transaction.atomic  # the new link and its log entry, or neither
 def monitor_feed_renew(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     monitor.renew_feed_token()
@@ -298,6 +300,7 @@ def monitor_feed_renew(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse
 
 @require_POST
 @team_view(needs=Action.MANAGE)
+@transaction.atomic  # the new link and its log entry, or neither
 def team_feed_renew(request: DashboardRequest) -> HttpResponse:
     """The team's feed link; with links=all (the notice after someone left),
     each monitor's too."""
