@@ -20,6 +20,7 @@ from django.utils import timezone
 from checks import dispatch, retention, runner
 from checks.models import Heartbeat
 from checks.outages import skipped_while_away
+from monitors.models import ImportRun
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +99,12 @@ def worker_heartbeat_task() -> None:
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
 def fail_stale_checks_task() -> int:
+    now = timezone.now()
     with skipped_while_away("The stale-check sweep"):
-        return runner.fail_stale_checks(timezone.now())
+        ended = runner.fail_stale_checks(now)
+        # Imports whose worker is gone for good end too, saying how far.
+        ImportRun.objects.stop_stalled(now)
+        return ended
     return 0
 
 
