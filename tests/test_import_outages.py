@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import pytest
 from celery.exceptions import Retry
-from django.db import OperationalError, connection
+from django.db import DatabaseError, OperationalError, connection
 from django.utils import timezone
 
 from checks.tasks import fail_stale_checks_task
@@ -238,3 +238,26 @@ def test_an_import_whose_last_attempt_meets_a_database_blip_ends_saying_so(
         "Stopped part way after 0 of 5 monitors were made: the server lost its "
         "database. The monitors made are kept;"
     )
+
+
+def test_a_batch_rolled_back_after_it_was_recorded_is_not_counted_as_made(team):
+    """A batch refused at its commit (a deferred constraint, say) is made
+    again one monitor at a time, and one of them refused again: only the
+    monitors that exist are recorded as made."""
+    run = _running_run(team)
+    assert run.claim()
+
+    def recorded(made: dict[int, str]) -> None:
+        run.record_made(made, timezone.now())
+        if len(made) > 1 or 2 in made:
+            raise DatabaseError("deferred constraint refused at commit")
+
+    report = importing.run_import(
+        team, importing.planned_items(run), timezone.now(), on_made=recorded
+    )
+
+    run.refresh_from_db()
+    assert report.created == 4 and report.count("failed") == 1
+    made = {str(pk) for pk in Monitor.objects.values_list("pk", flat=True)}
+    assert len(made) == 4 and set(run.made.values()) == made
+    assert "2" not in run.made

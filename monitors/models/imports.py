@@ -170,9 +170,14 @@ class ImportRun(models.Model):
 
     def record_made(self, made: dict[int, str], now: datetime) -> None:
         """These monitors are made (call it in their transaction). Only the
-        worker that claimed the run writes it, so the whole map is written."""
-        self.made.update({str(index): pk for index, pk in made.items()})
-        ImportRun.objects.filter(pk=self.pk).update(made=self.made, progressed_at=now)
+        worker that claimed the run writes it, so the whole map is written;
+        read again here, as a batch rolled back after it was recorded must
+        not be counted."""
+        run = ImportRun.objects.filter(pk=self.pk)
+        self.made = run.values_list("made", flat=True).get() | {
+            str(index): pk for index, pk in made.items()
+        }
+        run.update(made=self.made, progressed_at=now)
 
     @property
     def to_make(self) -> int:
