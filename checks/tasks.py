@@ -105,6 +105,8 @@ def fail_stale_checks_task() -> int:
         # Previews are swept here too: a worker killed while reading a service
         # leaves its API key in the row, and no key may outlive the stale time.
         ImportRun.objects.give_up_stale_previews(now)
+        # Imports whose worker is gone for good end too, saying how far.
+        ImportRun.objects.stop_stalled(now)
         return failed
     return 0
 

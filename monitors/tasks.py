@@ -4,6 +4,7 @@ database and call plain code (monitors.moving.importing)."""
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
 
 from celery import Task, shared_task
 from django.conf import settings
@@ -16,6 +17,12 @@ from monitors.moving import importing
 logger = logging.getLogger(__name__)
 
 
+# A retry after the database went away comes this long after: a restart or
+# a failover is over by then, and MAX_ATTEMPTS of them stay well inside
+# ImportRun.STALLED_AFTER.
+IMPORT_RETRY_AFTER = 60
+
+
 @shared_task(
     name=importing.IMPORT_TASK,
     bind=True,
@@ -23,16 +30,43 @@ logger = logging.getLogger(__name__)
     reject_on_worker_lost=True,
     time_limit=int(settings.CELERY_TASK_TIME_LIMIT),
     soft_time_limit=int(settings.CELERY_TASK_SOFT_TIME_LIMIT),
+    max_retries=ImportRun.MAX_ATTEMPTS - 1,
 )
 def import_monitors_task(self: Task, run_id: str) -> None:
-    run = ImportRun.objects.filter(pk=run_id).select_related("team").first()
     # Redelivered: the worker that had it was stopped or killed mid-import
-    # (Ctrl-C past the wait, out of memory), leaving the run "running".
+    # (Ctrl-C past the wait, out of memory), leaving the run "running"; or
+    # retried after the database went away. Either goes on from `made`.
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-    if run is None or not run.claim(worker_lost=redelivered):
-        return  # gone, or taken by another delivery of this message
+    again = redelivered or bool(self.request.retries)
+    run = None
     try:
+        run = ImportRun.objects.filter(pk=run_id).select_related("team").first()
+        if run is None:
+            return
+        if not run.claim(again=again, now=timezone.now()):
+            if again and run.out_of_attempts:
+                why = ImportRun.WORKER_LOST.format(run.attempts)
+                run.stop_part_way(why, timezone.now())
+            return  # gone, finished, or taken by another delivery of it
         report = importing.execute_run(run, timezone.now())
+    except outages.DATABASE_AWAY as exc:
+        # Each batch of monitors is one transaction with its record in
+        # `made`: the next attempt goes on from there.
+        retry = self.request.retries < self.max_retries
+        logger.warning(
+            "Import %s paused: the database is not reachable; %s: %s",
+            run_id,
+            f"it goes on in {IMPORT_RETRY_AFTER} s"
+            if retry
+            else "it ends, stopped part way (by the stale sweep if it is still away)",
+            outages.reason(exc),
+        )
+        if retry:
+            raise self.retry(countdown=IMPORT_RETRY_AFTER) from None
+        if run is not None:
+            with suppress(*outages.DATABASE_AWAY):
+                run.stop_part_way(ImportRun.DATABASE_LOST, timezone.now())
+        return
     except Exception:
         # Each monitor is its own transaction: what was made stays made, and
         # the run says where it stopped rather than spinning for ever.

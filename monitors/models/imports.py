@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 from monitors.models.teams import Team
 
@@ -36,6 +37,18 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
             remote_url="", remote_key=""
         )
         return given_up
+
+    def stop_stalled(self, now: datetime) -> int:
+        """End the running imports no worker has moved for STALLED_AFTER (its
+        worker killed and the message lost, or the database gone for longer
+        than its attempts last), saying how far each got; used by the stale
+        sweep (checks.tasks.fail_stale_checks_task)."""
+        cutoff = now - ImportRun.STALLED_AFTER
+        stalled = self.filter(status=ImportRun.Status.RUNNING).filter(
+            models.Q(progressed_at__lt=cutoff)
+            | models.Q(progressed_at__isnull=True, created_at__lt=cutoff)
+        )
+        return sum(run.stop_part_way(ImportRun.STALLED, now) for run in stalled)
 
 
 class ImportRun(models.Model):
@@ -86,6 +99,15 @@ class ImportRun(models.Model):
     chosen_duplicates = models.JSONField(default=list, blank=True)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
+    # The monitors made so far, by the item's index: written in the same
+    # transaction as them, so an import taken up again (redelivered, or
+    # retried after a database outage) makes none of them twice.
+    made = models.JSONField(default=dict, blank=True)
+    # Deliveries of the import task that took the run (bounded: MAX_ATTEMPTS),
+    # and when the run last moved (claimed, or monitors made), which the
+    # stale sweep reads.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    progressed_at = models.DateTimeField(null=True, blank=True)
     report = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -111,6 +133,17 @@ class ImportRun(models.Model):
     # earlier one stopped its worker (out of memory, most likely). Its
     # message in start_preview_task says "three times".
     PREVIEW_ATTEMPTS = 3
+
+    # An import is made by at most this many deliveries of its task; one more
+    # (its worker killed again, or the database still away) ends it.
+    MAX_ATTEMPTS = 3
+    # A running import that has not moved for this long has no worker: the
+    # task's time limit ends any attempt well before, and a retry after a
+    # database outage comes a minute after the last.
+    STALLED_AFTER = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 5 * 60)
+    DATABASE_LOST = "the server lost its database"
+    WORKER_LOST = "the worker making them stopped {} times"
+    STALLED = "Pagewatch lost its worker or its database while making them"
 
     class Meta:
         ordering = ["-created_at"]
@@ -139,21 +172,77 @@ class ImportRun(models.Model):
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 100
 
-    def claim(self, *, worker_lost: bool = False) -> bool:
-        """queued → running, for exactly one worker. With `worker_lost` (its
-        message handed out again: Celery does that only once the worker that
-        had it is gone) a running run is taken over too, or it would say
-        "running" for ever; what that worker made is a duplicate now, which
-        the import skips unless it was chosen."""
-        statuses = [self.Status.QUEUED]
-        if worker_lost:
-            statuses.append(self.Status.RUNNING)
-        claimed = ImportRun.objects.filter(pk=self.pk, status__in=statuses).update(
-            status=self.Status.RUNNING
+    def claim(self, *, again: bool = False, now: datetime | None = None) -> bool:
+        """queued → running, for exactly one worker. With `again` (its message
+        handed out again once the worker that had it is gone, or a retry
+        after a database outage) a running run is taken over too, or it
+        would say "running" for ever: for MAX_ATTEMPTS deliveries in all,
+        each going on from the monitors made before (`made`)."""
+        claimable = models.Q(status=self.Status.QUEUED)
+        if again:
+            claimable |= models.Q(
+                status=self.Status.RUNNING, attempts__lt=self.MAX_ATTEMPTS
+            )
+        claimed = ImportRun.objects.filter(claimable, pk=self.pk).update(
+            status=self.Status.RUNNING,
+            attempts=models.F("attempts") + 1,
+            progressed_at=now or timezone.now(),
         )
         if claimed:
-            self.status = self.Status.RUNNING
+            self.refresh_from_db(fields=["status", "attempts", "made", "done"])
         return bool(claimed)
+
+    @property
+    def out_of_attempts(self) -> bool:
+        return self.status == self.Status.RUNNING and (
+            self.attempts >= self.MAX_ATTEMPTS
+        )
+
+    def record_made(self, made: dict[int, str], now: datetime) -> None:
+        """These monitors are made (call it in their transaction). Only the
+        worker that claimed the run writes it, so the whole map is written;
+        read again here, as a batch rolled back after it was recorded must
+        not be counted."""
+        run = ImportRun.objects.filter(pk=self.pk)
+        self.made = run.values_list("made", flat=True).get() | {
+            str(index): pk for index, pk in made.items()
+        }
+        run.update(made=self.made, progressed_at=now)
+
+    @property
+    def to_make(self) -> int:
+        """How many monitors the confirmed import makes, as previewed."""
+        chosen = set(self.chosen_duplicates)
+        return sum(
+            1
+            for s in self.items
+            if s.get("validated") is not None
+            and (not s.get("duplicate") or s["ref"] in chosen)
+        )
+
+    def stop_part_way(self, why: str, now: datetime) -> bool:
+        """running → failed, saying how far it got and why, in words for the
+        Import page; the monitors made stay."""
+        made = len(self.made)
+        message = (
+            f"Stopped part way after {made:,} of {max(made, self.to_make):,} "
+            f"monitors were made: {why}. The monitors made are kept; import "
+            "again to add the rest: those already made show as “Already "
+            "monitored” and are skipped."
+        )
+        self._forget_notification_urls()
+        stopped = ImportRun.objects.filter(
+            pk=self.pk, status=self.Status.RUNNING
+        ).update(
+            status=self.Status.FAILED, error=message, finished_at=now, items=self.items
+        )
+        if stopped:
+            self.status, self.error, self.finished_at = (
+                self.Status.FAILED,
+                message,
+                now,
+            )
+        return bool(stopped)
 
     def show_preview(self, items: list[dict[str, Any]]) -> bool:
         """preparing → previewed with the judged items, unless the run was
@@ -279,6 +368,11 @@ class ImportRun(models.Model):
 
     def record_progress(self, done: int) -> None:
         ImportRun.objects.filter(pk=self.pk).update(done=done)
+        self.done = done
+
+    def record_import_progress(self, done: int, now: datetime) -> None:
+        """How many items the import has gone through, and that it moved."""
+        ImportRun.objects.filter(pk=self.pk).update(done=done, progressed_at=now)
         self.done = done
 
     def finish(self, report: dict[str, Any], now: datetime) -> None:

@@ -7,7 +7,7 @@ without its pages."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,6 +16,7 @@ from celery import current_app
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from checks import outages
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
 from monitors import moving
@@ -177,13 +178,6 @@ def _link_channels(
     )
 
 
-def import_one(
-    team: Team, item: Planned, now: datetime, actor: Actor = SYSTEM, source: str = ""
-) -> Monitor:
-    (monitor,) = _make(team, [item], now, actor, source)
-    return monitor
-
-
 def _chosen(item: Planned, include_duplicates: Collection[str] | bool) -> bool:
     if isinstance(include_duplicates, bool):
         return include_duplicates
@@ -199,15 +193,23 @@ def run_import(
     progress: Callable[[int, int], None] | None = None,
     actor: Actor = SYSTEM,
     source: str = "",
+    made_before: Mapping[int, str] | None = None,
+    on_made: Callable[[dict[int, str]], None] | None = None,
 ) -> Report:
     """Create every importable item; duplicates only when chosen (True for
     all of them, or the refs of those chosen). Outcomes keep the source's
-    order. `source` names where they came from, for the activity log."""
+    order. `source` names where they came from, for the activity log.
+    Items in `made_before` (index → monitor id) were made by an earlier
+    attempt; `on_made` is told of each batch made, inside its transaction.
+    The database going away is raised, not reported item by item."""
     words = Source.registry[source].label_in_sentence() if source else ""
+    made_before = made_before or {}
     outcomes: dict[int, Outcome] = {}
     todo: list[tuple[int, Planned]] = []
     for index, item in enumerate(items):
-        if not item.importable:
+        if index in made_before:
+            outcomes[index] = Outcome(item, "created", made_before[index])
+        elif not item.importable:
             outcomes[index] = Outcome(item, "not imported")
         elif item.duplicate and not _chosen(item, include_duplicates):
             outcomes[index] = Outcome(item, "duplicate")
@@ -217,15 +219,17 @@ def run_import(
     for start in range(0, len(todo), BATCH):
         batch = todo[start : start + BATCH]
         try:
-            made = _make(team, [item for _, item in batch], now, actor, words)
-        except DatabaseError:
+            made = _made(team, batch, now, actor, words, on_made)
+        except DatabaseError as exc:
+            if outages.away(exc):
+                raise
             made = None
         if made is not None:
             for (index, item), monitor in zip(batch, made, strict=True):
                 outcomes[index] = Outcome(item, "created", str(monitor.pk))
         else:
             for index, item in batch:
-                outcomes[index] = _one(team, item, now, actor, words)
+                outcomes[index] = _one(team, index, item, now, actor, words, on_made)
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
@@ -234,12 +238,35 @@ def run_import(
     return Report([outcomes[i] for i in range(len(items))])
 
 
+def _made(
+    team: Team,
+    batch: list[tuple[int, Planned]],
+    now: datetime,
+    actor: Actor,
+    source: str,
+    on_made: Callable[[dict[int, str]], None] | None,
+) -> list[Monitor]:
+    with transaction.atomic():
+        made = _make(team, [item for _, item in batch], now, actor, source)
+        if on_made is not None:
+            on_made({i: str(m.pk) for (i, _), m in zip(batch, made, strict=True)})
+    return made
+
+
 def _one(
-    team: Team, item: Planned, now: datetime, actor: Actor, source: str
+    team: Team,
+    index: int,
+    item: Planned,
+    now: datetime,
+    actor: Actor,
+    source: str,
+    on_made: Callable[[dict[int, str]], None] | None,
 ) -> Outcome:
     try:
-        monitor = import_one(team, item, now, actor, source)
-    except DatabaseError:
+        (monitor,) = _made(team, [(index, item)], now, actor, source, on_made)
+    except DatabaseError as exc:
+        if outages.away(exc):
+            raise  # not this monitor's fault: the whole import waits for it
         # The report is read by people: the database's own words go to the log.
         logger.exception("Import of %r into team %s not saved", item.ref, team.pk)
         return Outcome(item, "failed", error=NOT_SAVED)
@@ -443,16 +470,19 @@ def run_actor(run: ImportRun) -> Actor:
 
 
 def execute_run(run: ImportRun, now: datetime) -> Report:
-    """Import a claimed (running) run, recording progress as it goes."""
+    """Import a claimed (running) run, recording progress as it goes and
+    going on from the monitors an earlier attempt made."""
     items = planned_items(run)
     report = run_import(
         run.team,
         items,
         now,
         include_duplicates=set(run.chosen_duplicates),
-        progress=lambda done, total: run.record_progress(done),
+        progress=lambda done, total: run.record_import_progress(done, timezone.now()),
         actor=run_actor(run),
         source=run.source,
+        made_before={int(index): pk for index, pk in run.made.items()},
+        on_made=lambda made: run.record_made(made, timezone.now()),
     )
     run.finish(report.as_dict(), timezone.now())
     return report

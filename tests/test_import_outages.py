@@ -1,0 +1,263 @@
+"""A confirmed import that loses its database or its worker part way: it goes
+on from the monitors already made (never making one twice), and one that
+cannot is ended by the stale sweep saying how far it got, instead of saying
+"running" for ever.
+
+The database is taken away as tests/test_upkeep_outages.py does (every query
+refused as a lost server refuses it), from the second batch of monitors on;
+the savepoint statements still pass, as the test's own transaction needs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import pytest
+from celery.exceptions import Retry
+from django.db import DatabaseError, OperationalError, connection
+from django.utils import timezone
+
+from checks.tasks import fail_stale_checks_task
+from monitors import moving
+from monitors.models import ImportRun, Monitor, Target
+from monitors.moving import importing, plan
+from monitors.tasks import import_monitors_task
+
+pytestmark = pytest.mark.django_db
+
+LOST = "server closed the connection unexpectedly\n\tThis probably means the server"
+ADDRESSES = b"".join(b"https://e%d.example.com/\n" % n for n in range(5))
+
+
+def _items(team):
+    return plan.prepare(team, moving.read("csv", data=ADDRESSES))
+
+
+def _running_run(team) -> ImportRun:
+    run = importing.preview_run(team, "csv", _items(team))
+    ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
+    return run
+
+
+@contextmanager
+def database_lost_at_second_batch(monkeypatch) -> Iterator[None]:
+    """The first batch of monitors is made; from the second on, every query
+    is refused."""
+    real = importing.create_monitors
+    calls = []
+    lost = []
+
+    def making(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            lost.append(1)
+        return real(*args, **kwargs)
+
+    def refuse(execute, sql, params, many, context):
+        if lost and not sql.upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK")):
+            raise OperationalError(LOST)
+        return execute(sql, params, many, context)
+
+    monkeypatch.setattr(importing, "BATCH", 2)
+    monkeypatch.setattr(importing, "create_monitors", making)
+    with connection.execute_wrapper(refuse):
+        yield
+
+
+def _run_task(run: ImportRun, retries: int = 0, redelivered: bool = False) -> None:
+    import_monitors_task.push_request(
+        retries=retries, delivery_info={"redelivered": redelivered}
+    )
+    try:
+        import_monitors_task.run(str(run.pk))
+    finally:
+        import_monitors_task.pop_request()
+
+
+def test_an_import_that_loses_its_database_says_one_line_and_its_retry_goes_on(
+    team, monkeypatch, caplog
+):
+    run = _running_run(team)
+
+    with database_lost_at_second_batch(monkeypatch), pytest.raises(Retry):
+        _run_task(run)
+
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1, [r.getMessage() for r in said]
+    assert said[0].exc_info is None and "\n" not in said[0].getMessage()
+    assert "the database is not reachable" in said[0].getMessage()
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.RUNNING
+    assert len(run.made) == Monitor.objects.filter(team=team).count() == 2
+
+    monkeypatch.setattr(importing, "BATCH", 2)
+    _run_task(run, retries=1)
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE
+    assert Monitor.objects.filter(team=team).count() == 5  # none made twice
+    assert run.report["created"] == 5 and run.report["duplicates"] == 0
+    made = {o["monitorId"] for o in run.report["items"]}
+    assert made == {str(pk) for pk in Monitor.objects.values_list("pk", flat=True)}
+
+
+class Killed(BaseException):
+    """The worker's process killed (SIGKILL, out of memory): nothing after
+    it runs in that process, not even an except clause for Exception."""
+
+
+def killed_from_call(monkeypatch, first: int) -> None:
+    """Making monitors kills the worker from the `first`-th batch on."""
+    real = importing.create_monitors
+    calls = []
+
+    def making(*args, **kwargs):
+        calls.append(1)
+        if len(calls) >= first:
+            raise Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "BATCH", 2)
+    monkeypatch.setattr(importing, "create_monitors", making)
+
+
+def test_an_import_redelivered_after_its_worker_was_killed_makes_none_twice(
+    team, monkeypatch
+):
+    """Even a duplicate chosen to be imported all the same: judged again, it
+    was still chosen, and made twice."""
+    existing = Monitor.objects.create(team=team, name="Mine", schedule_cron="0 * * * *")
+    items = _items(team)
+    Target.objects.create(monitor=existing, type="scrape", urls=items[0].urls)
+    run = importing.preview_run(team, "csv", plan.prepare(team, items))
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=ImportRun.Status.QUEUED, chosen_duplicates=[items[0].ref]
+    )
+    killed_from_call(monkeypatch, 2)
+    with pytest.raises(Killed):
+        _run_task(run)
+    monkeypatch.undo()
+
+    _run_task(run, redelivered=True)
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE
+    assert run.report["created"] == 5
+    assert Monitor.objects.filter(team=team).count() == 6
+    assert Target.objects.filter(urls=items[0].urls).count() == 2
+
+
+def test_a_worker_killed_at_every_attempt_ends_the_import_saying_how_far(
+    team, monkeypatch
+):
+    """Redelivered for ever before: each delivery killed its worker again."""
+    run = _running_run(team)
+    killed_from_call(monkeypatch, 2)
+    with pytest.raises(Killed):
+        _run_task(run)
+    for _ in range(2):  # three attempts in all
+        with pytest.raises(Killed):
+            _run_task(run, redelivered=True)
+
+    _run_task(run, redelivered=True)
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED
+    assert run.error == (
+        "Stopped part way after 2 of 5 monitors were made: the worker making them "
+        "stopped 3 times. The monitors made are kept; import again to add the "
+        "rest: those already made show as “Already monitored” and are skipped."
+    )
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)  # the query refused is the last one
+def test_an_import_out_of_attempts_is_ended_by_the_stale_sweep_saying_how_far(
+    team, monkeypatch, caplog
+):
+    run = _running_run(team)
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=ImportRun.Status.RUNNING, attempts=ImportRun.MAX_ATTEMPTS - 1
+    )
+    with database_lost_at_second_batch(monkeypatch):
+        _run_task(run, retries=ImportRun.MAX_ATTEMPTS - 1)  # the last: no retry
+    assert "it ends, stopped part way" in caplog.records[-1].getMessage()
+
+    fail_stale_checks_task()  # moved just now: left alone
+    assert ImportRun.objects.get(pk=run.pk).status == ImportRun.Status.RUNNING
+    ImportRun.objects.filter(pk=run.pk).update(
+        progressed_at=timezone.now() - ImportRun.STALLED_AFTER - timedelta(minutes=1)
+    )
+    fail_stale_checks_task()
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED
+    assert run.finished_at is not None
+    assert run.error == (
+        "Stopped part way after 2 of 5 monitors were made: Pagewatch lost its "
+        "worker or its database while making them. The monitors made are kept; "
+        "import again to add the rest: those already made show as “Already "
+        "monitored” and are skipped."
+    )
+    assert Monitor.objects.filter(team=team).count() == 2
+
+
+def test_importing_again_after_a_stop_shows_those_made_as_duplicates_and_skips_them(
+    team,
+):
+    importing.run_import(team, _items(team)[:2], timezone.now())
+
+    again = _items(team)
+    assert [i.duplicate for i in again] == [True, True, False, False, False]
+    assert not any(i.same_address_as for i in again)  # "Already monitored"
+    report = importing.run_import(team, again, timezone.now())
+
+    assert report.created == 3 and report.count("duplicate") == 2
+    assert Monitor.objects.filter(team=team).count() == 5
+
+
+def test_an_import_whose_last_attempt_meets_a_database_blip_ends_saying_so(
+    team, monkeypatch
+):
+    run = _running_run(team)
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=ImportRun.Status.RUNNING, attempts=ImportRun.MAX_ATTEMPTS - 1
+    )
+
+    def lost(run_, now):
+        raise OperationalError(LOST)
+
+    monkeypatch.setattr(importing, "execute_run", lost)
+    _run_task(run, retries=ImportRun.MAX_ATTEMPTS - 1)
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED
+    assert run.error.startswith(
+        "Stopped part way after 0 of 5 monitors were made: the server lost its "
+        "database. The monitors made are kept;"
+    )
+
+
+def test_a_batch_rolled_back_after_it_was_recorded_is_not_counted_as_made(team):
+    """A batch refused at its commit (a deferred constraint, say) is made
+    again one monitor at a time, and one of them refused again: only the
+    monitors that exist are recorded as made."""
+    run = _running_run(team)
+    assert run.claim()
+
+    def recorded(made: dict[int, str]) -> None:
+        run.record_made(made, timezone.now())
+        if len(made) > 1 or 2 in made:
+            raise DatabaseError("deferred constraint refused at commit")
+
+    report = importing.run_import(
+        team, importing.planned_items(run), timezone.now(), on_made=recorded
+    )
+
+    run.refresh_from_db()
+    assert report.created == 4 and report.count("failed") == 1
+    made = {str(pk) for pk in Monitor.objects.values_list("pk", flat=True)}
+    assert len(made) == 4 and set(run.made.values()) == made
+    assert "2" not in run.made
