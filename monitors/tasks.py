@@ -49,36 +49,42 @@ def import_monitors_task(self: Task, run_id: str) -> None:
                 run.stop_part_way(why, timezone.now())
             return  # gone, finished, or taken by another delivery of it
         report = importing.execute_run(run, timezone.now())
-    except outages.DATABASE_AWAY as exc:
-        # Each batch of monitors is one transaction with its record in
-        # `made`: the next attempt goes on from there.
-        retry = self.request.retries < self.max_retries
-        logger.warning(
-            "Import %s paused: the database is not reachable; %s: %s",
-            run_id,
-            f"it goes on in {IMPORT_RETRY_AFTER} s"
-            if retry
-            else "it ends, stopped part way (by the stale sweep if it is still away)",
-            outages.reason(exc),
-        )
-        if retry:
-            raise self.retry(countdown=IMPORT_RETRY_AFTER) from None
-        if run is not None:
-            with suppress(*outages.DATABASE_AWAY):
-                run.stop_part_way(ImportRun.DATABASE_LOST, timezone.now())
-        return
-    except Exception:
+    except Exception as exc:
+        if outages.database_away(exc):
+            _pause(self, run, run_id, exc)
+            return
         # Each monitor is its own transaction: what was made stays made, and
         # the run says where it stopped rather than spinning for ever.
         logger.exception("Import %s stopped", run_id)
-        # Shown on the Import page: the exception's own words are for the log.
-        run.fail(
-            f"The import stopped after {run.done} of {run.total} watches because "
-            "of an error in Pagewatch (its log has the details).",
-            timezone.now(),
-        )
+        if run is not None:
+            # Shown on the Import page: the exception's own words are for the log.
+            run.fail(
+                f"The import stopped after {run.done} of {run.total} watches "
+                "because of an error in Pagewatch (its log has the details).",
+                timezone.now(),
+            )
         return
     logger.info("Import %s: %s monitors created", run_id, report.created)
+
+
+def _pause(task: Task, run: ImportRun | None, run_id: str, exc: Exception) -> None:
+    """The database went away mid-import. Each batch of monitors is one
+    transaction with its record in `made`: the next attempt goes on from
+    there, and the last one ends the run saying how far it got."""
+    retry = task.request.retries < task.max_retries
+    logger.warning(
+        "Import %s paused: the database is not reachable; %s: %s",
+        run_id,
+        f"it goes on in {IMPORT_RETRY_AFTER} s"
+        if retry
+        else "it ends, stopped part way (by the stale sweep if it is still away)",
+        outages.reason(exc),
+    )
+    if retry:
+        raise task.retry(countdown=IMPORT_RETRY_AFTER) from None
+    if run is not None:
+        with suppress(*outages.DATABASE_ERRORS):
+            run.stop_part_way(ImportRun.DATABASE_LOST, timezone.now())
 
 
 # Reading a service by its address stops itself after
