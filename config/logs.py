@@ -62,6 +62,11 @@ class OutageInOneLine(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "status_code", None) != 503:
             return True
+        # Rewritten already: logging.config adds a second copy of this filter
+        # each time Django's setup runs again in a process (config.wsgi after
+        # the test runner's), and the copy must keep the line, not drop it.
+        if getattr(record, "outage_in_one_line", False):
+            return True
         exc = record.exc_info[1] if record.exc_info else None
         if exc is None:
             return False
@@ -78,4 +83,5 @@ class OutageInOneLine(logging.Filter):
         record.msg = "%s: %s is not reachable: %s"
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.exc_info, record.exc_text = None, None
+        record.outage_in_one_line = True
         return True

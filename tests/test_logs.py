@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from config.logs import MAILBOX, WithoutCredentials, hidden
+from config.logs import MAILBOX, OutageInOneLine, WithoutCredentials, hidden
 
 TOKEN = "a1b2c3d4" * 6
 
@@ -109,3 +109,27 @@ def test_reading_the_log_settings_loads_no_database_or_broker_code():
         check=True,
     ).stdout.strip()
     assert loaded == "[]"
+
+
+def test_an_outage_line_passes_a_second_copy_of_its_filter():
+    # Each django.setup() in a process (config.wsgi after the test runner's)
+    # adds another copy of the filter to django.request.
+    from django.db import OperationalError
+
+    try:
+        raise OperationalError("connection failed: connection to server refused")
+    except OperationalError:
+        record = logging.LogRecord(
+            "django.request", logging.ERROR, __file__, 1,
+            "Service Unavailable: %s", ("/",), sys.exc_info(),
+        )  # fmt: skip
+    record.status_code = 503
+
+    first, second = OutageInOneLine(), OutageInOneLine()
+
+    assert first.filter(record) and second.filter(record)
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert record.getMessage() == (
+        "Service Unavailable: /: the database is not reachable: "
+        "connection failed: connection to server refused"
+    )
