@@ -10,7 +10,7 @@ problem, by its code, with the limits below)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,30 +353,36 @@ def schema_reference_error(schema: Any, path: str = "schema") -> str | None:
     client of its own, past the address policy; only references inside the
     schema (`#/$defs/price`) are kept, and `$schema` may only name a JSON
     Schema dialect the validator knows (it is never fetched either)."""
-    if isinstance(schema, list):
-        for index, item in enumerate(schema):
-            if error := schema_reference_error(item, f"{path}[{index}]"):
-                return error
-        return None
-    if not isinstance(schema, Mapping):
-        return None
-    for key, value in schema.items():
-        where = f"{path}.{key}"
-        if key in _REFERENCE_KEYS and isinstance(value, str):
-            if not value.startswith("#"):
-                return (
-                    f"{where} must point inside the schema (e.g. #/$defs/name): "
-                    "references to other documents are not fetched."
-                )
-        elif key == "$schema" and isinstance(value, str):
-            if not _known_dialect(value):
-                return (
-                    f"{where} must name a JSON Schema dialect (e.g. "
-                    "https://json-schema.org/draft/2020-12/schema) or be left out."
-                )
-        elif error := schema_reference_error(value, where):
-            return error
+    for where, key, value in _schema_items(schema, path):
+        if not isinstance(value, str):
+            continue
+        if key in _REFERENCE_KEYS and not value.startswith("#"):
+            return (
+                f"{where} must point inside the schema (e.g. #/$defs/name): "
+                "references to other documents are not fetched."
+            )
+        if key == "$schema" and not _known_dialect(value):
+            return (
+                f"{where} must name a JSON Schema dialect (e.g. "
+                "https://json-schema.org/draft/2020-12/schema) or be left out."
+            )
     return None
+
+
+def _schema_items(
+    value: Any, path: str, skip: tuple[str, ...] = ()
+) -> Iterator[tuple[str, str, Any]]:
+    """Every key of a schema at any depth, in order, as (path, key, value);
+    the values of `skip` keys (data, not schemas) are not entered."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _schema_items(item, f"{path}[{index}]", skip)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}"
+            yield where, key, item
+            if key not in skip:
+                yield from _schema_items(item, where, skip)
 
 
 def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
@@ -430,15 +436,7 @@ def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
     """Why a regex of a JSON Schema given for extraction cannot be used, or
     None. Answers are checked with RE2 (checks.ai.patterns), which matches in
     linear time and has no look-arounds or backreferences."""
-    if isinstance(schema, list):
-        for index, item in enumerate(schema):
-            if error := schema_pattern_error(item, f"{path}[{index}]"):
-                return error
-        return None
-    if not isinstance(schema, Mapping):
-        return None
-    for key, value in schema.items():
-        where = f"{path}.{key}"
+    for where, key, value in _schema_items(schema, path, skip=_SCHEMA_DATA_KEYS):
         found = (
             [value]
             if key == "pattern" and isinstance(value, str)
@@ -451,10 +449,6 @@ def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
                 path_pattern(pattern)
             except ValueError as exc:
                 return f"{where}: {exc}"
-        if key not in _SCHEMA_DATA_KEYS and (
-            error := schema_pattern_error(value, where)
-        ):
-            return error
     return None
 
 
@@ -467,7 +461,12 @@ def schema_unevaluated_properties_error(schema: Any) -> str | None:
     page read) can hold for hours; answers' patterns are matched with RE2
     only (checks.ai.patterns). Anywhere in the schema counts, as references,
     allOf, if/then and the rest can bring the two together."""
-    found = _keyword_paths(schema, "schema")
+    # Anywhere: a reference can make any part of a schema a schema
+    # (`#/$defs/x`, `#/properties`, `#/enum/0`).
+    found: dict[str, str] = {}
+    for where, key, _ in _schema_items(schema, "schema"):
+        if key in ("unevaluatedProperties", "patternProperties"):
+            found.setdefault(key, where)
     if "patternProperties" not in found or "unevaluatedProperties" not in found:
         return None
     return (
@@ -475,23 +474,6 @@ def schema_unevaluated_properties_error(schema: Any) -> str | None:
         "patternProperties (checking which keys those patterns took could take "
         "hours on some answers); use additionalProperties instead."
     )
-
-
-def _keyword_paths(value: Any, path: str) -> dict[str, str]:
-    """The first path where each of unevaluatedProperties and
-    patternProperties is a key, at any depth: a reference can make any part
-    of a schema a schema (`#/$defs/x`, `#/properties`, `#/enum/0`)."""
-    found: dict[str, str] = {}
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _keyword_paths(item, f"{path}[{index}]") | found
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            where = f"{path}.{key}"
-            if key in ("unevaluatedProperties", "patternProperties"):
-                found.setdefault(key, where)
-            found = _keyword_paths(item, where) | found
-    return found
 
 
 # Keywords that apply a schema to the same value, not to a part of it: a loop
