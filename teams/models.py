@@ -457,6 +457,8 @@ class Activity(models.Model):
         name = d.get("member") or self.user_name or "someone"
         if d.get("left"):
             return f"{name} left the team"
+        if d.get("account_deleted"):
+            return f"{name}'s account was deleted"
         return f"{name} was removed from the team"
 
     def address_seen_by(self, membership: Membership) -> str | None:
@@ -587,6 +589,8 @@ class Activity(models.Model):
             said = f"Removed {d.get('member', 'a member')} from the team"
             if revoked:
                 said += " and revoked " + keys_made_words(revoked, "they")
+            if d.get("account_deleted"):
+                said += ": their account was deleted"
             return said
         if self.kind == kind.ROLE_CHANGED:
             said = (
