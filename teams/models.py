@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, models, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -284,6 +284,11 @@ class ActivityQuerySet(models.QuerySet["Activity"]):
             .exclude(member__in=back)
             .order_by("id")[:GONE_NAMED]
         )
+
+    def by_person(self, user: Any) -> ActivityQuerySet:
+        """What `user` did: themselves, or through an API key they made (such
+        an entry names the key, not them)."""
+        return self.filter(Q(user=user) | Q(api_key__created_by=user))
 
     def expired(self, days: int, cutoff: datetime) -> ActivityQuerySet:
         """Entries of teams keeping activity `days` days, made before cutoff."""
