@@ -525,6 +525,9 @@ class Activity(models.Model):
         if self.kind == kind.RECOVERY_CODES_REMOVED:
             left = ": only their authenticator app is left" if d.get("app_left") else ""
             return f"Removed {d.get('member', 'someone')}'s recovery codes{left}"
+        if self.kind == kind.MONITOR_DELETED and d.get("for_good"):
+            # In the admin: its history went with it, not kept out of sight.
+            return "Deleted for good with its history"
         if self.kind == kind.MONITOR_CREATED and d.get("imported"):
             return f"Imported from {d['source']}" if d.get("source") else "Imported"
         if self.kind in words:
