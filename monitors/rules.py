@@ -261,6 +261,18 @@ def ascii_domain(domain: str) -> str:
         return domain
 
 
+def unicode_domain(domain: str) -> str:
+    """A host name as people write it (bücher.de), from the ASCII form it is
+    kept in (xn--bcher-kva.de): what the dashboard shows. A name IDNA 2008
+    cannot read back is shown as it is kept."""
+    if "xn--" not in domain.lower():
+        return domain
+    try:
+        return idna.decode(domain)
+    except UnicodeError:  # idna.IDNAError is one
+        return domain
+
+
 def domain_error(domain: str) -> str | None:
     if not _DOMAIN.match(ascii_domain(domain)):
         return (
