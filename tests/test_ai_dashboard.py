@@ -605,9 +605,7 @@ def json_format_saved(api, schema: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize("name", ["unevaluatedProperties", "$ref", "pattern"])
-def test_a_field_named_like_a_keyword_in_a_schema_with_patterns_is_accepted(
-    api, name
-):
+def test_a_field_named_like_a_keyword_in_a_schema_with_patterns_is_accepted(api, name):
     # Under `properties` a key is a field of the answer, not a keyword.
     schema = {
         "type": "object",
