@@ -193,8 +193,12 @@ def orphan_snapshots(created_before: datetime) -> QuerySet[Snapshot]:
 
 def _purge_orphans(orphans: Callable[[], QuerySet[Any]], what: str) -> int:
     """Delete what `orphans()` finds, a batch at a time. Each batch is
-    re-checked inside its delete: a check may have referred to one of them
-    since the ids were read, and then the delete fails, not the check."""
+    re-checked and locked before its delete, skipping the rows a check holds:
+    a check storing that content again locks them one by one as it goes, and
+    a purge that waited for one while holding the rest of its batch could
+    deadlock with it. A row skipped now is taken by a later run if it is
+    still an orphan then. Should a check refer to one anyway, the delete
+    fails, not the check."""
     deleted = 0
     for _ in range(MAX_BATCHES_PER_RUN):
         ids = list(orphans().order_by("pk").values_list("pk", flat=True)[:BATCH_SIZE])
@@ -202,10 +206,21 @@ def _purge_orphans(orphans: Callable[[], QuerySet[Any]], what: str) -> int:
             break
         try:
             with transaction.atomic():
-                count, _ = orphans().filter(pk__in=ids).delete()
+                free = (
+                    orphans()
+                    .filter(pk__in=ids)
+                    .select_for_update(skip_locked=True, of=("self",))
+                )
+                count, _ = (
+                    orphans()
+                    .filter(pk__in=list(free.values_list("pk", flat=True)))
+                    .delete()
+                )
         except (IntegrityError, ProtectedError):
             logger.info("A %s became referenced while purging; next run retries", what)
             break
+        if not count:
+            break  # every one of them held by a check
         deleted += count
     return deleted
 
