@@ -1,16 +1,17 @@
 """Retention: forget checks older than their monitor's retentionDays.
 
-`purge_expired(now)` runs hourly. It deletes finished checks (their page results
-go with them) created before now - retentionDays, then snapshots, screenshots
-and PDFs no longer referenced by anything, activity log entries older than
-their team keeps them (Team.activity_retention_days), messages that belong
-to no check (digests, test messages, consent e-mails) as long, and dashboard
-sign-ins past their age (Django keeps those rows until told to clear them). A
-page's baseline (PageState.snapshot) is never deleted while its monitor lives:
-it is what the next check compares against, however old it is. A monitor deleted (by the
-dashboard or the API, which only mark it) goes for good once it has been
-deleted for its retentionDays, its baselines with it: by then its checks are
-gone too, and nothing else would ever remove what it left.
+`purge_expired(now)` runs hourly. It deletes finished checks created before
+now - retentionDays (their page results first, a batch a transaction), then
+snapshots, screenshots and PDFs no longer referenced by anything, activity
+log entries older than their team keeps them (Team.activity_retention_days),
+messages that belong to no check (digests, test messages, consent e-mails)
+as long, and dashboard sign-ins past their age (Django keeps those rows until
+told to clear them). A page's baseline (PageState.snapshot) is never deleted
+while its monitor lives: it is what the next check compares against, however
+old it is. A monitor deleted (by the dashboard or the API, which only mark
+it) goes for good once it has been deleted for its retentionDays, its
+history first as expired checks go, then it with its baselines: nothing
+else would ever remove what it left.
 """
 
 from __future__ import annotations
@@ -120,11 +121,29 @@ def _in_batches(
 
 
 def _purge_checks(days: int, cutoff: datetime) -> int:
-    # Page results and deliveries a statement each, not row by row.
+    return _purge_history(expired_checks(days, cutoff))
+
+
+def _purge_history(checks: QuerySet[Check]) -> int:
+    """Delete `checks`, oldest first, and how many went. A crawl's check holds
+    thousands of pages, so their pages go first, BATCH_SIZE a transaction
+    (locks held for a moment, never for a whole batch of checks); then the
+    checks, with what little else they hold (deliveries a statement each).
+    Each run does at most MAX_BATCHES_PER_RUN transactions of pages; the next
+    one goes on where it stopped."""
+    pages = PageResult.objects.filter(check_run__in=checks.values("pk"))
+    for _ in range(MAX_BATCHES_PER_RUN):
+        # Unordered: the first BATCH_SIZE found, not a sort of them all.
+        ids = list(pages.order_by().values_list("pk", flat=True)[:BATCH_SIZE])
+        if not ids:
+            break
+        with transaction.atomic():
+            PageResult.objects.filter(pk__in=ids).discard()
+    else:
+        if pages.exists():
+            return 0
     return _in_batches(
-        expired_checks(days, cutoff),
-        "created_at",
-        lambda ids: Check.objects.filter(pk__in=ids).discard(),
+        checks, "created_at", lambda ids: Check.objects.filter(pk__in=ids).discard()
     )
 
 
@@ -137,6 +156,10 @@ def deleted_monitors_past_retention(days: int, cutoff: datetime) -> QuerySet[Mon
 
 
 def _purge_deleted_monitors(days: int, cutoff: datetime) -> int:
+    gone = deleted_monitors_past_retention(days, cutoff)
+    _purge_history(Check.objects.filter(monitor__in=gone.values("pk")))
+    if Check.objects.filter(monitor__in=gone.values("pk")).exists():
+        return 0  # the next run goes on with their history
     # A few at a time: each may still hold a crawl's worth of baselines.
     return _in_batches(
         deleted_monitors_past_retention(days, cutoff),
