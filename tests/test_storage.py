@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from io import StringIO
 
 import pytest
@@ -63,6 +64,24 @@ def test_the_command_lists_the_biggest_monitors_first(team, other_team):
     lines = out.getvalue().splitlines()
     assert "Large" in lines[1] and "Small" in lines[2]
     assert "Theirs" not in out.getvalue()
+
+
+def test_the_command_lists_a_deleted_monitor_while_it_still_holds_its_history(
+    team,
+):
+    """A monitor deleted on the dashboard keeps its history for its
+    retentionDays: the command left it out, so the room it took was nowhere."""
+    monitor_with_a_change(team, "Small", 100)
+    deleted = monitor_with_a_change(team, "Old crawl", 50_000)
+    deleted.soft_delete(datetime(2026, 5, 1, 12, 0, tzinfo=UTC))
+    out = StringIO()
+
+    call_command("storage", "--team", team.slug, stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert "Old crawl" in lines[1]
+    assert "deleted, its history goes on 2026-05-31" in lines[1]
+    assert "Small" in lines[2] and "deleted" not in lines[2]
 
 
 def test_the_command_names_an_unknown_team(db):
