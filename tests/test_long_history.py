@@ -120,6 +120,20 @@ def test_every_change_kept_after_months_of_retention_reads_back_every_way(
         (told,) = [p for p in report.pages if p.pk == page.pk]
         assert told.diff_lines
 
+    # Every kept check and page still opens, the pages of URLs no longer
+    # watched included.
+    for check in Check.objects.filter(monitor=monitor):
+        assert web.get(check.get_absolute_url()).status_code == 200
+        answer = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}")
+        assert answer.status_code == 200
+        for page in check.pages.all():
+            assert web.get(page.get_absolute_url()).status_code == 200
+    assert PageResult.objects.filter(
+        check_run__monitor=monitor, url__endswith="/about"
+    ).exists()
+    assert web.get(monitor.get_absolute_url()).status_code == 200
+    assert web.get("/history/").status_code == 200
+
     fed = {p.pk: p for p in history.atom_changes(team, monitor)}
     for page in kept:
         if page.pk in fed:
