@@ -138,6 +138,7 @@ def _purge_history(checks: QuerySet[Check]) -> int:
         if not ids:
             break
         with transaction.atomic():
+            PageResult.objects.filter(pk__in=ids).hand_over_screenshots()
             PageResult.objects.filter(pk__in=ids).discard()
     else:
         if pages.exists():
