@@ -137,8 +137,10 @@ def _purge_history(checks: QuerySet[Check]) -> int:
         ids = list(pages.order_by().values_list("pk", flat=True)[:BATCH_SIZE])
         if not ids:
             break
+        # Before, not inside, the delete's transaction: a lookup per page
+        # with screenshots, and what it keeps is kept whatever follows.
+        PageResult.objects.filter(pk__in=ids).hand_over_screenshots()
         with transaction.atomic():
-            PageResult.objects.filter(pk__in=ids).hand_over_screenshots()
             PageResult.objects.filter(pk__in=ids).discard()
     else:
         if pages.exists():
