@@ -29,7 +29,7 @@ from django.db.models.deletion import ProtectedError
 
 from checks.deleting import delete_monitors
 from checks.models import Capture, Check, Delivery, PageResult, PageState, Snapshot
-from monitors.models import ImportRun, Monitor, Team
+from monitors.models import ImportRun, Monitor, MonitorChannel, Team
 from teams.models import Activity
 
 logger = logging.getLogger(__name__)
@@ -94,12 +94,18 @@ def purge_expired(now: datetime) -> Purged:
 
 def expired_checks(days: int, cutoff: datetime) -> QuerySet[Check]:
     """Finished checks of monitors keeping `days` days, created before cutoff.
-    In-flight checks are never purged, whatever their age."""
+    In-flight checks are never purged, whatever their age, nor changes a
+    digest of the monitor's has still to tell (a weekly digest of a monitor
+    keeping 2 days): they wait for it."""
+    untold = MonitorChannel.objects.filter(
+        monitor=OuterRef("monitor_id"),
+        channel__digest_since__lte=OuterRef("created_at"),
+    ).exclude(channel__digest="")
     return Check.objects.filter(
         monitor__retention_days=days,
         created_at__lt=cutoff,
         status__in=Check.FINISHED,
-    )
+    ).exclude(Q(found_changes=True) & Exists(untold))
 
 
 def _in_batches(
