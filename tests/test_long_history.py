@@ -20,8 +20,8 @@ from tests.test_runner import make_monitor, run_check
 pytestmark = pytest.mark.django_db
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-DAYS = 75
-RETENTION = 30
+DAYS = 40
+RETENTION = 15
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def prices(version: int) -> str:
 
 
 def months_of_history(team, site) -> Monitor:
-    """A daily check for DAYS days; the pricing page changes every 5 days,
+    """A daily check for DAYS days; the pricing page changes every 3 days,
     the team page is gone for a while, and the monitor is edited twice."""
     pricing = site.html("/pricing", "Pricing", prices(0))
     about = site.html("/about", "About", "<p>We are five people.</p>")
@@ -56,16 +56,16 @@ def months_of_history(team, site) -> Monitor:
     monitor.refresh_from_db()
     target = Target.objects.get(monitor=monitor)
     for day in range(DAYS):
-        if day % 5 == 0:
-            site.html("/pricing", "Pricing", prices(day // 5))
-        if day == 20:
+        if day % 3 == 0:
+            site.html("/pricing", "Pricing", prices(day // 3))
+        if day == 10:
             site.remove("/about")
-        if day == 35:
+        if day == 18:
             site.html("/about", "About", "<p>We are six people now.</p>")
-        if day == 50:  # a page added to the monitor, another no longer watched
+        if day == 28:  # a page added to the monitor, another no longer watched
             jobs = site.html("/jobs", "Jobs", "<p>No openings.</p>")
             Target.objects.filter(pk=target.pk).update(urls=[pricing, jobs])
-        if day == 60:
+        if day == 33:
             site.html("/jobs", "Jobs", "<p>One opening: engineer.</p>")
         with time_machine.travel(START + timedelta(days=day), tick=False):
             check = run_check(monitor)
