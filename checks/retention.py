@@ -1,16 +1,17 @@
 """Retention: forget checks older than their monitor's retentionDays.
 
-`purge_expired(now)` runs hourly. It deletes finished checks (their page results
-go with them) created before now - retentionDays, then snapshots, screenshots
-and PDFs no longer referenced by anything, activity log entries older than
-their team keeps them (Team.activity_retention_days), messages that belong
-to no check (digests, test messages, consent e-mails) as long, and dashboard
-sign-ins past their age (Django keeps those rows until told to clear them). A
-page's baseline (PageState.snapshot) is never deleted while its monitor lives:
-it is what the next check compares against, however old it is. A monitor deleted (by the
-dashboard or the API, which only mark it) goes for good once it has been
-deleted for its retentionDays, its baselines with it: by then its checks are
-gone too, and nothing else would ever remove what it left.
+`purge_expired(now)` runs hourly. It deletes finished checks created before
+now - retentionDays (their page results first, a batch a transaction), then
+snapshots, screenshots and PDFs no longer referenced by anything, activity
+log entries older than their team keeps them (Team.activity_retention_days),
+messages that belong to no check (digests, test messages, consent e-mails)
+as long, and dashboard sign-ins past their age (Django keeps those rows until
+told to clear them). A page's baseline (PageState.snapshot) is never deleted
+while its monitor lives: it is what the next check compares against, however
+old it is. A monitor deleted (by the dashboard or the API, which only mark
+it) goes for good once it has been deleted for its retentionDays, its
+history first as expired checks go, then it with its baselines: nothing
+else would ever remove what it left.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from django.db.models.deletion import ProtectedError
 
 from checks.deleting import delete_monitors
 from checks.models import Capture, Check, Delivery, PageResult, PageState, Snapshot
-from monitors.models import ImportRun, Monitor, Team
+from monitors.models import ImportRun, Monitor, MonitorChannel, Team
 from teams.models import Activity
 
 logger = logging.getLogger(__name__)
@@ -93,12 +94,18 @@ def purge_expired(now: datetime) -> Purged:
 
 def expired_checks(days: int, cutoff: datetime) -> QuerySet[Check]:
     """Finished checks of monitors keeping `days` days, created before cutoff.
-    In-flight checks are never purged, whatever their age."""
+    In-flight checks are never purged, whatever their age, nor changes a
+    digest of the monitor's has still to tell (a weekly digest of a monitor
+    keeping 2 days): they wait for it."""
+    untold = MonitorChannel.objects.filter(
+        monitor=OuterRef("monitor_id"),
+        channel__digest_since__lte=OuterRef("created_at"),
+    ).exclude(channel__digest="")
     return Check.objects.filter(
         monitor__retention_days=days,
         created_at__lt=cutoff,
         status__in=Check.FINISHED,
-    )
+    ).exclude(Q(found_changes=True) & Exists(untold))
 
 
 def _in_batches(
@@ -120,11 +127,32 @@ def _in_batches(
 
 
 def _purge_checks(days: int, cutoff: datetime) -> int:
-    # Page results and deliveries a statement each, not row by row.
+    return _purge_history(expired_checks(days, cutoff))
+
+
+def _purge_history(checks: QuerySet[Check]) -> int:
+    """Delete `checks`, oldest first, and how many went. A crawl's check holds
+    thousands of pages, so their pages go first, BATCH_SIZE a transaction
+    (locks held for a moment, never for a whole batch of checks); then the
+    checks, with what little else they hold (deliveries a statement each).
+    Each run does at most MAX_BATCHES_PER_RUN transactions of pages; the next
+    one goes on where it stopped."""
+    pages = PageResult.objects.filter(check_run__in=checks.values("pk"))
+    for _ in range(MAX_BATCHES_PER_RUN):
+        # Unordered: the first BATCH_SIZE found, not a sort of them all.
+        ids = list(pages.order_by().values_list("pk", flat=True)[:BATCH_SIZE])
+        if not ids:
+            break
+        # Before, not inside, the delete's transaction: a lookup per page
+        # with screenshots, and what it keeps is kept whatever follows.
+        PageResult.objects.filter(pk__in=ids).hand_over_screenshots()
+        with transaction.atomic():
+            PageResult.objects.filter(pk__in=ids).discard()
+    else:
+        if pages.exists():
+            return 0
     return _in_batches(
-        expired_checks(days, cutoff),
-        "created_at",
-        lambda ids: Check.objects.filter(pk__in=ids).discard(),
+        checks, "created_at", lambda ids: Check.objects.filter(pk__in=ids).discard()
     )
 
 
@@ -137,6 +165,10 @@ def deleted_monitors_past_retention(days: int, cutoff: datetime) -> QuerySet[Mon
 
 
 def _purge_deleted_monitors(days: int, cutoff: datetime) -> int:
+    gone = deleted_monitors_past_retention(days, cutoff)
+    _purge_history(Check.objects.filter(monitor__in=gone.values("pk")))
+    if Check.objects.filter(monitor__in=gone.values("pk")).exists():
+        return 0  # the next run goes on with their history
     # A few at a time: each may still hold a crawl's worth of baselines.
     return _in_batches(
         deleted_monitors_past_retention(days, cutoff),
@@ -193,8 +225,12 @@ def orphan_snapshots(created_before: datetime) -> QuerySet[Snapshot]:
 
 def _purge_orphans(orphans: Callable[[], QuerySet[Any]], what: str) -> int:
     """Delete what `orphans()` finds, a batch at a time. Each batch is
-    re-checked inside its delete: a check may have referred to one of them
-    since the ids were read, and then the delete fails, not the check."""
+    re-checked and locked before its delete, skipping the rows a check holds:
+    a check storing that content again locks them one by one as it goes, and
+    a purge that waited for one while holding the rest of its batch could
+    deadlock with it. A row skipped now is taken by a later run if it is
+    still an orphan then. Should a check refer to one anyway, the delete
+    fails, not the check."""
     deleted = 0
     for _ in range(MAX_BATCHES_PER_RUN):
         ids = list(orphans().order_by("pk").values_list("pk", flat=True)[:BATCH_SIZE])
@@ -202,10 +238,21 @@ def _purge_orphans(orphans: Callable[[], QuerySet[Any]], what: str) -> int:
             break
         try:
             with transaction.atomic():
-                count, _ = orphans().filter(pk__in=ids).delete()
+                free = (
+                    orphans()
+                    .filter(pk__in=ids)
+                    .select_for_update(skip_locked=True, of=("self",))
+                )
+                count, _ = (
+                    orphans()
+                    .filter(pk__in=list(free.values_list("pk", flat=True)))
+                    .delete()
+                )
         except (IntegrityError, ProtectedError):
             logger.info("A %s became referenced while purging; next run retries", what)
             break
+        if not count:
+            break  # every one of them held by a check
         deleted += count
     return deleted
 

@@ -77,14 +77,30 @@ def biggest_monitors(monitors: QuerySet[Monitor], top: int) -> list[Usage]:
     return sorted(usages, key=lambda usage: usage.total, reverse=True)[:top]
 
 
-def team_bytes(team: Team) -> int:
-    """Everything the team's monitors keep (cached TEAM_CACHE_SECONDS)."""
+@dataclass(frozen=True)
+class TeamUsage:
+    total: int
+    # What the team's deleted monitors still hold: it goes only when each
+    # has been deleted for its retentionDays (checks.retention).
+    deleted_bytes: int
+
+
+def _bytes_of(monitors: QuerySet[Monitor]) -> int:
+    pages = PageResult.objects.filter(check_run__monitor__in=monitors)
+    return results_bytes(pages) + snapshot_bytes(monitors)
+
+
+def team_usage(team: Team) -> TeamUsage:
+    """Everything the team's monitors keep, and the part of it that belongs to
+    deleted ones (cached TEAM_CACHE_SECONDS)."""
     key = f"storage:team:{team.pk}"
     cached = cache.get(key)
-    if cached is not None:
-        return int(cached)
+    if isinstance(cached, list) and len(cached) == 2:
+        return TeamUsage(int(cached[0]), int(cached[1]))
     monitors = Monitor.objects.filter(team=team)
-    pages = PageResult.objects.filter(check_run__monitor__team=team)
-    total = results_bytes(pages) + snapshot_bytes(monitors)
-    cache.set(key, total, TEAM_CACHE_SECONDS)
-    return total
+    deleted = monitors.filter(deleted_at__isnull=False)
+    usage = TeamUsage(
+        _bytes_of(monitors), _bytes_of(deleted) if deleted.exists() else 0
+    )
+    cache.set(key, [usage.total, usage.deleted_bytes], TEAM_CACHE_SECONDS)
+    return usage

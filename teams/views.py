@@ -120,7 +120,7 @@ def _team_page(
         "timezones": zone_names(),
         "roles": Membership.Role.choices,
         "admin_url": admin_url,
-        "history_bytes": storage.team_bytes(request.team),
+        "history": storage.team_usage(request.team),
         "gone_since_feed_links": _gone_since_feed_links(request),
     }
     return render(request, "teams/team_members.html", context, status=status)

@@ -305,6 +305,34 @@ def test_retention_forgets_captures_no_remaining_result_refers_to(monitor):
     ]
 
 
+def test_the_oldest_kept_change_still_shows_how_it_looked_before_after_retention(
+    web, monitor
+):
+    """The screenshot before a change belongs to the result before it: when
+    retention deleted that one, the change kept lost its "before" (and the
+    capture itself, with nothing else referring to it)."""
+    old = make_check(monitor)
+    Check.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(days=60)
+    )
+    result_with(old, png(), when=timedelta(days=-60))
+    page = result_with(make_check(monitor), png((100, 50, 160, 90)))
+    Capture.objects.update(created_at=timezone.now() - timedelta(days=60))
+
+    purged = retention.purge_expired(timezone.now())
+
+    assert purged.checks == 1 and purged.captures == 0
+    page = PageResult.objects.get(pk=page.pk)
+    assert page.previous_screenshot() == Shot(png(), "image/png").digest
+    shown = page_view(web, page)
+    assert "The page as it looked before" in shown
+    assert "About 6 % of the page looks different, in 1 place." in shown
+    marked = reverse(
+        "page-visual-change", args=[monitor.pk, page.check_run_id, page.pk]
+    )
+    assert web.get(marked).status_code == 200
+
+
 # --- Turning screenshots on in the dashboard's form ------------------------------
 
 

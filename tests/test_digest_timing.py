@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
-from checks.models import PageResult
+from checks.models import Check, PageResult
 from checks.notify import digests
+from checks.retention import purge_expired
 from monitors.channel_editing import save_channel
-from monitors.models import Channel, MonitorChannel
+from monitors.models import Channel, Monitor, MonitorChannel
 from tests.notifying import judged, make_monitor
 
 pytestmark = pytest.mark.django_db
@@ -115,3 +116,41 @@ def test_a_change_stamped_before_the_digest_time_but_committed_after_is_told_onc
         "https://example.com/early",
         "https://example.com/late",
     ]
+
+
+def test_a_change_waits_for_the_weekly_digest_that_tells_it_however_short_the_retention(
+    api, team, scenario
+):
+    """A monitor keeping 2 days of history, a weekly digest: retention deleted
+    Wednesday's change on Friday, and Monday's digest never told it."""
+    with time_machine.travel(MADE, tick=False):
+        response = api.post(
+            "/v2/channels",
+            {
+                "name": "Weekly news",
+                "kind": "webhook",
+                "settings": {"url": "https://e.com/h"},
+                "digest": "weekly",
+                "digestAt": "09:00",
+            },
+            format="json",
+        )
+    assert response.status_code == 200, response.content
+    weekly = Channel.objects.get(pk=response.json()["data"]["id"])
+    assert digests.queue_due(DUE + timedelta(seconds=40)) == []  # nothing yet
+    monitor = make_monitor(team)
+    Monitor.objects.filter(pk=monitor.pk).update(retention_days=2)
+    MonitorChannel.objects.create(monitor=monitor, channel=weekly)
+    with time_machine.travel(DUE + timedelta(days=2), tick=False):
+        told = scenario.run(
+            monitor,
+            [("https://example.com/wednesday", "changed", {"judgment": judged(True)})],
+        )
+    next_due = DUE + timedelta(days=7)
+
+    purge_expired(next_due - timedelta(hours=1))
+    made = digests.queue_due(next_due + timedelta(seconds=40))
+
+    assert told_pages(made) == ["https://example.com/wednesday"]
+    purge_expired(next_due + timedelta(hours=1))
+    assert not Check.objects.filter(pk=told.pk).exists()

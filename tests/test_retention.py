@@ -6,8 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.sessions.models import Session
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from checks import retention
 from checks.models import (
     Check,
     Delivery,
@@ -239,3 +242,79 @@ def test_messages_of_no_check_are_kept_as_long_as_the_teams_activity_log(team):
     assert not DeliveryAttempt.objects.filter(
         delivery__in=[old_digest.pk, old_test.pk]
     ).exists()
+
+
+def crawl_check(monitor: Monitor, age: timedelta, pages: int) -> Check:
+    check = make_check(monitor, age)
+    PageResult.objects.bulk_create(
+        PageResult(
+            check_run=check,
+            target_id="00000000-0000-0000-0000-000000000001",
+            url=f"https://example.com/{n}",
+            status=PageResult.Status.SAME,
+        )
+        for n in range(pages)
+    )
+    return check
+
+
+def pages_deleted_per_transaction(queries) -> list[int]:
+    """How many page results each transaction (a savepoint in a test) of a
+    purge deleted, from the DELETE statements' parameters."""
+    counts: list[int] = []
+    for query in queries:
+        sql = query["sql"]
+        if sql.startswith("SAVEPOINT"):
+            counts.append(0)
+        elif sql.startswith('DELETE FROM "checks_pageresult"') and counts:
+            counts[-1] += sql.count(",") + 1
+    return [count for count in counts if count]
+
+
+def test_an_old_crawls_pages_go_a_batch_a_transaction_not_all_at_once(
+    team, monkeypatch
+):
+    """A crawl's check holds thousands of pages: deleting a batch of such
+    checks in one transaction held its locks for minutes."""
+    monkeypatch.setattr(retention, "BATCH_SIZE", 4)
+    monitor = make_monitor(team, retention_days=7)
+    old = [crawl_check(monitor, timedelta(days=9), pages=10) for _ in range(2)]
+    recent = crawl_check(monitor, timedelta(days=1), pages=3)
+
+    with CaptureQueriesContext(connection) as queries:
+        purged = purge_expired(NOW)
+
+    assert purged.checks == 2
+    assert not Check.objects.filter(pk__in=[c.pk for c in old]).exists()
+    assert set(PageResult.objects.values_list("check_run", flat=True)) == {recent.pk}
+    per_transaction = pages_deleted_per_transaction(queries.captured_queries)
+    assert sum(per_transaction) == 20
+    assert max(per_transaction) <= 4
+
+
+def test_a_run_stops_after_its_batches_and_the_next_one_goes_on(team, monkeypatch):
+    monkeypatch.setattr(retention, "BATCH_SIZE", 4)
+    monkeypatch.setattr(retention, "MAX_BATCHES_PER_RUN", 2)
+    monitor = make_monitor(team, retention_days=7)
+    old = crawl_check(monitor, timedelta(days=9), pages=10)
+
+    assert purge_expired(NOW).checks == 0
+    assert PageResult.objects.filter(check_run=old).count() == 2
+    assert purge_expired(NOW).checks == 1
+    assert not Check.objects.exists() and not PageResult.objects.exists()
+
+
+def test_a_deleted_crawl_monitors_history_goes_a_batch_a_transaction(team, monkeypatch):
+    monkeypatch.setattr(retention, "BATCH_SIZE", 4)
+    monitor = deleted_monitor(team, deleted_ago=timedelta(days=8))
+    crawl_check(monitor, timedelta(days=9), pages=10)
+    crawl_check(monitor, timedelta(days=8), pages=10)
+
+    with CaptureQueriesContext(connection) as queries:
+        purged = purge_expired(NOW)
+
+    assert purged.monitors == 1
+    assert not Monitor.objects.exists() and not PageResult.objects.exists()
+    per_transaction = pages_deleted_per_transaction(queries.captured_queries)
+    assert sum(per_transaction) == 20
+    assert max(per_transaction) <= 4

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from io import StringIO
 
 import pytest
@@ -65,6 +66,24 @@ def test_the_command_lists_the_biggest_monitors_first(team, other_team):
     assert "Theirs" not in out.getvalue()
 
 
+def test_the_command_lists_a_deleted_monitor_while_it_still_holds_its_history(
+    team,
+):
+    """A monitor deleted on the dashboard keeps its history for its
+    retentionDays: the command left it out, so the room it took was nowhere."""
+    monitor_with_a_change(team, "Small", 100)
+    deleted = monitor_with_a_change(team, "Old crawl", 50_000)
+    deleted.soft_delete(datetime(2026, 5, 1, 12, 0, tzinfo=UTC))
+    out = StringIO()
+
+    call_command("storage", "--team", team.slug, stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert "Old crawl" in lines[1]
+    assert "deleted, its history goes on 2026-05-31" in lines[1]
+    assert "Small" in lines[2] and "deleted" not in lines[2]
+
+
 def test_the_command_names_an_unknown_team(db):
     with pytest.raises(CommandError, match="No team has the slug 'nope'"):
         call_command("storage", "--team", "nope")
@@ -81,6 +100,47 @@ def test_the_team_page_says_how_much_the_history_takes(client, team, django_user
 
     text = client.get(reverse("team-members")).content.decode()
 
-    expected = storage.team_bytes(team)
+    expected = storage.team_usage(team).total
     assert expected > 10_000
     assert "takes about" in text and "KB" in text
+
+
+def test_the_team_page_says_how_much_deleted_monitors_still_take_and_until_when(
+    client, team, django_user_model
+):
+    """Deleting a monitor frees nothing for its retentionDays: the page said
+    only that checks go after as many days as each monitor keeps them."""
+    from monitors.models import Membership
+
+    user = django_user_model.objects.create_user("ana", password="pw-long-enough-1")
+    Membership.objects.create(team=team, user=user, role="owner")
+    monitor_with_a_change(team, "Kept", 100)
+    deleted = monitor_with_a_change(team, "Old crawl", 50_000)
+    deleted.soft_delete(datetime(2026, 5, 1, 12, 0, tzinfo=UTC))
+    cache.clear()
+    client.force_login(user)
+
+    text = client.get(reverse("team-members")).content.decode()
+
+    usage = storage.team_usage(team)
+    assert usage.deleted_bytes == storage.usage_of(deleted).total
+    assert 0 < usage.deleted_bytes < usage.total
+    assert "of it belongs to deleted monitors" in text
+    assert "kept until as many days after they were deleted" in text
+
+
+def test_the_team_page_says_nothing_of_deleted_monitors_when_none_hold_anything(
+    client, team, django_user_model
+):
+    from monitors.models import Membership
+
+    user = django_user_model.objects.create_user("ana", password="pw-long-enough-1")
+    Membership.objects.create(team=team, user=user, role="owner")
+    monitor_with_a_change(team, "Kept", 100)
+    cache.clear()
+    client.force_login(user)
+
+    text = client.get(reverse("team-members")).content.decode()
+
+    assert storage.team_usage(team).deleted_bytes == 0
+    assert "deleted monitors" not in text

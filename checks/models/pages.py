@@ -147,6 +147,44 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         links.delete()  # nothing refers to a link: Django's fast path
         return delete_rows(self)
 
+    def hand_over_screenshots(self) -> None:
+        """Before these results go: the next result of each of their pages
+        with a screenshot keeps the one before its own, since that is what
+        it is compared with (PageResult.previous_screenshot), and links its
+        capture, which keeps it from retention's purge of unreferenced ones.
+        One lookup per page that had screenshots, none for the others."""
+        going = list(
+            self.filter(metadata__has_key="screenshot")
+            .order_by("created_at")
+            .values_list(
+                "pk",
+                "check_run__monitor_id",
+                "target_id",
+                "url",
+                "created_at",
+                KT("metadata__screenshot"),
+            )
+        )
+        last: dict[tuple[Any, Any, str], tuple[Any, str]] = {}
+        for _pk, monitor_id, target_id, url, created_at, digest in going:
+            last[(monitor_id, target_id, url)] = (created_at, digest)
+        leaving = [row[0] for row in going]
+        for (monitor_id, target_id, url), (created_at, digest) in last.items():
+            following = (
+                PageResult.objects.filter(
+                    check_run__monitor_id=monitor_id,
+                    target_id=target_id,
+                    url=url,
+                    created_at__gt=created_at,
+                    metadata__has_key="screenshot",
+                )
+                .exclude(pk__in=leaving)
+                .order_by("created_at")
+                .first()
+            )
+            if following is not None:
+                following.keep_previous_screenshot(digest)
+
     def changes_first(self) -> PageResultQuerySet:
         """Changed pages first, then new, removed, failed and unchanged ones,
         each in the order they were checked."""
@@ -462,7 +500,11 @@ class PageResult(models.Model):
 
     def previous_screenshot(self) -> str | None:
         """The screenshot of the latest earlier result of this page that has
-        one: what the visual change view compares with."""
+        one: what the visual change view compares with. Kept on the row once
+        it was compared, or once retention deleted that earlier result."""
+        kept = (self.visual_change or {}).get("before")
+        if isinstance(kept, str):
+            return kept
         earlier = (
             PageResult.objects.filter(
                 check_run__monitor_id=self.check_run.monitor_id,
@@ -476,3 +518,15 @@ class PageResult(models.Model):
             .first()
         )
         return earlier if isinstance(earlier, str) else None
+
+    def keep_previous_screenshot(self, digest: str) -> None:
+        """Keep `digest` as the screenshot before this one, its capture linked
+        to this result (see PageResultQuerySet.hand_over_screenshots)."""
+        capture = Capture.objects.filter(content_hash=digest).first()
+        if capture is not None:
+            self.captures.add(capture)
+        if not isinstance((self.visual_change or {}).get("before"), str):
+            self.visual_change = {"before": digest}
+            PageResult.objects.filter(pk=self.pk).update(
+                visual_change=self.visual_change
+            )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -218,6 +218,14 @@ class Monitor(models.Model):
         self.deleted_at = now
         self.next_run_at = None
         self.save(update_fields=["deleted_at", "next_run_at", "updated_at"])
+
+    @property
+    def history_goes_at(self) -> datetime | None:
+        """When retention removes a deleted monitor and what it kept
+        (checks.retention); None while it is not deleted."""
+        if self.deleted_at is None:
+            return None
+        return self.deleted_at + timedelta(days=self.retention_days)
 
     @property
     def judging(self) -> bool:

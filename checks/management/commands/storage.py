@@ -14,7 +14,8 @@ from monitors.models import Monitor, Team
 class Command(BaseCommand):
     help = (
         "List the monitors whose history (page results, diffs and snapshots) "
-        "takes the most room in the database, biggest first."
+        "takes the most room in the database, biggest first, deleted monitors "
+        "included until retention removes them."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -24,7 +25,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, team: str, top: int, **options: Any) -> None:
         if top < 1:
             raise CommandError("--top must be at least 1.")
-        monitors = Monitor.objects.filter(deleted_at__isnull=True)
+        # Deleted monitors too: they keep their history until retention ends it.
+        monitors = Monitor.objects.all()
         if team:
             found = Team.objects.filter(slug=team).first()
             if found is None:
@@ -41,5 +43,12 @@ class Command(BaseCommand):
                 f"{filesizeformat(usage.total):>10}  "
                 f"{filesizeformat(usage.snapshot_bytes):>10}  "
                 f"{filesizeformat(usage.results_bytes):>10}  "
-                f"{monitor.name} ({monitor.team.slug}, {monitor.pk})"
+                f"{monitor.name} ({monitor.team.slug}, {monitor.pk}){_gone(monitor)}"
             )
+
+
+def _gone(monitor: Monitor) -> str:
+    goes_at = monitor.history_goes_at
+    if goes_at is None:
+        return ""
+    return f", deleted, its history goes on {goes_at:%Y-%m-%d}"
