@@ -377,10 +377,81 @@ def test_a_meta_charset_is_used_when_the_header_has_none():
     assert result.markdown == "Grüße\n"
 
 
-def test_undecodable_bytes_are_replaced_rather_than_failing():
-    result = run(b"<p>caf\xe9 ok</p>", content_type="text/html; charset=utf-8")
+def test_a_stray_byte_in_a_utf8_page_is_replaced_rather_than_failing():
+    body = "<p>naïve café – déjà vu \xe9 ok</p>".encode().replace(
+        b"\xc3\xa9 ok", b"\xe9 ok"
+    )
 
-    assert result.markdown == "caf\ufffd ok\n"
+    result = run(body, content_type="text/html; charset=utf-8")
+
+    assert result.markdown == "naïve café – déjà vu \ufffd ok\n"
+
+
+def test_latin1_bytes_under_a_utf8_header_keep_their_accented_letters():
+    body = "<html><body><main><p>Café à 5 € – “voilà”</p></main></body></html>"
+
+    result = run(body.encode("cp1252"), content_type="text/html; charset=utf-8")
+
+    assert result.markdown == "Café à 5 € – “voilà”\n"
+
+
+def test_a_utf8_header_on_a_shift_jis_page_gives_way_to_its_meta_charset():
+    body = '<html><head><meta charset="Shift_JIS"></head><body><p>価格：五千円</p>'
+
+    result = run(body.encode("shift_jis"), content_type="text/html; charset=utf-8")
+
+    assert result.markdown == "価格：五千円\n"
+
+
+def test_utf8_bytes_under_a_latin1_header_are_read_as_utf8():
+    body = "<html><body><p>Crème brûlée – 5 €</p></body></html>"
+
+    result = run(body.encode(), content_type="text/html; charset=ISO-8859-1")
+
+    assert result.markdown == "Crème brûlée – 5 €\n"
+
+
+@pytest.mark.parametrize(
+    ("label", "codec", "text"),
+    [
+        ("Shift_JIS", "cp932", "①㈱ 髙橋さん"),
+        ("x-sjis", "cp932", "価格：五千円"),
+        ("windows-31j", "cp932", "価格：五千円"),
+        ("gb2312", "gb18030", "朱镕基"),
+        ("GBK", "gb18030", "价格 𠀀"),
+        ("euc-kr", "cp949", "똠방각하"),
+        ("ks_c_5601-1987", "cp949", "가격"),
+        ("big5", "big5hkscs", "香港𥚃"),
+        ("iso-8859-9", "cp1254", "İstanbul ‘quoted’"),
+        ("us-ascii", "cp1252", "café “quoted”"),
+        ("tis-620", "cp874", "ราคา “quoted”"),
+    ],
+)
+def test_a_charset_label_means_what_browsers_read_it_as(label, codec, text):
+    body = f"<html><body><p>{text}</p></body></html>".encode(codec)
+
+    by_header = run(body, content_type=f"text/html; charset={label}")
+    by_meta = run(f'<meta charset="{label}">'.encode() + body, content_type="text/html")
+
+    assert (by_header.markdown, by_meta.markdown) == (f"{text}\n", f"{text}\n")
+
+
+@pytest.mark.parametrize("label", ["zlib", "hex", "rot13", "base64", "no-such"])
+def test_a_charset_that_names_no_text_encoding_is_ignored(label):
+    body = "<html><body><p>Price: 5 EUR</p></body></html>"
+
+    by_header = run(body.encode(), content_type=f"text/html; charset={label}")
+    by_meta = run(f"<meta charset={label}>{body}".encode(), content_type="text/html")
+
+    assert (by_header.markdown, by_meta.markdown) == ("Price: 5 EUR\n",) * 2
+
+
+def test_text_under_a_utf8_header_in_windows_1252_keeps_its_letters():
+    result = run(
+        "Grüße “aus” Köln".encode("cp1252"), content_type="text/plain; charset=utf-8"
+    )
+
+    assert result.markdown == "Grüße “aus” Köln"
 
 
 def test_a_latin1_page_that_declares_no_charset_keeps_its_accented_letters():

@@ -121,3 +121,36 @@ def test_an_accent_changed_on_a_latin1_page_without_a_charset_is_a_change(team, 
 
     assert result.status == PageResult.Status.CHANGED
     assert "+Prix: cafè 5 €" in result.diff["text"]
+
+
+def test_a_latin1_page_under_a_utf8_header_shows_its_accent_changed(team, site):
+    page = "<html><body><main><p>Prix: {} 5 €</p></main></body></html>"
+    headed = "text/html; charset=utf-8"
+    url = site.page("/fr", page.format("café").encode("cp1252"), content_type=headed)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    unchanged = run_check(monitor).pages.get()
+    site.page("/fr", page.format("cafè").encode("cp1252"), content_type=headed)
+
+    result = run_check(monitor).pages.get()
+
+    assert unchanged.status == PageResult.Status.SAME
+    assert result.status == PageResult.Status.CHANGED
+    assert "-Prix: café 5 €\n+Prix: cafè 5 €" in result.diff["text"]
+
+
+def test_a_shift_jis_page_declared_by_its_meta_tag_diffs_in_japanese(team, site):
+    page = '<html><head><meta charset="Shift_JIS"></head><body><p>{}</p></body></html>'
+    url = site.page(
+        "/jp", page.format("①価格：五千円").encode("cp932"), content_type="text/html"
+    )
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page(
+        "/jp", page.format("①価格：六千円").encode("cp932"), content_type="text/html"
+    )
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.CHANGED
+    assert "-①価格：五千円\n+①価格：六千円" in result.diff["text"]
