@@ -462,6 +462,23 @@ def test_a_latin1_page_that_declares_no_charset_keeps_its_accented_letters():
     assert result.markdown == "Café à 5 € – voilà\n"
 
 
+@pytest.mark.parametrize(
+    ("label", "codec", "text"),
+    [("Shift_JIS", "cp932", "新着情報"), ("GB2312", "gb18030", "最新消息")],
+)
+def test_a_feed_is_decoded_with_the_encoding_its_xml_declaration_names(
+    label, codec, text
+):
+    feed = (
+        f'<?xml version="1.0" encoding="{label}"?>'
+        f"<rss><channel><item><title>{text}</title></item></channel></rss>"
+    )
+
+    result = run(feed.encode(codec), content_type="application/rss+xml")
+
+    assert f"<title>{text}</title>" in result.markdown
+
+
 def test_latin1_text_without_a_charset_keeps_its_accented_letters():
     result = run("Grüße aus Köln".encode("latin-1"), content_type="text/plain")
 

@@ -96,6 +96,10 @@ _CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
 _META_CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE
 )
+# An XML document (a feed) names its encoding in its first line.
+_XML_ENCODING = re.compile(
+    rb"""\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?\sencoding\s*=\s*["']([\w.:-]+)"""
+)
 
 
 def media_type_of(content_type: str) -> str:
@@ -126,7 +130,8 @@ def _bom_codec(body: bytes) -> str | None:
 
 
 def decode(body: bytes, content_type: str, *, html: bool) -> str:
-    """BOM, then the header's charset, then ``<meta charset>``, then UTF-8,
+    """BOM, then the header's charset, then ``<meta charset>`` (or, for
+    anything but HTML, the XML declaration's encoding), then UTF-8,
     then windows-1252 (what browsers fall back to). A label the bytes plainly
     contradict gives way to the next: servers send ``charset=utf-8`` for
     whatever their pages are written in, and templates keep an old label
@@ -135,17 +140,25 @@ def decode(body: bytes, content_type: str, *, html: bool) -> str:
     if codec is None:
         match = _CHARSET_PARAM.search(content_type)
         codec = _checked_codec(body, _codec(match.group(1)) if match else None)
-    if codec is None and html:
-        match = _META_CHARSET.search(body[:4096])
-        meta = _codec(match.group(1).decode("ascii", "replace")) if match else None
-        # A page that was transcoded to UTF-16 by a proxy still says utf-16 in
-        # its meta tag, but without a BOM the bytes are ASCII-compatible.
-        if meta and meta.startswith("utf-16"):
-            meta = "utf-8"
-        codec = _checked_codec(body, meta)
+    if codec is None:
+        if html:
+            match = _META_CHARSET.search(body[:4096])
+        else:
+            match = _XML_ENCODING.match(body[:1024])
+        label = match.group(1).decode("ascii", "replace") if match else None
+        codec = _checked_codec(body, _in_document(label))
     if codec is None:
         codec = "utf-8" if _reads_as_utf8(body) else "cp1252"
     return body.decode(codec, errors="replace")
+
+
+def _in_document(label: str | None) -> str | None:
+    codec = _codec(label)
+    # A page that was transcoded to UTF-16 by a proxy still says utf-16 in
+    # its meta tag, but without a BOM the bytes are ASCII-compatible.
+    if codec and codec.startswith("utf-16"):
+        return "utf-8"
+    return codec
 
 
 def _reads_as_utf8(body: bytes) -> bool:
