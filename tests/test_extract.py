@@ -650,8 +650,19 @@ def test_json_is_pretty_printed_so_each_field_diffs_on_its_own_line():
     result = run(body, content_type="application/json")
 
     assert (
-        result.markdown == '{\n  "plan": "pro",\n  "price": 19,\n  "name": "Über"\n}\n'
+        result.markdown == '{\n  "name": "Über",\n  "plan": "pro",\n  "price": 19\n}\n'
     )
+
+
+def test_json_whose_keys_come_in_another_order_reads_the_same():
+    first = b'{"price": 19, "plans": [{"b": 2, "a": 1}, 3]}'
+    reordered = b'{"plans": [{"a": 1, "b": 2}, 3], "price": 19}'
+
+    texts = {
+        run(body, "application/vnd.api+json").markdown for body in (first, reordered)
+    }
+
+    assert len(texts) == 1
 
 
 def test_json_nested_too_deeply_to_read_is_kept_as_the_text_it_is():

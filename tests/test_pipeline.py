@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from checks import runner
-from checks.models import Check, PageResult, Snapshot
+from checks.content import content_hash
+from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +22,7 @@ STAGES = ("plan", "fetch", "extract", "compare", "judge", "record")
 # What a stage may import from the pipeline: the types the stages hand each
 # other, and (for the plan) where pages come from.
 SHARED = {"checks.pipeline.outcome", "checks.pipeline.sources"}
+JSON = "application/json"
 
 
 @pytest.fixture(autouse=True)
@@ -154,3 +156,37 @@ def test_a_shift_jis_page_declared_by_its_meta_tag_diffs_in_japanese(team, site)
 
     assert result.status == PageResult.Status.CHANGED
     assert "-①価格：五千円\n+①価格：六千円" in result.diff["text"]
+
+
+def test_a_json_api_whose_keys_reorder_is_the_same_and_a_new_value_one_line(team, site):
+    url = site.page("/api", b'{"price": 19, "plan": "pro"}', content_type=JSON)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/api", b'{"plan": "pro", "price": 19}', content_type=JSON)
+    reordered = run_check(monitor).pages.get()
+    site.page("/api", b'{"plan": "pro", "price": 24}', content_type=JSON)
+
+    changed = run_check(monitor).pages.get()
+
+    assert reordered.status == PageResult.Status.SAME
+    assert changed.status == PageResult.Status.CHANGED
+    assert '-  "price": 19\n+  "price": 24' in changed.diff["text"]
+    assert "plan" not in changed.diff["text"].replace('"plan": "pro",', "")
+
+
+def test_a_json_baseline_stored_in_its_server_order_is_the_same_reordered(team, site):
+    url = site.page("/api", b'{"price": 19, "plan": "pro"}', content_type=JSON)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    # What an earlier version stored: the server's key order, indented.
+    state = PageState.objects.get()
+    unsorted = '{\n  "price": 19,\n  "plan": "pro"\n}\n'
+    old = Snapshot.store(unsorted)
+    PageState.objects.filter(pk=state.pk).update(
+        snapshot=old, normalized_hash=content_hash(unsorted), body_hash=""
+    )
+    site.page("/api", b'{"plan": "pro", "price": 19}', content_type=JSON)
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.SAME

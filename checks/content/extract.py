@@ -44,8 +44,8 @@ def _extract_text(
     body: bytes, content_type: str, media_type: str, url: str, opts: Options
 ) -> Extracted:
     text = decode(body, content_type, html=False)
-    if media_type == "application/json" or media_type.endswith("+json"):
-        text = _pretty_json(text)
+    if is_json_type(media_type):
+        text = pretty_json(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return Extracted(
         source=text,
@@ -56,13 +56,20 @@ def _extract_text(
     )
 
 
-def _pretty_json(text: str) -> str:
-    """Minified JSON is one line; indent it so a change diffs as one line."""
+def is_json_type(media_type: str) -> bool:
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+def pretty_json(text: str) -> str:
+    """Minified JSON is one line; indent it so a change diffs as one line.
+    Keys are sorted: an API that sends the same object with its keys in
+    another order (a hash map's order, a new serializer) has not changed,
+    as changedetection.io and Firecrawl's JSON mode see it too."""
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # nested past what the parser reads
         return text
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     except RecursionError:  # read, but nested past what the encoder writes
         return text
