@@ -190,3 +190,26 @@ def test_a_json_baseline_stored_in_its_server_order_is_the_same_reordered(team, 
     result = run_check(monitor).pages.get()
 
     assert result.status == PageResult.Status.SAME
+
+
+@pytest.mark.parametrize(
+    ("status", "body"), [(200, b""), (200, b" \r\n"), (204, b"")], ids=str
+)
+def test_an_empty_answer_from_a_page_with_text_is_an_error_not_a_change(
+    team, site, status, body
+):
+    url = site.html("/news", "News", "<p>Sale ends Friday</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/news", body, status=status)
+    empty = run_check(monitor).pages.get()
+    site.html("/news", "News", "<p>Sale ends Friday</p>")
+
+    back = run_check(monitor).pages.get()
+
+    assert (empty.status, empty.error_kind) == (PageResult.Status.ERROR, "unreadable")
+    assert empty.error == (
+        f"The page answered HTTP {status} with nothing in it, so there was nothing "
+        "to compare; its last content is kept."
+    )
+    assert back.status == PageResult.Status.SAME
