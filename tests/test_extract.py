@@ -610,6 +610,27 @@ def test_pdf_parser_given_as_an_object_is_understood():
     assert result.markdown == "Hello\n"
 
 
+def test_a_pdf_without_text_is_an_extraction_error_that_says_why():
+    with pytest.raises(ExtractionError) as caught:
+        run(minimal_pdf("", ""), content_type="application/pdf")
+
+    assert caught.value.message == (
+        "The PDF has no text in it (scanned pages are images, which are not read "
+        "as text); nothing to compare"
+    )
+
+
+def test_a_pdf_parser_with_max_pages_reads_only_the_first_pages():
+    result = run(
+        minimal_pdf("Basic 19 EUR", "Pro 49 EUR", "Team 99 EUR"),
+        content_type="application/pdf",
+        parsers=[{"type": "pdf", "maxPages": 2}],
+    )
+
+    assert result.markdown == "Basic 19 EUR\n\nPro 49 EUR\n"
+    assert result.metadata["numPages"] == 3
+
+
 def test_a_damaged_pdf_is_an_extraction_error_with_the_reason():
     with pytest.raises(ExtractionError) as caught:
         run(b"%PDF-1.4\nthis is not really a pdf", content_type="application/pdf")
