@@ -675,6 +675,40 @@ def test_json_is_pretty_printed_so_each_field_diffs_on_its_own_line():
     )
 
 
+@pytest.mark.parametrize(
+    "media_type", ["application/rss+xml", "application/atom+xml", "text/xml"]
+)
+def test_a_feed_on_one_line_is_read_one_element_a_line(media_type):
+    feed = (
+        b'<?xml version="1.0"?><rss><channel><title>Blog</title>'
+        b"<item><title>A &amp; B</title><description><![CDATA[<p>Hi</p>]]>"
+        b"</description></item></channel></rss>"
+    )
+
+    result = run(feed, content_type=media_type)
+
+    assert result.markdown.splitlines() == [
+        '<?xml version="1.0"?>',
+        "<rss>",
+        "<channel>",
+        "<title>Blog</title>",
+        "<item>",
+        "<title>A &amp; B</title>",
+        "<description><![CDATA[<p>Hi</p>]]></description>",
+        "</item>",
+        "</channel>",
+        "</rss>",
+    ]
+
+
+def test_a_feed_already_on_many_lines_is_read_as_it_is():
+    feed = "<rss>\n  <channel>\n    <title>Blog</title>\n  </channel>\n</rss>\n"
+
+    result = run(feed.encode(), content_type="application/rss+xml")
+
+    assert result.markdown == feed
+
+
 def test_json_whose_keys_come_in_another_order_reads_the_same():
     first = b'{"price": 19, "plans": [{"b": 2, "a": 1}, 3]}'
     reordered = b'{"plans": [{"a": 1, "b": 2}, 3], "price": 19}'

@@ -213,3 +213,43 @@ def test_an_empty_answer_from_a_page_with_text_is_an_error_not_a_change(
         "to compare; its last content is kept."
     )
     assert back.status == PageResult.Status.SAME
+
+
+FEED = '<?xml version="1.0"?><rss><channel><title>Blog</title>{}</channel></rss>'
+ITEM = "<item><title>{0}</title><link>https://blog.example/{0}</link></item>"
+
+
+def test_a_feed_on_one_line_shows_a_new_post_as_its_own_lines(team, site):
+    rss = "application/rss+xml"
+    posts = "".join(ITEM.format(n) for n in ("one", "two"))
+    url = site.page("/feed", FEED.format(posts), content_type=rss)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/feed", FEED.format(ITEM.format("new") + posts), content_type=rss)
+
+    result = run_check(monitor).pages.get()
+
+    added = [line for line in result.diff["text"].splitlines() if line[:1] == "+"]
+    removed = [line for line in result.diff["text"].splitlines() if line[:1] == "-"]
+    assert result.status == PageResult.Status.CHANGED
+    assert "+<title>new</title>" in added
+    assert removed == ["--- previous"]
+
+
+def test_a_feed_baseline_stored_on_one_line_is_the_same_read_a_line_an_element(
+    team, site
+):
+    rss = "application/rss+xml"
+    feed = FEED.format(ITEM.format("one"))
+    url = site.page("/feed", feed, content_type=rss)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    # What an earlier version stored: the feed as it came, on one line.
+    old = Snapshot.store(feed)
+    PageState.objects.update(
+        snapshot=old, normalized_hash=content_hash(feed), body_hash=""
+    )
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.SAME

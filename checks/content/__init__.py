@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from checks.content.compare import content_hash, normalize
 from checks.content.diff import compare_texts, diff_ast, pack_diff, unpack_diff
-from checks.content.extract import extract, is_json_type, pretty_json
+from checks.content.extract import as_read, extract
 from checks.content.fields import field_diff
 from checks.content.html import page_links
 from checks.content.noise import strip_noise
@@ -56,10 +56,9 @@ __all__ = [
     "packed_against",
     "pack_diff",
     "unpack_diff",
+    "as_read",
     "extract",
-    "is_json_type",
     "media_type_of",
-    "pretty_json",
     "field_diff",
     "mark_quotes",
     "markdown_of",
