@@ -253,3 +253,16 @@ def test_a_feed_baseline_stored_on_one_line_is_the_same_read_a_line_an_element(
     result = run_check(monitor).pages.get()
 
     assert result.status == PageResult.Status.SAME
+
+
+def test_a_page_too_large_to_read_keeps_the_status_it_answered_with(
+    team, site, settings
+):
+    settings.FETCH_MAX_BYTES = 1024
+    url = site.page("/big", b"<p>" + b"a" * 4096 + b"</p>")
+    monitor = make_monitor(team, [url])
+
+    result = run_check(monitor).pages.get()
+
+    assert (result.status, result.error_kind) == (PageResult.Status.ERROR, "too_large")
+    assert (result.status_code, result.metadata["statusCode"]) == (200, 200)

@@ -69,8 +69,18 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
     needed to decide (the compare stage). Never raises: a crash in the
     analysis fails this page, with a reason, and nothing else."""
     if isinstance(fetched, FetchError):
-        answered = {"contentType": fetched.content_type} if fetched.content_type else {}
-        return failed(job, fetched.kind, fetched.message, metadata=answered)
+        answered: dict[str, Any] = {}
+        if fetched.status_code is not None:
+            answered["statusCode"] = fetched.status_code
+        if fetched.content_type:
+            answered["contentType"] = fetched.content_type
+        return failed(
+            job,
+            fetched.kind,
+            fetched.message,
+            metadata=answered,
+            status_code=fetched.status_code,
+        )
     if isinstance(fetched, BaseException):
         logger.error("Fetching %s crashed", job.url, exc_info=fetched)
         return failed(
