@@ -225,3 +225,70 @@ def test_unknown_scrape_options_follow_the_ones_pagewatch_knows(api, site):
     page = run_check(monitor).pages.get()
 
     assert page.metadata["notApplied"] == ["lockdown", "proxy", "shinyNewOption"]
+
+
+@pytest.mark.parametrize(
+    ("parser", "listed"),
+    [
+        ({"type": "pdf", "mode": "ocr"}, True),
+        ({"type": "pdf", "mode": "fast", "maxPages": 3}, False),
+        ("pdf", False),
+    ],
+)
+def test_a_pdf_parser_asking_for_text_read_from_images_is_listed(
+    api, site, parser, listed
+):
+    url = site.html("/p", "P", "<p>x</p>")
+    created = api.post(
+        "/v2/monitor",
+        {
+            "name": "Price list",
+            "schedule": {"text": "every 30 minutes"},
+            "targets": [
+                {
+                    "type": "scrape",
+                    "urls": [url],
+                    "scrapeOptions": {"parsers": [parser]},
+                }
+            ],
+        },
+        format="json",
+    )
+    assert created.status_code == 200, created.content
+    monitor_id = created.json()["data"]["id"]
+
+    check = run_check(Monitor.objects.get(pk=monitor_id))
+    page = api.get(f"/v2/monitor/{monitor_id}/checks/{check.pk}").json()["data"]
+
+    skipped = page["pages"][0]["metadata"].get("notApplied", [])
+    assert ("parsers.mode" in skipped) is listed
+
+
+@pytest.mark.parametrize(
+    ("parser", "words"),
+    [
+        ({"type": "pdf", "maxPages": 0}, "maxPages must be a whole number from 1"),
+        ({"type": "pdf", "maxPages": "5"}, "maxPages must be a whole number from 1"),
+        ({"type": "pdf", "maxPages": True}, "maxPages must be a whole number from 1"),
+        ({"type": "pdf", "mode": "smart"}, 'mode must be "fast", "auto" or "ocr"'),
+    ],
+)
+def test_a_pdf_parser_with_a_bad_max_pages_or_mode_is_a_400(api, parser, words):
+    answer = api.post(
+        "/v2/monitor",
+        {
+            "name": "Price list",
+            "schedule": {"text": "every 30 minutes"},
+            "targets": [
+                {
+                    "type": "scrape",
+                    "urls": ["https://example.com/prices.pdf"],
+                    "scrapeOptions": {"parsers": [parser]},
+                }
+            ],
+        },
+        format="json",
+    )
+
+    assert answer.status_code == 400
+    assert words in answer.json()["error"]

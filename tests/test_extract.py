@@ -377,10 +377,81 @@ def test_a_meta_charset_is_used_when_the_header_has_none():
     assert result.markdown == "Grüße\n"
 
 
-def test_undecodable_bytes_are_replaced_rather_than_failing():
-    result = run(b"<p>caf\xe9 ok</p>", content_type="text/html; charset=utf-8")
+def test_a_stray_byte_in_a_utf8_page_is_replaced_rather_than_failing():
+    body = "<p>naïve café – déjà vu \xe9 ok</p>".encode().replace(
+        b"\xc3\xa9 ok", b"\xe9 ok"
+    )
 
-    assert result.markdown == "caf\ufffd ok\n"
+    result = run(body, content_type="text/html; charset=utf-8")
+
+    assert result.markdown == "naïve café – déjà vu \ufffd ok\n"
+
+
+def test_latin1_bytes_under_a_utf8_header_keep_their_accented_letters():
+    body = "<html><body><main><p>Café à 5 € – “voilà”</p></main></body></html>"
+
+    result = run(body.encode("cp1252"), content_type="text/html; charset=utf-8")
+
+    assert result.markdown == "Café à 5 € – “voilà”\n"
+
+
+def test_a_utf8_header_on_a_shift_jis_page_gives_way_to_its_meta_charset():
+    body = '<html><head><meta charset="Shift_JIS"></head><body><p>価格：五千円</p>'
+
+    result = run(body.encode("shift_jis"), content_type="text/html; charset=utf-8")
+
+    assert result.markdown == "価格：五千円\n"
+
+
+def test_utf8_bytes_under_a_latin1_header_are_read_as_utf8():
+    body = "<html><body><p>Crème brûlée – 5 €</p></body></html>"
+
+    result = run(body.encode(), content_type="text/html; charset=ISO-8859-1")
+
+    assert result.markdown == "Crème brûlée – 5 €\n"
+
+
+@pytest.mark.parametrize(
+    ("label", "codec", "text"),
+    [
+        ("Shift_JIS", "cp932", "①㈱ 髙橋さん"),
+        ("x-sjis", "cp932", "価格：五千円"),
+        ("windows-31j", "cp932", "価格：五千円"),
+        ("gb2312", "gb18030", "朱镕基"),
+        ("GBK", "gb18030", "价格 𠀀"),
+        ("euc-kr", "cp949", "똠방각하"),
+        ("ks_c_5601-1987", "cp949", "가격"),
+        ("big5", "big5hkscs", "香港𥚃"),
+        ("iso-8859-9", "cp1254", "İstanbul ‘quoted’"),
+        ("us-ascii", "cp1252", "café “quoted”"),
+        ("tis-620", "cp874", "ราคา “quoted”"),
+    ],
+)
+def test_a_charset_label_means_what_browsers_read_it_as(label, codec, text):
+    body = f"<html><body><p>{text}</p></body></html>".encode(codec)
+
+    by_header = run(body, content_type=f"text/html; charset={label}")
+    by_meta = run(f'<meta charset="{label}">'.encode() + body, content_type="text/html")
+
+    assert (by_header.markdown, by_meta.markdown) == (f"{text}\n", f"{text}\n")
+
+
+@pytest.mark.parametrize("label", ["zlib", "hex", "rot13", "base64", "no-such"])
+def test_a_charset_that_names_no_text_encoding_is_ignored(label):
+    body = "<html><body><p>Price: 5 EUR</p></body></html>"
+
+    by_header = run(body.encode(), content_type=f"text/html; charset={label}")
+    by_meta = run(f"<meta charset={label}>{body}".encode(), content_type="text/html")
+
+    assert (by_header.markdown, by_meta.markdown) == ("Price: 5 EUR\n",) * 2
+
+
+def test_text_under_a_utf8_header_in_windows_1252_keeps_its_letters():
+    result = run(
+        "Grüße “aus” Köln".encode("cp1252"), content_type="text/plain; charset=utf-8"
+    )
+
+    assert result.markdown == "Grüße “aus” Köln"
 
 
 def test_a_latin1_page_that_declares_no_charset_keeps_its_accented_letters():
@@ -389,6 +460,23 @@ def test_a_latin1_page_that_declares_no_charset_keeps_its_accented_letters():
     result = run(body.encode("cp1252"), content_type="text/html")
 
     assert result.markdown == "Café à 5 € – voilà\n"
+
+
+@pytest.mark.parametrize(
+    ("label", "codec", "text"),
+    [("Shift_JIS", "cp932", "新着情報"), ("GB2312", "gb18030", "最新消息")],
+)
+def test_a_feed_is_decoded_with_the_encoding_its_xml_declaration_names(
+    label, codec, text
+):
+    feed = (
+        f'<?xml version="1.0" encoding="{label}"?>'
+        f"<rss><channel><item><title>{text}</title></item></channel></rss>"
+    )
+
+    result = run(feed.encode(codec), content_type="application/rss+xml")
+
+    assert f"<title>{text}</title>" in result.markdown
 
 
 def test_latin1_text_without_a_charset_keeps_its_accented_letters():
@@ -522,6 +610,27 @@ def test_pdf_parser_given_as_an_object_is_understood():
     assert result.markdown == "Hello\n"
 
 
+def test_a_pdf_without_text_is_an_extraction_error_that_says_why():
+    with pytest.raises(ExtractionError) as caught:
+        run(minimal_pdf("", ""), content_type="application/pdf")
+
+    assert caught.value.message == (
+        "The PDF has no text in it (scanned pages are images, which are not read "
+        "as text); nothing to compare"
+    )
+
+
+def test_a_pdf_parser_with_max_pages_reads_only_the_first_pages():
+    result = run(
+        minimal_pdf("Basic 19 EUR", "Pro 49 EUR", "Team 99 EUR"),
+        content_type="application/pdf",
+        parsers=[{"type": "pdf", "maxPages": 2}],
+    )
+
+    assert result.markdown == "Basic 19 EUR\n\nPro 49 EUR\n"
+    assert result.metadata["numPages"] == 3
+
+
 def test_a_damaged_pdf_is_an_extraction_error_with_the_reason():
     with pytest.raises(ExtractionError) as caught:
         run(b"%PDF-1.4\nthis is not really a pdf", content_type="application/pdf")
@@ -562,8 +671,53 @@ def test_json_is_pretty_printed_so_each_field_diffs_on_its_own_line():
     result = run(body, content_type="application/json")
 
     assert (
-        result.markdown == '{\n  "plan": "pro",\n  "price": 19,\n  "name": "Über"\n}\n'
+        result.markdown == '{\n  "name": "Über",\n  "plan": "pro",\n  "price": 19\n}\n'
     )
+
+
+@pytest.mark.parametrize(
+    "media_type", ["application/rss+xml", "application/atom+xml", "text/xml"]
+)
+def test_a_feed_on_one_line_is_read_one_element_a_line(media_type):
+    feed = (
+        b'<?xml version="1.0"?><rss><channel><title>Blog</title>'
+        b"<item><title>A &amp; B</title><description><![CDATA[<p>Hi</p>]]>"
+        b"</description></item></channel></rss>"
+    )
+
+    result = run(feed, content_type=media_type)
+
+    assert result.markdown.splitlines() == [
+        '<?xml version="1.0"?>',
+        "<rss>",
+        "<channel>",
+        "<title>Blog</title>",
+        "<item>",
+        "<title>A &amp; B</title>",
+        "<description><![CDATA[<p>Hi</p>]]></description>",
+        "</item>",
+        "</channel>",
+        "</rss>",
+    ]
+
+
+def test_a_feed_already_on_many_lines_is_read_as_it_is():
+    feed = "<rss>\n  <channel>\n    <title>Blog</title>\n  </channel>\n</rss>\n"
+
+    result = run(feed.encode(), content_type="application/rss+xml")
+
+    assert result.markdown == feed
+
+
+def test_json_whose_keys_come_in_another_order_reads_the_same():
+    first = b'{"price": 19, "plans": [{"b": 2, "a": 1}, 3]}'
+    reordered = b'{"plans": [{"a": 1, "b": 2}, 3], "price": 19}'
+
+    texts = {
+        run(body, "application/vnd.api+json").markdown for body in (first, reordered)
+    }
+
+    assert len(texts) == 1
 
 
 def test_json_nested_too_deeply_to_read_is_kept_as_the_text_it_is():

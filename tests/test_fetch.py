@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import brotli
 import httpcore
 import httpx
 import pytest
@@ -32,6 +33,7 @@ from checks.fetch.errors import MESSAGES
 from checks.fetch.transport import GuardedBackend
 
 BOMB = gzip.compress(b"\0" * (20 * 1024 * 1024), compresslevel=9)
+BROTLI_BOMB = brotli.compress(b"\0" * (20 * 1024 * 1024))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -79,7 +81,13 @@ class Handler(BaseHTTPRequestHandler):
             body = raw.compress(b"hello deflate") + raw.flush()
             self._send(200, body, {"Content-Encoding": "deflate"})
         elif parts.path == "/brotli":
-            self._send(200, b"\x8b\x02\x80hello\x03", {"Content-Encoding": "br"})
+            self._send(200, brotli.compress(b"hello"), {"Content-Encoding": "br"})
+        elif parts.path == "/brotli-bomb":
+            self._send(200, BROTLI_BOMB, {"Content-Encoding": "br"})
+        elif parts.path == "/brotli-damaged":
+            self._send(200, b"not brotli at all", {"Content-Encoding": "br"})
+        elif parts.path == "/compress":
+            self._send(200, b"\x1f\x9d\x90hello", {"Content-Encoding": "compress"})
         elif parts.path == "/bomb":
             self._send(200, BOMB, {"Content-Encoding": "gzip"})
         elif parts.path == "/big":
@@ -748,13 +756,38 @@ def test_raw_deflate_body_is_returned_decoded(site: str, private_allowed: None) 
     assert run_fetch(f"{site}/deflate").content == b"hello deflate"
 
 
-def test_encoding_we_did_not_ask_for_is_a_protocol_error(
+def test_a_brotli_body_sent_unasked_is_returned_decoded(
     site: str, private_allowed: None
 ) -> None:
-    error = fetch_error(f"{site}/brotli")
+    # Servers that keep pre-compressed files send them whatever was asked.
+    assert run_fetch(f"{site}/brotli").content == b"hello"
+
+
+def test_a_brotli_bomb_is_stopped_at_the_decoded_byte_cap(
+    site: str, private_allowed: None
+) -> None:
+    assert len(BROTLI_BOMB) < 64 * 1024
+    error = fetch_error(f"{site}/brotli-bomb", max_bytes=1024 * 1024)
+    assert (error.kind, error.message) == ("too_large", "Page is larger than 1 MB")
+
+
+def test_a_damaged_brotli_body_is_a_protocol_error(
+    site: str, private_allowed: None
+) -> None:
+    error = fetch_error(f"{site}/brotli-damaged")
     assert (error.kind, error.message) == (
         "protocol",
-        "Server sent an unsupported encoding (br)",
+        "Server sent a br body that could not be decoded",
+    )
+
+
+def test_an_encoding_we_cannot_decode_is_a_protocol_error(
+    site: str, private_allowed: None
+) -> None:
+    error = fetch_error(f"{site}/compress")
+    assert (error.kind, error.message) == (
+        "protocol",
+        "Server sent an unsupported encoding (compress)",
     )
 
 

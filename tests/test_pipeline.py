@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from checks import runner
-from checks.models import Check, PageResult, Snapshot
+from checks.content import content_hash
+from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +22,7 @@ STAGES = ("plan", "fetch", "extract", "compare", "judge", "record")
 # What a stage may import from the pipeline: the types the stages hand each
 # other, and (for the plan) where pages come from.
 SHARED = {"checks.pipeline.outcome", "checks.pipeline.sources"}
+JSON = "application/json"
 
 
 @pytest.fixture(autouse=True)
@@ -121,3 +123,146 @@ def test_an_accent_changed_on_a_latin1_page_without_a_charset_is_a_change(team, 
 
     assert result.status == PageResult.Status.CHANGED
     assert "+Prix: cafè 5 €" in result.diff["text"]
+
+
+def test_a_latin1_page_under_a_utf8_header_shows_its_accent_changed(team, site):
+    page = "<html><body><main><p>Prix: {} 5 €</p></main></body></html>"
+    headed = "text/html; charset=utf-8"
+    url = site.page("/fr", page.format("café").encode("cp1252"), content_type=headed)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    unchanged = run_check(monitor).pages.get()
+    site.page("/fr", page.format("cafè").encode("cp1252"), content_type=headed)
+
+    result = run_check(monitor).pages.get()
+
+    assert unchanged.status == PageResult.Status.SAME
+    assert result.status == PageResult.Status.CHANGED
+    assert "-Prix: café 5 €\n+Prix: cafè 5 €" in result.diff["text"]
+
+
+def test_a_shift_jis_page_declared_by_its_meta_tag_diffs_in_japanese(team, site):
+    page = '<html><head><meta charset="Shift_JIS"></head><body><p>{}</p></body></html>'
+    url = site.page(
+        "/jp", page.format("①価格：五千円").encode("cp932"), content_type="text/html"
+    )
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page(
+        "/jp", page.format("①価格：六千円").encode("cp932"), content_type="text/html"
+    )
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.CHANGED
+    assert "-①価格：五千円\n+①価格：六千円" in result.diff["text"]
+
+
+def test_a_json_api_whose_keys_reorder_is_the_same_and_a_new_value_one_line(team, site):
+    url = site.page("/api", b'{"price": 19, "plan": "pro"}', content_type=JSON)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/api", b'{"plan": "pro", "price": 19}', content_type=JSON)
+    reordered = run_check(monitor).pages.get()
+    site.page("/api", b'{"plan": "pro", "price": 24}', content_type=JSON)
+
+    changed = run_check(monitor).pages.get()
+
+    assert reordered.status == PageResult.Status.SAME
+    assert changed.status == PageResult.Status.CHANGED
+    assert '-  "price": 19\n+  "price": 24' in changed.diff["text"]
+    assert "plan" not in changed.diff["text"].replace('"plan": "pro",', "")
+
+
+def test_a_json_baseline_stored_in_its_server_order_is_the_same_reordered(team, site):
+    url = site.page("/api", b'{"price": 19, "plan": "pro"}', content_type=JSON)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    # What an earlier version stored: the server's key order, indented.
+    state = PageState.objects.get()
+    unsorted = '{\n  "price": 19,\n  "plan": "pro"\n}\n'
+    old = Snapshot.store(unsorted)
+    PageState.objects.filter(pk=state.pk).update(
+        snapshot=old, normalized_hash=content_hash(unsorted), body_hash=""
+    )
+    site.page("/api", b'{"plan": "pro", "price": 19}', content_type=JSON)
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.SAME
+
+
+@pytest.mark.parametrize(
+    ("status", "body"), [(200, b""), (200, b" \r\n"), (204, b"")], ids=str
+)
+def test_an_empty_answer_from_a_page_with_text_is_an_error_not_a_change(
+    team, site, status, body
+):
+    url = site.html("/news", "News", "<p>Sale ends Friday</p>")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/news", body, status=status)
+    empty = run_check(monitor).pages.get()
+    site.html("/news", "News", "<p>Sale ends Friday</p>")
+
+    back = run_check(monitor).pages.get()
+
+    assert (empty.status, empty.error_kind) == (PageResult.Status.ERROR, "unreadable")
+    assert empty.error == (
+        f"The page answered HTTP {status} with nothing in it, so there was nothing "
+        "to compare; its last content is kept."
+    )
+    assert back.status == PageResult.Status.SAME
+
+
+FEED = '<?xml version="1.0"?><rss><channel><title>Blog</title>{}</channel></rss>'
+ITEM = "<item><title>{0}</title><link>https://blog.example/{0}</link></item>"
+
+
+def test_a_feed_on_one_line_shows_a_new_post_as_its_own_lines(team, site):
+    rss = "application/rss+xml"
+    posts = "".join(ITEM.format(n) for n in ("one", "two"))
+    url = site.page("/feed", FEED.format(posts), content_type=rss)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/feed", FEED.format(ITEM.format("new") + posts), content_type=rss)
+
+    result = run_check(monitor).pages.get()
+
+    added = [line for line in result.diff["text"].splitlines() if line[:1] == "+"]
+    removed = [line for line in result.diff["text"].splitlines() if line[:1] == "-"]
+    assert result.status == PageResult.Status.CHANGED
+    assert "+<title>new</title>" in added
+    assert removed == ["--- previous"]
+
+
+def test_a_feed_baseline_stored_on_one_line_is_the_same_read_a_line_an_element(
+    team, site
+):
+    rss = "application/rss+xml"
+    feed = FEED.format(ITEM.format("one"))
+    url = site.page("/feed", feed, content_type=rss)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    # What an earlier version stored: the feed as it came, on one line.
+    old = Snapshot.store(feed)
+    PageState.objects.update(
+        snapshot=old, normalized_hash=content_hash(feed), body_hash=""
+    )
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.SAME
+
+
+def test_a_page_too_large_to_read_keeps_the_status_it_answered_with(
+    team, site, settings
+):
+    settings.FETCH_MAX_BYTES = 1024
+    url = site.page("/big", b"<p>" + b"a" * 4096 + b"</p>")
+    monitor = make_monitor(team, [url])
+
+    result = run_check(monitor).pages.get()
+
+    assert (result.status, result.error_kind) == (PageResult.Status.ERROR, "too_large")
+    assert (result.status_code, result.metadata["statusCode"]) == (200, 200)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from checks.content.compare import content_hash, normalize
 from checks.content.diff import compare_texts, diff_ast, pack_diff, unpack_diff
-from checks.content.extract import extract
+from checks.content.extract import as_read, extract
 from checks.content.fields import field_diff
 from checks.content.html import page_links
 from checks.content.noise import strip_noise
@@ -34,6 +34,7 @@ from checks.content.snapshots import (
     snapshot_hash,
     unpack,
 )
+from checks.content.sniff import media_type_of
 from checks.content.source import (
     SOURCE_HTML,
     SOURCE_MARKDOWN,
@@ -55,7 +56,9 @@ __all__ = [
     "packed_against",
     "pack_diff",
     "unpack_diff",
+    "as_read",
     "extract",
+    "media_type_of",
     "field_diff",
     "mark_quotes",
     "markdown_of",

@@ -9,6 +9,7 @@ models, no network, no clock.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,9 +45,8 @@ def _extract_text(
     body: bytes, content_type: str, media_type: str, url: str, opts: Options
 ) -> Extracted:
     text = decode(body, content_type, html=False)
-    if media_type == "application/json" or media_type.endswith("+json"):
-        text = _pretty_json(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = as_read(media_type, text)
     return Extracted(
         source=text,
         raw_html=text if "rawHtml" in opts.formats else None,
@@ -56,13 +56,44 @@ def _extract_text(
     )
 
 
-def _pretty_json(text: str) -> str:
-    """Minified JSON is one line; indent it so a change diffs as one line."""
+def as_read(media_type: str, text: str) -> str:
+    """A text body laid out the way it is compared and shown: JSON indented
+    with its keys sorted, XML one element a line; other text as it is."""
+    if media_type == "application/json" or media_type.endswith("+json"):
+        return pretty_json(text)
+    if media_type in _XML_TYPES or (
+        media_type.endswith("+xml") and media_type != "application/xhtml+xml"
+    ):
+        return one_element_a_line(text)
+    return text
+
+
+_XML_TYPES = {"application/xml", "text/xml"}
+_CDATA = re.compile(r"(<!\[CDATA\[.*?\]\]>)", re.S)
+_ADJACENT_TAGS = re.compile(r">[ \t]*<")
+
+
+def one_element_a_line(text: str) -> str:
+    """A feed or other XML document sent on one line would diff as one line
+    however little changed: each tag that follows another on the same line
+    starts a line of its own. CDATA sections (a post's HTML) are left as
+    they are, and so is a document already laid out on lines."""
+    parts = _CDATA.split(text)
+    for index in range(0, len(parts), 2):
+        parts[index] = _ADJACENT_TAGS.sub(">\n<", parts[index])
+    return "".join(parts)
+
+
+def pretty_json(text: str) -> str:
+    """Minified JSON is one line; indent it so a change diffs as one line.
+    Keys are sorted: an API that sends the same object with its keys in
+    another order (a hash map's order, a new serializer) has not changed,
+    as changedetection.io and Firecrawl's JSON mode see it too."""
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # nested past what the parser reads
         return text
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     except RecursionError:  # read, but nested past what the encoder writes
         return text

@@ -16,6 +16,8 @@ class Options:
     remove_base64_images: bool
     block_ads: bool
     parse_pdf: bool
+    # A PDF parser's maxPages: its first pages are read, the rest are not.
+    pdf_max_pages: int | None = None
 
 
 def _type_names(items: Any) -> Iterable[str]:
@@ -29,6 +31,15 @@ def _type_names(items: Any) -> Iterable[str]:
         elif isinstance(item, Mapping) and isinstance(item.get("type"), str):
             names.append(item["type"])
     return names
+
+
+def _pdf_max_pages(parsers: Any) -> int | None:
+    for item in parsers if isinstance(parsers, list | tuple) else ():
+        if isinstance(item, Mapping) and item.get("type") == "pdf":
+            pages = item.get("maxPages")
+            if isinstance(pages, int) and not isinstance(pages, bool) and pages > 0:
+                return pages
+    return None
 
 
 def _selectors(value: Any) -> tuple[str, ...]:
@@ -49,4 +60,5 @@ def parse_options(options: Mapping[str, Any]) -> Options:
         remove_base64_images=options.get("removeBase64Images", True) is not False,
         block_ads=options.get("blockAds", True) is not False,
         parse_pdf="pdf" in _type_names(parsers),
+        pdf_max_pages=_pdf_max_pages(parsers),
     )

@@ -24,12 +24,21 @@ def extract_pdf(body: bytes, content_type: str, url: str, opts: Options) -> Extr
         reader = PdfReader(io.BytesIO(body))
         if reader.is_encrypted:
             reader.decrypt("")
-        pages = [(page.extract_text() or "") for page in reader.pages]
+        count = len(reader.pages)
+        read = reader.pages[: opts.pdf_max_pages or count]
+        pages = [(page.extract_text() or "") for page in read]
         info = reader.metadata
         title = str(info.title) if info and info.title else None
     except Exception as exc:
         raise ExtractionError(f"PDF could not be read: {reason(exc)}") from exc
 
+    if not any(page.strip() for page in pages):
+        # Firecrawl's "auto" and "ocr" modes would read such pages with OCR;
+        # Pagewatch does not, and an empty text would never show a change.
+        raise ExtractionError(
+            "The PDF has no text in it (scanned pages are images, which are "
+            "not read as text); nothing to compare"
+        )
     text = "\n\n".join(
         "\n".join(line.rstrip() for line in page.strip().splitlines())
         for page in pages
@@ -37,7 +46,7 @@ def extract_pdf(body: bytes, content_type: str, url: str, opts: Options) -> Extr
     )
     metadata = base_metadata(content_type, url)
     metadata["title"] = title
-    metadata["numPages"] = len(pages)
+    metadata["numPages"] = count
     return Extracted(
         source=text + "\n" if text else "",
         links=[] if "links" in opts.formats else None,

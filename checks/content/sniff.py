@@ -37,12 +37,68 @@ _KIND_WORDS = {
     "video/": "a video",
     "font/": "a font",
 }
-# WHATWG maps these labels to windows-1252; pages labelled latin-1 routinely
-# contain curly quotes in the 0x80-0x9F range.
-_CHARSET_ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252"}
+# A label means what browsers read it as (the WHATWG Encoding Standard), not
+# what Python's codec of that name reads: pages labelled Shift_JIS, GB2312,
+# EUC-KR, Big5 or Latin-1 are written with the superset browsers decode, and
+# use its characters (①, 镕, 똠, curly quotes in 0x80-0x9F). First the labels
+# Python does not know, then Python's codecs whose browser reading is wider.
+_LABELS = {
+    "windows-31j": "cp932",
+    "x-sjis": "cp932",
+    "x-gbk": "gb18030",
+    "csgb2312": "gb18030",
+    "gb_2312-80": "gb18030",
+    "csiso58gb231280": "gb18030",
+    "windows-949": "cp949",
+    "csksc56011987": "cp949",
+    "iso-ir-149": "cp949",
+    "ks_c_5601-1989": "cp949",
+    "cn-big5": "big5hkscs",
+    "x-x-big5": "big5hkscs",
+    "windows-874": "cp874",
+    "dos-874": "cp874",
+    "x-cp1250": "cp1250",
+    "x-cp1251": "cp1251",
+    "x-cp1252": "cp1252",
+    "x-cp1253": "cp1253",
+    "x-cp1254": "cp1254",
+    "x-cp1255": "cp1255",
+    "x-cp1256": "cp1256",
+    "x-cp1257": "cp1257",
+    "x-cp1258": "cp1258",
+    "iso88591": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso-8859-8-i": "iso8859-8",
+    "csiso88598i": "iso8859-8",
+    "x-mac-roman": "mac-roman",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "x-euc-jp": "euc_jp",
+    "cseucpkdfmtjapanese": "euc_jp",
+    "unicode-1-1-utf-8": "utf-8",
+    "unicode11utf8": "utf-8",
+    "unicode20utf8": "utf-8",
+    "x-unicode20utf8": "utf-8",
+}
+_WIDER = {
+    "ascii": "cp1252",
+    "latin-1": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso8859-9": "cp1254",
+    "iso8859-11": "cp874",
+    "tis-620": "cp874",
+    "shift_jis": "cp932",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "euc_kr": "cp949",
+    "big5": "big5hkscs",
+}
 _CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
 _META_CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE
+)
+# An XML document (a feed) names its encoding in its first line.
+_XML_ENCODING = re.compile(
+    rb"""\A(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?\sencoding\s*=\s*["']([\w.:-]+)"""
 )
 
 
@@ -54,11 +110,15 @@ def _codec(label: str | None) -> str | None:
     if not label:
         return None
     label = label.strip().lower()
-    label = _CHARSET_ALIASES.get(label, label)
+    label = _LABELS.get(label, label)
     try:
-        return codecs.lookup(label).name
+        name = codecs.lookup(label).name
+        # Python's codecs include bytes-to-bytes ones (zlib, hex, base64) that
+        # a page may name but that decode no text: as good as no label.
+        b" ".decode(name, errors="replace")
     except LookupError:
         return None
+    return _WIDER.get(name, name)
 
 
 def _bom_codec(body: bytes) -> str | None:
@@ -70,24 +130,66 @@ def _bom_codec(body: bytes) -> str | None:
 
 
 def decode(body: bytes, content_type: str, *, html: bool) -> str:
-    """BOM, then the header's charset, then ``<meta charset>``, then UTF-8,
-    then windows-1252 (what browsers fall back to)."""
+    """BOM, then the header's charset, then ``<meta charset>`` (or, for
+    anything but HTML, the XML declaration's encoding), then UTF-8,
+    then windows-1252 (what browsers fall back to). A label the bytes plainly
+    contradict gives way to the next: servers send ``charset=utf-8`` for
+    whatever their pages are written in, and templates keep an old label
+    after the site moved to UTF-8, or the reverse."""
     codec = _bom_codec(body)
     if codec is None:
         match = _CHARSET_PARAM.search(content_type)
-        codec = _codec(match.group(1)) if match else None
-    if codec is None and html:
-        match = _META_CHARSET.search(body[:4096])
-        codec = _codec(match.group(1).decode("ascii", "replace")) if match else None
-        # A page that was transcoded to UTF-16 by a proxy still says utf-16 in
-        # its meta tag, but without a BOM the bytes are ASCII-compatible.
-        if codec and codec.startswith("utf-16"):
-            codec = "utf-8"
-        if codec is not None:
-            codec = _checked_meta_codec(body, codec)
+        codec = _checked_codec(body, _codec(match.group(1)) if match else None)
     if codec is None:
-        codec = _undeclared_codec(body)
+        if html:
+            match = _META_CHARSET.search(body[:4096])
+        else:
+            match = _XML_ENCODING.match(body[:1024])
+        label = match.group(1).decode("ascii", "replace") if match else None
+        codec = _checked_codec(body, _in_document(label))
+    if codec is None:
+        codec = "utf-8" if _reads_as_utf8(body) else "cp1252"
     return body.decode(codec, errors="replace")
+
+
+def _in_document(label: str | None) -> str | None:
+    codec = _codec(label)
+    # A page that was transcoded to UTF-16 by a proxy still says utf-16 in
+    # its meta tag, but without a BOM the bytes are ASCII-compatible.
+    if codec and codec.startswith("utf-16"):
+        return "utf-8"
+    return codec
+
+
+def _reads_as_utf8(body: bytes) -> bool:
+    """Whether the bytes are UTF-8: all of them, or all but a few stray bytes
+    among many characters that only UTF-8 reads. Latin-1 or Shift_JIS bytes
+    read as UTF-8 are nearly all stray, and would each become the same U+FFFD,
+    so "café" -> "cafè" would never be seen as a change."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return True
+    replaced = body.decode("utf-8", errors="replace")
+    kept = body.decode("utf-8", errors="ignore")
+    stray = len(replaced) - len(kept)
+    characters = len(kept) - len(kept.encode("ascii", errors="ignore"))
+    return characters > stray
+
+
+def _checked_codec(body: bytes, codec: str | None) -> str | None:
+    """A declared codec, unless the bytes plainly contradict it: UTF-8 whose
+    bytes are not (None: ask the next source), or a legacy encoding whose
+    non-ASCII bytes are all valid UTF-8, which no legacy text is by chance."""
+    if codec is None or codec.startswith("utf-16"):
+        return codec
+    if codec == "utf-8":
+        return codec if _reads_as_utf8(body) else None
+    if not body.isascii() and _is_utf8(body):
+        return "utf-8"
+    return codec
 
 
 def _is_utf8(body: bytes) -> bool:
@@ -96,28 +198,6 @@ def _is_utf8(body: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _undeclared_codec(body: bytes) -> str:
-    # Decoding Latin-1 bytes as UTF-8 would turn every accented letter into
-    # the same U+FFFD, so "café" -> "cafè" would never be seen as a change.
-    return "utf-8" if _is_utf8(body) else "cp1252"
-
-
-def _checked_meta_codec(body: bytes, codec: str) -> str:
-    """The page's own <meta> label, unless the bytes plainly contradict it:
-    templates keep an old label after the site moved to UTF-8, or the
-    reverse. The header's charset is never second-guessed."""
-    if codec == "utf-8":
-        return codec if _is_utf8(body) else "cp1252"
-    if codec in _SINGLE_BYTE and not body.isascii() and _is_utf8(body):
-        return "utf-8"
-    return codec
-
-
-_SINGLE_BYTE = frozenset(
-    {"cp1252", "iso8859-1", "iso8859-15", "iso8859-2", "cp1250", "cp1251", "ascii"}
-)
 
 
 def _looks_like_html(head: bytes) -> bool:

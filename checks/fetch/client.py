@@ -245,6 +245,7 @@ class OutboundClient:
                     return response, reader.finish()
                 except FetchError as exc:
                     exc.content_type = response.headers.get("content-type", "")
+                    exc.status_code = response.status_code
                     raise
             finally:
                 await response.aclose()

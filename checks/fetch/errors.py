@@ -38,9 +38,11 @@ class FetchError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-        # The answer's Content-Type, when there was an answer (a body too
-        # large to read): a crawl tells a download from a page by it.
+        # The answer's Content-Type and status, when there was an answer (a
+        # body too large to read): a crawl tells a download from a page by
+        # the type, and a page result says what the site answered.
         self.content_type = ""
+        self.status_code: int | None = None
 
     def __repr__(self) -> str:
         return f"FetchError({self.kind.value!r}, {self.message!r})"

@@ -7,6 +7,8 @@ baseline's hashes can decide it, as Firecrawl does.
 * the same source, or the same normalised Markdown, as the baseline -> same
 * other text -> pending: the compare stage reads the baseline's text and
   says same or changed (with a diff)
+* an empty body (or a 204) while the baseline is present  -> error; the
+  baseline is kept, so a blank moment is not the page removed and back
 * 404/410 while the baseline is present                   -> removed
 * 404/410 again after `removed`                           -> same: nothing
   changed since the page was reported gone, so no error, no e-mail; it stays
@@ -67,8 +69,18 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
     needed to decide (the compare stage). Never raises: a crash in the
     analysis fails this page, with a reason, and nothing else."""
     if isinstance(fetched, FetchError):
-        answered = {"contentType": fetched.content_type} if fetched.content_type else {}
-        return failed(job, fetched.kind, fetched.message, metadata=answered)
+        answered: dict[str, Any] = {}
+        if fetched.status_code is not None:
+            answered["statusCode"] = fetched.status_code
+        if fetched.content_type:
+            answered["contentType"] = fetched.content_type
+        return failed(
+            job,
+            fetched.kind,
+            fetched.message,
+            metadata=answered,
+            status_code=fetched.status_code,
+        )
     if isinstance(fetched, BaseException):
         logger.error("Fetching %s crashed", job.url, exc_info=fetched)
         return failed(
@@ -215,6 +227,20 @@ def _extracted(
     )
     if baseline is not None and same_options and digest == baseline.body_hash:
         return _unchanged(job, baseline, metadata, body_hash=digest)
+    if baseline is not None and (not fetched.content or fetched.content.isspace()):
+        # A blank answer (a deploy, an overloaded backend, a 204) is no new
+        # version of a page that had content: as a change it would report
+        # the whole page removed, and then added back at the next check.
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=fetched.status_code,
+            error=(
+                f"The page answered HTTP {fetched.status_code} with nothing in it, "
+                "so there was nothing to compare; its last content is kept."
+            ),
+            error_kind=ErrorKind.UNREADABLE,
+        )
     try:
         page = extract(
             fetched.content,

@@ -251,6 +251,12 @@ def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[st
         skipped.append("location")
     if options.get("proxy") in ("stealth", "enhanced"):
         skipped.append("proxy")
+    parsers = options.get("parsers")
+    if any(  # no OCR: a PDF's text layer is all that is read
+        isinstance(parser, Mapping) and parser.get("mode") == "ocr"
+        for parser in (parsers if isinstance(parsers, list) else [])
+    ):
+        skipped.append("parsers.mode")
     skipped += unknown_options(options, SCRAPE_OPTION_NAMES)
     return list(dict.fromkeys(skipped))
 

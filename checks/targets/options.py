@@ -424,11 +424,28 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
         raise ValidationError(error)
 
 
+PDF_MODES = ("fast", "auto", "ocr")
+PDF_MAX_PAGES = 10_000
+
+
 class ParserField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
-        if data == "pdf" or (isinstance(data, Mapping) and data.get("type") == "pdf"):
+        if data == "pdf":
             return data
-        raise ValidationError('Parsers must be "pdf" or {"type": "pdf"}.')
+        if not isinstance(data, Mapping) or data.get("type") != "pdf":
+            raise ValidationError('Parsers must be "pdf" or {"type": "pdf"}.')
+        pages = data.get("maxPages")
+        if pages is not None and (
+            isinstance(pages, bool)
+            or not isinstance(pages, int)
+            or not 1 <= pages <= PDF_MAX_PAGES
+        ):
+            raise ValidationError(
+                f"maxPages must be a whole number from 1 to {PDF_MAX_PAGES}."
+            )
+        if data.get("mode") not in (None, *PDF_MODES):
+            raise ValidationError('mode must be "fast", "auto" or "ocr".')
+        return data
 
 
 # --- Page actions (Firecrawl's v2 scrape `actions`): one shape per type ---------
