@@ -31,9 +31,10 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
         many were given up."""
         stale = self.filter(ImportRun.stale_preview(now)).defer("items")
         given_up = sum(run.give_up_preview_if_stale(now) for run in stale)
-        # Any other key left behind that long (nothing should leave one).
-        cutoff = now - ImportRun.PREVIEW_GIVEN_UP_AFTER
-        self.filter(created_at__lt=cutoff).exclude(remote_key="").update(
+        # A key on a run no longer preparing is read by nobody (nothing should
+        # leave one). One still preparing is its worker's until the worker
+        # falls silent: however long the preview waited in the queue before.
+        self.exclude(status=ImportRun.Status.PREPARING).exclude(remote_key="").update(
             remote_url="", remote_key=""
         )
         return given_up
@@ -105,7 +106,8 @@ class ImportRun(models.Model):
     made = models.JSONField(default=dict, blank=True)
     # Deliveries of the import task that took the run (bounded: MAX_ATTEMPTS),
     # and when the run last moved (claimed, or monitors made), which the
-    # stale sweep reads.
+    # stale sweep reads. A preview's worker beats here too (started, watches
+    # read or judged): a preview is stale when it falls silent.
     attempts = models.PositiveSmallIntegerField(default=0)
     progressed_at = models.DateTimeField(null=True, blank=True)
     report = models.JSONField(null=True, blank=True)
@@ -122,12 +124,13 @@ class ImportRun(models.Model):
 
     objects = ImportRunQuerySet.as_manager()
 
-    # A preview still being made this long after a worker started it will not
-    # be: the preview task's time limit (12 minutes) is below it, so that
-    # worker died. One no worker started this long after the upload waited
-    # for one in vain (its message lost, or every worker busy that long).
-    # The page says so rather than polling for ever. Time spent waiting in
-    # the queue does not count against a worker that then starts it.
+    # A preview whose worker has given no sign of life (its start, or
+    # watches read or judged) for this long will not be made: the preview
+    # task's time limit (12 minutes) is below it, so that worker died. One no
+    # worker started this long after the upload waited for one in vain (its
+    # message lost, or every worker busy that long). The page says so rather
+    # than polling for ever. Time spent waiting in the queue does not count
+    # against a worker that then starts it.
     PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=15)
     # Deliveries of a preview task beyond this many are not started: each
     # earlier one stopped its worker (out of memory, most likely). Its
@@ -256,10 +259,13 @@ class ImportRun(models.Model):
     @classmethod
     def stale_preview(cls, now: datetime) -> Q:
         """Rows of a preview past its give-up time: PREVIEW_GIVEN_UP_AFTER
-        from its last start, or from the upload while never started."""
+        from its worker's last sign of life (progressed_at), or from the
+        upload while never started."""
         cutoff = now - cls.PREVIEW_GIVEN_UP_AFTER
         return Q(status=cls.Status.PREPARING) & (
-            Q(started_at__lt=cutoff) | Q(started_at=None, created_at__lt=cutoff)
+            Q(progressed_at__lt=cutoff)
+            | Q(progressed_at=None, started_at__lt=cutoff)
+            | Q(progressed_at=None, started_at=None, created_at__lt=cutoff)
         )
 
     def start_preview_task(self, now: datetime) -> bool:
@@ -271,7 +277,11 @@ class ImportRun(models.Model):
             pk=self.pk,
             status=self.Status.PREPARING,
             preview_attempts__lt=self.PREVIEW_ATTEMPTS,
-        ).update(started_at=now, preview_attempts=F("preview_attempts") + 1)
+        ).update(
+            started_at=now,
+            progressed_at=now,
+            preview_attempts=F("preview_attempts") + 1,
+        )
         if not started:
             # A no-op unless still preparing (given up or made meanwhile).
             self.fail_preview(
@@ -282,7 +292,7 @@ class ImportRun(models.Model):
                 now,
             )
             return False
-        self.started_at = now
+        self.started_at = self.progressed_at = now
         self.preview_attempts += 1
         return True
 
@@ -314,9 +324,13 @@ class ImportRun(models.Model):
         return bool(failed)
 
     def record_reading(self, done: int, total: int) -> None:
-        """How many of the service's watches its preview has read so far."""
-        ImportRun.objects.filter(pk=self.pk).update(done=done, total=total)
-        self.done, self.total = done, total
+        """How many of the service's watches its preview has read so far:
+        its worker's sign of life too."""
+        now = timezone.now()
+        ImportRun.objects.filter(pk=self.pk).update(
+            done=done, total=total, progressed_at=now
+        )
+        self.done, self.total, self.progressed_at = done, total, now
 
     def finish_reading(self, items: list[dict[str, Any]]) -> bool:
         """The service's watches read, not judged yet: kept in place of its
@@ -359,7 +373,7 @@ class ImportRun(models.Model):
         waiting; a task that comes after all leaves it so (show_preview).
         Judged again in the update itself: a worker may have started it since
         this row was read."""
-        since = self.started_at or self.created_at
+        since = self.progressed_at or self.started_at or self.created_at
         if since >= now - self.PREVIEW_GIVEN_UP_AFTER:
             return False
         return self.fail_preview(
@@ -367,8 +381,11 @@ class ImportRun(models.Model):
         )
 
     def record_progress(self, done: int) -> None:
-        ImportRun.objects.filter(pk=self.pk).update(done=done)
-        self.done = done
+        """How many items its preview has judged so far: its worker's sign of
+        life too."""
+        now = timezone.now()
+        ImportRun.objects.filter(pk=self.pk).update(done=done, progressed_at=now)
+        self.done, self.progressed_at = done, now
 
     def record_import_progress(self, done: int, now: datetime) -> None:
         """How many items the import has gone through, and that it moved."""
