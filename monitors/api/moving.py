@@ -249,12 +249,18 @@ class ImportView(ApiView):
         chosen = (
             [i.ref for i in items if i.duplicate] if data["includeDuplicates"] else []
         )
+        paused = None
         try:
             run = importing.start_run(run, chosen, timezone.now())
         except importing.ImportNotQueued as not_queued:
             raise service_unavailable(not_queued.message) from None
+        except importing.ImportPaused as stopped:
+            # Not a 503: sent again, the import would make its monitors twice.
+            paused = stopped.words("GET /v2/import/{id} shows")
         code = status.HTTP_200_OK if run.is_finished else status.HTTP_202_ACCEPTED
         answer = run_answer(run, request)
+        if paused:
+            answer["error"] = paused
         return Response({"success": True, "data": answer}, status=code)
 
 
