@@ -50,6 +50,12 @@ def import_monitors_task(self: Task, run_id: str, resume: bool = False) -> None:
                 run.stop_part_way(why, timezone.now())
             return  # gone, finished, or taken by another delivery of it
         report = importing.execute_run(run, timezone.now())
+    except ImportRun.Superseded:
+        # Taken over by a later attempt (sent again by the stale sweep, or a
+        # second copy of this message): the batch under way was rolled back
+        # and that attempt makes it.
+        logger.info("Import %s: taken over by a later attempt; this one stops", run_id)
+        return
     except Exception as exc:
         if outages.database_away(exc):
             _pause(self, run, run_id, exc)

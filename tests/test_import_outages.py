@@ -365,3 +365,60 @@ def test_an_import_made_in_the_api_request_that_loses_its_database_answers_202(
     assert done["status"] == "done" and done["created"] == 5
     assert "error" not in done
     assert Monitor.objects.filter(team=team).count() == 5
+
+
+# --- a worker killed outright (kill -9): the sweep sends it on ----------------------
+
+
+def test_the_stale_sweep_sends_an_import_whose_worker_was_killed_on_from_where_it_was(
+    team, monkeypatch, sent
+):
+    run = _running_run(team)
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(Killed):
+        killed_from_call(patch, 2)
+        _run_task(run)
+    fail_stale_checks_task()  # moved just now: left alone
+    assert sent == []
+    ImportRun.objects.filter(pk=run.pk).update(
+        progressed_at=timezone.now() - ImportRun.STALLED_AFTER - timedelta(minutes=1)
+    )
+
+    fail_stale_checks_task()
+    fail_stale_checks_task()  # a second sweep does not send it twice
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.QUEUED and not run.error
+    assert sent == [(importing.IMPORT_TASK, [str(run.pk)], {})]
+    _worker_takes(sent)
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE and run.attempts == 2
+    assert run.report["created"] == 5
+    assert Monitor.objects.filter(team=team).count() == 5  # none made twice
+
+
+def test_a_second_copy_of_the_message_taking_over_a_live_import_makes_none_twice(
+    team, monkeypatch
+):
+    """The copy (sent again by the sweep, or handed out twice) takes the run
+    over between two batches of the first attempt: the first attempt's next
+    batch is rolled back and it stops; the copy makes every monitor once."""
+    run = _running_run(team)
+    monkeypatch.setattr(importing, "BATCH", 2)
+    progress = ImportRun.record_import_progress
+    copies: list[ImportRun] = []
+
+    def copy_arrives(self, done, now):
+        progress(self, done, now)
+        if not copies:
+            copies.append(self)
+            _run_task(run, redelivered=True)
+
+    monkeypatch.setattr(ImportRun, "record_import_progress", copy_arrives)
+    _run_task(run)
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE and run.attempts == 2
+    assert run.report["created"] == 5 and len(run.made) == 5
+    assert Monitor.objects.filter(team=team).count() == 5
+    made = {o["monitorId"] for o in run.report["items"]}
+    assert made == {str(pk) for pk in Monitor.objects.values_list("pk", flat=True)}

@@ -32,7 +32,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 from firecrawl import Firecrawl
 
@@ -42,7 +42,7 @@ from checks.notify import channels, drain, messages, sweep
 from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, ImportRun, Membership, Monitor, Target
-from monitors.moving import plan, remote
+from monitors.moving import importing, plan, remote
 from tests.sites import Request, Site
 from tests.smtp import MailServer
 from tests.test_crawl import build_site, nav
@@ -824,6 +824,66 @@ def test_a_large_import_runs_on_a_real_worker_and_reports_progress(
     report = wait_for(done, f"import {run_id} to finish", worker.log)
     assert report["created"] == 40 and report["done"] == report["total"] == 40
     assert Monitor.objects.filter(team=team).count() == 40
+
+
+def _waiting_on_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            " AND datname = current_database() AND wait_event_type = 'Lock'",
+            [WORKER_APPLICATION],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_an_import_whose_worker_was_killed_goes_on_from_where_it_was_on_another(
+    live_server, api_key, broker, database_url, tmp_path, team
+):
+    headers = {"Authorization": f"Bearer {api_key}"}
+    addresses = "".join(f"https://shop-{i:03d}.example.com/\n" for i in range(400))
+    with started_worker(broker, database_url, tmp_path, "first") as first:
+        response = httpx.post(
+            f"{live_server.url}/v2/import",
+            headers=headers,
+            data={"source": "csv", "dryRun": "false"},
+            files={"file": ("list.txt", addresses.encode())},
+            timeout=60,
+        )
+        assert response.status_code == 202, response.text
+        run_id = response.json()["data"]["id"]
+        wait_for(
+            lambda: ImportRun.objects.get(pk=run_id).made, "a first batch", first.log
+        )
+        # The run's row held here: the worker stops at its next batch's record,
+        # that batch's monitors made but not committed, and is killed there.
+        with transaction.atomic():
+            ImportRun.objects.select_for_update().get(pk=run_id)
+            wait_for(_waiting_on_a_lock, "the worker to wait", first.log)
+            first.kill()
+    wait_for(lambda: worker_sessions() == 0, "the killed worker's sessions to end")
+    run = ImportRun.objects.get(pk=run_id)
+    assert run.status == ImportRun.Status.RUNNING
+    made = len(run.made)
+    assert 0 < made < 400 and Monitor.objects.filter(team=team).count() == made
+
+    with started_worker(broker, database_url, tmp_path, "second") as second:
+        # The sweep, once the run has not moved for STALLED_AFTER (Redis would
+        # hand the killed worker's message out again only after an hour).
+        later = timezone.now() + ImportRun.STALLED_AFTER + timedelta(minutes=1)
+        assert importing.go_on_with_stalled(later) == 1
+
+        def done() -> Any:
+            answer = httpx.get(
+                f"{live_server.url}/v2/import/{run_id}", headers=headers, timeout=10
+            ).json()["data"]
+            return answer if answer["status"] in ("done", "failed") else None
+
+        report = wait_for(done, f"import {run_id} to finish", second.log)
+
+    assert report["status"] == "done", report
+    assert report["created"] == 400 and report["done"] == report["total"] == 400
+    assert Monitor.objects.filter(team=team).count() == 400  # none made twice
+    assert ImportRun.objects.get(pk=run_id).attempts == 2
 
 
 def test_a_large_preview_is_made_on_a_real_worker_while_the_page_waits(

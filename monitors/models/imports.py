@@ -39,17 +39,18 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
         )
         return given_up
 
-    def stop_stalled(self, now: datetime) -> int:
-        """End the running imports no worker has moved for STALLED_AFTER (its
-        worker killed and the message lost, or the database gone for longer
-        than its attempts last), saying how far each got; used by the stale
-        sweep (checks.tasks.fail_stale_checks_task)."""
+    def stalled(self, now: datetime) -> ImportRunQuerySet:
+        """Imports no worker has moved for STALLED_AFTER: running (its worker
+        killed, its message gone with it until Redis' visibility timeout, or
+        the database away for longer than its attempts last), or queued again
+        by the stale sweep and that message lost too."""
         cutoff = now - ImportRun.STALLED_AFTER
-        stalled = self.filter(status=ImportRun.Status.RUNNING).filter(
-            models.Q(progressed_at__lt=cutoff)
-            | models.Q(progressed_at__isnull=True, created_at__lt=cutoff)
+        return self.filter(
+            Q(status=ImportRun.Status.RUNNING)
+            | Q(status=ImportRun.Status.QUEUED, attempts__gt=0)
+        ).filter(
+            Q(progressed_at__lt=cutoff) | Q(progressed_at=None, created_at__lt=cutoff)
         )
-        return sum(run.stop_part_way(ImportRun.STALLED, now) for run in stalled)
 
 
 class ImportRun(models.Model):
@@ -148,6 +149,11 @@ class ImportRun(models.Model):
     WORKER_LOST = "the worker making them stopped {} times"
     STALLED = "Pagewatch lost its worker or its database while making them"
 
+    class Superseded(Exception):
+        """Another attempt has taken the run over (the stale sweep queued it
+        again, or its message was handed out twice): this one stops, the
+        batch it was making rolled back, so no monitor is made twice."""
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -180,7 +186,9 @@ class ImportRun(models.Model):
         handed out again once the worker that had it is gone, or a retry
         after a database outage) a running run is taken over too, or it
         would say "running" for ever: for MAX_ATTEMPTS deliveries in all,
-        each going on from the monitors made before (`made`)."""
+        each going on from the monitors made before (`made`). The attempt's
+        number is its token: an attempt taken over writes nothing more
+        (record_made raises Superseded, finish does nothing)."""
         claimable = models.Q(status=self.Status.QUEUED)
         if again:
             claimable |= models.Q(
@@ -207,10 +215,35 @@ class ImportRun(models.Model):
         read again here, as a batch rolled back after it was recorded must
         not be counted."""
         run = ImportRun.objects.filter(pk=self.pk)
-        self.made = run.values_list("made", flat=True).get() | {
+        whole = run.values_list("made", flat=True).get() | {
             str(index): pk for index, pk in made.items()
         }
-        run.update(made=self.made, progressed_at=now)
+        # The row is locked from here to the batch's commit: an attempt that
+        # takes the run over waits for it, then reads these monitors as made.
+        if not self._mine().update(made=whole, progressed_at=now):
+            raise self.Superseded(f"import {self.pk}: attempt {self.attempts}")
+        self.made = whole
+
+    def _mine(self) -> ImportRunQuerySet:
+        """The row while this attempt still holds it."""
+        return ImportRun.objects.filter(
+            pk=self.pk, status=self.Status.RUNNING, attempts=self.attempts
+        )
+
+    def queue_again(self, now: datetime) -> bool:
+        """A stalled run (ImportRunQuerySet.stalled) is queued again, once
+        whatever the number of sweeps, to go on from `made`; the attempt that
+        stalled, if it is alive after all, is superseded."""
+        queued = ImportRun.objects.filter(
+            pk=self.pk,
+            status__in=[self.Status.RUNNING, self.Status.QUEUED],
+            attempts=self.attempts,
+            attempts__lt=self.MAX_ATTEMPTS,
+            progressed_at=self.progressed_at,
+        ).update(status=self.Status.QUEUED, progressed_at=now)
+        if queued:
+            self.status, self.progressed_at = self.Status.QUEUED, now
+        return bool(queued)
 
     @property
     def to_make(self) -> int:
@@ -235,7 +268,7 @@ class ImportRun(models.Model):
         )
         self._forget_notification_urls()
         stopped = ImportRun.objects.filter(
-            pk=self.pk, status=self.Status.RUNNING
+            pk=self.pk, status__in=[self.Status.RUNNING, self.Status.QUEUED]
         ).update(
             status=self.Status.FAILED, error=message, finished_at=now, items=self.items
         )
@@ -389,19 +422,31 @@ class ImportRun(models.Model):
 
     def record_import_progress(self, done: int, now: datetime) -> None:
         """How many items the import has gone through, and that it moved."""
-        ImportRun.objects.filter(pk=self.pk).update(done=done, progressed_at=now)
+        self._mine().update(done=done, progressed_at=now)
         self.done = done
 
-    def finish(self, report: dict[str, Any], now: datetime) -> None:
+    def finish(self, report: dict[str, Any], now: datetime) -> bool:
+        """running → done with its report, unless another attempt has taken
+        the run over (its report is the one kept)."""
+        self._forget_notification_urls()
+        if not self._mine().update(
+            status=self.Status.DONE,
+            report=report,
+            finished_at=now,
+            done=self.total,
+            items=self.items,
+        ):
+            return False
         self.status, self.report, self.finished_at = self.Status.DONE, report, now
         self.done = self.total
-        self._forget_notification_urls()
-        self.save(update_fields=["status", "report", "finished_at", "done", "items"])
+        return True
 
     def fail(self, message: str, now: datetime) -> None:
-        self.status, self.error, self.finished_at = self.Status.FAILED, message, now
         self._forget_notification_urls()
-        self.save(update_fields=["status", "error", "finished_at", "items"])
+        if self._mine().update(
+            status=self.Status.FAILED, error=message, finished_at=now, items=self.items
+        ):
+            self.status, self.error, self.finished_at = self.Status.FAILED, message, now
 
     def _forget_notification_urls(self) -> None:
         """An Apprise URL holds the service's secret: once the run is over

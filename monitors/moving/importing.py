@@ -479,6 +479,39 @@ def _execute_here(run: ImportRun, now: datetime) -> None:
         raise ImportPaused(len(run.made), max(len(run.made), run.to_make)) from None
 
 
+def go_on_with_stalled(now: datetime) -> int:
+    """The stale sweep's part: each import no worker has moved for
+    ImportRun.STALLED_AFTER is queued again to go on from the monitors made,
+    while it has attempts left; the others end saying how far they got.
+    Returns how many were queued again."""
+    queued = 0
+    for run in ImportRun.objects.stalled(now):
+        if run.attempts >= ImportRun.MAX_ATTEMPTS:
+            run.stop_part_way(ImportRun.STALLED, now)
+        elif run.queue_again(now):
+            logger.warning(
+                "Import %s had not moved for %s: queued again to go on from the "
+                "%s monitors made (attempt %s of %s)",
+                run.pk,
+                ImportRun.STALLED_AFTER,
+                len(run.made),
+                run.attempts + 1,
+                ImportRun.MAX_ATTEMPTS,
+            )
+            queued += _send_again(run)
+    return queued
+
+
+def _send_again(run: ImportRun) -> bool:
+    try:
+        current_app.send_task(IMPORT_TASK, args=[str(run.pk)])
+    except Exception as exc:
+        # Left queued: the next sweep past STALLED_AFTER sends it again.
+        logger.warning("Could not queue import %s again: %s", run.pk, exc)
+        return False
+    return True
+
+
 def go_on_later(run: ImportRun, countdown: int = 0) -> bool:
     """Queue the import task to go on with a running run from the monitors
     made (`made`), as its next attempt. A message that comes while another
@@ -486,7 +519,10 @@ def go_on_later(run: ImportRun, countdown: int = 0) -> bool:
     its next batch and no monitor is made twice."""
     try:
         current_app.send_task(
-            IMPORT_TASK, args=[str(run.pk)], kwargs={"resume": True}, countdown=countdown
+            IMPORT_TASK,
+            args=[str(run.pk)],
+            kwargs={"resume": True},
+            countdown=countdown,
         )
     except Exception as exc:
         # Left running: the stale sweep sends it again (ImportRun.STALLED_AFTER).
