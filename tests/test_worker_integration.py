@@ -39,6 +39,7 @@ from firecrawl import Firecrawl
 from checks import dispatch, runner
 from checks.models import Check, Delivery, PageResult
 from checks.notify import channels, drain, messages, sweep
+from checks.tasks import fail_stale_checks_task
 from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, ImportRun, Membership, Monitor, Target
@@ -936,6 +937,54 @@ def test_a_service_is_read_for_its_preview_on_a_real_worker_then_its_key_forgott
     page = client.get(response["Location"]).content.decode()
     assert "120 monitors will be created" in page
     assert CD_KEY not in page
+
+
+def test_a_service_read_after_a_long_wait_in_the_queue_keeps_its_key_through_a_sweep(
+    client, worker, team, django_user_model
+):
+    """The preview waited sixteen minutes for a worker (every one busy); the
+    sweep that comes while the worker reads judges it by the worker's last
+    sign of life, not the upload: the preview and its key are left to it."""
+    person = django_user_model.objects.create_user("pia", "pia@example.com", "x")
+    Membership.objects.create(team=team, user=person)
+    client.force_login(person)
+    swept = threading.Event()
+    with Site() as site:
+        _many_watches(site, 60)
+        watch = {"url": "https://site30.example.com/", "title": "Site 30"}
+
+        def held(request: Request) -> Any:
+            swept.wait(DEADLINE_SECONDS)  # until the sweep has been
+            return 200, {"content-type": "application/json"}, json.dumps(watch).encode()
+
+        site.handle("/api/v1/watch/w30", held)
+        body = {"source": "changedetection", "url": site.base_url, "api_key": CD_KEY}
+        response = client.post("/import/", body)
+        run = ImportRun.objects.get(team=team)
+        try:
+            wait_for(
+                lambda: ImportRun.objects.get(pk=run.pk).done == 25,
+                "the worker to read its first watches",
+                worker.log,
+            )
+            ImportRun.objects.filter(pk=run.pk).update(
+                created_at=timezone.now() - timedelta(minutes=16)
+            )
+            fail_stale_checks_task()
+            during = ImportRun.objects.get(pk=run.pk)
+        finally:
+            swept.set()
+
+        def previewed() -> bool:
+            run.refresh_from_db()
+            return run.status == ImportRun.Status.PREVIEWED
+
+        wait_for(previewed, f"the preview of import {run.pk}", worker.log)
+    assert during.status == ImportRun.Status.PREPARING
+    assert during.remote_key == CD_KEY and during.remote_url == site.base_url
+    assert (run.remote_url, run.remote_key) == ("", "")
+    page = client.get(response["Location"]).content.decode()
+    assert "60 monitors will be created" in page
 
 
 # --- a receiver that hangs, on the notifications worker ------------------------------
