@@ -206,11 +206,7 @@ def dispatch_tick(now: datetime, *, may_follow_up: bool) -> int:
             )
         except Exception as exc:
             # The broker away is routine: one line; the next tick goes on.
-            logger.warning(
-                "Could not queue a follow-up dispatch tick: %s",
-                outages.reason(exc),
-                exc_info=outages.traceback_of(exc),
-            )
+            outages.warn(logger, exc, "Could not queue a follow-up dispatch tick")
     return created
 
 

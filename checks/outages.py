@@ -79,10 +79,14 @@ def reason(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def traceback_of(exc: BaseException) -> BaseException | None:
-    """What to log `exc` with (exc_info): nothing for an outage, whose
-    reason says it all in one line; the exception itself otherwise."""
-    return None if away(exc) else exc
+def warn(log: logging.Logger, exc: BaseException, message: str, *args: object) -> None:
+    """Log `message` (with `args`) and the reason `exc` gives after a colon:
+    one line for an outage, whose reason says it all; with its traceback
+    otherwise. For a call to the broker that upkeep may skip (the next run
+    or the sweeper does it)."""
+    log.warning(
+        f"{message}: %s", *args, reason(exc), exc_info=None if away(exc) else exc
+    )
 
 
 @contextmanager

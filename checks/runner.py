@@ -477,13 +477,7 @@ def _plan_again(unplanned: list[tuple[uuid.UUID, int]], now: datetime) -> int:
             failed += fail(pk, GIVEN_UP_MESSAGE, now, where=stale)
         else:
             again.append(pk)
-    if not again or waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
-        return failed
-    with current_app.producer_or_acquire() as producer:
-        for pk in again:
-            current_app.send_task(RUN_CHECK_TASK, args=[str(pk)], producer=producer)
-    # Said once sent: a broker away ends the sweep with its own line.
-    logger.warning("Sent %d checks whose planning was lost again", len(again))
+    _send_again(again, "checks whose planning was lost")
     return failed
 
 
@@ -504,12 +498,20 @@ def _send_lost_check_messages(now: datetime) -> None:
         .order_by("created_at")
         .values_list("pk", flat=True)[:STALE_SWEEP_LIMIT]
     )
-    if not lost or waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
+    _send_again(lost, "queued checks whose message was lost")
+
+
+def _send_again(checks: list[uuid.UUID], what: str) -> None:
+    """A message to run each of these checks, sent only while no check
+    message waits: one already on its way is not doubled on every sweep, and
+    behind a backlog they wait their turn."""
+    if not checks or waiting_messages(settings.CELERY_TASK_DEFAULT_QUEUE) != 0:
         return
     with current_app.producer_or_acquire() as producer:
-        for pk in lost:
+        for pk in checks:
             current_app.send_task(RUN_CHECK_TASK, args=[str(pk)], producer=producer)
-    logger.warning("Sent %d queued checks whose message was lost again", len(lost))
+    # Said once sent: a broker away ends the sweep with its own line.
+    logger.warning("Sent %d %s again", len(checks), what)
 
 
 def waiting_messages(queue: str) -> int | None:
@@ -522,12 +524,7 @@ def waiting_messages(queue: str) -> int | None:
     except Exception as exc:
         # The broker away is routine (the sweeper asks on every run of an
         # outage): its reason in one line; anything else with its traceback.
-        logger.warning(
-            "Could not count the messages on %s: %s",
-            queue,
-            outages.reason(exc),
-            exc_info=outages.traceback_of(exc),
-        )
+        outages.warn(logger, exc, "Could not count the messages on %s", queue)
         return None
     return int(declared.message_count)
 

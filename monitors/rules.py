@@ -261,6 +261,18 @@ def ascii_domain(domain: str) -> str:
         return domain
 
 
+def unicode_domain(domain: str) -> str:
+    """A host name as people write it (bücher.de), from the ASCII form it is
+    kept in (xn--bcher-kva.de): what the dashboard shows. A name IDNA 2008
+    cannot read back is shown as it is kept."""
+    if "xn--" not in domain.lower():
+        return domain
+    try:
+        return idna.decode(domain)
+    except UnicodeError:  # idna.IDNAError is one
+        return domain
+
+
 def domain_error(domain: str) -> str | None:
     if not _DOMAIN.match(ascii_domain(domain)):
         return (
@@ -370,19 +382,36 @@ def schema_reference_error(schema: Any, path: str = "schema") -> str | None:
 
 
 def _schema_items(
-    value: Any, path: str, skip: tuple[str, ...] = ()
+    value: Any, path: str, parents: set[int] | None = None
 ) -> Iterator[tuple[str, str, Any]]:
     """Every key of a schema at any depth, in order, as (path, key, value);
-    the values of `skip` keys (data, not schemas) are not entered."""
+    with `parents` (id()s, see _schemas_read) only the keys of those objects."""
     if isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _schema_items(item, f"{path}[{index}]", skip)
+            yield from _schema_items(item, f"{path}[{index}]", parents)
     elif isinstance(value, Mapping):
         for key, item in value.items():
             where = f"{path}.{key}"
-            yield where, key, item
-            if key not in skip:
-                yield from _schema_items(item, where, skip)
+            if parents is None or id(value) in parents:
+                yield where, key, item
+            yield from _schema_items(item, where, parents)
+
+
+def _resolving(schema: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """(the schema's dialect, its root resource, a resolver at the root) for
+    following its references as the validator does, with an empty registry:
+    nothing is ever fetched."""
+    import referencing
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    dialect = schema.get("$schema")
+    specification = specification_with(
+        dialect if isinstance(dialect, str) else "", default=DRAFT202012
+    )
+    base = "urn:pagewatch:extraction-schema"
+    root = specification.create_resource(schema)
+    registry = referencing.Registry().with_resource(base, root).crawl()
+    return specification, root, registry.resolver(base_uri=base)
 
 
 def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
@@ -393,18 +422,10 @@ def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
     fit. Resolved as the validator resolves them (a nested $id moves the base),
     with an empty registry: nothing is ever fetched. Call it on a valid schema
     without references to other documents (schema_reference_error)."""
-    import referencing
     import referencing.exceptions
-    from referencing.jsonschema import DRAFT202012, specification_with
 
-    dialect = schema.get("$schema")
-    specification = specification_with(
-        dialect if isinstance(dialect, str) else "", default=DRAFT202012
-    )
-    root = specification.create_resource(schema)
-    base = "urn:pagewatch:extraction-schema"
-    registry = referencing.Registry().with_resource(base, root).crawl()
-    waiting = [(root, registry.resolver(base_uri=base))]
+    _, root, resolver = _resolving(schema)
+    waiting = [(root, resolver)]
     while waiting:
         resource, resolver = waiting.pop()
         for key in _REFERENCE_KEYS:
@@ -428,15 +449,14 @@ def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
-# Keywords whose values are data (an answer's possible values), not schemas.
-_SCHEMA_DATA_KEYS = ("enum", "const", "default", "examples")
-
-
 def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
     """Why a regex of a JSON Schema given for extraction cannot be used, or
     None. Answers are checked with RE2 (checks.ai.patterns), which matches in
-    linear time and has no look-arounds or backreferences."""
-    for where, key, value in _schema_items(schema, path, skip=_SCHEMA_DATA_KEYS):
+    linear time and has no look-arounds or backreferences. Only where the
+    validator reads keywords: a field named patternProperties (a key under
+    `properties`) holds no patterns."""
+    read = _schemas_read(schema) if isinstance(schema, Mapping) else set()
+    for where, key, value in _schema_items(schema, path, parents=read):
         found = (
             [value]
             if key == "pattern" and isinstance(value, str)
@@ -460,11 +480,15 @@ def schema_unevaluated_properties_error(schema: Any) -> str | None:
     patterns with Python's backtracking `re`, which an answer (steered by the
     page read) can hold for hours; answers' patterns are matched with RE2
     only (checks.ai.patterns). Anywhere in the schema counts, as references,
-    allOf, if/then and the rest can bring the two together."""
-    # Anywhere: a reference can make any part of a schema a schema
-    # (`#/$defs/x`, `#/properties`, `#/enum/0`).
+    allOf, if/then and the rest can bring the two together; but only where
+    the validator reads keywords, so a field named unevaluatedProperties
+    (a key under `properties`) is no keyword."""
+    if not isinstance(schema, Mapping):
+        return None
+    read = _schemas_read(schema)
+    # The first of each in the schema's own order, for the message.
     found: dict[str, str] = {}
-    for where, key, _ in _schema_items(schema, "schema"):
+    for where, key, _ in _schema_items(schema, "schema", parents=read):
         if key in ("unevaluatedProperties", "patternProperties"):
             found.setdefault(key, where)
     if "patternProperties" not in found or "unevaluatedProperties" not in found:
@@ -474,6 +498,41 @@ def schema_unevaluated_properties_error(schema: Any) -> str | None:
         "patternProperties (checking which keys those patterns took could take "
         "hours on some answers); use additionalProperties instead."
     )
+
+
+def _schemas_read(schema: Mapping[str, Any]) -> set[int]:
+    """The id() of every object in `schema` the validator may read as a
+    schema: its subschemas, as the dialect places them, and whatever a
+    reference points to, which can be any part of it (`#/properties`,
+    `#/enum/0`) and the subschemas of that. Resolved as
+    schema_dangling_reference_error resolves them (nothing is fetched); a
+    reference that leads nowhere is never read."""
+    import referencing.exceptions
+
+    specification, root, resolver = _resolving(schema)
+    read: set[int] = set()
+    waiting = [(root, resolver)]
+    while waiting:
+        resource, resolver = waiting.pop()
+        contents = resource.contents
+        if not isinstance(contents, Mapping) or id(contents) in read:
+            continue
+        read.add(id(contents))
+        for key in _REFERENCE_KEYS:
+            reference = contents.get(key)
+            if not isinstance(reference, str):
+                continue
+            try:
+                resolved = resolver.lookup(reference)
+            except referencing.exceptions.Unresolvable:
+                continue
+            # A lookup's resolver stands in its target already.
+            target = specification.create_resource(resolved.contents)
+            waiting.append((target, resolved.resolver))
+        waiting.extend(
+            (sub, resolver.in_subresource(sub)) for sub in resource.subresources()
+        )
+    return read
 
 
 # Keywords that apply a schema to the same value, not to a part of it: a loop
@@ -492,17 +551,7 @@ def schema_reference_loop_error(schema: Mapping[str, Any]) -> str | None:
     every answer. A reference reached again one level down the answer (a
     tree's `children`) is no loop. Resolved as schema_dangling_reference_error
     resolves them (nothing is ever fetched); call it after that one."""
-    import referencing
-    import referencing.exceptions
-    from referencing.jsonschema import DRAFT202012, specification_with
-
-    dialect = schema.get("$schema")
-    specification = specification_with(
-        dialect if isinstance(dialect, str) else "", default=DRAFT202012
-    )
-    base = "urn:pagewatch:extraction-schema"
-    root = specification.create_resource(schema)
-    registry = referencing.Registry().with_resource(base, root).crawl()
+    specification, root, root_resolver = _resolving(schema)
     # id() of each schema on the current path of in-place steps, and the
     # longest in-place path from each schema whose every path ends.
     on_path: set[int] = set()
@@ -541,7 +590,7 @@ def schema_reference_loop_error(schema: Mapping[str, Any]) -> str | None:
         longest[id(contents)] = most
         return most
 
-    waiting = [(root, registry.resolver(base_uri=base))]
+    waiting = [(root, root_resolver)]
     while waiting:
         resource, its_resolver = waiting.pop()
         try:

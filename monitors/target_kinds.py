@@ -70,8 +70,10 @@ class FormField:
     advanced: bool = False
     # Controls with the same non-empty row stand side by side.
     row: str = ""
-    # How a list is shown back in its control.
+    # How a list is shown back in its control, and each of its items (a
+    # site kept in ASCII, shown in the letters people type).
     joiner: str = "\n"
+    show_item: Callable[[str], str] | None = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
     choices: tuple[tuple[str, str], ...] = ()
     format: str = ""

@@ -34,9 +34,9 @@ from teams.activity import SYSTEM, Actor, Kind, record
 from teams.models import Invitation
 
 
-def member_left(actor: Actor, team: Team, user: Any) -> int:
+def member_left(actor: Actor, team: Team, user: Any, **details: Any) -> int:
     """Record the removal and revoke the keys `user` made for `team`; returns
-    how many were revoked."""
+    how many were revoked. `details` go into the entry (`account_deleted`)."""
     revoked = ApiKey.objects.filter(team=team, created_by=user).revoke()
     if user.email:
         # Sent before they came in another way (the admin, single sign-on):
@@ -48,7 +48,8 @@ def member_left(actor: Actor, team: Team, user: Any) -> int:
     _unvouched(team, user)
     left = actor.user is not None and actor.user.pk == user.pk
     record(actor, team, Kind.MEMBER_REMOVED, member=user.get_username(),
-           keys_revoked=len(revoked), **({"left": True} if left else {}))  # fmt: skip
+           keys_revoked=len(revoked), **({"left": True} if left else {}),
+           **details)  # fmt: skip
     return len(revoked)
 
 
@@ -135,10 +136,17 @@ def role_changed(actor: Actor, membership: Membership, was: str, **details: Any)
 
 
 def account_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
-    """pre_delete of a user: their keys would outlive them as nobody's."""
+    """pre_delete of a user, whatever deletes it (the admin, a command, the
+    shell), sent inside the deletion's transaction: their keys would outlive
+    them as nobody's, and each team they are still in must hear they are gone
+    (its owners are asked to renew the feed links they may have copied).
+    The admin takes them out of their teams first, naming the administrator;
+    any other way nobody is known, and Pagewatch itself says it."""
     for key in ApiKey.objects.filter(created_by=instance).revoke():
         record(SYSTEM, key.team_id, Kind.KEY_REVOKED, name=key.name,
                member=instance.get_username(), reason="account deleted")  # fmt: skip
+    for membership in Membership.objects.filter(user=instance).select_related("team"):
+        member_left(SYSTEM, membership.team, instance, account_deleted=True)
 
 
 def with_keys_made(memberships: QuerySet[Membership]) -> QuerySet[Membership]:

@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, models, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -285,6 +285,11 @@ class ActivityQuerySet(models.QuerySet["Activity"]):
             .order_by("id")[:GONE_NAMED]
         )
 
+    def by_person(self, user: Any) -> ActivityQuerySet:
+        """What `user` did: themselves, or through an API key they made (such
+        an entry names the key, not them)."""
+        return self.filter(Q(user=user) | Q(api_key__created_by=user))
+
     def expired(self, days: int, cutoff: datetime) -> ActivityQuerySet:
         """Entries of teams keeping activity `days` days, made before cutoff."""
         return self.filter(team__activity_retention_days=days, at__lt=cutoff)
@@ -457,6 +462,8 @@ class Activity(models.Model):
         name = d.get("member") or self.user_name or "someone"
         if d.get("left"):
             return f"{name} left the team"
+        if d.get("account_deleted"):
+            return f"{name}'s account was deleted"
         return f"{name} was removed from the team"
 
     def address_seen_by(self, membership: Membership) -> str | None:
@@ -518,6 +525,9 @@ class Activity(models.Model):
         if self.kind == kind.RECOVERY_CODES_REMOVED:
             left = ": only their authenticator app is left" if d.get("app_left") else ""
             return f"Removed {d.get('member', 'someone')}'s recovery codes{left}"
+        if self.kind == kind.MONITOR_DELETED and d.get("for_good"):
+            # In the admin: its history went with it, not kept out of sight.
+            return "Deleted for good with its history"
         if self.kind == kind.MONITOR_CREATED and d.get("imported"):
             return f"Imported from {d['source']}" if d.get("source") else "Imported"
         if self.kind in words:
@@ -587,6 +597,8 @@ class Activity(models.Model):
             said = f"Removed {d.get('member', 'a member')} from the team"
             if revoked:
                 said += " and revoked " + keys_made_words(revoked, "they")
+            if d.get("account_deleted"):
+                said += ": their account was deleted"
             return said
         if self.kind == kind.ROLE_CHANGED:
             said = (

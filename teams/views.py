@@ -569,7 +569,7 @@ def team_activity(request: DashboardRequest) -> HttpResponse:
         (u for u in members + former if str(u.pk) == request.GET.get("person")), None
     )
     if person is not None:
-        entries = entries.filter(user=person)
+        entries = entries.by_person(person)
     kind = request.GET.get("kind", "")
     if kind in Activity.Kind.values:
         entries = entries.filter(kind=kind)

@@ -241,6 +241,31 @@ def test_the_activity_page_filters_by_person_monitor_and_kind(
     assert web.get(url, {"monitor": "not-a-uuid"}).status_code == 200
 
 
+def test_filtering_by_person_includes_what_they_did_through_their_api_keys(
+    web, team, ana, django_user_model, scrape_monitor_body
+):
+    bob = django_user_model.objects.create_user("bob", "bob@acme.test")
+    Membership.objects.create(team=team, user=bob, role="editor")
+    _, bobs = ApiKey.issue(team, name="bob's CI", created_by=bob)
+    _, anas = ApiKey.issue(team, name="ana's laptop", created_by=ana)
+    for raw, name in ((bobs, "Made by Bob's key"), (anas, "Made by Ana's key")):
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+        body = scrape_monitor_body | {"name": name}
+        assert api.post("/v2/monitor", body, format="json").status_code == 200
+
+    by_bob = web.get(reverse("team-activity"), {"person": bob.pk})
+
+    entries = list(by_bob.context["entries"])
+    assert [(e.kind, e.key_name, e.monitor_name) for e in entries] == [
+        (Kind.MONITOR_CREATED, "bob's CI", "Made by Bob's key")
+    ]
+    assert "the API key “bob's CI”" in text_of(by_bob)
+    by_ana = web.get(reverse("team-activity"), {"person": ana.pk})
+    named = {e.monitor_name for e in by_ana.context["entries"]}
+    assert "Made by Ana's key" in named and "Made by Bob's key" not in named
+
+
 def test_the_activity_page_pages_back_with_a_cursor(web, team, ana):
     monitor = make_monitor(team)
     for n in range(60):

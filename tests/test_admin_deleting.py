@@ -7,6 +7,7 @@ the logs."""
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -326,3 +327,83 @@ def assert_history_kept(monitor: Monitor) -> None:
     )
     assert PageState.objects.filter(monitor=monitor).exists()
     assert MonitorChannel.objects.filter(monitor=monitor).exists()
+
+
+FOR_GOOD = (
+    "This deletes for good, with their whole history: checks, what they "
+    "found, copies of pages and messages sent. It cannot be undone."
+)
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_the_admin_says_a_monitor_goes_for_good_and_the_teams_log_says_so_too(
+    admin_client, big, how
+):
+    if how == "delete page":
+        url, form = admin_url(Monitor, "delete", big.pk), {"post": "yes"}
+        asked = admin_client.get(url)
+    else:
+        url = admin_url(Monitor, "changelist")
+        form = {"action": "delete_selected", "_selected_action": [big.pk]}
+        asked = admin_client.post(url, form)
+        form |= {"post": "yes"}
+
+    said = html.unescape(asked.content.decode())
+    # What the dashboard and the API do instead, so nobody picks this for it.
+    assert FOR_GOOD in said
+    assert "the dashboard and the API keep a deleted monitor's history" in said
+
+    assert admin_client.post(url, form).status_code == 302
+    assert not Monitor.objects.filter(pk=big.pk).exists()
+    entry = Activity.objects.get(kind=Activity.Kind.MONITOR_DELETED)
+    assert (entry.team_id, entry.via, entry.monitor_name, entry.monitor_id) == (
+        big.team_id,
+        "admin",
+        "Pricing page",
+        None,
+    )
+    assert entry.sentence == (
+        "Deleted for good with its history by admin (administration)"
+    )
+    page = html.unescape(admin_client.get(reverse("team-activity")).content.decode())
+    assert "Deleted for good with its history" in page
+
+
+def test_a_monitor_deleted_on_the_dashboard_keeps_its_history_and_says_deleted(
+    admin_client, big
+):
+    admin_client.post(reverse("monitor-delete", args=[big.pk]))
+
+    big.refresh_from_db()
+    assert big.deleted_at is not None and Check.objects.filter(monitor=big).exists()
+    entry = Activity.objects.get(kind=Activity.Kind.MONITOR_DELETED)
+    assert entry.what_words == "Deleted"
+
+
+@pytest.mark.parametrize("model", [Monitor, Channel])
+def test_a_deletion_that_fails_leaves_no_entry_in_the_teams_log(
+    admin_client, big, monkeypatch, model
+):
+    from monitors.admin import channels as channel_admin
+    from monitors.admin import monitors as monitor_admin
+
+    def failed(*_: object, **__: object) -> None:
+        raise RuntimeError("the database went away mid-deletion")
+
+    if model is Monitor:
+        chosen, kind = big, Activity.Kind.MONITOR_DELETED
+        monkeypatch.setattr(monitor_admin, "delete_monitors", failed)
+    else:
+        chosen, kind = (
+            Channel.objects.get(owner_monitor=None),
+            Activity.Kind.CHANNEL_DELETED,
+        )
+        monkeypatch.setattr(channel_admin, "delete_channels", failed)
+    url = admin_url(model, "changelist")
+    form = {"action": "delete_selected", "_selected_action": [chosen.pk], "post": "yes"}
+
+    with pytest.raises(RuntimeError):
+        admin_client.post(url, form)
+
+    assert model.objects.filter(pk=chosen.pk).exists()
+    assert not Activity.objects.filter(kind=kind).exists()

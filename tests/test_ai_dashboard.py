@@ -596,6 +596,61 @@ def test_a_schema_that_refers_to_itself_one_level_down_is_accepted(api):
     assert response.status_code == 200, response.content
 
 
+def json_format_saved(api, schema: dict[str, Any]) -> Any:
+    return api.post(
+        "/v2/monitor",
+        body(scrapeOptions={"formats": [{"type": "json", "schema": schema}]}),
+        format="json",
+    )
+
+
+@pytest.mark.parametrize("name", ["unevaluatedProperties", "$ref", "pattern"])
+def test_a_field_named_like_a_keyword_in_a_schema_with_patterns_is_accepted(api, name):
+    # Under `properties` a key is a field of the answer, not a keyword.
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "string"}, "price": {"type": "number"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "$defs": {name: {"type": "string"}},
+    }
+    response = json_format_saved(api, schema)
+    assert response.status_code == 200, response.content
+    target = Target.objects.get(monitor_id=response.json()["data"]["id"])
+    assert target.scrape_options["formats"][0]["schema"] == schema
+
+
+def test_a_field_named_pattern_properties_is_not_read_as_patterns(api):
+    # Its schema's own keys ("x-unit(s" an annotation) are no patterns.
+    field = {"type": "object", "x-unit(s": "EUR"}
+    schema = {"type": "object", "properties": {"patternProperties": field}}
+    response = json_format_saved(api, schema)
+    assert response.status_code == 200, response.content
+
+
+def test_a_pattern_a_reference_makes_part_of_the_schema_is_still_checked(api):
+    schema = {"enum": [{"pattern": "(a)\\1"}], "not": {"$ref": "#/enum/0"}}
+    response = json_format_saved(api, schema)
+    assert response.status_code == 400
+    assert "schema.enum[0].pattern: Not a pattern" in response.json()["error"]
+
+
+def test_a_fields_map_a_reference_makes_a_schema_is_still_read_as_one(api):
+    # "#/properties" makes the map of fields a schema of its own, its field
+    # named unevaluatedProperties then the keyword.
+    schema = {
+        "type": "object",
+        "properties": {"unevaluatedProperties": False},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": {"$ref": "#/properties"},
+    }
+    response = json_format_saved(api, schema)
+    assert response.status_code == 400
+    assert (
+        "schema.properties.unevaluatedProperties cannot be used"
+        in response.json()["error"]
+    )
+
+
 def test_ignore_lines_round_trip_through_the_api_and_bad_ones_are_named(api):
     good = dict(body(), ignoreLines=[" Last updated ", "/\\d+ views/", ""])
     created = api.post("/v2/monitor", good, format="json").json()["data"]

@@ -812,3 +812,55 @@ def test_an_apprise_url_naming_no_address_is_saved_without_looking_its_host_up(
     assert response.status_code == 200, response.content
     assert Channel.objects.get(team=team).settings["url"] == url
     assert looked_up == []
+
+
+EARLIER_HOOK = "https://chat.acme.example/hooks/abc123"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"url": EARLIER_HOOK}, {"url": "https://••••c123"}, {}],
+    ids=["the address itself", "the address as shown", "no address"],
+)
+def test_a_slack_webhook_saved_before_the_hosts_rule_is_renamed_keeping_its_address(
+    api, team, given
+):
+    # Another tool's hook, taken before only Slack's own hosts were.
+    channel = Channel.objects.create(
+        team=team, name="Chat", kind="slack_webhook",
+        settings={"url": EARLIER_HOOK}, events=["meaningful"],
+    )  # fmt: skip
+    shown = data(api.get(f"/v2/channels/{channel.pk}"))["settings"]
+    assert shown["url"] == "https://••••c123"
+
+    renamed = data(
+        api.patch(
+            f"/v2/channels/{channel.pk}",
+            {"name": "Team chat", "settings": given},
+            format="json",
+        )
+    )
+
+    assert renamed["name"] == "Team chat"
+    channel.refresh_from_db()
+    assert (channel.name, channel.settings) == ("Team chat", {"url": EARLIER_HOOK})
+
+
+def test_a_new_address_for_a_slack_webhook_saved_before_the_rule_must_be_slacks(
+    api, team
+):
+    channel = Channel.objects.create(
+        team=team, name="Chat", kind="slack_webhook",
+        settings={"url": EARLIER_HOOK}, events=["meaningful"],
+    )  # fmt: skip
+
+    response = api.patch(
+        f"/v2/channels/{channel.pk}",
+        {"settings": {"url": "https://chat.acme.example/hooks/other456"}},
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert "https://hooks.slack.com/services/" in response.json()["error"]
+    channel.refresh_from_db()
+    assert channel.settings == {"url": EARLIER_HOOK}

@@ -769,3 +769,55 @@ def test_a_slack_webhook_form_with_another_tools_address_points_to_apprise(web):
     assert "This is not a Slack incoming-webhook address" in page
     assert "make a “Chat and push (Apprise)” channel" in page
     assert not Channel.objects.exists()
+
+
+# Another tool's hook, which a Slack incoming-webhook channel could be given
+# before only Slack's own hosts were taken.
+EARLIER_HOOK = "https://chat.acme.example/hooks/abc123"
+
+
+def saved_before_the_slack_hosts_rule(team) -> Channel:
+    return Channel.objects.create(
+        team=team, name="Chat", kind="slack_webhook",
+        settings={"url": EARLIER_HOOK}, events=["meaningful"],
+    )  # fmt: skip
+
+
+def test_a_slack_webhook_saved_before_the_hosts_rule_is_renamed_keeping_its_address(
+    web, team
+):
+    channel = saved_before_the_slack_hosts_rule(team)
+    url = f"/channels/{channel.pk}/"
+    form = html.unescape(web.get(url).content.decode())
+    assert EARLIER_HOOK not in form  # a secret: shown masked, sent back empty
+
+    response = web.post(
+        url,
+        {"name": "Team chat", "events": ["meaningful"], "setting_url": "",
+         "failing_after": "3"},
+    )  # fmt: skip
+
+    assert response.status_code == 302
+    channel.refresh_from_db()
+    assert (channel.name, channel.settings) == ("Team chat", {"url": EARLIER_HOOK})
+    entry = Activity.objects.get(kind=Activity.Kind.CHANNEL_EDITED)
+    assert entry.what_words == "Changed the channel “Team chat”"
+
+
+def test_a_new_address_for_a_slack_webhook_saved_before_the_rule_must_be_slacks(
+    web, team
+):
+    channel = saved_before_the_slack_hosts_rule(team)
+
+    response = web.post(
+        f"/channels/{channel.pk}/",
+        {"name": "Chat", "events": ["meaningful"], "failing_after": "3",
+         "setting_url": "https://chat.acme.example/hooks/other456"},
+    )  # fmt: skip
+
+    assert response.status_code == 400
+    page = html.unescape(response.content.decode())
+    assert "This is not a Slack incoming-webhook address" in page
+    channel.refresh_from_db()
+    assert channel.settings == {"url": EARLIER_HOOK}
+    assert not Activity.objects.filter(kind=Activity.Kind.CHANNEL_EDITED).exists()

@@ -8,6 +8,9 @@ from __future__ import annotations
 import html
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db.models.signals import post_delete
 from django.urls import reverse
 
 from monitors.dashboard import feeds
@@ -278,3 +281,68 @@ def test_a_feed_link_whose_renewal_cannot_be_logged_stays_as_it_was(
         client.post(url)
 
     assert tokens(team) == before
+
+
+DELETE_EDDIE = (
+    "from django.contrib.auth import get_user_model; "
+    "get_user_model().objects.get(username='eddie').delete()"
+)
+DELETED_NOTICE = "eddie's account was deleted after the feed links were last made new"
+
+
+def test_an_account_deleted_outside_the_admin_is_removed_in_each_of_its_teams_logs(
+    client, team, other_team, people, monitors
+):
+    owner, editor, _ = people
+    Membership.objects.create(team=other_team, user=owner, role=Membership.Role.OWNER)
+    Membership.objects.create(team=other_team, user=editor, role=Membership.Role.VIEWER)
+
+    call_command("shell", command=DELETE_EDDIE)
+
+    removed = Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED)
+    assert sorted(
+        removed.values_list("team_id", "via", "details__member", "user_id")
+    ) == sorted([(team.pk, "system", "eddie", None),
+                 (other_team.pk, "system", "eddie", None)])  # fmt: skip
+    assert {entry.what_words for entry in removed} == {
+        "Removed eddie from the team: their account was deleted"
+    }
+    client.force_login(owner)
+    page = text_of(client.get(reverse("team-members")))
+    assert DELETED_NOTICE in page and "Renew feed links" in page
+
+
+def test_an_account_deleted_in_the_admin_names_the_administrator_once_per_team(
+    admin_client, admin_user, client, team, people
+):
+    owner, editor, _ = people
+    User = get_user_model()
+
+    admin_client.post(
+        reverse("admin:auth_user_delete", args=[editor.pk]), {"post": "yes"}
+    )
+
+    assert not User.objects.filter(pk=editor.pk).exists()
+    removed = Activity.objects.get(team=team, kind=Activity.Kind.MEMBER_REMOVED)
+    assert (removed.via, removed.user_id) == ("admin", admin_user.pk)
+    assert removed.actor_words == "admin (administration)"
+    client.force_login(owner)
+    assert DELETED_NOTICE in text_of(client.get(reverse("team-members")))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deletion_that_fails_leaves_no_removal_in_the_log(team, people):
+    _, editor, _ = people
+
+    def refused(**_: object) -> None:
+        raise RuntimeError("the deletion failed after the log was written")
+
+    post_delete.connect(refused, sender=get_user_model(), weak=False)
+    try:
+        with pytest.raises(RuntimeError):
+            editor.delete()
+    finally:
+        post_delete.disconnect(refused, sender=get_user_model())
+
+    assert Membership.objects.filter(user=editor).exists()
+    assert not Activity.objects.filter(kind=Activity.Kind.MEMBER_REMOVED).exists()

@@ -402,3 +402,43 @@ def test_our_copy_of_a_result_says_what_became_of_it_not_that_it_is_compared(
         assert "Nothing changed on this page" not in said
         assert "This change matters" not in said
         assert "reported once, the first time it is found" in said
+
+
+def test_a_site_typed_in_letters_is_kept_in_ascii_and_shown_as_typed(web, team):
+    # Results are matched against the ASCII name (checks.search.canonical);
+    # people read the name they typed, on the monitor's page and when editing.
+    data = form_data(include_domains="Bücher.example\nexample.com")
+    response = web.post("/monitors/new/", data)
+    assert response.status_code == 302
+    target = Target.objects.get(monitor__team=team)
+    assert target.include_domains == ["xn--bcher-kva.example", "example.com"]
+
+    page = html.unescape(web.get(target.monitor.get_absolute_url()).content.decode())
+    assert "only bücher.example, example.com" in page
+    assert "xn--" not in page
+
+    edit = reverse("monitor-edit", args=[target.monitor.pk])
+    form = html.unescape(web.get(edit).content.decode())
+    assert "bücher.example\nexample.com</textarea>" in form
+    assert "xn--" not in form
+
+
+def test_editing_a_monitor_keeps_its_sites_in_ascii(web, team):
+    monitor = make_monitor(team, ["acme"], exclude_domains=["xn--bcher-kva.example"])
+    target = monitor.targets.get()
+    edit = reverse("monitor-edit", args=[monitor.pk])
+    form = html.unescape(web.get(edit).content.decode())
+    assert "bücher.example</textarea>" in form
+
+    # The form sent back unchanged saves the same names, not their letters.
+    key = re.search(r'name="target" value="([^"]+)"', form)[1]
+    data = {
+        name.replace("t0000bbbb", key): value
+        for name, value in form_data(exclude_domains="bücher.example").items()
+    }
+    data["target"] = [key]
+    data[f"{key}-id"] = str(target.pk)
+    response = web.post(edit, data)
+    assert response.status_code == 302
+    target.refresh_from_db()
+    assert target.exclude_domains == ["xn--bcher-kva.example"]

@@ -381,6 +381,27 @@ def test_a_host_with_sharp_s_is_its_own_site_not_the_one_spelt_with_ss():
     assert domain_allowed("https://faß.example/x", include=["xn--fa-hia.example"])
 
 
+@pytest.mark.parametrize(
+    ("letters", "ascii_name"),
+    [
+        ("☃.net", "xn--n3h.net"),
+        ("i❤.ws", "xn--i-7iq.ws"),
+        ("faß☃.example", "xn--fa-hia6419a.example"),
+    ],
+)
+def test_a_host_idna_2008_refuses_is_one_result_with_its_ascii_name(
+    letters, ascii_name
+):
+    # Symbols are no letters to IDNA 2008, but browsers (and search engines)
+    # still go to xn--n3h.net for ☃.net: one site, one result.
+    assert result_key(f"https://{letters}/a") == result_key(f"https://{ascii_name}/a")
+    assert result_key(f"https://WWW.{letters}/a/") == result_key(
+        f"https://{ascii_name}/a"
+    )
+    assert domain_allowed(f"https://{letters}/a", include=[ascii_name])
+    assert not domain_allowed(f"https://{letters}/a", exclude=[ascii_name])
+
+
 def test_results_are_held_to_the_address_policy_through_its_own_switch(settings):
     # The switch every door reads (checks.fetch.policy): a deployment whose
     # settings leave ALLOW_PRIVATE_NETWORK_TARGETS out has it off, and the

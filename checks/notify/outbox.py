@@ -63,11 +63,8 @@ def _send(task: str, argument: Any, ids: list[int]) -> None:
     except Exception as exc:
         # The broker away is routine: its reason in one line, not a traceback
         # per batch; anything else with its traceback.
-        logger.warning(
-            "Could not queue deliveries %s; the sweeper will retry: %s",
-            ids,
-            outages.reason(exc),
-            exc_info=outages.traceback_of(exc),
+        outages.warn(
+            logger, exc, "Could not queue deliveries %s; the sweeper will retry", ids
         )
 
 

@@ -16,6 +16,8 @@ import hashlib
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
+import idna
+
 from monitors.rules import ascii_domain
 
 # Query parameters that say where a click came from, never which page it is.
@@ -40,8 +42,29 @@ def is_tracking(name: str) -> bool:
 
 def host_of(url: str) -> str:
     """The URL's host, lower case, without a leading ``www.``."""
-    host = ascii_domain((urlsplit(url).hostname or "").lower().rstrip("."))
+    host = _ascii_host((urlsplit(url).hostname or "").lower().rstrip("."))
     return host[4:] if host.startswith("www.") else host
+
+
+def _ascii_host(host: str) -> str:
+    """`ascii_domain`, and for a name IDNA 2008 refuses (a symbol: ☃.net) the
+    ASCII name browsers go to (xn--n3h.net), so that both spellings are one
+    result. Such a name is still no domain rule (rules.domain_error refuses
+    it), but a search engine may well give it. The same UTS 46 mapping as
+    ascii_domain (ß stays ß) without IDNA 2008's check of each letter, as the
+    WHATWG URL standard does; IDNA 2003 would read faß☃ as another site,
+    fass☃. A name even that cannot map stays as given: a key of its own."""
+    ascii_host = ascii_domain(host)
+    if ascii_host.isascii():
+        return ascii_host
+    try:
+        mapped = idna.uts46_remap(host, std3_rules=False, transitional=False)
+        return ".".join(
+            label if label.isascii() else "xn--" + label.encode("punycode").decode()
+            for label in mapped.split(".")
+        )
+    except UnicodeError:  # idna.IDNAError and InvalidCodepoint are ones
+        return host
 
 
 def canonical_url(url: str) -> str:

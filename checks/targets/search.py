@@ -122,12 +122,12 @@ class SearchKind(TargetKind):
             "include_domains", "Only these sites",
             "Host names such as example.com, one per line.",
             path=("includeDomains",), shape="items", widget="textarea",
-            row="sites", attrs={"rows": 2},
+            row="sites", attrs={"rows": 2}, show_item=rules.unicode_domain,
         ),
         FormField(
             "exclude_domains", "Never these sites", "Host names, one per line.",
             path=("excludeDomains",), shape="items", widget="textarea",
-            row="sites", attrs={"rows": 2},
+            row="sites", attrs={"rows": 2}, show_item=rules.unicode_domain,
         ),
     )  # fmt: skip
     summary_template = "monitors/targets/search.html"

@@ -185,10 +185,13 @@ class ChannelAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin)
         self.delete_queryset(request, Channel.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-        for channel in queryset:
-            record(_admin(request), channel.team_id, Kind.CHANNEL_DELETED,
-                   name=channel.name)  # fmt: skip
-        delete_channels(queryset)
+        # For good, as on the Channels page and through the API (a channel
+        # keeps no history of its own: its deliveries go with it).
+        with transaction.atomic():
+            for channel in queryset:
+                record(_admin(request), channel.team_id, Kind.CHANNEL_DELETED,
+                       name=channel.name)  # fmt: skip
+            delete_channels(queryset)
 
     def save_model(
         self, request: HttpRequest, obj: Channel, form: Any, change: bool

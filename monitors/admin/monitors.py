@@ -313,15 +313,21 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
             EmailRecipient.objects.filter(monitor__in=objs),
         ]
 
+    # Deleting here is for good, with the history (checks.deleting): what
+    # the admin is for when a monitor must go now. The dashboard and the API
+    # only mark one deleted and keep its history for its retention period.
+    # The confirmation pages say so (templates/admin/monitors/monitor/), and
+    # the team's log tells this deletion from theirs.
     def delete_model(self, request: HttpRequest, obj: Monitor) -> None:
-        # The entry keeps the monitor's name when the monitor is gone.
-        record(_admin(request), obj.team_id, Kind.MONITOR_DELETED, obj)
-        delete_monitors(Monitor.objects.filter(pk=obj.pk))
+        self.delete_queryset(request, Monitor.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-        for monitor in queryset:
-            record(_admin(request), monitor.team_id, Kind.MONITOR_DELETED, monitor)
-        delete_monitors(queryset)
+        with transaction.atomic():
+            for monitor in queryset:
+                # The entry keeps the monitor's name when the monitor is gone.
+                record(_admin(request), monitor.team_id, Kind.MONITOR_DELETED,
+                       monitor, for_good=True)  # fmt: skip
+            delete_monitors(queryset)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str

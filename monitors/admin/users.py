@@ -115,7 +115,12 @@ class AccountAdmin(UserAdmin):
         with transaction.atomic():
             memberships = Membership.objects.filter(user__in=queryset)
             for membership in memberships.select_related("team", "user"):
-                member_left(_admin(request), membership.team, membership.user)
+                member_left(_admin(request), membership.team, membership.user,
+                            account_deleted=True)  # fmt: skip
+            # Out of their teams before the account goes: the removal is
+            # recorded once, by the administrator, not again by Pagewatch
+            # (teams.members.account_deleted).
+            memberships.delete()
             super().delete_queryset(request, queryset)
 
 

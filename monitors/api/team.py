@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -48,109 +48,78 @@ TOKENS_ARE_CREDITS = (
     "the model."
 )
 
-CREDIT_USAGE = envelope(
-    "CreditUsageResponse",
-    inline_serializer(
-        "CreditUsage",
-        {
-            "remainingCredits": serializers.IntegerField(
-                help_text=f"Left this month; {UNLIMITED:,} when the team has no "
-                "monthly allowance (the default)."
-            ),
-            "planCredits": serializers.IntegerField(
-                allow_null=True,
-                help_text="The team's monthly allowance; null when it has none.",
-            ),
-            "creditsUsed": serializers.IntegerField(
-                help_text="Pagewatch extension: used this month, including "
-                "credits held by checks still running."
-            ),
-            "billingPeriodStart": TimestampField(),
-            "billingPeriodEnd": TimestampField(
-                help_text="When the next month's allowance starts."
-            ),
-        },
-    ),
-)
 
-CREDIT_USAGE_HISTORICAL = inline_serializer(
-    "CreditUsageHistoricalResponse",
-    {
-        "success": serializers.BooleanField(help_text="Always true."),
-        "periods": inline_serializer(
-            "CreditUsageHistoricalPeriod",
+def _usage_schemas(
+    unit: str, rate: str, month_used: str, months: str
+) -> tuple[Any, Any]:
+    """The OpenAPI shapes of /v2/team/<unit>-usage and its /historical, which
+    differ only in the unit ("Credit", "Token"), how it converts from credits
+    (`rate`, "" for credits) and what a month's figure and the months are."""
+    lower = unit.lower()
+    current = envelope(
+        f"{unit}UsageResponse",
+        inline_serializer(
+            f"{unit}Usage",
             {
-                "startDate": TimestampField(
-                    help_text="The first moment of the month (UTC)."
+                f"remaining{unit}s": serializers.IntegerField(
+                    help_text=f"Left this month{rate}; {UNLIMITED:,} when the team "
+                    "has no monthly allowance (the default)."
                 ),
-                "endDate": TimestampField(
-                    help_text="When the next month starts (UTC)."
+                f"plan{unit}s": serializers.IntegerField(
+                    allow_null=True,
+                    help_text=f"The team's monthly allowance{rate}; null when it "
+                    "has none.",
                 ),
-                "creditsUsed": serializers.IntegerField(
-                    help_text="Credits the team's checks that finished this "
-                    "month used; for the current month also those held by "
-                    "checks still running, as in /v2/team/credit-usage."
+                f"{lower}sUsed": serializers.IntegerField(
+                    help_text=f"Pagewatch extension: used this month{rate}, "
+                    "including credits held by checks still running."
+                ),
+                "billingPeriodStart": TimestampField(),
+                "billingPeriodEnd": TimestampField(
+                    help_text="When the next month's allowance starts."
                 ),
             },
-            many=True,
-            help_text="Oldest first: every month in which a check still kept "
-            "(see the monitors' retention) used credits, and the current "
-            "month. Never broken down by API key (no `apiKey`): scheduled "
-            "checks belong to no key.",
         ),
-    },
-)
-
-TOKEN_USAGE = envelope(
-    "TokenUsageResponse",
-    inline_serializer(
-        "TokenUsage",
+    )
+    historical = inline_serializer(
+        f"{unit}UsageHistoricalResponse",
         {
-            "remainingTokens": serializers.IntegerField(
-                help_text="Left this month, 15 to a credit; "
-                f"{UNLIMITED:,} when the team has no monthly allowance (the "
-                "default)."
-            ),
-            "planTokens": serializers.IntegerField(
-                allow_null=True,
-                help_text="The team's monthly allowance, 15 to a credit; null "
-                "when it has none.",
-            ),
-            "tokensUsed": serializers.IntegerField(
-                help_text="Pagewatch extension: used this month, 15 to a "
-                "credit, including credits held by checks still running."
-            ),
-            "billingPeriodStart": TimestampField(),
-            "billingPeriodEnd": TimestampField(
-                help_text="When the next month's allowance starts."
+            "success": serializers.BooleanField(help_text="Always true."),
+            "periods": inline_serializer(
+                f"{unit}UsageHistoricalPeriod",
+                {
+                    "startDate": TimestampField(
+                        help_text="The first moment of the month (UTC)."
+                    ),
+                    "endDate": TimestampField(
+                        help_text="When the next month starts (UTC)."
+                    ),
+                    f"{lower}sUsed": serializers.IntegerField(help_text=month_used),
+                },
+                many=True,
+                help_text=months,
             ),
         },
-    ),
-)
+    )
+    return current, historical
 
-TOKEN_USAGE_HISTORICAL = inline_serializer(
-    "TokenUsageHistoricalResponse",
-    {
-        "success": serializers.BooleanField(help_text="Always true."),
-        "periods": inline_serializer(
-            "TokenUsageHistoricalPeriod",
-            {
-                "startDate": TimestampField(
-                    help_text="The first moment of the month (UTC)."
-                ),
-                "endDate": TimestampField(
-                    help_text="When the next month starts (UTC)."
-                ),
-                "tokensUsed": serializers.IntegerField(
-                    help_text="The month's creditsUsed in "
-                    "/v2/team/credit-usage/historical, 15 tokens to a credit."
-                ),
-            },
-            many=True,
-            help_text="The same months as /v2/team/credit-usage/historical, "
-            "oldest first.",
-        ),
-    },
+
+CREDIT_USAGE, CREDIT_USAGE_HISTORICAL = _usage_schemas(
+    "Credit",
+    "",
+    month_used="Credits the team's checks that finished this month used; for "
+    "the current month also those held by checks still running, as in "
+    "/v2/team/credit-usage.",
+    months="Oldest first: every month in which a check still kept (see the "
+    "monitors' retention) used credits, and the current month. Never broken "
+    "down by API key (no `apiKey`): scheduled checks belong to no key.",
+)
+TOKEN_USAGE, TOKEN_USAGE_HISTORICAL = _usage_schemas(
+    "Token",
+    ", 15 to a credit",
+    month_used="The month's creditsUsed in /v2/team/credit-usage/historical, "
+    "15 tokens to a credit.",
+    months="The same months as /v2/team/credit-usage/historical, oldest first.",
 )
 
 BY_API_KEY = OpenApiParameter(

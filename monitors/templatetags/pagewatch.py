@@ -218,6 +218,13 @@ def search_window_words(window: str | None) -> str:
     return rules.SEARCH_WINDOW_LABELS.get(window, window)
 
 
+@register.filter
+def site_names(domains: Iterable[str] | None) -> list[str]:
+    """`{{ target.include_domains|site_names|join:", " }}`: sites kept in
+    their ASCII form (xn--bcher-kva.de) as people write them (bücher.de)."""
+    return [rules.unicode_domain(domain) for domain in domains or ()]
+
+
 @register.simple_tag
 def mail_not_sent() -> str:
     """`{% mail_not_sent as reason %}`: why no e-mail leaves this server (the

@@ -86,10 +86,12 @@ class ChannelInputSerializer(StrictMixin, serializers.Serializer):
             return given
         if len(str(given)) > SETTINGS_MAX_CHARS:
             raise ValidationError("Too large.")
-        if stored is not None:
-            given = kind.merge(stored.settings, given)
+        team = self.context["team"]
         try:
-            return kind.clean_for(self.context["team"], given)
+            if stored is not None:
+                given = kind.merge(stored.settings, given)
+                return kind.clean_change(team, stored.settings, given)
+            return kind.clean_for(team, given)
         except kinds.SettingsError as exc:
             raise ValidationError({k: [v] for k, v in exc.errors.items()}) from None
 

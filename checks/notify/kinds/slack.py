@@ -511,10 +511,7 @@ class SlackWebhookKind(ChannelKind):
     secrets = ("url",)
 
     def clean(self, settings: dict[str, Any]) -> dict[str, Any]:
-        cleaned = super().clean(settings)
-        # The address policy too, as for the webhook kind (see there).
-        if problem := url_problem(cleaned["url"]):
-            raise SettingsError({"url": problem[1]})
+        cleaned = self._within_policy(settings)
         # The message is Slack's Block Kit: tools that take Slack's shape
         # (Mattermost, Rocket.Chat) show only its fallback text, and Apprise
         # formats for each of them. A channel named Slack posts to Slack.
@@ -525,6 +522,25 @@ class SlackWebhookKind(ChannelKind):
             raise SettingsError({"url": NOT_SLACK}) from None
         if parts.scheme.lower() != "https" or host not in SLACK_HOOK_HOSTS:
             raise SettingsError({"url": NOT_SLACK})
+        return cleaned
+
+    def clean_change(
+        self, team: Team, stored: dict[str, Any], settings: dict[str, Any]
+    ) -> dict[str, Any]:
+        # A channel saved with another tool's hook before only Slack's hosts
+        # were taken posts there still: an edit that keeps its address (a
+        # new name, other events) is not refused for it, while a new address
+        # is held to the rule. The address policy holds for both.
+        cleaned = self._within_policy(settings)
+        if cleaned["url"] == stored.get("url"):
+            return cleaned
+        return self.clean(settings)
+
+    def _within_policy(self, settings: dict[str, Any]) -> dict[str, Any]:
+        cleaned = super().clean(settings)
+        # The address policy too, as for the webhook kind (see there).
+        if problem := url_problem(cleaned["url"]):
+            raise SettingsError({"url": problem[1]})
         return cleaned
 
     def prepare(self, delivery: Delivery) -> Attempt:

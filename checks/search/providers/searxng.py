@@ -51,33 +51,33 @@ class SearxngProvider(Provider):
         return found
 
     def refused(self, answer: Any) -> str:
-        if answer.status_code == 403:
-            return REFUSED.format(
-                provider="SearXNG",
-                what="to answer in JSON",
-                code=403,
-                fix="allow the format in its settings.yml (search: formats: "
-                "[html, json]).",
-            )
-        if answer.status_code == 404:
-            # Its search page is always there: the address is not the
-            # instance's own, most often the search page's pasted whole.
-            return REFUSED.format(
-                provider="SearXNG",
-                what="the search",
-                code=404,
-                fix="SEARXNG_URL must be the instance's base address without "
-                "/search, which Pagewatch adds itself.",
-            )
-        if answer.status_code == 429:
-            return REFUSED.format(
-                provider="SearXNG",
-                what="the request",
-                code=429,
-                fix="its limiter (bot protection) must let Pagewatch's address "
-                "through.",
-            )
-        return super().refused(answer)
+        refusal = _REFUSALS.get(answer.status_code)
+        if refusal is None:
+            return super().refused(answer)
+        what, fix = refusal
+        return REFUSED.format(
+            provider="SearXNG", what=what, code=answer.status_code, fix=fix
+        )
+
+
+# What SearXNG refuses with a status of its own set-up, and what fixes it.
+_REFUSALS = {
+    403: (
+        "to answer in JSON",
+        "allow the format in its settings.yml (search: formats: [html, json]).",
+    ),
+    # Its search page is always there: the address is not the instance's
+    # own, most often the search page's pasted whole.
+    404: (
+        "the search",
+        "SEARXNG_URL must be the instance's base address without /search, "
+        "which Pagewatch adds itself.",
+    ),
+    429: (
+        "the request",
+        "its limiter (bot protection) must let Pagewatch's address through.",
+    ),
+}
 
 
 def _hit(row: dict[str, Any], position: int) -> Hit | None:

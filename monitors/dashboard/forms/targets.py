@@ -148,7 +148,8 @@ def _shown(spec: FormField, value: Any) -> Any:
     if spec.shape == "pairs":
         return _format_pairs(value)
     if spec.shape in ("lines", "items"):
-        return spec.joiner.join(str(item) for item in value or [])
+        show = spec.show_item or str
+        return spec.joiner.join(show(str(item)) for item in value or [])
     return value
 
 
