@@ -21,6 +21,7 @@ from checks import dispatch, retention, runner
 from checks.models import Heartbeat
 from checks.outages import skipped_while_away
 from monitors.models import ImportRun
+from monitors.moving import importing
 
 logger = logging.getLogger(__name__)
 
@@ -105,8 +106,9 @@ def fail_stale_checks_task() -> int:
         # Previews are swept here too: a worker killed while reading a service
         # leaves its API key in the row, and no key may outlive the stale time.
         ImportRun.objects.give_up_stale_previews(now)
-        # Imports whose worker is gone for good end too, saying how far.
-        ImportRun.objects.stop_stalled(now)
+        # Imports whose worker is gone go on from the monitors made, on the
+        # next worker; out of attempts, they end saying how far they got.
+        importing.go_on_with_stalled(now)
         return failed
     return 0
 

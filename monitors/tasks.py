@@ -32,12 +32,13 @@ IMPORT_RETRY_AFTER = 60
     soft_time_limit=int(settings.CELERY_TASK_SOFT_TIME_LIMIT),
     max_retries=ImportRun.MAX_ATTEMPTS - 1,
 )
-def import_monitors_task(self: Task, run_id: str) -> None:
+def import_monitors_task(self: Task, run_id: str, resume: bool = False) -> None:
     # Redelivered: the worker that had it was stopped or killed mid-import
     # (Ctrl-C past the wait, out of memory), leaving the run "running"; or
-    # retried after the database went away. Either goes on from `made`.
+    # retried after the database went away; or sent to go on with a run its
+    # request or its worker left part way (`resume`). Each goes on from `made`.
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-    again = redelivered or bool(self.request.retries)
+    again = redelivered or bool(self.request.retries) or resume
     run = None
     try:
         run = ImportRun.objects.filter(pk=run_id).select_related("team").first()
@@ -49,6 +50,12 @@ def import_monitors_task(self: Task, run_id: str) -> None:
                 run.stop_part_way(why, timezone.now())
             return  # gone, finished, or taken by another delivery of it
         report = importing.execute_run(run, timezone.now())
+    except ImportRun.Superseded:
+        # Taken over by a later attempt (sent again by the stale sweep, or a
+        # second copy of this message): the batch under way was rolled back
+        # and that attempt makes it.
+        logger.info("Import %s: taken over by a later attempt; this one stops", run_id)
+        return
     except Exception as exc:
         if outages.database_away(exc):
             _pause(self, run, run_id, exc)

@@ -9,6 +9,7 @@ the savepoint statements still pass, as the test's own transaction needs."""
 
 from __future__ import annotations
 
+import html
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,12 +17,13 @@ from datetime import timedelta
 
 import pytest
 from celery.exceptions import Retry
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import DatabaseError, OperationalError, connection
 from django.utils import timezone
 
 from checks.tasks import fail_stale_checks_task
 from monitors import moving
-from monitors.models import ImportRun, Monitor, Target
+from monitors.models import ImportRun, Membership, Monitor, Target
 from monitors.moving import importing, plan
 from monitors.tasks import import_monitors_task
 
@@ -261,3 +263,162 @@ def test_a_batch_rolled_back_after_it_was_recorded_is_not_counted_as_made(team):
     made = {str(pk) for pk in Monitor.objects.values_list("pk", flat=True)}
     assert len(made) == 4 and set(run.made.values()) == made
     assert "2" not in run.made
+
+
+# --- an import small enough to be made in the request -------------------------------
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, list[str], dict]]:
+    """The tasks the request sends, listed instead of reaching a broker: the
+    test does the worker's part itself."""
+    listed: list[tuple[str, list[str], dict]] = []
+
+    def send_task(name, args=None, kwargs=None, **options):
+        listed.append((name, args, kwargs or {}))
+
+    monkeypatch.setattr(importing.current_app, "send_task", send_task)
+    return listed
+
+
+def database_away_during_the_import(monkeypatch) -> None:
+    """The database goes away at the import's second batch of monitors and is
+    back once the request has stopped making them (a restart, a failover)."""
+    real = importing.execute_run
+
+    def executing(run, now):
+        with database_lost_at_second_batch(monkeypatch):
+            return real(run, now)
+
+    monkeypatch.setattr(importing, "execute_run", executing)
+
+
+PAUSED = (
+    "The database went away while the monitors were being made: 2 of 5 were "
+    "made. Pagewatch goes on with the rest by itself in a minute; this page "
+    "shows how far it has got."
+)
+
+
+def _worker_takes(sent) -> None:
+    ((name, args, kwargs),) = sent
+    assert name == importing.IMPORT_TASK
+    import_monitors_task.push_request(retries=0, delivery_info={})
+    try:
+        import_monitors_task.run(*args, **kwargs)
+    finally:
+        import_monitors_task.pop_request()
+
+
+def test_an_import_made_in_the_page_that_loses_its_database_goes_on_by_itself(
+    team, client, django_user_model, monkeypatch, sent
+):
+    person = django_user_model.objects.create_user("mia", "mia@example.com", "x")
+    Membership.objects.create(team=team, user=person)
+    client.force_login(person)
+    uploaded = client.post(
+        "/import/", {"source": "csv", "file": SimpleUploadedFile("l.txt", ADDRESSES)}
+    )
+    run_url = uploaded["Location"]
+    database_away_during_the_import(monkeypatch)
+
+    confirmed = client.post(run_url + "confirm/", follow=True)
+
+    assert confirmed.status_code == 200
+    page = " ".join(html.unescape(confirmed.content.decode()).split())
+    assert PAUSED in page
+    run = ImportRun.objects.get(team=team)
+    assert run.status == ImportRun.Status.RUNNING and len(run.made) == 2
+    assert Monitor.objects.filter(team=team).count() == 2
+    monkeypatch.undo()
+
+    _worker_takes(sent)
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE and run.report["created"] == 5
+    assert Monitor.objects.filter(team=team).count() == 5  # none made twice
+
+
+def test_an_import_made_in_the_api_request_that_loses_its_database_answers_202(
+    team, api, monkeypatch, sent
+):
+    database_away_during_the_import(monkeypatch)
+
+    response = api.post(
+        "/v2/import",
+        {
+            "source": "csv",
+            "dryRun": "false",
+            "file": SimpleUploadedFile("l.txt", ADDRESSES),
+        },
+        format="multipart",
+    )
+
+    assert response.status_code == 202, response.content
+    answer = response.json()["data"]
+    assert answer["status"] == "running" and answer["error"] == PAUSED.replace(
+        "this page shows", "GET /v2/import/{id} shows"
+    )
+    monkeypatch.undo()
+    _worker_takes(sent)
+    done = api.get(f"/v2/import/{answer['id']}").json()["data"]
+    assert done["status"] == "done" and done["created"] == 5
+    assert "error" not in done
+    assert Monitor.objects.filter(team=team).count() == 5
+
+
+# --- a worker killed outright (kill -9): the sweep sends it on ----------------------
+
+
+def test_the_stale_sweep_sends_an_import_whose_worker_was_killed_on_from_where_it_was(
+    team, monkeypatch, sent
+):
+    run = _running_run(team)
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(Killed):
+        killed_from_call(patch, 2)
+        _run_task(run)
+    fail_stale_checks_task()  # moved just now: left alone
+    assert sent == []
+    ImportRun.objects.filter(pk=run.pk).update(
+        progressed_at=timezone.now() - ImportRun.STALLED_AFTER - timedelta(minutes=1)
+    )
+
+    fail_stale_checks_task()
+    fail_stale_checks_task()  # a second sweep does not send it twice
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.QUEUED and not run.error
+    assert sent == [(importing.IMPORT_TASK, [str(run.pk)], {})]
+    _worker_takes(sent)
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE and run.attempts == 2
+    assert run.report["created"] == 5
+    assert Monitor.objects.filter(team=team).count() == 5  # none made twice
+
+
+def test_a_second_copy_of_the_message_taking_over_a_live_import_makes_none_twice(
+    team, monkeypatch
+):
+    """The copy (sent again by the sweep, or handed out twice) takes the run
+    over between two batches of the first attempt: the first attempt's next
+    batch is rolled back and it stops; the copy makes every monitor once."""
+    run = _running_run(team)
+    monkeypatch.setattr(importing, "BATCH", 2)
+    progress = ImportRun.record_import_progress
+    copies: list[ImportRun] = []
+
+    def copy_arrives(self, done, now):
+        progress(self, done, now)
+        if not copies:
+            copies.append(self)
+            _run_task(run, redelivered=True)
+
+    monkeypatch.setattr(ImportRun, "record_import_progress", copy_arrives)
+    _run_task(run)
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE and run.attempts == 2
+    assert run.report["created"] == 5 and len(run.made) == 5
+    assert Monitor.objects.filter(team=team).count() == 5
+    made = {o["monitorId"] for o in run.report["items"]}
+    assert made == {str(pk) for pk in Monitor.objects.values_list("pk", flat=True)}

@@ -483,3 +483,53 @@ def test_a_failed_dashboard_preview_reads_as_a_snake_case_status(api, team):
     answer = api.get(f"{URL}/{run.pk}").json()["data"]
     # Every other status on the wire is one word or snake_case.
     assert answer["status"] == "preview_failed"
+
+
+# --- a service read while the request waits: bounded --------------------------------
+
+
+@pytest.mark.django_db
+def test_a_service_with_more_watches_than_a_request_reads_is_a_400_asking_no_more(
+    api, team, site, settings, monkeypatch
+):
+    from monitors.moving import remote
+    from tests.test_moving_remote_preview import _many_watches
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    monkeypatch.setattr(remote, "REQUEST_MAX_WATCHES", 20)
+    _many_watches(site, 21)
+    body = {"source": "changedetection", "url": site.base_url, "apiKey": CD_KEY}
+
+    response = api.post(URL, body, format="json")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == (
+        "changedetection.io holds 21 watches, more than the 20 Pagewatch reads "
+        "while a request waits. Import them on the dashboard's Import page, "
+        "which reads them in the background, or send a file of its watches "
+        "instead."
+    )
+    # Only its list was asked for: none of its watches.
+    assert [r.path for r in site.requests] == ["/api/v1/watch"]
+    assert not ImportRun.objects.exists() and not Monitor.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_service_too_slow_for_a_request_is_a_400_within_the_request_budget(
+    api, team, site, settings, monkeypatch
+):
+    from monitors.moving import remote
+    from tests.test_moving_remote_preview import _many_watches
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    monkeypatch.setattr(remote, "REQUEST_BUDGET_SECONDS", 0)
+    _many_watches(site, 5)
+    body = {"source": "changedetection", "url": site.base_url, "apiKey": CD_KEY}
+
+    response = api.post(URL, body, format="json")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"].startswith(
+        "changedetection.io answered too slowly: 0 of 5 watches were read in 0 "
+        "seconds, the longest a request waits."
+    )

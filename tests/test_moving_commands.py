@@ -89,3 +89,34 @@ def test_monitors_an_import_creates_are_in_the_activity_log(team):
     logged = Activity.objects.filter(team=team, kind=Activity.Kind.MONITOR_CREATED)
     assert {entry.monitor_id for entry in logged} == made
     assert {(e.via, e.details["imported"]) for e in logged} == {("command", True)}
+
+
+def test_a_service_read_by_the_command_shows_how_many_watches_are_read(
+    team, site, settings
+):
+    from tests.test_moving_api import CD_KEY
+    from tests.test_moving_remote_preview import _many_watches
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    _many_watches(site, 60)
+    out, err = StringIO(), StringIO()
+    call_command(
+        "importmonitors",
+        site.base_url,
+        "--team",
+        "acme",
+        "--source",
+        "changedetection",
+        "--api-key",
+        CD_KEY,
+        "--dry-run",
+        stdout=out,
+        stderr=err,
+    )
+    assert err.getvalue().splitlines()[:4] == [
+        "Reading watches from changedetection.io…",
+        "Read 0 of 60 watches",
+        "Read 25 of 60 watches",
+        "Read 50 of 60 watches",
+    ]
+    assert "Dry run: 60 of 60 would be created." in out.getvalue()

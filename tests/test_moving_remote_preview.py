@@ -446,7 +446,9 @@ def test_the_stale_sweep_gives_up_a_preview_whose_reader_died_and_forgets_its_ke
     dead.record_reading(25, 300)
     stale = ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(minutes=1)
     ImportRun.objects.filter(pk=dead.pk).update(
-        created_at=F("created_at") - stale, started_at=F("created_at") - stale
+        created_at=F("created_at") - stale,
+        started_at=F("created_at") - stale,
+        progressed_at=F("created_at") - stale,
     )
     fresh = importing.start_remote_preview(team, "changedetection", refused_url(), "k2")
     assert _row_holds(dead, CD_KEY) and _row_holds(fresh, "k2")
@@ -469,3 +471,69 @@ def test_the_stale_sweep_gives_up_a_preview_whose_reader_died_and_forgets_its_ke
     body = " ".join(html.unescape(polled.content.decode()).split())
     assert "the worker making it stopped before it was done" in body
     assert CD_KEY not in body
+
+
+def test_the_stale_sweep_leaves_a_preview_read_after_a_long_wait_in_the_queue(
+    web, team, site, queued, private_allowed, django_capture_on_commit_callbacks
+):
+    """Every worker busy for ten minutes, then one reads the service: the
+    sweep that comes while it reads (sixteen minutes after the upload) judges
+    the preview by the worker's last sign of life, not by the upload, so it
+    neither ends the preview nor takes the key from under the worker."""
+    _many_watches(site, 120)
+    run_url = _ask(web, site.base_url, execute=django_capture_on_commit_callbacks)[
+        "Location"
+    ]
+    run = ImportRun.objects.get(team=team)
+    record = ImportRun.record_reading
+    during: list[tuple[str, bool, str]] = []
+
+    def sweep_while_reading(self: ImportRun, done: int, total: int) -> None:
+        record(self, done, total)
+        if done == 50:
+            later = run.created_at + timedelta(minutes=16)
+            with time_machine.travel(later, tick=False):
+                check_tasks.fail_stale_checks_task()
+                polled = web.get(run_url, HTTP_HX_REQUEST="true")
+            row = ImportRun.objects.get(pk=run.pk)
+            text = re.sub(r"<[^>]+>", " ", html.unescape(polled.content.decode()))
+            page = " ".join(text.split())
+            during.append((row.status, _row_holds(row, CD_KEY), page))
+
+    started = run.created_at + timedelta(minutes=10)
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        time_machine.travel(started, tick=False),
+    ):
+        patch.setattr(ImportRun, "record_reading", sweep_while_reading)
+        tasks.preview_import_task(str(run.pk))
+
+    ((status, key_kept, page),) = during
+    assert status == ImportRun.Status.PREPARING
+    assert key_kept
+    assert "Reading watches from changedetection.io… 50 of 120" in page
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEWED and run.total == 120
+    assert not _row_holds(run, CD_KEY)
+
+
+def test_the_stale_sweep_gives_up_a_preview_whose_worker_went_silent(
+    web, team, queued, django_capture_on_commit_callbacks
+):
+    """Its last sign of life (its start, or the last watches read) is what
+    counts: fifteen minutes without one, and the preview and its key end."""
+    run = _asked_for_a_remote(web, team, django_capture_on_commit_callbacks)
+    assert run.start_preview_task(run.created_at + timedelta(minutes=10))
+    with time_machine.travel(run.created_at + timedelta(minutes=12), tick=False):
+        run.record_reading(25, 300)
+
+    with time_machine.travel(run.created_at + timedelta(minutes=26), tick=False):
+        check_tasks.fail_stale_checks_task()
+    assert ImportRun.objects.get(pk=run.pk).status == ImportRun.Status.PREPARING
+    with time_machine.travel(run.created_at + timedelta(minutes=28), tick=False):
+        check_tasks.fail_stale_checks_task()
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.PREVIEW_FAILED
+    assert "the worker making it stopped before it was done" in run.error
+    assert not _row_holds(run, CD_KEY)

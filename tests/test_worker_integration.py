@@ -32,17 +32,18 @@ import pytest
 import redis
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 from firecrawl import Firecrawl
 
 from checks import dispatch, runner
 from checks.models import Check, Delivery, PageResult
 from checks.notify import channels, drain, messages, sweep
+from checks.tasks import fail_stale_checks_task
 from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, ImportRun, Membership, Monitor, Target
-from monitors.moving import plan, remote
+from monitors.moving import importing, plan, remote
 from tests.sites import Request, Site
 from tests.smtp import MailServer
 from tests.test_crawl import build_site, nav
@@ -826,6 +827,66 @@ def test_a_large_import_runs_on_a_real_worker_and_reports_progress(
     assert Monitor.objects.filter(team=team).count() == 40
 
 
+def _waiting_on_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            " AND datname = current_database() AND wait_event_type = 'Lock'",
+            [WORKER_APPLICATION],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_an_import_whose_worker_was_killed_goes_on_from_where_it_was_on_another(
+    live_server, api_key, broker, database_url, tmp_path, team
+):
+    headers = {"Authorization": f"Bearer {api_key}"}
+    addresses = "".join(f"https://shop-{i:03d}.example.com/\n" for i in range(400))
+    with started_worker(broker, database_url, tmp_path, "first") as first:
+        response = httpx.post(
+            f"{live_server.url}/v2/import",
+            headers=headers,
+            data={"source": "csv", "dryRun": "false"},
+            files={"file": ("list.txt", addresses.encode())},
+            timeout=60,
+        )
+        assert response.status_code == 202, response.text
+        run_id = response.json()["data"]["id"]
+        wait_for(
+            lambda: ImportRun.objects.get(pk=run_id).made, "a first batch", first.log
+        )
+        # The run's row held here: the worker stops at its next batch's record,
+        # that batch's monitors made but not committed, and is killed there.
+        with transaction.atomic():
+            ImportRun.objects.select_for_update().get(pk=run_id)
+            wait_for(_waiting_on_a_lock, "the worker to wait", first.log)
+            first.kill()
+    wait_for(lambda: worker_sessions() == 0, "the killed worker's sessions to end")
+    run = ImportRun.objects.get(pk=run_id)
+    assert run.status == ImportRun.Status.RUNNING
+    made = len(run.made)
+    assert 0 < made < 400 and Monitor.objects.filter(team=team).count() == made
+
+    with started_worker(broker, database_url, tmp_path, "second") as second:
+        # The sweep, once the run has not moved for STALLED_AFTER (Redis would
+        # hand the killed worker's message out again only after an hour).
+        later = timezone.now() + ImportRun.STALLED_AFTER + timedelta(minutes=1)
+        assert importing.go_on_with_stalled(later) == 1
+
+        def done() -> Any:
+            answer = httpx.get(
+                f"{live_server.url}/v2/import/{run_id}", headers=headers, timeout=10
+            ).json()["data"]
+            return answer if answer["status"] in ("done", "failed") else None
+
+        report = wait_for(done, f"import {run_id} to finish", second.log)
+
+    assert report["status"] == "done", report
+    assert report["created"] == 400 and report["done"] == report["total"] == 400
+    assert Monitor.objects.filter(team=team).count() == 400  # none made twice
+    assert ImportRun.objects.get(pk=run_id).attempts == 2
+
+
 def test_a_large_preview_is_made_on_a_real_worker_while_the_page_waits(
     client, worker, team, django_user_model, monkeypatch
 ):
@@ -876,6 +937,54 @@ def test_a_service_is_read_for_its_preview_on_a_real_worker_then_its_key_forgott
     page = client.get(response["Location"]).content.decode()
     assert "120 monitors will be created" in page
     assert CD_KEY not in page
+
+
+def test_a_service_read_after_a_long_wait_in_the_queue_keeps_its_key_through_a_sweep(
+    client, worker, team, django_user_model
+):
+    """The preview waited sixteen minutes for a worker (every one busy); the
+    sweep that comes while the worker reads judges it by the worker's last
+    sign of life, not the upload: the preview and its key are left to it."""
+    person = django_user_model.objects.create_user("pia", "pia@example.com", "x")
+    Membership.objects.create(team=team, user=person)
+    client.force_login(person)
+    swept = threading.Event()
+    with Site() as site:
+        _many_watches(site, 60)
+        watch = {"url": "https://site30.example.com/", "title": "Site 30"}
+
+        def held(request: Request) -> Any:
+            swept.wait(DEADLINE_SECONDS)  # until the sweep has been
+            return 200, {"content-type": "application/json"}, json.dumps(watch).encode()
+
+        site.handle("/api/v1/watch/w30", held)
+        body = {"source": "changedetection", "url": site.base_url, "api_key": CD_KEY}
+        response = client.post("/import/", body)
+        run = ImportRun.objects.get(team=team)
+        try:
+            wait_for(
+                lambda: ImportRun.objects.get(pk=run.pk).done == 25,
+                "the worker to read its first watches",
+                worker.log,
+            )
+            ImportRun.objects.filter(pk=run.pk).update(
+                created_at=timezone.now() - timedelta(minutes=16)
+            )
+            fail_stale_checks_task()
+            during = ImportRun.objects.get(pk=run.pk)
+        finally:
+            swept.set()
+
+        def previewed() -> bool:
+            run.refresh_from_db()
+            return run.status == ImportRun.Status.PREVIEWED
+
+        wait_for(previewed, f"the preview of import {run.pk}", worker.log)
+    assert during.status == ImportRun.Status.PREPARING
+    assert during.remote_key == CD_KEY and during.remote_url == site.base_url
+    assert (run.remote_url, run.remote_key) == ("", "")
+    page = client.get(response["Location"]).content.decode()
+    assert "60 monitors will be created" in page
 
 
 # --- a receiver that hangs, on the notifications worker ------------------------------

@@ -30,7 +30,7 @@ from monitors.api.views import (
     readable_by,
 )
 from monitors.models import ImportRun
-from monitors.moving import importing, plan
+from monitors.moving import importing, plan, remote
 from monitors.moving.exporting import export_document
 from teams.activity import Actor
 
@@ -175,7 +175,14 @@ def _read(source: str, params: dict[str, Any]) -> list[moving.Planned]:
                 "Send the file as multipart field `file`, or give `url` (and "
                 "`apiKey`) of a remote source."
             )
-        return moving.read(source, url=params["url"], api_key=params.get("apiKey", ""))
+        # Read while the request waits, as the dry run answers with what it
+        # read: bounded in time and in watches (remote.in_request).
+        return moving.read(
+            source,
+            url=params["url"],
+            api_key=params.get("apiKey", ""),
+            bounds=remote.in_request(),
+        )
     except moving.ImportRefused as exc:
         if exc.status == 413:
             raise ApiError(
@@ -210,7 +217,14 @@ class ImportView(ApiView):
             "the monitor it becomes, or why it is not imported, with notes of "
             "what does not carry over. With dryRun false the monitors are "
             "created (each in its own transaction); a large import answers 202 "
-            "and runs as a task: follow it at GET /v2/import/{id}."
+            "and runs as a task: follow it at GET /v2/import/{id}. A service "
+            "given by `url` and `apiKey` is read while the request waits, so "
+            "that a dry run answers with its watches: at most 250 watches, "
+            "within 20 seconds; a larger or slower service is a 400 saying so "
+            "before its watches are read (the dashboard's Import page reads any "
+            "service in the background). An import made in the request whose "
+            "database goes away part way answers 202, status running, saying "
+            "how far it got in `error`: a worker goes on with the rest."
         ),
         request={
             "application/json": ImportRequestSerializer,
@@ -249,12 +263,18 @@ class ImportView(ApiView):
         chosen = (
             [i.ref for i in items if i.duplicate] if data["includeDuplicates"] else []
         )
+        paused = None
         try:
             run = importing.start_run(run, chosen, timezone.now())
         except importing.ImportNotQueued as not_queued:
             raise service_unavailable(not_queued.message) from None
+        except importing.ImportPaused as stopped:
+            # Not a 503: sent again, the import would make its monitors twice.
+            paused = stopped.words("GET /v2/import/{id} shows")
         code = status.HTTP_200_OK if run.is_finished else status.HTTP_202_ACCEPTED
         answer = run_answer(run, request)
+        if paused:
+            answer["error"] = paused
         return Response({"success": True, "data": answer}, status=code)
 
 

@@ -158,6 +158,8 @@ def import_confirm(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         importing.start_run(run, chosen, timezone.now())
     except importing.ImportNotQueued as not_queued:
         messages.error(request, not_queued.message)
+    except importing.ImportPaused as paused:
+        messages.warning(request, str(paused))
     return redirect("import-run", pk=run.pk)
 
 

@@ -31,24 +31,26 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
         many were given up."""
         stale = self.filter(ImportRun.stale_preview(now)).defer("items")
         given_up = sum(run.give_up_preview_if_stale(now) for run in stale)
-        # Any other key left behind that long (nothing should leave one).
-        cutoff = now - ImportRun.PREVIEW_GIVEN_UP_AFTER
-        self.filter(created_at__lt=cutoff).exclude(remote_key="").update(
+        # A key on a run no longer preparing is read by nobody (nothing should
+        # leave one). One still preparing is its worker's until the worker
+        # falls silent: however long the preview waited in the queue before.
+        self.exclude(status=ImportRun.Status.PREPARING).exclude(remote_key="").update(
             remote_url="", remote_key=""
         )
         return given_up
 
-    def stop_stalled(self, now: datetime) -> int:
-        """End the running imports no worker has moved for STALLED_AFTER (its
-        worker killed and the message lost, or the database gone for longer
-        than its attempts last), saying how far each got; used by the stale
-        sweep (checks.tasks.fail_stale_checks_task)."""
+    def stalled(self, now: datetime) -> ImportRunQuerySet:
+        """Imports no worker has moved for STALLED_AFTER: running (its worker
+        killed, its message gone with it until Redis' visibility timeout, or
+        the database away for longer than its attempts last), or queued again
+        by the stale sweep and that message lost too."""
         cutoff = now - ImportRun.STALLED_AFTER
-        stalled = self.filter(status=ImportRun.Status.RUNNING).filter(
-            models.Q(progressed_at__lt=cutoff)
-            | models.Q(progressed_at__isnull=True, created_at__lt=cutoff)
+        return self.filter(
+            Q(status=ImportRun.Status.RUNNING)
+            | Q(status=ImportRun.Status.QUEUED, attempts__gt=0)
+        ).filter(
+            Q(progressed_at__lt=cutoff) | Q(progressed_at=None, created_at__lt=cutoff)
         )
-        return sum(run.stop_part_way(ImportRun.STALLED, now) for run in stalled)
 
 
 class ImportRun(models.Model):
@@ -105,7 +107,8 @@ class ImportRun(models.Model):
     made = models.JSONField(default=dict, blank=True)
     # Deliveries of the import task that took the run (bounded: MAX_ATTEMPTS),
     # and when the run last moved (claimed, or monitors made), which the
-    # stale sweep reads.
+    # stale sweep reads. A preview's worker beats here too (started, watches
+    # read or judged): a preview is stale when it falls silent.
     attempts = models.PositiveSmallIntegerField(default=0)
     progressed_at = models.DateTimeField(null=True, blank=True)
     report = models.JSONField(null=True, blank=True)
@@ -122,12 +125,13 @@ class ImportRun(models.Model):
 
     objects = ImportRunQuerySet.as_manager()
 
-    # A preview still being made this long after a worker started it will not
-    # be: the preview task's time limit (12 minutes) is below it, so that
-    # worker died. One no worker started this long after the upload waited
-    # for one in vain (its message lost, or every worker busy that long).
-    # The page says so rather than polling for ever. Time spent waiting in
-    # the queue does not count against a worker that then starts it.
+    # A preview whose worker has given no sign of life (its start, or
+    # watches read or judged) for this long will not be made: the preview
+    # task's time limit (12 minutes) is below it, so that worker died. One no
+    # worker started this long after the upload waited for one in vain (its
+    # message lost, or every worker busy that long). The page says so rather
+    # than polling for ever. Time spent waiting in the queue does not count
+    # against a worker that then starts it.
     PREVIEW_GIVEN_UP_AFTER = timedelta(minutes=15)
     # Deliveries of a preview task beyond this many are not started: each
     # earlier one stopped its worker (out of memory, most likely). Its
@@ -144,6 +148,11 @@ class ImportRun(models.Model):
     DATABASE_LOST = "the server lost its database"
     WORKER_LOST = "the worker making them stopped {} times"
     STALLED = "Pagewatch lost its worker or its database while making them"
+
+    class Superseded(Exception):
+        """Another attempt has taken the run over (the stale sweep queued it
+        again, or its message was handed out twice): this one stops, the
+        batch it was making rolled back, so no monitor is made twice."""
 
     class Meta:
         ordering = ["-created_at"]
@@ -177,7 +186,9 @@ class ImportRun(models.Model):
         handed out again once the worker that had it is gone, or a retry
         after a database outage) a running run is taken over too, or it
         would say "running" for ever: for MAX_ATTEMPTS deliveries in all,
-        each going on from the monitors made before (`made`)."""
+        each going on from the monitors made before (`made`). The attempt's
+        number is its token: an attempt taken over writes nothing more
+        (record_made raises Superseded, finish does nothing)."""
         claimable = models.Q(status=self.Status.QUEUED)
         if again:
             claimable |= models.Q(
@@ -204,10 +215,35 @@ class ImportRun(models.Model):
         read again here, as a batch rolled back after it was recorded must
         not be counted."""
         run = ImportRun.objects.filter(pk=self.pk)
-        self.made = run.values_list("made", flat=True).get() | {
+        whole = run.values_list("made", flat=True).get() | {
             str(index): pk for index, pk in made.items()
         }
-        run.update(made=self.made, progressed_at=now)
+        # The row is locked from here to the batch's commit: an attempt that
+        # takes the run over waits for it, then reads these monitors as made.
+        if not self._mine().update(made=whole, progressed_at=now):
+            raise self.Superseded(f"import {self.pk}: attempt {self.attempts}")
+        self.made = whole
+
+    def _mine(self) -> ImportRunQuerySet:
+        """The row while this attempt still holds it."""
+        return ImportRun.objects.filter(
+            pk=self.pk, status=self.Status.RUNNING, attempts=self.attempts
+        )
+
+    def queue_again(self, now: datetime) -> bool:
+        """A stalled run (ImportRunQuerySet.stalled) is queued again, once
+        whatever the number of sweeps, to go on from `made`; the attempt that
+        stalled, if it is alive after all, is superseded."""
+        queued = ImportRun.objects.filter(
+            pk=self.pk,
+            status__in=[self.Status.RUNNING, self.Status.QUEUED],
+            attempts=self.attempts,
+            attempts__lt=self.MAX_ATTEMPTS,
+            progressed_at=self.progressed_at,
+        ).update(status=self.Status.QUEUED, progressed_at=now)
+        if queued:
+            self.status, self.progressed_at = self.Status.QUEUED, now
+        return bool(queued)
 
     @property
     def to_make(self) -> int:
@@ -232,7 +268,7 @@ class ImportRun(models.Model):
         )
         self._forget_notification_urls()
         stopped = ImportRun.objects.filter(
-            pk=self.pk, status=self.Status.RUNNING
+            pk=self.pk, status__in=[self.Status.RUNNING, self.Status.QUEUED]
         ).update(
             status=self.Status.FAILED, error=message, finished_at=now, items=self.items
         )
@@ -256,10 +292,13 @@ class ImportRun(models.Model):
     @classmethod
     def stale_preview(cls, now: datetime) -> Q:
         """Rows of a preview past its give-up time: PREVIEW_GIVEN_UP_AFTER
-        from its last start, or from the upload while never started."""
+        from its worker's last sign of life (progressed_at), or from the
+        upload while never started."""
         cutoff = now - cls.PREVIEW_GIVEN_UP_AFTER
         return Q(status=cls.Status.PREPARING) & (
-            Q(started_at__lt=cutoff) | Q(started_at=None, created_at__lt=cutoff)
+            Q(progressed_at__lt=cutoff)
+            | Q(progressed_at=None, started_at__lt=cutoff)
+            | Q(progressed_at=None, started_at=None, created_at__lt=cutoff)
         )
 
     def start_preview_task(self, now: datetime) -> bool:
@@ -271,7 +310,11 @@ class ImportRun(models.Model):
             pk=self.pk,
             status=self.Status.PREPARING,
             preview_attempts__lt=self.PREVIEW_ATTEMPTS,
-        ).update(started_at=now, preview_attempts=F("preview_attempts") + 1)
+        ).update(
+            started_at=now,
+            progressed_at=now,
+            preview_attempts=F("preview_attempts") + 1,
+        )
         if not started:
             # A no-op unless still preparing (given up or made meanwhile).
             self.fail_preview(
@@ -282,7 +325,7 @@ class ImportRun(models.Model):
                 now,
             )
             return False
-        self.started_at = now
+        self.started_at = self.progressed_at = now
         self.preview_attempts += 1
         return True
 
@@ -314,9 +357,13 @@ class ImportRun(models.Model):
         return bool(failed)
 
     def record_reading(self, done: int, total: int) -> None:
-        """How many of the service's watches its preview has read so far."""
-        ImportRun.objects.filter(pk=self.pk).update(done=done, total=total)
-        self.done, self.total = done, total
+        """How many of the service's watches its preview has read so far:
+        its worker's sign of life too."""
+        now = timezone.now()
+        ImportRun.objects.filter(pk=self.pk).update(
+            done=done, total=total, progressed_at=now
+        )
+        self.done, self.total, self.progressed_at = done, total, now
 
     def finish_reading(self, items: list[dict[str, Any]]) -> bool:
         """The service's watches read, not judged yet: kept in place of its
@@ -359,7 +406,7 @@ class ImportRun(models.Model):
         waiting; a task that comes after all leaves it so (show_preview).
         Judged again in the update itself: a worker may have started it since
         this row was read."""
-        since = self.started_at or self.created_at
+        since = self.progressed_at or self.started_at or self.created_at
         if since >= now - self.PREVIEW_GIVEN_UP_AFTER:
             return False
         return self.fail_preview(
@@ -367,24 +414,39 @@ class ImportRun(models.Model):
         )
 
     def record_progress(self, done: int) -> None:
-        ImportRun.objects.filter(pk=self.pk).update(done=done)
-        self.done = done
+        """How many items its preview has judged so far: its worker's sign of
+        life too."""
+        now = timezone.now()
+        ImportRun.objects.filter(pk=self.pk).update(done=done, progressed_at=now)
+        self.done, self.progressed_at = done, now
 
     def record_import_progress(self, done: int, now: datetime) -> None:
         """How many items the import has gone through, and that it moved."""
-        ImportRun.objects.filter(pk=self.pk).update(done=done, progressed_at=now)
+        self._mine().update(done=done, progressed_at=now)
         self.done = done
 
-    def finish(self, report: dict[str, Any], now: datetime) -> None:
+    def finish(self, report: dict[str, Any], now: datetime) -> bool:
+        """running → done with its report, unless another attempt has taken
+        the run over (its report is the one kept)."""
+        self._forget_notification_urls()
+        if not self._mine().update(
+            status=self.Status.DONE,
+            report=report,
+            finished_at=now,
+            done=self.total,
+            items=self.items,
+        ):
+            return False
         self.status, self.report, self.finished_at = self.Status.DONE, report, now
         self.done = self.total
-        self._forget_notification_urls()
-        self.save(update_fields=["status", "report", "finished_at", "done", "items"])
+        return True
 
     def fail(self, message: str, now: datetime) -> None:
-        self.status, self.error, self.finished_at = self.Status.FAILED, message, now
         self._forget_notification_urls()
-        self.save(update_fields=["status", "error", "finished_at", "items"])
+        if self._mine().update(
+            status=self.Status.FAILED, error=message, finished_at=now, items=self.items
+        ):
+            self.status, self.error, self.finished_at = self.Status.FAILED, message, now
 
     def _forget_notification_urls(self) -> None:
         """An Apprise URL holds the service's secret: once the run is over

@@ -23,7 +23,7 @@ from monitors.moving.base import (
     max_bytes,
     recognise,
 )
-from monitors.moving.remote import Progress
+from monitors.moving.remote import Bounds, Progress
 
 __all__ = [
     "ImportRefused",
@@ -69,8 +69,11 @@ def read(
     filename: str = "",
     url: str = "",
     api_key: str = "",
+    progress: Progress | None = None,
+    bounds: Bounds | None = None,
 ) -> list[Planned]:
-    """The planned items of a source, from a file's bytes or an address."""
+    """The planned items of a source, from a file's bytes or an address (read
+    within `bounds`: a worker's when not given)."""
     reader = source(name)
     if data is not None:
         if len(data) > max_bytes():
@@ -91,12 +94,16 @@ def read(
                 f"“{Source.registry[other].label}”: choose that instead.",
                 refused.status,
             ) from None
-    return read_remote(name, url, api_key)
+    return read_remote(name, url, api_key, progress, bounds)
 
 
 def read_remote(
-    name: str, url: str, api_key: str, progress: Progress | None = None
+    name: str,
+    url: str,
+    api_key: str,
+    progress: Progress | None = None,
+    bounds: Bounds | None = None,
 ) -> list[Planned]:
     """The planned items of a service read by its address and API key, one
     or two requests per watch (the dashboard does it in its preview task)."""
-    return capped(source(name).read_remote(url, api_key, progress))
+    return capped(source(name).read_remote(url, api_key, progress, bounds))

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -26,6 +26,9 @@ from django.core.serializers.json import DjangoJSONEncoder
 from monitors import rules
 from monitors.schedule import min_interval_minutes
 from monitors.target_kinds import pages_target
+
+if TYPE_CHECKING:
+    from monitors.moving.remote import Bounds
 
 # What one import reads: more watches than this is not one team's monitors.
 # Readers read one more, so that `capped` can say the rest were left out.
@@ -444,7 +447,10 @@ class Source:
         url: str,
         api_key: str,
         progress: Callable[[int, int], None] | None = None,
+        bounds: Bounds | None = None,
     ) -> list[Planned]:
         """The watches of a service read by its address and key; `progress`
-        is told now and then how many of how many (0: not known) are read."""
+        is told now and then how many of how many (0: not known) are read;
+        `bounds` (remote.Bounds) say how long and how many, a worker's when
+        not given."""
         raise ImportRefused(f"{self.label} is imported from a file, not an address.")

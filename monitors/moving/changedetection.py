@@ -519,11 +519,15 @@ class Changedetection(Source):
         return ChangedetectionBackup.of_zip(archive).planned()
 
     def read_remote(
-        self, url: str, api_key: str, progress: remote.Progress | None = None
+        self,
+        url: str,
+        api_key: str,
+        progress: remote.Progress | None = None,
+        bounds: remote.Bounds | None = None,
     ) -> list[Planned]:
         base = remote.base_url(url)
         headers = {"x-api-key": api_key, "Accept": "application/json"}
-        with remote.Reading("changedetection.io", progress) as reading:
+        with remote.Reading("changedetection.io", progress, bounds) as reading:
             try:
                 listed = reading.get_json(f"{base}/api/v1/watch", headers)
             except remote.NotFound:
@@ -533,6 +537,7 @@ class Changedetection(Source):
                 ) from None
             if not isinstance(listed, dict):
                 raise ImportRefused("changedetection.io's watch list is not an object.")
+            reading.count(len(listed))
             try:
                 tags = reading.get_json(f"{base}/api/v1/tags", headers)
             except ImportRefused:

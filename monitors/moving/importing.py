@@ -430,10 +430,105 @@ def start_run(
     importable = sum(1 for s in run.items if s["payload"] is not None)
     if importable <= INLINE_MAX:
         if run.claim():
-            execute_run(run, now)
+            _execute_here(run, now)
         return run
     transaction.on_commit(lambda: _queue_or_put_back(run))
     return run
+
+
+# A worker goes on with an import the request could not finish (its database
+# went away) this long after: a restart or a failover is over by then.
+GO_ON_AFTER = 60
+
+
+class ImportPaused(Exception):
+    """An import made in the request lost its database part way: a worker
+    goes on with it from the monitors made (GO_ON_AFTER), or, when the task
+    queue cannot take it either, the stale sweep does later. The message says
+    how far it got, in words for people; `where` names where to follow it."""
+
+    def __init__(self, made: int, of: int, where: str = "this page shows") -> None:
+        self.made, self.of = made, of
+        super().__init__(self.words(where))
+
+    def words(self, where: str = "this page shows") -> str:
+        return (
+            "The database went away while the monitors were being made: "
+            f"{self.made:,} of {self.of:,} were made. Pagewatch goes on with the "
+            f"rest by itself in a minute; {where} how far it has got."
+        )
+
+
+def _execute_here(run: ImportRun, now: datetime) -> None:
+    """Make a small import while the request waits; when the database goes
+    away part way, hand the rest to a worker rather than leave it "running"
+    until the stale sweep ends it."""
+    try:
+        execute_run(run, now)
+    except Exception as exc:
+        if not outages.database_away(exc):
+            raise
+        logger.warning(
+            "Import %s paused in its request: the database is not reachable; a "
+            "worker goes on in %s s: %s",
+            run.pk,
+            GO_ON_AFTER,
+            outages.reason(exc),
+        )
+        go_on_later(run, countdown=GO_ON_AFTER)
+        raise ImportPaused(len(run.made), max(len(run.made), run.to_make)) from None
+
+
+def go_on_with_stalled(now: datetime) -> int:
+    """The stale sweep's part: each import no worker has moved for
+    ImportRun.STALLED_AFTER is queued again to go on from the monitors made,
+    while it has attempts left; the others end saying how far they got.
+    Returns how many were queued again."""
+    queued = 0
+    for run in ImportRun.objects.stalled(now):
+        if run.attempts >= ImportRun.MAX_ATTEMPTS:
+            run.stop_part_way(ImportRun.STALLED, now)
+        elif run.queue_again(now):
+            logger.warning(
+                "Import %s had not moved for %s: queued again to go on from the "
+                "%s monitors made (attempt %s of %s)",
+                run.pk,
+                ImportRun.STALLED_AFTER,
+                len(run.made),
+                run.attempts + 1,
+                ImportRun.MAX_ATTEMPTS,
+            )
+            queued += _send_again(run)
+    return queued
+
+
+def _send_again(run: ImportRun) -> bool:
+    try:
+        current_app.send_task(IMPORT_TASK, args=[str(run.pk)])
+    except Exception as exc:
+        # Left queued: the next sweep past STALLED_AFTER sends it again.
+        logger.warning("Could not queue import %s again: %s", run.pk, exc)
+        return False
+    return True
+
+
+def go_on_later(run: ImportRun, countdown: int = 0) -> bool:
+    """Queue the import task to go on with a running run from the monitors
+    made (`made`), as its next attempt. A message that comes while another
+    attempt is alive supersedes it (ImportRun.claim): the older one stops at
+    its next batch and no monitor is made twice."""
+    try:
+        current_app.send_task(
+            IMPORT_TASK,
+            args=[str(run.pk)],
+            kwargs={"resume": True},
+            countdown=countdown,
+        )
+    except Exception as exc:
+        # Left running: the stale sweep sends it again (ImportRun.STALLED_AFTER).
+        logger.warning("Could not queue import %s to go on: %s", run.pk, exc)
+        return False
+    return True
 
 
 class ImportNotQueued(Exception):

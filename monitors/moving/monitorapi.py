@@ -104,14 +104,18 @@ class MonitorApi(Source):
         ]
 
     def read_remote(
-        self, url: str, api_key: str, progress: remote.Progress | None = None
+        self,
+        url: str,
+        api_key: str,
+        progress: remote.Progress | None = None,
+        bounds: remote.Bounds | None = None,
     ) -> list[Planned]:
         base = remote.base_url(url)
         base = base[: -len("/v2")] if base.endswith("/v2") else base
         headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
         monitors: list[Any] = []
         # Page after page, each asked once the one before has answered.
-        with remote.Reading("The monitor API", progress) as reading:
+        with remote.Reading("The monitor API", progress, bounds) as reading:
             while len(monitors) <= MAX_ITEMS:
                 reading.at(len(monitors))
                 page = reading.get_json(
@@ -123,6 +127,7 @@ class MonitorApi(Source):
                         "The monitor API's answer has no list of monitors."
                     )
                 monitors += data
+                reading.count(len(monitors))
                 if len(data) < PAGE:
                     break
         return [

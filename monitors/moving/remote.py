@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -22,6 +23,12 @@ from monitors.url_rule import url_syntax_error
 # being killed mid-way.
 PROGRESS_EVERY = 25
 READ_BUDGET_SECONDS = 8 * 60
+# While a request waits (POST /v2/import reads a service in its request, as
+# its dry run answers with the watches read): gunicorn ends a request silent
+# for 30 seconds, so reading stops well before, and a service of more
+# watches than can be read in that time is refused before any is read.
+REQUEST_BUDGET_SECONDS = 20
+REQUEST_MAX_WATCHES = 250
 # How many requests to the service are in flight at once, each on a
 # connection kept open for the next: a few, as a browser would, so that a
 # service of thousands of watches is read in minutes without being flooded.
@@ -31,6 +38,39 @@ CONCURRENCY = 4
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How long one reading may take, and how many watches it may read."""
+
+    seconds: int
+    watches: int | None = None
+
+    def too_slow(self) -> str:
+        if self.watches is None:
+            return (
+                f"in {self.seconds // 60} minutes, the longest one import waits. "
+                "Try again when it is less busy, or upload a file of its watches "
+                "instead."
+            )
+        return f"in {self.seconds} seconds, the longest a request waits. {ELSEWHERE}"
+
+
+ELSEWHERE = (
+    "Import them on the dashboard's Import page, which reads them in the "
+    "background, or send a file of its watches instead."
+)
+
+
+def in_background() -> Bounds:
+    """A worker's reading (the Import page's preview, importmonitors)."""
+    return Bounds(READ_BUDGET_SECONDS)
+
+
+def in_request() -> Bounds:
+    """A reading while a web request waits."""
+    return Bounds(REQUEST_BUDGET_SECONDS, REQUEST_MAX_WATCHES)
 
 
 class NotFound(ImportRefused):
@@ -49,10 +89,16 @@ class Reading:
     which runs only while a request or a group of watches is read, so that
     `progress` (which writes to the database) is never called inside it."""
 
-    def __init__(self, service: str, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        service: str,
+        progress: Progress | None = None,
+        bounds: Bounds | None = None,
+    ) -> None:
         self.service = service
         self.progress = progress
-        self.deadline = time.monotonic() + READ_BUDGET_SECONDS
+        self.bounds = bounds or in_background()
+        self.deadline = time.monotonic() + self.bounds.seconds
         self._runner = asyncio.Runner()
         self._client = OutboundClient(
             concurrency=CONCURRENCY, per_host_concurrency=CONCURRENCY
@@ -78,14 +124,22 @@ class Reading:
         if self.progress is not None and done % PROGRESS_EVERY == 0:
             self.progress(done, total)
 
+    def count(self, watches: int) -> None:
+        """The service holds this many watches (or more): refused, before
+        any is read, when more than the reading may read."""
+        most = self.bounds.watches
+        if most is not None and watches > most:
+            raise ImportRefused(
+                f"{self.service} holds {watches:,} watches, more than the "
+                f"{most:,} Pagewatch reads while a request waits. {ELSEWHERE}"
+            )
+
     def _in_time(self, done: int, total: int) -> None:
         if time.monotonic() >= self.deadline:
             of = f" of {total:,}" if total else ""
             raise ImportRefused(
                 f"{self.service} answered too slowly: {done:,}{of} watches were "
-                f"read in {READ_BUDGET_SECONDS // 60} minutes, the longest one "
-                "import waits. Try again when it is less busy, or upload a file "
-                "of its watches instead."
+                f"read {self.bounds.too_slow()}"
             )
 
     def get(self, url: str, headers: Mapping[str, str]) -> tuple[int, bytes]:

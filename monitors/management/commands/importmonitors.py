@@ -50,7 +50,14 @@ class Command(BaseCommand):
             if remote:
                 if not source:
                     raise CommandError("Say what the address is with --source.")
-                items = moving.read(source, url=location, api_key=options["api_key"])
+                label = moving.sources()[source].label_in_sentence()
+                self.stderr.write(f"Reading watches from {label}…")
+                items = moving.read(
+                    source,
+                    url=location,
+                    api_key=options["api_key"],
+                    progress=self._reading,
+                )
             else:
                 source, items = self._read_file(Path(location), source)
         except moving.ImportRefused as exc:
@@ -95,6 +102,10 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read {path}: {exc.strerror}.") from None
         source = source or moving.guess_source(path.name, data)
         return source, moving.read(source, data=data, filename=path.name)
+
+    def _reading(self, done: int, total: int) -> None:
+        of = f" of {total:,}" if total else ""
+        self.stderr.write(f"Read {done:,}{of} watches")
 
     def _progress(self, done: int, total: int) -> None:
         if done % 100 == 0 or done == total:
