@@ -1,0 +1,99 @@
+"""What the web pages tell browsers and caches, walked as an attacker would:
+which pages a shared cache or the back button may keep, which addresses a
+page's own requests pass on in their Referer, and what the error pages say."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from monitors.models import Membership
+from teams.models import Invitation
+from tests.test_dashboard_views import make_monitor
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owner(team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@acme.test", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def signed_in(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def mail_to_log(settings):
+    settings.MAILERS = {
+        "default": {"BACKEND": "config.mail.EmailBackend", "OPTIONS": {}}
+    }
+
+
+def never_stored(response) -> bool:
+    return "no-store" in response.get("Cache-Control", "")
+
+
+# ------------------------------------------------------------------ caching
+
+
+def test_a_monitors_page_showing_its_feed_link_is_never_stored(signed_in, team):
+    monitor = make_monitor(team)
+
+    response = signed_in.get(monitor.get_absolute_url())
+
+    assert monitor.feed_token in response.content.decode()  # the feed's credential
+    assert never_stored(response)
+
+
+def test_the_team_page_showing_an_invitation_link_is_never_stored(
+    signed_in, team, mail_to_log
+):
+    response = signed_in.post(
+        reverse("team-invite"), {"email": "sam@example.com", "role": "editor"},
+        follow=True,
+    )  # fmt: skip
+
+    assert "Give them this link yourself" in response.content.decode()
+    assert never_stored(response)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["monitor-list", "team-members", "team-history", "team-activity", "channels",
+     "api-keys", "two-factor", "password_change", "export"],
+)  # fmt: skip
+def test_no_signed_in_page_may_be_kept_by_a_cache_or_the_back_button(
+    signed_in, name
+):
+    response = signed_in.get(reverse(name))
+
+    assert response.status_code == 200
+    assert never_stored(response), name
+
+
+def test_an_invitation_link_page_is_never_stored(client, team, owner):
+    _, token = Invitation.issue(
+        team, "sam@example.com", Membership.Role.EDITOR, owner, timezone.now()
+    )
+
+    response = client.get(reverse("invitation-accept", args=[token]))
+
+    assert response.status_code == 200
+    assert never_stored(response)
+
+
+def test_error_pages_are_never_stored(signed_in):
+    assert never_stored(signed_in.get("/no-such-page/"))
+
+
+def test_static_files_keep_their_own_caching(client):
+    response = client.get("/static/css/app.css")
+
+    assert response.status_code == 200
+    assert not never_stored(response)
