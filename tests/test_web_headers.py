@@ -4,7 +4,10 @@ page's own requests pass on in their Referer, and what the error pages say."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -97,3 +100,71 @@ def test_static_files_keep_their_own_caching(client):
 
     assert response.status_code == 200
     assert not never_stored(response)
+
+
+# ------------------------------------------------------------------ error pages
+
+
+def words_of(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def test_a_form_sent_without_its_token_is_refused_in_plain_words(owner, team):
+    """A form left open from before signing out (or in) comes back refused;
+    the page says what to do in words, not "CSRF verification failed"."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(owner)
+
+    response = browser.post(reverse("team-time-zone"), {"time_zone": "Asia/Tokyo"})
+
+    assert response.status_code == 403
+    page = words_of(response)
+    assert "This form could not be sent" in page
+    assert "reload the page" in page and "Nothing was changed" in page
+    assert "CSRF" not in page and "Referer" not in page
+    assert response["Content-Security-Policy"]
+    assert never_stored(response)
+    team.refresh_from_db()
+    assert team.time_zone != "Asia/Tokyo"
+
+
+def test_the_sign_in_form_without_its_cookie_says_to_allow_cookies(owner):
+    response = Client(enforce_csrf_checks=True).post(
+        reverse("login"), {"username": "olive", "password": "pw"}
+    )
+
+    assert response.status_code == 403
+    page = words_of(response)
+    assert "This form could not be sent" in page and "cookies" in page
+    assert "CSRF" not in page and "_auth_user_id" not in Client().session
+
+
+def test_a_malformed_request_gets_the_sites_page_in_plain_words(client):
+    response = client.get("/?q=%00")
+
+    assert response.status_code == 400
+    page = words_of(response)
+    assert "Pagewatch could not understand that request" in page
+    assert "Nothing was changed" in page
+
+
+def test_a_request_for_another_host_gets_the_same_plain_page(client):
+    response = client.get("/", HTTP_HOST="evil.example")
+
+    assert response.status_code == 400
+    assert "Pagewatch could not understand that request" in words_of(response)
+    assert "evil.example" not in words_of(response)
+
+
+def test_a_refused_admin_page_says_so_in_plain_words(client, django_user_model):
+    staff = django_user_model.objects.create_user("sid", "sid@acme.test", "pw")
+    staff.is_staff = True
+    staff.save()
+    client.force_login(staff)
+
+    response = client.get("/admin/monitors/monitor/")
+
+    assert response.status_code == 403
+    page = words_of(response)
+    assert "You cannot open this page" in page
+    assert "Nothing was changed" in page
