@@ -12,6 +12,8 @@ from django.contrib.auth import logout
 from django.core.exceptions import BadRequest, ValidationError
 from django.http import HttpRequest, HttpResponse
 
+from config.logs import hidden
+
 
 class ProbeMiddleware:
     """`/healthz` and `/metrics` answer whatever host a request names. Probes
@@ -76,6 +78,28 @@ class NoStoreMiddleware:
         response = self.get_response(request)
         if "Cache-Control" not in response:
             response["Cache-Control"] = "no-store"
+        return response
+
+
+class CredentialAddressMiddleware:
+    """A page whose address holds a credential (config.logs: a feed, e-mail,
+    invitation, password-reset or screenshot link, a `?next=` leading to one,
+    the sign-in provider's `code`) sends `Referrer-Policy: strict-origin`:
+    the requests it makes, for its stylesheet, script and icon and for the
+    next page, name only this site's origin. With the site's `same-origin`
+    they named the whole address, token included, for every proxy, CDN or
+    log between. Not `no-referrer`: browsers then send `Origin: null` with a
+    form's POST, which Django's CSRF check refuses, and these pages' buttons
+    (unsubscribe, confirm, join) would stop working."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        address = request.get_full_path()
+        if hidden(address) != address:
+            response["Referrer-Policy"] = "strict-origin"
         return response
 
 

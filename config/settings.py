@@ -151,6 +151,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "config.middleware.ApiTrailingSlashMiddleware",
     "config.middleware.NoStoreMiddleware",
+    "config.middleware.CredentialAddressMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

@@ -11,8 +11,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from checks.notify import emails
 from monitors.models import Membership
 from teams.models import Invitation
+from tests import notifying
 from tests.test_dashboard_views import make_monitor
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +38,10 @@ def mail_to_log(settings):
     settings.MAILERS = {
         "default": {"BACKEND": "config.mail.EmailBackend", "OPTIONS": {}}
     }
+
+
+def path_of(link: str) -> str:
+    return "/" + link.split("://", 1)[1].split("/", 1)[1]
 
 
 def never_stored(response) -> bool:
@@ -100,6 +106,44 @@ def test_static_files_keep_their_own_caching(client):
 
     assert response.status_code == 200
     assert not never_stored(response)
+
+
+# ------------------------------------------------------------------ referrer
+
+
+def external_recipient(team):
+    email = {"enabled": True, "recipients": ["ext@partner.test"]}
+    monitor = notifying.make_monitor(team, email=email)
+    return monitor.email_recipients.get()
+
+
+def test_pages_at_a_link_holding_its_credential_pass_on_only_the_sites_origin(
+    client, team, owner
+):
+    """Their own stylesheet, script and icon requests (and the next page's)
+    would carry the token in their Referer into a proxy's or a CDN's logs."""
+    _, invitation = Invitation.issue(
+        team, "sam@example.com", Membership.Role.EDITOR, owner, timezone.now()
+    )
+    recipient = external_recipient(team)
+    links = [
+        reverse("invitation-accept", args=[invitation]),
+        path_of(emails.confirm_url(recipient)),
+        path_of(emails.unsubscribe_url(recipient)),
+        reverse("team-feed", args=[team.feed_token]),
+        # The invitation's "sign in first" link brings its token along.
+        reverse("login") + "?next=" + reverse("invitation-accept", args=[invitation]),
+    ]
+
+    for link in links:
+        response = client.get(link)
+        assert response.status_code == 200, link
+        assert response["Referrer-Policy"] == "strict-origin", link
+
+
+def test_ordinary_pages_keep_their_referrer_to_the_site_alone(signed_in):
+    for response in (signed_in.get("/"), signed_in.get(reverse("login"))):
+        assert response["Referrer-Policy"] == "same-origin"
 
 
 # ------------------------------------------------------------------ error pages
