@@ -339,7 +339,12 @@ SESSION_COOKIE_AGE = SESSION_IDLE_SECONDS
 # the number of requests; requests per client address follow the sign-in
 # throttle (AXES_FAILURE_LIMIT within AXES_COOLOFF_TIME).
 PASSWORD_RESET_EMAILS_PER_HOUR = 3
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+# Secure cookies by default once the public address is https: the session
+# cookie must never ride a plain-http request to this host (a link, an image,
+# a captive portal) where anyone listening could read it.
+SESSION_COOKIE_SECURE = env_bool(
+    "SECURE_COOKIES", PUBLIC_BASE_URL.startswith("https://")
+)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 # DRF's throttle reads "N/period" by the period's first letter; anything else
