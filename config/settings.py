@@ -612,7 +612,11 @@ CELERY_TASK_ROUTES = {
     )
 } | {
     task: {"queue": NOTIFICATIONS_QUEUE}
-    for task in ("checks.notify.tasks.deliver_task", "checks.notify.tasks.drain_task")
+    for task in (
+        "checks.notify.tasks.deliver_task",
+        "checks.notify.tasks.drain_task",
+        "teams.tasks.send_password_reset_task",
+    )
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

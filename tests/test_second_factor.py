@@ -393,9 +393,7 @@ def test_the_code_gives_the_session_a_new_key_and_the_old_one_signs_nobody_in(
     assert stale.get("/")["Location"].startswith("/accounts/login/")
 
 
-def test_setting_it_up_while_signing_in_gives_the_session_a_new_key(
-    client, ana, team
-):
+def test_setting_it_up_while_signing_in_gives_the_session_a_new_key(client, ana, team):
     team.require_second_factor = True
     team.save()
     sign_in(client)

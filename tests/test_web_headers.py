@@ -77,9 +77,7 @@ def test_the_team_page_showing_an_invitation_link_is_never_stored(
     ["monitor-list", "team-members", "team-history", "team-activity", "channels",
      "api-keys", "two-factor", "password_change", "export"],
 )  # fmt: skip
-def test_no_signed_in_page_may_be_kept_by_a_cache_or_the_back_button(
-    signed_in, name
-):
+def test_no_signed_in_page_may_be_kept_by_a_cache_or_the_back_button(signed_in, name):
     response = signed_in.get(reverse(name))
 
     assert response.status_code == 200
