@@ -345,6 +345,10 @@ SESSION_COOKIE_AGE = SESSION_IDLE_SECONDS
 # the number of requests; requests per client address follow the sign-in
 # throttle (AXES_FAILURE_LIMIT within AXES_COOLOFF_TIME).
 PASSWORD_RESET_EMAILS_PER_HOUR = 3
+# A reset link works for an hour (Django's default is three days), and once:
+# a link lying in a mailbox, a forwarded mail or a shared inbox for days is a
+# way into the account. The e-mail says so.
+PASSWORD_RESET_TIMEOUT = 3600
 # Secure cookies by default once the public address is https: the session
 # cookie must never ride a plain-http request to this host (a link, an image,
 # a captive portal) where anyone listening could read it.

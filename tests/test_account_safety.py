@@ -319,3 +319,51 @@ def test_an_administrator_setting_someones_password_is_in_their_teams_log(
         [entry] = password_entries(team)
         assert entry.via == "admin" and entry.user.username == "admin"
         assert entry.what_words == "Set a new password for olive"
+
+
+# --- The reset link ------------------------------------------------------------
+
+
+def reset_link(client, queued_resets) -> str:
+    ask_reset(client)
+    [message] = worker_sends(queued_resets)
+    line = next(
+        line for line in message.body.splitlines() if "/accounts/reset/" in line
+    )
+    return line[line.index("/accounts/reset/") :].strip()
+
+
+def choose(client, link: str, password: str = "another-passphrase-77"):
+    form = client.get(link, follow=True)
+    return client.post(
+        form.redirect_chain[-1][0] if form.redirect_chain else link,
+        {"new_password1": password, "new_password2": password},
+    )
+
+
+def test_a_reset_link_works_for_an_hour_as_its_e_mail_says(
+    client, olive, queued_resets
+):
+    with time_machine.travel(NOW, tick=False):
+        link = reset_link(client, queued_resets)
+    assert "works for one hour" in mail.outbox[0].body
+
+    with time_machine.travel(NOW + timedelta(minutes=61), tick=False):
+        late = client.get(link, follow=True)
+    assert "This link does not work any more" in late.content.decode()
+    olive.refresh_from_db()
+    assert olive.check_password(PASSWORD)
+
+
+def test_a_reset_link_within_the_hour_works_once(client, olive, queued_resets):
+    with time_machine.travel(NOW, tick=False):
+        link = reset_link(client, queued_resets)
+    with time_machine.travel(NOW + timedelta(minutes=59), tick=False):
+        done = choose(client, link)
+        again = choose(Client(), link, "a-third-passphrase-99")
+
+    assert done.status_code == 302
+    olive.refresh_from_db()
+    assert olive.check_password("another-passphrase-77")
+    assert again.status_code == 200
+    assert "This link does not work any more" in again.content.decode()
