@@ -57,8 +57,9 @@ PASSWORD_RESET_TASK = "teams.tasks.send_password_reset_task"  # noqa: S105
 def queue_password_reset(email: str) -> None:
     """Hand a reset request to a worker, whether or not an account has the
     address: the request then costs the same either way, so neither its
-    answer nor its time tells who has an account. Sent from the request, a
-    mail server's seconds (or its refusal, an error page) told exactly that.
+    answer nor its time tells who has an account. Sent from the request,
+    only for an address with an account, the mail server's seconds told
+    exactly that.
     With the broker away the request is dropped, for every address alike:
     the person asks again."""
     try:

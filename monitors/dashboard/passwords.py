@@ -72,7 +72,7 @@ class PasswordResetView(auth_views.PasswordResetView):
         # not tell an attacker that this address has an account and was
         # capped. Under it, a worker looks the address up and sends the mail
         # (teams.emails.queue_password_reset): done here, the mail server's
-        # time, or its refusal, told who has an account.
+        # time told who has an account.
         if _within(_account_key(email), settings.PASSWORD_RESET_EMAILS_PER_HOUR, HOUR):
             team_emails.queue_password_reset(email)
         return HttpResponseRedirect(self.get_success_url())
