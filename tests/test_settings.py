@@ -203,6 +203,7 @@ def test_upkeep_and_notify_tasks_have_queues_of_their_own(tmp_path):
     } | {
         "checks.notify.tasks.deliver_task": {"queue": "notifications"},
         "checks.notify.tasks.drain_task": {"queue": "notifications"},
+        "teams.tasks.send_password_reset_task": {"queue": "notifications"},
     }
 
 
