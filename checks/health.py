@@ -33,6 +33,25 @@ def service_health(now: datetime) -> list[Part]:
     return [database, _broker(), *_heartbeats(now, database.ok)]
 
 
+def service_warnings() -> list[str]:
+    """What is wrong without anything being down, in plain words: a second
+    scheduler standing by (config.beat) is harmless, but one of the two
+    should go. Empty when the database cannot say."""
+    within = timedelta(seconds=settings.HEALTH_STALE_AFTER_SECONDS)
+    try:
+        two = Heartbeat.second_scheduler(within)
+    except DatabaseError:
+        return []  # the database part says so already
+    if two is None:
+        return []
+    # Which machines: in the standby's log, not on this open page.
+    return [
+        "Two schedulers are running against this database. The second stands "
+        "by and sends nothing, but only one should run: stop one of them (the "
+        "scheduler's log names both)."
+    ]
+
+
 def _database() -> Part:
     try:
         with connection.cursor() as cursor:

@@ -26,7 +26,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from checks import outages
-from checks.health import service_health
+from checks.health import service_health, service_warnings
 from monitors.api.errors import (
     RETRY_UNAVAILABLE_AFTER,
     is_unavailable,
@@ -97,13 +97,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
     wrong, in words without addresses or secrets."""
     parts = service_health(timezone.now())
     healthy = all(part.ok for part in parts)
-    return JsonResponse(
-        {
-            "status": "ok" if healthy else "down",
-            "parts": {part.name: part.problem or "ok" for part in parts},
-        },
-        status=200 if healthy else 503,
-    )
+    body: dict[str, object] = {
+        "status": "ok" if healthy else "down",
+        "parts": {part.name: part.problem or "ok" for part in parts},
+    }
+    if warnings := service_warnings():
+        body["warnings"] = warnings  # not a 503 of their own: nothing is down
+    return JsonResponse(body, status=200 if healthy else 503)
 
 
 @login_not_required
