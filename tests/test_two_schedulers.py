@@ -18,14 +18,16 @@ from django.test import Client
 from checks.models import Heartbeat
 from checks.tasks import dispatch_due_monitors_task, worker_heartbeat_task
 from config import beat
-from tests.test_worker_integration import (  # noqa: F401 - fixtures
-    broker,
-    database_url,
-    redis_url,
+from tests import test_worker_integration
+from tests.test_worker_integration import (
     wait_for,
     worker_env,
     worker_sessions,
 )
+
+broker = test_worker_integration.broker
+redis_url = test_worker_integration.redis_url
+database_url = test_worker_integration.database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,7 +73,9 @@ def reachable_broker(settings, redis_server) -> None:
     settings.REDIS_LOCATION = redis_server  # the session's Valkey, or REDIS_URL
 
 
-def test_healthz_warns_of_two_schedulers_and_stays_200(client: Client, reachable_broker):
+def test_healthz_warns_of_two_schedulers_and_stays_200(
+    client: Client, reachable_broker
+):
     worker_heartbeat_task()
     dispatch_due_monitors_task()
     Heartbeat.hold_schedule("beat on a", beat.LEASE)
@@ -125,7 +129,7 @@ class Beat:
 
 
 @pytest.fixture
-def two_beats(broker, database_url, tmp_path) -> Iterator[tuple[Beat, Beat]]:  # noqa: F811
+def two_beats(broker, database_url, tmp_path) -> Iterator[tuple[Beat, Beat]]:
     beats = []
     try:
         for name in ("one", "two"):
@@ -157,7 +161,7 @@ def test_of_two_real_beats_one_sends_the_other_stands_by_then_takes_over(
     )
 
     assert SENDING not in two.log(), two.log()
-    assert "pid %d" % one.process.pid in two.log()
+    assert f"pid {one.process.pid}" in two.log()
     assert client.get("/healthz").json()["warnings"]
 
     one.stop()  # hands its lease back as it goes

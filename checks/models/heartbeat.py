@@ -59,7 +59,8 @@ class Heartbeat(models.Model):
         conditional update: it is ours when we hold it, nobody does, or its
         holder has not renewed it for `lease`. Returns the lease row: held by
         someone else, `holder` is recorded as the standby."""
-        ours = Q(holder=holder) | Q(holder="") | Q(seen_at__lt=_database_now_minus(lease))
+        expired = Q(seen_at__lt=_database_now_minus(lease))
+        ours = Q(holder=holder) | Q(holder="") | expired
         taken = (
             cls.objects.filter(name=cls.SCHEDULER_LEASE)
             .filter(ours)
