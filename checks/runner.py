@@ -40,7 +40,7 @@ from django.utils import timezone
 from checks import notify, outages
 from checks.ai.stage import Enricher
 from checks.fetch import OutboundClient, Resolver
-from checks.models import Check, CheckBatch
+from checks.models import Check, CheckBatch, Heartbeat
 from checks.pipeline import plan as planning
 from checks.pipeline.batch import BatchPages, hand_over, run_pages
 from checks.pipeline.fetch import BrowserFetcher, Fetchers, HttpFetcher, from_cache
@@ -65,6 +65,10 @@ STALE_RUNNING_MESSAGE = (
     "Monitor check stopped responding (its worker was lost) and was ended."
 )
 GIVEN_UP_MESSAGE = f"Monitor check was given up after {MAX_ATTEMPTS} attempts."
+NO_BROWSER_MESSAGE = (
+    "Monitor check needs a web browser for some pages, and no worker that "
+    "runs one took them within 10 minutes; it was ended."
+)
 TIME_LIMIT_MESSAGE = "Monitor check exceeded its time limit and was stopped."
 CRASH_MESSAGE = "Monitor check failed because of an internal error."
 
@@ -194,6 +198,19 @@ def browser_queue() -> str | None:
     return str(settings.BROWSER_QUEUE or "") or None
 
 
+def browser_worker_seen(now: datetime) -> bool:
+    """Whether a worker serving the browser queue took a batch within
+    CheckBatch.REQUEUE_AFTER, or is on one now (a long batch of slow pages
+    holds it longer than that)."""
+    since = now - CheckBatch.REQUEUE_AFTER
+    taken = Heartbeat.last_seen().get(Heartbeat.BROWSER)
+    return (taken is not None and taken >= since) or CheckBatch.objects.filter(
+        status=CheckBatch.Status.RUNNING,
+        uses_browser=True,
+        heartbeat_at__gte=now - stale_running_after(),
+    ).exists()
+
+
 def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
     """Run one queued batch (run_batch_task); False when another worker is on
     it and its heartbeat is fresh (the caller looks again later)."""
@@ -321,6 +338,9 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
     if not batch.claim(now, stale_running_after()):
         batch.refresh_from_db(fields=["status"])
         return [] if batch.status not in CheckBatch.OPEN else None
+    if batch.uses_browser:
+        # The sweeper tells a browser queue nobody serves from a busy one.
+        Heartbeat.beat(Heartbeat.BROWSER, now)
     check = Check.objects.select_related("monitor").get(pk=batch.check_run_id)
     if check.status != Check.Status.RUNNING:
         raise CheckAbandoned
@@ -562,10 +582,35 @@ def _requeue_lost_batches(now: datetime) -> int:
     seen = {batch.pk for batch in lost}
     lost += [b for b in _batches_whose_message_is_gone(now) if b.pk not in seen]
     failed, again = 0, []
+    untaken_before = now - CheckBatch.REQUEUE_AFTER
+    no_browser: bool | None = None  # asked once, and only when it matters
     for batch in lost:
         if batch.attempts >= MAX_ATTEMPTS:
             failed += fail(batch.check_run_id, GIVEN_UP_MESSAGE, now)
             continue
+        if (
+            batch.uses_browser
+            and batch.status == CheckBatch.Status.PENDING
+            and batch.heartbeat_at < untaken_before
+            and browser_queue()
+        ):
+            if no_browser is None:
+                no_browser = not browser_worker_seen(now)
+            if no_browser:
+                # Sent again, it would wait again, and its check with it, for
+                # ever (and every later check of its monitor be skipped).
+                if fail(batch.check_run_id, NO_BROWSER_MESSAGE, now):
+                    failed += 1
+                    logger.warning(
+                        "Check %s ended: its browser pages waited %d minutes and "
+                        "no worker serves the browser queue %r (start one: "
+                        "celery -A config worker --queues=%s)",
+                        batch.check_run_id,
+                        CheckBatch.REQUEUE_AFTER.total_seconds() // 60,
+                        browser_queue(),
+                        browser_queue(),
+                    )
+                continue
         # Conditional: a batch that came back to life meanwhile is left alone.
         if CheckBatch.objects.filter(
             pk=batch.pk, status=batch.status, heartbeat_at=batch.heartbeat_at

@@ -1,0 +1,102 @@
+"""Real workers as operators lay them out and stop them: Procfile.large's
+check worker with no browser worker beside it, a worker stopped as docker and
+systemd stop one (SIGTERM to its main process, SIGKILL 10 s later), and a
+worker of another Pagewatch version taking a message it does not fit.
+
+Needs PostgreSQL and Redis, as tests/test_worker_integration.py does."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from checks import dispatch, runner
+from checks.models import Check, CheckBatch
+from config.celery import app as celery_app
+from monitors.models import Monitor, Target, Team
+from tests import test_worker_integration
+from tests.sites import Site
+from tests.test_worker_integration import (
+    Worker,
+    wait_for,
+    worker_env,
+    worker_sessions,
+)
+
+broker = test_worker_integration.broker
+redis_url = test_worker_integration.redis_url
+database_url = test_worker_integration.database_url
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+# Procfile.large's check worker: checks and upkeep, no browser pages.
+LARGE_CHECK_WORKER = ("--queues=celery,upkeep",)
+
+
+def started(env: dict[str, str], log: Path, *options: str) -> Worker:
+    worker = Worker(env, log, *options)
+    worker.wait_ready()
+    return worker
+
+
+def stopped(*workers: Worker) -> None:
+    for worker in workers:
+        worker.stop()
+    wait_for(lambda: worker_sessions() == 0, "the workers' sessions to end")
+
+
+def monitor_of(team: Team, *targets: dict[str, Any]) -> Monitor:
+    monitor = Monitor.objects.create(team=team, name="Shop", schedule_cron="0 3 * * *")
+    for position, target in enumerate(targets):
+        Target.objects.create(
+            monitor=monitor, type="scrape", position=position, **target
+        )
+    return monitor
+
+
+def run_now(monitor: Monitor) -> Check:
+    return dispatch.queue_manual_check(monitor)
+
+
+def test_on_procfile_large_without_its_browser_worker_a_browser_check_ends_saying_so(
+    team, broker, database_url, tmp_path
+):
+    env = worker_env(broker, database_url, tmp_path)
+    env["BROWSER_EXECUTABLE"] = "/usr/bin/chromium"
+    worker = started(env, tmp_path / "worker.log", *LARGE_CHECK_WORKER)
+    try:
+        with Site() as site:
+            url = site.html("/s", "S", "<p>shot</p>")
+            monitor = monitor_of(
+                team, {"urls": [url], "scrape_options": {"waitFor": 100}}
+            )
+            check = run_now(monitor)
+            batch = wait_for(
+                lambda: CheckBatch.objects.filter(check_run=check).first(),
+                "the check's browser batch",
+                worker.log,
+            )
+            assert batch.uses_browser and batch.status == CheckBatch.Status.PENDING
+            # Ten minutes on, as the data says: nobody took it.
+            long_ago = timezone.now() - CheckBatch.REQUEUE_AFTER - timedelta(minutes=1)
+            CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=long_ago)
+            # The upkeep queue's sweep, run by the real worker.
+            celery_app.send_task("checks.tasks.fail_stale_checks_task")
+            wait_for(
+                lambda: Check.objects.filter(
+                    pk=check.pk, status=Check.Status.FAILED
+                ).exists(),
+                "the check to end",
+                worker.log,
+            )
+    finally:
+        stopped(worker)
+
+    check.refresh_from_db()
+    assert check.error == runner.NO_BROWSER_MESSAGE
+    assert "no worker serves the browser queue 'browser'" in worker.log()
+    assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
