@@ -100,3 +100,47 @@ def test_on_procfile_large_without_its_browser_worker_a_browser_check_ends_sayin
     assert check.error == runner.NO_BROWSER_MESSAGE
     assert "no worker serves the browser queue 'browser'" in worker.log()
     assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
+
+
+def test_a_message_from_another_version_is_logged_plainly_and_its_check_still_runs(
+    team, broker, database_url, tmp_path
+):
+    worker = started(worker_env(broker, database_url, tmp_path), tmp_path / "w.log")
+    try:
+        with Site() as site:
+            monitor = monitor_of(team, {"urls": [site.html("/p", "P", "<p>p</p>")]})
+            check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+            Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+            # A newer web machine's message: one argument more than this
+            # worker's task takes; an older one's: one fewer.
+            celery_app.send_task(runner.RUN_CHECK_TASK, args=[str(check.pk), True])
+            celery_app.send_task(runner.RUN_BATCH_TASK, args=[])
+            wait_for(
+                lambda: worker.log().count("another version of Pagewatch") >= 2,
+                "the worker to say so",
+                worker.log,
+            )
+            assert Check.objects.get(pk=check.pk).status == Check.Status.QUEUED
+            # The sweeper, once the check waited the stale time, sends it
+            # again in this version's words.
+            later = timezone.now() + runner.stale_running_after()
+            runner.fail_stale_checks(later)
+            wait_for(
+                lambda: Check.objects.filter(
+                    pk=check.pk, status=Check.Status.COMPLETED
+                ).exists(),
+                "the check to complete",
+                worker.log,
+            )
+    finally:
+        stopped(worker)
+
+    log = worker.log()
+    assert "Traceback" not in log, log[-4000:]
+    assert (
+        "Task checks.tasks.run_check_task[" in log
+        and "was dropped: its message was sent by another version of Pagewatch "
+        "(too many positional arguments)"
+        in log
+    )
+    assert "(missing a required argument: 'batch_id')" in log
