@@ -7,6 +7,9 @@ Needs PostgreSQL and Redis, as tests/test_worker_integration.py does."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -144,3 +147,64 @@ def test_a_message_from_another_version_is_logged_plainly_and_its_check_still_ru
         in log
     )
     assert "(missing a required argument: 'batch_id')" in log
+
+
+def docker_stop(worker: Worker, grace: float = 10.0) -> None:
+    """What `docker stop` and systemd (KillMode=mixed) do: SIGTERM to the
+    main process alone, SIGKILL to every process `grace` seconds later."""
+    worker.process.send_signal(signal.SIGTERM)
+    try:
+        worker.process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.process.pid, signal.SIGKILL)
+        worker.process.wait(timeout=10)
+
+
+# The Procfile's worker (threads, the scheduler in a thread) and
+# Procfile.large's check worker (prefork).
+POOLS = {
+    "threads": ("--pool=threads", "--beat-thread"),
+    "prefork": ("--pool=prefork",),
+}
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_a_worker_stopped_mid_check_as_docker_stops_it_leaves_it_to_the_next(
+    pool, team, broker, database_url, tmp_path
+):
+    env = worker_env(broker, database_url, tmp_path)
+    first = started(env, tmp_path / "first.log", *POOLS[pool])
+    with Site() as site:
+        quick = site.html("/quick", "Quick", "<p>quick</p>")
+        slow = site.html("/slow", "Slow", "<p>slow</p>", delay=40)
+        monitor = monitor_of(team, {"urls": [quick, slow]})
+        check = run_now(monitor)
+        wait_for(
+            lambda: Check.objects.filter(pk=check.pk, pages_done=1).exists(),
+            "the check to be half done",
+            first.log,
+        )
+        site.wait_for_requests(1, path="/slow")
+        docker_stop(first)
+        stopped(first)
+        assert Check.objects.get(pk=check.pk).status == Check.Status.RUNNING
+
+        site.html("/slow", "Slow", "<p>slow</p>")
+        second = started(env, tmp_path / "second.log")
+        try:
+            later = timezone.now() + runner.stale_running_after()
+            assert runner.fail_stale_checks(later) == 0
+            wait_for(
+                lambda: Check.objects.filter(
+                    pk=check.pk, status__in=Check.FINISHED
+                ).exists(),
+                "the check to finish",
+                second.log,
+            )
+        finally:
+            stopped(second)
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED, (check.status, check.error)
+    assert len(site.requests_to("/quick")) == 1
+    assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
