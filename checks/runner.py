@@ -37,7 +37,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from checks import notify, outages
+from checks import notify, outages, shared_clock
 from checks.ai.stage import Enricher
 from checks.fetch import OutboundClient, Resolver
 from checks.models import Check, CheckBatch, Heartbeat
@@ -92,7 +92,7 @@ def begin_delivery(
     that may take the check counts: a second message for a check another
     worker is running (a message sent again by the sweeper, say) costs it
     nothing, and the caller looks again later (is_busy)."""
-    now = now or timezone.now()
+    now = now or shared_clock.now()
     claimable = Q(status=Check.Status.QUEUED) | Q(
         status=Check.Status.RUNNING, heartbeat_at__lt=now - stale_running_after()
     )
@@ -118,7 +118,7 @@ def claim(check: Check, now: datetime | None = None) -> bool:
     """Make the check ours (see Check.claim) and hold its credits. False when
     someone else has it, or when the credits do not cover it (it then ends as
     skipped_no_credits, announced like any other end)."""
-    now = now or timezone.now()
+    now = now or shared_clock.now()
     with transaction.atomic():
         if not check.claim(now, stale_running_after()):
             return False
@@ -130,7 +130,7 @@ def claim(check: Check, now: datetime | None = None) -> bool:
 
 def is_busy(check: Check, now: datetime | None = None) -> bool:
     """Running with a fresh heartbeat: another worker is (or was just) on it."""
-    now = now or timezone.now()
+    now = now or shared_clock.now()
     check.refresh_from_db(fields=["status", "heartbeat_at"])
     return (
         check.status == Check.Status.RUNNING
@@ -334,7 +334,7 @@ def enqueue_batches(batches: Sequence[CheckBatch]) -> None:
 def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch] | None:
     """Run one batch; the batches its crawl pages found ([] for none), or
     None when another worker is on it."""
-    now = timezone.now()
+    now = shared_clock.now()
     if not batch.claim(now, stale_running_after()):
         batch.refresh_from_db(fields=["status"])
         return [] if batch.status not in CheckBatch.OPEN else None

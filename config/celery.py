@@ -120,6 +120,17 @@ def _close_old_connections(sender: Any, **_: object) -> None:
 
 
 @signals.worker_init.connect
+def _follow_the_database_clock(**_: object) -> None:
+    """Heartbeats, claims and sweeps timed by the database's clock, so a
+    worker whose machine's clock is off neither has its live work taken
+    from it nor looks alive once gone (checks.shared_clock). Set before the
+    pool forks: its processes inherit it."""
+    from checks import shared_clock
+
+    shared_clock.follow_the_database()
+
+
+@signals.worker_init.connect
 def _share_memory_with_pool_processes(**_: object) -> None:
     """Objects the worker made before forking its pool stay shared with the
     pool's processes: frozen out of the garbage collector (gc.freeze, made

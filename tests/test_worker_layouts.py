@@ -8,17 +8,21 @@ Needs PostgreSQL and Redis, as tests/test_worker_integration.py does."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
+import sys
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from checks import dispatch, runner
-from checks.models import Check, CheckBatch
+from checks.models import Check, CheckBatch, Heartbeat
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target, Team
 from tests import test_worker_integration
@@ -208,3 +212,99 @@ def test_a_worker_stopped_mid_check_as_docker_stops_it_leaves_it_to_the_next(
     assert check.status == Check.Status.COMPLETED, (check.status, check.error)
     assert len(site.requests_to("/quick")) == 1
     assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
+
+
+SKEWED_CELERY = """
+import sys
+from datetime import UTC, datetime, timedelta
+
+import time_machine
+
+# This machine's clock, {seconds} s off: every clock Python reads, in the
+# worker and in the pool processes it forks.
+time_machine.travel(
+    datetime.now(UTC) + timedelta(seconds={seconds}), tick=True
+).start()
+
+from celery.__main__ import main
+
+sys.argv = ["celery", *sys.argv[1:]]
+main()
+"""
+
+
+class SkewedWorker(Worker):
+    """A worker on a machine whose clock is `seconds` off."""
+
+    def __init__(
+        self, env: dict[str, str], log_path: Path, seconds: int, *options: str
+    ) -> None:
+        script = log_path.with_suffix(".py")
+        script.write_text(SKEWED_CELERY.format(seconds=seconds))
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter
+            [
+                sys.executable, str(script), "-A", "config", "worker",
+                "--loglevel=INFO", "--concurrency=1", "--pool=prefork",
+                "--without-gossip", "--without-mingle", "--without-heartbeat",
+                "--purge", "-n", f"skewed-{uuid.uuid4().hex[:8]}@%h", *options,
+            ],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+
+
+def test_a_worker_whose_clock_is_minutes_behind_keeps_its_live_check_and_looks_alive(
+    team, broker, database_url, tmp_path
+):
+    env = worker_env(broker, database_url, tmp_path)
+    worker = SkewedWorker(env, tmp_path / "skewed.log", -300)
+    worker.wait_ready()
+    try:
+        with Site() as site:
+            quick = site.html("/quick", "Quick", "<p>quick</p>")
+            slow = site.html("/slow", "Slow", "<p>slow</p>", delay=15)
+            monitor = monitor_of(team, {"urls": [quick, slow]})
+            check = run_now(monitor)
+            wait_for(
+                lambda: Check.objects.filter(pk=check.pk, pages_done=1).exists(),
+                "the check to be half done",
+                worker.log,
+            )
+            site.wait_for_requests(1, path="/slow")
+            # The upkeep worker's sweep, on a machine whose clock is right.
+            assert runner.fail_stale_checks(timezone.now()) == 0
+            batch = CheckBatch.objects.get(check_run=check)
+            assert batch.status == CheckBatch.Status.RUNNING
+            assert abs(batch.heartbeat_at - timezone.now()) < timedelta(seconds=30)
+            wait_for(
+                lambda: Check.objects.filter(
+                    pk=check.pk, status__in=Check.FINISHED
+                ).exists(),
+                "the check to finish",
+                worker.log,
+            )
+            # What /healthz reads: this worker's sign of life, on time.
+            celery_app.send_task("checks.tasks.worker_heartbeat_task")
+            seen = wait_for(
+                lambda: Heartbeat.last_seen().get(Heartbeat.WORKER),
+                "the worker's heartbeat",
+                worker.log,
+            )
+    finally:
+        stopped(worker)
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED, (check.status, check.error)
+    assert check.attempts == 1
+    assert CheckBatch.objects.get(check_run=check).attempts == 1
+    assert len(site.requests_to("/slow")) == 1
+    assert abs(seen - timezone.now()) < timedelta(seconds=60)
+    said = re.findall(
+        r"This machine's clock is (\d+) s behind the database", worker.log()
+    )
+    assert len(said) == 1 and 295 <= int(said[0]) <= 305, said
