@@ -82,7 +82,7 @@ def run_batch_task(self, batch_id: int) -> None:  # noqa: ANN001 - Celery's Task
 def dispatch_due_monitors_task(follow_up: bool = False) -> int:
     # A tick that hit its cap queues one follow-up at once (expires after one
     # beat interval); a follow-up never queues another (dispatch.dispatch_tick).
-    now = timezone.now()
+    now = shared_clock.now()
     with skipped_while_away("A dispatch tick"):
         if not follow_up:
             Heartbeat.beat(Heartbeat.SCHEDULER, now)  # /healthz: the scheduler ticks
