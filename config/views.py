@@ -95,13 +95,14 @@ def favicon(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every part is fine, else 503; each part says ok or what is
     wrong, in words without addresses or secrets."""
-    parts = service_health(timezone.now())
+    now = timezone.now()
+    parts = service_health(now)
     healthy = all(part.ok for part in parts)
     body: dict[str, object] = {
         "status": "ok" if healthy else "down",
         "parts": {part.name: part.problem or "ok" for part in parts},
     }
-    if warnings := service_warnings():
+    if warnings := service_warnings(now):
         body["warnings"] = warnings  # not a 503 of their own: nothing is down
     return JsonResponse(body, status=200 if healthy else 503)
 

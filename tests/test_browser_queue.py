@@ -188,6 +188,30 @@ def test_a_check_whose_browser_pages_no_worker_takes_ends_saying_so(
     assert "no worker serves the browser queue" in caplog.text
 
 
+NO_BROWSER_WARNING = (
+    "Pages that need a web browser are waiting and no worker that runs one is "
+    "taking them: start a browser worker. Their checks end after 10 minutes "
+    "otherwise."
+)
+
+
+def test_healthz_warns_while_browser_pages_wait_with_no_browser_worker(
+    client, team, site, sent
+):
+    check = browser_check_left_waiting(team, site)
+    assert client.get("/healthz").json()["warnings"] == [NO_BROWSER_WARNING]
+
+    # A browser worker takes a batch: the warning goes.
+    Heartbeat.beat(Heartbeat.BROWSER, timezone.now())
+    assert "warnings" not in client.get("/healthz").json()
+
+    Heartbeat.objects.filter(name=Heartbeat.BROWSER).delete()
+    runner.fail_stale_checks(timezone.now())  # the check ends: nothing waits
+    check.refresh_from_db()
+    assert check.status == Check.Status.FAILED
+    assert "warnings" not in client.get("/healthz").json()
+
+
 def test_a_check_whose_browser_worker_went_quiet_long_ago_ends_saying_so(
     team, site, sent
 ):
