@@ -16,6 +16,7 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -27,6 +28,7 @@ from config.celery import app as celery_app
 from monitors.models import Monitor, Target, Team
 from tests import test_worker_integration
 from tests.sites import Site
+from tests.test_crawl import build_site
 from tests.test_worker_integration import (
     Worker,
     wait_for,
@@ -310,3 +312,48 @@ def test_a_worker_whose_clock_is_minutes_behind_keeps_its_live_check_and_looks_a
         r"This machine's clock is (\d+) s behind the database", worker.log()
     )
     assert len(said) == 1 and 295 <= int(said[0]) <= 305, said
+
+
+def test_a_worker_stopped_mid_crawl_as_docker_stops_it_leaves_it_to_the_next(
+    team, broker, database_url, tmp_path
+):
+    env = worker_env(broker, database_url, tmp_path)
+    first = started(env, tmp_path / "first.log")
+    with Site() as site:
+        build_site(site, posts=50)
+        for i in range(50):  # slower than the 10 s a warm shutdown is given
+            site.html(f"/blog/post-{i}", f"Post {i}", f"<p>Post {i}.</p>", delay=2)
+        monitor = Monitor.objects.create(
+            team=team, name="Whole site", schedule_cron="0 3 * * *"
+        )
+        Target.objects.create(monitor=monitor, type="crawl", url=site.url("/"))
+        check = run_now(monitor)
+        wait_for(
+            lambda: Check.objects.get(pk=check.pk).pages_done >= 15,
+            "the crawl to be half done",
+            first.log,
+        )
+        docker_stop(first)
+        stopped(first)
+        assert Check.objects.get(pk=check.pk).status == Check.Status.RUNNING
+
+        second = started(env, tmp_path / "second.log")
+        try:
+            later = timezone.now() + runner.stale_running_after()
+            assert runner.fail_stale_checks(later) == 0
+            wait_for(
+                lambda: Check.objects.filter(
+                    pk=check.pk, status__in=Check.FINISHED
+                ).exists(),
+                "the crawl to finish",
+                second.log,
+            )
+        finally:
+            stopped(second)
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED, (check.status, check.error)
+    expected = {"/", "/blog/", "/docs/", "/docs/a", "/docs/b", "/about", "/orphan"}
+    expected |= {f"/blog/post-{i}" for i in range(50)}
+    paths = list(check.pages.values_list("url", flat=True))
+    assert sorted(urlsplit(url).path for url in paths) == sorted(expected)
