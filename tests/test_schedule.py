@@ -728,7 +728,11 @@ def test_daily_interval_is_23_hours_across_spring_forward() -> None:
         ("0 9 1-7 * *", "Monthly on days 1 to 7 at 09:00"),
         ("30 17 L * *", "Monthly on the last day at 17:30"),
         ("0 0 1 1 *", "At 00:00 on day 1 of January"),
-        ("0 0 1 */3 *", "At 00:00 on day 1 of January, April, July and October"),
+        ("0 0 1 */3 *", "Every 3 months on day 1 at 00:00"),
+        ("0 0 1 1,7 *", "Every 6 months on day 1 at 00:00"),
+        ("0 0 1 2,5,8,11 *", "At 00:00 on day 1 of February, May, August and November"),
+        ("0 9 * * 1#1", "First Monday of the month at 09:00"),
+        ("0 9 * * 5L", "Last Friday of the month at 09:00"),
         ("*/30 * 1 * *", "Every 30 minutes on day 1 of every month"),
         ("0 9 * 12 *", "Daily at 09:00 in December"),
         ("0 9 * 6-8 1-5", "Every weekday at 09:00 in June, July and August"),
@@ -745,9 +749,8 @@ def test_describe_says_when_it_runs_in_plain_words(cron: str, words: str) -> Non
 @pytest.mark.parametrize(
     "cron",
     [
-        "0 9 * * 1#1",
-        "0 9 * * 5L",
         "0 9 LW * *",
+        "0 9 1 * 1#1",  # day 1, or the first Monday
         "0 9 */2 * *",
         "0 9 1-7 * 1",  # day 1 to 7, or any Monday
         "0 0,6,12,18,21 * * *",

@@ -20,6 +20,7 @@ from monitors.schedule import (
     next_runs,
     normalize_schedule,
 )
+from monitors.schedule_words import schedule_box_text
 from tests.test_dashboard_forms import post
 
 # A Wednesday; every test pins its clock.
@@ -598,3 +599,22 @@ def test_the_forms_help_says_which_times_twice_a_day_picks(
 )
 def test_hours_written_without_am_or_pm_read_as_the_working_day(text, cron):
     assert cron_of(text) == cron
+
+
+@pytest.mark.parametrize(
+    ("cron", "shown"),
+    [
+        pytest.param("0 0 * * 1#1", "First Monday of the month at 00:00", id="1st-mon"),
+        pytest.param("0 9 * * 2#2", "Second Tuesday of the month at 09:00", id="2nd"),
+        pytest.param("0 17 * * 5L", "Last Friday of the month at 17:00", id="last-fri"),
+        pytest.param("0 0 1 */3 *", "Every 3 months on day 1 at 00:00", id="quarterly"),
+        pytest.param(
+            "30 8 1,15 */6 *", "Every 6 months on days 1 and 15 at 08:30", id="6-months"
+        ),
+    ],
+)
+def test_the_schedule_box_shows_new_phrases_in_words_that_read_back(cron, shown):
+    schedule = Schedule(cron, "UTC")
+
+    assert schedule_box_text(schedule) == shown
+    assert cron_of(shown) == cron
