@@ -54,6 +54,13 @@ _PARTS_OF_DAY = {
     "evening": "6pm",
     "night": "10pm",
 }
+# The hours a refusal suggests for "every 15 minutes in the morning".
+_PART_HOURS = {
+    "morning": ("8am", "noon"),
+    "afternoon": ("noon", "6pm"),
+    "evening": ("6pm", "10pm"),
+    "night": ("10pm", "midnight"),
+}
 _OFFICE_HOURS = "from 9am to 5pm on weekdays"
 
 Rewording = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
@@ -273,11 +280,11 @@ def _weeks_gap(weeks: int, phrase: str) -> str:
 
 
 def _every_other(match: re.Match[str]) -> str:
-    if match["unit"] == "week" or match["unit"] in ("biweekly", "fortnightly"):
-        return _weeks_gap(2, match.string)
+    """ "every other day" and "every other week", "biweekly", "every other
+    monday" (every second week)."""
     if match["unit"] == "day":
         return _days_gap(2, match.string)
-    return _weeks_gap(2, match.string)  # "every other monday"
+    return _weeks_gap(2, match.string)
 
 
 def _every_n_days(match: re.Match[str]) -> str | None:
@@ -327,12 +334,19 @@ def _months_gap(match: re.Match[str]) -> str | None:
 def _open_time(match: re.Match[str]) -> str:
     part = match["part"]
     part = "night" if part == "nightly" else part
-    rest = match.string.replace(match[0], "").strip()
+    rest = " ".join(
+        (match.string[: match.start()] + match.string[match.end() :]).split()
+    )
     rest = re.sub(r"^(?:every|on)?$", "", rest) or "daily"
+    if re.search(r"\b(?:minutes|hours|hourly)\b", rest):
+        start, end = _PART_HOURS[part]
+        example = f"{rest} from {start} to {end}"
+    else:
+        example = f"{rest} at {_PARTS_OF_DAY[part]}"
     return (
         f"'{match.string}' does not say at what time: {part}s start at "
         "different hours for different people. Say the time, for example "
-        f"'{rest} at {_PARTS_OF_DAY[part]}'."
+        f"'{example}'."
     )
 
 
@@ -360,12 +374,10 @@ Refusal = tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]
 REFUSALS: list[Refusal] = [
     (
         re.compile(
-            rf"\bevery other (?P<unit>day|week|(?:{_DAY_NAMES}))\b|"
-            r"\b(?P<unit2>bi-?weekly|fortnightly|every fortnight)\b"
+            rf"\bevery other (?P<unit>day|week|{_DAY_NAMES})\b|"
+            r"\b(?:bi-?weekly|fortnightly|every fortnight)\b"
         ),
-        lambda match: (
-            _weeks_gap(2, match.string) if match["unit2"] else _every_other(match)
-        ),
+        _every_other,
     ),
     (re.compile(r"\bevery (?P<n>\d+) (?P<unit>days?|hours)\b"), _every_n_days),
     (re.compile(r"\bevery (?P<n>\d+) weeks?\b"), _every_n_weeks),

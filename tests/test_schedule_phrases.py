@@ -5,7 +5,9 @@ what comes nearest. Firecrawl's documented phrases keep Firecrawl's cron."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -378,6 +380,13 @@ def test_a_phrase_still_keeps_to_the_five_minute_minimum(text):
             id="every-evening",
         ),
         pytest.param(
+            "every 15 minutes in the morning",
+            "'every 15 minutes in the morning' does not say at what time: "
+            "mornings start at different hours for different people. Say the "
+            "time, for example 'every 15 minutes from 8am to noon'.",
+            id="every-15-minutes-in-the-morning",
+        ),
+        pytest.param(
             "nightly",
             "'nightly' does not say at what time: nights start at different "
             "hours for different people. Say the time, for example 'daily at "
@@ -424,6 +433,8 @@ def test_a_phrase_a_schedule_cannot_keep_says_why_and_what_comes_nearest(text, w
         "4 times a day",
         "daily at 9am, 1pm and 5pm",
         "every 4 months",
+        "every 15 minutes from 8am to noon",
+        "every 2 hours from 10pm to midnight",
     ],
 )
 def test_every_phrase_a_refusal_suggests_is_accepted(suggested):
@@ -618,3 +629,30 @@ def test_the_schedule_box_shows_new_phrases_in_words_that_read_back(cron, shown)
 
     assert schedule_box_text(schedule) == shown
     assert cron_of(shown) == cron
+
+
+def _readme_section() -> str:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    return readme.split("## Schedules in words\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_phrase_the_readme_lists_as_accepted_is_accepted():
+    rows = [line for line in _readme_section().splitlines() if line.startswith("| `")]
+    said = [p for row in rows for p in re.findall(r"`([^`]+)`", row.split(" | ")[0])]
+
+    assert len(said) > 40
+    for phrase in said:
+        assert cron_of(phrase), phrase
+
+
+def test_every_phrase_the_readme_lists_as_refused_is_refused_saying_why():
+    text = _readme_section().split("Some phrases no schedule can keep", 1)[1]
+    text = text.split("Checks still run", 1)[0]
+    offered = re.findall(r"`([^`]+)`", "".join(re.findall(r"\([^)]*\)", text)))
+    refused = re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", text))
+
+    assert len(refused) > 10 and len(offered) > 3
+    for phrase in refused:
+        assert "Unsupported schedule text" not in refusal_of(phrase), phrase
+    for phrase in offered:
+        assert cron_of(phrase), phrase
