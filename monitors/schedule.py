@@ -414,8 +414,8 @@ def text_to_cron(text: str) -> str:
     phrase = _NO_SPACE.sub(r"\1 \2", phrase).replace("everyday", "every day")
     # Everyday ways of saying a schedule, in the words read below; and the
     # phrases no schedule can keep, said why before anything else is tried.
-    phrase = schedule_phrases.reword(phrase)
-    if refused := schedule_phrases.refusal(phrase):
+    said, phrase = phrase, schedule_phrases.reword(phrase)
+    if refused := schedule_phrases.refusal(phrase, said):
         raise ScheduleError(refused)
 
     if match := _EVERY_N_MINUTES.fullmatch(phrase):

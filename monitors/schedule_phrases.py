@@ -66,12 +66,17 @@ _OFFICE_HOURS = "from 9am to 5pm on weekdays"
 Rewording = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
 
 
+_WITHIN_HOURS = re.compile(r" (?:during|in|within|from|between) ")
+
+
 def _times_a(match: re.Match[str]) -> str:
     """ "twice a day" is every 12 hours; "4 times an hour" every 15 minutes:
     spread evenly, from midnight or the top of the hour. A count that does
     not split the day or hour evenly is left for REFUSALS."""
     count = 2 if match["count"] == "twice" else 1 if match["count"] == "once" else None
     count = count or int(match["n"])
+    if match["unit"] == "day" and _WITHIN_HOURS.search(match.string, match.end()):
+        return match[0]  # "twice a day from 9am to 5pm": at which times?
     whole = {"day": 24, "hour": 60}[match["unit"]]
     if count < 1 or whole % count:
         return match[0]
@@ -84,8 +89,10 @@ def _part_of_day_at(match: re.Match[str]) -> str:
     """ "every evening at 7" is 19:00: the part of the day says am or pm."""
     hour = int(match["h"])
     minute = match["m"] or ""
-    if match["part"] == "morning" or hour >= 12:
-        return f"at {hour}{minute}" + ("am" if hour < 12 else "")
+    if match["part"] in ("evening", "night") and hour == 12:
+        return f"at 12{minute}am"  # "every night at 12" is midnight
+    if match["part"] == "morning" or not 1 <= hour < 12:
+        return f"at {hour}{minute}" + ("am" if 1 <= hour < 12 else "")
     return f"at {hour}{minute}pm"
 
 
@@ -122,6 +129,7 @@ REWORDINGS: list[Rewording] = [
     (re.compile(r"([a-z]): ?(?=\d)"), r"\1 "),
     (re.compile(r"[!?;]+"), ""),
     (re.compile(r"\b(?:each|every single)\b"), "every"),
+    (re.compile(r"\b12 (noon|midnight)\b"), r"\1"),
     (re.compile(r"\b(?:{})\b".format("|".join(_NUMBER_WORDS))), _number),
     # "09:00h", "9 o'clock", "at 0900".
     (re.compile(r"\b(\d{1,2}:\d{2}) ?h\b"), r"\1"),
@@ -220,7 +228,7 @@ REWORDINGS: list[Rewording] = [
         r"monthly on the \g<d>\g<rest>",
     ),
     (
-        re.compile(r"^every (?P<d>\d{1,2}(?:st|nd|rd|th))(?P<rest>.*)$"),
+        re.compile(r"^every (?P<d>\d{1,2}(?:st|nd|rd|th))(?P<rest>(?: at .*)?)$"),
         r"monthly on the \g<d>\g<rest>",
     ),
 ]
@@ -303,16 +311,36 @@ def _every_n_weeks(match: re.Match[str]) -> str | None:
     return _weeks_gap(weeks, match.string) if weeks >= 2 else None
 
 
-def _times_a_day(match: re.Match[str]) -> str:
-    count = int(match["n"])
-    fits = (1, 2, 3, 4, 6, 8, 12, 24)
+def _uneven_times(match: re.Match[str]) -> str | None:
+    """ "5 times a day", "7 times an hour": no even spread."""
+    count, unit = int(match["n"]), match["unit"]
+    if count < 2:
+        return None
+    # How often a day or an hour splits evenly (an hour, into gaps of 5
+    # minutes or more).
+    fits = (1, 2, 3, 4, 6, 8, 12, 24) if unit == "day" else (1, 2, 3, 4, 6, 12)
     below = max(n for n in fits if n < count)
     above = min((n for n in fits if n > count), default=None)
-    choose = f"{below} times a day" + (f" or {above} times a day" if above else "")
+    choose = f"{below} times a{'n' if unit == 'hour' else ''} {unit}"
+    if above:
+        choose += f" or {above} times a{'n' if unit == 'hour' else ''} {unit}"
+    if unit == "day":
+        return (
+            f"Checks cannot run {count} times a day evenly: the day's 24 hours "
+            "split into equal gaps only 1, 2, 3, 4, 6, 8, 12 or 24 times. Choose "
+            f"{choose}, or name the times, such as 'daily at 9am, 1pm and 5pm'."
+        )
     return (
-        f"Checks cannot run {count} times a day evenly: the day's 24 hours split "
-        "into equal gaps only 1, 2, 3, 4, 6, 8, 12 or 24 times. Choose "
-        f"{choose}, or name the times, such as 'daily at 9am, 1pm and 5pm'."
+        f"Checks cannot run {count} times an hour evenly: the hour splits into "
+        "equal gaps of 5 minutes or more only 1, 2, 3, 4, 6 or 12 times. Choose "
+        f"{choose}."
+    )
+
+
+def _times_within_hours(match: re.Match[str]) -> str:
+    return (
+        f"'{match.string}' does not say at what times within those hours. Name "
+        "them, for example 'every weekday at 9am and 1pm'."
     )
 
 
@@ -374,14 +402,24 @@ Refusal = tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]
 REFUSALS: list[Refusal] = [
     (
         re.compile(
-            rf"\bevery other (?P<unit>day|week|{_DAY_NAMES})\b|"
+            rf"\bevery (?:other|second|2nd) (?P<unit>day|week|{_DAY_NAMES})\b|"
             r"\b(?:bi-?weekly|fortnightly|every fortnight)\b"
         ),
         _every_other,
     ),
     (re.compile(r"\bevery (?P<n>\d+) (?P<unit>days?|hours)\b"), _every_n_days),
     (re.compile(r"\bevery (?P<n>\d+) weeks?\b"), _every_n_weeks),
-    (re.compile(r"\b(?P<n>\d+) times (?:a|per) day\b"), _times_a_day),
+    (
+        re.compile(
+            r"\b(?:twice|\d+ times) (?:a|per) day\b.* "
+            r"(?:during|in|within|from|between) "
+        ),
+        _times_within_hours,
+    ),
+    (
+        re.compile(r"\b(?P<n>\d+) times (?:a|an|per) (?P<unit>day|hour)\b"),
+        _uneven_times,
+    ),
     (re.compile(r"\bevery (?P<n>\d+) months?\b"), _months_gap),
     (
         re.compile(
@@ -398,10 +436,11 @@ REFUSALS: list[Refusal] = [
 ]
 
 
-def refusal(phrase: str) -> str | None:
-    """Why no schedule can keep this phrase and what comes nearest, or None
-    when it is not one of the phrases REFUSALS knows."""
+def refusal(phrase: str, said: str) -> str | None:
+    """Why no schedule can keep `phrase` (as reworded) and what comes nearest,
+    or None when it is not one of the phrases REFUSALS knows. Words that
+    quote the phrase quote it as `said` (cleaned, not reworded)."""
     for pattern, explain in REFUSALS:
         if (match := pattern.search(phrase)) and (words := explain(match)):
-            return words
+            return words.replace(f"'{phrase}'", f"'{said}'")
     return None

@@ -175,6 +175,13 @@ def test_firecrawls_documented_phrases_give_firecrawls_cron(text, cron):
         ),
         # A stated time makes a part of the day clear.
         pytest.param("every morning at 9", "0 9 * * *", id="every-morning-at-9"),
+        pytest.param("every night at 12", "0 0 * * *", id="every-night-at-12"),
+        pytest.param("12 noon daily", "0 12 * * *", id="12-noon-daily"),
+        pytest.param(
+            "twice an hour during office hours",
+            "*/30 9-16 * * 1-5",
+            id="twice-an-hour-office-hours",
+        ),
         pytest.param("every evening at 7", "0 19 * * *", id="every-evening-at-7"),
         pytest.param(
             "every monday morning at 8", "0 8 * * 1", id="monday-morning-at-8"
@@ -387,6 +394,27 @@ def test_a_phrase_still_keeps_to_the_five_minute_minimum(text):
             id="every-15-minutes-in-the-morning",
         ),
         pytest.param(
+            "twice a day during office hours",
+            "'twice a day during office hours' does not say at what times within "
+            "those hours. Name them, for example 'every weekday at 9am and 1pm'.",
+            id="twice-a-day-office-hours",
+        ),
+        pytest.param(
+            "7 times an hour",
+            "Checks cannot run 7 times an hour evenly: the hour splits into equal "
+            "gaps of 5 minutes or more only 1, 2, 3, 4, 6 or 12 times. Choose 6 "
+            "times an hour or 12 times an hour.",
+            id="7-times-an-hour",
+        ),
+        pytest.param(
+            "every 2nd day",
+            "Checks cannot run every 2 days: a schedule repeats on the same days "
+            "of every week, and a week of 7 days cannot be split into equal gaps "
+            "of 2 days. The nearest: 'daily' or 'every monday, wednesday and "
+            "friday'.",
+            id="every-2nd-day",
+        ),
+        pytest.param(
             "nightly",
             "'nightly' does not say at what time: nights start at different "
             "hours for different people. Say the time, for example 'daily at "
@@ -435,6 +463,9 @@ def test_a_phrase_a_schedule_cannot_keep_says_why_and_what_comes_nearest(text, w
         "every 4 months",
         "every 15 minutes from 8am to noon",
         "every 2 hours from 10pm to midnight",
+        "every weekday at 9am and 1pm",
+        "6 times an hour",
+        "12 times an hour",
     ],
 )
 def test_every_phrase_a_refusal_suggests_is_accepted(suggested):
