@@ -37,7 +37,6 @@ _NUMBER_WORDS = {
     "twenty": 20,
     "thirty": 30,
 }
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 # A time of day written so it cannot be a count: "9am", "9 pm", "17:30", "noon".
 _SURE_TIME = r"(?:noon|midnight|\d{1,2}:\d{2}(?: ?[ap]m)?|\d{1,2} ?[ap]m)"
 _SURE_TIMES = rf"{_SURE_TIME}(?:(?: and| &)? {_SURE_TIME})*"
@@ -62,11 +61,11 @@ _PART_HOURS = {
     "night": ("10pm", "midnight"),
 }
 _OFFICE_HOURS = "from 9am to 5pm on weekdays"
+# What a window of hours follows: "every 30 minutes 9am-5pm", "hourly 9-5".
+_REPEATS = r"minutes|hours|hour|hourly"
+_WITHIN_HOURS = re.compile(r" (?:during|in|within|from|between) ")
 
 Rewording = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
-
-
-_WITHIN_HOURS = re.compile(r" (?:during|in|within|from|between) ")
 
 
 def _times_a(match: re.Match[str]) -> str:
@@ -75,6 +74,8 @@ def _times_a(match: re.Match[str]) -> str:
     not split the day or hour evenly is left for REFUSALS."""
     count = 2 if match["count"] == "twice" else 1 if match["count"] == "once" else None
     count = count or int(match["n"])
+    if match["unit"] == "day" and match.string.startswith(" at ", match.end()):
+        return "daily"  # "twice a day at 9am and 9pm": the times say it
     if match["unit"] == "day" and _WITHIN_HOURS.search(match.string, match.end()):
         return match[0]  # "twice a day from 9am to 5pm": at which times?
     whole = {"day": 24, "hour": 60}[match["unit"]]
@@ -101,8 +102,8 @@ def _bare_window(match: re.Match[str]) -> str:
     without am or pm, is the afternoon of the same day."""
     start, end = int(match["start"]), int(match["end"])
     if 1 <= end < start < 12:
-        return f" from {start}am to {end}pm"
-    return f" from {start}:00 to {end}:00"
+        return f"{match['repeats']} from {start}am to {end}pm"
+    return f"{match['repeats']} from {start}:00 to {end}:00"
 
 
 def _number(match: re.Match[str]) -> str:
@@ -114,14 +115,17 @@ REWORDINGS: list[Rewording] = [
     (re.compile(r" ?@ ?"), " at "),
     # "every 30 minutes 9am-5pm": a window written with a dash.
     (
-        re.compile(rf"(?: from| between)? ({_SURE_TIME}) ?[-–] ?({_SURE_TIME})\b"),
-        r" from \1 to \2",
+        re.compile(
+            rf"\b({_REPEATS})(?: from| between)? ({_SURE_TIME}) ?[-–] ?"
+            rf"({_SURE_TIME})\b"
+        ),
+        r"\1 from \2 to \3",
     ),
     # "from 9 to 5": office hours, 9am to 5pm.
     (
         re.compile(
-            r"(?: from| between)? (?P<start>\d{1,2}) ?(?:-|–| to | and | until | till )"
-            r" ?(?P<end>\d{1,2})(?=$| on )"
+            rf"\b(?P<repeats>{_REPEATS})(?: from| between)? (?P<start>\d{{1,2}}) ?"
+            r"(?:-|–| to | and | until | till ) ?(?P<end>\d{1,2})(?=$| on )"
         ),
         _bare_window,
     ),

@@ -75,6 +75,9 @@ def test_firecrawls_documented_phrases_give_firecrawls_cron(text, cron):
         pytest.param("three times a day", "0 */8 * * *", id="three-times-a-day"),
         pytest.param("4 times per day", "0 */6 * * *", id="4-times-per-day"),
         pytest.param("once a day", "0 0 * * *", id="once-a-day"),
+        pytest.param(
+            "twice a day at 9am and 9pm", "0 9,21 * * *", id="twice-a-day-at-times"
+        ),
         pytest.param("once an hour", "0 * * * *", id="once-an-hour"),
         pytest.param("once a week", "0 0 * * 0", id="once-a-week"),
         pytest.param("once a month", "0 0 1 * *", id="once-a-month"),
@@ -687,3 +690,15 @@ def test_every_phrase_the_readme_lists_as_refused_is_refused_saying_why():
         assert "Unsupported schedule text" not in refusal_of(phrase), phrase
     for phrase in offered:
         assert cron_of(phrase), phrase
+
+
+@pytest.mark.parametrize(
+    ("text", "cron"),
+    [
+        pytest.param("daily at 9 and 17", "0 9,17 * * *", id="daily-at-9-and-17"),
+        pytest.param("monthly on days 1 and 15", "0 0 1,15 * *", id="days-1-and-15"),
+        pytest.param("every 3 hours from 02:17", "17 2-23/3 * * *", id="from-02-17"),
+    ],
+)
+def test_phrases_read_before_are_read_as_before_next_to_the_new_ones(text, cron):
+    assert cron_of(text) == cron
