@@ -171,6 +171,15 @@ class RecentCheck:
     pk: uuid.UUID | None = None
     matches: int = 0  # a web search's new matches, which are not new pages
 
+    @property
+    def found_changes_that_matter(self) -> bool:
+        """A change the judge did not call unimportant, as
+        CheckQuerySet.with_changes_that_matter reads one: a check whose every
+        change was judged noise is no change that matters."""
+        return bool(
+            self.changed > self.noise or self.new or self.removed or self.matches
+        )
+
     def get_absolute_url(self) -> str:
         return check_path(self.monitor_id, self.pk)
 
