@@ -6,6 +6,7 @@ change."""
 from __future__ import annotations
 
 import html
+import re
 from datetime import timedelta
 
 import pytest
@@ -156,3 +157,35 @@ def test_history_of_changes_that_matter_with_none_says_so_not_that_nothing_chang
     assert "No changes yet" not in empty
     assert "No changes that matter yet" in empty
     assert "the AI judge called unimportant" in empty and "Show every change" in empty
+
+
+def test_the_monitor_lists_strip_marks_only_checks_with_a_change_that_matters(
+    web, team
+):
+    monitor = make_monitor(team)
+    finished_check(monitor, "noise", minutes_ago=10)
+    finished_check(monitor, "meaningful", "noise", minutes_ago=5)
+
+    page = web.get(reverse("monitor-list")).content.decode()
+    cells = re.findall(r'<li class="(cell [^"]*)" title="([^"]*)"', page)
+    spoken = text(web.get(reverse("monitor-list")))
+
+    assert [("has-changes" in css, "judged unimportant" in t) for css, t in cells] == [
+        (False, True),
+        (True, True),
+    ]
+    assert "1 found changes that matter, 1 only changes judged unimportant" in spoken
+
+
+def test_history_and_a_pages_timeline_say_a_change_was_not_judged(web, team):
+    monitor = make_monitor(team)
+    check = finished_check(monitor, "not_judged")
+    page = check.pages.get()
+
+    feed = text(web.get(reverse("team-history"))).split('id="main"', 1)[1]
+    timeline = text(web.get(page.get_absolute_url())).split(
+        'id="page-history-title"', 1
+    )[1]
+
+    assert "Not judged" in feed
+    assert "Not judged" in timeline
