@@ -311,6 +311,23 @@ def last_ran_per_monitor(monitor_ids: list[uuid.UUID]) -> dict[uuid.UUID, LastRa
     }
 
 
+def not_judged_last(
+    monitors: list[Monitor], last_ran: dict[uuid.UUID, LastRan]
+) -> dict[uuid.UUID, int]:
+    """How many of the changes in each monitor's last check the judge failed
+    on, by monitor (monitors with none left out). No query unless some
+    judging monitor's last check has a change not judged unimportant."""
+    newest = {
+        last_ran[m.pk].pk: m.pk
+        for m in monitors
+        if m.judging
+        and m.pk in last_ran
+        and _count((m.last_check_summary or {}).get("changed")) > m.last_check_noise
+    }
+    counts = PageResult.objects.not_judged_per_check(list(newest))
+    return {newest[check_id]: n for check_id, n in counts.items()}
+
+
 def why_no_pages(
     monitors: list[Monitor], last_ran: dict[uuid.UUID, LastRan]
 ) -> dict[uuid.UUID, str]:

@@ -189,3 +189,33 @@ def test_history_and_a_pages_timeline_say_a_change_was_not_judged(web, team):
 
     assert "Not judged" in feed
     assert "Not judged" in timeline
+
+
+def test_the_monitor_list_and_check_history_say_how_many_changes_were_not_judged(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    finished_check(monitor, "not_judged", "meaningful", "not_judged")
+    quiet = make_monitor(team, "Judged fine", goal="Prices", judge_enabled=True)
+    finished_check(quiet, "meaningful")
+
+    listed = text(web.get(reverse("monitor-list")))
+    rows = text(web.get(monitor.get_absolute_url())).split('id="check-history"', 1)[1]
+
+    assert "3 changed" in listed and "2 not judged" in listed
+    assert listed.count("not judged") == 1
+    assert "3 changed" in rows and "2 not judged" in rows
+
+
+def test_a_monitor_list_of_monitors_without_unjudged_changes_asks_nothing_more(
+    web, team, django_assert_max_num_queries
+):
+    for name in ("A", "B"):
+        monitor = make_monitor(team, name, goal="Prices", judge_enabled=True)
+        finished_check(monitor, "noise", "noise")
+    web.get(reverse("monitor-list"))  # settle the session and caches
+
+    with django_assert_max_num_queries(99) as queries:
+        web.get(reverse("monitor-list"))
+
+    assert not [q for q in queries.captured_queries if "not_judged" in q["sql"]]

@@ -323,6 +323,16 @@ class Check(models.Model):
             return (self.finished_at - self.started_at).total_seconds()
         return None
 
+    @property
+    def changes_not_unimportant(self) -> int:
+        """Changed pages the judge did not call unimportant: meaningful, or
+        never judged (CheckQuerySet.with_changes_that_matter counts them)."""
+        try:
+            changed = int((self.summary or {}).get("changed") or 0)
+        except (TypeError, ValueError):
+            return 0
+        return max(0, changed - self.noise)
+
     # --- Lifecycle ---------------------------------------------------------------
 
     def claim(self, now: datetime, reclaim_after: timedelta) -> bool:

@@ -22,7 +22,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from checks.ai import llm_available
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
-from checks.models import Check, SearchResultState
+from checks.models import Check, PageResult, SearchResultState
 from monitors import clock, history
 from monitors import schedule as schedules
 from monitors.dashboard.base import (
@@ -183,6 +183,12 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         ),
         CHECKS_PER_PAGE,
     ).get_page(request.GET.get("page"))
+    if monitor.judging:
+        not_judged = PageResult.objects.not_judged_per_check(
+            [c.pk for c in checks.object_list if c.changes_not_unimportant]
+        )
+        for c in checks.object_list:
+            c.not_judged = not_judged.get(c.pk, 0)  # type: ignore[attr-defined]
     searches = any(t.kind and t.kind.finds_results for t in monitor.targets.all())
     missing = unavailable(monitor)
     return {

@@ -573,8 +573,7 @@ def _strip_words(checks: list[Any]) -> str:
         labels[label] = labels.get(label, 0) + 1
     matter = sum(check.found_changes_that_matter for check in checks)
     noise_only = sum(
-        check.found_changes and not check.found_changes_that_matter
-        for check in checks
+        check.found_changes and not check.found_changes_that_matter for check in checks
     )
     counts = ", ".join(f"{n} {label}" for label, n in labels.items())
     plural = "s" if len(checks) != 1 else ""
