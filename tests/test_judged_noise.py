@@ -33,7 +33,15 @@ def finished_check(monitor, *verdicts: str, minutes_ago: int = 5) -> Check:
     check.refresh_from_db()
     for index, verdict in enumerate(verdicts):
         page = make_page(check, f"https://e.com/p{minutes_ago}-{index}")
-        PageResult.objects.filter(pk=page.pk).update(verdict=verdict)
+        judgment = None
+        if verdict:  # as the judge writes it; a failed judge fails open
+            judgment = {
+                "meaningful": verdict != "noise",
+                "confidence": "high" if verdict != "not_judged" else "low",
+                "reason": f"Judged {verdict}.",
+                "meaningfulChanges": [],
+            }
+        PageResult.objects.filter(pk=page.pk).update(verdict=verdict, judgment=judgment)
     check.finish(timezone.now())
     return check
 
@@ -219,3 +227,16 @@ def test_a_monitor_list_of_monitors_without_unjudged_changes_asks_nothing_more(
         web.get(reverse("monitor-list"))
 
     assert not [q for q in queries.captured_queries if "not_judged" in q["sql"]]
+
+
+def test_a_check_whose_every_change_was_noise_says_who_was_not_told(web, team):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    quiet = finished_check(monitor, "noise", "noise", minutes_ago=10)
+    told = finished_check(monitor, "meaningful", "noise", minutes_ago=5)
+
+    quiet_page = text(web.get(quiet.get_absolute_url()))
+    told_page = text(web.get(told.get_absolute_url()))
+
+    said = "every change was judged unimportant for the goal"
+    assert said in quiet_page and "No e-mail" in quiet_page
+    assert said not in told_page
