@@ -240,3 +240,23 @@ def test_a_check_whose_every_change_was_noise_says_who_was_not_told(web, team):
     said = "every change was judged unimportant for the goal"
     assert said in quiet_page and "No e-mail" in quiet_page
     assert said not in told_page
+
+
+def test_a_change_judged_unimportant_wears_the_calm_colour_wherever_its_row_is(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    check = finished_check(monitor, "meaningful", "noise")
+    noise = check.pages.get(verdict="noise")
+
+    pages = {
+        "check": web.get(check.get_absolute_url()),
+        "history": web.get(reverse("team-history")),
+        "diff": web.get(noise.get_absolute_url()),
+    }
+
+    for where, response in pages.items():
+        badges = re.findall(r'class="badge (?:big )?s-(\w+)">Changed<', text(response))
+        assert sorted(set(badges)) == (
+            ["noise"] if where == "diff" else ["changed", "noise"]
+        ), where

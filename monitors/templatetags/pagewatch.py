@@ -272,6 +272,16 @@ def page_result_label(page: Any) -> str:
     return page_status_label(page.status)
 
 
+@register.filter
+def result_tone(page: Any) -> str:
+    """`s-{{ page|result_tone }}`: the colour of a PageResult's status badge,
+    its status's, but the calm one of the counts ("noise") for a change the
+    judge called unimportant, so it never looks like one that matters."""
+    if page.status == "changed" and getattr(page, "verdict", "") == "noise":
+        return "noise"
+    return str(page.status)
+
+
 # metadata.searchStatus of a search result (checks.search.stage), in words.
 SEARCH_STATUS_LABELS = {status: words[0] for status, words in SEARCH_WORDS.items()}
 
