@@ -260,3 +260,31 @@ def test_a_change_judged_unimportant_wears_the_calm_colour_wherever_its_row_is(
         assert sorted(set(badges)) == (
             ["noise"] if where == "diff" else ["changed", "noise"]
         ), where
+
+
+def test_the_monitor_pages_last_check_card_says_how_many_changes_were_not_judged(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    finished_check(monitor, "not_judged", "meaningful")
+
+    card = text(web.get(monitor.get_absolute_url())).split('class="run-result"', 1)[1]
+
+    assert "2 changed" in card.split("</p>", 1)[0]
+    assert "1 not judged" in card.split("</p>", 1)[0]
+
+
+def test_a_monitor_page_asks_once_for_the_changes_not_judged_of_its_checks(
+    web, team, django_assert_max_num_queries
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    for minutes_ago in (20, 15, 10, 5):
+        finished_check(monitor, "not_judged", minutes_ago=minutes_ago)
+    web.get(monitor.get_absolute_url())
+
+    with django_assert_max_num_queries(99) as queries:
+        shown = text(web.get(monitor.get_absolute_url()))
+
+    asked = [q for q in queries.captured_queries if "'not_judged'" in q["sql"]]
+    assert shown.count("1 not judged") == 5  # four rows and the last check's card
+    assert len(asked) == 2  # the rows together, and the card

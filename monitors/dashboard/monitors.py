@@ -183,12 +183,16 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         ),
         CHECKS_PER_PAGE,
     ).get_page(request.GET.get("page"))
-    if monitor.judging:
-        not_judged = PageResult.objects.not_judged_per_check(
+    # For the whole page at once, so no row asks on its own.
+    not_judged = (
+        PageResult.objects.not_judged_per_check(
             [c.pk for c in checks.object_list if c.changes_not_unimportant]
         )
-        for c in checks.object_list:
-            c.not_judged = not_judged.get(c.pk, 0)  # type: ignore[attr-defined]
+        if monitor.judging
+        else {}
+    )
+    for c in checks.object_list:
+        c.not_judged = not_judged.get(c.pk, 0)
     searches = any(t.kind and t.kind.finds_results for t in monitor.targets.all())
     missing = unavailable(monitor)
     return {
