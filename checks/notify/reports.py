@@ -99,7 +99,7 @@ class PageLine:
         if self.status == "changed" and self.meaningful is True:
             return "changed (meaningful)"
         if self.status == "changed" and self.meaningful is False:
-            return "changed (not meaningful)"
+            return "changed (judged unimportant)"
         if self.search_match:
             return "new match"
         return self.status
