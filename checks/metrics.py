@@ -45,6 +45,7 @@ class DatabaseCollector(Collector):
             PageResult.objects.values_list("status").annotate(n=Count("pk")),
             product(PageResult.Status.values),
         )
+        yield self._changes()
         yield self._counter(
             "pagewatch_deliveries",
             "Notification deliveries, by kind and outcome",
@@ -77,6 +78,30 @@ class DatabaseCollector(Collector):
         for values, count in counts.items():
             family.add_metric(list(values), count)
         return family
+
+    def _changes(self) -> Metric:
+        # The label says what people were told: a change that matters, one
+        # judged unimportant (noise), one the judge failed on (reported like
+        # any change), or one no judge looked at (judging off: it counts).
+        words = {
+            PageResult.Verdict.MEANINGFUL: "meaningful",
+            PageResult.Verdict.NOISE: "noise",
+            PageResult.Verdict.NOT_JUDGED: "not_judged",
+            PageResult.Verdict.NONE: "not_judging",
+        }
+        rows = (
+            PageResult.objects.filter(status=PageResult.Status.CHANGED)
+            .values_list("verdict")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+        return self._counter(
+            "pagewatch_changes",
+            "Changed pages, by what the goal judge made of them",
+            ["verdict"],
+            [(words.get(verdict, verdict), n) for verdict, n in rows],
+            [(word,) for word in words.values()],
+        )
 
     def _checks(self) -> Iterator[Metric]:
         yield self._counter(
