@@ -20,6 +20,7 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from redis.exceptions import RedisError
 
 from checks import health, runner, storage
 from checks.models import Check, Delivery, Heartbeat, PageResult, SearchRun
@@ -164,7 +165,15 @@ class DatabaseCollector(Collector):
         # task re-measures the stale ones, a few per run, and the team page its
         # own. A team never measured yet has no series until then.
         team_ids = Team.objects.values_list("pk", flat=True)
-        measured = storage.measured_usage(team_ids)
+        try:
+            measured = storage.measured_usage(team_ids)
+        except (RedisError, OSError) as error:
+            # Redis down is when the other series are wanted most.
+            logger.warning(
+                "Metrics: no team storage figures, the cache is unreachable: %s",
+                error,
+            )
+            measured = {}
         history = GaugeMetricFamily(
             "pagewatch_team_history_bytes",
             "Bytes a team's history takes (checks.storage), by team id",

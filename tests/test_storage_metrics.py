@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.conf import settings as django_settings
 from django.db import connection
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -168,3 +170,28 @@ def test_metrics_say_how_big_the_database_is(client, metrics_on, team):
         size = cursor.fetchone()[0]
     assert samples[("pagewatch_database_bytes", ())] == pytest.approx(size, rel=0.05)
     assert size > 0
+
+
+def test_an_unreachable_cache_leaves_out_the_team_figures_and_says_so_in_one_line(
+    client, metrics_on, team, tmp_path, caplog
+):
+    """The figures live in Redis: when it is down, a scrape that failed for
+    them would lose every series just when the outage makes them wanted."""
+    storage.measure_team(team.pk, timezone.now())
+    dead = {
+        "default": {
+            **django_settings.CACHES["default"],
+            "LOCATION": f"unix://{tmp_path}/nobody.sock?db=0",
+        }
+    }
+
+    with (
+        override_settings(CACHES=dead),
+        caplog.at_level("WARNING", logger="checks.metrics"),
+    ):
+        samples = scrape(client)
+
+    assert not [name for name, _ in samples if name.startswith("pagewatch_team_")]
+    assert samples[("pagewatch_database_bytes", ())] > 0
+    said = [r for r in caplog.records if "team storage" in r.getMessage()]
+    assert len(said) == 1 and said[0].exc_info is None
