@@ -17,7 +17,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from checks import dispatch, retention, runner, shared_clock
+from checks import dispatch, retention, runner, shared_clock, storage
 from checks.models import Heartbeat
 from checks.outages import skipped_while_away
 from monitors.models import ImportRun
@@ -119,4 +119,14 @@ def purge_expired_task() -> int:
     # next hourly run takes the rest.
     with skipped_while_away("The retention purge"):
         return retention.purge_expired(timezone.now()).checks
+    return 0
+
+
+@shared_task(time_limit=600, soft_time_limit=570)
+def measure_team_storage_task() -> int:
+    # On the check queue, as the purge: a big team's history takes a while to
+    # read, and the upkeep queue's ticks must not wait behind it. Each team's
+    # figure is kept as soon as it is measured, so a run cut short loses none.
+    with skipped_while_away("Measuring the teams' storage"):
+        return storage.measure_stale_teams(timezone.now())
     return 0

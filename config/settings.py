@@ -565,6 +565,9 @@ CELERY_BEAT_SCHEDULE = {
         ("fail-stale-checks", "checks.tasks.fail_stale_checks_task",
          STALE_SWEEP_EVERY_SECONDS),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
+        # Teams' history sizes for /metrics, the stalest few each run
+        # (checks.storage.measure_stale_teams).
+        ("measure-team-storage", "checks.tasks.measure_team_storage_task", 60.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
         # was lost (checks.notify.sweep).
         ("sweep-deliveries", "checks.notify.tasks.sweep_deliveries_task", 60.0),
