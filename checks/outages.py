@@ -85,7 +85,11 @@ def warn(log: logging.Logger, exc: BaseException, message: str, *args: object) -
     otherwise. For a call to the broker that upkeep may skip (the next run
     or the sweeper does it)."""
     log.warning(
-        f"{message}: %s", *args, reason(exc), exc_info=None if away(exc) else exc
+        f"{message}: %s",
+        *args,
+        reason(exc),
+        exc_info=None if away(exc) else exc,
+        stacklevel=2,  # the caller's line, not this one
     )
 
 

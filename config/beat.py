@@ -80,11 +80,11 @@ class Scheduler(PersistentScheduler):
             lease = Heartbeat.hold_schedule(me, LEASE)
         except Exception as exc:  # noqa: BLE001 - sending is the safe default
             if not self.lease_unknown:
-                logger.warning(
+                outages.warn(
+                    logger,
+                    exc,
                     "The scheduler cannot ask the database whether another "
-                    "scheduler runs, so it sends its tasks meanwhile: %s",
-                    outages.reason(exc),
-                    exc_info=outages.traceback_of(exc),
+                    "scheduler runs, so it sends its tasks meanwhile",
                 )
             self.lease_unknown = True
             self.standing_by = False

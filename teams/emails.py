@@ -65,11 +65,7 @@ def queue_password_reset(email: str) -> None:
     try:
         current_app.send_task(PASSWORD_RESET_TASK, args=[email], expires=3600)
     except Exception as exc:
-        logger.warning(
-            "Could not queue a password-reset e-mail: %s",
-            outages.reason(exc),
-            exc_info=outages.traceback_of(exc),
-        )
+        outages.warn(logger, exc, "Could not queue a password-reset e-mail")
 
 
 def send_password_reset(email: str) -> int:

@@ -367,3 +367,22 @@ def test_a_reset_link_within_the_hour_works_once(client, olive, queued_resets):
     assert olive.check_password("another-passphrase-77")
     assert again.status_code == 200
     assert "This link does not work any more" in again.content.decode()
+
+
+def test_a_reset_asked_for_while_the_broker_is_away_is_one_log_line(
+    monkeypatch, caplog
+):
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from teams import emails
+
+    def away(*args, **kwargs):
+        raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(emails.current_app, "send_task", away)
+
+    with caplog.at_level("WARNING", logger="teams.emails"):
+        emails.queue_password_reset("someone@example.com")
+
+    [line] = [r for r in caplog.records if "password-reset" in r.message]
+    assert line.exc_info is None

@@ -168,3 +168,23 @@ def test_of_two_real_beats_one_sends_the_other_stands_by_then_takes_over(
     wait_for(lambda: SENDING in two.log(), "beat two to take over", two.log)
     assert "The other scheduler stopped" in two.log()
     assert "Traceback" not in one.log() + two.log()
+
+
+def test_a_scheduler_that_cannot_reach_the_database_sends_and_says_so_in_one_line(
+    monkeypatch, caplog
+):
+    from django.db import OperationalError
+
+    def unreachable(holder, lease):
+        raise OperationalError("connection to server at 127.0.0.1 failed")
+
+    monkeypatch.setattr(Heartbeat, "hold_schedule", unreachable)
+    scheduler = beat.Scheduler.__new__(beat.Scheduler)
+
+    with caplog.at_level("WARNING", logger="celery.beat"):
+        sends = scheduler.holds_schedule()
+
+    assert sends is True
+    assert scheduler.lease_unknown is True
+    [line] = [r for r in caplog.records if "cannot ask the database" in r.message]
+    assert line.exc_info is None
