@@ -16,17 +16,20 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import QuerySet
 
+from checks import storage
 from checks.models import Check, Delivery
 from monitors.models import Channel, Monitor, Team
 
 
 def delete_monitors(monitors: QuerySet[Monitor]) -> None:
     with transaction.atomic():
-        ids = list(monitors.values_list("pk", flat=True))
+        rows = list(monitors.values_list("pk", "team_id"))
+        ids = [pk for pk, _ in rows]
         Check.objects.filter(monitor__in=ids).discard()
         # A test message or a consent e-mail belongs to no check.
         Delivery.objects.filter(monitor__in=ids).discard()
         Monitor.objects.filter(pk__in=ids).delete()
+        storage.forget_team_usage(team_id for _, team_id in rows)
 
 
 def delete_teams(teams: QuerySet[Team]) -> None:

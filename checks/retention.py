@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.deletion import ProtectedError
 
+from checks import storage
 from checks.deleting import delete_monitors
 from checks.models import Capture, Check, Delivery, PageResult, PageState, Snapshot
 from monitors.models import ImportRun, Monitor, MonitorChannel, Team
@@ -137,6 +138,19 @@ def _purge_history(checks: QuerySet[Check]) -> int:
     checks, with what little else they hold (deliveries a statement each).
     Each run does at most MAX_BATCHES_PER_RUN transactions of pages; the next
     one goes on where it stopped."""
+    teams = list(
+        checks.order_by().values_list("monitor__team_id", flat=True).distinct()
+    )
+    try:
+        return _purge_pages_then_checks(checks)
+    finally:
+        # However far this run got, these teams' storage figures are no
+        # longer true: dropped once it is over, or a team page read meanwhile
+        # would cache a figure between the two again.
+        storage.forget_team_usage(teams)
+
+
+def _purge_pages_then_checks(checks: QuerySet[Check]) -> int:
     pages = PageResult.objects.filter(check_run__in=checks.values("pk"))
     for _ in range(MAX_BATCHES_PER_RUN):
         # Unordered: the first BATCH_SIZE found, not a sort of them all.

@@ -9,9 +9,12 @@ team's total is cached for a while, since it reads every row of its history.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Q, QuerySet, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Length
 
@@ -93,7 +96,7 @@ def _bytes_of(monitors: QuerySet[Monitor]) -> int:
 def team_usage(team: Team) -> TeamUsage:
     """Everything the team's monitors keep, and the part of it that belongs to
     deleted ones (cached TEAM_CACHE_SECONDS)."""
-    key = f"storage:team:{team.pk}"
+    key = _team_key(team.pk)
     cached = cache.get(key)
     if isinstance(cached, list) and len(cached) == 2:
         return TeamUsage(int(cached[0]), int(cached[1]))
@@ -104,3 +107,16 @@ def team_usage(team: Team) -> TeamUsage:
     )
     cache.set(key, [usage.total, usage.deleted_bytes], TEAM_CACHE_SECONDS)
     return usage
+
+
+def _team_key(team_id: Any) -> str:
+    return f"storage:team:{team_id}"
+
+
+def forget_team_usage(team_ids: Iterable[Any]) -> None:
+    """These teams' history changed (a monitor deleted, history purged): their
+    cached figure goes once that is committed. Not before, or a team page read
+    meanwhile would cache the old figure again for TEAM_CACHE_SECONDS."""
+    keys = [_team_key(team_id) for team_id in set(team_ids)]
+    if keys:
+        transaction.on_commit(lambda: cache.delete_many(keys))
