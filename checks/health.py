@@ -13,7 +13,8 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from checks.models import Heartbeat
+from checks import runner
+from checks.models import Check, CheckBatch, Heartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +32,48 @@ class Part:
 def service_health(now: datetime) -> list[Part]:
     database = _database()
     return [database, _broker(), *_heartbeats(now, database.ok)]
+
+
+def service_warnings(now: datetime) -> list[str]:
+    """What is wrong without anything being down, in plain words: a second
+    scheduler standing by (config.beat) is harmless, but one of the two
+    should go; browser pages nobody takes wait until their checks end.
+    Empty when the database cannot say."""
+    within = timedelta(seconds=settings.HEALTH_STALE_AFTER_SECONDS)
+    warnings = []
+    try:
+        two = Heartbeat.second_scheduler(within)
+        no_browser = _browser_pages_untaken(now)
+    except DatabaseError:
+        return []  # the database part says so already
+    if two is not None:
+        # Which machines: in the standby's log, not on this open page.
+        warnings.append(
+            "Two schedulers are running against this database. The second "
+            "stands by and sends nothing, but only one should run: stop one of "
+            "them (the scheduler's log names both)."
+        )
+    if no_browser:
+        warnings.append(
+            "Pages that need a web browser are waiting and no worker that runs "
+            "one is taking them: start a browser worker. Their checks end "
+            "after 10 minutes otherwise."
+        )
+    return warnings
+
+
+def _browser_pages_untaken(now: datetime) -> bool:
+    """Browser pages waiting past the stale time with no browser worker
+    about (runner.browser_worker_seen)."""
+    if not runner.browser_queue():
+        return False
+    waiting = CheckBatch.objects.filter(
+        status=CheckBatch.Status.PENDING,
+        uses_browser=True,
+        heartbeat_at__lt=now - runner.stale_running_after(),
+        check_run__status=Check.Status.RUNNING,
+    )
+    return waiting.exists() and not runner.browser_worker_seen(now)
 
 
 def _database() -> Part:

@@ -20,11 +20,12 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from redis.exceptions import RedisError
 
-from checks import health, runner
+from checks import health, runner, storage
 from checks.models import Check, Delivery, Heartbeat, PageResult, SearchRun
 from checks.notify import kinds
-from monitors.models import Monitor
+from monitors.models import Monitor, Team
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class DatabaseCollector(Collector):
             PageResult.objects.values_list("status").annotate(n=Count("pk")),
             product(PageResult.Status.values),
         )
+        yield self._changes()
         yield self._counter(
             "pagewatch_deliveries",
             "Notification deliveries, by kind and outcome",
@@ -57,6 +59,7 @@ class DatabaseCollector(Collector):
         )
         yield from self._model_calls()
         yield from self._scheduler()
+        yield from self._storage()
         yield from self._queues()
 
     def _counter(
@@ -77,6 +80,30 @@ class DatabaseCollector(Collector):
         for values, count in counts.items():
             family.add_metric(list(values), count)
         return family
+
+    def _changes(self) -> Metric:
+        # The label says what people were told: a change that matters, one
+        # judged unimportant (noise), one the judge failed on (reported like
+        # any change), or one no judge looked at (judging off: it counts).
+        words = {
+            PageResult.Verdict.MEANINGFUL: "meaningful",
+            PageResult.Verdict.NOISE: "noise",
+            PageResult.Verdict.NOT_JUDGED: "not_judged",
+            PageResult.Verdict.NONE: "not_judging",
+        }
+        rows = (
+            PageResult.objects.filter(status=PageResult.Status.CHANGED)
+            .values_list("verdict")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+        return self._counter(
+            "pagewatch_changes",
+            "Changed pages, by what the goal judge made of them",
+            ["verdict"],
+            [(words.get(verdict, verdict), n) for verdict, n in rows],
+            [(word,) for word in words.values()],
+        )
 
     def _checks(self) -> Iterator[Metric]:
         yield self._counter(
@@ -153,6 +180,59 @@ class DatabaseCollector(Collector):
         for name, at in Heartbeat.last_seen().items():
             seen.add_metric([name], (self.now - at).total_seconds())
         yield seen
+
+    def _storage(self) -> Iterator[Metric]:
+        # Measuring a team reads every row of its history: a thousand teams
+        # measured every 15 s in every web process would be most of the
+        # database's work. A scrape reads only the figures last measured, one
+        # query for the teams and one cache round trip for all of them, shared
+        # by every process on every machine; the periodic measure-team-storage
+        # task re-measures the stale ones, a few per run, and the team page its
+        # own. A team never measured yet has no series until then.
+        team_ids = Team.objects.values_list("pk", flat=True)
+        try:
+            measured = storage.measured_usage(team_ids)
+        except (RedisError, OSError) as error:
+            # Redis down is when the other series are wanted most.
+            logger.warning(
+                "Metrics: no team storage figures, the cache is unreachable: %s",
+                error,
+            )
+            measured = {}
+        history = GaugeMetricFamily(
+            "pagewatch_team_history_bytes",
+            "Bytes a team's history takes (checks.storage), by team id",
+            labels=["team"],
+        )
+        deleted = GaugeMetricFamily(
+            "pagewatch_team_deleted_history_bytes",
+            "Of that, bytes of deleted monitors' history, kept for their"
+            " retention days",
+            labels=["team"],
+        )
+        at = GaugeMetricFamily(
+            "pagewatch_team_history_measured_timestamp_seconds",
+            "When each team's history was last measured (Unix time)",
+            labels=["team"],
+        )
+        for team_id, usage in sorted(measured.items()):
+            history.add_metric([str(team_id)], usage.total)
+            deleted.add_metric([str(team_id)], usage.deleted_bytes)
+            at.add_metric([str(team_id)], usage.measured_at.timestamp())
+        yield from (history, deleted, at)
+        database = GaugeMetricFamily(
+            "pagewatch_database_bytes", "Bytes the whole database takes on disk"
+        )
+        database.add_metric([], storage.database_bytes())
+        yield database
+        tables = GaugeMetricFamily(
+            "pagewatch_database_table_bytes",
+            "Bytes each history table takes with its indexes (PostgreSQL only)",
+            labels=["table"],
+        )
+        for table, size in storage.table_bytes().items():
+            tables.add_metric([table], size)
+        yield tables
 
     def _queues(self) -> Iterator[Metric]:
         depth = GaugeMetricFamily(

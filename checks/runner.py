@@ -37,10 +37,10 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from checks import notify, outages
+from checks import notify, outages, shared_clock
 from checks.ai.stage import Enricher
 from checks.fetch import OutboundClient, Resolver
-from checks.models import Check, CheckBatch
+from checks.models import Check, CheckBatch, Heartbeat
 from checks.pipeline import plan as planning
 from checks.pipeline.batch import BatchPages, hand_over, run_pages
 from checks.pipeline.fetch import BrowserFetcher, Fetchers, HttpFetcher, from_cache
@@ -65,6 +65,10 @@ STALE_RUNNING_MESSAGE = (
     "Monitor check stopped responding (its worker was lost) and was ended."
 )
 GIVEN_UP_MESSAGE = f"Monitor check was given up after {MAX_ATTEMPTS} attempts."
+NO_BROWSER_MESSAGE = (
+    "Monitor check needs a web browser for some pages, and no worker that "
+    "runs one took them within 10 minutes; it was ended."
+)
 TIME_LIMIT_MESSAGE = "Monitor check exceeded its time limit and was stopped."
 CRASH_MESSAGE = "Monitor check failed because of an internal error."
 
@@ -88,7 +92,7 @@ def begin_delivery(
     that may take the check counts: a second message for a check another
     worker is running (a message sent again by the sweeper, say) costs it
     nothing, and the caller looks again later (is_busy)."""
-    now = now or timezone.now()
+    now = now or shared_clock.now()
     claimable = Q(status=Check.Status.QUEUED) | Q(
         status=Check.Status.RUNNING, heartbeat_at__lt=now - stale_running_after()
     )
@@ -114,7 +118,7 @@ def claim(check: Check, now: datetime | None = None) -> bool:
     """Make the check ours (see Check.claim) and hold its credits. False when
     someone else has it, or when the credits do not cover it (it then ends as
     skipped_no_credits, announced like any other end)."""
-    now = now or timezone.now()
+    now = now or shared_clock.now()
     with transaction.atomic():
         if not check.claim(now, stale_running_after()):
             return False
@@ -126,7 +130,7 @@ def claim(check: Check, now: datetime | None = None) -> bool:
 
 def is_busy(check: Check, now: datetime | None = None) -> bool:
     """Running with a fresh heartbeat: another worker is (or was just) on it."""
-    now = now or timezone.now()
+    now = now or shared_clock.now()
     check.refresh_from_db(fields=["status", "heartbeat_at"])
     return (
         check.status == Check.Status.RUNNING
@@ -192,6 +196,19 @@ def _first_for_here(batches: list[CheckBatch]) -> list[CheckBatch]:
 def browser_queue() -> str | None:
     """The Celery queue of browser batches; None when they go with the rest."""
     return str(settings.BROWSER_QUEUE or "") or None
+
+
+def browser_worker_seen(now: datetime) -> bool:
+    """Whether a worker serving the browser queue took a batch within
+    CheckBatch.REQUEUE_AFTER, or is on one now (a long batch of slow pages
+    holds it longer than that)."""
+    since = now - CheckBatch.REQUEUE_AFTER
+    taken = Heartbeat.last_seen().get(Heartbeat.BROWSER)
+    return (taken is not None and taken >= since) or CheckBatch.objects.filter(
+        status=CheckBatch.Status.RUNNING,
+        uses_browser=True,
+        heartbeat_at__gte=now - stale_running_after(),
+    ).exists()
 
 
 def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
@@ -317,10 +334,13 @@ def enqueue_batches(batches: Sequence[CheckBatch]) -> None:
 def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch] | None:
     """Run one batch; the batches its crawl pages found ([] for none), or
     None when another worker is on it."""
-    now = timezone.now()
+    now = shared_clock.now()
     if not batch.claim(now, stale_running_after()):
         batch.refresh_from_db(fields=["status"])
         return [] if batch.status not in CheckBatch.OPEN else None
+    if batch.uses_browser:
+        # The sweeper tells a browser queue nobody serves from a busy one.
+        Heartbeat.beat(Heartbeat.BROWSER, now)
     check = Check.objects.select_related("monitor").get(pk=batch.check_run_id)
     if check.status != Check.Status.RUNNING:
         raise CheckAbandoned
@@ -559,10 +579,35 @@ def _requeue_lost_batches(now: datetime) -> int:
     seen = {batch.pk for batch in lost}
     lost += [b for b in _batches_whose_message_is_gone(now) if b.pk not in seen]
     failed, again = 0, []
+    untaken_before = now - CheckBatch.REQUEUE_AFTER
+    no_browser: bool | None = None  # asked once, and only when it matters
     for batch in lost:
         if batch.attempts >= MAX_ATTEMPTS:
             failed += fail(batch.check_run_id, GIVEN_UP_MESSAGE, now)
             continue
+        if (
+            batch.uses_browser
+            and batch.status == CheckBatch.Status.PENDING
+            and batch.heartbeat_at < untaken_before
+            and browser_queue()
+        ):
+            if no_browser is None:
+                no_browser = not browser_worker_seen(now)
+            if no_browser:
+                # Sent again, it would wait again, and its check with it, for
+                # ever (and every later check of its monitor be skipped).
+                if fail(batch.check_run_id, NO_BROWSER_MESSAGE, now):
+                    failed += 1
+                    logger.warning(
+                        "Check %s ended: its browser pages waited %d minutes and "
+                        "no worker serves the browser queue %r (start one: "
+                        "celery -A config worker --queues=%s)",
+                        batch.check_run_id,
+                        CheckBatch.REQUEUE_AFTER.total_seconds() // 60,
+                        browser_queue(),
+                        browser_queue(),
+                    )
+                continue
         # Conditional: a batch that came back to life meanwhile is left alone.
         if CheckBatch.objects.filter(
             pk=batch.pk, status=batch.status, heartbeat_at=batch.heartbeat_at

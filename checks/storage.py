@@ -5,23 +5,37 @@ judgments and extractions) and the snapshots they and the baselines refer to.
 A snapshot shared by several monitors (the same content) counts for each.
 Meant for people deciding on retention, so a close figure is enough; the
 team's total is cached for a while, since it reads every row of its history.
+The database's own size (`database_bytes`, `table_bytes`) is what the disk
+holds, free pages and indexes included: what an operator alerts on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime, timedelta
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Length
+from django.utils import timezone
 
-from checks.models import PageResult, PageState, Snapshot
+from checks.models import Capture, Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Team
 
+# How old a team's figure may be before the team page measures it again.
 TEAM_CACHE_SECONDS = 600
+_FRESH = timedelta(seconds=TEAM_CACHE_SECONDS)
+# How long a measured figure stays in the (shared) cache: far longer than it is
+# fresh, so /metrics, which never measures, still has one for every team while
+# the periodic measuring works its way round them.
+TEAM_KEPT_SECONDS = 7 * 24 * 3600
+# Teams measured per run of the periodic task, stalest first: each reads all of
+# its team's history, so a run stays short whatever the number of teams.
+TEAMS_MEASURED_PER_RUN = 20
+# The tables history lives in, sized on PostgreSQL for /metrics.
+HISTORY_MODELS = (Check, PageResult, Snapshot, Capture)
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,7 @@ class TeamUsage:
     # What the team's deleted monitors still hold: it goes only when each
     # has been deleted for its retentionDays (checks.retention).
     deleted_bytes: int
+    measured_at: datetime
 
 
 def _bytes_of(monitors: QuerySet[Monitor]) -> int:
@@ -93,30 +108,100 @@ def _bytes_of(monitors: QuerySet[Monitor]) -> int:
     return results_bytes(pages) + snapshot_bytes(monitors)
 
 
-def team_usage(team: Team) -> TeamUsage:
-    """Everything the team's monitors keep, and the part of it that belongs to
-    deleted ones (cached TEAM_CACHE_SECONDS)."""
-    key = _team_key(team.pk)
-    cached = cache.get(key)
-    if isinstance(cached, list) and len(cached) == 2:
-        return TeamUsage(int(cached[0]), int(cached[1]))
-    monitors = Monitor.objects.filter(team=team)
-    deleted = monitors.filter(deleted_at__isnull=False)
-    usage = TeamUsage(
-        _bytes_of(monitors), _bytes_of(deleted) if deleted.exists() else 0
-    )
-    cache.set(key, [usage.total, usage.deleted_bytes], TEAM_CACHE_SECONDS)
-    return usage
-
-
-def _team_key(team_id: Any) -> str:
+def _key(team_id: int) -> str:
     return f"storage:team:{team_id}"
 
 
-def forget_team_usage(team_ids: Iterable[Any]) -> None:
+def measure_team(team_id: int, now: datetime) -> TeamUsage:
+    """Reads every row of the team's history, and keeps the figure in the
+    cache every web process and worker shares."""
+    monitors = Monitor.objects.filter(team_id=team_id)
+    deleted = monitors.filter(deleted_at__isnull=False)
+    usage = TeamUsage(
+        _bytes_of(monitors), _bytes_of(deleted) if deleted.exists() else 0, now
+    )
+    cache.set(
+        _key(team_id),
+        [usage.total, usage.deleted_bytes, now.timestamp()],
+        TEAM_KEPT_SECONDS,
+    )
+    return usage
+
+
+def measured_usage(team_ids: Iterable[int]) -> dict[int, TeamUsage]:
+    """The last figure measured for each of these teams, however old, in one
+    round trip to the cache; a team never measured (or measured before the
+    figure carried its time) is left out."""
+    keys = {_key(team_id): team_id for team_id in team_ids}
+    found = {}
+    for key, value in cache.get_many(list(keys)).items():
+        if isinstance(value, list) and len(value) == 3:
+            total, deleted, at = value
+            found[keys[key]] = TeamUsage(
+                int(total), int(deleted), datetime.fromtimestamp(at, tz=UTC)
+            )
+    return found
+
+
+def team_usage(team: Team) -> TeamUsage:
+    """Everything the team's monitors keep, and the part of it that belongs to
+    deleted ones, measured at most TEAM_CACHE_SECONDS ago."""
+    now = timezone.now()
+    usage = measured_usage([team.pk]).get(team.pk)
+    if usage is not None and now - usage.measured_at < _FRESH:
+        return usage
+    return measure_team(team.pk, now)
+
+
+def forget_team_usage(team_ids: Iterable[int]) -> None:
     """These teams' history changed (a monitor deleted, history purged): their
-    cached figure goes once that is committed. Not before, or a team page read
-    meanwhile would cache the old figure again for TEAM_CACHE_SECONDS."""
-    keys = [_team_key(team_id) for team_id in set(team_ids)]
+    figure goes once that is committed, so the team page measures again. Not
+    before, or a page read meanwhile would keep the old figure again for
+    TEAM_CACHE_SECONDS. /metrics lacks the team until the periodic measuring,
+    which takes teams never measured first, gets to it."""
+    keys = [_key(team_id) for team_id in set(team_ids)]
     if keys:
         transaction.on_commit(lambda: cache.delete_many(keys))
+
+
+def measure_stale_teams(now: datetime, limit: int = TEAMS_MEASURED_PER_RUN) -> int:
+    """Measures the teams whose figure is missing or older than
+    TEAM_CACHE_SECONDS, never measured first, then the oldest, at most
+    `limit` of them; returns how many."""
+    team_ids = list(Team.objects.values_list("pk", flat=True))
+    known = measured_usage(team_ids)
+    never = datetime.min.replace(tzinfo=UTC)
+    measured_at = [
+        (known[team_id].measured_at if team_id in known else never, team_id)
+        for team_id in team_ids
+    ]
+    stale = sorted(item for item in measured_at if now - item[0] >= _FRESH)
+    for _, team_id in stale[:limit]:
+        measure_team(team_id, now)
+    return min(len(stale), limit)
+
+
+def database_bytes() -> int:
+    """What the whole database takes on disk (SQLite: its pages, free ones
+    included, since the file does not shrink without VACUUM)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_database_size(current_database())")
+        else:
+            cursor.execute(
+                "SELECT page_count * page_size"
+                " FROM pragma_page_count(), pragma_page_size()"
+            )
+        return int(cursor.fetchone()[0])
+
+
+def table_bytes() -> dict[str, int]:
+    """What each history table takes with its indexes and TOAST, in one query
+    on PostgreSQL; nothing on SQLite, which cannot tell it cheaply."""
+    if connection.vendor != "postgresql":
+        return {}
+    tables = [model._meta.db_table for model in HISTORY_MODELS]
+    sizes = ", ".join(["pg_total_relation_size(%s::regclass)"] * len(tables))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {sizes}", tables)
+        return dict(zip(tables, map(int, cursor.fetchone()), strict=True))

@@ -17,7 +17,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from checks import dispatch, retention, runner
+from checks import dispatch, retention, runner, shared_clock, storage
 from checks.models import Heartbeat
 from checks.outages import skipped_while_away
 from monitors.models import ImportRun
@@ -83,7 +83,7 @@ def run_batch_task(self, batch_id: int) -> None:  # noqa: ANN001 - Celery's Task
 def dispatch_due_monitors_task(follow_up: bool = False) -> int:
     # A tick that hit its cap queues one follow-up at once (expires after one
     # beat interval); a follow-up never queues another (dispatch.dispatch_tick).
-    now = timezone.now()
+    now = shared_clock.now()
     with skipped_while_away("A dispatch tick"):
         if not follow_up:
             Heartbeat.beat(Heartbeat.SCHEDULER, now)  # /healthz: the scheduler ticks
@@ -95,12 +95,12 @@ def dispatch_due_monitors_task(follow_up: bool = False) -> int:
 def worker_heartbeat_task() -> None:
     # Queued on the check queue, so only a worker serving it records this.
     with skipped_while_away("A worker heartbeat"):
-        Heartbeat.beat(Heartbeat.WORKER, timezone.now())
+        Heartbeat.beat(Heartbeat.WORKER, shared_clock.now())
 
 
 @shared_task(time_limit=PERIODIC_TIME_LIMIT, soft_time_limit=PERIODIC_SOFT_TIME_LIMIT)
 def fail_stale_checks_task() -> int:
-    now = timezone.now()
+    now = shared_clock.now()
     with skipped_while_away("The stale-check sweep"):
         failed = runner.fail_stale_checks(now)
         # Previews are swept here too: a worker killed while reading a service
@@ -119,4 +119,14 @@ def purge_expired_task() -> int:
     # next hourly run takes the rest.
     with skipped_while_away("The retention purge"):
         return retention.purge_expired(timezone.now()).checks
+    return 0
+
+
+@shared_task(time_limit=600, soft_time_limit=570)
+def measure_team_storage_task() -> int:
+    # On the check queue, as the purge: a big team's history takes a while to
+    # read, and the upkeep queue's ticks must not wait behind it. Each team's
+    # figure is kept as soon as it is measured, so a run cut short loses none.
+    with skipped_while_away("Measuring the teams' storage"):
+        return storage.measure_stale_teams(timezone.now())
     return 0

@@ -12,11 +12,12 @@ restarts or two beats running by mistake cannot lose or double a check
 from __future__ import annotations
 
 import gc
+import inspect
 import logging
 import os
 from typing import Any
 
-from celery import Celery, bootsteps, signals
+from celery import Celery, Task, bootsteps, signals
 from celery.beat import EmbeddedService
 from celery.exceptions import ImproperlyConfigured
 from click import Option
@@ -31,7 +32,33 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # which `make run` and every deploy run first, and `manage.py check`.
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
-app = Celery("pagewatch")
+logger = logging.getLogger(__name__)
+
+
+class PagewatchTask(Task):
+    """Every task: a message whose arguments this code's task does not take
+    (sent by a machine running another Pagewatch version, during a rolling
+    deploy, say) is dropped with one plain line, not a TypeError traceback.
+    Nothing is lost with it: checks, batches, deliveries and imports live in
+    the database, and the sweepers send what is left undone again."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            inspect.signature(self.run).bind(*args, **kwargs)
+        except TypeError as exc:
+            logger.error(
+                "Task %s[%s] was dropped: its message was sent by another version "
+                "of Pagewatch (%s). Run one version on every machine; the sweeper "
+                "sends work left undone again.",
+                self.name,
+                self.request.id,
+                exc,
+            )
+            return None
+        return super().__call__(*args, **kwargs)
+
+
+app = Celery("pagewatch", task_cls=PagewatchTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Every installed app's tasks.py, and the notification outbox's own
 # (checks/notify/tasks.py).
@@ -90,6 +117,17 @@ def _close_old_connections(sender: Any, **_: object) -> None:
     caller's transaction."""
     if not getattr(sender.request, "is_eager", False):
         close_old_connections()
+
+
+@signals.worker_init.connect
+def _follow_the_database_clock(**_: object) -> None:
+    """Heartbeats, claims and sweeps timed by the database's clock, so a
+    worker whose machine's clock is off neither has its live work taken
+    from it nor looks alive once gone (checks.shared_clock). Set before the
+    pool forks: its processes inherit it."""
+    from checks import shared_clock
+
+    shared_clock.follow_the_database()
 
 
 @signals.worker_init.connect

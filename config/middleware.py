@@ -12,6 +12,8 @@ from django.contrib.auth import logout
 from django.core.exceptions import BadRequest, ValidationError
 from django.http import HttpRequest, HttpResponse
 
+from config.logs import hidden
+
 
 class ProbeMiddleware:
     """`/healthz` and `/metrics` answer whatever host a request names. Probes
@@ -57,20 +59,47 @@ class ApiTrailingSlashMiddleware:
         return self.get_response(request)
 
 
-class ApiNoStoreMiddleware:
-    """Every answer under /v2/ says `Cache-Control: no-store`. They carry a
-    team's monitors and results to whoever holds the key, and nothing in
-    them varies on Authorization: a shared cache keyed on the URL would hand
-    one caller's answer to the next, and a browser would keep it on disk.
-    An answer that sets its own Cache-Control keeps it."""
+class NoStoreMiddleware:
+    """Every answer Django makes says `Cache-Control: no-store`, unless it set
+    its own. The API's carry a team's monitors and results to whoever holds
+    the key, and nothing in them varies on Authorization: a shared cache keyed
+    on the URL would hand one caller's answer to the next. The dashboard's
+    carry secrets on ordinary pages (a monitor's and the team's feed links,
+    an invitation link in a message, the export), and the pages at a token
+    address (invitations, unsubscribing, feeds) are that token's: none may be
+    shown again from the browser's history or disk after signing out, nor by
+    a proxy to someone else. Static files never reach here (WhiteNoise, just
+    before, answers them with its own long caching)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if request.path_info.startswith("/v2/") and "Cache-Control" not in response:
+        if "Cache-Control" not in response:
             response["Cache-Control"] = "no-store"
+        return response
+
+
+class CredentialAddressMiddleware:
+    """A page whose address holds a credential (config.logs: a feed, e-mail,
+    invitation, password-reset or screenshot link, a `?next=` leading to one,
+    the sign-in provider's `code`) sends `Referrer-Policy: strict-origin`:
+    the requests it makes, for its stylesheet, script and icon and for the
+    next page, name only this site's origin. With the site's `same-origin`
+    they named the whole address, token included, for every proxy, CDN or
+    log between. Not `no-referrer`: browsers then send `Origin: null` with a
+    form's POST, which Django's CSRF check refuses, and these pages' buttons
+    (unsubscribe, confirm, join) would stop working."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        address = request.get_full_path()
+        if hidden(address) != address:
+            response["Referrer-Policy"] = "strict-origin"
         return response
 
 

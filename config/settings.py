@@ -150,7 +150,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "config.middleware.ApiTrailingSlashMiddleware",
-    "config.middleware.ApiNoStoreMiddleware",
+    "config.middleware.NoStoreMiddleware",
+    "config.middleware.CredentialAddressMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -273,6 +274,12 @@ OTP_TOTP_ISSUER = "Pagewatch"
 # django-otp's admin then shows only when devices were made and last used.
 OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 AXES_FAILURE_LIMIT = 10
+# And from one address, whatever the names: this many failures within the
+# cool-off (since the last one) refuse every password sign-in from it until
+# the cool-off has passed (config.signin). Well above one name's limit, so a
+# few people mistyping behind one office address stay in; a password sprayer,
+# one or two tries at each of many names, is stopped.
+SIGNIN_FAILURES_PER_ADDRESS = 5 * AXES_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "config.signin.throttled_address"
@@ -338,7 +345,16 @@ SESSION_COOKIE_AGE = SESSION_IDLE_SECONDS
 # the number of requests; requests per client address follow the sign-in
 # throttle (AXES_FAILURE_LIMIT within AXES_COOLOFF_TIME).
 PASSWORD_RESET_EMAILS_PER_HOUR = 3
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+# A reset link works for an hour (Django's default is three days), and once:
+# a link lying in a mailbox, a forwarded mail or a shared inbox for days is a
+# way into the account. The e-mail says so.
+PASSWORD_RESET_TIMEOUT = 3600
+# Secure cookies by default once the public address is https: the session
+# cookie must never ride a plain-http request to this host (a link, an image,
+# a captive portal) where anyone listening could read it.
+SESSION_COOKIE_SECURE = env_bool(
+    "SECURE_COOKIES", PUBLIC_BASE_URL.startswith("https://")
+)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 # DRF's throttle reads "N/period" by the period's first letter; anything else
@@ -549,6 +565,9 @@ CELERY_BEAT_SCHEDULE = {
         ("fail-stale-checks", "checks.tasks.fail_stale_checks_task",
          STALE_SWEEP_EVERY_SECONDS),
         ("purge-expired", "checks.tasks.purge_expired_task", 3600.0),
+        # Teams' history sizes for /metrics, the stalest few each run
+        # (checks.storage.measure_stale_teams).
+        ("measure-team-storage", "checks.tasks.measure_team_storage_task", 60.0),
         # Due webhook/e-mail deliveries: retries, and rows whose broker message
         # was lost (checks.notify.sweep).
         ("sweep-deliveries", "checks.notify.tasks.sweep_deliveries_task", 60.0),
@@ -606,7 +625,11 @@ CELERY_TASK_ROUTES = {
     )
 } | {
     task: {"queue": NOTIFICATIONS_QUEUE}
-    for task in ("checks.notify.tasks.deliver_task", "checks.notify.tasks.drain_task")
+    for task in (
+        "checks.notify.tasks.deliver_task",
+        "checks.notify.tasks.drain_task",
+        "teams.tasks.send_password_reset_task",
+    )
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

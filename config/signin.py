@@ -1,14 +1,22 @@
 """Who is signing in from where, and the page for a locked-out sign-in: the
-sign-in throttle's (django-axes, configured in config.settings) two hooks."""
+sign-in throttle's (django-axes, configured in config.settings) two hooks;
+and the limit per address whatever the user names (axes counts per name and
+address together, which a password sprayer never reaches)."""
 
 from __future__ import annotations
 
 import ipaddress
+import logging
+import time
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
 
 
 def client_ip(request: HttpRequest) -> str | None:
@@ -57,4 +65,46 @@ def locked_out(
     sign-in, and for scripts (axes' own JSON answer allows every origin)."""
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
     context = {"minutes": minutes}
+    return render(request, "registration/locked_out.html", context, status=429)
+
+
+def _failures_key(request: HttpRequest) -> str:
+    """The count's key names its window of one cool-off, numbered by the
+    clock, as the password-reset counts do: the cache's expiry only tidies
+    up, and a clock moved on (in tests as in life) starts a fresh count."""
+    window = int(settings.AXES_COOLOFF_TIME.total_seconds())
+    number = int(time.time()) // window
+    return f"signin-failures:address:{throttled_address(request)}:{number}"
+
+
+def address_failed(
+    sender: Any, credentials: Any = None, request: HttpRequest | None = None, **_: Any
+) -> None:
+    """On user_login_failed: one more failure from this address, whatever the
+    name, in this cool-off's window. While the cache is unreachable nothing
+    is counted: an outage must not lock everyone out."""
+    if request is None:
+        return
+    key = _failures_key(request)
+    try:
+        cache.add(key, 0, timeout=int(settings.AXES_COOLOFF_TIME.total_seconds()))
+        cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, timeout=int(settings.AXES_COOLOFF_TIME.total_seconds()))
+    except (RedisError, OSError) as exc:
+        logger.warning("Sign-in failure not counted, the cache is unreachable: %s", exc)
+
+
+def address_refused(request: HttpRequest) -> HttpResponse | None:
+    """The 429 page when this address has failed too often across names in
+    this window; None to let the sign-in go on (to axes' per-name check)."""
+    try:
+        failures = cache.get(_failures_key(request)) or 0
+    except (RedisError, OSError) as exc:
+        logger.warning("Sign-in failures not read, the cache is unreachable: %s", exc)
+        return None
+    if failures < settings.SIGNIN_FAILURES_PER_ADDRESS:
+        return None
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    context = {"minutes": minutes, "whole_address": True}
     return render(request, "registration/locked_out.html", context, status=429)

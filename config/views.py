@@ -26,7 +26,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from checks import outages
-from checks.health import service_health
+from checks.health import service_health, service_warnings
 from monitors.api.errors import (
     RETRY_UNAVAILABLE_AFTER,
     is_unavailable,
@@ -95,15 +95,16 @@ def favicon(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every part is fine, else 503; each part says ok or what is
     wrong, in words without addresses or secrets."""
-    parts = service_health(timezone.now())
+    now = timezone.now()
+    parts = service_health(now)
     healthy = all(part.ok for part in parts)
-    return JsonResponse(
-        {
-            "status": "ok" if healthy else "down",
-            "parts": {part.name: part.problem or "ok" for part in parts},
-        },
-        status=200 if healthy else 503,
-    )
+    body: dict[str, object] = {
+        "status": "ok" if healthy else "down",
+        "parts": {part.name: part.problem or "ok" for part in parts},
+    }
+    if warnings := service_warnings(now):
+        body["warnings"] = warnings  # not a 503 of their own: nothing is down
+    return JsonResponse(body, status=200 if healthy else 503)
 
 
 @login_not_required

@@ -171,6 +171,15 @@ class RecentCheck:
     pk: uuid.UUID | None = None
     matches: int = 0  # a web search's new matches, which are not new pages
 
+    @property
+    def found_changes_that_matter(self) -> bool:
+        """A change the judge did not call unimportant, as
+        CheckQuerySet.with_changes_that_matter reads one: a check whose every
+        change was judged noise is no change that matters."""
+        return bool(
+            self.changed > self.noise or self.new or self.removed or self.matches
+        )
+
     def get_absolute_url(self) -> str:
         return check_path(self.monitor_id, self.pk)
 
@@ -300,6 +309,23 @@ def last_ran_per_monitor(monitor_ids: list[uuid.UUID]) -> dict[uuid.UUID, LastRa
         monitor_id: LastRan(monitor_id, pk, status)
         for monitor_id, (pk, status) in Check.objects.last_ran(monitor_ids).items()
     }
+
+
+def not_judged_last(
+    monitors: list[Monitor], last_ran: dict[uuid.UUID, LastRan]
+) -> dict[uuid.UUID, int]:
+    """How many of the changes in each monitor's last check the judge failed
+    on, by monitor (monitors with none left out). No query unless some
+    judging monitor's last check has a change not judged unimportant."""
+    newest = {
+        last_ran[m.pk].pk: m.pk
+        for m in monitors
+        if m.judging
+        and m.pk in last_ran
+        and _count((m.last_check_summary or {}).get("changed")) > m.last_check_noise
+    }
+    counts = PageResult.objects.not_judged_per_check(list(newest))
+    return {newest[check_id]: n for check_id, n in counts.items()}
 
 
 def why_no_pages(

@@ -36,7 +36,7 @@ from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from monitors import rules
+from monitors import rules, schedule_phrases
 from monitors.rules import Rule
 
 MAX_LENGTH = 128
@@ -360,6 +360,17 @@ _EVERY_N_HOURS = re.compile(
     rf"(?: (?:to|and|until|till) (?P<end>{_CLOCK_TIME}))?)?{_ON}"
 )
 _DAILY = re.compile(rf"(?:daily|every day){_TIME}")
+# "first monday of the month", "last friday of every month at 5pm".
+_NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3}
+_NTH |= {"fourth": 4, "4th": 4, "last": 0}
+_NTH_WEEKDAY = re.compile(
+    r"(?:every |on )?(?:the )?(?P<nth>{})".format("|".join(_NTH))
+    + rf" (?P<day>{_DAY_WORD}) of (?:the |every |each )?month{_TIME}"
+)
+# "every 3 months" (how "quarterly" is read), on the 1st unless days are named.
+_EVERY_N_MONTHS = re.compile(
+    rf"every (?P<n>\d+) months?(?: on (?:the )?(?:days? )?{_DATES})?{_TIME}"
+)
 _WEEKLY = re.compile(rf"(?:weekly|every week)(?: on {_DAYS})?{_TIME}")
 _MONTHLY = re.compile(
     rf"(?:monthly|every month)(?: on (?:the )?(?:days? )?{_DATES})?{_TIME}"
@@ -370,9 +381,21 @@ _CLOCK = re.compile(r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))? ?(?P<ampm>[ap]m)?")
 
 
 _DECIMAL_GAP = re.compile(r"(?<![\d.])(\d*\.\d+) ?(minutes?|mins?|hours?|hrs?)\b")
-_DOTTED_TIME = re.compile(r"\b(\d{1,2})\.(\d{2})\b")
+_DOTTED_TIME = re.compile(r"\b(\d{1,2})\.(\d{2})(?!\d)")
 # "every 30min", "every 2hrs": the number and its unit run together.
 _NO_SPACE = re.compile(r"\b(\d+)(minutes?|mins?|hours?|hrs?)\b")
+
+
+def looks_like_cron(value: str) -> bool:
+    """Whether a schedule typed in one box is cron rather than words: cron
+    starts with `*` or `@`, or with two fields of numbers ("0 9 * * 1-5");
+    words may start with a number too ("9am daily", "3 times a day")."""
+    fields = value.split()
+    if not fields:
+        return False
+    if fields[0][0] in "*@":
+        return True
+    return all(re.fullmatch(r"[\d*/,\-]+", field) for field in fields[:2])
 
 
 def text_to_cron(text: str) -> str:
@@ -389,6 +412,11 @@ def text_to_cron(text: str) -> str:
     phrase = " ".join(cleaned.replace(".", "").replace(",", "").split())
     phrase = phrase.replace("every half hour", "every 30 minutes", 1)
     phrase = _NO_SPACE.sub(r"\1 \2", phrase).replace("everyday", "every day")
+    # Everyday ways of saying a schedule, in the words read below; and the
+    # phrases no schedule can keep, said why before anything else is tried.
+    said, phrase = phrase, schedule_phrases.reword(phrase)
+    if refused := schedule_phrases.refusal(phrase, said):
+        raise ScheduleError(refused)
 
     if match := _EVERY_N_MINUTES.fullmatch(phrase):
         return _repeating(match, int(match["n"]))
@@ -408,7 +436,22 @@ def text_to_cron(text: str) -> str:
         return _at_time_on_days(match["time"], _parse_days(match["days"]))
     if match := _MONTHLY.fullmatch(phrase):
         return f"{_times_fields(match['time'])} {_dates_field(match['dates'])} * *"
+    if match := _NTH_WEEKDAY.fullmatch(phrase):
+        (day,) = _parse_days(match["day"])
+        nth = _NTH[match["nth"]]
+        return f"{_times_fields(match['time'])} * * {day}{f'#{nth}' if nth else 'L'}"
+    if match := _EVERY_N_MONTHS.fullmatch(phrase):
+        return _every_n_months(match, int(match["n"]))
     raise ScheduleError.breaking(rules.SCHEDULE_TEXT_UNSUPPORTED)
+
+
+def _every_n_months(match: re.Match[str], n: int) -> str:
+    if n < 1 or 12 % n:
+        raise ScheduleError(
+            "Month intervals must divide 12 evenly: every 1, 2, 3, 4, 6 or 12 months."
+        )
+    months = {1: "*", 12: "1"}.get(n, f"*/{n}")
+    return f"{_times_fields(match['time'])} {_dates_field(match['dates'])} {months} *"
 
 
 def _in_whole_minutes(match: re.Match[str]) -> str:
@@ -439,7 +482,7 @@ def _repeating(match: re.Match[str], n: int) -> str:
     on every day or the days named."""
     if n > 60 and n % 60 == 0:
         return _whole_hours_of_minutes(match, n // 60)
-    if n > 60:
+    if n > 1 and (n > 60 or 60 % n):
         below = max(gap for gap in _EVEN_GAPS if gap < n)
         above = min((gap for gap in _EVEN_GAPS if gap > n), default=None)
         longer = _gap_words(above) if above else "every day"

@@ -66,6 +66,8 @@ def describe(schedule: Schedule) -> str | None:
     Works from the parsed fields, not the text, so `0 9 * * MON-FRI` and
     `0 9 * * 1-5` read the same. The caller appends the time zone.
     """
+    if (nth := _describe_nth_weekday(schedule.cron)) is not None:
+        return nth
     fields = _parse_fields(schedule.cron)
     if fields is None:
         return None
@@ -88,6 +90,10 @@ def describe(schedule: Schedule) -> str | None:
         if fields.months == _EVERY_MONTH and not repeating:
             # The words text_to_cron reads, so the form's box can show them.
             return f"Monthly on {dates} at {times}"
+        step = _month_step(fields.months)
+        if step and not repeating:
+            # "quarterly": the words text_to_cron reads, as above.
+            return f"Every {step} months on {dates} at {times}"
         of = "every month" if fields.months == _EVERY_MONTH else _months(fields)
         when = f"on {dates} of {of}"
         return f"{repeating} {when}" if repeating else f"At {times} {when}"
@@ -115,6 +121,45 @@ def schedule_box_text(schedule: Schedule) -> str:
     except ScheduleError:
         same = False  # "Monthly on days 1 to 7 at 09:00": words only people read
     return words if same else schedule.cron
+
+
+_ORDINAL_WORDS = {1: "First", 2: "Second", 3: "Third", 4: "Fourth", 5: "Fifth"}
+
+
+def _describe_nth_weekday(cron: str) -> str | None:
+    """ "First Monday of the month at 09:00" for `0 9 * * 1#1`, "Last Friday
+    of the month at 17:00" for `0 17 * * 5L` (words text_to_cron reads, so
+    the form's box can show them)."""
+    fields = cron.split()
+    if len(fields) != 5 or fields[2:4] != ["*", "*"]:
+        return None
+    try:
+        parsed = CronSim(cron, _PARSE_REFERENCE)
+    except (CronSimError, ValueError):
+        return None
+    if len(parsed.weekdays) != 1:
+        return None
+    (weekday,) = parsed.weekdays
+    if not isinstance(weekday, tuple):
+        return None
+    day, nth = weekday
+    which = "Last" if nth == CronSim.LAST else _ORDINAL_WORDS.get(nth)
+    listed = [
+        f"{hour:02d}:{minute:02d}"
+        for hour in sorted(parsed.hours)
+        for minute in sorted(parsed.minutes)
+    ]
+    if which is None or len(listed) > _MAX_LISTED_TIMES:
+        return None
+    return f"{which} {DAY_NAMES[day % 7]} of the month at {_join(listed)}"
+
+
+def _month_step(months: tuple[int, ...]) -> int | None:
+    """2, 3, 4 or 6 for months every so many from January (`*/3`)."""
+    step = 12 // len(months)
+    if len(months) > 1 and months == tuple(range(1, 13, step)):
+        return step
+    return None
 
 
 def _parse_fields(cron: str) -> _Fields | None:

@@ -11,6 +11,7 @@ class TeamsConfig(AppConfig):
         from django.contrib.auth import get_user_model, signals
         from django.db.models.signals import pre_delete
 
+        from config import signin
         from teams import members, signins
 
         pre_delete.connect(
@@ -22,4 +23,7 @@ class TeamsConfig(AppConfig):
         signals.user_logged_in.connect(signins.signed_in, dispatch_uid="pw-signin")
         signals.user_login_failed.connect(
             signins.sign_in_failed, dispatch_uid="pw-signin-failed"
+        )
+        signals.user_login_failed.connect(
+            signin.address_failed, dispatch_uid="pw-signin-failed-address"
         )

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import rotate_token
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
@@ -35,6 +36,16 @@ def _wait_words(until: datetime) -> str:
         f"Too many wrong codes: wait {seconds} second{pluralize(seconds)}, "
         "then try again."
     )
+
+
+def _signed_in_with(request: HttpRequest, device: Any) -> None:
+    """The session now holds the second factor too: under a new key (and CSRF
+    token), as Django's login() does at the password. A key read while only
+    the password was given (a shared machine's cookies, a glance at a log)
+    must not become a whole sign-in once the code is typed."""
+    otp_login(request, device)
+    request.session.cycle_key()
+    rotate_token(request)
 
 
 def _next(request: HttpRequest) -> str:
@@ -75,7 +86,7 @@ def setup(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         codes = second_factor.confirm(device, request.POST.get("code", "").strip())
         if codes is not None:
-            otp_login(request, device)
+            _signed_in_with(request, device)
             record_in_their_teams(Actor.of(request), Kind.SECOND_FACTOR_ON)
             request.session.pop(SETUP_SESSION_KEY, None)
             context = {"codes": codes, "next": _next(request)}
@@ -138,7 +149,7 @@ def verify(request: HttpRequest) -> HttpResponse:
             if not allowed and refusal and "locked_until" in refusal:
                 waits.append(refusal["locked_until"])
             elif device.verify_token(token):
-                otp_login(request, device)
+                _signed_in_with(request, device)
                 if isinstance(device, StaticDevice):
                     record_in_their_teams(
                         Actor.of(request),

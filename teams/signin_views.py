@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from config import signin
 from teams import sso
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class SignInView(auth_views.LoginView):
         if not settings.PASSWORD_SIGNIN:
             context = self.get_context_data() | {"refused": PASSWORDS_OFF}
             return render(request, self.template_name, context, status=403)
-        return super().post(request, *args, **kwargs)
+        return signin.address_refused(request) or super().post(request, *args, **kwargs)
 
 
 sign_in = login_not_required(SignInView.as_view())
@@ -81,6 +82,7 @@ def admin_sign_in(request: HttpRequest) -> HttpResponse:
     """The admin's own sign-in form, unless passwords are turned off: then
     administrators sign in through the dashboard's page (single sign-on)."""
     if settings.PASSWORD_SIGNIN:
-        return admin.site.login(request)
+        refused = request.method == "POST" and signin.address_refused(request)
+        return refused or admin.site.login(request)
     wanted = request.GET.get("next") or reverse("admin:index")
     return redirect(reverse("login") + "?" + urlencode({"next": wanted}))

@@ -22,6 +22,7 @@ from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
 from monitors.models import ApiKey, Team
+from teams import emails as team_emails
 from tests.sites import Site
 from tests.valkey import embedded_valkey
 
@@ -211,3 +212,11 @@ def loaded(monkeypatch) -> Counter[type]:
 
     monkeypatch.setattr(Model, "from_db", classmethod(counted))
     return counts
+
+
+@pytest.fixture
+def queued_resets(monkeypatch) -> list[str]:
+    """The addresses the web asked a worker to send a reset to; no broker."""
+    queued: list[str] = []
+    monkeypatch.setattr(team_emails, "queue_password_reset", queued.append)
+    return queued

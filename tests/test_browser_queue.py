@@ -15,7 +15,7 @@ import pytest
 from django.utils import timezone
 
 from checks import runner
-from checks.models import Check, CheckBatch, PageState
+from checks.models import Check, CheckBatch, Heartbeat, PageState
 from checks.tasks import run_check_task
 from config.celery import app as celery_app
 from monitors.models import Monitor, Target, Team
@@ -149,7 +149,100 @@ def test_a_lost_browser_batch_is_sent_again_to_the_browser_queue(team, site, sen
     sent.clear()
     long_ago = timezone.now() - CheckBatch.REQUEUE_AFTER - timedelta(minutes=1)
     CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=long_ago)
+    # A browser worker took a batch a moment ago: the message was lost.
+    Heartbeat.beat(Heartbeat.BROWSER, timezone.now() - timedelta(minutes=1))
 
     runner.fail_stale_checks(timezone.now())
 
     assert sent == [(batch.pk, "browser")]
+
+
+def browser_check_left_waiting(team: Team, site: Any) -> Check:
+    """A check whose browser batch nobody took for REQUEUE_AFTER."""
+    url = site.html("/s", "S", "<p>shot</p>")
+    check = make_check(team, {"urls": [url], "scrape_options": {"waitFor": 100}})
+    run_check_task(str(check.pk))
+    long_ago = timezone.now() - CheckBatch.REQUEUE_AFTER - timedelta(minutes=1)
+    check.batches.update(heartbeat_at=long_ago)
+    return check
+
+
+def test_a_check_whose_browser_pages_no_worker_takes_ends_saying_so(
+    team, site, sent, caplog
+):
+    # Procfile.large's check worker without its browser worker: nothing
+    # serves the browser queue, and never did.
+    check = browser_check_left_waiting(team, site)
+    sent.clear()
+
+    runner.fail_stale_checks(timezone.now())
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.FAILED
+    assert check.error == (
+        "Monitor check needs a web browser for some pages, and no worker that "
+        "runs one took them within 10 minutes; it was ended."
+    )
+    assert list(check.batches.values_list("status", flat=True)) == ["ended"]
+    assert sent == []
+    assert "no worker serves the browser queue" in caplog.text
+
+
+NO_BROWSER_WARNING = (
+    "Pages that need a web browser are waiting and no worker that runs one is "
+    "taking them: start a browser worker. Their checks end after 10 minutes "
+    "otherwise."
+)
+
+
+def test_healthz_warns_while_browser_pages_wait_with_no_browser_worker(
+    client, team, site, sent
+):
+    check = browser_check_left_waiting(team, site)
+    assert client.get("/healthz").json()["warnings"] == [NO_BROWSER_WARNING]
+
+    # A browser worker takes a batch: the warning goes.
+    Heartbeat.beat(Heartbeat.BROWSER, timezone.now())
+    assert "warnings" not in client.get("/healthz").json()
+
+    Heartbeat.objects.filter(name=Heartbeat.BROWSER).delete()
+    runner.fail_stale_checks(timezone.now())  # the check ends: nothing waits
+    check.refresh_from_db()
+    assert check.status == Check.Status.FAILED
+    assert "warnings" not in client.get("/healthz").json()
+
+
+def test_a_check_whose_browser_worker_went_quiet_long_ago_ends_saying_so(
+    team, site, sent
+):
+    Heartbeat.beat(Heartbeat.BROWSER, timezone.now() - timedelta(hours=2))
+    check = browser_check_left_waiting(team, site)
+
+    runner.fail_stale_checks(timezone.now())
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.FAILED
+    assert "needs a web browser" in check.error
+
+
+def test_browser_pages_waiting_behind_a_browser_worker_busy_with_a_long_batch_wait(
+    team, site, sent
+):
+    # The browser worker last took a batch long ago, but is still on it.
+    Heartbeat.beat(Heartbeat.BROWSER, timezone.now() - timedelta(hours=2))
+    busy = browser_check_left_waiting(team, site)
+    busy.batches.update(status=CheckBatch.Status.RUNNING, heartbeat_at=timezone.now())
+    site.html("/t", "T", "<p>two</p>")
+    check = make_check(
+        team, {"urls": [site.url("/t")], "scrape_options": {"waitFor": 100}}
+    )
+    run_check_task(str(check.pk))
+    long_ago = timezone.now() - CheckBatch.REQUEUE_AFTER - timedelta(minutes=1)
+    check.batches.update(heartbeat_at=long_ago)
+    sent.clear()
+
+    runner.fail_stale_checks(timezone.now())
+
+    check.refresh_from_db()
+    assert check.status == Check.Status.RUNNING
+    assert sent == [(check.batches.get().pk, "browser")]

@@ -289,7 +289,7 @@ def test_a_mail_counts_meaningful_and_unjudged_changes_apart(
     assert "so they are reported like any change." in mail.body
     assert "[changed (meaningful)] https://e.com/price" in mail.body
     assert "[changed (not judged)] https://e.com/a" in mail.body
-    assert "[changed (not meaningful)] https://e.com/clock" in mail.body
+    assert "[changed (judged unimportant)] https://e.com/clock" in mail.body
 
 
 def test_noise_beside_an_unjudged_change_is_still_mailed_with_no_meaningful_one(

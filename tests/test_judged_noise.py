@@ -6,6 +6,7 @@ change."""
 from __future__ import annotations
 
 import html
+import re
 from datetime import timedelta
 
 import pytest
@@ -32,7 +33,15 @@ def finished_check(monitor, *verdicts: str, minutes_ago: int = 5) -> Check:
     check.refresh_from_db()
     for index, verdict in enumerate(verdicts):
         page = make_page(check, f"https://e.com/p{minutes_ago}-{index}")
-        PageResult.objects.filter(pk=page.pk).update(verdict=verdict)
+        judgment = None
+        if verdict:  # as the judge writes it; a failed judge fails open
+            judgment = {
+                "meaningful": verdict != "noise",
+                "confidence": "high" if verdict != "not_judged" else "low",
+                "reason": f"Judged {verdict}.",
+                "meaningfulChanges": [],
+            }
+        PageResult.objects.filter(pk=page.pk).update(verdict=verdict, judgment=judgment)
     check.finish(timezone.now())
     return check
 
@@ -156,3 +165,126 @@ def test_history_of_changes_that_matter_with_none_says_so_not_that_nothing_chang
     assert "No changes yet" not in empty
     assert "No changes that matter yet" in empty
     assert "the AI judge called unimportant" in empty and "Show every change" in empty
+
+
+def test_the_monitor_lists_strip_marks_only_checks_with_a_change_that_matters(
+    web, team
+):
+    monitor = make_monitor(team)
+    finished_check(monitor, "noise", minutes_ago=10)
+    finished_check(monitor, "meaningful", "noise", minutes_ago=5)
+
+    page = web.get(reverse("monitor-list")).content.decode()
+    cells = re.findall(r'<li class="(cell [^"]*)" title="([^"]*)"', page)
+    spoken = text(web.get(reverse("monitor-list")))
+
+    assert [("has-changes" in css, "judged unimportant" in t) for css, t in cells] == [
+        (False, True),
+        (True, True),
+    ]
+    assert "1 found changes that matter, 1 only changes judged unimportant" in spoken
+
+
+def test_history_and_a_pages_timeline_say_a_change_was_not_judged(web, team):
+    monitor = make_monitor(team)
+    check = finished_check(monitor, "not_judged")
+    page = check.pages.get()
+
+    feed = text(web.get(reverse("team-history"))).split('id="main"', 1)[1]
+    timeline = text(web.get(page.get_absolute_url())).split(
+        'id="page-history-title"', 1
+    )[1]
+
+    assert "Not judged" in feed
+    assert "Not judged" in timeline
+
+
+def test_the_monitor_list_and_check_history_say_how_many_changes_were_not_judged(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    finished_check(monitor, "not_judged", "meaningful", "not_judged")
+    quiet = make_monitor(team, "Judged fine", goal="Prices", judge_enabled=True)
+    finished_check(quiet, "meaningful")
+
+    listed = text(web.get(reverse("monitor-list")))
+    rows = text(web.get(monitor.get_absolute_url())).split('id="check-history"', 1)[1]
+
+    assert "3 changed" in listed and "2 not judged" in listed
+    assert listed.count("not judged") == 1
+    assert "3 changed" in rows and "2 not judged" in rows
+
+
+def test_a_monitor_list_of_monitors_without_unjudged_changes_asks_nothing_more(
+    web, team, django_assert_max_num_queries
+):
+    for name in ("A", "B"):
+        monitor = make_monitor(team, name, goal="Prices", judge_enabled=True)
+        finished_check(monitor, "noise", "noise")
+    web.get(reverse("monitor-list"))  # settle the session and caches
+
+    with django_assert_max_num_queries(99) as queries:
+        web.get(reverse("monitor-list"))
+
+    assert not [q for q in queries.captured_queries if "not_judged" in q["sql"]]
+
+
+def test_a_check_whose_every_change_was_noise_says_who_was_not_told(web, team):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    quiet = finished_check(monitor, "noise", "noise", minutes_ago=10)
+    told = finished_check(monitor, "meaningful", "noise", minutes_ago=5)
+
+    quiet_page = text(web.get(quiet.get_absolute_url()))
+    told_page = text(web.get(told.get_absolute_url()))
+
+    said = "every change was judged unimportant for the goal"
+    assert said in quiet_page and "No e-mail" in quiet_page
+    assert said not in told_page
+
+
+def test_a_change_judged_unimportant_wears_the_calm_colour_wherever_its_row_is(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    check = finished_check(monitor, "meaningful", "noise")
+    noise = check.pages.get(verdict="noise")
+
+    pages = {
+        "check": web.get(check.get_absolute_url()),
+        "history": web.get(reverse("team-history")),
+        "diff": web.get(noise.get_absolute_url()),
+    }
+
+    for where, response in pages.items():
+        badges = re.findall(r'class="badge (?:big )?s-(\w+)">Changed<', text(response))
+        assert sorted(set(badges)) == (
+            ["noise"] if where == "diff" else ["changed", "noise"]
+        ), where
+
+
+def test_the_monitor_pages_last_check_card_says_how_many_changes_were_not_judged(
+    web, team
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    finished_check(monitor, "not_judged", "meaningful")
+
+    card = text(web.get(monitor.get_absolute_url())).split('class="run-result"', 1)[1]
+
+    assert "2 changed" in card.split("</p>", 1)[0]
+    assert "1 not judged" in card.split("</p>", 1)[0]
+
+
+def test_a_monitor_page_asks_once_for_the_changes_not_judged_of_its_checks(
+    web, team, django_assert_max_num_queries
+):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    for minutes_ago in (20, 15, 10, 5):
+        finished_check(monitor, "not_judged", minutes_ago=minutes_ago)
+    web.get(monitor.get_absolute_url())
+
+    with django_assert_max_num_queries(99) as queries:
+        shown = text(web.get(monitor.get_absolute_url()))
+
+    asked = [q for q in queries.captured_queries if "'not_judged'" in q["sql"]]
+    assert shown.count("1 not judged") == 5  # four rows and the last check's card
+    assert len(asked) == 2  # the rows together, and the card

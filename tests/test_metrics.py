@@ -15,6 +15,8 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from checks.metrics import DatabaseCollector
+from tests.test_history import make_check, make_page
+from tests.test_history import make_monitor as history_monitor
 from tests.test_runner import make_monitor, run_check
 
 pytestmark = pytest.mark.django_db
@@ -232,3 +234,24 @@ def test_with_no_token_set_metrics_is_missing_on_any_host(client, settings):
     settings.ALLOWED_HOSTS = ["pagewatch.example.com"]
 
     assert client.get("/metrics", HTTP_HOST="10.1.2.3:8000").status_code == 404
+
+
+def test_changed_pages_are_counted_by_what_the_judge_made_of_them(
+    client, metrics_on, team
+):
+    check = make_check(history_monitor(team), datetime.now(UTC), changed=4, new=1)
+    for index, verdict in enumerate(("meaningful", "noise", "noise", "not_judged")):
+        page = make_page(check, f"https://e.com/{index}")
+        page.verdict = verdict
+        page.save(update_fields=["verdict"])
+    make_page(check, "https://e.com/added", status="new")
+
+    counted = scrape(client)
+
+    def changes(verdict: str) -> float:
+        return counted[("pagewatch_changes_total", (("verdict", verdict),))]
+
+    assert changes("meaningful") == 1
+    assert changes("noise") == 2
+    assert changes("not_judged") == 1
+    assert changes("not_judging") == 0

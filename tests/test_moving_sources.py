@@ -789,3 +789,16 @@ def test_every_interval_is_spread_and_kept(seconds):
     assert len(crons) > 1
     wanted = {None: 60, 14 * 86400: 7 * 1440}.get(seconds, (seconds or 0) // 60)
     assert {shortest_interval_minutes(cron, moment) for cron in crons} == {wanted}
+
+
+def test_a_list_schedule_in_everyday_words_is_read_as_a_phrase_not_cron():
+    listing = (
+        b"url,schedule\n"
+        b"https://a.test/1,9am daily\n"
+        b"https://a.test/2,every weekday at 9 am\n"
+        b"https://a.test/3,twice a day\n"
+    )
+    items = planned("csv", listing, "list.csv")
+
+    crons = [items[f"row {n}"].validated["schedule"]["cron"] for n in (2, 3, 4)]
+    assert crons == ["0 9 * * *", "0 9 * * 1-5", "0 */12 * * *"]

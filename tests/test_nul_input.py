@@ -72,7 +72,7 @@ def test_a_nul_in_a_dashboard_address_is_a_bad_request_page(client, owner, addre
     client.force_login(owner)
     response = client.get(address)
     assert response.status_code == 400
-    assert b"Bad Request" in response.content
+    assert b"Pagewatch could not understand that request" in response.content
     # The site's own 400, with the headers every page has.
     assert "Content-Security-Policy" in response.headers
     assert response.headers["X-Frame-Options"] == "DENY"

@@ -4,6 +4,7 @@ served on 127.0.0.1 (tests/sites.py)."""
 from __future__ import annotations
 
 import ast
+import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,37 @@ def test_a_json_baseline_stored_in_its_server_order_is_the_same_reordered(team, 
     result = run_check(monitor).pages.get()
 
     assert result.status == PageResult.Status.SAME
+
+
+def test_a_baseline_an_older_release_misread_is_read_again_before_the_next_change(
+    team, site
+):
+    # Latin-1 bytes under a UTF-8 label: releases before the encoding fixes
+    # read every accented letter as U+FFFD and kept that text as the baseline,
+    # with the hash of the very bytes it came from, computed as they did.
+    html = "<html><head><title>Menu</title></head><body><p>{}</p>{}</body></html>"
+    label = "text/html; charset=utf-8"
+    url = site.page("/menu", html.format("Caf\ufffd cr\ufffdme \ufffd3", "").encode(),
+                    content_type=label)  # fmt: skip
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    served = html.format("Caf\xe9 cr\xe8me \xa33", "").encode("latin-1")
+    older_release_hash = hashlib.sha256(
+        url.encode() + b"\0" + label.encode() + b"\0" + served
+    ).hexdigest()
+    PageState.objects.update(body_hash=older_release_hash)
+    site.page("/menu", served, content_type=label)
+
+    upgraded = run_check(monitor).pages.get()
+    with_tea = html.format("Caf\xe9 cr\xe8me \xa33", "<p>Tea</p>").encode("latin-1")
+    site.page("/menu", with_tea, content_type=label)
+    changed = run_check(monitor).pages.get()
+
+    assert upgraded.status == PageResult.Status.SAME
+    assert changed.status == PageResult.Status.CHANGED
+    assert "+Tea" in changed.diff["text"]
+    assert "\ufffd" not in changed.diff["text"]
+    assert "-Caf" not in changed.diff["text"]  # the unchanged line is no change
 
 
 @pytest.mark.parametrize(

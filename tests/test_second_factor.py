@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import pytest
 import time_machine
 from django.contrib.auth import BACKEND_SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from django_otp.oath import TOTP
@@ -360,3 +362,44 @@ def test_signing_in_with_a_recovery_code_is_in_each_teams_log_with_how_many_are_
         assert [(e.user, e.what_words, e.address) for e in entries] == [
             (ana, "Signed in with a recovery code (9 left)", "203.0.113.9")
         ]
+
+
+# ------------------------------------------------------------------ the session
+
+
+def test_the_code_gives_the_session_a_new_key_and_the_old_one_signs_nobody_in(
+    client, ana
+):
+    """A session key read while only the password was given (over a shoulder,
+    from a shared machine's cookie jar) must not become a whole sign-in once
+    the code is typed: the key changes, as it does at the password."""
+    device = second_factor.start_setup(ana)
+    second_factor.confirm(device, code_for(device))
+    sign_in(client)
+    half_key = client.cookies["sessionid"].value
+    client.get(reverse("two-factor-verify"))
+    half_csrf = client.cookies["csrftoken"].value
+
+    with time_machine.travel(timezone.now() + timedelta(seconds=60)):
+        right = client.post(reverse("two-factor-verify"), {"code": code_for(device)})
+
+    assert right["Location"] == "/"
+    assert client.cookies["sessionid"].value != half_key
+    assert not SessionStore().exists(half_key)
+    assert client.get("/").status_code == 200
+    assert client.cookies["csrftoken"].value != half_csrf
+    stale = Client()
+    stale.cookies["sessionid"] = half_key
+    assert stale.get("/")["Location"].startswith("/accounts/login/")
+
+
+def test_setting_it_up_while_signing_in_gives_the_session_a_new_key(client, ana, team):
+    team.require_second_factor = True
+    team.save()
+    sign_in(client)
+    half_key = client.cookies["sessionid"].value
+
+    turn_on(client)
+
+    assert client.cookies["sessionid"].value != half_key
+    assert client.get("/").status_code == 200

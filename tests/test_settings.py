@@ -203,6 +203,7 @@ def test_upkeep_and_notify_tasks_have_queues_of_their_own(tmp_path):
     } | {
         "checks.notify.tasks.deliver_task": {"queue": "notifications"},
         "checks.notify.tasks.drain_task": {"queue": "notifications"},
+        "teams.tasks.send_password_reset_task": {"queue": "notifications"},
     }
 
 
@@ -423,6 +424,22 @@ def test_hsts_is_off_unless_asked_for(tmp_path):
     assert fresh("settings.SECURE_HSTS_SECONDS", tmp_path, HSTS_SECONDS="31536000") == (
         31536000
     )
+
+
+def test_cookies_are_secure_by_default_when_the_public_address_is_https(tmp_path):
+    """An operator who serves Pagewatch over HTTPS but forgot SECURE_COOKIES
+    had the session cookie sent over any plain-http request to the host too
+    (a link, an image, a captive portal), for whoever listens to read."""
+    both = "[settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE]"
+    https = {"PUBLIC_BASE_URL": "https://pagewatch.example.org"}
+
+    assert fresh(both, tmp_path, **https) == [True, True]
+    assert fresh(both, tmp_path, PUBLIC_BASE_URL="http://127.0.0.1:8000") == [
+        False,
+        False,
+    ]
+    assert fresh(both, tmp_path, SECURE_COOKIES="false", **https) == [False, False]
+    assert fresh(both, tmp_path, SECURE_COOKIES="true") == [True, True]
 
 
 def test_var_and_the_secret_key_are_made_for_this_user_alone(tmp_path):

@@ -158,3 +158,53 @@ def test_without_a_trusted_proxy_a_forwarded_for_header_is_ignored(settings):
     )
 
     assert client_ip(request) == "198.51.100.4"
+
+
+# --- One address trying many user names --------------------------------------
+
+
+def spray(client, names: int, **headers: str) -> list[int]:
+    """One wrong password for each of `names` user names, as a password
+    sprayer does: never enough for any one name's lockout."""
+    return [
+        client.post(
+            reverse("login"), {"username": f"user{n}", "password": "Summer2026!"},
+            **headers,
+        ).status_code
+        for n in range(names)
+    ]  # fmt: skip
+
+
+def test_one_address_trying_many_user_names_is_refused_for_the_cool_off(
+    client, olive, settings
+):
+    limit = settings.SIGNIN_FAILURES_PER_ADDRESS
+    with time_machine.travel(NOW, tick=False):
+        answers = spray(client, limit)
+        refused = sign_in(client, PASSWORD)
+        elsewhere = sign_in(client.__class__(), PASSWORD, REMOTE_ADDR="10.9.9.9")
+
+    assert set(answers) == {200}  # each name below its own limit
+    assert refused.status_code == 429
+    assert "Sign-ins from your address are refused" in refused.content.decode()
+    assert "_auth_user_id" not in client.session
+    assert elsewhere.status_code == 302  # another address is not held back
+    with time_machine.travel(NOW + settings.AXES_COOLOFF_TIME + timedelta(seconds=1)):
+        assert sign_in(client, PASSWORD).status_code == 302
+
+
+def test_the_admin_sign_in_refuses_a_spraying_address_too(client, olive, settings):
+    olive.is_staff = True
+    olive.save()
+    spray(client, settings.SIGNIN_FAILURES_PER_ADDRESS)
+
+    response = sign_in(client, PASSWORD, path="admin:login")
+
+    assert response.status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_address_limit_is_well_above_one_names_limit(settings):
+    """An office behind one address must not be shut out by a few people
+    mistyping: only a run across many names reaches it."""
+    assert settings.SIGNIN_FAILURES_PER_ADDRESS >= 5 * settings.AXES_FAILURE_LIMIT

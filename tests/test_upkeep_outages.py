@@ -31,6 +31,7 @@ from checks.notify.tasks import queue_digests_task, sweep_deliveries_task
 from checks.tasks import (
     dispatch_due_monitors_task,
     fail_stale_checks_task,
+    measure_team_storage_task,
     purge_expired_task,
     worker_heartbeat_task,
 )
@@ -268,6 +269,16 @@ def test_retention_without_its_database_logs_one_line_and_the_next_run_purges(
     one_plain_line(caplog, "the database is not reachable")
     assert purge_expired_task() == 1
     assert not Check.objects.filter(pk=old.pk).exists()
+
+
+def test_measuring_storage_without_its_database_logs_one_line_and_the_next_measures(
+    team, caplog
+):
+    with database_away():
+        assert not measure_team_storage_task()
+
+    one_plain_line(caplog, "the database is not reachable")
+    assert measure_team_storage_task() == 1
 
 
 # --- The operator's probes -----------------------------------------------------

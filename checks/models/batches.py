@@ -8,8 +8,8 @@ from typing import Any
 
 from django.db import models
 from django.db.models import F, Max, Q
-from django.utils import timezone
 
+from checks import shared_clock
 from checks.models.check import Check
 
 
@@ -39,7 +39,7 @@ class CheckBatchQuerySet(models.QuerySet["CheckBatch"]):
         check's last one. The caller holds the check's row locked, so two
         workers adding batches at once cannot pick the same numbers."""
         last = self.filter(check_run=check).aggregate(n=Max("number"))["n"]
-        first, now = (0 if last is None else last + 1), timezone.now()
+        first, now = (0 if last is None else last + 1), shared_clock.now()
         return self.bulk_create(
             CheckBatch(
                 check_run=check,

@@ -22,6 +22,7 @@ from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery,
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, TruncMonth
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from checks.errors import ErrorKind
 from checks.models.pages import PageResult
@@ -322,6 +323,24 @@ class Check(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+
+    @property
+    def changes_not_unimportant(self) -> int:
+        """Changed pages the judge did not call unimportant: meaningful, or
+        never judged (CheckQuerySet.with_changes_that_matter counts them)."""
+        try:
+            changed = int((self.summary or {}).get("changed") or 0)
+        except (TypeError, ValueError):
+            return 0
+        return max(0, changed - self.noise)
+
+    @cached_property
+    def not_judged(self) -> int:
+        """Changed pages the judge failed on (reported like any change). A
+        list of checks sets it for all at once (not_judged_per_check)."""
+        if not self.changes_not_unimportant or not self.is_finished:
+            return 0
+        return PageResult.objects.not_judged_per_check([self.pk]).get(self.pk, 0)
 
     # --- Lifecycle ---------------------------------------------------------------
 

@@ -271,6 +271,24 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             status=PageResult.Status.CHANGED, verdict=PageResult.Verdict.NOISE
         )
 
+    def not_judged_per_check(self, check_ids: Sequence[Any]) -> dict[Any, int]:
+        """How many changed pages of each of these checks the judge failed
+        on (no verdict, reported like any change), by check; checks with
+        none are left out."""
+        if not check_ids:
+            return {}
+        rows = (
+            self.filter(
+                check_run__in=list(check_ids),
+                status=PageResult.Status.CHANGED,
+                verdict=PageResult.Verdict.NOT_JUDGED,
+            )
+            .values_list("check_run")
+            .annotate(n=models.Count("id"))
+            .order_by()
+        )
+        return dict(rows)
+
     def unjudged_changes(self) -> PageResultQuerySet:
         """Changed pages without a verdict: the judge failed open, or did not
         run (no goal then, or judging off)."""

@@ -47,7 +47,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from checks import outages
+from checks import outages, shared_clock
 from checks.notify import deliveries, emails, events, kinds, outbox, own, status
 from checks.notify.kinds import ChannelKind
 from checks.notify.kinds.base import mask_url
@@ -103,7 +103,7 @@ def drain(delivery_ids: Sequence[int]) -> list[Delivery]:
     """Claim the due rows among `delivery_ids` (at most DRAIN_BATCH), send
     them side by side and record every attempt. Returns the rows attempted,
     with their new state."""
-    now = timezone.now()
+    now = shared_clock.now()
     rows: list[Delivery] = []
     try:
         rows = claim(delivery_ids, now)

@@ -26,6 +26,9 @@ DIFF_PAGES = 5
 DIFF_LINES = 24
 DIFF_LINE_CHARS = 300
 REASON_CHARS = 300
+# notificationStatus.email.reason of a check whose every change was judged
+# noise: no e-mail, and nothing to channels told of meaningful changes only.
+NOT_MEANINGFUL = "not_meaningful"
 
 
 # What the error page of a failed web search is listed as, in place of its
@@ -96,7 +99,7 @@ class PageLine:
         if self.status == "changed" and self.meaningful is True:
             return "changed (meaningful)"
         if self.status == "changed" and self.meaningful is False:
-            return "changed (not meaningful)"
+            return "changed (judged unimportant)"
         if self.search_match:
             return "new match"
         return self.status
@@ -150,7 +153,7 @@ class ChangeReport:
             + len(self.failures)
         )
         # A changed page without a judgment counts as meaningful (fail open).
-        return "not_meaningful" if only_noise else None
+        return NOT_MEANINGFUL if only_noise else None
 
     def counts_line(self) -> str:
         """How many pages did what, each count with its noun ("300 pages

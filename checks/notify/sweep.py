@@ -10,8 +10,8 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
+from checks import shared_clock
 from checks.notify import outbox, status
 from checks.notify.drain import (
     CLAIM_LEASE,
@@ -27,7 +27,7 @@ SWEEP_BATCH = 500
 def sweep() -> int:
     """Free dead workers' claims and queue every due delivery not already on its
     way. Returns how many were queued. Run every minute by Celery beat."""
-    now = timezone.now()
+    now = shared_clock.now()
     _release_stale_claims(now)
     stale_queue = now - outbox.REQUEUE_AFTER
     # Every retry is queued from here, so a receiver that was down for a

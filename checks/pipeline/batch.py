@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
+from checks import shared_clock
 from checks.browser.executable import available as browser_available
 from checks.browser.result import BrowserResult
 from checks.crawl.frontier import Frontier
@@ -208,7 +208,7 @@ def hand_over(check: Check, jobs: list[PageJob]) -> list[CheckBatch]:
 
 
 def heartbeat(check: Check, batch: CheckBatch) -> None:
-    now = timezone.now()
+    now = shared_clock.now()
     CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=now)
     if not check.heartbeat(now):
         raise CheckAbandoned

@@ -106,12 +106,26 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
         )
 
 
-def body_hash(fetched: FetchResult) -> str:
+# Bumped whenever the same bytes may read as other text (encodings, JSON
+# layout...): a baseline a page's very bytes gave under an older reading is
+# then read again once, and its new reading kept without reporting a change,
+# so the next real change does not show the reading's own fixes as changed
+# lines. Reading 1 is the hash of releases that had no reading number.
+READING = 2
+
+
+def body_hash(fetched: FetchResult, reading: int = READING) -> str:
     digest = hashlib.sha256()
+    if reading > 1:
+        digest.update(f"reading {reading}\0".encode())
     for part in (fetched.final_url, fetched.headers.get("content-type", "")):
         digest.update(part.encode() + b"\0")
     digest.update(fetched.content)
     return digest.hexdigest()
+
+
+def _older_readings(fetched: FetchResult) -> set[str]:
+    return {body_hash(fetched, reading) for reading in range(1, READING)}
 
 
 def _add_browser_output(outcome: Outcome, fetched: BrowserResult) -> None:
@@ -282,6 +296,13 @@ def _extracted(
         # Markup changed, text did not: the baseline stays (replaced once when
         # it was stored in an older format).
         outcome.keep_baseline(baseline, source, source_format, digest_text)
+        return outcome
+    if same_options and baseline.body_hash in _older_readings(fetched):
+        # The very bytes of the baseline, whose text an older release read
+        # otherwise (a charset it got wrong): not a change of the page, so the
+        # new reading becomes the baseline quietly.
+        content.normalized_hash = digest_text
+        content.snapshot = pack_snapshot(source, source_format)
         return outcome
     content.normalized_hash = digest_text
     outcome.pending = Pending(source_format, source, markdown)

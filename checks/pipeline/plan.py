@@ -22,8 +22,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
+from checks import shared_clock
 from checks.browser.executable import available
 from checks.browser.options import browser_options
 from checks.fetch import Resolver
@@ -106,7 +106,7 @@ def _batches(
                 choose(job, "browser" if key in remembered else "").browser
             )
             groups.setdefault((group, uses_browser), []).append(job)
-    now, batches = timezone.now(), []
+    now, batches = shared_clock.now(), []
     sizes = {False: settings.CHECK_BATCH_SIZE, True: settings.BROWSER_BATCH_SIZE}
     for (_, uses_browser), jobs in groups.items():
         size = int(sizes[uses_browser])

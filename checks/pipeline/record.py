@@ -16,9 +16,8 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django.utils import timezone
 
-from checks import notify
+from checks import notify, shared_clock
 from checks.jobs import PageJob, Via
 from checks.models import (
     Capture,
@@ -67,7 +66,7 @@ def record_many(
 def _record_many(
     check: Check, items: Sequence[Item], batch: CheckBatch | None
 ) -> list[PageResult]:
-    now = timezone.now()
+    now = shared_clock.now()
     # First, so a check the sweeper already failed gets no more pages (the
     # update also locks the check row until these pages are committed).
     alive = Check.objects.filter(pk=check.pk, status=Check.Status.RUNNING).update(

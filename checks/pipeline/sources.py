@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from django.utils import timezone
-
+from checks import shared_clock
 from checks.fetch import Resolver
 from checks.jobs import PageJob
 from checks.models import Check
@@ -90,7 +89,7 @@ def plan(
         """Planning that waits (a crawl's sitemaps, paced or slow) says the
         check is alive, as a running batch does, or stops when it is no
         longer running."""
-        if not check.heartbeat(timezone.now()):
+        if not check.heartbeat(shared_clock.now()):
             raise CheckAbandoned
 
     planned = []

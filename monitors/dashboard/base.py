@@ -187,13 +187,16 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 
 def _attach_history(monitors: list[Monitor]) -> None:
     """Give each monitor its most recent checks (oldest first) in one query,
-    its last check that looked at pages, and why that check found no page
-    when it found none."""
+    its last check that looked at pages, how many of that check's changes
+    the judge failed on, and why that check found no page when it found
+    none."""
     ids = [m.pk for m in monitors]
     recent = history.recent_per_monitor(ids, HISTORY_LENGTH)
     last_ran = history.last_ran_per_monitor(ids)
     no_pages = history.why_no_pages(monitors, last_ran)
+    not_judged = history.not_judged_last(monitors, last_ran)
     for monitor in monitors:
+        monitor.last_check_not_judged = not_judged.get(monitor.pk, 0)  # type: ignore[attr-defined]
         monitor.recent_checks = recent.get(monitor.pk, [])  # type: ignore[attr-defined]
         monitor.last_ran = last_ran.get(monitor.pk)  # type: ignore[attr-defined]
         monitor.why_no_pages = no_pages.get(monitor.pk, "")  # type: ignore[attr-defined]

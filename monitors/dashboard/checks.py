@@ -26,6 +26,7 @@ from checks.content import (
 from checks.content.marked import mark_quoted, marked_html
 from checks.content.readable import readable_html
 from checks.models import Check, PageResult, PageState
+from checks.notify.reports import NOT_MEANINGFUL, change_report
 from checks.summary import SEARCH_WORDS
 from monitors.dashboard.base import (
     JUDGED_NOISE,
@@ -68,6 +69,14 @@ def check_detail(
     # meaningful, as it does for the channels.
     verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
     unjudged = check.pages.unjudged_changes().count() if verdicts else 0
+    # Told from the report e-mails and channels read, so the page can never
+    # say otherwise than what they did.
+    only_noise = (
+        verdicts
+        and check.is_finished
+        and check.noise > 0
+        and change_report(check).suppression_reason() == NOT_MEANINGFUL
+    )
     pages = _filtered_pages(check, status, search_filters)
     looked_at = sum(counts.values()) + sum(found.values())
     context = {
@@ -82,6 +91,7 @@ def check_detail(
         "chips": _chips(check, status, counts, found, verdicts, unjudged),
         "verdicts": verdicts,
         "unjudged": unjudged,
+        "only_noise": only_noise,
         "pages": Paginator(pages, PAGES_PER_PAGE).get_page(request.GET.get("page")),
         "skipped_targets": _skipped_targets(check),
         "kind_parts": _kind_parts(check),

@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 from checks import storage
 from checks.ai import llm_available
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
-from checks.models import Check, SearchResultState
+from checks.models import Check, PageResult, SearchResultState
 from monitors import clock, history
 from monitors import schedule as schedules
 from monitors.dashboard.base import (
@@ -184,6 +184,16 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         ),
         CHECKS_PER_PAGE,
     ).get_page(request.GET.get("page"))
+    # For the whole page at once, so no row asks on its own.
+    not_judged = (
+        PageResult.objects.not_judged_per_check(
+            [c.pk for c in checks.object_list if c.changes_not_unimportant]
+        )
+        if monitor.judging
+        else {}
+    )
+    for c in checks.object_list:
+        c.not_judged = not_judged.get(c.pk, 0)
     searches = any(t.kind and t.kind.finds_results for t in monitor.targets.all())
     missing = unavailable(monitor)
     return {

@@ -24,6 +24,7 @@ from monitors.moving.base import (
 )
 from monitors.schedule import (
     ScheduleError,
+    looks_like_cron,
     min_interval_minutes,
     min_interval_words,
     normalize_schedule,
@@ -132,7 +133,7 @@ def _schedule(given: str, notes: list[str]) -> tuple[dict[str, str], float | Non
     Any other problem is left for the API's validation to name. With it,
     the seconds of a schedule spread over its gap (None: as given). A
     schedule as given names no zone: plan.in_team_zone gives it the team's."""
-    kind = "cron" if len(given.split()) == 5 else "text"
+    kind = "cron" if looks_like_cron(given) else "text"
     try:
         cron, text = (given, None) if kind == "cron" else (None, given)
         normalize_schedule(cron, text, "UTC")

@@ -272,6 +272,16 @@ def page_result_label(page: Any) -> str:
     return page_status_label(page.status)
 
 
+@register.filter
+def result_tone(page: Any) -> str:
+    """`s-{{ page|result_tone }}`: the colour of a PageResult's status badge,
+    its status's, but the calm one of the counts ("noise") for a change the
+    judge called unimportant, so it never looks like one that matters."""
+    if page.status == "changed" and getattr(page, "verdict", "") == "noise":
+        return "noise"
+    return str(page.status)
+
+
 # metadata.searchStatus of a search result (checks.search.stage), in words.
 SEARCH_STATUS_LABELS = {status: words[0] for status, words in SEARCH_WORDS.items()}
 
@@ -558,25 +568,32 @@ def _strip_cell(check: Any, zone: Any) -> str:
         title += f", {int(check.removed)} removed"
     if check.matches:
         title += f", {search_words('alert', int(check.matches))}"
-    if check.found_changes:
+    if check.found_changes_that_matter:
         css += " has-changes"
     return f'<li class="{css}" title="{title}">{symbol}</li>'
 
 
 def _strip_words(checks: list[Any]) -> str:
     """The strip in one sentence, for screen readers: "Last 14 checks, oldest
-    first: 12 completed, 2 completed with errors; 3 found changes"."""
+    first: 12 completed, 2 completed with errors; 3 found changes", and how
+    many of those found only changes judged unimportant."""
     labels: dict[str, int] = {}
     for check in checks:
         label = check_status_label(check.status).lower()
         labels[label] = labels.get(label, 0) + 1
-    found = sum(check.found_changes for check in checks)
+    matter = sum(check.found_changes_that_matter for check in checks)
+    noise_only = sum(
+        check.found_changes and not check.found_changes_that_matter for check in checks
+    )
     counts = ", ".join(f"{n} {label}" for label, n in labels.items())
     plural = "s" if len(checks) != 1 else ""
-    return (
-        f"Last {len(checks)} check{plural}, oldest first: {counts};"
-        f" {found} found changes"
+    found = (
+        f"{matter} found changes that matter, {noise_only} only changes judged"
+        " unimportant"
+        if noise_only
+        else f"{matter} found changes"
     )
+    return f"Last {len(checks)} check{plural}, oldest first: {counts}; {found}"
 
 
 @register.simple_tag

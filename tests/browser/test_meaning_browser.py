@@ -235,3 +235,50 @@ def test_history_remembers_the_zone_a_viewer_picks(browser_page, member, story):
     assert times and all(t.endswith("UTC") for t in times), times
     assert datetime.now(UTC)  # the feed is read in UTC from now on
     assert_clean(page)
+
+
+def test_a_noise_change_beside_a_meaningful_one_in_the_list_and_on_the_check(
+    browser_page, member, story, screenshot, team
+):
+    failed_judge = make_monitor(
+        team, ["https://shop.test/terms"], name="Terms",
+        goal="Tell me when the terms change", judge_enabled=True,
+    )  # fmt: skip
+    fail_open = {
+        "previous_snapshot": Snapshot.store("Terms v1"),
+        "current_snapshot": Snapshot.store("Terms v2"),
+        "judgment": {
+            "meaningful": True, "confidence": "low",
+            "reason": "Not judged: the AI model did not answer.",
+            "meaningfulChanges": [],
+        },
+    }  # fmt: skip
+    finish(
+        failed_judge,
+        [("https://shop.test/terms", "changed", "not_judged", fail_open)],
+        timezone.now() - timedelta(minutes=5),
+    )
+    quiet = story["prices"].checks.order_by("-created_at").first()
+    page = browser_page
+    sign_in(page)
+
+    page.goto("/")
+    prices = page.locator(f"#monitor-{story['prices'].pk}")
+    prices.get_by_text("1 change, judged unimportant").wait_for()
+    cells = prices.locator("ol.strip li")
+    assert "has-changes" in cells.nth(0).get_attribute("class")
+    assert "has-changes" not in cells.nth(1).get_attribute("class")
+    terms = page.locator(f"#monitor-{failed_judge.pk}")
+    terms.get_by_text("1 not judged").wait_for()
+    screenshot(page, "noise-beside-meaningful-list")
+
+    page.goto(story["first"].get_absolute_url())
+    rows = page.locator("table.pages")
+    rows.get_by_text("Matters for the goal").wait_for()
+    rows.get_by_text("Judged unimportant").wait_for()
+    screenshot(page, "noise-beside-meaningful-check")
+
+    page.goto(quiet.get_absolute_url())
+    page.get_by_text("every change was judged unimportant for the goal").wait_for()
+    screenshot(page, "noise-only-check")
+    assert_clean(page)

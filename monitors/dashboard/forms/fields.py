@@ -13,6 +13,7 @@ from django import forms
 
 from monitors import rules
 from monitors.models import Monitor
+from monitors.schedule import looks_like_cron
 from monitors.schedule_words import schedule_box_text
 from monitors.target_kinds import all_kinds
 
@@ -92,12 +93,12 @@ def new_target_key() -> str:
 
 
 def split_schedule(value: str) -> tuple[str | None, str | None]:
-    """One box takes either words or cron: cron starts with a digit, `*` or
-    `@`; every supported phrase starts with a word ("every", "daily", "on")."""
+    """One box takes either words or cron (monitors.schedule.looks_like_cron
+    tells them apart: "9am daily" is words, "0 9 * * *" cron)."""
     value = value.strip()
     if not value:
         return None, None
-    if value[0].isdigit() or value[0] in "*@":
+    if looks_like_cron(value):
         return value, None
     return None, value
 
