@@ -13,20 +13,73 @@ entries let go of the monitor and keep its name, channel links).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from typing import Any
+
 from django.db import transaction
 from django.db.models import QuerySet
 
-from checks.models import Check, Delivery
+from checks import storage
+from checks.models import Check, Delivery, PageResult
 from monitors.models import Channel, Monitor, Team
+
+# Rows deleted per transaction, so locks stay short and a huge backlog is worked
+# off over several runs instead of one long transaction.
+BATCH_SIZE = 500
+MAX_BATCHES_PER_RUN = 200
+
+
+def discard_pages(
+    pages: QuerySet[PageResult],
+    *,
+    size: int | None = None,
+    batches: int | None = MAX_BATCHES_PER_RUN,
+    hand_over: bool = True,
+) -> bool:
+    """Delete `pages` `size` (BATCH_SIZE) a transaction (locks held for a
+    moment, never for a whole history), at most `batches` transactions
+    (None: until none is left); True when none is left. `hand_over` keeps,
+    for the pages that stay, the screenshots they are compared with
+    (retention's case: nothing stays when a monitor goes)."""
+    size = size or BATCH_SIZE
+    done = 0
+    while batches is None or done < batches:
+        # Unordered: the first BATCH_SIZE found, not a sort of them all.
+        ids = list(pages.order_by().values_list("pk", flat=True)[:size])
+        if not ids:
+            return True
+        if hand_over:
+            # Before, not inside, the delete's transaction: a lookup per page
+            # with screenshots, and what it keeps is kept whatever follows.
+            PageResult.objects.filter(pk__in=ids).hand_over_screenshots()
+        with transaction.atomic():
+            PageResult.objects.filter(pk__in=ids).discard()
+        done += 1
+    return not pages.exists()
+
+
+def delete_history(monitor_ids: Collection[Any]) -> None:
+    """The admin's delete, before the monitors themselves go: their page
+    results, then their checks, BATCH_SIZE a transaction each."""
+    checks = Check.objects.filter(monitor__in=monitor_ids)
+    discard_pages(
+        PageResult.objects.filter(check_run__monitor__in=monitor_ids),
+        batches=None,
+        hand_over=False,
+    )
+    while ids := list(checks.order_by().values_list("pk", flat=True)[:BATCH_SIZE]):
+        Check.objects.filter(pk__in=ids).discard()
 
 
 def delete_monitors(monitors: QuerySet[Monitor]) -> None:
     with transaction.atomic():
-        ids = list(monitors.values_list("pk", flat=True))
+        rows = list(monitors.values_list("pk", "team_id"))
+        ids = [pk for pk, _ in rows]
         Check.objects.filter(monitor__in=ids).discard()
         # A test message or a consent e-mail belongs to no check.
         Delivery.objects.filter(monitor__in=ids).discard()
         Monitor.objects.filter(pk__in=ids).delete()
+        storage.forget_team_usage(team_id for _, team_id in rows)
 
 
 def delete_teams(teams: QuerySet[Team]) -> None:

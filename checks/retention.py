@@ -27,17 +27,19 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.deletion import ProtectedError
 
-from checks.deleting import delete_monitors
+from checks import storage
+from checks.deleting import (
+    BATCH_SIZE,
+    MAX_BATCHES_PER_RUN,
+    delete_monitors,
+    discard_pages,
+)
 from checks.models import Capture, Check, Delivery, PageResult, PageState, Snapshot
 from monitors.models import ImportRun, Monitor, MonitorChannel, Team
 from teams.models import Activity
 
 logger = logging.getLogger(__name__)
 
-# Rows deleted per transaction, so locks stay short and a huge backlog is worked
-# off over several runs instead of one long transaction.
-BATCH_SIZE = 500
-MAX_BATCHES_PER_RUN = 200
 DELETED_MONITORS_PER_BATCH = 10
 # A snapshot younger than this is never purged: a running check may have just
 # stored it and not yet committed the page result that refers to it.
@@ -137,20 +139,22 @@ def _purge_history(checks: QuerySet[Check]) -> int:
     checks, with what little else they hold (deliveries a statement each).
     Each run does at most MAX_BATCHES_PER_RUN transactions of pages; the next
     one goes on where it stopped."""
+    teams = list(
+        checks.order_by().values_list("monitor__team_id", flat=True).distinct()
+    )
+    try:
+        return _purge_pages_then_checks(checks)
+    finally:
+        # However far this run got, these teams' storage figures are no
+        # longer true: dropped once it is over, or a team page read meanwhile
+        # would cache a figure between the two again.
+        storage.forget_team_usage(teams)
+
+
+def _purge_pages_then_checks(checks: QuerySet[Check]) -> int:
     pages = PageResult.objects.filter(check_run__in=checks.values("pk"))
-    for _ in range(MAX_BATCHES_PER_RUN):
-        # Unordered: the first BATCH_SIZE found, not a sort of them all.
-        ids = list(pages.order_by().values_list("pk", flat=True)[:BATCH_SIZE])
-        if not ids:
-            break
-        # Before, not inside, the delete's transaction: a lookup per page
-        # with screenshots, and what it keeps is kept whatever follows.
-        PageResult.objects.filter(pk__in=ids).hand_over_screenshots()
-        with transaction.atomic():
-            PageResult.objects.filter(pk__in=ids).discard()
-    else:
-        if pages.exists():
-            return 0
+    if not discard_pages(pages, size=BATCH_SIZE, batches=MAX_BATCHES_PER_RUN):
+        return 0
     return _in_batches(
         checks, "created_at", lambda ids: Check.objects.filter(pk__in=ids).discard()
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
@@ -151,6 +151,17 @@ def team_usage(team: Team) -> TeamUsage:
     if usage is not None and now - usage.measured_at < _FRESH:
         return usage
     return measure_team(team.pk, now)
+
+
+def forget_team_usage(team_ids: Iterable[int]) -> None:
+    """These teams' history changed (a monitor deleted, history purged): their
+    figure goes once that is committed, so the team page measures again. Not
+    before, or a page read meanwhile would keep the old figure again for
+    TEAM_CACHE_SECONDS. /metrics lacks the team until the periodic measuring,
+    which takes teams never measured first, gets to it."""
+    keys = [_key(team_id) for team_id in set(team_ids)]
+    if keys:
+        transaction.on_commit(lambda: cache.delete_many(keys))
 
 
 def measure_stale_teams(now: datetime, limit: int = TEAMS_MEASURED_PER_RUN) -> int:

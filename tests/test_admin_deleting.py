@@ -407,3 +407,74 @@ def test_a_deletion_that_fails_leaves_no_entry_in_the_teams_log(
 
     assert model.objects.filter(pk=chosen.pk).exists()
     assert not Activity.objects.filter(kind=kind).exists()
+
+
+@pytest.fixture
+def pages_fail_at_third_batch(monkeypatch) -> None:
+    """Deleting 20 page results a transaction, the third transaction fails
+    (the database going away, say)."""
+    from checks import deleting
+
+    queryset = type(PageResult.objects.all())
+    real = queryset.discard
+    calls = []
+
+    def discard(self):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("the database went away mid-deletion")
+        return real(self)
+
+    monkeypatch.setattr(deleting, "BATCH_SIZE", 20)
+    monkeypatch.setattr(queryset, "discard", discard)
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_a_monitors_history_goes_in_batches_before_the_monitor_and_its_entry(
+    admin_client, big, pages_fail_at_third_batch, how
+):
+    """A monitor with 100,000 page results held its locks in one huge
+    transaction. Its history now goes a batch a transaction first: a delete
+    that fails part way leaves the monitor whole and unlogged, less the
+    batches already gone, and deleting it again takes the rest."""
+    if how == "delete page":
+        url, form = admin_url(Monitor, "delete", big.pk), {"post": "yes"}
+    else:
+        url = admin_url(Monitor, "changelist")
+        form = {"action": "delete_selected", "_selected_action": [big.pk]}
+        form |= {"post": "yes"}
+
+    with pytest.raises(RuntimeError):
+        admin_client.post(url, form)
+
+    assert Monitor.objects.filter(pk=big.pk).exists()
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_DELETED).exists()
+    pages = PageResult.objects.filter(check_run__monitor=big)
+    assert pages.count() == CHECKS * PAGES - 2 * 20
+    assert Check.objects.filter(monitor=big).count() == CHECKS
+
+    assert admin_client.post(url, form).status_code == 302
+    assert not Monitor.objects.filter(pk=big.pk).exists()
+    assert_history_gone(monitors=[big])
+    entry = Activity.objects.get(kind=Activity.Kind.MONITOR_DELETED)
+    assert (entry.monitor_name, entry.via) == ("Pricing page", "admin")
+
+
+def test_a_delete_the_admin_refuses_takes_none_of_the_monitors_history(
+    client, big, django_user_model
+):
+    """Staff who may delete monitors but not the checks that go with them
+    are refused: the batches that go before the delete do not go either."""
+    from django.contrib.auth.models import Permission
+
+    clerk = django_user_model.objects.create_user("cleo", is_staff=True)
+    clerk.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_monitor", "delete_monitor"])
+    )
+    client.force_login(clerk)
+
+    response = client.post(admin_url(Monitor, "delete", big.pk), {"post": "yes"})
+
+    assert response.status_code == 403
+    assert Monitor.objects.filter(pk=big.pk).exists()
+    assert_history_kept(big)

@@ -422,3 +422,92 @@ def test_a_second_copy_of_the_message_taking_over_a_live_import_makes_none_twice
     assert Monitor.objects.filter(team=team).count() == 5
     made = {o["monitorId"] for o in run.report["items"]}
     assert made == {str(pk) for pk in Monitor.objects.values_list("pk", flat=True)}
+
+
+# --- a first message lost (broker restarted, worker killed before acking) ---------
+
+
+def _queued_and_lost(team, monkeypatch, sent, capture) -> ImportRun:
+    """A confirmed import large enough for a worker, whose message never
+    reaches one."""
+    monkeypatch.setattr(importing, "INLINE_MAX", 2)
+    run = importing.preview_run(team, "csv", _items(team))
+    with capture(execute=True):
+        importing.start_run(run, [], timezone.now())
+    assert sent == [(importing.IMPORT_TASK, [str(run.pk)], {})]
+    sent.clear()  # lost on its way to a worker
+    return run
+
+
+def _stalled(run: ImportRun) -> None:
+    ImportRun.objects.filter(pk=run.pk).update(
+        progressed_at=timezone.now() - ImportRun.STALLED_AFTER - timedelta(minutes=1)
+    )
+
+
+def test_the_stale_sweep_sends_again_an_import_whose_first_message_was_lost(
+    team, monkeypatch, sent, django_capture_on_commit_callbacks
+):
+    run = _queued_and_lost(team, monkeypatch, sent, django_capture_on_commit_callbacks)
+    fail_stale_checks_task()  # queued just now: left alone
+    assert sent == []
+    _stalled(run)
+
+    fail_stale_checks_task()
+    fail_stale_checks_task()  # a second sweep does not send it twice
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.QUEUED and not run.error
+    assert sent == [(importing.IMPORT_TASK, [str(run.pk)], {})]
+    _worker_takes(sent)
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE and run.report["created"] == 5
+    assert Monitor.objects.filter(team=team).count() == 5
+
+    _run_task(run)  # the first message turns up late after all
+    _run_task(run, redelivered=True)
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE
+    assert Monitor.objects.filter(team=team).count() == 5  # none made twice
+
+
+def test_a_late_first_message_and_the_one_sent_again_make_each_monitor_once(
+    team, monkeypatch, sent, django_capture_on_commit_callbacks
+):
+    run = _queued_and_lost(team, monkeypatch, sent, django_capture_on_commit_callbacks)
+    _stalled(run)
+    fail_stale_checks_task()
+    assert len(sent) == 1
+
+    _run_task(run)  # the first message arrives after the sweep sent another
+    _worker_takes(sent)  # the one sent again finds it taken
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.DONE and run.report["created"] == 5
+    assert Monitor.objects.filter(team=team).count() == 5
+
+
+def test_an_import_whose_messages_are_all_lost_ends_saying_it_never_started(
+    team, monkeypatch, sent, django_capture_on_commit_callbacks
+):
+    run = _queued_and_lost(team, monkeypatch, sent, django_capture_on_commit_callbacks)
+    for _ in range(ImportRun.MAX_ATTEMPTS):
+        _stalled(run)
+        fail_stale_checks_task()
+        run.refresh_from_db()
+        assert run.status == ImportRun.Status.QUEUED
+    assert len(sent) == ImportRun.MAX_ATTEMPTS
+    _stalled(run)
+
+    fail_stale_checks_task()
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.FAILED and run.finished_at is not None
+    assert run.error == (
+        "The import did not start: Pagewatch sent it to its workers several "
+        "times and none of them made it. No monitors were made. Please import "
+        "the list again, or ask whoever runs Pagewatch to check its workers and "
+        "task queue."
+    )
+    assert len(sent) == ImportRun.MAX_ATTEMPTS
+    assert Monitor.objects.filter(team=team).count() == 0

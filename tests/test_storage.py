@@ -144,3 +144,91 @@ def test_the_team_page_says_nothing_of_deleted_monitors_when_none_hold_anything(
 
     assert storage.team_usage(team).deleted_bytes == 0
     assert "deleted monitors" not in text
+
+
+def _cached(team) -> object:
+    """The team's figure as cached (total and deleted bytes), if it is."""
+    value = cache.get(f"storage:team:{team.pk}")
+    return value[:2] if value else None
+
+
+def test_deleting_a_monitor_for_good_drops_its_teams_cached_figure_only(
+    team, other_team, django_capture_on_commit_callbacks
+):
+    from checks.deleting import delete_monitors
+
+    kept = monitor_with_a_change(team, "Kept", 100)
+    going = monitor_with_a_change(team, "Going", 50_000)
+    monitor_with_a_change(other_team, "Theirs", 100)
+    cache.clear()
+    before = storage.team_usage(team)
+    theirs = storage.team_usage(other_team)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        delete_monitors(Monitor.objects.filter(pk=going.pk))
+
+    assert _cached(team) is None
+    assert storage.team_usage(team).total == storage.usage_of(kept).total
+    assert storage.team_usage(team).total < before.total
+    assert _cached(other_team) == [theirs.total, theirs.deleted_bytes]
+
+
+def test_retention_removing_a_teams_history_drops_its_cached_figure(
+    team, other_team, django_capture_on_commit_callbacks
+):
+    from checks.retention import purge_expired
+
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    old = monitor_with_a_change(team, "Old", 50_000)
+    Monitor.objects.filter(pk=old.pk).update(retention_days=1)
+    Check.objects.filter(monitor=old).update(
+        created_at=datetime(2026, 11, 1, tzinfo=UTC)
+    )
+    monitor_with_a_change(other_team, "Theirs", 100)
+    cache.clear()
+    assert storage.team_usage(team).total > 10_000
+    theirs = storage.team_usage(other_team)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert purge_expired(now).checks == 1
+
+    assert _cached(team) is None
+    assert storage.team_usage(team).total < 10_000
+    assert _cached(other_team) == [theirs.total, theirs.deleted_bytes]
+
+
+def test_deleting_a_monitor_in_the_dashboard_shows_its_history_as_deleted_at_once(
+    client, team, django_user_model, django_capture_on_commit_callbacks
+):
+    from monitors.models import Membership
+
+    user = django_user_model.objects.create_user("ana", password="pw-long-enough-1")
+    Membership.objects.create(team=team, user=user, role="owner")
+    going = monitor_with_a_change(team, "Going", 50_000)
+    cache.clear()
+    client.force_login(user)
+    assert storage.team_usage(team).deleted_bytes == 0
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("monitor-delete", args=[going.pk]))
+
+    assert Monitor.objects.get(pk=going.pk).deleted_at is not None
+    text = client.get(reverse("team-members")).content.decode()
+    assert storage.team_usage(team).deleted_bytes == storage.usage_of(going).total
+    assert "of it belongs to deleted monitors" in text
+
+
+def test_deleting_a_monitor_through_the_api_shows_its_history_as_deleted_at_once(
+    client, team, api_key, django_capture_on_commit_callbacks
+):
+    going = monitor_with_a_change(team, "Going", 50_000)
+    cache.clear()
+    assert storage.team_usage(team).deleted_bytes == 0
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.delete(
+            f"/v2/monitor/{going.pk}", headers={"Authorization": f"Bearer {api_key}"}
+        )
+
+    assert answer.status_code == 200
+    assert storage.team_usage(team).deleted_bytes == storage.usage_of(going).total

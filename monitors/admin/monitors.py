@@ -12,12 +12,12 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.translation import ngettext
 
-from checks.deleting import delete_monitors
+from checks.deleting import delete_history, delete_monitors
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, Delivery, PageResult, PageState
 from checks.notify import consent
@@ -318,16 +318,45 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     # only mark one deleted and keep its history for its retention period.
     # The confirmation pages say so (templates/admin/monitors/monitor/), and
     # the team's log tells this deletion from theirs.
+    #
+    # The history goes first, a batch a transaction: in one transaction a
+    # monitor with 100,000 page results held its locks (and its checks'
+    # workers, and the scheduler) for the whole delete. Before, not after:
+    # deleting the monitor row cascades to its checks, so it would take them
+    # all in its own transaction again. Then the monitor, its team's log
+    # entry (and the admin's) in one transaction. A failure part way leaves
+    # the monitor whole and unlogged, less some history, as a retention run
+    # cut short does; deleting it again takes the rest.
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        # Django runs a confirmed delete_view in one transaction: the
+        # batches go before it, once the delete is confirmed and allowed
+        # (the monitor's and, as Django asks, what goes along with it).
+        if request.method == "POST" and request.POST.get("post"):
+            monitor = self.get_object(request, object_id)
+            if monitor is not None and self.has_delete_permission(request, monitor):
+                _, _, refused, protected = self.get_deleted_objects([monitor], request)
+                if not refused and not protected:
+                    delete_history([monitor.pk])
+        return super().delete_view(request, object_id, extra_context)
+
     def delete_model(self, request: HttpRequest, obj: Monitor) -> None:
         self.delete_queryset(request, Monitor.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        # Outside a transaction for the bulk action; nothing left to do here
+        # for delete_view, which took the history before its own.
+        delete_history(ids)
         with transaction.atomic():
-            for monitor in queryset:
+            monitors = Monitor.objects.filter(pk__in=ids)
+            for monitor in monitors:
                 # The entry keeps the monitor's name when the monitor is gone.
                 record(_admin(request), monitor.team_id, Kind.MONITOR_DELETED,
                        monitor, for_good=True)  # fmt: skip
-            delete_monitors(queryset)
+            # With what a check started meanwhile left, and the baselines.
+            delete_monitors(monitors)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str

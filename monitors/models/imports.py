@@ -42,12 +42,13 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
     def stalled(self, now: datetime) -> ImportRunQuerySet:
         """Imports no worker has moved for STALLED_AFTER: running (its worker
         killed, its message gone with it until Redis' visibility timeout, or
-        the database away for longer than its attempts last), or queued again
-        by the stale sweep and that message lost too."""
+        the database away for longer than its attempts last), or queued, for
+        the first time or again by the stale sweep, and that message lost (the
+        broker restarted without persistence, a worker killed before acking).
+        A queued run counts from when it was queued (progressed_at)."""
         cutoff = now - ImportRun.STALLED_AFTER
         return self.filter(
-            Q(status=ImportRun.Status.RUNNING)
-            | Q(status=ImportRun.Status.QUEUED, attempts__gt=0)
+            status__in=[ImportRun.Status.RUNNING, ImportRun.Status.QUEUED]
         ).filter(
             Q(progressed_at__lt=cutoff) | Q(progressed_at=None, created_at__lt=cutoff)
         )
@@ -148,6 +149,12 @@ class ImportRun(models.Model):
     DATABASE_LOST = "the server lost its database"
     WORKER_LOST = "the worker making them stopped {} times"
     STALLED = "Pagewatch lost its worker or its database while making them"
+    NEVER_STARTED = (
+        "The import did not start: Pagewatch sent it to its workers several "
+        "times and none of them made it. No monitors were made. Please import "
+        "the list again, or ask whoever runs Pagewatch to check its workers and "
+        "task queue."
+    )
 
     class Superseded(Exception):
         """Another attempt has taken the run over (the stale sweep queued it
@@ -233,16 +240,26 @@ class ImportRun(models.Model):
     def queue_again(self, now: datetime) -> bool:
         """A stalled run (ImportRunQuerySet.stalled) is queued again, once
         whatever the number of sweeps, to go on from `made`; the attempt that
-        stalled, if it is alive after all, is superseded."""
+        stalled, if it is alive after all, is superseded. A run stalled while
+        queued lost its message: that message counts as an attempt, or runs
+        whose messages keep vanishing would be sent again for ever. (When one
+        did reach a worker, its claim counts again: such a run may get one
+        delivery fewer, never one more.)"""
+        lost = self.status == self.Status.QUEUED
         queued = ImportRun.objects.filter(
             pk=self.pk,
-            status__in=[self.Status.RUNNING, self.Status.QUEUED],
+            status=self.status,
             attempts=self.attempts,
             attempts__lt=self.MAX_ATTEMPTS,
             progressed_at=self.progressed_at,
-        ).update(status=self.Status.QUEUED, progressed_at=now)
+        ).update(
+            status=self.Status.QUEUED,
+            progressed_at=now,
+            attempts=F("attempts") + int(lost),
+        )
         if queued:
             self.status, self.progressed_at = self.Status.QUEUED, now
+            self.attempts += int(lost)
         return bool(queued)
 
     @property
@@ -266,6 +283,14 @@ class ImportRun(models.Model):
             "again to add the rest: those already made show as “Already "
             "monitored” and are skipped."
         )
+        return self._end(message, now)
+
+    def never_started(self, now: datetime) -> bool:
+        """queued → failed, for a run whose every message was lost before a
+        worker made any of its monitors (the stale sweep gave up)."""
+        return self._end(self.NEVER_STARTED, now)
+
+    def _end(self, message: str, now: datetime) -> bool:
         self._forget_notification_urls()
         stopped = ImportRun.objects.filter(
             pk=self.pk, status__in=[self.Status.RUNNING, self.Status.QUEUED]

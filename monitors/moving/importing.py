@@ -420,6 +420,9 @@ def start_run(
     fields = {
         "status": ImportRun.Status.QUEUED,
         "chosen_duplicates": list(chosen_duplicates),
+        # When it was queued: the stale sweep sends it again from there if
+        # its message is lost (ImportRunQuerySet.stalled).
+        "progressed_at": now,
     }
     started = ImportRun.objects.filter(
         pk=run.pk, status=ImportRun.Status.PREVIEWED
@@ -487,7 +490,10 @@ def go_on_with_stalled(now: datetime) -> int:
     queued = 0
     for run in ImportRun.objects.stalled(now):
         if run.attempts >= ImportRun.MAX_ATTEMPTS:
-            run.stop_part_way(ImportRun.STALLED, now)
+            if run.status == ImportRun.Status.QUEUED and not run.made:
+                run.never_started(now)
+            else:
+                run.stop_part_way(ImportRun.STALLED, now)
         elif run.queue_again(now):
             logger.warning(
                 "Import %s had not moved for %s: queued again to go on from the "
