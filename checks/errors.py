@@ -40,7 +40,10 @@ class ErrorKind(StrEnum):
     # The site's bot protection answered with a challenge page (a captcha,
     # "Just a moment…") in place of the page: blocked by the site.
     CHALLENGE = "challenge"
-    UNREADABLE = "unreadable"  # nothing to extract: binary, empty, broken
+    UNREADABLE = "unreadable"  # nothing to extract: binary, broken
+    # A page that had content answered with nothing (an empty 200, a 204):
+    # its last content is kept, so a blank moment is no change.
+    EMPTY = "empty"
     NOT_CACHED = "not_cached"  # minAge asked for a copy at least that old
     # The model's part (checks.ai): JSON extraction gave no object, or there
     # is no model to ask.
@@ -224,6 +227,9 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
         " page (“checking your browser”, a captcha) instead of the page."
     ),
     ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
+    ErrorKind.EMPTY: (
+        "The page answered with nothing in it this time; the last content is kept."
+    ),
     ErrorKind.NOT_CACHED: (
         "No saved copy was old enough to use, so the page was not fetched."
     ),
@@ -257,6 +263,7 @@ _SAID_IN_FULL = frozenset(
         ErrorKind.HTTP_4XX,
         ErrorKind.HTTP_5XX,
         ErrorKind.CHALLENGE,
+        ErrorKind.EMPTY,
         ErrorKind.NOT_CACHED,
         ErrorKind.NO_MODEL,
         ErrorKind.INTERNAL,

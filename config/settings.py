@@ -113,6 +113,7 @@ SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+CSRF_FAILURE_VIEW = "config.views.csrf_failure"  # templates/403_csrf.html, marked
 PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 # Only behind a proxy that sets these headers itself may they be believed.
 TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)

@@ -21,7 +21,7 @@ from django.http import (
 from django.template import loader
 from django.templatetags.static import static
 from django.utils import timezone
-from django.views import defaults
+from django.views import csrf, defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -52,6 +52,18 @@ def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpR
     if request.path.startswith("/v2/"):
         return json_forbidden(request, exception)
     return defaults.permission_denied(request, exception)
+
+
+# Marks a refused form's token (CSRF_FAILURE_VIEW), so the dashboard's script
+# can say "this page is out of date, reload it" rather than blaming the
+# caller's role, as it would for any other 403.
+STALE_FORM_HEADER = "Pagewatch-Refused"
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    response = csrf.csrf_failure(request, reason)
+    response[STALE_FORM_HEADER] = "stale-form"
+    return response
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

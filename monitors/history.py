@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -170,6 +170,7 @@ class RecentCheck:
     monitor_id: uuid.UUID | None = None
     pk: uuid.UUID | None = None
     matches: int = 0  # a web search's new matches, which are not new pages
+    not_judged: int = 0  # of the changed pages, those the judge failed on
 
     @property
     def found_changes_that_matter(self) -> bool:
@@ -280,6 +281,32 @@ def recent_per_monitor(
             )  # fmt: skip
         )
     return by_monitor
+
+
+def with_not_judged(
+    monitors: list[Monitor], recent: dict[uuid.UUID, list[RecentCheck]]
+) -> dict[uuid.UUID, list[RecentCheck]]:
+    """The strips with how many changes of each check the judge failed on,
+    in one query; none unless a judging monitor has a check with a change
+    not judged unimportant."""
+    judging = {m.pk for m in monitors if m.judging}
+    asked = [
+        check.pk
+        for monitor_id, checks in recent.items()
+        if monitor_id in judging
+        for check in checks
+        if check.changed > check.noise
+    ]
+    counts = PageResult.objects.not_judged_per_check(asked)
+    if not counts:
+        return recent
+    return {
+        monitor_id: [
+            replace(check, not_judged=counts[check.pk]) if check.pk in counts else check
+            for check in checks
+        ]
+        for monitor_id, checks in recent.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -449,6 +476,7 @@ class FeedEntry:
     pages: list[PageResult] = field(default_factory=list)
     # Shown to the second: a neighbour in the feed reads the same minute.
     seconds: bool = False
+    not_judged: int = 0  # of the check's changed pages, those the judge failed on
 
     @property
     def at(self) -> datetime:
@@ -488,7 +516,11 @@ def feed_page(
     checks = feed_checks(team, monitor, that_matter=that_matter)
     rows = list(checks[start : start + FEED_CHECKS_PER_PAGE + 1])
     has_more = len(rows) > FEED_CHECKS_PER_PAGE
-    entries = [FeedEntry(check) for check in rows[:FEED_CHECKS_PER_PAGE]]
+    shown = rows[:FEED_CHECKS_PER_PAGE]
+    not_judged = PageResult.objects.not_judged_per_check(
+        [c.pk for c in shown if c.monitor.judging and c.changes_not_unimportant]
+    )
+    entries = [FeedEntry(c, not_judged=not_judged.get(c.pk, 0)) for c in shown]
     _attach_pages(entries)
     return entries, has_more
 

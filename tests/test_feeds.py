@@ -233,9 +233,11 @@ def test_meaningful_changes_are_marked_with_the_judges_reason_and_the_diff(
     assert "+Price: 12 EUR" in meaningful.summary
 
     noise = by_url["https://example.com/footer"]
-    assert noise.title.startswith("Change judged not meaningful:")
+    assert noise.title.startswith("Change judged unimportant:")
     assert "meaningful" not in terms(noise)
-    assert "Only the copyright year changed." in noise.summary
+    assert "not-meaningful" in terms(noise)  # what feed readers filter on
+    assert "Why the judge found it unimportant: Only the copyright" in noise.summary
+    assert "not meaningful" not in noise.summary
 
     unjudged = by_url["https://example.com/terms"]
     assert unjudged.title.startswith("Change (not judged):")

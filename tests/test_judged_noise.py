@@ -211,7 +211,7 @@ def test_the_monitor_list_and_check_history_say_how_many_changes_were_not_judged
     rows = text(web.get(monitor.get_absolute_url())).split('id="check-history"', 1)[1]
 
     assert "3 changed" in listed and "2 not judged" in listed
-    assert listed.count("not judged") == 1
+    assert listed.count("not judged</li>") == 1  # the strip says it on hover
     assert "3 changed" in rows and "2 not judged" in rows
 
 
@@ -288,3 +288,29 @@ def test_a_monitor_page_asks_once_for_the_changes_not_judged_of_its_checks(
     asked = [q for q in queries.captured_queries if "'not_judged'" in q["sql"]]
     assert shown.count("1 not judged") == 5  # four rows and the last check's card
     assert len(asked) == 2  # the rows together, and the card
+
+
+def test_the_monitor_lists_strip_says_a_change_was_not_judged_on_hover(web, team):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    finished_check(monitor, "not_judged", minutes_ago=10)
+    finished_check(monitor, "not_judged", "meaningful", "not_judged", minutes_ago=5)
+
+    page = html.unescape(web.get(reverse("monitor-list")).content.decode())
+    titles = re.findall(r'<li class="cell [^"]*" title="([^"]*)"', page)
+
+    assert [t.split(": ", 1)[1] for t in titles] == [
+        "Completed, 1 changed, not judged",
+        "Completed, 3 changed, 2 not judged",
+    ]
+
+
+def test_history_counts_say_how_many_changes_of_a_check_were_not_judged(web, team):
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    finished_check(monitor, "not_judged", minutes_ago=10)
+    finished_check(monitor, "meaningful", minutes_ago=5)
+
+    feed = text(web.get(reverse("team-history"))).split('id="main"', 1)[1]
+    counts = re.findall(r'<ul class="counts">(.*?)</ul>', feed)
+
+    assert ["not judged" in c for c in counts] == [False, True]
+    assert "1 changed" in counts[1] and "1 not judged" in counts[1]

@@ -13,6 +13,7 @@ import pytest
 
 from checks import runner
 from checks.content import content_hash
+from checks.errors import plain_error
 from checks.models import Check, PageResult, PageState, Snapshot
 from monitors.models import Monitor, Target, Team
 
@@ -239,10 +240,13 @@ def test_an_empty_answer_from_a_page_with_text_is_an_error_not_a_change(
 
     back = run_check(monitor).pages.get()
 
-    assert (empty.status, empty.error_kind) == (PageResult.Status.ERROR, "unreadable")
+    assert (empty.status, empty.error_kind) == (PageResult.Status.ERROR, "empty")
     assert empty.error == (
         f"The page answered HTTP {status} with nothing in it, so there was nothing "
         "to compare; its last content is kept."
+    )
+    assert plain_error(empty.error_kind, empty.status_code, empty.error) == (
+        "The page answered with nothing in it this time; the last content is kept."
     )
     assert back.status == PageResult.Status.SAME
 

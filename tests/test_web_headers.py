@@ -170,6 +170,46 @@ def test_a_form_sent_without_its_token_is_refused_in_plain_words(owner, team):
     assert team.time_zone != "Asia/Tokyo"
 
 
+def test_an_htmx_form_sent_with_a_stale_token_is_marked_as_out_of_date(owner, team):
+    """Signing in again in another tab renews the token; a form still open on
+    the old page is refused, and the answer says so in a header, so the page's
+    script can tell "reload the page" apart from "you may not do this"."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(owner)
+    browser.get("/")
+    stale = browser.cookies["csrftoken"].value
+    browser.cookies["csrftoken"] = "r" * 32  # the other tab's sign-in renewed it
+
+    response = browser.post(
+        reverse("team-time-zone"),
+        {"time_zone": "Asia/Tokyo"},
+        headers={"HX-Request": "true", "X-CSRFToken": stale},
+    )
+
+    assert response.status_code == 403
+    assert response["Pagewatch-Refused"] == "stale-form"
+    assert "This form could not be sent" in words_of(response)
+    team.refresh_from_db()
+    assert team.time_zone != "Asia/Tokyo"
+
+
+def test_a_refusal_for_the_callers_role_is_not_marked_as_out_of_date(
+    client, team, django_user_model
+):
+    viewer = django_user_model.objects.create_user("vic", "vic@acme.test", "pw")
+    Membership.objects.create(team=team, user=viewer, role=Membership.Role.VIEWER)
+    client.force_login(viewer)
+
+    response = client.post(
+        reverse("team-time-zone"),
+        {"time_zone": "Asia/Tokyo"},
+        headers={"HX-Request": "true"},
+    )
+
+    assert response.status_code == 403
+    assert "Pagewatch-Refused" not in response
+
+
 def test_the_sign_in_form_without_its_cookie_says_to_allow_cookies(owner):
     response = Client(enforce_csrf_checks=True).post(
         reverse("login"), {"username": "olive", "password": "pw"}

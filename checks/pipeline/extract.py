@@ -253,7 +253,7 @@ def _extracted(
                 f"The page answered HTTP {fetched.status_code} with nothing in it, "
                 "so there was nothing to compare; its last content is kept."
             ),
-            error_kind=ErrorKind.UNREADABLE,
+            error_kind=ErrorKind.EMPTY,
         )
     try:
         page = extract(

@@ -191,7 +191,9 @@ def _attach_history(monitors: list[Monitor]) -> None:
     the judge failed on, and why that check found no page when it found
     none."""
     ids = [m.pk for m in monitors]
-    recent = history.recent_per_monitor(ids, HISTORY_LENGTH)
+    recent = history.with_not_judged(
+        monitors, history.recent_per_monitor(ids, HISTORY_LENGTH)
+    )
     last_ran = history.last_ran_per_monitor(ids)
     no_pages = history.why_no_pages(monitors, last_ran)
     not_judged = history.not_judged_last(monitors, last_ran)

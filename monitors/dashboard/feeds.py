@@ -85,7 +85,9 @@ class Change:
         if page.status == PageResult.Status.REMOVED:
             return "Page removed", ("removed",)
         if not page.counts_as_meaningful:
-            return "Change judged not meaningful", ("changed", "not-meaningful")
+            # The dashboard's words; the category term stays, for feed readers'
+            # filters.
+            return "Change judged unimportant", ("changed", "not-meaningful")
         if page.verdict == PageResult.Verdict.NOT_JUDGED:
             return "Change (not judged)", ("changed", "meaningful", "not-judged")
         return "Meaningful change", ("changed", "meaningful")

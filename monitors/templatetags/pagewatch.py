@@ -560,6 +560,11 @@ def _strip_cell(check: Any, zone: Any) -> str:
     matter = int(check.changed) - int(check.noise)
     if matter:
         title += f", {matter} changed"
+    if check.not_judged:  # the words of the list's own count, as its badge says
+        not_judged = int(check.not_judged)
+        title += (
+            ", not judged" if not_judged == matter else f", {not_judged} not judged"
+        )
     if check.noise:
         title += f", {int(check.noise)} judged unimportant"
     if check.new:

@@ -339,8 +339,13 @@
   }
 
   document.addEventListener("htmx:responseError", function (event) {
-    var status = event.detail.xhr ? event.detail.xhr.status : 0;
-    if (status === 404) {
+    var xhr = event.detail.xhr;
+    var status = xhr ? xhr.status : 0;
+    // A form's token refused (signed in again in another tab, say): the
+    // server marks that answer, and it is the page that is old, not the role.
+    if (status === 403 && xhr.getResponseHeader("Pagewatch-Refused") === "stale-form") {
+      showProblem("This page is out of date (you may have signed in again in another tab). Reload the page and try again. Nothing was changed.");
+    } else if (status === 404) {
       showProblem("This is no longer here: someone may have deleted it. Reload the page to see what there is now.");
     } else if (status === 403) {
       showProblem("You may not do this (your role in the team may have changed). Reload the page to see what you can do.");
