@@ -232,6 +232,22 @@ def test_a_page_failing_for_now_keeps_the_pages_below_it_from_being_removed(team
     assert paths(recovered, "same") == {"", "a", "a/deep", "c"}
 
 
+def test_a_page_that_answers_with_nothing_for_now_keeps_the_pages_below_it(team, site):
+    site.html("/", "Home", nav("/a", "/c"))
+    site.html("/a", "A", nav("/a/deep"))
+    site.html("/a/deep", "Deep", "<p>Only /a links here.</p>")
+    site.html("/c", "C", "<p>c</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.page("/a", b"", content_type="text/html")
+
+    blank = run_check(monitor)
+
+    assert paths(blank, "error") == {"a"}
+    assert paths(blank, "removed") == set()
+    assert crawl_result(blank)["removedProcessed"] is False
+
+
 def test_broken_links_and_downloads_do_not_hold_removals_back(team, site):
     site.html("/", "Home", nav("/gone", "/file.bin", "/old"))
     site.page("/file.bin", b"\x00\x01binary", content_type="application/octet-stream")

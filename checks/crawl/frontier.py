@@ -66,6 +66,7 @@ PASSING_FAILURES = frozenset(
         ErrorKind.BROWSER,
         ErrorKind.HTTP_5XX,
         ErrorKind.CHALLENGE,  # the site's protection, this time
+        ErrorKind.EMPTY,  # a blank answer from a page that had content
         ErrorKind.INTERNAL,
     }
 )
