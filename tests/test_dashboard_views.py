@@ -899,7 +899,7 @@ def test_an_invalid_form_saves_nothing_and_says_what_to_fix(web, team):
     assert re.search(
         r'id="err-name" class="field-error"><p>Give the monitor a name.', page
     )
-    assert "Minute intervals must divide 60 evenly" in page
+    assert "Checks cannot run every 7 minutes" in page
     assert "“ftp://example.com/x”: Only http:// and https:// URLs are allowed." in page
     assert re.search(
         r'id="err-t0000aaaa-timeout" class="field-error"><p>Enter a whole number of '
