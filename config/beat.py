@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -37,8 +38,17 @@ LEASE = timedelta(seconds=30)
 RENEW_EVERY = 5.0
 
 
+# Drawn once per process: two containers that share a host name
+# (`network_mode: host`, a fixed `hostname:`) each run beat as pid 1, and
+# without it they would take each other for the lease's one holder and both
+# send.
+RUN = uuid.uuid4().hex[:8]
+
+
 def identity() -> str:
-    return f"celery beat on {socket.gethostname()}, pid {os.getpid()}"
+    """The name this scheduler holds the lease by: the machine and pid say
+    which one it is in the log, RUN tells apart two that share both."""
+    return f"celery beat on {socket.gethostname()}, pid {os.getpid()} (run {RUN})"
 
 
 class Scheduler(PersistentScheduler):

@@ -356,8 +356,9 @@ def test_an_import_made_in_the_api_request_that_loses_its_database_answers_202(
 
     assert response.status_code == 202, response.content
     answer = response.json()["data"]
+    # The address to follow it at is the run's own, not a placeholder.
     assert answer["status"] == "running" and answer["error"] == PAUSED.replace(
-        "this page shows", "GET /v2/import/{id} shows"
+        "this page shows", f"GET /v2/import/{answer['id']} shows"
     )
     monkeypatch.undo()
     _worker_takes(sent)

@@ -6,6 +6,7 @@ export into an empty team."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -533,3 +534,42 @@ def test_a_service_too_slow_for_a_request_is_a_400_within_the_request_budget(
         "changedetection.io answered too slowly: 0 of 5 watches were read in 0 "
         "seconds, the longest a request waits."
     )
+
+
+@pytest.mark.django_db
+def test_a_service_slow_to_answer_one_watch_is_a_400_within_the_request_budget(
+    api, team, site, settings, monkeypatch
+):
+    from monitors.moving import remote
+    from tests.test_moving_remote_preview import _many_watches
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    # Two seconds to read in: one answer alone may no longer take its own 30.
+    monkeypatch.setattr(remote, "REQUEST_BUDGET_SECONDS", 2)
+    _many_watches(site, 3)
+    answered = threading.Event()
+
+    def holds_its_answer(request: Request) -> tuple[int, dict[str, str], bytes]:
+        # Answers once the request is over (or after 10 s, which without the
+        # budget is well before a whole answer's time runs out).
+        answered.wait(10)
+        watch = {"url": "https://site1.example.com/", "title": "Site 1"}
+        return 200, {"content-type": "application/json"}, json.dumps(watch).encode()
+
+    site.handle("/api/v1/watch/w1", holds_its_answer)
+    body = {"source": "changedetection", "url": site.base_url, "apiKey": CD_KEY}
+
+    try:
+        response = api.post(URL, body, format="json")
+    finally:
+        answered.set()
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == (
+        "changedetection.io answered too slowly: 2 of 3 watches were read in 2 "
+        "seconds, the longest a request waits. Import them on the dashboard's "
+        "Import page, which reads them in the background, or send a file of its "
+        "watches instead."
+    )
+    assert site.requests_to("/api/v1/watch/w1")
+    assert not ImportRun.objects.exists() and not Monitor.objects.exists()

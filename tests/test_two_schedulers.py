@@ -48,6 +48,46 @@ def test_a_second_scheduler_finds_the_schedule_held_and_stands_by():
     assert Heartbeat.hold_schedule("beat on a", beat.LEASE).holder == "beat on a"
 
 
+def _identities_of_a_scheduler_on(host: str, pid: int) -> list[str]:
+    """config.beat.identity(), asked twice by a process of its own that sees
+    itself as process `pid` on a machine named `host`: what two containers
+    sharing a name (`network_mode: host`, or one `hostname:`), each running
+    beat as its pid 1, would call themselves."""
+    code = (
+        "import os, socket\n"
+        f"socket.gethostname = lambda: {host!r}\n"
+        f"os.getpid = lambda: {pid}\n"
+        "from config import beat\n"
+        "print(beat.identity())\n"
+        "print(beat.identity())\n"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.splitlines()
+
+
+def test_two_schedulers_with_one_host_name_and_pid_are_two_holders_and_one_stands_by():
+    first, first_again = _identities_of_a_scheduler_on("shop-box", 1)
+    second, _ = _identities_of_a_scheduler_on("shop-box", 1)
+
+    # One process keeps one name, so it renews its own lease; two differ.
+    assert first == first_again
+    assert first != second
+    # Its log still says which machine and process it is.
+    assert first.startswith("celery beat on shop-box, pid 1 ")
+    assert second.startswith("celery beat on shop-box, pid 1 ")
+    assert Heartbeat.hold_schedule(first, beat.LEASE).holder == first
+    assert Heartbeat.hold_schedule(second, beat.LEASE).holder == first
+    assert Heartbeat.objects.get(name=Heartbeat.SCHEDULER_STANDBY).holder == second
+    assert Heartbeat.second_scheduler(beat.LEASE) == (first, second)
+
+
 def test_a_lease_its_holder_stopped_renewing_goes_to_the_standby():
     Heartbeat.hold_schedule("beat on a", beat.LEASE)
     Heartbeat.hold_schedule("beat on b", beat.LEASE)

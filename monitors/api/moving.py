@@ -270,7 +270,7 @@ class ImportView(ApiView):
             raise service_unavailable(not_queued.message) from None
         except importing.ImportPaused as stopped:
             # Not a 503: sent again, the import would make its monitors twice.
-            paused = stopped.words("GET /v2/import/{id} shows")
+            paused = stopped.words(f"GET /v2/import/{run.pk} shows")
         code = status.HTTP_200_OK if run.is_finished else status.HTTP_202_ACCEPTED
         answer = run_answer(run, request)
         if paused:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
+from checks.errors import ErrorKind
 from checks.fetch import FetchError, OutboundClient
 from monitors.moving.base import ImportRefused, max_bytes
 from monitors.url_rule import url_syntax_error
@@ -29,6 +30,10 @@ READ_BUDGET_SECONDS = 8 * 60
 # watches than can be read in that time is refused before any is read.
 REQUEST_BUDGET_SECONDS = 20
 REQUEST_MAX_WATCHES = 250
+# The longest one answer of the service may take; less when the reading has
+# less time left, so that one slow answer cannot carry a reading (and the
+# request waiting for it) past its budget.
+ANSWER_SECONDS = 30
 # How many requests to the service are in flight at once, each on a
 # connection kept open for the next: a few, as a browser would, so that a
 # service of thousands of watches is read in minutes without being flooded.
@@ -99,6 +104,10 @@ class Reading:
         self.progress = progress
         self.bounds = bounds or in_background()
         self.deadline = time.monotonic() + self.bounds.seconds
+        # How many watches were read, of how many (0: not known yet): what
+        # a reading refused for its time says it got through.
+        self.read = 0
+        self.of = 0
         self._runner = asyncio.Runner()
         self._client = OutboundClient(
             concurrency=CONCURRENCY, per_host_concurrency=CONCURRENCY
@@ -120,7 +129,8 @@ class Reading:
 
     def at(self, done: int, total: int = 0) -> None:
         """About to read watch number `done` (from 0) of `total`."""
-        self._in_time(done, total)
+        self.read, self.of = done, total
+        self._in_time()
         if self.progress is not None and done % PROGRESS_EVERY == 0:
             self.progress(done, total)
 
@@ -134,13 +144,16 @@ class Reading:
                 f"{most:,} Pagewatch reads while a request waits. {ELSEWHERE}"
             )
 
-    def _in_time(self, done: int, total: int) -> None:
+    def _in_time(self) -> None:
         if time.monotonic() >= self.deadline:
-            of = f" of {total:,}" if total else ""
-            raise ImportRefused(
-                f"{self.service} answered too slowly: {done:,}{of} watches were "
-                f"read {self.bounds.too_slow()}"
-            )
+            raise self._too_slow()
+
+    def _too_slow(self) -> ImportRefused:
+        of = f" of {self.of:,}" if self.of else ""
+        return ImportRefused(
+            f"{self.service} answered too slowly: {self.read:,}{of} watches were "
+            f"read {self.bounds.too_slow()}"
+        )
 
     def get(self, url: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
         return self._runner.run(self.aget(url, headers))
@@ -149,12 +162,17 @@ class Reading:
         return self._runner.run(self.aget_json(url, headers))
 
     async def aget(self, url: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
-        """The status and body of one request to the service."""
+        """The status and body of one request to the service, given no more
+        than the time the reading has left (and at least a second)."""
+        timeout = max(1.0, min(ANSWER_SECONDS, self.deadline - time.monotonic()))
         try:
             fetched = await self._client.fetch(
-                url, headers=dict(headers), max_bytes=max_bytes(), timeout=30
+                url, headers=dict(headers), max_bytes=max_bytes(), timeout=timeout
             )
         except FetchError as exc:
+            if exc.kind is ErrorKind.TIMEOUT and timeout < ANSWER_SECONDS:
+                # Cut short by the reading's budget, not slow by itself.
+                raise self._too_slow() from None
             raise ImportRefused(f"Could not read {url[:200]}: {exc}") from None
         return fetched.status_code, fetched.content
 
@@ -184,31 +202,26 @@ class Reading:
         for start in range(0, len(items), PROGRESS_EVERY):
             self.at(start, len(items))
             group = items[start : start + PROGRESS_EVERY]
-            answers += self._runner.run(self._together(start, group, read, len(items)))
+            answers += self._runner.run(self._together(group, read))
         return answers
 
     async def _together(
-        self,
-        start: int,
-        group: Sequence[T],
-        read: Callable[[T], Awaitable[R]],
-        total: int,
+        self, group: Sequence[T], read: Callable[[T], Awaitable[R]]
     ) -> list[R]:
         slots = asyncio.Semaphore(CONCURRENCY)
 
-        async def one(done: int, item: T) -> R:
+        async def one(item: T) -> R:
             async with slots:
-                self._in_time(done, total)
-                return await read(item)
+                self._in_time()
+                answer = await read(item)
+                self.read += 1
+                return answer
 
         try:
             # A refusal (a key revoked mid-way, the budget spent) stops the
             # rest of the group at once.
             async with asyncio.TaskGroup() as tasks:
-                reads = [
-                    tasks.create_task(one(start + i, item))
-                    for i, item in enumerate(group)
-                ]
+                reads = [tasks.create_task(one(item)) for item in group]
         except BaseExceptionGroup as failed:
             raise failed.exceptions[0] from None
         return [done.result() for done in reads]
