@@ -96,7 +96,9 @@ def count_in_window(key: str, window_seconds: int) -> int | None:
         cache.set(counted, 1, timeout=window_seconds)
         return 1
     except (RedisError, OSError) as exc:
-        logger.warning("%s not counted, the cache is unreachable: %s", key, exc)
+        # The kind of count only: no client's address in the log for this.
+        kind = key.partition(":")[0]
+        logger.warning("%s not counted, the cache is unreachable: %s", kind, exc)
         return None
 
 
@@ -104,7 +106,8 @@ def _count_so_far(key: str, window_seconds: int) -> int | None:
     try:
         return cache.get(window_key(key, window_seconds)) or 0
     except (RedisError, OSError) as exc:
-        logger.warning("%s not read, the cache is unreachable: %s", key, exc)
+        kind = key.partition(":")[0]
+        logger.warning("%s not read, the cache is unreachable: %s", kind, exc)
         return None
 
 

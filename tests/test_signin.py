@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 from django.core.management import call_command
-from django.test import RequestFactory
+from django.test import RequestFactory, override_settings
 from django.urls import reverse
 
 from config import signin
@@ -318,3 +318,21 @@ def test_the_locked_out_pages_point_to_an_administrator(client, olive, settings)
     assert "everyone signing in from your address" in whole_address
     assert "ask an administrator to lift the block" in whole_address
     assert "Choose a new one" not in whole_address  # a new password would not help
+
+
+def test_while_the_cache_is_unreachable_failures_are_not_counted_and_no_one_is_refused(
+    client, olive, settings, caplog
+):
+    nowhere = {
+        "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:1/0"}
+    }
+    with time_machine.travel(NOW, tick=False), override_settings(CACHES=nowhere):
+        answers = spray(client, settings.SIGNIN_FAILURES_PER_ADDRESS + 1, **SPRAYER)
+
+        response = sign_in(client, PASSWORD, **SPRAYER)
+
+    assert set(answers) == {200}
+    assert response.status_code == 302
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("signin-failures not counted" in m for m in messages)
+    assert not any("203.0.113.66" in m for m in messages)  # no address logged

@@ -13,7 +13,6 @@ often shows there first."""
 from __future__ import annotations
 
 import hashlib
-import logging
 from typing import Any
 
 from django.conf import settings
@@ -24,8 +23,6 @@ from django.shortcuts import render
 from config.signin import client_ip, count_in_window, throttled_address
 from teams import emails as team_emails
 from teams.activity import Actor, Kind, Via, record_in_their_teams
-
-logger = logging.getLogger(__name__)
 
 HOUR = 3600
 
