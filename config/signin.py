@@ -1,7 +1,9 @@
 """Who is signing in from where, and the page for a locked-out sign-in: the
 sign-in throttle's (django-axes, configured in config.settings) two hooks;
-and the limit per address whatever the user names (axes counts per name and
-address together, which a password sprayer never reaches)."""
+the limit per address whatever the user names (axes counts per name and
+address together, which a password sprayer never reaches), never applied to
+a proxy's address, and lifted by `manage.py signin_unblock`; and the counter
+in fixed clock windows that it shares with the password-reset throttle."""
 
 from __future__ import annotations
 
