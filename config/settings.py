@@ -275,11 +275,15 @@ OTP_TOTP_ISSUER = "Pagewatch"
 # django-otp's admin then shows only when devices were made and last used.
 OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 AXES_FAILURE_LIMIT = 10
-# And from one address, whatever the names: this many failures within the
-# cool-off (since the last one) refuse every password sign-in from it until
-# the cool-off has passed (config.signin). Well above one name's limit, so a
-# few people mistyping behind one office address stay in; a password sprayer,
-# one or two tries at each of many names, is stopped.
+# And from one address, whatever the names: this many failures within one
+# window of the cool-off's length, counted by the clock (fixed windows, not
+# since the last failure), refuse every password sign-in from it until that
+# window ends (config.signin); a run that straddles two windows gets up to
+# twice this less one, still far too few to spray. Well above one name's
+# limit, so a few people mistyping behind one office address stay in; a
+# password sprayer, one or two tries at each of many names, is stopped. Not
+# applied to loopback and private addresses (a proxy's, see
+# TRUST_PROXY_HEADERS); `manage.py signin_unblock ADDRESS` lifts it.
 SIGNIN_FAILURES_PER_ADDRESS = 5 * AXES_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

@@ -13,42 +13,25 @@ often shows there first."""
 from __future__ import annotations
 
 import hashlib
-import logging
-import time
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from redis.exceptions import RedisError
 
-from config.signin import client_ip, throttled_address
+from config.signin import client_ip, count_in_window, throttled_address
 from teams import emails as team_emails
 from teams.activity import Actor, Kind, Via, record_in_their_teams
-
-logger = logging.getLogger(__name__)
 
 HOUR = 3600
 
 
 def _within(key: str, limit: int, window_seconds: int) -> bool:
     """Count one more use of `key` in its window; False once past `limit`.
-    Windows are fixed, numbered by the clock (the count's key names its
-    window), so the cache's expiry only tidies up. While the cache is
-    unreachable every request is let through, as the API's rate limit does:
-    an outage must not lock everyone out of their account."""
-    key = f"{key}:{int(time.time()) // window_seconds}"
-    try:
-        cache.add(key, 0, timeout=window_seconds)
-        return cache.incr(key) <= limit
-    except ValueError:  # expired between add and incr: a fresh window
-        cache.set(key, 1, timeout=window_seconds)
-        return True
-    except (RedisError, OSError) as exc:
-        logger.warning("Password reset not counted, the cache is unreachable: %s", exc)
-        return True
+    While the cache is unreachable every request is let through."""
+    used = count_in_window(key, window_seconds)
+    return used is None or used <= limit
 
 
 def _account_key(email: str) -> str:
