@@ -553,6 +553,21 @@ def test_a_schema_saved_with_unevaluated_and_pattern_properties_is_never_sent(
     assert model.requests == []
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$id": "http://[::1"},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "id": 5},
+    ],
+)
+def test_a_schema_saved_with_an_unreadable_address_is_never_sent(schema, model):
+    with pytest.raises(LLMError) as failure:
+        ask(schema=schema)
+
+    assert failure.value.message.startswith("The JSON schema cannot be used: ")
+    assert model.requests == []
+
+
 def test_a_long_value_that_does_not_fit_is_cut_in_the_middle_keeping_the_reason():
     error = schema_error({"price": "x" * 500 + "!"}, NUMBER) or ""
     assert error.startswith("price: 'xxxx")
