@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -265,13 +266,54 @@ def ascii_domain(domain: str) -> str:
 def unicode_domain(domain: str) -> str:
     """A host name as people write it (bücher.de), from the ASCII form it is
     kept in (xn--bcher-kva.de): what the dashboard shows. A name IDNA 2008
-    cannot read back is shown as it is kept."""
+    cannot read back is shown as it is kept, and so is each label whose
+    letters mix scripts, as browsers do: xn--pple-43d.com read in letters
+    would be "apple.com" with a Cyrillic "а"."""
     if "xn--" not in domain.lower():
         return domain
     try:
-        return idna.decode(domain)
+        decoded = idna.decode(domain)
     except UnicodeError:  # idna.IDNAError is one
         return domain
+    labels, shown = domain.split("."), decoded.split(".")
+    if len(labels) != len(shown):
+        return domain
+    return ".".join(
+        letters if _one_script(letters) else label
+        for label, letters in zip(labels, shown, strict=True)
+    )
+
+
+# Scripts written together in one word (Unicode's "highly restrictive" level,
+# UTS 39): Japanese mixes Han, hiragana and katakana; Chinese uses bopomofo,
+# Korean hangul with Han; any of them Latin. Any other mix is refused.
+_SCRIPTS_WRITTEN_TOGETHER = (
+    frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}),
+    frozenset({"LATIN", "HAN", "BOPOMOFO"}),
+    frozenset({"LATIN", "HAN", "HANGUL"}),
+)
+# Words that start the Unicode names of letters of a script named otherwise:
+# Han ideographs and marks, and the long vowel mark of both kana.
+_SCRIPT_OF_NAME = {"CJK": "HAN", "IDEOGRAPHIC": "HAN", "KATAKANA-HIRAGANA": "KATAKANA"}
+
+
+def _one_script(label: str) -> bool:
+    """Whether every letter of `label` is of one script (or of scripts
+    written together, see above). Digits, hyphens and other non-letters are
+    common to all scripts, and combining marks take their letter's. A
+    letter's script is the first word of its Unicode name ("CYRILLIC SMALL
+    LETTER A"): the standard library has no script property, and a letter
+    named otherwise ("MODIFIER LETTER …") counts as a script of its own, so
+    a doubt keeps the ASCII form."""
+    scripts = set()
+    for char in label:
+        if not unicodedata.category(char).startswith("L"):
+            continue
+        word = unicodedata.name(char, "UNNAMED").split()[0]
+        scripts.add(_SCRIPT_OF_NAME.get(word, word))
+    return len(scripts) <= 1 or any(
+        scripts <= together for together in _SCRIPTS_WRITTEN_TOGETHER
+    )
 
 
 def domain_error(domain: str) -> str | None:
