@@ -9,8 +9,10 @@ problem, by its code, with the limits below)."""
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -264,13 +266,54 @@ def ascii_domain(domain: str) -> str:
 def unicode_domain(domain: str) -> str:
     """A host name as people write it (bücher.de), from the ASCII form it is
     kept in (xn--bcher-kva.de): what the dashboard shows. A name IDNA 2008
-    cannot read back is shown as it is kept."""
+    cannot read back is shown as it is kept, and so is each label whose
+    letters mix scripts, as browsers do: xn--pple-43d.com read in letters
+    would be "apple.com" with a Cyrillic "а"."""
     if "xn--" not in domain.lower():
         return domain
     try:
-        return idna.decode(domain)
+        decoded = idna.decode(domain)
     except UnicodeError:  # idna.IDNAError is one
         return domain
+    labels, shown = domain.split("."), decoded.split(".")
+    if len(labels) != len(shown):
+        return domain
+    return ".".join(
+        letters if _one_script(letters) else label
+        for label, letters in zip(labels, shown, strict=True)
+    )
+
+
+# Scripts written together in one word (Unicode's "highly restrictive" level,
+# UTS 39): Japanese mixes Han, hiragana and katakana; Chinese uses bopomofo,
+# Korean hangul with Han; any of them Latin. Any other mix is refused.
+_SCRIPTS_WRITTEN_TOGETHER = (
+    frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}),
+    frozenset({"LATIN", "HAN", "BOPOMOFO"}),
+    frozenset({"LATIN", "HAN", "HANGUL"}),
+)
+# Words that start the Unicode names of letters of a script named otherwise:
+# Han ideographs and marks, and the long vowel mark of both kana.
+_SCRIPT_OF_NAME = {"CJK": "HAN", "IDEOGRAPHIC": "HAN", "KATAKANA-HIRAGANA": "KATAKANA"}
+
+
+def _one_script(label: str) -> bool:
+    """Whether every letter of `label` is of one script (or of scripts
+    written together, see above). Digits, hyphens and other non-letters are
+    common to all scripts, and combining marks take their letter's. A
+    letter's script is the first word of its Unicode name ("CYRILLIC SMALL
+    LETTER A"): the standard library has no script property, and a letter
+    named otherwise ("MODIFIER LETTER …") counts as a script of its own, so
+    a doubt keeps the ASCII form."""
+    scripts = set()
+    for char in label:
+        if not unicodedata.category(char).startswith("L"):
+            continue
+        word = unicodedata.name(char, "UNNAMED").split()[0]
+        scripts.add(_SCRIPT_OF_NAME.get(word, word))
+    return len(scripts) <= 1 or any(
+        scripts <= together for together in _SCRIPTS_WRITTEN_TOGETHER
+    )
 
 
 def domain_error(domain: str) -> str | None:
@@ -397,10 +440,43 @@ def _schema_items(
             yield from _schema_items(item, where, parents)
 
 
+SCHEMA_ID_UNREADABLE = (
+    "the schema's $id/$schema cannot be read: an $id (or, under an older $schema, "
+    "an id) must be an address such as https://example.com/price.json, or be "
+    "left out."
+)
+# What the referencing library raises, besides Unresolvable, for an address
+# it cannot read: urllib's ValueError for "http://[::1", int()'s for a JSON
+# pointer that steps into a list by a word ("#/enum/x"), AttributeError or
+# TypeError for a draft-4 `id` that is no string. jsonschema's check_schema
+# (the 2020-12 meta-schema) lets each of these through.
+_ADDRESS_ERRORS = (ValueError, AttributeError, TypeError)
+
+
+class _IdUnreadable(Exception):
+    """An $id (or id) of the schema cannot be read as an address."""
+
+
+def _refusing_unreadable_ids[**P](
+    check: Callable[P, str | None],
+) -> Callable[P, str | None]:
+    """A schema check that says SCHEMA_ID_UNREADABLE, rather than crash, for a
+    schema whose references cannot be followed from its $id."""
+
+    @functools.wraps(check)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> str | None:
+        try:
+            return check(*args, **kwargs)
+        except _IdUnreadable:
+            return SCHEMA_ID_UNREADABLE
+
+    return checked
+
+
 def _resolving(schema: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     """(the schema's dialect, its root resource, a resolver at the root) for
     following its references as the validator does, with an empty registry:
-    nothing is ever fetched."""
+    nothing is ever fetched. Raises _IdUnreadable."""
     import referencing
     from referencing.jsonschema import DRAFT202012, specification_with
 
@@ -410,10 +486,34 @@ def _resolving(schema: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     )
     base = "urn:pagewatch:extraction-schema"
     root = specification.create_resource(schema)
-    registry = referencing.Registry().with_resource(base, root).crawl()
+    try:
+        registry = referencing.Registry().with_resource(base, root).crawl()
+    except _ADDRESS_ERRORS as exc:
+        raise _IdUnreadable from exc
     return specification, root, registry.resolver(base_uri=base)
 
 
+def _entering(resolver: Any, resource: Any) -> Any:
+    """The resolver inside `resource` (its $id, if any, moves the base).
+    Raises _IdUnreadable."""
+    try:
+        return resolver.in_subresource(resource)
+    except _ADDRESS_ERRORS as exc:
+        raise _IdUnreadable from exc
+
+
+def _lookup(resolver: Any, reference: str) -> Any:
+    """What `reference` points to, as the validator finds it, or None when it
+    points to nothing in the schema (or is no address that could)."""
+    import referencing.exceptions
+
+    try:
+        return resolver.lookup(reference)
+    except (referencing.exceptions.Unresolvable, *_ADDRESS_ERRORS):
+        return None
+
+
+@_refusing_unreadable_ids
 def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
     """Why a JSON Schema's reference inside itself leads nowhere, or None.
 
@@ -422,8 +522,6 @@ def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
     fit. Resolved as the validator resolves them (a nested $id moves the base),
     with an empty registry: nothing is ever fetched. Call it on a valid schema
     without references to other documents (schema_reference_error)."""
-    import referencing.exceptions
-
     _, root, resolver = _resolving(schema)
     waiting = [(root, resolver)]
     while waiting:
@@ -434,21 +532,18 @@ def schema_dangling_reference_error(schema: Mapping[str, Any]) -> str | None:
                 if isinstance(resource.contents, Mapping)
                 else None
             )
-            if not isinstance(reference, str):
-                continue
-            try:
-                resolver.lookup(reference)
-            except referencing.exceptions.Unresolvable:
+            if isinstance(reference, str) and _lookup(resolver, reference) is None:
                 return (
                     f"schema.{key} {reference[:200]!r} points to nothing inside the "
                     "schema (no answer could fit it)."
                 )
         waiting.extend(
-            (sub, resolver.in_subresource(sub)) for sub in resource.subresources()
+            (sub, _entering(resolver, sub)) for sub in resource.subresources()
         )
     return None
 
 
+@_refusing_unreadable_ids
 def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
     """Why a regex of a JSON Schema given for extraction cannot be used, or
     None. Answers are checked with RE2 (checks.ai.patterns), which matches in
@@ -472,6 +567,7 @@ def schema_pattern_error(schema: Any, path: str = "schema") -> str | None:
     return None
 
 
+@_refusing_unreadable_ids
 def schema_unevaluated_properties_error(schema: Any) -> str | None:
     """Why a JSON Schema given for extraction combines `unevaluatedProperties`
     with `patternProperties`, or None.
@@ -506,9 +602,7 @@ def _schemas_read(schema: Mapping[str, Any]) -> set[int]:
     reference points to, which can be any part of it (`#/properties`,
     `#/enum/0`) and the subschemas of that. Resolved as
     schema_dangling_reference_error resolves them (nothing is fetched); a
-    reference that leads nowhere is never read."""
-    import referencing.exceptions
-
+    reference that leads nowhere is never read. Raises _IdUnreadable."""
     specification, root, resolver = _resolving(schema)
     read: set[int] = set()
     waiting = [(root, resolver)]
@@ -520,17 +614,16 @@ def _schemas_read(schema: Mapping[str, Any]) -> set[int]:
         read.add(id(contents))
         for key in _REFERENCE_KEYS:
             reference = contents.get(key)
-            if not isinstance(reference, str):
-                continue
-            try:
-                resolved = resolver.lookup(reference)
-            except referencing.exceptions.Unresolvable:
+            resolved = (
+                _lookup(resolver, reference) if isinstance(reference, str) else None
+            )
+            if resolved is None:
                 continue
             # A lookup's resolver stands in its target already.
             target = specification.create_resource(resolved.contents)
             waiting.append((target, resolved.resolver))
         waiting.extend(
-            (sub, resolver.in_subresource(sub)) for sub in resource.subresources()
+            (sub, _entering(resolver, sub)) for sub in resource.subresources()
         )
     return read
 
@@ -543,6 +636,7 @@ _IN_PLACE_MANY = ("allOf", "anyOf", "oneOf")
 IN_PLACE_STEPS_MAX = 50
 
 
+@_refusing_unreadable_ids
 def schema_reference_loop_error(schema: Mapping[str, Any]) -> str | None:
     """Why a JSON Schema's references lead back where they started without
     reading any part of the answer (`{"$ref": "#"}`), or None.
@@ -572,7 +666,7 @@ def schema_reference_loop_error(schema: Mapping[str, Any]) -> str | None:
         if len(on_path) > IN_PLACE_STEPS_MAX:
             raise ValueError(too_many)
         if not entered:  # a lookup's resolver stands in its target already
-            resolver = resolver.in_subresource(specification.create_resource(contents))
+            resolver = _entering(resolver, specification.create_resource(contents))
         on_path.add(id(contents))
         most = 0
         for target, its_resolver, reference in _in_place(contents, resolver):
@@ -598,7 +692,7 @@ def schema_reference_loop_error(schema: Mapping[str, Any]) -> str | None:
         except ValueError as unusable:
             return str(unusable)
         waiting.extend(
-            (sub, its_resolver.in_subresource(sub)) for sub in resource.subresources()
+            (sub, _entering(its_resolver, sub)) for sub in resource.subresources()
         )
     return None
 
@@ -608,16 +702,12 @@ def _in_place(
 ) -> list[tuple[Any, Any, str | None]]:
     """The schemas `contents` applies to the same value: (schema, its
     resolver, the reference that leads to it or None for a subschema)."""
-    import referencing.exceptions
-
     steps: list[tuple[Any, Any, str | None]] = []
     for key in _REFERENCE_KEYS:
         reference = contents.get(key)
-        if isinstance(reference, str):
-            try:
-                found = resolver.lookup(reference)
-            except referencing.exceptions.Unresolvable:
-                continue  # said by schema_dangling_reference_error
+        found = _lookup(resolver, reference) if isinstance(reference, str) else None
+        # One that leads nowhere is said by schema_dangling_reference_error.
+        if found is not None:
             steps.append((found.contents, found.resolver, f"{key} {reference[:200]!r}"))
     subschemas = [contents.get(key) for key in _IN_PLACE_ONE]
     for key in _IN_PLACE_MANY:

@@ -437,12 +437,26 @@ def text_to_cron(text: str) -> str:
     if match := _MONTHLY.fullmatch(phrase):
         return f"{_times_fields(match['time'])} {_dates_field(match['dates'])} * *"
     if match := _NTH_WEEKDAY.fullmatch(phrase):
-        (day,) = _parse_days(match["day"])
+        day = _one_day(match["day"], said)
         nth = _NTH[match["nth"]]
         return f"{_times_fields(match['time'])} * * {day}{f'#{nth}' if nth else 'L'}"
     if match := _EVERY_N_MONTHS.fullmatch(phrase):
         return _every_n_months(match, int(match["n"]))
     raise ScheduleError.breaking(rules.SCHEDULE_TEXT_UNSUPPORTED)
+
+
+def _one_day(text: str, said: str) -> int:
+    """The day of the week in "first monday of the month": "weekday",
+    "weekend" or "mon-fri" there are several days, and cron's `#` and `L`
+    take one."""
+    days = _parse_days(text)
+    if len(days) != 1:
+        raise ScheduleError(
+            f"'{said}' names more than one day of the week. Name one day, "
+            "e.g. 'first monday of the month'."
+        )
+    (day,) = days
+    return day
 
 
 def _every_n_months(match: re.Match[str], n: int) -> str:

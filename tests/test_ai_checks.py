@@ -596,6 +596,33 @@ def test_a_schema_saved_with_unevaluated_and_pattern_properties_is_a_page_error(
     assert model.requests == []  # the model is never asked
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "$id": "http://[::1"},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "id": 5},
+    ],
+)
+def test_a_schema_saved_with_an_id_that_cannot_be_read_is_a_page_error(
+    team, site, model, schema
+):
+    # Saved before such schemas were refused: the references of the schema
+    # cannot be followed from an $id that is no address.
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = make_monitor(
+        team, [url], goal=None, formats=[{"type": "json", "schema": schema}]
+    )
+
+    check = run_check(monitor)
+
+    page = check.pages.get()
+    assert check.status == Check.Status.FAILED
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == ErrorKind.EXTRACTION
+    assert "the schema's $id/$schema cannot be read" in page.error
+    assert model.requests == []  # the model is never asked
+
+
 def test_a_page_still_gone_after_it_was_removed_is_not_extracted_or_summarised(
     team, site, model
 ):

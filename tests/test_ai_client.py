@@ -553,6 +553,51 @@ def test_a_schema_saved_with_unevaluated_and_pattern_properties_is_never_sent(
     assert model.requests == []
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$id": "http://[::1"},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "id": 5},
+    ],
+)
+def test_a_schema_saved_with_an_unreadable_address_is_never_sent(schema, model):
+    with pytest.raises(LLMError) as failure:
+        ask(schema=schema)
+
+    assert failure.value.message.startswith("The JSON schema cannot be used: ")
+    assert model.requests == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        # Saved before references that lead nowhere were refused.
+        pytest.param(
+            {"prefixItems": [{}], "$ref": "#/prefixItems/first"},
+            "schema.$ref '#/prefixItems/first' points to nothing inside the schema",
+            id="pointer-into-a-list-by-a-word",
+        ),
+        # The validator reads a draft-4 schema as 2020-12, the $id in a
+        # value a reference makes a schema included.
+        pytest.param(
+            {
+                "$schema": "http://json-schema.org/draft-04/schema#",
+                "const": {"allOf": [{"$id": 5}]},
+                "not": {"$ref": "#/const"},
+            },
+            "the schema's $id/$schema cannot be read",
+            id="id-a-number-the-validator-reads",
+        ),
+    ],
+)
+def test_an_answer_checked_against_a_schema_it_cannot_follow_says_why(schema, words):
+    with pytest.raises(LLMError) as failure:
+        schema_error({"a": 1}, schema)
+
+    assert failure.value.message.startswith("The JSON schema cannot be used: ")
+    assert words in failure.value.message
+
+
 def test_a_long_value_that_does_not_fit_is_cut_in_the_middle_keeping_the_reason():
     error = schema_error({"price": "x" * 500 + "!"}, NUMBER) or ""
     assert error.startswith("price: 'xxxx")

@@ -575,6 +575,50 @@ def test_json_formats_are_validated_with_a_clear_message(api, fmt, message):
     assert message in response.json()["error"]
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param({"$id": "http://[::1"}, id="id-no-address"),
+        pytest.param(
+            {"properties": {"a": {"$id": "http://[::1", "type": "string"}}},
+            id="nested-id-no-address",
+        ),
+        pytest.param(
+            {"$schema": "http://json-schema.org/draft-04/schema#", "id": 5},
+            id="draft-4-id-a-number",
+        ),
+        pytest.param(
+            {
+                "$schema": "http://json-schema.org/draft-04/schema#",
+                "properties": {"a": {"id": ["x"]}},
+            },
+            id="draft-4-nested-id-a-list",
+        ),
+    ],
+)
+def test_a_schema_whose_id_cannot_be_read_is_refused_saying_so(api, schema):
+    # jsonschema's check_schema passes each of them; reading their $id (or a
+    # draft-4 id) as an address to resolve references against does not.
+    response = json_format_saved(api, schema)
+
+    assert response.status_code == 400
+    assert "the schema's $id/$schema cannot be read" in response.json()["error"]
+    assert not Monitor.objects.exists()
+
+
+def test_a_reference_stepping_into_a_list_by_a_word_points_to_nothing(api):
+    schema = {"prefixItems": [{"type": "string"}], "$ref": "#/prefixItems/first"}
+
+    response = json_format_saved(api, schema)
+
+    assert response.status_code == 400
+    assert (
+        "schema.$ref '#/prefixItems/first' points to nothing inside the schema"
+        in response.json()["error"]
+    )
+    assert not Monitor.objects.exists()
+
+
 def test_a_schema_that_refers_to_itself_one_level_down_is_accepted(api):
     tree = {
         "$defs": {

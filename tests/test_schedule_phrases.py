@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from monitors import moving
 from monitors.dashboard.forms.fields import split_schedule
 from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.models import Membership, Monitor
+from monitors.moving import plan
 from monitors.schedule import (
     Schedule,
     ScheduleError,
@@ -449,6 +451,115 @@ def test_a_phrase_a_schedule_cannot_keep_says_why_and_what_comes_nearest(text, w
 
 
 @pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        pytest.param(
+            "last weekday of the month", "last weekday of the month", id="weekday"
+        ),
+        pytest.param(
+            "2nd Weekend of the month at 9am.",
+            "2nd weekend of the month at 9am",
+            id="weekend",
+        ),
+        pytest.param(
+            "first mon-fri of the month", "first mon-fri of the month", id="mon-fri"
+        ),
+        pytest.param(
+            "last weekends of every month", "last weekends of every month", id="plural"
+        ),
+    ],
+)
+def test_a_weekday_of_the_month_naming_several_days_asks_for_one(text, said):
+    assert refusal_of(text) == (
+        f"'{said}' names more than one day of the week. Name one day, "
+        "e.g. 'first monday of the month'."
+    )
+
+
+# Every kind of phrase the tables read, with days that are more than one day.
+_SEVERAL_DAYS = (
+    "weekday",
+    "weekdays",
+    "weekend",
+    "weekends",
+    "mon-fri",
+    "monday to friday",
+    "business days",
+    "monday and friday",
+    "sat & sun",
+    "tuesday thursday",
+)
+_PHRASES_WITH_DAYS = (
+    "{days}",
+    "every {days}",
+    "on {days}",
+    "{days} at 9am",
+    "9am {days}",
+    "{days} 9am",
+    "at 5pm every {days}",
+    "every {days} at 9am and 5pm",
+    "every {days} at noon",
+    "{days} @ 9",
+    "each {days} at 9 o'clock",
+    "every {days} 9:30",
+    "{days} at 0900",
+    "{days} mornings at 9",
+    "{days} evening at 7",
+    "every {days} morning",
+    "{days} in the morning",
+    "weekly on {days}",
+    "every week on {days} at 9",
+    "every 15 minutes on {days}",
+    "every 90 minutes on {days}",
+    "every 1.5 hours on {days}",
+    "every 30 minutes from 9am to 5pm on {days}",
+    "every 30 minutes 9am-5pm on {days}",
+    "every 2 hours from 9 to 5 on {days}",
+    "every 120 minutes from 9am to 5pm on {days}",
+    "every 6h on {days}",
+    "every half hour on {days}",
+    "hourly on {days}",
+    "hourly 9-5 on {days}",
+    "every hour on the hour on {days}",
+    "every 15 minutes during business hours on {days}",
+    "twice a day on {days}",
+    "3 times a day on {days}",
+    "every other {days}",
+    "every second {days}",
+    "first {days} of the month",
+    "last {days} of the month",
+    "2nd {days} of the month at 9am",
+    "the last {days} of every month at 5pm",
+    "1st {days} of every month",
+    "fifth {days} of the month",
+    "{days} of the month",
+    "every {days} of the month",
+    "monthly on {days}",
+    "quarterly on {days}",
+    "every 3 months on {days}",
+    "once a week on {days}",
+    "first {days}",
+    "last {days}",
+    "every {days} and {days}",
+    "{days} {days} at 9am",
+)
+
+
+@pytest.mark.parametrize("days", _SEVERAL_DAYS)
+def test_every_phrase_with_several_days_gives_a_schedule_or_says_why(days):
+    escaped = []
+    for phrase in (template.format(days=days) for template in _PHRASES_WITH_DAYS):
+        try:
+            normalize_schedule(None, phrase, "Europe/Berlin", now=NOW)
+        except ScheduleError as refused:
+            assert refused.message, phrase
+        except Exception as crash:  # anything but ScheduleError is the bug
+            escaped.append(f"{phrase!r}: {type(crash).__name__}: {crash}")
+
+    assert escaped == []
+
+
+@pytest.mark.parametrize(
     "suggested",
     [
         "daily",
@@ -564,6 +675,26 @@ def test_the_api_still_refuses_a_phrase_more_often_than_the_minimum(api):
     assert "more often than every 5 minutes" in response.json()["error"]
 
 
+@pytest.mark.django_db
+def test_the_api_asks_for_one_day_when_a_weekday_of_the_month_names_several(api):
+    created = _create(api, "first monday of the month").json()["data"]
+
+    response = _create(api, "last weekday of the month")
+    patched = api.patch(
+        f"/v2/monitor/{created['id']}",
+        {"schedule": {"text": "first mon-fri of the month"}},
+        format="json",
+    )
+
+    error = response.json()["error"]
+    assert response.status_code == 400
+    assert "Name one day, e.g. 'first monday of the month'" in error
+    assert patched.status_code == 400
+    assert "names more than one day of the week" in patched.json()["error"]
+    (monitor,) = Monitor.objects.all()
+    assert monitor.schedule_cron == "0 0 * * 1#1"
+
+
 # --- the dashboard form -------------------------------------------------------------
 
 
@@ -612,6 +743,45 @@ def test_the_form_tells_the_person_why_and_what_to_type_instead(typed, shown):
 
     assert not form.is_valid()
     assert form.errors["schedule"] == [shown]
+
+
+@pytest.mark.django_db
+def test_the_form_and_its_preview_ask_for_one_day_of_the_week(
+    client, team, django_user_model
+):
+    user = django_user_model.objects.create_user("ada", "ada@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    form = MonitorForm(post(schedule="2nd weekend of the month at 9am"))
+
+    preview = client.get(
+        reverse("schedule-preview"),
+        {"schedule": "last weekday of the month", "timezone": "UTC"},
+    )
+
+    assert not form.is_valid()
+    assert form.errors["schedule"] == [
+        "“2nd weekend of the month at 9am” names more than one day of the week. "
+        "Name one day, e.g. “first monday of the month”."
+    ]
+    assert preview.status_code == 200
+    assert "Not a schedule we can use yet." in preview.content.decode()
+
+
+def test_a_list_row_naming_several_days_of_the_month_is_read_and_explained():
+    items = moving.read(
+        "csv",
+        data=b"url,schedule\nhttps://a.test/,last weekday of the month\n"
+        b"https://b.test/,first monday of the month\n",
+        filename="list.csv",
+    )
+    plan.validate(items)
+    several, one = items
+
+    assert not several.importable
+    assert "Name one day, e.g. 'first monday of the month'" in several.reason
+    assert one.importable
+    assert one.validated["schedule"]["cron"] == "0 0 * * 1#1"
 
 
 @pytest.mark.django_db

@@ -9,6 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from monitors import rules
 from monitors.models import Membership, Monitor, Target
 from tests.searching import LAUNCH, hit
 from tests.test_search_checks import make_monitor, run_check
@@ -421,6 +422,50 @@ def test_a_site_typed_in_letters_is_kept_in_ascii_and_shown_as_typed(web, team):
     form = html.unescape(web.get(edit).content.decode())
     assert "bücher.example\nexample.com</textarea>" in form
     assert "xn--" not in form
+
+
+@pytest.mark.parametrize(
+    ("kept", "shown"),
+    [
+        pytest.param("xn--bcher-kva.example", "bücher.example", id="latin"),
+        pytest.param("xn--hxajbpuk8cya.gr", "ασφάλεια.gr", id="greek"),
+        pytest.param("xn--3e0bk47br7k.example", "한국어.example", id="korean"),
+        # Japanese writes Han, katakana and Latin together, as browsers allow.
+        pytest.param(
+            "xn--eckwd4c7c5976acvb.example", "日本ドメイン.example", id="japanese"
+        ),
+        pytest.param("xn--tck2c4fb.example", "コーヒー.example", id="long-vowel-mark"),
+        pytest.param(
+            "xn--abc-s08fl0dtz6h.example", "日本語abc.example", id="han-latin"
+        ),
+        # A Cyrillic "а" among Latin letters: shown it would read "apple".
+        pytest.param("xn--pple-43d.com", "xn--pple-43d.com", id="cyrillic-in-latin"),
+        pytest.param("xn--paypl-7ve.com", "xn--paypl-7ve.com", id="paypal"),
+        pytest.param(
+            "xn--pple-43d.xn--bcher-kva.example",
+            "xn--pple-43d.bücher.example",
+            id="each-label-on-its-own",
+        ),
+    ],
+)
+def test_a_site_name_is_shown_in_letters_only_when_each_label_keeps_to_one_script(
+    kept, shown
+):
+    assert rules.unicode_domain(kept) == shown
+
+
+def test_a_site_mixing_scripts_is_shown_in_ascii_on_the_monitor_and_its_form(web, team):
+    monitor = make_monitor(
+        team, ["acme"], include_domains=["xn--pple-43d.com", "xn--bcher-kva.example"]
+    )
+
+    page = html.unescape(web.get(monitor.get_absolute_url()).content.decode())
+    edit = reverse("monitor-edit", args=[monitor.pk])
+    form = html.unescape(web.get(edit).content.decode())
+
+    assert "only xn--pple-43d.com, bücher.example" in page
+    assert "xn--pple-43d.com\nbücher.example</textarea>" in form
+    assert "\u0430pple" not in page + form  # the Cyrillic а
 
 
 def test_editing_a_monitor_keeps_its_sites_in_ascii(web, team):

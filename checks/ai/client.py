@@ -239,6 +239,14 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
             f"The JSON schema refers to {str(exc.ref)[:200]!r}, which is not inside "
             "it (references to other documents are never fetched)."
         ) from None
+    except (ValueError, AttributeError, TypeError):
+        # An address the validator cannot read (a pointer into a list by a
+        # word, an $id that is no string): refused when saved, where the
+        # rules can tell which; this guards those saved before.
+        unusable = rules.schema_dangling_reference_error(schema)
+        raise LLMError(
+            f"The JSON schema cannot be used: {unusable or rules.SCHEMA_ID_UNREADABLE}"
+        ) from None
     except RecursionError:
         # Saved schemas are refused such loops; this guards those saved before.
         unusable = rules.schema_reference_loop_error(schema)
