@@ -28,6 +28,11 @@ def olive(django_user_model):
     return django_user_model.objects.create_user("olive", "olive@example.com", PASSWORD)
 
 
+# A client's own address: a private one is taken for a proxy's, and nobody is
+# limited by it (config.signin.PROXY_NETWORKS).
+PUBLIC = "203.0.113.7"
+
+
 def ask_reset(client, email: str = "olive@example.com", **headers: str):
     return client.post(reverse("password_reset"), {"email": email}, **headers)
 
@@ -114,11 +119,12 @@ def test_one_address_asking_too_often_is_refused_for_the_cool_off(
     limit = settings.AXES_FAILURE_LIMIT
     with time_machine.travel(NOW, tick=False):
         codes = [
-            ask_reset(client, f"u{n}@example.com").status_code for n in range(limit)
+            ask_reset(client, f"u{n}@example.com", REMOTE_ADDR=PUBLIC).status_code
+            for n in range(limit)
         ]
-        refused = ask_reset(client)
+        refused = ask_reset(client, REMOTE_ADDR=PUBLIC)
     with time_machine.travel(NOW + settings.AXES_COOLOFF_TIME + timedelta(seconds=1)):
-        later = ask_reset(client)
+        later = ask_reset(client, REMOTE_ADDR=PUBLIC)
 
     assert set(codes) == {302}
     assert refused.status_code == 429
@@ -132,11 +138,23 @@ def test_another_address_is_not_held_back_by_the_first(
 ):
     with time_machine.travel(NOW, tick=False):
         for n in range(settings.AXES_FAILURE_LIMIT + 1):
-            ask_reset(client, f"u{n}@example.com", REMOTE_ADDR="10.1.1.1")
-        response = ask_reset(client, REMOTE_ADDR="10.2.2.2")
+            ask_reset(client, f"u{n}@example.com", REMOTE_ADDR="198.51.100.1")
+        response = ask_reset(client, REMOTE_ADDR="198.51.100.2")
 
     assert response.status_code == 302
     assert len(worker_sends(queued_resets)) == 1
+
+
+def test_behind_an_untrusted_proxy_nobody_can_hold_back_everyones_resets(
+    client, olive, settings, queued_resets
+):
+    with time_machine.travel(NOW, tick=False):
+        for n in range(settings.AXES_FAILURE_LIMIT + 1):
+            ask_reset(client, f"u{n}@example.com", REMOTE_ADDR="10.0.0.2")
+        response = ask_reset(client, REMOTE_ADDR="10.0.0.2")
+
+    assert response.status_code == 302
+    assert [m.to for m in worker_sends(queued_resets)] == [["olive@example.com"]]
 
 
 # --- Sessions ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 
-from config.signin import client_ip, count_in_window, throttled_address
+from config.signin import address_key, client_ip, count_in_window, throttled_address
 from teams import emails as team_emails
 from teams.activity import Actor, Kind, Via, record_in_their_teams
 
@@ -42,8 +42,12 @@ def _account_key(email: str) -> str:
 class PasswordResetView(auth_views.PasswordResetView):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         window = int(settings.AXES_COOLOFF_TIME.total_seconds())
-        address = f"password-reset:address:{throttled_address(request)}"
-        if not _within(address, settings.AXES_FAILURE_LIMIT, window):
+        address = throttled_address(request)
+        # A proxy's address (address_key gives None) would be everyone's:
+        # counted, anyone could hold back every reset. Each account's own cap
+        # below still keeps its mailbox from being flooded.
+        counted = address_key(address) and f"password-reset:address:{address}"
+        if counted and not _within(counted, settings.AXES_FAILURE_LIMIT, window):
             context = {"minutes": window // 60}
             template = "registration/password_reset_throttled.html"
             return render(request, template, context, status=429)
