@@ -436,7 +436,9 @@ def test_a_charset_label_means_what_browsers_read_it_as(label, codec, text):
     assert (by_header.markdown, by_meta.markdown) == (f"{text}\n", f"{text}\n")
 
 
-@pytest.mark.parametrize("label", ["zlib", "hex", "rot13", "base64", "no-such"])
+@pytest.mark.parametrize(
+    "label", ["zlib", "hex", "rot13", "base64", "no-such", "undefined"]
+)
 def test_a_charset_that_names_no_text_encoding_is_ignored(label):
     body = "<html><body><p>Price: 5 EUR</p></body></html>"
 

@@ -71,6 +71,9 @@ class Handler(BaseHTTPRequestHandler):
         segments = parts.path.strip("/").split("/")
         if parts.path == "/page":
             self._send(200, b"hello", {"Content-Type": "text/html; charset=utf-8"})
+        elif parts.path == "/undefined-charset":
+            headers = {"Content-Type": "text/plain; charset=undefined"}
+            self._send(200, "café".encode(), headers)
         elif parts.path == "/redirect":
             self._send(int(query.get("status", 302)), b"", {"Location": query["to"]})
         elif segments[0] == "loop":
@@ -455,6 +458,13 @@ def test_page_on_loopback_is_fetched_when_private_targets_are_allowed(
     assert result.redirects == []
     assert result.headers["content-type"].startswith("text/html")
     assert result.elapsed_ms >= 0
+
+
+def test_a_charset_that_decodes_nothing_gives_the_text_as_utf8(
+    site: str, private_allowed: None
+) -> None:
+    # robots.txt is read this way; Python's "undefined" codec refuses all.
+    assert run_fetch(f"{site}/undefined-charset").text == "café"
 
 
 def test_page_on_loopback_is_refused_when_private_targets_are_not_allowed(

@@ -142,6 +142,22 @@ def test_a_latin1_page_under_a_utf8_header_shows_its_accent_changed(team, site):
     assert "-Prix: café 5 €\n+Prix: cafè 5 €" in result.diff["text"]
 
 
+def test_a_page_labelled_with_an_encoding_that_reads_nothing_is_read(team, site):
+    # Python knows "undefined" as a codec that refuses to decode anything.
+    page = "<html><body><main><p>Prix: {} 5 €</p></main></body></html>"
+    headed = "text/html; charset=undefined"
+    url = site.page("/fr", page.format("café").encode(), content_type=headed)
+    monitor = make_monitor(team, [url])
+    first = run_check(monitor).pages.get()
+    site.page("/fr", page.format("thé").encode(), content_type=headed)
+
+    result = run_check(monitor).pages.get()
+
+    assert (first.status, first.error) == (PageResult.Status.NEW, None)
+    assert result.status == PageResult.Status.CHANGED
+    assert "-Prix: café 5 €\n+Prix: thé 5 €" in result.diff["text"]
+
+
 def test_a_shift_jis_page_declared_by_its_meta_tag_diffs_in_japanese(team, site):
     page = '<html><head><meta charset="Shift_JIS"></head><body><p>{}</p></body></html>'
     url = site.page(

@@ -116,7 +116,8 @@ def _codec(label: str | None) -> str | None:
         # Python's codecs include bytes-to-bytes ones (zlib, hex, base64) that
         # a page may name but that decode no text: as good as no label.
         b" ".decode(name, errors="replace")
-    except LookupError:
+    except (LookupError, UnicodeError):
+        # Python's "undefined" codec exists but refuses to decode anything.
         return None
     return _WIDER.get(name, name)
 
