@@ -12,6 +12,7 @@ from checks.content import (
     markdown_of,
 )
 from checks.content.clean import main_root
+from checks.content.sniff import decode
 
 URL = "https://shop.example/products/widget"
 
@@ -434,6 +435,38 @@ def test_a_charset_label_means_what_browsers_read_it_as(label, codec, text):
     by_meta = run(f'<meta charset="{label}">'.encode() + body, content_type="text/html")
 
     assert (by_header.markdown, by_meta.markdown) == (f"{text}\n", f"{text}\n")
+
+
+class CountedBytes(bytes):
+    """A body that counts how often it is decoded."""
+
+    decodes = 0
+
+    def decode(self, *args, **kwargs) -> str:  # type: ignore[override]
+        type(self).decodes += 1
+        return super().decode(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("text", "codec", "content_type"),
+    [
+        ("Crème brûlée – 5 € 価格", "utf-8", "text/html; charset=utf-8"),
+        ("Crème brûlée – 5 €", "utf-8", "text/html; charset=ISO-8859-1"),
+        ("Price: 5 EUR", "ascii", "text/html; charset=utf-8"),
+        ("Crème brûlée – 5 €", "utf-8", "text/html"),
+    ],
+    ids=["utf-8 label", "latin-1 label", "ascii", "no label"],
+)
+def test_a_page_whose_bytes_are_utf8_is_decoded_once(
+    text, codec, content_type, monkeypatch
+):
+    monkeypatch.setattr(CountedBytes, "decodes", 0)
+    body = CountedBytes(f"<html><body><p>{text}</p></body></html>".encode(codec))
+
+    decoded = decode(body, content_type, html=True)
+
+    assert decoded == f"<html><body><p>{text}</p></body></html>"
+    assert CountedBytes.decodes == 1
 
 
 @pytest.mark.parametrize(
