@@ -388,6 +388,21 @@ def test_a_stray_byte_in_a_utf8_page_is_replaced_rather_than_failing():
     assert result.markdown == "naïve café – déjà vu \ufffd ok\n"
 
 
+def stray_bytes_page(strays: int) -> bytes:
+    """A UTF-8 page with three real non-ASCII letters and `strays` Latin-1
+    bytes pasted in (each "é" of "cafe" written as one byte)."""
+    pasted = b" ".join([b"caf\xe9"] * strays)
+    return "<html><body><main><p>Café ’q’</p><p>".encode() + pasted + b"</p>"
+
+
+@pytest.mark.parametrize("strays", [2, 4, 12])
+def test_a_utf8_page_with_more_stray_bytes_than_letters_stays_utf8(strays):
+    result = run(stray_bytes_page(strays), content_type="text/html; charset=utf-8")
+
+    pasted = " ".join(["caf\ufffd"] * strays)
+    assert result.markdown == f"Café ’q’\n\n{pasted}\n"
+
+
 def test_latin1_bytes_under_a_utf8_header_keep_their_accented_letters():
     body = "<html><body><main><p>Café à 5 € – “voilà”</p></main></body></html>"
 

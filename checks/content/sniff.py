@@ -185,20 +185,33 @@ def _read_as(body: bytes, codec: str | None) -> str | None:
     return body.decode(codec, errors="replace")
 
 
+# Every ASCII byte made a space, so that splitting a body on whitespace gives
+# its runs of non-ASCII bytes (a word's letters, a sentence of Japanese).
+_ASCII_TO_SPACE = bytes.maketrans(bytes(range(128)), b" " * 128)
+# How many runs of non-ASCII bytes that are not UTF-8 a page may hold for each
+# one that is, and still be read as UTF-8.
+_STRAY_RUNS_PER_UTF8_RUN = 8
+
+
 def _read_as_utf8(body: bytes) -> str | None:
-    """The body read as UTF-8, when its bytes are: all of them, or all but a
-    few stray bytes among many characters that only UTF-8 reads. Latin-1 or
-    Shift_JIS bytes read as UTF-8 are nearly all stray, and would each become
-    the same U+FFFD, so "café" -> "cafè" would never be seen as a change."""
+    """The body read as UTF-8, when its bytes are: all of them, or all but
+    some stray bytes among runs that are whole UTF-8 characters. Text in a
+    legacy encoding read as UTF-8 almost never holds a run of non-ASCII bytes
+    that is UTF-8 throughout, and would turn each letter into the same
+    U+FFFD, so "café" -> "cafè" would never be seen as a change. The margin
+    is wide, so a UTF-8 page with a few pasted Latin-1 bytes is not read one
+    way on one check and the other way on the next."""
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    replaced = body.decode("utf-8", errors="replace")
-    kept = body.decode("utf-8", errors="ignore")
-    stray = len(replaced) - len(kept)
-    characters = len(kept) - len(kept.encode("ascii", errors="ignore"))
-    return replaced if characters > stray else None
+    runs = body.translate(_ASCII_TO_SPACE).split()
+    read = b" ".join(runs).decode("utf-8", errors="replace").split(" ")
+    utf8_runs = sum(1 for run in read if "\ufffd" not in run)
+    stray_runs = len(runs) - utf8_runs
+    if utf8_runs == 0 or stray_runs > utf8_runs * _STRAY_RUNS_PER_UTF8_RUN:
+        return None
+    return body.decode("utf-8", errors="replace")
 
 
 def _looks_like_html(head: bytes) -> bool:
