@@ -12,6 +12,7 @@ from checks.content import (
     markdown_of,
 )
 from checks.content.clean import main_root
+from checks.content.sniff import decode
 
 URL = "https://shop.example/products/widget"
 
@@ -387,6 +388,21 @@ def test_a_stray_byte_in_a_utf8_page_is_replaced_rather_than_failing():
     assert result.markdown == "naïve café – déjà vu \ufffd ok\n"
 
 
+def stray_bytes_page(strays: int) -> bytes:
+    """A UTF-8 page with three real non-ASCII letters and `strays` Latin-1
+    bytes pasted in (each "é" of "cafe" written as one byte)."""
+    pasted = b" ".join([b"caf\xe9"] * strays)
+    return "<html><body><main><p>Café ’q’</p><p>".encode() + pasted + b"</p>"
+
+
+@pytest.mark.parametrize("strays", [2, 4, 12])
+def test_a_utf8_page_with_more_stray_bytes_than_letters_stays_utf8(strays):
+    result = run(stray_bytes_page(strays), content_type="text/html; charset=utf-8")
+
+    pasted = " ".join(["caf\ufffd"] * strays)
+    assert result.markdown == f"Café ’q’\n\n{pasted}\n"
+
+
 def test_latin1_bytes_under_a_utf8_header_keep_their_accented_letters():
     body = "<html><body><main><p>Café à 5 € – “voilà”</p></main></body></html>"
 
@@ -436,7 +452,41 @@ def test_a_charset_label_means_what_browsers_read_it_as(label, codec, text):
     assert (by_header.markdown, by_meta.markdown) == (f"{text}\n", f"{text}\n")
 
 
-@pytest.mark.parametrize("label", ["zlib", "hex", "rot13", "base64", "no-such"])
+class CountedBytes(bytes):
+    """A body that counts how often it is decoded."""
+
+    decodes = 0
+
+    def decode(self, *args, **kwargs) -> str:  # type: ignore[override]
+        type(self).decodes += 1
+        return super().decode(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("text", "codec", "content_type"),
+    [
+        ("Crème brûlée – 5 € 価格", "utf-8", "text/html; charset=utf-8"),
+        ("Crème brûlée – 5 €", "utf-8", "text/html; charset=ISO-8859-1"),
+        ("Price: 5 EUR", "ascii", "text/html; charset=utf-8"),
+        ("Crème brûlée – 5 €", "utf-8", "text/html"),
+    ],
+    ids=["utf-8 label", "latin-1 label", "ascii", "no label"],
+)
+def test_a_page_whose_bytes_are_utf8_is_decoded_once(
+    text, codec, content_type, monkeypatch
+):
+    monkeypatch.setattr(CountedBytes, "decodes", 0)
+    body = CountedBytes(f"<html><body><p>{text}</p></body></html>".encode(codec))
+
+    decoded = decode(body, content_type, html=True)
+
+    assert decoded == f"<html><body><p>{text}</p></body></html>"
+    assert CountedBytes.decodes == 1
+
+
+@pytest.mark.parametrize(
+    "label", ["zlib", "hex", "rot13", "base64", "no-such", "undefined"]
+)
 def test_a_charset_that_names_no_text_encoding_is_ignored(label):
     body = "<html><body><p>Price: 5 EUR</p></body></html>"
 

@@ -7,7 +7,9 @@ answers come from injected resolvers, never from the real network.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
+import hashlib
 import ipaddress
 import json
 import socket
@@ -34,6 +36,18 @@ from checks.fetch.transport import GuardedBackend
 
 BOMB = gzip.compress(b"\0" * (20 * 1024 * 1024), compresslevel=9)
 BROTLI_BOMB = brotli.compress(b"\0" * (20 * 1024 * 1024))
+# Letters, spaces, full stops and newlines in no order that repeats.
+_LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz  \n.,e" * 8)
+
+
+@functools.cache
+def varied_text(size: int) -> bytes:
+    return hashlib.shake_256(b"page text").digest(size).translate(_LETTERS)
+
+
+@functools.cache
+def brotli_text(size: int) -> bytes:
+    return brotli.compress(varied_text(size), quality=1)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,6 +71,9 @@ class Handler(BaseHTTPRequestHandler):
         segments = parts.path.strip("/").split("/")
         if parts.path == "/page":
             self._send(200, b"hello", {"Content-Type": "text/html; charset=utf-8"})
+        elif parts.path == "/undefined-charset":
+            headers = {"Content-Type": "text/plain; charset=undefined"}
+            self._send(200, "café".encode(), headers)
         elif parts.path == "/redirect":
             self._send(int(query.get("status", 302)), b"", {"Location": query["to"]})
         elif segments[0] == "loop":
@@ -82,6 +99,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, body, {"Content-Encoding": "deflate"})
         elif parts.path == "/brotli":
             self._send(200, brotli.compress(b"hello"), {"Content-Encoding": "br"})
+        elif segments[0] == "brotli-text":
+            body = brotli_text(int(segments[1]))
+            headers = {"Content-Encoding": "br", "Content-Type": "text/plain"}
+            self._send(200, body, headers)
         elif parts.path == "/brotli-bomb":
             self._send(200, BROTLI_BOMB, {"Content-Encoding": "br"})
         elif parts.path == "/brotli-damaged":
@@ -439,6 +460,13 @@ def test_page_on_loopback_is_fetched_when_private_targets_are_allowed(
     assert result.elapsed_ms >= 0
 
 
+def test_a_charset_that_decodes_nothing_gives_the_text_as_utf8(
+    site: str, private_allowed: None
+) -> None:
+    # robots.txt is read this way; Python's "undefined" codec refuses all.
+    assert run_fetch(f"{site}/undefined-charset").text == "café"
+
+
 def test_page_on_loopback_is_refused_when_private_targets_are_not_allowed(
     site: str, private_forbidden: None
 ) -> None:
@@ -769,6 +797,43 @@ def test_a_brotli_bomb_is_stopped_at_the_decoded_byte_cap(
     assert len(BROTLI_BOMB) < 64 * 1024
     error = fetch_error(f"{site}/brotli-bomb", max_bytes=1024 * 1024)
     assert (error.kind, error.message) == ("too_large", "Page is larger than 1 MB")
+
+
+@pytest.mark.parametrize("size", [1_200_000, 10_000_000])
+def test_a_brotli_body_past_one_decoded_piece_is_returned_whole(
+    site: str, private_allowed: None, size: int
+) -> None:
+    fetched = run_fetch(f"{site}/brotli-text/{size}", max_bytes=16 * 1024 * 1024)
+
+    assert len(fetched.content) == size
+    assert fetched.content == varied_text(size)
+
+
+@pytest.mark.parametrize("size", [1_200_000, 10_000_000])
+@pytest.mark.parametrize("raw_piece", [16 * 1024, None], ids=["in pieces", "whole"])
+def test_a_brotli_body_reader_decodes_every_byte_however_it_is_fed(
+    size: int, raw_piece: int | None
+) -> None:
+    compressed = brotli_text(size)
+    step = raw_piece or len(compressed)
+    reader = BodyReader("br", 16 * 1024 * 1024)
+
+    for start in range(0, len(compressed), step):
+        reader.feed(compressed[start : start + step])
+
+    assert reader.finish() == varied_text(size)
+
+
+def test_a_brotli_bomb_fed_to_a_body_reader_stops_at_the_cap() -> None:
+    reader = BodyReader("br", 1024 * 1024)
+
+    with pytest.raises(fetch.FetchError) as caught:
+        reader.feed(BROTLI_BOMB)
+
+    assert caught.value.kind == "too_large"
+    cut = BodyReader("br", 1024 * 1024, truncate=True)
+    cut.feed(BROTLI_BOMB)
+    assert (cut.full, cut.finish()) == (True, b"\0" * (1024 * 1024))
 
 
 def test_a_damaged_brotli_body_is_a_protocol_error(

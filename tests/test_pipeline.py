@@ -143,6 +143,42 @@ def test_a_latin1_page_under_a_utf8_header_shows_its_accent_changed(team, site):
     assert "-Prix: café 5 €\n+Prix: cafè 5 €" in result.diff["text"]
 
 
+def test_a_utf8_page_gaining_stray_bytes_keeps_its_letters_between_checks(team, site):
+    def menu(strays: int) -> bytes:
+        # The "é" of each pasted "cafe" is a Latin-1 byte, the rest UTF-8.
+        pasted = b" ".join([b"caf\xe9"] * strays)
+        html = "<html><body><main><p>Café ’q’</p><p>Ref {}</p></main></body></html>"
+        return html.encode().replace(b"{}", pasted)
+
+    url = site.page("/menu", menu(2), content_type="text/html; charset=utf-8")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/menu", menu(4), content_type="text/html; charset=utf-8")
+
+    result = run_check(monitor).pages.get()
+
+    assert result.status == PageResult.Status.CHANGED
+    assert " Café ’q’\n" in result.diff["text"]  # the same line both times
+    assert "-Ref caf\ufffd caf\ufffd\n" in result.diff["text"]
+    assert "+Ref caf\ufffd caf\ufffd caf\ufffd caf\ufffd" in result.diff["text"]
+
+
+def test_a_page_labelled_with_an_encoding_that_reads_nothing_is_read(team, site):
+    # Python knows "undefined" as a codec that refuses to decode anything.
+    page = "<html><body><main><p>Prix: {} 5 €</p></main></body></html>"
+    headed = "text/html; charset=undefined"
+    url = site.page("/fr", page.format("café").encode(), content_type=headed)
+    monitor = make_monitor(team, [url])
+    first = run_check(monitor).pages.get()
+    site.page("/fr", page.format("thé").encode(), content_type=headed)
+
+    result = run_check(monitor).pages.get()
+
+    assert (first.status, first.error) == (PageResult.Status.NEW, None)
+    assert result.status == PageResult.Status.CHANGED
+    assert "-Prix: café 5 €\n+Prix: thé 5 €" in result.diff["text"]
+
+
 def test_a_shift_jis_page_declared_by_its_meta_tag_diffs_in_japanese(team, site):
     page = '<html><head><meta charset="Shift_JIS"></head><body><p>{}</p></body></html>'
     url = site.page(
@@ -222,6 +258,37 @@ def test_a_baseline_an_older_release_misread_is_read_again_before_the_next_chang
     assert changed.status == PageResult.Status.CHANGED
     assert "+Tea" in changed.diff["text"]
     assert "\ufffd" not in changed.diff["text"]
+    assert "-Caf" not in changed.diff["text"]  # the unchanged line is no change
+
+
+def test_a_utf8_page_the_last_release_read_as_windows_1252_is_read_again_quietly(
+    team, site
+):
+    # A UTF-8 page with more pasted Latin-1 bytes than letters of its own:
+    # the release before read it as windows-1252 and kept that as the
+    # baseline, with the hash of its very bytes computed as it did.
+    html = "<html><body><main><p>Café ’q’</p><p>Ref {}</p>{}</main></body></html>"
+    label = "text/html; charset=utf-8"
+    served = html.format("caf\0 caf\0 caf\0 caf\0", "").encode()
+    served = served.replace(b"\0", b"\xe9")
+    url = site.page("/menu", served.decode("cp1252"), content_type=label)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    last_release_hash = hashlib.sha256(
+        b"reading 2\0" + url.encode() + b"\0" + label.encode() + b"\0" + served
+    ).hexdigest()
+    PageState.objects.update(body_hash=last_release_hash)
+    site.page("/menu", served, content_type=label)
+
+    upgraded = run_check(monitor).pages.get()
+    site.page(
+        "/menu", served.replace(b"</main>", b"<p>Tea</p></main>"), content_type=label
+    )
+    changed = run_check(monitor).pages.get()
+
+    assert upgraded.status == PageResult.Status.SAME
+    assert changed.status == PageResult.Status.CHANGED
+    assert "+Tea" in changed.diff["text"]
     assert "-Caf" not in changed.diff["text"]  # the unchanged line is no change
 
 

@@ -7,6 +7,7 @@ Headers lie: servers send login pages as PDFs and everything as
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 
 _HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -116,7 +117,8 @@ def _codec(label: str | None) -> str | None:
         # Python's codecs include bytes-to-bytes ones (zlib, hex, base64) that
         # a page may name but that decode no text: as good as no label.
         b" ".decode(name, errors="replace")
-    except LookupError:
+    except (LookupError, UnicodeError):
+        # Python's "undefined" codec exists but refuses to decode anything.
         return None
     return _WIDER.get(name, name)
 
@@ -137,19 +139,25 @@ def decode(body: bytes, content_type: str, *, html: bool) -> str:
     whatever their pages are written in, and templates keep an old label
     after the site moved to UTF-8, or the reverse."""
     codec = _bom_codec(body)
-    if codec is None:
-        match = _CHARSET_PARAM.search(content_type)
-        codec = _checked_codec(body, _codec(match.group(1)) if match else None)
-    if codec is None:
-        if html:
-            match = _META_CHARSET.search(body[:4096])
-        else:
-            match = _XML_ENCODING.match(body[:1024])
-        label = match.group(1).decode("ascii", "replace") if match else None
-        codec = _checked_codec(body, _in_document(label))
-    if codec is None:
-        codec = "utf-8" if _reads_as_utf8(body) else "cp1252"
-    return body.decode(codec, errors="replace")
+    if codec is not None:
+        return body.decode(codec, errors="replace")
+    match = _CHARSET_PARAM.search(content_type)
+    in_header = _codec(match.group(1)) if match else None
+    text = _read_as(body, in_header)
+    if text is not None:
+        return text
+    if html:
+        match = _META_CHARSET.search(body[:4096])
+    else:
+        match = _XML_ENCODING.match(body[:1024])
+    label = match.group(1).decode("ascii", "replace") if match else None
+    in_document = _in_document(label)
+    text = _read_as(body, in_document)
+    if text is None and "utf-8" not in (in_header, in_document):
+        text = _read_as_utf8(body)  # not asked yet
+    if text is None:
+        text = body.decode("cp1252", errors="replace")
+    return text
 
 
 def _in_document(label: str | None) -> str | None:
@@ -161,43 +169,49 @@ def _in_document(label: str | None) -> str | None:
     return codec
 
 
-def _reads_as_utf8(body: bytes) -> bool:
-    """Whether the bytes are UTF-8: all of them, or all but a few stray bytes
-    among many characters that only UTF-8 reads. Latin-1 or Shift_JIS bytes
-    read as UTF-8 are nearly all stray, and would each become the same U+FFFD,
-    so "café" -> "cafè" would never be seen as a change."""
+def _read_as(body: bytes, codec: str | None) -> str | None:
+    """The body read as a declared codec, unless the bytes plainly
+    contradict it: UTF-8 whose bytes are not (None: ask the next source),
+    or a legacy encoding whose non-ASCII bytes are all valid UTF-8, which no
+    legacy text is by chance. Each body is decoded once where it can be:
+    the strict UTF-8 reading that proves the label is the text returned."""
+    if codec is None:
+        return None
+    if codec == "utf-8":
+        return _read_as_utf8(body)
+    if not codec.startswith("utf-16") and not body.isascii():
+        with contextlib.suppress(UnicodeDecodeError):
+            return body.decode("utf-8")
+    return body.decode(codec, errors="replace")
+
+
+# Every ASCII byte made a space, so that splitting a body on whitespace gives
+# its runs of non-ASCII bytes (a word's letters, a sentence of Japanese).
+_ASCII_TO_SPACE = bytes.maketrans(bytes(range(128)), b" " * 128)
+# How many runs of non-ASCII bytes that are not UTF-8 a page may hold for each
+# one that is, and still be read as UTF-8.
+_STRAY_RUNS_PER_UTF8_RUN = 8
+
+
+def _read_as_utf8(body: bytes) -> str | None:
+    """The body read as UTF-8, when its bytes are: all of them, or all but
+    some stray bytes among runs that are whole UTF-8 characters. Text in a
+    legacy encoding read as UTF-8 almost never holds a run of non-ASCII bytes
+    that is UTF-8 throughout, and would turn each letter into the same
+    U+FFFD, so "café" -> "cafè" would never be seen as a change. The margin
+    is wide, so a UTF-8 page with a few pasted Latin-1 bytes is not read one
+    way on one check and the other way on the next."""
     try:
-        body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    else:
-        return True
-    replaced = body.decode("utf-8", errors="replace")
-    kept = body.decode("utf-8", errors="ignore")
-    stray = len(replaced) - len(kept)
-    characters = len(kept) - len(kept.encode("ascii", errors="ignore"))
-    return characters > stray
-
-
-def _checked_codec(body: bytes, codec: str | None) -> str | None:
-    """A declared codec, unless the bytes plainly contradict it: UTF-8 whose
-    bytes are not (None: ask the next source), or a legacy encoding whose
-    non-ASCII bytes are all valid UTF-8, which no legacy text is by chance."""
-    if codec is None or codec.startswith("utf-16"):
-        return codec
-    if codec == "utf-8":
-        return codec if _reads_as_utf8(body) else None
-    if not body.isascii() and _is_utf8(body):
-        return "utf-8"
-    return codec
-
-
-def _is_utf8(body: bytes) -> bool:
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    runs = body.translate(_ASCII_TO_SPACE).split()
+    read = b" ".join(runs).decode("utf-8", errors="replace").split(" ")
+    utf8_runs = sum(1 for run in read if "\ufffd" not in run)
+    stray_runs = len(runs) - utf8_runs
+    if utf8_runs == 0 or stray_runs > utf8_runs * _STRAY_RUNS_PER_UTF8_RUN:
+        return None
+    return body.decode("utf-8", errors="replace")
 
 
 def _looks_like_html(head: bytes) -> bool:

@@ -82,17 +82,27 @@ class _BrotliStage:
     def feed(self, data: bytes) -> Iterator[bytes]:
         try:
             out = self._b.process(data, output_buffer_limit=_DECODE_PIECE)
-            while out:
+            if out:
                 yield out
-                if self._b.is_finished() or self._b.can_accept_more_data():
-                    return
-                out = self._b.process(b"", output_buffer_limit=_DECODE_PIECE)
+                yield from self._drain()
         except brotli.error as exc:
             detail = "a br body that could not be decoded"
             raise FetchError(ErrorKind.PROTOCOL, detail=detail) from exc
 
+    def _drain(self) -> Iterator[bytes]:
+        # The decoder takes in all it is given but hands out at most a piece
+        # per call, and says it can accept more data while decoded output is
+        # still waiting: only an empty answer means the input is used up.
+        while not self._b.is_finished():
+            out = self._b.process(b"", output_buffer_limit=_DECODE_PIECE)
+            if not out:
+                return
+            yield out
+
     def flush(self) -> Iterator[bytes]:
-        return iter(())  # truncated: keep what decoded, as with gzip
+        # Truncated: keep what decoded, as with gzip.
+        with contextlib.suppress(brotli.error):
+            yield from self._drain()
 
 
 class BodyReader:

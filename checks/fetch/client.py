@@ -58,7 +58,7 @@ class FetchResult:
         charset = httpx.Response(200, headers=self.headers).charset_encoding or "utf-8"
         try:
             return self.content.decode(charset, errors="replace")
-        except LookupError:
+        except (LookupError, UnicodeError):  # unknown, or a codec that reads nothing
             return self.content.decode("utf-8", errors="replace")
 
 
