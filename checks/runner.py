@@ -35,7 +35,6 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
-from django.utils import timezone
 
 from checks import notify, outages, shared_clock
 from checks.ai.stage import Enricher
@@ -409,7 +408,7 @@ def finish(check_id: uuid.UUID) -> Check | None:
         check = Check.objects.lock(check_id, Check.Status.RUNNING)
         if check is None:
             return None
-        check.finish(timezone.now(), announce=_announce_finished)
+        check.finish(shared_clock.now(), announce=_announce_finished)
         return check
 
 
@@ -431,7 +430,7 @@ def fail(
         check = Check.objects.filter(where or Q()).lock(check_id, *Check.IN_FLIGHT)
         if check is None:
             return False
-        check.fail(message, now or timezone.now())
+        check.fail(message, now or shared_clock.now())
         notify.on_check_finished(check)
         return True
 
