@@ -164,16 +164,23 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             self.filter(metadata__has_key="screenshot")
             .order_by("check_run__created_at", "created_at")
             .values_list(
-                "pk", "check_run_id", "target_id", "url", KT("metadata__screenshot")
+                "pk",
+                "check_run_id",
+                "check_run__monitor_id",
+                "target_id",
+                "url",
+                KT("metadata__screenshot"),
             )
         )
         if not going:
             return
         # Per page, the screenshot of its latest result that goes and that
         # result's check: what the page's next result is compared with.
-        last: dict[tuple[Any, str], tuple[Any, str]] = {}
-        for _pk, check_id, target_id, url, digest in going:
-            last[(target_id, url)] = (check_id, digest)
+        last: dict[tuple[Any, Any, str], tuple[Any, str]] = {}
+        monitor_of: dict[Any, Any] = {}
+        for _pk, check_id, monitor_id, target_id, url, digest in going:
+            last[(monitor_id, target_id, url)] = (check_id, digest)
+            monitor_of[check_id] = monitor_id
         following_check = Check.objects.filter(
             monitor_id=OuterRef("monitor_id"), created_at__gt=OuterRef("created_at")
         ).order_by("created_at")
@@ -182,10 +189,14 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             .annotate(following=Subquery(following_check.values("pk")[:1]))
             .values_list("pk", "following")
         )
+        # The next check is of the same monitor as the one before it.
+        monitor_of.update(
+            {after: monitor_of[before] for before, after in next_check.items()}
+        )
         following = (
             PageResult.objects.filter(
                 check_run__in={pk for pk in next_check.values() if pk is not None},
-                url__in={url for _target, url in last},
+                url__in={url for _monitor, _target, url in last},
                 metadata__has_key="screenshot",
             )
             .exclude(pk__in=[row[0] for row in going])
@@ -193,7 +204,8 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         )
         handed: list[tuple[PageResult, str]] = []
         for page in following:
-            check_id, digest = last.get((page.target_id, page.url), (None, ""))
+            key = (monitor_of.get(page.check_run_id), page.target_id, page.url)
+            check_id, digest = last.get(key, (None, ""))
             if check_id is not None and next_check.get(check_id) == page.check_run_id:
                 handed.append((page, digest))
         PageResult.keep_previous_screenshots(handed)
