@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from checks import runner
+from checks.errors import wait_words
 from checks.models import Check, CheckBatch, Heartbeat
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def service_warnings(now: datetime) -> list[str]:
         warnings.append(
             "Pages that need a web browser are waiting and no worker that runs "
             "one is taking them: start a browser worker. Their checks end "
-            "after 10 minutes otherwise."
+            f"after {wait_words(CheckBatch.REQUEUE_AFTER)} otherwise."
         )
     return warnings
 

@@ -24,8 +24,9 @@ from typing import Any
 
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.deletion import ProtectedError
+from django.db.models.functions import Coalesce
 
 from checks import storage
 from checks.deleting import (
@@ -98,16 +99,28 @@ def expired_checks(days: int, cutoff: datetime) -> QuerySet[Check]:
     """Finished checks of monitors keeping `days` days, created before cutoff.
     In-flight checks are never purged, whatever their age, nor changes a
     digest of the monitor's has still to tell (a weekly digest of a monitor
-    keeping 2 days): they wait for it."""
+    keeping 2 days): they wait for it. A digest tells a change by when its
+    page was found, not when its check began, so a check that began before
+    a digest's time and found pages after it waits for the next digest: it
+    is measured by its newest page (page_check_order_idx finds it)."""
+    newest_page = (
+        PageResult.objects.filter(check_run=OuterRef("pk"))
+        .order_by("-created_at")
+        .values("created_at")[:1]
+    )
     untold = MonitorChannel.objects.filter(
         monitor=OuterRef("monitor_id"),
-        channel__digest_since__lte=OuterRef("created_at"),
+        channel__digest_since__lte=OuterRef("last_page_at"),
     ).exclude(channel__digest="")
-    return Check.objects.filter(
-        monitor__retention_days=days,
-        created_at__lt=cutoff,
-        status__in=Check.FINISHED,
-    ).exclude(Q(found_changes=True) & Exists(untold))
+    return (
+        Check.objects.filter(
+            monitor__retention_days=days,
+            created_at__lt=cutoff,
+            status__in=Check.FINISHED,
+        )
+        .alias(last_page_at=Coalesce(Subquery(newest_page), "created_at"))
+        .exclude(Q(found_changes=True) & Exists(untold))
+    )
 
 
 def _in_batches(

@@ -35,10 +35,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
-from django.utils import timezone
 
 from checks import notify, outages, shared_clock
 from checks.ai.stage import Enricher
+from checks.errors import wait_words
 from checks.fetch import OutboundClient, Resolver
 from checks.models import Check, CheckBatch, Heartbeat
 from checks.pipeline import plan as planning
@@ -58,19 +58,30 @@ MAX_ATTEMPTS = 3
 # A queued check no worker picked up within this long lost its message.
 STALE_QUEUED_AFTER = timedelta(minutes=10)
 STALE_SWEEP_LIMIT = 500
-STALE_QUEUED_MESSAGE = (
-    "Monitor check was not picked up by a worker within 10 minutes and was ended."
-)
 STALE_RUNNING_MESSAGE = (
     "Monitor check stopped responding (its worker was lost) and was ended."
 )
 GIVEN_UP_MESSAGE = f"Monitor check was given up after {MAX_ATTEMPTS} attempts."
-NO_BROWSER_MESSAGE = (
-    "Monitor check needs a web browser for some pages, and no worker that "
-    "runs one took them within 10 minutes; it was ended."
-)
 TIME_LIMIT_MESSAGE = "Monitor check exceeded its time limit and was stopped."
 CRASH_MESSAGE = "Monitor check failed because of an internal error."
+
+
+def stale_queued_message() -> str:
+    """Said on a queued check no worker picked up within STALE_QUEUED_AFTER."""
+    return (
+        "Monitor check was not picked up by a worker within "
+        f"{wait_words(STALE_QUEUED_AFTER)} and was ended."
+    )
+
+
+def no_browser_message() -> str:
+    """Said on a check whose browser pages no worker took within
+    CheckBatch.REQUEUE_AFTER (fail_stale_checks)."""
+    return (
+        "Monitor check needs a web browser for some pages, and no worker that "
+        f"runs one took them within {wait_words(CheckBatch.REQUEUE_AFTER)}; "
+        "it was ended."
+    )
 
 
 def stale_running_after() -> timedelta:
@@ -409,7 +420,7 @@ def finish(check_id: uuid.UUID) -> Check | None:
         check = Check.objects.lock(check_id, Check.Status.RUNNING)
         if check is None:
             return None
-        check.finish(timezone.now(), announce=_announce_finished)
+        check.finish(shared_clock.now(), announce=_announce_finished)
         return check
 
 
@@ -431,7 +442,7 @@ def fail(
         check = Check.objects.filter(where or Q()).lock(check_id, *Check.IN_FLIGHT)
         if check is None:
             return False
-        check.fail(message, now or timezone.now())
+        check.fail(message, now or shared_clock.now())
         notify.on_check_finished(check)
         return True
 
@@ -462,7 +473,7 @@ def fail_stale_checks(now: datetime) -> int:
     for pk, status, heartbeat_at, attempts in stale:
         if status == Check.Status.QUEUED:
             where = Q(status=status, created_at__lt=queued_before)
-            failed += fail(pk, STALE_QUEUED_MESSAGE, now, where=where)
+            failed += fail(pk, stale_queued_message(), now, where=where)
             continue
         batches = CheckBatch.objects.filter(check_run_id=pk)
         if batches.open().exists():
@@ -596,7 +607,7 @@ def _requeue_lost_batches(now: datetime) -> int:
             if no_browser:
                 # Sent again, it would wait again, and its check with it, for
                 # ever (and every later check of its monitor be skipped).
-                if fail(batch.check_run_id, NO_BROWSER_MESSAGE, now):
+                if fail(batch.check_run_id, no_browser_message(), now):
                     failed += 1
                     logger.warning(
                         "Check %s ended: its browser pages waited %d minutes and "

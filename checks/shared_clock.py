@@ -21,7 +21,7 @@ import logging
 import time
 from datetime import datetime, timedelta
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,10 @@ def _measure_if_due() -> None:
         return
     try:
         before = timezone.now()
-        with connection.cursor() as cursor:
+        # In a savepoint: the time is asked inside transactions (a check's
+        # batches are stamped in one), and a failed query would otherwise
+        # leave the caller's transaction aborted.
+        with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SELECT clock_timestamp()")
             theirs = cursor.fetchone()[0]
         ours = before + (timezone.now() - before) / 2

@@ -212,6 +212,24 @@ def test_healthz_warns_while_browser_pages_wait_with_no_browser_worker(
     assert "warnings" not in client.get("/healthz").json()
 
 
+def test_how_long_browser_pages_wait_is_said_as_long_as_they_wait(
+    client, team, site, sent, monkeypatch
+):
+    """The words said "10 minutes" whatever CheckBatch.REQUEUE_AFTER was."""
+    monkeypatch.setattr(CheckBatch, "REQUEUE_AFTER", timedelta(minutes=20))
+    check = browser_check_left_waiting(team, site)
+
+    warnings = client.get("/healthz").json()["warnings"]
+    runner.fail_stale_checks(timezone.now())
+
+    assert warnings == [NO_BROWSER_WARNING.replace("10 minutes", "20 minutes")]
+    check.refresh_from_db()
+    assert check.error == (
+        "Monitor check needs a web browser for some pages, and no worker that "
+        "runs one took them within 20 minutes; it was ended."
+    )
+
+
 def test_a_check_whose_browser_worker_went_quiet_long_ago_ends_saying_so(
     team, site, sent
 ):

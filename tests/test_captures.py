@@ -13,6 +13,8 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from PIL import Image, ImageDraw
@@ -331,6 +333,48 @@ def test_the_oldest_kept_change_still_shows_how_it_looked_before_after_retention
         "page-visual-change", args=[monitor.pk, page.check_run_id, page.pk]
     )
     assert web.get(marked).status_code == 200
+
+
+def screenshotted_history(team, pages: int) -> list[PageResult]:
+    """A monitor whose expired check took `pages` screenshots and whose kept
+    check took them again: the kept results, each to be handed the one
+    before it."""
+    monitor = make_monitor(team)
+    old = make_check(monitor)
+    Check.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(days=60)
+    )
+    kept = make_check(monitor)
+    urls = [f"https://example.com/page-{n}" for n in range(pages)]
+    for n, url in enumerate(urls):
+        gone = result_with(old, png((n, n, n + 5, n + 5)), when=timedelta(days=-60))
+        PageResult.objects.filter(pk=gone.pk).update(url=url)
+    stay = []
+    for n, url in enumerate(urls):
+        page = result_with(kept, png((n, 50, n + 60, 90)))
+        PageResult.objects.filter(pk=page.pk).update(url=url)
+        stay.append(page)
+    Capture.objects.update(created_at=timezone.now() - timedelta(days=60))
+    return stay
+
+
+def test_retention_hands_screenshots_over_in_as_many_queries_for_many_pages(team):
+    """Each page's next result was looked up on its own, by a URL no index
+    covers: a query per screenshotted page, each reading the monitor's later
+    history."""
+    counts = []
+    for pages in (2, 6):
+        kept = screenshotted_history(team, pages)
+        with CaptureQueriesContext(connection) as queries:
+            purged = retention.purge_expired(timezone.now())
+        assert purged.checks == 1 and purged.captures == 0
+        for page in kept:
+            page = PageResult.objects.get(pk=page.pk)
+            before = page.previous_screenshot()
+            assert before is not None and before != page.screenshot
+            assert page.captures.filter(content_hash=before).exists()
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
 
 
 # --- Turning screenshots on in the dashboard's form ------------------------------

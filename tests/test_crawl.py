@@ -18,7 +18,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from checks import runner
+from checks import runner, shared_clock
 from checks.crawl import scope as scope_module
 from checks.crawl.discovery import discover
 from checks.crawl.frontier import Frontier
@@ -1225,6 +1225,26 @@ def test_a_sitemap_only_crawl_of_a_site_without_one_says_why_in_words(team, site
         "lists, so no page was checked."
     )
     assert not any(word in reason for word in API_WORDS)
+
+
+def test_a_crawl_on_a_machine_whose_clock_is_ahead_is_timed_on_the_databases_clock(
+    team, site, settings, monkeypatch
+):
+    """A check's start is stamped by the database's clock (shared_clock), but
+    its crawl deadline and its end were measured by this machine's: an hour
+    ahead, every crawl stopped at once and ended before it began."""
+    monkeypatch.setattr(shared_clock, "_offset", timedelta(hours=-1))
+    settings.CRAWL_DEADLINE_SECONDS = 600
+    site.html("/", "Home", nav("/a", "/b"))
+    for name in "ab":
+        site.html(f"/{name}", name, f"<p>{name}</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert crawl_result(check)["truncated"] is False
+    assert check.pages.count() == 3
+    assert check.started_at <= check.finished_at <= shared_clock.now()
 
 
 def test_a_crawl_past_its_time_says_so_without_the_settings_name(team, site, settings):

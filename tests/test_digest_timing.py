@@ -154,3 +154,48 @@ def test_a_change_waits_for_the_weekly_digest_that_tells_it_however_short_the_re
     assert told_pages(made) == ["https://example.com/wednesday"]
     purge_expired(next_due + timedelta(hours=1))
     assert not Check.objects.filter(pk=told.pk).exists()
+
+
+def test_a_check_begun_before_the_digest_whose_changes_land_after_waits_for_the_next(
+    api, team, scenario
+):
+    """Retention kept a change for a digest by when its check began, but a
+    digest tells changes by when each page was found: a check begun a minute
+    before Monday's digest, its change found a minute after, was deleted on
+    Wednesday, before the next Monday's digest could tell it."""
+    with time_machine.travel(MADE, tick=False):
+        response = api.post(
+            "/v2/channels",
+            {
+                "name": "Weekly news",
+                "kind": "webhook",
+                "settings": {"url": "https://e.com/h"},
+                "digest": "weekly",
+                "digestAt": "09:00",
+            },
+            format="json",
+        )
+    assert response.status_code == 200, response.content
+    weekly = Channel.objects.get(pk=response.json()["data"]["id"])
+    monitor = make_monitor(team)
+    Monitor.objects.filter(pk=monitor.pk).update(retention_days=2)
+    MonitorChannel.objects.create(monitor=monitor, channel=weekly)
+    with time_machine.travel(DUE - timedelta(minutes=1), tick=False):
+        straddling = scenario.start(monitor)
+    with time_machine.travel(DUE + timedelta(minutes=1), tick=False):
+        scenario.page(
+            straddling,
+            "https://example.com/straddling",
+            "changed",
+            judgment=judged(True),
+        )
+        scenario.finish(straddling)
+
+    assert told_pages(digests.queue_due(DUE + timedelta(seconds=40))) == []
+    purge_expired(DUE + timedelta(days=3))
+    assert Check.objects.filter(pk=straddling.pk).exists()
+    made = digests.queue_due(DUE + timedelta(days=7, seconds=40))
+
+    assert told_pages(made) == ["https://example.com/straddling"]
+    purge_expired(DUE + timedelta(days=7, hours=1))
+    assert not Check.objects.filter(pk=straddling.pk).exists()

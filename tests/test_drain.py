@@ -15,6 +15,7 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from checks import shared_clock
 from checks.models import Delivery, DeliveryAttempt
 from checks.notify import channels, drain, messages, outbox, own, sweep
 from checks.notify.tasks import drain_task
@@ -129,6 +130,32 @@ def test_a_hanging_receiver_does_not_hold_back_the_others_recorded_outcomes(
     stuck_row.refresh_from_db()
     assert stuck_row.status == "pending" and stuck_row.attempts == 1
     assert stuck_row.last_error
+
+
+def test_a_failed_attempt_is_retried_by_the_databases_clock_not_the_machines(
+    team, receiver, monkeypatch
+):
+    """The sweeper finds retries due by the database's clock (shared_clock),
+    but a failed attempt's retry time was set by this machine's: an hour
+    behind, every retry was due an hour early, at once."""
+    monkeypatch.setattr(shared_clock, "_offset", timedelta(hours=1))
+    receiver.site.handle("/down", lambda request: (500, {}, b"down"))
+    channel = Channel.objects.create(
+        team=team,
+        name="Down",
+        kind="webhook",
+        settings={"url": receiver.site.url("/down")},
+    )
+    row = channels.create(channel, None, None, messages.test(channel.name))
+    before = shared_clock.now()
+
+    drain.drain([row.pk])
+
+    row.refresh_from_db()
+    assert row.status == "pending" and row.attempts == 1
+    assert before <= row.updated_at <= shared_clock.now()
+    assert row.next_attempt_at - row.updated_at >= drain.RETRY_DELAYS[0]
+    assert not Delivery.objects.due(shared_clock.now()).filter(pk=row.pk).exists()
 
 
 @pytest.mark.django_db(transaction=True)

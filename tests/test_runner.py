@@ -1123,7 +1123,7 @@ def test_stale_checks_are_failed_and_fresh_ones_left_alone(team):
 
     lost_message.refresh_from_db()
     assert lost_message.status == Check.Status.FAILED
-    assert lost_message.error == runner.STALE_QUEUED_MESSAGE
+    assert lost_message.error == runner.stale_queued_message()
     lost_worker.refresh_from_db()
     assert lost_worker.status == Check.Status.FAILED
     assert lost_worker.error == runner.STALE_RUNNING_MESSAGE

@@ -106,7 +106,7 @@ def test_on_procfile_large_without_its_browser_worker_a_browser_check_ends_sayin
         stopped(worker)
 
     check.refresh_from_db()
-    assert check.error == runner.NO_BROWSER_MESSAGE
+    assert check.error == runner.no_browser_message()
     assert "no worker serves the browser queue 'browser'" in worker.log()
     assert Monitor.objects.get(pk=monitor.pk).current_check_id is None
 

@@ -25,8 +25,8 @@ from urllib.parse import parse_qsl, urlsplit
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F
-from django.utils import timezone
 
+from checks import shared_clock
 from checks.browser.options import browser_options
 from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl.discovery import robots_of
@@ -217,7 +217,7 @@ class Frontier:
         if not fresh:
             return []
         deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
-        if check.started_at and timezone.now() - check.started_at > deadline:
+        if check.started_at and shared_clock.now() - check.started_at > deadline:
             minutes = round(deadline.total_seconds() / 60)
             _truncate(row, DEADLINE_REASON.format(minutes=minutes))
             return []

@@ -152,38 +152,63 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         with a screenshot keeps the one before its own, since that is what
         it is compared with (PageResult.previous_screenshot), and links its
         capture, which keeps it from retention's purge of unreferenced ones.
-        One lookup per page that had screenshots, none for the others."""
+
+        The next result is looked for in the next check of the monitor only:
+        that check is found by check_monitor_list_idx and its pages by their
+        check, where a search by URL (no index covers it) read every later
+        result of the monitor for each page. A page that has no screenshot in
+        that check (it failed there, say) keeps none. A fixed number of
+        queries for any number of results."""
+        Check = self.model._meta.get_field("check_run").related_model
         going = list(
             self.filter(metadata__has_key="screenshot")
-            .order_by("created_at")
+            .order_by("check_run__created_at", "created_at")
             .values_list(
                 "pk",
+                "check_run_id",
                 "check_run__monitor_id",
                 "target_id",
                 "url",
-                "created_at",
                 KT("metadata__screenshot"),
             )
         )
+        if not going:
+            return
+        # Per page, the screenshot of its latest result that goes and that
+        # result's check: what the page's next result is compared with.
         last: dict[tuple[Any, Any, str], tuple[Any, str]] = {}
-        for _pk, monitor_id, target_id, url, created_at, digest in going:
-            last[(monitor_id, target_id, url)] = (created_at, digest)
-        leaving = [row[0] for row in going]
-        for (monitor_id, target_id, url), (created_at, digest) in last.items():
-            following = (
-                PageResult.objects.filter(
-                    check_run__monitor_id=monitor_id,
-                    target_id=target_id,
-                    url=url,
-                    created_at__gt=created_at,
-                    metadata__has_key="screenshot",
-                )
-                .exclude(pk__in=leaving)
-                .order_by("created_at")
-                .first()
+        monitor_of: dict[Any, Any] = {}
+        for _pk, check_id, monitor_id, target_id, url, digest in going:
+            last[(monitor_id, target_id, url)] = (check_id, digest)
+            monitor_of[check_id] = monitor_id
+        following_check = Check.objects.filter(
+            monitor_id=OuterRef("monitor_id"), created_at__gt=OuterRef("created_at")
+        ).order_by("created_at")
+        next_check = dict(
+            Check.objects.filter(pk__in={check_id for check_id, _ in last.values()})
+            .annotate(following=Subquery(following_check.values("pk")[:1]))
+            .values_list("pk", "following")
+        )
+        # The next check is of the same monitor as the one before it.
+        monitor_of.update(
+            {after: monitor_of[before] for before, after in next_check.items()}
+        )
+        following = (
+            PageResult.objects.filter(
+                check_run__in={pk for pk in next_check.values() if pk is not None},
+                url__in={url for _monitor, _target, url in last},
+                metadata__has_key="screenshot",
             )
-            if following is not None:
-                following.keep_previous_screenshot(digest)
+            .exclude(pk__in=[row[0] for row in going])
+            .only("pk", "check_run_id", "target_id", "url", "visual_change")
+        )
+        handed: list[tuple[PageResult, str]] = []
+        for page in following:
+            key = (monitor_of.get(page.check_run_id), page.target_id, page.url)
+            check_id, digest = last.get(key, (None, ""))
+            if check_id is not None and next_check.get(check_id) == page.check_run_id:
+                handed.append((page, digest))
+        PageResult.keep_previous_screenshots(handed)
 
     def changes_first(self) -> PageResultQuerySet:
         """Changed pages first, then new, removed, failed and unchanged ones,
@@ -537,14 +562,31 @@ class PageResult(models.Model):
         )
         return earlier if isinstance(earlier, str) else None
 
-    def keep_previous_screenshot(self, digest: str) -> None:
-        """Keep `digest` as the screenshot before this one, its capture linked
-        to this result (see PageResultQuerySet.hand_over_screenshots)."""
-        capture = Capture.objects.filter(content_hash=digest).first()
-        if capture is not None:
-            self.captures.add(capture)
-        if not isinstance((self.visual_change or {}).get("before"), str):
-            self.visual_change = {"before": digest}
-            PageResult.objects.filter(pk=self.pk).update(
-                visual_change=self.visual_change
-            )
+    @classmethod
+    def keep_previous_screenshots(cls, pages: Sequence[tuple[PageResult, str]]) -> None:
+        """Keep each digest as the screenshot before its page's own, its
+        capture linked to that page (see
+        PageResultQuerySet.hand_over_screenshots): three queries for them
+        all."""
+        if not pages:
+            return
+        captures = dict(
+            Capture.objects.filter(
+                content_hash__in={digest for _, digest in pages}
+            ).values_list("content_hash", "pk")
+        )
+        links = cls.captures.through
+        links.objects.bulk_create(
+            [
+                links(pageresult_id=page.pk, capture_id=captures[digest])
+                for page, digest in pages
+                if digest in captures
+            ],
+            ignore_conflicts=True,
+        )
+        unset = []
+        for page, digest in pages:
+            if not isinstance((page.visual_change or {}).get("before"), str):
+                page.visual_change = {"before": digest}
+                unset.append(page)
+        cls.objects.bulk_update(unset, ["visual_change"])

@@ -45,7 +45,6 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
 from checks import outages, shared_clock
 from checks.notify import deliveries, emails, events, kinds, outbox, own, status
@@ -412,7 +411,7 @@ def record_many(
     """Record attempts that ended: their DeliveryAttempt rows in one INSERT,
     the delivered rows in one UPDATE per status code, the others one by one
     (each has its own retry time)."""
-    now = timezone.now()
+    now = shared_clock.now()
     delivered: dict[int | None, list[Delivery]] = defaultdict(list)
     failed: list[tuple[Delivery, DeliveryError, dict[str, Any]]] = []
     for delivery, outcome, _ in ended:
@@ -443,7 +442,9 @@ def keep_done_with(delivery: Delivery, accounts: Sequence[int]) -> bool:
     sends to them again, even after this worker is killed. Only while this
     drain's claim holds the row; False when it does not (or the row is gone)."""
     done = sorted({*delivery.done_with, *accounts})
-    if not _still_ours([delivery]).update(done_with=done, updated_at=timezone.now()):
+    if not _still_ours([delivery]).update(
+        done_with=done, updated_at=shared_clock.now()
+    ):
         return False
     delivery.done_with = done
     return True
