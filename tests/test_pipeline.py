@@ -275,7 +275,7 @@ def test_a_utf8_page_the_last_release_read_as_windows_1252_is_read_again_quietly
     monitor = make_monitor(team, [url])
     run_check(monitor)
     last_release_hash = hashlib.sha256(
-        b"reading 2\0" + url.encode() + b"\0" + label.encode() + b"\0" + served
+        url.encode() + b"\0" + label.encode() + b"\0" + served + b"\0reading 2"
     ).hexdigest()
     PageState.objects.update(body_hash=last_release_hash)
     site.page("/menu", served, content_type=label)

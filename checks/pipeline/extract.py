@@ -114,18 +114,27 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
 READING = 3
 
 
-def body_hash(fetched: FetchResult, reading: int = READING) -> str:
+def body_digest(fetched: FetchResult) -> Any:
+    """The hash of what a page answered (address, label, bytes), before its
+    reading is added: one pass over the bytes serves every reading's hash."""
     digest = hashlib.sha256()
-    if reading > 1:
-        digest.update(f"reading {reading}\0".encode())
     for part in (fetched.final_url, fetched.headers.get("content-type", "")):
         digest.update(part.encode() + b"\0")
     digest.update(fetched.content)
+    return digest
+
+
+def body_hash(digest: Any, reading: int = READING) -> str:
+    """`digest` (body_digest) under `reading`: the reading comes last, so the
+    bytes are hashed once for all readings. Reading 1 is the plain hash."""
+    if reading > 1:
+        digest = digest.copy()
+        digest.update(f"\0reading {reading}".encode())
     return digest.hexdigest()
 
 
-def _older_readings(fetched: FetchResult) -> set[str]:
-    return {body_hash(fetched, reading) for reading in range(1, READING)}
+def _older_readings(digest: Any) -> set[str]:
+    return {body_hash(digest, reading) for reading in range(1, READING)}
 
 
 def _add_browser_output(outcome: Outcome, fetched: BrowserResult) -> None:
@@ -235,7 +244,8 @@ def _extracted(
     metadata: dict[str, Any],
     content_type: str,
 ) -> Outcome:
-    digest = body_hash(fetched)
+    answered = body_digest(fetched)
+    digest = body_hash(answered)
     same_options = baseline is not None and baseline.options_hash == options_hash(
         job.options
     )
@@ -297,7 +307,7 @@ def _extracted(
         # it was stored in an older format).
         outcome.keep_baseline(baseline, source, source_format, digest_text)
         return outcome
-    if same_options and baseline.body_hash in _older_readings(fetched):
+    if same_options and baseline.body_hash in _older_readings(answered):
         # The very bytes of the baseline, whose text an older release read
         # otherwise (a charset it got wrong): not a change of the page, so the
         # new reading becomes the baseline quietly.
