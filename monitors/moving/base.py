@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -27,8 +27,29 @@ from monitors import rules
 from monitors.schedule import min_interval_minutes
 from monitors.target_kinds import pages_target
 
-if TYPE_CHECKING:
-    from monitors.moving.remote import Bounds
+
+@dataclass(frozen=True)
+class Bounds:
+    """How long one reading may take, and how many watches it may read."""
+
+    seconds: int
+    watches: int | None = None
+
+    def too_slow(self) -> str:
+        if self.watches is None:
+            return (
+                f"in {self.seconds // 60} minutes, the longest one import waits. "
+                "Try again when it is less busy, or upload a file of its watches "
+                "instead."
+            )
+        return f"in {self.seconds} seconds, the longest a request waits. {ELSEWHERE}"
+
+
+ELSEWHERE = (
+    "Import them on the dashboard's Import page, which reads them in the "
+    "background, or send a file of its watches instead."
+)
+
 
 # What one import reads: more watches than this is not one team's monitors.
 # Readers read one more, so that `capped` can say the rest were left out.

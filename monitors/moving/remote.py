@@ -8,13 +8,12 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, OutboundClient
-from monitors.moving.base import ImportRefused, max_bytes
+from monitors.moving.base import ELSEWHERE, Bounds, ImportRefused, max_bytes
 from monitors.url_rule import url_syntax_error
 
 # How many watches a reader reads between two reports of its progress; and
@@ -43,29 +42,6 @@ CONCURRENCY = 4
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """How long one reading may take, and how many watches it may read."""
-
-    seconds: int
-    watches: int | None = None
-
-    def too_slow(self) -> str:
-        if self.watches is None:
-            return (
-                f"in {self.seconds // 60} minutes, the longest one import waits. "
-                "Try again when it is less busy, or upload a file of its watches "
-                "instead."
-            )
-        return f"in {self.seconds} seconds, the longest a request waits. {ELSEWHERE}"
-
-
-ELSEWHERE = (
-    "Import them on the dashboard's Import page, which reads them in the "
-    "background, or send a file of its watches instead."
-)
 
 
 def in_background() -> Bounds:
