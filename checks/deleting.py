@@ -1,5 +1,6 @@
 """Deleting monitors, teams and channels for good, with everything they recorded: the
-admin's delete (the dashboard and the API only mark a monitor deleted).
+admin's delete (the dashboard and the API only mark a monitor deleted, with
+soft_delete_monitor).
 
 Django's delete() reads into Python every row it cascades to that it cannot
 delete in one statement, and page results and deliveries are such rows (their
@@ -14,6 +15,7 @@ entries let go of the monitor and keep its name, channel links).
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -56,6 +58,14 @@ def discard_pages(
             PageResult.objects.filter(pk__in=ids).discard()
         done += 1
     return not pages.exists()
+
+
+def soft_delete_monitor(monitor: Monitor, now: datetime) -> None:
+    """The dashboard's and the API's delete: the monitor is marked deleted and
+    its history kept for its retention days, now counted as a deleted
+    monitor's in its team's storage figure, which is marked stale."""
+    monitor.soft_delete(now)
+    storage.forget_team_usage([monitor.team_id])
 
 
 def delete_history(monitor_ids: Collection[Any]) -> None:

@@ -39,14 +39,7 @@ class DatabaseCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield from self._checks()
-        yield self._counter(
-            "pagewatch_pages",
-            "Page results recorded, by status",
-            ["status"],
-            PageResult.objects.values_list("status").annotate(n=Count("pk")),
-            product(PageResult.Status.values),
-        )
-        yield self._changes()
+        yield from self._pages()
         yield self._counter(
             "pagewatch_deliveries",
             "Notification deliveries, by kind and outcome",
@@ -81,7 +74,24 @@ class DatabaseCollector(Collector):
             family.add_metric(list(values), count)
         return family
 
-    def _changes(self) -> Metric:
+    def _pages(self) -> Iterator[Metric]:
+        # One pass over the page results for both families: by status, and
+        # the changed ones by verdict.
+        rows = list(
+            PageResult.objects.values_list("status", "verdict")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+        by_status: dict[str, int] = {}
+        for status, _, n in rows:
+            by_status[status] = by_status.get(status, 0) + n
+        yield self._counter(
+            "pagewatch_pages",
+            "Page results recorded, by status",
+            ["status"],
+            by_status.items(),
+            product(PageResult.Status.values),
+        )
         # The label says what people were told: a change that matters, one
         # judged unimportant (noise), one the judge failed on (reported like
         # any change), or one no judge looked at (judging off: it counts).
@@ -91,17 +101,15 @@ class DatabaseCollector(Collector):
             PageResult.Verdict.NOT_JUDGED: "not_judged",
             PageResult.Verdict.NONE: "not_judging",
         }
-        rows = (
-            PageResult.objects.filter(status=PageResult.Status.CHANGED)
-            .values_list("verdict")
-            .annotate(n=Count("pk"))
-            .order_by()
-        )
-        return self._counter(
+        yield self._counter(
             "pagewatch_changes",
             "Changed pages, by what the goal judge made of them",
             ["verdict"],
-            [(words.get(verdict, verdict), n) for verdict, n in rows],
+            [
+                (words.get(verdict, verdict), n)
+                for status, verdict, n in rows
+                if status == PageResult.Status.CHANGED
+            ],
             [(word,) for word in words.values()],
         )
 

@@ -112,19 +112,36 @@ def _key(team_id: int) -> str:
     return f"storage:team:{team_id}"
 
 
+def _generation_key(team_id: int) -> str:
+    # Counts the team's marks of staleness: a measurement writes its figure
+    # only if none happened while it read the history.
+    return f"storage:team:{team_id}:generation"
+
+
+def _claim_key(team_id: int) -> str:
+    return f"storage:measuring:{team_id}"
+
+
 def measure_team(team_id: int, now: datetime) -> TeamUsage:
     """Reads every row of the team's history, and keeps the figure in the
-    cache every web process and worker shares."""
+    cache every web process and worker shares, unless the history was marked
+    changed (forget_team_usage) meanwhile: what it read may be from before
+    the change, so the figure stays marked stale, to be measured again. The
+    check and the write are two cache round trips, not one: a change marked
+    between them still loses its mark, a window of a moment instead of a
+    whole measurement."""
+    generation = cache.get(_generation_key(team_id), 0)
     monitors = Monitor.objects.filter(team_id=team_id)
     deleted = monitors.filter(deleted_at__isnull=False)
     usage = TeamUsage(
         _bytes_of(monitors), _bytes_of(deleted) if deleted.exists() else 0, now
     )
-    cache.set(
-        _key(team_id),
-        [usage.total, usage.deleted_bytes, now.timestamp()],
-        TEAM_KEPT_SECONDS,
-    )
+    if cache.get(_generation_key(team_id), 0) == generation:
+        cache.set(
+            _key(team_id),
+            [usage.total, usage.deleted_bytes, now.timestamp()],
+            TEAM_KEPT_SECONDS,
+        )
     return usage
 
 
@@ -154,20 +171,40 @@ def team_usage(team: Team) -> TeamUsage:
 
 
 def forget_team_usage(team_ids: Iterable[int]) -> None:
-    """These teams' history changed (a monitor deleted, history purged): their
-    figure goes once that is committed, so the team page measures again. Not
-    before, or a page read meanwhile would keep the old figure again for
-    TEAM_CACHE_SECONDS. /metrics lacks the team until the periodic measuring,
-    which takes teams never measured first, gets to it."""
-    keys = [_key(team_id) for team_id in set(team_ids)]
-    if keys:
-        transaction.on_commit(lambda: cache.delete_many(keys))
+    """These teams' history changed (a monitor deleted, history purged): once
+    that is committed their figure is marked stale, kept but measured at 0,
+    so /metrics goes on serving the last one (a series that vanished would
+    set off absent() alerts), the team page measures again, and the periodic
+    measuring takes them right after the teams never measured. Not before the
+    commit, or a page read meanwhile would measure the old history again for
+    TEAM_CACHE_SECONDS; a measurement under way meanwhile keeps its figure
+    to itself (measure_team)."""
+    ids = sorted(set(team_ids))
+    if ids:
+        transaction.on_commit(lambda: _mark_stale(ids))
+
+
+def _mark_stale(team_ids: list[int]) -> None:
+    for team_id in team_ids:
+        cache.add(_generation_key(team_id), 0, TEAM_KEPT_SECONDS)
+        cache.incr(_generation_key(team_id))
+    known = cache.get_many([_key(team_id) for team_id in team_ids])
+    cache.set_many(
+        {
+            key: [*value[:2], 0]
+            for key, value in known.items()
+            if isinstance(value, list) and len(value) == 3
+        },
+        TEAM_KEPT_SECONDS,
+    )
 
 
 def measure_stale_teams(now: datetime, limit: int = TEAMS_MEASURED_PER_RUN) -> int:
-    """Measures the teams whose figure is missing or older than
+    """Measures the teams whose figure is missing, marked stale or older than
     TEAM_CACHE_SECONDS, never measured first, then the oldest, at most
-    `limit` of them; returns how many."""
+    `limit` of them; returns how many. Runs may overlap (one is sent every
+    minute and a big team takes longer): each claims a team before reading
+    its history, and one finding a team claimed goes on to the next."""
     team_ids = list(Team.objects.values_list("pk", flat=True))
     known = measured_usage(team_ids)
     never = datetime.min.replace(tzinfo=UTC)
@@ -176,9 +213,19 @@ def measure_stale_teams(now: datetime, limit: int = TEAMS_MEASURED_PER_RUN) -> i
         for team_id in team_ids
     ]
     stale = sorted(item for item in measured_at if now - item[0] >= _FRESH)
-    for _, team_id in stale[:limit]:
-        measure_team(team_id, now)
-    return min(len(stale), limit)
+    measured = 0
+    for _, team_id in stale:
+        if measured == limit:
+            break
+        # Held at most TEAM_CACHE_SECONDS should a worker die mid-way.
+        if not cache.add(_claim_key(team_id), 1, TEAM_CACHE_SECONDS):
+            continue
+        try:
+            measure_team(team_id, now)
+        finally:
+            cache.delete(_claim_key(team_id))
+        measured += 1
+    return measured
 
 
 def database_bytes() -> int:

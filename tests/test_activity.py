@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from checks import dispatch
+from checks import dispatch, storage
 from checks.notify.drain import disable_webhook
 from checks.retention import purge_expired
 from monitors.models import ApiKey, Membership, Monitor
@@ -646,3 +646,23 @@ def test_only_owners_see_the_addresses_others_signed_in_and_acted_from(
     assert "203.0.113.9" not in as_member
     assert "198.51.100.7" in as_member  # their own
     assert "203.0.113.9" in as_owner and "198.51.100.7" in as_owner
+
+
+@pytest.mark.parametrize("via", ["dashboard", "api"])
+def test_deleting_a_monitor_marks_its_teams_storage_figure_stale_and_keeps_it(
+    via, web, api, team, django_capture_on_commit_callbacks
+):
+    monitor = make_monitor(team)
+    measured = storage.measure_team(team.pk, timezone.now())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        if via == "dashboard":
+            web.post(reverse("monitor-delete", args=[monitor.pk]))
+        else:
+            api.delete(f"/v2/monitor/{monitor.pk}")
+
+    monitor.refresh_from_db()
+    assert monitor.deleted_at is not None
+    kept = storage.measured_usage([team.pk])[team.pk]
+    assert kept.total == measured.total
+    assert kept.measured_at.timestamp() == 0

@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from prometheus_client.parser import text_string_to_metric_families
 
 from checks.metrics import DatabaseCollector
@@ -255,3 +256,27 @@ def test_changed_pages_are_counted_by_what_the_judge_made_of_them(
     assert changes("noise") == 2
     assert changes("not_judged") == 1
     assert changes("not_judging") == 0
+
+
+def test_a_scrape_counts_pages_by_status_and_changes_by_verdict_in_one_query(
+    client, metrics_on, team
+):
+    check = make_check(history_monitor(team), datetime.now(UTC), changed=2, new=1)
+    page = make_page(check, "https://e.com/changed")
+    page.verdict = "noise"
+    page.save(update_fields=["verdict"])
+    make_page(check, "https://e.com/added", status="new")
+
+    with CaptureQueriesContext(connection) as queries:
+        counted = scrape(client)
+
+    grouped = [
+        q["sql"]
+        for q in queries
+        if "checks_pageresult" in q["sql"] and "GROUP BY" in q["sql"].upper()
+    ]
+    assert len(grouped) == 1
+    assert counted[("pagewatch_pages_total", (("status", "changed"),))] == 1
+    assert counted[("pagewatch_pages_total", (("status", "new"),))] == 1
+    assert counted[("pagewatch_changes_total", (("verdict", "noise"),))] == 1
+    assert counted[("pagewatch_changes_total", (("verdict", "meaningful"),))] == 0

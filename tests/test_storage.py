@@ -152,7 +152,7 @@ def _cached(team) -> object:
     return value[:2] if value else None
 
 
-def test_deleting_a_monitor_for_good_drops_its_teams_cached_figure_only(
+def test_deleting_a_monitor_for_good_marks_only_its_teams_cached_figure_stale(
     team, other_team, django_capture_on_commit_callbacks
 ):
     from checks.deleting import delete_monitors
@@ -167,13 +167,14 @@ def test_deleting_a_monitor_for_good_drops_its_teams_cached_figure_only(
     with django_capture_on_commit_callbacks(execute=True):
         delete_monitors(Monitor.objects.filter(pk=going.pk))
 
-    assert _cached(team) is None
+    assert _cached(team) == [before.total, before.deleted_bytes]  # for /metrics
+    assert cache.get(f"storage:team:{team.pk}")[2] == 0  # measured again
     assert storage.team_usage(team).total == storage.usage_of(kept).total
     assert storage.team_usage(team).total < before.total
     assert _cached(other_team) == [theirs.total, theirs.deleted_bytes]
 
 
-def test_retention_removing_a_teams_history_drops_its_cached_figure(
+def test_retention_removing_a_teams_history_marks_its_cached_figure_stale(
     team, other_team, django_capture_on_commit_callbacks
 ):
     from checks.retention import purge_expired
@@ -186,13 +187,15 @@ def test_retention_removing_a_teams_history_drops_its_cached_figure(
     )
     monitor_with_a_change(other_team, "Theirs", 100)
     cache.clear()
-    assert storage.team_usage(team).total > 10_000
+    before = storage.team_usage(team).total
+    assert before > 10_000
     theirs = storage.team_usage(other_team)
 
     with django_capture_on_commit_callbacks(execute=True):
         assert purge_expired(now).checks == 1
 
-    assert _cached(team) is None
+    assert _cached(team)[0] == before  # for /metrics, until measured again
+    assert cache.get(f"storage:team:{team.pk}")[2] == 0
     assert storage.team_usage(team).total < 10_000
     assert _cached(other_team) == [theirs.total, theirs.deleted_bytes]
 

@@ -3,10 +3,11 @@ measures it, and how big the database is, without measuring on a scrape."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.cache import cache
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -195,3 +196,101 @@ def test_an_unreachable_cache_leaves_out_the_team_figures_and_says_so_in_one_lin
     assert samples[("pagewatch_database_bytes", ())] > 0
     said = [r for r in caplog.records if "team storage" in r.getMessage()]
     assert len(said) == 1 and said[0].exc_info is None
+
+
+EPOCH = datetime.fromtimestamp(0, tz=UTC)
+
+
+def test_a_change_to_a_teams_history_keeps_its_figure_for_metrics_but_marks_it_stale(
+    client,
+    metrics_on,
+    team,
+    other_team,
+    site,
+    time_machine,
+    django_capture_on_commit_callbacks,
+):
+    time_machine.move_to(timezone.now(), tick=False)
+    run_check(make_monitor(team, [site.html("/", "Home", "<p>home</p>")]))
+    figure = storage.measure_team(team.pk, timezone.now()).total
+    storage.measure_team(other_team.pk, timezone.now())
+    time_machine.shift(timedelta(seconds=1))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        storage.forget_team_usage([team.pk])
+
+    assert figures(scrape(client), team)[0] == figure
+    kept = storage.measured_usage([team.pk])[team.pk]
+    assert (kept.total, kept.measured_at) == (figure, EPOCH)
+    time_machine.shift(LATER)
+    assert storage.measure_stale_teams(timezone.now(), limit=1) == 1
+    assert storage.measured_usage([team.pk])[team.pk].measured_at == timezone.now()
+    assert storage.measured_usage([other_team.pk])[other_team.pk].measured_at < (
+        timezone.now()
+    )
+
+
+def test_the_team_page_measures_again_a_figure_marked_stale(
+    team, time_machine, django_capture_on_commit_callbacks
+):
+    time_machine.move_to(timezone.now(), tick=False)
+    storage.team_usage(team)
+    time_machine.shift(timedelta(seconds=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        storage.forget_team_usage([team.pk])
+
+    assert storage.team_usage(team).measured_at == timezone.now()
+    assert storage.measured_usage([team.pk])[team.pk].measured_at == timezone.now()
+
+
+def test_two_interleaved_runs_of_the_periodic_measuring_measure_different_teams(
+    team, other_team, monkeypatch
+):
+    measured: list[list[int]] = [[], []]
+    real = storage.measure_team
+
+    def measure_while_another_run_starts(team_id, now):
+        if not measured[1]:  # the first run, mid-way through its first team
+            measured[1].append(0)
+            monkeypatch.setattr(storage, "measure_team", second_run)
+            storage.measure_stale_teams(now, limit=1)
+            monkeypatch.setattr(storage, "measure_team", first_run)
+        return real(team_id, now)
+
+    def first_run(team_id, now):
+        measured[0].append(team_id)
+        return measure_while_another_run_starts(team_id, now)
+
+    def second_run(team_id, now):
+        measured[1].append(team_id)
+        return real(team_id, now)
+
+    monkeypatch.setattr(storage, "measure_team", first_run)
+    assert storage.measure_stale_teams(timezone.now(), limit=1) == 1
+
+    first, second = measured[0], measured[1][1:]
+    assert len(first) == len(second) == 1
+    assert set(first) | set(second) == {team.pk, other_team.pk}
+    # Both claims are let go once each run is over.
+    assert storage.measure_stale_teams(timezone.now(), limit=5) == 0
+    assert not cache.get(f"storage:measuring:{team.pk}")
+
+
+def test_a_measurement_overtaken_by_a_change_leaves_the_figure_stale(
+    team, site, time_machine, monkeypatch, django_capture_on_commit_callbacks
+):
+    time_machine.move_to(timezone.now(), tick=False)
+    storage.measure_team(team.pk, timezone.now())
+    time_machine.shift(timedelta(seconds=1))
+    real = storage._bytes_of
+
+    def history_deleted_meanwhile(monitors):
+        read = real(monitors)
+        with django_capture_on_commit_callbacks(execute=True):
+            storage.forget_team_usage([team.pk])
+        return read
+
+    monkeypatch.setattr(storage, "_bytes_of", history_deleted_meanwhile)
+    storage.measure_team(team.pk, timezone.now())
+
+    assert storage.measured_usage([team.pk])[team.pk].measured_at == EPOCH

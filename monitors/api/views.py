@@ -21,7 +21,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from checks import storage
+from checks import deleting
 from checks.notify.kinds.base import MASK, mask_url
 from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
@@ -360,7 +360,6 @@ class MonitorDetailView(ApiView):
     )
     def delete(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
-        monitor.soft_delete(timezone.now())
+        deleting.soft_delete_monitor(monitor, timezone.now())
         record(Actor.of(request), monitor.team_id, Kind.MONITOR_DELETED, monitor)
-        storage.forget_team_usage([monitor.team_id])  # its history now "deleted"
         return Response({"success": True})

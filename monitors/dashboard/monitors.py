@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from checks import storage
+from checks import deleting
 from checks.ai import llm_available
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, SearchResultState
@@ -350,9 +350,8 @@ def _shown_on(request: DashboardRequest, path: str) -> bool:
 def monitor_delete(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     if request.method == "POST":
-        monitor.soft_delete(timezone.now())
+        deleting.soft_delete_monitor(monitor, timezone.now())
         record(Actor.of(request), request.team, Kind.MONITOR_DELETED, monitor)
-        storage.forget_team_usage([monitor.team_id])  # its history now "deleted"
         messages.success(request, f"“{monitor.name}” deleted.")
         return redirect("monitor-list")
     # What goes with it, in the words of the confirmation.
