@@ -147,6 +147,11 @@ def warn_untrusted_proxy() -> None:
     )
 
 
+def is_proxy_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether an address is a proxy's (PROXY_NETWORKS): never limited."""
+    return any(ip in network for network in PROXY_NETWORKS)
+
+
 def address_key(address: str | None) -> str | None:
     """The count's key for an address as counted_address gives it, or None
     when it is a proxy's (PROXY_NETWORKS), or none at all (a proxy on a Unix
@@ -155,7 +160,7 @@ def address_key(address: str | None) -> str | None:
         ip = ipaddress.ip_address(address or "")
     except ValueError:
         ip = None
-    if ip is None or any(ip in network for network in PROXY_NETWORKS):
+    if ip is None or is_proxy_address(ip):
         warn_untrusted_proxy()
         return None
     return f"signin-failures:address:{ip}"

@@ -609,3 +609,27 @@ def test_schema_error_names_the_path():
     error = schema_error({"price": 19}, SCHEMA)
     assert error is not None and error.startswith("price:")
     assert schema_error({"price": "$19"}, SCHEMA) is None
+
+
+def test_an_error_of_the_validator_not_about_the_schemas_addresses_is_raised_as_it_is():
+    # Refused when saved (minLength must be a number); a TypeError here is no
+    # unreadable $id, and saying so would hide the fault behind a wrong reason.
+    schema = {"type": "string", "minLength": "3"}
+
+    with pytest.raises(TypeError):
+        schema_error("ab", schema)
+
+
+def test_an_id_the_validator_cannot_read_is_still_said_to_be_unreadable():
+    # The rules' crawl does not read this $id (under const); the validator,
+    # led there by the $ref, does: the library's own error tells it.
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "const": {"allOf": [{"$id": 5}]},
+        "not": {"$ref": "#/const"},
+    }
+
+    with pytest.raises(LLMError) as failure:
+        schema_error({"a": 1}, schema)
+
+    assert "the schema's $id/$schema cannot be read" in failure.value.message

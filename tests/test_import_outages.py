@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
+import time_machine
 from celery.exceptions import Retry
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import DatabaseError, OperationalError, connection
@@ -441,8 +442,11 @@ def _queued_and_lost(team, monkeypatch, sent, capture) -> ImportRun:
 
 
 def _stalled(run: ImportRun) -> None:
+    """A queued run past its window: its message lost, not merely waiting."""
     ImportRun.objects.filter(pk=run.pk).update(
-        progressed_at=timezone.now() - ImportRun.STALLED_AFTER - timedelta(minutes=1)
+        progressed_at=timezone.now()
+        - ImportRun.QUEUED_STALLED_AFTER
+        - timedelta(minutes=1)
     )
 
 
@@ -512,3 +516,28 @@ def test_an_import_whose_messages_are_all_lost_ends_saying_it_never_started(
     )
     assert len(sent) == ImportRun.MAX_ATTEMPTS
     assert Monitor.objects.filter(team=team).count() == 0
+
+
+def test_an_import_waiting_in_a_busy_queue_is_not_sent_again_or_failed_as_stalled(
+    team, monkeypatch, sent, django_capture_on_commit_callbacks
+):
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        run = _queued_and_lost(
+            team, monkeypatch, sent, django_capture_on_commit_callbacks
+        )
+    # A sweep every STALLED_AFTER for over an hour: a running import would
+    # have been sent again each time and failed by now.
+    for sweep in range(1, 5):
+        later = start + sweep * (ImportRun.STALLED_AFTER + timedelta(minutes=1))
+        with time_machine.travel(later, tick=False):
+            importing.go_on_with_stalled(timezone.now())
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.QUEUED and not run.error
+    assert sent == [] and run.attempts == 0
+
+    later = start + ImportRun.QUEUED_STALLED_AFTER + timedelta(minutes=1)
+    with time_machine.travel(later, tick=False):
+        assert importing.go_on_with_stalled(timezone.now()) == 1
+    assert sent == [(importing.IMPORT_TASK, [str(run.pk)], {})]

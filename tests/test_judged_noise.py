@@ -314,3 +314,34 @@ def test_history_counts_say_how_many_changes_of_a_check_were_not_judged(web, tea
 
     assert ["not judged" in c for c in counts] == [False, True]
     assert "1 changed" in counts[1] and "1 not judged" in counts[1]
+
+
+def test_a_checks_page_reads_only_a_page_of_its_pages_however_many_were_judged(
+    web, team
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    small = finished_check(monitor, "noise", "noise", minutes_ago=10)
+    large = finished_check(monitor, *["noise"] * 60, minutes_ago=5)
+    web.get(small.get_absolute_url())
+
+    shown = {}
+    read = {}
+    for name, check in (("small", small), ("large", large)):
+        with CaptureQueriesContext(connection) as queries:
+            shown[name] = text(web.get(check.get_absolute_url()))
+        # Every read of page rows is counted by the database or cut to one
+        # page of the list (LIMIT); none walks all of them.
+        read[name] = [
+            q["sql"]
+            for q in queries.captured_queries
+            if 'FROM "checks_pageresult"' in q["sql"]
+            and "COUNT(" not in q["sql"]
+            and "LIMIT" not in q["sql"]
+        ]
+
+    said = "every change was judged unimportant for the goal"
+    assert said in shown["small"] and said in shown["large"]
+    assert read == {"small": [], "large": []}

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import RequestFactory, override_settings
 from django.urls import reverse
 
@@ -336,3 +336,19 @@ def test_while_the_cache_is_unreachable_failures_are_not_counted_and_no_one_is_r
     messages = [r.getMessage() for r in caplog.records]
     assert any("signin-failures not counted" in m for m in messages)
     assert not any("203.0.113.66" in m for m in messages)  # no address logged
+
+
+def test_the_command_refuses_a_mistyped_address_and_lifts_nothing():
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="203.0.113.666 is not an address"):
+        call_command("signin_unblock", "203.0.113.666", stdout=out)
+
+    assert out.getvalue() == ""
+
+
+def test_the_command_refuses_a_proxys_address_which_is_never_limited():
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="10.0.0.7 is a proxy's or private address"):
+        call_command("signin_unblock", "10.0.0.7", stdout=out)
+
+    assert out.getvalue() == ""

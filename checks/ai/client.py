@@ -24,8 +24,10 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 import time
+import traceback
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -218,6 +220,15 @@ def _objects_in(text: str) -> list[dict[str, Any]]:
     return found
 
 
+def _raised_in(package: Any, exc: BaseException) -> bool:
+    """Whether `exc` was raised inside `package` (or in what it called)."""
+    folder = os.path.dirname(package.__file__)
+    return any(
+        frame.filename.startswith(folder + os.sep)
+        for frame in traceback.extract_tb(exc.__traceback__)
+    )
+
+
 def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     """Why `value` does not fit `schema` (one short sentence), or None.
 
@@ -239,11 +250,15 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
             f"The JSON schema refers to {str(exc.ref)[:200]!r}, which is not inside "
             "it (references to other documents are never fetched)."
         ) from None
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError) as exc:
         # An address the validator cannot read (a pointer into a list by a
         # word, an $id that is no string): refused when saved, where the
-        # rules can tell which; this guards those saved before.
+        # rules can tell which; this guards those saved before. Any other
+        # such error (one of ours, a keyword of the wrong type) is raised as
+        # it is, never blamed on the schema's addresses.
         unusable = rules.schema_dangling_reference_error(schema)
+        if unusable is None and not _raised_in(referencing, exc):
+            raise
         raise LLMError(
             f"The JSON schema cannot be used: {unusable or rules.SCHEMA_ID_UNREADABLE}"
         ) from None

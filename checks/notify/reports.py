@@ -20,6 +20,8 @@ from monitors.search_provider import in_message_words
 from monitors.target_kinds import TargetFailure
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from checks.models import Check
 
 DIFF_PAGES = 5
@@ -144,16 +146,7 @@ class ChangeReport:
 
     def suppression_reason(self) -> str | None:
         """Why no e-mail is due, or None when one is."""
-        if not self.noteworthy:
-            return "no_changes"
-        only_noise = self.counts["changed"] == self.noise and not (
-            self.counts["new"]
-            + self.counts["removed"]
-            + self.counts["error"]
-            + len(self.failures)
-        )
-        # A changed page without a judgment counts as meaningful (fail open).
-        return NOT_MEANINGFUL if only_noise else None
+        return _suppression_reason(self.counts, self.noise, len(self.failures))
 
     def counts_line(self) -> str:
         """How many pages did what, each count with its noun ("300 pages
@@ -266,6 +259,34 @@ def failure_words(failure: TargetFailure) -> str:
     if is_raw(failure.reason):
         return f"The {failure.label.lower()} failed."
     return in_message_words(failure.reason)
+
+
+def _suppression_reason(
+    counts: Mapping[str, Any], noise: int, failures: int
+) -> str | None:
+    def n(status: str) -> int:
+        try:
+            return int(counts.get(status) or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    pages = sum(n(s) for s in ("changed", "new", "removed", "error"))
+    if not pages + failures:
+        return "no_changes"
+    only_noise = n("changed") == noise and not (
+        n("new") + n("removed") + n("error") + failures
+    )
+    # A changed page without a judgment counts as meaningful (fail open).
+    return NOT_MEANINGFUL if only_noise else None
+
+
+def finished_suppression_reason(check: Check) -> str | None:
+    """change_report(check).suppression_reason() of a finished check, from
+    what it stored when it finished (its summary's counts, its changes
+    judged noise, its failed targets): no page row is read, however many."""
+    return _suppression_reason(
+        check.summary or {}, check.noise, len(check.target_failures())
+    )
 
 
 def change_report(check: Check) -> ChangeReport:

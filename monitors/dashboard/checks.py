@@ -26,7 +26,7 @@ from checks.content import (
 from checks.content.marked import mark_quoted, marked_html
 from checks.content.readable import readable_html
 from checks.models import Check, PageResult, PageState
-from checks.notify.reports import NOT_MEANINGFUL, change_report
+from checks.notify.reports import NOT_MEANINGFUL, finished_suppression_reason
 from checks.summary import SEARCH_WORDS
 from monitors.dashboard.base import (
     JUDGED_NOISE,
@@ -69,13 +69,13 @@ def check_detail(
     # meaningful, as it does for the channels.
     verdicts = check.monitor.judging or check.pages.exclude(verdict="").exists()
     unjudged = check.pages.unjudged_changes().count() if verdicts else 0
-    # Told from the report e-mails and channels read, so the page can never
-    # say otherwise than what they did.
+    # Told by the rule the report e-mails and channels follow, from what the
+    # check stored when it finished: never every page row of a large crawl.
     only_noise = (
         verdicts
         and check.is_finished
         and check.noise > 0
-        and change_report(check).suppression_reason() == NOT_MEANINGFUL
+        and finished_suppression_reason(check) == NOT_MEANINGFUL
     )
     pages = _filtered_pages(check, status, search_filters)
     looked_at = sum(counts.values()) + sum(found.values())

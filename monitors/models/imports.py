@@ -45,13 +45,22 @@ class ImportRunQuerySet(models.QuerySet["ImportRun"]):
         the database away for longer than its attempts last), or queued, for
         the first time or again by the stale sweep, and that message lost (the
         broker restarted without persistence, a worker killed before acking).
-        A queued run counts from when it was queued (progressed_at)."""
-        cutoff = now - ImportRun.STALLED_AFTER
-        return self.filter(
-            status__in=[ImportRun.Status.RUNNING, ImportRun.Status.QUEUED]
-        ).filter(
-            Q(progressed_at__lt=cutoff) | Q(progressed_at=None, created_at__lt=cutoff)
+        A queued run counts from when it was queued (progressed_at), and only
+        after QUEUED_STALLED_AFTER: its message may just be waiting behind
+        others in a busy queue, where sending it again would add to the queue."""
+
+        def idle_since(cutoff: datetime) -> Q:
+            return Q(progressed_at__lt=cutoff) | Q(
+                progressed_at=None, created_at__lt=cutoff
+            )
+
+        running = Q(status=ImportRun.Status.RUNNING) & idle_since(
+            now - ImportRun.STALLED_AFTER
         )
+        queued = Q(status=ImportRun.Status.QUEUED) & idle_since(
+            now - ImportRun.QUEUED_STALLED_AFTER
+        )
+        return self.filter(running | queued)
 
 
 class ImportRun(models.Model):
@@ -146,6 +155,10 @@ class ImportRun(models.Model):
     # task's time limit ends any attempt well before, and a retry after a
     # database outage comes a minute after the last.
     STALLED_AFTER = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 5 * 60)
+    # A queued import has no worker yet: its message is lost, or waiting its
+    # turn behind a busy queue. Sent again (and, out of attempts, ended as
+    # never started) only at this slower pace.
+    QUEUED_STALLED_AFTER = timedelta(hours=2)
     DATABASE_LOST = "the server lost its database"
     WORKER_LOST = "the worker making them stopped {} times"
     STALLED = "Pagewatch lost its worker or its database while making them"

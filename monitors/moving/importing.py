@@ -484,11 +484,17 @@ def _execute_here(run: ImportRun, now: datetime) -> None:
 
 def go_on_with_stalled(now: datetime) -> int:
     """The stale sweep's part: each import no worker has moved for
-    ImportRun.STALLED_AFTER is queued again to go on from the monitors made,
-    while it has attempts left; the others end saying how far they got.
+    ImportRun.STALLED_AFTER (a queued one QUEUED_STALLED_AFTER) is queued
+    again to go on from the monitors made, while it has attempts left; the
+    others end saying how far they got.
     Returns how many were queued again."""
     queued = 0
     for run in ImportRun.objects.stalled(now):
+        idle = (
+            ImportRun.QUEUED_STALLED_AFTER
+            if run.status == ImportRun.Status.QUEUED
+            else ImportRun.STALLED_AFTER
+        )
         if run.attempts >= ImportRun.MAX_ATTEMPTS:
             if run.status == ImportRun.Status.QUEUED and not run.made:
                 run.never_started(now)
@@ -499,7 +505,7 @@ def go_on_with_stalled(now: datetime) -> int:
                 "Import %s had not moved for %s: queued again to go on from the "
                 "%s monitors made (attempt %s of %s)",
                 run.pk,
-                ImportRun.STALLED_AFTER,
+                idle,
                 len(run.made),
                 run.attempts + 1,
                 ImportRun.MAX_ATTEMPTS,
@@ -512,7 +518,7 @@ def _send_again(run: ImportRun) -> bool:
     try:
         current_app.send_task(IMPORT_TASK, args=[str(run.pk)])
     except Exception as exc:
-        # Left queued: the next sweep past STALLED_AFTER sends it again.
+        # Left queued: the next sweep past QUEUED_STALLED_AFTER sends it again.
         logger.warning("Could not queue import %s again: %s", run.pk, exc)
         return False
     return True

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from axes.utils import reset
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config import signin
 
@@ -22,6 +23,17 @@ class Command(BaseCommand):
         parser.add_argument("address", nargs="+")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Every address checked before any is lifted: a mistyped one would
+        # otherwise be reported as let in while nothing was lifted.
+        for address in options["address"]:
+            try:
+                ip = ipaddress.ip_address(address)
+            except ValueError:
+                raise CommandError(f"{address} is not an address") from None
+            if signin.is_proxy_address(ip):
+                raise CommandError(
+                    f"{address} is a proxy's or private address, never limited"
+                )
         for address in options["address"]:
             counted = signin.counted_address(address) or address
             signin.lift_address_block(counted)
