@@ -46,7 +46,10 @@ def test_unsubscribing_in_a_browser_leaks_no_token_and_still_works(
     seen = watch_requests(page)
 
     page.goto(link)
-    page.get_by_role("button", name="Unsubscribe").click()
+    # Until the POST is answered: wait_for_load_state alone may answer for
+    # the page already loaded, before the browser has told of the POST.
+    with page.expect_response(lambda response: response.request.method == "POST"):
+        page.get_by_role("button", name="Unsubscribe").click()
     page.wait_for_load_state()
 
     recipient.refresh_from_db()
