@@ -313,17 +313,7 @@ def min_interval_minutes() -> int:
 _DAY_WORDS: dict[str, frozenset[int]] = {
     "weekday": WEEKDAYS,
     "weekend": WEEKEND,
-    "sun": frozenset({0}),
-    "mon": frozenset({1}),
-    "tue": frozenset({2}),
-    "tues": frozenset({2}),
-    "wed": frozenset({3}),
-    "thu": frozenset({4}),
-    "thur": frozenset({4}),
-    "thurs": frozenset({4}),
-    "fri": frozenset({5}),
-    "sat": frozenset({6}),
-    **{name.lower(): frozenset({number}) for number, name in enumerate(DAY_NAMES)},
+    **{word: frozenset({day}) for word, day in schedule_phrases.DAY_WORDS.items()},
 }
 # Longest first so the regex prefers "thursday" over "thu"; a trailing "s" makes
 # the plural ("mondays", "weekends").

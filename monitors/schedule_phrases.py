@@ -16,10 +16,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_DAY_NAMES = (
-    "monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
-    "mon|tues|tue|wed|thurs|thur|thu|fri|sat|sun"
-)
+# The days of the week and their short forms (0 is Sunday, as in cron): the
+# one list of them, which monitors.schedule's grammar reads too.
+DAY_WORDS: dict[str, int] = {
+    "sunday": 0, "monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4,
+    "friday": 5, "saturday": 6,
+    "sun": 0, "mon": 1, "tue": 2, "tues": 2, "wed": 3, "thu": 4, "thur": 4,
+    "thurs": 4, "fri": 5, "sat": 6,
+}  # fmt: skip
+# Longest first, so "thursday" is preferred over "thu".
+_DAY_NAMES = "|".join(sorted(DAY_WORDS, key=len, reverse=True))
 _NUMBER_WORDS = {
     "one": 1,
     "two": 2,
