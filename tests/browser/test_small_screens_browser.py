@@ -212,3 +212,52 @@ def test_no_page_is_wider_than_a_phone_or_a_laptop_zoomed_to_200_percent(screen,
                 f"{name}: {wide} px, {page.evaluate(_PAST_THE_EDGE, width)}"
             )
     assert too_wide == []
+
+
+# Every control shown that is smaller than 24 × 24 CSS px. A tick box or a
+# round choice counts with its words, which take the tap too; a link inside a
+# line of text is exempt (WCAG 2.5.8: "inline"), as is what no one can reach.
+_SMALL_TARGETS = """() => {
+  const controls = 'a[href], button, input, select, textarea, summary, [tabindex="0"]';
+  const small = [];
+  for (const el of document.querySelectorAll(controls)) {
+    if (el.type === 'hidden') continue;
+    if (el.closest('.visually-hidden, [aria-hidden="true"]')) continue;
+    if (getComputedStyle(el).display === 'inline') continue;
+    let box = el.getBoundingClientRect();
+    if (!box.width || !box.height) continue;
+    if (el.labels && el.labels.length && ['checkbox', 'radio'].includes(el.type)) {
+      const words = el.labels[0].getBoundingClientRect();
+      box = {width: Math.max(box.right, words.right) - Math.min(box.left, words.left),
+             height: Math.max(box.bottom, words.bottom) - Math.min(box.top, words.top)};
+    }
+    if (box.width < 24 || box.height < 24) {
+      const words = el.textContent || el.getAttribute('aria-label') || el.type;
+      small.push(`${el.tagName.toLowerCase()} “${words.trim().slice(0, 30)}” ` +
+                 `${Math.round(box.width)} × ${Math.round(box.height)}`);
+    }
+  }
+  return small;
+}"""
+
+# iOS Safari zooms the page in on a field whose text is smaller than 16 px,
+# and leaves it zoomed in after.
+_ZOOMING_FIELDS = """() => [...document.querySelectorAll('input, select, textarea')]
+  .filter((el) => el.offsetParent && !['checkbox', 'radio', 'hidden', 'range']
+    .includes(el.type))
+  .filter((el) => parseFloat(getComputedStyle(el).fontSize) < 16)
+  .map((el) => `${el.id || el.name}: ${getComputedStyle(el).fontSize}`)"""
+
+
+@pytest.mark.parametrize("screen", [PHONE], ids=["phone"], indirect=True)
+def test_on_a_phone_every_control_is_big_enough_to_tap_and_no_field_zooms_in(
+    screen, pages
+):
+    page = screen
+    small, zooming = [], []
+    for name in walk(page, pages):
+        small += [f"{name}: {what}" for what in page.evaluate(_SMALL_TARGETS)]
+        zooming += [f"{name}: {what}" for what in page.evaluate(_ZOOMING_FIELDS)]
+    # The same control on every page (the header's) is named once.
+    assert list(dict.fromkeys(small)) == []
+    assert zooming == []
