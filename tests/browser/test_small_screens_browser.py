@@ -261,3 +261,37 @@ def test_on_a_phone_every_control_is_big_enough_to_tap_and_no_field_zooms_in(
     # The same control on every page (the header's) is named once.
     assert list(dict.fromkeys(small)) == []
     assert zooming == []
+
+
+# The first changed row's cells as drawn: line before, line after.
+_FIRST_CHANGE = """() => {
+  const row = document.querySelector('#diff-region tr.diff-changed');
+  const [before, after] = [...row.querySelectorAll('td.diff-text')]
+    .map((cell) => cell.getBoundingClientRect())
+    .map((box) => ({top: box.top, bottom: box.bottom, width: box.width}));
+  const region = document.querySelector('.diff-scroll').getBoundingClientRect();
+  return {before, after, width: region.width};
+}"""
+
+
+@pytest.mark.parametrize("screen", [PHONE], ids=["phone"], indirect=True)
+def test_side_by_side_on_a_phone_shows_each_line_before_above_its_line_after(
+    screen, member, team, screenshot
+):
+    rewritten = long_rewritten_page(team)
+    page = screen
+    sign_in(page)
+    page.goto(rewritten.get_absolute_url() + "?view=split")
+    screenshot(page, "small-screens-side-by-side-390", full_page=False)
+
+    drawn = page.evaluate(_FIRST_CHANGE)
+    before, after = drawn["before"], drawn["after"]
+    assert before["bottom"] <= after["top"] + 0.5, "before and after side by side"
+    # Each as wide as the box, less its line numbers: a readable line.
+    assert before["width"] > drawn["width"] * 0.75
+    assert after["width"] > drawn["width"] * 0.75
+    # Lines that did not change are shown once, not once a side.
+    unchanged = page.locator("#diff-region tr.diff-equal").first
+    shown = unchanged.locator("td.diff-text:visible")
+    assert shown.count() == 1
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
