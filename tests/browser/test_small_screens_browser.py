@@ -295,3 +295,27 @@ def test_side_by_side_on_a_phone_shows_each_line_before_above_its_line_after(
     shown = unchanged.locator("td.diff-text:visible")
     assert shown.count() == 1
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+
+
+# How wide the search box's example words are, and the room the box has.
+_EXAMPLE_WORDS = """(input) => {
+  const style = getComputedStyle(input);
+  const pen = document.createElement('canvas').getContext('2d');
+  pen.font = `${style.fontSize} ${style.fontFamily}`;
+  const room = input.clientWidth - parseFloat(style.paddingLeft)
+    - parseFloat(style.paddingRight);
+  return {words: pen.measureText(input.placeholder).width, room};
+}"""
+
+
+@pytest.mark.parametrize("screen", [PHONE], ids=["phone"], indirect=True)
+def test_on_a_phone_the_monitor_search_shows_its_example_words_whole(
+    screen, member, team
+):
+    make_monitor(team, [LONG_URL])
+    page = screen
+    sign_in(page)
+
+    box = page.get_by_label("Search")
+    measured = box.evaluate(_EXAMPLE_WORDS)
+    assert measured["words"] <= measured["room"], measured
