@@ -95,6 +95,17 @@ class MonthUse:
         return cls(**rows.totals(), start=month_start(now))
 
     @property
+    def monitor_lines(self) -> list[str]:
+        """ "Pricing: 40 requests to the AI model, about 12 thousand tokens"."""
+        lines = []
+        for row in self.monitors:
+            use = MonthUse(
+                row["requests"], row["tokens"], row["unmeasured"], self.start
+            )
+            lines.append(f"{row['monitor__name'] or 'Deleted monitors'}: {use.words}")
+        return lines
+
+    @property
     def used_up(self) -> bool:
         return self.limit is not None and self.tokens >= self.limit
 

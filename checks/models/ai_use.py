@@ -1,9 +1,10 @@
 """What the AI model was asked and what it used, for whom.
 
-One row per kind of call for each group of pages a batch judged (never one
-per page: a 5,000-page crawl would be 5,000 rows an hour), with the tokens
-the model's answers reported. A compatible server may leave `usage` out of
-its answers: those requests are counted in `unmeasured`, never guessed.
+One row per check and kind of call (never one per page: a 5,000-page crawl
+would be 5,000 rows an hour), with the tokens the model's answers reported;
+each batch adds its share as its pages are judged. A compatible server may
+leave `usage` out of its answers: those requests are counted in
+`unmeasured`, never guessed.
 Rows outlive their checks and monitors (kept for the month's figures), and
 go with their team.
 """
@@ -74,24 +75,32 @@ class AIUseQuerySet(models.QuerySet["AIUse"]):
         return {row.pop("kind"): row for row in rows}
 
     def record(self, check: Check, used: Mapping[str, Use]) -> None:
-        """The use of `check`'s calls, one row per kind of call."""
+        """Add the use of some of `check`'s calls to its row of each kind.
+        Batches of one check record at once on several workers: a row they
+        both created is a second row of the same kind, which the sums take
+        as they take any other."""
         monitor = check.monitor
-        now = timezone.now()
-        self.bulk_create(
-            AIUse(
-                team_id=monitor.team_id,
-                monitor=monitor,
-                check_run=check,
-                kind=kind,
-                requests=use.requests,
-                prompt_tokens=use.prompt_tokens,
-                completion_tokens=use.completion_tokens,
-                unmeasured=use.unmeasured,
-                created_at=now,
+        for kind, use in used.items():
+            if not use.requests:
+                continue
+            added = self.filter(check_run=check, kind=kind).update(
+                requests=F("requests") + use.requests,
+                prompt_tokens=F("prompt_tokens") + use.prompt_tokens,
+                completion_tokens=F("completion_tokens") + use.completion_tokens,
+                unmeasured=F("unmeasured") + use.unmeasured,
             )
-            for kind, use in used.items()
-            if use.requests
-        )
+            if not added:
+                self.create(
+                    team_id=monitor.team_id,
+                    monitor=monitor,
+                    check_run=check,
+                    kind=kind,
+                    requests=use.requests,
+                    prompt_tokens=use.prompt_tokens,
+                    completion_tokens=use.completion_tokens,
+                    unmeasured=use.unmeasured,
+                    created_at=timezone.now(),
+                )
 
 
 class AIUse(models.Model):
