@@ -5,15 +5,19 @@ against pages on 127.0.0.1 and the scripted OpenAI-compatible model
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import time_machine
+from django.urls import reverse
+from prometheus_client.parser import text_string_to_metric_families
 
 from checks import runner
 from checks.models import AIUse, Check, PageResult
-from monitors.models import Monitor, Target, Team
+from monitors.models import Membership, Monitor, Target, Team
 from tests.llm import PLANS, PLANS_SCHEMA, USAGE, FakeModel
 from tests.sites import Site
 
@@ -213,3 +217,169 @@ def test_the_model_is_asked_again_when_the_next_month_begins(
     assert held.verdict == PageResult.Verdict.NOT_JUDGED
     assert page.verdict == PageResult.Verdict.MEANINGFUL
     assert len(model.requests) == 2
+
+
+# --- shown ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+def words_of(response: Any) -> str:
+    """The page's text: inline tags taken out, other tags and runs of white
+    space made one space."""
+    assert response.status_code == 200
+    text = re.sub(
+        r"</?(strong|em|span|a|time|code)\b[^>]*>", "", response.content.decode()
+    )
+    text = re.sub(r"<[^>]+>", " ", text)
+    return " ".join(html.unescape(text).split())
+
+
+def judged_twice(team: Team, site: Site, name: str = "Pricing") -> Monitor:
+    """A monitor whose page changed once: one judged change (150 tokens)."""
+    url = site.html(f"/{name}", name, PLANS)
+    monitor = make_monitor(team, url, name=name)
+    run_check(monitor)
+    site.html(f"/{name}", name, PLANS.replace("$49", "$59"))
+    run_check(monitor)
+    return monitor
+
+
+@time_machine.travel(NOVEMBER)
+def test_the_team_page_says_this_months_use_and_the_monitors_that_used_most(
+    web, team, site, model, settings
+):
+    settings.LLM_MONTHLY_TOKENS_PER_TEAM = 100_000
+    judged_twice(team, site, "Pricing")
+    monitor = make_monitor(team, site.html("/docs", "Docs", PLANS), name="Docs")
+    target = monitor.targets.get()
+    target.scrape_options = {"formats": JSON_AND_SUMMARY}
+    target.save()
+    run_check(monitor)  # one extraction (240 tokens) and one summary (170)
+    AIUse.objects.create(
+        team=team,
+        monitor=monitor,
+        kind="summary",
+        requests=9,
+        unmeasured=9,
+        created_at=datetime(2026, 10, 31, 23, 0, tzinfo=UTC),
+    )  # fmt: skip  -- October's: not this month's
+
+    text = words_of(web.get(reverse("team-members")))
+
+    assert "This month (November): 3 requests to the AI model, 560 tokens." in text
+    assert (
+        "This team may use about 100 thousand tokens a month; about 99 thousand "
+        "are left, and it renews on 1 December." in text
+    )
+    assert (
+        "Monitors that used the most Docs: 2 requests to the AI model, 410 tokens "
+        "Pricing: 1 request to the AI model, 150 tokens" in text
+    )
+
+
+@time_machine.travel(NOVEMBER)
+def test_the_team_page_and_the_monitor_page_say_when_the_allowance_is_used_up(
+    web, team, site, model, settings
+):
+    monitor = allowance_reached(settings, team, site, model)
+
+    team_text = words_of(web.get(reverse("team-members")))
+    monitor_text = words_of(web.get(reverse("monitor-detail", args=[monitor.pk])))
+
+    assert (
+        "This team's AI allowance for November (150 tokens) is used up: changes "
+        "are reported without being judged, and pages that read data with the AI "
+        "model show an error, until it renews on 1 December." in team_text
+    )
+    assert "AI use this month 1 request to the AI model, 150 tokens." in monitor_text
+    assert (
+        "Changes are reported without being judged: this team's AI allowance for "
+        "November is used up; it renews on 1 December." in monitor_text
+    )
+
+
+def test_requests_answered_without_usage_are_shown_as_of_unknown_tokens(
+    web, team, site, model
+):
+    model.omit_usage = True
+    monitor = judged_twice(team, site)
+
+    text = words_of(web.get(reverse("monitor-detail", args=[monitor.pk])))
+
+    assert (
+        "1 request to the AI model; the model did not say how many tokens they used"
+        in text
+    )
+
+
+def test_the_admin_lists_each_teams_use_this_month(
+    admin_client, team, other_team, site, model
+):
+    judged_twice(team, site)
+
+    listing = words_of(admin_client.get(reverse("admin:monitors_team_changelist")))
+    page = words_of(
+        admin_client.get(reverse("admin:monitors_team_change", args=[team.pk]))
+    )
+
+    assert "1 request to the AI model, 150 tokens" in listing
+    assert "No requests to the AI model" in listing  # the other team
+    assert "AI use this month: 1 request to the AI model, 150 tokens" in page
+
+
+@time_machine.travel(NOVEMBER)
+def test_the_api_monitor_warning_names_the_used_up_allowance(
+    api, team, site, model, settings
+):
+    monitor = allowance_reached(settings, team, site, model)
+
+    listed = api.get("/v2/monitor").json()["data"]
+    one = api.get(f"/v2/monitor/{monitor.pk}").json()["data"]
+
+    warning = (
+        "This team's AI allowance for November is used up; it renews on 1 December: "
+        "until then changes are reported as not judged and JSON extraction pages "
+        "are errors."
+    )
+    assert [m["warning"] for m in listed] == [warning]
+    assert one["warning"] == warning
+
+
+def test_metrics_count_ai_tokens_and_requests_by_kind(
+    client, settings, redis_server, team, site, model
+):
+    settings.METRICS_TOKEN = "m" * 40
+    model.omit_usage = False
+    judged_twice(team, site)
+    model.omit_usage = True
+    monitor = make_monitor(team, site.html("/docs", "Docs", PLANS), name="Docs")
+    monitor.targets.update(scrape_options={"formats": ["summary"]})
+    run_check(monitor)
+
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer " + "m" * 40)
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+    }
+
+    def sample(name: str, **labels: str) -> float:
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    assert sample("pagewatch_ai_tokens_total", kind="judgment", part="prompt") == 120
+    assert sample("pagewatch_ai_tokens_total", kind="judgment", part="completion") == 30
+    assert sample("pagewatch_ai_tokens_total", kind="relevance", part="prompt") == 0
+    assert (
+        sample("pagewatch_ai_requests_total", kind="judgment", tokens="reported") == 1
+    )
+    assert (
+        sample("pagewatch_ai_requests_total", kind="summary", tokens="unreported") == 1
+    )
+    assert sample("pagewatch_ai_requests_total", kind="summary", tokens="reported") == 0
