@@ -191,6 +191,34 @@ def test_past_the_allowance_json_extraction_pages_are_errors_naming_it(
     assert len(model.requests) == 1
 
 
+@time_machine.travel(NOVEMBER)
+def test_past_the_allowance_search_results_alert_not_judged_without_calls(
+    settings, team, site, model, searx, news
+):
+    from tests.searching import hit
+
+    allowance_reached(settings, team, site, model)
+    searx.results("acme", hit(news["launch"], "Acme launches"))
+    monitor = Monitor.objects.create(
+        team=team, name="Acme news", schedule_cron="*/30 * * * *",
+        goal="Tell me when Acme announces a product launch", judge_enabled=True,
+    )  # fmt: skip
+    Target.objects.create(
+        monitor=monitor, type="search", queries=["acme"], search_window="24h",
+        max_results=10,
+    )  # fmt: skip
+
+    page = run_check(monitor).pages.get()
+
+    assert (page.status, page.metadata["searchStatus"]) == ("new", "alert")
+    assert page.verdict == PageResult.Verdict.NOT_JUDGED
+    assert page.judgment["reason"] == (
+        "Not judged: this team's AI allowance for November is used up; it renews "
+        "on 1 December, so every new result is reported."
+    )
+    assert len(model.requests) == 1
+
+
 def test_another_team_is_not_held_by_one_teams_allowance(
     settings, team, other_team, site, model
 ):
