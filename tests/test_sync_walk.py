@@ -13,13 +13,16 @@ from typing import Any
 
 import pytest
 import requests
+import time_machine
 from django.utils import timezone
 from firecrawl import Firecrawl
 from firecrawl.v2.utils import http_client
 from firecrawl.v2.utils.error_handler import FirecrawlError, RateLimitError
 
-from checks import deleting
+from checks import deleting, runner
 from checks.models import Check, PageResult
+from checks.pipeline import record, sources
+from checks.pipeline.outcome import Outcome
 from monitors.api.auth import ApiKeyRateThrottle
 from monitors.models import Monitor, Target, Team
 
@@ -259,6 +262,32 @@ def test_a_running_check_read_midway_shows_its_pages_so_far_then_all_of_them(api
     assert done["status"] == "completed"
     assert done["summary"]["totalPages"] == len(done["pages"]) == 5
     assert [p["id"] for p in done["pages"][:3]] == [p["id"] for p in midway["pages"]]
+
+
+@pytest.mark.django_db
+def test_pages_recorded_by_a_worker_whose_clock_is_behind_come_after_those_listed(
+    api, team
+):
+    monitor = make_monitor(team, "m")
+    Target.objects.filter(monitor=monitor).update(
+        urls=[f"https://a.test/{i}" for i in range(4)]
+    )
+    check = make_check(monitor, Check.Status.QUEUED)
+    assert runner.claim(check)
+    [(_, jobs)] = sources.plan(check, list(monitor.targets.all()))
+    new = Outcome(PageResult.Status.NEW, {"creditsUsed": 1})
+    record.record_many(check, [(job, new, None) for job in jobs[:3]])
+    path = f"/v2/monitor/{monitor.pk}/checks/{check.pk}?limit=2"
+    first = api.get(path).json()
+    # Another machine, its clock a minute behind, records the last one.
+    with time_machine.travel(timezone.now() - timedelta(minutes=1), tick=False):
+        record.record_many(check, [(job, new, None) for job in jobs[3:]])
+
+    rest = api.get(first["next"]).json()["data"]["pages"]
+
+    assert [p["url"] for p in first["data"]["pages"] + rest] == [
+        f"https://a.test/{i}" for i in range(4)
+    ]
 
 
 # --- the SDK, against a live server ------------------------------------------------
