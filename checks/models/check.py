@@ -27,6 +27,7 @@ from django.utils.functional import cached_property
 from checks.errors import ErrorKind
 from checks.models.pages import PageResult
 from checks.notify.models import Delivery
+from checks.shared_clock import StampField
 from monitors.models import Monitor, Team
 from monitors.target_kinds import TargetFailure, failures_in, kind_for
 
@@ -268,8 +269,8 @@ class Check(models.Model):
     target_results = models.JSONField(null=True, blank=True)
     notification_status = models.JSONField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = StampField(auto_now_add=True)
+    updated_at = StampField(auto_now=True)
 
     objects = CheckQuerySet.as_manager()
 

@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 
 from checks.bulk_delete import delete_rows
+from checks.shared_clock import StampField
 from monitors.models import Monitor
 
 
@@ -142,8 +143,8 @@ class Delivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = StampField(auto_now_add=True)
+    updated_at = StampField(auto_now=True)
 
     objects = DeliveryQuerySet.as_manager()
 
