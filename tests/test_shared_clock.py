@@ -102,6 +102,26 @@ def test_a_worker_whose_clock_is_behind_stamps_its_pages_within_its_checks_times
     assert database_now() - result.created_at < SKEW / 2
 
 
+def test_a_worker_whose_clock_is_ahead_has_its_messages_sent_at_once(
+    team, site, worker, on_postgresql, private_targets_allowed, receiver
+):
+    """A message is due from when it is made; made due by a worker's clock
+    ten minutes ahead, the drain (on the database's clock) found it not due
+    yet, and the webhooks of every check that worker ran came ten minutes
+    late, when the sweeper found them."""
+    page = site.html("/pricing", "Pricing", "<p>Starter costs $19.</p>")
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+
+    with time_machine.travel(database_now() + SKEW, tick=True):
+        check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+        check = runner.run(check)
+
+    made = Delivery.objects.filter(check_run=check)
+    assert made.count() == 2
+    assert set(Delivery.objects.due(database_now())) == set(made)
+
+
 def test_a_worker_whose_clock_is_ahead_makes_no_digest_before_its_time(
     team, worker, on_postgresql
 ):
