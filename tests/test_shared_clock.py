@@ -12,6 +12,7 @@ from django.db import connection, transaction
 
 from checks import runner, shared_clock
 from checks.models import Check, Delivery
+from checks.notify import drain
 from checks.notify.tasks import queue_digests_task
 from monitors.models import Channel, Target, Team
 from tests.notifying import make_monitor, webhook_config
@@ -120,6 +121,27 @@ def test_a_worker_whose_clock_is_ahead_has_its_messages_sent_at_once(
     made = Delivery.objects.filter(check_run=check)
     assert made.count() == 2
     assert set(Delivery.objects.due(database_now())) == set(made)
+
+
+def test_a_worker_whose_clock_is_behind_signs_its_webhooks_with_the_true_time(
+    team, site, worker, on_postgresql, private_targets_allowed, receiver
+):
+    """Receivers refuse a signature whose timestamp is more than a few minutes
+    from their own clock (Standard Webhooks allows five): every webhook a
+    worker ten minutes behind sent was refused as a replay."""
+    page = site.html("/pricing", "Pricing", "<p>Starter costs $19.</p>")
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+
+    with time_machine.travel(database_now() - SKEW, tick=True):
+        check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+        runner.run(check)
+        for delivery in Delivery.objects.filter(check_run=check).order_by("pk"):
+            drain.deliver(delivery.pk)
+
+    stamps = [int(r.header("webhook-timestamp")) for r in receiver.requests]
+    assert len(stamps) == 2
+    assert all(abs(stamp - database_now().timestamp()) < 60 for stamp in stamps)
 
 
 def test_a_worker_whose_clock_is_ahead_makes_no_digest_before_its_time(
