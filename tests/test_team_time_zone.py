@@ -201,3 +201,29 @@ def test_the_upgrade_takes_every_team_at_utc_as_never_having_picked_a_zone(team)
         team.slug: "",
         berlin.slug: "Europe/Berlin",
     }
+
+
+def test_daily_and_weekly_digests_keep_nine_oclock_once_each_across_a_change():
+    """New York's clocks go back on Sunday 1 November 2026: 09:00 is 13:00
+    UTC before and 14:00 UTC after, one digest a day (a week) either side."""
+    team = Team(time_zone="America/New_York")
+    daily = Channel(team=team, digest=Channel.Digest.DAILY, digest_at=time(9, 0))
+    weekly = Channel(team=team, digest=Channel.Digest.WEEKLY, digest_at=time(9, 0))
+
+    def walk(channel: Channel, after: datetime, count: int) -> list[datetime]:
+        times = []
+        for _ in range(count):
+            after = digests.next_digest_at(channel, after)
+            times.append(after)
+        return times
+
+    assert walk(daily, datetime(2026, 10, 31, 0, 0, tzinfo=UTC), 3) == [
+        datetime(2026, 10, 31, 13, 0, tzinfo=UTC),
+        datetime(2026, 11, 1, 14, 0, tzinfo=UTC),
+        datetime(2026, 11, 2, 14, 0, tzinfo=UTC),
+    ]
+    assert walk(weekly, datetime(2026, 10, 20, 0, 0, tzinfo=UTC), 3) == [
+        datetime(2026, 10, 26, 13, 0, tzinfo=UTC),
+        datetime(2026, 11, 2, 14, 0, tzinfo=UTC),
+        datetime(2026, 11, 9, 14, 0, tzinfo=UTC),
+    ]
