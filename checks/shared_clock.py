@@ -17,16 +17,15 @@ measure.
 
 The rows a worker writes that people read beside a check's own times (its
 pages, its messages, the check's created and updated times) are stamped by
-the same clock: their fields are StampFields."""
+the same clock: their fields default to `now`."""
 
 from __future__ import annotations
 
 import logging
 import time
 from datetime import datetime, timedelta
-from typing import Any
 
-from django.db import DatabaseError, connection, models, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -85,19 +84,3 @@ def _measure_if_due() -> None:
             "behind" if offset > timedelta(0) else "ahead of",
         )
     _offset = offset
-
-
-class StampField(models.DateTimeField):
-    """`auto_now` / `auto_now_add` by `now()` rather than this machine's clock:
-    a page is found, and a message about it made, between its check's start
-    and end, which workers stamp by the database's clock. Stamped by a worker
-    whose own clock was minutes behind, pages read as found before their
-    check began; and a digest, which tells the changes stamped in its period,
-    could close that period before such a worker's changes came."""
-
-    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
-        if self.auto_now or (self.auto_now_add and add):
-            value = now()
-            setattr(model_instance, self.attname, value)
-            return value
-        return super().pre_save(model_instance, add)
