@@ -227,3 +227,34 @@ def test_daily_and_weekly_digests_keep_nine_oclock_once_each_across_a_change():
         datetime(2026, 11, 2, 14, 0, tzinfo=UTC),
         datetime(2026, 11, 9, 14, 0, tzinfo=UTC),
     ]
+
+
+def test_a_team_whose_zone_went_away_keeps_its_digests_and_stops_no_others(
+    team, other_team
+):
+    """The tz database drops a zone now and then (US/Pacific-New in 2020):
+    the digests of a team still set to one failed, and so did those of every
+    team after it in the same run. It keeps its time of day in UTC, as the
+    dashboard then reads its clock."""
+    due = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    channels = [
+        Channel.objects.create(
+            team=owner_team,
+            name="Morning news",
+            kind="apprise",
+            settings={"url": "json://ops.example"},
+            digest=Channel.Digest.DAILY,
+            digest_at=time(9, 0),
+            digest_since=datetime(2026, 3, 1, 9, 0, tzinfo=UTC),
+            next_digest_at=due,
+        )
+        for owner_team in (team, other_team)
+    ]
+    Team.objects.filter(pk=team.pk).update(time_zone="US/Pacific-New")
+
+    digests.queue_due(datetime(2026, 3, 2, 9, 1, tzinfo=UTC))
+
+    for channel in channels:
+        channel.refresh_from_db()
+        assert channel.digest_since == due
+        assert channel.next_digest_at == datetime(2026, 3, 3, 9, 0, tzinfo=UTC)
