@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('checks', '0028_page_error_kind_empty'),
+        ('checks', '0029_crawl_links_waiting_for_room'),
     ]
 
     operations = [
