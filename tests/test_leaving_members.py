@@ -8,6 +8,7 @@ import html
 import re
 
 import pytest
+from django.db import transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -563,3 +564,44 @@ def test_someone_who_left_can_still_be_picked_in_the_activity_log(client, team, 
     shown = client.get(reverse("team-activity"), {"person": editor.pk})
     entries = list(shown.context["entries"])
     assert entries and {e.user_id for e in entries} == {editor.pk}
+
+
+def test_deleting_a_teams_only_owner_outside_the_admin_is_refused_in_words(
+    team, people
+):
+    """A script or `manage.py shell` deleting the account would leave the
+    team's other members with nobody who may invite, change roles or hand
+    ownership on."""
+    from monitors.models import LastOwnerError
+
+    owner, editor, _ = people
+
+    # Django deletes in a transaction of its own, rolled back on refusal.
+    with pytest.raises(LastOwnerError) as refused, transaction.atomic():
+        owner.delete()
+
+    assert str(refused.value) == (
+        "olive is the only owner of Acme, which has other members: make one of "
+        "them an owner first, or delete the team."
+    )
+    assert Membership.objects.filter(
+        team=team, user=owner, role=Membership.Role.OWNER
+    ).exists()
+    assert not Activity.objects.filter(
+        team=team, kind=Activity.Kind.MEMBER_REMOVED
+    ).exists()
+
+
+def test_the_only_owner_goes_once_another_owner_is_named_or_nobody_else_is_in(
+    team, people, django_user_model
+):
+    owner, editor, eddie = people
+    alone = Team.objects.create(name="Solo", slug="solo")
+    Membership.objects.create(team=alone, user=editor, role=Membership.Role.OWNER)
+    eddie.change_role(Membership.Role.OWNER)
+
+    owner.delete()
+    editor.delete()
+
+    assert not django_user_model.objects.filter(username__in=["olive", "eddie"])
+    assert not Membership.objects.filter(team__in=[team, alone]).exists()
