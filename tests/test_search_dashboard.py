@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from monitors import rules
 from monitors.models import Membership, Monitor, Target
@@ -487,3 +488,22 @@ def test_editing_a_monitor_keeps_its_sites_in_ascii(web, team):
     assert response.status_code == 302
     target.refresh_from_db()
     assert target.exclude_domains == ["xn--bcher-kva.example"]
+
+
+def test_the_admin_shows_a_monitors_sites_as_the_dashboard_does(admin_client, team):
+    """A monitor the admin shows as stored (deleted, or to staff who may
+    only view it) listed its sites in their ASCII form."""
+    monitor = make_monitor(
+        team, ["acme"], exclude_domains=["xn--pple-43d.com", "xn--bcher-kva.example"]
+    )
+    monitor.soft_delete(timezone.now())
+
+    page = html.unescape(
+        admin_client.get(
+            reverse("admin:monitors_monitor_change", args=[monitor.pk])
+        ).content.decode()
+    )
+
+    assert '"xn--pple-43d.com",\n    "bücher.example"' in page
+    assert "xn--bcher-kva" not in page
+    assert "\u0430pple" not in page  # the Cyrillic а
