@@ -605,3 +605,73 @@ def test_the_only_owner_goes_once_another_owner_is_named_or_nobody_else_is_in(
 
     assert not django_user_model.objects.filter(username__in=["olive", "eddie"])
     assert not Membership.objects.filter(team__in=[team, alone]).exists()
+
+
+def user_form(client, person) -> dict[str, object]:
+    """The admin's change form for `person` as it shows it, ready to post."""
+    from django.urls import reverse as url_of
+
+    page = client.get(url_of("admin:auth_user_change", args=[person.pk]))
+    form = page.context["adminform"].form
+    data: dict[str, object] = {
+        name: value
+        for name, value in form.initial.items()
+        if name in form.fields and not form.fields[name].disabled and value is not None
+    }
+    data["groups"] = []
+    data["user_permissions"] = []
+    for key in ("last_login", "date_joined"):
+        data.pop(key, None)
+    at = person.date_joined
+    data |= {"date_joined_0": at.strftime("%Y-%m-%d"), "date_joined_1": "12:00:00"}
+    for formset in page.context["inline_admin_formsets"]:
+        management = formset.formset.management_form
+        data |= {
+            f"{management.prefix}-{name}": value
+            for name, value in management.initial.items()
+        }
+        for number, row in enumerate(formset.formset.forms):
+            data[f"{formset.formset.prefix}-{number}-id"] = row.instance.pk
+            data[f"{formset.formset.prefix}-{number}-user"] = person.pk
+    return data
+
+
+def test_switching_off_a_teams_only_owner_in_the_admin_is_done_and_said(
+    admin_client, team, people
+):
+    """The administrator may (the account may be compromised), but is told
+    the team is left with nobody who may manage it."""
+    owner, editor, _ = people
+    url = reverse("admin:auth_user_change", args=[owner.pk])
+    form = user_form(admin_client, owner)
+    form.pop("is_active")
+
+    response = admin_client.post(url, form, follow=True)
+
+    said = [str(m) for m in response.context["messages"]]
+    owner.refresh_from_db()
+    assert not owner.is_active
+    assert (
+        "olive was the only owner of Acme, which has other members: while the "
+        "account is switched off nobody there can invite people, change roles "
+        "or give the team another owner. Make one of them an owner on the "
+        "team's page here."
+    ) in said
+
+
+def test_switching_off_one_of_two_owners_in_the_admin_warns_of_nothing(
+    admin_client, team, people
+):
+    owner, editor, eddie = people
+    eddie.change_role(Membership.Role.OWNER)
+    form = user_form(admin_client, owner)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[owner.pk]), form, follow=True
+    )
+
+    said = " ".join(str(m) for m in response.context["messages"])
+    owner.refresh_from_db()
+    assert not owner.is_active
+    assert "only owner" not in said
