@@ -675,3 +675,20 @@ def test_switching_off_one_of_two_owners_in_the_admin_warns_of_nothing(
     owner.refresh_from_db()
     assert not owner.is_active
     assert "only owner" not in said
+
+
+def test_an_owner_alone_in_the_team_is_told_how_to_leave_it_in_words_they_can_follow(
+    client, team, django_user_model
+):
+    """ "Make someone else an owner" asks the impossible of someone alone in
+    the team; the Team page offers no way to delete a team."""
+    olive = django_user_model.objects.create_user("olive", "o@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.OWNER)
+    client.force_login(olive)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    assert (
+        "The team's only owner. To leave, first invite someone and make them an "
+        "owner, or ask an administrator to delete the team."
+    ) in page
