@@ -222,9 +222,15 @@ class TargetKind:
 
     def options(self, target: Target) -> dict[str, Any]:
         """Its API object without what it watches: its options, for the
-        admin."""
+        admin, each list's items shown as its control shows them (sites in
+        letters, as on the dashboard)."""
         shape = self.represent(target)
-        return {k: v for k, v in shape.items() if k not in self.watched_keys}
+        options = {k: v for k, v in shape.items() if k not in self.watched_keys}
+        for spec in self.form_fields:
+            key = spec.path[0] if len(spec.path) == 1 else None
+            if spec.show_item and isinstance(options.get(key), list):
+                options[key] = [spec.show_item(str(item)) for item in options[key]]
+        return options
 
     def for_pages(
         self, urls: list[str], scrape_options: Mapping[str, Any]
