@@ -240,3 +240,21 @@ def test_text_after_a_script_longer_than_the_guess_reads_is_still_guessed():
     text = decode(html.encode("cp1251"), "text/html", html=True)
 
     assert "<p>Цена: пять тысяч рублей.</p>" in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Prix : café crème 5 €, thé à la menthe. Déjà vu, “voilà”.",
+        "Öffnungszeiten: Montag bis Freitag. Straße 5, Größe: groß. Grüße!",
+        "Año nuevo: la señora pidió un café con leche, ¿verdad? ¡Olé!",
+        "Atenção: promoção válida até sábado. Preço: R$ 5,00. Não perca!",
+        "Perché è così? La città è più bella d'inverno. Caffè: 2 €.",
+        "Öppettider: måndag till fredag. Välkommen till vår butik i Göteborg!",
+        "Prix: café 5 €",
+    ],
+)
+def test_an_unlabelled_page_in_latin_letters_stays_windows_1252(text):
+    body = f"<html><body><p>{text}</p></body></html>".encode("cp1252")
+
+    assert f"<p>{text}</p>" in decode(body, "text/html", html=True)
