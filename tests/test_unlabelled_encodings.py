@@ -166,6 +166,17 @@ def test_an_unlabelled_shift_jis_page_as_plain_text_is_read_in_japanese(team, si
     assert page.current_snapshot.text.strip() == text.strip()
 
 
+def test_a_koi8_r_page_under_a_utf8_header_it_plainly_is_not_is_guessed(team, site):
+    # A server's default label that the bytes contradict is as good as none.
+    url = site.page(
+        "/ru", page_bytes("koi8_r"), content_type="text/html; charset=utf-8"
+    )
+
+    page = run_check(make_monitor(team, url))
+
+    assert "Новых книг: сорок две." in page.current_snapshot.text
+
+
 def test_a_page_labelled_latin1_is_read_as_labelled_not_guessed(team, site):
     # Cyrillic bytes under an explicit legacy label: the label is obeyed.
     url = site.page(
