@@ -942,6 +942,20 @@ def test_a_zstd_bomb_is_decoded_no_further_than_the_cap(monkeypatch) -> None:
     assert 1024 * 1024 < sum(decoded) <= 1024 * 1024 + 64 * 1024 + 1
 
 
+def test_a_zstd_frame_asking_for_more_than_8_mb_of_memory_is_refused() -> None:
+    # Streamed without its size, a 16 MB window is what the decoder must hold.
+    params = zstandard.ZstdCompressionParameters(window_log=24)
+    streamed = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    frame = streamed.compress(b"hello") + streamed.flush()
+    reader = BodyReader("zstd", 1024 * 1024)
+
+    with pytest.raises(fetch.FetchError) as caught:
+        reader.feed(frame)
+
+    assert caught.value.kind == "protocol"
+    assert zstandard.get_frame_parameters(frame).window_size == 16 * 1024 * 1024
+
+
 def test_a_damaged_zstd_body_is_a_protocol_error(
     site: str, private_allowed: None
 ) -> None:
