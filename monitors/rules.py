@@ -440,8 +440,9 @@ def schema_reference_error(schema: Any, path: str = "schema") -> str | None:
             )
         if key == "$schema" and not _known_dialect(value):
             return (
-                f"{where} must name a JSON Schema dialect (e.g. "
-                "https://json-schema.org/draft/2020-12/schema) or be left out."
+                f"{where} {value[:200]!r} is not a JSON Schema draft we know: name "
+                "one (draft-04, draft-06, draft-07, 2019-09 or 2020-12, e.g. "
+                "https://json-schema.org/draft/2020-12/schema) or leave it out."
             )
     return None
 
