@@ -4,6 +4,8 @@ the same outbox as every channel; someone who left the team gets nothing."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import html
 import re
 import smtplib
@@ -266,6 +268,78 @@ def test_a_failing_monitor_sends_one_failing_e_mail_and_one_recovered(
         "Pricing page is failing",
         "Pricing page works again",
     ]
+
+
+def headers_of(mail) -> email.message.EmailMessage:
+    wire = mail.message(policy=email.policy.SMTP).as_bytes()
+    return email.message_from_bytes(wire, policy=email.policy.default)
+
+
+def test_a_failing_alert_and_its_all_clear_share_a_thread_apart_from_the_changes(
+    team, owner, scenario, queued, mailoutbox, settings
+):
+    settings.DEFAULT_FROM_EMAIL = "alerts@watch.acme.test"
+    monitor = make_monitor(team, goal="Prices")
+    other = make_monitor(team, name="Jobs", goal="Jobs")
+    channel = team_mail(
+        team,
+        monitor,
+        recipients=[MIA],
+        events=["meaningful", "failing"],
+        failing_after=1,
+    )
+    MonitorChannel.objects.create(monitor=other, channel=channel)
+
+    scenario.run(monitor, [("https://example.com/pricing", "error")])
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    meaningful_check(scenario, monitor)
+    meaningful_check(scenario, other)
+    queued.run()
+
+    failing, works, change, other_change = (headers_of(mail) for mail in mailoutbox)
+    assert failing["Subject"] == "Pricing page is failing"
+    assert works["Subject"] == "Pricing page works again"
+    alerts = f"<alerts.{monitor.pk}@watch.acme.test>"
+    assert failing["References"] == works["References"] == alerts
+    assert failing["In-Reply-To"] == works["In-Reply-To"] == alerts
+    assert change["References"] == f"<changes.{monitor.pk}@watch.acme.test>"
+    assert other_change["References"] == f"<changes.{other.pk}@watch.acme.test>"
+    # One list: the channel's, whichever monitor the e-mail is about.
+    lists = {sent["List-Id"] for sent in (failing, works, change, other_change)}
+    assert lists == {f"Pricing people - Acme <{channel.pk}.channel.watch.acme.test>"}
+    ids = [sent["Message-ID"] for sent in (failing, works, change, other_change)]
+    assert len(set(ids)) == 4
+    assert all(i.endswith("@watch.acme.test>") for i in ids)
+
+
+def test_a_long_monitor_name_leaves_room_in_the_subject_for_what_happened(
+    team, owner, scenario, queued, mailoutbox
+):
+    name = "Préis 🚀 " + "N" * 300
+    monitor = make_monitor(team, name=name + "\r\nBcc: x@evil.test", goal="Prices")
+    team_mail(
+        team,
+        monitor,
+        recipients=[MIA],
+        events=["meaningful", "failing"],
+        failing_after=1,
+    )
+
+    scenario.run(monitor, [("https://example.com/pricing", "error")])
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    subjects = [headers_of(mail)["Subject"] for mail in mailoutbox]
+    cut = name[:119] + "…"  # 120 characters
+    assert subjects == [
+        f"{cut} is failing",
+        f"{cut} works again",
+        f"{cut}: 1 page changed (1 meaningful)",
+    ]
+    assert all(headers_of(mail)["Bcc"] is None for mail in mailoutbox)
+    # The body names the monitor in full.
+    assert name in mailoutbox[2].body
 
 
 def test_a_daily_digest_is_one_e_mail(

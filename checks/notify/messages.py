@@ -34,6 +34,8 @@ TEST = events.CHANNEL_TEST
 # Pages listed in one message; the rest are "and N more".
 PAGES_SHOWN = 10
 QUOTE_CHARS = 300
+# Of a monitor's name in a title, as in the monitor's own e-mail's subject.
+NAME_IN_TITLE = 120
 
 
 def _monitor(monitor: Monitor) -> dict[str, Any]:
@@ -189,7 +191,13 @@ def links(message: Any) -> Iterator[str]:
 
 
 def title(message: Mapping[str, Any]) -> str:
-    return render_to_string("notify/channel_title.txt", {"m": message}).strip()
+    """The message in one line: an e-mail's subject, a chat service's
+    heading. A long monitor name is cut so that what happened ("is
+    failing", "works again", the changes counted) still fits; the body
+    names the monitor in full."""
+    name = (message.get("monitor") or {}).get("name") or ""
+    context = {"m": message, "name": one_line(name, NAME_IN_TITLE)}
+    return render_to_string("notify/channel_title.txt", context).strip()
 
 
 def without_title(body: str, title: str) -> str:

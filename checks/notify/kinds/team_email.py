@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.mail import EmailMultiAlternatives, mailers
 from django.urls import reverse
 
-from checks.notify import consent, messages
+from checks.notify import consent, mail_headers, messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.email import mail_errors, send_one
 from checks.notify.kinds.outbound import Attempt, Outbound
@@ -101,11 +101,29 @@ def chosen(team: Team, settings: Mapping[str, Any]) -> list[Member]:
     return [member for member in members(team) if member.id in ids]
 
 
+def thread_of(channel: Channel, message: dict[str, Any]) -> dict[str, str]:
+    """The thread an e-mail of this message belongs to: a monitor's changes,
+    its failing and working-again alerts (the alert and its all-clear read
+    together), or the channel's digests; a test message stands alone."""
+    kind = message.get("type")
+    monitor = (message.get("monitor") or {}).get("id")
+    if kind == messages.CHANGE and monitor:
+        root = mail_headers.thread_root("changes", monitor)
+    elif kind in (messages.FAILING, messages.RECOVERED) and monitor:
+        root = mail_headers.thread_root("alerts", monitor)
+    elif kind == messages.DIGEST:
+        root = mail_headers.thread_root("digests", f"channel-{channel.pk}")
+    else:
+        return {}
+    return mail_headers.in_thread(root)
+
+
 def build(
     channel: Channel,
     message: dict[str, Any],
     to: str,
     accounts: tuple[int, ...] = (),
+    delivery_key: Any = None,
 ) -> EmailMultiAlternatives:
     title = messages.title(message)
     # The subject is the title; the body starts with what it has to say.
@@ -129,7 +147,14 @@ def build(
         text_template="emails/team_channel.txt",
         html_template="emails/team_channel.html",
         context=context,
-        headers=consent.one_click_headers(one_click_url) if accounts else None,
+        headers={
+            **(mail_headers.message_id(delivery_key, to) if delivery_key else {}),
+            **thread_of(channel, message),
+            **mail_headers.list_id(
+                f"{channel.name} - {channel.team.name}", "channel", channel.pk
+            ),
+            **(consent.one_click_headers(one_click_url) if accounts else {}),
+        },
     )
 
 
@@ -382,7 +407,10 @@ class TeamEmailKind(ChannelKind):
         return TeamSend(
             delivery.pk,
             [
-                Mail(build(channel, message, address, tuple(ids)), tuple(ids))
+                Mail(
+                    build(channel, message, address, tuple(ids), delivery.webhook_id),
+                    tuple(ids),
+                )
                 for address, ids in accounts.items()
             ],
             retried=bool(done),
