@@ -24,7 +24,7 @@ from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import digests, drain, kinds, messages, sweep
 from checks.notify.kinds import team_email
-from monitors.models import Channel, Membership, MonitorChannel
+from monitors.models import Channel, Membership, Monitor, MonitorChannel
 from teams.models import Activity
 from tests.notifying import judged, make_monitor
 from tests.smtp import MailServer
@@ -372,6 +372,73 @@ def test_a_daily_digest_is_one_e_mail(
     assert "https://example.com/pricing" in links
     assert "https://example.com/plans" in links
     assert settings.PUBLIC_BASE_URL + monitor.get_absolute_url() in links
+
+
+def digest_of(team, scenario, monitors_and_changes, verdict="meaningful"):
+    """A daily digest e-mail to Mia of these monitors' changes, each monitor's
+    made a minute after the one before (so the last is the newest)."""
+    start = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
+    with time_machine.travel(start, tick=False):
+        channel = team_mail(
+            team, recipients=[MIA], digest="daily", digest_at=time(9, 0)
+        )
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+    for minute, (name, changes) in enumerate(monitors_and_changes, start=1):
+        with time_machine.travel(start + timedelta(minutes=minute), tick=False):
+            monitor = make_monitor(team, name=name, goal="Prices")
+            MonitorChannel.objects.create(monitor=monitor, channel=channel)
+            fields = {"judgment": judged(verdict != "noise"), "verdict": verdict}
+            pages = [
+                (f"https://example.com/{name}/{n}", "changed", fields)
+                for n in range(changes)
+            ]
+            scenario.run(monitor, pages)
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        made = digests.queue_due(datetime.now(UTC))
+    for delivery in made:
+        drain.deliver(delivery.pk)
+    return made
+
+
+def test_a_busy_digest_e_mail_is_bounded_newest_monitor_first_linking_to_the_rest(
+    team, owner, scenario, mailoutbox, settings
+):
+    digest_of(team, scenario, [("Busy", 200), ("Quiet", 1)])
+
+    [mail] = mailoutbox
+    assert mail.subject == "Pagewatch digest: 201 meaningful changes"
+    assert len(mail.body) < 25_000
+    # Grouped by monitor, the one with the newest change first.
+    assert mail.body.index("Quiet (") < mail.body.index("Busy (")
+    busy = Monitor.objects.get(name="Busy")
+    link = settings.PUBLIC_BASE_URL + busy.get_absolute_url()
+    assert mail.body.count("https://example.com/Busy/") == 20
+    assert f"- …and 180 more.\n  All of them in Pagewatch: {link}\n" in mail.body
+    assert f'All of them in Pagewatch: <a href="{link}">' in html_of(mail)
+
+
+def test_a_digest_e_mail_of_many_monitors_names_fifty_and_links_to_the_rest(
+    team, owner, scenario, mailoutbox, settings
+):
+    digest_of(team, scenario, [(f"Shop {n:02}", 1) for n in range(60)])
+
+    [mail] = mailoutbox
+    assert mail.subject == "Pagewatch digest: 60 meaningful changes"
+    assert "Shop 59 (" in mail.body and "Shop 10 (" in mail.body
+    assert "Shop 09 (" not in mail.body
+    every = settings.PUBLIC_BASE_URL + "/"
+    assert f"…and 10 more monitors with changes.\nAll your monitors: {every}\n" in (
+        mail.body
+    )
+    assert f'All your monitors: <a href="{every}">' in html_of(mail)
+
+
+def test_a_digest_of_changes_all_judged_noise_sends_nothing(
+    team, owner, scenario, mailoutbox
+):
+    assert digest_of(team, scenario, [("Noisy", 3)], verdict="noise") == []
+    assert mailoutbox == []
 
 
 def test_a_member_who_left_the_team_gets_nothing(

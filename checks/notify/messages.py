@@ -248,6 +248,19 @@ def _pages_in(message: Mapping[str, Any]) -> int:
     return len(message.get("pages") or [])
 
 
+def keeping_monitors(
+    message: Mapping[str, Any], shown: int, link: str
+) -> dict[str, Any]:
+    """A copy of a digest naming only its first `shown` monitors (the ones
+    with the newest changes), and how many more had changes, seen at `link`."""
+    shorter = dict(message)
+    entries = list(message.get("monitors") or [])
+    if len(entries) > shown:
+        shorter["monitors"] = entries[:shown]
+        shorter["moreMonitors"] = {"count": len(entries) - shown, "link": link}
+    return shorter
+
+
 def keeping(message: Mapping[str, Any], shown: int) -> dict[str, Any]:
     """A copy of a change or digest message listing only its first `shown`
     pages; the others are added to its "…and N more". A digest keeps every

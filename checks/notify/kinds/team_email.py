@@ -51,6 +51,10 @@ if TYPE_CHECKING:
     from monitors.models import Channel, Team
 
 RECIPIENTS_MAX = 100
+# An e-mail's text, its HTML twice that, stays well within the 102 KB past
+# which Gmail clips a message; a digest names this many monitors at most.
+TEXT_CHARS = 20_000
+DIGEST_MONITORS = 50
 # One attempt's whole time (below the deliver task's time limit).
 SEND_TIMEOUT_SECONDS = 60.0
 # No e-mail is started later than this into an attempt: one started in time
@@ -126,8 +130,15 @@ def build(
     delivery_key: Any = None,
 ) -> EmailMultiAlternatives:
     title = messages.title(message)
+    if message.get("type") == messages.DIGEST:
+        link = absolute(reverse("monitor-list"))
+        message = messages.keeping_monitors(message, DIGEST_MONITORS, link)
+    # Within what mail apps show whole (Gmail clips a message past 102 KB,
+    # the part with the unsubscribe link first): a busy day's digest lists
+    # what fits and counts the rest ("…and 180 more") with their links.
+    text = messages.text(message, fits=lambda body: len(body) <= TEXT_CHARS)
     # The subject is the title; the body starts with what it has to say.
-    body = messages.without_title(messages.text(message), title)
+    body = messages.without_title(text, title)
     unsubscribe_url, one_click_url = (
         consent.channel_unsubscribe_urls(channel.pk, accounts) if accounts else ("", "")
     )
