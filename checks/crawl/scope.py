@@ -22,10 +22,11 @@ robots.txt; no I/O. Firecrawl's semantics:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from django.conf import settings
 from protego import Protego
@@ -65,6 +66,16 @@ APPLIED_OPTIONS = frozenset(
     }
 )  # fmt: skip
 
+# Query parameters that name the visitor's session or the campaign a link
+# came from, not the page: a site that puts a new session id in every link
+# would otherwise be a new page at every answer, without end.
+SESSION_PARAMETERS = frozenset(
+    {"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "cfid", "cftoken"}
+)
+TRACKING_PREFIXES = ("utm_", "aspsessionid")
+# A session id in the path, as Java servers write it: /page;jsessionid=ABC.
+_PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/;?]*", re.I)
+
 compile_pattern = path_pattern  # the rule the API and the form validate with
 
 
@@ -90,9 +101,25 @@ def canonical(url: str, *, drop_query: bool = False) -> str | None:
         netloc = f"[{netloc}]"
     if port is not None and port != DEFAULT_PORTS[parts.scheme]:
         netloc = f"{netloc}:{port}"
-    query = "" if drop_query else parts.query
+    path = _PATH_SESSION.sub("", path)
+    query = "" if drop_query else _without_sessions(parts.query)
     rebuilt = urlunsplit((parts.scheme, netloc, path or "/", query, ""))
     return canonicalize_url(rebuilt, keep_fragments=False)
+
+
+def _without_sessions(query: str) -> str:
+    """The query without its session ids and campaign tags (as given
+    otherwise: canonicalize_url sorts and encodes it)."""
+    if not query:
+        return query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    kept = [
+        (name, value)
+        for name, value in pairs
+        if name.lower() not in SESSION_PARAMETERS
+        and not name.lower().startswith(TRACKING_PREFIXES)
+    ]
+    return query if len(kept) == len(pairs) else urlencode(kept)
 
 
 def _bare_host(host: str) -> str:
