@@ -73,3 +73,74 @@ def test_session_ids_and_campaign_tags_do_not_make_new_pages(team, site):
         assert set(statuses(later)) <= {"same", "changed"}
     asked = {request.path for request in site.requests}
     assert not [path for path in asked if "sid" in path.lower() or "utm_" in path]
+
+
+# --- A site larger than the crawl's limit ------------------------------------------
+
+
+def sections_site(site: Site, order: int) -> None:
+    """Home → 12 sections → 4 pages each (61 pages). `order` sets which
+    sections answer first, as a real site's answers come in any order."""
+    sections = [f"/s{i}" for i in range(12)]
+    site.html("/", "Home", nav(*sections))
+    for i, section in enumerate(sections):
+        late = i if order % 2 == 0 else len(sections) - i
+        pages = [f"{section}/p{j}" for j in range(4)]
+        site.html(section, section, nav(*pages), delay=0.03 * late)
+        for page in pages:
+            site.html(page, page, f"<p>{page}</p>")
+
+
+def test_a_site_larger_than_the_limit_is_the_same_pages_on_every_check(team, site):
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip", limit=20)
+    checks = []
+    for order in range(3):
+        sections_site(site, order)
+        checks.append(run_check(monitor))
+    first, second, third = checks
+
+    assert len(paths(first)) == 20 and crawl_result(first)["truncated"] is True
+    # The pages answering first differ, yet the crawl takes the pages it
+    # had: nothing is new, nothing is left out.
+    assert statuses(second) == statuses(third) == {"same": paths(first)}
+    assert crawl_result(third)["pagesFound"] == 20
+
+
+def test_a_new_page_on_a_site_past_the_limit_takes_the_room_of_one_gone(team, site):
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip", limit=20)
+    sections_site(site, 0)
+    first = run_check(monitor)
+    [gone] = sorted(p for p in paths(first) if p.count("/") == 1)[:1]
+    section = "/" + gone.split("/")[0]
+    others = [f"{section}/p{j}" for j in range(4) if f"{section}/p{j}" != "/" + gone]
+    site.html(section, section, nav(*others, f"{section}/fresh"))
+    site.html(f"{section}/fresh", "Fresh", "<p>Just written.</p>")
+    site.remove("/" + gone)
+
+    second = run_check(monitor)
+
+    assert paths(second, "new") == {f"{section[1:]}/fresh"}
+    assert paths(second) == paths(first) - {gone} | {f"{section[1:]}/fresh"}
+    # The crawl stopped at its limit: a page it did not reach is not called
+    # removed, even this one, gone from the site.
+    assert paths(second, "removed") == set()
+
+
+# --- One page, many spellings ----------------------------------------------------
+
+
+def test_a_page_linked_with_and_without_its_slash_keeps_the_address_it_had(team, site):
+    site.html("/", "Home", nav("/x", "/y"))
+    site.html("/a", "A", "<p>a</p>")
+    site.html("/a/", "A", "<p>a</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    checks = []
+    for order in range(3):
+        # Which of /x and /y answers first decides which link to /a is met first.
+        site.html("/x", "X", nav("/a/"), delay=0.2 if order % 2 else 0)
+        site.html("/y", "Y", nav("/a"), delay=0 if order % 2 else 0.2)
+        checks.append(run_check(monitor))
+    first, second, third = checks
+
+    assert paths(first) == {"", "x", "y", "a/"}
+    assert statuses(second) == statuses(third) == {"same": paths(first)}

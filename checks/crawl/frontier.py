@@ -2,7 +2,10 @@
 
     plan:   the start URL and the sitemap's pages, admitted at depth 0
     admit:  the links of each fetched page (scoped by checks.crawl.scope)
-            become new batches, once per page, up to the crawl's limit
+            become new batches, once per page, up to the crawl's limit;
+            near it, pages the target had come first and the others wait
+            until no batch is open, then go by depth and address, so a
+            site larger than the limit is the same pages on every check
     close:  when the check's last batch is done, a complete crawl records as
             `removed` every active page it did not find again
 
@@ -29,6 +32,7 @@ from django.db.models import Count, F
 from checks import shared_clock
 from checks.browser.options import browser_options
 from checks.content.sniff import is_document_type, media_type_of
+from checks.crawl import known
 from checks.crawl.discovery import robots_of
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
@@ -216,17 +220,85 @@ class Frontier:
         fresh = _unknown(row.pk, links)  # again, now that the check is ours
         if not fresh:
             return []
-        deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
-        if check.started_at and shared_clock.now() - check.started_at > deadline:
-            minutes = round(deadline.total_seconds() / 60)
-            _truncate(row, DEADLINE_REASON.format(minutes=minutes))
+        if _past_deadline(check, row):
             return []
         limit = page_limit(crawl.target)
+        if row.had:
+            had, new = known.respelled(
+                check.monitor_id, crawl.target.id, crawl.scope, fresh
+            )
+        else:
+            had, new = [], fresh
         room = max(limit - row.found, 0)
-        if len(fresh) > room:
+        taken = had[:room]
+        if len(taken) < len(had):
             _truncate(row, LIMIT_REASON.format(limit=limit))
-            fresh = fresh[:room]
-        return register(check, row, crawl.target, fresh)
+        # Pages the target did not have wait for the end of the check when
+        # the pages it had might not leave them room (see admit_waiting).
+        if row.found + len(taken) + len(new) + row.had > limit:
+            _wait(row, new)
+        else:
+            taken += new
+        return register(check, row, crawl.target, taken)
+
+
+def admit_waiting(check_id: uuid.UUID) -> list[CheckBatch]:
+    """Once no batch of the check is open: the links that waited for room
+    (CrawlPage.waiting), by depth and then address, as far as each crawl's
+    limit allows; the new batches (committed). Their own links may wait in
+    turn, for the next time no batch is open."""
+    with transaction.atomic():
+        check = Check.objects.select_for_update().get(pk=check_id)
+        batches = CheckBatch.objects.filter(check_run=check)
+        if check.status != Check.Status.RUNNING or batches.open().exists():
+            return []
+        waiting = CrawlPage.objects.filter(crawl__check_run=check, waiting=True)
+        ids = set(waiting.values_list("crawl_id", flat=True))
+        targets = {t.id: t for t in check.monitor.targets.all()}
+        added: list[CheckBatch] = []
+        for row in Crawl.objects.filter(pk__in=ids, closed=False):
+            target = targets.get(row.target_id)
+            if target is not None:
+                added += _admit_waiting(check, row, target)
+        return added
+
+
+def _admit_waiting(check: Check, row: Crawl, target: Target) -> list[CheckBatch]:
+    waiting = CrawlPage.objects.filter(crawl=row, waiting=True)
+    if _past_deadline(check, row):
+        return []
+    limit = page_limit(target)
+    chosen = list(waiting.order_by("depth", "url")[: max(limit - row.found, 0)])
+    if waiting.count() > len(chosen):
+        _truncate(row, LIMIT_REASON.format(limit=limit))
+    if not chosen:
+        return []
+    CrawlPage.objects.filter(pk__in=[page.pk for page in chosen]).update(waiting=False)
+    scope = scope_of(target, row)
+    links = [
+        Link(page.url, page.key, page.depth, follow=scope.is_internal(page.url))
+        for page in chosen
+    ]
+    return schedule(check, row, target, links)
+
+
+def _wait(row: Crawl, links: Sequence[Link]) -> None:
+    CrawlPage.objects.bulk_create(
+        [
+            CrawlPage(crawl=row, key=k.key, url=k.url, depth=k.depth, waiting=True)
+            for k in links
+        ]
+    )
+
+
+def _past_deadline(check: Check, row: Crawl) -> bool:
+    """Whether the crawl ran past CRAWL_DEADLINE_SECONDS (then it says so)."""
+    deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
+    if check.started_at and shared_clock.now() - check.started_at > deadline:
+        minutes = round(deadline.total_seconds() / 60)
+        _truncate(row, DEADLINE_REASON.format(minutes=minutes))
+        return True
+    return False
 
 
 def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
@@ -336,6 +408,14 @@ def register(
     CrawlPage.objects.bulk_create(
         [CrawlPage(crawl=row, key=k.key, url=k.url, depth=k.depth) for k in links]
     )
+    return schedule(check, row, target, links)
+
+
+def schedule(
+    check: Check, row: Crawl, target: Target, links: Sequence[Link]
+) -> list[CheckBatch]:
+    """New batches of the check for links in the frontier (the caller
+    holds the check row locked), counted as found."""
     Crawl.objects.filter(pk=row.pk).update(found=F("found") + len(links))
     Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") + len(links))
     # A crawl whose options need a browser, or whose monitor always uses
@@ -376,6 +456,9 @@ def close(check_id: uuid.UUID, record: Any) -> None:
         with transaction.atomic():
             if not Crawl.objects.filter(pk=row.pk, closed=False).update(closed=True):
                 continue  # another worker closed it
+            if CrawlPage.objects.filter(crawl=row, waiting=True).exists():
+                limit = page_limit(target) if target is not None else row.found
+                _truncate(row, LIMIT_REASON.format(limit=limit))
             row.refresh_from_db()
             if target is not None and not row.truncated:
                 items = removed_items(check, row, target)
