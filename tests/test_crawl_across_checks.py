@@ -144,3 +144,24 @@ def test_a_page_linked_with_and_without_its_slash_keeps_the_address_it_had(team,
 
     assert paths(first) == {"", "x", "y", "a/"}
     assert statuses(second) == statuses(third) == {"same": paths(first)}
+
+
+# --- robots.txt changing between checks ---------------------------------------------
+
+
+def test_a_page_robots_txt_keeps_out_for_a_while_is_not_removed_then_new(team, site):
+    site.html("/", "Home", nav("/a", "/b"))
+    site.html("/a", "A", "<p>a</p>")
+    site.html("/b", "B", "<p>b</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    first = run_check(monitor)
+    site.page("/robots.txt", "User-agent: *\nDisallow: /a\n", content_type="text/plain")
+
+    kept_out = run_check(monitor)
+    site.remove("/robots.txt")
+    back = run_check(monitor)
+
+    assert paths(first) == {"", "a", "b"}
+    assert statuses(kept_out) == {"same": {"", "b"}}
+    assert site.requests_to("/a") and len(site.requests_to("/a")) == 2
+    assert statuses(back) == {"same": {"", "a", "b"}}

@@ -481,7 +481,9 @@ def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
     )
     items: list[Item] = []
     for state in states.iterator():
-        if scope.key(state.url) in seen:
+        # A page robots.txt now keeps crawlers off was not looked at, so it
+        # is not known to be gone: it keeps its place until it is allowed.
+        if scope.key(state.url) in seen or not scope.robots_allow(state.url):
             continue
         job = PageJob(
             target.id, state.url, target.scrape_options or {}, 0, uuid.uuid4()
