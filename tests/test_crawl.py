@@ -1173,6 +1173,7 @@ def test_a_sites_page_does_not_call_a_page_that_never_loaded_on_the_site(
 ):
     site.html("/", "Home", nav("/about", "/broken"))
     site.html("/about", "About", "<p>About us</p>")
+    site.page("/broken", "Internal error", status=500)  # a 404 is no page at all
     monitor = crawl_monitor(team, site.url("/"))
     check = run_check(monitor)
     assert check.pages.get(url=site.url("/broken")).status == "error"

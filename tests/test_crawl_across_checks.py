@@ -165,3 +165,29 @@ def test_a_page_robots_txt_keeps_out_for_a_while_is_not_removed_then_new(team, s
     assert statuses(kept_out) == {"same": {"", "b"}}
     assert site.requests_to("/a") and len(site.requests_to("/a")) == 2
     assert statuses(back) == {"same": {"", "a", "b"}}
+
+
+# --- Links that lead to no page ----------------------------------------------------
+
+
+def test_links_to_pages_that_never_were_are_no_error_on_every_check(team, site):
+    site.html("/", "Home", nav("/a", "/missing", "/loop"))
+    site.html("/a", "A", "<p>a</p>")
+    site.redirect("/loop", "/loop-back")
+    site.redirect("/loop-back", "/loop")
+    sitemap = f"<url><loc>{site.url('/listed-but-gone')}</loc></url>"
+    site.page(
+        "/sitemap.xml",
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{sitemap}</urlset>',
+        content_type="application/xml",
+    )
+    monitor = crawl_monitor(team, site.url("/"))
+
+    first, second = run_check(monitor), run_check(monitor)
+
+    for check in (first, second):
+        assert check.status == Check.Status.COMPLETED, check.error
+        assert paths(check) == {"", "a"}
+        assert crawl_result(check)["pagesFound"] == 2
+    assert statuses(second) == {"same": {"", "a"}}
+    assert crawl_result(second)["truncated"] is False

@@ -136,8 +136,9 @@ class Frontier:
             scope.remember_robots(origin, await robots_of(origin, client))
 
     def redirected(self, items: Sequence[Item]) -> list[Item]:
-        """These pages, but for those a redirect took elsewhere or that
-        answered with a download: such a link is not a page of the crawl.
+        """These pages, but for those a redirect took elsewhere, that
+        answered with a download, or that lead to no page and never did
+        (see _leads_nowhere): such a link is not a page of the crawl.
         The page a redirect led to is, when the crawl's rules let it in
         (admit adds it, at the link's depth, so each page is recorded once
         and under its own address, whichever link led to it first); a
@@ -154,7 +155,10 @@ class Frontier:
             if (
                 crawl is not None
                 and to is None
-                and _download(crawl.scope, job, outcome)
+                and (
+                    _download(crawl.scope, job, outcome)
+                    or _leads_nowhere(crawl.scope, job, outcome, state)
+                )
             ):
                 to = ""  # leads to no page
             if crawl is None or to is None:
@@ -333,6 +337,24 @@ def _download(scope: Scope, job: PageJob, outcome: Outcome) -> bool:
     if outcome.error_kind not in (ErrorKind.UNREADABLE, ErrorKind.TOO_LARGE):
         return False
     return not is_document_type(media_type_of(content_type))
+
+
+def _leads_nowhere(
+    scope: Scope, job: PageJob, outcome: Outcome, state: PageState | None
+) -> bool:
+    """Whether this link leads to no page, and never did: it answers 404 or
+    410, or redirects in a loop, and the target never had a page there. An
+    error on every check would say nothing new each time (a sitemap's stale
+    entry, a broken link); a page the target had is `removed` when it
+    answers 404, and an error, its last content kept, when it loops."""
+    if not job.record or job.depth == 0 and job.url == scope.start:
+        return False
+    if outcome.status != PageResult.Status.ERROR:
+        return False
+    if state is not None and state.has_baseline:
+        return False
+    gone = outcome.status_code in PageResult.GONE_STATUS_CODES
+    return gone or outcome.error_kind == ErrorKind.TOO_MANY_REDIRECTS
 
 
 def _adds_to_query(url: str, to: str) -> bool:
