@@ -191,3 +191,30 @@ def test_links_to_pages_that_never_were_are_no_error_on_every_check(team, site):
         assert crawl_result(check)["pagesFound"] == 2
     assert statuses(second) == {"same": {"", "a"}}
     assert crawl_result(second)["truncated"] is False
+
+
+# --- Redirects ---------------------------------------------------------------------
+
+
+def test_redirects_are_one_page_and_a_redirect_out_of_the_crawl_is_never_followed(
+    team, site
+):
+    with Site() as other:
+        other.html("/", "Elsewhere", "<p>another site</p>")
+        site.html("/", "Home", nav("/old", "/chain", "/away", "/private/", "/new"))
+        site.redirect("/old", "/new", 301)
+        site.redirect("/chain", "/chain-2", 301)
+        site.redirect("/chain-2", "/new", 302)
+        site.html("/new", "New", "<p>new</p>")
+        site.redirect("/away", other.url("/"))
+        site.redirect("/private/", "/admin/")
+        site.page("/robots.txt", "User-agent: *\nDisallow: /admin/\n")
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+        checks = [run_check(monitor) for _ in range(3)]
+
+    for check in checks:
+        assert paths(check) == {"", "new"}
+        assert check.status == Check.Status.COMPLETED, check.error
+    assert statuses(checks[2]) == {"same": {"", "new"}}
+    assert other.requests == [] and site.requests_to("/admin/") == []

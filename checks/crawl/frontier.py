@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from http import HTTPStatus
@@ -119,6 +119,17 @@ class Frontier:
     def scope(self, job: PageJob) -> Scope | None:
         crawl = self.crawls.get(job.target_id)
         return crawl.scope if crawl is not None else None
+
+    def out_of_scope(self, job: PageJob) -> Callable[[str], bool] | None:
+        """Where this page's redirects are not followed: to an address the
+        crawl would not take as a page at its depth (another site, a path
+        outside its rules, one robots.txt disallows), so nothing out of the
+        crawl is ever fetched. None for the start page, which goes where it
+        leads, and for pages not of a crawl."""
+        scope = self.scope(job)
+        if scope is None or job.depth == 0 and job.url == scope.start:
+            return None
+        return lambda url: scope.admit(url, job.depth) is None
 
     async def learn_robots(
         self, job: PageJob, outcome: Outcome, client: OutboundClient
@@ -309,7 +320,8 @@ def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
     """Where a redirect took this page, as the crawl would fetch it; None
     when it was not redirected to another page (http to https, a trailing
     slash are the same page), failed, or is the start page."""
-    if not job.record or outcome.status == PageResult.Status.ERROR:
+    stopped = outcome.status_code is not None and 300 <= outcome.status_code < 400
+    if not job.record or outcome.status == PageResult.Status.ERROR and not stopped:
         return None
     if job.depth == 0 and job.url == scope.start:
         return None
