@@ -218,3 +218,30 @@ def test_redirects_are_one_page_and_a_redirect_out_of_the_crawl_is_never_followe
         assert check.status == Check.Status.COMPLETED, check.error
     assert statuses(checks[2]) == {"same": {"", "new"}}
     assert other.requests == [] and site.requests_to("/admin/") == []
+
+
+# --- Paths written many ways --------------------------------------------------------
+
+
+def test_a_path_with_doubled_slashes_or_dot_segments_is_the_one_page(team, site):
+    doubled = site.url("//docs/page")  # not "//docs/page": that names a host
+    site.html("/", "Home", nav("/docs//page", doubled, "/docs/x/../page"))
+    site.html("/docs/page", "Page", "<p>the page</p>")
+    site.html("/docs//page", "Page", "<p>the page</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    first, second = run_check(monitor), run_check(monitor)
+
+    assert len(paths(first)) == 2 and "" in paths(first)
+    [page] = paths(first) - {""}
+    assert page in {"docs/page", "docs//page"}
+    assert statuses(second) == {"same": paths(first)}
+    # No segment is lost on the way: nothing asked for a page that is not there.
+    assert {r.path for r in site.requests} <= {
+        "/",
+        "/robots.txt",
+        "/docs/page",
+        "/docs//page",
+        "//docs/page",
+        "/docs/",
+    }
