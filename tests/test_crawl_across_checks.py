@@ -4,12 +4,17 @@ still there is never `removed` then `new`), and no crawl runs away."""
 
 from __future__ import annotations
 
-import itertools
+from datetime import timedelta
+from typing import Any
 
 import pytest
+from django.utils import timezone
 
+from checks import runner
 from checks.models import Check
-from tests.sites import Answer, Request, Site
+from config.celery import app as celery_app
+from tests.sites import Site, sections_site, sessions_site
+from tests.test_batches import batch_ids
 from tests.test_crawl import crawl_monitor, crawl_result, nav, paths, run_check
 
 pytestmark = pytest.mark.django_db
@@ -32,34 +37,8 @@ def statuses(check: Check) -> dict[str, set[str]]:
 # --- Addresses that change on every answer ---------------------------------------
 
 
-def session_site(site: Site) -> None:
-    """Every answer links its pages with a new session id, in the path
-    (Java's ;jsessionid=) or in the query (PHP's PHPSESSID, a bare sid),
-    and with campaign tags (utm_*) that differ by page."""
-    sessions = itertools.count()
-
-    def answer(request: Request) -> Answer:
-        sid = f"{next(sessions):032x}"
-        links = nav(
-            f"/a;jsessionid={sid}",
-            f"/b?PHPSESSID={sid}&page=2",
-            f"/c?sid={sid}",
-            "/d?utm_source=news&utm_medium=mail&id=7",
-        )
-        title = urlsplit_path(request.path)
-        body = f"<html><head><title>{title}</title></head><body>{links}</body></html>"
-        return 200, {"Content-Type": "text/html"}, body.encode()
-
-    for path in ("/", "/a", "/b", "/c", "/d"):
-        site.handle(path, answer)
-
-
-def urlsplit_path(path: str) -> str:
-    return path.split("?", 1)[0].split(";", 1)[0]
-
-
 def test_session_ids_and_campaign_tags_do_not_make_new_pages(team, site):
-    session_site(site)
+    sessions_site(site)
     monitor = crawl_monitor(team, site.url("/"), sitemap="skip", limit=50)
 
     first, second, third = (run_check(monitor) for _ in range(3))
@@ -76,19 +55,6 @@ def test_session_ids_and_campaign_tags_do_not_make_new_pages(team, site):
 
 
 # --- A site larger than the crawl's limit ------------------------------------------
-
-
-def sections_site(site: Site, order: int) -> None:
-    """Home → 12 sections → 4 pages each (61 pages). `order` sets which
-    sections answer first, as a real site's answers come in any order."""
-    sections = [f"/s{i}" for i in range(12)]
-    site.html("/", "Home", nav(*sections))
-    for i, section in enumerate(sections):
-        late = i if order % 2 == 0 else len(sections) - i
-        pages = [f"{section}/p{j}" for j in range(4)]
-        site.html(section, section, nav(*pages), delay=0.03 * late)
-        for page in pages:
-            site.html(page, page, f"<p>{page}</p>")
 
 
 def test_a_site_larger_than_the_limit_is_the_same_pages_on_every_check(team, site):
@@ -245,3 +211,37 @@ def test_a_path_with_doubled_slashes_or_dot_segments_is_the_one_page(team, site)
         "//docs/page",
         "/docs/",
     }
+
+
+# --- Links waiting for room, and a worker lost --------------------------------------
+
+
+def test_links_left_waiting_by_a_lost_worker_are_sent_by_the_sweeper(
+    team, site, monkeypatch
+):
+    site.html("/", "Home", nav("/d", "/c", "/b", "/a"))
+    for path in ("/a", "/b", "/c", "/d"):
+        site.html(path, path, f"<p>{path}</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip", limit=3)
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    assert runner.claim(check)
+    [start] = runner.plan(check)
+    # Four links for two places: they wait until no batch is open, and the
+    # worker dies before it admits them.
+    assert runner._run_batch(start, None) == []
+    long_ago = timezone.now() - runner.stale_running_after() - timedelta(seconds=1)
+    Check.objects.filter(pk=check.pk).update(heartbeat_at=long_ago)
+    sent: list[tuple[str, list]] = []
+
+    def send_task(name: str, args: Any = None, **_options: Any) -> None:
+        sent.append((name, list(args or [])))
+
+    monkeypatch.setattr(celery_app, "send_task", send_task)
+    assert runner.fail_stale_checks(timezone.now()) == 0
+
+    [waited] = batch_ids(sent)
+    assert runner.run_batch(waited)
+    check.refresh_from_db()
+    assert check.status == Check.Status.COMPLETED
+    assert paths(check) == {"", "a", "b"}  # nearest first, then by address
+    assert "limit of 3 pages" in crawl_result(check)["truncatedReason"]

@@ -44,10 +44,9 @@ from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, ImportRun, Membership, Monitor, Target
 from monitors.moving import importing, plan, remote
-from tests.sites import Request, Site
+from tests.sites import Request, Site, sections_site
 from tests.smtp import MailServer
 from tests.test_crawl import build_site, nav
-from tests.test_crawl_across_checks import sections_site
 from tests.test_moving_api import CD_KEY
 from tests.test_moving_remote_preview import _many_watches
 

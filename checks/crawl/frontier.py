@@ -262,12 +262,15 @@ def admit_waiting(check_id: uuid.UUID) -> list[CheckBatch]:
     (CrawlPage.waiting), by depth and then address, as far as each crawl's
     limit allows; the new batches (committed). Their own links may wait in
     turn, for the next time no batch is open."""
+    batches = CheckBatch.objects.filter(check_run_id=check_id)
+    waiting = CrawlPage.objects.filter(crawl__check_run_id=check_id, waiting=True)
+    # Asked first without the lock: most batches end while others are open.
+    if batches.open().exists() or not waiting.exists():
+        return []
     with transaction.atomic():
         check = Check.objects.select_for_update().get(pk=check_id)
-        batches = CheckBatch.objects.filter(check_run=check)
         if check.status != Check.Status.RUNNING or batches.open().exists():
             return []
-        waiting = CrawlPage.objects.filter(crawl__check_run=check, waiting=True)
         ids = set(waiting.values_list("crawl_id", flat=True))
         targets = {t.id: t for t in check.monitor.targets.all()}
         added: list[CheckBatch] = []
