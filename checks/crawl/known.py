@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from django.db.models import QuerySet
+
 from checks.crawl.scope import INDEX_PAGES, Link, Scope
 from checks.models import PageState
 
@@ -77,7 +79,7 @@ def spellings_of(scope: Scope, link: Link) -> list[str]:
     )
 
 
-def _active(monitor_id: int, target_id: uuid.UUID):  # type: ignore[no-untyped-def]
+def _active(monitor_id: int, target_id: uuid.UUID) -> QuerySet[PageState]:
     return PageState.objects.filter(
         monitor_id=monitor_id,
         target_id=target_id,
