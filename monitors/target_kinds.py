@@ -275,6 +275,12 @@ class TargetKind:
         checks.targets.BatchParts), or None when it only fetches pages."""
         return None
 
+    def held_back(self, check_id: uuid.UUID) -> list[Any]:
+        """New batches (CheckBatch, committed) of pages the kind held back
+        until no batch of the check was open (a crawl's links waiting for
+        room within its limit); [] when there are none or a batch is open."""
+        return []
+
     def finish(self, check_id: uuid.UUID) -> None:
         """What the kind adds once every batch of a check is done, before the
         check is finished (a crawl's removed pages, a search's counts)."""
