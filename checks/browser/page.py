@@ -58,6 +58,21 @@ MOBILE_VIEWPORT = {"width": 390, "height": 844}
 SETTLE_MS = 3000
 # Time kept back from the page's loading for its screenshot and capture.
 CAPTURE_MS = 2000
+# After the page settled, how long an app whose root is still empty may take
+# to fill it: its content is on its way (asked for after a timer, a consent
+# check or a token), and its network was quiet in between.
+CONTENT_WAIT_MS = 10_000
+# True once the page has content: no app root left empty (the roots
+# checks.browser.detect knows), or enough text elsewhere.
+_FILLED = """([ids, tags, little]) => {
+  const empty = (node) => !node.firstElementChild && !node.textContent.trim();
+  const roots = [...document.querySelectorAll("[id]")]
+    .filter((node) => ids.includes(node.id.trim().toLowerCase()))
+    .concat(tags.flatMap((tag) => [...document.getElementsByTagName(tag)]));
+  if (!roots.some(empty)) return true;
+  const text = (document.body ? document.body.innerText : "").replace(/\\s+/g, " ");
+  return text.trim().length >= little;
+}"""
 # Headers the browser sets itself, or that would make a navigation conditional.
 _OWN_HEADERS = frozenset(
     {
@@ -253,6 +268,7 @@ class _Visit:
         wait_for = self.job.options.get("waitFor")
         if isinstance(wait_for, int) and not isinstance(wait_for, bool) and wait_for:
             await page.wait_for_timeout(wait_for)
+        await self._wait_for_content(page)
         steps = self.job.options.get("actions")
         if isinstance(steps, list) and steps:
             await page_actions.perform(page, steps, self.outputs, self.remaining_ms)
@@ -300,6 +316,27 @@ class _Visit:
             await page.wait_for_load_state(
                 "networkidle", timeout=min(SETTLE_MS, self.remaining_ms()) or 1
             )
+
+    async def _wait_for_content(self, page: Page) -> None:
+        """An app whose root is still empty is waited for, as long as the
+        page's time allows; captured empty, it would read as the page's
+        whole content removed (and added back at the next check)."""
+        share = self.remaining_ms() - CAPTURE_MS
+        share -= declared_wait_ms({"actions": self.job.options.get("actions")})
+        timeout = max(min(CONTENT_WAIT_MS, share), 1)
+        known = [sorted(detect.APP_ROOT_IDS), list(detect.APP_ROOT_TAGS)]
+        try:
+            await page.wait_for_function(
+                _FILLED, arg=[*known, detect.LITTLE_TEXT], timeout=timeout, polling=100
+            )
+        except PlaywrightTimeout:
+            root = detect.empty_app_root((await page.content()).encode())
+            detail = (
+                f"The page's scripts left it empty ({root or 'its app root'} still "
+                f"had nothing in it after {timeout / 1000:g} s), so there was "
+                "nothing to compare; its last content is kept."
+            )
+            raise FetchError(ErrorKind.EMPTY, detail=detail) from None
 
     def _note_navigation(self, page: Page, request: Request) -> None:
         if request.is_navigation_request() and request.frame == page.main_frame:

@@ -1,0 +1,92 @@
+"""Pages shaped like today's web, checked again and again in real Chromium:
+apps that fetch their content after a pause, pages that load more as they
+are scrolled or clicked, pages that turn into downloads. Whatever they do,
+a check sees only what really changed, says plainly what went wrong, and
+never hangs. (Loading, actions and the browser's limits are in
+tests/test_browser_pages.py; its fixtures skip these without Chromium.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from checks.browser import page as browser_page
+from checks.models import PageResult
+from tests.test_browser_pages import (  # noqa: F401 (fixtures)
+    chromium_present,
+    private_targets_allowed,
+)
+from tests.test_runner import make_monitor, page_of, run_check
+
+pytestmark = pytest.mark.browser
+
+# An app that asks for its content only after a pause (a timer, a consent
+# check, a token fetched first), so its network is quiet before it starts.
+LATE_APP = """<!doctype html><html><head><title>Shop</title></head><body>
+<div id="root"></div>
+<script>
+  setTimeout(() => fetch("/api/plans").then((r) => r.json()).then((plans) => {
+    document.getElementById("root").innerHTML =
+      "<main><h1>Plans</h1><p>" + plans.starter + "</p></main>";
+  }), 1200);
+</script></body></html>"""
+
+
+def plans(text: str) -> Any:
+    body = json.dumps({"starter": text}).encode()
+    return lambda request: (200, {"Content-Type": "application/json"}, body)
+
+
+def test_an_app_whose_content_arrives_after_a_pause_is_captured_with_it(team, site):
+    site.handle("/api/plans", plans("Starter costs $19 a month."))
+    url = site.page("/", LATE_APP)
+    monitor = make_monitor(team, [url])
+
+    first = page_of(run_check(monitor), url)
+    second = page_of(run_check(monitor), url)
+
+    assert first.metadata["fetchedWith"] == "browser"
+    assert "Starter costs $19 a month." in first.current_snapshot.text
+    assert second.status == PageResult.Status.SAME
+
+
+def test_an_app_that_leaves_its_root_empty_is_an_error_and_keeps_its_content(
+    team, site, monkeypatch
+):
+    monkeypatch.setattr(browser_page, "CONTENT_WAIT_MS", 2500)
+    site.handle("/api/plans", plans("Starter costs $19 a month."))
+    url = site.page("/", LATE_APP)
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+    run_check(monitor)
+    site.handle("/api/plans", lambda request: (503, {}, b"busy"))
+
+    broken = page_of(run_check(monitor), url)
+
+    assert broken.status == PageResult.Status.ERROR
+    assert broken.error_kind == "empty"
+    assert broken.error == (
+        'The page\'s scripts left it empty (<div id="root"> still had nothing in '
+        "it after 2.5 s), so there was nothing to compare; its last content is kept."
+    )
+    site.handle("/api/plans", plans("Starter costs $19 a month."))
+    again = page_of(run_check(monitor), url)
+    assert again.status == PageResult.Status.SAME
+    assert "Starter costs $19 a month." in again.current_snapshot.text
+
+
+def test_a_small_page_built_by_scripts_is_captured_without_waiting(team, site):
+    # Little text, but no app root waiting for content: nothing to wait for.
+    url = site.page(
+        "/status",
+        "<!doctype html><html><head><title>Status</title></head><body>"
+        "<p id=s></p><script>document.getElementById('s').textContent ="
+        " 'All systems go'</script></body></html>",
+    )
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.NEW
+    assert page.current_snapshot.text.strip() == "All systems go"
