@@ -90,3 +90,31 @@ def test_a_small_page_built_by_scripts_is_captured_without_waiting(team, site):
 
     assert page.status == PageResult.Status.NEW
     assert page.current_snapshot.text.strip() == "All systems go"
+
+
+def test_a_page_that_moves_on_to_a_download_is_captured_as_it_stayed(
+    team, site, settings
+):
+    # Chromium does not show a download: the page stays where it was.
+    settings.FETCH_TIMEOUT_SECONDS = 8
+    site.page(
+        "/price-list.zip",
+        b"PK\x03\x04" + b"\x00" * 64,
+        content_type="application/zip",
+        headers={"Content-Disposition": 'attachment; filename="price-list.zip"'},
+    )
+    url = site.html(
+        "/prices",
+        "Prices",
+        "<p>Your download starts in a moment. Starter costs $19.</p>"
+        "<script>setTimeout(() => location.href = '/price-list.zip', 50)</script>",
+    )
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 500})
+
+    page = page_of(run_check(monitor), url)
+
+    assert site.requests_to("/price-list.zip")
+    assert page.status == PageResult.Status.NEW
+    assert page.status_code == 200
+    assert page.metadata["url"] == url
+    assert "Starter costs $19." in page.current_snapshot.text

@@ -215,10 +215,13 @@ class _Visit:
         self.origin = _origin(job.url)
         self.outputs = ActionOutputs()
         # The main frame's navigations, the status of each that answered,
-        # and the last answer (the document the page ended on).
+        # and the answers in order (the page ends on the last one that was
+        # not a download).
         self.navigations: list[str] = []
         self.documents: dict[str, int] = {}
-        self.last_document: Response | None = None
+        self.answers: list[Response] = []
+        # Navigations that turned into downloads (cancelled: the page stays).
+        self.downloads: set[str] = set()
         self.started = time.monotonic()
         self.budget = budget_seconds(job)
         self.crashes: list[float] = []
@@ -233,6 +236,7 @@ class _Visit:
         page.on("request", lambda request: self._note_navigation(page, request))
         page.on("response", lambda response: self._note_document(page, response))
         page.on("crash", lambda _page: self.crashes.append(time.monotonic()))
+        page.on("download", lambda download: self.downloads.add(download.url))
         try:
             async with asyncio.timeout(self.budget):
                 return await self._visit(page)
@@ -346,7 +350,7 @@ class _Visit:
         request = response.request
         if request.is_navigation_request() and request.frame == page.main_frame:
             self.documents[request.url] = response.status
-            self.last_document = response
+            self.answers.append(response)
 
     def _navigation_error(self, exc: PlaywrightError) -> FetchError:
         for url in reversed(self.navigations or [self.job.url]):
@@ -387,11 +391,18 @@ class _Visit:
     def _ended_on(self, loaded: Response) -> Response:
         """The answer whose document the page shows at the end: the one
         loaded, or the one a click, a script or a late redirect moved on to
-        (its status and headers describe what is captured)."""
-        last = self.last_document
+        (its status and headers describe what is captured). A navigation
+        that turned into a download left the page where it was."""
+        shown = (a for a in reversed(self.answers) if not self._downloaded(a))
+        last = next(shown, None)
         if last is None or last.status in range(300, 400):
             return loaded
         return last
+
+    def _downloaded(self, answer: Response) -> bool:
+        disposition = answer.headers.get("content-disposition", "")
+        attachment = disposition.strip().lower().startswith("attachment")
+        return attachment or answer.url in self.downloads
 
     def _timed_out(self) -> FetchError:
         if len(self.navigations) > SCRIPT_REDIRECTS:
