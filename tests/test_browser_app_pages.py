@@ -8,6 +8,7 @@ tests/test_browser_pages.py; its fixtures skip these without Chromium.)"""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -118,3 +119,56 @@ def test_a_page_that_moves_on_to_a_download_is_captured_as_it_stayed(
     assert page.status_code == 200
     assert page.metadata["url"] == url
     assert "Starter costs $19." in page.current_snapshot.text
+
+
+# A "Load more" button and a section that loads when scrolled into view, each
+# fetching its content from an API that takes a moment to answer.
+MORE = """<!doctype html><html><head><title>Plans</title></head><body><main>
+<h1>Plans</h1><p>Starter costs $19 a month, with every feature a small team needs.</p>
+<div id="more-plans"></div><button id="more">Show more plans</button>
+<div style="height: 2400px"></div>
+<section id="reviews"><p>Loading reviews…</p></section>
+</main><script>
+  const fill = (id, path) => fetch(path).then((r) => r.text()).then((text) => {
+    document.getElementById(id).innerHTML = "<p>" + text + "</p>";
+  });
+  document.getElementById("more").onclick = () => fill("more-plans", "/api/more");
+  new IntersectionObserver((seen, watcher) => {
+    if (!seen[0].isIntersecting) return;
+    watcher.disconnect();
+    fill("reviews", "/api/reviews");
+  }).observe(document.getElementById("reviews"));
+</script></body></html>"""
+
+
+def slow_text(text: str) -> Any:
+    def answer(request: Any) -> Any:
+        time.sleep(0.7)  # the API's own pace, longer than a glance
+        return 200, {"Content-Type": "text/plain"}, text.encode()
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("action", "words"),
+    [
+        ({"type": "click", "selector": "#more"}, "Pro costs $49 a month."),
+        ({"type": "scroll", "direction": "down"}, "Rated 4.8 by 120 teams."),
+        ({"type": "press", "key": "End"}, "Rated 4.8 by 120 teams."),
+    ],
+    ids=["click", "scroll", "press"],
+)
+def test_what_an_action_sets_loading_is_captured_when_it_arrives(
+    team, site, action, words
+):
+    site.handle("/api/more", slow_text("Pro costs $49 a month."))
+    site.handle("/api/reviews", slow_text("Rated 4.8 by 120 teams."))
+    url = site.page("/plans", MORE)
+    scrolls = [{"type": "scroll", "direction": "down"}] * 2
+    actions = scrolls + [action] if action["type"] == "scroll" else [action]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.NEW
+    assert words in page.current_snapshot.text

@@ -267,6 +267,7 @@ class _Visit:
         return bool(self.crashes)
 
     async def _visit(self, page: Page) -> BrowserResult:
+        traffic = page_actions.Traffic(page)
         response = await self._navigate(page)
         await self._settle(page)
         wait_for = self.job.options.get("waitFor")
@@ -275,7 +276,9 @@ class _Visit:
         await self._wait_for_content(page)
         steps = self.job.options.get("actions")
         if isinstance(steps, list) and steps:
-            await page_actions.perform(page, steps, self.outputs, self.remaining_ms)
+            await page_actions.perform(
+                page, steps, self.outputs, self.remaining_ms, traffic
+            )
         shot_options = screenshot_format(self.job.options)
         shot = None
         if shot_options is not None:
@@ -329,10 +332,11 @@ class _Visit:
         share -= declared_wait_ms({"actions": self.job.options.get("actions")})
         timeout = max(min(CONTENT_WAIT_MS, share), 1)
         known = [sorted(detect.APP_ROOT_IDS), list(detect.APP_ROOT_TAGS)]
+        arg = [*known, detect.LITTLE_TEXT]
+        if await page.evaluate(_FILLED, arg):
+            return  # most pages: no time spent (it may be all used up)
         try:
-            await page.wait_for_function(
-                _FILLED, arg=[*known, detect.LITTLE_TEXT], timeout=timeout, polling=100
-            )
+            await page.wait_for_function(_FILLED, arg=arg, timeout=timeout, polling=100)
         except PlaywrightTimeout:
             root = detect.empty_app_root((await page.content()).encode())
             detail = (
