@@ -8,6 +8,7 @@ tests/test_browser_pages.py; its fixtures skip these without Chromium.)"""
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -172,3 +173,25 @@ def test_what_an_action_sets_loading_is_captured_when_it_arrives(
 
     assert page.status == PageResult.Status.NEW
     assert words in page.current_snapshot.text
+
+
+def test_a_wait_for_an_element_that_never_appears_names_the_step_and_how_long(
+    team, site, settings
+):
+    settings.FETCH_TIMEOUT_SECONDS = 4
+    url = site.html("/login", "Sign in", "<form><input id=user></form>")
+    actions = [
+        {"type": "click", "selector": "#user"},
+        {"type": "wait", "selector": "#welcome"},
+    ]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    page = page_of(run_check(monitor), url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "action"
+    assert re.fullmatch(
+        r'Action 2 \(wait for "#welcome"\) failed: no visible element matched the '
+        r"selector within \d s",
+        page.error,
+    )

@@ -41,6 +41,15 @@ SCRAPE_MAX_CHARS = 512 * 1024
 FULL_PAGE_MAX_PX = 16_384
 
 
+# A wait for an element ends this long before the page's time does, so it
+# fails as itself (saying how long it waited), not as the page's time.
+WAIT_MARGIN_MS = 1_000
+
+
+class _Unmet(Exception):
+    """An action's own reason for failing, said as it is."""
+
+
 class ActionFailed(Exception):
     def __init__(self, index: int, action: Mapping[str, Any], reason: str) -> None:
         self.message = f"Action {index + 1} ({label(action)}) failed: {reason}"
@@ -126,6 +135,8 @@ async def perform(
                     await _do(page, action, outputs, remaining_ms)
             else:
                 await _do(page, action, outputs, remaining_ms)
+        except _Unmet as exc:
+            raise ActionFailed(index, action, str(exc)) from None
         except PlaywrightTimeout:
             raise ActionFailed(index, action, _timeout_reason(action)) from None
         except PlaywrightError as exc:
@@ -135,8 +146,6 @@ async def perform(
 
 def _timeout_reason(action: Mapping[str, Any]) -> str:
     kind = action.get("type")
-    if kind == "wait":
-        return "the element did not appear in time"
     if kind in ("click", "scroll"):
         seconds = ELEMENT_TIMEOUT_MS / 1000
         return f"no visible element matched the selector within {seconds:g} s"
@@ -182,9 +191,15 @@ async def _do(
 async def _wait(page: Page, action: Mapping[str, Any], remaining_ms: Any) -> None:
     selector = action.get("selector")
     if selector:
-        await page.wait_for_selector(
-            str(selector), state="visible", timeout=max(remaining_ms(), 1)
-        )
+        timeout = max(remaining_ms() - WAIT_MARGIN_MS, 1)
+        try:
+            await page.wait_for_selector(
+                str(selector), state="visible", timeout=timeout
+            )
+        except PlaywrightTimeout:
+            seconds = f"{max(timeout / 1000, 1):.0f}"
+            reason = f"no visible element matched the selector within {seconds} s"
+            raise _Unmet(reason) from None
     else:
         await page.wait_for_timeout(int(action.get("milliseconds") or 0))
 
