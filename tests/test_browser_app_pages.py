@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from typing import Any
 
@@ -194,4 +195,31 @@ def test_a_wait_for_an_element_that_never_appears_names_the_step_and_how_long(
         r'Action 2 \(wait for "#welcome"\) failed: no visible element matched the '
         r"selector within \d s",
         page.error,
+    )
+
+
+def test_a_page_held_by_a_script_that_never_answers_says_what_it_waited_for(
+    team, site, settings
+):
+    settings.FETCH_TIMEOUT_SECONDS = 4
+    answer = threading.Event()
+    site.handle(
+        "/widget.js",
+        lambda request: (
+            answer.wait(30),
+            (200, {"Content-Type": "text/javascript"}, b""),
+        )[1],
+    )
+    url = site.html("/p", "P", '<p>Plans</p><script src="/widget.js"></script>')
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    try:
+        page = page_of(run_check(monitor), url)
+    finally:
+        answer.set()
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == "timeout"
+    assert page.error.endswith(
+        f"in the browser; the page was still waiting for {site.url('/widget.js')}"
     )

@@ -60,11 +60,22 @@ class Traffic:
     """The page's requests in flight, so that an action can wait for those
     it started (and not for a long poll that was open before it)."""
 
-    def __init__(self, page: Page) -> None:
-        self.in_flight: set[Request] = set()
-        page.on("request", lambda request: self.in_flight.add(request))
-        page.on("requestfinished", lambda request: self.in_flight.discard(request))
-        page.on("requestfailed", lambda request: self.in_flight.discard(request))
+    def __init__(self) -> None:
+        # In the order they started (a dict keeps it).
+        self.in_flight: dict[Request, None] = {}
+
+    def watch(self, page: Page) -> None:
+        page.on("request", lambda request: self.in_flight.setdefault(request))
+        page.on("requestfinished", lambda request: self.in_flight.pop(request, None))
+        page.on("requestfailed", lambda request: self.in_flight.pop(request, None))
+
+    def holding(self) -> str | None:
+        """The address of what keeps the page from loading, if anything: the
+        oldest request still in flight, the page itself or a script or
+        stylesheet it must have first."""
+        blocking = ("document", "script", "stylesheet")
+        waiting = [r for r in self.in_flight if r.resource_type in blocking]
+        return waiting[0].url if waiting else None
 
     @contextlib.asynccontextmanager
     async def settles(self, remaining_ms: Any) -> AsyncIterator[None]:
@@ -77,7 +88,7 @@ class Traffic:
         deadline = time.monotonic() + cap
         quiet_since = time.monotonic()
         while time.monotonic() < deadline:
-            if self.in_flight - before:
+            if self.in_flight.keys() - before:
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since >= QUIET_MS / 1000:
                 return

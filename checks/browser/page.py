@@ -225,6 +225,7 @@ class _Visit:
         self.started = time.monotonic()
         self.budget = budget_seconds(job)
         self.crashes: list[float] = []
+        self.traffic = page_actions.Traffic()
 
     def remaining_ms(self) -> float:
         return max((self.budget - (time.monotonic() - self.started)) * 1000, 0)
@@ -233,6 +234,7 @@ class _Visit:
         await self.context.route("**/*", self._guard)
         await self.context.route_web_socket(lambda _url: True, self._guard_socket)
         page = await self.context.new_page()
+        self.traffic.watch(page)
         page.on("request", lambda request: self._note_navigation(page, request))
         page.on("response", lambda response: self._note_document(page, response))
         page.on("crash", lambda _page: self.crashes.append(time.monotonic()))
@@ -267,7 +269,6 @@ class _Visit:
         return bool(self.crashes)
 
     async def _visit(self, page: Page) -> BrowserResult:
-        traffic = page_actions.Traffic(page)
         response = await self._navigate(page)
         await self._settle(page)
         wait_for = self.job.options.get("waitFor")
@@ -277,7 +278,7 @@ class _Visit:
         steps = self.job.options.get("actions")
         if isinstance(steps, list) and steps:
             await page_actions.perform(
-                page, steps, self.outputs, self.remaining_ms, traffic
+                page, steps, self.outputs, self.remaining_ms, self.traffic
             )
         shot_options = screenshot_format(self.job.options)
         shot = None
@@ -333,18 +334,24 @@ class _Visit:
         timeout = max(min(CONTENT_WAIT_MS, share), 1)
         known = [sorted(detect.APP_ROOT_IDS), list(detect.APP_ROOT_TAGS)]
         arg = [*known, detect.LITTLE_TEXT]
-        if await page.evaluate(_FILLED, arg):
-            return  # most pages: no time spent (it may be all used up)
         try:
+            if await page.evaluate(_FILLED, arg):
+                return  # most pages: no time spent (it may be all used up)
             await page.wait_for_function(_FILLED, arg=arg, timeout=timeout, polling=100)
         except PlaywrightTimeout:
-            root = detect.empty_app_root((await page.content()).encode())
+            root = None
+            with contextlib.suppress(PlaywrightError):
+                root = detect.empty_app_root((await page.content()).encode())
             detail = (
                 f"The page's scripts left it empty ({root or 'its app root'} still "
                 f"had nothing in it after {timeout / 1000:g} s), so there was "
                 "nothing to compare; its last content is kept."
             )
             raise FetchError(ErrorKind.EMPTY, detail=detail) from None
+        except PlaywrightError:
+            # The page moved on under the question (a script navigated it):
+            # what it ends on is judged by the steps after this one.
+            return
 
     def _note_navigation(self, page: Page, request: Request) -> None:
         if request.is_navigation_request() and request.frame == page.main_frame:
@@ -425,6 +432,9 @@ class _Visit:
             )
             return FetchError(ErrorKind.ACTION, detail=message)
         waited = f"{self.budget:g} s in the browser"
+        holding = self.traffic.holding()
+        if holding is not None:
+            waited += f"; the page was still waiting for {holding[:200]}"
         return FetchError(ErrorKind.TIMEOUT, host=self.job.host, detail=waited)
 
     # --- Guards (the second layer; the proxy is the first) --------------------------
