@@ -223,3 +223,29 @@ def test_a_page_held_by_a_script_that_never_answers_says_what_it_waited_for(
     assert page.error.endswith(
         f"in the browser; the page was still waiting for {site.url('/widget.js')}"
     )
+
+
+def test_dialogs_a_new_window_and_a_script_error_leave_the_page_to_be_captured(
+    team, site
+):
+    url = site.html(
+        "/p",
+        "Plans",
+        "<p>Starter costs $19.</p><script>"
+        "alert('Welcome!'); const sure = confirm('Stay?');"
+        "document.querySelector('main').insertAdjacentHTML("
+        "'beforeend', '<p>Stayed: ' + sure + '</p>');"
+        "window.open('/offer'); prompt('Your name?');"
+        "throw new Error('broken widget');</script>",
+    )
+    site.html("/offer", "Offer", "<p>Half price today!</p>")
+    monitor = make_monitor(team, [url], scrape_options={"waitFor": 10})
+
+    first = page_of(run_check(monitor), url)
+    second = page_of(run_check(monitor), url)
+
+    assert first.status == PageResult.Status.NEW
+    assert "Starter costs $19." in first.current_snapshot.text
+    assert "Stayed: false" in first.current_snapshot.text  # dialogs dismissed
+    assert "Half price" not in first.current_snapshot.text
+    assert second.status == PageResult.Status.SAME
