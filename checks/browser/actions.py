@@ -22,6 +22,9 @@ from checks.browser.result import ActionOutputs, Shot
 
 # How long a click or a scroll looks for its element.
 ELEMENT_TIMEOUT_MS = 10_000
+# A wait for an element ends this long before the page's time does, so it
+# fails as itself (saying how long it waited), not as the page's time.
+WAIT_MARGIN_MS = 1_000
 # How long the page may take to settle after a click or a key press (a
 # navigation it started, say) before the next action.
 SETTLE_TIMEOUT_MS = 5_000
@@ -39,11 +42,6 @@ SCRAPE_MAX_CHARS = 512 * 1024
 # top left): a page can make itself a million pixels tall, and Chromium
 # holds the whole picture uncompressed (4 bytes a pixel) before encoding it.
 FULL_PAGE_MAX_PX = 16_384
-
-
-# A wait for an element ends this long before the page's time does, so it
-# fails as itself (saying how long it waited), not as the page's time.
-WAIT_MARGIN_MS = 1_000
 
 
 class _Unmet(Exception):
