@@ -14,6 +14,7 @@ from django.db.models import Case, OuterRef, Subquery, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import SHA256
 
+from checks import shared_clock
 from checks.bulk_delete import delete_rows
 from checks.content import (
     diff_ast,
@@ -405,7 +406,9 @@ class PageResult(models.Model):
     # boxes, how much they cover, and the two captures compared), kept the
     # first time it is shown (checks.captures.visual_change_of).
     visual_change = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # On the database's clock in a worker, as its check's times are
+    # (checks.shared_clock).
+    created_at = models.DateTimeField(default=shared_clock.now, editable=False)
 
     objects = PageResultQuerySet.as_manager()
 
