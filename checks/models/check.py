@@ -24,6 +24,7 @@ from django.db.models.functions import Cast, Coalesce, TruncMonth
 from django.utils import timezone
 from django.utils.functional import cached_property
 
+from checks import shared_clock
 from checks.errors import ErrorKind
 from checks.models.pages import PageResult
 from checks.notify.models import Delivery
@@ -268,8 +269,10 @@ class Check(models.Model):
     target_results = models.JSONField(null=True, blank=True)
     notification_status = models.JSONField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # On the database's clock in a worker, as started_at and finished_at are
+    # (checks.shared_clock): set where it changes, not by auto_now.
+    created_at = models.DateTimeField(default=shared_clock.now, editable=False)
+    updated_at = models.DateTimeField(default=shared_clock.now, editable=False)
 
     objects = CheckQuerySet.as_manager()
 
@@ -554,7 +557,7 @@ class Check(models.Model):
                 if self.status == self.Status.FAILED
                 else self.Billing.CONFIRMED
             )
-        self.finished_at = self.heartbeat_at = now
+        self.finished_at = self.heartbeat_at = self.updated_at = now
         if announce is not None:
             announce(self)
         self.save(

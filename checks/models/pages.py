@@ -14,8 +14,8 @@ from django.db import models
 from django.db.models import Case, Max, OuterRef, Subquery, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import SHA256
-from django.utils import timezone
 
+from checks import shared_clock
 from checks.bulk_delete import delete_rows
 from checks.content import (
     diff_ast,
@@ -420,9 +420,11 @@ class PageResult(models.Model):
     # boxes, how much they cover, and the two captures compared), kept the
     # first time it is shown (checks.captures.visual_change_of).
     visual_change = models.JSONField(null=True, blank=True)
-    # Stamped by the record stage (PageResultQuerySet.stamp_after_latest), so a
+    # On the database's clock in a worker, as its check's times are
+    # (checks.shared_clock); the record stage stamps each batch after the
+    # check's latest page (PageResultQuerySet.stamp_after_latest), so a
     # check's pages are in the order they were recorded.
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    created_at = models.DateTimeField(default=shared_clock.now, editable=False)
 
     objects = PageResultQuerySet.as_manager()
 

@@ -285,6 +285,45 @@
     shownStage = words;
   });
 
+  /* ---- A region redrawn around the keyboard (a check's history, its chart
+     or its pages, when a check starts or ends): focus goes to the same link
+     or button in the new copy, or to the region when it is gone, instead of
+     falling to the top of the page. The run status keeps its own (above). */
+  var focusBefore = {};
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    var active = document.activeElement;
+    if (!target || !target.id || target.id === "run-status") return;
+    delete focusBefore[target.id];
+    if (!active || active === document.body || !target.contains(active)) return;
+    focusBefore[target.id] = {
+      tag: active.tagName,
+      id: active.id,
+      href: active.getAttribute("href"),
+      words: active.textContent.trim(),
+    };
+  });
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var id = event.detail.target && event.detail.target.id;
+    var was = id && focusBefore[id];
+    if (!was) return;
+    delete focusBefore[id];
+    if (document.activeElement && document.activeElement !== document.body) return;
+    var region = document.getElementById(id);
+    if (!region) return;
+    var same = Array.from(region.getElementsByTagName(was.tag)).find(function (el) {
+      if (was.id) return el.id === was.id;
+      return el.getAttribute("href") === was.href && el.textContent.trim() === was.words;
+    });
+    if (!same) {
+      region.setAttribute("tabindex", "-1");
+      same = region;
+    }
+    same.focus({ preventScroll: true });
+  });
+
   /* ---- An outcome that a polled region brings in ([data-announce]: an
      import finished). A status region put into the page whole is
      not read out reliably, so its words go through the page's own one,

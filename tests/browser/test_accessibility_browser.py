@@ -793,3 +793,35 @@ def test_each_problem_of_a_refused_channel_leads_from_the_summary_to_its_field(
     assert failing.get_attribute("aria-invalid") == "true"
     assert "from 1 to 100" in described_by(failing)
     assert not Channel.objects.filter(team=team).exists()
+
+
+def test_a_check_ending_while_the_keyboard_is_in_the_check_history_keeps_its_place(
+    browser_page, dashboard, queued
+):
+    page = browser_page
+    sign_in(page)
+    page.goto(dashboard["pricing"].get_absolute_url())
+    page.get_by_role("button", name="Run now").click()
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
+    rows = page.locator("#check-history table.checks tbody tr")
+    expect(rows).to_have_count(4)  # redrawn as the check started
+    # The keyboard goes on down the page while the check runs.
+    chip = page.get_by_role("link", name="Meaningful changes only")
+    chip.focus()
+    before = chip.element_handle()
+
+    check = Check.objects.get(pk=queued[0])
+    Check.objects.filter(pk=check.pk).update(
+        status=Check.Status.COMPLETED,
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+        summary={"totalPages": 2, "same": 2},
+    )
+    # The check history is redrawn with the check's outcome.
+    page.wait_for_function("(chip) => !chip.isConnected", arg=before)
+
+    assert page.evaluate("document.activeElement.textContent") == (
+        "Meaningful changes only"
+    ), "the keyboard fell back to the top of the page"
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate("document.activeElement.textContent") == "All checks"
