@@ -20,11 +20,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from checks import deleting
+from checks import deleting, ignore_suggestions
 from checks.ai import llm_available
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, SearchResultState
-from monitors import clock, history
+from monitors import clock, history, rules
 from monitors import schedule as schedules
 from monitors.dashboard.base import (
     CHECKS_PER_PAGE,
@@ -221,6 +221,8 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "unavailable": missing,
         "search_off": SEARCH in missing,
         "model_configured": llm_available(),
+        "noise_suggestions": ignore_suggestions.suggestions_for(monitor),
+        "noise_checks": ignore_suggestions.CHECKS_LOOKED_AT,
         **_chart_context(monitor),
     }
 
@@ -235,6 +237,28 @@ def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         {"check-history", "run-status", "changes-chart"},
     )
     return render(request, template, _monitor_context(request, monitor))
+
+
+@require_POST
+@team_view(needs=Action.EDIT)
+def monitor_ignore_lines(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    """ "Ignore these lines": the suggested entries the page showed (sent back
+    with the button) added to the monitor's lines to ignore, by the rules the
+    form and the API use."""
+    monitor = get_monitor_for(request, pk)
+    before = monitor_fields(monitor)
+    try:
+        entries = rules.ignore_lines_with(
+            monitor.ignore_lines or [], request.POST.getlist("entry")[:50]
+        )
+    except ValueError as problem:
+        messages.error(request, f"Nothing was added: {problem}")
+        context = _monitor_context(request, monitor)
+        return render(request, "monitors/monitor_detail.html", context, status=400)
+    update_monitor(monitor, {"ignoreLines": entries}, timezone.now())
+    record_monitor_change(Actor.of(request), before, monitor)
+    messages.success(request, "Those lines are ignored from the next check on.")
+    return redirect(monitor.get_absolute_url())
 
 
 # ---------------------------------------------------------------- history
