@@ -60,11 +60,11 @@ def test_ignoring_a_ticking_footer_from_the_monitor_page(
     card.get_by_role("button", name="Ignore these lines").click()
 
     page.wait_for_url(f"**{monitor.get_absolute_url()}")
-    assert page.get_by_text("Those lines are ignored from the next check on.").is_visible()
+    said = page.get_by_text("Those lines are ignored from the next check on.")
+    assert said.is_visible()
     assert page.locator("#noise-suggestions").count() == 0
-    assert page.locator("dt:has-text('Lines ignored') + dd code").all_inner_texts() == [
-        ENTRY
-    ]
+    ignored = page.locator("dt:has-text('Lines ignored') + dd code")
+    assert ignored.all_inner_texts() == [ENTRY]
     screenshot(page, "noise-suggestions-ignored")
     monitor.refresh_from_db()
     assert monitor.ignore_lines == [ENTRY]
