@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from checks import runner
+from checks import ignore_suggestions, runner
 from checks.ignore_suggestions import (
     CHECKS_LOOKED_AT,
     entry_for,
@@ -190,3 +190,21 @@ def test_another_teams_monitor_cannot_be_changed(web, other_team, site):
     assert response.status_code == 404
     monitor.refresh_from_db()
     assert monitor.ignore_lines == []
+
+
+def test_the_parts_htmx_refreshes_while_checks_run_read_no_diffs(
+    web, team, site, monkeypatch
+):
+    monitor, _ = watch(team, site)
+    looked: list[Monitor] = []
+    monkeypatch.setattr(ignore_suggestions, "suggestions_for", looked.append)
+
+    for part in ("check-history", "changes-chart", "run-status"):
+        response = web.get(
+            monitor.get_absolute_url(),
+            headers={"HX-Request": "true", "HX-Target": part},
+        )
+        assert response.status_code == 200
+    assert looked == []
+    web.get(monitor.get_absolute_url())
+    assert looked == [monitor]

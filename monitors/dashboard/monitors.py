@@ -168,6 +168,15 @@ def _chart_context(monitor: Monitor) -> dict[str, Any]:
     return {"chart": history.check_chart(history.recent_checks(monitor))}
 
 
+def _noise_context(monitor: Monitor) -> dict[str, Any]:
+    """Suggested lines to ignore: read from the last checks' diffs, so only
+    for the whole page, never for the parts htmx refreshes as checks run."""
+    return {
+        "noise_suggestions": ignore_suggestions.suggestions_for(monitor),
+        "noise_checks": ignore_suggestions.CHECKS_LOOKED_AT,
+    }
+
+
 def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, Any]:
     now = timezone.now()
     try:
@@ -221,8 +230,6 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "unavailable": missing,
         "search_off": SEARCH in missing,
         "model_configured": llm_available(),
-        "noise_suggestions": ignore_suggestions.suggestions_for(monitor),
-        "noise_checks": ignore_suggestions.CHECKS_LOOKED_AT,
         **_chart_context(monitor),
     }
 
@@ -236,7 +243,10 @@ def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         "monitors/monitor_detail.html",
         {"check-history", "run-status", "changes-chart"},
     )
-    return render(request, template, _monitor_context(request, monitor))
+    context = _monitor_context(request, monitor)
+    if "#" not in template:
+        context |= _noise_context(monitor)
+    return render(request, template, context)
 
 
 @require_POST
@@ -253,7 +263,7 @@ def monitor_ignore_lines(request: DashboardRequest, pk: uuid.UUID) -> HttpRespon
         )
     except ValueError as problem:
         messages.error(request, f"Nothing was added: {problem}")
-        context = _monitor_context(request, monitor)
+        context = _monitor_context(request, monitor) | _noise_context(monitor)
         return render(request, "monitors/monitor_detail.html", context, status=400)
     update_monitor(monitor, {"ignoreLines": entries}, timezone.now())
     record_monitor_change(Actor.of(request), before, monitor)
