@@ -16,6 +16,7 @@ from checks.ignore_suggestions import (
     numbers_changed,
 )
 from checks.models import Check, PageResult
+from monitors import rules
 from monitors.models import Membership, Monitor, Target, Team
 from teams.models import Activity
 from tests.sites import Site
@@ -208,3 +209,27 @@ def test_the_parts_htmx_refreshes_while_checks_run_read_no_diffs(
     assert looked == []
     web.get(monitor.get_absolute_url())
     assert looked == [monitor]
+
+
+def test_no_more_lines_than_the_form_allows_can_be_added(web, team, site):
+    monitor, _ = watch(team, site)
+    full = [f"line {n}" for n in range(rules.IGNORE_LINES_MAX)]
+    Monitor.objects.filter(pk=monitor.pk).update(ignore_lines=full)
+
+    response = web.post(f"/monitors/{monitor.pk}/ignore-lines/", {"entry": "/^x$/"})
+
+    assert response.status_code == 400
+    said = f"Nothing was added: At most {rules.IGNORE_LINES_MAX} lines to ignore."
+    assert said in response.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.ignore_lines == full
+
+
+def test_an_entry_the_monitor_has_already_is_not_added_twice(web, team, site):
+    monitor, _ = watch(team, site)
+    Monitor.objects.filter(pk=monitor.pk).update(ignore_lines=["/^x$/"])
+
+    web.post(f"/monitors/{monitor.pk}/ignore-lines/", {"entry": ["/^x$/", "/^y$/"]})
+
+    monitor.refresh_from_db()
+    assert monitor.ignore_lines == ["/^x$/", "/^y$/"]

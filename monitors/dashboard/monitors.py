@@ -44,7 +44,7 @@ from monitors.dashboard.base import (
 )
 from monitors.dashboard.channels import described
 from monitors.dashboard.context import switch_team
-from monitors.editing import update_monitor
+from monitors.editing import add_ignore_lines, update_monitor
 from monitors.models import Monitor, Target
 from monitors.unavailable import SEARCH, unavailable
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
@@ -252,20 +252,17 @@ def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
 @require_POST
 @team_view(needs=Action.EDIT)
 def monitor_ignore_lines(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
-    """ "Ignore these lines": the suggested entries the page showed (sent back
-    with the button) added to the monitor's lines to ignore, by the rules the
-    form and the API use."""
+    """The "Ignore these lines" button: the suggested entries the page showed
+    (sent back with it) added to the monitor's lines to ignore."""
     monitor = get_monitor_for(request, pk)
     before = monitor_fields(monitor)
+    added = request.POST.getlist("entry")[: rules.IGNORE_LINES_MAX + 1]
     try:
-        entries = rules.ignore_lines_with(
-            monitor.ignore_lines or [], request.POST.getlist("entry")[:50]
-        )
+        add_ignore_lines(monitor, added, timezone.now())
     except ValueError as problem:
         messages.error(request, f"Nothing was added: {problem}")
         context = _monitor_context(request, monitor) | _noise_context(monitor)
         return render(request, "monitors/monitor_detail.html", context, status=400)
-    update_monitor(monitor, {"ignoreLines": entries}, timezone.now())
     record_monitor_change(Actor.of(request), before, monitor)
     messages.success(request, "Those lines are ignored from the next check on.")
     return redirect(monitor.get_absolute_url())
