@@ -808,6 +808,18 @@ def ignore_line_error(entry: str) -> str | None:
     return None
 
 
+def ignore_lines_with(entries: list[str], added: Iterable[str]) -> list[str]:
+    """`entries` with `added` after them, by the rules the form and the API
+    apply to the whole list; raises ValueError with words fit to show."""
+    for entry in added:
+        if (problem := ignore_line_error(entry)) is not None:
+            raise ValueError(problem)
+    combined = clean_ignore_lines([*entries, *added])
+    if len(combined) > IGNORE_LINES_MAX:
+        raise ValueError(f"At most {IGNORE_LINES_MAX} lines to ignore.")
+    return combined
+
+
 def _shown(name: str) -> str:
     # repr() shows a line break in a name as \r\n instead of breaking the message.
     return repr(name[:64])

@@ -56,6 +56,14 @@ class CheckQuerySet(models.QuerySet["Check"]):
     def for_monitor(self, monitor: Monitor) -> CheckQuerySet:
         return self.filter(monitor=monitor)
 
+    def last_looked_at_pages(self, count: int) -> list[Any]:
+        """Ids of the newest `count` checks that compared pages (completed or
+        partial), newest first; served by check_monitor_list_idx."""
+        done = self.filter(status__in=(Check.Status.COMPLETED, Check.Status.PARTIAL))
+        return list(
+            done.order_by("-created_at", "-id").values_list("pk", flat=True)[:count]
+        )
+
     def in_flight(self) -> CheckQuerySet:
         return self.filter(status__in=Check.IN_FLIGHT)
 

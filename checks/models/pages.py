@@ -225,6 +225,27 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             return now
         return latest + timedelta(microseconds=1)
 
+    def changed_in_each(
+        self, check_ids: Sequence[Any], most_pages: int
+    ) -> PageResultQuerySet:
+        """Results of pages that changed in every one of `check_ids` (at most
+        `most_pages` addresses, in address order), so nothing is read for a page
+        that stayed the same in one of them."""
+        changed = self.filter(
+            check_run_id__in=check_ids, status=PageResult.Status.CHANGED
+        )
+        urls = (
+            changed.values("url")
+            .annotate(checks=models.Count("check_run_id", distinct=True))
+            .filter(checks=len(check_ids))
+            .order_by("url")
+            .values_list("url", flat=True)[:most_pages]
+        )
+        return changed.filter(url__in=list(urls)).only(
+            "check_run_id", "url", "packed_diff", "stored_diff",
+            "previous_snapshot_id", "current_snapshot_id",
+        )  # fmt: skip
+
     def changes_first(self) -> PageResultQuerySet:
         """Changed pages first, then new, removed, failed and unchanged ones,
         each in the order they were checked."""
