@@ -75,6 +75,7 @@ FETCH_KINDS = frozenset(
         ErrorKind.PROTOCOL,
         ErrorKind.BROWSER,
         ErrorKind.ACTION,
+        ErrorKind.EMPTY,  # an app the browser showed left empty by its scripts
     }
 )
 

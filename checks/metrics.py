@@ -257,11 +257,18 @@ class DatabaseCollector(Collector):
             "When each team's history was last measured (Unix time)",
             labels=["team"],
         )
+        stale = GaugeMetricFamily(
+            "pagewatch_team_history_stale",
+            "1 while a team's history has changed since it was last measured"
+            " (the figure served is then older than it)",
+            labels=["team"],
+        )
         for team_id, usage in sorted(measured.items()):
             history.add_metric([str(team_id)], usage.total)
             deleted.add_metric([str(team_id)], usage.deleted_bytes)
             at.add_metric([str(team_id)], usage.measured_at.timestamp())
-        yield from (history, deleted, at)
+            stale.add_metric([str(team_id)], int(usage.stale))
+        yield from (history, deleted, at, stale)
         database = GaugeMetricFamily(
             "pagewatch_database_bytes", "Bytes the whole database takes on disk"
         )

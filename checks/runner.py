@@ -174,6 +174,7 @@ def execute(
             first = _first_for_here(batches)
             batches = first + _enqueue([b for b in batches if b not in first])
         _run_batches(batches, resolver, fan_out)
+        _run_held_back(check.pk, resolver, fan_out)
         finish_if_done(check.pk)
 
 
@@ -233,6 +234,7 @@ def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
         if added is None:
             return False
         _run_batches(_enqueue(added), resolver, fan_out=True)
+        _run_held_back(batch.check_run_id, resolver, fan_out=True)
         finish_if_done(batch.check_run_id)
     return True
 
@@ -245,6 +247,21 @@ def _run_batches(
     while batches:
         added = _run_batch(batches.pop(0), resolver) or []
         batches += _enqueue(added) if fan_out else added
+
+
+def _run_held_back(
+    check_id: uuid.UUID, resolver: Resolver | None, fan_out: bool
+) -> None:
+    """Run the pages the kinds held back until no batch was open (see
+    held_back), as the batches before them were run."""
+    while more := held_back(check_id):
+        _run_batches(_enqueue(more) if fan_out else more, resolver, fan_out)
+
+
+def held_back(check_id: uuid.UUID) -> list[CheckBatch]:
+    """The batches of pages the kinds held back until no batch of the check
+    was open (a crawl's links waiting for room within its limit)."""
+    return [batch for kind in all_kinds() for batch in kind.held_back(check_id)]
 
 
 def _enqueue(batches: list[CheckBatch]) -> list[CheckBatch]:
@@ -479,6 +496,9 @@ def fail_stale_checks(now: datetime) -> int:
         if batches.open().exists():
             continue  # its batches are being mended above
         if batches.exists():
+            if more := held_back(pk):
+                enqueue_batches(more)  # the pages held back for the end
+                continue
             if finish_if_done(pk) is not None:
                 continue  # every batch was done; the one that finishes had died
         elif heartbeat_at >= plan_again_since:

@@ -13,7 +13,11 @@ every MEASURE_EVERY, one query) and adds the difference. A difference beyond
 TOLERANCE is said in the log once, with what to do. Only workers do this
 (config.celery turns it on); other processes read their own clock. With
 SQLite every process is on the database's machine, so there is nothing to
-measure."""
+measure.
+
+The rows a worker writes that people read beside a check's own times (its
+pages, its messages, the check's created and updated times) are stamped by
+the same clock: their fields default to `now`."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from monitors.models import Monitor, Team
 # How old a team's figure may be before the team page measures it again.
 TEAM_CACHE_SECONDS = 600
 _FRESH = timedelta(seconds=TEAM_CACHE_SECONDS)
+_EPOCH = datetime.fromtimestamp(0, tz=UTC)
 # How long a measured figure stays in the (shared) cache: far longer than it is
 # fresh, so /metrics, which never measures, still has one for every team while
 # the periodic measuring works its way round them.
@@ -101,6 +102,18 @@ class TeamUsage:
     # has been deleted for its retentionDays (checks.retention).
     deleted_bytes: int
     measured_at: datetime
+    # The team's history changed after it was measured (forget_team_usage):
+    # the figure is kept, and served, until it is measured again.
+    stale: bool = False
+
+    def fresh(self, now: datetime) -> bool:
+        return not self.stale and now - self.measured_at < _FRESH
+
+    @property
+    def due_since(self) -> datetime:
+        """Its place in the periodic measuring's queue: a stale figure goes
+        before every one merely old."""
+        return _EPOCH if self.stale else self.measured_at
 
 
 def _bytes_of(monitors: QuerySet[Monitor]) -> int:
@@ -152,10 +165,13 @@ def measured_usage(team_ids: Iterable[int]) -> dict[int, TeamUsage]:
     keys = {_key(team_id): team_id for team_id in team_ids}
     found = {}
     for key, value in cache.get_many(list(keys)).items():
-        if isinstance(value, list) and len(value) == 3:
-            total, deleted, at = value
+        if isinstance(value, list) and len(value) in (3, 4):
+            total, deleted, at, *stale = value
             found[keys[key]] = TeamUsage(
-                int(total), int(deleted), datetime.fromtimestamp(at, tz=UTC)
+                int(total),
+                int(deleted),
+                datetime.fromtimestamp(at, tz=UTC),
+                stale=bool(stale and stale[0]),
             )
     return found
 
@@ -165,16 +181,17 @@ def team_usage(team: Team) -> TeamUsage:
     deleted ones, measured at most TEAM_CACHE_SECONDS ago."""
     now = timezone.now()
     usage = measured_usage([team.pk]).get(team.pk)
-    if usage is not None and now - usage.measured_at < _FRESH:
+    if usage is not None and usage.fresh(now):
         return usage
     return measure_team(team.pk, now)
 
 
 def forget_team_usage(team_ids: Iterable[int]) -> None:
     """These teams' history changed (a monitor deleted, history purged): once
-    that is committed their figure is marked stale, kept but measured at 0,
-    so /metrics goes on serving the last one (a series that vanished would
-    set off absent() alerts), the team page measures again, and the periodic
+    that is committed their figure is marked stale, kept with the time it
+    was measured, so /metrics goes on serving the last one (a series that
+    vanished would set off absent() alerts, a time of 0 those on its age)
+    and says it is stale, the team page measures again, and the periodic
     measuring takes them right after the teams never measured. Not before the
     commit, or a page read meanwhile would measure the old history again for
     TEAM_CACHE_SECONDS; a measurement under way meanwhile keeps its figure
@@ -191,9 +208,9 @@ def _mark_stale(team_ids: list[int]) -> None:
     known = cache.get_many([_key(team_id) for team_id in team_ids])
     cache.set_many(
         {
-            key: [*value[:2], 0]
+            key: [*value[:3], 1]
             for key, value in known.items()
-            if isinstance(value, list) and len(value) == 3
+            if isinstance(value, list) and len(value) in (3, 4)
         },
         TEAM_KEPT_SECONDS,
     )
@@ -208,11 +225,11 @@ def measure_stale_teams(now: datetime, limit: int = TEAMS_MEASURED_PER_RUN) -> i
     team_ids = list(Team.objects.values_list("pk", flat=True))
     known = measured_usage(team_ids)
     never = datetime.min.replace(tzinfo=UTC)
-    measured_at = [
-        (known[team_id].measured_at if team_id in known else never, team_id)
+    stale = sorted(
+        (known[team_id].due_since if team_id in known else never, team_id)
         for team_id in team_ids
-    ]
-    stale = sorted(item for item in measured_at if now - item[0] >= _FRESH)
+        if team_id not in known or not known[team_id].fresh(now)
+    )
     measured = 0
     for _, team_id in stale:
         if measured == limit:

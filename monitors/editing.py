@@ -215,3 +215,14 @@ def update_monitor(
     if "channels" in data:
         link_channels(monitor, data["channels"])
     return monitor
+
+
+@transaction.atomic
+def add_ignore_lines(monitor: Monitor, added: list[str], now: datetime) -> Monitor:
+    """`added` after the monitor's lines to ignore, by the rules the form and
+    the API apply (ValueError with words fit to show when they refuse). The
+    list is read under the row's lock, so an edit saved meanwhile is kept."""
+    row = Monitor.objects.select_for_update().filter(pk=monitor.pk)
+    current = row.values_list("ignore_lines", flat=True).first() or []
+    entries = rules.ignore_lines_with(current, added)
+    return update_monitor(monitor, {"ignoreLines": entries}, now)

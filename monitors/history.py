@@ -74,6 +74,10 @@ class Bar:
         return found_words(self.changed, self.new, self.removed, self.matches)
 
     @property
+    def errors_words(self) -> str:
+        return errors_words(self.errors, self.unjudged)
+
+    @property
     def started_at(self) -> Any:
         return self.check.started_at
 
@@ -125,20 +129,24 @@ class Chart:
 
     @property
     def total_errors_words(self) -> str:
-        """ "2 failed pages", "1 search result that could not be judged", or
-        both: a search's results are not pages."""
-        results = self.total_unjudged
-        pages = self.total_errors - results
-        parts = [f"{pages} failed page{'' if pages == 1 else 's'}"] if pages else []
-        if results:
-            one = "search result that could not be judged"
-            several = "search results that could not be judged"
-            parts.append(f"{results} {one if results == 1 else several}")
-        return ", ".join(parts) or "0 failed pages"
+        return errors_words(self.total_errors, self.total_unjudged)
 
     @property
     def total_noise(self) -> int:
         return sum(bar.noise for bar in self.bars)
+
+
+def errors_words(errors: int, unjudged: int) -> str:
+    """ "2 failed pages", "1 search result that could not be judged", or
+    both: a search's results are not pages, and one the judge gave no
+    verdict on did not fail."""
+    pages = errors - unjudged
+    parts = [f"{pages} failed page{'' if pages == 1 else 's'}"] if pages else []
+    if unjudged:
+        one = "search result that could not be judged"
+        several = "search results that could not be judged"
+        parts.append(f"{unjudged} {one if unjudged == 1 else several}")
+    return ", ".join(parts) or "0 failed pages"
 
 
 def found_words(found: int, new: int, removed: int, matches: int = 0) -> str:

@@ -268,7 +268,9 @@ def unicode_domain(domain: str) -> str:
     kept in (xn--bcher-kva.de): what the dashboard shows. A name IDNA 2008
     cannot read back is shown as it is kept, and so is each label whose
     letters mix scripts, as browsers do: xn--pple-43d.com read in letters
-    would be "apple.com" with a Cyrillic "а"."""
+    would be "apple.com" with a Cyrillic "а". So too a label wholly of
+    Cyrillic letters that look Latin under a TLD of Latin-script sites:
+    xn--80ak6aa92e.com would read "аррӏе.com"."""
     if "xn--" not in domain.lower():
         return domain
     try:
@@ -278,10 +280,30 @@ def unicode_domain(domain: str) -> str:
     labels, shown = domain.split("."), decoded.split(".")
     if len(labels) != len(shown):
         return domain
+    cyrillic_tld = shown[-1].lower() in _CYRILLIC_TLDS or not shown[-1].isascii()
     return ".".join(
-        letters if _one_script(letters) else label
+        letters
+        if _one_script(letters) and (cyrillic_tld or not _latin_lookalike(letters))
+        else label
         for label, letters in zip(labels, shown, strict=True)
     )
+
+
+# Cyrillic letters that look like Latin ones, and the TLDs of countries that
+# write Cyrillic, as Chrome's IDN display policy has them: a label written
+# wholly in such letters ("аррӏе", "сосо") reads as a Latin word ("apple")
+# with no other script beside it to give it away, so under any other ASCII
+# TLD it is shown in its xn-- form. Under a TLD written in letters (.рф,
+# .бг) or of those countries it is a real name, shown in letters.
+_CYRILLIC_LOOKALIKES = frozenset("асԁеһіјӏорԛѕԝхуъьҽпгѵѡ")
+_CYRILLIC_TLDS = frozenset({"bg", "by", "kz", "pyc", "ru", "su", "ua", "uz"})
+
+
+def _latin_lookalike(label: str) -> bool:
+    """Whether every letter of `label` is a Cyrillic one that looks Latin
+    (digits and hyphens, common to all scripts, aside)."""
+    letters = [char for char in label if unicodedata.category(char).startswith("L")]
+    return bool(letters) and all(char in _CYRILLIC_LOOKALIKES for char in letters)
 
 
 # Scripts written together in one word (Unicode's "highly restrictive" level,
@@ -418,8 +440,9 @@ def schema_reference_error(schema: Any, path: str = "schema") -> str | None:
             )
         if key == "$schema" and not _known_dialect(value):
             return (
-                f"{where} must name a JSON Schema dialect (e.g. "
-                "https://json-schema.org/draft/2020-12/schema) or be left out."
+                f"{where} {value[:200]!r} is not a JSON Schema draft we know: name "
+                "one (draft-04, draft-06, draft-07, 2019-09 or 2020-12, e.g. "
+                "https://json-schema.org/draft/2020-12/schema) or leave it out."
             )
     return None
 
@@ -783,6 +806,18 @@ def ignore_line_error(entry: str) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def ignore_lines_with(entries: list[str], added: Iterable[str]) -> list[str]:
+    """`entries` with `added` after them, by the rules the form and the API
+    apply to the whole list; raises ValueError with words fit to show."""
+    for entry in added:
+        if (problem := ignore_line_error(entry)) is not None:
+            raise ValueError(problem)
+    combined = clean_ignore_lines([*entries, *added])
+    if len(combined) > IGNORE_LINES_MAX:
+        raise ValueError(f"At most {IGNORE_LINES_MAX} lines to ignore.")
+    return combined
 
 
 def _shown(name: str) -> str:

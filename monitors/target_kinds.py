@@ -222,9 +222,15 @@ class TargetKind:
 
     def options(self, target: Target) -> dict[str, Any]:
         """Its API object without what it watches: its options, for the
-        admin."""
+        admin, each list's items shown as its control shows them (sites in
+        letters, as on the dashboard)."""
         shape = self.represent(target)
-        return {k: v for k, v in shape.items() if k not in self.watched_keys}
+        options = {k: v for k, v in shape.items() if k not in self.watched_keys}
+        for spec in self.form_fields:
+            key = spec.path[0] if len(spec.path) == 1 else None
+            if spec.show_item and isinstance(options.get(key), list):
+                options[key] = [spec.show_item(str(item)) for item in options[key]]
+        return options
 
     def for_pages(
         self, urls: list[str], scrape_options: Mapping[str, Any]
@@ -268,6 +274,12 @@ class TargetKind:
         """What the kind does within one batch of the check (see
         checks.targets.BatchParts), or None when it only fetches pages."""
         return None
+
+    def held_back(self, check_id: uuid.UUID) -> list[Any]:
+        """New batches (CheckBatch, committed) of pages the kind held back
+        until no batch of the check was open (a crawl's links waiting for
+        room within its limit); [] when there are none or a batch is open."""
+        return []
 
     def finish(self, check_id: uuid.UUID) -> None:
         """What the kind adds once every batch of a check is done, before the

@@ -4,6 +4,7 @@ password-reset e-mail, sent by a worker."""
 from __future__ import annotations
 
 import logging
+from email.utils import make_msgid
 from urllib.parse import urlsplit
 
 from celery import current_app
@@ -14,6 +15,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from checks import outages
+from checks.notify.mail_headers import mail_domain
 from checks.notify.texts import one_line, render_text
 from teams.models import INVITATION_VALID_FOR, Invitation
 
@@ -42,7 +44,11 @@ def send_invitation(invitation: Invitation, token: str) -> None:
         body=render_text("emails/invitation.txt", context),
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[invitation.email],
-        headers={"Auto-Submitted": "auto-generated"},
+        headers={
+            "Auto-Submitted": "auto-generated",
+            # On our domain, not the sending machine's name.
+            "Message-ID": make_msgid(domain=mail_domain()),
+        },
     )
     message.attach_alternative(
         render_to_string("emails/invitation.html", context), "text/html"

@@ -29,9 +29,16 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from monitors.models import ApiKey, EmailRecipient, Membership, Monitor, Team
+from monitors.models import (
+    ApiKey,
+    EmailRecipient,
+    LastOwnerError,
+    Membership,
+    Monitor,
+    Team,
+)
 from teams.activity import SYSTEM, Actor, Kind, record
-from teams.models import Invitation
+from teams.models import Invitation, listed
 
 
 def member_left(actor: Actor, team: Team, user: Any, **details: Any) -> int:
@@ -141,7 +148,18 @@ def account_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     them as nobody's, and each team they are still in must hear they are gone
     (its owners are asked to renew the feed links they may have copied).
     The admin takes them out of their teams first, naming the administrator;
-    any other way nobody is known, and Pagewatch itself says it."""
+    any other way nobody is known, and Pagewatch itself says it.
+
+    Refused (raising rolls the deletion back) while they are the only owner
+    of a team others are still in: nobody there could invite, change roles
+    or hand ownership on. The admin refuses it on its confirmation page."""
+    if ownerless := list(Team.objects.left_ownerless_by(instance)):
+        names = listed([team.name for team in ownerless])
+        which = "which have" if len(ownerless) > 1 else "which has"
+        raise LastOwnerError(
+            f"{instance.get_username()} is the only owner of {names}, {which} "
+            "other members: make one of them an owner first, or delete the team."
+        )
     for key in ApiKey.objects.filter(created_by=instance).revoke():
         record(SYSTEM, key.team_id, Kind.KEY_REVOKED, name=key.name,
                member=instance.get_username(), reason="account deleted")  # fmt: skip

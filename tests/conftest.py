@@ -90,11 +90,19 @@ def redis_server(tmp_path_factory) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def shared_cache(redis_server: str) -> Iterator[None]:
+def shared_cache(redis_server: str, worker_id: str) -> Iterator[None]:
     """The cache (the API's rate limit, locks) on that server, as in
-    production."""
+    production, under a key prefix of this xdist worker's own: with REDIS_URL
+    every worker shares one database, and a test's cache.clear() must empty
+    its own worker's keys only (tests.caching.WorkerCache)."""
+    default = django_settings.CACHES["default"]
     caches = {
-        "default": {**django_settings.CACHES["default"], "LOCATION": redis_server}
+        "default": default
+        | {
+            "BACKEND": "tests.caching.WorkerCache",
+            "LOCATION": redis_server,
+            "KEY_PREFIX": f"{default['KEY_PREFIX']}-test-{worker_id}",
+        }
     }
     with override_settings(CACHES=caches):
         yield

@@ -27,6 +27,7 @@ A fixture per test module keeps it to one line of setup:
 
 from __future__ import annotations
 
+import itertools
 import socket
 import ssl
 import sys
@@ -37,7 +38,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-__all__ = ["Page", "Request", "Site", "refused_url"]
+__all__ = [
+    "Page",
+    "Request",
+    "Site",
+    "refused_url",
+    "sections_site",
+    "sessions_site",
+]
 
 # What a handler answers: (status, headers, body), the body whole or in pieces.
 Answer = tuple[int, dict[str, str], bytes | Iterable[bytes]]
@@ -291,3 +299,45 @@ def refused_url(path: str = "/") -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}{path}"
+
+
+# --- Shapes of real sites --------------------------------------------------------
+
+
+def _links(*paths: str) -> str:
+    return "".join(f'<a href="{path}">{path}</a> ' for path in paths)
+
+
+def sections_site(site: Site, order: int) -> None:
+    """Home → 12 sections → 4 pages each (61 pages). `order` sets which
+    sections answer first, as a real site's answers come in any order."""
+    sections = [f"/s{i}" for i in range(12)]
+    site.html("/", "Home", _links(*sections))
+    for i, section in enumerate(sections):
+        late = i if order % 2 == 0 else len(sections) - i
+        pages = [f"{section}/p{j}" for j in range(4)]
+        site.html(section, section, _links(*pages), delay=0.03 * late)
+        for page in pages:
+            site.html(page, page, f"<p>{page}</p>")
+
+
+def sessions_site(site: Site) -> None:
+    """Home and four pages, every answer linking them with a new session id,
+    in the path (Java's ;jsessionid=) or the query (PHP's PHPSESSID, a bare
+    sid), and one with campaign tags (utm_*)."""
+    sessions = itertools.count()
+
+    def answer(request: Request) -> Answer:
+        sid = f"{next(sessions):032x}"
+        links = _links(
+            f"/a;jsessionid={sid}",
+            f"/b?PHPSESSID={sid}&page=2",
+            f"/c?sid={sid}",
+            "/d?utm_source=news&utm_medium=mail&id=7",
+        )
+        title = request.path.split("?", 1)[0].split(";", 1)[0]
+        body = f"<html><head><title>{title}</title></head><body>{links}</body></html>"
+        return 200, {"Content-Type": "text/html"}, body.encode()
+
+    for path in ("/", "/a", "/b", "/c", "/d"):
+        site.handle(path, answer)

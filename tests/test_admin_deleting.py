@@ -478,3 +478,68 @@ def test_a_delete_the_admin_refuses_takes_none_of_the_monitors_history(
     assert response.status_code == 403
     assert Monitor.objects.filter(pk=big.pk).exists()
     assert_history_kept(big)
+
+
+@pytest.fixture
+def page_batches(monkeypatch) -> list[int]:
+    """How many page results each transaction deleted, 20 a transaction."""
+    from checks import deleting
+
+    queryset = type(PageResult.objects.all())
+    real = queryset.discard
+    sizes: list[int] = []
+
+    def discard(self):
+        sizes.append(self.count())
+        return real(self)
+
+    monkeypatch.setattr(deleting, "BATCH_SIZE", 20)
+    monkeypatch.setattr(queryset, "discard", discard)
+    return sizes
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_a_teams_monitors_histories_go_in_batches_before_the_team(
+    admin_client, big, page_batches, how
+):
+    """A team's delete took every monitor's history in one transaction, its
+    locks held for the whole of it; it now goes as a monitor's does, a batch
+    a transaction, before the team."""
+    with_history(big.team, name="Second")
+    if how == "delete page":
+        url, form = admin_url(Team, "delete", big.team.pk), {"post": "yes"}
+    else:
+        url = admin_url(Team, "changelist")
+        form = {"action": "delete_selected", "_selected_action": [big.team.pk]}
+        form |= {"post": "yes"}
+
+    assert admin_client.post(url, form).status_code == 302
+
+    # The team's own transaction finds none left (its discard of the checks).
+    assert [size for size in page_batches if size] == [20] * (2 * CHECKS * PAGES // 20)
+    assert not Team.objects.filter(pk=big.team.pk).exists()
+    assert_history_gone(monitors=[big])
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_a_team_delete_that_fails_part_way_leaves_the_team_and_deleting_again_ends_it(
+    admin_client, big, pages_fail_at_third_batch, how
+):
+    if how == "delete page":
+        url, form = admin_url(Team, "delete", big.team.pk), {"post": "yes"}
+    else:
+        url = admin_url(Team, "changelist")
+        form = {"action": "delete_selected", "_selected_action": [big.team.pk]}
+        form |= {"post": "yes"}
+
+    with pytest.raises(RuntimeError):
+        admin_client.post(url, form)
+
+    assert Team.objects.filter(pk=big.team.pk).exists()
+    assert Monitor.objects.filter(pk=big.pk).exists()
+    pages = PageResult.objects.filter(check_run__monitor=big)
+    assert pages.count() == CHECKS * PAGES - 2 * 20
+
+    assert admin_client.post(url, form).status_code == 302
+    assert not Team.objects.filter(pk=big.team.pk).exists()
+    assert_history_gone(monitors=[big])

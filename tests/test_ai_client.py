@@ -577,11 +577,9 @@ def test_a_schema_saved_with_an_unreadable_address_is_never_sent(schema, model):
             "schema.$ref '#/prefixItems/first' points to nothing inside the schema",
             id="pointer-into-a-list-by-a-word",
         ),
-        # The validator reads a draft-4 schema as 2020-12, the $id in a
-        # value a reference makes a schema included.
+        # The validator reads the $id in a value a reference makes a schema.
         pytest.param(
             {
-                "$schema": "http://json-schema.org/draft-04/schema#",
                 "const": {"allOf": [{"$id": 5}]},
                 "not": {"$ref": "#/const"},
             },
@@ -623,13 +621,66 @@ def test_an_error_of_the_validator_not_about_the_schemas_addresses_is_raised_as_
 def test_an_id_the_validator_cannot_read_is_still_said_to_be_unreadable():
     # The rules' crawl does not read this $id (under const); the validator,
     # led there by the $ref, does: the library's own error tells it.
-    schema = {
-        "$schema": "http://json-schema.org/draft-04/schema#",
-        "const": {"allOf": [{"$id": 5}]},
-        "not": {"$ref": "#/const"},
-    }
+    schema = {"const": {"allOf": [{"$id": 5}]}, "not": {"$ref": "#/const"}}
 
     with pytest.raises(LLMError) as failure:
         schema_error({"a": 1}, schema)
 
     assert "the schema's $id/$schema cannot be read" in failure.value.message
+
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize(
+    ("schema", "answer", "words"),
+    [
+        pytest.param(
+            {
+                "$schema": DRAFT_07,
+                "type": "object",
+                "properties": {"price": {"type": "string"}},
+                "dependencies": {"price": ["currency"]},
+            },
+            {"price": "$19"},
+            "the answer: 'currency' is a dependency of 'price'",
+            id="dependencies",
+        ),
+        pytest.param(
+            {
+                "$schema": DRAFT_07,
+                "type": "array",
+                "items": [{"type": "string"}, {"type": "number"}],
+            },
+            ["from", "nineteen"],
+            "1: 'nineteen' is not of type 'number'",
+            id="items-by-place",
+        ),
+    ],
+)
+def test_an_answer_is_checked_by_the_rules_of_the_draft_its_schema_names(
+    schema, answer, words
+):
+    assert schema_error(answer, schema) == words
+
+
+def test_an_answer_fitting_a_draft_07_schema_fits():
+    schema = {
+        "$schema": DRAFT_07,
+        "type": "object",
+        "properties": {"range": {"type": "array", "items": [{"type": "string"}]}},
+        "dependencies": {"range": ["currency"]},
+    }
+
+    assert schema_error({"range": ["from", 5], "currency": "EUR"}, schema) is None
+
+
+def test_words_beside_a_reference_in_a_draft_07_schema_are_not_read():
+    schema = {
+        "$schema": DRAFT_07,
+        "$ref": "#/definitions/price",
+        "maxLength": 2,  # draft-07 reads nothing beside $ref; 2020-12 does
+        "definitions": {"price": {"type": "string"}},
+    }
+
+    assert schema_error("$19", schema) is None

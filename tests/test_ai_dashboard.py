@@ -583,26 +583,106 @@ def test_json_formats_are_validated_with_a_clear_message(api, fmt, message):
             {"properties": {"a": {"$id": "http://[::1", "type": "string"}}},
             id="nested-id-no-address",
         ),
-        pytest.param(
-            {"$schema": "http://json-schema.org/draft-04/schema#", "id": 5},
-            id="draft-4-id-a-number",
-        ),
-        pytest.param(
-            {
-                "$schema": "http://json-schema.org/draft-04/schema#",
-                "properties": {"a": {"id": ["x"]}},
-            },
-            id="draft-4-nested-id-a-list",
-        ),
     ],
 )
 def test_a_schema_whose_id_cannot_be_read_is_refused_saying_so(api, schema):
-    # jsonschema's check_schema passes each of them; reading their $id (or a
-    # draft-4 id) as an address to resolve references against does not.
+    # jsonschema's check_schema passes each of them; reading their $id as an
+    # address to resolve references against does not.
     response = json_format_saved(api, schema)
 
     assert response.status_code == 400
     assert "the schema's $id/$schema cannot be read" in response.json()["error"]
+    assert not Monitor.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        pytest.param({"id": 5}, "5 is not of type 'string'", id="id-a-number"),
+        pytest.param(
+            {"properties": {"a": {"id": ["x"]}}},
+            "['x'] is not of type 'string'",
+            id="nested-id-a-list",
+        ),
+    ],
+)
+def test_a_draft_4_schema_whose_id_is_no_address_is_refused_by_draft_4s_rules(
+    api, schema, words
+):
+    draft_4 = {"$schema": "http://json-schema.org/draft-04/schema#"} | schema
+
+    response = json_format_saved(api, draft_4)
+
+    assert response.status_code == 400
+    assert f"schema is not a valid JSON Schema: {words}" in response.json()["error"]
+    assert not Monitor.objects.exists()
+
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+def test_a_draft_07_schema_listing_the_items_of_each_place_is_saved(api):
+    # Draft-07's `items: [...]` (2020-12 calls it prefixItems) was refused as
+    # "not a valid JSON Schema" by the 2020-12 rules.
+    schema = {
+        "$schema": DRAFT_07,
+        "type": "object",
+        "properties": {
+            "range": {
+                "type": "array",
+                "items": [{"type": "string"}, {"type": "number"}],
+                "additionalItems": False,
+            }
+        },
+    }
+
+    response = json_format_saved(api, schema)
+
+    assert response.status_code == 200, response.content
+    [target] = Monitor.objects.get().targets.all()
+    assert target.scrape_options["formats"][0]["schema"] == schema
+
+
+def test_a_draft_04_schema_is_checked_by_draft_04s_rules_when_saved(api):
+    # A number for exclusiveMinimum is 2020-12's; draft-04's is true or false.
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "number",
+        "exclusiveMinimum": 5,
+    }
+
+    response = json_format_saved(api, schema)
+
+    assert response.status_code == 400
+    assert (
+        "schema is not a valid JSON Schema: 5 is not of type 'boolean'"
+        in (response.json()["error"])
+    )
+    assert not Monitor.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        "https://json-schema.org/draft/2030-01/schema",
+        "http://json-schema.org/draft-07/schema-typo",
+    ],
+)
+def test_a_schema_naming_a_draft_we_do_not_know_is_refused_naming_it(api, dialect):
+    response = json_format_saved(api, {"$schema": dialect, "type": "object"})
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert f"schema.$schema {dialect!r} is not a JSON Schema draft we know" in error
+    assert not Monitor.objects.exists()
+
+
+@pytest.mark.parametrize("dialect", [5, ["x"], {"a": 1}, None])
+def test_a_schema_whose_dialect_is_no_text_is_a_clear_400(api, dialect):
+    response = json_format_saved(api, {"$schema": dialect, "type": "object"})
+
+    assert response.status_code == 400
+    assert "schema is not a valid JSON Schema" in response.json()["error"]
     assert not Monitor.objects.exists()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import ssl
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,53 @@ def test_a_discord_like_channel_shows_page_words_literally_with_real_links(
     assert "](http://evil.example/)" not in sent
     # Pagewatch's own links are still links, to the address they show.
     assert "[https://example.com/a\\\\_b\\\\_c](<https://example.com/a_b_c>)" in sent
+
+
+def test_a_digest_of_sixty_monitors_fits_discord_naming_the_rest_with_a_link(
+    team, site, received, settings
+):
+    from checks.notify import channels, drain, messages
+
+    url = f"fluxer://{host_of(site)}/417429632418316298/tokenabcdefghijklmnop"
+    channel = make_channel(team, kind="apprise", settings={"url": url})
+    now = datetime.datetime.now(datetime.UTC)
+    monitors = [
+        {
+            "monitor": {
+                "id": str(n),
+                "name": f"{HOSTILE} {n}",
+                "link": f"{settings.PUBLIC_BASE_URL}/monitors/{n}/",
+            },
+            "pages": [
+                {
+                    "url": f"https://example.com/{n}/{page}",
+                    "status": "changed",
+                    "reason": REASON,
+                    "at": "2026-03-02T08:00:00.000Z",
+                    "link": f"{settings.PUBLIC_BASE_URL}/monitors/{n}/pages/{page}/",
+                }
+                for page in range(4)
+            ],
+            "more": 0,
+        }
+        for n in range(60)
+    ]
+    message = messages.digest(now - datetime.timedelta(days=1), now, monitors)
+    delivery = channels.create(channel, None, None, message)
+
+    drain.deliver(delivery.pk)
+
+    [request] = received
+    [embed] = json.loads(request.body)["embeds"]
+    # Discord refuses an embed over its limit: the digest would never arrive.
+    assert len(embed["title"]) + len(embed["description"]) <= 2000
+    assert embed["title"] == "Pagewatch digest: 240 meaningful changes"
+    said = embed["description"].replace(apprise.NO_MENTION, "")
+    shown = said.count("https://example.com/") + said.count(" more.")
+    assert 0 < shown < 60
+    every = settings.PUBLIC_BASE_URL + "/"
+    assert re.search(r"…and \d+ more monitors with changes\.", said)
+    assert f"All your monitors: [{every}](<{every}>)" in said
 
 
 def test_a_plain_text_service_gets_the_words_as_written(

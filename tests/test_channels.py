@@ -1025,7 +1025,13 @@ def test_a_long_slack_header_is_cut_with_an_ellipsis():
     message = change_with_failures(0) | {"monitor": {"name": "Prices " * 40}}
     header = slack.blocks(message)[0]["text"]["text"]
 
-    # Slack takes 150 characters in a header; a cut one says so.
+    # Slack takes 150 characters in a header; the name is cut, saying so, and
+    # what happened stays.
+    assert len(header) <= 150
+    assert header == f"{('Prices ' * 40)[:119].rstrip()}…: {message['counts']}"
+
+    message["counts"] = "a count " * 40
+    header = slack.blocks(message)[0]["text"]["text"]
     assert len(header) == 150
     assert header.endswith("…")
 

@@ -512,6 +512,54 @@ def test_the_one_click_unsubscribe_header_goes_out_as_a_plain_link(
     assert all(len(line) <= 998 for line in raw.split(b"\r\n"))
 
 
+def headers_of(mail) -> email.message.EmailMessage:
+    return email.message_from_bytes(sent_bytes(mail), policy=email.policy.default)
+
+
+def test_change_mails_come_from_our_domain_each_monitor_in_a_thread_and_list_of_its_own(
+    team, member, scenario, queued, mailoutbox, settings
+):
+    settings.DEFAULT_FROM_EMAIL = "Pagewatch <alerts@watch.acme.test>"
+    prices = make_monitor(team, email=email_settings(MEMBER), name="Préis 🚀 plans")
+    jobs = make_monitor(team, email=email_settings(MEMBER), name="Jobs")
+    for monitor in (prices, jobs, prices):
+        scenario.run(monitor, [(f"https://e.com/{monitor.pk}", "new")])
+        queued.run()
+
+    first, other, second = (headers_of(mail) for mail in mailoutbox)
+    for sent in (first, other, second):
+        assert sent["Message-ID"].endswith("@watch.acme.test>")
+        assert sent["Date"] is not None
+        assert sent["Auto-Submitted"] == "auto-generated"
+    assert len({sent["Message-ID"] for sent in (first, other, second)}) == 3
+    # The monitor's e-mails name one thread, which is not the other's.
+    thread = f"<changes.{prices.pk}@watch.acme.test>"
+    assert first["References"] == second["References"] == thread
+    assert first["In-Reply-To"] == second["In-Reply-To"] == thread
+    assert other["References"] == f"<changes.{jobs.pk}@watch.acme.test>"
+    # A list per monitor, its name in words (RFC 2047 where it must be).
+    assert first["List-Id"] == f"Préis plans <{prices.pk}.monitor.watch.acme.test>"
+    assert other["List-Id"] == f"Jobs <{jobs.pk}.monitor.watch.acme.test>"
+    raw = sent_bytes(mailoutbox[0])
+    assert f"\r\nReferences: {thread}\r\n".encode() in raw
+
+
+def test_an_e_mail_sent_again_is_the_same_message_to_the_mail_client(
+    team, member, scenario, queued, mailoutbox
+):
+    monitor = make_monitor(team, email=email_settings(MEMBER))
+    scenario.run(monitor, [("https://e.com/a", "new")])
+    delivery = Delivery.objects.emails().get()
+
+    # Each attempt builds the e-mail anew; a retry after a lost answer from
+    # the mail server is then one message, not two, to clients that drop
+    # duplicates (Gmail does).
+    assert (
+        emails.build(delivery).message()["Message-ID"]
+        == emails.build(delivery).message()["Message-ID"]
+    )
+
+
 def test_page_errors_are_said_in_plain_words_not_as_stored_for_the_api(
     team, member, scenario, queued, mailoutbox
 ):

@@ -113,6 +113,31 @@ def test_chrome_and_ad_words_need_a_chrome_context_to_remove_content():
     assert run(page).markdown == "Share price: 104.20\n\nSale: $15\n"
 
 
+@pytest.mark.parametrize(
+    "generated",
+    ["css-1ad2x3", "jsx-3ad9", "e1dfp2a", "css-nav3x", "sc-AdBcDe", "sc-bNavQk"],
+)
+def test_class_names_a_build_tool_made_up_are_no_chrome_or_ad_words(generated: str):
+    # CSS-in-JS names are hashes, new at each deploy (or each load): one that
+    # happens to spell "ad" or "nav" must not make a price vanish.
+    page = html_page(
+        f"<main><h1>Plans</h1><p>{'Every plan has every feature. ' * 3}</p>"
+        f'<div class="{generated}" id="p-{generated}">'
+        "<p>Starter costs $19 a month.</p></div></main>"
+    )
+
+    assert "Starter costs $19 a month." in run(page).markdown
+
+
+@pytest.mark.parametrize(
+    "name", ["ad-300x250", "ad728", "mainNav", "siteNavBar", "adBox", "navUL"]
+)
+def test_chrome_and_ad_names_with_numbers_or_capitals_are_still_found(name: str):
+    page = html_page(f'<main><h1>Plans</h1><div class="{name}">Buy now</div></main>')
+
+    assert run(page).markdown == "# Plans\n"
+
+
 def test_a_lone_article_is_the_main_content():
     page = html_page(
         "<div>Teaser rail</div><article><h2>Story</h2><p>Body text</p></article>"

@@ -25,17 +25,19 @@ import brotli
 import httpcore
 import httpx
 import pytest
+import zstandard
 
 from checks import fetch
 from checks.content.sniff import SNIFF_BYTES
 from checks.errors import FETCH_KINDS, ErrorKind
-from checks.fetch import transport
+from checks.fetch import body, transport
 from checks.fetch.body import ACCEPT_ENCODING, BodyReader
 from checks.fetch.errors import MESSAGES
 from checks.fetch.transport import GuardedBackend
 
 BOMB = gzip.compress(b"\0" * (20 * 1024 * 1024), compresslevel=9)
 BROTLI_BOMB = brotli.compress(b"\0" * (20 * 1024 * 1024))
+ZSTD_BOMB = zstandard.ZstdCompressor(level=19).compress(b"\0" * (20 * 1024 * 1024))
 # Letters, spaces, full stops and newlines in no order that repeats.
 _LETTERS = bytes.maketrans(bytes(range(256)), b"abcdefghijklmnopqrstuvwxyz  \n.,e" * 8)
 
@@ -48,6 +50,11 @@ def varied_text(size: int) -> bytes:
 @functools.cache
 def brotli_text(size: int) -> bytes:
     return brotli.compress(varied_text(size), quality=1)
+
+
+@functools.cache
+def zstd_text(size: int) -> bytes:
+    return zstandard.ZstdCompressor(level=1).compress(varied_text(size))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -107,6 +114,17 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, BROTLI_BOMB, {"Content-Encoding": "br"})
         elif parts.path == "/brotli-damaged":
             self._send(200, b"not brotli at all", {"Content-Encoding": "br"})
+        elif parts.path == "/zstd":
+            body = zstandard.ZstdCompressor().compress(b"hello")
+            self._send(200, body, {"Content-Encoding": "zstd"})
+        elif segments[0] == "zstd-text":
+            body = zstd_text(int(segments[1]))
+            headers = {"Content-Encoding": "zstd", "Content-Type": "text/plain"}
+            self._send(200, body, headers)
+        elif parts.path == "/zstd-bomb":
+            self._send(200, ZSTD_BOMB, {"Content-Encoding": "zstd"})
+        elif parts.path == "/zstd-damaged":
+            self._send(200, b"not zstd at all", {"Content-Encoding": "zstd"})
         elif parts.path == "/compress":
             self._send(200, b"\x1f\x9d\x90hello", {"Content-Encoding": "compress"})
         elif parts.path == "/bomb":
@@ -843,6 +861,108 @@ def test_a_damaged_brotli_body_is_a_protocol_error(
     assert (error.kind, error.message) == (
         "protocol",
         "Server sent a br body that could not be decoded",
+    )
+
+
+def test_a_zstd_body_sent_unasked_is_returned_decoded(
+    site: str, private_allowed: None
+) -> None:
+    assert run_fetch(f"{site}/zstd").content == b"hello"
+
+
+def test_a_zstd_bomb_is_stopped_at_the_decoded_byte_cap(
+    site: str, private_allowed: None
+) -> None:
+    assert len(ZSTD_BOMB) < 64 * 1024
+    error = fetch_error(f"{site}/zstd-bomb", max_bytes=1024 * 1024)
+    assert (error.kind, error.message) == ("too_large", "Page is larger than 1 MB")
+
+
+@pytest.mark.parametrize("size", [1_200_000, 10_000_000])
+def test_a_zstd_body_past_one_decoded_piece_is_returned_whole(
+    site: str, private_allowed: None, size: int
+) -> None:
+    fetched = run_fetch(f"{site}/zstd-text/{size}", max_bytes=16 * 1024 * 1024)
+
+    assert len(fetched.content) == size
+    assert fetched.content == varied_text(size)
+
+
+@pytest.mark.parametrize("size", [1_200_000, 10_000_000])
+@pytest.mark.parametrize("raw_piece", [16 * 1024, None], ids=["in pieces", "whole"])
+def test_a_zstd_body_reader_decodes_every_byte_however_it_is_fed(
+    size: int, raw_piece: int | None
+) -> None:
+    compressed = zstd_text(size)
+    step = raw_piece or len(compressed)
+    reader = BodyReader("zstd", 16 * 1024 * 1024)
+
+    for start in range(0, len(compressed), step):
+        reader.feed(compressed[start : start + step])
+
+    assert reader.finish() == varied_text(size)
+
+
+def test_a_zstd_body_of_several_frames_is_decoded_whole() -> None:
+    frames = b"".join(zstandard.ZstdCompressor().compress(w) for w in (b"a", b"b"))
+    reader = BodyReader("zstd", 1024)
+
+    reader.feed(frames)
+
+    assert reader.finish() == b"ab"
+
+
+def test_a_zstd_bomb_fed_to_a_body_reader_stops_at_the_cap() -> None:
+    reader = BodyReader("zstd", 1024 * 1024)
+
+    with pytest.raises(fetch.FetchError) as caught:
+        reader.feed(ZSTD_BOMB)
+
+    assert caught.value.kind == "too_large"
+    cut = BodyReader("zstd", 1024 * 1024, truncate=True)
+    cut.feed(ZSTD_BOMB)
+    assert (cut.full, cut.finish()) == (True, b"\0" * (1024 * 1024))
+
+
+def test_a_zstd_bomb_is_decoded_no_further_than_the_cap(monkeypatch) -> None:
+    decoded: list[int] = []
+    real_write = body._ZstdSink.write
+
+    def counting(sink: body._ZstdSink, piece: bytes) -> int:
+        decoded.append(len(piece))
+        return real_write(sink, piece)
+
+    monkeypatch.setattr(body._ZstdSink, "write", counting)
+    reader = BodyReader("zstd", 1024 * 1024, truncate=True)
+
+    reader.feed(ZSTD_BOMB)
+    reader.feed(b"")
+
+    # The cap and the one decoder piece that passed it, not 20 MB.
+    assert 1024 * 1024 < sum(decoded) <= 1024 * 1024 + 64 * 1024 + 1
+
+
+def test_a_zstd_frame_asking_for_more_than_8_mb_of_memory_is_refused() -> None:
+    # Streamed without its size, a 16 MB window is what the decoder must hold.
+    params = zstandard.ZstdCompressionParameters(window_log=24)
+    streamed = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    frame = streamed.compress(b"hello") + streamed.flush()
+    reader = BodyReader("zstd", 1024 * 1024)
+
+    with pytest.raises(fetch.FetchError) as caught:
+        reader.feed(frame)
+
+    assert caught.value.kind == "protocol"
+    assert zstandard.get_frame_parameters(frame).window_size == 16 * 1024 * 1024
+
+
+def test_a_damaged_zstd_body_is_a_protocol_error(
+    site: str, private_allowed: None
+) -> None:
+    error = fetch_error(f"{site}/zstd-damaged")
+    assert (error.kind, error.message) == (
+        "protocol",
+        "Server sent a zstd body that could not be decoded",
     )
 
 

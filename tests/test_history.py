@@ -287,6 +287,35 @@ def test_the_chart_stacks_changed_and_failed_pages_per_check(team):
     assert (chart.total_changed, chart.total_errors) == (3, 1)
 
 
+def test_a_chart_bar_says_results_not_judged_were_not_judged_not_that_they_failed(
+    web, team
+):
+    """A web search's results the judge gave no verdict on are drawn with the
+    failed pages; the bar's hover said "2 failed" of them, where the chart's
+    caption and the table say they could not be judged."""
+    from checks.models import SEARCH_KEY
+
+    monitor = make_monitor(team)
+    start = timezone.now() - timedelta(hours=2)
+    make_check(monitor, start, changed=2, error=1)
+    search = make_check(monitor, start + timedelta(hours=1), new=1, error=3)
+    found = {SEARCH_KEY: {"alert": 1, "skipped": 2}}
+    Check.objects.filter(pk=search.pk).update(summary=search.summary | found)
+
+    url = reverse("team-history")
+    body = html.unescape(web.get(url, {"monitor": monitor.pk}).content.decode())
+    titles = [
+        title.split(": ", 1)[1]
+        for title in re.findall(r'<a href="[^"]*" class="bar">\s*<title>([^<]*)<', body)
+    ]
+
+    assert titles == [
+        "2 pages changed, 1 failed page",
+        "0 pages changed, 1 new match, 1 failed page, "
+        "2 search results that could not be judged",
+    ]
+
+
 def test_the_feed_lists_the_teams_changes_newest_first_with_links_to_diffs(
     web, team, other_team
 ):

@@ -314,6 +314,18 @@ def test_an_invitation_as_an_editor_reads_an_editor(owner_client, mailoutbox):
     assert "on Pagewatch as an editor.</p>" in html
 
 
+def test_an_invitation_comes_from_our_domain_and_asks_for_no_automatic_reply(
+    owner_client, mailoutbox, settings
+):
+    settings.DEFAULT_FROM_EMAIL = "Pagewatch <team@watch.acme.test>"
+    invite(owner_client, mailoutbox)
+
+    [message] = mailoutbox
+    sent = message.message()
+    assert sent["Message-ID"].endswith("@watch.acme.test>")
+    assert sent["Auto-Submitted"] == "auto-generated"
+
+
 # ------------------------------------------------------------ expired invitations
 
 

@@ -299,9 +299,43 @@ def test_the_monitor_lists_strip_says_a_change_was_not_judged_on_hover(web, team
     titles = re.findall(r'<li class="cell [^"]*" title="([^"]*)"', page)
 
     assert [t.split(": ", 1)[1] for t in titles] == [
-        "Completed, 1 changed, not judged",
+        "Completed, 1 changed, 1 not judged",
         "Completed, 3 changed, 2 not judged",
     ]
+
+
+def test_the_strips_hover_says_each_checks_changes_as_the_history_page_counts_them(
+    web, team
+):
+    """Changes judged unimportant, changes not judged and both at once: each
+    cell's hover text uses the words of the History page's counts and its
+    "not judged" badge, never a count the reader must guess the meaning of."""
+    monitor = make_monitor(team, goal="Prices", judge_enabled=True)
+    states = [
+        ("noise",),
+        ("meaningful", "noise", "noise"),
+        ("not_judged", "noise"),
+        ("not_judged", "not_judged", "meaningful", "noise"),
+    ]
+    for minutes_ago, verdicts in zip((20, 15, 10, 5), states, strict=True):
+        finished_check(monitor, *verdicts, minutes_ago=minutes_ago)
+
+    page = html.unescape(web.get(reverse("monitor-list")).content.decode())
+    titles = re.findall(r'<li class="cell [^"]*" title="([^"]*)"', page)
+    feed = html.unescape(text(web.get(reverse("team-history"))))
+    counts = [
+        re.sub(r"<[^>]+>", ", ", row).strip(", ").replace(", , ", ", ")
+        for row in re.findall(r'<ul class="counts">(.*?)</ul>', feed)
+    ]
+
+    hovered = [title.split(": ", 1)[1].removeprefix("Completed, ") for title in titles]
+    assert hovered == [
+        "1 change, judged unimportant",
+        "1 changed, 2 more judged unimportant",
+        "1 changed, 1 more judged unimportant, 1 not judged",
+        "3 changed, 1 more judged unimportant, 2 not judged",
+    ]
+    assert counts == hovered[::-1]  # the History page lists the newest first
 
 
 def test_history_counts_say_how_many_changes_of_a_check_were_not_judged(web, team):

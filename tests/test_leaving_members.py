@@ -8,6 +8,7 @@ import html
 import re
 
 import pytest
+from django.db import transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -563,3 +564,131 @@ def test_someone_who_left_can_still_be_picked_in_the_activity_log(client, team, 
     shown = client.get(reverse("team-activity"), {"person": editor.pk})
     entries = list(shown.context["entries"])
     assert entries and {e.user_id for e in entries} == {editor.pk}
+
+
+def test_deleting_a_teams_only_owner_outside_the_admin_is_refused_in_words(
+    team, people
+):
+    """A script or `manage.py shell` deleting the account would leave the
+    team's other members with nobody who may invite, change roles or hand
+    ownership on."""
+    from monitors.models import LastOwnerError
+
+    owner, editor, _ = people
+
+    # Django deletes in a transaction of its own, rolled back on refusal.
+    with pytest.raises(LastOwnerError) as refused, transaction.atomic():
+        owner.delete()
+
+    assert str(refused.value) == (
+        "olive is the only owner of Acme, which has other members: make one of "
+        "them an owner first, or delete the team."
+    )
+    assert Membership.objects.filter(
+        team=team, user=owner, role=Membership.Role.OWNER
+    ).exists()
+    assert not Activity.objects.filter(
+        team=team, kind=Activity.Kind.MEMBER_REMOVED
+    ).exists()
+
+
+def test_the_only_owner_goes_once_another_owner_is_named_or_nobody_else_is_in(
+    team, people, django_user_model
+):
+    owner, editor, eddie = people
+    alone = Team.objects.create(name="Solo", slug="solo")
+    Membership.objects.create(team=alone, user=editor, role=Membership.Role.OWNER)
+    eddie.change_role(Membership.Role.OWNER)
+
+    owner.delete()
+    editor.delete()
+
+    assert not django_user_model.objects.filter(username__in=["olive", "eddie"])
+    assert not Membership.objects.filter(team__in=[team, alone]).exists()
+
+
+def user_form(client, person) -> dict[str, object]:
+    """The admin's change form for `person` as it shows it, ready to post."""
+    from django.urls import reverse as url_of
+
+    page = client.get(url_of("admin:auth_user_change", args=[person.pk]))
+    form = page.context["adminform"].form
+    data: dict[str, object] = {
+        name: value
+        for name, value in form.initial.items()
+        if name in form.fields and not form.fields[name].disabled and value is not None
+    }
+    data["groups"] = []
+    data["user_permissions"] = []
+    for key in ("last_login", "date_joined"):
+        data.pop(key, None)
+    at = person.date_joined
+    data |= {"date_joined_0": at.strftime("%Y-%m-%d"), "date_joined_1": "12:00:00"}
+    for formset in page.context["inline_admin_formsets"]:
+        management = formset.formset.management_form
+        data |= {
+            f"{management.prefix}-{name}": value
+            for name, value in management.initial.items()
+        }
+        for number, row in enumerate(formset.formset.forms):
+            data[f"{formset.formset.prefix}-{number}-id"] = row.instance.pk
+            data[f"{formset.formset.prefix}-{number}-user"] = person.pk
+    return data
+
+
+def test_switching_off_a_teams_only_owner_in_the_admin_is_done_and_said(
+    admin_client, team, people
+):
+    """The administrator may (the account may be compromised), but is told
+    the team is left with nobody who may manage it."""
+    owner, editor, _ = people
+    url = reverse("admin:auth_user_change", args=[owner.pk])
+    form = user_form(admin_client, owner)
+    form.pop("is_active")
+
+    response = admin_client.post(url, form, follow=True)
+
+    said = [str(m) for m in response.context["messages"]]
+    owner.refresh_from_db()
+    assert not owner.is_active
+    assert (
+        "olive was the only owner of Acme, which has other members: while the "
+        "account is switched off nobody there can invite people, change roles "
+        "or give the team another owner. Make one of them an owner on the "
+        "team's page here."
+    ) in said
+
+
+def test_switching_off_one_of_two_owners_in_the_admin_warns_of_nothing(
+    admin_client, team, people
+):
+    owner, editor, eddie = people
+    eddie.change_role(Membership.Role.OWNER)
+    form = user_form(admin_client, owner)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[owner.pk]), form, follow=True
+    )
+
+    said = " ".join(str(m) for m in response.context["messages"])
+    owner.refresh_from_db()
+    assert not owner.is_active
+    assert "only owner" not in said
+
+
+def test_an_owner_alone_in_the_team_is_told_how_to_leave_it_in_words_they_can_follow(
+    client, team, django_user_model
+):
+    """ "Make someone else an owner" asks the impossible of someone alone in
+    the team; the Team page offers no way to delete a team."""
+    olive = django_user_model.objects.create_user("olive", "o@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.OWNER)
+    client.force_login(olive)
+
+    page = html.unescape(client.get(reverse("team-members")).content.decode())
+
+    assert (
+        "The team's only owner. To leave, first invite someone and make them an "
+        "owner, or ask an administrator to delete the team."
+    ) in page

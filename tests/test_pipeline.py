@@ -261,6 +261,35 @@ def test_a_baseline_an_older_release_misread_is_read_again_before_the_next_chang
     assert "-Caf" not in changed.diff["text"]  # the unchanged line is no change
 
 
+def test_a_baseline_missing_an_element_whose_made_up_class_read_as_an_ad_is_mended(
+    team, site
+):
+    # Releases before it took "css-1ad2x3" for an ad and dropped the plans'
+    # box; the baseline kept that text, with the hash of the very bytes.
+    html = "<html><body><main><h1>Plans</h1><p>{}</p>{}<p>{}</p></main></body></html>"
+    words = "Every plan comes with every feature and a friendly team."
+    box = '<div class="css-1ad2x3"><p>Starter costs $19 a month.</p></div>'
+    label = "text/html; charset=utf-8"
+    url = site.page("/plans", html.format(words, "", "Ask us"), content_type=label)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    served = html.format(words, box, "Ask us").encode()
+    older_release_hash = hashlib.sha256(
+        url.encode() + b"\0" + label.encode() + b"\0" + served + b"\0reading 3"
+    ).hexdigest()
+    PageState.objects.update(body_hash=older_release_hash)
+    site.page("/plans", served, content_type=label)
+
+    upgraded = run_check(monitor).pages.get()
+    site.page("/plans", html.format(words, box, "Call us"), content_type=label)
+    changed = run_check(monitor).pages.get()
+
+    assert upgraded.status == PageResult.Status.SAME
+    assert changed.status == PageResult.Status.CHANGED
+    assert "+Call us" in changed.diff["text"]
+    assert "+Starter costs" not in changed.diff["text"]  # no change of the page
+
+
 def test_a_utf8_page_the_last_release_read_as_windows_1252_is_read_again_quietly(
     team, site
 ):

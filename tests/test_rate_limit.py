@@ -14,6 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from config import settings as production
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # One web process: once set up, say so and wait for the word to go (so that
@@ -71,7 +73,9 @@ def web_processes(
 
 
 def test_the_cache_is_one_every_process_shares():
-    backend = settings.CACHES["default"]["BACKEND"]
+    # As configured for every process (the tests' own is a subclass with a
+    # key prefix per xdist worker: tests.caching.WorkerCache).
+    backend = production.CACHES["default"]["BACKEND"]
     assert backend.rsplit(".", 1)[-1] == "RedisCache"
 
 

@@ -653,6 +653,23 @@ def test_kolkata_daily_0930_is_0400_utc_all_year() -> None:
     assert {(run.hour, run.minute) for run in runs + later} == {(4, 0)}
 
 
+def test_kathmandu_daily_0900_is_0315_utc() -> None:
+    runs = next_runs(Schedule("0 9 * * *", "Asia/Kathmandu"), utc(2026, 10, 3), 2)
+
+    assert runs == [utc(2026, 10, 3, 3, 15), utc(2026, 10, 4, 3, 15)]
+
+
+def test_kiritimati_monday_0900_is_sunday_in_utc_across_the_date_line() -> None:
+    kiritimati = ZoneInfo("Pacific/Kiritimati")  # +14, all year
+
+    runs = next_runs(Schedule("0 9 * * 1", "Pacific/Kiritimati"), utc(2026, 10, 3), 2)
+
+    assert runs == [utc(2026, 10, 4, 19), utc(2026, 10, 11, 19)]
+    assert {run.astimezone(kiritimati).strftime("%A %H:%M") for run in runs} == {
+        "Monday 09:00"
+    }
+
+
 # --- next_runs and interval_minutes ---------------------------------------------------
 
 

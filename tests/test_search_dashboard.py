@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from monitors import rules
 from monitors.models import Membership, Monitor, Target
@@ -446,6 +447,19 @@ def test_a_site_typed_in_letters_is_kept_in_ascii_and_shown_as_typed(web, team):
             "xn--pple-43d.bücher.example",
             id="each-label-on-its-own",
         ),
+        # Wholly Cyrillic, every letter one a Latin one looks like: "аррӏе"
+        # reads "apple" and "сосо" "coco" under a TLD of Latin-script sites.
+        pytest.param("xn--80ak6aa92e.com", "xn--80ak6aa92e.com", id="cyrillic-apple"),
+        pytest.param("xn--n1aahb.example", "xn--n1aahb.example", id="cyrillic-coco"),
+        pytest.param(
+            "shop.xn--80ak6aa92e.com", "shop.xn--80ak6aa92e.com", id="lookalike-sub"
+        ),
+        # Real Cyrillic names: under a TLD of Cyrillic-script countries, or
+        # with letters no Latin one looks like.
+        pytest.param("xn--80ak6aa92e.xn--p1ai", "аррӏе.рф", id="under-rf"),
+        pytest.param("xn--80ak6aa92e.ru", "аррӏе.ru", id="under-ru"),
+        pytest.param("xn--n1aahb.xn--90ae", "сосо.бг", id="under-bg"),
+        pytest.param("xn--e1afmkfd.com", "пример.com", id="cyrillic-word-under-com"),
     ],
 )
 def test_a_site_name_is_shown_in_letters_only_when_each_label_keeps_to_one_script(
@@ -487,3 +501,22 @@ def test_editing_a_monitor_keeps_its_sites_in_ascii(web, team):
     assert response.status_code == 302
     target.refresh_from_db()
     assert target.exclude_domains == ["xn--bcher-kva.example"]
+
+
+def test_the_admin_shows_a_monitors_sites_as_the_dashboard_does(admin_client, team):
+    """A monitor the admin shows as stored (deleted, or to staff who may
+    only view it) listed its sites in their ASCII form."""
+    monitor = make_monitor(
+        team, ["acme"], exclude_domains=["xn--pple-43d.com", "xn--bcher-kva.example"]
+    )
+    monitor.soft_delete(timezone.now())
+
+    page = html.unescape(
+        admin_client.get(
+            reverse("admin:monitors_monitor_change", args=[monitor.pk])
+        ).content.decode()
+    )
+
+    assert '"xn--pple-43d.com",\n    "bücher.example"' in page
+    assert "xn--bcher-kva" not in page
+    assert "\u0430pple" not in page  # the Cyrillic а

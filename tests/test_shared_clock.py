@@ -4,13 +4,21 @@ measurement fails."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
+import time_machine
 from django.db import connection, transaction
 
-from checks import shared_clock
-from monitors.models import Team
+from checks import runner, shared_clock
+from checks.models import Check, Delivery
+from checks.notify import drain
+from checks.notify.tasks import queue_digests_task
+from monitors.models import Channel, Target, Team
+from tests.notifying import make_monitor, webhook_config
 
 pytestmark = pytest.mark.django_db
+pytest_plugins = ["tests.notifying"]
 
 
 @pytest.fixture
@@ -18,6 +26,7 @@ def worker(monkeypatch):
     """This process measures the database's clock, and is due to."""
     monkeypatch.setattr(shared_clock, "_enabled", True)
     monkeypatch.setattr(shared_clock, "_measured_at", None)
+    monkeypatch.setattr(shared_clock, "_offset", timedelta(0))
 
 
 def test_a_failed_measurement_inside_a_transaction_leaves_it_usable(team, worker):
@@ -38,3 +47,123 @@ def test_a_failed_measurement_inside_a_transaction_leaves_it_usable(team, worker
         shared_clock.now()
 
         assert Team.objects.filter(pk=team.pk).exists()
+
+
+# --- What a worker stamps, next to the check's own times ---------------------------
+
+# How far the worker's own clock is off the database server's.
+SKEW = timedelta(minutes=10)
+
+
+def database_now() -> datetime:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def on_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite is on the database's machine: no clock can be off")
+
+
+@pytest.fixture
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+def test_a_worker_whose_clock_is_behind_stamps_its_pages_within_its_checks_times(
+    team, site, worker, on_postgresql, private_targets_allowed, receiver
+):
+    """The check's start and end were on the database's clock and its pages
+    (and the webhooks telling of them) on the worker's own: ten minutes
+    behind, every page read as found before its check began, and a digest
+    made meanwhile told none of them."""
+    page = site.html("/pricing", "Pricing", "<p>Starter costs $19.</p>")
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+
+    with time_machine.travel(database_now() - SKEW, tick=True):
+        check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+        check = runner.run(check)
+
+    result = check.pages.get()
+    told_page = Delivery.objects.get(check_run=check, event="monitor.page")
+    told_end = Delivery.objects.get(check_run=check, event="monitor.check.completed")
+    assert check.status == Check.Status.COMPLETED
+    assert (
+        check.created_at
+        <= check.started_at
+        <= result.created_at
+        <= told_page.created_at
+        <= check.finished_at
+        <= told_end.created_at
+    )
+    assert check.finished_at <= check.updated_at
+    assert database_now() - result.created_at < SKEW / 2
+
+
+def test_a_worker_whose_clock_is_ahead_has_its_messages_sent_at_once(
+    team, site, worker, on_postgresql, private_targets_allowed, receiver
+):
+    """A message is due from when it is made; made due by a worker's clock
+    ten minutes ahead, the drain (on the database's clock) found it not due
+    yet, and the webhooks of every check that worker ran came ten minutes
+    late, when the sweeper found them."""
+    page = site.html("/pricing", "Pricing", "<p>Starter costs $19.</p>")
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+
+    with time_machine.travel(database_now() + SKEW, tick=True):
+        check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+        check = runner.run(check)
+
+    made = Delivery.objects.filter(check_run=check)
+    assert made.count() == 2
+    assert set(Delivery.objects.due(database_now())) == set(made)
+
+
+def test_a_worker_whose_clock_is_behind_signs_its_webhooks_with_the_true_time(
+    team, site, worker, on_postgresql, private_targets_allowed, receiver
+):
+    """Receivers refuse a signature whose timestamp is more than a few minutes
+    from their own clock (Standard Webhooks allows five): every webhook a
+    worker ten minutes behind sent was refused as a replay."""
+    page = site.html("/pricing", "Pricing", "<p>Starter costs $19.</p>")
+    monitor = make_monitor(team, webhook=webhook_config(receiver.url))
+    Target.objects.create(monitor=monitor, type="scrape", urls=[page])
+
+    with time_machine.travel(database_now() - SKEW, tick=True):
+        check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+        runner.run(check)
+        for delivery in Delivery.objects.filter(check_run=check).order_by("pk"):
+            drain.deliver(delivery.pk)
+
+    stamps = [int(r.header("webhook-timestamp")) for r in receiver.requests]
+    assert len(stamps) == 2
+    assert all(abs(stamp - database_now().timestamp()) < 60 for stamp in stamps)
+
+
+def test_a_worker_whose_clock_is_ahead_makes_no_digest_before_its_time(
+    team, worker, on_postgresql
+):
+    """A digest tells the changes stamped before its time; made on a clock
+    ten minutes ahead, it was made (and its period closed) while the changes
+    of its last ten minutes were still being found, and they were in no
+    digest at all."""
+    due = database_now() + timedelta(minutes=5)
+    channel = Channel.objects.create(
+        team=team,
+        name="Morning news",
+        kind="webhook",
+        settings={"url": "https://e.com/h"},
+        digest=Channel.Digest.DAILY,
+        digest_since=due - timedelta(days=1),
+        next_digest_at=due,
+    )
+
+    with time_machine.travel(database_now() + SKEW, tick=True):
+        queue_digests_task()
+
+    channel.refresh_from_db()
+    assert channel.next_digest_at == due

@@ -168,7 +168,7 @@ def test_deleting_a_monitor_for_good_marks_only_its_teams_cached_figure_stale(
         delete_monitors(Monitor.objects.filter(pk=going.pk))
 
     assert _cached(team) == [before.total, before.deleted_bytes]  # for /metrics
-    assert cache.get(f"storage:team:{team.pk}")[2] == 0  # measured again
+    assert storage.measured_usage([team.pk])[team.pk].stale  # measured again
     assert storage.team_usage(team).total == storage.usage_of(kept).total
     assert storage.team_usage(team).total < before.total
     assert _cached(other_team) == [theirs.total, theirs.deleted_bytes]
@@ -195,7 +195,7 @@ def test_retention_removing_a_teams_history_marks_its_cached_figure_stale(
         assert purge_expired(now).checks == 1
 
     assert _cached(team)[0] == before  # for /metrics, until measured again
-    assert cache.get(f"storage:team:{team.pk}")[2] == 0
+    assert storage.measured_usage([team.pk])[team.pk].stale
     assert storage.team_usage(team).total < 10_000
     assert _cached(other_team) == [theirs.total, theirs.deleted_bytes]
 

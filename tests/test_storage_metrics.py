@@ -213,6 +213,7 @@ def test_a_change_to_a_teams_history_keeps_its_figure_for_metrics_but_marks_it_s
     time_machine.move_to(timezone.now(), tick=False)
     run_check(make_monitor(team, [site.html("/", "Home", "<p>home</p>")]))
     figure = storage.measure_team(team.pk, timezone.now()).total
+    measured_at = timezone.now()
     storage.measure_team(other_team.pk, timezone.now())
     time_machine.shift(timedelta(seconds=1))
 
@@ -221,10 +222,11 @@ def test_a_change_to_a_teams_history_keeps_its_figure_for_metrics_but_marks_it_s
 
     assert figures(scrape(client), team)[0] == figure
     kept = storage.measured_usage([team.pk])[team.pk]
-    assert (kept.total, kept.measured_at) == (figure, EPOCH)
+    assert (kept.total, kept.measured_at, kept.stale) == (figure, measured_at, True)
     time_machine.shift(LATER)
     assert storage.measure_stale_teams(timezone.now(), limit=1) == 1
     assert storage.measured_usage([team.pk])[team.pk].measured_at == timezone.now()
+    assert not storage.measured_usage([team.pk])[team.pk].stale
     assert storage.measured_usage([other_team.pk])[other_team.pk].measured_at < (
         timezone.now()
     )
@@ -293,4 +295,36 @@ def test_a_measurement_overtaken_by_a_change_leaves_the_figure_stale(
     monkeypatch.setattr(storage, "_bytes_of", history_deleted_meanwhile)
     storage.measure_team(team.pk, timezone.now())
 
-    assert storage.measured_usage([team.pk])[team.pk].measured_at == EPOCH
+    assert storage.measured_usage([team.pk])[team.pk].stale
+
+
+def test_metrics_keep_a_stale_figures_measuring_time_and_say_it_is_stale(
+    client, metrics_on, team, time_machine, django_capture_on_commit_callbacks
+):
+    """A figure the team's history has changed since was served as measured
+    at 0 (1970): an alert on the figure's age (time() - the timestamp) went
+    off at every monitor deleted. The timestamp is when the figure served
+    was measured; pagewatch_team_history_stale says it is known to be old."""
+    time_machine.move_to(timezone.now(), tick=False)
+    storage.measure_team(team.pk, timezone.now())
+    measured_at = timezone.now().timestamp()
+    label = (("team", str(team.pk)),)
+    time_machine.shift(timedelta(seconds=30))
+
+    fresh = scrape(client)
+    with django_capture_on_commit_callbacks(execute=True):
+        storage.forget_team_usage([team.pk])
+    stale = scrape(client)
+    storage.measure_stale_teams(timezone.now())
+    again = scrape(client)
+
+    times = [
+        samples[("pagewatch_team_history_measured_timestamp_seconds", label)]
+        for samples in (fresh, stale, again)
+    ]
+    marks = [
+        samples[("pagewatch_team_history_stale", label)]
+        for samples in (fresh, stale, again)
+    ]
+    assert times == [measured_at, measured_at, measured_at + 30]
+    assert marks == [0, 1, 0]

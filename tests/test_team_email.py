@@ -4,6 +4,8 @@ the same outbox as every channel; someone who left the team gets nothing."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import html
 import re
 import smtplib
@@ -22,7 +24,7 @@ from checks.models import Delivery
 from checks.notify import channels as channel_events
 from checks.notify import digests, drain, kinds, messages, sweep
 from checks.notify.kinds import team_email
-from monitors.models import Channel, Membership, MonitorChannel
+from monitors.models import Channel, Membership, Monitor, MonitorChannel
 from teams.models import Activity
 from tests.notifying import judged, make_monitor
 from tests.smtp import MailServer
@@ -268,6 +270,78 @@ def test_a_failing_monitor_sends_one_failing_e_mail_and_one_recovered(
     ]
 
 
+def headers_of(mail) -> email.message.EmailMessage:
+    wire = mail.message(policy=email.policy.SMTP).as_bytes()
+    return email.message_from_bytes(wire, policy=email.policy.default)
+
+
+def test_a_failing_alert_and_its_all_clear_share_a_thread_apart_from_the_changes(
+    team, owner, scenario, queued, mailoutbox, settings
+):
+    settings.DEFAULT_FROM_EMAIL = "alerts@watch.acme.test"
+    monitor = make_monitor(team, goal="Prices")
+    other = make_monitor(team, name="Jobs", goal="Jobs")
+    channel = team_mail(
+        team,
+        monitor,
+        recipients=[MIA],
+        events=["meaningful", "failing"],
+        failing_after=1,
+    )
+    MonitorChannel.objects.create(monitor=other, channel=channel)
+
+    scenario.run(monitor, [("https://example.com/pricing", "error")])
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    meaningful_check(scenario, monitor)
+    meaningful_check(scenario, other)
+    queued.run()
+
+    failing, works, change, other_change = (headers_of(mail) for mail in mailoutbox)
+    assert failing["Subject"] == "Pricing page is failing"
+    assert works["Subject"] == "Pricing page works again"
+    alerts = f"<alerts.{monitor.pk}@watch.acme.test>"
+    assert failing["References"] == works["References"] == alerts
+    assert failing["In-Reply-To"] == works["In-Reply-To"] == alerts
+    assert change["References"] == f"<changes.{monitor.pk}@watch.acme.test>"
+    assert other_change["References"] == f"<changes.{other.pk}@watch.acme.test>"
+    # One list: the channel's, whichever monitor the e-mail is about.
+    lists = {sent["List-Id"] for sent in (failing, works, change, other_change)}
+    assert lists == {f"Pricing people - Acme <{channel.pk}.channel.watch.acme.test>"}
+    ids = [sent["Message-ID"] for sent in (failing, works, change, other_change)]
+    assert len(set(ids)) == 4
+    assert all(i.endswith("@watch.acme.test>") for i in ids)
+
+
+def test_a_long_monitor_name_leaves_room_in_the_subject_for_what_happened(
+    team, owner, scenario, queued, mailoutbox
+):
+    name = "Préis 🚀 " + "N" * 300
+    monitor = make_monitor(team, name=name + "\r\nBcc: x@evil.test", goal="Prices")
+    team_mail(
+        team,
+        monitor,
+        recipients=[MIA],
+        events=["meaningful", "failing"],
+        failing_after=1,
+    )
+
+    scenario.run(monitor, [("https://example.com/pricing", "error")])
+    scenario.run(monitor, [("https://example.com/pricing", "same")])
+    meaningful_check(scenario, monitor)
+    queued.run()
+
+    subjects = [headers_of(mail)["Subject"] for mail in mailoutbox]
+    cut = name[:119] + "…"  # 120 characters
+    assert subjects == [
+        f"{cut} is failing",
+        f"{cut} works again",
+        f"{cut}: 1 page changed (1 meaningful)",
+    ]
+    assert all(headers_of(mail)["Bcc"] is None for mail in mailoutbox)
+    # The body names the monitor in full.
+    assert name in mailoutbox[2].body
+
+
 def test_a_daily_digest_is_one_e_mail(
     team, owner, scenario, queued, mailoutbox, settings
 ):
@@ -298,6 +372,73 @@ def test_a_daily_digest_is_one_e_mail(
     assert "https://example.com/pricing" in links
     assert "https://example.com/plans" in links
     assert settings.PUBLIC_BASE_URL + monitor.get_absolute_url() in links
+
+
+def digest_of(team, scenario, monitors_and_changes, verdict="meaningful"):
+    """A daily digest e-mail to Mia of these monitors' changes, each monitor's
+    made a minute after the one before (so the last is the newest)."""
+    start = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
+    with time_machine.travel(start, tick=False):
+        channel = team_mail(
+            team, recipients=[MIA], digest="daily", digest_at=time(9, 0)
+        )
+        digests.schedule(channel, datetime.now(UTC))
+        channel.save()
+    for minute, (name, changes) in enumerate(monitors_and_changes, start=1):
+        with time_machine.travel(start + timedelta(minutes=minute), tick=False):
+            monitor = make_monitor(team, name=name, goal="Prices")
+            MonitorChannel.objects.create(monitor=monitor, channel=channel)
+            fields = {"judgment": judged(verdict != "noise"), "verdict": verdict}
+            pages = [
+                (f"https://example.com/{name}/{n}", "changed", fields)
+                for n in range(changes)
+            ]
+            scenario.run(monitor, pages)
+    with time_machine.travel(datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC), tick=False):
+        made = digests.queue_due(datetime.now(UTC))
+    for delivery in made:
+        drain.deliver(delivery.pk)
+    return made
+
+
+def test_a_busy_digest_e_mail_is_bounded_newest_monitor_first_linking_to_the_rest(
+    team, owner, scenario, mailoutbox, settings
+):
+    digest_of(team, scenario, [("Busy", 200), ("Quiet", 1)])
+
+    [mail] = mailoutbox
+    assert mail.subject == "Pagewatch digest: 201 meaningful changes"
+    assert len(mail.body) < 25_000
+    # Grouped by monitor, the one with the newest change first.
+    assert mail.body.index("Quiet (") < mail.body.index("Busy (")
+    busy = Monitor.objects.get(name="Busy")
+    link = settings.PUBLIC_BASE_URL + busy.get_absolute_url()
+    assert mail.body.count("https://example.com/Busy/") == 20
+    assert f"- …and 180 more.\n  All of them in Pagewatch: {link}\n" in mail.body
+    assert f'All of them in Pagewatch: <a href="{link}">' in html_of(mail)
+
+
+def test_a_digest_e_mail_of_many_monitors_names_fifty_and_links_to_the_rest(
+    team, owner, scenario, mailoutbox, settings
+):
+    digest_of(team, scenario, [(f"Shop {n:02}", 1) for n in range(60)])
+
+    [mail] = mailoutbox
+    assert mail.subject == "Pagewatch digest: 60 meaningful changes"
+    assert "Shop 59 (" in mail.body and "Shop 10 (" in mail.body
+    assert "Shop 09 (" not in mail.body
+    every = settings.PUBLIC_BASE_URL + "/"
+    assert f"…and 10 more monitors with changes.\nAll your monitors: {every}\n" in (
+        mail.body
+    )
+    assert f'All your monitors: <a href="{every}">' in html_of(mail)
+
+
+def test_a_digest_of_changes_all_judged_noise_sends_nothing(
+    team, owner, scenario, mailoutbox
+):
+    assert digest_of(team, scenario, [("Noisy", 3)], verdict="noise") == []
+    assert mailoutbox == []
 
 
 def test_a_member_who_left_the_team_gets_nothing(

@@ -201,3 +201,60 @@ def test_the_upgrade_takes_every_team_at_utc_as_never_having_picked_a_zone(team)
         team.slug: "",
         berlin.slug: "Europe/Berlin",
     }
+
+
+def test_daily_and_weekly_digests_keep_nine_oclock_once_each_across_a_change():
+    """New York's clocks go back on Sunday 1 November 2026: 09:00 is 13:00
+    UTC before and 14:00 UTC after, one digest a day (a week) either side."""
+    team = Team(time_zone="America/New_York")
+    daily = Channel(team=team, digest=Channel.Digest.DAILY, digest_at=time(9, 0))
+    weekly = Channel(team=team, digest=Channel.Digest.WEEKLY, digest_at=time(9, 0))
+
+    def walk(channel: Channel, after: datetime, count: int) -> list[datetime]:
+        times = []
+        for _ in range(count):
+            after = digests.next_digest_at(channel, after)
+            times.append(after)
+        return times
+
+    assert walk(daily, datetime(2026, 10, 31, 0, 0, tzinfo=UTC), 3) == [
+        datetime(2026, 10, 31, 13, 0, tzinfo=UTC),
+        datetime(2026, 11, 1, 14, 0, tzinfo=UTC),
+        datetime(2026, 11, 2, 14, 0, tzinfo=UTC),
+    ]
+    assert walk(weekly, datetime(2026, 10, 20, 0, 0, tzinfo=UTC), 3) == [
+        datetime(2026, 10, 26, 13, 0, tzinfo=UTC),
+        datetime(2026, 11, 2, 14, 0, tzinfo=UTC),
+        datetime(2026, 11, 9, 14, 0, tzinfo=UTC),
+    ]
+
+
+def test_a_team_whose_zone_went_away_keeps_its_digests_and_stops_no_others(
+    team, other_team
+):
+    """The tz database drops a zone now and then (US/Pacific-New in 2020):
+    the digests of a team still set to one failed, and so did those of every
+    team after it in the same run. It keeps its time of day in UTC, as the
+    dashboard then reads its clock."""
+    due = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    channels = [
+        Channel.objects.create(
+            team=owner_team,
+            name="Morning news",
+            kind="apprise",
+            settings={"url": "json://ops.example"},
+            digest=Channel.Digest.DAILY,
+            digest_at=time(9, 0),
+            digest_since=datetime(2026, 3, 1, 9, 0, tzinfo=UTC),
+            next_digest_at=due,
+        )
+        for owner_team in (team, other_team)
+    ]
+    Team.objects.filter(pk=team.pk).update(time_zone="US/Pacific-New")
+
+    digests.queue_due(datetime(2026, 3, 2, 9, 1, tzinfo=UTC))
+
+    for channel in channels:
+        channel.refresh_from_db()
+        assert channel.digest_since == due
+        assert channel.next_digest_at == datetime(2026, 3, 3, 9, 0, tzinfo=UTC)

@@ -44,7 +44,7 @@ from config import run, valkey
 from config.celery import app as celery_app
 from monitors.models import Channel, ImportRun, Membership, Monitor, Target
 from monitors.moving import importing, plan, remote
-from tests.sites import Request, Site
+from tests.sites import Request, Site, sections_site
 from tests.smtp import MailServer
 from tests.test_crawl import build_site, nav
 from tests.test_moving_api import CD_KEY
@@ -581,6 +581,35 @@ def test_a_crawl_runs_on_real_workers_through_the_sdk(sdk, two_workers):
         assert len(third.pages) == 5
         assert summary_of(third)["removed"] == 0
         assert third.target_results[0].model_dump()["truncated"] is True
+
+
+def test_a_crawl_past_its_limit_on_two_workers_is_the_same_pages_each_check(
+    sdk, two_workers
+):
+    with Site() as site:
+        monitor = sdk.create_monitor(
+            name="Larger than its limit",
+            schedule={"cron": "0 3 * * *"},
+            targets=[
+                {
+                    "type": "crawl",
+                    "url": site.url("/"),
+                    "crawlOptions": {"limit": 20, "sitemap": "skip"},
+                }
+            ],
+        )
+        checks = []
+        for order in range(3):
+            sections_site(site, order)  # the sections answer in another order
+            checks.append(run_and_wait(sdk, monitor.id, two_workers[order % 2]))
+        first, second, third = checks
+
+        reached = {urlsplit(p.url).path for p in first.pages}
+        assert len(reached) == 20
+        assert first.target_results[0].model_dump()["truncated"] is True
+        for later in (second, third):
+            assert {urlsplit(p.url).path for p in later.pages} == reached
+            assert {p.status for p in later.pages} == {"same"}
 
 
 def test_a_crawl_whose_worker_was_killed_half_way_is_finished_once_by_another(

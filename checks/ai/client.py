@@ -269,7 +269,8 @@ def schema_error(value: Any, schema: Mapping[str, Any]) -> str | None:
     # an error, never a fetch (jsonschema would otherwise retrieve remote
     # documents with urllib, past the address policy). Saved schemas are
     # refused such references; this guards schemas saved before that rule.
-    validator = patterns.validator_class()(schema, registry=referencing.Registry())
+    validator_class = patterns.validator_class(schema)
+    validator = validator_class(schema, registry=referencing.Registry())
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:

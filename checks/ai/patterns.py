@@ -1,4 +1,5 @@
-"""The JSON Schema validator answers are checked with: Draft 2020-12, its
+"""The JSON Schema validator answers are checked with: the draft the schema
+names in `$schema` (draft-07, 2019-09...; 2020-12 when it names none), its
 `pattern` and `patternProperties` matched with RE2, also where
 `additionalProperties` asks which keys `patternProperties` took.
 
@@ -38,11 +39,24 @@ def matches(pattern: str, text: str) -> bool:
     return compiled is None or compiled.search(text) is not None
 
 
-@functools.cache
-def validator_class() -> Any:
+def validator_class(schema: Mapping[str, Any]) -> Any:
+    """The validator class for `schema`: its draft's rules, as `$schema`
+    names them, so a draft-07 schema's `items: [...]` is a list of places
+    and its `dependencies` are kept. A `$schema` that names no draft is
+    refused when saved; a schema without one is read as 2020-12."""
     import jsonschema
 
+    dialect = schema.get("$schema")
     base = jsonschema.Draft202012Validator
+    if isinstance(dialect, str):
+        base = jsonschema.validators.validator_for(schema, default=base)
+    return _with_re2_patterns(base)
+
+
+@functools.cache
+def _with_re2_patterns(base: Any) -> Any:
+    import jsonschema
+
     additional = base.VALIDATORS["additionalProperties"]
 
     def pattern(validator: Any, patrn: Any, instance: Any, schema: Any) -> Iterator:

@@ -7,22 +7,32 @@ the page with ActionFailed, naming the action (by its position) and why.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import FloatRect, Page
+from playwright.async_api import FloatRect, Page, Request
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from checks.browser.result import ActionOutputs, Shot
 
 # How long a click or a scroll looks for its element.
 ELEMENT_TIMEOUT_MS = 10_000
+# A wait for an element ends this long before the page's time does, so it
+# fails as itself (saying how long it waited), not as the page's time.
+WAIT_MARGIN_MS = 1_000
 # How long the page may take to settle after a click or a key press (a
 # navigation it started, say) before the next action.
 SETTLE_TIMEOUT_MS = 5_000
+# After a click, a key press or a scroll, what it set loading (more rows, a
+# lazy section, the next view of an app) is waited for: until none of the
+# requests it started has been in flight for QUIET_MS, at most QUIET_CAP_MS.
+QUIET_MS = 500
+QUIET_CAP_MS = 3_000
 # An executeJavascript result is kept up to this size (JSON).
 RETURN_MAX_CHARS = 64 * 1024
 # A scrape action's HTML is kept up to this size (beyond it, its beginning
@@ -34,10 +44,53 @@ SCRAPE_MAX_CHARS = 512 * 1024
 FULL_PAGE_MAX_PX = 16_384
 
 
+class _Unmet(Exception):
+    """An action's own reason for failing, said as it is."""
+
+
 class ActionFailed(Exception):
     def __init__(self, index: int, action: Mapping[str, Any], reason: str) -> None:
         self.message = f"Action {index + 1} ({label(action)}) failed: {reason}"
         super().__init__(self.message)
+
+
+class Traffic:
+    """The page's requests in flight, so that an action can wait for those
+    it started (and not for a long poll that was open before it)."""
+
+    def __init__(self) -> None:
+        # In the order they started (a dict keeps it).
+        self.in_flight: dict[Request, None] = {}
+
+    def watch(self, page: Page) -> None:
+        page.on("request", lambda request: self.in_flight.setdefault(request))
+        page.on("requestfinished", lambda request: self.in_flight.pop(request, None))
+        page.on("requestfailed", lambda request: self.in_flight.pop(request, None))
+
+    def holding(self) -> str | None:
+        """The address of what keeps the page from loading, if anything: the
+        oldest request still in flight, the page itself or a script or
+        stylesheet it must have first."""
+        blocking = ("document", "script", "stylesheet")
+        waiting = [r for r in self.in_flight if r.resource_type in blocking]
+        return waiting[0].url if waiting else None
+
+    @contextlib.asynccontextmanager
+    async def settles(self, remaining_ms: Any) -> AsyncIterator[None]:
+        """Around an action: afterwards, wait for what it set loading, for
+        at most half the page's time left (`remaining_ms()`), so the next
+        steps and the capture still fit."""
+        before = set(self.in_flight)
+        yield
+        cap = min(QUIET_CAP_MS, remaining_ms() / 2) / 1000
+        deadline = time.monotonic() + cap
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            if self.in_flight.keys() - before:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= QUIET_MS / 1000:
+                return
+            await asyncio.sleep(0.05)
 
 
 def label(action: Mapping[str, Any]) -> str:
@@ -79,13 +132,20 @@ async def perform(
     actions: Sequence[Mapping[str, Any]],
     outputs: ActionOutputs,
     remaining_ms: Any,
+    traffic: Traffic,
 ) -> None:
     """Do each action in turn; raises ActionFailed at the first that fails.
     `remaining_ms()` is the page's time left (a selector wait may use it)."""
     for index, action in enumerate(actions):
         outputs.current = index
         try:
-            await _do(page, action, outputs, remaining_ms)
+            if action.get("type") in ("click", "press", "scroll"):
+                async with traffic.settles(remaining_ms):
+                    await _do(page, action, outputs, remaining_ms)
+            else:
+                await _do(page, action, outputs, remaining_ms)
+        except _Unmet as exc:
+            raise ActionFailed(index, action, str(exc)) from None
         except PlaywrightTimeout:
             raise ActionFailed(index, action, _timeout_reason(action)) from None
         except PlaywrightError as exc:
@@ -95,8 +155,6 @@ async def perform(
 
 def _timeout_reason(action: Mapping[str, Any]) -> str:
     kind = action.get("type")
-    if kind == "wait":
-        return "the element did not appear in time"
     if kind in ("click", "scroll"):
         seconds = ELEMENT_TIMEOUT_MS / 1000
         return f"no visible element matched the selector within {seconds:g} s"
@@ -142,9 +200,15 @@ async def _do(
 async def _wait(page: Page, action: Mapping[str, Any], remaining_ms: Any) -> None:
     selector = action.get("selector")
     if selector:
-        await page.wait_for_selector(
-            str(selector), state="visible", timeout=max(remaining_ms(), 1)
-        )
+        timeout = max(remaining_ms() - WAIT_MARGIN_MS, 1)
+        try:
+            await page.wait_for_selector(
+                str(selector), state="visible", timeout=timeout
+            )
+        except PlaywrightTimeout:
+            seconds = f"{max(timeout / 1000, 1):.0f}"
+            reason = f"no visible element matched the selector within {seconds} s"
+            raise _Unmet(reason) from None
     else:
         await page.wait_for_timeout(int(action.get("milliseconds") or 0))
 
@@ -170,8 +234,6 @@ async def _scroll(page: Page, selector: Any, up: bool) -> None:
         )
     else:
         await page.evaluate("(sign) => window.scrollBy(0, sign * innerHeight)", sign)
-    # Let what the scroll loads (lazy images, more rows) arrive.
-    await page.wait_for_timeout(250)
 
 
 async def _settle(page: Page) -> None:

@@ -63,6 +63,11 @@ def script_built(content: bytes, content_type: str) -> str | None:
     return None
 
 
+def empty_app_root(content: bytes) -> str | None:
+    """The first app root left empty in this HTML (`<div id="root">`)."""
+    return _empty_app_root(LexborHTMLParser(decode(content, "", html=True)))
+
+
 def _empty_app_root(tree: LexborHTMLParser) -> str | None:
     for node in tree.css("[id]"):
         element_id = (node.attributes.get("id") or "").strip()

@@ -58,6 +58,21 @@ MOBILE_VIEWPORT = {"width": 390, "height": 844}
 SETTLE_MS = 3000
 # Time kept back from the page's loading for its screenshot and capture.
 CAPTURE_MS = 2000
+# After the page settled, how long an app whose root is still empty may take
+# to fill it: its content is on its way (asked for after a timer, a consent
+# check or a token), and its network was quiet in between.
+CONTENT_WAIT_MS = 10_000
+# True once the page has content: no app root left empty (the roots
+# checks.browser.detect knows), or enough text elsewhere.
+_FILLED = """([ids, tags, little]) => {
+  const empty = (node) => !node.firstElementChild && !node.textContent.trim();
+  const roots = [...document.querySelectorAll("[id]")]
+    .filter((node) => ids.includes(node.id.trim().toLowerCase()))
+    .concat(tags.flatMap((tag) => [...document.getElementsByTagName(tag)]));
+  if (!roots.some(empty)) return true;
+  const text = (document.body ? document.body.innerText : "").replace(/\\s+/g, " ");
+  return text.trim().length >= little;
+}"""
 # Headers the browser sets itself, or that would make a navigation conditional.
 _OWN_HEADERS = frozenset(
     {
@@ -200,13 +215,17 @@ class _Visit:
         self.origin = _origin(job.url)
         self.outputs = ActionOutputs()
         # The main frame's navigations, the status of each that answered,
-        # and the last answer (the document the page ended on).
+        # and the answers in order (the page ends on the last one that was
+        # not a download).
         self.navigations: list[str] = []
         self.documents: dict[str, int] = {}
-        self.last_document: Response | None = None
+        self.answers: list[Response] = []
+        # Navigations that turned into downloads (cancelled: the page stays).
+        self.downloads: set[str] = set()
         self.started = time.monotonic()
         self.budget = budget_seconds(job)
         self.crashes: list[float] = []
+        self.traffic = page_actions.Traffic()
 
     def remaining_ms(self) -> float:
         return max((self.budget - (time.monotonic() - self.started)) * 1000, 0)
@@ -215,9 +234,11 @@ class _Visit:
         await self.context.route("**/*", self._guard)
         await self.context.route_web_socket(lambda _url: True, self._guard_socket)
         page = await self.context.new_page()
+        self.traffic.watch(page)
         page.on("request", lambda request: self._note_navigation(page, request))
         page.on("response", lambda response: self._note_document(page, response))
         page.on("crash", lambda _page: self.crashes.append(time.monotonic()))
+        page.on("download", lambda download: self.downloads.add(download.url))
         try:
             async with asyncio.timeout(self.budget):
                 return await self._visit(page)
@@ -253,9 +274,12 @@ class _Visit:
         wait_for = self.job.options.get("waitFor")
         if isinstance(wait_for, int) and not isinstance(wait_for, bool) and wait_for:
             await page.wait_for_timeout(wait_for)
+        await self._wait_for_content(page)
         steps = self.job.options.get("actions")
         if isinstance(steps, list) and steps:
-            await page_actions.perform(page, steps, self.outputs, self.remaining_ms)
+            await page_actions.perform(
+                page, steps, self.outputs, self.remaining_ms, self.traffic
+            )
         shot_options = screenshot_format(self.job.options)
         shot = None
         if shot_options is not None:
@@ -301,6 +325,34 @@ class _Visit:
                 "networkidle", timeout=min(SETTLE_MS, self.remaining_ms()) or 1
             )
 
+    async def _wait_for_content(self, page: Page) -> None:
+        """An app whose root is still empty is waited for, as long as the
+        page's time allows; captured empty, it would read as the page's
+        whole content removed (and added back at the next check)."""
+        share = self.remaining_ms() - CAPTURE_MS
+        share -= declared_wait_ms({"actions": self.job.options.get("actions")})
+        timeout = max(min(CONTENT_WAIT_MS, share), 1)
+        known = [sorted(detect.APP_ROOT_IDS), list(detect.APP_ROOT_TAGS)]
+        arg = [*known, detect.LITTLE_TEXT]
+        try:
+            if await page.evaluate(_FILLED, arg):
+                return  # most pages: no time spent (it may be all used up)
+            await page.wait_for_function(_FILLED, arg=arg, timeout=timeout, polling=100)
+        except PlaywrightTimeout:
+            root = None
+            with contextlib.suppress(PlaywrightError):
+                root = detect.empty_app_root((await page.content()).encode())
+            detail = (
+                f"The page's scripts left it empty ({root or 'its app root'} still "
+                f"had nothing in it after {timeout / 1000:g} s), so there was "
+                "nothing to compare; its last content is kept."
+            )
+            raise FetchError(ErrorKind.EMPTY, detail=detail) from None
+        except PlaywrightError:
+            # The page moved on under the question (a script navigated it):
+            # what it ends on is judged by the steps after this one.
+            return
+
     def _note_navigation(self, page: Page, request: Request) -> None:
         if request.is_navigation_request() and request.frame == page.main_frame:
             self.navigations.append(request.url)
@@ -309,7 +361,7 @@ class _Visit:
         request = response.request
         if request.is_navigation_request() and request.frame == page.main_frame:
             self.documents[request.url] = response.status
-            self.last_document = response
+            self.answers.append(response)
 
     def _navigation_error(self, exc: PlaywrightError) -> FetchError:
         for url in reversed(self.navigations or [self.job.url]):
@@ -350,11 +402,18 @@ class _Visit:
     def _ended_on(self, loaded: Response) -> Response:
         """The answer whose document the page shows at the end: the one
         loaded, or the one a click, a script or a late redirect moved on to
-        (its status and headers describe what is captured)."""
-        last = self.last_document
+        (its status and headers describe what is captured). A navigation
+        that turned into a download left the page where it was."""
+        shown = (a for a in reversed(self.answers) if not self._downloaded(a))
+        last = next(shown, None)
         if last is None or last.status in range(300, 400):
             return loaded
         return last
+
+    def _downloaded(self, answer: Response) -> bool:
+        disposition = answer.headers.get("content-disposition", "")
+        attachment = disposition.strip().lower().startswith("attachment")
+        return attachment or answer.url in self.downloads
 
     def _timed_out(self) -> FetchError:
         if len(self.navigations) > SCRIPT_REDIRECTS:
@@ -373,6 +432,9 @@ class _Visit:
             )
             return FetchError(ErrorKind.ACTION, detail=message)
         waited = f"{self.budget:g} s in the browser"
+        holding = self.traffic.holding()
+        if holding is not None:
+            waited += f"; the page was still waiting for {holding[:200]}"
         return FetchError(ErrorKind.TIMEOUT, host=self.job.host, detail=waited)
 
     # --- Guards (the second layer; the proxy is the first) --------------------------

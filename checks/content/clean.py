@@ -152,6 +152,19 @@ _PROTECTED_CONTENT = "main, [role=main], article, h1"
 _MAX_REFUSALS = 50
 _STATE_TOKEN = re.compile(r"(?:has|with|no|is|show|hide)[-_]", re.IGNORECASE)
 _WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# A class or id piece a build tool made up (a CSS-in-JS hash, new at each
+# deploy or even each load): letters and digits interleaved ("1ad2x3"), or a
+# short jumble of capitals ("bNavQk"). Its letters spell words by chance, and
+# one spelling "ad" or "nav" would make the element vanish now and then.
+_INTERLEAVED = re.compile(r"[a-z]\d+[a-z]|\d[a-z]+\d", re.IGNORECASE)
+
+
+def _made_up(piece: str) -> bool:
+    if _INTERLEAVED.search(piece):
+        return True
+    if len(piece) > 8 or sum(c.isupper() for c in piece) < 2:
+        return False
+    return sum(len(word) <= 2 for word in _WORD_RE.findall(piece)) >= 2
 
 
 @dataclass(frozen=True)
@@ -176,6 +189,7 @@ def _names(attr_value: str) -> tuple[tuple[str, frozenset[str]], ...]:
         parts = {
             word.lower()
             for piece in re.split(r"[-_:.]+", token)
+            if not _made_up(piece)
             for word in _WORD_RE.findall(piece)
             if not word.isdigit()
         }

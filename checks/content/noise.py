@@ -62,3 +62,9 @@ def strip_noise(text: str, entries: Sequence[str]) -> str:
         return text
     rule = _compiled(tuple(entries))
     return text if rule is None else rule.strip(text)
+
+
+def is_ignored(line: str, entries: Sequence[str]) -> bool:
+    """Whether one of `entries` leaves `line` out."""
+    rule = _compiled(tuple(entries)) if entries else None
+    return rule is not None and rule.matches(line)

@@ -3,8 +3,11 @@
     scope.py     which URLs a crawl may visit, and when two are one page
     links.py     the links of a fetched HTML page
     discovery.py robots.txt and sitemaps at the start, through the one door
+    known.py     the pages the monitor had before this check, and under
+                 which address (taken first when the limit is near)
     frontier.py  the crawl's state in the database: seeds, admitted links,
-                 and the removed pages of a complete crawl
+                 links waiting for room, and the removed pages of a
+                 complete crawl
 
 A crawl is a source of page jobs (checks.crawl.source.CrawlSource) like any other:
 its pages are fetched, judged and recorded by the runner in batches, and the

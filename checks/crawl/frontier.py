@@ -2,7 +2,10 @@
 
     plan:   the start URL and the sitemap's pages, admitted at depth 0
     admit:  the links of each fetched page (scoped by checks.crawl.scope)
-            become new batches, once per page, up to the crawl's limit
+            become new batches, once per page, up to the crawl's limit;
+            near it, pages the target had come first and the others wait
+            until no batch is open, then go by depth and address, so a
+            site larger than the limit is the same pages on every check
     close:  when the check's last batch is done, a complete crawl records as
             `removed` every active page it did not find again
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from http import HTTPStatus
@@ -29,6 +32,7 @@ from django.db.models import Count, F
 from checks import shared_clock
 from checks.browser.options import browser_options
 from checks.content.sniff import is_document_type, media_type_of
+from checks.crawl import known
 from checks.crawl.discovery import robots_of
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
@@ -116,6 +120,17 @@ class Frontier:
         crawl = self.crawls.get(job.target_id)
         return crawl.scope if crawl is not None else None
 
+    def out_of_scope(self, job: PageJob) -> Callable[[str], bool] | None:
+        """Where this page's redirects are not followed: to an address the
+        crawl would not take as a page at its depth (another site, a path
+        outside its rules, one robots.txt disallows), so nothing out of the
+        crawl is ever fetched. None for the start page, which goes where it
+        leads, and for pages not of a crawl."""
+        scope = self.scope(job)
+        if scope is None or job.depth == 0 and job.url == scope.start:
+            return None
+        return lambda url: scope.admit(url, job.depth) is None
+
     async def learn_robots(
         self, job: PageJob, outcome: Outcome, client: OutboundClient
     ) -> None:
@@ -132,8 +147,9 @@ class Frontier:
             scope.remember_robots(origin, await robots_of(origin, client))
 
     def redirected(self, items: Sequence[Item]) -> list[Item]:
-        """These pages, but for those a redirect took elsewhere or that
-        answered with a download: such a link is not a page of the crawl.
+        """These pages, but for those a redirect took elsewhere, that
+        answered with a download, or that lead to no page and never did
+        (see _leads_nowhere): such a link is not a page of the crawl.
         The page a redirect led to is, when the crawl's rules let it in
         (admit adds it, at the link's depth, so each page is recorded once
         and under its own address, whichever link led to it first); a
@@ -150,7 +166,10 @@ class Frontier:
             if (
                 crawl is not None
                 and to is None
-                and _download(crawl.scope, job, outcome)
+                and (
+                    _download(crawl.scope, job, outcome)
+                    or _leads_nowhere(crawl.scope, job, outcome, state)
+                )
             ):
                 to = ""  # leads to no page
             if crawl is None or to is None:
@@ -216,24 +235,96 @@ class Frontier:
         fresh = _unknown(row.pk, links)  # again, now that the check is ours
         if not fresh:
             return []
-        deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
-        if check.started_at and shared_clock.now() - check.started_at > deadline:
-            minutes = round(deadline.total_seconds() / 60)
-            _truncate(row, DEADLINE_REASON.format(minutes=minutes))
+        if _past_deadline(check, row):
             return []
         limit = page_limit(crawl.target)
+        if row.had:
+            had, new = known.respelled(
+                check.monitor_id, crawl.target.id, crawl.scope, fresh
+            )
+        else:
+            had, new = [], fresh
         room = max(limit - row.found, 0)
-        if len(fresh) > room:
+        taken = had[:room]
+        if len(taken) < len(had):
             _truncate(row, LIMIT_REASON.format(limit=limit))
-            fresh = fresh[:room]
-        return register(check, row, crawl.target, fresh)
+        # Pages the target did not have wait for the end of the check when
+        # the pages it had might not leave them room (see admit_waiting).
+        if row.found + len(taken) + len(new) + row.had > limit:
+            _wait(row, new)
+        else:
+            taken += new
+        return register(check, row, crawl.target, taken)
+
+
+def admit_waiting(check_id: uuid.UUID) -> list[CheckBatch]:
+    """Once no batch of the check is open: the links that waited for room
+    (CrawlPage.waiting), by depth and then address, as far as each crawl's
+    limit allows; the new batches (committed). Their own links may wait in
+    turn, for the next time no batch is open."""
+    batches = CheckBatch.objects.filter(check_run_id=check_id)
+    waiting = CrawlPage.objects.filter(crawl__check_run_id=check_id, waiting=True)
+    # Asked first without the lock: most batches end while others are open.
+    if batches.open().exists() or not waiting.exists():
+        return []
+    with transaction.atomic():
+        check = Check.objects.select_for_update().get(pk=check_id)
+        if check.status != Check.Status.RUNNING or batches.open().exists():
+            return []
+        ids = set(waiting.values_list("crawl_id", flat=True))
+        targets = {t.id: t for t in check.monitor.targets.all()}
+        added: list[CheckBatch] = []
+        for row in Crawl.objects.filter(pk__in=ids, closed=False):
+            target = targets.get(row.target_id)
+            if target is not None:
+                added += _admit_waiting(check, row, target)
+        return added
+
+
+def _admit_waiting(check: Check, row: Crawl, target: Target) -> list[CheckBatch]:
+    waiting = CrawlPage.objects.filter(crawl=row, waiting=True)
+    if _past_deadline(check, row):
+        return []
+    limit = page_limit(target)
+    chosen = list(waiting.order_by("depth", "url")[: max(limit - row.found, 0)])
+    if waiting.count() > len(chosen):
+        _truncate(row, LIMIT_REASON.format(limit=limit))
+    if not chosen:
+        return []
+    CrawlPage.objects.filter(pk__in=[page.pk for page in chosen]).update(waiting=False)
+    scope = scope_of(target, row)
+    links = [
+        Link(page.url, page.key, page.depth, follow=scope.is_internal(page.url))
+        for page in chosen
+    ]
+    return schedule(check, row, target, links)
+
+
+def _wait(row: Crawl, links: Sequence[Link]) -> None:
+    CrawlPage.objects.bulk_create(
+        [
+            CrawlPage(crawl=row, key=k.key, url=k.url, depth=k.depth, waiting=True)
+            for k in links
+        ]
+    )
+
+
+def _past_deadline(check: Check, row: Crawl) -> bool:
+    """Whether the crawl ran past CRAWL_DEADLINE_SECONDS (then it says so)."""
+    deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
+    if check.started_at and shared_clock.now() - check.started_at > deadline:
+        minutes = round(deadline.total_seconds() / 60)
+        _truncate(row, DEADLINE_REASON.format(minutes=minutes))
+        return True
+    return False
 
 
 def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
     """Where a redirect took this page, as the crawl would fetch it; None
     when it was not redirected to another page (http to https, a trailing
     slash are the same page), failed, or is the start page."""
-    if not job.record or outcome.status == PageResult.Status.ERROR:
+    stopped = outcome.status_code is not None and 300 <= outcome.status_code < 400
+    if not job.record or outcome.status == PageResult.Status.ERROR and not stopped:
         return None
     if job.depth == 0 and job.url == scope.start:
         return None
@@ -261,6 +352,24 @@ def _download(scope: Scope, job: PageJob, outcome: Outcome) -> bool:
     if outcome.error_kind not in (ErrorKind.UNREADABLE, ErrorKind.TOO_LARGE):
         return False
     return not is_document_type(media_type_of(content_type))
+
+
+def _leads_nowhere(
+    scope: Scope, job: PageJob, outcome: Outcome, state: PageState | None
+) -> bool:
+    """Whether this link leads to no page, and never did: it answers 404 or
+    410, or redirects in a loop, and the target never had a page there. An
+    error on every check would say nothing new each time (a sitemap's stale
+    entry, a broken link); a page the target had is `removed` when it
+    answers 404, and an error, its last content kept, when it loops."""
+    if not job.record or job.depth == 0 and job.url == scope.start:
+        return False
+    if outcome.status != PageResult.Status.ERROR:
+        return False
+    if state is not None and state.has_baseline:
+        return False
+    gone = outcome.status_code in PageResult.GONE_STATUS_CODES
+    return gone or outcome.error_kind == ErrorKind.TOO_MANY_REDIRECTS
 
 
 def _adds_to_query(url: str, to: str) -> bool:
@@ -336,6 +445,14 @@ def register(
     CrawlPage.objects.bulk_create(
         [CrawlPage(crawl=row, key=k.key, url=k.url, depth=k.depth) for k in links]
     )
+    return schedule(check, row, target, links)
+
+
+def schedule(
+    check: Check, row: Crawl, target: Target, links: Sequence[Link]
+) -> list[CheckBatch]:
+    """New batches of the check for links in the frontier (the caller
+    holds the check row locked), counted as found."""
     Crawl.objects.filter(pk=row.pk).update(found=F("found") + len(links))
     Check.objects.filter(pk=check.pk).update(pages_total=F("pages_total") + len(links))
     # A crawl whose options need a browser, or whose monitor always uses
@@ -376,6 +493,9 @@ def close(check_id: uuid.UUID, record: Any) -> None:
         with transaction.atomic():
             if not Crawl.objects.filter(pk=row.pk, closed=False).update(closed=True):
                 continue  # another worker closed it
+            if CrawlPage.objects.filter(crawl=row, waiting=True).exists():
+                limit = page_limit(target) if target is not None else row.found
+                _truncate(row, LIMIT_REASON.format(limit=limit))
             row.refresh_from_db()
             if target is not None and not row.truncated:
                 items = removed_items(check, row, target)
@@ -398,7 +518,9 @@ def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
     )
     items: list[Item] = []
     for state in states.iterator():
-        if scope.key(state.url) in seen:
+        # A page robots.txt now keeps crawlers off was not looked at, so it
+        # is not known to be gone: it keeps its place until it is allowed.
+        if scope.key(state.url) in seen or not scope.robots_allow(state.url):
             continue
         job = PageJob(
             target.id, state.url, target.scrape_options or {}, 0, uuid.uuid4()

@@ -42,6 +42,9 @@ class Crawl(models.Model):
     # read); other hosts' are fetched as they are met.
     robots = models.TextField(blank=True)
     found = models.PositiveIntegerField(default=0)
+    # Pages the target had before this check (checks.crawl.known): while
+    # they may still be met, a crawl near its limit keeps room for them.
+    had = models.PositiveIntegerField(default=0)
     # Why the crawl did not reach everything ("" when it did): such a crawl
     # reports no removed pages.
     truncated = models.CharField(max_length=255, blank=True)
@@ -74,6 +77,11 @@ class CrawlPage(models.Model):
     key = models.CharField(max_length=64)
     url = models.URLField(max_length=2048)
     depth = models.PositiveSmallIntegerField(default=0)
+    # A link to a page the target did not have, met when the crawl's limit
+    # might not leave room for it: not fetched (nor counted in `found`)
+    # unless room is left once every batch is done, taken then by depth and
+    # address, so the pages chosen do not depend on which answered first.
+    waiting = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

@@ -22,10 +22,11 @@ robots.txt; no I/O. Firecrawl's semantics:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 from protego import Protego
@@ -65,6 +66,19 @@ APPLIED_OPTIONS = frozenset(
     }
 )  # fmt: skip
 
+# Query parameters that name the visitor's session or the campaign a link
+# came from, not the page: a site that puts a new session id in every link
+# would otherwise be a new page at every answer, without end.
+SESSION_PARAMETERS = frozenset(
+    {"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "cfid", "cftoken"}
+)
+TRACKING_PREFIXES = ("utm_", "aspsessionid")
+# A session id in the path, as Java servers write it: /page;jsessionid=ABC.
+_PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/;?]*", re.I)
+
+# "/docs//page" is "/docs/page" for a site's server, nearly always.
+_DOUBLED_SLASHES = re.compile(r"/{2,}")
+
 compile_pattern = path_pattern  # the rule the API and the form validate with
 
 
@@ -81,8 +95,7 @@ def canonical(url: str, *, drop_query: bool = False) -> str | None:
         if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
             return None
         port = parts.port
-        # Resolving the path against the site removes its dot segments.
-        path = urlsplit(urljoin(url, parts.path or "/")).path
+        path = _without_dot_segments(parts.path or "/")
     except ValueError:
         return None
     netloc = parts.hostname.lower()
@@ -90,9 +103,42 @@ def canonical(url: str, *, drop_query: bool = False) -> str | None:
         netloc = f"[{netloc}]"
     if port is not None and port != DEFAULT_PORTS[parts.scheme]:
         netloc = f"{netloc}:{port}"
-    query = "" if drop_query else parts.query
+    path = _PATH_SESSION.sub("", path)
+    query = "" if drop_query else _without_sessions(parts.query)
     rebuilt = urlunsplit((parts.scheme, netloc, path or "/", query, ""))
     return canonicalize_url(rebuilt, keep_fragments=False)
+
+
+def _without_dot_segments(path: str) -> str:
+    """The path with its `.` and `..` segments resolved (RFC 3986, 5.2.4).
+    Not by joining it to the URL: a path that starts with `//` would be read
+    as a host, and its first segment lost."""
+    kept: list[str] = []
+    segments = path.split("/")
+    for segment in segments[1:]:
+        if segment == "..":
+            if len(kept) > 0:
+                kept.pop()
+        elif segment != ".":
+            kept.append(segment)
+    if segments[-1] in (".", ".."):
+        kept.append("")  # "/a/b/.." is the folder "/a/"
+    return "/" + "/".join(kept)
+
+
+def _without_sessions(query: str) -> str:
+    """The query without its session ids and campaign tags (as given
+    otherwise: canonicalize_url sorts and encodes it)."""
+    if not query:
+        return query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    kept = [
+        (name, value)
+        for name, value in pairs
+        if name.lower() not in SESSION_PARAMETERS
+        and not name.lower().startswith(TRACKING_PREFIXES)
+    ]
+    return query if len(kept) == len(pairs) else urlencode(kept)
 
 
 def _bare_host(host: str) -> str:
@@ -147,7 +193,7 @@ class Scope:
         for index in INDEX_PAGES:
             if path.endswith("/" + index):
                 path = path[: -len(index)]
-        path = path.rstrip("/")
+        path = _DOUBLED_SLASHES.sub("/", path).rstrip("/")
         netloc = _bare_host(parts.netloc)
         folded = f"{netloc}{path}?{parts.query}"
         return hashlib.sha256(folded.encode()).hexdigest()

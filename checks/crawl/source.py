@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from checks.crawl import frontier
+from checks.crawl import frontier, known
 from checks.crawl.discovery import Discovery, discover
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
@@ -76,7 +76,7 @@ class CrawlSource:
         if not only and scope.start and scope.robots_allow(scope.start):
             start = Link(scope.start, scope.key(scope.start), 0, follow=True)
             seeds[start.key] = (start, scope.matches_paths(start.url))
-        listed = scope.links(self.discovery.sitemap_urls, 0)
+        listed = self._as_recorded(scope.links(self.discovery.sitemap_urls, 0))
         # The sitemaps' pages the crawl could take (sitemapPages): not those
         # of other sites, or that robots.txt or the crawl's paths keep out.
         self.sitemap_pages = len(listed)
@@ -99,6 +99,14 @@ class CrawlSource:
             chosen = [s for s in seeds.values() if not s[1] or id(s) in kept]
             return chosen, frontier.LIMIT_REASON.format(limit=limit)
         return list(seeds.values()), failed
+
+    def _as_recorded(self, links: list[Link]) -> list[Link]:
+        """These links, in their order, each page the target had under the
+        address it had it (checks.crawl.known)."""
+        target = self.target
+        had, _ = known.respelled(target.monitor_id, target.id, self.scope, links)
+        recorded = {link.key: link for link in had}
+        return [recorded.get(link.key, link) for link in links]
 
     def _sitemap_failed(self) -> str:
         """Why the pages of a sitemap may be missing this time ("" when
@@ -143,6 +151,7 @@ class CrawlSource:
                 "robots": self.discovery.robots_txt,
                 "truncated": self.truncated[:255],
                 "found": sum(1 for job in jobs if job.record),
+                "had": known.had(self.target.monitor_id, self.target.id),
             },
         )
         CrawlPage.objects.bulk_create(

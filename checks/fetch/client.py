@@ -151,6 +151,7 @@ class OutboundClient:
         truncate: bool = False,
         follow_refresh: bool = False,
         pages_only: bool = False,
+        stop_at: Callable[[str], bool] | None = None,
     ) -> FetchResult:
         """Same contract as `afetch`."""
         options = Options.build(
@@ -168,7 +169,7 @@ class OutboundClient:
             # its turn must not spend its own budget queueing.
             async with asyncio.timeout(None) as deadline:
                 return await self._follow(
-                    url, hop, options, self._transport(verify), deadline
+                    url, hop, options, self._transport(verify), deadline, stop_at
                 )
         except TimeoutError:
             waited = f"{options.budget:g} s"
@@ -183,6 +184,7 @@ class OutboundClient:
         options: Options,
         transport: GuardedTransport,
         deadline: asyncio.Timeout,
+        stop_at: Callable[[str], bool] | None = None,
     ) -> FetchResult:
         redirects: list[str] = []
         started = 0.0
@@ -211,6 +213,18 @@ class OutboundClient:
                 )
             hop = next_hop(hop, status, location, len(redirects), options)
             redirects.append(str(hop.url))
+            if stop_at is not None and stop_at(str(hop.url)):
+                # Not followed: the redirect itself is the answer, and the
+                # address it leads to is where the page went.
+                return FetchResult(
+                    url=url,
+                    final_url=str(hop.url),
+                    status_code=response.status_code,
+                    headers=response.headers,
+                    content=b"",
+                    redirects=redirects,
+                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                )
 
     async def _send(
         self, transport: GuardedTransport, hop: Hop, options: Options
@@ -287,6 +301,7 @@ async def afetch(
     truncate: bool = False,
     follow_refresh: bool = False,
     pages_only: bool = False,
+    stop_at: Callable[[str], bool] | None = None,
     client: OutboundClient | None = None,
 ) -> FetchResult:
     """Fetch one URL under the outbound policy; raises FetchError on any failure.
@@ -303,6 +318,9 @@ async def afetch(
     that is not a page (checks.content.sniff: an image, an archive) is read
     no further: its content is those bytes, which say so just as well, and
     a large download never sits in memory (page fetches).
+    A redirect to an address `stop_at` is true of is not followed: the
+    redirect's own answer is returned, bodiless, with `final_url` the
+    address it leads to (a crawl never fetches a page out of its scope).
     """
     async with contextlib.AsyncExitStack() as own:
         if client is None:
@@ -320,4 +338,5 @@ async def afetch(
             truncate=truncate,
             follow_refresh=follow_refresh,
             pages_only=pages_only,
+            stop_at=stop_at,
         )

@@ -27,6 +27,8 @@ MESSAGES: dict[ErrorKind, str] = {
     # Worded by checks.browser: which browser, which action and why.
     ErrorKind.BROWSER: "{detail}",
     ErrorKind.ACTION: "{detail}",
+    # An app the browser showed whose scripts never gave it content.
+    ErrorKind.EMPTY: "{detail}",
 }
 
 

@@ -24,6 +24,7 @@ from django.db.models.functions import Cast, Coalesce, TruncMonth
 from django.utils import timezone
 from django.utils.functional import cached_property
 
+from checks import shared_clock
 from checks.errors import ErrorKind
 from checks.models.pages import PageResult
 from checks.notify.models import Delivery
@@ -54,6 +55,14 @@ def month_start(now: datetime) -> datetime:
 class CheckQuerySet(models.QuerySet["Check"]):
     def for_monitor(self, monitor: Monitor) -> CheckQuerySet:
         return self.filter(monitor=monitor)
+
+    def last_looked_at_pages(self, count: int) -> list[Any]:
+        """Ids of the newest `count` checks that compared pages (completed or
+        partial), newest first; served by check_monitor_list_idx."""
+        done = self.filter(status__in=(Check.Status.COMPLETED, Check.Status.PARTIAL))
+        return list(
+            done.order_by("-created_at", "-id").values_list("pk", flat=True)[:count]
+        )
 
     def in_flight(self) -> CheckQuerySet:
         return self.filter(status__in=Check.IN_FLIGHT)
@@ -268,8 +277,10 @@ class Check(models.Model):
     target_results = models.JSONField(null=True, blank=True)
     notification_status = models.JSONField(null=True, blank=True)
     error = models.TextField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # On the database's clock in a worker, as started_at and finished_at are
+    # (checks.shared_clock): set where it changes, not by auto_now.
+    created_at = models.DateTimeField(default=shared_clock.now, editable=False)
+    updated_at = models.DateTimeField(default=shared_clock.now, editable=False)
 
     objects = CheckQuerySet.as_manager()
 
@@ -554,7 +565,7 @@ class Check(models.Model):
                 if self.status == self.Status.FAILED
                 else self.Billing.CONFIRMED
             )
-        self.finished_at = self.heartbeat_at = now
+        self.finished_at = self.heartbeat_at = self.updated_at = now
         if announce is not None:
             announce(self)
         self.save(

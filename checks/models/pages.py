@@ -7,13 +7,15 @@ import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import models
-from django.db.models import Case, OuterRef, Subquery, Value, When
+from django.db.models import Case, Max, OuterRef, Subquery, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import SHA256
 
+from checks import shared_clock
 from checks.bulk_delete import delete_rows
 from checks.content import (
     diff_ast,
@@ -210,6 +212,40 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
                 handed.append((page, digest))
         PageResult.keep_previous_screenshots(handed)
 
+    def stamp_after_latest(self, check: Any, now: datetime) -> datetime:
+        """When a batch of `check`'s pages is recorded: `now`, or just after
+        its latest page if that was stamped later. Its pages are listed in the
+        order recorded (created_at, id) and read by offset (`skip`) while the
+        check runs; batches come one at a time (record holds the check's row
+        locked), but from workers on other machines, with other clocks, and a
+        batch stamped before one already listed would move rows a reader has
+        seen onto its next page. Served by page_check_order_idx."""
+        latest = self.filter(check_run=check).aggregate(at=Max("created_at"))["at"]
+        if latest is None or latest < now:
+            return now
+        return latest + timedelta(microseconds=1)
+
+    def changed_in_each(
+        self, check_ids: Sequence[Any], most_pages: int
+    ) -> PageResultQuerySet:
+        """Results of pages that changed in every one of `check_ids` (at most
+        `most_pages` addresses, in address order), so nothing is read for a page
+        that stayed the same in one of them."""
+        changed = self.filter(
+            check_run_id__in=check_ids, status=PageResult.Status.CHANGED
+        )
+        urls = (
+            changed.values("url")
+            .annotate(checks=models.Count("check_run_id", distinct=True))
+            .filter(checks=len(check_ids))
+            .order_by("url")
+            .values_list("url", flat=True)[:most_pages]
+        )
+        return changed.filter(url__in=list(urls)).only(
+            "check_run_id", "url", "packed_diff", "stored_diff",
+            "previous_snapshot_id", "current_snapshot_id",
+        )  # fmt: skip
+
     def changes_first(self) -> PageResultQuerySet:
         """Changed pages first, then new, removed, failed and unchanged ones,
         each in the order they were checked."""
@@ -405,7 +441,11 @@ class PageResult(models.Model):
     # boxes, how much they cover, and the two captures compared), kept the
     # first time it is shown (checks.captures.visual_change_of).
     visual_change = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # On the database's clock in a worker, as its check's times are
+    # (checks.shared_clock); the record stage stamps each batch after the
+    # check's latest page (PageResultQuerySet.stamp_after_latest), so a
+    # check's pages are in the order they were recorded.
+    created_at = models.DateTimeField(default=shared_clock.now, editable=False)
 
     objects = PageResultQuerySet.as_manager()
 

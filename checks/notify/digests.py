@@ -22,6 +22,7 @@ from checks.notify import channels, messages
 from checks.notify.models import Delivery
 from checks.notify.reports import judge_reason
 from checks.notify.texts import absolute
+from monitors import clock
 from monitors import schedule as schedules
 from monitors.models import Channel, Team
 from monitors.time_words import wire_time
@@ -45,7 +46,9 @@ def next_digest_at(channel: Channel, after: datetime) -> datetime | None:
     at = channel.digest_at or DEFAULT_AT
     weekday = WEEKDAY if channel.digest == Channel.Digest.WEEKLY else "*"
     cron = f"{at.minute} {at.hour} * * {weekday}"
-    zone = schedules.normalize_timezone(channel.team.time_zone)
+    # A zone the tz database dropped reads as UTC, as the dashboard's clock
+    # does: refused here, it stopped every digest made after it.
+    zone = clock.team_zone(channel.team)
     return schedules.next_run_after(schedules.Schedule(cron, zone), after)
 
 
@@ -180,7 +183,7 @@ def queue_due(now: datetime) -> list[Delivery]:
                     since,
                     until,
                     grouped,
-                    channel.team.time_zone or "UTC",
+                    clock.team_zone(channel.team),
                     meaningful_only=not channel.wants(Channel.Event.CHANGE),
                 )
                 made.append(channels.create(channel, None, None, message))

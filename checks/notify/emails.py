@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.mail import EmailMultiAlternatives
 from django.urls import reverse
 
-from checks.notify import events
+from checks.notify import events, mail_headers
 from checks.notify.consent import (
     CONFIRM_MAX_AGE,
     CONFIRM_SALT,
@@ -209,7 +209,13 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
         text_template="emails/check_changes.txt",
         html_template="emails/check_changes.html",
         context=context,
-        headers=unsubscribe_headers(recipient),
+        headers={
+            **mail_headers.message_id(delivery.webhook_id, recipient.email),
+            # Every e-mail of the monitor's in one thread, none of another's.
+            **mail_headers.in_thread(mail_headers.thread_root("changes", monitor.pk)),
+            **mail_headers.list_id(monitor.name, "monitor", monitor.pk),
+            **unsubscribe_headers(recipient),
+        },
     )
 
 
@@ -246,6 +252,7 @@ def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
         text_template="emails/confirm.txt",
         html_template="emails/confirm.html",
         context=context,
+        headers=mail_headers.message_id(delivery.webhook_id, recipient.email),
     )
 
 
@@ -265,4 +272,5 @@ def build_webhook_disabled(delivery: Delivery) -> EmailMultiAlternatives:
         text_template="emails/webhook_disabled.txt",
         html_template="emails/webhook_disabled.html",
         context=context,
+        headers=mail_headers.message_id(delivery.webhook_id, delivery.email),
     )

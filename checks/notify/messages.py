@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from checks.notify import events
 from checks.notify.reports import change_report, failing_reason
@@ -34,6 +35,8 @@ TEST = events.CHANNEL_TEST
 # Pages listed in one message; the rest are "and N more".
 PAGES_SHOWN = 10
 QUOTE_CHARS = 300
+# Of a monitor's name in a title, as in the monitor's own e-mail's subject.
+NAME_IN_TITLE = 120
 
 
 def _monitor(monitor: Monitor) -> dict[str, Any]:
@@ -178,6 +181,9 @@ def links(message: Any) -> Iterator[str]:
     """Every address a message names as a link or a page's (not its quotes):
     the ones a receiver that shows links may show as links."""
     if isinstance(message, Mapping):
+        if message.get("type") == DIGEST:
+            # Where a digest cut to fit sends the reader for the rest.
+            yield absolute(reverse("monitor-list"))
         for key, value in message.items():
             if key in ("link", "url", "errorUrl") and isinstance(value, str):
                 yield value
@@ -189,7 +195,13 @@ def links(message: Any) -> Iterator[str]:
 
 
 def title(message: Mapping[str, Any]) -> str:
-    return render_to_string("notify/channel_title.txt", {"m": message}).strip()
+    """The message in one line: an e-mail's subject, a chat service's
+    heading. A long monitor name is cut so that what happened ("is
+    failing", "works again", the changes counted) still fits; the body
+    names the monitor in full."""
+    name = (message.get("monitor") or {}).get("name") or ""
+    context = {"m": message, "name": one_line(name, NAME_IN_TITLE)}
+    return render_to_string("notify/channel_title.txt", context).strip()
 
 
 def without_title(body: str, title: str) -> str:
@@ -211,11 +223,35 @@ def text(message: Mapping[str, Any], fits: Callable[[str], bool] | None = None) 
         return body
     # The most pages that still fit, found by halving: the text grows with
     # every page kept.
-    low, high = 0, _pages_in(message)
-    best = _render(keeping(message, 0))
+    best = _most_that_fit(
+        lambda shown: keeping(message, shown), _pages_in(message), fits
+    )
+    if best is not None or message.get("type") != DIGEST:
+        return best or _render(keeping(message, 0))
+    # A digest whose monitors' names alone are too long (sixty monitors for
+    # Discord's 2000 characters) names the first that fit and counts the
+    # rest, with a link to them all.
+    bare = keeping(message, 0)
+    link = absolute(reverse("monitor-list"))
+    best = _most_that_fit(
+        lambda shown: keeping_monitors(bare, shown, link),
+        len(bare["monitors"]),
+        fits,
+    )
+    return best or _render(keeping_monitors(bare, 0, link))
+
+
+def _most_that_fit(
+    shortened: Callable[[int], Mapping[str, Any]],
+    most: int,
+    fits: Callable[[str], bool],
+) -> str | None:
+    """The text of `shortened(n)` for the largest n up to `most` that fits,
+    found by halving (the text grows with n); None if not even n=0 fits."""
+    low, high, best = 0, most, None
     while low <= high:
         middle = (low + high) // 2
-        shorter = _render(keeping(message, middle))
+        shorter = _render(shortened(middle))
         if fits(shorter):
             best, low = shorter, middle + 1
         else:
@@ -238,6 +274,19 @@ def _pages_in(message: Mapping[str, Any]) -> int:
     if message.get("type") == DIGEST:
         return sum(len(entry["pages"]) for entry in message["monitors"])
     return len(message.get("pages") or [])
+
+
+def keeping_monitors(
+    message: Mapping[str, Any], shown: int, link: str
+) -> dict[str, Any]:
+    """A copy of a digest naming only its first `shown` monitors (the ones
+    with the newest changes), and how many more had changes, seen at `link`."""
+    shorter = dict(message)
+    entries = list(message.get("monitors") or [])
+    if len(entries) > shown:
+        shorter["monitors"] = entries[:shown]
+        shorter["moreMonitors"] = {"count": len(entries) - shown, "link": link}
+    return shorter
 
 
 def keeping(message: Mapping[str, Any], shown: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from django.db import models
 from django.db.models import Q
 
+from checks import shared_clock
 from checks.bulk_delete import delete_rows
 from monitors.models import Monitor
 
@@ -142,7 +143,9 @@ class Delivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # On the database's clock in a worker, as the check it tells of
+    # (checks.shared_clock).
+    created_at = models.DateTimeField(default=shared_clock.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = DeliveryQuerySet.as_manager()

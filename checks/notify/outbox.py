@@ -19,9 +19,8 @@ from typing import Any
 
 from celery import current_app
 from django.db import transaction
-from django.utils import timezone
 
-from checks import outages
+from checks import outages, shared_clock
 from checks.notify.models import Delivery
 
 logger = logging.getLogger(__name__)
@@ -110,13 +109,15 @@ def create_unqueued(**fields: Any) -> Delivery:
     message whose answer it shows). Not put on the broker: a worker could take
     it first and leave the caller no answer to show. Marked as on its way, so
     the sweeper sends it only if the caller never did (REQUEUE_AFTER)."""
-    now = timezone.now()
+    now = shared_clock.now()
     return Delivery.objects.create(next_attempt_at=now, queued_at=now, **fields)
 
 
 def create_many(rows: list[Delivery]) -> list[Delivery]:
-    """Unsaved rows written in one INSERT, due now, queued after commit."""
-    now = timezone.now()
+    """Unsaved rows written in one INSERT, due now, queued after commit. Now
+    by the database's clock, as the drain and the sweeper tell what is due:
+    a worker's own clock ahead made its messages wait that long."""
+    now = shared_clock.now()
     for row in rows:
         row.next_attempt_at = row.queued_at = now
     made = Delivery.objects.bulk_create(rows)

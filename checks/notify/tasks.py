@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
-from django.utils import timezone
 
+from checks import shared_clock
 from checks.notify import digests, drain, outbox, sweep
 from checks.outages import skipped_while_away
 
@@ -84,7 +84,8 @@ def sweep_deliveries_task() -> int:
 @shared_task(name="checks.notify.tasks.queue_digests_task", **SWEEP_OPTIONS)
 def queue_digests_task() -> int:
     # Each channel's digest is claimed and made in one transaction, so one
-    # the outage cut short is made by the next run.
+    # the outage cut short is made by the next run. On the database's clock,
+    # as the changes it tells are stamped (checks.shared_clock).
     with skipped_while_away("Making digests"):
-        return len(digests.queue_due(timezone.now()))
+        return len(digests.queue_due(shared_clock.now()))
     return 0

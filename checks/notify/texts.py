@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -69,12 +69,9 @@ def linked(
     `words` changes the text between links before it is escaped, and
     `anchor` builds the link of an address, so the links are found in the
     text as written."""
-    hrefs = sorted({href for href in links if http_href(href)}, key=len, reverse=True)
-    if not hrefs:
+    found = _links_pattern(frozenset(links))
+    if found is None:
         return escape(words(text))
-    found = re.compile(
-        r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.:;]|$)"
-    )
     parts, start = [], 0
     for match in found.finditer(text):
         parts.append(escape(words(text[start : match.start()])))
@@ -83,6 +80,18 @@ def linked(
     parts.append(escape(words(text[start:])))
     # Every part was escaped or built by format_html.
     return mark_safe("".join(parts))  # noqa: S308
+
+
+@lru_cache(maxsize=64)
+def _links_pattern(links: frozenset[str]) -> re.Pattern[str] | None:
+    # Built once per set of links: a message is made HTML a line at a time,
+    # and a digest names hundreds of links on hundreds of lines.
+    hrefs = sorted({href for href in links if http_href(href)}, key=len, reverse=True)
+    if not hrefs:
+        return None
+    return re.compile(
+        r"(?<![^\s(])(" + "|".join(map(re.escape, hrefs)) + r")(?=[\s),.:;]|$)"
+    )
 
 
 def _anchor(href: str) -> SafeString:

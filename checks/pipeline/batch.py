@@ -137,7 +137,9 @@ class _Arriving:
         job, state = page.job, page.baseline
         fetched: Fetched
         try:
-            fetched = await self.fetchers.fetch(job, request_headers(job, state))
+            stop_at = self.crawls.out_of_scope(job) if self.crawls else None
+            headers = request_headers(job, state)
+            fetched = await self.fetchers.fetch(job, headers, stop_at)
         except FetchError as exc:
             fetched = exc
         except Exception as exc:  # extracted as an internal error of this page

@@ -111,7 +111,7 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
 # then read again once, and its new reading kept without reporting a change,
 # so the next real change does not show the reading's own fixes as changed
 # lines. Reading 1 is the hash of releases that had no reading number.
-READING = 3
+READING = 4
 
 
 def body_digest(fetched: FetchResult) -> Any:

@@ -13,7 +13,7 @@ stage. A page whose maxAge allows it is served from its baseline instead
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -43,7 +43,12 @@ class HttpFetcher:
         self.client = client
         self.pace = Pace(delay)
 
-    async def fetch(self, job: PageJob, headers: Mapping[str, str]) -> FetchResult:
+    async def fetch(
+        self,
+        job: PageJob,
+        headers: Mapping[str, str],
+        stop_at: Callable[[str], bool] | None = None,
+    ) -> FetchResult:
         await self.pace.wait_turn()
         # A refresh-only page is followed here, like a redirect; the browser
         # (BrowserFetcher) follows it itself, and is always handed job.url.
@@ -56,6 +61,7 @@ class HttpFetcher:
             verify=job.verify_tls,
             follow_refresh=True,
             pages_only=True,
+            stop_at=stop_at,
         )
 
     async def aclose(self) -> None:
@@ -91,9 +97,17 @@ class Fetchers:
     def client(self) -> OutboundClient:
         return self.http.client  # a crawl's robots.txt and sitemaps
 
-    async def fetch(self, job: PageJob, headers: Mapping[str, str]) -> FetchResult:
+    async def fetch(
+        self,
+        job: PageJob,
+        headers: Mapping[str, str],
+        stop_at: Callable[[str], bool] | None = None,
+    ) -> FetchResult:
+        """`stop_at`: addresses a plain fetch's redirects are not followed to
+        (see checks.fetch.afetch); a crawl's browser pages are in its scope
+        as the browser leaves them."""
         if not job.browser:
-            return await self.http.fetch(job, headers)
+            return await self.http.fetch(job, headers, stop_at)
         await self.http.pace.wait_turn()  # a paced crawl's pace holds for both
         return await self.browser.fetch(job, headers)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -38,6 +38,7 @@ from checks.pipeline.outcome import (
 
 # Pages recorded per transaction, at most.
 RECORD_BATCH = 20
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def record_many(
@@ -77,10 +78,14 @@ def _record_many(
     if batch is not None:
         CheckBatch.objects.filter(pk=batch.pk).update(heartbeat_at=now)
     snapshot_ids = _snapshot_ids(items)
+    # Each page a microsecond after the one before: listed in the order checked.
+    stamp = PageResult.objects.stamp_after_latest(check, now)
     results = PageResult.objects.bulk_create(
         [
-            _page_result(check, item, snapshot_id)
-            for item, snapshot_id in zip(items, snapshot_ids, strict=True)
+            _page_result(check, item, snapshot_id, stamp + n * _MICROSECOND)
+            for n, (item, snapshot_id) in enumerate(
+                zip(items, snapshot_ids, strict=True)
+            )
         ]
     )
     _move_baselines(check.monitor_id, items, snapshot_ids, now)
@@ -109,7 +114,9 @@ def _link_captures(items: Sequence[Item], results: Sequence[PageResult]) -> None
     )
 
 
-def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResult:
+def _page_result(
+    check: Check, item: Item, snapshot_id: int | None, stamp: datetime
+) -> PageResult:
     job, outcome, state = item
     baseline = state.snapshot_id if state is not None else None
     current = snapshot_id
@@ -135,6 +142,7 @@ def _page_result(check: Check, item: Item, snapshot_id: int | None) -> PageResul
         verdict=outcome.judged.verdict,
         extraction=outcome.judged.extraction,
         summary=outcome.judged.summary,
+        created_at=stamp,
     )
     page.set_diff(outcome.diff, outcome.diff_reference)
     return page

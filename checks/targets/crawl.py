@@ -169,5 +169,8 @@ class CrawlKind(TargetKind):
         # another site's) may still redirect (Frontier.redirected).
         return Frontier(check)
 
+    def held_back(self, check_id: uuid.UUID) -> list[Any]:
+        return frontier.admit_waiting(check_id)
+
     def finish(self, check_id: uuid.UUID) -> None:
         frontier.close(check_id, record_many)

@@ -14,6 +14,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
+from checks.ai import patterns
 from checks.fetch.policy import allow_private_targets, host_block_reason
 from monitors import rules
 from monitors.rules_problems import map_problems
@@ -409,7 +410,7 @@ def _check_extraction(fmt: Mapping[str, Any]) -> None:
     import jsonschema  # here: only saving a monitor with a schema needs it
 
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
+        patterns.validator_class(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise ValidationError(
             f"schema is not a valid JSON Schema: {exc.message}"

@@ -10,12 +10,12 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from checks.ai.allowance import MonthUse
-from checks.deleting import delete_teams
+from checks.deleting import delete_history, delete_teams
 from checks.models import AIUse, Check, Delivery, PageResult, month_start
 from checks.notify import digests
 from monitors.admin.shared import (
@@ -55,6 +55,11 @@ def _ai_this_month(total: Any) -> Coalesce:
     rows = AIUse.objects.filter(team=OuterRef("pk")).this_month(timezone.now())
     summed = rows.order_by().values("team").annotate(n=total).values("n")
     return Coalesce(Subquery(summed), 0)
+
+
+def _monitors_of(team_ids: Any) -> list[Any]:
+    """Every monitor of the teams, deleted ones included."""
+    return list(Monitor.objects.filter(team__in=team_ids).values_list("pk", flat=True))
 
 
 def _admin(request: HttpRequest) -> Actor:
@@ -272,10 +277,31 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
             Activity.objects.filter(team__in=objs),
         ]
 
+    # As a monitor's delete (MonitorAdmin.delete_view): its monitors'
+    # history goes first, a batch a transaction, so a team with a long
+    # history holds no lock for the whole of it; then the team and what is
+    # left in one transaction. A failure part way leaves the team whole, less
+    # some history, and deleting it again takes the rest.
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        # Django runs a confirmed delete_view in one transaction: the
+        # batches go before it, once the delete is confirmed and allowed.
+        if request.method == "POST" and request.POST.get("post"):
+            team = self.get_object(request, object_id)
+            if team is not None and self.has_delete_permission(request, team):
+                _, _, refused, protected = self.get_deleted_objects([team], request)
+                if not refused and not protected:
+                    delete_history(_monitors_of([team.pk]))
+        return super().delete_view(request, object_id, extra_context)
+
     def delete_model(self, request: HttpRequest, obj: Team) -> None:
-        delete_teams(Team.objects.filter(pk=obj.pk))
+        self.delete_queryset(request, Team.objects.filter(pk=obj.pk))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        # Outside a transaction for the bulk action; nothing left to do here
+        # for delete_view, which took the history before its own.
+        delete_history(_monitors_of(queryset.values_list("pk", flat=True)))
         delete_teams(queryset)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
@@ -27,7 +27,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from monitors.admin.shared import admin_link
 from monitors.admin.teams import _admin
-from monitors.models import Membership
+from monitors.models import Membership, Team
 from teams import second_factor
 from teams.activity import Kind, record_in_their_teams
 from teams.members import member_left
@@ -91,6 +91,24 @@ class AccountAdmin(UserAdmin):
             for owner in last
         ]
         return deleted, counts, perms_needed, protected
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: Any, change: bool
+    ) -> None:
+        """Switching off a team's only owner is the administrator's to do (a
+        stolen account), and they are told what it leaves the team without."""
+        super().save_model(request, obj, form, change)
+        if not change or obj.is_active or "is_active" not in form.changed_data:
+            return
+        for team in Team.objects.left_ownerless_by(obj):
+            self.message_user(
+                request,
+                f"{obj.get_username()} was the only owner of {team.name}, which "
+                "has other members: while the account is switched off nobody "
+                "there can invite people, change roles or give the team another "
+                "owner. Make one of them an owner on the team's page here.",
+                messages.WARNING,
+            )
 
     def user_change_password(
         self, request: HttpRequest, id: str, form_url: str = ""

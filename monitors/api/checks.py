@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
-from urllib.parse import urlencode
 
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -29,6 +28,7 @@ from checks.captures import with_links
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from checks.targets.options import StrictCharField, StrictMixin
+from monitors.api import paging
 from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.representation import SummarySerializer
@@ -41,7 +41,6 @@ from monitors.api.views import (
     error_responses,
     get_monitor_for,
     int_param,
-    ok,
 )
 from monitors.models import Monitor
 from teams.activity import Actor, Kind, record
@@ -196,6 +195,7 @@ CHECK_LIST_RESPONSE = inline_serializer(
     "MonitorCheckListResponse",
     {
         "success": serializers.BooleanField(default=True),
+        "next": paging.NEXT,
         "data": CheckSerializer(many=True),
     },
 )
@@ -271,6 +271,7 @@ class MonitorCheckListView(ApiView):
         summary="List a monitor's checks, newest first",
         parameters=[
             *PAGING,
+            paging.BEFORE,
             OpenApiParameter(
                 "status", str, enum=Check.Status.values, description="Only this status"
             ),
@@ -280,11 +281,18 @@ class MonitorCheckListView(ApiView):
     def get(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
         limit, offset = _paging(request)
+        before = paging.before_param(request)
         status = _status_param(request, Check.Status.values)
-        checks = Check.objects.filter(monitor=monitor).order_by("-created_at", "-pk")
+        checks = paging.newest_first(Check.objects.filter(monitor=monitor), before)
         if status:
             checks = checks.filter(status=status)
-        return ok(CheckSerializer(checks[offset : offset + limit], many=True).data)
+        # One row more than the page tells whether a next page exists.
+        rows = list(checks[offset : offset + limit + 1])
+        shown = rows[:limit]
+        body = {"success": True, "data": CheckSerializer(shown, many=True).data}
+        if len(rows) > limit:
+            body["next"] = paging.next_link(request, shown[-1], limit, status=status)
+        return Response(body)
 
 
 class MonitorCheckDetailView(ApiView):
@@ -325,8 +333,6 @@ class MonitorCheckDetailView(ApiView):
             query = {"skip": skip + len(shown), "limit": limit}
             if status:
                 query["status"] = status
-            data["next"] = body["next"] = request.build_absolute_uri(
-                f"{request.path}?{urlencode(query)}"
-            )
+            data["next"] = body["next"] = paging.absolute(request, query)
         body["data"] = data
         return Response(body)

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 
 from checks import deleting
 from checks.notify.kinds.base import MASK, mask_url
+from monitors.api import paging
 from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
@@ -272,21 +273,35 @@ class MonitorListView(ApiView):
     @extend_schema(
         operation_id="listMonitors",
         summary="List the team's monitors, newest first",
-        parameters=PAGING + RESPONSE_HEADERS,
-        responses={200: envelope("MonitorListResponse", MonitorSerializer(many=True))}
+        parameters=[*PAGING, paging.BEFORE, *RESPONSE_HEADERS],
+        responses={
+            200: inline_serializer(
+                "MonitorListResponse",
+                {
+                    "success": serializers.BooleanField(help_text="Always true."),
+                    "next": paging.NEXT,
+                    "data": MonitorSerializer(many=True),
+                },
+            )
+        }
         | error_responses(400),
     )
     def get(self, request: Request) -> Response:
         limit, offset = _paging(request)
-        monitors = (
-            Monitor.objects.for_team(request.user.team)
-            .select_related("team")  # feedUrl
-            .order_by("-created_at", "-pk")[offset : offset + limit]
+        before = paging.before_param(request)
+        monitors = paging.newest_first(
+            Monitor.objects.for_team(request.user.team).select_related("team"),
+            before,
         )
-        monitors = with_relations(list(monitors))
+        # One row more than the page tells whether a next page exists.
+        rows = list(monitors[offset : offset + limit + 1])
+        shown = with_relations(rows[:limit])
         now = timezone.now()
-        shapes = MonitorSerializer(monitors, many=True, context={"now": now}).data
-        return ok([readable_by(request, shape) for shape in shapes])
+        shapes = MonitorSerializer(shown, many=True, context={"now": now}).data
+        body = {"success": True, "data": [readable_by(request, s) for s in shapes]}
+        if len(rows) > limit:
+            body["next"] = paging.next_link(request, shown[-1], limit)
+        return Response(body)
 
     @extend_schema(
         operation_id="createMonitor",

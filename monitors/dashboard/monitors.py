@@ -20,12 +20,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from checks import deleting
+from checks import deleting, ignore_suggestions
 from checks.ai import allowance, llm_available
 from checks.ai.allowance import MonthUse
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, SearchResultState
-from monitors import clock, history
+from monitors import clock, history, rules
 from monitors import schedule as schedules
 from monitors.dashboard.base import (
     CHECKS_PER_PAGE,
@@ -45,7 +45,7 @@ from monitors.dashboard.base import (
 )
 from monitors.dashboard.channels import described
 from monitors.dashboard.context import switch_team
-from monitors.editing import update_monitor
+from monitors.editing import add_ignore_lines, update_monitor
 from monitors.models import Monitor, Target
 from monitors.unavailable import SEARCH, unavailable
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
@@ -169,6 +169,15 @@ def _chart_context(monitor: Monitor) -> dict[str, Any]:
     return {"chart": history.check_chart(history.recent_checks(monitor))}
 
 
+def _noise_context(monitor: Monitor) -> dict[str, Any]:
+    """Suggested lines to ignore: read from the last checks' diffs, so only
+    for the whole page, never for the parts htmx refreshes as checks run."""
+    return {
+        "noise_suggestions": ignore_suggestions.suggestions_for(monitor),
+        "noise_checks": ignore_suggestions.CHECKS_LOOKED_AT,
+    }
+
+
 def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, Any]:
     now = timezone.now()
     try:
@@ -248,7 +257,29 @@ def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         "monitors/monitor_detail.html",
         {"check-history", "run-status", "changes-chart"},
     )
-    return render(request, template, _monitor_context(request, monitor))
+    context = _monitor_context(request, monitor)
+    if "#" not in template:
+        context |= _noise_context(monitor)
+    return render(request, template, context)
+
+
+@require_POST
+@team_view(needs=Action.EDIT)
+def monitor_ignore_lines(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    """The "Ignore these lines" button: the suggested entries the page showed
+    (sent back with it) added to the monitor's lines to ignore."""
+    monitor = get_monitor_for(request, pk)
+    before = monitor_fields(monitor)
+    added = request.POST.getlist("entry")[: rules.IGNORE_LINES_MAX + 1]
+    try:
+        add_ignore_lines(monitor, added, timezone.now())
+    except ValueError as problem:
+        messages.error(request, f"Nothing was added: {problem}")
+        context = _monitor_context(request, monitor) | _noise_context(monitor)
+        return render(request, "monitors/monitor_detail.html", context, status=400)
+    record_monitor_change(Actor.of(request), before, monitor)
+    messages.success(request, "Those lines are ignored from the next check on.")
+    return redirect(monitor.get_absolute_url())
 
 
 # ---------------------------------------------------------------- history

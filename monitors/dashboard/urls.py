@@ -59,6 +59,11 @@ urlpatterns = [
     ),
     path(monitor + "toggle/", monitors.monitor_toggle, name="monitor-toggle"),
     path(monitor + "run/", monitors.monitor_run, name="monitor-run"),
+    path(
+        monitor + "ignore-lines/",
+        monitors.monitor_ignore_lines,
+        name="monitor-ignore-lines",
+    ),
     path(monitor + "delete/", monitors.monitor_delete, name="monitor-delete"),
     path(check, checks.check_detail, name="check-detail"),
     path(monitor + "sites/<uuid:target_id>/", checks.site_pages, name="site-pages"),

@@ -40,6 +40,25 @@ class TeamQuerySet(models.QuerySet["Team"]):
         found through team_feed_token_unique."""
         return self.filter(feed_token=token, feeds_enabled=True).first()
 
+    def left_ownerless_by(self, user: Any) -> TeamQuerySet:
+        """The teams `user` is the only owner of while others are in them:
+        their going would leave those others with nobody who may manage the
+        team. The owner rows are read locked (PostgreSQL), as
+        Membership.remove reads them, so two owners going at once cannot
+        both pass."""
+        theirs = Membership.objects.filter(user=user, role=Membership.Role.OWNER)
+        owners = Membership.objects.select_for_update().filter(
+            team__in=theirs.values("team"), role=Membership.Role.OWNER
+        )
+        per_team: dict[Any, int] = {}
+        for team_id in owners.values_list("team_id", flat=True):
+            per_team[team_id] = per_team.get(team_id, 0) + 1
+        alone = [team_id for team_id, count in per_team.items() if count == 1]
+        others = Membership.objects.filter(team=models.OuterRef("pk")).exclude(
+            user=user
+        )
+        return self.filter(pk__in=alone).filter(models.Exists(others))
+
 
 class Team(models.Model):
     name = models.CharField(max_length=120)

@@ -557,22 +557,22 @@ def _strip_cell(check: Any, zone: Any) -> str:
         f"{_DAYS[at.weekday()]} {at.day:02d} {_MONTHS[at.month - 1]},"
         f" {at.hour:02d}:{at.minute:02d}:{at.second:02d}: {label}"
     )
-    matter = int(check.changed) - int(check.noise)
-    if matter:
-        title += f", {matter} changed"
-    if check.not_judged:  # the words of the list's own count, as its badge says
-        not_judged = int(check.not_judged)
-        title += (
-            ", not judged" if not_judged == matter else f", {not_judged} not judged"
-        )
-    if check.noise:
-        title += f", {int(check.noise)} judged unimportant"
+    # The words of the History page's counts (summary_parts), in its order,
+    # its "not judged" badge last.
+    if check.matches:  # a search's new matches lead, as in summary_parts
+        title += f", {search_words('alert', int(check.matches))}"
+    changed = int(check.changed)
+    noise = min(int(check.noise), changed)
+    if noise:
+        title += "".join(f", {words}" for _, _, words in _changed_parts(changed, noise))
+    elif changed:
+        title += f", {changed} changed"
     if check.new:
         title += f", {int(check.new)} new"
     if check.removed:
         title += f", {int(check.removed)} removed"
-    if check.matches:
-        title += f", {search_words('alert', int(check.matches))}"
+    if check.not_judged:
+        title += f", {int(check.not_judged)} not judged"
     if check.found_changes_that_matter:
         css += " has-changes"
     return f'<li class="{css}" title="{title}">{symbol}</li>'

@@ -237,7 +237,9 @@ def test_history_feed_and_chart_link_to_the_diffs(
     assert chart.locator("rect.bar-errors").count() == 1
     assert chart.locator("text.marker-failed").count() == 1
     title = bars.nth(9).locator("title").text_content()
-    assert re.search(r"\d\d:\d\d:\d\d CET: 1 page changed, 0 failed$", title), title
+    assert re.search(r"\d\d:\d\d:\d\d CET: 1 page changed, 0 failed pages$", title), (
+        title
+    )
     chart.scroll_into_view_if_needed()
     bars.nth(9).hover()
     screenshot(page, "21-13-chart", full_page=False)

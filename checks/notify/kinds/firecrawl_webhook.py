@@ -15,6 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from checks import shared_clock
 from checks.errors import parse_retry_after
 from checks.fetch import FetchResult
 from checks.models import PageResult
@@ -160,7 +161,9 @@ class FirecrawlWebhookKind(ChannelKind):
     ) -> http.Request:
         assert delivery.monitor is not None
         headers = self._custom_headers(custom)
-        now = timezone.now()
+        # Receivers refuse a timestamp minutes from their clock: the
+        # database's is the one set right, should this machine's be off.
+        now = shared_clock.now()
         secret, *previous = signing_secrets(delivery.monitor.team, now)
         msg_id = str(delivery.webhook_id)
         headers.update(

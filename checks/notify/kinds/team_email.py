@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.mail import EmailMultiAlternatives, mailers
 from django.urls import reverse
 
-from checks.notify import consent, messages
+from checks.notify import consent, mail_headers, messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.email import mail_errors, send_one
 from checks.notify.kinds.outbound import Attempt, Outbound
@@ -51,6 +51,10 @@ if TYPE_CHECKING:
     from monitors.models import Channel, Team
 
 RECIPIENTS_MAX = 100
+# An e-mail's text, its HTML twice that, stays well within the 102 KB past
+# which Gmail clips a message; a digest names this many monitors at most.
+TEXT_CHARS = 20_000
+DIGEST_MONITORS = 50
 # One attempt's whole time (below the deliver task's time limit).
 SEND_TIMEOUT_SECONDS = 60.0
 # No e-mail is started later than this into an attempt: one started in time
@@ -101,15 +105,40 @@ def chosen(team: Team, settings: Mapping[str, Any]) -> list[Member]:
     return [member for member in members(team) if member.id in ids]
 
 
+def thread_of(channel: Channel, message: dict[str, Any]) -> dict[str, str]:
+    """The thread an e-mail of this message belongs to: a monitor's changes,
+    its failing and working-again alerts (the alert and its all-clear read
+    together), or the channel's digests; a test message stands alone."""
+    kind = message.get("type")
+    monitor = (message.get("monitor") or {}).get("id")
+    if kind == messages.CHANGE and monitor:
+        root = mail_headers.thread_root("changes", monitor)
+    elif kind in (messages.FAILING, messages.RECOVERED) and monitor:
+        root = mail_headers.thread_root("alerts", monitor)
+    elif kind == messages.DIGEST:
+        root = mail_headers.thread_root("digests", f"channel-{channel.pk}")
+    else:
+        return {}
+    return mail_headers.in_thread(root)
+
+
 def build(
     channel: Channel,
     message: dict[str, Any],
     to: str,
     accounts: tuple[int, ...] = (),
+    delivery_key: Any = None,
 ) -> EmailMultiAlternatives:
     title = messages.title(message)
+    if message.get("type") == messages.DIGEST:
+        link = absolute(reverse("monitor-list"))
+        message = messages.keeping_monitors(message, DIGEST_MONITORS, link)
+    # Within what mail apps show whole (Gmail clips a message past 102 KB,
+    # the part with the unsubscribe link first): a busy day's digest lists
+    # what fits and counts the rest ("…and 180 more") with their links.
+    text = messages.text(message, fits=lambda body: len(body) <= TEXT_CHARS)
     # The subject is the title; the body starts with what it has to say.
-    body = messages.without_title(messages.text(message), title)
+    body = messages.without_title(text, title)
     unsubscribe_url, one_click_url = (
         consent.channel_unsubscribe_urls(channel.pk, accounts) if accounts else ("", "")
     )
@@ -129,7 +158,14 @@ def build(
         text_template="emails/team_channel.txt",
         html_template="emails/team_channel.html",
         context=context,
-        headers=consent.one_click_headers(one_click_url) if accounts else None,
+        headers={
+            **(mail_headers.message_id(delivery_key, to) if delivery_key else {}),
+            **thread_of(channel, message),
+            **mail_headers.list_id(
+                f"{channel.name} - {channel.team.name}", "channel", channel.pk
+            ),
+            **(consent.one_click_headers(one_click_url) if accounts else {}),
+        },
     )
 
 
@@ -382,7 +418,10 @@ class TeamEmailKind(ChannelKind):
         return TeamSend(
             delivery.pk,
             [
-                Mail(build(channel, message, address, tuple(ids)), tuple(ids))
+                Mail(
+                    build(channel, message, address, tuple(ids), delivery.webhook_id),
+                    tuple(ids),
+                )
                 for address, ids in accounts.items()
             ],
             retried=bool(done),

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('checks', '0028_page_error_kind_empty'),
+        ('checks', '0030_worker_stamps_on_the_database_clock'),
         ('monitors', '0024_import_goes_on_after_an_outage'),
     ]
 
