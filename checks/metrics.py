@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from redis.exceptions import RedisError
 
 from checks import health, runner, storage
-from checks.models import Check, Delivery, Heartbeat, PageResult, SearchRun
+from checks.models import AIUse, Check, Delivery, Heartbeat, PageResult, SearchRun
 from checks.notify import kinds
 from monitors.models import Monitor, Team
 
@@ -137,6 +137,7 @@ class DatabaseCollector(Collector):
         )
 
     def _model_calls(self) -> Iterator[Metric]:
+        yield from self._ai_use()
         judged = PageResult.objects.exclude(verdict=PageResult.Verdict.NONE)
         yield _pair(
             "pagewatch_judge_calls",
@@ -162,6 +163,39 @@ class DatabaseCollector(Collector):
         )
         crashes.add_metric([], PageResult.objects.filter(error_kind="browser").count())
         yield crashes
+
+    def _ai_use(self) -> Iterator[Metric]:
+        # One query over checks.models.AIUse: rows outlive checks (the month's
+        # figures), so these fall only when a team is deleted.
+        by_kind = AIUse.objects.by_kind()
+        kinds = AIUse.Kind.values
+        yield self._counter(
+            "pagewatch_ai_tokens",
+            "Tokens the AI model's answers reported, by kind of call and part"
+            " (prompt: what it read; completion: what it wrote)",
+            ["kind", "part"],
+            [
+                (kind, part, row[part])
+                for kind, row in by_kind.items()
+                for part in ("prompt", "completion")
+            ],
+            product(kinds, ("prompt", "completion")),
+        )
+        yield self._counter(
+            "pagewatch_ai_requests",
+            "Requests the AI model answered, by kind of call and whether the"
+            " answer reported its tokens (some compatible servers do not)",
+            ["kind", "tokens"],
+            [
+                (kind, told, n)
+                for kind, row in by_kind.items()
+                for told, n in (
+                    ("reported", row["requests"] - row["unmeasured"]),
+                    ("unreported", row["unmeasured"]),
+                )
+            ],
+            product(kinds, ("reported", "unreported")),
+        )
 
     def _scheduler(self) -> Iterator[Metric]:
         due = Monitor.objects.due(self.now).aggregate(

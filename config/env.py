@@ -54,6 +54,14 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
+def env_optional_int(name: str, *, minimum: int) -> int | None:
+    """A whole number, or None when NAME is unset or empty (no limit)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    return env_int(name, minimum, minimum=minimum)
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

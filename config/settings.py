@@ -27,6 +27,7 @@ from config.env import (
     env_int,
     env_list,
     env_log_level,
+    env_optional_int,
     env_redis_url,
     env_secret,
     env_str,
@@ -498,6 +499,9 @@ LLM_API_KEY = env_secret("LLM_API_KEY", "")
 LLM_MODEL = env_str("LLM_MODEL", "").strip()
 LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 30, minimum=1)
 LLM_MAX_INPUT_TOKENS = env_int("LLM_MAX_INPUT_TOKENS", 6000, minimum=500)
+# Tokens (prompt and answer) each team's calls may use per UTC calendar month
+# (checks.ai.allowance); empty: no limit.
+LLM_MONTHLY_TOKENS_PER_TEAM = env_optional_int("LLM_MONTHLY_TOKENS_PER_TEAM", minimum=1)
 if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
     raise ConfigError(
         f"LLM_BASE_URL must start with http:// or https://, got {LLM_BASE_URL!r}"

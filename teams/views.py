@@ -25,6 +25,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from checks import storage
+from checks.ai import llm_available
+from checks.ai.allowance import MonthUse
 from checks.notify import digests
 from config.mail import not_sent_reason
 from monitors import clock
@@ -121,6 +123,7 @@ def _team_page(
         "roles": Membership.Role.choices,
         "admin_url": admin_url,
         "history": storage.team_usage(request.team),
+        "ai_use": MonthUse.of_team(request.team, now) if llm_available() else None,
         "gone_since_feed_links": _gone_since_feed_links(request),
     }
     return render(request, "teams/team_members.html", context, status=status)

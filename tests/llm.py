@@ -16,6 +16,9 @@
   six letters or more with the goal, with low confidence for a "rumour".
 
 Every request body is kept (model.bodies) to assert what the model was shown.
+Sensible answers report the tokens of USAGE for their kind of request (scripted
+ones 1 and 1); `model.omit_usage = True` leaves `usage` out of every answer,
+as some compatible servers do.
 Test modules get the `model` fixture with `pytest_plugins = ["tests.llm"]`.
 PYTEST_DONT_REWRITE: no assertions live here.
 """
@@ -48,6 +51,13 @@ PLANS_SCHEMA = {
         }
     },
 }
+# The (prompt, completion) tokens a sensible answer reports, by kind of request.
+USAGE = {
+    "judgment": (120, 30),
+    "extraction": (200, 40),
+    "summary": (150, 20),
+    "relevance": (90, 10),
+}
 Reply = Callable[[dict[str, Any]], tuple[int, dict[str, str], bytes]]
 
 _BLOCK = re.compile(
@@ -62,8 +72,8 @@ def _json(status: int, payload: Any) -> tuple[int, dict[str, str], bytes]:
     return status, {"Content-Type": "application/json"}, json.dumps(payload).encode()
 
 
-def content(text: str) -> Reply:
-    """A completion whose message is `text`."""
+def content(text: str, usage: tuple[int, int] = (1, 1)) -> Reply:
+    """A completion whose message is `text`, reporting `usage` tokens."""
 
     def reply(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         return _json(
@@ -81,9 +91,9 @@ def content(text: str) -> Reply:
                     }
                 ],
                 "usage": {
-                    "prompt_tokens": 1,
-                    "completion_tokens": 1,
-                    "total_tokens": 2,
+                    "prompt_tokens": usage[0],
+                    "completion_tokens": usage[1],
+                    "total_tokens": sum(usage),
                 },
             },
         )
@@ -91,8 +101,8 @@ def content(text: str) -> Reply:
     return reply
 
 
-def answer(value: Any) -> Reply:
-    return content(json.dumps(value))
+def answer(value: Any, usage: tuple[int, int] = (1, 1)) -> Reply:
+    return content(json.dumps(value), usage)
 
 
 def in_prose(value: Any) -> Reply:
@@ -196,14 +206,14 @@ def _relevance(body: dict[str, Any]) -> dict[str, Any]:
 def sensible(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
     system = str((body.get("messages") or [{}])[0].get("content") or "")
     if "found by a web search" in system:
-        return answer(_relevance(body))(body)
+        return answer(_relevance(body), USAGE["relevance"])(body)
     if "extract structured data" in system:
         plans = [m.groupdict() for m in _PLAN.finditer(data_block(body))]
-        return answer({"plans": plans})(body)
+        return answer({"plans": plans}, USAGE["extraction"])(body)
     if "summarise" in system:
         first = next((x for x in data_block(body).split("\n") if x.strip()), "")
-        return answer({"summary": first.strip("# ")})(body)
-    return answer(_judge(body))(body)
+        return answer({"summary": first.strip("# ")}, USAGE["summary"])(body)
+    return answer(_judge(body), USAGE["judgment"])(body)
 
 
 class FakeModel:
@@ -211,6 +221,7 @@ class FakeModel:
         self.site = site
         self.script: deque[Reply] = deque()
         self.hanging = threading.Event()  # set at teardown: hung answers end
+        self.omit_usage = False
         site.handle(PATH, self._answer)
 
     @property
@@ -249,7 +260,12 @@ class FakeModel:
     def _answer(self, request: Request) -> tuple[int, dict[str, str], bytes]:
         body = json.loads(request.body or b"{}")
         reply = self.script.popleft() if self.script else sensible
-        return reply(body)
+        code, headers, sent = reply(body)
+        if self.omit_usage and code == 200:
+            completion = json.loads(sent)
+            completion.pop("usage", None)
+            sent = json.dumps(completion).encode()
+        return code, headers, sent
 
 
 @pytest.fixture

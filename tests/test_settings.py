@@ -924,3 +924,43 @@ def test_the_readme_names_exactly_the_secrets_that_may_be_given_as_files() -> No
 
     assert len(from_files) > 5  # the pattern still finds them
     assert named == from_files
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("lots", "LLM_MONTHLY_TOKENS_PER_TEAM must be a whole number, got 'lots'"),
+        ("1.5M", "LLM_MONTHLY_TOKENS_PER_TEAM must be a whole number, got '1.5M'"),
+        ("0", "LLM_MONTHLY_TOKENS_PER_TEAM must be at least 1, got 0"),
+        ("-5", "LLM_MONTHLY_TOKENS_PER_TEAM must be at least 1, got -5"),
+    ],
+)
+def test_a_monthly_ai_allowance_that_is_no_count_stops_the_process_at_start(
+    tmp_path, value, message
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PAGEWATCH_VAR_DIR": str(tmp_path),
+            "LLM_MONTHLY_TOKENS_PER_TEAM": value,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"Configuration error: {message}"]
+
+
+@pytest.mark.parametrize(("value", "limit"), [("", None), ("2000000", 2_000_000)])
+def test_a_monthly_ai_allowance_is_a_count_of_tokens_or_none(
+    monkeypatch, value, limit
+) -> None:
+    from config.env import env_optional_int
+
+    monkeypatch.setenv("LLM_MONTHLY_TOKENS_PER_TEAM", value)
+
+    assert env_optional_int("LLM_MONTHLY_TOKENS_PER_TEAM", minimum=1) == limit

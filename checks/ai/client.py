@@ -15,7 +15,8 @@ is about the request, and its words are said). Whatever comes back is parsed (JS
 wrapped in prose or a code fence is found) and validated with `jsonschema`;
 extra keys are refused by the schemas themselves. Temperature 0, at most
 TRIES tries, each with its own time-out. Every failure is an LLMError whose
-message is safe to show.
+message is safe to show. What every answer used (its `usage`) is counted by
+kind of call (LLM.used), for checks.models.AIUse.
 """
 
 from __future__ import annotations
@@ -83,6 +84,32 @@ class LLMError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+@dataclass
+class Use:
+    """What the requests of one kind of call used: the tokens their answers
+    reported, and how many answers reported none (a compatible server may
+    leave `usage` out: those tokens are unknown, never guessed)."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    unmeasured: int = 0
+
+    def count(self, usage: Any) -> None:
+        self.requests += 1
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        if not (_is_count(prompt) and _is_count(completion)):
+            self.unmeasured += 1
+            return
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class Mode(IntEnum):
@@ -376,6 +403,7 @@ class LLM:
         # (until when on the monotonic clock, why).
         self._busy: tuple[float, str] | None = None
         self.calls = 0  # requests sent, for tests and logs
+        self.used: dict[str, Use] = {}  # by kind of call (ask's `name`)
 
     async def __aenter__(self) -> LLM:
         return self
@@ -385,6 +413,11 @@ class LLM:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+    def take_used(self) -> dict[str, Use]:
+        """What the calls used since the last time, by kind of call."""
+        used, self.used = self.used, {}
+        return used
 
     async def ask(
         self,
@@ -521,6 +554,8 @@ class LLM:
         except (openai.OpenAIError, RecursionError) as exc:
             # RecursionError: a reply nested past what the JSON parser reads.
             raise _Attempt("the answer could not be read") from exc
+        # Answered: the endpoint counted it, whatever the answer is worth.
+        self.used.setdefault(name, Use()).count(getattr(response, "usage", None))
         return _content(response)
 
 

@@ -14,6 +14,10 @@ hands over, extracted and compared, in this order:
 3. The goal judge, on ``changed`` pages of monitors with judgeEnabled and a
    goal: +1 credit when it gives a verdict; it fails open otherwise.
 
+A team whose AI allowance for the month is used up (checks.ai.allowance)
+gets no calls: as without a model, changes are reported not judged and
+JSON extraction pages are errors, both saying why.
+
 Calls run concurrently on the batch's event loop, beside its fetches, through
 one LLM client (checks.ai.client). Nothing here touches the database but
 prepare(), which reads the baselines' text a call needs, in one query.
@@ -27,8 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import timezone
+
+from checks.ai import allowance
 from checks.ai import extraction as extracting
-from checks.ai.client import LLM, LLMError, llm_available
+from checks.ai.client import LLM, LLMError, Use, llm_available
 from checks.ai.formats import Wants, wants
 from checks.ai.judge import Verdict, judge, not_judged
 from checks.content import (
@@ -55,6 +62,8 @@ NO_MODEL_MESSAGE = (
 )
 NO_RESULT_MESSAGE = "JSON extraction produced no result for this check."
 NO_MODEL_REASON = "no AI model is configured (LLM_BASE_URL is empty)."
+HELD_MESSAGE = "JSON extraction was not done: {why}."
+HELD_SUMMARY = "No summary was made: {why}."
 CRASH_MESSAGE = "The page could not be analysed because of an internal error."
 
 
@@ -105,6 +114,10 @@ class Enricher:
         self.monitor = monitor
         self._resolver = resolver
         self._llm: LLM | None = None
+        # Why no call is made (the team's allowance is used up), asked once
+        # per batch, before its first pages' calls.
+        self.held: str | None = None
+        self._allowance_asked = False
 
     @property
     def llm(self) -> LLM:
@@ -115,6 +128,15 @@ class Enricher:
     async def aclose(self) -> None:
         if self._llm is not None:
             await self._llm.aclose()
+
+    def take_used(self) -> dict[str, Use]:
+        return self._llm.take_used() if self._llm is not None else {}
+
+    def _ask_allowance(self) -> None:
+        if self._allowance_asked or not llm_available():
+            return
+        self._allowance_asked = True
+        self.held = allowance.used_up(self.monitor.team_id, timezone.now())
 
     def prepare(self, items: Sequence[Item]) -> list[Page]:
         """The pages with model work to do, their text at hand."""
@@ -132,6 +154,8 @@ class Enricher:
             text = read.markdown if read is not None else None
             pages.append(Page(job, outcome, state, wanted, text))
         self._load_texts([p for p in pages if p.text is None and _needs_calls(p)])
+        if pages:
+            self._ask_allowance()
         return pages
 
     def _load_texts(self, pages: list[Page]) -> None:
@@ -198,6 +222,9 @@ class Enricher:
             if not llm_available():
                 _fail(outcome, ErrorKind.NO_MODEL, NO_MODEL_MESSAGE)
                 return False
+            if self.held is not None:
+                _fail(outcome, ErrorKind.EXTRACTION, HELD_MESSAGE.format(why=self.held))
+                return False
             try:
                 if page.text is None:
                     raise LLMError("the page's text could not be read.")
@@ -236,6 +263,9 @@ class Enricher:
         if not reused:
             if not llm_available() or page.text is None:
                 return  # listed in metadata.notApplied when there is no model
+            if self.held is not None:
+                outcome.metadata["summaryError"] = HELD_SUMMARY.format(why=self.held)
+                return
             try:
                 summary = await extracting.summarize(self.llm, page.text)
             except LLMError as exc:
@@ -258,6 +288,8 @@ class Enricher:
     async def _verdict(self, page: Page) -> Verdict:
         if not llm_available():
             return not_judged(NO_MODEL_REASON)
+        if self.held is not None:
+            return not_judged(f"{self.held}.")
         diff = page.outcome.diff or {}
         fields = diff.get("json") if page.wants.extraction is not None else None
         spec = page.wants.extraction

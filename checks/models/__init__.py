@@ -10,6 +10,7 @@ every one of them.
 """
 
 from checks.crawl.models import Crawl, CrawlPage
+from checks.models.ai_use import AIUse, AIUseQuerySet
 from checks.models.batches import CheckBatch, CheckBatchQuerySet
 from checks.models.check import (
     SEARCH_KEY,
@@ -43,6 +44,8 @@ from checks.search.models import (
 )
 
 __all__ = [
+    "AIUse",
+    "AIUseQuerySet",
     "CHANGES_FIRST",
     "SEARCH_KEY",
     "SUMMARY_KEYS",

@@ -25,7 +25,7 @@ from checks.browser.result import BrowserResult
 from checks.crawl.frontier import Frontier
 from checks.fetch import FetchError
 from checks.jobs import PageJob, Via
-from checks.models import Check, CheckBatch
+from checks.models import AIUse, Check, CheckBatch
 from checks.pipeline.compare import compare
 from checks.pipeline.extract import Fetched, extract_page
 from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
@@ -98,13 +98,14 @@ def _settle(
         done = pages.crawls.redirected(done)
         added = pages.crawls.admit(done)
     compare(done)
-    judge(
+    used = judge(
         loop,
         pages.judges,
         done,
         heartbeat=lambda: heartbeat(check, batch),
         every=HEARTBEAT_SECONDS,
     )
+    AIUse.objects.record(check, used)
     record_many(check, done, batch)
     return added
 

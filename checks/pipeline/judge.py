@@ -9,7 +9,8 @@ search results alone.
 
 A judge prepares its work synchronously (it may read the database), then
 awaits it on the batch's event loop, so fetches go on meanwhile; the batch
-heart-beats while it waits.
+heart-beats while it waits. What their calls to the model used is handed
+back by judge(), for the batch to record (checks.models.AIUse).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from checks.ai.client import Use
 from checks.pipeline.outcome import Item
 
 
@@ -30,6 +32,8 @@ class Judge(Protocol):
 
     async def aclose(self) -> None: ...
 
+    def take_used(self) -> dict[str, Use]: ...
+
 
 def judge(
     loop: asyncio.Runner,
@@ -38,14 +42,18 @@ def judge(
     *,
     heartbeat: Callable[[], None],
     every: float,
-) -> None:
+) -> dict[str, Use]:
     """Each judge's work on the recorded pages among `items`, one judge after
-    the other; `heartbeat` is called every `every` seconds while one waits."""
+    the other; `heartbeat` is called every `every` seconds while one waits.
+    What their calls to the model used, by kind of call."""
     recorded = [item for item in items if item.job.record]
+    used: dict[str, Use] = {}
     for one in judges:
         work = one.prepare(recorded)
         if work:
             _wait(loop, one.enrich(work), heartbeat, every)
+            used |= one.take_used()
+    return used
 
 
 async def _spawn(coroutine: Any) -> asyncio.Task[Any]:

@@ -35,7 +35,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from checks.ai.client import LLM, llm_available
+from checks.ai import allowance
+from checks.ai.client import LLM, Use, llm_available
 from checks.ai.judge import Verdict, not_judged
 from checks.ai.relevance import judge_result
 from checks.content import ExtractionError, markdown_of, strip_noise, unpack
@@ -60,6 +61,7 @@ NO_MODEL_REASON = (
     "no AI model is configured (LLM_BASE_URL is empty), so every new result is "
     "reported."
 )
+HELD_REASON = "{why}, so every new result is reported."
 CRASH_MESSAGE = "The result could not be judged because of an internal error."
 
 
@@ -133,6 +135,14 @@ class SearchStage:
         self.runs = self._runs(check, jobs)
         self.states = self._states(jobs)
         self.judging = self.monitor.judging and llm_available()
+        # The team's allowance used up: no calls, as without a model.
+        self.held = (
+            allowance.used_up(self.monitor.team_id, timezone.now())
+            if self.judging and self.runs
+            else None
+        )
+        if self.held is not None:
+            self.judging = False
         self._resolver = resolver
         self._llm: LLM | None = None
 
@@ -197,6 +207,8 @@ class SearchStage:
             if state is not None and state.status != State.SKIPPED:
                 return self._outcome(job, run, result, state, SearchStatus.ALREADY_SEEN)
             why = JUDGING_OFF_REASON if not self.monitor.judging else NO_MODEL_REASON
+            if self.held is not None:
+                why = HELD_REASON.format(why=self.held)
             return self._outcome(
                 job, run, result, state, SearchStatus.ALERT, verdict=not_judged(why)
             )
@@ -314,6 +326,9 @@ class SearchStage:
     async def aclose(self) -> None:
         if self._llm is not None:
             await self._llm.aclose()
+
+    def take_used(self) -> dict[str, Use]:
+        return self._llm.take_used() if self._llm is not None else {}
 
     async def _guarded(self, work: Work) -> None:
         try:

@@ -7,15 +7,16 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from checks.ai.allowance import MonthUse
 from checks.deleting import delete_history, delete_teams
-from checks.models import Check, Delivery, PageResult
+from checks.models import AIUse, Check, Delivery, PageResult, month_start
 from checks.notify import digests
 from monitors.admin.shared import (
     ChangedFieldsOnlyMixin,
@@ -47,6 +48,13 @@ def _team_count(rows: QuerySet) -> Coalesce:
     subquery for annotate()."""
     counted = rows.order_by().values("team").annotate(n=Count("pk")).values("n")
     return Coalesce(Subquery(counted), 0)
+
+
+def _ai_this_month(total: Any) -> Coalesce:
+    """`total` over the outer team's AI use this month, as a subquery."""
+    rows = AIUse.objects.filter(team=OuterRef("pk")).this_month(timezone.now())
+    summed = rows.order_by().values("team").annotate(n=total).values("n")
+    return Coalesce(Subquery(summed), 0)
 
 
 def _monitors_of(team_ids: Any) -> list[Any]:
@@ -154,6 +162,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "monitor_count",
         "masked_webhook_secret",
         "credit_allowance",
+        "ai_use",
         "created_at",
     ]
     search_fields = ["name", "slug"]
@@ -166,9 +175,10 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "feeds_enabled",
         "time_zone",
         "masked_webhook_secret",
+        "ai_use",
         "created_at",
     ]
-    readonly_fields = ["masked_webhook_secret", "created_at"]
+    readonly_fields = ["masked_webhook_secret", "ai_use", "created_at"]
     inlines = [MembershipInline, TeamApiKeyInline]
     # The settings the team's activity log tells of when changed here, as
     # when they are changed on the dashboard. The slug is changed only here,
@@ -305,8 +315,23 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
             .annotate(
                 member_total=_team_count(members),
                 monitor_total=_team_count(monitors),
+                ai_requests=_ai_this_month(Sum("requests")),
+                ai_tokens=_ai_this_month(
+                    Sum(F("prompt_tokens") + F("completion_tokens"))
+                ),
+                ai_unmeasured=_ai_this_month(Sum("unmeasured")),
             )
         )
+
+    @admin.display(description="AI use this month", ordering="ai_tokens")
+    def ai_use(self, team: Team) -> str:
+        now = timezone.now()
+        if not hasattr(team, "ai_tokens"):  # a team being added
+            return "—"
+        use = MonthUse(
+            team.ai_requests, team.ai_tokens, team.ai_unmeasured, month_start(now)
+        )
+        return use.words[:1].upper() + use.words[1:]
 
     @admin.display(description="Members", ordering="member_total")
     def member_count(self, team: Team) -> int:

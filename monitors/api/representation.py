@@ -14,6 +14,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from checks.ai import allowance, llm_available
+from checks.ai.formats import wants
 from checks.models import SUMMARY_KEYS
 from monitors.api.timestamps import TimestampField
 from monitors.models import EmailRecipient, Monitor
@@ -181,7 +183,31 @@ class MonitorSerializer(serializers.Serializer):
             t.not_run_reason for t in monitor.target_list if t.not_run_reason
         )
         reasons.update(dict.fromkeys(u.api for u in unavailable(monitor)))
+        held = self._ai_held(monitor)
+        if held:
+            reasons[held] = None
         return " ".join(reasons) or None
+
+    def _ai_held(self, monitor: Monitor) -> str | None:
+        """Why this monitor's AI calls are not made (its team's allowance is
+        used up), when it makes any; asked once per team per answer."""
+        if not llm_available() or not (
+            monitor.judging
+            or any(
+                wants(t.scrape_options or {}).model_formats for t in monitor.target_list
+            )
+        ):
+            return None
+        asked = self.__dict__.setdefault("_held_by_team", {})
+        if monitor.team_id not in asked:
+            asked[monitor.team_id] = allowance.used_up(monitor.team_id, timezone.now())
+        why = asked[monitor.team_id]
+        if why is None:
+            return None
+        return (
+            f"{why[:1].upper()}{why[1:]}: until then changes are reported as not "
+            "judged and JSON extraction pages are errors."
+        )
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_feedUrl(self, monitor: Monitor) -> str | None:  # noqa: N802

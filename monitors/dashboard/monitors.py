@@ -21,7 +21,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from checks import deleting, ignore_suggestions
-from checks.ai import llm_available
+from checks.ai import allowance, llm_available
+from checks.ai.allowance import MonthUse
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, SearchResultState
 from monitors import clock, history, rules
@@ -230,7 +231,20 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "unavailable": missing,
         "search_off": SEARCH in missing,
         "model_configured": llm_available(),
+        **_ai_use_context(monitor),
         **_chart_context(monitor),
+    }
+
+
+def _ai_use_context(monitor: Monitor) -> dict[str, Any]:
+    """This month's AI use of the monitor, and why its team's calls are held
+    (the allowance used up); nothing without a model."""
+    if not llm_available():
+        return {}
+    now = timezone.now()
+    return {
+        "ai_use": MonthUse.of_monitor(monitor, now),
+        "ai_held": allowance.used_up(monitor.team_id, now),
     }
 
 
