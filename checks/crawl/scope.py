@@ -69,10 +69,13 @@ APPLIED_OPTIONS = frozenset(
 # Query parameters that name the visitor's session or the campaign a link
 # came from, not the page: a site that puts a new session id in every link
 # would otherwise be a new page at every answer, without end.
-SESSION_PARAMETERS = frozenset(
-    {"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "cfid", "cftoken"}
-)
+SESSION_PARAMETERS = frozenset({"jsessionid", "phpsessid", "cfid", "cftoken"})
 TRACKING_PREFIXES = ("utm_", "aspsessionid")
+# Names that are a session on some sites and the page on others (PHP-Nuke's
+# article.php?sid=124 is the article): dropped only when the value looks
+# like a session token rather than an id.
+GENERIC_SESSION_PARAMETERS = frozenset({"sid", "sessionid", "session_id"})
+_SESSION_TOKEN = re.compile(r"[0-9A-Za-z]{16,}")
 # A session id in the path, as Java servers write it: /page;jsessionid=ABC.
 _PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/;?]*", re.I)
 
@@ -132,13 +135,15 @@ def _without_sessions(query: str) -> str:
     if not query:
         return query
     pairs = parse_qsl(query, keep_blank_values=True)
-    kept = [
-        (name, value)
-        for name, value in pairs
-        if name.lower() not in SESSION_PARAMETERS
-        and not name.lower().startswith(TRACKING_PREFIXES)
-    ]
+    kept = [(name, value) for name, value in pairs if not _is_session(name, value)]
     return query if len(kept) == len(pairs) else urlencode(kept)
+
+
+def _is_session(name: str, value: str) -> bool:
+    name = name.lower()
+    if name in GENERIC_SESSION_PARAMETERS:
+        return _SESSION_TOKEN.fullmatch(value) is not None
+    return name in SESSION_PARAMETERS or name.startswith(TRACKING_PREFIXES)
 
 
 def _bare_host(host: str) -> str:
