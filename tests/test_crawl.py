@@ -616,6 +616,24 @@ def test_a_page_that_starts_redirecting_is_removed_once(team, site):
     assert paths(later) == {"", "new"} and paths(later, "removed") == set()
 
 
+def test_a_page_that_starts_refreshing_to_another_site_is_removed_once(team, site):
+    with Site() as other:
+        other.html("/", "Elsewhere", "<p>another site</p>")
+        site.html("/", "Home", nav("/moved"))
+        site.html("/moved", "Moved", "<p>here for now</p>")
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+        run_check(monitor)
+        refresh = f'<meta http-equiv="refresh" content="0; url={other.url("/")}">'
+        site.page("/moved", f"<html><head>{refresh}</head><body></body></html>")
+
+        moved, later = run_check(monitor), run_check(monitor)
+
+        assert other.requests == []
+    assert paths(moved, "removed") == {"moved"} and paths(moved, "error") == set()
+    assert moved.status == Check.Status.COMPLETED
+    assert paths(later) == {""} and paths(later, "removed") == set()
+
+
 def test_a_page_a_crawl_no_longer_finds_is_removed_once_then_has_no_row(team, site):
     site.html("/", "Home", nav("/old"))
     site.html("/old", "Old", "<p>old</p>")
