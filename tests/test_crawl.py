@@ -943,6 +943,34 @@ def test_links_redirects_and_sitemaps_to_private_addresses_are_refused(
     assert check.status == Check.Status.COMPLETED
 
 
+def test_a_redirect_to_a_crawled_host_on_a_private_address_is_refused(
+    team, public_site
+):
+    site = public_site
+    start = f"http://site.test:{site.port}/"
+    intranet = f"http://intranet.site.test:{site.port}/admin"
+    site.html("/", "Home", nav("/jump"))
+    site.redirect("/jump", intranet)
+    site.html("/admin", "Admin", "<p>the intranet's admin</p>")
+    local = {"site.test": ["127.0.0.1"], "intranet.site.test": ["10.0.0.5"]}
+
+    def resolver(host: str, port: int) -> list[str]:
+        return local[host]
+
+    monitor = crawl_monitor(team, start, sitemap="skip", allowSubdomains=True)
+
+    check = run_check(monitor, resolver=resolver)
+
+    # The host is the crawl's; the address it resolves to is refused at the
+    # hop, as a start page there would be.
+    jump = check.pages.get(url=site.url("/jump").replace("127.0.0.1", "site.test"))
+    assert (jump.status, jump.error_kind) == ("error", "blocked_address")
+    assert jump.error == (
+        "Blocked: 10.0.0.5 is a private address (intranet.site.test resolves to it)"
+    )
+    assert site.requests_to("/admin") == []
+
+
 def test_robots_txt_on_a_blocked_address_is_never_fetched(team, settings):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
     monitor = crawl_monitor(team, "http://10.9.9.9/")
