@@ -139,6 +139,14 @@ def _without_sessions(query: str) -> str:
     return query if len(kept) == len(pairs) else urlencode(kept)
 
 
+def without_index_page(path: str) -> str:
+    """The path without its index page: "/docs/index.html" is "/docs/"."""
+    for index in INDEX_PAGES:
+        if path.endswith("/" + index):
+            return path[: -len(index)]
+    return path
+
+
 def _is_session(name: str, value: str) -> bool:
     name = name.lower()
     if name in GENERIC_SESSION_PARAMETERS:
@@ -194,11 +202,7 @@ class Scope:
         parts = urlsplit(url)
         if not self.similar:
             return hashlib.sha256(url.encode()).hexdigest()
-        path = parts.path
-        for index in INDEX_PAGES:
-            if path.endswith("/" + index):
-                path = path[: -len(index)]
-        path = _DOUBLED_SLASHES.sub("/", path).rstrip("/")
+        path = _DOUBLED_SLASHES.sub("/", without_index_page(parts.path)).rstrip("/")
         netloc = _bare_host(parts.netloc)
         folded = f"{netloc}{path}?{parts.query}"
         return hashlib.sha256(folded.encode()).hexdigest()
