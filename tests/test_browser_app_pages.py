@@ -79,6 +79,35 @@ def test_an_app_that_leaves_its_root_empty_is_an_error_and_keeps_its_content(
     assert "Starter costs $19 a month." in again.current_snapshot.text
 
 
+# An app that shows its content only once a button outside its root is
+# clicked ("Show prices", a consent banner).
+GATED_APP = """<!doctype html><html><head><title>Shop</title></head><body>
+<button id="show">Show prices</button>
+<div id="root"></div>
+<script>
+  document.getElementById("show").onclick = () => {
+    document.getElementById("root").innerHTML =
+      "<main><h1>Plans</h1><p>Starter costs $19 a month.</p></main>";
+  };
+</script></body></html>"""
+
+
+def test_an_app_filled_by_a_click_action_is_captured_with_its_content(
+    team, site, monkeypatch
+):
+    monkeypatch.setattr(browser_page, "CONTENT_WAIT_MS", 1500)
+    url = site.page("/", GATED_APP)
+    actions = [{"type": "click", "selector": "#show"}]
+    monitor = make_monitor(team, [url], scrape_options={"actions": actions})
+
+    first = page_of(run_check(monitor), url)
+    second = page_of(run_check(monitor), url)
+
+    assert first.status == PageResult.Status.NEW, first.error
+    assert "Starter costs $19 a month." in first.current_snapshot.text
+    assert second.status == PageResult.Status.SAME
+
+
 def test_a_small_page_built_by_scripts_is_captured_without_waiting(team, site):
     # Little text, but no app root waiting for content: nothing to wait for.
     url = site.page(

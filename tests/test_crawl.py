@@ -616,6 +616,24 @@ def test_a_page_that_starts_redirecting_is_removed_once(team, site):
     assert paths(later) == {"", "new"} and paths(later, "removed") == set()
 
 
+def test_a_page_that_starts_refreshing_to_another_site_is_removed_once(team, site):
+    with Site() as other:
+        other.html("/", "Elsewhere", "<p>another site</p>")
+        site.html("/", "Home", nav("/moved"))
+        site.html("/moved", "Moved", "<p>here for now</p>")
+        monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+        run_check(monitor)
+        refresh = f'<meta http-equiv="refresh" content="0; url={other.url("/")}">'
+        site.page("/moved", f"<html><head>{refresh}</head><body></body></html>")
+
+        moved, later = run_check(monitor), run_check(monitor)
+
+        assert other.requests == []
+    assert paths(moved, "removed") == {"moved"} and paths(moved, "error") == set()
+    assert moved.status == Check.Status.COMPLETED
+    assert paths(later) == {""} and paths(later, "removed") == set()
+
+
 def test_a_page_a_crawl_no_longer_finds_is_removed_once_then_has_no_row(team, site):
     site.html("/", "Home", nav("/old"))
     site.html("/old", "Old", "<p>old</p>")
@@ -923,6 +941,34 @@ def test_links_redirects_and_sitemaps_to_private_addresses_are_refused(
     # like a link there: it is not followed, and /jump is no page.
     assert {p.url for p in check.pages.all()} == {site.url("/")}
     assert check.status == Check.Status.COMPLETED
+
+
+def test_a_redirect_to_a_crawled_host_on_a_private_address_is_refused(
+    team, public_site
+):
+    site = public_site
+    start = f"http://site.test:{site.port}/"
+    intranet = f"http://intranet.site.test:{site.port}/admin"
+    site.html("/", "Home", nav("/jump"))
+    site.redirect("/jump", intranet)
+    site.html("/admin", "Admin", "<p>the intranet's admin</p>")
+    local = {"site.test": ["127.0.0.1"], "intranet.site.test": ["10.0.0.5"]}
+
+    def resolver(host: str, port: int) -> list[str]:
+        return local[host]
+
+    monitor = crawl_monitor(team, start, sitemap="skip", allowSubdomains=True)
+
+    check = run_check(monitor, resolver=resolver)
+
+    # The host is the crawl's; the address it resolves to is refused at the
+    # hop, as a start page there would be.
+    jump = check.pages.get(url=site.url("/jump").replace("127.0.0.1", "site.test"))
+    assert (jump.status, jump.error_kind) == ("error", "blocked_address")
+    assert jump.error == (
+        "Blocked: 10.0.0.5 is a private address (intranet.site.test resolves to it)"
+    )
+    assert site.requests_to("/admin") == []
 
 
 def test_robots_txt_on_a_blocked_address_is_never_fetched(team, settings):

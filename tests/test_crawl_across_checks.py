@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from checks import runner
+from checks.crawl.scope import canonical
 from checks.models import Check
 from config.celery import app as celery_app
 from tests.sites import Site, sections_site, sessions_site
@@ -52,6 +53,32 @@ def test_session_ids_and_campaign_tags_do_not_make_new_pages(team, site):
         assert set(statuses(later)) <= {"same", "changed"}
     asked = {request.path for request in site.requests}
     assert not [path for path in asked if "sid" in path.lower() or "utm_" in path]
+
+
+def test_an_article_id_named_sid_keeps_each_article_its_own_page(team, site):
+    # PHP-Nuke and e107 name an article by `sid`: a short number, no session.
+    site.html("/", "News", nav("/article.php?sid=124", "/article.php?sid=125"))
+    site.html("/article.php?sid=124", "One", "<p>The first article.</p>")
+    site.html("/article.php?sid=125", "Two", "<p>The second article.</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert paths(check) == {"", "article.php?sid=124", "article.php?sid=125"}
+    assert paths(check, "error") == set()
+
+
+def test_a_sid_that_looks_like_a_token_is_dropped_as_a_session():
+    token = "0123456789abcdef0123456789abcdef"
+    assert canonical(f"http://example.com/a.php?sid={token}&page=2") == (
+        "http://example.com/a.php?page=2"
+    )
+    assert canonical("http://example.com/a.php?sid=124&session_id=7") == (
+        "http://example.com/a.php?session_id=7&sid=124"
+    )
+    assert canonical("http://example.com/a.php?PHPSESSID=7") == (
+        "http://example.com/a.php"
+    )
 
 
 # --- A site larger than the crawl's limit ------------------------------------------

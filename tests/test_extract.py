@@ -130,7 +130,11 @@ def test_class_names_a_build_tool_made_up_are_no_chrome_or_ad_words(generated: s
 
 
 @pytest.mark.parametrize(
-    "name", ["ad-300x250", "ad728", "mainNav", "siteNavBar", "adBox", "navUL"]
+    "name",
+    [
+        *("ad-300x250", "ad728", "mainNav", "siteNavBar", "adBox", "navUL"),
+        *("ad300x250", "ad728x90", "adslot300x250", "navbar2x"),
+    ],
 )
 def test_chrome_and_ad_names_with_numbers_or_capitals_are_still_found(name: str):
     page = html_page(f'<main><h1>Plans</h1><div class="{name}">Buy now</div></main>')

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -76,7 +76,7 @@ class Traffic:
         return waiting[0].url if waiting else None
 
     @contextlib.asynccontextmanager
-    async def settles(self, remaining_ms: Any) -> AsyncIterator[None]:
+    async def settles(self, remaining_ms: Callable[[], float]) -> AsyncIterator[None]:
         """Around an action: afterwards, wait for what it set loading, for
         at most half the page's time left (`remaining_ms()`), so the next
         steps and the capture still fit."""
@@ -131,7 +131,7 @@ async def perform(
     page: Page,
     actions: Sequence[Mapping[str, Any]],
     outputs: ActionOutputs,
-    remaining_ms: Any,
+    remaining_ms: Callable[[], float],
     traffic: Traffic,
 ) -> None:
     """Do each action in turn; raises ActionFailed at the first that fails.
@@ -165,7 +165,7 @@ async def _do(
     page: Page,
     action: Mapping[str, Any],
     outputs: ActionOutputs,
-    remaining_ms: Any,
+    remaining_ms: Callable[[], float],
 ) -> None:
     kind = action.get("type")
     if kind == "wait":
@@ -197,7 +197,9 @@ async def _do(
         raise PlaywrightError(f"unknown action type {kind!r}")
 
 
-async def _wait(page: Page, action: Mapping[str, Any], remaining_ms: Any) -> None:
+async def _wait(
+    page: Page, action: Mapping[str, Any], remaining_ms: Callable[[], float]
+) -> None:
     selector = action.get("selector")
     if selector:
         timeout = max(remaining_ms() - WAIT_MARGIN_MS, 1)

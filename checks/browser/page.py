@@ -274,12 +274,16 @@ class _Visit:
         wait_for = self.job.options.get("waitFor")
         if isinstance(wait_for, int) and not isinstance(wait_for, bool) and wait_for:
             await page.wait_for_timeout(wait_for)
-        await self._wait_for_content(page)
         steps = self.job.options.get("actions")
         if isinstance(steps, list) and steps:
+            # The content may be what the actions bring (a "Show prices"
+            # click, a consent button outside the app's root): the root is
+            # waited for once they are done, each of them waiting for its
+            # own element.
             await page_actions.perform(
                 page, steps, self.outputs, self.remaining_ms, self.traffic
             )
+        await self._wait_for_content(page)
         shot_options = screenshot_format(self.job.options)
         shot = None
         if shot_options is not None:
@@ -330,7 +334,6 @@ class _Visit:
         page's time allows; captured empty, it would read as the page's
         whole content removed (and added back at the next check)."""
         share = self.remaining_ms() - CAPTURE_MS
-        share -= declared_wait_ms({"actions": self.job.options.get("actions")})
         timeout = max(min(CONTENT_WAIT_MS, share), 1)
         known = [sorted(detect.APP_ROOT_IDS), list(detect.APP_ROOT_TAGS)]
         arg = [*known, detect.LITTLE_TEXT]

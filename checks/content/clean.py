@@ -157,9 +157,14 @@ _WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # short jumble of capitals ("bNavQk"). Its letters spell words by chance, and
 # one spelling "ad" or "nav" would make the element vanish now and then.
 _INTERLEAVED = re.compile(r"[a-z]\d+[a-z]|\d[a-z]+\d", re.IGNORECASE)
+# A word ending in a banner's size or a picture's density is no hash
+# ("ad300x250", "adslot728x90", "navbar2x").
+_SIZED_WORD = re.compile(r"[a-z]+(?:\d+x\d+|2x)", re.IGNORECASE)
 
 
 def _made_up(piece: str) -> bool:
+    if _SIZED_WORD.fullmatch(piece):
+        return False
     if _INTERLEAVED.search(piece):
         return True
     if len(piece) > 8 or sum(c.isupper() for c in piece) < 2:

@@ -4,8 +4,9 @@
     admit:  the links of each fetched page (scoped by checks.crawl.scope)
             become new batches, once per page, up to the crawl's limit;
             near it, pages the target had come first and the others wait
-            until no batch is open, then go by depth and address, so a
-            site larger than the limit is the same pages on every check
+            until no batch is open (checks.crawl.waiting), then go by depth
+            and address, so a site larger than the limit is the same pages
+            on every check
     close:  when the check's last batch is done, a complete crawl records as
             `removed` every active page it did not find again
 
@@ -222,7 +223,7 @@ class Frontier:
             # First, so the room a crawl's limit leaves counts them out.
             _not_pages(check, not_pages)
             for target_id, reason in incomplete.items():
-                _truncate(self.crawls[target_id].row, reason)
+                truncate(self.crawls[target_id].row, reason)
             batches: list[CheckBatch] = []
             for target_id, links in found.items():
                 batches += self._admit(check, self.crawls[target_id], links)
@@ -235,7 +236,7 @@ class Frontier:
         fresh = _unknown(row.pk, links)  # again, now that the check is ours
         if not fresh:
             return []
-        if _past_deadline(check, row):
+        if past_deadline(check, row):
             return []
         limit = page_limit(crawl.target)
         if row.had:
@@ -247,57 +248,14 @@ class Frontier:
         room = max(limit - row.found, 0)
         taken = had[:room]
         if len(taken) < len(had):
-            _truncate(row, LIMIT_REASON.format(limit=limit))
+            truncate(row, LIMIT_REASON.format(limit=limit))
         # Pages the target did not have wait for the end of the check when
-        # the pages it had might not leave them room (see admit_waiting).
+        # the pages it had might not leave them room (checks.crawl.waiting).
         if row.found + len(taken) + len(new) + row.had > limit:
             _wait(row, new)
         else:
             taken += new
         return register(check, row, crawl.target, taken)
-
-
-def admit_waiting(check_id: uuid.UUID) -> list[CheckBatch]:
-    """Once no batch of the check is open: the links that waited for room
-    (CrawlPage.waiting), by depth and then address, as far as each crawl's
-    limit allows; the new batches (committed). Their own links may wait in
-    turn, for the next time no batch is open."""
-    batches = CheckBatch.objects.filter(check_run_id=check_id)
-    waiting = CrawlPage.objects.filter(crawl__check_run_id=check_id, waiting=True)
-    # Asked first without the lock: most batches end while others are open.
-    if batches.open().exists() or not waiting.exists():
-        return []
-    with transaction.atomic():
-        check = Check.objects.select_for_update().get(pk=check_id)
-        if check.status != Check.Status.RUNNING or batches.open().exists():
-            return []
-        ids = set(waiting.values_list("crawl_id", flat=True))
-        targets = {t.id: t for t in check.monitor.targets.all()}
-        added: list[CheckBatch] = []
-        for row in Crawl.objects.filter(pk__in=ids, closed=False):
-            target = targets.get(row.target_id)
-            if target is not None:
-                added += _admit_waiting(check, row, target)
-        return added
-
-
-def _admit_waiting(check: Check, row: Crawl, target: Target) -> list[CheckBatch]:
-    waiting = CrawlPage.objects.filter(crawl=row, waiting=True)
-    if _past_deadline(check, row):
-        return []
-    limit = page_limit(target)
-    chosen = list(waiting.order_by("depth", "url")[: max(limit - row.found, 0)])
-    if waiting.count() > len(chosen):
-        _truncate(row, LIMIT_REASON.format(limit=limit))
-    if not chosen:
-        return []
-    CrawlPage.objects.filter(pk__in=[page.pk for page in chosen]).update(waiting=False)
-    scope = scope_of(target, row)
-    links = [
-        Link(page.url, page.key, page.depth, follow=scope.is_internal(page.url))
-        for page in chosen
-    ]
-    return schedule(check, row, target, links)
 
 
 def _wait(row: Crawl, links: Sequence[Link]) -> None:
@@ -309,12 +267,12 @@ def _wait(row: Crawl, links: Sequence[Link]) -> None:
     )
 
 
-def _past_deadline(check: Check, row: Crawl) -> bool:
+def past_deadline(check: Check, row: Crawl) -> bool:
     """Whether the crawl ran past CRAWL_DEADLINE_SECONDS (then it says so)."""
     deadline = timedelta(seconds=int(settings.CRAWL_DEADLINE_SECONDS))
     if check.started_at and shared_clock.now() - check.started_at > deadline:
         minutes = round(deadline.total_seconds() / 60)
-        _truncate(row, DEADLINE_REASON.format(minutes=minutes))
+        truncate(row, DEADLINE_REASON.format(minutes=minutes))
         return True
     return False
 
@@ -430,7 +388,7 @@ def _unknown(crawl_id: int, links: Sequence[Link]) -> list[Link]:
     return [link for link in unique if link.key not in known]
 
 
-def _truncate(row: Crawl, reason: str) -> None:
+def truncate(row: Crawl, reason: str) -> None:
     """The first reason stands: it is why the crawl is incomplete."""
     Crawl.objects.filter(pk=row.pk, truncated="").update(truncated=reason[:255])
 
@@ -495,7 +453,7 @@ def close(check_id: uuid.UUID, record: Any) -> None:
                 continue  # another worker closed it
             if CrawlPage.objects.filter(crawl=row, waiting=True).exists():
                 limit = page_limit(target) if target is not None else row.found
-                _truncate(row, LIMIT_REASON.format(limit=limit))
+                truncate(row, LIMIT_REASON.format(limit=limit))
             row.refresh_from_db()
             if target is not None and not row.truncated:
                 items = removed_items(check, row, target)

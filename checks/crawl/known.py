@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.db.models import QuerySet
 
-from checks.crawl.scope import INDEX_PAGES, Link, Scope
+from checks.crawl.scope import INDEX_PAGES, Link, Scope, without_index_page
 from checks.models import PageState
 
 # Links looked up in one query (each with up to 20 spellings).
@@ -61,11 +61,7 @@ def spellings_of(scope: Scope, link: Link) -> list[str]:
     if not scope.similar:
         return [link.url]
     parts = urlsplit(link.url)
-    path = parts.path
-    for index in INDEX_PAGES:
-        if path.endswith("/" + index):
-            path = path[: -len(index)]
-    base = path.rstrip("/")
+    base = without_index_page(parts.path).rstrip("/")
     paths = {base or "/", base + "/"} | {f"{base}/{page}" for page in INDEX_PAGES}
     bare = parts.netloc.removeprefix("www.")
     found = {

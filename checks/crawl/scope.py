@@ -69,10 +69,13 @@ APPLIED_OPTIONS = frozenset(
 # Query parameters that name the visitor's session or the campaign a link
 # came from, not the page: a site that puts a new session id in every link
 # would otherwise be a new page at every answer, without end.
-SESSION_PARAMETERS = frozenset(
-    {"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "cfid", "cftoken"}
-)
+SESSION_PARAMETERS = frozenset({"jsessionid", "phpsessid", "cfid", "cftoken"})
 TRACKING_PREFIXES = ("utm_", "aspsessionid")
+# Names that are a session on some sites and the page on others (PHP-Nuke's
+# article.php?sid=124 is the article): dropped only when the value looks
+# like a session token rather than an id.
+GENERIC_SESSION_PARAMETERS = frozenset({"sid", "sessionid", "session_id"})
+_SESSION_TOKEN = re.compile(r"[0-9A-Za-z]{16,}")
 # A session id in the path, as Java servers write it: /page;jsessionid=ABC.
 _PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/;?]*", re.I)
 
@@ -132,13 +135,23 @@ def _without_sessions(query: str) -> str:
     if not query:
         return query
     pairs = parse_qsl(query, keep_blank_values=True)
-    kept = [
-        (name, value)
-        for name, value in pairs
-        if name.lower() not in SESSION_PARAMETERS
-        and not name.lower().startswith(TRACKING_PREFIXES)
-    ]
+    kept = [(name, value) for name, value in pairs if not _is_session(name, value)]
     return query if len(kept) == len(pairs) else urlencode(kept)
+
+
+def without_index_page(path: str) -> str:
+    """The path without its index page: "/docs/index.html" is "/docs/"."""
+    for index in INDEX_PAGES:
+        if path.endswith("/" + index):
+            return path[: -len(index)]
+    return path
+
+
+def _is_session(name: str, value: str) -> bool:
+    name = name.lower()
+    if name in GENERIC_SESSION_PARAMETERS:
+        return _SESSION_TOKEN.fullmatch(value) is not None
+    return name in SESSION_PARAMETERS or name.startswith(TRACKING_PREFIXES)
 
 
 def _bare_host(host: str) -> str:
@@ -189,11 +202,7 @@ class Scope:
         parts = urlsplit(url)
         if not self.similar:
             return hashlib.sha256(url.encode()).hexdigest()
-        path = parts.path
-        for index in INDEX_PAGES:
-            if path.endswith("/" + index):
-                path = path[: -len(index)]
-        path = _DOUBLED_SLASHES.sub("/", path).rstrip("/")
+        path = _DOUBLED_SLASHES.sub("/", without_index_page(parts.path)).rstrip("/")
         netloc = _bare_host(parts.netloc)
         folded = f"{netloc}{path}?{parts.query}"
         return hashlib.sha256(folded.encode()).hexdigest()

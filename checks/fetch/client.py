@@ -214,12 +214,13 @@ class OutboundClient:
             hop = next_hop(hop, status, location, len(redirects), options)
             redirects.append(str(hop.url))
             if stop_at is not None and stop_at(str(hop.url)):
-                # Not followed: the redirect itself is the answer, and the
-                # address it leads to is where the page went.
+                # Not followed: the redirect itself is the answer (a meta
+                # refresh's as its 303), and the address it leads to is
+                # where the page went.
                 return FetchResult(
                     url=url,
                     final_url=str(hop.url),
-                    status_code=response.status_code,
+                    status_code=status,
                     headers=response.headers,
                     content=b"",
                     redirects=redirects,

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from checks.crawl import frontier
+from checks.crawl import frontier, waiting
 from checks.crawl.frontier import Frontier
 from checks.crawl.source import CrawlSource
 from checks.fetch import Resolver
@@ -170,7 +170,7 @@ class CrawlKind(TargetKind):
         return Frontier(check)
 
     def held_back(self, check_id: uuid.UUID) -> list[Any]:
-        return frontier.admit_waiting(check_id)
+        return waiting.admit_waiting(check_id)
 
     def finish(self, check_id: uuid.UUID) -> None:
         frontier.close(check_id, record_many)
