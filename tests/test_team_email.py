@@ -10,6 +10,7 @@ import html
 import re
 import smtplib
 import threading
+import uuid
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
@@ -22,7 +23,7 @@ from django.utils import timezone
 
 from checks.models import Delivery
 from checks.notify import channels as channel_events
-from checks.notify import digests, drain, kinds, messages, sweep
+from checks.notify import digests, drain, kinds, mail_headers, messages, sweep
 from checks.notify.kinds import team_email
 from monitors.models import Channel, Membership, Monitor, MonitorChannel
 from teams.models import Activity
@@ -306,10 +307,38 @@ def test_a_failing_alert_and_its_all_clear_share_a_thread_apart_from_the_changes
     assert other_change["References"] == f"<changes.{other.pk}@watch.acme.test>"
     # One list: the channel's, whichever monitor the e-mail is about.
     lists = {sent["List-Id"] for sent in (failing, works, change, other_change)}
-    assert lists == {f"Pricing people - Acme <{channel.pk}.channel.watch.acme.test>"}
+    ident = mail_headers.of_this_install(channel.pk)
+    assert lists == {f"Pricing people - Acme <{ident}.channel.watch.acme.test>"}
     ids = [sent["Message-ID"] for sent in (failing, works, change, other_change)]
     assert len(set(ids)) == 4
     assert all(i.endswith("@watch.acme.test>") for i in ids)
+
+
+def test_a_channels_thread_and_list_are_not_those_of_another_install(
+    team, owner, settings
+):
+    """Staging and production sending from one domain, or a reinstall, number
+    their channels alike: mail clients would put their digests in one thread
+    and one mail rule would catch both."""
+    settings.DEFAULT_FROM_EMAIL = "alerts@watch.acme.test"
+    channel = team_mail(team, recipients=[MIA])
+    test = messages.test(channel.name)
+
+    def headers() -> tuple[str, str]:
+        digests = team_email.thread_of(channel, {"type": messages.DIGEST})
+        sent = headers_of(team_email.build(channel, test, MIA, (), uuid.uuid4()))
+        return digests["References"], sent["List-Id"]
+
+    settings.SECRET_KEY = "production-" * 6
+    production = headers()
+    assert production == headers()  # the same for the channel over time
+    settings.SECRET_KEY = "staging-" * 8
+    staging = headers()
+
+    assert production[0] != staging[0]
+    assert production[1] != staging[1]
+    assert staging[0].endswith("@watch.acme.test>")
+    assert staging[1].startswith("Pricing people - Acme <")
 
 
 def test_a_long_monitor_name_leaves_room_in_the_subject_for_what_happened(

@@ -15,6 +15,11 @@ thread per monitor and a List-Id per list.
   monitors'.
 - List-Id (RFC 2919): what a mail rule or a "filter messages like these"
   keys on, per monitor for its own e-mail and per channel for a channel's.
+
+Thread and list identifiers are this install's alone: a monitor's is its
+UUID; a channel's number, which another install (staging beside production
+on one From domain, a reinstall, two installs on the default localhost) gives
+its own channels too, carries a short value of this install's SECRET_KEY.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.crypto import salted_hmac
 
 from checks.notify.consent import OneLineHeader
 from checks.notify.texts import one_line
@@ -44,6 +50,13 @@ def mail_domain() -> str:
     if not domain:
         domain = urlsplit(settings.PUBLIC_BASE_URL).hostname or "localhost"
     return domain.encode("idna").decode("ascii") if not domain.isascii() else domain
+
+
+def of_this_install(key: Any) -> str:
+    """`key` (a row's number) made this install's own, the same for as long
+    as its SECRET_KEY is."""
+    install = salted_hmac("mail_headers.install", "", algorithm="sha256")
+    return f"{key}-{install.hexdigest()[:10]}"
 
 
 def _header(name: str, value: str) -> str:

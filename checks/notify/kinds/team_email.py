@@ -116,7 +116,8 @@ def thread_of(channel: Channel, message: dict[str, Any]) -> dict[str, str]:
     elif kind in (messages.FAILING, messages.RECOVERED) and monitor:
         root = mail_headers.thread_root("alerts", monitor)
     elif kind == messages.DIGEST:
-        root = mail_headers.thread_root("digests", f"channel-{channel.pk}")
+        key = mail_headers.of_this_install(f"channel-{channel.pk}")
+        root = mail_headers.thread_root("digests", key)
     else:
         return {}
     return mail_headers.in_thread(root)
@@ -162,7 +163,9 @@ def build(
             **(mail_headers.message_id(delivery_key, to) if delivery_key else {}),
             **thread_of(channel, message),
             **mail_headers.list_id(
-                f"{channel.name} - {channel.team.name}", "channel", channel.pk
+                f"{channel.name} - {channel.team.name}",
+                "channel",
+                mail_headers.of_this_install(channel.pk),
             ),
             **(consent.one_click_headers(one_click_url) if accounts else {}),
         },
