@@ -59,18 +59,17 @@ def of_this_install(key: Any) -> str:
     return f"{key}-{install.hexdigest()[:10]}"
 
 
-def _header(name: str, value: str) -> str:
-    # An identifier longer than a folded line would otherwise be sent as an
-    # RFC 2047 encoded word, which clients do not read as an identifier.
-    return OneLineHeader(name, value)
-
-
 def message_id(delivery_key: Any, address: str) -> dict[str, str]:
     """A Message-ID for one e-mail of a delivery: the same at every attempt,
-    different for every address."""
+    different for every address. This header and the thread's and list's
+    are each one line (OneLineHeader): an identifier longer than a folded
+    line would be sent as an RFC 2047 encoded word, which clients do not
+    read as an identifier."""
     to = hashlib.sha256(address.strip().lower().encode()).hexdigest()[:16]
     return {
-        "Message-ID": _header("Message-ID", f"<{delivery_key}.{to}@{mail_domain()}>")
+        "Message-ID": OneLineHeader(
+            "Message-ID", f"<{delivery_key}.{to}@{mail_domain()}>"
+        )
     }
 
 
@@ -81,8 +80,8 @@ def thread_root(kind: str, key: Any) -> str:
 
 def in_thread(root: str) -> dict[str, str]:
     return {
-        "In-Reply-To": _header("In-Reply-To", root),
-        "References": _header("References", root),
+        "In-Reply-To": OneLineHeader("In-Reply-To", root),
+        "References": OneLineHeader("References", root),
     }
 
 
@@ -91,4 +90,4 @@ def list_id(name: str, kind: str, key: Any) -> dict[str, str]:
     words = " ".join(_NOT_PHRASE.sub(" ", one_line(name, LIST_NAME_CHARS)).split())
     ident = f"<{key}.{kind}.{mail_domain()}>"
     value = f"{words} {ident}" if words else ident
-    return {"List-Id": _header("List-Id", value) if value.isascii() else value}
+    return {"List-Id": OneLineHeader("List-Id", value) if value.isascii() else value}

@@ -30,6 +30,7 @@ from __future__ import annotations
 import smtplib
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -127,8 +128,8 @@ def build(
     channel: Channel,
     message: dict[str, Any],
     to: str,
-    accounts: tuple[int, ...] = (),
-    delivery_key: Any = None,
+    accounts: tuple[int, ...],
+    delivery_key: uuid.UUID,
 ) -> EmailMultiAlternatives:
     title = messages.title(message)
     if message.get("type") == messages.DIGEST:
@@ -160,7 +161,7 @@ def build(
         html_template="emails/team_channel.html",
         context=context,
         headers={
-            **(mail_headers.message_id(delivery_key, to) if delivery_key else {}),
+            **mail_headers.message_id(delivery_key, to),
             **thread_of(channel, message),
             **mail_headers.list_id(
                 f"{channel.name} - {channel.team.name}",
