@@ -14,7 +14,7 @@ entries let go of the monitor and keep its name, channel links).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -68,17 +68,39 @@ def soft_delete_monitor(monitor: Monitor, now: datetime) -> None:
     storage.forget_team_usage([monitor.team_id])
 
 
-def delete_history(monitor_ids: Collection[Any]) -> None:
-    """The admin's delete, before the monitors themselves go: their page
-    results, then their checks, BATCH_SIZE a transaction each."""
-    checks = Check.objects.filter(monitor__in=monitor_ids)
-    discard_pages(
-        PageResult.objects.filter(check_run__monitor__in=monitor_ids),
-        batches=None,
-        hand_over=False,
-    )
-    while ids := list(checks.order_by().values_list("pk", flat=True)[:BATCH_SIZE]):
-        Check.objects.filter(pk__in=ids).discard()
+def delete_history(monitors: QuerySet[Monitor]) -> None:
+    """The first half of the admin's delete (delete_for_good): the monitors'
+    page results, then their checks, BATCH_SIZE a transaction each. Their
+    teams' storage figures are marked stale even when it fails part way:
+    the batches that went are gone for good."""
+    rows = list(monitors.values_list("pk", "team_id"))
+    ids = [pk for pk, _ in rows]
+    checks = Check.objects.filter(monitor__in=ids)
+    try:
+        discard_pages(
+            PageResult.objects.filter(check_run__monitor__in=ids),
+            batches=None,
+            hand_over=False,
+        )
+        while pks := list(checks.order_by().values_list("pk", flat=True)[:BATCH_SIZE]):
+            Check.objects.filter(pk__in=pks).discard()
+    finally:
+        storage.forget_team_usage(team_id for _, team_id in rows)
+
+
+def delete_for_good(monitors: QuerySet[Monitor], rows: Callable[[], Any]) -> None:
+    """The admin's delete of monitors or of whole teams: the monitors'
+    history first, a batch a transaction (in one transaction a monitor with
+    100,000 page results held its locks, and its checks' workers and the
+    scheduler, for the whole delete); then `rows()`, the monitors or teams
+    themselves with what is left and their log entries, in one transaction.
+    Before, not after: deleting the rows cascades to the checks, which would
+    all go in that one transaction again. A failure part way leaves the rows
+    whole and unlogged, less some history, as a retention run cut short
+    does; deleting them again takes the rest."""
+    delete_history(monitors)
+    with transaction.atomic():
+        rows()
 
 
 def delete_monitors(monitors: QuerySet[Monitor]) -> None:

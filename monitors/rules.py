@@ -269,8 +269,9 @@ def unicode_domain(domain: str) -> str:
     cannot read back is shown as it is kept, and so is each label whose
     letters mix scripts, as browsers do: xn--pple-43d.com read in letters
     would be "apple.com" with a Cyrillic "а". So too a label wholly of
-    Cyrillic letters that look Latin under a TLD of Latin-script sites:
-    xn--80ak6aa92e.com would read "аррӏе.com"."""
+    letters of another script that look Latin, under a TLD that is not that
+    script's: xn--80ak6aa92e.com would read "аррӏе.com", xn--vxaj.com
+    "οκ.com"."""
     if "xn--" not in domain.lower():
         return domain
     try:
@@ -280,30 +281,49 @@ def unicode_domain(domain: str) -> str:
     labels, shown = domain.split("."), decoded.split(".")
     if len(labels) != len(shown):
         return domain
-    cyrillic_tld = shown[-1].lower() in _CYRILLIC_TLDS or not shown[-1].isascii()
     return ".".join(
         letters
-        if _one_script(letters) and (cyrillic_tld or not _latin_lookalike(letters))
+        if _one_script(letters) and not _reads_as_latin(letters, shown[-1])
         else label
         for label, letters in zip(labels, shown, strict=True)
     )
 
 
-# Cyrillic letters that look like Latin ones, and the TLDs of countries that
-# write Cyrillic, as Chrome's IDN display policy has them: a label written
-# wholly in such letters ("аррӏе", "сосо") reads as a Latin word ("apple")
-# with no other script beside it to give it away, so under any other ASCII
-# TLD it is shown in its xn-- form. Under a TLD written in letters (.рф,
-# .бг) or of those countries it is a real name, shown in letters.
-_CYRILLIC_LOOKALIKES = frozenset("асԁеһіјӏорԛѕԝхуъьҽпгѵѡ")
-_CYRILLIC_TLDS = frozenset({"bg", "by", "kz", "pyc", "ru", "su", "ua", "uz"})
+# Letters of a script that look like Latin ones, and the TLDs of the
+# countries that write it, as Chrome's IDN display policy has them (its
+# whole-script confusables; ց, which reads "g", added): a label written
+# wholly in one script's such letters ("аррӏе", "οκ", "ցօօց") reads as a
+# Latin word ("apple", "ok", "google" without its l and e) with no other
+# script beside it to give it away, so under any other TLD it is shown in
+# its xn-- form. Under a TLD written in that script (.рф, .ελ, .հայ) or of
+# those countries it is a real name, shown in letters.
+_LATIN_LOOKALIKES = {
+    "CYRILLIC": (
+        frozenset("асԁеһіјӏорԛѕԝхуъьҽпгѵѡ"),
+        frozenset({"bg", "by", "kz", "pyc", "ru", "su", "ua", "uz"}),
+    ),
+    "GREEK": (frozenset("αικνρυωηοτ"), frozenset({"gr"})),
+    "ARMENIAN": (frozenset("ագզէլհյոսւօՙց"), frozenset({"am"})),
+}
 
 
-def _latin_lookalike(label: str) -> bool:
-    """Whether every letter of `label` is a Cyrillic one that looks Latin
-    (digits and hyphens, common to all scripts, aside)."""
+def _reads_as_latin(label: str, tld: str) -> bool:
+    """Whether every letter of `label` is one of a script's that look Latin
+    (digits and hyphens, common to all scripts, aside), under a TLD that is
+    not of that script."""
     letters = [char for char in label if unicodedata.category(char).startswith("L")]
-    return bool(letters) and all(char in _CYRILLIC_LOOKALIKES for char in letters)
+    if not letters:
+        return False
+    script = _script_of(letters[0])
+    lookalikes, tlds = _LATIN_LOOKALIKES.get(script, (frozenset(), frozenset()))
+    if not all(char in lookalikes for char in letters):
+        return False
+    in_its_script = any(
+        _script_of(char) == script
+        for char in tld
+        if unicodedata.category(char).startswith("L")
+    )
+    return not in_its_script and tld.lower() not in tlds
 
 
 # Scripts written together in one word (Unicode's "highly restrictive" level,
@@ -327,15 +347,17 @@ def _one_script(label: str) -> bool:
     LETTER A"): the standard library has no script property, and a letter
     named otherwise ("MODIFIER LETTER …") counts as a script of its own, so
     a doubt keeps the ASCII form."""
-    scripts = set()
-    for char in label:
-        if not unicodedata.category(char).startswith("L"):
-            continue
-        word = unicodedata.name(char, "UNNAMED").split()[0]
-        scripts.add(_SCRIPT_OF_NAME.get(word, word))
+    scripts = {
+        _script_of(char) for char in label if unicodedata.category(char).startswith("L")
+    }
     return len(scripts) <= 1 or any(
         scripts <= together for together in _SCRIPTS_WRITTEN_TOGETHER
     )
+
+
+def _script_of(letter: str) -> str:
+    word = unicodedata.name(letter, "UNNAMED").split()[0]
+    return _SCRIPT_OF_NAME.get(word, word)
 
 
 def domain_error(domain: str) -> str | None:

@@ -151,20 +151,37 @@ def account_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
     any other way nobody is known, and Pagewatch itself says it.
 
     Refused (raising rolls the deletion back) while they are the only owner
-    of a team others are still in: nobody there could invite, change roles
-    or hand ownership on. The admin refuses it on its confirmation page."""
+    of a team (Team.objects.left_ownerless_by, the rule the admin's
+    confirmation page holds to): of one others are still in, nobody there
+    could invite, change roles or hand ownership on; of one they are alone
+    in, its monitors would go on checking and e-mailing for nobody."""
     if ownerless := list(Team.objects.left_ownerless_by(instance)):
-        names = listed([team.name for team in ownerless])
-        which = "which have" if len(ownerless) > 1 else "which has"
-        raise LastOwnerError(
-            f"{instance.get_username()} is the only owner of {names}, {which} "
-            "other members: make one of them an owner first, or delete the team."
-        )
+        raise LastOwnerError(_left_ownerless(instance.get_username(), ownerless))
     for key in ApiKey.objects.filter(created_by=instance).revoke():
         record(SYSTEM, key.team_id, Kind.KEY_REVOKED, name=key.name,
                member=instance.get_username(), reason="account deleted")  # fmt: skip
     for membership in Membership.objects.filter(user=instance).select_related("team"):
         member_left(SYSTEM, membership.team, instance, account_deleted=True)
+
+
+def _left_ownerless(name: str, teams: list[Team]) -> str:
+    shared = [team.name for team in teams if team.has_others]
+    alone = [team.name for team in teams if not team.has_others]
+    said = []
+    if shared:
+        which = "which have" if len(shared) > 1 else "which has"
+        said.append(
+            f"{name} is the only owner of {listed(shared)}, {which} other "
+            "members: make one of them an owner first, or delete the team."
+        )
+    if alone:
+        said.append(
+            f"{name} is the only member of {listed(alone)}: delete the "
+            f"team{'s' if len(alone) > 1 else ''} first, or "
+            f"{'their' if len(alone) > 1 else 'its'} monitors go on checking "
+            "with nobody in it."
+        )
+    return " ".join(said)
 
 
 def with_keys_made(memberships: QuerySet[Membership]) -> QuerySet[Membership]:

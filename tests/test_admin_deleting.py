@@ -543,3 +543,32 @@ def test_a_team_delete_that_fails_part_way_leaves_the_team_and_deleting_again_en
     assert admin_client.post(url, form).status_code == 302
     assert not Team.objects.filter(pk=big.team.pk).exists()
     assert_history_gone(monitors=[big])
+
+
+@pytest.mark.parametrize("how", ["delete page", "bulk action"])
+def test_a_team_delete_that_fails_part_way_marks_its_storage_figure_stale(
+    admin_client,
+    big,
+    pages_fail_at_third_batch,
+    how,
+    django_capture_on_commit_callbacks,
+):
+    """The batches that went are gone for good: the team's figure counts
+    them until it is measured again."""
+    from checks import storage
+
+    measured = storage.team_usage(big.team)
+    assert not storage.measured_usage([big.team.pk])[big.team.pk].stale
+    if how == "delete page":
+        url, form = admin_url(Team, "delete", big.team.pk), {"post": "yes"}
+    else:
+        url = admin_url(Team, "changelist")
+        form = {"action": "delete_selected", "_selected_action": [big.team.pk]}
+        form |= {"post": "yes"}
+
+    with pytest.raises(RuntimeError), django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(url, form)
+
+    stale = storage.measured_usage([big.team.pk])[big.team.pk]
+    assert (stale.total, stale.stale) == (measured.total, True)
+    assert storage.team_usage(big.team).total < measured.total

@@ -327,10 +327,51 @@ def test_the_last_owner_of_a_team_cannot_be_deleted_in_the_admin(
         asked = asked.content.decode()
         admin_client.post(admin_url(User, "changelist"), form | {"post": "yes"})
 
-    # As on the Team page: a team always keeps an owner.
-    assert f"{team.name}: its only owner" in asked
+    # As on the Team page: a team always keeps an owner. Alone in it, she
+    # waits for the team's deletion, which would otherwise go on checking
+    # its monitors for nobody.
+    delete_team = admin_url(Team, "delete", team.pk)
+    assert (
+        f"{team.name}: its only owner is olive, and nobody else is in it "
+        f'(<a href="{delete_team}">delete the team</a> first)'
+    ) in asked
     assert User.objects.filter(pk=olive.pk).exists()
     assert Membership.objects.filter(team=team, user=olive).exists()
+
+
+def test_the_only_owner_of_a_team_others_are_in_waits_for_another_owner(
+    admin_client, team
+):
+    olive, eddie = person("olive"), person("eddie")
+    Membership.objects.create(team=team, user=olive, role=Membership.Role.OWNER)
+    Membership.objects.create(team=team, user=eddie, role=Membership.Role.EDITOR)
+    User = get_user_model()
+    url = admin_url(User, "delete", olive.pk)
+
+    asked = admin_client.get(url).content.decode()
+    admin_client.post(url, {"post": "yes"})
+
+    assert (
+        f"{team.name}: its only owner is olive (give the team another owner first)"
+    ) in asked
+    assert Membership.objects.filter(team=team, user=olive).exists()
+
+
+def test_two_owners_deleted_together_leave_their_team_no_owner_so_neither_goes(
+    admin_client, team
+):
+    olive, owen, eddie = person("olive"), person("owen"), person("eddie")
+    for owner in (olive, owen):
+        Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
+    Membership.objects.create(team=team, user=eddie, role=Membership.Role.EDITOR)
+    User = get_user_model()
+    form = {"action": "delete_selected", "_selected_action": [olive.pk, owen.pk]}
+
+    asked = admin_client.post(admin_url(User, "changelist"), form).content.decode()
+    admin_client.post(admin_url(User, "changelist"), form | {"post": "yes"})
+
+    assert f"{team.name}: its only owner is olive and owen" in asked
+    assert User.objects.filter(pk__in=[olive.pk, owen.pk]).count() == 2
 
 
 def test_deleting_an_account_in_the_admin_is_in_each_of_its_teams_logs(

@@ -913,6 +913,20 @@ def test_a_mail_about_pages_that_could_not_be_checked_does_not_claim_changes(
     assert "changes" not in mail.subject.lower()
 
 
+def test_the_confirmation_is_on_the_monitors_list_as_its_changes_are(
+    team, queued, mailoutbox, settings, django_capture_on_commit_callbacks
+):
+    settings.DEFAULT_FROM_EMAIL = "alerts@watch.acme.test"
+    with django_capture_on_commit_callbacks(execute=True):
+        monitor = make_monitor(team, email=email_settings(EXTERNAL), name="Prices")
+    queued.run()
+
+    [confirmation] = mailoutbox
+    sent = headers_of(confirmation)
+    assert sent["List-Id"] == f"Prices <{monitor.pk}.monitor.watch.acme.test>"
+    assert sent["Message-ID"].endswith("@watch.acme.test>")
+
+
 def test_the_confirmation_says_what_the_monitor_watches_and_what_mail_would_come(
     team, queued, mailoutbox, django_capture_on_commit_callbacks
 ):

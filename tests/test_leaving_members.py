@@ -592,19 +592,43 @@ def test_deleting_a_teams_only_owner_outside_the_admin_is_refused_in_words(
     ).exists()
 
 
-def test_the_only_owner_goes_once_another_owner_is_named_or_nobody_else_is_in(
+def test_the_only_owner_goes_once_another_owner_is_named(
     team, people, django_user_model
 ):
     owner, editor, eddie = people
-    alone = Team.objects.create(name="Solo", slug="solo")
-    Membership.objects.create(team=alone, user=editor, role=Membership.Role.OWNER)
     eddie.change_role(Membership.Role.OWNER)
 
     owner.delete()
-    editor.delete()
 
-    assert not django_user_model.objects.filter(username__in=["olive", "eddie"])
-    assert not Membership.objects.filter(team__in=[team, alone]).exists()
+    assert not django_user_model.objects.filter(username="olive").exists()
+    assert list(
+        Membership.objects.filter(team=team).values_list("user", flat=True)
+    ) == [editor.pk]
+
+
+def test_deleting_someone_alone_in_their_team_outside_the_admin_waits_for_the_team(
+    team, people, django_user_model
+):
+    """Gone, they would leave a team of nobody whose monitors go on checking
+    and e-mailing; the Team page sends them to an administrator to delete the
+    team, and so does this."""
+    from monitors.models import LastOwnerError
+
+    _, editor, _ = people
+    alone = Team.objects.create(name="Solo", slug="solo")
+    Membership.objects.create(team=alone, user=editor, role=Membership.Role.OWNER)
+
+    with pytest.raises(LastOwnerError) as refused, transaction.atomic():
+        editor.delete()
+
+    assert str(refused.value) == (
+        "eddie is the only member of Solo: delete the team first, or its "
+        "monitors go on checking with nobody in it."
+    )
+    assert Membership.objects.filter(team=alone, user=editor).exists()
+    alone.delete()
+    editor.delete()
+    assert not django_user_model.objects.filter(username="eddie").exists()
 
 
 def user_form(client, person) -> dict[str, object]:

@@ -460,6 +460,15 @@ def test_a_site_typed_in_letters_is_kept_in_ascii_and_shown_as_typed(web, team):
         pytest.param("xn--80ak6aa92e.ru", "аррӏе.ru", id="under-ru"),
         pytest.param("xn--n1aahb.xn--90ae", "сосо.бг", id="under-bg"),
         pytest.param("xn--e1afmkfd.com", "пример.com", id="cyrillic-word-under-com"),
+        # Greek and Armenian alike: "οκ" reads "ok", "ցօօց" "goog".
+        pytest.param("xn--vxaj.com", "xn--vxaj.com", id="greek-ok"),
+        pytest.param("xn--vbbala.com", "xn--vbbala.com", id="armenian-goog"),
+        pytest.param("xn--vxaj.gr", "οκ.gr", id="under-gr"),
+        pytest.param("xn--vxaj.xn--qxam", "οκ.ελ", id="under-el"),
+        pytest.param("xn--vbbala.am", "ցօօց.am", id="under-am"),
+        pytest.param("xn--vbbala.xn--y9a3aq", "ցօօց.հայ", id="under-hay"),
+        # A TLD in letters is a script's own only in that script.
+        pytest.param("xn--vxaj.xn--p1ai", "xn--vxaj.рф", id="greek-under-rf"),
     ],
 )
 def test_a_site_name_is_shown_in_letters_only_when_each_label_keeps_to_one_script(

@@ -10,6 +10,7 @@ import html
 import re
 import smtplib
 import threading
+import uuid
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
@@ -22,7 +23,7 @@ from django.utils import timezone
 
 from checks.models import Delivery
 from checks.notify import channels as channel_events
-from checks.notify import digests, drain, kinds, messages, sweep
+from checks.notify import digests, drain, kinds, mail_headers, messages, sweep
 from checks.notify.kinds import team_email
 from monitors.models import Channel, Membership, Monitor, MonitorChannel
 from teams.models import Activity
@@ -306,10 +307,38 @@ def test_a_failing_alert_and_its_all_clear_share_a_thread_apart_from_the_changes
     assert other_change["References"] == f"<changes.{other.pk}@watch.acme.test>"
     # One list: the channel's, whichever monitor the e-mail is about.
     lists = {sent["List-Id"] for sent in (failing, works, change, other_change)}
-    assert lists == {f"Pricing people - Acme <{channel.pk}.channel.watch.acme.test>"}
+    ident = mail_headers.of_this_install(channel.pk)
+    assert lists == {f"Pricing people - Acme <{ident}.channel.watch.acme.test>"}
     ids = [sent["Message-ID"] for sent in (failing, works, change, other_change)]
     assert len(set(ids)) == 4
     assert all(i.endswith("@watch.acme.test>") for i in ids)
+
+
+def test_a_channels_thread_and_list_are_not_those_of_another_install(
+    team, owner, settings
+):
+    """Staging and production sending from one domain, or a reinstall, number
+    their channels alike: mail clients would put their digests in one thread
+    and one mail rule would catch both."""
+    settings.DEFAULT_FROM_EMAIL = "alerts@watch.acme.test"
+    channel = team_mail(team, recipients=[MIA])
+    test = messages.test(channel.name)
+
+    def headers() -> tuple[str, str]:
+        digests = team_email.thread_of(channel, {"type": messages.DIGEST})
+        sent = headers_of(team_email.build(channel, test, MIA, (), uuid.uuid4()))
+        return digests["References"], sent["List-Id"]
+
+    settings.SECRET_KEY = "production-" * 6
+    production = headers()
+    assert production == headers()  # the same for the channel over time
+    settings.SECRET_KEY = "staging-" * 8
+    staging = headers()
+
+    assert production[0] != staging[0]
+    assert production[1] != staging[1]
+    assert staging[0].endswith("@watch.acme.test>")
+    assert staging[1].startswith("Pricing people - Acme <")
 
 
 def test_a_long_monitor_name_leaves_room_in_the_subject_for_what_happened(
@@ -432,6 +461,21 @@ def test_a_digest_e_mail_of_many_monitors_names_fifty_and_links_to_the_rest(
         mail.body
     )
     assert f'All your monitors: <a href="{every}">' in html_of(mail)
+
+
+def test_a_digest_cut_twice_to_fit_counts_every_monitor_it_left_out(
+    team, owner, scenario, mailoutbox, settings
+):
+    # Fifty long-named monitors with long links are more than an e-mail's
+    # text holds: the digest is cut again, and the count says both cuts.
+    settings.PUBLIC_BASE_URL = "https://pagewatch." + "long-" * 30 + "acme.test"
+    names = [f"Shop {n:02} " + "x" * 248 for n in range(60)]
+    digest_of(team, scenario, [(name, 1) for name in names])
+
+    [mail] = mailoutbox
+    named = sum(f"{name} (" in mail.body for name in names)
+    assert 0 < named < team_email.DIGEST_MONITORS
+    assert f"…and {60 - named} more monitors with changes.\n" in mail.body
 
 
 def test_a_digest_of_changes_all_judged_noise_sends_nothing(
@@ -573,10 +617,13 @@ class TroubledMailServer(BaseEmailBackend):
     refuses: set[str] = set()
     drops_at: set[str] = set()
     accepted: list[str] = []
+    # Each e-mail it was given, accepted or not: (address, Message-ID).
+    given: list[tuple[str, str]] = []
 
     def send_messages(self, email_messages) -> int:
         for message in email_messages:
             [to] = message.to
+            self.given.append((to, message.message()["Message-ID"]))
             if to in self.refuses:
                 raise smtplib.SMTPRecipientsRefused({to: (550, b"No such user")})
             if to in self.drops_at:
@@ -591,7 +638,7 @@ def troubled(settings):
         "default": {"BACKEND": "tests.test_team_email.TroubledMailServer"}
     }
     TroubledMailServer.refuses, TroubledMailServer.drops_at = set(), set()
-    TroubledMailServer.accepted = []
+    TroubledMailServer.accepted, TroubledMailServer.given = [], []
     return TroubledMailServer
 
 
@@ -659,6 +706,25 @@ def test_a_server_that_fails_after_someone_got_theirs_is_tried_again_for_the_oth
     assert troubled.accepted == [INES, MIA, NOAH]
     assert retried.status == Delivery.Status.DELIVERED
     assert retried.attempt_log.last().response_body == f"Sent to {MIA}, {NOAH}."
+
+
+def test_an_e_mail_sent_again_by_a_retry_keeps_its_message_id(
+    team, owner, noah, troubled
+):
+    channel = team_mail(team)
+    troubled.drops_at = {NOAH}
+    delivery = channel_events.send_test(channel)
+    troubled.drops_at = set()
+
+    retry_now(delivery)
+
+    # Noah's e-mail was tried twice, Mia's once: one message to mail clients
+    # that drop duplicates, each address its own.
+    [(_, mias), (_, first), (_, again)] = troubled.given
+    assert [to for to, _ in troubled.given] == [MIA, NOAH, NOAH]
+    assert first == again
+    assert mias != first
+    assert first.startswith(f"<{delivery.webhook_id}.")
 
 
 def test_a_retry_that_ends_with_a_refused_address_is_delivered_as_a_first_try_is(

@@ -418,6 +418,8 @@ def test_a_410_disables_the_webhook_and_tells_the_team(
     # Which receiver, in shape as the activity log keeps it: a path that
     # may be its secret is masked, a plain word such as /hook is not.
     assert f"its webhook at {mask_url(receiver.url)}." in mail.body
+    # On the monitor's list, as every e-mail about it (README).
+    assert mail.message()["List-Id"].startswith(f"Pricing page <{monitor.pk}.monitor.")
 
     scenario.finish(check)
     assert Delivery.objects.webhooks().count() == 2  # no new event once disabled

@@ -252,7 +252,12 @@ def build_confirmation(delivery: Delivery) -> EmailMultiAlternatives:
         text_template="emails/confirm.txt",
         html_template="emails/confirm.html",
         context=context,
-        headers=mail_headers.message_id(delivery.webhook_id, recipient.email),
+        headers={
+            **mail_headers.message_id(delivery.webhook_id, recipient.email),
+            **mail_headers.list_id(
+                delivery.monitor.name, "monitor", delivery.monitor.pk
+            ),
+        },
     )
 
 
@@ -272,5 +277,10 @@ def build_webhook_disabled(delivery: Delivery) -> EmailMultiAlternatives:
         text_template="emails/webhook_disabled.txt",
         html_template="emails/webhook_disabled.html",
         context=context,
-        headers=mail_headers.message_id(delivery.webhook_id, delivery.email),
+        headers={
+            **mail_headers.message_id(delivery.webhook_id, delivery.email),
+            **mail_headers.list_id(
+                delivery.monitor.name, "monitor", delivery.monitor.pk
+            ),
+        },
     )

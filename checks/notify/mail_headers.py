@@ -15,6 +15,11 @@ thread per monitor and a List-Id per list.
   monitors'.
 - List-Id (RFC 2919): what a mail rule or a "filter messages like these"
   keys on, per monitor for its own e-mail and per channel for a channel's.
+
+Thread and list identifiers are this install's alone: a monitor's is its
+UUID; a channel's number, which another install (staging beside production
+on one From domain, a reinstall, two installs on the default localhost) gives
+its own channels too, carries a short value of this install's SECRET_KEY.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.crypto import salted_hmac
 
 from checks.notify.consent import OneLineHeader
 from checks.notify.texts import one_line
@@ -46,18 +52,24 @@ def mail_domain() -> str:
     return domain.encode("idna").decode("ascii") if not domain.isascii() else domain
 
 
-def _header(name: str, value: str) -> str:
-    # An identifier longer than a folded line would otherwise be sent as an
-    # RFC 2047 encoded word, which clients do not read as an identifier.
-    return OneLineHeader(name, value)
+def of_this_install(key: Any) -> str:
+    """`key` (a row's number) made this install's own, the same for as long
+    as its SECRET_KEY is."""
+    install = salted_hmac("mail_headers.install", "", algorithm="sha256")
+    return f"{key}-{install.hexdigest()[:10]}"
 
 
 def message_id(delivery_key: Any, address: str) -> dict[str, str]:
     """A Message-ID for one e-mail of a delivery: the same at every attempt,
-    different for every address."""
+    different for every address. This header and the thread's and list's
+    are each one line (OneLineHeader): an identifier longer than a folded
+    line would be sent as an RFC 2047 encoded word, which clients do not
+    read as an identifier."""
     to = hashlib.sha256(address.strip().lower().encode()).hexdigest()[:16]
     return {
-        "Message-ID": _header("Message-ID", f"<{delivery_key}.{to}@{mail_domain()}>")
+        "Message-ID": OneLineHeader(
+            "Message-ID", f"<{delivery_key}.{to}@{mail_domain()}>"
+        )
     }
 
 
@@ -68,8 +80,8 @@ def thread_root(kind: str, key: Any) -> str:
 
 def in_thread(root: str) -> dict[str, str]:
     return {
-        "In-Reply-To": _header("In-Reply-To", root),
-        "References": _header("References", root),
+        "In-Reply-To": OneLineHeader("In-Reply-To", root),
+        "References": OneLineHeader("References", root),
     }
 
 
@@ -78,4 +90,4 @@ def list_id(name: str, kind: str, key: Any) -> dict[str, str]:
     words = " ".join(_NOT_PHRASE.sub(" ", one_line(name, LIST_NAME_CHARS)).split())
     ident = f"<{key}.{kind}.{mail_domain()}>"
     value = f"{words} {ident}" if words else ident
-    return {"List-Id": _header("List-Id", value) if value.isascii() else value}
+    return {"List-Id": OneLineHeader("List-Id", value) if value.isascii() else value}

@@ -280,12 +280,15 @@ def keeping_monitors(
     message: Mapping[str, Any], shown: int, link: str
 ) -> dict[str, Any]:
     """A copy of a digest naming only its first `shown` monitors (the ones
-    with the newest changes), and how many more had changes, seen at `link`."""
+    with the newest changes), and how many more had changes, seen at `link`:
+    the ones an earlier cut left out are still counted."""
     shorter = dict(message)
     entries = list(message.get("monitors") or [])
     if len(entries) > shown:
+        earlier = (message.get("moreMonitors") or {}).get("count") or 0
+        left_out = earlier + len(entries) - shown
         shorter["monitors"] = entries[:shown]
-        shorter["moreMonitors"] = {"count": len(entries) - shown, "link": link}
+        shorter["moreMonitors"] = {"count": left_out, "link": link}
     return shorter
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.translation import ngettext
 
-from checks.deleting import delete_history, delete_monitors
+from checks.deleting import delete_for_good, delete_history, delete_monitors
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, Delivery, PageResult, PageState
 from checks.notify import consent
@@ -319,14 +319,9 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     # The confirmation pages say so (templates/admin/monitors/monitor/), and
     # the team's log tells this deletion from theirs.
     #
-    # The history goes first, a batch a transaction: in one transaction a
-    # monitor with 100,000 page results held its locks (and its checks'
-    # workers, and the scheduler) for the whole delete. Before, not after:
-    # deleting the monitor row cascades to its checks, so it would take them
-    # all in its own transaction again. Then the monitor, its team's log
-    # entry (and the admin's) in one transaction. A failure part way leaves
-    # the monitor whole and unlogged, less some history, as a retention run
-    # cut short does; deleting it again takes the rest.
+    # The history goes first, a batch a transaction, then the monitor and
+    # its team's log entry (and the admin's) in one transaction
+    # (checks.deleting.delete_for_good).
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
@@ -338,7 +333,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
             if monitor is not None and self.has_delete_permission(request, monitor):
                 _, _, refused, protected = self.get_deleted_objects([monitor], request)
                 if not refused and not protected:
-                    delete_history([monitor.pk])
+                    delete_history(Monitor.objects.filter(pk=monitor.pk))
         return super().delete_view(request, object_id, extra_context)
 
     def delete_model(self, request: HttpRequest, obj: Monitor) -> None:
@@ -346,17 +341,19 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         ids = list(queryset.values_list("pk", flat=True))
-        # Outside a transaction for the bulk action; nothing left to do here
-        # for delete_view, which took the history before its own.
-        delete_history(ids)
-        with transaction.atomic():
-            monitors = Monitor.objects.filter(pk__in=ids)
+        monitors = Monitor.objects.filter(pk__in=ids)
+
+        def rows() -> None:
             for monitor in monitors:
                 # The entry keeps the monitor's name when the monitor is gone.
                 record(_admin(request), monitor.team_id, Kind.MONITOR_DELETED,
                        monitor, for_good=True)  # fmt: skip
             # With what a check started meanwhile left, and the baselines.
             delete_monitors(monitors)
+
+        # Outside a transaction for the bulk action; nothing left to do here
+        # for delete_view, which took the history before its own.
+        delete_for_good(monitors, rows)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str

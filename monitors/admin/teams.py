@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from checks.ai.allowance import MonthUse
-from checks.deleting import delete_history, delete_teams
+from checks.deleting import delete_for_good, delete_history, delete_teams
 from checks.models import AIUse, Check, Delivery, PageResult, month_start
 from checks.notify import digests
 from monitors.admin.shared import (
@@ -55,11 +55,6 @@ def _ai_this_month(total: Any) -> Coalesce:
     rows = AIUse.objects.filter(team=OuterRef("pk")).this_month(timezone.now())
     summed = rows.order_by().values("team").annotate(n=total).values("n")
     return Coalesce(Subquery(summed), 0)
-
-
-def _monitors_of(team_ids: Any) -> list[Any]:
-    """Every monitor of the teams, deleted ones included."""
-    return list(Monitor.objects.filter(team__in=team_ids).values_list("pk", flat=True))
 
 
 def _admin(request: HttpRequest) -> Actor:
@@ -277,11 +272,8 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
             Activity.objects.filter(team__in=objs),
         ]
 
-    # As a monitor's delete (MonitorAdmin.delete_view): its monitors'
-    # history goes first, a batch a transaction, so a team with a long
-    # history holds no lock for the whole of it; then the team and what is
-    # left in one transaction. A failure part way leaves the team whole, less
-    # some history, and deleting it again takes the rest.
+    # As a monitor's delete: its monitors' history first, a batch a
+    # transaction, then the team (checks.deleting.delete_for_good).
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
@@ -292,7 +284,7 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
             if team is not None and self.has_delete_permission(request, team):
                 _, _, refused, protected = self.get_deleted_objects([team], request)
                 if not refused and not protected:
-                    delete_history(_monitors_of([team.pk]))
+                    delete_history(Monitor.objects.of_teams([team.pk]))
         return super().delete_view(request, object_id, extra_context)
 
     def delete_model(self, request: HttpRequest, obj: Team) -> None:
@@ -301,8 +293,9 @@ class TeamAdmin(CountedDeleteMixin, ChangedFieldsOnlyMixin, admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         # Outside a transaction for the bulk action; nothing left to do here
         # for delete_view, which took the history before its own.
-        delete_history(_monitors_of(queryset.values_list("pk", flat=True)))
-        delete_teams(queryset)
+        ids = list(queryset.values_list("pk", flat=True))
+        teams = Team.objects.filter(pk__in=ids)
+        delete_for_good(Monitor.objects.of_teams(ids), lambda: delete_teams(teams))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:
         # Each count in its own subquery: two Counts over joins would count

@@ -1,8 +1,9 @@
 """People's accounts in the admin: Django's own user pages, where deleting an
 account keeps the rules of the Team page. A team's only owner is not deleted
 (the team would be left with nobody who may manage it: give it another owner
-first), and each team the person leaves says so in its activity log, their
-keys there revoked (teams.members.member_left).
+first; or, alone in it, with nobody at all while its monitors go on checking:
+delete the team first), and each team the person leaves says so in its
+activity log, their keys there revoked (teams.members.member_left).
 
 Their second factors (django-otp's authenticators and recovery codes) are
 shown and may be deleted (a lost phone), never added or changed: a device
@@ -18,8 +19,10 @@ from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
 from django_otp.plugins.otp_static.admin import StaticDeviceAdmin
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
@@ -31,6 +34,7 @@ from monitors.models import Membership, Team
 from teams import second_factor
 from teams.activity import Kind, record_in_their_teams
 from teams.members import member_left
+from teams.models import listed
 
 User = get_user_model()
 # Importing django-otp's admin modules above registered their models.
@@ -77,19 +81,9 @@ class AccountAdmin(UserAdmin):
         deleted, counts, perms_needed, protected = super().get_deleted_objects(
             objs, request
         )
-        others = Membership.objects.filter(
-            team=OuterRef("team"), role=Membership.Role.OWNER
-        ).exclude(user__in=objs)
-        last = (
-            Membership.objects.filter(user__in=objs, role=Membership.Role.OWNER)
-            .filter(~Exists(others))
-            .select_related("team", "user")
-        )
-        protected = list(protected) + [
-            f"{owner.team.name}: its only owner is {owner.user.get_username()} "
-            "(give the team another owner first)"
-            for owner in last
-        ]
+        with transaction.atomic():
+            ownerless = list(Team.objects.left_ownerless_by(*objs))
+        protected = list(protected) + [_left_ownerless(team) for team in ownerless]
         return deleted, counts, perms_needed, protected
 
     def save_model(
@@ -100,7 +94,7 @@ class AccountAdmin(UserAdmin):
         super().save_model(request, obj, form, change)
         if not change or obj.is_active or "is_active" not in form.changed_data:
             return
-        for team in Team.objects.left_ownerless_by(obj):
+        for team in Team.objects.left_ownerless_by(obj).filter(has_others=True):
             self.message_user(
                 request,
                 f"{obj.get_username()} was the only owner of {team.name}, which "
@@ -140,6 +134,31 @@ class AccountAdmin(UserAdmin):
             # (teams.members.account_deleted).
             memberships.delete()
             super().delete_queryset(request, queryset)
+
+
+def _left_ownerless(team: Team) -> str:
+    """Why the deletion waits for `team`, and what the administrator can do
+    about it: give it another owner, or, with nobody else in it, delete it
+    (its monitors would go on checking for nobody)."""
+    owners = listed(
+        list(
+            Membership.objects.filter(team=team, role=Membership.Role.OWNER)
+            .order_by("user__username")
+            .values_list("user__username", flat=True)
+        )
+    )
+    if team.has_others:
+        return (
+            f"{team.name}: its only owner is {owners} (give the team another "
+            "owner first)"
+        )
+    return format_html(
+        '{}: its only owner is {}, and nobody else is in it (<a href="{}">delete '
+        "the team</a> first)",
+        team.name,
+        owners,
+        reverse("admin:monitors_team_delete", args=[team.pk]),
+    )
 
 
 class ShownNotGiven:

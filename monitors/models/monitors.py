@@ -28,6 +28,10 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
     def alive(self) -> MonitorQuerySet:
         return self.filter(deleted_at__isnull=True)
 
+    def of_teams(self, team_ids: Any) -> MonitorQuerySet:
+        """Every monitor of the teams, deleted ones included."""
+        return self.filter(team__in=team_ids)
+
     def for_team(self, team: Team) -> MonitorQuerySet:
         return self.alive().filter(team=team)
 

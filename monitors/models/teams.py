@@ -40,24 +40,33 @@ class TeamQuerySet(models.QuerySet["Team"]):
         found through team_feed_token_unique."""
         return self.filter(feed_token=token, feeds_enabled=True).first()
 
-    def left_ownerless_by(self, user: Any) -> TeamQuerySet:
-        """The teams `user` is the only owner of while others are in them:
-        their going would leave those others with nobody who may manage the
-        team. The owner rows are read locked (PostgreSQL), as
-        Membership.remove reads them, so two owners going at once cannot
-        both pass."""
-        theirs = Membership.objects.filter(user=user, role=Membership.Role.OWNER)
+    def left_ownerless_by(self, *users: Any) -> TeamQuerySet:
+        """The teams whose only owners are `users`, which their accounts'
+        deletion must wait for: with others in the team (`has_others`) it
+        would leave them nobody who may invite, change roles or hand
+        ownership on; alone in it, a team of nobody whose monitors go on
+        checking and e-mailing (the Team page sends such an owner to an
+        administrator to delete the team). The one rule of the admin's
+        confirmation page and of a deletion any other way. The owner rows
+        are read locked (PostgreSQL), as Membership.remove reads them, so
+        two owners going at once cannot both pass."""
+        going = {user.pk for user in users}
+        theirs = Membership.objects.filter(user__in=going, role=Membership.Role.OWNER)
         owners = Membership.objects.select_for_update().filter(
             team__in=theirs.values("team"), role=Membership.Role.OWNER
         )
-        per_team: dict[Any, int] = {}
-        for team_id in owners.values_list("team_id", flat=True):
-            per_team[team_id] = per_team.get(team_id, 0) + 1
-        alone = [team_id for team_id, count in per_team.items() if count == 1]
+        kept: set[Any] = set()
+        teams: set[Any] = set()
+        for team_id, user_id in owners.values_list("team_id", "user_id"):
+            teams.add(team_id)
+            if user_id not in going:
+                kept.add(team_id)
         others = Membership.objects.filter(team=models.OuterRef("pk")).exclude(
-            user=user
+            user__in=going
         )
-        return self.filter(pk__in=alone).filter(models.Exists(others))
+        return self.filter(pk__in=teams - kept).annotate(
+            has_others=models.Exists(others)
+        )
 
 
 class Team(models.Model):

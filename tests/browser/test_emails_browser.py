@@ -4,6 +4,7 @@ or a long line of a diff wraps; none widens the message past the screen."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -79,6 +80,8 @@ def test_a_team_e_mail_fits_a_phone_screen_however_long_its_words(
     message = messages.change(check, meaningful_only=False)
     assert message is not None
 
-    html = team_email.build(channel, message, mia.email).alternatives[0][0]
+    html = team_email.build(channel, message, mia.email, (), uuid.uuid4()).alternatives[
+        0
+    ][0]
 
     assert width_shown(chromium, html, screenshot, "email-team-375") <= 375

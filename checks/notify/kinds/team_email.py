@@ -30,6 +30,7 @@ from __future__ import annotations
 import smtplib
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -116,7 +117,8 @@ def thread_of(channel: Channel, message: dict[str, Any]) -> dict[str, str]:
     elif kind in (messages.FAILING, messages.RECOVERED) and monitor:
         root = mail_headers.thread_root("alerts", monitor)
     elif kind == messages.DIGEST:
-        root = mail_headers.thread_root("digests", f"channel-{channel.pk}")
+        key = mail_headers.of_this_install(f"channel-{channel.pk}")
+        root = mail_headers.thread_root("digests", key)
     else:
         return {}
     return mail_headers.in_thread(root)
@@ -126,8 +128,8 @@ def build(
     channel: Channel,
     message: dict[str, Any],
     to: str,
-    accounts: tuple[int, ...] = (),
-    delivery_key: Any = None,
+    accounts: tuple[int, ...],
+    delivery_key: uuid.UUID,
 ) -> EmailMultiAlternatives:
     title = messages.title(message)
     if message.get("type") == messages.DIGEST:
@@ -159,10 +161,12 @@ def build(
         html_template="emails/team_channel.html",
         context=context,
         headers={
-            **(mail_headers.message_id(delivery_key, to) if delivery_key else {}),
+            **mail_headers.message_id(delivery_key, to),
             **thread_of(channel, message),
             **mail_headers.list_id(
-                f"{channel.name} - {channel.team.name}", "channel", channel.pk
+                f"{channel.name} - {channel.team.name}",
+                "channel",
+                mail_headers.of_this_install(channel.pk),
             ),
             **(consent.one_click_headers(one_click_url) if accounts else {}),
         },
