@@ -314,7 +314,8 @@ def test_a_strip_cell_calls_a_web_search_s_new_match_so_not_a_new_page(
     )
     with django_assert_max_num_queries(9):
         body = web.get(reverse("monitor-list")).content.decode()
-    assert 'title="Fri 20 Nov, 10:00:00: Completed, 1 new, 1 new match"' in body
+    # The History page's order (summary_parts): a search's new matches lead.
+    assert 'title="Fri 20 Nov, 10:00:00: Completed, 1 new match, 1 new"' in body
     assert (
         '<li class="cell c-completed has-changes"'
         ' title="Fri 20 Nov, 11:00:00: Completed, 2 new matches">'
