@@ -8,10 +8,11 @@ only the last CHECKS_LOOKED_AT checks, only pages that changed in each of
 them, at most PAGES_LOOKED_AT of those; nothing is added to a check.
 
 An entry is the line itself with each run of digits standing for any number,
-anchored at both ends, so it leaves out that line whatever its numbers say and
-no other: "1,234 views" gives /^\\d+,\\d+ views$/. A line whose words change
-(a rotating quote) is never suggested: guessing a pattern for it would hide
-too much.
+anchored at both ends (past the indentation a nested list item or a code
+block keeps), so it leaves out that line whatever its numbers say and no
+other: "1,234 views" gives /^\\s*\\d+,\\d+ views\\s*$/. A line whose words
+change (a rotating quote) is never suggested: guessing a pattern for it would
+hide too much.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ CHECKS_LOOKED_AT = 3
 PAGES_LOOKED_AT = 20
 SUGGESTIONS_SHOWN = 5
 
-_NUMBER = re.compile(r"\d+")
+# ASCII digits only: RE2's \d matches 0-9 and no other script's digits, so an
+# entry is only built where it will match.
+_NUMBER = re.compile(r"[0-9]+")
 # What RE2 reads as syntax outside a character class.
 _SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")
 _HEADERS = ("--- previous", "+++ current")
@@ -45,12 +48,13 @@ class Suggestion:
 
 def entry_for(line: str) -> str | None:
     """The /regex/ entry that leaves out `line` whatever its numbers, or None
-    for a line without a number (nothing to generalise)."""
-    line = line.strip()
+    for a line without a number (nothing to generalise) or one the entry
+    would not leave out after all (offering it would change nothing)."""
     if not _NUMBER.search(line):
         return None
-    words = [_SPECIAL.sub(r"\\\1", part) for part in _NUMBER.split(line)]
-    return "/^" + r"\d+".join(words) + "$/"
+    words = [_SPECIAL.sub(r"\\\1", part) for part in _NUMBER.split(line.strip())]
+    entry = r"/^\s*" + r"\d+".join(words) + r"\s*$/"
+    return entry if is_ignored(line, [entry]) else None
 
 
 def numbers_changed(diff_text: str) -> dict[str, str]:
