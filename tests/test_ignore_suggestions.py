@@ -204,6 +204,21 @@ def test_an_entry_the_rules_refuse_is_a_400_and_nothing_changes(web, team, site)
     assert not Activity.objects.filter(monitor=monitor).exists()
 
 
+def test_an_entry_no_column_can_keep_is_a_400_that_says_why(web, team, site):
+    monitor, _ = watch(team, site)
+
+    response = web.post(f"/monitors/{monitor.pk}/ignore-lines/", {"entry": "ab\x00c"})
+
+    assert response.status_code == 400
+    said = "Nothing was added: Null characters are not allowed."
+    assert said in response.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.ignore_lines == []
+    assert rules.ignore_line_error("ab\ud800c") == (
+        "Surrogate characters are not allowed: U+D800."
+    )
+
+
 def test_a_viewer_sees_the_suggestion_but_no_button_and_cannot_post(
     client, team, site, django_user_model
 ):
