@@ -10,12 +10,12 @@ import re
 import pytest
 
 from checks import ignore_suggestions, runner
+from checks.content.noise import strip_noise
 from checks.ignore_suggestions import (
     CHECKS_LOOKED_AT,
     entry_for,
     numbers_changed,
 )
-from checks.content.noise import strip_noise
 from checks.models import Check, PageResult
 from monitors import rules
 from monitors.models import Membership, Monitor, Target, Team
