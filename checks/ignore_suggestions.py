@@ -5,7 +5,8 @@ monitor's noise rule (monitors.rules, "The noise rule").
 
 Worked out from the diffs the checks stored, when the monitor's page is shown:
 only the last CHECKS_LOOKED_AT checks, only pages that changed in each of
-them, at most PAGES_LOOKED_AT of those; nothing is added to a check.
+them, at most PAGES_LOOKED_AT of those; nothing is added to a check. Kept
+in the cache until a newer check finishes or the lines to ignore change.
 
 An entry is the line itself with each run of digits standing for any number,
 anchored at both ends (past the indentation a nested list item or a code
@@ -17,8 +18,13 @@ hide too much.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
 
 from checks.content.noise import is_ignored
 from checks.models import Check, PageResult
@@ -31,6 +37,7 @@ from monitors.models import Monitor
 CHECKS_LOOKED_AT = 3
 PAGES_LOOKED_AT = 20
 SUGGESTIONS_SHOWN = 5
+CACHED_FOR = 10 * 60  # seconds
 
 # ASCII digits only: RE2's \d matches 0-9 and no other script's digits, so an
 # entry is only built where it will match.
@@ -86,6 +93,19 @@ def suggestions_for(monitor: Monitor) -> list[Suggestion]:
     )
     if len(check_ids) < CHECKS_LOOKED_AT:
         return []
+    # A finished check's diffs never change, so the suggestions stand until a
+    # newer check finishes or the lines to ignore are edited; cached so each
+    # view of the page does not unpack the diffs again.
+    ignored = hashlib.sha256(json.dumps(monitor.ignore_lines).encode()).hexdigest()
+    key = f"ignore-suggestions:{monitor.pk}:{check_ids[0]}:{ignored[:32]}"
+    found = cache.get(key)
+    if found is None:
+        found = _worked_out(monitor, check_ids)
+        cache.set(key, found, CACHED_FOR)
+    return found
+
+
+def _worked_out(monitor: Monitor, check_ids: list[Any]) -> list[Suggestion]:
     pages = list(PageResult.objects.changed_in_each(check_ids, PAGES_LOOKED_AT))
     PageResult.with_diffs(pages)
     per_url: dict[str, dict[object, dict[str, str]]] = {}

@@ -267,6 +267,35 @@ def test_the_parts_htmx_refreshes_while_checks_run_read_no_diffs(
     assert looked == [monitor]
 
 
+def test_a_second_view_reads_no_diffs_until_a_check_finishes_or_the_lines_change(
+    web, team, site, monkeypatch
+):
+    monitor, _ = watch(team, site)
+    run(monitor)
+    checks_with_a_ticking_footer(monitor, site, CHECKS_LOOKED_AT)
+    worked_out = ignore_suggestions._worked_out
+    reads: list[Monitor] = []
+
+    def counted(monitor: Monitor, check_ids: list) -> list:
+        reads.append(monitor)
+        return worked_out(monitor, check_ids)
+
+    monkeypatch.setattr(ignore_suggestions, "_worked_out", counted)
+
+    def view() -> list[str]:
+        return shown_entries(web.get(monitor.get_absolute_url()).content.decode())
+
+    assert view() == [FOOTER_ENTRY]
+    assert view() == [FOOTER_ENTRY]
+    assert len(reads) == 1
+    checks_with_a_ticking_footer(monitor, site, 1)
+    assert view() == [FOOTER_ENTRY]
+    assert len(reads) == 2
+    Monitor.objects.filter(pk=monitor.pk).update(ignore_lines=["Last updated"])
+    assert view() == []
+    assert len(reads) == 3
+
+
 def test_no_more_lines_than_the_form_allows_can_be_added(web, team, site):
     monitor, _ = watch(team, site)
     full = [f"line {n}" for n in range(rules.IGNORE_LINES_MAX)]
