@@ -5,19 +5,26 @@ monitor's noise rule (monitors.rules, "The noise rule").
 
 Worked out from the diffs the checks stored, when the monitor's page is shown:
 only the last CHECKS_LOOKED_AT checks, only pages that changed in each of
-them, at most PAGES_LOOKED_AT of those; nothing is added to a check.
+them, at most PAGES_LOOKED_AT of those; nothing is added to a check. Kept
+in the cache until a newer check finishes or the lines to ignore change.
 
 An entry is the line itself with each run of digits standing for any number,
-anchored at both ends, so it leaves out that line whatever its numbers say and
-no other: "1,234 views" gives /^\\d+,\\d+ views$/. A line whose words change
-(a rotating quote) is never suggested: guessing a pattern for it would hide
-too much.
+anchored at both ends (past the indentation a nested list item or a code
+block keeps), so it leaves out that line whatever its numbers say and no
+other: "1,234 views" gives /^\\s*\\d+,\\d+ views\\s*$/. A line whose words
+change (a rotating quote) is never suggested: guessing a pattern for it would
+hide too much.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
 
 from checks.content.noise import is_ignored
 from checks.models import Check, PageResult
@@ -30,8 +37,11 @@ from monitors.models import Monitor
 CHECKS_LOOKED_AT = 3
 PAGES_LOOKED_AT = 20
 SUGGESTIONS_SHOWN = 5
+CACHED_FOR = 10 * 60  # seconds
 
-_NUMBER = re.compile(r"\d+")
+# ASCII digits only: RE2's \d matches 0-9 and no other script's digits, so an
+# entry is only built where it will match.
+_NUMBER = re.compile(r"[0-9]+")
 # What RE2 reads as syntax outside a character class.
 _SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")
 _HEADERS = ("--- previous", "+++ current")
@@ -45,12 +55,13 @@ class Suggestion:
 
 def entry_for(line: str) -> str | None:
     """The /regex/ entry that leaves out `line` whatever its numbers, or None
-    for a line without a number (nothing to generalise)."""
-    line = line.strip()
+    for a line without a number (nothing to generalise) or one the entry
+    would not leave out after all (offering it would change nothing)."""
     if not _NUMBER.search(line):
         return None
-    words = [_SPECIAL.sub(r"\\\1", part) for part in _NUMBER.split(line)]
-    return "/^" + r"\d+".join(words) + "$/"
+    words = [_SPECIAL.sub(r"\\\1", part) for part in _NUMBER.split(line.strip())]
+    entry = r"/^\s*" + r"\d+".join(words) + r"\s*$/"
+    return entry if is_ignored(line, [entry]) else None
 
 
 def numbers_changed(diff_text: str) -> dict[str, str]:
@@ -82,6 +93,19 @@ def suggestions_for(monitor: Monitor) -> list[Suggestion]:
     )
     if len(check_ids) < CHECKS_LOOKED_AT:
         return []
+    # A finished check's diffs never change, so the suggestions stand until a
+    # newer check finishes or the lines to ignore are edited; cached so each
+    # view of the page does not unpack the diffs again.
+    ignored = hashlib.sha256(json.dumps(monitor.ignore_lines).encode()).hexdigest()
+    key = f"ignore-suggestions:{monitor.pk}:{check_ids[0]}:{ignored[:32]}"
+    found = cache.get(key)
+    if found is None:
+        found = _worked_out(monitor, check_ids)
+        cache.set(key, found, CACHED_FOR)
+    return found
+
+
+def _worked_out(monitor: Monitor, check_ids: list[Any]) -> list[Suggestion]:
     pages = list(PageResult.objects.changed_in_each(check_ids, PAGES_LOOKED_AT))
     PageResult.with_diffs(pages)
     per_url: dict[str, dict[object, dict[str, str]]] = {}

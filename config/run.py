@@ -361,7 +361,11 @@ def environment(env_file: Path) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",  # lines show up as they are written
     }
     host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
-    env.setdefault("PUBLIC_BASE_URL", f"http://{host}:{port}")
+    if "PUBLIC_BASE_URL" not in env:
+        env["PUBLIC_BASE_URL"] = f"http://{host}:{port}"
+        # Not the operator's word (0.0.0.0 is no address to give a client):
+        # the API's next links keep following the request's host.
+        env["PUBLIC_BASE_URL_FILLED_IN"] = "true"
     return env
 
 

@@ -116,6 +116,12 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 CSRF_FAILURE_VIEW = "config.views.csrf_failure"  # templates/403_csrf.html, marked
 PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
+# Whether the operator named the address clients use: the API's next links
+# start there only then. The default, and the http://HOST:PORT `make run` fills
+# in (and says so), may be no address a client elsewhere can reach.
+PUBLIC_BASE_URL_SET = bool(os.environ.get("PUBLIC_BASE_URL", "").strip()) and not (
+    env_bool("PUBLIC_BASE_URL_FILLED_IN", False)
+)
 # Only behind a proxy that sets these headers itself may they be believed.
 TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
 USE_X_FORWARDED_HOST = TRUST_PROXY_HEADERS

@@ -20,6 +20,8 @@ import idna
 import re2
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from monitors.rules_problems import unstorable_problem
+
 NAME_MAX = 256
 GOAL_MAX = 2000
 SCHEDULE_MAX, TIMEZONE_MAX = 128, 64
@@ -818,6 +820,8 @@ def ignore_line_error(entry: str) -> str | None:
     """Why an ignoreLines entry cannot be used (fit to show a user), or None."""
     if not entry.strip():
         return "Empty entries are not allowed."
+    if (problem := unstorable_problem(entry)) is not None:
+        return problem.message
     if len(entry) > IGNORE_LINE_MAX:
         return f"Each entry must be at most {IGNORE_LINE_MAX} characters."
     pattern = ignore_line_regex(entry)

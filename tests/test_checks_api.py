@@ -276,6 +276,7 @@ def test_check_detail_has_the_contract_shape(api, monitor):
 
 def test_check_detail_pages_with_an_absolute_next(api, monitor, settings):
     settings.PUBLIC_BASE_URL = "https://pagewatch.example"
+    settings.PUBLIC_BASE_URL_SET = True
     check = make_check(monitor, pages=30)
     base = f"https://pagewatch.example/v2/monitor/{monitor.pk}/checks/{check.pk}"
 
@@ -312,6 +313,7 @@ def test_next_starts_at_the_public_base_url_whatever_the_request_says(
     # Behind a proxy the request's own host and scheme are the proxy's view
     # (http, an inner name); the JS SDK follows `next` as given, key and all.
     settings.PUBLIC_BASE_URL = "https://pagewatch.example"
+    settings.PUBLIC_BASE_URL_SET = True
     check = make_check(monitor, pages=3)
     path = url(monitor, f"/checks/{check.pk}?limit=1")
     expected = f"https://pagewatch.example{path.replace('limit=1', 'skip=1&limit=1')}"
@@ -325,6 +327,27 @@ def test_next_starts_at_the_public_base_url_whatever_the_request_says(
     settings.USE_X_FORWARDED_HOST = True
     settings.ALLOWED_HOSTS = ["testserver", "evil.example"]
     assert api.get(path, **forwarded).json()["next"] == expected
+
+
+def test_next_follows_the_requests_host_while_no_public_base_url_is_set(
+    api, monitor, settings
+):
+    # The default names this machine: a client elsewhere would send its key
+    # to its own 127.0.0.1 and stop short.
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"
+    settings.PUBLIC_BASE_URL_SET = False
+    settings.ALLOWED_HOSTS = ["pw.lan"]
+    check = make_check(monitor, pages=3)
+    path = url(monitor, f"/checks/{check.pk}?limit=1")
+
+    body = api.get(path, HTTP_HOST="pw.lan:8000").json()
+
+    assert body["next"] == "http://pw.lan:8000" + path.replace(
+        "limit=1", "skip=1&limit=1"
+    )
+    make_check(monitor)
+    checks = api.get(url(monitor, "/checks?limit=1"), HTTP_HOST="pw.lan:8000")
+    assert checks.json()["next"].startswith(f"http://pw.lan:8000{url(monitor, '')}")
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=101", "skip=-1", "status=queued"])

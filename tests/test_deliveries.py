@@ -634,3 +634,22 @@ def test_the_deliveries_pages_need_a_session(team, client, receiver):
     response = client.get(f"/monitors/{monitor.pk}/deliveries/")
     assert response.status_code == 302
     assert "/accounts/login/" in response["Location"]
+
+
+def test_a_delivery_outcome_moves_the_checks_updated_at_with_its_status(
+    team, receiver, scenario, queued, api, time_machine
+):
+    time_machine.move_to(START, tick=False)
+    monitor = make_monitor(team, webhook=completed_only(receiver.url))
+    check = scenario.finish(scenario.start(monitor))
+    path = f"/v2/monitor/{monitor.pk}/checks/{check.pk}"
+    finished = api.get(path).json()["data"]
+
+    time_machine.shift(timedelta(minutes=1))
+    queued.run()
+
+    delivered = api.get(path).json()["data"]
+    assert finished["notificationStatus"]["webhook"]["delivered"] is False
+    assert delivered["notificationStatus"]["webhook"]["delivered"] is True
+    assert finished["updatedAt"] == "2026-05-17T15:30:00.000Z"
+    assert delivered["updatedAt"] == "2026-05-17T15:31:00.000Z"

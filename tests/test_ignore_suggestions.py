@@ -10,6 +10,7 @@ import re
 import pytest
 
 from checks import ignore_suggestions, runner
+from checks.content.noise import strip_noise
 from checks.ignore_suggestions import (
     CHECKS_LOOKED_AT,
     entry_for,
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.django_db
 
 ARTICLE = "<h1>News</h1><p>Our prices stay the same this year: $19 a month.</p>"
 BUTTON = "Ignore these lines"
+FOOTER_ENTRY = r"/^\s*Last updated: \d+-\d+-\d+ \d+:\d+:\d+ UTC\s*$/"
 
 
 @pytest.fixture(autouse=True)
@@ -75,20 +77,59 @@ def shown_entries(page: str) -> list[str]:
 
 
 def test_a_line_whose_numbers_change_is_generalised_to_any_number():
-    assert entry_for("Last updated: 2026-11-30 01:02:07 UTC") == (
-        r"/^Last updated: \d+-\d+-\d+ \d+:\d+:\d+ UTC$/"
-    )
+    assert entry_for("Last updated: 2026-11-30 01:02:07 UTC") == (FOOTER_ENTRY)
     assert entry_for("![Logo](http://x.test/logo.png?v=123)") == (
-        r"/^!\[Logo\]\(http://x\.test/logo\.png\?v=\d+\)$/"
+        r"/^\s*!\[Logo\]\(http://x\.test/logo\.png\?v=\d+\)\s*$/"
     )
     assert entry_for("Our team") is None
+
+
+def test_an_indented_line_gets_an_entry_that_leaves_it_out():
+    line = "  - 1,234 views"  # a nested list item, as our Markdown indents it
+
+    entry = entry_for(line)
+
+    assert entry == r"/^\s*- \d+,\d+ views\s*$/"
+    text = "- Stats\n  - 1,240 views\n- Our team"
+    assert strip_noise(text, [entry]) == "- Stats\n- Our team"
+
+
+def test_a_line_whose_digits_re2_does_not_read_as_digits_gets_no_entry():
+    arabic = "\u0661\u0662\u0663"  # Arabic-Indic digits: Python's \d, not RE2's
+
+    assert entry_for(f"Views: {arabic}") is None
+    assert entry_for(f"Views: {arabic} of 5") == f"/^\\s*Views: {arabic} of \\d+\\s*$/"
+
+
+def test_a_counter_in_a_nested_list_is_suggested_and_ignoring_it_keeps_the_page_same(
+    web, team, site
+):
+    def counter(views: int) -> str:
+        stats = f"<ul><li>Stats<ul><li>{views:,} views</li></ul></li></ul>"
+        return site.html("/news", "News", ARTICLE + stats)
+
+    url = counter(1234)
+    monitor = Monitor.objects.create(team=team, name="News", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=[url])
+    for views in range(1234, 1234 + CHECKS_LOOKED_AT + 1):
+        counter(views)
+        run(monitor)
+    shown = shown_entries(web.get(monitor.get_absolute_url()).content.decode())
+    assert shown == [r"/^\s*- \d+,\d+ views\s*$/"]
+
+    web.post(f"/monitors/{monitor.pk}/ignore-lines/", {"entry": shown})
+
+    counter(9999)
+    assert run(monitor).pages.get(url=url).status == PageResult.Status.SAME
+    page = web.get(monitor.get_absolute_url()).content.decode()
+    assert BUTTON not in page
 
 
 def test_a_rotating_quote_is_not_a_line_whose_numbers_changed():
     diff = "--- previous\n+++ current\n@@ -1,1 +1,1 @@\n-> Great tool\n+> Saved my day"
     assert numbers_changed(diff) == {}
     counter = "--- previous\n+++ current\n@@ -1,1 +1,1 @@\n-1,234 views\n+1,240 views"
-    assert numbers_changed(counter) == {r"/^\d+,\d+ views$/": "1,240 views"}
+    assert numbers_changed(counter) == {r"/^\s*\d+,\d+ views\s*$/": "1,240 views"}
 
 
 def test_a_footer_that_changed_in_each_of_the_last_checks_is_suggested_not_before(
@@ -107,7 +148,7 @@ def test_a_footer_that_changed_in_each_of_the_last_checks_is_suggested_not_befor
     said = f"changed in every one of the last {CHECKS_LOOKED_AT} checks, only in its"
     assert said in page
     assert "“Last updated: 2026-11-30 01:01:07 UTC”" in page
-    assert shown_entries(page) == [r"/^Last updated: \d+-\d+-\d+ \d+:\d+:\d+ UTC$/"]
+    assert shown_entries(page) == [FOOTER_ENTRY]
     assert BUTTON in page
 
 
@@ -122,7 +163,7 @@ def test_a_line_that_changed_only_once_is_not_suggested(web, team, site):
     assert PageResult.objects.filter(status="changed").count() == CHECKS_LOOKED_AT + 1
 
     page = web.get(monitor.get_absolute_url()).content.decode()
-    assert shown_entries(page) == [r"/^Last updated: \d+-\d+-\d+ \d+:\d+:\d+ UTC$/"]
+    assert shown_entries(page) == [FOOTER_ENTRY]
     assert "$24" not in re.search(r'id="noise-suggestions".*?</section>', page, re.S)[0]
 
 
@@ -161,6 +202,21 @@ def test_an_entry_the_rules_refuse_is_a_400_and_nothing_changes(web, team, site)
     monitor.refresh_from_db()
     assert monitor.ignore_lines == []
     assert not Activity.objects.filter(monitor=monitor).exists()
+
+
+def test_an_entry_no_column_can_keep_is_a_400_that_says_why(web, team, site):
+    monitor, _ = watch(team, site)
+
+    response = web.post(f"/monitors/{monitor.pk}/ignore-lines/", {"entry": "ab\x00c"})
+
+    assert response.status_code == 400
+    said = "Nothing was added: Null characters are not allowed."
+    assert said in response.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.ignore_lines == []
+    assert rules.ignore_line_error("ab\ud800c") == (
+        "Surrogate characters are not allowed: U+D800."
+    )
 
 
 def test_a_viewer_sees_the_suggestion_but_no_button_and_cannot_post(
@@ -209,6 +265,35 @@ def test_the_parts_htmx_refreshes_while_checks_run_read_no_diffs(
     assert looked == []
     web.get(monitor.get_absolute_url())
     assert looked == [monitor]
+
+
+def test_a_second_view_reads_no_diffs_until_a_check_finishes_or_the_lines_change(
+    web, team, site, monkeypatch
+):
+    monitor, _ = watch(team, site)
+    run(monitor)
+    checks_with_a_ticking_footer(monitor, site, CHECKS_LOOKED_AT)
+    worked_out = ignore_suggestions._worked_out
+    reads: list[Monitor] = []
+
+    def counted(monitor: Monitor, check_ids: list) -> list:
+        reads.append(monitor)
+        return worked_out(monitor, check_ids)
+
+    monkeypatch.setattr(ignore_suggestions, "_worked_out", counted)
+
+    def view() -> list[str]:
+        return shown_entries(web.get(monitor.get_absolute_url()).content.decode())
+
+    assert view() == [FOOTER_ENTRY]
+    assert view() == [FOOTER_ENTRY]
+    assert len(reads) == 1
+    checks_with_a_ticking_footer(monitor, site, 1)
+    assert view() == [FOOTER_ENTRY]
+    assert len(reads) == 2
+    Monitor.objects.filter(pk=monitor.pk).update(ignore_lines=["Last updated"])
+    assert view() == []
+    assert len(reads) == 3
 
 
 def test_no_more_lines_than_the_form_allows_can_be_added(web, team, site):

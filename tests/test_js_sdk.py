@@ -192,11 +192,8 @@ def sdk_error(steps: dict[str, dict], name: str) -> dict[str, Any]:
 
 
 def test_js_sdk_drives_monitors_and_checks(
-    live_server, api_key, team, site, checks_run_inline, tmp_path, settings
+    live_server, api_key, team, site, checks_run_inline, tmp_path
 ):
-    # The SDK follows a check's `next` as given, and `next` starts at
-    # PUBLIC_BASE_URL, the address clients use.
-    settings.PUBLIC_BASE_URL = live_server.url
     urls = [site.url("/a"), site.url("/b")]
     steps = drive(live_server, api_key, urls, tmp_path)
     assert ok(steps, "sdk")["version"] == _pinned("@mendable/firecrawl-js")

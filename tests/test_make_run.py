@@ -236,6 +236,16 @@ def test_public_base_url_follows_host_and_port_set_in_the_env_file(tmp_path):
     assert done.stdout == "http://127.0.0.1:9123\n"
 
 
+def test_a_public_base_url_filled_in_from_host_and_port_says_so(tmp_path):
+    said = "echo $PUBLIC_BASE_URL ${PUBLIC_BASE_URL_FILLED_IN:-given}"
+
+    filled = run_once(tmp_path, "HOST=0.0.0.0\n", said)
+    given = run_once(tmp_path, "", said, PUBLIC_BASE_URL="https://pw.example")
+
+    assert filled.stdout == "http://0.0.0.0:8000 true\n"
+    assert given.stdout == "https://pw.example given\n"
+
+
 def test_a_public_base_url_that_is_given_is_kept(tmp_path):
     done = run_once(
         tmp_path,

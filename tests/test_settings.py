@@ -442,6 +442,18 @@ def test_cookies_are_secure_by_default_when_the_public_address_is_https(tmp_path
     assert fresh(both, tmp_path, SECURE_COOKIES="true") == [True, True]
 
 
+def test_next_links_start_at_the_public_address_only_when_the_operator_set_it(
+    tmp_path,
+):
+    flag = "settings.PUBLIC_BASE_URL_SET"
+    made_run = {"PUBLIC_BASE_URL_FILLED_IN": "true"}
+
+    assert fresh(flag, tmp_path, PUBLIC_BASE_URL="https://pw.example") is True
+    assert fresh(flag, tmp_path, PUBLIC_BASE_URL="http://0.0.0.0:8000", **made_run) is (
+        False
+    )
+
+
 def test_var_and_the_secret_key_are_made_for_this_user_alone(tmp_path):
     var = tmp_path / "var"
 

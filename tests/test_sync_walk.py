@@ -85,6 +85,7 @@ def walk(get: Callable[[str], Any], first: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def public(settings) -> str:
     settings.PUBLIC_BASE_URL = "https://pagewatch.example"
+    settings.PUBLIC_BASE_URL_SET = True
     return "https://pagewatch.example"
 
 

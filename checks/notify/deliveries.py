@@ -33,6 +33,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from checks import shared_clock
 from checks.models import Check, PageResult
 from checks.notify import emails, events, own
 from checks.notify import status as notification_status
@@ -127,7 +128,9 @@ def record_check_finished(check: Check, *, write: bool = True) -> list[Delivery]
         }
     check.notification_status = status
     if write:
-        Check.objects.filter(pk=check.pk).update(notification_status=status)
+        Check.objects.filter(pk=check.pk).update(
+            notification_status=status, updated_at=shared_clock.now()
+        )
     return created
 
 

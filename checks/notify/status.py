@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count
 
+from checks import shared_clock
 from checks.models import Check
 from checks.notify import emails
 from checks.notify.models import Delivery
@@ -144,4 +145,7 @@ def refresh_notification_status(check_id: Any) -> None:
             .first()
         )
         status = compose(check_id, current)
-        Check.objects.filter(pk=check_id).update(notification_status=status)
+        # A check's updatedAt moves whenever its notificationStatus does.
+        Check.objects.filter(pk=check_id).update(
+            notification_status=status, updated_at=shared_clock.now()
+        )

@@ -44,9 +44,9 @@ BEFORE = OpenApiParameter(
 NEXT = serializers.URLField(
     required=False,
     help_text=(
-        "Pagewatch extension: the absolute address of the next page (from "
-        "PUBLIC_BASE_URL), with the same `limit` and filters and a `before` "
-        "cursor; absent on the last page."
+        "Pagewatch extension: the absolute address of the next page (at "
+        "PUBLIC_BASE_URL when set, else at the request's host), with the same "
+        "`limit` and filters and a `before` cursor; absent on the last page."
     ),
 )
 
@@ -92,14 +92,20 @@ def newest_first(rows: QuerySet[Any], before: Cursor | None) -> QuerySet[Any]:
 
 
 def next_link(request: Request, last: Any, limit: int, **filters: str | None) -> str:
-    """The next page's absolute address: this path at PUBLIC_BASE_URL, like
-    every link Pagewatch gives out (a request's own host is the proxy's view of
-    it), after `last`, with the same limit and filters."""
+    """The next page's absolute address (see `absolute`), after `last`, with
+    the same limit and filters."""
     query: dict[str, Any] = {"limit": limit, "before": str(Cursor.of(last))}
     query |= {name: value for name, value in filters.items() if value}
     return absolute(request, query)
 
 
 def absolute(request: Request, query: dict[str, Any]) -> str:
-    """This request's path with `query`, at PUBLIC_BASE_URL."""
-    return f"{settings.PUBLIC_BASE_URL}{request.path}?{urlencode(query)}"
+    """This request's path with `query`, at PUBLIC_BASE_URL when the operator
+    set it (behind a proxy a request's own host is the proxy's view of it).
+    Unset, its default names this machine, which a client elsewhere would
+    take for its own (the JS SDK follows `next` as given, key and all), so the
+    request's host is used, which ALLOWED_HOSTS has vetted."""
+    address = f"{request.path}?{urlencode(query)}"
+    if settings.PUBLIC_BASE_URL_SET:
+        return f"{settings.PUBLIC_BASE_URL}{address}"
+    return request.build_absolute_uri(address)

@@ -18,7 +18,7 @@ from tests.browser.test_dashboard_browser import assert_clean
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-ENTRY = r"/^Last updated: \d+:\d+ UTC$/"
+ENTRY = r"/^\s*Last updated: \d+:\d+ UTC\s*$/"
 
 
 def serve(site, minute: int) -> str:
