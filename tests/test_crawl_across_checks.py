@@ -4,16 +4,20 @@ still there is never `removed` then `new`), and no crawl runs away."""
 
 from __future__ import annotations
 
+import html
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from checks import runner
+from checks.crawl.kept_out import KEPT_OUT_CHECKS, REMOVED
 from checks.crawl.scope import canonical
 from checks.models import Check
 from config.celery import app as celery_app
+from monitors.models import Membership
 from tests.sites import Site, sections_site, sessions_site
 from tests.test_batches import batch_ids
 from tests.test_crawl import crawl_monitor, crawl_result, nav, paths, run_check
@@ -155,9 +159,43 @@ def test_a_page_robots_txt_keeps_out_for_a_while_is_not_removed_then_new(team, s
     back = run_check(monitor)
 
     assert paths(first) == {"", "a", "b"}
-    assert statuses(kept_out) == {"same": {"", "b"}}
+    # Listed, saying why it was not looked at, rather than left out silently.
+    assert statuses(kept_out) == {"same": {"", "b"}, "error": {"a"}}
+    [page] = kept_out.pages.filter(status="error")
+    assert "robots.txt" in page.error and "Not checked" in page.error
+    assert kept_out.status == Check.Status.PARTIAL
     assert site.requests_to("/a") and len(site.requests_to("/a")) == 2
     assert statuses(back) == {"same": {"", "a", "b"}}
+
+
+def test_a_page_robots_txt_keeps_out_for_good_is_removed_once_saying_why(
+    team, site, client, django_user_model
+):
+    site.html("/", "Home", nav("/a", "/b"))
+    site.html("/a", "A", "<p>a</p>")
+    site.html("/b", "B", "<p>b</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.page("/robots.txt", "User-agent: *\nDisallow: /a\n", content_type="text/plain")
+
+    kept_out = [run_check(monitor) for _ in range(KEPT_OUT_CHECKS + 1)]
+
+    *waiting, removed, after = kept_out
+    for check in waiting:
+        assert statuses(check) == {"same": {"", "b"}, "error": {"a"}}
+    assert statuses(removed) == {"same": {"", "b"}, "removed": {"a"}}
+    [page] = removed.pages.filter(status="removed")
+    assert page.error == "The site's robots.txt now asks crawlers to stay out."
+    assert removed.status == Check.Status.COMPLETED
+    assert statuses(after) == {"same": {"", "b"}}  # once, then no longer listed
+    assert len(site.requests_to("/a")) == 1  # the first check's, never since
+    user = django_user_model.objects.create_user("ana", "ana@acme.test", "pw-x")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.VIEWER)
+    client.force_login(user)
+    for check, said in ((waiting[0], "Not checked: the site"), (removed, REMOVED)):
+        ids = {"pk": monitor.pk, "check_id": check.pk}
+        shown = html.unescape(client.get(reverse("check-detail", kwargs=ids)).text)
+        assert said in shown
 
 
 # --- Links that lead to no page ----------------------------------------------------

@@ -81,8 +81,9 @@ _OWN_HEADERS = frozenset(
         "if-none-match", "if-modified-since",
     }
 )  # fmt: skip
-# A page whose time ran out after this many navigations of its own kept
-# redirecting (by script, or by refresh) rather than loading slowly.
+# A page that navigates on more than this many times (by script, or by
+# refresh) is a redirect loop: it is stopped then, however fast the machine
+# got it there, rather than left to run out of time as a slow page.
 SCRIPT_REDIRECTS = 20
 BROWSER_DIED = (
     "The browser stopped while showing the page (it crashed or was stopped); "
@@ -226,6 +227,7 @@ class _Visit:
         self.budget = budget_seconds(job)
         self.crashes: list[float] = []
         self.traffic = page_actions.Traffic()
+        self.deadline: asyncio.Timeout | None = None
 
     def remaining_ms(self) -> float:
         return max((self.budget - (time.monotonic() - self.started)) * 1000, 0)
@@ -240,7 +242,7 @@ class _Visit:
         page.on("crash", lambda _page: self.crashes.append(time.monotonic()))
         page.on("download", lambda download: self.downloads.add(download.url))
         try:
-            async with asyncio.timeout(self.budget):
+            async with asyncio.timeout(self.budget) as self.deadline:
                 return await self._visit(page)
         except TimeoutError:
             raise self._timed_out() from None
@@ -359,6 +361,9 @@ class _Visit:
     def _note_navigation(self, page: Page, request: Request) -> None:
         if request.is_navigation_request() and request.frame == page.main_frame:
             self.navigations.append(request.url)
+            if len(self.navigations) > SCRIPT_REDIRECTS and self.deadline:
+                # Its time ends now: _timed_out says it is a redirect loop.
+                self.deadline.reschedule(asyncio.get_running_loop().time())
 
     def _note_document(self, page: Page, response: Response) -> None:
         request = response.request

@@ -35,6 +35,7 @@ from checks.browser.options import browser_options
 from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl import known
 from checks.crawl.discovery import robots_of
+from checks.crawl.kept_out import kept_out
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
 from checks.errors import ErrorKind, error_words
@@ -476,9 +477,10 @@ def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
     )
     items: list[Item] = []
     for state in states.iterator():
-        # A page robots.txt now keeps crawlers off was not looked at, so it
-        # is not known to be gone: it keeps its place until it is allowed.
-        if scope.key(state.url) in seen or not scope.robots_allow(state.url):
+        if scope.key(state.url) in seen:
+            continue
+        if not scope.robots_allow(state.url):
+            items.append(kept_out(check, target, state))
             continue
         job = PageJob(
             target.id, state.url, target.scrape_options or {}, 0, uuid.uuid4()

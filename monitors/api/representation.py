@@ -27,6 +27,11 @@ from monitors.wire.monitor import (
     target_representation,
 )
 
+ZONE_GONE = (
+    "schedule.timezone {zone} is no longer in this server's time zone database: "
+    "the monitor runs on UTC until schedule.timezone names another zone."
+)
+
 
 class SummarySerializer(serializers.Serializer):
     totalPages = serializers.IntegerField()
@@ -105,7 +110,9 @@ class MonitorSerializer(serializers.Serializer):
     warning = serializers.SerializerMethodField(
         help_text=(
             "Why part of this monitor will not run on this server (a search "
-            "target with no search provider configured); null when all of it runs."
+            "target with no search provider configured), or not as set (a "
+            "schedule.timezone the time zone database no longer has); null when "
+            "all of it runs as set."
         )
     )
     feedUrl = serializers.SerializerMethodField(
@@ -186,6 +193,8 @@ class MonitorSerializer(serializers.Serializer):
         held = self._ai_held(monitor)
         if held:
             reasons[held] = None
+        if monitor.zone_gone_words:
+            reasons[ZONE_GONE.format(zone=monitor.schedule_timezone)] = None
         return " ".join(reasons) or None
 
     def _ai_held(self, monitor: Monitor) -> str | None:

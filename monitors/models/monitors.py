@@ -182,7 +182,30 @@ class Monitor(models.Model):
 
     @property
     def schedule(self) -> schedules.Schedule:
-        return schedules.Schedule(self.schedule_cron, self.schedule_timezone)
+        return schedules.Schedule(self.schedule_cron, self.run_zone)
+
+    @property
+    def run_zone(self) -> str:
+        """The zone its schedule runs in: its own, else UTC once the tz
+        database dropped it (US/Pacific-New went in 2020, others go with a
+        server's tzdata upgrade), so the monitor keeps running instead of
+        failing every dispatcher tick; zone_gone_words says so."""
+        try:
+            return schedules.normalize_timezone(self.schedule_timezone)
+        except schedules.ScheduleError:
+            return schedules.DEFAULT_TIMEZONE
+
+    @property
+    def zone_gone_words(self) -> str:
+        """Why it runs on UTC, for staff; "" while its own zone exists."""
+        try:
+            schedules.normalize_timezone(self.schedule_timezone)
+        except schedules.ScheduleError:
+            return (
+                f"Its time zone {self.schedule_timezone} no longer exists; it runs "
+                "on UTC until you pick another."
+            )
+        return ""
 
     @property
     def is_active(self) -> bool:

@@ -239,12 +239,12 @@ def schedule_said(monitor: Any) -> SafeString:
     only way left to say exactly when it runs."""
     words = describe(monitor.schedule)
     if words is not None:
-        return format_html("{}, {}", words, monitor.schedule_timezone)
+        return format_html("{}, {}", words, monitor.run_zone)
     return format_html(
         '{} <code class="muted" title="Cron expression">{}</code>, {}',
         CUSTOM_SCHEDULE,
         monitor.schedule_cron,
-        monitor.schedule_timezone,
+        monitor.run_zone,
     )
 
 

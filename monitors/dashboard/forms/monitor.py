@@ -88,6 +88,11 @@ class MonitorForm:
         if data is None:
             if monitor is not None:
                 self.main = self._main_fields(initial=monitor_initial(monitor))
+                if monitor.zone_gone_words:
+                    # Said where it is fixed, before anyone saves.
+                    self.errors["schedule"] = [monitor.zone_gone_words]
+                    self.schedule_faults = ["timezone"]
+                    self.mark_invalid()
                 self.targets = [
                     TargetFields(prefix=new_target_key(), initial=target_initial(t))
                     for t in self._stored_targets.values()
