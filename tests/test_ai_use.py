@@ -16,6 +16,7 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from checks import runner
+from checks.ai.client import Use
 from checks.models import AIUse, Check, PageResult
 from monitors.models import Membership, Monitor, Target, Team
 from tests.llm import PLANS, PLANS_SCHEMA, USAGE, FakeModel
@@ -411,3 +412,31 @@ def test_metrics_count_ai_tokens_and_requests_by_kind(
         sample("pagewatch_ai_requests_total", kind="summary", tokens="unreported") == 1
     )
     assert sample("pagewatch_ai_requests_total", kind="summary", tokens="reported") == 0
+
+
+# --- recorded by batches -------------------------------------------------------------
+
+
+def test_two_batches_of_one_check_add_up_in_one_row(team):
+    monitor = Monitor.objects.create(team=team, name="Pricing", schedule_cron="@daily")
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+
+    AIUse.objects.record(check, {"judgment": Use(1, 10, 5, 0)})
+    AIUse.objects.record(check, {"judgment": Use(2, 100, 50, 1)})
+
+    assert used(check_run=check) == {"judgment": (3, 110, 55, 1)}
+    assert AIUse.objects.filter(check_run=check).count() == 1
+
+
+def test_a_crawl_running_past_month_end_counts_later_tokens_in_the_new_month(team):
+    monitor = Monitor.objects.create(team=team, name="Pricing", schedule_cron="@daily")
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+
+    with time_machine.travel(datetime(2026, 11, 30, 23, 50, tzinfo=UTC)):
+        AIUse.objects.record(check, {"judgment": Use(1, 10, 5, 0)})
+    with time_machine.travel(datetime(2026, 12, 1, 0, 10, tzinfo=UTC)):
+        AIUse.objects.record(check, {"judgment": Use(1, 100, 50, 0)})
+
+    december = AIUse.objects.filter(team=team).this_month(DECEMBER)
+    assert december.tokens() == 150
+    assert AIUse.objects.filter(check_run=check).count() == 2
