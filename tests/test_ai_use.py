@@ -18,8 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from checks import runner
 from checks.ai.client import Use
 from checks.models import AIUse, Check, PageResult
+from checks.pipeline import batch
 from monitors.models import Membership, Monitor, Target, Team
-from tests.llm import PLANS, PLANS_SCHEMA, USAGE, FakeModel
+from tests.llm import PLANS, PLANS_SCHEMA, USAGE, FakeModel, sensible
 from tests.sites import Site
 
 pytest_plugins = ["tests.searching"]  # its `model` is tests.llm's
@@ -440,3 +441,28 @@ def test_a_crawl_running_past_month_end_counts_later_tokens_in_the_new_month(tea
     december = AIUse.objects.filter(team=team).this_month(DECEMBER)
     assert december.tokens() == 150
     assert AIUse.objects.filter(check_run=check).count() == 2
+
+
+def test_a_check_ended_while_the_model_answers_keeps_the_tokens_already_answered(
+    team, site, model, monkeypatch
+):
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = make_monitor(team, url, formats=JSON_AND_SUMMARY)
+    model.then(sensible, model.hang())  # the extraction answers, the summary hangs
+    monkeypatch.setattr(batch, "HEARTBEAT_SECONDS", 0.05)
+    beat = batch.heartbeat
+
+    def sweeper_ends_the_check_while_the_summary_hangs(check, one):
+        if len(model.requests) == 2:
+            Check.objects.filter(pk=check.pk).update(status=Check.Status.FAILED)
+        beat(check, one)
+
+    monkeypatch.setattr(
+        batch, "heartbeat", sweeper_ends_the_check_while_the_summary_hangs
+    )
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert not check.pages.exists()
+    assert used(check_run=check) == {"extraction": (1, *USAGE["extraction"], 0)}
