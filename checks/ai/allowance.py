@@ -7,8 +7,9 @@ and do not count against the allowance, which is never guessed.
 
 Each batch asks once, before its first call (checks.ai.stage.Enricher,
 checks.search.stage.SearchStage): one aggregate query. A batch that started
-below the allowance makes all its calls, so a team can go over it by a
-batch's worth; the next batch makes none.
+below the allowance makes all its calls, and a crawl's batches run at once
+on several workers, so a team can go over it by the calls of as many batches
+as run at once; the batches after them make none.
 """
 
 from __future__ import annotations

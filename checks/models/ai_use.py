@@ -6,7 +6,7 @@ each batch adds its share as its pages are judged. A compatible server may
 leave `usage` out of its answers: those requests are counted in
 `unmeasured`, never guessed.
 Rows outlive their checks and monitors (kept for the month's figures), and
-go with their team.
+go with their team or after thirteen months (checks.retention).
 """
 
 from __future__ import annotations
@@ -141,6 +141,8 @@ class AIUse(models.Model):
             models.Index(
                 fields=["monitor", "created_at"], name="ai_use_monitor_month_idx"
             ),
+            # The months past keeping (checks.retention.purge_expired).
+            models.Index(fields=["created_at"], name="ai_use_created_idx"),
         ]
 
     def __str__(self) -> str:
