@@ -6,13 +6,14 @@ snapshots, screenshots and PDFs no longer referenced by anything, activity
 log entries older than their team keeps them (Team.activity_retention_days),
 messages that belong to no check (digests, test messages, consent e-mails)
 as long, the AI model's use older than this month and the twelve before
-(AI_USE_MONTHS_KEPT: a year back to compare with), and dashboard sign-ins past their age (Django keeps those rows until
-told to clear them). A page's baseline (PageState.snapshot) is never deleted
-while its monitor lives: it is what the next check compares against, however
-old it is. A monitor deleted (by the dashboard or the API, which only mark
-it) goes for good once it has been deleted for its retentionDays, its
-history first as expired checks go, then it with its baselines: nothing
-else would ever remove what it left.
+(AI_USE_MONTHS_KEPT: a year back to compare with), and dashboard sign-ins
+past their age (Django keeps those rows until told to clear them). A page's
+baseline (PageState.snapshot) is never deleted while its monitor lives: it
+is what the next check compares against, however old it is. A monitor
+deleted (by the dashboard or the API, which only mark it) goes for good once
+it has been deleted for its retentionDays, its history first as expired
+checks go, then it with its baselines: nothing else would ever remove what
+it left.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from checks import runner
+from checks.ai import allowance
 from checks.ai.client import Use
 from checks.models import AIUse, Check, PageResult
 from checks.pipeline import batch
@@ -335,6 +336,22 @@ def test_the_team_page_and_the_monitor_page_say_when_the_allowance_is_used_up(
     )
 
 
+@time_machine.travel(NOVEMBER)
+def test_a_monitor_that_asks_the_model_nothing_is_not_said_to_be_held(
+    web, team, site, model, settings
+):
+    allowance_reached(settings, team, site, model)
+    plain = Monitor.objects.create(
+        team=team, name="Plain", schedule_cron="*/30 * * * *", judge_enabled=False
+    )
+    Target.objects.create(monitor=plain, type="scrape", urls=[site.url("/pricing")])
+
+    text = words_of(web.get(reverse("monitor-detail", args=[plain.pk])))
+
+    assert "AI use this month No requests to the AI model." in text
+    assert "without being judged" not in text
+
+
 def test_requests_answered_without_usage_are_shown_as_of_unknown_tokens(
     web, team, site, model
 ):
@@ -380,6 +397,26 @@ def test_the_api_monitor_warning_names_the_used_up_allowance(
     )
     assert [m["warning"] for m in listed] == [warning]
     assert one["warning"] == warning
+
+
+@time_machine.travel(NOVEMBER)
+def test_the_api_asks_the_allowance_once_for_a_page_of_monitors(
+    api, team, site, model, settings, django_assert_max_num_queries
+):
+    allowance_reached(settings, team, site, model)
+    for name in ("Docs", "Blog"):
+        make_monitor(team, site.html(f"/{name}", name, PLANS), name=name)
+    quiet = Monitor.objects.create(
+        team=team, name="Quiet", schedule_cron="*/30 * * * *", judge_enabled=False
+    )  # asks the model nothing: no warning
+
+    with django_assert_max_num_queries(9) as queries:
+        listed = api.get("/v2/monitor").json()["data"]
+
+    warnings = {m["name"]: m["warning"] for m in listed}
+    assert warnings.pop(quiet.name) is None
+    assert len(set(warnings.values())) == 1 and len(warnings) == 3
+    assert sum("checks_aiuse" in q["sql"] for q in queries.captured_queries) == 1
 
 
 def test_metrics_count_ai_tokens_and_requests_by_kind(
@@ -466,3 +503,17 @@ def test_a_check_ended_while_the_model_answers_keeps_the_tokens_already_answered
     assert check.status == Check.Status.FAILED
     assert not check.pages.exists()
     assert used(check_run=check) == {"extraction": (1, *USAGE["extraction"], 0)}
+
+
+@pytest.mark.parametrize(
+    ("number", "said"),
+    [
+        (9_999, "9,999"),
+        (10_400, "about 10 thousand"),
+        (999_400, "about 999 thousand"),
+        (999_600, "about 1 million"),
+        (1_450_000, "about 1.4 million"),
+    ],
+)
+def test_a_count_is_rounded_before_its_unit_is_chosen(number, said):
+    assert allowance.about(number) == said
