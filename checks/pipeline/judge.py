@@ -59,11 +59,7 @@ def take_used(judges: Sequence[Judge]) -> dict[str, Use]:
     used: dict[str, Use] = {}
     for one in judges:
         for kind, use in one.take_used().items():
-            total = used.setdefault(kind, Use())
-            total.requests += use.requests
-            total.prompt_tokens += use.prompt_tokens
-            total.completion_tokens += use.completion_tokens
-            total.unmeasured += use.unmeasured
+            used.setdefault(kind, Use()).add(use)
     return used
 
 
