@@ -5,13 +5,15 @@ now - retentionDays (their page results first, a batch a transaction), then
 snapshots, screenshots and PDFs no longer referenced by anything, activity
 log entries older than their team keeps them (Team.activity_retention_days),
 messages that belong to no check (digests, test messages, consent e-mails)
-as long, and dashboard sign-ins past their age (Django keeps those rows until
-told to clear them). A page's baseline (PageState.snapshot) is never deleted
-while its monitor lives: it is what the next check compares against, however
-old it is. A monitor deleted (by the dashboard or the API, which only mark
-it) goes for good once it has been deleted for its retentionDays, its
-history first as expired checks go, then it with its baselines: nothing
-else would ever remove what it left.
+as long, the AI model's use older than this month and the twelve before
+(AI_USE_MONTHS_KEPT: a year back to compare with), and dashboard sign-ins
+past their age (Django keeps those rows until told to clear them). A page's
+baseline (PageState.snapshot) is never deleted while its monitor lives: it
+is what the next check compares against, however old it is. A monitor
+deleted (by the dashboard or the API, which only mark it) goes for good once
+it has been deleted for its retentionDays, its history first as expired
+checks go, then it with its baselines: nothing else would ever remove what
+it left.
 """
 
 from __future__ import annotations
@@ -35,7 +37,16 @@ from checks.deleting import (
     delete_monitors,
     discard_pages,
 )
-from checks.models import Capture, Check, Delivery, PageResult, PageState, Snapshot
+from checks.models import (
+    AIUse,
+    Capture,
+    Check,
+    Delivery,
+    PageResult,
+    PageState,
+    Snapshot,
+    month_start,
+)
 from monitors.models import ImportRun, Monitor, MonitorChannel, Team
 from teams.models import Activity
 
@@ -48,6 +59,8 @@ SNAPSHOT_GRACE = timedelta(hours=1)
 # An import's preview and report (they hold the source's watches, snapshots
 # included) are kept this long; the monitors it made stay, of course.
 IMPORT_RUNS_KEPT = timedelta(days=7)
+# The AI model's use is kept for this calendar month and as many before it.
+AI_USE_MONTHS_KEPT = 12
 
 
 @dataclass
@@ -58,6 +71,7 @@ class Purged:
     activity: int = 0
     monitors: int = 0
     deliveries: int = 0
+    ai_use: int = 0
 
 
 def purge_expired(now: datetime) -> Purged:
@@ -80,17 +94,20 @@ def purge_expired(now: datetime) -> Purged:
     for days in sorted(set(activity_days)):
         purged.activity += _purge_activity(days, now - timedelta(days=days))
         purged.deliveries += _purge_loose_deliveries(days, now - timedelta(days=days))
+    purged.ai_use = _purge_ai_use(ai_use_kept_from(now))
     call_command("clearsessions")
     if any(vars(purged).values()):
         logger.info(
             "Retention purged %s checks, %s snapshots, %s screenshots or PDFs, "
-            "%s activity entries, %s deleted monitors and %s messages of no check",
+            "%s activity entries, %s deleted monitors, %s messages of no check "
+            "and %s rows of AI use",
             purged.checks,
             purged.snapshots,
             purged.captures,
             purged.activity,
             purged.monitors,
             purged.deliveries,
+            purged.ai_use,
         )
     return purged
 
@@ -229,6 +246,21 @@ def _purge_loose_deliveries(days: int, cutoff: datetime) -> int:
             Delivery.objects.filter(pk__in=ids).discard()
 
     return _in_batches(expired_loose_deliveries(days, cutoff), "created_at", delete)
+
+
+def ai_use_kept_from(now: datetime) -> datetime:
+    """The first moment of the oldest month of AI use kept."""
+    start = month_start(now)
+    months = start.year * 12 + start.month - 1 - AI_USE_MONTHS_KEPT
+    return start.replace(year=months // 12, month=months % 12 + 1)
+
+
+def _purge_ai_use(cutoff: datetime) -> int:
+    return _in_batches(
+        AIUse.objects.filter(created_at__lt=cutoff),
+        "created_at",
+        lambda ids: AIUse.objects.filter(pk__in=ids).delete(),
+    )
 
 
 def orphan_snapshots(created_before: datetime) -> QuerySet[Snapshot]:

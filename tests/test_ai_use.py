@@ -16,9 +16,12 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from checks import runner
+from checks.ai import allowance
+from checks.ai.client import Use
 from checks.models import AIUse, Check, PageResult
+from checks.pipeline import batch
 from monitors.models import Membership, Monitor, Target, Team
-from tests.llm import PLANS, PLANS_SCHEMA, USAGE, FakeModel
+from tests.llm import PLANS, PLANS_SCHEMA, USAGE, FakeModel, sensible
 from tests.sites import Site
 
 pytest_plugins = ["tests.searching"]  # its `model` is tests.llm's
@@ -333,6 +336,22 @@ def test_the_team_page_and_the_monitor_page_say_when_the_allowance_is_used_up(
     )
 
 
+@time_machine.travel(NOVEMBER)
+def test_a_monitor_that_asks_the_model_nothing_is_not_said_to_be_held(
+    web, team, site, model, settings
+):
+    allowance_reached(settings, team, site, model)
+    plain = Monitor.objects.create(
+        team=team, name="Plain", schedule_cron="*/30 * * * *", judge_enabled=False
+    )
+    Target.objects.create(monitor=plain, type="scrape", urls=[site.url("/pricing")])
+
+    text = words_of(web.get(reverse("monitor-detail", args=[plain.pk])))
+
+    assert "AI use this month No requests to the AI model." in text
+    assert "without being judged" not in text
+
+
 def test_requests_answered_without_usage_are_shown_as_of_unknown_tokens(
     web, team, site, model
 ):
@@ -380,6 +399,26 @@ def test_the_api_monitor_warning_names_the_used_up_allowance(
     assert one["warning"] == warning
 
 
+@time_machine.travel(NOVEMBER)
+def test_the_api_asks_the_allowance_once_for_a_page_of_monitors(
+    api, team, site, model, settings, django_assert_max_num_queries
+):
+    allowance_reached(settings, team, site, model)
+    for name in ("Docs", "Blog"):
+        make_monitor(team, site.html(f"/{name}", name, PLANS), name=name)
+    quiet = Monitor.objects.create(
+        team=team, name="Quiet", schedule_cron="*/30 * * * *", judge_enabled=False
+    )  # asks the model nothing: no warning
+
+    with django_assert_max_num_queries(9) as queries:
+        listed = api.get("/v2/monitor").json()["data"]
+
+    warnings = {m["name"]: m["warning"] for m in listed}
+    assert warnings.pop(quiet.name) is None
+    assert len(set(warnings.values())) == 1 and len(warnings) == 3
+    assert sum("checks_aiuse" in q["sql"] for q in queries.captured_queries) == 1
+
+
 def test_metrics_count_ai_tokens_and_requests_by_kind(
     client, settings, redis_server, team, site, model
 ):
@@ -411,3 +450,70 @@ def test_metrics_count_ai_tokens_and_requests_by_kind(
         sample("pagewatch_ai_requests_total", kind="summary", tokens="unreported") == 1
     )
     assert sample("pagewatch_ai_requests_total", kind="summary", tokens="reported") == 0
+
+
+# --- recorded by batches -------------------------------------------------------------
+
+
+def test_two_batches_of_one_check_add_up_in_one_row(team):
+    monitor = Monitor.objects.create(team=team, name="Pricing", schedule_cron="@daily")
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+
+    AIUse.objects.record(check, {"judgment": Use(1, 10, 5, 0)})
+    AIUse.objects.record(check, {"judgment": Use(2, 100, 50, 1)})
+
+    assert used(check_run=check) == {"judgment": (3, 110, 55, 1)}
+    assert AIUse.objects.filter(check_run=check).count() == 1
+
+
+def test_a_crawl_running_past_month_end_counts_later_tokens_in_the_new_month(team):
+    monitor = Monitor.objects.create(team=team, name="Pricing", schedule_cron="@daily")
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+
+    with time_machine.travel(datetime(2026, 11, 30, 23, 50, tzinfo=UTC)):
+        AIUse.objects.record(check, {"judgment": Use(1, 10, 5, 0)})
+    with time_machine.travel(datetime(2026, 12, 1, 0, 10, tzinfo=UTC)):
+        AIUse.objects.record(check, {"judgment": Use(1, 100, 50, 0)})
+
+    december = AIUse.objects.filter(team=team).this_month(DECEMBER)
+    assert december.tokens() == 150
+    assert AIUse.objects.filter(check_run=check).count() == 2
+
+
+def test_a_check_ended_while_the_model_answers_keeps_the_tokens_already_answered(
+    team, site, model, monkeypatch
+):
+    url = site.html("/pricing", "Pricing", PLANS)
+    monitor = make_monitor(team, url, formats=JSON_AND_SUMMARY)
+    model.then(sensible, model.hang())  # the extraction answers, the summary hangs
+    monkeypatch.setattr(batch, "HEARTBEAT_SECONDS", 0.05)
+    beat = batch.heartbeat
+
+    def sweeper_ends_the_check_while_the_summary_hangs(check, one):
+        if len(model.requests) == 2:
+            Check.objects.filter(pk=check.pk).update(status=Check.Status.FAILED)
+        beat(check, one)
+
+    monkeypatch.setattr(
+        batch, "heartbeat", sweeper_ends_the_check_while_the_summary_hangs
+    )
+
+    check = run_check(monitor)
+
+    assert check.status == Check.Status.FAILED
+    assert not check.pages.exists()
+    assert used(check_run=check) == {"extraction": (1, *USAGE["extraction"], 0)}
+
+
+@pytest.mark.parametrize(
+    ("number", "said"),
+    [
+        (9_999, "9,999"),
+        (10_400, "about 10 thousand"),
+        (999_400, "about 999 thousand"),
+        (999_600, "about 1 million"),
+        (1_450_000, "about 1.4 million"),
+    ],
+)
+def test_a_count_is_rounded_before_its_unit_is_chosen(number, said):
+    assert allowance.about(number) == said

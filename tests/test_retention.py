@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from checks import retention
 from checks.models import (
+    AIUse,
     Check,
     Delivery,
     DeliveryAttempt,
@@ -242,6 +243,27 @@ def test_messages_of_no_check_are_kept_as_long_as_the_teams_activity_log(team):
     assert not DeliveryAttempt.objects.filter(
         delivery__in=[old_digest.pk, old_test.pk]
     ).exists()
+
+
+def test_ai_use_is_kept_for_this_month_and_the_twelve_before(team):
+    """The team's AI use was never deleted: a row per check and kind of call,
+    for ever."""
+    monitor = make_monitor(team)
+
+    def use(at: datetime) -> AIUse:
+        return AIUse.objects.create(
+            team=team, monitor=monitor, kind="judgment", requests=1, created_at=at
+        )
+
+    use(datetime(2025, 4, 10, tzinfo=UTC))
+    use(datetime(2025, 5, 31, 23, 59, tzinfo=UTC))
+    kept = use(datetime(2025, 6, 1, tzinfo=UTC))  # June a year ago: 13 months
+    recent = use(NOW)
+
+    purged = purge_expired(NOW)
+
+    assert purged.ai_use == 2
+    assert set(AIUse.objects.all()) == {kept, recent}
 
 
 def crawl_check(monitor: Monitor, age: timedelta, pages: int) -> Check:

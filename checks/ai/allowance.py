@@ -7,8 +7,9 @@ and do not count against the allowance, which is never guessed.
 
 Each batch asks once, before its first call (checks.ai.stage.Enricher,
 checks.search.stage.SearchStage): one aggregate query. A batch that started
-below the allowance makes all its calls, so a team can go over it by a
-batch's worth; the next batch makes none.
+below the allowance makes all its calls, and a crawl's batches run at once
+on several workers, so a team can go over it by the calls of as many batches
+as run at once; the batches after them make none.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
+from checks.ai.formats import wants
 from checks.models import AIUse, month_start
 from monitors.models import Monitor, Team
 
@@ -37,13 +39,19 @@ def next_month(start: datetime) -> datetime:
     return start.replace(month=start.month + 1)
 
 
+def renews_on(start: datetime) -> str:
+    """The day the allowance of the month beginning at `start` renews:
+    "1 December"."""
+    renews = next_month(start)
+    return f"{renews.day} {renews:%B}"
+
+
 def used_up_words(now: datetime) -> str:
     """Why a team's calls are not made, for a change's "not judged" reason."""
     start = month_start(now)
-    renews = next_month(start)
     return (
         f"this team's AI allowance for {start:%B} is used up; it renews on "
-        f"{renews.day} {renews:%B}"
+        f"{renews_on(start)}"
     )
 
 
@@ -57,12 +65,24 @@ def used_up(team_id: Any, now: datetime) -> str | None:
     return used_up_words(now) if used >= limit else None
 
 
+def asks_the_model(monitor: Monitor) -> bool:
+    """Whether `monitor`'s checks call the model: it judges changes, or one
+    of its targets reads data or summaries with it."""
+    return monitor.judging or any(
+        wants(target.scrape_options or {}).model_formats
+        for target in monitor.target_list
+    )
+
+
 def about(number: int) -> str:
     """A count as people say it: 312, 4,800, about 56 thousand, about 1.4 million."""
     if number < 10_000:
         return f"{number:,}"
-    if number < 1_000_000:
-        return f"about {round(number / 1000):,} thousand"
+    # Rounded before the unit is chosen: 999,600 is about 1 million, not
+    # "about 1,000 thousand".
+    thousands = round(number / 1000)
+    if thousands < 1000:
+        return f"about {thousands:,} thousand"
     return f"about {number / 1_000_000:.1f} million".replace(".0 ", " ")
 
 
@@ -132,16 +152,16 @@ class MonthUse:
         """The allowance and when it renews; empty without one."""
         if self.limit is None:
             return ""
-        renews = next_month(self.start)
+        renews = renews_on(self.start)
         if self.used_up:
             return (
                 f"This team's AI allowance for {self.start:%B} "
                 f"({about(self.limit)} tokens) is used up: changes are reported "
                 f"without being judged, and pages that read data with the AI "
-                f"model show an error, until it renews on {renews.day} {renews:%B}."
+                f"model show an error, until it renews on {renews}."
             )
         left = self.limit - self.tokens
         return (
             f"This team may use {about(self.limit)} tokens a month; "
-            f"{about(left)} are left, and it renews on {renews.day} {renews:%B}."
+            f"{about(left)} are left, and it renews on {renews}."
         )

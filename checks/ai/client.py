@@ -97,6 +97,12 @@ class Use:
     completion_tokens: int = 0
     unmeasured: int = 0
 
+    def add(self, other: Use) -> None:
+        self.requests += other.requests
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.unmeasured += other.unmeasured
+
     def count(self, usage: Any) -> None:
         self.requests += 1
         prompt = getattr(usage, "prompt_tokens", None)

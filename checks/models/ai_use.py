@@ -6,7 +6,7 @@ each batch adds its share as its pages are judged. A compatible server may
 leave `usage` out of its answers: those requests are counted in
 `unmeasured`, never guessed.
 Rows outlive their checks and monitors (kept for the month's figures), and
-go with their team.
+go with their team or after thirteen months (checks.retention).
 """
 
 from __future__ import annotations
@@ -78,12 +78,15 @@ class AIUseQuerySet(models.QuerySet["AIUse"]):
         """Add the use of some of `check`'s calls to its row of each kind.
         Batches of one check record at once on several workers: a row they
         both created is a second row of the same kind, which the sums take
-        as they take any other."""
+        as they take any other. A check running past the end of a month
+        starts a new row there, so each month counts its own tokens."""
         monitor = check.monitor
+        now = timezone.now()
+        this_month = self.filter(check_run=check).this_month(now)
         for kind, use in used.items():
             if not use.requests:
                 continue
-            added = self.filter(check_run=check, kind=kind).update(
+            added = this_month.filter(kind=kind).update(
                 requests=F("requests") + use.requests,
                 prompt_tokens=F("prompt_tokens") + use.prompt_tokens,
                 completion_tokens=F("completion_tokens") + use.completion_tokens,
@@ -99,7 +102,7 @@ class AIUseQuerySet(models.QuerySet["AIUse"]):
                     prompt_tokens=use.prompt_tokens,
                     completion_tokens=use.completion_tokens,
                     unmeasured=use.unmeasured,
-                    created_at=timezone.now(),
+                    created_at=now,
                 )
 
 
@@ -138,6 +141,8 @@ class AIUse(models.Model):
             models.Index(
                 fields=["monitor", "created_at"], name="ai_use_monitor_month_idx"
             ),
+            # The months past keeping (checks.retention.purge_expired).
+            models.Index(fields=["created_at"], name="ai_use_created_idx"),
         ]
 
     def __str__(self) -> str:

@@ -29,7 +29,7 @@ from checks.models import AIUse, Check, CheckBatch
 from checks.pipeline.compare import compare
 from checks.pipeline.extract import Fetched, extract_page
 from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
-from checks.pipeline.judge import Judge, judge
+from checks.pipeline.judge import Judge, judge, take_used
 from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
 from checks.pipeline.record import RECORD_BATCH, record_many
 
@@ -77,10 +77,13 @@ def run_pages(check: Check, batch: CheckBatch, pages: BatchPages) -> list[CheckB
                     heartbeat(check, batch)
         finally:
             # Leaving early (time limit, abandoned check) cancels what is in
-            # flight rather than waiting for slow pages.
+            # flight rather than waiting for slow pages; the model's answers
+            # received by then were used all the same, so they are recorded.
             loop.run(arriving.close())
+            used = take_used(pages.judges)
             for one in pages.judges:
                 loop.run(one.aclose())
+            AIUse.objects.record(check, used)
     return added + hand_over(check, arriving.handed_over)
 
 
@@ -98,14 +101,14 @@ def _settle(
         done = pages.crawls.redirected(done)
         added = pages.crawls.admit(done)
     compare(done)
-    used = judge(
+    judge(
         loop,
         pages.judges,
         done,
         heartbeat=lambda: heartbeat(check, batch),
         every=HEARTBEAT_SECONDS,
     )
-    AIUse.objects.record(check, used)
+    AIUse.objects.record(check, take_used(pages.judges))
     record_many(check, done, batch)
     return added
 

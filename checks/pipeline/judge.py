@@ -9,8 +9,9 @@ search results alone.
 
 A judge prepares its work synchronously (it may read the database), then
 awaits it on the batch's event loop, so fetches go on meanwhile; the batch
-heart-beats while it waits. What their calls to the model used is handed
-back by judge(), for the batch to record (checks.models.AIUse).
+heart-beats while it waits. What their calls to the model used is taken
+by take_used(), for the batch to record (checks.models.AIUse), also when a
+wait ends early: answers already received were used all the same.
 """
 
 from __future__ import annotations
@@ -42,17 +43,23 @@ def judge(
     *,
     heartbeat: Callable[[], None],
     every: float,
-) -> dict[str, Use]:
+) -> None:
     """Each judge's work on the recorded pages among `items`, one judge after
-    the other; `heartbeat` is called every `every` seconds while one waits.
-    What their calls to the model used, by kind of call."""
+    the other; `heartbeat` is called every `every` seconds while one waits."""
     recorded = [item for item in items if item.job.record]
-    used: dict[str, Use] = {}
     for one in judges:
         work = one.prepare(recorded)
         if work:
             _wait(loop, one.enrich(work), heartbeat, every)
-            used |= one.take_used()
+
+
+def take_used(judges: Sequence[Judge]) -> dict[str, Use]:
+    """What the judges' calls to the model used since the last time, added
+    up by kind of call (a search's and the Enricher's may share a kind)."""
+    used: dict[str, Use] = {}
+    for one in judges:
+        for kind, use in one.take_used().items():
+            used.setdefault(kind, Use()).add(use)
     return used
 
 

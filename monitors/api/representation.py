@@ -15,7 +15,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from checks.ai import allowance, llm_available
-from checks.ai.formats import wants
 from checks.models import SUMMARY_KEYS
 from monitors.api.timestamps import TimestampField
 from monitors.models import EmailRecipient, Monitor
@@ -199,19 +198,10 @@ class MonitorSerializer(serializers.Serializer):
 
     def _ai_held(self, monitor: Monitor) -> str | None:
         """Why this monitor's AI calls are not made (its team's allowance is
-        used up), when it makes any; asked once per team per answer."""
-        if not llm_available() or not (
-            monitor.judging
-            or any(
-                wants(t.scrape_options or {}).model_formats for t in monitor.target_list
-            )
-        ):
-            return None
-        asked = self.__dict__.setdefault("_held_by_team", {})
-        if monitor.team_id not in asked:
-            asked[monitor.team_id] = allowance.used_up(monitor.team_id, timezone.now())
-        why = asked[monitor.team_id]
-        if why is None:
+        used up, context "ai_held": asked once per answer by the view), when
+        it makes any."""
+        why = self.context.get("ai_held")
+        if why is None or not llm_available() or not allowance.asks_the_model(monitor):
             return None
         return (
             f"{why[:1].upper()}{why[1:]}: until then changes are reported as not "

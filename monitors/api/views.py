@@ -22,6 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checks import deleting
+from checks.ai import allowance
 from checks.notify.kinds.base import MASK, mask_url
 from monitors.api import paging
 from monitors.api.auth import sees_hooks_whole
@@ -203,8 +204,15 @@ def readable_by(request: Request, monitor: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def monitor_context(team_id: Any) -> dict[str, Any]:
+    """What MonitorSerializer reads besides the monitors: the time, and why
+    the team's AI calls are held (one query, asked once per answer)."""
+    now = timezone.now()
+    return {"now": now, "ai_held": allowance.used_up(team_id, now)}
+
+
 def render_monitor(monitor: Monitor) -> dict[str, Any]:
-    return MonitorSerializer(monitor, context={"now": timezone.now()}).data
+    return MonitorSerializer(monitor, context=monitor_context(monitor.team_id)).data
 
 
 # Any offset >= 0 is valid, but one past 64 bits overflows the database's
@@ -296,8 +304,8 @@ class MonitorListView(ApiView):
         # One row more than the page tells whether a next page exists.
         rows = list(monitors[offset : offset + limit + 1])
         shown = with_relations(rows[:limit])
-        now = timezone.now()
-        shapes = MonitorSerializer(shown, many=True, context={"now": now}).data
+        context = monitor_context(request.user.team.pk)
+        shapes = MonitorSerializer(shown, many=True, context=context).data
         body = {"success": True, "data": [readable_by(request, s) for s in shapes]}
         if len(rows) > limit:
             body["next"] = paging.next_link(request, shown[-1], limit)

@@ -237,15 +237,15 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
 
 
 def _ai_use_context(monitor: Monitor) -> dict[str, Any]:
-    """This month's AI use of the monitor, and why its team's calls are held
-    (the allowance used up); nothing without a model."""
+    """This month's AI use of the monitor, and why its calls are held (its
+    team's allowance used up) when it makes any; nothing without a model."""
     if not llm_available():
         return {}
     now = timezone.now()
-    return {
-        "ai_use": MonthUse.of_monitor(monitor, now),
-        "ai_held": allowance.used_up(monitor.team_id, now),
-    }
+    held = None
+    if allowance.asks_the_model(monitor):
+        held = allowance.used_up(monitor.team_id, now)
+    return {"ai_use": MonthUse.of_monitor(monitor, now), "ai_held": held}
 
 
 @require_GET
