@@ -35,7 +35,7 @@ def capture_path(digest: str) -> str:
 
 def capture_url(digest: str) -> str:
     """The absolute signed link (API results, e-mails)."""
-    return settings.PUBLIC_BASE_URL + capture_path(digest)
+    return settings.PUBLIC_ORIGIN + capture_path(digest)
 
 
 def capture_for(token: str) -> Capture | None:

@@ -14,6 +14,7 @@ import re
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.utils.csp import CSP
@@ -115,6 +116,19 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 CSRF_FAILURE_VIEW = "config.views.csrf_failure"  # templates/403_csrf.html, marked
 PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
+# Served under a sub-path (https://intranet.example/pagewatch) when the public
+# address has one: every link Django makes starts with it, whether the proxy
+# strips it or passes it on (config.wsgi). Links given out are PUBLIC_ORIGIN
+# plus a reversed path, which already carries the sub-path.
+_public = urlsplit(PUBLIC_BASE_URL)
+PUBLIC_ORIGIN = f"{_public.scheme}://{_public.netloc}"
+FORCE_SCRIPT_NAME = _public.path or None
+if _public.query or _public.fragment:
+    raise ConfigError(
+        f"PUBLIC_BASE_URL must be an address without ? or #, got {PUBLIC_BASE_URL!r}"
+    )
+# The cookies belong to Pagewatch's own part of a shared host.
+SESSION_COOKIE_PATH = CSRF_COOKIE_PATH = f"{_public.path}/"
 # Only behind a proxy that sets these headers itself may they be believed.
 TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
 USE_X_FORWARDED_HOST = TRUST_PROXY_HEADERS
@@ -297,7 +311,7 @@ AXES_VERBOSE = False
 # Messages can carry a freshly issued key once; keep them server-side, not in a cookie.
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "monitor-list"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -305,7 +319,9 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-STATIC_URL = "static/"
+# Whole, not relative: Django would prefix "static/" with the sub-path of
+# whichever request read it first, and a server reads it before any request.
+STATIC_URL = f"{_public.path}/static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request without it
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -400,6 +416,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Under a sub-path the paths (/v2/monitor) start there, for Swagger UI,
+    # generated clients and schemathesis alike; relative to the document.
+    "SERVERS": [{"url": FORCE_SCRIPT_NAME}] if FORCE_SCRIPT_NAME else [],
     # /v2/docs loads Swagger UI from drf-spectacular-sidecar's static files.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

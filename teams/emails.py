@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 
 def invitation_url(token: str) -> str:
-    return settings.PUBLIC_BASE_URL + reverse("invitation-accept", args=[token])
+    return settings.PUBLIC_ORIGIN + reverse("invitation-accept", args=[token])
 
 
 def send_invitation(invitation: Invitation, token: str) -> None:
@@ -86,6 +86,6 @@ def send_password_reset(email: str) -> int:
     # The template builds the link from base_url; the domain is unused.
     form.save(
         domain_override=urlsplit(settings.PUBLIC_BASE_URL).netloc,
-        extra_email_context={"base_url": settings.PUBLIC_BASE_URL},
+        extra_email_context={"base_url": settings.PUBLIC_ORIGIN},
     )
     return found

@@ -47,7 +47,8 @@ def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
 
 
 def absolute(path: str) -> str:
-    return settings.PUBLIC_BASE_URL + path
+    """A site-absolute path (reversed, so with any sub-path) as a link."""
+    return settings.PUBLIC_ORIGIN + path
 
 
 def http_href(url: str | None) -> str | None:

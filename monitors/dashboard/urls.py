@@ -34,7 +34,7 @@ consent = "email/unsubscribe/<str:token>/"
 # Reset links start at PUBLIC_BASE_URL like every link in an e-mail, not at the
 # host and scheme a request came in on (an internal address, or http behind a
 # TLS proxy). Lazy: read when the e-mail is written.
-public_base_url = lazy(lambda: settings.PUBLIC_BASE_URL, str)()
+public_base_url = lazy(lambda: settings.PUBLIC_ORIGIN, str)()
 
 urlpatterns = [
     path("", monitors.monitor_list, name="monitor-list"),

@@ -31,7 +31,7 @@ def new_feed_token() -> str:
 
 def feed_link(route: str, token: str) -> str:
     """A feed's address, from PUBLIC_BASE_URL like every link given out."""
-    return settings.PUBLIC_BASE_URL + reverse(route, args=[token])
+    return settings.PUBLIC_ORIGIN + reverse(route, args=[token])
 
 
 class TeamQuerySet(models.QuerySet["Team"]):
