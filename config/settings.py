@@ -118,10 +118,8 @@ CSRF_FAILURE_VIEW = "config.views.csrf_failure"  # templates/403_csrf.html, mark
 PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 # Served under a sub-path (https://intranet.example/pagewatch) when the public
 # address has one: every link Django makes starts with it, whether the proxy
-# strips it or passes it on (config.wsgi). Links given out are PUBLIC_ORIGIN
-# plus a reversed path, which already carries the sub-path.
+# strips it or passes it on (config.wsgi); links given out, monitors.links.
 _public = urlsplit(PUBLIC_BASE_URL)
-PUBLIC_ORIGIN = f"{_public.scheme}://{_public.netloc}"
 FORCE_SCRIPT_NAME = _public.path or None
 if _public.query or _public.fragment:
     raise ConfigError(

@@ -94,7 +94,6 @@ def test_a_forged_host_never_reaches_a_password_reset_link(
     settings, olive, queued_resets, mailoutbox, trusted
 ):
     settings.PUBLIC_BASE_URL = "https://watch.example"
-    settings.PUBLIC_ORIGIN = "https://watch.example"
     # An operator who allowed any host, and a client that names its own.
     settings.ALLOWED_HOSTS = ["*"]
     settings.USE_X_FORWARDED_HOST = trusted

@@ -32,7 +32,6 @@ BASE = "https://intranet.example/pagewatch"
 def under_sub_path(settings) -> Iterator[None]:
     """What config.settings makes of PUBLIC_BASE_URL=BASE."""
     settings.PUBLIC_BASE_URL = BASE
-    settings.PUBLIC_ORIGIN = "https://intranet.example"
     settings.FORCE_SCRIPT_NAME = "/pagewatch"
     settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = "/pagewatch/"
     settings.STATIC_URL = "/pagewatch/static/"
@@ -57,8 +56,7 @@ def monitor(team) -> Monitor:
 def settings_of(tmp_path, **env: str) -> dict[str, Any]:
     from tests.test_settings import fresh
 
-    names = ["PUBLIC_ORIGIN", "FORCE_SCRIPT_NAME", "SESSION_COOKIE_PATH"]
-    names.append("CSRF_COOKIE_PATH")
+    names = ["FORCE_SCRIPT_NAME", "SESSION_COOKIE_PATH", "CSRF_COOKIE_PATH"]
     expression = (
         f"{{n: getattr(settings, n) for n in {names!r}}}"
         " | {'servers': settings.SPECTACULAR_SETTINGS['SERVERS']}"
@@ -69,7 +67,6 @@ def settings_of(tmp_path, **env: str) -> dict[str, Any]:
 def test_the_public_address_s_path_becomes_the_sub_path_of_everything(tmp_path):
     found = settings_of(tmp_path, PUBLIC_BASE_URL=BASE + "/")
     assert found == {
-        "PUBLIC_ORIGIN": "https://intranet.example",
         "FORCE_SCRIPT_NAME": "/pagewatch",
         "SESSION_COOKIE_PATH": "/pagewatch/",
         "CSRF_COOKIE_PATH": "/pagewatch/",

@@ -120,7 +120,6 @@ def proxy(request, app_server, settings) -> Iterator[PrefixProxy]:
     server = PrefixProxy(app_server, keep_prefix=request.param == "keeps")
     # What config.settings makes of PUBLIC_BASE_URL=<proxy>/pagewatch.
     settings.PUBLIC_BASE_URL = server.url + PREFIX
-    settings.PUBLIC_ORIGIN = server.url
     settings.FORCE_SCRIPT_NAME = PREFIX
     settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = PREFIX + "/"
     settings.STATIC_URL = PREFIX + "/static/"
