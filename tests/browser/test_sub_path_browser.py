@@ -175,6 +175,12 @@ def test_the_dashboard_works_whole_under_a_sub_path(page, proxy, member, queued)
     page.get_by_role("link", name="Pricing").wait_for()
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(re.compile(r"/pagewatch/accounts/login/$"))
+    # Signing in with no page asked for lands on the monitors, not at "/".
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/pagewatch/$"))
+    page.get_by_role("link", name="Pricing").wait_for()
 
     assert proxy.outside == []
     assert page.problems == []
