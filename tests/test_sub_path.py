@@ -119,6 +119,18 @@ def test_pages_link_only_inside_the_sub_path(under_sub_path, client, owner, moni
         assert outside == [], url
 
 
+def test_the_admin_links_only_inside_the_sub_path(
+    under_sub_path, client, django_user_model
+):
+    admin = django_user_model.objects.create_superuser("root", "root@acme.test", "x")
+    client.force_login(admin)
+    html = client.get("/admin/").content.decode()
+    links = re.findall(r'(?:href|src|action)="(/[^"]*)"', html)
+    # "View site" is the bare prefix, which the proxy and config.wsgi take.
+    inside = [link for link in links if link.startswith("/pagewatch/")]
+    assert len(inside) > 10 and set(links) - set(inside) == {"/pagewatch"}
+
+
 def test_a_refused_stale_form_links_back_inside_the_sub_path(under_sub_path, owner):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(owner)
