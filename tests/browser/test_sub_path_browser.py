@@ -24,6 +24,7 @@ from playwright.sync_api import expect
 
 from monitors.models import Monitor
 from tests.browser.people import PASSWORD
+from tests.browser.test_sso_browser import provider  # noqa: F401 (a fixture)
 from tests.conftest import _SerializedOnSharedConnection
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -209,3 +210,21 @@ def test_the_firecrawl_sdk_works_beside_a_sub_path_with_v2_passed_on(
     assert Monitor.objects.get(pk=created.id).deleted_at is not None
     assert proxy.outside == []
     assert proxy.seen[0] == "POST /v2/monitor"
+
+
+@pytest.mark.usefixtures("provider", "team")
+def test_single_sign_on_comes_back_inside_the_sub_path(page, proxy):
+    page.goto(PREFIX + "/accounts/login/")
+    page.get_by_role("link", name="Sign in with Acme ID").click()
+    page.get_by_role("button", name="Authorize as mallory").click()  # unverified
+    page.wait_for_url(re.compile(r"/pagewatch/accounts/login/\?sso=failed$"))
+    page.get_by_text("Acme ID did not sign you in.").wait_for()
+
+    page.get_by_role("link", name="Sign in with Acme ID").click()
+    page.get_by_role("button", name="Authorize as sam").click()
+    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/pagewatch/$"))
+    page.get_by_role("heading", name="Monitors").wait_for()
+    assert proxy.outside == []
+    assert any(
+        r.startswith("GET /pagewatch/accounts/sso/callback/") for r in proxy.seen
+    )
