@@ -19,9 +19,11 @@ from drf_spectacular.settings import spectacular_settings
 from checks.notify.texts import absolute
 from monitors.models import Membership, Monitor
 from monitors.models.teams import feed_link
+from teams import second_factor
 from teams.emails import send_password_reset
 from tests.browser.people import PASSWORD
 from tests.test_dashboard_views import make_monitor
+from tests.test_second_factor import code_for
 
 pytestmark = pytest.mark.django_db
 
@@ -197,3 +199,17 @@ def test_a_proxy_that_keeps_the_prefix_reaches_the_same_pages(under_sub_path):
     # A probe asking the machine itself, past the proxy, or through it.
     assert wsgi_get("/healthz")[0] == wsgi_get("/pagewatch/healthz")[0]
     assert not wsgi_get("/healthz")[0].startswith("404")
+
+
+def test_someone_half_signed_in_can_still_sign_out_under_the_sub_path(
+    under_sub_path, client, owner
+):
+    device = second_factor.start_setup(owner)
+    second_factor.confirm(device, code_for(device))
+    client.post("/accounts/login/", {"username": "olive", "password": PASSWORD})
+
+    # The code is still to be typed: every page but the open ones asks for it.
+    assert client.get("/")["Location"].startswith("/pagewatch/accounts/two-factor/")
+    response = client.post("/accounts/logout/")
+    assert response["Location"] == "/pagewatch/accounts/login/"
+    assert "_auth_user_id" not in client.session
