@@ -7,11 +7,13 @@ from __future__ import annotations
 import io
 import json
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 from wsgiref.util import setup_testing_defaults
 
 import pytest
+from celery import signals
 from django.test import Client
 from django.urls import set_script_prefix
 from drf_spectacular.settings import spectacular_settings
@@ -213,3 +215,18 @@ def test_someone_half_signed_in_can_still_sign_out_under_the_sub_path(
     response = client.post("/accounts/logout/")
     assert response["Location"] == "/pagewatch/accounts/login/"
     assert "_auth_user_id" not in client.session
+
+
+def test_a_worker_thread_s_links_keep_the_sub_path(under_sub_path, monitor):
+    """A threads pool's thread starts without django.setup()'s script prefix;
+    each task sets it (config.celery)."""
+    links: list[str] = []
+
+    def task() -> None:
+        signals.task_prerun.send(sender=None, task_id="t", task=None)
+        links.append(absolute(monitor.get_absolute_url()))
+
+    thread = threading.Thread(target=task)
+    thread.start()
+    thread.join()
+    assert links == [f"{BASE}/monitors/{monitor.pk}/"]
