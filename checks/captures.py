@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from checks.content.visual import NotComparable, VisualChange, visual_change
 from checks.models import Capture, PageResult
+from monitors.links import public_url
 
 SALT = "pagewatch.capture"
 
@@ -35,7 +36,7 @@ def capture_path(digest: str) -> str:
 
 def capture_url(digest: str) -> str:
     """The absolute signed link (API results, e-mails)."""
-    return settings.PUBLIC_BASE_URL + capture_path(digest)
+    return public_url(capture_path(digest))
 
 
 def capture_for(token: str) -> Capture | None:

@@ -119,6 +119,17 @@ def _close_old_connections(sender: Any, **_: object) -> None:
         close_old_connections()
 
 
+@signals.task_prerun.connect
+def _links_under_the_sub_path(**_: object) -> None:
+    """reverse() starts at the sub-path (FORCE_SCRIPT_NAME) that django.setup()
+    gave the thread it ran in; a threads pool's threads start without it, and
+    the links in e-mails and webhooks would leave it out."""
+    from django.conf import settings
+    from django.urls import set_script_prefix
+
+    set_script_prefix(settings.FORCE_SCRIPT_NAME or "/")
+
+
 @signals.worker_init.connect
 def _follow_the_database_clock(**_: object) -> None:
     """Heartbeats, claims and sweeps timed by the database's clock, so a

@@ -14,6 +14,7 @@ import re
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.utils.csp import CSP
@@ -122,6 +123,17 @@ PUBLIC_BASE_URL = env_url("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 PUBLIC_BASE_URL_SET = bool(os.environ.get("PUBLIC_BASE_URL", "").strip()) and not (
     env_bool("PUBLIC_BASE_URL_FILLED_IN", False)
 )
+# Served under a sub-path (https://intranet.example/pagewatch) when the public
+# address has one: every link Django makes starts with it, whether the proxy
+# strips it or passes it on (config.wsgi); links given out, monitors.links.
+_public = urlsplit(PUBLIC_BASE_URL)
+FORCE_SCRIPT_NAME = _public.path or None
+if _public.query or _public.fragment:
+    raise ConfigError(
+        f"PUBLIC_BASE_URL must be an address without ? or #, got {PUBLIC_BASE_URL!r}"
+    )
+# The cookies belong to Pagewatch's own part of a shared host.
+SESSION_COOKIE_PATH = CSRF_COOKIE_PATH = f"{_public.path}/"
 # Only behind a proxy that sets these headers itself may they be believed.
 TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
 USE_X_FORWARDED_HOST = TRUST_PROXY_HEADERS
@@ -304,7 +316,7 @@ AXES_VERBOSE = False
 # Messages can carry a freshly issued key once; keep them server-side, not in a cookie.
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "monitor-list"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -312,7 +324,9 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-STATIC_URL = "static/"
+# Whole, not relative: Django would prefix "static/" with the sub-path of
+# whichever request read it first, and a server reads it before any request.
+STATIC_URL = f"{_public.path}/static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request without it
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -407,6 +421,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Under a sub-path the paths (/v2/monitor) start there, for Swagger UI,
+    # generated clients and schemathesis alike; relative to the document.
+    "SERVERS": [{"url": FORCE_SCRIPT_NAME}] if FORCE_SCRIPT_NAME else [],
     # /v2/docs loads Swagger UI from drf-spectacular-sidecar's static files.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -43,13 +43,13 @@ logger = logging.getLogger(__name__)
 def bad_request(
     request: HttpRequest, exception: Exception | None = None
 ) -> HttpResponse:
-    if request.path.startswith("/v2/"):
+    if request.path_info.startswith("/v2/"):
         return json_bad_request(request, exception)
     return defaults.bad_request(request, exception)
 
 
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    if request.path.startswith("/v2/"):
+    if request.path_info.startswith("/v2/"):
         return json_forbidden(request, exception)
     return defaults.permission_denied(request, exception)
 
@@ -67,7 +67,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    if request.path.startswith("/v2/"):
+    if request.path_info.startswith("/v2/"):
         return json_not_found(request, exception)
     return defaults.page_not_found(request, exception)
 
@@ -78,13 +78,13 @@ def server_error(request: HttpRequest) -> HttpResponse:
     # 503 that says so, and the page works again once it is back.
     if is_unavailable(sys.exc_info()[1]):
         return service_unavailable(request)
-    if request.path.startswith("/v2/"):
+    if request.path_info.startswith("/v2/"):
         return json_server_error(request)
     return defaults.server_error(request)
 
 
 def service_unavailable(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith("/v2/"):
+    if request.path_info.startswith("/v2/"):
         return json_service_unavailable(request)
     # Rendered without the request: context processors would query the
     # database that is down.

@@ -17,13 +17,14 @@ from django.urls import reverse
 from checks import outages
 from checks.notify.mail_headers import mail_domain
 from checks.notify.texts import one_line, render_text
+from monitors.links import public_origin, public_url
 from teams.models import INVITATION_VALID_FOR, Invitation
 
 logger = logging.getLogger(__name__)
 
 
 def invitation_url(token: str) -> str:
-    return settings.PUBLIC_BASE_URL + reverse("invitation-accept", args=[token])
+    return public_url(reverse("invitation-accept", args=[token]))
 
 
 def send_invitation(invitation: Invitation, token: str) -> None:
@@ -86,6 +87,6 @@ def send_password_reset(email: str) -> int:
     # The template builds the link from base_url; the domain is unused.
     form.save(
         domain_override=urlsplit(settings.PUBLIC_BASE_URL).netloc,
-        extra_email_context={"base_url": settings.PUBLIC_BASE_URL},
+        extra_email_context={"base_url": public_origin()},
     )
     return found

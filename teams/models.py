@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, models, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
+from django.urls import get_script_prefix
 from django.utils import timezone
 
 from monitors.models import Membership, Team
@@ -113,7 +114,7 @@ class Invitation(models.Model):
         return f"{self.email} to {self.team} as {self.role}"
 
     def get_absolute_url(self) -> str:
-        return f"/settings/team/invitations/{self.pk}/"
+        return f"{get_script_prefix()}settings/team/invitations/{self.pk}/"
 
     @staticmethod
     def hash_token(token: str) -> str:

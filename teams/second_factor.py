@@ -105,7 +105,7 @@ class SecondFactorMiddleware:
         user = getattr(request, "user", None)
         if user is None or not user.is_authenticated:
             return None
-        if request.path.startswith(OPEN_PREFIXES) or user.is_verified():
+        if request.path_info.startswith(OPEN_PREFIXES) or user.is_verified():
             return None
         if via_single_sign_on(request):
             return None

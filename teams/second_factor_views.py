@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import rotate_token
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
@@ -49,13 +50,14 @@ def _signed_in_with(request: HttpRequest, device: Any) -> None:
 
 
 def _next(request: HttpRequest) -> str:
-    wanted = request.POST.get("next") or request.GET.get("next") or "/"
+    home = reverse("monitor-list")
+    wanted = request.POST.get("next") or request.GET.get("next") or home
     # As the sign-in page asks: this site only, and over HTTPS no plain http.
     if url_has_allowed_host_and_scheme(
         wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         return wanted
-    return "/"
+    return home
 
 
 @require_http_methods(["GET"])

@@ -15,7 +15,7 @@ from teams.activity import Actor, Kind, Via, record_in_their_teams
 
 
 def _via(request: HttpRequest | None) -> str:
-    if request is not None and request.path.startswith("/admin/"):
+    if request is not None and request.path_info.startswith("/admin/"):
         return Via.ADMIN
     return Via.DASHBOARD
 

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
@@ -86,7 +87,7 @@ def setting(name: str, *default: Any) -> Any:
         "OIDC_RP_SCOPES": settings.OIDC_SCOPES,
         "OIDC_TIMEOUT": settings.OIDC_TIMEOUT_SECONDS,
         "OIDC_USE_PKCE": True,
-        "LOGIN_REDIRECT_URL_FAILURE": "/accounts/login/?sso=failed",
+        "LOGIN_REDIRECT_URL_FAILURE": reverse("login") + "?sso=failed",
     }
     if name in ours:
         return ours[name]

@@ -165,7 +165,7 @@ def test_single_sign_on_sessions_are_left_to_the_identity_provider(ana):
 
     def request(backend: str) -> SimpleNamespace:
         return SimpleNamespace(
-            user=user, path="/", session={BACKEND_SESSION_KEY: backend}
+            user=user, path="/", path_info="/", session={BACKEND_SESSION_KEY: backend}
         )
 
     wanted = second_factor.SecondFactorMiddleware.wanted

@@ -21,6 +21,7 @@ from django.db import models, transaction
 from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, TruncMonth
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 
@@ -200,7 +201,7 @@ class CheckQuerySet(models.QuerySet["Check"]):
 def check_path(monitor_id: Any, check_id: Any) -> str:
     """A check's page in the dashboard, from the two ids alone (lists that
     read numbers, not Check rows, link to it too)."""
-    return f"/monitors/{monitor_id}/checks/{check_id}/"
+    return reverse("check-detail", kwargs={"pk": monitor_id, "check_id": check_id})
 
 
 class Check(models.Model):

@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Case, Max, OuterRef, Subquery, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import SHA256
+from django.urls import reverse
 
 from checks import shared_clock
 from checks.bulk_delete import delete_rows
@@ -463,7 +464,10 @@ class PageResult(models.Model):
 
     def get_absolute_url(self) -> str:
         check = self.check_run
-        return f"/monitors/{check.monitor_id}/checks/{check.pk}/pages/{self.pk}/"
+        return reverse(
+            "page-diff",
+            kwargs={"pk": check.monitor_id, "check_id": check.pk, "page_id": self.pk},
+        )
 
     @classmethod
     def says_still_gone(cls, status: str, status_code: int | None) -> bool:

@@ -21,6 +21,8 @@ from django.template.loader import render_to_string
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from monitors.links import public_url
+
 SUBJECT_MAX = 200
 
 LINE_BREAKS = re.compile(r"[\r\n\t\x00-\x1f\x7f\u2028\u2029\x85]+")
@@ -47,7 +49,7 @@ def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
 
 
 def absolute(path: str) -> str:
-    return settings.PUBLIC_BASE_URL + path
+    return public_url(path)
 
 
 def http_href(url: str | None) -> str | None:

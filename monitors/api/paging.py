@@ -24,6 +24,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
+from monitors.links import public_url
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 # Far longer than any cursor made here (16 digits, "_", 32 hex digits).
@@ -107,5 +109,6 @@ def absolute(request: Request, query: dict[str, Any]) -> str:
     request's host is used, which ALLOWED_HOSTS has vetted."""
     address = f"{request.path}?{urlencode(query)}"
     if settings.PUBLIC_BASE_URL_SET:
-        return f"{settings.PUBLIC_BASE_URL}{address}"
+        # request.path carries PUBLIC_BASE_URL's sub-path already.
+        return public_url(address)
     return request.build_absolute_uri(address)

@@ -8,7 +8,6 @@ their token links (monitors.dashboard.feeds), which mark themselves as public.""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.urls import include, path
 from django.utils.functional import lazy
 
@@ -26,6 +25,7 @@ from monitors.dashboard import (
     passwords,
     search,
 )
+from monitors.links import public_origin
 
 monitor = "monitors/<uuid:pk>/"
 check = monitor + "checks/<uuid:check_id>/"
@@ -34,7 +34,7 @@ consent = "email/unsubscribe/<str:token>/"
 # Reset links start at PUBLIC_BASE_URL like every link in an e-mail, not at the
 # host and scheme a request came in on (an internal address, or http behind a
 # TLS proxy). Lazy: read when the e-mail is written.
-public_base_url = lazy(lambda: settings.PUBLIC_BASE_URL, str)()
+public_base_url = lazy(public_origin, str)()
 
 urlpatterns = [
     path("", monitors.monitor_list, name="monitor-list"),

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Case, F, Q, When
+from django.urls import reverse
 from django.utils import timezone
 
 from monitors import rules, search_provider, target_kinds
@@ -178,7 +179,7 @@ class Monitor(models.Model):
         return self.name
 
     def get_absolute_url(self) -> str:
-        return f"/monitors/{self.pk}/"
+        return reverse("monitor-detail", args=[self.pk])
 
     @property
     def schedule(self) -> schedules.Schedule:

@@ -13,6 +13,8 @@ from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from monitors.links import public_url
+
 # How long a rotated-out webhook secret keeps signing next to the new one, so
 # receivers verifying the Standard Webhooks signature can switch over.
 WEBHOOK_SECRET_GRACE = timedelta(hours=24)
@@ -31,7 +33,7 @@ def new_feed_token() -> str:
 
 def feed_link(route: str, token: str) -> str:
     """A feed's address, from PUBLIC_BASE_URL like every link given out."""
-    return settings.PUBLIC_BASE_URL + reverse(route, args=[token])
+    return public_url(reverse(route, args=[token]))
 
 
 class TeamQuerySet(models.QuerySet["Team"]):
