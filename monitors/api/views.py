@@ -124,6 +124,7 @@ def monitors_for(request: Request) -> Any:
                 "targets", queryset=Target.objects.order_by("position", "created_at")
             ),
             Prefetch("email_recipients", queryset=EmailRecipient.objects.all()),
+            "tags",
         )
     )
 
@@ -143,6 +144,7 @@ def with_relations(monitors: list[Monitor]) -> list[Monitor]:
     prefetch_related_objects(
         monitors, Prefetch("channels", queryset=shared, to_attr="shared_channels")
     )
+    prefetch_related_objects(monitors, "tags")
     return monitors
 
 
@@ -268,21 +270,31 @@ PAGING = [
 ]
 
 
+TAG_FILTER = OpenApiParameter(
+    "tag",
+    str,
+    description="Pagewatch extension: only the monitors with this tag (any case).",
+)
+
+
 class MonitorListView(ApiView):
     @extend_schema(
         operation_id="listMonitors",
         summary="List the team's monitors, newest first",
-        parameters=PAGING + RESPONSE_HEADERS,
+        parameters=[*PAGING, TAG_FILTER, *RESPONSE_HEADERS],
         responses={200: envelope("MonitorListResponse", MonitorSerializer(many=True))}
         | error_responses(400),
     )
     def get(self, request: Request) -> Response:
         limit, offset = _paging(request)
-        monitors = (
-            Monitor.objects.for_team(request.user.team)
-            .select_related("team")  # feedUrl
-            .order_by("-created_at", "-pk")[offset : offset + limit]
-        )
+        monitors = Monitor.objects.for_team(request.user.team)
+        if tag := request.query_params.get("tag", "").strip():
+            monitors = monitors.tagged(tag)
+        monitors = monitors.select_related(
+            "team"
+        ).order_by(  # feedUrl
+            "-created_at", "-pk"
+        )[offset : offset + limit]
         monitors = with_relations(list(monitors))
         now = timezone.now()
         shapes = MonitorSerializer(monitors, many=True, context={"now": now}).data
