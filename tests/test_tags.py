@@ -4,6 +4,8 @@ from the list (with the activity log, roles and tenancy)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 from django.utils import timezone
@@ -15,6 +17,7 @@ from monitors.models import Membership, Monitor, Tag
 from monitors.wire.monitor import MonitorUpdateSerializer, MonitorWriteSerializer
 from teams.models import Activity
 from tests.test_dashboard_forms import post
+from tests.test_moving_api import upload
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -367,3 +370,56 @@ def test_viewers_are_refused_acting_on_many(viewer_web, team):
     monitor.refresh_from_db()
     assert monitor.is_active
     assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_PAUSED).exists()
+
+
+# ---------------------------------------------------------------- moving
+
+
+def test_a_changedetection_backups_tags_become_tags_not_name_prefixes(team):
+    from monitors import moving
+    from monitors.moving import importing, plan
+    from tests.moving import backup_zip
+
+    items = plan.prepare(team, moving.read("changedetection", data=backup_zip()))
+    importing.run_import(team, items, timezone.now())
+
+    pricing = Monitor.objects.get(team=team, name="Pricing")
+    assert pricing.tag_names == ["Shop"]
+    assert not Monitor.objects.filter(name__startswith="Shop:").exists()
+
+
+def test_distill_and_urlwatch_tags_become_tags():
+    from monitors.moving.base import Draft, split_tags
+
+    draft = Draft(ref="1", url="https://a.test/", name="A")
+    draft.tags = split_tags("Shop, Sales") + split_tags(["Ops"])
+
+    assert draft.plan().payload["tags"] == ["Shop", "Sales", "Ops"]
+    assert draft.plan().payload["name"] == "A"
+
+
+def test_a_tag_an_import_cannot_keep_is_left_out_with_a_note():
+    from monitors.moving.base import Draft
+
+    draft = Draft(ref="1", url="https://a.test/", name="A")
+    draft.tags = ["Shop", "x" * (rules.TAG_NAME_MAX + 1)]
+    planned = draft.plan()
+
+    assert planned.payload["tags"] == ["Shop"]
+    assert any("not imported" in note for note in planned.notes)
+
+
+def test_an_export_carries_tags_and_another_pagewatch_imports_them(
+    api, other_api, team, other_team
+):
+    make_monitor(team, "Rival", tags=["Competitors", "Sales"])
+    document = api.get("/v2/export").json()["data"]
+    assert document["monitors"][0]["tags"] == ["Competitors", "Sales"]
+
+    data = json.dumps(document).encode()
+    response = upload(other_api, "pagewatch", data, "export.json", dryRun=False)
+
+    assert response.status_code == 200, response.content
+    copy = Monitor.objects.get(team=other_team)
+    assert copy.tag_names == ["Competitors", "Sales"]
+    assert copy.tags.get(name="Sales").team == other_team
