@@ -423,3 +423,20 @@ def test_an_export_carries_tags_and_another_pagewatch_imports_them(
     copy = Monitor.objects.get(team=other_team)
     assert copy.tag_names == ["Competitors", "Sales"]
     assert copy.tags.get(name="Sales").team == other_team
+
+
+# ---------------------------------------------------------------- admin
+
+
+def test_the_admin_lists_tags_and_shows_them_on_monitors(admin_client, team):
+    monitor = make_monitor(team, "Rival", tags=["Competitors"])
+    make_monitor(team, "Gone", tags=["Competitors"]).soft_delete(timezone.now())
+
+    tags = admin_client.get("/admin/monitors/tag/").content.decode()
+    monitors = admin_client.get("/admin/monitors/monitor/").content.decode()
+    page = admin_client.get(f"/admin/monitors/monitor/{monitor.pk}/change/")
+
+    assert "Competitors" in tags
+    assert '<td class="field-monitor_count">1</td>' in tags
+    assert '<td class="field-tag_list">Competitors</td>' in monitors
+    assert 'value="Competitors"' in page.content.decode()
