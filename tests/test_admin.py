@@ -44,8 +44,8 @@ from monitors.models import (
     EmailRecipient,
     Membership,
     Monitor,
-    Target,
     Tag,
+    Target,
     Team,
 )
 from teams import second_factor
