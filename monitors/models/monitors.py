@@ -67,7 +67,9 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         """Pause the active ones among these, in one update; the ones it
         paused (for the activity log)."""
         active = list(self.filter(status=Monitor.Status.ACTIVE))
-        Monitor.objects.filter(pk__in=[m.pk for m in active]).update(
+        Monitor.objects.filter(
+            pk__in=[m.pk for m in active], status=Monitor.Status.ACTIVE
+        ).update(
             status=Monitor.Status.PAUSED, next_run_at=None, updated_at=timezone.now()
         )
         return active
