@@ -214,6 +214,14 @@ def test_the_list_shows_tags_as_links_that_filter_by_them(web, team):
     assert "Competitors</option>" in filtered.content.decode()
 
 
+def test_a_monitors_page_shows_its_tags_as_links_to_their_monitors(web, team):
+    monitor = make_monitor(team, "Rival", tags=["Black Friday"])
+
+    page = web.get(monitor.get_absolute_url()).content.decode()
+
+    assert f'href="{reverse("monitor-list")}?tag=Black%20Friday"' in page
+
+
 def test_viewers_see_no_tick_boxes(viewer_web, team):
     make_monitor(team, tags=["Competitors"])
 
