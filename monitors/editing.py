@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from checks.notify import own
 from checks.notify.deliveries import queue_confirmations
 from monitors import rules
-from monitors.models import Monitor, MonitorChannel, Target, Team
+from monitors.models import Monitor, MonitorChannel, Tag, Target, Team
 
 # Columns that change without an edit of the monitor: the dispatcher moves
 # next_run_at and sets current_check_id, a check's end sets the last_* ones,
@@ -129,6 +129,20 @@ def link_channels(monitor: Monitor, ids: list[int]) -> None:
     )
 
 
+def _tag_all(team: Team, monitors: list[Monitor], names: list[list[str]]) -> None:
+    """Each new monitor's tags, the team's tags made once for them all."""
+    tags = {
+        tag.name.lower(): tag
+        for tag in Tag.objects.named(team, [n for each in names for n in each])
+    }
+    Monitor.tags.through.objects.bulk_create(
+        Monitor.tags.through(monitor=monitor, tag=tags[name.lower()])
+        for monitor, each in zip(monitors, names, strict=True)
+        for name in rules.clean_tags(each)
+        if name.lower() in tags
+    )
+
+
 def _new_monitor(team: Team, data: dict[str, Any], now: datetime) -> Monitor:
     monitor = Monitor(
         team=team,
@@ -154,6 +168,8 @@ def create_monitor(
     queue_confirmations(monitor)
     if "channels" in data:
         link_channels(monitor, data["channels"])
+    if "tags" in data:
+        monitor.tags.set(Tag.objects.named(team, data["tags"]))
     return monitor
 
 
@@ -172,6 +188,7 @@ def create_monitors(
             for position, target in enumerate(data["targets"])
         ]
     Target.objects.bulk_create([t for m in monitors for t in m.listed_targets])
+    _tag_all(team, monitors, [data.get("tags") or [] for data in batch])
     if any(monitor.webhook for monitor in monitors):
         team.ensure_webhook_secret()
     own.create_for(monitors)
@@ -214,6 +231,8 @@ def update_monitor(
         queue_confirmations(monitor)
     if "channels" in data:
         link_channels(monitor, data["channels"])
+    if "tags" in data:
+        monitor.tags.set(Tag.objects.named(monitor.team, data["tags"]))
     return monitor
 
 

@@ -846,6 +846,51 @@ def ignore_lines_with(entries: list[str], added: Iterable[str]) -> list[str]:
     return combined
 
 
+# ---------------------------------------------------------------- tags
+
+# How many tags one monitor has at most, and how long one is.
+MONITOR_TAGS_MAX = 20
+TAG_NAME_MAX = 40
+_WHITESPACE_RUN = re.compile(r"\s+")
+
+
+def tag_error(tag: str) -> str | None:
+    """Why a tag cannot be used (fit to show a user), or None. A comma is
+    refused because the dashboard's form separates tags with commas."""
+    name = tag.strip()
+    if not name:
+        return "Empty tags are not allowed."
+    if len(name) > TAG_NAME_MAX:
+        return f"A tag can be at most {TAG_NAME_MAX} characters long."
+    if "," in name:
+        return "A tag cannot contain a comma."
+    if any(unicodedata.category(char)[0] == "C" for char in name):
+        return "A tag cannot contain line breaks or other control characters."
+    return None
+
+
+def tags_error(tags: list[str]) -> str | None:
+    """Why a monitor's tags cannot be used, or None: each one by tag_error,
+    then how many."""
+    for tag in tags:
+        if problem := tag_error(tag):
+            return f"{problem} ({_shown(tag)})"
+    if len(clean_tags(tags)) > MONITOR_TAGS_MAX:
+        return f"A monitor can have at most {MONITOR_TAGS_MAX} tags."
+    return None
+
+
+def clean_tags(tags: Iterable[str]) -> list[str]:
+    """Tags as stored: trimmed, inner spaces made one, empty ones dropped,
+    the first spelling of a name kept whatever its case, in order."""
+    seen: dict[str, str] = {}
+    for tag in tags:
+        name = _WHITESPACE_RUN.sub(" ", tag).strip()
+        if name and name.lower() not in seen:
+            seen[name.lower()] = name
+    return list(seen.values())
+
+
 def _shown(name: str) -> str:
     # repr() shows a line break in a name as \r\n instead of breaking the message.
     return repr(name[:64])

@@ -106,11 +106,19 @@ def record_created(
 ) -> None:
     """One "created" entry per monitor, in one INSERT (an import makes
     hundreds at once)."""
+    record_each(actor, team, Kind.MONITOR_CREATED, monitors, **details)
+
+
+def record_each(
+    actor: Actor, team: Team, kind: str, monitors: list[Monitor], **details: Any
+) -> None:
+    """The same entry for each of these monitors, in one INSERT (an action
+    on many monitors from the list, an import)."""
     user = actor.user
     Activity.objects.bulk_create(
         Activity(
             team_id=team.pk,
-            kind=Kind.MONITOR_CREATED,
+            kind=kind,
             via=actor.via,
             user=user,
             user_name=_user_name(_name_of(user)),
@@ -150,6 +158,7 @@ def monitor_fields(monitor: Monitor) -> dict[str, Any]:
         # and "notifications" above.
         "channels": sorted(monitor.channels.shared().values_list("pk", flat=True)),
         "history kept": monitor.retention_days,
+        "tags": monitor.tag_names,
         "targets": targets,
         "status": monitor.status,
     }

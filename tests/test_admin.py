@@ -44,6 +44,7 @@ from monitors.models import (
     EmailRecipient,
     Membership,
     Monitor,
+    Tag,
     Target,
     Team,
 )
@@ -221,6 +222,7 @@ def test_a_superuser_can_load_every_admin_page_with_data_present(
         team, "sam@example.com", "viewer", None, check_with_pages.created_at
     )
     record(SYSTEM, team, Activity.Kind.MONITOR_PAUSED, check_with_pages.monitor)
+    check_with_pages.monitor.tags.set(Tag.objects.named(team, ["Competitors"]))
     someone = get_user_model().objects.first()
     second_factor.start_setup(someone)  # an authenticator, and recovery codes
     second_factor.new_recovery_codes(someone)

@@ -42,6 +42,7 @@ MONITOR_KEYS = {
     "fetchWith",  # Pagewatch extension: plain HTTP, a browser, or either
     "emailRecipientSubscriptions",
     "channels",  # Pagewatch extension: the team's channels it sends to
+    "tags",  # Pagewatch extension: the names of its tags
     "feedUrl",  # Pagewatch extension: the Atom feed of its changes
     "warning",  # Pagewatch extension: what will not run on this server
     "createdAt",

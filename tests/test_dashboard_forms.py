@@ -65,6 +65,7 @@ def test_a_plain_form_becomes_the_api_body():
     form = MonitorForm(post())
     assert form.payload() == {
         "name": "Pricing",
+        "tags": [],
         "schedule": {"timezone": "UTC", "text": "every 30 minutes"},
         "targets": [
             {"type": "scrape", "urls": ["https://example.com/a"], "scrapeOptions": {}}

@@ -429,8 +429,9 @@ def test_the_list_costs_the_same_few_queries_however_many_monitors(
         make_check(monitor)
         make_check(monitor, status="failed")
     # session, user, teams, count, page, targets, recent checks (one window query)
-    # 9: one is the second factor's (teams.second_factor._state).
-    with django_assert_max_num_queries(9):
+    # 9: one is the second factor's (teams.second_factor._state); 11 with the
+    # page's tags and the team's tags for the tag selector.
+    with django_assert_max_num_queries(11):
         response = web.get(reverse("monitor-list"))
     assert text_of(response).count('class="strip"') == 25
 
@@ -548,7 +549,7 @@ def test_the_failing_filter_lists_monitors_whose_last_check_failed(
     paused.pause()
     paused.save()
 
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(11):
         failing = web.get("/", {"failing": "1"})
     assert names(failing) == ["Down", "Paused down", "Rerun", "Skipped"]
     assert 'id="id_failing" name="failing" value="1" checked' in text_of(failing)

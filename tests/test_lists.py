@@ -157,8 +157,8 @@ def test_the_api_list_asks_the_database_the_same_few_times_for_any_page(
         notification={"email": {"enabled": True, "recipients": ["a@example.com"]}},
     )
     # Key lookup, monitors, targets, e-mail subscriptions of the one monitor
-    # that has recipients, and the channels they send to.
-    with django_assert_num_queries(5):
+    # that has recipients, the channels they send to, and their tags.
+    with django_assert_num_queries(6):
         data = api.get("/v2/monitor", {"limit": 100}).json()["data"]
     mailed = next(m for m in data if m["name"] == "Mailed")
     assert [s["email"] for s in mailed["emailRecipientSubscriptions"]] == [
@@ -166,7 +166,7 @@ def test_the_api_list_asks_the_database_the_same_few_times_for_any_page(
     ]
     for n in range(3, 20):
         create(api, name=f"Shop{n}")
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         assert len(api.get("/v2/monitor", {"limit": 100}).json()["data"]) == 21
     assert EmailRecipient.objects.count() == 1
 
@@ -229,7 +229,8 @@ def test_the_monitor_list_with_full_history_strips_stays_small(
     web, team, django_assert_max_num_queries
 ):
     full_page_of_monitors(team)
-    with django_assert_max_num_queries(10):
+    # 12 with the page's tags and the team's, for the tag filter.
+    with django_assert_max_num_queries(12):
         body = web.get(reverse("monitor-list")).content.decode()
     # 25 rows of 14 checks were 167 KB of HTML; each check was a link with
     # its words twice over.
@@ -312,7 +313,8 @@ def test_a_strip_cell_calls_a_web_search_s_new_match_so_not_a_new_page(
             "search": {"alert": 2},
         },
     )
-    with django_assert_max_num_queries(9):
+    # 11 with the page's tags and the team's, for the tag filter.
+    with django_assert_max_num_queries(11):
         body = web.get(reverse("monitor-list")).content.decode()
     # The History page's order (summary_parts): a search's new matches lead.
     assert 'title="Fri 20 Nov, 10:00:00: Completed, 1 new match, 1 new"' in body

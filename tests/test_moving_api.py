@@ -244,7 +244,7 @@ def test_a_changedetection_api_is_read_with_its_key(api, team, site, settings):
     response = api.post(URL, body, format="json")
     assert response.status_code == 200, response.content
     (item,) = response.json()["data"]["items"]
-    assert item["result"] == "created" and item["name"] == "Shop: Pricing"
+    assert item["result"] == "created" and item["name"] == "Pricing"
     assert item["channels"] == ["Discord (imported)"]
     monitor = Monitor.objects.get(team=team)
     assert [c.name for c in monitor.channels.all()] == ["Discord (imported)"]

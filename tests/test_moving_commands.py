@@ -24,7 +24,7 @@ def test_a_dry_run_lists_what_would_happen_and_creates_nothing(team, tmp_path):
     backup = tmp_path / "backup.zip"
     backup.write_bytes(backup_zip())
     out = run("importmonitors", str(backup), "--team", "acme", "--dry-run")
-    assert "would create  Shop: Pricing" in out
+    assert "would create  Pricing" in out
     assert "not imported  Cloud metadata" in out
     assert "· XPath filter" in out
     assert "→ tells channel “Discord (imported)”" in out

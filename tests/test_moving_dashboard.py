@@ -66,7 +66,7 @@ def test_a_file_is_previewed_and_nothing_is_created_before_confirming(web, team)
     run = ImportRun.objects.get(team=team)
     assert response["Location"] == f"/import/{run.pk}/"
     page = web.get(response["Location"]).content.decode()
-    assert "Shop: Pricing" in page
+    assert "Pricing" in page
     assert "Every 5 minutes starting at :01, UTC" in page
     assert "cloud metadata address" in page
     assert "XPath filter" in page
@@ -81,7 +81,7 @@ def test_confirming_imports_the_preview_and_shows_the_report(web, team):
     page = done.content.decode()
     assert "2 monitors created" in page
     assert Monitor.objects.filter(team=team).count() == 2
-    pricing = Monitor.objects.get(name="Shop: Pricing")
+    pricing = Monitor.objects.get(name="Pricing")
     assert f'href="/monitors/{pricing.pk}/"' in page
 
 
@@ -94,7 +94,7 @@ def test_duplicates_are_flagged_and_imported_only_when_ticked(web, team):
     page = web.get(run_url).content.decode()
     assert "Already monitored" in page and "Import it anyway" in page
     web.post(run_url + "confirm/", {"duplicate": [PRICING_UUID]})
-    assert Monitor.objects.filter(team=team, name="Shop: Pricing").count() == 1
+    assert Monitor.objects.filter(team=team, name="Pricing").count() == 1
 
 
 def test_an_unreadable_file_says_why_in_plain_words(web):
@@ -180,7 +180,7 @@ def test_a_changedetection_address_and_key_are_previewed(
         return html.unescape(web.get(response["Location"]).content.decode())
 
     page = previewed(CD_KEY)
-    assert "Shop: Pricing" in page and "Every 2 hours from 01:36, UTC" in page
+    assert "Pricing" in page and "Every 2 hours from 01:36, UTC" in page
     assert "refused the key" in previewed("nope")
 
 
@@ -470,7 +470,7 @@ def test_the_preview_task_builds_the_preview_the_page_then_shows(
     assert run.status == ImportRun.Status.PREVIEWED
     assert sum(1 for state in run.items if state["validated"] is not None) == 2
     page = web.get(run_url).content.decode()
-    assert "Shop: Pricing" in page and "cloud metadata address" in page
+    assert "Pricing" in page and "cloud metadata address" in page
     web.post(run_url + "confirm/")
     assert Monitor.objects.filter(team=team).count() == 2
 
@@ -499,7 +499,7 @@ def test_a_queued_preview_shows_exactly_what_an_immediate_one_does(
     tasks.preview_import_task(str(second.pk))
     page_at_once = web.get(at_once["Location"]).content.decode()
     page_queued = web.get(queued["Location"]).content.decode()
-    assert sent and "Shop: Pricing" in page_queued
+    assert sent and "Pricing" in page_queued
     assert _preview_section(page_queued, second) == _preview_section(
         page_at_once, first
     )

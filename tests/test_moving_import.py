@@ -34,7 +34,8 @@ def test_importing_a_backup_creates_its_monitors_and_lists_the_rest(team):
     report = importing.run_import(team, items, timezone.now())
     assert report.created == 2
     assert report.count("not imported") == 2
-    pricing = Monitor.objects.get(team=team, name="Shop: Pricing")
+    pricing = Monitor.objects.get(team=team, name="Pricing")
+    assert pricing.tag_names == ["Shop"]
     assert pricing.fetch_with == "browser"
     assert pricing.schedule_cron == "1-59/5 * * * *"
     assert pricing.run_interval_minutes == 5
@@ -46,7 +47,7 @@ def test_importing_a_backup_creates_its_monitors_and_lists_the_rest(team):
 def test_the_last_snapshot_is_stored_as_the_pages_baseline(team):
     items = prepared(team, "changedetection", backup_zip())
     importing.run_import(team, items, timezone.now())
-    pricing = Monitor.objects.get(team=team, name="Shop: Pricing")
+    pricing = Monitor.objects.get(team=team, name="Pricing")
     state = PageState.objects.get(monitor=pricing)
     assert state.has_baseline
     assert state.url == "https://shop.example.com/pricing"
@@ -110,7 +111,7 @@ def test_addresses_the_team_watches_are_duplicates_skipped_unless_chosen(team):
     assert Monitor.objects.filter(team=team).count() == 2
     again = prepared(team, "changedetection", backup_zip())
     importing.run_import(team, again, timezone.now(), include_duplicates={PRICING_UUID})
-    assert Monitor.objects.filter(team=team, name="Shop: Pricing").count() == 1
+    assert Monitor.objects.filter(team=team, name="Pricing").count() == 1
 
 
 def test_the_same_address_twice_in_one_source_is_a_duplicate_the_second_time(team):
@@ -124,7 +125,7 @@ def test_a_monitor_that_fails_to_save_leaves_nothing_half_made(team, monkeypatch
 
     def failing(team_, batch, now, by=""):
         monitors = real(team_, batch, now, by)
-        if any(data["name"] == "Shop: Pricing" for data in batch):
+        if any(data["name"] == "Pricing" for data in batch):
             raise DatabaseError("disk full")
         return monitors
 

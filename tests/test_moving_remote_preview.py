@@ -202,7 +202,7 @@ def test_a_remote_preview_shows_what_the_remote_holds_as_before(
     assert site.requests == []
     tasks.preview_import_task(str(ImportRun.objects.get(team=team).pk))
     page = html.unescape(web.get(run_url).content.decode())
-    assert "Shop: Pricing" in page and "Every 2 hours from 01:36, UTC" in page
+    assert "Pricing" in page and "Every 2 hours from 01:36, UTC" in page
     assert "Tells a new channel “Discord (imported)”" in page
     run = ImportRun.objects.get(team=team)
     (state,) = run.items

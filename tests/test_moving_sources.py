@@ -50,7 +50,9 @@ def gap_of(item: Planned) -> int:
 def test_a_changedetection_watch_keeps_its_filters_headers_rules_and_browser():
     item = planned("changedetection", backup_zip())[PRICING_UUID]
     assert item.importable
-    assert item.label == "Shop: Pricing"
+    # Its tag is a tag, not a part of its name.
+    assert item.label == "Pricing"
+    assert item.validated["tags"] == ["Shop"]
     target = item.validated["targets"][0]
     assert target["urls"] == ["https://shop.example.com/pricing"]
     options = target["scrapeOptions"]
@@ -184,7 +186,8 @@ def test_a_zip_that_is_not_a_changedetection_backup_is_refused():
 def test_a_changedetection_datastore_uploaded_without_its_zip_is_read():
     data = fixture("changedetection-backup/changedetection.json")
     items = planned("changedetection", data, "url-watches.json")
-    assert items[PRICING_UUID].label == "Shop: Pricing"
+    assert items[PRICING_UUID].label == "Pricing"
+    assert items[PRICING_UUID].validated["tags"] == ["Shop"]
     assert gap_of(items[PRICING_UUID]) == 5
     assert items[WIDGET_UUID].importable and items[WIDGET_UUID].paused
     assert not items[FTP_UUID].importable
@@ -236,7 +239,8 @@ def test_a_backup_of_a_recent_changedetection_reads_each_watch_from_its_folder()
     )
     items = planned("changedetection", data, "changedetection-backup.zip")
     assert sorted(items) == ["w-1", "w-2"]
-    assert items["w-1"].label == "Work: News"
+    assert items["w-1"].label == "News"
+    assert items["w-1"].validated["tags"] == ["Work"]
     assert gap_of(items["w-1"]) == 180
     assert items["w-2"].importable and items["w-2"].paused
     assert not any("backup holds only its list" in notes_of(i) for i in items.values())
@@ -298,7 +302,7 @@ def test_urlwatch_shell_jobs_jq_and_private_addresses_are_explained():
     assert "private address" in items["job 5"].reason
 
 
-def test_urlwatch_tags_name_the_monitor_and_options_without_equal_are_named():
+def test_urlwatch_tags_become_tags_and_options_without_equal_are_named():
     data = (
         b"name: Prices\nurl: https://a.example.com/\ntags: [shop, daily]\n"
         b"https_proxy: http://proxy.example:3128\ntimeout: 30\n"
@@ -307,7 +311,8 @@ def test_urlwatch_tags_name_the_monitor_and_options_without_equal_are_named():
         b"useragent: Firefox\n"
     )
     items = planned("urlwatch", data, "urls.yaml")
-    assert items["job 1"].label == "shop, daily: Prices"
+    assert items["job 1"].label == "Prices"
+    assert items["job 1"].validated["tags"] == ["shop", "daily"]
     notes = notes_of(items["job 1"]) + notes_of(items["job 2"])
     for words in (
         "The proxy (https_proxy) not imported",
@@ -338,7 +343,8 @@ def test_malformed_yaml_names_the_line():
 def test_distill_sieves_keep_selections_interval_tags_and_pause():
     items = planned("distill", fixture("distill-export.json"))
     careers = items["c9f1e2d3a4b5"]
-    assert careers.label == "Hiring: Careers"
+    assert careers.label == "Careers"
+    assert careers.validated["tags"] == ["Hiring"]
     assert gap_of(careers) == 30
     assert careers.validated["fetchWith"] == "browser"
     options = careers.validated["targets"][0]["scrapeOptions"]

@@ -499,3 +499,21 @@ def test_oversize_body_is_refused_by_the_live_server_with_413(sdk, settings):
     assert caught.value.status_code == 413
     assert "Request body is too large." in str(caught.value)
     assert Monitor.objects.count() == 0
+
+
+def test_a_tagged_monitor_reads_and_updates_through_the_sdk_unchanged(sdk, team):
+    from monitors.models import Tag
+
+    created = make(sdk)
+    stored = Monitor.objects.get(pk=created.id)
+    stored.tags.set(Tag.objects.named(team, ["Competitors"]))
+
+    fetched = sdk.get_monitor(created.id)
+    listed = sdk.list_monitors()
+    renamed = sdk.update_monitor(created.id, name="Renamed")
+
+    assert fetched.id == created.id and fetched.name == created.name
+    assert [m.id for m in listed] == [created.id]
+    assert renamed.name == "Renamed"
+    # The SDK knows nothing of tags and sends none: they stay.
+    assert Monitor.objects.get(pk=created.id).tag_names == ["Competitors"]

@@ -59,7 +59,7 @@ FIELD_WORDS = {
 # Where the monitor's own fields stand on the change page, with the read-only
 # facts beside them; a dashboard field not placed here goes under "Other".
 MONITOR_SECTIONS: list[tuple[str | None, list[str]]] = [
-    (None, ["name", "status", "team", "deleted_at", "checks"]),
+    (None, ["name", "tags", "status", "team", "deleted_at", "checks"]),
     ("Schedule", ["schedule_words", "schedule", "timezone", "next_run", "last_run",
                   "current_check_id"]),
     ("Judging", ["goal", "judge", "ignore_lines"]),

@@ -47,6 +47,7 @@ from monitors.editing import update_monitor
 from monitors.models import (
     EmailRecipient,
     Monitor,
+    Tag,
     Target,
 )
 from monitors.schedule import Schedule
@@ -155,6 +156,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "team",
+        "tag_list",
         "state",
         "schedule",
         "next_run",
@@ -170,7 +172,10 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     search_help_text = "Monitor name, team, or part of a target URL."
     actions = ["run_now_selected", "pause_selected", "resume_selected"]
     READ_ONLY_FIELDSETS = [
-        (None, {"fields": ["name", "team", "status", "deleted_at", "checks"]}),
+        (
+            None,
+            {"fields": ["name", "tag_list", "team", "status", "deleted_at", "checks"]},
+        ),
         (
             "Schedule",
             {
@@ -199,6 +204,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     ]
     readonly_fields = [
         "team",
+        "tag_list",
         "deleted_at",
         "checks",
         "schedule_words",
@@ -275,7 +281,12 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Monitor]:
         # Deleted monitors stay reachable (change page, "deleted" filter);
         # DeletedFilter hides them from the list by default.
-        return super().get_queryset(request).annotate(target_total=Count("targets"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(target_total=Count("targets", distinct=True))
+            .prefetch_related("tags")
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # monitors are created through the API or the dashboard
@@ -371,6 +382,10 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
                 | Exists(targets)
             )
         return queryset, False
+
+    @admin.display(description="Tags")
+    def tag_list(self, monitor: Monitor) -> str:
+        return ", ".join(monitor.tag_names) or "—"
 
     @admin.display(description="Schedule")
     def schedule(self, monitor: Monitor) -> str:
@@ -583,3 +598,31 @@ class EmailRecipientAdmin(admin.ModelAdmin):
             left=queryset.count() - count,
             why_left="already unsubscribed",
         )
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    """A team's tags, with how many live monitors each groups. Renaming one
+    renames it on all its monitors; deleting one takes it off them."""
+
+    list_display = ["name", "team", "monitor_count", "created_at"]
+    list_filter = [TeamFilter]
+    list_select_related = ["team"]
+    search_fields = ["name", "team__name"]
+    fields = ["name", "team", "monitor_count", "created_at"]
+    readonly_fields = ["team", "monitor_count", "created_at"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Tag]:
+        live = Q(monitors__deleted_at__isnull=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(live_monitors=Count("monitors", filter=live))
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # tags are made on monitors, in the dashboard or the API
+
+    @admin.display(description="Monitors", ordering="live_monitors")
+    def monitor_count(self, tag: Tag) -> int:
+        return tag.live_monitors  # type: ignore[attr-defined]

@@ -93,6 +93,12 @@ class MonitorSerializer(serializers.Serializer):
     channels = serializers.SerializerMethodField(
         help_text="Pagewatch extension: ids of the team's channels it sends to."
     )
+    tags = serializers.ListField(
+        source="tag_names",
+        child=serializers.CharField(),
+        help_text="Pagewatch extension: the names of the monitor's tags, "
+        "alphabetically.",
+    )
     retentionDays = serializers.IntegerField(source="retention_days")
     estimatedCreditsPerMonth = serializers.SerializerMethodField()
     unchangedPagesFree = serializers.SerializerMethodField()

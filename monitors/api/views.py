@@ -126,6 +126,7 @@ def monitors_for(request: Request) -> Any:
                 "targets", queryset=Target.objects.order_by("position", "created_at")
             ),
             Prefetch("email_recipients", queryset=EmailRecipient.objects.all()),
+            "tags",
         )
     )
 
@@ -145,6 +146,7 @@ def with_relations(monitors: list[Monitor]) -> list[Monitor]:
     prefetch_related_objects(
         monitors, Prefetch("channels", queryset=shared, to_attr="shared_channels")
     )
+    prefetch_related_objects(monitors, "tags")
     return monitors
 
 
@@ -277,11 +279,18 @@ PAGING = [
 ]
 
 
+TAG_FILTER = OpenApiParameter(
+    "tag",
+    str,
+    description="Pagewatch extension: only the monitors with this tag (any case).",
+)
+
+
 class MonitorListView(ApiView):
     @extend_schema(
         operation_id="listMonitors",
         summary="List the team's monitors, newest first",
-        parameters=[*PAGING, paging.BEFORE, *RESPONSE_HEADERS],
+        parameters=[*PAGING, paging.BEFORE, TAG_FILTER, *RESPONSE_HEADERS],
         responses={
             200: inline_serializer(
                 "MonitorListResponse",
@@ -297,10 +306,11 @@ class MonitorListView(ApiView):
     def get(self, request: Request) -> Response:
         limit, offset = _paging(request)
         before = paging.before_param(request)
-        monitors = paging.newest_first(
-            Monitor.objects.for_team(request.user.team).select_related("team"),
-            before,
-        )
+        monitors = Monitor.objects.for_team(request.user.team)
+        tag = request.query_params.get("tag", "").strip()
+        if tag:
+            monitors = monitors.tagged(tag)
+        monitors = paging.newest_first(monitors.select_related("team"), before)
         # One row more than the page tells whether a next page exists.
         rows = list(monitors[offset : offset + limit + 1])
         shown = with_relations(rows[:limit])
@@ -308,7 +318,7 @@ class MonitorListView(ApiView):
         shapes = MonitorSerializer(shown, many=True, context=context).data
         body = {"success": True, "data": [readable_by(request, s) for s in shapes]}
         if len(rows) > limit:
-            body["next"] = paging.next_link(request, shown[-1], limit)
+            body["next"] = paging.next_link(request, shown[-1], limit, tag=tag)
         return Response(body)
 
     @extend_schema(

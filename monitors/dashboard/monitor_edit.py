@@ -29,7 +29,7 @@ from monitors.dashboard.base import (
 )
 from monitors.dashboard.forms.fields import split_schedule
 from monitors.dashboard.forms.monitor import MonitorForm
-from monitors.models import Monitor
+from monitors.models import Monitor, Tag
 from monitors.schedule_words import CUSTOM_SCHEDULE, describe
 from monitors.unavailable import missing_services
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
@@ -62,6 +62,9 @@ def _form_context(
         "browser_installed": browser_available(),
         "missing": missing_services(),
         "timezones": schedules.zone_names(),
+        "team_tags": list(Tag.objects.for_team(form.team).in_use())
+        if form.team
+        else [],
         **preview,
         **extra,
     }

@@ -46,7 +46,7 @@ from monitors.dashboard.base import (
 from monitors.dashboard.channels import described
 from monitors.dashboard.context import switch_team
 from monitors.editing import add_ignore_lines, update_monitor
-from monitors.models import Monitor, Target
+from monitors.models import Monitor, Tag, Target
 from monitors.unavailable import SEARCH, unavailable
 from teams.activity import Actor, Kind, monitor_fields, record, record_monitor_change
 from teams.models import Activity
@@ -97,10 +97,13 @@ def _filtered_monitors(request: DashboardRequest) -> tuple[Any, dict[str, str]]:
         monitors = monitors.filter(status=status)
     else:
         status = ""
+    tag = request.GET.get("tag", "").strip()[: rules.TAG_NAME_MAX]
+    if tag:
+        monitors = monitors.tagged(tag)
     failing = "1" if request.GET.get("failing") in ("1", "on") else ""
     if failing:
         monitors = Check.objects.monitors_failing(monitors)
-    return monitors, {"q": query, "status": status, "failing": failing}
+    return monitors, {"q": query, "status": status, "tag": tag, "failing": failing}
 
 
 @require_GET
@@ -108,7 +111,7 @@ def _filtered_monitors(request: DashboardRequest) -> tuple[Any, dict[str, str]]:
 def monitor_list(request: DashboardRequest) -> HttpResponse:
     monitors, filters = _filtered_monitors(request)
     paginator = Paginator(
-        monitors.prefetch_related("targets").order_by("-created_at", "pk"),
+        monitors.prefetch_related("targets", "tags").order_by("-created_at", "pk"),
         MONITORS_PER_PAGE,
     )
     page = paginator.get_page(request.GET.get("page"))
@@ -123,6 +126,8 @@ def monitor_list(request: DashboardRequest) -> HttpResponse:
         "status_choices": status_choices,
         # The empty list names the status as the select shows it, not its value.
         "status_label": dict(status_choices)[filters["status"]],
+        "team_tags": list(Tag.objects.for_team(request.team).in_use()),
+        "tag_name_max": rules.TAG_NAME_MAX,
     }
     template = _fragment(request, "monitors/monitor_list.html", {"results"})
     response = render(request, template, context)

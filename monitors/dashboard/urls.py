@@ -19,6 +19,7 @@ from monitors.dashboard import (
     feeds,
     imports,
     keys,
+    monitor_bulk,
     monitor_edit,
     monitors,
     notifications,
@@ -58,6 +59,7 @@ urlpatterns = [
         name="monitor-validate",
     ),
     path(monitor + "toggle/", monitors.monitor_toggle, name="monitor-toggle"),
+    path("monitors/bulk/", monitor_bulk.monitor_bulk, name="monitor-bulk"),
     path(monitor + "run/", monitors.monitor_run, name="monitor-run"),
     path(
         monitor + "ignore-lines/",

@@ -1,6 +1,6 @@
 """The models of the app `monitors`: teams and their members (teams.py), API
 keys (keys.py), monitors and their targets (monitors.py), channels
-(channels.py) and imports (imports.py).
+(channels.py), tags (tags.py) and imports (imports.py).
 
 Django finds an app's models by importing this package, and
 `from monitors.models import X` works for every one of them.
@@ -15,6 +15,7 @@ from monitors.models.monitors import (
     MonitorQuerySet,
     Target,
 )
+from monitors.models.tags import Tag, TagQuerySet
 from monitors.models.teams import (
     FEED_TOKEN_BYTES,
     FEED_TOKEN_MAX_LENGTH,
@@ -50,6 +51,8 @@ __all__ = [
     "MonitorChannel",
     "MonitorQuerySet",
     "Target",
+    "Tag",
+    "TagQuerySet",
     "Team",
     "TeamQuerySet",
     "feed_link",

@@ -21,6 +21,7 @@ from django.utils import timezone
 from monitors import rules, search_provider, target_kinds
 from monitors import schedule as schedules
 from monitors.judging import judge_available
+from monitors.models.tags import Tag
 from monitors.models.teams import FEED_TOKEN_MAX_LENGTH, Team, feed_link, new_feed_token
 from monitors.target_kinds import TargetKind, kind_for
 
@@ -62,6 +63,57 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
     def due(self, now: datetime) -> MonitorQuerySet:
         """Active monitors whose next run has come; served by monitor_due_idx."""
         return self.alive().filter(status=Monitor.Status.ACTIVE, next_run_at__lte=now)
+
+    def tagged(self, name: str) -> MonitorQuerySet:
+        """Those with the tag of that name (any case)."""
+        return self.filter(tags__name__iexact=name.strip())
+
+    def pause(self) -> list[Monitor]:
+        """Pause the active ones among these, in one update; the ones it
+        paused (for the activity log)."""
+        active = list(self.filter(status=Monitor.Status.ACTIVE))
+        Monitor.objects.filter(
+            pk__in=[m.pk for m in active], status=Monitor.Status.ACTIVE
+        ).update(
+            status=Monitor.Status.PAUSED, next_run_at=None, updated_at=timezone.now()
+        )
+        return active
+
+    def resume(self, now: datetime) -> list[Monitor]:
+        """Resume the paused ones among these; the ones it resumed. Each has
+        its own next run (its schedule's), so one bulk_update writes them."""
+        paused = list(self.filter(status=Monitor.Status.PAUSED))
+        for monitor in paused:
+            monitor.resume(now)
+            monitor.updated_at = now
+        Monitor.objects.bulk_update(paused, ["status", "next_run_at", "updated_at"])
+        return paused
+
+    def soft_delete(self, now: datetime) -> list[Monitor]:
+        """Mark these deleted (Monitor.soft_delete for many); the ones it
+        deleted."""
+        alive = list(self.alive())
+        Monitor.objects.filter(pk__in=[m.pk for m in alive]).update(
+            deleted_at=now, next_run_at=None, updated_at=now
+        )
+        return alive
+
+    def add_tag(self, tag: Tag) -> list[Monitor]:
+        """Give these the tag, in one insert; the ones that did not have it."""
+        lacking = list(self.exclude(tags=tag))
+        Monitor.tags.through.objects.bulk_create(
+            [Monitor.tags.through(monitor=m, tag=tag) for m in lacking],
+            ignore_conflicts=True,
+        )
+        return lacking
+
+    def remove_tag(self, tag: Tag) -> list[Monitor]:
+        """Take the tag off these, in one delete; the ones that had it."""
+        having = list(self.filter(tags=tag))
+        Monitor.tags.through.objects.filter(
+            monitor__in=[m.pk for m in having], tag=tag
+        ).delete()
+        return having
 
     def renew_feed_tokens(self) -> int:
         """A new feed link for each of these monitors (each its own random
@@ -139,6 +191,7 @@ class Monitor(models.Model):
     channels = models.ManyToManyField(
         "Channel", through="MonitorChannel", related_name="monitors", blank=True
     )
+    tags = models.ManyToManyField("Tag", related_name="monitors", blank=True)
     retention_days = models.PositiveSmallIntegerField(default=30)
     last_check_summary = models.JSONField(null=True, blank=True)
     # Of the last check's changed pages, how many the judge called not
@@ -241,6 +294,11 @@ class Monitor(models.Model):
         self.feed_token = new_feed_token()
         Monitor.objects.filter(pk=self.pk).update(feed_token=self.feed_token)
         return self.feed_token
+
+    @property
+    def tag_names(self) -> list[str]:
+        """Its tags' names, alphabetically (from a prefetch when there is one)."""
+        return sorted((tag.name for tag in self.tags.all()), key=str.lower)
 
     def soft_delete(self, now: datetime) -> None:
         self.deleted_at = now

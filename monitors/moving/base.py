@@ -329,7 +329,8 @@ class Draft:
     ref: str
     url: str
     name: str = ""
-    tag: str = ""
+    # The watch's groups (tags, labels, folders), by name.
+    tags: list[str] = field(default_factory=list)
     interval_seconds: float | None = None
     cron: str | None = None
     goal: str | None = None
@@ -346,8 +347,6 @@ class Draft:
     def plan(self) -> Planned:
         url = self.url.strip()
         name = (self.name or "").strip() or url
-        if self.tag:
-            name = f"{self.tag.strip()}: {name}"
         if len(name) > rules.NAME_MAX:
             name = name[: rules.NAME_MAX - 1] + "…"
         notes = list(self.notes)
@@ -380,6 +379,8 @@ class Draft:
             ignore = ignore[: rules.IGNORE_LINES_MAX]
         if ignore:
             payload["ignoreLines"] = ignore
+        if tags := usable_tags(self.tags, notes):
+            payload["tags"] = tags
         if self.browser:
             payload["fetchWith"] = "browser"
         if self.goal:
@@ -395,6 +396,30 @@ class Draft:
             notify_urls=list(dict.fromkeys(self.notify_urls)),
             spread_every=None if self.cron else self.interval_seconds or 0,
         )
+
+
+def usable_tags(names: list[str], notes: list[str]) -> list[str]:
+    """The tags a monitor can have of these names; a note for each left out."""
+    kept = []
+    for name in rules.clean_tags(names):
+        problem = rules.tag_error(name)
+        if problem:
+            notes.append(f"Tag “{name[:60]}” not imported: {problem}")
+        else:
+            kept.append(name)
+    if len(kept) > rules.MONITOR_TAGS_MAX:
+        left = ", ".join(f"“{n}”" for n in kept[rules.MONITOR_TAGS_MAX :])
+        notes.append(
+            f"Tags {left} not imported, because a monitor takes at most "
+            f"{rules.MONITOR_TAGS_MAX}."
+        )
+    return kept[: rules.MONITOR_TAGS_MAX]
+
+
+def split_tags(value: Any) -> list[str]:
+    """Tags given as a list, or as one text with commas between them."""
+    items = value if isinstance(value, list) else [value] if value else []
+    return [part for item in items for part in str(item).split(",")]
 
 
 def not_imported(ref: str, label: str, urls: list[str], reason: str) -> Planned:

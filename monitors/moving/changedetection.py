@@ -31,6 +31,7 @@ from monitors.moving.base import (
     is_datastore,
     load_json,
     not_imported,
+    split_tags,
 )
 from monitors.moving.lists import Lists
 
@@ -82,7 +83,7 @@ def _text_list(value: Any) -> list[str]:
     return [str(v).strip() for v in value if str(v).strip()]
 
 
-def _tag_names(watch: dict[str, Any], settings: dict[str, Any]) -> str:
+def _tag_names(watch: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     known = ((settings.get("application") or {}).get("tags")) or {}
     names = []
     for tag in watch.get("tags") or []:
@@ -91,8 +92,8 @@ def _tag_names(watch: dict[str, Any], settings: dict[str, Any]) -> str:
         names.append(str(title or tag))
     old = watch.get("tag")
     if isinstance(old, str):
-        names += [t.strip() for t in old.split(",") if t.strip()]
-    return ", ".join(dict.fromkeys(n for n in names if n))
+        names += split_tags(old)
+    return names
 
 
 def draft_of(
@@ -115,7 +116,7 @@ def draft_of(
         )
     notes: list[str] = []
     draft = Draft(ref=uuid, url=url, name=title, notes=notes)
-    draft.tag = _tag_names(watch, settings)
+    draft.tags = _tag_names(watch, settings)
     draft.paused = bool(watch.get("paused"))
     requests = settings.get("requests") or {}
     if watch.get("time_between_check_use_default", True) is not False:

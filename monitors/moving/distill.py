@@ -16,6 +16,7 @@ from monitors.moving.base import (
     Source,
     load_json,
     not_imported,
+    split_tags,
 )
 
 # Distill's sieve states: 90 is a monitor switched off.
@@ -75,10 +76,7 @@ def _draft(number: int, sieve: dict[str, Any]) -> Draft | Planned:
     if not isinstance(url, str) or not url.strip():
         return not_imported(ref, name, [], "It has no URL.")
     draft = Draft(ref=ref, url=url, name=name)
-    tags = sieve.get("tags")
-    if isinstance(tags, list):
-        tags = ", ".join(str(t) for t in tags)
-    draft.tag = str(tags or "")
+    draft.tags = split_tags(sieve.get("tags"))
     draft.paused = sieve.get("state") in PAUSED_STATES
     schedule = _object(sieve.get("schedule"))
     params = schedule.get("params") or {}

@@ -82,6 +82,7 @@ def monitor_document(
         "webhook": webhook,
         "notification": monitor.notification or {},
         "retentionDays": monitor.retention_days,
+        "tags": monitor.tag_names,
     }
 
 
@@ -94,7 +95,8 @@ def team_monitors(team: Team) -> list[Monitor]:
                 "targets",
                 queryset=Target.objects.order_by("position", "created_at"),
                 to_attr="listed_targets",
-            )
+            ),
+            "tags",
         )
     )
 

@@ -30,6 +30,7 @@ _KEPT = (
     "webhook",
     "notification",
     "retentionDays",
+    "tags",  # Pagewatch's; Firecrawl's monitors have none
 )
 PAGE = 100
 

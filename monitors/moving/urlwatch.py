@@ -17,6 +17,7 @@ from monitors.moving.base import (
     Source,
     not_imported,
     plain_regex,
+    split_tags,
 )
 
 # Filters that only turn the page into text: Pagewatch always does that.
@@ -134,8 +135,7 @@ def _draft(number: int, job: dict[str, Any]) -> Draft | Planned:
     draft = Draft(ref=ref, url=url, name=name)
     tags = job.get("tags")
     if isinstance(tags, list | str):
-        tags = [tags] if isinstance(tags, str) else tags
-        draft.tag = ", ".join(str(t).strip() for t in tags if str(t).strip())
+        draft.tags = split_tags(tags)
     draft.browser = bool(job.get("use_browser")) or "navigate" in job
     for step, arg in _steps(job.get("filter")):
         _filter(step, arg, draft)

@@ -265,6 +265,15 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
         help_text="Pagewatch extension: the ids of the team's channels "
         "(/v2/channels) this monitor sends to; replaces the list.",
     )
+    tags = serializers.ListField(
+        child=StrictCharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        help_text="Pagewatch extension: the names of the monitor's tags, e.g. "
+        f'["Competitors"]; at most {rules.MONITOR_TAGS_MAX}, each at most '
+        f"{rules.TAG_NAME_MAX} characters, no commas. Replaces the list; "
+        "leave it out to keep them. A name the team has in another case is "
+        "that tag.",
+    )
     retentionDays = StrictIntegerField(
         required=False, min_value=rules.RETENTION_MIN, max_value=rules.RETENTION_MAX
     )
@@ -305,6 +314,12 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
         if errors:
             raise ValidationError(errors)
         return rules.clean_ignore_lines(entries)
+
+    def validate_tags(self, tags: list[str]) -> list[str]:
+        problem = rules.tags_error(tags)
+        if problem:
+            raise ValidationError(problem)
+        return rules.clean_tags(tags)
 
     def validate_channels(self, ids: list[int]) -> list[int]:  # noqa: N802
         monitor: Monitor | None = self.context.get("monitor")

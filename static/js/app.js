@@ -148,6 +148,19 @@
     }
   });
 
+  /* ---- The monitor list's "select all shown" ticks (and follows) every row */
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    var all = document.querySelector("[data-select-all]");
+    if (!all) return;
+    var rows = document.querySelectorAll("[data-select-row]");
+    if (target.matches("[data-select-all]")) {
+      rows.forEach(function (row) { row.checked = target.checked; });
+    } else if (target.matches("[data-select-row]")) {
+      all.checked = Array.prototype.every.call(rows, function (row) { return row.checked; });
+    }
+  });
+
   /* ---- New monitors of a team that keeps UTC start in the browser's time zone */
   function useBrowserZone() {
     var input = document.querySelector("input[data-browser-timezone]");

@@ -207,7 +207,8 @@ def test_long_names_and_addresses_wrap_instead_of_widening_the_page(
     revoke = page.get_by_role("link", name=re.compile("Revoke")).bounding_box()
     assert revoke["x"] + revoke["width"] <= viewport["width"]
     page.goto("/")
-    pause = page.get_by_role("button", name=re.compile("Pause")).bounding_box()
+    row = page.locator("tbody tr").first
+    pause = row.get_by_role("button", name=re.compile("Pause")).bounding_box()
     assert pause["x"] + pause["width"] <= viewport["width"]
 
 

@@ -62,6 +62,10 @@ class EditCheck:
         edit, cleaned = self.edit, self.cleaned
         self.problems += text_problems(("name",), edit["name"], rules.NAME_MAX)
         cleaned["name"] = edit["name"].strip()
+        if "tags" in edit:
+            if problem := rules.tags_error(edit["tags"]):
+                self.problems.append(Problem(("tags",), "invalid", problem))
+            cleaned["tags"] = rules.clean_tags(edit["tags"])
         goal = edit["goal"]
         self.problems += text_problems(("goal",), goal, rules.GOAL_MAX, blank=True)
         cleaned["goal"] = rules.clean_goal(goal)

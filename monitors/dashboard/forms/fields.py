@@ -46,6 +46,7 @@ _MAIN_SLOTS = {
     "retentionDays": "retention_days",
     "targets": "targets",
     "channels": "channels",
+    "tags": "tags",
 }
 _WEBHOOK_SLOTS = {
     "url": "webhook_url",
@@ -112,6 +113,11 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
+def _tags(text: str) -> list[str]:
+    """The tags box: names separated by commas (spaces belong to a name)."""
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
 def _items(text: str) -> list[str]:
     return [item for item in _SPLIT_ITEMS.split(text or "") if item]
 
@@ -165,7 +171,7 @@ def _attrs(slot: str, *, name: str = "", **extra: Any) -> dict[str, Any]:
 # The monitor form's slots in the order the page shows them (the error
 # summary follows it); target rows stand where "targets" is.
 _PAGE_ORDER = (
-    NON_FIELD, "name", "targets", "schedule", "goal", "judge", "ignore_lines",
+    NON_FIELD, "name", "tags", "targets", "schedule", "goal", "judge", "ignore_lines",
     "fetch_with", "channels", "email_enabled", "email_recipients",
     "email_include_diffs",
     "webhook_url", "webhook_events", "webhook_pages", "webhook_headers",
@@ -196,6 +202,13 @@ def _widgets() -> dict[str, forms.Widget]:
                 "list": "timezones",
                 "autocomplete": "off",
             }
+        ),
+        "tags": forms.TextInput(
+            attrs=_attrs(
+                "tags",
+                placeholder="for example, Competitors, Pricing",
+                autocomplete="off",
+            )
         ),
         "goal": forms.Textarea(attrs=_attrs("goal", rows=3, maxlength=rules.GOAL_MAX)),
         "ignore_lines": forms.Textarea(
@@ -237,6 +250,7 @@ class MonitorFields(forms.Form):
     """The monitor's own fields. Deliberately lenient: parsing only."""
 
     name = forms.CharField(required=False, strip=False)
+    tags = forms.CharField(required=False, strip=False)
     # Choices (the team's channels, by name) are set by MonitorForm.
     channels = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple
@@ -301,6 +315,7 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
     judge = "off" if opted_out else "auto"
     return {
         "name": monitor.name,
+        "tags": ", ".join(monitor.tag_names),
         "schedule": schedule_box_text(monitor.schedule),
         "timezone": monitor.schedule_timezone,
         "goal": monitor.goal or "",

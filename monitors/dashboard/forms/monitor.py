@@ -35,6 +35,7 @@ from monitors.dashboard.forms.fields import (
     _lines,
     _number,
     _pairs,
+    _tags,
     monitor_initial,
     new_target_key,
     split_schedule,
@@ -215,6 +216,7 @@ class MonitorForm:
             schedule["text"] = text
         payload: dict[str, Any] = {
             "name": main.get("name", ""),
+            "tags": _tags(main.get("tags", "")),
             "schedule": schedule,
             "targets": [self._target_payload(t) for t in self.targets],
             "goal": main.get("goal", ""),

@@ -73,6 +73,11 @@ WORDS: dict[str, Words] = {
         too_many=f"A monitor can watch at most {rules.TARGETS_MAX} targets: "
         "spread them over several monitors.",
     ),
+    # Its rule (rules.tags_error) words its problems plainly already.
+    "tags": Words(
+        too_many=f"A monitor can have at most {rules.MONITOR_TAGS_MAX} tags.",
+        too_long=_chars(rules.TAG_NAME_MAX, "A tag"),
+    ),
     "goal": Words(too_long=_chars(rules.GOAL_MAX, "The goal")),
     "ignore_lines": Words(
         too_many=f"At most {rules.IGNORE_LINES_MAX} lines to ignore.",
