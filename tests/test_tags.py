@@ -324,6 +324,23 @@ def test_adding_and_removing_a_tag_on_many(web, team):
     assert ticked[1].tag_names == ["competitors"]
 
 
+def test_adding_a_tag_to_many_skips_monitors_that_have_the_most_tags(web, team):
+    full = [make_monitor(team, f"Full {n}", tags=TOO_MANY[:-1]) for n in range(2)]
+    roomy = make_monitor(team, "Roomy")
+
+    response = bulk(web, "add_tag", [*full, roomy], tag="Sale")
+
+    assert roomy.tag_names == ["Sale"]
+    for monitor in full:
+        assert len(monitor.tag_names) == rules.MONITOR_TAGS_MAX
+        assert "Sale" not in monitor.tag_names
+    edits = Activity.objects.filter(kind=Activity.Kind.MONITOR_EDITED)
+    assert [e.monitor_id for e in edits] == [roomy.pk]
+    shown = [str(m) for m in response.wsgi_request._messages]
+    assert "2 monitors skipped: they already have 20 tags." in shown
+    assert "1 monitor tagged." in shown
+
+
 def test_a_tag_the_rule_refuses_is_not_added(web, team):
     monitor = make_monitor(team)
 
