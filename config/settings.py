@@ -132,8 +132,43 @@ if _public.query or _public.fragment:
     raise ConfigError(
         f"PUBLIC_BASE_URL must be an address without ? or #, got {PUBLIC_BASE_URL!r}"
     )
-# The cookies belong to Pagewatch's own part of a shared host.
-SESSION_COOKIE_PATH = CSRF_COOKIE_PATH = f"{_public.path}/"
+# The first segments of Pagewatch's own addresses (config.urls, and static
+# files), which a sub-path may not start with: config.wsgi would take a
+# stripped /monitors/monitors/… for one left whole and strip it again.
+APP_ROUTES = frozenset(
+    [
+        "accounts",
+        "activity",
+        "admin",
+        "captures",
+        "channels",
+        "email",
+        "export",
+        "favicon.ico",
+        "feeds",
+        "healthz",
+        "history",
+        "import",
+        "invitations",
+        "metrics",
+        "monitors",
+        "settings",
+        "static",
+        "team",
+        "v2",
+    ]
+)
+_first_segment = _public.path.strip("/").split("/")[0]
+if _first_segment in APP_ROUTES:
+    raise ConfigError(
+        f"PUBLIC_BASE_URL's path cannot start with /{_first_segment}, which is"
+        f" one of Pagewatch's own addresses; choose another, like /pagewatch,"
+        f" got {PUBLIC_BASE_URL!r}"
+    )
+# The cookies belong to Pagewatch's own part of a shared host: /pagewatch, not
+# /pagewatch/, so that the bare prefix has them too (RFC 6265 still keeps them
+# from /pagewatchevil).
+SESSION_COOKIE_PATH = CSRF_COOKIE_PATH = _public.path or "/"
 # Only behind a proxy that sets these headers itself may they be believed.
 TRUST_PROXY_HEADERS = env_bool("TRUST_PROXY_HEADERS", False)
 USE_X_FORWARDED_HOST = TRUST_PROXY_HEADERS

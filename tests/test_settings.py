@@ -774,6 +774,12 @@ def test_a_database_that_refuses_stops_manage_py_with_one_line_without_its_passw
             " got 'pagewatch.example.com'",
         ),
         (
+            {"PUBLIC_BASE_URL": "https://intranet.example/monitors/watch"},
+            "PUBLIC_BASE_URL's path cannot start with /monitors, which is one of"
+            " Pagewatch's own addresses; choose another, like /pagewatch,"
+            " got 'https://intranet.example/monitors/watch'",
+        ),
+        (
             {"SLACK_API_URL": "slack.internal/api"},
             "SLACK_API_URL must start with http:// or https://,"
             " got 'slack.internal/api'",

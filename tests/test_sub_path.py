@@ -4,10 +4,12 @@ lives, whether the proxy strips the prefix or passes it on."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import io
 import json
 import re
 import threading
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 from wsgiref.util import setup_testing_defaults
@@ -37,7 +39,7 @@ def under_sub_path(settings) -> Iterator[None]:
     """What config.settings makes of PUBLIC_BASE_URL=BASE."""
     settings.PUBLIC_BASE_URL = BASE
     settings.FORCE_SCRIPT_NAME = "/pagewatch"
-    settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = "/pagewatch/"
+    settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = "/pagewatch"
     settings.STATIC_URL = "/pagewatch/static/"
     settings.ALLOWED_HOSTS = ["intranet.example", "testserver"]
     set_script_prefix("/pagewatch/")
@@ -72,8 +74,8 @@ def test_the_public_address_s_path_becomes_the_sub_path_of_everything(tmp_path):
     found = settings_of(tmp_path, PUBLIC_BASE_URL=BASE + "/")
     assert found == {
         "FORCE_SCRIPT_NAME": "/pagewatch",
-        "SESSION_COOKIE_PATH": "/pagewatch/",
-        "CSRF_COOKIE_PATH": "/pagewatch/",
+        "SESSION_COOKIE_PATH": "/pagewatch",
+        "CSRF_COOKIE_PATH": "/pagewatch",
         "servers": [{"url": "/pagewatch"}],
     }
 
@@ -107,8 +109,8 @@ def test_signing_in_lands_on_the_monitors_under_the_sub_path(
     )
     assert response.status_code == 302
     assert response["Location"] == "/pagewatch/"
-    assert client.cookies["sessionid"]["path"] == "/pagewatch/"
-    assert client.cookies["csrftoken"]["path"] == "/pagewatch/"
+    assert client.cookies["sessionid"]["path"] == "/pagewatch"
+    assert client.cookies["csrftoken"]["path"] == "/pagewatch"
 
 
 def test_pages_link_only_inside_the_sub_path(under_sub_path, client, owner, monitor):
@@ -183,13 +185,15 @@ def test_the_api_document_s_paths_follow_its_server_s_sub_path(
     assert "/v2/monitor" in body["paths"]
 
 
-def wsgi_get(path: str) -> tuple[str, bytes]:
+def wsgi_get(path: str, cookie: str = "") -> tuple[str, bytes]:
     """A request as a server hands it to config.wsgi.application."""
     from config.wsgi import application
 
     environ: dict[str, Any] = {"PATH_INFO": path, "wsgi.input": io.BytesIO()}
     setup_testing_defaults(environ)
     environ["HTTP_HOST"] = "intranet.example"
+    if cookie:
+        environ["HTTP_COOKIE"] = cookie
     status: list[str] = []
     body = b"".join(application(environ, lambda s, h, e=None: status.append(s)))
     return status[0], body
@@ -201,6 +205,50 @@ def test_a_proxy_that_keeps_the_prefix_reaches_the_same_pages(under_sub_path):
     # A probe asking the machine itself, past the proxy, or through it.
     assert wsgi_get("/healthz")[0] == wsgi_get("/pagewatch/healthz")[0]
     assert not wsgi_get("/healthz")[0].startswith("404")
+
+
+def cookies_sent_to(client: Client, url: str) -> str:
+    """The Cookie header a browser sends `url` of the client's cookies, by
+    their paths (RFC 6265's path match, as http.cookiejar does it)."""
+    jar = http.cookiejar.CookieJar()
+    for c in client.cookies.values():
+        jar.set_cookie(
+            http.cookiejar.Cookie(
+                0, c.key, c.value, None, False, "intranet.example", False, False,
+                c["path"], True, False, None, False, None, None, {},
+            )
+        )  # fmt: skip
+    request = urllib.request.Request(url)
+    jar.add_cookie_header(request)
+    return request.get_header("Cookie", "")
+
+
+def test_the_bare_prefix_has_the_sign_in_cookie(under_sub_path, client, owner):
+    client.post("/accounts/login/", {"username": "olive", "password": PASSWORD})
+    cookie = cookies_sent_to(client, BASE)
+
+    assert "sessionid=" in cookie
+    assert "sessionid=" not in cookies_sent_to(client, BASE + "evil/")
+    status, body = wsgi_get("/pagewatch", cookie=cookie)
+    assert status.startswith("200")
+    assert "Sign in" not in body.decode()
+
+
+def test_every_route_of_pagewatch_is_a_sub_path_it_refuses(under_sub_path):
+    from django.conf import settings
+    from django.urls import URLResolver, get_resolver
+
+    def first_segments(patterns) -> set[str]:
+        found = set()
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver) and str(pattern.pattern) == "":
+                found |= first_segments(pattern.url_patterns)
+            elif str(pattern.pattern):
+                found.add(str(pattern.pattern).split("/")[0])
+        return found
+
+    routes = first_segments(get_resolver().url_patterns) | {"static"}
+    assert routes == settings.APP_ROUTES
 
 
 def test_someone_half_signed_in_can_still_sign_out_under_the_sub_path(

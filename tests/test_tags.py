@@ -324,6 +324,23 @@ def test_adding_and_removing_a_tag_on_many(web, team):
     assert ticked[1].tag_names == ["competitors"]
 
 
+def test_adding_a_tag_to_many_skips_monitors_that_have_the_most_tags(web, team):
+    full = [make_monitor(team, f"Full {n}", tags=TOO_MANY[:-1]) for n in range(2)]
+    roomy = make_monitor(team, "Roomy")
+
+    response = bulk(web, "add_tag", [*full, roomy], tag="Sale")
+
+    assert roomy.tag_names == ["Sale"]
+    for monitor in full:
+        assert len(monitor.tag_names) == rules.MONITOR_TAGS_MAX
+        assert "Sale" not in monitor.tag_names
+    edits = Activity.objects.filter(kind=Activity.Kind.MONITOR_EDITED)
+    assert [e.monitor_id for e in edits] == [roomy.pk]
+    shown = [str(m) for m in response.wsgi_request._messages]
+    assert "2 monitors skipped: they already have 20 tags." in shown
+    assert "1 monitor tagged." in shown
+
+
 def test_a_tag_the_rule_refuses_is_not_added(web, team):
     monitor = make_monitor(team)
 
@@ -461,3 +478,42 @@ def test_the_admin_lists_tags_and_shows_them_on_monitors(admin_client, team):
     assert '<td class="field-monitor_count">1</td>' in tags
     assert '<td class="field-tag_list">Competitors</td>' in monitors
     assert 'value="Competitors"' in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("name", "refusal"),
+    [
+        ("sale", "The team already has a tag “sale”."),
+        ("Black Friday, Sale", "A tag cannot contain a comma."),
+        ("Black\tFriday", "A tag cannot contain line breaks or other control"),
+    ],
+    ids=["another tag's name in another case", "comma", "control character"],
+)
+def test_the_admin_refuses_a_new_name_the_dashboard_would_refuse(
+    admin_client, team, name, refusal
+):
+    make_monitor(team, "Rival", tags=["SALE", "Promo"])
+    tag = Tag.objects.get(team=team, name="Promo")
+
+    page = admin_client.post(f"/admin/monitors/tag/{tag.pk}/change/", {"name": name})
+
+    assert page.status_code == 200
+    assert refusal in page.content.decode()
+    tag.refresh_from_db()
+    assert tag.name == "Promo"
+
+
+def test_the_admin_renames_a_tag_to_another_case_or_another_teams_name(
+    admin_client, team, other_team
+):
+    make_monitor(team, "Rival", tags=["Sale"])
+    make_monitor(other_team, "Theirs", tags=["SALE"])
+    tag = Tag.objects.get(team=team)
+
+    page = admin_client.post(
+        f"/admin/monitors/tag/{tag.pk}/change/", {"name": " SALE "}
+    )
+
+    assert page.status_code == 302
+    tag.refresh_from_db()
+    assert tag.name == "SALE"

@@ -22,6 +22,7 @@ from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, Delivery, PageResult, PageState
 from checks.notify import consent
 from checks.notify.kinds.base import mask_url
+from monitors import rules
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
     MONITOR_SECTIONS,
@@ -600,11 +601,35 @@ class EmailRecipientAdmin(admin.ModelAdmin):
         )
 
 
+class TagForm(forms.ModelForm):
+    """A new name under the dashboard's rules, and one the team's other tags
+    do not have in any case (the database refuses it with a 500)."""
+
+    class Meta:
+        model = Tag
+        fields = ["name"]
+
+    def clean_name(self) -> str:
+        problem = rules.tag_error(self.cleaned_data["name"])
+        if problem:
+            raise forms.ValidationError(problem)
+        name = rules.clean_tags([self.cleaned_data["name"]])[0]
+        # Matched here, as Tag.objects.named does: SQLite's LOWER() folds
+        # only ASCII letters.
+        others = Tag.objects.filter(team=self.instance.team_id).exclude(
+            pk=self.instance.pk
+        )
+        if any(other.name.lower() == name.lower() for other in others):
+            raise forms.ValidationError(f"The team already has a tag “{name}”.")
+        return name
+
+
 @admin.register(Tag)
 class TagAdmin(admin.ModelAdmin):
     """A team's tags, with how many live monitors each groups. Renaming one
     renames it on all its monitors; deleting one takes it off them."""
 
+    form = TagForm
     list_display = ["name", "team", "monitor_count", "created_at"]
     list_filter = [TeamFilter]
     list_select_related = ["team"]

@@ -51,6 +51,11 @@ def _counted(monitors: list[Monitor]) -> str:
     return f"{count} monitor{'s' if count != 1 else ''}"
 
 
+def _full(monitors: list[Monitor]) -> str:
+    they = "it already has" if len(monitors) == 1 else "they already have"
+    return f"{_counted(monitors)} skipped: {they} {rules.MONITOR_TAGS_MAX} tags."
+
+
 @require_POST
 @team_view(needs=Action.EDIT)
 def monitor_bulk(request: DashboardRequest) -> HttpResponse:
@@ -82,7 +87,9 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
             messages.error(request, rules.curly_quotes(problem))
             return redirect(back)
         if action == "add_tag":
-            done = chosen.add_tag(Tag.objects.named(request.team, name)[0])
+            done, full = chosen.add_tag(Tag.objects.named(request.team, name)[0])
+            if full:
+                messages.warning(request, _full(full))
         else:
             tag = Tag.objects.find(request.team, name[0])
             done = chosen.remove_tag(tag) if tag else []

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Case, F, Q, When
+from django.db.models import Case, Count, F, Q, When
 from django.urls import reverse
 from django.utils import timezone
 
@@ -98,14 +98,20 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         )
         return alive
 
-    def add_tag(self, tag: Tag) -> list[Monitor]:
-        """Give these the tag, in one insert; the ones that did not have it."""
-        lacking = list(self.exclude(tags=tag))
+    def add_tag(self, tag: Tag) -> tuple[list[Monitor], list[Monitor]]:
+        """Give these the tag, in one insert: the ones that did not have it,
+        and those left without it as they have rules.MONITOR_TAGS_MAX tags
+        already (one more and every later edit of them would be refused)."""
+        lacking = self.exclude(tags=tag).annotate(tag_count=Count("tags"))
+        tagged, full = [], []
+        for monitor in lacking:
+            room = monitor.tag_count < rules.MONITOR_TAGS_MAX  # type: ignore[attr-defined]
+            (tagged if room else full).append(monitor)
         Monitor.tags.through.objects.bulk_create(
-            [Monitor.tags.through(monitor=m, tag=tag) for m in lacking],
+            [Monitor.tags.through(monitor=m, tag=tag) for m in tagged],
             ignore_conflicts=True,
         )
-        return lacking
+        return tagged, full
 
     def remove_tag(self, tag: Tag) -> list[Monitor]:
         """Take the tag off these, in one delete; the ones that had it."""

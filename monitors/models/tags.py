@@ -36,7 +36,11 @@ class TagQuerySet(models.QuerySet["Tag"]):
         # A team has tens of tags: matched here, as SQLite's LOWER() folds
         # only ASCII letters.
         have = {tag.name.lower(): tag for tag in self.filter(team=team)}
-        missing = [name for name in wanted if name.lower() not in have]
+        # Sorted, so two requests inserting the same new names in opposite
+        # orders take PostgreSQL's index locks in one order, not a deadlock.
+        missing = sorted(
+            (name for name in wanted if name.lower() not in have), key=str.lower
+        )
         if missing:
             Tag.objects.bulk_create(
                 [Tag(team=team, name=name) for name in missing], ignore_conflicts=True

@@ -122,7 +122,7 @@ def proxy(request, app_server, settings) -> Iterator[PrefixProxy]:
     # What config.settings makes of PUBLIC_BASE_URL=<proxy>/pagewatch.
     settings.PUBLIC_BASE_URL = server.url + PREFIX
     settings.FORCE_SCRIPT_NAME = PREFIX
-    settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = PREFIX + "/"
+    settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = PREFIX
     settings.STATIC_URL = PREFIX + "/static/"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -187,7 +187,7 @@ def test_the_dashboard_works_whole_under_a_sub_path(page, proxy, member, queued)
     assert page.problems == []
     assert any("/pagewatch/static/" in request for request in proxy.seen)
     cookie_paths = {c["name"]: c["path"] for c in page.context.cookies()}
-    assert cookie_paths.get("csrftoken") == "/pagewatch/"
+    assert cookie_paths.get("csrftoken") == "/pagewatch"
 
 
 def test_the_firecrawl_sdk_works_beside_a_sub_path_with_v2_passed_on(
