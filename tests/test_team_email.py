@@ -344,7 +344,8 @@ def test_a_channels_thread_and_list_are_not_those_of_another_install(
 def test_a_long_monitor_name_leaves_room_in_the_subject_for_what_happened(
     team, owner, scenario, queued, mailoutbox
 ):
-    name = "Préis 🚀 " + "N" * 300
+    # As long as a name can be (256), with the header injection inside it.
+    name = "Préis 🚀 " + "N" * 220
     monitor = make_monitor(team, name=name + "\r\nBcc: x@evil.test", goal="Prices")
     team_mail(
         team,
