@@ -21,7 +21,7 @@ pytest_plugins = ["tests.notifying"]
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PHONE = {"width": 375, "height": 800}
-NAME = "Prices of " + "Supercalifragilistic" * 15
+NAME = "Prices of " + "Supercalifragilistic" * 12  # 250: a name can have 256
 ADDRESS = "https://example.com/" + "a-long-path-without-a-break" * 8 + "?q=" + "x" * 150
 
 

@@ -47,7 +47,9 @@ def test_a_backup_is_previewed_then_imported(
     page.wait_for_url(re.compile(r"/import/[0-9a-f-]{36}/$"))
 
     table = page.get_by_role("table", name="Preview of the import")
-    expect(table).to_contain_text("Shop: Pricing")
+    # The watch's changedetection.io tag becomes a tag, said before importing.
+    expect(table).to_contain_text("Pricing")
+    expect(table).to_contain_text("Tags: Shop")
     expect(table).to_contain_text("Every 5 minutes starting at :01, UTC")
     expect(table).to_contain_text("cloud metadata address")
     expect(table).to_contain_text("XPath filter")
@@ -153,7 +155,9 @@ def test_a_preview_made_by_a_worker_appears_once_ready(
 
     as_a_worker(tasks.preview_import_task, str(run.pk))
     table = page.get_by_role("table", name="Preview of the import")
-    expect(table).to_contain_text("Shop: Pricing")
+    # The watch's changedetection.io tag becomes a tag, said before importing.
+    expect(table).to_contain_text("Pricing")
+    expect(table).to_contain_text("Tags: Shop")
     expect(table).to_contain_text("cloud metadata address")
     expect(page.locator("#import-progress")).to_have_count(1)
     expect(page.get_by_text("Preparing the preview")).to_have_count(0)
