@@ -111,6 +111,12 @@ def worker_sessions() -> int:
 def broker(redis_url: str) -> Iterator[str]:
     """Point this process's Celery producer at Redis too (the live server's
     run endpoint enqueues from here), whatever broker the settings chose."""
+    # Messages an earlier test left in the queues (a worker it stopped before
+    # it took them) would be taken first: each test starts with them empty.
+    # (The tests' cache.clear() no longer empties the whole database.)
+    redis.Redis.from_url(redis_url).delete(
+        *(queue.name for queue in settings.CELERY_TASK_QUEUES)
+    )
     conf = celery_app.conf
     saved = (conf.broker_url, conf.broker_transport_options)
     conf.broker_url = valkey.broker_url(redis_url)
