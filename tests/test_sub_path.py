@@ -16,6 +16,8 @@ from wsgiref.util import setup_testing_defaults
 
 import pytest
 from celery import signals
+from django.core.signals import request_started
+from django.db import close_old_connections
 from django.test import Client
 from django.urls import set_script_prefix
 from drf_spectacular.settings import spectacular_settings
@@ -195,7 +197,13 @@ def wsgi_get(path: str, cookie: str = "") -> tuple[str, bytes]:
     if cookie:
         environ["HTTP_COOKIE"] = cookie
     status: list[str] = []
-    body = b"".join(application(environ, lambda s, h, e=None: status.append(s)))
+    # As Django's test client does: a request's start would close the test's
+    # connection, and with it (on PostgreSQL) the test's open transaction.
+    request_started.disconnect(close_old_connections)
+    try:
+        body = b"".join(application(environ, lambda s, h, e=None: status.append(s)))
+    finally:
+        request_started.connect(close_old_connections)
     return status[0], body
 
 
