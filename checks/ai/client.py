@@ -150,6 +150,8 @@ class LLMConfig:
 
     @property
     def max_input_chars(self) -> int:
+        """The input budget in characters of English text; other scripts
+        weigh more against it (checks.ai.data.weight)."""
         return self.max_input_tokens * CHARS_PER_TOKEN
 
 

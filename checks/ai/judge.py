@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checks.ai.client import LLM, LLMError
-from checks.ai.data import DataBlock, clip, plain_text
+from checks.ai.data import DataBlock, clip, fitted, plain_text, weight
 
 REASON_MAX = 1000
 CHANGE_REASON_MAX = 500
@@ -320,8 +320,10 @@ async def judge(
     """The model's verdict on one change; the fail-open one when it gives none."""
     if not diff_text and not fields:
         return not_judged("the change has no diff to judge.")
-    room = llm.config.max_input_chars - len(goal) - len(prompt) - _INSTRUCTIONS_ROOM
-    change, partial = change_text(diff_text, fields, room)
+    room = (
+        llm.config.max_input_chars - weight(goal) - weight(prompt) - _INSTRUCTIONS_ROOM
+    )
+    change, partial = fitted(lambda chars: change_text(diff_text, fields, chars), room)
     system, user = messages(goal, prompt, change)
     try:
         answer = await llm.ask(
