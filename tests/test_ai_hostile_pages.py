@@ -1,7 +1,7 @@
 """How hostile or odd pages meet the AI parts: text written to instruct the
-model, hidden text, and pages in scripts that cost the model many tokens.
-Pages are served on 127.0.0.1 and judged by the scripted OpenAI-compatible
-model of tests/llm.py."""
+model, hidden text, pages in scripts that cost the model many tokens, and
+goals in another language than the page. Pages are served on 127.0.0.1 and
+judged by the scripted OpenAI-compatible model of tests/llm.py."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from checks import runner
 from checks.ai import relevance
 from checks.ai.client import LLM
+from checks.ai.judge import messages
 from checks.models import Check, PageResult
 from monitors.models import Monitor, Target, Team
 from tests.llm import PLANS, data_block, outside_block, texts
@@ -177,3 +178,18 @@ def test_a_search_result_in_chinese_is_judged_on_what_fits_the_input_limit(
     assert least_tokens(texts(request)) <= 2000
     assert data_block(request).endswith("[the rest of the page was left out]")
     assert verdict.partial is True
+
+
+# --- the language of the reason -----------------------------------------------------
+
+
+def test_the_judge_is_asked_for_its_reason_in_the_language_of_the_goal():
+    system, _ = messages("Préviens-moi quand un prix change", "", "-Pro $49\n+Pro $59")
+
+    assert "in the language of the owner's goal" in system
+
+
+def test_the_search_judge_is_asked_for_its_reason_in_the_language_of_the_goal():
+    system, _ = relevance.messages("Préviens-moi des nouveaux articles", "Title: x")
+
+    assert "in the language of the owner's goal" in system

@@ -79,12 +79,13 @@ formatting and whitespace, navigation, footers, cookie banners, ads; unless the 
 goal asks for them.
 - meaningful: true when at least one change matters for the goal.
 - confidence: "high", "medium" or "low".
-- reason: one or two plain sentences, without links or markup.
+- reason: one or two plain sentences in the language of the owner's goal \
+(whatever the language of the page), without links or markup.
 - meaningfulChanges: one entry per change that matters (an empty list when \
 nothing does). type is "added", "removed" or "changed". before and after are \
 copied character for character from the change you were shown (the text after \
 a line's leading "-" or "+"); before is null for "added", after is null for \
-"removed". reason: one short sentence."""
+"removed". reason: one short sentence, in the language of the goal too."""
 
 
 @dataclass(frozen=True)

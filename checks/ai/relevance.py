@@ -50,7 +50,8 @@ a page that merely mentions the search words, a list of links, an advert or \
 an unrelated page is not relevant.
 - confidence: "high", "medium" or "low" ("low" when the page hints at it \
 without saying it clearly).
-- reason: one or two plain sentences, without links or markup."""
+- reason: one or two plain sentences in the language of the owner's goal \
+(whatever the language of the page), without links or markup."""
 
 
 def result_text(
