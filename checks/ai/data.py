@@ -66,8 +66,8 @@ def weight(text: str) -> int:
     character. An ASCII character weighs 1; one of two UTF-8 bytes (accented
     Latin, Greek, Cyrillic, Arabic, Hebrew) 2; one of three (Chinese,
     Japanese, Korean, Indic, Thai) 6, a token and a half; one of four (emoji)
-    8. Budgets counted in plain characters let a Chinese page cost the model
-    four to six times the tokens they allow, and a local server that gets
+    8. Counted in plain characters, a Chinese page would cost the model four
+    to six times the tokens a budget allows, and a local server that gets
     more than its context window drops the beginning of the prompt, where
     the instructions are."""
     three = _count(_THREE_BYTES, text)
