@@ -150,6 +150,8 @@ class LLMConfig:
 
     @property
     def max_input_chars(self) -> int:
+        """The input budget in characters of English text; other scripts
+        weigh more against it (checks.ai.data.weight)."""
         return self.max_input_tokens * CHARS_PER_TOKEN
 
 
@@ -199,11 +201,16 @@ class DoorTransport(httpx.AsyncBaseTransport):
 # --- Answers ------------------------------------------------------------------------
 
 
-def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
+def parse_json(
+    text: str, schema: Mapping[str, Any] | None = None, *, shown: str = ""
+) -> Any:
     """The model's JSON object: the whole text, or an object inside prose or
     a code fence. A model may quote an object (from the page, say) before its
     own answer, so the last object wins, and with a `schema` the last one that
-    fits it (else the last one, for its error). None when there is none."""
+    fits it (else the last one, for its error). When several fit, one copied
+    from `shown` (what the model was shown: a page can plant an answer for
+    it to echo, before or after its own) is passed over for one that was
+    not. None when there is none."""
     text = text.strip()
     try:
         value = json.loads(text)
@@ -213,10 +220,18 @@ def parse_json(text: str, schema: Mapping[str, Any] | None = None) -> Any:
         return value if isinstance(value, dict) else None
     found = _objects_in(text)
     if schema is not None:
-        for value in reversed(found):
-            if schema_error(value, schema) is None:
-                return value
+        fitting = [value for value in found if schema_error(value, schema) is None]
+        if len(fitting) > 1 and shown:
+            page = "".join(shown.split())
+            fitting = [v for v in fitting if _compact(v) not in page] or fitting
+        if fitting:
+            return fitting[-1]
     return found[-1] if found else None
+
+
+def _compact(value: Any) -> str:
+    """`value` as JSON without any white space, to find it in a text."""
+    return "".join(json.dumps(value, ensure_ascii=False, separators=(",", ":")).split())
 
 
 def _storable(value: Any) -> Any:
@@ -493,7 +508,7 @@ class LLM:
             # (an input too long for the model, say) was not about modes.
             _remember_mode(key, mode, first)
             try:
-                value = _storable(parse_json(text, schema))
+                value = _storable(parse_json(text, schema, shown=user))
             except RecursionError:  # read, but nested past what Python walks
                 value = None
             error = "it was not JSON" if value is None else schema_error(value, schema)

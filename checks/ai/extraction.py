@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from checks.ai.client import LLM
-from checks.ai.data import DataBlock, clip, plain_text
+from checks.ai.data import DataBlock, clip, fitted, plain_text, weight
 from checks.ai.formats import Extraction
 
 SUMMARY_MAX = 1000
@@ -42,16 +42,16 @@ sentences of plain text, without links or markup."""
 
 
 def _room(llm: LLM, reserved: int) -> int:
-    """How much of the page the model is shown, in characters."""
+    """How much of the page the model is shown, by weight (checks.ai.data)."""
     return max(llm.config.max_input_chars - reserved - _INSTRUCTIONS_ROOM, 1000)
 
 
 def _reserved(extraction: Extraction) -> int:
-    return len(extraction.prompt) + len(str(extraction.schema))
+    return weight(extraction.prompt) + weight(str(extraction.schema))
 
 
 def _page(markdown: str, llm: LLM, reserved: int) -> tuple[str, DataBlock]:
-    text, cut = clip(markdown, _room(llm, reserved))
+    text, cut = fitted(lambda chars: clip(markdown, chars), _room(llm, reserved))
     if cut:
         text += "\n[the rest of the page was left out]"
     return text, DataBlock.around(text)
@@ -79,13 +79,13 @@ async def extract(llm: LLM, extraction: Extraction, markdown: str) -> dict[str, 
 def extracted_in_part(llm: LLM, extraction: Extraction, markdown: str) -> bool:
     """Whether the page is too long for extract() to show the model whole:
     its object then comes from the part that fit."""
-    return len(markdown) > _room(llm, _reserved(extraction))
+    return weight(markdown) > _room(llm, _reserved(extraction))
 
 
 def summarized_in_part(llm: LLM, markdown: str) -> bool:
     """Whether the page is too long for summarize() to show the model whole:
     its summary is then of the part that fit."""
-    return len(markdown) > _room(llm, 0)
+    return weight(markdown) > _room(llm, 0)
 
 
 async def summarize(llm: LLM, markdown: str) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checks.ai.client import LLM, LLMError
-from checks.ai.data import DataBlock, clip, plain_text
+from checks.ai.data import DataBlock, clip, fitted, plain_text, weight
 
 REASON_MAX = 1000
 CHANGE_REASON_MAX = 500
@@ -79,12 +79,13 @@ formatting and whitespace, navigation, footers, cookie banners, ads; unless the 
 goal asks for them.
 - meaningful: true when at least one change matters for the goal.
 - confidence: "high", "medium" or "low".
-- reason: one or two plain sentences, without links or markup.
+- reason: one or two plain sentences in the language of the owner's goal \
+(whatever the language of the page), without links or markup.
 - meaningfulChanges: one entry per change that matters (an empty list when \
 nothing does). type is "added", "removed" or "changed". before and after are \
 copied character for character from the change you were shown (the text after \
 a line's leading "-" or "+"); before is null for "added", after is null for \
-"removed". reason: one short sentence."""
+"removed". reason: one short sentence, in the language of the goal too."""
 
 
 @dataclass(frozen=True)
@@ -320,8 +321,10 @@ async def judge(
     """The model's verdict on one change; the fail-open one when it gives none."""
     if not diff_text and not fields:
         return not_judged("the change has no diff to judge.")
-    room = llm.config.max_input_chars - len(goal) - len(prompt) - _INSTRUCTIONS_ROOM
-    change, partial = change_text(diff_text, fields, room)
+    room = (
+        llm.config.max_input_chars - weight(goal) - weight(prompt) - _INSTRUCTIONS_ROOM
+    )
+    change, partial = fitted(lambda chars: change_text(diff_text, fields, chars), room)
     system, user = messages(goal, prompt, change)
     try:
         answer = await llm.ask(

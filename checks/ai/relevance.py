@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from checks.ai.client import LLM, LLMError
-from checks.ai.data import DataBlock, clip, plain_text
+from checks.ai.data import DataBlock, clip, fitted, plain_text, weight
 from checks.ai.judge import REASON_MAX, Verdict, not_judged
 
 # Room kept for the instructions around the result, in characters.
@@ -50,7 +50,8 @@ a page that merely mentions the search words, a list of links, an advert or \
 an unrelated page is not relevant.
 - confidence: "high", "medium" or "low" ("low" when the page hints at it \
 without saying it clearly).
-- reason: one or two plain sentences, without links or markup."""
+- reason: one or two plain sentences in the language of the owner's goal \
+(whatever the language of the page), without links or markup."""
 
 
 def result_text(
@@ -98,14 +99,17 @@ async def judge_result(
 ) -> Verdict:
     """The model's verdict on one search result; the fail-open one when it
     gives none."""
-    room = llm.config.max_input_chars - len(goal) - _INSTRUCTIONS_ROOM
-    shown, partial = result_text(
-        title=title,
-        url=url,
-        snippet=snippet,
-        published=published,
-        text=text,
-        max_chars=room,
+    room = llm.config.max_input_chars - weight(goal) - _INSTRUCTIONS_ROOM
+    shown, partial = fitted(
+        lambda chars: result_text(
+            title=title,
+            url=url,
+            snippet=snippet,
+            published=published,
+            text=text,
+            max_chars=chars,
+        ),
+        room,
     )
     system, user = messages(goal, shown)
     try:
