@@ -41,6 +41,10 @@ class ErrorKind(StrEnum):
     # "Just a moment…") in place of the page: blocked by the site.
     CHALLENGE = "challenge"
     UNREADABLE = "unreadable"  # nothing to extract: binary, broken
+    # The site's "not found" page answered with HTTP 200 (a "soft 404"),
+    # confirmed by a made-up address of the site answering the same page
+    # (checks.pipeline.not_found): the page is gone, as a 404 would say.
+    NOT_FOUND_PAGE = "not_found_page"
     # A page that had content answered with nothing (an empty 200, a 204):
     # its last content is kept, so a blank moment is no change.
     EMPTY = "empty"
@@ -228,6 +232,10 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
         " page (“checking your browser”, a captcha) instead of the page."
     ),
     ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
+    ErrorKind.NOT_FOUND_PAGE: (
+        "The page shows the site's “not found” page, although the server"
+        " answered HTTP {code} as if the page were there."
+    ),
     ErrorKind.EMPTY: (
         "The page answered with nothing in it this time; the last content is kept."
     ),
@@ -264,6 +272,7 @@ _SAID_IN_FULL = frozenset(
         ErrorKind.HTTP_4XX,
         ErrorKind.HTTP_5XX,
         ErrorKind.CHALLENGE,
+        ErrorKind.NOT_FOUND_PAGE,
         ErrorKind.EMPTY,
         ErrorKind.NOT_CACHED,
         ErrorKind.NO_MODEL,

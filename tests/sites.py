@@ -93,14 +93,16 @@ class _QuietServer(ThreadingHTTPServer):
 class Site:
     """A threaded HTTP server on 127.0.0.1 with an ephemeral port.
 
-    Paths not set answer 404. Thread-safe: tests change pages while a worker or
-    the check runner is fetching them.
+    Paths not set answer 404, or what `otherwise()` set (a site whose unknown
+    addresses answer its own "not found" page). Thread-safe: tests change
+    pages while a worker or the check runner is fetching them.
     """
 
     def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         """`port=0` picks a free port; pass an old site's port to bring it back.
         `tls`, a server-side context, makes it an HTTPS site."""
         self._pages: dict[str, Page] = {}
+        self._otherwise: Page | None = None
         self._requests: list[Request] = []
         self._lock = threading.Condition()
         self._server = _QuietServer(("127.0.0.1", port), self._handler_class())
@@ -179,6 +181,16 @@ class Site:
     def redirect(self, path: str, location: str, status: int = 302) -> str:
         return self.page(path, status=status, headers={"Location": location})
 
+    def otherwise(
+        self, body: str | bytes, *, status: int = 200, **options: object
+    ) -> None:
+        """Answer every path not set with `body` (the site's own "not found"
+        page, with HTTP 200 unless `status` says otherwise); `page()`'s
+        options apply (headers= makes it a redirect)."""
+        data = body.encode() if isinstance(body, str) else body
+        with self._lock:
+            self._otherwise = Page(data, status, **options)  # type: ignore[arg-type]
+
     def remove(self, path: str) -> None:
         """Forget `path`: it answers 404 from now on."""
         with self._lock:
@@ -193,7 +205,8 @@ class Site:
 
     def _lookup(self, path: str) -> Page | None:
         with self._lock:
-            return self._pages.get(path) or self._pages.get(urlsplit(path).path)
+            found = self._pages.get(path) or self._pages.get(urlsplit(path).path)
+            return found or self._otherwise
 
     # --- requests received ----------------------------------------------------
 

@@ -317,10 +317,11 @@ def _leads_nowhere(
     scope: Scope, job: PageJob, outcome: Outcome, state: PageState | None
 ) -> bool:
     """Whether this link leads to no page, and never did: it answers 404 or
-    410, or redirects in a loop, and the target never had a page there. An
-    error on every check would say nothing new each time (a sitemap's stale
-    entry, a broken link); a page the target had is `removed` when it
-    answers 404, and an error, its last content kept, when it loops."""
+    410 (or with the site's "not found" page), or redirects in a loop, and
+    the target never had a page there. An error on every check would say
+    nothing new each time (a sitemap's stale entry, a broken link); a page
+    the target had is `removed` when it answers 404, and an error, its last
+    content kept, when it loops."""
     if not job.record or job.depth == 0 and job.url == scope.start:
         return False
     if outcome.status != PageResult.Status.ERROR:
@@ -328,7 +329,11 @@ def _leads_nowhere(
     if state is not None and state.has_baseline:
         return False
     gone = outcome.status_code in PageResult.GONE_STATUS_CODES
-    return gone or outcome.error_kind == ErrorKind.TOO_MANY_REDIRECTS
+    return gone or outcome.error_kind in _LEADS_NOWHERE
+
+
+# Failures of a link the target never had a page at that say there is none.
+_LEADS_NOWHERE = frozenset({ErrorKind.TOO_MANY_REDIRECTS, ErrorKind.NOT_FOUND_PAGE})
 
 
 def _adds_to_query(url: str, to: str) -> bool:

@@ -470,15 +470,23 @@ class PageResult(models.Model):
         )
 
     @classmethod
-    def says_still_gone(cls, status: str, status_code: int | None) -> bool:
-        """Whether a result with this status and HTTP status is a page that was
-        reported removed before and still answers 404/410: `same` on the
-        wire, since nothing changed, but not an unchanged page to a reader."""
-        return status == cls.Status.SAME and status_code in cls.GONE_STATUS_CODES
+    def says_still_gone(
+        cls, status: str, status_code: int | None, error_kind: str = ""
+    ) -> bool:
+        """Whether a result with this status, HTTP status and kind is a page
+        that was reported removed before and still answers 404/410, or still
+        shows the site's "not found" page with a 200: `same` on the wire,
+        since nothing changed, but not an unchanged page to a reader."""
+        if status != cls.Status.SAME:
+            return False
+        return (
+            status_code in cls.GONE_STATUS_CODES
+            or error_kind == ErrorKind.NOT_FOUND_PAGE
+        )
 
     @property
     def is_still_gone(self) -> bool:
-        return self.says_still_gone(self.status, self.status_code)
+        return self.says_still_gone(self.status, self.status_code, self.error_kind)
 
     @property
     def diff(self) -> dict[str, Any] | None:

@@ -10,6 +10,10 @@
                                       the page says, decided as far as the
                                       baseline's hashes allow (Outcome.pending
                                       when its text must be compared)
+    confirm  checks.pipeline.not_found  an Outcome that may be the site's
+                                      "not found" page (HTTP 200) -> gone
+                                      when a made-up address of the site
+                                      answers the same page, else as it was
     compare  checks.pipeline.compare  pending Outcomes + the baselines' text
                                       (one query) -> same or changed, a diff
     judge    checks.pipeline.judge    the model's part (checks.ai.stage) and a

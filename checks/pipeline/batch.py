@@ -1,14 +1,15 @@
 """One batch's pages taken through the stages on an event loop run a step at
 a time from synchronous code (checks.runner calls run_pages).
 
-Each page is a task on the loop: fetch, then extract inline. The loop hands
-over what is done, a few pages at a time; between its steps, in plain
-synchronous Django, a crawl admits the links they brought, then they are
-compared, judged (the judges' calls run on the same loop, beside the
-fetches) and recorded. A page whose plain fetch looks built by scripts is
-not extracted further: it is handed over to a new browser batch of the same
-check, queued for the workers that run a browser, so one slow browser page
-never holds up a batch of plain fetches.
+Each page is a task on the loop: fetch, then extract inline, then a page
+that may be the site's "not found" page confirmed or cleared
+(checks.pipeline.not_found). The loop hands over what is done, a few pages
+at a time; between its steps, in plain synchronous Django, a crawl admits
+the links they brought, then they are compared, judged (the judges' calls
+run on the same loop, beside the fetches) and recorded. A page whose plain
+fetch looks built by scripts is not extracted further: it is handed over to
+a new browser batch of the same check, queued for the workers that run a
+browser, so one slow browser page never holds up a batch of plain fetches.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from checks.pipeline.compare import compare
 from checks.pipeline.extract import Fetched, extract_page
 from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
 from checks.pipeline.judge import Judge, judge, take_used
+from checks.pipeline.not_found import NotFoundProbe
 from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
 from checks.pipeline.record import RECORD_BATCH, record_many
 
@@ -64,7 +66,7 @@ def run_pages(check: Check, batch: CheckBatch, pages: BatchPages) -> list[CheckB
     """Take the pages through fetch .. record as they arrive; the batches
     their links added to a crawl (admitted before the pages are recorded),
     and the browser batches of pages handed over."""
-    arriving = _Arriving(pages)
+    arriving = _Arriving(check, pages)
     added: list[CheckBatch] = []
     with asyncio.Runner() as loop:
         try:
@@ -119,8 +121,9 @@ class _Arriving:
     first: done from the start). Bodies live only inside their page's task
     (fetch, then extract inline), so memory stays bounded by the limiter."""
 
-    def __init__(self, pages: BatchPages) -> None:
+    def __init__(self, check: Check, pages: BatchPages) -> None:
         self.fetchers = pages.fetchers
+        self.not_found = NotFoundProbe(pages.fetchers, check.pk)
         self.crawls = pages.crawls
         self.to_fetch = pages.to_fetch
         self.done: list[Item] = list(pages.decided)
@@ -170,6 +173,9 @@ class _Arriving:
                 reason=scripts
             )
             outcome.fetcher = ""  # look again next time: a browser may be there
+        # A page that may be the site's "not found" page: confirmed (gone)
+        # or cleared by a made-up address of the site.
+        outcome = await self.not_found.confirm(job, outcome, state)
         if self.crawls is not None and outcome.links:
             await self.crawls.learn_robots(job, outcome, self.fetchers.client)
         self.done.append(Item(job, outcome, state))

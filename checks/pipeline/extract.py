@@ -15,6 +15,9 @@ baseline's hashes can decide it, as Firecrawl does.
   removed, and its next good fetch is new again
 * fetch or extraction failure, any other 4xx/5xx          -> error; the baseline
   is kept, so the next good fetch diffs against the last good content.
+* a new page, or one whose text changed, that may be the site's "not found"
+  page answered with 200 (see _may_be_not_found) carries its text for
+  checks.pipeline.not_found to confirm or clear; no other page pays for it.
 
 All of it is plain CPU work on data in memory, run inline as each page
 arrives (checks.pipeline.batch); nothing here reads the database.
@@ -25,12 +28,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.utils import timezone
 
 from checks.ai import formats as ai_formats
 from checks.browser.result import BrowserResult
 from checks.content import (
+    SOURCE_HTML,
     ExtractionError,
     content_hash,
     extract,
@@ -41,6 +46,7 @@ from checks.content import (
     strip_noise,
 )
 from checks.content.challenge import is_challenge
+from checks.content.not_found import first_heading, looks_not_found
 from checks.errors import ErrorKind, http_error_text
 from checks.fetch import FetchError, FetchResult
 from checks.jobs import PageJob
@@ -294,6 +300,10 @@ def _extracted(
         outcome.page_text = PageText(source_format, source)
     if baseline is None:
         content.snapshot = pack_snapshot(source, source_format)
+        heading = first_heading(source, html=source_format == SOURCE_HTML)
+        if looks_not_found(outcome.metadata["title"], heading, ""):
+            markdown = markdown_of(source_format, source)
+            outcome.not_found = strip_noise(markdown, job.ignore_lines)
         return outcome
     outcome.status = PageResult.Status.SAME  # unless the text says otherwise
     if snapshot_hash(source, source_format) == baseline.snapshot_hash:
@@ -316,6 +326,38 @@ def _extracted(
         return outcome
     content.normalized_hash = digest_text
     outcome.pending = Pending(source_format, source, markdown)
+    if _may_be_not_found(job, outcome, baseline, source, source_format):
+        outcome.not_found = markdown
     if outcome.page_text is not None:
         outcome.page_text.markdown = markdown
     return outcome
+
+
+# A page that had content and now may be the site's "not found" page has
+# lost at least this share of it.
+NOT_FOUND_DROP = 0.5
+
+
+def _may_be_not_found(
+    job: PageJob,
+    outcome: Outcome,
+    baseline: PageState,
+    source: str,
+    source_format: str,
+) -> bool:
+    """Whether a page whose text changed may now be the site's "not found"
+    page: it says so at its top and lost most of its content, or a deep
+    address now lands on the site's home page (as any unknown address of
+    many sites does). Only a suspicion: the made-up address confirms it."""
+    landed = urlsplit(str(outcome.metadata.get("url") or job.url)).path or "/"
+    if landed == "/" and (urlsplit(job.url).path or "/") != "/":
+        return True
+    assert outcome.pending is not None
+    title = outcome.metadata.get("title")
+    markdown = outcome.pending.markdown
+    if not looks_not_found(title, first_heading(markdown, html=False), markdown):
+        return False
+    size = getattr(baseline, "snapshot_size", None)
+    if not size or baseline.snapshot_format != source_format:
+        return True  # nothing to measure the drop by: the probe decides
+    return len(source.encode()) <= size * NOT_FOUND_DROP

@@ -137,6 +137,10 @@ class Outcome:
     # (the raw text of both snapshots, checks.content.diff_reference).
     diff: dict[str, Any] | None = None
     diff_reference: bytes | None = None
+    # extract -> confirm (checks.pipeline.not_found): the page's Markdown
+    # when it may be the site's "not found" page answered with HTTP 200, for
+    # the made-up address's answer to be compared with.
+    not_found: str | None = None
     # extract -> judge: the page's text, for pages whose formats ask the model.
     page_text: PageText | None = None
     # judge: what the model made of the page.
@@ -165,9 +169,11 @@ class Outcome:
 
     @property
     def is_still_gone(self) -> bool:
-        """Reported removed before and answering 404/410 still: no content,
-        and no baseline to compare with."""
-        return PageResult.says_still_gone(self.status, self.status_code)
+        """Reported removed before and answering 404/410 (or the site's "not
+        found" page) still: no content, and no baseline to compare with."""
+        return PageResult.says_still_gone(
+            self.status, self.status_code, self.error_kind
+        )
 
     def keep_baseline(
         self, baseline: PageState, source: str, source_format: str, text_hash: str

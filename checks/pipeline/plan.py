@@ -199,6 +199,8 @@ def _baselines(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState
         target_id__in={job.target_id for job in jobs},
         url_hash__in=[PageState.hash_url(job.url) for job in jobs],
     ).annotate(
-        snapshot_hash=F("snapshot__content_hash"), snapshot_format=F("snapshot__format")
+        snapshot_hash=F("snapshot__content_hash"),
+        snapshot_format=F("snapshot__format"),
+        snapshot_size=F("snapshot__size"),
     )
     return {(state.target_id, state.url_hash): state for state in rows}

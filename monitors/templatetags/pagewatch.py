@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from checks.errors import plain_error
+from checks.errors import ErrorKind, plain_error
 from checks.jobs import Via
 from checks.notify import events, transports
 from checks.notify.kinds.base import mask_url
@@ -73,6 +73,8 @@ PAGE_STATUS_LABELS = {
 # A page still gone after it was reported removed is `same` on the wire (see
 # PageResult.is_still_gone), but to a reader it is gone, not unchanged.
 STILL_GONE_LABEL = "Still gone (the page answers {code})"
+# One that still shows the site's "not found" page answers 200, as if there.
+STILL_NOT_FOUND_LABEL = "Still gone (the site shows its “not found” page)"
 SUMMARY_ORDER = ("changed", "new", "removed", "error", "same")
 SUMMARY_WORDS = {
     "changed": "changed",
@@ -267,6 +269,8 @@ def page_status_label(status: str) -> str:
 def page_result_label(page: Any) -> str:
     """`{{ page|page_result_label }}`: a PageResult's status in words, where
     one is at hand (a status alone cannot tell a page still gone)."""
+    if page.is_still_gone and page.error_kind == ErrorKind.NOT_FOUND_PAGE:
+        return STILL_NOT_FOUND_LABEL
     if page.is_still_gone:
         return STILL_GONE_LABEL.format(code=page.status_code)
     return page_status_label(page.status)

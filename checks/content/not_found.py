@@ -1,0 +1,121 @@
+"""A site's "not found" page answered with HTTP 200 (a "soft 404"): how it is
+told from a page, as text. Plain Python: no Django, no network.
+
+A page is only suspected here (its title, first heading or first lines say
+"page not found" in one of a few major languages); the pipeline confirms it
+by asking the site for a made-up address beside it (probe_url) and comparing
+what that answers with the page (same_text), as crawlers do: the site's
+not-found page is what any unknown address of it shows.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+from posixpath import splitext
+from urllib.parse import urlsplit, urlunsplit
+
+# "Not found" wordings of the page itself (never of what was searched for:
+# "no results found" says nothing about the page), in English, German,
+# French, Spanish, Italian, Portuguese and Dutch.
+_SAYS_NOT_FOUND = re.compile(
+    r"""
+    \b404\b
+    | \bpage\s+(?:was\s+)?not\s+found\b
+    | \bnot\s+found\s*$
+    | \bpage\s+(?:you\s+(?:are|were|’re|'re)\s+looking\s+for\s+)?
+        (?:does\s*n[o’']?t|does\s+not|did\s*n[o’']?t|no\s+longer)\s+exists?\b
+    | \bthis\s+page\s+(?:does\s*n[o’']?t|does\s+not)\s+exist\b
+    | \b(?:page|that)\s+
+        (?:could\s*n[o’']?t|could\s+not|can\s*n?[o’']?t|cannot|can\s+not)
+        \s+be\s+found\b
+    | \bcan[’']?t\s+find\s+(?:that|this|the)\s+page\b
+    | \bseite\s+(?:wurde\s+)?nicht\s+gefunden\b | \bseite\s+existiert\s+nicht\b
+    | \bpage\s+(?:introuvable|non\s+trouv[ée]e)\b | \bpage\s+n[’']existe\s+pas\b
+    | \bp[áa]gina\s+no\s+(?:encontrada|existe)\b
+    | \bpagina\s+non\s+(?:trovata|esiste)\b
+    | \bp[áa]gina\s+n[ãa]o\s+(?:encontrada|existe)\b
+    | \bpagina\s+(?:niet\s+gevonden|bestaat\s+niet)\b
+    """,
+    re.I | re.X,
+)
+# How far into the page's text its wording is looked for, when its title and
+# first heading do not say: a not-found page says it at the top.
+_TEXT_START = 400
+# Words one of the wordings above holds: a text with none of them is let go
+# without running the expression.
+_KEYWORDS = (
+    "404", "found", "exist", "gefunden", "introuvable", "trouv", "encontrada",
+    "trovata", "esiste", "gevonden", "bestaat",
+)  # fmt: skip
+# The cleaned HTML's tags are lower case (checks.content.clean writes them).
+_HTML_HEADING = re.compile(r"<h1\b[^>]{0,500}>(.{0,500}?)</h1\s*>", re.S)
+_HEADING_SCAN = 20_000
+_TAGS = re.compile(r"<[^>]*>")
+# A not-found page is short: longer texts are not compared word by word.
+_MOST_WORDS = 3000
+# How alike the page and the made-up address's answer must be: near-identical
+# (a not-found page may name the address asked for, or the time).
+SAME_RATIO = 0.9
+
+
+def looks_not_found(title: str | None, heading: str | None, text: str) -> bool:
+    """Whether a page's title, first heading or first lines say it is a
+    "page not found" page."""
+    for part in (title or "", heading or "", text[:_TEXT_START]):
+        lowered = part.lower()
+        if not any(word in lowered for word in _KEYWORDS):
+            continue
+        if _SAYS_NOT_FOUND.search(" ".join(part.split())):
+            return True
+    return False
+
+
+def first_heading(source: str, html: bool) -> str:
+    """The first top-level heading of a page's source, its cleaned HTML or
+    its Markdown, within its first characters."""
+    if html:
+        start = source.find("<h1", 0, _HEADING_SCAN)
+        found = _HTML_HEADING.match(source, start) if start >= 0 else None
+        return _TAGS.sub(" ", found.group(1)).strip() if found else ""
+    start = 0 if source.startswith("# ") else source.find("\n# ", 0, _HEADING_SCAN)
+    if start < 0:
+        return ""
+    start = source.index("# ", start) + 2
+    end = source.find("\n", start)
+    return source[start : end if end >= 0 else len(source)].strip()
+
+
+def probe_url(url: str) -> str:
+    """A made-up address beside `url`'s: its directory, a random name with
+    the same extension, no query; same scheme and host, so the same address
+    policy decides it."""
+    parts = urlsplit(url)
+    directory = parts.path.rsplit("/", 1)[0]
+    extension = splitext(parts.path.rsplit("/", 1)[-1])[1]
+    if not re.fullmatch(r"\.[A-Za-z0-9]{1,5}", extension):
+        extension = ""
+    name = f"pagewatch-{secrets.token_hex(8)}{extension}"
+    return urlunsplit((parts.scheme, parts.netloc, f"{directory}/{name}", "", ""))
+
+
+def same_text(page: str, probe: str, addresses: Sequence[str]) -> bool:
+    """Whether two pages' texts are near-identical, once the addresses they
+    may name (the page's path, the made-up one) are set aside."""
+    words = [_words(text, addresses) for text in (page, probe)]
+    if not all(words) or max(len(w) for w in words) > _MOST_WORDS:
+        return False
+    shorter, longer = sorted(len(w) for w in words)
+    if shorter < longer * SAME_RATIO:
+        return False
+    matcher = SequenceMatcher(None, words[0], words[1], autojunk=False)
+    return matcher.ratio() >= SAME_RATIO
+
+
+def _words(text: str, addresses: Sequence[str]) -> list[str]:
+    for address in addresses:
+        if address:
+            text = text.replace(address, " ")
+    return text.lower().split()

@@ -1,0 +1,405 @@
+"""Soft 404s: a page the site took down that still answers HTTP 200 with the
+site's "not found" page is gone, as a real 404 would say, never a change of
+its text. Real pages on 127.0.0.1 (tests/sites.py); the made-up address that
+confirms it is counted on the test server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from checks import runner
+from checks.content.not_found import looks_not_found, probe_url, same_text
+from checks.errors import ErrorKind, error_words
+from checks.fetch import OutboundClient
+from checks.jobs import PageJob
+from checks.models import Check, PageResult, PageState
+from checks.notify import reports
+from checks.pipeline.extract import extract_page
+from checks.pipeline.fetch import BrowserFetcher, Fetchers, HttpFetcher
+from checks.pipeline.not_found import NotFoundProbe
+from monitors.models import Membership, Monitor, Target, Team
+from tests.sites import Site
+
+pytestmark = pytest.mark.django_db
+
+NOT_FOUND = (
+    "<!doctype html><html><head><title>Page not found – Acme Shop</title></head>"
+    "<body><nav><a href='/'>Home</a> <a href='/shop/'>Shop</a></nav>"
+    "<main><h1>Oops! We can't find that page.</h1>"
+    "<p>The page you are looking for does not exist or has been moved.</p>"
+    "<p>Try our <a href='/search'>search</a>.</p></main></body></html>"
+)
+PRODUCT = "".join(
+    f"<p>The Widget {n} is a sturdy steel widget for every workshop, made to "
+    f"last for years, with a two-year warranty and free returns.</p>"
+    for n in range(12)
+)
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def shop(site: Site) -> Site:
+    """A shop whose unknown addresses answer its "not found" page with 200."""
+    site.otherwise(NOT_FOUND)
+    site.html("/shop/widget", "Widget – Acme Shop", f"<h1>Widget</h1>{PRODUCT}")
+    return site
+
+
+def make_monitor(team: Team, urls: list[str]) -> Monitor:
+    monitor = Monitor.objects.create(team=team, name="Shop", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=urls)
+    return monitor
+
+
+def crawl_monitor(team: Team, url: str, **options: Any) -> Monitor:
+    monitor = Monitor.objects.create(team=team, name="Site", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="crawl", url=url, crawl_options=options)
+    return monitor
+
+
+def run_check(monitor: Monitor) -> Check:
+    check = Check.objects.create(monitor=monitor, trigger=Check.Trigger.MANUAL)
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=check.pk)
+    return runner.run(check)
+
+
+def state_of(monitor: Monitor, url: str) -> PageState:
+    return PageState.objects.get(monitor=monitor, url_hash=PageState.hash_url(url))
+
+
+def made_up(site: Site, known: set[str]) -> list[str]:
+    """Paths the site was asked for that it never had: the probes."""
+    return [r.path for r in site.requests if urlsplit(r.path).path not in known]
+
+
+# --- A page taken down ----------------------------------------------------------
+
+
+def test_a_product_page_that_becomes_the_sites_not_found_page_is_removed_saying_why(
+    team, shop
+):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    kept = state_of(monitor, url)
+    shop.remove("/shop/widget")  # the shop's not-found page, with HTTP 200
+
+    check = run_check(monitor)
+
+    page = check.pages.get(url=url)
+    assert page.status == PageResult.Status.REMOVED
+    assert page.status_code == 200
+    assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+    assert "not found" in page.error and "200" in page.error
+    assert page.diff is None and page.current_snapshot_id is None
+    assert check.summary["removed"] == 1 and check.summary["changed"] == 0
+    state = state_of(monitor, url)
+    assert state.presence == PageState.Presence.REMOVED
+    assert state.snapshot_id == kept.snapshot_id  # kept as a real 404 keeps it
+    assert "not found" in error_words(page.error_kind, 200, page.error)
+
+
+def test_a_page_still_showing_the_not_found_page_is_still_gone_then_new_when_back(
+    team, shop
+):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.remove("/shop/widget")
+    run_check(monitor)
+
+    later = run_check(monitor)
+
+    page = later.pages.get(url=url)
+    assert page.status == PageResult.Status.SAME and page.is_still_gone
+    assert page.current_snapshot_id is None and page.previous_snapshot_id is None
+    assert later.summary["error"] == 0
+    assert state_of(monitor, url).presence == PageState.Presence.REMOVED
+    shop.html("/shop/widget", "Widget – Acme Shop", f"<h1>Widget</h1>{PRODUCT}")
+    assert run_check(monitor).pages.get(url=url).status == PageResult.Status.NEW
+
+
+def test_the_made_up_address_is_asked_once_per_host_in_a_check(team, shop):
+    for name in ("gadget", "gizmo"):
+        shop.html(f"/shop/{name}", name, f"<h1>{name}</h1>{PRODUCT}")
+    urls = [shop.url(f"/shop/{name}") for name in ("widget", "gadget", "gizmo")]
+    monitor = make_monitor(team, urls)
+    run_check(monitor)
+    for name in ("widget", "gadget", "gizmo"):
+        shop.remove(f"/shop/{name}")
+    before = len(shop.requests)
+
+    check = run_check(monitor)
+
+    assert {p.status for p in check.pages.all()} == {PageResult.Status.REMOVED}
+    probes = made_up(shop, {urlsplit(u).path for u in urls})
+    assert len(probes) == 1 and probes[0].startswith("/shop/")
+    assert len(shop.requests) - before == 4  # three pages and one probe
+
+
+def test_the_made_up_address_is_asked_as_the_page_is(team, shop):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    monitor.targets.update(scrape_options={"headers": {"X-Shop-Key": "k1"}})
+    run_check(monitor)
+    shop.remove("/shop/widget")
+
+    run_check(monitor)
+
+    [probe] = [
+        r for r in shop.requests if urlsplit(r.path).path not in ("/shop/widget",)
+    ]
+    [page] = shop.requests_to("/shop/widget")[-1:]
+    assert probe.header("X-Shop-Key") == "k1"
+    assert probe.header("User-Agent") == page.header("User-Agent")
+
+
+def test_an_unchanged_page_pays_for_no_made_up_address(team, shop):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+
+    check = run_check(monitor)
+
+    assert check.pages.get(url=url).status == PageResult.Status.SAME
+    assert made_up(shop, {"/shop/widget"}) == []
+
+
+def test_a_deep_page_redirecting_home_as_any_unknown_address_does_is_removed(
+    team, site
+):
+    site.html("/", "Acme", "<h1>Welcome to Acme</h1><p>Our latest offers.</p>")
+    site.html("/shop/widget", "Widget", f"<h1>Widget</h1>{PRODUCT}")
+    url = site.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.otherwise("", status=302, headers={"Location": "/"})
+    site.remove("/shop/widget")
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.REMOVED
+    assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+
+
+def test_people_are_told_the_page_shows_the_sites_not_found_page(team, shop, web):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.remove("/shop/widget")
+    removed = run_check(monitor)
+    later = run_check(monitor)
+
+    [line] = reports.change_report(removed).pages
+    listed = web.get(later.get_absolute_url()).content.decode()
+    shown = web.get(removed.pages.get(url=url).get_absolute_url()).content.decode()
+
+    assert (line.status, line.url) == ("removed", url)
+    assert "site's “not found” page" in line.error
+    assert "Still gone (the site shows its “not found” page)" in listed
+    assert "although the server answered HTTP 200" in shown
+
+
+# --- Pages that are not gone ----------------------------------------------------
+
+
+def test_a_search_page_that_now_says_no_results_found_is_changed(team, shop):
+    results = "".join(
+        f"<li>Shoe model {n}, leather, size 38 to 46</li>" for n in range(30)
+    )
+    url = shop.html(
+        "/search", "Search: shoes", f"<h1>Results for shoes</h1><ul>{results}</ul>"
+    )
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.html(
+        "/search",
+        "Search: shoes – nothing found",
+        "<h1>No results found</h1><p>Nothing was found for “shoes”.</p>",
+    )
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.CHANGED
+    assert page.error_kind == ""
+    assert state_of(monitor, url).presence == PageState.Presence.ACTIVE
+
+
+def test_a_page_saying_not_found_on_a_site_answering_real_404s_is_changed(team, site):
+    url = site.html("/shop/widget", "Widget", f"<h1>Widget</h1>{PRODUCT}")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.page("/shop/widget", NOT_FOUND)  # unknown addresses answer a real 404
+
+    check = run_check(monitor)
+
+    page = check.pages.get(url=url)
+    assert page.status == PageResult.Status.CHANGED
+    assert page.error_kind == ""
+    assert len(made_up(site, {"/shop/widget"})) == 1  # asked, answered 404
+
+
+def test_a_page_answering_a_real_404_asks_no_made_up_address(team, site):
+    url = site.html("/shop/widget", "Widget", f"<h1>Widget</h1>{PRODUCT}")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.remove("/shop/widget")
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert (page.status, page.status_code) == (PageResult.Status.REMOVED, 404)
+    assert page.error_kind == "" and page.error is None
+    assert made_up(site, {"/shop/widget"}) == []
+
+
+# --- The first check ------------------------------------------------------------
+
+
+def test_the_first_check_of_a_not_found_address_is_an_error_not_a_baseline(team, shop):
+    url = shop.url("/shop/no-such-widget")
+    monitor = make_monitor(team, [url])
+
+    check = run_check(monitor)
+
+    page = check.pages.get(url=url)
+    assert page.status == PageResult.Status.ERROR
+    assert page.status_code == 200
+    assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+    assert "looks like the site's" in page.error
+    assert page.current_snapshot_id is None
+    assert not PageState.objects.filter(
+        monitor=monitor, snapshot__isnull=False
+    ).exists()
+
+
+# --- Crawls ---------------------------------------------------------------------
+
+
+def test_a_crawled_page_that_becomes_the_not_found_page_is_removed_saying_why(
+    team, shop
+):
+    shop.html(
+        "/", "Acme", "<a href='/shop/widget'>Widget</a> <a href='/about'>About</a>"
+    )
+    shop.html("/about", "About", "<p>About Acme, a shop since 1990.</p>")
+    monitor = crawl_monitor(team, shop.url("/"), sitemap="skip")
+    first = run_check(monitor)
+    assert first.pages.count() == 3
+    shop.remove("/shop/widget")  # still linked from the home page
+
+    check = run_check(monitor)
+
+    page = check.pages.get(url=shop.url("/shop/widget"))
+    assert page.status == PageResult.Status.REMOVED
+    assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+    assert check.summary["changed"] == 0
+    assert check.pages.get(url=shop.url("/about")).status == PageResult.Status.SAME
+
+
+def test_a_crawled_link_to_a_not_found_page_never_seen_is_no_page(team, shop):
+    shop.html(
+        "/", "Acme", "<a href='/shop/widget'>Widget</a> <a href='/shop/gone'>Old</a>"
+    )
+    monitor = crawl_monitor(team, shop.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    assert not check.pages.filter(url=shop.url("/shop/gone")).exists()
+    assert check.summary["error"] == 0
+
+
+# --- The probe and its words ----------------------------------------------------
+
+
+def test_the_made_up_address_goes_through_the_address_policy(settings, shop):
+    job = PageJob(uuid.uuid4(), shop.url("/shop/no-such"), {}, 1, uuid.uuid4())
+    fetched = asyncio.run(_fetch(job))
+    outcome = extract_page(job, fetched, None)
+    assert outcome.not_found is not None
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = False
+    before = len(shop.requests)
+
+    confirmed = asyncio.run(_confirm(job, outcome))
+
+    assert len(shop.requests) == before  # refused before connecting
+    assert confirmed.status == PageResult.Status.NEW  # not taken for a soft 404
+
+
+async def _fetch(job: PageJob) -> Any:
+    client = OutboundClient()
+    try:
+        return await client.fetch(job.url)
+    finally:
+        await client.aclose()
+
+
+async def _confirm(job: PageJob, outcome: Any) -> Any:
+    fetchers = Fetchers(HttpFetcher(OutboundClient()), BrowserFetcher())
+    try:
+        return await NotFoundProbe(fetchers, uuid.uuid4()).confirm(job, outcome, None)
+    finally:
+        await fetchers.aclose()
+
+
+@pytest.mark.parametrize(
+    ("title", "heading"),
+    [
+        ("Page not found – Acme", ""),
+        ("404", ""),
+        ("Acme", "Oops! That page can’t be found."),
+        ("Seite nicht gefunden", ""),
+        ("Page introuvable", ""),
+        ("Página no encontrada", ""),
+        ("Pagina non trovata", ""),
+        ("Página não encontrada", ""),
+        ("Pagina niet gevonden", ""),
+        ("Acme", "This page doesn't exist"),
+    ],
+)
+def test_not_found_pages_are_told_by_their_title_or_heading(title, heading):
+    assert looks_not_found(title, heading, "")
+
+
+@pytest.mark.parametrize(
+    ("title", "heading"),
+    [
+        ("Search: shoes", "No results found"),
+        ("Acme", "Widget"),
+        ("Lost and found", "Found: a grey cat"),
+    ],
+)
+def test_other_pages_are_not_told_for_not_found_pages(title, heading):
+    assert not looks_not_found(title, heading, "")
+
+
+def test_a_made_up_address_sits_beside_the_page_on_the_same_host():
+    probe = urlsplit(probe_url("https://shop.example/shop/widget.html?id=3"))
+
+    assert (probe.scheme, probe.netloc) == ("https", "shop.example")
+    assert probe.path.startswith("/shop/") and probe.path.endswith(".html")
+    assert probe.path != "/shop/widget.html" and probe.query == ""
+
+
+def test_texts_that_differ_only_by_their_address_are_the_same_page():
+    page = "# Not found\n\nNothing at /shop/widget. Go home."
+    probe = "# Not found\n\nNothing at /shop/xq81kz. Go home."
+
+    assert same_text(page, probe, ("/shop/widget", "/shop/xq81kz"))
+    assert not same_text(page, "# Widget\n\nA sturdy widget.", ())
