@@ -1,5 +1,7 @@
 """Celery tasks of the monitors app: thin wrappers that take ids, re-read the
-database and call plain code (monitors.moving.importing)."""
+database and call plain code (monitors.moving.importing). What they stamp is
+on the database's clock (checks.shared_clock), as the sweep that judges an
+import or a preview stalled reads the time."""
 
 from __future__ import annotations
 
@@ -8,9 +10,8 @@ from contextlib import suppress
 
 from celery import Task, shared_task
 from django.conf import settings
-from django.utils import timezone
 
-from checks import outages
+from checks import outages, shared_clock
 from monitors.models import ImportRun
 from monitors.moving import importing
 
@@ -44,12 +45,12 @@ def import_monitors_task(self: Task, run_id: str, resume: bool = False) -> None:
         run = ImportRun.objects.filter(pk=run_id).select_related("team").first()
         if run is None:
             return
-        if not run.claim(again=again, now=timezone.now()):
+        if not run.claim(again=again, now=shared_clock.now()):
             if again and run.out_of_attempts:
                 why = ImportRun.WORKER_LOST.format(run.attempts)
-                run.stop_part_way(why, timezone.now())
+                run.stop_part_way(why, shared_clock.now())
             return  # gone, finished, or taken by another delivery of it
-        report = importing.execute_run(run, timezone.now())
+        report = importing.execute_run(run, shared_clock.now())
     except ImportRun.Superseded:
         # Taken over by a later attempt (sent again by the stale sweep, or a
         # second copy of this message): the batch under way was rolled back
@@ -68,7 +69,7 @@ def import_monitors_task(self: Task, run_id: str, resume: bool = False) -> None:
             run.fail(
                 f"The import stopped after {run.done} of {run.total} watches "
                 "because of an error in Pagewatch (its log has the details).",
-                timezone.now(),
+                shared_clock.now(),
             )
         return
     logger.info("Import %s: %s monitors created", run_id, report.created)
@@ -91,7 +92,7 @@ def _pause(task: Task, run: ImportRun | None, run_id: str, exc: Exception) -> No
         raise task.retry(countdown=IMPORT_RETRY_AFTER) from None
     if run is not None:
         with suppress(*outages.DATABASE_ERRORS):
-            run.stop_part_way(ImportRun.DATABASE_LOST, timezone.now())
+            run.stop_part_way(ImportRun.DATABASE_LOST, shared_clock.now())
 
 
 # Reading a service by its address stops itself after
@@ -114,7 +115,7 @@ def preview_import_task(run_id: str) -> None:
         .select_related("team")
         .first()
     )
-    now = timezone.now()
+    now = shared_clock.now()
     # Gone, given up, made by another delivery of this message, past its
     # give-up time (its page, if open, would say so now), or one delivery too
     # many after its workers died (start_preview_task fails it).
@@ -139,4 +140,4 @@ def preview_import_task(run_id: str) -> None:
         # Reading and judging create nothing (a service's key is already
         # forgotten): the run only has to say it stopped.
         logger.exception("Preview of import %s stopped", run_id)
-        run.fail_preview(importing.PREVIEW_FAILED, timezone.now())
+        run.fail_preview(importing.PREVIEW_FAILED, shared_clock.now())

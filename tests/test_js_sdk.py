@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from checks import dispatch, runner
 from checks.models import Check, PageResult
 from checks.notify import outbox
 from monitors.models import Monitor, Target
+from tests.proxy import SubPathProxy
 from tests.sites import Site
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -149,13 +151,13 @@ def node_env(**extra: str) -> dict[str, str]:
 # ------------------------------------------------------------------ the JS SDK
 
 
-def drive(live_server, api_key: str, urls: list[str], home: Path) -> dict[str, dict]:
+def drive(api_url: str, api_key: str, urls: list[str], home: Path) -> dict[str, dict]:
     result = subprocess.run(
         [
             "node",
             str(DRIVER),
             "--api-url",
-            live_server.url,
+            api_url,
             "--api-key",
             api_key,
             "--urls",
@@ -195,7 +197,7 @@ def test_js_sdk_drives_monitors_and_checks(
     live_server, api_key, team, site, checks_run_inline, tmp_path
 ):
     urls = [site.url("/a"), site.url("/b")]
-    steps = drive(live_server, api_key, urls, tmp_path)
+    steps = drive(live_server.url, api_key, urls, tmp_path)
     assert ok(steps, "sdk")["version"] == _pinned("@mendable/firecrawl-js")
 
     # create: text schedule normalised to cron, the zone kept, defaults filled.
@@ -375,6 +377,51 @@ def test_js_sdk_drives_monitors_and_checks(
     ) == [(urls[0], "new"), (urls[1], "new")]
     assert Monitor.objects.get(pk=second["id"]).deleted_at is not None
     assert Monitor.objects.filter(name="Web").count() == 0
+
+
+@pytest.fixture
+def under_sub_path(settings, live_server) -> Iterator[SubPathProxy]:
+    """Pagewatch at PUBLIC_BASE_URL=http://127.0.0.1:<port>/pagewatch, behind
+    a proxy that passes on /pagewatch/ only (README's nginx example without
+    its `location /v2/`): a client that drops the path gets the proxy's 404."""
+    with SubPathProxy(live_server.url, "/pagewatch") as proxy:
+        settings.PUBLIC_BASE_URL = proxy.url
+        settings.PUBLIC_BASE_URL_SET = True
+        settings.FORCE_SCRIPT_NAME = "/pagewatch"
+        settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = "/pagewatch"
+        settings.STATIC_URL = "/pagewatch/static/"
+        yield proxy
+
+
+def test_js_sdk_keeps_the_api_urls_sub_path_and_follows_next_under_it(
+    under_sub_path, api_key, team, site, checks_run_inline, tmp_path
+):
+    """The JS SDK joins `/v2/...` onto apiUrl whole (axios' baseURL), path
+    and all, and follows `next` as given: under a sub-path it needs no
+    `/v2/` passed on at the proxy's root."""
+    proxy = under_sub_path
+    urls = [site.url("/a"), site.url("/b")]
+
+    steps = drive(proxy.url, api_key, urls, tmp_path)
+
+    created = ok(steps, "create")
+    assert Monitor.objects.get(pk=created["id"]).team == team
+    assert [m["id"] for m in ok(steps, "list_page_1")] == [
+        ok(steps, "create_second")["id"]
+    ]
+    queued = ok(steps, "run")
+    assert checks_run_inline == [queued["id"]]
+    # limit 1: the second page came by following `next`, under the sub-path.
+    detail = ok(steps, "get_check")
+    assert sorted(p["url"] for p in detail["pages"]) == urls
+    assert ok(steps, "get_check_one_page")["next"] == (
+        f"{proxy.url}/v2/monitor/{created['id']}/checks/{queued['id']}?skip=1&limit=1"
+    )
+    assert ok(steps, "delete") is True
+    assert Monitor.objects.get(pk=created["id"]).deleted_at is not None
+    paths = [path for _, path in proxy.requests]
+    assert paths and all(path.startswith("/pagewatch/v2/") for path in paths), paths
+    assert any("skip=1" in path for path in paths)
 
 
 # ------------------------------------------------------------------ the CLI

@@ -10,6 +10,7 @@ import re
 import pytest
 from django.db import transaction
 from django.urls import reverse
+from django.utils.html import strip_tags
 from rest_framework.test import APIClient
 
 from monitors.models import ApiKey, Membership, Team
@@ -680,6 +681,89 @@ def test_switching_off_a_teams_only_owner_in_the_admin_is_done_and_said(
         "account is switched off nobody there can invite people, change roles "
         "or give the team another owner. Make one of them an owner on the "
         "team's page here."
+    ) in said
+
+
+def test_switching_off_someone_alone_in_their_team_says_its_monitors_go_on_checking(
+    admin_client, django_user_model
+):
+    """Nobody is left who can sign in to see the team's monitors, which keep
+    checking and sending: the account may be switched back on, so they are
+    not paused, but the administrator is told and shown where to stop them."""
+    from monitors.models import Monitor
+
+    solo = django_user_model.objects.create_user("sam", "s@solo.test", PASSWORD)
+    alone = Team.objects.create(name="Solo", slug="solo")
+    Membership.objects.create(team=alone, user=solo, role=Membership.Role.OWNER)
+    for name in ("Pricing", "Careers"):
+        Monitor.objects.create(team=alone, name=name, schedule_cron="0 * * * *")
+    form = user_form(admin_client, solo)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[solo.pk]), form, follow=True
+    )
+
+    said = [html.unescape(str(m)) for m in response.context["messages"]]
+    solo.refresh_from_db()
+    assert not solo.is_active
+    warning = next(m for m in said if "Solo" in m)
+    assert strip_tags(warning) == (
+        "sam was the only member of Solo who can sign in: while the account is "
+        "switched off nobody can see its 2 monitors, which go on checking and "
+        "sending notifications. Pause them or delete the team here."
+    )
+    monitors = reverse("admin:monitors_monitor_changelist")
+    assert f'href="{monitors}?team__id__exact={alone.pk}"' in warning
+    assert f'href="{reverse("admin:monitors_team_delete", args=[alone.pk])}"' in warning
+    assert set(Monitor.objects.filter(team=alone).values_list("status", flat=True)) == {
+        Monitor.Status.ACTIVE
+    }
+
+
+def test_switching_off_the_last_owner_still_switched_on_warns_as_for_the_only_one(
+    admin_client, team, people, django_user_model
+):
+    """An owner whose account is already switched off manages nothing."""
+    owner, editor, _ = people
+    away = django_user_model.objects.create_user("otto", "t@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=away, role=Membership.Role.OWNER)
+    away.is_active = False
+    away.save()
+    form = user_form(admin_client, owner)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[owner.pk]), form, follow=True
+    )
+
+    said = [str(m) for m in response.context["messages"]]
+    assert (
+        "olive was the only owner of Acme, which has other members: while the "
+        "account is switched off nobody there can invite people, change roles "
+        "or give the team another owner. Make one of them an owner on the "
+        "team's page here."
+    ) in said
+
+
+def test_switching_off_an_owner_whose_others_are_all_switched_off_says_nobody_can_see(
+    admin_client, team, people
+):
+    owner, editor, _ = people
+    editor.is_active = False
+    editor.save()
+    form = user_form(admin_client, owner)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[owner.pk]), form, follow=True
+    )
+
+    said = " ".join(html.unescape(str(m)) for m in response.context["messages"])
+    assert (
+        "olive was the only member of Acme who can sign in: while the account is "
+        "switched off nobody can see the team; none of its monitors is checking "
+        "now."
     ) in said
 
 

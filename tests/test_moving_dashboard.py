@@ -607,9 +607,9 @@ def test_a_preview_being_made_counts_the_watches_checked_so_far(
     counted: list[int] = []
     record = ImportRun.record_progress
 
-    def spy(self: ImportRun, done: int) -> None:
+    def spy(self: ImportRun, done: int, now) -> None:
         counted.append(done)
-        record(self, done)
+        record(self, done, now)
 
     monkeypatch.setattr(ImportRun, "record_progress", spy)
     tasks.preview_import_task(str(run.pk))

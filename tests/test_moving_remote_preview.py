@@ -17,6 +17,7 @@ import time_machine
 from django.db import connection
 from django.db.models import F
 from django.test import Client
+from django.utils import timezone
 from django.views.debug import SafeExceptionReporterFilter
 
 from checks import tasks as check_tasks
@@ -166,9 +167,9 @@ def test_a_remote_being_read_shows_how_many_watches_are_read(
     seen: list[tuple[int, int]] = []
     record = ImportRun.record_reading
 
-    def spy(self: ImportRun, done: int, total: int) -> None:
+    def spy(self: ImportRun, done: int, total: int, now) -> None:
         seen.append((done, total))
-        record(self, done, total)
+        record(self, done, total, now)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ImportRun, "record_reading", spy)
@@ -182,7 +183,7 @@ def test_a_remote_being_read_shows_how_many_watches_are_read(
         remote_url=site.base_url,
         remote_key=CD_KEY,
     )
-    reading.record_reading(1200, 5000)
+    reading.record_reading(1200, 5000, timezone.now())
     polled = web.get(f"/import/{reading.pk}/", HTTP_HX_REQUEST="true")
     text = re.sub(r"<[^>]+>", " ", html.unescape(polled.content.decode()))
     body = " ".join(text.split())
@@ -443,7 +444,7 @@ def test_the_stale_sweep_gives_up_a_preview_whose_reader_died_and_forgets_its_ke
         "Location"
     ]
     dead = ImportRun.objects.get(team=team)
-    dead.record_reading(25, 300)
+    dead.record_reading(25, 300, timezone.now())
     stale = ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(minutes=1)
     ImportRun.objects.filter(pk=dead.pk).update(
         created_at=F("created_at") - stale,
@@ -488,8 +489,8 @@ def test_the_stale_sweep_leaves_a_preview_read_after_a_long_wait_in_the_queue(
     record = ImportRun.record_reading
     during: list[tuple[str, bool, str]] = []
 
-    def sweep_while_reading(self: ImportRun, done: int, total: int) -> None:
-        record(self, done, total)
+    def sweep_while_reading(self: ImportRun, done: int, total: int, now) -> None:
+        record(self, done, total, now)
         if done == 50:
             later = run.created_at + timedelta(minutes=16)
             with time_machine.travel(later, tick=False):
@@ -525,7 +526,7 @@ def test_the_stale_sweep_gives_up_a_preview_whose_worker_went_silent(
     run = _asked_for_a_remote(web, team, django_capture_on_commit_callbacks)
     assert run.start_preview_task(run.created_at + timedelta(minutes=10))
     with time_machine.travel(run.created_at + timedelta(minutes=12), tick=False):
-        run.record_reading(25, 300)
+        run.record_reading(25, 300, timezone.now())
 
     with time_machine.travel(run.created_at + timedelta(minutes=26), tick=False):
         check_tasks.fail_stale_checks_task()

@@ -34,6 +34,7 @@ from firecrawl.v2.utils.error_handler import (
 )
 
 from monitors.models import EmailRecipient, Monitor, Target
+from tests.proxy import SubPathProxy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -517,3 +518,28 @@ def test_a_tagged_monitor_reads_and_updates_through_the_sdk_unchanged(sdk, team)
     assert renamed.name == "Renamed"
     # The SDK knows nothing of tags and sends none: they stay.
     assert Monitor.objects.get(pk=created.id).tag_names == ["Competitors"]
+
+
+def test_the_sdk_drops_the_api_urls_sub_path_so_the_proxy_must_pass_v2_on(
+    live_server, api_key, team, settings
+):
+    """firecrawl-py joins `/v2/...` onto api_url's host alone (urljoin of an
+    absolute path), unlike the JS SDK: behind a proxy that passes on only
+    /pagewatch/, it gets the proxy's 404; README's nginx example passes
+    /v2/ on as well for it."""
+    Monitor.objects.create(
+        team=team, name="Pricing", schedule_cron="0 * * * *", schedule_timezone="UTC"
+    )
+    with SubPathProxy(live_server.url, "/pagewatch") as only_sub_path:
+        settings.PUBLIC_BASE_URL = only_sub_path.url
+        settings.FORCE_SCRIPT_NAME = "/pagewatch"
+        sdk = Firecrawl(api_key=api_key, api_url=only_sub_path.url, max_retries=1)
+        with pytest.raises(FirecrawlError):
+            sdk.list_monitors()
+        assert [path for _, path in only_sub_path.requests] == ["/v2/monitor"]
+
+    with SubPathProxy(live_server.url, "/pagewatch", also=["/v2/"]) as proxy:
+        settings.PUBLIC_BASE_URL = proxy.url
+        sdk = Firecrawl(api_key=api_key, api_url=proxy.url, max_retries=1)
+        assert [m.name for m in sdk.list_monitors()] == ["Pricing"]
+        assert [path for _, path in proxy.requests] == ["/v2/monitor"]

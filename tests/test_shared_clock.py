@@ -167,3 +167,84 @@ def test_a_worker_whose_clock_is_ahead_makes_no_digest_before_its_time(
 
     channel.refresh_from_db()
     assert channel.next_digest_at == due
+
+
+# --- Imports, stamped by the worker that makes them ---------------------------------
+
+ADDRESSES = b"".join(b"https://e%d.example.com/\n" % n for n in range(150))
+
+
+def test_a_worker_whose_clock_is_behind_is_not_taken_for_stalled_while_it_imports(
+    team, worker, on_postgresql, monkeypatch
+):
+    """The stale sweep judges an import by its last sign of life, on the
+    database's clock: stamped by a worker's clock behind by more than
+    ImportRun.STALLED_AFTER, a live import looked stalled at every batch and
+    was queued again under its worker, which then stopped as superseded."""
+    from monitors import moving
+    from monitors.models import ImportRun
+    from monitors.moving import importing, plan
+    from monitors.tasks import import_monitors_task
+
+    items = plan.prepare(team, moving.read("csv", data=ADDRESSES[:150]))[:5]
+    run = importing.preview_run(team, "csv", items)
+    ImportRun.objects.filter(pk=run.pk).update(status=ImportRun.Status.QUEUED)
+    monkeypatch.setattr(importing, "BATCH", 2)
+    record = ImportRun.record_made
+    swept: list[int] = []
+
+    def sweep_after_each_batch(self, *args, **kwargs):
+        record(self, *args, **kwargs)
+        swept.append(importing.go_on_with_stalled(database_now()))
+
+    monkeypatch.setattr(ImportRun, "record_made", sweep_after_each_batch)
+    behind = ImportRun.STALLED_AFTER + timedelta(minutes=10)
+    with time_machine.travel(database_now() - behind, tick=True):
+        import_monitors_task.push_request(retries=0, delivery_info={})
+        try:
+            import_monitors_task.run(str(run.pk))
+        finally:
+            import_monitors_task.pop_request()
+
+    run.refresh_from_db()
+    assert swept == [0, 0, 0]
+    assert (run.status, run.attempts, len(run.made)) == ("done", 1, 5)
+    assert database_now() - run.finished_at < SKEW / 2
+    assert database_now() - run.progressed_at < SKEW / 2
+
+
+def test_a_worker_whose_clock_is_behind_has_its_preview_made_not_given_up(
+    team, worker, on_postgresql, monkeypatch
+):
+    """A preview is given up when its worker falls silent for
+    PREVIEW_GIVEN_UP_AFTER, judged by the sweep on the database's clock: a
+    worker behind by more than that had every preview it made given up
+    under it, the API key for a service forgotten before it was read."""
+    from monitors import moving
+    from monitors.models import ImportRun
+    from monitors.moving import importing
+    from monitors.tasks import preview_import_task
+
+    run = ImportRun.objects.create(
+        team=team,
+        source="csv",
+        status=ImportRun.Status.PREPARING,
+        items=[item.to_state() for item in moving.read("csv", data=ADDRESSES)],
+        total=150,
+    )
+    record = ImportRun.record_progress
+    given_up: list[int] = []
+
+    def sweep_while_judging(self, *args, **kwargs):
+        record(self, *args, **kwargs)
+        given_up.append(ImportRun.objects.give_up_stale_previews(database_now()))
+
+    monkeypatch.setattr(ImportRun, "record_progress", sweep_while_judging)
+    behind = ImportRun.PREVIEW_GIVEN_UP_AFTER + timedelta(minutes=10)
+    with time_machine.travel(database_now() - behind, tick=True):
+        preview_import_task(str(run.pk))
+
+    run.refresh_from_db()
+    assert given_up == [0]
+    assert (run.status, run.total) == (ImportRun.Status.PREVIEWED, 150)
+    assert importing.previewed_items(run)[0].payload is not None

@@ -22,7 +22,7 @@ from django.test import Client
 from django.urls import set_script_prefix
 from drf_spectacular.settings import spectacular_settings
 
-from checks.notify.texts import absolute
+from monitors.links import public_url
 from monitors.models import Membership, Monitor
 from monitors.models.teams import feed_link
 from teams import second_factor
@@ -154,7 +154,7 @@ def test_an_api_error_under_the_sub_path_is_json(under_sub_path, client):
 
 
 def test_links_given_out_keep_the_sub_path_once(under_sub_path, team, monitor):
-    assert absolute(monitor.get_absolute_url()) == (f"{BASE}/monitors/{monitor.pk}/")
+    assert public_url(monitor.get_absolute_url()) == (f"{BASE}/monitors/{monitor.pk}/")
     feed = feed_link("team-feed", "token")
     assert feed.startswith(BASE + "/") and "/pagewatch/pagewatch/" not in feed
 
@@ -280,7 +280,7 @@ def test_a_worker_thread_s_links_keep_the_sub_path(under_sub_path, monitor):
 
     def task() -> None:
         signals.task_prerun.send(sender=None, task_id="t", task=None)
-        links.append(absolute(monitor.get_absolute_url()))
+        links.append(public_url(monitor.get_absolute_url()))
 
     thread = threading.Thread(target=task)
     thread.start()

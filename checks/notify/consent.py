@@ -13,7 +13,8 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from checks.notify.texts import LINE_BREAKS, absolute
+from checks.notify.texts import LINE_BREAKS
+from monitors.links import public_url
 from monitors.models import Channel, EmailRecipient
 
 # Signed into every consent link already sent: keep them as they are (they
@@ -79,15 +80,15 @@ def read_unsubscribe_token(token: str) -> EmailRecipient | None:
 
 
 def confirm_url(recipient: EmailRecipient) -> str:
-    return absolute(reverse("email_confirm", args=[confirm_token(recipient)]))
+    return public_url(reverse("email_confirm", args=[confirm_token(recipient)]))
 
 
 def unsubscribe_url(recipient: EmailRecipient) -> str:
-    return absolute(reverse("email_unsubscribe", args=[unsubscribe_token(recipient)]))
+    return public_url(reverse("email_unsubscribe", args=[unsubscribe_token(recipient)]))
 
 
 def one_click_url(recipient: EmailRecipient) -> str:
-    return absolute(
+    return public_url(
         reverse("email_unsubscribe_one_click", args=[unsubscribe_token(recipient)])
     )
 
@@ -193,8 +194,8 @@ def channel_unsubscribe_urls(
     link, from one signed token: an e-mail carries both."""
     token = channel_token(channel_id, accounts)
     return (
-        absolute(reverse("email_channel_unsubscribe", args=[token])),
-        absolute(reverse("email_channel_unsubscribe_one_click", args=[token])),
+        public_url(reverse("email_channel_unsubscribe", args=[token])),
+        public_url(reverse("email_channel_unsubscribe_one_click", args=[token])),
     )
 
 

@@ -21,9 +21,9 @@ from checks.models import PageResult
 from checks.notify import channels, messages
 from checks.notify.models import Delivery
 from checks.notify.reports import judge_reason
-from checks.notify.texts import absolute
 from monitors import clock
 from monitors import schedule as schedules
+from monitors.links import public_url
 from monitors.models import Channel, Team
 from monitors.time_words import wire_time
 
@@ -128,7 +128,7 @@ def _changes(
                 "monitor": {
                     "id": str(monitor.pk),
                     "name": monitor.name,
-                    "link": absolute(monitor.get_absolute_url()),
+                    "link": public_url(monitor.get_absolute_url()),
                 },
                 "pages": [],
                 "more": page.of_monitor - min(page.of_monitor, PAGES_PER_MONITOR),
@@ -150,7 +150,7 @@ def _changes(
                 # change messages label it.
                 "unimportant": page.verdict == PageResult.Verdict.NOISE,
                 "at": wire_time(page.created_at),
-                "link": absolute(page.get_absolute_url()),
+                "link": public_url(page.get_absolute_url()),
             }
         )
     return list(grouped.values())

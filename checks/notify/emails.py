@@ -47,13 +47,13 @@ from checks.notify.reports import (
 )
 from checks.notify.texts import (
     SUBJECT_MAX,
-    absolute,
     http_href,
     message,
     one_line,
     render_text,
 )
 from monitors import clock
+from monitors.links import public_url
 from monitors.models import EmailRecipient, Monitor
 from monitors.time_words import on_the_clock
 
@@ -77,7 +77,6 @@ __all__ = [
     "ChangeReport",
     "OneLineHeader",
     "PageLine",
-    "absolute",
     "build",
     "change_report",
     "confirm_recipient",
@@ -140,7 +139,7 @@ def _monitor_context(monitor: Monitor) -> dict[str, Any]:
     return {
         "monitor_name": one_line(monitor.name, NAME_IN_SUBJECT_MAX),
         "team_name": monitor.team.name,
-        "monitor_url": absolute(monitor.get_absolute_url()),
+        "monitor_url": public_url(monitor.get_absolute_url()),
     }
 
 
@@ -159,7 +158,7 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
     # team's credits; the pages watched and the unsubscribe link stay.
     in_team = recipient.email.lower() in monitor.team.member_emails()
     for page in listed if in_team else ():
-        page.pagewatch_url = absolute(
+        page.pagewatch_url = public_url(
             reverse(
                 "page-diff",
                 kwargs={"pk": monitor.pk, "check_id": check.pk, "page_id": page.pk},
@@ -174,7 +173,7 @@ def build_notification(delivery: Delivery) -> EmailMultiAlternatives:
     context = {
         **_monitor_context(monitor),
         "check": check,
-        "check_url": absolute(check.get_absolute_url()) if in_team else "",
+        "check_url": public_url(check.get_absolute_url()) if in_team else "",
         # When it looked, on the team's clock: a retried e-mail can come late.
         "checked_at": on_the_clock(
             check.started_at or check.created_at, clock.team_zone(monitor.team)
@@ -268,7 +267,7 @@ def build_webhook_disabled(delivery: Delivery) -> EmailMultiAlternatives:
         # e-mail, and a hook address is often its receiver's credential.
         "webhook_address": mask_url(delivery.url) if delivery.url else "",
         # Straight to the form's webhook field.
-        "edit_url": absolute(reverse("monitor-edit", args=[delivery.monitor.pk]))
+        "edit_url": public_url(reverse("monitor-edit", args=[delivery.monitor.pk]))
         + "#field-webhook_url",
     }
     return message(

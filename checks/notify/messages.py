@@ -18,7 +18,8 @@ from django.urls import reverse
 
 from checks.notify import events
 from checks.notify.reports import change_report, failing_reason
-from checks.notify.texts import absolute, one_line
+from checks.notify.texts import one_line
+from monitors.links import public_url
 from monitors.time_words import on_the_clock, wire_time
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _monitor(monitor: Monitor) -> dict[str, Any]:
     return {
         "id": str(monitor.pk),
         "name": monitor.name,
-        "link": absolute(monitor.get_absolute_url()),
+        "link": public_url(monitor.get_absolute_url()),
     }
 
 
@@ -92,7 +93,7 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
                 "blocked": line.blocked,
                 "before": before,
                 "after": after,
-                "link": absolute(check.get_absolute_url())
+                "link": public_url(check.get_absolute_url())
                 + (f"pages/{line.pk}/" if line.pk else ""),
             }
         )
@@ -110,7 +111,7 @@ def change(check: Check, *, meaningful_only: bool) -> dict[str, Any] | None:
         ],
         "more": max(0, len(pages) - PAGES_SHOWN),
         "blocked": sum(1 for p in pages if p["blocked"]),
-        "link": absolute(check.get_absolute_url()),
+        "link": public_url(check.get_absolute_url()),
     }
 
 
@@ -124,7 +125,7 @@ def failing(monitor: Monitor, failures: int, check: Check) -> dict[str, Any]:
         "error": _cut(reason.words),
         # The page that error is of, when it is a page's.
         "errorUrl": reason.url,
-        "link": absolute(monitor.get_absolute_url()),
+        "link": public_url(monitor.get_absolute_url()),
     }
 
 
@@ -132,7 +133,7 @@ def recovered(monitor: Monitor) -> dict[str, Any]:
     return {
         "type": RECOVERED,
         "monitor": _monitor(monitor),
-        "link": absolute(monitor.get_absolute_url()),
+        "link": public_url(monitor.get_absolute_url()),
     }
 
 
@@ -183,7 +184,7 @@ def links(message: Any) -> Iterator[str]:
     if isinstance(message, Mapping):
         if message.get("type") == DIGEST:
             # Where a digest cut to fit sends the reader for the rest.
-            yield absolute(reverse("monitor-list"))
+            yield public_url(reverse("monitor-list"))
         for key, value in message.items():
             if key in ("link", "url", "errorUrl") and isinstance(value, str):
                 yield value
@@ -232,7 +233,7 @@ def text(message: Mapping[str, Any], fits: Callable[[str], bool] | None = None) 
     # Discord's 2000 characters) names the first that fit and counts the
     # rest, with a link to them all.
     bare = keeping(message, 0)
-    link = absolute(reverse("monitor-list"))
+    link = public_url(reverse("monitor-list"))
     best = _most_that_fit(
         lambda shown: keeping_monitors(bare, shown, link),
         len(bare["monitors"]),

@@ -1,5 +1,6 @@
 """The plain pieces every message Pagewatch writes is made of: the template
-engine for text parts and subjects, header-safe one-liners and absolute links.
+engine for text parts and subjects, header-safe one-liners and safe links (a
+link's address comes from monitors.links.public_url, as every link given out).
 
 The HTML part goes through Django's autoescaping engine; the plain-text part
 and the subject through a twin engine without HTML escaping (they are not
@@ -20,8 +21,6 @@ from django.template import Context, Engine
 from django.template.loader import render_to_string
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
-
-from monitors.links import public_url
 
 SUBJECT_MAX = 200
 
@@ -46,10 +45,6 @@ def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
     """Header-safe: no line breaks or control characters, bounded length."""
     flat = LINE_BREAKS.sub(" ", text).strip()
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def absolute(path: str) -> str:
-    return public_url(path)
 
 
 def http_href(url: str | None) -> str | None:

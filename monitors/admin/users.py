@@ -30,7 +30,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from monitors.admin.shared import admin_link
 from monitors.admin.teams import _admin
-from monitors.models import Membership, Team
+from monitors.models import Membership, Monitor, Team
 from teams import second_factor
 from teams.activity import Kind, record_in_their_teams
 from teams.members import member_left
@@ -89,20 +89,18 @@ class AccountAdmin(UserAdmin):
     def save_model(
         self, request: HttpRequest, obj: Any, form: Any, change: bool
     ) -> None:
-        """Switching off a team's only owner is the administrator's to do (a
-        stolen account), and they are told what it leaves the team without."""
+        """Switching off a team's last owner who can sign in is done, unlike
+        deleting them: it is the administrator's first move against a stolen
+        account, undone by switching it back on. They are told what it leaves
+        each such team without; a team nobody else can sign in to keeps its
+        monitors checking and sending (paused, they would stay paused when
+        the account is switched back on), and the message says so, with
+        where to pause them or delete the team."""
         super().save_model(request, obj, form, change)
         if not change or obj.is_active or "is_active" not in form.changed_data:
             return
-        for team in Team.objects.left_ownerless_by(obj).filter(has_others=True):
-            self.message_user(
-                request,
-                f"{obj.get_username()} was the only owner of {team.name}, which "
-                "has other members: while the account is switched off nobody "
-                "there can invite people, change roles or give the team another "
-                "owner. Make one of them an owner on the team's page here.",
-                messages.WARNING,
-            )
+        for team in Team.objects.left_ownerless_by_switching_off(obj):
+            self.message_user(request, _switched_off(obj, team), messages.WARNING)
 
     def user_change_password(
         self, request: HttpRequest, id: str, form_url: str = ""
@@ -134,6 +132,42 @@ class AccountAdmin(UserAdmin):
             # (teams.members.account_deleted).
             memberships.delete()
             super().delete_queryset(request, queryset)
+
+
+def _switched_off(person: Any, team: Team) -> str:
+    """What switching off `person` leaves `team` without, they being its last
+    owner who can sign in."""
+    name = person.get_username()
+    if team.has_others:
+        return (
+            f"{name} was the only owner of {team.name}, which has other members: "
+            "while the account is switched off nobody there can invite people, "
+            "change roles or give the team another owner. Make one of them an "
+            "owner on the team's page here."
+        )
+    checking = Monitor.objects.for_team(team).filter(status=Monitor.Status.ACTIVE)
+    count = checking.count()
+    if not count:
+        return (
+            f"{name} was the only member of {team.name} who can sign in: while "
+            "the account is switched off nobody can see the team; none of its "
+            "monitors is checking now."
+        )
+    them = f"its {count} monitor{'s' if count > 1 else ''}, which "
+    them += "go on" if count > 1 else "goes on"
+    return format_html(
+        "{} was the only member of {} who can sign in: while the account is "
+        "switched off nobody can see {} checking and sending notifications. "
+        '<a href="{}?team__id__exact={}">Pause {}</a> or '
+        '<a href="{}">delete the team</a> here.',
+        name,
+        team.name,
+        them,
+        reverse("admin:monitors_monitor_changelist"),
+        team.pk,
+        "them" if count > 1 else "it",
+        reverse("admin:monitors_team_delete", args=[team.pk]),
+    )
 
 
 def _left_ownerless(team: Team) -> str:

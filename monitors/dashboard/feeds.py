@@ -28,9 +28,10 @@ from django.views.decorators.http import require_POST, require_safe
 
 from checks.models import Check, PageResult
 from checks.notify.reports import diff_excerpt, judge_reason
-from checks.notify.texts import absolute, http_href
+from checks.notify.texts import http_href
 from monitors import history
 from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
+from monitors.links import public_url
 from monitors.models import Monitor, Team
 from teams.activity import Actor, Kind, record
 from teams.members import renew_feed_links
@@ -124,11 +125,11 @@ class Change:
 
     @property
     def diff_url(self) -> str:
-        return absolute(self.page.get_absolute_url())
+        return public_url(self.page.get_absolute_url())
 
     @property
     def check_url(self) -> str:
-        return absolute(self.check.get_absolute_url())
+        return public_url(self.check.get_absolute_url())
 
     @property
     def more_in_check(self) -> int:
@@ -238,7 +239,7 @@ class MonitorChangeFeed(ChangeFeed):
         )
 
     def link(self, obj: Monitor) -> str:
-        return absolute(obj.get_absolute_url())
+        return public_url(obj.get_absolute_url())
 
     def feed_url(self, obj: Monitor) -> str | None:
         return obj.feed_url
@@ -261,7 +262,7 @@ class TeamChangeFeed(ChangeFeed):
         )
 
     def link(self, obj: Team) -> str:
-        return absolute(reverse("team-history"))
+        return public_url(reverse("team-history"))
 
     def feed_url(self, obj: Team) -> str | None:
         return obj.feed_url

@@ -394,10 +394,10 @@ class ImportRun(models.Model):
             self.remote_url = self.remote_key = ""
         return bool(failed)
 
-    def record_reading(self, done: int, total: int) -> None:
+    def record_reading(self, done: int, total: int, now: datetime) -> None:
         """How many of the service's watches its preview has read so far:
-        its worker's sign of life too."""
-        now = timezone.now()
+        its worker's sign of life too (`now` on the database's clock, as the
+        sweep that reads it is)."""
         ImportRun.objects.filter(pk=self.pk).update(
             done=done, total=total, progressed_at=now
         )
@@ -451,10 +451,10 @@ class ImportRun(models.Model):
             self.given_up_words(), now, only_if=self.stale_preview(now)
         )
 
-    def record_progress(self, done: int) -> None:
+    def record_progress(self, done: int, now: datetime) -> None:
         """How many items its preview has judged so far: its worker's sign of
-        life too."""
-        now = timezone.now()
+        life too (`now` on the database's clock, as the sweep that reads it
+        is)."""
         ImportRun.objects.filter(pk=self.pk).update(done=done, progressed_at=now)
         self.done, self.progressed_at = done, now
 

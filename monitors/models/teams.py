@@ -70,6 +70,19 @@ class TeamQuerySet(models.QuerySet["Team"]):
             has_others=models.Exists(others)
         )
 
+    def left_ownerless_by_switching_off(self, user: Any) -> TeamQuerySet:
+        """left_ownerless_by for `user`'s account being switched off, with the
+        accounts of their teams already switched off counted as gone too: an
+        owner who cannot sign in manages nothing, and `has_others` then means
+        someone else in the team who can still sign in."""
+        theirs = Membership.objects.filter(user=user).values("team")
+        off = (
+            Membership.objects.filter(team__in=theirs, user__is_active=False)
+            .exclude(user=user)
+            .select_related("user")
+        )
+        return self.left_ownerless_by(user, *{row.user for row in off})
+
 
 class Team(models.Model):
     name = models.CharField(max_length=120)

@@ -16,7 +16,7 @@ from celery import current_app
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from checks import outages
+from checks import outages, shared_clock
 from checks.content import content_hash, pack_snapshot, strip_noise
 from checks.models import PageState, Snapshot
 from monitors import moving
@@ -364,12 +364,12 @@ def build_preview(run: ImportRun) -> None:
     """Judge a preparing run's items for its team, as a preview made in the
     request would have, recording how many are judged as it goes; a run
     that comes from a service's address reads it first."""
-    if run.remote_url and not read_remote(run, timezone.now()):
+    if run.remote_url and not read_remote(run, shared_clock.now()):
         return
     items = plan.prepare(
         run.team,
         [Planned.from_state(s) for s in run.items],
-        progress=run.record_progress,
+        progress=lambda done: run.record_progress(done, shared_clock.now()),
     )
     run.show_preview([item.to_state() for item in items])
 
@@ -381,7 +381,12 @@ def read_remote(run: ImportRun, now: datetime) -> bool:
     words, is the run's error."""
     try:
         items = moving.read_remote(
-            run.source, run.remote_url, run.remote_key, progress=run.record_reading
+            run.source,
+            run.remote_url,
+            run.remote_key,
+            progress=lambda done, total: run.record_reading(
+                done, total, shared_clock.now()
+            ),
         )
     except ImportRefused as refused:
         run.fail_preview(f"{refused.message} Nothing was imported.", now)
@@ -432,7 +437,7 @@ def start_run(
         return run
     importable = sum(1 for s in run.items if s["payload"] is not None)
     if importable <= INLINE_MAX:
-        if run.claim():
+        if run.claim(now=now):
             _execute_here(run, now)
         return run
     transaction.on_commit(lambda: _queue_or_put_back(run))
@@ -578,18 +583,23 @@ def run_actor(run: ImportRun) -> Actor:
 
 def execute_run(run: ImportRun, now: datetime) -> Report:
     """Import a claimed (running) run, recording progress as it goes and
-    going on from the monitors an earlier attempt made."""
+    going on from the monitors an earlier attempt made. Progress is stamped
+    on the database's clock (checks.shared_clock), as the stale sweep that
+    judges it reads the time: a worker whose clock is behind would otherwise
+    look stalled while it works, and be superseded."""
     items = planned_items(run)
     report = run_import(
         run.team,
         items,
         now,
         include_duplicates=set(run.chosen_duplicates),
-        progress=lambda done, total: run.record_import_progress(done, timezone.now()),
+        progress=lambda done, total: run.record_import_progress(
+            done, shared_clock.now()
+        ),
         actor=run_actor(run),
         source=run.source,
         made_before={int(index): pk for index, pk in run.made.items()},
-        on_made=lambda made: run.record_made(made, timezone.now()),
+        on_made=lambda made: run.record_made(made, shared_clock.now()),
     )
-    run.finish(report.as_dict(), timezone.now())
+    run.finish(report.as_dict(), shared_clock.now())
     return report

@@ -43,8 +43,9 @@ from checks.notify import consent, mail_headers, messages
 from checks.notify.kinds.base import ChannelKind, DeliveryError, Sent, SettingsError
 from checks.notify.kinds.email import mail_errors, send_one
 from checks.notify.kinds.outbound import Attempt, Outbound
-from checks.notify.texts import absolute, linked
+from checks.notify.texts import linked
 from checks.notify.texts import message as email_message
+from monitors.links import public_url
 from monitors.models import Membership
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def build(
 ) -> EmailMultiAlternatives:
     title = messages.title(message)
     if message.get("type") == messages.DIGEST:
-        link = absolute(reverse("monitor-list"))
+        link = public_url(reverse("monitor-list"))
         message = messages.keeping_monitors(message, DIGEST_MONITORS, link)
     # Within what mail apps show whole (Gmail clips a message past 102 KB,
     # the part with the unsubscribe link first): a busy day's digest lists
@@ -150,7 +151,7 @@ def build(
         "body_html": linked(body, messages.links(message)),
         "team_name": channel.team.name,
         "channel_name": channel.name,
-        "channels_url": absolute(reverse("channels")),
+        "channels_url": public_url(reverse("channels")),
         "email": to,
         "unsubscribe_url": unsubscribe_url,
     }
