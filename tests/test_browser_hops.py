@@ -15,9 +15,12 @@ from checks.models import Check
 from monitors.models import Monitor, Target
 from tests.sites import Site
 from tests.test_browser_pages import CHROMIUM, from_browser
+from tests.test_browser_safety import public_site
 from tests.test_crawl import crawl_monitor, nav, paths, run_check
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db]
+
+__all__ = ["public_site"]  # a fixture
 
 
 @pytest.fixture(autouse=True)
@@ -161,3 +164,31 @@ def test_a_browser_crawl_page_past_the_byte_allowance_is_too_large(
 
     big = check.pages.get(url=site.url("/big"))
     assert big.status == "error" and big.error_kind == "too_large"
+
+
+def test_a_browser_crawl_pages_hop_to_a_private_address_is_refused_by_the_proxy(
+    team, public_site
+):
+    site = public_site
+    start = f"http://site.test:{site.port}/"
+    intranet = f"http://intranet.site.test:{site.port}/admin"
+    site.html("/", "Home", nav("/jump"))
+    site.redirect("/jump", intranet)
+    site.html("/admin", "Admin", "<p>the intranet's admin</p>")
+    local = {"site.test": ["127.0.0.1"], "intranet.site.test": ["10.0.0.5"]}
+
+    def resolver(host: str, port: int) -> list[str]:
+        return local[host]
+
+    monitor = crawl_monitor(team, start, sitemap="skip", allowSubdomains=True)
+    set_fetch_with(monitor, "browser")
+
+    check = run_check(monitor, resolver=resolver)
+
+    jump = check.pages.get(url=site.url("/jump").replace("127.0.0.1", "site.test"))
+    assert (jump.status, jump.error_kind) == ("error", "blocked_address")
+    assert jump.error == (
+        "Blocked: 10.0.0.5 is a private address (intranet.site.test resolves to it)"
+    )
+    assert [from_browser(r) for r in site.requests_to("/jump")] == [True]
+    assert site.requests_to("/admin") == []
