@@ -69,6 +69,22 @@ def test_a_crawl_page_that_redirects_out_of_the_crawl_is_not_loaded(team, site, 
     assert check.pages_total == check.pages_done == 2
 
 
+@pytest.mark.parametrize("how", ["http", "browser"])
+def test_a_crawl_link_that_redirects_in_a_loop_is_not_a_page(team, site, how):
+    site.html("/", "Home", nav("/a", "/b"))
+    site.redirect("/a", "/a2")
+    site.redirect("/a2", "/a")
+    site.html("/b", "B", "<p>b</p>")
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    set_fetch_with(monitor, how)
+
+    check = run_check(monitor)
+
+    assert statuses(check) == {"": "new", "b": "new"}
+    # Five redirects followed, as a plain fetch follows, then given up.
+    assert len(site.requests_to("/a")) + len(site.requests_to("/a2")) == 6
+
+
 def test_a_crawl_page_in_the_browser_that_now_redirects_away_is_removed_once(
     team, site
 ):
