@@ -23,9 +23,11 @@ the name every compatible server reads (one that ignored the other name would
 leave answers unbounded); OpenAI's reasoning models refuse it with HTTP 400
 naming it, and are asked with `max_completion_tokens` instead (and the other
 way round), once, remembered for that endpoint once answered. An answer cut
-off at the cap is not used and not asked for again. Every failure is an LLMError whose
-message is safe to show. What every answer used (its `usage`) is counted by
-kind of call (LLM.used), for checks.models.AIUse.
+off at the cap is not used and not asked for again.
+
+Every failure is an LLMError whose message is safe to show. What every answer
+used (its `usage`) is counted by kind of call (LLM.used), for
+checks.models.AIUse, a cut one too.
 """
 
 from __future__ import annotations
@@ -512,8 +514,8 @@ class LLM:
             )
         if self._busy is not None and time.monotonic() < self._busy[0]:
             raise LLMError(self._busy[1])
-        cap = min(max_output_tokens or self.config.max_output_tokens,
-                  self.config.max_output_tokens)  # fmt: skip
+        most = self.config.max_output_tokens
+        cap = min(max_output_tokens or most, most)
         async with self._slots:
             try:
                 answer = await self._tries(name, schema, system, user, strict, cap)
@@ -549,9 +551,7 @@ class LLM:
         tries = 0
         while tries < TRIES:
             try:
-                text = await self._complete(
-                    name, schema, messages, mode, {cap_name: cap}
-                )
+                text = await self._complete(name, schema, messages, mode, cap_name, cap)
             except _CapRefused as exc:
                 if switched:  # both names: the value is what was refused
                     raise LLMError(exc.message) from None
@@ -595,9 +595,10 @@ class LLM:
         schema: Mapping[str, Any],
         messages: Sequence[Mapping[str, str]],
         mode: Mode,
-        cap: Mapping[str, int],
+        cap_name: str,
+        cap: int,
     ) -> str:
-        kwargs: dict[str, Any] = dict(cap)
+        kwargs: dict[str, Any] = {cap_name: cap}
         if mode == Mode.SCHEMA:
             kwargs["response_format"] = {
                 "type": "json_schema",
@@ -649,7 +650,7 @@ class LLM:
             raise _Attempt("the answer could not be read") from exc
         # Answered: the endpoint counted it, whatever the answer is worth.
         self.used.setdefault(name, Use()).count(getattr(response, "usage", None))
-        return _content(response, *cap.values())
+        return _content(response, cap)
 
 
 def _busy_or_failed(exc: openai.APIStatusError) -> _Attempt:
