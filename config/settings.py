@@ -557,6 +557,9 @@ LLM_API_KEY = env_secret("LLM_API_KEY", "")
 LLM_MODEL = env_str("LLM_MODEL", "").strip()
 LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 30, minimum=1)
 LLM_MAX_INPUT_TOKENS = env_int("LLM_MAX_INPUT_TOKENS", 6000, minimum=500)
+# The most tokens one answer may use (JSON extraction's; the judges and
+# summaries take a share): a page cannot talk the model into writing more.
+LLM_MAX_OUTPUT_TOKENS = env_int("LLM_MAX_OUTPUT_TOKENS", 4000, minimum=1000)
 # Tokens (prompt and answer) each team's calls may use per UTC calendar month
 # (checks.ai.allowance); empty: no limit.
 LLM_MONTHLY_TOKENS_PER_TEAM = env_optional_int("LLM_MONTHLY_TOKENS_PER_TEAM", minimum=1)

@@ -16,6 +16,10 @@
   six letters or more with the goal, with low confidence for a "rumour".
 
 Every request body is kept (model.bodies) to assert what the model was shown.
+`model.refuses` names answer-length parameters (max_tokens,
+max_completion_tokens) it answers 400 to, as OpenAI's reasoning models and
+older Azure versions do; `rambling()` is a model talked into a very long
+answer, stopped only by the cap a request sends.
 Sensible answers report the tokens of USAGE for their kind of request (scripted
 ones 1 and 1); `model.omit_usage = True` leaves `usage` out of every answer,
 as some compatible servers do.
@@ -132,6 +136,56 @@ def refuse_schema_mode(then: Reply | None = None) -> Reply:
     return reply
 
 
+# A refusal of each answer-length parameter, as real endpoints word it:
+# OpenAI's reasoning models name it in `param`, older Azure versions only in
+# the message.
+_REFUSALS = {
+    "max_tokens": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with "
+        "this model. Use 'max_completion_tokens' instead.",
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "unsupported_parameter",
+    },
+    "max_completion_tokens": {
+        "message": "Unrecognized request argument supplied: max_completion_tokens",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    },
+}
+CAP_NAMES = tuple(_REFUSALS)
+
+
+def cap_of(body: dict[str, Any]) -> int | None:
+    """The most tokens a request lets the model write, by either name."""
+    for name in CAP_NAMES:
+        if isinstance(body.get(name), int):
+            return body[name]
+    return None
+
+
+def rambling(start: str, words: int = 50_000, usage_prompt: int = 100) -> Reply:
+    """A model a page talked into a very long answer: `start` (the opening of
+    its JSON), then `words` words of about a token each, then its end; a
+    request's cap stops it at that many tokens with finish_reason "length",
+    as servers do."""
+
+    def reply(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        cap = cap_of(body)
+        cut = cap is not None and cap < words
+        written = cap if cut else words
+        text = start + " very" * written + ("" if cut else '"}')
+        status_code, headers, raw = content(text, (usage_prompt, written))(body)
+        if cut:
+            completion = json.loads(raw)
+            completion["choices"][0]["finish_reason"] = "length"
+            raw = json.dumps(completion).encode()
+        return status_code, headers, raw
+
+    return reply
+
+
 def texts(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
 
@@ -222,6 +276,7 @@ class FakeModel:
         self.script: deque[Reply] = deque()
         self.hanging = threading.Event()  # set at teardown: hung answers end
         self.omit_usage = False
+        self.refuses: set[str] = set()  # answer-length parameters refused
         site.handle(PATH, self._answer)
 
     @property
@@ -234,6 +289,7 @@ class FakeModel:
         settings.LLM_MODEL = "fake-model"
         settings.LLM_TIMEOUT_SECONDS = timeout
         settings.LLM_MAX_INPUT_TOKENS = 6000
+        settings.LLM_MAX_OUTPUT_TOKENS = 4000
         return self
 
     def then(self, *replies: Reply) -> FakeModel:
@@ -259,6 +315,9 @@ class FakeModel:
 
     def _answer(self, request: Request) -> tuple[int, dict[str, str], bytes]:
         body = json.loads(request.body or b"{}")
+        for name in CAP_NAMES:
+            if name in self.refuses and name in body:
+                return _json(400, {"error": _REFUSALS[name]})
         reply = self.script.popleft() if self.script else sensible
         code, headers, sent = reply(body)
         if self.omit_usage and code == 200:

@@ -147,22 +147,174 @@ def test_an_error_nested_too_deeply_to_read_is_said_without_its_words(model):
     )
 
 
-def test_an_answer_cut_off_at_the_models_length_limit_says_so(model):
-    def cut_off(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-        status_code, headers, raw = content('{"price": "$19 per month, bill')(body)
-        reply = json.loads(raw)
-        reply["choices"][0]["finish_reason"] = "length"
-        return status_code, headers, json.dumps(reply).encode()
+def cut_off(text: str, usage: tuple[int, int] = (50, 2000)) -> Any:
+    """An answer the model's length cap stopped (finish_reason "length")."""
 
-    model.then(*[cut_off] * 3)
+    def reply(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        status_code, headers, raw = content(text, usage)(body)
+        completion = json.loads(raw)
+        completion["choices"][0]["finish_reason"] = "length"
+        return status_code, headers, json.dumps(completion).encode()
 
-    with pytest.raises(LLMError) as failure:
-        ask()
+    return reply
 
-    assert failure.value.message == (
-        "The AI model gave no usable answer after 3 tries: the answer was cut off "
-        "at the model's length limit before its JSON ended."
+
+def ask_used(**overrides: Any) -> tuple[dict[str, Any] | str, dict[str, Any]]:
+    """ask()'s answer (or its error's words) and what the call used."""
+
+    async def go() -> tuple[dict[str, Any] | str, dict[str, Any]]:
+        async with LLM() as llm:
+            try:
+                got: dict[str, Any] | str = await llm.ask(
+                    name="price", schema=SCHEMA, system="s", user="u", **overrides
+                )
+            except LLMError as exc:
+                got = exc.message
+            return got, llm.take_used()
+
+    return asyncio.run(go())
+
+
+def test_every_request_caps_the_answers_length_at_the_setting(model, settings):
+    settings.LLM_MAX_OUTPUT_TOKENS = 1234
+    model.then(answer({"price": "$19"}))
+
+    assert ask() == {"price": "$19"}
+
+    [body] = model.bodies
+    # The name every compatible server takes; OpenAI's older models too.
+    assert body["max_tokens"] == 1234
+    assert "max_completion_tokens" not in body
+
+
+def test_a_call_may_ask_for_a_smaller_cap_than_the_setting(model, settings):
+    settings.LLM_MAX_OUTPUT_TOKENS = 1234
+
+    ask_used(max_output_tokens=300)
+
+    assert model.bodies[0]["max_tokens"] == 300
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"price": "$19 per month, bill',
+        # A reasoning model that spent its whole cap thinking writes nothing.
+        "",
+        # An object before the cut is not the answer: its end is missing.
+        '{"price": "$19"} Wait, the page also says {"price": "$2',
+    ],
+)
+def test_an_answer_cut_off_at_the_cap_is_said_to_be_too_long_and_not_asked_again(
+    model, settings, text
+):
+    settings.LLM_MAX_OUTPUT_TOKENS = 2000
+    model.then(cut_off(text), answer({"price": "$19"}))
+
+    got, used = ask_used()
+
+    assert got == (
+        "The AI model's answer was too long: it was cut off at the 2,000 tokens "
+        "it may write for this request, so it was not used."
     )
+    # At temperature 0 the same answer would come again, at the same cost.
+    assert len(model.requests) == 1
+    assert (used["price"].requests, used["price"].completion_tokens) == (1, 2000)
+
+
+def test_a_complete_answer_that_reached_the_cap_exactly_is_used(model):
+    model.then(cut_off('{"price": "$19"}'))
+
+    got, _ = ask_used()
+
+    assert got == {"price": "$19"}
+
+
+def test_answers_cut_off_do_not_make_the_batch_stop_asking(model):
+    model.then(*[cut_off('{"price": "$1')] * 3, answer({"price": "$19"}))
+
+    async def four() -> list[Any]:
+        got: list[Any] = []
+        async with LLM() as llm:
+            for _ in range(4):
+                try:
+                    got.append(
+                        await llm.ask(name="price", schema=SCHEMA, system="s", user="u")
+                    )
+                except LLMError as exc:
+                    got.append(exc.message)
+        return got
+
+    got = asyncio.run(four())
+
+    # The endpoint answered each time: it is not a dead one.
+    assert got[-1] == {"price": "$19"}
+    assert len(model.requests) == 4
+
+
+def test_a_server_refusing_max_tokens_is_asked_with_max_completion_tokens_instead(
+    model, settings
+):
+    settings.LLM_MAX_OUTPUT_TOKENS = 1234
+    model.refuses = {"max_tokens"}
+    model.then(answer({"price": "$19"}), answer({"price": "$20"}))
+
+    assert ask() == {"price": "$19"}
+    assert ask() == {"price": "$20"}
+
+    caps = [(b.get("max_tokens"), b.get("max_completion_tokens")) for b in model.bodies]
+    assert caps == [(1234, None), (None, 1234), (None, 1234)]
+    # The refusal named the parameter, not the answer's format: no mode was
+    # given up, and it cost no try.
+    formats = [b["response_format"]["type"] for b in model.bodies]
+    assert formats == ["json_schema"] * 3
+
+
+def test_the_name_is_remembered_per_endpoint(model, settings):
+    model.then(*[answer({"price": "$19"})] * 2)
+    model.refuses = {"max_tokens"}
+    ask()
+    model.refuses = set()
+
+    settings.LLM_MODEL = "another-model"
+    ask()
+
+    assert "max_tokens" in model.bodies[-1]
+
+
+def test_a_server_refusing_max_completion_tokens_is_asked_with_max_tokens_again(
+    model,
+):
+    # Say a proxy's route moved from a reasoning model to a local server.
+    model.then(*[answer({"price": "$19"})] * 3)
+    model.refuses = {"max_tokens"}
+    ask()
+    model.refuses = {"max_completion_tokens"}
+    asked_before = len(model.requests)
+
+    assert ask() == {"price": "$19"}
+    assert ask() == {"price": "$19"}
+
+    names = [
+        "max_tokens" if "max_tokens" in body else "max_completion_tokens"
+        for body in model.bodies[asked_before:]
+    ]
+    assert names == ["max_completion_tokens", "max_tokens", "max_tokens"]
+
+
+def test_a_server_refusing_both_names_is_said_in_its_words_without_other_modes(
+    model,
+):
+    model.refuses = {"max_tokens", "max_completion_tokens"}
+
+    got, used = ask_used()
+
+    assert got == (
+        "The AI model's endpoint refused the request (HTTP 400): Unrecognized "
+        "request argument supplied: max_completion_tokens."
+    )
+    assert [b["response_format"]["type"] for b in model.bodies] == ["json_schema"] * 2
+    assert used == {}
 
 
 def test_an_answer_with_an_extra_key_is_refused(model):

@@ -14,9 +14,20 @@ that one is answered, so later calls with it start there; a 400 to every mode
 is about the request, and its words are said). Whatever comes back is parsed (JSON
 wrapped in prose or a code fence is found) and validated with `jsonschema`;
 extra keys are refused by the schemas themselves. Temperature 0, at most
-TRIES tries, each with its own time-out. Every failure is an LLMError whose
-message is safe to show. What every answer used (its `usage`) is counted by
-kind of call (LLM.used), for checks.models.AIUse.
+TRIES tries, each with its own time-out.
+
+Every request caps the answer's length (LLM_MAX_OUTPUT_TOKENS, or less for a
+kind of call whose answers are short), so a page that talks the model into
+writing at length costs no more than the cap. The cap is sent as `max_tokens`,
+the name every compatible server reads (one that ignored the other name would
+leave answers unbounded); OpenAI's reasoning models refuse it with HTTP 400
+naming it, and are asked with `max_completion_tokens` instead (and the other
+way round), once, remembered for that endpoint once answered. An answer cut
+off at the cap is not used and not asked for again.
+
+Every failure is an LLMError whose message is safe to show. What every answer
+used (its `usage`) is counted by kind of call (LLM.used), for
+checks.models.AIUse, a cut one too.
 """
 
 from __future__ import annotations
@@ -86,6 +97,10 @@ class LLMError(Exception):
         self.message = message
 
 
+class _CutOff(LLMError):
+    """The model answered, past the most tokens it may write."""
+
+
 @dataclass
 class Use:
     """What the requests of one kind of call used: the tokens their answers
@@ -133,6 +148,8 @@ class LLMConfig:
     model: str
     timeout: float
     max_input_tokens: int
+    # The most tokens one answer may use; a kind of call may ask for less.
+    max_output_tokens: int = 4000
 
     @classmethod
     def from_settings(cls) -> LLMConfig:
@@ -142,6 +159,7 @@ class LLMConfig:
             model=str(getattr(settings, "LLM_MODEL", "")),
             timeout=float(getattr(settings, "LLM_TIMEOUT_SECONDS", 30)),
             max_input_tokens=int(getattr(settings, "LLM_MAX_INPUT_TOKENS", 6000)),
+            max_output_tokens=int(getattr(settings, "LLM_MAX_OUTPUT_TOKENS", 4000)),
         )
 
     @property
@@ -344,6 +362,14 @@ class _ModeRefused(Exception):
     """The server answered 400 to a structured-output mode."""
 
 
+class _CapRefused(Exception):
+    """The server answered 400 naming the parameter that caps the answer."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class _Attempt(Exception):
     """One try failed; another may succeed, `wait` seconds later at the
     earliest when the endpoint said so."""
@@ -381,6 +407,29 @@ def _remember_mode(key: tuple[str, str, str, str], mode: Mode, first: Mode) -> N
     _modes.move_to_end(key)
     while len(_modes) > MODES_REMEMBERED:
         _modes.popitem(last=False)
+
+
+# The two names of the answer's cap, the one every server reads first.
+CAP_NAMES = ("max_tokens", "max_completion_tokens")
+# Per endpoint and model, the name it answered to when that was not the
+# first: a worker has one endpoint configured, so this stays small.
+_cap_names: dict[tuple[str, str], str] = {}
+
+
+def _other_cap_name(name: str) -> str:
+    return CAP_NAMES[1 - CAP_NAMES.index(name)]
+
+
+def _names_a_cap(exc: openai.APIStatusError) -> bool:
+    """Whether a refusal is about the cap's parameter, not the answer's
+    format: OpenAI names the parameter in `param`; servers that do not, in
+    their message. The body itself is not searched: some servers quote the
+    whole request back."""
+    param = getattr(exc, "param", None)
+    if isinstance(param, str) and param:
+        return param in CAP_NAMES
+    words = service_words(exc.response.content)
+    return any(name in words for name in CAP_NAMES)
 
 
 def _schema_hash(schema: Mapping[str, Any]) -> str:
@@ -448,10 +497,12 @@ class LLM:
         system: str,
         user: str,
         strict: bool = True,
+        max_output_tokens: int | None = None,
     ) -> dict[str, Any]:
         """The model's answer to (system, user) as a dict valid against
         `schema`; raises LLMError when no try gave one. `strict` False skips
-        JSON-schema mode (a schema it cannot express, such as any object)."""
+        JSON-schema mode (a schema it cannot express, such as any object).
+        `max_output_tokens` caps the answer below the configured cap."""
         # Saved schemas are refused this; it guards those saved before, ahead
         # of any request: no answer could be checked against them safely.
         if unusable := rules.schema_unevaluated_properties_error(schema):
@@ -463,9 +514,14 @@ class LLM:
             )
         if self._busy is not None and time.monotonic() < self._busy[0]:
             raise LLMError(self._busy[1])
+        most = self.config.max_output_tokens
+        cap = min(max_output_tokens or most, most)
         async with self._slots:
             try:
-                answer = await self._tries(name, schema, system, user, strict)
+                answer = await self._tries(name, schema, system, user, strict, cap)
+            except _CutOff:
+                self._failed_calls = 0  # the endpoint answered
+                raise
             except LLMError:
                 self._failed_calls += 1
                 raise
@@ -479,6 +535,7 @@ class LLM:
         system: str,
         user: str,
         strict: bool,
+        cap: int,
     ) -> dict[str, Any]:
         messages = [
             {"role": "system", "content": _instructions(system, schema)},
@@ -487,11 +544,19 @@ class LLM:
         key = (self.config.base_url, self.config.model, name, _schema_hash(schema))
         first = Mode.SCHEMA if strict else Mode.JSON
         mode = _remembered_mode(key, first)
+        endpoint = (self.config.base_url, self.config.model)
+        cap_name = _cap_names.get(endpoint, CAP_NAMES[0])
+        switched = False
         problem = "no answer"
         tries = 0
         while tries < TRIES:
             try:
-                text = await self._complete(name, schema, messages, mode)
+                text = await self._complete(name, schema, messages, mode, cap_name, cap)
+            except _CapRefused as exc:
+                if switched:  # both names: the value is what was refused
+                    raise LLMError(exc.message) from None
+                cap_name, switched = _other_cap_name(cap_name), True
+                continue  # a refused name is not a try
             except _ModeRefused:
                 mode = Mode(mode + 1)
                 continue  # a refused mode is not a try
@@ -507,6 +572,10 @@ class LLM:
             # Remembered only once a mode was answered: a 400 to every mode
             # (an input too long for the model, say) was not about modes.
             _remember_mode(key, mode, first)
+            if cap_name == CAP_NAMES[0]:
+                _cap_names.pop(endpoint, None)
+            else:
+                _cap_names[endpoint] = cap_name
             try:
                 value = _storable(parse_json(text, schema, shown=user))
             except RecursionError:  # read, but nested past what Python walks
@@ -526,8 +595,10 @@ class LLM:
         schema: Mapping[str, Any],
         messages: Sequence[Mapping[str, str]],
         mode: Mode,
+        cap_name: str,
+        cap: int,
     ) -> str:
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {cap_name: cap}
         if mode == Mode.SCHEMA:
             kwargs["response_format"] = {
                 "type": "json_schema",
@@ -549,6 +620,8 @@ class LLM:
                     **kwargs,
                 )
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if _names_a_cap(exc):
+                raise _CapRefused(_refused(exc)) from exc
             if mode < Mode.PROMPT:
                 raise _ModeRefused from exc
             raise LLMError(_refused(exc)) from exc
@@ -577,7 +650,7 @@ class LLM:
             raise _Attempt("the answer could not be read") from exc
         # Answered: the endpoint counted it, whatever the answer is worth.
         self.used.setdefault(name, Use()).count(getattr(response, "usage", None))
-        return _content(response)
+        return _content(response, cap)
 
 
 def _busy_or_failed(exc: openai.APIStatusError) -> _Attempt:
@@ -611,27 +684,38 @@ def _fetch_error(exc: BaseException) -> FetchError | None:
     return None
 
 
-def _content(response: Any) -> str:
+def _content(response: Any, cap: int) -> str:
     try:
         message = response.choices[0].message
         content = message.content
     except (AttributeError, IndexError, TypeError):
         raise _Attempt("the answer could not be read") from None
+    if getattr(response.choices[0], "finish_reason", None) == "length" and (
+        not isinstance(content, str) or _whole_object(content) is None
+    ):
+        # Its end is missing, where the model's own verdict comes (an object
+        # before the cut may be one quoted from the page). At temperature 0
+        # the same answer would come again, at the same cost: not retried.
+        raise _CutOff(
+            f"The AI model's answer was too long: it was cut off at the {cap:,} "
+            "tokens it may write for this request, so it was not used."
+        )
     refusal = getattr(message, "refusal", None)
     if isinstance(refusal, str) and refusal.strip() and not content:
         # OpenAI's models decline in this field, with the content left empty.
         raise _Attempt(f"the model declined to answer ({refusal.strip()[:200]})")
     if not isinstance(content, str) or not content.strip():
         raise _Attempt("the answer was empty")
-    if getattr(response.choices[0], "finish_reason", None) == "length" and (
-        parse_json(content) is None
-    ):
-        # "not JSON" would send the reader to the model's manners; it ran out
-        # of room (its max tokens, or a local server's output limit).
-        raise _Attempt(
-            "the answer was cut off at the model's length limit before its JSON ended"
-        )
     return content
+
+
+def _whole_object(text: str) -> dict[str, Any] | None:
+    """`text` when it is one whole JSON object, else None."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _refused(exc: openai.APIStatusError) -> str:

@@ -96,5 +96,7 @@ async def summarize(llm: LLM, markdown: str) -> str:
         schema=SUMMARY_SCHEMA,
         system=_SUMMARY.format(notice=block.notice),
         user=f"The page:\n{block.wrap(text)}",
+        # Three short sentences.
+        max_output_tokens=llm.config.max_output_tokens // 4,
     )
     return plain_text(answer["summary"], SUMMARY_MAX)

@@ -328,7 +328,13 @@ async def judge(
     system, user = messages(goal, prompt, change)
     try:
         answer = await llm.ask(
-            name="judgment", schema=JUDGMENT_SCHEMA, system=system, user=user
+            name="judgment",
+            schema=JUDGMENT_SCHEMA,
+            system=system,
+            user=user,
+            # A verdict, a reason and a few quoted lines: less room than an
+            # extracted object needs.
+            max_output_tokens=llm.config.max_output_tokens // 2,
         )
     except LLMError as exc:
         return not_judged(exc.message)

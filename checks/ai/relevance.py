@@ -114,7 +114,12 @@ async def judge_result(
     system, user = messages(goal, shown)
     try:
         answer = await llm.ask(
-            name="relevance", schema=RELEVANCE_SCHEMA, system=system, user=user
+            name="relevance",
+            schema=RELEVANCE_SCHEMA,
+            system=system,
+            user=user,
+            # A verdict and one short reason.
+            max_output_tokens=llm.config.max_output_tokens // 4,
         )
     except LLMError as exc:
         return not_judged(exc.message)
