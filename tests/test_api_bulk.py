@@ -251,7 +251,8 @@ def test_the_openapi_document_describes_the_bulk_actions(client, db):
     assert operation["operationId"] == "bulkMonitors"
     assert {"200", "400", "403"} <= set(operation["responses"])
     schema = document["components"]["schemas"]["BulkMonitorsRequest"]
-    assert set(schema["properties"]["action"]["enum"]) == {
+    action = schema["properties"]["action"]["allOf"][0]["$ref"].split("/")[-1]
+    assert set(document["components"]["schemas"][action]["enum"]) == {
         "pause",
         "resume",
         "addTag",
