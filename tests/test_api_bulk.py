@@ -141,6 +141,9 @@ def test_deleting_many_deletes_them_at_once_and_logs_each(api, team):
     assert api.get(f"/v2/monitor/{ticked[0].pk}").status_code == 404
     logged = entries(Activity.Kind.MONITOR_DELETED)
     assert sorted(e.monitor_id for e in logged) == sorted(m.pk for m in ticked)
+    # How a sync learns of deletions: the activity log names them.
+    listed = api.get("/v2/activity", {"kind": "monitor.deleted"}).json()["data"]
+    assert sorted(e["monitorId"] for e in listed) == sorted(str(m.pk) for m in ticked)
 
 
 def test_another_teams_unknown_and_deleted_ids_are_not_found(api, team, other_team):

@@ -415,7 +415,10 @@ class Check(models.Model):
                 return False
             self.reserved_credits = self.estimated_credits
             self.billing_status = self.Billing.RESERVED
-            self.save(update_fields=["reserved_credits", "billing_status"])
+            self.updated_at = now
+            self.save(
+                update_fields=["reserved_credits", "billing_status", "updated_at"]
+            )
         return True
 
     def heartbeat(self, now: datetime) -> bool:

@@ -12,9 +12,10 @@ sends the ETag back itself."""
 
 from __future__ import annotations
 
+import hashlib
+
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
-from django.utils.cache import set_response_etag
-from django.utils.http import parse_etags
+from django.utils.http import parse_etags, quote_etag
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
@@ -26,10 +27,11 @@ def answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     """`response` (a 200 to a read) with its ETag, or a 304 without a body
     when If-None-Match names that ETag (or is `*`)."""
     response.render()  # type: ignore[attr-defined]
-    set_response_etag(response)
-    etag = response.get("ETag")
-    wanted = request.headers.get("If-None-Match", "")
-    if etag is None or not _matches(wanted, etag):
+    # SHA-256 rather than Django's MD5 (set_response_etag): faster where the
+    # processor has SHA instructions, as servers' do.
+    etag = quote_etag(hashlib.sha256(response.content).hexdigest()[:32])
+    response["ETag"] = etag
+    if not _matches(request.headers.get("If-None-Match", ""), etag):
         return response
     not_modified = HttpResponseNotModified()
     for name in _KEPT_HEADERS:
