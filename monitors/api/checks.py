@@ -299,15 +299,7 @@ class MonitorCheckListView(ApiView):
         shown = rows[:limit]
         body = {"success": True, "data": CheckSerializer(shown, many=True).data}
         if len(rows) > limit:
-            body["next"] = paging.next_link(
-                request,
-                shown[-1],
-                limit,
-                status=status,
-                **{
-                    paging.UPDATED_SINCE: request.query_params.get(paging.UPDATED_SINCE)
-                },
-            )
+            body["next"] = paging.next_link(request, shown[-1], limit, status=status)
         return Response(body)
 
 

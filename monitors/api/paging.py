@@ -141,8 +141,9 @@ def newest_first(rows: QuerySet[Any], before: Cursor | None) -> QuerySet[Any]:
 
 def next_link(request: Request, last: Any, limit: int, **filters: str | None) -> str:
     """The next page's absolute address (see `absolute`), after `last`, with
-    the same limit and filters."""
+    the same limit, `filters` and `updatedSince`."""
     query: dict[str, Any] = {"limit": limit, "before": str(Cursor.of(last))}
+    filters[UPDATED_SINCE] = request.query_params.get(UPDATED_SINCE, "").strip()
     query |= {name: value for name, value in filters.items() if value}
     return absolute(request, query)
 

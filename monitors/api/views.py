@@ -332,15 +332,7 @@ class MonitorListView(ApiView):
         shapes = MonitorSerializer(shown, many=True, context=context).data
         body = {"success": True, "data": [readable_by(request, s) for s in shapes]}
         if len(rows) > limit:
-            body["next"] = paging.next_link(
-                request,
-                shown[-1],
-                limit,
-                tag=tag,
-                **{
-                    paging.UPDATED_SINCE: request.query_params.get(paging.UPDATED_SINCE)
-                },
-            )
+            body["next"] = paging.next_link(request, shown[-1], limit, tag=tag)
         return Response(body)
 
     @extend_schema(
