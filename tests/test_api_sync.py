@@ -115,6 +115,15 @@ def test_each_read_answers_304_to_its_own_etag(api, team):
         assert other.status_code == 200, path
 
 
+def test_if_none_match_takes_a_star_a_list_and_weak_etags(api, team):
+    monitor = make_monitor(team)
+    path = f"{URL}/{monitor.pk}"
+    etag = api.get(path)["ETag"]
+    for header in ("*", f'"old", {etag}', f"W/{etag}"):
+        assert api.get(path, HTTP_IF_NONE_MATCH=header).status_code == 304, header
+    assert api.get(path, HTTP_IF_NONE_MATCH=etag.strip('"')).status_code == 200
+
+
 def test_a_check_finishing_changes_the_lists_etag_though_no_edit_was_made(api, team):
     monitor = make_monitor(team)
     etag = api.get(URL)["ETag"]
