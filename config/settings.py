@@ -470,6 +470,7 @@ SPECTACULAR_SETTINGS = {
         "ImportSourceEnum": "monitors.moving.sources",
         "CheckStatusEnum": "checks.models.Check.Status",
         "PageStatusEnum": "checks.models.PageResult.Status",
+        "BulkActionEnum": "monitors.api.bulk.WIRE_ACTIONS",
     },
 }
 

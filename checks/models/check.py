@@ -57,6 +57,12 @@ class CheckQuerySet(models.QuerySet["Check"]):
     def for_monitor(self, monitor: Monitor) -> CheckQuerySet:
         return self.filter(monitor=monitor)
 
+    def changed_since(self, moment: datetime) -> CheckQuerySet:
+        """Those queued, started, finished or otherwise written after
+        `moment` (updated_at, set at every write: heartbeats, notification
+        status and billing too); served by check_updated_idx."""
+        return self.filter(updated_at__gt=moment)
+
     def last_looked_at_pages(self, count: int) -> list[Any]:
         """Ids of the newest `count` checks that compared pages (completed or
         partial), newest first; served by check_monitor_list_idx."""
@@ -300,6 +306,9 @@ class Check(models.Model):
                 name="check_changes_recent_idx",
                 condition=Q(found_changes=True),
             ),
+            # Used by MonitorQuerySet.changed_since (the API's `updatedSince`):
+            # the few checks written since a client's last sync, in any team.
+            models.Index(fields=["updated_at"], name="check_updated_idx"),
             # Used by checks.runner.fail_stale_checks: only in-flight rows matter.
             models.Index(
                 fields=["status", "created_at"],
@@ -406,7 +415,10 @@ class Check(models.Model):
                 return False
             self.reserved_credits = self.estimated_credits
             self.billing_status = self.Billing.RESERVED
-            self.save(update_fields=["reserved_credits", "billing_status"])
+            self.updated_at = now
+            self.save(
+                update_fields=["reserved_credits", "billing_status", "updated_at"]
+            )
         return True
 
     def heartbeat(self, now: datetime) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models.fields.json import KT
 
+from checks import shared_clock
 from checks.models import Check, PageResult
 
 DEGRADED_REASON = (
@@ -38,7 +39,8 @@ def close(check_id: uuid.UUID) -> None:
             else result
             for result in results
         ]
-        check.save(update_fields=["target_results"])
+        check.updated_at = shared_clock.now()
+        check.save(update_fields=["target_results", "updated_at"])
 
 
 def _is_search(result: Any) -> bool:

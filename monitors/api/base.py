@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from monitors.api import conditional
 
 
 class ApiView(APIView):
@@ -17,6 +20,10 @@ class ApiView(APIView):
     # SDKs expect the 401 that every other request without a key gets. A
     # comment, not a docstring: drf-spectacular publishes a view's docstring,
     # inherited ones included, as each operation's description.
+
+    # Whether a 200 to GET carries an ETag and If-None-Match may answer 304
+    # (monitors.api.conditional): the monitor and check reads.
+    conditional_reads = False
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         self.format_kwarg = self.get_format_suffix(**kwargs)
@@ -35,4 +42,16 @@ class ApiView(APIView):
         response = super().handle_exception(exc)
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type
+        return response
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if (
+            self.conditional_reads
+            and request.method in ("GET", "HEAD")
+            and response.status_code == 200
+        ):
+            return conditional.answer(request, response)
         return response

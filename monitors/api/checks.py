@@ -28,7 +28,7 @@ from checks.captures import with_links
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from checks.targets.options import StrictCharField, StrictMixin
-from monitors.api import paging
+from monitors.api import conditional, paging
 from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
 from monitors.api.representation import SummarySerializer
@@ -266,6 +266,8 @@ class MonitorRunView(ApiView):
 
 
 class MonitorCheckListView(ApiView):
+    conditional_reads = True
+
     @extend_schema(
         operation_id="listMonitorChecks",
         summary="List a monitor's checks, newest first",
@@ -275,17 +277,23 @@ class MonitorCheckListView(ApiView):
             OpenApiParameter(
                 "status", str, enum=Check.Status.values, description="Only this status"
             ),
+            paging.since_parameter("the checks"),
+            conditional.IF_NONE_MATCH,
+            conditional.ETAG,
         ],
-        responses={200: CHECK_LIST_RESPONSE} | ERRORS,
+        responses={200: CHECK_LIST_RESPONSE} | conditional.NOT_MODIFIED | ERRORS,
     )
     def get(self, request: Request, monitor_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)
         limit, offset = _paging(request)
         before = paging.before_param(request)
         status = _status_param(request, Check.Status.values)
+        since = paging.since_param(request)
         checks = paging.newest_first(Check.objects.filter(monitor=monitor), before)
         if status:
             checks = checks.filter(status=status)
+        if since is not None:
+            checks = checks.changed_since(since)
         # One row more than the page tells whether a next page exists.
         rows = list(checks[offset : offset + limit + 1])
         shown = rows[:limit]
@@ -296,6 +304,8 @@ class MonitorCheckListView(ApiView):
 
 
 class MonitorCheckDetailView(ApiView):
+    conditional_reads = True
+
     @extend_schema(
         operation_id="getMonitorCheck",
         summary="One check with its page results (paginated)",
@@ -312,8 +322,13 @@ class MonitorCheckDetailView(ApiView):
                 enum=PageResult.Status.values,
                 description="Only pages with this status",
             ),
+            conditional.IF_NONE_MATCH,
+            conditional.ETAG,
         ],
-        responses={200: CHECK_DETAIL_RESPONSE} | ERRORS | NOT_FOUND,
+        responses={200: CHECK_DETAIL_RESPONSE}
+        | conditional.NOT_MODIFIED
+        | ERRORS
+        | NOT_FOUND,
     )
     def get(self, request: Request, monitor_id: str, check_id: str) -> Response:
         monitor = get_monitor_for(request, monitor_id)

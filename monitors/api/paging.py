@@ -12,6 +12,7 @@ that row whatever was created or deleted meanwhile.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -19,6 +20,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -43,6 +45,21 @@ BEFORE = OpenApiParameter(
         "do with `offset`."
     ),
 )
+
+
+def since_parameter(what: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        UPDATED_SINCE,
+        {"type": "string", "format": "date-time"},
+        description=(
+            f"Pagewatch extension: only {what} changed after this moment "
+            "(strictly), an ISO 8601 date and time with its time zone. Keeps to "
+            "the list's order, paging and other filters; the `next` link "
+            "carries it."
+        ),
+    )
+
+
 NEXT = serializers.URLField(
     required=False,
     help_text=(
@@ -51,6 +68,35 @@ NEXT = serializers.URLField(
         "`limit` and filters and a `before` cursor; absent on the last page."
     ),
 )
+
+
+UPDATED_SINCE = "updatedSince"
+_BAD_SINCE = (
+    "Must be an ISO 8601 date and time with its time zone, such as "
+    "2026-05-17T15:30:00Z or 2026-05-17T17:30:00.000+02:00."
+)
+# Far longer than any such moment (35 characters with microseconds and an
+# offset).
+_SINCE_MAX = 64
+# A "+" sent unencoded in a query string arrives as a space.
+_UNENCODED_PLUS = re.compile(r" ([0-9]{2}(?::?[0-9]{2})?)$")
+
+
+def since_param(request: Request) -> datetime | None:
+    """The `updatedSince` query parameter in UTC: None when absent or empty,
+    a 400 naming it when it is not a moment with its time zone (a moment
+    without one would be read in some zone the client did not mean)."""
+    raw = request.query_params.get(UPDATED_SINCE, "").strip()
+    if not raw:
+        return None
+    raw = _UNENCODED_PLUS.sub(r"+\1", raw)
+    try:
+        moment = parse_datetime(raw) if len(raw) <= _SINCE_MAX else None
+        if moment is None or moment.utcoffset() is None:
+            raise ValueError(raw)
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValidationError({UPDATED_SINCE: [_BAD_SINCE]}) from None
 
 
 class Cursor(NamedTuple):
@@ -95,8 +141,9 @@ def newest_first(rows: QuerySet[Any], before: Cursor | None) -> QuerySet[Any]:
 
 def next_link(request: Request, last: Any, limit: int, **filters: str | None) -> str:
     """The next page's absolute address (see `absolute`), after `last`, with
-    the same limit and filters."""
+    the same limit, `filters` and `updatedSince`."""
     query: dict[str, Any] = {"limit": limit, "before": str(Cursor.of(last))}
+    filters[UPDATED_SINCE] = request.query_params.get(UPDATED_SINCE, "").strip()
     query |= {name: value for name, value in filters.items() if value}
     return absolute(request, query)
 

@@ -6,7 +6,16 @@ from typing import Any
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 
-from monitors.api import activity, channels, checks, documents, moving, team, views
+from monitors.api import (
+    activity,
+    bulk,
+    channels,
+    checks,
+    documents,
+    moving,
+    team,
+    views,
+)
 from monitors.api.base import ApiView
 
 # OPTIONS is refused, in the error envelope, like any method a path lacks
@@ -23,6 +32,8 @@ def api(view: type[ApiView], **initkwargs: Any) -> Callable[..., Any]:
 
 urlpatterns = [
     path("monitor", api(views.MonitorListView)),
+    # Before the monitor's own path, which would take "bulk" for an id.
+    path("monitor/bulk", api(bulk.MonitorBulkView)),
     path(
         "monitor/<str:monitor_id>",
         api(views.MonitorDetailView),

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from checks import deleting
 from checks.ai import allowance
 from checks.notify.kinds.base import MASK, mask_url
-from monitors.api import paging
+from monitors.api import conditional, paging
 from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
@@ -287,10 +287,20 @@ TAG_FILTER = OpenApiParameter(
 
 
 class MonitorListView(ApiView):
+    conditional_reads = True
+
     @extend_schema(
         operation_id="listMonitors",
         summary="List the team's monitors, newest first",
-        parameters=[*PAGING, paging.BEFORE, TAG_FILTER, *RESPONSE_HEADERS],
+        parameters=[
+            *PAGING,
+            paging.BEFORE,
+            TAG_FILTER,
+            paging.since_parameter("the monitors"),
+            conditional.IF_NONE_MATCH,
+            conditional.ETAG,
+            *RESPONSE_HEADERS,
+        ],
         responses={
             200: inline_serializer(
                 "MonitorListResponse",
@@ -301,15 +311,19 @@ class MonitorListView(ApiView):
                 },
             )
         }
+        | conditional.NOT_MODIFIED
         | error_responses(400),
     )
     def get(self, request: Request) -> Response:
         limit, offset = _paging(request)
         before = paging.before_param(request)
+        since = paging.since_param(request)
         monitors = Monitor.objects.for_team(request.user.team)
         tag = request.query_params.get("tag", "").strip()
         if tag:
             monitors = monitors.tagged(tag)
+        if since is not None:
+            monitors = monitors.changed_since(since)
         monitors = paging.newest_first(monitors.select_related("team"), before)
         # One row more than the page tells whether a next page exists.
         rows = list(monitors[offset : offset + limit + 1])
@@ -345,11 +359,20 @@ class MonitorListView(ApiView):
 
 
 class MonitorDetailView(ApiView):
+    conditional_reads = True
+
     @extend_schema(
         operation_id="getMonitor",
         summary="One monitor",
-        parameters=[MONITOR_ID, *RESPONSE_HEADERS],
-        responses={200: MONITOR_ENVELOPE} | error_responses(404),
+        parameters=[
+            MONITOR_ID,
+            conditional.IF_NONE_MATCH,
+            conditional.ETAG,
+            *RESPONSE_HEADERS,
+        ],
+        responses={200: MONITOR_ENVELOPE}
+        | conditional.NOT_MODIFIED
+        | error_responses(404),
     )
     def get(self, request: Request, monitor_id: str) -> Response:
         monitor = render_monitor(get_monitor_for(request, monitor_id))

@@ -1,7 +1,6 @@
 """Acting on many monitors from the list at once: pause, resume, add or
-remove a tag, delete. Each action is one query over the ticked monitors of
-the team (MonitorQuerySet), and one activity entry per monitor it changed,
-written in one INSERT, as a single edit writes one."""
+remove a tag, delete. The ticked monitors and what to say; the work is
+monitors.bulk's, which the API's POST /v2/monitor/bulk shares."""
 
 from __future__ import annotations
 
@@ -14,19 +13,18 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from checks import deleting
-from monitors import rules
+from monitors import bulk, rules
 from monitors.dashboard.base import Action, DashboardRequest, _safe_next, team_view
-from monitors.models import Monitor, MonitorQuerySet, Tag
-from teams.activity import Actor, Kind, record_each
+from monitors.models import Monitor, MonitorQuerySet
+from teams.activity import Actor
 
 # (what the person asked, what is said when done)
 ACTIONS = {
-    "pause": "paused",
-    "resume": "resumed",
-    "add_tag": "tagged",
-    "remove_tag": "untagged",
-    "delete": "deleted",
+    bulk.Action.PAUSE: "paused",
+    bulk.Action.RESUME: "resumed",
+    bulk.Action.ADD_TAG: "tagged",
+    bulk.Action.REMOVE_TAG: "untagged",
+    bulk.Action.DELETE: "deleted",
 }
 
 
@@ -60,41 +58,29 @@ def _full(monitors: list[Monitor]) -> str:
 @team_view(needs=Action.EDIT)
 def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     back = _safe_next(request, reverse("monitor-list"))
-    action = request.POST.get("action", "")
     chosen = _ticked(request)
-    if action not in ACTIONS:
+    try:
+        action = bulk.Action(request.POST.get("action", ""))
+    except ValueError:
         messages.error(request, "Choose what to do with the ticked monitors.")
         return redirect(back)
     if not chosen.exists():
         messages.error(request, "Tick the monitors to act on first.")
         return redirect(back)
-    actor, now = Actor.of(request), timezone.now()
-    if action == "delete":
-        if request.POST.get("confirmed") != "yes":
-            return _confirm_delete(request, chosen, back)
-        done = deleting.soft_delete_monitors(chosen, now)
-        record_each(actor, request.team, Kind.MONITOR_DELETED, done)
-    elif action == "pause":
-        done = chosen.pause()
-        record_each(actor, request.team, Kind.MONITOR_PAUSED, done)
-    elif action == "resume":
-        done = chosen.resume(now)
-        record_each(actor, request.team, Kind.MONITOR_RESUMED, done)
-    else:
-        name = rules.clean_tags([request.POST.get("tag", "")])
-        problem = rules.tags_error(name) if name else "Enter the tag's name."
+    tag = None
+    if action == bulk.Action.DELETE and request.POST.get("confirmed") != "yes":
+        return _confirm_delete(request, chosen, back)
+    if action.takes_tag:
+        tag, problem = bulk.tag_problem(request.POST.get("tag", ""))
         if problem:
             messages.error(request, rules.curly_quotes(problem))
             return redirect(back)
-        if action == "add_tag":
-            done, full = chosen.add_tag(Tag.objects.named(request.team, name)[0])
-            if full:
-                messages.warning(request, _full(full))
-        else:
-            tag = Tag.objects.find(request.team, name[0])
-            done = chosen.remove_tag(tag) if tag else []
-        record_each(actor, request.team, Kind.MONITOR_EDITED, done, fields=["tags"])
-    messages.success(request, f"{_counted(done)} {ACTIONS[action]}.")
+    outcome = bulk.act(
+        chosen, action, Actor.of(request), request.team, timezone.now(), tag
+    )
+    if outcome.full:
+        messages.warning(request, _full(outcome.full))
+    messages.success(request, f"{_counted(outcome.done)} {ACTIONS[action]}.")
     return redirect(back)
 
 

@@ -68,6 +68,15 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         """Those with the tag of that name (any case)."""
         return self.filter(tags__name__iexact=name.strip())
 
+    def changed_since(self, moment: datetime) -> MonitorQuerySet:
+        """Those changed after `moment`: edited (their fields, targets, tags),
+        paused, resumed or deleted (updated_at), or one of whose checks was
+        queued, started, finished or otherwise written (which moves their
+        lastRunAt, currentCheckId, nextRunAt and lastCheckSummary)."""
+        checks = self.model._meta.get_field("checks").related_model
+        written = checks.objects.changed_since(moment).values("monitor_id")
+        return self.filter(Q(updated_at__gt=moment) | Q(pk__in=written))
+
     def pause(self) -> list[Monitor]:
         """Pause the active ones among these, in one update; the ones it
         paused (for the activity log)."""
@@ -111,6 +120,7 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
             [Monitor.tags.through(monitor=m, tag=tag) for m in tagged],
             ignore_conflicts=True,
         )
+        _edited(tagged)
         return tagged, full
 
     def remove_tag(self, tag: Tag) -> list[Monitor]:
@@ -119,6 +129,7 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         Monitor.tags.through.objects.filter(
             monitor__in=[m.pk for m in having], tag=tag
         ).delete()
+        _edited(having)
         return having
 
     def renew_feed_tokens(self) -> int:
@@ -137,6 +148,15 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
             .select_related("team")
             .filter(feed_token=token, team__feeds_enabled=True)
             .first()
+        )
+
+
+def _edited(monitors: list[Monitor]) -> None:
+    """A change to these monitors that their own row does not hold (their
+    tags) moves their updatedAt, as an edit of the row does."""
+    if monitors:
+        Monitor.objects.filter(pk__in=[m.pk for m in monitors]).update(
+            updated_at=timezone.now()
         )
 
 

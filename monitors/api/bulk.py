@@ -1,0 +1,148 @@
+"""POST /v2/monitor/bulk (a Pagewatch extension): the monitor list's actions
+on many monitors at once, through monitors.bulk as the dashboard does them.
+A read key, or a key whose maker is now a viewer, is refused like any other
+write (KeyScopeAllows). Ids that are not the team's live monitors (another
+team's, deleted, unknown) are answered as not found, as one of them would be
+on its own."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from checks.targets.options import StrictCharField, StrictMixin
+from monitors import bulk
+from monitors.api.base import ApiView
+from monitors.api.views import RESPONSE_HEADERS, error_responses
+from monitors.models import Monitor
+from teams.activity import Actor
+
+# The wire's names (camelCase, as the API's fields) for the workflow's actions.
+ACTIONS = {
+    "pause": bulk.Action.PAUSE,
+    "resume": bulk.Action.RESUME,
+    "addTag": bulk.Action.ADD_TAG,
+    "removeTag": bulk.Action.REMOVE_TAG,
+    "delete": bulk.Action.DELETE,
+}
+WIRE_ACTIONS = list(ACTIONS)
+TAG_ACTIONS = [name for name, action in ACTIONS.items() if action.takes_tag]
+
+
+class BulkMonitorsSerializer(StrictMixin, serializers.Serializer):
+    ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        min_length=1,
+        max_length=bulk.IDS_MAX,
+        help_text=f"The monitors to act on: 1 to {bulk.IDS_MAX} ids.",
+    )
+    action = serializers.ChoiceField(
+        choices=WIRE_ACTIONS,
+        help_text="pause and resume as PATCH's status does; addTag and "
+        "removeTag the tag named in `tag`; delete as DELETE does (no undo).",
+    )
+    tag = StrictCharField(
+        required=False,
+        allow_blank=True,
+        help_text="The tag's name (any case), for addTag and removeTag only.",
+    )
+    origin = StrictCharField(
+        required=False, max_length=200, help_text="Sent by the SDKs; ignored."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        action = ACTIONS[attrs["action"]]
+        if not action.takes_tag:
+            if "tag" in attrs:
+                raise serializers.ValidationError(
+                    {"tag": [f"Only for {' and '.join(TAG_ACTIONS)}."]}
+                )
+            return attrs | {"action": action}
+        if "tag" not in attrs:
+            raise serializers.ValidationError(
+                {"tag": [f"Required for {' and '.join(TAG_ACTIONS)}."]}
+            )
+        name, problem = bulk.tag_problem(attrs["tag"])
+        if problem:
+            raise serializers.ValidationError({"tag": [problem]})
+        return attrs | {"action": action, "tag": name}
+
+
+IDS = serializers.ListField(child=serializers.UUIDField())
+BULK_RESPONSE = inline_serializer(
+    "BulkMonitorsResponse",
+    {
+        "success": serializers.BooleanField(help_text="Always true."),
+        "data": inline_serializer(
+            "BulkMonitorsOutcome",
+            {
+                "action": serializers.ChoiceField(choices=WIRE_ACTIONS),
+                "changed": IDS,
+                "unchanged": serializers.ListField(
+                    child=serializers.UUIDField(),
+                    help_text="Found, with nothing to do: already paused, "
+                    "active, tagged or without the tag.",
+                ),
+                "notFound": serializers.ListField(
+                    child=serializers.UUIDField(),
+                    help_text="Not a live monitor of the team (unknown, "
+                    "deleted, or another team's); nothing done to them.",
+                ),
+                "tooManyTags": serializers.ListField(
+                    child=serializers.UUIDField(),
+                    help_text="addTag: left without the tag, as they have the "
+                    "most tags a monitor may have already.",
+                ),
+            },
+        ),
+    },
+)
+
+
+class MonitorBulkView(ApiView):
+    @extend_schema(
+        operation_id="bulkMonitors",
+        summary="Pause, resume, tag, untag or delete many monitors "
+        "(Pagewatch extension)",
+        request=BulkMonitorsSerializer,
+        parameters=RESPONSE_HEADERS,
+        responses={200: BULK_RESPONSE} | error_responses(400, 403, 413, 415),
+    )
+    def post(self, request: Request) -> Response:
+        serializer = BulkMonitorsSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        wanted: list[uuid.UUID] = list(dict.fromkeys(serializer.validated_data["ids"]))
+        action: bulk.Action = serializer.validated_data["action"]
+        team = request.user.team
+        chosen = Monitor.objects.for_team(team).filter(pk__in=wanted)
+        found = set(chosen.values_list("pk", flat=True))
+        outcome = bulk.Outcome()
+        if found:
+            outcome = bulk.act(
+                chosen,
+                action,
+                Actor.of(request),
+                team,
+                timezone.now(),
+                serializer.validated_data.get("tag"),
+            )
+        changed = {m.pk for m in outcome.done}
+        full = {m.pk for m in outcome.full}
+
+        def listed(pks: set[uuid.UUID]) -> list[str]:
+            return [str(pk) for pk in wanted if pk in pks]
+
+        data = {
+            "action": serializer.initial_data["action"],
+            "changed": listed(changed),
+            "unchanged": listed(found - changed - full),
+            "notFound": listed(set(wanted) - found),
+            "tooManyTags": listed(full),
+        }
+        return Response({"success": True, "data": data})
