@@ -20,6 +20,10 @@ from monitors.dashboard.base import Action, DashboardRequest, _safe_next, team_v
 from monitors.models import Monitor, MonitorQuerySet, Tag
 from teams.activity import Actor, Kind, record_each
 
+# Where the list shows what a bulk action did: beside the bar that did it,
+# where the keyboard is put back (see monitors/monitor_list.html).
+SAID_AT = "bulk"
+
 # (what the person asked, what is said when done)
 ACTIONS = {
     "pause": "paused",
@@ -63,10 +67,10 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     action = request.POST.get("action", "")
     chosen = _ticked(request)
     if action not in ACTIONS:
-        messages.error(request, "Choose what to do with the ticked monitors.")
+        messages.error(request, "Choose what to do with the ticked monitors.", SAID_AT)
         return redirect(back)
     if not chosen.exists():
-        messages.error(request, "Tick the monitors to act on first.")
+        messages.error(request, "Tick the monitors to act on first.", SAID_AT)
         return redirect(back)
     actor, now = Actor.of(request), timezone.now()
     if action == "delete":
@@ -84,17 +88,17 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
         name = rules.clean_tags([request.POST.get("tag", "")])
         problem = rules.tags_error(name) if name else "Enter the tag's name."
         if problem:
-            messages.error(request, rules.curly_quotes(problem))
+            messages.error(request, rules.curly_quotes(problem), SAID_AT)
             return redirect(back)
         if action == "add_tag":
             done, full = chosen.add_tag(Tag.objects.named(request.team, name)[0])
             if full:
-                messages.warning(request, _full(full))
+                messages.warning(request, _full(full), SAID_AT)
         else:
             tag = Tag.objects.find(request.team, name[0])
             done = chosen.remove_tag(tag) if tag else []
         record_each(actor, request.team, Kind.MONITOR_EDITED, done, fields=["tags"])
-    messages.success(request, f"{_counted(done)} {ACTIONS[action]}.")
+    messages.success(request, f"{_counted(done)} {ACTIONS[action]}.", SAID_AT)
     return redirect(back)
 
 
