@@ -1209,3 +1209,33 @@ def test_monitors_deleted_from_the_keyboard_leave_it_at_the_outcome(
     assert outcome == ["status", "2 monitors deleted."]
     assert not Monitor.objects.filter(team=team, deleted_at__isnull=True).exists()
     page.get_by_role("heading", name="Nothing is being watched yet").wait_for()
+
+
+def test_lines_ignored_from_the_keyboard_leave_it_at_the_outcome(
+    browser_page, member, team, monkeypatch
+):
+    page = browser_page
+    monitor = make_tagged(team, "News")
+    entry = r"/^\s*Last updated: \d+:\d+ UTC\s*$/"
+    offered = [Suggestion("Last updated: 01:03 UTC", entry)]
+    monkeypatch.setattr(
+        ignore_suggestions,
+        "suggestions_for",
+        lambda shown: [] if shown.ignore_lines else offered,
+    )
+    sign_in(page)
+    page.goto(monitor.get_absolute_url())
+
+    tab_to(page, "Ignore these lines")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    # Read out where the offer was, rather than at the top of a long page.
+    outcome = page.evaluate(
+        "[document.activeElement.getAttribute('role'),"
+        " document.activeElement.textContent.trim()]"
+    )
+    assert outcome == ["status", "Those lines are ignored from the next check on."]
+    assert page.locator("#noise-suggestions").count() == 0
+    monitor.refresh_from_db()
+    assert monitor.ignore_lines == [entry]
