@@ -329,17 +329,20 @@ def dashboard_routes() -> set[str]:
 
 class AxeWalk:
     """A browser page walked through the dashboard: axe runs at each state,
-    and every route a request of the page reached is noted."""
+    and every route that answered the page is noted: with what it shows, or
+    for a form sent, with where it leads (a GET sent on elsewhere is not)."""
 
     def __init__(self, page) -> None:
         self.page = page
         self.problems: list[str] = []
         self.reached: set[str] = set()
-        page.on("request", self._note)
+        page.on("response", self._note)
 
-    def _note(self, request) -> None:
+    def _note(self, response) -> None:
+        if response.status >= 300 and response.request.method != "POST":
+            return
         try:
-            match = resolve(urlsplit(request.url).path)
+            match = resolve(urlsplit(response.url).path)
         except Resolver404:
             return
         if match.url_name:
