@@ -18,6 +18,10 @@ from monitors.dashboard.base import Action, DashboardRequest, _safe_next, team_v
 from monitors.models import Monitor, MonitorQuerySet
 from teams.activity import Actor
 
+# Where the list shows what a bulk action did: beside the bar that did it,
+# where the keyboard is put back (see monitors/monitor_list.html).
+SAID_AT = "bulk"
+
 # (what the person asked, what is said when done)
 ACTIONS = {
     bulk.Action.PAUSE: "paused",
@@ -62,10 +66,10 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     try:
         action = bulk.Action(request.POST.get("action", ""))
     except ValueError:
-        messages.error(request, "Choose what to do with the ticked monitors.")
+        messages.error(request, "Choose what to do with the ticked monitors.", SAID_AT)
         return redirect(back)
     if not chosen.exists():
-        messages.error(request, "Tick the monitors to act on first.")
+        messages.error(request, "Tick the monitors to act on first.", SAID_AT)
         return redirect(back)
     tag = None
     if action == bulk.Action.DELETE and request.POST.get("confirmed") != "yes":
@@ -73,14 +77,14 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     if action.takes_tag:
         tag, problem = bulk.tag_problem(request.POST.get("tag", ""))
         if problem:
-            messages.error(request, rules.curly_quotes(problem))
+            messages.error(request, rules.curly_quotes(problem), SAID_AT)
             return redirect(back)
     outcome = bulk.act(
         chosen, action, Actor.of(request), request.team, timezone.now(), tag
     )
     if outcome.full:
-        messages.warning(request, _full(outcome.full))
-    messages.success(request, f"{_counted(outcome.done)} {ACTIONS[action]}.")
+        messages.warning(request, _full(outcome.full), SAID_AT)
+    messages.success(request, f"{_counted(outcome.done)} {ACTIONS[action]}.", SAID_AT)
     return redirect(back)
 
 

@@ -268,6 +268,11 @@ def monitor_detail(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     return render(request, template, context)
 
 
+# Where the monitor's page says what "Ignore these lines" did: where its offer
+# was, which the keyboard is put back on (see monitors/monitor_detail.html).
+IGNORED_SAID_AT = "noise"
+
+
 @require_POST
 @team_view(needs=Action.EDIT)
 def monitor_ignore_lines(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
@@ -279,11 +284,13 @@ def monitor_ignore_lines(request: DashboardRequest, pk: uuid.UUID) -> HttpRespon
     try:
         add_ignore_lines(monitor, added, timezone.now())
     except ValueError as problem:
-        messages.error(request, f"Nothing was added: {problem}")
+        messages.error(request, f"Nothing was added: {problem}", IGNORED_SAID_AT)
         context = _monitor_context(request, monitor) | _noise_context(monitor)
         return render(request, "monitors/monitor_detail.html", context, status=400)
     record_monitor_change(Actor.of(request), before, monitor)
-    messages.success(request, "Those lines are ignored from the next check on.")
+    messages.success(
+        request, "Those lines are ignored from the next check on.", IGNORED_SAID_AT
+    )
     return redirect(monitor.get_absolute_url())
 
 

@@ -427,7 +427,15 @@
       return;
     }
     var refused = document.querySelector('#main [aria-invalid="true"]');
-    if (refused) refused.focus();
+    if (refused) {
+      refused.focus();
+      return;
+    }
+    /* What a form just did, said where its form is ([data-focus-on-load]:
+       the monitor list's bulk actions): focus goes there, so it is read out
+       and the keyboard goes on from the form it used, not from the top. */
+    var outcome = document.querySelector("[data-focus-on-load]");
+    if (outcome) outcome.focus();
   }
 
   /* ---- Screenshots: lay this check's over the earlier one and let a slider

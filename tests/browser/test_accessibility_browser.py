@@ -13,15 +13,25 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from datetime import timedelta
+from importlib import import_module
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from django.contrib.auth.tokens import default_token_generator
+from django.urls import Resolver404, URLResolver, resolve
 from django.utils import timezone
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 from playwright.sync_api import expect
 
+from checks import ignore_suggestions
 from checks.content import compare_texts
+from checks.ignore_suggestions import Suggestion
 from checks.models import (
+    AIUse,
     Check,
     Delivery,
     DeliveryAttempt,
@@ -29,10 +39,22 @@ from checks.models import (
     SearchResultState,
     Snapshot,
 )
-from monitors.models import ApiKey, Channel, Monitor, Target
+from checks.notify import consent
+from monitors.models import (
+    ApiKey,
+    Channel,
+    EmailRecipient,
+    ImportRun,
+    Membership,
+    Monitor,
+    Tag,
+    Target,
+    Team,
+)
 from teams.models import Invitation
-from tests.browser.people import sign_in
+from tests.browser.people import PASSWORD, sign_in
 from tests.browser.test_dashboard_browser import make_monitor
+from tests.browser.test_tags_browser import make_monitor as make_tagged
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -260,63 +282,349 @@ def axe_problems(page, what: str) -> list[str]:
     return [f"{what}: {line}" for line in found["violations"] + found["undecided"]]
 
 
+# The dashboard's routes that are not pages a person reads, each with why.
+# Every other route of monitors/dashboard/urls.py and teams/urls.py must be
+# opened (or posted to, for a page that answers a form) by the walk below, so
+# a new page cannot be added without axe looking at it.
+NOT_PAGES = {
+    "page-visual-change": "a PNG image",
+    "capture": "a screenshot image behind a signed link",
+    "export": "a JSON download",
+    "monitor-feed": "an Atom feed",
+    "team-feed": "an Atom feed",
+    "oidc_authentication_init": "a redirect to the sign-in provider",
+    "oidc_authentication_callback": "the sign-in provider's redirect back",
+    "email_unsubscribe_one_click": "a mail client's POST; a GET redirects",
+    "email_channel_unsubscribe_one_click": "a mail client's POST; a GET redirects",
+    # POST-only actions that redirect to a page the walk covers.
+    "import-confirm": "POST, then the import's page",
+    "monitor-feed-renew": "POST, then the monitor's page",
+    "team-feed-renew": "POST, then the Team page",
+    "team-feeds-switch": "POST, then the Team page",
+    "team-retention": "POST, then the Team page",
+    "team-time-zone": "POST, then the Team page",
+    "team-second-factor": "POST, then the Team page",
+    "invitation-revoke": "POST, then the Team page",
+    "invitation-renew": "POST, then the Team page",
+    "channel-test": "POST, then the channel list",
+    "two-factor-off": "POST, then the second factor's page",
+}
+
+
+def dashboard_routes() -> set[str]:
+    """The names of every route the dashboard's two URL modules declare."""
+
+    def names(patterns) -> Iterator[str]:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from names(pattern.url_patterns)
+            elif pattern.name:
+                yield pattern.name
+
+    found: set[str] = set()
+    for module in ("monitors.dashboard.urls", "teams.urls"):
+        found |= set(names(import_module(module).urlpatterns))
+    return found
+
+
+class AxeWalk:
+    """A browser page walked through the dashboard: axe runs at each state,
+    and every route that answered the page is noted: with what it shows, or
+    for a form sent, with where it leads (a GET sent on elsewhere is not)."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.problems: list[str] = []
+        self.reached: set[str] = set()
+        page.on("response", self._note)
+
+    def _note(self, response) -> None:
+        if response.status >= 300 and response.request.method != "POST":
+            return
+        try:
+            match = resolve(urlsplit(response.url).path)
+        except Resolver404:
+            return
+        if match.url_name:
+            self.reached.add(match.url_name)
+
+    def check(self, what: str) -> None:
+        self.page.wait_for_load_state()
+        self.problems += axe_problems(self.page, what)
+
+    def open(self, what: str, path: str) -> None:
+        response = self.page.goto(path)
+        assert response is not None and response.status < 500, what
+        self.check(what)
+
+
+@pytest.fixture
+def whole_team(dashboard, team, member, django_user_model, settings, monkeypatch):
+    """The dashboard fixture and all the rest a team can have: tags, another
+    member and an invitation, a channel, an import, AI use (and its allowance
+    used up), suggested lines to ignore, an outside address for e-mails, and
+    a second team with nothing in it."""
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.LLM_MONTHLY_TOKENS_PER_TEAM = 100
+    pricing = dashboard["pricing"]
+    pricing.tags.set(Tag.objects.named(team, ["Competitors", "Shop"]))
+    dashboard["blog"].tags.set(Tag.objects.named(team, ["Competitors"]))
+    AIUse.objects.create(
+        team=team,
+        monitor=pricing,
+        kind=AIUse.Kind.JUDGMENT,
+        requests=2,
+        prompt_tokens=120,
+        completion_tokens=30,
+    )
+    line = "Last updated: 01:03 UTC"
+    entry = r"/^\s*Last updated: \d+:\d+ UTC\s*$/"
+    monkeypatch.setattr(
+        ignore_suggestions,
+        "suggestions_for",
+        lambda monitor: [Suggestion(line, entry)] if monitor == pricing else [],
+    )
+    eddie = django_user_model.objects.create_user(
+        "eddie", "eddie@example.com", first_name="Eddie", last_name="Berg"
+    )
+    Membership.objects.create(team=team, user=eddie, role=Membership.Role.EDITOR)
+    ApiKey.issue(team, name="eddie's CI", created_by=eddie)
+    _, invited = Invitation.issue(
+        team, "sam@example.com", "viewer", member, timezone.now()
+    )
+    channel = Channel.objects.create(
+        team=team,
+        name="Ops room",
+        kind="team_email",
+        settings={"recipients": [member.pk]},
+    )
+    recipient = EmailRecipient.objects.create(
+        monitor=pricing, email="ext@partner.example", status="pending", source="api"
+    )
+    run = ImportRun.objects.create(
+        team=team,
+        created_by=member,
+        source="changedetection",
+        status=ImportRun.Status.DONE,
+        total=1,
+        done=1,
+        report={
+            "created": 1,
+            "duplicates": 0,
+            "items": [
+                {"name": "Prices", "result": "created", "monitorId": str(pricing.pk)}
+                | {"notes": ["Its CSS filter became a part of the page to watch."]}
+            ],
+        },
+        finished_at=timezone.now(),
+    )
+    empty = Team.objects.create(name="Empty", slug="empty")
+    Membership.objects.create(team=empty, user=member, role=Membership.Role.OWNER)
+    return dashboard | {
+        "eddie": eddie,
+        "invited": invited,
+        "channel": channel,
+        "recipient": recipient,
+        "run": run,
+        "empty": empty,
+    }
+
+
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
-def test_no_dashboard_page_breaks_an_axe_rule(
-    browser_page, dashboard, viewport, screenshot
+def test_no_dashboard_page_breaks_an_axe_rule_in_the_states_that_matter(
+    browser_page, whole_team, member, queued, viewport, screenshot
 ):
     axe = _require_axe()
     page = browser_page
     # An init script, as the Content-Security-Policy refuses injected <script> tags.
     page.context.add_init_script(path=str(axe))
     page.set_viewport_size(viewport)
-    problems: list[str] = []
+    walk = AxeWalk(page)
+    size = viewport["width"]
+    team = whole_team
+    pricing, news, blog = team["pricing"], team["news"], team["blog"]
 
-    page.goto("/accounts/login/")
-    problems += axe_problems(page, "sign-in")
+    walk.open("sign-in", "/accounts/login/")
     page.get_by_label("User name").fill("olive")
     page.get_by_label("Password").fill("not the password")
     page.get_by_role("button", name="Sign in").click()
     page.get_by_text("did not match").wait_for()
-    problems += axe_problems(page, "sign-in that failed")
+    walk.check("sign-in that failed")
     sign_in(page)
 
-    pricing, news = dashboard["pricing"], dashboard["news"]
-    pages = {
-        "monitor list": "/",
-        "new monitor": "/monitors/new/",
-        "edit monitor": f"/monitors/{pricing.pk}/edit/",
-        "monitor of pages": pricing.get_absolute_url(),
-        "monitor of a crawl": dashboard["blog"].get_absolute_url(),
-        "monitor of a web search": news.get_absolute_url(),
-        "check": dashboard["check"].get_absolute_url(),
-        "check of a web search": dashboard["found"].get_absolute_url(),
-        "check whose web search failed": dashboard["search_failed"].get_absolute_url(),
-        "what changed": dashboard["changed"].get_absolute_url(),
-        "what changed, inline": dashboard["changed"].get_absolute_url()
-        + "?view=inline",
-        "a new page": dashboard["new"].get_absolute_url(),
-        "history": "/history/",
-        "history of a monitor": f"/history/?monitor={pricing.pk}",
-        "deliveries": f"/monitors/{pricing.pk}/deliveries/",
-        "web search results": f"/monitors/{news.pk}/results/?show=all",
-        "pages of a crawl": f"/monitors/{dashboard['blog'].pk}/sites/"
-        f"{dashboard['crawl'].pk}/",
-        "API keys": "/settings/api-keys/",
-        "team": "/settings/team/",
-        "delete a monitor": f"/monitors/{pricing.pk}/delete/",
-        "change password": "/accounts/password_change/",
-    }
-    for what, path in pages.items():
-        assert page.goto(path).ok, what
-        problems += axe_problems(page, what)
+    # The monitor list: tags, the bulk bar with boxes ticked, a filter by tag,
+    # a search that finds nothing, a row paused in place.
+    walk.check("monitor list")
+    page.get_by_label("Select Competitor pricing").check()
+    page.get_by_label("Select Blog").check()
+    screenshot(page, f"a11y-bulk-ticked-{size}", full_page=False)
+    walk.check("monitor list, two ticked")
+    with page.expect_response(lambda r: "tag=Competitors" in r.url):
+        page.locator("#id_tag").select_option("Competitors")
+    walk.check("monitor list, filtered by a tag")
+    walk.open("monitor list, nothing found", "/?q=nothing-like-this")
+    walk.open("monitor list", "/")
+    page.get_by_label("Select Competitor pricing").check()
+    page.locator("#bulk").get_by_role("button", name="Delete…").click()
+    page.get_by_role("heading", name="Delete 1 monitor?").wait_for()
+    walk.check("delete ticked monitors")
+    page.get_by_role("link", name="Keep them").click()
+    row = page.locator(f"#monitor-{blog.pk}")
+    with page.expect_response(lambda r: "/toggle/" in r.url):
+        row.get_by_role("button", name="Pause Blog").click()
+    row.get_by_role("button", name="Resume Blog").wait_for()
+    walk.check("monitor list, a row paused")
 
-    page.goto("/monitors/new/")
+    # A new monitor: a target row added, the schedule read as it is typed,
+    # then sent empty.
+    walk.open("new monitor", "/monitors/new/")
+    with page.expect_response(lambda r: "/target-row/" in r.url):
+        page.locator(".add-targets button").first.click()
+    with page.expect_response(lambda r: "/schedule-preview/" in r.url):
+        page.get_by_label("Schedule").fill("every banana")
+    page.locator("#err-schedule p").wait_for()
+    walk.check("new monitor, an error while typing")
     page.get_by_role("button", name="Create monitor").click()
     page.locator("#error-summary").wait_for()
-    screenshot(page, f"a11y-form-errors-{viewport['width']}")
-    problems += axe_problems(page, "new monitor with errors")
+    screenshot(page, f"a11y-form-errors-{size}")
+    walk.check("new monitor with errors")
+    walk.open("edit monitor", f"/monitors/{pricing.pk}/edit/")
+    with page.expect_response(lambda r: "/edit/validate/" in r.url):
+        page.get_by_label("Schedule").fill("every banana")
+    walk.check("edit monitor, an error while typing")
 
-    assert problems == [], "\n".join(problems)
+    # A monitor with checks, a diff, tags, AI use held by its allowance and
+    # suggested lines to ignore; a check run from it.
+    walk.open("monitor of pages", pricing.get_absolute_url())
+    screenshot(page, f"a11y-monitor-{size}")
+    page.get_by_role("button", name="Run now").click()
+    page.locator("#run-status").get_by_text("Waiting for a worker").wait_for()
+    page.wait_for_event("response", lambda r: "/progress/" in r.url)
+    walk.check("monitor of pages, a check waiting")
+    page.locator("#noise-suggestions").get_by_role(
+        "button", name="Ignore these lines"
+    ).click()
+    page.get_by_text("Those lines are ignored").wait_for()
+    walk.check("monitor of pages, lines ignored")
+    pages = {
+        "monitor of a crawl": blog.get_absolute_url(),
+        "monitor of a web search": news.get_absolute_url(),
+        "check": team["check"].get_absolute_url(),
+        "check of a web search": team["found"].get_absolute_url(),
+        "check whose web search failed": team["search_failed"].get_absolute_url(),
+        "what changed": team["changed"].get_absolute_url(),
+        "what changed, inline": team["changed"].get_absolute_url() + "?view=inline",
+        "a new page": team["new"].get_absolute_url(),
+        "pages of a crawl": f"/monitors/{blog.pk}/sites/{team['crawl'].pk}/",
+        "web search results": f"/monitors/{news.pk}/results/?show=all",
+        "history": "/history/",
+        "history of a monitor": f"/history/?monitor={pricing.pk}",
+        "delete a monitor": f"/monitors/{pricing.pk}/delete/",
+        "deliveries": f"/monitors/{pricing.pk}/deliveries/",
+    }
+    for what, path in pages.items():
+        walk.open(what, path)
+    with page.expect_response(lambda r: "/retry/" in r.url):
+        page.get_by_role("button", name="Retry now").first.click()
+    walk.check("deliveries, one retried")
+    with page.expect_response(lambda r: "/deliveries/test/" in r.url):
+        page.get_by_role("button", name=re.compile("test message", re.I)).click()
+    walk.check("deliveries, a test message sent")
+
+    # Import, channels, keys, the signing secret.
+    walk.open("import", "/import/")
+    walk.open("an import done", f"/import/{team['run'].pk}/")
+    channel = team["channel"].pk
+    walk.open("channels", "/channels/")
+    walk.open("new channel: its kinds", "/channels/new/")
+    walk.open("new webhook channel", "/channels/new/?kind=webhook")
+    walk.open("edit a channel", f"/channels/{channel}/")
+    walk.open("delete a channel", f"/channels/{channel}/delete/")
+    walk.open("API keys", "/settings/api-keys/")
+    key = ApiKey.objects.filter(name="Zapier").get().pk
+    walk.open("revoke an API key", f"/settings/api-keys/{key}/revoke/")
+    walk.open("show the signing secret?", "/settings/team/webhook-secret/")
+    page.get_by_role("button", name=re.compile("^Show")).click()
+    page.locator("#main code, #main input[readonly]").first.wait_for()
+    walk.check("the signing secret shown")
+    walk.open("a new signing secret?", "/settings/team/webhook-secret/rotate/")
+
+    # The team: AI use over its allowance, a member, an invitation; a refused
+    # invitation, a role's question in its row, removing someone.
+    walk.open("team", "/settings/team/")
+    page.get_by_label("Role of eddie").select_option("viewer")
+    page.get_by_role("button", name="Change the role of eddie").click()
+    page.get_by_role("group", name="Make Eddie Berg a viewer?").wait_for()
+    walk.check("team, a role's question")
+    page.get_by_label("E-mail address").fill("olive at example")
+    page.get_by_role("button", name="Send invitation").click()
+    page.locator("#err-invite-email p").wait_for()
+    walk.check("team, a refused invitation")
+    eddie = Membership.objects.get(user=team["eddie"]).pk
+    walk.open("remove someone", f"/settings/team/members/{eddie}/remove/")
+    walk.open("activity", "/activity/")
+    walk.open("second factor", "/accounts/two-factor/")
+    walk.open("set up a second factor", "/accounts/two-factor/setup/")
+    walk.open("a second factor's code", "/accounts/two-factor/verify/")
+    walk.open("an invitation for someone else", f"/invitations/{team['invited']}/")
+
+    # The e-mails' links, as someone outside the team opens them.
+    recipient = team["recipient"]
+    walk.open("confirm e-mails", f"/email/confirm/{consent.confirm_token(recipient)}/")
+    unsubscribe = consent.unsubscribe_token(recipient)
+    walk.open("unsubscribe", f"/email/unsubscribe/{unsubscribe}/")
+    leave = consent.channel_token(channel, [member.pk])
+    walk.open("leave a channel's e-mails", f"/email/channel/{leave}/")
+
+    # An empty team, reached with the team switch.
+    page.goto("/")
+    page.get_by_label("Team").select_option(label="Empty")
+    page.get_by_role("button", name="Switch").click()
+    page.get_by_role("heading", name="Nothing is being watched yet").wait_for()
+    walk.check("monitor list of an empty team")
+    walk.open("history of an empty team", "/history/")
+    walk.open("team page of an empty team", "/settings/team/")
+
+    # Passwords: a reset asked for and chosen, then a change; then signing out.
+    walk.open("forgot password", "/accounts/password_reset/")
+    page.get_by_label(re.compile("e-mail", re.I)).fill("olive@example.com")
+    page.get_by_role("button", name="Send the link").click()
+    page.wait_for_url("**/password_reset/done/")
+    walk.check("reset e-mail sent")
+    uid = urlsafe_base64_encode(force_bytes(member.pk))
+    member.refresh_from_db()  # its last sign-in is in the token
+    token = default_token_generator.make_token(member)
+    walk.open("choose a new password", f"/accounts/reset/{uid}/{token}/")
+    new_password = "a-new-horse-battery-staple"
+    for field in page.locator("input[type=password]").all():
+        field.fill(new_password)
+    page.locator("#main form button[type=submit]").last.click()
+    page.wait_for_url("**/reset/done/")
+    walk.check("password chosen")
+    sign_in_with(page, new_password)
+    walk.open("change password", "/accounts/password_change/")
+    page.get_by_label("Old password").fill(new_password)
+    for field in page.locator("input[type=password][name^=new_password]").all():
+        field.fill(PASSWORD)
+    page.locator("#main form button[type=submit]").last.click()
+    page.wait_for_url("**/password_change/done/")
+    walk.check("password changed")
+    with page.expect_navigation():
+        page.get_by_role("button", name=re.compile("^Sign out")).click()
+    walk.check("signed out")
+
+    assert walk.problems == [], "\n".join(walk.problems)
+    missing = dashboard_routes() - set(NOT_PAGES) - walk.reached
+    assert missing == set(), f"dashboard routes axe never saw: {sorted(missing)}"
+    assert set(NOT_PAGES) <= dashboard_routes(), "NOT_PAGES names a gone route"
+
+
+def sign_in_with(page, password: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/$"))
 
 
 # Where the focus ring of the focused element reaches, and the box of the
@@ -825,3 +1133,112 @@ def test_a_check_ending_while_the_keyboard_is_in_the_check_history_keeps_its_pla
     ), "the keyboard fell back to the top of the page"
     page.keyboard.press("Shift+Tab")
     assert page.evaluate("document.activeElement.textContent") == "All checks"
+
+
+# The words a screen reader gives the focused element: its label's, else its own.
+_FOCUSED_NAME = """() => {
+  const el = document.activeElement;
+  const label = el.labels && el.labels.length ? el.labels[0] : el;
+  const words = el.getAttribute('aria-label') || label.textContent;
+  return words.replace(/\\s+/g, ' ').trim();
+}"""
+
+
+def tab_to(page, name: str, *, back: bool = False, most: int = 60) -> None:
+    """Press Tab (Shift+Tab going back) until the focus is on `name`."""
+    for _ in range(most):
+        if page.evaluate(_FOCUSED_NAME) == name:
+            return
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+    raise AssertionError(f"Tab never reached “{name}”")
+
+
+def test_monitors_ticked_and_paused_from_the_keyboard_leave_it_at_the_outcome(
+    browser_page, member, team, screenshot
+):
+    page = browser_page
+    prices = make_tagged(team, "Rival prices", ["Competitors"])
+    news = make_tagged(team, "Rival news", ["Competitors"])
+    shop = make_tagged(team, "Our own shop")
+    sign_in(page)
+
+    tab_to(page, "Select Rival news")
+    page.keyboard.press("Space")
+    tab_to(page, "Select Rival prices")
+    page.keyboard.press("Space")
+    assert page.get_by_label("Select Rival news").is_checked()
+    # The bar that acts on the ticked monitors is above the list.
+    tab_to(page, "Pause", back=True)
+    assert page.evaluate("document.activeElement.closest('#bulk') !== null")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    # The keyboard is at what was done, which is read out as it gets focus,
+    # and goes on from there to the bar it used, not from the page's top.
+    outcome = page.evaluate(
+        "[document.activeElement.getAttribute('role'),"
+        " document.activeElement.textContent.trim()]"
+    )
+    assert outcome == ["status", "2 monitors paused."]
+    screenshot(page, "a11y-bulk-paused-focus", full_page=False)
+    page.keyboard.press("Tab")
+    assert page.evaluate(_FOCUSED_NAME) == "Pause"
+    assert page.evaluate("document.activeElement.closest('#bulk') !== null")
+    statuses = {m.name: m.status for m in Monitor.objects.filter(team=team)}
+    assert statuses == {prices.name: "paused", news.name: "paused", shop.name: "active"}
+
+
+def test_monitors_deleted_from_the_keyboard_leave_it_at_the_outcome(
+    browser_page, member, team
+):
+    page = browser_page
+    make_tagged(team, "Rival prices")
+    make_tagged(team, "Our own shop")
+    sign_in(page)
+
+    tab_to(page, "Select all shown")
+    page.keyboard.press("Space")
+    tab_to(page, "Delete…", back=True)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    tab_to(page, "Delete 2 monitors")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    outcome = page.evaluate(
+        "[document.activeElement.getAttribute('role'),"
+        " document.activeElement.textContent.trim()]"
+    )
+    assert outcome == ["status", "2 monitors deleted."]
+    assert not Monitor.objects.filter(team=team, deleted_at__isnull=True).exists()
+    page.get_by_role("heading", name="Nothing is being watched yet").wait_for()
+
+
+def test_lines_ignored_from_the_keyboard_leave_it_at_the_outcome(
+    browser_page, member, team, monkeypatch
+):
+    page = browser_page
+    monitor = make_tagged(team, "News")
+    entry = r"/^\s*Last updated: \d+:\d+ UTC\s*$/"
+    offered = [Suggestion("Last updated: 01:03 UTC", entry)]
+    monkeypatch.setattr(
+        ignore_suggestions,
+        "suggestions_for",
+        lambda shown: [] if shown.ignore_lines else offered,
+    )
+    sign_in(page)
+    page.goto(monitor.get_absolute_url())
+
+    tab_to(page, "Ignore these lines")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    # Read out where the offer was, rather than at the top of a long page.
+    outcome = page.evaluate(
+        "[document.activeElement.getAttribute('role'),"
+        " document.activeElement.textContent.trim()]"
+    )
+    assert outcome == ["status", "Those lines are ignored from the next check on."]
+    assert page.locator("#noise-suggestions").count() == 0
+    monitor.refresh_from_db()
+    assert monitor.ignore_lines == [entry]

@@ -24,7 +24,9 @@ from playwright.sync_api import expect
 
 from monitors.models import Monitor
 from tests.browser.people import PASSWORD
+from tests.browser.test_accessibility_browser import _require_axe, axe_problems, tab_to
 from tests.browser.test_sso_browser import provider  # noqa: F401 (a fixture)
+from tests.browser.test_tags_browser import make_monitor as make_tagged
 from tests.conftest import _SerializedOnSharedConnection
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -228,3 +230,36 @@ def test_single_sign_on_comes_back_inside_the_sub_path(page, proxy):
     assert any(
         r.startswith("GET /pagewatch/accounts/sso/callback/") for r in proxy.seen
     )
+
+
+def test_ticked_monitors_are_paused_from_the_keyboard_under_a_sub_path(
+    page, proxy, member, team
+):
+    """The list's bulk bar sends the person back inside the sub-path, with
+    the keyboard at what it did; axe finds nothing there, before or after."""
+    page.context.add_init_script(path=str(_require_axe()))
+    make_tagged(team, "Rival prices", ["Competitors"])
+    make_tagged(team, "Our own shop")
+    page.goto(PREFIX + "/accounts/login/")
+    page.get_by_label("User name").fill("olive")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"127\.0\.0\.1:\d+/pagewatch/$"))
+    assert axe_problems(page, "monitor list under a sub-path") == []
+
+    tab_to(page, "Select Rival prices")
+    page.keyboard.press("Space")
+    tab_to(page, "Pause", back=True)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    assert urlsplit(page.url).path == PREFIX + "/"
+    outcome = page.evaluate(
+        "[document.activeElement.getAttribute('role'),"
+        " document.activeElement.textContent.trim()]"
+    )
+    assert outcome == ["status", "1 monitor paused."]
+    assert axe_problems(page, "monitor list under a sub-path, paused") == []
+    assert Monitor.objects.get(name="Rival prices").status == "paused"
+    assert proxy.outside == []
+    assert page.problems == []
