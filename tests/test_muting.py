@@ -203,3 +203,303 @@ def test_a_channel_test_still_goes_while_its_monitors_are_muted(team, queued):
 
     assert delivery.status == Delivery.Status.DELIVERED
     assert [m["type"] for m in Pigeon.flown] == ["channel.test"]
+
+
+# --- The API ------------------------------------------------------------------------
+
+URL = "/v2/monitor"
+NOW = datetime(2026, 5, 16, 15, 7, 30, tzinfo=UTC)
+
+
+def new_monitor(api) -> str:
+    answer = api.post(
+        URL,
+        {
+            "name": "Pricing page",
+            "schedule": {"text": "every 30 minutes"},
+            "targets": [{"type": "scrape", "urls": ["https://example.com/pricing"]}],
+        },
+        format="json",
+    )
+    assert answer.status_code == 200, answer.content
+    return answer.json()["data"]["id"]
+
+
+@pytest.mark.django_db
+def test_the_api_mutes_until_a_moment_shows_it_and_unmutes_with_null(api):
+    with time_machine.travel(NOW, tick=False):
+        pk = new_monitor(api)
+        assert api.get(f"{URL}/{pk}").json()["data"]["mutedUntil"] is None
+
+        answer = api.patch(
+            f"{URL}/{pk}", {"mutedUntil": "2026-05-16T18:00:00+02:00"}, format="json"
+        )
+        assert answer.status_code == 200, answer.content
+        assert answer.json()["data"]["mutedUntil"] == "2026-05-16T16:00:00.000Z"
+        assert Monitor.objects.get(pk=pk).muted_until == datetime(
+            2026, 5, 16, 16, 0, tzinfo=UTC
+        )
+        [listed] = api.get(URL).json()["data"]
+        assert listed["mutedUntil"] == "2026-05-16T16:00:00.000Z"
+
+        answer = api.patch(f"{URL}/{pk}", {"mutedUntil": None}, format="json")
+        assert answer.json()["data"]["mutedUntil"] is None
+    assert Monitor.objects.get(pk=pk).muted_until is None
+
+
+@pytest.mark.django_db
+def test_an_ended_mute_reads_as_not_muted(api):
+    with time_machine.travel(NOW, tick=False):
+        pk = new_monitor(api)
+        api.patch(f"{URL}/{pk}", {"mutedUntil": "2026-05-16T16:00:00Z"}, format="json")
+    with time_machine.travel(NOW + timedelta(hours=2), tick=False):
+        assert api.get(f"{URL}/{pk}").json()["data"]["mutedUntil"] is None
+
+
+@pytest.mark.django_db
+def test_the_api_mutes_until_unmuted_with_the_far_future_moment(api):
+    pk = new_monitor(api)
+    answer = api.patch(
+        f"{URL}/{pk}", {"mutedUntil": "9999-12-31T23:59:59Z"}, format="json"
+    )
+    assert answer.json()["data"]["mutedUntil"] == "9999-12-31T00:00:00.000Z"
+    assert Monitor.objects.get(pk=pk).muted_until == MUTED_FOREVER
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("2026-05-16T15:00:00Z", "mutedUntil must be in the future"),
+        ("next tuesday", "Datetime has wrong format"),
+        (12, "Datetime has wrong format"),
+    ],
+)
+def test_the_api_refuses_a_mute_that_has_ended_or_is_no_moment(api, value, words):
+    with time_machine.travel(NOW, tick=False):
+        pk = new_monitor(api)
+        answer = api.patch(f"{URL}/{pk}", {"mutedUntil": value}, format="json")
+    assert answer.status_code == 400
+    assert words in str(answer.json())
+    assert Monitor.objects.get(pk=pk).muted_until is None
+
+
+@pytest.mark.django_db
+def test_a_monitor_can_be_created_muted(api):
+    with time_machine.travel(NOW, tick=False):
+        answer = api.post(
+            URL,
+            {
+                "name": "Pricing page",
+                "schedule": {"text": "every 30 minutes"},
+                "targets": [{"type": "scrape", "urls": ["https://e.com/pricing"]}],
+                "mutedUntil": "2026-05-23T15:07:30Z",
+            },
+            format="json",
+        )
+    assert answer.json()["data"]["mutedUntil"] == "2026-05-23T15:07:30.000Z"
+
+
+@pytest.mark.django_db
+def test_a_read_only_key_cannot_mute(api, team):
+    from rest_framework.test import APIClient
+
+    from monitors.models import ApiKey
+
+    pk = new_monitor(api)
+    _, raw = ApiKey.issue(team, scope=ApiKey.Scope.READ)
+    reader = APIClient()
+    reader.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    answer = reader.patch(
+        f"{URL}/{pk}", {"mutedUntil": "9999-12-31T00:00:00Z"}, format="json"
+    )
+    assert answer.status_code == 403
+    assert Monitor.objects.get(pk=pk).muted_until is None
+
+
+# --- The dashboard ------------------------------------------------------------------
+
+BERLIN_TUESDAY = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)  # 13:00 in Berlin
+
+
+@pytest.fixture
+def web(client, team, django_user_model):
+    from tests.test_tags import member
+
+    client.force_login(member(team, django_user_model, "olive", "editor"))
+    return client
+
+
+@pytest.fixture
+def viewer_web(client, team, django_user_model):
+    from tests.test_tags import member
+
+    client.force_login(member(team, django_user_model, "vera", "viewer"))
+    return client
+
+
+def page_of(client, monitor) -> str:
+    answer = client.get(monitor.get_absolute_url())
+    assert answer.status_code == 200
+    return answer.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_editor_mutes_until_tomorrow_morning_on_the_teams_clock(web, team):
+    from django.urls import reverse
+
+    from teams.models import Activity
+
+    team.time_zone = "Europe/Berlin"
+    team.save()
+    monitor = make_monitor(team)
+    with time_machine.travel(BERLIN_TUESDAY, tick=False):
+        assert "Mute notifications" in page_of(web, monitor)
+        answer = web.post(
+            reverse("monitor-mute", args=[monitor.pk]), {"mute": "morning"}
+        )
+        assert answer.status_code == 302
+        page = page_of(web, monitor)
+
+    monitor.refresh_from_db()
+    # 9:00 in Berlin on Wednesday is 8:00 UTC in winter.
+    assert monitor.muted_until == datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
+    assert "Notifications muted until Wed 25 Nov 09:00 (Europe/Berlin)" in page
+    assert "Unmute" in page
+    [entry] = Activity.objects.filter(monitor=monitor)
+    assert entry.sentence == (
+        "Muted notifications until Wed 25 Nov 09:00 (Europe/Berlin) by olive"
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("choice", "until"),
+    [
+        ("1h", BERLIN_TUESDAY + timedelta(hours=1)),
+        ("week", BERLIN_TUESDAY + timedelta(days=7)),
+        ("forever", MUTED_FOREVER),
+    ],
+)
+def test_each_choice_mutes_for_its_time(web, team, choice, until):
+    from django.urls import reverse
+
+    monitor = make_monitor(team)
+    with time_machine.travel(BERLIN_TUESDAY, tick=False):
+        web.post(reverse("monitor-mute", args=[monitor.pk]), {"mute": choice})
+    monitor.refresh_from_db()
+    assert monitor.muted_until == until
+
+
+@pytest.mark.django_db
+def test_until_unmuted_is_said_as_until_further_notice_and_unmuting_ends_it(web, team):
+    from django.urls import reverse
+
+    from teams.models import Activity
+
+    monitor = make_monitor(team)
+    web.post(reverse("monitor-mute", args=[monitor.pk]), {"mute": "forever"})
+    assert "Notifications muted until further notice" in page_of(web, monitor)
+
+    web.post(reverse("monitor-mute", args=[monitor.pk]), {"mute": "off"})
+
+    monitor.refresh_from_db()
+    assert monitor.muted_until is None
+    assert "Notifications muted until" not in page_of(web, monitor)
+    words = [e.what_words for e in Activity.objects.filter(monitor=monitor)]
+    assert words == [
+        "Unmuted notifications",
+        "Muted notifications until further notice",
+    ]
+
+
+@pytest.mark.django_db
+def test_a_choice_that_is_none_mutes_nothing_and_says_so(web, team):
+    from django.urls import reverse
+
+    monitor = make_monitor(team)
+    answer = web.post(
+        reverse("monitor-mute", args=[monitor.pk]), {"mute": "2 days"}, follow=True
+    )
+    assert "Choose how long to mute" in answer.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.muted_until is None
+
+
+@pytest.mark.django_db
+def test_a_viewer_sees_the_mute_but_cannot_change_it(viewer_web, team):
+    from django.urls import reverse
+
+    monitor = make_monitor(team)
+    mute(monitor, MUTED_FOREVER)
+
+    page = page_of(viewer_web, monitor)
+    answer = viewer_web.post(
+        reverse("monitor-mute", args=[monitor.pk]), {"mute": "off"}
+    )
+
+    assert "Notifications muted until further notice" in page
+    assert 'name="mute"' not in page
+    assert answer.status_code == 403
+    monitor.refresh_from_db()
+    assert monitor.muted_until == MUTED_FOREVER
+
+
+@pytest.mark.django_db
+def test_another_teams_monitor_cannot_be_muted(web, other_team):
+    from django.urls import reverse
+
+    theirs = make_monitor(other_team)
+    answer = web.post(reverse("monitor-mute", args=[theirs.pk]), {"mute": "1h"})
+    assert answer.status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.muted_until is None
+
+
+@pytest.mark.django_db
+def test_muting_and_unmuting_many_from_the_list(web, team):
+    from django.urls import reverse
+
+    from teams.models import Activity
+    from tests.test_tags import bulk
+
+    ticked = [make_monitor(team, name=f"M{n}") for n in range(3)]
+    untouched = make_monitor(team, name="Other")
+    with time_machine.travel(BERLIN_TUESDAY, tick=False):
+        answer = bulk(web, "mute", ticked, mute="week")
+        listed = web.get(reverse("monitor-list")).content.decode()
+
+    assert answer.status_code == 302
+    week = BERLIN_TUESDAY + timedelta(days=7)
+    assert set(Monitor.objects.muted(BERLIN_TUESDAY)) == set(ticked)
+    assert {
+        m.muted_until for m in Monitor.objects.filter(pk__in=[m.pk for m in ticked])
+    } == {week}
+    assert listed.count("data-muted") == 3
+    assert untouched not in Monitor.objects.muted(BERLIN_TUESDAY)
+    muted_entries = Activity.objects.filter(details__until__isnull=False)
+    assert muted_entries.count() == 3
+
+    with time_machine.travel(BERLIN_TUESDAY, tick=False):
+        bulk(web, "unmute", [*ticked, untouched])
+    assert not Monitor.objects.muted(BERLIN_TUESDAY).exists()
+    assert Activity.objects.filter(details__unmuted=True).count() == 3
+
+
+@pytest.mark.django_db
+def test_the_api_logs_muting_in_the_activity_log(api, team):
+    from teams.models import Activity
+
+    with time_machine.travel(NOW, tick=False):
+        pk = new_monitor(api)
+        api.patch(f"{URL}/{pk}", {"mutedUntil": "2026-05-16T18:00:00Z"}, format="json")
+        api.patch(f"{URL}/{pk}", {"name": "Renamed"}, format="json")
+        api.patch(f"{URL}/{pk}", {"mutedUntil": None}, format="json")
+
+    words = [e.what_words for e in Activity.objects.filter(monitor_id=pk)]
+    assert words == [
+        "Unmuted notifications",
+        "Edited the name",
+        "Muted notifications until Sat 16 May 18:00 (UTC)",
+        "Created",
+    ]

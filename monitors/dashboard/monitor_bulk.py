@@ -1,7 +1,8 @@
-"""Acting on many monitors from the list at once: pause, resume, add or
-remove a tag, delete. Each action is one query over the ticked monitors of
-the team (MonitorQuerySet), and one activity entry per monitor it changed,
-written in one INSERT, as a single edit writes one."""
+"""Acting on many monitors from the list at once: pause, resume, mute or
+unmute their notifications, add or remove a tag, delete. Each action is one
+query over the ticked monitors of the team (MonitorQuerySet), and one
+activity entry per monitor it changed, written in one INSERT, as a single
+edit writes one."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from django.views.decorators.http import require_POST
 from checks import deleting
 from monitors import rules
 from monitors.dashboard.base import Action, DashboardRequest, _safe_next, team_view
+from monitors.dashboard.muting import UNMUTE, mute_chosen
 from monitors.models import Monitor, MonitorQuerySet, Tag
 from teams.activity import Actor, Kind, record_each
 
@@ -24,6 +26,8 @@ from teams.activity import Actor, Kind, record_each
 ACTIONS = {
     "pause": "paused",
     "resume": "resumed",
+    "mute": "muted",
+    "unmute": "unmuted",
     "add_tag": "tagged",
     "remove_tag": "untagged",
     "delete": "deleted",
@@ -80,6 +84,14 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     elif action == "resume":
         done = chosen.resume(now)
         record_each(actor, request.team, Kind.MONITOR_RESUMED, done)
+    elif action in ("mute", "unmute"):
+        choice = request.POST.get("mute", "") if action == "mute" else UNMUTE
+        done, said = mute_chosen(request, chosen, choice)
+        if not said:
+            messages.error(request, "Choose how long to mute their notifications.")
+            return redirect(back)
+        messages.success(request, f"Notifications of {_counted(done)} {said}.")
+        return redirect(back)
     else:
         name = rules.clean_tags([request.POST.get("tag", "")])
         problem = rules.tags_error(name) if name else "Enter the tag's name."

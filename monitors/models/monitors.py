@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -25,10 +25,7 @@ from monitors.models.tags import Tag
 from monitors.models.teams import FEED_TOKEN_MAX_LENGTH, Team, feed_link, new_feed_token
 from monitors.target_kinds import TargetKind, kind_for
 
-
-# "Until I unmute": a mute with no end is stored as this far-future moment,
-# so "is it muted?" stays one comparison (muted_until > now) everywhere.
-MUTED_FOREVER = datetime(9999, 12, 31, tzinfo=UTC)
+MUTED_FOREVER = rules.MUTED_FOREVER
 
 
 class MonitorQuerySet(models.QuerySet["Monitor"]):
