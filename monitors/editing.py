@@ -107,7 +107,10 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
     if "retentionDays" in data:
         monitor.retention_days = data["retentionDays"]
     if "mutedUntil" in data:
-        monitor.muted_until = data["mutedUntil"]
+        # A moment, or its text in an import's validated data kept as JSON
+        # between preview and import.
+        field = Monitor._meta.get_field("muted_until")
+        monitor.muted_until = field.to_python(data["mutedUntil"])
     status = data.get("status")
     if status == Monitor.Status.PAUSED and monitor.is_active:
         monitor.pause()

@@ -503,3 +503,67 @@ def test_the_api_logs_muting_in_the_activity_log(api, team):
         "Muted notifications until Sat 16 May 18:00 (UTC)",
         "Created",
     ]
+
+
+# --- Importing from changedetection.io ---------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_muted_changedetection_watch_comes_muted_with_its_channel_kept(
+    team, settings
+):
+    from django.utils import timezone
+
+    from monitors import moving
+    from monitors.moving import importing, plan
+    from tests.moving import backup_files, zip_files
+
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    files = backup_files()
+    document = json.loads(files["changedetection.json"])
+    watches = document["watching"]
+    for watch in watches.values():
+        watch["notification_urls"] = ["json://127.0.0.1:9/hook"]
+    muted_uuid = "3f1c2a4e-0b6d-4c1a-9e2f-1a2b3c4d5e6f"  # Pricing
+    heard_uuid = "7d0e9b1c-5a4f-4e3b-8c2d-6f5e4d3c2b1a"  # Widget stock
+    watches[muted_uuid]["notification_muted"] = True
+    files["changedetection.json"] = json.dumps(document).encode()
+
+    items = plan.prepare(team, moving.read("changedetection", data=zip_files(files)))
+    by_ref = {item.ref: item for item in items}
+    assert by_ref[muted_uuid].as_dict()["channels"]
+    importing.run_import(team, items, timezone.now())
+
+    muted = Monitor.objects.get(team=team, name=by_ref[muted_uuid].label)
+    heard = Monitor.objects.get(team=team, name=by_ref[heard_uuid].label)
+    assert muted.muted_until == MUTED_FOREVER
+    assert heard.muted_until is None
+    assert list(muted.channels.shared().values_list("kind", flat=True)) == ["apprise"]
+
+
+# --- The admin ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_muted_monitors_and_filters_by_it(admin_client, team):
+    from django.urls import reverse
+
+    muted = make_monitor(team, name="Quiet one")
+    make_monitor(team, name="Loud one")
+    ended = make_monitor(team, name="Was quiet")
+    mute(muted, MUTED_FOREVER)
+    mute(ended, datetime(2020, 1, 1, tzinfo=UTC))
+    changelist = reverse("admin:monitors_monitor_changelist")
+
+    everything = admin_client.get(changelist).content.decode()
+    only_muted = admin_client.get(changelist, {"muted": "yes"}).content.decode()
+    not_muted = admin_client.get(changelist, {"muted": "no"}).content.decode()
+    page = admin_client.get(
+        reverse("admin:monitors_monitor_change", args=[muted.pk])
+    ).content.decode()
+
+    assert "further notice" in everything
+    assert "Quiet one" in only_muted and "Loud one" not in only_muted
+    assert "Was quiet" not in only_muted
+    assert "Quiet one" not in not_muted and "Was quiet" in not_muted
+    assert "Notifications muted until" in page and "further notice" in page
