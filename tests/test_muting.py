@@ -499,7 +499,7 @@ def test_the_api_logs_muting_in_the_activity_log(api, team):
     words = [e.what_words for e in Activity.objects.filter(monitor_id=pk)]
     assert words == [
         "Unmuted notifications",
-        "Edited the name",
+        "Edited name",
         "Muted notifications until Sat 16 May 18:00 (UTC)",
         "Created",
     ]
