@@ -567,3 +567,22 @@ def test_the_admin_shows_muted_monitors_and_filters_by_it(admin_client, team):
     assert "Was quiet" not in only_muted
     assert "Quiet one" not in not_muted and "Was quiet" in not_muted
     assert "Notifications muted until" in page and "further notice" in page
+
+
+@pytest.mark.django_db
+def test_a_digest_keeps_the_changes_of_checks_with_no_notification_status_yet(
+    team, scenario
+):
+    from checks.models import Check
+
+    monitor = make_monitor(team)
+    channel = link(team, monitor, "webhook", {"url": "https://e.com/h"}, digest="daily")
+    heard = scenario.run(monitor, [("https://example.com/told", "changed")])
+    running = scenario.start(monitor)
+    scenario.page(running, "https://example.com/running", "changed")
+    Check.objects.filter(pk=heard.pk).update(notification_status=None)
+
+    grouped = digests._changes(channel, START - timedelta(days=3650), MUTED_FOREVER)
+
+    urls = {page["url"] for entry in grouped for page in entry["pages"]}
+    assert urls == {"https://example.com/told", "https://example.com/running"}
