@@ -21,6 +21,7 @@ def test_muting_a_monitor_for_a_week_and_unmuting_it(
     sign_in(page)
 
     page.goto(monitor.get_absolute_url())
+    screenshot(page, "muting-00-the-choice", full_page=False)
     page.get_by_label("Mute notifications").select_option(label="For a week")
     page.locator(".mute-form").get_by_role("button", name="Mute").click()
     page.get_by_text("Notifications muted until", exact=False).first.wait_for()
