@@ -586,3 +586,16 @@ def test_a_digest_keeps_the_changes_of_checks_with_no_notification_status_yet(
 
     urls = {page["url"] for entry in grouped for page in entry["pages"]}
     assert urls == {"https://example.com/told", "https://example.com/running"}
+
+
+def test_tomorrow_morning_is_nine_on_the_teams_clock_across_a_dst_change():
+    from monitors import muting
+
+    # Berlin moves its clocks forward in the night to Sunday 29 March 2026.
+    saturday_evening = datetime(2026, 3, 28, 20, 0, tzinfo=UTC)
+    until = muting.mute_end("morning", saturday_evening, "Europe/Berlin")
+    assert until == datetime(2026, 3, 29, 7, 0, tzinfo=UTC)
+    assert muting.until_words(until, "Europe/Berlin") == (
+        "Sun 29 Mar 09:00 (Europe/Berlin)"
+    )
+    assert muting.mute_end("fortnight", saturday_evening, "UTC") is None
