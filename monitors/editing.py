@@ -18,9 +18,11 @@ from monitors.models import Monitor, MonitorChannel, Tag, Target, Team
 
 # Columns that change without an edit of the monitor: the dispatcher moves
 # next_run_at and sets current_check_id, a check's end sets the last_* ones,
-# pausing sets status, renewing the feed link sets feed_token.
+# pausing sets status, renewing the feed link sets feed_token, muting from
+# the monitor page or the list sets muted_until.
 WRITTEN_ELSEWHERE = (
     "status",
+    "muted_until",
     "next_run_at",
     "last_run_at",
     "current_check_id",
@@ -104,6 +106,11 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
         monitor.notification = data["notification"] or {}
     if "retentionDays" in data:
         monitor.retention_days = data["retentionDays"]
+    if "mutedUntil" in data:
+        # A moment, or its text in an import's validated data kept as JSON
+        # between preview and import.
+        field = Monitor._meta.get_field("muted_until")
+        monitor.muted_until = field.to_python(data["mutedUntil"])
     status = data.get("status")
     if status == Monitor.Status.PAUSED and monitor.is_active:
         monitor.pause()

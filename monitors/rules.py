@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import idna
@@ -64,6 +65,10 @@ ACTIONS_MAX = 50
 WAIT_TOTAL_MAX_MS = 60_000
 SELECTOR_WAIT_MS = 1000
 SCREENSHOT_WIDTH_MAX, SCREENSHOT_HEIGHT_MAX = 7680, 4320
+# "Until I unmute": a mute with no end is stored as this far-future moment,
+# so "is it muted?" stays one comparison (muted_until > now) everywhere; a
+# later moment asked for is this one.
+MUTED_FOREVER = datetime(9999, 12, 31, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -172,9 +177,15 @@ BROWSER_NEEDED = Rule(
     "a phone, and only a browser can do that: choose “Automatically” or "
     "“Always in a real browser”.",
 )
+MUTE_IN_THE_PAST = Rule(
+    "mute_in_the_past",
+    "mutedUntil must be in the future; send null to unmute.",
+    "That moment has passed: choose how long to mute, or unmute.",
+)
 RULES = {
     rule.code: rule
     for rule in (
+        MUTE_IN_THE_PAST,
         BROWSER_NEEDED,
         GOAL_REQUIRED_FOR_JUDGE,
         GOAL_REQUIRED_FOR_SEARCH,
@@ -209,6 +220,19 @@ _DOMAIN = re.compile(
 _QUERY_REFUSED = re.compile(
     r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
+
+
+def mute_rule(until: datetime | None, now: datetime) -> Rule | None:
+    """A mute ends after now (None unmutes): one already over would
+    look saved and mute nothing."""
+    if until is not None and until <= now:
+        return MUTE_IN_THE_PAST
+    return None
+
+
+def clean_muted_until(until: datetime | None) -> datetime | None:
+    """The moment stored: one past MUTED_FOREVER is MUTED_FOREVER."""
+    return None if until is None else min(until, MUTED_FOREVER)
 
 
 def clean_ignore_lines(entries: Iterable[str]) -> list[str]:

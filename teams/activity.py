@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.signin import client_ip
+from monitors import clock, muting
 from monitors.models import ApiKey, Membership, Monitor, Team
 from teams.models import Activity
 
@@ -138,7 +139,8 @@ def record_each(
 
 def monitor_fields(monitor: Monitor) -> dict[str, Any]:
     """What a person can change about a monitor, by the name the activity
-    log gives it (status apart: pausing and resuming are entries of their own)."""
+    log gives it (status and mute apart: pausing and resuming, muting and
+    unmuting are entries of their own)."""
     targets = [
         (t.type, t.urls, t.url, t.queries, t.scrape_options, t.crawl_options,
          t.search_window, t.max_results, t.include_domains, t.exclude_domains)
@@ -161,7 +163,15 @@ def monitor_fields(monitor: Monitor) -> dict[str, Any]:
         "tags": monitor.tag_names,
         "targets": targets,
         "status": monitor.status,
+        "mute": monitor.mute_ends_at,
     }
+
+
+def record_mute(actor: Actor, team: Team, monitors: list[Monitor], until: Any) -> None:
+    """ "Muted notifications until Tue 1 Dec 14:00 (Europe/Berlin)", or
+    "Unmuted notifications" (until None), for each of these monitors."""
+    details = muting.log_details(until, clock.team_zone(team))
+    record_each(actor, team, Kind.MONITOR_EDITED, monitors, **details)
 
 
 def record_monitor_change(
@@ -178,8 +188,12 @@ def record_monitor_change(
             else Kind.MONITOR_RESUMED
         )
         record(actor, monitor.team_id, kind, monitor)
+    if before["mute"] != after["mute"]:
+        record_mute(actor, monitor.team, [monitor], after["mute"])
     changed = [
-        name for name in after if name != "status" and before[name] != after[name]
+        name
+        for name in after
+        if name not in ("status", "mute") and before[name] != after[name]
     ]
     if changed:
         record(actor, monitor.team_id, Kind.MONITOR_EDITED, monitor, fields=changed)

@@ -531,6 +531,10 @@ class Activity(models.Model):
             return "Deleted for good with its history"
         if self.kind == kind.MONITOR_CREATED and d.get("imported"):
             return f"Imported from {d['source']}" if d.get("source") else "Imported"
+        if self.kind == kind.MONITOR_EDITED and d.get("unmuted"):
+            return "Unmuted notifications"
+        if self.kind == kind.MONITOR_EDITED and d.get("muted_until"):
+            return f"Muted notifications until {d.get('until') or d['muted_until']}"
         if self.kind in words:
             return words[self.kind]
         if self.kind == kind.MONITOR_EDITED:

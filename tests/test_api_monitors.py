@@ -40,6 +40,7 @@ MONITOR_KEYS = {
     "judgeEnabled",
     "ignoreLines",  # Pagewatch extension: the noise rule
     "fetchWith",  # Pagewatch extension: plain HTTP, a browser, or either
+    "mutedUntil",  # Pagewatch extension: until when it tells no one
     "emailRecipientSubscriptions",
     "channels",  # Pagewatch extension: the team's channels it sends to
     "tags",  # Pagewatch extension: the names of its tags

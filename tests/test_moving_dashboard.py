@@ -420,6 +420,25 @@ def test_the_preview_names_the_channel_a_notification_url_becomes_not_the_url(we
     assert "AAEbcdefghijklmnop" not in page
 
 
+def test_the_preview_says_a_muted_watch_comes_muted_and_still_tells_its_channel(web):
+    watching = {
+        "w": {
+            "url": "https://a.example.com/",
+            "notification_urls": ["tgram://123456789:AAEbcdefghijklmnop/-100123"],
+            "notification_muted": True,
+        }
+    }
+    data = json.dumps({"watching": watching, "settings": {}}).encode()
+    page = html.unescape(
+        web.get(
+            preview(web, "changedetection", data, "url-watches.json")["Location"]
+        ).content.decode()
+    )
+    assert "Notifications muted until you unmute it" in page
+    assert "Tells a new channel “Telegram (imported)”" in page
+    assert "it comes with them muted until you unmute it on its page" in page
+
+
 @pytest.fixture
 def queued_previews(monkeypatch) -> list[tuple[str, list[str]]]:
     """Every preview goes through the queue; the tasks sent are listed here

@@ -147,8 +147,9 @@ def test_a_watch_notifies_its_own_urls_else_its_tags_else_the_systems():
     assert draft_of("c", plain, settings).notify_urls == ["ntfy://everyone"]
     muted = own | {"notification_muted": True}
     draft = draft_of("d", muted, settings)
-    assert draft.notify_urls == []
-    assert "notifications were muted there" in notes_of(draft)
+    assert draft.notify_urls == ["ntfy://me"]
+    assert draft.plan().payload["mutedUntil"] == "9999-12-31T00:00:00.000Z"
+    assert "muted until you unmute it" in notes_of(draft)
 
 
 def test_the_last_snapshot_of_a_watch_becomes_its_baseline():

@@ -211,6 +211,21 @@ def test_get_monitor_returns_what_create_returned(sdk):
     assert fetched.model_dump() == created.model_dump()
 
 
+def test_a_muted_monitor_reads_in_the_sdk_with_its_mute_as_an_extra_field(sdk):
+    created = make(sdk)
+    Monitor.objects.filter(pk=created.id).update(
+        muted_until=timezone.now() + timedelta(hours=1)
+    )
+
+    fetched = sdk.get_monitor(created.id)
+    [listed] = sdk.list_monitors()
+
+    assert fetched.id == listed.id == created.id
+    assert fetched.name == "Pricing page"
+    assert fetched.model_extra["mutedUntil"].endswith("Z")
+    assert listed.model_extra["mutedUntil"] == fetched.model_extra["mutedUntil"]
+
+
 def test_update_monitor_pauses_and_resumes(sdk, sent):
     monitor = make(sdk)
 

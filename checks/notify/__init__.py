@@ -18,6 +18,16 @@ atomically with the event it announces; `outbox` queues it after commit, a
 finished check's rows as one task that sends them side by side.
 Nothing here touches the network, so the runner's transaction stays short.
 
+A monitor whose notifications are muted (Monitor.muted_until) tells nobody:
+`muted` below is the one place that decides it, for its own webhook and
+e-mail and for every linked channel. The check is recorded as usual; its
+notificationStatus says `muted`, and digests leave its changes out (a muted
+change is never sent). Failing alerts are not looked at while muted: the
+first failed check after the mute ends counts the failures in a row, those
+made while muted too, so a monitor still failing is told of once then; one
+that failed and recovered while muted is told nothing. Test messages are
+not events of a check, and still go.
+
 `models` (the outbox's rows) is loaded with the app's models, through this
 package: so this package imports nothing at load, and the two calls below
 import their modules when called.
@@ -27,14 +37,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.utils import timezone
+
 if TYPE_CHECKING:
     from checks.models import Check, PageResult
+    from monitors.models import Monitor
+
+
+def muted(monitor: Monitor) -> bool:
+    """Whether the monitor's events go to no one now. Read from the monitor
+    as the check loaded it, so a check's events are all told or all not."""
+    return monitor.is_muted(timezone.now())
 
 
 def on_page_result(page: PageResult) -> None:
     """A page result was recorded (called in the same transaction)."""
     from checks.notify import deliveries
 
+    if muted(page.check_run.monitor):
+        return
     deliveries.record_page_result(page)
 
 
@@ -45,6 +66,9 @@ def on_check_finished(check: Check, *, write: bool = True) -> None:
     unless `write` is False (the caller then saves it with the check)."""
     from checks.notify import channels, deliveries, outbox
 
+    if muted(check.monitor):
+        deliveries.record_muted(check, write=write)
+        return
     with outbox.together():
         deliveries.record_check_finished(check, write=write)
         channels.record_check(check)

@@ -134,6 +134,21 @@ def record_check_finished(check: Check, *, write: bool = True) -> list[Delivery]
     return created
 
 
+def record_muted(check: Check, *, write: bool = True) -> None:
+    """A check of a muted monitor: no delivery, and its notificationStatus
+    says why (digests leave out the changes of checks so marked)."""
+    status = {
+        "webhook": notification_status.idle_webhook_status(),
+        "email": notification_status.idle_email_status()
+        | {"reason": notification_status.MUTED},
+    }
+    check.notification_status = status
+    if write:
+        Check.objects.filter(pk=check.pk).update(
+            notification_status=status, updated_at=shared_clock.now()
+        )
+
+
 def _record_change_emails(
     check: Check, monitor: Monitor
 ) -> tuple[list[Delivery], dict[str, Any]]:

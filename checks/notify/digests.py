@@ -19,6 +19,7 @@ from django.db.models.functions import RowNumber
 
 from checks.models import PageResult
 from checks.notify import channels, messages
+from checks.notify import status as notification_status
 from checks.notify.models import Delivery
 from checks.notify.reports import judge_reason
 from monitors import clock
@@ -98,6 +99,9 @@ def _changes(
             PageResult.Status.NEW,
             PageResult.Status.REMOVED,
         ),
+    ).exclude(
+        # Made while the monitor was muted: a muted change is never sent.
+        check_run__notification_status__email__reason=notification_status.MUTED
     )
     if not channel.wants(Channel.Event.CHANGE):
         # A change the judge called noise is no news; unjudged ones are.

@@ -17,6 +17,10 @@ from checks.notify import emails
 from checks.notify.models import Delivery
 from monitors.time_words import wire_time
 
+# notificationStatus.email.reason of a check whose monitor was muted: nothing
+# was sent for it, digests included (checks.notify.digests reads it).
+MUTED = "muted"
+
 
 def idle_webhook_status() -> dict[str, Any]:
     """notificationStatus.webhook of a check with no webhook delivery."""

@@ -64,7 +64,7 @@ MONITOR_SECTIONS: list[tuple[str | None, list[str]]] = [
                   "current_check_id"]),
     ("Judging", ["goal", "judge", "ignore_lines"]),
     ("Loading pages", ["fetch_with"]),
-    ("Notifications", ["channels", "email_enabled", "email_recipients",
+    ("Notifications", ["muted", "channels", "email_enabled", "email_recipients",
                        "email_include_diffs", "webhook_url", "webhook_events",
                        "webhook_pages", "webhook_headers", "webhook_metadata",
                        "notification_json", "retention_days"]),

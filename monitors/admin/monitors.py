@@ -22,7 +22,7 @@ from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, Delivery, PageResult, PageState
 from checks.notify import consent
 from checks.notify.kinds.base import mask_url
-from monitors import rules
+from monitors import clock, muting, rules
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
     MONITOR_SECTIONS,
@@ -59,6 +59,24 @@ from teams.activity import (
     record,
     record_monitor_change,
 )
+
+
+class MutedFilter(admin.SimpleListFilter):
+    """Monitors whose notifications are muted now (an ended mute is none)."""
+
+    title = "notifications"
+    parameter_name = "muted"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Muted"), ("no", "Not muted")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        now = timezone.now()
+        if self.value() == "yes":
+            return queryset.filter(pk__in=Monitor.objects.muted(now).values("pk"))
+        if self.value() == "no":
+            return queryset.exclude(pk__in=Monitor.objects.muted(now).values("pk"))
+        return queryset
 
 
 class DeletedFilter(admin.SimpleListFilter):
@@ -159,6 +177,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         "team",
         "tag_list",
         "state",
+        "muted",
         "schedule",
         "next_run",
         "last_run",
@@ -166,7 +185,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         "last_check",
         "created_at",
     ]
-    list_filter = ["status", DeletedFilter, TeamFilter, "judge_enabled"]
+    list_filter = ["status", MutedFilter, DeletedFilter, TeamFilter, "judge_enabled"]
     list_select_related = ["team"]
     # The search itself is get_search_results; this only turns the box on.
     search_fields = ["name"]
@@ -194,6 +213,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
             "Notifications",
             {
                 "fields": [
+                    "muted",
                     "webhook_json",
                     "webhook_pages",
                     "notification_json",
@@ -213,6 +233,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         "last_run",
         "current_check_id",
         "judge_enabled",
+        "muted",
         "webhook_json",
         "notification_json",
         "last_check_json",
@@ -413,6 +434,13 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
         if monitor.deleted_at is not None:
             return "Deleted"
         return monitor.get_status_display()
+
+    @admin.display(description="Notifications muted until", ordering="muted_until")
+    def muted(self, monitor: Monitor) -> str:
+        until = monitor.mute_ends_at
+        if until is None:
+            return "—"
+        return muting.until_words(until, clock.team_zone(monitor.team))
 
     @admin.display(description="Targets", ordering="target_total")
     def target_count(self, monitor: Monitor) -> int:

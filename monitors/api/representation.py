@@ -18,6 +18,7 @@ from checks.ai import allowance, llm_available
 from checks.models import SUMMARY_KEYS
 from monitors.api.timestamps import TimestampField
 from monitors.models import EmailRecipient, Monitor
+from monitors.time_words import wire_time
 from monitors.unavailable import unavailable
 from monitors.wire.monitor import (
     NotificationSerializer,
@@ -111,6 +112,13 @@ class MonitorSerializer(serializers.Serializer):
     fetchWith = serializers.ChoiceField(
         source="fetch_with", choices=Monitor.FetchWith.values
     )
+    mutedUntil = serializers.SerializerMethodField(
+        help_text=(
+            "Pagewatch extension: until when its notifications are muted "
+            "(9999-12-31T00:00:00.000Z: until someone unmutes it); null when "
+            "they are not."
+        )
+    )
     emailRecipientSubscriptions = serializers.SerializerMethodField()
     warning = serializers.SerializerMethodField(
         help_text=(
@@ -188,6 +196,11 @@ class MonitorSerializer(serializers.Serializer):
         if stored is None:
             return None
         return {key: int(stored.get(key) or 0) for key in SUMMARY_KEYS}
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_mutedUntil(self, monitor: Monitor) -> str | None:  # noqa: N802
+        until = monitor.mute_end(self._now())
+        return None if until is None else wire_time(until)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_warning(self, monitor: Monitor) -> str | None:

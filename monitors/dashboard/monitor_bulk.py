@@ -1,6 +1,8 @@
-"""Acting on many monitors from the list at once: pause, resume, add or
-remove a tag, delete. The ticked monitors and what to say; the work is
-monitors.bulk's, which the API's POST /v2/monitor/bulk shares."""
+"""Acting on many monitors from the list at once: pause, resume, mute or
+unmute their notifications, add or remove a tag, delete. The ticked monitors
+and what to say; the work is monitors.bulk's, which the API's
+POST /v2/monitor/bulk shares, and muting's (monitors.dashboard.muting), whose
+choices of how long are the dashboard's own."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from monitors import bulk, rules
 from monitors.dashboard.base import Action, DashboardRequest, _safe_next, team_view
+from monitors.dashboard.muting import UNMUTE, mute_chosen
 from monitors.models import Monitor, MonitorQuerySet
 from teams.activity import Actor
 
@@ -63,14 +66,16 @@ def _full(monitors: list[Monitor]) -> str:
 def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     back = _safe_next(request, reverse("monitor-list"))
     chosen = _ticked(request)
-    try:
-        action = bulk.Action(request.POST.get("action", ""))
-    except ValueError:
+    asked = request.POST.get("action", "")
+    if asked not in ACTIONS and asked not in ("mute", "unmute"):
         messages.error(request, "Choose what to do with the ticked monitors.", SAID_AT)
         return redirect(back)
     if not chosen.exists():
         messages.error(request, "Tick the monitors to act on first.", SAID_AT)
         return redirect(back)
+    if asked in ("mute", "unmute"):
+        return _mute(request, chosen, back)
+    action = bulk.Action(asked)
     tag = None
     if action == bulk.Action.DELETE and request.POST.get("confirmed") != "yes":
         return _confirm_delete(request, chosen, back)
@@ -85,6 +90,20 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     if outcome.full:
         messages.warning(request, _full(outcome.full), SAID_AT)
     messages.success(request, f"{_counted(outcome.done)} {ACTIONS[action]}.", SAID_AT)
+    return redirect(back)
+
+
+def _mute(
+    request: DashboardRequest, chosen: MonitorQuerySet, back: str
+) -> HttpResponse:
+    """Mute (for the time chosen beside the bar) or unmute the ticked ones."""
+    asked = request.POST.get("action")
+    choice = request.POST.get("mute", "") if asked == "mute" else UNMUTE
+    done, said = mute_chosen(request, chosen, choice)
+    if not said:
+        messages.error(request, "Choose how long to mute their notifications.", SAID_AT)
+    else:
+        messages.success(request, f"Notifications of {_counted(done)} {said}.", SAID_AT)
     return redirect(back)
 
 

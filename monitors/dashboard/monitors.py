@@ -25,7 +25,7 @@ from checks.ai import allowance, llm_available
 from checks.ai.allowance import MonthUse
 from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, PageResult, SearchResultState
-from monitors import clock, history, rules
+from monitors import clock, history, muting, rules
 from monitors import schedule as schedules
 from monitors.dashboard.base import (
     CHECKS_PER_PAGE,
@@ -45,6 +45,7 @@ from monitors.dashboard.base import (
 )
 from monitors.dashboard.channels import described
 from monitors.dashboard.context import switch_team
+from monitors.dashboard.muting import mute_context
 from monitors.editing import add_ignore_lines, update_monitor
 from monitors.models import Monitor, Tag, Target
 from monitors.unavailable import SEARCH, unavailable
@@ -128,6 +129,7 @@ def monitor_list(request: DashboardRequest) -> HttpResponse:
         "status_label": dict(status_choices)[filters["status"]],
         "team_tags": list(Tag.objects.for_team(request.team).in_use()),
         "tag_name_max": rules.TAG_NAME_MAX,
+        "mute_choices": muting.CHOICES,
     }
     template = _fragment(request, "monitors/monitor_list.html", {"results"})
     response = render(request, template, context)
@@ -238,6 +240,7 @@ def _monitor_context(request: DashboardRequest, monitor: Monitor) -> dict[str, A
         "model_configured": llm_available(),
         **_ai_use_context(monitor),
         **_chart_context(monitor),
+        **mute_context(monitor),
     }
 
 

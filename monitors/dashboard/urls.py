@@ -22,6 +22,7 @@ from monitors.dashboard import (
     monitor_bulk,
     monitor_edit,
     monitors,
+    muting,
     notifications,
     passwords,
     search,
@@ -59,6 +60,7 @@ urlpatterns = [
         name="monitor-validate",
     ),
     path(monitor + "toggle/", monitors.monitor_toggle, name="monitor-toggle"),
+    path(monitor + "mute/", muting.monitor_mute, name="monitor-mute"),
     path("monitors/bulk/", monitor_bulk.monitor_bulk, name="monitor-bulk"),
     path(monitor + "run/", monitors.monitor_run, name="monitor-run"),
     path(

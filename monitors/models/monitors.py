@@ -25,6 +25,8 @@ from monitors.models.tags import Tag
 from monitors.models.teams import FEED_TOKEN_MAX_LENGTH, Team, feed_link, new_feed_token
 from monitors.target_kinds import TargetKind, kind_for
 
+MUTED_FOREVER = rules.MUTED_FOREVER
+
 
 class MonitorQuerySet(models.QuerySet["Monitor"]):
     def alive(self) -> MonitorQuerySet:
@@ -97,6 +99,31 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
             monitor.updated_at = now
         Monitor.objects.bulk_update(paused, ["status", "next_run_at", "updated_at"])
         return paused
+
+    def muted(self, now: datetime) -> MonitorQuerySet:
+        """Those whose notifications are muted at `now`."""
+        return self.filter(muted_until__gt=now)
+
+    def mute(self, until: datetime, now: datetime) -> list[Monitor]:
+        """Mute these until `until`, in one update (a later or earlier end
+        replaces the one they had); the ones it muted or re-muted."""
+        chosen = list(self.exclude(muted_until=until))
+        Monitor.objects.filter(pk__in=[m.pk for m in chosen]).update(
+            muted_until=until, updated_at=now
+        )
+        for monitor in chosen:
+            monitor.muted_until = until
+        return chosen
+
+    def unmute(self, now: datetime) -> list[Monitor]:
+        """End the mute of the muted ones among these; the ones it unmuted."""
+        muted = list(self.muted(now))
+        Monitor.objects.filter(pk__in=[m.pk for m in muted]).update(
+            muted_until=None, updated_at=now
+        )
+        for monitor in muted:
+            monitor.muted_until = None
+        return muted
 
     def soft_delete(self, now: datetime) -> list[Monitor]:
         """Mark these deleted (Monitor.soft_delete for many); the ones it
@@ -214,6 +241,12 @@ class Monitor(models.Model):
         default=WebhookPages.ALL,
     )
     notification = models.JSONField(default=dict, blank=True)
+    # While in the future, the monitor checks and records as usual but tells
+    # no channel (checks.notify); MUTED_FOREVER means until someone unmutes.
+    # A past value is an ended mute: the same as null.
+    muted_until = models.DateTimeField(
+        "notifications muted until", null=True, blank=True
+    )
     channels = models.ManyToManyField(
         "Channel", through="MonitorChannel", related_name="monitors", blank=True
     )
@@ -306,6 +339,24 @@ class Monitor(models.Model):
     def resume(self, now: datetime) -> None:
         self.status = self.Status.ACTIVE
         self.next_run_at = self.next_run_after(now)
+
+    def is_muted(self, now: datetime) -> bool:
+        """Whether its notifications are muted at `now`."""
+        return self.muted_until is not None and self.muted_until > now
+
+    def mute_end(self, now: datetime) -> datetime | None:
+        """When its mute ends (MUTED_FOREVER: when someone unmutes it); None
+        while it is not muted, an ended mute included."""
+        return self.muted_until if self.is_muted(now) else None
+
+    @property
+    def mute_ends_at(self) -> datetime | None:
+        """mute_end now, for pages and lists that show the mute."""
+        return self.mute_end(timezone.now())
+
+    @property
+    def muted_forever(self) -> bool:
+        return self.muted_until == MUTED_FOREVER
 
     @property
     def feed_url(self) -> str | None:

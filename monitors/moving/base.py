@@ -26,6 +26,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from monitors import rules
 from monitors.schedule import min_interval_minutes
 from monitors.target_kinds import pages_target
+from monitors.time_words import wire_time
 
 
 @dataclass(frozen=True)
@@ -340,6 +341,8 @@ class Draft:
     headers: dict[str, str] = field(default_factory=dict)
     browser: bool = False
     paused: bool = False
+    # Its notifications muted there: muted here until someone unmutes it.
+    muted: bool = False
     notify_urls: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     baselines: list[Baseline] = field(default_factory=list)
@@ -385,6 +388,8 @@ class Draft:
             payload["fetchWith"] = "browser"
         if self.goal:
             payload["goal"] = self.goal
+        if self.muted:
+            payload["mutedUntil"] = wire_time(rules.MUTED_FOREVER)
         return Planned(
             ref=self.ref,
             label=name,

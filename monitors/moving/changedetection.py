@@ -162,11 +162,12 @@ def _notification_urls(
     ):
         if urls:
             break
-    if urls and watch.get("notification_muted"):
+    if watch.get("notification_muted"):
+        draft.muted = True
         draft.notes.append(
-            "Its notifications were muted there: no channel is linked to it."
+            "Its notifications were muted there: it comes with them muted until "
+            "you unmute it on its page."
         )
-        return
     draft.notify_urls = urls
 
 

@@ -10,8 +10,10 @@ scrapeOptions and crawlOptions (see checks.targets.options)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
@@ -301,9 +303,26 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             "always one (needs BROWSER_EXECUTABLE)."
         ),
     )
+    mutedUntil = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Pagewatch extension: until when the monitor's notifications are "
+            "muted (ISO 8601, in the future). It keeps checking and recording "
+            "changes but sends nothing to its webhook, e-mail or channels, "
+            "digests included. 9999-12-31T00:00:00Z mutes until unmuted; null "
+            "unmutes."
+        ),
+    )
     origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
+
+    def validate_mutedUntil(self, until: datetime | None) -> datetime | None:  # noqa: N802
+        rule = rules.mute_rule(until, timezone.now())
+        if rule is not None:
+            raise ValidationError(rule.api, code=rule.code)
+        return rules.clean_muted_until(until)
 
     def validate_ignoreLines(self, entries: list[str]) -> list[str]:  # noqa: N802
         errors = {

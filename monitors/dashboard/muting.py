@@ -1,0 +1,65 @@
+"""Muting a monitor's notifications from its page: for an hour, until
+tomorrow morning, for a week or until unmuted (monitors.muting), and
+unmuting. The list's bulk actions mute many (monitors.dashboard.monitor_bulk)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from monitors import clock, muting, rules
+from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
+from monitors.models import Monitor
+from teams.activity import Actor, record_mute
+
+UNMUTE = "off"
+
+
+def mute_context(monitor: Monitor) -> dict[str, Any]:
+    """What the monitor page says of its mute, and the choices it offers."""
+    until = monitor.mute_ends_at
+    return {
+        "mute_words": (
+            muting.until_words(until, clock.team_zone(monitor.team)) if until else ""
+        ),
+        "mute_choices": muting.CHOICES,
+    }
+
+
+def mute_chosen(
+    request: DashboardRequest, monitors: Any, choice: str
+) -> tuple[list[Monitor], str]:
+    """Mute (for the choice's time) or unmute these monitors of the team;
+    the ones it changed, and how it is said ("" for a choice that is none).
+    One activity entry for each."""
+    now = timezone.now()
+    if choice == UNMUTE:
+        done = monitors.unmute(now)
+        record_mute(Actor.of(request), request.team, done, None)
+        return done, "unmuted"
+    zone = clock.team_zone(request.team)
+    until = muting.mute_end(choice, now, zone)
+    if until is None or rules.mute_rule(until, now):
+        return [], ""
+    done = monitors.mute(until, now)
+    record_mute(Actor.of(request), request.team, done, until)
+    return done, f"muted until {muting.until_words(until, zone)}"
+
+
+@require_POST
+@team_view(needs=Action.EDIT)
+def monitor_mute(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
+    monitor = get_monitor_for(request, pk)
+    chosen = Monitor.objects.filter(pk=monitor.pk)
+    done, said = mute_chosen(request, chosen, request.POST.get("mute", ""))
+    if not said:
+        messages.error(request, "Choose how long to mute its notifications.")
+    elif done:
+        messages.success(request, f"Notifications of “{monitor.name}” {said}.")
+    return redirect(monitor.get_absolute_url())
