@@ -130,11 +130,11 @@ class NotFoundProbe:
             return None  # refused, blocked, timed out: nothing confirmed
         if not 200 <= fetched.status_code < 300:
             return None  # a real 404: the site says what is gone
-        try:
-            page = read_page(made_up, fetched)
+        try:  # read as the page is, under its own options
+            page = read_page(job, fetched)
         except ExtractionError:
             return None
-        return text_of(made_up, page.source_format, page.source)[:KEPT_CHARS]
+        return text_of(job, page.source_format, page.source)[:KEPT_CHARS]
 
 
 def probe_options(options: Mapping[str, Any]) -> dict[str, Any]:
