@@ -6,6 +6,7 @@ confirms it is counted on the test server."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,7 +17,7 @@ from checks import runner
 from checks.content.not_found import looks_not_found, probe_url, same_text
 from checks.errors import ErrorKind, error_words
 from checks.fetch import OutboundClient
-from checks.jobs import PageJob
+from checks.jobs import PageJob, Via
 from checks.models import Check, PageResult, PageState
 from checks.notify import reports
 from checks.pipeline.extract import extract_page
@@ -403,3 +404,153 @@ def test_texts_that_differ_only_by_their_address_are_the_same_page():
 
     assert same_text(page, probe, ("/shop/widget", "/shop/xq81kz"))
     assert not same_text(page, "# Widget\n\nA sturdy widget.", ())
+
+
+# --- Removed pages, home pages, several targets --------------------------------
+
+BODY_ONLY_NOT_FOUND = (
+    "<!doctype html><html><head><title>Acme Shop</title></head>"
+    "<body><main><h2>Oops</h2>"
+    "<p>Sorry, the page you are looking for does not exist.</p></main></body></html>"
+)
+
+
+def test_a_removed_page_whose_not_found_page_says_so_only_in_its_text_stays_gone(
+    team, site
+):
+    site.otherwise(BODY_ONLY_NOT_FOUND)
+    url = site.html("/shop/widget", "Widget", f"<h1>Widget</h1>{PRODUCT}")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    kept = state_of(monitor, url)
+    site.remove("/shop/widget")
+    assert run_check(monitor).pages.get(url=url).status == PageResult.Status.REMOVED
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.SAME and page.is_still_gone
+    assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+    state = state_of(monitor, url)
+    assert state.presence == PageState.Presence.REMOVED
+    assert state.snapshot_id == kept.snapshot_id  # not the not-found page
+
+
+def test_a_removed_deep_page_still_redirecting_home_stays_gone(team, site):
+    site.html("/", "Acme", "<h1>Welcome to Acme</h1><p>Our latest offers.</p>")
+    url = site.html("/shop/widget", "Widget", f"<h1>Widget</h1>{PRODUCT}")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.otherwise("", status=302, headers={"Location": "/"})
+    site.remove("/shop/widget")
+    assert run_check(monitor).pages.get(url=url).status == PageResult.Status.REMOVED
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.SAME and page.is_still_gone
+    assert state_of(monitor, url).presence == PageState.Presence.REMOVED
+
+
+def test_a_home_page_watched_through_an_address_that_always_led_home_changes(
+    team, site
+):
+    home = "<h1>Welcome to Acme</h1>" + "".join(
+        f"<p>Offer {n}: widgets at $10 each, while stocks last.</p>" for n in range(10)
+    )
+    site.html("/", "Acme", home)
+    site.otherwise("", status=302, headers={"Location": "/"})  # /en/ too
+    url = site.url("/en/")
+    monitor = make_monitor(team, [url])
+    assert run_check(monitor).pages.get(url=url).status == PageResult.Status.NEW
+    site.html("/", "Acme", home.replace("$10", "$12"))
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.CHANGED
+    assert page.error_kind == ""
+    assert state_of(monitor, url).presence == PageState.Presence.ACTIVE
+
+
+def test_each_target_on_a_host_has_the_made_up_address_read_with_its_own_options(
+    team, shop
+):
+    shop.html("/shop/gadget", "Gadget", f"<h1>Gadget</h1>{PRODUCT}")
+    plain, trimmed = shop.url("/shop/widget"), shop.url("/shop/gadget")
+    monitor = Monitor.objects.create(team=team, name="Shop", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=[plain])
+    Target.objects.create(
+        monitor=monitor,
+        type="scrape",
+        urls=[trimmed],
+        scrape_options={"excludeTags": ["h1", "nav", "a"]},
+    )
+    run_check(monitor)
+    shop.remove("/shop/widget")
+    shop.remove("/shop/gadget")
+
+    check = run_check(monitor)
+
+    assert {p.url: p.status for p in check.pages.all()} == {
+        plain: PageResult.Status.REMOVED,
+        trimmed: PageResult.Status.REMOVED,
+    }
+    assert len(made_up(shop, {"/shop/widget", "/shop/gadget"})) == 2
+
+
+class _SeenBrowser(BrowserFetcher):
+    """A browser that fetches over plain HTTP and keeps the jobs it is given."""
+
+    def __init__(self, http: HttpFetcher) -> None:
+        super().__init__()
+        self.http = http
+        self.jobs: list[PageJob] = []
+
+    async def fetch(self, job: PageJob, headers: Any, stop_at: Any = None) -> Any:
+        self.jobs.append(job)
+        return await self.http.fetch(job, headers, stop_at)
+
+
+def test_a_made_up_address_in_the_browser_neither_acts_nor_takes_a_screenshot(shop):
+    options = {
+        "formats": ["markdown", {"type": "screenshot", "fullPage": True}],
+        "actions": [{"type": "click", "selector": "#buy"}],
+        "waitFor": 300,
+    }
+    job = PageJob(uuid.uuid4(), shop.url("/shop/no-such"), options, 1, uuid.uuid4())
+    job = dataclasses.replace(job, browser=Via.OPTIONS)
+    http = HttpFetcher(OutboundClient())
+    browser = _SeenBrowser(http)
+
+    async def confirm() -> Any:
+        fetched = await http.fetch(job, job.headers)
+        outcome = extract_page(job, fetched, None)
+        assert outcome.not_found is not None
+        try:
+            return await NotFoundProbe(Fetchers(http, browser), uuid.uuid4()).confirm(
+                job, outcome, None
+            )
+        finally:
+            await http.aclose()
+
+    confirmed = asyncio.run(confirm())
+
+    assert confirmed.error_kind == ErrorKind.NOT_FOUND_PAGE
+    [asked] = browser.jobs
+    assert asked.url != job.url
+    assert "actions" not in asked.options
+    assert asked.options["formats"] == ["markdown"]
+    assert asked.options["waitFor"] == 300  # the page is still given its time
+
+
+@pytest.mark.parametrize(
+    ("url", "beside"),
+    [
+        ("https://shop.example/docs/http-404/", "/docs/"),
+        ("https://shop.example/docs/v1.2/", "/docs/"),
+        ("https://shop.example/", "/"),
+    ],
+)
+def test_a_made_up_address_for_a_folder_address_sits_beside_it(url, beside):
+    path = urlsplit(probe_url(url)).path
+
+    assert path.startswith(f"{beside}pagewatch-") and path.endswith("/")
+    assert path.count("/") == beside.count("/") + 1

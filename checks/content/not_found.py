@@ -89,13 +89,16 @@ def first_heading(source: str, html: bool) -> str:
 
 
 def probe_url(url: str) -> str:
-    """A made-up address beside `url`'s: its directory, a random name with
-    the same extension, no query; same scheme and host, so the same address
-    policy decides it."""
+    """A made-up address beside `url`'s: in the same directory, a random name
+    with the same extension, or ending in "/" as a folder's address does (never
+    under the page: a site ignoring extra segments answers with the page
+    itself); no query; same scheme and host, so the same address policy
+    decides it."""
     parts = urlsplit(url)
-    directory = parts.path.rsplit("/", 1)[0]
-    extension = splitext(parts.path.rsplit("/", 1)[-1])[1]
-    if not re.fullmatch(r"\.[A-Za-z0-9]{1,5}", extension):
+    folder = parts.path.endswith("/")
+    directory, _, last = parts.path.rstrip("/").rpartition("/")
+    extension = "/" if folder else splitext(last)[1]
+    if not folder and not re.fullmatch(r"\.[A-Za-z0-9]{1,5}", extension):
         extension = ""
     name = f"pagewatch-{secrets.token_hex(8)}{extension}"
     return urlunsplit((parts.scheme, parts.netloc, f"{directory}/{name}", "", ""))

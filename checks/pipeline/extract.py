@@ -15,9 +15,10 @@ baseline's hashes can decide it, as Firecrawl does.
   removed, and its next good fetch is new again
 * fetch or extraction failure, any other 4xx/5xx          -> error; the baseline
   is kept, so the next good fetch diffs against the last good content.
-* a new page, or one whose text changed, that may be the site's "not found"
-  page answered with 200 (see _may_be_not_found) carries its text for
-  checks.pipeline.not_found to confirm or clear; no other page pays for it.
+* a page that may be the site's "not found" page answered with 200 carries
+  its text for checks.pipeline.not_found to confirm or clear: a page never
+  seen when its title or first heading says so, a page whose text changed or
+  that was reported removed by _may_be_not_found; no other page pays for it.
 
 All of it is plain CPU work on data in memory, run inline as each page
 arrives (checks.pipeline.batch); nothing here reads the database.
@@ -36,6 +37,7 @@ from checks.ai import formats as ai_formats
 from checks.browser.result import BrowserResult
 from checks.content import (
     SOURCE_HTML,
+    Extracted,
     ExtractionError,
     content_hash,
     extract,
@@ -200,7 +202,8 @@ def _read_response(
             ),
             error_kind=kind,
         )
-    outcome = _extracted(job, fetched, baseline, metadata, content_type)
+    removed = state if state is not None and state.is_removed else None
+    outcome = _extracted(job, fetched, baseline, removed, metadata)
     if outcome.content is not None:
         outcome.content.etag = fetched.headers.get("etag", "")[:512]
         outcome.content.last_modified = fetched.headers.get("last-modified", "")[:64]
@@ -243,12 +246,30 @@ def _unchanged(
     )
 
 
+def read_page(job: PageJob, fetched: FetchResult) -> Extracted:
+    """A fetched page's extracted content under the page's options (raises
+    ExtractionError): the page's and its made-up address's alike
+    (checks.pipeline.not_found)."""
+    return extract(
+        fetched.content,
+        content_type=fetched.headers.get("content-type", ""),
+        url=fetched.final_url,
+        options=job.options,
+    )
+
+
+def text_of(job: PageJob, source_format: str, source: str) -> str:
+    """An extracted page's Markdown as it is compared: without the monitor's
+    lines to ignore."""
+    return strip_noise(markdown_of(source_format, source), job.ignore_lines)
+
+
 def _extracted(
     job: PageJob,
     fetched: FetchResult,
     baseline: PageState | None,
+    removed: PageState | None,
     metadata: dict[str, Any],
-    content_type: str,
 ) -> Outcome:
     answered = body_digest(fetched)
     digest = body_hash(answered)
@@ -272,12 +293,7 @@ def _extracted(
             error_kind=ErrorKind.EMPTY,
         )
     try:
-        page = extract(
-            fetched.content,
-            content_type=content_type,
-            url=fetched.final_url,
-            options=job.options,
-        )
+        page = read_page(job, fetched)
     except ExtractionError as exc:
         return Outcome(
             PageResult.Status.ERROR,
@@ -300,17 +316,25 @@ def _extracted(
         outcome.page_text = PageText(source_format, source)
     if baseline is None:
         content.snapshot = pack_snapshot(source, source_format)
+        if removed is not None:
+            # Back, or still the site's not-found page: told as a page whose
+            # text changed is, against the content it had before it went.
+            markdown = text_of(job, source_format, source)
+            if _may_be_not_found(job, outcome, removed, page, markdown):
+                outcome.not_found = markdown
+            return outcome
+        # Never seen: only its title and first heading are looked at, so a
+        # first check does not turn every page's source into Markdown.
         heading = first_heading(source, html=source_format == SOURCE_HTML)
         if looks_not_found(outcome.metadata["title"], heading, ""):
-            markdown = markdown_of(source_format, source)
-            outcome.not_found = strip_noise(markdown, job.ignore_lines)
+            outcome.not_found = text_of(job, source_format, source)
         return outcome
     outcome.status = PageResult.Status.SAME  # unless the text says otherwise
     if snapshot_hash(source, source_format) == baseline.snapshot_hash:
         content.normalized_hash = baseline.normalized_hash
         content.snapshot = (baseline.snapshot_hash, b"", 0, "")
         return outcome
-    markdown = strip_noise(markdown_of(source_format, source), job.ignore_lines)
+    markdown = text_of(job, source_format, source)
     digest_text = content_hash(markdown)
     if baseline.normalized_hash and digest_text == baseline.normalized_hash:
         # Markup changed, text did not: the baseline stays (replaced once when
@@ -326,7 +350,7 @@ def _extracted(
         return outcome
     content.normalized_hash = digest_text
     outcome.pending = Pending(source_format, source, markdown)
-    if _may_be_not_found(job, outcome, baseline, source, source_format):
+    if _may_be_not_found(job, outcome, baseline, page, markdown):
         outcome.not_found = markdown
     if outcome.page_text is not None:
         outcome.page_text.markdown = markdown
@@ -341,23 +365,32 @@ NOT_FOUND_DROP = 0.5
 def _may_be_not_found(
     job: PageJob,
     outcome: Outcome,
-    baseline: PageState,
-    source: str,
-    source_format: str,
+    kept: PageState,
+    page: Extracted,
+    markdown: str,
 ) -> bool:
-    """Whether a page whose text changed may now be the site's "not found"
-    page: it says so at its top and lost most of its content, or a deep
-    address now lands on the site's home page (as any unknown address of
-    many sites does). Only a suspicion: the made-up address confirms it."""
-    landed = urlsplit(str(outcome.metadata.get("url") or job.url)).path or "/"
-    if landed == "/" and (urlsplit(job.url).path or "/") != "/":
+    """Whether a page whose text changed from its baseline, or that comes
+    back after it was reported removed (`kept`: its last content), may be
+    the site's "not found" page: it says so at its top and lost most of its
+    content, or a deep address that landed elsewhere now lands on the site's
+    home page (as any unknown address of many sites does); one that always
+    landed there is the home page. Only a suspicion: the made-up address
+    confirms it."""
+    if _landed_home(job, outcome, kept):
         return True
-    assert outcome.pending is not None
     title = outcome.metadata.get("title")
-    markdown = outcome.pending.markdown
     if not looks_not_found(title, first_heading(markdown, html=False), markdown):
         return False
-    size = getattr(baseline, "snapshot_size", None)
-    if not size or baseline.snapshot_format != source_format:
+    size = getattr(kept, "snapshot_size", None)
+    if not size or kept.snapshot_format != page.source_format:
         return True  # nothing to measure the drop by: the probe decides
-    return len(source.encode()) <= size * NOT_FOUND_DROP
+    return len(page.source.encode()) <= size * NOT_FOUND_DROP
+
+
+def _landed_home(job: PageJob, outcome: Outcome, kept: PageState) -> bool:
+    """Whether a deep address whose kept content was not the home page
+    (its own final address) now lands on the home page."""
+    landed = urlsplit(str(outcome.metadata.get("url") or job.url)).path or "/"
+    was = urlsplit(str(kept.metadata.get("url") or job.url)).path or "/"
+    deep = (urlsplit(job.url).path or "/") != "/"
+    return landed == "/" and was != "/" and deep

@@ -15,8 +15,10 @@ site's not-found page and is gone, as a real 404 would say for its kind:
 When it answers 404 (or any error), or other text, the page is what it says
 (a search page's "no results found" is a change). The made-up address goes
 through the page's own fetcher (the one outbound door, its address policy,
-the page's headers), once per host and fetcher in a check: the batch keeps
-the answer, and the cache shares it with the check's other batches.
+the page's headers, without its actions or screenshot), about once per host,
+fetcher and set of options in a check: the batch keeps the answer, and the
+cache shares it with the check's other batches (batches running at the same
+moment on other workers may each ask before one has kept it).
 """
 
 from __future__ import annotations
@@ -24,18 +26,23 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import json
 import logging
 import uuid
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.cache import cache
 
-from checks.content import ExtractionError, extract, markdown_of, strip_noise
+from checks.browser.options import screenshot_format
+from checks.content import ExtractionError
 from checks.content.not_found import probe_url, same_text
 from checks.errors import ErrorKind
 from checks.fetch import FetchError
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState
+from checks.pipeline.extract import read_page, text_of
 from checks.pipeline.fetch import Fetchers
 from checks.pipeline.outcome import Outcome, base_metadata
 
@@ -57,8 +64,8 @@ KEPT_CHARS = 50_000
 
 
 class NotFoundProbe:
-    """One batch's made-up addresses: asked at most once per host (and
-    fetcher), their answers' text kept for the check."""
+    """One batch's made-up addresses: asked at most once per host, fetcher
+    and set of options, their answers' text kept for the check."""
 
     def __init__(self, fetchers: Fetchers, check_id: uuid.UUID) -> None:
         self.fetchers = fetchers
@@ -110,25 +117,38 @@ class NotFoundProbe:
         return answer
 
     async def _text_of(self, job: PageJob, probe: str) -> str | None:
-        made_up = dataclasses.replace(job, url=probe, follow=False, record=False)
+        made_up = dataclasses.replace(
+            job,
+            url=probe,
+            options=probe_options(job.options),
+            follow=False,
+            record=False,
+        )
         try:
             fetched = await self.fetchers.fetch(made_up, job.headers)
         except FetchError:
             return None  # refused, blocked, timed out: nothing confirmed
         if not 200 <= fetched.status_code < 300:
             return None  # a real 404: the site says what is gone
-        content_type = fetched.headers.get("content-type", "")
-        try:
-            page = extract(
-                fetched.content,
-                content_type=content_type,
-                url=fetched.final_url,
-                options=job.options,
-            )
-            markdown = markdown_of(page.source_format, page.source)
+        try:  # read as the page is, under its own options
+            page = read_page(job, fetched)
         except ExtractionError:
             return None
-        return strip_noise(markdown, job.ignore_lines)[:KEPT_CHARS]
+        return text_of(job, page.source_format, page.source)[:KEPT_CHARS]
+
+
+def probe_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The page's scrapeOptions for its made-up address: what shapes the text
+    (extraction, headers, waitFor, device, languages) without the actions,
+    which would look for the page's elements on the not-found page until
+    their time runs out, and without the screenshot, of no use here."""
+    kept = {key: value for key, value in options.items() if key != "actions"}
+    formats = options.get("formats")
+    if isinstance(formats, list) and screenshot_format(options) is not None:
+        kept["formats"] = [
+            fmt for fmt in formats if screenshot_format({"formats": [fmt]}) is None
+        ]
+    return kept
 
 
 def gone(job: PageJob, outcome: Outcome, state: PageState | None) -> Outcome:
@@ -167,7 +187,14 @@ def gone(job: PageJob, outcome: Outcome, state: PageState | None) -> Outcome:
 
 def _key(job: PageJob) -> str:
     """Which made-up address answers for this page: its host's, as this
-    page's fetcher sees it."""
+    page's fetcher sees it and as its options and lines to ignore read it
+    (two targets on one host may extract, or ask, otherwise)."""
     parts = urlsplit(job.url)
-    seen = f"{parts.scheme}://{parts.netloc}|{'browser' if job.browser else 'http'}"
-    return hashlib.sha256(seen.encode()).hexdigest()[:32]
+    seen = [
+        f"{parts.scheme}://{parts.netloc}",
+        "browser" if job.browser else "http",
+        job.options,
+        job.ignore_lines,
+    ]
+    canonical = json.dumps(seen, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
