@@ -767,6 +767,76 @@ def test_switching_off_an_owner_whose_others_are_all_switched_off_says_nobody_ca
     ) in said
 
 
+def test_switching_off_warns_of_no_team_the_account_is_not_in(
+    admin_client, team, people, django_user_model
+):
+    """eddie, already switched off, is Bobcorp's only owner: that is his
+    team's state, not something switching off olive (Acme only) leaves."""
+    owner, editor, _ = people
+    bobcorp = Team.objects.create(name="Bobcorp", slug="bobcorp")
+    Membership.objects.create(team=bobcorp, user=editor, role=Membership.Role.OWNER)
+    carl = django_user_model.objects.create_user("carl", "c@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=carl, role=Membership.Role.OWNER)
+    editor.is_active = False
+    editor.save()
+    form = user_form(admin_client, owner)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[owner.pk]), form, follow=True
+    )
+
+    said = [html.unescape(str(m)) for m in response.context["messages"]]
+    owner.refresh_from_db()
+    assert not owner.is_active
+    assert not [m for m in said if "Bobcorp" in m or "only" in m]
+
+
+def test_switching_off_an_editor_of_a_team_with_no_owner_signing_in_says_no_only_owner(
+    admin_client, team, people, django_user_model
+):
+    """Acme's only owner is switched off already: eddie, an editor, was never
+    its owner, and others there can still sign in."""
+    owner, editor, _ = people
+    vera = django_user_model.objects.create_user("vera", "v@acme.test", PASSWORD)
+    Membership.objects.create(team=team, user=vera, role=Membership.Role.VIEWER)
+    owner.is_active = False
+    owner.save()
+    form = user_form(admin_client, editor)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[editor.pk]), form, follow=True
+    )
+
+    said = " ".join(html.unescape(str(m)) for m in response.context["messages"])
+    editor.refresh_from_db()
+    assert not editor.is_active
+    assert "only owner" not in said
+
+
+def test_switching_off_the_last_editor_who_can_sign_in_says_nobody_can_see(
+    admin_client, team, people
+):
+    """Not an owner, but the last of the team who can sign in: worth saying."""
+    owner, editor, _ = people
+    owner.is_active = False
+    owner.save()
+    form = user_form(admin_client, editor)
+    form.pop("is_active")
+
+    response = admin_client.post(
+        reverse("admin:auth_user_change", args=[editor.pk]), form, follow=True
+    )
+
+    said = " ".join(html.unescape(str(m)) for m in response.context["messages"])
+    assert (
+        "eddie was the only member of Acme who can sign in: while the account is "
+        "switched off nobody can see the team; none of its monitors is checking "
+        "now."
+    ) in said
+
+
 def test_switching_off_one_of_two_owners_in_the_admin_warns_of_nothing(
     admin_client, team, people
 ):

@@ -82,6 +82,13 @@ _PERMANENT_STATUSES = frozenset({401, 403, 404})
 # The door's refusals: trying again cannot help.
 _NEVER_RETRIED = frozenset({ErrorKind.BLOCKED_ADDRESS, ErrorKind.INVALID_URL})
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# Objects in what the model was shown are looked for up to this long: an
+# answer longer than that, copied from the page, is not recognised.
+SHOWN_OBJECT_CHARS = 8_000
+# And reading them stops once tries that found no object have read this much
+# (a page of nested braces would otherwise cost its length squared).
+SHOWN_READ_BUDGET = 1_000_000
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
 
 
 def llm_available() -> bool:
@@ -225,10 +232,11 @@ def parse_json(
     """The model's JSON object: the whole text, or an object inside prose or
     a code fence. A model may quote an object (from the page, say) before its
     own answer, so the last object wins, and with a `schema` the last one that
-    fits it (else the last one, for its error). When several fit, one copied
-    from `shown` (what the model was shown: a page can plant an answer for
-    it to echo, before or after its own) is passed over for one that was
-    not. None when there is none."""
+    fits it (else the last one, for its error). When several fit, one equal
+    to an object in `shown` (what the model was shown: a page can plant an
+    answer for it to echo, before or after its own) is passed over for one
+    that was not (_shown_in says what counts as equal and how far it looks).
+    None when there is none."""
     text = text.strip()
     try:
         value = json.loads(text)
@@ -240,16 +248,80 @@ def parse_json(
     if schema is not None:
         fitting = [value for value in found if schema_error(value, schema) is None]
         if len(fitting) > 1 and shown:
-            page = "".join(shown.split())
-            fitting = [v for v in fitting if _compact(v) not in page] or fitting
+            copied = _shown_in(fitting, shown)
+            fitting = [v for i, v in enumerate(fitting) if i not in copied] or fitting
         if fitting:
             return fitting[-1]
     return found[-1] if found else None
 
 
-def _compact(value: Any) -> str:
-    """`value` as JSON without any white space, to find it in a text."""
-    return "".join(json.dumps(value, ensure_ascii=False, separators=(",", ":")).split())
+def _shown_in(answers: list[dict[str, Any]], shown: str) -> set[int]:
+    """The indexes of `answers` equal to an object in `shown`, at any depth:
+    compared as parsed values (keys in any order, white space in strings
+    aside), never as text. A diff shows each line of an object spread over
+    several after its "+", "-" or " ", so its new side and its old side are
+    read without them too, and the text as it is. Objects longer than
+    SHOWN_OBJECT_CHARS are not read, nor any once SHOWN_READ_BUDGET is spent
+    on tries that found none."""
+    lines = shown.split("\n")
+    new = [x[1:] if x[:1] in ("+", " ") else x for x in lines if x[:1] != "-"]
+    old = [x[1:] if x[:1] in ("-", " ") else x for x in lines if x[:1] != "+"]
+    by_keys: dict[frozenset[str], list[int]] = {}
+    for index, answer in enumerate(answers):
+        by_keys.setdefault(frozenset(answer), []).append(index)
+    copied: set[int] = set()
+    for text in (shown, "\n".join(new), "\n".join(old)):
+        stack: list[Any] = _shown_objects(text)
+        while stack:
+            value = stack.pop()
+            if isinstance(value, list):
+                stack.extend(value)
+            elif isinstance(value, dict):
+                stack.extend(value.values())
+                for index in by_keys.get(frozenset(value), ()):
+                    if index not in copied and _same(value, answers[index]):
+                        copied.add(index)
+    return copied
+
+
+def _shown_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in `text`, outermost only, within the bounds of
+    _shown_in: cheap enough for a whole page."""
+    decoder = json.JSONDecoder()
+    found = []
+    spent = 0
+    match = _OBJECT_START.search(text)
+    while match and spent < SHOWN_READ_BUDGET:
+        start = match.start()
+        window = text[start : start + SHOWN_OBJECT_CHARS]
+        try:
+            value, end = decoder.raw_decode(window)
+        except RecursionError:
+            spent += len(window)
+        except ValueError as exc:
+            spent += max(getattr(exc, "pos", len(window)), 16)
+        else:
+            found.append(value)
+            match = _OBJECT_START.search(text, start + end)
+            continue
+        match = _OBJECT_START.search(text, start + 1)
+    return found
+
+
+def _same(shown: Any, answer: Any) -> bool:
+    """Whether two parsed JSON values are equal, white space in strings
+    aside; true is not 1, nor 1.0 the number 1 (Python's == says they are)."""
+    if type(shown) is not type(answer):
+        return False
+    if isinstance(answer, str):
+        return "".join(shown.split()) == "".join(answer.split())
+    if isinstance(answer, list):
+        return len(shown) == len(answer) and all(map(_same, shown, answer))
+    if isinstance(answer, dict):
+        return shown.keys() == answer.keys() and all(
+            _same(shown[key], answer[key]) for key in answer
+        )
+    return shown == answer
 
 
 def _storable(value: Any) -> Any:

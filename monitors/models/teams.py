@@ -74,14 +74,25 @@ class TeamQuerySet(models.QuerySet["Team"]):
         """left_ownerless_by for `user`'s account being switched off, with the
         accounts of their teams already switched off counted as gone too: an
         owner who cannot sign in manages nothing, and `has_others` then means
-        someone else in the team who can still sign in."""
-        theirs = Membership.objects.filter(user=user).values("team")
+        someone else in the team who can still sign in. Only `user`'s own
+        teams, and those with others only where `user` is an owner: the
+        others switched off are counted gone in every team they are in, so
+        without this a team `user` is not in, or one they never owned (whose
+        owners were switched off before), would be said to lose them."""
+        theirs = Membership.objects.filter(user=user)
         off = (
-            Membership.objects.filter(team__in=theirs, user__is_active=False)
+            Membership.objects.filter(
+                team__in=theirs.values("team"), user__is_active=False
+            )
             .exclude(user=user)
             .select_related("user")
         )
-        return self.left_ownerless_by(user, *{row.user for row in off})
+        owned = theirs.filter(role=Membership.Role.OWNER).values("team")
+        return (
+            self.left_ownerless_by(user, *{row.user for row in off})
+            .filter(pk__in=theirs.values("team"))
+            .filter(models.Q(pk__in=owned) | models.Q(has_others=False))
+        )
 
 
 class Team(models.Model):
