@@ -18,7 +18,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,7 +43,6 @@ from checks.browser.executable import available, unavailable_message
 from checks.browser.options import declared_wait_ms, languages, screenshot_format
 from checks.browser.proxy import GuardProxy, refusal_key
 from checks.browser.result import ActionOutputs, BrowserResult, Shot
-from checks.browser.stay import Stay
 from checks.errors import ErrorKind
 from checks.fetch import FetchError, Resolver, ip_literal
 from checks.fetch.errors import human_size
@@ -122,12 +121,9 @@ async def render(
     headers: Mapping[str, str],
     resolver: Resolver | None,
     user_agent: str,
-    stop_at: Callable[[str], bool] | None = None,
 ) -> BrowserResult:
     """Load and capture one page; raises FetchError (with an action's own
-    words for a failed action) when there is no page to judge. `stop_at`:
-    addresses the page must not go to (checks.browser.stay), as for a
-    plain fetch."""
+    words for a failed action) when there is no page to judge."""
     proxy = GuardProxy(
         resolver or system_resolver, max_bytes=int(settings.BROWSER_MAX_BYTES)
     )
@@ -138,8 +134,7 @@ async def render(
             proxy={"server": proxy.url, "bypass": "<-loopback>"},
         )
         try:
-            stay = Stay(stop_at, job.url) if stop_at is not None else None
-            return await _Visit(context, job, headers, proxy, stay).run()
+            return await _Visit(context, job, headers, proxy).run()
         finally:
             if not await _close(context):
                 await chromium.service().discard(browser)
@@ -213,13 +208,10 @@ class _Visit:
         job: PageJob,
         headers: Mapping[str, str],
         proxy: GuardProxy,
-        stay: Stay | None = None,
     ) -> None:
         self.context = context
         self.job = job
         self.proxy = proxy
-        self.stay = stay
-        self.page: Page | None = None
         self.own = own_headers(headers)
         self.origin = _origin(job.url)
         self.outputs = ActionOutputs()
@@ -243,7 +235,7 @@ class _Visit:
     async def run(self) -> BrowserResult:
         await self.context.route("**/*", self._guard)
         await self.context.route_web_socket(lambda _url: True, self._guard_socket)
-        page = self.page = await self.context.new_page()
+        page = await self.context.new_page()
         self.traffic.watch(page)
         page.on("request", lambda request: self._note_navigation(page, request))
         page.on("response", lambda response: self._note_document(page, response))
@@ -280,8 +272,6 @@ class _Visit:
 
     async def _visit(self, page: Page) -> BrowserResult:
         response = await self._navigate(page)
-        if response is None:
-            return self._stopped()
         await self._settle(page)
         wait_for = self.job.options.get("waitFor")
         if isinstance(wait_for, int) and not isinstance(wait_for, bool) and wait_for:
@@ -300,8 +290,6 @@ class _Visit:
         shot = None
         if shot_options is not None:
             shot = await page_actions.screenshot(page, shot_options)
-        if self.stay is not None and self.stay.stopped is not None:
-            return self._stopped()  # moved on out of its area by itself
         self._check_where_it_ended(page)
         result = await self._result(page, response, self._ended_on(response), shot)
         if self.proxy.too_large:
@@ -311,32 +299,17 @@ class _Visit:
 
     # --- Loading ------------------------------------------------------------------
 
-    async def _navigate(self, page: Page) -> Response | None:
-        """The page's answer; None when it stopped at a redirect out of its
-        area (self.stay), which was not loaded."""
-        url: str | None = self.job.url
-        while url is not None:
-            try:
-                response = await page.goto(
-                    url,
-                    wait_until="domcontentloaded",
-                    timeout=self.remaining_ms() or 1,
-                )
-                url = None
-            except PlaywrightTimeout:
-                raise self._timed_out() from None
-            except PlaywrightError as exc:
-                if self.stay is None:
-                    raise self._navigation_error(exc) from None
-                if self.stay.error is not None:
-                    raise self.stay.error from None
-                if self.stay.stopped is not None:
-                    return None  # not loaded: _stopped says where it led
-                url = self.stay.take_next()
-                if url is None:
-                    raise self._navigation_error(exc) from None
-        if self.stay is not None:
-            self.stay.loading = False
+    async def _navigate(self, page: Page) -> Response:
+        try:
+            response = await page.goto(
+                self.job.url,
+                wait_until="domcontentloaded",
+                timeout=self.remaining_ms() or 1,
+            )
+        except PlaywrightTimeout:
+            raise self._timed_out() from None
+        except PlaywrightError as exc:
+            raise self._navigation_error(exc) from None
         if response is None:
             raise FetchError(ErrorKind.BROWSER, detail="The browser showed no page.")
         refusal = self.proxy.refusal_for(*_origin(response.url)[1:])
@@ -399,10 +372,6 @@ class _Visit:
             self.answers.append(response)
 
     def _navigation_error(self, exc: PlaywrightError) -> FetchError:
-        if self.proxy.too_large:  # the proxy cut the page's document short
-            return FetchError(
-                ErrorKind.TOO_LARGE, detail=human_size(self.proxy.max_bytes)
-            )
         for url in reversed(self.navigations or [self.job.url]):
             refusal = self.proxy.refusal_for(*_origin(url)[1:])
             if refusal is not None:
@@ -485,18 +454,11 @@ class _Visit:
             self.proxy.refusals.setdefault(key, error)
             await route.abort("blockedbyclient")
             return
-        merged = None
         if self.own and _origin(request.url) == self.origin:
             merged = {**await request.all_headers(), **self.own}
-        if (
-            self.stay is not None
-            and request.is_navigation_request()
-            and self.page is not None
-            and request.frame == self.page.main_frame
-        ):
-            await self.stay.navigate(route, request.url, merged, self.remaining_ms())
+            await route.continue_(headers=merged)
             return
-        await route.continue_(headers=merged)
+        await route.continue_()
 
     async def _guard_socket(self, socket: WebSocketRoute) -> None:
         error = await _refusal(socket.url)
@@ -528,37 +490,18 @@ class _Visit:
         while hop is not None:
             redirects.insert(0, hop.url)
             hop = hop.redirected_from
-        followed = redirects[1:] + [response.url] if redirects else []
-        if self.stay is not None:  # its hops were ours (checks.browser.stay)
-            followed = list(self.stay.redirects)
         return BrowserResult(
             url=self.job.url,
             final_url=page.url,
             status_code=document.status,
             headers=headers,
             content=content,
-            redirects=followed,
+            redirects=redirects[1:] + [response.url] if redirects else [],
             elapsed_ms=int((time.monotonic() - self.started) * 1000),
             screenshot=shot,
             actions=self.outputs,
             refused=self.proxy.refused,
             plain_would_do=plain_would_do,
-        )
-
-    def _stopped(self) -> BrowserResult:
-        """A page stopped at a redirect out of its area: the redirect's own
-        answer, bodiless, and where it leads, as a plain fetch gives it."""
-        assert self.stay is not None and self.stay.stopped is not None
-        stopped = self.stay.stopped
-        return BrowserResult(
-            url=self.job.url,
-            final_url=stopped.url,
-            status_code=stopped.status,
-            headers=httpx.Headers(stopped.headers),
-            content=b"",
-            redirects=list(self.stay.redirects),
-            elapsed_ms=int((time.monotonic() - self.started) * 1000),
-            refused=self.proxy.refused,
         )
 
     async def _plain_would_do(self, response: Response) -> bool:
@@ -593,18 +536,14 @@ async def _refusal(url: str) -> FetchError | None:
 
 
 async def fetch_page(
-    job: PageJob,
-    headers: Mapping[str, str],
-    resolver: Resolver | None,
-    stop_at: Callable[[str], bool] | None = None,
+    job: PageJob, headers: Mapping[str, str], resolver: Resolver | None
 ) -> BrowserResult:
     """The page rendered by this process's browser; raises FetchError.
-    Cancelling the caller cancels the page on the browser's loop. `stop_at`
-    is asked on the browser's thread."""
+    Cancelling the caller cancels the page on the browser's loop."""
     if not available():
         raise FetchError(ErrorKind.BROWSER, detail=unavailable_message())
     service = chromium.service()
-    work = service.submit(_in_browser(service, job, headers, resolver, stop_at))
+    work = service.submit(_in_browser(service, job, headers, resolver))
     return await asyncio.wrap_future(work)
 
 
@@ -613,12 +552,10 @@ async def _in_browser(
     job: PageJob,
     headers: Mapping[str, str],
     resolver: Resolver | None,
-    stop_at: Callable[[str], bool] | None,
 ) -> BrowserResult:
     browser = await service.open()
     try:
-        agent = _user_agent(browser)
-        return await render(browser, job, headers, resolver, agent, stop_at)
+        return await render(browser, job, headers, resolver, _user_agent(browser))
     except PlaywrightError as exc:
         # Not the page's doing (those are FetchErrors): mostly the browser
         # or its connection went away under it (the next page starts a new

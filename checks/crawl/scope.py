@@ -55,7 +55,6 @@ FILE_EXTENSIONS = (
 # URLs whose place in the crawl a Scope remembers (see Scope._place); past
 # this it starts afresh, so a sitemap of 50,000 URLs cannot pile them up.
 PLACES_KEPT = 4096
-_UNKNOWN: Any = object()
 # Keys Pagewatch reads from crawlOptions; the rest are listed as not applied.
 APPLIED_OPTIONS = frozenset(
     {
@@ -319,11 +318,8 @@ class Scope:
         keep it out. Those rules never change during a crawl (robots.txt, which
         is learnt as it goes, is asked afterwards), and a site's navigation
         repeats on every page, so the answer is remembered per URL."""
-        # One read: the browser's thread asks too (checks.browser.stay), and
-        # the memo may be cleared in between.
-        known = self._places.get(url, _UNKNOWN)
-        if known is not _UNKNOWN:
-            return known
+        if url in self._places:
+            return self._places[url]
         if len(self._places) >= PLACES_KEPT:
             self._places.clear()
         place = None

@@ -17,7 +17,7 @@ from monitors.url_rule import checked_url, url_syntax_error
 
 DEFAULT_USER_AGENT = "Pagewatch/0.1 (+https://github.com/pagewatch)"
 CONNECT_TIMEOUT_SECONDS = 10.0
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # A <meta> refresh loads its target with a bodiless GET, as a 303 does.
 REFRESH_STATUS = 303
 _TRANSPORT_HEADERS = (
@@ -111,7 +111,7 @@ def first_hop(
 def wants_redirect(status: int, headers: httpx.Headers, options: Options) -> bool:
     return (
         options.follow_redirects
-        and status in REDIRECT_STATUSES
+        and status in _REDIRECT_STATUSES
         and "location" in headers
     )
 
@@ -122,7 +122,7 @@ def next_hop(hop: Hop, status: int, location: str, done: int, options: Options) 
         raise FetchError(
             ErrorKind.TOO_MANY_REDIRECTS, detail=str(options.max_redirects)
         )
-    target = redirect_target(hop.url, location)
+    target = _redirect_target(hop.url, location)
     method, content, hop_headers = hop.method, hop.content, hop.headers.copy()
     # What browsers do: 303 always, and 301/302 after a POST, become a bodiless GET.
     if (status == 303 and method != "HEAD") or (
@@ -144,9 +144,7 @@ def next_hop(hop: Hop, status: int, location: str, done: int, options: Options) 
     return Hop(method, target, hop_headers, content)
 
 
-def redirect_target(current: httpx.URL, location: str) -> httpx.URL:
-    """Where a redirect's Location leads from `current`, as the URL rules
-    allow it (the browser's hops are judged by this too)."""
+def _redirect_target(current: httpx.URL, location: str) -> httpx.URL:
     if "\\" in location:
         detail = "Redirect location contains a backslash"
         raise FetchError(ErrorKind.INVALID_URL, detail=detail)

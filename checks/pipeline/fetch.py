@@ -75,16 +75,11 @@ class BrowserFetcher:
     def __init__(self, resolver: Resolver | None = None) -> None:
         self.resolver = resolver
 
-    async def fetch(
-        self,
-        job: PageJob,
-        headers: Mapping[str, str],
-        stop_at: Callable[[str], bool] | None = None,
-    ) -> FetchResult:
+    async def fetch(self, job: PageJob, headers: Mapping[str, str]) -> FetchResult:
         # Imported here: only a process that opens a browser loads Playwright.
         from checks.browser.page import fetch_page
 
-        return await fetch_page(job, headers, self.resolver, stop_at)
+        return await fetch_page(job, headers, self.resolver)
 
     async def aclose(self) -> None:
         return None  # the browser outlives batches (checks.browser.chromium)
@@ -108,12 +103,13 @@ class Fetchers:
         headers: Mapping[str, str],
         stop_at: Callable[[str], bool] | None = None,
     ) -> FetchResult:
-        """`stop_at`: addresses a page's redirects are not followed to (see
-        checks.fetch.afetch; the browser's, checks.browser.stay)."""
+        """`stop_at`: addresses a plain fetch's redirects are not followed to
+        (see checks.fetch.afetch); a crawl's browser pages are in its scope
+        as the browser leaves them."""
         if not job.browser:
             return await self.http.fetch(job, headers, stop_at)
         await self.http.pace.wait_turn()  # a paced crawl's pace holds for both
-        return await self.browser.fetch(job, headers, stop_at)
+        return await self.browser.fetch(job, headers)
 
     async def aclose(self) -> None:
         await self.http.aclose()
