@@ -267,6 +267,38 @@ def test_an_engine_that_fails_makes_the_page_an_error_with_its_words(
     assert "Failed loading language 'xx'" in page.error
 
 
+def test_other_pages_are_fetched_while_the_engine_reads_a_pdf(
+    api, site, tmp_path, settings
+):
+    # The engine waits (up to 10 s) for the other page's redirect to be
+    # followed, which takes the batch's event loop: were the PDF read on the
+    # loop, the redirect would wait for the engine, which would give up.
+    marker = tmp_path / "followed"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path,
+        "cat > /dev/null; i=0\n"
+        f"while [ ! -e {marker} ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
+        f'[ -e {marker} ] && echo "Read while the other page was fetched" || exit 3',
+    )
+
+    def target(request):
+        marker.touch()
+        return 200, {"Content-Type": "text/html"}, b"<p>Opening hours</p>"
+
+    scan = site.page(
+        "/notice.pdf", scanned_pdf(["Notice"], width=400), content_type=PDF
+    )
+    site.handle("/hours", target)
+    hop = site.page("/old-hours", status=302, headers={"Location": "/hours"}, delay=0.5)
+
+    check = run_check(watch(api, [scan, hop], [{"type": "pdf", "mode": "ocr"}]))
+
+    pdf = check.pages.get(url=scan)
+    assert pdf.status == "new", pdf.error
+    assert pdf.current_snapshot.text == "Read while the other page was fetched\n"
+    assert runs(log) == 1
+
+
 # --- Without the engine -------------------------------------------------------------
 
 

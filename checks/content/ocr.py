@@ -11,6 +11,7 @@ tesseract's own, so the same bytes always read as the same text.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import shutil
@@ -20,6 +21,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pypdfium2
+    from PIL import Image
 
 # Scanners and tesseract's models work at about 300 dots per inch.
 DPI = 300
@@ -29,6 +35,8 @@ INSTALL = (
     "install tesseract-ocr (and tesseract-ocr-<language> packs) or set OCR_EXECUTABLE"
 )
 
+# PDFium is not thread-safe, and a second page read at once would only take
+# CPU from the other workers: one page at a time in a process.
 _one_at_a_time = threading.Lock()
 
 
@@ -107,12 +115,13 @@ def read_pages(body: bytes, numbers: Sequence[int], ocr: Engine) -> dict[int, st
             document.close()
 
 
-def _image(document: object, number: int, ocr: Engine) -> tuple[bytes, int]:
+def _image(
+    document: pypdfium2.PdfDocument, number: int, ocr: Engine
+) -> tuple[bytes, int]:
     """Page `number` as a greyscale PGM image, scaled down to fit max_pixels,
     and its dots per inch."""
     import pypdfium2
 
-    assert isinstance(document, pypdfium2.PdfDocument)
     try:
         page = document[number]
     except pypdfium2.PdfiumError as exc:
@@ -135,12 +144,7 @@ def _image(document: object, number: int, ocr: Engine) -> tuple[bytes, int]:
         page.close()
 
 
-def _pgm(image: object) -> bytes:
-    import io
-
-    from PIL import Image
-
-    assert isinstance(image, Image.Image)
+def _pgm(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
     image.convert("L").save(buffer, "PPM")
     return buffer.getvalue()
