@@ -547,6 +547,24 @@ BROWSER_QUEUE = env_str("BROWSER_QUEUE", "browser")
 BROWSER_BATCH_SIZE = env_int("BROWSER_BATCH_SIZE", 10, minimum=1)
 # Hand pages whose plain fetch looks built by scripts to the browser.
 BROWSER_AUTO_DETECT = env_bool("BROWSER_AUTO_DETECT", True)
+# OCR of scanned PDF pages (checks.content.ocr): Debian's tesseract driven as
+# a subprocess. Empty OCR_EXECUTABLE: `tesseract` on PATH; none found: PDFs
+# are read from their text layer only, as the pdf parser's "fast" mode does.
+OCR_EXECUTABLE = env_str("OCR_EXECUTABLE", "")
+# Tesseract's languages, joined with "+" (each needs its tesseract-ocr-<lang>
+# package): the words it can recognise.
+OCR_LANGUAGES = env_str("OCR_LANGUAGES", "eng").strip() or "eng"
+if not re.fullmatch(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*", OCR_LANGUAGES):
+    raise ConfigError(
+        f"OCR_LANGUAGES must be tesseract language names joined with +, "
+        f"such as eng or eng+deu; got {OCR_LANGUAGES!r}"
+    )
+# Pages of one PDF read with OCR at most; later pages keep their text layer.
+OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 20, minimum=1)
+# Pixels of one page's image at most: a bigger page is rendered smaller.
+OCR_MAX_PIXELS = env_int("OCR_MAX_PIXELS", 12_000_000, minimum=10_000)
+# Seconds the engine may spend on one page before it is killed.
+OCR_PAGE_SECONDS = env_int("OCR_PAGE_SECONDS", 60, minimum=1)
 # How long the signed screenshot and PDF links in results stay valid.
 CAPTURE_URL_TTL_SECONDS = env_int("CAPTURE_URL_TTL_SECONDS", 86_400, minimum=60)
 # --- The AI model (checks.ai): any OpenAI-compatible endpoint ---------------

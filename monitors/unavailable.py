@@ -14,6 +14,8 @@ from django.conf import settings
 
 from checks.ai.formats import wants
 from checks.browser.executable import available as browser_available
+from checks.content.ocr import available as ocr_available
+from checks.content.options import parse_options
 from monitors import search_provider
 from monitors.judging import judge_available
 from monitors.models import Monitor
@@ -99,6 +101,26 @@ ROBOTS = Unavailable(
     ),
     setting="set CRAWL_ALLOW_IGNORE_ROBOTS=true to allow it.",
 )
+OCR = Unavailable(
+    key="ocr",
+    api=(
+        "Scanned PDF pages (pictures of text) are not read with OCR: this server "
+        "has no OCR engine, so such PDFs are read from their text layer only "
+        "(parsers' mode is listed in each page's metadata.notApplied) until "
+        "tesseract-ocr is installed or OCR_EXECUTABLE names it."
+    ),
+    title="Scanned PDFs cannot be read yet.",
+    plain=(
+        "This monitor watches PDF documents, and the text of a scanned page (a "
+        "picture of a page) cannot be read on this Pagewatch, so such pages are "
+        "reported as having no text until a text reader is installed."
+    ),
+    setting=(
+        "install tesseract-ocr (apt-get install tesseract-ocr, plus "
+        "tesseract-ocr-<language> for languages other than English) or set "
+        "OCR_EXECUTABLE."
+    ),
+)
 SEARCH = Unavailable(
     key="search",
     # The same words as each search target's own reason, which the API's
@@ -131,11 +153,30 @@ def unavailable(monitor: Monitor) -> list[Unavailable]:
             found.append(SUMMARY)
         if monitor.judging:
             found.append(JUDGE)
+    if any(_reads_scans(t.scrape_options or {}, t.urls) for t in targets) and (
+        not ocr_available()
+    ):
+        found.append(OCR)
     if not settings.CRAWL_ALLOW_IGNORE_ROBOTS and any(
         t.kind is not None and t.kind.ignores_robots(t) for t in targets
     ):
         found.append(ROBOTS)
     return found
+
+
+def _reads_scans(options: dict, urls: object) -> bool:
+    """Whether a target asks for OCR of PDFs: a pdf parser in mode "ocr" or
+    "auto", or PDF addresses read in the default mode (which is "auto")."""
+    read = parse_options(options)
+    if not read.parse_pdf or read.pdf_mode == "fast":
+        return False
+    if read.pdf_mode is not None:
+        return True
+    return any(
+        isinstance(url, str)
+        and url.split("?")[0].split("#")[0].lower().endswith(".pdf")
+        for url in (urls if isinstance(urls, list) else [])
+    )
 
 
 def missing_services() -> dict[str, Unavailable]:

@@ -228,16 +228,19 @@ def test_unknown_scrape_options_follow_the_ones_pagewatch_knows(api, site):
 
 
 @pytest.mark.parametrize(
-    ("parser", "listed"),
+    ("parser", "engine", "listed"),
     [
-        ({"type": "pdf", "mode": "ocr"}, True),
-        ({"type": "pdf", "mode": "fast", "maxPages": 3}, False),
-        ("pdf", False),
+        ({"type": "pdf", "mode": "ocr"}, "/nowhere/tesseract", True),
+        ({"type": "pdf", "mode": "auto"}, "/nowhere/tesseract", True),
+        ({"type": "pdf", "mode": "ocr"}, "/bin/true", False),
+        ({"type": "pdf", "mode": "fast", "maxPages": 3}, "/nowhere/tesseract", False),
+        ("pdf", "/nowhere/tesseract", False),
     ],
 )
-def test_a_pdf_parser_asking_for_text_read_from_images_is_listed(
-    api, site, parser, listed
+def test_a_pdf_parser_asking_for_text_read_from_images_is_listed_without_ocr(
+    api, site, settings, parser, engine, listed
 ):
+    settings.OCR_EXECUTABLE = engine  # any program stands for an installed one
     url = site.html("/p", "P", "<p>x</p>")
     created = api.post(
         "/v2/monitor",

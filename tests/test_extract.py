@@ -689,13 +689,16 @@ def test_pdf_parser_given_as_an_object_is_understood():
     assert result.markdown == "Hello\n"
 
 
-def test_a_pdf_without_text_is_an_extraction_error_that_says_why():
+def test_a_pdf_without_text_and_no_ocr_engine_is_an_error_that_says_why(settings):
+    settings.OCR_EXECUTABLE = "/nowhere/tesseract"
     with pytest.raises(ExtractionError) as caught:
         run(minimal_pdf("", ""), content_type="application/pdf")
 
     assert caught.value.message == (
-        "The PDF has no text in it (scanned pages are images, which are not read "
-        "as text); nothing to compare"
+        "The PDF has no text in it: its pages are pictures (a scan), and they are "
+        "not read because OCR_EXECUTABLE (/nowhere/tesseract) was not found: "
+        "install tesseract-ocr (and tesseract-ocr-<language> packs) or set "
+        "OCR_EXECUTABLE; nothing to compare"
     )
 
 

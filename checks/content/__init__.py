@@ -2,8 +2,8 @@
 Markdown, its metadata, the diff of two versions and the stored snapshot.
 
 Modules, lowest first: ``source`` (what a check stores, and its Markdown),
-``options``, ``sniff``, ``metadata``, ``clean``, ``html``, ``pdf``, ``extract``
-(the entry point); ``compare`` (same vs changed, line matching), ``render``
+``options``, ``sniff``, ``metadata``, ``clean``, ``html``, ``ocr``, ``pdf``,
+``extract`` (the entry point); ``compare`` (same vs changed, line matching), ``render``
 (HTML), ``diff`` (Firecrawl's diff shapes), ``fields`` (JSON extractions
 compared field by field), ``noise`` (a monitor's lines to ignore);
 ``snapshots`` (the stored form). Each imports only the ones before it;

@@ -18,6 +18,9 @@ class Options:
     parse_pdf: bool
     # A PDF parser's maxPages: its first pages are read, the rest are not.
     pdf_max_pages: int | None = None
+    # The pdf parser's mode ("fast", "auto", "ocr"); None when not given,
+    # which reads as "auto", Firecrawl's default.
+    pdf_mode: str | None = None
 
 
 def _type_names(items: Any) -> Iterable[str]:
@@ -42,6 +45,16 @@ def _pdf_max_pages(parsers: Any) -> int | None:
     return None
 
 
+def pdf_mode(parsers: Any) -> str | None:
+    """The mode a pdf parser object names, if any."""
+    for item in parsers if isinstance(parsers, list | tuple) else ():
+        if isinstance(item, Mapping) and item.get("type") == "pdf":
+            mode = item.get("mode")
+            if mode in ("fast", "auto", "ocr"):
+                return mode
+    return None
+
+
 def _selectors(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list | tuple):
         return ()
@@ -61,4 +74,5 @@ def parse_options(options: Mapping[str, Any]) -> Options:
         block_ads=options.get("blockAds", True) is not False,
         parse_pdf="pdf" in _type_names(parsers),
         pdf_max_pages=_pdf_max_pages(parsers),
+        pdf_mode=pdf_mode(parsers),
     )

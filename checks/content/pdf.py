@@ -1,9 +1,17 @@
-"""A PDF's text, page by page, for comparing as Markdown."""
+"""A PDF's text, page by page, for comparing as Markdown.
+
+Its text layer is read first; pages that are pictures (scans) are read with
+OCR as the pdf parser's mode says: "ocr" every page, "auto" (also when no
+mode is given: a scanned PDF would otherwise be watched as nothing) the
+pages with no text or almost none, "fast" none.
+"""
 
 from __future__ import annotations
 
 import io
+from typing import Any
 
+from checks.content import ocr
 from checks.content.metadata import base_metadata
 from checks.content.options import Options
 from checks.content.source import Extracted, ExtractionError, reason
@@ -32,19 +40,17 @@ def extract_pdf(body: bytes, content_type: str, url: str, opts: Options) -> Extr
     except Exception as exc:
         raise ExtractionError(f"PDF could not be read: {reason(exc)}") from exc
 
+    metadata = base_metadata(content_type, url)
+    mode = opts.pdf_mode or "auto"
+    if mode != "fast":
+        pages = _with_ocr(body, pages, mode, metadata)
     if not any(page.strip() for page in pages):
-        # Firecrawl's "auto" and "ocr" modes would read such pages with OCR;
-        # Pagewatch does not, and an empty text would never show a change.
-        raise ExtractionError(
-            "The PDF has no text in it (scanned pages are images, which are "
-            "not read as text); nothing to compare"
-        )
+        raise ExtractionError(_no_text(mode, "ocrPages" in metadata))
     text = "\n\n".join(
         "\n".join(line.rstrip() for line in page.strip().splitlines())
         for page in pages
         if page.strip()
     )
-    metadata = base_metadata(content_type, url)
     metadata["title"] = title
     metadata["numPages"] = count
     return Extracted(
@@ -52,4 +58,68 @@ def extract_pdf(body: bytes, content_type: str, url: str, opts: Options) -> Extr
         links=[] if "links" in opts.formats else None,
         images=[] if "images" in opts.formats else None,
         metadata=metadata,
+    )
+
+
+# Under "auto", a page with fewer visible characters than this in its text
+# layer is read with OCR: a scan often carries a stamped page number, and a
+# short line of real text ("Pro 49 EUR") is left as it is.
+ALMOST_NO_TEXT = 5
+
+
+def _visible(text: str) -> int:
+    return sum(1 for char in text if not char.isspace())
+
+
+def _with_ocr(
+    body: bytes, pages: list[str], mode: str, metadata: dict[str, Any]
+) -> list[str]:
+    """`pages` with those the mode reads with OCR replaced by what OCR read;
+    the pages it read (and those it left over its limit) in `metadata`."""
+    wanted = [
+        number
+        for number, text in enumerate(pages)
+        if mode == "ocr" or _visible(text) < ALMOST_NO_TEXT
+    ]
+    engine = ocr.engine() if wanted else None
+    if engine is None:
+        return pages
+    read, left = wanted[: engine.max_pages], wanted[engine.max_pages :]
+    try:
+        found = ocr.read_pages(body, read, engine)
+    except ocr.OcrError as exc:
+        raise ExtractionError(
+            f"The PDF could not be read with OCR: {exc.message}"
+        ) from exc
+    pages = list(pages)
+    for number, text in found.items():
+        if mode == "ocr" or _visible(text) > _visible(pages[number]):
+            pages[number] = text
+    metadata["ocrPages"] = [number + 1 for number in read]
+    if left:
+        more = (
+            f"page {left[0] + 1} was"
+            if len(left) == 1
+            else f"{len(left)} pages from page {left[0] + 1} on were"
+        )
+        metadata["ocrWarning"] = (
+            f"At most {engine.max_pages} pages of a PDF are read with OCR "
+            f"(OCR_MAX_PAGES): {more} not."
+        )
+    return pages
+
+
+def _no_text(mode: str, read_with_ocr: bool) -> str:
+    if read_with_ocr:
+        return (
+            "The PDF has no text in it, even read with OCR (its pages may be "
+            "blank); nothing to compare"
+        )
+    if mode == "fast":
+        why = 'the pdf parser\'s mode "fast" does not read them (use "auto")'
+    else:
+        why = f"they are not read because {ocr.unavailable_reason()}"
+    return (
+        "The PDF has no text in it: its pages are pictures (a scan), and "
+        f"{why}; nothing to compare"
     )

@@ -1,15 +1,16 @@
 """One batch's pages taken through the stages on an event loop run a step at
 a time from synchronous code (checks.runner calls run_pages).
 
-Each page is a task on the loop: fetch, then extract inline, then a page
-that may be the site's "not found" page confirmed or cleared
-(checks.pipeline.not_found). The loop hands over what is done, a few pages
-at a time; between its steps, in plain synchronous Django, a crawl admits
-the links they brought, then they are compared, judged (the judges' calls
-run on the same loop, beside the fetches) and recorded. A page whose plain
-fetch looks built by scripts is not extracted further: it is handed over to
-a new browser batch of the same check, queued for the workers that run a
-browser, so one slow browser page never holds up a batch of plain fetches.
+Each page is a task on the loop: fetch, then extract inline (a PDF, which
+may be read with OCR, in a thread), then a page that may be the site's "not
+found" page confirmed or cleared (checks.pipeline.not_found). The loop hands
+over what is done, a few pages at a time; between its steps, in plain
+synchronous Django, a crawl admits the links they brought, then they are
+compared, judged (the judges' calls run on the same loop, beside the
+fetches) and recorded. A page whose plain fetch looks built by scripts is
+not extracted further: it is handed over to a new browser batch of the same
+check, queued for the workers that run a browser, so one slow browser page
+never holds up a batch of plain fetches.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from checks.fetch import FetchError
 from checks.jobs import PageJob, Via
 from checks.models import AIUse, Check, CheckBatch
 from checks.pipeline.compare import compare
-from checks.pipeline.extract import Fetched, extract_page
+from checks.pipeline.extract import Fetched, extract_page, reads_slowly
 from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
 from checks.pipeline.judge import Judge, judge, take_used
 from checks.pipeline.not_found import NotFoundProbe
@@ -153,7 +154,12 @@ class _Arriving:
         assert self.arrived is not None
         # Extracted first: a page whose text is still what a plain fetch saw
         # last time needs no second parse to look for scripts.
-        outcome = extract_page(job, fetched, state)
+        if reads_slowly(fetched):
+            # OCR waits on its engine for seconds a page: off the loop, so
+            # the other pages' fetches go on meanwhile.
+            outcome = await asyncio.to_thread(extract_page, job, fetched, state)
+        else:
+            outcome = extract_page(job, fetched, state)
         scripts = built_by_scripts(job, fetched, state, outcome)
         if scripts is not None and browser_available():
             self.handed_over.append(job.via(Via.DETECTED, scripts))

@@ -21,7 +21,9 @@ baseline's hashes can decide it, as Firecrawl does.
   that was reported removed by _may_be_not_found; no other page pays for it.
 
 All of it is plain CPU work on data in memory, run inline as each page
-arrives (checks.pipeline.batch); nothing here reads the database.
+arrives (checks.pipeline.batch); nothing here reads the database. A PDF is
+the exception: its scanned pages may be read with OCR, seconds each, so the
+batch extracts it in a thread (reads_slowly).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from checks.content import (
 )
 from checks.content.challenge import is_challenge
 from checks.content.not_found import first_heading, looks_not_found
+from checks.content.ocr import available as ocr_available
+from checks.content.sniff import body_kind, media_type_of
 from checks.errors import ErrorKind, http_error_text
 from checks.fetch import FetchError, FetchResult
 from checks.jobs import PageJob
@@ -114,12 +118,23 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
         )
 
 
+def reads_slowly(fetched: Fetched) -> bool:
+    """Whether extracting this answer may wait seconds on the OCR engine:
+    a PDF, when there is one."""
+    if not isinstance(fetched, FetchResult) or fetched.status_code >= 300:
+        return False
+    media_type = media_type_of(fetched.headers.get("content-type", ""))
+    return body_kind(fetched.content, media_type) == "pdf" and ocr_available()
+
+
 # Bumped whenever the same bytes may read as other text (encodings, JSON
 # layout...): a baseline a page's very bytes gave under an older reading is
 # then read again once, and its new reading kept without reporting a change,
 # so the next real change does not show the reading's own fixes as changed
 # lines. Reading 1 is the hash of releases that had no reading number.
-READING = 4
+# Reading 5 reads a PDF's pages that are pictures with OCR (when an engine
+# is installed): a text PDF with a scanned page gains that page's words.
+READING = 5
 
 
 def body_digest(fetched: FetchResult) -> Any:

@@ -23,6 +23,8 @@ from checks.ai import llm_available
 from checks.browser.options import browser_options
 from checks.browser.result import Shot
 from checks.content import Pack, pack_snapshot
+from checks.content.ocr import available as ocr_available
+from checks.content.options import pdf_mode
 from checks.jobs import PageJob, Via
 from checks.models import PageResult, PageState
 from checks.targets.options import SCRAPE_OPTION_NAMES, is_set, unknown_options
@@ -221,8 +223,9 @@ UNAPPLIED_OPTIONS = (
 def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[str]:
     """scrapeOptions the page was fetched without: those only a browser
     honours when it came over plain HTTP, those needing an LLM or a proxy
-    network always, those no stage acts on (UNAPPLIED_OPTIONS) and, last,
-    those the API does not know. None of them is charged for."""
+    network always, OCR's modes without an OCR engine, those no stage acts
+    on (UNAPPLIED_OPTIONS) and, last, those the API does not know. None of
+    them is charged for."""
     skipped = [name for name in UNAPPLIED_OPTIONS if is_set(options.get(name))]
     if not browser:
         skipped += [
@@ -257,12 +260,8 @@ def not_applied(options: Mapping[str, Any], *, browser: bool = False) -> list[st
         skipped.append("location")
     if options.get("proxy") in ("stealth", "enhanced"):
         skipped.append("proxy")
-    parsers = options.get("parsers")
-    if any(  # no OCR: a PDF's text layer is all that is read
-        isinstance(parser, Mapping) and parser.get("mode") == "ocr"
-        for parser in (parsers if isinstance(parsers, list) else [])
-    ):
-        skipped.append("parsers.mode")
+    if pdf_mode(options.get("parsers")) in ("auto", "ocr") and not ocr_available():
+        skipped.append("parsers.mode")  # a PDF's text layer is all that is read
     skipped += unknown_options(options, SCRAPE_OPTION_NAMES)
     return list(dict.fromkeys(skipped))
 

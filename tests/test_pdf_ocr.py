@@ -1,0 +1,341 @@
+"""Scanned PDFs (pages that are pictures of text) read with OCR, as Firecrawl's
+pdf parser modes say: "ocr" reads every page, "auto" (Pagewatch's default)
+only pages without a text layer, "fast" none. The PDFs are made here (text
+drawn with Pillow, wrapped as a PDF) and served on 127.0.0.1; the engine is
+Debian's tesseract, or a small script standing in for it where a test is
+about what was asked of the engine rather than what it read."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from checks.content import extract
+from checks.models import Check, PageResult
+from monitors.models import Membership, Monitor
+from tests.test_extract import minimal_pdf
+from tests.test_runner import run_check
+
+pytestmark = pytest.mark.django_db
+
+PDF = "application/pdf"
+TESSERACT = shutil.which("tesseract")
+
+
+@pytest.fixture(autouse=True)
+def private_targets_allowed(settings):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    settings.OCR_EXECUTABLE = ""  # whatever the developer's environment says
+
+
+@pytest.fixture
+def tesseract() -> str:
+    if TESSERACT:
+        return TESSERACT
+    reason = "tesseract is missing: apt-get install tesseract-ocr to run OCR tests"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason + " (CI=true: not skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+def scanned_pdf(*pages: list[str], width: int = 1400) -> bytes:
+    """A PDF whose pages are images of these lines of text (no text layer),
+    at 300 dpi as a scanner would make them."""
+    font = ImageFont.load_default(size=44)
+    images = []
+    for lines in pages:
+        image = Image.new("L", (width, 120 + 80 * len(lines)), 255)
+        draw = ImageDraw.Draw(image)
+        for row, line in enumerate(lines):
+            draw.text((60, 60 + 80 * row), line, fill=0, font=font)
+        images.append(image.convert("RGB"))
+    out = io.BytesIO()
+    images[0].save(out, "PDF", resolution=300, save_all=True, append_images=images[1:])
+    return out.getvalue()
+
+
+def stand_in_engine(tmp_path: Path, body: str) -> tuple[str, Path]:
+    """An executable that logs each run to a file, then does `body` (sh)."""
+    log = tmp_path / "runs.log"
+    script = tmp_path / "engine"
+    script.write_text(f'#!/bin/sh\necho "$@" >> {log}\n{body}\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script), log
+
+
+def runs(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def watch(api, url: str | list[str], parsers: list | None = None) -> Monitor:
+    urls = [url] if isinstance(url, str) else url
+    options = {} if parsers is None else {"parsers": parsers}
+    created = api.post(
+        "/v2/monitor",
+        {
+            "name": "Council notices",
+            "schedule": {"text": "every 30 minutes"},
+            "targets": [{"type": "scrape", "urls": urls, "scrapeOptions": options}],
+        },
+        format="json",
+    )
+    assert created.status_code == 200, created.content
+    return Monitor.objects.get(pk=created.json()["data"]["id"])
+
+
+def only_page(check: Check) -> PageResult:
+    (page,) = check.pages.all()
+    return page
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+NOTICE = ["Public notice: the river bridge", "closes on Monday for repairs."]
+CHANGED = ["Public notice: the river bridge", "closes on Friday for repairs."]
+
+
+# --- Reading scanned pages ----------------------------------------------------
+
+
+@pytest.mark.parametrize("parsers", [[{"type": "pdf", "mode": "ocr"}], None])
+def test_a_scanned_pdf_is_read_with_ocr_in_ocr_mode_and_by_default(
+    api, site, tesseract, parsers
+):
+    url = site.page("/notice.pdf", scanned_pdf(NOTICE), content_type=PDF)
+
+    page = only_page(run_check(watch(api, url, parsers)))
+
+    assert page.status == "new", page.error
+    assert {"river", "bridge", "closes", "monday", "repairs"} <= words(
+        page.current_snapshot.text
+    )
+    assert page.metadata["ocrPages"] == [1]
+    assert "parsers.mode" not in page.metadata.get("notApplied", [])
+
+
+def test_a_changed_scan_shows_changed_with_the_new_words(api, site, tesseract):
+    url = site.page("/notice.pdf", scanned_pdf(NOTICE), content_type=PDF)
+    monitor = watch(api, url, [{"type": "pdf", "mode": "auto"}])
+    run_check(monitor)
+    site.page("/notice.pdf", scanned_pdf(CHANGED), content_type=PDF)
+
+    page = only_page(run_check(monitor))
+
+    assert page.status == "changed", page.error
+    added = [line for line in page.diff["text"].splitlines() if line[:1] == "+"]
+    removed = [line for line in page.diff["text"].splitlines() if line[:1] == "-"]
+    assert "friday" in words(" ".join(added))
+    assert "monday" in words(" ".join(removed))
+
+
+def test_the_same_scan_reads_as_the_same_text_every_time(tesseract):
+    body = scanned_pdf(NOTICE)
+    options = {"parsers": [{"type": "pdf", "mode": "ocr"}]}
+
+    first = extract(body, content_type=PDF, url="http://x/n.pdf", options=options)
+    again = extract(body, content_type=PDF, url="http://x/n.pdf", options=options)
+
+    assert first.source == again.source
+    assert "monday" in words(first.source)
+
+
+def test_fast_mode_never_reads_images_and_says_so(api, site, tmp_path, settings):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, "echo Read")
+    url = site.page("/notice.pdf", scanned_pdf(NOTICE), content_type=PDF)
+
+    page = only_page(run_check(watch(api, url, [{"type": "pdf", "mode": "fast"}])))
+
+    assert page.status == "error"
+    assert '"fast"' in page.error and "not read" in page.error
+    assert runs(log) == 0
+
+
+def test_auto_mode_reads_only_the_pages_without_text(api, site, tmp_path, settings):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo Read by the engine"
+    )
+    # Page 2 has no text layer (an empty text object: a picture, for pypdf).
+    url = site.page("/list.pdf", minimal_pdf("Basic 19 EUR", ""), content_type=PDF)
+
+    page = only_page(run_check(watch(api, url, [{"type": "pdf", "mode": "auto"}])))
+
+    assert page.status == "new", page.error
+    assert page.current_snapshot.text == "Basic 19 EUR\n\nRead by the engine\n"
+    assert page.metadata["ocrPages"] == [2]
+    assert runs(log) == 1
+
+
+def test_a_pdf_with_a_text_layer_is_not_read_with_ocr_under_auto(
+    api, site, tmp_path, settings
+):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, "echo Read")
+    url = site.page(
+        "/list.pdf", minimal_pdf("Basic 19 EUR", "Pro 49 EUR"), content_type=PDF
+    )
+
+    for parsers in (None, [{"type": "pdf", "mode": "auto"}]):
+        page = only_page(run_check(watch(api, url, parsers)))
+        assert page.status == "new", page.error
+        assert page.current_snapshot.text == "Basic 19 EUR\n\nPro 49 EUR\n"
+        assert "ocrPages" not in page.metadata
+
+    assert runs(log) == 0
+
+
+# --- Bounds ---------------------------------------------------------------------
+
+
+def test_at_most_ocr_max_pages_pages_of_a_pdf_are_read_with_ocr(
+    api, site, tmp_path, settings
+):
+    settings.OCR_MAX_PAGES = 2
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo Read"
+    )
+    scans = scanned_pdf(["One"], ["Two"], ["Three"], width=400)
+    url = site.page("/scans.pdf", scans, content_type=PDF)
+
+    page = only_page(run_check(watch(api, url, [{"type": "pdf", "mode": "ocr"}])))
+
+    assert page.status == "new", page.error
+    assert runs(log) == 2
+    assert page.metadata["ocrPages"] == [1, 2]
+    assert page.metadata["numPages"] == 3
+    assert "page 3" in page.metadata["ocrWarning"]
+    assert "OCR_MAX_PAGES" in page.metadata["ocrWarning"]
+
+
+def test_a_huge_page_is_rasterized_within_ocr_max_pixels(api, site, tmp_path, settings):
+    settings.OCR_MAX_PIXELS = 200_000
+    seen = tmp_path / "seen.pnm"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, f"cat > {seen}; echo Read")
+    # A 200 x 200 inch page: 60000 x 60000 pixels at 300 dpi.
+    huge = minimal_pdf("").replace(
+        b"/MediaBox [0 0 300 200]", b"/MediaBox [0 0 14400 14400]"
+    )
+    url = site.page("/huge.pdf", huge, content_type=PDF)
+
+    page = only_page(run_check(watch(api, url, [{"type": "pdf", "mode": "ocr"}])))
+
+    assert page.status == "new", page.error
+    with Image.open(seen) as image:
+        width, height = image.size
+    assert width * height <= 200_000
+    assert width > 300  # scaled down, not refused
+
+
+def test_a_page_the_engine_takes_too_long_on_is_stopped_and_the_page_is_an_error(
+    api, site, tmp_path, settings
+):
+    settings.OCR_PAGE_SECONDS = 1
+    pid_file = tmp_path / "pid"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, f"echo $$ > {pid_file}\nexec sleep 300"
+    )
+    scans = scanned_pdf(["One"], ["Two"], width=400)
+    url = site.page("/scans.pdf", scans, content_type=PDF)
+
+    page = only_page(run_check(watch(api, url, [{"type": "pdf", "mode": "ocr"}])))
+
+    assert page.status == "error"
+    assert "page 1" in page.error and "OCR_PAGE_SECONDS" in page.error
+    assert runs(log) == 1  # the next page was not tried
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # the engine was killed
+
+
+def test_an_engine_that_fails_makes_the_page_an_error_with_its_words(
+    api, site, tmp_path, settings
+):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo \"Failed loading language 'xx'\" >&2; exit 1"
+    )
+    url = site.page("/notice.pdf", scanned_pdf(NOTICE), content_type=PDF)
+
+    page = only_page(run_check(watch(api, url, [{"type": "pdf", "mode": "ocr"}])))
+
+    assert page.status == "error"
+    assert "Failed loading language 'xx'" in page.error
+
+
+def test_other_pages_are_fetched_while_the_engine_reads_a_pdf(
+    api, site, tmp_path, settings
+):
+    # The engine waits (up to 10 s) for the other page's redirect to be
+    # followed, which takes the batch's event loop: were the PDF read on the
+    # loop, the redirect would wait for the engine, which would give up.
+    marker = tmp_path / "followed"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path,
+        "cat > /dev/null; i=0\n"
+        f"while [ ! -e {marker} ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n"
+        f'[ -e {marker} ] && echo "Read while the other page was fetched" || exit 3',
+    )
+
+    def target(request):
+        marker.touch()
+        return 200, {"Content-Type": "text/html"}, b"<p>Opening hours</p>"
+
+    scan = site.page(
+        "/notice.pdf", scanned_pdf(["Notice"], width=400), content_type=PDF
+    )
+    site.handle("/hours", target)
+    hop = site.page("/old-hours", status=302, headers={"Location": "/hours"}, delay=0.5)
+
+    check = run_check(watch(api, [scan, hop], [{"type": "pdf", "mode": "ocr"}]))
+
+    pdf = check.pages.get(url=scan)
+    assert pdf.status == "new", pdf.error
+    assert pdf.current_snapshot.text == "Read while the other page was fetched\n"
+    assert runs(log) == 1
+
+
+# --- Without the engine -------------------------------------------------------------
+
+
+def test_without_the_engine_a_scan_is_an_error_that_says_how_to_turn_ocr_on(
+    api, site, settings
+):
+    settings.OCR_EXECUTABLE = "/nowhere/tesseract"
+    scan = site.page("/notice.pdf", scanned_pdf(NOTICE), content_type=PDF)
+    text = site.page("/list.pdf", minimal_pdf("Basic 19 EUR"), content_type=PDF)
+    monitor = watch(api, [scan, text], [{"type": "pdf", "mode": "ocr"}])
+
+    check = run_check(monitor)
+    answer = api.get(f"/v2/monitor/{monitor.pk}").json()["data"]
+
+    scanned, read = sorted(check.pages.all(), key=lambda p: p.url != scan)
+    assert scanned.status == "error"
+    assert "OCR_EXECUTABLE" in scanned.error and "tesseract-ocr" in scanned.error
+    assert read.status == "new" and read.current_snapshot.text == "Basic 19 EUR\n"
+    assert "parsers.mode" in scanned.metadata["notApplied"]
+    assert "OCR_EXECUTABLE" in answer["warning"]
+
+
+def test_the_dashboard_says_plainly_that_scans_cannot_be_read(
+    client, team, api, settings, django_user_model, tmp_path
+):
+    settings.OCR_EXECUTABLE = "/nowhere/tesseract"
+    user = django_user_model.objects.create_user("olive", "olive@example.com", "pw")
+    Membership.objects.create(team=team, user=user, role=Membership.Role.OWNER)
+    client.force_login(user)
+    monitor = watch(api, "https://example.com/notice.pdf")
+
+    page = client.get(monitor.get_absolute_url()).content.decode()
+    settings.OCR_EXECUTABLE, _ = stand_in_engine(tmp_path, "echo Read")
+    with_engine = client.get(monitor.get_absolute_url()).content.decode()
+
+    assert 'data-unavailable="ocr"' in page
+    assert "Scanned PDFs cannot be read yet." in page
+    assert "tesseract-ocr" in page  # for the administrator
+    assert "parsers" not in page and "OCR_MAX" not in page
+    assert 'data-unavailable="ocr"' not in with_engine
