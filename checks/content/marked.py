@@ -141,3 +141,31 @@ def mark_quoted(html: str, quotes: list[str]) -> str:
         return f"{opening}<mark>{inner}</mark>{closing}"
 
     return _BLOCK.sub(mark, html)
+
+
+# What the reader steps between: a paragraph, item, heading or preformatted
+# block, or a whole table row (a row's cells are one line of the page).
+_UNIT = re.compile(r"<(tr|p|li|h[1-6]|pre)>(.*?)</\1>", re.DOTALL)
+_CHANGED = 'class="word-change"'
+
+
+def number_changes(html: str, id_prefix: str = "change-") -> tuple[str, int]:
+    """(marked_html's HTML with an id on the first paragraph, item, heading
+    or table row of each run of changed ones, how many runs): the anchors
+    "previous / next change" steps between, as it does in the diff tables.
+    Runs side by side are one change, as a diff's block of lines is."""
+    count = 0
+    after_change = False
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count, after_change
+        changed = _CHANGED in match[2]
+        starts = changed and not after_change
+        after_change = changed
+        if not starts:
+            return match[0]
+        count += 1
+        tag = match[1]
+        return f'<{tag} id="{id_prefix}{count}">' + match[0][len(tag) + 2 :]
+
+    return _UNIT.sub(number, html), count
