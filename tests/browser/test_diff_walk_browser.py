@@ -103,3 +103,48 @@ def test_in_the_page_text_of_a_long_page_next_change_brings_each_edit_into_view(
     assert page.locator(".is-current").count() == 1
     screenshot(page, f"diff-walk-text-next-change-{page.width}", full_page=False)
     assert_clean(page)
+
+
+HEBREW_BEFORE = "<p>Opening hours</p><p>המחיר הוא 19 שקלים לחודש.</p>"
+HEBREW_AFTER = "<p>Opening hours</p><p>המחיר הוא 24 שקלים לחודש.</p>"
+
+
+def reads_from(page, selector: str) -> str:
+    """Which side of its box a short line of text sits against (a diff
+    line's "+" or "-" sign, not part of its text, beside it): the right
+    means it is laid out right to left."""
+    return page.evaluate(
+        """(selector) => {
+          const el = document.querySelector(selector);
+          const range = document.createRange();
+          range.selectNodeContents(el);
+          const text = range.getBoundingClientRect();
+          const box = el.getBoundingClientRect();
+          const style = getComputedStyle(el);
+          const left = box.left + parseFloat(style.paddingLeft);
+          const right = box.right - parseFloat(style.paddingRight);
+          return right - text.right < text.left - left ? "right" : "left";
+        }""",
+        selector,
+    )
+
+
+def test_a_hebrew_line_reads_right_to_left_in_every_view_and_english_left_to_right(
+    screen, team, site, screenshot
+):
+    url = site.html("/he", "Prices", HEBREW_BEFORE)
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/he", "Prices", HEBREW_AFTER)
+    result = PageResult.objects.get(check_run=run_check(monitor), url=url)
+    page = screen
+
+    page.goto(result.get_absolute_url())
+    text = ".marked-text"
+    assert reads_from(page, f"{text} p:nth-of-type(2)") == "right"
+    assert reads_from(page, f"{text} p:nth-of-type(1)") == "left"
+    page.goto(result.get_absolute_url() + "?view=inline")
+    assert reads_from(page, "table.diff tr.diff-ins td.diff-text") == "right"
+    assert reads_from(page, "table.diff tr.diff-equal td.diff-text") == "left"
+    screenshot(page, f"diff-walk-hebrew-{page.width}", full_page=False)
+    assert_clean(page)
