@@ -95,3 +95,15 @@ def test_changes_next_to_each_other_in_the_text_are_one_change_to_step_to():
     numbered, count = number_changes(html)
     assert count == 1
     assert numbered.count('id="change-1"') == 1 and 'id="change-2"' not in numbered
+
+
+def test_chinese_text_marks_the_characters_that_changed_not_the_whole_sentence():
+    html, _, _ = marked_html(
+        "价格是每月十九美元，包括税。", "价格是每月三十美元，包括税。"
+    )
+    assert html == (
+        '<p>价格是每月<ins class="word-change">三</ins>十'
+        '<del class="word-change">九</del>美元，包括税。</p>\n'
+    )
+    html, _, _ = marked_html("包括税。", "包括税")
+    assert html == '<p>包括税<del class="word-change">。</del></p>\n'

@@ -20,7 +20,12 @@ from checks.content.readable import readable_html
 
 INS_OPEN, INS_CLOSE, DEL_OPEN, DEL_CLOSE = "\ue000", "\ue001", "\ue002", "\ue003"
 _MARKERS = re.compile("[\ue000-\ue003]")
-_TOKEN = re.compile(r"\S+|\s+")
+# Chinese and Japanese write no spaces between words: each of their
+# characters is a word of its own, so an edited price is marked, not the
+# whole sentence around it.
+CJK = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_CJK_CHAR = re.compile(f"[{CJK}]")
+_TOKEN = re.compile(f"[{CJK}]|[^\\s{CJK}]+|\\s+")
 # A token that is Markdown structure only: table pipes and rules, heading
 # hashes, bullets, list numbers, quote marks, emphasis runs.
 _MARKUP = re.compile(r"^(?:[|#>*+\-=:_`~]+|\d+[.)])$")
@@ -50,10 +55,17 @@ def _words(before: str, after: str) -> str:
     out: list[str] = []
     pending: list[str] = []  # words gone, waiting for a place in the line
 
+    def gone() -> str:
+        # Characters of a script without spaces stay together, as written.
+        space = "" if _CJK_CHAR.fullmatch(pending[-1]) else " "
+        words = space.join(pending)
+        pending.clear()
+        return DEL_OPEN + words + DEL_CLOSE, space
+
     def flush() -> None:
         if pending:
-            out.append(DEL_OPEN + " ".join(pending) + DEL_CLOSE + " ")
-            pending.clear()
+            words, space = gone()
+            out.append(words + space)
 
     started = False  # past the line's leading structure
     matcher = SequenceMatcher(None, old, new, autojunk=False)
@@ -66,7 +78,8 @@ def _words(before: str, after: str) -> str:
                 flush()
             out.append(token if op == "equal" else _wrap(token, INS_OPEN, INS_CLOSE))
     if pending:
-        out.append(" " + DEL_OPEN + " ".join(pending) + DEL_CLOSE)
+        words, space = gone()
+        out.append(space + words)
     return "".join(out)
 
 

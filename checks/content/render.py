@@ -15,6 +15,7 @@ from html import escape, unescape
 import cydifflib as difflib
 
 from checks.content.compare import Opcode, Side, compare
+from checks.content.marked import CJK
 
 # Word-level highlighting is skipped for very long lines (minified blobs).
 _INTRALINE_MAX_CHARS = 2_000
@@ -38,8 +39,13 @@ _INTRALINE_MIN_SIMILARITY = 0.4
 # Rendering stops after this many rows; a browser chokes on more, and the
 # unified diff is still there for the full story.
 _MAX_RENDERED_ROWS = 5_000
-_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
-_WORD = re.compile(r"\w+")
+# Each character of Chinese or Japanese is a word of its own (they write
+# no spaces between words): an edited price in a sentence is marked, not the
+# sentence.
+_CJK_CHAR = f"[{CJK}]"
+_NOT_CJK_WORD = f"[^\\W{CJK}]+"
+_TOKEN = re.compile(f"{_CJK_CHAR}|{_NOT_CJK_WORD}|\\s+|[^\\w\\s]")
+_WORD = re.compile(f"{_CJK_CHAR}|{_NOT_CJK_WORD}")
 
 
 @dataclass(slots=True)
