@@ -101,6 +101,11 @@ def test_in_the_page_text_of_a_long_page_next_change_brings_each_edit_into_view(
     page.locator("#change-2.is-current").wait_for()
     assert visible_in(page, "#change-2", ".marked-text")
     assert page.locator(".is-current").count() == 1
+    # Both buttons on one row, within the screen, a phone's too.
+    back = nav.get_by_role("link", name="← Previous change").bounding_box()
+    on = nav.get_by_role("link", name="Next change →").bounding_box()
+    assert back["y"] == on["y"]
+    assert on["x"] + on["width"] <= page.viewport_size["width"]
     screenshot(page, f"diff-walk-text-next-change-{page.width}", full_page=False)
     assert_clean(page)
 
