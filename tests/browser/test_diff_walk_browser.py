@@ -153,3 +153,29 @@ def test_a_hebrew_line_reads_right_to_left_in_every_view_and_english_left_to_rig
     assert reads_from(page, "table.diff tr.diff-equal td.diff-text") == "left"
     screenshot(page, f"diff-walk-hebrew-{page.width}", full_page=False)
     assert_clean(page)
+
+
+def test_a_paragraph_moved_down_the_page_is_labelled_moved_at_both_ends(
+    screen, team, site, screenshot
+):
+    sections = [
+        f"<p>Section {i} talks about topic {i} at length.</p>" for i in range(1, 13)
+    ]
+    url = site.html("/moved", "Guide", "".join(sections))
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    site.html("/moved", "Guide", "".join([sections[0], *sections[2:], sections[1]]))
+    result = PageResult.objects.get(check_run=run_check(monitor), url=url)
+    page = screen
+
+    page.goto(result.get_absolute_url() + "?view=inline")
+
+    labels = page.locator("table.diff .diff-moved")
+    assert labels.all_inner_texts() == [
+        "Moved down to line 23",
+        "Moved here from line 3",
+    ]
+    width = page.viewport_size["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    screenshot(page, f"diff-walk-moved-{page.width}", full_page=False)
+    assert_clean(page)
