@@ -456,3 +456,23 @@ def test_compare_texts_skips_the_diff_when_only_whitespace_changed():
     assert compare_texts(PREVIOUS, spaced) == (
         content_hash(PREVIOUS), content_hash(PREVIOUS), None,
     )  # fmt: skip
+
+
+MOVED_BEFORE = "\n\n".join(f"Section {i} talks about topic {i}." for i in range(1, 13))
+MOVED_AFTER = MOVED_BEFORE.replace("Section 2 talks about topic 2.\n\n", "") + (
+    "\n\nSection 2 talks about topic 2."
+)
+
+
+def test_a_paragraph_moved_down_the_page_says_where_it_went_in_both_views():
+    split = render_side_by_side(MOVED_BEFORE, MOVED_AFTER)
+    inline = render_inline(MOVED_BEFORE, MOVED_AFTER)
+    for html in (split, inline):
+        assert '<span class="diff-moved">Moved down to line 23</span>' in html
+        assert '<span class="diff-moved">Moved here from line 3</span>' in html
+        assert html.count("diff-moved") == 2
+
+
+def test_a_line_removed_and_another_added_is_not_called_moved():
+    html = render_inline("Starter $19\n\nPro $49", "Starter $19\n\nTeam $99")
+    assert "Moved" not in html

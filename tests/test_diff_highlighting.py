@@ -104,3 +104,14 @@ def test_the_diff_view_still_highlights_the_words_of_an_edited_line(
 
     assert "<del>19</del>" in body and "<ins>24</ins>" in body
     assert len(matcher_calls) == 1
+
+
+def test_a_chinese_line_is_highlighted_character_by_character(matcher_calls):
+    html = render.render_side_by_side(
+        "价格是每月十九美元，包括税。\n", "价格是每月三十美元，包括税。\n"
+    )
+
+    assert "价格是每月<ins>三</ins>十<ins>" not in html
+    assert '<td class="diff-text diff-del">价格是每月十<del>九</del>美元' in html
+    assert '<td class="diff-text diff-ins">价格是每月<ins>三</ins>十美元' in html
+    assert len(matcher_calls) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from checks.content.marked import marked_html
+from checks.content.marked import marked_html, number_changes
 from tests.test_dashboard_views import (  # noqa: F401
     make_check,
     make_page,
@@ -67,3 +67,43 @@ def test_a_changed_page_opens_on_its_marked_text(web, monitor):  # noqa: F811
 
     markdown = web.get(result.get_absolute_url(), {"view": "split"})
     assert 'class="diff diff-split' in markdown.content.decode()
+
+
+LONG = "\n\n".join(f"Paragraph {i} says something ordinary." for i in range(1, 401))
+LONG_EDITED = LONG.replace("Paragraph 50 says", "Paragraph 50 now says").replace(
+    "Paragraph 350 says something ordinary.", "Paragraph 350 says something new."
+)
+
+
+def test_the_text_view_of_a_long_page_numbers_its_changes_and_offers_to_step_through_them(  # noqa: E501
+    web,  # noqa: F811
+    monitor,  # noqa: F811
+):
+    result = make_page(make_check(monitor), LONG, LONG_EDITED)
+    body = web.get(result.get_absolute_url()).content.decode()
+    region = body.split('id="diff-region"', 1)[1]
+    assert '<p id="change-1">Paragraph 50 <ins class="word-change">now</ins>' in region
+    assert '<p id="change-2">Paragraph 350' in region
+    assert 'id="change-3"' not in region
+    assert "2 changes" in body and "Next change →" in body
+
+
+def test_changes_next_to_each_other_in_the_text_are_one_change_to_step_to():
+    before = "| Plan | Price |\n| --- | --- |\n| Pro | $49 |\n| Team | $99 |\n\nEnd."
+    after = before.replace("$49", "$59").replace("$99", "$109")
+    html, _, _ = marked_html(before, after)
+    numbered, count = number_changes(html)
+    assert count == 1
+    assert numbered.count('id="change-1"') == 1 and 'id="change-2"' not in numbered
+
+
+def test_chinese_text_marks_the_characters_that_changed_not_the_whole_sentence():
+    html, _, _ = marked_html(
+        "价格是每月十九美元，包括税。", "价格是每月三十美元，包括税。"
+    )
+    assert html == (
+        '<p>价格是每月<ins class="word-change">三</ins>十'
+        '<del class="word-change">九</del>美元，包括税。</p>\n'
+    )
+    html, _, _ = marked_html("包括税。", "包括税")
+    assert html == '<p>包括税<del class="word-change">。</del></p>\n'

@@ -20,7 +20,12 @@ from checks.content.readable import readable_html
 
 INS_OPEN, INS_CLOSE, DEL_OPEN, DEL_CLOSE = "\ue000", "\ue001", "\ue002", "\ue003"
 _MARKERS = re.compile("[\ue000-\ue003]")
-_TOKEN = re.compile(r"\S+|\s+")
+# Chinese and Japanese write no spaces between words: each of their
+# characters is a word of its own, so an edited price is marked, not the
+# whole sentence around it.
+CJK = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_CJK_CHAR = re.compile(f"[{CJK}]")
+_TOKEN = re.compile(f"[{CJK}]|[^\\s{CJK}]+|\\s+")
 # A token that is Markdown structure only: table pipes and rules, heading
 # hashes, bullets, list numbers, quote marks, emphasis runs.
 _MARKUP = re.compile(r"^(?:[|#>*+\-=:_`~]+|\d+[.)])$")
@@ -50,10 +55,17 @@ def _words(before: str, after: str) -> str:
     out: list[str] = []
     pending: list[str] = []  # words gone, waiting for a place in the line
 
+    def gone() -> str:
+        # Characters of a script without spaces stay together, as written.
+        space = "" if _CJK_CHAR.fullmatch(pending[-1]) else " "
+        words = space.join(pending)
+        pending.clear()
+        return DEL_OPEN + words + DEL_CLOSE, space
+
     def flush() -> None:
         if pending:
-            out.append(DEL_OPEN + " ".join(pending) + DEL_CLOSE + " ")
-            pending.clear()
+            words, space = gone()
+            out.append(words + space)
 
     started = False  # past the line's leading structure
     matcher = SequenceMatcher(None, old, new, autojunk=False)
@@ -66,7 +78,8 @@ def _words(before: str, after: str) -> str:
                 flush()
             out.append(token if op == "equal" else _wrap(token, INS_OPEN, INS_CLOSE))
     if pending:
-        out.append(" " + DEL_OPEN + " ".join(pending) + DEL_CLOSE)
+        words, space = gone()
+        out.append(space + words)
     return "".join(out)
 
 
@@ -141,3 +154,31 @@ def mark_quoted(html: str, quotes: list[str]) -> str:
         return f"{opening}<mark>{inner}</mark>{closing}"
 
     return _BLOCK.sub(mark, html)
+
+
+# What the reader steps between: a paragraph, item, heading or preformatted
+# block, or a whole table row (a row's cells are one line of the page).
+_UNIT = re.compile(r"<(tr|p|li|h[1-6]|pre)>(.*?)</\1>", re.DOTALL)
+_CHANGED = 'class="word-change"'
+
+
+def number_changes(html: str, id_prefix: str = "change-") -> tuple[str, int]:
+    """(marked_html's HTML with an id on the first paragraph, item, heading
+    or table row of each run of changed ones, how many runs): the anchors
+    "previous / next change" steps between, as it does in the diff tables.
+    Runs side by side are one change, as a diff's block of lines is."""
+    count = 0
+    after_change = False
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count, after_change
+        changed = _CHANGED in match[2]
+        starts = changed and not after_change
+        after_change = changed
+        if not starts:
+            return match[0]
+        count += 1
+        tag = match[1]
+        return f'<{tag} id="{id_prefix}{count}">' + match[0][len(tag) + 2 :]
+
+    return _UNIT.sub(number, html), count

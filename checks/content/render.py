@@ -15,6 +15,7 @@ from html import escape, unescape
 import cydifflib as difflib
 
 from checks.content.compare import Opcode, Side, compare
+from checks.content.marked import CJK
 
 # Word-level highlighting is skipped for very long lines (minified blobs).
 _INTRALINE_MAX_CHARS = 2_000
@@ -38,8 +39,13 @@ _INTRALINE_MIN_SIMILARITY = 0.4
 # Rendering stops after this many rows; a browser chokes on more, and the
 # unified diff is still there for the full story.
 _MAX_RENDERED_ROWS = 5_000
-_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
-_WORD = re.compile(r"\w+")
+# Each character of Chinese or Japanese is a word of its own (they write
+# no spaces between words): an edited price in a sentence is marked, not the
+# sentence.
+_CJK_CHAR = f"[{CJK}]"
+_NOT_CJK_WORD = f"[^\\W{CJK}]+"
+_TOKEN = re.compile(f"{_CJK_CHAR}|{_NOT_CJK_WORD}|\\s+|[^\\w\\s]")
+_WORD = re.compile(f"{_CJK_CHAR}|{_NOT_CJK_WORD}")
 
 
 @dataclass(slots=True)
@@ -167,17 +173,64 @@ def _whole(line: str, tag: str) -> str:
     return f"<{tag}>{escape(line)}</{tag}>" if line else ""
 
 
-def _change_html(old: Side, new: Side, row: _Row) -> tuple[str, str]:
+@dataclass(slots=True)
+class _Moves:
+    """Lines that went from one place and came back whole at another: old
+    line index → (new line index, "down" or "up"), and new line index → old
+    line index. Only lines removed or added outright are matched, by the key
+    the line matcher compared them by: a dict lookup a line, no matching."""
+
+    went: dict[int, tuple[int, str]]
+    came: dict[int, int]
+
+    @classmethod
+    def of(cls, old: Side, new: Side, rows: list[_Row]) -> _Moves:
+        gone: dict[str, list[tuple[int, int]]] = {}
+        for place, row in enumerate(rows):
+            if row.kind == "change" and row.new is None and row.old is not None:
+                gone.setdefault(old.keys[row.old], []).append((row.old, place))
+        went: dict[int, tuple[int, str]] = {}
+        came: dict[int, int] = {}
+        for place, row in enumerate(rows):
+            if row.kind != "change" or row.old is not None or row.new is None:
+                continue
+            if matches := gone.get(new.keys[row.new]):
+                index, gone_at = matches.pop(0)
+                went[index] = (row.new, "down" if place > gone_at else "up")
+                came[row.new] = index
+        return cls(went, came)
+
+    def old_html(self, index: int, html: str) -> str:
+        if index not in self.went:
+            return html
+        there, way = self.went[index]
+        return f'{html} <span class="diff-moved">Moved {way} to line {there + 1}</span>'
+
+    def new_html(self, index: int, html: str) -> str:
+        if index not in self.came:
+            return html
+        return (
+            f'{html} <span class="diff-moved">Moved here from line '
+            f"{self.came[index] + 1}</span>"
+        )
+
+
+def _change_html(
+    old: Side, new: Side, row: _Row, moves: _Moves | None = None
+) -> tuple[str, str]:
     old_line = old.lines[row.old] if row.old is not None else None
     new_line = new.lines[row.new] if row.new is not None else None
     if old_line is not None and new_line is not None:
         words = _words(old_line, new_line)
         if words is not None:
             return words
-    return (
-        _whole(old_line, "del") if old_line is not None else "",
-        _whole(new_line, "ins") if new_line is not None else "",
-    )
+    old_html = _whole(old_line, "del") if old_line is not None else ""
+    new_html = _whole(new_line, "ins") if new_line is not None else ""
+    if moves is not None and row.old is not None and new_line is None:
+        old_html = moves.old_html(row.old, old_html)
+    if moves is not None and row.new is not None and old_line is None:
+        new_html = moves.new_html(row.new, new_html)
+    return old_html, new_html
 
 
 def _line_number(index: int | None) -> str:
@@ -241,6 +294,7 @@ def side_by_side_html(
     old: Side, new: Side, codes: list[Opcode], context: int, id_prefix: str
 ) -> str:
     rows = _rows(old, new, codes, context)
+    moves = _Moves.of(old, new, rows)
     prefix = escape(id_prefix)
     out = [_table_start("split", old, new)]
     for shown, row in enumerate(rows):
@@ -260,7 +314,7 @@ def side_by_side_html(
                 f'<td class="diff-text">{escape(new.lines[row.new])}</td></tr>'
             )
             continue
-        old_html, new_html = _change_html(old, new, row)
+        old_html, new_html = _change_html(old, new, row, moves)
         row_id = f' id="{prefix}{row.block}"' if row.first else ""
         old_class = "diff-del" if row.old is not None else "diff-empty"
         new_class = "diff-ins" if row.new is not None else "diff-empty"
@@ -282,6 +336,7 @@ def render_inline(
     block before its added lines, word-level ``<del>``/``<ins>`` as above."""
     old, new, codes = compare(previous, current)
     rows = _rows(old, new, codes, context)
+    moves = _Moves.of(old, new, rows)
     prefix = escape(id_prefix)
     out = [_table_start("inline", old, new)]
     emitted = 0
@@ -308,7 +363,8 @@ def render_inline(
         ):
             block.append(rows[index])
             index += 1
-        lines = _inline_block_rows(old, new, block, f' id="{prefix}{row.block}"')
+        anchor = f' id="{prefix}{row.block}"'
+        lines = _inline_block_rows(old, new, block, anchor, moves)
         out.extend(lines)
         emitted += len(lines)
     out.append("</tbody></table>")
@@ -326,13 +382,13 @@ def _inline_equal_row(row: _Row, new: Side) -> str:
 
 
 def _inline_block_rows(
-    old: Side, new: Side, block: list[_Row], anchor: str
+    old: Side, new: Side, block: list[_Row], anchor: str, moves: _Moves
 ) -> list[str]:
     """A changed block in one column: its removed lines, then its added ones;
     the first row carries the block's anchor."""
     removed, added = [], []
     for member in block:
-        old_html, new_html = _change_html(old, new, member)
+        old_html, new_html = _change_html(old, new, member, moves)
         if member.old is not None:
             removed.append((member.old, old_html))
         if member.new is not None:

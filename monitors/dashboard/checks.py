@@ -23,7 +23,7 @@ from checks.content import (
     render_side_by_side,
     strip_noise,
 )
-from checks.content.marked import mark_quoted, marked_html
+from checks.content.marked import mark_quoted, marked_html, number_changes
 from checks.content.readable import readable_html
 from checks.models import Check, PageResult, PageState
 from checks.notify.reports import NOT_MEANINGFUL, finished_suppression_reason
@@ -297,6 +297,12 @@ def page_diff(
     else:
         html = ""
     quotes = _quotes(page) if page.is_judged else []
+    if layout == "text":
+        # Anchors for "previous / next change", after the quotes are marked
+        # (which look for the page's own tags, bare).
+        html, change_count = number_changes(mark_quoted(html, quotes))
+    else:
+        html, change_count = mark_quotes(html, quotes), html.count('id="change-')
     history = (
         PageResult.objects.filter(
             check_run__monitor=check.monitor, target_id=page.target_id, url=page.url
@@ -314,10 +320,8 @@ def page_diff(
         # checks.content escapes every piece of page text before wrapping it in its
         # own tags, so this — and only this — page-derived HTML may be marked
         # safe. The template still puts it under hx-disable.
-        "diff_html": mark_safe(  # noqa: S308
-            mark_quoted(html, quotes) if layout == "text" else mark_quotes(html, quotes)
-        ),
-        "change_count": html.count('id="change-'),
+        "diff_html": mark_safe(html),  # noqa: S308
+        "change_count": change_count,
         "field_rows": _field_rows(page, quotes),
         "before": before,
         "before_cut": before_cut,

@@ -196,7 +196,9 @@
   var currentChange = 0;
 
   function changeRows() {
-    return Array.from(document.querySelectorAll("#diff-region tr[id^='change-']"));
+    // Rows of the diff tables; paragraphs, items, headings and table rows of
+    // the page text (checks.content.marked.number_changes).
+    return Array.from(document.querySelectorAll("#diff-region [id^='change-']"));
   }
 
   function showChange(number) {
