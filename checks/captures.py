@@ -2,14 +2,21 @@
 
 A link names a capture by its content hash and carries a timestamped
 signature (Django's signing, keyed by SECRET_KEY): whoever holds the link may
-fetch that one capture until CAPTURE_URL_TTL_SECONDS have passed, and nothing
+fetch that one capture for at least CAPTURE_URL_TTL_SECONDS, and nothing
 else -- as Firecrawl's screenshot URLs work for API clients, which fetch them
-without an API key. Links are made each time results are read, never stored,
-so every read hands out a fresh one.
+without an API key. Links are made each time results are read, never stored.
+
+The timestamp is the start of the window (a quarter of the links' lifetime)
+the link was made in, not its second: every read within a window hands out
+the same link, so a check's answer, and its ETag, stay the same while nothing
+else changes (monitors.api.conditional). A link is honoured for the lifetime
+plus one window after that start, so one made at a window's end still works
+its whole lifetime, and none works longer than a quarter more.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,9 +35,26 @@ class LinkExpired(Exception):
     """A genuine link whose time is up."""
 
 
+def _lifetime() -> int:
+    return int(settings.CAPTURE_URL_TTL_SECONDS)
+
+
+def _window() -> int:
+    """Seconds within which every link made is the same link."""
+    return max(1, _lifetime() // 4)
+
+
+class _WindowSigner(signing.TimestampSigner):
+    """Signs with the start of the current window instead of the second."""
+
+    def timestamp(self) -> str:
+        window = _window()
+        return signing.b62_encode(int(time.time()) // window * window)
+
+
 def capture_path(digest: str) -> str:
     """The site-relative signed link (the dashboard's <img src>)."""
-    token = signing.TimestampSigner(salt=SALT).sign(digest)
+    token = _WindowSigner(salt=SALT).sign(digest)
     return reverse("capture", kwargs={"token": token})
 
 
@@ -44,7 +68,7 @@ def capture_for(token: str) -> Capture | None:
     LinkExpired for a genuine one past its time."""
     signer = signing.TimestampSigner(salt=SALT)
     try:
-        digest = signer.unsign(token, max_age=int(settings.CAPTURE_URL_TTL_SECONDS))
+        digest = signer.unsign(token, max_age=_lifetime() + _window())
     except signing.SignatureExpired:
         raise LinkExpired from None
     except signing.BadSignature:

@@ -20,10 +20,11 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from checks import storage
 from checks.models import Check, Delivery, PageResult
-from monitors.models import Channel, Monitor, Team
+from monitors.models import Channel, Monitor, MonitorChannel, Team
 
 # Rows deleted per transaction, so locks stay short and a huge backlog is worked
 # off over several runs instead of one long transaction.
@@ -132,7 +133,12 @@ def delete_teams(teams: QuerySet[Team]) -> None:
 
 
 def delete_channels(channels: QuerySet[Channel]) -> None:
+    """The channels, their deliveries, and their place in every monitor that
+    sent to them: those monitors' `channels` change, so their updatedAt
+    moves (a sync by updatedSince sees them)."""
     with transaction.atomic():
         ids = list(channels.values_list("pk", flat=True))
+        linked = MonitorChannel.objects.filter(channel__in=ids).values("monitor_id")
+        Monitor.objects.filter(pk__in=linked).update(updated_at=timezone.now())
         Delivery.objects.filter(channel__in=ids).discard()
         Channel.objects.filter(pk__in=ids).delete()

@@ -11,9 +11,12 @@ import requests
 import time_machine
 from django.utils import timezone
 from firecrawl import Firecrawl
+from rest_framework.test import APIClient
 
-from checks.models import Check
-from monitors.models import Monitor, Tag, Target, Team
+from checks import runner
+from checks.models import Check, PageResult
+from checks.pipeline import plan as planning
+from monitors.models import ApiKey, Channel, Monitor, MonitorChannel, Tag, Target, Team
 
 URL = "/v2/monitor"
 NOW = datetime(2026, 5, 16, 15, 7, 30, 123456, tzinfo=UTC)
@@ -137,7 +140,7 @@ def test_a_check_finishing_changes_the_lists_etag_though_no_edit_was_made(api, t
     assert answer["ETag"] != etag
 
 
-def test_another_key_of_the_team_reads_the_same_etag_when_it_sees_the_same(
+def test_a_key_of_another_team_reads_another_etag_and_no_304_for_it(
     api, other_api, team, other_team
 ):
     make_monitor(team, "Ours")
@@ -145,6 +148,52 @@ def test_another_key_of_the_team_reads_the_same_etag_when_it_sees_the_same(
     ours, theirs = api.get(URL), other_api.get(URL)
     assert ours["ETag"] != theirs["ETag"]
     assert api.get(URL, HTTP_IF_NONE_MATCH=theirs["ETag"]).status_code == 200
+
+
+def test_another_key_of_the_same_team_reads_the_same_etag(api, team):
+    monitor = make_monitor(team)
+    check = make_check(monitor)
+    _, raw = ApiKey.issue(team, name="sync script")
+    second = APIClient()
+    second.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    for path in (
+        URL,
+        f"{URL}/{monitor.pk}",
+        f"{URL}/{monitor.pk}/checks",
+        f"{URL}/{monitor.pk}/checks/{check.pk}",
+    ):
+        etag = api.get(path)["ETag"]
+        assert second.get(path)["ETag"] == etag, path
+        assert second.get(path, HTTP_IF_NONE_MATCH=etag).status_code == 304, path
+
+
+def test_a_check_with_screenshots_answers_304_while_its_links_stay_the_same(
+    api, team, settings
+):
+    settings.CAPTURE_URL_TTL_SECONDS = 3600  # links signed per 15 minutes
+    monitor = make_monitor(team)
+    check = make_check(monitor)
+    PageResult.objects.create(
+        check_run=check,
+        target_id=monitor.targets.get().id,
+        url="https://a.test/",
+        status=PageResult.Status.SAME,
+        metadata={
+            "screenshot": "ab" * 32,
+            "actions": {"screenshots": ["cd" * 32], "pdfs": ["ef" * 32]},
+        },
+    )
+    path = f"{URL}/{monitor.pk}/checks/{check.pk}"
+    window = datetime(2026, 5, 16, 15, 0, tzinfo=UTC)
+
+    with time_machine.travel(window + timedelta(seconds=1), tick=False):
+        etag = api.get(path)["ETag"]
+    with time_machine.travel(window + timedelta(minutes=14, seconds=59), tick=False):
+        assert api.get(path, HTTP_IF_NONE_MATCH=etag).status_code == 304
+    with time_machine.travel(window + timedelta(minutes=15), tick=False):
+        fresh = api.get(path, HTTP_IF_NONE_MATCH=etag)
+    assert fresh.status_code == 200
+    assert fresh["ETag"] != etag
 
 
 def test_writes_and_errors_carry_no_etag(api, team):
@@ -208,6 +257,44 @@ def test_updated_since_sees_pausing_resuming_tags_and_checks(api, team, clock):
     )
     assert names(api.get(URL, {"updatedSince": later})) == ["Checked", "Paused"]
     assert quiet.name not in names(api.get(URL, {"updatedSince": since}))
+
+
+def test_updated_since_sees_a_deleted_channel_leave_its_monitors(api, team, clock):
+    sending, quiet = make_monitor(team, "Sending"), make_monitor(team, "Quiet")
+    channel = Channel.objects.create(
+        team=team,
+        name="Ops",
+        kind="webhook",
+        settings={"url": "https://hooks.example.com/in"},
+        events=list(Channel.DEFAULT_EVENTS),
+    )
+    MonitorChannel.objects.create(monitor=sending, channel=channel)
+    assert api.get(f"{URL}/{sending.pk}").json()["data"]["channels"] == [channel.pk]
+    clock.shift(timedelta(minutes=1))
+
+    assert api.delete(f"/v2/channels/{channel.pk}").status_code == 200
+
+    answer = api.get(URL, {"updatedSince": "2026-05-16T15:08:00Z"})
+    assert names(answer) == ["Sending"]
+    assert answer.json()["data"][0]["channels"] == []
+    assert quiet.name not in names(answer)
+
+
+def test_planning_a_check_moves_its_updated_at(api, team, clock):
+    monitor = make_monitor(team)
+    check = make_check(monitor, Check.Status.QUEUED)
+    assert runner.claim(check)
+    clock.shift(timedelta(minutes=1))
+
+    planning.plan(Check.objects.get(pk=check.pk))
+
+    path = f"{URL}/{monitor.pk}/checks"
+    answer = api.get(path, {"updatedSince": "2026-05-16T15:08:00Z"})
+    assert answer.status_code == 200
+    [listed] = answer.json()["data"]
+    assert listed["id"] == str(check.pk)
+    assert listed["targetResults"] is not None
+    assert listed["updatedAt"] == "2026-05-16T15:08:30.123Z"
 
 
 def test_updated_since_keeps_to_the_team_and_the_tag(api, team, other_team, clock):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
@@ -145,6 +145,32 @@ def test_a_link_expires_and_a_tampered_one_names_nothing(client, monitor, settin
         expired = client.get(path)
     assert expired.status_code == 410
     assert "expired" in expired.content.decode()
+
+
+def test_links_handed_out_within_a_window_are_one_link_each_lasting_its_time(
+    client, monitor, settings
+):
+    settings.CAPTURE_URL_TTL_SECONDS = 3600  # signed per window of 15 minutes
+    page = result_with(make_check(monitor), png())
+    window = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
+    minutes = timedelta(minutes=1)
+
+    def link_at(moment: datetime) -> str:
+        with time_machine.travel(moment, tick=False):
+            return capture_url(page.screenshot).removeprefix(settings.PUBLIC_BASE_URL)
+
+    def served_at(path: str, moment: datetime) -> int:
+        with time_machine.travel(moment, tick=False):
+            return client.get(path).status_code
+
+    first = link_at(window)
+    last = link_at(window + 15 * minutes - timedelta(seconds=1))
+    assert last == first
+    assert link_at(window + 15 * minutes) != first
+    # The link handed out last in the window still works its full hour...
+    assert served_at(last, window + 75 * minutes - timedelta(seconds=1)) == 200
+    # ...and no longer: it is gone an hour after its window ended.
+    assert served_at(first, window + 75 * minutes + timedelta(seconds=1)) == 410
 
 
 # --- The dashboard ------------------------------------------------------------------

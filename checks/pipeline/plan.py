@@ -74,7 +74,9 @@ def _plan(check: Check, resolver: Resolver | None) -> list[CheckBatch]:
             # plan it wrote its plan first: that plan stands.
             return list(check.batches.all())
         Check.objects.filter(pk=check.pk).update(
-            pages_total=recorded, target_results=target_results
+            pages_total=recorded,
+            target_results=target_results,
+            updated_at=shared_clock.now(),
         )
         for source, jobs in planned:
             source.persist(check, jobs)

@@ -142,7 +142,7 @@ class PageSerializer(serializers.Serializer):
     @extend_schema_field(serializers.DictField())
     def get_metadata(self, page: PageResult) -> dict[str, Any]:
         # Screenshots and PDFs as signed links that expire
-        # (CAPTURE_URL_TTL_SECONDS); a fresh one on every read.
+        # (CAPTURE_URL_TTL_SECONDS); the same link for a quarter of that.
         return with_links(page.metadata or {})
 
     @extend_schema_field(PageDiffSerializer(allow_null=True))

@@ -2,8 +2,9 @@
 the official SDKs never send If-None-Match, so they always get the whole
 answer). An answer's ETag is a hash of its bytes: what a monitor or a check
 shows changes without an edit too (its last run, next run and current check,
-its last summary, its e-mail subscriptions, fresh signed links to
-screenshots), so no stored "updated" time could stand for it. Hashing the
+its last summary, its e-mail subscriptions, the signed links to screenshots,
+made anew each quarter of their lifetime), so no stored "updated" time could
+stand for it. Hashing the
 rendered body costs no query and a fraction of the rendering itself.
 
 Answers keep `Cache-Control: no-store` (config.middleware.NoStoreMiddleware):
