@@ -541,6 +541,96 @@ def test_a_muted_changedetection_watch_comes_muted_with_its_channel_kept(
     assert list(muted.channels.shared().values_list("kind", flat=True)) == ["apprise"]
 
 
+# --- Export and Pagewatch-to-Pagewatch import -------------------------------------
+
+
+def watching(team, name: str) -> Monitor:
+    """A monitor with a page of its own, as an import needs."""
+    from monitors.models import Target
+
+    monitor = make_monitor(team, name=name)
+    Target.objects.create(
+        monitor=monitor, type="scrape", urls=[f"https://{name.lower()}.test/"]
+    )
+    return monitor
+
+
+@pytest.mark.django_db
+def test_an_export_carries_each_mute_still_running(api, team):
+    soon, forever, ended = (make_monitor(team, name=n) for n in ("A", "B", "C"))
+    make_monitor(team, name="D")
+    mute(soon, NOW + timedelta(hours=1))
+    mute(forever, MUTED_FOREVER)
+    mute(ended, NOW - timedelta(hours=1))
+
+    with time_machine.travel(NOW, tick=False):
+        document = api.get("/v2/export").json()["data"]
+
+    assert {m["name"]: m["mutedUntil"] for m in document["monitors"]} == {
+        "A": "2026-05-16T16:07:30.000Z",
+        "B": "9999-12-31T00:00:00.000Z",
+        "C": None,
+        "D": None,
+    }
+
+
+@pytest.mark.django_db
+def test_another_pagewatch_imports_the_mutes_an_ended_one_as_not_muted(
+    api, other_api, team, other_team
+):
+    from tests.test_moving_api import upload
+
+    soon, forever, later = (watching(team, n) for n in ("A", "B", "C"))
+    mute(soon, NOW + timedelta(hours=1))
+    mute(forever, MUTED_FOREVER)
+    mute(later, NOW + timedelta(days=3))
+    with time_machine.travel(NOW, tick=False):
+        document = api.get("/v2/export").json()["data"]
+
+    # Imported two hours on: A's mute has ended by then.
+    with time_machine.travel(NOW + timedelta(hours=2), tick=False):
+        answer = upload(
+            other_api,
+            "pagewatch",
+            json.dumps(document).encode(),
+            "e.json",
+            dryRun=False,
+        )
+
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["data"]["created"] == 3
+    copies = {m.name: m.muted_until for m in Monitor.objects.filter(team=other_team)}
+    assert copies == {
+        "A": None,
+        "B": MUTED_FOREVER,
+        "C": NOW + timedelta(days=3),
+    }
+
+
+@pytest.mark.django_db
+def test_a_mute_that_ends_between_preview_and_import_imports_as_not_muted(team):
+    from monitors.moving import importing, plan
+    from monitors.moving.base import Planned
+    from monitors.moving.monitorapi import planned_from_monitor
+
+    monitor = {
+        "name": "A",
+        "schedule": {"cron": "*/30 * * * *", "timezone": "UTC"},
+        "targets": [{"type": "scrape", "urls": ["https://a.test/"]}],
+        "mutedUntil": "2026-05-16T16:07:30.000Z",
+    }
+    with time_machine.travel(NOW, tick=False):
+        [previewed] = plan.prepare(team, [planned_from_monitor("1", monitor)])
+    assert previewed.importable
+    state = previewed.to_state()
+
+    with time_machine.travel(NOW + timedelta(hours=2), tick=False):
+        items = plan.prepare(team, [Planned.from_state(state)])
+        importing.run_import(team, items, NOW + timedelta(hours=2))
+
+    assert Monitor.objects.get(team=team, name="A").muted_until is None
+
+
 # --- The admin ----------------------------------------------------------------------
 
 
