@@ -689,3 +689,76 @@ def test_tomorrow_morning_is_nine_on_the_teams_clock_across_a_dst_change():
         "Sun 29 Mar 09:00 (Europe/Berlin)"
     )
     assert muting.mute_end("fortnight", saturday_evening, "UTC") is None
+
+
+@pytest.fixture
+def admin_change(team, admin_user) -> tuple[Monitor, str]:
+    from django.urls import reverse
+
+    from monitors.models import Membership
+
+    Membership.objects.create(team=team, user=admin_user, role=Membership.Role.OWNER)
+    monitor = watching(team, "A")
+    return monitor, reverse("admin:monitors_monitor_change", args=[monitor.pk])
+
+
+@pytest.mark.django_db
+def test_the_admin_mutes_a_monitor_until_a_moment_and_logs_it(
+    admin_client, admin_change
+):
+    from teams.models import Activity
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    with time_machine.travel(NOW, tick=False):
+        data = shown_form(admin_client, change)
+        assert data["muted_until"] == ""
+        answer = admin_client.post(change, data | {"muted_until": "2026-05-16 18:00"})
+
+    assert answer.status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.muted_until == datetime(2026, 5, 16, 18, 0, tzinfo=UTC)
+    [entry] = Activity.objects.filter(details__muted_until__isnull=False)
+    assert entry.via == Activity.Via.ADMIN
+    assert entry.what_words == "Muted notifications until Sat 16 May 18:00 (UTC)"
+
+
+@pytest.mark.django_db
+def test_the_admin_keeps_a_mute_saved_as_shown_and_unmutes_when_it_is_cleared(
+    admin_client, admin_change
+):
+    from teams.models import Activity
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    mute(monitor, MUTED_FOREVER)
+
+    data = shown_form(admin_client, change)
+    assert data["muted_until"].startswith("9999-12-31")
+    assert admin_client.post(change, data).status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.muted_until == MUTED_FOREVER
+    assert not Activity.objects.filter(details__muted_until__isnull=False).exists()
+
+    assert admin_client.post(change, data | {"muted_until": ""}).status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.muted_until is None
+    [entry] = Activity.objects.filter(details__unmuted=True)
+    assert entry.what_words == "Unmuted notifications"
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_a_mute_that_has_ended_in_the_rules_words(
+    admin_client, admin_change
+):
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    with time_machine.travel(NOW, tick=False):
+        data = shown_form(admin_client, change)
+        answer = admin_client.post(change, data | {"muted_until": "2026-05-16 15:00"})
+
+    assert answer.status_code == 200
+    assert "That moment has passed" in answer.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.muted_until is None
