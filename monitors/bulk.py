@@ -1,8 +1,9 @@
-"""Acting on many monitors at once: pause, resume, add or remove a tag,
-delete. One workflow for the monitor list's tick boxes and for
-POST /v2/monitor/bulk: each action is one query over the chosen monitors of
-the team (MonitorQuerySet), and one activity entry per monitor it changed,
-written in one INSERT, as a single edit writes one."""
+"""Acting on many monitors at once: pause, resume, mute or unmute their
+notifications, add or remove a tag, delete. One workflow for the monitor
+list's tick boxes and for POST /v2/monitor/bulk: each action is one query
+over the chosen monitors of the team (MonitorQuerySet), and one activity
+entry per monitor it changed, written in one INSERT, as a single edit writes
+one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from enum import StrEnum
 from checks import deleting
 from monitors import rules
 from monitors.models import Monitor, MonitorQuerySet, Tag, Team
-from teams.activity import Actor, Kind, record_each
+from teams.activity import Actor, Kind, record_each, record_mute
 
 # The most monitors one request may name: a page of the API's list.
 IDS_MAX = 100
@@ -25,6 +26,8 @@ class Action(StrEnum):
     ADD_TAG = "add_tag"
     REMOVE_TAG = "remove_tag"
     DELETE = "delete"
+    MUTE = "mute"
+    UNMUTE = "unmute"
 
     @property
     def takes_tag(self) -> bool:
@@ -56,9 +59,12 @@ def act(
     team: Team,
     now: datetime,
     tag: list[str] | None = None,
+    until: datetime | None = None,
 ) -> Outcome:
     """Do `action` to the `chosen` monitors of `team` (already scoped to it)
-    and log it; `tag` is tag_problem's clean name, for the tag actions."""
+    and log it; `tag` is tag_problem's clean name, for the tag actions;
+    `until` the mute's end, for mute (passing rules.mute_rule, cleaned by
+    rules.clean_muted_until)."""
     if action == Action.DELETE:
         done = deleting.soft_delete_monitors(chosen, now)
         record_each(actor, team, Kind.MONITOR_DELETED, done)
@@ -70,6 +76,16 @@ def act(
     if action == Action.RESUME:
         done = chosen.resume(now)
         record_each(actor, team, Kind.MONITOR_RESUMED, done)
+        return Outcome(done)
+    if action == Action.MUTE:
+        if until is None:
+            raise ValueError("mute needs its end")
+        done = chosen.mute(until, now)
+        record_mute(actor, team, done, until)
+        return Outcome(done)
+    if action == Action.UNMUTE:
+        done = chosen.unmute(now)
+        record_mute(actor, team, done, None)
         return Outcome(done)
     if not tag:
         raise ValueError(f"{action} needs a tag")

@@ -5,14 +5,17 @@ rules: the same workflow, roles, team scoping and activity entries."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from monitors import rules
 from monitors.bulk import IDS_MAX
 from monitors.models import ApiKey, Membership, Monitor, Tag
+from monitors.models.monitors import MUTED_FOREVER
 from teams.models import Activity
 from tests.test_api_sync import make_monitor
 
@@ -216,6 +219,31 @@ def test_viewers_and_read_keys_are_refused(team, django_user_model, role):
         ),
         ({"action": "pause", "ids": [str(uuid.uuid4())], "tag": "Sale"}, "tag"),
         ({"action": "pause", "ids": [str(uuid.uuid4())], "colour": "red"}, ""),
+        ({"action": "mute", "ids": [str(uuid.uuid4())]}, "mutedUntil"),
+        (
+            {"action": "mute", "ids": [str(uuid.uuid4())], "mutedUntil": None},
+            "mutedUntil",
+        ),
+        (
+            {
+                "action": "mute",
+                "ids": [str(uuid.uuid4())],
+                "mutedUntil": "2020-01-01T00:00:00Z",
+            },
+            "mutedUntil",
+        ),
+        (
+            {"action": "mute", "ids": [str(uuid.uuid4())], "mutedUntil": "tuesday"},
+            "mutedUntil",
+        ),
+        (
+            {
+                "action": "unmute",
+                "ids": [str(uuid.uuid4())],
+                "mutedUntil": "2099-01-01T00:00:00Z",
+            },
+            "mutedUntil",
+        ),
     ],
     ids=[
         "no ids",
@@ -228,6 +256,11 @@ def test_viewers_and_read_keys_are_refused(team, django_user_model, role):
         "tag too long",
         "tag on pause",
         "unknown key",
+        "mute without its end",
+        "mute until null",
+        "mute that has ended",
+        "mute until no moment",
+        "mutedUntil on unmute",
     ],
 )
 def test_bad_bodies_are_a_400_naming_the_field(api, team, body, where):
@@ -261,5 +294,70 @@ def test_the_openapi_document_describes_the_bulk_actions(client, db):
         "addTag",
         "removeTag",
         "delete",
+        "mute",
+        "unmute",
     }
     assert schema["properties"]["ids"]["maxItems"] == IDS_MAX
+    assert schema["properties"]["mutedUntil"]["format"] == "date-time"
+
+
+NOW = datetime(2026, 5, 16, 15, 7, 30, tzinfo=UTC)
+
+
+def test_muting_many_until_a_moment_mutes_each_and_logs_each_as_the_dashboard_does(
+    api, team
+):
+    ticked = [make_monitor(team, f"M{n}") for n in range(3)]
+    untouched = make_monitor(team, "Other")
+    until = datetime(2026, 5, 16, 16, 0, tzinfo=UTC)
+    Monitor.objects.filter(pk=ticked[0].pk).mute(until, NOW)
+
+    with time_machine.travel(NOW, tick=False):
+        answer = data(bulk(api, "mute", ticked, mutedUntil="2026-05-16T18:00:00+02:00"))
+
+    assert answer["action"] == "mute"
+    assert answer["changed"] == [str(m.pk) for m in ticked[1:]]
+    assert answer["unchanged"] == [str(ticked[0].pk)]
+    for monitor in ticked:
+        monitor.refresh_from_db()
+        assert monitor.muted_until == until
+    untouched.refresh_from_db()
+    assert untouched.muted_until is None
+    logged = Activity.objects.filter(details__muted_until__isnull=False)
+    assert sorted(e.monitor_id for e in logged) == sorted(m.pk for m in ticked[1:])
+    assert {e.what_words for e in logged} == {
+        "Muted notifications until Sat 16 May 16:00 (UTC)"
+    }
+    assert {(e.via, e.key_name) for e in logged} == {(Activity.Via.API, "tests")}
+
+
+def test_muting_many_until_unmuted_takes_the_far_future_moment(api, team):
+    ticked = [make_monitor(team, f"M{n}") for n in range(2)]
+
+    answer = data(bulk(api, "mute", ticked, mutedUntil="9999-12-31T23:59:59Z"))
+
+    assert sorted(answer["changed"]) == sorted(str(m.pk) for m in ticked)
+    for monitor in ticked:
+        monitor.refresh_from_db()
+        assert monitor.muted_until == MUTED_FOREVER
+    assert {
+        e.what_words for e in Activity.objects.filter(kind=Activity.Kind.MONITOR_EDITED)
+    } == {"Muted notifications until further notice"}
+
+
+def test_unmuting_many_ends_the_mutes_still_running_and_logs_those(api, team):
+    muted, ended, never = (make_monitor(team, f"M{n}") for n in range(3))
+    Monitor.objects.filter(pk=muted.pk).mute(MUTED_FOREVER, NOW)
+    Monitor.objects.filter(pk=ended.pk).mute(NOW - timedelta(hours=1), NOW)
+
+    with time_machine.travel(NOW, tick=False):
+        answer = data(bulk(api, "unmute", [muted, ended, never]))
+
+    assert answer["changed"] == [str(muted.pk)]
+    assert answer["unchanged"] == [str(ended.pk), str(never.pk)]
+    muted.refresh_from_db()
+    assert muted.muted_until is None
+    logged = Activity.objects.filter(details__unmuted=True)
+    assert [(e.monitor_id, e.what_words) for e in logged] == [
+        (muted.pk, "Unmuted notifications")
+    ]

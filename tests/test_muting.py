@@ -541,6 +541,96 @@ def test_a_muted_changedetection_watch_comes_muted_with_its_channel_kept(
     assert list(muted.channels.shared().values_list("kind", flat=True)) == ["apprise"]
 
 
+# --- Export and Pagewatch-to-Pagewatch import -------------------------------------
+
+
+def watching(team, name: str) -> Monitor:
+    """A monitor with a page of its own, as an import needs."""
+    from monitors.models import Target
+
+    monitor = make_monitor(team, name=name)
+    Target.objects.create(
+        monitor=monitor, type="scrape", urls=[f"https://{name.lower()}.test/"]
+    )
+    return monitor
+
+
+@pytest.mark.django_db
+def test_an_export_carries_each_mute_still_running(api, team):
+    soon, forever, ended = (make_monitor(team, name=n) for n in ("A", "B", "C"))
+    make_monitor(team, name="D")
+    mute(soon, NOW + timedelta(hours=1))
+    mute(forever, MUTED_FOREVER)
+    mute(ended, NOW - timedelta(hours=1))
+
+    with time_machine.travel(NOW, tick=False):
+        document = api.get("/v2/export").json()["data"]
+
+    assert {m["name"]: m["mutedUntil"] for m in document["monitors"]} == {
+        "A": "2026-05-16T16:07:30.000Z",
+        "B": "9999-12-31T00:00:00.000Z",
+        "C": None,
+        "D": None,
+    }
+
+
+@pytest.mark.django_db
+def test_another_pagewatch_imports_the_mutes_an_ended_one_as_not_muted(
+    api, other_api, team, other_team
+):
+    from tests.test_moving_api import upload
+
+    soon, forever, later = (watching(team, n) for n in ("A", "B", "C"))
+    mute(soon, NOW + timedelta(hours=1))
+    mute(forever, MUTED_FOREVER)
+    mute(later, NOW + timedelta(days=3))
+    with time_machine.travel(NOW, tick=False):
+        document = api.get("/v2/export").json()["data"]
+
+    # Imported two hours on: A's mute has ended by then.
+    with time_machine.travel(NOW + timedelta(hours=2), tick=False):
+        answer = upload(
+            other_api,
+            "pagewatch",
+            json.dumps(document).encode(),
+            "e.json",
+            dryRun=False,
+        )
+
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["data"]["created"] == 3
+    copies = {m.name: m.muted_until for m in Monitor.objects.filter(team=other_team)}
+    assert copies == {
+        "A": None,
+        "B": MUTED_FOREVER,
+        "C": NOW + timedelta(days=3),
+    }
+
+
+@pytest.mark.django_db
+def test_a_mute_that_ends_between_preview_and_import_imports_as_not_muted(team):
+    from monitors.moving import importing, plan
+    from monitors.moving.base import Planned
+    from monitors.moving.monitorapi import planned_from_monitor
+
+    monitor = {
+        "name": "A",
+        "schedule": {"cron": "*/30 * * * *", "timezone": "UTC"},
+        "targets": [{"type": "scrape", "urls": ["https://a.test/"]}],
+        "mutedUntil": "2026-05-16T16:07:30.000Z",
+    }
+    with time_machine.travel(NOW, tick=False):
+        [previewed] = plan.prepare(team, [planned_from_monitor("1", monitor)])
+    assert previewed.importable
+    state = previewed.to_state()
+
+    with time_machine.travel(NOW + timedelta(hours=2), tick=False):
+        items = plan.prepare(team, [Planned.from_state(state)])
+        importing.run_import(team, items, NOW + timedelta(hours=2))
+
+    assert Monitor.objects.get(team=team, name="A").muted_until is None
+
+
 # --- The admin ----------------------------------------------------------------------
 
 
@@ -599,3 +689,76 @@ def test_tomorrow_morning_is_nine_on_the_teams_clock_across_a_dst_change():
         "Sun 29 Mar 09:00 (Europe/Berlin)"
     )
     assert muting.mute_end("fortnight", saturday_evening, "UTC") is None
+
+
+@pytest.fixture
+def admin_change(team, admin_user) -> tuple[Monitor, str]:
+    from django.urls import reverse
+
+    from monitors.models import Membership
+
+    Membership.objects.create(team=team, user=admin_user, role=Membership.Role.OWNER)
+    monitor = watching(team, "A")
+    return monitor, reverse("admin:monitors_monitor_change", args=[monitor.pk])
+
+
+@pytest.mark.django_db
+def test_the_admin_mutes_a_monitor_until_a_moment_and_logs_it(
+    admin_client, admin_change
+):
+    from teams.models import Activity
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    with time_machine.travel(NOW, tick=False):
+        data = shown_form(admin_client, change)
+        assert data["muted_until"] == ""
+        answer = admin_client.post(change, data | {"muted_until": "2026-05-16 18:00"})
+
+    assert answer.status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.muted_until == datetime(2026, 5, 16, 18, 0, tzinfo=UTC)
+    [entry] = Activity.objects.filter(details__muted_until__isnull=False)
+    assert entry.via == Activity.Via.ADMIN
+    assert entry.what_words == "Muted notifications until Sat 16 May 18:00 (UTC)"
+
+
+@pytest.mark.django_db
+def test_the_admin_keeps_a_mute_saved_as_shown_and_unmutes_when_it_is_cleared(
+    admin_client, admin_change
+):
+    from teams.models import Activity
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    mute(monitor, MUTED_FOREVER)
+
+    data = shown_form(admin_client, change)
+    assert data["muted_until"].startswith("9999-12-31")
+    assert admin_client.post(change, data).status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.muted_until == MUTED_FOREVER
+    assert not Activity.objects.filter(details__muted_until__isnull=False).exists()
+
+    assert admin_client.post(change, data | {"muted_until": ""}).status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.muted_until is None
+    [entry] = Activity.objects.filter(details__unmuted=True)
+    assert entry.what_words == "Unmuted notifications"
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_a_mute_that_has_ended_in_the_rules_words(
+    admin_client, admin_change
+):
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    with time_machine.travel(NOW, tick=False):
+        data = shown_form(admin_client, change)
+        answer = admin_client.post(change, data | {"muted_until": "2026-05-16 15:00"})
+
+    assert answer.status_code == 200
+    assert "That moment has passed" in answer.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.muted_until is None

@@ -13,7 +13,9 @@ from zoneinfo import ZoneInfo
 
 from django import forms
 from django.http import QueryDict
+from django.utils import timezone
 
+from monitors import rules
 from monitors.admin.shared import _masked
 from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.dashboard.forms.targets import TargetFields, target_initial
@@ -64,9 +66,10 @@ MONITOR_SECTIONS: list[tuple[str | None, list[str]]] = [
                   "current_check_id"]),
     ("Judging", ["goal", "judge", "ignore_lines"]),
     ("Loading pages", ["fetch_with"]),
-    ("Notifications", ["muted", "channels", "email_enabled", "email_recipients",
-                       "email_include_diffs", "webhook_url", "webhook_events",
-                       "webhook_pages", "webhook_headers", "webhook_metadata",
+    ("Notifications", ["muted", "muted_until", "channels", "email_enabled",
+                       "email_recipients", "email_include_diffs", "webhook_url",
+                       "webhook_events", "webhook_pages", "webhook_headers",
+                       "webhook_metadata",
                        "notification_json", "retention_days"]),
 ]  # fmt: skip
 LAST_CHECK_SECTION = (
@@ -167,9 +170,16 @@ class MonitorAdminForm(forms.ModelForm):
     for the admin: the same fields, parsed and validated by the same code (and so
     by the API's rules), and saved by the same monitors.editing workflow.
     Status, which the dashboard sets with its Pause and Resume buttons, is
-    one more field."""
+    one more field; so is the mute, which it sets with its Mute choices, as
+    a moment (by the API's rule, rules.mute_rule)."""
 
     status = forms.ChoiceField(choices=Monitor.Status.choices)
+    muted_until = forms.DateTimeField(
+        required=False,
+        label="Mute notifications until",
+        help_text="In UTC, such as 2026-12-01 14:00. Empty: not muted (clearing "
+        "it unmutes). 9999-12-31 mutes until someone unmutes it.",
+    )
 
     class Meta:
         model = Monitor
@@ -182,6 +192,7 @@ class MonitorAdminForm(forms.ModelForm):
         monitor = self.instance
         shown = MonitorForm(monitor=monitor)
         self.initial["status"] = monitor.status
+        self.initial["muted_until"] = monitor.mute_ends_at
         _worded("status", self.fields["status"])
         for name, field in shown.main.fields.items():
             self.fields[name] = _worded(name, field)
@@ -242,6 +253,10 @@ class MonitorAdminForm(forms.ModelForm):
         cleaned = super().clean()
         if not self.dashboard.is_valid():
             self._show(self.dashboard.errors)
+        if "muted_until" in self.changed_data and "muted_until" in cleaned:
+            rule = rules.mute_rule(cleaned["muted_until"], timezone.now())
+            if rule is not None:
+                self.add_error("muted_until", rule.plain)
         return cleaned
 
     def _show(self, errors: dict[str, list[str]]) -> None:
@@ -275,6 +290,10 @@ class MonitorAdminForm(forms.ModelForm):
         ):
             del edit["schedule"]
         edit["status"] = self.cleaned_data["status"]
+        # Only when changed: a mute saved as shown is left as it is now.
+        if "muted_until" in self.changed_data:
+            until = self.cleaned_data["muted_until"]
+            edit["mutedUntil"] = rules.clean_muted_until(until)
         return edit
 
 

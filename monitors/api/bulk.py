@@ -1,5 +1,7 @@
 """POST /v2/monitor/bulk (a Pagewatch extension): the monitor list's actions
 on many monitors at once, through monitors.bulk as the dashboard does them.
+mute takes mutedUntil as PATCH does (a moment in the future, the far-future
+one for until unmuted, by the same rules.mute_rule); unmute ends the mute.
 A read key, or a key whose maker is now a viewer, is refused like any other
 write (KeyScopeAllows). Ids that are not the team's live monitors (another
 team's, deleted, unknown) are answered as not found, as one of them would be
@@ -8,16 +10,18 @@ on its own."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checks.targets.options import StrictCharField, StrictMixin
-from monitors import bulk
+from monitors import bulk, rules
 from monitors.api.base import ApiView
 from monitors.api.views import RESPONSE_HEADERS, error_responses
 from monitors.models import Monitor
@@ -30,9 +34,15 @@ ACTIONS = {
     "addTag": bulk.Action.ADD_TAG,
     "removeTag": bulk.Action.REMOVE_TAG,
     "delete": bulk.Action.DELETE,
+    "mute": bulk.Action.MUTE,
+    "unmute": bulk.Action.UNMUTE,
 }
 WIRE_ACTIONS = list(ACTIONS)
 TAG_ACTIONS = [name for name, action in ACTIONS.items() if action.takes_tag]
+MUTE_NEEDS_END = (
+    "Required for mute: when the mute ends (ISO 8601, in the future; "
+    "9999-12-31T00:00:00Z until unmuted). To end a mute, use unmute."
+)
 
 
 class BulkMonitorsSerializer(StrictMixin, serializers.Serializer):
@@ -45,19 +55,40 @@ class BulkMonitorsSerializer(StrictMixin, serializers.Serializer):
     action = serializers.ChoiceField(
         choices=WIRE_ACTIONS,
         help_text="pause and resume as PATCH's status does; addTag and "
-        "removeTag the tag named in `tag`; delete as DELETE does (no undo).",
+        "removeTag the tag named in `tag`; delete as DELETE does (no undo); "
+        "mute their notifications until `mutedUntil`, and unmute, as PATCH's "
+        "mutedUntil does.",
     )
     tag = StrictCharField(
         required=False,
         allow_blank=True,
         help_text="The tag's name (any case), for addTag and removeTag only.",
     )
+    mutedUntil = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="For mute only: until when their notifications are muted "
+        "(ISO 8601, in the future); 9999-12-31T00:00:00Z mutes until unmuted. "
+        "Use unmute to end a mute.",
+    )
     origin = StrictCharField(
         required=False, max_length=200, help_text="Sent by the SDKs; ignored."
     )
 
+    def validate_mutedUntil(self, until: datetime | None) -> datetime | None:  # noqa: N802
+        if until is None:
+            raise ValidationError(MUTE_NEEDS_END, code="null")
+        rule = rules.mute_rule(until, timezone.now())
+        if rule is not None:
+            raise ValidationError(rule.api, code=rule.code)
+        return rules.clean_muted_until(until)
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         action = ACTIONS[attrs["action"]]
+        if action == bulk.Action.MUTE and "mutedUntil" not in attrs:
+            raise serializers.ValidationError({"mutedUntil": [MUTE_NEEDS_END]})
+        if action != bulk.Action.MUTE and "mutedUntil" in attrs:
+            raise serializers.ValidationError({"mutedUntil": ["Only for mute."]})
         if not action.takes_tag:
             if "tag" in attrs:
                 raise serializers.ValidationError(
@@ -87,7 +118,8 @@ BULK_RESPONSE = inline_serializer(
                 "unchanged": serializers.ListField(
                     child=serializers.UUIDField(),
                     help_text="Found, with nothing to do: already paused, "
-                    "active, tagged or without the tag.",
+                    "active, tagged, without the tag, muted until that moment, "
+                    "or not muted.",
                 ),
                 "notFound": serializers.ListField(
                     child=serializers.UUIDField(),
@@ -108,8 +140,8 @@ BULK_RESPONSE = inline_serializer(
 class MonitorBulkView(ApiView):
     @extend_schema(
         operation_id="bulkMonitors",
-        summary="Pause, resume, tag, untag or delete many monitors "
-        "(Pagewatch extension)",
+        summary="Pause, resume, mute, unmute, tag, untag or delete many "
+        "monitors (Pagewatch extension)",
         request=BulkMonitorsSerializer,
         parameters=RESPONSE_HEADERS,
         responses={200: BULK_RESPONSE} | error_responses(400, 403, 413, 415),
@@ -131,6 +163,7 @@ class MonitorBulkView(ApiView):
                 team,
                 timezone.now(),
                 serializer.validated_data.get("tag"),
+                serializer.validated_data.get("mutedUntil"),
             )
         changed = {m.pk for m in outcome.done}
         full = {m.pk for m in outcome.full}

@@ -13,10 +13,10 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from monitors import clock, muting, rules
+from monitors import bulk, clock, muting, rules
 from monitors.dashboard.base import Action, DashboardRequest, get_monitor_for, team_view
 from monitors.models import Monitor
-from teams.activity import Actor, record_mute
+from teams.activity import Actor
 
 UNMUTE = "off"
 
@@ -37,19 +37,20 @@ def mute_chosen(
 ) -> tuple[list[Monitor], str]:
     """Mute (for the choice's time) or unmute these monitors of the team;
     the ones it changed, and how it is said ("" for a choice that is none).
-    One activity entry for each."""
+    The work and its activity entries are monitors.bulk's, as the API's."""
     now = timezone.now()
+    actor = Actor.of(request)
     if choice == UNMUTE:
-        done = monitors.unmute(now)
-        record_mute(Actor.of(request), request.team, done, None)
-        return done, "unmuted"
+        outcome = bulk.act(monitors, bulk.Action.UNMUTE, actor, request.team, now)
+        return outcome.done, "unmuted"
     zone = clock.team_zone(request.team)
     until = muting.mute_end(choice, now, zone)
     if until is None or rules.mute_rule(until, now):
         return [], ""
-    done = monitors.mute(until, now)
-    record_mute(Actor.of(request), request.team, done, until)
-    return done, f"muted until {muting.until_words(until, zone)}"
+    outcome = bulk.act(
+        monitors, bulk.Action.MUTE, actor, request.team, now, until=until
+    )
+    return outcome.done, f"muted until {muting.until_words(until, zone)}"
 
 
 @require_POST

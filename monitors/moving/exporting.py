@@ -83,6 +83,8 @@ def monitor_document(
         "notification": monitor.notification or {},
         "retentionDays": monitor.retention_days,
         "tags": monitor.tag_names,
+        # As the API shows it: a mute that has ended is none.
+        "mutedUntil": wire_time(until) if (until := monitor.mute_ends_at) else None,
     }
 
 

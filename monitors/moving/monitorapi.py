@@ -31,6 +31,7 @@ _KEPT = (
     "notification",
     "retentionDays",
     "tags",  # Pagewatch's; Firecrawl's monitors have none
+    "mutedUntil",  # Pagewatch's too; one ended by import time is dropped
 )
 PAGE = 100
 

@@ -6,8 +6,11 @@ team already watches are flagged as duplicates."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any
 
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from rest_framework.exceptions import ValidationError
 
 from checks.crawl.scope import canonical
@@ -97,6 +100,25 @@ def validate(
             item.validated = dict(serializer.run_validation(body))
         except ValidationError as exc:
             item.refuse(_problem(exc.detail))
+
+
+def ended_mutes(items: Iterable[Planned], now: datetime) -> None:
+    """A mute that has ended by now (another Pagewatch's, exported or read a
+    while ago, or previewed before it ended) comes as no mute, as the API
+    shows an ended one, rather than refused by the API's rule that a mute
+    must end after now."""
+    for item in items:
+        until = (item.payload or {}).get("mutedUntil")
+        if not isinstance(until, str):
+            continue
+        moment = parse_datetime(until.strip())
+        if moment is None:
+            continue  # not a moment: the API's own words refuse it
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment, UTC)
+        if moment <= now:
+            assert item.payload is not None
+            del item.payload["mutedUntil"]
 
 
 def watched_urls(team: Team) -> set[str]:
@@ -254,6 +276,7 @@ def prepare(
     judged by the API's rules so far (the long part), now and then."""
     in_team_zone(team, items)
     spread_for(team, items)
+    ended_mutes(items, timezone.now())
     validate(items, progress)
     mark_duplicates(team, items)
     apprise_channels(team, items)
