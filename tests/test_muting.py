@@ -187,6 +187,91 @@ def test_a_change_made_while_muted_is_left_out_of_the_next_digest(
 
 
 @pytest.mark.django_db
+def test_a_change_of_a_muted_check_still_running_is_left_out_of_the_digest(
+    team, scenario, queued
+):
+    from checks.notify import kinds
+    from tests.test_channels import Pigeon
+
+    kinds.register(Pigeon)
+    try:
+        with time_machine.travel(START, tick=False):
+            monitor = make_monitor(team)
+            channel = link(
+                team, monitor, "pigeon", {"loft": "n"},
+                digest="daily", digest_at=time(9, 0),
+            )  # fmt: skip
+            digests.schedule(channel, START)
+            channel.save()
+            scenario.run(monitor, [("https://example.com/heard", "changed")])
+            mute(monitor, MUTED_FOREVER)
+            running = scenario.start(monitor)
+            scenario.page(running, "https://example.com/muted", "changed")
+        with time_machine.travel(datetime(2026, 3, 2, 9, 1, tzinfo=UTC), tick=False):
+            [made] = digests.queue_due(datetime.now(UTC))
+    finally:
+        kinds.unregister("pigeon")
+
+    [entry] = json.loads(made.body)["monitors"]
+    assert [p["url"] for p in entry["pages"]] == ["https://example.com/heard"]
+
+
+@pytest.mark.django_db
+def test_a_check_that_began_unmuted_tells_everything_though_muted_meanwhile(
+    loud_monitor, scenario, queued, django_capture_on_commit_callbacks
+):
+    from checks import runner
+
+    running = scenario.start(loud_monitor)
+    scenario.page(running, *CHANGE[0][:2], **CHANGE[0][2])
+    mute(loud_monitor, MUTED_FOREVER)
+    with django_capture_on_commit_callbacks(execute=True):
+        check = runner.finish(running.pk)
+
+    check.refresh_from_db()
+    events = set(Delivery.objects.values_list("event", flat=True))
+    assert {"monitor.page", "monitor.check.completed"} <= events
+    assert Delivery.objects.filter(kind="email", check_run=check).exists()
+    assert check.notification_status["email"]["reason"] is None
+    assert check.notification_status["webhook"]["skipped"] is False
+
+
+@pytest.mark.django_db
+def test_a_check_that_began_muted_tells_nothing_though_unmuted_meanwhile(
+    loud_monitor, scenario, queued, django_capture_on_commit_callbacks
+):
+    from checks import runner
+
+    mute(loud_monitor, MUTED_FOREVER)
+    running = scenario.start(loud_monitor)
+    scenario.page(running, *CHANGE[0][:2], **CHANGE[0][2])
+    Monitor.objects.filter(pk=loud_monitor.pk).unmute(datetime.now(UTC))
+    with django_capture_on_commit_callbacks(execute=True):
+        check = runner.finish(running.pk)
+
+    check.refresh_from_db()
+    assert not Delivery.objects.exists()
+    assert queued == []
+    assert check.notification_status["email"]["reason"] == "muted"
+
+
+@pytest.mark.django_db
+def test_a_queued_check_takes_the_mute_it_finds_when_it_starts(team):
+    from checks.models import Check
+
+    monitor = make_monitor(team)
+    check = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.QUEUED
+    )
+    assert check.notifications_muted is False
+    mute(monitor, MUTED_FOREVER)
+
+    assert check.claim(datetime.now(UTC), timedelta(minutes=5))
+    check.refresh_from_db()
+    assert check.notifications_muted is True
+
+
+@pytest.mark.django_db
 def test_a_channel_test_still_goes_while_its_monitors_are_muted(team, queued):
     from checks.notify import kinds
     from tests.test_channels import Pigeon
