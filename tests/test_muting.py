@@ -684,3 +684,36 @@ def test_tomorrow_morning_is_nine_on_the_teams_clock_across_a_dst_change():
         "Sun 29 Mar 09:00 (Europe/Berlin)"
     )
     assert muting.mute_end("fortnight", saturday_evening, "UTC") is None
+
+
+@pytest.mark.parametrize(
+    ("now", "ends"),
+    [
+        # 00:30 on Wednesday in Berlin: the coming 9:00, not Thursday's.
+        (
+            datetime(2026, 11, 24, 23, 30, tzinfo=UTC),
+            datetime(2026, 11, 25, 8, 0, tzinfo=UTC),
+        ),
+        # 13:00 on Tuesday: Wednesday's 9:00.
+        (BERLIN_TUESDAY, datetime(2026, 11, 25, 8, 0, tzinfo=UTC)),
+        # 9:00 itself: the next day's.
+        (
+            datetime(2026, 11, 25, 8, 0, tzinfo=UTC),
+            datetime(2026, 11, 26, 8, 0, tzinfo=UTC),
+        ),
+        # 00:30 the night summer time starts (+1 then, +2 at 9:00).
+        (
+            datetime(2026, 3, 28, 23, 30, tzinfo=UTC),
+            datetime(2026, 3, 29, 7, 0, tzinfo=UTC),
+        ),
+        # 23:00 the evening before summer time ends (+2 then, +1 at 9:00).
+        (
+            datetime(2026, 10, 24, 21, 0, tzinfo=UTC),
+            datetime(2026, 10, 25, 8, 0, tzinfo=UTC),
+        ),
+    ],
+)
+def test_until_morning_ends_at_the_next_nine_on_the_teams_clock(now, ends):
+    from monitors.muting import mute_end
+
+    assert mute_end("morning", now, "Europe/Berlin") == ends
