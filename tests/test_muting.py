@@ -717,3 +717,25 @@ def test_until_morning_ends_at_the_next_nine_on_the_teams_clock(now, ends):
     from monitors.muting import mute_end
 
     assert mute_end("morning", now, "Europe/Berlin") == ends
+
+
+@pytest.mark.django_db
+def test_a_check_skipped_while_muted_tells_no_one(team):
+    from checks.dispatch import dispatch_due_monitors
+    from checks.models import Check
+    from tests.test_dispatch import AFTER_SPREAD
+    from tests.test_dispatch import make_monitor as scheduled_monitor
+
+    monitor = scheduled_monitor(team)
+    mute(monitor, MUTED_FOREVER)
+    running = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.RUNNING
+    )
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=running.pk)
+
+    assert dispatch_due_monitors(AFTER_SPREAD) == 1
+
+    skipped = Check.objects.get(trigger=Check.Trigger.SCHEDULED)
+    assert skipped.status == Check.Status.SKIPPED_OVERLAP
+    assert skipped.notifications_muted is True
+    assert skipped.notification_status["email"]["reason"] == "muted"
