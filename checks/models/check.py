@@ -21,6 +21,7 @@ from django.db import models, transaction
 from django.db.models import (
     Case,
     Count,
+    Exists,
     F,
     IntegerField,
     Max,
@@ -389,7 +390,7 @@ class Check(models.Model):
 
         Leaving the queue it takes the monitor's mute as it is now; one taken
         over keeps the mute it started with."""
-        muted = Monitor.objects.filter(pk=self.monitor_id).muted(now).exists()
+        muted = Exists(Monitor.objects.filter(pk=OuterRef("monitor_id")).muted(now))
         updated = (
             Check.objects.filter(pk=self.pk)
             .filter(
@@ -399,8 +400,10 @@ class Check(models.Model):
             .update(
                 status=self.Status.RUNNING,
                 started_at=Coalesce("started_at", now),
+                # In the same statement, so claiming stays one query.
                 notifications_muted=Case(
-                    When(status=self.Status.QUEUED, then=Value(muted)),
+                    When(Q(status=self.Status.QUEUED) & muted, then=Value(True)),
+                    When(status=self.Status.QUEUED, then=Value(False)),
                     default=F("notifications_muted"),
                 ),
                 heartbeat_at=now,
