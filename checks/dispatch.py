@@ -53,7 +53,7 @@ from django.db.models import (
 )
 from kombu.exceptions import OperationalError
 
-from checks import notify, outages
+from checks import notify, outages, shared_clock
 from checks.models import Check, empty_summary
 from checks.runner import RUN_CHECK_TASK
 from monitors.models import Monitor, Target
@@ -298,6 +298,8 @@ def _new_check(slot: _Slot, now: datetime, overlaps: bool) -> Check:
         monitor=monitor,
         trigger=Check.Trigger.SCHEDULED,
         scheduled_for=slot.slot,
+        # A skipped check ends here; a queued one decides again when claimed.
+        notifications_muted=monitor.is_muted(now),
     )
     if overlaps:
         check.status = Check.Status.SKIPPED_OVERLAP
@@ -436,6 +438,7 @@ def queue_manual_check(monitor: Monitor) -> Check:
             status=Check.Status.QUEUED,
             estimated_credits=estimated_credits(locked),
             summary=empty_summary(),
+            notifications_muted=locked.is_muted(shared_clock.now()),
         )
         Monitor.objects.filter(pk=locked.pk).update(current_check_id=check.pk)
         enqueue(check.pk)

@@ -1,6 +1,6 @@
 """Muting a monitor's notifications, in people's terms: the dashboard's
-choices of how long ("for 1 hour", "until tomorrow morning", "for a week",
-"until I unmute"), the moment each ends, and how that moment is said.
+choices of how long ("for 1 hour", "until the next 9:00 in the morning",
+"for a week", "until I unmute"), the moment each ends, and how that moment is said.
 
 The mute itself is Monitor.muted_until (MonitorQuerySet.mute/unmute for
 many); checks.notify decides from it; monitors.rules holds its one rule."""
@@ -12,13 +12,13 @@ from datetime import datetime, time, timedelta
 from monitors import rules
 from monitors.time_words import in_zone, wire_time
 
-# "Tomorrow morning" is this time of day on the team's clock.
+# "The next 9:00 in the morning" is this time of day on the team's clock.
 MORNING = time(9, 0)
 
 # (value, the words the dashboard offers), in the order offered.
 CHOICES = [
     ("1h", "For 1 hour"),
-    ("morning", "Until tomorrow morning (9:00)"),
+    ("morning", "Until the next 9:00 in the morning"),
     ("week", "For a week"),
     ("forever", "Until I unmute"),
 ]
@@ -26,8 +26,10 @@ _VALUES = {value for value, _ in CHOICES}
 
 
 def mute_end(choice: str, now: datetime, zone: str) -> datetime | None:
-    """When a mute chosen at `now` ends (None: not a choice). Tomorrow
-    morning is 9:00 on the team's clock, whatever the offset is then (DST)."""
+    """When a mute chosen at `now` ends (None: not a choice). "Morning" is
+    the next 9:00 on the team's clock, whatever the offset is then (DST):
+    today's before 9:00 (chosen at 00:30, it ends that morning, not 32
+    hours later), tomorrow's from 9:00 on."""
     if choice not in _VALUES:
         return None
     if choice == "1h":
@@ -36,12 +38,13 @@ def mute_end(choice: str, now: datetime, zone: str) -> datetime | None:
         return now + timedelta(days=7)
     if choice == "forever":
         return rules.MUTED_FOREVER
-    today = in_zone(now, zone)
-    # The zone itself, not today's offset: zoneinfo gives 9:00 tomorrow the
-    # offset of tomorrow, so a DST change overnight still ends it at 9:00.
-    return datetime.combine(
-        today.date() + timedelta(days=1), MORNING, tzinfo=today.tzinfo
-    )
+    local = in_zone(now, zone)
+    day = local.date()
+    if local.time() >= MORNING:
+        day += timedelta(days=1)
+    # The zone itself, not now's offset: zoneinfo gives 9:00 on that day its
+    # own offset, so a DST change overnight still ends it at 9:00.
+    return datetime.combine(day, MORNING, tzinfo=local.tzinfo)
 
 
 def until_words(until: datetime, zone: str) -> str:

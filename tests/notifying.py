@@ -199,6 +199,8 @@ class Scenario:
             trigger=Check.Trigger.MANUAL,
             status=Check.Status.RUNNING,
             started_at=timezone.now(),
+            # As Check.claim decides it when a check starts.
+            notifications_muted=monitor.is_muted(timezone.now()),
         )
 
     def page(self, check: Check, url: str, status: str, **fields: Any) -> PageResult:

@@ -187,6 +187,91 @@ def test_a_change_made_while_muted_is_left_out_of_the_next_digest(
 
 
 @pytest.mark.django_db
+def test_a_change_of_a_muted_check_still_running_is_left_out_of_the_digest(
+    team, scenario, queued
+):
+    from checks.notify import kinds
+    from tests.test_channels import Pigeon
+
+    kinds.register(Pigeon)
+    try:
+        with time_machine.travel(START, tick=False):
+            monitor = make_monitor(team)
+            channel = link(
+                team, monitor, "pigeon", {"loft": "n"},
+                digest="daily", digest_at=time(9, 0),
+            )  # fmt: skip
+            digests.schedule(channel, START)
+            channel.save()
+            scenario.run(monitor, [("https://example.com/heard", "changed")])
+            mute(monitor, MUTED_FOREVER)
+            running = scenario.start(monitor)
+            scenario.page(running, "https://example.com/muted", "changed")
+        with time_machine.travel(datetime(2026, 3, 2, 9, 1, tzinfo=UTC), tick=False):
+            [made] = digests.queue_due(datetime.now(UTC))
+    finally:
+        kinds.unregister("pigeon")
+
+    [entry] = json.loads(made.body)["monitors"]
+    assert [p["url"] for p in entry["pages"]] == ["https://example.com/heard"]
+
+
+@pytest.mark.django_db
+def test_a_check_that_began_unmuted_tells_everything_though_muted_meanwhile(
+    loud_monitor, scenario, queued, django_capture_on_commit_callbacks
+):
+    from checks import runner
+
+    running = scenario.start(loud_monitor)
+    scenario.page(running, *CHANGE[0][:2], **CHANGE[0][2])
+    mute(loud_monitor, MUTED_FOREVER)
+    with django_capture_on_commit_callbacks(execute=True):
+        check = runner.finish(running.pk)
+
+    check.refresh_from_db()
+    events = set(Delivery.objects.values_list("event", flat=True))
+    assert {"monitor.page", "monitor.check.completed"} <= events
+    assert Delivery.objects.filter(kind="email", check_run=check).exists()
+    assert check.notification_status["email"]["reason"] is None
+    assert check.notification_status["webhook"]["skipped"] is False
+
+
+@pytest.mark.django_db
+def test_a_check_that_began_muted_tells_nothing_though_unmuted_meanwhile(
+    loud_monitor, scenario, queued, django_capture_on_commit_callbacks
+):
+    from checks import runner
+
+    mute(loud_monitor, MUTED_FOREVER)
+    running = scenario.start(loud_monitor)
+    scenario.page(running, *CHANGE[0][:2], **CHANGE[0][2])
+    Monitor.objects.filter(pk=loud_monitor.pk).unmute(datetime.now(UTC))
+    with django_capture_on_commit_callbacks(execute=True):
+        check = runner.finish(running.pk)
+
+    check.refresh_from_db()
+    assert not Delivery.objects.exists()
+    assert queued == []
+    assert check.notification_status["email"]["reason"] == "muted"
+
+
+@pytest.mark.django_db
+def test_a_queued_check_takes_the_mute_it_finds_when_it_starts(team):
+    from checks.models import Check
+
+    monitor = make_monitor(team)
+    check = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.QUEUED
+    )
+    assert check.notifications_muted is False
+    mute(monitor, MUTED_FOREVER)
+
+    assert check.claim(datetime.now(UTC), timedelta(minutes=5))
+    check.refresh_from_db()
+    assert check.notifications_muted is True
+
+
+@pytest.mark.django_db
 def test_a_channel_test_still_goes_while_its_monitors_are_muted(team, queued):
     from checks.notify import kinds
     from tests.test_channels import Pigeon
@@ -762,3 +847,56 @@ def test_the_admin_refuses_a_mute_that_has_ended_in_the_rules_words(
     assert "That moment has passed" in answer.content.decode()
     monitor.refresh_from_db()
     assert monitor.muted_until is None
+@pytest.mark.parametrize(
+    ("now", "ends"),
+    [
+        # 00:30 on Wednesday in Berlin: the coming 9:00, not Thursday's.
+        (
+            datetime(2026, 11, 24, 23, 30, tzinfo=UTC),
+            datetime(2026, 11, 25, 8, 0, tzinfo=UTC),
+        ),
+        # 13:00 on Tuesday: Wednesday's 9:00.
+        (BERLIN_TUESDAY, datetime(2026, 11, 25, 8, 0, tzinfo=UTC)),
+        # 9:00 itself: the next day's.
+        (
+            datetime(2026, 11, 25, 8, 0, tzinfo=UTC),
+            datetime(2026, 11, 26, 8, 0, tzinfo=UTC),
+        ),
+        # 00:30 the night summer time starts (+1 then, +2 at 9:00).
+        (
+            datetime(2026, 3, 28, 23, 30, tzinfo=UTC),
+            datetime(2026, 3, 29, 7, 0, tzinfo=UTC),
+        ),
+        # 23:00 the evening before summer time ends (+2 then, +1 at 9:00).
+        (
+            datetime(2026, 10, 24, 21, 0, tzinfo=UTC),
+            datetime(2026, 10, 25, 8, 0, tzinfo=UTC),
+        ),
+    ],
+)
+def test_until_morning_ends_at_the_next_nine_on_the_teams_clock(now, ends):
+    from monitors.muting import mute_end
+
+    assert mute_end("morning", now, "Europe/Berlin") == ends
+
+
+@pytest.mark.django_db
+def test_a_check_skipped_while_muted_tells_no_one(team):
+    from checks.dispatch import dispatch_due_monitors
+    from checks.models import Check
+    from tests.test_dispatch import AFTER_SPREAD
+    from tests.test_dispatch import make_monitor as scheduled_monitor
+
+    monitor = scheduled_monitor(team)
+    mute(monitor, MUTED_FOREVER)
+    running = Check.objects.create(
+        monitor=monitor, trigger=Check.Trigger.MANUAL, status=Check.Status.RUNNING
+    )
+    Monitor.objects.filter(pk=monitor.pk).update(current_check_id=running.pk)
+
+    assert dispatch_due_monitors(AFTER_SPREAD) == 1
+
+    skipped = Check.objects.get(trigger=Check.Trigger.SCHEDULED)
+    assert skipped.status == Check.Status.SKIPPED_OVERLAP
+    assert skipped.notifications_muted is True
+    assert skipped.notification_status["email"]["reason"] == "muted"

@@ -18,7 +18,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Count, F, IntegerField, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, TruncMonth
 from django.urls import reverse
@@ -283,6 +296,11 @@ class Check(models.Model):
     )
     target_results = models.JSONField(null=True, blank=True)
     notification_status = models.JSONField(null=True, blank=True)
+    # Whether its monitor's notifications were muted when it started (claimed
+    # from the queue, or made already ended): decided once, so a check's
+    # events are all told or all not, whoever mutes or unmutes meanwhile
+    # (checks.notify.muted and the digests read it).
+    notifications_muted = models.BooleanField(default=False)
     error = models.TextField(null=True, blank=True)
     # On the database's clock in a worker, as started_at and finished_at are
     # (checks.shared_clock): set where it changes, not by auto_now.
@@ -368,7 +386,11 @@ class Check(models.Model):
     def claim(self, now: datetime, reclaim_after: timedelta) -> bool:
         """queued -> running, or take over a running check whose worker
         stopped heart-beating for `reclaim_after`. False when someone else
-        has it. Re-reads the row (with monitor and team) when it succeeds."""
+        has it. Re-reads the row (with monitor and team) when it succeeds.
+
+        Leaving the queue it takes the monitor's mute as it is now; one taken
+        over keeps the mute it started with."""
+        muted = Exists(Monitor.objects.filter(pk=OuterRef("monitor_id")).muted(now))
         updated = (
             Check.objects.filter(pk=self.pk)
             .filter(
@@ -378,6 +400,12 @@ class Check(models.Model):
             .update(
                 status=self.Status.RUNNING,
                 started_at=Coalesce("started_at", now),
+                # In the same statement, so claiming stays one query.
+                notifications_muted=Case(
+                    When(Q(status=self.Status.QUEUED) & muted, then=Value(True)),
+                    When(status=self.Status.QUEUED, then=Value(False)),
+                    default=F("notifications_muted"),
+                ),
                 heartbeat_at=now,
                 updated_at=now,
             )

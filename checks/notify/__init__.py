@@ -20,9 +20,13 @@ Nothing here touches the network, so the runner's transaction stays short.
 
 A monitor whose notifications are muted (Monitor.muted_until) tells nobody:
 `muted` below is the one place that decides it, for its own webhook and
-e-mail and for every linked channel. The check is recorded as usual; its
-notificationStatus says `muted`, and digests leave its changes out (a muted
-change is never sent). Failing alerts are not looked at while muted: the
+e-mail and for every linked channel. It reads the mute the check started
+with (Check.notifications_muted, set when it leaves the queue), not the
+monitor's now, so a mute or unmute while a check runs changes nothing of
+it; deliveries queued before a mute still go, retries included. The check
+is recorded as usual; its notificationStatus says `muted`, and digests
+leave its changes out, those of a check still running too (a muted change
+is never sent). Failing alerts are not looked at while muted: the
 first failed check after the mute ends counts the failures in a row, those
 made while muted too, so a monitor still failing is told of once then; one
 that failed and recovered while muted is told nothing. Test messages are
@@ -37,24 +41,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.utils import timezone
-
 if TYPE_CHECKING:
     from checks.models import Check, PageResult
-    from monitors.models import Monitor
 
 
-def muted(monitor: Monitor) -> bool:
-    """Whether the monitor's events go to no one now. Read from the monitor
-    as the check loaded it, so a check's events are all told or all not."""
-    return monitor.is_muted(timezone.now())
+def muted(check: Check) -> bool:
+    """Whether the check's events go to no one: its monitor's mute as it was
+    when the check started (Check.notifications_muted), so a check's events
+    are all told or all not, whoever mutes or unmutes while it runs."""
+    return check.notifications_muted
 
 
 def on_page_result(page: PageResult) -> None:
     """A page result was recorded (called in the same transaction)."""
     from checks.notify import deliveries
 
-    if muted(page.check_run.monitor):
+    if muted(page.check_run):
         return
     deliveries.record_page_result(page)
 
@@ -66,7 +68,7 @@ def on_check_finished(check: Check, *, write: bool = True) -> None:
     unless `write` is False (the caller then saves it with the check)."""
     from checks.notify import channels, deliveries, outbox
 
-    if muted(check.monitor):
+    if muted(check):
         deliveries.record_muted(check, write=write)
         return
     with outbox.together():

@@ -19,7 +19,6 @@ from django.db.models.functions import RowNumber
 
 from checks.models import PageResult
 from checks.notify import channels, messages
-from checks.notify import status as notification_status
 from checks.notify.models import Delivery
 from checks.notify.reports import judge_reason
 from monitors import clock
@@ -99,9 +98,9 @@ def _changes(
             PageResult.Status.NEW,
             PageResult.Status.REMOVED,
         ),
-    ).exclude(
-        # Made while the monitor was muted: a muted change is never sent.
-        check_run__notification_status__email__reason=notification_status.MUTED
+        # Made by a check that started muted, finished or still running: a
+        # muted change is never sent.
+        check_run__notifications_muted=False,
     )
     if not channel.wants(Channel.Event.CHANGE):
         # A change the judge called noise is no news; unjudged ones are.

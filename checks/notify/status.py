@@ -17,8 +17,8 @@ from checks.notify import emails
 from checks.notify.models import Delivery
 from monitors.time_words import wire_time
 
-# notificationStatus.email.reason of a check whose monitor was muted: nothing
-# was sent for it, digests included (checks.notify.digests reads it).
+# notificationStatus.email.reason of a check that started muted
+# (Check.notifications_muted): nothing was sent for it, digests included.
 MUTED = "muted"
 
 

@@ -1,6 +1,7 @@
 """Muting a monitor's notifications from its page: for an hour, until
-tomorrow morning, for a week or until unmuted (monitors.muting), and
-unmuting. The list's bulk actions mute many (monitors.dashboard.monitor_bulk)."""
+the next 9:00 in the morning, for a week or until unmuted
+(monitors.muting), and unmuting. The list's bulk actions mute many
+(monitors.dashboard.monitor_bulk)."""
 
 from __future__ import annotations
 
