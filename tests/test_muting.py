@@ -847,6 +847,8 @@ def test_the_admin_refuses_a_mute_that_has_ended_in_the_rules_words(
     assert "That moment has passed" in answer.content.decode()
     monitor.refresh_from_db()
     assert monitor.muted_until is None
+
+
 @pytest.mark.parametrize(
     ("now", "ends"),
     [
