@@ -30,9 +30,8 @@ GONE = (
 
 
 def _offered(page: PageResult) -> list[PageResult]:
-    versions = PageResult.objects.versions_before(page).select_related("check_run")
-    versions = versions.only(
-        "id", "status", "status_code", "error_kind", "created_at", "check_run"
+    versions = PageResult.objects.versions_before(page).only(
+        "id", "status", "status_code", "error_kind", "created_at"
     )
     newest = list(versions[:VERSIONS_OFFERED])
     if len(newest) == VERSIONS_OFFERED:
