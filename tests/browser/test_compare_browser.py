@@ -67,3 +67,12 @@ def test_choosing_an_older_version_shows_the_changes_since_it(
     assert "19" in region.locator("del").first.inner_text()
     assert "24" in region.locator("ins").first.inner_text()
     assert page.get_by_label("Compare with").input_value() == str(old.pk)
+
+    # On a phone the choice wraps instead of widening the page.
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.reload()
+    page.get_by_label("Compare with").wait_for()
+    wider = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert wider <= 0
