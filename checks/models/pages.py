@@ -351,6 +351,19 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         )
         return dict(rows)
 
+    def versions_before(self, page: PageResult) -> PageResultQuerySet:
+        """The earlier results of `page`'s page (its monitor, target and
+        address) that stored a new copy of it and still have it: the versions
+        it can be compared with, newest first."""
+        return self.filter(
+            check_run__monitor_id=page.check_run.monitor_id,
+            target_id=page.target_id,
+            url=page.url,
+            status__in=(PageResult.Status.NEW, PageResult.Status.CHANGED),
+            current_snapshot__isnull=False,
+            created_at__lt=page.created_at,
+        ).order_by("-created_at", "-id")
+
     def unjudged_changes(self) -> PageResultQuerySet:
         """Changed pages without a verdict: the judge failed open, or did not
         run (no goal then, or judging off)."""

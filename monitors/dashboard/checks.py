@@ -42,6 +42,7 @@ from monitors.dashboard.base import (
     get_page_for,
     team_view,
 )
+from monitors.dashboard.page_compare import comparison
 from monitors.models import Target
 from monitors.search_provider import in_plain_words
 from monitors.target_kinds import kind_for, kind_names
@@ -331,6 +332,7 @@ def page_diff(
         **_readable("after", after),
         "history": history,
         **screenshot_links(page),
+        **comparison(page, request.GET.get("compare", "").strip(), layout),
     }
     template = _fragment(request, "checks/page_diff.html", {"diff-region"})
     return render(request, template, context)
