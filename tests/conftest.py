@@ -20,6 +20,7 @@ from django.test.testcases import LiveServerThread
 from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
+from checks.ai import client as ai_client
 from config.celery import app as celery_app
 from monitors.models import ApiKey, Team
 from teams import emails as team_emails
@@ -153,6 +154,16 @@ def fast_and_isolated(settings) -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def ai_client_forgets() -> None:
+    """What the LLM client remembers per endpoint and model (the modes, the
+    cap's name, temperature left out) must not leak between tests: a port a
+    test's fake model had may be another's later."""
+    ai_client._modes.clear()
+    ai_client._cap_names.clear()
+    ai_client._no_temperature.clear()
 
 
 @pytest.fixture

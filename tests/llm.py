@@ -16,9 +16,10 @@
   six letters or more with the goal, with low confidence for a "rumour".
 
 Every request body is kept (model.bodies) to assert what the model was shown.
-`model.refuses` names answer-length parameters (max_tokens,
-max_completion_tokens) it answers 400 to, as OpenAI's reasoning models and
-older Azure versions do; `rambling()` is a model talked into a very long
+`model.refuses` names parameters it answers 400 to: answer-length ones
+(max_tokens, max_completion_tokens), as OpenAI's reasoning models and older
+Azure versions do, and "temperature", which reasoning models take only at
+their default; `rambling()` is a model talked into a very long
 answer, stopped only by the cap a request sends.
 Sensible answers report the tokens of USAGE for their kind of request (scripted
 ones 1 and 1); `model.omit_usage = True` leaves `usage` out of every answer,
@@ -153,8 +154,15 @@ _REFUSALS = {
         "param": None,
         "code": None,
     },
+    "temperature": {
+        "message": "Unsupported value: 'temperature' does not support 0 with this "
+        "model. Only the default (1) value is supported.",
+        "type": "invalid_request_error",
+        "param": "temperature",
+        "code": "unsupported_value",
+    },
 }
-CAP_NAMES = tuple(_REFUSALS)
+CAP_NAMES = ("max_tokens", "max_completion_tokens")
 
 
 def cap_of(body: dict[str, Any]) -> int | None:
@@ -276,7 +284,7 @@ class FakeModel:
         self.script: deque[Reply] = deque()
         self.hanging = threading.Event()  # set at teardown: hung answers end
         self.omit_usage = False
-        self.refuses: set[str] = set()  # answer-length parameters refused
+        self.refuses: set[str] = set()  # parameters refused (_REFUSALS)
         site.handle(PATH, self._answer)
 
     @property
@@ -315,7 +323,7 @@ class FakeModel:
 
     def _answer(self, request: Request) -> tuple[int, dict[str, str], bytes]:
         body = json.loads(request.body or b"{}")
-        for name in CAP_NAMES:
+        for name in _REFUSALS:
             if name in self.refuses and name in body:
                 return _json(400, {"error": _REFUSALS[name]})
         reply = self.script.popleft() if self.script else sensible

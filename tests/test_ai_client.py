@@ -222,6 +222,26 @@ def test_an_answer_cut_off_at_the_cap_is_said_to_be_too_long_and_not_asked_again
     assert (used["price"].requests, used["price"].completion_tokens) == (1, 2000)
 
 
+@pytest.mark.parametrize("usage", [(50, 700), None])
+def test_an_answer_a_local_server_stopped_short_of_the_cap_says_its_own_limit(
+    model, settings, usage
+):
+    # Ollama, say, stops at its context length (num_ctx) with "length" too.
+    settings.LLM_MAX_OUTPUT_TOKENS = 2000
+    model.omit_usage = usage is None
+    model.then(cut_off('{"price": "$19 per month, bill', usage or (1, 1)))
+
+    got, _ = ask_used()
+
+    assert got == (
+        "The AI model's answer was too long: the model stopped at a length limit "
+        "of its own, before the 2,000 tokens it may write for this request, so it "
+        "was not used. Its server's settings for the model's context length or "
+        "longest answer may need raising."
+    )
+    assert len(model.requests) == 1
+
+
 def test_a_complete_answer_that_reached_the_cap_exactly_is_used(model):
     model.then(cut_off('{"price": "$19"}'))
 
@@ -315,6 +335,68 @@ def test_a_server_refusing_both_names_is_said_in_its_words_without_other_modes(
     )
     assert [b["response_format"]["type"] for b in model.bodies] == ["json_schema"] * 2
     assert used == {}
+
+
+def test_a_model_refusing_temperature_is_asked_without_it_and_remembered(
+    model, settings
+):
+    # OpenAI's reasoning models (o1, o3, gpt-5) take only their default.
+    model.refuses = {"temperature"}
+    model.then(*[answer({"price": "$19"})] * 3)
+
+    assert ask() == {"price": "$19"}
+    assert ask() == {"price": "$19"}
+
+    assert [b.get("temperature") for b in model.bodies] == [0, None, None]
+    assert ["temperature" in b for b in model.bodies] == [True, False, False]
+    # Not taken for a refused format, and it cost no try.
+    formats = [b["response_format"]["type"] for b in model.bodies]
+    assert formats == ["json_schema"] * 3
+
+    settings.LLM_MODEL = "another-model"
+    model.refuses = set()
+    ask()
+
+    assert model.bodies[-1]["temperature"] == 0
+
+
+def test_a_reasoning_model_refusing_max_tokens_and_temperature_is_asked_thrice_once(
+    model, settings
+):
+    settings.LLM_MAX_OUTPUT_TOKENS = 1234
+    model.refuses = {"max_tokens", "temperature"}
+    model.then(answer({"price": "$19"}), answer({"price": "$20"}))
+
+    assert ask_used() == ({"price": "$19"}, {"price": ai_client.Use(1, 1, 1, 0)})
+    assert ask() == {"price": "$20"}
+
+    sent = [
+        ("temperature" in b, "max_tokens" in b, b.get("max_completion_tokens"))
+        for b in model.bodies
+    ]
+    assert sent == [
+        (True, True, None),
+        (True, False, 1234),
+        (False, False, 1234),
+        (False, False, 1234),
+    ]
+
+
+def test_a_temperature_refusal_without_temperature_sent_is_said_in_its_words(model):
+    # A server whose message names temperature for another reason.
+    def refusal(_body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        words = {"error": {"message": "temperature: the model is overheated"}}
+        return 400, {"Content-Type": "application/json"}, json.dumps(words).encode()
+
+    model.then(refusal, refusal)
+
+    got, _ = ask_used()
+
+    assert got == (
+        "The AI model's endpoint refused the request (HTTP 400): temperature: the "
+        "model is overheated."
+    )
+    assert ["temperature" in b for b in model.bodies] == [True, False]
 
 
 def test_an_answer_with_an_extra_key_is_refused(model):
@@ -657,6 +739,39 @@ def test_an_endpoint_address_with_a_password_is_refused_in_one_sentence(settings
 )
 def test_parse_json_finds_the_last_object(text, expected):
     assert parse_json(text) == expected
+
+
+def test_objects_are_looked_for_in_the_first_most_chars_characters_only(monkeypatch):
+    decoded: list[tuple[int, int]] = []  # (length of the text, where) per try
+    real = json.JSONDecoder.raw_decode
+
+    def counted(self: json.JSONDecoder, s: str, idx: int = 0) -> Any:
+        decoded.append((len(s), idx))
+        return real(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted)
+    # A reply of stray braces: each failed try counts lines from the start.
+    text = "{" * 100_000 + '{"price": "$19"}'
+
+    assert parse_json(text, SCHEMA, most_chars=1_000) is None
+
+    whole, *tries = decoded
+    assert whole == (len(text), 0)  # the whole text, as one JSON value
+    assert len(tries) == 1_000
+    assert {length for length, _ in tries} == {1_000}
+
+
+@pytest.mark.parametrize(("prose", "found"), [(700, True), (900, False)])
+def test_an_answer_is_searched_as_far_as_its_cap_could_have_written(
+    model, settings, prose, found
+):
+    # 100 tokens: 800 characters at most are searched (8 a token).
+    settings.LLM_MAX_OUTPUT_TOKENS = 100
+    model.then(*[content("x" * prose + ' {"price": "$19"}')] * 3)
+
+    got, _ = ask_used()
+
+    assert (got == {"price": "$19"}) is found
 
 
 def test_an_answer_is_checked_against_a_pattern_in_linear_time():

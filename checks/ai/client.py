@@ -22,8 +22,11 @@ writing at length costs no more than the cap. The cap is sent as `max_tokens`,
 the name every compatible server reads (one that ignored the other name would
 leave answers unbounded); OpenAI's reasoning models refuse it with HTTP 400
 naming it, and are asked with `max_completion_tokens` instead (and the other
-way round), once, remembered for that endpoint once answered. An answer cut
-off at the cap is not used and not asked for again.
+way round), once, remembered for that endpoint once answered. They refuse
+`temperature: 0` too, with HTTP 400 naming it: they are asked again without
+it, once, remembered the same way (neither refusal is taken for a refused
+format). An answer cut off at the cap, or at a length limit of the model's
+own, is not used and not asked for again.
 
 Every failure is an LLMError whose message is safe to show. What every answer
 used (its `usage`) is counted by kind of call (LLM.used), for
@@ -89,6 +92,12 @@ SHOWN_OBJECT_CHARS = 8_000
 # (a page of nested braces would otherwise cost its length squared).
 SHOWN_READ_BUDGET = 1_000_000
 _OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
+# The model's own answer is searched for objects this many characters a token
+# of its cap at most: an answer of that many tokens averages ~4 characters a
+# token, and twice that leaves room for long words and runs of spaces. Each
+# failed try counts lines from the text's start, so an answer of stray "{"
+# (up to MAX_ANSWER_BYTES) would otherwise cost its length squared.
+ANSWER_CHARS_PER_TOKEN = 2 * CHARS_PER_TOKEN
 
 
 def llm_available() -> bool:
@@ -227,7 +236,11 @@ class DoorTransport(httpx.AsyncBaseTransport):
 
 
 def parse_json(
-    text: str, schema: Mapping[str, Any] | None = None, *, shown: str = ""
+    text: str,
+    schema: Mapping[str, Any] | None = None,
+    *,
+    shown: str = "",
+    most_chars: int | None = None,
 ) -> Any:
     """The model's JSON object: the whole text, or an object inside prose or
     a code fence. A model may quote an object (from the page, say) before its
@@ -236,7 +249,8 @@ def parse_json(
     to an object in `shown` (what the model was shown: a page can plant an
     answer for it to echo, before or after its own) is passed over for one
     that was not (_shown_in says what counts as equal and how far it looks).
-    None when there is none."""
+    Objects are looked for in the first `most_chars` characters only (all
+    without it). None when there is none."""
     text = text.strip()
     try:
         value = json.loads(text)
@@ -244,7 +258,7 @@ def parse_json(
         pass
     else:
         return value if isinstance(value, dict) else None
-    found = _objects_in(text)
+    found = _objects_in(text if most_chars is None else text[:most_chars])
     if schema is not None:
         fitting = [value for value in found if schema_error(value, schema) is None]
         if len(fitting) > 1 and shown:
@@ -442,6 +456,15 @@ class _CapRefused(Exception):
         self.message = message
 
 
+class _TemperatureRefused(Exception):
+    """The server answered 400 naming `temperature` (OpenAI's reasoning
+    models take only their default)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class _Attempt(Exception):
     """One try failed; another may succeed, `wait` seconds later at the
     earliest when the endpoint said so."""
@@ -486,22 +509,25 @@ CAP_NAMES = ("max_tokens", "max_completion_tokens")
 # Per endpoint and model, the name it answered to when that was not the
 # first: a worker has one endpoint configured, so this stays small.
 _cap_names: dict[tuple[str, str], str] = {}
+# The endpoints and models that answered once asked without `temperature`
+# (OpenAI's reasoning models take only their default): small for the same reason.
+_no_temperature: set[tuple[str, str]] = set()
 
 
 def _other_cap_name(name: str) -> str:
     return CAP_NAMES[1 - CAP_NAMES.index(name)]
 
 
-def _names_a_cap(exc: openai.APIStatusError) -> bool:
-    """Whether a refusal is about the cap's parameter, not the answer's
-    format: OpenAI names the parameter in `param`; servers that do not, in
-    their message. The body itself is not searched: some servers quote the
-    whole request back."""
+def _names(exc: openai.APIStatusError, names: Sequence[str]) -> bool:
+    """Whether a refusal is about one of the parameters `names` (the cap's,
+    or temperature), not the answer's format: OpenAI names the parameter in
+    `param`; servers that do not, in their message. The body itself is not
+    searched: some servers quote the whole request back."""
     param = getattr(exc, "param", None)
     if isinstance(param, str) and param:
-        return param in CAP_NAMES
+        return param in names
     words = service_words(exc.response.content)
-    return any(name in words for name in CAP_NAMES)
+    return any(name in words for name in names)
 
 
 def _schema_hash(schema: Mapping[str, Any]) -> str:
@@ -619,11 +645,19 @@ class LLM:
         endpoint = (self.config.base_url, self.config.model)
         cap_name = _cap_names.get(endpoint, CAP_NAMES[0])
         switched = False
+        temperature = endpoint not in _no_temperature
         problem = "no answer"
         tries = 0
         while tries < TRIES:
             try:
-                text = await self._complete(name, schema, messages, mode, cap_name, cap)
+                text = await self._complete(
+                    name, schema, messages, mode, cap_name, cap, temperature
+                )
+            except _TemperatureRefused as exc:
+                if not temperature:  # not sent: cannot be what was refused
+                    raise LLMError(exc.message) from None
+                temperature = False
+                continue  # a refused parameter is not a try
             except _CapRefused as exc:
                 if switched:  # both names: the value is what was refused
                     raise LLMError(exc.message) from None
@@ -648,8 +682,19 @@ class LLM:
                 _cap_names.pop(endpoint, None)
             else:
                 _cap_names[endpoint] = cap_name
+            if temperature:
+                _no_temperature.discard(endpoint)
+            else:
+                _no_temperature.add(endpoint)
             try:
-                value = _storable(parse_json(text, schema, shown=user))
+                value = _storable(
+                    parse_json(
+                        text,
+                        schema,
+                        shown=user,
+                        most_chars=cap * ANSWER_CHARS_PER_TOKEN,
+                    )
+                )
             except RecursionError:  # read, but nested past what Python walks
                 value = None
             error = "it was not JSON" if value is None else schema_error(value, schema)
@@ -669,8 +714,11 @@ class LLM:
         mode: Mode,
         cap_name: str,
         cap: int,
+        temperature: bool,
     ) -> str:
         kwargs: dict[str, Any] = {cap_name: cap}
+        if temperature:
+            kwargs["temperature"] = 0
         if mode == Mode.SCHEMA:
             kwargs["response_format"] = {
                 "type": "json_schema",
@@ -688,12 +736,13 @@ class LLM:
                 response = await self._client.chat.completions.create(
                     model=self.config.model,
                     messages=messages,  # type: ignore[arg-type]
-                    temperature=0,
                     **kwargs,
                 )
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-            if _names_a_cap(exc):
+            if _names(exc, CAP_NAMES):
                 raise _CapRefused(_refused(exc)) from exc
+            if _names(exc, ("temperature",)):
+                raise _TemperatureRefused(_refused(exc)) from exc
             if mode < Mode.PROMPT:
                 raise _ModeRefused from exc
             raise LLMError(_refused(exc)) from exc
@@ -768,10 +817,7 @@ def _content(response: Any, cap: int) -> str:
         # Its end is missing, where the model's own verdict comes (an object
         # before the cut may be one quoted from the page). At temperature 0
         # the same answer would come again, at the same cost: not retried.
-        raise _CutOff(
-            f"The AI model's answer was too long: it was cut off at the {cap:,} "
-            "tokens it may write for this request, so it was not used."
-        )
+        raise _CutOff(_cut_off_words(response, cap))
     refusal = getattr(message, "refusal", None)
     if isinstance(refusal, str) and refusal.strip() and not content:
         # OpenAI's models decline in this field, with the content left empty.
@@ -779,6 +825,24 @@ def _content(response: Any, cap: int) -> str:
     if not isinstance(content, str) or not content.strip():
         raise _Attempt("the answer was empty")
     return content
+
+
+def _cut_off_words(response: Any, cap: int) -> str:
+    """Why an answer ended early: the cap this request sent, or, when the
+    answer reports fewer tokens than that (or none), a limit of the model's
+    own, which its server's settings set (a local server's context length)."""
+    written = getattr(getattr(response, "usage", None), "completion_tokens", None)
+    if _is_count(written) and written >= cap:
+        return (
+            f"The AI model's answer was too long: it was cut off at the {cap:,} "
+            "tokens it may write for this request, so it was not used."
+        )
+    return (
+        "The AI model's answer was too long: the model stopped at a length limit "
+        f"of its own, before the {cap:,} tokens it may write for this request, so "
+        "it was not used. Its server's settings for the model's context length or "
+        "longest answer may need raising."
+    )
 
 
 def _whole_object(text: str) -> dict[str, Any] | None:
