@@ -7,6 +7,7 @@ it, so the result is safe to ``mark_safe``.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from html import escape, unescape
 
@@ -137,29 +138,54 @@ def _whole(line: str, tag: str) -> str:
     return f"<{tag}>{escape(line)}</{tag}>" if line else ""
 
 
+# A line is called moved only when it says something of its own: this many
+# words, or this many word characters (a separator, a bullet, "Yes" or a
+# table rule removed here and added there is no move).
+_MOVED_MIN_WORDS = 2
+_MOVED_MIN_WORD_CHARS = 8
+
+
+def _movable(line: str) -> bool:
+    words = WORD.findall(line)
+    return (
+        len(words) >= _MOVED_MIN_WORDS or sum(map(len, words)) >= _MOVED_MIN_WORD_CHARS
+    )
+
+
 @dataclass(slots=True)
 class _Moves:
     """Lines that went from one place and came back whole at another: old
     line index → (new line index, "down" or "up"), and new line index → old
     line index. Only lines removed or added outright are matched, by the key
-    the line matcher compared them by: a dict lookup a line, no matching."""
+    the line matcher compared them by, and only a line found once on each
+    side (a repeated line has no one place it went to) that has words of its
+    own (see _movable): a dict lookup a line, no matching."""
 
     went: dict[int, tuple[int, str]]
     came: dict[int, int]
 
     @classmethod
     def of(cls, old: Side, new: Side, rows: list[_Row]) -> _Moves:
-        gone: dict[str, list[tuple[int, int]]] = {}
+        gone: dict[int, tuple[int, int]] = {}
         for place, row in enumerate(rows):
             if row.kind == "change" and row.new is None and row.old is not None:
-                gone.setdefault(old.keys[row.old], []).append((row.old, place))
+                gone[old.keys[row.old]] = (row.old, place)
         went: dict[int, tuple[int, str]] = {}
         came: dict[int, int] = {}
+        if not gone:
+            return cls(went, came)
+        old_count, new_count = Counter(old.keys), Counter(new.keys)
         for place, row in enumerate(rows):
             if row.kind != "change" or row.old is not None or row.new is None:
                 continue
-            if matches := gone.get(new.keys[row.new]):
-                index, gone_at = matches.pop(0)
+            key = new.keys[row.new]
+            if (
+                key in gone
+                and old_count[key] == 1
+                and new_count[key] == 1
+                and _movable(new.lines[row.new])
+            ):
+                index, gone_at = gone[key]
                 went[index] = (row.new, "down" if place > gone_at else "up")
                 came[row.new] = index
         return cls(went, came)
