@@ -172,3 +172,14 @@ def test_a_big_chinese_page_matches_words_within_a_budget(words_compared):
     assert changed == 200
     assert 0 < sum(words_compared) <= marked.WORD_MARKING_BUDGET
     assert len(words_compared) < 200
+
+
+def test_a_change_in_a_nested_list_item_is_anchored_on_that_item():
+    before = "Intro.\n\n- Outer one\n  - Inner a\n  - Inner b\n- Outer two\n\nEnd."
+    html, _, _ = marked_html(before, before.replace("Inner a", "Inner a changed"))
+    numbered, count = number_changes(html)
+    assert count == 1
+    assert "<li>Outer one\n" in numbered
+    assert '<li id="change-1">Inner a <ins class="word-change">changed</ins>' in (
+        numbered
+    )

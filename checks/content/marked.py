@@ -182,8 +182,10 @@ def mark_quoted(html: str, quotes: list[str]) -> str:
 
 
 # What the reader steps between: a paragraph, item, heading or preformatted
-# block, or a whole table row (a row's cells are one line of the page).
-_UNIT = re.compile(r"<(tr|p|li|h[1-6]|pre)>(.*?)</\1>", re.DOTALL)
+# block, or a whole table row (a row's cells are one line of the page). An
+# item holding a list of its own ends, as a step, where that list starts, so
+# a change in an inner item is anchored on it, not on the item around it.
+_UNIT = re.compile(r"<(tr|p|li|h[1-6]|pre)>(.*?)(?=</\1>|<[ou]l[ >])", re.DOTALL)
 _CHANGED = 'class="word-change"'
 
 
