@@ -476,3 +476,20 @@ def test_a_paragraph_moved_down_the_page_says_where_it_went_in_both_views():
 def test_a_line_removed_and_another_added_is_not_called_moved():
     html = render_inline("Starter $19\n\nPro $49", "Starter $19\n\nTeam $99")
     assert "Moved" not in html
+
+
+def test_a_separator_removed_in_one_place_and_added_in_another_is_not_called_moved():
+    paragraphs = [f"Section {i} talks about topic {i}." for i in range(1, 13)]
+    before = "\n\n".join(paragraphs[:3] + ["—"] + paragraphs[3:])
+    after = "\n\n".join(paragraphs[:8] + ["—"] + paragraphs[8:])
+    for html in (render_side_by_side(before, after), render_inline(before, after)):
+        assert "diff-moved" not in html
+
+
+def test_a_line_that_appears_twice_is_not_called_moved():
+    paragraphs = [f"Section {i} talks about topic {i}." for i in range(1, 13)]
+    repeated = "Read the full terms and conditions"
+    before = "\n\n".join(paragraphs[:2] + [repeated] + paragraphs[2:] + [repeated])
+    after = "\n\n".join(paragraphs[:9] + [repeated] + paragraphs[9:] + [repeated])
+    for html in (render_side_by_side(before, after), render_inline(before, after)):
+        assert "diff-moved" not in html

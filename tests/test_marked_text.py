@@ -107,3 +107,79 @@ def test_chinese_text_marks_the_characters_that_changed_not_the_whole_sentence()
     )
     html, _, _ = marked_html("包括税。", "包括税")
     assert html == '<p>包括税<del class="word-change">。</del></p>\n'
+
+
+@pytest.fixture
+def words_compared(monkeypatch) -> list[int]:
+    """How many words (tokens) the page text view's word matcher is given,
+    one entry per matcher started (the line matcher is not counted)."""
+    from checks.content import marked
+
+    compared: list[int] = []
+
+    def words(before: str, after: str) -> str:
+        compared.append(
+            len(marked._TOKEN.findall(before)) + len(marked._TOKEN.findall(after))
+        )
+        return real_words(before, after)
+
+    real_words = marked._words
+    monkeypatch.setattr(marked, "_words", words)
+    return compared
+
+
+def _chinese(count: int, seed: int) -> str:
+    import random
+
+    chosen = random.Random(seed)
+    return "".join(chr(0x4E00 + chosen.randrange(800)) for _ in range(count))
+
+
+def _lightly_edited(line: str) -> str:
+    return "".join("改" if i % 200 == 0 else c for i, c in enumerate(line))
+
+
+def test_long_chinese_paragraphs_are_not_matched_character_by_character(
+    words_compared,
+):
+    before = [_chinese(10_000, seed) for seed in range(5)]
+    after = [_lightly_edited(line) for line in before]
+    html, changed, _ = marked_html("\n\n".join(before), "\n\n".join(after))
+    assert words_compared == []
+    assert changed == 5
+    # Each paragraph is shown gone and new, one mark each, not one a character.
+    assert html.startswith(f'<p><del class="word-change">{before[0]}</del>')
+
+
+def test_unrelated_lines_in_the_page_text_are_not_matched_word_by_word(
+    words_compared,
+):
+    html, _, _ = marked_html(
+        "Intro.\n\nThe cat sat on the mat.\n\nEnd.",
+        "Intro.\n\nQuarterly revenue rose sharply.\n\nEnd.",
+    )
+    assert words_compared == []
+    assert '<ins class="word-change">Quarterly</ins>' in html
+    assert '<del class="word-change">cat</del>' in html
+
+
+def test_a_big_chinese_page_matches_words_within_a_budget(words_compared):
+    from checks.content import marked
+
+    before = [_chinese(1_900, seed) for seed in range(200)]
+    after = [_lightly_edited(line) for line in before]
+    html, changed, _ = marked_html("\n\n".join(before), "\n\n".join(after))
+    assert changed == 200
+    assert 0 < sum(words_compared) <= marked.WORD_MARKING_BUDGET
+    assert len(words_compared) < 200
+
+
+def test_a_change_in_a_nested_list_item_is_anchored_on_that_item():
+    before = "Intro.\n\n- Outer one\n  - Inner a\n  - Inner b\n- Outer two\n\nEnd."
+    html, _, _ = marked_html(before, before.replace("Inner a", "Inner a changed"))
+    numbered, count = number_changes(html)
+    assert count == 1
+    assert "<li>Outer one\n" in numbered
+    assert '<li id="change-1">Inner a <ins class="word-change">changed</ins>' in (
+        numbered
+    )

@@ -13,17 +13,19 @@ so the page's structure renders as it would unmarked.
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
 from html import unescape
 
+# cydifflib is difflib's SequenceMatcher compiled (same algorithm, same opcodes).
+from cydifflib import SequenceMatcher
+
 from checks.content.readable import readable_html
+from checks.content.related import CJK, INTRALINE_MAX_CHARS, related
 
 INS_OPEN, INS_CLOSE, DEL_OPEN, DEL_CLOSE = "\ue000", "\ue001", "\ue002", "\ue003"
 _MARKERS = re.compile("[\ue000-\ue003]")
 # Chinese and Japanese write no spaces between words: each of their
-# characters is a word of its own, so an edited price is marked, not the
-# whole sentence around it.
-CJK = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+# characters is a word of its own (CJK), so an edited price is marked, not
+# the whole sentence around it.
 _CJK_CHAR = re.compile(f"[{CJK}]")
 _TOKEN = re.compile(f"[{CJK}]|[^\\s{CJK}]+|\\s+")
 # A token that is Markdown structure only: table pipes and rules, heading
@@ -32,6 +34,13 @@ _MARKUP = re.compile(r"^(?:[|#>*+\-=:_`~]+|\d+[.)])$")
 # Past this many lines on either side the marking is left out: the Markdown
 # diff is there, and SequenceMatcher's cost grows with the lines squared.
 MAX_LINES = 4000
+# Changed lines are matched word by word as the diff views do it: not a line
+# over INTRALINE_MAX_CHARS, not a pair that is not related(), and for the
+# whole page at most this many words (both lines' tokens) given to the word
+# matcher; the pairs past it are shown whole, gone and new. A page of
+# Chinese, where each character is a word, reaches it after a few dozen long
+# paragraphs instead of taking seconds for each.
+WORD_MARKING_BUDGET = 100_000
 
 
 def _is_word(token: str) -> bool:
@@ -43,7 +52,21 @@ def _wrap(token: str, opening: str, closing: str) -> str:
 
 
 def _whole(line: str, opening: str, closing: str) -> str:
-    return "".join(_wrap(t, opening, closing) for t in _TOKEN.findall(line))
+    marked = "".join(_wrap(t, opening, closing) for t in _TOKEN.findall(line))
+    # Characters written together (Chinese, Japanese) are marked together.
+    return marked.replace(closing + opening, "")
+
+
+def _pair(before: str, after: str, budget: list[int]) -> list[str]:
+    """The lines a changed line and the one it replaced read as: after with
+    its changed words marked, or, for lines too long or unrelated or past
+    the page's budget (budget[0], words left), before gone and after new."""
+    if max(len(before), len(after)) <= INTRALINE_MAX_CHARS and related(before, after):
+        cost = len(_TOKEN.findall(before)) + len(_TOKEN.findall(after))
+        if cost <= budget[0]:
+            budget[0] -= cost
+            return [_words(before, after)]
+    return [_whole(before, DEL_OPEN, DEL_CLOSE), _whole(after, INS_OPEN, INS_CLOSE)]
 
 
 def _words(before: str, after: str) -> str:
@@ -91,6 +114,7 @@ def marked_markdown(before: str, after: str) -> tuple[str, int]:
         return after, 0
     lines: list[str] = []
     changed = 0
+    budget = [WORD_MARKING_BUDGET]
     matcher = SequenceMatcher(None, old, new, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
@@ -98,7 +122,8 @@ def marked_markdown(before: str, after: str) -> tuple[str, int]:
             continue
         changed += max(i2 - i1, j2 - j1)
         pairs = min(i2 - i1, j2 - j1)
-        lines += [_words(old[i1 + k], new[j1 + k]) for k in range(pairs)]
+        for k in range(pairs):
+            lines += _pair(old[i1 + k], new[j1 + k], budget)
         lines += [_whole(line, INS_OPEN, INS_CLOSE) for line in new[j1 + pairs : j2]]
         # Lines that went keep their place and shape (a row of a table reads
         # as a row), struck through.
@@ -157,8 +182,10 @@ def mark_quoted(html: str, quotes: list[str]) -> str:
 
 
 # What the reader steps between: a paragraph, item, heading or preformatted
-# block, or a whole table row (a row's cells are one line of the page).
-_UNIT = re.compile(r"<(tr|p|li|h[1-6]|pre)>(.*?)</\1>", re.DOTALL)
+# block, or a whole table row (a row's cells are one line of the page). An
+# item holding a list of its own ends, as a step, where that list starts, so
+# a change in an inner item is anchored on it, not on the item around it.
+_UNIT = re.compile(r"<(tr|p|li|h[1-6]|pre)>(.*?)(?=</\1>|<[ou]l[ >])", re.DOTALL)
 _CHANGED = 'class="word-change"'
 
 

@@ -7,6 +7,7 @@ it, so the result is safe to ``mark_safe``.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from html import escape, unescape
 
@@ -15,24 +16,8 @@ from html import escape, unescape
 import cydifflib as difflib
 
 from checks.content.compare import Opcode, Side, compare
-from checks.content.marked import CJK
+from checks.content.related import CJK, INTRALINE_MAX_CHARS, WORD, related
 
-# Word-level highlighting is skipped for very long lines (minified blobs).
-_INTRALINE_MAX_CHARS = 2_000
-# A pair of lines is highlighted word by word only when they are evidently
-# related: at least this share of the characters of their distinct words is
-# in words both lines have. Unrelated lines in one language still share most
-# spaces and punctuation; a measure counting those sent every pair of a
-# rewritten page through the word matcher, nearly all of its diff's cost.
-_RELATED_MIN_SHARED_WORDS = 0.4
-# Two lines written from one small vocabulary share nearly all their words and
-# still say different things; what an edited line keeps is its word order. A
-# line of this many words or more is matched word by word only when this share
-# of its pairs of neighbouring words is in the other line too (an edit of one
-# word breaks two pairs; random text in a vocabulary of a few dozen words
-# shares fewer than one in ten).
-_RELATED_PAIRS_FROM_WORDS = 8
-_RELATED_MIN_SHARED_PAIRS = 0.4
 # Below this share of unchanged characters a pair is shown as a whole-line
 # replacement: highlighting every other word helps nobody.
 _INTRALINE_MIN_SIMILARITY = 0.4
@@ -45,7 +30,6 @@ _MAX_RENDERED_ROWS = 5_000
 _CJK_CHAR = f"[{CJK}]"
 _NOT_CJK_WORD = f"[^\\W{CJK}]+"
 _TOKEN = re.compile(f"{_CJK_CHAR}|{_NOT_CJK_WORD}|\\s+|[^\\w\\s]")
-_WORD = re.compile(f"{_CJK_CHAR}|{_NOT_CJK_WORD}")
 
 
 @dataclass(slots=True)
@@ -109,36 +93,17 @@ def _rows(old: Side, new: Side, codes: list[Opcode], context: int) -> list[_Row]
     return collapsed
 
 
-def _related(old_line: str, new_line: str) -> bool:
-    """Whether two lines share enough to be worth matching word by word (see
-    _RELATED_MIN_SHARED_WORDS and _RELATED_MIN_SHARED_PAIRS); sets in C, no
-    matcher."""
-    old_list = _WORD.findall(old_line)
-    new_list = _WORD.findall(new_line)
-    old_words, new_words = set(old_list), set(new_list)
-    shared = sum(map(len, old_words & new_words))
-    total = max(sum(map(len, old_words)), sum(map(len, new_words)))
-    if not (shared > 0 and shared >= total * _RELATED_MIN_SHARED_WORDS):
-        return False
-    if min(len(old_list), len(new_list)) < _RELATED_PAIRS_FROM_WORDS:
-        return True  # a short line: cheap to match whatever it shares
-    old_pairs = set(zip(old_list, old_list[1:], strict=False))
-    new_pairs = set(zip(new_list, new_list[1:], strict=False))
-    fewest = min(len(old_pairs), len(new_pairs))
-    return len(old_pairs & new_pairs) >= fewest * _RELATED_MIN_SHARED_PAIRS
-
-
 def _words(old_line: str, new_line: str) -> tuple[str, str] | None:
     """Old and new line as escaped HTML with ``<del>``/``<ins>`` around the
     changed words, or None when the lines are too long or not related."""
     longest = max(len(old_line), len(new_line))
-    if longest > _INTRALINE_MAX_CHARS:
+    if longest > INTRALINE_MAX_CHARS:
         return None
     # At most the shorter line can be unchanged: too short a line fails the
     # similarity floor below whatever it holds.
     if min(len(old_line), len(new_line)) < longest * _INTRALINE_MIN_SIMILARITY:
         return None
-    if not _related(old_line, new_line):
+    if not related(old_line, new_line):
         return None
     a = _TOKEN.findall(old_line)
     b = _TOKEN.findall(new_line)
@@ -173,29 +138,54 @@ def _whole(line: str, tag: str) -> str:
     return f"<{tag}>{escape(line)}</{tag}>" if line else ""
 
 
+# A line is called moved only when it says something of its own: this many
+# words, or this many word characters (a separator, a bullet, "Yes" or a
+# table rule removed here and added there is no move).
+_MOVED_MIN_WORDS = 2
+_MOVED_MIN_WORD_CHARS = 8
+
+
+def _movable(line: str) -> bool:
+    words = WORD.findall(line)
+    return (
+        len(words) >= _MOVED_MIN_WORDS or sum(map(len, words)) >= _MOVED_MIN_WORD_CHARS
+    )
+
+
 @dataclass(slots=True)
 class _Moves:
     """Lines that went from one place and came back whole at another: old
     line index → (new line index, "down" or "up"), and new line index → old
     line index. Only lines removed or added outright are matched, by the key
-    the line matcher compared them by: a dict lookup a line, no matching."""
+    the line matcher compared them by, and only a line found once on each
+    side (a repeated line has no one place it went to) that has words of its
+    own (see _movable): a dict lookup a line, no matching."""
 
     went: dict[int, tuple[int, str]]
     came: dict[int, int]
 
     @classmethod
     def of(cls, old: Side, new: Side, rows: list[_Row]) -> _Moves:
-        gone: dict[str, list[tuple[int, int]]] = {}
+        gone: dict[int, tuple[int, int]] = {}
         for place, row in enumerate(rows):
             if row.kind == "change" and row.new is None and row.old is not None:
-                gone.setdefault(old.keys[row.old], []).append((row.old, place))
+                gone[old.keys[row.old]] = (row.old, place)
         went: dict[int, tuple[int, str]] = {}
         came: dict[int, int] = {}
+        if not gone:
+            return cls(went, came)
+        old_count, new_count = Counter(old.keys), Counter(new.keys)
         for place, row in enumerate(rows):
             if row.kind != "change" or row.old is not None or row.new is None:
                 continue
-            if matches := gone.get(new.keys[row.new]):
-                index, gone_at = matches.pop(0)
+            key = new.keys[row.new]
+            if (
+                key in gone
+                and old_count[key] == 1
+                and new_count[key] == 1
+                and _movable(new.lines[row.new])
+            ):
+                index, gone_at = gone[key]
                 went[index] = (row.new, "down" if place > gone_at else "up")
                 came[row.new] = index
         return cls(went, came)
