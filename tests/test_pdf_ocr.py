@@ -8,11 +8,15 @@ about what was asked of the engine rather than what it read."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import resource
 import shutil
+import signal
 import stat
+import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -436,6 +440,38 @@ def test_a_pdf_past_its_deadline_is_stopped_with_its_engine(tmp_path, settings):
         time.sleep(0.1)
     assert not running(engine)
     assert runs(log) == 1
+
+
+def test_the_ocr_job_stops_itself_and_its_engine_at_its_deadline(tmp_path):
+    # Should the worker be gone (killed at the check's hard time limit), the
+    # child still ends at its deadline, and takes the engine with it.
+    from checks.content import ocr
+
+    pid_file = tmp_path / "pid"
+    engine, log = stand_in_engine(tmp_path, f"echo $$ > {pid_file}\nexec sleep 300")
+    config = {
+        "executable": engine,
+        "languages": "eng",
+        "max_pixels": 200_000,
+        "page_seconds": 300,
+        "pdf_seconds": 1,
+        "memory_mb": 1024,
+        "numbers": [0],
+    }
+    job = subprocess.run(  # noqa: S603
+        [sys.executable, str(ocr.JOB), json.dumps(config)],
+        input=scanned_pdf(["One"], width=400),
+        capture_output=True,
+        check=False,
+    )
+
+    assert job.returncode == -signal.SIGALRM
+    engine_pid = int(pid_file.read_text())
+    for _ in range(50):  # the orphaned engine is reaped by init, soon
+        if not running(engine_pid):
+            break
+        time.sleep(0.1)
+    assert not running(engine_pid)
 
 
 def test_an_ocr_failure_under_auto_keeps_the_text_layer_and_warns(tmp_path, settings):

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +128,15 @@ def read_pages(
     # workers' and gain nothing on a page this size.
     env["OMP_THREAD_LIMIT"] = "1"
     command = [sys.executable, "-E", "-s", str(JOB), json.dumps(config)]
-    with _one_at_a_time:
+    deadline = time.monotonic() + ocr.pdf_seconds
+    # Waiting for the worker's other PDFs counts toward this one's deadline,
+    # so a check with many never outlives its time limit.
+    if not _one_at_a_time.acquire(timeout=ocr.pdf_seconds):
+        return {}, (
+            f"the worker was reading other PDFs with OCR for {ocr.pdf_seconds} "
+            "seconds (OCR_PDF_SECONDS), so this one was not read this time"
+        )
+    try:
         # Its own session and process group, the engine in it: the deadline
         # kills them all.
         process = subprocess.Popen(  # noqa: S603 (our own script)
@@ -140,7 +149,8 @@ def read_pages(
             start_new_session=True,
         )
         try:
-            out, err = process.communicate(body, timeout=ocr.pdf_seconds)
+            left = max(deadline - time.monotonic(), 0.1)
+            out, err = process.communicate(body, timeout=left)
         except subprocess.TimeoutExpired:
             _kill(process)
             return {}, (
@@ -150,6 +160,8 @@ def read_pages(
         except BaseException:
             _kill(process)
             raise
+    finally:
+        _one_at_a_time.release()
     try:
         answer = json.loads(out) if process.returncode == 0 else None
     except ValueError:

@@ -12,10 +12,10 @@ the pages read before the first failure, if any.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
-import os
 import resource
 import signal
 import subprocess
@@ -26,6 +26,8 @@ from typing import Any
 DPI = 300
 # Characters of the engine's complaint kept in a page's error.
 STDERR_CHARS = 300
+# Linux's prctl option: a signal sent to this process when its parent dies.
+PR_SET_PDEATHSIG = 1
 
 
 class OcrError(Exception):
@@ -36,10 +38,14 @@ def main() -> int:
     config = json.loads(sys.argv[1])
     limit = config["memory_mb"] * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    # Should the worker die without killing us, we stop ourselves (and the
-    # engine, in our process group) at the deadline all the same.
-    signal.signal(signal.SIGALRM, lambda *_: os.killpg(0, signal.SIGKILL))
-    signal.alarm(config["pdf_seconds"] + 1)
+    # Should the worker die without killing us, the kernel stops us at the
+    # deadline all the same (SIGALRM's default action, even inside PDFium's
+    # C code, where a Python handler would wait), and the engine, which
+    # inherits the CPU limit, cannot compute for longer either.
+    seconds = config["pdf_seconds"] + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(seconds)
     body = sys.stdin.buffer.read()
     pages: dict[str, str] = {}
     error = None
@@ -112,7 +118,11 @@ def _read(image: bytes, dpi: int, number: int, config: dict[str, Any]) -> str:
     # In our process group (so the worker's kill at the deadline reaches it),
     # with our environment, which the worker already made minimal.
     process = subprocess.Popen(  # noqa: S603 (the administrator's own program)
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 (we run no threads)
     )
     try:
         out, err = process.communicate(image, timeout=config["page_seconds"])
@@ -130,6 +140,16 @@ def _read(image: bytes, dpi: int, number: int, config: dict[str, Any]) -> str:
             f"(exit status {process.returncode}): {said or 'it said nothing'}"
         )
     return tidy(out.decode("utf-8", "replace"))
+
+
+def _die_with_parent() -> None:
+    """In the engine, before it starts: killed when this process dies (at its
+    own deadline, should the worker be gone)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def tidy(text: str) -> str:
