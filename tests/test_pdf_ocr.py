@@ -459,7 +459,7 @@ def test_the_ocr_job_stops_itself_and_its_engine_at_its_deadline(tmp_path):
         "numbers": [0],
     }
     job = subprocess.run(  # noqa: S603
-        [sys.executable, str(ocr.JOB), json.dumps(config)],
+        [sys.executable, "-I", str(ocr.JOB), json.dumps(config)],
         input=scanned_pdf(["One"], width=400),
         capture_output=True,
         check=False,

@@ -127,7 +127,9 @@ def read_pages(
     # One thread: tesseract's own threads would compete with the other
     # workers' and gain nothing on a page this size.
     env["OMP_THREAD_LIMIT"] = "1"
-    command = [sys.executable, "-E", "-s", str(JOB), json.dumps(config)]
+    # Isolated (-I): no PYTHON* variables, and not its own folder on the path,
+    # whose modules (html.py) would hide the standard library's.
+    command = [sys.executable, "-I", str(JOB), json.dumps(config)]
     deadline = time.monotonic() + ocr.pdf_seconds
     # Waiting for the worker's other PDFs counts toward this one's deadline,
     # so a check with many never outlives its time limit.
