@@ -565,6 +565,13 @@ OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 20, minimum=1)
 OCR_MAX_PIXELS = env_int("OCR_MAX_PIXELS", 12_000_000, minimum=10_000)
 # Seconds the engine may spend on one page before it is killed.
 OCR_PAGE_SECONDS = env_int("OCR_PAGE_SECONDS", 60, minimum=1)
+# Seconds the OCR of one whole PDF may take (rendering and engine, in a child
+# process killed at the deadline); never beyond CHECK_TIME_LIMIT_SECONDS less
+# a minute (below, where that limit is read).
+OCR_PDF_SECONDS = env_int("OCR_PDF_SECONDS", 300, minimum=1)
+# Memory (address space) the OCR child process may use, in MB: a PDF that
+# needs more is a page error instead of the worker's memory.
+OCR_MEMORY_MB = env_int("OCR_MEMORY_MB", 1024, minimum=256)
 # How long the signed screenshot and PDF links in results stay valid.
 CAPTURE_URL_TTL_SECONDS = env_int("CAPTURE_URL_TTL_SECONDS", 86_400, minimum=60)
 # --- The AI model (checks.ai): any OpenAI-compatible endpoint ---------------
@@ -746,6 +753,8 @@ if CELERY_TASK_TIME_LIMIT >= BROKER_VISIBILITY_TIMEOUT_SECONDS:
         f"be handed to a second worker), got {CELERY_TASK_TIME_LIMIT}"
     )
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 15
+# A PDF's OCR ends well before its check's limit, so the check still records it.
+OCR_PDF_SECONDS = min(OCR_PDF_SECONDS, max(10, CELERY_TASK_TIME_LIMIT - 60))
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers wait out a broker outage of any length instead of exiting after
 # 100 tries (about 50 minutes), which only a supervisor would undo.

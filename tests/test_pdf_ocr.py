@@ -8,16 +8,24 @@ about what was asked of the engine rather than what it read."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
+import resource
 import shutil
+import signal
 import stat
+import subprocess
+import sys
+import time
+import zlib
 from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from checks.content import extract
+from checks.content.source import ExtractionError
 from checks.models import Check, PageResult
 from monitors.models import Membership, Monitor
 from tests.test_extract import minimal_pdf
@@ -339,3 +347,173 @@ def test_the_dashboard_says_plainly_that_scans_cannot_be_read(
     assert "tesseract-ocr" in page  # for the administrator
     assert "parsers" not in page and "OCR_MAX" not in page
     assert 'data-unavailable="ocr"' not in with_engine
+
+
+# --- The OCR of a PDF runs in a child process, bounded ----------------------------
+
+
+def bomb_pdf(side: int) -> bytes:
+    """A one-page PDF drawing a side x side greyscale image whose Flate
+    stream is tiny (all zeros): PDFium decodes it whole to render the page."""
+    compressor = zlib.compressobj(9)
+    row = b"\x00" * (side + 1)
+    data = b"".join(compressor.compress(row) for _ in range(side))
+    data += compressor.flush()
+    content = b"q 612 0 0 792 0 0 cm /Im0 Do Q"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /XObject << /Im0 5 0 R >> >> /Contents 4 0 R >>",
+        b"<< /Length %d >>stream\n%s\nendstream" % (len(content), content),
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d "
+        b"/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode "
+        b"/Length %d >>stream\n" % (side, side, len(data)) + data + b"\nendstream",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer << /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return out
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+OCR = {"parsers": [{"type": "pdf", "mode": "ocr"}]}
+AUTO = {"parsers": [{"type": "pdf", "mode": "auto"}]}
+
+
+def test_a_pdf_that_takes_pdfium_to_gigabytes_is_read_within_ocr_memory_mb(
+    tmp_path, settings
+):
+    settings.OCR_MEMORY_MB = 400
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo Read"
+    )
+    body = bomb_pdf(30_000)  # under 1 MB; 900 MB once its image is decoded
+    before = peak_rss_mb()
+
+    read = extract(body, content_type=PDF, url="http://x/bomb.pdf", options=OCR)
+
+    # Held to OCR_MEMORY_MB, PDFium leaves out the image it cannot decode,
+    # in the child process: the worker's own memory never holds it.
+    assert peak_rss_mb() - before < 200
+    assert read.source == "Read\n"
+    assert runs(log) == 1
+
+
+def test_a_pdf_past_its_deadline_is_stopped_with_its_engine(tmp_path, settings):
+    settings.OCR_PDF_SECONDS = 1
+    settings.OCR_PAGE_SECONDS = 5
+    pid_file = tmp_path / "pid"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, f"echo $$ > {pid_file}\nexec sleep 300"
+    )
+    body = scanned_pdf(["One"], width=400)
+
+    with pytest.raises(ExtractionError) as raised:
+        extract(body, content_type=PDF, url="http://x/n.pdf", options=OCR)
+
+    assert "OCR_PDF_SECONDS" in raised.value.message
+    engine = int(pid_file.read_text())
+    for _ in range(50):  # the orphaned engine is reaped by init, soon
+        if not running(engine):
+            break
+        time.sleep(0.1)
+    assert not running(engine)
+    assert runs(log) == 1
+
+
+def test_the_ocr_job_stops_itself_and_its_engine_at_its_deadline(tmp_path):
+    # Should the worker be gone (killed at the check's hard time limit), the
+    # child still ends at its deadline, and takes the engine with it.
+    from checks.content import ocr
+
+    pid_file = tmp_path / "pid"
+    engine, log = stand_in_engine(tmp_path, f"echo $$ > {pid_file}\nexec sleep 300")
+    config = {
+        "executable": engine,
+        "languages": "eng",
+        "max_pixels": 200_000,
+        "page_seconds": 300,
+        "pdf_seconds": 1,
+        "memory_mb": 1024,
+        "numbers": [0],
+    }
+    job = subprocess.run(  # noqa: S603
+        [sys.executable, "-I", str(ocr.JOB), json.dumps(config)],
+        input=scanned_pdf(["One"], width=400),
+        capture_output=True,
+        check=False,
+    )
+
+    assert job.returncode == -signal.SIGALRM
+    engine_pid = int(pid_file.read_text())
+    for _ in range(50):  # the orphaned engine is reaped by init, soon
+        if not running(engine_pid):
+            break
+        time.sleep(0.1)
+    assert not running(engine_pid)
+
+
+def test_an_ocr_failure_under_auto_keeps_the_text_layer_and_warns(tmp_path, settings):
+    count = tmp_path / "count"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path,
+        f"cat > /dev/null; echo x >> {count}\n"
+        f'if [ "$(wc -l < {count})" -ge 2 ]; then echo "Segmentation fault" >&2; '
+        "exit 139; fi\necho Read by the engine",
+    )
+    body = minimal_pdf("Basic 19 EUR", "", "")
+
+    read = extract(body, content_type=PDF, url="http://x/l.pdf", options=AUTO)
+
+    assert read.source == "Basic 19 EUR\n\nRead by the engine\n"
+    assert "page 3" in read.metadata["ocrWarning"]
+    assert "Segmentation fault" in read.metadata["ocrWarning"]
+    assert runs(log) == 2
+
+
+def test_an_ocr_failure_under_auto_with_no_text_at_all_is_an_error(tmp_path, settings):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo broken >&2; exit 1"
+    )
+
+    with pytest.raises(ExtractionError) as raised:
+        extract(minimal_pdf(""), content_type=PDF, url="http://x/l.pdf", options=AUTO)
+
+    assert "broken" in raised.value.message
+
+
+def test_the_engine_is_given_a_minimal_environment(tmp_path, settings, monkeypatch):
+    monkeypatch.setenv("SECRET_KEY", "do-not-pass-me-on")
+    monkeypatch.setenv("DATABASE_URL", "postgres://secret@db/pw")
+    seen = tmp_path / "env"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, f"cat > /dev/null; env > {seen}; echo Read"
+    )
+
+    extract(minimal_pdf(""), content_type=PDF, url="http://x/l.pdf", options=OCR)
+
+    names = {line.split("=", 1)[0] for line in seen.read_text().splitlines()}
+    assert "SECRET_KEY" not in names and "DATABASE_URL" not in names
+    assert "PATH" in names
+    assert "do-not-pass-me-on" not in seen.read_text()

@@ -219,6 +219,19 @@ def test_a_worker_without_concurrency_runs_worker_processes_of_them(tmp_path):
     assert app.conf.worker_concurrency == default
 
 
+def test_a_pdfs_ocr_ends_a_minute_before_its_checks_time_limit(tmp_path):
+    default = fresh("settings.OCR_PDF_SECONDS", tmp_path)
+    short = fresh(
+        "settings.OCR_PDF_SECONDS",
+        tmp_path,
+        OCR_PDF_SECONDS="600",
+        CHECK_TIME_LIMIT_SECONDS="300",
+    )
+
+    assert default == 300
+    assert short == 240
+
+
 @pytest.mark.parametrize(("stale", "every"), [("120", 15.0), ("15", 5.0)])
 def test_the_stale_check_sweep_runs_every_eighth_of_the_stale_time(
     tmp_path, stale, every

@@ -1,42 +1,47 @@
 """Text read from pictures of pages (scanned PDFs) with OCR: each page
-rendered with PDFium, then read by Debian's tesseract run as a subprocess.
+rendered with PDFium, then read by Debian's tesseract, both in a child process
+(checks/content/ocr_job.py) so that a stranger's PDF cannot take the worker's
+memory or outlive its time limit.
 
 Bounded, since the PDF is a stranger's: at most OCR_MAX_PAGES pages of a PDF,
 each rendered at no more than OCR_MAX_PIXELS pixels, the engine killed after
-OCR_PAGE_SECONDS on a page. One page is read at a time in a worker process
-(the parallelism comes from running more workers), with one thread of
-tesseract's own, so the same bytes always read as the same text.
+OCR_PAGE_SECONDS on a page; the child may use OCR_MEMORY_MB of memory and is
+killed, with the engine, after OCR_PDF_SECONDS for the whole PDF. It gets no
+more of the worker's environment than PATH, the locale and TESSDATA_PREFIX.
+One PDF is read at a time in a worker process (the parallelism comes from
+running more workers), with one thread of tesseract's own, so the same bytes
+always read as the same text.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
-import math
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pypdfium2
-    from PIL import Image
+from checks.content.ocr_job import STDERR_CHARS, tidy
 
-# Scanners and tesseract's models work at about 300 dots per inch.
-DPI = 300
-# Characters of the engine's complaint kept in a page's error.
-STDERR_CHARS = 300
+__all__ = ["Engine", "OcrError", "available", "engine", "read_pages", "tidy"]
+
+JOB = Path(__file__).with_name("ocr_job.py")
 INSTALL = (
     "install tesseract-ocr (and tesseract-ocr-<language> packs) or set OCR_EXECUTABLE"
 )
+# The worker's environment holds its secrets (SECRET_KEY, DATABASE_URL): the
+# child and the engine get only these.
+PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TESSDATA_PREFIX")
 
-# PDFium is not thread-safe, and a second page read at once would only take
-# CPU from the other workers: one page at a time in a process.
+# A second PDF read at once would only take CPU (and memory) from the other
+# workers: one at a time in a process.
 _one_at_a_time = threading.Lock()
 
 
@@ -53,6 +58,8 @@ class Engine:
     max_pages: int
     max_pixels: int
     page_seconds: int
+    pdf_seconds: int
+    memory_mb: int
 
 
 def _configured() -> str:
@@ -84,6 +91,8 @@ def engine() -> Engine | None:
         max_pages=settings.OCR_MAX_PAGES,
         max_pixels=settings.OCR_MAX_PIXELS,
         page_seconds=settings.OCR_PAGE_SECONDS,
+        pdf_seconds=settings.OCR_PDF_SECONDS,
+        memory_mb=settings.OCR_MEMORY_MB,
     )
 
 
@@ -99,104 +108,78 @@ def unavailable_reason() -> str:
     return f"no OCR engine is installed: {INSTALL}"
 
 
-def read_pages(body: bytes, numbers: Sequence[int], ocr: Engine) -> dict[int, str]:
+def read_pages(
+    body: bytes, numbers: Sequence[int], ocr: Engine
+) -> tuple[dict[int, str], str | None]:
     """The text of the pages `numbers` (0-based) of the PDF `body`, read with
-    OCR. Raises OcrError when a page cannot be rendered or read."""
-    import pypdfium2  # lazily: only workers that meet a scanned PDF load PDFium
-
-    with _one_at_a_time:
-        try:
-            document = pypdfium2.PdfDocument(body)
-        except pypdfium2.PdfiumError as exc:
-            raise OcrError(f"the PDF could not be opened for OCR ({exc})") from exc
-        try:
-            return {n: _read(*_image(document, n, ocr), n, ocr) for n in numbers}
-        finally:
-            document.close()
-
-
-def _image(
-    document: pypdfium2.PdfDocument, number: int, ocr: Engine
-) -> tuple[bytes, int]:
-    """Page `number` as a greyscale PGM image, scaled down to fit max_pixels,
-    and its dots per inch."""
-    import pypdfium2
-
-    try:
-        page = document[number]
-    except pypdfium2.PdfiumError as exc:
-        raise OcrError(f"page {number + 1} could not be opened ({exc})") from exc
-    try:
-        width, height = page.get_size()
-        area = max(width * height, 1.0)
-        scale = min(DPI / 72, math.sqrt(ocr.max_pixels / area))
-        # Rounding each side up could pass the cap by a row: shave it.
-        while math.ceil(width * scale) * math.ceil(height * scale) > ocr.max_pixels:
-            scale *= 0.999
-        bitmap = page.render(scale=scale, grayscale=True)
-        try:
-            return _pgm(bitmap.to_pil()), max(1, round(scale * 72))
-        finally:
-            bitmap.close()
-    except pypdfium2.PdfiumError as exc:
-        raise OcrError(f"page {number + 1} could not be rendered ({exc})") from exc
-    finally:
-        page.close()
-
-
-def _pgm(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.convert("L").save(buffer, "PPM")
-    return buffer.getvalue()
-
-
-def _read(image: bytes, dpi: int, number: int, ocr: Engine) -> str:
-    command = [ocr.executable, "stdin", "stdout", "-l", ocr.languages]
-    command += ["--dpi", str(dpi)]
+    OCR in a child process, and what stopped it (None when nothing did): the
+    pages read before a failure are kept."""
+    config = {
+        "executable": ocr.executable,
+        "languages": ocr.languages,
+        "max_pixels": ocr.max_pixels,
+        "page_seconds": ocr.page_seconds,
+        "pdf_seconds": ocr.pdf_seconds,
+        "memory_mb": ocr.memory_mb,
+        "numbers": list(numbers),
+    }
+    env = {name: os.environ[name] for name in PASSED_ON if name in os.environ}
     # One thread: tesseract's own threads would compete with the other
     # workers' and gain nothing on a page this size.
-    env = os.environ | {"OMP_THREAD_LIMIT": "1"}
-    # Its own session, so a time-out kills whatever it started too.
-    process = subprocess.Popen(  # noqa: S603 (the administrator's own program)
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        out, err = process.communicate(image, timeout=ocr.page_seconds)
-    except subprocess.TimeoutExpired:
-        _kill(process)
-        raise OcrError(
-            f"reading page {number + 1} with OCR took longer than "
-            f"{ocr.page_seconds} seconds (OCR_PAGE_SECONDS), so it was stopped"
-        ) from None
-    except BaseException:
-        _kill(process)
-        raise
-    if process.returncode != 0:
-        said = err.decode("utf-8", "replace").strip()[-STDERR_CHARS:]
-        raise OcrError(
-            f"the OCR engine failed on page {number + 1} "
-            f"(exit status {process.returncode}): {said or 'it said nothing'}"
+    env["OMP_THREAD_LIMIT"] = "1"
+    # Isolated (-I): no PYTHON* variables, and not its own folder on the path,
+    # whose modules (html.py) would hide the standard library's.
+    command = [sys.executable, "-I", str(JOB), json.dumps(config)]
+    deadline = time.monotonic() + ocr.pdf_seconds
+    # Waiting for the worker's other PDFs counts toward this one's deadline,
+    # so a check with many never outlives its time limit.
+    if not _one_at_a_time.acquire(timeout=ocr.pdf_seconds):
+        return {}, (
+            f"the worker was reading other PDFs with OCR for {ocr.pdf_seconds} "
+            "seconds (OCR_PDF_SECONDS), so this one was not read this time"
         )
-    return tidy(out.decode("utf-8", "replace"))
+    try:
+        # Its own session and process group, the engine in it: the deadline
+        # kills them all.
+        process = subprocess.Popen(  # noqa: S603 (our own script)
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=JOB.parent,
+            start_new_session=True,
+        )
+        try:
+            left = max(deadline - time.monotonic(), 0.1)
+            out, err = process.communicate(body, timeout=left)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            return {}, (
+                f"reading the PDF with OCR took longer than {ocr.pdf_seconds} "
+                "seconds (OCR_PDF_SECONDS), so it was stopped"
+            )
+        except BaseException:
+            _kill(process)
+            raise
+    finally:
+        _one_at_a_time.release()
+    try:
+        answer = json.loads(out) if process.returncode == 0 else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        said = err.decode("utf-8", "replace").strip()[-STDERR_CHARS:]
+        return {}, (
+            f"reading the PDF with OCR stopped (exit status {process.returncode}; "
+            f"it may have needed more than {ocr.memory_mb} MB of memory, "
+            f"OCR_MEMORY_MB): {said or 'it said nothing'}"
+        )
+    found = {int(number): str(text) for number, text in answer["pages"].items()}
+    return found, answer.get("error")
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.communicate()
-
-
-def tidy(text: str) -> str:
-    """The engine's text as page text: no form feeds, no trailing spaces, at
-    most one blank line in a row."""
-    lines = [line.rstrip() for line in text.replace("\f", "\n").splitlines()]
-    kept: list[str] = []
-    for line in lines:
-        if line or (kept and kept[-1]):
-            kept.append(line)
-    return "\n".join(kept).strip()

@@ -85,27 +85,35 @@ def _with_ocr(
     if engine is None:
         return pages
     read, left = wanted[: engine.max_pages], wanted[engine.max_pages :]
-    try:
-        found = ocr.read_pages(body, read, engine)
-    except ocr.OcrError as exc:
-        raise ExtractionError(
-            f"The PDF could not be read with OCR: {exc.message}"
-        ) from exc
+    found, failure = ocr.read_pages(body, read, engine)
+    if failure is not None and mode == "ocr":
+        raise ExtractionError(f"The PDF could not be read with OCR: {failure}")
     pages = list(pages)
     for number, text in found.items():
         if mode == "ocr" or _visible(text) > _visible(pages[number]):
             pages[number] = text
-    metadata["ocrPages"] = [number + 1 for number in read]
+    metadata["ocrPages"] = [number + 1 for number in sorted(found)]
+    warnings = []
+    if failure is not None:
+        # Under "auto" the text layer was read before OCR existed: a failure
+        # keeps it, and the page is an error only if nothing has text at all.
+        warnings.append(f"Some pages could not be read with OCR: {failure}.")
+        if not any(page.strip() for page in pages):
+            raise ExtractionError(
+                f"The PDF has no text layer and could not be read with OCR: {failure}"
+            )
     if left:
         more = (
             f"page {left[0] + 1} was"
             if len(left) == 1
             else f"{len(left)} pages from page {left[0] + 1} on were"
         )
-        metadata["ocrWarning"] = (
+        warnings.append(
             f"At most {engine.max_pages} pages of a PDF are read with OCR "
             f"(OCR_MAX_PAGES): {more} not."
         )
+    if warnings:
+        metadata["ocrWarning"] = " ".join(warnings)
     return pages
 
 
