@@ -214,3 +214,42 @@ def test_comparing_unrelated_versions_matches_no_lines_word_by_word(
 
     assert body.count('class="diff-changed"') > 200
     assert matcher_calls == []
+
+
+def test_comparing_renders_only_the_chosen_versions_changes(web, history, monkeypatch):
+    """The check's own changes are hidden while comparing: not built at all."""
+    from monitors.dashboard import checks as view_module
+    from monitors.dashboard import page_compare
+
+    first, _, latest = history
+    calls: list[int] = []
+    real = page_compare.render_side_by_side
+
+    def counting(old: str, new: str) -> str:
+        calls.append(1)
+        return real(old, new)
+
+    monkeypatch.setattr(view_module, "render_side_by_side", counting)
+    monkeypatch.setattr(page_compare, "render_side_by_side", counting)
+
+    web.get(latest.get_absolute_url(), {"compare": first.pk, "view": "split"})
+    assert calls == [1]
+
+    web.get(latest.get_absolute_url(), {"view": "split"})
+    assert calls == [1, 1]
+
+
+@pytest.mark.parametrize("query", ["versions_before", "history_of"])
+def test_a_pages_versions_are_read_from_the_page_index(history, query):
+    """Looked up by target and address, not by walking every check of the
+    monitor and each check's pages."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the plan asserted is PostgreSQL's")
+    latest = history[2]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = getattr(PageResult.objects, query)(latest).explain()
+
+    assert "page_target_url_idx" in plan, plan

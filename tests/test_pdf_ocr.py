@@ -517,3 +517,65 @@ def test_the_engine_is_given_a_minimal_environment(tmp_path, settings, monkeypat
     assert "SECRET_KEY" not in names and "DATABASE_URL" not in names
     assert "PATH" in names
     assert "do-not-pass-me-on" not in seen.read_text()
+
+
+def test_an_ocr_child_that_cannot_start_under_auto_keeps_the_text_layer_and_warns(
+    tmp_path, settings, monkeypatch
+):
+    from checks.content import ocr
+
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, "echo Read")
+    monkeypatch.setattr(ocr.sys, "executable", str(tmp_path / "no-python"))
+    body = minimal_pdf("Basic 19 EUR", "")
+
+    read = extract(body, content_type=PDF, url="http://x/l.pdf", options=AUTO)
+
+    assert read.source == "Basic 19 EUR\n"
+    assert "OCR could not run" in read.metadata["ocrWarning"]
+    assert runs(log) == 0
+
+
+def test_an_ocr_child_that_fails_is_not_blamed_on_memory_but_quoted(
+    tmp_path, settings, monkeypatch
+):
+    from checks.content import ocr
+
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, "echo Read")
+    job = tmp_path / "job.py"
+    job.write_text("raise ValueError('the job broke')\n")
+    monkeypatch.setattr(ocr, "JOB", job)
+
+    with pytest.raises(ExtractionError) as raised:
+        extract(minimal_pdf(""), content_type=PDF, url="http://x/l.pdf", options=OCR)
+
+    assert "the job broke" in raised.value.message
+    assert "MB" not in raised.value.message
+
+
+def test_an_ocr_child_out_of_memory_says_so(tmp_path, settings, monkeypatch):
+    from checks.content import ocr
+
+    settings.OCR_MEMORY_MB = 300
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, "echo Read")
+    job = tmp_path / "job.py"
+    job.write_text("raise MemoryError\n")
+    monkeypatch.setattr(ocr, "JOB", job)
+
+    with pytest.raises(ExtractionError) as raised:
+        extract(minimal_pdf(""), content_type=PDF, url="http://x/l.pdf", options=OCR)
+
+    assert "more than 300 MB" in raised.value.message
+
+
+def test_an_ocr_child_killed_by_a_signal_may_have_needed_more_memory(
+    tmp_path, settings
+):
+    settings.OCR_MEMORY_MB = 300
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; kill -9 $PPID; sleep 5"
+    )
+
+    with pytest.raises(ExtractionError) as raised:
+        extract(minimal_pdf(""), content_type=PDF, url="http://x/l.pdf", options=OCR)
+
+    assert "more than 300 MB" in raised.value.message

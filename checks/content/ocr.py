@@ -141,15 +141,18 @@ def read_pages(
     try:
         # Its own session and process group, the engine in it: the deadline
         # kills them all.
-        process = subprocess.Popen(  # noqa: S603 (our own script)
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=JOB.parent,
-            start_new_session=True,
-        )
+        try:
+            process = subprocess.Popen(  # noqa: S603 (our own script)
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=JOB.parent,
+                start_new_session=True,
+            )
+        except OSError as exc:  # no memory or processes left, a missing Python
+            return {}, f"OCR could not run: its process could not start ({exc})"
         try:
             left = max(deadline - time.monotonic(), 0.1)
             out, err = process.communicate(body, timeout=left)
@@ -170,10 +173,18 @@ def read_pages(
         answer = None
     if not isinstance(answer, dict):
         said = err.decode("utf-8", "replace").strip()[-STDERR_CHARS:]
+        # Past its address-space limit the child dies of a signal or raises
+        # MemoryError; any other failure is its own message, not memory's.
+        if process.returncode < 0 or "MemoryError" in said:
+            why = (
+                f"; it may have needed more than {ocr.memory_mb} MB of memory, "
+                "OCR_MEMORY_MB"
+            )
+        else:
+            why = ""
         return {}, (
-            f"reading the PDF with OCR stopped (exit status {process.returncode}; "
-            f"it may have needed more than {ocr.memory_mb} MB of memory, "
-            f"OCR_MEMORY_MB): {said or 'it said nothing'}"
+            f"reading the PDF with OCR stopped (exit status {process.returncode}"
+            f"{why}): {said or 'it said nothing'}"
         )
     found = {int(number): str(text) for number, text in answer["pages"].items()}
     return found, answer.get("error")

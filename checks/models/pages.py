@@ -351,18 +351,27 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
         )
         return dict(rows)
 
+    def history_of(self, page: PageResult) -> PageResultQuerySet:
+        """Every result of `page`'s page (its target and address), newest
+        first, read from the page index (target, address, time). A target
+        belongs to one monitor and its id is assigned here, never sent, so
+        this is scoped to the page's monitor without joining its checks: the
+        join let PostgreSQL walk every check of the monitor and each check's
+        pages instead."""
+        return self.filter(
+            target_id=page.target_id,
+            url=page.url,
+        ).order_by("-created_at", "-id")
+
     def versions_before(self, page: PageResult) -> PageResultQuerySet:
         """The earlier results of `page`'s page (its monitor, target and
         address) that stored a new copy of it and still have it: the versions
         it can be compared with, newest first."""
-        return self.filter(
-            check_run__monitor_id=page.check_run.monitor_id,
-            target_id=page.target_id,
-            url=page.url,
+        return self.history_of(page).filter(
             status__in=(PageResult.Status.NEW, PageResult.Status.CHANGED),
             current_snapshot__isnull=False,
             created_at__lt=page.created_at,
-        ).order_by("-created_at", "-id")
+        )
 
     def unjudged_changes(self) -> PageResultQuerySet:
         """Changed pages without a verdict: the judge failed open, or did not
@@ -469,6 +478,10 @@ class PageResult(models.Model):
             models.Index(fields=["check_run", "status"], name="page_check_status_idx"),
             models.Index(
                 fields=["check_run", "created_at"], name="page_check_order_idx"
+            ),
+            # A page's history and the versions it can be compared with.
+            models.Index(
+                fields=["target_id", "url", "created_at"], name="page_target_url_idx"
             ),
         ]
 

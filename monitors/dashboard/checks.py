@@ -285,7 +285,11 @@ def page_diff(
     comparable = before is not None and after is not None
     text_diff = page.field_changes == {} or bool((page.diff or {}).get("text"))
     text_cut = False
-    if comparable and page.status == PageResult.Status.CHANGED and text_diff:
+    compared = comparison(page, request.GET.get("compare", "").strip(), layout)
+    # While an older version is compared with, the check's own changes are
+    # hidden: not built at all.
+    shown = "compare_html" not in compared
+    if shown and comparable and page.status == PageResult.Status.CHANGED and text_diff:
         # Compared as the check compared them: the monitor's ignored lines out.
         ignored = check.monitor.ignore_lines or []
         old = strip_noise(cast(str, before), ignored)
@@ -305,12 +309,9 @@ def page_diff(
     else:
         html, change_count = mark_quotes(html, quotes), html.count('id="change-')
     history = (
-        PageResult.objects.filter(
-            check_run__monitor=check.monitor, target_id=page.target_id, url=page.url
-        )
+        PageResult.objects.history_of(page)
         .select_related("check_run")
-        .defer("packed_diff", "stored_diff", "metadata", "judgment")
-        .order_by("-created_at")[:30]
+        .defer("packed_diff", "stored_diff", "metadata", "judgment")[:30]
     )
     context = {
         "monitor": check.monitor,
@@ -332,7 +333,7 @@ def page_diff(
         **_readable("after", after),
         "history": history,
         **screenshot_links(page),
-        **comparison(page, request.GET.get("compare", "").strip(), layout),
+        **compared,
     }
     template = _fragment(request, "checks/page_diff.html", {"diff-region"})
     return render(request, template, context)
