@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from checks.models import PageResult
 from checks.notify import own
 from checks.notify.deliveries import queue_confirmations
 from monitors import rules
@@ -67,13 +68,28 @@ def replace_targets(monitor: Monitor, targets: list[dict[str, Any]]) -> None:
     monitor.targets.exclude(id__in=keep).delete()
 
 
+def _free(wanted: Any, monitor: Monitor) -> bool:
+    """Whether a target of `monitor` may take the id `wanted`: no target has
+    it, and no other monitor's page history is filed under it. A removed
+    target frees its id but leaves its pages, which a page's history and
+    "Compare with" find by target id and address (PageResultQuerySet
+    .history_of), so the id stays its monitor's."""
+    if Target.objects.filter(pk=wanted).exists():
+        return False
+    return not (
+        PageResult.objects.filter(target_id=wanted)
+        .exclude(check_run__monitor=monitor)
+        .exists()
+    )
+
+
 def _new_target(monitor: Monitor, wanted: Any, fields: dict[str, Any]) -> Target:
     """A new target with the id the edit gave it when that id is free (an
     unknown id, or one from another monitor, is not), otherwise a fresh one.
     Free when looked at may be taken when inserted (two requests creating
     with the same target id at once): the savepoint lets the insert fail
     alone, and the target gets a fresh id instead."""
-    if wanted and not Target.objects.filter(pk=wanted).exists():
+    if wanted and _free(wanted, monitor):
         try:
             with transaction.atomic():
                 return Target.objects.create(monitor=monitor, id=wanted, **fields)

@@ -404,6 +404,44 @@ def test_target_id_of_another_teams_monitor_is_not_taken_over(api, other_api):
     assert target.urls == ["https://example.com/pricing"]
 
 
+def test_a_freed_target_id_with_another_monitors_history_is_not_taken_over(
+    api, other_api
+):
+    # A target removed from a monitor frees its id, but its pages' history
+    # stays, found by target id and address (PageResultQuerySet.history_of):
+    # someone who knew the id must not give it to a target of their own and
+    # read that history through their page's "Compare with".
+    from checks.models import Check, PageResult
+
+    theirs = create(other_api)
+    their_target = theirs["targets"][0]["id"]
+    check = Check.objects.create(monitor_id=theirs["id"], status="completed")
+    PageResult.objects.create(
+        check_run=check,
+        target_id=their_target,
+        url="https://example.com/pricing",
+        status=PageResult.Status.NEW,
+    )
+    Target.objects.filter(pk=their_target).delete()
+    mine = create(api)
+
+    data = update(
+        api,
+        mine["id"],
+        {
+            "targets": [
+                {
+                    "id": their_target,
+                    "type": "scrape",
+                    "urls": ["https://example.com/pricing"],
+                }
+            ]
+        },
+    )
+
+    assert data["targets"][0]["id"] != their_target
+
+
 def test_schedule_without_timezone_keeps_the_monitors_zone(api, clock):
     created = create(
         api, schedule={"text": "daily at 9am", "timezone": "Europe/Berlin"}

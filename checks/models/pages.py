@@ -354,7 +354,8 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
     def history_of(self, page: PageResult) -> PageResultQuerySet:
         """Every result of `page`'s page (its target and address), newest
         first, read from the page index (target, address, time). A target
-        belongs to one monitor and its id is assigned here, never sent, so
+        belongs to one monitor, and an id with another monitor's pages filed
+        under it is never given to a new target (monitors.editing._free), so
         this is scoped to the page's monitor without joining its checks: the
         join let PostgreSQL walk every check of the monitor and each check's
         pages instead."""
