@@ -1,11 +1,15 @@
 """The judge stage: compared pages -> the model's part added to them.
 
-Two judges run, in this order, on the pages a batch hands over: a search's
-(checks.search.stage.SearchStage: each result's status against the goal)
-and the model's (checks.ai.stage.Enricher: JSON extraction, summaries, the
-goal judge on changed pages). The search's goes first: it settles each
-result's status (never "changed"), so the Enricher's change judge leaves
-search results alone.
+First a monitor's change rules (checks.content.change_rules) decide, without
+any model, which changed pages' changes matter: one they set aside is
+recorded as not meaningful, with their reason, as a judge's "not meaningful"
+is (metadata.judgedBy "rules" says who decided), and no judge asks the model
+about it. Then two judges run, in this order, on the pages a batch hands
+over: a search's (checks.search.stage.SearchStage: each result's status
+against the goal) and the model's (checks.ai.stage.Enricher: JSON
+extraction, summaries, the goal judge on changed pages). The search's goes
+first: it settles each result's status (never "changed"), so the Enricher's
+change judge leaves search results alone.
 
 A judge prepares its work synchronously (it may read the database), then
 awaits it on the batch's event loop, so fetches go on meanwhile; the batch
@@ -21,7 +25,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from checks.ai.client import Use
-from checks.pipeline.outcome import Item
+from checks.content import set_aside_reason
+from checks.models import PageResult
+from checks.pipeline.outcome import RULES_JUDGED, Item, Outcome
 
 
 class Judge(Protocol):
@@ -47,10 +53,38 @@ def judge(
     """Each judge's work on the recorded pages among `items`, one judge after
     the other; `heartbeat` is called every `every` seconds while one waits."""
     recorded = [item for item in items if item.job.record]
+    apply_change_rules(recorded)
     for one in judges:
         work = one.prepare(recorded)
         if work:
             _wait(loop, one.enrich(work), heartbeat, every)
+
+
+def apply_change_rules(items: Sequence[Item]) -> None:
+    """Each changed page's change against its monitor's change rules; the
+    texts compare kept for them are let go here."""
+    for job, outcome, _ in items:
+        texts, outcome.compared = outcome.compared, None
+        rules = job.change_rules
+        if rules is None or outcome.status != PageResult.Status.CHANGED:
+            continue
+        diff_text = (outcome.diff or {}).get("text") or ""
+        reason = set_aside_reason(rules, diff_text, texts)
+        if reason is not None:
+            set_aside(outcome, reason)
+
+
+def set_aside(outcome: Outcome, reason: str) -> None:
+    """The change as not meaningful, in the judge's shape (Firecrawl's
+    judgment), decided by the rules: certain, and free."""
+    outcome.judged.judgment = {
+        "meaningful": False,
+        "confidence": "high",
+        "reason": reason,
+        "meaningfulChanges": [],
+    }
+    outcome.judged.verdict = PageResult.Verdict.NOISE
+    outcome.metadata["judgedBy"] = RULES_JUDGED
 
 
 def take_used(judges: Sequence[Judge]) -> dict[str, Use]:
