@@ -35,8 +35,9 @@ KEYS = ("lines", "containing", "appears", "disappears")
 
 
 def text_error(entry: str) -> str | None:
-    """Why a text of a rule cannot be used (fit to show a user), or None."""
-    return rules.ignore_line_error(entry)
+    """Why a text of a rule cannot be used (fit to show a user), or None; a
+    blank one is no rule, and is dropped when cleaned."""
+    return rules.ignore_line_error(entry) if entry.strip() else None
 
 
 def problems(value: Mapping[str, Any]) -> list[Problem]:
@@ -62,7 +63,7 @@ def problems(value: Mapping[str, Any]) -> list[Problem]:
     for key in ("appears", "disappears"):
         text = value.get(key) or ""
         bounded = text_problems((key,), text, TEXT_MAX, blank=True)
-        if not bounded and text.strip() and (message := text_error(text)):
+        if not bounded and (message := text_error(text)):
             bounded.append(Problem((key,), "invalid", message))
         found += bounded
     return found
