@@ -42,7 +42,9 @@ def text_error(entry: str) -> str | None:
 
 def problems(value: Mapping[str, Any]) -> list[Problem]:
     """What is wrong with change rules in the API's shape (keys left out are
-    not set), at paths inside the object."""
+    not set), at paths inside the object: first the bounds (a choice, sizes
+    and lengths), then, once those hold, each text's pattern (as the API's
+    serializer checks them field by field, then as a whole)."""
     found: list[Problem] = []
     lines = value.get("lines", LINES_ANY)
     if lines not in LINES:
@@ -53,20 +55,24 @@ def problems(value: Mapping[str, Any]) -> list[Problem]:
                 f"{lines!r} is not a choice: use any, added or removed.",
             )
         )
+    containing = list(value.get("containing") or [])
     found += items_problems(
-        ("containing",),
-        list(value.get("containing") or []),
-        most=CONTAINING_MAX,
-        longest=TEXT_MAX,
-        each=text_error,
+        ("containing",), containing, most=CONTAINING_MAX, longest=TEXT_MAX
     )
-    for key in ("appears", "disappears"):
-        text = value.get(key) or ""
-        bounded = text_problems((key,), text, TEXT_MAX, blank=True)
-        if not bounded and (message := text_error(text)):
-            bounded.append(Problem((key,), "invalid", message))
-        found += bounded
-    return found
+    texts = {key: value.get(key) or "" for key in ("appears", "disappears")}
+    for key, text in texts.items():
+        found += text_problems((key,), text, TEXT_MAX, blank=True)
+    if found:
+        return found
+    patterns: list[tuple[tuple[str | int, ...], str]] = [
+        (("containing", index), text) for index, text in enumerate(containing)
+    ]
+    patterns += [((key,), text) for key, text in texts.items()]
+    return [
+        Problem(path, "invalid", message)
+        for path, text in patterns
+        if (message := text_error(text))
+    ]
 
 
 def clean(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
