@@ -5,6 +5,8 @@ aside."""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import pytest
@@ -13,10 +15,13 @@ from checks import runner
 from checks.content import ChangeRules, set_aside_reason
 from checks.models import Check, PageResult
 from monitors.models import Monitor, Target, Team
+from tests import test_history
 from tests.sites import Site
 
 pytest_plugins = ["tests.llm"]
 pytestmark = pytest.mark.django_db
+
+web = test_history.web
 
 GOAL = "Tell me when a plan's price changes"
 PLANS = "<h1>Plans</h1><p>Starter: $19</p><p>Pro: $49</p><p>Team: $99</p>"
@@ -189,6 +194,33 @@ def test_a_page_fetched_again_without_a_change_is_not_touched_by_the_rules(
 
     assert page.status == PageResult.Status.SAME
     assert page.judgment is None and "judgedBy" not in page.metadata
+
+
+def words_of(response) -> str:
+    """A page's text as read: tags out, spaces made one."""
+    text = re.sub(r"<[^>]+>", "", response.content.decode())
+    return re.sub(r"\s+", " ", html.unescape(text))
+
+
+def test_the_dashboard_says_the_rules_set_a_change_aside_not_the_ai(
+    web, team, site, model
+):
+    page = changed(
+        team, site, PLANS, PLANS.replace("<p>Team: $99</p>", ""), {"lines": "added"}
+    )
+    monitor = page.check_run.monitor
+
+    diff = words_of(web.get(page.get_absolute_url()))
+    check = words_of(web.get(page.check_run.get_absolute_url()))
+    shown = words_of(web.get(monitor.get_absolute_url()))
+
+    assert (
+        "Set aside by this monitor's rules: Only lines were removed; this monitor "
+        "tells of added lines only." in diff
+    )
+    assert "The AI judge is" not in diff and "Judged not important" not in diff
+    assert "Set aside by the rules" in check
+    assert "Only changes with added lines count." in shown
 
 
 @pytest.mark.parametrize(
