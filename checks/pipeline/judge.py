@@ -1,15 +1,15 @@
 """The judge stage: compared pages -> the model's part added to them.
 
-First a monitor's change rules (checks.content.change_rules) decide, without
-any model, which changed pages' changes matter: one they set aside is
-recorded as not meaningful, with their reason, as a judge's "not meaningful"
-is (metadata.judgedBy "rules" says who decided), and no judge asks the model
-about it. Then two judges run, in this order, on the pages a batch hands
-over: a search's (checks.search.stage.SearchStage: each result's status
-against the goal) and the model's (checks.ai.stage.Enricher: JSON
-extraction, summaries, the goal judge on changed pages). The search's goes
-first: it settles each result's status (never "changed"), so the Enricher's
-change judge leaves search results alone.
+Three judges run, in this order, on the pages a batch hands over: a
+search's (checks.search.stage.SearchStage: each result's status against the
+goal), the monitor's change rules (RulesJudge, checks.content.change_rules)
+and the model's (checks.ai.stage.Enricher: JSON extraction, summaries, the
+goal judge on changed pages). The search's goes first: it settles each
+result's status (never "changed"), so the later ones leave search results
+alone. The rules decide without any model which changed pages' changes
+matter: one they set aside is recorded as not meaningful, with their reason,
+as a judge's "not meaningful" is (metadata.judgedBy "rules" says who
+decided), and the Enricher does not ask the model about it.
 
 A judge prepares its work synchronously (it may read the database), then
 awaits it on the batch's event loop, so fetches go on meanwhile; the batch
@@ -53,11 +53,30 @@ def judge(
     """Each judge's work on the recorded pages among `items`, one judge after
     the other; `heartbeat` is called every `every` seconds while one waits."""
     recorded = [item for item in items if item.job.record]
-    apply_change_rules(recorded)
     for one in judges:
         work = one.prepare(recorded)
         if work:
             _wait(loop, one.enrich(work), heartbeat, every)
+
+
+class RulesJudge:
+    """The monitor's change rules, as a judge that asks no model: it decides
+    in prepare() and leaves nothing to await. It runs after a search's judge
+    (which settles search results, never "changed") and before the model's,
+    which then leaves the pages it set aside alone."""
+
+    def prepare(self, items: Sequence[Item]) -> Sequence[Any]:
+        apply_change_rules(items)
+        return []
+
+    async def enrich(self, work: Any) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def take_used(self) -> dict[str, Use]:
+        return {}
 
 
 def apply_change_rules(items: Sequence[Item]) -> None:
