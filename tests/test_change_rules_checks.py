@@ -16,6 +16,8 @@ from checks.content import ChangeRules, set_aside_reason
 from checks.models import Check, PageResult
 from monitors.models import Monitor, Target, Team
 from tests import test_history
+from tests.llm import PLANS as LLM_PLANS
+from tests.llm import PLANS_SCHEMA
 from tests.sites import Site
 
 pytest_plugins = ["tests.llm"]
@@ -221,6 +223,24 @@ def test_the_dashboard_says_the_rules_set_a_change_aside_not_the_ai(
     assert "The AI judge is" not in diff and "Judged not important" not in diff
     assert "Set aside by the rules" in check
     assert "Only changes with added lines count." in shown
+
+
+def test_in_json_mode_a_text_change_with_the_same_fields_is_no_change_to_set_aside(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", LLM_PLANS)
+    monitor = make_monitor(team, url, {"lines": "removed"})
+    Target.objects.filter(monitor=monitor).update(
+        scrape_options={"formats": [{"type": "json", "schema": PLANS_SCHEMA}]}
+    )
+    run_check(monitor)
+    site.html("/pricing", "Pricing", LLM_PLANS + "<p>Now with dark mode.</p>")
+
+    page = run_check(monitor).pages.get()
+
+    assert page.status == PageResult.Status.SAME
+    assert (page.verdict, page.judgment) == ("", None)
+    assert "judgedBy" not in page.metadata
 
 
 @pytest.mark.parametrize(
