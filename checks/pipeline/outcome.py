@@ -158,6 +158,10 @@ class Outcome:
     links: list[str] = field(default_factory=list)
     captures: list[Shot] = field(default_factory=list)
     fetcher: str | None = None
+    # fetch -> crawl (checks.crawl.frontier): the address a crawl page names
+    # as canonical, under which it is recorded (extract compared it with that
+    # address's baseline); None for a page recorded under its own.
+    canonical: str | None = None
 
     @property
     def snapshot(self) -> Pack | None:
