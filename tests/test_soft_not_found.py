@@ -554,3 +554,32 @@ def test_a_made_up_address_for_a_folder_address_sits_beside_it(url, beside):
 
     assert path.startswith(f"{beside}pagewatch-") and path.endswith("/")
     assert path.count("/") == beside.count("/") + 1
+
+
+# --- A page never seen ----------------------------------------------------------
+
+
+def test_a_first_check_tells_a_not_found_page_by_its_first_lines(team, site):
+    site.otherwise(BODY_ONLY_NOT_FOUND)  # its title and heading say nothing
+    url = site.url("/shop/no-such-widget")
+    monitor = make_monitor(team, [url])
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+
+
+def test_a_new_page_about_404s_on_a_site_answering_real_404s_is_new(team, site):
+    url = site.html(
+        "/blog/errors",
+        "Our blog",
+        "<h2>Why a 404 is not the end</h2><p>When a page does not exist any more, "
+        f"tell your visitors where to go next.</p>{PRODUCT}",
+    )
+    monitor = make_monitor(team, [url])
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.NEW
+    assert len(made_up(site, {"/blog/errors"})) == 1  # asked, answered 404
