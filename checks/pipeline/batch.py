@@ -160,7 +160,11 @@ class _Arriving:
 
     def __init__(self, check: Check, pages: BatchPages) -> None:
         self.fetchers = pages.fetchers
-        self.not_found = NotFoundProbe(pages.fetchers, check.pk)
+        self.not_found = NotFoundProbe(
+            pages.fetchers,
+            check.pk,
+            pages.crawls.scope if pages.crawls is not None else None,
+        )
         self.crawls = pages.crawls
         self.to_fetch = pages.to_fetch
         self.done: list[Item] = list(pages.decided)

@@ -17,8 +17,9 @@ baseline's hashes can decide it, as Firecrawl does.
   is kept, so the next good fetch diffs against the last good content.
 * a page that may be the site's "not found" page answered with 200 carries
   its text for checks.pipeline.not_found to confirm or clear: a page never
-  seen when its title or first heading says so, a page whose text changed or
-  that was reported removed by _may_be_not_found; no other page pays for it.
+  seen when its title, first heading or first lines say so, a page whose
+  text changed or that was reported removed by _may_be_not_found; no other
+  page pays for it.
 
 All of it is plain CPU work on data in memory, run inline as each page
 arrives (checks.pipeline.batch); nothing here reads the database. A PDF is
@@ -50,7 +51,7 @@ from checks.content import (
     strip_noise,
 )
 from checks.content.challenge import is_challenge
-from checks.content.not_found import first_heading, looks_not_found
+from checks.content.not_found import first_heading, first_lines, looks_not_found
 from checks.content.ocr import available as ocr_available
 from checks.content.sniff import body_kind, media_type_of
 from checks.errors import ErrorKind, http_error_text
@@ -338,10 +339,12 @@ def _extracted(
             if _may_be_not_found(job, outcome, removed, page, markdown):
                 outcome.not_found = markdown
             return outcome
-        # Never seen: only its title and first heading are looked at, so a
-        # first check does not turn every page's source into Markdown.
-        heading = first_heading(source, html=source_format == SOURCE_HTML)
-        if looks_not_found(outcome.metadata["title"], heading, ""):
+        # Never seen: its title, first heading and first lines are read from
+        # its source, so a first check does not turn every page into Markdown.
+        html = source_format == SOURCE_HTML
+        heading = first_heading(source, html=html)
+        lines = first_lines(source, html=html)
+        if looks_not_found(outcome.metadata["title"], heading, lines):
             outcome.not_found = text_of(job, source_format, source)
         return outcome
     outcome.status = PageResult.Status.SAME  # unless the text says otherwise

@@ -41,7 +41,7 @@ MODEL_FORMATS = frozenset({"json", "summary"})
 PER_CHECK_METADATA = (
     "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
     "actions", "blockedRequests", "judgedInPart", "extractedInPart",
-    "summaryError", "summarizedInPart",
+    "summaryError", "summarizedInPart", "notFoundUnconfirmed",
 )  # fmt: skip
 FETCHED_BECAUSE = {
     Via.OPTIONS: "Its options need a browser ({detail}).",
@@ -143,6 +143,9 @@ class Outcome:
     # when it may be the site's "not found" page answered with HTTP 200, for
     # the made-up address's answer to be compared with.
     not_found: str | None = None
+    # confirm -> record: the hash of the text of the site's "not found" page
+    # that a gone page shows, kept with its removed state (PageState).
+    not_found_hash: str = ""
     # extract -> judge: the page's text, for pages whose formats ask the model.
     page_text: PageText | None = None
     # judge: what the model made of the page.
