@@ -399,6 +399,8 @@ def test_text_after_a_script_longer_than_the_guess_reads_is_still_guessed():
         "Appartement 3 pièces, 75 m², 2ème étage, 19 °C. Prix : 250 000 €."
         " Marque Acme® et Widget™. Réf. nº 1234. Déjà vu © 2009.",
         "Lösung: 3×4 m, ½ Liter, ¼ Stunde, ± 5 %. Öffnungszeiten Mo–Fr.",
+        "Grüezi in Zürich! Bienvenue à Genève, où le lac est très beau."
+        " Benvenuti a Lugano, città più bella. Größe, Grüße.",
     ],
 )
 def test_an_unlabelled_page_in_latin_letters_stays_windows_1252(text):

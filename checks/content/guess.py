@@ -57,6 +57,7 @@ _ALPHABETS = (
     "áéíñóúü",  # Spanish
     "áàâãçéêíóôõú",  # Portuguese
     "àèéìíîòóùú",  # Italian
+    "àâäçéèêëìîïòôöœùûüÿß",  # French, German and Italian on one page (Swiss)
     "àçèéíïòóúü",  # Catalan
     "áéëíïóöúü",  # Dutch
     "æøåé",  # Danish, Norwegian
