@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from urllib.parse import urlsplit
 
 import charset_normalizer
@@ -92,6 +93,18 @@ _TLD_HINTS = {
     "lv": "cp1257",
     "ee": "cp1257",
 }
+# A character that may be a symbol (beyond ASCII, outside the letters of the
+# scripts guessed) between two letters, and one next to a letter (letters
+# as regular expressions know them: word characters but digits);
+# _is_symbol has the last word on each.
+_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
+_MAYBE_SYMBOL = (
+    r"[^\x00-\x7f\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
+    r"\u0370-\u04ff\u05d0-\u05ea\u0620-\u064a\u0e01-\u0e2e]"
+)
+_INSIDE_A_WORD = re.compile(rf"(?<=[^\W\d_]){_MAYBE_SYMBOL}(?=[^\W\d_])")
+_BY_A_WORD = re.compile(rf"(?<=[^\W\d_]){_MAYBE_SYMBOL}|{_MAYBE_SYMBOL}(?=[^\W\d_])")
+_CONTROLS = re.compile(r"[\x80-\x9f]")
 # Punctuation that may stand inside or before a word: dashes, quotes
 # (l’avance), brackets and Catalan's middle dot (col·lecció).
 _JOINING = {"Pd", "Pi", "Pf", "Pc", "Ps", "Pe"}
@@ -175,31 +188,23 @@ def _misread_marks(text: str) -> int:
     between two letters, as superscripts, fractions and signs are when a
     Central European page is read in the wrong encoding ("d³ugo", "mo¿e"),
     and control characters, as windows-1250's "š" is in ISO-8859-2."""
-    counts: dict[str, int] = {}
-    for char in text.lower():
-        if not char.isascii() and char.isalpha():
-            counts[char] = counts.get(char, 0) + 1
-    letters = sum(counts.values())
+    counts = {
+        char: count
+        for char, count in Counter(_BEYOND_ASCII.findall(text.lower())).items()
+        if char.isalpha()
+    }
     covered = max(
-        (sum(counts.get(char, 0) for char in alphabet) for alphabet in _ALPHABETS),
-        default=0,
+        sum(counts.get(char, 0) for char in alphabet) for alphabet in _ALPHABETS
     )
     symbols = sum(
-        1
-        for before, char, after in zip(text, text[1:], text[2:], strict=False)
-        if before.isalpha() and after.isalpha() and _is_symbol(char)
+        1 for found in _INSIDE_A_WORD.finditer(text) if _is_symbol(found.group())
     )
-    controls = sum(1 for char in text if "\x80" <= char <= "\x9f")
-    return letters - covered + symbols + controls
+    return sum(counts.values()) - covered + symbols + len(_CONTROLS.findall(text))
 
 
 def _symbols_by_words(text: str) -> int:
     """How many symbols touch a letter (either side)."""
-    return sum(
-        1
-        for before, char, after in zip(" " + text, text, text[1:] + " ", strict=False)
-        if (before.isalpha() or after.isalpha()) and _is_symbol(char)
-    )
+    return sum(1 for found in _BY_A_WORD.finditer(text) if _is_symbol(found.group()))
 
 
 def _is_symbol(char: str) -> bool:
