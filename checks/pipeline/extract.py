@@ -135,7 +135,9 @@ def reads_slowly(fetched: Fetched) -> bool:
 # lines. Reading 1 is the hash of releases that had no reading number.
 # Reading 5 reads a PDF's pages that are pictures with OCR (when an engine
 # is installed): a text PDF with a scanned page gains that page's words.
-READING = 5
+# Reading 6 reads unlabelled pages in Greek, Hebrew, Arabic, Thai, Central
+# European, Turkish and Baltic encodings in their own letters.
+READING = 6
 
 
 def body_digest(fetched: FetchResult) -> Any:
