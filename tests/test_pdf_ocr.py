@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 import zlib
 from pathlib import Path
 
@@ -715,3 +716,29 @@ def test_a_scan_read_by_the_same_engine_is_not_read_again(
     assert again.status == "same"
     assert again.metadata["ocrEngine"] == "tesseract 5.3.0 (eng)"
     assert "rivers" not in words(state_of(monitor, url).snapshot.text)
+
+
+def test_a_scan_read_by_another_engine_is_fetched_without_validators(
+    tmp_path, settings
+):
+    # A 304 would leave nothing to read again.
+    from checks.jobs import PageJob
+    from checks.models import PageState
+    from checks.pipeline.fetch import request_headers
+    from checks.pipeline.outcome import options_hash
+
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, "echo Read")
+
+    def asked(read_with: str) -> dict[str, str]:
+        job = PageJob(uuid.uuid4(), "https://example.com/n.pdf", {}, 1, uuid.uuid4())
+        state = PageState(
+            snapshot_id=1,
+            options_hash=options_hash({}),
+            etag='"v1"',
+            metadata={"ocrPages": [1], "ocrEngine": read_with},
+        )
+        return request_headers(job, state)
+
+    assert asked("stand-in 1.0 (eng)")["If-None-Match"] == '"v1"'
+    assert "If-None-Match" not in asked("tesseract 5.3.0 (eng)")
+    assert runs(log) == 0  # its version asked, nothing read
