@@ -66,6 +66,7 @@ from checks.pipeline.outcome import (
     base_metadata,
     failed,
     options_hash,
+    read_by_another_engine,
 )
 
 logger = logging.getLogger(__name__)
@@ -137,6 +138,9 @@ def reads_slowly(fetched: Fetched) -> bool:
 # is installed): a text PDF with a scanned page gains that page's words.
 # Reading 6 reads unlabelled pages in Greek, Hebrew, Arabic, Thai, Central
 # European, Turkish and Baltic encodings in their own letters.
+# What a PDF's pictures were read with (the OCR engine's version and its
+# languages) is not a reading number: it is kept in the page's metadata
+# (ocrEngine), and a baseline read otherwise is read again, as quietly.
 READING = 6
 
 
@@ -294,7 +298,8 @@ def _extracted(
     same_options = baseline is not None and baseline.options_hash == options_hash(
         job.options
     )
-    if baseline is not None and same_options and digest == baseline.body_hash:
+    same_body = baseline is not None and same_options and digest == baseline.body_hash
+    if same_body and not read_by_another_engine(baseline):
         return _unchanged(job, baseline, metadata, body_hash=digest)
     if baseline is not None and (not fetched.content or fetched.content.isspace()):
         # A blank answer (a deploy, an overloaded backend, a 204) is no new
@@ -361,10 +366,11 @@ def _extracted(
         # it was stored in an older format).
         outcome.keep_baseline(baseline, source, source_format, digest_text)
         return outcome
-    if same_options and baseline.body_hash in _older_readings(answered):
+    if same_body or (same_options and baseline.body_hash in _older_readings(answered)):
         # The very bytes of the baseline, whose text an older release read
-        # otherwise (a charset it got wrong): not a change of the page, so the
-        # new reading becomes the baseline quietly.
+        # otherwise (a charset it got wrong), or another OCR engine or other
+        # languages: not a change of the page, so the new reading becomes the
+        # baseline quietly.
         content.normalized_hash = digest_text
         content.snapshot = pack_snapshot(source, source_format)
         return outcome

@@ -24,6 +24,7 @@ from checks.browser.options import browser_options
 from checks.browser.result import Shot
 from checks.content import Pack, pack_snapshot
 from checks.content.ocr import available as ocr_available
+from checks.content.ocr import reading as ocr_reading
 from checks.content.options import pdf_mode
 from checks.jobs import PageJob, Via
 from checks.models import PageResult, PageState
@@ -292,3 +293,14 @@ def options_hash(options: Mapping[str, Any]) -> str:
     bytes under other scrapeOptions are extracted again."""
     canonical = json.dumps(options, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def read_by_another_engine(state: PageState) -> bool:
+    """Whether the baseline's PDF was read with OCR by another engine, or
+    with other languages, than the one configured now: its same bytes are
+    then read again, and the new reading kept quietly (checks.pipeline.extract),
+    so that the next real change does not show the readings' differences."""
+    if not state.metadata.get("ocrPages"):
+        return False
+    now = ocr_reading()
+    return now is not None and state.metadata.get("ocrEngine") != now
