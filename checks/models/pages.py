@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import models
-from django.db.models import Case, Max, OuterRef, Subquery, Value, When
+from django.db.models import Case, F, Max, OuterRef, Subquery, Value, When, Window
 from django.db.models.fields.json import KT
-from django.db.models.functions import SHA256
+from django.db.models.functions import SHA256, RowNumber
 from django.urls import reverse
 
 from checks import shared_clock
@@ -368,6 +368,21 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             target_id=page.target_id,
             url=page.url,
         ).order_by("-created_at", "-id")
+
+    def latest_status_of(self, urls: list[str]) -> dict[str, str]:
+        """The status of the newest of these results at each of these
+        addresses, by address. One query, reading only these addresses'
+        results (through page_target_url_idx when filtered by target)."""
+        newest_first = [F("created_at").desc(), F("id").desc()]
+        rows = (
+            self.filter(url__in=urls)
+            .annotate(
+                rank=Window(RowNumber(), partition_by=F("url"), order_by=newest_first)
+            )
+            .filter(rank=1)
+            .values_list("url", "status")
+        )
+        return dict(rows)
 
     def versions_before(self, page: PageResult) -> PageResultQuerySet:
         """The earlier results of `page`'s page (its monitor, target and
