@@ -134,7 +134,8 @@ BULK_RESPONSE = inline_serializer(
                     child=serializers.UUIDField(),
                     help_text="Found, with nothing to do: already paused, "
                     "active, tagged, without the tag, muted until that moment, "
-                    "or not muted.",
+                    "or not muted; for run, not started (see paused, "
+                    "alreadyRunning and queueUnavailable).",
                 ),
                 "notFound": serializers.ListField(
                     child=serializers.UUIDField(),

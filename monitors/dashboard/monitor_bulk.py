@@ -1,6 +1,6 @@
 """Acting on many monitors from the list at once: pause, resume, mute or
-unmute their notifications, add or remove a tag, delete, check now. The ticked monitors
-and what to say; the work is monitors.bulk's, which the API's
+unmute their notifications, add or remove a tag, delete, check now. The
+ticked monitors and what to say; the work is monitors.bulk's, which the API's
 POST /v2/monitor/bulk shares, and muting's (monitors.dashboard.muting), whose
 choices of how long are the dashboard's own."""
 
