@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 from celery import current_app
@@ -38,6 +39,7 @@ from django.db.models import F, Q
 
 from checks import notify, outages, shared_clock
 from checks.ai.stage import Enricher
+from checks.content import ocr
 from checks.errors import wait_words
 from checks.fetch import OutboundClient, Resolver
 from checks.models import Check, CheckBatch, Heartbeat
@@ -168,7 +170,7 @@ def execute(
 ) -> None:
     """Plan a claimed check and run its open batches: all of them here, or
     with `fan_out` the first here and the others queued for any worker."""
-    with _guarded(check.pk):
+    with _guarded(check.pk), _ocr_within_time_limit():
         batches = plan(check, resolver)
         if fan_out:
             first = _first_for_here(batches)
@@ -229,7 +231,7 @@ def run_batch(batch_id: int, *, resolver: Resolver | None = None) -> bool:
     batch = CheckBatch.objects.filter(pk=batch_id).first()
     if batch is None or batch.status not in CheckBatch.OPEN:
         return True  # gone, or done already: a duplicate message
-    with _guarded(batch.check_run_id):
+    with _guarded(batch.check_run_id), _ocr_within_time_limit():
         added = _run_batch(batch, resolver)
         if added is None:
             return False
@@ -273,6 +275,14 @@ def _enqueue(batches: list[CheckBatch]) -> list[CheckBatch]:
     local = [b for b in batches if _batch_target(b) in paced]
     enqueue_batches([b for b in batches if b not in local])
     return local
+
+
+def _ocr_within_time_limit() -> AbstractContextManager[None]:
+    """All the OCR of this task's PDFs, together, ends OCR_CHECK_SECONDS
+    after the task started (its time limit less time to record its pages):
+    PDFs not read by then are page errors that say so, where reading them
+    one after another would have had the time limit end the whole check."""
+    return ocr.within(settings.OCR_CHECK_SECONDS)
 
 
 class _guarded:

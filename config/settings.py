@@ -754,8 +754,12 @@ if CELERY_TASK_TIME_LIMIT >= BROKER_VISIBILITY_TIMEOUT_SECONDS:
         f"be handed to a second worker), got {CELERY_TASK_TIME_LIMIT}"
     )
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 15
-# A PDF's OCR ends well before its check's limit, so the check still records it.
-OCR_PDF_SECONDS = min(OCR_PDF_SECONDS, max(10, CELERY_TASK_TIME_LIMIT - 60))
+# All the OCR of one check task (every PDF of its pages, one after another)
+# ends this long after the task started, well before its time limit, so the
+# check still records its pages: a PDF not read by then is a page error that
+# says so (checks.content.ocr.within). One PDF's deadline is never beyond it.
+OCR_CHECK_SECONDS = max(10, CELERY_TASK_TIME_LIMIT - 60)
+OCR_PDF_SECONDS = min(OCR_PDF_SECONDS, OCR_CHECK_SECONDS)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers wait out a broker outage of any length instead of exiting after
 # 100 tries (about 50 minutes), which only a supervisor would undo.

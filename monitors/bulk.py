@@ -1,9 +1,10 @@
 """Acting on many monitors at once: pause, resume, mute or unmute their
-notifications, add or remove a tag, delete. One workflow for the monitor
-list's tick boxes and for POST /v2/monitor/bulk: each action is one query
-over the chosen monitors of the team (MonitorQuerySet), and one activity
-entry per monitor it changed, written in one INSERT, as a single edit writes
-one."""
+notifications, add or remove a tag, delete, start a check now. One workflow
+for the monitor list's tick boxes and for POST /v2/monitor/bulk: each action
+is one query over the chosen monitors of the team (MonitorQuerySet), and one
+activity entry per monitor it changed, written in one INSERT, as a single
+edit writes one. Starting checks is the single "Run now"'s workflow
+(monitors.running), monitor by monitor."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from checks import deleting
-from monitors import rules
+from monitors import rules, running
 from monitors.models import Monitor, MonitorQuerySet, Tag, Team
 from teams.activity import Actor, Kind, record_each, record_mute
 
@@ -28,6 +29,7 @@ class Action(StrEnum):
     DELETE = "delete"
     MUTE = "mute"
     UNMUTE = "unmute"
+    RUN = "run"
 
     @property
     def takes_tag(self) -> bool:
@@ -41,6 +43,8 @@ class Outcome:
     # add_tag: those left without the tag, as they have the most tags already
     # (one more and every later edit of them would be refused).
     full: list[Monitor] = field(default_factory=list)
+    # run: what became of each monitor (started, or left alone and why).
+    runs: running.Runs | None = None
 
 
 def tag_problem(raw: str) -> tuple[list[str], str | None]:
@@ -65,6 +69,9 @@ def act(
     and log it; `tag` is tag_problem's clean name, for the tag actions;
     `until` the mute's end, for mute (passing rules.mute_rule, cleaned by
     rules.clean_muted_until)."""
+    if action == Action.RUN:
+        runs = running.run_each(chosen.order_by("name", "pk"), actor)
+        return Outcome(list(runs.started), runs=runs)
     if action == Action.DELETE:
         done = deleting.soft_delete_monitors(chosen, now)
         record_each(actor, team, Kind.MONITOR_DELETED, done)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.signin import client_ip
-from monitors import clock, muting
+from monitors import clock, muting, rules
 from monitors.models import ApiKey, Membership, Monitor, Team
 from teams.models import Activity
 
@@ -154,9 +154,9 @@ def monitor_fields(monitor: Monitor) -> dict[str, Any]:
         "ignored lines": monitor.ignore_lines,
         "which changes matter": monitor.change_rules,
         "how pages are loaded": monitor.fetch_with,
-        "webhook": monitor.webhook,
+        "webhook": _webhook_as_meant(monitor.webhook),
         "page events": monitor.webhook_pages,
-        "notifications": monitor.notification,
+        "notifications": _notification_as_meant(monitor.notification),
         # The team channels it sends to; its own channels follow "webhook"
         # and "notifications" above.
         "channels": sorted(monitor.channels.shared().values_list("pk", flat=True)),
@@ -165,6 +165,37 @@ def monitor_fields(monitor: Monitor) -> dict[str, Any]:
         "targets": targets,
         "status": monitor.status,
         "mute": monitor.mute_ends_at,
+    }
+
+
+def _webhook_as_meant(webhook: Any) -> Any:
+    """The webhook with its defaults filled in: one stored without `events`
+    or `metadata` (an import, an older row) and the same one written whole
+    by a save mean the same, and are no edit."""
+    if not isinstance(webhook, dict) or not webhook:
+        return webhook or None
+    return webhook | {
+        "headers": webhook.get("headers") or {},
+        "metadata": webhook.get("metadata") or {},
+        "events": sorted(webhook.get("events") or rules.WEBHOOK_EVENTS),
+    }
+
+
+def _notification_as_meant(notification: Any) -> Any:
+    """The notification settings with the e-mail's defaults filled in, as
+    for the webhook."""
+    if not isinstance(notification, dict):
+        return notification
+    email = notification.get("email") or {}
+    if not isinstance(email, dict):
+        return notification
+    return notification | {
+        "email": email
+        | {
+            "enabled": bool(email.get("enabled")),
+            "recipients": email.get("recipients") or [],
+            "includeDiffs": bool(email.get("includeDiffs")),
+        }
     }
 
 

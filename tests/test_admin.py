@@ -877,6 +877,21 @@ def test_saving_the_page_as_shown_changes_nothing(admin_client, monitor):
     assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_EDITED).exists()
 
 
+def test_saving_as_shown_a_monitor_stored_in_short_form_logs_nothing(
+    admin_client, monitor
+):
+    # The fixture's webhook and e-mail settings leave out what has a default
+    # (events, metadata, enabled, includeDiffs), as imports and older rows
+    # do; the form writes them whole, which means the same.
+    monitor.tags.set(Tag.objects.named(monitor.team, ["Rivals"]))
+    change = admin_url(Monitor, "change", monitor.pk)
+
+    response = admin_client.post(change, shown_form(admin_client, change))
+
+    assert response.status_code == 302
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_EDITED).exists()
+
+
 # What is typed, the field it is refused on (URLS: the first target's
 # addresses), and words of the rule's message.
 REFUSED = {

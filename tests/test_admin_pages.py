@@ -579,8 +579,8 @@ def test_run_now_in_the_admin_queues_a_manual_check_logged_like_the_dashboards(
     entry = Activity.objects.get(kind=Activity.Kind.MONITOR_RUN)
     assert (entry.monitor, entry.via) == (monitor, Activity.Via.ADMIN)
     assert said == [
-        "Started a check of 1 monitor. 1 left as it was "
-        "(paused, deleted or already running a check)."
+        "Started a check of 1 monitor.",
+        "Left alone: “Paused” is paused (resume it first).",
     ]
 
 
@@ -600,7 +600,8 @@ def test_run_now_in_the_admin_starts_no_second_check_beside_a_running_one(
     assert list(Check.objects.all()) == [running]
     assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()
     assert said == [
-        "Nothing changed: the selection was paused, deleted or already running a check."
+        "No check was started.",
+        f"Left alone: “{monitor.name}” is already running a check.",
     ]
 
 

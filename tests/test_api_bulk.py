@@ -296,6 +296,7 @@ def test_the_openapi_document_describes_the_bulk_actions(client, db):
         "delete",
         "mute",
         "unmute",
+        "run",
     }
     assert schema["properties"]["ids"]["maxItems"] == IDS_MAX
     assert schema["properties"]["mutedUntil"]["format"] == "date-time"

@@ -259,6 +259,28 @@ def test_updated_since_sees_pausing_resuming_tags_and_checks(api, team, clock):
     assert quiet.name not in names(api.get(URL, {"updatedSince": since}))
 
 
+def test_updated_since_lists_a_monitor_whose_mute_ended_after_it(api, team, clock):
+    muted, quiet = make_monitor(team, "Muted"), make_monitor(team, "Quiet")
+    ends = NOW + timedelta(minutes=10)
+    api.patch(f"{URL}/{muted.pk}", {"mutedUntil": ends.isoformat()}, format="json")
+    clock.shift(timedelta(minutes=1))
+    since = "2026-05-16T15:08:30Z"  # a pass made after the mute, before its end
+    first = api.get(URL, {"updatedSince": since})
+    assert names(first) == []
+    one = api.get(f"{URL}/{muted.pk}")
+
+    clock.move_to(ends + timedelta(seconds=1))
+
+    answer = api.get(URL, {"updatedSince": since})
+    assert names(answer) == ["Muted"]
+    assert answer.json()["data"][0]["mutedUntil"] is None
+    assert answer["ETag"] != first["ETag"]
+    assert api.get(f"{URL}/{muted.pk}")["ETag"] != one["ETag"]
+    # Not again once a pass has seen it; nor a mute ending before the moment.
+    assert names(api.get(URL, {"updatedSince": "2026-05-16T15:17:31Z"})) == []
+    assert quiet.name not in names(api.get(URL, {"updatedSince": since}))
+
+
 def test_updated_since_sees_a_deleted_channel_leave_its_monitors(api, team, clock):
     sending, quiet = make_monitor(team, "Sending"), make_monitor(team, "Quiet")
     channel = Channel.objects.create(

@@ -809,6 +809,57 @@ def test_the_admin_mutes_a_monitor_until_a_moment_and_logs_it(
 
 
 @pytest.mark.django_db
+def test_the_admin_shows_and_takes_the_mute_on_the_teams_clock(
+    admin_client, admin_change, team
+):
+    from teams.models import Activity
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    team.time_zone = "Europe/Berlin"
+    team.save(update_fields=["time_zone"])
+    mute(monitor, datetime(2026, 5, 16, 18, 0, tzinfo=UTC))
+    with time_machine.travel(NOW, tick=False):
+        page = admin_client.get(change).content.decode()
+        data = shown_form(admin_client, change)
+        assert data["muted_until"] == "2026-05-16 20:00:00"  # CEST, UTC+2
+        assert "On the team’s clock (Europe/Berlin)" in page
+        assert admin_client.post(change, data).status_code == 302
+        monitor.refresh_from_db()
+        assert monitor.muted_until == datetime(2026, 5, 16, 18, 0, tzinfo=UTC)
+        assert not Activity.objects.filter(details__muted_until__isnull=False)
+
+        answer = admin_client.post(change, data | {"muted_until": "2026-05-17 09:30"})
+
+    assert answer.status_code == 302
+    monitor.refresh_from_db()
+    assert monitor.muted_until == datetime(2026, 5, 17, 7, 30, tzinfo=UTC)
+    [entry] = Activity.objects.filter(details__muted_until__isnull=False)
+    assert entry.what_words == (
+        "Muted notifications until Sun 17 May 09:30 (Europe/Berlin)"
+    )
+
+
+@pytest.mark.django_db
+def test_the_admin_keeps_until_unmuted_on_any_teams_clock(
+    admin_client, admin_change, team
+):
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    team.time_zone = "Asia/Tokyo"
+    team.save(update_fields=["time_zone"])
+    data = shown_form(admin_client, change)
+
+    typed = data | {"muted_until": "9999-12-31"}
+    assert admin_client.post(change, typed).status_code == 302
+
+    monitor.refresh_from_db()
+    assert monitor.muted_until == MUTED_FOREVER
+    assert shown_form(admin_client, change)["muted_until"].startswith("9999-12-31")
+
+
+@pytest.mark.django_db
 def test_the_admin_keeps_a_mute_saved_as_shown_and_unmutes_when_it_is_cleared(
     admin_client, admin_change
 ):

@@ -171,8 +171,7 @@ def test_run_now_in_the_admin_says_the_queue_is_down_and_leaves_no_check(
 
     said = [str(m) for m in response.context["messages"]]
     assert said == [
-        "Checks cannot be started right now: the task queue (Redis) is not "
-        "reachable. Try again in a moment."
+        "Pagewatch cannot reach its task queue right now. Please try again in a moment."
     ]
     assert not Check.objects.exists()
     assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()

@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 import zlib
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from checks.content.source import ExtractionError
 from checks.models import Check, PageResult
 from monitors.models import Membership, Monitor
 from tests.test_extract import minimal_pdf
-from tests.test_runner import run_check
+from tests.test_runner import run_check, state_of
 
 pytestmark = pytest.mark.django_db
 
@@ -70,10 +71,12 @@ def scanned_pdf(*pages: list[str], width: int = 1400) -> bytes:
 
 
 def stand_in_engine(tmp_path: Path, body: str) -> tuple[str, Path]:
-    """An executable that logs each run to a file, then does `body` (sh)."""
+    """An executable that logs each run to a file, then does `body` (sh); asked
+    for its version, it answers as the engine does."""
     log = tmp_path / "runs.log"
     script = tmp_path / "engine"
-    script.write_text(f'#!/bin/sh\necho "$@" >> {log}\n{body}\n')
+    version = 'if [ "$1" = --version ]; then echo "stand-in 1.0"; exit; fi'
+    script.write_text(f'#!/bin/sh\n{version}\necho "$@" >> {log}\n{body}\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return str(script), log
 
@@ -579,3 +582,163 @@ def test_an_ocr_child_killed_by_a_signal_may_have_needed_more_memory(
         extract(minimal_pdf(""), content_type=PDF, url="http://x/l.pdf", options=OCR)
 
     assert "more than 300 MB" in raised.value.message
+
+
+# --- A check's OCR shares the check's time ------------------------------------------
+
+
+def ocr_children() -> list[int]:
+    """Our OCR child processes still running."""
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat_file.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat_file.parent / "cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if parent == os.getpid() and b"ocr_job.py" in command:
+            found.append(int(stat_file.parent.name))
+    return found
+
+
+def test_scans_past_the_checks_time_are_page_errors_and_the_check_completes(
+    api, site, tmp_path, settings
+):
+    settings.OCR_CHECK_SECONDS = 3
+    settings.OCR_PDF_SECONDS = 6
+    pids = tmp_path / "pids"
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, f"echo $$ >> {pids}\nexec sleep 300"
+    )
+    scans = [
+        site.page(
+            f"/notice-{n}.pdf",
+            scanned_pdf([f"Notice {n}"], width=400),
+            content_type=PDF,
+        )
+        for n in range(4)
+    ]
+    hours = site.html("/hours", "Hours", "<p>Open daily</p>")
+
+    check = run_check(watch(api, [*scans, hours], [{"type": "pdf", "mode": "ocr"}]))
+
+    assert check.status == Check.Status.PARTIAL
+    assert check.pages.get(url=hours).status == "new"
+    for scan in scans:
+        page = check.pages.get(url=scan)
+        assert page.status == "error"
+        assert "the check's time" in page.error, page.error
+        assert "CHECK_TIME_LIMIT_SECONDS" in page.error
+    # The first PDF read held the engine until the check's time was up: the
+    # others were never started.
+    errors = [check.pages.get(url=scan).error for scan in scans]
+    stopped = sum("while this PDF was being read" in error for error in errors)
+    assert stopped == runs(log) <= 1
+    assert sum("before this PDF's turn" in error for error in errors) == 4 - stopped
+    assert ocr_children() == []
+    engines = [int(pid) for pid in pids.read_text().split()]
+    for _ in range(50):  # the orphaned engine is reaped by init, soon
+        if not any(running(pid) for pid in engines):
+            break
+        time.sleep(0.1)
+    assert not any(running(pid) for pid in engines)
+
+
+# --- A new engine or other languages: read again, quietly --------------------------
+
+
+def wrapped_tesseract(tmp_path: Path, version: str, rewrite: str = "") -> str:
+    """Debian's tesseract behind a script that reports `version` and passes
+    its text through sed `rewrite` (a new engine reading a little otherwise);
+    always English, whatever languages it is asked for."""
+    script = tmp_path / "tesseract"
+    edit = f" | sed '{rewrite}'" if rewrite else ""
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --version ]; then echo "{version}"; echo " lept"; exit; fi\n'
+        f'{TESSERACT} stdin stdout -l eng --dpi "$6"{edit}\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+@pytest.mark.parametrize("upgrade", ["version", "languages"])
+def test_a_scan_read_by_another_engine_is_read_again_quietly(
+    api, site, tmp_path, settings, tesseract, upgrade
+):
+    settings.OCR_EXECUTABLE = wrapped_tesseract(tmp_path, "tesseract 5.3.0")
+    url = site.page("/notice.pdf", scanned_pdf(NOTICE), content_type=PDF)
+    monitor = watch(api, url, [{"type": "pdf", "mode": "ocr"}])
+    first = only_page(run_check(monitor))
+    assert first.metadata["ocrEngine"] == "tesseract 5.3.0 (eng)"
+    if upgrade == "version":
+        settings.OCR_EXECUTABLE = wrapped_tesseract(
+            tmp_path, "tesseract 5.4.0", "s/river/rivers/"
+        )
+        engine = "tesseract 5.4.0 (eng)"
+    else:
+        settings.OCR_LANGUAGES = "eng+deu"
+        settings.OCR_EXECUTABLE = wrapped_tesseract(
+            tmp_path, "tesseract 5.3.0", "s/river/rivers/"
+        )
+        engine = "tesseract 5.3.0 (eng+deu)"
+
+    again = only_page(run_check(monitor))
+
+    assert again.status == "same", again.error
+    assert again.metadata["ocrEngine"] == engine
+    assert "rivers" in words(state_of(monitor, url).snapshot.text)
+
+    # The next real change shows that change alone, not the new reading's.
+    site.page("/notice.pdf", scanned_pdf(CHANGED), content_type=PDF)
+    changed = only_page(run_check(monitor))
+
+    assert changed.status == "changed", changed.error
+    lines = [line for line in changed.diff["text"].splitlines() if line[:1] in "+-"]
+    assert lines and all("river" not in line for line in lines), lines
+    assert "friday" in words(" ".join(lines))
+
+
+def test_a_scan_read_by_the_same_engine_is_not_read_again(
+    api, site, tmp_path, settings, tesseract
+):
+    settings.OCR_EXECUTABLE = wrapped_tesseract(tmp_path, "tesseract 5.3.0")
+    url = site.page("/notice.pdf", scanned_pdf(NOTICE), content_type=PDF)
+    monitor = watch(api, url, [{"type": "pdf", "mode": "ocr"}])
+    run_check(monitor)
+    # Were it read again, this engine's reading would show.
+    settings.OCR_EXECUTABLE = wrapped_tesseract(
+        tmp_path, "tesseract 5.3.0", "s/river/rivers/"
+    )
+
+    again = only_page(run_check(monitor))
+
+    assert again.status == "same"
+    assert again.metadata["ocrEngine"] == "tesseract 5.3.0 (eng)"
+    assert "rivers" not in words(state_of(monitor, url).snapshot.text)
+
+
+def test_a_scan_read_by_another_engine_is_fetched_without_validators(
+    tmp_path, settings
+):
+    # A 304 would leave nothing to read again.
+    from checks.jobs import PageJob
+    from checks.models import PageState
+    from checks.pipeline.fetch import request_headers
+    from checks.pipeline.outcome import options_hash
+
+    settings.OCR_EXECUTABLE, log = stand_in_engine(tmp_path, "echo Read")
+
+    def asked(read_with: str) -> dict[str, str]:
+        job = PageJob(uuid.uuid4(), "https://example.com/n.pdf", {}, 1, uuid.uuid4())
+        state = PageState(
+            snapshot_id=1,
+            options_hash=options_hash({}),
+            etag='"v1"',
+            metadata={"ocrPages": [1], "ocrEngine": read_with},
+        )
+        return request_headers(job, state)
+
+    assert asked("stand-in 1.0 (eng)")["If-None-Match"] == '"v1"'
+    assert "If-None-Match" not in asked("tesseract 5.3.0 (eng)")
+    assert runs(log) == 0  # its version asked, nothing read

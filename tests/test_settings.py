@@ -232,6 +232,20 @@ def test_a_pdfs_ocr_ends_a_minute_before_its_checks_time_limit(tmp_path):
     assert short == 240
 
 
+def test_all_of_a_check_tasks_ocr_ends_a_minute_before_its_time_limit(tmp_path):
+    default = fresh("settings.OCR_CHECK_SECONDS", tmp_path)
+    short = fresh(
+        "settings.OCR_CHECK_SECONDS", tmp_path, CHECK_TIME_LIMIT_SECONDS="300"
+    )
+    shortest = fresh(
+        "settings.OCR_CHECK_SECONDS", tmp_path, CHECK_TIME_LIMIT_SECONDS="30"
+    )
+
+    assert default == 840
+    assert short == 240
+    assert shortest == 10  # still before the soft limit, 15 s
+
+
 @pytest.mark.parametrize(("stale", "every"), [("120", 15.0), ("15", 5.0)])
 def test_the_stale_check_sweep_runs_every_eighth_of_the_stale_time(
     tmp_path, stale, every

@@ -86,7 +86,9 @@ def state_of(monitor: Monitor, url: str) -> PageState:
 
 
 def made_up(site: Site, known: set[str]) -> list[str]:
-    """Paths the site was asked for that it never had: the probes."""
+    """Paths the site was asked for that it never had: the probes (robots.txt,
+    read before a probe, is not one)."""
+    known = known | {"/robots.txt"}
     return [r.path for r in site.requests if urlsplit(r.path).path not in known]
 
 
@@ -152,7 +154,8 @@ def test_the_made_up_address_is_asked_once_per_host_in_a_check(team, shop):
     assert {p.status for p in check.pages.all()} == {PageResult.Status.REMOVED}
     probes = made_up(shop, {urlsplit(u).path for u in urls})
     assert len(probes) == 1 and probes[0].startswith("/shop/")
-    assert len(shop.requests) - before == 4  # three pages and one probe
+    # Three pages, robots.txt and one probe.
+    assert len(shop.requests) - before == 5
 
 
 def test_the_made_up_address_is_asked_as_the_page_is(team, shop):
@@ -165,7 +168,9 @@ def test_the_made_up_address_is_asked_as_the_page_is(team, shop):
     run_check(monitor)
 
     [probe] = [
-        r for r in shop.requests if urlsplit(r.path).path not in ("/shop/widget",)
+        r
+        for r in shop.requests
+        if urlsplit(r.path).path not in ("/shop/widget", "/robots.txt")
     ]
     [page] = shop.requests_to("/shop/widget")[-1:]
     assert probe.header("X-Shop-Key") == "k1"
@@ -554,3 +559,157 @@ def test_a_made_up_address_for_a_folder_address_sits_beside_it(url, beside):
 
     assert path.startswith(f"{beside}pagewatch-") and path.endswith("/")
     assert path.count("/") == beside.count("/") + 1
+
+
+# --- robots.txt -----------------------------------------------------------------
+
+KEEP_OUT_OF_SHOP = "User-agent: *\nDisallow: /shop/\n"
+
+
+def test_a_made_up_address_robots_txt_disallows_is_not_asked(team, shop, web):
+    shop.page("/robots.txt", KEEP_OUT_OF_SHOP, content_type="text/plain")
+    url = shop.url("/shop/widget")  # asked for by the user: fetched all the same
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.remove("/shop/widget")
+
+    check = run_check(monitor)
+
+    assert made_up(shop, {"/shop/widget"}) == []
+    page = check.pages.get(url=url)
+    assert page.status == PageResult.Status.CHANGED  # as when a probe fails
+    assert page.error_kind == ""
+    assert state_of(monitor, url).presence == PageState.Presence.ACTIVE
+    shown = web.get(page.get_absolute_url()).content.decode()
+    assert "robots.txt asks crawlers not to open" in shown
+
+
+def test_robots_txt_is_read_once_per_host_in_a_check_for_the_made_up_addresses(
+    team, shop
+):
+    shop.page("/robots.txt", "User-agent: *\nDisallow: /private/\n")
+    shop.html("/shop/gadget", "Gadget", f"<h1>Gadget</h1>{PRODUCT}")
+    plain, trimmed = shop.url("/shop/widget"), shop.url("/shop/gadget")
+    monitor = Monitor.objects.create(team=team, name="Shop", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="scrape", urls=[plain])
+    Target.objects.create(
+        monitor=monitor,
+        type="scrape",
+        urls=[trimmed],
+        scrape_options={"excludeTags": ["nav"]},
+    )
+    run_check(monitor)
+    shop.remove("/shop/widget")
+    shop.remove("/shop/gadget")
+
+    check = run_check(monitor)
+
+    assert {p.status for p in check.pages.all()} == {PageResult.Status.REMOVED}
+    assert len(made_up(shop, {"/shop/widget", "/shop/gadget"})) == 2
+    assert len(shop.requests_to("/robots.txt")) == 1
+
+
+def test_a_crawl_obeys_the_robots_txt_it_read_for_a_made_up_address(team, shop):
+    shop.page("/robots.txt", "User-agent: *\nDisallow: /shop/pagewatch-\n")
+    shop.html("/", "Acme", "<a href='/shop/widget'>Widget</a>")
+    monitor = crawl_monitor(team, shop.url("/"), sitemap="skip")
+    run_check(monitor)
+    shop.remove("/shop/widget")  # still linked from the home page
+    read_before = len(shop.requests_to("/robots.txt"))
+
+    check = run_check(monitor)
+
+    # The not-found page's own links are crawled: no made-up address is.
+    assert [r.path for r in shop.requests if "/pagewatch-" in r.path] == []
+    page = check.pages.get(url=shop.url("/shop/widget"))
+    assert page.status == PageResult.Status.CHANGED
+    assert page.metadata.get("notFoundUnconfirmed") == "robots"
+    # Read once, by the crawl's start: the made-up address used what it read.
+    assert len(shop.requests_to("/robots.txt")) == read_before + 1
+
+
+# --- A page gone, looked at again -----------------------------------------------
+
+
+def test_a_page_still_showing_the_not_found_page_it_was_confirmed_as_asks_nothing(
+    team, shop
+):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.remove("/shop/widget")
+    assert run_check(monitor).pages.get(url=url).status == PageResult.Status.REMOVED
+    before = len(shop.requests)
+
+    later = run_check(monitor)
+    again = run_check(monitor)
+
+    for check in (later, again):
+        page = check.pages.get(url=url)
+        assert page.status == PageResult.Status.SAME and page.is_still_gone
+        assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+    # Only the page itself, twice: no robots.txt, no made-up address.
+    assert [urlsplit(r.path).path for r in shop.requests[before:]] == [
+        "/shop/widget",
+        "/shop/widget",
+    ]
+    assert state_of(monitor, url).presence == PageState.Presence.REMOVED
+
+
+def test_a_gone_page_showing_a_new_not_found_page_is_confirmed_once_again(team, shop):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.remove("/shop/widget")
+    run_check(monitor)
+    shop.otherwise(NOT_FOUND.replace("Oops!", "Sorry!"))  # the site's new design
+    before = len(made_up(shop, {"/shop/widget"}))
+
+    redesigned = run_check(monitor).pages.get(url=url)
+    after = run_check(monitor).pages.get(url=url)
+
+    assert redesigned.is_still_gone and after.is_still_gone
+    assert len(made_up(shop, {"/shop/widget"})) == before + 1
+
+
+def test_a_page_brought_back_forgets_the_not_found_page_it_showed(team, shop):
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.remove("/shop/widget")
+    run_check(monitor)
+    assert state_of(monitor, url).not_found_hash != ""
+    shop.html("/shop/widget", "Widget – Acme Shop", f"<h1>Widget</h1>{PRODUCT}")
+
+    assert run_check(monitor).pages.get(url=url).status == PageResult.Status.NEW
+
+    assert state_of(monitor, url).not_found_hash == ""
+
+
+# --- A page never seen ----------------------------------------------------------
+
+
+def test_a_first_check_tells_a_not_found_page_by_its_first_lines(team, site):
+    site.otherwise(BODY_ONLY_NOT_FOUND)  # its title and heading say nothing
+    url = site.url("/shop/no-such-widget")
+    monitor = make_monitor(team, [url])
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.ERROR
+    assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+
+
+def test_a_new_page_about_404s_on_a_site_answering_real_404s_is_new(team, site):
+    url = site.html(
+        "/blog/errors",
+        "Our blog",
+        "<h2>Why a 404 is not the end</h2><p>When a page does not exist any more, "
+        f"tell your visitors where to go next.</p>{PRODUCT}",
+    )
+    monitor = make_monitor(team, [url])
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.NEW
+    assert len(made_up(site, {"/blog/errors"})) == 1  # asked, answered 404

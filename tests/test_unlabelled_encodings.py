@@ -1,19 +1,24 @@
 """Pages in a legacy encoding that name no charset anywhere (no Content-Type
 charset, no <meta charset>, no BOM), as many sites in Japan, China, Korea,
-Taiwan and Russia still serve them: each is checked as a monitor checks it,
-against real bytes served on 127.0.0.1 (tests/sites.py)."""
+Taiwan, Russia, Greece, Israel, the Arab world, Thailand, Central Europe,
+Turkey and the Baltic states still serve them: each is checked as a monitor
+checks it, against real bytes served on 127.0.0.1 (tests/sites.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import charset_normalizer
 import pytest
 
 from checks import runner
+from checks.content.guess import GUESS_TEXT_BYTES, guessed_encoding
 from checks.content.sniff import decode
 from checks.models import Check, PageResult, PageState
 from monitors.models import Monitor, Target, Team
@@ -94,6 +99,132 @@ PAGES = {
         ],
         "Новых книг: сорок две.",
         "Новых книг: пятьдесят.",
+    ),
+    "windows_1253": (
+        "cp1253",
+        "Δήμος Αθηναίων Ανακοινώσεις",
+        [
+            "Ο Δήμος Αθηναίων ανακοινώνει ότι από τη Δευτέρα θα ξεκινήσουν"
+            " εργασίες συντήρησης στο οδικό δίκτυο της περιοχής.",
+            "Οι δημότες παρακαλούνται να ακολουθούν τις οδηγίες της Τροχαίας."
+            " Άδειες στάθμευσης εκδίδονται από το Δημαρχείο.",
+        ],
+        "Το γραφείο είναι ανοιχτό από τις οκτώ έως τις τρεις.",
+        "Το γραφείο είναι ανοιχτό από τις εννέα έως τις δύο.",
+    ),
+    "iso8859_7": (
+        "iso8859_7",
+        "Βιβλιοθήκη Πειραιά",
+        [
+            "Άνοιξε η νέα αίθουσα μελέτης στον πρώτο όροφο της βιβλιοθήκης."
+            " Η είσοδος είναι ελεύθερη για όλους τους αναγνώστες.",
+            "Οι δανεισμοί επιστρέφονται μέσα σε δεκαπέντε ημέρες.",
+        ],
+        "Νέα βιβλία αυτόν τον μήνα: σαράντα δύο.",
+        "Νέα βιβλία αυτόν τον μήνα: πενήντα.",
+    ),
+    "windows_1255": (
+        "cp1255",
+        "עיריית חיפה הודעות",
+        [
+            "עיריית חיפה מודיעה כי החל מיום ראשון הקרוב יתבצעו עבודות תחזוקה"
+            " ברחוב הרצל. התושבים מתבקשים להימנע מחניה באזור.",
+            "לפרטים נוספים ניתן לפנות למוקד העירוני בטלפון או באתר העירייה.",
+        ],
+        "המוקד פתוח משמונה בבוקר עד ארבע אחר הצהריים.",
+        "המוקד פתוח מתשע בבוקר עד שלוש אחר הצהריים.",
+    ),
+    "windows_1256": (
+        "cp1256",
+        "بلدية عمان الإعلانات",
+        [
+            "تعلن بلدية عمان عن بدء أعمال الصيانة في الشوارع الرئيسية اعتبارا"
+            " من يوم الأحد القادم. يرجى من المواطنين الالتزام بتعليمات السير.",
+            "للمزيد من المعلومات يرجى الاتصال بمركز خدمة المواطنين.",
+        ],
+        "السعر خمسة دنانير.",
+        "السعر ستة دنانير.",
+    ),
+    "windows_874": (
+        "cp874",
+        "เทศบาลนครเชียงใหม่ ประกาศ",
+        [
+            "เทศบาลนครเชียงใหม่ขอแจ้งให้ประชาชนทราบว่า"
+            " จะมีการปิดถนนเพื่อซ่อมแซมท่อระบายน้ำ ตั้งแต่วันจันทร์เป็นต้นไป",
+            "ขออภัยในความไม่สะดวก สอบถามข้อมูลเพิ่มเติมได้ที่สำนักงานเทศบาล",
+        ],
+        "ราคาห้าร้อยบาท",
+        "ราคาหกร้อยบาท",
+    ),
+    "windows_1250_polish": (
+        "cp1250",
+        "Urząd Miasta Krakowa",
+        [
+            "Urząd Miasta Krakowa informuje, że od poniedziałku rozpoczną się"
+            " prace remontowe na ulicy Długiej. Mieszkańców prosimy o korzystanie"
+            " z objazdów.",
+            "Szczegółowe informacje można uzyskać w Biurze Obsługi Mieszkańców.",
+        ],
+        "Biuro jest czynne od godziny ósmej do szesnastej.",
+        "Biuro jest czynne od godziny dziewiątej do piętnastej.",
+    ),
+    "iso8859_2_polish": (
+        "iso8859_2",
+        "Gminna Biblioteka Publiczna",
+        [
+            "Zapraszamy na spotkanie autorskie, które odbędzie się w czytelni"
+            " w środę o godzinie siedemnastej. Wstęp wolny.",
+            "Książki wypożyczone przed świętami można oddać do końca stycznia.",
+        ],
+        "Nowych książek w tym miesiącu: czterdzieści dwie.",
+        "Nowych książek w tym miesiącu: pięćdziesiąt.",
+    ),
+    "windows_1250_czech": (
+        "cp1250",
+        "Městský úřad Brno",
+        [
+            "Městský úřad Brno oznamuje, že od pondělí začne oprava silnice"
+            " v ulici Údolní. Řidiče žádáme, aby využívali objížďku.",
+            "Podrobné informace získáte na podatelně úřadu, která je otevřena"
+            " každý všední den.",
+        ],
+        "Podatelna je otevřena od osmi do šestnácti hodin.",
+        "Podatelna je otevřena od devíti do patnácti hodin.",
+    ),
+    "iso8859_2_czech": (
+        "iso8859_2",
+        "Obecní knihovna",
+        [
+            "Knihovna oznamuje, že v měsíci září bude otevřena jen ve středu"
+            " a ve čtvrtek. Děkujeme za pochopení.",
+            "Vrácení knih je možné také do schránky u vchodu do budovy.",
+        ],
+        "Nových knih tento měsíc: čtyřicet dva.",
+        "Nových knih tento měsíc: padesát.",
+    ),
+    "windows_1254": (
+        "cp1254",
+        "Belediye Duyuruları",
+        [
+            "Belediyemiz, pazartesi gününden itibaren Atatürk Caddesi'nde yol"
+            " bakım çalışmalarına başlayacağını duyurur.",
+            "Sürücülerin alternatif güzergâhları kullanmaları rica olunur."
+            " Ayrıntılı bilgi için danışma masasına başvurabilirsiniz.",
+        ],
+        "Danışma masası sabah sekizden akşam beşe kadar açıktır.",
+        "Danışma masası sabah dokuzdan akşam dörde kadar açıktır.",
+    ),
+    "windows_1257": (
+        "cp1257",
+        "Vilniaus miesto savivaldybė",
+        [
+            "Vilniaus miesto savivaldybė praneša, kad nuo pirmadienio Gedimino"
+            " prospekte prasidės kelio remonto darbai.",
+            "Vairuotojai prašomi naudotis apylankomis. Išsamesnės informacijos"
+            " galima gauti savivaldybės klientų aptarnavimo skyriuje.",
+        ],
+        "Skyrius dirba nuo aštuntos iki septynioliktos valandos.",
+        "Skyrius dirba nuo devintos iki šešioliktos valandos.",
     ),
     "latin1_french": (
         "cp1252",
@@ -198,7 +329,9 @@ sys.stdout.buffer.write(decode(body, "text/html", html=True).encode("utf-8"))
 """
 
 
-@pytest.mark.parametrize("name", ["euc_jp", "koi8_r", "latin1_french"])
+@pytest.mark.parametrize(
+    "name", ["euc_jp", "koi8_r", "latin1_french", "iso8859_7", "iso8859_2_czech"]
+)
 def test_the_same_bytes_read_the_same_in_every_worker_process(name):
     # Workers are separate processes, each with its own string hash seed:
     # a guess that depended on it would make an unchanged page a change.
@@ -263,9 +396,159 @@ def test_text_after_a_script_longer_than_the_guess_reads_is_still_guessed():
         "Perché è così? La città è più bella d'inverno. Caffè: 2 €.",
         "Öppettider: måndag till fredag. Välkommen till vår butik i Göteborg!",
         "Prix: café 5 €",
+        "Appartement 3 pièces, 75 m², 2ème étage, 19 °C. Prix : 250 000 €."
+        " Marque Acme® et Widget™. Réf. nº 1234. Déjà vu © 2009.",
+        "Lösung: 3×4 m, ½ Liter, ¼ Stunde, ± 5 %. Öffnungszeiten Mo–Fr.",
+        "Grüezi in Zürich! Bienvenue à Genève, où le lac est très beau."
+        " Benvenuti a Lugano, città più bella. Größe, Grüße.",
     ],
 )
 def test_an_unlabelled_page_in_latin_letters_stays_windows_1252(text):
     body = f"<html><body><p>{text}</p></body></html>".encode("cp1252")
 
     assert f"<p>{text}</p>" in decode(body, "text/html", html=True)
+
+
+# A title and one sentence: the least text a guess may have to go on.
+SHORT_PAGES = {
+    "windows_1253": ("cp1253", "Ανακοίνωση", "Το γραφείο κλείνει την Παρασκευή."),
+    "iso8859_7": ("iso8859_7", "Άδειες στάθμευσης", "Άνοιξε η νέα αίθουσα."),
+    "windows_1255": ("cp1255", "הודעה לתושבים", "המשרד יהיה סגור ביום שישי."),
+    "windows_1256": ("cp1256", "إعلان", "سيكون المكتب مغلقا يوم الجمعة."),
+    "windows_874": ("cp874", "ประกาศ", "สำนักงานปิดทำการในวันศุกร์นี้"),
+    "windows_1250_polish": ("cp1250", "Ogłoszenie", "Urząd będzie nieczynny w piątek."),
+    "windows_1250_czech": ("cp1250", "Oznámení", "Úřad bude v pátek zavřený."),
+    "iso8859_2_czech": ("iso8859_2", "Oznámení", "Úřad bude v pátek zavřený."),
+    "windows_1250_hungarian": ("cp1250", "Közlemény", "Hétfőtől a hivatal zárva tart."),
+    "windows_1254": ("cp1254", "Duyuru", "Ofisimiz cuma günü kapalı olacaktır."),
+}
+
+
+def short_page_bytes(name: str) -> bytes:
+    codec, title, sentence = SHORT_PAGES[name]
+    html = (
+        f"<html><head><title>{title}</title></head>"
+        f"<body><h1>{title}</h1><p>{sentence}</p></body></html>"
+    )
+    return html.encode(codec)
+
+
+@pytest.mark.parametrize("name", SHORT_PAGES)
+def test_a_short_unlabelled_page_is_read_in_its_own_letters_check_after_check(
+    team, site, name
+):
+    _, title, sentence = SHORT_PAGES[name]
+    url = site.page(f"/{name}", short_page_bytes(name), content_type="text/html")
+    monitor = make_monitor(team, url)
+
+    first = run_check(monitor)
+    again = run_check(monitor)
+
+    assert title in first.current_snapshot.text
+    assert sentence in first.current_snapshot.text
+    assert again.status == PageResult.Status.SAME
+
+
+@pytest.fixture
+def named_host(monkeypatch):
+    """Makes a host name under a country's domain (www.vilnius.lt) lead to
+    the test site on 127.0.0.1, as its DNS would lead to the real one."""
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host.startswith("www."):
+            host = "127.0.0.1"
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr("socket.getaddrinfo", resolve)
+
+    def url_at(url: str, host: str) -> str:
+        return url.replace("127.0.0.1", host)
+
+    return url_at
+
+
+@pytest.mark.parametrize(
+    ("host", "codec", "title", "sentence"),
+    [
+        ("www.vilnius.lt", "cp1257", "Pranešimas", "Penktadienį skyrius nedirbs."),
+        ("www.riga.lv", "cp1257", "Paziņojums", "Piektdien birojs būs slēgts."),
+        ("www.kadikoy.tr", "cp1254", "Duyuru", "Şube cuma günü kapalı."),
+    ],
+)
+def test_a_page_letters_cannot_place_is_read_as_its_country_domain_suggests(
+    team, site, named_host, host, codec, title, sentence
+):
+    # "Praneðimas" is as much Icelandic letters as "Pranešimas" is Lithuanian:
+    # the address settles it, as it does in browsers.
+    html = f"<html><body><h1>{title}</h1><p>{sentence}</p></body></html>"
+    served = site.page("/notice", html.encode(codec), content_type="text/html")
+    url = named_host(served, host)
+
+    page = run_check(make_monitor(team, url))
+
+    assert page.url == url
+    assert title in page.current_snapshot.text
+    assert sentence in page.current_snapshot.text
+
+
+def test_a_labelled_or_utf8_page_is_never_handed_to_the_guess(monkeypatch):
+    asked: list[bytes] = []
+
+    def spy(body: bytes, url: str = "") -> str:
+        asked.append(body)
+        return guessed_encoding(body, url)
+
+    monkeypatch.setattr("checks.content.sniff.guessed_encoding", spy)
+    greek = "<p>Το γραφείο θα είναι κλειστό την Παρασκευή.</p>"
+
+    labelled = decode(
+        greek.encode("cp1253"), "text/html; charset=windows-1253", html=True
+    )
+    in_meta = decode(
+        b'<meta charset="windows-1253">' + greek.encode("cp1253"), "", html=True
+    )
+    utf8 = decode(greek.encode("utf-8"), "text/html", html=True)
+
+    assert asked == []
+    assert greek in labelled and greek in in_meta and greek in utf8
+
+
+def test_a_guess_reads_a_sample_of_a_large_page_not_all_of_it(monkeypatch):
+    handed: list[int] = []
+    real = charset_normalizer.from_bytes
+
+    def counted(sequences: bytes, **kwargs: Any) -> Any:
+        handed.append(len(sequences))
+        return real(sequences, **kwargs)
+
+    monkeypatch.setattr(charset_normalizer, "from_bytes", counted)
+    paragraph = "<p>Ο Δήμος Αθηναίων ανακοινώνει εργασίες συντήρησης στο δίκτυο.</p>\n"
+    body = ("<html><body>" + paragraph * 80_000 + "</body></html>").encode("cp1253")
+
+    text = decode(body, "text/html", html=True)
+
+    assert len(body) > 5_000_000
+    assert handed and all(size <= GUESS_TEXT_BYTES for size in handed)
+    assert text.endswith(paragraph + "</body></html>")
+
+
+def test_a_greek_page_the_last_release_read_as_windows_1252_is_read_again_quietly(
+    team, site
+):
+    # The release before read unlabelled Greek as windows-1252 and kept that
+    # as the baseline, under its reading number (5).
+    served = page_bytes("windows_1253")
+    url = site.page("/gr", served.decode("cp1252", errors="replace"))
+    monitor = make_monitor(team, url)
+    run_check(monitor)
+    last_release_hash = hashlib.sha256(
+        url.encode() + b"\0text/html\0" + served + b"\0reading 5"
+    ).hexdigest()
+    PageState.objects.update(body_hash=last_release_hash)
+    site.page("/gr", served, content_type="text/html")
+
+    upgraded = run_check(monitor)
+
+    assert upgraded.status == PageResult.Status.SAME
+    assert PAGES["windows_1253"][3] in upgraded.current_snapshot.text

@@ -44,7 +44,7 @@ def extract(
 def _extract_text(
     body: bytes, content_type: str, media_type: str, url: str, opts: Options
 ) -> Extracted:
-    text = decode(body, content_type, html=False)
+    text = decode(body, content_type, html=False, url=url)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = as_read(media_type, text)
     return Extracted(

@@ -53,7 +53,7 @@ def page_links(body: bytes, content_type: str, url: str) -> list[str]:
     page order; [] for anything that is not HTML."""
     if body_kind(body, media_type_of(content_type)) != "html":
         return []
-    tree = LexborHTMLParser(decode(body, content_type, html=True))
+    tree = LexborHTMLParser(decode(body, content_type, html=True, url=url))
     base = base_url(tree, url)
     return _http_urls(
         (n.attributes.get("href") for n in tree.css("a[href], area[href]")), base
@@ -78,7 +78,7 @@ def _absolutize(root: LexborNode, base: str) -> None:
 
 
 def extract_html(body: bytes, content_type: str, url: str, opts: Options) -> Extracted:
-    text = decode(body, content_type, html=True)
+    text = decode(body, content_type, html=True, url=url)
     tree = LexborHTMLParser(text)
     base = base_url(tree, url)
     metadata = html_metadata(tree, content_type, url)

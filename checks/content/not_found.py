@@ -14,6 +14,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from difflib import SequenceMatcher
+from html import unescape
 from posixpath import splitext
 from urllib.parse import urlsplit, urlunsplit
 
@@ -54,6 +55,9 @@ _KEYWORDS = (
 _HTML_HEADING = re.compile(r"<h1\b[^>]{0,500}>(.{0,500}?)</h1\s*>", re.S)
 _HEADING_SCAN = 20_000
 _TAGS = re.compile(r"<[^>]*>")
+# How much of a page's cleaned HTML its first lines are read from without
+# turning it into Markdown: enough for a not-found page's few sentences.
+_LINES_SCAN = 4000
 # A not-found page is short: longer texts are not compared word by word.
 _MOST_WORDS = 3000
 # How alike the page and the made-up address's answer must be: near-identical
@@ -86,6 +90,19 @@ def first_heading(source: str, html: bool) -> str:
     start = source.index("# ", start) + 2
     end = source.find("\n", start)
     return source[start : end if end >= 0 else len(source)].strip()
+
+
+def first_lines(source: str, html: bool) -> str:
+    """The first lines of a page's text, read from the start of its source
+    (cleaned HTML after its settings line, or Markdown) without converting
+    the whole page: a page never seen before is looked at this cheaply."""
+    if not html:
+        return source[:_TEXT_START]
+    markup = source.partition("\n")[2][:_LINES_SCAN]
+    cut = markup.rfind("<")
+    if cut > markup.rfind(">"):
+        markup = markup[:cut]  # no half tag read as text
+    return " ".join(unescape(_TAGS.sub(" ", markup)).split())[:_TEXT_START]
 
 
 def probe_url(url: str) -> str:

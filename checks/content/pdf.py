@@ -93,6 +93,8 @@ def _with_ocr(
         if mode == "ocr" or _visible(text) > _visible(pages[number]):
             pages[number] = text
     metadata["ocrPages"] = [number + 1 for number in sorted(found)]
+    if found:
+        metadata["ocrEngine"] = engine.reading()
     warnings = []
     if failure is not None:
         # Under "auto" the text layer was read before OCR existed: a failure

@@ -10,7 +10,7 @@ import codecs
 import contextlib
 import re
 
-import charset_normalizer
+from checks.content.guess import guessed_encoding
 
 _HTML_TYPES = {"text/html", "application/xhtml+xml"}
 _TEXT_TYPES = {
@@ -133,7 +133,7 @@ def _bom_codec(body: bytes) -> str | None:
     return None
 
 
-def decode(body: bytes, content_type: str, *, html: bool) -> str:
+def decode(body: bytes, content_type: str, *, html: bool, url: str = "") -> str:
     """BOM, then the header's charset, then ``<meta charset>`` (or, for
     anything but HTML, the XML declaration's encoding), then UTF-8, then
     the encoding the bytes read best in, as browsers guess (windows-1252
@@ -159,7 +159,8 @@ def decode(body: bytes, content_type: str, *, html: bool) -> str:
     if text is None and "utf-8" not in (in_header, in_document):
         text = _read_as_utf8(body)  # not asked yet
     if text is None:
-        text = body.decode(_guessed_codec(body), errors="replace")
+        codec = _codec(guessed_encoding(body, url)) or "cp1252"
+        text = body.decode(codec, errors="replace")
     return text
 
 
@@ -215,67 +216,6 @@ def _read_as_utf8(body: bytes) -> str | None:
     if utf8_runs == 0 or stray_runs > utf8_runs * _STRAY_RUNS_PER_UTF8_RUN:
         return None
     return body.decode("utf-8", errors="replace")
-
-
-# Guessing reads the runs of text that hold non-ASCII bytes, found in the
-# GUESS_SCAN_BYTES from the run of the first such byte on and kept to GUESS_TEXT_BYTES:
-# markup and scripts (however long) are ASCII and say nothing about the
-# encoding, and a page's encoding is told as well from its first pages of
-# text as from all of them.
-GUESS_SCAN_BYTES = 256 * 1024
-GUESS_TEXT_BYTES = 16 * 1024
-# Split at "<", ">" and line ends: no multi-byte character of the encodings
-# guessed holds one of these bytes, so each run is whole characters.
-_RUN_ENDS = re.compile(rb"[<>\n]")
-_NON_ASCII = re.compile(rb"[\x80-\xff]")
-# The encodings a page with no label that is not UTF-8 may be read in, the
-# legacy ones browsers' detectors choose among. Those written in Latin
-# letters are asked too, so that a page in one of them is known as Latin;
-# it is then read as windows-1252, the fallback browsers share, since which
-# Latin encoding a few accented letters are in is anybody's guess.
-_LATIN_GUESSES = ("cp1252", "cp1250", "cp1254", "cp1257")
-_OTHER_GUESSES = (
-    "cp932",  # Shift_JIS as browsers read it
-    "euc_jp",
-    "gb18030",  # GB2312 and GBK as browsers read them
-    "big5",
-    "cp949",  # EUC-KR as browsers read it
-    "cp1251",
-    "koi8_r",
-)
-
-
-def _guessed_codec(body: bytes) -> str:
-    """The codec a body with no label it agrees with reads best in:
-    windows-1252, as browsers fall back to, unless the guess is one of
-    _OTHER_GUESSES and windows-1252 reads plainly worse. The same bytes
-    always give the same guess, so an unchanged page never reads as a
-    change."""
-    first = _NON_ASCII.search(body)
-    end = first.start() if first else 0
-    start = max(body.rfind(b"<", 0, end), body.rfind(b"\n", 0, end)) + 1
-    scanned = body[start : start + GUESS_SCAN_BYTES]
-    runs = [run for run in _RUN_ENDS.split(scanned) if not run.isascii()]
-    text = b"\n".join(runs)
-    if len(text) > GUESS_TEXT_BYTES:
-        # Cut after a whole run, unless the first is longer than the limit.
-        end = text.rfind(b"\n", 0, GUESS_TEXT_BYTES)
-        text = text[: end if end > 0 else GUESS_TEXT_BYTES]
-    matches = charset_normalizer.from_bytes(
-        text,
-        cp_isolation=[*_LATIN_GUESSES, *_OTHER_GUESSES],
-        preemptive_behaviour=False,
-        enable_fallback=False,
-    )
-    best = matches.best()
-    if best is None or best.encoding not in _OTHER_GUESSES:
-        return "cp1252"
-    if any(
-        match.encoding in _LATIN_GUESSES and match.chaos <= best.chaos
-        for match in matches
-    ):
-        return "cp1252"  # reads as well in Latin letters: keep the fallback
-    return _codec(best.encoding) or "cp1252"
 
 
 def _looks_like_html(head: bytes) -> bool:

@@ -1,6 +1,8 @@
 """A crawl's state in the database while its check runs.
 
     plan:   the start URL and the sitemap's pages, admitted at depth 0
+    claim:  a page that names another page of the crawl as its canonical
+            address is recorded there, once (see canonical, claim)
     admit:  the links of each fetched page (scoped by checks.crawl.scope)
             become new batches, once per page, up to the crawl's limit;
             near it, pages the target had come first and the others wait
@@ -34,12 +36,13 @@ from checks import shared_clock
 from checks.browser.options import browser_options
 from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl import known
+from checks.crawl.canonical import declared_canonical
 from checks.crawl.discovery import robots_of
 from checks.crawl.kept_out import kept_out
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
 from checks.errors import ErrorKind, error_words
-from checks.fetch import OutboundClient
+from checks.fetch import FetchResult, OutboundClient
 from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState
 from checks.pipeline.outcome import Item, Outcome
@@ -148,6 +151,92 @@ class Frontier:
             scope.robots[origin] = None  # claimed: one fetch per origin
             scope.remember_robots(origin, await robots_of(origin, client))
 
+    def canonical(self, job: PageJob, fetched: object) -> Link | None:
+        """Where this page is recorded instead of its own address: the
+        canonical address it names (checks.crawl.canonical), when that is
+        another page of the crawl's own site which the crawl would take at
+        the page's depth (its paths, robots.txt), with deduplicateSimilarURLs
+        on (the site's own word on which addresses are one page). Never
+        fetched for it: the page's content stands for it. None for the
+        start page (the user's own), a page a redirect took elsewhere
+        (recorded where it led), and an answer that is not a page."""
+        crawl = self.crawls.get(job.target_id)
+        if crawl is None or not job.record or not isinstance(fetched, FetchResult):
+            return None
+        scope = crawl.scope
+        if not scope.similar or not 200 <= fetched.status_code < 300:
+            return None
+        if job.depth == 0 and job.url == scope.start:
+            return None
+        if not scope.is_internal(job.url) or _moved(scope, job.url, fetched.final_url):
+            return None
+        declared = declared_canonical(fetched)
+        link = scope.admit(declared, job.depth) if declared else None
+        if link is None or not link.follow or link.key == scope.key(job.url):
+            return None
+        return link
+
+    def recorded_as(self, job: PageJob, link: Link) -> str:
+        """The address a canonical page is recorded under: the one the
+        target had it under (a trailing slash, www.), or the canonical's."""
+        crawl = self.crawls[job.target_id]
+        had, _ = known.respelled(
+            self.check.monitor_id, job.target_id, crawl.scope, [link]
+        )
+        return had[0].url if had else link.url
+
+    def claim(self, items: Sequence[Item]) -> list[Item]:
+        """These pages, those that name a canonical address (see canonical)
+        under it: the first to name it claims it in the frontier (so it is
+        not fetched as a link either), and the content it brought is that
+        page's. One that names an address the frontier has already (the
+        page itself was admitted, or another address named it first) is no
+        page of its own: it leaves the counts, so copies of one article do
+        not fill the crawl's limit. Either way its frontier row takes the
+        canonical address, which makes this happen once should the batch run
+        again, and lets the page the target had under the old address be
+        `removed` (removed_items). Its links are followed all the same."""
+        named = [item for item in items if item.outcome.canonical is not None]
+        if not named:
+            return list(items)
+        with transaction.atomic():
+            check = Check.objects.select_for_update().get(pk=self.check.pk)
+            recorded = set(
+                PageResult.objects.filter(
+                    check_run=check, url__in=[i.outcome.canonical for i in named]
+                ).values_list("target_id", "url")
+            )
+            kept, gone = [], 0
+            for item in items:
+                to = item.outcome.canonical
+                if to is None:
+                    kept.append(item)
+                    continue
+                job, crawl = item.job, self.crawls[item.job.target_id]
+                moved = CrawlPage.objects.filter(
+                    crawl_id=crawl.row.pk, key=crawl.scope.key(job.url)
+                ).exclude(url=to)
+                if moved.update(url=to):
+                    _, first = CrawlPage.objects.get_or_create(
+                        crawl_id=crawl.row.pk,
+                        key=crawl.scope.key(to),
+                        defaults={"url": to, "depth": job.depth},
+                    )
+                    if not first:
+                        Crawl.objects.filter(pk=crawl.row.pk).update(
+                            found=F("found") - 1
+                        )
+                        gone += 1
+                else:  # claimed or counted out before this batch ran again
+                    first = (job.target_id, to) not in recorded
+                job = dataclasses.replace(job, url=to) if first else job
+                kept.append(Item(dataclasses.replace(job, record=first), *item[1:]))
+            if gone:
+                Check.objects.filter(pk=check.pk).update(
+                    pages_total=F("pages_total") - gone
+                )
+        return kept
+
     def redirected(self, items: Sequence[Item]) -> list[Item]:
         """These pages, but for those a redirect took elsewhere, that
         answered with a download, or that lead to no page and never did
@@ -164,6 +253,9 @@ class Frontier:
         for item in items:
             job, outcome, state = item
             crawl = self.crawls.get(job.target_id)
+            if outcome.canonical is not None:  # not redirected (see canonical)
+                kept.append(item)
+                continue
             to = _redirect(crawl.scope, job, outcome) if crawl else None
             if (
                 crawl is not None
@@ -289,11 +381,16 @@ def _redirect(scope: Scope, job: PageJob, outcome: Outcome) -> str | None:
         return None
     final = outcome.metadata.get("url")
     to = scope.fetch_url(final) if isinstance(final, str) else None
-    if to is None or scope.key(to) == scope.key(job.url):
-        return None
-    if _adds_to_query(job.url, to):
-        return None
-    return to
+    return to if to is not None and _moved(scope, job.url, to) else None
+
+
+def _moved(scope: Scope, url: str, final: str) -> bool:
+    """Whether a fetch of `url` that ended at `final` was taken to another
+    page (http to https, a trailing slash, a query it added are the same)."""
+    to = scope.fetch_url(final)
+    if to is None or scope.key(to) == scope.key(url):
+        return False
+    return not _adds_to_query(url, to)
 
 
 def _download(scope: Scope, job: PageJob, outcome: Outcome) -> bool:
@@ -473,7 +570,11 @@ def close(check_id: uuid.UUID, record: Any) -> None:
 
 def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
     scope = scope_of(target, row)
-    seen = set(CrawlPage.objects.filter(crawl=row).values_list("key", flat=True))
+    # A row whose address is not its own stands for another page (a link
+    # that redirected, a page that named a canonical address): the page the
+    # target had under the row's own address was not found again.
+    rows = CrawlPage.objects.filter(crawl=row).values_list("key", "url")
+    seen = {key for key, url in rows if url and scope.key(url) == key}
     states = PageState.objects.filter(
         monitor_id=check.monitor_id,
         target_id=target.id,

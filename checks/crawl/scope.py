@@ -12,7 +12,8 @@ robots.txt; no I/O. Firecrawl's semantics:
   ever; `maxDepth`: path segments below the start URL's;
 * `ignoreQueryParameters`: the query is dropped; `deduplicateSimilarURLs`
   (default on): www./no www, http/https, a trailing slash and index.html are
-  one page;
+  one page, and so is a page with the canonical address it names
+  (checks.crawl.canonical, applied by checks.crawl.frontier);
 * links to files that are not pages (images, archives, media, office
   documents: FILE_EXTENSIONS) are not followed; PDFs are;
 * robots.txt (protego) unless `ignoreRobotsTxt` is set and the operator allows

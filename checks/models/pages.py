@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import models
-from django.db.models import Case, Max, OuterRef, Subquery, Value, When
+from django.db.models import Case, F, Max, OuterRef, Subquery, Value, When, Window
 from django.db.models.fields.json import KT
-from django.db.models.functions import SHA256
+from django.db.models.functions import SHA256, RowNumber
 from django.urls import reverse
 
 from checks import shared_clock
@@ -88,6 +88,10 @@ class PageState(models.Model):
     # "browser" once a plain fetch of this page was found built by scripts
     # (checks.browser.detect): later checks go straight to the browser.
     fetcher = models.CharField(max_length=8, blank=True)
+    # The hash of the text of the site's "not found" page this page was
+    # confirmed to show (checks.pipeline.not_found), while it is removed: the
+    # same text again is still gone without asking the site a made-up address.
+    not_found_hash = models.CharField(max_length=64, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -107,7 +111,8 @@ class PageState(models.Model):
     UPSERT_FIELDS = (
         "url", "snapshot", "normalized_hash", "scrape_id", "presence",
         "fetched_at", "cached_at", "metadata", "body_hash", "options_hash",
-        "etag", "last_modified", "derived", "fetcher", "updated_at",
+        "etag", "last_modified", "derived", "fetcher", "not_found_hash",
+        "updated_at",
     )  # fmt: skip
 
     @classmethod
@@ -363,6 +368,21 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             target_id=page.target_id,
             url=page.url,
         ).order_by("-created_at", "-id")
+
+    def latest_status_of(self, urls: list[str]) -> dict[str, str]:
+        """The status of the newest of these results at each of these
+        addresses, by address. One query, reading only these addresses'
+        results (through page_target_url_idx when filtered by target)."""
+        newest_first = [F("created_at").desc(), F("id").desc()]
+        rows = (
+            self.filter(url__in=urls)
+            .annotate(
+                rank=Window(RowNumber(), partition_by=F("url"), order_by=newest_first)
+            )
+            .filter(rank=1)
+            .values_list("url", "status")
+        )
+        return dict(rows)
 
     def versions_before(self, page: PageResult) -> PageResultQuerySet:
         """The earlier results of `page`'s page (its monitor, target and

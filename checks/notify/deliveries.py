@@ -269,7 +269,8 @@ def recent_deliveries(monitor: Monitor, limit: int = 20) -> list[Delivery]:
     """The monitor's latest deliveries, newest first, with their attempts."""
     return list(
         Delivery.objects.for_monitor(monitor)
-        .select_related("check_run")
+        # The channel names a delivery that went to no address of its own.
+        .select_related("check_run", "channel")
         .prefetch_related("attempt_log")
         .order_by("-created_at", "-id")[:limit]
     )

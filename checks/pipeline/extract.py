@@ -17,8 +17,9 @@ baseline's hashes can decide it, as Firecrawl does.
   is kept, so the next good fetch diffs against the last good content.
 * a page that may be the site's "not found" page answered with 200 carries
   its text for checks.pipeline.not_found to confirm or clear: a page never
-  seen when its title or first heading says so, a page whose text changed or
-  that was reported removed by _may_be_not_found; no other page pays for it.
+  seen when its title, first heading or first lines say so, a page whose
+  text changed or that was reported removed by _may_be_not_found; no other
+  page pays for it.
 
 All of it is plain CPU work on data in memory, run inline as each page
 arrives (checks.pipeline.batch); nothing here reads the database. A PDF is
@@ -50,7 +51,7 @@ from checks.content import (
     strip_noise,
 )
 from checks.content.challenge import is_challenge
-from checks.content.not_found import first_heading, looks_not_found
+from checks.content.not_found import first_heading, first_lines, looks_not_found
 from checks.content.ocr import available as ocr_available
 from checks.content.sniff import body_kind, media_type_of
 from checks.errors import ErrorKind, http_error_text
@@ -65,6 +66,7 @@ from checks.pipeline.outcome import (
     base_metadata,
     failed,
     options_hash,
+    read_by_another_engine,
 )
 
 logger = logging.getLogger(__name__)
@@ -134,7 +136,12 @@ def reads_slowly(fetched: Fetched) -> bool:
 # lines. Reading 1 is the hash of releases that had no reading number.
 # Reading 5 reads a PDF's pages that are pictures with OCR (when an engine
 # is installed): a text PDF with a scanned page gains that page's words.
-READING = 5
+# Reading 6 reads unlabelled pages in Greek, Hebrew, Arabic, Thai, Central
+# European, Turkish and Baltic encodings in their own letters.
+# What a PDF's pictures were read with (the OCR engine's version and its
+# languages) is not a reading number: it is kept in the page's metadata
+# (ocrEngine), and a baseline read otherwise is read again, as quietly.
+READING = 6
 
 
 def body_digest(fetched: FetchResult) -> Any:
@@ -291,7 +298,8 @@ def _extracted(
     same_options = baseline is not None and baseline.options_hash == options_hash(
         job.options
     )
-    if baseline is not None and same_options and digest == baseline.body_hash:
+    same_body = baseline is not None and same_options and digest == baseline.body_hash
+    if same_body and not read_by_another_engine(baseline):
         return _unchanged(job, baseline, metadata, body_hash=digest)
     if baseline is not None and (not fetched.content or fetched.content.isspace()):
         # A blank answer (a deploy, an overloaded backend, a 204) is no new
@@ -338,10 +346,12 @@ def _extracted(
             if _may_be_not_found(job, outcome, removed, page, markdown):
                 outcome.not_found = markdown
             return outcome
-        # Never seen: only its title and first heading are looked at, so a
-        # first check does not turn every page's source into Markdown.
-        heading = first_heading(source, html=source_format == SOURCE_HTML)
-        if looks_not_found(outcome.metadata["title"], heading, ""):
+        # Never seen: its title, first heading and first lines are read from
+        # its source, so a first check does not turn every page into Markdown.
+        html = source_format == SOURCE_HTML
+        heading = first_heading(source, html=html)
+        lines = first_lines(source, html=html)
+        if looks_not_found(outcome.metadata["title"], heading, lines):
             outcome.not_found = text_of(job, source_format, source)
         return outcome
     outcome.status = PageResult.Status.SAME  # unless the text says otherwise
@@ -356,10 +366,11 @@ def _extracted(
         # it was stored in an older format).
         outcome.keep_baseline(baseline, source, source_format, digest_text)
         return outcome
-    if same_options and baseline.body_hash in _older_readings(answered):
+    if same_body or (same_options and baseline.body_hash in _older_readings(answered)):
         # The very bytes of the baseline, whose text an older release read
-        # otherwise (a charset it got wrong): not a change of the page, so the
-        # new reading becomes the baseline quietly.
+        # otherwise (a charset it got wrong), or another OCR engine or other
+        # languages: not a change of the page, so the new reading becomes the
+        # baseline quietly.
         content.normalized_hash = digest_text
         content.snapshot = pack_snapshot(source, source_format)
         return outcome

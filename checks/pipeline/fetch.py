@@ -24,7 +24,13 @@ from checks.errors import ErrorKind
 from checks.fetch import FetchResult, OutboundClient, Pace, Resolver
 from checks.jobs import PageJob
 from checks.models import PageResult, PageState
-from checks.pipeline.outcome import Outcome, base_metadata, failed, options_hash
+from checks.pipeline.outcome import (
+    Outcome,
+    base_metadata,
+    failed,
+    options_hash,
+    read_by_another_engine,
+)
 from monitors.time_words import wire_time
 
 
@@ -128,6 +134,8 @@ def request_headers(job: PageJob, state: PageState | None) -> dict[str, str]:
         return headers  # a crawl page's links are read from its body
     if state.options_hash != options_hash(job.options):
         return headers
+    if read_by_another_engine(state):
+        return headers  # its body is to be read again
     validators = {"If-None-Match": state.etag, "If-Modified-Since": state.last_modified}
     present = {k.lower() for k in headers}
     for name, value in validators.items():

@@ -19,6 +19,18 @@ the page's headers, without its actions or screenshot), about once per host,
 fetcher and set of options in a check: the batch keeps the answer, and the
 cache shares it with the check's other batches (batches running at the same
 moment on other workers may each ask before one has kept it).
+
+The made-up address is a request nobody asked for, so it obeys the site's
+robots.txt as a crawl does (checks.crawl.scope), even for a page the user
+asked for by its address: a crawl's page uses the rules its crawl read; any
+other page's host has its robots.txt read once in a check (kept as the
+made-up address's answer is). When robots.txt keeps crawlers out of the
+made-up address, nothing is confirmed: the page is what it says, and its
+result says why it could not be made sure of.
+
+A page reported gone that still shows, word for word, the not-found page it
+was confirmed as (its hash kept with its state) is still gone without asking
+again; another text (the site's new design, the page back) is asked about.
 """
 
 from __future__ import annotations
@@ -29,15 +41,19 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.cache import cache
+from protego import Protego
 
 from checks.browser.options import screenshot_format
-from checks.content import ExtractionError
+from checks.content import ExtractionError, content_hash
 from checks.content.not_found import probe_url, same_text
+from checks.crawl.discovery import read_robots
+from checks.crawl.scope import Scope, user_agent_token
 from checks.errors import ErrorKind
 from checks.fetch import FetchError
 from checks.jobs import PageJob
@@ -61,16 +77,34 @@ SHARED_SECONDS = 3600
 # The longest text of a made-up address's answer kept: a not-found page is
 # short (checks.content.not_found compares no longer texts anyway).
 KEPT_CHARS = 50_000
+# Why a suspected page could not be confirmed, kept in its result's metadata
+# for the page's words (templates/checks/page_diff.html).
+UNCONFIRMED_KEY = "notFoundUnconfirmed"
+KEPT_OUT_BY_ROBOTS = "robots"
+# A crawl's rules for a page, None for a page of no crawl (Frontier.scope).
+ScopeOf = Callable[[PageJob], Scope | None]
+# A made-up address's answer: the address, its text (None when it answered
+# no page) and why it was not asked ("" when it was).
+Answer = tuple[str, str | None, str]
 
 
 class NotFoundProbe:
     """One batch's made-up addresses: asked at most once per host, fetcher
-    and set of options, their answers' text kept for the check."""
+    and set of options, their answers' text kept for the check; robots.txt
+    read at most once per host (`scope_of`: a crawl page's rules, read by
+    its crawl already)."""
 
-    def __init__(self, fetchers: Fetchers, check_id: uuid.UUID) -> None:
+    def __init__(
+        self,
+        fetchers: Fetchers,
+        check_id: uuid.UUID,
+        scope_of: ScopeOf | None = None,
+    ) -> None:
         self.fetchers = fetchers
         self.check_id = check_id
-        self.asked: dict[str, asyncio.Task[tuple[str, str | None]]] = {}
+        self.scope_of = scope_of
+        self.asked: dict[str, asyncio.Task[Answer]] = {}
+        self.robots: dict[str, asyncio.Task[str]] = {}
 
     async def confirm(
         self, job: PageJob, outcome: Outcome, state: PageState | None
@@ -80,41 +114,73 @@ class NotFoundProbe:
         if outcome.not_found is None:
             return outcome
         text, outcome.not_found = outcome.not_found, None
+        if still_the_same(text, state):
+            return gone(job, outcome, state, text)
         key = _key(job)
         task = self.asked.get(key)
         if task is None:
             task = asyncio.ensure_future(self._ask(key, job))
             self.asked[key] = task
         try:
-            probe, probe_text = await task
+            probe, probe_text, unconfirmed = await task
         except Exception:  # the page keeps what its own answer says
             logger.exception("Asking %s for a made-up address crashed", job.url)
             return outcome
+        if unconfirmed:
+            outcome.metadata[UNCONFIRMED_KEY] = unconfirmed
         if probe_text is None:
             return outcome
         addresses = (urlsplit(job.url).path, urlsplit(probe).path)
         if not same_text(text, probe_text, addresses):
             return outcome
-        return gone(job, outcome, state)
+        return gone(job, outcome, state, text)
 
-    async def _ask(self, key: str, job: PageJob) -> tuple[str, str | None]:
-        """(the made-up address, its answer's text, None when it answered
-        no page), from the check's cache or asked now."""
+    async def _ask(self, key: str, job: PageJob) -> Answer:
+        """(the made-up address, its answer's text or None when it answered
+        no page, why it was not asked or ""), from the check's cache or
+        asked now."""
         cache_key = f"not-found-probe:{self.check_id}:{key}"
-        try:
-            shared = await cache.aget(cache_key)
-        except Exception:  # no cache: ask the site, as if none was kept
-            logger.warning("The cache could not be read", exc_info=True)
-            shared = None
-        if isinstance(shared, list) and len(shared) == 2:
-            return shared[0], shared[1]
+        shared = await _cached(cache_key)
+        if isinstance(shared, list) and len(shared) == 3:
+            return shared[0], shared[1], shared[2]
         probe = probe_url(job.url)
-        answer = (probe, await self._text_of(job, probe))
-        try:
-            await cache.aset(cache_key, list(answer), SHARED_SECONDS)
-        except Exception:
-            logger.warning("The cache could not be written", exc_info=True)
+        if await self._allowed(job, probe):
+            answer: Answer = (probe, await self._text_of(job, probe), "")
+        else:
+            answer = (probe, None, KEPT_OUT_BY_ROBOTS)
+        await _keep(cache_key, list(answer))
         return answer
+
+    async def _allowed(self, job: PageJob, probe: str) -> bool:
+        """Whether robots.txt lets our crawler ask for the made-up address:
+        the rules the page's crawl read (and whether it may ignore them),
+        else its host's, read once in the check."""
+        scope = self.scope_of(job) if self.scope_of is not None else None
+        origin = Scope.host_of(probe)
+        if scope is not None and scope.knows_robots(origin):
+            return scope.robots_allow(probe)
+        task = self.robots.get(origin)
+        if task is None:
+            task = asyncio.ensure_future(self._robots_txt(origin))
+            self.robots[origin] = task
+        text = await task
+        if not text.strip():
+            return True
+        agent = scope.agent if scope is not None else settings.OUTBOUND_USER_AGENT
+        return Protego.parse(text).can_fetch(probe, user_agent_token(agent))
+
+    async def _robots_txt(self, origin: str) -> str:
+        """The rules of robots.txt of a host, from the check's cache or read
+        now (a robots.txt that cannot be read disallows all, as RFC 9309
+        asks: checks.crawl.discovery)."""
+        digest = hashlib.sha256(origin.encode()).hexdigest()[:32]
+        cache_key = f"not-found-robots:{self.check_id}:{digest}"
+        shared = await _cached(cache_key)
+        if isinstance(shared, str):
+            return shared
+        robots = await read_robots(f"{origin}/robots.txt", self.fetchers.client)
+        await _keep(cache_key, robots.text)
+        return robots.text
 
     async def _text_of(self, job: PageJob, probe: str) -> str | None:
         made_up = dataclasses.replace(
@@ -151,10 +217,21 @@ def probe_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def gone(job: PageJob, outcome: Outcome, state: PageState | None) -> Outcome:
+def still_the_same(text: str, state: PageState | None) -> bool:
+    """Whether a page reported gone shows, word for word, the not-found
+    page it was confirmed as."""
+    return (
+        state is not None
+        and state.is_removed
+        and bool(state.not_found_hash)
+        and state.not_found_hash == content_hash(text)
+    )
+
+
+def gone(job: PageJob, outcome: Outcome, state: PageState | None, text: str) -> Outcome:
     """The outcome of a page confirmed to be the site's not-found page, as
     a 404 would have it for its kind: only what the answer said (address,
-    status, type) is kept of it."""
+    status, type) is kept of it, and the hash of its text (`text`)."""
     code = outcome.status_code or 200
     metadata = base_metadata(job) | {"url": outcome.metadata.get("url", job.url)}
     metadata["statusCode"] = code
@@ -168,13 +245,18 @@ def gone(job: PageJob, outcome: Outcome, state: PageState | None) -> Outcome:
             status_code=code,
             error=REMOVED_WORDS.format(code=code),
             error_kind=kind,
+            not_found_hash=content_hash(text),
         )
     if state is not None and state.is_removed:
         # Still gone, as a page answering 404 again is: it costs what any
         # fetched page costs (checks.pipeline.extract).
         metadata["creditsUsed"] = job.credits
         return Outcome(
-            PageResult.Status.SAME, metadata, status_code=code, error_kind=kind
+            PageResult.Status.SAME,
+            metadata,
+            status_code=code,
+            error_kind=kind,
+            not_found_hash=content_hash(text),
         )
     return Outcome(
         PageResult.Status.ERROR,
@@ -183,6 +265,21 @@ def gone(job: PageJob, outcome: Outcome, state: PageState | None) -> Outcome:
         error=FIRST_WORDS.format(code=code),
         error_kind=kind,
     )
+
+
+async def _cached(key: str) -> Any:
+    try:
+        return await cache.aget(key)
+    except Exception:  # no cache: ask the site, as if none was kept
+        logger.warning("The cache could not be read", exc_info=True)
+        return None
+
+
+async def _keep(key: str, value: Any) -> None:
+    try:
+        await cache.aset(key, value, SHARED_SECONDS)
+    except Exception:
+        logger.warning("The cache could not be written", exc_info=True)
 
 
 def _key(job: PageJob) -> str:

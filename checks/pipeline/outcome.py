@@ -24,6 +24,7 @@ from checks.browser.options import browser_options
 from checks.browser.result import Shot
 from checks.content import Pack, pack_snapshot
 from checks.content.ocr import available as ocr_available
+from checks.content.ocr import reading as ocr_reading
 from checks.content.options import pdf_mode
 from checks.jobs import PageJob, Via
 from checks.models import PageResult, PageState
@@ -41,7 +42,7 @@ MODEL_FORMATS = frozenset({"json", "summary"})
 PER_CHECK_METADATA = (
     "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
     "actions", "blockedRequests", "judgedInPart", "extractedInPart",
-    "summaryError", "summarizedInPart", "judgedBy",
+    "summaryError", "summarizedInPart", "notFoundUnconfirmed", "judgedBy",
 )  # fmt: skip
 FETCHED_BECAUSE = {
     Via.OPTIONS: "Its options need a browser ({detail}).",
@@ -150,6 +151,9 @@ class Outcome:
     # when it may be the site's "not found" page answered with HTTP 200, for
     # the made-up address's answer to be compared with.
     not_found: str | None = None
+    # confirm -> record: the hash of the text of the site's "not found" page
+    # that a gone page shows, kept with its removed state (PageState).
+    not_found_hash: str = ""
     # extract -> judge: the page's text, for pages whose formats ask the model.
     page_text: PageText | None = None
     # judge: what the model made of the page.
@@ -165,6 +169,10 @@ class Outcome:
     links: list[str] = field(default_factory=list)
     captures: list[Shot] = field(default_factory=list)
     fetcher: str | None = None
+    # fetch -> crawl (checks.crawl.frontier): the address a crawl page names
+    # as canonical, under which it is recorded (extract compared it with that
+    # address's baseline); None for a page recorded under its own.
+    canonical: str | None = None
 
     @property
     def snapshot(self) -> Pack | None:
@@ -298,3 +306,14 @@ def options_hash(options: Mapping[str, Any]) -> str:
     bytes under other scrapeOptions are extracted again."""
     canonical = json.dumps(options, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def read_by_another_engine(state: PageState) -> bool:
+    """Whether the baseline's PDF was read with OCR by another engine, or
+    with other languages, than the one configured now: its same bytes are
+    then read again, and the new reading kept quietly (checks.pipeline.extract),
+    so that the next real change does not show the readings' differences."""
+    if not state.metadata.get("ocrPages"):
+        return False
+    now = ocr_reading()
+    return now is not None and state.metadata.get("ocrEngine") != now

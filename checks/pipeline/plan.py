@@ -159,7 +159,7 @@ def batch_pages(
     fetcher chosen for it, beside its baseline; and the kinds of their
     targets."""
     jobs, kinds = _jobs(check, batch)
-    states = _baselines(check.monitor, jobs)
+    states = baselines(check.monitor, jobs)
     work = []
     for job in jobs:
         state = states.get((job.target_id, PageState.hash_url(job.url)))
@@ -200,7 +200,7 @@ def _jobs(check: Check, batch: CheckBatch) -> tuple[list[PageJob], list[TargetKi
     return jobs, list(kinds.values())
 
 
-def _baselines(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
+def baselines(monitor: Monitor, jobs: Sequence[PageJob]) -> dict[Any, PageState]:
     """The baselines of these pages, with what the extract stage reads of
     their snapshots (never the blobs: compare reads those for a changed page)."""
     rows = PageState.objects.filter(

@@ -190,15 +190,27 @@ def _move_baselines(
 ) -> None:
     """Removed pages are marked; pages with content become the baseline (one
     upsert for all); errors keep the baseline; cache hits are it. A page still
-    gone has no content (no snapshot): its state stays removed."""
+    gone has no content (no snapshot): its state stays removed, keeping the
+    hash of the site's "not found" page it shows when that is new."""
     upserts: dict[tuple[uuid.UUID, str], PageState] = {}
     for (job, outcome, state), snapshot_id in zip(items, snapshot_ids, strict=True):
         url_hash = PageState.hash_url(job.url)
+        page_state = PageState.objects.filter(
+            monitor_id=monitor_id, target_id=job.target_id, url_hash=url_hash
+        )
         if outcome.status == PageResult.Status.REMOVED:
-            PageState.objects.filter(
-                monitor_id=monitor_id, target_id=job.target_id, url_hash=url_hash
-            ).update(presence=PageState.Presence.REMOVED, updated_at=now)
+            page_state.update(
+                presence=PageState.Presence.REMOVED,
+                not_found_hash=outcome.not_found_hash,
+                updated_at=now,
+            )
             continue
+        if (
+            outcome.not_found_hash
+            and state is not None
+            and state.not_found_hash != outcome.not_found_hash
+        ):
+            page_state.update(not_found_hash=outcome.not_found_hash, updated_at=now)
         content = outcome.content
         if snapshot_id is None or content is None or outcome.cache_hit:
             continue

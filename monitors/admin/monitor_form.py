@@ -15,7 +15,7 @@ from django import forms
 from django.http import QueryDict
 from django.utils import timezone
 
-from monitors import rules
+from monitors import clock, rules
 from monitors.admin.shared import _masked
 from monitors.dashboard.forms.monitor import MonitorForm
 from monitors.dashboard.forms.targets import TargetFields, target_initial
@@ -174,6 +174,28 @@ def _unmasked(text: str, headers: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+class TeamClockDateTimeField(forms.DateTimeField):
+    """A moment shown and typed on a clock of the form's choosing (the
+    team's, as the dashboard shows the mute), stored in UTC. Any moment in
+    the year 9999 is MUTED_FOREVER, shown as typed, so "9999-12-31" means
+    until unmuted on every clock."""
+
+    zone = "UTC"
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, datetime) and value >= rules.MUTED_FOREVER:
+            return value.astimezone(UTC).replace(tzinfo=None)
+        with timezone.override(ZoneInfo(self.zone)):
+            return super().prepare_value(value)
+
+    def to_python(self, value: Any) -> datetime | None:
+        with timezone.override(ZoneInfo(self.zone)):
+            moment = super().to_python(value)
+        if moment is not None and moment.year >= rules.MUTED_FOREVER.year:
+            return rules.MUTED_FOREVER
+        return moment
+
+
 class MonitorAdminForm(forms.ModelForm):
     """The dashboard's monitor form (monitors.dashboard.forms.monitor) laid out
     for the admin: the same fields, parsed and validated by the same code (and so
@@ -183,11 +205,9 @@ class MonitorAdminForm(forms.ModelForm):
     a moment (by the API's rule, rules.mute_rule)."""
 
     status = forms.ChoiceField(choices=Monitor.Status.choices)
-    muted_until = forms.DateTimeField(
+    muted_until = TeamClockDateTimeField(
         required=False,
         label="Mute notifications until",
-        help_text="In UTC, such as 2026-12-01 14:00. Empty: not muted (clearing "
-        "it unmutes). 9999-12-31 mutes until someone unmutes it.",
     )
 
     class Meta:
@@ -202,6 +222,13 @@ class MonitorAdminForm(forms.ModelForm):
         shown = MonitorForm(monitor=monitor)
         self.initial["status"] = monitor.status
         self.initial["muted_until"] = monitor.mute_ends_at
+        # On the team's clock, as the dashboard shows and sets the mute.
+        zone = clock.team_zone(monitor.team) if monitor.team_id else "UTC"
+        self.fields["muted_until"].zone = zone
+        self.fields["muted_until"].help_text = (
+            f"On the team’s clock ({zone}), such as 2026-12-01 14:00. Empty: not "
+            "muted (clearing it unmutes). 9999-12-31 mutes until someone unmutes it."
+        )
         _worded("status", self.fields["status"])
         for name, field in shown.main.fields.items():
             self.fields[name] = _worded(name, field)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
@@ -18,11 +18,10 @@ from django.utils.html import format_html_join
 from django.utils.translation import ngettext
 
 from checks.deleting import delete_for_good, delete_history, delete_monitors
-from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
 from checks.models import Check, Delivery, PageResult, PageState
 from checks.notify import consent
 from checks.notify.kinds.base import mask_url
-from monitors import clock, muting, rules
+from monitors import clock, muting, rules, running
 from monitors.admin.monitor_form import (
     LAST_CHECK_SECTION,
     MONITOR_SECTIONS,
@@ -525,41 +524,18 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
     @admin.action(description="Run a check of the selected monitors now",
                   permissions=["change"])  # fmt: skip
     def run_now_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
-        """The dashboard's "Run now", one monitor at a time: each is locked and
-        refused while paused or running, as there."""
-        count, queue_down = 0, False
-        for monitor in queryset.filter(deleted_at__isnull=True):
-            try:
-                queue_manual_check(monitor)
-            except (RunRefused, Monitor.DoesNotExist):
-                continue
-            except QueueUnavailable as unavailable:
-                # Withdrawn; the broker is down, so the rest would be too.
-                self.message_user(request, unavailable.message, messages.ERROR)
-                queue_down = True
-                break
-            record(_admin(request), monitor.team_id, Kind.MONITOR_RUN, monitor)
-            count += 1
-        did = (
-            ngettext(
-                "Started a check of %d monitor.",
-                "Started a check of %d monitors.",
-                count,
-            )
-            % count
+        """The dashboard's "Run now" on each (monitors.running): paused or
+        deleted ones and those running a check already are left alone, and
+        named."""
+        runs = running.run_each(
+            # Deleted ones too (the admin lists them), to be named as such.
+            Monitor.objects.filter(pk__in=queryset.values("pk"))
+            .select_related("team")
+            .order_by("name", "pk"),
+            _admin(request),
         )
-        if queue_down:
-            if count:
-                self.message_user(request, did, messages.SUCCESS)
-            return
-        report_action(
-            self,
-            request,
-            did,
-            done=count,
-            left=queryset.count() - count,
-            why_left="paused, deleted or already running a check",
-        )
+        for level, words in running.said(runs):
+            self.message_user(request, words, level)
 
     @staticmethod
     def _lock(queryset: QuerySet, status: str) -> QuerySet[Monitor]:

@@ -1,5 +1,7 @@
 """POST /v2/monitor/bulk (a Pagewatch extension): the monitor list's actions
 on many monitors at once, through monitors.bulk as the dashboard does them.
+run starts a check of each as POST /v2/monitor/{id}/run does (the same
+refusals), and says which were left alone and why.
 mute takes mutedUntil as PATCH does (a moment in the future, the far-future
 one for until unmuted, by the same rules.mute_rule); unmute ends the mute.
 A read key, or a key whose maker is now a viewer, is refused like any other
@@ -20,9 +22,11 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from checks.dispatch import QueueUnavailable
 from checks.targets.options import StrictCharField, StrictMixin
 from monitors import bulk, rules
 from monitors.api.base import ApiView
+from monitors.api.errors import service_unavailable
 from monitors.api.views import RESPONSE_HEADERS, error_responses
 from monitors.models import Monitor
 from teams.activity import Actor
@@ -36,6 +40,7 @@ ACTIONS = {
     "delete": bulk.Action.DELETE,
     "mute": bulk.Action.MUTE,
     "unmute": bulk.Action.UNMUTE,
+    "run": bulk.Action.RUN,
 }
 WIRE_ACTIONS = list(ACTIONS)
 TAG_ACTIONS = [name for name, action in ACTIONS.items() if action.takes_tag]
@@ -57,7 +62,9 @@ class BulkMonitorsSerializer(StrictMixin, serializers.Serializer):
         help_text="pause and resume as PATCH's status does; addTag and "
         "removeTag the tag named in `tag`; delete as DELETE does (no undo); "
         "mute their notifications until `mutedUntil`, and unmute, as PATCH's "
-        "mutedUntil does.",
+        "mutedUntil does; run starts a check of each now, as POST "
+        "/v2/monitor/{id}/run does (paused monitors and those running a check "
+        "already are left alone).",
     )
     tag = StrictCharField(
         required=False,
@@ -106,6 +113,14 @@ class BulkMonitorsSerializer(StrictMixin, serializers.Serializer):
 
 
 IDS = serializers.ListField(child=serializers.UUIDField())
+
+
+def run_ids(help_text: str) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.UUIDField(), required=False, help_text=help_text
+    )
+
+
 BULK_RESPONSE = inline_serializer(
     "BulkMonitorsResponse",
     {
@@ -119,7 +134,8 @@ BULK_RESPONSE = inline_serializer(
                     child=serializers.UUIDField(),
                     help_text="Found, with nothing to do: already paused, "
                     "active, tagged, without the tag, muted until that moment, "
-                    "or not muted.",
+                    "or not muted; for run, not started (see paused, "
+                    "alreadyRunning and queueUnavailable).",
                 ),
                 "notFound": serializers.ListField(
                     child=serializers.UUIDField(),
@@ -131,6 +147,23 @@ BULK_RESPONSE = inline_serializer(
                     help_text="addTag: left without the tag, as they have the "
                     "most tags a monitor may have already.",
                 ),
+                "paused": run_ids(
+                    "run only: left alone as they are paused (resume them first)."
+                ),
+                "alreadyRunning": run_ids(
+                    "run only: left alone as a check of theirs is running already."
+                ),
+                "queueUnavailable": run_ids(
+                    "run only: not started, as the task queue stopped taking "
+                    "checks after the ones in changed (when it takes none, the "
+                    "answer is a 503, as for a single run)."
+                ),
+                "checks": serializers.DictField(
+                    child=serializers.UUIDField(),
+                    required=False,
+                    help_text="run only: the check started for each monitor in "
+                    "changed, by monitor id.",
+                ),
             },
         ),
     },
@@ -140,8 +173,8 @@ BULK_RESPONSE = inline_serializer(
 class MonitorBulkView(ApiView):
     @extend_schema(
         operation_id="bulkMonitors",
-        summary="Pause, resume, mute, unmute, tag, untag or delete many "
-        "monitors (Pagewatch extension)",
+        summary="Pause, resume, mute, unmute, tag, untag, delete or check now "
+        "many monitors (Pagewatch extension)",
         request=BulkMonitorsSerializer,
         parameters=RESPONSE_HEADERS,
         responses={200: BULK_RESPONSE} | error_responses(400, 403, 413, 415),
@@ -165,6 +198,11 @@ class MonitorBulkView(ApiView):
                 serializer.validated_data.get("tag"),
                 serializer.validated_data.get("mutedUntil"),
             )
+        runs = outcome.runs
+        if runs is not None:
+            if runs.queue_down and not runs.started:
+                raise service_unavailable(QueueUnavailable.message)
+            found -= {m.pk for m in runs.gone}  # deleted meanwhile
         changed = {m.pk for m in outcome.done}
         full = {m.pk for m in outcome.full}
 
@@ -178,4 +216,12 @@ class MonitorBulkView(ApiView):
             "notFound": listed(set(wanted) - found),
             "tooManyTags": listed(full),
         }
+        if runs is not None:
+            started = {m.pk: check.pk for m, check in runs.started.items()}
+            data |= {
+                "paused": listed({m.pk for m in runs.paused}),
+                "alreadyRunning": listed({m.pk for m in runs.running}),
+                "queueUnavailable": listed({m.pk for m in runs.queue_down}),
+                "checks": {str(pk): str(started[pk]) for pk in wanted if pk in started},
+            }
         return Response({"success": True, "data": data})

@@ -104,7 +104,10 @@ class ChannelListView(ApiView):
         | error_responses(),
     )
     def get(self, request: Request) -> Response:
-        rows = Channel.objects.for_team(request.user.team).shared()
+        # With their team: each one's settings are shown as its team may see them.
+        rows = (
+            Channel.objects.for_team(request.user.team).shared().select_related("team")
+        )
         context = {"can_write": sees_hooks_whole(request)}
         return ok(ChannelSerializer(rows, many=True, context=context).data)
 

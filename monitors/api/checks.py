@@ -25,9 +25,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checks.captures import with_links
-from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
+from checks.dispatch import QueueUnavailable, RunRefused
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from checks.targets.options import StrictCharField, StrictMixin
+from monitors import running
 from monitors.api import conditional, paging
 from monitors.api.base import ApiView
 from monitors.api.errors import ApiError, not_found, service_unavailable
@@ -43,7 +44,7 @@ from monitors.api.views import (
     int_param,
 )
 from monitors.models import Monitor
-from teams.activity import Actor, Kind, record
+from teams.activity import Actor
 
 PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX = 25, 100
 
@@ -251,7 +252,7 @@ class MonitorRunView(ApiView):
         monitor = get_monitor_for(request, monitor_id)
         RunRequestSerializer(data=request.data).is_valid(raise_exception=True)
         try:
-            check = queue_manual_check(monitor)
+            check = running.run_one(monitor, Actor.of(request))
         except Monitor.DoesNotExist:
             raise not_found() from None  # deleted while we looked
         except RunRefused as refused:
@@ -259,7 +260,6 @@ class MonitorRunView(ApiView):
             raise ApiError(refused.message, 409, refused.code, **extra) from None
         except QueueUnavailable as unavailable:
             raise service_unavailable(unavailable.message) from None
-        record(Actor.of(request), monitor.team_id, Kind.MONITOR_RUN, monitor)
         return Response(
             {"success": True, "id": str(check.pk), "data": CheckSerializer(check).data}
         )

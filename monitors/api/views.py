@@ -323,7 +323,7 @@ class MonitorListView(ApiView):
         if tag:
             monitors = monitors.tagged(tag)
         if since is not None:
-            monitors = monitors.changed_since(since)
+            monitors = monitors.changed_since(since, timezone.now())
         monitors = paging.newest_first(monitors.select_related("team"), before)
         # One row more than the page tells whether a next page exists.
         rows = list(monitors[offset : offset + limit + 1])

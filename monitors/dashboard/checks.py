@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, cast
 
 from django.core.paginator import Paginator
-from django.db.models import Max, Min, OuterRef, Subquery
+from django.db.models import Max, Min
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
@@ -223,19 +223,23 @@ def site_pages(
     monitor = get_monitor_for(request, pk)
     found_by = kind_names(lambda kind: kind.finds_pages)
     target = get_object_or_404(Target, pk=target_id, monitor=monitor, type__in=found_by)
-    results = PageResult.objects.filter(check_run__monitor=monitor, target_id=target.pk)
+    # Read by target alone, as a page's history is (PageResultQuerySet.history_of):
+    # the target is this monitor's, and page_target_url_idx serves it.
+    results = PageResult.objects.filter(target_id=target.pk)
     # A page found but never loaded (a link to a 404) is not "on the site".
-    latest = results.filter(url=OuterRef("url")).order_by("-created_at", "-id")
     rows = (
         results.exclude(status=PageResult.Status.REMOVED)
         .values("url")
-        .annotate(
-            first_seen=Min("created_at"),
-            last_seen=Max("created_at"),
-            latest_status=Subquery(latest.values("status")[:1]),
-        )
+        .annotate(first_seen=Min("created_at"), last_seen=Max("created_at"))
         .order_by("url")
     )
+    pages = Paginator(rows, PAGES_PER_PAGE).get_page(request.GET.get("page"))
+    # The latest outcome of the pages shown only: worked out inside the
+    # grouping it was worked out again for every result of every page, and
+    # counting the pages did it all once more.
+    latest = results.latest_status_of([row["url"] for row in pages])
+    for row in pages:
+        row["latest_status"] = latest.get(row["url"])
     removed = set(
         PageState.objects.filter(
             monitor=monitor, target_id=target.pk, presence=PageState.Presence.REMOVED
@@ -244,7 +248,7 @@ def site_pages(
     context = {
         "monitor": monitor,
         "target": target,
-        "pages": Paginator(rows, PAGES_PER_PAGE).get_page(request.GET.get("page")),
+        "pages": pages,
         "removed": removed,
     }
     return render(request, "checks/site_pages.html", context)

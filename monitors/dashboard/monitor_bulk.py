@@ -1,6 +1,6 @@
 """Acting on many monitors from the list at once: pause, resume, mute or
-unmute their notifications, add or remove a tag, delete. The ticked monitors
-and what to say; the work is monitors.bulk's, which the API's
+unmute their notifications, add or remove a tag, delete, check now. The
+ticked monitors and what to say; the work is monitors.bulk's, which the API's
 POST /v2/monitor/bulk shares, and muting's (monitors.dashboard.muting), whose
 choices of how long are the dashboard's own."""
 
@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from monitors import bulk, rules
+from monitors import bulk, rules, running
 from monitors.dashboard.base import Action, DashboardRequest, _safe_next, team_view
 from monitors.dashboard.muting import UNMUTE, mute_chosen
 from monitors.models import Monitor, MonitorQuerySet
@@ -67,7 +67,7 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     back = _safe_next(request, reverse("monitor-list"))
     chosen = _ticked(request)
     asked = request.POST.get("action", "")
-    if asked not in ACTIONS and asked not in ("mute", "unmute"):
+    if asked not in ACTIONS and asked not in ("mute", "unmute", bulk.Action.RUN):
         messages.error(request, "Choose what to do with the ticked monitors.", SAID_AT)
         return redirect(back)
     if not chosen.exists():
@@ -75,6 +75,8 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
         return redirect(back)
     if asked in ("mute", "unmute"):
         return _mute(request, chosen, back)
+    if asked == bulk.Action.RUN:
+        return _run(request, chosen, back)
     action = bulk.Action(asked)
     tag = None
     if action == bulk.Action.DELETE and request.POST.get("confirmed") != "yes":
@@ -104,6 +106,18 @@ def _mute(
         messages.error(request, "Choose how long to mute their notifications.", SAID_AT)
     else:
         messages.success(request, f"Notifications of {_counted(done)} {said}.", SAID_AT)
+    return redirect(back)
+
+
+def _run(request: DashboardRequest, chosen: MonitorQuerySet, back: str) -> HttpResponse:
+    """Check now: a check of each ticked monitor, as its own "Run now" would
+    start; which were left alone, and why, said beside it."""
+    outcome = bulk.act(
+        chosen, bulk.Action.RUN, Actor.of(request), request.team, timezone.now()
+    )
+    assert outcome.runs is not None
+    for level, words in running.said(outcome.runs):
+        messages.add_message(request, level, words, SAID_AT)
     return redirect(back)
 
 

@@ -23,9 +23,9 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 from checks import deleting, ignore_suggestions
 from checks.ai import allowance, llm_available
 from checks.ai.allowance import MonthUse
-from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
+from checks.dispatch import QueueUnavailable, RunRefused
 from checks.models import Check, PageResult, SearchResultState
-from monitors import clock, history, muting, rules
+from monitors import clock, history, muting, rules, running
 from monitors import schedule as schedules
 from monitors.dashboard.base import (
     CHECKS_PER_PAGE,
@@ -353,7 +353,7 @@ def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
     monitor = get_monitor_for(request, pk)
     error, check = None, None
     try:
-        check = queue_manual_check(monitor)
+        check = running.run_one(monitor, Actor.of(request))
     except RunRefused as refused:
         check = Check.objects.filter(monitor=monitor, pk=refused.check_id).first()
         error = None if check else refused.message
@@ -361,8 +361,6 @@ def monitor_run(request: DashboardRequest, pk: uuid.UUID) -> HttpResponse:
         error = QUEUE_UNAVAILABLE_WORDS
     except Monitor.DoesNotExist:
         raise Http404("Monitor not found") from None
-    else:
-        record(Actor.of(request), request.team, Kind.MONITOR_RUN, monitor)
     if request.htmx:
         context = {"monitor": monitor, "running_check": check, "run_error": error}
         response = render(request, "monitors/monitor_detail.html#run-status", context)

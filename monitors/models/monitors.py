@@ -70,14 +70,19 @@ class MonitorQuerySet(models.QuerySet["Monitor"]):
         """Those with the tag of that name (any case)."""
         return self.filter(tags__name__iexact=name.strip())
 
-    def changed_since(self, moment: datetime) -> MonitorQuerySet:
+    def changed_since(self, moment: datetime, now: datetime) -> MonitorQuerySet:
         """Those changed after `moment`: edited (their fields, targets, tags),
         paused, resumed or deleted (updated_at), or one of whose checks was
         queued, started, finished or otherwise written (which moves their
-        lastRunAt, currentCheckId, nextRunAt and lastCheckSummary)."""
+        lastRunAt, currentCheckId, nextRunAt and lastCheckSummary), or whose
+        mute ended since (mutedUntil turns null then, with no write)."""
         checks = self.model._meta.get_field("checks").related_model
         written = checks.objects.changed_since(moment).values("monitor_id")
-        return self.filter(Q(updated_at__gt=moment) | Q(pk__in=written))
+        return self.filter(
+            Q(updated_at__gt=moment)
+            | Q(pk__in=written)
+            | Q(muted_until__gt=moment, muted_until__lte=now)
+        )
 
     def pause(self) -> list[Monitor]:
         """Pause the active ones among these, in one update; the ones it

@@ -115,18 +115,31 @@
     if (window.htmx) window.htmx.trigger(form, "change");
   });
 
+  /* The new row takes the keyboard only if the keyboard is still where the
+     person asked for it (an "Add" button, or nowhere: some browsers do not
+     focus a clicked button). The row arrives a round trip after the click:
+     someone who has meanwhile moved on, say to type the schedule, would
+     otherwise have the rest of their typing land in the row's address box,
+     and the schedule's preview and validation would never hear it. */
+  function focusStillOnAdd(form) {
+    var active = document.activeElement;
+    if (!active || active === document.body) return true;
+    var add = form && form.querySelector(".add-targets");
+    return !!add && add.contains(active);
+  }
+
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail.target;
     if (!target || target.id !== "targets") return;
     var rows = target.querySelectorAll("[data-target-row]");
     var row = rows[rows.length - 1];
     if (!row) return;
+    var form = target.closest("form");
     var first = row.querySelector("textarea, input:not([type=hidden]), select");
-    if (first) first.focus();
+    if (first && focusStillOnAdd(form)) first.focus();
     var kind = row.querySelector(".target-kind");
     announce((kind ? kind.textContent : "Target") + " target added.");
     // Validated again, so "add at least one thing to watch" goes once there is one.
-    var form = target.closest("form");
     if (form && window.htmx) window.htmx.trigger(form, "change");
   });
 

@@ -115,8 +115,8 @@ def test_create_a_monitor_with_inline_validation(
     # A web search without a goal.
     page.get_by_role("button", name="+ Web search").click()
     queries = page.locator(".target-search textarea[name$='-queries']")
-    queries.wait_for()
-    assert queries.evaluate("el => el === document.activeElement")
+    # Focus moves once the row has settled, a moment after it is shown.
+    expect(queries).to_be_focused()
     queries.fill("acme pricing")
     error_of(page, "goal").get_by_text(
         "A web search needs a goal that says what you are looking for"

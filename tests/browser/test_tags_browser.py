@@ -1,12 +1,15 @@
 """Tags and acting on many monitors in a real browser: tick three monitors
-on the list, pause them at once; follow a tag's chip to its monitors."""
+on the list, pause them at once; tick two and check them now; follow a tag's
+chip to its monitors."""
 
 from __future__ import annotations
 
 import pytest
 from django.utils import timezone
 
+from checks.models import Check
 from monitors.models import Monitor, Tag, Target, Team
+from teams.models import Activity
 from tests.browser.people import sign_in
 from tests.browser.test_dashboard_browser import assert_clean
 
@@ -67,4 +70,30 @@ def test_select_all_shown_and_a_tags_chip(browser_page, member, team, screenshot
     page.get_by_label("Select Rival prices").uncheck()
     assert not page.get_by_label("Select all shown").is_checked()
     screenshot(page, "tags-03-filtered-by-tag")
+    assert_clean(page)
+
+
+def test_ticking_two_monitors_and_checking_them_now(
+    browser_page, member, team, screenshot
+):
+    page = browser_page
+    ticked = [make_monitor(team, "Rival prices"), make_monitor(team, "Rival news")]
+    paused = make_monitor(team, "Closed shop")
+    Monitor.objects.filter(pk=paused.pk).pause()
+    left = make_monitor(team, "Our own shop")
+    sign_in(page)
+
+    for monitor in [*ticked, paused]:
+        page.get_by_label(f"Select {monitor.name}").check()
+    page.locator("#bulk").get_by_role("button", name="Check now").click()
+    page.get_by_text("Started a check of 2 monitors.").wait_for()
+
+    outcome = page.locator("#bulk-outcome")
+    assert "“Closed shop” is paused (resume it first)" in outcome.inner_text()
+    started = Check.objects.filter(trigger=Check.Trigger.MANUAL)
+    assert sorted(c.monitor_id for c in started) == sorted(m.pk for m in ticked)
+    assert not Check.objects.filter(monitor__in=[paused, left]).exists()
+    logged = Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN)
+    assert sorted(e.monitor_id for e in logged) == sorted(m.pk for m in ticked)
+    screenshot(page, "tags-04-two-checked-now")
     assert_clean(page)
