@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from checks.content.change_rules import ChangeRules
+
 # scrapeOptions.timeout (ms) is honoured within these bounds (seconds).
 MIN_PAGE_TIMEOUT, MAX_PAGE_TIMEOUT = 1.0, 300.0
 MOBILE_USER_AGENT_PREFIX = (
@@ -49,6 +51,9 @@ class PageJob:
     # The monitor's noise rule (checks.content.noise); not part of the ref:
     # read from the monitor whenever the job is rebuilt.
     ignore_lines: tuple[str, ...] = ()
+    # The monitor's change rules (checks.content.change_rules), read from
+    # the monitor like ignore_lines; None when it has none.
+    change_rules: ChangeRules | None = None
     # The monitor's fetchWith ("auto", "http" or "browser"); read from the
     # monitor like ignore_lines ("" when not known: planning, as "auto").
     fetch_with: str = ""
@@ -76,6 +81,7 @@ class PageJob:
         credits: int,
         ignore_lines: tuple[str, ...] = (),
         fetch_with: str = "",
+        change_rules: ChangeRules | None = None,
     ) -> PageJob:
         target_id, url, scrape_id, *crawl = ref
         depth, follow, record = crawl[:3] if len(crawl) >= 3 else (0, False, True)
@@ -84,6 +90,7 @@ class PageJob:
             uuid.UUID(target_id), url, options, credits, uuid.UUID(scrape_id),
             depth=int(depth), follow=bool(follow), record=bool(record),
             ignore_lines=ignore_lines,
+            change_rules=change_rules,
             fetch_with=fetch_with,
             browser=Via.DETECTED if detected is not None else "",
             browser_detail=detected or "",

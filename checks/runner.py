@@ -46,7 +46,7 @@ from checks.models import Check, CheckBatch, Heartbeat
 from checks.pipeline import plan as planning
 from checks.pipeline.batch import BatchPages, hand_over, run_pages
 from checks.pipeline.fetch import BrowserFetcher, Fetchers, HttpFetcher, from_cache
-from checks.pipeline.judge import Judge
+from checks.pipeline.judge import Judge, RulesJudge
 from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
 from checks.targets import BatchParts, all_kinds
 from monitors.models import Target
@@ -414,9 +414,9 @@ def _run_batch(batch: CheckBatch, resolver: Resolver | None) -> list[CheckBatch]
 
 def _judges(check: Check, parts: BatchParts, resolver: Resolver | None) -> list[Judge]:
     """A search's judge first (it settles each result's status, never
-    "changed", so the model's change judge leaves search results alone),
-    then the model's part."""
-    judges: list[Judge] = [Enricher(check.monitor, resolver=resolver)]
+    "changed", so the later judges leave search results alone), then the
+    monitor's change rules, then the model's part."""
+    judges: list[Judge] = [RulesJudge(), Enricher(check.monitor, resolver=resolver)]
     if parts.judge is not None:
         judges.insert(0, parts.judge)
     return judges

@@ -471,6 +471,7 @@ SPECTACULAR_SETTINGS = {
         "CheckStatusEnum": "checks.models.Check.Status",
         "PageStatusEnum": "checks.models.PageResult.Status",
         "BulkActionEnum": "monitors.api.bulk.WIRE_ACTIONS",
+        "ChangeRulesLinesEnum": "monitors.rules_changes.LINES",
     },
 }
 

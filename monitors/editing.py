@@ -110,6 +110,8 @@ def _apply(monitor: Monitor, data: dict[str, Any], now: datetime) -> None:
         monitor.judge_enabled = data["judgeEnabled"]
     if "ignoreLines" in data:
         monitor.ignore_lines = data["ignoreLines"]
+    if "changeRules" in data:
+        monitor.change_rules = data["changeRules"]
     if "fetchWith" in data:
         monitor.fetch_with = data["fetchWith"]
     if "webhook" in data:

@@ -624,6 +624,7 @@ def atom_changes(team: Team, monitor: Monitor | None = None) -> list[PageResult]
         )
         # What a search result became (an entry names a new match so).
         .annotate(search_status=KT("metadata__searchStatus"))
+        .with_judged_by()
     )  # fmt: skip
     grouped = _group_pages(checks, pages)
     listed = [page for check in checks for page in grouped[check.pk]]

@@ -152,6 +152,7 @@ def monitor_fields(monitor: Monitor) -> dict[str, Any]:
         "goal": monitor.goal or "",
         "judging": monitor.judge_enabled,
         "ignored lines": monitor.ignore_lines,
+        "which changes matter": monitor.change_rules,
         "how pages are loaded": monitor.fetch_with,
         "webhook": _webhook_as_meant(monitor.webhook),
         "page events": monitor.webhook_pages,

@@ -1392,3 +1392,29 @@ def test_a_monitors_admin_page_says_who_added_each_address(admin_client, monitor
     page = admin_client.get(admin_url(Monitor, "change", monitor.pk)).content.decode()
 
     assert "Added by" in page and "Olive Stone" in page
+
+
+def test_the_admin_sets_which_changes_matter_under_the_apis_rules(
+    admin_client, monitor
+):
+    change = admin_url(Monitor, "change", monitor.pk)
+    page = admin_client.get(change).content.decode()
+    assert "Which changes matter" in page and "Only lines added" in page
+
+    fields = shown_form(admin_client, change)
+    saved = admin_client.post(
+        change,
+        {**fields, "change_lines": "added", "change_disappears": "Out of stock"},
+    )
+    refused = admin_client.post(change, {**fields, "change_containing": "/(/"})
+
+    assert saved.status_code == 302
+    assert refused.status_code == 200
+    assert "This pattern is not valid" in refused.content.decode()
+    monitor.refresh_from_db()
+    assert monitor.change_rules == {
+        "lines": "added",
+        "containing": [],
+        "appears": None,
+        "disappears": "Out of stock",
+    }

@@ -40,6 +40,7 @@ MONITOR_KEYS = {
     "judgeEnabled",
     "ignoreLines",  # Pagewatch extension: the noise rule
     "fetchWith",  # Pagewatch extension: plain HTTP, a browser, or either
+    "changeRules",  # Pagewatch extension: which changes matter, without AI
     "mutedUntil",  # Pagewatch extension: until when it tells no one
     "emailRecipientSubscriptions",
     "channels",  # Pagewatch extension: the team's channels it sends to

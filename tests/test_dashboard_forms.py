@@ -72,6 +72,12 @@ def test_a_plain_form_becomes_the_api_body():
         ],
         "goal": "",
         "ignoreLines": [],
+        "changeRules": {
+            "lines": "any",
+            "containing": [],
+            "appears": "",
+            "disappears": "",
+        },
         "fetchWith": "auto",
         "webhook": None,
         "notification": {
@@ -423,3 +429,53 @@ def test_a_digit_int_cannot_read_is_not_taken_for_a_channel_number():
     data = post()
     data.setlist("channels", ["²", "7"])
     assert MonitorForm(data).payload()["channels"] == [7]
+
+
+def test_which_changes_matter_is_saved_shown_again_and_removed_when_emptied(team):
+    rules = {
+        "change_lines": "removed",
+        "change_containing": "Sale\n\n/\\d+% off/",
+        "change_disappears": " Out of stock ",
+    }
+    form = MonitorForm(post(**rules))
+    assert form.is_valid(), form.errors
+    monitor = form.save(team, timezone.now())
+
+    assert monitor.change_rules == {
+        "lines": "removed",
+        "containing": ["Sale", "/\\d+% off/"],
+        "appears": None,
+        "disappears": "Out of stock",
+    }
+    shown = MonitorForm(monitor=monitor).main
+    assert shown["change_lines"].value() == "removed"
+    assert shown["change_containing"].value() == "Sale\n/\\d+% off/"
+    assert shown["change_disappears"].value() == "Out of stock"
+
+    emptied = MonitorForm(post(change_lines="any"), monitor=monitor)
+    assert emptied.is_valid(), emptied.errors
+    assert emptied.save(team, timezone.now()).change_rules is None
+
+
+def test_broken_change_rules_are_said_in_plain_words_beside_their_field():
+    form = MonitorForm(
+        post(
+            change_lines="sometimes",
+            change_containing="fine\n/[unclosed/",
+            change_appears="x" * 301,
+        )
+    )
+
+    assert not form.is_valid()
+    assert form.errors["change_lines"] == [
+        "Choose which lines count: added or removed, only added, or only removed."
+    ]
+    assert form.errors["change_appears"] == [
+        "The text can be at most 300 characters long."
+    ]
+    fixed = MonitorForm(post(change_containing="fine\n/[unclosed/"))
+    assert not fixed.is_valid()
+    assert fixed.errors["change_containing"] == [
+        "“/[unclosed/”: This pattern is not valid: “[unclosed” opens a “[” that "
+        "is never closed."
+    ]

@@ -303,6 +303,7 @@ RICH = {
     "goal": "New plans or price changes",
     "judgeEnabled": True,
     "ignoreLines": ["Updated", r"/^\d+ views$/"],
+    "changeRules": {"lines": "removed", "containing": ["Pro"], "appears": "Sale"},
     "fetchWith": "http",
     "webhook": {
         "url": "https://hooks.example.com/pw",
@@ -326,6 +327,7 @@ FIELDS = (
     "goal",
     "judge_enabled",
     "ignore_lines",
+    "change_rules",
     "fetch_with",
     "notification",
     "retention_days",

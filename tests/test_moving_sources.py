@@ -84,7 +84,6 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
         "url": "https://a.test/",
         "llm_intent": "Tell me when a new article about climate appears",
         "llm_change_summary": "Summarise in French",
-        "filter_text_removed": False,
         "time_schedule_limit": {"enabled": True},
         "extract_lines_containing": ["price"],
         "conditions": [{"field": "page_filtered_text", "operator": "contains"}],
@@ -96,7 +95,6 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
     assert draft.goal == "Tell me when a new article about climate appears"
     notes = notes_of(draft)
     assert "AI change summary prompt not imported" in notes
-    assert "Telling only of added or only of removed lines not imported" in notes
     assert "checking hours (days and times) not imported" in notes
     assert "Keeping only lines containing some text not imported" in notes
     assert "conditions not imported" in notes
@@ -105,6 +103,54 @@ def test_an_ai_intent_becomes_the_goal_and_other_settings_are_named():
     assert "Ignoring error status codes not imported" in notes
     plain = draft_of("p", {"url": "https://a.test/", "time_schedule_limit": "x"}, {})
     assert plain.goal is None and plain.notes == []
+
+
+def test_what_changedetection_counts_as_a_change_becomes_the_change_rules():
+    from monitors.moving.changedetection import draft_of
+
+    watch = {
+        "url": "https://shop.test/lamp",
+        "filter_text_removed": False,
+        "trigger_text": ["/back in stock/i", "Restocked"],
+        "text_should_not_be_present": ["Out of stock"],
+    }
+    draft = draft_of("w", watch, {})
+
+    assert draft.plan().payload["changeRules"] == {
+        "lines": "added",
+        "containing": [],
+        "appears": "/(?i)back in stock/",
+        "disappears": "Out of stock",
+    }
+    notes = notes_of(draft)
+    assert "Trigger text “/back in stock/i” now tells when that text appears" in notes
+    assert "Trigger text “Restocked” not imported" in notes
+    assert (
+        "Text that should not be present “Out of stock” now tells when that text "
+        "disappears from the page (changedetection.io also told of every later "
+        "change while it stayed away)."
+    ) in notes
+    assert "not imported" not in notes.replace("“Restocked” not imported", "")
+
+
+def test_change_kinds_pagewatch_cannot_tell_apart_are_named_not_imported():
+    from monitors.moving.changedetection import draft_of
+
+    changed_only = {"url": "https://a.test/", "filter_text_added": False,
+                    "filter_text_removed": False}  # fmt: skip
+    no_changed = {"url": "https://a.test/", "filter_text_replaced": False}
+    bad_pattern = {"url": "https://a.test/", "trigger_text": ["/(?<=x)y/"]}
+
+    assert "Telling only of changed lines not imported" in notes_of(
+        draft_of("a", changed_only, {})
+    )
+    assert "Leaving changed lines out not imported" in notes_of(
+        draft_of("b", no_changed, {})
+    )
+    refused = draft_of("c", bad_pattern, {})
+    assert "Trigger text “/(?<=x)y/” not imported: Not a pattern" in notes_of(refused)
+    for draft in (draft_of("a", changed_only, {}), refused):
+        assert "changeRules" not in draft.plan().payload
 
 
 def test_an_address_written_as_a_template_is_not_imported_and_says_why():

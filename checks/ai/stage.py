@@ -12,7 +12,9 @@ hands over, extracted and compared, in this order:
    page is an ``error`` (the baseline is kept).
 2. The ``summary`` format, reused the same way.
 3. The goal judge, on ``changed`` pages of monitors with judgeEnabled and a
-   goal: +1 credit when it gives a verdict; it fails open otherwise.
+   goal, but those the monitor's change rules set aside (the judge stage
+   decided them before): +1 credit when it gives a verdict; it fails open
+   otherwise.
 
 A team whose AI allowance for the month is used up (checks.ai.allowance)
 gets no calls: as without a model, changes are reported not judged and
@@ -143,7 +145,7 @@ class Enricher:
         pages = []
         for job, outcome, state in items:
             wanted = wants(job.options)
-            judging = self.monitor.judging and outcome.status == Status.CHANGED
+            judging = _judged_here(self.monitor, outcome)
             if not wanted.model_formats and not judging:
                 continue
             if outcome.status in (Status.ERROR, Status.REMOVED):
@@ -205,7 +207,7 @@ class Enricher:
             await self._summarize(page, derived)
         if page.wants.model_formats:
             outcome.judged.derived = derived
-        if self.monitor.judging and outcome.status == Status.CHANGED:
+        if _judged_here(self.monitor, outcome):
             self._apply(outcome, await self._verdict(page))
 
     # --- 1. JSON extraction -------------------------------------------------------
@@ -320,6 +322,16 @@ class Enricher:
         ) + 1
 
 
+def _judged_here(monitor: Monitor, outcome: Outcome) -> bool:
+    """Whether the goal judge looks at this page: a change of a judging
+    monitor that its change rules did not set aside already."""
+    return (
+        monitor.judging
+        and outcome.status == Status.CHANGED
+        and not outcome.set_aside_by_rules
+    )
+
+
 def _compare(page: Page, before: Any, current: Any) -> None:
     """Status and diff of a page in JSON or mixed mode."""
     outcome = page.outcome
@@ -336,6 +348,11 @@ def _compare(page: Page, before: Any, current: Any) -> None:
         diff = {"json": fields}  # the dashboard shows the fields, not the text
     outcome.status = Status.CHANGED if changed else Status.SAME
     outcome.diff = diff if changed else None
+    if not changed and outcome.set_aside_by_rules:
+        # No change left to set aside: the extracted fields are the same.
+        outcome.judged.judgment = None
+        outcome.judged.verdict = ""
+        del outcome.metadata["judgedBy"]
 
 
 def _fail(outcome: Outcome, kind: str, message: str) -> None:
@@ -347,4 +364,5 @@ def _fail(outcome: Outcome, kind: str, message: str) -> None:
     outcome.content = None
     outcome.cache_hit = False
     outcome.judged = Judged()
+    outcome.metadata.pop("judgedBy", None)
     outcome.metadata["creditsUsed"] = 0

@@ -5,7 +5,8 @@ Modules, lowest first: ``source`` (what a check stores, and its Markdown),
 ``options``, ``sniff``, ``metadata``, ``clean``, ``html``, ``ocr``, ``pdf``,
 ``extract`` (the entry point); ``compare`` (same vs changed, line matching), ``render``
 (HTML), ``diff`` (Firecrawl's diff shapes), ``fields`` (JSON extractions
-compared field by field), ``noise`` (a monitor's lines to ignore);
+compared field by field), ``noise`` (a monitor's lines to ignore),
+``change_rules`` (which of a page's changes matter to its monitor's rules);
 ``snapshots`` (the stored form). Each imports only the ones before it;
 import the public names from here. ``readable`` (a page's Markdown as HTML
 for reading) is the dashboard's alone: imported from its own module, so a
@@ -14,6 +15,7 @@ worker never loads markdown-it.
 
 from __future__ import annotations
 
+from checks.content.change_rules import ChangeRules, set_aside_reason
 from checks.content.compare import content_hash, normalize
 from checks.content.diff import compare_texts, diff_ast, pack_diff, unpack_diff
 from checks.content.extract import as_read, extract
@@ -44,6 +46,8 @@ from checks.content.source import (
 )
 
 __all__ = [
+    "ChangeRules",
+    "set_aside_reason",
     "SOURCE_HTML",
     "SOURCE_MARKDOWN",
     "Extracted",

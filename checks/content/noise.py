@@ -56,6 +56,12 @@ def _compiled(entries: tuple[str, ...]) -> NoiseRule | None:
     return NoiseRule(tuple(texts), pattern)
 
 
+def line_rule(entries: Sequence[str]) -> NoiseRule | None:
+    """A matcher of lines for `entries` in this syntax (None when none is
+    usable): the change rules' words and texts are matched the same way."""
+    return _compiled(tuple(entries)) if entries else None
+
+
 def strip_noise(text: str, entries: Sequence[str]) -> str:
     """`text` without the lines matching any of `entries` (see the module)."""
     if not entries:

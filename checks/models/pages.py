@@ -394,6 +394,11 @@ class PageResultQuerySet(models.QuerySet["PageResult"]):
             created_at__lt=page.created_at,
         )
 
+    def with_judged_by(self) -> PageResultQuerySet:
+        """Who judged each (metadata.judgedBy), for lists that leave the
+        metadata out but tell changes set aside by rules apart."""
+        return self.annotate(judged_by=KT("metadata__judgedBy"))
+
     def unjudged_changes(self) -> PageResultQuerySet:
         """Changed pages without a verdict: the judge failed open, or did not
         run (no goal then, or judging off)."""
@@ -619,6 +624,17 @@ class PageResult(models.Model):
         the judge failed open, as is_meaningful does. Only a change judged
         noise does not."""
         return self.status == self.Status.CHANGED and self.is_meaningful is not False
+
+    @property
+    def set_aside_by_rules(self) -> bool:
+        """Judged not meaningful by its monitor's change rules, not by the
+        model (checks.pipeline.judge.set_aside)."""
+        if self.verdict != self.Verdict.NOISE:
+            return False
+        # Lists that leave metadata out annotate this (with_judged_by).
+        if "judged_by" in self.__dict__:
+            return self.__dict__["judged_by"] == "rules"
+        return (self.metadata or {}).get("judgedBy") == "rules"
 
     @property
     def is_judged(self) -> bool:

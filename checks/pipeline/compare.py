@@ -5,7 +5,9 @@ The extract stage decides every page it can from hashes alone; the pages it
 leaves pending are compared here, once, with their baselines' text read in
 one query: same when the normalised Markdown is, changed (with its diff and
 the reference it is packed against) otherwise. The monitor's noise rule
-(`ignore_lines`) applies to the baseline as to the page.
+(`ignore_lines`) applies to the baseline as to the page. A changed page whose
+monitor's change rules ask whether a text appears or disappears keeps both
+compared texts for the judge stage, which decides them.
 """
 
 from __future__ import annotations
@@ -39,8 +41,13 @@ def compare(items: Sequence[Item]) -> None:
     )
     for job, outcome, baseline in pending:
         assert baseline is not None and baseline.snapshot_id is not None
+        rules = job.change_rules
         compare_page(
-            outcome, baseline, stored.get(baseline.snapshot_id), job.ignore_lines
+            outcome,
+            baseline,
+            stored.get(baseline.snapshot_id),
+            job.ignore_lines,
+            keep_texts=rules is not None and rules.reads_whole_text,
         )
 
 
@@ -49,9 +56,12 @@ def compare_page(
     baseline: PageState,
     previous: tuple[bytes, str] | None,
     ignore_lines: Sequence[str] = (),
+    *,
+    keep_texts: bool = False,
 ) -> None:
     """Settle one pending outcome with the baseline's stored (data, format).
-    An unreadable baseline reports the page changed in full."""
+    An unreadable baseline reports the page changed in full. `keep_texts`:
+    a changed page keeps both compared texts for the change rules."""
     content = outcome.content
     assert outcome.pending is not None and content is not None
     source_format, source, after = outcome.pending
@@ -77,5 +87,7 @@ def compare_page(
     outcome.status = PageResult.Status.CHANGED
     outcome.diff = diff
     outcome.diff_reference = diff_reference(stored, source)
+    if keep_texts:
+        outcome.compared = (before, after)
     content.normalized_hash = digest
     content.snapshot = pack_snapshot(source, source_format)

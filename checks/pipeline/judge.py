@@ -1,11 +1,15 @@
 """The judge stage: compared pages -> the model's part added to them.
 
-Two judges run, in this order, on the pages a batch hands over: a search's
-(checks.search.stage.SearchStage: each result's status against the goal)
+Three judges run, in this order, on the pages a batch hands over: a
+search's (checks.search.stage.SearchStage: each result's status against the
+goal), the monitor's change rules (RulesJudge, checks.content.change_rules)
 and the model's (checks.ai.stage.Enricher: JSON extraction, summaries, the
 goal judge on changed pages). The search's goes first: it settles each
-result's status (never "changed"), so the Enricher's change judge leaves
-search results alone.
+result's status (never "changed"), so the later ones leave search results
+alone. The rules decide without any model which changed pages' changes
+matter: one they set aside is recorded as not meaningful, with their reason,
+as a judge's "not meaningful" is (metadata.judgedBy "rules" says who
+decided), and the Enricher does not ask the model about it.
 
 A judge prepares its work synchronously (it may read the database), then
 awaits it on the batch's event loop, so fetches go on meanwhile; the batch
@@ -21,7 +25,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from checks.ai.client import Use
-from checks.pipeline.outcome import Item
+from checks.content import set_aside_reason
+from checks.models import PageResult
+from checks.pipeline.outcome import RULES_JUDGED, Item, Outcome
 
 
 class Judge(Protocol):
@@ -51,6 +57,53 @@ def judge(
         work = one.prepare(recorded)
         if work:
             _wait(loop, one.enrich(work), heartbeat, every)
+
+
+class RulesJudge:
+    """The monitor's change rules, as a judge that asks no model: it decides
+    in prepare() and leaves nothing to await. It runs after a search's judge
+    (which settles search results, never "changed") and before the model's,
+    which then leaves the pages it set aside alone."""
+
+    def prepare(self, items: Sequence[Item]) -> Sequence[Any]:
+        apply_change_rules(items)
+        return []
+
+    async def enrich(self, work: Any) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def take_used(self) -> dict[str, Use]:
+        return {}
+
+
+def apply_change_rules(items: Sequence[Item]) -> None:
+    """Each changed page's change against its monitor's change rules; the
+    texts compare kept for them are let go here."""
+    for job, outcome, _ in items:
+        texts, outcome.compared = outcome.compared, None
+        rules = job.change_rules
+        if rules is None or outcome.status != PageResult.Status.CHANGED:
+            continue
+        diff_text = (outcome.diff or {}).get("text") or ""
+        reason = set_aside_reason(rules, diff_text, texts)
+        if reason is not None:
+            set_aside(outcome, reason)
+
+
+def set_aside(outcome: Outcome, reason: str) -> None:
+    """The change as not meaningful, in the judge's shape (Firecrawl's
+    judgment), decided by the rules: certain, and free."""
+    outcome.judged.judgment = {
+        "meaningful": False,
+        "confidence": "high",
+        "reason": reason,
+        "meaningfulChanges": [],
+    }
+    outcome.judged.verdict = PageResult.Verdict.NOISE
+    outcome.metadata["judgedBy"] = RULES_JUDGED
 
 
 def take_used(judges: Sequence[Judge]) -> dict[str, Use]:

@@ -42,7 +42,7 @@ MODEL_FORMATS = frozenset({"json", "summary"})
 PER_CHECK_METADATA = (
     "notApplied", "cacheState", "cachedAt", "creditsUsed", "screenshot",
     "actions", "blockedRequests", "judgedInPart", "extractedInPart",
-    "summaryError", "summarizedInPart", "notFoundUnconfirmed",
+    "summaryError", "summarizedInPart", "notFoundUnconfirmed", "judgedBy",
 )  # fmt: skip
 FETCHED_BECAUSE = {
     Via.OPTIONS: "Its options need a browser ({detail}).",
@@ -50,6 +50,10 @@ FETCHED_BECAUSE = {
     Via.DETECTED: "A plain fetch found it built by scripts: {detail}.",
     Via.MONITOR: "Its monitor is set to always use a browser.",
 }
+
+
+# metadata.judgedBy of a page whose change its monitor's rules set aside.
+RULES_JUDGED = "rules"
 
 
 class CheckAbandoned(Exception):
@@ -140,6 +144,9 @@ class Outcome:
     # (the raw text of both snapshots, checks.content.diff_reference).
     diff: dict[str, Any] | None = None
     diff_reference: bytes | None = None
+    # compare -> judge: the compared text of both sides (noise lines out),
+    # kept only for a page whose monitor's change rules read whole texts.
+    compared: tuple[str, str] | None = None
     # extract -> confirm (checks.pipeline.not_found): the page's Markdown
     # when it may be the site's "not found" page answered with HTTP 200, for
     # the made-up address's answer to be compared with.
@@ -176,6 +183,12 @@ class Outcome:
         """The same as the baseline, decided without reading its text: the
         very bytes, or text with the baseline's hash."""
         return self.status == PageResult.Status.SAME and self.pending is None
+
+    @property
+    def set_aside_by_rules(self) -> bool:
+        """Its change was set aside by its monitor's change rules (judge
+        stage): not meaningful, and no model is asked about it."""
+        return self.metadata.get("judgedBy") == RULES_JUDGED
 
     @property
     def is_still_gone(self) -> bool:

@@ -26,6 +26,7 @@ from django.db.models import F
 from checks import shared_clock
 from checks.browser.executable import available
 from checks.browser.options import browser_options
+from checks.content import ChangeRules
 from checks.fetch import Resolver
 from checks.jobs import PageJob, Via
 from checks.models import Check, CheckBatch, PageResult, PageState
@@ -177,6 +178,7 @@ def _jobs(check: Check, batch: CheckBatch) -> tuple[list[PageJob], list[TargetKi
     )
     ignored = tuple(check.monitor.ignore_lines or ())
     fetch_with = check.monitor.fetch_with
+    change_rules = ChangeRules.of(check.monitor.change_rules)
     jobs, kinds = [], {}
     for ref in batch.pages:
         target = targets.get(uuid.UUID(ref[0]))
@@ -185,7 +187,12 @@ def _jobs(check: Check, batch: CheckBatch) -> tuple[list[PageJob], list[TargetKi
         credits, options = target.credits_per_page(), target.scrape_options or {}
         jobs.append(
             PageJob.from_ref(
-                ref, options, credits, ignore_lines=ignored, fetch_with=fetch_with
+                ref,
+                options,
+                credits,
+                ignore_lines=ignored,
+                fetch_with=fetch_with,
+                change_rules=change_rules,
             )
         )
         if target.kind is not None:

@@ -206,7 +206,17 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
                 ]
             },
         ),
-        ("Judging", {"fields": ["judge_enabled", "goal", "ignore_lines"]}),
+        (
+            "Judging",
+            {
+                "fields": [
+                    "judge_enabled",
+                    "goal",
+                    "ignore_lines",
+                    "which_changes_matter",
+                ]
+            },
+        ),
         ("Loading pages", {"fields": ["fetch_with"]}),
         (
             "Notifications",
@@ -403,6 +413,10 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
                 | Exists(targets)
             )
         return queryset, False
+
+    @admin.display(description="Which changes matter")
+    def which_changes_matter(self, monitor: Monitor) -> str:
+        return " ".join(monitor.change_rules_words) or "Every change"
 
     @admin.display(description="Tags")
     def tag_list(self, monitor: Monitor) -> str:

@@ -21,6 +21,7 @@ from monitors.models import EmailRecipient, Monitor
 from monitors.time_words import wire_time
 from monitors.unavailable import unavailable
 from monitors.wire.monitor import (
+    ChangeRulesSerializer,
     NotificationSerializer,
     TargetField,
     WebhookSerializer,
@@ -112,6 +113,10 @@ class MonitorSerializer(serializers.Serializer):
     fetchWith = serializers.ChoiceField(
         source="fetch_with", choices=Monitor.FetchWith.values
     )
+    changeRules = serializers.SerializerMethodField(
+        help_text="Pagewatch extension: which changes matter (see the create "
+        "body's changeRules); null when every change counts."
+    )
     mutedUntil = serializers.SerializerMethodField(
         help_text=(
             "Pagewatch extension: until when its notifications are muted "
@@ -196,6 +201,10 @@ class MonitorSerializer(serializers.Serializer):
         if stored is None:
             return None
         return {key: int(stored.get(key) or 0) for key in SUMMARY_KEYS}
+
+    @extend_schema_field(ChangeRulesSerializer(allow_null=True))
+    def get_changeRules(self, monitor: Monitor) -> dict[str, Any] | None:  # noqa: N802
+        return monitor.change_rules or None
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_mutedUntil(self, monitor: Monitor) -> str | None:  # noqa: N802

@@ -315,7 +315,8 @@ def page_diff(
     history = (
         PageResult.objects.history_of(page)
         .select_related("check_run")
-        .defer("packed_diff", "stored_diff", "metadata", "judgment")[:30]
+        .defer("packed_diff", "stored_diff", "metadata", "judgment")
+        .with_judged_by()[:30]
     )
     context = {
         "monitor": check.monitor,

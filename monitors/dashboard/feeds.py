@@ -88,6 +88,8 @@ class Change:
         if not page.counts_as_meaningful:
             # The dashboard's words; the category term stays, for feed readers'
             # filters.
+            if page.set_aside_by_rules:
+                return "Change set aside by the rules", ("changed", "not-meaningful")
             return "Change judged unimportant", ("changed", "not-meaningful")
         if page.verdict == PageResult.Verdict.NOT_JUDGED:
             return "Change (not judged)", ("changed", "meaningful", "not-judged")

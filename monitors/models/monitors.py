@@ -18,7 +18,7 @@ from django.db.models import Case, Count, F, Q, When
 from django.urls import reverse
 from django.utils import timezone
 
-from monitors import rules, search_provider, target_kinds
+from monitors import rules, rules_changes, search_provider, target_kinds
 from monitors import schedule as schedules
 from monitors.judging import judge_available
 from monitors.models.tags import Tag
@@ -232,6 +232,10 @@ class Monitor(models.Model):
     # The noise rule: lines of a page matching any entry (text, or /regex/)
     # are ignored before comparing and judging (checks.content.noise).
     ignore_lines = models.JSONField(default=list, blank=True)
+    # Which changes matter, decided without the AI (the API's changeRules;
+    # monitors.rules_changes): {lines, containing, appears, disappears}, or
+    # null for every change. Applied by checks.content.change_rules.
+    change_rules = models.JSONField("which changes matter", null=True, blank=True)
     fetch_with = models.CharField(
         "how pages are loaded",
         max_length=8,
@@ -401,6 +405,11 @@ class Monitor(models.Model):
         goal). Without a configured model the judge fails open: its changes
         are reported "not judged", and cost nothing (see credits_judged)."""
         return self.judge_enabled and bool(self.goal)
+
+    @property
+    def change_rules_words(self) -> list[str]:
+        """Its change rules in plain words, one sentence each ([] for none)."""
+        return rules_changes.words(self.change_rules)
 
     @property
     def credits_judged(self) -> bool:

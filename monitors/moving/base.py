@@ -338,6 +338,8 @@ class Draft:
     include_tags: list[str] = field(default_factory=list)
     exclude_tags: list[str] = field(default_factory=list)
     ignore_lines: list[str] = field(default_factory=list)
+    # Which changes matter (the API's changeRules, cleaned), None for every one.
+    change_rules: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     browser: bool = False
     paused: bool = False
@@ -382,6 +384,8 @@ class Draft:
             ignore = ignore[: rules.IGNORE_LINES_MAX]
         if ignore:
             payload["ignoreLines"] = ignore
+        if self.change_rules:
+            payload["changeRules"] = self.change_rules
         if tags := usable_tags(self.tags, notes):
             payload["tags"] = tags
         if self.browser:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from monitors import rules
+from monitors import rules, rules_changes
 from monitors.moving import remote
 from monitors.moving.archive import DamagedEntry, SafeZip
 from monitors.moving.base import (
@@ -127,6 +128,7 @@ def draft_of(
         draft.interval_seconds = _seconds(watch.get("time_between_check"))
     _filters(watch, draft)
     _ignored_lines(watch, settings, draft)
+    _change_rules(watch, draft)
     backend = str(watch.get("fetch_backend") or "system")
     if backend == "system":
         backend = str((settings.get("application") or {}).get("fetch_backend") or "")
@@ -245,6 +247,90 @@ def _ignored_lines(
             draft.exclude_tags.append(selector)
 
 
+# changedetection.io's own way of writing a pattern: /.../ with flags after.
+_PERL_STYLE = re.compile(r"^/(.+)/([a-z]*)$", re.DOTALL)
+# Its texts to watch for, as Pagewatch's change rules take them: the key, how
+# the notes name it, the rule it becomes, and how that rule differs.
+_WATCHED_TEXTS = (
+    (
+        "trigger_text",
+        "Trigger text",
+        "appears",
+        "now tells when that text appears on the page (changedetection.io also "
+        "told of every later change while it stayed there)",
+    ),
+    (
+        "text_should_not_be_present",
+        "Text that should not be present",
+        "disappears",
+        "now tells when that text disappears from the page (changedetection.io "
+        "also told of every later change while it stayed away)",
+    ),
+)
+
+
+def _rule_text(entry: str) -> tuple[str | None, str]:
+    """(the change rules' text, "") for one of changedetection.io's texts or
+    patterns (/price/i), or (None, why it cannot be used)."""
+    pattern = _PERL_STYLE.match(entry)
+    if pattern is not None:
+        body, flags = pattern.groups()
+        if set(flags) - set("ims"):
+            return None, f"Pagewatch's patterns take no “{flags}” flags."
+        entry = f"/(?{flags}){body}/" if flags else f"/{body}/"
+    problem = rules_changes.text_error(entry)
+    return (None, problem) if problem else (entry, "")
+
+
+def _change_rules(watch: dict[str, Any], draft: Draft) -> None:
+    """Its settings of which changes count, as the monitor's change rules.
+
+    changedetection.io counts a change only while its trigger text is on the
+    page and its text that should not be present is not (it blocks the
+    others), and can leave added, removed or changed ("replaced") lines out
+    of what it compares."""
+    changes: dict[str, Any] = {}
+    kept = {
+        kind: watch.get(f"filter_text_{kind}", True) is not False
+        for kind in _CHANGE_KINDS
+    }
+    if kept["added"] != kept["removed"]:
+        changes["lines"] = "added" if kept["added"] else "removed"
+        if not kept["replaced"]:
+            draft.notes.append(
+                f"Telling only of {changes['lines']} lines is imported; a changed "
+                f"line counts as {changes['lines']} here too (changedetection.io "
+                "left changed lines out)."
+            )
+    elif not kept["added"]:
+        draft.notes.append(
+            "Telling only of changed lines not imported: Pagewatch counts a "
+            "changed line as one removed and one added, so it tells of every "
+            "change."
+        )
+    elif not kept["replaced"]:
+        draft.notes.append(
+            "Leaving changed lines out not imported: Pagewatch counts a changed "
+            "line as one removed and one added, so it tells of them too."
+        )
+    for key, words, rule, how in _WATCHED_TEXTS:
+        entries = _text_list(watch.get(key))
+        if not entries:
+            continue
+        text, problem = _rule_text(entries[0])
+        if text is None:
+            draft.notes.append(f"{words} “{entries[0][:80]}” not imported: {problem}")
+        else:
+            changes[rule] = text
+            draft.notes.append(f"{words} “{entries[0][:80]}” {how}.")
+        if len(entries) > 1:
+            rest = ", ".join(f"“{e[:80]}”" for e in entries[1:])
+            draft.notes.append(
+                f"{words} {rest} not imported: Pagewatch watches one text for it."
+            )
+    draft.change_rules = rules_changes.clean(changes)
+
+
 def _headers(headers: Any, draft: Draft) -> None:
     for name, value in (headers or {}).items() if isinstance(headers, dict) else []:
         name, value = str(name), str(value)
@@ -275,16 +361,11 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
             "such processor: the page's text is compared instead (a goal can say "
             "what matters)."
         )
-    for key, words in (
-        ("trigger_text", "Trigger text"),
-        ("text_should_not_be_present", "Text that should not be present"),
-        ("extract_text", "Text to extract"),
-    ):
-        if _text_list(watch.get(key)):
-            notes.append(
-                f"{words} not imported, because Pagewatch compares the whole "
-                "selected text (say in a goal what matters)."
-            )
+    if _text_list(watch.get("extract_text")):
+        notes.append(
+            "Text to extract not imported, because Pagewatch compares the whole "
+            "selected text (say in a goal what matters)."
+        )
     method = str(watch.get("method") or "GET").upper()
     if method != "GET" or watch.get("body"):
         notes.append(
@@ -305,11 +386,6 @@ def _leftovers(watch: dict[str, Any], draft: Draft) -> None:
             "Keeping only lines containing some text not imported, because "
             "Pagewatch compares the whole selected text (say in a goal what "
             "matters)."
-        )
-    if any(watch.get(f"filter_text_{kind}") is False for kind in _CHANGE_KINDS):
-        notes.append(
-            "Telling only of added or only of removed lines not imported: "
-            "Pagewatch tells of every change (a goal can say which matter)."
         )
     limit = watch.get("time_schedule_limit")
     if isinstance(limit, dict) and limit.get("enabled"):

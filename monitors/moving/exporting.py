@@ -78,6 +78,7 @@ def monitor_document(
         "goal": monitor.goal,
         "judgeEnabled": monitor.judge_enabled,
         "ignoreLines": monitor.ignore_lines,
+        "changeRules": monitor.change_rules,
         "fetchWith": monitor.fetch_with,
         "webhook": webhook,
         "notification": monitor.notification or {},

@@ -26,6 +26,7 @@ _KEPT = (
     "goal",
     "judgeEnabled",
     "ignoreLines",
+    "changeRules",  # Pagewatch's
     "fetchWith",
     "webhook",
     "notification",

@@ -33,6 +33,7 @@ _STATUS_KEYS = ("status",)
 _PARTS = {"schedule": "The schedule", "name": "The name", "goal": "The goal",
           "webhook": "The webhook", "notification": "The e-mail settings",
           "ignoreLines": "The lines to ignore", "channels": "The channels",
+          "changeRules": "Which changes matter",
           "retentionDays": "How long its history is kept",
           "fetchWith": "How its pages are fetched",
           "judgeEnabled": "Judging its changes"}  # fmt: skip

@@ -28,7 +28,7 @@ from checks.targets.options import (
     StringMapField,
     UrlField,
 )
-from monitors import rules, rules_monitor
+from monitors import rules, rules_changes, rules_monitor
 from monitors.models import Monitor, Target
 from monitors.rules_problems import Problem
 from monitors.schedule import ScheduleError
@@ -243,6 +243,54 @@ class NotificationSerializer(
     slack = SlackNotificationSerializer(required=False)
 
 
+# ---------------------------------------------------------------- change rules
+
+
+class ChangeRulesSerializer(WholeObjectMixin, StrictMixin, serializers.Serializer):
+    # Which changes matter, decided before (and without) the AI judge:
+    # monitors.rules_changes, whose checks the dashboard's form runs too.
+
+    lines = serializers.ChoiceField(
+        choices=rules_changes.LINES,
+        default=rules_changes.LINES_ANY,
+        help_text="Which line changes count: added, removed or any (default). "
+        "A changed line is one removed and one added.",
+    )
+    containing = serializers.ListField(
+        child=StrictCharField(
+            max_length=rules_changes.TEXT_MAX, allow_blank=True, trim_whitespace=False
+        ),
+        default=list,
+        max_length=rules_changes.CONTAINING_MAX,
+        help_text="A change counts only when one of its counted lines contains "
+        "one of these: plain text (case-insensitive) or an RE2 regular "
+        "expression between slashes.",
+    )
+    appears = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=rules_changes.TEXT_MAX,
+        help_text="A change counts only when the page's new text has this and "
+        "its previous text had not (same syntax as containing).",
+    )
+    disappears = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=rules_changes.TEXT_MAX,
+        help_text="A change counts only when the page's previous text had this "
+        "and its new text has not, e.g. Out of stock. With appears, either "
+        "counts.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        problems = rules_changes.problems(attrs)
+        if problems:
+            raise ValidationError(nested(problems))
+        return attrs
+
+
 # ---------------------------------------------------------------- monitor input
 
 
@@ -291,6 +339,17 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             "Pagewatch extension: lines to ignore before comparing and judging. "
             "Plain text (case-insensitive) or an RE2 regular expression "
             "between slashes, e.g. /^Updated \\d+:\\d+$/."
+        ),
+    )
+    changeRules = ChangeRulesSerializer(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Pagewatch extension: which changes matter, decided without AI "
+            "before the judge. A changed page whose change breaks a rule set "
+            "here is recorded as not meaningful (judgment.meaningful false, "
+            'metadata.judgedBy "rules") and never sent to the model. Replaces '
+            "the rules whole; null (or no rule set) removes them."
         ),
     )
     fetchWith = serializers.ChoiceField(
@@ -361,6 +420,8 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             raise ValidationError("Update body cannot be empty.")
         if "goal" in attrs:
             attrs["goal"] = rules.clean_goal(attrs["goal"])
+        if "changeRules" in attrs:
+            attrs["changeRules"] = rules_changes.clean(attrs["changeRules"])
         attrs["judgeEnabled"], problem = rules_monitor.judging(attrs, monitor)
         if problem:
             field, rule = problem

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from checks.targets.options import url_problem
-from monitors import rules, rules_monitor
+from monitors import rules, rules_changes, rules_monitor
 from monitors.models import Monitor, Team
 from monitors.rules_problems import (
     Problem,
@@ -78,6 +78,11 @@ class EditCheck:
             each=rules.ignore_line_error,
         )
         cleaned["ignoreLines"] = rules.clean_ignore_lines(lines)
+        changes = edit["changeRules"]
+        self.problems += [
+            problem.under("changeRules") for problem in rules_changes.problems(changes)
+        ]
+        cleaned["changeRules"] = rules_changes.clean(changes)
         self.problems += choice_problems(
             ("fetchWith",), edit["fetchWith"], Monitor.FetchWith.values
         )

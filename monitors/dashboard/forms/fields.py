@@ -22,6 +22,11 @@ WEBHOOK_EVENT_LABELS = {
     "monitor.check.completed": "A message when a check ends",
 }
 WEBHOOK_PAGES_INVALID = "Choose every page or only the pages that changed."
+CHANGE_LINES_CHOICES = [
+    ("any", "Lines added or removed"),
+    ("added", "Only lines added"),
+    ("removed", "Only lines removed"),
+]
 JUDGE_CHOICES = [
     ("auto", "Yes, whenever a goal is set"),
     ("on", "Yes, always — a goal is required"),
@@ -47,6 +52,12 @@ _MAIN_SLOTS = {
     "targets": "targets",
     "channels": "channels",
     "tags": "tags",
+}
+_CHANGE_SLOTS = {
+    "lines": "change_lines",
+    "containing": "change_containing",
+    "appears": "change_appears",
+    "disappears": "change_disappears",
 }
 _WEBHOOK_SLOTS = {
     "url": "webhook_url",
@@ -172,6 +183,7 @@ def _attrs(slot: str, *, name: str = "", **extra: Any) -> dict[str, Any]:
 # summary follows it); target rows stand where "targets" is.
 _PAGE_ORDER = (
     NON_FIELD, "name", "tags", "targets", "schedule", "goal", "judge", "ignore_lines",
+    "change_lines", "change_containing", "change_appears", "change_disappears",
     "fetch_with", "channels", "email_enabled", "email_recipients",
     "email_include_diffs",
     "webhook_url", "webhook_events", "webhook_pages", "webhook_headers",
@@ -219,6 +231,20 @@ def _widgets() -> dict[str, forms.Widget]:
                 placeholder="Last updated\n/^\\d+ people viewed this$/",
             )
         ),
+        "change_containing": forms.Textarea(
+            attrs=_attrs(
+                "change_containing",
+                rows=2,
+                spellcheck="false",
+                placeholder="Sale\n/\\d+% off/",
+            )
+        ),
+        "change_appears": forms.TextInput(
+            attrs=_attrs("change_appears", placeholder="Tickets on sale")
+        ),
+        "change_disappears": forms.TextInput(
+            attrs=_attrs("change_disappears", placeholder="Out of stock")
+        ),
         "retention_days": forms.NumberInput(
             attrs=_attrs(
                 "retention_days",
@@ -262,6 +288,15 @@ class MonitorFields(forms.Form):
         required=False, choices=JUDGE_CHOICES, widget=forms.RadioSelect, initial="auto"
     )
     ignore_lines = forms.CharField(required=False, widget=forms.Textarea)
+    change_lines = forms.ChoiceField(
+        required=False,
+        choices=CHANGE_LINES_CHOICES,
+        widget=forms.RadioSelect,
+        initial="any",
+    )
+    change_containing = forms.CharField(required=False, widget=forms.Textarea)
+    change_appears = forms.CharField(required=False, strip=False)
+    change_disappears = forms.CharField(required=False, strip=False)
     fetch_with = forms.ChoiceField(
         required=False,
         choices=Monitor.FetchWith.choices,
@@ -295,6 +330,7 @@ class MonitorFields(forms.Form):
             self.fields[name].widget = widget
         for name in (
             "judge",
+            "change_lines",
             "fetch_with",
             "webhook_events",
             "webhook_pages",
@@ -313,6 +349,7 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
     searches = any(t.kind and t.kind.needs_goal for t in monitor.targets.all())
     opted_out = not monitor.judge_enabled and (monitor.goal or searches)
     judge = "off" if opted_out else "auto"
+    changes = monitor.change_rules or {}
     return {
         "name": monitor.name,
         "tags": ", ".join(monitor.tag_names),
@@ -321,6 +358,10 @@ def monitor_initial(monitor: Monitor) -> dict[str, Any]:
         "goal": monitor.goal or "",
         "judge": judge,
         "ignore_lines": "\n".join(monitor.ignore_lines or []),
+        "change_lines": changes.get("lines") or "any",
+        "change_containing": "\n".join(changes.get("containing") or []),
+        "change_appears": changes.get("appears") or "",
+        "change_disappears": changes.get("disappears") or "",
         "fetch_with": monitor.fetch_with,
         "retention_days": monitor.retention_days,
         "webhook_url": webhook.get("url", ""),

@@ -20,6 +20,7 @@ from monitors import clock
 from monitors.dashboard.forms import words as form_words
 from monitors.dashboard.forms.checking import EditCheck
 from monitors.dashboard.forms.fields import (
+    _CHANGE_SLOTS,
     _CROSS_FIELD_SLOTS,
     _EMAIL_SLOTS,
     _KEY,
@@ -221,6 +222,12 @@ class MonitorForm:
             "targets": [self._target_payload(t) for t in self.targets],
             "goal": main.get("goal", ""),
             "ignoreLines": _lines(main.get("ignore_lines", "")),
+            "changeRules": {
+                "lines": main.get("change_lines") or "any",
+                "containing": _lines(main.get("change_containing", "")),
+                "appears": main.get("change_appears", ""),
+                "disappears": main.get("change_disappears", ""),
+            },
             "fetchWith": main.get("fetch_with") or Monitor.FetchWith.AUTO,
             "webhook": self._webhook_payload(main),
             "notification": self._notification_payload(main),
@@ -364,6 +371,11 @@ class MonitorForm:
             slot = _EMAIL_SLOTS.get(str(inner[0]) if inner else "", "email_recipients")
             message = form_words.plain(slot, issue)
             return slot, self._with_item(path, message, payload)
+        if head == "changeRules":
+            inner = str(path[1]) if len(path) > 1 else "lines"
+            slot = _CHANGE_SLOTS.get(inner, "change_lines")
+            message = form_words.plain(slot, issue)
+            return slot, self._with_item(path, message, payload)
         if head == "ignoreLines":
             message = form_words.plain("ignore_lines", issue)
             return "ignore_lines", self._with_item(path, message, payload)
@@ -449,6 +461,7 @@ class MonitorForm:
             NON_FIELD: "main",
             "targets": "targets",
             "judge": "id_judge_0",
+            "change_lines": "id_change_lines_0",
             "webhook_events": "id_webhook_events_0",
             "webhook_pages": "id_webhook_pages_0",
         }

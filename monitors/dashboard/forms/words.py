@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from monitors import rules
+from monitors import rules, rules_changes
 from monitors.rules_problems import Problem
 from monitors.schedule import ScheduleError
 
@@ -83,6 +83,16 @@ WORDS: dict[str, Words] = {
         too_many=f"At most {rules.IGNORE_LINES_MAX} lines to ignore.",
         too_long=_chars(rules.IGNORE_LINE_MAX, "A line to ignore"),
     ),
+    "change_lines": Words(
+        choice="Choose which lines count: added or removed, only added, or only "
+        "removed."
+    ),
+    "change_containing": Words(
+        too_many=f"At most {rules_changes.CONTAINING_MAX} words or phrases.",
+        too_long=_chars(rules_changes.TEXT_MAX, "A word or phrase"),
+    ),
+    "change_appears": Words(too_long=_chars(rules_changes.TEXT_MAX, "The text")),
+    "change_disappears": Words(too_long=_chars(rules_changes.TEXT_MAX, "The text")),
     "fetch_with": Words(
         choice="Choose how pages are loaded: automatically, always plainly or "
         "always in a browser."
