@@ -552,3 +552,95 @@ def test_a_greek_page_the_last_release_read_as_windows_1252_is_read_again_quietl
 
     assert upgraded.status == PageResult.Status.SAME
     assert PAGES["windows_1253"][3] in upgraded.current_snapshot.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Rua São João, nº 12, 2º andar – Lisboa",
+        "Horário: 2ª a 6ª feira. Av. São João nº 45",
+        "Calle Mayor nº 3, 1º izquierda, 2ª planta. Teléfono: 91 555 0100",
+    ],
+)
+def test_an_unlabelled_address_with_ordinal_signs_stays_windows_1252(text):
+    # "º" and "ª" are no letter of any alphabet: counted as one, they made
+    # windows-1250's "ş" look the better reading ("Săo Joăo, nş 12").
+    body = f"<html><body><p>{text}</p></body></html>".encode("cp1252")
+
+    read = decode(body, "text/html", html=True, url="https://loja.example.com/")
+
+    assert f"<p>{text}</p>" in read
+
+
+def test_a_small_edit_does_not_flip_the_reading_of_the_whole_page():
+    page = "<p>Horário: 2ª a 6ª feira. Av. São João nº 45</p>"
+    edited = page + "<p>Preço: 5 €, promoção</p>"
+
+    before, after = (
+        decode(p.encode("cp1252"), "text/html", html=True, url="https://x.com/")
+        for p in (page, edited)
+    )
+
+    assert page in before
+    assert edited in after
+
+
+# Western words from several languages, as menus, shops and news pages mix
+# them (names, dishes, places).
+WESTERN_WORDS = [
+    "crème",
+    "Ørsted",
+    "più",
+    "Müller",
+    "São Paulo",
+    "Ålborg",
+    "señor",
+    "Björk",
+    "façade",
+    "Þórsmörk",
+    "Zürich",
+    "città",
+    "déjà",
+    "Æbleskiver",
+    "smørrebrød",
+    "jalapeño",
+    "Göteborg",
+    "naïve",
+]
+
+
+def western_mixes() -> list[str]:
+    """Every pair of the words, and some threes."""
+    pairs = [
+        f"Menu: {a}, {b}"
+        for i, a in enumerate(WESTERN_WORDS)
+        for b in WESTERN_WORDS[i + 1 :]
+    ]
+    threes = [
+        "Menu: crème, Ørsted, più",
+        "Menu: Müller, São Paulo, Ålborg",
+        "Menu: señor, Björk, façade",
+        "Menu: Þórsmörk, Zürich, città",
+        "Menu: déjà, Æbleskiver, jalapeño",
+        "Menu: Göteborg, naïve, crème",
+    ]
+    return pairs + threes
+
+
+def test_unlabelled_western_pages_mixing_languages_stay_windows_1252():
+    # A mix of Western names reads as letters of no one Western language,
+    # and often as some Central European one's ("crčme, Řsted, pců" is all
+    # Czech letters): that alone is no reason to leave windows-1252.
+    misread = [
+        text
+        for text in western_mixes()
+        if text
+        not in decode(
+            f"<html><body><p>{text}</p></body></html>".encode("cp1252"),
+            "text/html",
+            html=True,
+            url="https://example.com/",
+        )
+    ]
+
+    assert misread == []
