@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import charset_normalizer
+import httpx
 import pytest
 
 from checks import runner
 from checks.content.guess import GUESS_TEXT_BYTES, guessed_encoding
 from checks.content.sniff import decode
+from checks.crawl.canonical import declared_canonical
+from checks.fetch.client import FetchResult
 from checks.models import Check, PageResult, PageState
 from monitors.models import Monitor, Target, Team
 
@@ -324,6 +327,8 @@ def test_a_page_labelled_latin1_is_read_as_labelled_not_guessed(team, site):
 READ_IN_A_FRESH_PROCESS = """
 import sys
 from checks.content.sniff import decode
+from checks.crawl.canonical import declared_canonical
+from checks.fetch.client import FetchResult
 body = sys.stdin.buffer.read()
 sys.stdout.buffer.write(decode(body, "text/html", html=True).encode("utf-8"))
 """
@@ -644,3 +649,50 @@ def test_unlabelled_western_pages_mixing_languages_stay_windows_1252():
     ]
 
     assert misread == []
+
+
+def test_an_unlabelled_page_is_guessed_once_per_check(team, site, monkeypatch):
+    # Its text, the scripts question and a crawl's links and canonical
+    # address all read the same response: one guess serves them all.
+    guesses: list[int] = []
+    real = charset_normalizer.from_bytes
+
+    def counted(sequences: bytes, **kwargs: Any) -> Any:
+        guesses.append(len(sequences))
+        return real(sequences, **kwargs)
+
+    monkeypatch.setattr(charset_normalizer, "from_bytes", counted)
+    _, title, paragraphs, line, _ = PAGES["windows_1250_polish"]
+    html = (
+        f'<html><head><title>{title}</title><link rel="canonical" href="/">'
+        "<script>var shop = 1;</script></head><body>"
+        + "".join(f"<p>{text}</p>" for text in [*paragraphs, line])
+        + "</body></html>"
+    )
+    url = site.page("/", html.encode("cp1250"), content_type="text/html")
+    monitor = Monitor.objects.create(team=team, name="Site", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="crawl", url=url, crawl_options={})
+    check = runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+
+    page = check.pages.get()
+
+    assert line in page.current_snapshot.text
+    assert len(guesses) == 1
+
+
+def test_a_crawl_reads_a_canonical_link_as_its_country_domain_suggests():
+    # The same bytes at the same address read the same for every reader:
+    # "Pranešimas" on a .lt site, not the Icelandic-looking "Praneðimas".
+    html = (
+        '<html><head><link rel="canonical" href="/pranešimas"></head>'
+        "<body><h1>Pranešimas</h1><p>Penktadienį skyrius nedirbs.</p></body></html>"
+    )
+    fetched = FetchResult(
+        url="https://www.vilnius.lt/p",
+        final_url="https://www.vilnius.lt/p",
+        status_code=200,
+        headers=httpx.Headers({"content-type": "text/html"}),
+        content=html.encode("cp1257"),
+    )
+
+    assert declared_canonical(fetched) == "https://www.vilnius.lt/pranešimas"
