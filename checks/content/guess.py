@@ -46,8 +46,9 @@ _OTHER_GUESSES = (
 )
 # Encodings of Latin letters: the same bytes read as accented letters in
 # each, so one is chosen over windows-1252, the fallback browsers share, only
-# when windows-1252 reads as letters no one language has together (Czech's
-# "řeč" as "øeè") or as symbols inside words (Polish "Urząd" as "Urz¹d").
+# when windows-1252 plainly reads as letters no one language has together
+# (Czech's "řeč" as "øeè") or as symbols inside words (Polish "Urząd" as
+# "Urz¹d"): see _plainly_not_windows_1252.
 # Earlier ones win a tie.
 _LATIN_GUESSES = ("cp1252", "cp1250", "iso8859_2", "cp1254", "cp1257")
 # The letters beyond ASCII each language written in Latin letters uses
