@@ -7,6 +7,7 @@ import pytest
 
 from checks.browser.detect import script_built
 
+URL = "https://shop.example.com/"
 HTML = "text/html; charset=utf-8"
 TEXT = "<p>" + "A sentence a reader came for, with its words all there. " * 20 + "</p>"
 
@@ -32,7 +33,7 @@ def page(body: str, head: str = "") -> bytes:
     ],
 )
 def test_pages_whose_content_needs_their_scripts_are_detected(body, why):
-    assert why in script_built(page(body), HTML)
+    assert why in script_built(page(body), HTML, url=URL)
 
 
 @pytest.mark.parametrize(
@@ -47,9 +48,12 @@ def test_pages_whose_content_needs_their_scripts_are_detected(body, why):
     ids=["no-scripts", "tracking-script", "server-rendered-root", "noscript-aside"],
 )
 def test_pages_with_their_content_in_the_html_are_left_alone(body):
-    assert script_built(page(body), HTML) is None
+    assert script_built(page(body), HTML, url=URL) is None
 
 
 def test_only_html_is_looked_at():
-    assert script_built(b'{"html": "<script></script>"}', "application/json") is None
-    assert script_built(b"<script>x</script>", "text/plain") is None
+    assert (
+        script_built(b'{"html": "<script></script>"}', "application/json", url=URL)
+        is None
+    )
+    assert script_built(b"<script>x</script>", "text/plain", url=URL) is None

@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import charset_normalizer
+import httpx
 import pytest
 
 from checks import runner
 from checks.content.guess import GUESS_TEXT_BYTES, guessed_encoding
 from checks.content.sniff import decode
+from checks.crawl.canonical import declared_canonical
+from checks.fetch.client import FetchResult
 from checks.models import Check, PageResult, PageState
 from monitors.models import Monitor, Target, Team
 
@@ -324,6 +327,8 @@ def test_a_page_labelled_latin1_is_read_as_labelled_not_guessed(team, site):
 READ_IN_A_FRESH_PROCESS = """
 import sys
 from checks.content.sniff import decode
+from checks.crawl.canonical import declared_canonical
+from checks.fetch.client import FetchResult
 body = sys.stdin.buffer.read()
 sys.stdout.buffer.write(decode(body, "text/html", html=True).encode("utf-8"))
 """
@@ -552,3 +557,142 @@ def test_a_greek_page_the_last_release_read_as_windows_1252_is_read_again_quietl
 
     assert upgraded.status == PageResult.Status.SAME
     assert PAGES["windows_1253"][3] in upgraded.current_snapshot.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Rua São João, nº 12, 2º andar – Lisboa",
+        "Horário: 2ª a 6ª feira. Av. São João nº 45",
+        "Calle Mayor nº 3, 1º izquierda, 2ª planta. Teléfono: 91 555 0100",
+    ],
+)
+def test_an_unlabelled_address_with_ordinal_signs_stays_windows_1252(text):
+    # "º" and "ª" are no letter of any alphabet: counted as one, they made
+    # windows-1250's "ş" look the better reading ("Săo Joăo, nş 12").
+    body = f"<html><body><p>{text}</p></body></html>".encode("cp1252")
+
+    read = decode(body, "text/html", html=True, url="https://loja.example.com/")
+
+    assert f"<p>{text}</p>" in read
+
+
+def test_a_small_edit_does_not_flip_the_reading_of_the_whole_page():
+    page = "<p>Horário: 2ª a 6ª feira. Av. São João nº 45</p>"
+    edited = page + "<p>Preço: 5 €, promoção</p>"
+
+    before, after = (
+        decode(p.encode("cp1252"), "text/html", html=True, url="https://x.com/")
+        for p in (page, edited)
+    )
+
+    assert page in before
+    assert edited in after
+
+
+# Western words from several languages, as menus, shops and news pages mix
+# them (names, dishes, places).
+WESTERN_WORDS = [
+    "crème",
+    "Ørsted",
+    "più",
+    "Müller",
+    "São Paulo",
+    "Ålborg",
+    "señor",
+    "Björk",
+    "façade",
+    "Þórsmörk",
+    "Zürich",
+    "città",
+    "déjà",
+    "Æbleskiver",
+    "smørrebrød",
+    "jalapeño",
+    "Göteborg",
+    "naïve",
+]
+
+
+def western_mixes() -> list[str]:
+    """Every pair of the words, and some threes."""
+    pairs = [
+        f"Menu: {a}, {b}"
+        for i, a in enumerate(WESTERN_WORDS)
+        for b in WESTERN_WORDS[i + 1 :]
+    ]
+    threes = [
+        "Menu: crème, Ørsted, più",
+        "Menu: Müller, São Paulo, Ålborg",
+        "Menu: señor, Björk, façade",
+        "Menu: Þórsmörk, Zürich, città",
+        "Menu: déjà, Æbleskiver, jalapeño",
+        "Menu: Göteborg, naïve, crème",
+    ]
+    return pairs + threes
+
+
+def test_unlabelled_western_pages_mixing_languages_stay_windows_1252():
+    # A mix of Western names reads as letters of no one Western language,
+    # and often as some Central European one's ("crčme, Řsted, pců" is all
+    # Czech letters): that alone is no reason to leave windows-1252.
+    misread = [
+        text
+        for text in western_mixes()
+        if text
+        not in decode(
+            f"<html><body><p>{text}</p></body></html>".encode("cp1252"),
+            "text/html",
+            html=True,
+            url="https://example.com/",
+        )
+    ]
+
+    assert misread == []
+
+
+def test_an_unlabelled_page_is_guessed_once_per_check(team, site, monkeypatch):
+    # Its text, the scripts question and a crawl's links and canonical
+    # address all read the same response: one guess serves them all.
+    guesses: list[int] = []
+    real = charset_normalizer.from_bytes
+
+    def counted(sequences: bytes, **kwargs: Any) -> Any:
+        guesses.append(len(sequences))
+        return real(sequences, **kwargs)
+
+    monkeypatch.setattr(charset_normalizer, "from_bytes", counted)
+    _, title, paragraphs, line, _ = PAGES["windows_1250_polish"]
+    html = (
+        f'<html><head><title>{title}</title><link rel="canonical" href="/">'
+        "<script>var shop = 1;</script></head><body>"
+        + "".join(f"<p>{text}</p>" for text in [*paragraphs, line])
+        + "</body></html>"
+    )
+    url = site.page("/", html.encode("cp1250"), content_type="text/html")
+    monitor = Monitor.objects.create(team=team, name="Site", schedule_cron="0 * * * *")
+    Target.objects.create(monitor=monitor, type="crawl", url=url, crawl_options={})
+    check = runner.run(Check.objects.create(monitor=monitor, trigger="manual"))
+
+    page = check.pages.get()
+
+    assert line in page.current_snapshot.text
+    assert len(guesses) == 1
+
+
+def test_a_crawl_reads_a_canonical_link_as_its_country_domain_suggests():
+    # The same bytes at the same address read the same for every reader:
+    # "Pranešimas" on a .lt site, not the Icelandic-looking "Praneðimas".
+    html = (
+        '<html><head><link rel="canonical" href="/pranešimas"></head>'
+        "<body><h1>Pranešimas</h1><p>Penktadienį skyrius nedirbs.</p></body></html>"
+    )
+    fetched = FetchResult(
+        url="https://www.vilnius.lt/p",
+        final_url="https://www.vilnius.lt/p",
+        status_code=200,
+        headers=httpx.Headers({"content-type": "text/html"}),
+        content=html.encode("cp1257"),
+    )
+
+    assert declared_canonical(fetched) == "https://www.vilnius.lt/pranešimas"

@@ -12,6 +12,7 @@ Signs, any one of which is enough:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -39,14 +40,24 @@ def has_scripts(content: bytes) -> bool:
     return _SCRIPT.search(content) is not None
 
 
-def script_built(content: bytes, content_type: str) -> str | None:
-    """Why this HTML page looks built by scripts, in a few words; None when
-    its content is there without them (or it is not HTML at all)."""
+def script_built(
+    content: bytes,
+    content_type: str,
+    *,
+    url: str,
+    guess: Callable[[], str] | None = None,
+) -> str | None:
+    """Why this HTML page (at `url`, after redirects) looks built by
+    scripts, in a few words; None when its content is there without them
+    (or it is not HTML at all). `guess`: the response's own encoding guess
+    (see sniff.decode)."""
     if not has_scripts(content):
         return None
     if body_kind(content, media_type_of(content_type)) != "html":
         return None
-    tree = LexborHTMLParser(decode(content, content_type, html=True))
+    tree = LexborHTMLParser(
+        decode(content, content_type, html=True, url=url, guess=guess)
+    )
     body = tree.body
     if body is None:
         return None
@@ -63,9 +74,10 @@ def script_built(content: bytes, content_type: str) -> str | None:
     return None
 
 
-def empty_app_root(content: bytes) -> str | None:
-    """The first app root left empty in this HTML (`<div id="root">`)."""
-    return _empty_app_root(LexborHTMLParser(decode(content, "", html=True)))
+def empty_app_root(content: bytes, url: str) -> str | None:
+    """The first app root left empty in this HTML (`<div id="root">`) of
+    the page at `url`."""
+    return _empty_app_root(LexborHTMLParser(decode(content, "", html=True, url=url)))
 
 
 def _empty_app_root(tree: LexborHTMLParser) -> str | None:

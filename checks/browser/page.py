@@ -346,7 +346,7 @@ class _Visit:
         except PlaywrightTimeout:
             root = None
             with contextlib.suppress(PlaywrightError):
-                root = detect.empty_app_root((await page.content()).encode())
+                root = detect.empty_app_root((await page.content()).encode(), page.url)
             detail = (
                 f"The page's scripts left it empty ({root or 'its app root'} still "
                 f"had nothing in it after {timeout / 1000:g} s), so there was "
@@ -515,7 +515,7 @@ class _Visit:
         except PlaywrightError:
             return False  # not kept (the page went elsewhere): ask next time
         content_type = await response.header_value("content-type") or "text/html"
-        return detect.script_built(served, content_type) is None
+        return detect.script_built(served, content_type, url=response.url) is None
 
 
 async def _refusal(url: str) -> FetchError | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from checks.content.html import extract_html
@@ -22,12 +22,18 @@ from checks.content.source import Extracted, ExtractionError
 
 
 def extract(
-    body: bytes, *, content_type: str, url: str, options: Mapping[str, Any]
+    body: bytes,
+    *,
+    content_type: str,
+    url: str,
+    options: Mapping[str, Any],
+    guess: Callable[[], str] | None = None,
 ) -> Extracted:
     """Extract comparable Markdown (and the requested formats) from ``body``.
 
     Raises ``ExtractionError`` when there is no text to compare: images and
     other binary bodies, unreadable PDFs, or PDFs with PDF parsing turned off.
+    `guess`: the response's own encoding guess (see sniff.decode).
     """
     opts = parse_options(options or {})
     media_type = media_type_of(content_type or "")
@@ -37,14 +43,19 @@ def extract(
     if kind == "binary":
         raise ExtractionError(binary_message(media_type))
     if kind == "text":
-        return _extract_text(body, content_type, media_type, url, opts)
-    return extract_html(body, content_type or "text/html", url, opts)
+        return _extract_text(body, content_type, media_type, url, opts, guess)
+    return extract_html(body, content_type or "text/html", url, opts, guess)
 
 
 def _extract_text(
-    body: bytes, content_type: str, media_type: str, url: str, opts: Options
+    body: bytes,
+    content_type: str,
+    media_type: str,
+    url: str,
+    opts: Options,
+    guess: Callable[[], str] | None,
 ) -> Extracted:
-    text = decode(body, content_type, html=False, url=url)
+    text = decode(body, content_type, html=False, url=url, guess=guess)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = as_read(media_type, text)
     return Extracted(

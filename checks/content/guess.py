@@ -46,13 +46,15 @@ _OTHER_GUESSES = (
 )
 # Encodings of Latin letters: the same bytes read as accented letters in
 # each, so one is chosen over windows-1252, the fallback browsers share, only
-# when windows-1252 reads as letters no one language has together (Czech's
-# "řeč" as "øeè") or as symbols inside words (Polish "Urząd" as "Urz¹d").
+# when windows-1252 plainly reads as letters no one language has together
+# (Czech's "řeč" as "øeè") or as symbols inside words (Polish "Urząd" as
+# "Urz¹d"): see _plainly_not_windows_1252.
 # Earlier ones win a tie.
 _LATIN_GUESSES = ("cp1252", "cp1250", "iso8859_2", "cp1254", "cp1257")
 # The letters beyond ASCII each language written in Latin letters uses
-# (lower case), to tell which reading is some language's.
-_ALPHABETS = (
+# (lower case), to tell which reading is some language's: Western ones
+# (windows-1252's), then Central European, Turkish and Baltic ones.
+_WESTERN_ALPHABETS = (
     "àâæçéèêëîïôœùûüÿ",  # French
     "äöüß",  # German
     "áéíñóúü",  # Spanish
@@ -66,6 +68,8 @@ _ALPHABETS = (
     "äöåšž",  # Finnish
     "áðéíóúýþæö",  # Icelandic
     "äöõüšž",  # Estonian
+)
+_EASTERN_ALPHABETS = (
     "áčďéěíňóřšťúůýž",  # Czech
     "áäčďéíĺľňóôŕšťúýž",  # Slovak
     "ąćęłńóśźż",  # Polish
@@ -75,6 +79,17 @@ _ALPHABETS = (
     "çğıöşüâîû",  # Turkish
     "ąčęėįšųūž",  # Lithuanian
     "āčēģīķļņšūž",  # Latvian
+)
+_ALPHABETS = _WESTERN_ALPHABETS + _EASTERN_ALPHABETS
+# How much better than windows-1252 another Latin reading must be to be
+# taken: by at least this many marks of a misreading, and this share of the
+# page's characters beyond ASCII.
+MARGIN_MARKS = 2
+MARGIN_SHARE = 0.1
+# Letters of the Central European, Turkish and Baltic alphabets that no
+# Western one above has.
+_EASTERN_ONLY = frozenset("".join(_EASTERN_ALPHABETS)) - frozenset(
+    "".join(_WESTERN_ALPHABETS)
 )
 # What a page's address says its unlabelled pages are likely written in, as
 # browsers take their default from the reader's locale (the HTML Standard's
@@ -163,19 +178,53 @@ def _other_encoding(readings: list[CharsetMatch]) -> str:
 def _latin_encoding(readings: list[CharsetMatch], hint: str | None) -> str:
     """Of Latin readings (each standing for every encoding that reads the
     same), the one with the fewest marks of a misreading; on a tie the
-    address's hint, else windows-1252, else the earliest guess. How orderly
-    charset-normalizer finds each reading is left aside: between Latin
-    readings it turns on a "²" or a "™" as much as on a letter."""
+    address's hint, else windows-1252, else the earliest guess. One other
+    than windows-1252 is taken only when it is plainly better (see
+    _plainly_not_windows_1252), so a page of Western names from several
+    languages, or an edit that adds a line, never moves a page away from the
+    reading every browser falls back to. How orderly charset-normalizer
+    finds each reading is left aside: between Latin readings it turns on a
+    "²" or a "™" as much as on a letter."""
     if not readings:
         return "cp1252"
     marks = {id(match): _misread_marks(str(match)) for match in readings}
     fewest = min(marks.values())
     best = [match for match in readings if marks[id(match)] == fewest]
     encodings = {encoding for match in best for encoding in _encodings_of(match)}
-    for choice in (hint, "cp1252", *_LATIN_GUESSES):
+    for choice in (hint, "cp1252"):
         if choice in encodings:
             return choice
-    return "cp1252"
+    choice = next(encoding for encoding in _LATIN_GUESSES if encoding in encodings)
+    western = next((m for m in readings if "cp1252" in _encodings_of(m)), None)
+    if western is not None and not _plainly_not_windows_1252(
+        str(western),
+        marks[id(western)],
+        str(next(m for m in best if choice in _encodings_of(m))),
+        fewest,
+    ):
+        return "cp1252"
+    return choice
+
+
+def _plainly_not_windows_1252(
+    western: str, western_marks: int, other: str, other_marks: int
+) -> bool:
+    """Whether another reading of the same bytes is plainly better than the
+    windows-1252 one: by MARGIN_MARKS marks or more, and by MARGIN_SHARE of
+    the characters beyond ASCII, and with evidence no Western text gives:
+    symbols inside words in windows-1252 ("Urz¹d"), or, in the other
+    reading, letters only Central European, Turkish or Baltic languages
+    write ("ł", "ő", "ř", "ğ", "ė"). Western text read in windows-1250 is
+    often all Czech letters ("crème, Ørsted, più" as "crčme, Řsted, pců"),
+    one mark better than a mix of Western languages."""
+    margin = western_marks - other_marks
+    beyond_ascii = len(_BEYOND_ASCII.findall(western))
+    if margin < MARGIN_MARKS or margin < MARGIN_SHARE * beyond_ascii:
+        return False
+    symbols = sum(
+        1 for found in _INSIDE_A_WORD.finditer(western) if _is_symbol(found.group())
+    )
+    return symbols > 0 or any(char in _EASTERN_ONLY for char in other.lower())
 
 
 def _encodings_of(match: CharsetMatch) -> set[str]:
@@ -184,14 +233,15 @@ def _encodings_of(match: CharsetMatch) -> set[str]:
 
 def _misread_marks(text: str) -> int:
     """How many characters of a reading mark it as the wrong one: letters
-    beyond ASCII that the language using most of them lacks, symbols
+    beyond ASCII (lower or upper case: "º" and "ª" are signs, though Unicode
+    counts them as letters) that the language using most of them lacks, symbols
     between two letters, as superscripts, fractions and signs are when a
     Central European page is read in the wrong encoding ("d³ugo", "mo¿e"),
     and control characters, as windows-1250's "š" is in ISO-8859-2."""
     counts = {
         char: count
         for char, count in Counter(_BEYOND_ASCII.findall(text.lower())).items()
-        if char.isalpha()
+        if unicodedata.category(char) == "Ll"
     }
     covered = max(
         sum(counts.get(char, 0) for char in alphabet) for alphabet in _ALPHABETS

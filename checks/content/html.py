@@ -4,7 +4,7 @@ and links read, then cleaned in place down to the chosen subtree, whose HTML
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -48,12 +48,15 @@ def _http_urls(values: Iterable[str | None], base: str) -> list[str]:
     return list(out)
 
 
-def page_links(body: bytes, content_type: str, url: str) -> list[str]:
+def page_links(
+    body: bytes, content_type: str, url: str, guess: Callable[[], str] | None = None
+) -> list[str]:
     """The absolute http(s) links of an HTML page (a crawl's next pages), in
-    page order; [] for anything that is not HTML."""
+    page order; [] for anything that is not HTML. `guess`: the response's
+    own encoding guess (see sniff.decode)."""
     if body_kind(body, media_type_of(content_type)) != "html":
         return []
-    tree = LexborHTMLParser(decode(body, content_type, html=True, url=url))
+    tree = LexborHTMLParser(decode(body, content_type, html=True, url=url, guess=guess))
     base = base_url(tree, url)
     return _http_urls(
         (n.attributes.get("href") for n in tree.css("a[href], area[href]")), base
@@ -77,8 +80,14 @@ def _absolutize(root: LexborNode, base: str) -> None:
                 node.attrs[attr] = resolved[value]
 
 
-def extract_html(body: bytes, content_type: str, url: str, opts: Options) -> Extracted:
-    text = decode(body, content_type, html=True, url=url)
+def extract_html(
+    body: bytes,
+    content_type: str,
+    url: str,
+    opts: Options,
+    guess: Callable[[], str] | None = None,
+) -> Extracted:
+    text = decode(body, content_type, html=True, url=url, guess=guess)
     tree = LexborHTMLParser(text)
     base = base_url(tree, url)
     metadata = html_metadata(tree, content_type, url)

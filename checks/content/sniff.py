@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import re
+from collections.abc import Callable
 
 from checks.content.guess import guessed_encoding
 
@@ -133,14 +134,27 @@ def _bom_codec(body: bytes) -> str | None:
     return None
 
 
-def decode(body: bytes, content_type: str, *, html: bool, url: str = "") -> str:
+def decode(
+    body: bytes,
+    content_type: str,
+    *,
+    html: bool,
+    url: str = "",
+    guess: Callable[[], str] | None = None,
+) -> str:
     """BOM, then the header's charset, then ``<meta charset>`` (or, for
     anything but HTML, the XML declaration's encoding), then UTF-8, then
-    the encoding the bytes read best in, as browsers guess (windows-1252
-    unless a CJK or Cyrillic one plainly reads better). A label the bytes plainly
-    contradict gives way to the next: servers send ``charset=utf-8`` for
-    whatever their pages are written in, and templates keep an old label
-    after the site moved to UTF-8, or the reverse."""
+    the encoding the bytes read best in, as browsers guess
+    (checks.content.guess): windows-1252 unless a Japanese, Chinese,
+    Korean, Cyrillic, Greek, Hebrew, Arabic or Thai one plainly reads
+    better, or a Central European, Turkish or Baltic one plainly reads as
+    that language's letters, with the address's country domain (`url`:
+    .pl, .tr, .lt) settling what the letters cannot. `guess` is the
+    response's own guess (FetchResult.guessed_encoding), made once however
+    often its body is decoded. A label the bytes plainly contradict gives
+    way to the next: servers send ``charset=utf-8`` for whatever their
+    pages are written in, and templates keep an old label after the site
+    moved to UTF-8, or the reverse."""
     codec = _bom_codec(body)
     if codec is not None:
         return body.decode(codec, errors="replace")
@@ -159,7 +173,8 @@ def decode(body: bytes, content_type: str, *, html: bool, url: str = "") -> str:
     if text is None and "utf-8" not in (in_header, in_document):
         text = _read_as_utf8(body)  # not asked yet
     if text is None:
-        codec = _codec(guessed_encoding(body, url)) or "cp1252"
+        guessed = guess() if guess is not None else guessed_encoding(body, url)
+        codec = _codec(guessed) or "cp1252"
         text = body.decode(codec, errors="replace")
     return text
 

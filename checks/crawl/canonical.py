@@ -57,7 +57,15 @@ def _from_head(fetched: FetchResult) -> list[tuple[str, str]]:
         return []
     if body_kind(fetched.content, media_type_of(content_type)) != "html":
         return []
-    tree = LexborHTMLParser(decode(fetched.content, content_type, html=True))
+    tree = LexborHTMLParser(
+        decode(
+            fetched.content,
+            content_type,
+            html=True,
+            url=fetched.final_url,
+            guess=fetched.guessed_encoding,
+        )
+    )
     if tree.head is None:
         return []
     base = base_url(tree, fetched.final_url)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
+from checks.content.guess import guessed_encoding
 from checks.content.sniff import body_kind, media_type_of
 from checks.errors import ErrorKind
 from checks.fetch.body import BodyReader, check_declared_length
@@ -51,6 +52,15 @@ class FetchResult:
     content: bytes
     redirects: list[str] = field(default_factory=list)  # each hop's target, in order
     elapsed_ms: int = 0
+    _guessed_encoding: str | None = field(default=None, init=False, repr=False)
+
+    def guessed_encoding(self) -> str:
+        """The legacy encoding the body reads best in, for when it names none
+        (checks.content.guess): guessed once, however many readers decode
+        this response (its text, the scripts question, a crawl's links)."""
+        if self._guessed_encoding is None:
+            self._guessed_encoding = guessed_encoding(self.content, self.final_url)
+        return self._guessed_encoding
 
     @property
     def text(self) -> str:

@@ -53,7 +53,11 @@ def refresh_location(
         return None
     content_type = headers.get("content-type", "")
     is_html = body_kind(body, media_type_of(content_type)) == "html"
-    tree = LexborHTMLParser(decode(body, content_type, html=True)) if is_html else None
+    tree = (
+        LexborHTMLParser(decode(body, content_type, html=True, url=str(url)))
+        if is_html
+        else None
+    )
     location = _target(header) if header is not None else None
     if location is None and tree is not None:
         for meta in tree.css("meta[http-equiv]"):
@@ -62,14 +66,17 @@ def refresh_location(
                 break  # browsers obey the first one only
     if location is None or not _elsewhere_on_the_web(url, location):
         return None
-    return location if _own_text(tree, body, content_type) <= OWN_TEXT_CHARS else None
+    own_text = _own_text(tree, body, content_type, str(url))
+    return location if own_text <= OWN_TEXT_CHARS else None
 
 
-def _own_text(tree: LexborHTMLParser | None, body: bytes, content_type: str) -> int:
+def _own_text(
+    tree: LexborHTMLParser | None, body: bytes, content_type: str, url: str
+) -> int:
     """How many characters of its own the page has (scripts and styles not
     counted; whitespace runs as one)."""
     if tree is None:
-        text = decode(body, content_type, html=False)
+        text = decode(body, content_type, html=False, url=url)
     else:
         tree.strip_tags(list(_HIDDEN))
         body_node = tree.body

@@ -108,7 +108,12 @@ def extract_page(job: PageJob, fetched: Fetched, state: PageState | None) -> Out
             _add_browser_output(outcome, fetched)
         if job.follow and 200 <= fetched.status_code < 300:
             content_type = fetched.headers.get("content-type", "")
-            outcome.links = page_links(fetched.content, content_type, fetched.final_url)
+            outcome.links = page_links(
+                fetched.content,
+                content_type,
+                fetched.final_url,
+                guess=fetched.guessed_encoding,
+            )
         return outcome
     except Exception:
         logger.exception("Analysing %s crashed", job.url)
@@ -277,6 +282,7 @@ def read_page(job: PageJob, fetched: FetchResult) -> Extracted:
         content_type=fetched.headers.get("content-type", ""),
         url=fetched.final_url,
         options=job.options,
+        guess=fetched.guessed_encoding,
     )
 
 

@@ -208,4 +208,9 @@ def built_by_scripts(
         return None
     if state is not None and state.fetcher == "http" and outcome.is_settled_same:
         return None
-    return detect.script_built(fetched.content, fetched.headers.get("content-type", ""))
+    return detect.script_built(
+        fetched.content,
+        fetched.headers.get("content-type", ""),
+        url=fetched.final_url,
+        guess=fetched.guessed_encoding,
+    )
