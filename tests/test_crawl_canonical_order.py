@@ -201,3 +201,18 @@ def test_a_subdomain_canonical_is_taken_only_as_its_robots_txt_allows(team, site
 
     assert statuses(check) == {"new": {"", "post?ref=home"}}
     assert site.requests_to("/private/post") == []
+
+
+def test_pages_naming_each_other_record_one_of_them(team, site):
+    """/x names /y and /y names /x: a cycle. One of them is recorded (which
+    one depends on which answered first: the README says so)."""
+    site.html("/", "Home", nav("/x", "/y"))
+    page(site, "/x", "Article", "<p>The article.</p>", canonical("/y"))
+    page(site, "/y", "Article", "<p>The article.</p>", canonical("/x"))
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    new = statuses(check)["new"]
+    assert new in ({"", "x"}, {"", "y"})
+    assert check.pages_total == check.pages_done == 2
