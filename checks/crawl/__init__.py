@@ -2,8 +2,8 @@
 
     scope.py     which URLs a crawl may visit, and when two are one page
     links.py     the links of a fetched HTML page
-    canonical.py the address a page names as canonical (a crawl records the
-                 page there: checks.crawl.frontier)
+    canonical.py the address a page names as canonical (the page is then a
+                 copy of it: checks.crawl.frontier.Frontier.copies)
     discovery.py robots.txt and sitemaps at the start, through the one door
     known.py     the pages the monitor had before this check, and under
                  which address (taken first when the limit is near)

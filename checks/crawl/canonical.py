@@ -21,8 +21,8 @@ from checks.fetch import FetchResult
 # One link of a Link header: <target> and its parameters.
 _HEADER_LINK = re.compile(r"<([^>]*)>((?:\s*;\s*[^,;]*)*)")
 _REL = re.compile(r"""(?i)\brel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""")
-# The canonical link is in the head, which is rarely past the first bytes: a
-# page whose first bytes do not say "canonical" is not parsed at all.
+# A page whose bytes never say "canonical" is not parsed at all (most pages:
+# the search is far cheaper than building the tree).
 _MENTIONS = re.compile(rb"(?i)canonical")
 
 

@@ -1,8 +1,9 @@
 """A crawl's state in the database while its check runs.
 
     plan:   the start URL and the sitemap's pages, admitted at depth 0
-    claim:  a page that names another page of the crawl as its canonical
-            address is recorded there, once (see canonical, claim)
+    copies: a page that names another page of the crawl as its canonical
+            address is not recorded; that address is admitted instead and
+            recorded from its own fetch (see canonical, copies)
     admit:  the links of each fetched page (scoped by checks.crawl.scope)
             become new batches, once per page, up to the crawl's limit;
             near it, pages the target had come first and the others wait
@@ -144,22 +145,23 @@ class Frontier:
         scope = self.scope(job)
         if scope is None or not job.follow:
             return
-        origins = {Scope.host_of(url) for url in outcome.links}
+        # The canonical address's too: the crawl takes it only as it would
+        # take a link (checks.crawl.frontier.copies).
+        named = [outcome.canonical] if outcome.canonical else []
+        origins = {Scope.host_of(url) for url in [*outcome.links, *named]}
         for origin in origins - set(scope.robots):
             if scope.knows_robots(origin):
                 continue
             scope.robots[origin] = None  # claimed: one fetch per origin
             scope.remember_robots(origin, await robots_of(origin, client))
 
-    def canonical(self, job: PageJob, fetched: object) -> Link | None:
-        """Where this page is recorded instead of its own address: the
-        canonical address it names (checks.crawl.canonical), when that is
-        another page of the crawl's own site which the crawl would take at
-        the page's depth (its paths, robots.txt), with deduplicateSimilarURLs
-        on (the site's own word on which addresses are one page). Never
-        fetched for it: the page's content stands for it. None for the
-        start page (the user's own), a page a redirect took elsewhere
-        (recorded where it led), and an answer that is not a page."""
+    def canonical(self, job: PageJob, fetched: object) -> str | None:
+        """The canonical address this page names (checks.crawl.canonical),
+        when it may be a copy of another page (see copies): a crawl page
+        answered 2xx under its own address, not the start page (the user's
+        own), with deduplicateSimilarURLs on (the site's own word on which
+        addresses are one page). Whether the crawl takes the address is
+        decided once its robots.txt is known (learn_robots, then copies)."""
         crawl = self.crawls.get(job.target_id)
         if crawl is None or not job.record or not isinstance(fetched, FetchResult):
             return None
@@ -171,69 +173,65 @@ class Frontier:
         if not scope.is_internal(job.url) or _moved(scope, job.url, fetched.final_url):
             return None
         declared = declared_canonical(fetched)
-        link = scope.admit(declared, job.depth) if declared else None
-        if link is None or not link.follow or link.key == scope.key(job.url):
-            return None
-        return link
+        return declared if declared and scope.is_internal(declared) else None
 
-    def recorded_as(self, job: PageJob, link: Link) -> str:
-        """The address a canonical page is recorded under: the one the
-        target had it under (a trailing slash, www.), or the canonical's."""
-        crawl = self.crawls[job.target_id]
-        had, _ = known.respelled(
-            self.check.monitor_id, job.target_id, crawl.scope, [link]
-        )
-        return had[0].url if had else link.url
+    def copies(self, items: Sequence[Item]) -> list[Item]:
+        """These pages, but for copies: a page that names another page of
+        the crawl as its canonical address (see canonical) is not recorded
+        nor counted against the limit; the address it names is admitted as
+        a link would be (a no-op when the crawl has it), and recorded from
+        its own fetch, so what a page shows never depends on which address
+        answered first. Its links are followed all the same. A copy the
+        target had is `removed` once, under its own address, when the
+        crawl closes complete (removed_items): not before, as the address
+        it names may yet turn out to be no page (see _uncopy).
 
-    def claim(self, items: Sequence[Item]) -> list[Item]:
-        """These pages, those that name a canonical address (see canonical)
-        under it: the first to name it claims it in the frontier (so it is
-        not fetched as a link either), and the content it brought is that
-        page's. One that names an address the frontier has already (the
-        page itself was admitted, or another address named it first) is no
-        page of its own: it leaves the counts, so copies of one article do
-        not fill the crawl's limit. Either way its frontier row takes the
-        canonical address, which makes this happen once should the batch run
-        again, and lets the page the target had under the old address be
-        `removed` (removed_items). Its links are followed all the same."""
-        named = [item for item in items if item.outcome.canonical is not None]
+        A page records itself when the address it names is no page of the
+        crawl (it redirected, answered a download or nothing), or leads
+        back to it through copies already met (a cycle: which of its pages
+        is recorded then depends on which answered first). The copy is
+        marked on its frontier row (CrawlPage.copy_of), so a batch that
+        runs again does the same."""
+        named: dict[int, tuple[_Crawl, str, Link]] = {}
+        for n, (job, outcome, _state) in enumerate(items):
+            crawl = self.crawls.get(job.target_id)
+            if crawl is None or outcome.canonical is None or not job.record:
+                continue
+            if outcome.status not in _PAGE_STATUSES:
+                continue  # an error or a "not found" page is nobody's copy
+            own = crawl.scope.key(job.url)
+            link = crawl.scope.admit(outcome.canonical, job.depth)
+            if link is not None and link.follow and link.key != own:
+                named[n] = (crawl, own, link)
         if not named:
             return list(items)
+        kept = list(items)
         with transaction.atomic():
             check = Check.objects.select_for_update().get(pk=self.check.pk)
-            recorded = set(
-                PageResult.objects.filter(
-                    check_run=check, url__in=[i.outcome.canonical for i in named]
-                ).values_list("target_id", "url")
+            rows = _frontier_rows(
+                {crawl.row.pk: crawl for crawl, _, _ in named.values()},
+                {(crawl.row.pk, own) for crawl, own, _ in named.values()}
+                | {(crawl.row.pk, link.key) for crawl, _, link in named.values()},
             )
-            kept, gone = [], 0
-            for item in items:
-                to = item.outcome.canonical
-                if to is None:
-                    kept.append(item)
+            gone: dict[int, int] = {}
+            for n, (crawl, own, link) in named.items():
+                job, outcome, state = items[n]
+                mine = rows.get((crawl.row.pk, own))
+                if mine is None:
                     continue
-                job, crawl = item.job, self.crawls[item.job.target_id]
-                moved = CrawlPage.objects.filter(
-                    crawl_id=crawl.row.pk, key=crawl.scope.key(job.url)
-                ).exclude(url=to)
-                if moved.update(url=to):
-                    _, first = CrawlPage.objects.get_or_create(
-                        crawl_id=crawl.row.pk,
-                        key=crawl.scope.key(to),
-                        defaults={"url": to, "depth": job.depth},
-                    )
-                    if not first:
-                        Crawl.objects.filter(pk=crawl.row.pk).update(
-                            found=F("found") - 1
-                        )
-                        gone += 1
-                else:  # claimed or counted out before this batch ran again
-                    first = (job.target_id, to) not in recorded
-                job = dataclasses.replace(job, url=to) if first else job
-                kept.append(Item(dataclasses.replace(job, record=first), *item[1:]))
+                if not mine.copy_of:
+                    if not _copy(crawl, own, link, rows):
+                        continue
+                    mine.copy_of = link.url
+                    CrawlPage.objects.filter(pk=mine.pk).update(copy_of=link.url)
+                    gone[crawl.row.pk] = gone.get(crawl.row.pk, 0) + 1
+                self.led_to.setdefault(job.target_id, []).append(link)
+                kept[n] = Item(dataclasses.replace(job, record=False), outcome, state)
+            for row_pk, count in gone.items():
+                Crawl.objects.filter(pk=row_pk).update(found=F("found") - count)
             if gone:
                 Check.objects.filter(pk=check.pk).update(
-                    pages_total=F("pages_total") - gone
+                    pages_total=F("pages_total") - sum(gone.values())
                 )
         return kept
 
@@ -253,9 +251,6 @@ class Frontier:
         for item in items:
             job, outcome, state = item
             crawl = self.crawls.get(job.target_id)
-            if outcome.canonical is not None:  # not redirected (see canonical)
-                kept.append(item)
-                continue
             to = _redirect(crawl.scope, job, outcome) if crawl else None
             if (
                 crawl is not None
@@ -315,12 +310,41 @@ class Frontier:
             check = Check.objects.select_for_update().get(pk=self.check.pk)
             # First, so the room a crawl's limit leaves counts them out.
             _not_pages(check, not_pages)
+            batches: list[CheckBatch] = self._uncopy(check, not_pages)
             for target_id, reason in incomplete.items():
                 truncate(self.crawls[target_id].row, reason)
-            batches: list[CheckBatch] = []
             for target_id, links in found.items():
                 batches += self._admit(check, self.crawls[target_id], links)
             return batches
+
+    def _uncopy(
+        self, check: Check, not_pages: Sequence[tuple[Crawl, str, str]]
+    ) -> list[CheckBatch]:
+        """Copies of links that turned out to be no page (a copy met before
+        the address it named redirected back to it, or answered nothing):
+        each is a page again, fetched once more to record itself (then the
+        address it names is no page: see copies). The caller holds the
+        check's row locked."""
+        batches: list[CheckBatch] = []
+        by_crawl: dict[int, list[str]] = {}
+        for row, key, _to in not_pages:
+            by_crawl.setdefault(row.pk, []).append(key)
+        for crawl in self.crawls.values():
+            keys = set(by_crawl.get(crawl.row.pk, ()))
+            if not keys:
+                continue
+            copies = CrawlPage.objects.filter(crawl_id=crawl.row.pk).exclude(copy_of="")
+            links = [
+                Link(page.url, page.key, page.depth, crawl.scope.is_internal(page.url))
+                for page in copies
+                if crawl.scope.key(page.copy_of) in keys
+            ]
+            if links:
+                CrawlPage.objects.filter(
+                    crawl_id=crawl.row.pk, key__in=[link.key for link in links]
+                ).update(copy_of="")
+                batches += schedule(check, crawl.row, crawl.target, links)
+        return batches
 
     def _admit(
         self, check: Check, crawl: _Crawl, links: list[Link]
@@ -349,6 +373,60 @@ class Frontier:
         else:
             taken += new
         return register(check, row, crawl.target, taken)
+
+
+# What a page that answered is recorded as: a copy is one of these.
+_PAGE_STATUSES = frozenset(
+    {PageResult.Status.NEW, PageResult.Status.SAME, PageResult.Status.CHANGED}
+)
+# Copies followed from one to the next, looking for a cycle, at most.
+_CHAIN_HOPS = 8
+
+
+def _frontier_rows(
+    crawls: dict[int, _Crawl], todo: set[tuple[int, str]]
+) -> dict[tuple[int, str], CrawlPage]:
+    """The frontier rows of these (crawl row, key), and of the addresses
+    their copies name in turn (up to _CHAIN_HOPS), by (crawl row, key): a
+    query a hop, whatever the number of pages."""
+    rows: dict[tuple[int, str], CrawlPage] = {}
+    asked: set[tuple[int, str]] = set()
+    for _ in range(_CHAIN_HOPS):
+        todo -= asked
+        if not todo:
+            break
+        asked |= todo
+        found = CrawlPage.objects.filter(
+            crawl_id__in={pk for pk, _ in todo}, key__in={key for _, key in todo}
+        )
+        todo = set()
+        for row in found:
+            rows.setdefault((row.crawl_id, row.key), row)
+            if row.copy_of:
+                scope = crawls[row.crawl_id].scope
+                todo.add((row.crawl_id, scope.key(row.copy_of)))
+    return rows
+
+
+def _copy(
+    crawl: _Crawl, own: str, link: Link, rows: dict[tuple[int, str], CrawlPage]
+) -> bool:
+    """Whether the page at key `own` is a copy of `link`: not when the
+    address it names is no page (a link that redirected, a download), nor
+    when the copies it leads through come back to the page (a cycle)."""
+    scope, seen, key = crawl.scope, {own}, link.key
+    row = rows.get((crawl.row.pk, key))
+    if row is not None and not row.copy_of and scope.key(row.url) != key:
+        return False
+    for _ in range(_CHAIN_HOPS):
+        if row is None or not row.copy_of:
+            return True
+        seen.add(key)
+        key = scope.key(row.copy_of)
+        if key in seen:
+            return False
+        row = rows.get((crawl.row.pk, key))
+    return False
 
 
 def _wait(row: Crawl, links: Sequence[Link]) -> None:
@@ -571,10 +649,13 @@ def close(check_id: uuid.UUID, record: Any) -> None:
 def removed_items(check: Check, row: Crawl, target: Target) -> list[Item]:
     scope = scope_of(target, row)
     # A row whose address is not its own stands for another page (a link
-    # that redirected, a page that named a canonical address): the page the
+    # that redirected), and a copy for the page it names: the page the
     # target had under the row's own address was not found again.
-    rows = CrawlPage.objects.filter(crawl=row).values_list("key", "url")
-    seen = {key for key, url in rows if url and scope.key(url) == key}
+    rows = CrawlPage.objects.filter(crawl=row).values_list("key", "url", "copy_of")
+    seen = {
+        key for key, url, copy_of in rows if url and scope.key(url) == key
+        and not copy_of
+    }  # fmt: skip
     states = PageState.objects.filter(
         monitor_id=check.monitor_id,
         target_id=target.id,

@@ -82,6 +82,11 @@ class CrawlPage(models.Model):
     # unless room is left once every batch is done, taken then by depth and
     # address, so the pages chosen do not depend on which answered first.
     waiting = models.BooleanField(default=False)
+    # A page fetched that names another address as canonical (a copy): the
+    # address it names, admitted in its place; the copy itself is not
+    # recorded nor counted (checks.crawl.frontier.Frontier.copies). Set
+    # once, so a batch that runs again treats the page the same way.
+    copy_of = models.URLField(max_length=2048, blank=True, default="")
 
     class Meta:
         constraints = [

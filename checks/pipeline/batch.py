@@ -5,9 +5,8 @@ Each page is a task on the loop: fetch, then extract inline (a PDF, which
 may be read with OCR, in a thread), then a page that may be the site's "not
 found" page confirmed or cleared (checks.pipeline.not_found). The loop hands
 over what is done, a few pages at a time; between its steps, in plain
-synchronous Django, a crawl page that names another address as canonical
-gets that address's baseline before it is extracted (then claims the address,
-checks.crawl.frontier), a crawl admits the links they brought, then they are
+synchronous Django, a crawl sets aside the pages that are copies of another
+(checks.crawl.frontier.copies) and admits the links they brought, then they are
 compared, judged (the judges' calls run on the same loop, beside the
 fetches) and recorded. A page whose plain fetch looks built by scripts is
 not extracted further: it is handed over to a new browser batch of the same
@@ -18,7 +17,7 @@ never holds up a batch of plain fetches.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
@@ -27,17 +26,15 @@ from checks import shared_clock
 from checks.browser.executable import available as browser_available
 from checks.browser.result import BrowserResult
 from checks.crawl.frontier import Frontier
-from checks.crawl.scope import Link
-from checks.fetch import FetchError, FetchResult
+from checks.fetch import FetchError
 from checks.jobs import PageJob, Via
-from checks.models import AIUse, Check, CheckBatch, PageState
+from checks.models import AIUse, Check, CheckBatch
 from checks.pipeline.compare import compare
 from checks.pipeline.extract import Fetched, extract_page, reads_slowly
 from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
 from checks.pipeline.judge import Judge, judge, take_used
 from checks.pipeline.not_found import NotFoundProbe
 from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
-from checks.pipeline.plan import baselines
 from checks.pipeline.record import RECORD_BATCH, record_many
 
 # A running batch writes its heartbeat at least this often while alive.
@@ -78,9 +75,6 @@ def run_pages(check: Check, batch: CheckBatch, pages: BatchPages) -> list[CheckB
             loop.run(arriving.start())
             while arriving.left:
                 done = loop.run(arriving.take(HEARTBEAT_SECONDS))
-                named = arriving.take_named()
-                if named:
-                    loop.run(arriving.resume(as_canonical(check, pages, named)))
                 if done:
                     added += _settle(loop, check, batch, pages, done)
                 else:
@@ -97,34 +91,6 @@ def run_pages(check: Check, batch: CheckBatch, pages: BatchPages) -> list[CheckB
     return added + hand_over(check, arriving.handed_over)
 
 
-@dataclass(frozen=True)
-class Named:
-    """A crawl page fetched whose canonical address is another page of the
-    crawl (Frontier.canonical): extracted once that page's baseline is read."""
-
-    job: PageJob
-    fetched: FetchResult
-    canonical: Link
-
-
-def as_canonical(
-    check: Check, pages: BatchPages, named: list[Named]
-) -> list[tuple[Named, str, PageState | None]]:
-    """Each page with the address it is recorded under and that address's
-    baseline, which its content is compared with."""
-    assert pages.crawls is not None
-    crawls = pages.crawls
-    addresses = [crawls.recorded_as(one.job, one.canonical) for one in named]
-    jobs = [
-        replace(one.job, url=url) for one, url in zip(named, addresses, strict=True)
-    ]
-    states = baselines(check.monitor, jobs)
-    return [
-        (one, job.url, states.get((job.target_id, PageState.hash_url(job.url))))
-        for one, job in zip(named, jobs, strict=True)
-    ]
-
-
 def _settle(
     loop: asyncio.Runner,
     check: Check,
@@ -137,7 +103,7 @@ def _settle(
     added: list[CheckBatch] = []
     if pages.crawls is not None:
         done = pages.crawls.redirected(done)
-        done = pages.crawls.claim(done)
+        done = pages.crawls.copies(done)
         added = pages.crawls.admit(done)
     compare(done)
     judge(
@@ -171,8 +137,6 @@ class _Arriving:
         self.left = len(self.to_fetch) + len(self.done)
         # Pages whose plain fetch looked built by scripts: for the browser.
         self.handed_over: list[PageJob] = []
-        # Fetched pages that name a canonical address (see as_canonical).
-        self.named: list[Named] = []
         self.tasks: list[asyncio.Task[None]] = []
         self.arrived: asyncio.Event | None = None
 
@@ -193,34 +157,6 @@ class _Arriving:
             fetched = exc
         except Exception as exc:  # extracted as an internal error of this page
             fetched = exc
-        assert self.arrived is not None
-        canonical = self.crawls.canonical(job, fetched) if self.crawls else None
-        if canonical is not None and isinstance(fetched, FetchResult):
-            # Its baseline is the canonical page's, read outside the loop.
-            self.named.append(Named(job, fetched, canonical))
-            self.arrived.set()
-            return
-        await self._extract(job, fetched, state)
-
-    def take_named(self) -> list[Named]:
-        named, self.named = self.named, []
-        return named
-
-    async def resume(self, named: list[tuple[Named, str, PageState | None]]) -> None:
-        """Extract the pages that named a canonical address, each compared
-        with that address's baseline."""
-        self.tasks += [
-            asyncio.create_task(self._extract(one.job, one.fetched, state, canonical))
-            for one, canonical, state in named
-        ]
-
-    async def _extract(
-        self,
-        job: PageJob,
-        fetched: Fetched,
-        state: PageState | None,
-        canonical: str | None = None,
-    ) -> None:
         assert self.arrived is not None
         # Extracted first: a page whose text is still what a plain fetch saw
         # last time needs no second parse to look for scripts.
@@ -252,15 +188,16 @@ class _Arriving:
         # A page that may be the site's "not found" page: confirmed (gone)
         # or cleared by a made-up address of the site.
         outcome = await self.not_found.confirm(job, outcome, state)
-        outcome.canonical = canonical
-        if self.crawls is not None and outcome.links:
+        if self.crawls is not None:
+            outcome.canonical = self.crawls.canonical(job, fetched)
+        if self.crawls is not None and (outcome.links or outcome.canonical):
             await self.crawls.learn_robots(job, outcome, self.fetchers.client)
         self.done.append(Item(job, outcome, state))
         self.arrived.set()
 
     async def take(self, timeout: float) -> list[Item]:
         assert self.arrived is not None
-        if not self.done and not self.named:
+        if not self.done:
             try:
                 await asyncio.wait_for(self.arrived.wait(), timeout)
             except TimeoutError:

@@ -170,8 +170,8 @@ class Outcome:
     captures: list[Shot] = field(default_factory=list)
     fetcher: str | None = None
     # fetch -> crawl (checks.crawl.frontier): the address a crawl page names
-    # as canonical, under which it is recorded (extract compared it with that
-    # address's baseline); None for a page recorded under its own.
+    # as canonical, which makes it a copy of that address when the crawl
+    # takes it (Frontier.copies); None when it names none it may be a copy of.
     canonical: str | None = None
 
     @property

@@ -1,0 +1,218 @@
+"""A crawl page that names another address as canonical is a copy: it is
+not recorded, the address it names is, from its own fetch. What a check
+records never depends on which page answered first (but for cycles)."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.models import Check, PageResult
+from tests.test_crawl import crawl_monitor, nav, run_check
+from tests.test_crawl_canonical import canonical, page, statuses
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def private_targets(settings) -> None:
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+
+
+def test_variants_naming_one_canonical_never_become_its_content(team, site):
+    """/shoe?color=red and ?color=blue both name /shoe (not linked): /shoe is
+    recorded from its own fetch, whichever variant answers first."""
+    site.html("/", "Home", nav("/shoe?color=red", "/shoe?color=blue"))
+    page(site, "/shoe", "Shoe", "<p>Shoe</p>", canonical("/shoe"))
+
+    def variants(slow_red: bool) -> None:
+        page(
+            site,
+            "/shoe?color=red",
+            "Shoe",
+            "<p>Shoe in red.</p>",
+            canonical("/shoe"),
+            delay=0.3 if slow_red else 0,
+        )
+        page(
+            site,
+            "/shoe?color=blue",
+            "Shoe",
+            "<p>Shoe in blue.</p>",
+            canonical("/shoe"),
+            delay=0 if slow_red else 0.3,
+        )
+
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    variants(slow_red=True)
+    first = run_check(monitor)
+    variants(slow_red=False)
+    second = run_check(monitor)
+
+    assert statuses(first) == {"new": {"", "shoe"}}
+    assert "Shoe in" not in first.pages.get(url=site.url("/shoe")).current_snapshot.text
+    assert statuses(second) == {"same": {"", "shoe"}}
+
+
+def test_a_chain_of_canonicals_ends_at_its_end_whatever_the_order(team, site):
+    """/a?x names /b; /b names /c; /b is linked from /d only."""
+    site.html("/", "Home", nav("/a?x=1", "/d"))
+    page(site, "/b", "B", "<p>B</p>", canonical("/c"))
+    page(site, "/c", "B", "<p>B</p>", canonical("/c"))
+
+    def order(a_first: bool) -> None:
+        page(site, "/a", "B", "<p>B</p>", canonical("/b"), delay=0 if a_first else 0.3)
+        site.html("/d", "D", nav("/b"), delay=0.3 if a_first else 0)
+
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    order(a_first=True)
+    first = run_check(monitor)
+    order(a_first=False)
+    second = run_check(monitor)
+
+    assert statuses(first) == {"new": {"", "c", "d"}}
+    assert statuses(second) == {"same": {"", "c", "d"}}
+
+
+def test_a_page_naming_an_address_that_is_no_page_records_itself(team, site):
+    """/a?x names /b, /b names /c, and /c answers 404: /b is the page."""
+    site.html("/", "Home", nav("/a?x=1", "/d"))
+    page(site, "/b", "B", "<p>B</p>", canonical("/c"))
+
+    def order(a_first: bool) -> None:
+        page(site, "/a", "B", "<p>B</p>", canonical("/b"), delay=0 if a_first else 0.3)
+        site.html("/d", "D", nav("/b"), delay=0.3 if a_first else 0)
+
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    order(a_first=True)
+    first = run_check(monitor)
+    order(a_first=False)
+    second = run_check(monitor)
+
+    assert statuses(first) == {"new": {"", "b", "d"}}
+    assert statuses(second) == {"same": {"", "b", "d"}}
+    assert second.pages_total == second.pages_done == 3
+
+
+def test_a_not_found_page_naming_a_canonical_is_no_page(team, site):
+    """Deleted pages show the site's not-found page (HTTP 200), which names
+    /not-found as canonical: a link to one is no page, as without it."""
+    site.html("/", "Home", nav("/gone-1", "/gone-2", "/about"))
+    site.html("/about", "About", "<p>About us, a real page with words.</p>")
+    site.otherwise(
+        "<!doctype html><html><head><title>Page not found</title>"
+        + canonical("/not-found")
+        + "</head><body><h1>Page not found</h1><p>Sorry.</p></body></html>"
+    )
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    check = run_check(monitor)
+    assert statuses(check) == {"new": {"", "about"}}
+    assert site.requests_to("/not-found") == []
+
+
+def test_a_copy_stays_a_copy_when_its_batch_runs_again(team):
+    """The batch of /amp/post runs twice (a worker died after the copy was
+    marked, before its pages were recorded): counted out once, never
+    recorded."""
+    import uuid
+
+    from checks.crawl.frontier import Frontier
+    from checks.crawl.models import Crawl, CrawlPage
+    from checks.jobs import PageJob
+    from checks.pipeline.outcome import Item, Outcome
+    from monitors.models import Target
+
+    monitor = crawl_monitor(team, "https://example.com/", sitemap="skip")
+    target = Target.objects.get(monitor=monitor)
+    check = Check.objects.create(
+        monitor=monitor,
+        trigger=Check.Trigger.MANUAL,
+        status=Check.Status.RUNNING,
+        pages_total=3,
+    )
+    row = Crawl.objects.create(check_run=check, target_id=target.id, found=3)
+    frontier = Frontier(check)
+    scope = frontier.crawls[target.id].scope
+    for url in (
+        "https://example.com/",
+        "https://example.com/post",
+        "https://example.com/amp/post",
+    ):
+        CrawlPage.objects.create(crawl=row, key=scope.key(url), url=url, depth=1)
+    job = PageJob(
+        target.id,
+        "https://example.com/amp/post",
+        {},
+        1,
+        uuid.uuid4(),
+        depth=1,
+        follow=True,
+    )
+
+    def item() -> Item:
+        outcome = Outcome(PageResult.Status.NEW, {"url": job.url})
+        outcome.canonical = "https://example.com/post"
+        return Item(job, outcome, None)
+
+    [once] = frontier.copies([item()])
+    [again] = frontier.copies([item()])
+
+    row.refresh_from_db()
+    check.refresh_from_db()
+    assert once.job.record is False
+    assert again.job.record is False  # /post's own batch records /post
+    assert (row.found, check.pages_total) == (2, 2)
+    copy = CrawlPage.objects.get(crawl=row, url="https://example.com/amp/post")
+    assert copy.copy_of == "https://example.com/post"
+
+
+def test_a_page_naming_the_address_that_redirects_to_it_records_itself(team, site):
+    """/old redirects to /new; /new still names /old as its canonical."""
+    site.html("/", "Home", nav("/old", "/about"))
+    site.html("/about", "About", "<p>About us</p>")
+    site.redirect("/old", "/new", status=301)
+    page(site, "/new", "Article", "<p>The article.</p>", canonical("/old"))
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    check = run_check(monitor)
+    assert statuses(check) == {"new": {"", "about", "new"}}
+    assert check.pages_total == check.pages_done == 3
+
+
+def test_a_subdomain_canonical_is_taken_only_as_its_robots_txt_allows(team, site):
+    """allowSubdomains: the copy names an address on shop.site.test, whose
+    robots.txt keeps /private out: read first, the copy records itself."""
+    start = f"http://site.test:{site.port}/"
+    shop = f"http://shop.site.test:{site.port}"
+    site.page(
+        "/robots.txt", "User-agent: *\nDisallow: /private\n", content_type="text/plain"
+    )
+    site.html("/", "Home", nav("/post?ref=home"))
+    page(
+        site,
+        "/post",
+        "Article",
+        "<p>The article.</p>",
+        canonical(f"{shop}/private/post"),
+    )
+    page(site, "/private/post", "Article", "<p>The article.</p>")
+    local = {"site.test": ["127.0.0.1"], "shop.site.test": ["127.0.0.1"]}
+    monitor = crawl_monitor(team, start, sitemap="skip", allowSubdomains=True)
+
+    check = run_check(monitor, resolver=lambda host, port: local[host])
+
+    assert statuses(check) == {"new": {"", "post?ref=home"}}
+    assert site.requests_to("/private/post") == []
+
+
+def test_pages_naming_each_other_record_one_of_them(team, site):
+    """/x names /y and /y names /x: a cycle. One of them is recorded (which
+    one depends on which answered first: the README says so)."""
+    site.html("/", "Home", nav("/x", "/y"))
+    page(site, "/x", "Article", "<p>The article.</p>", canonical("/y"))
+    page(site, "/y", "Article", "<p>The article.</p>", canonical("/x"))
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+
+    check = run_check(monitor)
+
+    new = statuses(check)["new"]
+    assert new in ({"", "x"}, {"", "y"})
+    assert check.pages_total == check.pages_done == 2
