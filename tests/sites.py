@@ -27,6 +27,7 @@ A fixture per test module keeps it to one line of setup:
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import socket
 import ssl
@@ -36,6 +37,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "Site",
     "refused_url",
     "sections_site",
+    "self_signed",
     "sessions_site",
 ]
 
@@ -315,6 +318,44 @@ def refused_url(path: str = "/") -> str:
 
 
 # --- Shapes of real sites --------------------------------------------------------
+
+
+def self_signed(folder: Path, host: str) -> ssl.SSLContext:
+    """A server-side TLS context with a certificate for `host` that no one
+    signed: `Site(tls=self_signed(tmp_path, host))` is an HTTPS site that
+    only a client skipping verification reads."""
+    # Imported here: few tests need a certificate.
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), False)
+        .sign(key, hashes.SHA256())
+    )
+    pem = folder / "site.pem"
+    pem.write_bytes(
+        cert.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pem)
+    return context
 
 
 def _links(*paths: str) -> str:

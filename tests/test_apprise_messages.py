@@ -8,21 +8,15 @@ from __future__ import annotations
 import datetime
 import json
 import re
-import ssl
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import apprise as apprise_lib
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from checks.notify.kinds import apprise, outbound
 from tests.notifying import make_monitor
-from tests.sites import Request, Site
+from tests.sites import Request, Site, self_signed
 from tests.test_channels import make_channel
 
 pytest_plugins = ["tests.notifying"]
@@ -258,35 +252,6 @@ def test_a_link_with_an_at_sign_is_a_link_in_a_discord_like_channel_and_pings_no
     assert "](http://evil.example/)" not in said
 
 
-def _self_signed(tmp_path: Path, host: str) -> ssl.SSLContext:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), False)
-        .sign(key, hashes.SHA256())
-    )
-    pem = tmp_path / "site.pem"
-    pem.write_bytes(
-        cert.public_bytes(serialization.Encoding.PEM)
-        + key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(pem)
-    return context
-
-
 @pytest.fixture
 def workflows(tmp_path, settings, monkeypatch):
     """A Microsoft Teams Workflows URL (Apprise sends it over https only, as
@@ -295,7 +260,7 @@ def workflows(tmp_path, settings, monkeypatch):
     settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
     host = "prod-00.westus.logic.azure.com"
     monkeypatch.setattr(outbound, "system_resolver", lambda name, port: ["127.0.0.1"])
-    with Site(tls=_self_signed(tmp_path, host)) as receiver:
+    with Site(tls=self_signed(tmp_path, host)) as receiver:
         receiver.handle(
             "/workflows/abc123/triggers/manual/paths/invoke",
             lambda request: (200, {}, b""),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import uuid
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ import pytest
 
 from checks import runner
 from checks.content.not_found import looks_not_found, probe_url, same_text
+from checks.crawl.scope import Scope
 from checks.errors import ErrorKind, error_words
 from checks.fetch import OutboundClient
 from checks.jobs import PageJob, Via
@@ -24,7 +26,7 @@ from checks.pipeline.extract import extract_page
 from checks.pipeline.fetch import BrowserFetcher, Fetchers, HttpFetcher
 from checks.pipeline.not_found import NotFoundProbe
 from monitors.models import Membership, Monitor, Target, Team
-from tests.sites import Site
+from tests.sites import Site, self_signed
 
 pytestmark = pytest.mark.django_db
 
@@ -356,10 +358,11 @@ async def _fetch(job: PageJob) -> Any:
         await client.aclose()
 
 
-async def _confirm(job: PageJob, outcome: Any) -> Any:
+async def _confirm(job: PageJob, outcome: Any, scope: Scope | None = None) -> Any:
     fetchers = Fetchers(HttpFetcher(OutboundClient()), BrowserFetcher())
+    probe = NotFoundProbe(fetchers, uuid.uuid4(), lambda job: scope)
     try:
-        return await NotFoundProbe(fetchers, uuid.uuid4()).confirm(job, outcome, None)
+        return await probe.confirm(job, outcome, None)
     finally:
         await fetchers.aclose()
 
@@ -713,3 +716,207 @@ def test_a_new_page_about_404s_on_a_site_answering_real_404s_is_new(team, site):
 
     assert page.status == PageResult.Status.NEW
     assert len(made_up(site, {"/blog/errors"})) == 1  # asked, answered 404
+
+
+def test_a_gone_page_showing_a_new_request_id_each_time_is_still_gone_asking_nothing(
+    team, shop
+):
+    def with_request_id(n: int) -> str:
+        noise = f"<p>Request 7f3a-{n:04d} at 10:{n:02d}</p>"
+        return NOT_FOUND.replace("</main>", noise + "</main>")
+
+    served = itertools.count(1)
+    shop.otherwise(with_request_id(0))
+
+    def not_found_with_request_id(request: Any) -> Any:
+        return (
+            200,
+            {"Content-Type": "text/html"},
+            with_request_id(next(served)).encode(),
+        )
+
+    url = shop.url("/shop/widget")
+    monitor = make_monitor(team, [url])
+    run_check(monitor)
+    shop.handle("/shop/widget", not_found_with_request_id)
+    assert run_check(monitor).pages.get(url=url).status == PageResult.Status.REMOVED
+    before = len(shop.requests)
+
+    later = run_check(monitor)
+    again = run_check(monitor)
+
+    for check in (later, again):
+        page = check.pages.get(url=url)
+        assert page.status == PageResult.Status.SAME and page.is_still_gone
+    # Only the page itself, twice: no robots.txt, no made-up address.
+    assert [urlsplit(r.path).path for r in shop.requests[before:]] == [
+        "/shop/widget",
+        "/shop/widget",
+    ]
+
+
+# --- A page never seen, on a site answering every address with one page --------
+
+ATLANTA = (
+    "<!doctype html><html><head><title>Peach Plumbing</title></head><body>"
+    "<main><h1>Peach Plumbing, Atlanta</h1><p>Family run since 1982. Call us: "
+    f"(404) 555-0100</p>{PRODUCT}</main></body></html>"
+)
+
+
+def test_a_home_page_with_an_atlanta_phone_number_is_new_where_it_answers_everywhere(
+    team, site
+):
+    site.page("/", ATLANTA)
+    site.otherwise(ATLANTA)  # many sites answer unknown addresses with it
+    url = site.url("/")
+    monitor = make_monitor(team, [url])
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.NEW, (page.status, page.error)
+    assert state_of(monitor, url).has_baseline
+
+
+def test_a_deep_page_of_an_app_answering_every_address_alike_is_new_despite_404_in_it(
+    team, site
+):
+    site.otherwise(ATLANTA)  # an app's shell: the same page at any address
+    url = site.url("/contact")
+    monitor = make_monitor(team, [url])
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.NEW, (page.status, page.error)
+    assert state_of(monitor, url).has_baseline
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        "Peach Plumbing, Atlanta. Call us: (404) 555-0100",
+        "The meeting is in Room 404 on the fourth floor.",
+        "For sale: a Peugeot 404 from 1968, in running order.",
+        "Open 9 to 5 at 404 Main Street.",
+    ],
+)
+def test_a_bare_404_in_a_new_pages_first_lines_is_no_sign_of_a_not_found_page(lines):
+    assert not looks_not_found("Acme", "Welcome", lines, new=True)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        "Error 404 We looked everywhere for this page.",
+        "404 Not Found nginx",
+        "404 error: nothing here. Go back home.",
+        "Oops, a 404 page. Sorry about that.",
+        "HTTP 404 – the address is wrong.",
+    ],
+)
+def test_a_404_with_words_of_an_error_in_a_new_pages_first_lines_is_a_sign(lines):
+    assert looks_not_found("Acme", "", lines, new=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "otherwise"),
+    [
+        ("/", {}),  # the home page answers any unknown address
+        ("/en/", {"status": 302, "headers": {"Location": "/en/"}}),
+    ],
+)
+def test_a_new_page_where_unknown_addresses_land_is_new_though_its_title_says_404(
+    team, site, path, otherwise
+):
+    home = (
+        "<!doctype html><html><head><title>404 Records – vinyl and more</title>"
+        f"</head><body><main><h1>404 Records</h1>{PRODUCT}</main></body></html>"
+    )
+    site.page(path, home)
+    site.otherwise(home if not otherwise else "", **otherwise)
+    url = site.url(path)
+    monitor = make_monitor(team, [url])
+
+    page = run_check(monitor).pages.get(url=url)
+
+    assert page.status == PageResult.Status.NEW, (page.status, page.error)
+    assert len(made_up(site, {path})) == 1  # asked, answered with the page
+    assert state_of(monitor, url).has_baseline
+
+
+# --- What the made-up address is asked under ------------------------------------
+
+
+def test_robots_txt_of_a_self_signed_site_is_read_as_its_page_is(
+    team, tmp_path, settings
+):
+    settings.ALLOW_PRIVATE_NETWORK_TARGETS = True
+    with Site(tls=self_signed(tmp_path, "shop.example")) as shop:
+        shop.otherwise(NOT_FOUND)
+        shop.html("/shop/widget", "Widget – Acme Shop", f"<h1>Widget</h1>{PRODUCT}")
+        url = shop.url("/shop/widget").replace("http://", "https://")
+        monitor = Monitor.objects.create(team=team, name="S", schedule_cron="0 * * * *")
+        Target.objects.create(
+            monitor=monitor,
+            type="scrape",
+            urls=[url],
+            scrape_options={"skipTlsVerification": True},
+        )
+        run_check(monitor)
+        shop.remove("/shop/widget")
+
+        page = run_check(monitor).pages.get(url=url)
+
+        assert page.status == PageResult.Status.REMOVED, page.metadata
+        assert page.error_kind == ErrorKind.NOT_FOUND_PAGE
+        assert "notFoundUnconfirmed" not in page.metadata
+        assert len(shop.requests_to("/robots.txt")) == 1  # read, not refused
+
+
+def test_a_crawl_and_a_page_on_one_host_each_ask_under_their_own_robots_rules(
+    team, shop, settings
+):
+    settings.CRAWL_ALLOW_IGNORE_ROBOTS = True  # lets a crawl name its own agent
+    shop.page(
+        "/robots.txt",
+        "User-agent: FriendlyBot\nAllow: /\n\nUser-agent: *\nDisallow: /shop/\n",
+        content_type="text/plain",
+    )
+    shop.html("/", "Acme", "<a href='/shop/widget'>Widget</a>")
+    url = shop.url("/shop/widget")
+    monitor = Monitor.objects.create(team=team, name="S", schedule_cron="0 * * * *")
+    crawl = Target.objects.create(
+        monitor=monitor,
+        type="crawl",
+        url=shop.url("/"),
+        crawl_options={"sitemap": "skip", "robotsUserAgent": "FriendlyBot"},
+    )
+    Target.objects.create(monitor=monitor, type="scrape", urls=[url])
+    run_check(monitor)
+    shop.remove("/shop/widget")  # still linked from the home page
+
+    check = run_check(monitor)
+
+    crawled = check.pages.get(url=url, target_id=crawl.pk)
+    asked = check.pages.exclude(target_id=crawl.pk).get(url=url)
+    assert crawled.status == PageResult.Status.REMOVED, crawled.metadata
+    assert asked.status == PageResult.Status.CHANGED
+    assert asked.metadata.get("notFoundUnconfirmed") == "robots"
+    assert len(made_up(shop, {"/", "/shop/widget"})) == 1
+
+
+def test_a_host_whose_robots_txt_a_crawl_is_still_reading_is_read_for_the_probe(
+    shop,
+):
+    shop.page("/robots.txt", KEEP_OUT_OF_SHOP, content_type="text/plain")
+    job = PageJob(uuid.uuid4(), shop.url("/shop/no-such"), {}, 1, uuid.uuid4())
+    outcome = extract_page(job, asyncio.run(_fetch(job)), None)
+    assert outcome.not_found is not None
+    scope = Scope("https://start.example/", {})  # a crawl that links to the shop
+    scope.claim_robots(Scope.host_of(job.url))  # its read under way
+
+    confirmed = asyncio.run(_confirm(job, outcome, scope))
+
+    assert made_up(shop, {"/shop/no-such"}) == []
+    assert confirmed.status == PageResult.Status.NEW
+    assert confirmed.metadata["notFoundUnconfirmed"] == "robots"

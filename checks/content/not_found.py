@@ -5,11 +5,14 @@ A page is only suspected here (its title, first heading or first lines say
 "page not found" in one of a few major languages); the pipeline confirms it
 by asking the site for a made-up address beside it (probe_url) and comparing
 what that answers with the page (same_text), as crawlers do: the site's
-not-found page is what any unknown address of it shows.
+not-found page is what any unknown address of it shows. A page confirmed
+gone keeps the fingerprint of that text (fingerprint), which the times,
+counters and request ids such a page shows do not change.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from collections.abc import Sequence
@@ -21,10 +24,8 @@ from urllib.parse import urlsplit, urlunsplit
 # "Not found" wordings of the page itself (never of what was searched for:
 # "no results found" says nothing about the page), in English, German,
 # French, Spanish, Italian, Portuguese and Dutch.
-_SAYS_NOT_FOUND = re.compile(
-    r"""
-    \b404\b
-    | \bpage\s+(?:was\s+)?not\s+found\b
+_WORDINGS = r"""
+    \bpage\s+(?:was\s+)?not\s+found\b
     | \bnot\s+found\s*$
     | \bpage\s+(?:you\s+(?:are|were|’re|'re)\s+looking\s+for\s+)?
         (?:does\s*n[o’']?t|does\s+not|did\s*n[o’']?t|no\s+longer)\s+exists?\b
@@ -39,7 +40,18 @@ _SAYS_NOT_FOUND = re.compile(
     | \bpagina\s+non\s+(?:trovata|esiste)\b
     | \bp[áa]gina\s+n[ãa]o\s+(?:encontrada|existe)\b
     | \bpagina\s+(?:niet\s+gevonden|bestaat\s+niet)\b
-    """,
+"""
+# A title or first heading of "404" alone says it; a page's first lines say
+# it only with the words of an error beside it ("Error 404", "404 Not Found",
+# "404 page"), as a bare 404 there is as often a phone number's area code, a
+# room or a car.
+_SAYS_NOT_FOUND = re.compile(r"\b404\b |" + _WORDINGS, re.I | re.X)
+_LINES_SAY_NOT_FOUND = re.compile(
+    r"""
+    \b(?:error|http|fehler|erreur|errore|erro)\s*(?:code\s*)?[:#–—-]?\s*404\b
+    | \b404\s*[:–—.!-]?\s*(?:error|page|not\s+found|fehler|erreur|errore|erro)
+    |"""
+    + _WORDINGS,
     re.I | re.X,
 )
 # How far into the page's text its wording is looked for, when its title and
@@ -63,16 +75,27 @@ _MOST_WORDS = 3000
 # How alike the page and the made-up address's answer must be: near-identical
 # (a not-found page may name the address asked for, or the time).
 SAME_RATIO = 0.9
+_DIGIT = re.compile(r"\d")
 
 
-def looks_not_found(title: str | None, heading: str | None, text: str) -> bool:
+def looks_not_found(
+    title: str | None, heading: str | None, text: str, *, new: bool = False
+) -> bool:
     """Whether a page's title, first heading or first lines say it is a
-    "page not found" page."""
-    for part in (title or "", heading or "", text[:_TEXT_START]):
+    "page not found" page. The first lines of a page never seen (`new`) need
+    words of an error beside a 404: nothing it showed before tells a phone
+    number from a not-found page, and a site answering unknown addresses
+    with that very page would confirm it."""
+    lines = _LINES_SAY_NOT_FOUND if new else _SAYS_NOT_FOUND
+    for part, says in (
+        (title or "", _SAYS_NOT_FOUND),
+        (heading or "", _SAYS_NOT_FOUND),
+        (text[:_TEXT_START], lines),
+    ):
         lowered = part.lower()
         if not any(word in lowered for word in _KEYWORDS):
             continue
-        if _SAYS_NOT_FOUND.search(" ".join(part.split())):
+        if says.search(" ".join(part.split())):
             return True
     return False
 
@@ -139,3 +162,10 @@ def _words(text: str, addresses: Sequence[str]) -> list[str]:
         if address:
             text = text.replace(address, " ")
     return text.lower().split()
+
+
+def fingerprint(text: str) -> str:
+    """The hash of a not-found page's words, without those holding a digit:
+    the time, a request id or a counter it shows changes it not."""
+    words = [word for word in text.lower().split() if not _DIGIT.search(word)]
+    return hashlib.sha256(" ".join(words).encode()).hexdigest()

@@ -157,9 +157,23 @@ async def robots_of(origin: str, client: OutboundClient) -> str:
     return (await read_robots(urljoin(origin, "/robots.txt"), client)).text
 
 
-async def read_robots(url: str, client: OutboundClient) -> Robots:
+async def read_robots(
+    url: str,
+    client: OutboundClient,
+    *,
+    verify: bool = True,
+    timeout: float | None = None,
+) -> Robots:
+    """robots.txt at `url`, read as a page asking for it is fetched (with or
+    without TLS verification, within its timeout)."""
     try:
-        fetched = await client.fetch(url, max_bytes=ROBOTS_MAX_BYTES, truncate=True)
+        fetched = await client.fetch(
+            url,
+            max_bytes=ROBOTS_MAX_BYTES,
+            truncate=True,
+            verify=verify,
+            timeout=timeout,
+        )
     except FetchError as exc:
         if exc.kind in _OUR_REFUSALS:
             return Robots("")

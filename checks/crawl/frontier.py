@@ -152,7 +152,7 @@ class Frontier:
         for origin in origins - set(scope.robots):
             if scope.knows_robots(origin):
                 continue
-            scope.robots[origin] = None  # claimed: one fetch per origin
+            scope.claim_robots(origin)
             scope.remember_robots(origin, await robots_of(origin, client))
 
     def canonical(self, job: PageJob, fetched: object) -> str | None:

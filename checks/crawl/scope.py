@@ -190,6 +190,8 @@ class Scope:
         if allowed and isinstance(custom_agent, str) and custom_agent.strip():
             self.agent = custom_agent
         self.robots: dict[str, Protego | None] = {}
+        # Hosts whose robots.txt is being read (claim_robots).
+        self.reading: set[str] = set()
         self.remember_robots(self.host_of(self.start), self.robots_txt)
         self._places: dict[str, tuple[str, str, bool] | None] = {}
 
@@ -276,10 +278,22 @@ class Scope:
         self.remember_robots(self.host_of(self.start), robots_txt)
 
     def knows_robots(self, origin: str) -> bool:
-        return self.ignore_robots or origin in self.robots
+        """Whether the rules of a host are known: read, or ignored. A host
+        whose robots.txt is being read (claim_robots) is not known yet,
+        though the crawl asks for it no more."""
+        return self.ignore_robots or (
+            origin in self.robots and origin not in self.reading
+        )
+
+    def claim_robots(self, origin: str) -> None:
+        """A host whose robots.txt this crawl is about to read: one read per
+        host, whoever meets it next while it is read."""
+        self.robots[origin] = None
+        self.reading.add(origin)
 
     def remember_robots(self, origin: str, text: str) -> None:
         self.robots[origin] = Protego.parse(text) if text.strip() else None
+        self.reading.discard(origin)
 
     def robots_allow(self, url: str) -> bool:
         if self.ignore_robots:

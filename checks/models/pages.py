@@ -88,9 +88,10 @@ class PageState(models.Model):
     # "browser" once a plain fetch of this page was found built by scripts
     # (checks.browser.detect): later checks go straight to the browser.
     fetcher = models.CharField(max_length=8, blank=True)
-    # The hash of the text of the site's "not found" page this page was
-    # confirmed to show (checks.pipeline.not_found), while it is removed: the
-    # same text again is still gone without asking the site a made-up address.
+    # The fingerprint of the text of the site's "not found" page this page was
+    # confirmed to show (checks.content.not_found.fingerprint), while it is
+    # removed: the same text again (but for the digits of a time or a request
+    # id) is still gone without asking the site a made-up address.
     not_found_hash = models.CharField(max_length=64, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -357,7 +357,7 @@ def _extracted(
         html = source_format == SOURCE_HTML
         heading = first_heading(source, html=html)
         lines = first_lines(source, html=html)
-        if looks_not_found(outcome.metadata["title"], heading, lines):
+        if looks_not_found(outcome.metadata["title"], heading, lines, new=True):
             outcome.not_found = text_of(job, source_format, source)
         return outcome
     outcome.status = PageResult.Status.SAME  # unless the text says otherwise
