@@ -150,3 +150,39 @@ def test_viewers_cannot_start_checks_of_many(viewer_web, team):  # noqa: F811
 
     assert response.status_code == 403
     assert not Check.objects.exists()
+
+
+def test_a_key_near_its_limit_cannot_start_a_check_of_many_in_one_call(
+    api, team, monkeypatch
+):
+    from django.core.cache import cache
+
+    from monitors.api.auth import ApiKeyRateThrottle
+
+    monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "5/min"})
+    cache.clear()
+    ticked = [make_monitor(team, f"M{n}") for n in range(5)]
+    assert api.get("/v2/monitor").status_code == 200
+
+    answer = api_bulk(api, "run", ticked)
+    cache.clear()
+
+    assert answer.status_code == 429
+    assert answer.json()["error"].startswith("Rate limit exceeded. Retry after")
+    assert not Check.objects.exists()
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()
+
+
+def test_the_lists_check_now_takes_no_more_monitors_than_the_api(web, team):  # noqa: F811
+    from monitors.bulk import IDS_MAX
+
+    ticked = [make_monitor(team, f"M{n:03}") for n in range(IDS_MAX + 1)]
+
+    answer = web.post(
+        reverse("monitor-bulk"),
+        {"action": "run", "monitor": [str(m.pk) for m in ticked]},
+        follow=True,
+    )
+
+    assert f"Tick at most {IDS_MAX} monitors at a time." in said(answer)
+    assert not Check.objects.exists()

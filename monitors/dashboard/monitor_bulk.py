@@ -76,6 +76,11 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     if asked in ("mute", "unmute"):
         return _mute(request, chosen, back)
     if asked == bulk.Action.RUN:
+        if chosen.count() > bulk.IDS_MAX:
+            messages.error(
+                request, f"Tick at most {bulk.IDS_MAX} monitors at a time.", SAID_AT
+            )
+            return redirect(back)
         return _run(request, chosen, back)
     action = bulk.Action(asked)
     tag = None
