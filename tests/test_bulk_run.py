@@ -186,3 +186,60 @@ def test_the_lists_check_now_takes_no_more_monitors_than_the_api(web, team):  # 
 
     assert f"Tick at most {IDS_MAX} monitors at a time." in said(answer)
     assert not Check.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_that_stops_part_way_is_answered_with_those_started(
+    api, team, monkeypatch
+):
+    from checks import dispatch
+
+    first, second, third = (make_monitor(team, f"M{n}") for n in range(3))
+    sent = []
+
+    def broker_stops_after_one(ids):
+        sent.append(ids)
+        return len(ids) if len(sent) == 1 else 0
+
+    monkeypatch.setattr(dispatch, "_send", broker_stops_after_one)
+
+    answer = api_bulk(api, "run", [first, second, third])
+
+    assert answer.status_code == 200, answer.content
+    body = data(answer)
+    assert body["changed"] == [str(first.pk)]
+    assert body["queueUnavailable"] == [str(second.pk), str(third.pk)]
+    assert body["unchanged"] == [str(second.pk), str(third.pk)]
+    assert list(Check.objects.values_list("monitor_id", flat=True)) == [first.pk]
+    logged = Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN)
+    assert list(logged.values_list("monitor_id", flat=True)) == [first.pk]
+
+
+def test_a_database_error_on_one_monitor_leaves_it_alone_and_starts_the_rest(
+    web,  # noqa: F811
+    team,
+    monkeypatch,
+):
+    from django.db import DatabaseError
+
+    from monitors import running
+
+    ok, broken = make_monitor(team, "Alpha"), make_monitor(team, "Beta")
+    real = running.queue_manual_check
+
+    def fails_on_beta(monitor):
+        if monitor.pk == broken.pk:
+            raise DatabaseError("could not serialize access")
+        return real(monitor)
+
+    monkeypatch.setattr(running, "queue_manual_check", fails_on_beta)
+
+    answer = web_bulk(web, "run", [ok, broken])
+
+    assert said(web.get(answer.url)) == [
+        "Started a check of 1 monitor.",
+        "Could not be started: “Beta”. Please try again in a moment.",
+    ]
+    assert list(Check.objects.values_list("monitor_id", flat=True)) == [ok.pk]
+    logged = Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN)
+    assert list(logged.values_list("monitor_id", flat=True)) == [ok.pk]

@@ -138,7 +138,8 @@ BULK_RESPONSE = inline_serializer(
                     help_text="Found, with nothing to do: already paused, "
                     "active, tagged, without the tag, muted until that moment, "
                     "or not muted; for run, not started (see paused, "
-                    "alreadyRunning and queueUnavailable).",
+                    "alreadyRunning and queueUnavailable; one the database "
+                    "failed on is only here: try again).",
                 ),
                 "notFound": serializers.ListField(
                     child=serializers.UUIDField(),
