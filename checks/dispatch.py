@@ -89,6 +89,9 @@ class RunRefused(Exception):
 
 PAUSED_MESSAGE = "Monitor is paused. Resume it before running a check."
 RUNNING_MESSAGE = "Monitor check is already running."
+# RunRefused's codes (the API's `code`).
+PAUSED_CODE = "MONITOR_PAUSED"
+RUNNING_CODE = "CHECK_ALREADY_RUNNING"
 
 
 class QueueUnavailable(Exception):
@@ -428,10 +431,10 @@ def queue_manual_check(monitor: Monitor) -> Check:
         if locked is None:
             raise Monitor.DoesNotExist
         if not locked.is_active:
-            raise RunRefused(PAUSED_MESSAGE, "MONITOR_PAUSED")
+            raise RunRefused(PAUSED_MESSAGE, PAUSED_CODE)
         running = Check.objects.in_flight().filter(monitor=locked).first()
         if running is not None:
-            raise RunRefused(RUNNING_MESSAGE, "CHECK_ALREADY_RUNNING", running.pk)
+            raise RunRefused(RUNNING_MESSAGE, RUNNING_CODE, running.pk)
         check = Check.objects.create(
             monitor=locked,
             trigger=Check.Trigger.MANUAL,

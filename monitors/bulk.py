@@ -3,8 +3,9 @@ notifications, add or remove a tag, delete, start a check now. One workflow
 for the monitor list's tick boxes and for POST /v2/monitor/bulk: each action
 is one query over the chosen monitors of the team (MonitorQuerySet), and one
 activity entry per monitor it changed, written in one INSERT, as a single
-edit writes one. Starting checks is the single "Run now"'s workflow
-(monitors.running), monitor by monitor."""
+edit writes one. Starting checks (run) is not one query: it is the single
+"Run now"'s workflow (monitors.running), monitor by monitor, one transaction
+each, with the entries of those started written after them in one INSERT."""
 
 from __future__ import annotations
 

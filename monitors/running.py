@@ -5,26 +5,31 @@ bulk "Check now" and POST /v2/monitor/bulk's run, and the admin's action.
 Each monitor goes through checks.dispatch.queue_manual_check, which locks
 its row and refuses it while paused or while a check is in flight, so a run
 of many starts nothing a single run would not; credits and the AI
-allowance are then the runner's, as for any check. When the task queue
-cannot take a check, nothing more is tried: the broker is down for the rest
-too."""
+allowance are then the runner's, as for any check. A run of many goes
+monitor by monitor in the one request (at most bulk.IDS_MAX; the API counts
+each against the key's rate limit). When the task queue cannot take a
+check, nothing more is tried: the broker is down for the rest too. A
+database error on one monitor leaves that one alone (not started) and goes
+on with the next. The activity entries of those started are written after
+the loop, in one INSERT. What the person is told is the dashboard's and the
+admin's (monitors.dashboard.runs_said)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.contrib import messages
+from django.db import DatabaseError
 
-from checks.dispatch import QueueUnavailable, RunRefused, queue_manual_check
+from checks.dispatch import (
+    PAUSED_CODE,
+    QueueUnavailable,
+    RunRefused,
+    queue_manual_check,
+)
 from checks.models import Check
 from monitors.models import Monitor
-from teams.activity import Actor, Kind, record
-
-PAUSED = "MONITOR_PAUSED"
-QUEUE_DOWN_WORDS = (
-    "Pagewatch cannot reach its task queue right now. Please try again in a moment."
-)
+from teams.activity import Actor, Kind, record, record_each
 
 
 def run_one(monitor: Monitor, actor: Actor) -> Check:
@@ -46,10 +51,12 @@ class Runs:
     gone: list[Monitor] = field(default_factory=list)
     # Not tried: the task queue could not take a check.
     queue_down: list[Monitor] = field(default_factory=list)
+    # Not started: the database failed on them (try again).
+    failed: list[Monitor] = field(default_factory=list)
 
     @property
     def left(self) -> list[Monitor]:
-        return self.paused + self.running + self.gone + self.queue_down
+        return self.paused + self.running + self.gone + self.queue_down + self.failed
 
 
 def run_each(monitors: Iterable[Monitor], actor: Actor) -> Runs:
@@ -59,45 +66,26 @@ def run_each(monitors: Iterable[Monitor], actor: Actor) -> Runs:
     pending = list(monitors)
     for index, monitor in enumerate(pending):
         try:
-            runs.started[monitor] = run_one(monitor, actor)
+            runs.started[monitor] = queue_manual_check(monitor)
         except RunRefused as refused:
-            (runs.paused if refused.code == PAUSED else runs.running).append(monitor)
+            listed = runs.paused if refused.code == PAUSED_CODE else runs.running
+            listed.append(monitor)
         except Monitor.DoesNotExist:
             runs.gone.append(monitor)
         except QueueUnavailable:
             runs.queue_down = pending[index:]
             break
+        except DatabaseError:
+            runs.failed.append(monitor)
+    _log_started(runs, actor)
     return runs
 
 
-def said(runs: Runs) -> list[tuple[int, str]]:
-    """What the dashboard and the admin tell the person, as (message level,
-    words): how many checks started, which monitors were left alone and why,
-    in plain words."""
-    if runs.queue_down and not runs.started:
-        return [(messages.ERROR, QUEUE_DOWN_WORDS)]
-    count = len(runs.started)
-    words = [
-        (messages.SUCCESS, f"Started a check of {_monitors(count)}.")
-        if count
-        else (messages.WARNING, "No check was started.")
-    ]
-    reasons = [
-        *(f"“{m.name}” is paused (resume it first)" for m in runs.paused),
-        *(f"“{m.name}” is already running a check" for m in runs.running),
-        *(f"“{m.name}” is deleted" for m in runs.gone),
-    ]
-    if reasons:
-        words.append((messages.WARNING, f"Left alone: {'; '.join(reasons)}."))
-    if runs.queue_down:
-        words.append(
-            (
-                messages.ERROR,
-                f"{_monitors(len(runs.queue_down))} not started: {QUEUE_DOWN_WORDS}",
-            )
-        )
-    return words
-
-
-def _monitors(count: int) -> str:
-    return f"{count} monitor{'s' if count != 1 else ''}"
+def _log_started(runs: Runs, actor: Actor) -> None:
+    """One entry per check started, in one INSERT per team (the admin's
+    action may span teams)."""
+    by_team: dict[object, list[Monitor]] = {}
+    for monitor in runs.started:
+        by_team.setdefault(monitor.team_id, []).append(monitor)
+    for monitors in by_team.values():
+        record_each(actor, monitors[0].team, Kind.MONITOR_RUN, monitors)

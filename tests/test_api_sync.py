@@ -281,6 +281,25 @@ def test_updated_since_lists_a_monitor_whose_mute_ended_after_it(api, team, cloc
     assert quiet.name not in names(api.get(URL, {"updatedSince": since}))
 
 
+def test_a_monitor_whose_mute_ended_is_not_listed_again_after_its_updated_at(
+    api, team, clock
+):
+    muted = make_monitor(team, "Muted")
+    ends = datetime(2026, 5, 16, 15, 17, 30, tzinfo=UTC)
+    api.patch(f"{URL}/{muted.pk}", {"mutedUntil": ends.isoformat()}, format="json")
+    since = "2026-05-16T15:08:30Z"
+
+    clock.move_to(ends + timedelta(minutes=1))
+    seen = api.get(URL, {"updatedSince": since}).json()["data"]
+    cursor = max(m["updatedAt"] for m in seen)
+    again = api.get(URL, {"updatedSince": cursor})
+
+    assert [m["name"] for m in seen] == ["Muted"]
+    assert cursor == "2026-05-16T15:17:30.000Z"
+    assert api.get(f"{URL}/{muted.pk}").json()["data"]["updatedAt"] == cursor
+    assert names(again) == []
+
+
 def test_updated_since_sees_a_deleted_channel_leave_its_monitors(api, team, clock):
     sending, quiet = make_monitor(team, "Sending"), make_monitor(team, "Quiet")
     channel = Channel.objects.create(

@@ -150,3 +150,96 @@ def test_viewers_cannot_start_checks_of_many(viewer_web, team):  # noqa: F811
 
     assert response.status_code == 403
     assert not Check.objects.exists()
+
+
+def test_a_key_near_its_limit_cannot_start_a_check_of_many_in_one_call(
+    api, team, monkeypatch
+):
+    from django.core.cache import cache
+
+    from monitors.api.auth import ApiKeyRateThrottle
+
+    monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "5/min"})
+    cache.clear()
+    ticked = [make_monitor(team, f"M{n}") for n in range(5)]
+    assert api.get("/v2/monitor").status_code == 200
+
+    answer = api_bulk(api, "run", ticked)
+    cache.clear()
+
+    assert answer.status_code == 429
+    assert answer.json()["error"].startswith("Rate limit exceeded. Retry after")
+    assert not Check.objects.exists()
+    assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()
+
+
+def test_the_lists_check_now_takes_no_more_monitors_than_the_api(web, team):  # noqa: F811
+    from monitors.bulk import IDS_MAX
+
+    ticked = [make_monitor(team, f"M{n:03}") for n in range(IDS_MAX + 1)]
+
+    answer = web.post(
+        reverse("monitor-bulk"),
+        {"action": "run", "monitor": [str(m.pk) for m in ticked]},
+        follow=True,
+    )
+
+    assert f"Tick at most {IDS_MAX} monitors at a time." in said(answer)
+    assert not Check.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_that_stops_part_way_is_answered_with_those_started(
+    api, team, monkeypatch
+):
+    from checks import dispatch
+
+    first, second, third = (make_monitor(team, f"M{n}") for n in range(3))
+    sent = []
+
+    def broker_stops_after_one(ids):
+        sent.append(ids)
+        return len(ids) if len(sent) == 1 else 0
+
+    monkeypatch.setattr(dispatch, "_send", broker_stops_after_one)
+
+    answer = api_bulk(api, "run", [first, second, third])
+
+    assert answer.status_code == 200, answer.content
+    body = data(answer)
+    assert body["changed"] == [str(first.pk)]
+    assert body["queueUnavailable"] == [str(second.pk), str(third.pk)]
+    assert body["unchanged"] == [str(second.pk), str(third.pk)]
+    assert list(Check.objects.values_list("monitor_id", flat=True)) == [first.pk]
+    logged = Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN)
+    assert list(logged.values_list("monitor_id", flat=True)) == [first.pk]
+
+
+def test_a_database_error_on_one_monitor_leaves_it_alone_and_starts_the_rest(
+    web,  # noqa: F811
+    team,
+    monkeypatch,
+):
+    from django.db import DatabaseError
+
+    from monitors import running
+
+    ok, broken = make_monitor(team, "Alpha"), make_monitor(team, "Beta")
+    real = running.queue_manual_check
+
+    def fails_on_beta(monitor):
+        if monitor.pk == broken.pk:
+            raise DatabaseError("could not serialize access")
+        return real(monitor)
+
+    monkeypatch.setattr(running, "queue_manual_check", fails_on_beta)
+
+    answer = web_bulk(web, "run", [ok, broken])
+
+    assert said(web.get(answer.url)) == [
+        "Started a check of 1 monitor.",
+        "Could not be started: “Beta”. Please try again in a moment.",
+    ]
+    assert list(Check.objects.values_list("monitor_id", flat=True)) == [ok.pk]
+    logged = Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN)
+    assert list(logged.values_list("monitor_id", flat=True)) == [ok.pk]

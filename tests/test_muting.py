@@ -953,3 +953,52 @@ def test_a_check_skipped_while_muted_tells_no_one(team):
     assert skipped.status == Check.Status.SKIPPED_OVERLAP
     assert skipped.notifications_muted is True
     assert skipped.notification_status["email"]["reason"] == "muted"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        # 02:30 comes twice the night summer time ends in Berlin.
+        (datetime(2026, 10, 25, 0, 30, tzinfo=UTC), "2026-10-25 02:30:00+02:00"),
+        (datetime(2026, 10, 25, 1, 30, tzinfo=UTC), "2026-10-25 02:30:00+01:00"),
+    ],
+)
+def test_the_admin_shows_a_repeated_hour_with_its_offset_and_saves_it_back(
+    admin_client, admin_change, team, stored, shown
+):
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    team.time_zone = "Europe/Berlin"
+    team.save(update_fields=["time_zone"])
+    mute(monitor, stored)
+    with time_machine.travel(datetime(2026, 10, 20, tzinfo=UTC), tick=False):
+        data = shown_form(admin_client, change)
+        saved = admin_client.post(change, data | {"name": "Renamed"})
+
+    assert data["muted_until"] == shown
+    assert saved.status_code == 302
+    monitor.refresh_from_db()
+    assert (monitor.name, monitor.muted_until) == ("Renamed", stored)
+
+
+@pytest.mark.django_db
+def test_the_admin_says_plainly_that_a_time_skipped_by_the_clocks_does_not_exist(
+    admin_client, admin_change, team
+):
+    from tests.test_admin import shown_form
+
+    monitor, change = admin_change
+    team.time_zone = "Europe/Berlin"
+    team.save(update_fields=["time_zone"])
+    with time_machine.travel(datetime(2026, 3, 20, tzinfo=UTC), tick=False):
+        data = shown_form(admin_client, change)
+        answer = admin_client.post(change, data | {"muted_until": "2026-03-29 02:30"})
+
+    page = answer.content.decode()
+    assert answer.status_code == 200
+    assert "does not exist on the team’s clock" in page
+    assert "ambiguous" not in page
+    monitor.refresh_from_db()
+    assert monitor.muted_until is None

@@ -180,25 +180,37 @@ def test_a_monitors_deliveries_ask_the_same_few_queries_for_3_or_30_channels(web
 # ---------------------------------------------------------------- the API
 
 
-def test_the_api_channel_list_asks_the_same_few_queries_for_2_or_20_channels(team):
+def test_the_api_channel_list_asks_the_same_few_queries_for_2_or_20_channels(
+    team, django_user_model
+):
     _, raw = ApiKey.issue(team, name="sync")
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    member = django_user_model.objects.create_user("mira", "mira@example.com")
+    Membership.objects.create(team=team, user=member, role=Membership.Role.EDITOR)
 
     def channels(count: int, start: int) -> None:
+        # Webhooks and team e-mail (whose addresses are the team's members').
         for n in range(start, start + count):
             Channel.objects.create(
                 team=team,
                 name=f"Hook {n}",
                 kind="webhook",
                 settings={"url": f"https://hooks.example/{n}"},
+            ) if n % 2 else Channel.objects.create(
+                team=team,
+                name=f"Team mail {n}",
+                kind="team_email",
+                settings={"recipients": [member.pk]},
             )
 
     channels(2, 0)
     few = len(queries_of(api, "/v2/channels"))
     channels(18, 2)
     assert len(queries_of(api, "/v2/channels")) == few
-    assert len(api.get("/v2/channels").json()["data"]) == 20
+    shown = api.get("/v2/channels").json()["data"]
+    assert len(shown) == 20
+    assert {"recipients": ["mira@example.com"]} in [c["settings"] for c in shown]
 
 
 # ---------------------------------------------------------------- channels

@@ -178,22 +178,72 @@ class TeamClockDateTimeField(forms.DateTimeField):
     """A moment shown and typed on a clock of the form's choosing (the
     team's, as the dashboard shows the mute), stored in UTC. Any moment in
     the year 9999 is MUTED_FOREVER, shown as typed, so "9999-12-31" means
-    until unmuted on every clock."""
+    until unmuted on every clock. A time the clock shows twice (the hour
+    repeated when summer time ends) is shown with its offset, and the value
+    shown is taken back as the moment it was shown for (`stored`)."""
 
     zone = "UTC"
+    stored: datetime | None = None
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, datetime) and value >= rules.MUTED_FOREVER:
             return value.astimezone(UTC).replace(tzinfo=None)
+        if isinstance(value, datetime) and _repeated(value, ZoneInfo(self.zone)):
+            return value.astimezone(ZoneInfo(self.zone)).isoformat(sep=" ")
         with timezone.override(ZoneInfo(self.zone)):
             return super().prepare_value(value)
 
     def to_python(self, value: Any) -> datetime | None:
-        with timezone.override(ZoneInfo(self.zone)):
-            moment = super().to_python(value)
+        if (
+            isinstance(value, str)
+            and self.stored is not None
+            and value.strip() == str(self.prepare_value(self.stored))
+        ):
+            return self.stored
+        try:
+            with timezone.override(ZoneInfo(self.zone)):
+                moment = super().to_python(value)
+        except forms.ValidationError as error:
+            if error.code != "ambiguous_timezone":
+                raise
+            raise forms.ValidationError(self._unclear(value), code=error.code) from None
         if moment is not None and moment.year >= rules.MUTED_FOREVER.year:
             return rules.MUTED_FOREVER
         return moment
+
+    def _unclear(self, value: Any) -> str:
+        """Plain words for a time the team's clock skips or shows twice."""
+        if _repeated_wall_time(str(value), ZoneInfo(self.zone)):
+            return (
+                "That time comes twice on the team’s clock that night (the clocks "
+                "go back). Add its offset to say which, such as "
+                "2026-10-25 02:30+02:00 for the first and +01:00 for the second."
+            )
+        return (
+            "That time does not exist on the team’s clock (the clocks go "
+            "forward that night). Choose another time."
+        )
+
+
+def _repeated(moment: datetime, zone: ZoneInfo) -> bool:
+    """Whether the clock of `zone` shows `moment`'s time twice that night."""
+    local = moment.astimezone(zone).replace(tzinfo=None)
+    return (
+        local.replace(tzinfo=zone, fold=0).utcoffset()
+        != local.replace(tzinfo=zone, fold=1).utcoffset()
+    )
+
+
+def _repeated_wall_time(typed: str, zone: ZoneInfo) -> bool:
+    """Whether the typed clock time is one `zone` shows twice (not skips)."""
+    with timezone.override(UTC):
+        moment = forms.DateTimeField().to_python(typed)
+    local = moment.replace(tzinfo=None)
+    first = local.replace(tzinfo=zone, fold=0)
+    return (
+        _repeated(first, zone)
+        and first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == local
+    )
 
 
 class MonitorAdminForm(forms.ModelForm):
@@ -225,9 +275,12 @@ class MonitorAdminForm(forms.ModelForm):
         # On the team's clock, as the dashboard shows and sets the mute.
         zone = clock.team_zone(monitor.team) if monitor.team_id else "UTC"
         self.fields["muted_until"].zone = zone
+        self.fields["muted_until"].stored = monitor.mute_ends_at
         self.fields["muted_until"].help_text = (
-            f"On the team’s clock ({zone}), such as 2026-12-01 14:00. Empty: not "
-            "muted (clearing it unmutes). 9999-12-31 mutes until someone unmutes it."
+            f"On the team’s clock ({zone}), such as 2026-12-01 14:00; a time the "
+            "clock shows twice when summer time ends takes its offset, such as "
+            "2026-10-25 02:30+01:00. Empty: not muted (clearing it unmutes). "
+            "9999-12-31 mutes until someone unmutes it."
         )
         _worded("status", self.fields["status"])
         for name, field in shown.main.fields.items():

@@ -42,6 +42,7 @@ from monitors.admin.shared import (
     with_masked_headers,
 )
 from monitors.admin.teams import _admin
+from monitors.dashboard import runs_said
 from monitors.dashboard.forms.fields import MonitorFields
 from monitors.editing import update_monitor
 from monitors.models import (
@@ -534,7 +535,7 @@ class MonitorAdmin(CountedDeleteMixin, admin.ModelAdmin):
             .order_by("name", "pk"),
             _admin(request),
         )
-        for level, words in running.said(runs):
+        for level, words in runs_said.said(runs):
             self.message_user(request, words, level)
 
     @staticmethod

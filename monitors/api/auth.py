@@ -171,19 +171,37 @@ class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
             logger.warning("Rate limit not counted, the cache is unreachable: %s", exc)
             return True
 
-    def _count(self) -> int:
+    def charge(self, request: Request, view: object, tokens: int) -> None:
+        """Count `tokens` more requests against the key in this window, for
+        one request that does the work of many (a bulk run: one per check);
+        raises Throttled, as for any request, when that passes the limit."""
+        if self.rate is None or tokens <= 0:
+            return
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return
+        self.now = self.timer()
+        try:
+            allowed = self._count(tokens) <= self.num_requests
+        except (RedisError, OSError) as exc:
+            logger.warning("Rate limit not counted, the cache is unreachable: %s", exc)
+            return
+        if not allowed:
+            raise exceptions.Throttled(self.wait())
+
+    def _count(self, tokens: int = 1) -> int:
         """This request's number in its key's current window."""
         counter = f"{self.key}:{self._window()}"
         # Kept a little past the window's end, then dropped by the cache.
         self.cache.add(counter, 0, self.duration + 1)
         try:
-            return self.cache.incr(counter)
+            return self.cache.incr(counter, tokens)
         except ValueError:
             # Gone between add and incr (Redis evicts keys with a time-to-live
             # first under the volatile-* policies; or a flush): Django's incr
             # raises. This request starts the window's count again.
-            self.cache.set(counter, 1, self.duration + 1)
-            return 1
+            self.cache.set(counter, tokens, self.duration + 1)
+            return tokens
 
     def _window(self) -> int:
         return int(self.now // self.duration)

@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from checks.dispatch import QueueUnavailable
 from checks.targets.options import StrictCharField, StrictMixin
 from monitors import bulk, rules
+from monitors.api.auth import ApiKeyRateThrottle
 from monitors.api.base import ApiView
 from monitors.api.errors import service_unavailable
 from monitors.api.views import RESPONSE_HEADERS, error_responses
@@ -55,7 +56,9 @@ class BulkMonitorsSerializer(StrictMixin, serializers.Serializer):
         child=serializers.UUIDField(),
         min_length=1,
         max_length=bulk.IDS_MAX,
-        help_text=f"The monitors to act on: 1 to {bulk.IDS_MAX} ids.",
+        help_text=f"The monitors to act on: 1 to {bulk.IDS_MAX} ids. For "
+        "run, each found monitor counts as one request against the key's rate "
+        "limit (429 when that passes it; nothing is started).",
     )
     action = serializers.ChoiceField(
         choices=WIRE_ACTIONS,
@@ -135,7 +138,8 @@ BULK_RESPONSE = inline_serializer(
                     help_text="Found, with nothing to do: already paused, "
                     "active, tagged, without the tag, muted until that moment, "
                     "or not muted; for run, not started (see paused, "
-                    "alreadyRunning and queueUnavailable).",
+                    "alreadyRunning and queueUnavailable; one the database "
+                    "failed on is only here: try again).",
                 ),
                 "notFound": serializers.ListField(
                     child=serializers.UUIDField(),
@@ -187,6 +191,10 @@ class MonitorBulkView(ApiView):
         team = request.user.team
         chosen = Monitor.objects.for_team(team).filter(pk__in=wanted)
         found = set(chosen.values_list("pk", flat=True))
+        if action == bulk.Action.RUN:
+            # A check per monitor: each counts against the key's rate as a
+            # single run would (this request counted as the first).
+            ApiKeyRateThrottle().charge(request, self, len(found) - 1)
         outcome = bulk.Outcome()
         if found:
             outcome = bulk.act(

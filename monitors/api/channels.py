@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from checks.deleting import delete_channels
 from checks.notify import channels as channel_events
 from checks.notify import kinds
+from checks.notify.kinds import team_email
 from monitors.api.auth import sees_hooks_whole
 from monitors.api.base import ApiView
 from monitors.api.errors import not_found
@@ -47,9 +48,12 @@ class ChannelSerializer(serializers.Serializer):
             return {}
         # A read key cannot send the settings back, so nothing is lost; a
         # write key could point the channel at its own server anyway.
+        # The team from the context when a list gives one (its members
+        # looked up once for every channel: team_email.with_members).
+        team = self.context.get("team") or channel.team
         if self.context.get("can_write", False):
-            return kind.shown_for(channel.team, channel.settings)
-        return kind.shown_in_shape(channel.team, channel.settings)
+            return kind.shown_for(team, channel.settings)
+        return kind.shown_in_shape(team, channel.settings)
 
     def get_digest(self, channel: Channel) -> str | None:
         return channel.digest or None
@@ -104,11 +108,14 @@ class ChannelListView(ApiView):
         | error_responses(),
     )
     def get(self, request: Request) -> Response:
-        # With their team: each one's settings are shown as its team may see them.
-        rows = (
-            Channel.objects.for_team(request.user.team).shared().select_related("team")
-        )
-        context = {"can_write": sees_hooks_whole(request)}
+        # Each one's settings are shown as its team (the key's) may see them;
+        # the team's members (team e-mail's recipients) looked up once.
+        team = request.user.team
+        rows = Channel.objects.for_team(team).shared()
+        context = {
+            "can_write": sees_hooks_whole(request),
+            "team": team_email.with_members(team),
+        }
         return ok(ChannelSerializer(rows, many=True, context=context).data)
 
     @extend_schema(

@@ -25,7 +25,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checks.captures import with_links
-from checks.dispatch import QueueUnavailable, RunRefused
+from checks.dispatch import (
+    PAUSED_CODE,
+    RUNNING_CODE,
+    QueueUnavailable,
+    RunRefused,
+)
 from checks.models import SUMMARY_KEYS, Check, PageResult
 from checks.targets.options import StrictCharField, StrictMixin
 from monitors import running
@@ -186,9 +191,7 @@ CONFLICT = inline_serializer(
     {
         "success": serializers.BooleanField(default=False),
         "error": serializers.CharField(),
-        "code": serializers.ChoiceField(
-            choices=["MONITOR_PAUSED", "CHECK_ALREADY_RUNNING"]
-        ),
+        "code": serializers.ChoiceField(choices=[PAUSED_CODE, RUNNING_CODE]),
         "checkId": serializers.UUIDField(required=False),
     },
 )

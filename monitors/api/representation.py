@@ -143,7 +143,13 @@ class MonitorSerializer(serializers.Serializer):
         )
     )
     createdAt = TimestampField(source="created_at")
-    updatedAt = TimestampField(source="updated_at")
+    updatedAt = serializers.SerializerMethodField(
+        help_text=(
+            "When the monitor last changed: edited, paused or resumed, or its "
+            "mute ended (the later), as updatedSince compares it; the newest "
+            "updatedAt of a pass is a cursor for the next."
+        )
+    )
 
     def _now(self) -> datetime:
         return self.context.get("now") or timezone.now()
@@ -210,6 +216,16 @@ class MonitorSerializer(serializers.Serializer):
     def get_mutedUntil(self, monitor: Monitor) -> str | None:  # noqa: N802
         until = monitor.mute_end(self._now())
         return None if until is None else wire_time(until)
+
+    @extend_schema_field(serializers.DateTimeField())
+    def get_updatedAt(self, monitor: Monitor) -> str:  # noqa: N802
+        """updated_at, or the end of a mute that has ended since (no write
+        marks it), as MonitorQuerySet.changed_since matches it."""
+        changed = monitor.updated_at
+        ended = monitor.muted_until
+        if ended is not None and changed < ended <= self._now():
+            changed = ended
+        return wire_time(changed)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_warning(self, monitor: Monitor) -> str | None:

@@ -38,10 +38,10 @@ PREVIEW_RUNS = 3
 SCHEDULE_UNUSABLE = "Not a schedule we can use yet."
 ZONE_UNKNOWN = "Not a time zone we know yet."
 # Run now while the broker (Redis) is down: the check was withdrawn.
-QUEUE_UNAVAILABLE_WORDS = (
-    "The check could not be started: Pagewatch cannot reach its task queue "
-    "right now. Please try again in a moment."
+QUEUE_DOWN_WORDS = (
+    "Pagewatch cannot reach its task queue right now. Please try again in a moment."
 )
+QUEUE_UNAVAILABLE_WORDS = f"The check could not be started: {QUEUE_DOWN_WORDS}"
 # The filter value for "meaningful changes only" (pages, and checks in history):
 # every change but those the judge called unimportant, as the channels count.
 MEANINGFUL = "meaningful"

@@ -15,7 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from monitors import bulk, rules, running
+from monitors import bulk, rules
+from monitors.dashboard import runs_said
 from monitors.dashboard.base import Action, DashboardRequest, _safe_next, team_view
 from monitors.dashboard.muting import UNMUTE, mute_chosen
 from monitors.models import Monitor, MonitorQuerySet
@@ -76,6 +77,11 @@ def monitor_bulk(request: DashboardRequest) -> HttpResponse:
     if asked in ("mute", "unmute"):
         return _mute(request, chosen, back)
     if asked == bulk.Action.RUN:
+        if chosen.count() > bulk.IDS_MAX:
+            messages.error(
+                request, f"Tick at most {bulk.IDS_MAX} monitors at a time.", SAID_AT
+            )
+            return redirect(back)
         return _run(request, chosen, back)
     action = bulk.Action(asked)
     tag = None
@@ -116,7 +122,7 @@ def _run(request: DashboardRequest, chosen: MonitorQuerySet, back: str) -> HttpR
         chosen, bulk.Action.RUN, Actor.of(request), request.team, timezone.now()
     )
     assert outcome.runs is not None
-    for level, words in running.said(outcome.runs):
+    for level, words in runs_said.said(outcome.runs):
         messages.add_message(request, level, words, SAID_AT)
     return redirect(back)
 

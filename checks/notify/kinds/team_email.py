@@ -27,6 +27,7 @@ e-mail goes again with the retry; nobody else's does."""
 
 from __future__ import annotations
 
+import copy
 import smtplib
 import threading
 import time
@@ -82,9 +83,25 @@ class Member:
     address: str
 
 
+# Where with_members keeps the members it looked up, on its copy of a team.
+_MEMBERS = "_mail_members"
+
+
+def with_members(team: Team) -> Team:
+    """A copy of `team` whose members() are looked up once, now: for showing
+    many of its channels in one request (GET /v2/channels), not for a
+    change (which must see the members as they are)."""
+    seen = copy.copy(team)
+    setattr(seen, _MEMBERS, members(team))
+    return seen
+
+
 def members(team: Team) -> list[Member]:
     """The team's members who can get mail (active, with an address), by
     address."""
+    known = getattr(team, _MEMBERS, None)
+    if known is not None:
+        return known
     rows = (
         Membership.objects.filter(team=team, user__is_active=True)
         .exclude(user__email="")
