@@ -742,3 +742,71 @@ def test_a_scan_read_by_another_engine_is_fetched_without_validators(
     assert asked("stand-in 1.0 (eng)")["If-None-Match"] == '"v1"'
     assert "If-None-Match" not in asked("tesseract 5.3.0 (eng)")
     assert runs(log) == 0  # its version asked, nothing read
+
+
+# --- Out of the check's time: the page's last content is kept ----------------------
+
+
+@pytest.mark.parametrize("since", ["a new engine", "a new text layer"])
+def test_a_scan_not_read_in_time_keeps_its_last_content_and_is_read_next_time(
+    api, site, tmp_path, settings, since
+):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo Scanned bridge notice"
+    )
+    url = site.page("/fees.pdf", minimal_pdf("Basic 19 EUR", ""), content_type=PDF)
+    monitor = watch(api, url, [{"type": "pdf", "mode": "auto"}])
+    first = only_page(run_check(monitor))
+    assert first.status == "new", first.error
+    if since == "a new engine":  # the baseline was read by another: read again
+        state = state_of(monitor, url)
+        state.metadata["ocrEngine"] = "stand-in 0.9 (eng)"
+        state.save(update_fields=["metadata"])
+    else:
+        site.page("/fees.pdf", minimal_pdf("Basic 21 EUR", ""), content_type=PDF)
+    settings.OCR_CHECK_SECONDS = 0
+
+    late = only_page(run_check(monitor))
+
+    assert late.status == "error"
+    assert late.error_kind == "ocr_out_of_time"
+    assert "the check's time ran out" in late.error
+    assert "bridge" in words(state_of(monitor, url).snapshot.text)
+    settings.OCR_CHECK_SECONDS = 60
+
+    again = only_page(run_check(monitor))
+
+    assert runs(log) == 2  # read at the first check and at the last
+    assert "bridge" in words(state_of(monitor, url).snapshot.text)
+    if since == "a new engine":
+        assert again.status == "same", again.error
+    else:
+        assert again.status == "changed", again.error
+        lines = [line for line in again.diff["text"].splitlines() if line[:1] in "+-"]
+        assert lines and all("bridge" not in line.lower() for line in lines), lines
+
+
+def test_a_new_engines_reading_that_misses_a_scanned_page_is_not_kept(
+    api, site, tmp_path, settings
+):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo Scanned bridge notice"
+    )
+    url = site.page("/fees.pdf", minimal_pdf("Basic 19 EUR", ""), content_type=PDF)
+    monitor = watch(api, url, [{"type": "pdf", "mode": "auto"}])
+    run_check(monitor)
+    state = state_of(monitor, url)
+    state.metadata["ocrEngine"] = "stand-in 0.9 (eng)"  # read by another engine
+    state.save(update_fields=["metadata"])
+    (tmp_path / "runs.log").unlink()
+    (tmp_path / "engine").write_text(  # the new one fails on the scanned page
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo "stand-in 1.0"; exit; fi\n'
+        f'echo "$@" >> {log}\ncat > /dev/null; echo broken >&2; exit 1\n'
+    )
+
+    again = only_page(run_check(monitor))
+
+    assert again.status == "same", again.error
+    assert runs(log) == 1  # read again, by the new engine
+    assert "bridge" in words(state_of(monitor, url).snapshot.text)

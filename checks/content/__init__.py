@@ -40,6 +40,7 @@ from checks.content.source import (
     SOURCE_MARKDOWN,
     Extracted,
     ExtractionError,
+    OutOfTimeError,
     markdown_of,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "SOURCE_MARKDOWN",
     "Extracted",
     "ExtractionError",
+    "OutOfTimeError",
     "Pack",
     "compare_texts",
     "content_hash",

@@ -41,6 +41,7 @@ from checks.content.ocr_job import STDERR_CHARS, tidy
 __all__ = [
     "Engine",
     "OcrError",
+    "OutOfTime",
     "available",
     "engine",
     "read_pages",
@@ -82,6 +83,12 @@ class OcrError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class OutOfTime(str):
+    """What stopped a PDF's OCR when it was time, not the PDF: the check's
+    time ran out, or the worker's other PDFs took it. The same PDF reads
+    at a check with time for it, so its page keeps its last content."""
 
 
 @dataclass(frozen=True)
@@ -237,18 +244,18 @@ def read_pages(
 
 
 # Said of a PDF whose turn came after its check's time for OCR was up.
-NOT_REACHED = (
+NOT_REACHED = OutOfTime(
     "the check's time ran out before this PDF's turn came (the check's time "
     "limit is CHECK_TIME_LIMIT_SECONDS), so it was not read this time"
 )
-STOPPED_AT_CHECKS_TIME = (
+STOPPED_AT_CHECKS_TIME = OutOfTime(
     "the check's time ran out while this PDF was being read (the check's time "
     "limit is CHECK_TIME_LIMIT_SECONDS), so it was stopped"
 )
 
 
-def _waited(ocr: Engine) -> str:
-    return (
+def _waited(ocr: Engine) -> OutOfTime:
+    return OutOfTime(
         f"the worker was reading other PDFs with OCR for {ocr.pdf_seconds} "
         "seconds (OCR_PDF_SECONDS), so this one was not read this time"
     )
