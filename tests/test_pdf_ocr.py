@@ -810,3 +810,57 @@ def test_a_new_engines_reading_that_misses_a_scanned_page_is_not_kept(
     assert again.status == "same", again.error
     assert runs(log) == 1  # read again, by the new engine
     assert "bridge" in words(state_of(monitor, url).snapshot.text)
+
+
+def test_an_engine_that_did_not_say_its_version_is_asked_again_and_reads_no_pdf_again(
+    tmp_path, settings
+):
+    from checks.content import ocr
+    from checks.models import PageState
+    from checks.pipeline.outcome import read_by_another_engine
+
+    asked = tmp_path / "asked"
+    script = tmp_path / "engine"
+    script.write_text(  # says nothing the first time it is asked
+        f"#!/bin/sh\necho x >> {asked}\n"
+        f'if [ "$(wc -l < {asked})" -ge 2 ]; then echo "stand-in 1.0"; fi\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    settings.OCR_EXECUTABLE = str(script)
+    read_by = PageState(metadata={"ocrPages": [1], "ocrEngine": "stand-in 1.0 (eng)"})
+
+    assert read_by_another_engine(read_by) is False  # unknown: nothing to tell
+    assert ocr.reading() == "stand-in 1.0 (eng)"  # asked again
+    assert read_by_another_engine(read_by) is False
+    read_by.metadata["ocrEngine"] = "stand-in 0.9 (eng)"
+    assert read_by_another_engine(read_by) is True
+    assert len(asked.read_text().splitlines()) == 2
+
+
+def test_the_engines_version_is_asked_off_the_batchs_event_loop(
+    api, site, tmp_path, settings, monkeypatch
+):
+    import threading
+
+    from checks.content import ocr
+
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo Scanned bridge notice"
+    )
+    url = site.page("/fees.pdf", minimal_pdf("Basic 19 EUR", ""), content_type=PDF)
+    monitor = watch(api, url, [{"type": "pdf", "mode": "auto"}])
+    run_check(monitor)
+    asked_in = []
+    answer = ocr._ask_version
+
+    def ask(executable: str) -> str | None:
+        asked_in.append(threading.current_thread())
+        return answer(executable)
+
+    monkeypatch.setattr(ocr, "_versions", {})  # a worker just started
+    monkeypatch.setattr(ocr, "_ask_version", ask)
+
+    again = only_page(run_check(monitor))
+
+    assert again.status == "same", again.error
+    assert asked_in and threading.main_thread() not in asked_in

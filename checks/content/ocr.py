@@ -42,6 +42,7 @@ __all__ = [
     "Engine",
     "OcrError",
     "OutOfTime",
+    "UNKNOWN_VERSION",
     "available",
     "engine",
     "read_pages",
@@ -154,20 +155,28 @@ def reading() -> str | None:
     return None if ocr is None else ocr.reading()
 
 
+UNKNOWN_VERSION = "unknown version"
+
+
 def version(executable: str) -> str:
     """The first line of `executable --version`, read once per process
-    and file; "unknown version" when it says nothing."""
+    and file; UNKNOWN_VERSION when it says nothing, asked again next time
+    (a failure kept for the process's life would read every PDF again, and
+    again when another worker knows the version)."""
     try:
         found = os.stat(executable)
     except OSError:
-        return "unknown version"
+        return UNKNOWN_VERSION
     key = (executable, found.st_ino, found.st_mtime_ns, found.st_size)
     if key not in _versions:
-        _versions[key] = _ask_version(executable)
+        said = _ask_version(executable)
+        if said is None:
+            return UNKNOWN_VERSION
+        _versions[key] = said
     return _versions[key]
 
 
-def _ask_version(executable: str) -> str:
+def _ask_version(executable: str) -> str | None:
     try:
         answer = subprocess.run(  # noqa: S603 (the administrator's own program)
             [executable, "--version"],
@@ -178,13 +187,13 @@ def _ask_version(executable: str) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown version"
+        return None
     # Tesseract 3 said it on stderr.
     said = answer.stdout.decode("utf-8", "replace") or answer.stderr.decode(
         "utf-8", "replace"
     )
     lines = [line.strip() for line in said.splitlines() if line.strip()]
-    return lines[0][:VERSION_CHARS] if lines else "unknown version"
+    return lines[0][:VERSION_CHARS] if lines else None
 
 
 @contextlib.contextmanager
