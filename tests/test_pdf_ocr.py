@@ -864,3 +864,19 @@ def test_the_engines_version_is_asked_off_the_batchs_event_loop(
 
     assert again.status == "same", again.error
     assert asked_in and threading.main_thread() not in asked_in
+
+
+def test_the_engines_version_is_kept_off_the_api(api, site, tmp_path, settings):
+    settings.OCR_EXECUTABLE, log = stand_in_engine(
+        tmp_path, "cat > /dev/null; echo Scanned bridge notice"
+    )
+    url = site.page("/fees.pdf", minimal_pdf("Basic 19 EUR", ""), content_type=PDF)
+    monitor = watch(api, url, [{"type": "pdf", "mode": "auto"}])
+    check = run_check(monitor)
+
+    answer = api.get(f"/v2/monitor/{monitor.pk}/checks/{check.pk}")
+
+    (page,) = answer.json()["data"]["pages"]
+    assert page["metadata"]["ocrPages"] == [2]
+    assert "ocrEngine" not in page["metadata"]
+    assert only_page(check).metadata["ocrEngine"] == "stand-in 1.0 (eng)"  # kept
