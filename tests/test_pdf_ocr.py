@@ -12,6 +12,7 @@ import json
 import os
 import re
 import resource
+import select
 import shutil
 import signal
 import stat
@@ -601,14 +602,51 @@ def ocr_children() -> list[int]:
     return found
 
 
+class FromTheFirstPdf:
+    """The check's time for OCR (ocr._task_deadline), counted from when its
+    first PDF asks for it rather than from the task's start, so that planning
+    and fetching, however slow, do not use it up."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.until: float | None = None
+
+    def get(self) -> float:
+        if self.until is None:
+            self.until = time.monotonic() + self.seconds
+        return self.until
+
+    def set(self, value: float) -> None:
+        return None
+
+    def reset(self, token: None) -> None:
+        return None
+
+
+def ended(pid: int, seconds: float) -> bool:
+    """Whether process `pid` ends within `seconds` (it may be no child of
+    ours: an engine orphaned by its killed child is reaped by init)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        ready, _, _ = select.select([handle], [], [], seconds)
+        return bool(ready)
+    finally:
+        os.close(handle)
+
+
 def test_scans_past_the_checks_time_are_page_errors_and_the_check_completes(
-    api, site, tmp_path, settings
+    api, site, tmp_path, settings, monkeypatch
 ):
-    settings.OCR_CHECK_SECONDS = 3
-    settings.OCR_PDF_SECONDS = 6
-    pids = tmp_path / "pids"
+    from checks.content import ocr
+
+    monkeypatch.setattr(ocr, "_task_deadline", FromTheFirstPdf(3))
+    settings.OCR_PDF_SECONDS = 60
+    started = tmp_path / "started"
     settings.OCR_EXECUTABLE, log = stand_in_engine(
-        tmp_path, f"echo $$ >> {pids}\nexec sleep 300"
+        tmp_path, f"echo $$ > {started}.tmp; mv {started}.tmp {started}\nexec sleep 300"
     )
     scans = [
         site.page(
@@ -624,24 +662,23 @@ def test_scans_past_the_checks_time_are_page_errors_and_the_check_completes(
 
     assert check.status == Check.Status.PARTIAL
     assert check.pages.get(url=hours).status == "new"
+    errors = []
     for scan in scans:
         page = check.pages.get(url=scan)
         assert page.status == "error"
-        assert "the check's time" in page.error, page.error
+        assert page.error_kind == "ocr_out_of_time"
         assert "CHECK_TIME_LIMIT_SECONDS" in page.error
+        errors.append(page.error)
     # The first PDF read held the engine until the check's time was up: the
     # others were never started.
-    errors = [check.pages.get(url=scan).error for scan in scans]
-    stopped = sum("while this PDF was being read" in error for error in errors)
-    assert stopped == runs(log) <= 1
-    assert sum("before this PDF's turn" in error for error in errors) == 4 - stopped
+    assert sum("while this PDF was being read" in error for error in errors) == 1
+    assert sum("before this PDF's turn" in error for error in errors) == 3
     assert ocr_children() == []
-    engines = [int(pid) for pid in pids.read_text().split()]
-    for _ in range(50):  # the orphaned engine is reaped by init, soon
-        if not any(running(pid) for pid in engines):
-            break
-        time.sleep(0.1)
-    assert not any(running(pid) for pid in engines)
+    # Its engine may not have started before its child was stopped (a slow
+    # machine); if it did, it is stopped too.
+    assert runs(log) <= 1
+    if started.exists():
+        assert ended(int(started.read_text()), seconds=30)
 
 
 # --- A new engine or other languages: read again, quietly --------------------------
