@@ -917,3 +917,10 @@ def test_the_engines_version_is_kept_off_the_api(api, site, tmp_path, settings):
     assert page["metadata"]["ocrPages"] == [2]
     assert "ocrEngine" not in page["metadata"]
     assert only_page(check).metadata["ocrEngine"] == "stand-in 1.0 (eng)"  # kept
+
+
+def test_a_pdf_not_read_in_time_holds_a_crawls_removals_back_as_a_passing_failure():
+    from checks.crawl.frontier import may_pass
+    from checks.errors import ErrorKind
+
+    assert may_pass(ErrorKind.OCR_OUT_OF_TIME, 200)
