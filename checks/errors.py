@@ -41,6 +41,10 @@ class ErrorKind(StrEnum):
     # "Just a moment…") in place of the page: blocked by the site.
     CHALLENGE = "challenge"
     UNREADABLE = "unreadable"  # nothing to extract: binary, broken
+    # A PDF's scanned pages OCR had no time for at this check (the check's
+    # time ran out, or the worker's other PDFs took it): its last content is
+    # kept and it is read again at the next check.
+    OCR_OUT_OF_TIME = "ocr_out_of_time"
     # The site's "not found" page answered with HTTP 200 (a "soft 404"),
     # confirmed by a made-up address of the site answering the same page
     # (checks.pipeline.not_found): the page is gone, as a 404 would say.
@@ -232,6 +236,11 @@ _PLAIN_WORDS: dict[ErrorKind, str] = {
         " page (“checking your browser”, a captcha) instead of the page."
     ),
     ErrorKind.UNREADABLE: "The page's content could not be turned into text.",
+    ErrorKind.OCR_OUT_OF_TIME: (
+        "This check ran out of time before it could read the scanned pages of"
+        " this PDF. They are read again at the next check; until then the"
+        " page's last content is kept."
+    ),
     ErrorKind.NOT_FOUND_PAGE: (
         "The page shows the site's “not found” page, although the server"
         " answered HTTP {code} as if the page were there."

@@ -42,6 +42,7 @@ from checks.content.source import (
     SOURCE_MARKDOWN,
     Extracted,
     ExtractionError,
+    OutOfTimeError,
     markdown_of,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "SOURCE_MARKDOWN",
     "Extracted",
     "ExtractionError",
+    "OutOfTimeError",
     "Pack",
     "compare_texts",
     "content_hash",

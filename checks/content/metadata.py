@@ -8,6 +8,16 @@ from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+# Keys of a page's metadata kept for Pagewatch's own use and never sent to
+# clients (monitors.api.checks): what read a PDF's scanned pages, the OCR
+# engine's exact version, says what software the server runs.
+INTERNAL_KEYS = frozenset({"ocrEngine"})
+
+
+def for_clients(metadata: dict[str, Any]) -> dict[str, Any]:
+    """`metadata` without its INTERNAL_KEYS."""
+    return {k: v for k, v in metadata.items() if k not in INTERNAL_KEYS}
+
 
 def base_metadata(content_type: str, url: str) -> dict[str, Any]:
     """What every page has, whatever its kind."""

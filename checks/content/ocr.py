@@ -41,6 +41,8 @@ from checks.content.ocr_job import STDERR_CHARS, tidy
 __all__ = [
     "Engine",
     "OcrError",
+    "OutOfTime",
+    "UNKNOWN_VERSION",
     "available",
     "engine",
     "read_pages",
@@ -82,6 +84,12 @@ class OcrError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class OutOfTime(str):
+    """What stopped a PDF's OCR when it was time, not the PDF: the check's
+    time ran out, or the worker's other PDFs took it. The same PDF reads
+    at a check with time for it, so its page keeps its last content."""
 
 
 @dataclass(frozen=True)
@@ -147,20 +155,28 @@ def reading() -> str | None:
     return None if ocr is None else ocr.reading()
 
 
+UNKNOWN_VERSION = "unknown version"
+
+
 def version(executable: str) -> str:
     """The first line of `executable --version`, read once per process
-    and file; "unknown version" when it says nothing."""
+    and file; UNKNOWN_VERSION when it says nothing, asked again next time
+    (a failure kept for the process's life would read every PDF again, and
+    again when another worker knows the version)."""
     try:
         found = os.stat(executable)
     except OSError:
-        return "unknown version"
+        return UNKNOWN_VERSION
     key = (executable, found.st_ino, found.st_mtime_ns, found.st_size)
     if key not in _versions:
-        _versions[key] = _ask_version(executable)
+        said = _ask_version(executable)
+        if said is None:
+            return UNKNOWN_VERSION
+        _versions[key] = said
     return _versions[key]
 
 
-def _ask_version(executable: str) -> str:
+def _ask_version(executable: str) -> str | None:
     try:
         answer = subprocess.run(  # noqa: S603 (the administrator's own program)
             [executable, "--version"],
@@ -171,13 +187,13 @@ def _ask_version(executable: str) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown version"
+        return None
     # Tesseract 3 said it on stderr.
     said = answer.stdout.decode("utf-8", "replace") or answer.stderr.decode(
         "utf-8", "replace"
     )
     lines = [line.strip() for line in said.splitlines() if line.strip()]
-    return lines[0][:VERSION_CHARS] if lines else "unknown version"
+    return lines[0][:VERSION_CHARS] if lines else None
 
 
 @contextlib.contextmanager
@@ -237,18 +253,18 @@ def read_pages(
 
 
 # Said of a PDF whose turn came after its check's time for OCR was up.
-NOT_REACHED = (
+NOT_REACHED = OutOfTime(
     "the check's time ran out before this PDF's turn came (the check's time "
     "limit is CHECK_TIME_LIMIT_SECONDS), so it was not read this time"
 )
-STOPPED_AT_CHECKS_TIME = (
+STOPPED_AT_CHECKS_TIME = OutOfTime(
     "the check's time ran out while this PDF was being read (the check's time "
     "limit is CHECK_TIME_LIMIT_SECONDS), so it was stopped"
 )
 
 
-def _waited(ocr: Engine) -> str:
-    return (
+def _waited(ocr: Engine) -> OutOfTime:
+    return OutOfTime(
         f"the worker was reading other PDFs with OCR for {ocr.pdf_seconds} "
         "seconds (OCR_PDF_SECONDS), so this one was not read this time"
     )

@@ -14,7 +14,7 @@ from typing import Any
 from checks.content import ocr
 from checks.content.metadata import base_metadata
 from checks.content.options import Options
-from checks.content.source import Extracted, ExtractionError, reason
+from checks.content.source import Extracted, ExtractionError, OutOfTimeError, reason
 
 
 def extract_pdf(body: bytes, content_type: str, url: str, opts: Options) -> Extracted:
@@ -86,6 +86,12 @@ def _with_ocr(
         return pages
     read, left = wanted[: engine.max_pages], wanted[engine.max_pages :]
     found, failure = ocr.read_pages(body, read, engine)
+    if isinstance(failure, ocr.OutOfTime):
+        # Not the PDF's fault: its text layer alone would be shown as its
+        # scanned words removed, and then kept, its bytes unchanged, for good.
+        raise OutOfTimeError(
+            f"The PDF's scanned pages could not be read with OCR: {failure}"
+        )
     if failure is not None and mode == "ocr":
         raise ExtractionError(f"The PDF could not be read with OCR: {failure}")
     pages = list(pages)

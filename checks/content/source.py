@@ -35,6 +35,12 @@ class ExtractionError(Exception):
         self.message = message
 
 
+class OutOfTimeError(ExtractionError):
+    """A PDF whose pictures of pages OCR had no time for at this check
+    (checks.content.ocr.OutOfTime): the page keeps its last content and is
+    read again at the next check."""
+
+
 def reason(exc: BaseException) -> str:
     """A library's exception as a short phrase for an ExtractionError message."""
     text = str(exc).strip() or type(exc).__name__

@@ -77,6 +77,7 @@ PASSING_FAILURES = frozenset(
         ErrorKind.HTTP_5XX,
         ErrorKind.CHALLENGE,  # the site's protection, this time
         ErrorKind.EMPTY,  # a blank answer from a page that had content
+        ErrorKind.OCR_OUT_OF_TIME,  # a PDF's scans read at a check with time
         ErrorKind.INTERNAL,
     }
 )

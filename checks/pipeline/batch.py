@@ -151,7 +151,13 @@ class _Arriving:
         fetched: Fetched
         try:
             stop_at = self.crawls.out_of_scope(job) if self.crawls else None
-            headers = request_headers(job, state)
+            if state is not None and state.metadata.get("ocrPages"):
+                # What read its PDF is compared with the engine's version,
+                # which a worker asks the engine for (up to seconds): off the
+                # loop, where the batch's other pages are being fetched.
+                headers = await asyncio.to_thread(request_headers, job, state)
+            else:
+                headers = request_headers(job, state)
             fetched = await self.fetchers.fetch(job, headers, stop_at)
         except FetchError as exc:
             fetched = exc

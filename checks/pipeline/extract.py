@@ -42,6 +42,7 @@ from checks.content import (
     SOURCE_HTML,
     Extracted,
     ExtractionError,
+    OutOfTimeError,
     content_hash,
     extract,
     markdown_of,
@@ -323,6 +324,16 @@ def _extracted(
         )
     try:
         page = read_page(job, fetched)
+    except OutOfTimeError as exc:
+        # Not a change, nor a reading to keep: the baseline stays as it was
+        # (the body's hash too), so the next check reads the PDF again.
+        return Outcome(
+            PageResult.Status.ERROR,
+            metadata,
+            status_code=fetched.status_code,
+            error=exc.message,
+            error_kind=ErrorKind.OCR_OUT_OF_TIME,
+        )
     except ExtractionError as exc:
         return Outcome(
             PageResult.Status.ERROR,
@@ -372,11 +383,15 @@ def _extracted(
         # it was stored in an older format).
         outcome.keep_baseline(baseline, source, source_format, digest_text)
         return outcome
+    if same_body and not _read_as_much(page, baseline):
+        # Another engine's reading that missed pages the baseline's engine
+        # read (one failed): no change of the page, nor a reading to keep.
+        return _unchanged(job, baseline, metadata, body_hash=digest)
     if same_body or (same_options and baseline.body_hash in _older_readings(answered)):
         # The very bytes of the baseline, whose text an older release read
         # otherwise (a charset it got wrong), or another OCR engine or other
-        # languages: not a change of the page, so the new reading becomes the
-        # baseline quietly.
+        # languages that read every page the baseline's did: not a change of
+        # the page, so the new reading becomes the baseline quietly.
         content.normalized_hash = digest_text
         content.snapshot = pack_snapshot(source, source_format)
         return outcome
@@ -387,6 +402,12 @@ def _extracted(
     if outcome.page_text is not None:
         outcome.page_text.markdown = markdown
     return outcome
+
+
+def _read_as_much(page: Extracted, baseline: PageState) -> bool:
+    """Whether OCR read every page of the PDF it read for the baseline."""
+    had = set(baseline.metadata.get("ocrPages") or ())
+    return had <= set(page.metadata.get("ocrPages") or ())
 
 
 # A page that had content and now may be the site's "not found" page has

@@ -23,6 +23,7 @@ from checks.ai import llm_available
 from checks.browser.options import browser_options
 from checks.browser.result import Shot
 from checks.content import Pack, pack_snapshot
+from checks.content.ocr import UNKNOWN_VERSION
 from checks.content.ocr import available as ocr_available
 from checks.content.ocr import reading as ocr_reading
 from checks.content.options import pdf_mode
@@ -316,4 +317,6 @@ def read_by_another_engine(state: PageState) -> bool:
     if not state.metadata.get("ocrPages"):
         return False
     now = ocr_reading()
-    return now is not None and state.metadata.get("ocrEngine") != now
+    if now is None or now.startswith(UNKNOWN_VERSION):
+        return False  # no engine, or one that did not say: nothing to tell
+    return state.metadata.get("ocrEngine") != now

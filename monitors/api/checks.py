@@ -25,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from checks.captures import with_links
+from checks.content.metadata import for_clients
 from checks.dispatch import (
     PAUSED_CODE,
     RUNNING_CODE,
@@ -149,7 +150,7 @@ class PageSerializer(serializers.Serializer):
     def get_metadata(self, page: PageResult) -> dict[str, Any]:
         # Screenshots and PDFs as signed links that expire
         # (CAPTURE_URL_TTL_SECONDS); the same link for a quarter of that.
-        return with_links(page.metadata or {})
+        return with_links(for_clients(page.metadata or {}))
 
     @extend_schema_field(PageDiffSerializer(allow_null=True))
     def get_diff(self, page: PageResult) -> dict[str, Any] | None:
