@@ -13,7 +13,7 @@ import pytest
 
 from checks import runner
 from checks.content import ChangeRules, set_aside_reason
-from checks.models import Check, PageResult
+from checks.models import Check, PageResult, Snapshot
 from monitors.models import Monitor, Target, Team
 from tests import test_history
 from tests.llm import PLANS as LLM_PLANS
@@ -258,3 +258,55 @@ def test_the_rules_read_a_changed_line_as_removed_and_added(rules, diff, texts, 
     found = set_aside_reason(ChangeRules.of(rules), diff, texts)
 
     assert (found is None) if reason is None else (reason in found)
+
+
+WIDE = [f"/[\\p{{L}}\\p{{N}}]{{1,{250 - n}}}/" for n in range(20)]
+
+
+def test_words_too_large_to_search_together_are_searched_one_by_one():
+    rules = ChangeRules.of({"containing": [*WIDE, "/^Pro/"]})
+
+    assert set_aside_reason(rules, "@@ -1,1 +1,1 @@\n-!!\n+Pro: $59") is None
+    assert "contains any of" in set_aside_reason(rules, "@@ -1,0 +1,1 @@\n+!! ?")
+
+
+def test_a_text_is_looked_for_line_by_line_in_the_whole_text():
+    rules = ChangeRules.of({"appears": "/^Pro: \\$59$/", "disappears": "/19.*49/"})
+    before = "Starter: $19\nPro: $49"
+    after = "Starter: $19\nPro: $59"
+
+    assert set_aside_reason(rules, "", (before, after)) is None
+    assert "did not appear" in set_aside_reason(rules, "", (after, after))
+
+
+def test_rules_that_fail_let_the_change_through_and_say_so_in_the_log(
+    team, site, model, monkeypatch, caplog
+):
+    def fails(*args: Any) -> str:
+        raise ValueError("pattern too large")
+
+    monkeypatch.setattr("checks.pipeline.judge.set_aside_reason", fails)
+
+    page = changed(
+        team, site, PLANS, PLANS.replace("$49", "$59"), {"lines": "added"}, goal=None
+    )
+
+    assert page.status == PageResult.Status.CHANGED
+    assert (page.verdict, page.counts_as_meaningful) == ("", True)
+    assert "change rules failed" in caplog.text
+
+
+def test_with_an_unreadable_baseline_the_rules_let_the_change_through(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", PLANS + "<p>Out of stock</p>")
+    monitor = make_monitor(team, url, {"disappears": "Out of stock"}, goal=None)
+    run_check(monitor)
+    Snapshot.objects.update(data=b"damaged")
+    site.html("/pricing", "Pricing", PLANS.replace("$49", "$59") + "<p>Out of stock</p>")
+
+    page = run_check(monitor).pages.get()
+
+    assert page.status == PageResult.Status.CHANGED
+    assert (page.verdict, page.counts_as_meaningful) == ("", True)
+    assert "judgedBy" not in page.metadata
