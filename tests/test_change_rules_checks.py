@@ -6,6 +6,7 @@ aside."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
@@ -303,10 +304,42 @@ def test_with_an_unreadable_baseline_the_rules_let_the_change_through(
     monitor = make_monitor(team, url, {"disappears": "Out of stock"}, goal=None)
     run_check(monitor)
     Snapshot.objects.update(data=b"damaged")
-    site.html("/pricing", "Pricing", PLANS.replace("$49", "$59") + "<p>Out of stock</p>")
+    after = PLANS.replace("$49", "$59") + "<p>Out of stock</p>"
+    site.html("/pricing", "Pricing", after)
 
     page = run_check(monitor).pages.get()
 
     assert page.status == PageResult.Status.CHANGED
     assert (page.verdict, page.counts_as_meaningful) == ("", True)
     assert "judgedBy" not in page.metadata
+
+
+def test_messages_say_the_rules_set_a_change_aside_not_a_judge(team, site, model):
+    from datetime import UTC, datetime, timedelta
+
+    from checks.notify.digests import _changes
+    from checks.notify.kinds.slack import _digest_entry
+    from checks.notify.messages import _render
+    from checks.notify.reports import change_report
+    from monitors.models import Channel, MonitorChannel
+
+    page = changed(
+        team, site, PLANS, PLANS.replace("<p>Team: $99</p>", ""), {"lines": "added"}
+    )
+    channel = Channel.objects.create(
+        team=team, name="Everything", kind="pigeon", events=["change"]
+    )
+    MonitorChannel.objects.create(monitor=page.check_run.monitor, channel=channel)
+    now = datetime.now(UTC)
+
+    report = change_report(page.check_run)
+    entries = _changes(channel, now - timedelta(hours=1), now + timedelta(hours=1))
+    since = now.isoformat()
+    digest = _render({"type": "channel.digest", "since": since, "monitors": entries})
+
+    assert report.pages[0].label == "changed (set aside by this monitor's rules)"
+    assert report.counts_line() == "1 set aside by this monitor's rules"
+    assert f"{page.url} (set aside by this monitor's rules)" in digest
+    assert "(set aside by this monitor's rules)" in json.dumps(
+        _digest_entry(entries[0])
+    )
