@@ -343,3 +343,23 @@ def test_messages_say_the_rules_set_a_change_aside_not_a_judge(team, site, model
     assert "(set aside by this monitor's rules)" in json.dumps(
         _digest_entry(entries[0])
     )
+
+
+def test_in_json_mode_the_rules_never_set_aside_a_change_of_the_fields(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", LLM_PLANS)
+    monitor = make_monitor(team, url, {"containing": ["enterprise"]}, goal=None)
+    Target.objects.filter(monitor=monitor).update(
+        scrape_options={"formats": [{"type": "json", "schema": PLANS_SCHEMA}]}
+    )
+    run_check(monitor)
+    site.html("/pricing", "Pricing", LLM_PLANS.replace("$49", "$59"))
+
+    page = run_check(monitor).pages.get()
+
+    assert page.status == PageResult.Status.CHANGED
+    assert page.diff["json"]
+    assert (page.verdict, page.judgment) == ("", None)
+    assert page.counts_as_meaningful is True
+    assert "judgedBy" not in page.metadata
