@@ -2,10 +2,12 @@
 decided without the AI judge (the rules and their words: monitors.rules_changes).
 
 The judge stage asks `set_aside_reason` for every changed page of a monitor
-with rules, before the model is asked anything: a change the rules set aside
-is recorded as not meaningful with the reason in plain words, and the model
-never sees it; one they let through goes on to the judge when the monitor has
-a goal, and counts as meaningful otherwise.
+with rules, before the AI judge is asked anything: a change the rules set
+aside is recorded as not meaningful with the reason in plain words, and the
+judge never sees it (JSON extraction and summaries still run); one they let
+through goes on to the judge when the monitor has a goal, and counts as
+meaningful otherwise. A page watched as JSON only is not decided by them
+(checks.ai.stage takes their verdict back: its change is its fields').
 
 Lines are read from the page's unified diff (the noise rule's lines already
 out): a changed line is one removed and one added, blank lines never count.
