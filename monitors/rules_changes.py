@@ -68,11 +68,34 @@ def problems(value: Mapping[str, Any]) -> list[Problem]:
         (("containing", index), text) for index, text in enumerate(containing)
     ]
     patterns += [((key,), text) for key, text in texts.items()]
-    return [
+    found = [
         Problem(path, "invalid", message)
         for path, text in patterns
         if (message := text_error(text))
     ]
+    if not found and (message := together_error(containing)):
+        found.append(Problem(("containing",), "invalid", message))
+    return found
+
+
+def together_error(containing: list[str]) -> str | None:
+    """Why the words' patterns, each usable alone, cannot be used together
+    (they are searched as one), or None."""
+    bodies = [
+        f"(?:{body})"
+        for text in containing
+        if (body := rules.ignore_line_regex(text)) is not None
+    ]
+    if len(bodies) < 2:
+        return None
+    try:
+        rules.path_pattern("|".join(bodies))
+    except ValueError:
+        return (
+            "These patterns are too large to use together: "
+            "use fewer of them, or shorter ones."
+        )
+    return None
 
 
 def clean(value: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -74,6 +74,11 @@ def test_patch_replaces_the_rules_whole_keeps_them_when_left_out_and_null_remove
         ),
         ({"appears": "x" * 301}, ["changeRules", "appears"], "no more than 300"),
         ({"containing": ["w"] * 21}, ["changeRules", "containing"], "more than 20"),
+        (
+            {"containing": [f"/[\\p{{L}}\\p{{N}}]{{1,{250 - n}}}/" for n in range(20)]},
+            ["changeRules", "containing"],
+            "too large to use together",
+        ),
         ({"disappear": "Out of stock"}, ["changeRules", "disappear"], ""),
         ("added", ["changeRules"], ""),
     ],

@@ -6,6 +6,7 @@ aside."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from checks import runner
 from checks.content import ChangeRules, set_aside_reason
-from checks.models import Check, PageResult
+from checks.models import Check, PageResult, Snapshot
 from monitors.models import Monitor, Target, Team
 from tests import test_history
 from tests.llm import PLANS as LLM_PLANS
@@ -258,3 +259,107 @@ def test_the_rules_read_a_changed_line_as_removed_and_added(rules, diff, texts, 
     found = set_aside_reason(ChangeRules.of(rules), diff, texts)
 
     assert (found is None) if reason is None else (reason in found)
+
+
+WIDE = [f"/[\\p{{L}}\\p{{N}}]{{1,{250 - n}}}/" for n in range(20)]
+
+
+def test_words_too_large_to_search_together_are_searched_one_by_one():
+    rules = ChangeRules.of({"containing": [*WIDE, "/^Pro/"]})
+
+    assert set_aside_reason(rules, "@@ -1,1 +1,1 @@\n-!!\n+Pro: $59") is None
+    assert "contains any of" in set_aside_reason(rules, "@@ -1,0 +1,1 @@\n+!! ?")
+
+
+def test_a_text_is_looked_for_line_by_line_in_the_whole_text():
+    rules = ChangeRules.of({"appears": "/^Pro: \\$59$/", "disappears": "/19.*49/"})
+    before = "Starter: $19\nPro: $49"
+    after = "Starter: $19\nPro: $59"
+
+    assert set_aside_reason(rules, "", (before, after)) is None
+    assert "did not appear" in set_aside_reason(rules, "", (after, after))
+
+
+def test_rules_that_fail_let_the_change_through_and_say_so_in_the_log(
+    team, site, model, monkeypatch, caplog
+):
+    def fails(*args: Any) -> str:
+        raise ValueError("pattern too large")
+
+    monkeypatch.setattr("checks.pipeline.judge.set_aside_reason", fails)
+
+    page = changed(
+        team, site, PLANS, PLANS.replace("$49", "$59"), {"lines": "added"}, goal=None
+    )
+
+    assert page.status == PageResult.Status.CHANGED
+    assert (page.verdict, page.counts_as_meaningful) == ("", True)
+    assert "change rules failed" in caplog.text
+
+
+def test_with_an_unreadable_baseline_the_rules_let_the_change_through(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", PLANS + "<p>Out of stock</p>")
+    monitor = make_monitor(team, url, {"disappears": "Out of stock"}, goal=None)
+    run_check(monitor)
+    Snapshot.objects.update(data=b"damaged")
+    after = PLANS.replace("$49", "$59") + "<p>Out of stock</p>"
+    site.html("/pricing", "Pricing", after)
+
+    page = run_check(monitor).pages.get()
+
+    assert page.status == PageResult.Status.CHANGED
+    assert (page.verdict, page.counts_as_meaningful) == ("", True)
+    assert "judgedBy" not in page.metadata
+
+
+def test_messages_say_the_rules_set_a_change_aside_not_a_judge(team, site, model):
+    from datetime import UTC, datetime, timedelta
+
+    from checks.notify.digests import _changes
+    from checks.notify.kinds.slack import _digest_entry
+    from checks.notify.messages import _render
+    from checks.notify.reports import change_report
+    from monitors.models import Channel, MonitorChannel
+
+    page = changed(
+        team, site, PLANS, PLANS.replace("<p>Team: $99</p>", ""), {"lines": "added"}
+    )
+    channel = Channel.objects.create(
+        team=team, name="Everything", kind="pigeon", events=["change"]
+    )
+    MonitorChannel.objects.create(monitor=page.check_run.monitor, channel=channel)
+    now = datetime.now(UTC)
+
+    report = change_report(page.check_run)
+    entries = _changes(channel, now - timedelta(hours=1), now + timedelta(hours=1))
+    since = now.isoformat()
+    digest = _render({"type": "channel.digest", "since": since, "monitors": entries})
+
+    assert report.pages[0].label == "changed (set aside by this monitor's rules)"
+    assert report.counts_line() == "1 set aside by this monitor's rules"
+    assert f"{page.url} (set aside by this monitor's rules)" in digest
+    assert "(set aside by this monitor's rules)" in json.dumps(
+        _digest_entry(entries[0])
+    )
+
+
+def test_in_json_mode_the_rules_never_set_aside_a_change_of_the_fields(
+    team, site, model
+):
+    url = site.html("/pricing", "Pricing", LLM_PLANS)
+    monitor = make_monitor(team, url, {"containing": ["enterprise"]}, goal=None)
+    Target.objects.filter(monitor=monitor).update(
+        scrape_options={"formats": [{"type": "json", "schema": PLANS_SCHEMA}]}
+    )
+    run_check(monitor)
+    site.html("/pricing", "Pricing", LLM_PLANS.replace("$49", "$59"))
+
+    page = run_check(monitor).pages.get()
+
+    assert page.status == PageResult.Status.CHANGED
+    assert page.diff["json"]
+    assert (page.verdict, page.judgment) == ("", None)
+    assert page.counts_as_meaningful is True
+    assert "judgedBy" not in page.metadata

@@ -111,7 +111,7 @@ def test_what_changedetection_counts_as_a_change_becomes_the_change_rules():
     watch = {
         "url": "https://shop.test/lamp",
         "filter_text_removed": False,
-        "trigger_text": ["/back in stock/i", "Restocked"],
+        "trigger_text": ["/back in stock/i", "Re-stocked (today)"],
         "text_should_not_be_present": ["Out of stock"],
     }
     draft = draft_of("w", watch, {})
@@ -119,18 +119,35 @@ def test_what_changedetection_counts_as_a_change_becomes_the_change_rules():
     assert draft.plan().payload["changeRules"] == {
         "lines": "added",
         "containing": [],
-        "appears": "/(?i)back in stock/",
+        "appears": "/(?i)(?:back in stock|Re\\-stocked\\ \\(today\\))/",
         "disappears": "Out of stock",
     }
     notes = notes_of(draft)
-    assert "Trigger text “/back in stock/i” now tells when that text appears" in notes
-    assert "Trigger text “Restocked” not imported" in notes
     assert (
-        "Text that should not be present “Out of stock” now tells when that text "
-        "disappears from the page (changedetection.io also told of every later "
-        "change while it stayed away)."
+        "Trigger text “/back in stock/i”, “Re-stocked (today)” now tells when one "
+        "of them appears on the page (changedetection.io told of every change "
+        "while one was there)."
     ) in notes
-    assert "not imported" not in notes.replace("“Restocked” not imported", "")
+    assert (
+        "Text that should not be present “Out of stock” now tells when one of them "
+        "disappears from the page (changedetection.io told of every change while "
+        "none was there)."
+    ) in notes
+    assert "Pagewatch tells when either happens" in notes
+    assert "not imported" not in notes
+
+
+def test_a_changedetection_pattern_without_flags_ignores_case_as_it_did_there():
+    from monitors.moving.changedetection import draft_of
+
+    watch = {"url": "https://a.test/", "trigger_text": ["/In stock/"]}
+    case_kept = {"url": "https://a.test/", "trigger_text": ["/In stock/s", "/x/"]}
+
+    appears = draft_of("w", watch, {}).plan().payload["changeRules"]["appears"]
+    kept = draft_of("k", case_kept, {}).plan().payload["changeRules"]["appears"]
+
+    assert appears == "/(?i)In stock/"
+    assert kept == "/(?:(?s:In stock))|(?i:x)/"
 
 
 def test_change_kinds_pagewatch_cannot_tell_apart_are_named_not_imported():

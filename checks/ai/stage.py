@@ -348,8 +348,10 @@ def _compare(page: Page, before: Any, current: Any) -> None:
         diff = {"json": fields}  # the dashboard shows the fields, not the text
     outcome.status = Status.CHANGED if changed else Status.SAME
     outcome.diff = diff if changed else None
-    if not changed and outcome.set_aside_by_rules:
-        # No change left to set aside: the extracted fields are the same.
+    if outcome.set_aside_by_rules and not (changed and page.wants.markdown_too):
+        # No change left to set aside (the extracted fields are the same), or
+        # a JSON-only page: the rules read the text, the change is the
+        # fields', so they do not decide it.
         outcome.judged.judgment = None
         outcome.judged.verdict = ""
         del outcome.metadata["judgedBy"]

@@ -2,10 +2,12 @@
 decided without the AI judge (the rules and their words: monitors.rules_changes).
 
 The judge stage asks `set_aside_reason` for every changed page of a monitor
-with rules, before the model is asked anything: a change the rules set aside
-is recorded as not meaningful with the reason in plain words, and the model
-never sees it; one they let through goes on to the judge when the monitor has
-a goal, and counts as meaningful otherwise.
+with rules, before the AI judge is asked anything: a change the rules set
+aside is recorded as not meaningful with the reason in plain words, and the
+judge never sees it (JSON extraction and summaries still run); one they let
+through goes on to the judge when the monitor has a goal, and counts as
+meaningful otherwise. A page watched as JSON only is not decided by them
+(checks.ai.stage takes their verdict back: its change is its fields').
 
 Lines are read from the page's unified diff (the noise rule's lines already
 out): a changed line is one removed and one added, blank lines never count.
@@ -15,7 +17,7 @@ sides, one line at a time, as the noise rule matches lines.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +70,8 @@ def changed_lines(diff_text: str) -> tuple[list[str], list[str]]:
     return added, removed
 
 
-def _has(rule: NoiseRule | None, lines: Iterable[str]) -> bool:
-    return rule is not None and any(rule.matches(line) for line in lines)
+def _has(rule: NoiseRule | None, text: str) -> bool:
+    return rule is not None and rule.found_in(text)
 
 
 def set_aside_reason(
@@ -91,7 +93,7 @@ def set_aside_reason(
         if added if other == "added" else removed:
             return f"Only lines were {other}; {told}."
         return f"No line was {rules.lines}; {told}."
-    if rules.containing and not _has(line_rule(rules.containing), counted):
+    if rules.containing and not _has(line_rule(rules.containing), "\n".join(counted)):
         words = ", ".join(f"“{text}”" for text in rules.containing)
         return (
             f"None of the {lines_words(rules.lines)} contains any of {words}; "
@@ -99,25 +101,25 @@ def set_aside_reason(
         )
     if rules.reads_whole_text and texts is not None:
         before, after = texts
-        return _presence_reason(rules, before.split("\n"), after.split("\n"))
+        return _presence_reason(rules, before, after)
     return None
 
 
-def _presence_reason(
-    rules: ChangeRules, before: list[str], after: list[str]
-) -> str | None:
+def _presence_reason(rules: ChangeRules, before: str, after: str) -> str | None:
     said = []
     if rules.appears:
         rule = line_rule([rules.appears])
-        if not _has(rule, before) and _has(rule, after):
+        had, has = _has(rule, before), _has(rule, after)
+        if not had and has:
             return None
-        where = "was on the page already" if _has(rule, before) else "is not on it"
+        where = "was on the page already" if had else "is not on it"
         said.append(f"“{rules.appears}” did not appear (it {where})")
     if rules.disappears:
         rule = line_rule([rules.disappears])
-        if _has(rule, before) and not _has(rule, after):
+        had, has = _has(rule, before), _has(rule, after)
+        if had and not has:
             return None
-        where = "is still on the page" if _has(rule, after) else "was not on it"
+        where = "is still on the page" if has else "was not on it"
         said.append(f"“{rules.disappears}” did not disappear (it {where})")
     when = "that happens" if len(said) == 1 else "one of them happens"
     return f"{'; '.join(said)}; this monitor tells only when {when}."

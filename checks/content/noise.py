@@ -16,19 +16,52 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
 from monitors.rules import ignore_line_error, ignore_line_regex, path_pattern
+
+_PER_LINE = re2.Options()
+_PER_LINE.log_errors = False
+_PER_LINE.never_nl = True
 
 
 @dataclass(frozen=True)
 class NoiseRule:
     texts: tuple[str, ...]  # lower-cased plain entries
-    pattern: Any  # every regex entry, alternated (an RE2 pattern), or None
+    # The regex entries as RE2 patterns: all of them alternated in one, or,
+    # when RE2 refuses that as too large, one each.
+    patterns: tuple[Any, ...]
 
     def matches(self, line: str) -> bool:
         lowered = line.lower()
         if any(text in lowered for text in self.texts):
             return True
-        return self.pattern is not None and self.pattern.search(line) is not None
+        return any(pattern.search(line) is not None for pattern in self.patterns)
+
+    def found_in(self, text: str) -> bool:
+        """Whether a line of `text` matches: the same answer as matches() on
+        each line, in one pass (one lower-casing, one search a pattern)."""
+        lowered = text.lower()
+        if any(plain in lowered for plain in self.texts):
+            return True
+        if self.by_text is None:
+            return any(self.matches(line) for line in text.split("\n"))
+        return any(pattern.search(text) is not None for pattern in self.by_text)
+
+    @functools.cached_property
+    def by_text(self) -> tuple[Any, ...] | None:
+        """The patterns to search a whole text with: ^ and $ at each line's
+        ends, no match across a line's end; None when one says \\A or \\z
+        (a line's start or end when read per line, the text's here)."""
+        if any("\\A" in p.pattern or "\\z" in p.pattern for p in self.patterns):
+            return None
+        try:
+            return tuple(
+                re2.compile(f"(?m:{pattern.pattern})", _PER_LINE)
+                for pattern in self.patterns
+            )
+        except re2.error:
+            return None
 
     def strip(self, text: str) -> str:
         """`text` without the lines this rule ignores."""
@@ -52,8 +85,18 @@ def _compiled(entries: tuple[str, ...]) -> NoiseRule | None:
             patterns.append(f"(?:{body})")
     if not texts and not patterns:
         return None
-    pattern = path_pattern("|".join(patterns)) if patterns else None
-    return NoiseRule(tuple(texts), pattern)
+    return NoiseRule(tuple(texts), _alternated(patterns))
+
+
+def _alternated(patterns: list[str]) -> tuple[Any, ...]:
+    """The patterns as one RE2 pattern, or one each when RE2 refuses the
+    joined one (too large: entries saved before their sum was checked)."""
+    if not patterns:
+        return ()
+    try:
+        return (path_pattern("|".join(patterns)),)
+    except ValueError:
+        return tuple(path_pattern(pattern) for pattern in patterns)
 
 
 def line_rule(entries: Sequence[str]) -> NoiseRule | None:

@@ -20,7 +20,7 @@ from django.db.models.functions import RowNumber
 from checks.models import PageResult
 from checks.notify import channels, messages
 from checks.notify.models import Delivery
-from checks.notify.reports import judge_reason
+from checks.notify.reports import judge_reason, unimportant_words
 from monitors import clock
 from monitors import schedule as schedules
 from monitors.links import public_url
@@ -152,6 +152,7 @@ def _changes(
                 # Listed only in a digest of every change: said so, as the
                 # change messages label it.
                 "unimportant": page.verdict == PageResult.Verdict.NOISE,
+                "unimportantWords": unimportant_words(page.set_aside_by_rules),
                 "at": wire_time(page.created_at),
                 "link": public_url(page.get_absolute_url()),
             }

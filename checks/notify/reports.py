@@ -54,6 +54,11 @@ def judge_reason(judgment: dict[str, Any]) -> str:
     return one_line(str(judgment.get("reason") or ""), REASON_CHARS)
 
 
+def unimportant_words(set_aside: bool) -> str:
+    """How a message says a change that does not matter: who decided so."""
+    return "set aside by this monitor's rules" if set_aside else "judged unimportant"
+
+
 @dataclass
 class PageLine:
     url: str
@@ -76,6 +81,8 @@ class PageLine:
     # wire): a search result, not a page of the monitor's.
     unjudged_result: bool = False
     blocked: bool = False
+    # Not meaningful by its monitor's change rules (metadata.judgedBy "rules").
+    set_aside: bool = False
 
     @property
     def href(self) -> str | None:
@@ -101,7 +108,7 @@ class PageLine:
         if self.status == "changed" and self.meaningful is True:
             return "changed (meaningful)"
         if self.status == "changed" and self.meaningful is False:
-            return "changed (judged unimportant)"
+            return f"changed ({unimportant_words(self.set_aside)})"
         if self.search_match:
             return "new match"
         return self.status
@@ -156,9 +163,13 @@ class ChangeReport:
         # matters: the subject leads with the changes worth opening it for.
         if n := self.counts["changed"] - self.noise:
             parts.append(f"{_pages(n)} changed{self._verdicts()}")
-        if self.noise:
+        set_aside = sum(1 for p in self.pages if p.meaningful is False and p.set_aside)
+        if n := self.noise - set_aside:
             more = " more" if parts else ""
-            parts.append(f"{self.noise}{more} judged unimportant")
+            parts.append(f"{n}{more} {unimportant_words(False)}")
+        if set_aside:
+            more = " more" if parts else ""
+            parts.append(f"{set_aside}{more} {unimportant_words(True)}")
         if n := self.matches:
             parts.append(f"{n} new match{'es' if n != 1 else ''}")
         if n := self.counts["new"] - self.matches:
@@ -294,9 +305,14 @@ def change_report(check: Check) -> ChangeReport:
     pages: list[PageLine] = []
     fields = ("url", "status", "error", "error_kind", "status_code", "judgment")
     rows = check.pages.values_list(
-        "pk", *fields, "verdict", KT("metadata__searchStatus")
+        "pk",
+        *fields,
+        "verdict",
+        KT("metadata__searchStatus"),
+        KT("metadata__judgedBy"),
     ).order_by("created_at", "id")
-    for pk, url, status, error, kind, code, judgment, verdict, found in rows:
+    for row in rows:
+        pk, url, status, error, kind, code, judgment, verdict, found, by = row
         counts[status] += 1
         if status == "same":
             continue
@@ -318,6 +334,7 @@ def change_report(check: Check) -> ChangeReport:
             url = SEARCH_FAILED_PAGE
         line = PageLine(url, status, meaningful, said, reason, pk)
         line.not_judged = not_judged
+        line.set_aside = by == "rules"  # checks.pipeline.outcome.RULES_JUDGED
         line.search_match = found == "alert"
         line.blocked = status == "error" and site_blocked(code, kind)
         line.unjudged_result = found == "skipped" and not line.blocked

@@ -60,19 +60,22 @@ def compare_page(
     keep_texts: bool = False,
 ) -> None:
     """Settle one pending outcome with the baseline's stored (data, format).
-    An unreadable baseline reports the page changed in full. `keep_texts`:
+    An unreadable baseline reports the page changed in full (and no change
+    rule decides it: baseline_unread). `keep_texts`:
     a changed page keeps both compared texts for the change rules."""
     content = outcome.content
     assert outcome.pending is not None and content is not None
     source_format, source, after = outcome.pending
     outcome.pending = None
     before = stored = ""
+    outcome.baseline_unread = previous is None
     if previous is not None:
         try:
             stored = unpack(previous[0])
             text = markdown_of(previous[1], stored)
         except (ExtractionError, ValueError):
             text = ""
+            outcome.baseline_unread = True
         if previous[1] == SOURCE_MARKDOWN:
             # A text baseline stored before JSON keys were sorted, or XML put
             # one element a line, reads as it would now: the new layout

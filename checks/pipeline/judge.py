@@ -21,6 +21,7 @@ wait ends early: answers already received were used all the same.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -28,6 +29,8 @@ from checks.ai.client import Use
 from checks.content import set_aside_reason
 from checks.models import PageResult
 from checks.pipeline.outcome import RULES_JUDGED, Item, Outcome
+
+logger = logging.getLogger(__name__)
 
 
 class Judge(Protocol):
@@ -81,14 +84,24 @@ class RulesJudge:
 
 def apply_change_rules(items: Sequence[Item]) -> None:
     """Each changed page's change against its monitor's change rules; the
-    texts compare kept for them are let go here."""
+    texts compare kept for them are let go here. A change whose baseline
+    text could not be read, or that the rules fail to decide (logged), goes
+    through: a rule never loses a change by failing."""
     for job, outcome, _ in items:
         texts, outcome.compared = outcome.compared, None
         rules = job.change_rules
-        if rules is None or outcome.status != PageResult.Status.CHANGED:
+        if (
+            rules is None
+            or outcome.status != PageResult.Status.CHANGED
+            or outcome.baseline_unread
+        ):
             continue
         diff_text = (outcome.diff or {}).get("text") or ""
-        reason = set_aside_reason(rules, diff_text, texts)
+        try:
+            reason = set_aside_reason(rules, diff_text, texts)
+        except Exception:
+            logger.exception("change rules failed on %s; change let through", job.url)
+            continue
         if reason is not None:
             set_aside(outcome, reason)
 

@@ -148,6 +148,9 @@ class Outcome:
     # compare -> judge: the compared text of both sides (noise lines out),
     # kept only for a page whose monitor's change rules read whole texts.
     compared: tuple[str, str] | None = None
+    # compare -> judge: the baseline's text could not be read (its snapshot
+    # is missing or damaged), so the change rules cannot say what changed.
+    baseline_unread: bool = False
     # extract -> confirm (checks.pipeline.not_found): the page's Markdown
     # when it may be the site's "not found" page answered with HTTP 200, for
     # the made-up address's answer to be compared with.

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+import re2
+
 from monitors import rules, rules_changes
 from monitors.moving import remote
 from monitors.moving.archive import DamagedEntry, SafeZip
@@ -256,39 +258,68 @@ _WATCHED_TEXTS = (
         "trigger_text",
         "Trigger text",
         "appears",
-        "now tells when that text appears on the page (changedetection.io also "
-        "told of every later change while it stayed there)",
+        "now tells when one of them appears on the page (changedetection.io told "
+        "of every change while one was there)",
     ),
     (
         "text_should_not_be_present",
         "Text that should not be present",
         "disappears",
-        "now tells when that text disappears from the page (changedetection.io "
-        "also told of every later change while it stayed away)",
+        "now tells when one of them disappears from the page (changedetection.io "
+        "told of every change while none was there)",
     ),
 )
 
 
-def _rule_text(entry: str) -> tuple[str | None, str]:
-    """(the change rules' text, "") for one of changedetection.io's texts or
-    patterns (/price/i), or (None, why it cannot be used)."""
+def _pattern_part(entry: str) -> tuple[str, bool] | str:
+    """(an RE2 pattern, whether it ignores case) for one of
+    changedetection.io's texts or patterns (/price/i), or why it cannot be
+    used. Its texts and its patterns without flags ignore case."""
     pattern = _PERL_STYLE.match(entry)
-    if pattern is not None:
-        body, flags = pattern.groups()
-        if set(flags) - set("ims"):
-            return None, f"Pagewatch's patterns take no “{flags}” flags."
-        entry = f"/(?{flags}){body}/" if flags else f"/{body}/"
-    problem = rules_changes.text_error(entry)
-    return (None, problem) if problem else (entry, "")
+    if pattern is None:
+        return re2.escape(entry.strip()), True
+    body, flags = pattern.groups()
+    if set(flags) - set("ims"):
+        return f"Pagewatch's patterns take no “{flags}” flags."
+    flags = flags or "i"
+    other = flags.replace("i", "")
+    return (f"(?{other}:{body})" if other else body), "i" in flags
+
+
+def _rule_text(entries: list[str]) -> tuple[str | None, str]:
+    """(the change rules' text, "") for changedetection.io's list of texts or
+    patterns, any one of which counts: one pattern, whatever case unless a
+    pattern's flags say otherwise; or (None, why it cannot be used)."""
+    if len(entries) == 1 and _PERL_STYLE.match(entries[0]) is None:
+        text = entries[0]  # a text is matched whatever its case here too
+    else:
+        parts = []
+        for entry in entries:
+            part = _pattern_part(entry)
+            if isinstance(part, str):
+                return None, f"“{entry[:80]}”: {part}"
+            parts.append(part)
+        if all(insensitive for _, insensitive in parts):
+            joined = "|".join(body for body, _ in parts)
+            text = f"/(?i)(?:{joined})/" if len(parts) > 1 else f"/(?i){joined}/"
+        else:
+            joined = "|".join(
+                f"(?i:{body})" if insensitive else f"(?:{body})"
+                for body, insensitive in parts
+            )
+            text = f"/{joined}/"
+    problem = rules_changes.text_error(text)
+    return (None, problem) if problem else (text, "")
 
 
 def _change_rules(watch: dict[str, Any], draft: Draft) -> None:
     """Its settings of which changes count, as the monitor's change rules.
 
-    changedetection.io counts a change only while its trigger text is on the
-    page and its text that should not be present is not (it blocks the
-    others), and can leave added, removed or changed ("replaced") lines out
-    of what it compares."""
+    changedetection.io counts a change only while one of its trigger texts
+    is on the page and none of its texts that should not be present is (it
+    blocks the others), and can leave added, removed or changed ("replaced")
+    lines out of what it compares. Pagewatch tells when a text appears or
+    disappears, and of either when both are set: the notes say so."""
     changes: dict[str, Any] = {}
     kept = {
         kind: watch.get(f"filter_text_{kind}", True) is not False
@@ -317,17 +348,18 @@ def _change_rules(watch: dict[str, Any], draft: Draft) -> None:
         entries = _text_list(watch.get(key))
         if not entries:
             continue
-        text, problem = _rule_text(entries[0])
+        shown = ", ".join(f"“{entry[:80]}”" for entry in entries)
+        text, problem = _rule_text(entries)
         if text is None:
-            draft.notes.append(f"{words} “{entries[0][:80]}” not imported: {problem}")
+            draft.notes.append(f"{words} {shown} not imported: {problem}")
         else:
             changes[rule] = text
-            draft.notes.append(f"{words} “{entries[0][:80]}” {how}.")
-        if len(entries) > 1:
-            rest = ", ".join(f"“{e[:80]}”" for e in entries[1:])
-            draft.notes.append(
-                f"{words} {rest} not imported: Pagewatch watches one text for it."
-            )
+            draft.notes.append(f"{words} {shown} {how}.")
+    if changes.get("appears") and changes.get("disappears"):
+        draft.notes.append(
+            "Trigger text and text that should not be present: Pagewatch tells "
+            "when either happens (changedetection.io told only while both held)."
+        )
     draft.change_rules = rules_changes.clean(changes)
 
 

@@ -348,8 +348,9 @@ class MonitorWriteSerializer(StrictMixin, serializers.Serializer):
             "Pagewatch extension: which changes matter, decided without AI "
             "before the judge. A changed page whose change breaks a rule set "
             "here is recorded as not meaningful (judgment.meaningful false, "
-            'metadata.judgedBy "rules") and never sent to the model. Replaces '
-            "the rules whole; null (or no rule set) removes them."
+            'metadata.judgedBy "rules", a Pagewatch extension) and never sent '
+            "to the AI judge. A page watched as JSON only is not decided by "
+            "them. Replaces the rules whole; null (or no rule set) removes them."
         ),
     )
     fetchWith = serializers.ChoiceField(

@@ -30,6 +30,7 @@ from checks.notify.kinds.base import (
 )
 from checks.notify.kinds.outbound import Attempt
 from checks.notify.kinds.webhook import WebhookKind
+from checks.notify.reports import unimportant_words
 from checks.notify.texts import http_href, one_line
 from checks.notify.transports import NOT_SET, response_excerpt
 from checks.targets.options import url_problem
@@ -419,7 +420,8 @@ def _digest_entry(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
         elif page.get("notJudged"):
             line.append(_words(" (not judged)"))
         elif page.get("unimportant"):
-            line.append(_words(" (judged unimportant)"))
+            said = page.get("unimportantWords") or unimportant_words(False)
+            line.append(_words(f" ({said})"))
         if page.get("reason"):
             line.append(_words(f": {page['reason']}"))
         words = "see the diff" if changed else "open in Pagewatch"
