@@ -286,3 +286,38 @@ def test_a_304_without_a_baseline_is_an_error_not_a_page(team, site):
     page = runner.run(make_check(team, [url])).pages.get()
 
     assert (page.status, page.error_kind) == ("error", "http_4xx")
+
+
+def test_a_crash_after_one_pages_fetch_fails_that_page_and_the_check_ends(
+    team, site, monkeypatch
+):
+    from checks.pipeline import batch as batch_stage
+
+    good = site.html("/good", "Good", "<p>Fine.</p>")
+    bad = site.html("/bad", "Bad", "<p>Crashes after its fetch.</p>")
+    real = batch_stage.built_by_scripts
+
+    def crashing(job: Any, fetched: Any, *rest: Any) -> Any:
+        if job.url == bad:
+            raise RuntimeError("a bug after the fetch")
+        return real(job, fetched, *rest)
+
+    monkeypatch.setattr(batch_stage, "built_by_scripts", crashing)
+    monkeypatch.setattr(batch_stage, "HEARTBEAT_SECONDS", 0.2)
+    heartbeats: list[int] = []
+    real_heartbeat = batch_stage.heartbeat
+
+    def counted(*args: Any) -> None:
+        heartbeats.append(1)
+        if len(heartbeats) > 100:  # a batch waiting for a dead task: end the test
+            raise AssertionError("the batch waits for a page that will never arrive")
+        real_heartbeat(*args)
+
+    monkeypatch.setattr(batch_stage, "heartbeat", counted)
+
+    check = runner.run(make_check(team, [good, bad]))
+
+    assert check.status == Check.Status.PARTIAL
+    crashed = check.pages.get(url=bad)
+    assert (crashed.status, crashed.error_kind) == ("error", "internal")
+    assert check.pages.get(url=good).status == PageResult.Status.NEW

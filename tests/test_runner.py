@@ -248,9 +248,9 @@ def script_looks(monkeypatch) -> list[int]:
     calls: list[int] = []
     original = detect.script_built
 
-    def counting(content: bytes, content_type: str) -> str | None:
+    def counting(content: bytes, content_type: str, **given: Any) -> str | None:
         calls.append(len(content))
-        return original(content, content_type)
+        return original(content, content_type, **given)
 
     monkeypatch.setattr(detect, "script_built", counting)
     return calls

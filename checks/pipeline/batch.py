@@ -17,6 +17,7 @@ never holds up a batch of plain fetches.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -26,17 +27,21 @@ from checks import shared_clock
 from checks.browser.executable import available as browser_available
 from checks.browser.result import BrowserResult
 from checks.crawl.frontier import Frontier
+from checks.errors import ErrorKind
 from checks.fetch import FetchError
 from checks.jobs import PageJob, Via
-from checks.models import AIUse, Check, CheckBatch
+from checks.models import AIUse, Check, CheckBatch, PageState
 from checks.pipeline.compare import compare
 from checks.pipeline.extract import Fetched, extract_page, reads_slowly
 from checks.pipeline.fetch import Fetchers, built_by_scripts, request_headers
 from checks.pipeline.judge import Judge, judge, take_used
 from checks.pipeline.not_found import NotFoundProbe
-from checks.pipeline.outcome import CheckAbandoned, Item, PageWork
+from checks.pipeline.outcome import CheckAbandoned, Item, PageWork, failed
 from checks.pipeline.record import RECORD_BATCH, record_many
 
+logger = logging.getLogger(__name__)
+
+CRASHED = "The page could not be analysed because of an internal error."
 # A running batch writes its heartbeat at least this often while alive.
 HEARTBEAT_SECONDS = 10.0
 # Results that arrive together share a transaction, waiting up to this long
@@ -164,6 +169,24 @@ class _Arriving:
         except Exception as exc:  # extracted as an internal error of this page
             fetched = exc
         assert self.arrived is not None
+        try:
+            item = await self._read(job, fetched, state)
+        except Exception:
+            # A bug in reading one page costs that page, not the batch: a
+            # task dying here would leave the batch waiting for it forever,
+            # heart-beating, so no sweep would ever end the check.
+            logger.exception("Reading %s crashed", job.url)
+            item = Item(job, failed(job, ErrorKind.INTERNAL, CRASHED), state)
+        if item is not None:
+            self.done.append(item)
+        self.arrived.set()
+
+    async def _read(
+        self, job: PageJob, fetched: Fetched, state: PageState | None
+    ) -> Item | None:
+        """The fetched page extracted, looked at for scripts, as a possible
+        "not found" page and for its canonical address; None when it was
+        handed over to the browser."""
         # Extracted first: a page whose text is still what a plain fetch saw
         # last time needs no second parse to look for scripts.
         if reads_slowly(fetched):
@@ -176,8 +199,7 @@ class _Arriving:
         if scripts is not None and browser_available():
             self.handed_over.append(job.via(Via.DETECTED, scripts))
             self.left -= 1
-            self.arrived.set()
-            return
+            return None
         if (
             job.browser == Via.REMEMBERED
             and isinstance(fetched, BrowserResult)
@@ -198,8 +220,7 @@ class _Arriving:
             outcome.canonical = self.crawls.canonical(job, fetched)
         if self.crawls is not None and (outcome.links or outcome.canonical):
             await self.crawls.learn_robots(job, outcome, self.fetchers.client)
-        self.done.append(Item(job, outcome, state))
-        self.arrived.set()
+        return Item(job, outcome, state)
 
     async def take(self, timeout: float) -> list[Item]:
         assert self.arrived is not None
