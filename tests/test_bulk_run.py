@@ -173,6 +173,26 @@ def test_a_key_near_its_limit_cannot_start_a_check_of_many_in_one_call(
     assert not Activity.objects.filter(kind=Activity.Kind.MONITOR_RUN).exists()
 
 
+def test_a_refused_bulk_run_leaves_the_key_its_remaining_requests(
+    api, team, monkeypatch
+):
+    from django.core.cache import cache
+
+    from monitors.api.auth import ApiKeyRateThrottle
+
+    monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "5/min"})
+    cache.clear()
+    ticked = [make_monitor(team, f"M{n}") for n in range(5)]
+    assert api.get("/v2/monitor").status_code == 200
+
+    refused = api_bulk(api, "run", ticked)
+    reads = [api.get("/v2/monitor").status_code for _ in range(3)]
+    cache.clear()
+
+    assert refused.status_code == 429
+    assert reads == [200, 200, 200]  # 1 + 3 of 5: the refused run took nothing
+
+
 def test_the_lists_check_now_takes_no_more_monitors_than_the_api(web, team):  # noqa: F811
     from monitors.bulk import IDS_MAX
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -187,6 +188,9 @@ class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
             logger.warning("Rate limit not counted, the cache is unreachable: %s", exc)
             return
         if not allowed:
+            # Refused, it starts nothing: the tokens go back, or the key's
+            # plain requests would be refused for the rest of the window.
+            self._uncount(tokens)
             raise exceptions.Throttled(self.wait())
 
     def _count(self, tokens: int = 1) -> int:
@@ -202,6 +206,11 @@ class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
             # raises. This request starts the window's count again.
             self.cache.set(counter, tokens, self.duration + 1)
             return tokens
+
+    def _uncount(self, tokens: int) -> None:
+        # A window's count that is gone (or a cache away) has nothing to give back.
+        with contextlib.suppress(ValueError, RedisError, OSError):
+            self.cache.decr(f"{self.key}:{self._window()}", tokens)
 
     def _window(self) -> int:
         return int(self.now // self.duration)
