@@ -216,3 +216,81 @@ def test_pages_naming_each_other_record_one_of_them(team, site):
     new = statuses(check)["new"]
     assert new in ({"", "x"}, {"", "y"})
     assert check.pages_total == check.pages_done == 2
+
+
+@pytest.mark.parametrize("copy_first", [True, False])
+def test_a_copy_records_itself_once_the_page_it_names_redirects_away(
+    team, site, copy_first
+):
+    """/a?x=1 names /b, which the target had; /b now redirects to /c: /a?x=1
+    is a live page, recorded (new) whichever of the two answers first."""
+    site.html("/", "Home", nav("/a?x=1", "/b"))
+    page(site, "/b", "B", "<p>B</p>")
+    page(site, "/c", "C", "<p>C</p>")
+    a_delay = 0 if copy_first else 0.3
+    page(site, "/a", "B", "<p>B, a variant.</p>", canonical("/b"), delay=a_delay)
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    first = run_check(monitor)
+    site.redirect("/b", "/c", status=301)
+    second = run_check(monitor)
+    third = run_check(monitor)
+
+    assert statuses(first) == {"new": {"", "b"}}
+    assert statuses(second) == {"same": {""}, "new": {"a?x=1", "c"}, "removed": {"b"}}
+    assert second.pages_total == second.pages_done == 4
+    assert statuses(third) == {"same": {"", "a?x=1", "c"}}
+    assert third.pages_total == third.pages_done == 3
+
+
+@pytest.mark.parametrize("copy_first", [True, False])
+def test_a_copy_records_itself_once_the_page_it_names_answers_404(
+    team, site, copy_first
+):
+    """/a?x=1 names /b, which the target had; /b now answers 404: /a?x=1 is
+    recorded (new), then the same on the next check, while /b stays gone."""
+    site.html("/", "Home", nav("/a?x=1", "/b"))
+    page(site, "/b", "B", "<p>B</p>")
+    a_delay = 0 if copy_first else 0.3
+    page(site, "/a", "B", "<p>B, a variant.</p>", canonical("/b"), delay=a_delay)
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    first = run_check(monitor)
+    site.remove("/b")
+    second = run_check(monitor)
+    page(site, "/a", "B", "<p>B, a new variant.</p>", canonical("/b"), delay=a_delay)
+    third = run_check(monitor)
+
+    assert statuses(first) == {"new": {"", "b"}}
+    assert statuses(second) == {"same": {""}, "new": {"a?x=1"}, "removed": {"b"}}
+    assert second.pages_total == second.pages_done == 3
+    assert statuses(third) == {"same": {"", "b"}, "changed": {"a?x=1"}}
+    assert third.pages_total == third.pages_done == 3
+
+
+def test_a_page_still_showing_the_not_found_page_is_nobody_s_copy(team, site):
+    """/old was removed as the site's "not found" page (HTTP 200), which
+    names the home page as canonical: on the next check it is still gone,
+    not a copy of the home page that vanished from the results."""
+    not_found = (
+        "<h1>Oops! We can't find that page.</h1>"
+        "<p>The page you are looking for does not exist or has been moved.</p>"
+    )
+    site.html("/", "Home", nav("/old", "/about") + "<p>Welcome to the shop.</p>")
+    site.html("/about", "About", "<p>About us, a real page with words.</p>")
+    words = "<p>An old page, with many words of its own, for years.</p>" * 20
+    page(site, "/old", "Old", words)
+    site.otherwise(
+        "<!doctype html><html><head><title>Page not found</title>"
+        + canonical("/")
+        + f"</head><body><main>{not_found}</main></body></html>"
+    )
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.remove("/old")
+    removed = run_check(monitor)
+    still_gone = run_check(monitor)
+
+    assert statuses(removed) == {"same": {"", "about"}, "removed": {"old"}}
+    assert statuses(still_gone) == {"same": {"", "about", "old"}}
+    old = still_gone.pages.get(url=site.url("/old"))
+    assert old.error_kind == "not_found_page"
+    assert still_gone.pages_total == still_gone.pages_done == 3
