@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from checks.models import Check, PageResult
+from monitors.models import Monitor, Target
+from tests.sites import Site, self_signed
 from tests.test_crawl import crawl_monitor, nav, run_check
 from tests.test_crawl_canonical import canonical, page, statuses
 
@@ -294,3 +296,59 @@ def test_a_page_still_showing_the_not_found_page_is_nobody_s_copy(team, site):
     old = still_gone.pages.get(url=site.url("/old"))
     assert old.error_kind == "not_found_page"
     assert still_gone.pages_total == still_gone.pages_done == 3
+
+
+def test_a_robots_txt_whose_reading_crashes_keeps_its_host_out(team, site, monkeypatch):
+    """Reading robots.txt of shop.site.test fails with an unexpected error:
+    the host counts as closed to the crawl (as an unreadable robots.txt),
+    not as open for the rest of it; the pages linking to it are recorded."""
+    from checks.crawl import frontier
+
+    async def crashes(origin, client, **kwargs):
+        raise RuntimeError("a bug while reading robots.txt")
+
+    monkeypatch.setattr(frontier, "robots_of", crashes)
+    start = f"http://site.test:{site.port}/"
+    shop = f"http://shop.site.test:{site.port}"
+    site.html("/", "Home", nav("/a", "/b"))
+    site.html("/a", "A", "<p>A</p>" + nav(f"{shop}/x"))
+    site.html("/b", "B", "<p>B</p>" + nav(f"{shop}/y"))
+    site.html("/x", "X", "<p>X</p>")
+    site.html("/y", "Y", "<p>Y</p>")
+    local = {"site.test": ["127.0.0.1"], "shop.site.test": ["127.0.0.1"]}
+    monitor = crawl_monitor(team, start, sitemap="skip", allowSubdomains=True)
+
+    check = run_check(monitor, resolver=lambda host, port: local[host])
+
+    assert statuses(check) == {"new": {"", "a", "b"}}
+    assert site.requests_to("/x") == site.requests_to("/y") == []
+
+
+def test_a_self_signed_site_crawled_without_tls_checks_has_its_robots_txt_read(
+    team, tmp_path
+):
+    """skipTlsVerification: the crawl's own robots.txt read skips it as its
+    pages do, so the site is crawled, as its robots.txt allows."""
+    with Site(tls=self_signed(tmp_path, "shop.example")) as shop:
+        shop.page(
+            "/robots.txt",
+            "User-agent: *\nDisallow: /private\n",
+            content_type="text/plain",
+        )
+        shop.html("/", "Home", nav("/about", "/private"))
+        shop.html("/about", "About", "<p>About us</p>")
+        shop.html("/private", "Private", "<p>Staff only</p>")
+        monitor = Monitor.objects.create(team=team, name="S", schedule_cron="0 * * * *")
+        Target.objects.create(
+            monitor=monitor,
+            type="crawl",
+            url=shop.url("/").replace("http://", "https://"),
+            crawl_options={"sitemap": "skip"},
+            scrape_options={"skipTlsVerification": True, "timeout": 5000},
+        )
+
+        check = run_check(monitor)
+
+        assert statuses(check) == {"new": {"", "about"}}
+        assert len(shop.requests_to("/robots.txt")) == 1
+        assert shop.requests_to("/private") == []

@@ -21,6 +21,7 @@ so they are fetched again and their links admitted again (a no-op).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from checks.browser.options import browser_options
 from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl import known
 from checks.crawl.canonical import declared_canonical
-from checks.crawl.discovery import robots_of
+from checks.crawl.discovery import DISALLOW_ALL, robots_of
 from checks.crawl.kept_out import kept_out
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
@@ -48,6 +49,8 @@ from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState
 from checks.pipeline.outcome import Item, Outcome
 from monitors.models import Target
+
+logger = logging.getLogger(__name__)
 
 LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
 # CRAWL_DEADLINE_SECONDS, named in words: staff read this on the check page.
@@ -142,7 +145,8 @@ class Frontier:
         self, job: PageJob, outcome: Outcome, client: OutboundClient
     ) -> None:
         """Fetch robots.txt of the hosts this page links to that the crawl
-        has not met yet (subdomains, one-hop external sites)."""
+        has not met yet (subdomains, one-hop external sites), as the page
+        was fetched (its TLS verification, its timeout)."""
         scope = self.scope(job)
         if scope is None or not job.follow:
             return
@@ -154,7 +158,17 @@ class Frontier:
             if scope.knows_robots(origin):
                 continue
             scope.claim_robots(origin)
-            scope.remember_robots(origin, await robots_of(origin, client))
+            try:
+                text = await robots_of(
+                    origin, client, verify=job.verify_tls, timeout=job.timeout
+                )
+            except Exception:
+                # A host left claimed would have no rules, so open to the
+                # rest of the crawl: kept out, as a robots.txt that cannot
+                # be read keeps it (checks.crawl.discovery).
+                logger.exception("Reading robots.txt of %s failed", origin)
+                text = DISALLOW_ALL
+            scope.remember_robots(origin, text)
 
     def canonical(self, job: PageJob, fetched: object) -> str | None:
         """The canonical address this page names (checks.crawl.canonical),
