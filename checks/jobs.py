@@ -24,6 +24,20 @@ MOBILE_USER_AGENT_PREFIX = (
 )
 
 
+def page_timeout(options: Mapping[str, Any]) -> float | None:
+    """The seconds scrapeOptions' `timeout` gives a request (None: the
+    default)."""
+    raw = options.get("timeout")
+    if not isinstance(raw, int | float) or isinstance(raw, bool) or raw <= 0:
+        return None
+    return min(max(raw / 1000, MIN_PAGE_TIMEOUT), MAX_PAGE_TIMEOUT)
+
+
+def verifies_tls(options: Mapping[str, Any]) -> bool:
+    """Whether scrapeOptions leave TLS certificates checked."""
+    return options.get("skipTlsVerification") is not True
+
+
 class Via(StrEnum):
     """Why a page is fetched with the browser."""
 
@@ -115,14 +129,11 @@ class PageJob:
 
     @property
     def timeout(self) -> float | None:
-        raw = self.options.get("timeout")
-        if not isinstance(raw, int | float) or isinstance(raw, bool) or raw <= 0:
-            return None
-        return min(max(raw / 1000, MIN_PAGE_TIMEOUT), MAX_PAGE_TIMEOUT)
+        return page_timeout(self.options)
 
     @property
     def verify_tls(self) -> bool:
-        return self.options.get("skipTlsVerification") is not True
+        return verifies_tls(self.options)
 
     @property
     def host(self) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from checks.models import Check, PageResult
+from monitors.models import Monitor, Target
+from tests.sites import Site, self_signed
 from tests.test_crawl import crawl_monitor, nav, run_check
 from tests.test_crawl_canonical import canonical, page, statuses
 
@@ -216,3 +218,137 @@ def test_pages_naming_each_other_record_one_of_them(team, site):
     new = statuses(check)["new"]
     assert new in ({"", "x"}, {"", "y"})
     assert check.pages_total == check.pages_done == 2
+
+
+@pytest.mark.parametrize("copy_first", [True, False])
+def test_a_copy_records_itself_once_the_page_it_names_redirects_away(
+    team, site, copy_first
+):
+    """/a?x=1 names /b, which the target had; /b now redirects to /c: /a?x=1
+    is a live page, recorded (new) whichever of the two answers first."""
+    site.html("/", "Home", nav("/a?x=1", "/b"))
+    page(site, "/b", "B", "<p>B</p>")
+    page(site, "/c", "C", "<p>C</p>")
+    a_delay = 0 if copy_first else 0.3
+    page(site, "/a", "B", "<p>B, a variant.</p>", canonical("/b"), delay=a_delay)
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    first = run_check(monitor)
+    site.redirect("/b", "/c", status=301)
+    second = run_check(monitor)
+    third = run_check(monitor)
+
+    assert statuses(first) == {"new": {"", "b"}}
+    assert statuses(second) == {"same": {""}, "new": {"a?x=1", "c"}, "removed": {"b"}}
+    assert second.pages_total == second.pages_done == 4
+    assert statuses(third) == {"same": {"", "a?x=1", "c"}}
+    assert third.pages_total == third.pages_done == 3
+
+
+@pytest.mark.parametrize("copy_first", [True, False])
+def test_a_copy_records_itself_once_the_page_it_names_answers_404(
+    team, site, copy_first
+):
+    """/a?x=1 names /b, which the target had; /b now answers 404: /a?x=1 is
+    recorded (new), then the same on the next check, while /b stays gone."""
+    site.html("/", "Home", nav("/a?x=1", "/b"))
+    page(site, "/b", "B", "<p>B</p>")
+    a_delay = 0 if copy_first else 0.3
+    page(site, "/a", "B", "<p>B, a variant.</p>", canonical("/b"), delay=a_delay)
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    first = run_check(monitor)
+    site.remove("/b")
+    second = run_check(monitor)
+    page(site, "/a", "B", "<p>B, a new variant.</p>", canonical("/b"), delay=a_delay)
+    third = run_check(monitor)
+
+    assert statuses(first) == {"new": {"", "b"}}
+    assert statuses(second) == {"same": {""}, "new": {"a?x=1"}, "removed": {"b"}}
+    assert second.pages_total == second.pages_done == 3
+    assert statuses(third) == {"same": {"", "b"}, "changed": {"a?x=1"}}
+    assert third.pages_total == third.pages_done == 3
+
+
+def test_a_page_still_showing_the_not_found_page_is_nobody_s_copy(team, site):
+    """/old was removed as the site's "not found" page (HTTP 200), which
+    names the home page as canonical: on the next check it is still gone,
+    not a copy of the home page that vanished from the results."""
+    not_found = (
+        "<h1>Oops! We can't find that page.</h1>"
+        "<p>The page you are looking for does not exist or has been moved.</p>"
+    )
+    site.html("/", "Home", nav("/old", "/about") + "<p>Welcome to the shop.</p>")
+    site.html("/about", "About", "<p>About us, a real page with words.</p>")
+    words = "<p>An old page, with many words of its own, for years.</p>" * 20
+    page(site, "/old", "Old", words)
+    site.otherwise(
+        "<!doctype html><html><head><title>Page not found</title>"
+        + canonical("/")
+        + f"</head><body><main>{not_found}</main></body></html>"
+    )
+    monitor = crawl_monitor(team, site.url("/"), sitemap="skip")
+    run_check(monitor)
+    site.remove("/old")
+    removed = run_check(monitor)
+    still_gone = run_check(monitor)
+
+    assert statuses(removed) == {"same": {"", "about"}, "removed": {"old"}}
+    assert statuses(still_gone) == {"same": {"", "about", "old"}}
+    old = still_gone.pages.get(url=site.url("/old"))
+    assert old.error_kind == "not_found_page"
+    assert still_gone.pages_total == still_gone.pages_done == 3
+
+
+def test_a_robots_txt_whose_reading_crashes_keeps_its_host_out(team, site, monkeypatch):
+    """Reading robots.txt of shop.site.test fails with an unexpected error:
+    the host counts as closed to the crawl (as an unreadable robots.txt),
+    not as open for the rest of it; the pages linking to it are recorded."""
+    from checks.crawl import frontier
+
+    async def crashes(origin, client, **kwargs):
+        raise RuntimeError("a bug while reading robots.txt")
+
+    monkeypatch.setattr(frontier, "robots_of", crashes)
+    start = f"http://site.test:{site.port}/"
+    shop = f"http://shop.site.test:{site.port}"
+    site.html("/", "Home", nav("/a", "/b"))
+    site.html("/a", "A", "<p>A</p>" + nav(f"{shop}/x"))
+    site.html("/b", "B", "<p>B</p>" + nav(f"{shop}/y"))
+    site.html("/x", "X", "<p>X</p>")
+    site.html("/y", "Y", "<p>Y</p>")
+    local = {"site.test": ["127.0.0.1"], "shop.site.test": ["127.0.0.1"]}
+    monitor = crawl_monitor(team, start, sitemap="skip", allowSubdomains=True)
+
+    check = run_check(monitor, resolver=lambda host, port: local[host])
+
+    assert statuses(check) == {"new": {"", "a", "b"}}
+    assert site.requests_to("/x") == site.requests_to("/y") == []
+
+
+def test_a_self_signed_site_crawled_without_tls_checks_has_its_robots_txt_read(
+    team, tmp_path
+):
+    """skipTlsVerification: the crawl's own robots.txt read skips it as its
+    pages do, so the site is crawled, as its robots.txt allows."""
+    with Site(tls=self_signed(tmp_path, "shop.example")) as shop:
+        shop.page(
+            "/robots.txt",
+            "User-agent: *\nDisallow: /private\n",
+            content_type="text/plain",
+        )
+        shop.html("/", "Home", nav("/about", "/private"))
+        shop.html("/about", "About", "<p>About us</p>")
+        shop.html("/private", "Private", "<p>Staff only</p>")
+        monitor = Monitor.objects.create(team=team, name="S", schedule_cron="0 * * * *")
+        Target.objects.create(
+            monitor=monitor,
+            type="crawl",
+            url=shop.url("/").replace("http://", "https://"),
+            crawl_options={"sitemap": "skip"},
+            scrape_options={"skipTlsVerification": True, "timeout": 5000},
+        )
+
+        check = run_check(monitor)
+
+        assert statuses(check) == {"new": {"", "about"}}
+        assert len(shop.requests_to("/robots.txt")) == 1
+        assert shop.requests_to("/private") == []

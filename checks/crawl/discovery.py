@@ -94,12 +94,16 @@ def discover(
     sitemaps: bool,
     resolver: Resolver | None = None,
     alive: Callable[[], object] = lambda: None,
+    verify: bool = True,
+    timeout: float | None = None,
 ) -> Discovery:
     """robots.txt of the start URL's site, and (when wanted) the page URLs
     of the sitemaps it declares; of the site the start URL redirects to
     instead, when that is another one. The start page is asked where it
     leads only when its robots.txt lets the crawl fetch it. `alive` says
-    the check is still running, before each request after robots.txt."""
+    the check is still running, before each request after robots.txt.
+    robots.txt is read as the crawl's pages are fetched: with or without
+    TLS verification (`verify`), within their `timeout`."""
     # Imported here: ultimate-sitemap-parser brings requests and urllib3,
     # which only a worker process that crawls needs.
     from checks.crawl.sitemaps import DoorWebClient, sitemap_pages
@@ -107,8 +111,9 @@ def discover(
     with asyncio.Runner() as runner:
         client = OutboundClient(resolver=resolver, concurrency=1)
         try:
+            read_as = {"verify": verify, "timeout": timeout}
             robots_url = urljoin(scope.start_url, "/robots.txt")
-            robots = runner.run(read_robots(robots_url, client))
+            robots = runner.run(read_robots(robots_url, client, **read_as))
             scope.obey(robots.text)
             door = Paced(runner, client, Pace(scope.delay()), alive)
             moved = None
@@ -117,7 +122,7 @@ def discover(
             if moved is not None and not scope.is_same_site(moved):
                 scope = Scope(moved, scope.options)
                 robots_url = urljoin(moved, "/robots.txt")
-                robots = runner.run(read_robots(robots_url, client))
+                robots = runner.run(read_robots(robots_url, client, **read_as))
                 scope.obey(robots.text)
                 door = Paced(runner, client, Pace(scope.delay()), alive)
             found = Discovery(
@@ -152,9 +157,17 @@ def redirect_of(url: str, door: Paced) -> str | None:
     return fetched.final_url if fetched.redirects else None
 
 
-async def robots_of(origin: str, client: OutboundClient) -> str:
-    """The rules of robots.txt of another host met during the crawl."""
-    return (await read_robots(urljoin(origin, "/robots.txt"), client)).text
+async def robots_of(
+    origin: str,
+    client: OutboundClient,
+    *,
+    verify: bool = True,
+    timeout: float | None = None,
+) -> str:
+    """The rules of robots.txt of another host met during the crawl, read
+    as the page that links to it was fetched (see read_robots)."""
+    url = urljoin(origin, "/robots.txt")
+    return (await read_robots(url, client, verify=verify, timeout=timeout)).text
 
 
 async def read_robots(

@@ -21,6 +21,7 @@ so they are fetched again and their links admitted again (a no-op).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from checks.browser.options import browser_options
 from checks.content.sniff import is_document_type, media_type_of
 from checks.crawl import known
 from checks.crawl.canonical import declared_canonical
-from checks.crawl.discovery import robots_of
+from checks.crawl.discovery import DISALLOW_ALL, robots_of
 from checks.crawl.kept_out import kept_out
 from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
@@ -48,6 +49,8 @@ from checks.jobs import PageJob
 from checks.models import Check, CheckBatch, PageResult, PageState
 from checks.pipeline.outcome import Item, Outcome
 from monitors.models import Target
+
+logger = logging.getLogger(__name__)
 
 LIMIT_REASON = "The crawl stopped at its limit of {limit} pages."
 # CRAWL_DEADLINE_SECONDS, named in words: staff read this on the check page.
@@ -142,7 +145,8 @@ class Frontier:
         self, job: PageJob, outcome: Outcome, client: OutboundClient
     ) -> None:
         """Fetch robots.txt of the hosts this page links to that the crawl
-        has not met yet (subdomains, one-hop external sites)."""
+        has not met yet (subdomains, one-hop external sites), as the page
+        was fetched (its TLS verification, its timeout)."""
         scope = self.scope(job)
         if scope is None or not job.follow:
             return
@@ -154,7 +158,17 @@ class Frontier:
             if scope.knows_robots(origin):
                 continue
             scope.claim_robots(origin)
-            scope.remember_robots(origin, await robots_of(origin, client))
+            try:
+                text = await robots_of(
+                    origin, client, verify=job.verify_tls, timeout=job.timeout
+                )
+            except Exception:
+                # A host left claimed would have no rules, so open to the
+                # rest of the crawl: kept out, as a robots.txt that cannot
+                # be read keeps it (checks.crawl.discovery).
+                logger.exception("Reading robots.txt of %s failed", origin)
+                text = DISALLOW_ALL
+            scope.remember_robots(origin, text)
 
     def canonical(self, job: PageJob, fetched: object) -> str | None:
         """The canonical address this page names (checks.crawl.canonical),
@@ -188,7 +202,8 @@ class Frontier:
         it names may yet turn out to be no page (see _uncopy).
 
         A page records itself when the address it names is no page of the
-        crawl (it redirected, answered a download or nothing), or leads
+        crawl (it redirected, answered a download or nothing), or no page
+        this time (removed, moved away, still gone, an error), or leads
         back to it through copies already met (a cycle: which of its pages
         is recorded then depends on which answered first). The copy is
         marked on its frontier row (CrawlPage.copy_of), so a batch that
@@ -198,7 +213,7 @@ class Frontier:
             crawl = self.crawls.get(job.target_id)
             if crawl is None or outcome.canonical is None or not job.record:
                 continue
-            if outcome.status not in _PAGE_STATUSES:
+            if not _live(outcome):
                 continue  # an error or a "not found" page is nobody's copy
             own = crawl.scope.key(job.url)
             link = crawl.scope.admit(outcome.canonical, job.depth)
@@ -284,11 +299,15 @@ class Frontier:
             found.setdefault(target_id, []).extend(links)
         self.led_to = {}
         not_pages, self.not_pages = self.not_pages, []
+        no_pages = [(row, key) for row, key, _to in not_pages]
+        gone: list[tuple[Crawl, str]] = []
         incomplete: dict[uuid.UUID, str] = {}
         for job, outcome, _state in items:
             crawl = self.crawls.get(job.target_id)
             if crawl is None:
                 continue
+            if job.record and not _live(outcome):
+                gone.append((crawl.row, crawl.scope.key(job.url)))
             if job.depth == 0 and job.url == crawl.scope.start and outcome.error:
                 why = error_words(
                     outcome.error_kind, outcome.status_code, outcome.error
@@ -305,13 +324,14 @@ class Frontier:
             for target_id, links in found.items()
             if (fresh := _unknown(self.crawls[target_id].row.pk, links))
         }
-        if not found and not incomplete and not not_pages:
+        if not found and not incomplete and not not_pages and not gone:
             return []
         with transaction.atomic():
             check = Check.objects.select_for_update().get(pk=self.check.pk)
             # First, so the room a crawl's limit leaves counts them out.
             _not_pages(check, not_pages)
-            batches: list[CheckBatch] = self._uncopy(check, not_pages)
+            _no_page(gone)
+            batches: list[CheckBatch] = self._uncopy(check, no_pages + gone)
             for target_id, reason in incomplete.items():
                 truncate(self.crawls[target_id].row, reason)
             for target_id, links in found.items():
@@ -319,16 +339,17 @@ class Frontier:
             return batches
 
     def _uncopy(
-        self, check: Check, not_pages: Sequence[tuple[Crawl, str, str]]
+        self, check: Check, no_pages: Sequence[tuple[Crawl, str]]
     ) -> list[CheckBatch]:
-        """Copies of links that turned out to be no page (a copy met before
-        the address it named redirected back to it, or answered nothing):
-        each is a page again, fetched once more to record itself (then the
-        address it names is no page: see copies). The caller holds the
-        check's row locked."""
+        """Copies of addresses that turned out to be no page (crawl row,
+        key): a copy met before the address it named redirected (back to
+        it, or away), answered nothing, or answered as no page this time
+        (removed, still gone, an error). Each is a page again, fetched once
+        more to record itself (then the address it names is no page: see
+        copies). The caller holds the check's row locked."""
         batches: list[CheckBatch] = []
         by_crawl: dict[int, list[str]] = {}
-        for row, key, _to in not_pages:
+        for row, key in no_pages:
             by_crawl.setdefault(row.pk, []).append(key)
         for crawl in self.crawls.values():
             keys = set(by_crawl.get(crawl.row.pk, ()))
@@ -380,6 +401,27 @@ class Frontier:
 _PAGE_STATUSES = frozenset(
     {PageResult.Status.NEW, PageResult.Status.SAME, PageResult.Status.CHANGED}
 )
+
+
+def _live(outcome: Outcome) -> bool:
+    """Whether a page answered as a page this time: not removed, still gone
+    (a 404 again, the site's "not found" page again) nor failed."""
+    if outcome.status not in _PAGE_STATUSES or outcome.error_kind:
+        return False
+    gone = outcome.status_code in PageResult.GONE_STATUS_CODES
+    return not gone and not outcome.not_found_hash
+
+
+def _no_page(pages: Sequence[tuple[Crawl, str]]) -> None:
+    """Mark these frontier rows (crawl row, key) as no page this time, so a
+    page naming one as its canonical address records itself (see copies)."""
+    by_crawl: dict[int, set[str]] = {}
+    for row, key in pages:
+        by_crawl.setdefault(row.pk, set()).add(key)
+    for crawl_id, keys in by_crawl.items():
+        CrawlPage.objects.filter(crawl_id=crawl_id, key__in=keys).update(no_page=True)
+
+
 # Copies followed from one to the next, looking for a cycle, at most.
 _CHAIN_HOPS = 8
 
@@ -413,10 +455,13 @@ def _copy(
     crawl: _Crawl, own: str, link: Link, rows: dict[tuple[int, str], CrawlPage]
 ) -> bool:
     """Whether the page at key `own` is a copy of `link`: not when the
-    address it names is no page (a link that redirected, a download), nor
-    when the copies it leads through come back to the page (a cycle)."""
+    address it names is no page (a link that redirected, a download, a page
+    removed or failed this time), nor when the copies it leads through come
+    back to the page (a cycle)."""
     scope, seen, key = crawl.scope, {own}, link.key
     row = rows.get((crawl.row.pk, key))
+    if row is not None and row.no_page:
+        return False
     if row is not None and not row.copy_of and scope.key(row.url) != key:
         return False
     for _ in range(_CHAIN_HOPS):

@@ -87,6 +87,10 @@ class CrawlPage(models.Model):
     # recorded nor counted (checks.crawl.frontier.Frontier.copies). Set
     # once, so a batch that runs again treats the page the same way.
     copy_of = models.URLField(max_length=2048, blank=True, default="")
+    # The page at this address answered as no page this check (removed,
+    # moved away, still gone, an error): a page naming it as its canonical
+    # address is no copy of it, and records itself.
+    no_page = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

@@ -14,7 +14,7 @@ from checks.crawl.models import Crawl, CrawlPage
 from checks.crawl.scope import Link, Scope
 from checks.errors import error_words
 from checks.fetch import Resolver
-from checks.jobs import PageJob
+from checks.jobs import PageJob, page_timeout, verifies_tls
 from checks.models import Check
 from monitors.models import Target
 
@@ -63,6 +63,8 @@ class CrawlSource:
             sitemaps=self.sitemap_mode != "skip",
             resolver=resolver,
             alive=alive,
+            verify=verifies_tls(target.scrape_options or {}),
+            timeout=page_timeout(target.scrape_options or {}),
         )
         self.scope = self.discovery.scope
         self.sitemap_pages = 0  # set by _seeds
